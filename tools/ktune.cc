@@ -1,0 +1,63 @@
+// The `ktune` command: global flags, the subcommands registered by the cmd_*.cc files, and the
+// one place where a ktune::Error becomes one line on stderr and a non-zero exit status.
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "support/error.h"
+#include "support/logging.h"
+#include "tools/commands.h"
+
+namespace ktune::tools {
+namespace {
+
+std::vector<std::pair<std::string, CommandAdder>>& registry() {
+  static std::vector<std::pair<std::string, CommandAdder>> commands;
+  return commands;
+}
+
+std::string version_text() {
+  return std::string("ktune ") + KTUNE_VERSION + "\n" + "  LLVM    " + KTUNE_LLVM_VERSION + "\n" +
+         "  XGBoost " + KTUNE_XGBOOST_VERSION + "\n" + "  gRPC    " + KTUNE_GRPC_VERSION + "\n" +
+         "  SQLite  " + KTUNE_SQLITE_VERSION;
+}
+
+}  // namespace
+
+CommandRegistration::CommandRegistration(const char* name, CommandAdder adder) {
+  registry().emplace_back(name, adder);
+}
+
+}  // namespace ktune::tools
+
+int main(int argc, char** argv) {
+  using namespace ktune;
+  CLI::App app{"ktune: auto-tuning of tensor kernels (tiling, loop order, vectorization, ...)"};
+  app.set_version_flag("--version", tools::version_text());
+  app.require_subcommand(1);
+  LoggingOptions logging;
+  app.add_flag("-v,--verbose", logging.verbose, "Log debug messages");
+  app.add_flag("-q,--quiet", logging.quiet, "Log warnings and errors only");
+  app.parse_complete_callback([&] { setup_logging(logging); });
+
+  auto& commands = tools::registry();
+  std::sort(commands.begin(), commands.end());
+  for (const auto& [name, adder] : commands) adder(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const Error& e) {
+    std::cerr << "ktune: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "ktune: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
