@@ -24,7 +24,13 @@ find_package(GTest CONFIG REQUIRED)
 find_package(benchmark CONFIG REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
-find_package(dnnl CONFIG REQUIRED)
+# oneDNN: Debian's dnnl-config.cmake demands OpenCL headers (a GPU runtime we never use);
+# the CPU library and its headers are all the benchmarks need.
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp REQUIRED)
+find_library(DNNL_LIBRARY NAMES dnnl REQUIRED)
+add_library(DNNL::dnnl UNKNOWN IMPORTED)
+set_target_properties(DNNL::dnnl PROPERTIES
+  IMPORTED_LOCATION ${DNNL_LIBRARY} INTERFACE_INCLUDE_DIRECTORIES ${DNNL_INCLUDE_DIR})
 
 # Versions reported by `ktune --version`.
 set(KTUNE_LLVM_VERSION ${LLVM_PACKAGE_VERSION})
