@@ -1,5 +1,4 @@
-// Defines the CostModel interface (fit, predict, save, load) and the label helper shared by its
-// implementations.
+// Defines the CostModel interface (fit, predict, save, load), FeatureMatrix and throughput_labels.
 #pragma once
 
 #include <cstddef>

@@ -21,21 +21,24 @@ struct XGBoostParams {
   double lambda = 1.0;
   double alpha = 0.0;
   std::string objective = "rank:pairwise";
-  int max_rounds = 8000;            // upper bound on boosting rounds
-  int early_stopping_rounds = 20;   // stop after this many rounds without a better metric
-  int eval_top_k = 64;              // the metric is NDCG@k (linear gain) on the held-out slice
-  double validation_fraction = 0.2; // share of each group held out for early stopping
+  int max_rounds = 8000;                // upper bound on boosting rounds
+  int early_stopping_rounds = 20;       // stop after this many rounds without a better metric
+  int eval_top_k = 64;                  // the metric is NDCG@k (linear gain) on the held-out slice
+  double validation_fraction = 0.2;     // share of each group held out for early stopping
   size_t min_rows_for_validation = 40;  // below this, train fixed_rounds without a hold-out
   int fixed_rounds = 50;
-  bool refit_on_all_rows = true;    // after early stopping, retrain on every row for the best count
-  int threads = 1;                  // XGBoost nthread
-  uint64_t seed = 0;                // row split and XGBoost's own seed
+  bool refit_on_all_rows = true;  // after early stopping, retrain on every row for the best count
+  // XGBoost's nthread. 1 by default: its OpenMP threads spin-wait, and on a loaded 2-core
+  // machine nthread=2 made a 1000-row fit 100x slower (7 s instead of 0.07 s).
+  int threads = 1;
+  std::string tree_method = "exact";  // "hist" scales better to many rows or threads
+  uint64_t seed = 0;                  // row split and XGBoost's own seed
 };
 
 // What the last fit did, for telemetry and tests.
 struct FitReport {
-  int rounds = 0;                // boosting rounds of the final booster
-  double best_metric = -1.0;     // held-out NDCG@k at the chosen round; -1 without a hold-out
+  int rounds = 0;             // boosting rounds of the final booster
+  double best_metric = -1.0;  // held-out NDCG@k at the chosen round; -1 without a hold-out
   size_t train_rows = 0;
   size_t validation_rows = 0;
 };
@@ -69,10 +72,5 @@ class XGBoostModel final : public CostModel {
   size_t num_features_ = 0;
   mutable std::mutex mutex_;
 };
-
-// Returns NDCG@k of scores against relevance labels (linear gain, log2 discount): 1 when the
-// top k by score carry the top k labels' gain. Returns 1 when every label is 0.
-// Throws Error(kInvalidArgument) when sizes differ.
-double ndcg_at_k(std::span<const float> scores, std::span<const float> labels, size_t k);
 
 }  // namespace ktune::cost_model

@@ -6,8 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "schedule_space/task.h"
+#include "schedule_space/config.h"
 #include "support/error.h"
+
+namespace ktune::schedule_space {
+class Task;
+}  // namespace ktune::schedule_space
 
 namespace ktune::tuner {
 

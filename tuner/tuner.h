@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "schedule_space/task.h"
+#include "schedule_space/config.h"
 #include "tuner/measure.h"
 
 namespace ktune::tuner {

@@ -1,0 +1,121 @@
+// build(): target machine set-up, LLVM's O3 pipeline (PassBuilder) and object/assembly emission.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CodeGen.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include "codegen/codegen_llvm.h"
+#include "codegen/llvm_init.h"
+#include "codegen/llvm_module.h"
+#include "support/error.h"
+
+namespace ktune::codegen {
+namespace {
+
+std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target, const BuildOptions& options) {
+  initialize_llvm();
+  std::string err;
+  const llvm::Target* backend = llvm::TargetRegistry::lookupTarget(target.triple(), err);
+  if (!backend) throw Error(ErrorKind::kUnsupported, "no LLVM backend for '" + target.triple() + "': " + err);
+  llvm::TargetOptions to;
+  // FMA contraction follows the `contract` flags codegen puts on float instructions.
+  to.AllowFPOpFusion = llvm::FPOpFusion::Standard;
+  const auto level = options.opt_level >= 3   ? llvm::CodeGenOptLevel::Aggressive
+                     : options.opt_level == 2 ? llvm::CodeGenOptLevel::Default
+                     : options.opt_level == 1 ? llvm::CodeGenOptLevel::Less
+                                              : llvm::CodeGenOptLevel::None;
+  // PIC: JIT memory may lie anywhere in the address space, and static links accept PIC too.
+  std::unique_ptr<llvm::TargetMachine> tm(backend->createTargetMachine(
+      target.triple(), target.cpu(), target.feature_string(), to, llvm::Reloc::PIC_, std::nullopt, level));
+  if (!tm) throw Error(ErrorKind::kUnsupported, "LLVM cannot create a target machine for '" + target.str() + "'");
+  return tm;
+}
+
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, const BuildOptions& options) {
+  if (options.opt_level <= 0) return;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  pto.LoopUnrolling = true;
+  llvm::PassBuilder pb(&tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  const llvm::OptimizationLevel level = options.opt_level >= 3   ? llvm::OptimizationLevel::O3
+                                        : options.opt_level == 2 ? llvm::OptimizationLevel::O2
+                                                                 : llvm::OptimizationLevel::O1;
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(m, mam);
+}
+
+std::string emit_file(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFileType type) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, type)) {
+    throw Error(ErrorKind::kBuild, "LLVM cannot emit this file type for '" + tm.getTargetTriple().str() + "'");
+  }
+  pm.run(m);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+struct Compiled {
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::TargetMachine> tm;
+  std::unique_ptr<llvm::Module> module;
+};
+
+void compile(Compiled& c, const te::LoweredFunc& f, const Target& target, const BuildOptions& options, bool opt) {
+  c.tm = make_target_machine(target, options);
+  c.module = translate_to_llvm(f, c.ctx, *c.tm, options);
+  if (opt) optimize(*c.module, *c.tm, options);
+}
+
+}  // namespace
+
+Artifact build(const te::LoweredFunc& f, const Target& target, const BuildOptions& options) {
+  Compiled c;
+  compile(c, f, target, options, true);
+  const std::string obj = emit_file(*c.module, *c.tm, llvm::CodeGenFileType::ObjectFile);
+  Artifact a;
+  a.object.assign(obj.begin(), obj.end());
+  a.entry = f.name;
+  a.target = target.str();
+  a.llvm_version = llvm_version();
+  for (const te::BufferArg& arg : f.args) a.signature.push_back({arg.shape, arg.dtype.str(), arg.is_output});
+  return a;
+}
+
+std::string emit_llvm_ir(const te::LoweredFunc& f, const Target& target, const BuildOptions& options, bool optimized) {
+  Compiled c;
+  compile(c, f, target, options, optimized);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  c.module->print(os, nullptr);
+  return os.str();
+}
+
+std::string emit_assembly(const te::LoweredFunc& f, const Target& target, const BuildOptions& options) {
+  Compiled c;
+  compile(c, f, target, options, true);
+  return emit_file(*c.module, *c.tm, llvm::CodeGenFileType::AssemblyFile);
+}
+
+}  // namespace ktune::codegen

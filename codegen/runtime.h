@@ -1,0 +1,26 @@
+// Declares ktune's parallel runtime: the entry compiled kernels call for parallel loops.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+// The body of a parallel loop, outlined by codegen: runs iterations [begin, end) and returns
+// 0 or a kernel error code.
+typedef int32_t (*ktune_parallel_body)(int64_t begin, int64_t end, void* closure);
+
+// Runs body over [0, extent) split into one contiguous chunk per thread (a static schedule,
+// as the tiling already balances the work) and returns the first non-zero code, else 0.
+// Blocks until every chunk finished. A call from inside a body runs serially. Thread-safe.
+int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closure);
+}
+
+namespace ktune::codegen {
+
+// Sets how many threads parallel loops use (>= 1; the calling thread counts as one). The
+// default is the number of hardware threads. Takes effect for the next parallel loop.
+// Throws Error(kInvalidArgument) for n < 1.
+void set_num_threads(int n);
+// Returns the current thread count of parallel loops.
+int num_threads();
+
+}  // namespace ktune::codegen

@@ -1,0 +1,224 @@
+// ConfigSpace: mixed-radix indexing, constraint checks per config, rejection sampling, neighbours.
+#include "schedule_space/config_space.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "support/error.h"
+
+namespace ktune::schedule_space {
+
+const Entity& EntityView::operator[](std::string_view name) const {
+  if (config_) return (*config_)[name];
+  const int64_t pos = space_->knob_position(name);
+  if (pos < 0) throw Error(ErrorKind::kInstantiation, "constraint reads unknown knob '" + std::string(name) + "'");
+  return space_->knob(static_cast<size_t>(pos)).entity((*knob_indices_)[static_cast<size_t>(pos)]);
+}
+
+const Knob& ConfigSpace::add_knob(std::shared_ptr<const Knob> knob) {
+  if (!knob) throw Error(ErrorKind::kInvalidArgument, "null knob");
+  if (positions_.count(knob->name()))
+    throw Error(ErrorKind::kInvalidArgument, "knob '" + knob->name() + "' defined twice");
+  const uint64_t k = knob->size();
+  if (size_ > kMaxSize / k || size_ * k > kMaxSize)
+    throw Error(ErrorKind::kInvalidArgument, "config space exceeds 2^63 configs when adding knob '" + knob->name() +
+                                                 "' (size " + std::to_string(k) + ")");
+  size_ *= k;
+  feature_length_ += knob->feature_length();
+  positions_.emplace(knob->name(), knobs_.size());
+  knobs_.push_back(std::move(knob));
+  return *knobs_.back();
+}
+
+const Knob& ConfigSpace::define_split(const std::string& name, const SplitParams& params) {
+  return add_knob(std::make_shared<SplitKnob>(name, params));
+}
+const Knob& ConfigSpace::define_reorder(const std::string& name, const ReorderParams& params) {
+  return add_knob(std::make_shared<ReorderKnob>(name, params));
+}
+const Knob& ConfigSpace::define_annotate(const std::string& name, const AnnotateParams& params) {
+  return add_knob(std::make_shared<AnnotateKnob>(name, params));
+}
+const Knob& ConfigSpace::define_knob(const std::string& name, const std::vector<int64_t>& values) {
+  return add_knob(std::make_shared<OtherKnob>(name, values));
+}
+const Knob& ConfigSpace::define_knob(const std::string& name, const std::vector<std::string>& values) {
+  return add_knob(std::make_shared<OtherKnob>(name, values));
+}
+
+void ConfigSpace::add_constraint(std::string name, std::function<bool(const EntityView&)> predicate) {
+  if (!predicate) throw Error(ErrorKind::kInvalidArgument, "constraint '" + name + "' has no predicate");
+  constraints_.push_back({std::move(name), std::move(predicate)});
+}
+
+std::vector<uint64_t> ConfigSpace::knob_sizes() const {
+  std::vector<uint64_t> out;
+  out.reserve(knobs_.size());
+  for (const auto& k : knobs_) out.push_back(k->size());
+  return out;
+}
+
+const Knob* ConfigSpace::find_knob(std::string_view name) const {
+  const int64_t pos = knob_position(name);
+  return pos < 0 ? nullptr : knobs_[static_cast<size_t>(pos)].get();
+}
+
+int64_t ConfigSpace::knob_position(std::string_view name) const {
+  auto it = positions_.find(std::string(name));
+  return it == positions_.end() ? -1 : static_cast<int64_t>(it->second);
+}
+
+void ConfigSpace::decompose(uint64_t index, std::vector<uint64_t>& digits) const {
+  digits.resize(knobs_.size());
+  for (size_t i = 0; i < knobs_.size(); ++i) {
+    const uint64_t k = knobs_[i]->size();
+    digits[i] = index % k;
+    index /= k;
+  }
+}
+
+std::vector<uint64_t> ConfigSpace::knob_indices(uint64_t index) const {
+  if (index >= size_)
+    throw Error(ErrorKind::kInvalidArgument,
+                "config index " + std::to_string(index) + " out of range (space size " + std::to_string(size_) + ")");
+  std::vector<uint64_t> digits;
+  decompose(index, digits);
+  return digits;
+}
+
+uint64_t ConfigSpace::index_of(const std::vector<uint64_t>& digits) const {
+  if (digits.size() != knobs_.size())
+    throw Error(ErrorKind::kInvalidArgument, "knob index vector has " + std::to_string(digits.size()) +
+                                                 " entries, the space has " + std::to_string(knobs_.size()) + " knobs");
+  uint64_t index = 0;
+  for (size_t i = knobs_.size(); i-- > 0;) {
+    if (digits[i] >= knobs_[i]->size())
+      throw Error(ErrorKind::kInvalidArgument, "knob '" + knobs_[i]->name() + "' has no candidate " +
+                                                   std::to_string(digits[i]) + " (size " +
+                                                   std::to_string(knobs_[i]->size()) + ")");
+    index = index * knobs_[i]->size() + digits[i];
+  }
+  return index;
+}
+
+uint64_t ConfigSpace::index_of(const Config& config) const {
+  std::vector<uint64_t> digits(knobs_.size());
+  for (size_t i = 0; i < knobs_.size(); ++i) {
+    const Entity* e = config.find(knobs_[i]->name());
+    if (!e) throw Error(ErrorKind::kInvalidArgument, "config has no knob '" + knobs_[i]->name() + "'");
+    if (e->kind != knobs_[i]->kind())
+      throw Error(ErrorKind::kInvalidArgument, "config knob '" + e->name + "' is of kind " +
+                                                   std::string(to_string(e->kind)) + ", the space's is " +
+                                                   std::string(to_string(knobs_[i]->kind())));
+    const int64_t pos = knobs_[i]->find(*e);
+    if (pos < 0)
+      throw Error(ErrorKind::kInvalidArgument, "config value " + e->to_json()[2].dump() + " of knob '" + e->name +
+                                                   "' is not in this space");
+    digits[i] = static_cast<uint64_t>(pos);
+  }
+  return index_of(digits);
+}
+
+Config ConfigSpace::get(uint64_t index) const {
+  const auto digits = knob_indices(index);
+  std::vector<Entity> entities;
+  entities.reserve(knobs_.size());
+  for (size_t i = 0; i < knobs_.size(); ++i) entities.push_back(knobs_[i]->entity(digits[i]));
+  return Config(template_name_, index, std::move(entities));
+}
+
+bool ConfigSpace::valid_digits(const std::vector<uint64_t>& digits) const {
+  const EntityView view(*this, digits);
+  for (const auto& c : constraints_)
+    if (!c.predicate(view)) return false;
+  return true;
+}
+
+bool ConfigSpace::is_valid(uint64_t index) const {
+  if (index >= size_) return false;
+  if (constraints_.empty()) return true;
+  std::vector<uint64_t> digits;
+  decompose(index, digits);
+  return valid_digits(digits);
+}
+
+std::string ConfigSpace::rejecting_constraint(const Config& config) const {
+  const EntityView view(config);
+  for (const auto& c : constraints_)
+    if (!c.predicate(view)) return c.name;
+  return "";
+}
+
+std::vector<uint64_t> ConfigSpace::sample(size_t n, std::mt19937_64& rng,
+                                          const std::unordered_set<uint64_t>& exclude) const {
+  std::vector<uint64_t> out;
+  if (n == 0) return out;
+  std::vector<uint64_t> digits;
+  if (size_ <= kEnumerateLimit) {
+    std::vector<uint64_t> pool;
+    for (uint64_t i = 0; i < size_; ++i) {
+      if (exclude.count(i)) continue;
+      decompose(i, digits);
+      if (valid_digits(digits)) pool.push_back(i);
+    }
+    // Partial Fisher-Yates: the first n positions are a uniform sample without replacement.
+    const size_t take = std::min(n, pool.size());
+    for (size_t i = 0; i < take; ++i) {
+      std::uniform_int_distribution<size_t> pick(i, pool.size() - 1);
+      std::swap(pool[i], pool[pick(rng)]);
+    }
+    pool.resize(take);
+    return pool;
+  }
+  std::unordered_set<uint64_t> taken;
+  std::uniform_int_distribution<uint64_t> draw(0, size_ - 1);
+  const size_t budget = kSampleTriesBase + kSampleTriesPerPick * n;
+  for (size_t t = 0; t < budget && out.size() < n; ++t) {
+    const uint64_t i = draw(rng);
+    if (exclude.count(i) || taken.count(i)) continue;
+    decompose(i, digits);
+    if (!valid_digits(digits)) continue;
+    taken.insert(i);
+    out.push_back(i);
+  }
+  return out;
+}
+
+uint64_t ConfigSpace::neighbour(uint64_t index, std::mt19937_64& rng) const {
+  std::vector<uint64_t> digits = knob_indices(index);
+  std::vector<size_t> movable;
+  for (size_t i = 0; i < knobs_.size(); ++i)
+    if (knobs_[i]->size() > 1) movable.push_back(i);
+  if (movable.empty()) return index;
+  std::uniform_int_distribution<size_t> pick_knob(0, movable.size() - 1);
+  for (int t = 0; t < kNeighbourTries; ++t) {
+    const size_t k = movable[pick_knob(rng)];
+    const uint64_t old = digits[k];
+    // Uniform over the other candidates: draw from size-1 values and skip the current one.
+    std::uniform_int_distribution<uint64_t> pick_value(0, knobs_[k]->size() - 2);
+    uint64_t v = pick_value(rng);
+    if (v >= old) ++v;
+    digits[k] = v;
+    if (valid_digits(digits)) return index_of(digits);
+    digits[k] = old;
+  }
+  return index;
+}
+
+std::vector<float> ConfigSpace::knob_features(uint64_t index) const {
+  const auto digits = knob_indices(index);
+  std::vector<float> out;
+  out.reserve(feature_length_);
+  for (size_t i = 0; i < knobs_.size(); ++i) knobs_[i]->append_features(digits[i], out);
+  return out;
+}
+
+std::string ConfigSpace::describe() const {
+  std::ostringstream os;
+  for (const auto& k : knobs_) os << k->name() << ": " << k->describe() << "\n";
+  for (const auto& c : constraints_) os << "constraint: " << c.name << "\n";
+  os << "size: " << size_ << "\n";
+  return os.str();
+}
+
+}  // namespace ktune::schedule_space

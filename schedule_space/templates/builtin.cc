@@ -1,0 +1,15 @@
+// Registers every built-in template (called once by TemplateRegistry::global()).
+#include "schedule_space/template_registry.h"
+
+namespace ktune::schedule_space {
+namespace templates {
+void register_gemm_templates(TemplateRegistry& r);
+void register_conv_templates(TemplateRegistry& r);
+}  // namespace templates
+
+void register_builtin_templates(TemplateRegistry& registry) {
+  templates::register_gemm_templates(registry);
+  templates::register_conv_templates(registry);
+}
+
+}  // namespace ktune::schedule_space

@@ -1,0 +1,88 @@
+// Helpers shared by the built-in templates.
+#include "schedule_space/templates/common.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "support/error.h"
+
+namespace ktune::schedule_space::templates {
+
+ArgSpec dtype_arg() {
+  return {.name = "dtype", .type = ArgSpec::Type::kString, .default_value = "float32",
+          .doc = "element type", .choices = {"float32", "float64"}};
+}
+
+te::DataType dtype_of(const std::string& name) {
+  if (name == "float32") return te::Float(32);
+  if (name == "float64") return te::Float(64);
+  throw Error(ErrorKind::kInvalidArgument, "unsupported dtype '" + name + "'");
+}
+
+std::vector<te::IterVar> apply_split(te::Stage stage, const te::IterVar& axis, const Entity& split, int64_t extent) {
+  const std::vector<int64_t> f = split.split_factors(extent);
+  std::vector<te::IterVar> loops;
+  te::IterVar rest = axis;
+  for (size_t i = 1; i < f.size(); ++i) {
+    int64_t inner = 1;
+    for (size_t j = i; j < f.size(); ++j) inner *= f[j];
+    auto [outer, in] = stage.split(rest, inner);
+    loops.push_back(outer);
+    rest = in;
+  }
+  loops.push_back(rest);
+  return loops;
+}
+
+void unroll_if(te::Stage stage, const te::IterVar& loop, bool on) {
+  if (on) stage.unroll(loop);
+}
+
+uint64_t closest_split(const Knob& knob, const std::vector<int64_t>& inner) {
+  uint64_t best = 0;
+  double best_d = std::numeric_limits<double>::infinity();
+  for (uint64_t i = 0; i < knob.size(); ++i) {
+    const auto& v = knob.entity(i).values;
+    double d = 0;
+    for (size_t j = 0; j < inner.size() && j + 1 < v.size(); ++j)
+      d += std::abs(std::log2(static_cast<double>(v[j + 1])) - std::log2(static_cast<double>(inner[j])));
+    if (d < best_d) {
+      best_d = d;
+      best = i;
+    }
+  }
+  return best;
+}
+
+uint64_t closest_int(const Knob& knob, int64_t v) {
+  uint64_t best = 0;
+  int64_t best_d = std::numeric_limits<int64_t>::max();
+  for (uint64_t i = 0; i < knob.size(); ++i) {
+    const Entity& e = knob.entity(i);
+    if (e.is_string) continue;
+    const int64_t d = std::abs(e.values[0] - v);
+    if (d < best_d) {
+      best_d = d;
+      best = i;
+    }
+  }
+  return best;
+}
+
+Config pick_fallback(const ConfigSpace& space, const std::vector<uint64_t>& digits) {
+  const uint64_t index = space.index_of(digits);
+  if (space.is_valid(index)) return space.get(index);
+  std::mt19937_64 rng(0);
+  const auto pick = space.sample(1, rng);
+  if (pick.empty()) throw Error(ErrorKind::kInvalidArgument, "config space has no valid config");
+  return space.get(pick[0]);
+}
+
+int64_t largest_divisor_at_most(int64_t n, int64_t cap) {
+  for (int64_t d = std::min(n, cap); d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
+}
+
+}  // namespace ktune::schedule_space::templates

@@ -1,0 +1,41 @@
+// Defines helpers shared by the built-in templates: dtype arguments, applying split entities, fallback picks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedule_space/config.h"
+#include "schedule_space/config_space.h"
+#include "schedule_space/workload.h"
+#include "te/schedule.h"
+#include "te/tensor.h"
+
+namespace ktune::schedule_space::templates {
+
+// The dtype argument every template takes (float32 default, float64).
+ArgSpec dtype_arg();
+// te type of a dtype argument value; throws Error(kInvalidArgument) for an unknown name.
+te::DataType dtype_of(const std::string& name);
+
+// Splits `axis` of `stage` into entity.values.size() loops by the split entity's factors
+// (outermost first), resolving the remainder against `extent`. Returns the loops, outermost first.
+// Throws Error(kInstantiation) for a non-split entity or non-positive factors.
+std::vector<te::IterVar> apply_split(te::Stage stage, const te::IterVar& axis, const Entity& split, int64_t extent);
+
+// Annotates `loop` as unrolled when `on`.
+void unroll_if(te::Stage stage, const te::IterVar& loop, bool on);
+
+// Fallback picking: the candidate of a split knob whose inner factors are closest to `inner`
+// (log distance, ties to the earlier candidate).
+uint64_t closest_split(const Knob& knob, const std::vector<int64_t>& inner);
+// The candidate of an int knob closest to v.
+uint64_t closest_int(const Knob& knob, int64_t v);
+// The config of the digits chosen per knob by `pick` if it is valid; otherwise the first valid
+// config in seed-0 sampling order. Throws Error(kInvalidArgument) when the space has none.
+Config pick_fallback(const ConfigSpace& space, const std::vector<uint64_t>& digits);
+
+// Largest divisor of n that is <= cap (>= 1).
+int64_t largest_divisor_at_most(int64_t n, int64_t cap);
+
+}  // namespace ktune::schedule_space::templates

@@ -1,0 +1,104 @@
+// The GEMM schedule shared by matmul, dense + bias + relu and batch_matmul: outer tiles (parallel),
+// cache blocks, a register tile accumulated in a local buffer with vectorized columns, packed B.
+#include "schedule_space/templates/gemm.h"
+
+#include <algorithm>
+
+#include "schedule_space/templates/common.h"
+#include "support/error.h"
+
+namespace ktune::schedule_space::templates {
+namespace {
+
+constexpr int64_t kMaxRegisterRows = 16;
+constexpr int64_t kMaxRegisterVectors = 4;
+constexpr int64_t kMaxUnrolledRows = 64;
+
+}  // namespace
+
+void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
+                       ConfigSpace& space) {
+  const int64_t lanes = target.vector_lanes(dtype_bits);
+  space.define_split("tile_y", {.extent = M, .num_outputs = 3, .max_innermost = kMaxRegisterRows});
+  space.define_split("tile_x", {.extent = N, .num_outputs = 3, .innermost_multiple = lanes,
+                                .max_innermost = lanes * kMaxRegisterVectors});
+  space.define_split("tile_k", {.extent = K, .num_outputs = 2});
+  space.define_knob("unroll_k", std::vector<int64_t>{0, 1});
+  space.define_knob("pack_b", std::vector<int64_t>{0, 1});
+  space.define_knob("parallel", target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  const int64_t budget = target.vector_registers() - 2;
+  space.add_constraint("register tile fits the vector registers", [lanes, budget](const EntityView& v) {
+    const int64_t rows = v["tile_y"].values.back();
+    const int64_t vectors = (v["tile_x"].values.back() + lanes - 1) / lanes;
+    return rows * vectors <= budget;
+  });
+  space.add_constraint("unrolled k loop stays small", [](const EntityView& v) {
+    return v["unroll_k"].as_int() == 0 || v["tile_k"].values.back() * v["tile_y"].values.back() <= kMaxUnrolledRows;
+  });
+}
+
+Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
+                     const ConfigSpace& space) {
+  const int64_t lanes = target.vector_lanes(dtype_bits);
+  const int64_t xi = N % (2 * lanes) == 0 ? 2 * lanes : std::min<int64_t>(lanes, N);
+  const int64_t vectors = std::max<int64_t>(1, xi / lanes);
+  const int64_t yi = largest_divisor_at_most(M, std::min<int64_t>(8, (target.vector_registers() - 4) / vectors));
+  const int64_t yo = std::max<int64_t>(1, largest_divisor_at_most(M / yi, std::max<int64_t>(1, 32 / yi)));
+  const int64_t xo = std::max<int64_t>(1, largest_divisor_at_most(N / xi, std::max<int64_t>(1, 128 / xi)));
+  const int64_t ki = largest_divisor_at_most(K, 4);
+  std::vector<uint64_t> d(space.num_knobs(), 0);
+  d[0] = closest_split(space.knob(0), {yo, yi});
+  d[1] = closest_split(space.knob(1), {xo, xi});
+  d[2] = closest_split(space.knob(2), {ki});
+  d[3] = closest_int(space.knob(3), 1);
+  d[4] = closest_int(space.knob(4), 1);
+  d[5] = closest_int(space.knob(5), target.cores > 1 ? 1 : 0);
+  return pick_fallback(space, d);
+}
+
+void schedule_gemm(const GemmStages& g, const Config& cfg, int64_t M, int64_t N, int64_t K) {
+  te::Schedule s = g.schedule;
+  te::Stage out = s[g.out];
+  const int nb = g.batch_axes;
+  std::vector<te::IterVar> batch;
+  for (int b = 0; b < nb; ++b) batch.push_back(out.axis(b));
+  const auto ys = apply_split(out, out.axis(nb), cfg["tile_y"], M);
+  const auto xs = apply_split(out, out.axis(nb + 1), cfg["tile_x"], N);
+  if (ys.size() != 3 || xs.size() != 3)
+    throw Error(ErrorKind::kInstantiation, "tile_y and tile_x must split in 3");
+  std::vector<te::IterVar> order = batch;
+  order.insert(order.end(), {ys[0], xs[0], ys[1], xs[1], ys[2], xs[2]});
+  out.reorder(order);
+  te::IterVar outer = nb > 0 ? batch[0] : ys[0];
+  for (int b = 1; b < nb; ++b) outer = out.fuse(outer, batch[b]);
+  if (nb > 0) outer = out.fuse(outer, ys[0]);
+  outer = out.fuse(outer, xs[0]);
+  if (cfg["parallel"].as_int() != 0) out.parallel(outer);
+  out.vectorize(xs[2]);
+
+  te::Stage acc = s[g.acc];
+  acc.compute_at(out, xs[1]);
+  const auto ks = apply_split(acc, acc.reduce_axis(0), cfg["tile_k"], K);
+  if (ks.size() != 2) throw Error(ErrorKind::kInstantiation, "tile_k must split in 2");
+  std::vector<te::IterVar> acc_order;
+  for (int b = 0; b < nb; ++b) acc_order.push_back(acc.axis(b));
+  acc_order.insert(acc_order.end(), {ks[0], ks[1], acc.axis(nb), acc.axis(nb + 1)});
+  acc.reorder(acc_order);
+  acc.vectorize(acc.axis(nb + 1));
+  acc.unroll(acc.axis(nb));
+  unroll_if(acc, ks[1], cfg["unroll_k"].as_int() != 0);
+
+  if (g.pack.defined()) {
+    // The panel's columns come in whole register tiles (multiples of the vector lanes): copy
+    // them a tile at a time with vector loads and stores.
+    te::Stage pack = s[g.pack];
+    pack.compute_at(out, outer);
+    const te::IterVar cols = pack.axis(static_cast<int>(pack.node().axes.size()) - 1);
+    const int64_t xi = cfg["tile_x"].split_factors(N).back();
+    auto [co, ci] = pack.split(cols, xi);
+    (void)co;
+    pack.vectorize(ci);
+  }
+}
+
+}  // namespace ktune::schedule_space::templates

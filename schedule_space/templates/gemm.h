@@ -1,0 +1,45 @@
+// Defines the shared space and schedule of GEMM-like templates (matmul, dense + bias + relu, batch_matmul).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "schedule_space/config.h"
+#include "schedule_space/config_space.h"
+#include "schedule_space/workload.h"
+#include "te/schedule.h"
+#include "te/tensor.h"
+
+namespace ktune::schedule_space::templates {
+
+// Knobs (names are part of the config format, keep them stable):
+//   tile_y  split of M in 3: [outer tile, cache block rows, register rows (<= 16)]
+//   tile_x  split of N in 3: [outer tile, cache block cols, register cols (whole vectors, <= 4)]
+//   tile_k  split of K in 2: [outer, inner]
+//   unroll_k  0/1: unroll the inner k loop of the register tile
+//   pack_b    0/1: copy (and, for a transposed B, transpose) the B panel of an outer tile into a
+//             contiguous local buffer before using it
+//   parallel  0/1 (only 0 on one core): run the fused outer tile loop on all cores
+// Constraints: the register tile (rows x vectors) leaves two registers free; an unrolled k loop
+// unrolls at most 64 copies of the row block.
+void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target, ConfigSpace& space);
+
+// A sensible untuned choice: a register tile of up to 8 rows x 2 vectors, cache blocks of
+// ~32 rows x ~128 columns, k unrolled by 4, B packed, parallel when there are several cores.
+Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
+                     const ConfigSpace& space);
+
+// The stages a GEMM schedule works on.
+struct GemmStages {
+  te::Schedule schedule;
+  te::Tensor out;   // the tiled stage: the output, its copy-out stage or a fused epilogue
+  te::Tensor acc;   // the reduction, computed per register tile inside `out`
+  te::Tensor pack;  // optional packed-B stage, computed per outer tile
+  int batch_axes = 0;  // leading batch axes of `out` (fused into the outer parallel loop)
+};
+
+// Schedules `g` by the config (see define_gemm_space). Throws Error(kInstantiation) for entity
+// values it cannot realise; te throws kInvalidSchedule for a schedule it rejects.
+void schedule_gemm(const GemmStages& g, const Config& cfg, int64_t M, int64_t N, int64_t K);
+
+}  // namespace ktune::schedule_space::templates

@@ -1,0 +1,193 @@
+// Built-in GEMM templates: matmul (B row-major or transposed), dense + bias + relu, batch_matmul.
+#include "schedule_space/template_registry.h"
+#include "schedule_space/templates/common.h"
+#include "schedule_space/templates/gemm.h"
+
+namespace ktune::schedule_space::templates {
+namespace {
+
+ArgSpec size_arg(const char* name, const char* doc) { return {.name = name, .default_value = "", .doc = doc}; }
+
+ArgSpec layout_arg() {
+  return {.name = "layout", .type = ArgSpec::Type::kString, .default_value = "nn",
+          .doc = "nn: B is [K,N] (row-major); nt: B is [N,K] (transposed)", .choices = {"nn", "nt"}};
+}
+
+// ----- matmul: C[M,N] = A[M,K] * B ---------------------------------------------------------------
+
+struct MatmulTensors {
+  te::Tensor a, b, packed, c;
+};
+
+// With pack (nn): the panel is a cache_read added by the schedule. With pack (nt): an explicit
+// transposing stage so that the register tile reads contiguous columns.
+MatmulTensors matmul_tensors(const WorkloadArgs& w, bool transposed_pack) {
+  const int64_t M = w.get_int("M"), N = w.get_int("N"), K = w.get_int("K");
+  const bool nt = w.get("layout") == "nt";
+  const te::DataType dt = dtype_of(w.get("dtype"));
+  MatmulTensors t;
+  t.a = te::placeholder({M, K}, dt, "A");
+  t.b = te::placeholder(nt ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, dt, "B");
+  if (nt && transposed_pack) {
+    const te::Tensor b = t.b;
+    t.packed = te::compute({K, N}, [&](te::Var k, te::Var j) { return b(j, k); }, "B_pack");
+  }
+  const te::IterVar k = te::reduce_axis({0, K}, "k");
+  const te::Tensor a = t.a, b = t.b, p = t.packed;
+  t.c = te::compute({M, N}, [&](te::Var i, te::Var j) {
+    te::Expr bv = p.defined() ? p(k, j) : (nt ? b(j, k) : b(k, j));
+    return te::sum(a(i, k) * bv, k);
+  }, "C");
+  return t;
+}
+
+void register_matmul(TemplateRegistry& r) {
+  TemplateDef d;
+  d.name = "matmul";
+  d.doc = "C[M,N] = A[M,K] * B[K,N] (layout=nt: B is [N,K])";
+  d.args = {size_arg("M", "rows of A and C"), size_arg("N", "columns of B and C"), size_arg("K", "reduction length"),
+            layout_arg(), dtype_arg()};
+  d.compute = [](const WorkloadArgs& w) {
+    MatmulTensors t = matmul_tensors(w, false);
+    return ComputeDef{{t.a, t.b, t.c}, {t.c}};
+  };
+  d.flop = [](const WorkloadArgs& w) {
+    return 2.0 * static_cast<double>(w.get_int("M")) * static_cast<double>(w.get_int("N")) *
+           static_cast<double>(w.get_int("K"));
+  };
+  d.define = [](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
+    define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
+  };
+  d.fallback = [](const WorkloadArgs& w, const TargetTraits& target, const ConfigSpace& space) {
+    return gemm_fallback(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
+  };
+  d.apply = [](const WorkloadArgs& w, const TargetTraits&, const Config& cfg) {
+    const bool pack = cfg["pack_b"].as_int() != 0;
+    MatmulTensors t = matmul_tensors(w, pack);
+    te::Schedule s = te::create_schedule({t.c});
+    GemmStages g{s, t.c, s.cache_write(t.c, "local"), t.packed, 0};
+    if (pack && !t.packed.defined()) g.pack = s.cache_read(t.b, {g.acc}, "pack");
+    schedule_gemm(g, cfg, w.get_int("M"), w.get_int("N"), w.get_int("K"));
+    return Instantiated{s, {t.a, t.b, t.c}};
+  };
+  r.add(std::move(d));
+}
+
+// ----- dense + bias + relu: Y[M,N] = max(X[M,K] * W[N,K]^T + bias[N], 0) ------------------------
+
+struct DenseTensors {
+  te::Tensor x, w, bias, packed, dot, y;
+};
+
+DenseTensors dense_tensors(const WorkloadArgs& a, bool pack) {
+  const int64_t M = a.get_int("M"), N = a.get_int("N"), K = a.get_int("K");
+  const te::DataType dt = dtype_of(a.get("dtype"));
+  DenseTensors t;
+  t.x = te::placeholder({M, K}, dt, "X");
+  t.w = te::placeholder({N, K}, dt, "W");
+  t.bias = te::placeholder({N}, dt, "bias");
+  const te::Tensor x = t.x, w = t.w, bias = t.bias;
+  if (pack) t.packed = te::compute({K, N}, [&](te::Var k, te::Var j) { return w(j, k); }, "W_pack");
+  const te::Tensor p = t.packed;
+  const te::IterVar k = te::reduce_axis({0, K}, "k");
+  t.dot = te::compute({M, N}, [&](te::Var i, te::Var j) {
+    return te::sum(x(i, k) * (p.defined() ? p(k, j) : w(j, k)), k);
+  }, "dot");
+  const te::Tensor dot = t.dot;
+  t.y = te::compute({M, N}, [&](te::Var i, te::Var j) {
+    return te::max(dot(i, j) + bias(j), te::cast(dt, te::Expr(0.0)));
+  }, "Y");
+  return t;
+}
+
+void register_dense(TemplateRegistry& r) {
+  TemplateDef d;
+  d.name = "dense_bias_relu";
+  d.doc = "Y[M,N] = relu(X[M,K] * W[N,K]^T + bias[N]), the epilogue fused into the GEMM tile";
+  d.args = {size_arg("M", "batch rows"), size_arg("N", "output features"), size_arg("K", "input features"),
+            dtype_arg()};
+  d.compute = [](const WorkloadArgs& w) {
+    DenseTensors t = dense_tensors(w, false);
+    return ComputeDef{{t.x, t.w, t.bias, t.y}, {t.y}};
+  };
+  d.flop = [](const WorkloadArgs& w) {
+    const double m = static_cast<double>(w.get_int("M")), n = static_cast<double>(w.get_int("N"));
+    return 2.0 * m * n * static_cast<double>(w.get_int("K")) + 2.0 * m * n;
+  };
+  d.define = [](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
+    define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
+  };
+  d.fallback = [](const WorkloadArgs& w, const TargetTraits& target, const ConfigSpace& space) {
+    return gemm_fallback(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
+  };
+  d.apply = [](const WorkloadArgs& w, const TargetTraits&, const Config& cfg) {
+    DenseTensors t = dense_tensors(w, cfg["pack_b"].as_int() != 0);
+    te::Schedule s = te::create_schedule({t.y});
+    schedule_gemm({s, t.y, t.dot, t.packed, 0}, cfg, w.get_int("M"), w.get_int("N"), w.get_int("K"));
+    return Instantiated{s, {t.x, t.w, t.bias, t.y}};
+  };
+  r.add(std::move(d));
+}
+
+// ----- batch_matmul: C[B,M,N] = A[B,M,K] * B[B,K,N] ----------------------------------------------
+
+MatmulTensors batch_tensors(const WorkloadArgs& w, bool transposed_pack) {
+  const int64_t Bn = w.get_int("batch"), M = w.get_int("M"), N = w.get_int("N"), K = w.get_int("K");
+  const bool nt = w.get("layout") == "nt";
+  const te::DataType dt = dtype_of(w.get("dtype"));
+  MatmulTensors t;
+  t.a = te::placeholder({Bn, M, K}, dt, "A");
+  t.b = te::placeholder(nt ? std::vector<int64_t>{Bn, N, K} : std::vector<int64_t>{Bn, K, N}, dt, "B");
+  const te::Tensor a = t.a, b = t.b;
+  if (nt && transposed_pack)
+    t.packed = te::compute({Bn, K, N}, [&](te::Var q, te::Var k, te::Var j) { return b(q, j, k); }, "B_pack");
+  const te::Tensor p = t.packed;
+  const te::IterVar k = te::reduce_axis({0, K}, "k");
+  t.c = te::compute({Bn, M, N}, [&](te::Var q, te::Var i, te::Var j) {
+    te::Expr bv = p.defined() ? p(q, k, j) : (nt ? b(q, j, k) : b(q, k, j));
+    return te::sum(a(q, i, k) * bv, k);
+  }, "C");
+  return t;
+}
+
+void register_batch_matmul(TemplateRegistry& r) {
+  TemplateDef d;
+  d.name = "batch_matmul";
+  d.doc = "C[batch,M,N] = A[batch,M,K] * B[batch,K,N] (layout=nt: B is [batch,N,K])";
+  d.args = {size_arg("batch", "number of matrices"), size_arg("M", "rows"), size_arg("N", "columns"),
+            size_arg("K", "reduction length"), layout_arg(), dtype_arg()};
+  d.compute = [](const WorkloadArgs& w) {
+    MatmulTensors t = batch_tensors(w, false);
+    return ComputeDef{{t.a, t.b, t.c}, {t.c}};
+  };
+  d.flop = [](const WorkloadArgs& w) {
+    return 2.0 * static_cast<double>(w.get_int("batch")) * static_cast<double>(w.get_int("M")) *
+           static_cast<double>(w.get_int("N")) * static_cast<double>(w.get_int("K"));
+  };
+  d.define = [](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
+    define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
+  };
+  d.fallback = [](const WorkloadArgs& w, const TargetTraits& target, const ConfigSpace& space) {
+    return gemm_fallback(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
+  };
+  d.apply = [](const WorkloadArgs& w, const TargetTraits&, const Config& cfg) {
+    const bool pack = cfg["pack_b"].as_int() != 0;
+    MatmulTensors t = batch_tensors(w, pack);
+    te::Schedule s = te::create_schedule({t.c});
+    GemmStages g{s, t.c, s.cache_write(t.c, "local"), t.packed, 1};
+    if (pack && !t.packed.defined()) g.pack = s.cache_read(t.b, {g.acc}, "pack");
+    schedule_gemm(g, cfg, w.get_int("M"), w.get_int("N"), w.get_int("K"));
+    return Instantiated{s, {t.a, t.b, t.c}};
+  };
+  r.add(std::move(d));
+}
+
+}  // namespace
+
+void register_gemm_templates(TemplateRegistry& r) {
+  register_matmul(r);
+  register_dense(r);
+  register_batch_matmul(r);
+}
+
+}  // namespace ktune::schedule_space::templates

@@ -1,0 +1,104 @@
+// Workload arguments: validation against a template's specs and the canonical workload key.
+#include "schedule_space/workload.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "support/error.h"
+
+namespace ktune::schedule_space {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::kInvalidArgument, message); }
+
+}  // namespace
+
+TargetTraits make_target_traits(const std::string& key, const std::string& triple, int vector_bits, int cores) {
+  if (vector_bits <= 0 || cores <= 0) invalid("target '" + key + "': vector_bits and cores must be positive");
+  TargetTraits t;
+  t.key = key;
+  t.vector_bits = vector_bits;
+  t.cores = cores;
+  t.arch = triple.substr(0, triple.find('-'));
+  if (t.arch == "arm64") t.arch = "aarch64";
+  return t;
+}
+
+WorkloadArgs::WorkloadArgs(const std::string& template_name, const std::vector<ArgSpec>& specs,
+                           const std::map<std::string, std::string>& given) {
+  for (const auto& [name, value] : given) {
+    const bool known = std::any_of(specs.begin(), specs.end(), [&](const ArgSpec& s) { return s.name == name; });
+    if (!known) {
+      std::string names;
+      for (const auto& s : specs) names += (names.empty() ? "" : ", ") + s.name;
+      invalid(template_name + ": unknown argument '" + name + "' (arguments: " + names + ")");
+    }
+  }
+  for (const auto& spec : specs) {
+    auto it = given.find(spec.name);
+    std::string text = it != given.end() ? it->second : spec.default_value;
+    if (text.empty()) invalid(template_name + ": missing argument '" + spec.name + "' (" + spec.doc + ")");
+    if (spec.type == ArgSpec::Type::kInt) {
+      int64_t v = 0;
+      const char* end = text.data() + text.size();
+      auto [ptr, ec] = std::from_chars(text.data(), end, v);
+      if (ec != std::errc() || ptr != end)
+        invalid(template_name + ": argument " + spec.name + "=" + text + " is not an integer");
+      if (v < spec.min_value)
+        invalid(template_name + ": argument " + spec.name + "=" + text + " must be >= " + std::to_string(spec.min_value));
+      text = std::to_string(v);
+    } else if (!spec.choices.empty() &&
+               std::find(spec.choices.begin(), spec.choices.end(), text) == spec.choices.end()) {
+      std::string choices;
+      for (const auto& c : spec.choices) choices += (choices.empty() ? "" : ", ") + c;
+      invalid(template_name + ": argument " + spec.name + "=" + text + " is not one of " + choices);
+    }
+    values_.emplace_back(spec.name, text);
+    is_int_.push_back(spec.type == ArgSpec::Type::kInt);
+  }
+}
+
+const std::string& WorkloadArgs::get(const std::string& name) const {
+  for (const auto& [k, v] : values_)
+    if (k == name) return v;
+  invalid("workload has no argument '" + name + "'");
+}
+
+int64_t WorkloadArgs::get_int(const std::string& name) const {
+  for (size_t i = 0; i < values_.size(); ++i)
+    if (values_[i].first == name) {
+      if (!is_int_[i]) invalid("workload argument '" + name + "' is not an integer");
+      return std::stoll(values_[i].second);
+    }
+  invalid("workload has no argument '" + name + "'");
+}
+
+std::map<std::string, std::string> WorkloadArgs::to_map() const { return {values_.begin(), values_.end()}; }
+
+nlohmann::json WorkloadArgs::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if (is_int_[i]) j[values_[i].first] = std::stoll(values_[i].second);
+    else j[values_[i].first] = values_[i].second;
+  }
+  return j;
+}
+
+std::string WorkloadArgs::key(const std::string& template_name) const {
+  std::string out = template_name + "(";
+  for (size_t i = 0; i < values_.size(); ++i) out += (i ? "," : "") + values_[i].first + "=" + values_[i].second;
+  return out + ")";
+}
+
+std::map<std::string, std::string> split_key_values(const std::vector<std::string>& words) {
+  std::map<std::string, std::string> out;
+  for (const auto& w : words) {
+    const auto eq = w.find('=');
+    if (eq == std::string::npos || eq == 0) invalid("argument '" + w + "' is not of the form key=value");
+    const std::string key = w.substr(0, eq);
+    if (!out.emplace(key, w.substr(eq + 1)).second) invalid("argument '" + key + "' given twice");
+  }
+  return out;
+}
+
+}  // namespace ktune::schedule_space

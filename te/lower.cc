@@ -1,0 +1,74 @@
+// Implements lower(): the lowering pipeline, one pass per file, in order.
+#include "te/lower.h"
+
+#include <spdlog/spdlog.h>
+
+#include "te/ir_printer.h"
+#include "te/ir_visitor.h"
+#include "te/lower_passes.h"
+#include "te/simplify.h"
+
+namespace ktune::te {
+
+namespace {
+
+// Marks every unrolled/vectorized loop serial (when those passes are turned off).
+class Serialize : public IRMutator {
+ public:
+  explicit Serialize(ForKind k) : k_(k) {}
+  using IRMutator::mutate;
+
+ protected:
+  Stmt visit(const For* op, const Stmt& s) override {
+    Stmt b = IRMutator::visit(op, s);
+    const For* f = b.as<For>();
+    return f->for_kind == k_ ? For::make(f->var, f->min, f->extent, ForKind::kSerial, f->body) : b;
+  }
+
+ private:
+  ForKind k_;
+};
+
+}  // namespace
+
+LoweredFunc lower(const Schedule& sched, const std::vector<Tensor>& args, const std::string& name,
+                  const LowerOptions& options) {
+  LoweredFunc f;
+  f.name = name;
+  auto after = [&](const char* pass, const Stmt& s) {
+    if (options.dump_after_each_pass) spdlog::info("te: IR of {} after {}:\n{}", name, pass, to_string(s));
+    if (options.on_pass) options.on_pass(pass, s);
+  };
+  Stmt s = schedule_ops(sched, args, &f.args);
+  after("schedule_ops", s);
+  s = storage_flatten(s, f.args);
+  after("storage_flatten", s);
+  s = simplify(s);
+  after("simplify", s);
+  s = clamp_select_loads(s, f.args);
+  after("clamp_select_loads", s);
+  if (options.partition_loops) {
+    s = simplify(partition_loops(s));
+    after("partition_loops", s);
+  }
+  if (options.unroll) {
+    s = simplify(unroll_loops(s));
+  } else {
+    Serialize ser(ForKind::kUnrolled);
+    s = ser.mutate(s);
+  }
+  after("unroll_loops", s);
+  if (options.vectorize) {
+    s = simplify(vectorize_loops(s));
+  } else {
+    Serialize ser(ForKind::kVectorized);
+    s = ser.mutate(s);
+  }
+  after("vectorize_loops", s);
+  s = remove_no_ops(s);
+  after("remove_no_ops", s);
+  f.body = s;
+  return f;
+}
+
+}  // namespace ktune::te

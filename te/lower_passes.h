@@ -1,0 +1,39 @@
+// Declares the lowering passes (one per file) that te/lower.cc runs in order.
+#pragma once
+
+#include <vector>
+
+#include "te/ir.h"
+#include "te/schedule.h"
+
+namespace ktune::te {
+
+// Schedule -> loop nests with Realize/BufferLoad/BufferStore: inlining, bounds inference for
+// compute_at stages, split/fuse index reconstruction with guards, reduction init/update.
+// Fills *args (one BufferArg per tensor of `tensors`, in order). Throws ktune::Error
+// (kInvalidSchedule) for an invalid schedule, (kInvalidArgument) when a placeholder that is
+// read is missing from `tensors`.
+Stmt schedule_ops(const Schedule& sched, const std::vector<Tensor>& tensors, std::vector<BufferArg>* args);
+
+// Realize -> Allocate, BufferLoad/BufferStore -> flat row-major Load/Store.
+Stmt storage_flatten(const Stmt& s, const std::vector<BufferArg>& args);
+
+// Clamps the index of every Load under a Select operand that is not provably in bounds, so that
+// eager evaluation of both operands never reads out of bounds.
+Stmt clamp_select_loads(const Stmt& s, const std::vector<BufferArg>& args);
+
+// Peels the last iteration off a loop when that is the only iteration where some guard inside can
+// fail (the tail of a non-dividing split): the main loop loses the guard. Nested up to 3 deep.
+Stmt partition_loops(const Stmt& s);
+
+// Replaces each kUnrolled For (constant extent) by copies of its body.
+Stmt unroll_loops(const Stmt& s);
+
+// Replaces each kVectorized For by Ramp/Broadcast vector code, or by a serial loop when the body
+// cannot be vectorized (a vector condition, an allocation, a scalar store of vector data).
+Stmt vectorize_loops(const Stmt& s);
+
+// Removes statements without effect: empty loops and blocks, unused allocations.
+Stmt remove_no_ops(const Stmt& s);
+
+}  // namespace ktune::te

@@ -1,0 +1,107 @@
+// Tests ktune_parallel_for: coverage of the range, chunking, error codes, nesting, thread counts.
+#include "codegen/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "support/error.h"
+
+namespace ktune::codegen {
+namespace {
+
+struct Hits {
+  std::vector<std::atomic<int>> count;
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  explicit Hits(int64_t n) : count(n) {}
+};
+
+int32_t mark(int64_t begin, int64_t end, void* closure) {
+  auto* h = static_cast<Hits*>(closure);
+  for (int64_t i = begin; i < end; ++i) h->count[i]++;
+  std::lock_guard<std::mutex> lock(h->mu);
+  h->threads.insert(std::this_thread::get_id());
+  return 0;
+}
+
+TEST(RuntimeTest, EveryIterationRunsExactlyOnce) {
+  for (int threads : {1, 2, 3, 8}) {
+    set_num_threads(threads);
+    EXPECT_EQ(num_threads(), threads);
+    for (int64_t n : {1, 2, 7, 64, 1001}) {
+      Hits h(n);
+      ASSERT_EQ(ktune_parallel_for(n, mark, &h), 0);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(h.count[i].load(), 1) << "threads " << threads << " n " << n;
+      EXPECT_LE(h.threads.size(), static_cast<size_t>(std::min<int64_t>(threads, n)));
+    }
+  }
+  set_num_threads(2);
+  Hits h(1000);
+  ASSERT_EQ(ktune_parallel_for(1000, mark, &h), 0);
+  EXPECT_EQ(h.threads.size(), 2u) << "two threads were asked for";
+}
+
+int32_t fail_in_upper_half(int64_t begin, int64_t end, void*) { return end > 50 && begin < 100 ? 7 : 0; }
+
+TEST(RuntimeTest, FirstErrorCodeIsReturned) {
+  set_num_threads(2);
+  EXPECT_EQ(ktune_parallel_for(100, fail_in_upper_half, nullptr), 7);
+  EXPECT_EQ(ktune_parallel_for(0, fail_in_upper_half, nullptr), 0);
+}
+
+int32_t nested(int64_t begin, int64_t end, void* closure) {
+  auto* h = static_cast<Hits*>(closure);
+  for (int64_t i = begin; i < end; ++i) {
+    Hits inner(10);
+    if (int32_t rc = ktune_parallel_for(10, mark, &inner)) return rc;
+    for (int j = 0; j < 10; ++j) {
+      if (inner.count[j] != 1) return 3;
+    }
+    if (inner.threads.size() != 1) return 4;  // a nested loop runs serially on the caller
+    h->count[i]++;
+  }
+  return 0;
+}
+
+TEST(RuntimeTest, NestedLoopsRunSerially) {
+  set_num_threads(2);
+  Hits h(16);
+  EXPECT_EQ(ktune_parallel_for(16, nested, &h), 0);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(h.count[i].load(), 1);
+}
+
+TEST(RuntimeTest, ConcurrentCallersTakeTurns) {
+  set_num_threads(2);
+  std::vector<std::thread> callers;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      for (int r = 0; r < 200; ++r) {
+        Hits h(33);
+        if (ktune_parallel_for(33, mark, &h) != 0) failures++;
+        for (int i = 0; i < 33; ++i) {
+          if (h.count[i] != 1) failures++;
+        }
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(RuntimeTest, BadThreadCountIsInvalid) {
+  try {
+    set_num_threads(0);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace ktune::codegen

@@ -1,0 +1,89 @@
+// Defines the small template instances the template tests enumerate, and the reference-check helper they share.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "schedule_space/task.h"
+#include "te/host_buffer.h"
+#include "te/interpreter.h"
+
+namespace ktune::schedule_space::testing {
+
+struct TemplateCase {
+  std::string name;  // test label
+  std::string template_name;
+  std::map<std::string, std::string> args;
+};
+
+// A 128-bit, 2-core target: 4 float lanes, so small shapes still have several vector widths.
+inline TargetTraits small_target() {
+  TargetTraits t;
+  t.key = "test-128";
+  t.vector_bits = 128;
+  t.cores = 2;
+  t.arch = "x86_64";
+  return t;
+}
+
+// Every built-in template, small enough that the whole space (<= 2,000 configs) is enumerated.
+inline std::vector<TemplateCase> small_cases() {
+  return {
+      {"matmul_nn", "matmul", {{"M", "8"}, {"N", "16"}, {"K", "8"}}},
+      {"matmul_nt", "matmul", {{"M", "4"}, {"N", "8"}, {"K", "12"}, {"layout", "nt"}}},
+      {"dense_bias_relu", "dense_bias_relu", {{"M", "4"}, {"N", "16"}, {"K", "8"}}},
+      {"batch_matmul", "batch_matmul", {{"batch", "3"}, {"M", "4"}, {"N", "8"}, {"K", "6"}}},
+      {"conv2d_pad", "conv2d", {{"C", "3"}, {"H", "6"}, {"W", "8"}, {"K", "4"}, {"pad", "1"}}},
+      {"conv2d_stride_dilation", "conv2d",
+       {{"N", "2"}, {"C", "2"}, {"H", "9"}, {"W", "9"}, {"K", "2"}, {"stride", "2"}, {"dilation", "2"}, {"pad", "2"}}},
+      {"depthwise", "depthwise_conv2d", {{"C", "4"}, {"H", "8"}, {"W", "8"}, {"stride", "2"}, {"pad", "1"}}},
+      {"max_pool", "max_pool2d", {{"N", "2"}, {"C", "4"}, {"H", "9"}, {"W", "9"}, {"R", "3"}, {"S", "3"}, {"pad", "1"}}},
+      {"avg_pool", "avg_pool2d", {{"C", "4"}, {"H", "8"}, {"W", "12"}}},
+  };
+}
+
+// Random inputs and the reference outputs of a task (its compute evaluated directly).
+class Oracle {
+ public:
+  Oracle(const Task& task, uint64_t seed) {
+    const ComputeDef def = task.template_def().compute(task.args());
+    std::vector<std::pair<te::Tensor, const te::HostBuffer*>> inputs;
+    const size_t n_in = def.args.size() - def.outputs.size();
+    inputs_.reserve(n_in);
+    for (size_t i = 0; i < n_in; ++i) {
+      inputs_.emplace_back(def.args[i].shape(), def.args[i].dtype());
+      inputs_.back().fill_random(seed + i);
+    }
+    for (size_t i = 0; i < n_in; ++i) inputs.emplace_back(def.args[i], &inputs_[i]);
+    expected_ = te::evaluate(def.outputs, inputs);
+  }
+
+  // Runs `run` on fresh argument buffers (inputs copied, outputs filled with garbage) and
+  // returns the largest relative error of the outputs against the reference.
+  double check(const std::function<void(const std::vector<void*>&)>& run) const {
+    std::vector<te::HostBuffer> bufs;
+    for (const auto& in : inputs_) {
+      bufs.emplace_back(in.shape(), in.dtype());
+      for (int64_t i = 0; i < in.num_elements(); ++i) bufs.back().set(i, in.get(i));
+    }
+    for (const auto& out : expected_) {
+      bufs.emplace_back(out.shape(), out.dtype());
+      bufs.back().fill_random(12345, 100.0, 200.0);
+    }
+    std::vector<void*> ptrs;
+    for (auto& b : bufs) ptrs.push_back(b.data());
+    run(ptrs);
+    double err = 0;
+    for (size_t i = 0; i < expected_.size(); ++i)
+      err = std::max(err, te::max_relative_error(bufs[inputs_.size() + i], expected_[i]));
+    return err;
+  }
+
+ private:
+  std::vector<te::HostBuffer> inputs_;
+  std::vector<te::HostBuffer> expected_;
+};
+
+}  // namespace ktune::schedule_space::testing

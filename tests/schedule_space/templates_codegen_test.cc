@@ -1,0 +1,136 @@
+// Configs of every built-in template compiled with codegen for the host run and match the reference;
+// the matmul fallback is much faster than the plain reference schedule.
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "codegen/codegen_llvm.h"
+#include "codegen/kernel.h"
+#include "codegen/target.h"
+#include "support/error.h"
+#include "te/lower.h"
+#include "tests/schedule_space/template_cases.h"
+
+namespace ktune::schedule_space {
+namespace {
+
+using testing::Oracle;
+using testing::TemplateCase;
+
+TargetTraits host_traits(const codegen::Target& t) {
+  return make_target_traits(t.str(), t.triple(), t.vector_bits(), t.cores());
+}
+
+codegen::Kernel compile(const Instantiated& inst, const std::string& name, const codegen::Target& target) {
+  const te::LoweredFunc f = te::lower(inst.schedule, inst.args, name);
+  return codegen::Kernel::load(codegen::build(f, target));
+}
+
+class SampledConfigs : public ::testing::TestWithParam<TemplateCase> {};
+
+// LLVM compiles take tens of milliseconds, so a seeded sample per template instead of the
+// whole space (the interpreter test enumerates it).
+TEST_P(SampledConfigs, CompiledKernelsMatchReference) {
+  const TemplateCase& c = GetParam();
+  const codegen::Target target = codegen::Target::host();
+  const Task task = Task::create(c.template_name, c.args, host_traits(target));
+  const Oracle oracle(task, 7);
+  std::mt19937_64 rng(11);
+  std::vector<uint64_t> picks = task.space().sample(24, rng);
+  picks.push_back(task.space().index_of(task.fallback_config()));
+  for (uint64_t i : picks) {
+    const Config cfg = task.space().get(i);
+    try {
+      const codegen::Kernel k = compile(task.instantiate(cfg), c.template_name, target);
+      const double err = oracle.check([&](const std::vector<void*>& args) { ASSERT_EQ(k.run(args), 0); });
+      EXPECT_LT(err, 1e-4) << task.workload_key() << " config " << cfg.to_json_string();
+    } catch (const Error& e) {
+      ADD_FAILURE() << task.workload_key() << " config " << cfg.to_json_string() << ": " << e.what();
+    }
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Templates, SampledConfigs, ::testing::ValuesIn(testing::small_cases()),
+                         [](const ::testing::TestParamInfo<TemplateCase>& info) { return info.param.name; });
+
+double best_seconds(const codegen::Kernel& k, const std::vector<void*>& args, int repeat) {
+  double best = 1e30;
+  for (int r = 0; r < repeat; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(k.run(args), 0);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+TEST(Fallback, MatmulFallbackBeatsPlainSchedule) {
+  const codegen::Target target = codegen::Target::host();
+  const Task task = Task::create("matmul", {{"M", "512"}, {"N", "512"}, {"K", "512"}}, host_traits(target));
+  const Oracle oracle(task, 3);
+  const codegen::Kernel fast = compile(task.instantiate(task.fallback_config()), "mm_fallback", target);
+  const codegen::Kernel plain = compile(task.reference(), "mm_plain", target);
+  double t_fast = 0, t_plain = 0;
+  EXPECT_LT(oracle.check([&](const std::vector<void*>& a) { t_fast = best_seconds(fast, a, 5); }), 1e-4);
+  EXPECT_LT(oracle.check([&](const std::vector<void*>& a) { t_plain = best_seconds(plain, a, 2); }), 1e-4);
+  std::printf("%s on %s (%d cores): fallback %.1f GFLOP/s, plain %.1f GFLOP/s\n", task.workload_key().c_str(),
+              target.cpu().c_str(), target.cores(), task.flop() / t_fast * 1e-9, task.flop() / t_plain * 1e-9);
+  EXPECT_LT(t_fast * 2, t_plain);
+}
+
+// Times the fallback, `n_random` seeded random configs and the plain schedule of a task on the host;
+// every output is checked against the plain kernel's (DESIGN.md's correctness rule). Prints the
+// figures; returns {fallback, best random, plain} seconds.
+std::vector<double> race(const Task& task, const codegen::Target& target, size_t n_random) {
+  const ComputeDef def = task.template_def().compute(task.args());
+  const size_t n_out = def.outputs.size();
+  auto fresh = [&] {
+    std::vector<te::HostBuffer> bufs;
+    for (size_t i = 0; i < def.args.size(); ++i) {
+      bufs.emplace_back(def.args[i].shape(), def.args[i].dtype());
+      bufs.back().fill_random(100 + i);
+    }
+    return bufs;
+  };
+  auto ptrs = [](std::vector<te::HostBuffer>& bufs) {
+    std::vector<void*> p;
+    for (auto& b : bufs) p.push_back(b.data());
+    return p;
+  };
+  std::vector<te::HostBuffer> ref = fresh();
+  const double t_plain = best_seconds(compile(task.reference(), "plain", target), ptrs(ref), 1);
+  auto time_config = [&](const Config& cfg) {
+    std::vector<te::HostBuffer> bufs = fresh();
+    const double t = best_seconds(compile(task.instantiate(cfg), "cand", target), ptrs(bufs), 3);
+    EXPECT_LT(te::max_relative_error(bufs[bufs.size() - n_out], ref[ref.size() - n_out]), 1e-4) << cfg.to_json_string();
+    return t;
+  };
+  const double t_fallback = time_config(task.fallback_config());
+  std::mt19937_64 rng(2024);
+  double t_best = 1e30;
+  std::string best;
+  for (uint64_t i : task.space().sample(n_random, rng)) {
+    const double t = time_config(task.space().get(i));
+    if (t < t_best) t_best = t, best = task.space().get(i).to_json_string();
+  }
+  const double g = task.flop() * 1e-9;
+  std::printf("%s on %s (%d cores): fallback %.1f GFLOP/s, best of %zu random %.1f GFLOP/s, plain %.1f GFLOP/s\n"
+              "  best random config %s\n",
+              task.workload_key().c_str(), target.cpu().c_str(), target.cores(), g / t_fallback, n_random,
+              g / t_best, g / t_plain, best.c_str());
+  return {t_fallback, t_best, t_plain};
+}
+
+// ResNet-50's 3x3 layer.
+TEST(Fallback, Conv2dFallbackBeatsPlainSchedule) {
+  const codegen::Target target = codegen::Target::host();
+  const Task task = Task::create("conv2d", parse_workload_args("conv2d", {"C=64", "H=56", "W=56", "K=64", "pad=1"}),
+                                 host_traits(target));
+  const auto t = race(task, target, 12);
+  EXPECT_LT(t[0] * 2, t[2]);
+}
+
+}  // namespace
+}  // namespace ktune::schedule_space

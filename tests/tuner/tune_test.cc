@@ -1,0 +1,247 @@
+// Tests of the tuning loop (budget, early stopping, resume, callbacks, db logging, progress)
+// with a fake Measurer whose costs follow a known landscape.
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "schedule_space/task.h"
+#include "te/tensor.h"
+#include "tuner/basic_tuners.h"
+#include "tuner/db_log.h"
+#include "tuner/progress.h"
+#include "tuner/tune.h"
+#include "tuning_db/database.h"
+
+namespace ktune::tuner {
+namespace {
+
+using schedule_space::Task;
+
+// A toy template: C = A + 1 over N elements, with two "other" knobs of 16 values whose only
+// role here is to give the fake measurer a landscape. Never compiled in these tests.
+void register_toy() {
+  static bool done = [] {
+    schedule_space::TemplateDef def;
+    def.name = "tuner_test_toy";
+    def.doc = "tuner loop test template";
+    schedule_space::ArgSpec n;
+    n.name = "N";
+    n.default_value = "64";
+    def.args = {n};
+    def.compute = [](const schedule_space::WorkloadArgs& a) {
+      int64_t n = a.get_int("N");
+      te::Tensor A = te::placeholder({n}, te::Float(32), "A");
+      te::Tensor C = te::compute({n}, [&](const std::vector<te::Var>& i) { return A(i[0]) + 1.0f; }, "C");
+      return schedule_space::ComputeDef{{A, C}, {C}};
+    };
+    def.flop = [](const schedule_space::WorkloadArgs& a) { return double(a.get_int("N")); };
+    def.define = [](const schedule_space::WorkloadArgs&, const schedule_space::TargetTraits&,
+                    schedule_space::ConfigSpace& space) {
+      std::vector<int64_t> v(16);
+      for (int i = 0; i < 16; ++i) v[i] = i;
+      space.define_knob("x", v);
+      space.define_knob("y", v);
+      space.add_constraint("x!=15", [](const schedule_space::EntityView& e) { return e["x"].values[0] != 15; });
+    };
+    def.apply = [](const schedule_space::WorkloadArgs& a, const schedule_space::TargetTraits&,
+                   const schedule_space::Config&) {
+      int64_t n = a.get_int("N");
+      te::Tensor A = te::placeholder({n}, te::Float(32), "A");
+      te::Tensor C = te::compute({n}, [&](const std::vector<te::Var>& i) { return A(i[0]) + 1.0f; }, "C");
+      return schedule_space::Instantiated{te::create_schedule({C}), {A, C}};
+    };
+    schedule_space::register_template(def);
+    return true;
+  }();
+  (void)done;
+}
+
+TuneOptions options_of(size_t n_trial, size_t batch_size, size_t early_stopping = 0) {
+  TuneOptions o;
+  o.n_trial = n_trial;
+  o.batch_size = batch_size;
+  o.early_stopping = early_stopping;
+  return o;
+}
+
+Task toy_task() {
+  register_toy();
+  schedule_space::TargetTraits traits;
+  traits.key = "llvm -mtriple=x86_64-unknown-linux-gnu -mcpu=test";
+  return Task::create("tuner_test_toy", {{"N", "1000"}}, traits);
+}
+
+// Cost = 1 + (x-9)^2 + (y-4)^2 microseconds; y == 13 fails with kRun; counts calls.
+class FakeMeasurer : public Measurer {
+ public:
+  std::vector<MeasureResult> measure(const std::vector<MeasureInput>& inputs) override {
+    std::vector<MeasureResult> out;
+    for (const auto& in : inputs) {
+      measured.push_back(in.config.index());
+      auto d = in.task->space().knob_indices(in.config.index());
+      if (d[1] == 13) {
+        out.push_back(make_error_result(ErrorKind::kRun, "fake crash"));
+        continue;
+      }
+      double c = 1e-6 * (1 + (double(d[0]) - 9) * (double(d[0]) - 9) + (double(d[1]) - 4) * (double(d[1]) - 4));
+      out.push_back(make_ok_result({c, c * 1.01, c * 0.99}, 0.01, 0.02));
+    }
+    ++calls;
+    return out;
+  }
+  std::vector<uint64_t> measured;
+  size_t calls = 0;
+};
+
+TEST(Tune, SpendsTheBudgetOnDistinctConfigsAndFindsTheBest) {
+  Task task = toy_task();
+  FakeMeasurer measurer;
+  RandomTuner tuner(task.space(), 1);
+  size_t callback_rows = 0;
+  TuneOptions options;
+  options.n_trial = 100;
+  options.batch_size = 8;
+  options.callbacks.push_back([&](const std::vector<MeasureInput>& in, const std::vector<MeasureResult>& r) {
+    EXPECT_EQ(in.size(), r.size());
+    callback_rows += in.size();
+  });
+  TuneResult result = tune(task, tuner, measurer, options);
+  EXPECT_EQ(result.n_measured, 100u);
+  EXPECT_EQ(callback_rows, 100u);
+  EXPECT_EQ(measurer.calls, 13u);  // 12 batches of 8 + one of 4
+  std::set<uint64_t> distinct(measurer.measured.begin(), measurer.measured.end());
+  EXPECT_EQ(distinct.size(), 100u);
+  // The best is the minimum over what was measured.
+  double best = 1e9;
+  size_t failures = 0;
+  for (uint64_t i : measurer.measured) {
+    auto d = task.space().knob_indices(i);
+    if (d[1] == 13) {
+      ++failures;
+      continue;
+    }
+    best = std::min(best, 1e-6 * (1 + (double(d[0]) - 9) * (double(d[0]) - 9) + (double(d[1]) - 4) * (double(d[1]) - 4)));
+  }
+  ASSERT_TRUE(result.best_config.has_value());
+  EXPECT_NEAR(result.best_result.mean_cost(), best, 1e-12);
+  EXPECT_NEAR(result.best_gflops, 1000.0 / best / 1e9, 1e-9);
+  EXPECT_EQ(result.errors[ErrorKind::kRun], failures);
+  EXPECT_EQ(result.n_ok + failures, 100u);
+  EXPECT_NEAR(result.build_s, 0.01 * result.n_ok, 1e-9);
+}
+
+TEST(Tune, GridSearchExhaustsTheSpaceBeforeTheBudget) {
+  Task task = toy_task();
+  FakeMeasurer measurer;
+  GridSearchTuner tuner(task.space());
+  TuneResult result = tune(task, tuner, measurer, options_of(1000, 32));
+  EXPECT_EQ(result.n_measured, 240u);  // 16 * 16 minus the 16 configs with x == 15
+  EXPECT_TRUE(result.space_exhausted);
+  ASSERT_TRUE(result.best_config);
+  EXPECT_EQ(task.space().knob_indices(result.best_config->index()), (std::vector<uint64_t>{9, 4}));
+}
+
+TEST(Tune, EarlyStoppingEndsAfterTrialsWithoutImprovement) {
+  Task task = toy_task();
+  FakeMeasurer measurer;
+  GridSearchTuner tuner(task.space());
+  // Grid order reaches the optimum (9, 4) at index 4*16+9 = 73; nothing better comes after.
+  TuneResult result = tune(task, tuner, measurer, options_of(1000, 1, 20));
+  EXPECT_TRUE(result.stopped_early);
+  EXPECT_EQ(result.n_measured, 4u * 15 + 10 + 20);  // rows of 15 valid x; optimum is the 70th
+}
+
+TEST(Tune, ResumeNeverMeasuresAKnownConfigAgain) {
+  Task task = toy_task();
+  FakeMeasurer first;
+  RandomTuner t1(task.space(), 5);
+  std::vector<PastMeasurement> past;
+  TuneOptions o1 = options_of(50, 10);
+  o1.callbacks.push_back([&](const std::vector<MeasureInput>& in, const std::vector<MeasureResult>& r) {
+    for (size_t i = 0; i < in.size(); ++i) past.push_back({in[i].config, r[i]});
+  });
+  TuneResult r1 = tune(task, t1, first, o1);
+
+  FakeMeasurer second;
+  RandomTuner t2(task.space(), 5);  // same seed: would propose the same configs first
+  TuneOptions o2 = options_of(50, 10);
+  o2.resume = past;
+  TuneResult r2 = tune(task, t2, second, o2);
+  EXPECT_EQ(r2.n_resumed, 50u);
+  EXPECT_EQ(r2.n_measured, 50u);
+  std::set<uint64_t> a(first.measured.begin(), first.measured.end());
+  for (uint64_t i : second.measured) EXPECT_EQ(a.count(i), 0u) << i;
+  // The best of the resumed run is at least as good as the first run's.
+  EXPECT_LE(r2.best_result.mean_cost(), r1.best_result.mean_cost());
+}
+
+TEST(Tune, DatabaseCallbackRecordsEveryMeasurementAndResumeReadsThem) {
+  Task task = toy_task();
+  auto dir = std::filesystem::temp_directory_path() / ("ktune_tune_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string path = (dir / "log.db").string();
+  RecordContext ctx{{task.target().key, "19.1.7"}, "test-device", "random", "0.1.0"};
+  std::vector<uint64_t> measured_first;
+  {
+    auto db = tuning_db::Database::open(path);
+    FakeMeasurer measurer;
+    RandomTuner tuner(task.space(), 11);
+    TuneOptions options = options_of(40, 16);
+    options.callbacks.push_back(database_callback(db, task, ctx));
+    TuneResult r = tune(task, tuner, measurer, options);
+    measured_first = measurer.measured;
+    EXPECT_EQ(db.stats().records, 40);
+    EXPECT_EQ(db.stats().failed_records, static_cast<int64_t>(r.errors[ErrorKind::kRun]));
+    auto best = db.best(task.workload_key(), ctx.target);
+    ASSERT_TRUE(best);
+    EXPECT_EQ(static_cast<uint64_t>(best->config_index), r.best_config->index());
+    EXPECT_NEAR(best->mean_cost(), r.best_result.mean_cost(), 1e-15);
+    EXPECT_EQ(best->tuner, "random");
+  }
+  {
+    auto db = tuning_db::Database::open(path);
+    auto past = load_past_measurements(db, task, ctx.target);
+    ASSERT_EQ(past.size(), 40u);
+    size_t failed = 0;
+    for (const auto& p : past) {
+      EXPECT_TRUE(std::count(measured_first.begin(), measured_first.end(), p.config.index()));
+      failed += !p.result.ok();
+      if (!p.result.ok()) {
+        EXPECT_EQ(p.result.error, ErrorKind::kRun);
+      }
+    }
+    EXPECT_EQ(static_cast<int64_t>(failed), db.stats().failed_records);
+    FakeMeasurer measurer;
+    RandomTuner tuner(task.space(), 11);
+    TuneOptions options = options_of(40, 16);
+    options.resume = past;
+    options.callbacks.push_back(database_callback(db, task, ctx));
+    tune(task, tuner, measurer, options);
+    EXPECT_EQ(db.stats().records, 80);
+    EXPECT_EQ(db.measured_indices(task.workload_key(), ctx.target).size(), 80u);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Tune, ProgressPrintsPlainLinesWhenNotATerminal) {
+  Task task = toy_task();
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  FakeMeasurer measurer;
+  RandomTuner tuner(task.space(), 2);
+  TuneOptions options = options_of(24, 8);
+  options.callbacks.push_back(progress_callback(task, 24, ProgressOptions{.out = f}));
+  tune(task, tuner, measurer, options);
+  std::rewind(f);
+  char line[256];
+  std::vector<std::string> lines;
+  while (std::fgets(line, sizeof line, f)) lines.emplace_back(line);
+  std::fclose(f);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines.back().rfind("trials 24/24 best_gflops ", 0), 0u) << lines.back();
+}
+
+}  // namespace
+}  // namespace ktune::tuner

@@ -1,0 +1,80 @@
+// `ktune best <template> key=value... --db PATH`: the best logged config of a workload, or the fallback.
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/target.h"
+#include "schedule_space/task.h"
+#include "tools/commands.h"
+#include "tuning_db/database.h"
+
+namespace ktune::tools {
+namespace {
+
+struct BestOptions {
+  std::string template_name;
+  std::vector<std::string> args;
+  std::string target = "host";
+  std::string db = "ktune.db";
+  bool json = false;
+};
+
+void run_best(const BestOptions& o) {
+  const codegen::Target target = codegen::Target::parse(o.target);
+  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
+                                                         target.vector_bits(), target.cores());
+  const auto task = schedule_space::Task::create(
+      o.template_name, schedule_space::parse_workload_args(o.template_name, o.args), traits);
+  if (!std::filesystem::exists(o.db)) throw Error(ErrorKind::kNotFound, "no tuning log at " + o.db);
+  tuning_db::OpenOptions open;
+  open.create = false;
+  auto db = tuning_db::Database::open(o.db, open);
+  // Any LLVM version: a config stays valid across toolchains; the record says which one.
+  auto best = db.best(task.workload_key(), tuning_db::TargetKey{target.str(), ""});
+  if (o.json) {
+    nlohmann::json j{{"workload", task.workload_key()}, {"target", target.str()}};
+    if (best) {
+      j["best"] = tuning_db::to_json(*best);
+      j["best"]["gflops"] = best->gflops();
+      j["best"]["mean_cost_s"] = best->mean_cost();
+    } else {
+      j["best"] = nullptr;
+    }
+    j["fallback"] = task.fallback_config().to_json();
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::cout << "workload: " << task.workload_key() << "\n"
+            << "target:   " << target.str() << "\n";
+  if (!best) {
+    std::cout << "best:     none\n"
+              << "fallback: " << task.fallback_config().to_json_string() << "\n";
+    return;
+  }
+  std::cout << "best:     " << std::fixed << std::setprecision(2) << best->gflops() << " GFLOP/s ("
+            << std::setprecision(4) << best->mean_cost() * 1e3 << " ms), tuner " << best->tuner
+            << ", LLVM " << best->target.llvm_version << "\n"
+            << "config:   " << best->config.dump() << "\n";
+}
+
+void add_best(CLI::App& app) {
+  auto o = std::make_shared<BestOptions>();
+  auto* cmd = app.add_subcommand("best", "Print the best logged config of a workload (or the fallback)");
+  cmd->add_option("template", o->template_name, "Template name (see `ktune templates`)")->required();
+  cmd->add_option("args", o->args, "Workload arguments key=value (omitted ones take their defaults)");
+  cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...'")->capture_default_str();
+  cmd->add_option("--db", o->db, "Tuning log (SQLite)")->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->callback([o] { run_best(*o); });
+}
+
+}  // namespace
+
+KTUNE_REGISTER_COMMAND(best, add_best);
+
+}  // namespace ktune::tools

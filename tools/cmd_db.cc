@@ -1,0 +1,323 @@
+// `ktune db stats|best|top|export|import|check|remove-failed --db PATH`: the tuning log from the
+// command line, human-readable by default and JSON with --json.
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "support/error.h"
+#include "tools/commands.h"
+#include "tuning_db/database.h"
+
+namespace ktune::tools {
+namespace {
+
+using nlohmann::json;
+using tuning_db::Database;
+using tuning_db::Record;
+using tuning_db::TargetKey;
+
+struct DbArgs {
+  std::string path;
+  bool json = false;
+  std::string workload;
+  std::string target;
+  std::string llvm;
+  std::string device;
+  int64_t k = 10;
+  std::string file;
+};
+
+Database open_existing(const DbArgs& args) {
+  tuning_db::OpenOptions options;
+  options.create = false;  // a typo in --db must not create an empty log
+  return Database::open(args.path, options);
+}
+
+std::string format_time(double unix_seconds) {
+  if (unix_seconds <= 0) return "-";
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::ostringstream out;
+  out << std::put_time(&tm, "%Y-%m-%d %H:%M:%S UTC");
+  return out.str();
+}
+
+std::string format_cost(double seconds) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(4);
+  if (seconds >= 1) {
+    out << seconds << " s";
+  } else if (seconds >= 1e-3) {
+    out << seconds * 1e3 << " ms";
+  } else {
+    out << seconds * 1e6 << " us";
+  }
+  return out.str();
+}
+
+// The target to query: --target (+ --llvm), or the only target the workload was measured on.
+TargetKey resolve_target(Database& db, const DbArgs& args) {
+  if (!args.target.empty()) return {args.target, args.llvm};
+  std::set<std::string> targets;
+  for (const auto& s : db.summaries()) {
+    if (s.workload_key == args.workload) targets.insert(s.target.target);
+  }
+  if (targets.empty()) {
+    throw Error(ErrorKind::kNotFound, "no records of workload '" + args.workload + "' in " +
+                                          args.path);
+  }
+  if (targets.size() > 1) {
+    std::string list;
+    for (const auto& t : targets) list += "\n  " + t;
+    throw Error(ErrorKind::kInvalidArgument,
+                "workload '" + args.workload + "' was measured on several targets; pick one " +
+                    "with --target:" + list);
+  }
+  return {*targets.begin(), args.llvm};
+}
+
+json record_json(const Record& r) {
+  json j = tuning_db::to_json(r);
+  j["id"] = r.id;
+  j["mean_cost"] = r.mean_cost();
+  j["gflops"] = r.gflops();
+  return j;
+}
+
+void print_record(const Record& r) {
+  std::cout << "workload   " << r.workload_key << "\n"
+            << "target     " << r.target.target << "  (LLVM "
+            << (r.target.llvm_version.empty() ? "?" : r.target.llvm_version) << ")\n"
+            << "device     " << (r.device_key.empty() ? "-" : r.device_key) << "\n"
+            << "config     #" << r.config_index << "  " << r.config.dump() << "\n"
+            << "mean cost  " << format_cost(r.mean_cost()) << " over " << r.costs.size()
+            << " runs";
+  if (r.gflops() > 0) std::cout << "  (" << std::fixed << std::setprecision(2) << r.gflops()
+                                << " GFLOP/s)";
+  std::cout << "\nmeasured   " << format_time(r.timestamp) << " by tuner '" << r.tuner
+            << "', batch " << r.batch << ", record id " << r.id << "\n";
+}
+
+void run_stats(const DbArgs& args) {
+  Database db = open_existing(args);
+  tuning_db::Stats st = db.stats();
+  auto summaries = db.summaries();
+  if (args.json) {
+    json j = {{"schema_version", st.schema_version}, {"workloads", st.workloads},
+              {"targets", st.targets},               {"devices", st.devices},
+              {"records", st.records},               {"ok_records", st.ok_records},
+              {"failed_records", st.failed_records}, {"failures_by_kind", st.failures_by_kind},
+              {"models", st.models},                 {"runs", st.runs}};
+    j["per_workload"] = json::array();
+    for (const auto& s : summaries) {
+      j["per_workload"].push_back({{"workload", s.workload_key},
+                                   {"template", s.template_name},
+                                   {"target", s.target.target},
+                                   {"llvm", s.target.llvm_version},
+                                   {"records", s.records},
+                                   {"ok_records", s.ok_records},
+                                   {"best_cost", s.best_cost},
+                                   {"best_gflops", s.best_gflops}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::cout << "tuning log " << args.path << " (schema version " << st.schema_version << ")\n"
+            << "  records    " << st.records << " (" << st.ok_records << " ok, "
+            << st.failed_records << " failed)\n";
+  for (const auto& [kind, n] : st.failures_by_kind) {
+    std::cout << "    " << std::left << std::setw(16) << kind << n << "\n";
+  }
+  std::cout << "  workloads  " << st.workloads << "\n  targets    " << st.targets
+            << "\n  devices    " << st.devices << "\n  models     " << st.models
+            << "\n  runs       " << st.runs << "\n";
+  if (summaries.empty()) return;
+  std::cout << "\n" << std::left << std::setw(48) << "workload" << std::setw(10) << "records"
+            << std::setw(8) << "ok" << std::setw(14) << "best" << "GFLOP/s  target\n";
+  for (const auto& s : summaries) {
+    std::ostringstream gflops;
+    gflops << std::fixed << std::setprecision(2) << s.best_gflops;
+    std::cout << std::left << std::setw(48) << s.workload_key << std::setw(10) << s.records
+              << std::setw(8) << s.ok_records << std::setw(14)
+              << (s.ok_records > 0 ? format_cost(s.best_cost) : "-") << std::setw(9)
+              << gflops.str() << s.target.target << "\n";
+  }
+}
+
+void run_best(const DbArgs& args) {
+  Database db = open_existing(args);
+  TargetKey target = resolve_target(db, args);
+  auto best = db.best(args.workload, target, args.device);
+  if (!best) {
+    throw Error(ErrorKind::kNotFound, "no successful record of '" + args.workload + "' on '" +
+                                          target.target + "'");
+  }
+  if (args.json) {
+    std::cout << record_json(*best).dump(2) << "\n";
+  } else {
+    print_record(*best);
+  }
+}
+
+void run_top(const DbArgs& args) {
+  Database db = open_existing(args);
+  TargetKey target = resolve_target(db, args);
+  auto top = db.top_k(args.workload, target, args.k, args.device);
+  if (args.json) {
+    json j = json::array();
+    for (const auto& r : top) j.push_back(record_json(r));
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::cout << args.workload << " on " << target.target << ": " << top.size()
+            << " best records\n"
+            << std::left << std::setw(6) << "rank" << std::setw(14) << "config" << std::setw(14)
+            << "mean cost" << std::setw(10) << "GFLOP/s" << "device\n";
+  int rank = 1;
+  for (const auto& r : top) {
+    std::ostringstream gflops;
+    gflops << std::fixed << std::setprecision(2) << r.gflops();
+    std::cout << std::left << std::setw(6) << rank++ << std::setw(14) << r.config_index
+              << std::setw(14) << format_cost(r.mean_cost()) << std::setw(10) << gflops.str()
+              << (r.device_key.empty() ? "-" : r.device_key) << "\n";
+  }
+}
+
+void run_export(const DbArgs& args) {
+  Database db = open_existing(args);
+  int64_t n = 0;
+  if (args.file.empty() || args.file == "-") {
+    n = db.export_jsonl(std::cout, args.workload);
+  } else {
+    std::ofstream out(args.file);
+    if (!out) throw Error(ErrorKind::kIo, "cannot write '" + args.file + "'");
+    n = db.export_jsonl(out, args.workload);
+  }
+  spdlog::info("exported {} records", n);
+}
+
+void run_import(const DbArgs& args) {
+  Database db = Database::open(args.path);
+  tuning_db::ImportReport report;
+  if (args.file == "-") {
+    report = db.import_jsonl(std::cin);
+  } else {
+    std::ifstream in(args.file);
+    if (!in) throw Error(ErrorKind::kIo, "cannot read '" + args.file + "'");
+    report = db.import_jsonl(in);
+  }
+  if (args.json) {
+    json errors = json::array();
+    for (const auto& e : report.errors) errors.push_back({{"line", e.line}, {"error", e.message}});
+    std::cout << json{{"imported", report.imported}, {"errors", errors}}.dump(2) << "\n";
+  } else {
+    std::cout << "imported " << report.imported << " records from " << args.file << "\n";
+    for (const auto& e : report.errors) {
+      std::cerr << args.file << ":" << e.line << ": " << e.message << "\n";
+    }
+  }
+  if (!report.errors.empty()) {
+    throw Error(ErrorKind::kInvalidArgument,
+                std::to_string(report.errors.size()) + " malformed lines skipped (the " +
+                    std::to_string(report.imported) + " good ones were imported)");
+  }
+}
+
+void run_check(const DbArgs& args) {
+  Database db = open_existing(args);
+  tuning_db::CheckReport report = db.check();
+  if (args.json) {
+    std::cout << json{{"ok", report.ok()}, {"problems", report.problems}}.dump(2) << "\n";
+  } else if (report.ok()) {
+    std::cout << args.path << ": ok (integrity, foreign keys, schema version "
+              << db.stats().schema_version << ")\n";
+  } else {
+    for (const auto& p : report.problems) std::cout << args.path << ": " << p << "\n";
+  }
+  if (!report.ok()) {
+    throw Error(ErrorKind::kDatabase, "check found " + std::to_string(report.problems.size()) +
+                                          " problems in " + args.path);
+  }
+}
+
+void run_remove_failed(const DbArgs& args) {
+  Database db = open_existing(args);
+  int64_t n = db.remove_failed();
+  if (args.json) {
+    std::cout << json{{"removed", n}}.dump() << "\n";
+  } else {
+    std::cout << "removed " << n << " failed records\n";
+  }
+}
+
+void add_db_command(CLI::App& app) {
+  auto args = std::make_shared<DbArgs>();
+  CLI::App* db = app.add_subcommand("db", "Inspect and maintain a tuning log (SQLite)");
+  db->require_subcommand(1);
+
+  auto common = [&](CLI::App* sub) {
+    sub->add_option("--db", args->path, "Tuning log file")->required();
+    sub->add_flag("--json", args->json, "Machine-readable output");
+  };
+  auto lookup = [&](CLI::App* sub) {
+    sub->add_option("workload", args->workload,
+                    "Workload key, e.g. 'matmul(M=1024,N=1024,K=1024,dtype=float32)'")
+        ->required();
+    sub->add_option("--target", args->target,
+                    "Target string (default: the only one the workload was measured on)");
+    sub->add_option("--llvm", args->llvm, "LLVM version of the records (default: any)");
+    sub->add_option("--device", args->device, "Device key (default: any)");
+  };
+
+  CLI::App* stats = db->add_subcommand("stats", "Counts, failures by kind, best per workload");
+  common(stats);
+  stats->callback([args] { run_stats(*args); });
+
+  CLI::App* best = db->add_subcommand("best", "The best successful record of a workload");
+  common(best);
+  lookup(best);
+  best->callback([args] { run_best(*args); });
+
+  CLI::App* top = db->add_subcommand("top", "The k best successful records of a workload");
+  common(top);
+  lookup(top);
+  top->add_option("-k,--k", args->k, "How many")->check(CLI::PositiveNumber);
+  top->callback([args] { run_top(*args); });
+
+  CLI::App* exp = db->add_subcommand("export", "Write records as JSON lines (AutoTVM-like)");
+  common(exp);
+  exp->add_option("--out", args->file, "Output file (default: stdout)");
+  exp->add_option("--workload", args->workload, "Only this workload");
+  exp->callback([args] { run_export(*args); });
+
+  CLI::App* imp = db->add_subcommand(
+      "import", "Add records from JSON lines; malformed lines are reported and skipped");
+  common(imp);
+  imp->add_option("file", args->file, "JSON-lines file, or - for stdin")->required();
+  imp->callback([args] { run_import(*args); });
+
+  CLI::App* check = db->add_subcommand("check", "Integrity, foreign-key and schema checks");
+  common(check);
+  check->callback([args] { run_check(*args); });
+
+  CLI::App* rm = db->add_subcommand("remove-failed", "Delete every failed record");
+  common(rm);
+  rm->callback([args] { run_remove_failed(*args); });
+}
+
+}  // namespace
+
+KTUNE_REGISTER_COMMAND(db, add_db_command);
+
+}  // namespace ktune::tools

@@ -1,0 +1,204 @@
+// `ktune tune <template> key=value...`: tune a workload on this machine and log every measurement.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "codegen/target.h"
+#include "rpc_runner/local_runner.h"
+#include "schedule_space/task.h"
+#include "tools/commands.h"
+#include "tuner/basic_tuners.h"
+#include "tuner/db_log.h"
+#include "tuner/progress.h"
+#include "tuner/tune.h"
+#include "tuning_db/database.h"
+
+namespace ktune::tools {
+namespace {
+
+struct TuneCommandOptions {
+  std::string template_name;
+  std::vector<std::string> args;
+  std::string target = "host";
+  size_t trials = 64;
+  std::string tuner = "random";
+  std::string db = "ktune.db";
+  uint64_t seed = 0;
+  size_t threads = 0;
+  size_t batch_size = 16;
+  size_t early_stopping = 0;
+  int number = 4;
+  int repeat = 3;
+  double min_repeat_ms = 0;
+  double timeout_s = 10;
+  bool no_check = false;
+  bool json = false;
+};
+
+std::unique_ptr<tuner::Tuner> make_tuner(const std::string& name, const schedule_space::Task& task,
+                                         uint64_t seed) {
+  if (name == "random") return std::make_unique<tuner::RandomTuner>(task.space(), seed);
+  if (name == "grid") return std::make_unique<tuner::GridSearchTuner>(task.space());
+  if (name == "ga") {
+    tuner::GAOptions ga;
+    ga.seed = seed;
+    return std::make_unique<tuner::GATuner>(task.space(), task.flop(), ga);
+  }
+  throw Error(ErrorKind::kInvalidArgument, "unknown tuner '" + name + "' (known: random, grid, ga)");
+}
+
+std::string describe(const tuner::MeasureResult& r, double flop) {
+  std::ostringstream s;
+  if (!r.ok()) {
+    s << "failed (" << to_string(r.error.value_or(ErrorKind::kUnknown)) << ": " << r.error_message << ")";
+    return s.str();
+  }
+  s << std::fixed << std::setprecision(2) << flop / r.mean_cost() / 1e9 << " GFLOP/s ("
+    << std::setprecision(4) << r.mean_cost() * 1e3 << " ms)";
+  return s.str();
+}
+
+void run_tune(const TuneCommandOptions& o) {
+  // Everything that can be wrong with the request is checked before the log is touched.
+  const codegen::Target target = codegen::Target::parse(o.target);
+  if (!target.is_host_compatible())
+    throw Error(ErrorKind::kUnsupported,
+                "target '" + target.str() + "' cannot run on this host; `ktune tune` measures locally");
+  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
+                                                         target.vector_bits(), target.cores());
+  const auto task = schedule_space::Task::create(
+      o.template_name, schedule_space::parse_workload_args(o.template_name, o.args), traits);
+  std::unique_ptr<tuner::Tuner> search = make_tuner(o.tuner, task, o.seed);
+  if (o.trials == 0) throw Error(ErrorKind::kInvalidArgument, "--trials must be at least 1");
+
+  rpc_runner::LocalRunnerOptions runner_options;
+  runner_options.build_threads = o.threads;
+  runner_options.data_seed = o.seed;
+  runner_options.measure.number = o.number;
+  runner_options.measure.repeat = o.repeat;
+  runner_options.measure.min_repeat_ms = o.min_repeat_ms;
+  runner_options.measure.build_timeout_s = o.timeout_s;
+  runner_options.measure.run_timeout_s = o.timeout_s;
+  runner_options.measure.check_correctness = !o.no_check;
+  rpc_runner::LocalRunner runner(runner_options);
+
+  auto db = tuning_db::Database::open(o.db);
+  tuner::RecordContext context;
+  context.target = {target.str(), codegen::llvm_version()};
+  context.tuner = search->name();
+  context.ktune_version = KTUNE_VERSION;
+
+  tuner::TuneOptions options;
+  options.n_trial = o.trials;
+  options.batch_size = o.batch_size;
+  options.early_stopping = o.early_stopping;
+  options.resume = tuner::load_past_measurements(db, task, context.target);
+  if (!options.resume.empty())
+    spdlog::info("resuming: {} configs of {} are already in {}", options.resume.size(),
+                 task.workload_key(), o.db);
+  options.callbacks.push_back(tuner::database_callback(db, task, context));
+  if (!o.json) {
+    tuner::ProgressOptions progress;
+    progress.done_before = 0;
+    options.callbacks.push_back(tuner::progress_callback(task, o.trials, progress));
+  }
+
+  // The fallback config, measured in this run so that the speed-up compares like with like.
+  tuner::MeasureResult fallback = runner.measure({{&task, task.fallback_config()}}).front();
+  tuner::TuneResult result = tuner::tune(task, *search, runner, options);
+  if (!o.json && isatty(STDERR_FILENO) && result.n_measured < o.trials) std::fputc('\n', stderr);
+
+  nlohmann::json errors = nlohmann::json::object();
+  for (const auto& [kind, n] : result.errors) errors[std::string(to_string(kind))] = n;
+  const bool have_best = result.best_config.has_value();
+  const double speedup = have_best && fallback.ok() ? fallback.mean_cost() / result.best_result.mean_cost() : 0;
+  if (o.json) {
+    nlohmann::json j{{"workload", task.workload_key()},
+                     {"target", target.str()},
+                     {"tuner", search->name()},
+                     {"measured", result.n_measured},
+                     {"ok", result.n_ok},
+                     {"errors", errors},
+                     {"resumed", result.n_resumed},
+                     {"stopped_early", result.stopped_early},
+                     {"space_exhausted", result.space_exhausted},
+                     {"wall_s", result.wall_s}};
+    if (have_best) {
+      j["best"] = {{"config", result.best_config->to_json()},
+                   {"mean_cost_s", result.best_result.mean_cost()},
+                   {"gflops", result.best_gflops},
+                   {"from_this_run", result.best_is_new}};
+    }
+    j["fallback"] = {{"config", task.fallback_config().to_json()},
+                     {"ok", fallback.ok()},
+                     {"mean_cost_s", fallback.ok() ? fallback.mean_cost() : 0.0},
+                     {"gflops", fallback.ok() ? task.flop() / fallback.mean_cost() / 1e9 : 0.0}};
+    if (speedup > 0) j["speedup_over_fallback"] = speedup;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "workload: " << task.workload_key() << "\n"
+              << "target:   " << target.str() << "\n"
+              << "measured: " << result.n_measured << " configs (" << result.n_ok << " ok";
+    for (const auto& [kind, n] : result.errors) std::cout << ", " << n << " " << to_string(kind);
+    std::cout << ") in " << std::fixed << std::setprecision(1) << result.wall_s << " s";
+    if (result.n_resumed) std::cout << "; " << result.n_resumed << " resumed from the log";
+    if (result.stopped_early) std::cout << "; stopped early";
+    if (result.space_exhausted) std::cout << "; space exhausted";
+    std::cout << "\n";
+    if (have_best) {
+      std::cout << "best:     " << describe(result.best_result, task.flop())
+                << (result.best_is_new ? "" : " [from the log]") << "\n"
+                << "config:   " << result.best_config->to_json_string() << "\n";
+    } else {
+      std::cout << "best:     none (no config succeeded)\n";
+    }
+    std::cout << "fallback: " << describe(fallback, task.flop()) << "\n";
+    if (speedup > 0)
+      std::cout << "speed-up over fallback: " << std::setprecision(2) << speedup << "x\n";
+    std::cout << "log:      " << o.db << "\n";
+  }
+  if (!have_best)
+    throw Error(ErrorKind::kRun, "no config succeeded (" + errors.dump() + "); every result is in " + o.db);
+}
+
+void add_tune(CLI::App& app) {
+  auto o = std::make_shared<TuneCommandOptions>();
+  auto* cmd = app.add_subcommand("tune", "Tune a workload on this machine; log every measurement");
+  cmd->add_option("template", o->template_name, "Template name (see `ktune templates`)")->required();
+  cmd->add_option("args", o->args, "Workload arguments key=value (omitted ones take their defaults)");
+  cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...' (must run here)")
+      ->capture_default_str();
+  cmd->add_option("--trials", o->trials, "New configs to measure")->capture_default_str();
+  cmd->add_option("--tuner", o->tuner, "Search: random, grid or ga")->capture_default_str();
+  cmd->add_option("--db", o->db, "Tuning log (SQLite); configs already in it are not measured again")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the search and of the generated inputs")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Build threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--batch-size", o->batch_size, "Configs per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--early-stopping", o->early_stopping, "Stop after N trials without improvement (0 = never)")
+      ->capture_default_str();
+  cmd->add_option("--number", o->number, "Runs per timing")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--repeat", o->repeat, "Timings per config")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--min-repeat-ms", o->min_repeat_ms, "Grow --number until a timing lasts this long")
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout_s, "Build and run timeout per config, seconds")->capture_default_str();
+  cmd->add_flag("--no-check", o->no_check, "Do not compare outputs with the reference");
+  cmd->add_flag("--json", o->json, "Print the summary as JSON (no progress bar)");
+  cmd->callback([o] { run_tune(*o); });
+}
+
+}  // namespace
+
+KTUNE_REGISTER_COMMAND(tune, add_tune);
+
+}  // namespace ktune::tools

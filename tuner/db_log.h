@@ -1,0 +1,41 @@
+// Defines the tuning loop's link to the tuning log: a logging callback and resume from the log.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "schedule_space/task.h"
+#include "tuner/tune.h"
+#include "tuning_db/database.h"
+#include "tuning_db/record.h"
+
+namespace ktune::tuner {
+
+// What a record needs beyond the task, config and result.
+struct RecordContext {
+  tuning_db::TargetKey target;   // canonical target string + LLVM version
+  std::string device_key;        // "" = unspecified
+  std::string tuner;             // Tuner::name()
+  std::string ktune_version;
+};
+
+// Returns the record of one measurement. batch is the batch number within the run.
+tuning_db::Record make_record(const schedule_space::Task& task, const schedule_space::Config& config,
+                              const MeasureResult& result, const RecordContext& context,
+                              int64_t batch);
+
+// Returns a callback that adds every batch to `db` in one transaction (all or nothing), so
+// the log holds exactly what was measured. `db` and `task` must outlive it. The callback
+// throws Error(kDatabase) when the write fails, which ends the tuning loop.
+Callback database_callback(tuning_db::Database& db, const schedule_space::Task& task,
+                           const RecordContext& context);
+
+// Returns the measurements of this workload on this target found in the log (failures
+// included, first record per config index), as configs of the task's space, for
+// TuneOptions::resume. Records whose config does not belong to the space (a changed
+// template) are skipped with a warning. Throws Error(kDatabase).
+std::vector<PastMeasurement> load_past_measurements(tuning_db::Database& db,
+                                                    const schedule_space::Task& task,
+                                                    const tuning_db::TargetKey& target);
+
+}  // namespace ktune::tuner

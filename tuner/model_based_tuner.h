@@ -1,0 +1,139 @@
+// Defines ModelBasedTuner (fit, anneal, pick, explore; AutoTVM's XGBTuner in C++) and XGBTuner.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "cost_model/cost_model.h"
+#include "cost_model/features.h"
+#include "cost_model/xgboost_model.h"
+#include "schedule_space/config_space.h"
+#include "schedule_space/task.h"
+#include "tuner/simulated_annealing.h"
+#include "tuner/submodular_pick.h"
+#include "tuner/tuner.h"
+
+namespace ktune::tuner {
+
+// Defaults follow AutoTVM's XGBTuner (plan 64, 128 chains x 500 steps, 5% random).
+struct ModelTunerParams {
+  size_t plan_size = 64;        // configs per plan; the model is refit every plan_size results
+  double epsilon = 0.05;        // share of each plan taken at random (exploration)
+  size_t candidate_factor = 2;  // annealing keeps plan_size * this; the pick keeps plan_size
+  AnnealingParams annealing{};  // its seed is replaced by one derived from `seed`
+  PickParams pick{};
+  uint64_t seed = 0;
+};
+
+// One refit, for telemetry: the model's quality on the configs measured after it.
+struct RefitStats {
+  size_t trials = 0;                       // measurements the model was fitted on
+  double fit_s = 0;                        // wall time of the fit
+  double search_s = 0;                     // wall time of annealing + pick
+  std::optional<double> rank_correlation;  // Spearman(predicted, measured throughput) on the
+                                           // plan that followed; nullopt until >= 3 measured
+  size_t plan_measured = 0;  // measured configs that rank_correlation is computed over
+};
+
+// The tuner proposes random configs until the first fit (after plan_size results with at least
+// one success), then the plan: the annealing's best candidates not measured yet, narrowed by the
+// submodular pick, its last epsilon share replaced by random configs.
+// Keeps references to the space, model and extractor: they must outlive the tuner. One thread.
+class ModelBasedTuner final : public Tuner {
+ public:
+  ModelBasedTuner(const schedule_space::ConfigSpace& space, cost_model::CostModel& model,
+                  cost_model::FeatureExtractor& features, ModelTunerParams params = {});
+
+  std::string name() const override { return "xgb"; }
+  bool has_next() const override;
+  // Throws what the model or the extractor throw (ktune::Error).
+  std::vector<schedule_space::Config> next_batch(size_t n) override;
+  // Refits when plan_size new results arrived since the last fit. Throws as next_batch.
+  void update(const std::vector<MeasureInput>& inputs,
+              const std::vector<MeasureResult>& results) override;
+
+  // Spearman correlation between the latest model's predictions and the measured throughput
+  // of the configs measured since that fit (failed = 0); nullopt before 3 such results.
+  std::optional<double> last_rank_correlation() const;
+  // One entry per refit, oldest first.
+  const std::vector<RefitStats>& refits() const { return refits_; }
+  const ModelTunerParams& params() const { return params_; }
+
+ private:
+  void refit();
+  uint64_t random_config();  // a valid unvisited config, or space size when none is left
+  void track_prediction(const std::vector<uint64_t>& indices);
+
+  const schedule_space::ConfigSpace& space_;
+  cost_model::CostModel& model_;
+  cost_model::FeatureExtractor& features_;
+  ModelTunerParams params_;
+  std::mt19937_64 rng_;
+  SimulatedAnnealing annealing_;
+
+  std::unordered_set<uint64_t> visited_;  // proposed or measured
+  std::vector<uint64_t> measured_;        // measured indices, in arrival order
+  std::vector<double> measured_costs_;    // mean cost, +inf when failed
+  size_t fitted_at_ = 0;                  // measured_.size() at the last fit
+  std::vector<uint64_t> plan_;
+  size_t plan_pos_ = 0;
+  bool exhausted_ = false;
+
+  // Predictions of the latest model for configs it proposed, and what came back for them.
+  std::unordered_map<uint64_t, float> predicted_;
+  std::vector<double> seen_predicted_, seen_cost_;
+  std::vector<RefitStats> refits_;
+};
+
+// Which features the XGBoost model of make_xgb_tuner sees.
+enum class FeatureKind {
+  kKnob,  // ConfigSpace::knob_features only: microseconds per config
+  kLoop,  // loop-context features of the lowered IR + knob features (cost_model/loop_features.h):
+          // ~1-2 ms per new config (cached), more informative across schedules
+};
+
+struct XGBTunerParams {
+  ModelTunerParams search{};
+  cost_model::XGBoostParams model{};  // its seed is replaced by one derived from search.seed
+  // Knob features by default: with loop features the first refit on matmul 256 (a 15,120-config
+  // space) took 6-19 s of lowering on this 2-core machine, against well under 1 s for knobs.
+  FeatureKind features = FeatureKind::kKnob;
+  size_t feature_threads = 2;  // threads extracting loop features (kLoop only)
+};
+
+// A ModelBasedTuner that owns its XGBoost model and feature extractor: what `--tuner xgb` uses.
+// Keeps a copy of the task (which shares its space). One thread.
+class XGBTuner final : public Tuner {
+ public:
+  explicit XGBTuner(const schedule_space::Task& task, XGBTunerParams params = {});
+  ~XGBTuner() override;
+
+  std::string name() const override { return "xgb"; }
+  bool has_next() const override { return search_->has_next(); }
+  std::vector<schedule_space::Config> next_batch(size_t n) override {
+    return search_->next_batch(n);
+  }
+  void update(const std::vector<MeasureInput>& inputs,
+              const std::vector<MeasureResult>& results) override {
+    search_->update(inputs, results);
+  }
+
+  // The model (for tuning_db::save_model once fitted) and the search (for telemetry).
+  const cost_model::XGBoostModel& model() const { return *model_; }
+  const ModelBasedTuner& search() const { return *search_; }
+
+ private:
+  schedule_space::Task task_;
+  std::unique_ptr<cost_model::XGBoostModel> model_;
+  std::unique_ptr<cost_model::FeatureExtractor> features_;
+  std::unique_ptr<ModelBasedTuner> search_;
+};
+
+}  // namespace ktune::tuner

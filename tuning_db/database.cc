@@ -1,0 +1,404 @@
+// Database: open, add records, and the look-ups (best, top-k, resume, history, stats).
+#include "tuning_db/database.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <unordered_map>
+
+#include "support/error.h"
+#include "tuning_db/database_impl.h"
+#include "tuning_db/schema.h"
+
+namespace ktune::tuning_db {
+
+using nlohmann::json;
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void validate(const Record& r) {
+  auto bad = [&](const std::string& what) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "invalid record for workload '" + r.workload_key + "': " + what);
+  };
+  if (r.workload_key.empty()) bad("empty workload key");
+  if (r.template_name.empty()) bad("empty template name");
+  if (r.target.target.empty()) bad("empty target");
+  if (!r.config.is_object()) bad("config must be a JSON object");
+  if (r.ok() && r.costs.empty()) bad("a successful record needs at least one cost");
+  for (double c : r.costs) {
+    if (!std::isfinite(c) || c < 0) bad("costs must be finite and non-negative");
+  }
+  if (!std::isfinite(r.flop) || r.flop < 0) bad("flop must be finite and non-negative");
+}
+
+namespace {
+
+// The costs as a JSON array, written directly: shortest round-trip form of each double, so the
+// values read back are bit-identical (nlohmann's dump is several times slower for this).
+std::string costs_json(const std::vector<double>& costs) {
+  std::string out = "[";
+  char buf[32];
+  for (size_t i = 0; i < costs.size(); ++i) {
+    if (i) out += ',';
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, costs[i]);
+    out.append(buf, end);
+  }
+  out += ']';
+  return out;
+}
+
+}  // namespace
+
+Database::Impl::Use Database::Impl::use(std::string_view sql) {
+  auto it = statements.find(sql);
+  if (it == statements.end()) {
+    it = statements.emplace(std::string(sql), std::make_unique<sql::Statement>(conn, sql)).first;
+  }
+  it->second->reset();
+  return Use(*it->second);
+}
+
+std::optional<int64_t> Database::Impl::workload_id(std::string_view key) {
+  auto s = use("SELECT id FROM workloads WHERE key = ?1");
+  s->bind(1, key);
+  if (!s->step()) return std::nullopt;
+  return s->column_int(0);
+}
+
+std::optional<int64_t> Database::Impl::device_id(std::string_view key) {
+  auto s = use("SELECT id FROM devices WHERE key = ?1");
+  s->bind(1, key);
+  if (!s->step()) return std::nullopt;
+  return s->column_int(0);
+}
+
+std::vector<int64_t> Database::Impl::target_ids(const TargetKey& target) {
+  auto s = use(
+      "SELECT id FROM targets WHERE target = ?1 AND (?2 = '' OR llvm_version = ?2) ORDER BY id");
+  s->bind(1, target.target).bind(2, target.llvm_version);
+  std::vector<int64_t> ids;
+  while (s->step()) ids.push_back(s->column_int(0));
+  return ids;
+}
+
+int64_t Database::Impl::ensure_workload(const Record& r) {
+  {
+    auto s = use("SELECT id, template, flop FROM workloads WHERE key = ?1");
+    s->bind(1, r.workload_key);
+    if (s->step()) {
+      int64_t id = s->column_int(0);
+      std::string template_name = s->column_text(1);
+      double flop = s->column_double(2);
+      if (template_name != r.template_name) {
+        throw Error(ErrorKind::kInvalidArgument,
+                    "workload '" + r.workload_key + "' is recorded with template '" +
+                        template_name + "', not '" + r.template_name + "'");
+      }
+      if (flop == 0 && r.flop > 0) {
+        auto u = use("UPDATE workloads SET flop = ?2 WHERE id = ?1");
+        u->bind(1, id).bind(2, r.flop);
+        u->run();
+      }
+      return id;
+    }
+  }
+  auto s = use("INSERT INTO workloads(key, template, args, flop) VALUES (?1, ?2, ?3, ?4)");
+  s->bind(1, r.workload_key).bind(2, r.template_name).bind(3, r.args.dump()).bind(4, r.flop);
+  s->run();
+  return conn.last_insert_rowid();
+}
+
+int64_t Database::Impl::ensure_target(const TargetKey& target) {
+  {
+    auto s = use("SELECT id FROM targets WHERE target = ?1 AND llvm_version = ?2");
+    s->bind(1, target.target).bind(2, target.llvm_version);
+    if (s->step()) return s->column_int(0);
+  }
+  auto s = use("INSERT INTO targets(target, llvm_version) VALUES (?1, ?2)");
+  s->bind(1, target.target).bind(2, target.llvm_version);
+  s->run();
+  return conn.last_insert_rowid();
+}
+
+int64_t Database::Impl::ensure_device(std::string_view key) {
+  if (auto id = device_id(key)) return *id;
+  auto s = use("INSERT INTO devices(key) VALUES (?1)");
+  s->bind(1, key);
+  s->run();
+  return conn.last_insert_rowid();
+}
+
+void Database::Impl::begin_batch() {
+  batch_workloads.clear();
+  batch_targets.clear();
+  batch_devices.clear();
+}
+
+int64_t Database::Impl::insert(const Record& r, double created_at) {
+  // Ids resolved earlier in the same transaction stay valid until it ends; a batch usually
+  // holds one workload, target and device, so this saves three look-ups per record.
+  int64_t workload;
+  if (auto it = batch_workloads.find(r.workload_key);
+      it != batch_workloads.end() && it->second.first == r.template_name) {
+    workload = it->second.second;
+  } else {
+    workload = ensure_workload(r);
+    batch_workloads[r.workload_key] = {r.template_name, workload};
+  }
+  int64_t target;
+  std::string target_key = r.target.target + '\n' + r.target.llvm_version;
+  if (auto it = batch_targets.find(target_key); it != batch_targets.end()) {
+    target = it->second;
+  } else {
+    target = batch_targets[target_key] = ensure_target(r.target);
+  }
+  int64_t device;
+  if (auto it = batch_devices.find(r.device_key); it != batch_devices.end()) {
+    device = it->second;
+  } else {
+    device = batch_devices[r.device_key] = ensure_device(r.device_key);
+  }
+  auto s = use(
+      "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
+      "mean_cost, gflops, all_cost, error_kind, error_msg, tuner, batch, measured_at, "
+      "created_at, ktune_version, run_id) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)");
+  s->bind(1, workload).bind(2, target).bind(3, device).bind(4, r.config_index);
+  s->bind(5, r.config.dump()).bind(6, costs_json(r.costs));
+  // Failed records keep a NULL mean cost: they are outside the best-record index.
+  if (r.ok()) {
+    s->bind(7, r.mean_cost());
+  } else {
+    s->bind_null(7);
+  }
+  s->bind(8, r.gflops()).bind(9, r.all_cost);
+  s->bind(10, r.error ? to_string(*r.error) : std::string_view());
+  s->bind(11, r.error_message).bind(12, r.tuner).bind(13, r.batch).bind(14, r.timestamp);
+  s->bind(15, created_at).bind(16, r.ktune_version);
+  if (r.run_id != 0) {
+    s->bind(17, r.run_id);
+  } else {
+    s->bind_null(17);
+  }
+  s->run();
+  return conn.last_insert_rowid();
+}
+
+Record Database::Impl::read_record(const sql::Statement& s) {
+  Record r;
+  r.id = s.column_int(0);
+  r.workload_key = s.column_text(1);
+  r.template_name = s.column_text(2);
+  r.args = json::parse(s.column_text(3));
+  r.flop = s.column_double(4);
+  r.target.target = s.column_text(5);
+  r.target.llvm_version = s.column_text(6);
+  r.device_key = s.column_text(7);
+  r.config_index = s.column_int(8);
+  r.config = json::parse(s.column_text(9));
+  r.costs = json::parse(s.column_text(10)).get<std::vector<double>>();
+  r.all_cost = s.column_double(11);
+  std::string kind = s.column_text(12);
+  if (!kind.empty()) r.error = error_kind_from_string(kind);
+  r.error_message = s.column_text(13);
+  r.tuner = s.column_text(14);
+  r.batch = s.column_int(15);
+  r.timestamp = s.column_double(16);
+  r.ktune_version = s.column_text(17);
+  r.run_id = s.is_null(18) ? 0 : s.column_int(18);
+  return r;
+}
+
+Database::Database(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Database::Database(Database&&) noexcept = default;
+Database& Database::operator=(Database&&) noexcept = default;
+Database::~Database() = default;
+
+Database Database::open(const std::string& path, const OpenOptions& options) {
+  if (!options.create && !std::filesystem::exists(path)) {
+    throw Error(ErrorKind::kDatabase, "no tuning log at '" + path + "'");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->conn = sql::Connection::open(path, options.create);
+  sql::Connection& conn = impl->conn;
+  conn.exec("PRAGMA busy_timeout = " + std::to_string(std::max(0, options.busy_timeout_ms)));
+  refuse_foreign(conn);
+  std::string mode = conn.query_text("PRAGMA journal_mode = WAL");
+  if (mode != "wal") {
+    throw Error(ErrorKind::kDatabase,
+                "tuning log '" + path + "': cannot switch to WAL mode (journal mode '" + mode + "')");
+  }
+  conn.exec(options.durable_against_power_loss ? "PRAGMA synchronous = FULL"
+                                               : "PRAGMA synchronous = NORMAL");
+  conn.exec("PRAGMA foreign_keys = ON");
+  conn.exec("PRAGMA cache_size = -" + std::to_string(std::max(1, options.cache_mib) * 1024));
+  impl->opened_version = prepare_schema(conn, options.migrate);
+  if (options.check_integrity) {
+    std::string result = conn.query_text("PRAGMA quick_check");
+    if (result != "ok") {
+      throw Error(ErrorKind::kDatabase, "tuning log '" + path + "' fails its integrity check: " +
+                                            result);
+    }
+  }
+  return Database(std::move(impl));
+}
+
+const std::string& Database::path() const { return impl_->conn.path(); }
+
+int Database::opened_schema_version() const { return impl_->opened_version; }
+
+std::vector<int64_t> Database::add(const std::vector<Record>& records) {
+  for (const Record& r : records) validate(r);
+  std::vector<int64_t> ids;
+  ids.reserve(records.size());
+  if (records.empty()) return ids;
+  double created_at = now_seconds();
+  sql::Transaction txn(impl_->conn);
+  impl_->begin_batch();
+  for (const Record& r : records) ids.push_back(impl_->insert(r, created_at));
+  txn.commit();
+  return ids;
+}
+
+std::vector<Record> Database::top_k(std::string_view workload_key, const TargetKey& target,
+                                    int64_t k, std::string_view device_key) {
+  std::vector<Record> out;
+  if (k <= 0) return out;
+  auto workload = impl_->workload_id(workload_key);
+  if (!workload) return out;
+  std::optional<int64_t> device;
+  if (!device_key.empty()) {
+    device = impl_->device_id(device_key);
+    if (!device) return out;
+  }
+  // One indexed, cost-ordered scan per matching toolchain (usually one), then a merge.
+  for (int64_t target_id : impl_->target_ids(target)) {
+    auto s = impl_->use(std::string(kRecordColumns) +
+                        "AND r.workload_id = ?1 AND r.target_id = ?2 AND r.error_kind = '' "
+                        "AND (?3 = 0 OR r.device_id = ?3) "
+                        "ORDER BY r.mean_cost, r.id LIMIT ?4");
+    s->bind(1, *workload).bind(2, target_id).bind(3, device.value_or(0)).bind(4, k);
+    while (s->step()) out.push_back(Impl::read_record(*s));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Record& a, const Record& b) {
+    return a.mean_cost() < b.mean_cost() || (a.mean_cost() == b.mean_cost() && a.id < b.id);
+  });
+  if (static_cast<int64_t>(out.size()) > k) out.resize(static_cast<size_t>(k));
+  return out;
+}
+
+std::optional<Record> Database::best(std::string_view workload_key, const TargetKey& target,
+                                     std::string_view device_key) {
+  auto top = top_k(workload_key, target, 1, device_key);
+  if (top.empty()) return std::nullopt;
+  return std::move(top.front());
+}
+
+bool Database::has(std::string_view workload_key, const TargetKey& target, int64_t config_index) {
+  auto workload = impl_->workload_id(workload_key);
+  if (!workload) return false;
+  for (int64_t target_id : impl_->target_ids(target)) {
+    auto s = impl_->use(
+        "SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND config_index = ?3 "
+        "LIMIT 1");
+    s->bind(1, *workload).bind(2, target_id).bind(3, config_index);
+    if (s->step()) return true;
+  }
+  return false;
+}
+
+std::vector<int64_t> Database::measured_indices(std::string_view workload_key,
+                                                const TargetKey& target) {
+  std::vector<int64_t> out;
+  auto workload = impl_->workload_id(workload_key);
+  if (!workload) return out;
+  for (int64_t target_id : impl_->target_ids(target)) {
+    auto s = impl_->use(
+        "SELECT DISTINCT config_index FROM records WHERE workload_id = ?1 AND target_id = ?2 "
+        "ORDER BY config_index");
+    s->bind(1, *workload).bind(2, target_id);
+    while (s->step()) out.push_back(s->column_int(0));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<Record> Database::history(std::string_view template_name, const TargetKey& target,
+                                      int64_t limit) {
+  std::vector<Record> out;
+  for (int64_t target_id : impl_->target_ids(target)) {
+    auto s = impl_->use(
+        "SELECT r.id, w.key, w.template, w.args, w.flop, t.target, t.llvm_version, d.key, "
+        "r.config_index, r.config, r.costs, r.all_cost, r.error_kind, r.error_msg, r.tuner, "
+        "r.batch, r.measured_at, r.ktune_version, r.run_id "
+        "FROM workloads w CROSS JOIN records r CROSS JOIN targets t CROSS JOIN devices d "
+        "WHERE w.template = ?1 AND r.workload_id = w.id AND r.target_id = ?2 "
+        "AND t.id = r.target_id AND d.id = r.device_id ORDER BY r.id DESC LIMIT ?3");
+    s->bind(1, template_name).bind(2, target_id).bind(3, limit > 0 ? limit : int64_t{-1});
+    while (s->step()) out.push_back(Impl::read_record(*s));
+  }
+  std::sort(out.begin(), out.end(), [](const Record& a, const Record& b) { return a.id > b.id; });
+  if (limit > 0 && static_cast<int64_t>(out.size()) > limit) out.resize(static_cast<size_t>(limit));
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+Stats Database::stats() {
+  Stats st;
+  sql::Transaction snapshot(impl_->conn, sql::Transaction::Mode::kDeferred);
+  st.schema_version = static_cast<int>(impl_->conn.query_int("PRAGMA user_version"));
+  st.workloads = impl_->conn.query_int("SELECT count(*) FROM workloads");
+  st.targets = impl_->conn.query_int("SELECT count(*) FROM targets");
+  st.devices = impl_->conn.query_int("SELECT count(*) FROM devices");
+  st.records = impl_->conn.query_int("SELECT count(*) FROM records");
+  st.ok_records = impl_->conn.query_int("SELECT count(*) FROM records WHERE error_kind = ''");
+  st.failed_records = st.records - st.ok_records;
+  st.models = impl_->conn.query_int("SELECT count(*) FROM models");
+  st.runs = impl_->conn.query_int("SELECT count(*) FROM runs");
+  auto s = impl_->use(
+      "SELECT error_kind, count(*) FROM records WHERE error_kind != '' GROUP BY error_kind "
+      "ORDER BY error_kind");
+  while (s->step()) st.failures_by_kind[s->column_text(0)] = s->column_int(1);
+  snapshot.commit();
+  return st;
+}
+
+std::vector<WorkloadSummary> Database::summaries() {
+  std::vector<WorkloadSummary> out;
+  auto s = impl_->use(
+      "SELECT w.key, w.template, t.target, t.llvm_version, g.n, g.n_ok, g.best, g.gflops FROM "
+      "(SELECT workload_id, target_id, count(*) AS n, sum(error_kind = '') AS n_ok, "
+      " min(mean_cost) AS best, max(gflops) AS gflops FROM records "
+      " GROUP BY workload_id, target_id) g "
+      "JOIN workloads w ON w.id = g.workload_id JOIN targets t ON t.id = g.target_id "
+      "ORDER BY w.key, t.target, t.llvm_version");
+  while (s->step()) {
+    WorkloadSummary w;
+    w.workload_key = s->column_text(0);
+    w.template_name = s->column_text(1);
+    w.target = {s->column_text(2), s->column_text(3)};
+    w.records = s->column_int(4);
+    w.ok_records = s->column_int(5);
+    w.best_cost = s->is_null(6) ? 0 : s->column_double(6);
+    w.best_gflops = s->column_double(7);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+int64_t Database::remove_failed() {
+  sql::Transaction txn(impl_->conn);
+  impl_->conn.exec("DELETE FROM records WHERE error_kind != ''");
+  int64_t removed = impl_->conn.changes();
+  txn.commit();
+  return removed;
+}
+
+}  // namespace ktune::tuning_db

@@ -1,0 +1,194 @@
+// Defines Database, the SQLite tuning log: add records, best/top-k look-ups, resume, history,
+// JSON-lines import/export, saved cost models and tuning-run telemetry.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tuning_db/record.h"
+
+namespace ktune::tuning_db {
+
+struct OpenOptions {
+  bool create = true;           // create the file (and its schema) when missing
+  int busy_timeout_ms = 10000;  // how long to wait for another connection's write lock
+  // false: synchronous=NORMAL, which in WAL mode loses no committed transaction when the
+  // process dies (SIGKILL, crash); true: synchronous=FULL, which also survives power loss.
+  bool durable_against_power_loss = false;
+  bool check_integrity = false;  // run PRAGMA quick_check on open (reads the whole file)
+  bool migrate = true;           // upgrade an older schema in place; false: refuse it
+  // SQLite page cache of this connection, in MiB. The best-record index takes random inserts
+  // (by cost), so a cache that holds its hot pages keeps batched inserts fast on large logs.
+  int cache_mib = 64;
+};
+
+// Counts over the whole log.
+struct Stats {
+  int schema_version = 0;
+  int64_t workloads = 0;
+  int64_t targets = 0;
+  int64_t devices = 0;
+  int64_t records = 0;
+  int64_t ok_records = 0;
+  int64_t failed_records = 0;
+  std::map<std::string, int64_t> failures_by_kind;  // to_string(ErrorKind) -> count
+  int64_t models = 0;
+  int64_t runs = 0;
+};
+
+// Per (workload, target): how much was measured and the best result.
+struct WorkloadSummary {
+  std::string workload_key;
+  std::string template_name;
+  TargetKey target;
+  int64_t records = 0;
+  int64_t ok_records = 0;
+  double best_cost = 0;    // seconds; 0 when no record succeeded
+  double best_gflops = 0;
+};
+
+// A JSON line that import_jsonl could not take.
+struct LineError {
+  int64_t line = 0;  // 1-based
+  std::string message;
+};
+
+struct ImportReport {
+  int64_t imported = 0;
+  std::vector<LineError> errors;  // the lines that were skipped, in file order
+};
+
+struct CheckReport {
+  bool ok() const { return problems.empty(); }
+  std::vector<std::string> problems;  // integrity_check, foreign_key_check, schema findings
+};
+
+// A saved cost model is found by (name, scope, target); scope is a workload key or a
+// template name, whichever the model was trained for.
+struct ModelInfo {
+  std::string name;   // e.g. "xgb-rank"
+  std::string scope;  // workload key or template name
+  TargetKey target;
+  nlohmann::json metadata = nlohmann::json::object();  // features, rounds, training size...
+  double created_at = 0;  // unix seconds; set by save_model
+};
+
+struct SavedModel {
+  ModelInfo info;
+  std::vector<uint8_t> blob;
+};
+
+// A tuning run, for model-quality telemetry.
+struct RunInfo {
+  std::string tuner;
+  std::string workload_key;
+  std::string target;
+  nlohmann::json options = nlohmann::json::object();
+};
+
+struct BatchQuality {
+  int64_t batch = 0;
+  int64_t records = 0;
+  std::optional<double> rank_correlation;  // predicted vs measured; nullopt before a model
+};
+
+// The tuning log.
+//
+// Thread-safety: one Database per thread. A Database owns one SQLite connection opened
+// without SQLite's mutex, so it must not be used by two threads at once; open another
+// Database on the same path in each thread (or process) instead. WAL mode lets one writer
+// and any number of readers work at the same time; writers queue up behind the busy timeout.
+// Movable, not copyable.
+class Database {
+ public:
+  // Opens the tuning log at `path` in WAL mode with foreign keys on, creating it when
+  // missing (options.create) and migrating an older schema. Returns the open log.
+  // Throws Error(kDatabase): cannot open, corrupt file, a SQLite file that is not a ktune
+  // log, a newer schema version, integrity check failed (options.check_integrity).
+  static Database open(const std::string& path, const OpenOptions& options = {});
+
+  Database(Database&&) noexcept;
+  Database& operator=(Database&&) noexcept;
+  ~Database();
+
+  const std::string& path() const;
+  // Schema version the file had when opened (before any migration); 0 for a new file.
+  int opened_schema_version() const;
+
+  // Adds `records` in one transaction: all or none. Returns their ids, in order.
+  // Throws Error(kInvalidArgument) for an invalid record (nothing written), Error(kDatabase)
+  // on a SQLite failure (nothing written).
+  std::vector<int64_t> add(const std::vector<Record>& records);
+
+  // Returns the successful record of lowest mean cost for the workload on the target (and the
+  // device, when device_key is not empty), or nullopt. Failed records are never returned.
+  // A target with an empty llvm_version matches every toolchain. Throws Error(kDatabase).
+  std::optional<Record> best(std::string_view workload_key, const TargetKey& target,
+                             std::string_view device_key = "");
+  // The k best successful records, fastest first. Throws Error(kDatabase).
+  std::vector<Record> top_k(std::string_view workload_key, const TargetKey& target, int64_t k,
+                            std::string_view device_key = "");
+  // Returns whether the config was measured (successfully or not). Throws Error(kDatabase).
+  bool has(std::string_view workload_key, const TargetKey& target, int64_t config_index);
+  // Every measured config index of the workload on the target, sorted, without repeats
+  // (to resume a run). Throws Error(kDatabase).
+  std::vector<int64_t> measured_indices(std::string_view workload_key, const TargetKey& target);
+  // All records (failures included) of every workload of a template on the target, oldest
+  // first, at most `limit` (0 = no limit) of the newest. For transfer learning.
+  std::vector<Record> history(std::string_view template_name, const TargetKey& target,
+                              int64_t limit = 0);
+
+  Stats stats();
+  // One summary per (workload, target), ordered by workload key then target.
+  std::vector<WorkloadSummary> summaries();
+
+  // Writes every record (or those of one workload when `workload_key` is not empty) as JSON
+  // lines, oldest first, from one consistent snapshot. Returns the lines written.
+  // Throws Error(kDatabase), Error(kIo) when the stream fails.
+  int64_t export_jsonl(std::ostream& out, std::string_view workload_key = "");
+  // Imports JSON lines (blank lines are skipped). Malformed lines are reported with their line
+  // numbers and skipped; the good lines are added in one transaction, so a failure while
+  // writing leaves nothing half-written. Throws Error(kDatabase) on a SQLite failure,
+  // Error(kIo) when the stream fails.
+  ImportReport import_jsonl(std::istream& in);
+
+  // Deletes every failed record. Returns how many.
+  int64_t remove_failed();
+
+  // Stores (or replaces) a cost model. Throws Error(kInvalidArgument) for an empty name or
+  // scope, Error(kDatabase).
+  void save_model(const ModelInfo& info, std::span<const uint8_t> blob);
+  // The newest model saved under (name, scope, target), or nullopt. Throws Error(kDatabase).
+  std::optional<SavedModel> load_model(std::string_view name, std::string_view scope,
+                                       const TargetKey& target);
+
+  // Starts a tuning run; returns its id, for Record::run_id and add_batch_quality.
+  // Throws Error(kDatabase).
+  int64_t begin_run(const RunInfo& run);
+  // Marks a run finished. Throws Error(kNotFound) for an unknown id.
+  void finish_run(int64_t run_id);
+  // Records (or replaces) a batch's model quality. Throws Error(kNotFound) for an unknown run.
+  void add_batch_quality(int64_t run_id, const BatchQuality& quality);
+  // A run's batches in order. Throws Error(kDatabase).
+  std::vector<BatchQuality> batch_quality(int64_t run_id);
+
+  // Runs PRAGMA integrity_check and foreign_key_check and the schema check. Returns what was
+  // found (ok() when nothing). Throws Error(kDatabase) only when the file cannot be read.
+  CheckReport check();
+
+ private:
+  struct Impl;
+  explicit Database(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ktune::tuning_db

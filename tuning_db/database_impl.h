@@ -1,0 +1,79 @@
+// Defines Database::Impl (private to tuning_db): the connection, cached statements and the
+// helpers shared by database.cc (records, queries) and database_io.cc (import/export, models).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tuning_db/database.h"
+#include "tuning_db/sqlite.h"
+
+namespace ktune::tuning_db {
+
+// The columns read_record expects, and the join that provides them with records as the
+// outer loop (CROSS JOIN fixes SQLite's join order, so the records indexes drive look-ups).
+inline constexpr std::string_view kRecordColumns =
+    "SELECT r.id, w.key, w.template, w.args, w.flop, t.target, t.llvm_version, d.key, "
+    "r.config_index, r.config, r.costs, r.all_cost, r.error_kind, r.error_msg, r.tuner, "
+    "r.batch, r.measured_at, r.ktune_version, r.run_id "
+    "FROM records r CROSS JOIN workloads w CROSS JOIN targets t CROSS JOIN devices d "
+    "WHERE w.id = r.workload_id AND t.id = r.target_id AND d.id = r.device_id ";
+
+// Unix time in seconds.
+double now_seconds();
+
+// Throws Error(kInvalidArgument) describing the first problem of a record to be added.
+void validate(const Record& record);
+
+struct Database::Impl {
+  sql::Connection conn;
+  int opened_version = 0;
+  std::map<std::string, std::unique_ptr<sql::Statement>, std::less<>> statements;
+
+  // A cached prepared statement, reset when the use ends (releasing its read snapshot).
+  class Use {
+   public:
+    explicit Use(sql::Statement& stmt) : stmt_(stmt) {}
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+    ~Use() { stmt_.reset(); }
+    sql::Statement* operator->() { return &stmt_; }
+    sql::Statement& operator*() { return stmt_; }
+
+   private:
+    sql::Statement& stmt_;
+  };
+  // Returns the cached statement for `sql`, preparing it on first use.
+  Use use(std::string_view sql);
+
+  std::optional<int64_t> workload_id(std::string_view key);
+  std::optional<int64_t> device_id(std::string_view key);
+  // Ids of the targets matching `target` (every toolchain when llvm_version is "").
+  std::vector<int64_t> target_ids(const TargetKey& target);
+  // Ids for a record being written, created when missing. Inside a write transaction.
+  // ensure_workload throws Error(kInvalidArgument) when the key is known under another template.
+  int64_t ensure_workload(const Record& record);
+  int64_t ensure_target(const TargetKey& target);
+  int64_t ensure_device(std::string_view key);
+  // Starts a write transaction's id caches (call right after BEGIN).
+  void begin_batch();
+  // Inserts one validated record inside the caller's write transaction; returns its id.
+  int64_t insert(const Record& record, double created_at);
+
+  // Ids resolved in the current write transaction (only valid until it commits or rolls back,
+  // hence cleared by begin_batch). Workloads map key -> (template, id).
+  std::unordered_map<std::string, std::pair<std::string, int64_t>> batch_workloads;
+  std::unordered_map<std::string, int64_t> batch_targets;
+  std::unordered_map<std::string, int64_t> batch_devices;
+  // Reads the row of a statement that selected kRecordColumns.
+  static Record read_record(const sql::Statement& stmt);
+};
+
+}  // namespace ktune::tuning_db

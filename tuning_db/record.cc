@@ -1,0 +1,139 @@
+// Record: mean cost, GFLOP/s and the JSON-lines form.
+#include "tuning_db/record.h"
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace ktune::tuning_db {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& what) {
+  throw Error(ErrorKind::kInvalidArgument, "bad record: " + what);
+}
+
+const json& field(const json& object, const char* name, const char* where) {
+  auto it = object.find(name);
+  if (it == object.end()) bad(std::string("missing \"") + name + "\" in " + where);
+  return *it;
+}
+
+std::string string_of(const json& value, const std::string& what) {
+  if (!value.is_string()) bad(what + " must be a string");
+  return value.get<std::string>();
+}
+
+double number_of(const json& value, const std::string& what) {
+  if (!value.is_number()) bad(what + " must be a number");
+  double x = value.get<double>();
+  if (!std::isfinite(x)) bad(what + " must be finite");
+  return x;
+}
+
+int64_t integer_of(const json& value, const std::string& what) {
+  if (!value.is_number_integer()) bad(what + " must be an integer");
+  return value.get<int64_t>();
+}
+
+}  // namespace
+
+double Record::mean_cost() const {
+  if (costs.empty()) return std::numeric_limits<double>::infinity();
+  return std::accumulate(costs.begin(), costs.end(), 0.0) / static_cast<double>(costs.size());
+}
+
+double Record::gflops() const {
+  double mean = mean_cost();
+  if (!ok() || flop <= 0 || !(mean > 0) || !std::isfinite(mean)) return 0;
+  return flop / mean / 1e9;
+}
+
+json to_json(const Record& r) {
+  json meta = {{"template", r.template_name},
+               {"llvm", r.target.llvm_version},
+               {"device", r.device_key},
+               {"flop", r.flop},
+               {"error_msg", r.error_message},
+               {"tuner", r.tuner},
+               {"batch", r.batch},
+               {"ktune", r.ktune_version}};
+  std::string error = r.error ? std::string(to_string(*r.error)) : std::string();
+  return json{{"input", json::array({r.target.target, r.workload_key, r.args})},
+              {"config", r.config},
+              {"result", json::array({r.costs, error, r.all_cost, r.timestamp})},
+              {"version", kRecordLineVersion},
+              {"meta", meta}};
+}
+
+std::string to_json_line(const Record& record) { return to_json(record).dump(); }
+
+Record from_json(const json& line) {
+  if (!line.is_object()) bad("a record line must be a JSON object");
+  Record r;
+  int64_t version = integer_of(field(line, "version", "record"), "\"version\"");
+  if (version < 1 || version > kRecordLineVersion) {
+    bad("unsupported record version " + std::to_string(version));
+  }
+
+  const json& input = field(line, "input", "record");
+  if (!input.is_array() || input.size() != 3) bad("\"input\" must be [target, workload, args]");
+  r.target.target = string_of(input[0], "input[0] (target)");
+  r.workload_key = string_of(input[1], "input[1] (workload)");
+  if (r.target.target.empty() || r.workload_key.empty()) bad("empty target or workload");
+  if (!input[2].is_object() && !input[2].is_array()) bad("input[2] (args) must be an object");
+  r.args = input[2];
+
+  r.config = field(line, "config", "record");
+  if (!r.config.is_object()) bad("\"config\" must be an object");
+  r.config_index = integer_of(field(r.config, "index", "config"), "config.index");
+  if (!field(r.config, "entity", "config").is_array()) bad("config.entity must be an array");
+
+  const json& result = field(line, "result", "record");
+  if (!result.is_array() || result.size() != 4) {
+    bad("\"result\" must be [costs, error, all_cost, timestamp]");
+  }
+  if (!result[0].is_array()) bad("result[0] (costs) must be an array");
+  for (const json& c : result[0]) {
+    double cost = number_of(c, "a cost");
+    if (cost < 0) bad("a cost must not be negative");
+    r.costs.push_back(cost);
+  }
+  std::string error = string_of(result[1], "result[1] (error)");
+  if (!error.empty()) {
+    try {
+      r.error = error_kind_from_string(error);
+    } catch (const Error&) {
+      bad("unknown error kind \"" + error + "\"");
+    }
+  }
+  if (r.ok() && r.costs.empty()) bad("a successful record needs at least one cost");
+  r.all_cost = number_of(result[2], "result[2] (all_cost)");
+  r.timestamp = number_of(result[3], "result[3] (timestamp)");
+
+  const json& meta = field(line, "meta", "record");
+  if (!meta.is_object()) bad("\"meta\" must be an object");
+  r.template_name = string_of(field(meta, "template", "meta"), "meta.template");
+  if (r.template_name.empty()) bad("empty meta.template");
+  r.target.llvm_version = string_of(meta.value("llvm", json("")), "meta.llvm");
+  r.device_key = string_of(meta.value("device", json("")), "meta.device");
+  r.flop = number_of(meta.value("flop", json(0.0)), "meta.flop");
+  r.error_message = string_of(meta.value("error_msg", json("")), "meta.error_msg");
+  r.tuner = string_of(meta.value("tuner", json("")), "meta.tuner");
+  r.batch = integer_of(meta.value("batch", json(0)), "meta.batch");
+  r.ktune_version = string_of(meta.value("ktune", json("")), "meta.ktune");
+  return r;
+}
+
+Record from_json_line(const std::string& line) {
+  json parsed;
+  try {
+    parsed = json::parse(line);
+  } catch (const json::parse_error& e) {
+    throw Error(ErrorKind::kInvalidArgument, std::string("bad JSON: ") + e.what());
+  }
+  return from_json(parsed);
+}
+
+}  // namespace ktune::tuning_db

@@ -1,0 +1,75 @@
+// Defines Record, one measurement of the tuning log, and its JSON-lines form (AutoTVM-like).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/error.h"
+
+namespace ktune::tuning_db {
+
+// Version of the JSON record line written by to_json_line (AutoTVM writes 0.2).
+inline constexpr int kRecordLineVersion = 1;
+
+// The target a record was measured for: its canonical string and the LLVM version of the
+// toolchain that compiled it, so that records of another toolchain are told apart.
+struct TargetKey {
+  std::string target;        // canonical target string, e.g. "llvm -mtriple=x86_64-linux-gnu"
+  std::string llvm_version;  // e.g. "19.1.7"; in a query, "" matches any toolchain
+
+  bool operator==(const TargetKey&) const = default;
+};
+
+// One measurement: a config of a workload timed on a device, or the typed error it gave.
+// Plain data: the tuning_db does not depend on schedule_space's types.
+struct Record {
+  int64_t id = 0;  // assigned by the database; ignored by add()
+
+  std::string workload_key;    // e.g. "matmul(M=1024,N=1024,K=1024,dtype=float32)"
+  std::string template_name;   // e.g. "matmul"
+  nlohmann::json args = nlohmann::json::object();  // the template's arguments
+  double flop = 0;             // FLOPs of one run of the workload; 0 = unknown (no GFLOP/s)
+  TargetKey target;
+  std::string device_key;      // e.g. "x86-avx512"; "" = unspecified
+
+  int64_t config_index = 0;
+  nlohmann::json config = nlohmann::json::object();  // {"index": N, "entity": [[n, k, v]...]}
+
+  std::vector<double> costs;   // seconds per run, one per repeat; empty for a failure
+  double all_cost = 0;         // wall seconds the whole measurement took (build + run)
+  // nullopt = success. Otherwise the kind (to_string(ErrorKind) is what is stored).
+  std::optional<ErrorKind> error;
+  std::string error_message;
+
+  std::string tuner;           // e.g. "xgb", "random"
+  int64_t batch = 0;           // the tuner's batch number within its run
+  double timestamp = 0;        // unix seconds when measured
+  std::string ktune_version;   // ktune version that measured it
+  int64_t run_id = 0;          // Database::begin_run id; 0 = none (not exported: ids are local)
+
+  bool ok() const { return !error.has_value(); }
+  // Mean of `costs`; returns +inf when there is none (a failure).
+  double mean_cost() const;
+  // flop / mean_cost / 1e9; returns 0 when flop is unknown or the record failed.
+  double gflops() const;
+};
+
+// Returns the record as one JSON object in the AutoTVM-like layout:
+// {"input": [target, workload_key, args], "config": {"index", "entity"},
+//  "result": [costs, error, all_cost, timestamp], "version": 1,
+//  "meta": {"template", "llvm", "device", "flop", "error_msg", "tuner", "batch", "ktune"}}
+// where error is "" for success, else to_string(ErrorKind).
+nlohmann::json to_json(const Record& record);
+// The same, serialized on one line (no trailing newline).
+std::string to_json_line(const Record& record);
+// Parses one record object. Returns the record; throws Error(kInvalidArgument) naming the
+// first field that is missing or of the wrong type.
+Record from_json(const nlohmann::json& line);
+// Parses one JSON line. Throws Error(kInvalidArgument) for bad JSON or a bad record.
+Record from_json_line(const std::string& line);
+
+}  // namespace ktune::tuning_db

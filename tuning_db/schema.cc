@@ -1,0 +1,189 @@
+// The tuning log's schema: version 1 (the log itself) and version 2 (tuning-run telemetry).
+#include "tuning_db/schema.h"
+
+#include <array>
+#include <string_view>
+
+#include <spdlog/spdlog.h>
+
+#include "support/error.h"
+
+namespace ktune::tuning_db {
+namespace {
+
+// Migration i brings a file from version i to version i + 1. Never edit a released step:
+// add a new one and raise kSchemaVersion.
+// records.error_kind is '' for a success, else to_string(ErrorKind) ("run_timeout", ...);
+// mean_cost is NULL for a failure. records_best is partial (successes only) and ordered by
+// cost, so best/top-k is one index descent; records_by_config serves has()/resume.
+// Times are unix seconds (REAL); costs is a JSON array of seconds; config and args are JSON.
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {
+    // 0 -> 1: workloads, targets, devices, records, cost models.
+    R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta(key, value) VALUES ('format', 'ktune tuning log');
+CREATE TABLE workloads(
+  id INTEGER PRIMARY KEY,
+  key TEXT NOT NULL UNIQUE,
+  template TEXT NOT NULL,
+  args TEXT NOT NULL,
+  flop REAL NOT NULL DEFAULT 0);
+CREATE INDEX workloads_by_template ON workloads(template);
+CREATE TABLE targets(
+  id INTEGER PRIMARY KEY,
+  target TEXT NOT NULL,
+  llvm_version TEXT NOT NULL,
+  UNIQUE(target, llvm_version));
+CREATE TABLE devices(
+  id INTEGER PRIMARY KEY,
+  key TEXT NOT NULL UNIQUE,
+  description TEXT NOT NULL DEFAULT '');
+CREATE TABLE records(
+  id INTEGER PRIMARY KEY,
+  workload_id INTEGER NOT NULL REFERENCES workloads(id),
+  target_id INTEGER NOT NULL REFERENCES targets(id),
+  device_id INTEGER NOT NULL REFERENCES devices(id),
+  config_index INTEGER NOT NULL,
+  config TEXT NOT NULL,
+  costs TEXT NOT NULL,
+  mean_cost REAL,
+  gflops REAL NOT NULL DEFAULT 0,
+  all_cost REAL NOT NULL DEFAULT 0,
+  error_kind TEXT NOT NULL DEFAULT '',
+  error_msg TEXT NOT NULL DEFAULT '',
+  tuner TEXT NOT NULL DEFAULT '',
+  batch INTEGER NOT NULL DEFAULT 0,
+  measured_at REAL NOT NULL DEFAULT 0,
+  created_at REAL NOT NULL,
+  ktune_version TEXT NOT NULL DEFAULT '');
+CREATE INDEX records_best ON records(workload_id, target_id, mean_cost) WHERE error_kind = '';
+CREATE INDEX records_by_config ON records(workload_id, target_id, config_index);
+CREATE TABLE models(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  target_id INTEGER NOT NULL REFERENCES targets(id),
+  blob BLOB NOT NULL,
+  metadata TEXT NOT NULL,
+  created_at REAL NOT NULL,
+  UNIQUE(name, scope, target_id));
+)sql",
+    // 1 -> 2: tuning runs and per-batch model quality (rank correlation of predicted vs
+    // measured), and the run a record belongs to.
+    R"sql(
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  tuner TEXT NOT NULL,
+  workload_key TEXT NOT NULL,
+  target TEXT NOT NULL,
+  options TEXT NOT NULL DEFAULT '{}',
+  started_at REAL NOT NULL,
+  finished_at REAL);
+CREATE TABLE run_batches(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  batch INTEGER NOT NULL,
+  n_records INTEGER NOT NULL,
+  rank_correlation REAL,
+  recorded_at REAL NOT NULL,
+  PRIMARY KEY(run_id, batch));
+ALTER TABLE records ADD COLUMN run_id INTEGER REFERENCES runs(id);
+)sql",
+};
+
+constexpr std::array<std::string_view, 8> kTables = {
+    "meta", "workloads", "targets", "devices", "records", "models", "runs", "run_batches"};
+constexpr std::array<std::string_view, 3> kIndexes = {"workloads_by_template", "records_best",
+                                                      "records_by_config"};
+
+bool exists(sql::Connection& conn, std::string_view type, std::string_view name) {
+  sql::Statement stmt(conn, "SELECT 1 FROM sqlite_master WHERE type = ?1 AND name = ?2");
+  stmt.bind(1, type).bind(2, name);
+  return stmt.step();
+}
+
+}  // namespace
+
+void apply_migrations(sql::Connection& conn, int from, int to) {
+  for (int v = from; v < to; ++v) {
+    conn.exec(kMigrations[static_cast<size_t>(v)]);
+  }
+  conn.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
+  conn.exec("PRAGMA user_version = " + std::to_string(to));
+}
+
+namespace {
+
+void refuse(sql::Connection& conn, int64_t app_id, int64_t version) {
+  int64_t objects = conn.query_int("SELECT count(*) FROM sqlite_master");
+  if (app_id != kApplicationId && (app_id != 0 || objects > 0)) {
+    throw Error(ErrorKind::kDatabase,
+                "'" + conn.path() + "' is a SQLite file but not a ktune tuning log (" +
+                    std::to_string(objects) + " schema objects, application_id " +
+                    std::to_string(app_id) + ")");
+  }
+  if (version > kSchemaVersion) {
+    throw Error(ErrorKind::kDatabase, "tuning log '" + conn.path() + "' has schema version " +
+                                          std::to_string(version) + ", newer than the version " +
+                                          std::to_string(kSchemaVersion) +
+                                          " this ktune supports; upgrade ktune");
+  }
+}
+
+}  // namespace
+
+void refuse_foreign(sql::Connection& conn) {
+  // The first read is where SQLite notices a file that is not a database at all.
+  int64_t app_id = conn.query_int("PRAGMA application_id");
+  refuse(conn, app_id, conn.query_int("PRAGMA user_version"));
+}
+
+int prepare_schema(sql::Connection& conn, bool migrate) {
+  int64_t app_id = conn.query_int("PRAGMA application_id");
+  int64_t version = conn.query_int("PRAGMA user_version");
+  if (app_id == kApplicationId && version == kSchemaVersion) return kSchemaVersion;
+  refuse(conn, app_id, version);
+
+  // Re-read under the write lock: another process may have initialized or migrated the file
+  // between our first look and now.
+  sql::Transaction txn(conn, sql::Transaction::Mode::kImmediate);
+  app_id = conn.query_int("PRAGMA application_id");
+  version = conn.query_int("PRAGMA user_version");
+  refuse(conn, app_id, version);
+  if (version < kSchemaVersion) {
+    if (version > 0 && !migrate) {
+      throw Error(ErrorKind::kDatabase, "tuning log '" + conn.path() + "' has schema version " +
+                                            std::to_string(version) +
+                                            " and migration was not allowed");
+    }
+    if (version > 0) {
+      spdlog::info("migrating tuning log '{}' from schema version {} to {}", conn.path(), version,
+                   kSchemaVersion);
+    }
+    apply_migrations(conn, static_cast<int>(version), kSchemaVersion);
+  }
+  txn.commit();
+  return static_cast<int>(version);
+}
+
+std::vector<std::string> check_schema(sql::Connection& conn) {
+  std::vector<std::string> problems;
+  int64_t app_id = conn.query_int("PRAGMA application_id");
+  int64_t version = conn.query_int("PRAGMA user_version");
+  if (app_id != kApplicationId) {
+    problems.push_back("application_id is " + std::to_string(app_id) + ", not ktune's " +
+                       std::to_string(kApplicationId));
+  }
+  if (version != kSchemaVersion) {
+    problems.push_back("schema version is " + std::to_string(version) + ", expected " +
+                       std::to_string(kSchemaVersion));
+  }
+  for (std::string_view table : kTables) {
+    if (!exists(conn, "table", table)) problems.push_back("missing table " + std::string(table));
+  }
+  for (std::string_view index : kIndexes) {
+    if (!exists(conn, "index", index)) problems.push_back("missing index " + std::string(index));
+  }
+  return problems;
+}
+
+}  // namespace ktune::tuning_db
