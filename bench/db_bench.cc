@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
     int64_t small_n = 0;
     for (int b = 0; b < 200; ++b) {
       std::vector<Record> batch;
-      for (int i = 0; i < 64; ++i) batch.push_back(make_record(rng, b % kWorkloads, 1'000'000 + b * 64 + i, b));
+      for (int i = 0; i < 64; ++i)
+        batch.push_back(make_record(rng, b % kWorkloads, 1'000'000 + b * 64 + i, b));
       auto start = Clock::now();
       db.add(batch);
       small_ms += ms_since(start);
@@ -157,9 +158,11 @@ int main(int argc, char** argv) {
 
     std::printf("\n%-40s %14s\n", "measure", "value");
     std::printf("%-40s %14lld\n", "records in log", static_cast<long long>(stats.records));
-    std::printf("%-40s %14lld\n", "  of which failed", static_cast<long long>(stats.failed_records));
+    std::printf("%-40s %14lld\n", "  of which failed",
+                static_cast<long long>(stats.failed_records));
     std::printf("%-40s %14.0f\n", "insert rate, batches of 1000 (rec/s)", rate);
-    std::printf("%-40s %14.0f\n", "  per CPU second (rec/s)", static_cast<double>(inserted) / insert_cpu);
+    std::printf("%-40s %14.0f\n", "  per CPU second (rec/s)",
+                static_cast<double>(inserted) / insert_cpu);
     std::printf("%-40s %14.0f\n", "insert rate, batches of 64 (rec/s)", small_rate);
     std::printf("%-40s %14.3f\n", "best() first query, cold (ms)", cold_ms);
     std::printf("%-40s %14.3f\n", "best() p50 (ms)", percentile(best_ms, 0.5));

@@ -229,6 +229,15 @@ std::vector<tuner::MeasureResult> LocalRunner::measure(const std::vector<tuner::
       continue;
     }
     BuildOutcome out = builds[i].get();
+    // A build that finished while an earlier one was awaited is judged by its own duration.
+    if (out.build_s > m.build_timeout_s) {
+      results[i] = tuner::make_error_result(
+          ErrorKind::kBuildTimeout,
+          "build took " + std::to_string(out.build_s) + " s, over " +
+              std::to_string(m.build_timeout_s) + " s",
+          out.build_s);
+      continue;
+    }
     if (!out.artifact) {
       results[i] = std::move(out.failure);
       continue;

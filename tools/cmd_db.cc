@@ -1,18 +1,18 @@
 // `ktune db stats|best|top|export|import|check|remove-failed --db PATH`: the tuning log from the
 // command line, human-readable by default and JSON with --json.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <ctime>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "support/error.h"
 #include "tools/commands.h"
@@ -74,15 +74,15 @@ TargetKey resolve_target(Database& db, const DbArgs& args) {
     if (s.workload_key == args.workload) targets.insert(s.target.target);
   }
   if (targets.empty()) {
-    throw Error(ErrorKind::kNotFound, "no records of workload '" + args.workload + "' in " +
-                                          args.path);
+    throw Error(ErrorKind::kNotFound,
+                "no records of workload '" + args.workload + "' in " + args.path);
   }
   if (targets.size() > 1) {
     std::string list;
     for (const auto& t : targets) list += "\n  " + t;
-    throw Error(ErrorKind::kInvalidArgument,
-                "workload '" + args.workload + "' was measured on several targets; pick one " +
-                    "with --target:" + list);
+    throw Error(ErrorKind::kInvalidArgument, "workload '" + args.workload +
+                                                 "' was measured on several targets; pick one " +
+                                                 "with --target:" + list);
   }
   return {*targets.begin(), args.llvm};
 }
@@ -101,10 +101,9 @@ void print_record(const Record& r) {
             << (r.target.llvm_version.empty() ? "?" : r.target.llvm_version) << ")\n"
             << "device     " << (r.device_key.empty() ? "-" : r.device_key) << "\n"
             << "config     #" << r.config_index << "  " << r.config.dump() << "\n"
-            << "mean cost  " << format_cost(r.mean_cost()) << " over " << r.costs.size()
-            << " runs";
-  if (r.gflops() > 0) std::cout << "  (" << std::fixed << std::setprecision(2) << r.gflops()
-                                << " GFLOP/s)";
+            << "mean cost  " << format_cost(r.mean_cost()) << " over " << r.costs.size() << " runs";
+  if (r.gflops() > 0)
+    std::cout << "  (" << std::fixed << std::setprecision(2) << r.gflops() << " GFLOP/s)";
   std::cout << "\nmeasured   " << format_time(r.timestamp) << " by tuner '" << r.tuner
             << "', batch " << r.batch << ", record id " << r.id << "\n";
 }
@@ -114,11 +113,16 @@ void run_stats(const DbArgs& args) {
   tuning_db::Stats st = db.stats();
   auto summaries = db.summaries();
   if (args.json) {
-    json j = {{"schema_version", st.schema_version}, {"workloads", st.workloads},
-              {"targets", st.targets},               {"devices", st.devices},
-              {"records", st.records},               {"ok_records", st.ok_records},
-              {"failed_records", st.failed_records}, {"failures_by_kind", st.failures_by_kind},
-              {"models", st.models},                 {"runs", st.runs}};
+    json j = {{"schema_version", st.schema_version},
+              {"workloads", st.workloads},
+              {"targets", st.targets},
+              {"devices", st.devices},
+              {"records", st.records},
+              {"ok_records", st.ok_records},
+              {"failed_records", st.failed_records},
+              {"failures_by_kind", st.failures_by_kind},
+              {"models", st.models},
+              {"runs", st.runs}};
     j["per_workload"] = json::array();
     for (const auto& s : summaries) {
       j["per_workload"].push_back({{"workload", s.workload_key},
@@ -143,15 +147,17 @@ void run_stats(const DbArgs& args) {
             << "\n  devices    " << st.devices << "\n  models     " << st.models
             << "\n  runs       " << st.runs << "\n";
   if (summaries.empty()) return;
-  std::cout << "\n" << std::left << std::setw(48) << "workload" << std::setw(10) << "records"
-            << std::setw(8) << "ok" << std::setw(14) << "best" << "GFLOP/s  target\n";
+  std::cout << "\n"
+            << std::left << std::setw(48) << "workload" << std::setw(10) << "records"
+            << std::setw(8) << "ok" << std::setw(14) << "best"
+            << "GFLOP/s  target\n";
   for (const auto& s : summaries) {
     std::ostringstream gflops;
     gflops << std::fixed << std::setprecision(2) << s.best_gflops;
     std::cout << std::left << std::setw(48) << s.workload_key << std::setw(10) << s.records
               << std::setw(8) << s.ok_records << std::setw(14)
-              << (s.ok_records > 0 ? format_cost(s.best_cost) : "-") << std::setw(9)
-              << gflops.str() << s.target.target << "\n";
+              << (s.ok_records > 0 ? format_cost(s.best_cost) : "-") << std::setw(9) << gflops.str()
+              << s.target.target << "\n";
   }
 }
 
@@ -160,8 +166,8 @@ void run_best(const DbArgs& args) {
   TargetKey target = resolve_target(db, args);
   auto best = db.best(args.workload, target, args.device);
   if (!best) {
-    throw Error(ErrorKind::kNotFound, "no successful record of '" + args.workload + "' on '" +
-                                          target.target + "'");
+    throw Error(ErrorKind::kNotFound,
+                "no successful record of '" + args.workload + "' on '" + target.target + "'");
   }
   if (args.json) {
     std::cout << record_json(*best).dump(2) << "\n";
@@ -180,10 +186,10 @@ void run_top(const DbArgs& args) {
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::cout << args.workload << " on " << target.target << ": " << top.size()
-            << " best records\n"
+  std::cout << args.workload << " on " << target.target << ": " << top.size() << " best records\n"
             << std::left << std::setw(6) << "rank" << std::setw(14) << "config" << std::setw(14)
-            << "mean cost" << std::setw(10) << "GFLOP/s" << "device\n";
+            << "mean cost" << std::setw(10) << "GFLOP/s"
+            << "device\n";
   int rank = 1;
   for (const auto& r : top) {
     std::ostringstream gflops;

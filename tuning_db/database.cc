@@ -17,8 +17,7 @@ namespace ktune::tuning_db {
 using nlohmann::json;
 
 double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 void validate(const Record& r) {
@@ -164,11 +163,11 @@ int64_t Database::Impl::insert(const Record& r, double created_at) {
   } else {
     device = batch_devices[r.device_key] = ensure_device(r.device_key);
   }
-  auto s = use(
-      "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
-      "mean_cost, gflops, all_cost, error_kind, error_msg, tuner, batch, measured_at, "
-      "created_at, ktune_version, run_id) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)");
+  auto s =
+      use("INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
+          "mean_cost, gflops, all_cost, error_kind, error_msg, tuner, batch, measured_at, "
+          "created_at, ktune_version, run_id) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)");
   s->bind(1, workload).bind(2, target).bind(3, device).bind(4, r.config_index);
   s->bind(5, r.config.dump()).bind(6, costs_json(r.costs));
   // Failed records keep a NULL mean cost: they are outside the best-record index.
@@ -231,8 +230,9 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
   refuse_foreign(conn);
   std::string mode = conn.query_text("PRAGMA journal_mode = WAL");
   if (mode != "wal") {
-    throw Error(ErrorKind::kDatabase,
-                "tuning log '" + path + "': cannot switch to WAL mode (journal mode '" + mode + "')");
+    throw Error(
+        ErrorKind::kDatabase,
+        "tuning log '" + path + "': cannot switch to WAL mode (journal mode '" + mode + "')");
   }
   conn.exec(options.durable_against_power_loss ? "PRAGMA synchronous = FULL"
                                                : "PRAGMA synchronous = NORMAL");
@@ -242,8 +242,8 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
   if (options.check_integrity) {
     std::string result = conn.query_text("PRAGMA quick_check");
     if (result != "ok") {
-      throw Error(ErrorKind::kDatabase, "tuning log '" + path + "' fails its integrity check: " +
-                                            result);
+      throw Error(ErrorKind::kDatabase,
+                  "tuning log '" + path + "' fails its integrity check: " + result);
     }
   }
   return Database(std::move(impl));

@@ -6,13 +6,12 @@
 #include <iosfwd>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tuning_db/record.h"
 
@@ -52,7 +51,7 @@ struct WorkloadSummary {
   TargetKey target;
   int64_t records = 0;
   int64_t ok_records = 0;
-  double best_cost = 0;    // seconds; 0 when no record succeeded
+  double best_cost = 0;  // seconds; 0 when no record succeeded
   double best_gflops = 0;
 };
 
@@ -79,7 +78,7 @@ struct ModelInfo {
   std::string scope;  // workload key or template name
   TargetKey target;
   nlohmann::json metadata = nlohmann::json::object();  // features, rounds, training size...
-  double created_at = 0;  // unix seconds; set by save_model
+  double created_at = 0;                               // unix seconds; set by save_model
 };
 
 struct SavedModel {

@@ -2,11 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "support/error.h"
 
@@ -29,27 +28,27 @@ struct TargetKey {
 struct Record {
   int64_t id = 0;  // assigned by the database; ignored by add()
 
-  std::string workload_key;    // e.g. "matmul(M=1024,N=1024,K=1024,dtype=float32)"
-  std::string template_name;   // e.g. "matmul"
+  std::string workload_key;   // e.g. "matmul(M=1024,N=1024,K=1024,dtype=float32)"
+  std::string template_name;  // e.g. "matmul"
   nlohmann::json args = nlohmann::json::object();  // the template's arguments
-  double flop = 0;             // FLOPs of one run of the workload; 0 = unknown (no GFLOP/s)
+  double flop = 0;  // FLOPs of one run of the workload; 0 = unknown (no GFLOP/s)
   TargetKey target;
-  std::string device_key;      // e.g. "x86-avx512"; "" = unspecified
+  std::string device_key;  // e.g. "x86-avx512"; "" = unspecified
 
   int64_t config_index = 0;
   nlohmann::json config = nlohmann::json::object();  // {"index": N, "entity": [[n, k, v]...]}
 
-  std::vector<double> costs;   // seconds per run, one per repeat; empty for a failure
-  double all_cost = 0;         // wall seconds the whole measurement took (build + run)
+  std::vector<double> costs;  // seconds per run, one per repeat; empty for a failure
+  double all_cost = 0;        // wall seconds the whole measurement took (build + run)
   // nullopt = success. Otherwise the kind (to_string(ErrorKind) is what is stored).
   std::optional<ErrorKind> error;
   std::string error_message;
 
-  std::string tuner;           // e.g. "xgb", "random"
-  int64_t batch = 0;           // the tuner's batch number within its run
-  double timestamp = 0;        // unix seconds when measured
-  std::string ktune_version;   // ktune version that measured it
-  int64_t run_id = 0;          // Database::begin_run id; 0 = none (not exported: ids are local)
+  std::string tuner;          // e.g. "xgb", "random"
+  int64_t batch = 0;          // the tuner's batch number within its run
+  double timestamp = 0;       // unix seconds when measured
+  std::string ktune_version;  // ktune version that measured it
+  int64_t run_id = 0;         // Database::begin_run id; 0 = none (not exported: ids are local)
 
   bool ok() const { return !error.has_value(); }
   // Mean of `costs`; returns +inf when there is none (a failure).

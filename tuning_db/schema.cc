@@ -1,10 +1,10 @@
 // The tuning log's schema: version 1 (the log itself) and version 2 (tuning-run telemetry).
 #include "tuning_db/schema.h"
 
+#include <spdlog/spdlog.h>
+
 #include <array>
 #include <string_view>
-
-#include <spdlog/spdlog.h>
 
 #include "support/error.h"
 

@@ -50,8 +50,8 @@ void Connection::fail(int rc, std::string_view what) const {
   } else if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) {
     hint = " (another process holds the lock beyond the busy timeout)";
   }
-  throw Error(ErrorKind::kDatabase, "tuning log '" + path_ + "': " + std::string(what) + ": " +
-                                        message + hint);
+  throw Error(ErrorKind::kDatabase,
+              "tuning log '" + path_ + "': " + std::string(what) + ": " + message + hint);
 }
 
 void Connection::exec(std::string_view sql) {

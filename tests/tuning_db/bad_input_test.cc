@@ -138,15 +138,15 @@ TEST(BadInput, MalformedJsonLinesAreReportedAndGoodLinesImported) {
   nlohmann::json other_template = to_json(make_record(16, 6, {1e-3}));
   other_template["meta"]["template"] = "dense";  // the workload key is already a matmul
   std::stringstream in;
-  in << good1 << "\n"                                  // line 1
-     << "{\"input\": [\"llvm\", \n"                     // line 2: truncated JSON
-     << "\n"                                           // line 3: blank, skipped
-     << unknown_error.dump() << "\n"                   // line 4
-     << good2 << "\n"                                  // line 5
-     << no_meta.dump() << "\n"                         // line 6
-     << "[1, 2, 3]\n"                                  // line 7: not an object
-     << bad_cost.dump() << "\n"                        // line 8
-     << other_template.dump() << "\n";                 // line 9
+  in << good1 << "\n"                   // line 1
+     << "{\"input\": [\"llvm\", \n"     // line 2: truncated JSON
+     << "\n"                            // line 3: blank, skipped
+     << unknown_error.dump() << "\n"    // line 4
+     << good2 << "\n"                   // line 5
+     << no_meta.dump() << "\n"          // line 6
+     << "[1, 2, 3]\n"                   // line 7: not an object
+     << bad_cost.dump() << "\n"         // line 8
+     << other_template.dump() << "\n";  // line 9
   ImportReport report = db.import_jsonl(in);
   EXPECT_EQ(report.imported, 2);
   ASSERT_EQ(report.errors.size(), 6u);

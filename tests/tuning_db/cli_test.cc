@@ -1,8 +1,7 @@
 // End-to-end test of `ktune db ...`: the commands read a log written through the API, print
 // the right numbers as JSON, and fail with one clear line and a non-zero status on bad input.
-#include <sys/wait.h>
-
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <fstream>
@@ -25,7 +24,8 @@ struct Output {
 };
 
 Output ktune(const std::string& args, bool with_stderr = false) {
-  std::string cmd = std::string(KTUNE_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  std::string cmd =
+      std::string(KTUNE_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   Output out;
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (!pipe) return out;
@@ -87,9 +87,7 @@ TEST_F(DbCli, StatsCheckExportImport) {
 
   std::string jsonl = dir_.file("out.jsonl");
   ASSERT_EQ(ktune("db export --db " + path_ + " --out " + jsonl).status, 0);
-  {
-    std::ofstream(jsonl, std::ios::app) << "{not json\n";
-  }
+  { std::ofstream(jsonl, std::ios::app) << "{not json\n"; }
   std::string copy = dir_.file("copy.db");
   Output imp = ktune("db import " + jsonl + " --db " + copy, true);
   EXPECT_EQ(imp.status, 1) << imp.text;  // a malformed line makes the command fail...

@@ -2,11 +2,10 @@
 // test SIGKILLs it at random moments, 20 rounds. After each kill the log passes
 // PRAGMA integrity_check and every batch the child reported is present exactly once (and no
 // batch is present in part).
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <map>

@@ -25,7 +25,7 @@ TEST(Database, AddThenBestIgnoresFailuresAndPicksLowestMean) {
   EXPECT_EQ(db.opened_schema_version(), 0);
   std::vector<Record> batch = {
       make_record(64, 1, {3e-3, 3e-3}),
-      make_record(64, 2, {1e-3, 3e-3}),        // mean 2e-3: the best
+      make_record(64, 2, {1e-3, 3e-3}),  // mean 2e-3: the best
       make_failure(64, 3, ErrorKind::kRunTimeout),
       make_record(64, 4, {2.5e-3}),
       make_failure(64, 5, ErrorKind::kWrongAnswer),
@@ -143,7 +143,8 @@ TEST(Database, StatsSummariesAndRemoveFailed) {
   EXPECT_EQ(st.records, 6);
   EXPECT_EQ(st.ok_records, 3);
   EXPECT_EQ(st.failed_records, 3);
-  EXPECT_EQ(st.failures_by_kind, (std::map<std::string, int64_t>{{"build_timeout", 1}, {"run", 2}}));
+  EXPECT_EQ(st.failures_by_kind,
+            (std::map<std::string, int64_t>{{"build_timeout", 1}, {"run", 2}}));
 
   auto sums = db.summaries();
   ASSERT_EQ(sums.size(), 2u);
@@ -264,7 +265,8 @@ TEST(Database, MigratesAVersionOneLogInPlace) {
         "INSERT INTO targets(target, llvm_version) VALUES ('llvm', '19');"
         "INSERT INTO devices(key) VALUES ('x86');"
         "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
-        "mean_cost, created_at) VALUES (1, 1, 1, 5, '{\"index\":5,\"entity\":[]}', '[0.5]', 0.5, 0)");
+        "mean_cost, created_at) VALUES (1, 1, 1, 5, '{\"index\":5,\"entity\":[]}', '[0.5]', 0.5, "
+        "0)");
     txn.commit();
   }
   Database db = Database::open(path);

@@ -1,8 +1,7 @@
 // Smoke test of the SQLite dependency (issue 2): a WAL-mode database round-trips rows, and a
 // second connection reads what the first committed while the first keeps its file open.
-#include <sqlite3.h>
-
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <string>
 
@@ -23,8 +22,7 @@ TEST(SqliteWalSmoke, RoundTripsRowsInWalMode) {
   ASSERT_EQ(sqlite3_open(path.c_str(), &writer), SQLITE_OK);
 
   sqlite3_stmt* mode = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(writer, "PRAGMA journal_mode = WAL", -1, &mode, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(sqlite3_prepare_v2(writer, "PRAGMA journal_mode = WAL", -1, &mode, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(mode), SQLITE_ROW);
   EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(mode, 0)), "wal");
   sqlite3_finalize(mode);
