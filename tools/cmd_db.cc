@@ -1,5 +1,6 @@
 // `ktune db stats|best|top|export|import|check|remove-failed --db PATH`: the tuning log from the
 // command line, human-readable by default and JSON with --json.
+#include <algorithm>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -147,16 +148,19 @@ void run_stats(const DbArgs& args) {
             << "\n  devices    " << st.devices << "\n  models     " << st.models
             << "\n  runs       " << st.runs << "\n";
   if (summaries.empty()) return;
+  size_t key_width = 10;  // the workload column fits the longest key, plus two spaces
+  for (const auto& s : summaries) key_width = std::max(key_width, s.workload_key.size() + 2);
+  const int kw = static_cast<int>(key_width);
   std::cout << "\n"
-            << std::left << std::setw(48) << "workload" << std::setw(10) << "records"
+            << std::left << std::setw(kw) << "workload" << std::setw(10) << "records"
             << std::setw(8) << "ok" << std::setw(14) << "best"
-            << "GFLOP/s  target\n";
+            << "GFLOP/s   target\n";
   for (const auto& s : summaries) {
     std::ostringstream gflops;
     gflops << std::fixed << std::setprecision(2) << s.best_gflops;
-    std::cout << std::left << std::setw(48) << s.workload_key << std::setw(10) << s.records
+    std::cout << std::left << std::setw(kw) << s.workload_key << std::setw(10) << s.records
               << std::setw(8) << s.ok_records << std::setw(14)
-              << (s.ok_records > 0 ? format_cost(s.best_cost) : "-") << std::setw(9) << gflops.str()
+              << (s.ok_records > 0 ? format_cost(s.best_cost) : "-") << std::setw(10) << gflops.str()
               << s.target.target << "\n";
   }
 }
