@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,7 +20,10 @@
 #include "tools/commands.h"
 #include "tuner/basic_tuners.h"
 #include "tuner/db_log.h"
+#include "tuner/model_based_tuner.h"
+#include "tuner/model_log.h"
 #include "tuner/progress.h"
+#include "tuner/transfer.h"
 #include "tuner/tune.h"
 #include "tuning_db/database.h"
 
@@ -43,10 +47,26 @@ struct TuneCommandOptions {
   double timeout_s = 10;
   bool no_check = false;
   bool json = false;
+  std::string xgb_features = "knob";
+  bool no_transfer = false;
+  size_t transfer_history = 20000;
 };
 
-std::unique_ptr<tuner::Tuner> make_tuner(const std::string& name, const schedule_space::Task& task,
-                                         uint64_t seed) {
+tuner::FeatureKind parse_features(const std::string& name) {
+  if (name == "knob") return tuner::FeatureKind::kKnob;
+  if (name == "loop") return tuner::FeatureKind::kLoop;
+  throw Error(ErrorKind::kInvalidArgument, "unknown --xgb-features '" + name + "' (known: knob, loop)");
+}
+
+std::unique_ptr<tuner::Tuner> make_tuner(const TuneCommandOptions& o, const schedule_space::Task& task) {
+  const std::string& name = o.tuner;
+  const uint64_t seed = o.seed;
+  if (name == "xgb") {
+    tuner::XGBTunerParams p;
+    p.search.seed = seed;
+    p.features = parse_features(o.xgb_features);
+    return std::make_unique<tuner::XGBTuner>(task, p);
+  }
   if (name == "random") return std::make_unique<tuner::RandomTuner>(task.space(), seed);
   if (name == "grid") return std::make_unique<tuner::GridSearchTuner>(task.space());
   if (name == "ga") {
@@ -54,7 +74,7 @@ std::unique_ptr<tuner::Tuner> make_tuner(const std::string& name, const schedule
     ga.seed = seed;
     return std::make_unique<tuner::GATuner>(task.space(), task.flop(), ga);
   }
-  throw Error(ErrorKind::kInvalidArgument, "unknown tuner '" + name + "' (known: random, grid, ga)");
+  throw Error(ErrorKind::kInvalidArgument, "unknown tuner '" + name + "' (known: random, grid, ga, xgb)");
 }
 
 std::string describe(const tuner::MeasureResult& r, double flop) {
@@ -68,6 +88,23 @@ std::string describe(const tuner::MeasureResult& r, double flop) {
   return s.str();
 }
 
+// Trains a model on the log's other workloads of the template and makes its pick the tuner's
+// first plan; does nothing (beyond a log line) when the history is too thin.
+void seed_from_history(tuning_db::Database& db, const schedule_space::Task& task,
+                       const tuning_db::TargetKey& target, const TuneCommandOptions& o,
+                       tuner::XGBTuner& xgb, const std::vector<tuner::PastMeasurement>& resume) {
+  tuner::TransferParams params;
+  params.seed = o.seed;
+  auto model = tuner::TransferModel::train(
+      task, db.history(task.template_name(), target, static_cast<int64_t>(o.transfer_history)), params);
+  if (!model) return;
+  std::unordered_set<uint64_t> exclude;
+  for (const auto& past : resume) exclude.insert(past.config.index());
+  xgb.search().seed_plan(model->plan(task, xgb.search().params().plan_size, exclude));
+  spdlog::info("xgb: first plan chosen by a model of {} records of {} other workloads", model->rows(),
+               model->workloads());
+}
+
 void run_tune(const TuneCommandOptions& o) {
   // Everything that can be wrong with the request is checked before the log is touched.
   const codegen::Target target = codegen::Target::parse(o.target);
@@ -78,7 +115,8 @@ void run_tune(const TuneCommandOptions& o) {
                                                          target.vector_bits(), target.cores());
   const auto task = schedule_space::Task::create(
       o.template_name, schedule_space::parse_workload_args(o.template_name, o.args), traits);
-  std::unique_ptr<tuner::Tuner> search = make_tuner(o.tuner, task, o.seed);
+  std::unique_ptr<tuner::Tuner> search = make_tuner(o, task);
+  auto* xgb = dynamic_cast<tuner::XGBTuner*>(search.get());
   if (o.trials == 0) throw Error(ErrorKind::kInvalidArgument, "--trials must be at least 1");
 
   rpc_runner::LocalRunnerOptions runner_options;
@@ -106,16 +144,29 @@ void run_tune(const TuneCommandOptions& o) {
   if (!options.resume.empty())
     spdlog::info("resuming: {} configs of {} are already in {}", options.resume.size(),
                  task.workload_key(), o.db);
+  std::unique_ptr<tuner::ModelRunLog> model_log;
+  if (xgb != nullptr) {
+    // Transfer: other shapes of this template measured on this target seed the first plan.
+    if (!o.no_transfer) seed_from_history(db, task, context.target, o, *xgb, options.resume);
+    nlohmann::json run_options{{"trials", o.trials}, {"batch_size", o.batch_size}, {"seed", o.seed},
+                               {"features", o.xgb_features}, {"transfer", !o.no_transfer}};
+    model_log = std::make_unique<tuner::ModelRunLog>(db, task, context.target, *xgb, run_options);
+    context.run_id = model_log->run_id();
+  }
   options.callbacks.push_back(tuner::database_callback(db, task, context));
+  if (model_log) options.callbacks.push_back(model_log->callback());
   if (!o.json) {
     tuner::ProgressOptions progress;
     progress.done_before = 0;
+    if (xgb != nullptr)
+      progress.rank_correlation = [xgb] { return xgb->search().latest_rank_correlation(); };
     options.callbacks.push_back(tuner::progress_callback(task, o.trials, progress));
   }
 
   // The fallback config, measured in this run so that the speed-up compares like with like.
   tuner::MeasureResult fallback = runner.measure({{&task, task.fallback_config()}}).front();
   tuner::TuneResult result = tuner::tune(task, *search, runner, options);
+  const bool model_saved = model_log && model_log->finish();
   if (!o.json && isatty(STDERR_FILENO) && result.n_measured < o.trials) std::fputc('\n', stderr);
 
   nlohmann::json errors = nlohmann::json::object();
@@ -133,6 +184,12 @@ void run_tune(const TuneCommandOptions& o) {
                      {"stopped_early", result.stopped_early},
                      {"space_exhausted", result.space_exhausted},
                      {"wall_s", result.wall_s}};
+    if (xgb != nullptr) {
+      std::optional<double> rho = xgb->search().latest_rank_correlation();
+      j["model"] = {{"saved", model_saved},
+                    {"refits", xgb->search().refits().size()},
+                    {"rank_correlation", rho ? nlohmann::json(*rho) : nlohmann::json(nullptr)}};
+    }
     if (have_best) {
       j["best"] = {{"config", result.best_config->to_json()},
                    {"mean_cost_s", result.best_result.mean_cost()},
@@ -165,6 +222,13 @@ void run_tune(const TuneCommandOptions& o) {
     std::cout << "fallback: " << describe(fallback, task.flop()) << "\n";
     if (speedup > 0)
       std::cout << "speed-up over fallback: " << std::setprecision(2) << speedup << "x\n";
+    if (xgb != nullptr) {
+      std::optional<double> rho = xgb->search().latest_rank_correlation();
+      std::cout << "model:    " << (model_saved ? "saved" : "not fitted") << ", "
+                << xgb->search().refits().size() << " plans";
+      if (rho) std::cout << ", last rank correlation " << std::setprecision(2) << *rho;
+      std::cout << "\n";
+    }
     std::cout << "log:      " << o.db << "\n";
   }
   if (!have_best)
@@ -179,7 +243,12 @@ void add_tune(CLI::App& app) {
   cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...' (must run here)")
       ->capture_default_str();
   cmd->add_option("--trials", o->trials, "New configs to measure")->capture_default_str();
-  cmd->add_option("--tuner", o->tuner, "Search: random, grid or ga")->capture_default_str();
+  cmd->add_option("--tuner", o->tuner, "Search: random, grid, ga or xgb")->capture_default_str();
+  cmd->add_option("--xgb-features", o->xgb_features, "xgb model features: knob or loop")->capture_default_str();
+  cmd->add_flag("--no-transfer", o->no_transfer,
+                "xgb: do not seed the first plan from other workloads of the template in the log");
+  cmd->add_option("--transfer-history", o->transfer_history,
+                  "xgb: newest records of the template read for transfer (0 = all)")->capture_default_str();
   cmd->add_option("--db", o->db, "Tuning log (SQLite); configs already in it are not measured again")
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the search and of the generated inputs")->capture_default_str();

@@ -29,6 +29,7 @@ tuning_db::Record make_record(const schedule_space::Task& task, const schedule_s
   r.batch = batch;
   r.timestamp = static_cast<double>(result.timestamp);
   r.ktune_version = context.ktune_version;
+  r.run_id = context.run_id;
   return r;
 }
 

@@ -17,6 +17,7 @@ struct RecordContext {
   std::string device_key;        // "" = unspecified
   std::string tuner;             // Tuner::name()
   std::string ktune_version;
+  int64_t run_id = 0;            // Database::begin_run id of this run; 0 = none
 };
 
 // Returns the record of one measurement. batch is the batch number within the run.

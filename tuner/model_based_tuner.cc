@@ -131,9 +131,33 @@ void ModelBasedTuner::update(const std::vector<MeasureInput>& inputs,
   if (measured_.size() >= fitted_at_ + params_.plan_size) refit();
 }
 
+void ModelBasedTuner::seed_plan(const std::vector<ScoredIndex>& plan) {
+  plan_.clear();
+  predicted_.clear();
+  seen_predicted_.clear();
+  seen_cost_.clear();
+  for (const ScoredIndex& c : plan) {
+    if (c.index >= space_.size() || visited_.count(c.index) != 0) continue;
+    if (!predicted_.emplace(c.index, c.score).second) continue;
+    plan_.push_back(c.index);
+  }
+  plan_pos_ = 0;
+  RefitStats stats;
+  stats.trials = 0;
+  stats.transferred = true;
+  refits_.push_back(stats);
+}
+
 std::optional<double> ModelBasedTuner::last_rank_correlation() const {
   if (refits_.empty()) return std::nullopt;
   return refits_.back().rank_correlation;
+}
+
+std::optional<double> ModelBasedTuner::latest_rank_correlation() const {
+  for (auto it = refits_.rbegin(); it != refits_.rend(); ++it) {
+    if (it->rank_correlation) return it->rank_correlation;
+  }
+  return std::nullopt;
 }
 
 void ModelBasedTuner::refit() {
@@ -180,7 +204,8 @@ void ModelBasedTuner::refit() {
                 stats.trials, stats.fit_s, stats.search_s, plan_.size());
 }
 
-XGBTuner::XGBTuner(const schedule_space::Task& task, XGBTunerParams params) : task_(task) {
+XGBTuner::XGBTuner(const schedule_space::Task& task, XGBTunerParams params)
+    : task_(task), kind_(params.features) {
   params.model.seed = params.search.seed * 0x2545f4914f6cdd1dull + 1;
   model_ = std::make_unique<cost_model::XGBoostModel>(params.model);
   if (params.features == FeatureKind::kLoop) {

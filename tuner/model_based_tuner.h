@@ -40,6 +40,7 @@ struct RefitStats {
   std::optional<double> rank_correlation;  // Spearman(predicted, measured throughput) on the
                                            // plan that followed; nullopt until >= 3 measured
   size_t plan_measured = 0;  // measured configs that rank_correlation is computed over
+  bool transferred = false;  // the plan came from seed_plan (a history model), not from a fit
 };
 
 // The tuner proposes random configs until the first fit (after plan_size results with at least
@@ -59,12 +60,26 @@ class ModelBasedTuner final : public Tuner {
   void update(const std::vector<MeasureInput>& inputs,
               const std::vector<MeasureResult>& results) override;
 
+  // Makes `plan` (best first, with the scores of the model that chose it, e.g. a transfer model
+  // trained on other workloads) the current plan, as if a refit had produced it: its configs
+  // are proposed first (less the epsilon share of random ones) and its rank correlation is
+  // tracked as a RefitStats entry with transferred = true. Configs already visited are dropped.
+  // The first own refit replaces it.
+  void seed_plan(const std::vector<ScoredIndex>& plan);
+
   // Spearman correlation between the latest model's predictions and the measured throughput
   // of the configs measured since that fit (failed = 0); nullopt before 3 such results.
   std::optional<double> last_rank_correlation() const;
+  // The rank correlation of the newest plan that has one (the current plan's once 3 of its
+  // configs are measured, else the one before): what progress output shows. nullopt before any.
+  std::optional<double> latest_rank_correlation() const;
   // One entry per refit, oldest first.
   const std::vector<RefitStats>& refits() const { return refits_; }
   const ModelTunerParams& params() const { return params_; }
+  // Results received so far (resumed ones included).
+  size_t measured() const { return measured_.size(); }
+  // Configs proposed or measured so far.
+  const std::unordered_set<uint64_t>& visited() const { return visited_; }
 
  private:
   void refit();
@@ -128,9 +143,14 @@ class XGBTuner final : public Tuner {
   // The model (for tuning_db::save_model once fitted) and the search (for telemetry).
   const cost_model::XGBoostModel& model() const { return *model_; }
   const ModelBasedTuner& search() const { return *search_; }
+  ModelBasedTuner& search() { return *search_; }
+  FeatureKind feature_kind() const { return kind_; }
+  // Features per row of the model's input.
+  size_t feature_length() const { return features_->length(); }
 
  private:
   schedule_space::Task task_;
+  FeatureKind kind_;
   std::unique_ptr<cost_model::XGBoostModel> model_;
   std::unique_ptr<cost_model::FeatureExtractor> features_;
   std::unique_ptr<ModelBasedTuner> search_;

@@ -46,17 +46,25 @@ struct ProgressState {
     double eta = done > 0 && n_trial > done ? elapsed / done * (n_trial - done) : 0;
     size_t total = options.done_before + n_trial;
     size_t shown = options.done_before + done;
+    std::string rho;
+    if (options.rank_correlation) {
+      if (std::optional<double> r = options.rank_correlation()) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, " rho=%.2f", *r);
+        rho = buf;
+      }
+    }
     if (terminal) {
       constexpr int kWidth = 30;
       int filled = n_trial ? static_cast<int>(kWidth * std::min<double>(1.0, double(done) / n_trial)) : kWidth;
       std::string bar(filled, '#');
       bar.resize(kWidth, '.');
-      std::fprintf(options.out, "\r[%s] %zu/%zu trials  best %.2f GFLOP/s  errors %zu  ETA %s ",
-                   bar.c_str(), shown, total, best_gflops, errors, format_eta(eta).c_str());
+      std::fprintf(options.out, "\r[%s] %zu/%zu trials  best %.2f GFLOP/s  errors %zu %s ETA %s ",
+                   bar.c_str(), shown, total, best_gflops, errors, rho.c_str(), format_eta(eta).c_str());
       if (done >= n_trial) std::fputc('\n', options.out);
     } else {
-      std::fprintf(options.out, "trials %zu/%zu best_gflops %.2f errors %zu elapsed_s %.1f eta_s %.1f\n",
-                   shown, total, best_gflops, errors, elapsed, eta);
+      std::fprintf(options.out, "trials %zu/%zu best_gflops %.2f errors %zu elapsed_s %.1f eta_s %.1f%s\n",
+                   shown, total, best_gflops, errors, elapsed, eta, rho.c_str());
     }
     std::fflush(options.out);
   }

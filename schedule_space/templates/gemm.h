@@ -25,7 +25,8 @@ namespace ktune::schedule_space::templates {
 void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target, ConfigSpace& space);
 
 // A sensible untuned choice: a register tile of up to 8 rows x 2 vectors, cache blocks of
-// ~32 rows x ~128 columns, k unrolled by 4, B packed, parallel when there are several cores.
+// ~256 rows x one register tile of columns (a K x 2-vector packed B panel), k unrolled by 4,
+// B packed, parallel when there are several cores.
 Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
                      const ConfigSpace& space);
 

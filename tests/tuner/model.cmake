@@ -10,3 +10,12 @@ ktune_test(submodular_pick_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/submodular_pic
   LIBS ktune_tuner_model LABELS unit)
 ktune_test(model_based_tuner_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/model_based_tuner_test.cc
   LIBS ktune_tuner_model LABELS unit TIMEOUT 300)
+ktune_test(xgb_tune_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/xgb_tune_test.cc
+  LIBS ktune_tuner_model LABELS unit TIMEOUT 120)
+# The xgb tuner end to end on the local runner (its source lives with the runner's tests).
+if(TARGET ktune_rpc_runner AND TARGET ktune-runner)
+  ktune_test(xgb_e2e_test SOURCES ${PROJECT_SOURCE_DIR}/tests/rpc_runner/xgb_e2e_test.cc
+    LIBS ktune_rpc_runner ktune_tuner_model LABELS e2e TIMEOUT 300)
+  target_compile_definitions(xgb_e2e_test PRIVATE KTUNE_RUNNER_PATH="$<TARGET_FILE:ktune-runner>")
+  add_dependencies(xgb_e2e_test ktune-runner)
+endif()
