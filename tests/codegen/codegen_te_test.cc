@@ -29,7 +29,31 @@ using testing::AlignedBuffer;
 
 // Fills float inputs from a seed, runs the interpreter, the host kernel (1 and 2 threads) and,
 // when the cross tools exist, the AArch64 kernel; compares every output element.
-void check_against_interpreter(const LoweredFunc& f, uint64_t seed, bool on_aarch64 = true, float tol = 1e-4f) {
+// A kernel whose AArch64 run is deferred to one batched link and qemu run (see
+// run_batch_on_aarch64): its IR, the interpreter's outputs and the case to run.
+struct DeferredAarch64 {
+  LoweredFunc f;
+  std::vector<std::vector<uint8_t>> expected;  // interpreter outputs per argument
+  testing::Aarch64Case run;
+};
+
+void compare_outputs(const LoweredFunc& f, const std::vector<std::vector<uint8_t>>& got,
+                     const std::vector<std::vector<uint8_t>>& want, const char* where, float tol = 1e-4f) {
+  for (size_t i = 0; i < f.args.size(); ++i) {
+    if (!f.args[i].is_output) continue;
+    const float* g = reinterpret_cast<const float*>(got[i].data());
+    const float* w = reinterpret_cast<const float*>(want[i].data());
+    for (int64_t e = 0; e < f.args[i].num_elements(); ++e) {
+      ASSERT_NEAR(g[e], w[e], tol * (1.0f + std::fabs(w[e])))
+          << where << ": " << f.name << " output " << f.args[i].buffer.name() << "[" << e << "]";
+    }
+  }
+}
+
+// With `deferred`, the AArch64 check is queued there (entry renamed to be unique in the batch)
+// instead of linked and run on its own.
+void check_against_interpreter(const LoweredFunc& f, uint64_t seed, bool on_aarch64 = true, float tol = 1e-4f,
+                               std::vector<DeferredAarch64>* deferred = nullptr) {
   std::vector<AlignedBuffer> inputs, host, ref;
   std::vector<void*> host_ptrs, ref_ptrs;
   for (size_t i = 0; i < f.args.size(); ++i) {
@@ -70,6 +94,14 @@ void check_against_interpreter(const LoweredFunc& f, uint64_t seed, bool on_aarc
   const Target arm = Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+neon");
   std::vector<std::vector<uint8_t>> data;
   for (auto& b : inputs) data.push_back(b.copy());
+  if (deferred) {
+    DeferredAarch64 d{f, {}, {}};
+    d.f.name = f.name + "_k" + std::to_string(deferred->size());
+    for (auto& b : ref) d.expected.push_back(b.copy());
+    d.run = {build(d.f, arm), data};
+    deferred->push_back(std::move(d));
+    return;
+  }
   auto out = testing::run_on_aarch64(build(f, arm), data);
   for (size_t i = 0; i < f.args.size(); ++i) {
     if (f.args[i].is_output) compare(reinterpret_cast<const float*>(out[i].data()), i, "aarch64 (qemu)");
@@ -157,11 +189,13 @@ TEST(CodegenTeTest, Softmax) {
 
 // Every schedule of te's property tests (the same generator, seeds and lowering options, from
 // tests/te/random_schedule.h): whatever te lowers, codegen must compile, and the kernel must
-// agree with the interpreter on the same IR.
-constexpr int kSchedulesPerOp = 200;        // as many as te's property tests check
-constexpr int kAArch64SchedulesPerOp = 3;   // each costs a static cross link and a qemu run
+// agree with the interpreter on the same IR — on the host, and as AArch64 objects linked into
+// one program per operator and run under qemu.
+constexpr int kSchedulesPerOp = 200;  // as many as te's property tests check
 
 void check_random_schedules(const te::testing::OpDef& op, uint64_t seed) {
+  const bool on_aarch64 = testing::cross_tools_available();
+  std::vector<DeferredAarch64> deferred;
   te::testing::RandomScheduler gen(seed);
   for (int n = 0; n < kSchedulesPerOp; ++n) {
     std::string log;
@@ -175,7 +209,17 @@ void check_random_schedules(const te::testing::OpDef& op, uint64_t seed) {
       FAIL() << op.name << " schedule " << n << " did not lower: " << e.what() << "\n" << log;
     }
     SCOPED_TRACE(op.name + " schedule " + std::to_string(n) + ":\n" + log + to_string(f));
-    check_against_interpreter(f, seed * 1000 + static_cast<uint64_t>(n), n < kAArch64SchedulesPerOp);
+    check_against_interpreter(f, seed * 1000 + static_cast<uint64_t>(n), on_aarch64, 1e-4f, &deferred);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  if (!on_aarch64) return;
+  ASSERT_EQ(deferred.size(), static_cast<size_t>(kSchedulesPerOp));
+  std::vector<testing::Aarch64Case> cases;
+  for (const DeferredAarch64& d : deferred) cases.push_back(d.run);
+  auto outputs = testing::run_batch_on_aarch64(cases);
+  for (size_t k = 0; k < deferred.size(); ++k) {
+    SCOPED_TRACE(op.name + " schedule " + std::to_string(k) + " on aarch64:\n" + to_string(deferred[k].f));
+    compare_outputs(deferred[k].f, outputs[k], deferred[k].expected, "aarch64 (qemu)");
     if (::testing::Test::HasFatalFailure()) return;
   }
 }

@@ -1,6 +1,7 @@
 // Defines codegen's test helpers: aligned buffers, seeded data, running AArch64 artifacts in qemu.
 #pragma once
 
+#include <sys/stat.h>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -103,6 +104,81 @@ inline std::vector<std::vector<uint8_t>> run_on_aarch64(const Artifact& a,
   }
   [[maybe_unused]] const int cleaned = std::system(("rm -rf " + dir).c_str());
   return buffers;
+}
+
+// One kernel of a batch for run_batch_on_aarch64: its artifact (entry names must differ within a
+// batch) and its buffers, one per argument, inputs filled.
+struct Aarch64Case {
+  Artifact artifact;
+  std::vector<std::vector<uint8_t>> buffers;
+};
+
+// Links every case's object with tests/codegen/aarch64_batch_driver.cc, a generated table of
+// entries and codegen/runtime_standalone.c into ONE static program, runs it once under
+// qemu-aarch64-static and returns each case's buffers with the outputs its kernel wrote. One
+// link and one emulator start for hundreds of kernels, instead of one each.
+// Throws std::runtime_error with the tool output on failure.
+inline std::vector<std::vector<std::vector<uint8_t>>> run_batch_on_aarch64(
+    const std::vector<Aarch64Case>& cases) {
+  char tmpl[] = "/tmp/ktune_aarch64_batch_XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  const std::string dir = tmpl;
+  std::ostringstream table, objects;
+  table << "#include <stdint.h>\n";
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Artifact& a = cases[k].artifact;
+    const std::string kdir = dir + "/k" + std::to_string(k);
+    if (mkdir(kdir.c_str(), 0700) != 0) throw std::runtime_error("mkdir failed: " + kdir);
+    write_file(kdir + "/kernel.o", a.object.data(), a.object.size());
+    objects << " " << kdir << "/kernel.o";
+    std::ostringstream spec;
+    spec << a.signature.size() << "\n";
+    for (size_t i = 0; i < a.signature.size(); ++i) {
+      spec << cases[k].buffers[i].size() << " " << (a.signature[i].is_output ? 1 : 0) << "\n";
+      write_file(kdir + "/in" + std::to_string(i) + ".bin", cases[k].buffers[i].data(),
+                 cases[k].buffers[i].size());
+    }
+    const std::string s = spec.str();
+    write_file(kdir + "/spec", s.data(), s.size());
+    table << "extern int32_t " << a.entry << "(void* const*);\n";
+  }
+  table << "typedef int32_t (*KernelEntry)(void* const*);\nconst KernelEntry ktune_kernels[] = {";
+  for (size_t k = 0; k < cases.size(); ++k) table << (k ? ", " : "") << cases[k].artifact.entry;
+  table << "};\nconst int ktune_kernel_count = " << cases.size() << ";\n";
+  const std::string t = table.str();
+  write_file(dir + "/table.c", t.data(), t.size());
+
+  const std::string src = KTUNE_TEST_SOURCE_DIR;
+  const std::string link = "aarch64-linux-gnu-g++ -O1 -static -pthread -o " + dir + "/run " +
+                           shell_quote(src + "/tests/codegen/aarch64_batch_driver.cc") + " -x c " +
+                           dir + "/table.c -x c " + shell_quote(src + "/codegen/runtime_standalone.c") +
+                           " -x none" + objects.str() + " -lm > " + dir + "/link.log 2>&1";
+  if (std::system(link.c_str()) != 0) {
+    auto log = read_file(dir + "/link.log");
+    throw std::runtime_error("cross link failed: " + std::string(log.begin(), log.end()));
+  }
+  const std::string run = "qemu-aarch64-static " + dir + "/run " + dir + " > " + dir + "/run.log 2>&1";
+  const int rc = std::system(run.c_str());
+  auto log = read_file(dir + "/run.log");
+  const std::string out(log.begin(), log.end());
+  if (rc != 0) throw std::runtime_error("qemu run failed (rc " + std::to_string(rc) + "): " + out);
+  std::vector<std::vector<std::vector<uint8_t>>> results;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const std::string expected = "status " + std::to_string(k) + " 0\n";
+    if (out.find(expected) == std::string::npos) {
+      throw std::runtime_error("kernel " + std::to_string(k) + " (" + cases[k].artifact.entry +
+                               ") did not return 0 under qemu: " + out);
+    }
+    results.push_back(cases[k].buffers);
+    const Artifact& a = cases[k].artifact;
+    for (size_t i = 0; i < a.signature.size(); ++i) {
+      if (a.signature[i].is_output) {
+        results.back()[i] = read_file(dir + "/k" + std::to_string(k) + "/out" + std::to_string(i) + ".bin");
+      }
+    }
+  }
+  [[maybe_unused]] const int cleaned = std::system(("rm -rf " + dir).c_str());
+  return results;
 }
 
 }  // namespace ktune::codegen::testing
