@@ -65,47 +65,6 @@ inline std::vector<uint8_t> read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// Links the artifact's object with tests/codegen/aarch64_driver.cc and
-// codegen/runtime_standalone.c (aarch64-linux-gnu-g++ -static), runs it under
-// qemu-aarch64-static on `buffers` (one per argument, inputs filled) and returns the buffers
-// with the outputs the kernel wrote. Throws std::runtime_error with the tool output on failure.
-inline std::vector<std::vector<uint8_t>> run_on_aarch64(const Artifact& a,
-                                                        std::vector<std::vector<uint8_t>> buffers) {
-  char tmpl[] = "/tmp/ktune_aarch64_XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-  const std::string dir = tmpl;
-  write_file(dir + "/kernel.o", a.object.data(), a.object.size());
-  std::ostringstream spec;
-  spec << a.signature.size() << "\n";
-  for (size_t i = 0; i < a.signature.size(); ++i) {
-    spec << buffers[i].size() << " " << (a.signature[i].is_output ? 1 : 0) << "\n";
-    write_file(dir + "/in" + std::to_string(i) + ".bin", buffers[i].data(), buffers[i].size());
-  }
-  const std::string s = spec.str();
-  write_file(dir + "/spec", s.data(), s.size());
-  const std::string src = KTUNE_TEST_SOURCE_DIR;
-  const std::string link = "aarch64-linux-gnu-g++ -O1 -static -pthread -o " + dir + "/run " +
-                           shell_quote(src + "/tests/codegen/aarch64_driver.cc") + " -x c " +
-                           shell_quote(src + "/codegen/runtime_standalone.c") + " -x none " + dir +
-                           "/kernel.o -Wl,--defsym=ktune_entry=" + a.entry + " -lm > " + dir + "/link.log 2>&1";
-  if (std::system(link.c_str()) != 0) {
-    auto log = read_file(dir + "/link.log");
-    throw std::runtime_error("cross link failed: " + std::string(log.begin(), log.end()));
-  }
-  const std::string run = "qemu-aarch64-static " + dir + "/run " + dir + " > " + dir + "/run.log 2>&1";
-  const int rc = std::system(run.c_str());
-  auto log = read_file(dir + "/run.log");
-  const std::string out(log.begin(), log.end());
-  if (rc != 0 || out.find("status 0") == std::string::npos) {
-    throw std::runtime_error("qemu run failed (rc " + std::to_string(rc) + "): " + out);
-  }
-  for (size_t i = 0; i < a.signature.size(); ++i) {
-    if (a.signature[i].is_output) buffers[i] = read_file(dir + "/out" + std::to_string(i) + ".bin");
-  }
-  [[maybe_unused]] const int cleaned = std::system(("rm -rf " + dir).c_str());
-  return buffers;
-}
-
 // One kernel of a batch for run_batch_on_aarch64: its artifact (entry names must differ within a
 // batch) and its buffers, one per argument, inputs filled.
 struct Aarch64Case {
@@ -179,6 +138,13 @@ inline std::vector<std::vector<std::vector<uint8_t>>> run_batch_on_aarch64(
   }
   [[maybe_unused]] const int cleaned = std::system(("rm -rf " + dir).c_str());
   return results;
+}
+
+// Runs one artifact under qemu-aarch64-static on `buffers` (one per argument, inputs filled) and
+// returns the buffers with the outputs the kernel wrote: a batch of one (run_batch_on_aarch64).
+inline std::vector<std::vector<uint8_t>> run_on_aarch64(const Artifact& a,
+                                                        std::vector<std::vector<uint8_t>> buffers) {
+  return run_batch_on_aarch64({Aarch64Case{a, std::move(buffers)}}).front();
 }
 
 }  // namespace ktune::codegen::testing
