@@ -23,6 +23,7 @@
 #include "te/lower.h"
 #include "te/schedule.h"
 #include "te/tensor.h"
+#include "bench/openblas_best.h"
 #include "codegen/codegen_llvm.h"
 #include "codegen/kernel.h"
 #include "codegen/runtime.h"
@@ -142,20 +143,7 @@ struct Measured {
 int main(int argc, char** argv) {
   using namespace ktune::codegen;
   const Target host = Target::host();
-  // OpenBLAS 0.3.21 does not recognize every AVX-512 CPU (a Sapphire Rapids VM gets its AVX2
-  // "Haswell" kernels, and some environments pin OPENBLAS_CORETYPE=Haswell); it picks the core
-  // type when the library loads, so run again with the AVX-512 kernels forced: the comparison
-  // is with OpenBLAS at its best on this machine, never with a weaker kernel.
-  const std::string core = openblas_get_corename();
-  if (host.vector_bits() == 512 && core.find("Skylake") == std::string::npos &&
-      core.find("Cooperlake") == std::string::npos && core.find("SapphireRapids") == std::string::npos) {
-    std::printf("OpenBLAS chose its '%s' kernels on an AVX-512 host: re-running with OPENBLAS_CORETYPE=SkylakeX\n",
-                core.c_str());
-    std::fflush(stdout);
-    setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-    execv("/proc/self/exe", argv);
-    std::perror("execv");  // fall through and compare with the kernels OpenBLAS chose
-  }
+  ktune::bench::use_openblas_at_its_best(host.vector_bits(), argv);
   LoweredFunc scheduled;
   std::string te_error;
   try {

@@ -25,6 +25,7 @@
 #include <omp.h>
 #endif
 
+#include "bench/openblas_best.h"
 #include "codegen/codegen_llvm.h"
 #include "codegen/kernel.h"
 #include "codegen/runtime.h"
@@ -266,18 +267,7 @@ int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
     const codegen::Target host = codegen::Target::host();
-    // OpenBLAS 0.3.21 picks its kernels when it loads and this environment pins the AVX2
-    // "Haswell" ones: re-run with its AVX-512 kernels, to compare with OpenBLAS at its best.
-    const std::string core = openblas_get_corename();
-    if (host.vector_bits() == 512 && core.find("Skylake") == std::string::npos &&
-        core.find("Cooperlake") == std::string::npos && core.find("SapphireRapids") == std::string::npos) {
-      std::printf("OpenBLAS chose its '%s' kernels on an AVX-512 host: re-running with OPENBLAS_CORETYPE=SkylakeX\n",
-                  core.c_str());
-      std::fflush(stdout);
-      setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-      execv("/proc/self/exe", argv);
-      std::perror("execv");  // fall through and compare with the kernels OpenBLAS chose
-    }
+    ktune::bench::use_openblas_at_its_best(host.vector_bits(), argv);
     openblas_set_num_threads(1);
 #ifdef _OPENMP
     omp_set_num_threads(1);  // oneDNN's threads (OpenMP runtime)
