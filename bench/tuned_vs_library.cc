@@ -1,7 +1,8 @@
 // Benchmark: ktune's xgb-tuned kernels against the libraries on ONE thread, in one process:
 // matmul 1024^3 float32 against OpenBLAS cblas_sgemm, then conv2d N=1 C=64 H=56 W=56 K=64 3x3
-// stride 1 pad 1 against oneDNN's forward-inference convolution (format `any`: its own blocked
-// layout). Every kernel is timed the same way: one warm-up call each, then interleaved rounds,
+// stride 1 pad 1 against oneDNN's forward-inference convolution. Both convolutions run in
+// channel-blocked layouts, reorders outside the timing: oneDNN in what format `any` picks for it,
+// ktune's conv2d_nchwc template in NCHW16c input and output and [K/16][C/16][R][S][16][16] weights. Every kernel is timed the same way: one warm-up call each, then interleaved rounds,
 // median per kernel. Prints a table, `conv2d_ratio_vs_onednn <x>`, and as its last line
 // `matmul_ratio_vs_openblas <x>`.
 //
@@ -190,17 +191,36 @@ void conv_reference(const float* in, const float* w, float* out, int64_t C, int6
       }
 }
 
+// NCHW -> NCHW[b]c and back (one image), and KCRS weights -> [K/b][C/b][R][S][b in][b out].
+void to_blocked(const float* nchw, float* blocked, int64_t C, int64_t HW, int64_t b) {
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t i = 0; i < HW; ++i) blocked[((c / b) * HW + i) * b + c % b] = nchw[c * HW + i];
+}
+void from_blocked(const float* blocked, float* nchw, int64_t C, int64_t HW, int64_t b) {
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t i = 0; i < HW; ++i) nchw[c * HW + i] = blocked[((c / b) * HW + i) * b + c % b];
+}
+void weights_to_blocked(const float* kcrs, float* blocked, int64_t K, int64_t C, int64_t RS, int64_t b) {
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t rs = 0; rs < RS; ++rs)
+        blocked[((((k / b) * (C / b) + c / b) * RS + rs) * b + c % b) * b + k % b] = kcrs[(k * C + c) * RS + rs];
+}
+
 Row bench_conv2d(const schedule_space::TargetTraits& traits, const Options& o) {
-  constexpr int64_t kC = 64, kH = 56, kW = 56, kK = 64;
+  constexpr int64_t kC = 64, kH = 56, kW = 56, kK = 64, kBlock = 16;
   auto task = schedule_space::Task::create(
-      "conv2d", {{"N", "1"}, {"C", "64"}, {"H", "56"}, {"W", "56"}, {"K", "64"}, {"R", "3"}, {"S", "3"},
-                 {"stride", "1"}, {"pad", "1"}},
+      "conv2d_nchwc", {{"N", "1"}, {"C", "64"}, {"H", "56"}, {"W", "56"}, {"K", "64"}, {"R", "3"}, {"S", "3"},
+                       {"stride", "1"}, {"pad", "1"}, {"ic_block", "16"}, {"oc_block", "16"}},
       traits);
   Tuned t = tune_and_load(task, o.conv_trials, o.seed);
   Aligned in(kC * kH * kW), w(kK * kC * 9), out(kK * kH * kW), ref(kK * kH * kW), dnnl_out(kK * kH * kW);
+  Aligned in_blocked(in.n), w_blocked(w.n), out_blocked(out.n);
   fill(in, o.seed + 21);
   fill(w, o.seed + 22);
   conv_reference(in.p, w.p, ref.p, kC, kH, kW, kK);
+  to_blocked(in.p, in_blocked.p, kC, kH * kW, kBlock);
+  weights_to_blocked(w.p, w_blocked.p, kK, kC, 9, kBlock);
 
   // oneDNN as its users run it: format `any` lets the primitive choose blocked layouts; the
   // input and weights are reordered into them once, outside the timing.
@@ -224,7 +244,7 @@ Row bench_conv2d(const schedule_space::TargetTraits& traits, const Options& o) {
   const std::string impl = pd.impl_info_str();
 
   int status = 0;
-  void* args[] = {in.p, w.p, out.p};
+  void* args[] = {in_blocked.p, w_blocked.p, out_blocked.p};
   const std::vector<double> s = time_interleaved(
       {[&] { status |= t.kernel.run(args); },
        [&] {
@@ -233,11 +253,13 @@ Row bench_conv2d(const schedule_space::TargetTraits& traits, const Options& o) {
        }},
       o.rounds);
   if (status != 0) throw Error(ErrorKind::kRun, "tuned conv2d returned status " + std::to_string(status));
+  from_blocked(out_blocked.p, out.p, kK, kH * kW, kBlock);
   dnnl::reorder(dst, user_dst).execute(strm, dst, user_dst);
   strm.wait();
   const double err_dnnl = max_abs_diff(dnnl_out.p, ref.p, ref.n);
   if (err_dnnl > 1e-3) throw Error(ErrorKind::kWrongAnswer, "oneDNN's conv2d differs from the reference");
-  std::printf("oneDNN implementation: %s\n", impl.c_str());
+  std::printf("oneDNN implementation: %s, src %s\n", impl.c_str(),
+              pd.src_desc().data.format_desc.blocking.inner_nblks > 0 ? "blocked" : "plain");
   const double flop = task.flop();
   return {"conv2d", "oneDNN", flop / s[0] * 1e-9, flop / s[1] * 1e-9, t.tuning_gflops, t.measured, t.ok, t.wall_s,
           max_abs_diff(out.p, ref.p, ref.n), t.config.to_json().dump()};

@@ -15,6 +15,10 @@ const Entity& EntityView::operator[](std::string_view name) const {
   return space_->knob(static_cast<size_t>(pos)).entity((*knob_indices_)[static_cast<size_t>(pos)]);
 }
 
+uint64_t EntityView::index() const {
+  return config_ ? config_->index() : space_->index_of(*knob_indices_);
+}
+
 const Knob& ConfigSpace::add_knob(std::shared_ptr<const Knob> knob) {
   if (!knob) throw Error(ErrorKind::kInvalidArgument, "null knob");
   if (positions_.count(knob->name()))

@@ -27,6 +27,8 @@ class EntityView {
   explicit EntityView(const Config& config) : config_(&config) {}
   // The entity of knob `name`; throws Error(kInstantiation) when there is no such knob.
   const Entity& operator[](std::string_view name) const;
+  // The config's index in its space (a JSON config: the index it was saved with).
+  uint64_t index() const;
 
  private:
   const ConfigSpace* space_ = nullptr;

@@ -32,6 +32,14 @@ Task Task::create(const std::string& template_name, const std::map<std::string, 
   return t;
 }
 
+Task Task::with_constraint(std::string name, std::function<bool(const EntityView&)> predicate) const {
+  Task t = *this;
+  auto space = std::make_shared<ConfigSpace>(*space_);
+  space->add_constraint(std::move(name), std::move(predicate));
+  t.space_ = std::move(space);
+  return t;
+}
+
 Instantiated Task::instantiate(const Config& config) const {
   const std::string& name = def_->name;
   if (!config.template_name().empty() && config.template_name() != name)

@@ -1,6 +1,7 @@
 // Defines Task: a template with its arguments on a target — workload key, FLOP count, config space, instantiation.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,6 +35,10 @@ class Task {
   // Floating-point operations of one run (multiply-add = 2).
   double flop() const { return flop_; }
   const ConfigSpace& space() const { return *space_; }
+  // A copy of this task whose space also obeys `predicate` (e.g. only the configs of a recorded
+  // landscape, which is what bench/tuner_replay searches). The fallback config is kept even if
+  // the predicate rejects it.
+  Task with_constraint(std::string name, std::function<bool(const EntityView&)> predicate) const;
 
   // The scheduled program of `config`. Works for a config read from JSON (its entities are
   // enough). Throws Error(kInstantiation): a config of another template, a missing knob or one of

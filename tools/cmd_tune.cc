@@ -35,7 +35,7 @@ struct TuneCommandOptions {
   std::vector<std::string> args;
   std::string target = "host";
   size_t trials = 64;
-  std::string tuner = "random";
+  std::string tuner = "xgb";
   std::string db = "ktune.db";
   uint64_t seed = 0;
   size_t threads = 0;

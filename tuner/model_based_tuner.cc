@@ -49,7 +49,9 @@ uint64_t ModelBasedTuner::random_config() {
 
 std::vector<schedule_space::Config> ModelBasedTuner::next_batch(size_t n) {
   std::vector<uint64_t> chosen;
-  auto random_share = static_cast<size_t>(params_.epsilon * static_cast<double>(params_.plan_size));
+  // Rounded, not truncated: a plan of 16 still keeps one random slot at epsilon 0.05.
+  auto random_share =
+      static_cast<size_t>(std::lround(params_.epsilon * static_cast<double>(params_.plan_size)));
   size_t model_slots = plan_.size() - std::min(random_share, plan_.size());
   while (chosen.size() < n) {
     uint64_t index = space_.size();
@@ -128,7 +130,8 @@ void ModelBasedTuner::update(const std::vector<MeasureInput>& inputs,
       last.rank_correlation = cost_model::spearman_correlation(seen_predicted_, throughput);
     }
   }
-  if (measured_.size() >= fitted_at_ + params_.plan_size) refit();
+  const size_t first_fit = params_.first_fit > 0 ? params_.first_fit : params_.plan_size;
+  if (measured_.size() >= (fitted_at_ == 0 ? first_fit : fitted_at_ + params_.plan_size)) refit();
 }
 
 void ModelBasedTuner::seed_plan(const std::vector<ScoredIndex>& plan) {

@@ -79,6 +79,19 @@ Config pick_fallback(const ConfigSpace& space, const std::vector<uint64_t>& digi
   return space.get(pick[0]);
 }
 
+ArgSpec int_arg(const char* name, const char* def, const char* doc, int64_t min_value) {
+  return {.name = name, .default_value = def, .doc = doc, .min_value = min_value};
+}
+
+int64_t window_out_extent(const std::string& tmpl, int64_t in, int64_t window, int64_t stride, int64_t pad,
+                          int64_t dilation) {
+  const int64_t span = dilation * (window - 1) + 1;
+  if (in + 2 * pad < span)
+    throw Error(ErrorKind::kInvalidArgument, tmpl + ": window of " + std::to_string(span) +
+                                                 " does not fit the padded input of " + std::to_string(in + 2 * pad));
+  return (in + 2 * pad - span) / stride + 1;
+}
+
 int64_t largest_divisor_at_most(int64_t n, int64_t cap) {
   for (int64_t d = std::min(n, cap); d > 1; --d)
     if (n % d == 0) return d;

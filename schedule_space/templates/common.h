@@ -35,6 +35,14 @@ uint64_t closest_int(const Knob& knob, int64_t v);
 // config in seed-0 sampling order. Throws Error(kInvalidArgument) when the space has none.
 Config pick_fallback(const ConfigSpace& space, const std::vector<uint64_t>& digits);
 
+// An integer argument (min_value 1 unless given).
+ArgSpec int_arg(const char* name, const char* def, const char* doc, int64_t min_value = 1);
+
+// Output extent of a sliding window over `in` (padded by `pad` on both sides). Throws
+// Error(kInvalidArgument), naming template `tmpl`, when the window does not fit.
+int64_t window_out_extent(const std::string& tmpl, int64_t in, int64_t window, int64_t stride, int64_t pad,
+                          int64_t dilation);
+
 // Largest divisor of n that is <= cap (>= 1).
 int64_t largest_divisor_at_most(int64_t n, int64_t cap);
 

@@ -15,22 +15,9 @@ constexpr int64_t kMaxRegisterChannels = 16;
 constexpr int64_t kMaxRegisterRows = 8;
 constexpr int64_t kMaxUnrolledTile = 32;
 
-ArgSpec int_arg(const char* name, const char* def, const char* doc, int64_t min_value = 1) {
-  return {.name = name, .default_value = def, .doc = doc, .min_value = min_value};
-}
-
 struct ConvShape {
   int64_t n, c, h, w, k, r, s, stride, pad, dilation, oh, ow;
 };
-
-// Output size of a sliding window; throws Error(kInvalidArgument) when the window does not fit.
-int64_t out_extent(const std::string& tmpl, int64_t in, int64_t window, int64_t stride, int64_t pad, int64_t dil) {
-  const int64_t span = dil * (window - 1) + 1;
-  if (in + 2 * pad < span)
-    throw Error(ErrorKind::kInvalidArgument, tmpl + ": window of " + std::to_string(span) +
-                                                 " does not fit the padded input of " + std::to_string(in + 2 * pad));
-  return (in + 2 * pad - span) / stride + 1;
-}
 
 ConvShape conv_shape(const std::string& tmpl, const WorkloadArgs& a, bool depthwise, bool pool) {
   ConvShape s{};
@@ -46,8 +33,8 @@ ConvShape conv_shape(const std::string& tmpl, const WorkloadArgs& a, bool depthw
   s.dilation = pool ? 1 : a.get_int("dilation");
   if (pool && (s.pad >= s.r || s.pad >= s.s))
     throw Error(ErrorKind::kInvalidArgument, tmpl + ": pad must be smaller than the window");
-  s.oh = out_extent(tmpl, s.h, s.r, s.stride, s.pad, s.dilation);
-  s.ow = out_extent(tmpl, s.w, s.s, s.stride, s.pad, s.dilation);
+  s.oh = window_out_extent(tmpl, s.h, s.r, s.stride, s.pad, s.dilation);
+  s.ow = window_out_extent(tmpl, s.w, s.s, s.stride, s.pad, s.dilation);
   return s;
 }
 

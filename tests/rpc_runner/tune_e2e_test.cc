@@ -1,6 +1,16 @@
 // End to end: matmul 256^3 tuned with 64 random trials on this machine through the local runner
-// into a SQLite log; the best beats the fallback; resuming measures only new configs.
+// into a SQLite log; the best is as fast as the fallback; resuming measures only new configs.
+// The fallback is strong at this size: re-timed side by side, the best of a 64-config random sample
+// was 0.93x to 1.33x the fallback over 23 runs (seeds 1-15, single thread), so "beats" is not a
+// property random search has here (seed 42 lost by 1% in CI). What the test holds the tuned best
+// to: re-timed against the fallback, it is within timing noise of it or faster. The run's five
+// best are re-timed (a lucky timing during the run decides nothing), by the fastest of several
+// interleaved timings (load only slows a timing down), on one thread (two-thread timings of
+// this 0.2 ms kernel varied 2x between runner processes on this 2-core VM).
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -17,27 +27,45 @@
 namespace ktune::rpc_runner {
 namespace {
 
-TEST(TuneE2E, Matmul256RandomRecordsEveryTrialBeatsTheFallbackAndResumes) {
+constexpr uint64_t kSeed = 42;
+// Allowed shortfall of the tuned best against the fallback: the worst seen in 23 runs was 7%.
+constexpr double kNoise = 0.10;
+
+// The fastest timing of each config over `rounds` batches that time them back to back.
+std::vector<double> fastest_interleaved(LocalRunner& runner, const std::vector<tuner::MeasureInput>& inputs,
+                                        int rounds) {
+  std::vector<double> fastest(inputs.size(), std::numeric_limits<double>::infinity());
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<tuner::MeasureResult> results = runner.measure(inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      EXPECT_TRUE(results[i].ok()) << results[i].error_message;
+      for (double c : results[i].costs) fastest[i] = std::min(fastest[i], c);
+    }
+  }
+  return fastest;
+}
+
+TEST(TuneE2E, Matmul256RandomRecordsEveryTrialKeepsUpWithTheFallbackAndResumes) {
   codegen::Target target = codegen::Target::host();
   auto task = schedule_space::Task::create(
       "matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}},
-      schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores()));
+      schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(), 1));
   auto dir = std::filesystem::temp_directory_path() / ("ktune_e2e_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "tune.db").string();
 
   LocalRunnerOptions runner_options;
   runner_options.runner_path = KTUNE_RUNNER_PATH;
+  runner_options.run_threads = 1;
   LocalRunner runner(runner_options);
   tuner::RecordContext context;
   context.target = {target.str(), codegen::llvm_version()};
   context.tuner = "random";
 
-  tuner::MeasureResult fallback = runner.measure({{&task, task.fallback_config()}}).front();
   std::set<int64_t> first_indices;
   {
     auto db = tuning_db::Database::open(path);
-    tuner::RandomTuner random(task.space(), 42);
+    tuner::RandomTuner random(task.space(), kSeed);
     tuner::TuneOptions options;
     options.n_trial = 64;
     options.callbacks.push_back(tuner::database_callback(db, task, context));
@@ -53,14 +81,23 @@ TEST(TuneE2E, Matmul256RandomRecordsEveryTrialBeatsTheFallbackAndResumes) {
     auto best = db.best(task.workload_key(), context.target);
     ASSERT_TRUE(best);
     EXPECT_EQ(static_cast<uint64_t>(best->config_index), result.best_config->index());
-    ASSERT_TRUE(fallback.ok()) << "the fallback config failed: " << fallback.error_message;
-    EXPECT_LT(result.best_result.mean_cost(), fallback.mean_cost())
-        << "best " << result.best_gflops << " GFLOP/s vs fallback "
-        << task.flop() / fallback.mean_cost() / 1e9;
+    // The five best of the run and the fallback, timed again side by side: the run's best alone
+    // may have been a lucky timing.
+    std::vector<tuner::MeasureInput> finalists;
+    for (const auto& record : db.top_k(task.workload_key(), context.target, 5))
+      finalists.push_back({&task, schedule_space::Config::from_json(record.config)});
+    ASSERT_EQ(finalists.size(), 5u);
+    finalists.push_back({&task, task.fallback_config()});
+    std::vector<double> fastest = fastest_interleaved(runner, finalists, 5);
+    const double tuned = *std::min_element(fastest.begin(), fastest.end() - 1);
+    std::printf("fastest timings: tuned %.1f GFLOP/s, fallback %.1f GFLOP/s\n", task.flop() / tuned / 1e9,
+                task.flop() / fastest.back() / 1e9);
+    EXPECT_LT(tuned, fastest.back() * (1 + kNoise)) << "tuned " << task.flop() / tuned / 1e9 << " GFLOP/s vs fallback "
+                                     << task.flop() / fastest.back() / 1e9;
   }
   {
     auto db = tuning_db::Database::open(path);
-    tuner::RandomTuner random(task.space(), 42);  // same seed: would repeat the first run
+    tuner::RandomTuner random(task.space(), kSeed);  // same seed: would repeat the first run
     tuner::TuneOptions options;
     options.n_trial = 64;
     options.resume = tuner::load_past_measurements(db, task, context.target);

@@ -1,16 +1,33 @@
 // Defines the small template instances the template tests enumerate, and the reference-check helper they share.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "schedule_space/task.h"
 #include "te/host_buffer.h"
 #include "te/interpreter.h"
 
 namespace ktune::schedule_space::testing {
+
+// The fastest of `repeat` runs of a loaded kernel (any type with int run(args)), in seconds;
+// a run that returns non-zero fails the test.
+template <typename Kernel>
+double best_seconds(const Kernel& k, const std::vector<void*>& args, int repeat) {
+  double best = 1e30;
+  for (int r = 0; r < repeat; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(k.run(args), 0);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
 
 struct TemplateCase {
   std::string name;  // test label
@@ -41,6 +58,11 @@ inline std::vector<TemplateCase> small_cases() {
       {"depthwise", "depthwise_conv2d", {{"C", "4"}, {"H", "8"}, {"W", "8"}, {"stride", "2"}, {"pad", "1"}}},
       {"max_pool", "max_pool2d", {{"N", "2"}, {"C", "4"}, {"H", "9"}, {"W", "9"}, {"R", "3"}, {"S", "3"}, {"pad", "1"}}},
       {"avg_pool", "avg_pool2d", {{"C", "4"}, {"H", "8"}, {"W", "12"}}},
+      {"conv2d_nchwc_pad", "conv2d_nchwc",
+       {{"C", "8"}, {"H", "6"}, {"W", "8"}, {"K", "8"}, {"pad", "1"}, {"ic_block", "4"}, {"oc_block", "8"}}},
+      {"conv2d_nchwc_stride_dilation", "conv2d_nchwc",
+       {{"N", "2"}, {"C", "4"}, {"H", "9"}, {"W", "9"}, {"K", "8"}, {"stride", "2"}, {"dilation", "2"}, {"pad", "1"},
+        {"ic_block", "2"}, {"oc_block", "4"}}},
   };
 }
 

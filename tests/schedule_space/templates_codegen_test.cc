@@ -16,6 +16,7 @@
 namespace ktune::schedule_space {
 namespace {
 
+using testing::best_seconds;
 using testing::Oracle;
 using testing::TemplateCase;
 
@@ -55,16 +56,6 @@ TEST_P(SampledConfigs, CompiledKernelsMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Templates, SampledConfigs, ::testing::ValuesIn(testing::small_cases()),
                          [](const ::testing::TestParamInfo<TemplateCase>& info) { return info.param.name; });
-
-double best_seconds(const codegen::Kernel& k, const std::vector<void*>& args, int repeat) {
-  double best = 1e30;
-  for (int r = 0; r < repeat; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    EXPECT_EQ(k.run(args), 0);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
 
 // Times the fallback, `n_random` seeded random configs and the plain schedule of a task on the host;
 // every output is checked against the plain kernel's (DESIGN.md's correctness rule). Prints the

@@ -76,7 +76,7 @@ TEST(ModelBasedTuner, RandomUntilFirstFitThenRefitsEveryPlan) {
   ASSERT_EQ(space.size(), 10'000'000u);
   cost_model::XGBoostModel model(cost_model::XGBoostParams{.seed = 1});
   cost_model::KnobFeatureExtractor features(space);
-  ModelBasedTuner tuner(space, model, features, ModelTunerParams{.seed = 1});
+  ModelBasedTuner tuner(space, model, features, ModelTunerParams{.plan_size = 64, .seed = 1});
   EXPECT_EQ(tuner.name(), "xgb");
   RunResult first = run(tuner, 64);
   EXPECT_EQ(first.trials, 64u);
@@ -89,13 +89,29 @@ TEST(ModelBasedTuner, RandomUntilFirstFitThenRefitsEveryPlan) {
   for (uint64_t i : more.proposed) EXPECT_EQ(first.proposed.count(i), 0u);
 }
 
+TEST(ModelBasedTuner, FirstFitAfterItsOwnCountThenEveryPlan) {
+  schedule_space::ConfigSpace space = make_space();
+  cost_model::XGBoostModel model(cost_model::XGBoostParams{.seed = 2});
+  cost_model::KnobFeatureExtractor features(space);
+  ModelBasedTuner tuner(space, model, features,
+                        ModelTunerParams{.plan_size = 16, .first_fit = 48, .seed = 2});
+  run(tuner, 32, 16);
+  EXPECT_TRUE(tuner.refits().empty());
+  run(tuner, 16, 16);
+  ASSERT_EQ(tuner.refits().size(), 1u);
+  EXPECT_EQ(tuner.refits()[0].trials, 48u);
+  run(tuner, 32, 16);
+  ASSERT_EQ(tuner.refits().size(), 3u);
+  EXPECT_EQ(tuner.refits()[2].trials, 80u);
+}
+
 TEST(ModelBasedTuner, BeatsRandomSearchAndReportsRankCorrelation) {
   schedule_space::ConfigSpace space = make_space();
   std::vector<double> xgb_best, random_best;
   for (uint64_t seed = 0; seed < 3; ++seed) {
     cost_model::XGBoostModel model(cost_model::XGBoostParams{.seed = seed});
     cost_model::KnobFeatureExtractor features(space);
-    ModelBasedTuner tuner(space, model, features, ModelTunerParams{.seed = seed});
+    ModelBasedTuner tuner(space, model, features, ModelTunerParams{.plan_size = 64, .seed = seed});
     RunResult x = run(tuner, 64 * 6);
     EXPECT_FALSE(x.duplicate);
     xgb_best.push_back(x.best);
@@ -172,7 +188,7 @@ TEST(XGBTuner, LoopFeaturesOnMatmul) {
   const auto& space = task.space();
   // Fewer annealing points than the defaults: every new config costs a lowering here.
   XGBTuner tuner(task,
-                 XGBTunerParams{.search = {.annealing = {.chains = 64, .steps = 100}, .seed = 3},
+                 XGBTunerParams{.search = {.plan_size = 64, .annealing = {.chains = 64, .steps = 100}, .seed = 3},
                                 .features = FeatureKind::kLoop});
   EXPECT_EQ(tuner.name(), "xgb");
   std::unordered_set<uint64_t> seen;

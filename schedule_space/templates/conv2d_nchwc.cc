@@ -1,0 +1,255 @@
+// Built-in channel-blocked conv2d (NCHWc, TVM's conv2d_NCHWc for x86): input, weights and output
+// are already blocked by channels, so an output-channel block is the vector lane dimension. The
+// micro-kernel keeps (oc blocks) x (rows) x (columns) accumulator vectors in registers; per
+// reduction step it loads one weight vector per oc block and broadcasts one input scalar per
+// output pixel.
+#include <algorithm>
+#include <tuple>
+
+#include "schedule_space/template_registry.h"
+#include "schedule_space/templates/common.h"
+#include "support/error.h"
+
+namespace ktune::schedule_space::templates {
+namespace {
+
+constexpr const char* kName = "conv2d_nchwc";
+constexpr int64_t kMaxTileKo = 4;
+constexpr int64_t kMaxTileOh = 4;
+constexpr int64_t kMaxTileOw = 32;
+
+struct Shape {
+  int64_t n, c, h, w, k, r, s, stride, pad, dilation, icb, ocb, oh, ow;
+  int64_t cblocks() const { return c / icb; }
+  int64_t kblocks() const { return k / ocb; }
+};
+
+// The shape of a workload; throws Error(kInvalidArgument) when a channel count is not a multiple
+// of its block or the window does not fit.
+Shape shape_of(const WorkloadArgs& a) {
+  Shape s{};
+  s.n = a.get_int("N");
+  s.c = a.get_int("C");
+  s.h = a.get_int("H");
+  s.w = a.get_int("W");
+  s.k = a.get_int("K");
+  s.r = a.get_int("R");
+  s.s = a.get_int("S");
+  s.stride = a.get_int("stride");
+  s.pad = a.get_int("pad");
+  s.dilation = a.get_int("dilation");
+  s.icb = a.get_int("ic_block");
+  s.ocb = a.get_int("oc_block");
+  for (const auto& [channels, block, names] : {std::tuple{s.c, s.icb, "C ic_block"}, std::tuple{s.k, s.ocb, "K oc_block"}}) {
+    if (channels % block == 0) continue;
+    const std::string n = names;
+    throw Error(ErrorKind::kInvalidArgument, std::string(kName) + ": " + n.substr(0, 1) + "=" + std::to_string(channels) +
+                                                 " is not a multiple of " + n.substr(2) + "=" + std::to_string(block));
+  }
+  s.oh = window_out_extent(kName, s.h, s.r, s.stride, s.pad, s.dilation);
+  s.ow = window_out_extent(kName, s.w, s.s, s.stride, s.pad, s.dilation);
+  return s;
+}
+
+struct Tensors {
+  te::Tensor in, weight, padded, out;  // padded: undefined without padding
+};
+
+// I[N][C/icb][H][W][icb], W[K/ocb][C/icb][R][S][icb][ocb], O[N][K/ocb][OH][OW][ocb]; reduction
+// axes in the order ci, r, s, cb.
+Tensors make_tensors(const WorkloadArgs& a) {
+  const Shape sh = shape_of(a);
+  const te::DataType dt = dtype_of(a.get("dtype"));
+  Tensors t;
+  t.in = te::placeholder({sh.n, sh.cblocks(), sh.h, sh.w, sh.icb}, dt, "I");
+  t.weight = te::placeholder({sh.kblocks(), sh.cblocks(), sh.r, sh.s, sh.icb, sh.ocb}, dt, "W");
+  te::Tensor padded = t.in;
+  if (sh.pad > 0) {
+    const int64_t p = sh.pad;
+    const te::Tensor in = t.in;
+    const te::Expr zero = te::cast(dt, te::Expr(0.0));
+    padded = te::compute({sh.n, sh.cblocks(), sh.h + 2 * p, sh.w + 2 * p, sh.icb},
+                         [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var b) {
+                           te::Expr inside = y >= te::Expr(p) && y < te::Expr(sh.h + p) && x >= te::Expr(p) &&
+                                             x < te::Expr(sh.w + p);
+                           return te::select(inside, in(n, c, y - te::Expr(p), x - te::Expr(p), b), zero);
+                         },
+                         "pad");
+    t.padded = padded;
+  }
+  const te::IterVar ci = te::reduce_axis({0, sh.cblocks()}, "ci");
+  const te::IterVar r = te::reduce_axis({0, sh.r}, "r");
+  const te::IterVar s = te::reduce_axis({0, sh.s}, "s");
+  const te::IterVar cb = te::reduce_axis({0, sh.icb}, "cb");
+  const te::Tensor w = t.weight;
+  const te::Expr st(sh.stride), d(sh.dilation);
+  t.out = te::compute({sh.n, sh.kblocks(), sh.oh, sh.ow, sh.ocb},
+                      [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
+                        return te::sum(padded(n, ci.var, y * st + r.var * d, x * st + s.var * d, cb.var) *
+                                           w(ko, ci.var, r.var, s.var, cb.var, kb),
+                                       {ci, r, s, cb});
+                      },
+                      "conv");
+  return t;
+}
+
+// Accumulator vectors of one oc block.
+int64_t vectors_per_block(int64_t ocb, int64_t lanes) { return (ocb + lanes - 1) / lanes; }
+
+// Knobs (stable names):
+//   tile_ko  split of the output channel blocks (K/oc_block) in 2 [outer, register blocks <= 4]
+//   tile_oh  split of output rows in 2 [outer, register rows <= 4]
+//   tile_ow  split of output columns in 2 [outer, register columns <= 32]
+//   tile_ci  split of the input channel blocks (C/ic_block) in 2 [outer, inner]
+//   reduce_order  0: ci_o, ci_i, r, s, cb   1: ci_o, r, s, ci_i, cb   2: ci_o, r, ci_i, s, cb
+//   unroll_cb 0/1: unroll the ic_block-long cb loop (innermost of the reduction)
+//   unroll_s  0/1: unroll the window column loop
+//   pad_inline 0/1 (with padding only): inline the padding into the reduction, or pad once
+//   parallel 0/1 (only 0 on one core): the fused (batch, ko outer, oh outer) loop
+// Constraint: the accumulators (tile_ko inner x vectors per oc block x tile_oh inner x tile_ow
+// inner) leave two vector registers free (a weight vector and a broadcast input).
+void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, ConfigSpace& space) {
+  const int64_t lanes = target.vector_lanes(dtype_bits);
+  const int64_t vectors = vectors_per_block(sh.ocb, lanes);
+  space.define_split("tile_ko", {.extent = sh.kblocks(), .num_outputs = 2, .max_innermost = kMaxTileKo});
+  space.define_split("tile_oh", {.extent = sh.oh, .num_outputs = 2, .max_innermost = kMaxTileOh});
+  space.define_split("tile_ow", {.extent = sh.ow, .num_outputs = 2, .max_innermost = kMaxTileOw});
+  space.define_split("tile_ci", {.extent = sh.cblocks(), .num_outputs = 2});
+  space.define_knob("reduce_order", std::vector<int64_t>{0, 1, 2});
+  space.define_knob("unroll_cb", std::vector<int64_t>{0, 1});
+  space.define_knob("unroll_s", std::vector<int64_t>{0, 1});
+  space.define_knob("pad_inline", sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  space.define_knob("parallel", target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  const int64_t budget = target.vector_registers() - 2;
+  space.add_constraint("register tile fits the vector registers", [vectors, budget](const EntityView& v) {
+    return v["tile_ko"].values.back() * vectors * v["tile_oh"].values.back() * v["tile_ow"].values.back() <= budget;
+  });
+}
+
+// Two oc blocks (each broadcast input feeds two FMAs, halving the loads per FMA: measured
+// ~1.15x over one block) and two rows, then as many columns as fit, up to budget - 2
+// accumulators (2 x 2 x 7 measured ~3% ahead of 2 x 1 x 14 on 56 x 56); all input channels
+// in one reduction pass; padding done once. cb stays a loop: unrolled 16x the tile's FMAs it
+// measured ~5% slower (code size), LLVM unrolls it a little.
+Config fallback(const Shape& sh, int dtype_bits, const TargetTraits& target, const ConfigSpace& space) {
+  const int64_t lanes = target.vector_lanes(dtype_bits);
+  const int64_t vectors = vectors_per_block(sh.ocb, lanes);
+  const int64_t cap = std::max<int64_t>(1, (target.vector_registers() - 4) / vectors);
+  // With few register blocks (NEON or AVX2 with 16-wide oc blocks) columns alone fill them.
+  const int64_t pair = cap >= 12 ? 2 : 1;
+  const int64_t koi = largest_divisor_at_most(sh.kblocks(), pair);
+  const int64_t ohi = largest_divisor_at_most(sh.oh, pair);
+  const int64_t owi = largest_divisor_at_most(sh.ow, std::min(kMaxTileOw, std::max<int64_t>(1, cap / (koi * ohi))));
+  std::vector<uint64_t> d(space.num_knobs(), 0);
+  d[0] = closest_split(space.knob(0), {koi});
+  d[1] = closest_split(space.knob(1), {ohi});
+  d[2] = closest_split(space.knob(2), {owi});
+  d[3] = closest_split(space.knob(3), {sh.cblocks()});
+  d[4] = closest_int(space.knob(4), 0);
+  d[5] = closest_int(space.knob(5), 0);
+  d[6] = closest_int(space.knob(6), 0);
+  d[7] = closest_int(space.knob(7), 0);
+  d[8] = closest_int(space.knob(8), target.cores > 1 ? 1 : 0);
+  return pick_fallback(space, d);
+}
+
+Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
+  const Shape sh = shape_of(a);
+  Tensors t = make_tensors(a);
+  te::Schedule s = te::create_schedule({t.out});
+  const te::Tensor acc_t = s.cache_write(t.out, "local");
+  const bool par = cfg["parallel"].as_int() != 0;
+
+  te::Stage out = s[t.out];
+  const auto ks = apply_split(out, out.axis(1), cfg["tile_ko"], sh.kblocks());
+  const auto ys = apply_split(out, out.axis(2), cfg["tile_oh"], sh.oh);
+  const auto xs = apply_split(out, out.axis(3), cfg["tile_ow"], sh.ow);
+  if (ks.size() != 2 || ys.size() != 2 || xs.size() != 2)
+    throw Error(ErrorKind::kInstantiation, std::string(kName) + ": tile_ko, tile_oh and tile_ow split in 2");
+  const te::IterVar kb = out.axis(4);
+  out.reorder({out.axis(0), ks[0], ys[0], xs[0], ks[1], ys[1], xs[1], kb});
+  const te::IterVar outer = out.fuse(out.fuse(out.axis(0), ks[0]), ys[0]);
+  if (par) out.parallel(outer);
+  out.vectorize(kb);
+
+  // The register tile: reduction loops outside, the (y, x, ko) accumulators unrolled and the
+  // oc block vectorized innermost, so every accumulator is a register for the whole reduction.
+  te::Stage acc = s[acc_t];
+  acc.compute_at(out, xs[0]);
+  const auto cs = apply_split(acc, acc.reduce_axis(0), cfg["tile_ci"], sh.cblocks());
+  if (cs.size() != 2) throw Error(ErrorKind::kInstantiation, std::string(kName) + ": tile_ci splits in 2");
+  const te::IterVar r = acc.reduce_axis(1), sx = acc.reduce_axis(2), cb = acc.reduce_axis(3);
+  std::vector<te::IterVar> order = {acc.axis(0)};
+  switch (cfg["reduce_order"].as_int()) {
+    case 0: order.insert(order.end(), {cs[0], cs[1], r, sx, cb}); break;
+    case 1: order.insert(order.end(), {cs[0], r, sx, cs[1], cb}); break;
+    case 2: order.insert(order.end(), {cs[0], r, cs[1], sx, cb}); break;
+    default: throw Error(ErrorKind::kInstantiation, std::string(kName) + ": reduce_order is 0, 1 or 2");
+  }
+  // Oc blocks innermost of the tile: each broadcast input feeds tile_ko FMAs back to back, so
+  // it dies at once instead of being kept (or spilled) until the next oc block's pass.
+  order.insert(order.end(), {acc.axis(2), acc.axis(3), acc.axis(1), acc.axis(4)});
+  acc.reorder(order);
+  acc.unroll(acc.axis(1));
+  acc.unroll(acc.axis(2));
+  acc.unroll(acc.axis(3));
+  acc.vectorize(acc.axis(4));
+  unroll_if(acc, cb, cfg["unroll_cb"].as_int() != 0);
+  unroll_if(acc, sx, cfg["unroll_s"].as_int() != 0);
+
+  if (t.padded.defined()) {
+    te::Stage pad = s[t.padded];
+    if (cfg["pad_inline"].as_int() != 0) {
+      pad.compute_inline();
+    } else {
+      // One pass over the input: whole ic blocks as vectors, (batch, channel block) in parallel.
+      pad.vectorize(pad.axis(4));
+      const te::IterVar nc = pad.fuse(pad.axis(0), pad.axis(1));
+      if (par) pad.parallel(nc);
+    }
+  }
+  return Instantiated{s, {t.in, t.weight, t.out}};
+}
+
+}  // namespace
+
+void register_conv_nchwc_template(TemplateRegistry& r) {
+  TemplateDef d;
+  d.name = kName;
+  d.doc =
+      "channel-blocked conv2d: O[N,K/ocb,OH,OW,ocb] = sum I[N,C/icb,H,W,icb] * W[K/ocb,C/icb,R,S,icb,ocb] "
+      "(stride, pad, dilation)";
+  d.args = {int_arg("N", "1", "batch"),
+            int_arg("C", "", "input channels (a multiple of ic_block)"),
+            int_arg("H", "", "input height"),
+            int_arg("W", "", "input width"),
+            int_arg("K", "", "output channels (a multiple of oc_block)"),
+            int_arg("R", "3", "kernel height"),
+            int_arg("S", "3", "kernel width"),
+            int_arg("stride", "1", "stride (both axes)"),
+            int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
+            int_arg("dilation", "1", "dilation (both axes)"),
+            int_arg("ic_block", "16", "input channels per block (innermost of I)"),
+            int_arg("oc_block", "16", "output channels per block (innermost of W and O)"),
+            dtype_arg()};
+  d.check = [](const WorkloadArgs& a) { shape_of(a); };
+  d.compute = [](const WorkloadArgs& a) {
+    Tensors t = make_tensors(a);
+    return ComputeDef{{t.in, t.weight, t.out}, {t.out}};
+  };
+  d.flop = [](const WorkloadArgs& a) {
+    const Shape sh = shape_of(a);
+    return 2.0 * static_cast<double>(sh.n) * static_cast<double>(sh.k) * static_cast<double>(sh.oh) *
+           static_cast<double>(sh.ow) * static_cast<double>(sh.c) * static_cast<double>(sh.r * sh.s);
+  };
+  d.define = [](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
+    define_space(shape_of(a), dtype_of(a.get("dtype")).bits, target, space);
+  };
+  d.fallback = [](const WorkloadArgs& a, const TargetTraits& target, const ConfigSpace& space) {
+    return fallback(shape_of(a), dtype_of(a.get("dtype")).bits, target, space);
+  };
+  d.apply = [](const WorkloadArgs& a, const TargetTraits&, const Config& cfg) { return apply(a, cfg); };
+  r.add(std::move(d));
+}
+
+}  // namespace ktune::schedule_space::templates
