@@ -208,10 +208,19 @@ std::vector<Entity> split_entities(const std::string& name, const SplitParams& p
   const int64_t max_factor = p.max_factor == 0 ? p.extent : std::min(p.max_factor, p.extent);
   std::vector<int64_t> pool;
   if (p.policy == SplitPolicy::kFactors) {
-    for (int64_t f = 1; f <= max_factor; ++f)
-      if (p.extent % f == 0) pool.push_back(f);
+    // Divisors in pairs up to sqrt(extent): an extent of 2^62 takes microseconds, not hours.
+    for (int64_t f = 1; f <= p.extent / f; ++f) {
+      if (p.extent % f != 0) continue;
+      if (f <= max_factor) pool.push_back(f);
+      const int64_t g = p.extent / f;
+      if (g != f && g <= max_factor) pool.push_back(g);
+    }
+    std::sort(pool.begin(), pool.end());
   } else {
-    for (int64_t f = 1; f <= max_factor; f *= 2) pool.push_back(f);
+    for (int64_t f = 1; f <= max_factor; f *= 2) {
+      pool.push_back(f);
+      if (f > max_factor / 2) break;  // the next doubling would pass max_factor (or overflow)
+    }
   }
   const int64_t multiple = std::min(p.innermost_multiple, p.extent);
   std::vector<int64_t> chosen;
@@ -228,8 +237,8 @@ std::vector<Entity> split_entities(const std::string& name, const SplitParams& p
       return;
     }
     for (int64_t f : pool) {
-      int64_t next = prod * f;
-      if (next > p.extent) break;
+      if (f > p.extent / prod) break;  // prod * f would pass the extent (or overflow)
+      const int64_t next = prod * f;
       if (!p.allow_tail && p.extent % next != 0) continue;
       chosen.push_back(f);
       self(self, next);

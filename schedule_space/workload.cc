@@ -46,6 +46,8 @@ WorkloadArgs::WorkloadArgs(const std::string& template_name, const std::vector<A
         invalid(template_name + ": argument " + spec.name + "=" + text + " is not an integer");
       if (v < spec.min_value)
         invalid(template_name + ": argument " + spec.name + "=" + text + " must be >= " + std::to_string(spec.min_value));
+      if (v > spec.max_value)
+        invalid(template_name + ": argument " + spec.name + "=" + text + " must be <= " + std::to_string(spec.max_value));
       text = std::to_string(v);
     } else if (!spec.choices.empty() &&
                std::find(spec.choices.begin(), spec.choices.end(), text) == spec.choices.end()) {

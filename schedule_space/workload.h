@@ -38,6 +38,9 @@ struct ArgSpec {
   std::string default_value;  // "" = required
   std::string doc;
   int64_t min_value = 1;                 // ints: smallest accepted value (sizes are >= 1)
+  // ints: largest accepted value. 2^31 - 1 by default: no tensor dimension of a real workload is
+  // larger, and it keeps defining split knobs (divisors up to sqrt) instant.
+  int64_t max_value = (int64_t{1} << 31) - 1;
   std::vector<std::string> choices = {}; // strings: accepted values (empty = any)
 };
 

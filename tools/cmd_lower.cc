@@ -1,6 +1,7 @@
 // `ktune lower <template> key=value... [--config JSON]`: the lowered loop IR of one config.
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -18,12 +19,14 @@
 namespace ktune::tools {
 namespace {
 
+constexpr int64_t kNoIndex = std::numeric_limits<int64_t>::min();
+
 struct LowerCmdOptions {
   std::string template_name;
   std::vector<std::string> args;
   std::string target = "host";
   std::string config;       // JSON text, or @path
-  int64_t index = -1;       // a config index of the space
+  int64_t index = kNoIndex;  // a config index of the space
   bool reference = false;   // the plain reference schedule
   bool json = false;
 };
@@ -45,7 +48,8 @@ void run_lower(const LowerCmdOptions& o) {
       text = ss.str();
     }
     config = schedule_space::Config::from_json_string(text);
-  } else if (o.index >= 0) {
+  } else if (o.index != kNoIndex) {
+    if (o.index < 0) throw Error(ErrorKind::kInvalidArgument, "--index must be >= 0, got " + std::to_string(o.index));
     config = task.space().get(static_cast<uint64_t>(o.index));
   }
   const schedule_space::Instantiated inst = o.reference ? task.reference() : task.instantiate(config);

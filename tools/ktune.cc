@@ -50,8 +50,17 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line and status 1, like every other error (CLI11 would add a second line and exit
+    // with its own codes).
+    std::cerr << "ktune: error: " << e.what() << " (see --help)\n";
+    return 1;
   } catch (const Error& e) {
     std::cerr << "ktune: error: " << e.what() << "\n";
     return 1;
