@@ -41,18 +41,16 @@ MatmulTensors matmul_tensors(const WorkloadArgs& w, bool transposed_pack) {
   return t;
 }
 
-void register_matmul(TemplateRegistry& r) {
-  TemplateDef d;
-  d.name = "matmul";
-  d.doc = "C[M,N] = A[M,K] * B[K,N] (layout=nt: B is [N,K])";
-  d.args = {size_arg("M", "rows of A and C"), size_arg("N", "columns of B and C"), size_arg("K", "reduction length"),
-            layout_arg(), dtype_arg()};
-  d.compute = [](const WorkloadArgs& w) {
-    MatmulTensors t = matmul_tensors(w, false);
+// The definition hooks matmul and batch_matmul share: `tensors` builds the tensors (with a
+// transposed copy of B to pack when asked), `batch_axes` leading batch axes come before M, N.
+void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&, bool), int batch_axes) {
+  d.compute = [tensors](const WorkloadArgs& w) {
+    MatmulTensors t = tensors(w, false);
     return ComputeDef{{t.a, t.b, t.c}, {t.c}};
   };
-  d.flop = [](const WorkloadArgs& w) {
-    return 2.0 * static_cast<double>(w.get_int("M")) * static_cast<double>(w.get_int("N")) *
+  d.flop = [batch_axes](const WorkloadArgs& w) {
+    const double batch = batch_axes > 0 ? static_cast<double>(w.get_int("batch")) : 1.0;
+    return 2.0 * batch * static_cast<double>(w.get_int("M")) * static_cast<double>(w.get_int("N")) *
            static_cast<double>(w.get_int("K"));
   };
   d.define = [](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
@@ -61,15 +59,24 @@ void register_matmul(TemplateRegistry& r) {
   d.fallback = [](const WorkloadArgs& w, const TargetTraits& target, const ConfigSpace& space) {
     return gemm_fallback(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
   };
-  d.apply = [](const WorkloadArgs& w, const TargetTraits&, const Config& cfg) {
+  d.apply = [tensors, batch_axes](const WorkloadArgs& w, const TargetTraits&, const Config& cfg) {
     const bool pack = cfg["pack_b"].as_int() != 0;
-    MatmulTensors t = matmul_tensors(w, pack);
+    MatmulTensors t = tensors(w, pack);
     te::Schedule s = te::create_schedule({t.c});
-    GemmStages g{s, t.c, s.cache_write(t.c, "local"), t.packed, 0};
+    GemmStages g{s, t.c, s.cache_write(t.c, "local"), t.packed, batch_axes};
     if (pack && !t.packed.defined()) g.pack = s.cache_read(t.b, {g.acc}, "pack");
     schedule_gemm(g, cfg, w.get_int("M"), w.get_int("N"), w.get_int("K"));
     return Instantiated{s, {t.a, t.b, t.c}};
   };
+}
+
+void register_matmul(TemplateRegistry& r) {
+  TemplateDef d;
+  d.name = "matmul";
+  d.doc = "C[M,N] = A[M,K] * B[K,N] (layout=nt: B is [N,K])";
+  d.args = {size_arg("M", "rows of A and C"), size_arg("N", "columns of B and C"), size_arg("K", "reduction length"),
+            layout_arg(), dtype_arg()};
+  add_gemm_hooks(d, matmul_tensors, 0);
   r.add(std::move(d));
 }
 
@@ -156,29 +163,7 @@ void register_batch_matmul(TemplateRegistry& r) {
   d.doc = "C[batch,M,N] = A[batch,M,K] * B[batch,K,N] (layout=nt: B is [batch,N,K])";
   d.args = {size_arg("batch", "number of matrices"), size_arg("M", "rows"), size_arg("N", "columns"),
             size_arg("K", "reduction length"), layout_arg(), dtype_arg()};
-  d.compute = [](const WorkloadArgs& w) {
-    MatmulTensors t = batch_tensors(w, false);
-    return ComputeDef{{t.a, t.b, t.c}, {t.c}};
-  };
-  d.flop = [](const WorkloadArgs& w) {
-    return 2.0 * static_cast<double>(w.get_int("batch")) * static_cast<double>(w.get_int("M")) *
-           static_cast<double>(w.get_int("N")) * static_cast<double>(w.get_int("K"));
-  };
-  d.define = [](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
-    define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
-  };
-  d.fallback = [](const WorkloadArgs& w, const TargetTraits& target, const ConfigSpace& space) {
-    return gemm_fallback(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
-  };
-  d.apply = [](const WorkloadArgs& w, const TargetTraits&, const Config& cfg) {
-    const bool pack = cfg["pack_b"].as_int() != 0;
-    MatmulTensors t = batch_tensors(w, pack);
-    te::Schedule s = te::create_schedule({t.c});
-    GemmStages g{s, t.c, s.cache_write(t.c, "local"), t.packed, 1};
-    if (pack && !t.packed.defined()) g.pack = s.cache_read(t.b, {g.acc}, "pack");
-    schedule_gemm(g, cfg, w.get_int("M"), w.get_int("N"), w.get_int("K"));
-    return Instantiated{s, {t.a, t.b, t.c}};
-  };
+  add_gemm_hooks(d, batch_tensors, 1);
   r.add(std::move(d));
 }
 
