@@ -50,15 +50,11 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // One line and status 1, like every other error (CLI11 would add a second line and exit
+    // --help and --version end parsing with exit code 0: CLI11 prints them. A real parse error
+    // is one line and status 1, like every other error (CLI11 would add a second line and exit
     // with its own codes).
+    if (e.get_exit_code() == 0) return app.exit(e);
     std::cerr << "ktune: error: " << e.what() << " (see --help)\n";
     return 1;
   } catch (const Error& e) {
