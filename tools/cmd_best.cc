@@ -1,5 +1,4 @@
 // `ktune best <template> key=value... --db PATH`: the best logged config of a workload, or the fallback.
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -8,10 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "codegen/target.h"
-#include "schedule_space/task.h"
 #include "tools/commands.h"
-#include "tuning_db/database.h"
+#include "tools/workload_lookup.h"
+#include "tuning_db/record.h"
 
 namespace ktune::tools {
 namespace {
@@ -25,17 +23,10 @@ struct BestOptions {
 };
 
 void run_best(const BestOptions& o) {
-  const codegen::Target target = codegen::Target::parse(o.target);
-  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
-                                                         target.vector_bits(), target.cores());
-  const auto task = schedule_space::Task::create(
-      o.template_name, schedule_space::parse_workload_args(o.template_name, o.args), traits);
-  if (!std::filesystem::exists(o.db)) throw Error(ErrorKind::kNotFound, "no tuning log at " + o.db);
-  tuning_db::OpenOptions open;
-  open.create = false;
-  auto db = tuning_db::Database::open(o.db, open);
-  // Any LLVM version: a config stays valid across toolchains; the record says which one.
-  auto best = db.best(task.workload_key(), tuning_db::TargetKey{target.str(), ""});
+  const Workload w = resolve_workload(o.template_name, o.args, o.target);
+  const schedule_space::Task& task = w.task;
+  const codegen::Target& target = w.target;
+  const auto best = best_record(o.db, w);
   if (o.json) {
     nlohmann::json j{{"workload", task.workload_key()}, {"target", target.str()}};
     if (best) {

@@ -1,0 +1,653 @@
+// End-to-end test of `ktune build`: the object, header and runtime it writes are linked into a C
+// program by the system compiler, whose outputs are checked against a naive loop; the header must
+// name the logged config; a cross build must be an AArch64 ELF that defines the kernel; every bad
+// input fails with one stderr line and leaves no file behind.
+#include <elf.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/target.h"
+#include "schedule_space/task.h"
+#include "te/host_buffer.h"
+#include "te/interpreter.h"
+#include "te/lower.h"
+#include "tests/cli_util.h"
+#include "tuning_db/database.h"
+
+#ifndef KTUNE_SOURCE_DIR_PATH
+#error "build_cli_test needs KTUNE_SOURCE_DIR_PATH (the project root)"
+#endif
+
+namespace ktune::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_cli::Output;
+using testing_cli::quote;
+
+const char* const kCross = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
+
+// A fresh directory, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() /
+            ("ktune-build-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Every entry of dir with the contents of the regular files ("" for a directory).
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    files[e.path().filename().string()] = e.is_regular_file() ? read_file(e.path().string()) : "";
+  return files;
+}
+
+std::set<std::string> listing(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+
+// Runs `cmd` through /bin/sh; stdout and stderr are captured separately.
+Output shell(const std::string& cmd) {
+  TempDir tmp;
+  const std::string err_path = tmp.file("stderr");
+  Output out;
+  FILE* pipe = ::popen((cmd + " 2>" + quote(err_path)).c_str(), "r");
+  if (!pipe) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.out.append(buf, n);
+  const int status = ::pclose(pipe);
+  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  out.err = read_file(err_path);
+  return out;
+}
+
+// `ktune build <args>` run in `cwd`.
+Output ktune_build(const std::string& args, const fs::path& cwd = fs::current_path()) {
+  return shell("cd " + quote(cwd.string()) + " && " + quote(KTUNE_BINARY) + " build " + args);
+}
+
+schedule_space::Task make_task(const std::string& template_name, const std::vector<std::string>& words,
+                               const std::string& target_text = "host") {
+  const codegen::Target target = codegen::Target::parse(target_text);
+  return schedule_space::Task::create(
+      template_name, schedule_space::parse_workload_args(template_name, words),
+      schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores()));
+}
+
+// The text after "<prefix>" on the first line of the header that starts with it.
+std::string header_field(const std::string& header, const std::string& prefix) {
+  for (const auto& l : lines_of(header))
+    if (l.rfind(prefix, 0) == 0) return l.substr(prefix.size());
+  ADD_FAILURE() << "no line starting with '" << prefix << "' in\n" << header;
+  return "";
+}
+
+nlohmann::json header_config(const std::string& header) {
+  return nlohmann::json::parse(header_field(header, " * config:   "));
+}
+
+tuning_db::Record make_record(const schedule_space::Task& task, const schedule_space::Config& config,
+                              std::vector<double> costs) {
+  const codegen::Target target = codegen::Target::parse("host");
+  tuning_db::Record r;
+  r.workload_key = task.workload_key();
+  r.template_name = task.template_name();
+  r.args = task.args_json();
+  r.flop = task.flop();
+  r.target = {target.str(), codegen::llvm_version()};
+  r.config_index = static_cast<int64_t>(config.index());
+  r.config = config.to_json();
+  if (costs.empty()) {
+    r.error = ErrorKind::kRun;
+    r.error_message = "crashed (test record)";
+  }
+  r.costs = std::move(costs);
+  r.all_cost = 0.5;
+  r.tuner = "random";
+  r.timestamp = 1.7e9;
+  r.ktune_version = "0.1.0";
+  return r;
+}
+
+// Configs of the task other than its fallback that instantiate, chosen by a seeded generator.
+std::vector<schedule_space::Config> pick_configs(const schedule_space::Task& task, size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<schedule_space::Config> picked;
+  std::set<uint64_t> seen{task.fallback_config().index()};
+  while (picked.size() < n) {
+    const uint64_t index = rng() % task.space().size();
+    if (!seen.insert(index).second) continue;
+    const schedule_space::Config config = task.space().get(index);
+    try {
+      (void)task.instantiate(config);
+    } catch (const Error&) {
+      continue;
+    }
+    picked.push_back(config);
+  }
+  return picked;
+}
+
+// A log holding, for `task` on the host: a fast record of configs[0], a slower one of configs[1]
+// and a failure of the fallback config. Returns the fast record's id.
+int64_t write_log(const std::string& path, const schedule_space::Task& task,
+                  const std::vector<schedule_space::Config>& configs) {
+  auto db = tuning_db::Database::open(path);
+  const auto ids = db.add({make_record(task, configs[0], {2.0e-5, 2.2e-5}), make_record(task, configs[1], {9.0e-5}),
+                           make_record(task, task.fallback_config(), {})});
+  return ids[0];
+}
+
+// C source of a program that fills A and B from a seeded generator, calls the matmul wrapper and
+// compares every element of C with a double-precision triple loop. Prints "bad <count>" and
+// returns 1 when an element is off by more than 1e-4 relative to the sum of |products|.
+std::string matmul_program(const std::string& header, const std::string& wrapper, int m, int n, int k) {
+  std::ostringstream c;
+  c << "#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include \"" << header << "\"\n"
+    << "enum { M = " << m << ", N = " << n << ", K = " << k << " };\n"
+    << R"(static unsigned long long state = 12345;
+static float next_value(void) {
+  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (float)((double)(state >> 40) / 16777216.0) - 0.5f;
+}
+static float* buffer(size_t count) {
+  float* p = aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64);
+  for (size_t i = 0; i < count; ++i) p[i] = next_value();
+  return p;
+}
+int main(void) {
+  float* A = buffer(M * K);
+  float* B = buffer(K * N);
+  float* C = buffer(M * N); /* garbage: the kernel must overwrite every element */
+  int rc = )"
+    << wrapper << R"((A, B, C);
+  if (rc != 0) { printf("kernel returned %d\n", rc); return 2; }
+  long bad = 0;
+  double worst = 0;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double ref = 0, scale = 0;
+      for (int q = 0; q < K; ++q) {
+        double p = (double)A[i * K + q] * B[q * N + j];
+        ref += p;
+        scale += fabs(p);
+      }
+      double err = fabs(C[i * N + j] - ref) / (scale > 0 ? scale : 1);
+      if (err > worst) worst = err;
+      if (!(err <= 1e-4)) ++bad;
+    }
+  printf("checked %d bad %ld max_rel_err %g\n", M * N, bad, worst);
+  return bad ? 1 : 0;
+}
+)";
+  return c.str();
+}
+
+// Like matmul_program for Y = relu(X * W^T + bias); also prints how many outputs relu zeroed.
+std::string dense_program(const std::string& header, const std::string& wrapper, int m, int n, int k) {
+  std::ostringstream c;
+  c << "#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include \"" << header << "\"\n"
+    << "enum { M = " << m << ", N = " << n << ", K = " << k << " };\n"
+    << R"(static unsigned long long state = 777;
+static float next_value(void) {
+  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (float)((double)(state >> 40) / 16777216.0) - 0.5f;
+}
+static float* buffer(size_t count) {
+  float* p = aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64);
+  for (size_t i = 0; i < count; ++i) p[i] = next_value();
+  return p;
+}
+int main(void) {
+  float* X = buffer(M * K);
+  float* W = buffer(N * K);
+  float* bias = buffer(N);
+  float* Y = buffer(M * N);
+  int rc = )"
+    << wrapper << R"((X, W, bias, Y);
+  if (rc != 0) { printf("kernel returned %d\n", rc); return 2; }
+  long bad = 0, zeros = 0;
+  double worst = 0;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double ref = bias[j], scale = fabs(bias[j]);
+      for (int q = 0; q < K; ++q) {
+        double p = (double)X[i * K + q] * W[j * K + q];
+        ref += p;
+        scale += fabs(p);
+      }
+      if (ref < 0) { ref = 0; ++zeros; }
+      double err = fabs(Y[i * N + j] - ref) / (scale > 0 ? scale : 1);
+      if (err > worst) worst = err;
+      if (!(err <= 1e-4)) ++bad;
+    }
+  printf("checked %d bad %ld max_rel_err %g zeros %ld\n", M * N, bad, worst, zeros);
+  return bad ? 1 : 0;
+}
+)";
+  return c.str();
+}
+
+// Compiles main.c (in dir) with `compiler` against the object and runtime, runs it with `args`
+// (through `runner`, e.g. qemu) and returns what it printed, or nullopt after failing the test
+// when a step fails.
+std::optional<std::string> compile_and_run(const TempDir& dir, const std::string& program, const std::string& object,
+                                           const std::string& runtime, const std::string& compiler = "cc",
+                                           const std::string& runner = "", const std::string& args = "") {
+  write_file(dir.file("main.c"), program);
+  const std::string exe = dir.file("main");
+  const Output built = shell(compiler + " -std=c11 -O1 -Wall -Wextra -Werror -I" + quote(dir.path().string()) + " " +
+                             quote(dir.file("main.c")) + " " + quote(object) + " " + quote(runtime) + " -o " +
+                             quote(exe) + " -lpthread -lm");
+  EXPECT_EQ(built.status, 0) << built.out << built.err;
+  if (built.status != 0) return std::nullopt;
+  const Output ran = shell(runner + (runner.empty() ? "" : " ") + quote(exe) + (args.empty() ? "" : " ") + args);
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  if (ran.status != 0) return std::nullopt;
+  return ran.out;
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(digits) << v;
+  return s.str();
+}
+
+TEST(BuildCli, BuildsTheBestLoggedConfigAndItComputesTheMatmul) {
+  TempDir dir;
+  const auto task = make_task("matmul", {"M=64", "N=48", "K=32"});
+  const auto configs = pick_configs(task, 2, 2024);
+  const int64_t best_id = write_log(dir.file("tune.db"), task, configs);
+  const Output out =
+      ktune_build("matmul M=64 N=48 K=32 --db " + quote(dir.file("tune.db")) + " -o " + quote(dir.file("k.o")) +
+                  " --header " + quote(dir.file("k.h")) + " --runtime " + quote(dir.file("rt.c")) + " --json");
+  ASSERT_EQ(out.status, 0) << out.err;
+  EXPECT_EQ(out.err, "") << "a tuned build warns about nothing";
+  const auto j = nlohmann::json::parse(out.out);
+  EXPECT_EQ(j["config_source"], "tuned");
+  EXPECT_EQ(j["record"]["id"], best_id);
+  EXPECT_EQ(j["config"]["index"], configs[0].index());
+  EXPECT_EQ(j["symbol"], "ktune_matmul");
+  EXPECT_EQ(j["object"], dir.file("k.o"));
+  EXPECT_EQ(j["object_bytes"], fs::file_size(dir.file("k.o")));
+
+  // The header names the record's config, where it came from, and how to call the kernel.
+  const std::string header = read_file(dir.file("k.h"));
+  const nlohmann::json config = header_config(header);
+  EXPECT_EQ(config["index"], configs[0].index());
+  EXPECT_EQ(config["entity"], configs[0].to_json()["entity"]);
+  const std::string source = header_field(header, " * source:   ");
+  EXPECT_TRUE(contains(source, "record " + std::to_string(best_id))) << source;
+  EXPECT_TRUE(contains(source, fixed(task.flop() / 2.1e-5 / 1e9, 2) + " GFLOP/s")) << source;
+  EXPECT_TRUE(contains(source, "tuner random")) << source;
+  EXPECT_EQ(header_field(header, " * workload: "), task.workload_key());
+  EXPECT_EQ(header_field(header, " * target:   "), codegen::Target::parse("host").str());
+  EXPECT_EQ(header_field(header, " * LLVM:     "), codegen::llvm_version());
+  for (const char* part : {"#include <stdint.h>", "extern \"C\" {", "int32_t ktune_matmul(void* const* args);",
+                           "static inline int32_t ktune_matmul_run(const float* A, const float* B, float* C)",
+                           "0 A: float32[64][32], 8192 bytes, input", "1 B: float32[32][48], 6144 bytes, input",
+                           "2 C: float32[64][48], 12288 bytes, output", "64-byte aligned",
+                           "#define KTUNE_MATMUL_ALIGNMENT 64", "link ktune_parallel_for: write it with --runtime"})
+    EXPECT_TRUE(contains(header, part)) << part << "\n" << header;
+  EXPECT_EQ(read_file(dir.file("rt.c")),
+            read_file(std::string(KTUNE_SOURCE_DIR_PATH) + "/codegen/runtime_standalone.c"));
+
+  const std::string ran =
+      compile_and_run(dir, matmul_program("k.h", "ktune_matmul_run", 64, 48, 32), dir.file("k.o"), dir.file("rt.c"))
+          .value_or("");
+  EXPECT_TRUE(contains(ran, "checked 3072 bad 0 ")) << ran;
+  // The header is valid C++ too (extern "C" guards).
+  const Output cxx = shell("c++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only -x c++ " + quote(dir.file("k.h")));
+  EXPECT_EQ(cxx.status, 0) << cxx.err;
+}
+
+TEST(BuildCli, WithoutALogBuildsTheFallbackWithOneWarning) {
+  TempDir dir;
+  const auto task = make_task("matmul", {"M=64", "N=48", "K=32"});
+  // Default output names, in the current directory.
+  const Output out = ktune_build("matmul M=64 N=48 K=32 --db missing.db --runtime rt.c", dir.path());
+  ASSERT_EQ(out.status, 0) << out.err;
+  const auto err = lines_of(out.err);
+  ASSERT_EQ(err.size(), 1u) << out.err;
+  EXPECT_TRUE(contains(err[0], "warning") && contains(err[0], "missing.db") && contains(err[0], "fallback")) << err[0];
+  EXPECT_TRUE(contains(out.out, "config:  fallback, untuned")) << out.out;
+  EXPECT_EQ(listing(dir.path()), (std::set<std::string>{"ktune_matmul.h", "ktune_matmul.o", "rt.c"}))
+      << "the missing log is not created";
+
+  const std::string header = read_file(dir.file("ktune_matmul.h"));
+  EXPECT_EQ(header_config(header)["index"], task.fallback_config().index());
+  EXPECT_TRUE(contains(header_field(header, " * source:   "), "fallback, untuned")) << header;
+  const std::string ran = compile_and_run(dir, matmul_program("ktune_matmul.h", "ktune_matmul_run", 64, 48, 32),
+                                          dir.file("ktune_matmul.o"), dir.file("rt.c"))
+                              .value_or("");
+  EXPECT_TRUE(contains(ran, "checked 3072 bad 0 ")) << ran;
+}
+
+TEST(BuildCli, DenseBiasReluWithALogThatHasNoRecordOfIt) {
+  TempDir dir;
+  const auto matmul = make_task("matmul", {"M=64", "N=48", "K=32"});
+  write_log(dir.file("tune.db"), matmul, pick_configs(matmul, 2, 7));
+  const auto task = make_task("dense_bias_relu", {"M=16", "N=48", "K=32"});
+  const Output out = ktune_build("dense_bias_relu M=16 N=48 K=32 --name my_dense --db " + quote(dir.file("tune.db")) +
+                                 " -o " + quote(dir.file("d.o")) + " --header " + quote(dir.file("d.h")) +
+                                 " --runtime " + quote(dir.file("rt.c")));
+  ASSERT_EQ(out.status, 0) << out.err;
+  const auto err = lines_of(out.err);
+  ASSERT_EQ(err.size(), 1u) << out.err;
+  EXPECT_TRUE(contains(err[0], "no successful record of " + task.workload_key())) << err[0];
+  EXPECT_TRUE(contains(out.out, "symbol:  my_dense (wrapper my_dense_run)")) << out.out;
+
+  const std::string header = read_file(dir.file("d.h"));
+  EXPECT_EQ(header_config(header)["index"], task.fallback_config().index());
+  EXPECT_TRUE(contains(header, "int32_t my_dense(void* const* args);")) << header;
+  EXPECT_TRUE(contains(header,
+                       "static inline int32_t my_dense_run(const float* X, const float* W, "
+                       "const float* bias, float* Y)"))
+      << header;
+  EXPECT_TRUE(contains(header, "2 bias: float32[48], 192 bytes, input")) << header;
+  const std::string ran =
+      compile_and_run(dir, dense_program("d.h", "my_dense_run", 16, 48, 32), dir.file("d.o"), dir.file("rt.c"))
+          .value_or("");
+  EXPECT_TRUE(contains(ran, "checked 768 bad 0 ")) << ran;
+  // relu must have had something to do: some outputs are clamped, not all.
+  const auto at = ran.find("zeros ");
+  ASSERT_NE(at, std::string::npos) << ran;
+  const long zeros = std::stol(ran.substr(at + 6));
+  EXPECT_GT(zeros, 0);
+  EXPECT_LT(zeros, 768);
+}
+
+// The symbol table of a 64-bit little-endian ELF relocatable object: does it define `name` as a
+// global function? Every offset is checked against the file size.
+bool elf_defines_global_function(const std::string& bytes, const std::string& name) {
+  if (bytes.size() < sizeof(Elf64_Ehdr)) return false;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  const auto in_file = [&](uint64_t off, uint64_t len) { return off <= bytes.size() && len <= bytes.size() - off; };
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) || !in_file(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr)))
+    return false;
+  const auto section = [&](size_t i) {
+    Elf64_Shdr sh;
+    std::memcpy(&sh, bytes.data() + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof sh);
+    return sh;
+  };
+  for (size_t i = 0; i < eh.e_shnum; ++i) {
+    const Elf64_Shdr symtab = section(i);
+    if (symtab.sh_type != SHT_SYMTAB || symtab.sh_link >= eh.e_shnum) continue;
+    const Elf64_Shdr strtab = section(symtab.sh_link);
+    if (!in_file(symtab.sh_offset, symtab.sh_size) || !in_file(strtab.sh_offset, strtab.sh_size)) return false;
+    for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= symtab.sh_size; off += sizeof(Elf64_Sym)) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, bytes.data() + symtab.sh_offset + off, sizeof sym);
+      if (sym.st_name >= strtab.sh_size) continue;
+      const char* s = bytes.data() + strtab.sh_offset + sym.st_name;
+      const std::string sym_name(s, strnlen(s, strtab.sh_size - sym.st_name));
+      if (sym_name == name && sym.st_shndx != SHN_UNDEF && ELF64_ST_BIND(sym.st_info) == STB_GLOBAL &&
+          ELF64_ST_TYPE(sym.st_info) == STT_FUNC)
+        return true;
+    }
+  }
+  return false;
+}
+
+TEST(BuildCli, CrossBuildIsAnAArch64ObjectDefiningTheKernel) {
+  TempDir dir;
+  // The log's record is for the host: the AArch64 target has none, so this is the fallback.
+  const auto host_task = make_task("matmul", {"M=64", "N=48", "K=32"});
+  write_log(dir.file("tune.db"), host_task, pick_configs(host_task, 2, 11));
+  const auto task = make_task("matmul", {"M=64", "N=48", "K=32"}, kCross);
+  const Output out = ktune_build("matmul M=64 N=48 K=32 --target " + quote(kCross) + " --db " +
+                                 quote(dir.file("tune.db")) + " -o " + quote(dir.file("a.o")) + " --header " +
+                                 quote(dir.file("a.h")) + " --runtime " + quote(dir.file("rt.c")) + " --json");
+  ASSERT_EQ(out.status, 0) << out.err;
+  EXPECT_EQ(lines_of(out.err).size(), 1u) << out.err;
+  const auto j = nlohmann::json::parse(out.out);
+  EXPECT_EQ(j["config_source"], "fallback");
+  EXPECT_EQ(j["config"]["index"], task.fallback_config().index());
+  EXPECT_EQ(j["target"], codegen::Target::parse(kCross).str());
+
+  const std::string object = read_file(dir.file("a.o"));
+  ASSERT_GE(object.size(), sizeof(Elf64_Ehdr));
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, object.data(), sizeof eh);
+  EXPECT_EQ(std::memcmp(eh.e_ident, ELFMAG, SELFMAG), 0);
+  EXPECT_EQ(eh.e_ident[EI_CLASS], ELFCLASS64);
+  EXPECT_EQ(eh.e_ident[EI_DATA], ELFDATA2LSB);
+  EXPECT_EQ(eh.e_type, ET_REL);
+  EXPECT_EQ(eh.e_machine, 183) << "EM_AARCH64";
+  EXPECT_TRUE(elf_defines_global_function(object, "ktune_matmul"));
+  EXPECT_FALSE(elf_defines_global_function(object, "ktune_matmul_run")) << "the wrapper lives in the header";
+  EXPECT_EQ(header_field(read_file(dir.file("a.h")), " * target:   "), codegen::Target::parse(kCross).str());
+
+  // Where a cross toolchain and qemu exist, the same C program runs on (emulated) AArch64.
+  if (std::system("command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && "
+                  "command -v qemu-aarch64-static >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no aarch64-linux-gnu-gcc or qemu-aarch64-static: the object was not run";
+  const std::string ran = compile_and_run(dir, matmul_program("a.h", "ktune_matmul_run", 64, 48, 32), dir.file("a.o"),
+                                          dir.file("rt.c"), "aarch64-linux-gnu-gcc -static", "qemu-aarch64-static")
+                              .value_or("");
+  EXPECT_TRUE(contains(ran, "checked 3072 bad 0 ")) << ran;
+}
+
+// C source of a program that loads the inputs from DIR/in<i>.bin (argv[1] is DIR), fills the
+// outputs with NaN bytes, calls the wrapper and stores the outputs to DIR/out<i>.bin.
+std::string file_io_program(const std::string& header, const std::string& wrapper, const nlohmann::json& arguments) {
+  std::ostringstream c;
+  c << "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"" << header << "\"\n"
+    << R"(static char path[4096];
+static void* buffer(const char* dir, const char* kind, int i, size_t bytes, int load) {
+  void* p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  memset(p, 0xff, bytes); /* NaN everywhere the kernel does not write */
+  if (!load) return p;
+  snprintf(path, sizeof path, "%s/%s%d.bin", dir, kind, i);
+  FILE* f = fopen(path, "rb");
+  if (!f || fread(p, 1, bytes, f) != bytes) exit(3);
+  fclose(f);
+  return p;
+}
+static void store(const char* dir, int i, const void* p, size_t bytes) {
+  snprintf(path, sizeof path, "%s/out%d.bin", dir, i);
+  FILE* f = fopen(path, "wb");
+  if (!f || fwrite(p, 1, bytes, f) != bytes) exit(4);
+  fclose(f);
+}
+int main(int argc, char** argv) {
+  if (argc != 2) return 5;
+)";
+  for (size_t i = 0; i < arguments.size(); ++i)
+    c << "  void* a" << i << " = buffer(argv[1], \"in\", " << i << ", " << arguments[i]["bytes"].get<int64_t>() << ", "
+      << (arguments[i]["output"].get<bool>() ? 0 : 1) << ");\n";
+  c << "  int rc = " << wrapper << "(";
+  for (size_t i = 0; i < arguments.size(); ++i) c << (i ? ", " : "") << "a" << i;
+  c << ");\n  if (rc != 0) return 2;\n";
+  for (size_t i = 0; i < arguments.size(); ++i)
+    if (arguments[i]["output"].get<bool>())
+      c << "  store(argv[1], " << i << ", a" << i << ", " << arguments[i]["bytes"].get<int64_t>() << ");\n";
+  c << "  return 0;\n}\n";
+  return c.str();
+}
+
+// Every template (small instances): the built kernel, called through its typed wrapper from C,
+// gives what te's interpreter computes from the plain reference schedule on the same inputs.
+TEST(BuildCli, EveryTemplateLinksIntoCAndMatchesTheReference) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> workloads = {
+      {"matmul", {"M=24", "N=32", "K=16", "dtype=float64"}},
+      {"dense_bias_relu", {"M=8", "N=32", "K=16"}},
+      {"batch_matmul", {"batch=2", "M=8", "N=32", "K=16", "layout=nt"}},
+      {"conv2d", {"C=3", "H=10", "W=10", "K=8", "pad=1"}},
+      {"conv2d_nchwc", {"C=16", "H=8", "W=8", "K=16"}},
+      {"depthwise_conv2d", {"C=8", "H=10", "W=10", "stride=2", "pad=1"}},
+      {"max_pool2d", {"C=4", "H=9", "W=9", "R=3", "S=3", "pad=1"}},
+      {"avg_pool2d", {"C=4", "H=8", "W=12"}},
+  };
+  for (const auto& [name, words] : workloads) {
+    SCOPED_TRACE(name);
+    TempDir dir;
+    std::string cli = name;
+    for (const auto& w : words) cli += " " + w;
+    const Output out = ktune_build(cli + " --db missing.db --json --runtime rt.c -o k.o --header k.h", dir.path());
+    ASSERT_EQ(out.status, 0) << out.err;
+    const auto j = nlohmann::json::parse(out.out);
+    const nlohmann::json& arguments = j["arguments"];
+
+    // The reference on seeded inputs, in the same argument order as the kernel ABI.
+    const auto task = make_task(name, words);
+    const schedule_space::Instantiated ref = task.reference();
+    const te::LoweredFunc f = te::lower(ref.schedule, ref.args, "reference");
+    ASSERT_EQ(arguments.size(), f.args.size());
+    std::vector<te::HostBuffer> buffers;
+    for (size_t i = 0; i < f.args.size(); ++i) {
+      ASSERT_EQ(arguments[i]["shape"].get<std::vector<int64_t>>(), f.args[i].shape);
+      ASSERT_EQ(arguments[i]["dtype"], f.args[i].dtype.str());
+      ASSERT_EQ(arguments[i]["output"], f.args[i].is_output);
+      buffers.emplace_back(f.args[i].shape, f.args[i].dtype);
+      if (!f.args[i].is_output) {
+        buffers.back().fill_random(100 + i);
+        write_file(dir.file("in" + std::to_string(i) + ".bin"),
+                   std::string(static_cast<const char*>(buffers.back().data()), buffers.back().bytes()));
+      }
+    }
+    std::vector<te::HostBuffer*> pointers;
+    for (auto& b : buffers) pointers.push_back(&b);
+    te::interpret(f, pointers);
+
+    if (!compile_and_run(dir, file_io_program("k.h", j["wrapper"], arguments), dir.file("k.o"), dir.file("rt.c"), "cc",
+                         "", quote(dir.path().string())))
+      continue;
+    for (size_t i = 0; i < f.args.size(); ++i) {
+      if (!f.args[i].is_output) continue;
+      const std::string bytes = read_file(dir.file("out" + std::to_string(i) + ".bin"));
+      ASSERT_EQ(bytes.size(), buffers[i].bytes());
+      te::HostBuffer got(f.args[i].shape, f.args[i].dtype);
+      std::memcpy(got.data(), bytes.data(), bytes.size());
+      int64_t bad = 0;
+      for (int64_t e = 0; e < got.num_elements(); ++e) {
+        const double want = buffers[i].get(e), have = got.get(e);
+        if (!(std::abs(have - want) <= 1e-4 * (1 + std::abs(want)))) ++bad;
+      }
+      EXPECT_EQ(bad, 0) << "of " << got.num_elements() << " elements of output " << i;
+    }
+  }
+}
+
+struct BadCase {
+  std::string what;
+  std::string args;     // after `ktune build`; DIR stands for the case's directory
+  std::string message;  // a part of the one error line
+};
+
+std::string replace_dir(std::string s, const std::string& dir) {
+  for (size_t at = s.find("DIR"); at != std::string::npos; at = s.find("DIR", at + dir.size())) s.replace(at, 3, dir);
+  return s;
+}
+
+TEST(BuildCli, BadInputFailsWithOneLineAndWritesNothing) {
+  const std::string outs = " -o DIR/k.o --header DIR/k.h --runtime DIR/rt.c";
+  const std::string mm = "matmul M=16 N=16 K=16";
+  const std::vector<BadCase> cases = {
+      {"unknown template", "nosuch M=1" + outs, "unknown template 'nosuch'"},
+      {"argument not an integer", "matmul M=abc N=16 K=16" + outs, "M=abc"},
+      {"unknown argument", mm + " Q=3" + outs, "Q"},
+      {"bad target", mm + " --target 'llvm -mtriple=nonsense-unknown-none'" + outs, "nonsense"},
+      {"unknown cpu", mm + " --target 'llvm -mtriple=aarch64-linux-gnu -mcpu=pentium9'" + outs, "pentium9"},
+      {"malformed log", mm + " --db DIR/garbage.db" + outs, "garbage.db"},
+      {"--require-tuned, no log", mm + " --db DIR/missing.db --require-tuned" + outs, "--require-tuned"},
+      {"--require-tuned, no record", mm + " --db DIR/empty.db --require-tuned" + outs, "no successful record"},
+      {"output directory missing", mm + " --db DIR/missing.db -o DIR/nodir/k.o --header DIR/k.h --runtime DIR/rt.c",
+       "nodir/k.o"},
+      // The object is renamed into place first; the header's rename then fails: the object goes too.
+      {"header path is a directory", mm + " --db DIR/missing.db -o DIR/k.o --header DIR/sub --runtime DIR/rt.c",
+       "DIR/sub"},
+      {"same file twice", mm + " --db DIR/missing.db -o DIR/k.o --header DIR/k.o", "same file"},
+      {"empty output path", mm + " --db DIR/missing.db -o '' --header DIR/k.h --runtime DIR/rt.c", "empty"},
+      {"empty runtime path", mm + " --db DIR/missing.db -o DIR/k.o --header DIR/k.h --runtime ''", "empty"},
+      {"output over the log", mm + " --db DIR/empty.db -o DIR/k.o --header DIR/./empty.db", "is the tuning log"},
+      {"name starts with a digit", mm + " --db DIR/missing.db --name 9lives" + outs, "9lives"},
+      {"name with a dash", mm + " --db DIR/missing.db --name my-kernel" + outs, "my-kernel"},
+      {"name is a keyword", mm + " --db DIR/missing.db --name int" + outs, "'int'"},
+      {"empty name", mm + " --db DIR/missing.db --name ''" + outs, "--name ''"},
+      {"unknown option", mm + " --nope" + outs, "--nope"},
+  };
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.what);
+    TempDir dir;
+    write_file(dir.file("garbage.db"), "this is not a SQLite database, only text\n");
+    tuning_db::Database::open(dir.file("empty.db"));
+    fs::create_directory(dir.path() / "sub");
+    write_file(dir.file("k.h"), "/* an older header that a failed build must not touch */\n");
+    const auto before = snapshot(dir.path());
+    const std::string d = dir.path().string();
+    const Output out = ktune_build(replace_dir(c.args, d));
+    EXPECT_EQ(out.status, 1) << out.out;
+    const auto err = lines_of(out.err);
+    ASSERT_EQ(err.size(), 1u) << out.err;
+    EXPECT_EQ(err[0].rfind("ktune: error: ", 0), 0u) << err[0];
+    EXPECT_TRUE(contains(err[0], replace_dir(c.message, d))) << err[0];
+    EXPECT_EQ(out.out, "");
+    EXPECT_TRUE(snapshot(dir.path()) == before) << "no file is changed, and no output, temporary or log file is "
+                                                   "left behind";
+    EXPECT_TRUE(fs::is_empty(dir.path() / "sub"));
+  }
+}
+
+}  // namespace
+}  // namespace ktune::tools

@@ -1,0 +1,44 @@
+// Declares the C header that `ktune build` writes next to a kernel object: provenance, the raw entry, a typed wrapper.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/artifact.h"
+
+namespace ktune::tools {
+
+// What the header says about where the kernel came from.
+struct KernelProvenance {
+  std::string workload_key;  // "matmul(M=64,N=48,K=32,dtype=float32)"
+  std::string target;        // canonical target string the object was compiled for
+  std::string llvm_version;  // LLVM that compiled the object
+  std::string config_json;   // the config, one line
+  // "tuning log ktune.db, record 12: 35.20 GFLOP/s (0.0120 ms), tuner xgb" or
+  // "fallback, untuned (...why...)": one line, shown as is.
+  std::string source;
+  std::string ktune_version;
+};
+
+// Returns whether `name` is a C identifier ([A-Za-z_][A-Za-z0-9_]*) that is not a C or C++
+// keyword. Never throws.
+bool is_c_identifier(const std::string& name);
+
+// Returns the parameter names of `<symbol>_run`, one per kernel argument: its tensor name made
+// into a C identifier that is not a keyword and clashes neither with another argument nor with
+// a name the header defines. Never throws.
+std::vector<std::string> wrapper_parameter_names(const std::string& symbol,
+                                                 const std::vector<std::string>& tensor_names);
+
+// Returns the header text for the kernel `symbol` with the artifact's signature; tensor_names
+// are the kernel arguments' tensor names in call order (one per ArgSpec). It declares
+// `int32_t <symbol>(void* const* args)` and `static inline int32_t <symbol>_run(...)`.
+// Throws Error(kInvalidArgument) for a symbol that is not a C identifier, an empty signature or a
+// names/signature size mismatch, Error(kUnsupported) for a dtype with no C type.
+std::string kernel_header(const std::string& symbol, const codegen::Artifact& artifact,
+                          const std::vector<std::string>& tensor_names, const KernelProvenance& provenance);
+
+// The standard alignment, in bytes, every kernel buffer must have (the kernel ABI).
+inline constexpr int kKernelBufferAlignment = 64;
+
+}  // namespace ktune::tools

@@ -1,0 +1,29 @@
+// The look-up shared by `ktune best` and `ktune build`.
+#include "tools/workload_lookup.h"
+
+#include <filesystem>
+
+#include "support/error.h"
+#include "tuning_db/database.h"
+
+namespace ktune::tools {
+
+Workload resolve_workload(const std::string& template_name, const std::vector<std::string>& args,
+                          const std::string& target_text) {
+  codegen::Target target = codegen::Target::parse(target_text);
+  const auto traits =
+      schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores());
+  auto task =
+      schedule_space::Task::create(template_name, schedule_space::parse_workload_args(template_name, args), traits);
+  return Workload{std::move(target), std::move(task)};
+}
+
+std::optional<tuning_db::Record> best_record(const std::string& db_path, const Workload& workload) {
+  if (!std::filesystem::exists(db_path)) throw Error(ErrorKind::kNotFound, "no tuning log at " + db_path);
+  tuning_db::OpenOptions open;
+  open.create = false;
+  auto db = tuning_db::Database::open(db_path, open);
+  return db.best(workload.task.workload_key(), tuning_db::TargetKey{workload.target.str(), ""});
+}
+
+}  // namespace ktune::tools

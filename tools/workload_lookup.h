@@ -1,0 +1,33 @@
+// Declares the look-up shared by `ktune best` and `ktune build`: a workload on a target and its best logged record.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/target.h"
+#include "schedule_space/task.h"
+#include "tuning_db/record.h"
+
+namespace ktune::tools {
+
+// A workload as named on the command line, resolved on a target.
+struct Workload {
+  codegen::Target target;
+  schedule_space::Task task;
+};
+
+// Parses the target text ("host" or a TVM-style string) and creates the task of `template_name`
+// with its key=value `args` on it. Returns both.
+// Throws Error(kInvalidArgument) for a bad target string, unknown template or argument, and
+// Error(kUnsupported) for a triple this LLVM build has no backend for.
+Workload resolve_workload(const std::string& template_name, const std::vector<std::string>& args,
+                          const std::string& target_text);
+
+// Returns the fastest successful record of the workload in the tuning log at db_path, from any
+// LLVM version (a config stays valid across toolchains; the record says which one), or nullopt.
+// The log is opened without creating it. Throws Error(kNotFound) when db_path does not exist and
+// Error(kDatabase) for a file that is not a readable ktune log.
+std::optional<tuning_db::Record> best_record(const std::string& db_path, const Workload& workload);
+
+}  // namespace ktune::tools
