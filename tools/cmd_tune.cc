@@ -1,4 +1,5 @@
-// `ktune tune <template> key=value...`: tune a workload on this machine and log every measurement.
+// `ktune tune <template> key=value...`: tune a workload on this machine or on a device leased from a
+// tuning server, and log every measurement.
 #include <unistd.h>
 
 #include <cstdio>
@@ -6,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_set>
@@ -16,6 +18,7 @@
 
 #include "codegen/target.h"
 #include "rpc_runner/local_runner.h"
+#include "rpc_runner/remote_runner.h"
 #include "schedule_space/task.h"
 #include "tools/commands.h"
 #include "tuner/basic_tuners.h"
@@ -50,7 +53,22 @@ struct TuneCommandOptions {
   std::string xgb_features = "knob";
   bool no_transfer = false;
   size_t transfer_history = 20000;
+  std::string server;          // "" = measure on this machine
+  std::string device_key;      // with --server: the device to lease
+  double lease_timeout_s = 10;
 };
+
+// Fills the options every runner shares.
+void set_runner_options(const TuneCommandOptions& o, rpc_runner::ChannelRunnerOptions& r) {
+  r.build_threads = o.threads;
+  r.data_seed = o.seed;
+  r.measure.number = o.number;
+  r.measure.repeat = o.repeat;
+  r.measure.min_repeat_ms = o.min_repeat_ms;
+  r.measure.build_timeout_s = o.timeout_s;
+  r.measure.run_timeout_s = o.timeout_s;
+  r.measure.check_correctness = !o.no_check;
+}
 
 tuner::FeatureKind parse_features(const std::string& name) {
   if (name == "knob") return tuner::FeatureKind::kKnob;
@@ -106,29 +124,48 @@ void seed_from_history(tuning_db::Database& db, const schedule_space::Task& task
 }
 
 void run_tune(const TuneCommandOptions& o) {
-  // Everything that can be wrong with the request is checked before the log is touched.
-  const codegen::Target target = codegen::Target::parse(o.target);
-  if (!target.is_host_compatible())
+  // Everything that can be wrong with the request (including an unreachable server or no free
+  // device) is checked before the log is touched.
+  std::unique_ptr<tuner::Measurer> measurer;
+  std::optional<codegen::Target> device_target;
+  int device_cores = 0;
+  if (!o.server.empty()) {
+    if (o.device_key.empty()) throw Error(ErrorKind::kInvalidArgument, "--server needs --device-key");
+    rpc_runner::RemoteRunnerOptions remote;
+    set_runner_options(o, remote);
+    remote.session.server = o.server;
+    remote.session.device_key = o.device_key;
+    remote.session.lease_timeout_s = o.lease_timeout_s;
+    auto runner = std::make_unique<rpc_runner::RemoteRunner>(remote);
+    device_target = codegen::Target::parse(runner->device().target);
+    device_cores = runner->device().cores;
+    measurer = std::move(runner);
+  } else if (!o.device_key.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
+  }
+  // On a device, "host" means the device's own target; code is built here for it.
+  const codegen::Target target =
+      device_target && o.target == "host" ? *device_target : codegen::Target::parse(o.target);
+  if (device_target && target.str() != device_target->str())
+    throw Error(ErrorKind::kUnsupported, "target '" + target.str() + "' differs from the device's target '" +
+                                             device_target->str() + "'");
+  if (!device_target && !target.is_host_compatible())
     throw Error(ErrorKind::kUnsupported,
-                "target '" + target.str() + "' cannot run on this host; `ktune tune` measures locally");
-  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
-                                                         target.vector_bits(), target.cores());
+                "target '" + target.str() + "' cannot run on this host; measure it on a device with --server");
+  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(),
+                                                         device_cores > 0 ? device_cores : target.cores());
   const auto task = schedule_space::Task::create(
       o.template_name, schedule_space::parse_workload_args(o.template_name, o.args), traits);
   std::unique_ptr<tuner::Tuner> search = make_tuner(o, task);
   auto* xgb = dynamic_cast<tuner::XGBTuner*>(search.get());
   if (o.trials == 0) throw Error(ErrorKind::kInvalidArgument, "--trials must be at least 1");
 
-  rpc_runner::LocalRunnerOptions runner_options;
-  runner_options.build_threads = o.threads;
-  runner_options.data_seed = o.seed;
-  runner_options.measure.number = o.number;
-  runner_options.measure.repeat = o.repeat;
-  runner_options.measure.min_repeat_ms = o.min_repeat_ms;
-  runner_options.measure.build_timeout_s = o.timeout_s;
-  runner_options.measure.run_timeout_s = o.timeout_s;
-  runner_options.measure.check_correctness = !o.no_check;
-  rpc_runner::LocalRunner runner(runner_options);
+  if (!measurer) {
+    rpc_runner::LocalRunnerOptions local;
+    set_runner_options(o, local);
+    measurer = std::make_unique<rpc_runner::LocalRunner>(local);
+  }
+  tuner::Measurer& runner = *measurer;
 
   auto db = tuning_db::Database::open(o.db);
   tuner::RecordContext context;
@@ -237,10 +274,10 @@ void run_tune(const TuneCommandOptions& o) {
 
 void add_tune(CLI::App& app) {
   auto o = std::make_shared<TuneCommandOptions>();
-  auto* cmd = app.add_subcommand("tune", "Tune a workload on this machine; log every measurement");
+  auto* cmd = app.add_subcommand("tune", "Tune a workload on this machine or a leased device; log every measurement");
   cmd->add_option("template", o->template_name, "Template name (see `ktune templates`)")->required();
   cmd->add_option("args", o->args, "Workload arguments key=value (omitted ones take their defaults)");
-  cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...' (must run here)")
+  cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...' (must run here, or be the device's)")
       ->capture_default_str();
   cmd->add_option("--trials", o->trials, "New configs to measure")->capture_default_str();
   cmd->add_option("--tuner", o->tuner, "Search: random, grid, ga or xgb")->capture_default_str();
@@ -263,6 +300,10 @@ void add_tune(CLI::App& app) {
   cmd->add_option("--timeout", o->timeout_s, "Build and run timeout per config, seconds")->capture_default_str();
   cmd->add_flag("--no-check", o->no_check, "Do not compare outputs with the reference");
   cmd->add_flag("--json", o->json, "Print the summary as JSON (no progress bar)");
+  cmd->add_option("--server", o->server, "Measure on a device leased from this tuning server (HOST:PORT)");
+  cmd->add_option("--device-key", o->device_key, "With --server: the key of the device to lease");
+  cmd->add_option("--lease-timeout", o->lease_timeout_s, "With --server: wait this long for a free device, s")
+      ->capture_default_str();
   cmd->callback([o] { run_tune(*o); });
 }
 

@@ -1,0 +1,46 @@
+// `ktune worker`: attach this machine to a tuning server as a device and serve until SIGINT/SIGTERM.
+#include <pthread.h>
+#include <signal.h>
+
+#include <memory>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "rpc_runner/device_worker.h"
+#include "tools/commands.h"
+
+namespace ktune::tools {
+namespace {
+
+void run_worker(const rpc_runner::DeviceWorkerOptions& options) {
+  // Blocked before the worker starts its threads, so the signals reach only sigwait below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  rpc_runner::DeviceWorker worker(options);
+  int signal = 0;
+  sigwait(&signals, &signal);
+  spdlog::info("{}: detaching", signal == SIGINT ? "SIGINT" : "SIGTERM");
+  worker.stop();
+}
+
+void add_worker(CLI::App& app) {
+  auto o = std::make_shared<rpc_runner::DeviceWorkerOptions>();
+  auto* cmd = app.add_subcommand("worker", "Serve this machine as a device of a tuning server");
+  cmd->add_option("--server", o->server, "The tuning server, HOST:PORT")->required();
+  cmd->add_option("--key", o->key, "Device key that clients lease by (e.g. x86-avx512)")->required();
+  cmd->add_option("--runner", o->runner_path, "The ktune-runner executable (default: next to ktune)");
+  cmd->add_option("--description", o->description, "Free text shown by `ktune server devices`");
+  cmd->add_option("--reconnect-max", o->reconnect_max_s, "Longest wait between reconnection attempts, s")
+      ->capture_default_str();
+  cmd->callback([o] { run_worker(*o); });
+}
+
+}  // namespace
+
+KTUNE_REGISTER_COMMAND(worker, add_worker);
+
+}  // namespace ktune::tools
