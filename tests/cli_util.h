@@ -1,4 +1,4 @@
-// Defines the helper that end-to-end tests use to run the `ktune` binary and read its output.
+// Defines the helpers that end-to-end tests use to run the `ktune` binary (or any command) and read its output.
 #pragma once
 
 #include <sys/wait.h>
@@ -45,10 +45,10 @@ inline std::string read_file_and_remove(const std::string& path) {
 
 }  // namespace detail
 
-// Runs `KTUNE_BINARY args` through /bin/sh (so `args` must be shell-quoted, see quote()).
-// Returns the exit status and stdout; stderr is discarded unless `with_stderr`, in which case
-// it is captured separately into Output::err (through a temporary file).
-inline Output ktune(const std::string& args, bool with_stderr = false) {
+// Runs `cmd` through /bin/sh. Returns the exit status and stdout; stderr is discarded unless
+// `with_stderr`, in which case it is captured separately into Output::err (through a
+// temporary file).
+inline Output shell(const std::string& cmd, bool with_stderr = true) {
   Output out;
   std::string err_path;
   if (with_stderr) {
@@ -58,9 +58,8 @@ inline Output ktune(const std::string& args, bool with_stderr = false) {
     ::close(fd);
     err_path = tmpl;
   }
-  const std::string cmd = std::string(KTUNE_BINARY) + " " + args + " 2>" +
-                          (with_stderr ? quote(err_path) : std::string("/dev/null"));
-  FILE* pipe = ::popen(cmd.c_str(), "r");
+  const std::string line = cmd + " 2>" + (with_stderr ? quote(err_path) : std::string("/dev/null"));
+  FILE* pipe = ::popen(line.c_str(), "r");
   if (!pipe) return out;
   char buf[4096];
   size_t n;
@@ -69,6 +68,11 @@ inline Output ktune(const std::string& args, bool with_stderr = false) {
   out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (with_stderr) out.err = detail::read_file_and_remove(err_path);
   return out;
+}
+
+// Runs `KTUNE_BINARY args` (so `args` must be shell-quoted, see quote()); as shell().
+inline Output ktune(const std::string& args, bool with_stderr = false) {
+  return shell(std::string(KTUNE_BINARY) + " " + args, with_stderr);
 }
 
 }  // namespace ktune::testing_cli

@@ -42,6 +42,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing_cli::Output;
 using testing_cli::quote;
+using testing_cli::shell;
 
 const char* const kCross = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
 
@@ -102,22 +103,6 @@ std::set<std::string> listing(const fs::path& dir) {
   std::set<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
   return names;
-}
-
-// Runs `cmd` through /bin/sh; stdout and stderr are captured separately.
-Output shell(const std::string& cmd) {
-  TempDir tmp;
-  const std::string err_path = tmp.file("stderr");
-  Output out;
-  FILE* pipe = ::popen((cmd + " 2>" + quote(err_path)).c_str(), "r");
-  if (!pipe) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.out.append(buf, n);
-  const int status = ::pclose(pipe);
-  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  out.err = read_file(err_path);
-  return out;
 }
 
 // `ktune build <args>` run in `cwd`.
@@ -197,15 +182,14 @@ int64_t write_log(const std::string& path, const schedule_space::Task& task,
   return ids[0];
 }
 
-// C source of a program that fills A and B from a seeded generator, calls the matmul wrapper and
-// compares every element of C with a double-precision triple loop. Prints "bad <count>" and
-// returns 1 when an element is off by more than 1e-4 relative to the sum of |products|.
-std::string matmul_program(const std::string& header, const std::string& wrapper, int m, int n, int k) {
+// The start of a C test program: includes, the sizes, and `buffer(count)`, which returns a
+// 64-byte aligned array of values in [-0.5, 0.5) from a generator seeded with `seed`.
+std::string c_prelude(const std::string& header, int seed, int m, int n, int k) {
   std::ostringstream c;
   c << "#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include \"" << header << "\"\n"
     << "enum { M = " << m << ", N = " << n << ", K = " << k << " };\n"
-    << R"(static unsigned long long state = 12345;
-static float next_value(void) {
+    << "static unsigned long long state = " << seed << ";\n"
+    << R"(static float next_value(void) {
   state = state * 6364136223846793005ULL + 1442695040888963407ULL;
   return (float)((double)(state >> 40) / 16777216.0) - 0.5f;
 }
@@ -214,7 +198,16 @@ static float* buffer(size_t count) {
   for (size_t i = 0; i < count; ++i) p[i] = next_value();
   return p;
 }
-int main(void) {
+)";
+  return c.str();
+}
+
+// C source of a program that fills A and B from a seeded generator, calls the matmul wrapper and
+// compares every element of C with a double-precision triple loop. Prints "bad <count>" and
+// returns 1 when an element is off by more than 1e-4 relative to the sum of |products|.
+std::string matmul_program(const std::string& header, const std::string& wrapper, int m, int n, int k) {
+  std::ostringstream c;
+  c << c_prelude(header, 12345, m, n, k) << R"(int main(void) {
   float* A = buffer(M * K);
   float* B = buffer(K * N);
   float* C = buffer(M * N); /* garbage: the kernel must overwrite every element */
@@ -245,19 +238,7 @@ int main(void) {
 // Like matmul_program for Y = relu(X * W^T + bias); also prints how many outputs relu zeroed.
 std::string dense_program(const std::string& header, const std::string& wrapper, int m, int n, int k) {
   std::ostringstream c;
-  c << "#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include \"" << header << "\"\n"
-    << "enum { M = " << m << ", N = " << n << ", K = " << k << " };\n"
-    << R"(static unsigned long long state = 777;
-static float next_value(void) {
-  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-  return (float)((double)(state >> 40) / 16777216.0) - 0.5f;
-}
-static float* buffer(size_t count) {
-  float* p = aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64);
-  for (size_t i = 0; i < count; ++i) p[i] = next_value();
-  return p;
-}
-int main(void) {
+  c << c_prelude(header, 777, m, n, k) << R"(int main(void) {
   float* X = buffer(M * K);
   float* W = buffer(N * K);
   float* bias = buffer(N);
