@@ -27,7 +27,7 @@ struct DeviceInfo {
 // connected; a client session leases one free worker of a key (waiting up to its lease timeout)
 // and its frames are forwarded to that worker and the replies back, until either side ends. A
 // worker that goes away mid-session ends the session with an error and leaves the registry.
-// Each stream is served by one gRPC handler thread. Thread-safe.
+// Every stream is a reactor on gRPC's callback API (no thread per stream). Thread-safe.
 class TuningServer {
  public:
   // Starts listening. Throws Error(kIo) when the address cannot be bound.
