@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
-#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -71,7 +70,6 @@ double fastest_call(const codegen::Kernel& kernel, const std::vector<void*>& arg
 }
 
 struct Candidate {
-  uint64_t index = 0;
   std::unique_ptr<codegen::Kernel> kernel;
   double seconds = 0;
 };
@@ -130,7 +128,7 @@ int run(int argc, char** argv) {
 
   std::vector<Candidate> candidates;
   for (size_t i = 0; i < kernels.size(); ++i)
-    candidates.push_back({configs[i].index(), std::move(kernels[i]), 0});
+    candidates.push_back({std::move(kernels[i]), 0});
   for (auto& c : candidates) c.seconds = fastest_call(*c.kernel, buffers.args);
   // The sample's fastest few and the fallback, timed again side by side, fastest of kRounds.
   std::sort(candidates.begin() + 1, candidates.end(),
