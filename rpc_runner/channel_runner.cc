@@ -1,11 +1,15 @@
-// The channel runner: parallel builds, then one candidate at a time through the channel.
+// The channel runner: parallel builds, then the candidates spread over the channels, one at a time on each.
 #include "rpc_runner/channel_runner.h"
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <future>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -48,15 +52,35 @@ struct ChannelRunner::Reference {
   std::optional<std::string> error; // why the reference is unusable
 };
 
+namespace {
+
+std::vector<std::unique_ptr<RunnerChannel>> one_channel(std::unique_ptr<RunnerChannel> channel) {
+  std::vector<std::unique_ptr<RunnerChannel>> channels;
+  channels.push_back(std::move(channel));
+  return channels;
+}
+
+}  // namespace
+
 ChannelRunner::ChannelRunner(const ChannelRunnerOptions& options, std::unique_ptr<RunnerChannel> channel)
-    : base_options_(options), pool_(options.build_threads), channel_(std::move(channel)) {
-  if (!channel_) throw Error(ErrorKind::kInternal, "ChannelRunner needs a channel");
+    : ChannelRunner(options, one_channel(std::move(channel))) {}
+
+ChannelRunner::ChannelRunner(const ChannelRunnerOptions& options,
+                             std::vector<std::unique_ptr<RunnerChannel>> channels)
+    : base_options_(options), pool_(options.build_threads) {
+  if (channels.empty()) throw Error(ErrorKind::kInternal, "ChannelRunner needs a channel");
+  for (auto& channel : channels) {
+    if (!channel) throw Error(ErrorKind::kInternal, "ChannelRunner needs a channel");
+    channels_.push_back(ChannelSlot{std::move(channel), {}, 0});
+  }
 }
 
 ChannelRunner::~ChannelRunner() = default;
 
 ChannelRunner::Reference& ChannelRunner::reference_for(const schedule_space::Task& task) {
   const std::string key = task.workload_key() + "|" + task.target().key;
+  // Held while building: a second channel needing the same reference waits for this build.
+  std::lock_guard lock(references_mu_);
   auto it = references_.find(key);
   if (it != references_.end()) return *it->second;
   auto ref = std::make_unique<Reference>();
@@ -71,21 +95,27 @@ ChannelRunner::Reference& ChannelRunner::reference_for(const schedule_space::Tas
   return *references_.emplace(key, std::move(ref)).first->second;
 }
 
-tuner::MeasureResult ChannelRunner::run_candidate(const schedule_space::Task& task,
-                                                const codegen::Artifact& artifact, double build_s) {
+tuner::MeasureResult ChannelRunner::run_candidate(ChannelSlot& slot, const schedule_space::Task& task,
+                                                  const codegen::Artifact& artifact, double build_s) {
   const tuner::MeasureOptions& m = base_options_.measure;
+  RunnerChannel& channel = *slot.channel;
   const std::string key = task.workload_key() + "|" + task.target().key;
   // A runner that died with the previous candidate is replaced first: that also forgets the
   // references it held, so they are sent again below.
-  const uint64_t epoch = channel_->ready();  // may throw kIo: the measurer cannot work
-  if (epoch != loaded_epoch_) {
-    loaded_references_.clear();
-    loaded_epoch_ = epoch;
+  const uint64_t epoch = channel.ready();  // may throw kIo: the channel cannot work
+  if (epoch != slot.loaded_epoch) {
+    slot.loaded_references.clear();
+    slot.loaded_epoch = epoch;
   }
   if (m.check_correctness) {
-    Reference& ref = reference_for(task);
-    if (ref.error) return tuner::make_error_result(ErrorKind::kUnknown, *ref.error, build_s);
-    if (!loaded_references_.count(ref.key)) {
+    Reference& ref = reference_for(task);  // its key and blob never change once built
+    std::optional<std::string> error;
+    {
+      std::lock_guard lock(references_mu_);
+      error = ref.error;
+    }
+    if (error) return tuner::make_error_result(ErrorKind::kUnknown, *error, build_s);
+    if (!slot.loaded_references.count(ref.key)) {
       Request request;
       request.type = RequestType::kReference;
       request.reference_key = ref.key;
@@ -93,17 +123,19 @@ tuner::MeasureResult ChannelRunner::run_candidate(const schedule_space::Task& ta
       request.data_seed = base_options_.data_seed;
       request.timing.threads = base_options_.run_threads;
       try {
-        Reply reply = channel_->call(request, base_options_.reference_timeout_s);
-        if (reply.error) ref.error = "reference failed: " + reply.message;
+        Reply reply = channel.call(request, base_options_.reference_timeout_s);
+        if (reply.error) error = "reference failed: " + reply.message;
       } catch (const Error& e) {
-        if (channel_->lost()) throw;
-        ref.error = std::string("reference failed: ") + e.what();
+        if (channel.lost()) throw;
+        error = std::string("reference failed: ") + e.what();
       }
-      if (ref.error) {
-        spdlog::error("{}: {}", task.workload_key(), *ref.error);
-        return tuner::make_error_result(ErrorKind::kUnknown, *ref.error, build_s);
+      if (error) {
+        spdlog::error("{}: {}", task.workload_key(), *error);
+        std::lock_guard lock(references_mu_);
+        if (!ref.error) ref.error = error;
+        return tuner::make_error_result(ErrorKind::kUnknown, *error, build_s);
       }
-      loaded_references_.insert(ref.key);
+      slot.loaded_references.insert(ref.key);
     }
   }
 
@@ -125,20 +157,101 @@ tuner::MeasureResult ChannelRunner::run_candidate(const schedule_space::Task& ta
 
   const auto start = Clock::now();
   try {
-    Reply reply = channel_->call(request, m.run_timeout_s);
+    Reply reply = channel.call(request, m.run_timeout_s);
     double run_s = seconds_since(start);
     if (reply.error) return tuner::make_error_result(*reply.error, reply.message, build_s, run_s);
     if (reply.costs.empty())
       return tuner::make_error_result(ErrorKind::kUnknown, "runner returned no costs", build_s, run_s);
     return tuner::make_ok_result(std::move(reply.costs), build_s, run_s);
   } catch (const Error& e) {
-    if (channel_->lost()) throw;  // no later candidate can run either
+    if (channel.lost()) throw;  // no later candidate can run on this channel either
     double run_s = seconds_since(start);
     ErrorKind kind = e.kind() == ErrorKind::kRunTimeout ? ErrorKind::kRunTimeout
                      : e.kind() == ErrorKind::kRun     ? ErrorKind::kRun
                                                        : ErrorKind::kUnknown;
     spdlog::debug("runner: {}", e.what());
     return tuner::make_error_result(kind, e.what(), build_s, run_s);
+  }
+}
+
+void ChannelRunner::run_batch(const std::vector<tuner::MeasureInput>& inputs,
+                              const std::vector<std::optional<codegen::Artifact>>& artifacts,
+                              const std::vector<double>& build_seconds,
+                              std::vector<tuner::MeasureResult>& results) {
+  std::vector<ChannelSlot*> live;
+  for (auto& slot : channels_)
+    if (!slot.channel->lost()) live.push_back(&slot);
+  if (live.empty()) {
+    channels_.front().channel->ready();  // throws the loss
+    throw Error(ErrorKind::kIo, "device lost: no channel left");
+  }
+
+  // One channel: run in this thread, and any failure of the channel ends the batch.
+  if (live.size() == 1) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (artifacts[i]) results[i] = run_candidate(*live.front(), *inputs[i].task, *artifacts[i], build_seconds[i]);
+    return;
+  }
+
+  // Several: a queue in input order; a thread per channel takes the next index when free. A
+  // lost channel puts its candidate back at the front (so order is kept as far as possible)
+  // and its thread ends; the others wait while candidates are in flight, since one may return.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<size_t> queue;       // guarded by mu
+  size_t in_flight = 0;           // guarded by mu
+  std::exception_ptr fatal;       // guarded by mu: a failure that ends the batch
+  std::optional<Error> last_loss; // guarded by mu
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (artifacts[i]) queue.push_back(i);
+
+  auto serve = [&](ChannelSlot& slot) {
+    for (;;) {
+      size_t i;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return fatal || !queue.empty() || in_flight == 0; });
+        if (fatal || queue.empty()) return;
+        i = queue.front();
+        queue.pop_front();
+        ++in_flight;
+      }
+      try {
+        tuner::MeasureResult result = run_candidate(slot, *inputs[i].task, *artifacts[i], build_seconds[i]);
+        std::lock_guard lock(mu);
+        results[i] = std::move(result);
+        --in_flight;
+        cv.notify_all();
+      } catch (const Error& e) {
+        std::lock_guard lock(mu);
+        --in_flight;
+        if (slot.channel->lost()) {
+          spdlog::warn("{}; its candidate goes to another device", e.what());
+          queue.push_front(i);
+          last_loss = e;
+        } else if (!fatal) {
+          fatal = std::current_exception();
+        }
+        cv.notify_all();
+        return;
+      } catch (...) {
+        std::lock_guard lock(mu);
+        --in_flight;
+        if (!fatal) fatal = std::current_exception();
+        cv.notify_all();
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(live.size());
+  for (ChannelSlot* slot : live) threads.emplace_back(serve, std::ref(*slot));
+  for (auto& t : threads) t.join();
+  if (fatal) std::rethrow_exception(fatal);
+  if (!queue.empty()) {
+    // Every channel was lost with candidates left.
+    if (last_loss) throw *last_loss;
+    throw Error(ErrorKind::kIo, "device lost: no channel left");
   }
 }
 
@@ -151,7 +264,8 @@ std::vector<tuner::MeasureResult> ChannelRunner::measure(const std::vector<tuner
 
   for (size_t i = 0; i < inputs.size(); ++i) {
     const schedule_space::Task& task = *inputs[i].task;
-    channel_->check_target(task.target().key);
+    for (auto& slot : channels_)
+      if (!slot.channel->lost()) slot.channel->check_target(task.target().key);
     // Instantiate here (cheap) so that a build job owns everything it touches and may
     // outlive this call when abandoned after a build timeout.
     auto clock = std::make_shared<BuildClock>();
@@ -229,9 +343,7 @@ std::vector<tuner::MeasureResult> ChannelRunner::measure(const std::vector<tuner
   }
   const auto run_start = Clock::now();
   phase_times_.build_s += std::chrono::duration<double>(run_start - build_start).count();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (artifacts[i]) results[i] = run_candidate(*inputs[i].task, *artifacts[i], build_seconds[i]);
-  }
+  run_batch(inputs, artifacts, build_seconds, results);
   phase_times_.run_s += seconds_since(run_start);
   return results;
 }

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <exception>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -195,10 +197,60 @@ Reply RemoteSession::call(const Request& request, double timeout_s) {
   }
 }
 
-RemoteRunner::RemoteRunner(const RemoteRunnerOptions& options)
-    : ChannelRunner(options, std::make_unique<RemoteSession>(options.session)),
-      session_(static_cast<RemoteSession*>(&channel())) {}
+namespace {
+
+// Leases up to options.devices sessions at once (so that the wait is one lease timeout, not one
+// per device) and checks that they share a target.
+std::vector<std::unique_ptr<RunnerChannel>> lease_sessions(const RemoteRunnerOptions& options) {
+  if (options.devices == 0) throw Error(ErrorKind::kInvalidArgument, "devices must be at least 1");
+  std::vector<std::future<std::unique_ptr<RemoteSession>>> leases;
+  for (size_t i = 0; i < options.devices; ++i)
+    leases.push_back(std::async(std::launch::async,
+                                [&options] { return std::make_unique<RemoteSession>(options.session); }));
+  std::vector<std::unique_ptr<RunnerChannel>> sessions;
+  std::exception_ptr first_error;
+  std::string first_message;
+  for (auto& lease : leases) {
+    try {
+      sessions.push_back(lease.get());
+    } catch (const std::exception& e) {
+      if (!first_error) {
+        first_error = std::current_exception();
+        first_message = e.what();
+      }
+    }
+  }
+  if (sessions.empty()) std::rethrow_exception(first_error);
+  if (sessions.size() < options.devices)
+    spdlog::warn("leased {} of {} devices with key '{}' from {} ({}); measuring on {}", sessions.size(),
+                 options.devices, options.session.device_key, options.session.server, first_message,
+                 sessions.size());
+  const auto& first = static_cast<RemoteSession&>(*sessions.front()).device();
+  for (const auto& session : sessions) {
+    const auto& d = static_cast<RemoteSession&>(*session).device();
+    if (d.target != first.target)
+      throw Error(ErrorKind::kUnsupported, "devices of key '" + options.session.device_key +
+                                               "' differ in target: " + first.worker_id + " has '" +
+                                               first.target + "', " + d.worker_id + " has '" + d.target + "'");
+  }
+  return sessions;
+}
+
+}  // namespace
+
+RemoteRunner::RemoteRunner(const RemoteRunnerOptions& options) : RemoteRunner(options, lease_sessions(options)) {}
+
+RemoteRunner::RemoteRunner(const RemoteRunnerOptions& options, std::vector<std::unique_ptr<RunnerChannel>> sessions)
+    : ChannelRunner(options, std::move(sessions)) {
+  for (size_t i = 0; i < channel_count(); ++i) sessions_.push_back(static_cast<RemoteSession*>(&channel(i)));
+}
 
 RemoteRunner::~RemoteRunner() = default;
+
+std::vector<DeviceInfo> RemoteRunner::devices() const {
+  std::vector<DeviceInfo> out;
+  for (const RemoteSession* s : sessions_) out.push_back(s->device());
+  return out;
+}
 
 }  // namespace ktune::rpc_runner

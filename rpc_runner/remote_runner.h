@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "rpc_runner/channel_runner.h"
 #include "rpc_runner/runner_channel.h"
@@ -50,21 +51,31 @@ class RemoteSession final : public RunnerChannel {
 
 struct RemoteRunnerOptions : ChannelRunnerOptions {
   RemoteSessionOptions session;
+  size_t devices = 1;  // devices of the key to lease, each its own session, measured at once
 };
 
-// A ChannelRunner over a RemoteSession: builds for each task's target here (cross-compiling as
-// needed) and runs on the leased device. Every task's target must equal the device's target.
-// Not thread-safe: one measure() at a time.
+// A ChannelRunner over one RemoteSession per leased device: builds for each task's target here
+// (cross-compiling as needed) and runs each batch spread over the leased devices. Every task's
+// target must equal the devices' target. Not thread-safe: one measure() at a time.
 class RemoteRunner : public ChannelRunner {
  public:
-  // Leases the device; throws as RemoteSession's constructor does.
+  // Leases options.devices devices of the key at once, each waiting up to the lease timeout.
+  // When fewer are free in that time, runs on those leased (one warning line says how many).
+  // Throws Error(kInvalidArgument) when options.devices is 0, Error(kUnsupported) naming them
+  // when the leased devices have different targets, and otherwise as RemoteSession's
+  // constructor does when no device at all could be leased.
   explicit RemoteRunner(const RemoteRunnerOptions& options);
   ~RemoteRunner() override;
 
-  const DeviceInfo& device() const { return session_->device(); }
+  // The first leased device.
+  const DeviceInfo& device() const { return sessions_.front()->device(); }
+  // Every leased device, in lease order.
+  std::vector<DeviceInfo> devices() const;
 
  private:
-  RemoteSession* session_;  // owned by the base class
+  RemoteRunner(const RemoteRunnerOptions& options, std::vector<std::unique_ptr<RunnerChannel>> sessions);
+
+  std::vector<RemoteSession*> sessions_;  // owned by the base class
 };
 
 }  // namespace ktune::rpc_runner

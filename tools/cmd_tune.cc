@@ -56,6 +56,7 @@ struct TuneCommandOptions {
   std::string server;          // "" = measure on this machine
   std::string device_key;      // with --server: the device to lease
   double lease_timeout_s = 10;
+  size_t devices = 1;          // with --server: devices of the key measured at once
 };
 
 // Fills the options every runner shares.
@@ -136,12 +137,15 @@ void run_tune(const TuneCommandOptions& o) {
     remote.session.server = o.server;
     remote.session.device_key = o.device_key;
     remote.session.lease_timeout_s = o.lease_timeout_s;
+    remote.devices = o.devices;
     auto runner = std::make_unique<rpc_runner::RemoteRunner>(remote);
     device_target = codegen::Target::parse(runner->device().target);
     device_cores = runner->device().cores;
     measurer = std::move(runner);
   } else if (!o.device_key.empty()) {
     throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
+  } else if (o.devices != 1) {
+    throw Error(ErrorKind::kInvalidArgument, "--devices needs --server");
   }
   // On a device, "host" means the device's own target; code is built here for it.
   const codegen::Target target =
@@ -304,6 +308,9 @@ void add_tune(CLI::App& app) {
   cmd->add_option("--device-key", o->device_key, "With --server: the key of the device to lease");
   cmd->add_option("--lease-timeout", o->lease_timeout_s, "With --server: wait this long for a free device, s")
       ->capture_default_str();
+  cmd->add_option("--devices", o->devices, "With --server: lease this many devices of the key and measure on all at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->callback([o] { run_tune(*o); });
 }
 

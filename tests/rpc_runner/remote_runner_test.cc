@@ -272,5 +272,144 @@ TEST(RemoteRunner, WorkerLostMidCandidateIsDeviceLostNotAHang) {
   EXPECT_TRUE(server.devices().empty());
 }
 
+// Waits up to 10 s for done() to hold; returns whether it does.
+template <typename Done>
+bool eventually(Done done) {
+  for (int i = 0; i < 500 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return done();
+}
+
+TEST(RemoteRunner, SpreadsABatchOverTwoDevicesInInputOrder) {
+  TuningServer server(loopback());
+  DeviceWorker w1(worker_options(server, "k"));
+  DeviceWorker w2(worker_options(server, "k"));
+  ASSERT_TRUE(eventually([&] { return server.devices().size() == 2; }));
+  RemoteRunnerOptions o = runner_options(server, "k", 5);
+  o.devices = 2;
+  RemoteRunner runner(o);
+  auto leased = runner.devices();
+  ASSERT_EQ(leased.size(), 2u);
+  EXPECT_NE(leased[0].worker_id, leased[1].worker_id);
+  for (const auto& d : server.devices()) EXPECT_TRUE(d.leased);
+
+  // Every config is checked on its device against the task's reference (a wrong output would
+  // be kWrongAnswer), so ok() means a correct result.
+  auto task = task_for(runner.device().target, "matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}});
+  std::mt19937_64 rng(5);
+  std::vector<tuner::MeasureInput> inputs;
+  for (uint64_t index : task.space().sample(8, rng)) inputs.push_back({&task, task.space().get(index)});
+  auto results = runner.measure(inputs);
+  ASSERT_EQ(results.size(), 8u);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.error_message;
+    ASSERT_EQ(r.costs.size(), 3u);
+    for (double c : r.costs) {
+      EXPECT_GT(c, 0);
+      EXPECT_LT(c, 1.0);
+    }
+  }
+  EXPECT_GT(w1.frames_served(), 0u);
+  EXPECT_GT(w2.frames_served(), 0u);
+  // 8 candidates, plus the matmul reference once on each device that ran one of them.
+  EXPECT_EQ(w1.frames_served() + w2.frames_served(), 8u + 2u);
+
+  // A segfaulting kernel costs its device's child only; each result lands at its own index.
+  testing::register_fault_template();
+  auto fault = task_for(runner.device().target, "runner_fault_test", {{"N", "4096"}});
+  auto config_of = [&](uint64_t mode, uint64_t split) { return fault.space().get(fault.space().index_of({mode, split})); };
+  auto faults = runner.measure({{&fault, config_of(1, 0)},    // crash
+                                {&fault, config_of(0, 1)},    // ok
+                                {&fault, config_of(3, 2)},    // wrong
+                                {&fault, config_of(0, 3)},    // ok
+                                {&fault, config_of(1, 1)},    // crash
+                                {&fault, config_of(0, 0)}});  // ok
+  ASSERT_EQ(faults.size(), 6u);
+  for (size_t i : {0u, 4u}) {
+    EXPECT_EQ(faults[i].error, ErrorKind::kRun) << i << ": " << faults[i].error_message;
+    EXPECT_NE(faults[i].error_message.find("signal 11"), std::string::npos) << faults[i].error_message;
+  }
+  EXPECT_EQ(faults[2].error, ErrorKind::kWrongAnswer) << faults[2].error_message;
+  for (size_t i : {1u, 3u, 5u}) EXPECT_TRUE(faults[i].ok()) << i << ": " << faults[i].error_message;
+  EXPECT_TRUE(w1.attached());
+  EXPECT_TRUE(w2.attached());
+}
+
+TEST(RemoteRunner, DeviceLostMidBatchHandsItsCandidateToTheOther) {
+  TuningServer server(loopback());
+  auto w1 = std::make_unique<DeviceWorker>(worker_options(server, "k"));
+  auto w2 = std::make_unique<DeviceWorker>(worker_options(server, "k"));
+  ASSERT_TRUE(eventually([&] { return server.devices().size() == 2; }));
+  RemoteRunnerOptions o = runner_options(server, "k", 2);
+  o.devices = 2;
+  RemoteRunner runner(o);
+  ASSERT_EQ(runner.devices().size(), 2u);
+  testing::register_fault_template();
+  auto fault = task_for(runner.device().target, "runner_fault_test", {{"N", "4096"}});
+  auto config_of = [&](uint64_t mode, uint64_t split) { return fault.space().get(fault.space().index_of({mode, split})); };
+
+  // The hang (first in line) keeps one device busy for its 2 s run timeout while the other runs
+  // the rest; that busy device then goes away, and its candidate must run on the survivor.
+  std::vector<tuner::MeasureInput> inputs{{&fault, config_of(2, 0)}};
+  for (uint64_t split = 0; split < 4; ++split) inputs.push_back({&fault, config_of(0, split)});
+  auto start = Clock::now();
+  auto measured = std::async(std::launch::async, [&] { return runner.measure(inputs); });
+  // The busy device has served only its reference; the other, its reference and the 4 candidates.
+  ASSERT_TRUE(eventually([&] { return w1->frames_served() + w2->frames_served() >= 6; }));
+  const bool first_busy = w1->frames_served() < w2->frames_served();
+  std::unique_ptr<DeviceWorker>& busy = first_busy ? w1 : w2;
+  DeviceWorker& survivor = first_busy ? *w2 : *w1;
+  ASSERT_EQ(busy->frames_served(), 1u);
+  const size_t survivor_before = survivor.frames_served();
+  std::thread destroy([&] { busy.reset(); });
+  ASSERT_EQ(measured.wait_for(std::chrono::seconds(15)), std::future_status::ready);
+  auto results = measured.get();
+  double wall = since(start);
+  destroy.join();
+  ASSERT_EQ(results.size(), 5u);
+  EXPECT_EQ(results[0].error, ErrorKind::kRunTimeout) << results[0].error_message;
+  for (size_t i = 1; i < 5; ++i) EXPECT_TRUE(results[i].ok()) << i << ": " << results[i].error_message;
+  EXPECT_EQ(survivor.frames_served(), survivor_before + 1);  // the moved hang
+  EXPECT_LT(wall, 8.0);
+  EXPECT_TRUE(eventually([&] { return server.devices().size() == 1; }));
+
+  // Later batches run on the survivor alone.
+  auto again = runner.measure({{&fault, config_of(0, 2)}, {&fault, config_of(0, 3)}});
+  EXPECT_TRUE(again[0].ok()) << again[0].error_message;
+  EXPECT_TRUE(again[1].ok()) << again[1].error_message;
+}
+
+TEST(RemoteRunner, AskingForMoreDevicesThanFreeUsesThoseLeased) {
+  TuningServer server(loopback());
+  DeviceWorker w1(worker_options(server, "k"));
+  DeviceWorker w2(worker_options(server, "k"));
+  ASSERT_TRUE(eventually([&] { return server.devices().size() == 2; }));
+  RemoteRunnerOptions o = runner_options(server, "k", 5);
+  o.devices = 3;
+  o.session.lease_timeout_s = 1;
+  auto start = Clock::now();
+  RemoteRunner runner(o);
+  EXPECT_LT(since(start), 4.0);  // one lease timeout, not one per device
+  auto leased = runner.devices();
+  ASSERT_EQ(leased.size(), 2u);
+  EXPECT_NE(leased[0].worker_id, leased[1].worker_id);
+  testing::register_fault_template();
+  auto fault = task_for(runner.device().target, "runner_fault_test", {{"N", "1024"}});
+  std::vector<tuner::MeasureInput> inputs;
+  for (uint64_t split = 0; split < 4; ++split)
+    inputs.push_back({&fault, fault.space().get(fault.space().index_of({0, split}))});
+  for (const auto& r : runner.measure(inputs)) EXPECT_TRUE(r.ok()) << r.error_message;
+
+  // No device free at all: today's kNotFound.
+  RemoteRunnerOptions none = o;
+  none.devices = 2;
+  none.session.lease_timeout_s = 0.5;
+  try {
+    RemoteRunner other(none);
+    FAIL() << "expected kNotFound";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotFound) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ktune::rpc_runner
