@@ -1,5 +1,5 @@
-// End-to-end test of the commands: `ktune server`, `ktune worker` and `ktune tune --server`, as
-// separate processes on 127.0.0.1.
+// End-to-end test of the commands: `ktune server`, two `ktune worker`s and `ktune tune --server
+// --devices`, as separate processes on 127.0.0.1.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -104,15 +104,30 @@ TEST_F(CliRemote, ServerWorkerAndTuneOnTheDevice) {
   ASSERT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address;
   ASSERT_NE(address, "127.0.0.1:0");
 
+  // Two workers of key k; the tune asks for three devices, so it warns and measures on two.
   Child worker({ktune, "worker", "--server", address, "--key", "k", "--runner", KTUNE_RUNNER_PATH},
                dir_ / "worker.out", dir_ / "worker.err");
+  Child worker2({ktune, "worker", "--server", address, "--key", "k", "--runner", KTUNE_RUNNER_PATH},
+                dir_ / "worker2.out", dir_ / "worker2.err");
+  auto list_devices = [&] {
+    Child devices({ktune, "server", "devices", "--server", address, "--json"}, dir_ / "devices.out",
+                  dir_ / "devices.err");
+    EXPECT_EQ(devices.wait(30), 0) << read_file(dir_ / "devices.err");
+    return nlohmann::json::parse(read_file(dir_ / "devices.out"));
+  };
+  for (int i = 0; i < 250 && list_devices().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  ASSERT_EQ(list_devices().size(), 2u);
+
   const fs::path db = dir_ / "tmp.db";
   Child tune({ktune, "tune", "matmul", "M=64", "N=64", "K=64", "--trials", "16", "--tuner", "random",
-              "--server", address, "--device-key", "k", "--db", db.string(), "--json"},
+              "--batch-size", "8", "--server", address, "--device-key", "k", "--devices", "3",
+              "--lease-timeout", "1", "--db", db.string(), "--json"},
              dir_ / "tune.out", dir_ / "tune.err");
   ASSERT_EQ(tune.wait(90), 0) << read_file(dir_ / "tune.err");
   auto summary = nlohmann::json::parse(read_file(dir_ / "tune.out"));
   EXPECT_EQ(summary["measured"], 16);
+  const std::string tune_err = read_file(dir_ / "tune.err");
+  EXPECT_NE(tune_err.find("leased 2 of 3 devices"), std::string::npos) << tune_err;
 
   {
     auto log = tuning_db::Database::open(db.string());
@@ -122,15 +137,16 @@ TEST_F(CliRemote, ServerWorkerAndTuneOnTheDevice) {
     EXPECT_EQ(stats.ok_records, summary["ok"].get<int64_t>());
   }
 
-  // The worker is listed, and free again now that the tune has ended.
-  Child devices({ktune, "server", "devices", "--server", address, "--json"}, dir_ / "devices.out",
-                dir_ / "devices.err");
-  ASSERT_EQ(devices.wait(30), 0) << read_file(dir_ / "devices.err");
-  auto listed = nlohmann::json::parse(read_file(dir_ / "devices.out"));
-  ASSERT_EQ(listed.size(), 1u);
-  EXPECT_EQ(listed[0]["key"], "k");
-  EXPECT_EQ(listed[0]["leased"], false);
+  // Both workers are listed, and free again now that the tune has ended.
+  auto listed = list_devices();
+  ASSERT_EQ(listed.size(), 2u);
+  for (const auto& device : listed) {
+    EXPECT_EQ(device["key"], "k");
+    EXPECT_EQ(device["leased"], false);
+  }
 
+  ::kill(worker2.pid, SIGTERM);
+  EXPECT_EQ(worker2.wait(30), 0) << read_file(dir_ / "worker2.err");
   ::kill(worker.pid, SIGTERM);
   EXPECT_EQ(worker.wait(30), 0) << read_file(dir_ / "worker.err");
   ::kill(server.pid, SIGTERM);
