@@ -1,4 +1,5 @@
-// The device worker: one gRPC Attach stream at a time, frames run on a ProcessChannel.
+// The device worker: one Attach stream at a time; a reader, a measuring thread and a heartbeat
+// thread per connection; candidates built and measured by LocalRunners.
 #include "rpc_runner/device_worker.h"
 
 #include <grpcpp/grpcpp.h>
@@ -7,21 +8,25 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "codegen/target.h"
+#include "rpc_runner/credentials.h"
+#include "rpc_runner/fleet_measurer.h"
 #include "rpc_runner/local_runner.h"
 #include "rpc_runner/proto/ktune.grpc.pb.h"
-#include "rpc_runner/runner_channel.h"
+#include "schedule_space/task.h"
 #include "support/error.h"
 
 namespace ktune::rpc_runner {
 namespace {
+
+using Stream = grpc::ClientReaderWriter<rpc::WorkerMessage, rpc::ServerToWorker>;
 
 std::string default_description(const codegen::Target& host) {
   char name[256] = {0};
@@ -30,10 +35,25 @@ std::string default_description(const codegen::Target& host) {
          (name[0] ? std::string(", host ") + name : "");
 }
 
-Reply error_reply(ErrorKind kind, std::string message) {
-  Reply r;
-  r.error = kind;
-  r.message = std::move(message);
+rpc::CandidateResult error_result(uint64_t id, ErrorKind kind, const std::string& message) {
+  rpc::CandidateResult r;
+  r.set_id(id);
+  r.set_error_kind(std::string(to_string(kind)));
+  r.set_error_message(message);
+  return r;
+}
+
+rpc::CandidateResult to_proto(uint64_t id, const tuner::MeasureResult& m) {
+  rpc::CandidateResult r;
+  r.set_id(id);
+  for (double c : m.costs) r.add_costs(c);
+  if (!m.ok()) {
+    r.clear_costs();
+    r.set_error_kind(std::string(to_string(m.error.value_or(ErrorKind::kUnknown))));
+    r.set_error_message(m.error_message);
+  }
+  r.set_build_s(m.build_s);
+  r.set_run_s(m.run_s);
   return r;
 }
 
@@ -41,118 +61,207 @@ Reply error_reply(ErrorKind kind, std::string message) {
 
 struct DeviceWorker::Impl {
   DeviceWorkerOptions options;
-  int cores = 0;
-  std::unique_ptr<ProcessChannel> runner;  // used by the serving thread only
-
-  // Reference requests seen so far, by key, with the timeout they came with.
-  struct Seen {
-    Request request;
-    double timeout_s = 0;
-  };
-  std::map<std::string, Seen> references;
-  std::set<std::string> loaded;  // references the current child holds
-  uint64_t loaded_epoch = 0;
+  ClientSecurity security;
+  codegen::Target host = codegen::Target::host();
+  int cores = 1;
 
   std::thread thread;
   mutable std::mutex mu;
   std::condition_variable cv;
   bool stopping = false;                          // guarded by mu
   std::unique_ptr<grpc::ClientContext> context;   // guarded by mu: the current connection
+  std::string refusal;                            // guarded by mu
   std::atomic<bool> attached{false};
-  std::atomic<size_t> frames{0};
+  std::atomic<size_t> results{0};
 
-  // Starts a child if none is alive; a fresh child holds no reference yet.
-  void sync_epoch() {
-    const uint64_t epoch = runner->ready();
-    if (epoch != loaded_epoch) {
-      loaded.clear();
-      loaded_epoch = epoch;
+  // Used by the measuring thread only (one connection at a time).
+  std::map<std::string, std::unique_ptr<LocalRunner>> runners;          // by MeasureSpec bytes
+  std::map<std::string, std::unique_ptr<schedule_space::Task>> tasks;   // by TaskSpec bytes
+  std::atomic<size_t> runners_started_before{0};  // children of runners already dropped
+
+  LocalRunner& runner_for(const rpc::MeasureSpec& m) {
+    const std::string key = m.SerializeAsString();
+    auto it = runners.find(key);
+    if (it != runners.end()) return *it->second;
+    // A handful of settings at most in practice; cap the children kept alive.
+    if (runners.size() >= 4) {
+      for (auto& [k, r] : runners) runners_started_before += r->runners_started();
+      runners.clear();
     }
+    LocalRunnerOptions o;
+    o.runner_path = options.runner_path;
+    o.build_threads = static_cast<size_t>(std::max(options.slots, 1));
+    o.run_threads = m.threads();
+    o.data_seed = m.data_seed();
+    o.measure.number = m.number();
+    o.measure.repeat = m.repeat();
+    o.measure.min_repeat_ms = m.min_repeat_ms();
+    o.measure.cooldown_s = m.cooldown_s();
+    o.measure.flush_cache = m.flush_cache();
+    o.measure.check_correctness = m.check_correctness();
+    o.measure.rtol = m.rtol();
+    o.measure.atol = m.atol();
+    o.measure.build_timeout_s = m.build_timeout_s();
+    o.measure.run_timeout_s = m.run_timeout_s();
+    return *runners.emplace(key, std::make_unique<LocalRunner>(o)).first->second;
   }
 
-  Reply handle(const Request& request, double timeout_s) {
+  // The task of a spec, rebuilt with exactly the server's traits so config indices agree.
+  const schedule_space::Task& task_for(const rpc::TaskSpec& spec) {
+    const std::string key = spec.SerializeAsString();
+    auto it = tasks.find(key);
+    if (it != tasks.end()) return *it->second;
+    if (spec.target() != options.target)
+      throw Error(ErrorKind::kUnsupported, "this worker runs '" + options.target + "', not '" + spec.target() + "'");
+    const auto args = nlohmann::json::parse(spec.args_json(), nullptr, false);
+    if (args.is_discarded() || !args.is_object()) throw Error(ErrorKind::kInvalidArgument, "bad task arguments");
+    std::map<std::string, std::string> given;
+    for (const auto& [k, v] : args.items()) given[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    schedule_space::TargetTraits traits;
+    traits.key = spec.target();
+    traits.vector_bits = spec.vector_bits();
+    traits.cores = spec.cores();
+    traits.arch = spec.arch();
+    auto task = std::make_unique<schedule_space::Task>(schedule_space::Task::create(spec.template_name(), given, traits));
+    return *tasks.emplace(key, std::move(task)).first->second;
+  }
+
+  // Measures candidates of one setting as one batch (parallel builds, then runs one at a time).
+  std::vector<rpc::CandidateResult> measure(const std::vector<rpc::Candidate>& batch) {
+    std::vector<rpc::CandidateResult> out(batch.size());
+    std::vector<tuner::MeasureInput> inputs;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const rpc::Candidate& c = batch[i];
+      try {
+        if (!c.artifact().empty())
+          throw Error(ErrorKind::kUnsupported, "this worker builds its kernels; it does not take prebuilt ones");
+        const schedule_space::Task& task = task_for(c.task());
+        schedule_space::Config config = task.space().get(c.config_index());
+        if (config.to_json() != schedule_space::Config::from_json_string(c.config_json()).to_json())
+          throw Error(ErrorKind::kInstantiation, "config " + std::to_string(c.config_index()) +
+                                                     " means another schedule on this worker (ktune versions differ?)");
+        inputs.push_back({&task, std::move(config)});
+        where.push_back(i);
+      } catch (const Error& e) {
+        const ErrorKind kind = e.kind() == ErrorKind::kInstantiation ? e.kind() : ErrorKind::kUnknown;
+        out[i] = error_result(c.id(), kind, e.what());
+      }
+    }
+    if (inputs.empty()) return out;
     try {
-      sync_epoch();
-      if (request.type == RequestType::kReference) {
-        references[request.reference_key] = {request, timeout_s};
-        loaded.erase(request.reference_key);
-        Reply reply = runner->call(request, timeout_s);
-        if (!reply.error) loaded.insert(request.reference_key);
-        return reply;
-      }
-      if (request.timing.check_correctness && !loaded.count(request.reference_key)) {
-        // A fresh child after a crash: give it the reference the client sent earlier.
-        auto it = references.find(request.reference_key);
-        if (it != references.end()) {
-          try {
-            Reply reply = runner->call(it->second.request, it->second.timeout_s);
-            if (reply.error) return error_reply(ErrorKind::kUnknown, "reference failed on the worker: " + reply.message);
-          } catch (const Error& e) {
-            return error_reply(ErrorKind::kUnknown, std::string("reference failed on the worker: ") + e.what());
-          }
-          loaded.insert(request.reference_key);
-        }
-      }
-      return runner->call(request, timeout_s);
+      std::vector<tuner::MeasureResult> results = runner_for(batch[where.front()].measure()).measure(inputs);
+      for (size_t j = 0; j < where.size(); ++j) out[where[j]] = to_proto(batch[where[j]].id(), results[j]);
     } catch (const Error& e) {
-      const ErrorKind kind =
-          e.kind() == ErrorKind::kRun || e.kind() == ErrorKind::kRunTimeout ? e.kind() : ErrorKind::kUnknown;
-      spdlog::debug("worker: {}", e.what());
-      return error_reply(kind, e.what());
+      for (size_t i : where) out[i] = error_result(batch[i].id(), ErrorKind::kUnknown, e.what());
     }
+    return out;
   }
 
-  // One connection: attach, serve frames until the stream ends. Returns its final status.
+  // One connection: hello, then candidates in, results and heartbeats out, until it ends.
   grpc::Status serve_once(bool* was_attached) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(256 << 20);
-    args.SetMaxSendMessageSize(256 << 20);
-    // Pings find a server whose machine vanished without closing the connection.
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-    auto stub = rpc::Tuning::NewStub(
-        grpc::CreateCustomChannel(options.server, grpc::InsecureChannelCredentials(), args));
+    auto stub = rpc::Tuning::NewStub(make_channel(options.server, security));
     grpc::ClientContext* ctx;
     {
       std::lock_guard lock(mu);
       if (stopping) return grpc::Status::CANCELLED;
       context = std::make_unique<grpc::ClientContext>();
       ctx = context.get();
+      attach_token(*ctx, security);
     }
-    auto stream = stub->Attach(ctx);
+    std::unique_ptr<Stream> stream = stub->Attach(ctx);
+    std::mutex write_mu;
+    auto write = [&](const rpc::WorkerMessage& m) {
+      std::lock_guard lock(write_mu);
+      return stream->Write(m);
+    };
     rpc::WorkerMessage hello;
-    hello.mutable_hello()->set_key(options.key);
-    hello.mutable_hello()->set_target(options.target);
-    hello.mutable_hello()->set_cores(cores);
-    hello.mutable_hello()->set_description(options.description);
-    stream->Write(hello);  // a failure shows as the end of the stream below
+    rpc::WorkerHello* h = hello.mutable_hello();
+    h->set_protocol_version(options.protocol_version);
+    h->set_key(options.key);
+    h->set_target(options.target);
+    h->set_cores(cores);
+    h->set_description(options.description);
+    h->set_slots(options.slots);
+    h->set_can_build(true);
+    h->set_peak_gflops(options.peak_gflops);
+    h->set_vector_bits(host.vector_bits());
+    write(hello);  // a failure shows as the end of the stream below
 
-    rpc::ServerMessage message;
+    // Shared by this connection's threads.
+    std::mutex queue_mu;
+    std::condition_variable queue_cv;
+    std::deque<rpc::Candidate> queue;
+    bool ended = false;
+    double heartbeat_s = 2;
+
+    std::thread measurer([&] {
+      for (;;) {
+        std::vector<rpc::Candidate> batch;
+        {
+          std::unique_lock lock(queue_mu);
+          queue_cv.wait(lock, [&] { return ended || !queue.empty(); });
+          if (ended) return;
+          // The front candidate's setting; others of the same setting join it, up to the slots.
+          const std::string setting = queue.front().measure().SerializeAsString();
+          for (auto it = queue.begin(); it != queue.end() && static_cast<int>(batch.size()) < options.slots;) {
+            if (it->measure().SerializeAsString() == setting) {
+              batch.push_back(std::move(*it));
+              it = queue.erase(it);
+            } else {
+              ++it;
+            }
+          }
+        }
+        for (rpc::CandidateResult& r : measure(batch)) {
+          rpc::WorkerMessage m;
+          *m.mutable_result() = std::move(r);
+          if (!write(m)) return;
+          ++results;
+        }
+      }
+    });
+    std::thread heartbeat([&] {
+      std::unique_lock lock(queue_mu);
+      while (!ended) {
+        queue_cv.wait_for(lock, std::chrono::duration<double>(heartbeat_s));
+        if (ended) return;
+        lock.unlock();
+        rpc::WorkerMessage beat;
+        beat.mutable_heartbeat();
+        const bool ok = write(beat);
+        lock.lock();
+        if (!ok) return;
+      }
+    });
+
+    rpc::ServerToWorker message;
     while (stream->Read(&message)) {
       if (message.has_attached()) {
         *was_attached = true;
         attached = true;
-        spdlog::info("attached to {} as worker {} (key {}, target '{}')", options.server,
-                     message.attached().worker_id(), options.key, options.target);
-        continue;
+        {
+          std::lock_guard lock(queue_mu);
+          if (message.attached().heartbeat_s() > 0) heartbeat_s = message.attached().heartbeat_s();
+        }
+        spdlog::info("attached to {} as worker {} (key {}, target '{}', {} slots)", options.server,
+                     message.attached().worker_id(), options.key, options.target, options.slots);
+      } else if (message.has_candidate()) {
+        std::lock_guard lock(queue_mu);
+        queue.push_back(std::move(*message.mutable_candidate()));
+        queue_cv.notify_all();
       }
-      if (!message.has_frame()) continue;
-      const std::string& bytes = message.frame().request();
-      Reply reply;
-      try {
-        reply = handle(decode_request(std::vector<uint8_t>(bytes.begin(), bytes.end())),
-                       message.frame().timeout_s());
-      } catch (const Error& e) {
-        reply = error_reply(ErrorKind::kUnknown, std::string("malformed request: ") + e.what());
-      }
-      rpc::WorkerMessage out;
-      out.mutable_reply()->set_id(message.frame().id());
-      std::vector<uint8_t> encoded = encode(reply);
-      out.mutable_reply()->set_reply(std::string(encoded.begin(), encoded.end()));
-      ++frames;
-      if (!stream->Write(out)) break;
     }
     attached = false;
+    {
+      std::lock_guard lock(queue_mu);
+      ended = true;
+      queue_cv.notify_all();
+    }
+    // A write in progress fails by itself now that the stream is over; the status below is the
+    // server's own (a refusal must not be masked by a cancellation of ours).
+    measurer.join();
+    heartbeat.join();
     return stream->Finish();
   }
 
@@ -164,6 +273,13 @@ struct DeviceWorker::Impl {
       grpc::Status status = serve_once(&was_attached);
       std::unique_lock lock(mu);
       if (stopping) return;
+      if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+          status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        // Retrying cannot help: a wrong token or another protocol version. Say it once.
+        if (refusal != status.error_message())
+          spdlog::error("the tuning server at {} refused this worker: {}", options.server, status.error_message());
+        refusal = status.error_message();
+      }
       if (was_attached) {
         backoff = options.reconnect_initial_s;
         announce = true;
@@ -186,11 +302,13 @@ DeviceWorker::DeviceWorker(const DeviceWorkerOptions& options) : impl_(std::make
   if (options.server.empty()) throw Error(ErrorKind::kInvalidArgument, "a worker needs a server address");
   if (options.key.empty()) throw Error(ErrorKind::kInvalidArgument, "a worker needs a device key");
   if (w.options.runner_path.empty()) w.options.runner_path = default_runner_path();
-  w.runner = std::make_unique<ProcessChannel>(w.options.runner_path);
-  const codegen::Target host = codegen::Target::host();
-  if (w.options.target.empty()) w.options.target = host.str();
-  if (w.options.description.empty()) w.options.description = default_description(host);
-  w.cores = host.cores();
+  if (::access(w.options.runner_path.c_str(), X_OK) != 0)
+    throw Error(ErrorKind::kIo, "runner executable not found: " + w.options.runner_path);
+  w.security = load_client_security(options.token_file, options.tls_ca_file, Role::kWorker);
+  if (w.options.target.empty()) w.options.target = w.host.str();
+  if (w.options.description.empty()) w.options.description = default_description(w.host);
+  w.cores = w.host.cores();
+  if (w.options.slots <= 0) w.options.slots = w.cores;
   w.thread = std::thread([&w] { w.run(); });
 }
 
@@ -208,8 +326,18 @@ void DeviceWorker::stop() {
 
 bool DeviceWorker::attached() const { return impl_->attached; }
 
-size_t DeviceWorker::frames_served() const { return impl_->frames; }
+size_t DeviceWorker::results_sent() const { return impl_->results; }
 
-size_t DeviceWorker::runners_started() const { return impl_->runner->started(); }
+size_t DeviceWorker::runners_started() const {
+  // Read after stop() or between candidates in tests; the map is the measuring thread's.
+  size_t n = impl_->runners_started_before;
+  for (const auto& [k, r] : impl_->runners) n += r->runners_started();
+  return n;
+}
+
+std::string DeviceWorker::last_refusal() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->refusal;
+}
 
 }  // namespace ktune::rpc_runner

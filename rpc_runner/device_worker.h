@@ -1,48 +1,61 @@
-// Defines DeviceWorker: attaches to a tuning server and runs leased sessions' frames on a ktune-runner child.
+// Defines DeviceWorker: dials a tuning server, builds and measures the candidates it is sent, heartbeats.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+
+#include "rpc_runner/tuning_server.h"
 
 namespace ktune::rpc_runner {
 
 struct DeviceWorkerOptions {
   std::string server;               // "host:port" of the tuning server
-  std::string key;                  // device key clients lease by, e.g. "x86-avx512"
+  std::string key;                  // device key jobs name, e.g. "x86-avx512"
   std::string runner_path;          // "" = ktune-runner next to this executable
   std::string target;               // "" = codegen::Target::host().str()
   std::string description;          // "" = cpu, triple, cores and host name
+  std::string token_file;           // the worker token ("" = none)
+  std::string tls_ca_file;          // PEM of the CA that signed the server's certificate ("" = plaintext)
+  int slots = 0;                    // candidates taken at once (built in parallel); 0 = cores
+  double peak_gflops = 0;           // the device's f32 peak, if known (the server checks results against it)
   double reconnect_initial_s = 0.5; // first wait after losing the server; doubles per failure
   double reconnect_max_s = 10;      // longest wait between attempts
+  uint32_t protocol_version = kProtocolVersion;  // what the hello claims (tests use another)
 };
 
-// Serves in a background thread from construction to stop(). Each frame runs on a
-// ktune-runner child with the frame's timeout; a child that crashes or times out is replaced,
-// and the reference requests seen so far (by key) are re-sent to the fresh child before a
-// candidate that needs one. Every failure becomes a Reply with its ErrorKind (kRun,
-// kRunTimeout, ...), never the end of the worker. When the server goes away the worker
-// reconnects with exponential backoff. Thread-safe.
+// Serves in background threads from construction to stop(): dials out to the server (so it
+// works behind NAT), says hello with its key, target, cores and slots, then receives
+// candidates. Each candidate's kernel is built here from its task and config (so build
+// throughput grows with the fleet) and checked and timed in a ktune-runner child (a
+// LocalRunner per distinct measurement setting): a kernel that crashes or hangs ends that
+// child, never the worker, and comes back as a typed result. Heartbeats go out while it
+// measures. When the server goes away the worker reconnects with exponential backoff; results
+// of a connection that broke are dropped (the server has requeued those candidates).
+// Thread-safe.
 class DeviceWorker {
  public:
   // Throws Error(kInvalidArgument) without a server or key, Error(kIo) when the runner
-  // executable does not exist.
+  // executable does not exist or a security file cannot be read.
   explicit DeviceWorker(const DeviceWorkerOptions& options);
   // Stops (see stop()).
   ~DeviceWorker();
   DeviceWorker(const DeviceWorker&) = delete;
   DeviceWorker& operator=(const DeviceWorker&) = delete;
 
-  // Closes the connection at once (the server drops the worker and fails its session), then
-  // waits for the frame in progress, if any, to end. Idempotent.
+  // Closes the connection at once (the server requeues what this worker held), then waits for
+  // the measurement in progress, if any, to end. Idempotent.
   void stop();
 
   // True while registered with the server.
   bool attached() const;
-  // Frames answered so far.
-  size_t frames_served() const;
-  // Runner children started so far (1 + one per crash or timeout, once used).
+  // Results sent so far.
+  size_t results_sent() const;
+  // Runner children started so far (1 + one per crash or timeout, per measurement setting).
   size_t runners_started() const;
+  // The last reason the server gave for ending or refusing the connection ("" = none yet).
+  std::string last_refusal() const;
 
  private:
   struct Impl;

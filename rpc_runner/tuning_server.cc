@@ -1,61 +1,50 @@
-// The tuning server: worker registry, device leases and frame forwarding, on gRPC's callback API
-// (no thread per stream: every stream is a reactor driven by gRPC's own threads).
+// The tuning service on gRPC's callback API: worker streams feed the DevicePool, clients reach the
+// JobManager and the log. Every call is authorized by its role's token first.
 #include "rpc_runner/tuning_server.h"
 
 #include <grpcpp/grpcpp.h>
 
-#include <algorithm>
-#include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <list>
-#include <map>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
+#include "rpc_runner/credentials.h"
+#include "rpc_runner/device_pool.h"
+#include "rpc_runner/job_manager.h"
 #include "rpc_runner/proto/ktune.grpc.pb.h"
+#include "rpc_runner/service_convert.h"
 #include "support/error.h"
+#include "tuning_db/database.h"
 
 namespace ktune::rpc_runner {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// Records per ExportLog message: well under the message limit for any record.
+constexpr size_t kExportChunk = 500;
 
-// How often lease timeouts are checked.
-constexpr auto kLeaseTick = std::chrono::milliseconds(50);
-constexpr double kMaxLeaseTimeoutS = 24 * 3600;
-
-void to_proto(const DeviceInfo& d, rpc::Device* out) {
-  out->set_worker_id(d.worker_id);
-  out->set_key(d.key);
-  out->set_target(d.target);
-  out->set_cores(d.cores);
-  out->set_description(d.description);
-  out->set_leased(d.leased);
-  out->set_peer(d.peer);
+grpc::Status to_status(const std::exception& e) {
+  if (const auto* err = dynamic_cast<const Error*>(&e)) {
+    switch (err->kind()) {
+      case ErrorKind::kInvalidArgument: return {grpc::StatusCode::INVALID_ARGUMENT, err->what()};
+      case ErrorKind::kNotFound: return {grpc::StatusCode::NOT_FOUND, err->what()};
+      case ErrorKind::kUnsupported: return {grpc::StatusCode::FAILED_PRECONDITION, err->what()};
+      default: break;
+    }
+  }
+  return {grpc::StatusCode::INTERNAL, e.what()};
 }
 
-DeviceInfo from_proto(const rpc::Device& d) {
-  DeviceInfo out;
-  out.worker_id = d.worker_id();
-  out.key = d.key();
-  out.target = d.target();
-  out.cores = d.cores();
-  out.description = d.description();
-  out.leased = d.leased();
-  out.peer = d.peer();
-  return out;
-}
-
-// A bidirectional stream's outgoing side: at most one write in flight (gRPC's rule), the rest
-// queued; finish() sends the status after the queued messages. Reactions never block.
-template <class Request>
-class OutboxReactor : public grpc::ServerBidiReactor<Request, rpc::ServerMessage> {
+// The outgoing side of a stream: at most one write in flight (gRPC's rule), the rest queued;
+// finish() sends the status after the queued messages. Never blocks.
+template <class Base, class Message>
+class Outbox : public Base {
  public:
-  void send(rpc::ServerMessage message) {
+  void send(Message message) {
     std::lock_guard lock(out_mu_);
     if (finishing_) return;
     queue_.push_back(std::move(message));
@@ -79,355 +68,336 @@ class OutboxReactor : public grpc::ServerBidiReactor<Request, rpc::ServerMessage
   void OnWriteDone(bool ok) override {
     std::lock_guard lock(out_mu_);
     queue_.pop_front();
-    if (!ok) queue_.clear();  // the stream is broken; its read side reports it
+    if (!ok) queue_.clear();  // the stream is broken
     if (!queue_.empty()) {
       this->StartWrite(&queue_.front());
       return;
     }
     writing_ = false;
-    if (final_) this->Finish(std::move(*final_));
+    if (final_) {
+      this->Finish(std::move(*final_));
+    } else if (!ok && finishing_ == false) {
+      finishing_ = true;
+      this->Finish(grpc::Status::CANCELLED);
+    }
   }
 
  private:
   std::mutex out_mu_;
-  std::deque<rpc::ServerMessage> queue_;
+  std::deque<Message> queue_;
   bool writing_ = false;
   bool finishing_ = false;
   std::optional<grpc::Status> final_;
 };
 
-class SessionReactor;
-class AttachReactor;
+using WorkerStream = Outbox<grpc::ServerBidiReactor<rpc::WorkerMessage, rpc::ServerToWorker>, rpc::ServerToWorker>;
 
-// The registry. Lock order: Registry::mu, then a reactor's outbox lock. Reactor pointers stay
-// valid while they are in the registry: a reactor removes itself (under mu) in OnDone.
-struct Registry {
-  std::mutex mu;
-  std::map<std::string, AttachReactor*> workers;  // attached, by worker id
-  std::list<SessionReactor*> waiting;             // sessions waiting for a lease, oldest first
-  uint64_t next_worker = 1;
-  uint64_t next_frame = 1;
-  bool shutting_down = false;
-
-  // Leases free workers to waiting sessions, oldest session first. Needs mu.
-  void dispatch();
-};
-
-class AttachReactor final : public OutboxReactor<rpc::WorkerMessage> {
+// One device worker's stream: hello -> registered in the pool; results and heartbeats after.
+class AttachReactor final : public WorkerStream {
  public:
-  AttachReactor(Registry& registry, std::string peer) : registry_(registry) {
-    info.peer = std::move(peer);
+  AttachReactor(DevicePool& pool, std::string peer, double heartbeat_s, std::optional<grpc::Status> refused)
+      : pool_(pool), peer_(std::move(peer)), heartbeat_s_(heartbeat_s) {
+    if (refused) {
+      finish(*refused);
+      return;
+    }
     StartRead(&in_);
-  }
-
-  // Guarded by Registry::mu once registered.
-  DeviceInfo info;
-  SessionReactor* leased_by = nullptr;
-  uint64_t expected_frame = 0;  // the frame whose reply the session awaits (0 = none)
-
-  void OnReadDone(bool ok) override;
-  void OnDone() override;
-
- private:
-  // The worker is gone: leave the registry and end its session. Needs Registry::mu.
-  void drop();
-
-  Registry& registry_;
-  rpc::WorkerMessage in_;
-  bool registered_ = false;  // guarded by Registry::mu
-};
-
-class SessionReactor final : public OutboxReactor<rpc::ClientMessage> {
- public:
-  SessionReactor(Registry& registry, std::string peer) : registry_(registry), peer_(std::move(peer)) {
-    StartRead(&in_);
-  }
-
-  // Guarded by Registry::mu.
-  std::string key;
-  Clock::time_point lease_deadline;
-  double lease_timeout_s = 0;
-  AttachReactor* worker = nullptr;
-
-  // Binds the session to a free worker and tells the client. Needs Registry::mu.
-  void bind(AttachReactor* w) {
-    worker = w;
-    w->leased_by = this;
-    w->expected_frame = 0;
-    rpc::ServerMessage opened;
-    to_proto(w->info, opened.mutable_session_opened());
-    opened.mutable_session_opened()->set_leased(true);
-    send(std::move(opened));
-    spdlog::info("session from {} leased worker {} (key {})", peer_, w->info.worker_id, key);
-  }
-
-  // The leased worker went away. Needs Registry::mu.
-  void worker_lost() {
-    const bool mid_frame = worker && worker->expected_frame != 0;
-    const std::string message = "device lost: worker " + worker->info.worker_id + " (key " + worker->info.key +
-                                ") went away" + (mid_frame ? " mid-frame" : "");
-    worker = nullptr;
-    spdlog::info("session from {} ended: {}", peer_, message);
-    finish({grpc::StatusCode::ABORTED, message});
-  }
-
-  // Forwards the worker's reply to the client. Needs Registry::mu.
-  void deliver(rpc::FrameReply reply) {
-    rpc::ServerMessage out;
-    *out.mutable_reply() = std::move(reply);
-    send(std::move(out));
   }
 
   void OnReadDone(bool ok) override {
-    std::lock_guard lock(registry_.mu);
-    if (!ok) {  // the client ended the session (or it was cancelled)
-      release();
+    if (!ok) {  // the worker went away (or was cancelled)
+      leave("stream ended");
       finish(grpc::Status::OK);
       return;
     }
-    if (!opened_) {
-      opened_ = true;
-      if (!in_.has_open()) {
-        finish({grpc::StatusCode::INVALID_ARGUMENT, "a session's first message must name a device key"});
-        return;
-      }
-      if (registry_.shutting_down) {
-        finish({grpc::StatusCode::UNAVAILABLE, "server shutting down"});
-        return;
-      }
-      key = in_.open().device_key();
-      lease_timeout_s = std::clamp(in_.open().lease_timeout_s(), 0.0, kMaxLeaseTimeoutS);
-      lease_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                          std::chrono::duration<double>(lease_timeout_s));
-      registry_.waiting.push_back(this);
-      registry_.dispatch();
-      StartRead(&in_);  // a read stays pending to see the client leave
-      return;
+    if (worker_id_.empty()) {
+      if (!hello()) return;
+    } else if (in_.has_result()) {
+      if (!pool_.complete(worker_id_, std::move(*in_.mutable_result())))
+        spdlog::debug("worker {}: dropped a result for a candidate it no longer holds", worker_id_);
+    } else {
+      pool_.touch(worker_id_);
     }
-    if (!in_.has_frame()) {
-      release();
-      finish({grpc::StatusCode::INVALID_ARGUMENT, "expected a frame"});
-      return;
-    }
-    if (worker == nullptr) {
-      // No lease yet (a client must wait for session_opened) or lost (already finished).
-      release();
-      finish({grpc::StatusCode::FAILED_PRECONDITION, "no device leased"});
-      return;
-    }
-    if (worker->expected_frame != 0) {
-      release();
-      finish({grpc::StatusCode::INVALID_ARGUMENT, "one frame at a time"});
-      return;
-    }
-    rpc::ServerMessage out;
-    *out.mutable_frame() = std::move(*in_.mutable_frame());
-    worker->expected_frame = registry_.next_frame++;
-    out.mutable_frame()->set_id(worker->expected_frame);
-    worker->send(std::move(out));
     StartRead(&in_);
   }
 
   void OnDone() override {
-    {
-      std::lock_guard lock(registry_.mu);
-      release();
-    }
+    leave("stream done");
     delete this;
   }
 
-  // The lease could not be granted in time. Needs Registry::mu.
-  void lease_expired(size_t with_key) {
-    std::string detail = with_key == 0 ? "none attached" : std::to_string(with_key) + " attached, all leased";
-    finish({grpc::StatusCode::RESOURCE_EXHAUSTED, "no free device with key '" + key + "' within " +
-                                                      fmt::format("{:g}", lease_timeout_s) + " s (" + detail + ")"});
+ private:
+  // Registers the worker from its hello. Returns false (stream finished) when refused.
+  bool hello() {
+    if (!in_.has_hello() || in_.hello().key().empty() || in_.hello().target().empty()) {
+      finish({grpc::StatusCode::INVALID_ARGUMENT, "a worker's first message must be its hello (key, target)"});
+      return false;
+    }
+    const rpc::WorkerHello& h = in_.hello();
+    if (h.protocol_version() != kProtocolVersion) {
+      const std::string message = "protocol version mismatch: the worker speaks version " +
+                                  std::to_string(h.protocol_version()) + ", this server version " +
+                                  std::to_string(kProtocolVersion);
+      spdlog::warn("refused worker from {}: {}", peer_, message);
+      finish({grpc::StatusCode::FAILED_PRECONDITION, message});
+      return false;
+    }
+    WorkerInfo info;
+    info.key = h.key();
+    info.target = h.target();
+    info.cores = std::max(h.cores(), 1);
+    info.vector_bits = h.vector_bits();
+    info.slots = std::clamp(h.slots(), 1, 64);
+    info.can_build = h.can_build();
+    info.peak_gflops = h.peak_gflops();
+    info.description = h.description();
+    info.peer = peer_;
+    std::lock_guard lock(id_mu_);
+    worker_id_ = pool_.attach(
+        info, [this](const rpc::Candidate& c) {
+          rpc::ServerToWorker m;
+          *m.mutable_candidate() = c;
+          send(std::move(m));
+        },
+        [this](const std::string& reason) { finish({grpc::StatusCode::UNAVAILABLE, "taken for lost: " + reason}); });
+    rpc::ServerToWorker ack;
+    ack.mutable_attached()->set_worker_id(worker_id_);
+    ack.mutable_attached()->set_heartbeat_s(heartbeat_s_);
+    send(std::move(ack));
+    spdlog::info("worker {} attached: key {}, target '{}', {} cores, {} slots, from {}", worker_id_, info.key,
+                 info.target, info.cores, info.slots, peer_);
+    return true;
+  }
+
+  void leave(const std::string& reason) {
+    std::lock_guard lock(id_mu_);
+    if (worker_id_.empty() || left_) return;
+    left_ = true;
+    pool_.detach(worker_id_, reason);
+  }
+
+  DevicePool& pool_;
+  std::string peer_;
+  double heartbeat_s_;
+  rpc::WorkerMessage in_;
+  std::mutex id_mu_;
+  std::string worker_id_;  // set once, by the read side
+  bool left_ = false;
+};
+
+// A client's view of one job: its events until it ends.
+class WatchReactor final : public Outbox<grpc::ServerWriteReactor<rpc::JobEvent>, rpc::JobEvent> {
+ public:
+  WatchReactor(JobManager& jobs, uint64_t id, std::optional<grpc::Status> refused) : jobs_(jobs), id_(id) {
+    if (refused) {
+      finish(*refused);
+      return;
+    }
+    try {
+      token_ = jobs_.subscribe(id_, [this](const JobEvent& e) {
+        rpc::JobEvent m;
+        to_proto(e, &m);
+        send(std::move(m));
+        if (e.job.finished()) finish(grpc::Status::OK);
+      });
+    } catch (const std::exception& e) {
+      finish(to_status(e));
+    }
+  }
+
+  void OnDone() override {
+    if (token_) jobs_.unsubscribe(id_, *token_);
+    delete this;
   }
 
  private:
-  // Leaves the waiting list and frees the worker. Needs Registry::mu.
-  void release() {
-    registry_.waiting.remove(this);
-    if (worker == nullptr) return;
-    spdlog::info("session on worker {} ended", worker->info.worker_id);
-    worker->leased_by = nullptr;
-    worker->expected_frame = 0;  // a late reply to this session's frame is dropped
-    worker = nullptr;
-    registry_.dispatch();
-  }
-
-  Registry& registry_;
-  std::string peer_;
-  rpc::ClientMessage in_;
-  bool opened_ = false;
+  JobManager& jobs_;
+  uint64_t id_;
+  std::optional<uint64_t> token_;
 };
 
-void Registry::dispatch() {
-  for (auto it = waiting.begin(); it != waiting.end();) {
-    SessionReactor* session = *it;
-    AttachReactor* free = nullptr;
-    for (auto& [id, w] : workers) {
-      if (w->info.key == session->key && w->leased_by == nullptr) {
-        free = w;
-        break;
+// The log, exported in chunks of JSON lines from one snapshot.
+class ExportReactor final : public Outbox<grpc::ServerWriteReactor<rpc::RecordLines>, rpc::RecordLines> {
+ public:
+  ExportReactor(const std::string& db_path, const std::string& workload, std::optional<grpc::Status> refused) {
+    if (refused) {
+      finish(*refused);
+      return;
+    }
+    try {
+      auto db = tuning_db::Database::open(db_path, {.create = false});
+      std::stringstream lines;
+      db.export_jsonl(lines, workload);
+      rpc::RecordLines chunk;
+      for (std::string line; std::getline(lines, line);) {
+        chunk.add_lines(std::move(line));
+        if (static_cast<size_t>(chunk.lines_size()) == kExportChunk) {
+          send(std::move(chunk));
+          chunk.Clear();
+        }
       }
+      if (chunk.lines_size() > 0) send(std::move(chunk));
+      finish(grpc::Status::OK);
+    } catch (const std::exception& e) {
+      finish(to_status(e));
     }
-    if (free == nullptr) {
-      ++it;
-      continue;
-    }
-    it = waiting.erase(it);
-    session->bind(free);
   }
-}
 
-void AttachReactor::OnReadDone(bool ok) {
-  std::lock_guard lock(registry_.mu);
-  if (!ok) {
-    drop();
-    finish(grpc::Status::OK);
-    return;
-  }
-  if (!registered_) {
-    if (!in_.has_hello() || in_.hello().key().empty() || in_.hello().target().empty()) {
-      finish({grpc::StatusCode::INVALID_ARGUMENT, "a worker's first message must be its hello (key, target)"});
-      return;
-    }
-    if (registry_.shutting_down) {
-      finish({grpc::StatusCode::UNAVAILABLE, "server shutting down"});
-      return;
-    }
-    const rpc::WorkerHello& hello = in_.hello();
-    info.worker_id = "w" + std::to_string(registry_.next_worker++);
-    info.key = hello.key();
-    info.target = hello.target();
-    info.cores = hello.cores();
-    info.description = hello.description();
-    rpc::ServerMessage ack;
-    to_proto(info, ack.mutable_attached());
-    send(std::move(ack));
-    registered_ = true;
-    registry_.workers[info.worker_id] = this;
-    spdlog::info("worker {} attached: key {}, target '{}', {} cores, from {}", info.worker_id, info.key,
-                 info.target, info.cores, info.peer);
-    registry_.dispatch();
-  } else if (in_.has_reply()) {
-    if (leased_by != nullptr && in_.reply().id() == expected_frame) {
-      expected_frame = 0;
-      leased_by->deliver(std::move(*in_.mutable_reply()));
-    } else {
-      // The reply to a frame of a session that has ended meanwhile.
-      spdlog::debug("worker {}: dropped the reply to frame {}", info.worker_id, in_.reply().id());
-    }
-  }
-  StartRead(&in_);
-}
-
-void AttachReactor::drop() {
-  if (!registered_) return;
-  registered_ = false;
-  registry_.workers.erase(info.worker_id);
-  spdlog::info("worker {} (key {}) detached", info.worker_id, info.key);
-  if (leased_by != nullptr) {
-    leased_by->worker_lost();
-    leased_by = nullptr;
-  }
-}
-
-void AttachReactor::OnDone() {
-  {
-    std::lock_guard lock(registry_.mu);
-    drop();
-  }
-  delete this;
-}
+  void OnDone() override { delete this; }
+};
 
 class TuningService final : public rpc::Tuning::CallbackService {
  public:
-  TuningService() : ticker_([this] { tick(); }) {}
-  ~TuningService() override { begin_shutdown(); }
+  TuningService(const TuningServerOptions& options, ServerSecurity security)
+      : options_(options),
+        security_(std::move(security)),
+        pool_(options.worker_timeout_s),
+        jobs_(options.db_path, pool_),
+        queries_(tuning_db::Database::open(options.db_path)),
+        reaper_([this] { reap(); }) {}
 
-  // Fails every waiting session, refuses new ones and stops the lease clock.
-  void begin_shutdown() {
+  ~TuningService() override { stop(); }
+
+  // Stops the jobs and the heartbeat clock. Idempotent.
+  void stop() {
     {
-      std::lock_guard lock(registry_.mu);
-      if (!registry_.shutting_down) {
-        registry_.shutting_down = true;
-        for (SessionReactor* s : registry_.waiting) s->finish({grpc::StatusCode::UNAVAILABLE, "server shutting down"});
-        registry_.waiting.clear();
-      }
+      std::lock_guard lock(reap_mu_);
+      stopping_ = true;
     }
-    tick_cv_.notify_all();
-    if (ticker_.joinable()) ticker_.join();
+    reap_cv_.notify_all();
+    if (reaper_.joinable()) reaper_.join();
+    jobs_.shutdown();
   }
 
-  std::vector<DeviceInfo> devices() {
-    std::lock_guard lock(registry_.mu);
-    std::vector<DeviceInfo> out;
-    for (const auto& [id, w] : registry_.workers) {
-      DeviceInfo d = w->info;
-      d.leased = w->leased_by != nullptr;
-      out.push_back(std::move(d));
-    }
-    return out;
-  }
+  DevicePool& pool() { return pool_; }
+  JobManager& jobs() { return jobs_; }
 
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* context, const rpc::PingRequest* request,
                                  rpc::PingReply* reply) override {
-    reply->set_payload(request->payload());
-    reply->set_server_version("ktune");
-    auto* reactor = context->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+    return unary(context, "Ping", [&] {
+      reply->set_payload(request->payload());
+      reply->set_server_version("ktune " KTUNE_VERSION);
+      reply->set_protocol_version(kProtocolVersion);
+    });
   }
 
   grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context, const rpc::ListDevicesRequest*,
                                         rpc::ListDevicesReply* reply) override {
-    for (const DeviceInfo& d : devices()) to_proto(d, reply->add_devices());
-    auto* reactor = context->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+    return unary(context, "ListDevices", [&] {
+      for (const WorkerInfo& w : pool_.workers()) to_proto(w, reply->add_devices());
+    });
   }
 
-  grpc::ServerBidiReactor<rpc::WorkerMessage, rpc::ServerMessage>* Attach(
-      grpc::CallbackServerContext* context) override {
-    return new AttachReactor(registry_, context->peer());
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context, const rpc::JobSpec* request,
+                                      rpc::JobInfo* reply) override {
+    return unary(context, "SubmitJob", [&] {
+      if (request->protocol_version() != kProtocolVersion)
+        throw Error(ErrorKind::kUnsupported, "protocol version mismatch: the client speaks version " +
+                                                 std::to_string(request->protocol_version()) +
+                                                 ", this server version " + std::to_string(kProtocolVersion));
+      JobSpec spec = from_proto(*request);
+      if (spec.owner.empty()) spec.owner = context->peer();
+      to_proto(jobs_.submit(spec), reply);
+    });
   }
 
-  grpc::ServerBidiReactor<rpc::ClientMessage, rpc::ServerMessage>* Session(
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context, const rpc::ListJobsRequest* request,
+                                     rpc::ListJobsReply* reply) override {
+    return unary(context, "ListJobs", [&] {
+      for (const JobStatus& s : jobs_.list(request->all())) to_proto(s, reply->add_jobs());
+    });
+  }
+
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context, const rpc::JobRef* request,
+                                      rpc::JobInfo* reply) override {
+    return unary(context, "CancelJob", [&] { to_proto(jobs_.cancel(request->id()), reply); });
+  }
+
+  grpc::ServerUnaryReactor* QueryBest(grpc::CallbackServerContext* context, const rpc::BestRequest* request,
+                                      rpc::RecordLines* reply) override {
+    return unary(context, "QueryBest", [&] {
+      if (request->target().empty()) throw Error(ErrorKind::kInvalidArgument, "QueryBest needs a target");
+      const int64_t k = std::clamp<int64_t>(request->k(), 1, 1000);
+      std::lock_guard lock(queries_mu_);
+      // Any toolchain: a config stays valid across LLVM versions; the record says which one.
+      for (const auto& r : queries_.top_k(request->workload_key(), {request->target(), ""}, k, request->device_key()))
+        reply->add_lines(tuning_db::to_json_line(r));
+    });
+  }
+
+  grpc::ServerWriteReactor<rpc::JobEvent>* WatchJob(grpc::CallbackServerContext* context,
+                                                     const rpc::JobRef* request) override {
+    return new WatchReactor(jobs_, request->id(), refusal(*context, Role::kClient, "WatchJob"));
+  }
+
+  grpc::ServerWriteReactor<rpc::RecordLines>* ExportLog(grpc::CallbackServerContext* context,
+                                                        const rpc::ExportRequest* request) override {
+    return new ExportReactor(options_.db_path, request->workload_key(),
+                             refusal(*context, Role::kClient, "ExportLog"));
+  }
+
+  grpc::ServerBidiReactor<rpc::WorkerMessage, rpc::ServerToWorker>* Attach(
       grpc::CallbackServerContext* context) override {
-    return new SessionReactor(registry_, context->peer());
+    return new AttachReactor(pool_, context->peer(), options_.heartbeat_s,
+                             refusal(*context, Role::kWorker, "Attach"));
   }
 
  private:
-  // Fails the sessions whose lease timeout has passed (reactions cannot wait; this thread can).
-  void tick() {
-    std::unique_lock lock(registry_.mu);
-    while (!registry_.shutting_down) {
-      const auto now = Clock::now();
-      for (auto it = registry_.waiting.begin(); it != registry_.waiting.end();) {
-        SessionReactor* s = *it;
-        if (now < s->lease_deadline) {
-          ++it;
-          continue;
-        }
-        it = registry_.waiting.erase(it);
-        size_t with_key = 0;
-        for (const auto& [id, w] : registry_.workers) with_key += w->info.key == s->key;
-        s->lease_expired(with_key);
-      }
-      tick_cv_.wait_for(lock, kLeaseTick);
+  std::optional<grpc::Status> refusal(const grpc::CallbackServerContext& context, Role role, std::string_view rpc) {
+    grpc::Status status = authorize(context, role, security_, rpc);
+    if (status.ok()) return std::nullopt;
+    return status;
+  }
+
+  // Authorizes a client call, runs body, turns its exception into a status.
+  template <class Body>
+  grpc::ServerUnaryReactor* unary(grpc::CallbackServerContext* context, std::string_view rpc, Body&& body) {
+    auto* reactor = context->DefaultReactor();
+    if (auto refused = refusal(*context, Role::kClient, rpc)) {
+      reactor->Finish(*refused);
+      return reactor;
+    }
+    try {
+      body();
+      reactor->Finish(grpc::Status::OK);
+    } catch (const std::exception& e) {
+      reactor->Finish(to_status(e));
+    }
+    return reactor;
+  }
+
+  // Detaches silent workers (their candidates go back to the queue) once a second.
+  void reap() {
+    std::unique_lock lock(reap_mu_);
+    while (!stopping_) {
+      reap_cv_.wait_for(lock, std::chrono::seconds(1));
+      if (stopping_) break;
+      lock.unlock();
+      pool_.expire();
+      lock.lock();
     }
   }
 
-  Registry registry_;
-  std::condition_variable_any tick_cv_;
-  std::thread ticker_;
+  TuningServerOptions options_;
+  ServerSecurity security_;
+  DevicePool pool_;
+  JobManager jobs_;
+  std::mutex queries_mu_;
+  tuning_db::Database queries_;  // guarded by queries_mu_
+  std::mutex reap_mu_;
+  std::condition_variable reap_cv_;
+  bool stopping_ = false;  // guarded by reap_mu_
+  std::thread reaper_;
 };
+
+bool every_interface(const std::string& host) {
+  return host == "0.0.0.0" || host == "::" || host == "[::]" || host.empty();
+}
 
 }  // namespace
 
 struct TuningServer::Impl {
-  TuningService service;
+  std::unique_ptr<TuningService> service;
   std::unique_ptr<grpc::Server> server;
   std::string host;
   int port = 0;
@@ -438,23 +408,38 @@ struct TuningServer::Impl {
 TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make_unique<Impl>()) {
   if (options.port < 0 || options.port > 65535)
     throw Error(ErrorKind::kInvalidArgument, "port out of range: " + std::to_string(options.port));
+  if (!(options.heartbeat_s > 0) || !(options.worker_timeout_s > options.heartbeat_s))
+    throw Error(ErrorKind::kInvalidArgument, "the worker timeout must exceed the heartbeat interval");
+  ServerSecurity security = load_server_security(options.token_file, options.tls_cert_file, options.tls_key_file);
+  if (every_interface(options.host) && !security.authenticates())
+    spdlog::warn("listening on every interface without a token: anyone who reaches port {} can attach a device "
+                 "or submit jobs (use --token-file)",
+                 options.port);
   impl_->host = options.host;
+  const bool with_tokens = security.authenticates();
+  auto credentials = server_credentials(security);
+  impl_->service = std::make_unique<TuningService>(options, std::move(security));
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.host + ":" + std::to_string(options.port),
-                           grpc::InsecureServerCredentials(), &impl_->port);
+  builder.AddListeningPort(options.host + ":" + std::to_string(options.port), credentials, &impl_->port);
   // Pings find a worker whose machine vanished without closing its connection.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  // Workers ping every 10 s for the same reason; accept that rate.
+  // Workers and clients ping every 10 s for the same reason; accept that rate.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
-  builder.SetMaxReceiveMessageSize(256 << 20);
-  builder.SetMaxSendMessageSize(256 << 20);
-  builder.RegisterService(&impl_->service);
+  // Deliberate limits: a candidate or a chunk of records is far smaller; anything larger is
+  // refused by gRPC before it reaches ktune.
+  builder.SetMaxReceiveMessageSize(options.max_message_mib << 20);
+  builder.SetMaxSendMessageSize(options.max_message_mib << 20);
+  builder.RegisterService(impl_->service.get());
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || impl_->port == 0)
     throw Error(ErrorKind::kIo, "cannot listen on " + options.host + ":" + std::to_string(options.port));
+  const size_t resumed = impl_->service->jobs().resume_unfinished();
+  spdlog::info("tuning server on {}:{} (log {}, {}, {}); {} unfinished job(s) resumed", options.host, impl_->port,
+               options.db_path, with_tokens ? "tokens required" : "no tokens",
+               options.tls_cert_file.empty() ? "plaintext" : "TLS", resumed);
 }
 
 TuningServer::~TuningServer() { shutdown(); }
@@ -463,31 +448,24 @@ int TuningServer::port() const { return impl_->port; }
 
 std::string TuningServer::address() const { return impl_->host + ":" + std::to_string(impl_->port); }
 
-std::vector<DeviceInfo> TuningServer::devices() const { return impl_->service.devices(); }
+std::vector<DeviceInfo> TuningServer::devices() const {
+  std::vector<DeviceInfo> out;
+  for (const WorkerInfo& w : impl_->service->pool().workers()) {
+    rpc::Device d;
+    to_proto(w, &d);
+    out.push_back(from_proto(d));
+  }
+  return out;
+}
 
 void TuningServer::shutdown() {
   std::lock_guard lock(impl_->shutdown_mu);
   if (impl_->shut_down) return;
   impl_->shut_down = true;
-  impl_->service.begin_shutdown();
-  // Open streams (workers, sessions) are cancelled after this grace period.
+  impl_->service->stop();
+  // Open streams (workers, watchers) are cancelled after this grace period.
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   impl_->server->Wait();
-}
-
-std::vector<DeviceInfo> list_devices(const std::string& address, double timeout_s) {
-  auto stub = rpc::Tuning::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3)));
-  rpc::ListDevicesRequest request;
-  rpc::ListDevicesReply reply;
-  grpc::Status status = stub->ListDevices(&context, request, &reply);
-  if (!status.ok())
-    throw Error(ErrorKind::kIo, "cannot reach the tuning server at " + address + ": " + status.error_message());
-  std::vector<DeviceInfo> out;
-  for (const auto& d : reply.devices()) out.push_back(from_proto(d));
-  return out;
 }
 
 }  // namespace ktune::rpc_runner

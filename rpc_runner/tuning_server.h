@@ -1,36 +1,51 @@
-// Defines TuningServer, the gRPC service that leases attached device workers to clients, and list_devices.
+// Defines TuningServer, ktune's gRPC tuning service: it owns the tuning log, the device fleet and the tuning jobs.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace ktune::rpc_runner {
 
+// The wire protocol's version (rpc_runner/proto/ktune.proto). Workers and clients of another
+// version are refused with a message naming both.
+inline constexpr uint32_t kProtocolVersion = 2;
+
 struct TuningServerOptions {
   std::string host = "127.0.0.1";  // address to listen on ("0.0.0.0" = every interface)
   int port = 9190;                 // 0 = any free port (see TuningServer::port())
+  std::string db_path = "ktune-server.db";  // the tuning log the server owns
+  std::string token_file;          // "worker: T" and "client: T" lines; "" = no tokens
+  std::string tls_cert_file;       // PEM; with tls_key_file: serve TLS only
+  std::string tls_key_file;
+  double heartbeat_s = 2;          // workers send a heartbeat at least this often
+  double worker_timeout_s = 10;    // a worker silent this long is lost; its candidates requeued
+  int max_message_mib = 64;        // gRPC message limit, both ways
 };
 
-// One attached worker, as the registry sees it.
+// One attached worker, as `ktune server devices` shows it.
 struct DeviceInfo {
-  std::string worker_id;    // assigned by the server at attach time, e.g. "w3"
-  std::string key;          // device key the worker registered with
-  std::string target;       // the device's codegen::Target string
+  std::string worker_id;  // assigned by the server at attach time, e.g. "w3"
+  std::string key;        // device key the worker registered with
+  std::string target;     // the device's codegen::Target string
   int cores = 0;
   std::string description;
-  bool leased = false;      // a session holds it
-  std::string peer;         // the worker's network address as the server saw it
+  std::string peer;       // the worker's network address as the server saw it
+  int slots = 0;          // candidates it takes at once
+  int in_flight = 0;      // candidates it measures now
+  uint64_t served = 0;    // results it returned
 };
 
-// The tuning server (TVM's RPC tracker semantics): workers attach with a device key and stay
-// connected; a client session leases one free worker of a key (waiting up to its lease timeout)
-// and its frames are forwarded to that worker and the replies back, until either side ends. A
-// worker that goes away mid-session ends the session with an error and leaves the registry.
-// Every stream is a reactor on gRPC's callback API (no thread per stream). Thread-safe.
+// The tuning service. Device workers dial in (Attach, with the worker token) and are sent
+// candidates of the jobs of their key; clients (with the client token) submit, watch, list and
+// cancel jobs, and query the log (best / top-k records, export). The server owns the log: every
+// measurement of every job is recorded there once. Unfinished jobs of the log are resumed at
+// start. Every stream is a reactor on gRPC's callback API (no thread per stream). Thread-safe.
 class TuningServer {
  public:
-  // Starts listening. Throws Error(kIo) when the address cannot be bound.
+  // Opens the log and starts listening. Throws Error(kIo) when the address cannot be bound,
+  // Error(kInvalidArgument) for bad options or security files, Error(kDatabase) for the log.
   explicit TuningServer(const TuningServerOptions& options);
   // Shuts down (see shutdown()).
   ~TuningServer();
@@ -43,17 +58,13 @@ class TuningServer {
   std::string address() const;
   // Returns every attached worker.
   std::vector<DeviceInfo> devices() const;
-  // Ends every session and attachment and stops serving; idempotent. Returns within a few
-  // seconds (open streams are cancelled).
+  // Stops the jobs (their states stay in the log, to resume), ends every stream and stops
+  // serving; idempotent. Returns within a few seconds.
   void shutdown();
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Asks the server at `address` ("host:port") for its attached workers. Throws Error(kIo) when
-// the server cannot be reached within timeout_s seconds.
-std::vector<DeviceInfo> list_devices(const std::string& address, double timeout_s = 10);
 
 }  // namespace ktune::rpc_runner

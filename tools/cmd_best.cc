@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/error.h"
 #include "tools/commands.h"
+#include "tools/service_flags.h"
 #include "tools/workload_lookup.h"
 #include "tuning_db/record.h"
 
@@ -19,6 +21,8 @@ struct BestOptions {
   std::vector<std::string> args;
   std::string target = "host";
   std::string db = "ktune.db";
+  rpc_runner::ServiceClientOptions server;  // set: ask this server instead of --db
+  std::string device_key;
   bool json = false;
 };
 
@@ -26,7 +30,9 @@ void run_best(const BestOptions& o) {
   const Workload w = resolve_workload(o.template_name, o.args, o.target);
   const schedule_space::Task& task = w.task;
   const codegen::Target& target = w.target;
-  const auto best = best_record(o.db, w);
+  if (o.server.server.empty() && !o.device_key.empty())
+    throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
+  const auto best = o.server.server.empty() ? best_record(o.db, w) : best_record(o.server, w, o.device_key);
   if (o.json) {
     nlohmann::json j{{"workload", task.workload_key()}, {"target", target.str()}};
     if (best) {
@@ -60,6 +66,8 @@ void add_best(CLI::App& app) {
   cmd->add_option("args", o->args, "Workload arguments key=value (omitted ones take their defaults)");
   cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...'")->capture_default_str();
   cmd->add_option("--db", o->db, "Tuning log (SQLite)")->capture_default_str();
+  add_client_flags(cmd, o->server, false)->description("Ask this tuning server's log (HOST:PORT) instead of --db");
+  cmd->add_option("--device-key", o->device_key, "With --server: only records measured on devices of this key");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] { run_best(*o); });
 }

@@ -17,6 +17,7 @@
 #include "support/error.h"
 #include "te/lower.h"
 #include "tools/commands.h"
+#include "tools/service_flags.h"
 #include "tools/kernel_header.h"
 #include "tools/output_files.h"
 #include "tools/standalone_runtime.h"
@@ -31,6 +32,8 @@ struct BuildCmdOptions {
   std::vector<std::string> args;
   std::string target = "host";
   std::string db = "ktune.db";
+  rpc_runner::ServiceClientOptions server;  // set: ask this server instead of --db
+  std::string device_key;
   // Unset options take their defaults; set ones must not be empty.
   std::optional<std::string> output;   // nullopt = <symbol>.o
   std::optional<std::string> header;   // nullopt = <symbol>.h
@@ -105,9 +108,15 @@ void run_build(const BuildCmdOptions& o) {
   std::optional<tuning_db::Record> best;
   std::string untuned_reason;
   std::error_code ec;
-  const bool have_log = std::filesystem::exists(o.db, ec);
+  if (o.server.server.empty() && !o.device_key.empty())
+    throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
+  const bool have_log = o.server.server.empty() && std::filesystem::exists(o.db, ec);
   if (ec) throw Error(ErrorKind::kIo, "cannot look at the tuning log " + o.db + ": " + ec.message());
-  if (have_log) {
+  if (!o.server.server.empty()) {
+    best = best_record(o.server, w, o.device_key);
+    if (!best)
+      untuned_reason = "no successful record of " + task.workload_key() + " for this target on " + o.server.server;
+  } else if (have_log) {
     best = best_record(o.db, w);
     if (!best) untuned_reason = "no successful record of " + task.workload_key() + " for this target in " + o.db;
   } else {
@@ -196,6 +205,8 @@ void add_build(CLI::App& app) {
   cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...' (any LLVM target)")
       ->capture_default_str();
   cmd->add_option("--db", o->db, "Tuning log (SQLite); a missing log means the fallback config")->capture_default_str();
+  add_client_flags(cmd, o->server, false)->description("Ask this tuning server's log (HOST:PORT) instead of --db");
+  cmd->add_option("--device-key", o->device_key, "With --server: only records measured on devices of this key");
   cmd->add_option("-o,--output", o->output, "Object file to write (default <name>.o)")->expected(1);
   cmd->add_option("--header", o->header, "C header to write (default <name>.h)")->expected(1);
   cmd->add_option("--name", o->name, "Kernel symbol, a C identifier (default ktune_<template>)")->expected(1);

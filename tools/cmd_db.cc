@@ -17,6 +17,7 @@
 
 #include "support/error.h"
 #include "tools/commands.h"
+#include "tools/service_flags.h"
 #include "tuning_db/database.h"
 
 namespace ktune::tools {
@@ -36,6 +37,7 @@ struct DbArgs {
   std::string device;
   int64_t k = 10;
   std::string file;
+  rpc_runner::ServiceClientOptions server;  // export: from this server's log instead of --db
 };
 
 Database open_existing(const DbArgs& args) {
@@ -205,14 +207,20 @@ void run_top(const DbArgs& args) {
 }
 
 void run_export(const DbArgs& args) {
-  Database db = open_existing(args);
+  if (args.server.server.empty() == args.path.empty())
+    throw Error(ErrorKind::kInvalidArgument, "db export needs exactly one of --db and --server");
+  auto write = [&](std::ostream& out) {
+    if (!args.server.server.empty()) return rpc_runner::ServiceClient(args.server).export_log(out, args.workload);
+    Database db = open_existing(args);
+    return db.export_jsonl(out, args.workload);
+  };
   int64_t n = 0;
   if (args.file.empty() || args.file == "-") {
-    n = db.export_jsonl(std::cout, args.workload);
+    n = write(std::cout);
   } else {
     std::ofstream out(args.file);
     if (!out) throw Error(ErrorKind::kIo, "cannot write '" + args.file + "'");
-    n = db.export_jsonl(out, args.workload);
+    n = write(out);
   }
   spdlog::info("exported {} records", n);
 }
@@ -306,7 +314,9 @@ void add_db_command(CLI::App& app) {
   top->callback([args] { run_top(*args); });
 
   CLI::App* exp = db->add_subcommand("export", "Write records as JSON lines (AutoTVM-like)");
-  common(exp);
+  exp->add_option("--db", args->path, "Tuning log file");
+  exp->add_flag("--json", args->json, "Machine-readable output");
+  add_client_flags(exp, args->server, false)->description("Stream the log of this tuning server (HOST:PORT) instead");
   exp->add_option("--out", args->file, "Output file (default: stdout)");
   exp->add_option("--workload", args->workload, "Only this workload");
   exp->callback([args] { run_export(*args); });

@@ -29,13 +29,23 @@ void run_worker(const rpc_runner::DeviceWorkerOptions& options) {
 
 void add_worker(CLI::App& app) {
   auto o = std::make_shared<rpc_runner::DeviceWorkerOptions>();
-  auto* cmd = app.add_subcommand("worker", "Serve this machine as a device of a tuning server");
+  auto* cmd = app.add_subcommand("worker", "Serve this machine as a device of a tuning server (builds and times kernels)");
   cmd->add_option("--server", o->server, "The tuning server, HOST:PORT")->required();
-  cmd->add_option("--key", o->key, "Device key that clients lease by (e.g. x86-avx512)")->required();
+  cmd->add_option("--key", o->key, "Device key that jobs name (e.g. x86-avx512)")->required();
+  cmd->add_option("--token-file", o->token_file, "File with the worker token (a bare token, or the server's token file)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--tls-ca", o->tls_ca_file, "PEM of the CA that signed the server's certificate (TLS)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--slots", o->slots, "Candidates taken at once, built in parallel (0 = cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
+  cmd->add_option("--peak-gflops", o->peak_gflops, "This device's f32 peak; the server refuses results far above it")
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--runner", o->runner_path, "The ktune-runner executable (default: next to ktune)");
   cmd->add_option("--description", o->description, "Free text shown by `ktune server devices`");
   cmd->add_option("--reconnect-max", o->reconnect_max_s, "Longest wait between reconnection attempts, s")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
   cmd->callback([o] { run_worker(*o); });
 }
 

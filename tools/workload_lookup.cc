@@ -26,4 +26,12 @@ std::optional<tuning_db::Record> best_record(const std::string& db_path, const W
   return db.best(workload.task.workload_key(), tuning_db::TargetKey{workload.target.str(), ""});
 }
 
+std::optional<tuning_db::Record> best_record(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
+                                             const std::string& device_key) {
+  rpc_runner::ServiceClient client(server);
+  auto top = client.best(workload.task.workload_key(), workload.target.str(), device_key, 1);
+  if (top.empty()) return std::nullopt;
+  return std::move(top.front());
+}
+
 }  // namespace ktune::tools

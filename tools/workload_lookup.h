@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "codegen/target.h"
+#include "rpc_runner/service_client.h"
 #include "schedule_space/task.h"
 #include "tuning_db/record.h"
 
@@ -29,5 +30,10 @@ Workload resolve_workload(const std::string& template_name, const std::vector<st
 // The log is opened without creating it. Throws Error(kNotFound) when db_path does not exist and
 // Error(kDatabase) for a file that is not a readable ktune log.
 std::optional<tuning_db::Record> best_record(const std::string& db_path, const Workload& workload);
+
+// The same, asked of a tuning server's log (QueryBest), optionally of one device key. Throws
+// what ServiceClient throws (unreachable server, wrong token: one clear line).
+std::optional<tuning_db::Record> best_record(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
+                                             const std::string& device_key);
 
 }  // namespace ktune::tools

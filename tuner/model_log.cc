@@ -33,12 +33,16 @@ struct ModelRunLog::State {
 
 ModelRunLog::ModelRunLog(tuning_db::Database& db, const schedule_space::Task& task,
                          const tuning_db::TargetKey& target, const XGBTuner& tuner,
-                         nlohmann::json options)
+                         nlohmann::json options, int64_t existing_run_id)
     : state_(std::make_shared<State>()) {
   state_->db = &db;
   state_->task = &task;
   state_->target = target;
   state_->tuner = &tuner;
+  if (existing_run_id != 0) {
+    state_->run_id = existing_run_id;
+    return;
+  }
   tuning_db::RunInfo run;
   run.tuner = tuner.name();
   run.workload_key = task.workload_key();

@@ -24,11 +24,12 @@ inline constexpr int kKnobFeatureVersion = 1;
 // callback). One thread.
 class ModelRunLog {
  public:
-  // Starts a run row (Database::begin_run) for the tuner on the task's workload.
+  // Starts a run row (Database::begin_run) for the tuner on the task's workload, or continues
+  // the run `existing_run_id` when it is not 0 (a server-side job resumed after a restart).
   // Throws Error(kDatabase).
   ModelRunLog(tuning_db::Database& db, const schedule_space::Task& task,
               const tuning_db::TargetKey& target, const XGBTuner& tuner,
-              nlohmann::json options = nlohmann::json::object());
+              nlohmann::json options = nlohmann::json::object(), int64_t existing_run_id = 0);
 
   // The run id, for RecordContext::run_id.
   int64_t run_id() const;

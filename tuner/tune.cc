@@ -62,6 +62,10 @@ TuneResult tune(const schedule_space::Task& task, Tuner& tuner, Measurer& measur
   size_t since_improvement = 0;
   size_t stale_rounds = 0;
   while (out.n_measured < options.n_trial) {
+    if (options.should_stop && options.should_stop()) {
+      out.cancelled = true;
+      break;
+    }
     if (!tuner.has_next()) {
       out.space_exhausted = true;
       break;
@@ -117,6 +121,7 @@ TuneResult tune(const schedule_space::Task& task, Tuner& tuner, Measurer& measur
       since_improvement = improved ? 0 : since_improvement + 1;
     }
 
+    for (const auto& callback : options.on_measured) callback(inputs, results);
     t = Clock::now();
     tuner.update(inputs, results);
     out.tuner_s += seconds_since(t);

@@ -32,7 +32,12 @@ struct TuneOptions {
   size_t n_trial = 64;         // new measurements to make (the budget); resumed ones don't count
   size_t early_stopping = 0;   // stop after this many trials without a better config; 0 = never
   size_t batch_size = 16;      // configs asked from the tuner and measured together
-  std::vector<Callback> callbacks;
+  // Called with each measured batch BEFORE the tuner sees it (the log goes here: a tuner whose
+  // model fit fails then loses nothing).
+  std::vector<Callback> on_measured;
+  std::vector<Callback> callbacks;  // called after the tuner's update (model log, progress)
+  // Polled before each batch; returning true ends the loop (TuneResult::cancelled). May be empty.
+  std::function<bool()> should_stop;
   std::vector<PastMeasurement> resume;  // already measured: told to the tuner, not measured
 };
 
@@ -47,6 +52,7 @@ struct TuneResult {
   size_t n_resumed = 0;           // past measurements handed to the tuner
   bool stopped_early = false;
   bool space_exhausted = false;   // the tuner had nothing left before the budget was spent
+  bool cancelled = false;         // should_stop ended the loop
   double wall_s = 0;              // whole loop
   double tuner_s = 0;             // inside Tuner::next_batch / update
   double measure_s = 0;           // inside Measurer::measure
@@ -54,8 +60,9 @@ struct TuneResult {
 };
 
 // Runs the loop: ask the tuner for batches, drop configs already measured (resumed or
-// proposed twice), measure, update the tuner, call the callbacks, until n_trial new
-// measurements are made, early stopping triggers, or the tuner runs out.
+// proposed twice), measure, call on_measured, update the tuner, call the callbacks, until
+// n_trial new measurements are made, early stopping triggers, the tuner runs out, or
+// should_stop says so.
 // Returns the summary. Throws what the measurer or a callback throws (measurement failures
 // of single configs are results, not exceptions).
 TuneResult tune(const schedule_space::Task& task, Tuner& tuner, Measurer& measurer,

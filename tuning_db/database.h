@@ -94,6 +94,22 @@ struct RunInfo {
   nlohmann::json options = nlohmann::json::object();
 };
 
+// A tuning job of the server (rpc_runner's JobManager): what was submitted and where it stands.
+struct JobRow {
+  int64_t id = 0;                                   // assigned by add_job
+  nlohmann::json spec = nlohmann::json::object();   // as submitted
+  std::string device_key;
+  int priority = 1;
+  std::string owner;
+  std::string state = "queued";  // queued, running, done, failed, cancelled
+  int64_t run_id = 0;            // the run its records carry; 0 = none yet
+  std::string target;            // resolved from its devices; "" = not yet
+  std::string message;           // why it waits, or why it failed
+  std::string summary;           // the run's summary (JSON text) once it ended; "" before
+  double created_at = 0, updated_at = 0;  // unix seconds, set by the database
+  std::optional<double> finished_at;      // set when the state becomes terminal
+};
+
 struct BatchQuality {
   int64_t batch = 0;
   int64_t records = 0;
@@ -179,6 +195,24 @@ class Database {
   void add_batch_quality(int64_t run_id, const BatchQuality& quality);
   // A run's batches in order. Throws Error(kDatabase).
   std::vector<BatchQuality> batch_quality(int64_t run_id);
+
+  // Stores a new job (state as given, usually "queued"). Returns its id. Throws
+  // Error(kInvalidArgument) for an unknown state or an empty device key, Error(kDatabase).
+  int64_t add_job(const JobRow& job);
+  // Sets a job's state and message (and its run when run_id is not 0); a terminal state (done,
+  // failed, cancelled) sets finished_at. Throws Error(kNotFound) for an unknown id,
+  // Error(kInvalidArgument) for an unknown state.
+  void update_job(int64_t id, std::string_view state, std::string_view message, int64_t run_id = 0);
+  // Sets the target a job resolved from its devices. Throws Error(kNotFound).
+  void set_job_target(int64_t id, std::string_view target);
+  // Stores a job's final summary (JSON text). Throws Error(kNotFound).
+  void set_job_summary(int64_t id, std::string_view summary);
+  // The job, or nullopt. Throws Error(kDatabase).
+  std::optional<JobRow> job(int64_t id);
+  // Every job (or only the queued and running ones), by id. Throws Error(kDatabase).
+  std::vector<JobRow> jobs(bool unfinished_only = false);
+  // How many records carry this run id (a job's measured trials). Throws Error(kDatabase).
+  int64_t count_run_records(int64_t run_id);
 
   // Runs PRAGMA integrity_check and foreign_key_check and the schema check. Returns what was
   // found (ok() when nothing). Throws Error(kDatabase) only when the file cannot be read.

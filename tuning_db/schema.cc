@@ -1,4 +1,5 @@
-// The tuning log's schema: version 1 (the log itself) and version 2 (tuning-run telemetry).
+// The tuning log's schema: version 1 (the log itself), version 2 (tuning-run telemetry) and
+// version 3 (the tuning server's jobs).
 #include "tuning_db/schema.h"
 
 #include <spdlog/spdlog.h>
@@ -88,12 +89,31 @@ CREATE TABLE run_batches(
   PRIMARY KEY(run_id, batch));
 ALTER TABLE records ADD COLUMN run_id INTEGER REFERENCES runs(id);
 )sql",
+    // 2 -> 3: the tuning server's jobs (spec as submitted, state, the run its records carry,
+    // the resolved target and the final summary), and records by run (a job's progress).
+    R"sql(
+CREATE TABLE jobs(
+  id INTEGER PRIMARY KEY,
+  spec TEXT NOT NULL,
+  device_key TEXT NOT NULL,
+  priority INTEGER NOT NULL DEFAULT 1,
+  owner TEXT NOT NULL DEFAULT '',
+  state TEXT NOT NULL,
+  run_id INTEGER REFERENCES runs(id),
+  target TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT '',
+  summary TEXT NOT NULL DEFAULT '',
+  created_at REAL NOT NULL,
+  updated_at REAL NOT NULL,
+  finished_at REAL);
+CREATE INDEX records_by_run ON records(run_id);
+)sql",
 };
 
-constexpr std::array<std::string_view, 8> kTables = {
-    "meta", "workloads", "targets", "devices", "records", "models", "runs", "run_batches"};
-constexpr std::array<std::string_view, 3> kIndexes = {"workloads_by_template", "records_best",
-                                                      "records_by_config"};
+constexpr std::array<std::string_view, 9> kTables = {
+    "meta", "workloads", "targets", "devices", "records", "models", "runs", "run_batches", "jobs"};
+constexpr std::array<std::string_view, 4> kIndexes = {"workloads_by_template", "records_best",
+                                                      "records_by_config", "records_by_run"};
 
 bool exists(sql::Connection& conn, std::string_view type, std::string_view name) {
   sql::Statement stmt(conn, "SELECT 1 FROM sqlite_master WHERE type = ?1 AND name = ?2");

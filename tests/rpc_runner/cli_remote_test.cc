@@ -1,15 +1,8 @@
-// End-to-end test of the commands: `ktune server`, two `ktune worker`s and `ktune tune --server
-// --devices`, as separate processes on 127.0.0.1.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+// End-to-end test of the service's commands as processes on 127.0.0.1: `ktune server`, two
+// `ktune worker`s, `ktune tune --server` (streamed and --detach), `ktune jobs` (list, watch,
+// cancel), `ktune best/build --server`, `ktune db export --server`, and their errors.
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,61 +10,19 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "support/error.h"
+#include "tests/process_util.h"
 #include "tuning_db/database.h"
 
-extern char** environ;
+#define KTUNE_BINARY KTUNE_BIN
+#include "tests/cli_util.h"
 
 namespace ktune {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A child process with its stdout and stderr sent to files.
-struct Child {
-  pid_t pid = -1;
-
-  Child(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) throw Error(ErrorKind::kIo, "cannot start " + args[0]);
-  }
-  ~Child() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-
-  // Waits at most timeout_s for the exit; returns the exit status, or -1 (then the child is
-  // killed) when it did not exit in time or died of a signal.
-  int wait(double timeout_s) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    for (;;) {
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      if (std::chrono::steady_clock::now() > deadline) return -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing_cli::quote;
+using testing_process::Child;
+using testing_process::read_file;
 
 size_t count_lines(const std::string& text) {
   size_t n = 0;
@@ -83,86 +34,105 @@ class CliRemote : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("ktune_cli_remote_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
   fs::path dir_;
 };
 
-TEST_F(CliRemote, ServerWorkerAndTuneOnTheDevice) {
-  const std::string ktune = KTUNE_BIN;
-  Child server({ktune, "server", "--port", "0"}, dir_ / "server.out", dir_ / "server.err");
-  std::string address;
-  for (int i = 0; i < 500 && address.empty(); ++i) {
-    std::string out = read_file(dir_ / "server.out");
-    auto at = out.find("listening on ");
-    auto end = out.find('\n', at);
-    if (at != std::string::npos && end != std::string::npos) address = out.substr(at + 13, end - at - 13);
-    else std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_FALSE(address.empty()) << read_file(dir_ / "server.err");
-  ASSERT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address;
-  ASSERT_NE(address, "127.0.0.1:0");
-
-  // Two workers of key k; the tune asks for three devices, so it warns and measures on two.
-  Child worker({ktune, "worker", "--server", address, "--key", "k", "--runner", KTUNE_RUNNER_PATH},
-               dir_ / "worker.out", dir_ / "worker.err");
-  Child worker2({ktune, "worker", "--server", address, "--key", "k", "--runner", KTUNE_RUNNER_PATH},
-                dir_ / "worker2.out", dir_ / "worker2.err");
-  auto list_devices = [&] {
-    Child devices({ktune, "server", "devices", "--server", address, "--json"}, dir_ / "devices.out",
-                  dir_ / "devices.err");
-    EXPECT_EQ(devices.wait(30), 0) << read_file(dir_ / "devices.err");
-    return nlohmann::json::parse(read_file(dir_ / "devices.out"));
-  };
-  for (int i = 0; i < 250 && list_devices().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(40));
-  ASSERT_EQ(list_devices().size(), 2u);
-
-  const fs::path db = dir_ / "tmp.db";
-  Child tune({ktune, "tune", "matmul", "M=64", "N=64", "K=64", "--trials", "16", "--tuner", "random",
-              "--batch-size", "8", "--server", address, "--device-key", "k", "--devices", "3",
-              "--lease-timeout", "1", "--db", db.string(), "--json"},
-             dir_ / "tune.out", dir_ / "tune.err");
-  ASSERT_EQ(tune.wait(90), 0) << read_file(dir_ / "tune.err");
-  auto summary = nlohmann::json::parse(read_file(dir_ / "tune.out"));
-  EXPECT_EQ(summary["measured"], 16);
-  const std::string tune_err = read_file(dir_ / "tune.err");
-  EXPECT_NE(tune_err.find("leased 2 of 3 devices"), std::string::npos) << tune_err;
-
-  {
-    auto log = tuning_db::Database::open(db.string());
-    auto stats = log.stats();
-    EXPECT_EQ(stats.records, 16);
-    EXPECT_GE(stats.ok_records, 4);
-    EXPECT_EQ(stats.ok_records, summary["ok"].get<int64_t>());
-  }
-
-  // Both workers are listed, and free again now that the tune has ended.
-  auto listed = list_devices();
-  ASSERT_EQ(listed.size(), 2u);
-  for (const auto& device : listed) {
-    EXPECT_EQ(device["key"], "k");
-    EXPECT_EQ(device["leased"], false);
-  }
-
-  ::kill(worker2.pid, SIGTERM);
-  EXPECT_EQ(worker2.wait(30), 0) << read_file(dir_ / "worker2.err");
-  ::kill(worker.pid, SIGTERM);
-  EXPECT_EQ(worker.wait(30), 0) << read_file(dir_ / "worker.err");
-  ::kill(server.pid, SIGTERM);
-  EXPECT_EQ(server.wait(30), 0) << read_file(dir_ / "server.err");
+// One line on stderr, exit status 1, and the text in it.
+void expect_one_line_error(const testing_cli::Output& r, const std::string& text) {
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find(text), std::string::npos) << r.err;
 }
 
-TEST_F(CliRemote, UnreachableServerIsOneLineAndExitOneAndNoLog) {
-  const fs::path db = dir_ / "never.db";
-  Child tune({KTUNE_BIN, "tune", "matmul", "M=64", "N=64", "K=64", "--trials", "4", "--server", "127.0.0.1:1",
-              "--device-key", "k", "--db", db.string()},
-             dir_ / "tune.out", dir_ / "tune.err");
-  EXPECT_EQ(tune.wait(30), 1);
-  std::string err = read_file(dir_ / "tune.err");
-  EXPECT_EQ(count_lines(err), 1u) << err;
-  EXPECT_NE(err.find("cannot reach the tuning server at 127.0.0.1:1"), std::string::npos) << err;
-  EXPECT_FALSE(fs::exists(db));
+TEST_F(CliRemote, TuneJobsBestBuildAndExportThroughTheServer) {
+  const std::string ktune = KTUNE_BIN;
+  Child server({ktune, "server", "--port", "0", "--db", path("server.db")}, dir_ / "server.out", dir_ / "server.err");
+  const std::string address = testing_process::wait_for_address(dir_ / "server.out");
+  ASSERT_FALSE(address.empty()) << read_file(dir_ / "server.err");
+  ASSERT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address;
+  Child w1({ktune, "worker", "--server", address, "--key", "k", "--runner", KTUNE_RUNNER_PATH, "--slots", "1"},
+           dir_ / "w1.out", dir_ / "w1.err");
+  Child w2({ktune, "worker", "--server", address, "--key", "k", "--runner", KTUNE_RUNNER_PATH, "--slots", "1"},
+           dir_ / "w2.out", dir_ / "w2.err");
+  const std::string srv = " --server " + address;
+  for (int i = 0; i < 250; ++i) {
+    auto listed = testing_cli::ktune("server devices --json" + srv);
+    if (listed.status == 0 && nlohmann::json::parse(listed.out).size() == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  }
+  const std::string workload = "matmul M=64 N=64 K=64";
+
+  // A streamed job: progress on stderr, the local run's summary on stdout.
+  auto tuned = testing_cli::ktune("tune " + workload + " --tuner random --trials 16" + srv + " --device-key k", true);
+  ASSERT_EQ(tuned.status, 0) << tuned.out << tuned.err;
+  EXPECT_NE(tuned.out.find("measured: 16 configs (16 ok)"), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find("job:      1 (done) on key k"), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.err.find("trials 16/16"), std::string::npos) << tuned.err;
+
+  // A detached job returns at once with its id and finishes with no client; watch re-attaches.
+  auto detached = testing_cli::ktune("tune " + workload + " --tuner random --seed 5 --trials 16 --detach" + srv +
+                                     " --device-key k");
+  ASSERT_EQ(detached.status, 0) << detached.out;
+  EXPECT_EQ(detached.out, "job 2 submitted\n");
+  auto watched = testing_cli::ktune("jobs watch 2" + srv, true);
+  ASSERT_EQ(watched.status, 0) << watched.out << watched.err;
+  EXPECT_NE(watched.out.find("measured: 16 configs"), std::string::npos) << watched.out;
+  auto all = testing_cli::ktune("jobs --all --json" + srv);
+  ASSERT_EQ(all.status, 0);
+  const auto jobs = nlohmann::json::parse(all.out);
+  ASSERT_EQ(jobs.size(), 2u);
+  for (const auto& j : jobs) {
+    EXPECT_EQ(j["state"], "done");
+    EXPECT_EQ(j["done"], 16);
+    EXPECT_GT(j["best_gflops"].get<double>(), 0);
+  }
+
+  // Build-time look-ups ask the server's log: the best record is the log's fastest.
+  auto best = testing_cli::ktune("best " + workload + " --json" + srv);
+  ASSERT_EQ(best.status, 0) << best.out;
+  const auto best_json = nlohmann::json::parse(best.out);
+  {
+    auto db = tuning_db::Database::open(path("server.db"), {.create = false});
+    const auto top = db.best(best_json["workload"].get<std::string>(), {best_json["target"].get<std::string>(), ""});
+    ASSERT_TRUE(top.has_value());
+    EXPECT_EQ(best_json["best"]["config"]["index"], top->config_index);
+    EXPECT_EQ(db.stats().records, 32);
+  }
+  auto built = testing_cli::ktune("build " + workload + srv + " --require-tuned -o " + quote(path("k.o")) +
+                                  " --header " + quote(path("k.h")), true);
+  ASSERT_EQ(built.status, 0) << built.err;
+  EXPECT_NE(read_file(path("k.h")).find(best_json["best"]["config"]["entity"].dump()), std::string::npos);
+  auto exported = testing_cli::ktune("db export" + srv);
+  ASSERT_EQ(exported.status, 0);
+  EXPECT_EQ(count_lines(exported.out), 32u);
+
+  // A key without workers: the job waits and says so; cancel ends it.
+  auto waiting = testing_cli::ktune("tune " + workload + " --trials 8 --detach" + srv + " --device-key nobody");
+  ASSERT_EQ(waiting.out, "job 3 submitted\n");
+  std::string listed;
+  for (int i = 0; i < 100 && listed.find("waiting for a device with key 'nobody'") == std::string::npos; ++i) {
+    listed = testing_cli::ktune("jobs" + srv).out;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_NE(listed.find("waiting for a device with key 'nobody'"), std::string::npos) << listed;
+  auto cancelled = testing_cli::ktune("jobs cancel 3" + srv);
+  EXPECT_EQ(cancelled.status, 0);
+  EXPECT_NE(cancelled.out.find("job 3: cancelled"), std::string::npos) << cancelled.out;
+
+  // Bad input: one line, exit 1, and the server keeps serving.
+  expect_one_line_error(testing_cli::ktune("jobs watch 99" + srv, true), "no job 99");
+  expect_one_line_error(testing_cli::ktune("jobs cancel 99" + srv, true), "no job 99");
+  expect_one_line_error(testing_cli::ktune("tune nosuch" + srv + " --device-key k", true), "nosuch");
+  expect_one_line_error(testing_cli::ktune("tune " + workload + srv, true), "--device-key");
+  expect_one_line_error(testing_cli::ktune("jobs --server 127.0.0.1:1", true), "cannot reach the tuning server");
+  expect_one_line_error(testing_cli::ktune("tune " + workload + " --server 127.0.0.1:1 --device-key k", true),
+                        "cannot reach the tuning server");
+  EXPECT_EQ(testing_cli::ktune("jobs --all" + srv).status, 0);
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include "te/tensor.h"
 #include "tuner/basic_tuners.h"
 #include "tuner/db_log.h"
-#include "tuner/progress.h"
 #include "tuner/tune.h"
 #include "tuning_db/database.h"
 
@@ -225,22 +224,38 @@ TEST(Tune, DatabaseCallbackRecordsEveryMeasurementAndResumeReadsThem) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(Tune, ProgressPrintsPlainLinesWhenNotATerminal) {
+// The log (on_measured) sees each batch before the tuner does: a failing fit loses nothing.
+class RecordingTuner : public RandomTuner {
+ public:
+  RecordingTuner(const schedule_space::ConfigSpace& space, std::vector<std::string>& events)
+      : RandomTuner(space, 4), events_(events) {}
+  void update(const std::vector<MeasureInput>& inputs, const std::vector<MeasureResult>& results) override {
+    events_.push_back("update " + std::to_string(inputs.size()));
+    RandomTuner::update(inputs, results);
+  }
+
+ private:
+  std::vector<std::string>& events_;
+};
+
+TEST(Tune, TheLogSeesABatchBeforeTheTunerAndShouldStopEndsTheLoop) {
   Task task = toy_task();
-  std::FILE* f = std::tmpfile();
-  ASSERT_NE(f, nullptr);
   FakeMeasurer measurer;
-  RandomTuner tuner(task.space(), 2);
-  TuneOptions options = options_of(24, 8);
-  options.callbacks.push_back(progress_callback(task, 24, ProgressOptions{.out = f}));
-  tune(task, tuner, measurer, options);
-  std::rewind(f);
-  char line[256];
-  std::vector<std::string> lines;
-  while (std::fgets(line, sizeof line, f)) lines.emplace_back(line);
-  std::fclose(f);
-  ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines.back().rfind("trials 24/24 best_gflops ", 0), 0u) << lines.back();
+  std::vector<std::string> events;
+  RecordingTuner tuner(task.space(), events);
+  TuneOptions options = options_of(40, 8);
+  options.on_measured.push_back([&](const auto& inputs, const auto&) {
+    events.push_back("log " + std::to_string(inputs.size()));
+  });
+  options.callbacks.push_back([&](const auto& inputs, const auto&) {
+    events.push_back("after " + std::to_string(inputs.size()));
+  });
+  size_t polls = 0;
+  options.should_stop = [&] { return ++polls > 2; };  // two batches, then stop
+  TuneResult r = tune(task, tuner, measurer, options);
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_EQ(r.n_measured, 16u);
+  EXPECT_EQ(events, (std::vector<std::string>{"log 8", "update 8", "after 8", "log 8", "update 8", "after 8"}));
 }
 
 }  // namespace

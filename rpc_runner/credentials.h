@@ -1,0 +1,65 @@
+// Defines the tuning service's security: role tokens, TLS credentials and the per-call token check.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "support/error.h"
+
+namespace ktune::rpc_runner {
+
+// Who calls: a device worker (Attach) or a client (everything else). Each has its own token, so
+// a leaked client token cannot register a rogue device.
+enum class Role { kWorker, kClient };
+const char* to_string(Role role);
+
+struct ServerSecurity {
+  std::string worker_token;  // "" = workers attach without a token
+  std::string client_token;  // "" = clients call without a token
+  std::string tls_cert_pem;  // both empty = plaintext
+  std::string tls_key_pem;
+  bool tls() const { return !tls_cert_pem.empty(); }
+  bool authenticates() const { return !worker_token.empty() || !client_token.empty(); }
+};
+
+// Reads a server token file (lines "worker: TOKEN" and "client: TOKEN"; blank lines and lines
+// starting with # ignored) and the PEM files. token_file "" = no tokens; cert and key "" = no TLS.
+// Throws Error(kIo) when a file cannot be read, Error(kInvalidArgument) naming the file and line
+// for an unknown or repeated role, a missing role, a token shorter than 16 characters or with
+// whitespace, equal worker and client tokens, a certificate without a key or the reverse.
+ServerSecurity load_server_security(const std::string& token_file, const std::string& tls_cert_file,
+                                    const std::string& tls_key_file);
+
+struct ClientSecurity {
+  std::string token;       // "" = none
+  std::string tls_ca_pem;  // "" = plaintext
+};
+
+// Reads a worker's or client's token file: a file holding just the token (one line), or a server
+// token file, of which the line of `role` is used. tls_ca_file "" = plaintext. Throws as above.
+ClientSecurity load_client_security(const std::string& token_file, const std::string& tls_ca_file, Role role);
+
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const ServerSecurity& security);
+std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const ClientSecurity& security);
+// A channel to "host:port" with these credentials and ktune's channel arguments: 64 MiB
+// message limits both ways, keepalive pings every 10 s with a 5 s timeout.
+std::shared_ptr<grpc::Channel> make_channel(const std::string& address, const ClientSecurity& security);
+// Puts the token in the call's metadata ("authorization: Bearer TOKEN") when there is one.
+void attach_token(grpc::ClientContext& context, const ClientSecurity& security);
+
+// Checks the call's token against the role's (constant-time). Returns OK when the role needs no
+// token or it matches; otherwise UNAUTHENTICATED with a message a client prints as is, after one
+// warning line in the server's log naming the peer, the call and the reason.
+grpc::Status authorize(const grpc::ServerContextBase& context, Role role, const ServerSecurity& security,
+                       std::string_view rpc);
+
+// One clear line for a failed call to the server at `address` doing `what` ("submit the job"):
+// unreachable (with a hint when TLS is on one side only), refused (token), not answering in
+// time, or the server's own message. Kinds: kIo (unreachable, deadline), kInvalidArgument
+// (refused, bad request), kNotFound, kUnsupported (failed precondition), kIo otherwise.
+Error status_error(const grpc::Status& status, const std::string& address, std::string_view what);
+
+}  // namespace ktune::rpc_runner

@@ -1,0 +1,121 @@
+// The job's Measurer over the device pool, and the proto forms of tasks, options and results.
+#include "rpc_runner/fleet_measurer.h"
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "schedule_space/task.h"
+#include "support/error.h"
+
+namespace ktune::rpc_runner {
+
+double generous_peak_gflops(int cores, int vector_bits) {
+  const int lanes = std::max(vector_bits, 128) / 32;
+  return std::max(cores, 1) * lanes * 2.0 * 2.0 * 6.0;
+}
+
+void to_proto(const schedule_space::Task& task, rpc::TaskSpec* out) {
+  out->set_template_name(task.template_name());
+  out->set_args_json(task.args_json().dump());
+  const schedule_space::TargetTraits& t = task.target();
+  out->set_target(t.key);
+  out->set_vector_bits(t.vector_bits);
+  out->set_cores(t.cores);
+  out->set_arch(t.arch);
+}
+
+void to_proto(const tuner::MeasureOptions& m, int run_threads, uint64_t data_seed, rpc::MeasureSpec* out) {
+  out->set_number(m.number);
+  out->set_repeat(m.repeat);
+  out->set_min_repeat_ms(m.min_repeat_ms);
+  out->set_cooldown_s(m.cooldown_s);
+  out->set_flush_cache(m.flush_cache);
+  out->set_check_correctness(m.check_correctness);
+  out->set_rtol(m.rtol);
+  out->set_atol(m.atol);
+  out->set_build_timeout_s(m.build_timeout_s);
+  out->set_run_timeout_s(m.run_timeout_s);
+  out->set_threads(run_threads);
+  out->set_data_seed(data_seed);
+}
+
+tuner::MeasureResult from_proto(const rpc::CandidateResult& r) {
+  if (r.error_kind().empty())
+    return tuner::make_ok_result({r.costs().begin(), r.costs().end()}, r.build_s(), r.run_s());
+  ErrorKind kind = ErrorKind::kUnknown;
+  try {
+    kind = error_kind_from_string(r.error_kind());
+  } catch (const Error&) {
+  }
+  return tuner::make_error_result(kind, r.error_message(), r.build_s(), r.run_s());
+}
+
+FleetMeasurer::FleetMeasurer(DevicePool& pool, uint64_t job_id, FleetMeasurerOptions options,
+                             std::function<bool()> stop)
+    : pool_(pool), job_id_(job_id), options_(std::move(options)), stop_(std::move(stop)) {}
+
+namespace {
+
+// Refuses costs a device cannot have produced. Returns the refusal, or "" when plausible.
+std::string implausible(const tuner::MeasureResult& r, double flop, const WorkerInfo& w, double max_over_peak) {
+  if (!r.ok()) return "";
+  for (double c : r.costs)
+    if (!std::isfinite(c) || c <= 0) return fmt::format("a cost of {} s is not a finite positive time", c);
+  const double peak = w.peak_gflops > 0 ? w.peak_gflops : generous_peak_gflops(w.cores, w.vector_bits);
+  const double gflops = flop / r.mean_cost() / 1e9;
+  if (flop > 0 && gflops > peak * max_over_peak)
+    return fmt::format("{:.4g} GFLOP/s is over {:g}x the device's peak of {:.4g}", gflops, max_over_peak, peak);
+  return "";
+}
+
+}  // namespace
+
+std::vector<tuner::MeasureResult> FleetMeasurer::measure(const std::vector<tuner::MeasureInput>& inputs) {
+  // Shared with the callbacks: a result may arrive after this call gave up (job stopped).
+  struct Batch {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<tuner::MeasureResult> results;
+    size_t remaining = 0;
+  };
+  auto batch = std::make_shared<Batch>();
+  batch->results.resize(inputs.size());
+  batch->remaining = inputs.size();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const schedule_space::Task& task = *inputs[i].task;
+    rpc::Candidate c;
+    to_proto(task, c.mutable_task());
+    c.set_config_index(inputs[i].config.index());
+    c.set_config_json(inputs[i].config.to_json_string());
+    to_proto(options_.measure, options_.run_threads, options_.data_seed, c.mutable_measure());
+    const double flop = task.flop();
+    const double max_over_peak = options_.max_over_peak;
+    pool_.submit(job_id_, std::move(c), [batch, i, flop, max_over_peak](const WorkerInfo& w, rpc::CandidateResult r) {
+      tuner::MeasureResult result = from_proto(r);
+      const std::string why = implausible(result, flop, w, max_over_peak);
+      if (!why.empty()) {
+        spdlog::warn("refused the result of worker {} ({}): {}", w.worker_id, w.peer, why);
+        result = tuner::make_error_result(ErrorKind::kUnknown, "refused from worker " + w.worker_id + ": " + why,
+                                          result.build_s, result.run_s);
+      }
+      std::lock_guard lock(batch->mu);
+      batch->results[i] = std::move(result);
+      --batch->remaining;
+      batch->cv.notify_all();
+    });
+  }
+  std::unique_lock lock(batch->mu);
+  while (batch->remaining > 0) {
+    if (stop_ && stop_()) throw Error(ErrorKind::kIo, "job stopped");
+    batch->cv.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  return std::move(batch->results);
+}
+
+}  // namespace ktune::rpc_runner

@@ -1,0 +1,78 @@
+// Defines the plain data of the service's tuning jobs: JobSpec (what a client submits), JobStatus, JobEvent.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner/measure.h"
+#include "tuner/tuning_session.h"
+
+namespace ktune::rpc_runner {
+
+// Limits a job must respect (checked by validate()).
+inline constexpr uint64_t kMaxJobTrials = 10'000'000;
+inline constexpr int kMaxJobPriority = 100;
+
+// A tuning job: the workload, the devices to measure on, the search and how to measure.
+struct JobSpec {
+  std::string template_name;
+  std::map<std::string, std::string> args;  // key=value, as on the command line
+  std::string target = "host";              // "host" = the devices' own target
+  std::string device_key;
+  uint64_t trials = 64;
+  std::string tuner = "xgb";
+  uint64_t seed = 0;
+  uint64_t batch_size = 16;
+  uint64_t early_stopping = 0;
+  std::string xgb_features = "knob";
+  bool transfer = true;
+  tuner::MeasureOptions measure;
+  int run_threads = 0;       // threads of the kernels' parallel loops; 0 = the device's default
+  uint64_t data_seed = 0;
+  int priority = 1;          // share of the key's devices relative to other jobs
+  std::string owner;
+
+  // Returns the spec as JSON (what the log's jobs table keeps).
+  nlohmann::json to_json() const;
+  // Inverse of to_json. Throws Error(kInvalidArgument) naming the bad field.
+  static JobSpec from_json(const nlohmann::json& j);
+  // Throws Error(kInvalidArgument), one clear line, for an unknown template or argument, a bad
+  // tuner, trials outside 1..kMaxJobTrials, priority outside 1..kMaxJobPriority, an empty
+  // device key, non-finite or non-positive timeouts.
+  void validate() const;
+};
+
+// A job as `ktune jobs` shows it.
+struct JobStatus {
+  uint64_t id = 0;
+  std::string state;       // queued, running, done, failed, cancelled
+  std::string workload;    // workload key (template(args...))
+  std::string device_key;
+  std::string target;      // resolved once a device of the key was seen; else the spec's
+  uint64_t trials = 0;
+  uint64_t done = 0;       // measured so far, across server restarts
+  double best_gflops = 0;
+  int devices = 0;         // workers of the key attached
+  int measuring = 0;       // this job's candidates on devices now
+  int priority = 1;
+  std::string owner;
+  std::string message;     // why it waits, or why it failed
+  std::string tuner;
+  double created_at = 0;
+
+  bool finished() const { return state == "done" || state == "failed" || state == "cancelled"; }
+};
+
+// What a watcher of a job receives: the status, plus progress after a batch, plus the run's
+// summary (tuner::summary_json) once the job is done.
+struct JobEvent {
+  JobStatus job;
+  std::optional<tuner::ProgressSnapshot> progress;
+  std::string summary_json;
+};
+
+}  // namespace ktune::rpc_runner

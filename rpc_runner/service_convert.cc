@@ -1,0 +1,189 @@
+// Plain service types <-> protobuf messages.
+#include "rpc_runner/service_convert.h"
+
+#include "support/error.h"
+
+namespace ktune::rpc_runner {
+
+void to_proto(const JobSpec& spec, rpc::JobSpec* out) {
+  out->set_protocol_version(kProtocolVersion);
+  out->set_template_name(spec.template_name);
+  out->set_args_json(nlohmann::json(spec.args).dump());
+  out->set_target(spec.target);
+  out->set_device_key(spec.device_key);
+  out->set_trials(spec.trials);
+  out->set_tuner(spec.tuner);
+  out->set_seed(spec.seed);
+  out->set_batch_size(spec.batch_size);
+  out->set_early_stopping(spec.early_stopping);
+  out->set_xgb_features(spec.xgb_features);
+  out->set_transfer(spec.transfer);
+  rpc::MeasureSpec* m = out->mutable_measure();
+  m->set_number(spec.measure.number);
+  m->set_repeat(spec.measure.repeat);
+  m->set_min_repeat_ms(spec.measure.min_repeat_ms);
+  m->set_cooldown_s(spec.measure.cooldown_s);
+  m->set_flush_cache(spec.measure.flush_cache);
+  m->set_check_correctness(spec.measure.check_correctness);
+  m->set_rtol(spec.measure.rtol);
+  m->set_atol(spec.measure.atol);
+  m->set_build_timeout_s(spec.measure.build_timeout_s);
+  m->set_run_timeout_s(spec.measure.run_timeout_s);
+  m->set_threads(spec.run_threads);
+  m->set_data_seed(spec.data_seed);
+  out->set_priority(spec.priority);
+  out->set_owner(spec.owner);
+}
+
+JobSpec from_proto(const rpc::JobSpec& in) {
+  JobSpec spec;
+  spec.template_name = in.template_name();
+  const auto args = nlohmann::json::parse(in.args_json(), nullptr, false, true);
+  if (args.is_discarded() || !args.is_object())
+    throw Error(ErrorKind::kInvalidArgument, "job spec: args_json is not a JSON object");
+  for (const auto& [k, v] : args.items()) {
+    if (v.is_string())
+      spec.args[k] = v.get<std::string>();
+    else if (v.is_number_integer())
+      spec.args[k] = std::to_string(v.get<int64_t>());
+    else
+      throw Error(ErrorKind::kInvalidArgument, "job spec: argument '" + k + "' is neither a string nor an integer");
+  }
+  spec.target = in.target().empty() ? "host" : in.target();
+  spec.device_key = in.device_key();
+  spec.trials = in.trials();
+  spec.tuner = in.tuner();
+  spec.seed = in.seed();
+  spec.batch_size = in.batch_size();
+  spec.early_stopping = in.early_stopping();
+  spec.xgb_features = in.xgb_features();
+  spec.transfer = in.transfer();
+  const rpc::MeasureSpec& m = in.measure();
+  spec.measure.number = m.number();
+  spec.measure.repeat = m.repeat();
+  spec.measure.min_repeat_ms = m.min_repeat_ms();
+  spec.measure.cooldown_s = m.cooldown_s();
+  spec.measure.flush_cache = m.flush_cache();
+  spec.measure.check_correctness = m.check_correctness();
+  spec.measure.rtol = m.rtol();
+  spec.measure.atol = m.atol();
+  spec.measure.build_timeout_s = m.build_timeout_s();
+  spec.measure.run_timeout_s = m.run_timeout_s();
+  spec.run_threads = m.threads();
+  spec.data_seed = m.data_seed();
+  spec.priority = in.priority();
+  spec.owner = in.owner();
+  return spec;
+}
+
+void to_proto(const JobStatus& s, rpc::JobInfo* out) {
+  out->set_id(s.id);
+  out->set_state(s.state);
+  out->set_workload(s.workload);
+  out->set_device_key(s.device_key);
+  out->set_target(s.target);
+  out->set_trials(s.trials);
+  out->set_done(s.done);
+  out->set_best_gflops(s.best_gflops);
+  out->set_devices(s.devices);
+  out->set_measuring(s.measuring);
+  out->set_priority(s.priority);
+  out->set_owner(s.owner);
+  out->set_message(s.message);
+  out->set_tuner(s.tuner);
+  out->set_created_at(s.created_at);
+}
+
+JobStatus from_proto(const rpc::JobInfo& in) {
+  JobStatus s;
+  s.id = in.id();
+  s.state = in.state();
+  s.workload = in.workload();
+  s.device_key = in.device_key();
+  s.target = in.target();
+  s.trials = in.trials();
+  s.done = in.done();
+  s.best_gflops = in.best_gflops();
+  s.devices = in.devices();
+  s.measuring = in.measuring();
+  s.priority = in.priority();
+  s.owner = in.owner();
+  s.message = in.message();
+  s.tuner = in.tuner();
+  s.created_at = in.created_at();
+  return s;
+}
+
+void to_proto(const tuner::ProgressSnapshot& p, rpc::Progress* out) {
+  out->set_done(p.done);
+  out->set_total(p.total);
+  out->set_ok(p.ok);
+  for (const auto& [kind, n] : p.errors) (*out->mutable_errors())[std::string(to_string(kind))] = n;
+  out->set_best_gflops(p.best_gflops);
+  out->set_elapsed_s(p.elapsed_s);
+  out->set_eta_s(p.eta_s);
+  out->set_has_rank_correlation(p.rank_correlation.has_value());
+  out->set_rank_correlation(p.rank_correlation.value_or(0));
+}
+
+tuner::ProgressSnapshot from_proto(const rpc::Progress& in) {
+  tuner::ProgressSnapshot p;
+  p.done = in.done();
+  p.total = in.total();
+  p.ok = in.ok();
+  for (const auto& [name, n] : in.errors()) {
+    ErrorKind kind = ErrorKind::kUnknown;
+    try {
+      kind = error_kind_from_string(name);
+    } catch (const Error&) {
+    }
+    p.errors[kind] += n;
+  }
+  p.best_gflops = in.best_gflops();
+  p.elapsed_s = in.elapsed_s();
+  p.eta_s = in.eta_s();
+  if (in.has_rank_correlation()) p.rank_correlation = in.rank_correlation();
+  return p;
+}
+
+void to_proto(const JobEvent& e, rpc::JobEvent* out) {
+  to_proto(e.job, out->mutable_job());
+  if (e.progress) to_proto(*e.progress, out->mutable_progress());
+  out->set_summary_json(e.summary_json);
+}
+
+JobEvent from_proto(const rpc::JobEvent& in) {
+  JobEvent e;
+  e.job = from_proto(in.job());
+  if (in.has_progress()) e.progress = from_proto(in.progress());
+  e.summary_json = in.summary_json();
+  return e;
+}
+
+void to_proto(const WorkerInfo& w, rpc::Device* out) {
+  out->set_worker_id(w.worker_id);
+  out->set_key(w.key);
+  out->set_target(w.target);
+  out->set_cores(w.cores);
+  out->set_description(w.description);
+  out->set_peer(w.peer);
+  out->set_slots(w.slots);
+  out->set_in_flight(w.in_flight);
+  out->set_served(w.served);
+}
+
+DeviceInfo from_proto(const rpc::Device& d) {
+  DeviceInfo out;
+  out.worker_id = d.worker_id();
+  out.key = d.key();
+  out.target = d.target();
+  out.cores = d.cores();
+  out.description = d.description();
+  out.peer = d.peer();
+  out.slots = d.slots();
+  out.in_flight = d.in_flight();
+  out.served = d.served();
+  return out;
+}
+
+}  // namespace ktune::rpc_runner

@@ -1,0 +1,221 @@
+// Tests of DevicePool: dispatch to free slots, stride-scheduled fairness with priorities, requeue of
+// a lost worker's candidates, results delivered once, heartbeat expiry, workers that cannot build.
+#include "rpc_runner/device_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/error.h"
+
+namespace ktune::rpc_runner {
+namespace {
+
+// A worker whose "stream" is a vector of received candidates.
+struct FakeWorker {
+  std::string id;
+  std::vector<rpc::Candidate> received;
+  std::string closed;
+};
+
+std::string attach(DevicePool& pool, FakeWorker& w, const std::string& key, int slots, bool can_build = true) {
+  WorkerInfo info;
+  info.key = key;
+  info.target = "llvm -mtriple=x86_64-linux-gnu";
+  info.slots = slots;
+  info.can_build = can_build;
+  w.id = pool.attach(
+      info, [&w](const rpc::Candidate& c) { w.received.push_back(c); },
+      [&w](const std::string& reason) { w.closed = reason; });
+  return w.id;
+}
+
+rpc::Candidate candidate(uint64_t index) {
+  rpc::Candidate c;
+  c.set_config_index(index);
+  return c;
+}
+
+rpc::CandidateResult ok_result(uint64_t id, double cost) {
+  rpc::CandidateResult r;
+  r.set_id(id);
+  r.add_costs(cost);
+  return r;
+}
+
+// Collects results by job and config index.
+struct Results {
+  std::map<uint64_t, std::vector<std::pair<std::string, double>>> by_index;  // index -> (worker, cost)
+  ResultCallback callback(uint64_t index) {
+    return [this, index](const WorkerInfo& w, rpc::CandidateResult r) {
+      by_index[index].emplace_back(w.worker_id, r.costs(0));
+    };
+  }
+};
+
+TEST(DevicePool, DispatchesUpToEachWorkersSlotsAndMoreWhenOneCompletes) {
+  DevicePool pool;
+  FakeWorker a, b;
+  attach(pool, a, "x86", 2);
+  attach(pool, b, "x86", 1);
+  pool.open_job(1, "x86", 1);
+  Results results;
+  for (uint64_t i = 0; i < 5; ++i) pool.submit(1, candidate(i), results.callback(i));
+  EXPECT_EQ(a.received.size(), 2u);
+  EXPECT_EQ(b.received.size(), 1u);
+  EXPECT_EQ(pool.measuring(1), 3);
+  ASSERT_TRUE(pool.complete(b.id, ok_result(b.received[0].id(), 0.5)));
+  EXPECT_EQ(b.received.size(), 2u);  // its slot is free again: the next candidate went there
+  ASSERT_EQ(results.by_index.size(), 1u);
+  EXPECT_EQ(results.by_index.begin()->second.front().first, b.id);
+  EXPECT_DOUBLE_EQ(results.by_index.begin()->second.front().second, 0.5);
+  // Every candidate went out once and in input order.
+  std::vector<uint64_t> order;
+  for (const auto& c : a.received) order.push_back(c.config_index());
+  for (const auto& c : b.received) order.push_back(c.config_index());
+  std::sort(order.begin(), order.end());
+  EXPECT_EQ(order, (std::vector<uint64_t>{0, 1, 2, 3}));
+}
+
+TEST(DevicePool, CandidatesOfAnotherKeyWait) {
+  DevicePool pool;
+  FakeWorker arm;
+  attach(pool, arm, "rk3399", 4);
+  pool.open_job(1, "x86", 1);
+  Results results;
+  pool.submit(1, candidate(7), results.callback(7));
+  EXPECT_TRUE(arm.received.empty());
+  FakeWorker x86;
+  attach(pool, x86, "x86", 1);
+  ASSERT_EQ(x86.received.size(), 1u);  // dispatched at attach
+  EXPECT_EQ(x86.received[0].config_index(), 7u);
+}
+
+TEST(DevicePool, PrioritiesShareTheDevicesByStride) {
+  DevicePool pool;
+  FakeWorker w;
+  attach(pool, w, "x86", 1);
+  pool.open_job(1, "x86", 1);
+  pool.open_job(2, "x86", 2);
+  Results results;
+  // Both jobs keep plenty queued; the single slot is handed out 300 times.
+  for (uint64_t i = 0; i < 300; ++i) {
+    pool.submit(1, candidate(1000 + i), results.callback(1000 + i));
+    pool.submit(2, candidate(2000 + i), results.callback(2000 + i));
+  }
+  std::map<int, int> served;
+  for (int n = 0; n < 300; ++n) {
+    ASSERT_FALSE(w.received.empty());
+    const rpc::Candidate c = w.received.back();
+    ++served[c.config_index() < 2000 ? 1 : 2];
+    ASSERT_TRUE(pool.complete(w.id, ok_result(c.id(), 1.0)));
+  }
+  // Priority 2 gets two candidates for every one of priority 1 (within one of the ideal split).
+  EXPECT_NEAR(served[2], 200, 2);
+  EXPECT_NEAR(served[1], 100, 2);
+}
+
+TEST(DevicePool, ANewJobIsNotStarvedByAnOldOne) {
+  DevicePool pool;
+  FakeWorker w;
+  attach(pool, w, "x86", 1);
+  pool.open_job(1, "x86", 1);
+  Results results;
+  for (uint64_t i = 0; i < 200; ++i) pool.submit(1, candidate(i), results.callback(i));
+  for (int n = 0; n < 100; ++n) ASSERT_TRUE(pool.complete(w.id, ok_result(w.received.back().id(), 1.0)));
+  // Job 2 arrives after job 1 has had 100 dispatches: it must get a turn at once, not after 100.
+  pool.open_job(2, "x86", 1);
+  for (uint64_t i = 0; i < 10; ++i) pool.submit(2, candidate(5000 + i), results.callback(5000 + i));
+  int job2 = 0;
+  for (int n = 0; n < 10; ++n) {
+    job2 += w.received.back().config_index() >= 5000;
+    ASSERT_TRUE(pool.complete(w.id, ok_result(w.received.back().id(), 1.0)));
+  }
+  EXPECT_GE(job2, 4);
+  EXPECT_LE(job2, 6);
+}
+
+TEST(DevicePool, ALostWorkersCandidatesGoToAnotherAndCompleteOnce) {
+  DevicePool pool;
+  FakeWorker a, b;
+  attach(pool, a, "x86", 2);
+  pool.open_job(1, "x86", 1);
+  Results results;
+  pool.submit(1, candidate(0), results.callback(0));
+  pool.submit(1, candidate(1), results.callback(1));
+  ASSERT_EQ(a.received.size(), 2u);
+  attach(pool, b, "x86", 2);
+  EXPECT_TRUE(b.received.empty());
+  pool.detach(a.id, "killed");
+  ASSERT_EQ(b.received.size(), 2u);
+  EXPECT_EQ(b.received[0].config_index(), 0u);  // order kept
+  EXPECT_EQ(b.received[1].config_index(), 1u);
+  // The lost worker's late result is dropped; the new holder's is delivered.
+  EXPECT_FALSE(pool.complete(a.id, ok_result(a.received[0].id(), 9.0)));
+  EXPECT_TRUE(pool.complete(b.id, ok_result(b.received[0].id(), 1.0)));
+  EXPECT_FALSE(pool.complete(b.id, ok_result(b.received[0].id(), 2.0)));  // twice: dropped
+  ASSERT_EQ(results.by_index[0].size(), 1u);
+  EXPECT_EQ(results.by_index[0][0].first, b.id);
+  EXPECT_DOUBLE_EQ(results.by_index[0][0].second, 1.0);
+  EXPECT_EQ(pool.workers().size(), 1u);
+}
+
+TEST(DevicePool, SilentWorkersExpireAndTheirStreamIsClosed) {
+  DevicePool pool(0.2);
+  FakeWorker quiet, alive;
+  attach(pool, quiet, "x86", 1);
+  attach(pool, alive, "x86", 1);
+  pool.open_job(1, "x86", 1);
+  Results results;
+  pool.submit(1, candidate(0), results.callback(0));
+  pool.submit(1, candidate(1), results.callback(1));
+  for (int i = 0; i < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    pool.touch(alive.id);
+  }
+  const auto gone = pool.expire();
+  ASSERT_EQ(gone, std::vector<std::string>{quiet.id});
+  EXPECT_NE(quiet.closed.find("no heartbeat"), std::string::npos);
+  EXPECT_TRUE(alive.closed.empty());
+  EXPECT_EQ(pool.measuring(1), 1);  // quiet's candidate waits for alive's slot
+  ASSERT_TRUE(pool.complete(alive.id, ok_result(alive.received[0].id(), 1.0)));
+  ASSERT_EQ(alive.received.size(), 2u);
+}
+
+TEST(DevicePool, AWorkerThatCannotBuildTakesOnlyCandidatesWithTheirKernel) {
+  DevicePool pool;
+  FakeWorker board;
+  attach(pool, board, "rk3399", 1, /*can_build=*/false);
+  pool.open_job(1, "rk3399", 1);
+  Results results;
+  pool.submit(1, candidate(0), results.callback(0));
+  EXPECT_TRUE(board.received.empty());
+  pool.close_job(1);
+  pool.open_job(2, "rk3399", 1);
+  rpc::Candidate built = candidate(1);
+  built.set_artifact("object bytes");
+  pool.submit(2, built, results.callback(1));
+  ASSERT_EQ(board.received.size(), 1u);
+  EXPECT_EQ(board.received[0].artifact(), "object bytes");
+}
+
+TEST(DevicePool, ResultsOfAClosedJobAreDropped) {
+  DevicePool pool;
+  FakeWorker w;
+  attach(pool, w, "x86", 1);
+  pool.open_job(1, "x86", 1);
+  Results results;
+  pool.submit(1, candidate(0), results.callback(0));
+  pool.submit(1, candidate(1), results.callback(1));
+  pool.close_job(1);
+  EXPECT_FALSE(pool.complete(w.id, ok_result(w.received[0].id(), 1.0)));
+  EXPECT_TRUE(results.by_index.empty());
+  EXPECT_EQ(w.received.size(), 1u);  // the queued one was dropped with the job
+  EXPECT_THROW(pool.submit(1, candidate(2), results.callback(2)), Error);
+}
+
+}  // namespace
+}  // namespace ktune::rpc_runner

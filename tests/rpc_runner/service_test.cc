@@ -1,0 +1,322 @@
+// End-to-end tests of the tuning service in one process over 127.0.0.1: a TuningServer owning a
+// log, DeviceWorkers (their kernels run in real ktune-runner children) and ServiceClients.
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "codegen/target.h"
+#include "rpc_runner/device_worker.h"
+#include "rpc_runner/proto/ktune.grpc.pb.h"
+#include "rpc_runner/service_client.h"
+#include "rpc_runner/tuning_server.h"
+#include "support/error.h"
+#include "tests/rpc_runner/fault_template.h"
+#include "tuning_db/database.h"
+
+namespace ktune::rpc_runner {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("ktune-service-" + std::to_string(::getpid()) + "-" +
+                                        std::to_string(Clock::now().time_since_epoch().count()));
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+TuningServerOptions server_options(const TempDir& dir) {
+  TuningServerOptions o;
+  o.port = 0;
+  o.db_path = dir.file("server.db");
+  o.heartbeat_s = 0.5;
+  o.worker_timeout_s = 3;
+  return o;
+}
+
+DeviceWorkerOptions worker_options(const TuningServer& server, const std::string& key, int slots = 1) {
+  DeviceWorkerOptions o;
+  o.server = "127.0.0.1:" + std::to_string(server.port());
+  o.key = key;
+  o.runner_path = KTUNE_RUNNER_PATH;
+  o.slots = slots;
+  o.reconnect_initial_s = 0.1;
+  o.reconnect_max_s = 0.5;
+  return o;
+}
+
+ServiceClientOptions client_options(const TuningServer& server) {
+  ServiceClientOptions o;
+  o.server = "127.0.0.1:" + std::to_string(server.port());
+  o.reconnect_for_s = 20;
+  return o;
+}
+
+JobSpec matmul_job(const std::string& key, uint64_t trials, uint64_t seed = 1) {
+  JobSpec s;
+  s.template_name = "matmul";
+  s.args = {{"M", "64"}, {"N", "64"}, {"K", "64"}};
+  s.device_key = key;
+  s.trials = trials;
+  s.tuner = "random";
+  s.seed = seed;
+  s.batch_size = 8;
+  return s;
+}
+
+// Records of a run, read from the server's log with a connection of our own.
+std::vector<tuning_db::Record> run_records(const std::string& db_path, const std::string& workload, int64_t run_id) {
+  auto db = tuning_db::Database::open(db_path);
+  std::stringstream lines;
+  db.export_jsonl(lines, workload);
+  (void)run_id;
+  std::vector<tuning_db::Record> out;
+  for (std::string line; std::getline(lines, line);) out.push_back(tuning_db::from_json_line(line));
+  return out;
+}
+
+template <class Pred>
+bool wait_until(Pred pred, double timeout_s) {
+  const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
+  while (Clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return pred();
+}
+
+TEST(Service, AJobOnThreeWorkersRecordsEveryConfigOnceAndTheLogAnswersQueries) {
+  TempDir dir;
+  TuningServer server(server_options(dir));
+  DeviceWorker w1(worker_options(server, "cpu")), w2(worker_options(server, "cpu")), w3(worker_options(server, "cpu"));
+  ServiceClient client(client_options(server));
+  ASSERT_TRUE(wait_until([&] { return client.devices().size() == 3; }, 10));
+
+  const JobStatus submitted = client.submit(matmul_job("cpu", 40));
+  EXPECT_EQ(submitted.state, "queued");
+  EXPECT_EQ(submitted.trials, 40u);
+  size_t progress_events = 0;
+  uint64_t last_done = 0;
+  const JobEvent last = client.watch(submitted.id, [&](const JobEvent& e) {
+    if (!e.progress) return;
+    ++progress_events;
+    EXPECT_GE(e.progress->done, last_done);  // monotone
+    last_done = e.progress->done;
+    EXPECT_EQ(e.progress->total, 40u);
+  });
+  EXPECT_EQ(last.job.state, "done") << last.job.message;
+  EXPECT_EQ(last.job.done, 40u);
+  EXPECT_EQ(progress_events, 5u);  // one per batch of 8
+  ASSERT_FALSE(last.summary_json.empty());
+  const auto summary = nlohmann::json::parse(last.summary_json);
+  EXPECT_EQ(summary["measured"], 40);
+
+  // The log holds each config of the job once, all measured, spread over the three workers.
+  const auto records = run_records(server_options(dir).db_path, last.job.workload, 0);
+  ASSERT_EQ(records.size(), 40u);
+  std::set<int64_t> configs;
+  for (const auto& r : records) {
+    configs.insert(r.config_index);
+    EXPECT_EQ(r.device_key, "cpu");
+    EXPECT_TRUE(r.ok()) << r.error_message;
+  }
+  EXPECT_EQ(configs.size(), 40u);
+  for (const DeviceInfo& d : client.devices()) EXPECT_GT(d.served, 0u) << d.worker_id << " measured nothing";
+
+  // QueryBest answers with the log's fastest record; export streams every record.
+  const auto best = client.best(last.job.workload, last.job.target, "", 3);
+  ASSERT_EQ(best.size(), 3u);
+  const auto fastest = std::min_element(records.begin(), records.end(), [](const auto& a, const auto& b) {
+    return a.mean_cost() < b.mean_cost();
+  });
+  EXPECT_EQ(best[0].config_index, fastest->config_index);
+  EXPECT_DOUBLE_EQ(best[0].mean_cost(), fastest->mean_cost());
+  EXPECT_LE(best[0].mean_cost(), best[1].mean_cost());
+  EXPECT_EQ(summary["best"]["config"]["index"], fastest->config_index);
+  EXPECT_TRUE(client.best(last.job.workload, "llvm -mtriple=aarch64-linux-gnu", "", 1).empty());
+  std::stringstream exported;
+  EXPECT_EQ(client.export_log(exported), 40);
+  EXPECT_EQ(tuning_db::from_json_line(exported.str().substr(0, exported.str().find('\n'))).workload_key,
+            last.job.workload);
+}
+
+TEST(Service, FaultyKernelsAreRecordedWithTheirKindAndTheWorkerGoesOn) {
+  testing::register_fault_template();
+  TempDir dir;
+  TuningServer server(server_options(dir));
+  DeviceWorker worker(worker_options(server, "cpu"));
+  ServiceClient client(client_options(server));
+  JobSpec spec;
+  spec.template_name = "runner_fault_test";
+  spec.args = {{"N", "256"}};
+  spec.device_key = "cpu";
+  spec.trials = 16;  // the whole space: 4 modes x 4 splits
+  spec.tuner = "grid";
+  spec.batch_size = 16;
+  spec.measure.run_timeout_s = 1.5;
+  const JobEvent last = client.watch(client.submit(spec).id);
+  ASSERT_EQ(last.job.state, "done") << last.job.message;
+  std::map<std::string, int> kinds;
+  for (const auto& r : run_records(server_options(dir).db_path, last.job.workload, 0))
+    ++kinds[r.ok() ? "ok" : std::string(to_string(*r.error))];
+  EXPECT_EQ(kinds["ok"], 4);
+  EXPECT_EQ(kinds["run"], 4);
+  EXPECT_EQ(kinds["run_timeout"], 4);
+  EXPECT_EQ(kinds["wrong_answer"], 4);
+  EXPECT_TRUE(worker.attached());
+  EXPECT_GE(worker.runners_started(), 9u);  // the first child, then one after each crash or hang
+}
+
+TEST(Service, TwoJobsShareTwoWorkersAndBothProgress) {
+  TempDir dir;
+  TuningServer server(server_options(dir));
+  DeviceWorker w1(worker_options(server, "cpu")), w2(worker_options(server, "cpu"));
+  ServiceClient client(client_options(server));
+  JobSpec a = matmul_job("cpu", 32, 1);
+  JobSpec b = matmul_job("cpu", 32, 2);
+  b.args["N"] = "32";  // another workload: its own records
+  const uint64_t ja = client.submit(a).id;
+  const uint64_t jb = client.submit(b).id;
+  // Neither waits for the other: each has measured something before either ends.
+  bool both_progressed = false;
+  ASSERT_TRUE(wait_until([&] {
+    auto jobs = client.jobs(true);
+    uint64_t da = 0, db = 0;
+    bool finished = false;
+    for (const auto& j : jobs) {
+      if (j.id == ja) da = j.done;
+      if (j.id == jb) db = j.done;
+      finished |= j.finished();
+    }
+    if (da > 0 && db > 0 && !finished) both_progressed = true;
+    return finished;
+  }, 120));
+  EXPECT_TRUE(both_progressed);
+  EXPECT_EQ(client.watch(ja).job.state, "done");
+  EXPECT_EQ(client.watch(jb).job.state, "done");
+  EXPECT_EQ(client.job(ja).done, 32u);
+  EXPECT_EQ(client.job(jb).done, 32u);
+}
+
+TEST(Service, ADetachedJobFinishesWithNoClientAndAKeyWithoutWorkersWaits) {
+  TempDir dir;
+  TuningServer server(server_options(dir));
+  uint64_t id = 0;
+  {
+    ServiceClient client(client_options(server));
+    id = client.submit(matmul_job("late", 16)).id;
+  }  // the client is gone
+  ServiceClient client(client_options(server));
+  ASSERT_TRUE(wait_until([&] { return client.job(id).message.find("waiting for a device") != std::string::npos; }, 5));
+  JobStatus waiting = client.job(id);
+  EXPECT_EQ(waiting.state, "queued");
+  EXPECT_EQ(waiting.devices, 0);
+  EXPECT_EQ(waiting.message, "waiting for a device with key 'late'");
+  DeviceWorker worker(worker_options(server, "late"));
+  ASSERT_TRUE(wait_until([&] { return client.job(id).finished(); }, 60));
+  EXPECT_EQ(client.job(id).state, "done");
+  EXPECT_EQ(client.job(id).done, 16u);
+  EXPECT_EQ(client.jobs(false).size(), 0u);  // nothing queued or running
+  EXPECT_EQ(client.jobs(true).size(), 1u);
+}
+
+TEST(Service, CancelStopsAJobAndBadRequestsGetOneClearError) {
+  TempDir dir;
+  TuningServer server(server_options(dir));
+  DeviceWorker worker(worker_options(server, "cpu"));
+  ServiceClient client(client_options(server));
+  const uint64_t id = client.submit(matmul_job("cpu", 5000)).id;
+  ASSERT_TRUE(wait_until([&] { return client.job(id).done >= 8; }, 60));
+  client.cancel(id);
+  ASSERT_TRUE(wait_until([&] { return client.job(id).finished(); }, 20));
+  const JobStatus s = client.job(id);
+  EXPECT_EQ(s.state, "cancelled");
+  EXPECT_LT(s.done, 5000u);
+  // Nothing is measured after the cancellation took effect.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(client.job(id).done, s.done);
+
+  auto expect_error = [](auto&& call, ErrorKind kind, const std::string& text) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; expected: " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), kind) << e.what();
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line: " << e.what();
+    }
+  };
+  expect_error([&] { client.cancel(999); }, ErrorKind::kNotFound, "no job 999");
+  expect_error([&] { client.watch(999); }, ErrorKind::kNotFound, "no job 999");
+  JobSpec bad = matmul_job("cpu", 8);
+  bad.template_name = "nosuch";
+  expect_error([&] { client.submit(bad); }, ErrorKind::kInvalidArgument, "nosuch");
+  bad = matmul_job("cpu", 0);
+  expect_error([&] { client.submit(bad); }, ErrorKind::kInvalidArgument, "trials");
+  bad = matmul_job("cpu", 8);
+  bad.measure.run_timeout_s = -1;
+  expect_error([&] { client.submit(bad); }, ErrorKind::kInvalidArgument, "timeout");
+  ServiceClientOptions nowhere;
+  nowhere.server = "127.0.0.1:1";
+  nowhere.timeout_s = 2;
+  expect_error([&] { ServiceClient(nowhere).jobs(); }, ErrorKind::kIo, "cannot reach the tuning server at 127.0.0.1:1");
+}
+
+// A worker that answers every candidate with an impossible time: its results must not reach the
+// log as measurements.
+TEST(Service, ImplausibleResultsAreRefused) {
+  TempDir dir;
+  TuningServer server(server_options(dir));
+  ServiceClient client(client_options(server));
+  const uint64_t id = client.submit(matmul_job("liar", 8)).id;
+  auto stub = rpc::Tuning::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  auto stream = stub->Attach(&ctx);
+  rpc::WorkerMessage hello;
+  hello.mutable_hello()->set_protocol_version(kProtocolVersion);
+  hello.mutable_hello()->set_key("liar");
+  hello.mutable_hello()->set_target(codegen::Target::host().str());
+  hello.mutable_hello()->set_cores(1);
+  hello.mutable_hello()->set_slots(1);
+  hello.mutable_hello()->set_can_build(true);
+  ASSERT_TRUE(stream->Write(hello));
+  rpc::ServerToWorker in;
+  int answered = 0;
+  while (answered < 9 && stream->Read(&in)) {  // the fallback, then 8 trials
+    if (!in.has_candidate()) continue;
+    rpc::WorkerMessage out;
+    out.mutable_result()->set_id(in.candidate().id());
+    out.mutable_result()->add_costs(answered % 2 ? 1e-15 : -1.0);
+    ASSERT_TRUE(stream->Write(out));
+    ++answered;
+  }
+  ASSERT_TRUE(wait_until([&] { return client.job(id).finished(); }, 20));
+  const JobStatus s = client.job(id);
+  EXPECT_EQ(s.state, "done") << s.message;
+  EXPECT_EQ(s.best_gflops, 0);
+  const auto records = run_records(server_options(dir).db_path, s.workload, 0);
+  ASSERT_EQ(records.size(), 8u);
+  for (const auto& r : records) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(*r.error, ErrorKind::kUnknown);
+    EXPECT_NE(r.error_message.find("refused from worker"), std::string::npos) << r.error_message;
+  }
+  ctx.TryCancel();
+}
+
+}  // namespace
+}  // namespace ktune::rpc_runner

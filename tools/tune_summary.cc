@@ -1,0 +1,58 @@
+// The end-of-run summary as text.
+#include "tools/tune_summary.h"
+
+#include <iomanip>
+#include <ostream>
+
+namespace ktune::tools {
+namespace {
+
+void describe(std::ostream& out, const nlohmann::json& r, bool ok) {
+  if (!ok) {
+    out << "failed (" << r.value("error", "unknown") << ": " << r.value("error_message", "") << ")";
+    return;
+  }
+  out << std::fixed << std::setprecision(2) << r.value("gflops", 0.0) << " GFLOP/s (" << std::setprecision(4)
+      << r.value("mean_cost_s", 0.0) * 1e3 << " ms)";
+}
+
+}  // namespace
+
+void print_tune_summary(const nlohmann::json& s, std::ostream& out) {
+  out << "workload: " << s.value("workload", "") << "\n"
+      << "target:   " << s.value("target", "") << "\n"
+      << "measured: " << s.value("measured", 0) << " configs (" << s.value("ok", 0) << " ok";
+  for (const auto& [kind, n] : s.value("errors", nlohmann::json::object()).items()) out << ", " << n.get<size_t>() << " " << kind;
+  out << ") in " << std::fixed << std::setprecision(1) << s.value("wall_s", 0.0) << " s";
+  if (s.value("resumed", 0) > 0) out << "; " << s.value("resumed", 0) << " resumed from the log";
+  if (s.value("stopped_early", false)) out << "; stopped early";
+  if (s.value("space_exhausted", false)) out << "; space exhausted";
+  if (s.value("cancelled", false)) out << "; cancelled";
+  out << "\n";
+  if (s.contains("best")) {
+    const auto& best = s["best"];
+    out << "best:     ";
+    describe(out, best, true);
+    out << (best.value("from_this_run", true) ? "" : " [from the log]") << "\n"
+        << "config:   " << best["config"].dump() << "\n";
+  } else {
+    out << "best:     none (no config succeeded)\n";
+  }
+  if (s.contains("fallback")) {
+    out << "fallback: ";
+    describe(out, s["fallback"], s["fallback"].value("ok", false));
+    out << "\n";
+  }
+  if (s.contains("speedup_over_fallback"))
+    out << "speed-up over fallback: " << std::setprecision(2) << s["speedup_over_fallback"].get<double>() << "x\n";
+  if (s.contains("model")) {
+    const auto& m = s["model"];
+    out << "model:    " << (m.value("saved", false) ? "saved" : "not fitted") << ", " << m.value("refits", 0)
+        << " plans";
+    if (m.contains("rank_correlation") && !m["rank_correlation"].is_null())
+      out << ", last rank correlation " << std::setprecision(2) << m["rank_correlation"].get<double>();
+    out << "\n";
+  }
+}
+
+}  // namespace ktune::tools

@@ -1,0 +1,198 @@
+// TuningSession: what one tuning run does around the tuning loop.
+#include "tuner/tuning_session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <unordered_set>
+
+#include <spdlog/spdlog.h>
+
+#include "tuner/basic_tuners.h"
+#include "tuner/db_log.h"
+#include "tuner/model_based_tuner.h"
+#include "tuner/model_log.h"
+#include "tuner/transfer.h"
+
+namespace ktune::tuner {
+namespace {
+
+FeatureKind parse_features(const std::string& name) {
+  if (name == "knob") return FeatureKind::kKnob;
+  if (name == "loop") return FeatureKind::kLoop;
+  throw Error(ErrorKind::kInvalidArgument, "unknown xgb features '" + name + "' (known: knob, loop)");
+}
+
+std::unique_ptr<Tuner> make_tuner(const SessionOptions& o, const schedule_space::Task& task) {
+  if (o.tuner == "xgb") {
+    XGBTunerParams p;
+    p.search.seed = o.seed;
+    p.features = parse_features(o.xgb_features);
+    return std::make_unique<XGBTuner>(task, p);
+  }
+  if (o.tuner == "random") return std::make_unique<RandomTuner>(task.space(), o.seed);
+  if (o.tuner == "grid") return std::make_unique<GridSearchTuner>(task.space());
+  if (o.tuner == "ga") {
+    GAOptions ga;
+    ga.seed = o.seed;
+    return std::make_unique<GATuner>(task.space(), task.flop(), ga);
+  }
+  throw Error(ErrorKind::kInvalidArgument, "unknown tuner '" + o.tuner + "' (known: random, grid, ga, xgb)");
+}
+
+// Trains a model on the log's other workloads of the template and makes its pick the tuner's
+// first plan; does nothing (beyond a log line) when the history is too thin.
+void seed_from_history(tuning_db::Database& db, const schedule_space::Task& task, const tuning_db::TargetKey& target,
+                       const SessionOptions& o, XGBTuner& xgb, const std::vector<PastMeasurement>& resume) {
+  TransferParams params;
+  params.seed = o.seed;
+  auto model = TransferModel::train(
+      task, db.history(task.template_name(), target, static_cast<int64_t>(o.transfer_history)), params);
+  if (!model) return;
+  std::unordered_set<uint64_t> exclude;
+  for (const auto& past : resume) exclude.insert(past.config.index());
+  xgb.search().seed_plan(model->plan(task, xgb.search().params().plan_size, exclude));
+  spdlog::info("xgb: first plan chosen by a model of {} records of {} other workloads", model->rows(),
+               model->workloads());
+}
+
+nlohmann::json result_json(const schedule_space::Task& task, const MeasureResult& r) {
+  return {{"ok", r.ok()},
+          {"mean_cost_s", r.ok() ? r.mean_cost() : 0.0},
+          {"gflops", r.ok() ? task.flop() / r.mean_cost() / 1e9 : 0.0},
+          {"error", r.ok() ? "" : std::string(to_string(r.error.value_or(ErrorKind::kUnknown)))},
+          {"error_message", r.error_message}};
+}
+
+}  // namespace
+
+void validate(const SessionOptions& o) {
+  if (o.tuner != "xgb" && o.tuner != "random" && o.tuner != "grid" && o.tuner != "ga")
+    throw Error(ErrorKind::kInvalidArgument, "unknown tuner '" + o.tuner + "' (known: random, grid, ga, xgb)");
+  parse_features(o.xgb_features);
+  if (o.trials == 0) throw Error(ErrorKind::kInvalidArgument, "trials must be at least 1");
+  if (o.batch_size == 0) throw Error(ErrorKind::kInvalidArgument, "the batch size must be at least 1");
+}
+
+TuningSession::TuningSession(const schedule_space::Task& task, tuning_db::Database& db, Measurer& measurer,
+                             tuning_db::TargetKey target, SessionOptions options)
+    : task_(task), db_(db), measurer_(measurer), target_(std::move(target)), options_(std::move(options)) {
+  validate(options_);
+}
+
+SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot&)>& on_progress) {
+  const SessionOptions& o = options_;
+  std::unique_ptr<Tuner> search = make_tuner(o, task_);
+  auto* xgb = dynamic_cast<XGBTuner*>(search.get());
+
+  TuneOptions tune_options;
+  tune_options.n_trial = o.trials;
+  tune_options.batch_size = o.batch_size;
+  tune_options.early_stopping = o.early_stopping;
+  tune_options.should_stop = o.should_stop;
+  tune_options.resume = load_past_measurements(db_, task_, target_);
+  if (!tune_options.resume.empty())
+    spdlog::info("resuming: {} configs of {} are already in {}", tune_options.resume.size(), task_.workload_key(),
+                 db_.path());
+
+  RecordContext context;
+  context.target = target_;
+  context.device_key = o.device_key;
+  context.tuner = search->name();
+  context.ktune_version = KTUNE_VERSION;
+  context.run_id = o.run_id;
+  std::unique_ptr<ModelRunLog> model_log;
+  if (xgb != nullptr) {
+    if (o.transfer) seed_from_history(db_, task_, target_, o, *xgb, tune_options.resume);
+    nlohmann::json run_options{{"trials", o.trials}, {"batch_size", o.batch_size}, {"seed", o.seed},
+                               {"features", o.xgb_features}, {"transfer", o.transfer}};
+    model_log = std::make_unique<ModelRunLog>(db_, task_, target_, *xgb, run_options, o.run_id);
+    context.run_id = model_log->run_id();
+  }
+  // The log first: the tuner (and its model fit) sees a batch only once it is recorded.
+  tune_options.on_measured.push_back(database_callback(db_, task_, context));
+  if (model_log) tune_options.callbacks.push_back(model_log->callback());
+
+  // Progress: counts of this run, best including the resumed records.
+  auto progress = std::make_shared<ProgressSnapshot>();
+  progress->total = o.trials;
+  for (const auto& past : tune_options.resume)
+    if (past.result.ok())
+      progress->best_gflops = std::max(progress->best_gflops, task_.flop() / past.result.mean_cost() / 1e9);
+  const auto start = std::chrono::steady_clock::now();
+  if (on_progress) {
+    tune_options.callbacks.push_back([&, progress, xgb](const std::vector<MeasureInput>&,
+                                                        const std::vector<MeasureResult>& results) {
+      for (const auto& r : results) {
+        ++progress->done;
+        if (r.ok()) {
+          ++progress->ok;
+          progress->best_gflops = std::max(progress->best_gflops, task_.flop() / r.mean_cost() / 1e9);
+        } else {
+          ++progress->errors[r.error.value_or(ErrorKind::kUnknown)];
+        }
+      }
+      progress->elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      progress->eta_s = progress->done > 0 && progress->total > progress->done
+                            ? progress->elapsed_s / progress->done * (progress->total - progress->done)
+                            : 0;
+      if (xgb != nullptr) progress->rank_correlation = xgb->search().latest_rank_correlation();
+      on_progress(*progress);
+    });
+  }
+
+  SessionReport report;
+  report.tuner = search->name();
+  // The fallback config, measured in this run so that the speed-up compares like with like.
+  if (o.measure_fallback && !(o.should_stop && o.should_stop()))
+    report.fallback = measurer_.measure({{&task_, task_.fallback_config()}}).front();
+  report.result = tune(task_, *search, measurer_, tune_options);
+  report.cancelled = report.result.cancelled;
+  report.model_saved = model_log && model_log->finish();
+  report.run_id = context.run_id;
+  if (xgb != nullptr) {
+    report.refits = xgb->search().refits().size();
+    report.rank_correlation = xgb->search().latest_rank_correlation();
+  }
+  return report;
+}
+
+nlohmann::json summary_json(const schedule_space::Task& task, const tuning_db::TargetKey& target,
+                            const SessionReport& report) {
+  const TuneResult& r = report.result;
+  nlohmann::json errors = nlohmann::json::object();
+  for (const auto& [kind, n] : r.errors) errors[std::string(to_string(kind))] = n;
+  nlohmann::json j{{"workload", task.workload_key()},
+                   {"target", target.target},
+                   {"tuner", report.tuner},
+                   {"measured", r.n_measured},
+                   {"ok", r.n_ok},
+                   {"errors", errors},
+                   {"resumed", r.n_resumed},
+                   {"stopped_early", r.stopped_early},
+                   {"space_exhausted", r.space_exhausted},
+                   {"cancelled", report.cancelled},
+                   {"wall_s", r.wall_s},
+                   {"run_id", report.run_id}};
+  if (report.tuner == "xgb") {
+    j["model"] = {{"saved", report.model_saved},
+                  {"refits", report.refits},
+                  {"rank_correlation",
+                   report.rank_correlation ? nlohmann::json(*report.rank_correlation) : nlohmann::json(nullptr)}};
+  }
+  if (r.best_config) {
+    j["best"] = {{"config", r.best_config->to_json()},
+                 {"mean_cost_s", r.best_result.mean_cost()},
+                 {"gflops", r.best_gflops},
+                 {"from_this_run", r.best_is_new}};
+  }
+  if (report.fallback) {
+    j["fallback"] = result_json(task, *report.fallback);
+    j["fallback"]["config"] = task.fallback_config().to_json();
+    if (r.best_config && report.fallback->ok())
+      j["speedup_over_fallback"] = report.fallback->mean_cost() / r.best_result.mean_cost();
+  }
+  return j;
+}
+
+}  // namespace ktune::tuner

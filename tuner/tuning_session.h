@@ -1,0 +1,91 @@
+// Defines TuningSession: one tuning run's orchestration (tuner, resume, transfer, model log, fallback, logging, progress).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "schedule_space/task.h"
+#include "support/error.h"
+#include "tuner/measure.h"
+#include "tuner/tune.h"
+#include "tuning_db/database.h"
+
+namespace ktune::tuner {
+
+struct SessionOptions {
+  size_t trials = 64;                  // new measurements (the budget)
+  std::string tuner = "xgb";           // xgb, random, grid, ga
+  uint64_t seed = 0;
+  size_t batch_size = 16;
+  size_t early_stopping = 0;           // 0 = never
+  std::string xgb_features = "knob";   // knob or loop
+  bool transfer = true;                // xgb: seed the first plan from the template's other workloads in the log
+  size_t transfer_history = 20000;     // newest records read for transfer (0 = all)
+  bool measure_fallback = true;        // measure the fallback config first (for the speed-up)
+  std::string device_key;              // stored in every record ("" = unspecified)
+  int64_t run_id = 0;                  // 0: xgb begins a new run; otherwise records and model quality go to this run
+  std::function<bool()> should_stop;   // polled before each batch; true ends the run (cancellation)
+};
+
+// Throws Error(kInvalidArgument), one line each, for an unknown tuner or feature kind, 0 trials
+// or a batch size of 0.
+void validate(const SessionOptions& options);
+
+struct SessionReport {
+  TuneResult result;
+  std::optional<MeasureResult> fallback;  // when measured
+  std::string tuner;                      // Tuner::name()
+  int64_t run_id = 0;
+  bool cancelled = false;                 // should_stop ended it
+  bool model_saved = false;
+  size_t refits = 0;                      // xgb plans
+  std::optional<double> rank_correlation; // xgb's latest
+};
+
+// What a progress display needs after each batch (plain data: it also crosses the network).
+struct ProgressSnapshot {
+  size_t done = 0, total = 0;   // trials of this run so far / the budget
+  size_t ok = 0;
+  std::map<ErrorKind, size_t> errors;
+  double best_gflops = 0;       // best of this run and of the resumed records
+  double elapsed_s = 0, eta_s = 0;
+  std::optional<double> rank_correlation;
+};
+
+// One run over a task: resumes from the log (configs already measured for the workload on
+// the target are never measured again), seeds xgb's first plan from the template's other
+// workloads in the log (transfer), measures the fallback config, runs the tuning loop, saves
+// xgb's model. Every batch is written to the log in one transaction BEFORE the tuner (and its
+// cost model) is updated, so a failed fit never loses a batch. Used by `ktune tune` and by the
+// tuning server's jobs. One thread.
+class TuningSession {
+ public:
+  // task, db and measurer must outlive the session. target: the records' target key. Throws as
+  // validate().
+  TuningSession(const schedule_space::Task& task, tuning_db::Database& db, Measurer& measurer,
+                tuning_db::TargetKey target, SessionOptions options);
+
+  // Runs; on_progress (may be empty) is called after each batch. Returns the report. Throws what
+  // the measurer or the log throw (the batches before are in the log).
+  SessionReport run(const std::function<void(const ProgressSnapshot&)>& on_progress = {});
+
+ private:
+  const schedule_space::Task& task_;
+  tuning_db::Database& db_;
+  Measurer& measurer_;
+  tuning_db::TargetKey target_;
+  SessionOptions options_;
+};
+
+// The run summary as JSON: workload, target, tuner, measured, ok, errors, resumed, stopped_early,
+// space_exhausted, cancelled, wall_s, run_id, model (xgb), best, fallback, speedup_over_fallback.
+nlohmann::json summary_json(const schedule_space::Task& task, const tuning_db::TargetKey& target,
+                            const SessionReport& report);
+
+}  // namespace ktune::tuner

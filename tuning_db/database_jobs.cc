@@ -1,0 +1,108 @@
+// Database: the tuning server's jobs table.
+#include <array>
+
+#include "support/error.h"
+#include "tuning_db/database_impl.h"
+
+namespace ktune::tuning_db {
+namespace {
+
+constexpr std::array<std::string_view, 5> kStates = {"queued", "running", "done", "failed", "cancelled"};
+
+void check_state(std::string_view state) {
+  for (std::string_view s : kStates)
+    if (s == state) return;
+  throw Error(ErrorKind::kInvalidArgument, "unknown job state '" + std::string(state) + "'");
+}
+
+bool terminal(std::string_view state) { return state == "done" || state == "failed" || state == "cancelled"; }
+
+constexpr std::string_view kJobColumns =
+    "SELECT id, spec, device_key, priority, owner, state, run_id, target, message, summary, created_at, "
+    "updated_at, finished_at FROM jobs ";
+
+JobRow read_job(const sql::Statement& s) {
+  JobRow j;
+  j.id = s.column_int(0);
+  j.spec = nlohmann::json::parse(s.column_text(1), nullptr, false);
+  if (j.spec.is_discarded()) j.spec = nlohmann::json::object();
+  j.device_key = s.column_text(2);
+  j.priority = static_cast<int>(s.column_int(3));
+  j.owner = s.column_text(4);
+  j.state = s.column_text(5);
+  j.run_id = s.is_null(6) ? 0 : s.column_int(6);
+  j.target = s.column_text(7);
+  j.message = s.column_text(8);
+  j.summary = s.column_text(9);
+  j.created_at = s.column_double(10);
+  j.updated_at = s.column_double(11);
+  if (!s.is_null(12)) j.finished_at = s.column_double(12);
+  return j;
+}
+
+}  // namespace
+
+int64_t Database::add_job(const JobRow& job) {
+  check_state(job.state);
+  if (job.device_key.empty()) throw Error(ErrorKind::kInvalidArgument, "a job needs a device key");
+  auto s = impl_->use(
+      "INSERT INTO jobs(spec, device_key, priority, owner, state, run_id, target, message, summary, created_at, "
+      "updated_at, finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)");
+  const double now = now_seconds();
+  s->bind(1, job.spec.dump()).bind(2, job.device_key).bind(3, int64_t{job.priority}).bind(4, job.owner);
+  s->bind(5, job.state);
+  if (job.run_id) s->bind(6, job.run_id); else s->bind_null(6);
+  s->bind(7, job.target).bind(8, job.message).bind(9, job.summary).bind(10, now);
+  if (terminal(job.state)) s->bind(11, now); else s->bind_null(11);
+  s->run();
+  return impl_->conn.last_insert_rowid();
+}
+
+void Database::update_job(int64_t id, std::string_view state, std::string_view message, int64_t run_id) {
+  check_state(state);
+  auto s = impl_->use(
+      "UPDATE jobs SET state = ?2, message = ?3, run_id = CASE WHEN ?4 = 0 THEN run_id ELSE ?4 END, "
+      "updated_at = ?5, finished_at = CASE WHEN ?6 THEN ?5 ELSE NULL END WHERE id = ?1");
+  s->bind(1, id).bind(2, state).bind(3, message).bind(4, run_id).bind(5, now_seconds());
+  s->bind(6, int64_t{terminal(state) ? 1 : 0});
+  s->run();
+  if (impl_->conn.changes() == 0) throw Error(ErrorKind::kNotFound, "no job " + std::to_string(id));
+}
+
+void Database::set_job_target(int64_t id, std::string_view target) {
+  auto s = impl_->use("UPDATE jobs SET target = ?2, updated_at = ?3 WHERE id = ?1");
+  s->bind(1, id).bind(2, target).bind(3, now_seconds());
+  s->run();
+  if (impl_->conn.changes() == 0) throw Error(ErrorKind::kNotFound, "no job " + std::to_string(id));
+}
+
+void Database::set_job_summary(int64_t id, std::string_view summary) {
+  auto s = impl_->use("UPDATE jobs SET summary = ?2, updated_at = ?3 WHERE id = ?1");
+  s->bind(1, id).bind(2, summary).bind(3, now_seconds());
+  s->run();
+  if (impl_->conn.changes() == 0) throw Error(ErrorKind::kNotFound, "no job " + std::to_string(id));
+}
+
+std::optional<JobRow> Database::job(int64_t id) {
+  auto s = impl_->use(std::string(kJobColumns) + "WHERE id = ?1");
+  s->bind(1, id);
+  if (!s->step()) return std::nullopt;
+  return read_job(*s);
+}
+
+std::vector<JobRow> Database::jobs(bool unfinished_only) {
+  auto s = impl_->use(std::string(kJobColumns) + "WHERE ?1 = 0 OR state IN ('queued', 'running') ORDER BY id");
+  s->bind(1, int64_t{unfinished_only ? 1 : 0});
+  std::vector<JobRow> out;
+  while (s->step()) out.push_back(read_job(*s));
+  return out;
+}
+
+int64_t Database::count_run_records(int64_t run_id) {
+  auto s = impl_->use("SELECT count(*) FROM records WHERE run_id = ?1");
+  s->bind(1, run_id);
+  s->step();
+  return s->column_int(0);
+}
+
+}  // namespace ktune::tuning_db
