@@ -1,5 +1,5 @@
-// Binary encoding of runner requests and replies (little-endian host layout: both ends are the
-// same binary build on the same machine), and length-prefixed framing over a socket.
+// Runner requests and replies as protobuf messages (rpc_runner/proto/runner.proto), and
+// length-prefixed framing over a socket.
 #include "rpc_runner/runner_protocol.h"
 
 #include <poll.h>
@@ -10,132 +10,102 @@
 #include <chrono>
 #include <cstring>
 
+#include "rpc_runner/proto/runner.pb.h"
+
 namespace ktune::rpc_runner {
 namespace {
 
 constexpr uint64_t kMaxFrame = uint64_t{1} << 32;  // 4 GiB: far above any artifact
 
-class Writer {
- public:
-  template <typename T>
-  void pod(const T& v) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    out_.insert(out_.end(), p, p + sizeof(T));
-  }
-  void bytes(const void* data, size_t n) {
-    pod<uint64_t>(n);
-    const auto* p = static_cast<const uint8_t*>(data);
-    out_.insert(out_.end(), p, p + n);
-  }
-  std::vector<uint8_t> take() { return std::move(out_); }
+template <class Message>
+std::vector<uint8_t> to_bytes(const Message& m) {
+  std::vector<uint8_t> out(m.ByteSizeLong());
+  if (!out.empty() && !m.SerializeToArray(out.data(), static_cast<int>(out.size())))
+    throw Error(ErrorKind::kIo, "runner message: cannot serialize");
+  return out;
+}
 
- private:
-  std::vector<uint8_t> out_;
-};
-
-class Reader {
- public:
-  explicit Reader(const std::vector<uint8_t>& in) : in_(in) {}
-  template <typename T>
-  T pod() {
-    need(sizeof(T));
-    T v;
-    std::memcpy(&v, in_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return v;
-  }
-  std::vector<uint8_t> bytes() {
-    uint64_t n = pod<uint64_t>();
-    need(n);
-    std::vector<uint8_t> v(in_.begin() + pos_, in_.begin() + pos_ + n);
-    pos_ += n;
-    return v;
-  }
-  std::string str() {
-    auto b = bytes();
-    return std::string(b.begin(), b.end());
-  }
-  void finish() const {
-    if (pos_ != in_.size()) throw Error(ErrorKind::kIo, "runner message: trailing bytes");
-  }
-
- private:
-  void need(uint64_t n) const {
-    if (n > in_.size() - pos_) throw Error(ErrorKind::kIo, "runner message: truncated");
-  }
-  const std::vector<uint8_t>& in_;
-  size_t pos_ = 0;
-};
-
-constexpr int32_t kNoError = -1;
+template <class Message>
+Message from_bytes(const std::vector<uint8_t>& bytes, const char* what) {
+  Message m;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw Error(ErrorKind::kIo, std::string("runner message: malformed ") + what);
+  return m;
+}
 
 }  // namespace
 
 std::vector<uint8_t> encode(const Request& r) {
-  Writer w;
-  w.pod(static_cast<uint32_t>(r.type));
-  w.bytes(r.reference_key.data(), r.reference_key.size());
-  w.bytes(r.artifact.data(), r.artifact.size());
-  w.pod(r.data_seed);
+  rpc::RunnerRequest m;
+  m.set_protocol_version(kRunnerProtocolVersion);
+  m.set_type(r.type == RequestType::kReference ? rpc::RunnerRequest::REFERENCE : rpc::RunnerRequest::MEASURE);
+  m.set_reference_key(r.reference_key);
+  m.set_artifact(r.artifact.data(), r.artifact.size());
+  m.set_data_seed(r.data_seed);
   const TimingOptions& t = r.timing;
-  w.pod(t.number);
-  w.pod(t.repeat);
-  w.pod(t.min_repeat_ms);
-  w.pod(t.cooldown_s);
-  w.pod(static_cast<uint8_t>(t.flush_cache));
-  w.pod(static_cast<uint8_t>(t.check_correctness));
-  w.pod(t.rtol);
-  w.pod(t.atol);
-  w.pod(t.threads);
-  return w.take();
+  rpc::RunnerTiming* timing = m.mutable_timing();
+  timing->set_number(t.number);
+  timing->set_repeat(t.repeat);
+  timing->set_min_repeat_ms(t.min_repeat_ms);
+  timing->set_cooldown_s(t.cooldown_s);
+  timing->set_flush_cache(t.flush_cache);
+  timing->set_check_correctness(t.check_correctness);
+  timing->set_rtol(t.rtol);
+  timing->set_atol(t.atol);
+  timing->set_threads(t.threads);
+  return to_bytes(m);
 }
 
 Request decode_request(const std::vector<uint8_t>& bytes) {
-  Reader rd(bytes);
+  const auto m = from_bytes<rpc::RunnerRequest>(bytes, "request");
+  if (m.protocol_version() != kRunnerProtocolVersion)
+    throw Error(ErrorKind::kIo, "runner message: protocol version " + std::to_string(m.protocol_version()) +
+                                    ", this runner speaks version " + std::to_string(kRunnerProtocolVersion));
   Request r;
-  uint32_t type = rd.pod<uint32_t>();
-  if (type != 1 && type != 2) throw Error(ErrorKind::kIo, "runner message: bad request type");
-  r.type = static_cast<RequestType>(type);
-  r.reference_key = rd.str();
-  r.artifact = rd.bytes();
-  r.data_seed = rd.pod<uint64_t>();
+  if (m.type() == rpc::RunnerRequest::REFERENCE)
+    r.type = RequestType::kReference;
+  else if (m.type() == rpc::RunnerRequest::MEASURE)
+    r.type = RequestType::kMeasure;
+  else
+    throw Error(ErrorKind::kIo, "runner message: bad request type");
+  r.reference_key = m.reference_key();
+  r.artifact.assign(m.artifact().begin(), m.artifact().end());
+  r.data_seed = m.data_seed();
+  const rpc::RunnerTiming& in = m.timing();
   TimingOptions& t = r.timing;
-  t.number = rd.pod<int32_t>();
-  t.repeat = rd.pod<int32_t>();
-  t.min_repeat_ms = rd.pod<double>();
-  t.cooldown_s = rd.pod<double>();
-  t.flush_cache = rd.pod<uint8_t>() != 0;
-  t.check_correctness = rd.pod<uint8_t>() != 0;
-  t.rtol = rd.pod<double>();
-  t.atol = rd.pod<double>();
-  t.threads = rd.pod<int32_t>();
-  rd.finish();
+  t.number = in.number();
+  t.repeat = in.repeat();
+  t.min_repeat_ms = in.min_repeat_ms();
+  t.cooldown_s = in.cooldown_s();
+  t.flush_cache = in.flush_cache();
+  t.check_correctness = in.check_correctness();
+  t.rtol = in.rtol();
+  t.atol = in.atol();
+  t.threads = in.threads();
   return r;
 }
 
 std::vector<uint8_t> encode(const Reply& r) {
-  Writer w;
-  w.pod<int32_t>(r.error ? static_cast<int32_t>(*r.error) : kNoError);
-  w.bytes(r.message.data(), r.message.size());
-  w.bytes(r.costs.data(), r.costs.size() * sizeof(double));
-  return w.take();
+  rpc::RunnerReply m;
+  if (r.error) m.set_error_kind(std::string(to_string(*r.error)));
+  m.set_message(r.message);
+  for (double c : r.costs) m.add_costs(c);
+  return to_bytes(m);
 }
 
 Reply decode_reply(const std::vector<uint8_t>& bytes) {
-  Reader rd(bytes);
+  const auto m = from_bytes<rpc::RunnerReply>(bytes, "reply");
   Reply r;
-  int32_t kind = rd.pod<int32_t>();
-  if (kind != kNoError) {
-    if (kind < 0 || kind > static_cast<int32_t>(ErrorKind::kUnknown))
-      throw Error(ErrorKind::kIo, "runner message: bad error kind");
-    r.error = static_cast<ErrorKind>(kind);
+  if (!m.error_kind().empty()) {
+    try {
+      r.error = error_kind_from_string(m.error_kind());
+    } catch (const Error&) {
+      throw Error(ErrorKind::kIo, "runner message: bad error kind '" + m.error_kind() + "'");
+    }
   }
-  r.message = rd.str();
-  auto raw = rd.bytes();
-  if (raw.size() % sizeof(double)) throw Error(ErrorKind::kIo, "runner message: bad costs");
-  r.costs.resize(raw.size() / sizeof(double));
-  if (!raw.empty()) std::memcpy(r.costs.data(), raw.data(), raw.size());
-  rd.finish();
+  r.message = m.message();
+  r.costs.assign(m.costs().begin(), m.costs().end());
   return r;
 }
 
@@ -153,7 +123,9 @@ void write_frame(int fd, const std::vector<uint8_t>& bytes) {
       len -= static_cast<size_t>(k);
     }
   };
-  put(reinterpret_cast<const uint8_t*>(&n), sizeof n);
+  uint8_t prefix[8];  // the length, little-endian whatever the host
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<uint8_t>(n >> (8 * i));
+  put(prefix, sizeof prefix);
   put(bytes.data(), bytes.size());
 }
 
@@ -183,10 +155,12 @@ std::optional<std::vector<uint8_t>> read_frame(int fd, double deadline_ms) {
     }
     return got;
   };
-  uint64_t n = 0;
-  size_t got = get(reinterpret_cast<uint8_t*>(&n), sizeof n);
+  uint8_t prefix[8];
+  size_t got = get(prefix, sizeof prefix);
   if (got == 0) return std::nullopt;
-  if (got < sizeof n || n > kMaxFrame) throw Error(ErrorKind::kIo, "runner pipe: broken frame");
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t{prefix[i]} << (8 * i);
+  if (got < sizeof prefix || n > kMaxFrame) throw Error(ErrorKind::kIo, "runner pipe: broken frame");
   std::vector<uint8_t> bytes(n);
   if (get(bytes.data(), n) < n) throw Error(ErrorKind::kIo, "runner pipe: truncated frame");
   return bytes;

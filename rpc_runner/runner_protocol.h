@@ -10,6 +10,10 @@
 
 namespace ktune::rpc_runner {
 
+// The version every request carries (rpc_runner/proto/runner.proto); a runner of another version
+// refuses the request.
+inline constexpr uint32_t kRunnerProtocolVersion = 1;
+
 // Parent -> child. kReference: compute and cache the reference outputs of a task.
 // kMeasure: check a candidate against a cached reference and time it.
 enum class RequestType : uint32_t { kReference = 1, kMeasure = 2 };
