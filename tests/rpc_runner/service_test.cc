@@ -275,6 +275,48 @@ TEST(Service, CancelStopsAJobAndBadRequestsGetOneClearError) {
   expect_error([&] { ServiceClient(nowhere).jobs(); }, ErrorKind::kIo, "cannot reach the tuning server at 127.0.0.1:1");
 }
 
+// Malformed and oversized requests are refused with one line each, and the server goes on.
+TEST(Service, MalformedAndOversizedRequestsAreRefusedAndTheServerGoesOn) {
+  TempDir dir;
+  TuningServer server(server_options(dir));
+  auto stub = rpc::Tuning::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
+  auto submit = [&](const rpc::JobSpec& spec) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    rpc::JobInfo reply;
+    return stub->SubmitJob(&ctx, spec, &reply);
+  };
+  rpc::JobSpec spec;
+  spec.set_protocol_version(kProtocolVersion);
+  spec.set_template_name("matmul");
+  spec.set_device_key("cpu");
+  spec.set_trials(8);
+  spec.set_tuner("random");
+  spec.set_batch_size(8);
+  spec.mutable_measure()->set_number(1);
+  spec.mutable_measure()->set_repeat(1);
+  spec.mutable_measure()->set_build_timeout_s(10);
+  spec.mutable_measure()->set_run_timeout_s(10);
+  spec.set_args_json("{\"M\": [1, 2");  // not JSON
+  grpc::Status status = submit(spec);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_NE(status.error_message().find("args_json"), std::string::npos) << status.error_message();
+  spec.set_protocol_version(kProtocolVersion + 1);
+  spec.set_args_json("{}");
+  status = submit(spec);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(status.error_message().find("version " + std::to_string(kProtocolVersion + 1)), std::string::npos);
+  // Over the 64 MiB message limit: gRPC refuses it before ktune sees it.
+  spec.set_protocol_version(kProtocolVersion);
+  spec.set_owner(std::string(65 << 20, 'x'));
+  status = submit(spec);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  // Still serving.
+  ServiceClient client(client_options(server));
+  EXPECT_TRUE(client.jobs(true).empty());
+}
+
 // A worker that answers every candidate with an impossible time: its results must not reach the
 // log as measurements.
 TEST(Service, ImplausibleResultsAreRefused) {
