@@ -188,6 +188,13 @@ int DevicePool::workers_of(const std::string& key) const {
   return n;
 }
 
+bool DevicePool::needs_kernels(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, w] : workers_)
+    if (w.info.key == key && !w.info.can_build) return true;
+  return false;
+}
+
 int DevicePool::measuring(uint64_t job_id) const {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(job_id);

@@ -82,6 +82,8 @@ class DevicePool {
   std::vector<WorkerInfo> workers() const;
   // Workers attached with this key.
   int workers_of(const std::string& key) const;
+  // Whether a worker of the key that cannot build is attached (its candidates need kernels).
+  bool needs_kernels(const std::string& key) const;
   // Candidates of the job on workers now.
   int measuring(uint64_t job_id) const;
   // Waits until a worker of the key is attached (returns it) or `stop` returns true (checked

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 
@@ -20,6 +21,8 @@
 #include "rpc_runner/fleet_measurer.h"
 #include "rpc_runner/local_runner.h"
 #include "rpc_runner/proto/ktune.grpc.pb.h"
+#include "rpc_runner/runner_channel.h"
+#include "rpc_runner/runner_protocol.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
 
@@ -78,6 +81,69 @@ struct DeviceWorker::Impl {
   std::map<std::string, std::unique_ptr<LocalRunner>> runners;          // by MeasureSpec bytes
   std::map<std::string, std::unique_ptr<schedule_space::Task>> tasks;   // by TaskSpec bytes
   std::atomic<size_t> runners_started_before{0};  // children of runners already dropped
+  std::atomic<size_t> built{0}, prebuilt{0};
+
+  // Kernels cross-built by the server run on a child of their own, with the references it holds.
+  std::unique_ptr<ProcessChannel> prebuilt_runner;
+  std::set<std::string> prebuilt_loaded;
+  uint64_t prebuilt_epoch = 0;
+
+  rpc::CandidateResult run_prebuilt(const rpc::Candidate& c) {
+    const rpc::MeasureSpec& m = c.measure();
+    if (c.task().target() != options.target)
+      return error_result(c.id(), ErrorKind::kUnsupported,
+                          "this worker runs '" + options.target + "', not '" + c.task().target() + "'");
+    if (!prebuilt_runner) prebuilt_runner = std::make_unique<ProcessChannel>(options.runner_path);
+    ++prebuilt;
+    const std::string reference_key = c.task().template_name() + c.task().args_json() + "|" + c.task().target();
+    TimingOptions timing;
+    timing.number = m.number();
+    timing.repeat = m.repeat();
+    timing.min_repeat_ms = m.min_repeat_ms();
+    timing.cooldown_s = m.cooldown_s();
+    timing.flush_cache = m.flush_cache();
+    timing.check_correctness = m.check_correctness();
+    timing.rtol = m.rtol();
+    timing.atol = m.atol();
+    timing.threads = m.threads();
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      const uint64_t epoch = prebuilt_runner->ready();  // a fresh child after a crash holds nothing
+      if (epoch != prebuilt_epoch) {
+        prebuilt_loaded.clear();
+        prebuilt_epoch = epoch;
+      }
+      if (m.check_correctness() && !prebuilt_loaded.count(reference_key)) {
+        if (c.reference_artifact().empty())
+          return error_result(c.id(), ErrorKind::kUnknown, "no reference kernel came with the candidate");
+        Request ref;
+        ref.type = RequestType::kReference;
+        ref.reference_key = reference_key;
+        ref.artifact.assign(c.reference_artifact().begin(), c.reference_artifact().end());
+        ref.data_seed = m.data_seed();
+        ref.timing.threads = m.threads();
+        const Reply reply = prebuilt_runner->call(ref, 120);
+        if (reply.error) return error_result(c.id(), ErrorKind::kUnknown, "reference failed: " + reply.message);
+        prebuilt_loaded.insert(reference_key);
+      }
+      Request request;
+      request.type = RequestType::kMeasure;
+      request.reference_key = reference_key;
+      request.artifact.assign(c.artifact().begin(), c.artifact().end());
+      request.data_seed = m.data_seed();
+      request.timing = timing;
+      const Reply reply = prebuilt_runner->call(request, m.run_timeout_s());
+      tuner::MeasureResult result =
+          reply.error ? tuner::make_error_result(*reply.error, reply.message)
+                      : tuner::make_ok_result(reply.costs);
+      result.run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return to_proto(c.id(), result);
+    } catch (const Error& e) {
+      const ErrorKind kind =
+          e.kind() == ErrorKind::kRun || e.kind() == ErrorKind::kRunTimeout ? e.kind() : ErrorKind::kUnknown;
+      return error_result(c.id(), kind, e.what());
+    }
+  }
 
   LocalRunner& runner_for(const rpc::MeasureSpec& m) {
     const std::string key = m.SerializeAsString();
@@ -133,9 +199,11 @@ struct DeviceWorker::Impl {
     std::vector<size_t> where;
     for (size_t i = 0; i < batch.size(); ++i) {
       const rpc::Candidate& c = batch[i];
+      if (!c.artifact().empty()) {
+        out[i] = run_prebuilt(c);
+        continue;
+      }
       try {
-        if (!c.artifact().empty())
-          throw Error(ErrorKind::kUnsupported, "this worker builds its kernels; it does not take prebuilt ones");
         const schedule_space::Task& task = task_for(c.task());
         schedule_space::Config config = task.space().get(c.config_index());
         if (config.to_json() != schedule_space::Config::from_json_string(c.config_json()).to_json())
@@ -151,6 +219,7 @@ struct DeviceWorker::Impl {
     if (inputs.empty()) return out;
     try {
       std::vector<tuner::MeasureResult> results = runner_for(batch[where.front()].measure()).measure(inputs);
+      built += inputs.size();
       for (size_t j = 0; j < where.size(); ++j) out[where[j]] = to_proto(batch[where[j]].id(), results[j]);
     } catch (const Error& e) {
       for (size_t i : where) out[i] = error_result(batch[i].id(), ErrorKind::kUnknown, e.what());
@@ -183,7 +252,7 @@ struct DeviceWorker::Impl {
     h->set_cores(cores);
     h->set_description(options.description);
     h->set_slots(options.slots);
-    h->set_can_build(true);
+    h->set_can_build(options.can_build);
     h->set_peak_gflops(options.peak_gflops);
     h->set_vector_bits(host.vector_bits());
     write(hello);  // a failure shows as the end of the stream below
@@ -334,6 +403,10 @@ size_t DeviceWorker::runners_started() const {
   for (const auto& [k, r] : impl_->runners) n += r->runners_started();
   return n;
 }
+
+size_t DeviceWorker::built_here() const { return impl_->built; }
+
+size_t DeviceWorker::prebuilt() const { return impl_->prebuilt; }
 
 std::string DeviceWorker::last_refusal() const {
   std::lock_guard lock(impl_->mu);

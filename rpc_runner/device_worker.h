@@ -20,6 +20,7 @@ struct DeviceWorkerOptions {
   std::string tls_ca_file;          // PEM of the CA that signed the server's certificate ("" = plaintext)
   int slots = 0;                    // candidates taken at once (built in parallel); 0 = cores
   double peak_gflops = 0;           // the device's f32 peak, if known (the server checks results against it)
+  bool can_build = true;            // false: the server cross-builds every kernel (no LLVM here, or too slow)
   double reconnect_initial_s = 0.5; // first wait after losing the server; doubles per failure
   double reconnect_max_s = 10;      // longest wait between attempts
   uint32_t protocol_version = kProtocolVersion;  // what the hello claims (tests use another)
@@ -29,8 +30,10 @@ struct DeviceWorkerOptions {
 // works behind NAT), says hello with its key, target, cores and slots, then receives
 // candidates. Each candidate's kernel is built here from its task and config (so build
 // throughput grows with the fleet) and checked and timed in a ktune-runner child (a
-// LocalRunner per distinct measurement setting): a kernel that crashes or hangs ends that
-// child, never the worker, and comes back as a typed result. Heartbeats go out while it
+// LocalRunner per distinct measurement setting); a candidate that comes with its kernel (the
+// server cross-built it, e.g. for a worker with can_build false) runs on a child of its own,
+// after the task's reference kernel that comes with it. A kernel that crashes or hangs ends
+// its child, never the worker, and comes back as a typed result. Heartbeats go out while it
 // measures. When the server goes away the worker reconnects with exponential backoff; results
 // of a connection that broke are dropped (the server has requeued those candidates).
 // Thread-safe.
@@ -54,6 +57,9 @@ class DeviceWorker {
   size_t results_sent() const;
   // Runner children started so far (1 + one per crash or timeout, per measurement setting).
   size_t runners_started() const;
+  // Candidates built here, and candidates that came with their kernel.
+  size_t built_here() const;
+  size_t prebuilt() const;
   // The last reason the server gave for ending or refusing the connection ("" = none yet).
   std::string last_refusal() const;
 

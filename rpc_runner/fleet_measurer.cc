@@ -5,13 +5,21 @@
 #include <cmath>
 #include <condition_variable>
 #include <memory>
+#include <future>
+#include <map>
 #include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "codegen/codegen_llvm.h"
+#include "codegen/target.h"
+#include "rpc_runner/reference.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
+#include "support/thread_pool.h"
+#include "te/lower.h"
 
 namespace ktune::rpc_runner {
 
@@ -56,9 +64,29 @@ tuner::MeasureResult from_proto(const rpc::CandidateResult& r) {
   return tuner::make_error_result(kind, r.error_message(), r.build_s(), r.run_s());
 }
 
-FleetMeasurer::FleetMeasurer(DevicePool& pool, uint64_t job_id, FleetMeasurerOptions options,
+// Builds kernels here for devices that cannot: candidates in a pool of threads, references once.
+struct FleetMeasurer::CrossBuilder {
+  ThreadPool threads;
+  std::map<std::string, std::string> references;  // serialized reference artifact by task key
+
+  const std::string& reference(const schedule_space::Task& task) {
+    const std::string key = task.workload_key() + "|" + task.target().key;
+    auto it = references.find(key);
+    if (it != references.end()) return it->second;
+    const auto bytes = codegen::build(lower_reference(task), codegen::Target::parse(task.target().key)).serialize();
+    return references.emplace(key, std::string(bytes.begin(), bytes.end())).first->second;
+  }
+};
+
+FleetMeasurer::FleetMeasurer(DevicePool& pool, uint64_t job_id, std::string device_key, FleetMeasurerOptions options,
                              std::function<bool()> stop)
-    : pool_(pool), job_id_(job_id), options_(std::move(options)), stop_(std::move(stop)) {}
+    : pool_(pool),
+      job_id_(job_id),
+      device_key_(std::move(device_key)),
+      options_(std::move(options)),
+      stop_(std::move(stop)) {}
+
+FleetMeasurer::~FleetMeasurer() = default;
 
 namespace {
 
@@ -87,13 +115,69 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(const std::vector<tuner
   auto batch = std::make_shared<Batch>();
   batch->results.resize(inputs.size());
   batch->remaining = inputs.size();
+
+  // Kernels for devices without a compiler: built here, in parallel, before anything is sent.
+  std::vector<std::optional<std::string>> kernels(inputs.size());
+  const bool cross_build = pool_.needs_kernels(device_key_);
+  if (cross_build) {
+    if (!builder_) builder_ = std::make_unique<CrossBuilder>();
+    const double timeout = options_.measure.build_timeout_s;
+    std::vector<std::future<tuner::MeasureResult>> builds;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      builds.push_back(builder_->threads.submit([&, i, timeout] {
+        const auto start = std::chrono::steady_clock::now();
+        auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+        const schedule_space::Task& task = *inputs[i].task;
+        schedule_space::Instantiated inst;
+        try {
+          inst = task.instantiate(inputs[i].config);
+        } catch (const std::exception& e) {
+          return tuner::make_error_result(ErrorKind::kInstantiation, e.what(), seconds());
+        }
+        try {
+          const auto bytes = codegen::build(te::lower(inst.schedule, inst.args, task.template_name()),
+                                            codegen::Target::parse(task.target().key))
+                                 .serialize();
+          if (seconds() > timeout)
+            return tuner::make_error_result(ErrorKind::kBuildTimeout,
+                                            fmt::format("build took {:.2f} s, over {:g} s", seconds(), timeout),
+                                            seconds());
+          kernels[i] = std::string(bytes.begin(), bytes.end());
+          tuner::MeasureResult built;
+          built.build_s = seconds();
+          return built;
+        } catch (const std::exception& e) {
+          return tuner::make_error_result(ErrorKind::kBuild, e.what(), seconds());
+        }
+      }));
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      tuner::MeasureResult r = builds[i].get();
+      if (!kernels[i]) {
+        batch->results[i] = std::move(r);
+        --batch->remaining;
+      }
+    }
+  }
+
   for (size_t i = 0; i < inputs.size(); ++i) {
     const schedule_space::Task& task = *inputs[i].task;
+    if (cross_build && !kernels[i]) continue;  // failed to build here: its result is set
     rpc::Candidate c;
     to_proto(task, c.mutable_task());
     c.set_config_index(inputs[i].config.index());
     c.set_config_json(inputs[i].config.to_json_string());
     to_proto(options_.measure, options_.run_threads, options_.data_seed, c.mutable_measure());
+    if (kernels[i]) {
+      c.set_artifact(std::move(*kernels[i]));
+      try {
+        c.set_reference_artifact(builder_->reference(task));
+      } catch (const std::exception& e) {
+        batch->results[i] = tuner::make_error_result(ErrorKind::kUnknown, std::string("cannot build the reference: ") + e.what());
+        --batch->remaining;
+        continue;
+      }
+    }
     const double flop = task.flop();
     const double max_over_peak = options_.max_over_peak;
     pool_.submit(job_id_, std::move(c), [batch, i, flop, max_over_peak](const WorkerInfo& w, rpc::CandidateResult r) {

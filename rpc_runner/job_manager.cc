@@ -268,7 +268,7 @@ void JobManager::run_session(Job& job) {
   fleet.measure = spec.measure;
   fleet.run_threads = spec.run_threads;
   fleet.data_seed = spec.data_seed;
-  FleetMeasurer measurer(pool_, id, fleet, stop);
+  FleetMeasurer measurer(pool_, id, spec.device_key, fleet, stop);
 
   tuner::SessionOptions options;
   options.trials = spec.trials - done_before;

@@ -41,6 +41,8 @@ void add_worker(CLI::App& app) {
       ->check(CLI::Range(0, 64));
   cmd->add_option("--peak-gflops", o->peak_gflops, "This device's f32 peak; the server refuses results far above it")
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_flag("--no-build", [o](int64_t) { o->can_build = false; },
+                "Do not build kernels here: the server cross-builds them (a device without LLVM)");
   cmd->add_option("--runner", o->runner_path, "The ktune-runner executable (default: next to ktune)");
   cmd->add_option("--description", o->description, "Free text shown by `ktune server devices`");
   cmd->add_option("--reconnect-max", o->reconnect_max_s, "Longest wait between reconnection attempts, s")

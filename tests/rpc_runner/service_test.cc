@@ -180,6 +180,41 @@ TEST(Service, FaultyKernelsAreRecordedWithTheirKindAndTheWorkerGoesOn) {
   EXPECT_GE(worker.runners_started(), 9u);  // the first child, then one after each crash or hang
 }
 
+// A device without a compiler: the server cross-builds every kernel and its reference; the
+// worker only checks and times, crashes and hangs included.
+TEST(Service, TheServerBuildsForADeviceThatCannot) {
+  testing::register_fault_template();
+  TempDir dir;
+  TuningServer server(server_options(dir));
+  DeviceWorkerOptions board = worker_options(server, "board");
+  board.can_build = false;
+  DeviceWorker worker(board);
+  ServiceClient client(client_options(server));
+  const JobEvent matmul = client.watch(client.submit(matmul_job("board", 16)).id);
+  ASSERT_EQ(matmul.job.state, "done") << matmul.job.message;
+  for (const auto& r : run_records(server_options(dir).db_path, matmul.job.workload, 0))
+    EXPECT_TRUE(r.ok()) << r.error_message;
+  JobSpec faults;
+  faults.template_name = "runner_fault_test";
+  faults.args = {{"N", "256"}};
+  faults.device_key = "board";
+  faults.trials = 16;
+  faults.tuner = "grid";
+  faults.batch_size = 16;
+  faults.measure.run_timeout_s = 1.5;
+  const JobEvent last = client.watch(client.submit(faults).id);
+  ASSERT_EQ(last.job.state, "done") << last.job.message;
+  std::map<std::string, int> kinds;
+  for (const auto& r : run_records(server_options(dir).db_path, last.job.workload, 0))
+    ++kinds[r.ok() ? "ok" : std::string(to_string(*r.error))];
+  EXPECT_EQ(kinds["ok"], 4);
+  EXPECT_EQ(kinds["run"], 4);
+  EXPECT_EQ(kinds["run_timeout"], 4);
+  EXPECT_EQ(kinds["wrong_answer"], 4);
+  EXPECT_EQ(worker.built_here(), 0u);
+  EXPECT_EQ(worker.prebuilt(), 16u + 1 + 16 + 1);  // each job's trials and its fallback
+}
+
 TEST(Service, TwoJobsShareTwoWorkersAndBothProgress) {
   TempDir dir;
   TuningServer server(server_options(dir));
