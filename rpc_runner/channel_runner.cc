@@ -62,6 +62,20 @@ std::vector<std::unique_ptr<RunnerChannel>> one_channel(std::unique_ptr<RunnerCh
 
 }  // namespace
 
+TimingOptions timing_options(const tuner::MeasureOptions& m, int threads) {
+  TimingOptions t;
+  t.number = m.number;
+  t.repeat = m.repeat;
+  t.min_repeat_ms = m.min_repeat_ms;
+  t.cooldown_s = m.cooldown_s;
+  t.flush_cache = m.flush_cache;
+  t.check_correctness = m.check_correctness;
+  t.rtol = m.rtol;
+  t.atol = m.atol;
+  t.threads = threads;
+  return t;
+}
+
 ChannelRunner::ChannelRunner(const ChannelRunnerOptions& options, std::unique_ptr<RunnerChannel> channel)
     : ChannelRunner(options, one_channel(std::move(channel))) {}
 
@@ -144,16 +158,7 @@ tuner::MeasureResult ChannelRunner::run_candidate(ChannelSlot& slot, const sched
   request.reference_key = key;
   request.artifact = artifact.serialize();
   request.data_seed = base_options_.data_seed;
-  TimingOptions& t = request.timing;
-  t.number = m.number;
-  t.repeat = m.repeat;
-  t.min_repeat_ms = m.min_repeat_ms;
-  t.cooldown_s = m.cooldown_s;
-  t.flush_cache = m.flush_cache;
-  t.check_correctness = m.check_correctness;
-  t.rtol = m.rtol;
-  t.atol = m.atol;
-  t.threads = base_options_.run_threads;
+  request.timing = timing_options(m, base_options_.run_threads);
 
   const auto start = Clock::now();
   try {

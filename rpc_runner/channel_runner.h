@@ -17,6 +17,9 @@
 
 namespace ktune::rpc_runner {
 
+// The runner child's timing options for measurement options and a thread count.
+TimingOptions timing_options(const tuner::MeasureOptions& m, int threads);
+
 struct ChannelRunnerOptions {
   tuner::MeasureOptions measure;     // timing, timeouts, correctness check (AutoTVM defaults)
   size_t build_threads = 0;          // threads that lower + compile; 0 = hardware threads

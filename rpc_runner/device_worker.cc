@@ -96,16 +96,7 @@ struct DeviceWorker::Impl {
     if (!prebuilt_runner) prebuilt_runner = std::make_unique<ProcessChannel>(options.runner_path);
     ++prebuilt;
     const std::string reference_key = c.task().template_name() + c.task().args_json() + "|" + c.task().target();
-    TimingOptions timing;
-    timing.number = m.number();
-    timing.repeat = m.repeat();
-    timing.min_repeat_ms = m.min_repeat_ms();
-    timing.cooldown_s = m.cooldown_s();
-    timing.flush_cache = m.flush_cache();
-    timing.check_correctness = m.check_correctness();
-    timing.rtol = m.rtol();
-    timing.atol = m.atol();
-    timing.threads = m.threads();
+    const TimingOptions timing = timing_options(from_proto(m), m.threads());
     const auto start = std::chrono::steady_clock::now();
     try {
       const uint64_t epoch = prebuilt_runner->ready();  // a fresh child after a crash holds nothing
@@ -159,16 +150,7 @@ struct DeviceWorker::Impl {
     o.build_threads = static_cast<size_t>(std::max(options.slots, 1));
     o.run_threads = m.threads();
     o.data_seed = m.data_seed();
-    o.measure.number = m.number();
-    o.measure.repeat = m.repeat();
-    o.measure.min_repeat_ms = m.min_repeat_ms();
-    o.measure.cooldown_s = m.cooldown_s();
-    o.measure.flush_cache = m.flush_cache();
-    o.measure.check_correctness = m.check_correctness();
-    o.measure.rtol = m.rtol();
-    o.measure.atol = m.atol();
-    o.measure.build_timeout_s = m.build_timeout_s();
-    o.measure.run_timeout_s = m.run_timeout_s();
+    o.measure = from_proto(m);
     return *runners.emplace(key, std::make_unique<LocalRunner>(o)).first->second;
   }
 

@@ -53,6 +53,21 @@ void to_proto(const tuner::MeasureOptions& m, int run_threads, uint64_t data_see
   out->set_data_seed(data_seed);
 }
 
+tuner::MeasureOptions from_proto(const rpc::MeasureSpec& m) {
+  tuner::MeasureOptions o;
+  o.number = m.number();
+  o.repeat = m.repeat();
+  o.min_repeat_ms = m.min_repeat_ms();
+  o.cooldown_s = m.cooldown_s();
+  o.flush_cache = m.flush_cache();
+  o.check_correctness = m.check_correctness();
+  o.rtol = m.rtol();
+  o.atol = m.atol();
+  o.build_timeout_s = m.build_timeout_s();
+  o.run_timeout_s = m.run_timeout_s();
+  return o;
+}
+
 tuner::MeasureResult from_proto(const rpc::CandidateResult& r) {
   if (r.error_kind().empty())
     return tuner::make_ok_result({r.costs().begin(), r.costs().end()}, r.build_s(), r.run_s());

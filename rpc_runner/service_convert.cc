@@ -1,6 +1,7 @@
 // Plain service types <-> protobuf messages.
 #include "rpc_runner/service_convert.h"
 
+#include "rpc_runner/fleet_measurer.h"
 #include "support/error.h"
 
 namespace ktune::rpc_runner {
@@ -18,19 +19,7 @@ void to_proto(const JobSpec& spec, rpc::JobSpec* out) {
   out->set_early_stopping(spec.early_stopping);
   out->set_xgb_features(spec.xgb_features);
   out->set_transfer(spec.transfer);
-  rpc::MeasureSpec* m = out->mutable_measure();
-  m->set_number(spec.measure.number);
-  m->set_repeat(spec.measure.repeat);
-  m->set_min_repeat_ms(spec.measure.min_repeat_ms);
-  m->set_cooldown_s(spec.measure.cooldown_s);
-  m->set_flush_cache(spec.measure.flush_cache);
-  m->set_check_correctness(spec.measure.check_correctness);
-  m->set_rtol(spec.measure.rtol);
-  m->set_atol(spec.measure.atol);
-  m->set_build_timeout_s(spec.measure.build_timeout_s);
-  m->set_run_timeout_s(spec.measure.run_timeout_s);
-  m->set_threads(spec.run_threads);
-  m->set_data_seed(spec.data_seed);
+  to_proto(spec.measure, spec.run_threads, spec.data_seed, out->mutable_measure());
   out->set_priority(spec.priority);
   out->set_owner(spec.owner);
 }
@@ -58,19 +47,9 @@ JobSpec from_proto(const rpc::JobSpec& in) {
   spec.early_stopping = in.early_stopping();
   spec.xgb_features = in.xgb_features();
   spec.transfer = in.transfer();
-  const rpc::MeasureSpec& m = in.measure();
-  spec.measure.number = m.number();
-  spec.measure.repeat = m.repeat();
-  spec.measure.min_repeat_ms = m.min_repeat_ms();
-  spec.measure.cooldown_s = m.cooldown_s();
-  spec.measure.flush_cache = m.flush_cache();
-  spec.measure.check_correctness = m.check_correctness();
-  spec.measure.rtol = m.rtol();
-  spec.measure.atol = m.atol();
-  spec.measure.build_timeout_s = m.build_timeout_s();
-  spec.measure.run_timeout_s = m.run_timeout_s();
-  spec.run_threads = m.threads();
-  spec.data_seed = m.data_seed();
+  spec.measure = from_proto(in.measure());
+  spec.run_threads = in.measure().threads();
+  spec.data_seed = in.measure().data_seed();
   spec.priority = in.priority();
   spec.owner = in.owner();
   return spec;

@@ -10,6 +10,7 @@
 
 #include "rpc_runner/service_client.h"
 #include "tests/process_util.h"
+#include "tests/rpc_runner/service_test_util.h"
 #include "tuning_db/database.h"
 
 #ifndef KTUNE_ROUNDS
@@ -21,17 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing_process::Child;
-using Clock = std::chrono::steady_clock;
-
-template <class Pred>
-bool wait_until(Pred pred, double timeout_s) {
-  const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return pred();
-}
+using testing::wait_until;
 
 class ServiceFault : public ::testing::Test {
  protected:
@@ -58,15 +49,8 @@ class ServiceFault : public ::testing::Test {
         dir_ / (name + ".out"), dir_ / (name + ".err"));
   }
 
-  // The job's records in the log, read with a connection of our own (WAL: beside the server).
-  std::vector<tuning_db::Record> records(const std::string& workload) {
-    auto db = tuning_db::Database::open(db_, {.create = false});
-    std::stringstream lines;
-    db.export_jsonl(lines, workload);
-    std::vector<tuning_db::Record> out;
-    for (std::string line; std::getline(lines, line);) out.push_back(tuning_db::from_json_line(line));
-    return out;
-  }
+  // The log's records, read beside the server (WAL).
+  std::vector<tuning_db::Record> records(const std::string& workload) { return testing::log_records(db_, workload); }
 
   static JobSpec slow_matmul(uint64_t trials) {
     JobSpec s;

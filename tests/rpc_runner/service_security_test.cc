@@ -12,40 +12,16 @@
 #include "rpc_runner/service_client.h"
 #include "rpc_runner/tuning_server.h"
 #include "support/error.h"
+#include "tests/rpc_runner/service_test_util.h"
 
 namespace ktune::rpc_runner {
 namespace {
 
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using testing::TempDir;
+using testing::wait_until;
 
 const char kWorkerToken[] = "worker-secret-0123456789";
 const char kClientToken[] = "client-secret-0123456789";
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("ktune-security-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(Clock::now().time_since_epoch().count()));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name) << text;
-    return (path / name).string();
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-template <class Pred>
-bool wait_until(Pred pred, double timeout_s) {
-  const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return pred();
-}
 
 TuningServerOptions server_options(const TempDir& dir) {
   TuningServerOptions o;

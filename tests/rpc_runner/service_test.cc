@@ -19,24 +19,16 @@
 #include "rpc_runner/tuning_server.h"
 #include "support/error.h"
 #include "tests/rpc_runner/fault_template.h"
+#include "tests/rpc_runner/service_test_util.h"
 #include "tuning_db/database.h"
 
 namespace ktune::rpc_runner {
 namespace {
 
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("ktune-service-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(Clock::now().time_since_epoch().count()));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using testing::fault_job;
+using testing::kinds_of;
+using testing::TempDir;
+using testing::wait_until;
 
 TuningServerOptions server_options(const TempDir& dir) {
   TuningServerOptions o;
@@ -77,27 +69,6 @@ JobSpec matmul_job(const std::string& key, uint64_t trials, uint64_t seed = 1) {
   return s;
 }
 
-// Records of a run, read from the server's log with a connection of our own.
-std::vector<tuning_db::Record> run_records(const std::string& db_path, const std::string& workload, int64_t run_id) {
-  auto db = tuning_db::Database::open(db_path);
-  std::stringstream lines;
-  db.export_jsonl(lines, workload);
-  (void)run_id;
-  std::vector<tuning_db::Record> out;
-  for (std::string line; std::getline(lines, line);) out.push_back(tuning_db::from_json_line(line));
-  return out;
-}
-
-template <class Pred>
-bool wait_until(Pred pred, double timeout_s) {
-  const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return pred();
-}
-
 TEST(Service, AJobOnThreeWorkersRecordsEveryConfigOnceAndTheLogAnswersQueries) {
   TempDir dir;
   TuningServer server(server_options(dir));
@@ -125,7 +96,7 @@ TEST(Service, AJobOnThreeWorkersRecordsEveryConfigOnceAndTheLogAnswersQueries) {
   EXPECT_EQ(summary["measured"], 40);
 
   // The log holds each config of the job once, all measured, spread over the three workers.
-  const auto records = run_records(server_options(dir).db_path, last.job.workload, 0);
+  const auto records = testing::log_records(server_options(dir).db_path, last.job.workload);
   ASSERT_EQ(records.size(), 40u);
   std::set<int64_t> configs;
   for (const auto& r : records) {
@@ -159,23 +130,10 @@ TEST(Service, FaultyKernelsAreRecordedWithTheirKindAndTheWorkerGoesOn) {
   TuningServer server(server_options(dir));
   DeviceWorker worker(worker_options(server, "cpu"));
   ServiceClient client(client_options(server));
-  JobSpec spec;
-  spec.template_name = "runner_fault_test";
-  spec.args = {{"N", "256"}};
-  spec.device_key = "cpu";
-  spec.trials = 16;  // the whole space: 4 modes x 4 splits
-  spec.tuner = "grid";
-  spec.batch_size = 16;
-  spec.measure.run_timeout_s = 1.5;
-  const JobEvent last = client.watch(client.submit(spec).id);
+  const JobEvent last = client.watch(client.submit(fault_job("cpu")).id);
   ASSERT_EQ(last.job.state, "done") << last.job.message;
-  std::map<std::string, int> kinds;
-  for (const auto& r : run_records(server_options(dir).db_path, last.job.workload, 0))
-    ++kinds[r.ok() ? "ok" : std::string(to_string(*r.error))];
-  EXPECT_EQ(kinds["ok"], 4);
-  EXPECT_EQ(kinds["run"], 4);
-  EXPECT_EQ(kinds["run_timeout"], 4);
-  EXPECT_EQ(kinds["wrong_answer"], 4);
+  auto kinds = kinds_of(testing::log_records(server_options(dir).db_path, last.job.workload));
+  EXPECT_EQ(kinds, (std::map<std::string, int>{{"ok", 4}, {"run", 4}, {"run_timeout", 4}, {"wrong_answer", 4}}));
   EXPECT_TRUE(worker.attached());
   EXPECT_GE(worker.runners_started(), 9u);  // the first child, then one after each crash or hang
 }
@@ -192,25 +150,12 @@ TEST(Service, TheServerBuildsForADeviceThatCannot) {
   ServiceClient client(client_options(server));
   const JobEvent matmul = client.watch(client.submit(matmul_job("board", 16)).id);
   ASSERT_EQ(matmul.job.state, "done") << matmul.job.message;
-  for (const auto& r : run_records(server_options(dir).db_path, matmul.job.workload, 0))
+  for (const auto& r : testing::log_records(server_options(dir).db_path, matmul.job.workload))
     EXPECT_TRUE(r.ok()) << r.error_message;
-  JobSpec faults;
-  faults.template_name = "runner_fault_test";
-  faults.args = {{"N", "256"}};
-  faults.device_key = "board";
-  faults.trials = 16;
-  faults.tuner = "grid";
-  faults.batch_size = 16;
-  faults.measure.run_timeout_s = 1.5;
-  const JobEvent last = client.watch(client.submit(faults).id);
+  const JobEvent last = client.watch(client.submit(fault_job("board")).id);
   ASSERT_EQ(last.job.state, "done") << last.job.message;
-  std::map<std::string, int> kinds;
-  for (const auto& r : run_records(server_options(dir).db_path, last.job.workload, 0))
-    ++kinds[r.ok() ? "ok" : std::string(to_string(*r.error))];
-  EXPECT_EQ(kinds["ok"], 4);
-  EXPECT_EQ(kinds["run"], 4);
-  EXPECT_EQ(kinds["run_timeout"], 4);
-  EXPECT_EQ(kinds["wrong_answer"], 4);
+  auto kinds = kinds_of(testing::log_records(server_options(dir).db_path, last.job.workload));
+  EXPECT_EQ(kinds, (std::map<std::string, int>{{"ok", 4}, {"run", 4}, {"run_timeout", 4}, {"wrong_answer", 4}}));
   EXPECT_EQ(worker.built_here(), 0u);
   EXPECT_EQ(worker.prebuilt(), 16u + 1 + 16 + 1);  // each job's trials and its fallback
 }
@@ -385,7 +330,7 @@ TEST(Service, ImplausibleResultsAreRefused) {
   const JobStatus s = client.job(id);
   EXPECT_EQ(s.state, "done") << s.message;
   EXPECT_EQ(s.best_gflops, 0);
-  const auto records = run_records(server_options(dir).db_path, s.workload, 0);
+  const auto records = testing::log_records(server_options(dir).db_path, s.workload);
   ASSERT_EQ(records.size(), 8u);
   for (const auto& r : records) {
     ASSERT_FALSE(r.ok());

@@ -1,0 +1,79 @@
+// Defines what the tuning service's tests share: a temporary directory, polling with a deadline, the fault-template job and its record kinds.
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rpc_runner/job_types.h"
+#include "tuning_db/database.h"
+
+namespace ktune::rpc_runner::testing {
+
+// A fresh directory under /tmp, removed with everything in it at the end of the scope.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() /
+           ("ktune-service-" + std::to_string(::getpid()) + "-" +
+            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+    return file(name);
+  }
+};
+
+// Polls pred every 50 ms until it holds or timeout_s passes; returns its last value.
+template <class Pred>
+bool wait_until(Pred pred, double timeout_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return pred();
+}
+
+// Every record of the log at db_path (or of one workload), read with a connection of our own.
+inline std::vector<tuning_db::Record> log_records(const std::string& db_path, const std::string& workload = "") {
+  auto db = tuning_db::Database::open(db_path, {.create = false});
+  std::stringstream lines;
+  db.export_jsonl(lines, workload);
+  std::vector<tuning_db::Record> out;
+  for (std::string line; std::getline(lines, line);) out.push_back(tuning_db::from_json_line(line));
+  return out;
+}
+
+// The whole space of the fault template (4 modes x 4 splits) by grid search, with a short run
+// timeout so the hanging kernels end soon.
+inline JobSpec fault_job(const std::string& key) {
+  JobSpec spec;
+  spec.template_name = "runner_fault_test";
+  spec.args = {{"N", "256"}};
+  spec.device_key = key;
+  spec.trials = 16;
+  spec.tuner = "grid";
+  spec.batch_size = 16;
+  spec.measure.run_timeout_s = 1.5;
+  return spec;
+}
+
+// Records counted by outcome: "ok" or the error kind's name.
+inline std::map<std::string, int> kinds_of(const std::vector<tuning_db::Record>& records) {
+  std::map<std::string, int> kinds;
+  for (const auto& r : records) ++kinds[r.ok() ? "ok" : std::string(to_string(*r.error))];
+  return kinds;
+}
+
+}  // namespace ktune::rpc_runner::testing
