@@ -211,11 +211,17 @@ void JobManager::run(Job& job) {
     run_session(job);
   } catch (const std::exception& e) {
     if (!stopping_) {
-      if (job.cancel) {
-        set_state(job, "cancelled", "cancelled by a client");
-      } else {
-        spdlog::error("job {} failed: {}", id, e.what());
-        set_state(job, "failed", e.what());
+      // A log that cannot even take the state (disk full) must not take the server down: the
+      // job stays as the log had it and the next server resumes it.
+      try {
+        if (job.cancel) {
+          set_state(job, "cancelled", "cancelled by a client");
+        } else {
+          spdlog::error("job {} failed: {}", id, e.what());
+          set_state(job, "failed", e.what());
+        }
+      } catch (const std::exception& again) {
+        spdlog::error("job {}: cannot record its end in the log: {}", id, again.what());
       }
     }
   }

@@ -18,6 +18,7 @@
 #include "schedule_space/template_registry.h"
 #include "tools/commands.h"
 #include "tools/job_watch.h"
+#include "tools/option_checks.h"
 #include "tools/progress_display.h"
 #include "tools/service_flags.h"
 #include "tools/tune_summary.h"
@@ -132,25 +133,41 @@ void add_tune(CLI::App& app) {
   cmd->add_option("args", o->args, "Workload arguments key=value (omitted ones take their defaults)");
   cmd->add_option("--target", o->target, "Target: host (with --server: the devices' own) or 'llvm -mtriple=... -mcpu=...'")
       ->capture_default_str();
-  cmd->add_option("--trials", s.trials, "New configs to measure")->capture_default_str();
+  cmd->add_option("--trials", s.trials, "New configs to measure (1 to 10^7)")
+      ->capture_default_str()
+      ->check(finite_in(1, 1e7));
   cmd->add_option("--tuner", s.tuner, "Search: random, grid, ga or xgb")->capture_default_str();
   cmd->add_option("--xgb-features", s.xgb_features, "xgb model features: knob or loop")->capture_default_str();
   cmd->add_flag("--no-transfer", o->no_transfer,
                 "xgb: do not seed the first plan from other workloads of the template in the log");
   cmd->add_option("--transfer-history", s.transfer_history,
-                  "xgb: newest records of the template read for transfer (0 = all)")->capture_default_str();
+                  "xgb: newest records of the template read for transfer (0 = all)")
+      ->capture_default_str()
+      ->check(finite_in(0, 1e9));
   cmd->add_option("--db", o->db, "Tuning log (SQLite); configs already in it are not measured again")
       ->capture_default_str();
   cmd->add_option("--seed", s.seed, "Seed of the search and of the generated inputs")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Build threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--batch-size", s.batch_size, "Configs per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o->threads, "Build threads (0 = all cores; at most 256)")
+      ->capture_default_str()
+      ->check(finite_in(0, 256));
+  cmd->add_option("--batch-size", s.batch_size, "Configs per batch (1 to 4096)")
+      ->capture_default_str()
+      ->check(finite_in(1, 4096));
   cmd->add_option("--early-stopping", s.early_stopping, "Stop after N trials without improvement (0 = never)")
-      ->capture_default_str();
-  cmd->add_option("--number", o->measure.number, "Runs per timing")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--repeat", o->measure.repeat, "Timings per config")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--min-repeat-ms", o->measure.min_repeat_ms, "Grow --number until a timing lasts this long")
-      ->capture_default_str();
-  cmd->add_option("--timeout", o->timeout_s, "Build and run timeout per config, seconds")->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_in(0, 1e7));
+  cmd->add_option("--number", o->measure.number, "Runs per timing (1 to 10^6)")
+      ->capture_default_str()
+      ->check(finite_in(1, 1e6));
+  cmd->add_option("--repeat", o->measure.repeat, "Timings per config (1 to 1000)")
+      ->capture_default_str()
+      ->check(finite_in(1, 1000));
+  cmd->add_option("--min-repeat-ms", o->measure.min_repeat_ms, "Grow --number until a timing lasts this long (0 to 60000)")
+      ->capture_default_str()
+      ->check(finite_in(0, 60000));
+  cmd->add_option("--timeout", o->timeout_s, "Build and run timeout per config, seconds (0.001 to 86400)")
+      ->capture_default_str()
+      ->check(finite_in(0.001, 86400));
   cmd->add_flag("--no-check", o->no_check, "Do not compare outputs with the reference");
   cmd->add_flag("--json", o->json, "Print the summary as JSON (no progress bar)");
   add_client_flags(cmd, o->server, false)

@@ -20,7 +20,8 @@ void watch_job(rpc_runner::ServiceClient& client, uint64_t id, bool json) {
   const rpc_runner::JobEvent last = client.watch(id, [&](const rpc_runner::JobEvent& e) {
     // A state or message change is one line (waiting for devices, running, ...).
     const std::string note = e.job.state + (e.job.message.empty() ? "" : ": " + e.job.message);
-    if (!json && note != last_note && !e.progress) {
+    // The end is said once, by the summary or the error line below.
+    if (!json && note != last_note && !e.progress && !e.job.finished()) {
       std::fprintf(stderr, "job %llu %s\n", static_cast<unsigned long long>(id), note.c_str());
       last_note = note;
     }

@@ -123,6 +123,7 @@ TEST_F(CliRemote, TuneJobsBestBuildAndExportThroughTheServer) {
   auto cancelled = testing_cli::ktune("jobs cancel 3" + srv);
   EXPECT_EQ(cancelled.status, 0);
   EXPECT_NE(cancelled.out.find("job 3: cancelled"), std::string::npos) << cancelled.out;
+  expect_one_line_error(testing_cli::ktune("jobs watch 3" + srv, true), "job 3 cancelled");
 
   // Bad input: one line, exit 1, and the server keeps serving.
   expect_one_line_error(testing_cli::ktune("jobs watch 99" + srv, true), "no job 99");

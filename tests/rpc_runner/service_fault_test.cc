@@ -105,6 +105,41 @@ TEST_F(ServiceFault, AWorkerKilledMidBatchLosesNothing) {
       << "the killed worker held a candidate that was requeued";
 }
 
+// A worker that falls silent with its connection open (SIGSTOP: what a network cut or a frozen
+// board looks like) is taken for lost after the worker timeout; its candidate goes to another
+// worker, and when it wakes up its stale result is dropped.
+TEST_F(ServiceFault, ASilentWorkerIsTakenForLostAndItsLateResultDropped) {
+  auto server = start_server("0");
+  const std::string address = testing_process::wait_for_address(dir_ / "server.out");
+  ASSERT_FALSE(address.empty()) << testing_process::read_file(dir_ / "server.err");
+  auto a = start_worker(address, "a");
+  auto b = start_worker(address, "b");
+  ServiceClientOptions options;
+  options.server = address;
+  ServiceClient client(options);
+  ASSERT_TRUE(wait_until([&] { return client.devices().size() == 2; }, 20));
+  const uint64_t id = client.submit(slow_matmul(24)).id;
+  std::string frozen;
+  ASSERT_TRUE(wait_until([&] {
+    if (client.job(id).done < 4) return false;
+    for (const DeviceInfo& d : client.devices())
+      if (d.in_flight > 0) frozen = d.description;
+    return !frozen.empty();
+  }, 60));
+  Child& victim = frozen == "a" ? *a : *b;
+  ::kill(victim.pid, SIGSTOP);
+  // The server's worker timeout is 3 s: the frozen worker leaves the registry, the job goes on.
+  ASSERT_TRUE(wait_until([&] { return client.devices().size() == 1; }, 20));
+  ::kill(victim.pid, SIGCONT);
+  const JobEvent last = client.watch(id);
+  ASSERT_EQ(last.job.state, "done") << last.job.message;
+  expect_each_config_once(records(last.job.workload), 24);
+  const std::string log = testing_process::read_file(dir_ / "server.err");
+  EXPECT_NE(log.find("no heartbeat for 3 s"), std::string::npos) << log;
+  // Woken up, the worker reconnects as a new device.
+  EXPECT_TRUE(wait_until([&] { return client.devices().size() == 2; }, 20));
+}
+
 TEST_F(ServiceFault, TheServerKilledMidJobResumesWithNoRecordLostOrTwice) {
   const int rounds = KTUNE_ROUNDS;
   const uint64_t trials = 8 * rounds + 16;

@@ -166,7 +166,9 @@ TEST(Service, TwoJobsShareTwoWorkersAndBothProgress) {
   DeviceWorker w1(worker_options(server, "cpu")), w2(worker_options(server, "cpu"));
   ServiceClient client(client_options(server));
   JobSpec a = matmul_job("cpu", 32, 1);
+  a.owner = "alice@laptop";
   JobSpec b = matmul_job("cpu", 32, 2);
+  b.owner = "bob@desktop";
   b.args["N"] = "32";  // another workload: its own records
   const uint64_t ja = client.submit(a).id;
   const uint64_t jb = client.submit(b).id;
@@ -189,6 +191,8 @@ TEST(Service, TwoJobsShareTwoWorkersAndBothProgress) {
   EXPECT_EQ(client.watch(jb).job.state, "done");
   EXPECT_EQ(client.job(ja).done, 32u);
   EXPECT_EQ(client.job(jb).done, 32u);
+  EXPECT_EQ(client.job(ja).owner, "alice@laptop");
+  EXPECT_EQ(client.job(jb).owner, "bob@desktop");
 }
 
 TEST(Service, ADetachedJobFinishesWithNoClientAndAKeyWithoutWorkersWaits) {
