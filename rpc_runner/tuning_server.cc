@@ -225,7 +225,7 @@ class ExportReactor final : public Outbox<grpc::ServerWriteReactor<rpc::RecordLi
       return;
     }
     try {
-      auto db = tuning_db::Database::open(db_path, {.create = false});
+      auto db = tuning_db::Database::open(db_path, {.read_only = true});
       std::stringstream lines;
       db.export_jsonl(lines, workload);
       rpc::RecordLines chunk;

@@ -46,6 +46,13 @@ Database open_existing(const DbArgs& args) {
   return Database::open(args.path, options);
 }
 
+// For the commands that only read: works on a log the user may not write.
+Database open_to_read(const DbArgs& args) {
+  tuning_db::OpenOptions options;
+  options.read_only = true;
+  return Database::open(args.path, options);
+}
+
 std::string format_time(double unix_seconds) {
   if (unix_seconds <= 0) return "-";
   std::time_t t = static_cast<std::time_t>(unix_seconds);
@@ -112,7 +119,7 @@ void print_record(const Record& r) {
 }
 
 void run_stats(const DbArgs& args) {
-  Database db = open_existing(args);
+  Database db = open_to_read(args);
   tuning_db::Stats st = db.stats();
   auto summaries = db.summaries();
   if (args.json) {
@@ -168,7 +175,7 @@ void run_stats(const DbArgs& args) {
 }
 
 void run_best(const DbArgs& args) {
-  Database db = open_existing(args);
+  Database db = open_to_read(args);
   TargetKey target = resolve_target(db, args);
   auto best = db.best(args.workload, target, args.device);
   if (!best) {
@@ -183,7 +190,7 @@ void run_best(const DbArgs& args) {
 }
 
 void run_top(const DbArgs& args) {
-  Database db = open_existing(args);
+  Database db = open_to_read(args);
   TargetKey target = resolve_target(db, args);
   auto top = db.top_k(args.workload, target, args.k, args.device);
   if (args.json) {
@@ -211,7 +218,7 @@ void run_export(const DbArgs& args) {
     throw Error(ErrorKind::kInvalidArgument, "db export needs exactly one of --db and --server");
   auto write = [&](std::ostream& out) {
     if (!args.server.server.empty()) return rpc_runner::ServiceClient(args.server).export_log(out, args.workload);
-    Database db = open_existing(args);
+    Database db = open_to_read(args);
     return db.export_jsonl(out, args.workload);
   };
   int64_t n = 0;
@@ -253,7 +260,7 @@ void run_import(const DbArgs& args) {
 }
 
 void run_check(const DbArgs& args) {
-  Database db = open_existing(args);
+  Database db = open_to_read(args);
   tuning_db::CheckReport report = db.check();
   if (args.json) {
     std::cout << json{{"ok", report.ok()}, {"problems", report.problems}}.dump(2) << "\n";

@@ -21,7 +21,7 @@ Workload resolve_workload(const std::string& template_name, const std::vector<st
 std::optional<tuning_db::Record> best_record(const std::string& db_path, const Workload& workload) {
   if (!std::filesystem::exists(db_path)) throw Error(ErrorKind::kNotFound, "no tuning log at " + db_path);
   tuning_db::OpenOptions open;
-  open.create = false;
+  open.read_only = true;  // a build machine may only read the log
   auto db = tuning_db::Database::open(db_path, open);
   return db.best(workload.task.workload_key(), tuning_db::TargetKey{workload.target.str(), ""});
 }

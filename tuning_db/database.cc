@@ -219,11 +219,59 @@ Database::Database(Database&&) noexcept = default;
 Database& Database::operator=(Database&&) noexcept = default;
 Database::~Database() = default;
 
+namespace {
+
+// The oldest schema read-only commands can read (runs and run_batches exist from version 2).
+constexpr int kOldestReadable = 2;
+
+// A read-only connection. With no -wal file beside the log no writer has it open, so it is read
+// as immutable: no lock, -shm or -wal file is made (a read-only connection could not remove them
+// again). With a -wal file a writer may be at work, so the WAL protocol is used, falling back to
+// immutable when this process cannot make the -shm file (a directory it may not write). Checks
+// that the file is a ktune log of a readable version.
+sql::Connection open_for_reading(const std::string& path, const OpenOptions& options) {
+  const bool writer_may_be_active = std::filesystem::exists(path + "-wal");
+  for (bool immutable : {false, true}) {
+    if (!immutable && !writer_may_be_active) continue;
+    sql::Connection conn = sql::Connection::open_read_only(path, immutable);
+    try {
+      conn.exec("PRAGMA busy_timeout = " + std::to_string(std::max(0, options.busy_timeout_ms)));
+      refuse_foreign(conn);
+      const int64_t version = conn.query_int("PRAGMA user_version");
+      if (version < kOldestReadable)
+        throw Error(ErrorKind::kDatabase, "tuning log '" + path + "' has schema version " + std::to_string(version) +
+                                              "; a command that writes (ktune tune, db import) upgrades it first");
+      conn.exec("PRAGMA query_only = ON");
+      conn.exec("PRAGMA foreign_keys = ON");
+      conn.exec("PRAGMA cache_size = -" + std::to_string(std::max(1, options.cache_mib) * 1024));
+      if (options.check_integrity) {
+        const std::string result = conn.query_text("PRAGMA quick_check");
+        if (result != "ok")
+          throw Error(ErrorKind::kDatabase, "tuning log '" + path + "' fails its integrity check: " + result);
+      }
+      return conn;
+    } catch (const Error&) {
+      // A WAL log whose -shm this process cannot make (a directory it may not write) fails
+      // here ("attempt to write a readonly database", "unable to open"): read it immutable.
+      if (immutable) throw;
+    }
+  }
+  throw Error(ErrorKind::kInternal, "unreachable");
+}
+
+}  // namespace
+
 Database Database::open(const std::string& path, const OpenOptions& options) {
   if (!options.create && !std::filesystem::exists(path)) {
     throw Error(ErrorKind::kDatabase, "no tuning log at '" + path + "'");
   }
   auto impl = std::make_unique<Impl>();
+  if (options.read_only) {
+    if (!std::filesystem::exists(path)) throw Error(ErrorKind::kDatabase, "no tuning log at '" + path + "'");
+    impl->conn = open_for_reading(path, options);
+    impl->opened_version = static_cast<int>(impl->conn.query_int("PRAGMA user_version"));
+    return Database(std::move(impl));
+  }
   impl->conn = sql::Connection::open(path, options.create);
   sql::Connection& conn = impl->conn;
   conn.exec("PRAGMA busy_timeout = " + std::to_string(std::max(0, options.busy_timeout_ms)));

@@ -25,6 +25,9 @@ struct OpenOptions {
   bool durable_against_power_loss = false;
   bool check_integrity = false;  // run PRAGMA quick_check on open (reads the whole file)
   bool migrate = true;           // upgrade an older schema in place; false: refuse it
+  // Open for reading only (implies create = false, migrate = false): works on a log the user
+  // may only read, and no write of this connection can succeed.
+  bool read_only = false;
   // SQLite page cache of this connection, in MiB. The best-record index takes random inserts
   // (by cost), so a cache that holds its hot pages keeps batched inserts fast on large logs.
   int cache_mib = 64;
@@ -126,7 +129,8 @@ struct BatchQuality {
 class Database {
  public:
   // Opens the tuning log at `path` in WAL mode with foreign keys on, creating it when
-  // missing (options.create) and migrating an older schema. Returns the open log.
+  // missing (options.create) and migrating an older schema. Returns the open log. With
+  // options.read_only: opens without writing anything (a log of schema version 2 or newer).
   // Throws Error(kDatabase): cannot open, corrupt file, a SQLite file that is not a ktune
   // log, a newer schema version, integrity check failed (options.check_integrity).
   static Database open(const std::string& path, const OpenOptions& options = {});

@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include <cstdio>
 #include <utility>
 
 #include "support/error.h"
@@ -18,6 +19,31 @@ Connection Connection::open(const std::string& path, bool create) {
   if (rc != SQLITE_OK) {
     std::string message = conn.db_ ? sqlite3_errmsg(conn.db_) : sqlite3_errstr(rc);
     throw Error(ErrorKind::kDatabase, "cannot open tuning log '" + path + "': " + message);
+  }
+  sqlite3_extended_result_codes(conn.db_, 1);
+  return conn;
+}
+
+Connection Connection::open_read_only(const std::string& path, bool immutable) {
+  Connection conn;
+  conn.path_ = path;
+  // A URI, so that immutable can be asked for; the path is percent-encoded where URIs need it.
+  std::string uri = "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      uri += buf;
+    } else {
+      uri += c;
+    }
+  }
+  uri += immutable ? "?mode=ro&immutable=1" : "?mode=ro";
+  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+  int rc = sqlite3_open_v2(uri.c_str(), &conn.db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = conn.db_ ? sqlite3_errmsg(conn.db_) : sqlite3_errstr(rc);
+    throw Error(ErrorKind::kDatabase, "cannot open tuning log '" + path + "' to read: " + message);
   }
   sqlite3_extended_result_codes(conn.db_, 1);
   return conn;

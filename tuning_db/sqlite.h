@@ -20,6 +20,10 @@ class Connection {
   // Opens (and with `create`, creates) the file at `path` read-write. Returns the connection;
   // throws Error(kDatabase) when SQLite cannot open it.
   static Connection open(const std::string& path, bool create);
+  // Opens the file read-only: nothing is written to it or beside it when SQLite can avoid it.
+  // With `immutable`, SQLite takes the file as one no process changes (no locks, no -shm):
+  // the way to read a WAL log in a directory this process cannot write. Throws as open().
+  static Connection open_read_only(const std::string& path, bool immutable);
 
   Connection() = default;
   Connection(Connection&& other) noexcept;

@@ -319,5 +319,33 @@ TEST(Database, IsMovable) {
   EXPECT_EQ(b.best(matmul_key(16), kHost)->config_index, 2);
 }
 
+// A read-only connection beside a writer that holds the log open sees the records still in the
+// WAL, and cannot write; with no writer, it leaves no file beside the log.
+TEST(Database, ReadOnlyReadsBesideAWriterAndWritesNothing) {
+  TempDir dir;
+  const std::string path = dir.file("log.db");
+  {
+    Database writer = Database::open(path);
+    writer.add({testing::make_record(64, 1, {3e-3}), testing::make_record(64, 2, {1e-3})});
+    ASSERT_TRUE(std::filesystem::exists(path + "-wal"));
+    Database reader = Database::open(path, {.read_only = true});
+    EXPECT_EQ(reader.stats().records, 2);
+    auto best = reader.best(testing::matmul_key(64), testing::kHost);
+    ASSERT_TRUE(best.has_value());
+    EXPECT_EQ(best->config_index, 2);
+    EXPECT_THROW(reader.add({testing::make_record(64, 3, {2e-3})}), Error);
+    writer.add({testing::make_record(64, 4, {0.5e-3})});
+    EXPECT_EQ(reader.best(testing::matmul_key(64), testing::kHost)->config_index, 4);
+  }
+  ASSERT_FALSE(std::filesystem::exists(path + "-wal"));
+  {
+    Database reader = Database::open(path, {.read_only = true});
+    EXPECT_EQ(reader.stats().records, 3);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(path + "-shm"));
+  EXPECT_THROW(Database::open(dir.file("missing.db"), {.read_only = true}), Error);
+}
+
 }  // namespace
 }  // namespace ktune::tuning_db
