@@ -10,17 +10,29 @@
 
 namespace ktune::tuning_db::sql {
 
+namespace {
+
+// Opens `name` (a path or a file: URI) with `flags`; errors name `path`.
+sqlite3* open_handle(const std::string& path, const std::string& name, int flags, const char* why) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(name.c_str(), &db, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    if (db) sqlite3_close_v2(db);
+    throw Error(ErrorKind::kDatabase, "cannot open tuning log '" + path + "'" + why + ": " + message);
+  }
+  sqlite3_extended_result_codes(db, 1);
+  return db;
+}
+
+}  // namespace
+
 Connection Connection::open(const std::string& path, bool create) {
   Connection conn;
   conn.path_ = path;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   if (create) flags |= SQLITE_OPEN_CREATE;
-  int rc = sqlite3_open_v2(path.c_str(), &conn.db_, flags, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string message = conn.db_ ? sqlite3_errmsg(conn.db_) : sqlite3_errstr(rc);
-    throw Error(ErrorKind::kDatabase, "cannot open tuning log '" + path + "': " + message);
-  }
-  sqlite3_extended_result_codes(conn.db_, 1);
+  conn.db_ = open_handle(path, path, flags, "");
   return conn;
 }
 
@@ -39,13 +51,7 @@ Connection Connection::open_read_only(const std::string& path, bool immutable) {
     }
   }
   uri += immutable ? "?mode=ro&immutable=1" : "?mode=ro";
-  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
-  int rc = sqlite3_open_v2(uri.c_str(), &conn.db_, flags, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string message = conn.db_ ? sqlite3_errmsg(conn.db_) : sqlite3_errstr(rc);
-    throw Error(ErrorKind::kDatabase, "cannot open tuning log '" + path + "' to read: " + message);
-  }
-  sqlite3_extended_result_codes(conn.db_, 1);
+  conn.db_ = open_handle(path, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, " to read");
   return conn;
 }
 
