@@ -25,6 +25,7 @@
 #include "rpc_runner/runner_protocol.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
+#include "support/json_input.h"
 
 namespace ktune::rpc_runner {
 namespace {
@@ -161,8 +162,8 @@ struct DeviceWorker::Impl {
     if (it != tasks.end()) return *it->second;
     if (spec.target() != options.target)
       throw Error(ErrorKind::kUnsupported, "this worker runs '" + options.target + "', not '" + spec.target() + "'");
-    const auto args = nlohmann::json::parse(spec.args_json(), nullptr, false);
-    if (args.is_discarded() || !args.is_object()) throw Error(ErrorKind::kInvalidArgument, "bad task arguments");
+    const auto args = parse_json_input(spec.args_json(), "task arguments");
+    if (!args.is_object()) throw Error(ErrorKind::kInvalidArgument, "task arguments are not a JSON object");
     std::map<std::string, std::string> given;
     for (const auto& [k, v] : args.items()) given[k] = v.is_string() ? v.get<std::string>() : v.dump();
     schedule_space::TargetTraits traits;

@@ -3,6 +3,7 @@
 
 #include "rpc_runner/fleet_measurer.h"
 #include "support/error.h"
+#include "support/json_input.h"
 
 namespace ktune::rpc_runner {
 
@@ -27,9 +28,8 @@ void to_proto(const JobSpec& spec, rpc::JobSpec* out) {
 JobSpec from_proto(const rpc::JobSpec& in) {
   JobSpec spec;
   spec.template_name = in.template_name();
-  const auto args = nlohmann::json::parse(in.args_json(), nullptr, false, true);
-  if (args.is_discarded() || !args.is_object())
-    throw Error(ErrorKind::kInvalidArgument, "job spec: args_json is not a JSON object");
+  const auto args = parse_json_input(in.args_json(), "job spec args_json");
+  if (!args.is_object()) throw Error(ErrorKind::kInvalidArgument, "job spec: args_json is not a JSON object");
   for (const auto& [k, v] : args.items()) {
     if (v.is_string())
       spec.args[k] = v.get<std::string>();

@@ -1,6 +1,8 @@
 // Config: entity look-up by name and the JSON round-trip.
 #include "schedule_space/config.h"
 
+#include "support/json_input.h"
+
 #include "support/error.h"
 
 namespace ktune::schedule_space {
@@ -54,13 +56,7 @@ Config Config::from_json(const nlohmann::json& j) {
 }
 
 Config Config::from_json_string(const std::string& text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(ErrorKind::kInvalidArgument, std::string("malformed config JSON: ") + e.what());
-  }
-  return from_json(j);
+  return from_json(parse_json_input(text, "config"));
 }
 
 }  // namespace ktune::schedule_space

@@ -1,11 +1,38 @@
 // Task: creation from the registry, checked instantiation of configs, the reference schedule.
 #include "schedule_space/task.h"
 
+#include <cstdint>
 #include <random>
 
 #include "support/error.h"
 
 namespace ktune::schedule_space {
+namespace {
+
+// The largest tensor a workload may have: 2^48 bytes (256 TiB) is far above any device's memory
+// and far below where the 64-bit index and byte arithmetic of a kernel and its header overflow.
+constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 48;
+// The most FLOPs one run may take: about 2^63.
+constexpr double kMaxFlop = 9.2e18;
+
+// Refuses a workload whose tensors or FLOPs no kernel could handle, before its space is defined.
+void check_sizes(const TemplateDef& def, const WorkloadArgs& args, const std::string& key) {
+  const ComputeDef c = def.compute(args);
+  for (const te::Tensor& t : c.args) {
+    uint64_t bytes = (static_cast<uint64_t>(t.dtype().bits) * static_cast<uint64_t>(t.dtype().lanes) + 7) / 8;
+    for (int64_t extent : t.shape()) {
+      if (extent < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(extent), &bytes) ||
+          bytes > kMaxTensorBytes)
+        throw Error(ErrorKind::kInvalidArgument,
+                    key + ": tensor " + t.name() + " would take more than 2^48 bytes (256 TiB)");
+    }
+  }
+  const double flop = def.flop(args);
+  if (!(flop >= 0) || flop > kMaxFlop)
+    throw Error(ErrorKind::kInvalidArgument, key + ": one run would take more than 2^63 floating-point operations");
+}
+
+}  // namespace
 
 Task Task::create(const std::string& template_name, const std::map<std::string, std::string>& args,
                   const TargetTraits& target) {
@@ -17,6 +44,7 @@ Task Task::create(const std::string& template_name, const std::map<std::string, 
   if (t.target_.vector_bits <= 0 || t.target_.cores <= 0)
     throw Error(ErrorKind::kInvalidArgument, "target traits need positive vector_bits and cores");
   t.key_ = t.args_.key(template_name);
+  check_sizes(*t.def_, t.args_, t.key_);
   t.flop_ = t.def_->flop(t.args_);
   auto space = std::make_shared<ConfigSpace>(template_name);
   t.def_->define(t.args_, t.target_, *space);

@@ -1,6 +1,8 @@
 // Record: mean cost, GFLOP/s and the JSON-lines form.
 #include "tuning_db/record.h"
 
+#include "support/json_input.h"
+
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -126,14 +128,6 @@ Record from_json(const json& line) {
   return r;
 }
 
-Record from_json_line(const std::string& line) {
-  json parsed;
-  try {
-    parsed = json::parse(line);
-  } catch (const json::parse_error& e) {
-    throw Error(ErrorKind::kInvalidArgument, std::string("bad JSON: ") + e.what());
-  }
-  return from_json(parsed);
-}
+Record from_json_line(const std::string& line) { return from_json(parse_json_input(line, "record")); }
 
 }  // namespace ktune::tuning_db

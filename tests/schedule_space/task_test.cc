@@ -77,6 +77,32 @@ TEST(Task, BadArgumentsAreInvalidArgument) {
   }
 }
 
+// Sizes whose bytes or FLOPs no kernel could address are refused by name, before any space exists.
+TEST(Task, SizesBeyondWhatAKernelCanAddressAreRefused) {
+  const auto tt = avx512();
+  auto message_of = [&](const std::map<std::string, std::string>& args, const std::string& name) {
+    try {
+      Task::create(name, args, tt);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string big = "2147483647";
+  EXPECT_NE(message_of({{"N", "1"}, {"C", big}, {"H", big}, {"W", big}, {"K", "64"}}, "conv2d")
+                .find("tensor I would take more than 2^48 bytes"),
+            std::string::npos);
+  EXPECT_NE(message_of({{"M", big}, {"N", big}, {"K", big}}, "matmul").find("tensor A would take more than 2^48 bytes"),
+            std::string::npos);
+  // Every tensor below 2^48 bytes, but 2 * 2^20 * 2^20 * 2^24 = 2^65 FLOPs.
+  EXPECT_NE(message_of({{"M", "1048576"}, {"N", "1048576"}, {"K", "16777216"}}, "matmul")
+                .find("more than 2^63 floating-point operations"),
+            std::string::npos);
+  // Large but addressable: 16 GiB per tensor.
+  EXPECT_EQ(message_of({{"M", "65536"}, {"N", "65536"}, {"K", "65536"}}, "matmul"), "accepted");
+}
+
 TEST(Task, ConfigJsonRoundTripRebuildsTheSameSchedule) {
   const Task t = Task::create("matmul", {{"M", "64"}, {"N", "64"}, {"K", "32"}}, avx512());
   std::mt19937_64 rng(5);

@@ -153,7 +153,7 @@ TEST(BadInput, MalformedJsonLinesAreReportedAndGoodLinesImported) {
   std::vector<int64_t> lines;
   for (const auto& e : report.errors) lines.push_back(e.line);
   EXPECT_EQ(lines, (std::vector<int64_t>{2, 4, 6, 7, 8, 9}));
-  EXPECT_NE(report.errors[0].message.find("bad JSON"), std::string::npos);
+  EXPECT_NE(report.errors[0].message.find("malformed record JSON"), std::string::npos);
   EXPECT_NE(report.errors[1].message.find("exploded"), std::string::npos);
   EXPECT_NE(report.errors[2].message.find("meta"), std::string::npos);
   EXPECT_NE(report.errors[5].message.find("template"), std::string::npos);

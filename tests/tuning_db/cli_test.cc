@@ -72,7 +72,7 @@ TEST_F(DbCli, StatsCheckExportImport) {
   std::string copy = dir_.file("copy.db");
   Output imp = ktune("db import " + jsonl + " --db " + copy, true);
   EXPECT_EQ(imp.status, 1) << imp.err;  // a malformed line makes the command fail...
-  EXPECT_NE(imp.err.find(":5: bad JSON"), std::string::npos) << imp.err;
+  EXPECT_NE(imp.err.find(":5: malformed record JSON"), std::string::npos) << imp.err;
   Database db = Database::open(copy);  // ...but the 4 good lines are in
   EXPECT_EQ(db.stats().records, 4);
   EXPECT_EQ(db.best(matmul_key(64), kHost)->config_index, 2);
