@@ -245,9 +245,13 @@ void run_import(const DbArgs& args) {
   if (args.json) {
     json errors = json::array();
     for (const auto& e : report.errors) errors.push_back({{"line", e.line}, {"error", e.message}});
-    std::cout << json{{"imported", report.imported}, {"errors", errors}}.dump(2) << "\n";
+    std::cout << json{{"imported", report.imported}, {"already_present", report.already_present}, {"errors", errors}}
+                     .dump(2)
+              << "\n";
   } else {
-    std::cout << "imported " << report.imported << " records from " << args.file << "\n";
+    std::cout << "imported " << report.imported << " records from " << args.file;
+    if (report.already_present > 0) std::cout << " (" << report.already_present << " already in the log)";
+    std::cout << "\n";
     for (const auto& e : report.errors) {
       std::cerr << args.file << ":" << e.line << ": " << e.message << "\n";
     }

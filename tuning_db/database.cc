@@ -139,6 +139,21 @@ void Database::Impl::begin_batch() {
   batch_devices.clear();
 }
 
+bool Database::Impl::holds(const Record& r) {
+  const auto workload = workload_id(r.workload_key);
+  const auto device = device_id(r.device_key);
+  if (!workload || !device) return false;
+  for (int64_t target : target_ids(r.target)) {
+    auto s = use(
+        "SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND config_index = ?3 "
+        "AND device_id = ?4 AND measured_at = ?5 AND costs = ?6 AND error_kind = ?7 LIMIT 1");
+    s->bind(1, *workload).bind(2, target).bind(3, r.config_index).bind(4, *device).bind(5, r.timestamp);
+    s->bind(6, costs_json(r.costs)).bind(7, r.error ? to_string(*r.error) : std::string_view(""));
+    if (s->step()) return true;
+  }
+  return false;
+}
+
 int64_t Database::Impl::insert(const Record& r, double created_at) {
   // Ids resolved earlier in the same transaction stay valid until it ends; a batch usually
   // holds one workload, target and device, so this saves three look-ups per record.

@@ -66,6 +66,7 @@ struct LineError {
 
 struct ImportReport {
   int64_t imported = 0;
+  int64_t already_present = 0;  // lines whose record the log held already (not added again)
   std::vector<LineError> errors;  // the lines that were skipped, in file order
 };
 
@@ -174,8 +175,10 @@ class Database {
   // lines, oldest first, from one consistent snapshot. Returns the lines written.
   // Throws Error(kDatabase), Error(kIo) when the stream fails.
   int64_t export_jsonl(std::ostream& out, std::string_view workload_key = "");
-  // Imports JSON lines (blank lines are skipped). Malformed lines are reported with their line
-  // numbers and skipped; the good lines are added in one transaction, so a failure while
+  // Imports JSON lines (blank lines are skipped). A record the log already holds (same
+  // measurement: workload, target, device, config, time, costs, outcome) is counted and not
+  // added again, so importing a file twice is harmless. Malformed lines are reported with their
+  // line numbers and skipped; the good lines are added in one transaction, so a failure while
   // writing leaves nothing half-written. Throws Error(kDatabase) on a SQLite failure,
   // Error(kIo) when the stream fails.
   ImportReport import_jsonl(std::istream& in);

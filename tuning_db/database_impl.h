@@ -66,6 +66,9 @@ struct Database::Impl {
   void begin_batch();
   // Inserts one validated record inside the caller's write transaction; returns its id.
   int64_t insert(const Record& record, double created_at);
+  // Whether the log already holds this measurement: same workload, target, toolchain, device,
+  // config, time measured, costs and outcome (an import of the same file twice adds nothing).
+  bool holds(const Record& record);
 
   // Ids resolved in the current write transaction (only valid until it commits or rolls back,
   // hence cleared by begin_batch). Workloads map key -> (template, id).

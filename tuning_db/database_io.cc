@@ -50,6 +50,10 @@ ImportReport Database::import_jsonl(std::istream& in) {
     try {
       Record record = from_json_line(line);
       validate(record);
+      if (impl_->holds(record)) {
+        ++report.already_present;
+        continue;
+      }
       // insert() checks the workload's template before it writes anything for this record.
       impl_->insert(record, created_at);
       ++report.imported;

@@ -319,6 +319,33 @@ TEST(Database, IsMovable) {
   EXPECT_EQ(b.best(matmul_key(16), kHost)->config_index, 2);
 }
 
+// Importing the same records again adds nothing: the log holds each measurement once.
+TEST(Database, ImportIsIdempotent) {
+  TempDir dir;
+  Database source = Database::open(dir.file("source.db"));
+  source.add({testing::make_record(64, 1, {3e-3}), testing::make_record(64, 2, {1e-3}),
+              testing::make_failure(64, 3, ErrorKind::kRun)});
+  std::stringstream lines;
+  ASSERT_EQ(source.export_jsonl(lines), 3);
+  const std::string text = lines.str();
+  Database target = Database::open(dir.file("target.db"));
+  std::istringstream first(text + text.substr(0, text.find('\n') + 1));  // a line twice in one file
+  ImportReport a = target.import_jsonl(first);
+  EXPECT_EQ(a.imported, 3);
+  EXPECT_EQ(a.already_present, 1);
+  std::istringstream again(text);
+  ImportReport b = target.import_jsonl(again);
+  EXPECT_EQ(b.imported, 0);
+  EXPECT_EQ(b.already_present, 3);
+  EXPECT_EQ(target.stats().records, 3);
+  // The same config measured again (another time, other costs) is a new measurement.
+  tuning_db::Record remeasured = testing::make_record(64, 1, {2e-3});
+  remeasured.timestamp += 10;
+  std::istringstream other(tuning_db::to_json_line(remeasured) + "\n");
+  EXPECT_EQ(target.import_jsonl(other).imported, 1);
+  EXPECT_TRUE(a.errors.empty() && b.errors.empty());
+}
+
 // A read-only connection beside a writer that holds the log open sees the records still in the
 // WAL, and cannot write; with no writer, it leaves no file beside the log.
 TEST(Database, ReadOnlyReadsBesideAWriterAndWritesNothing) {
