@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,6 +73,7 @@ Child start(const BuildJob& job, size_t index) {
   Child c;
   c.job = index;
   c.start = Clock::now();
+  const pid_t parent = ::getpid();
   c.pid = ::fork();
   if (c.pid < 0) {
     const int err = errno;
@@ -80,6 +82,9 @@ Child start(const BuildJob& job, size_t index) {
     throw Error(ErrorKind::kIo, std::string("cannot start a build process: ") + std::strerror(err));
   }
   if (c.pid == 0) {
+    // A build outlives no parent (a ktune killed mid-batch leaves no compiler behind).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
     // Keep only stdio and this pipe: the child must not hold the write end of a sibling's pipe
     // (its end would be late) nor the log's or a runner's descriptors.
     const unsigned keep = static_cast<unsigned>(fds[1]);

@@ -107,6 +107,14 @@ TEST_F(DbCli, RecordsThatDoNotInstantiateAreNeverServedReportedAndRemoved) {
   ASSERT_EQ(tuned.status, 0) << tuned.out;
   EXPECT_EQ(nlohmann::json::parse(tuned.out)["best"]["config"]["index"], nth(1));
 
+  // ktune build compiles the best record that instantiates (it used to fail on the invalid one).
+  Output build = ktune("build matmul M=64 N=64 K=64 --db " + path_ + " -o " + quote(dir_.file("k.o")) + " --header " +
+                       quote(dir_.file("k.h")) + " --json", true);
+  ASSERT_EQ(build.status, 0) << build.err;
+  auto b = nlohmann::json::parse(build.out);
+  EXPECT_EQ(b["config_source"], "tuned");
+  EXPECT_EQ(b["config"]["index"], nth(1));
+
   Output check = ktune("db check --db " + path_ + " --json", true);
   EXPECT_EQ(check.status, 1) << check.err;
   auto c = nlohmann::json::parse(check.out);
