@@ -1,12 +1,11 @@
 // The channel runner: parallel builds, then the candidates spread over the channels, one at a time on each.
 #include "rpc_runner/channel_runner.h"
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
-#include <future>
 #include <optional>
 #include <set>
 #include <thread>
@@ -15,9 +14,9 @@
 
 #include "codegen/codegen_llvm.h"
 #include "codegen/target.h"
+#include "rpc_runner/forked_build.h"
 #include "rpc_runner/reference.h"
 #include "schedule_space/task.h"
-#include "te/lower.h"
 
 namespace ktune::rpc_runner {
 namespace {
@@ -26,22 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// What a build job hands back: an artifact, or the failed result.
-struct BuildOutcome {
-  std::optional<codegen::Artifact> artifact;
-  tuner::MeasureResult failure;
-  double build_s = 0;
-};
-
-// Set by the build job when a pool thread picks it up, so that queue time is not counted.
-struct BuildClock {
-  std::atomic<int64_t> start_ns{0};  // 0 = still queued
-};
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -81,7 +64,9 @@ ChannelRunner::ChannelRunner(const ChannelRunnerOptions& options, std::unique_pt
 
 ChannelRunner::ChannelRunner(const ChannelRunnerOptions& options,
                              std::vector<std::unique_ptr<RunnerChannel>> channels)
-    : base_options_(options), pool_(options.build_threads) {
+    : base_options_(options),
+      build_parallelism_(options.build_threads > 0 ? options.build_threads
+                                                   : std::max(1u, std::thread::hardware_concurrency())) {
   if (channels.empty()) throw Error(ErrorKind::kInternal, "ChannelRunner needs a channel");
   for (auto& channel : channels) {
     if (!channel) throw Error(ErrorKind::kInternal, "ChannelRunner needs a channel");
@@ -136,12 +121,23 @@ tuner::MeasureResult ChannelRunner::run_candidate(ChannelSlot& slot, const sched
       request.artifact = ref.blob;
       request.data_seed = base_options_.data_seed;
       request.timing.threads = base_options_.run_threads;
-      try {
-        Reply reply = channel.call(request, base_options_.reference_timeout_s);
-        if (reply.error) error = "reference failed: " + reply.message;
-      } catch (const Error& e) {
-        if (channel.lost()) throw;
-        error = std::string("reference failed: ") + e.what();
+      // A runner that crashed once (a transient fault) gets a fresh child and another try before
+      // the task's candidates are given up as unknown.
+      for (int attempt = 1; attempt <= kReferenceAttempts; ++attempt) {
+        error.reset();
+        try {
+          Reply reply = channel.call(request, base_options_.reference_timeout_s);
+          if (reply.error) error = "reference failed: " + reply.message;
+        } catch (const Error& e) {
+          if (channel.lost()) throw;
+          error = std::string("reference failed: ") + e.what();
+        }
+        if (!error) break;
+        if (attempt < kReferenceAttempts) {
+          spdlog::warn("{}: {} (attempt {} of {}); retrying", task.workload_key(), *error, attempt, kReferenceAttempts);
+          slot.loaded_epoch = channel.ready();  // a fresh runner when the last one died
+          slot.loaded_references.clear();
+        }
       }
       if (error) {
         spdlog::error("{}: {}", task.workload_key(), *error);
@@ -264,87 +260,45 @@ std::vector<tuner::MeasureResult> ChannelRunner::measure(const std::vector<tuner
   const tuner::MeasureOptions& m = base_options_.measure;
   const auto build_start = Clock::now();
   std::vector<tuner::MeasureResult> results(inputs.size());
-  std::vector<std::future<BuildOutcome>> builds(inputs.size());
-  std::vector<std::shared_ptr<BuildClock>> clocks(inputs.size());
+  std::vector<BuildJob> jobs;
+  std::vector<size_t> job_input;  // jobs[j] builds inputs[job_input[j]]
+  std::vector<double> inst_seconds;
+  jobs.reserve(inputs.size());
 
   for (size_t i = 0; i < inputs.size(); ++i) {
     const schedule_space::Task& task = *inputs[i].task;
     for (auto& slot : channels_)
       if (!slot.channel->lost()) slot.channel->check_target(task.target().key);
-    // Instantiate here (cheap) so that a build job owns everything it touches and may
-    // outlive this call when abandoned after a build timeout.
-    auto clock = std::make_shared<BuildClock>();
-    clocks[i] = clock;
+    // Instantiate here (cheap); the build child gets the scheduled program with its memory.
     const auto inst_start = Clock::now();
-    std::optional<schedule_space::Instantiated> inst;
     try {
-      inst = task.instantiate(inputs[i].config);
-    } catch (const Error& e) {
-      results[i] = tuner::make_error_result(ErrorKind::kInstantiation, e.what(), seconds_since(inst_start));
-      continue;
+      jobs.push_back(BuildJob{task.instantiate(inputs[i].config), task.template_name(), task.target().key});
     } catch (const std::exception& e) {
       results[i] = tuner::make_error_result(ErrorKind::kInstantiation, e.what(), seconds_since(inst_start));
       continue;
     }
-    double inst_s = seconds_since(inst_start);
-    std::string target_key = task.target().key;
-    std::string name = task.template_name();
-    builds[i] = pool_.submit([clock, inst = std::move(*inst), target_key, name, inst_s]() {
-      clock->start_ns = now_ns();
-      const auto start = Clock::now();
-      BuildOutcome out;
-      try {
-        te::LoweredFunc func = te::lower(inst.schedule, inst.args, name);
-        out.artifact = codegen::build(func, codegen::Target::parse(target_key));
-      } catch (const Error& e) {
-        ErrorKind kind = e.kind() == ErrorKind::kInstantiation ? ErrorKind::kInstantiation : ErrorKind::kBuild;
-        out.failure = tuner::make_error_result(kind, e.what());
-      } catch (const std::exception& e) {
-        out.failure = tuner::make_error_result(ErrorKind::kBuild, e.what());
-      }
-      out.build_s = inst_s + seconds_since(start);
-      out.failure.build_s = out.build_s;
-      return out;
-    });
+    job_input.push_back(i);
+    inst_seconds.push_back(seconds_since(inst_start));
   }
 
-  // Every build of the batch finishes before the first run: a kernel timed while LLVM
-  // compiles on the other cores would be timed slower than it is.
+  // Every build of the batch finishes (or is killed) before the first run: a kernel timed while
+  // LLVM compiles on the other cores would be timed slower than it is. Each build runs in a child
+  // process that is killed at the build timeout, so a slow build holds no thread of this process.
+  std::vector<const BuildJob*> job_ptrs;
+  for (const auto& job : jobs) job_ptrs.push_back(&job);
+  std::vector<BuildOutcome> built = build_in_children(job_ptrs, build_parallelism_, m.build_timeout_s);
   std::vector<std::optional<codegen::Artifact>> artifacts(inputs.size());
   std::vector<double> build_seconds(inputs.size(), 0.0);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!builds[i].valid()) continue;  // failed to instantiate
-    bool timed_out = false;
-    while (builds[i].wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
-      int64_t started = clocks[i]->start_ns.load();
-      if (started != 0 && (now_ns() - started) * 1e-9 > m.build_timeout_s) {
-        timed_out = true;
-        break;
-      }
-    }
-    if (timed_out) {
-      // The job keeps its pool thread until LLVM returns; its result is dropped.
-      results[i] = tuner::make_error_result(
-          ErrorKind::kBuildTimeout, "build exceeded " + std::to_string(m.build_timeout_s) + " s",
-          m.build_timeout_s);
-      continue;
-    }
-    BuildOutcome out = builds[i].get();
-    // A build that finished while an earlier one was awaited is judged by its own duration.
-    if (out.build_s > m.build_timeout_s) {
-      results[i] = tuner::make_error_result(
-          ErrorKind::kBuildTimeout,
-          "build took " + std::to_string(out.build_s) + " s, over " +
-              std::to_string(m.build_timeout_s) + " s",
-          out.build_s);
-      continue;
-    }
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const size_t i = job_input[j];
+    BuildOutcome& out = built[j];
+    const double build_s = inst_seconds[j] + out.seconds;
     if (!out.artifact) {
-      results[i] = std::move(out.failure);
+      results[i] = tuner::make_error_result(out.error, out.message, build_s);
       continue;
     }
     artifacts[i] = std::move(out.artifact);
-    build_seconds[i] = out.build_s;
+    build_seconds[i] = build_s;
   }
   const auto run_start = Clock::now();
   phase_times_.build_s += std::chrono::duration<double>(run_start - build_start).count();

@@ -12,7 +12,6 @@
 
 #include "codegen/artifact.h"
 #include "rpc_runner/runner_channel.h"
-#include "support/thread_pool.h"
 #include "tuner/measure.h"
 
 namespace ktune::rpc_runner {
@@ -22,32 +21,36 @@ TimingOptions timing_options(const tuner::MeasureOptions& m, int threads);
 
 struct ChannelRunnerOptions {
   tuner::MeasureOptions measure;     // timing, timeouts, correctness check (AutoTVM defaults)
-  size_t build_threads = 0;          // threads that lower + compile; 0 = hardware threads
+  size_t build_threads = 0;          // builds (child processes) at once; 0 = hardware threads
   int run_threads = 0;               // threads of the kernels' parallel loops; 0 = runtime default
   uint64_t data_seed = 0;            // seeds the generated inputs of every kernel
   double reference_timeout_s = 120;  // building + running the reference of a task (plain loops)
 };
 
-// Per batch: every candidate is instantiated, lowered and compiled for its task's target in the
-// thread pool (codegen's builds are thread-safe; each build owns its LLVM context); once the
-// whole batch is built, the candidates are handed out in input order to whichever channel is
-// free (one thread per channel while the batch runs), whose runner checks each against the
-// task's reference and times it; results come back in input order. Runs never overlap builds,
-// and a channel runs one candidate at a time, so candidates never compete for one device's
-// cores (several channels are meant to be several devices). Build and run
-// timeouts start when the candidate's own work starts: time waiting for a pool thread or for
-// the runner is not counted. A build that exceeds its timeout is reported kBuildTimeout at once
-// and its thread's result is discarded (LLVM cannot be interrupted); a run that exceeds it is
-// kRunTimeout, a runner that dies gives kRun, and the channel brings a fresh runner for the
+// Per batch: every candidate is instantiated here, then lowered and compiled for its task's target
+// in a child process of its own (build_threads at once; see build_in_children); once the whole
+// batch is built, the candidates are handed out in input order to whichever channel is free (one
+// thread per channel while the batch runs), whose runner checks each against the task's reference
+// and times it; results come back in input order. Runs never overlap builds, and a channel runs
+// one candidate at a time, so candidates never compete for one device's cores (several channels
+// are meant to be several devices). Build and run timeouts start when the candidate's own work
+// starts: time waiting for a free build slot or for the runner is not counted. A build that
+// exceeds its timeout is killed with its process and reported kBuildTimeout at once (no thread
+// stays behind, nothing delays the next candidates or the process's exit); a run that exceeds it
+// is kRunTimeout, a runner that dies gives kRun, and the channel brings a fresh runner for the
 // next candidate.
 //
 // The reference of a task (its compute under a plain schedule) is built once and cached; each
 // channel is sent it before its first candidate of the task, and again whenever that channel's
-// epoch changes. A channel that is lost (lost() after a failed call) is dropped for good and its
+// epoch changes. A reference that fails to load or run (a runner that crashed) is tried again on a
+// fresh runner, kReferenceAttempts times in all, before the task's candidates are reported
+// kUnknown. A channel that is lost (lost() after a failed call) is dropped for good and its
 // in-flight candidate goes to another live channel; only when every channel is lost does
 // measure() throw. Not thread-safe: one measure() at a time.
 class ChannelRunner : public tuner::Measurer {
  public:
+  static constexpr int kReferenceAttempts = 3;
+
   ChannelRunner(const ChannelRunnerOptions& options, std::unique_ptr<RunnerChannel> channel);
   // Runs over every channel at once. Throws Error(kInternal) when channels is empty or holds null.
   ChannelRunner(const ChannelRunnerOptions& options, std::vector<std::unique_ptr<RunnerChannel>> channels);
@@ -90,7 +93,7 @@ class ChannelRunner : public tuner::Measurer {
                  const std::vector<double>& build_seconds, std::vector<tuner::MeasureResult>& results);
 
   ChannelRunnerOptions base_options_;
-  ThreadPool pool_;
+  size_t build_parallelism_;  // build children at once
   std::vector<ChannelSlot> channels_;
   PhaseTimes phase_times_;
   std::mutex references_mu_;  // guards references_ and each Reference's error

@@ -1,5 +1,5 @@
-// `ktune db stats|best|top|export|import|check|remove-failed --db PATH`: the tuning log from the
-// command line, human-readable by default and JSON with --json.
+// `ktune db stats|best|top|export|import|check|remove-failed|remove-invalid --db PATH`: the tuning
+// log from the command line, human-readable by default and JSON with --json.
 #include <algorithm>
 #include <spdlog/spdlog.h>
 
@@ -132,7 +132,8 @@ void run_stats(const DbArgs& args) {
               {"failed_records", st.failed_records},
               {"failures_by_kind", st.failures_by_kind},
               {"models", st.models},
-              {"runs", st.runs}};
+              {"runs", st.runs},
+              {"claims", st.claims}};
     j["per_workload"] = json::array();
     for (const auto& s : summaries) {
       j["per_workload"].push_back({{"workload", s.workload_key},
@@ -156,6 +157,7 @@ void run_stats(const DbArgs& args) {
   std::cout << "  workloads  " << st.workloads << "\n  targets    " << st.targets
             << "\n  devices    " << st.devices << "\n  models     " << st.models
             << "\n  runs       " << st.runs << "\n";
+  if (st.claims > 0) std::cout << "  claims     " << st.claims << " (configs being measured by running tunes)\n";
   if (summaries.empty()) return;
   size_t key_width = 10;  // the workload column fits the longest key, plus two spaces
   for (const auto& s : summaries) key_width = std::max(key_width, s.workload_key.size() + 2);
@@ -245,7 +247,10 @@ void run_import(const DbArgs& args) {
   if (args.json) {
     json errors = json::array();
     for (const auto& e : report.errors) errors.push_back({{"line", e.line}, {"error", e.message}});
-    std::cout << json{{"imported", report.imported}, {"already_present", report.already_present}, {"errors", errors}}
+    std::cout << json{{"imported", report.imported},
+                      {"already_present", report.already_present},
+                      {"rejected", report.rejected},
+                      {"errors", errors}}
                      .dump(2)
               << "\n";
   } else {
@@ -257,9 +262,11 @@ void run_import(const DbArgs& args) {
     }
   }
   if (!report.errors.empty()) {
+    const int64_t malformed = static_cast<int64_t>(report.errors.size()) - report.rejected;
     throw Error(ErrorKind::kInvalidArgument,
-                std::to_string(report.errors.size()) + " malformed lines skipped (the " +
-                    std::to_string(report.imported) + " good ones were imported)");
+                std::to_string(malformed) + " malformed lines and " + std::to_string(report.rejected) +
+                    " records that do not instantiate skipped (the " + std::to_string(report.imported) +
+                    " good ones were imported)");
   }
 }
 
@@ -267,7 +274,12 @@ void run_check(const DbArgs& args) {
   Database db = open_to_read(args);
   tuning_db::CheckReport report = db.check();
   if (args.json) {
-    std::cout << json{{"ok", report.ok()}, {"problems", report.problems}}.dump(2) << "\n";
+    std::cout << json{{"ok", report.ok()},
+                      {"problems", report.problems},
+                      {"invalid_records", report.invalid_records},
+                      {"invalid_examples", report.invalid_examples}}
+                     .dump(2)
+              << "\n";
   } else if (report.ok()) {
     std::cout << args.path << ": ok (integrity, foreign keys, schema version "
               << db.stats().schema_version << ")\n";
@@ -280,13 +292,14 @@ void run_check(const DbArgs& args) {
   }
 }
 
-void run_remove_failed(const DbArgs& args) {
+// db remove-failed / remove-invalid: `what` names the removed records in the human output.
+void run_remove(const DbArgs& args, int64_t (Database::*remove)(), const char* what) {
   Database db = open_existing(args);
-  int64_t n = db.remove_failed();
+  int64_t n = (db.*remove)();
   if (args.json) {
     std::cout << json{{"removed", n}}.dump() << "\n";
   } else {
-    std::cout << "removed " << n << " failed records\n";
+    std::cout << "removed " << n << " " << what << "\n";
   }
 }
 
@@ -333,18 +346,25 @@ void add_db_command(CLI::App& app) {
   exp->callback([args] { run_export(*args); });
 
   CLI::App* imp = db->add_subcommand(
-      "import", "Add records from JSON lines; malformed lines are reported and skipped");
+      "import", "Add records from JSON lines; malformed lines and records that do not instantiate are "
+                "reported and skipped");
   common(imp);
   imp->add_option("file", args->file, "JSON-lines file, or - for stdin")->required();
   imp->callback([args] { run_import(*args); });
 
-  CLI::App* check = db->add_subcommand("check", "Integrity, foreign-key and schema checks");
+  CLI::App* check =
+      db->add_subcommand("check", "Integrity, foreign-key and schema checks, and records that do not instantiate");
   common(check);
   check->callback([args] { run_check(*args); });
 
   CLI::App* rm = db->add_subcommand("remove-failed", "Delete every failed record");
   common(rm);
-  rm->callback([args] { run_remove_failed(*args); });
+  rm->callback([args] { run_remove(*args, &Database::remove_failed, "failed records"); });
+
+  CLI::App* rm_invalid = db->add_subcommand(
+      "remove-invalid", "Delete every record this ktune cannot instantiate (unknown template, bad config, ...)");
+  common(rm_invalid);
+  rm_invalid->callback([args] { run_remove(*args, &Database::remove_invalid, "records that do not instantiate"); });
 }
 
 }  // namespace

@@ -2,11 +2,29 @@
 #include "tools/workload_lookup.h"
 
 #include <filesystem>
+#include <memory>
 
 #include "support/error.h"
 #include "tuning_db/database.h"
 
 namespace ktune::tools {
+
+schedule_space::TargetTraits target_traits(const std::string& target_text) {
+  const codegen::Target target = codegen::Target::parse(target_text);
+  return schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores());
+}
+
+namespace {
+
+// Every log this program opens checks records against its templates and targets: best/top (also
+// the server's QueryBest) pass over records that do not instantiate, import rejects them. Installed
+// at start-up, like the subcommands (KTUNE_REGISTER_COMMAND).
+const bool kRecordCheckInstalled = [] {
+  tuning_db::set_default_record_check(std::make_shared<tuning_db::RecordCheck>(target_traits));
+  return true;
+}();
+
+}  // namespace
 
 Workload resolve_workload(const std::string& template_name, const std::vector<std::string>& args,
                           const std::string& target_text) {

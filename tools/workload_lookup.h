@@ -18,6 +18,10 @@ struct Workload {
   schedule_space::Task task;
 };
 
+// The traits of the target text ("host" or a TVM-style string) for creating a task: key (canonical
+// form), vector width, cores, arch. Throws as codegen::Target::parse.
+schedule_space::TargetTraits target_traits(const std::string& target_text);
+
 // Parses the target text ("host" or a TVM-style string) and creates the task of `template_name`
 // with its key=value `args` on it. Returns both.
 // Throws Error(kInvalidArgument) for a bad target string, unknown template or argument, and

@@ -82,6 +82,26 @@ TuneResult tune(const schedule_space::Task& task, Tuner& tuner, Measurer& measur
       if (!seen.insert(config.index()).second) continue;
       inputs.push_back({&task, std::move(config)});
     }
+    if (options.claim && !inputs.empty()) {
+      const std::vector<bool> granted = options.claim(inputs);
+      std::vector<MeasureInput> mine;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (i < granted.size() && granted[i]) {
+          mine.push_back(std::move(inputs[i]));
+        } else {
+          ++out.n_claimed_elsewhere;
+        }
+      }
+      inputs = std::move(mine);
+      if (inputs.empty() && !configs.empty()) {
+        // Another run has all of them: ask again, but not forever.
+        if (++stale_rounds >= kMaxStaleRounds) {
+          out.space_exhausted = true;
+          break;
+        }
+        continue;
+      }
+    }
     if (inputs.empty()) {
       if (configs.empty()) {
         out.space_exhausted = true;

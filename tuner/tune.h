@@ -39,6 +39,10 @@ struct TuneOptions {
   // Polled before each batch; returning true ends the loop (TuneResult::cancelled). May be empty.
   std::function<bool()> should_stop;
   std::vector<PastMeasurement> resume;  // already measured: told to the tuner, not measured
+  // Asked with each batch about to be measured; returns, per input, whether this run may measure
+  // it. A config refused (another run measures or measured it) is skipped like a measured one.
+  // May be empty (every config may be measured). What it throws ends the loop.
+  std::function<std::vector<bool>(const std::vector<MeasureInput>&)> claim;
 };
 
 struct TuneResult {
@@ -50,6 +54,7 @@ struct TuneResult {
   size_t n_ok = 0;                // of which succeeded
   std::map<ErrorKind, size_t> errors;  // failed new measurements per kind
   size_t n_resumed = 0;           // past measurements handed to the tuner
+  size_t n_claimed_elsewhere = 0; // proposed configs skipped because another run claimed them
   bool stopped_early = false;
   bool space_exhausted = false;   // the tuner had nothing left before the budget was spent
   bool cancelled = false;         // should_stop ended the loop

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <unordered_set>
 
@@ -56,6 +57,52 @@ void seed_from_history(tuning_db::Database& db, const schedule_space::Task& task
                model->workloads());
 }
 
+// The claims of one run: taken per batch, released per logged batch and, for whatever is left
+// (a measurer that threw), when the run ends.
+class ClaimGuard {
+ public:
+  ClaimGuard(tuning_db::Database& db, std::string workload_key, tuning_db::TargetKey target, double ttl_s)
+      : db_(db), key_(std::move(workload_key)), target_(std::move(target)), ttl_s_(ttl_s),
+        owner_(tuning_db::ClaimOwner::this_process()) {}
+  ClaimGuard(const ClaimGuard&) = delete;
+  ClaimGuard& operator=(const ClaimGuard&) = delete;
+  ~ClaimGuard() {
+    try {
+      db_.release_claims(owner_);
+    } catch (const std::exception& e) {
+      // They expire, or go with this process; nothing is lost.
+      spdlog::warn("could not release the run's claims in {}: {}", db_.path(), e.what());
+    }
+  }
+
+  std::vector<bool> claim(const std::vector<MeasureInput>& inputs) {
+    const std::vector<int64_t> want = indices(inputs);
+    const std::vector<int64_t> granted = db_.claim(key_, target_, want, owner_, ttl_s_);
+    std::unordered_set<int64_t> ok(granted.begin(), granted.end());
+    std::vector<bool> out;
+    out.reserve(want.size());
+    for (int64_t index : want) out.push_back(ok.count(index) > 0);
+    if (granted.size() < want.size())
+      spdlog::info("{} of {} configs are measured by another run; skipped", want.size() - granted.size(), want.size());
+    return out;
+  }
+  void release(const std::vector<MeasureInput>& inputs) { db_.release_claims(owner_, key_, target_, indices(inputs)); }
+
+ private:
+  static std::vector<int64_t> indices(const std::vector<MeasureInput>& inputs) {
+    std::vector<int64_t> out;
+    out.reserve(inputs.size());
+    for (const auto& input : inputs) out.push_back(static_cast<int64_t>(input.config.index()));
+    return out;
+  }
+
+  tuning_db::Database& db_;
+  std::string key_;
+  tuning_db::TargetKey target_;
+  double ttl_s_;
+  tuning_db::ClaimOwner owner_;
+};
+
 nlohmann::json result_json(const schedule_space::Task& task, const MeasureResult& r) {
   return {{"ok", r.ok()},
           {"mean_cost_s", r.ok() ? r.mean_cost() : 0.0},
@@ -72,6 +119,8 @@ void validate(const SessionOptions& o) {
   parse_features(o.xgb_features);
   if (o.trials == 0) throw Error(ErrorKind::kInvalidArgument, "trials must be at least 1");
   if (o.batch_size == 0) throw Error(ErrorKind::kInvalidArgument, "the batch size must be at least 1");
+  if (!std::isfinite(o.claim_ttl_s) || o.claim_ttl_s <= 0)
+    throw Error(ErrorKind::kInvalidArgument, "the claim ttl must be finite and > 0");
 }
 
 TuningSession::TuningSession(const schedule_space::Task& task, tuning_db::Database& db, Measurer& measurer,
@@ -111,6 +160,16 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
   }
   // The log first: the tuner (and its model fit) sees a batch only once it is recorded.
   tune_options.on_measured.push_back(database_callback(db_, task_, context));
+  std::optional<ClaimGuard> claims;
+  if (o.claim_configs) {
+    claims.emplace(db_, task_.workload_key(), target_, o.claim_ttl_s);
+    tune_options.claim = [&claims](const std::vector<MeasureInput>& inputs) { return claims->claim(inputs); };
+    // Once logged, a config is known to every run: its claim has done its work.
+    tune_options.on_measured.push_back(
+        [&claims](const std::vector<MeasureInput>& inputs, const std::vector<MeasureResult>&) {
+          claims->release(inputs);
+        });
+  }
   if (model_log) tune_options.callbacks.push_back(model_log->callback());
 
   // Progress: counts of this run, best including the resumed records.
@@ -169,6 +228,7 @@ nlohmann::json summary_json(const schedule_space::Task& task, const tuning_db::T
                    {"ok", r.n_ok},
                    {"errors", errors},
                    {"resumed", r.n_resumed},
+                   {"claimed_elsewhere", r.n_claimed_elsewhere},
                    {"stopped_early", r.stopped_early},
                    {"space_exhausted", r.space_exhausted},
                    {"cancelled", report.cancelled},

@@ -31,10 +31,16 @@ struct SessionOptions {
   std::string device_key;              // stored in every record ("" = unspecified)
   int64_t run_id = 0;                  // 0: xgb begins a new run; otherwise records and model quality go to this run
   std::function<bool()> should_stop;   // polled before each batch; true ends the run (cancellation)
+  // Claim each config in the log before measuring it, so that another run of the same workload on
+  // the same log (another process, another job) never measures it too; claims are released once
+  // the result is logged and when the run ends. claim_ttl_s bounds the claims of a run that died
+  // on another host (a dead process of this host loses its claims at once).
+  bool claim_configs = true;
+  double claim_ttl_s = 3600;
 };
 
-// Throws Error(kInvalidArgument), one line each, for an unknown tuner or feature kind, 0 trials
-// or a batch size of 0.
+// Throws Error(kInvalidArgument), one line each, for an unknown tuner or feature kind, 0 trials,
+// a batch size of 0 or a claim ttl that is not finite and > 0.
 void validate(const SessionOptions& options);
 
 struct SessionReport {
@@ -59,7 +65,8 @@ struct ProgressSnapshot {
 };
 
 // One run over a task: resumes from the log (configs already measured for the workload on
-// the target are never measured again), seeds xgb's first plan from the template's other
+// the target are never measured again), claims each config in the log before measuring it (a
+// config another run claimed or logged meanwhile is skipped), seeds xgb's first plan from the template's other
 // workloads in the log (transfer), measures the fallback config, runs the tuning loop, saves
 // xgb's model. Every batch is written to the log in one transaction BEFORE the tuner (and its
 // cost model) is updated, so a failed fit never loses a batch. Used by `ktune tune` and by the

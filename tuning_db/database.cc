@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <unordered_map>
 
+#include <spdlog/spdlog.h>
+
 #include "support/error.h"
 #include "tuning_db/database_impl.h"
 #include "tuning_db/schema.h"
@@ -281,6 +283,7 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
     throw Error(ErrorKind::kDatabase, "no tuning log at '" + path + "'");
   }
   auto impl = std::make_unique<Impl>();
+  impl->record_check = options.record_check ? options.record_check : default_record_check();
   if (options.read_only) {
     if (!std::filesystem::exists(path)) throw Error(ErrorKind::kDatabase, "no tuning log at '" + path + "'");
     impl->conn = open_for_reading(path, options);
@@ -340,14 +343,28 @@ std::vector<Record> Database::top_k(std::string_view workload_key, const TargetK
     device = impl_->device_id(device_key);
     if (!device) return out;
   }
-  // One indexed, cost-ordered scan per matching toolchain (usually one), then a merge.
+  // One indexed, cost-ordered scan per matching toolchain (usually one), then a merge. With a
+  // record check the scan has no limit but stops at the k-th record that passes: a record that
+  // does not instantiate is passed over for the next one.
+  const bool checked = impl_->record_check != nullptr;
   for (int64_t target_id : impl_->target_ids(target)) {
     auto s = impl_->use(std::string(kRecordColumns) +
                         "AND r.workload_id = ?1 AND r.target_id = ?2 AND r.error_kind = '' "
                         "AND (?3 = 0 OR r.device_id = ?3) "
                         "ORDER BY r.mean_cost, r.id LIMIT ?4");
-    s->bind(1, *workload).bind(2, target_id).bind(3, device.value_or(0)).bind(4, k);
-    while (s->step()) out.push_back(Impl::read_record(*s));
+    s->bind(1, *workload).bind(2, target_id).bind(3, device.value_or(0)).bind(4, checked ? int64_t{-1} : k);
+    int64_t taken = 0;
+    while (taken < k && s->step()) {
+      Record r = Impl::read_record(*s);
+      if (checked) {
+        if (std::string why = impl_->problem(r); !why.empty()) {
+          spdlog::debug("record {} of {} does not instantiate ({}); passed over", r.id, r.workload_key, why);
+          continue;
+        }
+      }
+      out.push_back(std::move(r));
+      ++taken;
+    }
   }
   std::stable_sort(out.begin(), out.end(), [](const Record& a, const Record& b) {
     return a.mean_cost() < b.mean_cost() || (a.mean_cost() == b.mean_cost() && a.id < b.id);
@@ -425,6 +442,8 @@ Stats Database::stats() {
   st.failed_records = st.records - st.ok_records;
   st.models = impl_->conn.query_int("SELECT count(*) FROM models");
   st.runs = impl_->conn.query_int("SELECT count(*) FROM runs");
+  // A log of an older schema opened read-only has no claims table.
+  if (st.schema_version >= 4) st.claims = impl_->conn.query_int("SELECT count(*) FROM claims");
   auto s = impl_->use(
       "SELECT error_kind, count(*) FROM records WHERE error_kind != '' GROUP BY error_kind "
       "ORDER BY error_kind");
@@ -454,6 +473,31 @@ std::vector<WorkloadSummary> Database::summaries() {
     out.push_back(std::move(w));
   }
   return out;
+}
+
+std::vector<std::pair<Record, std::string>> Database::Impl::invalid_records() {
+  std::vector<std::pair<Record, std::string>> out;
+  if (!record_check) return out;
+  auto s = use(std::string(kRecordColumns) + "ORDER BY r.id");
+  while (s->step()) {
+    Record r = read_record(*s);
+    std::string why = record_check->problem(r);
+    if (!why.empty()) out.emplace_back(std::move(r), std::move(why));
+  }
+  return out;
+}
+
+int64_t Database::remove_invalid() {
+  sql::Transaction txn(impl_->conn);
+  int64_t removed = 0;
+  for (const auto& [record, why] : impl_->invalid_records()) {
+    auto s = impl_->use("DELETE FROM records WHERE id = ?1");
+    s->bind(1, record.id);
+    s->run();
+    removed += impl_->conn.changes();
+  }
+  txn.commit();
+  return removed;
 }
 
 int64_t Database::remove_failed() {

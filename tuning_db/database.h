@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tuning_db/record.h"
+#include "tuning_db/record_check.h"
 
 namespace ktune::tuning_db {
 
@@ -31,6 +32,10 @@ struct OpenOptions {
   // SQLite page cache of this connection, in MiB. The best-record index takes random inserts
   // (by cost), so a cache that holds its hot pages keeps batched inserts fast on large logs.
   int cache_mib = 64;
+  // Whether a record instantiates with this ktune: best/top_k pass over records it refuses,
+  // import_jsonl rejects them, check() reports them and remove_invalid() deletes them. Null: the
+  // process default (default_record_check()); with none installed, records are not checked.
+  std::shared_ptr<const RecordCheck> record_check = nullptr;
 };
 
 // Counts over the whole log.
@@ -45,6 +50,17 @@ struct Stats {
   std::map<std::string, int64_t> failures_by_kind;  // to_string(ErrorKind) -> count
   int64_t models = 0;
   int64_t runs = 0;
+  int64_t claims = 0;  // configs claimed by running (or dead, not yet expired) tuning runs
+};
+
+// Who claims configs before measuring them: one tuning run of one process. Two runs of the same
+// workload on one log skip what the other holds (Database::claim).
+struct ClaimOwner {
+  std::string id;    // unique per run
+  std::string host;  // this machine's host name: a claim of a dead process here is stale at once
+  int64_t pid = 0;
+  // A new owner for a run of this process: this host and pid, and an id no other run shares.
+  static ClaimOwner this_process();
 };
 
 // Per (workload, target): how much was measured and the best result.
@@ -67,12 +83,16 @@ struct LineError {
 struct ImportReport {
   int64_t imported = 0;
   int64_t already_present = 0;  // lines whose record the log held already (not added again)
+  int64_t rejected = 0;         // well-formed lines whose record does not instantiate (in errors)
   std::vector<LineError> errors;  // the lines that were skipped, in file order
 };
 
 struct CheckReport {
   bool ok() const { return problems.empty(); }
-  std::vector<std::string> problems;  // integrity_check, foreign_key_check, schema findings
+  // integrity_check, foreign_key_check, schema findings, and records that do not instantiate.
+  std::vector<std::string> problems;
+  int64_t invalid_records = 0;  // records the record check refuses (0 when there is no check)
+  std::vector<std::string> invalid_examples;  // the first few: "record <id> (<workload>, config <i>): <why>"
 };
 
 // A saved cost model is found by (name, scope, target); scope is a workload key or a
@@ -150,11 +170,13 @@ class Database {
   std::vector<int64_t> add(const std::vector<Record>& records);
 
   // Returns the successful record of lowest mean cost for the workload on the target (and the
-  // device, when device_key is not empty), or nullopt. Failed records are never returned.
+  // device, when device_key is not empty), or nullopt. Failed records are never returned, nor
+  // records the record check refuses (the next best one is returned instead).
   // A target with an empty llvm_version matches every toolchain. Throws Error(kDatabase).
   std::optional<Record> best(std::string_view workload_key, const TargetKey& target,
                              std::string_view device_key = "");
-  // The k best successful records, fastest first. Throws Error(kDatabase).
+  // The k best successful records that pass the record check, fastest first. Only the candidates
+  // are checked (verdicts cached), so a look-up stays an index descent. Throws Error(kDatabase).
   std::vector<Record> top_k(std::string_view workload_key, const TargetKey& target, int64_t k,
                             std::string_view device_key = "");
   // Returns whether the config was measured (successfully or not). Throws Error(kDatabase).
@@ -162,6 +184,20 @@ class Database {
   // Every measured config index of the workload on the target, sorted, without repeats
   // (to resume a run). Throws Error(kDatabase).
   std::vector<int64_t> measured_indices(std::string_view workload_key, const TargetKey& target);
+  // Claims configs of the workload on the target for `owner` (one write transaction) and returns
+  // the indices granted, in the order asked: those that no record of any toolchain holds yet and
+  // that no other owner holds a live claim on. A claim is stale, and taken over, once it expired
+  // or when its owner is a process of this host that no longer exists; claiming again what one
+  // holds renews it. ttl_s: seconds until the claims expire. Throws Error(kInvalidArgument) for
+  // an empty owner id or a ttl that is not finite and > 0, Error(kDatabase).
+  std::vector<int64_t> claim(std::string_view workload_key, const TargetKey& target,
+                             const std::vector<int64_t>& indices, const ClaimOwner& owner, double ttl_s);
+  // Releases the owner's claims of these configs. Throws Error(kDatabase).
+  void release_claims(const ClaimOwner& owner, std::string_view workload_key, const TargetKey& target,
+                      const std::vector<int64_t>& indices);
+  // Releases every claim of the owner (a run that ends). Returns how many. Throws Error(kDatabase).
+  int64_t release_claims(const ClaimOwner& owner);
+
   // All records (failures included) of every workload of a template on the target, oldest
   // first, at most `limit` (0 = no limit) of the newest. For transfer learning.
   std::vector<Record> history(std::string_view template_name, const TargetKey& target,
@@ -175,7 +211,9 @@ class Database {
   // lines, oldest first, from one consistent snapshot. Returns the lines written.
   // Throws Error(kDatabase), Error(kIo) when the stream fails.
   int64_t export_jsonl(std::ostream& out, std::string_view workload_key = "");
-  // Imports JSON lines (blank lines are skipped). A record the log already holds (same
+  // Imports JSON lines (blank lines are skipped). A line that is malformed (bad JSON, a number out
+  // of range, a missing field) or whose record does not instantiate (record check) is reported
+  // with its line number and reason and skipped; the others are imported. A record the log already holds (same
   // measurement: workload, target, device, config, time, costs, outcome) is counted and not
   // added again, so importing a file twice is harmless. Malformed lines are reported with their
   // line numbers and skipped; the good lines are added in one transaction, so a failure while
@@ -185,6 +223,9 @@ class Database {
 
   // Deletes every failed record. Returns how many.
   int64_t remove_failed();
+  // Deletes every record the record check refuses (none without a check). Returns how many.
+  // Reads the whole log (each distinct config is instantiated once). Throws Error(kDatabase).
+  int64_t remove_invalid();
 
   // Stores (or replaces) a cost model. Throws Error(kInvalidArgument) for an empty name or
   // scope, Error(kDatabase).
@@ -221,8 +262,8 @@ class Database {
   // How many records carry this run id (a job's measured trials). Throws Error(kDatabase).
   int64_t count_run_records(int64_t run_id);
 
-  // Runs PRAGMA integrity_check and foreign_key_check and the schema check. Returns what was
-  // found (ok() when nothing). Throws Error(kDatabase) only when the file cannot be read.
+  // Runs PRAGMA integrity_check and foreign_key_check, the schema check and the record check over
+  // every record. Returns what was found (ok() when nothing). Throws Error(kDatabase) only when the file cannot be read.
   CheckReport check();
 
  private:

@@ -35,6 +35,7 @@ void validate(const Record& record);
 struct Database::Impl {
   sql::Connection conn;
   int opened_version = 0;
+  std::shared_ptr<const RecordCheck> record_check;  // null: records are not checked
   std::map<std::string, std::unique_ptr<sql::Statement>, std::less<>> statements;
 
   // A cached prepared statement, reset when the use ends (releasing its read snapshot).
@@ -75,6 +76,10 @@ struct Database::Impl {
   std::unordered_map<std::string, std::pair<std::string, int64_t>> batch_workloads;
   std::unordered_map<std::string, int64_t> batch_targets;
   std::unordered_map<std::string, int64_t> batch_devices;
+  // Why the record check refuses the record, or "" (also without a check).
+  std::string problem(const Record& record) const { return record_check ? record_check->problem(record) : ""; }
+  // Ids and reasons of every record the check refuses, oldest first.
+  std::vector<std::pair<Record, std::string>> invalid_records();
   // Reads the row of a statement that selected kRecordColumns.
   static Record read_record(const sql::Statement& stmt);
 };

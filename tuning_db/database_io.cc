@@ -50,6 +50,11 @@ ImportReport Database::import_jsonl(std::istream& in) {
     try {
       Record record = from_json_line(line);
       validate(record);
+      if (std::string why = impl_->problem(record); !why.empty()) {
+        ++report.rejected;
+        report.errors.push_back({number, "record does not instantiate: " + why});
+        continue;
+      }
       if (impl_->holds(record)) {
         ++report.already_present;
         continue;
@@ -60,6 +65,9 @@ ImportReport Database::import_jsonl(std::istream& in) {
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kInvalidArgument) throw;
       report.errors.push_back({number, e.what()});
+    } catch (const nlohmann::json::exception& e) {
+      // A value the record's fields cannot hold (an integer beyond 64 bits, ...): that line only.
+      report.errors.push_back({number, std::string("bad record: ") + e.what()});
     }
   }
   if (in.bad()) throw Error(ErrorKind::kIo, "reading the JSON-lines import failed");
@@ -177,6 +185,19 @@ CheckReport Database::check() {
   }
   for (std::string& problem : check_schema(impl_->conn)) {
     report.problems.push_back("schema: " + problem);
+  }
+  constexpr size_t kExamples = 5;
+  for (const auto& [r, why] : impl_->invalid_records()) {
+    ++report.invalid_records;
+    if (report.invalid_examples.size() < kExamples)
+      report.invalid_examples.push_back("record " + std::to_string(r.id) + " (" + r.workload_key + ", config " +
+                                        std::to_string(r.config_index) + "): " + why);
+  }
+  if (report.invalid_records > 0) {
+    report.problems.push_back(std::to_string(report.invalid_records) +
+                              " records do not instantiate with this ktune (never served as the best; "
+                              "`ktune db remove-invalid` deletes them)");
+    for (const auto& example : report.invalid_examples) report.problems.push_back("  " + example);
   }
   return report;
 }

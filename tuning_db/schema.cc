@@ -1,5 +1,5 @@
-// The tuning log's schema: version 1 (the log itself), version 2 (tuning-run telemetry) and
-// version 3 (the tuning server's jobs).
+// The tuning log's schema: version 1 (the log itself), version 2 (tuning-run telemetry),
+// version 3 (the tuning server's jobs) and version 4 (claims of configs being measured).
 #include "tuning_db/schema.h"
 
 #include <spdlog/spdlog.h>
@@ -108,12 +108,28 @@ CREATE TABLE jobs(
   finished_at REAL);
 CREATE INDEX records_by_run ON records(run_id);
 )sql",
+    // 3 -> 4: claims of configs a tuning run is measuring, so that two runs of one workload on
+    // one log never measure the same config (owner = one run of one process; host and pid tell
+    // a dead owner's claims from live ones; expires_at bounds the rest). Keyed by text, since a
+    // config is claimed before its workload may be in the log.
+    R"sql(
+CREATE TABLE claims(
+  workload_key TEXT NOT NULL,
+  target TEXT NOT NULL,
+  config_index INTEGER NOT NULL,
+  owner TEXT NOT NULL,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  expires_at REAL NOT NULL,
+  PRIMARY KEY(workload_key, target, config_index));
+CREATE INDEX claims_by_owner ON claims(owner);
+)sql",
 };
 
-constexpr std::array<std::string_view, 9> kTables = {
-    "meta", "workloads", "targets", "devices", "records", "models", "runs", "run_batches", "jobs"};
-constexpr std::array<std::string_view, 4> kIndexes = {"workloads_by_template", "records_best",
-                                                      "records_by_config", "records_by_run"};
+constexpr std::array<std::string_view, 10> kTables = {
+    "meta", "workloads", "targets", "devices", "records", "models", "runs", "run_batches", "jobs", "claims"};
+constexpr std::array<std::string_view, 5> kIndexes = {"workloads_by_template", "records_best", "records_by_config",
+                                                      "records_by_run", "claims_by_owner"};
 
 bool exists(sql::Connection& conn, std::string_view type, std::string_view name) {
   sql::Statement stmt(conn, "SELECT 1 FROM sqlite_master WHERE type = ?1 AND name = ?2");

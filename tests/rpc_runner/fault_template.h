@@ -1,5 +1,6 @@
-// Defines the test-only template "runner_fault_test": a knob whose values make the kernel crash,
-// hang or compute a wrong result, to exercise the local runner's isolation.
+// Defines the test-only templates "runner_fault_test" (a knob whose values make the kernel crash,
+// hang or compute a wrong result, to exercise the local runner's isolation) and
+// "runner_slow_build_test" (a knob that makes the build take far longer than any test's timeout).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +59,51 @@ inline void register_fault_template() {
       }
       te::Schedule s = te::create_schedule({C});
       s[C].split(s[C].axis(0), config["split"].as_int());
+      return schedule_space::Instantiated{s, {A, C}};
+    };
+    schedule_space::register_template(def);
+    return true;
+  }();
+  (void)done;
+}
+
+// C[i] = sum over k < 2^16 of A[(i + k) % N]. Knob "unroll" in {0, 1}: 1 splits k into 256 x 256
+// and unrolls both loops, so lowering and LLVM face 65536 copies of the body (many seconds of
+// build); 0 is a plain loop that builds in milliseconds.
+inline void register_slow_build_template() {
+  static const bool done = [] {
+    schedule_space::TemplateDef def;
+    def.name = "runner_slow_build_test";
+    def.doc = "test only: a knob that makes the build very slow";
+    schedule_space::ArgSpec n;
+    n.name = "N";
+    n.default_value = "64";
+    def.args = {n};
+    auto compute = [](int64_t n, te::Tensor& A, te::IterVar& k) {
+      A = te::placeholder({n}, te::Float(32), "A");
+      k = te::reduce_axis({0, int64_t{1} << 16}, "k");
+      return te::compute({n}, [&](const std::vector<te::Var>& i) { return te::sum(A((i[0] + k.var) % n), k); }, "C");
+    };
+    def.compute = [compute](const schedule_space::WorkloadArgs& a) {
+      te::Tensor A;
+      te::IterVar k;
+      te::Tensor C = compute(a.get_int("N"), A, k);
+      return schedule_space::ComputeDef{{A, C}, {C}};
+    };
+    def.flop = [](const schedule_space::WorkloadArgs& a) { return double(a.get_int("N")) * 65536; };
+    def.define = [](const schedule_space::WorkloadArgs&, const schedule_space::TargetTraits&,
+                    schedule_space::ConfigSpace& space) { space.define_knob("unroll", std::vector<int64_t>{0, 1}); };
+    def.apply = [compute](const schedule_space::WorkloadArgs& a, const schedule_space::TargetTraits&,
+                          const schedule_space::Config& config) {
+      te::Tensor A;
+      te::IterVar k;
+      te::Tensor C = compute(a.get_int("N"), A, k);
+      te::Schedule s = te::create_schedule({C});
+      if (config["unroll"].as_int() == 1) {
+        auto [ko, ki] = s[C].split(s[C].reduce_axis(0), 256);
+        s[C].unroll(ko);
+        s[C].unroll(ki);
+      }
       return schedule_space::Instantiated{s, {A, C}};
     };
     schedule_space::register_template(def);

@@ -1,5 +1,6 @@
 // Fault tests: kernels that segfault, hang or are wrong end their candidate only; tuning runs
-// to its budget, every error is recorded with its kind, and a valid config wins.
+// to its budget, every error is recorded with its kind, and a valid config wins. A build past its
+// timeout is killed (nothing waits for it); a reference that fails once is tried again.
 #include <filesystem>
 #include <map>
 
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "codegen/target.h"
+#include "rpc_runner/channel_runner.h"
 #include "rpc_runner/local_runner.h"
 #include "schedule_space/task.h"
 #include "tests/rpc_runner/fault_template.h"
@@ -18,12 +20,15 @@
 namespace ktune::rpc_runner {
 namespace {
 
+schedule_space::Task host_task(const std::string& name, const std::map<std::string, std::string>& args) {
+  codegen::Target t = codegen::Target::host();
+  return schedule_space::Task::create(name, args,
+                                      schedule_space::make_target_traits(t.str(), t.triple(), t.vector_bits(), t.cores()));
+}
+
 schedule_space::Task fault_task() {
   testing::register_fault_template();
-  codegen::Target t = codegen::Target::host();
-  return schedule_space::Task::create(
-      "runner_fault_test", {{"N", "4096"}},
-      schedule_space::make_target_traits(t.str(), t.triple(), t.vector_bits(), t.cores()));
+  return host_task("runner_fault_test", {{"N", "4096"}});
 }
 
 LocalRunnerOptions fault_options() {
@@ -101,6 +106,105 @@ TEST(Fault, TuningRunsToItsBudgetRecordsEveryErrorAndAValidConfigWins) {
     EXPECT_EQ(static_cast<uint64_t>(best->config_index), result.best_config->index());
   }
   std::filesystem::remove_all(dir);
+}
+
+schedule_space::Task slow_build_task() {
+  testing::register_slow_build_template();
+  return host_task("runner_slow_build_test", {{"N", "64"}});
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+TEST(Fault, SlowBuildIsKilledAtItsTimeoutAndNothingWaitsForIt) {
+  auto task = slow_build_task();
+  const auto& space = task.space();
+  LocalRunnerOptions o = fault_options();
+  o.build_threads = 1;  // the slow build holds the only build slot until it is killed
+  o.measure.build_timeout_s = 1.0;
+  const auto start = std::chrono::steady_clock::now();
+  double measured_s = 0;
+  {
+    LocalRunner runner(o);
+    auto results = runner.measure({{&task, space.get(1)}, {&task, space.get(0)}, {&task, space.get(0)}});
+    measured_s = seconds_since(start);
+    EXPECT_EQ(results[0].error, ErrorKind::kBuildTimeout) << results[0].error_message;
+    EXPECT_GE(results[0].build_s, 1.0);
+    EXPECT_LT(results[0].build_s, 1.5);
+    // The next candidates built in the freed slot and ran normally.
+    EXPECT_TRUE(results[1].ok()) << results[1].error_message;
+    EXPECT_TRUE(results[2].ok()) << results[2].error_message;
+    EXPECT_LT(results[1].build_s, 1.0);
+  }
+  // The runner is gone too: no thread of this process was left compiling the slow kernel, so its
+  // destructor (and the process's exit) had nothing to wait for.
+  const double total_s = seconds_since(start);
+  EXPECT_LT(measured_s, 4.0);
+  EXPECT_LT(total_s - measured_s, 0.5);
+}
+
+TEST(Fault, SlowBuildTakesLongerThanTheTimeoutItIsKilledAt) {
+  // The premise of the test above: without the timeout the build lasts well past 1 s.
+  auto task = slow_build_task();
+  LocalRunnerOptions o = fault_options();
+  o.measure.build_timeout_s = 3.0;
+  LocalRunner runner(o);
+  const auto r = runner.measure({{&task, task.space().get(1)}}).front();
+  EXPECT_EQ(r.error, ErrorKind::kBuildTimeout) << r.error_message;
+}
+
+// A local runner channel whose first `failures` reference loads fail as if the runner had died.
+class FlakyReferenceChannel : public RunnerChannel {
+ public:
+  FlakyReferenceChannel(int failures, int* reference_calls)
+      : inner_(KTUNE_RUNNER_PATH), failures_(failures), reference_calls_(reference_calls) {}
+  void check_target(const std::string& target_key) const override { inner_.check_target(target_key); }
+  uint64_t ready() override { return inner_.ready() + deaths_; }
+  Reply call(const Request& request, double timeout_s) override {
+    if (request.type == RequestType::kReference) {
+      ++*reference_calls_;
+      if (failures_ > 0) {
+        --failures_;
+        ++deaths_;  // what a crashed runner looks like: a new epoch, the references gone
+        throw Error(ErrorKind::kRun, "injected: the runner died loading the reference");
+      }
+    }
+    return inner_.call(request, timeout_s);
+  }
+  bool lost() const override { return false; }
+
+ private:
+  ProcessChannel inner_;
+  int failures_;
+  uint64_t deaths_ = 0;
+  int* reference_calls_;
+};
+
+TEST(Fault, AReferenceThatFailedOnceIsRetried) {
+  auto task = fault_task();
+  const auto& space = task.space();
+  const std::vector<tuner::MeasureInput> inputs = {{&task, space.get(space.index_of({0, 0}))},
+                                                   {&task, space.get(space.index_of({0, 1}))},
+                                                   {&task, space.get(space.index_of({3, 2}))}};  // wrong
+  int calls = 0;
+  {
+    ChannelRunner runner(fault_options(), std::make_unique<FlakyReferenceChannel>(1, &calls));
+    auto results = runner.measure(inputs);
+    EXPECT_TRUE(results[0].ok()) << results[0].error_message;
+    EXPECT_TRUE(results[1].ok()) << results[1].error_message;
+    EXPECT_EQ(results[2].error, ErrorKind::kWrongAnswer) << results[2].error_message;
+    EXPECT_EQ(calls, 2);  // one failure, one success, then the runner holds it
+  }
+  // A reference that keeps failing ends as unknown after the attempts, and is not tried again.
+  calls = 0;
+  ChannelRunner runner(fault_options(), std::make_unique<FlakyReferenceChannel>(100, &calls));
+  auto results = runner.measure(inputs);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.error, ErrorKind::kUnknown) << r.error_message;
+    EXPECT_NE(r.error_message.find("injected"), std::string::npos) << r.error_message;
+  }
+  EXPECT_EQ(calls, ChannelRunner::kReferenceAttempts);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <set>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "schedule_space/task.h"
@@ -11,6 +13,7 @@
 #include "tuner/basic_tuners.h"
 #include "tuner/db_log.h"
 #include "tuner/tune.h"
+#include "tuner/tuning_session.h"
 #include "tuning_db/database.h"
 
 namespace ktune::tuner {
@@ -256,6 +259,41 @@ TEST(Tune, TheLogSeesABatchBeforeTheTunerAndShouldStopEndsTheLoop) {
   EXPECT_TRUE(r.cancelled);
   EXPECT_EQ(r.n_measured, 16u);
   EXPECT_EQ(events, (std::vector<std::string>{"log 8", "update 8", "after 8", "log 8", "update 8", "after 8"}));
+}
+
+// A session claims each config before measuring it: configs another live run claimed are skipped
+// (like measured ones), an expired claim is taken over, and the session's own claims are released.
+TEST(Tune, SessionSkipsConfigsClaimedByAnotherRunAndTakesOverExpiredClaims) {
+  Task task = toy_task();
+  auto dir = std::filesystem::temp_directory_path() / ("ktune_tune_claims_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "log.db").string();
+  const tuning_db::TargetKey target{task.target().key, "19.1.7"};
+  {
+    auto db = tuning_db::Database::open(path);
+    tuning_db::ClaimOwner other = tuning_db::ClaimOwner::this_process();  // alive: this process
+    ASSERT_EQ(db.claim(task.workload_key(), target, {1, 2, 3}, other, 3600).size(), 3u);
+    tuning_db::ClaimOwner stale = tuning_db::ClaimOwner::this_process();
+    ASSERT_EQ(db.claim(task.workload_key(), target, {4}, stale, 0.05).size(), 1u);
+    ::usleep(100 * 1000);
+
+    FakeMeasurer measurer;
+    SessionOptions o;
+    o.tuner = "grid";
+    o.trials = 10;
+    o.batch_size = 4;
+    o.measure_fallback = false;
+    SessionReport report = TuningSession(task, db, measurer, target, o).run();
+    EXPECT_EQ(report.result.n_measured, 10u);
+    EXPECT_EQ(report.result.n_claimed_elsewhere, 3u);
+    EXPECT_EQ(measurer.measured, (std::vector<uint64_t>{0, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+    EXPECT_EQ(db.measured_indices(task.workload_key(), target),
+              (std::vector<int64_t>{0, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+    // Only the other run's claims are left.
+    EXPECT_EQ(db.stats().claims, 3);
+    EXPECT_EQ(db.release_claims(other), 3);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

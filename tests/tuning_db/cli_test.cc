@@ -1,10 +1,14 @@
 // End-to-end test of `ktune db ...`: the commands read a log written through the API, print
 // the right numbers as JSON, and fail with one clear line and a non-zero status on bad input.
+// Records that do not instantiate are never served, are reported by check and removed by
+// remove-invalid.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <string>
 
+#include "codegen/target.h"
+#include "schedule_space/task.h"
 #include "tests/cli_util.h"
 #include "tests/tuning_db/test_util.h"
 #include "tuning_db/database.h"
@@ -12,46 +16,153 @@
 namespace ktune::tuning_db {
 namespace {
 
-using testing::kHost;
-using testing::make_failure;
-using testing::make_record;
-using testing::matmul_key;
 using testing_cli::ktune;
 using testing_cli::Output;
 using testing_cli::quote;
+
+// matmul 64 on this host, as `ktune tune` would tune it: db best/top serve only records whose
+// config instantiates on their target.
+const schedule_space::Task& task() {
+  static const auto t = [] {
+    const auto host = codegen::Target::host();
+    return schedule_space::Task::create(
+        "matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}},
+        schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), host.cores()));
+  }();
+  return t;
+}
+const TargetKey& host_key() {
+  static const TargetKey key{codegen::Target::host().str(), codegen::llvm_version()};
+  return key;
+}
+
+// The n-th valid (or invalid) config index of the space.
+int64_t nth(int n, bool valid = true) {
+  for (uint64_t i = 0; i < task().space().size(); ++i)
+    if (task().space().is_valid(i) == valid && n-- == 0) return static_cast<int64_t>(i);
+  ADD_FAILURE() << "space too small";
+  return 0;
+}
+
+Record record(int64_t index, std::vector<double> costs) {
+  Record r = testing::make_record(64, index, std::move(costs), host_key());
+  r.workload_key = task().workload_key();
+  r.args = task().args_json();
+  r.config = task().space().get(static_cast<uint64_t>(index)).to_json();
+  return r;
+}
 
 class DbCli : public ::testing::Test {
  protected:
   void SetUp() override {
     path_ = dir_.file("cli.db");
     Database db = Database::open(path_);
-    db.add({make_record(64, 1, {3e-3}), make_record(64, 2, {1e-3, 2e-3}),
-            make_failure(64, 3, ErrorKind::kWrongAnswer), make_record(64, 4, {4e-3})});
+    Record failure = record(nth(2), {});
+    failure.error = ErrorKind::kWrongAnswer;
+    db.add({record(nth(0), {3e-3}), record(nth(1), {1e-3, 2e-3}), failure, record(nth(3), {4e-3})});
   }
   testing::TempDir dir_;
   std::string path_;
 };
 
 TEST_F(DbCli, BestAndTopPrintTheFastestSuccessfulRecords) {
-  Output best = ktune("db best " + quote(matmul_key(64)) + " --db " + path_ + " --json");
+  const std::string key = quote(task().workload_key());
+  Output best = ktune("db best " + key + " --db " + path_ + " --json");
   ASSERT_EQ(best.status, 0) << best.out;
   auto j = nlohmann::json::parse(best.out);
-  EXPECT_EQ(j["config"]["index"], 2);
+  EXPECT_EQ(j["config"]["index"], nth(1));
   EXPECT_DOUBLE_EQ(j["mean_cost"].get<double>(), 1.5e-3);
-  EXPECT_EQ(j["input"][0], kHost.target);
+  EXPECT_EQ(j["input"][0], host_key().target);
 
-  Output top = ktune("db top " + quote(matmul_key(64)) + " -k 2 --target " + quote(kHost.target) +
-                     " --db " + path_ + " --json");
+  Output top = ktune("db top " + key + " -k 2 --target " + quote(host_key().target) + " --db " + path_ + " --json");
   ASSERT_EQ(top.status, 0) << top.out;
   auto t = nlohmann::json::parse(top.out);
   ASSERT_EQ(t.size(), 2u);
-  EXPECT_EQ(t[0]["config"]["index"], 2);
-  EXPECT_EQ(t[1]["config"]["index"], 1);
+  EXPECT_EQ(t[0]["config"]["index"], nth(1));
+  EXPECT_EQ(t[1]["config"]["index"], nth(0));
 
-  Output human = ktune("db best " + quote(matmul_key(64)) + " --db " + path_);
+  Output human = ktune("db best " + key + " --db " + path_);
   EXPECT_EQ(human.status, 0);
-  EXPECT_NE(human.out.find("config     #2"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("config     #" + std::to_string(nth(1))), std::string::npos) << human.out;
   EXPECT_NE(human.out.find("1.5000 ms"), std::string::npos) << human.out;
+}
+
+TEST_F(DbCli, RecordsThatDoNotInstantiateAreNeverServedReportedAndRemoved) {
+  {
+    // Written by another program (add() trusts its caller): faster than every valid record.
+    Database db = Database::open(path_);
+    Record unknown = record(nth(0), {1e-6});
+    unknown.template_name = "gone_template";
+    unknown.workload_key = "gone_template(N=1)";
+    db.add({record(nth(0, false), {1e-5}), unknown});
+  }
+  const std::string key = quote(task().workload_key());
+  Output best = ktune("db best " + key + " --db " + path_ + " --json");
+  ASSERT_EQ(best.status, 0) << best.out;
+  EXPECT_EQ(nlohmann::json::parse(best.out)["config"]["index"], nth(1));
+  Output top = ktune("db top " + key + " -k 10 --db " + path_ + " --json");
+  ASSERT_EQ(top.status, 0) << top.out;
+  EXPECT_EQ(nlohmann::json::parse(top.out).size(), 3u);
+  Output tuned = ktune("best matmul M=64 N=64 K=64 --db " + path_ + " --json");
+  ASSERT_EQ(tuned.status, 0) << tuned.out;
+  EXPECT_EQ(nlohmann::json::parse(tuned.out)["best"]["config"]["index"], nth(1));
+
+  // ktune build compiles the best record that instantiates (it used to fail on the invalid one).
+  Output build = ktune("build matmul M=64 N=64 K=64 --db " + path_ + " -o " + quote(dir_.file("k.o")) + " --header " +
+                       quote(dir_.file("k.h")) + " --json", true);
+  ASSERT_EQ(build.status, 0) << build.err;
+  auto b = nlohmann::json::parse(build.out);
+  EXPECT_EQ(b["config_source"], "tuned");
+  EXPECT_EQ(b["config"]["index"], nth(1));
+
+  Output check = ktune("db check --db " + path_ + " --json", true);
+  EXPECT_EQ(check.status, 1) << check.err;
+  auto c = nlohmann::json::parse(check.out);
+  EXPECT_EQ(c["invalid_records"], 2);
+  ASSERT_EQ(c["invalid_examples"].size(), 2u);
+  EXPECT_NE(c["invalid_examples"][0].get<std::string>().find("violates constraint"), std::string::npos) << c;
+  EXPECT_NE(c["invalid_examples"][1].get<std::string>().find("unknown template 'gone_template'"), std::string::npos)
+      << c;
+
+  Output failed = ktune("db remove-failed --db " + path_ + " --json");
+  EXPECT_EQ(nlohmann::json::parse(failed.out)["removed"], 1);
+  Output removed = ktune("db remove-invalid --db " + path_ + " --json");
+  ASSERT_EQ(removed.status, 0) << removed.out;
+  EXPECT_EQ(nlohmann::json::parse(removed.out)["removed"], 2);
+  EXPECT_EQ(ktune("db check --db " + path_).status, 0);
+  EXPECT_EQ(Database::open(path_).stats().records, 3);
+}
+
+TEST_F(DbCli, ImportRejectsRecordsThatDoNotInstantiateLineByLine) {
+  std::string jsonl = dir_.file("in.jsonl");
+  {
+    std::ofstream out(jsonl);
+    out << to_json_line(record(nth(5), {2e-3})) << "\n";             // 1: good
+    out << to_json_line(record(nth(0, false), {1e-5})) << "\n";       // 2: violates a constraint
+    Record garbage = record(nth(6), {2e-3});
+    garbage.target.target = "llvm -mtriple=no-such-arch";
+    out << to_json_line(garbage) << "\n";                            // 3: garbage target
+    std::string overflow = to_json_line(record(nth(7), {2e-3}));
+    const size_t at = overflow.find("\"flop\":") + 7;
+    overflow.replace(at, overflow.find_first_of(",}", at) - at, "1e400");
+    out << overflow << "\n";                                         // 4: a number overflow
+    out << to_json_line(record(nth(8), {3e-3})) << "\n";             // 5: good
+  }
+  Output imp = ktune("db import " + jsonl + " --db " + path_ + " --json", true);
+  EXPECT_EQ(imp.status, 1) << imp.err;
+  auto j = nlohmann::json::parse(imp.out);
+  EXPECT_EQ(j["imported"], 2);
+  EXPECT_EQ(j["rejected"], 2);
+  ASSERT_EQ(j["errors"].size(), 3u) << j;
+  EXPECT_EQ(j["errors"][0]["line"], 2);
+  EXPECT_NE(j["errors"][0]["error"].get<std::string>().find("violates constraint"), std::string::npos) << j;
+  EXPECT_EQ(j["errors"][1]["line"], 3);
+  EXPECT_NE(j["errors"][1]["error"].get<std::string>().find("target"), std::string::npos) << j;
+  EXPECT_EQ(j["errors"][2]["line"], 4);
+  EXPECT_NE(j["errors"][2]["error"].get<std::string>().find("number overflow parsing '1e400'"), std::string::npos) << j;
+  EXPECT_NE(imp.err.find("1 malformed lines and 2 records that do not instantiate skipped"), std::string::npos)
+      << imp.err;
+  EXPECT_EQ(Database::open(path_).stats().records, 4 + 2);
 }
 
 TEST_F(DbCli, StatsCheckExportImport) {
@@ -75,7 +186,7 @@ TEST_F(DbCli, StatsCheckExportImport) {
   EXPECT_NE(imp.err.find(":5: malformed record JSON"), std::string::npos) << imp.err;
   Database db = Database::open(copy);  // ...but the 4 good lines are in
   EXPECT_EQ(db.stats().records, 4);
-  EXPECT_EQ(db.best(matmul_key(64), kHost)->config_index, 2);
+  EXPECT_EQ(db.best(task().workload_key(), host_key())->config_index, nth(1));
 }
 
 TEST_F(DbCli, BadFilesGiveOneClearLine) {

@@ -1,0 +1,110 @@
+// Database: claims of configs being measured, so that concurrent runs of a workload on one log
+// never measure the same config twice.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+
+#include "support/error.h"
+#include "tuning_db/database_impl.h"
+
+namespace ktune::tuning_db {
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
+  return buf;
+}
+
+// Whether process `pid` of this host is gone. A pid reused by another process looks alive:
+// its claims then last until they expire.
+bool process_gone(int64_t pid) {
+  if (pid <= 0) return false;
+  return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
+ClaimOwner ClaimOwner::this_process() {
+  static std::atomic<int64_t> runs{0};
+  ClaimOwner owner;
+  owner.host = host_name();
+  owner.pid = getpid();
+  const auto start =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch());
+  owner.id = owner.host + ":" + std::to_string(owner.pid) + ":" + std::to_string(start.count()) + ":" +
+             std::to_string(runs.fetch_add(1));
+  return owner;
+}
+
+std::vector<int64_t> Database::claim(std::string_view workload_key, const TargetKey& target,
+                                     const std::vector<int64_t>& indices, const ClaimOwner& owner, double ttl_s) {
+  if (owner.id.empty()) throw Error(ErrorKind::kInvalidArgument, "a claim needs an owner id");
+  if (!std::isfinite(ttl_s) || ttl_s <= 0)
+    throw Error(ErrorKind::kInvalidArgument, "a claim's time to live must be finite and > 0");
+  std::vector<int64_t> granted;
+  if (indices.empty()) return granted;
+  const double now = now_seconds();
+  // Immediate: the look at the records and claims and the insert are one step for every writer.
+  sql::Transaction txn(impl_->conn);
+  {
+    auto s = impl_->use("DELETE FROM claims WHERE expires_at < ?1");
+    s->bind(1, now);
+    s->run();
+  }
+  const auto workload = impl_->workload_id(workload_key);
+  const std::vector<int64_t> targets = impl_->target_ids(target);
+  for (int64_t index : indices) {
+    bool measured = false;
+    for (size_t t = 0; workload && t < targets.size() && !measured; ++t) {
+      auto s = impl_->use(
+          "SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND config_index = ?3 LIMIT 1");
+      s->bind(1, *workload).bind(2, targets[t]).bind(3, index);
+      measured = s->step();
+    }
+    if (measured) continue;
+    {
+      auto s = impl_->use(
+          "SELECT owner, host, pid FROM claims WHERE workload_key = ?1 AND target = ?2 AND config_index = ?3");
+      s->bind(1, workload_key).bind(2, target.target).bind(3, index);
+      if (s->step() && s->column_text(0) != owner.id &&
+          !(s->column_text(1) == owner.host && process_gone(s->column_int(2))))
+        continue;  // another live run measures it
+    }
+    auto s = impl_->use(
+        "INSERT OR REPLACE INTO claims(workload_key, target, config_index, owner, host, pid, expires_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, owner.id).bind(5, owner.host);
+    s->bind(6, owner.pid).bind(7, now + ttl_s);
+    s->run();
+    granted.push_back(index);
+  }
+  txn.commit();
+  return granted;
+}
+
+void Database::release_claims(const ClaimOwner& owner, std::string_view workload_key, const TargetKey& target,
+                              const std::vector<int64_t>& indices) {
+  if (indices.empty()) return;
+  sql::Transaction txn(impl_->conn);
+  for (int64_t index : indices) {
+    auto s = impl_->use(
+        "DELETE FROM claims WHERE workload_key = ?1 AND target = ?2 AND config_index = ?3 AND owner = ?4");
+    s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, owner.id);
+    s->run();
+  }
+  txn.commit();
+}
+
+int64_t Database::release_claims(const ClaimOwner& owner) {
+  auto s = impl_->use("DELETE FROM claims WHERE owner = ?1");
+  s->bind(1, owner.id);
+  s->run();
+  return impl_->conn.changes();
+}
+
+}  // namespace ktune::tuning_db
