@@ -29,7 +29,8 @@
  * worker polls for the next one for kSpinNs before it sleeps on a condition variable, and the
  * caller polls for the workers to finish for as long before it sleeps: kernels are often called
  * back to back, and a thread creation (what this file did before) or a futex wake-up per call
- * costs tens of microseconds. A loop with one thread, or extent 1, runs on the caller alone. */
+ * costs tens of microseconds. A loop with one thread, or extent 1, runs on the caller alone. The
+ * child of a fork() starts a pool of its own. */
 #if !defined(_GNU_SOURCE) && defined(__linux__)
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
@@ -180,9 +181,27 @@ static void* ktune_worker(void* arg) {
   return NULL;
 }
 
+/* In the child of a fork() only the forking thread exists: the pool starts over there. (A fork
+ * from inside a parallel loop body is not supported.) */
+static void ktune_after_fork_child(void) {
+  pthread_mutex_init(&ktune_pool.run_mu, NULL);
+  pthread_mutex_init(&ktune_pool.mu, NULL);
+  pthread_cond_init(&ktune_pool.wake, NULL);
+  pthread_cond_init(&ktune_pool.done, NULL);
+  ktune_pool.workers = 0;
+  atomic_store(&ktune_pool.pending, 0);
+  atomic_store(&ktune_pool.sleepers, 0);
+  atomic_store(&ktune_pool.caller_waiting, 0);
+  ktune_inside_loop = 0;
+}
+
+static void ktune_register_fork_handler(void) { pthread_atfork(NULL, NULL, ktune_after_fork_child); }
+
 /* Starts workers until there are n (or thread creation fails); called under run_mu with no loop
  * in flight, so a new worker starts at the current generation and waits for the next. */
 static void ktune_ensure_workers(int n) {
+  static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
+  pthread_once(&fork_handler, ktune_register_fork_handler);
   while (ktune_pool.workers < n) {
     pthread_attr_t attr;
     pthread_t thread;

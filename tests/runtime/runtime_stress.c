@@ -1,12 +1,14 @@
 /* Stress program of codegen/runtime_standalone.c (linked with it, built plainly and under
  * -fsanitize=thread): many parallel loops at 1..4 threads, from two application threads at once,
- * nested, with error codes and with a plugged parallel-for. Every iteration must run exactly
+ * nested, with error codes, with a plugged parallel-for and in the child of a fork. Every iteration must run exactly
  * once (a per-iteration hit counter, checked and reset after each loop) and every loop's sum
  * must match. Prints one line per check and "PASS"; on a failure prints "FAIL ..." and exits 1.
  *
  * Usage: runtime_stress [loops]        all checks, `loops` loops each (default 10000)
  *        runtime_stress --default      prints ktune_get_num_threads() before any set */
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -162,6 +164,16 @@ int main(int argc, char** argv) {
     printf("FAIL the plug was called after it was removed\n");
     ++failures;
   }
+#if !defined(__SANITIZE_THREAD__) /* TSan does not support threads in a multi-threaded fork's child */
+  /* The child of a fork has no workers: its pool starts over. */
+  const pid_t child = fork();
+  if (child == 0) _exit(run_loops(loops / 10 + 1, 3) == 0 ? 0 : 1);
+  int status = 0;
+  report("fork child", loops / 10 + 1,
+         child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1);
+#else
+  printf("fork child: not run under ThreadSanitizer\n");
+#endif
   if (failures) return 1;
   printf("PASS\n");
   return 0;
