@@ -27,9 +27,12 @@
  *
  * The pool: created on the first parallel loop, its workers persist. Between loops an idle
  * worker polls for the next one for kSpinNs before it sleeps on a condition variable, and the
- * caller polls for the workers to finish for as long before it sleeps: kernels are often called
+ * caller polls for the chunks to finish for as long before it sleeps: kernels are often called
  * back to back, and a thread creation (what this file did before) or a futex wake-up per call
- * costs tens of microseconds. A loop with one thread, or extent 1, runs on the caller alone. The
+ * costs tens of microseconds. The split is static (chunk i is always the same iterations), but
+ * who runs a chunk is not: the caller and the workers claim chunks from one atomic word, so on
+ * a machine whose other processes keep a worker off its CPU the caller runs that worker's chunk
+ * instead of waiting for it. A loop with one thread, or extent 1, runs on the caller alone. The
  * child of a fork() starts a pool of its own. */
 #if !defined(_GNU_SOURCE) && defined(__linux__)
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
@@ -45,24 +48,28 @@
 typedef int32_t (*ktune_parallel_body)(int64_t begin, int64_t end, void* closure);
 typedef int32_t (*ktune_parallel_for_fn)(int64_t extent, ktune_parallel_body body, void* closure);
 
-enum { kKtuneMaxThreads = 256 }; /* chunk indexes 0..255 */
+enum { kKtuneMaxThreads = 256 }; /* chunks per loop: they fit the 16 bits of the claim word */
 static const int64_t kSpinNs = 200000; /* 200 us, as codegen/runtime.cc */
 
-struct ktune_job {
-  ktune_parallel_body body;
-  void* closure;
-  int64_t extent, chunks;
-};
+/* The claim word: generation (one per loop) << 32 | chunks << 16 | next unclaimed chunk. A
+ * compare-and-swap on it claims a chunk only of the loop the claimer saw start. */
+#define KTUNE_GENERATION(w) ((w) >> 32)
+#define KTUNE_CHUNKS(w) ((int64_t)(((w) >> 16) & 0xffff))
+#define KTUNE_NEXT(w) ((int64_t)((w)&0xffff))
 
 static struct {
   pthread_once_t once;
-  pthread_mutex_t run_mu;     /* one loop at a time on the pool */
-  pthread_mutex_t mu;         /* guards the sleeps below */
-  pthread_cond_t wake, done;  /* workers sleep on wake, the caller on done */
-  int workers;                /* started so far (chunk index 1..workers); under run_mu */
-  struct ktune_job job;       /* written under run_mu while no worker reads it */
-  atomic_uint_fast64_t generation;
-  atomic_int pending; /* workers yet to check in for the current loop */
+  pthread_mutex_t run_mu;    /* one loop at a time on the pool */
+  pthread_mutex_t mu;        /* guards the sleeps below */
+  pthread_cond_t wake, done; /* workers sleep on wake, the caller on done */
+  int workers;               /* started so far; under run_mu */
+  /* The loop: written under run_mu before its generation is published, read only by whoever
+   * claimed one of its chunks (the caller cannot start the next loop before that chunk is done). */
+  ktune_parallel_body body;
+  void* closure;
+  int64_t extent;
+  atomic_uint_fast64_t claim;
+  atomic_int done_chunks;    /* of the current loop */
   atomic_int result;
   atomic_int sleepers;       /* workers waiting (or about to wait) on wake */
   atomic_int caller_waiting; /* the caller waits (or is about to wait) on done */
@@ -76,7 +83,7 @@ static struct {
                 .wake = PTHREAD_COND_INITIALIZER,
                 .done = PTHREAD_COND_INITIALIZER};
 
-static _Thread_local int ktune_inside_loop; /* set on workers and on a caller running its chunk */
+static _Thread_local int ktune_inside_loop; /* set on workers and on a caller running chunks */
 
 static int ktune_default_threads(void) {
   long n = 0;
@@ -128,55 +135,57 @@ static int64_t ktune_now_ns(void) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Polls until *counter != value, for up to kSpinNs; returns whether it changed. */
-static int ktune_spin(atomic_uint_fast64_t* counter, uint64_t value) {
-  int64_t deadline = 0;
-  for (unsigned i = 0;; ++i) {
-    if (atomic_load_explicit(counter, memory_order_acquire) != value) return 1;
-    ktune_cpu_relax();
-    if ((i & 63) == 63) {
-      const int64_t now = ktune_now_ns();
-      if (deadline == 0) deadline = now + kSpinNs;
-      else if (now > deadline) return 0;
-    }
-  }
-}
-
-static int32_t ktune_run_chunk(const struct ktune_job* job, int64_t c) {
-  const int64_t per = job->extent / job->chunks, extra = job->extent % job->chunks;
-  const int64_t begin = c * per + (c < extra ? c : extra);
-  const int64_t end = begin + per + (c < extra ? 1 : 0);
-  return begin < end ? job->body(begin, end, job->closure) : 0;
-}
-
-static void ktune_record(int32_t code) {
-  int zero = 0;
-  if (code != 0) atomic_compare_exchange_strong(&ktune_pool.result, &zero, code);
-}
-
-static void* ktune_worker(void* arg) {
-  const int64_t index = (int64_t)(intptr_t)arg;
-  /* Not the current generation: the caller may have started a loop before this thread runs. */
-  uint64_t seen = ktune_pool.start_generation[index];
-  ktune_inside_loop = 1;
+/* Claims and runs chunks of the loop of `generation` until none is left unclaimed. */
+static void ktune_work(uint64_t generation) {
+  uint_fast64_t w = atomic_load_explicit(&ktune_pool.claim, memory_order_acquire);
   for (;;) {
-    /* The generation changes once per loop; spin, then sleep until it does. */
-    if (!ktune_spin(&ktune_pool.generation, seen)) {
-      pthread_mutex_lock(&ktune_pool.mu);
-      atomic_fetch_add(&ktune_pool.sleepers, 1);
-      while (atomic_load(&ktune_pool.generation) == seen) pthread_cond_wait(&ktune_pool.wake, &ktune_pool.mu);
-      atomic_fetch_sub(&ktune_pool.sleepers, 1);
-      pthread_mutex_unlock(&ktune_pool.mu);
-    }
-    seen = atomic_load_explicit(&ktune_pool.generation, memory_order_acquire);
-    if (index < ktune_pool.job.chunks) ktune_record(ktune_run_chunk(&ktune_pool.job, index));
-    /* Every worker checks in, chunk or not, so that none still reads job when the next loop
-     * overwrites it. The caller is woken only if it went to sleep (seq_cst on both sides). */
-    if (atomic_fetch_sub(&ktune_pool.pending, 1) == 1 && atomic_load(&ktune_pool.caller_waiting)) {
+    if (KTUNE_GENERATION(w) != generation || KTUNE_NEXT(w) >= KTUNE_CHUNKS(w)) return;
+    if (!atomic_compare_exchange_weak_explicit(&ktune_pool.claim, &w, w + 1, memory_order_acq_rel,
+                                               memory_order_acquire))
+      continue; /* w now holds the current word */
+    const int64_t c = KTUNE_NEXT(w), chunks = KTUNE_CHUNKS(w);
+    const int64_t per = ktune_pool.extent / chunks, extra = ktune_pool.extent % chunks;
+    const int64_t begin = c * per + (c < extra ? c : extra);
+    const int64_t end = begin + per + (c < extra ? 1 : 0);
+    const int32_t code = begin < end ? ktune_pool.body(begin, end, ktune_pool.closure) : 0;
+    int zero = 0;
+    if (code != 0) atomic_compare_exchange_strong(&ktune_pool.result, &zero, code);
+    /* The last chunk wakes the caller if it went to sleep (seq_cst on both sides). */
+    if (atomic_fetch_add(&ktune_pool.done_chunks, 1) + 1 == chunks && atomic_load(&ktune_pool.caller_waiting)) {
       pthread_mutex_lock(&ktune_pool.mu);
       pthread_cond_signal(&ktune_pool.done);
       pthread_mutex_unlock(&ktune_pool.mu);
     }
+    w = atomic_load_explicit(&ktune_pool.claim, memory_order_acquire);
+  }
+}
+
+static void* ktune_worker(void* arg) {
+  /* Not the current generation: the caller may have started a loop before this thread runs. */
+  uint64_t seen = ktune_pool.start_generation[(intptr_t)arg];
+  ktune_inside_loop = 1;
+  for (;;) {
+    /* Poll for the next loop for up to kSpinNs, then sleep until it starts. */
+    int64_t deadline = 0;
+    for (unsigned i = 0; KTUNE_GENERATION(atomic_load_explicit(&ktune_pool.claim, memory_order_acquire)) == seen;
+         ++i) {
+      ktune_cpu_relax();
+      if ((i & 63) != 63) continue;
+      const int64_t now = ktune_now_ns();
+      if (deadline == 0) {
+        deadline = now + kSpinNs;
+      } else if (now > deadline) {
+        pthread_mutex_lock(&ktune_pool.mu);
+        atomic_fetch_add(&ktune_pool.sleepers, 1);
+        while (KTUNE_GENERATION(atomic_load(&ktune_pool.claim)) == seen)
+          pthread_cond_wait(&ktune_pool.wake, &ktune_pool.mu);
+        atomic_fetch_sub(&ktune_pool.sleepers, 1);
+        pthread_mutex_unlock(&ktune_pool.mu);
+        break;
+      }
+    }
+    seen = KTUNE_GENERATION(atomic_load_explicit(&ktune_pool.claim, memory_order_acquire));
+    ktune_work(seen);
   }
   return NULL;
 }
@@ -189,7 +198,6 @@ static void ktune_after_fork_child(void) {
   pthread_cond_init(&ktune_pool.wake, NULL);
   pthread_cond_init(&ktune_pool.done, NULL);
   ktune_pool.workers = 0;
-  atomic_store(&ktune_pool.pending, 0);
   atomic_store(&ktune_pool.sleepers, 0);
   atomic_store(&ktune_pool.caller_waiting, 0);
   ktune_inside_loop = 0;
@@ -197,18 +205,17 @@ static void ktune_after_fork_child(void) {
 
 static void ktune_register_fork_handler(void) { pthread_atfork(NULL, NULL, ktune_after_fork_child); }
 
-/* Starts workers until there are n (or thread creation fails); called under run_mu with no loop
- * in flight, so a new worker starts at the current generation and waits for the next. */
+/* Starts workers until there are n (or thread creation fails); called under run_mu. */
 static void ktune_ensure_workers(int n) {
   static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
   pthread_once(&fork_handler, ktune_register_fork_handler);
   while (ktune_pool.workers < n) {
     pthread_attr_t attr;
     pthread_t thread;
-    ktune_pool.start_generation[ktune_pool.workers + 1] = atomic_load(&ktune_pool.generation);
+    ktune_pool.start_generation[ktune_pool.workers] = KTUNE_GENERATION(atomic_load(&ktune_pool.claim));
     int ok = pthread_attr_init(&attr) == 0;
     if (ok) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    ok = ok && pthread_create(&thread, &attr, ktune_worker, (void*)(intptr_t)(ktune_pool.workers + 1)) == 0;
+    ok = ok && pthread_create(&thread, &attr, ktune_worker, (void*)(intptr_t)ktune_pool.workers) == 0;
     pthread_attr_destroy(&attr);
     if (!ok) return; /* fewer threads: the loop runs in fewer chunks */
     ++ktune_pool.workers;
@@ -234,25 +241,26 @@ int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closu
     pthread_mutex_unlock(&ktune_pool.run_mu);
     return ktune_serial(extent, body, closure);
   }
-  ktune_pool.job.body = body;
-  ktune_pool.job.closure = closure;
-  ktune_pool.job.extent = extent;
-  ktune_pool.job.chunks = n;
+  ktune_pool.body = body;
+  ktune_pool.closure = closure;
+  ktune_pool.extent = extent;
   atomic_store(&ktune_pool.result, 0);
-  atomic_store(&ktune_pool.pending, ktune_pool.workers);
-  atomic_fetch_add(&ktune_pool.generation, 1); /* seq_cst: publishes job, then read sleepers */
+  atomic_store(&ktune_pool.done_chunks, 0);
+  const uint64_t generation = (KTUNE_GENERATION(atomic_load(&ktune_pool.claim)) + 1) & 0xffffffffu;
+  /* seq_cst: publishes the loop, then reads sleepers (a worker counts itself, then re-reads). */
+  atomic_store(&ktune_pool.claim, generation << 32 | (uint64_t)n << 16);
   if (atomic_load(&ktune_pool.sleepers) > 0) {
     pthread_mutex_lock(&ktune_pool.mu);
     pthread_cond_broadcast(&ktune_pool.wake);
     pthread_mutex_unlock(&ktune_pool.mu);
   }
   ktune_inside_loop = 1;
-  ktune_record(ktune_run_chunk(&ktune_pool.job, 0));
+  ktune_work(generation);
   ktune_inside_loop = 0;
 
-  /* Wait for every worker to check in: spin for up to kSpinNs, then sleep. */
+  /* Every chunk is claimed; wait for those workers still run: poll for up to kSpinNs, then sleep. */
   int64_t deadline = 0;
-  for (unsigned i = 0; atomic_load_explicit(&ktune_pool.pending, memory_order_acquire) != 0; ++i) {
+  for (unsigned i = 0; atomic_load_explicit(&ktune_pool.done_chunks, memory_order_acquire) != n; ++i) {
     ktune_cpu_relax();
     if ((i & 63) != 63) continue;
     const int64_t now = ktune_now_ns();
@@ -261,7 +269,7 @@ int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closu
     } else if (now > deadline) {
       pthread_mutex_lock(&ktune_pool.mu);
       atomic_store(&ktune_pool.caller_waiting, 1);
-      while (atomic_load(&ktune_pool.pending) != 0) pthread_cond_wait(&ktune_pool.done, &ktune_pool.mu);
+      while (atomic_load(&ktune_pool.done_chunks) != n) pthread_cond_wait(&ktune_pool.done, &ktune_pool.mu);
       atomic_store(&ktune_pool.caller_waiting, 0);
       pthread_mutex_unlock(&ktune_pool.mu);
       break;

@@ -38,7 +38,7 @@ void expect_all_right(const ktune::testing_cli::Output& out, long loops, bool ts
       "two application threads, threads 3: " + std::to_string(2 * loops) + " loops, 0 wrong",
       "plugged parallel-for: " + std::to_string(loops / 10 + 1) + " loops, 0 wrong",
   };
-  ASSERT_EQ(lines.size(), want.size() + 4) << out.out;
+  ASSERT_EQ(lines.size(), want.size() + 5) << out.out;
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(lines[i], want[i]);
   // Every loop goes through the plug, and nested loops inside its bodies too.
   long plug_calls = 0;
@@ -47,6 +47,9 @@ void expect_all_right(const ktune::testing_cli::Output& out, long loops, bool ts
   EXPECT_EQ(lines[want.size() + 1], "pool again: " + std::to_string(loops / 10 + 1) + " loops, 0 wrong");
   EXPECT_EQ(lines[want.size() + 2], tsan ? "fork child: not run under ThreadSanitizer"
                                           : "fork child: " + std::to_string(loops / 10 + 1) + " loops, 0 wrong");
+  long worker_chunks = 0;
+  ASSERT_EQ(std::sscanf(lines[want.size() + 3].c_str(), "chunks run by workers %ld", &worker_chunks), 1);
+  EXPECT_GT(worker_chunks, 0) << "the pool's workers ran nothing";
   EXPECT_EQ(lines.back(), "PASS");
 }
 

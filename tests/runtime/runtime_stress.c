@@ -31,7 +31,10 @@ struct loop {
   int fail_at;                  /* iteration whose body returns 7; -1 = none */
   int nested;                   /* each chunk runs an inner loop of extent 5 */
   atomic_int nested_bad;
+  pthread_t caller;
 };
+
+static atomic_long worker_chunks; /* chunks that ran on a thread other than the loop's caller */
 
 struct inner {
   pthread_t owner;
@@ -55,6 +58,7 @@ static int32_t body(int64_t begin, int64_t end, void* closure) {
     if (i == l->fail_at) code = 7;
   }
   atomic_fetch_add(&l->sum, local);
+  if (!pthread_equal(pthread_self(), l->caller)) atomic_fetch_add(&worker_chunks, 1);
   if (l->nested) {
     struct inner in = {.owner = pthread_self()};
     if (ktune_parallel_for(5, inner_body, &in) != 0 || atomic_load(&in.wrong_thread) != 0 ||
@@ -73,6 +77,7 @@ static long run_loops(long loops, long seed) {
     const int extent = 1 + (int)((n + seed) % kMaxExtent);
     l.weight = n + seed;
     l.fail_at = n % 100 == 99 ? extent - 1 : -1;
+    l.caller = pthread_self();
     l.nested = n % 50 == 7 && extent >= 4; /* an outer loop of extent 1 runs alone: its inner one may use the pool */
     const int32_t rc = ktune_parallel_for(extent, body, &l);
     long long want = 0;
@@ -174,6 +179,12 @@ int main(int argc, char** argv) {
 #else
   printf("fork child: not run under ThreadSanitizer\n");
 #endif
+  /* The caller may run chunks that workers have not claimed yet, but not all of them. */
+  printf("chunks run by workers %ld\n", atomic_load(&worker_chunks));
+  if (atomic_load(&worker_chunks) == 0) {
+    printf("FAIL no chunk ran on a worker\n");
+    ++failures;
+  }
   if (failures) return 1;
   printf("PASS\n");
   return 0;
