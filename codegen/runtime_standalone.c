@@ -72,7 +72,7 @@ static struct {
   atomic_int done_chunks;    /* of the current loop */
   atomic_int result;
   atomic_int sleepers;       /* workers waiting (or about to wait) on wake */
-  atomic_int caller_waiting; /* the caller waits (or is about to wait) on done */
+  atomic_int caller_waiting; /* the caller waits (or is about to wait) on done: 0 or 1 */
   atomic_int threads;        /* ktune_set_num_threads; 0 = not yet initialized */
   int cpus;                  /* in the affinity mask when the pool was initialized */
   _Atomic(ktune_parallel_for_fn) plug;
@@ -135,6 +135,29 @@ static int64_t ktune_now_ns(void) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+/* Polls ready(arg) for up to kSpinNs, then sleeps on cond until it holds. *waiting counts the
+ * sleepers (seq_cst, then ready() is read again), so whoever makes ready() true signals cond
+ * only when someone may sleep. */
+static void ktune_wait(int (*ready)(int64_t), int64_t arg, pthread_cond_t* cond, atomic_int* waiting) {
+  int64_t deadline = 0;
+  for (unsigned i = 0; !ready(arg); ++i) {
+    ktune_cpu_relax();
+    if ((i & 63) != 63) continue;
+    const int64_t now = ktune_now_ns();
+    if (deadline == 0) deadline = now + kSpinNs;
+    if (now <= deadline) continue;
+    pthread_mutex_lock(&ktune_pool.mu);
+    atomic_fetch_add(waiting, 1);
+    while (!ready(arg)) pthread_cond_wait(cond, &ktune_pool.mu);
+    atomic_fetch_sub(waiting, 1);
+    pthread_mutex_unlock(&ktune_pool.mu);
+    return;
+  }
+}
+
+static int ktune_new_loop(int64_t seen) { return KTUNE_GENERATION(atomic_load(&ktune_pool.claim)) != (uint64_t)seen; }
+static int ktune_all_done(int64_t chunks) { return atomic_load(&ktune_pool.done_chunks) == chunks; }
+
 /* Claims and runs chunks of the loop of `generation` until none is left unclaimed. */
 static void ktune_work(uint64_t generation) {
   uint_fast64_t w = atomic_load_explicit(&ktune_pool.claim, memory_order_acquire);
@@ -165,25 +188,7 @@ static void* ktune_worker(void* arg) {
   uint64_t seen = ktune_pool.start_generation[(intptr_t)arg];
   ktune_inside_loop = 1;
   for (;;) {
-    /* Poll for the next loop for up to kSpinNs, then sleep until it starts. */
-    int64_t deadline = 0;
-    for (unsigned i = 0; KTUNE_GENERATION(atomic_load_explicit(&ktune_pool.claim, memory_order_acquire)) == seen;
-         ++i) {
-      ktune_cpu_relax();
-      if ((i & 63) != 63) continue;
-      const int64_t now = ktune_now_ns();
-      if (deadline == 0) {
-        deadline = now + kSpinNs;
-      } else if (now > deadline) {
-        pthread_mutex_lock(&ktune_pool.mu);
-        atomic_fetch_add(&ktune_pool.sleepers, 1);
-        while (KTUNE_GENERATION(atomic_load(&ktune_pool.claim)) == seen)
-          pthread_cond_wait(&ktune_pool.wake, &ktune_pool.mu);
-        atomic_fetch_sub(&ktune_pool.sleepers, 1);
-        pthread_mutex_unlock(&ktune_pool.mu);
-        break;
-      }
-    }
+    ktune_wait(ktune_new_loop, (int64_t)seen, &ktune_pool.wake, &ktune_pool.sleepers);
     seen = KTUNE_GENERATION(atomic_load_explicit(&ktune_pool.claim, memory_order_acquire));
     ktune_work(seen);
   }
@@ -258,23 +263,8 @@ int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closu
   ktune_work(generation);
   ktune_inside_loop = 0;
 
-  /* Every chunk is claimed; wait for those workers still run: poll for up to kSpinNs, then sleep. */
-  int64_t deadline = 0;
-  for (unsigned i = 0; atomic_load_explicit(&ktune_pool.done_chunks, memory_order_acquire) != n; ++i) {
-    ktune_cpu_relax();
-    if ((i & 63) != 63) continue;
-    const int64_t now = ktune_now_ns();
-    if (deadline == 0) {
-      deadline = now + kSpinNs;
-    } else if (now > deadline) {
-      pthread_mutex_lock(&ktune_pool.mu);
-      atomic_store(&ktune_pool.caller_waiting, 1);
-      while (atomic_load(&ktune_pool.done_chunks) != n) pthread_cond_wait(&ktune_pool.done, &ktune_pool.mu);
-      atomic_store(&ktune_pool.caller_waiting, 0);
-      pthread_mutex_unlock(&ktune_pool.mu);
-      break;
-    }
-  }
+  /* Every chunk is claimed; wait for those that workers still run. */
+  ktune_wait(ktune_all_done, n, &ktune_pool.done, &ktune_pool.caller_waiting);
   const int32_t result = atomic_load(&ktune_pool.result);
   pthread_mutex_unlock(&ktune_pool.run_mu);
   return result;
