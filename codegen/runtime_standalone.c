@@ -16,7 +16,8 @@
  *     Plugs the application's own parallel-for (OpenMP, TBB, its own pool): every later loop
  *     calls fn(extent, body, closure) instead of the pool. fn must call body on chunks that
  *     cover [0, extent) exactly once (any split, any threads, e.g. one call per iteration) and
- *     return the first non-zero code, else 0. NULL restores the built-in pool. With OpenMP:
+ *     return 0 when every call returned 0, else a non-zero code (kernels only test for non-zero).
+ *     NULL restores the built-in pool. With OpenMP:
  *       static int32_t omp_for(int64_t n, ktune_parallel_body body, void* closure) {
  *         int32_t rc = 0;
  *         #pragma omp parallel for reduction(|:rc)

@@ -48,7 +48,7 @@ constexpr const char* kRuntimeApi = R"(/* ktune's parallel runtime: ktune_runtim
  * comment). Threads default to the CPUs the process may use; the count applies to the next
  * parallel loop. ktune_set_parallel_for(fn) makes every loop call fn (OpenMP, TBB, the
  * program's own pool) instead; fn must run body over chunks that cover [0, extent) exactly once
- * and return the first non-zero code; NULL restores the built-in pool. */
+ * and return 0 when every chunk returned 0, else a non-zero code; NULL restores the built-in pool. */
 #ifndef KTUNE_RUNTIME_API_
 #define KTUNE_RUNTIME_API_
 typedef int32_t (*ktune_parallel_body)(int64_t begin, int64_t end, void* closure);
