@@ -84,10 +84,11 @@ function(ktune_add_kernel target)
     endif()
     target_link_libraries(${target} PRIVATE Threads::Threads)
   endif()
+  string(JOIN " " args_text ${K_ARGS})
   add_custom_command(OUTPUT ${outputs}
     COMMAND ${command}
     DEPENDS ${depends}
-    COMMENT "ktune build ${K_TEMPLATE} ${K_ARGS} -> ${K_NAME}"
+    COMMENT "ktune build ${K_TEMPLATE} ${args_text} -> ${K_NAME}"
     VERBATIM)
   set_source_files_properties("${object}" PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
   target_sources(${target} PRIVATE "${object}" "${header}")
