@@ -1,52 +1,272 @@
-/* ktune_parallel_for for device programs built outside ktune (cross g++, static links): the same
- * entry as codegen/runtime.cc in plain C with pthreads, one thread per chunk. Not part of
- * ktune_codegen; a device build compiles it next to the kernel objects. */
+/* ktune's parallel runtime for programs built outside ktune (`ktune build --runtime FILE`): plain
+ * C11 and pthreads, compiled next to the kernel objects by the program's own compiler (cc, a cross
+ * gcc, a static link). Not part of ktune_codegen; codegen/runtime.cc is the same entry inside ktune.
+ *
+ * The API (declared in every header `ktune build` writes):
+ *
+ *   int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closure);
+ *     What kernels call for a parallel loop: runs body over [0, extent), one contiguous chunk per
+ *     thread, and returns the first non-zero code of a chunk, else 0. A call from inside a body
+ *     runs serially; calls from several application threads take turns on the pool.
+ *   int ktune_set_num_threads(int n);   threads of the next loops (the caller counts as one);
+ *                                       returns 0, or -1 (nothing changed) when n < 1.
+ *   int ktune_get_num_threads(void);    the current count; the default is the number of CPUs in
+ *                                       the process's affinity mask (taskset, cgroups cpusets).
+ *   void ktune_set_parallel_for(ktune_parallel_for_fn fn);
+ *     Plugs the application's own parallel-for (OpenMP, TBB, its own pool): every later loop
+ *     calls fn(extent, body, closure) instead of the pool. fn must call body on chunks that
+ *     cover [0, extent) exactly once (any split, any threads, e.g. one call per iteration) and
+ *     return 0 when every call returned 0, else a non-zero code (kernels only test for non-zero).
+ *     NULL restores the built-in pool. With OpenMP:
+ *       static int32_t omp_for(int64_t n, ktune_parallel_body body, void* closure) {
+ *         int32_t rc = 0;
+ *         #pragma omp parallel for reduction(|:rc)
+ *         for (int64_t i = 0; i < n; ++i) rc |= body(i, i + 1, closure);
+ *         return rc;
+ *       }
+ *       ktune_set_parallel_for(omp_for);
+ *
+ * The pool: created on the first parallel loop, its workers persist. Between loops an idle
+ * worker polls for the next one for kSpinNs before it sleeps on a condition variable, and the
+ * caller polls for the chunks to finish for as long before it sleeps: kernels are often called
+ * back to back, and a thread creation (what this file did before) or a futex wake-up per call
+ * costs tens of microseconds. The split is static (chunk i is always the same iterations), but
+ * who runs a chunk is not: the caller and the workers claim chunks from one atomic word, so on
+ * a machine whose other processes keep a worker off its CPU the caller runs that worker's chunk
+ * instead of waiting for it. A loop with one thread, or extent 1, runs on the caller alone. The
+ * child of a fork() starts a pool of its own. */
+#if !defined(_GNU_SOURCE) && defined(__linux__)
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef int32_t (*ktune_parallel_body)(int64_t begin, int64_t end, void* closure);
+typedef int32_t (*ktune_parallel_for_fn)(int64_t extent, ktune_parallel_body body, void* closure);
 
-struct ktune_chunk {
+enum { kKtuneMaxThreads = 256 }; /* chunks per loop: they fit the 16 bits of the claim word */
+static const int64_t kSpinNs = 200000; /* 200 us, as codegen/runtime.cc */
+
+/* The claim word: generation (one per loop) << 32 | chunks << 16 | next unclaimed chunk. A
+ * compare-and-swap on it claims a chunk only of the loop the claimer saw start. */
+#define KTUNE_GENERATION(w) ((w) >> 32)
+#define KTUNE_CHUNKS(w) ((int64_t)(((w) >> 16) & 0xffff))
+#define KTUNE_NEXT(w) ((int64_t)((w)&0xffff))
+
+static struct {
+  pthread_once_t once;
+  pthread_mutex_t run_mu;    /* one loop at a time on the pool */
+  pthread_mutex_t mu;        /* guards the sleeps below */
+  pthread_cond_t wake, done; /* workers sleep on wake, the caller on done */
+  int workers;               /* started so far; under run_mu */
+  /* The loop: written under run_mu before its generation is published, read only by whoever
+   * claimed one of its chunks (the caller cannot start the next loop before that chunk is done). */
   ktune_parallel_body body;
   void* closure;
-  int64_t begin, end;
-  int32_t code;
-};
+  int64_t extent;
+  atomic_uint_fast64_t claim;
+  atomic_int done_chunks;    /* of the current loop */
+  atomic_int result;
+  atomic_int sleepers;       /* workers waiting (or about to wait) on wake */
+  atomic_int caller_waiting; /* the caller waits (or is about to wait) on done: 0 or 1 */
+  atomic_int threads;        /* ktune_set_num_threads; 0 = not yet initialized */
+  int cpus;                  /* in the affinity mask when the pool was initialized */
+  _Atomic(ktune_parallel_for_fn) plug;
+  uint64_t start_generation[kKtuneMaxThreads]; /* per worker: the generation it was created at */
+} ktune_pool = {.once = PTHREAD_ONCE_INIT,
+                .run_mu = PTHREAD_MUTEX_INITIALIZER,
+                .mu = PTHREAD_MUTEX_INITIALIZER,
+                .wake = PTHREAD_COND_INITIALIZER,
+                .done = PTHREAD_COND_INITIALIZER};
 
-static void* ktune_run_chunk(void* p) {
-  struct ktune_chunk* c = (struct ktune_chunk*)p;
-  c->code = c->begin < c->end ? c->body(c->begin, c->end, c->closure) : 0;
+static _Thread_local int ktune_inside_loop; /* set on workers and on a caller running chunks */
+
+static int ktune_default_threads(void) {
+  long n = 0;
+#if defined(__linux__) && defined(CPU_COUNT)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+#endif
+  if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) n = 1;
+  return n > kKtuneMaxThreads ? kKtuneMaxThreads : (int)n;
+}
+
+static void ktune_init_threads(void) {
+  int unset = 0;
+  ktune_pool.cpus = ktune_default_threads();
+  atomic_compare_exchange_strong(&ktune_pool.threads, &unset, ktune_pool.cpus);
+}
+
+int ktune_set_num_threads(int n) {
+  if (n < 1) return -1;
+  atomic_store(&ktune_pool.threads, n > kKtuneMaxThreads ? kKtuneMaxThreads : n);
+  return 0;
+}
+
+int ktune_get_num_threads(void) {
+  pthread_once(&ktune_pool.once, ktune_init_threads);
+  return atomic_load(&ktune_pool.threads);
+}
+
+void ktune_set_parallel_for(ktune_parallel_for_fn fn) { atomic_store(&ktune_pool.plug, fn); }
+
+/* One step of a polling loop. With more threads than CPUs a polling thread holds the CPU that
+ * the thread it waits for needs: it yields it instead (as libgomp throttles its spinning). */
+static void ktune_cpu_relax(void) {
+  if (atomic_load_explicit(&ktune_pool.threads, memory_order_relaxed) > ktune_pool.cpus) {
+    sched_yield();
+    return;
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static int64_t ktune_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Polls ready(arg) for up to kSpinNs, then sleeps on cond until it holds. *waiting counts the
+ * sleepers (seq_cst, then ready() is read again), so whoever makes ready() true signals cond
+ * only when someone may sleep. */
+static void ktune_wait(int (*ready)(int64_t), int64_t arg, pthread_cond_t* cond, atomic_int* waiting) {
+  int64_t deadline = 0;
+  for (unsigned i = 0; !ready(arg); ++i) {
+    ktune_cpu_relax();
+    if ((i & 63) != 63) continue;
+    const int64_t now = ktune_now_ns();
+    if (deadline == 0) deadline = now + kSpinNs;
+    if (now <= deadline) continue;
+    pthread_mutex_lock(&ktune_pool.mu);
+    atomic_fetch_add(waiting, 1);
+    while (!ready(arg)) pthread_cond_wait(cond, &ktune_pool.mu);
+    atomic_fetch_sub(waiting, 1);
+    pthread_mutex_unlock(&ktune_pool.mu);
+    return;
+  }
+}
+
+static int ktune_new_loop(int64_t seen) { return KTUNE_GENERATION(atomic_load(&ktune_pool.claim)) != (uint64_t)seen; }
+static int ktune_all_done(int64_t chunks) { return atomic_load(&ktune_pool.done_chunks) == chunks; }
+
+/* Claims and runs chunks of the loop of `generation` until none is left unclaimed. */
+static void ktune_work(uint64_t generation) {
+  uint_fast64_t w = atomic_load_explicit(&ktune_pool.claim, memory_order_acquire);
+  for (;;) {
+    if (KTUNE_GENERATION(w) != generation || KTUNE_NEXT(w) >= KTUNE_CHUNKS(w)) return;
+    if (!atomic_compare_exchange_weak_explicit(&ktune_pool.claim, &w, w + 1, memory_order_acq_rel,
+                                               memory_order_acquire))
+      continue; /* w now holds the current word */
+    const int64_t c = KTUNE_NEXT(w), chunks = KTUNE_CHUNKS(w);
+    const int64_t per = ktune_pool.extent / chunks, extra = ktune_pool.extent % chunks;
+    const int64_t begin = c * per + (c < extra ? c : extra);
+    const int64_t end = begin + per + (c < extra ? 1 : 0);
+    const int32_t code = begin < end ? ktune_pool.body(begin, end, ktune_pool.closure) : 0;
+    int zero = 0;
+    if (code != 0) atomic_compare_exchange_strong(&ktune_pool.result, &zero, code);
+    /* The last chunk wakes the caller if it went to sleep (seq_cst on both sides). */
+    if (atomic_fetch_add(&ktune_pool.done_chunks, 1) + 1 == chunks && atomic_load(&ktune_pool.caller_waiting)) {
+      pthread_mutex_lock(&ktune_pool.mu);
+      pthread_cond_signal(&ktune_pool.done);
+      pthread_mutex_unlock(&ktune_pool.mu);
+    }
+    w = atomic_load_explicit(&ktune_pool.claim, memory_order_acquire);
+  }
+}
+
+static void* ktune_worker(void* arg) {
+  /* Not the current generation: the caller may have started a loop before this thread runs. */
+  uint64_t seen = ktune_pool.start_generation[(intptr_t)arg];
+  ktune_inside_loop = 1;
+  for (;;) {
+    ktune_wait(ktune_new_loop, (int64_t)seen, &ktune_pool.wake, &ktune_pool.sleepers);
+    seen = KTUNE_GENERATION(atomic_load_explicit(&ktune_pool.claim, memory_order_acquire));
+    ktune_work(seen);
+  }
   return NULL;
 }
 
+/* In the child of a fork() only the forking thread exists: the pool starts over there. (A fork
+ * from inside a parallel loop body is not supported.) */
+static void ktune_after_fork_child(void) {
+  pthread_mutex_init(&ktune_pool.run_mu, NULL);
+  pthread_mutex_init(&ktune_pool.mu, NULL);
+  pthread_cond_init(&ktune_pool.wake, NULL);
+  pthread_cond_init(&ktune_pool.done, NULL);
+  ktune_pool.workers = 0;
+  atomic_store(&ktune_pool.sleepers, 0);
+  atomic_store(&ktune_pool.caller_waiting, 0);
+  ktune_inside_loop = 0;
+}
+
+static void ktune_register_fork_handler(void) { pthread_atfork(NULL, NULL, ktune_after_fork_child); }
+
+/* Starts workers until there are n (or thread creation fails); called under run_mu. */
+static void ktune_ensure_workers(int n) {
+  static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
+  pthread_once(&fork_handler, ktune_register_fork_handler);
+  while (ktune_pool.workers < n) {
+    pthread_attr_t attr;
+    pthread_t thread;
+    ktune_pool.start_generation[ktune_pool.workers] = KTUNE_GENERATION(atomic_load(&ktune_pool.claim));
+    int ok = pthread_attr_init(&attr) == 0;
+    if (ok) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    ok = ok && pthread_create(&thread, &attr, ktune_worker, (void*)(intptr_t)ktune_pool.workers) == 0;
+    pthread_attr_destroy(&attr);
+    if (!ok) return; /* fewer threads: the loop runs in fewer chunks */
+    ++ktune_pool.workers;
+  }
+}
+
+static int32_t ktune_serial(int64_t extent, ktune_parallel_body body, void* closure) {
+  return extent > 0 ? body(0, extent, closure) : 0;
+}
+
 int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closure) {
-  enum { kMaxThreads = 64 };
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int64_t n = cores < 1 ? 1 : (cores > kMaxThreads ? kMaxThreads : cores);
+  const ktune_parallel_for_fn plug = atomic_load(&ktune_pool.plug);
+  if (plug) return plug(extent, body, closure);
+  if (extent <= 0) return 0;
+  int64_t n = ktune_get_num_threads();
   if (n > extent) n = extent;
-  if (n <= 1) return extent > 0 ? body(0, extent, closure) : 0;
-  struct ktune_chunk chunks[kMaxThreads];
-  pthread_t threads[kMaxThreads];
-  int started[kMaxThreads];
-  int64_t per = extent / n, extra = extent % n, begin = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t len = per + (i < extra ? 1 : 0);
-    chunks[i].body = body;
-    chunks[i].closure = closure;
-    chunks[i].begin = begin;
-    chunks[i].end = begin + len;
-    chunks[i].code = 0;
-    begin += len;
-    started[i] = i > 0 && pthread_create(&threads[i], NULL, ktune_run_chunk, &chunks[i]) == 0;
-    if (i > 0 && !started[i]) ktune_run_chunk(&chunks[i]); /* no thread: run it here */
+  if (n <= 1 || ktune_inside_loop) return ktune_serial(extent, body, closure);
+
+  pthread_mutex_lock(&ktune_pool.run_mu);
+  ktune_ensure_workers((int)n - 1);
+  if (n > ktune_pool.workers + 1) n = ktune_pool.workers + 1;
+  if (n <= 1) {
+    pthread_mutex_unlock(&ktune_pool.run_mu);
+    return ktune_serial(extent, body, closure);
   }
-  ktune_run_chunk(&chunks[0]);
-  int32_t result = chunks[0].code;
-  for (int64_t i = 1; i < n; ++i) {
-    if (started[i]) pthread_join(threads[i], NULL);
-    if (result == 0) result = chunks[i].code;
+  ktune_pool.body = body;
+  ktune_pool.closure = closure;
+  ktune_pool.extent = extent;
+  atomic_store(&ktune_pool.result, 0);
+  atomic_store(&ktune_pool.done_chunks, 0);
+  const uint64_t generation = (KTUNE_GENERATION(atomic_load(&ktune_pool.claim)) + 1) & 0xffffffffu;
+  /* seq_cst: publishes the loop, then reads sleepers (a worker counts itself, then re-reads). */
+  atomic_store(&ktune_pool.claim, generation << 32 | (uint64_t)n << 16);
+  if (atomic_load(&ktune_pool.sleepers) > 0) {
+    pthread_mutex_lock(&ktune_pool.mu);
+    pthread_cond_broadcast(&ktune_pool.wake);
+    pthread_mutex_unlock(&ktune_pool.mu);
   }
+  ktune_inside_loop = 1;
+  ktune_work(generation);
+  ktune_inside_loop = 0;
+
+  /* Every chunk is claimed; wait for those that workers still run. */
+  ktune_wait(ktune_all_done, n, &ktune_pool.done, &ktune_pool.caller_waiting);
+  const int32_t result = atomic_load(&ktune_pool.result);
+  pthread_mutex_unlock(&ktune_pool.run_mu);
   return result;
 }

@@ -31,14 +31,35 @@ constexpr std::string_view kReservedWords[] = {
     "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try",
     "typedef", "typeid", "typename", "typeof", "typeof_unqual", "union", "unsigned", "using",
     "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
-    // <stdint.h> types the header uses and the runtime entry parallel loops call.
+    // <stdint.h> types the header uses and the runtime API it declares.
     "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "ktune_parallel_for",
+    "ktune_parallel_body", "ktune_parallel_for_fn", "ktune_set_num_threads", "ktune_get_num_threads",
+    "ktune_set_parallel_for", "KTUNE_RUNTIME_API_",
 };
 // clang-format on
 
 // The wrapper is <symbol>_run; it passes its pointers in a local array of this name.
 constexpr const char* kWrapperSuffix = "_run";
 constexpr const char* kArgsVariable = "ktune_args";
+
+// The runtime API a program may call (codegen/runtime_standalone.c defines it all; ktune's
+// in-process runtime only ktune_parallel_for); guarded, as every kernel header declares it.
+constexpr const char* kRuntimeApi = R"(/* ktune's parallel runtime: ktune_runtime.c from `ktune build --runtime` (see its opening
+ * comment). Threads default to the CPUs the process may use; the count applies to the next
+ * parallel loop. ktune_set_parallel_for(fn) makes every loop call fn (OpenMP, TBB, the
+ * program's own pool) instead; fn must run body over chunks that cover [0, extent) exactly once
+ * and return 0 when every chunk returned 0, else a non-zero code; NULL restores the built-in pool. */
+#ifndef KTUNE_RUNTIME_API_
+#define KTUNE_RUNTIME_API_
+typedef int32_t (*ktune_parallel_body)(int64_t begin, int64_t end, void* closure);
+typedef int32_t (*ktune_parallel_for_fn)(int64_t extent, ktune_parallel_body body, void* closure);
+int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closure);
+int ktune_set_num_threads(int n); /* 0, or -1 when n < 1 */
+int ktune_get_num_threads(void);
+void ktune_set_parallel_for(ktune_parallel_for_fn fn);
+#endif
+
+)";
 
 bool is_reserved(std::string_view name) {
   return std::find(std::begin(kReservedWords), std::end(kReservedWords), name) != std::end(kReservedWords);
@@ -157,6 +178,7 @@ std::string kernel_header(const std::string& symbol, const codegen::Artifact& ar
     << "#endif\n\n"
     << "/* The kernel ABI: args[i] points to argument i above. */\n"
     << "int32_t " << symbol << "(void* const* args);\n\n"
+    << kRuntimeApi
     << "/* Fills the argument array and calls " << symbol << ". */\n"
     << "static inline int32_t " << wrapper << "(";
   for (size_t i = 0; i < n; ++i) {

@@ -202,18 +202,27 @@ static float* buffer(size_t count) {
   return c.str();
 }
 
-// C source of a program that fills A and B from a seeded generator, calls the matmul wrapper and
-// compares every element of C with a double-precision triple loop. Prints "bad <count>" and
-// returns 1 when an element is off by more than 1e-4 relative to the sum of |products|.
+// C source of a program that fills A and B from a seeded generator and calls the matmul wrapper
+// three times, C filled with NaN before each: on 1 thread, on 2 threads, and through a plugged
+// serial parallel-for (ktune_set_parallel_for). After each it compares every element of C with a
+// double-precision triple loop and prints "<mode>: checked <count> bad <count> max_rel_err <x>"
+// (bad: off by more than 1e-4 relative to the sum of |products|); last, "plug_calls <n>".
+// Returns 1 when an element is off.
 std::string matmul_program(const std::string& header, const std::string& wrapper, int m, int n, int k) {
   std::ostringstream c;
-  c << c_prelude(header, 12345, m, n, k) << R"(int main(void) {
-  float* A = buffer(M * K);
-  float* B = buffer(K * N);
-  float* C = buffer(M * N); /* garbage: the kernel must overwrite every element */
+  c << c_prelude(header, 12345, m, n, k) << "#include <string.h>\n"
+    << R"(static long plug_calls;
+static int32_t serial_for(int64_t extent, ktune_parallel_body body, void* closure) {
+  ++plug_calls;
+  int32_t rc = 0;
+  for (int64_t i = 0; i < extent && rc == 0; ++i) rc = body(i, i + 1, closure);
+  return rc;
+}
+static long check(const char* mode, const float* A, const float* B, float* C) {
+  memset(C, 0xff, sizeof(float) * M * N); /* NaN: the kernel must overwrite every element */
   int rc = )"
     << wrapper << R"((A, B, C);
-  if (rc != 0) { printf("kernel returned %d\n", rc); return 2; }
+  if (rc != 0) { printf("%s: kernel returned %d\n", mode, rc); return M * N; }
   long bad = 0;
   double worst = 0;
   for (int i = 0; i < M; ++i)
@@ -225,14 +234,46 @@ std::string matmul_program(const std::string& header, const std::string& wrapper
         scale += fabs(p);
       }
       double err = fabs(C[i * N + j] - ref) / (scale > 0 ? scale : 1);
-      if (err > worst) worst = err;
+      if (err > worst || err != err) worst = err;
       if (!(err <= 1e-4)) ++bad;
     }
-  printf("checked %d bad %ld max_rel_err %g\n", M * N, bad, worst);
+  printf("%s: checked %d bad %ld max_rel_err %g\n", mode, M * N, bad, worst);
+  return bad;
+}
+int main(void) {
+  float* A = buffer(M * K);
+  float* B = buffer(K * N);
+  float* C = buffer(M * N);
+  long bad = 0;
+  if (ktune_set_num_threads(1) != 0 || ktune_get_num_threads() != 1) return 3;
+  bad += check("threads 1", A, B, C);
+  if (ktune_set_num_threads(2) != 0 || ktune_get_num_threads() != 2) return 3;
+  bad += check("threads 2", A, B, C);
+  ktune_set_parallel_for(serial_for);
+  bad += check("plugged", A, B, C);
+  printf("plug_calls %ld\n", plug_calls);
   return bad ? 1 : 0;
 }
 )";
   return c.str();
+}
+
+// Checks what matmul_program printed: every mode right, and the plug called exactly when the
+// object calls ktune_parallel_for (`nm` is the binutils nm for the object's architecture).
+void expect_matmul_right(const std::string& ran, const std::string& object, const std::string& nm = "nm") {
+  for (const char* mode : {"threads 1", "threads 2", "plugged"})
+    EXPECT_TRUE(contains(ran, std::string(mode) + ": checked 3072 bad 0 ")) << mode << "\n" << ran;
+  const Output undefined = shell(nm + " -u " + quote(object));
+  ASSERT_EQ(undefined.status, 0) << undefined.err;
+  const bool parallel = contains(undefined.out, "ktune_parallel_for");
+  const size_t at = ran.find("plug_calls ");
+  ASSERT_NE(at, std::string::npos) << ran;
+  const long calls = std::stol(ran.substr(at + 11));
+  if (parallel) {
+    EXPECT_GE(calls, 1) << "the object has a parallel loop: the plug must run it";
+  } else {
+    EXPECT_EQ(calls, 0) << "the object has no parallel loop";
+  }
 }
 
 // Like matmul_program for Y = relu(X * W^T + bias); also prints how many outputs relu zeroed.
@@ -335,7 +376,7 @@ TEST(BuildCli, BuildsTheBestLoggedConfigAndItComputesTheMatmul) {
   const std::string ran =
       compile_and_run(dir, matmul_program("k.h", "ktune_matmul_run", 64, 48, 32), dir.file("k.o"), dir.file("rt.c"))
           .value_or("");
-  EXPECT_TRUE(contains(ran, "checked 3072 bad 0 ")) << ran;
+  expect_matmul_right(ran, dir.file("k.o"));
   // The header is valid C++ too (extern "C" guards).
   const Output cxx = shell("c++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only -x c++ " + quote(dir.file("k.h")));
   EXPECT_EQ(cxx.status, 0) << cxx.err;
@@ -360,7 +401,7 @@ TEST(BuildCli, WithoutALogBuildsTheFallbackWithOneWarning) {
   const std::string ran = compile_and_run(dir, matmul_program("ktune_matmul.h", "ktune_matmul_run", 64, 48, 32),
                                           dir.file("ktune_matmul.o"), dir.file("rt.c"))
                               .value_or("");
-  EXPECT_TRUE(contains(ran, "checked 3072 bad 0 ")) << ran;
+  expect_matmul_right(ran, dir.file("ktune_matmul.o"));
 }
 
 TEST(BuildCli, DenseBiasReluWithALogThatHasNoRecordOfIt) {
@@ -466,7 +507,7 @@ TEST(BuildCli, CrossBuildIsAnAArch64ObjectDefiningTheKernel) {
   const std::string ran = compile_and_run(dir, matmul_program("a.h", "ktune_matmul_run", 64, 48, 32), dir.file("a.o"),
                                           dir.file("rt.c"), "aarch64-linux-gnu-gcc -static", "qemu-aarch64-static")
                               .value_or("");
-  EXPECT_TRUE(contains(ran, "checked 3072 bad 0 ")) << ran;
+  expect_matmul_right(ran, dir.file("a.o"), "aarch64-linux-gnu-nm");
 }
 
 // C source of a program that loads the inputs from DIR/in<i>.bin (argv[1] is DIR), fills the

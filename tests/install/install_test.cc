@@ -1,0 +1,204 @@
+// End-to-end test of the CMake package: `cmake --install` of this build into a temporary prefix,
+// then examples/consumer (an MLP of three kernels pulled in with ktune_add_kernel) configured,
+// built and run as an outside project would: against the prefix, with a log tuned by the
+// installed ktune. The program checks every layer against plain C loops; this test checks its
+// numbers, that the kernels are the log's, that a changed log rebuilds them, the package version
+// rule, a REQUIRE_TUNED failure, and an AArch64 cross build run under qemu.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/cli_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ktune::testing_cli::Output;
+using ktune::testing_cli::quote;
+using ktune::testing_cli::shell;
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+const std::string kCMake = quote(KTUNE_CMAKE);
+const std::string kConsumer = std::string(KTUNE_SOURCE_DIR_PATH) + "/examples/consumer";
+
+// The three workloads of examples/consumer/CMakeLists.txt.
+const std::vector<std::string> kWorkloads = {"dense_bias_relu M=32 N=256 K=128", "dense_bias_relu M=32 N=128 K=256",
+                                             "matmul M=32 N=16 K=128"};
+
+// One install and one tuned log for every test: the prefix is what a user's machine would have.
+class Installed : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new fs::path(fs::temp_directory_path() / ("ktune-install-test-" + std::to_string(::getpid())));
+    fs::remove_all(*root_);
+    fs::create_directories(*root_);
+    const Output installed =
+        shell(kCMake + " --install " + quote(KTUNE_BUILD_DIR) + " --prefix " + quote(prefix().string()));
+    ASSERT_EQ(installed.status, 0) << installed.out << installed.err;
+    for (const auto& w : kWorkloads) {
+      const Output tuned = shell(quote((prefix() / "bin/ktune").string()) + " tune " + w +
+                                 " --trials 8 --tuner random --json --db " + quote(db().string()));
+      ASSERT_EQ(tuned.status, 0) << w << "\n" << tuned.out << tuned.err;
+    }
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove_all(*root_, ec);
+    delete root_;
+  }
+  void SetUp() override {
+    if (std::system("command -v ninja >/dev/null 2>&1") != 0) GTEST_SKIP() << "no ninja";
+  }
+  static fs::path prefix() { return *root_ / "prefix"; }
+  static fs::path db() { return *root_ / "tuned.db"; }
+  static fs::path dir(const std::string& name) { return *root_ / name; }
+
+  // Configures examples/consumer into `build` against the prefix (nothing else on the path).
+  static Output configure(const fs::path& build, const std::string& extra) {
+    return shell(kCMake + " -S " + quote(kConsumer) + " -B " + quote(build.string()) +
+                 " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()) + " " + extra);
+  }
+  static Output build(const fs::path& build) { return shell(kCMake + " --build " + quote(build.string())); }
+
+  static fs::path* root_;
+};
+fs::path* Installed::root_ = nullptr;
+
+// The program's report: six layer checks with nothing off, then "mlp ok".
+void expect_mlp_ok(const std::string& out) {
+  const auto lines = lines_of(out);
+  ASSERT_EQ(lines.size(), 8u) << out;
+  const char* layers[] = {"layer1", "layer2", "head"};
+  const int sizes[] = {32 * 256, 32 * 128, 32 * 16};
+  for (int t = 0; t < 2; ++t)
+    for (int l = 0; l < 3; ++l) {
+      const std::string want = std::string(layers[l]) + " threads " + std::to_string(t + 1) + ": checked " +
+                               std::to_string(sizes[l]) + " bad 0 max_rel_err ";
+      EXPECT_EQ(lines[3 * t + l].rfind(want, 0), 0u) << lines[3 * t + l];
+      EXPECT_LT(std::stod(lines[3 * t + l].substr(want.size())), 1e-4);
+    }
+  EXPECT_EQ(lines[7], "mlp ok");
+}
+
+TEST_F(Installed, PrefixHoldsTheCommandsAndThePackage) {
+  for (const char* f : {"bin/ktune", "bin/ktune-runner", "lib/cmake/ktune/ktuneConfig.cmake",
+                        "lib/cmake/ktune/ktuneConfigVersion.cmake", "lib/cmake/ktune/ktuneKernels.cmake"})
+    EXPECT_TRUE(fs::is_regular_file(prefix() / f)) << f;
+  const Output version = shell(quote((prefix() / "bin/ktune").string()) + " --version");
+  EXPECT_EQ(version.status, 0);
+  EXPECT_TRUE(contains(version.out, "0.2.")) << version.out;
+  // find_package(ktune 0.2) finds it; 0.3 (a newer minor: another kernel ABI) and 1.0 do not.
+  for (const auto& [wanted, ok] : std::vector<std::pair<std::string, bool>>{{"0.2", true}, {"0.3", false}, {"1.0", false}}) {
+    const fs::path src = dir("version-" + wanted);
+    fs::create_directories(src);
+    std::ofstream(src / "CMakeLists.txt") << "cmake_minimum_required(VERSION 3.25)\nproject(v LANGUAGES NONE)\n"
+                                          << "find_package(ktune " << wanted << " REQUIRED)\n"
+                                          << "message(STATUS \"ktune at ${KTUNE_EXECUTABLE}\")\n";
+    const Output out = shell(kCMake + " -S " + quote(src.string()) + " -B " + quote((src / "b").string()) +
+                             " -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
+    EXPECT_EQ(out.status == 0, ok) << wanted << "\n" << out.out << out.err;
+    if (ok) {
+      EXPECT_TRUE(contains(out.out, "ktune at " + (prefix() / "bin/ktune").string())) << out.out;
+    }
+  }
+}
+
+TEST_F(Installed, ConsumerBuildsWithTunedKernelsAndRebuildsWhenTheLogChanges) {
+  const fs::path b = dir("consumer");
+  const Output configured = configure(b, "-DKTUNE_DB=" + quote(db().string()) + " -DKTUNE_REQUIRE_TUNED=ON");
+  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
+  const Output built = build(b);
+  ASSERT_EQ(built.status, 0) << built.out << built.err;
+  for (const char* name : {"layer1", "layer2", "head"})
+    EXPECT_TRUE(contains(built.out, "-> " + std::string(name))) << built.out;
+  const Output ran = shell(quote((b / "mlp").string()));
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  expect_mlp_ok(ran.out);
+  // The headers name the log's records (REQUIRE_TUNED would have failed otherwise).
+  for (const char* name : {"layer1", "layer2", "head"}) {
+    const std::string header = read_file(b / "ktune_kernels/mlp" / (std::string(name) + ".h"));
+    EXPECT_TRUE(contains(header, " * source:   tuning log " + db().string() + ", record ")) << header;
+  }
+
+  // Nothing to do until the log changes; then every kernel is built again.
+  const Output again = build(b);
+  ASSERT_EQ(again.status, 0);
+  EXPECT_TRUE(contains(again.out, "no work to do")) << again.out;
+  fs::last_write_time(db(), fs::last_write_time(db()) + std::chrono::seconds(2));
+  const Output changed = build(b);
+  ASSERT_EQ(changed.status, 0) << changed.out << changed.err;
+  for (const char* name : {"layer1", "layer2", "head"})
+    EXPECT_TRUE(contains(changed.out, "-> " + std::string(name))) << changed.out;
+}
+
+TEST_F(Installed, RequireTunedWithoutARecordStopsTheBuildNamingTheKernel) {
+  const fs::path b = dir("untuned");
+  const fs::path empty = dir("other.db");
+  // A log with a record of another workload only.
+  const Output tuned = shell(quote((prefix() / "bin/ktune").string()) + " tune matmul M=16 N=16 K=16 --trials 2 " +
+                             "--tuner random --json --db " + quote(empty.string()));
+  ASSERT_EQ(tuned.status, 0) << tuned.err;
+  ASSERT_EQ(configure(b, "-DKTUNE_DB=" + quote(empty.string()) + " -DKTUNE_REQUIRE_TUNED=ON").status, 0);
+  const Output built = shell(kCMake + " --build " + quote(b.string()) + " -- -k 0");
+  EXPECT_NE(built.status, 0);
+  EXPECT_TRUE(contains(built.out, "-> layer1")) << built.out;
+  EXPECT_TRUE(contains(built.out + built.err, "no successful record of dense_bias_relu(M=32,N=256,K=128"))
+      << built.out << built.err;
+  for (const char* f : {"layer1.o", "layer1.h", "layer2.o", "head.o"})
+    EXPECT_FALSE(fs::exists(b / "ktune_kernels/mlp" / f)) << f << ": a failed kernel build leaves nothing";
+  EXPECT_FALSE(fs::exists(b / "mlp"));
+}
+
+TEST_F(Installed, AArch64CrossBuildRunsUnderQemu) {
+  if (std::system("command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && "
+                  "command -v qemu-aarch64-static >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no aarch64-linux-gnu-gcc or qemu-aarch64-static";
+  const fs::path toolchain = dir("aarch64.cmake");
+  std::ofstream(toolchain) << "set(CMAKE_SYSTEM_NAME Linux)\nset(CMAKE_SYSTEM_PROCESSOR aarch64)\n"
+                           << "set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)\n"
+                           << "set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu)\n"
+                           << "set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)\n"
+                           << "set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)\n"
+                           << "set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)\n"
+                           // the host's ktune package is found through CMAKE_PREFIX_PATH as is
+                           << "set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)\n";
+  const fs::path b = dir("cross");
+  // The log has host records only: the AArch64 kernels are the templates' fallbacks.
+  const Output configured = configure(b, "-DCMAKE_TOOLCHAIN_FILE=" + quote(toolchain.string()) + " -DKTUNE_DB=" +
+                                             quote(db().string()) +
+                                             " '-DKTUNE_TARGET=llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72'");
+  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
+  const Output built = build(b);
+  ASSERT_EQ(built.status, 0) << built.out << built.err;
+  // An ELF executable for EM_AARCH64 (183): e_machine, little-endian, at byte 18.
+  const std::string exe = read_file(b / "mlp");
+  ASSERT_GE(exe.size(), 20u);
+  EXPECT_EQ(exe.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(static_cast<unsigned char>(exe[18]) | static_cast<unsigned char>(exe[19]) << 8, 183);
+  const Output ran = shell("qemu-aarch64-static -L /usr/aarch64-linux-gnu " + quote((b / "mlp").string()));
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  expect_mlp_ok(ran.out);
+}
+
+}  // namespace

@@ -1,0 +1,191 @@
+/* Stress program of codegen/runtime_standalone.c (linked with it, built plainly and under
+ * -fsanitize=thread): many parallel loops at 1..4 threads, from two application threads at once,
+ * nested, with error codes, with a plugged parallel-for and in the child of a fork. Every iteration must run exactly
+ * once (a per-iteration hit counter, checked and reset after each loop) and every loop's sum
+ * must match. Prints one line per check and "PASS"; on a failure prints "FAIL ..." and exits 1.
+ *
+ * Usage: runtime_stress [loops]        all checks, `loops` loops each (default 10000)
+ *        runtime_stress --default      prints ktune_get_num_threads() before any set */
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int32_t (*ktune_parallel_body)(int64_t begin, int64_t end, void* closure);
+typedef int32_t (*ktune_parallel_for_fn)(int64_t extent, ktune_parallel_body body, void* closure);
+int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closure);
+int ktune_set_num_threads(int n);
+int ktune_get_num_threads(void);
+void ktune_set_parallel_for(ktune_parallel_for_fn fn);
+
+enum { kMaxExtent = 37 };
+
+struct loop {
+  int hits[kMaxExtent];
+  int64_t weight;               /* iteration i adds weight * (i + 1) */
+  atomic_llong sum;
+  int fail_at;                  /* iteration whose body returns 7; -1 = none */
+  int nested;                   /* each chunk runs an inner loop of extent 5 */
+  atomic_int nested_bad;
+  pthread_t caller;
+};
+
+static atomic_long worker_chunks; /* chunks that ran on a thread other than the loop's caller */
+
+struct inner {
+  pthread_t owner;
+  atomic_int wrong_thread, iterations;
+};
+
+static int32_t inner_body(int64_t begin, int64_t end, void* closure) {
+  struct inner* in = closure;
+  if (!pthread_equal(pthread_self(), in->owner)) atomic_fetch_add(&in->wrong_thread, 1);
+  atomic_fetch_add(&in->iterations, (int)(end - begin));
+  return 0;
+}
+
+static int32_t body(int64_t begin, int64_t end, void* closure) {
+  struct loop* l = closure;
+  long long local = 0;
+  int32_t code = 0;
+  for (int64_t i = begin; i < end; ++i) {
+    l->hits[i] += 1; /* not atomic: two threads on one iteration is a data race TSan reports */
+    local += l->weight * (i + 1);
+    if (i == l->fail_at) code = 7;
+  }
+  atomic_fetch_add(&l->sum, local);
+  if (!pthread_equal(pthread_self(), l->caller)) atomic_fetch_add(&worker_chunks, 1);
+  if (l->nested) {
+    struct inner in = {.owner = pthread_self()};
+    if (ktune_parallel_for(5, inner_body, &in) != 0 || atomic_load(&in.wrong_thread) != 0 ||
+        atomic_load(&in.iterations) != 5)
+      atomic_fetch_add(&l->nested_bad, 1);
+  }
+  return code;
+}
+
+/* Runs `loops` loops of extents 1..kMaxExtent; returns the number of wrong loops. */
+static long run_loops(long loops, long seed) {
+  long bad = 0;
+  struct loop l;
+  for (long n = 0; n < loops; ++n) {
+    memset(&l, 0, sizeof l);
+    const int extent = 1 + (int)((n + seed) % kMaxExtent);
+    l.weight = n + seed;
+    l.fail_at = n % 100 == 99 ? extent - 1 : -1;
+    l.caller = pthread_self();
+    l.nested = n % 50 == 7 && extent >= 4; /* an outer loop of extent 1 runs alone: its inner one may use the pool */
+    const int32_t rc = ktune_parallel_for(extent, body, &l);
+    long long want = 0;
+    int ok = rc == (l.fail_at >= 0 ? 7 : 0) && atomic_load(&l.nested_bad) == 0;
+    for (int i = 0; i < extent; ++i) {
+      ok = ok && l.hits[i] == 1;
+      want += l.weight * (i + 1);
+    }
+    for (int i = extent; i < kMaxExtent; ++i) ok = ok && l.hits[i] == 0;
+    if (!ok || atomic_load(&l.sum) != want) ++bad;
+  }
+  return bad;
+}
+
+struct app_thread {
+  long loops, seed, bad;
+};
+
+static void* app_thread_main(void* p) {
+  struct app_thread* a = p;
+  a->bad = run_loops(a->loops, a->seed);
+  return NULL;
+}
+
+static atomic_long plug_calls;
+
+/* An application's own parallel-for: one call of body per iteration, on the calling thread. */
+static int32_t serial_plug(int64_t extent, ktune_parallel_body b, void* closure) {
+  atomic_fetch_add(&plug_calls, 1);
+  int32_t rc = 0;
+  for (int64_t i = 0; i < extent; ++i) {
+    const int32_t r = b(i, i + 1, closure);
+    if (rc == 0) rc = r;
+  }
+  return rc;
+}
+
+static int failures;
+
+static void report(const char* what, long loops, long bad) {
+  printf("%s: %ld loops, %ld wrong\n", what, loops, bad);
+  if (bad != 0) {
+    printf("FAIL %s\n", what);
+    ++failures;
+  }
+}
+
+int main(int argc, char** argv) {
+  if (argc == 2 && strcmp(argv[1], "--default") == 0) {
+    printf("default_threads %d\n", ktune_get_num_threads());
+    return 0;
+  }
+  const long loops = argc > 1 ? atol(argv[1]) : 10000;
+  char what[64];
+  for (int t = 1; t <= 4; ++t) {
+    if (ktune_set_num_threads(t) != 0 || ktune_get_num_threads() != t) {
+      printf("FAIL set_num_threads(%d)\n", t);
+      return 1;
+    }
+    snprintf(what, sizeof what, "threads %d", t);
+    report(what, loops, run_loops(loops, t));
+  }
+  if (ktune_set_num_threads(0) != -1 || ktune_get_num_threads() != 4) {
+    printf("FAIL set_num_threads(0) must be refused and change nothing\n");
+    return 1;
+  }
+  /* Two application threads share the pool (and a thread count changed meanwhile). */
+  for (int t = 2; t <= 3; ++t) {
+    ktune_set_num_threads(t);
+    struct app_thread a[2] = {{loops, 11, 0}, {loops, 23, 0}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; ++i)
+      if (pthread_create(&th[i], NULL, app_thread_main, &a[i]) != 0) return 2;
+    for (int i = 0; i < 2; ++i) pthread_join(th[i], NULL);
+    snprintf(what, sizeof what, "two application threads, threads %d", t);
+    report(what, 2 * loops, a[0].bad + a[1].bad);
+  }
+  /* A plugged parallel-for takes every loop (nested ones too); NULL gives the pool back. */
+  ktune_set_num_threads(2);
+  ktune_set_parallel_for(serial_plug);
+  const long plug_loops = loops / 10 + 1;
+  const long plug_bad = run_loops(plug_loops, 5);
+  const long calls = atomic_load(&plug_calls);
+  report("plugged parallel-for", plug_loops, plug_bad + (calls < plug_loops));
+  printf("plugged calls %ld\n", calls);
+  ktune_set_parallel_for(NULL);
+  report("pool again", loops / 10 + 1, run_loops(loops / 10 + 1, 9));
+  if (atomic_load(&plug_calls) != calls) {
+    printf("FAIL the plug was called after it was removed\n");
+    ++failures;
+  }
+#if !defined(__SANITIZE_THREAD__) /* TSan does not support threads in a multi-threaded fork's child */
+  /* The child of a fork has no workers: its pool starts over. */
+  const pid_t child = fork();
+  if (child == 0) _exit(run_loops(loops / 10 + 1, 3) == 0 ? 0 : 1);
+  int status = 0;
+  report("fork child", loops / 10 + 1,
+         child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1);
+#else
+  printf("fork child: not run under ThreadSanitizer\n");
+#endif
+  /* The caller may run chunks that workers have not claimed yet, but not all of them. */
+  printf("chunks run by workers %ld\n", atomic_load(&worker_chunks));
+  if (atomic_load(&worker_chunks) == 0) {
+    printf("FAIL no chunk ran on a worker\n");
+    ++failures;
+  }
+  if (failures) return 1;
+  printf("PASS\n");
+  return 0;
+}
