@@ -1,4 +1,5 @@
-// `ktune best <template> key=value... --db PATH`: the best logged config of a workload, or the fallback.
+// `ktune best <template> key=value... --db PATH | --server HOST:PORT [--top K]`: the best logged
+// config of a workload (or its K best), or the fallback.
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -23,8 +24,16 @@ struct BestOptions {
   std::string db = "ktune.db";
   rpc_runner::ServiceClientOptions server;  // set: ask this server instead of --db
   std::string device_key;
+  int64_t top = 1;  // how many of the best records to print
   bool json = false;
 };
+
+nlohmann::json record_json(const tuning_db::Record& r) {
+  nlohmann::json j = tuning_db::to_json(r);
+  j["gflops"] = r.gflops();
+  j["mean_cost_s"] = r.mean_cost();
+  return j;
+}
 
 void run_best(const BestOptions& o) {
   const Workload w = resolve_workload(o.template_name, o.args, o.target);
@@ -32,15 +41,14 @@ void run_best(const BestOptions& o) {
   const codegen::Target& target = w.target;
   if (o.server.server.empty() && !o.device_key.empty())
     throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
-  const auto best = o.server.server.empty() ? best_record(o.db, w) : best_record(o.server, w, o.device_key);
+  const auto top = o.server.server.empty() ? best_records(o.db, w, o.top) : best_records(o.server, w, o.device_key, o.top);
+  const tuning_db::Record* best = top.empty() ? nullptr : &top.front();
   if (o.json) {
     nlohmann::json j{{"workload", task.workload_key()}, {"target", target.str()}};
-    if (best) {
-      j["best"] = tuning_db::to_json(*best);
-      j["best"]["gflops"] = best->gflops();
-      j["best"]["mean_cost_s"] = best->mean_cost();
-    } else {
-      j["best"] = nullptr;
+    j["best"] = best ? record_json(*best) : nlohmann::json(nullptr);
+    if (o.top > 1) {
+      j["top"] = nlohmann::json::array();
+      for (const auto& r : top) j["top"].push_back(record_json(r));
     }
     j["fallback"] = task.fallback_config().to_json();
     std::cout << j.dump(2) << "\n";
@@ -57,6 +65,13 @@ void run_best(const BestOptions& o) {
             << std::setprecision(4) << best->mean_cost() * 1e3 << " ms), tuner " << best->tuner
             << ", LLVM " << best->target.llvm_version << "\n"
             << "config:   " << best->config.dump() << "\n";
+  if (o.top <= 1) return;
+  std::cout << "top " << top.size() << ":\n";
+  for (size_t i = 0; i < top.size(); ++i) {
+    std::cout << "  " << std::setw(3) << i + 1 << "  " << std::setw(9) << std::setprecision(2) << top[i].gflops()
+              << " GFLOP/s  " << std::setw(8) << (top[i].device_key.empty() ? "-" : top[i].device_key) << "  "
+              << top[i].config.dump() << "\n";
+  }
 }
 
 void add_best(CLI::App& app) {
@@ -68,6 +83,7 @@ void add_best(CLI::App& app) {
   cmd->add_option("--db", o->db, "Tuning log (SQLite)")->capture_default_str();
   add_client_flags(cmd, o->server, false)->description("Ask this tuning server's log (HOST:PORT) instead of --db");
   cmd->add_option("--device-key", o->device_key, "With --server: only records measured on devices of this key");
+  cmd->add_option("--top", o->top, "Also list the K best records (1 to 1000)")->check(CLI::Range(1, 1000));
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] { run_best(*o); });
 }

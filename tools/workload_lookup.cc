@@ -36,18 +36,29 @@ Workload resolve_workload(const std::string& template_name, const std::vector<st
   return Workload{std::move(target), std::move(task)};
 }
 
-std::optional<tuning_db::Record> best_record(const std::string& db_path, const Workload& workload) {
+std::vector<tuning_db::Record> best_records(const std::string& db_path, const Workload& workload, int64_t k) {
   if (!std::filesystem::exists(db_path)) throw Error(ErrorKind::kNotFound, "no tuning log at " + db_path);
   tuning_db::OpenOptions open;
   open.read_only = true;  // a build machine may only read the log
   auto db = tuning_db::Database::open(db_path, open);
-  return db.best(workload.task.workload_key(), tuning_db::TargetKey{workload.target.str(), ""});
+  return db.top_k(workload.task.workload_key(), tuning_db::TargetKey{workload.target.str(), ""}, k);
+}
+
+std::vector<tuning_db::Record> best_records(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
+                                            const std::string& device_key, int64_t k) {
+  rpc_runner::ServiceClient client(server);
+  return client.best(workload.task.workload_key(), workload.target.str(), device_key, k);
+}
+
+std::optional<tuning_db::Record> best_record(const std::string& db_path, const Workload& workload) {
+  auto top = best_records(db_path, workload, 1);
+  if (top.empty()) return std::nullopt;
+  return std::move(top.front());
 }
 
 std::optional<tuning_db::Record> best_record(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
                                              const std::string& device_key) {
-  rpc_runner::ServiceClient client(server);
-  auto top = client.best(workload.task.workload_key(), workload.target.str(), device_key, 1);
+  auto top = best_records(server, workload, device_key, 1);
   if (top.empty()) return std::nullopt;
   return std::move(top.front());
 }

@@ -1,6 +1,7 @@
 // Declares the look-up shared by `ktune best` and `ktune build`: a workload on a target and its best logged record.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,13 @@ schedule_space::TargetTraits target_traits(const std::string& target_text);
 // Error(kUnsupported) for a triple this LLVM build has no backend for.
 Workload resolve_workload(const std::string& template_name, const std::vector<std::string>& args,
                           const std::string& target_text);
+
+// Returns the k fastest successful records of the workload (fastest first; fewer when the log
+// has fewer) in the tuning log at db_path, or asked of a tuning server (QueryBest), optionally of
+// one device key. Records that do not instantiate are never among them. Throws as best_record.
+std::vector<tuning_db::Record> best_records(const std::string& db_path, const Workload& workload, int64_t k);
+std::vector<tuning_db::Record> best_records(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
+                                            const std::string& device_key, int64_t k);
 
 // Returns the fastest successful record of the workload in the tuning log at db_path, from any
 // LLVM version (a config stays valid across toolchains; the record says which one), or nullopt.

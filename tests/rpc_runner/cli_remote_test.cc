@@ -102,6 +102,17 @@ TEST_F(CliRemote, TuneJobsBestBuildAndExportThroughTheServer) {
     ASSERT_TRUE(top.has_value());
     EXPECT_EQ(best_json["best"]["config"]["index"], top->config_index);
     EXPECT_EQ(db.stats().records, 32);
+    // --top K: the server's k fastest, in the log's order.
+    auto top5 = testing_cli::ktune("best " + workload + " --top 5 --json" + srv);
+    ASSERT_EQ(top5.status, 0) << top5.out;
+    const auto listed = nlohmann::json::parse(top5.out)["top"];
+    const auto expected = db.top_k(best_json["workload"].get<std::string>(), {best_json["target"].get<std::string>(), ""}, 5);
+    ASSERT_EQ(listed.size(), 5u);
+    ASSERT_EQ(expected.size(), 5u);
+    for (size_t i = 0; i < 5; ++i) {
+      EXPECT_EQ(listed[i]["config"]["index"], expected[i].config_index) << i;
+      EXPECT_DOUBLE_EQ(listed[i]["mean_cost_s"].get<double>(), expected[i].mean_cost()) << i;
+    }
   }
   auto built = testing_cli::ktune("build " + workload + srv + " --require-tuned -o " + quote(path("k.o")) +
                                   " --header " + quote(path("k.h")), true);
