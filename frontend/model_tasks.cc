@@ -196,6 +196,12 @@ class Extractor {
     if (!all_equal(strides) || !all_equal(dilations)) return NotMapped{"different strides or dilations per axis"};
     if (!all_equal(pads)) return NotMapped{"asymmetric padding"};
     const int64_t N = (*x)[0], C = (*x)[1], H = (*x)[2], W = (*x)[3], K = (*w)[0], OH = (*y)[2], OW = (*y)[3];
+    // ONNX's shape inference does not compare a conv's input channels with its weights (a wrong
+    // --input passes it): a model that cannot run is bad input, not a task.
+    if (group < 1 || C != (*w)[1] * group || K % group != 0)
+      throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Conv): the input has " + i2s(C) +
+                                                   " channels, its weights take " + i2s((*w)[1] * group) +
+                                                   " (check --input)");
     Candidate c;
     c.args = {{"N", i2s(N)}, {"H", i2s(H)}, {"W", i2s(W)}, {"R", i2s(R)}, {"S", i2s(S)},
               {"stride", i2s(strides[0])}, {"pad", i2s(pads[0])}, {"dilation", i2s(dilations[0])}};
@@ -235,6 +241,9 @@ class Extractor {
       if (n.int_or("transA", 0) != 0) return NotMapped{"transposed A"};
       const bool nt = n.int_or("transB", 0) != 0;
       const int64_t M = (*a)[0], K = (*a)[1], N = nt ? (*b)[0] : (*b)[1];
+      if (a->size() != 2 || b->size() != 2 || K != (nt ? (*b)[1] : (*b)[0]))
+        throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Gemm): operand shapes " + shape_text(*a) +
+                                                     " and " + shape_text(*b) + " do not multiply");
       c.template_name = "matmul";
       c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", nt ? "nt" : "nn"}};
       c.flop = 2.0 * M * N * K;

@@ -64,8 +64,9 @@ struct ModelTasks {
 // with BatchNormalization folded into a conv's bias, and a following Add (residual) and Relu
 // fused as the epilogue. Identical workloads are merged with a count. Every other node is an
 // UnsupportedOp: nothing is dropped. Each task is tried with Task::create (typed errors are
-// caught into `refused`). Throws Error(kInvalidArgument) only for a graph that violates what
-// ONNX's checker guarantees (a tensor without a shape where shape inference should have given one).
+// caught into `refused`). Throws Error(kInvalidArgument) for a model that cannot run although ONNX's
+// checker and shape inference pass it: a Conv whose input channels differ from its weights', a Gemm
+// whose operands do not multiply (e.g. after a wrong --input).
 ModelTasks extract_tasks(const Graph& graph, const schedule_space::TargetTraits& target);
 
 // {"model", "total_gflop", "tasks": [{template, args, epilogue, count, flop, gflop_total, layers,

@@ -20,7 +20,7 @@ namespace {
 // ONNX's messages run over several lines (with the node's text); the first one says it.
 std::string first_line(const std::string& text) {
   const std::string line = text.substr(0, text.find('\n'));
-  return quote_input(line.size() > 200 ? line.substr(0, 200) : line);
+  return line.size() > 240 ? line.substr(0, 240) + "..." : line;
 }
 
 onnx::ModelProto read_model(const std::string& path) {
@@ -81,10 +81,12 @@ std::string dims_text(const onnx::TypeProto& type) {
 }
 
 // Applies the --input shapes and requires every graph input to be fully known afterwards.
-void set_input_shapes(const std::string& path, onnx::GraphProto& graph, const std::set<std::string>& constants,
+// Returns true when a fixed dimension was changed (the model's stored shapes are then stale).
+bool set_input_shapes(const std::string& path, onnx::GraphProto& graph, const std::set<std::string>& constants,
                       const std::vector<InputShape>& inputs) {
   std::map<std::string, const InputShape*> given;
   for (const auto& in : inputs) given[in.name] = &in;
+  bool overridden = false;
   for (auto& value : *graph.mutable_input()) {
     if (constants.count(value.name())) continue;
     auto it = given.find(value.name());
@@ -94,12 +96,10 @@ void set_input_shapes(const std::string& path, onnx::GraphProto& graph, const st
       if (shape->dim_size() != 0 && shape->dim_size() != static_cast<int>(want.size()))
         throw Error(ErrorKind::kInvalidArgument, "--input " + value.name() + "=" + shape_text(want) + ": the model's input has rank " +
                                                      std::to_string(shape->dim_size()) + " (" + dims_text(value.type()) + ")");
-      for (size_t i = 0; i < want.size(); ++i) {
-        if (static_cast<int>(i) < shape->dim_size() && shape->dim(static_cast<int>(i)).has_dim_value() &&
-            shape->dim(static_cast<int>(i)).dim_value() != want[i])
-          throw Error(ErrorKind::kInvalidArgument, "--input " + value.name() + "=" + shape_text(want) +
-                                                       ": the model fixes this input to " + dims_text(value.type()));
-      }
+      // Fixed dimensions are overridden too (another batch size, another image size); shape
+      // inference then says whether the graph allows it.
+      for (int d = 0; d < shape->dim_size(); ++d)
+        overridden = overridden || (shape->dim(d).has_dim_value() && shape->dim(d).dim_value() != want[static_cast<size_t>(d)]);
       shape->clear_dim();
       for (int64_t d : want) shape->add_dim()->set_dim_value(d);
       given.erase(it);
@@ -114,6 +114,7 @@ void set_input_shapes(const std::string& path, onnx::GraphProto& graph, const st
   }
   if (!given.empty())
     throw Error(ErrorKind::kInvalidArgument, "--input " + given.begin()->first + ": the model has no such input");
+  return overridden;
 }
 
 Attribute attribute_of(const onnx::AttributeProto& a) {
@@ -196,7 +197,11 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
     graph.constants.insert(init.name());
     graph.shapes[init.name()] = std::vector<int64_t>(init.dims().begin(), init.dims().end());
   }
-  set_input_shapes(path, *model.mutable_graph(), graph.constants, inputs);
+  if (set_input_shapes(path, *model.mutable_graph(), graph.constants, inputs)) {
+    // Shapes stored for the old input would contradict the new ones: inference recomputes them.
+    model.mutable_graph()->clear_value_info();
+    for (auto& out : *model.mutable_graph()->mutable_output()) out.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
   try {
     // Strict: a node whose shapes cannot be inferred is an error, not a silently unknown tensor.
     onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1, /*data_prop=*/true);

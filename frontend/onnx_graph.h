@@ -65,12 +65,12 @@ struct InputShape {
 InputShape parse_input_shape(const std::string& text);
 
 // Reads the ONNX model at `path`, sets the given input shapes (they fill symbolic dimensions and
-// must agree with fixed ones), checks the model with ONNX's checker and infers every tensor's
+// override fixed ones), checks the model with ONNX's checker and infers every tensor's
 // shape with ONNX's shape inference. Returns the graph.
 // Throws Error with one line, naming the file:
 //   kNotFound         the file does not exist;  kIo  it cannot be read;
 //   kInvalidArgument  not an ONNX model (not a ModelProto, no graph), the ONNX checker rejects it,
-//                     an --input names no graph input or disagrees with its rank or fixed dims,
+//                     an --input names no graph input or disagrees with its rank,
 //                     a graph input keeps a symbolic dimension (the message says which --input
 //                     to give), shape inference fails;
 //   kUnsupported      an opset newer than this ONNX library reads, or an operator no ONNX schema

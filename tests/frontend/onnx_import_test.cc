@@ -152,9 +152,13 @@ TEST(OnnxImport, SymbolicBatchNeedsInput) {
   EXPECT_EQ(load_error(model("resnet18_dynamic.onnx"), {parse_input_shape("input=2x3x224")}, &message),
             ErrorKind::kInvalidArgument);
   EXPECT_NE(message.find("rank 4"), std::string::npos) << message;
-  EXPECT_EQ(load_error(model("resnet18.onnx"), {parse_input_shape("input=1x3x100x100")}, &message),
-            ErrorKind::kInvalidArgument);
-  EXPECT_NE(message.find("fixes this input to 1x3x224x224"), std::string::npos) << message;
+  // A fixed shape is overridden: a batch of 3 of 112x112 images through the same layers.
+  const ModelTasks small = extract_tasks(load_onnx(model("resnet18.onnx"), {parse_input_shape("input=3x3x112x112")}), avx512());
+  ASSERT_EQ(small.tasks.size(), 18u);
+  EXPECT_EQ(small.tasks[2].key(),
+            "conv2d_nchwc(N=3,C=64,H=28,W=28,K=64,R=3,S=3,stride=1,pad=1,dilation=1,ic_block=16,oc_block=16,"
+            "dtype=float32,epilogue=bias_relu)");
+  EXPECT_EQ(small.tasks[17].key(), "matmul(M=3,N=1000,K=512,layout=nt,dtype=float32,epilogue=bias)");
   EXPECT_EQ(load_error(model("resnet18.onnx"), {parse_input_shape("image=1x3x224x224")}, &message),
             ErrorKind::kInvalidArgument);
   EXPECT_NE(message.find("no such input"), std::string::npos) << message;

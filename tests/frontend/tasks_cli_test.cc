@@ -53,6 +53,7 @@ TEST(TasksCli, BadInputIsOneLine) {
       {quote(model("resnet18_dynamic.onnx")), "give it with --input input="},
       {quote(model("resnet18.onnx")) + " --input input=1x3", "rank 4"},
       {quote(model("resnet18.onnx")) + " --input bogus", "expected name=DIMS"},
+      {quote(model("resnet18.onnx")) + " --input input=1x4x224x224", "the input has 4 channels, its weights take 3"},
       {quote(model("nothing_here.onnx")), "no such file"},
   };
   for (const auto& [args, message] : cases) {
