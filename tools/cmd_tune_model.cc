@@ -1,9 +1,10 @@
-// `ktune tune-model model.onnx [--trials N] [--db PATH] [--input name=DIMS]`: tune every task of a model under one budget (ModelTuning), with a live table and the estimated model latency against the untuned fallbacks.
+// `ktune tune-model model.onnx [--trials N] [--db PATH] [--input name=DIMS]`: tune every task of a model under one budget (ModelTuning), with a live table and the estimated model latency against the untuned fallbacks and the libraries.
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "frontend/onnx_graph.h"
 #include "rpc_runner/local_runner.h"
 #include "tools/commands.h"
+#include "tools/library_baseline.h"
 #include "tools/option_checks.h"
 #include "tuner/model_tuning.h"
 #include "tuning_db/database.h"
@@ -34,6 +36,7 @@ struct TuneModelOptions {
   bool no_check = false;
   bool no_transfer = false;
   bool json = false;
+  bool no_libraries = false;
 };
 
 std::string ms(double seconds) {
@@ -43,19 +46,26 @@ std::string ms(double seconds) {
   return buf;
 }
 
-// The per-task table: trials, best and fallback latency, share of the model's estimated time.
-// Returns the number of lines printed (for a redraw).
-int print_table(std::FILE* out, const tuner::ModelTuningReport& r, size_t budget) {
+// Library time per tuned workload key.
+using LibraryTimes = std::map<std::string, LibraryTime>;
+
+// The per-task table: trials, best and fallback latency, share of the model's estimated time (and
+// the libraries' time once measured). Returns the number of lines printed (for a redraw).
+int print_table(std::FILE* out, const tuner::ModelTuningReport& r, size_t budget, const LibraryTimes* libraries = nullptr) {
   int lines = 0;
-  std::fprintf(out, "%3s %5s %6s %10s %11s %6s  %s\n", "#", "count", "trials", "best_ms", "fallback_ms", "share", "task");
+  std::fprintf(out, "%3s %5s %6s %10s %11s %10s %6s  %s\n", "#", "count", "trials", "best_ms", "fallback_ms",
+               "library_ms", "share", "task");
   ++lines;
   for (size_t i = 0; i < r.tasks.size(); ++i) {
     const auto& t = r.tasks[i];
     const double time = static_cast<double>(t.count) * t.best_s;
     const std::string share =
         std::isfinite(time) && std::isfinite(r.tuned_s) ? std::to_string(static_cast<int>(std::lround(100 * time / r.tuned_s))) + "%" : "-";
-    std::fprintf(out, "%3zu %5lld %6zu %10s %11s %6s  %s\n", i + 1, static_cast<long long>(t.count), t.trials,
-                 ms(t.best_s).c_str(), t.fallback_s ? ms(*t.fallback_s).c_str() : "-", share.c_str(), t.tuned_as.c_str());
+    const auto lib = libraries ? libraries->find(t.tuned_as) : LibraryTimes::const_iterator{};
+    const std::string lib_ms = libraries && lib != libraries->end() ? ms(lib->second.seconds) : "-";
+    std::fprintf(out, "%3zu %5lld %6zu %10s %11s %10s %6s  %s\n", i + 1, static_cast<long long>(t.count), t.trials,
+                 ms(t.best_s).c_str(), t.fallback_s ? ms(*t.fallback_s).c_str() : "-", lib_ms.c_str(), share.c_str(),
+                 t.tuned_as.c_str());
     ++lines;
   }
   std::fprintf(out, "trials %zu/%zu  model %s ms (estimated)  fallbacks %s ms\n", r.trials, budget, ms(r.tuned_s).c_str(),
@@ -99,12 +109,39 @@ void run_tune_model(TuneModelOptions o) {
       drawn = print_table(stderr, r, budget);
     } else {
       const auto& step = r.steps.back();
-      std::fprintf(stderr, "trials %zu/%zu task %zu best_ms %s model_ms %s\n", step.total, budget, step.task + 1,
-                   ms(r.tasks[step.task].best_s).c_str(), ms(r.tuned_s).c_str());
+      std::fprintf(stderr, "trials %zu/%zu best_ms %s model_ms %s tuned %s\n", step.total, budget,
+                   ms(r.workload_best_s[step.task]).c_str(), ms(r.tuned_s).c_str(), r.workloads[step.task].c_str());
     }
   });
 
+  // The libraries on the same operators, in this process, with the kernels' thread count.
+  LibraryTimes libraries;
+  double library_s = 0, tuned_same_s = 0;
+  if (!o.no_libraries) {
+    for (const auto& t : report.tasks) {
+      if (!libraries.count(t.tuned_as))
+        for (const auto& mt : tasks.tasks)
+          if (mt.tunable && mt.tunable->workload_key() == t.tuned_as) {
+            if (auto lib = library_latency(*mt.tunable, traits.cores)) libraries[t.tuned_as] = *lib;
+            break;
+          }
+      if (auto lib = libraries.find(t.tuned_as); lib != libraries.end() && std::isfinite(t.best_s)) {
+        library_s += static_cast<double>(t.count) * lib->second.seconds;
+        tuned_same_s += static_cast<double>(t.count) * t.best_s;
+      }
+    }
+  }
+
   nlohmann::json j = tuner::to_json(report);
+  if (!o.no_libraries) {
+    for (size_t i = 0; i < report.tasks.size(); ++i)
+      if (auto lib = libraries.find(report.tasks[i].tuned_as); lib != libraries.end()) {
+        j["tasks"][i]["library"] = lib->second.library;
+        j["tasks"][i]["library_s"] = lib->second.seconds;
+      }
+    j["library_s"] = library_s;
+    j["tuned_s_where_library"] = tuned_same_s;
+  }
   j["model"] = tasks.model;
   j["log"] = o.db;
   j["untuned"] = nlohmann::json::array();
@@ -118,12 +155,15 @@ void run_tune_model(TuneModelOptions o) {
   }
   if (terminal && drawn > 0) std::fprintf(stderr, "\033[%dA\033[J", drawn);
   std::fflush(stderr);
-  print_table(stdout, report, budget);
+  print_table(stdout, report, budget, o.no_libraries ? nullptr : &libraries);
   std::printf("\nmodel %s: estimated latency %s ms (sum of count x best over %zu tasks)\n", tasks.model.c_str(),
               ms(report.tuned_s).c_str(), report.tasks.size());
   if (report.fallback_s > 0 && std::isfinite(report.tuned_s))
     std::printf("untuned fallbacks:  %s ms  -> %.2fx faster\n", ms(report.fallback_s).c_str(),
                 report.fallback_s / report.tuned_s);
+  if (library_s > 0)
+    std::printf("libraries:          %s ms for the same operators (tuned: %s ms) -> tuned/library %.2f\n",
+                ms(library_s).c_str(), ms(tuned_same_s).c_str(), tuned_same_s / library_s);
   for (const auto& u : j["untuned"])
     std::printf("not in the estimate: %s x%lld (%s)\n", u["task"].get<std::string>().c_str(),
                 static_cast<long long>(u["count"].get<int64_t>()), u["reason"].get<std::string>().c_str());
@@ -160,6 +200,7 @@ void add_tune_model(CLI::App& app) {
       ->check(finite_in(0.001, 86400));
   cmd->add_option("--device-key", o->tuning.session.device_key, "Stored in every record");
   cmd->add_flag("--no-check", o->no_check, "Do not compare outputs with the reference");
+  cmd->add_flag("--no-libraries", o->no_libraries, "Do not time oneDNN / OpenBLAS on the same operators");
   cmd->add_flag("--json", o->json, "Print the result as JSON (no live table)");
   cmd->callback([o] { run_tune_model(*o); });
 }

@@ -94,7 +94,11 @@ ModelTuningReport ModelTuning::report() const {
   ModelTuningReport r;
   r.not_tuned = not_tuned_;
   r.steps = steps_;
-  for (const auto& tuner : tuners_) r.trials += tuner->trials();
+  for (const auto& tuner : tuners_) {
+    r.trials += tuner->trials();
+    r.workloads.push_back(tuner->task().workload_key());
+    r.workload_best_s.push_back(tuner->best_latency());
+  }
   for (size_t i = 0; i < tunable_.size(); ++i) {
     const frontend::ModelTask& t = *tunable_[i];
     const SessionTuner& tuner = *tuners_[tuner_of_[i]];

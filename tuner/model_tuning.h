@@ -43,6 +43,9 @@ struct ModelTuningReport {
   double fallback_s = 0;               // sum of count x fallback latency (tasks whose fallback ran)
   size_t not_tuned = 0;                // tasks no template takes today (not in either sum)
   std::vector<SchedulerStep> steps;
+  // The scheduler's tasks (SchedulerStep::task indexes this): one per distinct tuned workload.
+  std::vector<std::string> workloads;
+  std::vector<double> workload_best_s;
 };
 
 // One thread. The tasks, db and measurer must outlive it.

@@ -48,17 +48,24 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
     sum += t["count"].get<double>() * t["best_s"].get<double>();
     fallback += t["count"].get<double>() * t["fallback_s"].get<double>();
     EXPECT_GE(t["fallback_s"].get<double>(), t["best_s"].get<double>() * 0.5) << t.dump();
+    // oneDNN (convs, pools) and OpenBLAS (the Gemm) on the same operators, timed by ktune itself.
+    ASSERT_TRUE(t.contains("library_s")) << t.dump();
+    EXPECT_GT(t["library_s"].get<double>(), 0) << t.dump();
+    EXPECT_EQ(t["library"].get<std::string>().rfind(t["tuned_as"].get<std::string>().rfind("matmul", 0) == 0 ? "OpenBLAS" : "oneDNN", 0), 0u)
+        << t.dump();
   }
+  EXPECT_GT(j["library_s"].get<double>(), 0);
   EXPECT_NEAR(j["tuned_s"].get<double>(), sum, 1e-12 + 1e-9 * sum);
   EXPECT_NEAR(j["fallback_s"].get<double>(), fallback, 1e-12 + 1e-9 * fallback);
   EXPECT_EQ(j["untuned"][0]["task"], "Flatten");
   EXPECT_EQ(records_in(db), 24);
 
   // Resume: the next run measures 8 new configs and knows the first run's bests.
-  const auto second = ktune(cmd + " --trials 8");
+  const auto second = ktune(cmd + " --trials 8 --no-libraries");
   ASSERT_EQ(second.status, 0) << second.out;
   const auto k = nlohmann::json::parse(second.out);
   EXPECT_EQ(k["trials"], 8);
+  EXPECT_FALSE(k.contains("library_s"));
   for (const auto& t : k["tasks"]) EXPECT_LE(t["best_s"].get<double>(), best[t["key"]]) << t.dump();
   EXPECT_EQ(records_in(db), 32);
   fs::remove(db);
