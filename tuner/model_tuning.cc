@@ -30,14 +30,13 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   size_t tune(size_t n) override {
     SessionOptions o = options_;
     o.trials = n;
-    o.measure_fallback = first_;
+    o.measure_fallback = false;  // measured for all tasks at once before the scheduler runs
     o.transfer = first_ && options_.transfer;  // training on the template's history once is enough
     o.run_id = run_id_;
     TuningSession session(task_, db_, measurer_, target_, o);
     const SessionReport report = session.run();
     first_ = false;
     run_id_ = report.run_id;
-    if (report.fallback && report.fallback->ok()) fallback_ = report.fallback->mean_cost();
     if (report.result.best_config) best_ = std::min(best_, report.result.best_result.mean_cost());
     trials_ += report.result.n_measured;
     return report.result.n_measured;
@@ -45,6 +44,9 @@ class ModelTuning::SessionTuner final : public TaskTuner {
 
   double best_latency() const override { return best_; }
   std::optional<double> fallback() const { return fallback_; }
+  void set_fallback(const MeasureResult& r) {
+    if (r.ok()) fallback_ = r.mean_cost();
+  }
   size_t trials() const { return trials_; }
   const schedule_space::Task& task() const { return task_; }
 
@@ -63,7 +65,7 @@ class ModelTuning::SessionTuner final : public TaskTuner {
 
 ModelTuning::ModelTuning(const frontend::ModelTasks& tasks, tuning_db::Database& db, Measurer& measurer,
                          tuning_db::TargetKey target, ModelTuningOptions options)
-    : tasks_(tasks), options_(std::move(options)) {
+    : tasks_(tasks), measurer_(measurer), options_(std::move(options)) {
   options_.session.batch_size = options_.scheduler.batch_size;
   options_.session.trials = options_.scheduler.batch_size;
   validate(options_.session);
@@ -112,6 +114,13 @@ ModelTuningReport ModelTuning::report() const {
 }
 
 ModelTuningReport ModelTuning::run(const std::function<void(const ModelTuningReport&)>& on_step) {
+  // Every task's untuned fallback in one batch (the measurer builds them in parallel), in this
+  // run, so the model's fallback latency covers the same tasks as its tuned estimate.
+  std::vector<MeasureInput> fallbacks;
+  for (const auto& tuner : tuners_) fallbacks.push_back({&tuner->task(), tuner->task().fallback_config()});
+  const std::vector<MeasureResult> results = measurer_.measure(fallbacks);
+  for (size_t k = 0; k < tuners_.size() && k < results.size(); ++k) tuners_[k]->set_fallback(results[k]);
+
   std::vector<ScheduledTask> scheduled;
   for (size_t k = 0; k < tuners_.size(); ++k) {
     const schedule_space::Task& task = tuners_[k]->task();

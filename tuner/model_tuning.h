@@ -20,7 +20,8 @@ namespace ktune::tuner {
 
 struct ModelTuningOptions {
   // Per allocation: tuner, seed, batch size (= scheduler.batch_size), device key, transfer
-  // (used in a task's first allocation only). `trials` and `measure_fallback` are set per call.
+  // (used in a task's first allocation only). `trials` and `measure_fallback` are set per call
+  // (the fallbacks are measured once, all together, when the run starts).
   SessionOptions session;
   TaskSchedulerOptions scheduler;  // trials = the whole budget; strategy
 };
@@ -33,7 +34,7 @@ struct TaskProgress {
   double flop = 0;
   size_t trials = 0;         // new trials in this run (of its tuned workload, shared by tasks tuned as the same one)
   double best_s = 0;         // best latency (resumed records included); +inf when none
-  std::optional<double> fallback_s;  // the untuned fallback config, measured in this run
+  std::optional<double> fallback_s;  // the untuned fallback config, measured at the start of this run
 };
 
 struct ModelTuningReport {
@@ -67,6 +68,7 @@ class ModelTuning {
   ModelTuningReport report() const;
 
   const frontend::ModelTasks& tasks_;
+  Measurer& measurer_;
   ModelTuningOptions options_;
   std::vector<std::unique_ptr<SessionTuner>> tuners_;
   std::vector<const frontend::ModelTask*> tunable_;

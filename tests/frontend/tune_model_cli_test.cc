@@ -66,7 +66,10 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   const auto k = nlohmann::json::parse(second.out);
   EXPECT_EQ(k["trials"], 8);
   EXPECT_FALSE(k.contains("library_s"));
-  for (const auto& t : k["tasks"]) EXPECT_LE(t["best_s"].get<double>(), best[t["key"]]) << t.dump();
+  for (const auto& t : k["tasks"]) {
+    EXPECT_LE(t["best_s"].get<double>(), best[t["key"]]) << t.dump();
+    EXPECT_TRUE(t["fallback_s"].is_number()) << t.dump();  // measured for every task, allocated or not
+  }
   EXPECT_EQ(records_in(db), 32);
   fs::remove(db);
 }
