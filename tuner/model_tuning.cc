@@ -44,8 +44,11 @@ class ModelTuning::SessionTuner final : public TaskTuner {
 
   double best_latency() const override { return best_; }
   std::optional<double> fallback() const { return fallback_; }
+  // The fallback is a measured config too: a task no allocation reached yet runs it.
   void set_fallback(const MeasureResult& r) {
-    if (r.ok()) fallback_ = r.mean_cost();
+    if (!r.ok()) return;
+    fallback_ = r.mean_cost();
+    best_ = std::min(best_, *fallback_);
   }
   size_t trials() const { return trials_; }
   const schedule_space::Task& task() const { return task_; }

@@ -33,7 +33,7 @@ struct TaskProgress {
   int64_t count = 0;
   double flop = 0;
   size_t trials = 0;         // new trials in this run (of its tuned workload, shared by tasks tuned as the same one)
-  double best_s = 0;         // best latency (resumed records included); +inf when none
+  double best_s = 0;         // best latency (resumed records and the fallback included); +inf when none
   std::optional<double> fallback_s;  // the untuned fallback config, measured at the start of this run
 };
 
