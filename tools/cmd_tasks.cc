@@ -69,7 +69,7 @@ void add_tasks(CLI::App& app) {
   auto o = std::make_shared<TasksOptions>();
   auto* cmd = app.add_subcommand("tasks", "List the tuning tasks of an ONNX model (shapes inferred, epilogues fused)");
   cmd->add_option("model", o->model, "ONNX model file")->required();
-  cmd->add_option("--input", o->inputs, "Shape of a graph input, name=1x3x224x224 (fills symbolic dimensions)");
+  cmd->add_option("--input", o->inputs, "Shape of a graph input, name=1x3x224x224 (fills symbolic dimensions, overrides fixed ones)");
   cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...'")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] { run_tasks(*o); });

@@ -177,7 +177,7 @@ void add_tune_model(CLI::App& app) {
   o->tuning.session.tuner = "xgb";
   auto* cmd = app.add_subcommand("tune-model", "Tune every task of an ONNX model under one trial budget");
   cmd->add_option("model", o->model, "ONNX model file")->required();
-  cmd->add_option("--input", o->inputs, "Shape of a graph input, name=1x3x224x224 (fills symbolic dimensions)");
+  cmd->add_option("--input", o->inputs, "Shape of a graph input, name=1x3x224x224 (fills symbolic dimensions, overrides fixed ones)");
   cmd->add_option("--target", o->target, "Target: host")->capture_default_str();
   cmd->add_option("--db", o->db, "Tuning log (SQLite); what it holds is resumed, not measured again")
       ->capture_default_str();

@@ -19,23 +19,21 @@ namespace {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-// Best of 5 timings of the mean run time, each timing at least 20 ms (after one warm-up run).
+// The fastest single run of up to 200 (at least 10; stops after 0.3 s), after 3 warm-up runs.
+// The minimum over single runs, not a mean over a batch: on a loaded machine a multi-threaded
+// library call that loses a thread to the scheduler waits a whole time slice, and a batch mean
+// would keep that wait.
 double time_best(const std::function<void()>& run) {
   using clock = std::chrono::steady_clock;
-  run();
-  int number = 1;
-  for (;;) {
-    const auto start = clock::now();
-    for (int i = 0; i < number; ++i) run();
-    const double s = std::chrono::duration<double>(clock::now() - start).count();
-    if (s >= 0.02 || number >= (1 << 20)) break;
-    number *= 2;
-  }
+  for (int i = 0; i < 3; ++i) run();
   double best = 1e30;
-  for (int rep = 0; rep < 5; ++rep) {
+  const auto begin = clock::now();
+  for (int i = 0; i < 200; ++i) {
     const auto start = clock::now();
-    for (int i = 0; i < number; ++i) run();
-    best = std::min(best, std::chrono::duration<double>(clock::now() - start).count() / number);
+    run();
+    const auto end = clock::now();
+    best = std::min(best, std::chrono::duration<double>(end - start).count());
+    if (i >= 9 && std::chrono::duration<double>(end - begin).count() > 0.3) break;
   }
   return best;
 }

@@ -10,7 +10,7 @@ namespace ktune::tools {
 
 struct LibraryTime {
   std::string library;  // "oneDNN 2.6 (jit:avx512_core)" or "OpenBLAS"
-  double seconds = 0;   // best mean time of one run over a few timings
+  double seconds = 0;   // the fastest of up to 200 single runs
 };
 
 // The library's time for `task`'s operator with `threads` threads (the task's own target cores),
