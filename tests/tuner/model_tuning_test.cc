@@ -98,7 +98,9 @@ TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
   EXPECT_EQ(r2.trials, 8u);
   for (size_t i = 0; i < r2.tasks.size(); ++i) EXPECT_LE(r2.tasks[i].best_s, r.tasks[i].best_s) << r2.tasks[i].key;
   EXPECT_EQ(db.stats().records, 48);
-  std::filesystem::remove(path);
+  db = tuning_db::Database::open(path + ".closed");  // closes the log (and its WAL files)
+  for (const char* suffix : {"", "-wal", "-shm", ".closed", ".closed-wal", ".closed-shm"})
+    std::filesystem::remove(path + suffix);
 }
 
 }  // namespace
