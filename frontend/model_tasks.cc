@@ -36,9 +36,12 @@ bool all_equal(const std::vector<int64_t>& v) {
   return std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == v.front(); });
 }
 
-bool is_layout_op(const std::string& op) {
+// Why an operator without a template is listed: most need a kernel ktune cannot make; some need none.
+std::string reason_without_template(const std::string& op) {
   static const std::set<std::string> kLayout = {"Flatten", "Reshape", "Identity", "Squeeze", "Unsqueeze", "Dropout"};
-  return kLayout.count(op) > 0;
+  if (kLayout.count(op)) return "layout only (no kernel)";
+  if (op == "Constant") return "constant (no kernel)";
+  return "no template";
 }
 
 class Extractor {
@@ -71,7 +74,7 @@ class Extractor {
       const Node& node = g_.nodes[i];
       std::variant<Candidate, NotMapped, std::monostate> mapped = map_anchor(i);
       if (std::holds_alternative<std::monostate>(mapped)) {
-        add_unsupported(node, is_layout_op(node.op) ? "layout only (no kernel)" : "no template");
+        add_unsupported(node, reason_without_template(node.op));
         continue;
       }
       if (auto* nm = std::get_if<NotMapped>(&mapped)) {

@@ -230,6 +230,8 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
     node.inputs.assign(n.input().begin(), n.input().end());
     node.outputs.assign(n.output().begin(), n.output().end());
     for (const auto& a : n.attribute()) node.attrs[a.name()] = attribute_of(a);
+    // Weights may come from Constant nodes instead of initializers (some exporters do that).
+    if (node.op == "Constant" && node.domain.empty()) graph.constants.insert(node.outputs.begin(), node.outputs.end());
     graph.nodes.push_back(std::move(node));
     ++index;
   }

@@ -45,7 +45,7 @@ struct Graph {
   std::vector<Node> nodes;                 // in the model's (topological) order
   std::vector<std::string> inputs;         // graph inputs that are not initializers
   std::vector<std::string> outputs;
-  std::set<std::string> constants;         // initializers (weights)
+  std::set<std::string> constants;         // initializers and Constant nodes' outputs (weights)
   // The shape of each tensor shape inference could resolve; a dimension it could not resolve
   // is -1. Tensors without any shape information are absent.
   std::map<std::string, std::vector<int64_t>> shapes;

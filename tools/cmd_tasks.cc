@@ -46,7 +46,7 @@ void print_table(const frontend::ModelTasks& m) {
       std::printf("%40s  tuned as %s\n", "", t.tunable->workload_key().c_str());
   }
   if (!m.unsupported.empty()) {
-    std::printf("\nnot tuned (no ktune template):\n");
+    std::printf("\noperators no task covers (count, reason):\n");
     for (const auto& u : m.unsupported)
       std::printf("  %-20s x%-4lld %s\n", u.op.c_str(), static_cast<long long>(u.count), u.reason.c_str());
   }

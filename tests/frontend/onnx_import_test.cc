@@ -198,7 +198,7 @@ TEST(OnnxImport, GroupedConvGemmMatMulAndStatedReasons) {
   // Conv 32 -> 64, group 4: four independent convs of 8 -> 16 channels.
   EXPECT_EQ(m.tasks[0].key(),
             "conv2d_nchwc(N=1,C=8,H=16,W=16,K=16,R=3,S=3,stride=1,pad=1,dilation=1,ic_block=16,oc_block=16,"
-            "dtype=float32,epilogue=relu)");
+            "dtype=float32,epilogue=bias_relu)");  // the BN (scale from a Constant node) folded
   EXPECT_EQ(m.tasks[0].count, 4);
   EXPECT_DOUBLE_EQ(m.tasks[0].flop, 2.0 * 16 * 16 * 16 * 8 * 9);
   EXPECT_EQ(m.tasks[1].key(), "avg_pool2d(N=1,C=64,H=16,W=16,R=16,S=16,stride=1,pad=0,dtype=float32)");
@@ -207,12 +207,14 @@ TEST(OnnxImport, GroupedConvGemmMatMulAndStatedReasons) {
   EXPECT_EQ(m.tasks[2].epilogue, "");
   EXPECT_DOUBLE_EQ(m.tasks[2].flop, 2.0 * 32 * 64);
   EXPECT_EQ(m.tasks[3].key(), "matmul(M=1,N=16,K=32,layout=nn,dtype=float32)");
-  ASSERT_EQ(m.unsupported.size(), 3u);
-  EXPECT_EQ(m.unsupported[0].op, "AveragePool");
-  EXPECT_EQ(m.unsupported[0].reason, "average excluding padding (count_include_pad=0)");
-  EXPECT_EQ(m.unsupported[1].op, "Conv");
-  EXPECT_EQ(m.unsupported[1].reason, "asymmetric padding");
-  EXPECT_EQ(m.unsupported[2].op, "Flatten");
+  ASSERT_EQ(m.unsupported.size(), 4u);
+  EXPECT_EQ(m.unsupported[0].op, "Constant");
+  EXPECT_EQ(m.unsupported[0].reason, "constant (no kernel)");
+  EXPECT_EQ(m.unsupported[1].op, "AveragePool");
+  EXPECT_EQ(m.unsupported[1].reason, "average excluding padding (count_include_pad=0)");
+  EXPECT_EQ(m.unsupported[2].op, "Conv");
+  EXPECT_EQ(m.unsupported[2].reason, "asymmetric padding");
+  EXPECT_EQ(m.unsupported[3].op, "Flatten");
 }
 
 TEST(OnnxImport, BadFilesAreOneTypedError) {
