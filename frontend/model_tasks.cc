@@ -310,15 +310,15 @@ class Extractor {
     return c;
   }
 
-  // The listed form: the template's declared arguments with defaults filled, plus the epilogue.
+  // The listed form: the arguments the model determines (shape, float32, the epilogue). The
+  // template's other arguments (e.g. conv2d_nchwc's blocking) keep their defaults, which are the
+  // template's to choose: the tuned workload's key (tunable) shows them.
   ModelTask make_task(const Candidate& c) const {
     ModelTask t;
     t.template_name = c.template_name;
     t.args = c.args;
+    t.args["dtype"] = "float32";  // ONNX float tensors; the test models and the templates' default
     t.epilogue = c.epilogue;
-    if (auto registry = &schedule_space::TemplateRegistry::global(); registry->contains(c.template_name))
-      for (const auto& spec : registry->get(c.template_name)->args)
-        if (!t.args.count(spec.name) && !spec.default_value.empty()) t.args[spec.name] = spec.default_value;
     if (!c.epilogue.empty()) t.args["epilogue"] = c.epilogue;
     t.flop = c.flop;
     t.note = c.note;
@@ -339,14 +339,16 @@ class Extractor {
     };
     Args bare = t.args;
     bare.erase("epilogue");
-    Args with_epilogue = c.args;
+    Args plain = c.args;
+    plain["dtype"] = "float32";
+    Args with_epilogue = plain;
     with_epilogue["epilogue"] = c.epilogue;
     if ((t.tunable = attempt(t.template_name, t.args))) {
       t.status = TaskStatus::kOk;
     } else if (!c.epilogue.empty() && (t.tunable = attempt(t.template_name, bare))) {
       t.status = TaskStatus::kEpilogueUnfused;
     } else if (!c.substitute.empty() && ((!c.epilogue.empty() && (t.tunable = attempt(c.substitute, with_epilogue))) ||
-                                         (t.tunable = attempt(c.substitute, c.args)))) {
+                                         (t.tunable = attempt(c.substitute, plain)))) {
       t.status = TaskStatus::kSubstitute;
     } else {
       t.status = TaskStatus::kRefused;
@@ -374,18 +376,25 @@ std::string to_string(TaskStatus status) {
 }
 
 std::string ModelTask::key() const {
-  // Declared order when the template is known (like WorkloadArgs::key), extra arguments after.
+  // The shape in the template's declared order (like WorkloadArgs::key), then any other
+  // argument, then dtype and epilogue last: the same key whatever order a template declares them in.
   std::string text = template_name + "(";
-  std::set<std::string> done;
-  auto add = [&](const std::string& k, const std::string& v) {
-    text += (done.empty() ? "" : ",") + k + "=" + v;
+  std::set<std::string> done = {"dtype", "epilogue"};
+  bool first = true;
+  auto add = [&](const std::string& k) {
+    auto it = args.find(k);
+    if (it == args.end()) return;
+    text += (first ? "" : ",") + k + "=" + it->second;
+    first = false;
     done.insert(k);
   };
   if (schedule_space::TemplateRegistry::global().contains(template_name))
     for (const auto& spec : schedule_space::TemplateRegistry::global().get(template_name)->args)
-      if (auto it = args.find(spec.name); it != args.end()) add(it->first, it->second);
+      if (!done.count(spec.name)) add(spec.name);
   for (const auto& [k, v] : args)
-    if (!done.count(k)) add(k, v);
+    if (!done.count(k)) add(k);
+  add("dtype");
+  add("epilogue");
   return text + ")";
 }
 

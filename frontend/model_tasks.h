@@ -27,7 +27,7 @@ std::string to_string(TaskStatus status);
 // One distinct workload of the model.
 struct ModelTask {
   std::string template_name;                 // what it should use: conv2d_nchwc, depthwise_conv2d, ...
-  std::map<std::string, std::string> args;   // with "epilogue" when one is fused (canonical values)
+  std::map<std::string, std::string> args;   // what the model fixes: shape, dtype, "epilogue" when one is fused
   std::string epilogue;                      // "" or steps joined by '_': bias, relu, add (residual), e.g. bias_add_relu
   int64_t count = 0;                         // occurrences in the model
   double flop = 0;                           // of one occurrence (the operator; the epilogue is not counted)

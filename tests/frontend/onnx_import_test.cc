@@ -42,7 +42,7 @@ std::map<std::string, std::string> conv_args(const ConvRow& r, int64_t n) {
       {"N", std::to_string(n)}, {"C", std::to_string(r.c)}, {"H", std::to_string(r.h)}, {"W", std::to_string(r.h)},
       {"K", std::to_string(r.k)}, {"R", std::to_string(r.r)}, {"S", std::to_string(r.r)},
       {"stride", std::to_string(r.stride)}, {"pad", std::to_string(r.pad)}, {"dilation", "1"},
-      {"ic_block", "16"}, {"oc_block", "16"}, {"dtype", "float32"}};
+      {"dtype", "float32"}};
   if (!r.epilogue.empty()) a["epilogue"] = r.epilogue;
   return a;
 }
@@ -156,7 +156,7 @@ TEST(OnnxImport, SymbolicBatchNeedsInput) {
   const ModelTasks small = extract_tasks(load_onnx(model("resnet18.onnx"), {parse_input_shape("input=3x3x112x112")}), avx512());
   ASSERT_EQ(small.tasks.size(), 18u);
   EXPECT_EQ(small.tasks[2].key(),
-            "conv2d_nchwc(N=3,C=64,H=28,W=28,K=64,R=3,S=3,stride=1,pad=1,dilation=1,ic_block=16,oc_block=16,"
+            "conv2d_nchwc(N=3,C=64,H=28,W=28,K=64,R=3,S=3,stride=1,pad=1,dilation=1,"
             "dtype=float32,epilogue=bias_relu)");
   EXPECT_EQ(small.tasks[17].key(), "matmul(M=3,N=1000,K=512,layout=nt,dtype=float32,epilogue=bias)");
   EXPECT_EQ(load_error(model("resnet18.onnx"), {parse_input_shape("image=1x3x224x224")}, &message),
@@ -183,7 +183,7 @@ TEST(OnnxImport, MobileNetV2DepthwiseTasks) {
   // stem + 3 depthwise + 5 pointwise (the last one takes the block's residual add), all distinct.
   ASSERT_EQ(m.tasks.size(), 9u);
   EXPECT_EQ(m.tasks.back().key(),
-            "conv2d_nchwc(N=1,C=144,H=56,W=56,K=24,R=1,S=1,stride=1,pad=0,dilation=1,ic_block=16,oc_block=16,"
+            "conv2d_nchwc(N=1,C=144,H=56,W=56,K=24,R=1,S=1,stride=1,pad=0,dilation=1,"
             "dtype=float32,epilogue=bias_add)");
   // ReLU6 (Clip) has no template: listed with its count, not dropped.
   ASSERT_EQ(m.unsupported.size(), 1u);
@@ -197,7 +197,7 @@ TEST(OnnxImport, GroupedConvGemmMatMulAndStatedReasons) {
   ASSERT_EQ(m.tasks.size(), 4u);
   // Conv 32 -> 64, group 4: four independent convs of 8 -> 16 channels.
   EXPECT_EQ(m.tasks[0].key(),
-            "conv2d_nchwc(N=1,C=8,H=16,W=16,K=16,R=3,S=3,stride=1,pad=1,dilation=1,ic_block=16,oc_block=16,"
+            "conv2d_nchwc(N=1,C=8,H=16,W=16,K=16,R=3,S=3,stride=1,pad=1,dilation=1,"
             "dtype=float32,epilogue=bias_relu)");  // the BN (scale from a Constant node) folded
   EXPECT_EQ(m.tasks[0].count, 4);
   EXPECT_DOUBLE_EQ(m.tasks[0].flop, 2.0 * 16 * 16 * 16 * 8 * 9);

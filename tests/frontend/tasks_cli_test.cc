@@ -25,7 +25,7 @@ TEST(TasksCli, ResNet18TableAndJson) {
   for (const auto& t : j["tasks"]) layers += t["count"].get<int64_t>();
   EXPECT_EQ(layers, 23);  // 20 convs, 2 pools, 1 Gemm
   EXPECT_EQ(j["tasks"][2]["key"],
-            "conv2d_nchwc(N=1,C=64,H=56,W=56,K=64,R=3,S=3,stride=1,pad=1,dilation=1,ic_block=16,oc_block=16,"
+            "conv2d_nchwc(N=1,C=64,H=56,W=56,K=64,R=3,S=3,stride=1,pad=1,dilation=1,"
             "dtype=float32,epilogue=bias_relu)");
   EXPECT_DOUBLE_EQ(j["tasks"][2]["flop"].get<double>(), 231211008.0);
   EXPECT_EQ(j["unsupported"][0]["op"], "Flatten");
