@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,9 +65,13 @@ TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
   ModelTuning tuning(tasks, db, fake, {"test-target", "19"}, options);
   size_t steps = 0;
   const ModelTuningReport r = tuning.run([&](const ModelTuningReport&) { ++steps; });
-  // The two convs differ only by their epilogue, which today's template does not take: one workload.
-  ASSERT_EQ(fake.fallback.size(), 4u);
-  EXPECT_EQ(fake.batches.front(), 4u);  // all fallbacks in the first batch
+  // One tuner per distinct tuned workload: today the two convs differ only by their epilogue,
+  // which conv2d_nchwc does not take yet, so they share one (4 workloads; 5 once it does).
+  std::set<std::string> workloads;
+  for (const auto& t : tasks.tasks)
+    if (t.tunable) workloads.insert(t.tunable->workload_key());
+  ASSERT_EQ(fake.fallback.size(), workloads.size());
+  EXPECT_EQ(fake.batches.front(), workloads.size());  // all fallbacks in the first batch
   EXPECT_EQ(r.trials, 40u);
   EXPECT_EQ(steps, 10u);                // 40 trials / 4 per allocation
   size_t measured = 0;
@@ -75,10 +80,11 @@ TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
     measured += n;
   }
   EXPECT_EQ(measured, 40u);
-  EXPECT_EQ(fake.trials.size(), 4u);
+  EXPECT_EQ(fake.trials.size(), workloads.size());
   ASSERT_EQ(r.tasks.size(), 5u);
-  EXPECT_EQ(r.tasks[0].tuned_as, r.tasks[1].tuned_as);
-  EXPECT_EQ(r.tasks[0].trials, r.tasks[1].trials);
+  for (const auto& a : r.tasks)
+    for (const auto& b : r.tasks)
+      if (a.tuned_as == b.tuned_as) EXPECT_EQ(a.trials, b.trials) << a.key << " / " << b.key;
   double tuned = 0, fallback = 0;
   for (const auto& t : r.tasks) {
     EXPECT_DOUBLE_EQ(t.best_s, std::min(fake.best.at(t.tuned_as), fake.fallback.at(t.tuned_as))) << t.key;
