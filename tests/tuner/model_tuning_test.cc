@@ -84,7 +84,9 @@ TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
   ASSERT_EQ(r.tasks.size(), 5u);
   for (const auto& a : r.tasks)
     for (const auto& b : r.tasks)
-      if (a.tuned_as == b.tuned_as) EXPECT_EQ(a.trials, b.trials) << a.key << " / " << b.key;
+      if (a.tuned_as == b.tuned_as) {
+        EXPECT_EQ(a.trials, b.trials) << a.key << " / " << b.key;
+      }
   double tuned = 0, fallback = 0;
   for (const auto& t : r.tasks) {
     EXPECT_DOUBLE_EQ(t.best_s, std::min(fake.best.at(t.tuned_as), fake.fallback.at(t.tuned_as))) << t.key;
