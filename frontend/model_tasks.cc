@@ -1,0 +1,433 @@
+// Task extraction: pattern-matches a Graph's operators onto ktune's templates, fuses epilogues, merges identical workloads.
+#include "frontend/model_tasks.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <variant>
+
+#include "schedule_space/template_registry.h"
+#include "support/error.h"
+
+namespace ktune::frontend {
+namespace {
+
+using Args = std::map<std::string, std::string>;
+
+// What one anchor node (Conv, Gemm, pooling ...) becomes, before merging.
+struct Candidate {
+  std::string template_name;
+  Args args;                   // without the epilogue
+  std::string substitute;      // a template that computes the same with these args ("" = none)
+  std::string epilogue;
+  double flop = 0;
+  int64_t multiplicity = 1;    // grouped convs: one task per group
+  std::string note;
+};
+
+// An anchor that cannot become a task: the reason goes to the unsupported list.
+struct NotMapped {
+  std::string reason;
+};
+
+std::string i2s(int64_t v) { return std::to_string(v); }
+
+bool all_equal(const std::vector<int64_t>& v) {
+  return std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == v.front(); });
+}
+
+// Why an operator without a template is listed: most need a kernel ktune cannot make; some need none.
+std::string reason_without_template(const std::string& op) {
+  static const std::set<std::string> kLayout = {"Flatten", "Reshape", "Identity", "Squeeze", "Unsqueeze", "Dropout"};
+  if (kLayout.count(op)) return "layout only (no kernel)";
+  if (op == "Constant") return "constant (no kernel)";
+  return "no template";
+}
+
+class Extractor {
+ public:
+  Extractor(const Graph& graph, const schedule_space::TargetTraits& target) : g_(graph), target_(target) {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      for (const auto& in : g_.nodes[i].inputs)
+        if (!in.empty()) consumers_[in].push_back(i);
+      for (const auto& out : g_.nodes[i].outputs) producer_[out] = i;
+    }
+    graph_outputs_.insert(g_.outputs.begin(), g_.outputs.end());
+    fused_.assign(g_.nodes.size(), false);
+  }
+
+  ModelTasks run() {
+    ModelTasks result;
+    result.model = g_.name;
+    std::map<std::string, size_t> task_index;
+    std::map<std::string, size_t> unsupported_index;
+    auto add_unsupported = [&](const Node& node, const std::string& reason) {
+      const std::string key = node.op + "\n" + reason;
+      auto [it, fresh] = unsupported_index.emplace(key, result.unsupported.size());
+      if (fresh) result.unsupported.push_back({node.op, 0, reason, {}});
+      UnsupportedOp& u = result.unsupported[it->second];
+      ++u.count;
+      u.layers.push_back(node.name);
+    };
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (fused_[i]) continue;
+      const Node& node = g_.nodes[i];
+      std::variant<Candidate, NotMapped, std::monostate> mapped = map_anchor(i);
+      if (std::holds_alternative<std::monostate>(mapped)) {
+        add_unsupported(node, reason_without_template(node.op));
+        continue;
+      }
+      if (auto* nm = std::get_if<NotMapped>(&mapped)) {
+        add_unsupported(node, nm->reason);
+        continue;
+      }
+      Candidate c = std::get<Candidate>(mapped);
+      ModelTask t = make_task(c);
+      auto [it, fresh] = task_index.emplace(t.key(), result.tasks.size());
+      if (fresh) {
+        resolve(t, c);
+        result.tasks.push_back(std::move(t));
+      }
+      ModelTask& task = result.tasks[it->second];
+      task.count += c.multiplicity;
+      task.layers.push_back(node.name);
+    }
+    return result;
+  }
+
+ private:
+  // The one node that reads `tensor`, when exactly one does and the tensor is not a graph output
+  // (a tensor someone else reads cannot disappear into a fused kernel).
+  // Nodes another kernel already fused are not offered again.
+  std::optional<size_t> single_consumer(const std::string& tensor) const {
+    auto it = consumers_.find(tensor);
+    if (it == consumers_.end() || it->second.size() != 1 || graph_outputs_.count(tensor)) return std::nullopt;
+    if (fused_[it->second.front()]) return std::nullopt;
+    return it->second.front();
+  }
+
+  // True when `tensor` is computed from node `anchor`'s output (transitively).
+  bool depends_on(const std::string& tensor, size_t anchor) const {
+    std::vector<std::string> stack = {tensor};
+    std::set<size_t> seen;
+    while (!stack.empty()) {
+      const std::string t = stack.back();
+      stack.pop_back();
+      auto p = producer_.find(t);
+      if (p == producer_.end() || !seen.insert(p->second).second) continue;
+      if (p->second == anchor) return true;
+      for (const auto& in : g_.nodes[p->second].inputs) stack.push_back(in);
+    }
+    return false;
+  }
+
+  bool constant(const std::string& tensor) const { return g_.constants.count(tensor) > 0; }
+
+  // Follows the anchor's output through BatchNormalization, a residual Add and Relu, marking
+  // them fused; returns the epilogue steps (bias from the anchor's own bias or the folded BN).
+  std::string fuse_epilogue(size_t anchor, bool has_bias) {
+    std::vector<std::string> steps;
+    if (has_bias) steps.push_back("bias");
+    std::string cur = g_.nodes[anchor].outputs.front();
+    auto next = single_consumer(cur);
+    if (next && g_.nodes[*next].op == "BatchNormalization" && g_.nodes[*next].inputs.front() == cur &&
+        g_.nodes[*next].outputs.size() == 1 &&
+        std::all_of(g_.nodes[*next].inputs.begin() + 1, g_.nodes[*next].inputs.end(),
+                    [&](const std::string& t) { return constant(t); })) {
+      // Inference-mode BN is a per-channel scale (folded into the weights) and shift (a bias).
+      fused_[*next] = true;
+      if (!has_bias) steps.push_back("bias");
+      cur = g_.nodes[*next].outputs.front();
+      next = single_consumer(cur);
+    }
+    if (next && g_.nodes[*next].op == "Add" && g_.nodes[*next].inputs.size() == 2) {
+      const Node& add = g_.nodes[*next];
+      const std::string& other = add.inputs[0] == cur ? add.inputs[1] : add.inputs[0];
+      // A residual: the other operand is computed independently of this kernel (so it is ready
+      // when the kernel runs) and has the output's shape.
+      if (!constant(other) && !depends_on(other, anchor) && g_.shape(other) && g_.shape(other) == g_.shape(cur)) {
+        fused_[*next] = true;
+        steps.push_back("add");
+        cur = add.outputs.front();
+        next = single_consumer(cur);
+      }
+    }
+    if (next && g_.nodes[*next].op == "Relu") {
+      fused_[*next] = true;
+      steps.push_back("relu");
+    }
+    std::string text;
+    for (const auto& s : steps) text += (text.empty() ? "" : "_") + s;
+    return text;
+  }
+
+  std::variant<Candidate, NotMapped, std::monostate> map_anchor(size_t i) {
+    const Node& n = g_.nodes[i];
+    if (!n.domain.empty()) return std::monostate{};
+    if (n.op == "Conv") return map_conv(i);
+    if (n.op == "Gemm" || n.op == "MatMul") return map_gemm(i);
+    if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "GlobalAveragePool" || n.op == "GlobalMaxPool")
+      return map_pool(n);
+    return std::monostate{};
+  }
+
+  std::variant<Candidate, NotMapped, std::monostate> map_conv(size_t i) {
+    const Node& n = g_.nodes[i];
+    const auto x = g_.shape(n.inputs[0]);
+    const auto w = g_.shape(n.inputs[1]);
+    const auto y = g_.shape(n.outputs[0]);
+    if (!x || !w || !y) return NotMapped{"shape not inferred"};
+    if (x->size() != 4) return NotMapped{"only 2-D convolution"};
+    const int64_t group = n.int_or("group", 1);
+    const auto strides = n.ints("strides", {1, 1});
+    const auto dilations = n.ints("dilations", {1, 1});
+    const int64_t R = (*w)[2], S = (*w)[3];
+    std::vector<int64_t> pads = n.ints("pads", {0, 0, 0, 0});
+    const std::string auto_pad = n.text_or("auto_pad", "NOTSET");
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      // The padding that keeps ceil(in / stride) outputs, split over both sides.
+      pads.assign(4, 0);
+      for (int a = 0; a < 2; ++a) {
+        const int64_t in = (*x)[2 + a], k = a == 0 ? R : S, s = strides[a], d = dilations[a];
+        const int64_t total = std::max<int64_t>(((in + s - 1) / s - 1) * s + (k - 1) * d + 1 - in, 0);
+        pads[a] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        pads[a + 2] = total - pads[a];
+      }
+    } else if (auto_pad == "VALID") {
+      pads.assign(4, 0);
+    }
+    if (!all_equal(strides) || !all_equal(dilations)) return NotMapped{"different strides or dilations per axis"};
+    if (!all_equal(pads)) return NotMapped{"asymmetric padding"};
+    const int64_t N = (*x)[0], C = (*x)[1], H = (*x)[2], W = (*x)[3], K = (*w)[0], OH = (*y)[2], OW = (*y)[3];
+    // ONNX's shape inference does not compare a conv's input channels with its weights (a wrong
+    // --input passes it): a model that cannot run is bad input, not a task.
+    if (group < 1 || C != (*w)[1] * group || K % group != 0)
+      throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Conv): the input has " + i2s(C) +
+                                                   " channels, its weights take " + i2s((*w)[1] * group) +
+                                                   " (check --input)");
+    Candidate c;
+    c.args = {{"N", i2s(N)}, {"H", i2s(H)}, {"W", i2s(W)}, {"R", i2s(R)}, {"S", i2s(S)},
+              {"stride", i2s(strides[0])}, {"pad", i2s(pads[0])}, {"dilation", i2s(dilations[0])}};
+    const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+    if (group == 1) {
+      c.template_name = "conv2d_nchwc";
+      c.substitute = "conv2d";
+      c.args["C"] = i2s(C);
+      c.args["K"] = i2s(K);
+      c.flop = 2.0 * N * K * OH * OW * C * R * S;
+    } else if (group == C && K == C) {
+      c.template_name = "depthwise_conv2d";
+      c.args["C"] = i2s(C);
+      c.flop = 2.0 * N * C * OH * OW * R * S;
+    } else {
+      // A grouped conv is `group` independent convs of C/group -> K/group channels.
+      c.template_name = "conv2d_nchwc";
+      c.substitute = "conv2d";
+      c.args["C"] = i2s(C / group);
+      c.args["K"] = i2s(K / group);
+      c.multiplicity = group;
+      c.flop = 2.0 * N * (K / group) * OH * OW * (C / group) * R * S;
+      c.note = "grouped conv: one of " + i2s(group) + " groups";
+    }
+    c.epilogue = fuse_epilogue(i, has_bias);
+    return c;
+  }
+
+  std::variant<Candidate, NotMapped, std::monostate> map_gemm(size_t i) {
+    const Node& n = g_.nodes[i];
+    const auto a = g_.shape(n.inputs[0]);
+    const auto b = g_.shape(n.inputs[1]);
+    if (!a || !b) return NotMapped{"shape not inferred"};
+    Candidate c;
+    bool has_bias = false;
+    if (n.op == "Gemm") {
+      if (n.int_or("transA", 0) != 0) return NotMapped{"transposed A"};
+      const bool nt = n.int_or("transB", 0) != 0;
+      const int64_t M = (*a)[0], K = (*a)[1], N = nt ? (*b)[0] : (*b)[1];
+      if (a->size() != 2 || b->size() != 2 || K != (nt ? (*b)[1] : (*b)[0]))
+        throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Gemm): operand shapes " + shape_text(*a) +
+                                                     " and " + shape_text(*b) + " do not multiply");
+      c.template_name = "matmul";
+      c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", nt ? "nt" : "nn"}};
+      c.flop = 2.0 * M * N * K;
+      has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+    } else {
+      if (a->size() < 2 || b->size() < 2) return NotMapped{"matrix-vector product"};
+      const int64_t K = a->back(), N = b->back(), M = (*a)[a->size() - 2];
+      int64_t batch = 1;
+      for (size_t d = 0; d + 2 < a->size(); ++d) batch *= (*a)[d];
+      if (b->size() == 2) {
+        // A batch of rows times one matrix is one matrix product.
+        c.template_name = "matmul";
+        c.args = {{"M", i2s(batch * M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nn"}};
+      } else {
+        c.template_name = "batch_matmul";
+        c.args = {{"batch", i2s(batch)}, {"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nn"}};
+      }
+      c.flop = 2.0 * batch * M * N * K;
+    }
+    c.epilogue = fuse_epilogue(i, has_bias);
+    // Gemm + bias + Relu with B as [N, K] is exactly what dense_bias_relu computes.
+    if (c.template_name == "matmul" && c.args["layout"] == "nt" && c.epilogue == "bias_relu") {
+      c.template_name = "dense_bias_relu";
+      c.args.erase("layout");
+      c.epilogue.clear();
+      c.note = "bias and relu built into the template";
+    }
+    return c;
+  }
+
+  std::variant<Candidate, NotMapped, std::monostate> map_pool(const Node& n) {
+    const auto x = g_.shape(n.inputs[0]);
+    const auto y = g_.shape(n.outputs[0]);
+    if (!x || !y) return NotMapped{"shape not inferred"};
+    if (x->size() != 4) return NotMapped{"only 2-D pooling"};
+    const bool global = n.op.rfind("Global", 0) == 0;
+    const bool max = n.op.find("Max") != std::string::npos;
+    const int64_t N = (*x)[0], C = (*x)[1], H = (*x)[2], W = (*x)[3], OH = (*y)[2], OW = (*y)[3];
+    std::vector<int64_t> kernel = global ? std::vector<int64_t>{H, W} : n.ints("kernel_shape");
+    std::vector<int64_t> strides = global ? std::vector<int64_t>{1, 1} : n.ints("strides", {1, 1});
+    std::vector<int64_t> pads = global ? std::vector<int64_t>{0, 0, 0, 0} : n.ints("pads", {0, 0, 0, 0});
+    if (kernel.size() != 2) return NotMapped{"only 2-D pooling"};
+    if (n.text_or("auto_pad", "NOTSET") != "NOTSET" && n.text_or("auto_pad", "NOTSET") != "VALID")
+      return NotMapped{"auto_pad SAME"};
+    if (!all_equal(strides) || !all_equal(n.ints("dilations", {1, 1})) || n.ints("dilations", {1, 1})[0] != 1)
+      return NotMapped{"different strides per axis or dilation"};
+    if (!all_equal(pads)) return NotMapped{"asymmetric padding"};
+    if (!max && pads[0] > 0 && n.int_or("count_include_pad", 0) == 0)
+      return NotMapped{"average excluding padding (count_include_pad=0)"};
+    // ceil_mode may add an output row the floor formula of the templates does not have.
+    if (OH != (H + 2 * pads[0] - kernel[0]) / strides[0] + 1 || OW != (W + 2 * pads[0] - kernel[1]) / strides[0] + 1)
+      return NotMapped{"ceil_mode output extent"};
+    Candidate c;
+    c.template_name = max ? "max_pool2d" : "avg_pool2d";
+    c.args = {{"N", i2s(N)},          {"C", i2s(C)},     {"H", i2s(H)},
+              {"W", i2s(W)},          {"R", i2s(kernel[0])}, {"S", i2s(kernel[1])},
+              {"stride", i2s(strides[0])}, {"pad", i2s(pads[0])}};
+    const double window = static_cast<double>(kernel[0] * kernel[1]);
+    c.flop = static_cast<double>(N * C * OH * OW) * (max ? window : window + 1);
+    if (global) c.note = "global pooling";
+    return c;
+  }
+
+  // The listed form: the arguments the model determines (shape, float32, the epilogue). The
+  // template's other arguments (e.g. conv2d_nchwc's blocking) keep their defaults, which are the
+  // template's to choose: the tuned workload's key (tunable) shows them.
+  ModelTask make_task(const Candidate& c) const {
+    ModelTask t;
+    t.template_name = c.template_name;
+    t.args = c.args;
+    t.args["dtype"] = "float32";  // ONNX float tensors; the test models and the templates' default
+    t.epilogue = c.epilogue;
+    if (!c.epilogue.empty()) t.args["epilogue"] = c.epilogue;
+    t.flop = c.flop;
+    t.note = c.note;
+    return t;
+  }
+
+  // Sets status, refused and tunable by asking the templates (Task::create) for the listed form,
+  // then the bare operator, then the substitute template.
+  void resolve(ModelTask& t, const Candidate& c) const {
+    auto attempt = [&](const std::string& name, Args args) -> std::optional<schedule_space::Task> {
+      try {
+        return schedule_space::Task::create(name, args, target_);
+      } catch (const Error& e) {
+        // Every distinct reason: the epilogue argument and the shape may be refused separately.
+        if (t.refused.find(e.what()) == std::string::npos) t.refused += (t.refused.empty() ? "" : "; ") + std::string(e.what());
+        return std::nullopt;
+      }
+    };
+    Args bare = t.args;
+    bare.erase("epilogue");
+    Args plain = c.args;
+    plain["dtype"] = "float32";
+    Args with_epilogue = plain;
+    with_epilogue["epilogue"] = c.epilogue;
+    if ((t.tunable = attempt(t.template_name, t.args))) {
+      t.status = TaskStatus::kOk;
+    } else if (!c.epilogue.empty() && (t.tunable = attempt(t.template_name, bare))) {
+      t.status = TaskStatus::kEpilogueUnfused;
+    } else if (!c.substitute.empty() && ((!c.epilogue.empty() && (t.tunable = attempt(c.substitute, with_epilogue))) ||
+                                         (t.tunable = attempt(c.substitute, plain)))) {
+      t.status = TaskStatus::kSubstitute;
+    } else {
+      t.status = TaskStatus::kRefused;
+    }
+  }
+
+  const Graph& g_;
+  schedule_space::TargetTraits target_;
+  std::map<std::string, std::vector<size_t>> consumers_;
+  std::map<std::string, size_t> producer_;
+  std::set<std::string> graph_outputs_;
+  std::vector<bool> fused_;
+};
+
+}  // namespace
+
+std::string to_string(TaskStatus status) {
+  switch (status) {
+    case TaskStatus::kOk: return "ok";
+    case TaskStatus::kEpilogueUnfused: return "epilogue_unfused";
+    case TaskStatus::kSubstitute: return "substitute";
+    case TaskStatus::kRefused: return "refused";
+  }
+  return "?";
+}
+
+std::string ModelTask::key() const {
+  // The shape in the template's declared order (like WorkloadArgs::key), then any other
+  // argument, then dtype and epilogue last: the same key whatever order a template declares them in.
+  std::string text = template_name + "(";
+  std::set<std::string> done = {"dtype", "epilogue"};
+  bool first = true;
+  auto add = [&](const std::string& k) {
+    auto it = args.find(k);
+    if (it == args.end()) return;
+    text += (first ? "" : ",") + k + "=" + it->second;
+    first = false;
+    done.insert(k);
+  };
+  if (schedule_space::TemplateRegistry::global().contains(template_name))
+    for (const auto& spec : schedule_space::TemplateRegistry::global().get(template_name)->args)
+      if (!done.count(spec.name)) add(spec.name);
+  for (const auto& [k, v] : args)
+    if (!done.count(k)) add(k);
+  add("dtype");
+  add("epilogue");
+  return text + ")";
+}
+
+double ModelTasks::total_flop() const {
+  double sum = 0;
+  for (const auto& t : tasks) sum += static_cast<double>(t.count) * t.flop;
+  return sum;
+}
+
+ModelTasks extract_tasks(const Graph& graph, const schedule_space::TargetTraits& target) {
+  return Extractor(graph, target).run();
+}
+
+nlohmann::json to_json(const ModelTasks& m) {
+  nlohmann::json j;
+  j["model"] = m.model;
+  j["total_gflop"] = m.total_flop() / 1e9;
+  j["tasks"] = nlohmann::json::array();
+  for (const auto& t : m.tasks) {
+    nlohmann::json tj = {{"template", t.template_name}, {"key", t.key()},
+                         {"epilogue", t.epilogue},        {"count", t.count},
+                         {"flop", t.flop},                {"gflop_total", t.flop * static_cast<double>(t.count) / 1e9},
+                         {"layers", t.layers},            {"status", to_string(t.status)}};
+    tj["args"] = t.args;
+    if (!t.note.empty()) tj["note"] = t.note;
+    if (t.status != TaskStatus::kOk) tj["refused"] = t.refused;
+    if (t.tunable) tj["tuned_as"] = t.tunable->workload_key();
+    j["tasks"].push_back(std::move(tj));
+  }
+  j["unsupported"] = nlohmann::json::array();
+  for (const auto& u : m.unsupported)
+    j["unsupported"].push_back({{"op", u.op}, {"count", u.count}, {"reason", u.reason}, {"layers", u.layers}});
+  return j;
+}
+
+}  // namespace ktune::frontend

@@ -1,0 +1,76 @@
+// Defines ModelTasks, the tuning tasks of a model (template, arguments, fused epilogue, count, FLOPs) and the operators without a template, and extract_tasks.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/onnx_graph.h"
+#include "schedule_space/task.h"
+#include "schedule_space/workload.h"
+
+namespace ktune::frontend {
+
+// Whether today's templates accept a task (Task::create), and in which form.
+enum class TaskStatus {
+  kOk,               // the template takes the arguments as listed, epilogue included
+  kEpilogueUnfused,  // the template takes the shape but not the epilogue argument: the bare operator is tuned
+  kSubstitute,       // the template refuses the shape; `substitute` (another template) takes it
+  kRefused,          // no template takes the shape today (`refused` says why)
+};
+std::string to_string(TaskStatus status);
+
+// One distinct workload of the model.
+struct ModelTask {
+  std::string template_name;                 // what it should use: conv2d_nchwc, depthwise_conv2d, ...
+  std::map<std::string, std::string> args;   // what the model fixes: shape, dtype, "epilogue" when one is fused
+  std::string epilogue;                      // "" or steps joined by '_': bias, relu, add (residual), e.g. bias_add_relu
+  int64_t count = 0;                         // occurrences in the model
+  double flop = 0;                           // of one occurrence (the operator; the epilogue is not counted)
+  std::vector<std::string> layers;           // names of the nodes it stands for (first node of each occurrence)
+  std::string note;                          // e.g. "grouped conv: 1 of 32 groups"
+  TaskStatus status = TaskStatus::kRefused;
+  std::string refused;                       // the templates' errors ("; "-joined) when not kOk
+  // The task that can be tuned today (kOk, kEpilogueUnfused, kSubstitute), else nullopt.
+  std::optional<schedule_space::Task> tunable;
+
+  // "conv2d_nchwc(N=1,C=64,...,epilogue=bias_relu)" — the key it should have (args as listed).
+  std::string key() const;
+};
+
+// An operator of the model that no task covers (and that no task fused), with its count.
+struct UnsupportedOp {
+  std::string op;
+  int64_t count = 0;
+  std::string reason;  // "no template", "layout only (no kernel)", "asymmetric padding", ...
+  std::vector<std::string> layers;
+};
+
+struct ModelTasks {
+  std::string model;                 // the graph's name
+  std::vector<ModelTask> tasks;      // in order of first occurrence
+  std::vector<UnsupportedOp> unsupported;
+  // Sum over tasks of count x flop.
+  double total_flop() const;
+};
+
+// Extracts the tuning tasks of `graph` on `target`: Conv (groups = 1: conv2d_nchwc, depthwise:
+// depthwise_conv2d, other groups: conv2d per group), Gemm / MatMul (matmul, or dense_bias_relu
+// for Gemm + bias + Relu), MaxPool / AveragePool / GlobalAveragePool (max_pool2d / avg_pool2d),
+// with BatchNormalization folded into a conv's bias, and a following Add (residual) and Relu
+// fused as the epilogue. Identical workloads are merged with a count. Every other node is an
+// UnsupportedOp: nothing is dropped. Each task is tried with Task::create (typed errors are
+// caught into `refused`). Throws Error(kInvalidArgument) for a model that cannot run although ONNX's
+// checker and shape inference pass it: a Conv whose input channels differ from its weights', a Gemm
+// whose operands do not multiply (e.g. after a wrong --input).
+ModelTasks extract_tasks(const Graph& graph, const schedule_space::TargetTraits& target);
+
+// {"model", "total_gflop", "tasks": [{template, args, epilogue, count, flop, gflop_total, layers,
+// note, status, refused, substitute}], "unsupported": [{op, count, reason, layers}]}.
+nlohmann::json to_json(const ModelTasks& tasks);
+
+}  // namespace ktune::frontend

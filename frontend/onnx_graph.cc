@@ -1,0 +1,241 @@
+// Reads an ONNX model through Debian's libonnx (protobuf types, checker, shape inference) into a Graph.
+#include "frontend/onnx_graph.h"
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "support/error.h"
+#include "support/json_input.h"
+
+namespace ktune::frontend {
+namespace {
+
+// ONNX's messages run over several lines (with the node's text); the first one says it.
+std::string first_line(const std::string& text) {
+  const std::string line = text.substr(0, text.find('\n'));
+  return line.size() > 240 ? line.substr(0, 240) + "..." : line;
+}
+
+onnx::ModelProto read_model(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw Error(ErrorKind::kNotFound, path + ": no such file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kIo, path + ": cannot be read");
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) throw Error(ErrorKind::kIo, path + ": cannot be read");
+  onnx::ModelProto model;
+  // An empty or arbitrary byte string can parse as a ModelProto with nothing set: an ONNX model
+  // always has an IR version and a graph.
+  if (!model.ParseFromString(bytes.str()) || model.ir_version() == 0 || !model.has_graph())
+    throw Error(ErrorKind::kInvalidArgument, path + ": not an ONNX model (not a ModelProto with a graph)");
+  return model;
+}
+
+// Opsets this ONNX library knows, and a schema for every operator: otherwise shape inference
+// would silently leave tensors unknown.
+void check_operator_sets(const std::string& path, const onnx::ModelProto& model) {
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  std::map<std::string, int64_t> versions;
+  for (const auto& opset : model.opset_import()) {
+    const std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
+    versions[domain] = opset.version();
+    auto it = known.find(domain);
+    if (it != known.end() && (opset.version() < it->second.first || opset.version() > it->second.second))
+      throw Error(ErrorKind::kUnsupported,
+                  path + ": opset " + std::to_string(opset.version()) + " of domain '" +
+                      (domain.empty() ? "ai.onnx" : domain) + "' is outside what this ONNX library reads (" +
+                      std::to_string(it->second.first) + ".." + std::to_string(it->second.second) + ")");
+  }
+  for (const auto& node : model.graph().node()) {
+    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    auto version = versions.find(domain);
+    const int max_version = version == versions.end() ? 0 : static_cast<int>(version->second);
+    if (onnx::OpSchemaRegistry::Schema(node.op_type(), max_version, domain) == nullptr)
+      throw Error(ErrorKind::kUnsupported, path + ": operator '" + (domain.empty() ? "" : domain + "::") +
+                                               node.op_type() + "' is in no operator set ktune can read");
+  }
+}
+
+std::vector<int64_t> dims_of(const onnx::TypeProto& type) {
+  std::vector<int64_t> dims;
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return dims;
+  for (const auto& d : type.tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  return dims;
+}
+
+std::string dims_text(const onnx::TypeProto& type) {
+  std::string text;
+  for (const auto& d : type.tensor_type().shape().dim()) {
+    if (!text.empty()) text += "x";
+    text += d.has_dim_value() ? std::to_string(d.dim_value()) : (d.dim_param().empty() ? "?" : d.dim_param());
+  }
+  return text;
+}
+
+// Applies the --input shapes and requires every graph input to be fully known afterwards.
+// Returns true when a fixed dimension was changed (the model's stored shapes are then stale).
+bool set_input_shapes(const std::string& path, onnx::GraphProto& graph, const std::set<std::string>& constants,
+                      const std::vector<InputShape>& inputs) {
+  std::map<std::string, const InputShape*> given;
+  for (const auto& in : inputs) given[in.name] = &in;
+  bool overridden = false;
+  for (auto& value : *graph.mutable_input()) {
+    if (constants.count(value.name())) continue;
+    auto it = given.find(value.name());
+    if (it != given.end()) {
+      auto* shape = value.mutable_type()->mutable_tensor_type()->mutable_shape();
+      const std::vector<int64_t>& want = it->second->dims;
+      if (shape->dim_size() != 0 && shape->dim_size() != static_cast<int>(want.size()))
+        throw Error(ErrorKind::kInvalidArgument, "--input " + value.name() + "=" + shape_text(want) + ": the model's input has rank " +
+                                                     std::to_string(shape->dim_size()) + " (" + dims_text(value.type()) + ")");
+      // Fixed dimensions are overridden too (another batch size, another image size); shape
+      // inference then says whether the graph allows it.
+      for (int d = 0; d < shape->dim_size(); ++d)
+        overridden = overridden || (shape->dim(d).has_dim_value() && shape->dim(d).dim_value() != want[static_cast<size_t>(d)]);
+      shape->clear_dim();
+      for (int64_t d : want) shape->add_dim()->set_dim_value(d);
+      given.erase(it);
+    }
+    const std::vector<int64_t> dims = dims_of(value.type());
+    bool known = value.type().tensor_type().has_shape();
+    for (int64_t d : dims) known = known && d > 0;
+    if (!known)
+      throw Error(ErrorKind::kInvalidArgument,
+                  path + ": input '" + value.name() + "' has a symbolic shape (" + dims_text(value.type()) +
+                      "); give it with --input " + value.name() + "=<dims, e.g. 1x3x224x224>");
+  }
+  if (!given.empty())
+    throw Error(ErrorKind::kInvalidArgument, "--input " + given.begin()->first + ": the model has no such input");
+  return overridden;
+}
+
+Attribute attribute_of(const onnx::AttributeProto& a) {
+  Attribute out;
+  if (a.has_i()) out.ints.push_back(a.i());
+  out.ints.insert(out.ints.end(), a.ints().begin(), a.ints().end());
+  if (a.has_f()) out.floats.push_back(a.f());
+  out.floats.insert(out.floats.end(), a.floats().begin(), a.floats().end());
+  if (a.has_s()) out.text = a.s();
+  return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> Node::ints(const std::string& key, std::vector<int64_t> fallback) const {
+  auto it = attrs.find(key);
+  return it == attrs.end() ? fallback : it->second.ints;
+}
+
+int64_t Node::int_or(const std::string& key, int64_t fallback) const {
+  auto it = attrs.find(key);
+  return it == attrs.end() || it->second.ints.empty() ? fallback : it->second.ints[0];
+}
+
+std::string Node::text_or(const std::string& key, std::string fallback) const {
+  auto it = attrs.find(key);
+  return it == attrs.end() ? fallback : it->second.text;
+}
+
+std::optional<std::vector<int64_t>> Graph::shape(const std::string& tensor) const {
+  auto it = shapes.find(tensor);
+  if (it == shapes.end()) return std::nullopt;
+  for (int64_t d : it->second)
+    if (d < 0) return std::nullopt;
+  return it->second;
+}
+
+std::string shape_text(const std::vector<int64_t>& dims) {
+  std::string text;
+  for (int64_t d : dims) text += (text.empty() ? "" : "x") + (d < 0 ? std::string("?") : std::to_string(d));
+  return text;
+}
+
+InputShape parse_input_shape(const std::string& text) {
+  const auto eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw Error(ErrorKind::kInvalidArgument, "--input " + quote_input(text) + ": expected name=DIMS, e.g. input=1x3x224x224");
+  InputShape shape{text.substr(0, eq), {}};
+  std::string_view dims(text);
+  dims.remove_prefix(eq + 1);
+  while (!dims.empty()) {
+    const auto x = dims.find('x');
+    const std::string_view part = dims.substr(0, x);
+    int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || v < 1 || v > (int64_t{1} << 31))
+      throw Error(ErrorKind::kInvalidArgument,
+                  "--input " + quote_input(text) + ": dimensions are positive integers joined by 'x'");
+    shape.dims.push_back(v);
+    if (x == std::string_view::npos) break;
+    dims.remove_prefix(x + 1);
+    if (dims.empty())
+      throw Error(ErrorKind::kInvalidArgument, "--input " + quote_input(text) + ": dimensions are positive integers joined by 'x'");
+  }
+  return shape;
+}
+
+Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) {
+  onnx::ModelProto model = read_model(path);
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::kInvalidArgument, path + ": invalid ONNX model: " + first_line(e.what()));
+  }
+  check_operator_sets(path, model);
+
+  Graph graph;
+  graph.name = model.graph().name();
+  for (const auto& init : model.graph().initializer()) {
+    graph.constants.insert(init.name());
+    graph.shapes[init.name()] = std::vector<int64_t>(init.dims().begin(), init.dims().end());
+  }
+  if (set_input_shapes(path, *model.mutable_graph(), graph.constants, inputs)) {
+    // Shapes stored for the old input would contradict the new ones: inference recomputes them.
+    model.mutable_graph()->clear_value_info();
+    for (auto& out : *model.mutable_graph()->mutable_output()) out.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+  try {
+    // Strict: a node whose shapes cannot be inferred is an error, not a silently unknown tensor.
+    onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1, /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::kInvalidArgument, path + ": shape inference failed: " + first_line(e.what()));
+  }
+
+  for (const auto& opset : model.opset_import())
+    if (opset.domain().empty() || opset.domain() == "ai.onnx") graph.opset = opset.version();
+  for (const auto& v : model.graph().input()) {
+    if (!graph.constants.count(v.name())) graph.inputs.push_back(v.name());
+    graph.shapes[v.name()] = dims_of(v.type());
+  }
+  for (const auto& v : model.graph().value_info()) graph.shapes[v.name()] = dims_of(v.type());
+  for (const auto& v : model.graph().output()) {
+    graph.outputs.push_back(v.name());
+    if (v.type().tensor_type().has_shape()) graph.shapes[v.name()] = dims_of(v.type());
+  }
+  int index = 0;
+  for (const auto& n : model.graph().node()) {
+    Node node;
+    node.op = n.op_type();
+    node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    node.name = n.name().empty() ? n.op_type() + "#" + std::to_string(index) : n.name();
+    node.inputs.assign(n.input().begin(), n.input().end());
+    node.outputs.assign(n.output().begin(), n.output().end());
+    for (const auto& a : n.attribute()) node.attrs[a.name()] = attribute_of(a);
+    // Weights may come from Constant nodes instead of initializers (some exporters do that).
+    if (node.op == "Constant" && node.domain.empty()) graph.constants.insert(node.outputs.begin(), node.outputs.end());
+    graph.nodes.push_back(std::move(node));
+    ++index;
+  }
+  return graph;
+}
+
+}  // namespace ktune::frontend

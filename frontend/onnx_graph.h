@@ -1,0 +1,83 @@
+// Defines Graph, a model's operator graph with every tensor's inferred shape, and load_onnx, which reads it from an ONNX file.
+//
+// frontend/ is the model-import module (library ktune_frontend). It sits after schedule_space and
+// tuning_db and before tuner in the module order (support, te, codegen, schedule_space,
+// cost_model, tuning_db, frontend, tuner, rpc_runner, tools): it may use te, schedule_space and
+// tuning_db, and tuner (the multi-task scheduler) and tools use it. The ONNX protobuf types stay
+// inside the .cc files: callers see only these plain structs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ktune::frontend {
+
+// One attribute of a node: what ONNX's ints/int/floats/float/string attributes hold.
+struct Attribute {
+  std::vector<int64_t> ints;    // INT (one element) or INTS
+  std::vector<float> floats;    // FLOAT (one element) or FLOATS
+  std::string text;             // STRING
+};
+
+struct Node {
+  std::string op;      // "Conv"
+  std::string domain;  // "" for the default ONNX domain
+  std::string name;    // the node's name, or "<op>#<index>" when the model leaves it empty
+  std::vector<std::string> inputs;   // tensor names ("" = an omitted optional input)
+  std::vector<std::string> outputs;
+  std::map<std::string, Attribute> attrs;
+
+  // The attribute's ints, or `fallback` when absent.
+  std::vector<int64_t> ints(const std::string& key, std::vector<int64_t> fallback = {}) const;
+  // The attribute's first int, or `fallback` when absent.
+  int64_t int_or(const std::string& key, int64_t fallback) const;
+  // The attribute's text, or `fallback` when absent.
+  std::string text_or(const std::string& key, std::string fallback) const;
+};
+
+// A model after shape inference. Value type, no ONNX types.
+struct Graph {
+  std::string name;
+  std::vector<Node> nodes;                 // in the model's (topological) order
+  std::vector<std::string> inputs;         // graph inputs that are not initializers
+  std::vector<std::string> outputs;
+  std::set<std::string> constants;         // initializers and Constant nodes' outputs (weights)
+  // The shape of each tensor shape inference could resolve; a dimension it could not resolve
+  // is -1. Tensors without any shape information are absent.
+  std::map<std::string, std::vector<int64_t>> shapes;
+  int64_t opset = 0;                       // the default domain's opset
+
+  // The shape of `tensor` when fully known (no -1), else nullopt.
+  std::optional<std::vector<int64_t>> shape(const std::string& tensor) const;
+};
+
+// `--input name=1x3x224x224`: the full shape of one graph input.
+struct InputShape {
+  std::string name;
+  std::vector<int64_t> dims;
+};
+
+// Parses "name=1x3x224x224" (positive dims). Throws Error(kInvalidArgument) naming the text.
+InputShape parse_input_shape(const std::string& text);
+
+// Reads the ONNX model at `path`, sets the given input shapes (they fill symbolic dimensions and
+// override fixed ones), checks the model with ONNX's checker and infers every tensor's
+// shape with ONNX's shape inference. Returns the graph.
+// Throws Error with one line, naming the file:
+//   kNotFound         the file does not exist;  kIo  it cannot be read;
+//   kInvalidArgument  not an ONNX model (not a ModelProto, no graph), the ONNX checker rejects it,
+//                     an --input names no graph input or disagrees with its rank,
+//                     a graph input keeps a symbolic dimension (the message says which --input
+//                     to give), shape inference fails;
+//   kUnsupported      an opset newer than this ONNX library reads, or an operator no ONNX schema
+//                     describes (a custom domain).
+Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs = {});
+
+// "1x3x224x224" (-1 prints as "?").
+std::string shape_text(const std::vector<int64_t>& dims);
+
+}  // namespace ktune::frontend

@@ -1,0 +1,70 @@
+// Tests of `ktune tasks`: the ResNet-18 table and JSON, and bad input as one line on stderr with exit status 1.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_util.h"
+#include "tests/frontend/test_models.h"
+
+namespace ktune {
+namespace {
+
+using testing_cli::ktune;
+using testing_cli::quote;
+using testing_models::model;
+
+TEST(TasksCli, ResNet18TableAndJson) {
+  const auto json = ktune("tasks " + quote(model("resnet18.onnx")) + " --json");
+  ASSERT_EQ(json.status, 0);
+  const auto j = nlohmann::json::parse(json.out);
+  ASSERT_EQ(j["tasks"].size(), 18u);
+  int64_t layers = 0;
+  for (const auto& t : j["tasks"]) layers += t["count"].get<int64_t>();
+  EXPECT_EQ(layers, 23);  // 20 convs, 2 pools, 1 Gemm
+  EXPECT_EQ(j["tasks"][2]["key"],
+            "conv2d_nchwc(N=1,C=64,H=56,W=56,K=64,R=3,S=3,stride=1,pad=1,dilation=1,"
+            "dtype=float32,epilogue=bias_relu)");
+  EXPECT_DOUBLE_EQ(j["tasks"][2]["flop"].get<double>(), 231211008.0);
+  EXPECT_EQ(j["unsupported"][0]["op"], "Flatten");
+
+  const auto text = ktune("tasks " + quote(model("resnet18.onnx")));
+  ASSERT_EQ(text.status, 0);
+  EXPECT_NE(text.out.find("18 tasks"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Flatten"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("epilogue=bias_add_relu"), std::string::npos) << text.out;
+}
+
+TEST(TasksCli, SymbolicInputWithInputOption) {
+  const auto r = ktune("tasks " + quote(model("resnet18_dynamic.onnx")) + " --input input=4x3x224x224 --json");
+  ASSERT_EQ(r.status, 0);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tasks"][0]["args"]["N"], "4");
+}
+
+TEST(TasksCli, BadInputIsOneLine) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {quote(model("not_onnx.onnx")), "not an ONNX model"},
+      {quote(model("truncated.onnx")), "not an ONNX model"},
+      {quote(model("bad_opset.onnx")), "opset 999"},
+      {quote(model("unknown_domain.onnx")), "com.example::FancyOp"},
+      {quote(model("resnet18_dynamic.onnx")), "give it with --input input="},
+      {quote(model("resnet18.onnx")) + " --input input=1x3", "rank 4"},
+      {quote(model("resnet18.onnx")) + " --input bogus", "expected name=DIMS"},
+      {quote(model("resnet18.onnx")) + " --input input=1x4x224x224", "the input has 4 channels, its weights take 3"},
+      {quote(model("nothing_here.onnx")), "no such file"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = ktune("tasks " + args, true);
+    EXPECT_EQ(r.status, 1) << args;
+    EXPECT_TRUE(r.out.empty()) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("ktune: error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace ktune

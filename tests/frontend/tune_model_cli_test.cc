@@ -1,0 +1,91 @@
+// End-to-end tests of `ktune tune-model` on the small CNN of scripts/make-test-models (real kernels
+// on the local runner): one budget over every task with a warm-up each, the estimate equal to the
+// sum of count x best, the log holding every trial, a second run resuming, and bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_util.h"
+#include "tests/frontend/test_models.h"
+
+namespace ktune {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_cli::ktune;
+using testing_cli::quote;
+using testing_models::model;
+
+int64_t records_in(const std::string& db) {
+  const auto r = ktune("db stats --db " + quote(db) + " --json");
+  EXPECT_EQ(r.status, 0);
+  return nlohmann::json::parse(r.out)["ok_records"].get<int64_t>() +
+         nlohmann::json::parse(r.out)["failed_records"].get<int64_t>();
+}
+
+TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
+  const std::string db = (fs::temp_directory_path() / ("ktune_tune_model_" + std::to_string(::getpid()) + ".db")).string();
+  fs::remove(db);
+  const std::string cmd = "tune-model " + quote(model("small_cnn.onnx")) + " --tuner random --batch-size 4 --json --db " + quote(db);
+  const auto first = ktune(cmd + " --trials 24");
+  ASSERT_EQ(first.status, 0) << first.out;
+  const auto j = nlohmann::json::parse(first.out);
+  EXPECT_EQ(j["trials"], 24);
+  // 2 convs (tuned as one workload until the templates take epilogues), max pool, global avg pool, Gemm.
+  ASSERT_EQ(j["tasks"].size(), 5u);
+  std::map<std::string, double> best;
+  double sum = 0, fallback = 0;
+  for (const auto& t : j["tasks"]) {
+    EXPECT_GE(t["trials"].get<int64_t>(), 4) << t.dump();  // the warm-up gave every task a batch
+    ASSERT_TRUE(t["best_s"].is_number()) << t.dump();
+    best[t["key"]] = t["best_s"];
+    sum += t["count"].get<double>() * t["best_s"].get<double>();
+    fallback += t["count"].get<double>() * t["fallback_s"].get<double>();
+    EXPECT_GE(t["fallback_s"].get<double>(), t["best_s"].get<double>() * 0.5) << t.dump();
+    // oneDNN (convs, pools) and OpenBLAS (the Gemm) on the same operators, timed by ktune itself.
+    ASSERT_TRUE(t.contains("library_s")) << t.dump();
+    EXPECT_GT(t["library_s"].get<double>(), 0) << t.dump();
+    EXPECT_EQ(t["library"].get<std::string>().rfind(t["tuned_as"].get<std::string>().rfind("matmul", 0) == 0 ? "OpenBLAS" : "oneDNN", 0), 0u)
+        << t.dump();
+  }
+  EXPECT_GT(j["library_s"].get<double>(), 0);
+  EXPECT_NEAR(j["tuned_s"].get<double>(), sum, 1e-12 + 1e-9 * sum);
+  EXPECT_NEAR(j["fallback_s"].get<double>(), fallback, 1e-12 + 1e-9 * fallback);
+  EXPECT_EQ(j["untuned"][0]["task"], "Flatten");
+  EXPECT_EQ(records_in(db), 24);
+
+  // Resume: the next run measures 8 new configs and knows the first run's bests.
+  const auto second = ktune(cmd + " --trials 8 --no-libraries");
+  ASSERT_EQ(second.status, 0) << second.out;
+  const auto k = nlohmann::json::parse(second.out);
+  EXPECT_EQ(k["trials"], 8);
+  EXPECT_FALSE(k.contains("library_s"));
+  for (const auto& t : k["tasks"]) {
+    EXPECT_LE(t["best_s"].get<double>(), best[t["key"]]) << t.dump();
+    EXPECT_TRUE(t["fallback_s"].is_number()) << t.dump();  // measured for every task, allocated or not
+  }
+  EXPECT_EQ(records_in(db), 32);
+  fs::remove(db);
+}
+
+TEST(TuneModelCli, BadInputIsOneLineAndNoLog) {
+  const std::string db = (fs::temp_directory_path() / ("ktune_tune_model_bad_" + std::to_string(::getpid()) + ".db")).string();
+  fs::remove(db);
+  for (const std::string& args : {quote(model("not_onnx.onnx")), quote(model("resnet18_dynamic.onnx")),
+                                  quote(model("small_cnn.onnx")) + " --strategy fastest",
+                                  quote(model("small_cnn.onnx")) + " --trials 0"}) {
+    const auto r = ktune("tune-model " + args + " --db " + quote(db), true);
+    EXPECT_EQ(r.status, 1) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+    EXPECT_FALSE(fs::exists(db)) << args;
+  }
+}
+
+}  // namespace
+}  // namespace ktune

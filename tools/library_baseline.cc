@@ -1,0 +1,130 @@
+// library_latency: oneDNN (convolution, pooling) and OpenBLAS (sgemm) timed in this process for a task's shape.
+#include "tools/library_baseline.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "support/error.h"
+
+namespace ktune::tools {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+// The fastest single run of up to 200 (at least 10; stops after 0.3 s), after 3 warm-up runs.
+// The minimum over single runs, not a mean over a batch: on a loaded machine a multi-threaded
+// library call that loses a thread to the scheduler waits a whole time slice, and a batch mean
+// would keep that wait.
+double time_best(const std::function<void()>& run) {
+  using clock = std::chrono::steady_clock;
+  for (int i = 0; i < 3; ++i) run();
+  double best = 1e30;
+  const auto begin = clock::now();
+  for (int i = 0; i < 200; ++i) {
+    const auto start = clock::now();
+    run();
+    const auto end = clock::now();
+    best = std::min(best, std::chrono::duration<double>(end - start).count());
+    if (i >= 9 && std::chrono::duration<double>(end - begin).count() > 0.3) break;
+  }
+  return best;
+}
+
+// Memory of `desc` with arbitrary contents (the time does not depend on the values).
+dnnl::memory filled(const dnnl::memory::desc& desc, const dnnl::engine& eng) {
+  dnnl::memory m(desc, eng);
+  auto* p = static_cast<float*>(m.get_data_handle());
+  const size_t n = desc.get_size() / sizeof(float);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
+  return m;
+}
+
+std::string onednn_name(const std::string& impl) {
+  const auto* v = dnnl::version();
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + " (" + impl + ")";
+}
+
+LibraryTime conv_time(const schedule_space::WorkloadArgs& a, bool depthwise) {
+  const int64_t N = a.get_int("N"), C = a.get_int("C"), H = a.get_int("H"), W = a.get_int("W");
+  const int64_t K = depthwise ? C : a.get_int("K"), R = a.get_int("R"), S = a.get_int("S");
+  const int64_t st = a.get_int("stride"), pad = a.get_int("pad"), dil = a.get_int("dilation");
+  const int64_t OH = (H + 2 * pad - dil * (R - 1) - 1) / st + 1, OW = (W + 2 * pad - dil * (S - 1) - 1) / st + 1;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  const dnnl::memory::dims w_dims = depthwise ? dnnl::memory::dims{C, 1, 1, R, S} : dnnl::memory::dims{K, C, R, S};
+  const dnnl::memory::desc src({N, C, H, W}, dt::f32, tag::any), wts(w_dims, dt::f32, tag::any),
+      dst({N, K, OH, OW}, dt::f32, tag::any);
+  // oneDNN's dilation counts the gaps (0 = dense).
+  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                             src, wts, dst, {st, st}, {dil - 1, dil - 1}, {pad, pad}, {pad, pad});
+  const dnnl::convolution_forward::primitive_desc pd(desc, eng);
+  dnnl::memory s = filled(pd.src_desc(), eng), w = filled(pd.weights_desc(), eng), d(pd.dst_desc(), eng);
+  dnnl::convolution_forward conv(pd);
+  const double t = time_best([&] {
+    conv.execute(strm, {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, d}});
+    strm.wait();
+  });
+  return {onednn_name(pd.impl_info_str()), t};
+}
+
+LibraryTime pool_time(const schedule_space::WorkloadArgs& a, bool max) {
+  const int64_t N = a.get_int("N"), C = a.get_int("C"), H = a.get_int("H"), W = a.get_int("W");
+  const int64_t R = a.get_int("R"), S = a.get_int("S"), st = a.get_int("stride"), pad = a.get_int("pad");
+  const int64_t OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  // The tuned pooling kernels read NCHW; so does oneDNN here.
+  const dnnl::memory::desc src({N, C, H, W}, dt::f32, tag::nchw), dst({N, C, OH, OW}, dt::f32, tag::nchw);
+  const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                         max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding,
+                                         src, dst, {st, st}, {R, S}, {pad, pad}, {pad, pad});
+  const dnnl::pooling_forward::primitive_desc pd(desc, eng);
+  dnnl::memory s = filled(pd.src_desc(), eng), d(pd.dst_desc(), eng);
+  dnnl::pooling_forward pool(pd);
+  const double t = time_best([&] {
+    pool.execute(strm, {{DNNL_ARG_SRC, s}, {DNNL_ARG_DST, d}});
+    strm.wait();
+  });
+  return {onednn_name(pd.impl_info_str()), t};
+}
+
+LibraryTime gemm_time(const schedule_space::WorkloadArgs& a, bool b_transposed) {
+  const int64_t M = a.get_int("M"), N = a.get_int("N"), K = a.get_int("K");
+  std::vector<float> A(static_cast<size_t>(M * K), 0.5f), B(static_cast<size_t>(K * N), 0.25f), C(static_cast<size_t>(M * N));
+  const double t = time_best([&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, static_cast<int>(M),
+                static_cast<int>(N), static_cast<int>(K), 1.0f, A.data(), static_cast<int>(K), B.data(),
+                static_cast<int>(b_transposed ? K : N), 0.0f, C.data(), static_cast<int>(N));
+  });
+  return {std::string("OpenBLAS ") + openblas_get_corename(), t};
+}
+
+}  // namespace
+
+std::optional<LibraryTime> library_latency(const schedule_space::Task& task, int threads) {
+  const auto& a = task.args();
+  if (a.get("dtype") != "float32") return std::nullopt;
+  omp_set_num_threads(threads);  // oneDNN's threads (OpenMP runtime)
+  openblas_set_num_threads(threads);
+  const std::string& name = task.template_name();
+  try {
+    if (name == "conv2d" || name == "conv2d_nchwc") return conv_time(a, false);
+    if (name == "depthwise_conv2d") return conv_time(a, true);
+    if (name == "max_pool2d" || name == "avg_pool2d") return pool_time(a, name == "max_pool2d");
+    if (name == "matmul") return gemm_time(a, a.get("layout") == "nt");
+    if (name == "dense_bias_relu") return gemm_time(a, true);
+  } catch (const dnnl::error& e) {
+    throw Error(ErrorKind::kUnsupported, "oneDNN refuses " + task.workload_key() + ": " + e.what());
+  }
+  return std::nullopt;
+}
+
+}  // namespace ktune::tools

@@ -1,0 +1,85 @@
+// Defines ModelTuning: every tunable task of a model tuned under one trial budget (TaskScheduler over one TuningSession per allocation), with the estimated model latency against the untuned fallbacks.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/model_tasks.h"
+#include "tuner/measure.h"
+#include "tuner/task_scheduler.h"
+#include "tuner/tuning_session.h"
+#include "tuning_db/database.h"
+
+namespace ktune::tuner {
+
+struct ModelTuningOptions {
+  // Per allocation: tuner, seed, batch size (= scheduler.batch_size), device key, transfer
+  // (used in a task's first allocation only). `trials` and `measure_fallback` are set per call
+  // (the fallbacks are measured once, all together, when the run starts).
+  SessionOptions session;
+  TaskSchedulerOptions scheduler;  // trials = the whole budget; strategy
+};
+
+// One task of the model as tuned.
+struct TaskProgress {
+  std::string key;           // the workload it should use (ModelTask::key())
+  std::string tuned_as;      // the workload tuned today (ModelTask::tunable)
+  int64_t count = 0;
+  double flop = 0;
+  size_t trials = 0;         // new trials in this run (of its tuned workload, shared by tasks tuned as the same one)
+  double best_s = 0;         // best latency (resumed records and the fallback included); +inf when none
+  std::optional<double> fallback_s;  // the untuned fallback config, measured at the start of this run
+};
+
+struct ModelTuningReport {
+  std::vector<TaskProgress> tasks;     // the tunable tasks, in the model's order
+  size_t trials = 0;                   // spent in this run
+  double tuned_s = 0;                  // sum of count x best latency over the tasks
+  double fallback_s = 0;               // sum of count x fallback latency (tasks whose fallback ran)
+  size_t not_tuned = 0;                // tasks no template takes today (not in either sum)
+  std::vector<SchedulerStep> steps;
+  // The scheduler's tasks (SchedulerStep::task indexes this): one per distinct tuned workload.
+  std::vector<std::string> workloads;
+  std::vector<double> workload_best_s;
+};
+
+// One thread. The tasks, db and measurer must outlive it.
+class ModelTuning {
+ public:
+  // Throws as validate(SessionOptions) / validate(TaskSchedulerOptions), and
+  // Error(kInvalidArgument) when no task of the model can be tuned today.
+  ModelTuning(const frontend::ModelTasks& tasks, tuning_db::Database& db, Measurer& measurer,
+              tuning_db::TargetKey target, ModelTuningOptions options);
+  ~ModelTuning();
+
+  // Runs the scheduler; on_step (may be empty) sees the report after every allocation. Every
+  // batch is in the log when its allocation returns; a second run resumes from it. Returns the
+  // final report. Throws what the sessions throw.
+  ModelTuningReport run(const std::function<void(const ModelTuningReport&)>& on_step = {});
+
+ private:
+  class SessionTuner;
+  ModelTuningReport report() const;
+
+  const frontend::ModelTasks& tasks_;
+  Measurer& measurer_;
+  ModelTuningOptions options_;
+  std::vector<std::unique_ptr<SessionTuner>> tuners_;
+  std::vector<const frontend::ModelTask*> tunable_;
+  std::vector<size_t> tuner_of_;   // per tunable task: its tuner (tasks tuned as one workload share one)
+  std::vector<double> weights_;    // per tuner: the summed counts of its tasks
+  size_t not_tuned_ = 0;
+  std::vector<SchedulerStep> steps_;
+};
+
+// The report as JSON: {trials, tuned_s, fallback_s, speedup_over_fallback, not_tuned,
+// tasks: [{key, tuned_as, count, gflop, trials, best_s, fallback_s, share}]}.
+nlohmann::json to_json(const ModelTuningReport& report);
+
+}  // namespace ktune::tuner
