@@ -22,7 +22,9 @@ void print_tune_summary(const nlohmann::json& s, std::ostream& out) {
   out << "workload: " << s.value("workload", "") << "\n"
       << "target:   " << s.value("target", "") << "\n"
       << "measured: " << s.value("measured", 0) << " configs (" << s.value("ok", 0) << " ok";
-  for (const auto& [kind, n] : s.value("errors", nlohmann::json::object()).items()) out << ", " << n.get<size_t>() << " " << kind;
+  // A named copy: items() of the temporary that value() returns would dangle in the loop.
+  const nlohmann::json errors = s.value("errors", nlohmann::json::object());
+  for (const auto& item : errors.items()) out << ", " << item.value().get<size_t>() << " " << item.key();
   out << ") in " << std::fixed << std::setprecision(1) << s.value("wall_s", 0.0) << " s";
   if (s.value("resumed", 0) > 0) out << "; " << s.value("resumed", 0) << " resumed from the log";
   if (s.value("stopped_early", false)) out << "; stopped early";
