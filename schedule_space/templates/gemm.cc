@@ -40,7 +40,11 @@ void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
 Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
                      const ConfigSpace& space) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
-  const int64_t xi = N % (2 * lanes) == 0 ? 2 * lanes : std::min<int64_t>(lanes, N);
+  // A few rows (GEMV, small batches): up to 4 vectors of columns, so that independent
+  // accumulators hide the FMA latency that a 1 x 1-vector tile is bound by.
+  const int64_t wide = M < 4 ? 4 * lanes : 2 * lanes;
+  const int64_t xi = N % wide == 0 || (M < 4 && N > wide) ? wide : N % (2 * lanes) == 0 ? 2 * lanes
+                                                                                      : std::min<int64_t>(lanes, N);
   const int64_t vectors = std::max<int64_t>(1, xi / lanes);
   const int64_t yi = largest_divisor_at_most(M, std::min<int64_t>(8, (target.vector_registers() - 4) / vectors));
   // The B panel of an outer tile is one register tile wide (K x xi, L2-sized for K up to a few
@@ -56,8 +60,12 @@ Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const Targ
   d[1] = closest_split(space.knob(1), {xo, xi});
   d[2] = closest_split(space.knob(2), {ki});
   d[3] = closest_int(space.knob(3), 1);
-  d[4] = closest_int(space.knob(4), 1);
-  d[5] = closest_int(space.knob(5), target.cores > 1 ? 1 : 0);
+  // A packed panel pays off when several row blocks reuse it; with one (GEMV, M <= a register
+  // tile) the copy only doubles the traffic on B.
+  d[4] = closest_int(space.knob(4), M / yi >= 2 ? 1 : 0);
+  // Threads cost microseconds to wake: a product under ~2^20 multiply-adds runs on one.
+  const bool tiny = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < 1048576.0;
+  d[5] = closest_int(space.knob(5), target.cores > 1 && !tiny ? 1 : 0);
   return pick_fallback(space, d);
 }
 
