@@ -72,6 +72,7 @@ inline std::vector<TemplateCase> small_cases() {
       {"matmul_prime", "matmul", {{"M", "3"}, {"N", "17"}, {"K", "5"}}},
       {"matmul_gemv_bias_gelu", "matmul", {{"M", "1"}, {"N", "7"}, {"K", "3"}, {"epilogue", "bias_gelu"}}},
       {"dense_odd", "dense_bias_relu", {{"M", "5"}, {"N", "6"}, {"K", "7"}}},
+      {"dense_gemv_dot", "dense_bias_relu", {{"M", "1"}, {"N", "9"}, {"K", "17"}, {"epilogue", "bias_gelu"}}},
       {"conv2d_odd", "conv2d", {{"C", "1"}, {"H", "5"}, {"W", "3"}, {"K", "3"}, {"pad", "1"}}},
       {"depthwise_odd", "depthwise_conv2d", {{"C", "3"}, {"H", "3"}, {"W", "5"}, {"pad", "1"}}},
       {"conv2d_nchwc_tails", "conv2d_nchwc",
