@@ -19,6 +19,12 @@ std::string join(const std::vector<int64_t>& v) {
   return os.str();
 }
 
+int64_t product_of_inner(const Entity& e) {
+  int64_t p = 1;
+  for (size_t i = 1; i < e.values.size(); ++i) p *= e.values[i];
+  return p;
+}
+
 float log2p(double x) { return static_cast<float>(std::log2(x + 1.0)); }
 
 // A split knob's table holds this many tuples at most: it is enumerated when defined.
@@ -178,6 +184,29 @@ int64_t Knob::find(const Entity& e) const {
 
 namespace {
 
+// Divisors of n up to cap, ascending; in pairs up to sqrt(n), so 2^62 takes microseconds.
+std::vector<int64_t> divisors_at_most(int64_t n, int64_t cap) {
+  std::vector<int64_t> out;
+  for (int64_t f = 1; f <= n / f; ++f) {
+    if (n % f != 0) continue;
+    if (f <= cap) out.push_back(f);
+    const int64_t g = n / f;
+    if (g != f && g <= cap) out.push_back(g);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// 1, 2, 4, ... up to cap.
+std::vector<int64_t> powers_of_two_at_most(int64_t cap) {
+  std::vector<int64_t> out;
+  for (int64_t f = 1; f <= cap; f *= 2) {
+    out.push_back(f);
+    if (f > cap / 2) break;  // the next doubling would pass cap (or overflow)
+  }
+  return out;
+}
+
 std::vector<Entity> split_entities(const std::string& name, const SplitParams& p) {
   if (p.extent <= 0) invalid("split '" + name + "': extent must be positive, got " + std::to_string(p.extent));
   if (p.num_outputs < 2) invalid("split '" + name + "': num_outputs must be >= 2");
@@ -206,23 +235,27 @@ std::vector<Entity> split_entities(const std::string& name, const SplitParams& p
     return out;
   }
   const int64_t max_factor = p.max_factor == 0 ? p.extent : std::min(p.max_factor, p.extent);
-  std::vector<int64_t> pool;
-  if (p.policy == SplitPolicy::kFactors) {
-    // Divisors in pairs up to sqrt(extent): an extent of 2^62 takes microseconds, not hours.
-    for (int64_t f = 1; f <= p.extent / f; ++f) {
-      if (p.extent % f != 0) continue;
-      if (f <= max_factor) pool.push_back(f);
-      const int64_t g = p.extent / f;
-      if (g != f && g <= max_factor) pool.push_back(g);
-    }
-    std::sort(pool.begin(), pool.end());
-  } else {
-    for (int64_t f = 1; f <= max_factor; f *= 2) {
-      pool.push_back(f);
-      if (f > max_factor / 2) break;  // the next doubling would pass max_factor (or overflow)
-    }
-  }
   const int64_t multiple = std::min(p.innermost_multiple, p.extent);
+  std::vector<int64_t> pool;
+  bool allow_tail = p.allow_tail;
+  if (p.policy == SplitPolicy::kFactors) {
+    pool = divisors_at_most(p.extent, max_factor);
+    if (!allow_tail && p.tail_when_few_divisors) {
+      const std::vector<int64_t> pow2 = powers_of_two_at_most(max_factor);
+      const int64_t top = p.max_innermost > 0 ? std::min(p.max_innermost, max_factor) : max_factor;
+      auto eligible = [&](const std::vector<int64_t>& v) {
+        return std::count_if(v.begin(), v.end(), [&](int64_t f) { return f <= top && f % multiple == 0; });
+      };
+      if (eligible(pool) < eligible(pow2)) {
+        pool.insert(pool.end(), pow2.begin(), pow2.end());
+        std::sort(pool.begin(), pool.end());
+        pool.erase(std::unique(pool.begin(), pool.end()), pool.end());
+        allow_tail = true;
+      }
+    }
+  } else {
+    pool = powers_of_two_at_most(max_factor);
+  }
   std::vector<int64_t> chosen;
   // Depth-first over tuples; the remaining length shrinks, so the walk is small.
   auto walk = [&](auto&& self, int64_t prod) -> void {
@@ -239,7 +272,7 @@ std::vector<Entity> split_entities(const std::string& name, const SplitParams& p
     for (int64_t f : pool) {
       if (f > p.extent / prod) break;  // prod * f would pass the extent (or overflow)
       const int64_t next = prod * f;
-      if (!p.allow_tail && p.extent % next != 0) continue;
+      if (!allow_tail && p.extent % next != 0) continue;
       chosen.push_back(f);
       self(self, next);
       chosen.pop_back();
@@ -270,7 +303,10 @@ std::string SplitKnob::describe() const {
   if (params_.max_factor) os << " max_factor=" << params_.max_factor;
   if (params_.max_innermost) os << " max_innermost=" << params_.max_innermost;
   if (params_.innermost_multiple > 1) os << " innermost_multiple=" << params_.innermost_multiple;
-  os << (params_.allow_tail ? " tail" : " no_tail") << " size=" << size();
+  // Whether tuples leave tails: asked for, or taken because the extent has too few divisors.
+  bool tail = params_.allow_tail;
+  for (const auto& e : entities_) tail = tail || params_.extent % product_of_inner(e) != 0;
+  os << (tail ? (params_.allow_tail ? " tail" : " tail(+power2)") : " no_tail") << " size=" << size();
   return os.str();
 }
 

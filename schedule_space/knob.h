@@ -105,6 +105,12 @@ struct SplitParams {
   int64_t innermost_multiple = 1;
   // Largest innermost factor (a register tile, an unrolled loop); 0 = no limit beyond max_factor.
   int64_t max_innermost = 0;
+  // kFactors without allow_tail only: when the extent has fewer divisors eligible as the
+  // innermost factor than there are powers of two in the same range (a prime, 1000 with whole
+  // 16-lane vectors, 77, ...), the powers of two join the pool and tuples may leave a tail (the
+  // lowering guards or peels it). Extents with many divisors (powers of two among them) keep
+  // exactly their dividing tuples.
+  bool tail_when_few_divisors = true;
 };
 
 // Throws Error(kInvalidArgument) for bad parameters or an empty candidate list.

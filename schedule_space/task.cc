@@ -39,6 +39,7 @@ Task Task::create(const std::string& template_name, const std::map<std::string, 
   Task t;
   t.def_ = TemplateRegistry::global().get(template_name);
   t.args_ = WorkloadArgs(template_name, t.def_->args, args);
+  if (t.def_->resolve) t.def_->resolve(t.args_);
   if (t.def_->check) t.def_->check(t.args_);
   t.target_ = target;
   if (t.target_.vector_bits <= 0 || t.target_.cores <= 0)

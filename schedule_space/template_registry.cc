@@ -52,6 +52,7 @@ std::map<std::string, std::string> parse_workload_args(const std::string& templa
                                                        const std::vector<std::string>& words) {
   const auto def = TemplateRegistry::global().get(template_name);
   WorkloadArgs args(template_name, def->args, split_key_values(words));
+  if (def->resolve) def->resolve(args);
   if (def->check) def->check(args);
   return args.to_map();
 }

@@ -45,6 +45,10 @@ struct TemplateDef {
   // Optional: the config used when nothing was tuned. Default: the first valid config in the
   // sampling order of seed 0.
   std::function<Config(const WorkloadArgs&, const TargetTraits&, const ConfigSpace&)> fallback = nullptr;
+  // Optional: replaces argument values that stand for "choose from the others" (a block size of
+  // 0 chosen from a channel count) by the chosen value, so that the workload key names what the
+  // kernel does. Runs before check; throws Error(kInvalidArgument).
+  std::function<void(WorkloadArgs&)> resolve = nullptr;
   // Optional: extra checks of the arguments (e.g. a kernel bigger than the padded input);
   // throws Error(kInvalidArgument).
   std::function<void(const WorkloadArgs&)> check = nullptr;

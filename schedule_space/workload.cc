@@ -57,6 +57,7 @@ WorkloadArgs::WorkloadArgs(const std::string& template_name, const std::vector<A
     }
     values_.emplace_back(spec.name, text);
     is_int_.push_back(spec.type == ArgSpec::Type::kInt);
+    omitted_.push_back(spec.key_omits_default && text == spec.default_value);
   }
 }
 
@@ -75,11 +76,22 @@ int64_t WorkloadArgs::get_int(const std::string& name) const {
   invalid("workload has no argument '" + name + "'");
 }
 
+void WorkloadArgs::set_int(const std::string& name, int64_t value) {
+  for (size_t i = 0; i < values_.size(); ++i)
+    if (values_[i].first == name) {
+      if (!is_int_[i]) invalid("workload argument '" + name + "' is not an integer");
+      values_[i].second = std::to_string(value);
+      return;
+    }
+  invalid("workload has no argument '" + name + "'");
+}
+
 std::map<std::string, std::string> WorkloadArgs::to_map() const { return {values_.begin(), values_.end()}; }
 
 nlohmann::json WorkloadArgs::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   for (size_t i = 0; i < values_.size(); ++i) {
+    if (omitted_[i]) continue;  // as in the key
     if (is_int_[i]) j[values_[i].first] = std::stoll(values_[i].second);
     else j[values_[i].first] = values_[i].second;
   }
@@ -88,7 +100,12 @@ nlohmann::json WorkloadArgs::to_json() const {
 
 std::string WorkloadArgs::key(const std::string& template_name) const {
   std::string out = template_name + "(";
-  for (size_t i = 0; i < values_.size(); ++i) out += (i ? "," : "") + values_[i].first + "=" + values_[i].second;
+  bool first = true;
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if (omitted_[i]) continue;
+    out += (first ? "" : ",") + values_[i].first + "=" + values_[i].second;
+    first = false;
+  }
   return out + ")";
 }
 

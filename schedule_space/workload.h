@@ -42,6 +42,9 @@ struct ArgSpec {
   // larger, and it keeps defining split knobs (divisors up to sqrt) instant.
   int64_t max_value = (int64_t{1} << 31) - 1;
   std::vector<std::string> choices = {}; // strings: accepted values (empty = any)
+  // The workload key leaves the argument out while it has its default: an argument added later
+  // (an epilogue) keeps the keys, and so the tuning logs, of the workloads that do not use it.
+  bool key_omits_default = false;
 };
 
 // The resolved arguments of one workload: every declared argument, in declared order, with
@@ -59,17 +62,22 @@ class WorkloadArgs {
   int64_t get_int(const std::string& name) const;
   // The value of `name` as text; throws Error(kInvalidArgument) when absent.
   const std::string& get(const std::string& name) const;
+  // Replaces the value of int argument `name` (a template's resolve hook); throws
+  // Error(kInvalidArgument) when absent or not an int argument.
+  void set_int(const std::string& name, int64_t value);
   const std::vector<std::pair<std::string, std::string>>& values() const { return values_; }
   // As a map (what Task::create takes).
   std::map<std::string, std::string> to_map() const;
   // {"K": 1024, ..., "dtype": "float32"} with ints as JSON numbers (keys sorted, as JSON objects are).
   nlohmann::json to_json() const;
-  // "matmul(M=1024,N=1024,K=1024,dtype=float32)": every argument, declared order.
+  // "matmul(M=1024,N=1024,K=1024,dtype=float32)": every argument, declared order (but those
+  // with key_omits_default at their default).
   std::string key(const std::string& template_name) const;
 
  private:
   std::vector<std::pair<std::string, std::string>> values_;
   std::vector<bool> is_int_;
+  std::vector<bool> omitted_;  // left out of the key (default value of a key_omits_default argument)
 };
 
 // Splits "key=value" words into a map; throws Error(kInvalidArgument) for a word without '=',

@@ -4,7 +4,6 @@
 // reduction step it loads one weight vector per oc block and broadcasts one input scalar per
 // output pixel.
 #include <algorithm>
-#include <tuple>
 
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/common.h"
@@ -18,14 +17,38 @@ constexpr int64_t kMaxTileKo = 4;
 constexpr int64_t kMaxTileOh = 4;
 constexpr int64_t kMaxTileOw = 32;
 
+// Channel blocks chosen from the channel count when the argument is 0 (the default): the whole
+// count up to 16, else 16 or 8, whichever pads less (ties to 16). Target-independent on purpose:
+// the block is part of the kernel's ABI (the layout), and the next layer's input block
+// (ic_block = its C's choice) matches this layer's output block (oc_block = K's choice).
+int64_t auto_block(int64_t channels) {
+  if (channels <= 16) return channels;
+  const int64_t pad16 = (channels + 15) / 16 * 16, pad8 = (channels + 7) / 8 * 8;
+  return pad8 < pad16 ? 8 : 16;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// What follows the convolution in the same tile loop.
+enum class Epilogue { kNone, kBiasRelu, kBiasAddRelu };
+
+Epilogue epilogue_of(const WorkloadArgs& a) {
+  const std::string& e = a.get("epilogue");
+  if (e == "bias_relu") return Epilogue::kBiasRelu;
+  if (e == "bias_add_relu") return Epilogue::kBiasAddRelu;
+  return Epilogue::kNone;
+}
+
 struct Shape {
   int64_t n, c, h, w, k, r, s, stride, pad, dilation, icb, ocb, oh, ow;
-  int64_t cblocks() const { return c / icb; }
-  int64_t kblocks() const { return k / ocb; }
+  Epilogue epilogue;
+  // Blocks, the last one partly padding when the channels are not a block multiple.
+  int64_t cblocks() const { return ceil_div(c, icb); }
+  int64_t kblocks() const { return ceil_div(k, ocb); }
 };
 
-// The shape of a workload; throws Error(kInvalidArgument) when a channel count is not a multiple
-// of its block or the window does not fit.
+// The shape of a workload (blocks resolved); throws Error(kInvalidArgument) when the window does
+// not fit.
 Shape shape_of(const WorkloadArgs& a) {
   Shape s{};
   s.n = a.get_int("N");
@@ -40,34 +63,46 @@ Shape shape_of(const WorkloadArgs& a) {
   s.dilation = a.get_int("dilation");
   s.icb = a.get_int("ic_block");
   s.ocb = a.get_int("oc_block");
-  for (const auto& [channels, block, names] : {std::tuple{s.c, s.icb, "C ic_block"}, std::tuple{s.k, s.ocb, "K oc_block"}}) {
-    if (channels % block == 0) continue;
-    const std::string n = names;
-    throw Error(ErrorKind::kInvalidArgument, std::string(kName) + ": " + n.substr(0, 1) + "=" + std::to_string(channels) +
-                                                 " is not a multiple of " + n.substr(2) + "=" + std::to_string(block));
-  }
+  if (s.icb == 0) s.icb = auto_block(s.c);
+  if (s.ocb == 0) s.ocb = auto_block(s.k);
+  s.epilogue = epilogue_of(a);
   s.oh = window_out_extent(kName, s.h, s.r, s.stride, s.pad, s.dilation);
   s.ow = window_out_extent(kName, s.w, s.s, s.stride, s.pad, s.dilation);
   return s;
 }
 
 struct Tensors {
-  te::Tensor in, weight, padded, out;  // padded: undefined without padding
+  te::Tensor in, weight, bias, residual, padded, conv, out;  // padded: undefined without padding
+  // conv: the reduction when an epilogue stage (bias, relu, zeroed tail channels) follows it;
+  // undefined when the output is the reduction itself.
+  std::vector<te::Tensor> args() const {
+    std::vector<te::Tensor> v = {in, weight};
+    if (bias.defined()) v.push_back(bias);
+    if (residual.defined()) v.push_back(residual);
+    v.push_back(out);
+    return v;
+  }
 };
 
-// I[N][C/icb][H][W][icb], W[K/ocb][C/icb][R][S][icb][ocb], O[N][K/ocb][OH][OW][ocb]; reduction
-// axes in the order ci, r, s, cb.
+// I[N][ceil(C/icb)][H][W][icb], W[ceil(K/ocb)][ceil(C/icb)][R][S][icb][ocb],
+// bias[ceil(K/ocb)][ocb], residual and O [N][ceil(K/ocb)][OH][OW][ocb]. Channel c sits in block
+// c / icb, lane c % icb. Lanes past the channel count (the last block's padding) of I, W and bias
+// are never used: the reduction runs over exactly C input channels, and output lanes past K are
+// written as zeros (so O is a valid zero-padded input of a next layer with ic_block = oc_block).
 Tensors make_tensors(const WorkloadArgs& a) {
   const Shape sh = shape_of(a);
   const te::DataType dt = dtype_of(a.get("dtype"));
+  const te::Expr zero = te::cast(dt, te::Expr(0.0));
   Tensors t;
   t.in = te::placeholder({sh.n, sh.cblocks(), sh.h, sh.w, sh.icb}, dt, "I");
   t.weight = te::placeholder({sh.kblocks(), sh.cblocks(), sh.r, sh.s, sh.icb, sh.ocb}, dt, "W");
+  if (sh.epilogue != Epilogue::kNone) t.bias = te::placeholder({sh.kblocks(), sh.ocb}, dt, "bias");
+  if (sh.epilogue == Epilogue::kBiasAddRelu)
+    t.residual = te::placeholder({sh.n, sh.kblocks(), sh.oh, sh.ow, sh.ocb}, dt, "residual");
   te::Tensor padded = t.in;
   if (sh.pad > 0) {
     const int64_t p = sh.pad;
     const te::Tensor in = t.in;
-    const te::Expr zero = te::cast(dt, te::Expr(0.0));
     padded = te::compute({sh.n, sh.cblocks(), sh.h + 2 * p, sh.w + 2 * p, sh.icb},
                          [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var b) {
                            te::Expr inside = y >= te::Expr(p) && y < te::Expr(sh.h + p) && x >= te::Expr(p) &&
@@ -77,19 +112,37 @@ Tensors make_tensors(const WorkloadArgs& a) {
                          "pad");
     t.padded = padded;
   }
-  const te::IterVar ci = te::reduce_axis({0, sh.cblocks()}, "ci");
+  // One reduction axis over the C channels: the schedule splits it by icb into (block, lane),
+  // dividing or with a guarded tail block.
+  const te::IterVar rc = te::reduce_axis({0, sh.c}, "rc");
   const te::IterVar r = te::reduce_axis({0, sh.r}, "r");
   const te::IterVar s = te::reduce_axis({0, sh.s}, "s");
-  const te::IterVar cb = te::reduce_axis({0, sh.icb}, "cb");
   const te::Tensor w = t.weight;
-  const te::Expr st(sh.stride), d(sh.dilation);
-  t.out = te::compute({sh.n, sh.kblocks(), sh.oh, sh.ow, sh.ocb},
+  const te::Expr st(sh.stride), d(sh.dilation), icb(sh.icb);
+  const bool masked = sh.k % sh.ocb != 0;
+  const bool staged = masked || sh.epilogue != Epilogue::kNone;
+  const std::vector<int64_t> out_shape = {sh.n, sh.kblocks(), sh.oh, sh.ow, sh.ocb};
+  const te::Tensor conv = te::compute(out_shape,
                       [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
-                        return te::sum(padded(n, ci.var, y * st + r.var * d, x * st + s.var * d, cb.var) *
-                                           w(ko, ci.var, r.var, s.var, cb.var, kb),
-                                       {ci, r, s, cb});
+                        return te::sum(padded(n, rc.var / icb, y * st + r.var * d, x * st + s.var * d, rc.var % icb) *
+                                           w(ko, rc.var / icb, r.var, s.var, rc.var % icb, kb),
+                                       {rc, r, s});
                       },
-                      "conv");
+                      staged ? "conv_acc" : "conv");
+  if (!staged) {
+    t.out = conv;
+    return t;
+  }
+  t.conv = conv;
+  const te::Tensor bias = t.bias, res = t.residual;
+  t.out = te::compute(out_shape, [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
+    te::Expr v = conv(n, ko, y, x, kb);
+    if (bias.defined()) v = v + bias(ko, kb);
+    if (res.defined()) v = v + res(n, ko, y, x, kb);
+    if (sh.epilogue != Epilogue::kNone) v = te::max(v, zero);
+    if (masked) v = te::select(ko * te::Expr(sh.ocb) + kb < te::Expr(sh.k), v, zero);
+    return v;
+  }, "conv");
   return t;
 }
 
@@ -157,7 +210,7 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   const Shape sh = shape_of(a);
   Tensors t = make_tensors(a);
   te::Schedule s = te::create_schedule({t.out});
-  const te::Tensor acc_t = s.cache_write(t.out, "local");
+  const te::Tensor acc_t = t.conv.defined() ? t.conv : s.cache_write(t.out, "local");
   const bool par = cfg["parallel"].as_int() != 0;
 
   te::Stage out = s[t.out];
@@ -176,9 +229,12 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   // oc block vectorized innermost, so every accumulator is a register for the whole reduction.
   te::Stage acc = s[acc_t];
   acc.compute_at(out, xs[0]);
-  const auto cs = apply_split(acc, acc.reduce_axis(0), cfg["tile_ci"], sh.cblocks());
+  // Channels -> (block, lane); the lane loop is the old cb axis. A last block that is only partly
+  // channels runs under a guard (peeled off by the lowering).
+  auto [ci, cb] = acc.split(acc.reduce_axis(0), sh.icb);
+  const auto cs = apply_split(acc, ci, cfg["tile_ci"], sh.cblocks());
   if (cs.size() != 2) throw Error(ErrorKind::kInstantiation, std::string(kName) + ": tile_ci splits in 2");
-  const te::IterVar r = acc.reduce_axis(1), sx = acc.reduce_axis(2), cb = acc.reduce_axis(3);
+  const te::IterVar r = acc.reduce_axis(1), sx = acc.reduce_axis(2);
   std::vector<te::IterVar> order = {acc.axis(0)};
   switch (cfg["reduce_order"].as_int()) {
     case 0: order.insert(order.end(), {cs[0], cs[1], r, sx, cb}); break;
@@ -208,7 +264,7 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
       if (par) pad.parallel(nc);
     }
   }
-  return Instantiated{s, {t.in, t.weight, t.out}};
+  return Instantiated{s, t.args()};
 }
 
 }  // namespace
@@ -218,29 +274,39 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
   d.name = kName;
   d.doc =
       "channel-blocked conv2d: O[N,K/ocb,OH,OW,ocb] = sum I[N,C/icb,H,W,icb] * W[K/ocb,C/icb,R,S,icb,ocb] "
-      "(stride, pad, dilation)";
+      "(stride, pad, dilation; blocks rounded up, padding lanes ignored on input and zero on output; "
+      "epilogue: bias[K/ocb,ocb] + relu, or bias + residual[like O] + relu)";
   d.args = {int_arg("N", "1", "batch"),
-            int_arg("C", "", "input channels (a multiple of ic_block)"),
+            int_arg("C", "", "input channels"),
             int_arg("H", "", "input height"),
             int_arg("W", "", "input width"),
-            int_arg("K", "", "output channels (a multiple of oc_block)"),
+            int_arg("K", "", "output channels"),
             int_arg("R", "3", "kernel height"),
             int_arg("S", "3", "kernel width"),
             int_arg("stride", "1", "stride (both axes)"),
             int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
             int_arg("dilation", "1", "dilation (both axes)"),
-            int_arg("ic_block", "16", "input channels per block (innermost of I)"),
-            int_arg("oc_block", "16", "output channels per block (innermost of W and O)"),
+            int_arg("ic_block", "0", "input channels per block (innermost of I); 0: C up to 16, else 16 or 8 (less padding)", 0),
+            int_arg("oc_block", "0", "output channels per block (innermost of W and O); 0: chosen from K like ic_block", 0),
+            {.name = "epilogue", .type = ArgSpec::Type::kString, .default_value = "none",
+             .doc = "fused after the reduction: none, bias_relu (bias[K/ocb,ocb]), bias_add_relu (+ residual like O)",
+             .choices = {"none", "bias_relu", "bias_add_relu"}, .key_omits_default = true},
             dtype_arg()};
+  d.resolve = [](WorkloadArgs& a) {
+    if (a.get_int("ic_block") == 0) a.set_int("ic_block", auto_block(a.get_int("C")));
+    if (a.get_int("oc_block") == 0) a.set_int("oc_block", auto_block(a.get_int("K")));
+  };
   d.check = [](const WorkloadArgs& a) { shape_of(a); };
   d.compute = [](const WorkloadArgs& a) {
     Tensors t = make_tensors(a);
-    return ComputeDef{{t.in, t.weight, t.out}, {t.out}};
+    return ComputeDef{t.args(), {t.out}};
   };
   d.flop = [](const WorkloadArgs& a) {
     const Shape sh = shape_of(a);
-    return 2.0 * static_cast<double>(sh.n) * static_cast<double>(sh.k) * static_cast<double>(sh.oh) *
-           static_cast<double>(sh.ow) * static_cast<double>(sh.c) * static_cast<double>(sh.r * sh.s);
+    const double outputs = static_cast<double>(sh.n) * static_cast<double>(sh.k) * static_cast<double>(sh.oh) *
+                           static_cast<double>(sh.ow);
+    const double epilogue = sh.epilogue == Epilogue::kNone ? 0 : sh.epilogue == Epilogue::kBiasRelu ? 2 : 3;
+    return outputs * (2.0 * static_cast<double>(sh.c) * static_cast<double>(sh.r * sh.s) + epilogue);
   };
   d.define = [](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
     define_space(shape_of(a), dtype_of(a.get("dtype")).bits, target, space);

@@ -16,8 +16,13 @@ constexpr int64_t kMaxUnrolledRows = 64;
 
 }  // namespace
 
+int64_t dot_lanes(const Config& cfg) {
+  const Entity* e = cfg.find("dot_lanes");
+  return e ? e->as_int() : 0;
+}
+
 void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
-                       ConfigSpace& space) {
+                       ConfigSpace& space, bool dot_knob) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
   space.define_split("tile_y", {.extent = M, .num_outputs = 3, .max_innermost = kMaxRegisterRows});
   space.define_split("tile_x", {.extent = N, .num_outputs = 3, .innermost_multiple = lanes,
@@ -26,6 +31,7 @@ void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
   space.define_knob("unroll_k", std::vector<int64_t>{0, 1});
   space.define_knob("pack_b", std::vector<int64_t>{0, 1});
   space.define_knob("parallel", target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  if (dot_knob && M < 4 && K >= lanes) space.define_knob("dot_lanes", std::vector<int64_t>{0, lanes});
   const int64_t budget = target.vector_registers() - 2;
   space.add_constraint("register tile fits the vector registers", [lanes, budget](const EntityView& v) {
     const int64_t rows = v["tile_y"].values.back();
@@ -40,7 +46,11 @@ void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
 Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
                      const ConfigSpace& space) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
-  const int64_t xi = N % (2 * lanes) == 0 ? 2 * lanes : std::min<int64_t>(lanes, N);
+  // A few rows (GEMV, small batches): up to 4 vectors of columns, so that independent
+  // accumulators hide the FMA latency that a 1 x 1-vector tile is bound by.
+  const int64_t wide = M < 4 ? 4 * lanes : 2 * lanes;
+  const int64_t xi = N % wide == 0 || (M < 4 && N > wide) ? wide : N % (2 * lanes) == 0 ? 2 * lanes
+                                                                                      : std::min<int64_t>(lanes, N);
   const int64_t vectors = std::max<int64_t>(1, xi / lanes);
   const int64_t yi = largest_divisor_at_most(M, std::min<int64_t>(8, (target.vector_registers() - 4) / vectors));
   // The B panel of an outer tile is one register tile wide (K x xi, L2-sized for K up to a few
@@ -56,8 +66,15 @@ Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const Targ
   d[1] = closest_split(space.knob(1), {xo, xi});
   d[2] = closest_split(space.knob(2), {ki});
   d[3] = closest_int(space.knob(3), 1);
-  d[4] = closest_int(space.knob(4), 1);
-  d[5] = closest_int(space.knob(5), target.cores > 1 ? 1 : 0);
+  // A packed panel pays off when several row blocks reuse it; with one (GEMV, M <= a register
+  // tile) the copy only doubles the traffic on B.
+  d[4] = closest_int(space.knob(4), M / yi >= 2 ? 1 : 0);
+  // Threads cost microseconds to wake: a product under ~2^20 multiply-adds runs on one.
+  const bool tiny = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < 1048576.0;
+  d[5] = closest_int(space.knob(5), target.cores > 1 && !tiny ? 1 : 0);
+  // The dot-product GEMV where the template offers it (B stored [N,K]): it reads B's rows as
+  // vectors where the tile above would gather them (dense M=1 N=1000 K=512: 41 against 5 GFLOP/s).
+  if (space.num_knobs() > 6) d[6] = closest_int(space.knob(6), lanes);
   return pick_fallback(space, d);
 }
 

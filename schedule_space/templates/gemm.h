@@ -22,7 +22,14 @@ namespace ktune::schedule_space::templates {
 //   parallel  0/1 (only 0 on one core): run the fused outer tile loop on all cores
 // Constraints: the register tile (rows x vectors) leaves two registers free; an unrolled k loop
 // unrolls at most 64 copies of the row block.
-void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target, ConfigSpace& space);
+//   dot_lanes (only with `dot_knob`, M < 4 and K >= one vector) 0, or the lanes of a dot-product
+//             GEMV for a B stored [N,K]: vectors run along k, one horizontal sum per output (see
+//             dense_bias_relu); the other knobs but parallel then go unused
+void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target, ConfigSpace& space,
+                       bool dot_knob = false);
+
+// The dot_lanes value of a config (0 when the knob is absent, as in configs of older spaces).
+int64_t dot_lanes(const Config& cfg);
 
 // A sensible untuned choice: a register tile of up to 8 rows x 2 vectors, cache blocks of
 // ~256 rows x one register tile of columns (a K x 2-vector packed B panel), k unrolled by 4,

@@ -8,6 +8,36 @@ namespace {
 
 ArgSpec size_arg(const char* name, const char* doc) { return {.name = name, .default_value = "", .doc = doc}; }
 
+// The epilogue argument: what follows the product in the same tile loop (bias[N] added, then an
+// activation). Left out of the workload key at its default, so older keys stay valid.
+ArgSpec epilogue_arg(const char* def, std::vector<std::string> choices) {
+  return {.name = "epilogue", .type = ArgSpec::Type::kString, .default_value = def,
+          .doc = "fused after the product: bias (bias[N] added), bias_relu, bias_gelu (tanh form)",
+          .choices = std::move(choices), .key_omits_default = true};
+}
+
+// v + bias, then the activation of `epilogue` ("none": v itself).
+te::Expr apply_epilogue(const std::string& epilogue, te::Expr v, const te::Expr& bias, te::DataType dt) {
+  if (epilogue == "none") return v;
+  v = v + bias;
+  auto c = [dt](double x) { return te::cast(dt, te::Expr(x)); };
+  if (epilogue == "bias_relu") return te::max(v, c(0.0));
+  if (epilogue == "bias_gelu") {
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the form BERT and GPT-2 use.
+    const te::Expr inner = c(0.7978845608028654) * (v + c(0.044715) * v * v * v);
+    return c(0.5) * v * (c(1.0) + te::tanh(inner));
+  }
+  return v;  // "bias"
+}
+
+// Extra FLOPs of an epilogue per output element (the tanh counted as one).
+double epilogue_flop(const std::string& epilogue) {
+  if (epilogue == "none") return 0;
+  if (epilogue == "bias") return 1;
+  if (epilogue == "bias_relu") return 2;
+  return 9;  // bias_gelu
+}
+
 ArgSpec layout_arg() {
   return {.name = "layout", .type = ArgSpec::Type::kString, .default_value = "nn",
           .doc = "nn: B is [K,N] (row-major); nt: B is [N,K] (transposed)", .choices = {"nn", "nt"}};
@@ -17,6 +47,11 @@ ArgSpec layout_arg() {
 
 struct MatmulTensors {
   te::Tensor a, b, packed, c;
+  te::Tensor bias, dot;  // with an epilogue: bias[N] and the product that c is computed from
+  std::vector<te::Tensor> args() const {
+    if (bias.defined()) return {a, b, bias, c};
+    return {a, b, c};
+  }
 };
 
 // With pack (nn): the panel is a cache_read added by the schedule. With pack (nt): an explicit
@@ -34,10 +69,17 @@ MatmulTensors matmul_tensors(const WorkloadArgs& w, bool transposed_pack) {
   }
   const te::IterVar k = te::reduce_axis({0, K}, "k");
   const te::Tensor a = t.a, b = t.b, p = t.packed;
+  const std::string epilogue = w.get("epilogue");
   t.c = te::compute({M, N}, [&](te::Var i, te::Var j) {
     te::Expr bv = p.defined() ? p(k, j) : (nt ? b(j, k) : b(k, j));
     return te::sum(a(i, k) * bv, k);
-  }, "C");
+  }, epilogue == "none" ? "C" : "dot");
+  if (epilogue == "none") return t;
+  t.dot = t.c;
+  t.bias = te::placeholder({N}, dt, "bias");
+  const te::Tensor dot = t.dot, bias = t.bias;
+  t.c = te::compute({M, N}, [&](te::Var i, te::Var j) { return apply_epilogue(epilogue, dot(i, j), bias(j), dt); },
+                    "C");
   return t;
 }
 
@@ -46,12 +88,13 @@ MatmulTensors matmul_tensors(const WorkloadArgs& w, bool transposed_pack) {
 void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&, bool), int batch_axes) {
   d.compute = [tensors](const WorkloadArgs& w) {
     MatmulTensors t = tensors(w, false);
-    return ComputeDef{{t.a, t.b, t.c}, {t.c}};
+    return ComputeDef{t.args(), {t.c}};
   };
   d.flop = [batch_axes](const WorkloadArgs& w) {
     const double batch = batch_axes > 0 ? static_cast<double>(w.get_int("batch")) : 1.0;
-    return 2.0 * batch * static_cast<double>(w.get_int("M")) * static_cast<double>(w.get_int("N")) *
-           static_cast<double>(w.get_int("K"));
+    const double outputs = batch * static_cast<double>(w.get_int("M")) * static_cast<double>(w.get_int("N"));
+    const double epilogue = batch_axes > 0 ? 0 : epilogue_flop(w.get("epilogue"));
+    return outputs * (2.0 * static_cast<double>(w.get_int("K")) + epilogue);
   };
   d.define = [](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
     define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
@@ -63,19 +106,21 @@ void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&
     const bool pack = cfg["pack_b"].as_int() != 0;
     MatmulTensors t = tensors(w, pack);
     te::Schedule s = te::create_schedule({t.c});
-    GemmStages g{s, t.c, s.cache_write(t.c, "local"), t.packed, batch_axes};
+    // An epilogue stage is the tiled output and the product its register tile; otherwise the
+    // register tile is a local copy of the output.
+    GemmStages g{s, t.c, t.dot.defined() ? t.dot : s.cache_write(t.c, "local"), t.packed, batch_axes};
     if (pack && !t.packed.defined()) g.pack = s.cache_read(t.b, {g.acc}, "pack");
     schedule_gemm(g, cfg, w.get_int("M"), w.get_int("N"), w.get_int("K"));
-    return Instantiated{s, {t.a, t.b, t.c}};
+    return Instantiated{s, t.args()};
   };
 }
 
 void register_matmul(TemplateRegistry& r) {
   TemplateDef d;
   d.name = "matmul";
-  d.doc = "C[M,N] = A[M,K] * B[K,N] (layout=nt: B is [N,K])";
+  d.doc = "C[M,N] = A[M,K] * B[K,N] (layout=nt: B is [N,K]); epilogue: C = act(A * B + bias[N]) in the tile loop";
   d.args = {size_arg("M", "rows of A and C"), size_arg("N", "columns of B and C"), size_arg("K", "reduction length"),
-            layout_arg(), dtype_arg()};
+            layout_arg(), epilogue_arg("none", {"none", "bias", "bias_relu", "bias_gelu"}), dtype_arg()};
   add_gemm_hooks(d, matmul_tensors, 0);
   r.add(std::move(d));
 }
@@ -101,33 +146,82 @@ DenseTensors dense_tensors(const WorkloadArgs& a, bool pack) {
     return te::sum(x(i, k) * (p.defined() ? p(k, j) : w(j, k)), k);
   }, "dot");
   const te::Tensor dot = t.dot;
-  t.y = te::compute({M, N}, [&](te::Var i, te::Var j) {
-    return te::max(dot(i, j) + bias(j), te::cast(dt, te::Expr(0.0)));
-  }, "Y");
+  const std::string epilogue = a.get("epilogue");
+  t.y = te::compute({M, N}, [&](te::Var i, te::Var j) { return apply_epilogue(epilogue, dot(i, j), bias(j), dt); },
+                    "Y");
   return t;
+}
+
+// The dot-product form of a GEMV with W stored [N,K]: per output, `lanes` partial sums along k
+// (vector loads of X and W rows, no gather), then one horizontal sum, the k remainder and the
+// epilogue. partial[M,N,L] = sum_ko X[i, ko*L + l] * W[j, ko*L + l] over the K / L whole vectors.
+Instantiated dense_dot(const WorkloadArgs& a, const Config& cfg, int64_t L) {
+  const int64_t M = a.get_int("M"), N = a.get_int("N"), K = a.get_int("K"), Kq = K / L, Kr = K % L;
+  const te::DataType dt = dtype_of(a.get("dtype"));
+  const te::Tensor x = te::placeholder({M, K}, dt, "X"), w = te::placeholder({N, K}, dt, "W"),
+                   bias = te::placeholder({N}, dt, "bias");
+  const te::IterVar ko = te::reduce_axis({0, Kq}, "ko");
+  const te::Expr el(L);
+  const te::Tensor partial = te::compute({M, N, L}, [&](te::Var i, te::Var j, te::Var l) {
+    return te::sum(x(i, ko.var * el + l) * w(j, ko.var * el + l), ko);
+  }, "partial");
+  const te::IterVar lr = te::reduce_axis({0, L}, "l");
+  const te::Tensor hsum = te::compute({M, N}, [&](te::Var i, te::Var j) { return te::sum(partial(i, j, lr.var), lr); },
+                                      "hsum");
+  te::Tensor rest;
+  if (Kr > 0) {
+    const te::IterVar r = te::reduce_axis({0, Kr}, "r");
+    const te::Expr base(Kq * L);
+    rest = te::compute({M, N}, [&](te::Var i, te::Var j) {
+      return te::sum(x(i, base + r.var) * w(j, base + r.var), r);
+    }, "rest");
+  }
+  const std::string epilogue = a.get("epilogue");
+  const te::Tensor y = te::compute({M, N}, [&](te::Var i, te::Var j) {
+    te::Expr v = hsum(i, j);
+    if (rest.defined()) v = v + rest(i, j);
+    return apply_epilogue(epilogue, v, bias(j), dt);
+  }, "Y");
+  // Eight outputs at a time: eight vector accumulators live across the k loop.
+  te::Schedule s = te::create_schedule({y});
+  te::Stage ys = s[y];
+  auto [jo, ji] = ys.split(ys.axis(1), 8);
+  const te::IterVar outer = ys.fuse(ys.axis(0), jo);
+  if (cfg["parallel"].as_int() != 0) ys.parallel(outer);
+  te::Stage ps = s[partial];
+  ps.compute_at(ys, outer);
+  ps.reorder({ps.reduce_axis(0), ps.axis(0), ps.axis(1), ps.axis(2)});
+  ps.unroll(ps.axis(1));
+  ps.vectorize(ps.axis(2));
+  s[hsum].compute_at(ys, outer);
+  if (rest.defined()) s[rest].compute_at(ys, outer);
+  (void)ji;
+  return Instantiated{s, {x, w, bias, y}};
 }
 
 void register_dense(TemplateRegistry& r) {
   TemplateDef d;
   d.name = "dense_bias_relu";
-  d.doc = "Y[M,N] = relu(X[M,K] * W[N,K]^T + bias[N]), the epilogue fused into the GEMM tile";
+  d.doc = "Y[M,N] = relu(X[M,K] * W[N,K]^T + bias[N]) (epilogue=bias_gelu: gelu), fused into the GEMM tile";
   d.args = {size_arg("M", "batch rows"), size_arg("N", "output features"), size_arg("K", "input features"),
-            dtype_arg()};
+            epilogue_arg("bias_relu", {"bias", "bias_relu", "bias_gelu"}), dtype_arg()};
   d.compute = [](const WorkloadArgs& w) {
     DenseTensors t = dense_tensors(w, false);
     return ComputeDef{{t.x, t.w, t.bias, t.y}, {t.y}};
   };
   d.flop = [](const WorkloadArgs& w) {
     const double m = static_cast<double>(w.get_int("M")), n = static_cast<double>(w.get_int("N"));
-    return 2.0 * m * n * static_cast<double>(w.get_int("K")) + 2.0 * m * n;
+    return m * n * (2.0 * static_cast<double>(w.get_int("K")) + epilogue_flop(w.get("epilogue")));
   };
   d.define = [](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
-    define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
+    define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space,
+                      true);
   };
   d.fallback = [](const WorkloadArgs& w, const TargetTraits& target, const ConfigSpace& space) {
     return gemm_fallback(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
   };
   d.apply = [](const WorkloadArgs& w, const TargetTraits&, const Config& cfg) {
+    if (const int64_t lanes = dot_lanes(cfg); lanes > 0) return dense_dot(w, cfg, lanes);
     DenseTensors t = dense_tensors(w, cfg["pack_b"].as_int() != 0);
     te::Schedule s = te::create_schedule({t.y});
     schedule_gemm({s, t.y, t.dot, t.packed, 0}, cfg, w.get_int("M"), w.get_int("N"), w.get_int("K"));

@@ -1,6 +1,9 @@
 // conv2d_nchwc: argument checks, FLOPs, its space on AVX-512, and the fallback of ResNet-50's 3x3
 // layer compiled for the host: correct and much faster than the plain schedule.
 #include <chrono>
+#include <cmath>
+#include <limits>
+#include <random>
 #include <cstdio>
 
 #include <gtest/gtest.h>
@@ -41,18 +44,36 @@ ErrorKind create_error(const std::vector<std::string>& words) {
 }
 
 TEST(Conv2dNchwc, BadArgumentsAreInvalid) {
-  EXPECT_EQ(create_error({"C=24", "H=8", "W=8", "K=16"}), ErrorKind::kInvalidArgument);  // C % 16
-  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=20"}), ErrorKind::kInvalidArgument);  // K % 16
-  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "ic_block=3"}), ErrorKind::kInvalidArgument);
   EXPECT_EQ(create_error({"C=16", "H=2", "W=8", "K=16"}), ErrorKind::kInvalidArgument);  // 3x3 > 2 rows
   EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "dilation=4"}), ErrorKind::kInvalidArgument);
-  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "oc_block=0"}), ErrorKind::kInvalidArgument);
-  try {
-    Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", {"C=24", "H=8", "W=8", "K=16"}),
-                 avx512_traits(1));
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("ic_block"), std::string::npos) << e.what();
-  }
+  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "oc_block=-1"}), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(create_error({"C=0", "H=8", "W=8", "K=16"}), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(create_error({"C=1.5", "H=8", "W=8", "K=16"}), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=4294967296"}), ErrorKind::kInvalidArgument);  // above the cap
+  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "epilogue=bias_gelu"}), ErrorKind::kInvalidArgument);
+}
+
+// Channel counts that are not a block multiple are accepted with the default blocks (chosen from
+// the count: the whole count up to 16, else 16 or 8, whichever pads less) and with given ones;
+// the key names the blocks chosen, and keeps its old form (no epilogue) for the default epilogue.
+TEST(Conv2dNchwc, AnyChannelCountWithBlocksFromTheShape) {
+  EXPECT_EQ(create_error({"C=24", "H=8", "W=8", "K=16"}), ErrorKind::kUnknown);
+  EXPECT_EQ(create_error({"C=3", "H=8", "W=8", "K=1000", "ic_block=16", "oc_block=16"}), ErrorKind::kUnknown);
+  auto key = [](const std::vector<std::string>& words) {
+    return Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", words), avx512_traits(1)).workload_key();
+  };
+  EXPECT_EQ(key({"C=3", "H=8", "W=8", "K=24"}),
+            "conv2d_nchwc(N=1,C=3,H=8,W=8,K=24,R=3,S=3,stride=1,pad=0,dilation=1,ic_block=3,oc_block=8,dtype=float32)");
+  EXPECT_EQ(key({"C=17", "H=8", "W=8", "K=48", "epilogue=bias_relu"}),
+            "conv2d_nchwc(N=1,C=17,H=8,W=8,K=48,R=3,S=3,stride=1,pad=0,dilation=1,ic_block=8,oc_block=16,"
+            "epilogue=bias_relu,dtype=float32)");
+  const Task t = Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", {"C=24", "H=8", "W=8", "K=20",
+                                                                                   "ic_block=16", "oc_block=16"}),
+                              avx512_traits(1));
+  const ComputeDef def = t.template_def().compute(t.args());
+  EXPECT_EQ(def.args[0].shape(), (std::vector<int64_t>{1, 2, 8, 8, 16}));
+  EXPECT_EQ(def.args[1].shape(), (std::vector<int64_t>{2, 2, 3, 3, 16, 16}));
+  EXPECT_EQ(def.args[2].shape(), (std::vector<int64_t>{1, 2, 6, 6, 16}));
 }
 
 TEST(Conv2dNchwc, FlopsTensorsAndSpace) {
@@ -155,6 +176,98 @@ TEST(Conv2dNchwc, HostFallbackIsCorrectAndFast) {
                 cfg.to_json_string().c_str());
   }
   for (double t : times) EXPECT_LT(t * 2, t_plain);
+}
+
+// The blocked layouts with padding lanes, against a direct NCHW convolution written here (not the
+// template's compute): every padding lane of I, W, bias and residual holds NaN, which must never
+// reach an output; output padding lanes must be 0. Fallback and random configs, host build.
+TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
+  struct Case {
+    std::vector<std::string> words;
+    int64_t c, k, h, w, stride, pad;
+  };
+  const std::vector<Case> cases = {
+      {{"C=3", "H=9", "W=11", "K=24", "stride=2", "pad=1", "epilogue=bias_relu"}, 3, 24, 9, 11, 2, 1},
+      {{"C=24", "H=6", "W=7", "K=20", "ic_block=16", "oc_block=16", "epilogue=bias_add_relu"}, 24, 20, 6, 7, 1, 0},
+      {{"C=17", "H=5", "W=5", "K=5", "pad=1"}, 17, 5, 5, 5, 1, 1},
+  };
+  const codegen::Target target = codegen::Target::host();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const Case& c : cases) {
+    const Task task = Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", c.words), host_traits(target));
+    const int64_t icb = task.args().get_int("ic_block"), ocb = task.args().get_int("oc_block");
+    const int64_t cbs = (c.c + icb - 1) / icb, kbs = (c.k + ocb - 1) / ocb;
+    const int64_t oh = (c.h + 2 * c.pad - 3) / c.stride + 1, ow = (c.w + 2 * c.pad - 3) / c.stride + 1;
+    const std::string epilogue = task.args().get("epilogue");
+    // Logical tensors, seeded.
+    std::mt19937_64 rng(c.c * 100 + c.k);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<double> in(c.c * c.h * c.w), wt(c.k * c.c * 9), bias(c.k), res(c.k * oh * ow);
+    for (auto* v : {&in, &wt, &bias, &res})
+      for (double& x : *v) x = u(rng);
+    // Expected output, NCHW.
+    std::vector<double> expect(c.k * oh * ow);
+    for (int64_t k = 0; k < c.k; ++k)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t x = 0; x < ow; ++x) {
+          double acc = 0;
+          for (int64_t ch = 0; ch < c.c; ++ch)
+            for (int64_t r = 0; r < 3; ++r)
+              for (int64_t q = 0; q < 3; ++q) {
+                const int64_t iy = y * c.stride + r - c.pad, ix = x * c.stride + q - c.pad;
+                if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
+                acc += in[(ch * c.h + iy) * c.w + ix] * wt[((k * c.c + ch) * 3 + r) * 3 + q];
+              }
+          if (epilogue != "none") acc += bias[k];
+          if (epilogue == "bias_add_relu") acc += res[(k * oh + y) * ow + x];
+          if (epilogue != "none") acc = std::max(acc, 0.0);
+          expect[(k * oh + y) * ow + x] = acc;
+        }
+    // Blocked buffers in the template's argument order, padding lanes NaN.
+    const ComputeDef def = task.template_def().compute(task.args());
+    std::vector<te::HostBuffer> bufs;
+    for (const auto& t : def.args) {
+      bufs.emplace_back(t.shape(), t.dtype());
+      for (int64_t i = 0; i < bufs.back().num_elements(); ++i) bufs.back().set(i, nan);
+    }
+    for (int64_t ch = 0; ch < c.c; ++ch)
+      for (int64_t i = 0; i < c.h * c.w; ++i) bufs[0].set(((ch / icb) * c.h * c.w + i) * icb + ch % icb, in[ch * c.h * c.w + i]);
+    for (int64_t k = 0; k < c.k; ++k)
+      for (int64_t ch = 0; ch < c.c; ++ch)
+        for (int64_t rs = 0; rs < 9; ++rs)
+          bufs[1].set(((((k / ocb) * cbs + ch / icb) * 9 + rs) * icb + ch % icb) * ocb + k % ocb,
+                      wt[(k * c.c + ch) * 9 + rs]);
+    size_t next = 2;
+    if (epilogue != "none") {
+      for (int64_t k = 0; k < c.k; ++k) bufs[next].set(k, bias[k]);  // [K/ocb][ocb] is k itself
+      ++next;
+    }
+    auto blocked_out = [&](int64_t k, int64_t i) { return ((k / ocb) * oh * ow + i) * ocb + k % ocb; };
+    if (epilogue == "bias_add_relu") {
+      for (int64_t k = 0; k < c.k; ++k)
+        for (int64_t i = 0; i < oh * ow; ++i) bufs[next].set(blocked_out(k, i), res[k * oh * ow + i]);
+      ++next;
+    }
+    ASSERT_EQ(next + 1, bufs.size());
+    std::vector<Config> configs = {task.fallback_config()};
+    std::mt19937_64 pick(7);
+    for (uint64_t i : task.space().sample(3, pick)) configs.push_back(task.space().get(i));
+    for (const Config& cfg : configs) {
+      for (int64_t i = 0; i < bufs.back().num_elements(); ++i) bufs.back().set(i, nan);
+      std::vector<void*> ptrs;
+      for (auto& b : bufs) ptrs.push_back(b.data());
+      ASSERT_EQ(compile(task.instantiate(cfg), target).run(ptrs), 0);
+      double worst = 0;
+      for (int64_t k = 0; k < kbs * ocb; ++k)
+        for (int64_t i = 0; i < oh * ow; ++i) {
+          const double got = bufs.back().get(blocked_out(k, i));
+          const double want = k < c.k ? expect[k * oh * ow + i] : 0.0;  // padding lanes are zeros
+          const double err = std::isnan(got) ? 1e30 : std::fabs(got - want);
+          worst = std::max(worst, err);
+        }
+      EXPECT_LT(worst, 1e-4) << task.workload_key() << " config " << cfg.to_json_string();
+    }
+  }
 }
 
 }  // namespace

@@ -58,6 +58,32 @@ TEST(SplitKnob, InnermostMultipleKeepsWholeVectors) {
   EXPECT_EQ(small.entity(0).values[1], 8);
 }
 
+// An extent with too few divisors for the innermost factor (1000 has no multiple of 16, 97 is
+// prime) gets the powers of two with a tail beside its divisors; a power of two or an extent rich
+// in divisors keeps exactly its dividing tuples.
+TEST(SplitKnob, FewDivisorsAddPowerOfTwoTails) {
+  SplitKnob vec("x", {.extent = 1000, .num_outputs = 3, .innermost_multiple = 16, .max_innermost = 64});
+  std::set<int64_t> inner;
+  for (const auto& e : vec.entities()) inner.insert(e.values.back());
+  EXPECT_EQ(inner, (std::set<int64_t>{16, 32, 64}));
+  for (const auto& e : vec.entities()) EXPECT_LE(product_of_inner(e), 1000) << e.to_json().dump();
+  EXPECT_NE(vec.describe().find("tail(+power2)"), std::string::npos) << vec.describe();
+
+  SplitKnob prime("p", {.extent = 97, .num_outputs = 2, .max_innermost = 16});
+  std::vector<int64_t> p;
+  for (const auto& e : prime.entities()) p.push_back(e.values[1]);
+  EXPECT_EQ(p, (std::vector<int64_t>{1, 2, 4, 8, 16}));
+  // Resolving the remainder rounds up: 97 = 6 x 16 + 1.
+  EXPECT_EQ(prime.entity(4).split_factors(97), (std::vector<int64_t>{7, 16}));
+
+  SplitKnob off("o", {.extent = 97, .num_outputs = 2, .max_innermost = 16, .tail_when_few_divisors = false});
+  EXPECT_EQ(off.size(), 1u);
+  SplitKnob pow2("q", {.extent = 512, .num_outputs = 3});
+  for (const auto& e : pow2.entities()) EXPECT_EQ(512 % product_of_inner(e), 0);
+  SplitKnob rich("r", {.extent = 56, .num_outputs = 2, .max_innermost = 32});
+  EXPECT_EQ(rich.size(), 7u);  // 1 2 4 7 8 14 28: as many as the powers of two up to 32
+}
+
 TEST(SplitKnob, CandidatesFilteredByTailRule) {
   SplitKnob k("t", {.extent = 24, .num_outputs = 3, .policy = SplitPolicy::kCandidates,
                     .candidates = {{2, 4}, {5, 1}, {3, 8}, {4, 8}}});

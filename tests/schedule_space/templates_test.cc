@@ -61,5 +61,40 @@ TEST_P(EveryConfig, MatchesReferenceInInterpreter) {
 INSTANTIATE_TEST_SUITE_P(Templates, EveryConfig, ::testing::ValuesIn(testing::small_cases()),
                          [](const ::testing::TestParamInfo<TemplateCase>& info) { return info.param.name; });
 
+// No workload is refused for its numbers alone: every extent from 1 to 70 (primes, odd sizes,
+// sizes below and just past 4- and 16-lane vectors) in every size argument of every template
+// gives a task with a valid fallback, on a 4-lane and a 16-lane target.
+TEST(AnyExtent, EveryTemplateAcceptsEveryExtent) {
+  TargetTraits avx512;
+  avx512.vector_bits = 512;
+  avx512.cores = 2;
+  for (const TargetTraits& target : {testing::small_target(), avx512}) {
+    for (int64_t e = 1; e <= 70; ++e) {
+      const std::string v = std::to_string(e);
+      const std::vector<std::pair<std::string, std::map<std::string, std::string>>> workloads = {
+          {"matmul", {{"M", v}, {"N", "7"}, {"K", "9"}}},
+          {"matmul", {{"M", "3"}, {"N", v}, {"K", v}, {"layout", "nt"}}},
+          {"dense_bias_relu", {{"M", "1"}, {"N", v}, {"K", "5"}, {"epilogue", "bias_gelu"}}},
+          {"batch_matmul", {{"batch", "2"}, {"M", v}, {"N", v}, {"K", "3"}}},
+          {"conv2d", {{"C", v}, {"H", "5"}, {"W", v == "1" ? "3" : v}, {"K", v}, {"pad", "1"}}},
+          {"depthwise_conv2d", {{"C", v}, {"H", v == "1" ? "3" : v}, {"W", "4"}, {"stride", "2"}, {"pad", "1"}}},
+          {"max_pool2d", {{"C", "2"}, {"H", v}, {"W", v}, {"R", "1"}, {"S", "1"}, {"stride", "1"}}},
+          {"avg_pool2d", {{"C", v}, {"H", "4"}, {"W", "4"}}},
+          {"conv2d_nchwc", {{"C", v}, {"H", "3"}, {"W", v == "1" ? "3" : v}, {"K", v}, {"pad", "1"}}},
+          {"conv2d_nchwc", {{"C", v}, {"H", "3"}, {"W", "3"}, {"K", "5"}, {"ic_block", "16"}, {"oc_block", "16"},
+                            {"epilogue", "bias_add_relu"}}},
+      };
+      for (const auto& [name, args] : workloads) {
+        try {
+          const Task t = Task::create(name, args, target);
+          EXPECT_TRUE(t.space().is_valid(t.space().index_of(t.fallback_config()))) << t.workload_key();
+        } catch (const Error& err) {
+          ADD_FAILURE() << name << " extent " << e << " on " << target.vector_bits << " bits: " << err.what();
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ktune::schedule_space
