@@ -16,6 +16,9 @@ constexpr uint64_t kMaxObjectBytes = uint64_t{1} << 31;
 constexpr uint64_t kMaxString = uint64_t{1} << 20;
 constexpr uint64_t kMaxArgs = 4096;
 constexpr uint64_t kMaxRank = 64;
+// Bytes of one argument: the runner allocates this much per argument, so a signature whose sizes
+// overflow (or exceed what any workload may have, 2^48 bytes as in schedule_space) is refused.
+constexpr uint64_t kMaxArgBytes = uint64_t{1} << 48;
 
 // FNV-1a, 64 bit: catches truncation and bit flips in transit; not a security measure.
 uint64_t fnv1a(const uint8_t* data, size_t n) {
@@ -146,6 +149,17 @@ Artifact Artifact::deserialize(const std::vector<uint8_t>& bytes) {
       s.shape.push_back(v);
     }
     s.dtype = r.str("dtype");
+    uint64_t bytes = 0;
+    try {
+      bytes = static_cast<uint64_t>(s.element_bytes());
+    } catch (const Error&) {
+      Reader::fail("unknown dtype '" + s.dtype.substr(0, 80) + "'");
+    }
+    for (int64_t d : s.shape) {
+      const auto extent = static_cast<uint64_t>(d);
+      if (extent != 0 && bytes > kMaxArgBytes / extent) Reader::fail("an argument of more than 2^48 bytes");
+      bytes *= extent;
+    }
     const uint64_t out = r.u64();
     if (out > 1) Reader::fail("bad is_output flag");
     s.is_output = out == 1;

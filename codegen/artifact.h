@@ -32,7 +32,9 @@ struct Artifact {
   // Returns a self-describing byte blob (magic, version, length-prefixed fields).
   std::vector<uint8_t> serialize() const;
   // Inverse of serialize(). Throws Error(kInvalidArgument) for a truncated, foreign or
-  // corrupted blob (bad magic, version, lengths or checksum); never reads out of bounds.
+  // corrupted blob (bad magic, version, lengths or checksum, an unknown dtype, an argument of
+  // more than 2^48 bytes); never reads out of bounds, and num_elements() * element_bytes() of
+  // every argument it returns fits in int64_t.
   static Artifact deserialize(const std::vector<uint8_t>& bytes);
 
   bool operator==(const Artifact&) const = default;

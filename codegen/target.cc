@@ -17,6 +17,7 @@
 
 #include "codegen/llvm_init.h"
 #include "support/error.h"
+#include "support/json_input.h"
 
 namespace ktune::codegen {
 
@@ -33,6 +34,9 @@ void initialize_llvm() {
 
 namespace {
 
+// -num-cores above this is a typo, not a machine (and would size thread pools and knobs).
+constexpr int kMaxCores = 1024;
+
 std::string join(const std::vector<std::string>& items, const char* sep) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
@@ -47,7 +51,7 @@ const llvm::Target& lookup_backend(const std::string& triple) {
     std::vector<std::string> names;
     for (const llvm::Target& known : llvm::TargetRegistry::targets()) names.push_back(known.getName());
     std::sort(names.begin(), names.end());
-    throw Error(ErrorKind::kUnsupported, "unknown target triple '" + triple + "' (" + err +
+    throw Error(ErrorKind::kUnsupported, "unknown target triple '" + quote_input(triple) + "' (" + err +
                                              "); this LLVM knows the architectures: " + join(names, ", "));
   }
   return *t;
@@ -124,21 +128,26 @@ Target Target::parse(const std::string& text) {
   if (tokens.size() == 1 && (tokens[0] == "host" || tokens[0] == "llvm")) return host();
   if (tokens.empty() || tokens[0] != "llvm") {
     throw Error(ErrorKind::kInvalidArgument,
-                "target '" + text + "' must be 'host' or start with 'llvm' (e.g. 'llvm -mtriple=aarch64-linux-gnu "
-                "-mcpu=cortex-a72 -mattr=+neon')");
+                "target '" + quote_input(text) + "' must be 'host' or start with 'llvm' (e.g. 'llvm "
+                "-mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+neon')");
   }
   std::string triple, cpu, attrs, cores;
   for (size_t i = 1; i < tokens.size(); ++i) {
     const std::string& tok = tokens[i];
     auto value_of = [&](const std::string& key, std::string& slot) {
       if (tok.rfind(key + "=", 0) != 0) return false;
+      // A repeated option would silently override the first: refuse it.
+      if (!slot.empty())
+        throw Error(ErrorKind::kInvalidArgument, key + " given twice in target '" + quote_input(text) + "'");
       slot = tok.substr(key.size() + 1);
-      if (slot.empty()) throw Error(ErrorKind::kInvalidArgument, "empty value for " + key + " in target '" + text + "'");
+      if (slot.empty())
+        throw Error(ErrorKind::kInvalidArgument, "empty value for " + key + " in target '" + quote_input(text) + "'");
       return true;
     };
     if (!value_of("-mtriple", triple) && !value_of("-mcpu", cpu) && !value_of("-mattr", attrs) &&
         !value_of("-num-cores", cores)) {
-      throw Error(ErrorKind::kInvalidArgument, "unknown target option '" + tok + "' in '" + text +
+      throw Error(ErrorKind::kInvalidArgument, "unknown target option '" + quote_input(tok) + "' in '" +
+                                                   quote_input(text) +
                                                    "' (known: -mtriple=, -mcpu=, -mattr=, -num-cores=)");
     }
   }
@@ -153,7 +162,7 @@ Target Target::parse(const std::string& text) {
   if (cpu != "generic" && !tables->isCPUStringValid(cpu)) {
     std::vector<std::string> names;
     for (const auto& kv : tables->getAllProcessorDescriptions()) names.push_back(kv.Key);
-    throw Error(ErrorKind::kInvalidArgument, "unknown CPU '" + cpu + "' for triple '" + t.triple_ +
+    throw Error(ErrorKind::kInvalidArgument, "unknown CPU '" + quote_input(cpu) + "' for triple '" + t.triple_ +
                                                  "'; known CPUs: " + join(names, ", "));
   }
   std::stringstream attr_stream(attrs);
@@ -166,7 +175,7 @@ Target Target::parse(const std::string& text) {
     if (!known) {
       std::vector<std::string> names;
       for (const auto& kv : tables->getAllProcessorFeatures()) names.push_back(kv.Key);
-      throw Error(ErrorKind::kInvalidArgument, "unknown attribute '" + name + "' for triple '" + t.triple_ +
+      throw Error(ErrorKind::kInvalidArgument, "unknown attribute '" + quote_input(name) + "' for triple '" + t.triple_ +
                                                    "'; known attributes: " + join(names, ", "));
     }
     // Drop attributes the CPU implies anyway, so equal targets have one canonical string.
@@ -181,9 +190,10 @@ Target Target::parse(const std::string& text) {
     try {
       size_t used = 0;
       t.cores_ = std::stoi(cores, &used);
-      if (used != cores.size() || t.cores_ < 1) throw std::invalid_argument(cores);
+      if (used != cores.size() || t.cores_ < 1 || t.cores_ > kMaxCores) throw std::invalid_argument(cores);
     } catch (const std::exception&) {
-      throw Error(ErrorKind::kInvalidArgument, "-num-cores must be a positive integer, got '" + cores + "'");
+      throw Error(ErrorKind::kInvalidArgument, "-num-cores must be an integer from 1 to " + std::to_string(kMaxCores) +
+                                                   ", got '" + quote_input(cores) + "'");
     }
     t.explicit_cores_ = true;
   } else {

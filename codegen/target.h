@@ -11,7 +11,8 @@ namespace ktune::codegen {
 class Target {
  public:
   // Parses "host", "llvm" (the host triple and CPU) or a TVM-style string
-  // "llvm -mtriple=<triple> -mcpu=<cpu> -mattr=+a,-b -num-cores=<n>" (options in any order).
+  // "llvm -mtriple=<triple> -mcpu=<cpu> -mattr=+a,-b -num-cores=<n>" (options in any order,
+  // each at most once; n from 1 to 1024).
   // Without -mcpu a foreign triple gets "generic". Throws Error(kInvalidArgument) for a
   // malformed string, an unknown CPU or attribute (the message lists what LLVM knows for that
   // triple) and Error(kUnsupported) for a triple no backend of this LLVM build handles (the

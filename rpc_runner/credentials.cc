@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "rpc_runner/grpc_log.h"
+
 namespace ktune::rpc_runner {
 namespace {
 
@@ -128,6 +130,7 @@ std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const ClientSecuri
 }
 
 std::shared_ptr<grpc::Channel> make_channel(const std::string& address, const ClientSecurity& security) {
+  route_grpc_log();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMessageLimit);
   args.SetMaxSendMessageSize(kMessageLimit);

@@ -75,6 +75,7 @@ struct DeviceWorker::Impl {
   bool stopping = false;                          // guarded by mu
   std::unique_ptr<grpc::ClientContext> context;   // guarded by mu: the current connection
   std::string refusal;                            // guarded by mu
+  bool ever_attached = false;                     // guarded by mu
   std::atomic<bool> attached{false};
   std::atomic<size_t> results{0};
 
@@ -325,10 +326,13 @@ struct DeviceWorker::Impl {
       grpc::Status status = serve_once(&was_attached);
       std::unique_lock lock(mu);
       if (stopping) return;
-      if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
-          status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
-        // Retrying cannot help: a wrong token or another protocol version. Say it once.
-        if (refusal != status.error_message())
+      ever_attached = ever_attached || was_attached;
+      const bool refused = status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+                           status.error_code() == grpc::StatusCode::FAILED_PRECONDITION;
+      if (refused) {
+        // Retrying cannot help: a wrong token or another protocol version. Say it once; refused
+        // at the start, the owner reports it (refused_at_start: `ktune worker` exits with it).
+        if (refusal != status.error_message() && ever_attached)
           spdlog::error("the tuning server at {} refused this worker: {}", options.server, status.error_message());
         refusal = status.error_message();
       }
@@ -336,7 +340,7 @@ struct DeviceWorker::Impl {
         backoff = options.reconnect_initial_s;
         announce = true;
       }
-      if (announce) {
+      if (announce && !refused) {
         spdlog::warn("tuning server {} {} ({}); reconnecting with backoff up to {:g} s", options.server,
                      was_attached ? "went away" : "unreachable", status.error_message(), options.reconnect_max_s);
         announce = false;
@@ -394,6 +398,11 @@ size_t DeviceWorker::prebuilt() const { return impl_->prebuilt; }
 std::string DeviceWorker::last_refusal() const {
   std::lock_guard lock(impl_->mu);
   return impl_->refusal;
+}
+
+std::string DeviceWorker::refused_at_start() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->ever_attached ? "" : impl_->refusal;
 }
 
 }  // namespace ktune::rpc_runner

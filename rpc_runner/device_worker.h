@@ -62,6 +62,10 @@ class DeviceWorker {
   size_t prebuilt() const;
   // The last reason the server gave for ending or refusing the connection ("" = none yet).
   std::string last_refusal() const;
+  // The server's refusal (wrong token, another protocol version) when this worker was refused
+  // before it was ever attached: a configuration error its owner should report and exit on.
+  // "" while it has not been refused, and once it has been attached.
+  std::string refused_at_start() const;
 
  private:
   struct Impl;

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -161,8 +162,16 @@ std::optional<std::vector<uint8_t>> read_frame(int fd, double deadline_ms) {
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t{prefix[i]} << (8 * i);
   if (got < sizeof prefix || n > kMaxFrame) throw Error(ErrorKind::kIo, "runner pipe: broken frame");
-  std::vector<uint8_t> bytes(n);
-  if (get(bytes.data(), n) < n) throw Error(ErrorKind::kIo, "runner pipe: truncated frame");
+  // Grown as the bytes arrive (1 MiB at a time): a corrupt length must not allocate and zero up to
+  // 4 GiB before the first byte of the body is read (found by fuzz/runner_protocol_fuzz).
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  std::vector<uint8_t> bytes;
+  while (bytes.size() < n) {
+    const size_t have = bytes.size();
+    const auto want = static_cast<size_t>(std::min<uint64_t>(n - have, kChunk));
+    bytes.resize(have + want);
+    if (get(bytes.data() + have, want) < want) throw Error(ErrorKind::kIo, "runner pipe: truncated frame");
+  }
   return bytes;
 }
 

@@ -106,6 +106,8 @@ JobEvent ServiceClient::watch(uint64_t id, const std::function<void(const JobEve
       impl_->check(status.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "the stream ended before the job did")
                                : status,
                    "watch the job");
+    // Never reached (a wrong address, no server): nothing to resume, say so now.
+    if (!last) impl_->check(status, "watch the job");
     // The server went away (restart): try again with backoff, for a while.
     if (!lost || got_any) {
       lost = true;

@@ -42,7 +42,8 @@ class ServiceClient {
   JobStatus job(uint64_t id);
   // Streams the job's events to on_event until it ends, and returns the last event. When the
   // stream breaks (server restart), reconnects with backoff for up to reconnect_for_s and goes
-  // on. Throws Error(kNotFound) for an unknown job, Error(kIo) when the server stays away.
+  // on. Throws Error(kNotFound) for an unknown job, Error(kIo) when the server stays away (at
+  // once when the first attempt already finds no server: there is no watch to resume).
   JobEvent watch(uint64_t id, const std::function<void(const JobEvent&)>& on_event = {});
   // The k best successful records of a workload on a target (any LLVM version), optionally of
   // one device key, fastest first.

@@ -15,6 +15,7 @@
 
 #include "rpc_runner/credentials.h"
 #include "rpc_runner/device_pool.h"
+#include "rpc_runner/grpc_log.h"
 #include "rpc_runner/job_manager.h"
 #include "rpc_runner/proto/ktune.grpc.pb.h"
 #include "rpc_runner/service_convert.h"
@@ -406,6 +407,7 @@ struct TuningServer::Impl {
 };
 
 TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make_unique<Impl>()) {
+  route_grpc_log();
   if (options.port < 0 || options.port > 65535)
     throw Error(ErrorKind::kInvalidArgument, "port out of range: " + std::to_string(options.port));
   if (!(options.heartbeat_s > 0) || !(options.worker_timeout_s > options.heartbeat_s))

@@ -31,8 +31,10 @@ int depth_of(std::string_view text) {
 
 std::string quote_input(std::string_view text) {
   std::string q(text.substr(0, kQuoted));
+  // Control characters (line breaks, escapes, form feeds from a binary file) would break the one
+  // line of an error message or drive the terminal: shown as spaces.
   for (char& c : q)
-    if (c == '\n' || c == '\r') c = ' ';
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
   if (text.size() > kQuoted) q += "...";
   return q;
 }

@@ -12,7 +12,7 @@ namespace ktune {
 inline constexpr int kMaxJsonDepth = 64;
 
 // Returns the text as a quotation for an error message: its first 80 characters, then "..." when
-// there is more, with line breaks shown as spaces.
+// there is more, with line breaks and other control characters shown as spaces.
 std::string quote_input(std::string_view text);
 
 // Parses `text`. Throws Error(kInvalidArgument) "<what> JSON nested deeper than 64 levels" or

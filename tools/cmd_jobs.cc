@@ -9,6 +9,7 @@
 #include "rpc_runner/service_client.h"
 #include "tools/commands.h"
 #include "tools/job_watch.h"
+#include "tools/option_checks.h"
 #include "tools/service_flags.h"
 
 namespace ktune::tools {
@@ -59,11 +60,11 @@ void add_jobs(CLI::App& app) {
   cmd->add_flag("--all", o->all, "Finished jobs too");
   cmd->add_flag("--json", o->json, "Print JSON");
   auto* watch = cmd->add_subcommand("watch", "Follow a job's progress until it ends (reconnects if the server restarts)");
-  watch->add_option("id", o->id, "Job id")->required();
+  watch->add_option("id", o->id, "Job id")->required()->check(finite_in(1, 18446744073709551615.0));
   add_client_flags(watch, o->client, false);
   watch->add_flag("--json", o->json, "Print the summary as JSON");
   auto* cancel = cmd->add_subcommand("cancel", "Stop a queued or running job");
-  cancel->add_option("id", o->id, "Job id")->required();
+  cancel->add_option("id", o->id, "Job id")->required()->check(finite_in(1, 18446744073709551615.0));
   add_client_flags(cancel, o->client, false);
   cancel->add_flag("--json", o->json, "Print JSON");
   auto need_server = [o] {

@@ -44,6 +44,7 @@ struct TuneCommandOptions {
   rpc_runner::ServiceClientOptions server;
   std::string device_key;
   int priority = 1;
+  bool priority_given = false;  // --priority on the command line (it needs --server)
   bool detach = false;
 };
 
@@ -88,7 +89,8 @@ void run_tune(TuneCommandOptions o) {
   o.measure.check_correctness = !o.no_check;
   o.session.transfer = !o.no_transfer;
   if (!o.server.server.empty()) return submit_job(o);
-  if (!o.device_key.empty() || o.detach) throw Error(ErrorKind::kInvalidArgument, "--device-key and --detach need --server");
+  if (!o.device_key.empty() || o.detach || o.priority_given)
+    throw Error(ErrorKind::kInvalidArgument, "--device-key, --priority and --detach need --server");
   tuner::validate(o.session);
 
   // Everything that can be wrong with the request is checked before the log is touched.
@@ -146,7 +148,9 @@ void add_tune(CLI::App& app) {
       ->check(finite_in(0, 1e9));
   cmd->add_option("--db", o->db, "Tuning log (SQLite); configs already in it are not measured again")
       ->capture_default_str();
-  cmd->add_option("--seed", s.seed, "Seed of the search and of the generated inputs")->capture_default_str();
+  cmd->add_option("--seed", s.seed, "Seed of the search and of the generated inputs")
+      ->capture_default_str()
+      ->check(finite_in(0, 18446744073709551615.0));
   cmd->add_option("--threads", o->threads, "Build threads (0 = all cores; at most 256)")
       ->capture_default_str()
       ->check(finite_in(0, 256));
@@ -173,11 +177,15 @@ void add_tune(CLI::App& app) {
   add_client_flags(cmd, o->server, false)
       ->description("Submit the run as a job to this tuning server (HOST:PORT) and follow it");
   cmd->add_option("--device-key", o->device_key, "With --server: the key of the devices to tune on");
-  cmd->add_option("--priority", o->priority, "With --server: share of the key's devices against other jobs")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100));
+  CLI::Option* priority =
+      cmd->add_option("--priority", o->priority, "With --server: share of the key's devices against other jobs")
+          ->capture_default_str()
+          ->check(finite_in(1, 100));
   cmd->add_flag("--detach", o->detach, "With --server: print the job id and return; `ktune jobs watch ID` follows it");
-  cmd->callback([o] { run_tune(*o); });
+  cmd->callback([o, priority] {
+    o->priority_given = priority->count() > 0;
+    run_tune(*o);
+  });
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 #include <spdlog/spdlog.h>
 
 #include "rpc_runner/device_worker.h"
+#include "support/error.h"
 #include "tools/commands.h"
+#include "tools/option_checks.h"
 
 namespace ktune::tools {
 namespace {
@@ -21,8 +23,19 @@ void run_worker(const rpc_runner::DeviceWorkerOptions& options) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   rpc_runner::DeviceWorker worker(options);
-  int signal = 0;
-  sigwait(&signals, &signal);
+  // Until a signal; a worker the server refuses before it was ever attached (wrong token, other
+  // protocol version) is misconfigured: that is this command's error, not a reason to retry.
+  const timespec poll{0, 200'000'000};
+  int signal = -1;
+  while (signal < 0) {
+    signal = sigtimedwait(&signals, nullptr, &poll);
+    if (signal >= 0) break;
+    const std::string refused = worker.refused_at_start();
+    if (!refused.empty()) {
+      worker.stop();
+      throw Error(ErrorKind::kInvalidArgument, "the tuning server at " + options.server + " refused this worker: " + refused);
+    }
+  }
   spdlog::info("{}: detaching", signal == SIGINT ? "SIGINT" : "SIGTERM");
   worker.stop();
 }
@@ -38,16 +51,16 @@ void add_worker(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--slots", o->slots, "Candidates taken at once, built in parallel (0 = cores)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 64));
+      ->check(finite_in(0, 64));
   cmd->add_option("--peak-gflops", o->peak_gflops, "This device's f32 peak; the server refuses results far above it")
-      ->check(CLI::Range(0.0, 1e9));
+      ->check(finite_in(0, 1e9));
   cmd->add_flag("--no-build", [o](int64_t) { o->can_build = false; },
                 "Do not build kernels here: the server cross-builds them (a device without LLVM)");
   cmd->add_option("--runner", o->runner_path, "The ktune-runner executable (default: next to ktune)");
   cmd->add_option("--description", o->description, "Free text shown by `ktune server devices`");
   cmd->add_option("--reconnect-max", o->reconnect_max_s, "Longest wait between reconnection attempts, s")
       ->capture_default_str()
-      ->check(CLI::Range(0.1, 3600.0));
+      ->check(finite_in(0.1, 3600));
   cmd->callback([o] { run_worker(*o); });
 }
 

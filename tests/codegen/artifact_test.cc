@@ -62,5 +62,26 @@ TEST(ArtifactTest, HugeLengthIsRejectedWithoutAllocating) {
   EXPECT_THROW(Artifact::deserialize(blob), Error);
 }
 
+// Found by fuzz/runner_protocol_fuzz: a signature whose extents multiply past 2^63 (signed
+// overflow in num_elements, then a bogus allocation in the runner) was accepted.
+TEST(ArtifactTest, ArgumentSizesThatOverflowOrAreUnknownAreRefused) {
+  auto refused = [](std::vector<int64_t> shape, std::string dtype) {
+    Artifact a = sample();
+    a.signature[1] = {std::move(shape), std::move(dtype), false};
+    try {
+      Artifact::deserialize(a.serialize());
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refused({1970470928, 500186415104}, "float32").find("2^48 bytes"), std::string::npos);
+  EXPECT_NE(refused({int64_t{1} << 46, 8}, "float32").find("2^48 bytes"), std::string::npos);  // 2^51 bytes
+  EXPECT_NE(refused({4, 4}, "float128").find("unknown dtype 'float128'"), std::string::npos);
+  EXPECT_EQ(refused({int64_t{1} << 23, 1 << 23}, "float32"), "accepted");  // 2^48 bytes exactly
+  EXPECT_EQ(refused({0, int64_t{1} << 62}, "float32"), "accepted");        // empty
+}
+
 }  // namespace
 }  // namespace ktune::codegen

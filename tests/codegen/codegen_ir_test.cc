@@ -106,7 +106,7 @@ TEST(CodegenIrTest, VectorAddIsVectorizedAndParallel) {
   testing::fill_uniform(b.as<float>(), kN, 2);
   for (int threads : {1, 2}) {
     set_num_threads(threads);
-    std::memset(c.data(), 0, c.bytes());
+    c.poison();
     ASSERT_EQ(k.run({a.data(), b.data(), c.data()}), 0);
     for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(c.as<float>()[i], a.as<float>()[i] + b.as<float>()[i]) << i;
   }
@@ -126,6 +126,7 @@ void check_mixed(const BuildOptions& options) {
   AlignedBuffer a(kRows * kCols * 4), s(4), out(kRows * kCols * 4);
   testing::fill_uniform(a.as<float>(), kRows * kCols, 3, -2.0f, 2.0f);
   s.as<float>()[0] = 1.5f;
+  out.poison();
   ASSERT_EQ(k.run({a.data(), s.data(), out.data()}), 0);
   for (int64_t r = 0; r < kRows; ++r) {
     for (int64_t j = 0; j < kCols; ++j) {
@@ -149,6 +150,8 @@ TEST(CodegenIrTest, IntegerDivisionFloors) {
   Kernel k = Kernel::load(build(floor_div(), Target::host()));
   AlignedBuffer d(8), q(300 * 8), m(300 * 8);
   d.as<int64_t>()[0] = -3;
+  q.poison(0x5A);
+  m.poison(0x5A);
   ASSERT_EQ(k.run({d.data(), q.data(), m.data()}), 0);
   const int64_t divisors[] = {7, 8, -3};
   for (int t = 0; t < 3; ++t) {
@@ -165,6 +168,7 @@ TEST(CodegenIrTest, StridedGatherTransposes) {
   Kernel k = Kernel::load(build(transpose(), Target::host()));
   AlignedBuffer a(32 * 32 * 4), t(32 * 32 * 4);
   testing::fill_uniform(a.as<float>(), 32 * 32, 4);
+  t.poison();
   ASSERT_EQ(k.run({a.data(), t.data()}), 0);
   for (int i = 0; i < 32; ++i) {
     for (int j = 0; j < 32; ++j) ASSERT_EQ(t.as<float>()[i * 32 + j], a.as<float>()[j * 32 + i]);
@@ -178,6 +182,7 @@ TEST(CodegenIrTest, AArch64MatchesHost) {
     AlignedBuffer a(kN * 4), b(kN * 4), c(kN * 4);
     testing::fill_uniform(a.as<float>(), kN, 1);
     testing::fill_uniform(b.as<float>(), kN, 2);
+    c.poison();
     auto res = testing::run_on_aarch64(build(vector_add(), arm), {a.copy(), b.copy(), c.copy()});
     Kernel k = Kernel::load(build(vector_add(), Target::host()));
     ASSERT_EQ(k.run({a.data(), b.data(), c.data()}), 0);
@@ -187,6 +192,7 @@ TEST(CodegenIrTest, AArch64MatchesHost) {
     AlignedBuffer a(kRows * kCols * 4), s(4), out(kRows * kCols * 4);
     testing::fill_uniform(a.as<float>(), kRows * kCols, 3, -2.0f, 2.0f);
     s.as<float>()[0] = 1.5f;
+    out.poison();
     auto res = testing::run_on_aarch64(build(mixed(), arm), {a.copy(), s.copy(), out.copy()});
     const float* arm_out = reinterpret_cast<const float*>(res[2].data());
     for (int64_t r = 0; r < kRows; ++r) {
@@ -199,6 +205,8 @@ TEST(CodegenIrTest, AArch64MatchesHost) {
   {
     AlignedBuffer d(8), q(300 * 8), m(300 * 8);
     d.as<int64_t>()[0] = -3;
+    q.poison(0x5A);
+    m.poison(0x5A);
     auto res = testing::run_on_aarch64(build(floor_div(), arm), {d.copy(), q.copy(), m.copy()});
     Kernel k = Kernel::load(build(floor_div(), Target::host()));
     ASSERT_EQ(k.run({d.data(), q.data(), m.data()}), 0);

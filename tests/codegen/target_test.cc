@@ -80,6 +80,23 @@ TEST(TargetTest, UnknownAttributeAndOptionsAreInvalid) {
   EXPECT_EQ(kind_of("llvm -num-cores=0"), ErrorKind::kInvalidArgument);
 }
 
+// Found by scripts/hostile: a repeated option silently overrode the first, -num-cores took any
+// int, and errors repeated the whole (possibly huge) target text.
+TEST(TargetTest, RepeatedOptionsHugeCoreCountsAndLongTextAreRefusedBriefly) {
+  std::string msg;
+  EXPECT_EQ(kind_of("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4 -mcpu=haswell", &msg), ErrorKind::kInvalidArgument);
+  EXPECT_NE(msg.find("-mcpu given twice"), std::string::npos) << msg;
+  EXPECT_EQ(kind_of("llvm -mtriple=aarch64-linux-gnu -mtriple=x86_64-linux-gnu"), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of("llvm -mtriple=aarch64-linux-gnu -num-cores=1025", &msg), ErrorKind::kInvalidArgument);
+  EXPECT_NE(msg.find("from 1 to 1024"), std::string::npos) << msg;
+  EXPECT_EQ(Target::parse("llvm -mtriple=aarch64-linux-gnu -num-cores=1024").cores(), 1024);
+  const std::string long_text = "llvm -mtriple=aarch64-linux-gnu -bogus=" + std::string(100000, 'x');
+  EXPECT_EQ(kind_of(long_text, &msg), ErrorKind::kInvalidArgument);
+  EXPECT_LT(msg.size(), 400u) << msg.substr(0, 400);
+  EXPECT_EQ(kind_of(std::string(100000, 'y'), &msg), ErrorKind::kInvalidArgument);
+  EXPECT_LT(msg.size(), 400u) << msg.substr(0, 400);
+}
+
 TEST(TargetTest, LlvmVersionIs19) { EXPECT_EQ(llvm_version().rfind("19.", 0), 0u) << llvm_version(); }
 
 }  // namespace

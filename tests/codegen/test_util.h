@@ -30,6 +30,10 @@ class AlignedBuffer {
   T* as() { return reinterpret_cast<T*>(data_.get()); }
   void* data() { return data_.get(); }
   size_t bytes() const { return bytes_; }
+  // Fills every byte with `byte`: an output buffer is poisoned before each kernel run so that an
+  // element the kernel never writes fails its check. 0xFF makes every float NaN; integer outputs
+  // take a byte whose pattern no test expects (0x5A: 0x5A5A5A5A5A5A5A5A as int64).
+  void poison(uint8_t byte = 0xFF) { std::memset(data_.get(), byte, bytes_); }
   std::vector<uint8_t> copy() const { return {data_.get(), data_.get() + bytes_}; }
 
  private:

@@ -5,6 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "rpc_runner/proto/runner.pb.h"
@@ -113,6 +116,37 @@ TEST(RunnerProtocol, FramesCrossASocketPairIntact) {
   ::close(fds[0]);
   EXPECT_FALSE(read_frame(fds[1], 1000).has_value());  // clean EOF
   ::close(fds[1]);
+}
+
+// Peak resident memory of this process in KiB (VmHWM).
+long peak_rss_kib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// Found by fuzz/runner_protocol_fuzz: a frame whose length says 4 GiB made read_frame allocate and
+// zero 4 GiB before reading a byte of it. Now the truncated frame is refused with little memory.
+TEST(RunnerProtocol, AHugeFrameLengthAllocatesOnlyWhatArrives) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  const uint64_t claimed = (uint64_t{1} << 32) - 4096;
+  uint8_t prefix[8 + 3];
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<uint8_t>(claimed >> (8 * i));
+  prefix[8] = prefix[9] = prefix[10] = 7;
+  ASSERT_EQ(::write(fds[0], prefix, sizeof prefix), static_cast<ssize_t>(sizeof prefix));
+  ::close(fds[0]);
+  const long before = peak_rss_kib();
+  try {
+    read_frame(fds[1], 5000);
+    ADD_FAILURE() << "a truncated frame was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_NE(std::string(e.what()).find("truncated frame"), std::string::npos) << e.what();
+  }
+  ::close(fds[1]);
+  EXPECT_LT(peak_rss_kib() - before, 64 * 1024) << "KiB of peak memory grew reading an 11-byte stream";
 }
 
 }  // namespace

@@ -49,6 +49,8 @@ TEST(JsonInput, MalformedInputIsQuotedAtMostEightyCharacters) {
   EXPECT_NE(message.find("'" + text.substr(0, 80) + "...'"), std::string::npos) << message;
   EXPECT_LT(message.size(), 400u) << message;
   EXPECT_EQ(quote_input("a\nb"), "a b");
+  // Found by scripts/hostile: a binary import line put form feeds and escapes in the message.
+  EXPECT_EQ(quote_input("a\x0b\x0c\x1b[31mb\x7f\r"), "a   [31mb  ");
 }
 
 TEST(JsonInput, ConfigsAndRecordLinesUseTheLimit) {

@@ -10,6 +10,7 @@
 #include "te/lower.h"
 #include "te/schedule.h"
 #include "te/simplify.h"
+#include "tests/te/poison.h"
 
 namespace ktune::te {
 namespace {
@@ -23,7 +24,10 @@ std::vector<HostBuffer> run_default(const std::vector<Tensor>& inputs, const std
   LoweredFunc f = lower(s, args, "f");
   std::vector<HostBuffer> outs;
   for (const Tensor& t : outputs) outs.emplace_back(t.shape(), t.dtype());
-  for (HostBuffer& b : outs) in_bufs.push_back(&b);
+  for (HostBuffer& b : outs) {
+    testing::poison(b);
+    in_bufs.push_back(&b);
+  }
   interpret(f, in_bufs);
   return outs;
 }
@@ -109,6 +113,7 @@ TEST(InterpreterTest, VectorExpressions) {
   LoweredFunc f{"vec", {BufferArg{a, {8}, Float(32), false}, BufferArg{b, {8}, Float(32), true}}, Block::make({s1, s2})};
   HostBuffer ab({8}, Float(32)), bb({8}, Float(32));
   for (int k = 0; k < 8; ++k) ab.set(k, k + 1);
+  testing::poison(bb);
   interpret(f, std::vector<HostBuffer*>{&ab, &bb});
   float want[8] = {2, 6, 10, 14, 8, 7, 6, 5};
   for (int k = 0; k < 8; ++k) EXPECT_FLOAT_EQ(bb.as<float>()[k], want[k]) << k;

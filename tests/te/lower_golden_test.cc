@@ -6,6 +6,7 @@
 #include "te/ir_visitor.h"
 #include "te/lower.h"
 #include "te/schedule.h"
+#include "tests/te/poison.h"
 #include "tests/te/te_ops.h"
 
 namespace ktune::te {
@@ -241,6 +242,7 @@ TEST(LowerGoldenTest, RegisterTiledGemmIsTight) {
   HostBuffer a({M, K}, Float(32)), b({K, N}, Float(32)), c({M, N}, Float(32));
   a.fill_random(11);
   b.fill_random(12);
+  testing::poison(c);
   interpret(f, std::vector<HostBuffer*>{&a, &b, &c});
   auto ref = evaluate({C}, {{op.inputs[0], &a}, {op.inputs[1], &b}});
   EXPECT_LE(max_relative_error(c, ref[0]), 1e-5);
@@ -281,6 +283,7 @@ TEST(LowerGoldenTest, PackedPanelReusedAcrossRegisterTiles) {
   HostBuffer a({M, K}, Float(32)), b({K, N}, Float(32)), c({M, N}, Float(32));
   a.fill_random(21);
   b.fill_random(22);
+  testing::poison(c);
   interpret(f, std::vector<HostBuffer*>{&a, &b, &c});
   auto ref = evaluate({C}, {{op.inputs[0], &a}, {op.inputs[1], &b}});
   EXPECT_LE(max_relative_error(c, ref[0]), 1e-5);

@@ -11,6 +11,7 @@
 #include "te/ir_printer.h"
 #include "te/lower.h"
 #include "te/schedule.h"
+#include "tests/te/poison.h"
 #include "tests/te/random_schedule.h"
 #include "tests/te/te_ops.h"
 
@@ -68,7 +69,10 @@ void check_op(const OpDef& op, uint64_t seed) {
     std::vector<HostBuffer*> args;
     for (HostBuffer& b : inputs) args.push_back(&b);
     for (const Tensor& t : op.outputs) outs.emplace_back(t.shape(), t.dtype());
-    for (HostBuffer& b : outs) args.push_back(&b);
+    for (HostBuffer& b : outs) {
+      testing::poison(b);
+      args.push_back(&b);
+    }
     try {
       interpret(f, args);
     } catch (const Error& e) {

@@ -129,10 +129,16 @@ TEST(XgbTune, LogsRunRecordsBatchQualityAndALoadableModel) {
     EXPECT_EQ(quality[i].records, static_cast<int64_t>(tuner.search().refits()[i].plan_measured));
     EXPECT_GE(quality[i].records, 3);
     ASSERT_TRUE(quality[i].rank_correlation.has_value());
-    EXPECT_GE(*quality[i].rank_correlation, -1.0);
-    EXPECT_LE(*quality[i].rank_correlation, 1.0);
+    std::printf("plan %zu: %lld measured, rank correlation %.3f\n", i, static_cast<long long>(quality[i].records),
+                *quality[i].rank_correlation);
     EXPECT_DOUBLE_EQ(*quality[i].rank_correlation, *tuner.search().refits()[i].rank_correlation);
   }
+  // What the correlation is for: once the model has seen 96 results its plans rank their configs
+  // well (this seed: 0.08, 0.26, 0.63, 0.53 for plans 0-3). A correlation computed over mismatched
+  // pairs, or one that is always 0, stays near 0 and fails here.
+  EXPECT_GT(*quality[2].rank_correlation, 0.4);
+  EXPECT_GT(*quality[3].rank_correlation, 0.4);
+  EXPECT_GT(*quality[3].rank_correlation, *quality[0].rank_correlation + 0.2);
   // What progress shows and the model's metadata keep: the newest measured plan's correlation.
   ASSERT_TRUE(tuner.search().latest_rank_correlation().has_value());
   EXPECT_DOUBLE_EQ(*tuner.search().latest_rank_correlation(), *quality.back().rank_correlation);
