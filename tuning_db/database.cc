@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <thread>
 #include <unordered_map>
 
 #include <spdlog/spdlog.h>
@@ -294,7 +295,20 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
   sql::Connection& conn = impl->conn;
   conn.exec("PRAGMA busy_timeout = " + std::to_string(std::max(0, options.busy_timeout_ms)));
   refuse_foreign(conn);
-  std::string mode = conn.query_text("PRAGMA journal_mode = WAL");
+  // Switching to WAL needs a moment when no other connection reads the file, and SQLite does not
+  // wait for it with the busy timeout: two processes that create one log at once (two `ktune
+  // tune` runs) would see "database is locked" here. Retry until the busy timeout runs out.
+  std::string mode;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(0, options.busy_timeout_ms));
+  for (;;) {
+    try {
+      mode = conn.query_text("PRAGMA journal_mode = WAL");
+      break;
+    } catch (const Error&) {
+      if (!conn.last_error_was_busy() || std::chrono::steady_clock::now() > give_up) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
   if (mode != "wal") {
     throw Error(
         ErrorKind::kDatabase,

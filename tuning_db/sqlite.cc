@@ -86,6 +86,11 @@ void Connection::fail(int rc, std::string_view what) const {
               "tuning log '" + path_ + "': " + std::string(what) + ": " + message + hint);
 }
 
+bool Connection::last_error_was_busy() const {
+  const int primary = db_ ? (sqlite3_errcode(db_) & 0xff) : 0;
+  return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
+}
+
 void Connection::exec(std::string_view sql) {
   char* err = nullptr;
   int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &err);

@@ -48,6 +48,9 @@ class Connection {
   // Rows changed by the last INSERT/UPDATE/DELETE.
   int64_t changes() const;
 
+  // True when the last failed call on this connection failed because another connection held
+  // a lock (SQLITE_BUSY / SQLITE_LOCKED).
+  bool last_error_was_busy() const;
   // Throws Error(kDatabase) describing result code `rc` of the operation `what`.
   [[noreturn]] void fail(int rc, std::string_view what) const;
 
