@@ -45,7 +45,14 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   double best_latency() const override { return best_; }
   std::optional<double> fallback() const { return fallback_; }
   // The fallback is a measured config too: a task no allocation reached yet runs it.
+  // It goes to the log like every measurement (once per config), so that a resumed run knows
+  // the best this run reported even when that best was the fallback.
   void set_fallback(const MeasureResult& r) {
+    const schedule_space::Config config = task_.fallback_config();
+    if (!db_.has(task_.workload_key(), target_, static_cast<int64_t>(config.index()))) {
+      RecordContext context{target_, options_.device_key, "fallback", KTUNE_VERSION, 0};
+      db_.add({make_record(task_, config, r, context, 0)});
+    }
     if (!r.ok()) return;
     fallback_ = r.mean_cost();
     best_ = std::min(best_, *fallback_);

@@ -12,3 +12,7 @@ if(TARGET ktune_tuner_model AND TARGET ktune_frontend)
     PUBLIC ktune_tuner_scheduler ktune_tuner_model ktune_tuner ktune_frontend ktune_tuning_db
     PRIVATE ktune_warnings)
 endif()
+if(TARGET ktune_model_tuning)
+  # Stored in the records of the fallbacks it measures.
+  target_compile_definitions(ktune_model_tuning PRIVATE KTUNE_VERSION="${PROJECT_VERSION}")
+endif()
