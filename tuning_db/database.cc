@@ -300,14 +300,16 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
   // tune` runs) would see "database is locked" here. Retry until the busy timeout runs out.
   std::string mode;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(0, options.busy_timeout_ms));
+  // (While another connection has the file open in rollback mode, SQLite may also just answer
+  // with the old mode instead of an error.)
   for (;;) {
     try {
       mode = conn.query_text("PRAGMA journal_mode = WAL");
-      break;
+      if (mode == "wal" || std::chrono::steady_clock::now() > give_up) break;
     } catch (const Error&) {
       if (!conn.last_error_was_busy() || std::chrono::steady_clock::now() > give_up) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (mode != "wal") {
     throw Error(
