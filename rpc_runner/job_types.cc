@@ -2,6 +2,9 @@
 #include "rpc_runner/job_types.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include "schedule_space/template_registry.h"
 #include "support/error.h"
@@ -12,8 +15,20 @@ namespace {
 template <typename T>
 T field(const nlohmann::json& j, const char* name, T fallback) {
   if (!j.contains(name)) return fallback;
+  const nlohmann::json& v = j.at(name);
+  // nlohmann converts with a plain cast: a float or an integer out of T's range would be
+  // undefined behaviour (1e72 as an int) or a silently wrapped value. Integers must fit.
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    const bool fits = v.is_number_unsigned()
+                          ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                          : v.is_number_integer() && v.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                                (std::is_unsigned_v<T> || v.get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max()));
+    if (!fits)
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string("job spec: field '") + name + "' must be an integer in the range of its type");
+  }
   try {
-    return j.at(name).get<T>();
+    return v.get<T>();
   } catch (const nlohmann::json::exception&) {
     throw Error(ErrorKind::kInvalidArgument, std::string("job spec: field '") + name + "' has the wrong type");
   }
