@@ -29,6 +29,8 @@ class Kernel {
   // Returns the kernel's status (0 = success).
   int32_t run(void* const* args) const { return fn_(args); }
   int32_t run(const std::vector<void*>& args) const { return fn_(args.data()); }
+  // The entry point, valid while this kernel lives.
+  int32_t (*entry() const)(void* const*) { return fn_; }
   const std::vector<ArgSpec>& signature() const { return signature_; }
 
  private:

@@ -25,6 +25,7 @@ struct WorkerInfo {
   int vector_bits = 0;
   int slots = 1;          // candidates it takes at once
   bool can_build = true;
+  bool emulated = false;  // under emulation (qemu): its timings are marked, never served as real
   double peak_gflops = 0; // stated f32 peak; 0 = unknown
   std::string description;
   std::string peer;

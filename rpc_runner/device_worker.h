@@ -21,18 +21,19 @@ struct DeviceWorkerOptions {
   int slots = 0;                    // candidates taken at once (built in parallel); 0 = cores
   double peak_gflops = 0;           // the device's f32 peak, if known (the server checks results against it)
   bool can_build = true;            // false: the server cross-builds every kernel (no LLVM here, or too slow)
+  bool emulated = false;            // runs under emulation: the server marks its records so
   double reconnect_initial_s = 0.5; // first wait after losing the server; doubles per failure
   double reconnect_max_s = 10;      // longest wait between attempts
   uint32_t protocol_version = kProtocolVersion;  // what the hello claims (tests use another)
 };
 
-// Serves in background threads from construction to stop(): dials out to the server (so it
-// works behind NAT), says hello with its key, target, cores and slots, then receives
-// candidates. Each candidate's kernel is built here from its task and config (so build
+// Serves in background threads from construction to stop() through a WorkerSession: dials out
+// to the server (so it works behind NAT), says hello with its key, target, cores and slots, then
+// receives candidates. Each candidate's kernel is built here from its task and config (so build
 // throughput grows with the fleet) and checked and timed in a ktune-runner child (a
 // LocalRunner per distinct measurement setting); a candidate that comes with its kernel (the
-// server cross-built it, e.g. for a worker with can_build false) runs on a child of its own,
-// after the task's reference kernel that comes with it. A kernel that crashes or hangs ends
+// server cross-built and linked it, e.g. for a worker with can_build false) runs on a
+// PrebuiltRunner's child, after the task's reference kernel that comes with it. A kernel that crashes or hangs ends
 // its child, never the worker, and comes back as a typed result. Heartbeats go out while it
 // measures. When the server goes away the worker reconnects with exponential backoff; results
 // of a connection that broke are dropped (the server has requeued those candidates).
@@ -60,11 +61,8 @@ class DeviceWorker {
   // Candidates built here, and candidates that came with their kernel.
   size_t built_here() const;
   size_t prebuilt() const;
-  // The last reason the server gave for ending or refusing the connection ("" = none yet).
+  // As WorkerSession::last_refusal() and refused_at_start().
   std::string last_refusal() const;
-  // The server's refusal (wrong token, another protocol version) when this worker was refused
-  // before it was ever attached: a configuration error its owner should report and exit on.
-  // "" while it has not been refused, and once it has been attached.
   std::string refused_at_start() const;
 
  private:

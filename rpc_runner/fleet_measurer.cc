@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "codegen/codegen_llvm.h"
+#include "codegen/shared_object.h"
 #include "codegen/target.h"
 #include "rpc_runner/reference.h"
 #include "schedule_space/task.h"
@@ -88,7 +89,8 @@ struct FleetMeasurer::CrossBuilder {
     const std::string key = task.workload_key() + "|" + task.target().key;
     auto it = references.find(key);
     if (it != references.end()) return it->second;
-    const auto bytes = codegen::build(lower_reference(task), codegen::Target::parse(task.target().key)).serialize();
+    const auto bytes =
+        codegen::link_shared(codegen::build(lower_reference(task), codegen::Target::parse(task.target().key))).serialize();
     return references.emplace(key, std::string(bytes.begin(), bytes.end())).first->second;
   }
 };
@@ -150,8 +152,9 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(const std::vector<tuner
           return tuner::make_error_result(ErrorKind::kInstantiation, e.what(), seconds());
         }
         try {
-          const auto bytes = codegen::build(te::lower(inst.schedule, inst.args, task.template_name()),
-                                            codegen::Target::parse(task.target().key))
+          // Linked into a shared object: a device without a compiler loads it with dlopen.
+          const auto bytes = codegen::link_shared(codegen::build(te::lower(inst.schedule, inst.args, task.template_name()),
+                                                                 codegen::Target::parse(task.target().key)))
                                  .serialize();
           if (seconds() > timeout)
             return tuner::make_error_result(ErrorKind::kBuildTimeout,
@@ -197,6 +200,9 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(const std::vector<tuner
     const double max_over_peak = options_.max_over_peak;
     pool_.submit(job_id_, std::move(c), [batch, i, flop, max_over_peak](const WorkerInfo& w, rpc::CandidateResult r) {
       tuner::MeasureResult result = from_proto(r);
+      if (result.error == ErrorKind::kUnsupported)
+        result.error_message = "worker " + w.worker_id + " (key " + w.key + ", target '" + w.target +
+                               "') cannot run this task: " + result.error_message;
       const std::string why = implausible(result, flop, w, max_over_peak);
       if (!why.empty()) {
         spdlog::warn("refused the result of worker {} ({}): {}", w.worker_id, w.peer, why);
@@ -214,6 +220,10 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(const std::vector<tuner
     if (stop_ && stop_()) throw Error(ErrorKind::kIo, "job stopped");
     batch->cv.wait_for(lock, std::chrono::milliseconds(100));
   }
+  // A device that cannot run the job's target (another architecture) says nothing about the
+  // configs: the job ends with its answer, and nothing of the batch is recorded.
+  for (const tuner::MeasureResult& r : batch->results)
+    if (r.error == ErrorKind::kUnsupported) throw Error(ErrorKind::kUnsupported, r.error_message);
   return std::move(batch->results);
 }
 

@@ -2,10 +2,12 @@
 // isolation (a crash or hang ends this process, never the tuner).
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include <unistd.h>
 
+#include "codegen/kernel.h"
 #include "rpc_runner/runner_service.h"
 
 int main(int argc, char** argv) {
@@ -18,5 +20,14 @@ int main(int argc, char** argv) {
     (void)!write(2, usage, sizeof usage - 1);
     return 2;
   }
-  return ktune::rpc_runner::serve(fd);
+  // Relocatable objects go through LLVM's JIT; shared objects (linked by a server for devices
+  // without a compiler) through dlopen.
+  auto jit = [](const ktune::codegen::Artifact& artifact) {
+    auto kernel = std::make_shared<ktune::codegen::Kernel>(ktune::codegen::Kernel::load(artifact));
+    ktune::rpc_runner::LoadedKernel loaded;
+    loaded.fn = kernel->entry();
+    loaded.owner = kernel;
+    return loaded;
+  };
+  return ktune::rpc_runner::serve(fd, ktune::rpc_runner::make_kernel_loader(jit));
 }

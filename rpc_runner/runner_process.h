@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "rpc_runner/runner_protocol.h"
 
@@ -15,8 +16,10 @@ namespace ktune::rpc_runner {
 // Destruction closes the socket (the child exits on EOF) and reaps it, killing it if needed.
 class RunnerProcess {
  public:
-  // Starts `runner_path --fd 3`. Throws Error(kIo) when it cannot be started.
-  explicit RunnerProcess(const std::string& runner_path);
+  // Starts `runner_path --fd 3`, or `wrapper... runner_path --fd 3` when a wrapper command is
+  // given (a device program under user-mode emulation starts its children through the
+  // emulator: qemu-aarch64-static). Throws Error(kIo) when it cannot be started.
+  explicit RunnerProcess(const std::string& runner_path, const std::vector<std::string>& wrapper = {});
   ~RunnerProcess();
   RunnerProcess(const RunnerProcess&) = delete;
   RunnerProcess& operator=(const RunnerProcess&) = delete;

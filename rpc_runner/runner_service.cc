@@ -14,8 +14,8 @@
 #include <spdlog/spdlog.h>
 
 #include "codegen/artifact.h"
-#include "codegen/kernel.h"
 #include "codegen/runtime.h"
+#include "codegen/shared_object.h"
 #include "rpc_runner/runner_protocol.h"
 
 namespace ktune::rpc_runner {
@@ -135,6 +135,8 @@ std::string compare(const std::string& dtype, const Buffer& got, const std::vect
 
 class Service {
  public:
+  explicit Service(const KernelLoader& loader) : loader_(loader) {}
+
   Reply handle(const Request& request) {
     Reply reply;
     try {
@@ -153,18 +155,20 @@ class Service {
   }
 
  private:
-  static codegen::Kernel load(const codegen::Artifact& artifact) {
+  LoadedKernel load(const codegen::Artifact& artifact) const {
     try {
-      return codegen::Kernel::load(artifact);
+      return loader_(artifact);
     } catch (const Error& e) {
+      // Code for another architecture is the device's answer, not a broken kernel.
+      if (e.kind() == ErrorKind::kUnsupported) throw;
       throw Error(ErrorKind::kBuild, std::string("cannot load kernel: ") + e.what());
     }
   }
 
   void load_reference(const Request& request) {
     Workspace ws = prepare(request.artifact, request.data_seed);
-    codegen::Kernel kernel = load(ws.artifact);
-    int32_t status = kernel.run(ws.args);
+    LoadedKernel kernel = load(ws.artifact);
+    int32_t status = kernel.fn(ws.args.data());
     if (status != 0)
       throw Error(ErrorKind::kRun, "reference kernel returned " + std::to_string(status));
     Reference ref;
@@ -181,11 +185,11 @@ class Service {
     const TimingOptions& t = request.timing;
     if (t.threads > 0) codegen::set_num_threads(t.threads);
     Workspace ws = prepare(request.artifact, request.data_seed);
-    codegen::Kernel kernel = load(ws.artifact);
+    LoadedKernel kernel = load(ws.artifact);
 
     // One checked run first; it also warms the caches and the code.
     auto run_once = [&] {
-      int32_t status = kernel.run(ws.args);
+      int32_t status = kernel.fn(ws.args.data());
       if (status != 0) throw Error(ErrorKind::kRun, "kernel returned status " + std::to_string(status));
     };
     run_once();
@@ -252,6 +256,7 @@ class Service {
     for (size_t i = 0; i < flush_.size(); i += 64) flush_[i] = static_cast<uint8_t>(flush_round_ + i);
   }
 
+  const KernelLoader& loader_;
   std::map<std::string, Reference> references_;
   std::vector<uint8_t> flush_;
   uint8_t flush_round_ = 0;
@@ -259,8 +264,18 @@ class Service {
 
 }  // namespace
 
-int serve(int fd) {
-  Service service;
+KernelLoader make_kernel_loader(KernelLoader jit) {
+  return [jit = std::move(jit)](const codegen::Artifact& artifact) {
+    if (codegen::is_shared_object(artifact.object) || !jit) {
+      auto kernel = std::make_shared<codegen::SharedKernel>(codegen::SharedKernel::load(artifact));
+      return LoadedKernel{kernel->entry(), kernel};
+    }
+    return jit(artifact);
+  };
+}
+
+int serve(int fd, const KernelLoader& load) {
+  Service service(load);
   for (;;) {
     std::optional<std::vector<uint8_t>> frame;
     Request request;

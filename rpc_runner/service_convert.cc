@@ -149,6 +149,7 @@ void to_proto(const WorkerInfo& w, rpc::Device* out) {
   out->set_slots(w.slots);
   out->set_in_flight(w.in_flight);
   out->set_served(w.served);
+  out->set_emulated(w.emulated);
 }
 
 DeviceInfo from_proto(const rpc::Device& d) {
@@ -157,6 +158,7 @@ DeviceInfo from_proto(const rpc::Device& d) {
   out.key = d.key();
   out.target = d.target();
   out.cores = d.cores();
+  out.emulated = d.emulated();
   out.description = d.description();
   out.peer = d.peer();
   out.slots = d.slots();

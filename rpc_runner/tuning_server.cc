@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "codegen/target.h"
 #include "rpc_runner/credentials.h"
 #include "rpc_runner/device_pool.h"
 #include "rpc_runner/grpc_log.h"
@@ -143,11 +144,23 @@ class AttachReactor final : public WorkerStream {
       finish({grpc::StatusCode::FAILED_PRECONDITION, message});
       return false;
     }
+    // The device names itself as it can (a board without LLVM cannot know LLVM's canonical
+    // form); this server's compiler canonicalizes, and the answer tells the device its name.
+    std::optional<codegen::Target> target;
+    try {
+      target = codegen::Target::parse(h.target());
+    } catch (const std::exception& e) {
+      const std::string message = "this server cannot build for the worker's target '" + h.target() + "': " + e.what();
+      spdlog::warn("refused worker from {}: {}", peer_, message);
+      finish({grpc::StatusCode::INVALID_ARGUMENT, message});
+      return false;
+    }
     WorkerInfo info;
     info.key = h.key();
-    info.target = h.target();
+    info.target = target->str();
     info.cores = std::max(h.cores(), 1);
-    info.vector_bits = h.vector_bits();
+    info.vector_bits = h.vector_bits() > 0 ? h.vector_bits() : target->vector_bits();
+    info.emulated = h.emulated();
     info.slots = std::clamp(h.slots(), 1, 64);
     info.can_build = h.can_build();
     info.peak_gflops = h.peak_gflops();
@@ -164,9 +177,10 @@ class AttachReactor final : public WorkerStream {
     rpc::ServerToWorker ack;
     ack.mutable_attached()->set_worker_id(worker_id_);
     ack.mutable_attached()->set_heartbeat_s(heartbeat_s_);
+    ack.mutable_attached()->set_target(info.target);
     send(std::move(ack));
-    spdlog::info("worker {} attached: key {}, target '{}', {} cores, {} slots, from {}", worker_id_, info.key,
-                 info.target, info.cores, info.slots, peer_);
+    spdlog::info("worker {} attached: key {}, target '{}', {} cores, {} slots{}, from {}", worker_id_, info.key,
+                 info.target, info.cores, info.slots, info.emulated ? ", emulated" : "", peer_);
     return true;
   }
 

@@ -6,11 +6,9 @@
 #include <string>
 #include <vector>
 
-namespace ktune::rpc_runner {
+#include "rpc_runner/service_protocol.h"
 
-// The wire protocol's version (rpc_runner/proto/ktune.proto). Workers and clients of another
-// version are refused with a message naming both.
-inline constexpr uint32_t kProtocolVersion = 2;
+namespace ktune::rpc_runner {
 
 struct TuningServerOptions {
   std::string host = "127.0.0.1";  // address to listen on ("0.0.0.0" = every interface)
@@ -35,6 +33,7 @@ struct DeviceInfo {
   int slots = 0;          // candidates it takes at once
   int in_flight = 0;      // candidates it measures now
   uint64_t served = 0;    // results it returned
+  bool emulated = false;  // runs under emulation (qemu): its timings are marked as such
 };
 
 // The tuning service. Device workers dial in (Attach, with the worker token) and are sent

@@ -56,6 +56,8 @@ void add_worker(CLI::App& app) {
       ->check(finite_in(0, 1e9));
   cmd->add_flag("--no-build", [o](int64_t) { o->can_build = false; },
                 "Do not build kernels here: the server cross-builds them (a device without LLVM)");
+  cmd->add_flag("--emulated", o->emulated,
+                "This machine emulates the device (qemu): the server marks its timings as emulated");
   cmd->add_option("--runner", o->runner_path, "The ktune-runner executable (default: next to ktune)");
   cmd->add_option("--description", o->description, "Free text shown by `ktune server devices`");
   cmd->add_option("--reconnect-max", o->reconnect_max_s, "Longest wait between reconnection attempts, s")
