@@ -13,6 +13,7 @@
 #include "schedule_space/task.h"
 #include "schedule_space/workload.h"
 #include "tuner/db_log.h"
+#include "tuner/model_log.h"
 #include "tuner/tuning_session.h"
 #include "tuning_db/database.h"
 
@@ -176,6 +177,25 @@ TEST_F(EmulatedSession, TransferUsesOnlyTheHistoryOfTheRunsEmulatedness) {
   EXPECT_NE(first_plan("b.db", true, true), untaught);
   // Real history, real run: likewise (the control: transfer does change the plan).
   EXPECT_NE(first_plan("c.db", false, false), untaught);
+}
+
+// A model fitted on emulated timings is saved apart from the model of real ones.
+TEST_F(EmulatedSession, AModelOfEmulatedTimingsIsSavedApart) {
+  const auto task = matmul(16);
+  auto fitted_log = [&](const std::string& log, bool emulated) {
+    auto db = tuning_db::Database::open(file(log));
+    FakeMeasurer m;
+    EXPECT_TRUE(TuningSession(task, db, m, kTarget, options("xgb", 16, emulated)).run().model_saved);
+    return db;
+  };
+  auto emulated_log = fitted_log("emulated.db", true);
+  auto real_log = fitted_log("real.db", false);
+  auto saved = emulated_log.load_model(kXgbEmulatedModelName, "matmul", kTarget);
+  ASSERT_TRUE(saved.has_value());
+  EXPECT_EQ(saved->info.metadata["emulated"], true);
+  EXPECT_FALSE(emulated_log.load_model(kXgbModelName, "matmul", kTarget).has_value());
+  EXPECT_TRUE(real_log.load_model(kXgbModelName, "matmul", kTarget).has_value());
+  EXPECT_FALSE(real_log.load_model(kXgbEmulatedModelName, "matmul", kTarget).has_value());
 }
 
 }  // namespace
