@@ -298,7 +298,7 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
     if (!std::filesystem::exists(path)) throw Error(ErrorKind::kDatabase, "no tuning log at '" + path + "'");
     impl->conn = open_for_reading(path, options);
     impl->opened_version = static_cast<int>(impl->conn.query_int("PRAGMA user_version"));
-    impl->has_emulated = impl->opened_version >= 5;
+    impl->has_emulated = impl->opened_version >= kEmulatedSchemaVersion;
     return Database(std::move(impl));
   }
   impl->conn = sql::Connection::open(path, options.create);
