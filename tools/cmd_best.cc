@@ -1,5 +1,5 @@
-// `ktune best <template> key=value... --db PATH | --server HOST:PORT [--top K]`: the best logged
-// config of a workload (or its K best), or the fallback.
+// `ktune best <template> key=value... --db PATH | --server HOST:PORT [--top K] [--emulated]`: the
+// best logged config of a workload (or its K best), or the fallback.
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "support/error.h"
 #include "tools/commands.h"
@@ -25,6 +26,7 @@ struct BestOptions {
   rpc_runner::ServiceClientOptions server;  // set: ask this server instead of --db
   std::string device_key;
   int64_t top = 1;  // how many of the best records to print
+  bool emulated = false;  // records of emulated devices are eligible too
   bool json = false;
 };
 
@@ -32,6 +34,7 @@ nlohmann::json record_json(const tuning_db::Record& r) {
   nlohmann::json j = tuning_db::to_json(r);
   j["gflops"] = r.gflops();
   j["mean_cost_s"] = r.mean_cost();
+  j["emulated"] = r.emulated;
   return j;
 }
 
@@ -41,11 +44,17 @@ void run_best(const BestOptions& o) {
   const codegen::Target& target = w.target;
   if (o.server.server.empty() && !o.device_key.empty())
     throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
-  const auto top = o.server.server.empty() ? best_records(o.db, w, o.top) : best_records(o.server, w, o.device_key, o.top);
+  check_emulated_lookup(o.emulated, o.server);
+  const auto top = o.server.server.empty() ? best_records(o.db, w, o.top, o.emulated)
+                                           : best_records(o.server, w, o.device_key, o.top);
   const tuning_db::Record* best = top.empty() ? nullptr : &top.front();
+  // Only emulated records: answered as "none", with a note that names them and the flag.
+  const std::string note = !best && !o.emulated && o.server.server.empty() ? emulated_only_note(o.db, w, "--emulated") : "";
+  if (best && best->emulated) spdlog::warn("{}", emulated_warning(*best));
   if (o.json) {
     nlohmann::json j{{"workload", task.workload_key()}, {"target", target.str()}};
     j["best"] = best ? record_json(*best) : nlohmann::json(nullptr);
+    if (!note.empty()) j["note"] = note;
     if (o.top > 1) {
       j["top"] = nlohmann::json::array();
       for (const auto& r : top) j["top"].push_back(record_json(r));
@@ -57,20 +66,21 @@ void run_best(const BestOptions& o) {
   std::cout << "workload: " << task.workload_key() << "\n"
             << "target:   " << target.str() << "\n";
   if (!best) {
-    std::cout << "best:     none\n"
-              << "fallback: " << task.fallback_config().to_json_string() << "\n";
+    std::cout << "best:     none\n";
+    if (!note.empty()) std::cout << "note:     " << note << "\n";
+    std::cout << "fallback: " << task.fallback_config().to_json_string() << "\n";
     return;
   }
   std::cout << "best:     " << std::fixed << std::setprecision(2) << best->gflops() << " GFLOP/s ("
             << std::setprecision(4) << best->mean_cost() * 1e3 << " ms), tuner " << best->tuner
-            << ", LLVM " << best->target.llvm_version << "\n"
+            << ", LLVM " << best->target.llvm_version << (best->emulated ? ", EMULATED device" : "") << "\n"
             << "config:   " << best->config.dump() << "\n";
   if (o.top <= 1) return;
   std::cout << "top " << top.size() << ":\n";
   for (size_t i = 0; i < top.size(); ++i) {
     std::cout << "  " << std::setw(3) << i + 1 << "  " << std::setw(9) << std::setprecision(2) << top[i].gflops()
               << " GFLOP/s  " << std::setw(8) << (top[i].device_key.empty() ? "-" : top[i].device_key) << "  "
-              << top[i].config.dump() << "\n";
+              << (top[i].emulated ? "emulated  " : "") << top[i].config.dump() << "\n";
   }
 }
 
@@ -84,6 +94,9 @@ void add_best(CLI::App& app) {
   add_client_flags(cmd, o->server, false)->description("Ask this tuning server's log (HOST:PORT) instead of --db");
   cmd->add_option("--device-key", o->device_key, "With --server: only records measured on devices of this key");
   cmd->add_option("--top", o->top, "Also list the K best records (1 to 1000)")->check(CLI::Range(1, 1000));
+  cmd->add_flag("--emulated", o->emulated,
+                "Also serve records timed on emulated devices (qemu); they compete with real ones by cost "
+                "and are marked");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] { run_best(*o); });
 }

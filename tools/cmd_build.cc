@@ -40,6 +40,7 @@ struct BuildCmdOptions {
   std::optional<std::string> name;     // nullopt = ktune_<template>
   std::optional<std::string> runtime;  // nullopt = do not write the standalone runtime
   bool require_tuned = false;
+  bool emulated = false;  // records of emulated devices are eligible too
   bool json = false;
 };
 
@@ -110,6 +111,7 @@ void run_build(const BuildCmdOptions& o) {
   std::error_code ec;
   if (o.server.server.empty() && !o.device_key.empty())
     throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
+  check_emulated_lookup(o.emulated, o.server);
   const bool have_log = o.server.server.empty() && std::filesystem::exists(o.db, ec);
   if (ec) throw Error(ErrorKind::kIo, "cannot look at the tuning log " + o.db + ": " + ec.message());
   if (!o.server.server.empty()) {
@@ -117,12 +119,18 @@ void run_build(const BuildCmdOptions& o) {
     if (!best)
       untuned_reason = "no successful record of " + task.workload_key() + " for this target on " + o.server.server;
   } else if (have_log) {
-    best = best_record(o.db, w);
-    if (!best) untuned_reason = "no successful record of " + task.workload_key() + " for this target in " + o.db;
+    best = best_record(o.db, w, o.emulated);
+    if (!best) {
+      untuned_reason = "no successful record of " + task.workload_key() + " for this target in " + o.db;
+      if (!o.emulated) {
+        if (std::string note = emulated_only_note(o.db, w, "--emulated"); !note.empty()) untuned_reason += "; " + note;
+      }
+    }
   } else {
     untuned_reason = "no tuning log at " + o.db;
   }
   if (!best && o.require_tuned) throw Error(ErrorKind::kNotFound, untuned_reason + " (--require-tuned)");
+  if (best && best->emulated) spdlog::warn("{}", emulated_warning(*best));
 
   const schedule_space::Config config = best ? schedule_space::Config::from_json(best->config) : task.fallback_config();
   const schedule_space::Instantiated inst = instantiate(task, config, best ? best->id : -1);
@@ -140,7 +148,8 @@ void run_build(const BuildCmdOptions& o) {
   if (best) {
     prov.source = "tuning log " + o.db + ", record " + std::to_string(best->id) + ": " + fixed(best->gflops(), 2) +
                   " GFLOP/s (" + fixed(best->mean_cost() * 1e3, 4) + " ms), tuner " + best->tuner +
-                  ", measured with LLVM " + best->target.llvm_version;
+                  ", measured with LLVM " + best->target.llvm_version +
+                  (best->emulated ? ", on an EMULATED device (" + best->device_key + ")" : "");
   } else {
     prov.source = "fallback, untuned (" + untuned_reason + ")";
   }
@@ -177,7 +186,8 @@ void run_build(const BuildCmdOptions& o) {
                      {"gflops", best->gflops()},
                      {"mean_cost_s", best->mean_cost()},
                      {"tuner", best->tuner},
-                     {"llvm_version", best->target.llvm_version}};
+                     {"llvm_version", best->target.llvm_version},
+                     {"emulated", best->emulated}};
     } else {
       j["record"] = nullptr;
       j["untuned_reason"] = untuned_reason;
@@ -191,7 +201,7 @@ void run_build(const BuildCmdOptions& o) {
   std::cout << "symbol:  " << symbol << " (wrapper " << symbol << "_run)\n"
             << "config:  "
             << (best ? "tuned, record " + std::to_string(best->id) + " of " + o.db + ", " + fixed(best->gflops(), 2) +
-                           " GFLOP/s, tuner " + best->tuner
+                           " GFLOP/s, tuner " + best->tuner + (best->emulated ? ", EMULATED device" : "")
                      : std::string("fallback, untuned"))
             << "\n";
 }
@@ -212,6 +222,8 @@ void add_build(CLI::App& app) {
   cmd->add_option("--name", o->name, "Kernel symbol, a C identifier (default ktune_<template>)")->expected(1);
   cmd->add_option("--runtime", o->runtime, "Also write ktune_parallel_for in plain C (pthreads) to this file")
       ->expected(1);
+  cmd->add_flag("--emulated", o->emulated,
+                "Also serve records timed on emulated devices (qemu), with a warning when one is served");
   cmd->add_flag("--require-tuned", o->require_tuned,
                 "Fail instead of building the fallback config when nothing was tuned");
   cmd->add_flag("--json", o->json, "Print what was written as JSON");

@@ -36,6 +36,7 @@ struct DbArgs {
   std::string llvm;
   std::string device;
   int64_t k = 10;
+  bool emulated = false;  // best/top: records of emulated devices are eligible too
   std::string file;
   rpc_runner::ServiceClientOptions server;  // export: from this server's log instead of --db
 };
@@ -102,7 +103,24 @@ json record_json(const Record& r) {
   j["id"] = r.id;
   j["mean_cost"] = r.mean_cost();
   j["gflops"] = r.gflops();
+  j["emulated"] = r.emulated;
   return j;
+}
+
+// Records of emulated devices only for this look-up: a sentence naming them and the flag, or "".
+std::string emulated_note(Database& db, const DbArgs& args, const TargetKey& target) {
+  if (args.emulated) return "";
+  const int64_t n = db.count_emulated(args.workload, target, args.device);
+  if (n == 0) return "";
+  return std::to_string(n) + " successful record" + (n == 1 ? "" : "s") +
+         " measured on an emulated device (qemu) are not served as real timings; --emulated serves them";
+}
+
+tuning_db::RecordQuery query_of(const DbArgs& args) {
+  tuning_db::RecordQuery query;
+  query.device_key = args.device;
+  query.include_emulated = args.emulated;
+  return query;
 }
 
 void print_record(const Record& r) {
@@ -116,6 +134,7 @@ void print_record(const Record& r) {
     std::cout << "  (" << std::fixed << std::setprecision(2) << r.gflops() << " GFLOP/s)";
   std::cout << "\nmeasured   " << format_time(r.timestamp) << " by tuner '" << r.tuner
             << "', batch " << r.batch << ", record id " << r.id << "\n";
+  if (r.emulated) std::cout << "emulated   yes: timed on an emulated device, not the device's own timing\n";
 }
 
 void run_stats(const DbArgs& args) {
@@ -133,7 +152,9 @@ void run_stats(const DbArgs& args) {
               {"failures_by_kind", st.failures_by_kind},
               {"models", st.models},
               {"runs", st.runs},
-              {"claims", st.claims}};
+              {"claims", st.claims},
+              {"emulated_records", st.emulated_records},
+              {"emulated_ok_records", st.emulated_ok_records}};
     j["per_workload"] = json::array();
     for (const auto& s : summaries) {
       j["per_workload"].push_back({{"workload", s.workload_key},
@@ -143,7 +164,11 @@ void run_stats(const DbArgs& args) {
                                    {"records", s.records},
                                    {"ok_records", s.ok_records},
                                    {"best_cost", s.best_cost},
-                                   {"best_gflops", s.best_gflops}});
+                                   {"best_gflops", s.best_gflops},
+                                   {"emulated_records", s.emulated_records},
+                                   {"emulated_ok_records", s.emulated_ok_records},
+                                   {"emulated_best_cost", s.emulated_best_cost},
+                                   {"emulated_best_gflops", s.emulated_best_gflops}});
     }
     std::cout << j.dump(2) << "\n";
     return;
@@ -151,6 +176,9 @@ void run_stats(const DbArgs& args) {
   std::cout << "tuning log " << args.path << " (schema version " << st.schema_version << ")\n"
             << "  records    " << st.records << " (" << st.ok_records << " ok, "
             << st.failed_records << " failed)\n";
+  if (st.emulated_records > 0)
+    std::cout << "  emulated   " << st.emulated_records << " of them (" << st.emulated_ok_records
+              << " ok), timed on emulated devices: not served by best/build without --emulated\n";
   for (const auto& [kind, n] : st.failures_by_kind) {
     std::cout << "    " << std::left << std::setw(16) << kind << n << "\n";
   }
@@ -164,26 +192,37 @@ void run_stats(const DbArgs& args) {
   const int kw = static_cast<int>(key_width);
   std::cout << "\n"
             << std::left << std::setw(kw) << "workload" << std::setw(10) << "records"
-            << std::setw(8) << "ok" << std::setw(14) << "best"
+            << std::setw(8) << "ok" << std::setw(10) << "emulated" << std::setw(14) << "best"
             << "GFLOP/s   target\n";
+  // records, ok: all records; emulated: how many of them were timed on emulated devices; best and
+  // GFLOP/s: real records only, with the emulated best on a line of its own.
+  auto gflops_text = [](double g) {
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(2) << g;
+    return out.str();
+  };
   for (const auto& s : summaries) {
-    std::ostringstream gflops;
-    gflops << std::fixed << std::setprecision(2) << s.best_gflops;
+    const bool real_ok = s.ok_records > s.emulated_ok_records;
     std::cout << std::left << std::setw(kw) << s.workload_key << std::setw(10) << s.records
-              << std::setw(8) << s.ok_records << std::setw(14)
-              << (s.ok_records > 0 ? format_cost(s.best_cost) : "-") << std::setw(10) << gflops.str()
-              << s.target.target << "\n";
+              << std::setw(8) << s.ok_records << std::setw(10) << s.emulated_records << std::setw(14)
+              << (real_ok ? format_cost(s.best_cost) : "-") << std::setw(10)
+              << (real_ok ? gflops_text(s.best_gflops) : "-") << s.target.target << "\n";
+    if (s.emulated_ok_records > 0)
+      std::cout << std::setw(kw) << "" << "emulated best " << format_cost(s.emulated_best_cost) << ", "
+                << gflops_text(s.emulated_best_gflops) << " GFLOP/s (served only with --emulated)\n";
   }
 }
 
 void run_best(const DbArgs& args) {
   Database db = open_to_read(args);
   TargetKey target = resolve_target(db, args);
-  auto best = db.best(args.workload, target, args.device);
+  auto best = db.best(args.workload, target, query_of(args));
   if (!best) {
-    throw Error(ErrorKind::kNotFound,
-                "no successful record of '" + args.workload + "' on '" + target.target + "'");
+    const std::string note = emulated_note(db, args, target);
+    throw Error(ErrorKind::kNotFound, "no successful record of '" + args.workload + "' on '" + target.target + "'" +
+                                          (note.empty() ? "" : " (" + note + ")"));
   }
+  if (best->emulated) spdlog::warn("record {} was timed on an emulated device, not the device itself", best->id);
   if (args.json) {
     std::cout << record_json(*best).dump(2) << "\n";
   } else {
@@ -194,7 +233,10 @@ void run_best(const DbArgs& args) {
 void run_top(const DbArgs& args) {
   Database db = open_to_read(args);
   TargetKey target = resolve_target(db, args);
-  auto top = db.top_k(args.workload, target, args.k, args.device);
+  auto top = db.top_k(args.workload, target, args.k, query_of(args));
+  if (top.empty()) {
+    if (const std::string note = emulated_note(db, args, target); !note.empty()) spdlog::warn("{}", note);
+  }
   if (args.json) {
     json j = json::array();
     for (const auto& r : top) j.push_back(record_json(r));
@@ -211,7 +253,7 @@ void run_top(const DbArgs& args) {
     gflops << std::fixed << std::setprecision(2) << r.gflops();
     std::cout << std::left << std::setw(6) << rank++ << std::setw(14) << r.config_index
               << std::setw(14) << format_cost(r.mean_cost()) << std::setw(10) << gflops.str()
-              << (r.device_key.empty() ? "-" : r.device_key) << "\n";
+              << (r.device_key.empty() ? "-" : r.device_key) << (r.emulated ? "  (emulated)" : "") << "\n";
   }
 }
 
@@ -320,6 +362,8 @@ void add_db_command(CLI::App& app) {
                     "Target string (default: the only one the workload was measured on)");
     sub->add_option("--llvm", args->llvm, "LLVM version of the records (default: any)");
     sub->add_option("--device", args->device, "Device key (default: any)");
+    sub->add_flag("--emulated", args->emulated,
+                  "Also serve records timed on emulated devices (qemu); they compete with real ones by cost");
   };
 
   CLI::App* stats = db->add_subcommand("stats", "Counts, failures by kind, best per workload");

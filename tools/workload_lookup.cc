@@ -36,12 +36,44 @@ Workload resolve_workload(const std::string& template_name, const std::vector<st
   return Workload{std::move(target), std::move(task)};
 }
 
-std::vector<tuning_db::Record> best_records(const std::string& db_path, const Workload& workload, int64_t k) {
+namespace {
+
+tuning_db::Database open_log(const std::string& db_path) {
   if (!std::filesystem::exists(db_path)) throw Error(ErrorKind::kNotFound, "no tuning log at " + db_path);
   tuning_db::OpenOptions open;
   open.read_only = true;  // a build machine may only read the log
-  auto db = tuning_db::Database::open(db_path, open);
-  return db.top_k(workload.task.workload_key(), tuning_db::TargetKey{workload.target.str(), ""}, k);
+  return tuning_db::Database::open(db_path, open);
+}
+
+}  // namespace
+
+std::vector<tuning_db::Record> best_records(const std::string& db_path, const Workload& workload, int64_t k,
+                                            bool include_emulated) {
+  auto db = open_log(db_path);
+  tuning_db::RecordQuery query;
+  query.include_emulated = include_emulated;
+  return db.top_k(workload.task.workload_key(), tuning_db::TargetKey{workload.target.str(), ""}, k, query);
+}
+
+std::string emulated_only_note(const std::string& db_path, const Workload& workload, const std::string& flag) {
+  auto db = open_log(db_path);
+  const int64_t n = db.count_emulated(workload.task.workload_key(), tuning_db::TargetKey{workload.target.str(), ""});
+  if (n == 0) return "";
+  return db_path + " holds " + std::to_string(n) + " successful record" + (n == 1 ? "" : "s") +
+         " of this workload measured on an emulated device (qemu), not served as real timings; " + flag +
+         " serves them";
+}
+
+void check_emulated_lookup(bool include_emulated, const rpc_runner::ServiceClientOptions& server) {
+  // QueryBest answers real records only until its request carries include_emulated.
+  if (include_emulated && !server.server.empty())
+    throw Error(ErrorKind::kInvalidArgument, "--emulated works with --db only (not yet with --server)");
+}
+
+std::string emulated_warning(const tuning_db::Record& record) {
+  if (!record.emulated) return "";
+  return "the record served was timed on an emulated device (device key '" + record.device_key +
+         "'): its timing is the emulator's, not the device's";
 }
 
 std::vector<tuning_db::Record> best_records(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
@@ -50,8 +82,9 @@ std::vector<tuning_db::Record> best_records(const rpc_runner::ServiceClientOptio
   return client.best(workload.task.workload_key(), workload.target.str(), device_key, k);
 }
 
-std::optional<tuning_db::Record> best_record(const std::string& db_path, const Workload& workload) {
-  auto top = best_records(db_path, workload, 1);
+std::optional<tuning_db::Record> best_record(const std::string& db_path, const Workload& workload,
+                                             bool include_emulated) {
+  auto top = best_records(db_path, workload, 1, include_emulated);
   if (top.empty()) return std::nullopt;
   return std::move(top.front());
 }

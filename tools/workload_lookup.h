@@ -32,8 +32,11 @@ Workload resolve_workload(const std::string& template_name, const std::vector<st
 
 // Returns the k fastest successful records of the workload (fastest first; fewer when the log
 // has fewer) in the tuning log at db_path, or asked of a tuning server (QueryBest), optionally of
-// one device key. Records that do not instantiate are never among them. Throws as best_record.
-std::vector<tuning_db::Record> best_records(const std::string& db_path, const Workload& workload, int64_t k);
+// one device key. Records that do not instantiate are never among them, nor records measured on
+// an emulated device unless include_emulated (then they compete with the real ones by cost and
+// carry Record::emulated). Throws as best_record.
+std::vector<tuning_db::Record> best_records(const std::string& db_path, const Workload& workload, int64_t k,
+                                            bool include_emulated = false);
 std::vector<tuning_db::Record> best_records(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
                                             const std::string& device_key, int64_t k);
 
@@ -41,7 +44,20 @@ std::vector<tuning_db::Record> best_records(const rpc_runner::ServiceClientOptio
 // LLVM version (a config stays valid across toolchains; the record says which one), or nullopt.
 // The log is opened without creating it. Throws Error(kNotFound) when db_path does not exist and
 // Error(kDatabase) for a file that is not a readable ktune log.
-std::optional<tuning_db::Record> best_record(const std::string& db_path, const Workload& workload);
+std::optional<tuning_db::Record> best_record(const std::string& db_path, const Workload& workload,
+                                             bool include_emulated = false);
+
+// For a look-up without include_emulated that found nothing: "" when the log at db_path holds
+// no successful emulated record of the workload either, else one sentence saying how many it
+// holds and that `flag` serves them. Throws as best_record.
+std::string emulated_only_note(const std::string& db_path, const Workload& workload, const std::string& flag);
+
+// Refuses a look-up of emulated records on a tuning server: QueryBest does not carry the request
+// yet (throws Error(kInvalidArgument) when both are set).
+void check_emulated_lookup(bool include_emulated, const rpc_runner::ServiceClientOptions& server);
+
+// One line for stderr when a served record was timed on an emulated device ("" when it was not).
+std::string emulated_warning(const tuning_db::Record& record);
 
 // The same, asked of a tuning server's log (QueryBest), optionally of one device key. Throws
 // what ServiceClient throws (unreachable server, wrong token: one clear line).

@@ -30,6 +30,7 @@ tuning_db::Record make_record(const schedule_space::Task& task, const schedule_s
   r.timestamp = static_cast<double>(result.timestamp);
   r.ktune_version = context.ktune_version;
   r.run_id = context.run_id;
+  r.emulated = result.emulated || context.emulated;
   return r;
 }
 
@@ -49,13 +50,13 @@ Callback database_callback(tuning_db::Database& db, const schedule_space::Task& 
 
 std::vector<PastMeasurement> load_past_measurements(tuning_db::Database& db,
                                                     const schedule_space::Task& task,
-                                                    const tuning_db::TargetKey& target) {
+                                                    const tuning_db::TargetKey& target, bool emulated) {
   std::vector<PastMeasurement> out;
   std::unordered_set<uint64_t> seen;
   const std::string key = task.workload_key();
   const auto& space = task.space();
   size_t skipped = 0;
-  for (const auto& record : db.history(task.template_name(), target)) {
+  for (const auto& record : db.history(task.template_name(), target, 0, emulated)) {
     if (record.workload_key != key) continue;
     uint64_t index = 0;
     schedule_space::Config config;
@@ -74,6 +75,7 @@ std::vector<PastMeasurement> load_past_measurements(tuning_db::Database& db,
     if (record.ok() && record.costs.empty()) result.error = ErrorKind::kUnknown;
     result.error_message = record.error_message;
     result.timestamp = static_cast<int64_t>(record.timestamp);
+    result.emulated = record.emulated;
     out.push_back({std::move(config), std::move(result)});
   }
   if (skipped > 0)

@@ -18,9 +18,11 @@ struct RecordContext {
   std::string tuner;             // Tuner::name()
   std::string ktune_version;
   int64_t run_id = 0;            // Database::begin_run id of this run; 0 = none
+  bool emulated = false;         // every record is marked emulated (else as each result says)
 };
 
-// Returns the record of one measurement. batch is the batch number within the run.
+// Returns the record of one measurement (emulated when the result or the context is). batch is
+// the batch number within the run.
 tuning_db::Record make_record(const schedule_space::Task& task, const schedule_space::Config& config,
                               const MeasureResult& result, const RecordContext& context,
                               int64_t batch);
@@ -33,10 +35,12 @@ Callback database_callback(tuning_db::Database& db, const schedule_space::Task& 
 
 // Returns the measurements of this workload on this target found in the log (failures
 // included, first record per config index), as configs of the task's space, for
-// TuneOptions::resume. Records whose config does not belong to the space (a changed
-// template) are skipped with a warning. Throws Error(kDatabase).
+// TuneOptions::resume: only records of this emulated-ness, so that a run on a real device
+// measures again what was only measured under emulation (and the reverse). Records whose config
+// does not belong to the space (a changed template) are skipped with a warning.
+// Throws Error(kDatabase).
 std::vector<PastMeasurement> load_past_measurements(tuning_db::Database& db,
                                                     const schedule_space::Task& task,
-                                                    const tuning_db::TargetKey& target);
+                                                    const tuning_db::TargetKey& target, bool emulated = false);
 
 }  // namespace ktune::tuner

@@ -48,6 +48,10 @@ struct MeasureResult {
   double build_s = 0;                   // wall time spent lowering + compiling this candidate
   double run_s = 0;                     // wall time spent running + checking this candidate
   int64_t timestamp = 0;                // unix seconds when the result was produced
+  // Timed on an emulated device (qemu): the record is marked (tuning_db::Record::emulated) and
+  // never served as a real timing. A session whose whole measurer is emulated says so once
+  // instead (SessionOptions::emulated); a measurer over mixed devices marks each result.
+  bool emulated = false;
 
   // Returns true when the candidate built, ran and matched the reference.
   bool ok() const { return !error.has_value() && !costs.empty(); }

@@ -13,6 +13,7 @@ struct ModelRunLog::State {
   tuning_db::TargetKey target;
   const XGBTuner* tuner;
   int64_t run_id = 0;
+  bool emulated = false;
   std::vector<size_t> written;  // plan_measured last stored, per plan
 
   void store_quality() {
@@ -39,6 +40,7 @@ ModelRunLog::ModelRunLog(tuning_db::Database& db, const schedule_space::Task& ta
   state_->task = &task;
   state_->target = target;
   state_->tuner = &tuner;
+  state_->emulated = options.is_object() && options.value("emulated", false);
   if (existing_run_id != 0) {
     state_->run_id = existing_run_id;
     return;
@@ -68,7 +70,7 @@ bool ModelRunLog::finish() {
     const ModelBasedTuner& search = s.tuner->search();
     const bool loop = s.tuner->feature_kind() == FeatureKind::kLoop;
     tuning_db::ModelInfo info;
-    info.name = kXgbModelName;
+    info.name = s.emulated ? kXgbEmulatedModelName : kXgbModelName;
     info.scope = s.task->template_name();
     info.target = s.target;
     size_t own_refits = 0;
@@ -79,7 +81,8 @@ bool ModelRunLog::finish() {
                      {"feature_version", loop ? cost_model::kLoopFeatureVersion : kKnobFeatureVersion},
                      {"feature_length", s.tuner->feature_length()},
                      {"refits", own_refits},
-                     {"run_id", s.run_id}};
+                     {"run_id", s.run_id},
+                     {"emulated", s.emulated}};
     std::optional<double> rho = search.latest_rank_correlation();
     info.metadata["rank_correlation"] = rho ? nlohmann::json(*rho) : nlohmann::json(nullptr);
     std::vector<uint8_t> blob = s.tuner->model().save();

@@ -16,6 +16,9 @@ namespace ktune::tuner {
 
 // Name under which the xgb tuner's model is saved (scope = template name, plus the target).
 inline constexpr const char* kXgbModelName = "xgb-rank";
+// The name for a model fitted on emulated timings (a run with options {"emulated": true}), so that
+// it never replaces the model of real timings.
+inline constexpr const char* kXgbEmulatedModelName = "xgb-rank-emulated";
 // Layout version of knob features (ConfigSpace::knob_features); loop features use
 // cost_model::kLoopFeatureVersion.
 inline constexpr int kKnobFeatureVersion = 1;
@@ -26,7 +29,8 @@ class ModelRunLog {
  public:
   // Starts a run row (Database::begin_run) for the tuner on the task's workload, or continues
   // the run `existing_run_id` when it is not 0 (a server-side job resumed after a restart).
-  // Throws Error(kDatabase).
+  // options: the run's options, stored with the run; {"emulated": true} marks a run on an
+  // emulated device, whose model is saved under kXgbEmulatedModelName. Throws Error(kDatabase).
   ModelRunLog(tuning_db::Database& db, const schedule_space::Task& task,
               const tuning_db::TargetKey& target, const XGBTuner& tuner,
               nlohmann::json options = nlohmann::json::object(), int64_t existing_run_id = 0);
@@ -40,7 +44,8 @@ class ModelRunLog {
   // measurements. Throws Error(kDatabase) from inside the loop when the write fails.
   Callback callback();
 
-  // Saves the tuner's model when it was fitted (save_model under kXgbModelName, scope = the
+  // Saves the tuner's model when it was fitted (save_model under kXgbModelName, or
+  // kXgbEmulatedModelName for an emulated run, scope = the
   // template, with metadata: workload, trials, features, feature_version, feature_length,
   // rank_correlation = the newest measured plan's, refits) and marks the run finished.
   // Returns whether a model was saved. Throws Error(kDatabase).

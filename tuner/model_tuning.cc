@@ -23,7 +23,7 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   SessionTuner(const schedule_space::Task& task, tuning_db::Database& db, Measurer& measurer,
                tuning_db::TargetKey target, SessionOptions options)
       : task_(task), db_(db), measurer_(measurer), target_(std::move(target)), options_(std::move(options)) {
-    for (const auto& past : load_past_measurements(db_, task_, target_))
+    for (const auto& past : load_past_measurements(db_, task_, target_, options_.emulated))
       if (past.result.ok()) best_ = std::min(best_, past.result.mean_cost());
   }
 
@@ -49,8 +49,8 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   // the best this run reported even when that best was the fallback.
   void set_fallback(const MeasureResult& r) {
     const schedule_space::Config config = task_.fallback_config();
-    if (!db_.has(task_.workload_key(), target_, static_cast<int64_t>(config.index()))) {
-      RecordContext context{target_, options_.device_key, "fallback", KTUNE_VERSION, 0};
+    if (!db_.has(task_.workload_key(), target_, static_cast<int64_t>(config.index()), options_.emulated)) {
+      RecordContext context{target_, options_.device_key, "fallback", KTUNE_VERSION, 0, options_.emulated};
       db_.add({make_record(task_, config, r, context, 0)});
     }
     if (!r.ok()) return;

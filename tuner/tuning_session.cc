@@ -48,7 +48,7 @@ void seed_from_history(tuning_db::Database& db, const schedule_space::Task& task
   TransferParams params;
   params.seed = o.seed;
   auto model = TransferModel::train(
-      task, db.history(task.template_name(), target, static_cast<int64_t>(o.transfer_history)), params);
+      task, db.history(task.template_name(), target, static_cast<int64_t>(o.transfer_history), o.emulated), params);
   if (!model) return;
   std::unordered_set<uint64_t> exclude;
   for (const auto& past : resume) exclude.insert(past.config.index());
@@ -61,8 +61,9 @@ void seed_from_history(tuning_db::Database& db, const schedule_space::Task& task
 // (a measurer that threw), when the run ends.
 class ClaimGuard {
  public:
-  ClaimGuard(tuning_db::Database& db, std::string workload_key, tuning_db::TargetKey target, double ttl_s)
-      : db_(db), key_(std::move(workload_key)), target_(std::move(target)), ttl_s_(ttl_s),
+  ClaimGuard(tuning_db::Database& db, std::string workload_key, tuning_db::TargetKey target, double ttl_s,
+             bool emulated)
+      : db_(db), key_(std::move(workload_key)), target_(std::move(target)), ttl_s_(ttl_s), emulated_(emulated),
         owner_(tuning_db::ClaimOwner::this_process()) {}
   ClaimGuard(const ClaimGuard&) = delete;
   ClaimGuard& operator=(const ClaimGuard&) = delete;
@@ -77,7 +78,7 @@ class ClaimGuard {
 
   std::vector<bool> claim(const std::vector<MeasureInput>& inputs) {
     const std::vector<int64_t> want = indices(inputs);
-    const std::vector<int64_t> granted = db_.claim(key_, target_, want, owner_, ttl_s_);
+    const std::vector<int64_t> granted = db_.claim(key_, target_, want, owner_, ttl_s_, emulated_);
     std::unordered_set<int64_t> ok(granted.begin(), granted.end());
     std::vector<bool> out;
     out.reserve(want.size());
@@ -100,6 +101,7 @@ class ClaimGuard {
   std::string key_;
   tuning_db::TargetKey target_;
   double ttl_s_;
+  bool emulated_;
   tuning_db::ClaimOwner owner_;
 };
 
@@ -139,10 +141,10 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
   tune_options.batch_size = o.batch_size;
   tune_options.early_stopping = o.early_stopping;
   tune_options.should_stop = o.should_stop;
-  tune_options.resume = load_past_measurements(db_, task_, target_);
+  tune_options.resume = load_past_measurements(db_, task_, target_, o.emulated);
   if (!tune_options.resume.empty())
-    spdlog::info("resuming: {} configs of {} are already in {}", tune_options.resume.size(), task_.workload_key(),
-                 db_.path());
+    spdlog::info("resuming: {} configs of {} are already in {}{}", tune_options.resume.size(), task_.workload_key(),
+                 db_.path(), o.emulated ? " (emulated)" : "");
 
   RecordContext context;
   context.target = target_;
@@ -150,11 +152,12 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
   context.tuner = search->name();
   context.ktune_version = KTUNE_VERSION;
   context.run_id = o.run_id;
+  context.emulated = o.emulated;
   std::unique_ptr<ModelRunLog> model_log;
   if (xgb != nullptr) {
     if (o.transfer) seed_from_history(db_, task_, target_, o, *xgb, tune_options.resume);
     nlohmann::json run_options{{"trials", o.trials}, {"batch_size", o.batch_size}, {"seed", o.seed},
-                               {"features", o.xgb_features}, {"transfer", o.transfer}};
+                               {"features", o.xgb_features}, {"transfer", o.transfer}, {"emulated", o.emulated}};
     model_log = std::make_unique<ModelRunLog>(db_, task_, target_, *xgb, run_options, o.run_id);
     context.run_id = model_log->run_id();
   }
@@ -162,7 +165,7 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
   tune_options.on_measured.push_back(database_callback(db_, task_, context));
   std::optional<ClaimGuard> claims;
   if (o.claim_configs) {
-    claims.emplace(db_, task_.workload_key(), target_, o.claim_ttl_s);
+    claims.emplace(db_, task_.workload_key(), target_, o.claim_ttl_s, o.emulated);
     tune_options.claim = [&claims](const std::vector<MeasureInput>& inputs) { return claims->claim(inputs); };
     // Once logged, a config is known to every run: its claim has done its work.
     tune_options.on_measured.push_back(

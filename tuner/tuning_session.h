@@ -29,6 +29,10 @@ struct SessionOptions {
   size_t transfer_history = 20000;     // newest records read for transfer (0 = all)
   bool measure_fallback = true;        // measure the fallback config first (for the speed-up)
   std::string device_key;              // stored in every record ("" = unspecified)
+  // The measurer times on an emulated device (qemu): every record of the run is marked emulated
+  // (besides those whose MeasureResult::emulated is set), and resume, claims and transfer use
+  // only emulated records; false: only real ones, so an emulated timing never shapes a real run.
+  bool emulated = false;
   int64_t run_id = 0;                  // 0: xgb begins a new run; otherwise records and model quality go to this run
   std::function<bool()> should_stop;   // polled before each batch; true ends the run (cancellation)
   // Claim each config in the log before measuring it, so that another run of the same workload on
@@ -65,9 +69,9 @@ struct ProgressSnapshot {
 };
 
 // One run over a task: resumes from the log (configs already measured for the workload on
-// the target are never measured again), claims each config in the log before measuring it (a
+// the target, by a device of the run's emulated-ness, are never measured again), claims each config in the log before measuring it (a
 // config another run claimed or logged meanwhile is skipped), seeds xgb's first plan from the template's other
-// workloads in the log (transfer), measures the fallback config, runs the tuning loop, saves
+// workloads in the log (transfer; records of the run's emulated-ness only), measures the fallback config, runs the tuning loop, saves
 // xgb's model. Every batch is written to the log in one transaction BEFORE the tuner (and its
 // cost model) is updated, so a failed fit never loses a batch. Used by `ktune tune` and by the
 // tuning server's jobs. One thread.

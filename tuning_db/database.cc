@@ -60,7 +60,13 @@ std::string costs_json(const std::vector<double>& costs) {
 Database::Impl::Use Database::Impl::use(std::string_view sql) {
   auto it = statements.find(sql);
   if (it == statements.end()) {
-    it = statements.emplace(std::string(sql), std::make_unique<sql::Statement>(conn, sql)).first;
+    std::string text(sql);
+    if (!has_emulated) {
+      static constexpr std::string_view kColumn = "r.emulated";
+      for (size_t at = text.find(kColumn); at != std::string::npos; at = text.find(kColumn, at))
+        text.replace(at, kColumn.size(), "0");
+    }
+    it = statements.emplace(std::string(sql), std::make_unique<sql::Statement>(conn, text)).first;
   }
   it->second->reset();
   return Use(*it->second);
@@ -149,9 +155,10 @@ bool Database::Impl::holds(const Record& r) {
   for (int64_t target : target_ids(r.target)) {
     auto s = use(
         "SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND config_index = ?3 "
-        "AND device_id = ?4 AND measured_at = ?5 AND costs = ?6 AND error_kind = ?7 LIMIT 1");
+        "AND device_id = ?4 AND measured_at = ?5 AND costs = ?6 AND error_kind = ?7 AND emulated = ?8 LIMIT 1");
     s->bind(1, *workload).bind(2, target).bind(3, r.config_index).bind(4, *device).bind(5, r.timestamp);
     s->bind(6, costs_json(r.costs)).bind(7, r.error ? to_string(*r.error) : std::string_view(""));
+    s->bind(8, int64_t{r.emulated});
     if (s->step()) return true;
   }
   return false;
@@ -184,8 +191,8 @@ int64_t Database::Impl::insert(const Record& r, double created_at) {
   auto s =
       use("INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
           "mean_cost, gflops, all_cost, error_kind, error_msg, tuner, batch, measured_at, "
-          "created_at, ktune_version, run_id) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)");
+          "created_at, ktune_version, run_id, emulated) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
   s->bind(1, workload).bind(2, target).bind(3, device).bind(4, r.config_index);
   s->bind(5, r.config.dump()).bind(6, costs_json(r.costs));
   // Failed records keep a NULL mean cost: they are outside the best-record index.
@@ -203,6 +210,7 @@ int64_t Database::Impl::insert(const Record& r, double created_at) {
   } else {
     s->bind_null(17);
   }
+  s->bind(18, int64_t{r.emulated});
   s->run();
   return conn.last_insert_rowid();
 }
@@ -229,6 +237,7 @@ Record Database::Impl::read_record(const sql::Statement& s) {
   r.timestamp = s.column_double(16);
   r.ktune_version = s.column_text(17);
   r.run_id = s.is_null(18) ? 0 : s.column_int(18);
+  r.emulated = s.column_int(19) != 0;
   return r;
 }
 
@@ -289,6 +298,7 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
     if (!std::filesystem::exists(path)) throw Error(ErrorKind::kDatabase, "no tuning log at '" + path + "'");
     impl->conn = open_for_reading(path, options);
     impl->opened_version = static_cast<int>(impl->conn.query_int("PRAGMA user_version"));
+    impl->has_emulated = impl->opened_version >= kEmulatedSchemaVersion;
     return Database(std::move(impl));
   }
   impl->conn = sql::Connection::open(path, options.create);
@@ -350,13 +360,18 @@ std::vector<int64_t> Database::add(const std::vector<Record>& records) {
 
 std::vector<Record> Database::top_k(std::string_view workload_key, const TargetKey& target,
                                     int64_t k, std::string_view device_key) {
+  return top_k(workload_key, target, k, RecordQuery{std::string(device_key)});
+}
+
+std::vector<Record> Database::top_k(std::string_view workload_key, const TargetKey& target, int64_t k,
+                                    const RecordQuery& query) {
   std::vector<Record> out;
   if (k <= 0) return out;
   auto workload = impl_->workload_id(workload_key);
   if (!workload) return out;
   std::optional<int64_t> device;
-  if (!device_key.empty()) {
-    device = impl_->device_id(device_key);
+  if (!query.device_key.empty()) {
+    device = impl_->device_id(query.device_key);
     if (!device) return out;
   }
   // One indexed, cost-ordered scan per matching toolchain (usually one), then a merge. With a
@@ -366,9 +381,10 @@ std::vector<Record> Database::top_k(std::string_view workload_key, const TargetK
   for (int64_t target_id : impl_->target_ids(target)) {
     auto s = impl_->use(std::string(kRecordColumns) +
                         "AND r.workload_id = ?1 AND r.target_id = ?2 AND r.error_kind = '' "
-                        "AND (?3 = 0 OR r.device_id = ?3) "
+                        "AND (?3 = 0 OR r.device_id = ?3) AND (?5 = 1 OR r.emulated = 0) "
                         "ORDER BY r.mean_cost, r.id LIMIT ?4");
     s->bind(1, *workload).bind(2, target_id).bind(3, device.value_or(0)).bind(4, checked ? int64_t{-1} : k);
+    s->bind(5, int64_t{query.include_emulated});
     int64_t taken = 0;
     while (taken < k && s->step()) {
       Record r = Impl::read_record(*s);
@@ -390,35 +406,60 @@ std::vector<Record> Database::top_k(std::string_view workload_key, const TargetK
 }
 
 std::optional<Record> Database::best(std::string_view workload_key, const TargetKey& target,
-                                     std::string_view device_key) {
-  auto top = top_k(workload_key, target, 1, device_key);
+                                     const RecordQuery& query) {
+  auto top = top_k(workload_key, target, 1, query);
   if (top.empty()) return std::nullopt;
   return std::move(top.front());
 }
 
-bool Database::has(std::string_view workload_key, const TargetKey& target, int64_t config_index) {
+std::optional<Record> Database::best(std::string_view workload_key, const TargetKey& target,
+                                     std::string_view device_key) {
+  return best(workload_key, target, RecordQuery{std::string(device_key)});
+}
+
+int64_t Database::count_emulated(std::string_view workload_key, const TargetKey& target,
+                                 std::string_view device_key) {
+  auto workload = impl_->workload_id(workload_key);
+  if (!workload) return 0;
+  std::optional<int64_t> device;
+  if (!device_key.empty()) {
+    device = impl_->device_id(device_key);
+    if (!device) return 0;
+  }
+  int64_t n = 0;
+  for (int64_t target_id : impl_->target_ids(target)) {
+    auto s = impl_->use(
+        "SELECT count(*) FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_kind = '' "
+        "AND (?3 = 0 OR r.device_id = ?3) AND r.emulated = 1");
+    s->bind(1, *workload).bind(2, target_id).bind(3, device.value_or(0));
+    if (s->step()) n += s->column_int(0);
+  }
+  return n;
+}
+
+bool Database::has(std::string_view workload_key, const TargetKey& target, int64_t config_index, bool emulated) {
   auto workload = impl_->workload_id(workload_key);
   if (!workload) return false;
   for (int64_t target_id : impl_->target_ids(target)) {
     auto s = impl_->use(
-        "SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND config_index = ?3 "
-        "LIMIT 1");
-    s->bind(1, *workload).bind(2, target_id).bind(3, config_index);
+        "SELECT 1 FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.config_index = ?3 "
+        "AND r.emulated = ?4 LIMIT 1");
+    s->bind(1, *workload).bind(2, target_id).bind(3, config_index).bind(4, int64_t{emulated});
     if (s->step()) return true;
   }
   return false;
 }
 
 std::vector<int64_t> Database::measured_indices(std::string_view workload_key,
-                                                const TargetKey& target) {
+                                                const TargetKey& target, bool emulated) {
   std::vector<int64_t> out;
   auto workload = impl_->workload_id(workload_key);
   if (!workload) return out;
   for (int64_t target_id : impl_->target_ids(target)) {
     auto s = impl_->use(
-        "SELECT DISTINCT config_index FROM records WHERE workload_id = ?1 AND target_id = ?2 "
-        "ORDER BY config_index");
-    s->bind(1, *workload).bind(2, target_id);
+        "SELECT DISTINCT r.config_index FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 "
+        "AND r.emulated = ?3 ORDER BY r.config_index");
+    s->bind(1, *workload).bind(2, target_id).bind(3, int64_t{emulated});
     while (s->step()) out.push_back(s->column_int(0));
   }
   std::sort(out.begin(), out.end());
@@ -427,17 +468,18 @@ std::vector<int64_t> Database::measured_indices(std::string_view workload_key,
 }
 
 std::vector<Record> Database::history(std::string_view template_name, const TargetKey& target,
-                                      int64_t limit) {
+                                      int64_t limit, bool emulated) {
   std::vector<Record> out;
   for (int64_t target_id : impl_->target_ids(target)) {
     auto s = impl_->use(
         "SELECT r.id, w.key, w.template, w.args, w.flop, t.target, t.llvm_version, d.key, "
         "r.config_index, r.config, r.costs, r.all_cost, r.error_kind, r.error_msg, r.tuner, "
-        "r.batch, r.measured_at, r.ktune_version, r.run_id "
+        "r.batch, r.measured_at, r.ktune_version, r.run_id, r.emulated "
         "FROM workloads w CROSS JOIN records r CROSS JOIN targets t CROSS JOIN devices d "
-        "WHERE w.template = ?1 AND r.workload_id = w.id AND r.target_id = ?2 "
+        "WHERE w.template = ?1 AND r.workload_id = w.id AND r.target_id = ?2 AND r.emulated = ?4 "
         "AND t.id = r.target_id AND d.id = r.device_id ORDER BY r.id DESC LIMIT ?3");
     s->bind(1, template_name).bind(2, target_id).bind(3, limit > 0 ? limit : int64_t{-1});
+    s->bind(4, int64_t{emulated});
     while (s->step()) out.push_back(Impl::read_record(*s));
   }
   std::sort(out.begin(), out.end(), [](const Record& a, const Record& b) { return a.id > b.id; });
@@ -460,6 +502,13 @@ Stats Database::stats() {
   st.runs = impl_->conn.query_int("SELECT count(*) FROM runs");
   // A log of an older schema opened read-only has no claims table.
   if (st.schema_version >= 4) st.claims = impl_->conn.query_int("SELECT count(*) FROM claims");
+  {
+    auto s = impl_->use("SELECT count(*), coalesce(sum(r.error_kind = ''), 0) FROM records r WHERE r.emulated = 1");
+    if (s->step()) {
+      st.emulated_records = s->column_int(0);
+      st.emulated_ok_records = s->column_int(1);
+    }
+  }
   auto s = impl_->use(
       "SELECT error_kind, count(*) FROM records WHERE error_kind != '' GROUP BY error_kind "
       "ORDER BY error_kind");
@@ -471,10 +520,15 @@ Stats Database::stats() {
 std::vector<WorkloadSummary> Database::summaries() {
   std::vector<WorkloadSummary> out;
   auto s = impl_->use(
-      "SELECT w.key, w.template, t.target, t.llvm_version, g.n, g.n_ok, g.best, g.gflops FROM "
-      "(SELECT workload_id, target_id, count(*) AS n, sum(error_kind = '') AS n_ok, "
-      " min(mean_cost) AS best, max(gflops) AS gflops FROM records "
-      " GROUP BY workload_id, target_id) g "
+      "SELECT w.key, w.template, t.target, t.llvm_version, g.n, g.n_ok, g.best, g.gflops, "
+      "g.n_emu, g.n_emu_ok, g.emu_best, g.emu_gflops FROM "
+      "(SELECT r.workload_id, r.target_id, count(*) AS n, sum(r.error_kind = '') AS n_ok, "
+      " min(CASE WHEN r.emulated = 0 THEN r.mean_cost END) AS best, "
+      " max(CASE WHEN r.emulated = 0 THEN r.gflops ELSE 0 END) AS gflops, "
+      " sum(r.emulated = 1) AS n_emu, sum(r.emulated = 1 AND r.error_kind = '') AS n_emu_ok, "
+      " min(CASE WHEN r.emulated = 1 THEN r.mean_cost END) AS emu_best, "
+      " max(CASE WHEN r.emulated = 1 THEN r.gflops ELSE 0 END) AS emu_gflops FROM records r "
+      " GROUP BY r.workload_id, r.target_id) g "
       "JOIN workloads w ON w.id = g.workload_id JOIN targets t ON t.id = g.target_id "
       "ORDER BY w.key, t.target, t.llvm_version");
   while (s->step()) {
@@ -486,6 +540,10 @@ std::vector<WorkloadSummary> Database::summaries() {
     w.ok_records = s->column_int(5);
     w.best_cost = s->is_null(6) ? 0 : s->column_double(6);
     w.best_gflops = s->column_double(7);
+    w.emulated_records = s->column_int(8);
+    w.emulated_ok_records = s->column_int(9);
+    w.emulated_best_cost = s->is_null(10) ? 0 : s->column_double(10);
+    w.emulated_best_gflops = s->column_double(11);
     out.push_back(std::move(w));
   }
   return out;

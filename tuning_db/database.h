@@ -38,6 +38,16 @@ struct OpenOptions {
   std::shared_ptr<const RecordCheck> record_check = nullptr;
 };
 
+// Which records best/top_k serve.
+struct RecordQuery {
+  std::string device_key;  // only records measured on devices of this key; "" = any device
+  // false: only records measured on real devices, whatever else the log holds. true: records of
+  // emulated devices (qemu) are eligible too and compete with the real ones by mean cost; a
+  // served one has Record::emulated set, which the caller shows. For a user who tunes under
+  // emulation on purpose (`ktune best --emulated`); an emulated timing is never served unasked.
+  bool include_emulated = false;
+};
+
 // Counts over the whole log.
 struct Stats {
   int schema_version = 0;
@@ -51,6 +61,9 @@ struct Stats {
   int64_t models = 0;
   int64_t runs = 0;
   int64_t claims = 0;  // configs claimed by running (or dead, not yet expired) tuning runs
+  // Of `records` and `ok_records`: those measured on emulated devices (Record::emulated).
+  int64_t emulated_records = 0;
+  int64_t emulated_ok_records = 0;
 };
 
 // Who claims configs before measuring them: one tuning run of one process. Two runs of the same
@@ -63,15 +76,19 @@ struct ClaimOwner {
   static ClaimOwner this_process();
 };
 
-// Per (workload, target): how much was measured and the best result.
+// Per (workload, target): how much was measured and the best result, real and emulated apart.
 struct WorkloadSummary {
   std::string workload_key;
   std::string template_name;
   TargetKey target;
-  int64_t records = 0;
-  int64_t ok_records = 0;
-  double best_cost = 0;  // seconds; 0 when no record succeeded
-  double best_gflops = 0;
+  int64_t records = 0;     // every record, emulated ones included
+  int64_t ok_records = 0;  // every successful record, emulated ones included
+  double best_cost = 0;    // seconds, of real records only; 0 when no real record succeeded
+  double best_gflops = 0;  // of real records only
+  int64_t emulated_records = 0;     // of `records`, those measured on emulated devices
+  int64_t emulated_ok_records = 0;  // of `ok_records`, those measured on emulated devices
+  double emulated_best_cost = 0;    // seconds, of emulated records; 0 when none succeeded
+  double emulated_best_gflops = 0;
 };
 
 // A JSON line that import_jsonl could not take.
@@ -169,39 +186,58 @@ class Database {
   // on a SQLite failure (nothing written).
   std::vector<int64_t> add(const std::vector<Record>& records);
 
-  // Returns the successful record of lowest mean cost for the workload on the target (and the
-  // device, when device_key is not empty), or nullopt. Failed records are never returned, nor
-  // records the record check refuses (the next best one is returned instead).
+  // Returns the successful record of lowest mean cost for the workload on the target that the
+  // query admits (device key, emulated records: see RecordQuery), or nullopt. Failed records are
+  // never returned, nor records the record check refuses (the next best one is returned instead).
   // A target with an empty llvm_version matches every toolchain. Throws Error(kDatabase).
+  std::optional<Record> best(std::string_view workload_key, const TargetKey& target, const RecordQuery& query);
+  // The same with RecordQuery{device_key}: real records only.
   std::optional<Record> best(std::string_view workload_key, const TargetKey& target,
                              std::string_view device_key = "");
-  // The k best successful records that pass the record check, fastest first. Only the candidates
-  // are checked (verdicts cached), so a look-up stays an index descent. Throws Error(kDatabase).
+  // The k best successful records that pass the record check and the query, fastest first. Only
+  // the candidates are checked (verdicts cached), so a look-up stays an index descent.
+  // Throws Error(kDatabase).
+  std::vector<Record> top_k(std::string_view workload_key, const TargetKey& target, int64_t k,
+                            const RecordQuery& query);
+  // The same with RecordQuery{device_key}: real records only.
   std::vector<Record> top_k(std::string_view workload_key, const TargetKey& target, int64_t k,
                             std::string_view device_key = "");
+  // How many successful emulated records of the workload on the target (and device, when not
+  // empty) the log holds: tells "never measured" from "measured only under emulation" when
+  // best() without include_emulated finds nothing. Throws Error(kDatabase).
+  int64_t count_emulated(std::string_view workload_key, const TargetKey& target, std::string_view device_key = "");
+
+  // Resume, claims and history take `emulated`: they see only the records measured with that
+  // emulated-ness (false: real devices), so a run on a real device measures again what was only
+  // measured under emulation, and an emulated run neither learns from nor skips real timings.
+
   // Returns whether the config was measured (successfully or not). Throws Error(kDatabase).
-  bool has(std::string_view workload_key, const TargetKey& target, int64_t config_index);
+  bool has(std::string_view workload_key, const TargetKey& target, int64_t config_index, bool emulated = false);
   // Every measured config index of the workload on the target, sorted, without repeats
   // (to resume a run). Throws Error(kDatabase).
-  std::vector<int64_t> measured_indices(std::string_view workload_key, const TargetKey& target);
+  std::vector<int64_t> measured_indices(std::string_view workload_key, const TargetKey& target,
+                                        bool emulated = false);
   // Claims configs of the workload on the target for `owner` (one write transaction) and returns
-  // the indices granted, in the order asked: those that no record of any toolchain holds yet and
-  // that no other owner holds a live claim on. A claim is stale, and taken over, once it expired
+  // the indices granted, in the order asked: those that no record of any toolchain (of this
+  // emulated-ness) holds yet and that no other owner holds a live claim on (claims of emulated
+  // and real runs are apart). A claim is stale, and taken over, once it expired
   // or when its owner is a process of this host that no longer exists; claiming again what one
   // holds renews it. ttl_s: seconds until the claims expire. Throws Error(kInvalidArgument) for
   // an empty owner id or a ttl that is not finite and > 0, Error(kDatabase).
   std::vector<int64_t> claim(std::string_view workload_key, const TargetKey& target,
-                             const std::vector<int64_t>& indices, const ClaimOwner& owner, double ttl_s);
-  // Releases the owner's claims of these configs. Throws Error(kDatabase).
+                             const std::vector<int64_t>& indices, const ClaimOwner& owner, double ttl_s,
+                             bool emulated = false);
+  // Releases the owner's claims of these configs (of either emulated-ness). Throws Error(kDatabase).
   void release_claims(const ClaimOwner& owner, std::string_view workload_key, const TargetKey& target,
                       const std::vector<int64_t>& indices);
   // Releases every claim of the owner (a run that ends). Returns how many. Throws Error(kDatabase).
   int64_t release_claims(const ClaimOwner& owner);
 
-  // All records (failures included) of every workload of a template on the target, oldest
-  // first, at most `limit` (0 = no limit) of the newest. For transfer learning.
+  // All records (failures included) of every workload of a template on the target measured with
+  // this emulated-ness, oldest first, at most `limit` (0 = no limit) of the newest. For transfer
+  // learning and resume.
   std::vector<Record> history(std::string_view template_name, const TargetKey& target,
-                              int64_t limit = 0);
+                              int64_t limit = 0, bool emulated = false);
 
   Stats stats();
   // One summary per (workload, target), ordered by workload key then target.

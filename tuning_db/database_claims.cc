@@ -42,7 +42,8 @@ ClaimOwner ClaimOwner::this_process() {
 }
 
 std::vector<int64_t> Database::claim(std::string_view workload_key, const TargetKey& target,
-                                     const std::vector<int64_t>& indices, const ClaimOwner& owner, double ttl_s) {
+                                     const std::vector<int64_t>& indices, const ClaimOwner& owner, double ttl_s,
+                                     bool emulated) {
   if (owner.id.empty()) throw Error(ErrorKind::kInvalidArgument, "a claim needs an owner id");
   if (!std::isfinite(ttl_s) || ttl_s <= 0)
     throw Error(ErrorKind::kInvalidArgument, "a claim's time to live must be finite and > 0");
@@ -62,24 +63,26 @@ std::vector<int64_t> Database::claim(std::string_view workload_key, const Target
     bool measured = false;
     for (size_t t = 0; workload && t < targets.size() && !measured; ++t) {
       auto s = impl_->use(
-          "SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND config_index = ?3 LIMIT 1");
-      s->bind(1, *workload).bind(2, targets[t]).bind(3, index);
+          "SELECT 1 FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.config_index = ?3 "
+          "AND r.emulated = ?4 LIMIT 1");
+      s->bind(1, *workload).bind(2, targets[t]).bind(3, index).bind(4, int64_t{emulated});
       measured = s->step();
     }
     if (measured) continue;
     {
       auto s = impl_->use(
-          "SELECT owner, host, pid FROM claims WHERE workload_key = ?1 AND target = ?2 AND config_index = ?3");
-      s->bind(1, workload_key).bind(2, target.target).bind(3, index);
+          "SELECT owner, host, pid FROM claims WHERE workload_key = ?1 AND target = ?2 AND emulated = ?4 "
+          "AND config_index = ?3");
+      s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, int64_t{emulated});
       if (s->step() && s->column_text(0) != owner.id &&
           !(s->column_text(1) == owner.host && process_gone(s->column_int(2))))
         continue;  // another live run measures it
     }
     auto s = impl_->use(
-        "INSERT OR REPLACE INTO claims(workload_key, target, config_index, owner, host, pid, expires_at) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+        "INSERT OR REPLACE INTO claims(workload_key, target, config_index, owner, host, pid, expires_at, emulated) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, owner.id).bind(5, owner.host);
-    s->bind(6, owner.pid).bind(7, now + ttl_s);
+    s->bind(6, owner.pid).bind(7, now + ttl_s).bind(8, int64_t{emulated});
     s->run();
     granted.push_back(index);
   }

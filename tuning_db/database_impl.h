@@ -22,7 +22,7 @@ namespace ktune::tuning_db {
 inline constexpr std::string_view kRecordColumns =
     "SELECT r.id, w.key, w.template, w.args, w.flop, t.target, t.llvm_version, d.key, "
     "r.config_index, r.config, r.costs, r.all_cost, r.error_kind, r.error_msg, r.tuner, "
-    "r.batch, r.measured_at, r.ktune_version, r.run_id "
+    "r.batch, r.measured_at, r.ktune_version, r.run_id, r.emulated "
     "FROM records r CROSS JOIN workloads w CROSS JOIN targets t CROSS JOIN devices d "
     "WHERE w.id = r.workload_id AND t.id = r.target_id AND d.id = r.device_id ";
 
@@ -35,6 +35,9 @@ void validate(const Record& record);
 struct Database::Impl {
   sql::Connection conn;
   int opened_version = 0;
+  // Whether records have the emulated column (schema 5). A log of an older schema opened
+  // read-only has not: use() then reads `r.emulated` as 0, since every record of it is real.
+  bool has_emulated = true;
   std::shared_ptr<const RecordCheck> record_check;  // null: records are not checked
   std::map<std::string, std::unique_ptr<sql::Statement>, std::less<>> statements;
 
@@ -51,7 +54,8 @@ struct Database::Impl {
    private:
     sql::Statement& stmt_;
   };
-  // Returns the cached statement for `sql`, preparing it on first use.
+  // Returns the cached statement for `sql`, preparing it on first use. Statements name the
+  // records table `r` wherever they read r.emulated (see has_emulated).
   Use use(std::string_view sql);
 
   std::optional<int64_t> workload_id(std::string_view key);

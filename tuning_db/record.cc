@@ -34,6 +34,11 @@ double number_of(const json& value, const std::string& what) {
   return x;
 }
 
+bool bool_of(const json& value, const std::string& what) {
+  if (!value.is_boolean()) bad(what + " must be true or false");
+  return value.get<bool>();
+}
+
 int64_t integer_of(const json& value, const std::string& what) {
   if (!value.is_number_integer()) bad(what + " must be an integer");
   return value.get<int64_t>();
@@ -61,11 +66,12 @@ json to_json(const Record& r) {
                {"tuner", r.tuner},
                {"batch", r.batch},
                {"ktune", r.ktune_version}};
+  if (r.emulated) meta["emulated"] = true;
   std::string error = r.error ? std::string(to_string(*r.error)) : std::string();
   return json{{"input", json::array({r.target.target, r.workload_key, r.args})},
               {"config", r.config},
               {"result", json::array({r.costs, error, r.all_cost, r.timestamp})},
-              {"version", kRecordLineVersion},
+              {"version", r.emulated ? 2 : 1},
               {"meta", meta}};
 }
 
@@ -125,6 +131,7 @@ Record from_json(const json& line) {
   r.tuner = string_of(meta.value("tuner", json("")), "meta.tuner");
   r.batch = integer_of(meta.value("batch", json(0)), "meta.batch");
   r.ktune_version = string_of(meta.value("ktune", json("")), "meta.ktune");
+  r.emulated = bool_of(meta.value("emulated", json(false)), "meta.emulated");
   return r;
 }
 

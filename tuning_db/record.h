@@ -11,8 +11,11 @@
 
 namespace ktune::tuning_db {
 
-// Version of the JSON record line written by to_json_line (AutoTVM writes 0.2).
-inline constexpr int kRecordLineVersion = 1;
+// Newest version of the JSON record line that from_json reads (AutoTVM writes 0.2). Version 2
+// adds meta.emulated. to_json_line writes a real record as version 1 (unchanged, so older ktune
+// builds still import it) and an emulated one as version 2, so that an older build, which does
+// not know the flag, refuses the line instead of taking an emulated timing for a real one.
+inline constexpr int kRecordLineVersion = 2;
 
 // The target a record was measured for: its canonical string and the LLVM version of the
 // toolchain that compiled it, so that records of another toolchain are told apart.
@@ -49,6 +52,10 @@ struct Record {
   double timestamp = 0;       // unix seconds when measured
   std::string ktune_version;  // ktune version that measured it
   int64_t run_id = 0;         // Database::begin_run id; 0 = none (not exported: ids are local)
+  // Measured on an emulated device (e.g. an AArch64 device program under qemu-aarch64-static):
+  // the timings say nothing about the real device, so best/top_k pass over the record unless
+  // asked (RecordQuery::include_emulated), and resume and transfer keep real and emulated apart.
+  bool emulated = false;
 
   bool ok() const { return !error.has_value(); }
   // Mean of `costs`; returns +inf when there is none (a failure).
@@ -61,12 +68,14 @@ struct Record {
 // {"input": [target, workload_key, args], "config": {"index", "entity"},
 //  "result": [costs, error, all_cost, timestamp], "version": 1,
 //  "meta": {"template", "llvm", "device", "flop", "error_msg", "tuner", "batch", "ktune"}}
-// where error is "" for success, else to_string(ErrorKind).
+// where error is "" for success, else to_string(ErrorKind). An emulated record is written as
+// version 2 with "meta": {..., "emulated": true}; a real one as version 1 without the field.
 nlohmann::json to_json(const Record& record);
 // The same, serialized on one line (no trailing newline).
 std::string to_json_line(const Record& record);
-// Parses one record object. Returns the record; throws Error(kInvalidArgument) naming the
-// first field that is missing or of the wrong type.
+// Parses one record object (version 1 or 2; meta.emulated, a boolean, absent = false).
+// Returns the record; throws Error(kInvalidArgument) naming the first field that is missing or
+// of the wrong type.
 Record from_json(const nlohmann::json& line);
 // Parses one JSON line. Throws Error(kInvalidArgument) for bad JSON or a bad record.
 Record from_json_line(const std::string& line);

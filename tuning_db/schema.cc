@@ -1,5 +1,6 @@
 // The tuning log's schema: version 1 (the log itself), version 2 (tuning-run telemetry),
-// version 3 (the tuning server's jobs) and version 4 (claims of configs being measured).
+// version 3 (the tuning server's jobs), version 4 (claims of configs being measured) and
+// version 5 (records and claims of emulated devices told apart).
 #include "tuning_db/schema.h"
 
 #include <spdlog/spdlog.h>
@@ -122,6 +123,27 @@ CREATE TABLE claims(
   pid INTEGER NOT NULL,
   expires_at REAL NOT NULL,
   PRIMARY KEY(workload_key, target, config_index));
+CREATE INDEX claims_by_owner ON claims(owner);
+)sql",
+    // 4 -> 5: records measured on an emulated device (qemu) are marked, and every record logged
+    // before is a real one. Claims are kept apart too (a run on a real device measures a config
+    // that an emulated run holds); a primary key cannot be altered, so the table is rebuilt.
+    R"sql(
+ALTER TABLE records ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE claims_v5(
+  workload_key TEXT NOT NULL,
+  target TEXT NOT NULL,
+  emulated INTEGER NOT NULL DEFAULT 0,
+  config_index INTEGER NOT NULL,
+  owner TEXT NOT NULL,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  expires_at REAL NOT NULL,
+  PRIMARY KEY(workload_key, target, emulated, config_index));
+INSERT INTO claims_v5(workload_key, target, emulated, config_index, owner, host, pid, expires_at)
+  SELECT workload_key, target, 0, config_index, owner, host, pid, expires_at FROM claims;
+DROP TABLE claims;
+ALTER TABLE claims_v5 RENAME TO claims;
 CREATE INDEX claims_by_owner ON claims(owner);
 )sql",
 };

@@ -10,7 +10,9 @@
 namespace ktune::tuning_db {
 
 // Version of the schema this build writes. PRAGMA user_version holds a file's version.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
+// The first version whose records have the emulated column.
+inline constexpr int kEmulatedSchemaVersion = 5;
 // PRAGMA application_id of every ktune tuning log ("ktun"): tells ours from other SQLite files.
 inline constexpr int32_t kApplicationId = 0x6b74756e;
 

@@ -20,15 +20,17 @@ using testing_cli::ktune;
 using testing_cli::Output;
 using testing_cli::quote;
 
-// matmul 64 on this host, as `ktune tune` would tune it: db best/top serve only records whose
+// matmul n on this host, as `ktune tune` would tune it: db best/top serve only records whose
 // config instantiates on their target.
+schedule_space::Task host_matmul(int n) {
+  const auto host = codegen::Target::host();
+  const std::string s = std::to_string(n);
+  return schedule_space::Task::create(
+      "matmul", {{"M", s}, {"N", s}, {"K", s}},
+      schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), host.cores()));
+}
 const schedule_space::Task& task() {
-  static const auto t = [] {
-    const auto host = codegen::Target::host();
-    return schedule_space::Task::create(
-        "matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}},
-        schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), host.cores()));
-  }();
+  static const auto t = host_matmul(64);
   return t;
 }
 const TargetKey& host_key() {
@@ -187,6 +189,111 @@ TEST_F(DbCli, StatsCheckExportImport) {
   Database db = Database::open(copy);  // ...but the 4 good lines are in
   EXPECT_EQ(db.stats().records, 4);
   EXPECT_EQ(db.best(task().workload_key(), host_key())->config_index, nth(1));
+}
+
+// Records of emulated devices: counted apart by db stats, never served by best, db best or build
+// without --emulated (a workload measured only under emulation says so and names the flag), and
+// marked when served with it.
+TEST_F(DbCli, EmulatedRecordsAreCountedApartAndServedOnlyWithTheFlag) {
+  const auto small = host_matmul(32);
+  const int64_t small_index = small.space().is_valid(0) ? 0 : 1;
+  {
+    Database db = Database::open(path_);
+    Record fast = record(nth(4), {0.5e-3});  // faster than every real record (best: nth(1), 1.5 ms)
+    fast.emulated = true;
+    fast.device_key = "rk3399";
+    Record only = testing::make_record(32, 0, {0.25e-3}, host_key(), "rk3399");
+    only.workload_key = small.workload_key();
+    only.args = small.args_json();
+    only.config = small.space().get(static_cast<uint64_t>(small_index)).to_json();
+    only.config_index = small_index;
+    only.emulated = true;
+    db.add({fast, only});
+  }
+  Output stats = ktune("db stats --db " + path_ + " --json");
+  ASSERT_EQ(stats.status, 0) << stats.out;
+  auto s = nlohmann::json::parse(stats.out);
+  EXPECT_EQ(s["records"], 6);
+  EXPECT_EQ(s["emulated_records"], 2);
+  EXPECT_EQ(s["emulated_ok_records"], 2);
+  ASSERT_EQ(s["per_workload"].size(), 2u);
+  const auto& w32 = s["per_workload"][0];  // "M=32" sorts before "M=64"
+  const auto& w64 = s["per_workload"][1];
+  EXPECT_EQ(w64["records"], 5);
+  EXPECT_EQ(w64["emulated_records"], 1);
+  EXPECT_DOUBLE_EQ(w64["best_cost"].get<double>(), 1.5e-3);
+  EXPECT_DOUBLE_EQ(w64["emulated_best_cost"].get<double>(), 0.5e-3);
+  EXPECT_EQ(w32["records"], 1);
+  EXPECT_EQ(w32["emulated_records"], 1);
+  EXPECT_EQ(w32["best_cost"], 0);
+  EXPECT_DOUBLE_EQ(w32["emulated_best_cost"].get<double>(), 0.25e-3);
+  Output human = ktune("db stats --db " + path_);
+  EXPECT_NE(human.out.find("emulated   2 of them (2 ok)"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("emulated best 500.0000 us"), std::string::npos) << human.out;
+
+  // ktune best: the real best without the flag; the emulated one, marked, with it.
+  Output real = ktune("best matmul M=64 N=64 K=64 --db " + path_ + " --json", true);
+  ASSERT_EQ(real.status, 0) << real.err;
+  auto r = nlohmann::json::parse(real.out);
+  EXPECT_EQ(r["best"]["config"]["index"], nth(1));
+  EXPECT_EQ(r["best"]["emulated"], false);
+  Output with = ktune("best matmul M=64 N=64 K=64 --top 3 --emulated --db " + path_ + " --json", true);
+  ASSERT_EQ(with.status, 0) << with.err;
+  auto e = nlohmann::json::parse(with.out);
+  EXPECT_EQ(e["best"]["config"]["index"], nth(4));
+  EXPECT_EQ(e["best"]["emulated"], true);
+  EXPECT_DOUBLE_EQ(e["best"]["mean_cost_s"].get<double>(), 0.5e-3);
+  ASSERT_EQ(e["top"].size(), 3u);
+  EXPECT_EQ(e["top"][1]["config"]["index"], nth(1));
+  EXPECT_EQ(e["top"][2]["config"]["index"], nth(0));
+  EXPECT_NE(with.err.find("emulated device"), std::string::npos) << with.err;
+  Output marked = ktune("best matmul M=64 N=64 K=64 --emulated --db " + path_);
+  EXPECT_NE(marked.out.find("EMULATED device"), std::string::npos) << marked.out;
+
+  // Only emulated records: "none", with a note naming them and the flag.
+  Output none = ktune("best matmul M=32 N=32 K=32 --db " + path_ + " --json");
+  ASSERT_EQ(none.status, 0) << none.out;
+  auto n = nlohmann::json::parse(none.out);
+  EXPECT_TRUE(n["best"].is_null());
+  EXPECT_NE(n["note"].get<std::string>().find("holds 1 successful record"), std::string::npos) << n;
+  EXPECT_NE(n["note"].get<std::string>().find("--emulated serves them"), std::string::npos) << n;
+  Output none_text = ktune("best matmul M=32 N=32 K=32 --db " + path_);
+  EXPECT_NE(none_text.out.find("best:     none\nnote:     "), std::string::npos) << none_text.out;
+  Output served = ktune("best matmul M=32 N=32 K=32 --emulated --db " + path_ + " --json");
+  EXPECT_EQ(nlohmann::json::parse(served.out)["best"]["config"]["index"], small_index);
+
+  // db best: likewise; a workload with only emulated records is an error that names the flag.
+  Output db_best = ktune("db best " + quote(task().workload_key()) + " --db " + path_ + " --json");
+  EXPECT_EQ(nlohmann::json::parse(db_best.out)["config"]["index"], nth(1));
+  Output db_best_e = ktune("db best " + quote(task().workload_key()) + " --emulated --db " + path_ + " --json");
+  EXPECT_EQ(nlohmann::json::parse(db_best_e.out)["config"]["index"], nth(4));
+  EXPECT_EQ(nlohmann::json::parse(db_best_e.out)["emulated"], true);
+  Output db_none = ktune("db best " + quote(small.workload_key()) + " --db " + path_, true);
+  EXPECT_EQ(db_none.status, 1);
+  EXPECT_NE(db_none.err.find("1 successful record measured on an emulated device"), std::string::npos) << db_none.err;
+  EXPECT_NE(db_none.err.find("--emulated serves them"), std::string::npos) << db_none.err;
+
+  // build: refuses an emulated-only workload under --require-tuned (naming the flag); with
+  // --emulated it builds the emulated record's config and warns on stderr.
+  const std::string outputs = " -o " + quote(dir_.file("e.o")) + " --header " + quote(dir_.file("e.h"));
+  Output refused = ktune("build matmul M=32 N=32 K=32 --require-tuned --db " + path_ + outputs, true);
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("--emulated serves them"), std::string::npos) << refused.err;
+  Output built = ktune("build matmul M=64 N=64 K=64 --emulated --require-tuned --json --db " + path_ + outputs, true);
+  ASSERT_EQ(built.status, 0) << built.err;
+  auto b = nlohmann::json::parse(built.out);
+  EXPECT_EQ(b["config"]["index"], nth(4));
+  EXPECT_EQ(b["record"]["emulated"], true);
+  EXPECT_NE(built.err.find("timed on an emulated device"), std::string::npos) << built.err;
+  Output built_real = ktune("build matmul M=64 N=64 K=64 --require-tuned --json --db " + path_ + outputs, true);
+  ASSERT_EQ(built_real.status, 0) << built_real.err;
+  EXPECT_EQ(nlohmann::json::parse(built_real.out)["config"]["index"], nth(1));
+  EXPECT_EQ(built_real.err.find("emulated"), std::string::npos) << built_real.err;
+
+  // Not yet over the service: one clear line.
+  Output remote = ktune("best matmul M=64 N=64 K=64 --emulated --server localhost:1", true);
+  EXPECT_EQ(remote.status, 1);
+  EXPECT_NE(remote.err.find("--emulated works with --db only"), std::string::npos) << remote.err;
 }
 
 TEST_F(DbCli, BadFilesGiveOneClearLine) {

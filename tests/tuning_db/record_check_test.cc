@@ -161,6 +161,32 @@ TEST(RecordCheck, BestPassesOverRecordsThatDoNotInstantiateAndCheckFindsThem) {
   EXPECT_EQ(plain.top_k(task().workload_key(), kHost, 5).size(), 2u);
 }
 
+// The emulated flag has no say in whether a record instantiates: the check takes an emulated
+// record like a real one, and best passes over an invalid emulated record like a real one.
+TEST(RecordCheck, EmulatedRecordsAreCheckedLikeRealOnes) {
+  TempDir dir;
+  const uint64_t good = first_index(true), bad = first_index(false);
+  auto db = Database::open(dir.file("t.db"), checked());
+  Record fast = record_of(good, 1e-4), invalid = record_of(bad, 1e-5), real = record_of(good + 1, 1e-3);
+  fast.emulated = invalid.emulated = true;
+  std::stringstream in;
+  in << to_json_line(fast) << "\n" << to_json_line(invalid) << "\n" << to_json_line(real) << "\n";
+  const ImportReport report = db.import_jsonl(in);
+  EXPECT_EQ(report.imported, 2);
+  EXPECT_EQ(report.rejected, 1);
+  ASSERT_EQ(report.errors.size(), 1u);
+  EXPECT_EQ(report.errors[0].line, 2);
+  EXPECT_NE(report.errors[0].message.find("violates constraint"), std::string::npos) << report.errors[0].message;
+  EXPECT_TRUE(db.check().ok());
+  EXPECT_EQ(db.best(task().workload_key(), kHost)->config_index, static_cast<int64_t>(good + 1));
+  RecordQuery with;
+  with.include_emulated = true;
+  const auto best = db.best(task().workload_key(), kHost, with);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config_index, static_cast<int64_t>(good));
+  EXPECT_TRUE(best->emulated);
+}
+
 TEST(RecordCheck, CachedBestStaysFast) {
   TempDir dir;
   {
