@@ -195,6 +195,17 @@ bool DevicePool::needs_kernels(const std::string& key) const {
   return false;
 }
 
+bool DevicePool::all_emulated(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  bool any = false;
+  for (const auto& [id, w] : workers_) {
+    if (w.info.key != key) continue;
+    if (!w.info.emulated) return false;
+    any = true;
+  }
+  return any;
+}
+
 int DevicePool::measuring(uint64_t job_id) const {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(job_id);

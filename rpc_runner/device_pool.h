@@ -85,6 +85,9 @@ class DevicePool {
   int workers_of(const std::string& key) const;
   // Whether a worker of the key that cannot build is attached (its candidates need kernels).
   bool needs_kernels(const std::string& key) const;
+  // Whether workers of the key are attached and every one of them is emulated (a job on them
+  // resumes from and learns from emulated records only).
+  bool all_emulated(const std::string& key) const;
   // Candidates of the job on workers now.
   int measuring(uint64_t job_id) const;
   // Waits until a worker of the key is attached (returns it) or `stop` returns true (checked

@@ -200,6 +200,7 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(const std::vector<tuner
     const double max_over_peak = options_.max_over_peak;
     pool_.submit(job_id_, std::move(c), [batch, i, flop, max_over_peak](const WorkerInfo& w, rpc::CandidateResult r) {
       tuner::MeasureResult result = from_proto(r);
+      result.emulated = w.emulated;  // an emulator's timing is never served as the device's
       if (result.error == ErrorKind::kUnsupported)
         result.error_message = "worker " + w.worker_id + " (key " + w.key + ", target '" + w.target +
                                "') cannot run this task: " + result.error_message;

@@ -285,6 +285,9 @@ void JobManager::run_session(Job& job) {
   options.xgb_features = spec.xgb_features;
   options.transfer = spec.transfer;
   options.device_key = spec.device_key;
+  // Emulated devices (qemu) resume from, learn from and write emulated records only; a result
+  // of an emulated worker is marked emulated in any case (FleetMeasurer).
+  options.emulated = pool_.all_emulated(spec.device_key);
   options.run_id = job.run_id;
   options.should_stop = stop;
   tuner::TuningSession session(task, db, measurer, target_key, options);

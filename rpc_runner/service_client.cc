@@ -122,8 +122,10 @@ JobEvent ServiceClient::watch(uint64_t id, const std::function<void(const JobEve
 }
 
 std::vector<tuning_db::Record> ServiceClient::best(const std::string& workload_key, const std::string& target,
-                                                   const std::string& device_key, int64_t k) {
+                                                   const std::string& device_key, int64_t k,
+                                                   bool include_emulated) {
   rpc::BestRequest request;
+  request.set_include_emulated(include_emulated);
   request.set_workload_key(workload_key);
   request.set_target(target);
   request.set_device_key(device_key);

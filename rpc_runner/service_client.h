@@ -46,9 +46,10 @@ class ServiceClient {
   // once when the first attempt already finds no server: there is no watch to resume).
   JobEvent watch(uint64_t id, const std::function<void(const JobEvent&)>& on_event = {});
   // The k best successful records of a workload on a target (any LLVM version), optionally of
-  // one device key, fastest first.
+  // one device key, fastest first; records timed on emulated devices only with include_emulated.
   std::vector<tuning_db::Record> best(const std::string& workload_key, const std::string& target,
-                                      const std::string& device_key = "", int64_t k = 1);
+                                      const std::string& device_key = "", int64_t k = 1,
+                                      bool include_emulated = false);
   // Writes the server's log (or one workload's records) as JSON lines. Returns the lines.
   int64_t export_log(std::ostream& out, const std::string& workload_key = "");
   // The attached device workers.

@@ -335,7 +335,10 @@ class TuningService final : public rpc::Tuning::CallbackService {
       const int64_t k = std::clamp<int64_t>(request->k(), 1, 1000);
       std::lock_guard lock(queries_mu_);
       // Any toolchain: a config stays valid across LLVM versions; the record says which one.
-      for (const auto& r : queries_.top_k(request->workload_key(), {request->target(), ""}, k, request->device_key()))
+      tuning_db::RecordQuery query;
+      query.device_key = request->device_key();
+      query.include_emulated = request->include_emulated();
+      for (const auto& r : queries_.top_k(request->workload_key(), {request->target(), ""}, k, query))
         reply->add_lines(tuning_db::to_json_line(r));
     });
   }

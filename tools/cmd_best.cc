@@ -44,9 +44,8 @@ void run_best(const BestOptions& o) {
   const codegen::Target& target = w.target;
   if (o.server.server.empty() && !o.device_key.empty())
     throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
-  check_emulated_lookup(o.emulated, o.server);
   const auto top = o.server.server.empty() ? best_records(o.db, w, o.top, o.emulated)
-                                           : best_records(o.server, w, o.device_key, o.top);
+                                           : best_records(o.server, w, o.device_key, o.top, o.emulated);
   const tuning_db::Record* best = top.empty() ? nullptr : &top.front();
   // Only emulated records: answered as "none", with a note that names them and the flag.
   const std::string note = !best && !o.emulated && o.server.server.empty() ? emulated_only_note(o.db, w, "--emulated") : "";

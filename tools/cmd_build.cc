@@ -111,11 +111,10 @@ void run_build(const BuildCmdOptions& o) {
   std::error_code ec;
   if (o.server.server.empty() && !o.device_key.empty())
     throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
-  check_emulated_lookup(o.emulated, o.server);
   const bool have_log = o.server.server.empty() && std::filesystem::exists(o.db, ec);
   if (ec) throw Error(ErrorKind::kIo, "cannot look at the tuning log " + o.db + ": " + ec.message());
   if (!o.server.server.empty()) {
-    best = best_record(o.server, w, o.device_key);
+    best = best_record(o.server, w, o.device_key, o.emulated);
     if (!best)
       untuned_reason = "no successful record of " + task.workload_key() + " for this target on " + o.server.server;
   } else if (have_log) {

@@ -64,12 +64,6 @@ std::string emulated_only_note(const std::string& db_path, const Workload& workl
          " serves them";
 }
 
-void check_emulated_lookup(bool include_emulated, const rpc_runner::ServiceClientOptions& server) {
-  // QueryBest answers real records only until its request carries include_emulated.
-  if (include_emulated && !server.server.empty())
-    throw Error(ErrorKind::kInvalidArgument, "--emulated works with --db only (not yet with --server)");
-}
-
 std::string emulated_warning(const tuning_db::Record& record) {
   if (!record.emulated) return "";
   return "the record served was timed on an emulated device (device key '" + record.device_key +
@@ -77,9 +71,9 @@ std::string emulated_warning(const tuning_db::Record& record) {
 }
 
 std::vector<tuning_db::Record> best_records(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
-                                            const std::string& device_key, int64_t k) {
+                                            const std::string& device_key, int64_t k, bool include_emulated) {
   rpc_runner::ServiceClient client(server);
-  return client.best(workload.task.workload_key(), workload.target.str(), device_key, k);
+  return client.best(workload.task.workload_key(), workload.target.str(), device_key, k, include_emulated);
 }
 
 std::optional<tuning_db::Record> best_record(const std::string& db_path, const Workload& workload,
@@ -90,8 +84,8 @@ std::optional<tuning_db::Record> best_record(const std::string& db_path, const W
 }
 
 std::optional<tuning_db::Record> best_record(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
-                                             const std::string& device_key) {
-  auto top = best_records(server, workload, device_key, 1);
+                                             const std::string& device_key, bool include_emulated) {
+  auto top = best_records(server, workload, device_key, 1, include_emulated);
   if (top.empty()) return std::nullopt;
   return std::move(top.front());
 }

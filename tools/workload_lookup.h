@@ -38,7 +38,7 @@ Workload resolve_workload(const std::string& template_name, const std::vector<st
 std::vector<tuning_db::Record> best_records(const std::string& db_path, const Workload& workload, int64_t k,
                                             bool include_emulated = false);
 std::vector<tuning_db::Record> best_records(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
-                                            const std::string& device_key, int64_t k);
+                                            const std::string& device_key, int64_t k, bool include_emulated = false);
 
 // Returns the fastest successful record of the workload in the tuning log at db_path, from any
 // LLVM version (a config stays valid across toolchains; the record says which one), or nullopt.
@@ -52,16 +52,12 @@ std::optional<tuning_db::Record> best_record(const std::string& db_path, const W
 // holds and that `flag` serves them. Throws as best_record.
 std::string emulated_only_note(const std::string& db_path, const Workload& workload, const std::string& flag);
 
-// Refuses a look-up of emulated records on a tuning server: QueryBest does not carry the request
-// yet (throws Error(kInvalidArgument) when both are set).
-void check_emulated_lookup(bool include_emulated, const rpc_runner::ServiceClientOptions& server);
-
 // One line for stderr when a served record was timed on an emulated device ("" when it was not).
 std::string emulated_warning(const tuning_db::Record& record);
 
 // The same, asked of a tuning server's log (QueryBest), optionally of one device key. Throws
 // what ServiceClient throws (unreachable server, wrong token: one clear line).
 std::optional<tuning_db::Record> best_record(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
-                                             const std::string& device_key);
+                                             const std::string& device_key, bool include_emulated = false);
 
 }  // namespace ktune::tools

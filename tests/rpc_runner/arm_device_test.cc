@@ -121,11 +121,17 @@ TEST(ArmDevice, AnEmulatedBoardAndAnX86WorkerTuneTheirOwnJobsThroughOneServer) {
       configs.insert(r.config_index);
       EXPECT_EQ(r.device_key, on_board ? "rk3399" : "x86");
       EXPECT_EQ(r.target.target.find(on_board ? "aarch64" : "x86_64") != std::string::npos, true) << r.target.target;
+      EXPECT_EQ(r.emulated, on_board) << "records of the board under qemu are marked emulated, others not";
       if (r.ok()) ++ok;
       else EXPECT_EQ(r.error, ErrorKind::kInstantiation) << r.error_message;  // never a wrong answer or crash
     }
     EXPECT_EQ(configs.size(), records.size()) << "a config was recorded twice";
     EXPECT_GE(ok, records.size() * 3 / 4) << "most candidates must build, run and match the reference";
+    // Look-ups never serve the emulator's timings as the board's unless asked to.
+    EXPECT_EQ(client.best(last.job.workload, last.job.target, "", 3).size(), on_board ? 0u : 3u);
+    const auto asked = client.best(last.job.workload, last.job.target, "", 3, /*include_emulated=*/true);
+    ASSERT_EQ(asked.size(), 3u);
+    for (const auto& r : asked) EXPECT_EQ(r.emulated, on_board);
   }
   EXPECT_EQ(board->wait(0), -1) << "the device program exited";
 }

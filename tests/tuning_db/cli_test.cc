@@ -290,10 +290,7 @@ TEST_F(DbCli, EmulatedRecordsAreCountedApartAndServedOnlyWithTheFlag) {
   EXPECT_EQ(nlohmann::json::parse(built_real.out)["config"]["index"], nth(1));
   EXPECT_EQ(built_real.err.find("emulated"), std::string::npos) << built_real.err;
 
-  // Not yet over the service: one clear line.
-  Output remote = ktune("best matmul M=64 N=64 K=64 --emulated --server localhost:1", true);
-  EXPECT_EQ(remote.status, 1);
-  EXPECT_NE(remote.err.find("--emulated works with --db only"), std::string::npos) << remote.err;
+  // Over the service (QueryBest with include_emulated): rpc_arm_device_test.
 }
 
 TEST_F(DbCli, BadFilesGiveOneClearLine) {
