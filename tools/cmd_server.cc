@@ -47,7 +47,7 @@ void run_devices(const ServerCommandOptions& o) {
     for (const auto& d : devices)
       j.push_back({{"worker_id", d.worker_id}, {"key", d.key}, {"target", d.target}, {"cores", d.cores},
                    {"slots", d.slots}, {"in_flight", d.in_flight}, {"served", d.served},
-                   {"description", d.description}, {"peer", d.peer}});
+                   {"emulated", d.emulated}, {"description", d.description}, {"peer", d.peer}});
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -60,7 +60,7 @@ void run_devices(const ServerCommandOptions& o) {
   for (const auto& d : devices)
     std::cout << std::setw(6) << d.worker_id << std::setw(16) << d.key << std::setw(10)
               << (std::to_string(d.in_flight) + "/" + std::to_string(d.slots)) << std::setw(8) << d.served
-              << std::setw(7) << d.cores << d.target << "\n"
+              << std::setw(7) << d.cores << d.target << (d.emulated ? "  EMULATED" : "") << "\n"
               << "      " << d.description << " (" << d.peer << ")\n";
 }
 

@@ -44,7 +44,7 @@ std::vector<std::string> split_words(const std::string& text) {
 int serve(Options o, const std::string& self) {
   const ktune::tools::DeviceTarget detected = ktune::tools::detect_device_target(o.cpu);
   o.session.target = o.target.empty() ? detected.str() : o.target;
-  if (o.session.cores <= 0) o.session.cores = detected.cores;
+  o.session.cores = detected.cores;
   if (o.session.description.empty()) {
     char host[256] = {0};
     if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
