@@ -55,6 +55,14 @@ std::vector<tuning_db::Record> best_records(const std::string& db_path, const Wo
   return db.top_k(workload.task.workload_key(), tuning_db::TargetKey{workload.target.str(), ""}, k, query);
 }
 
+std::optional<tuning_db::NearestTuned> nearest_record(const std::string& db_path, const Workload& workload,
+                                                      bool include_emulated) {
+  auto db = open_log(db_path);
+  tuning_db::RecordQuery query;
+  query.include_emulated = include_emulated;
+  return tuning_db::nearest_tuned(db, workload.task, tuning_db::TargetKey{workload.target.str(), ""}, query);
+}
+
 std::string emulated_only_note(const std::string& db_path, const Workload& workload, const std::string& flag) {
   auto db = open_log(db_path);
   const int64_t n = db.count_emulated(workload.task.workload_key(), tuning_db::TargetKey{workload.target.str(), ""});

@@ -9,6 +9,7 @@
 #include "codegen/target.h"
 #include "rpc_runner/service_client.h"
 #include "schedule_space/task.h"
+#include "tuning_db/nearest.h"
 #include "tuning_db/record.h"
 
 namespace ktune::tools {
@@ -51,6 +52,12 @@ std::optional<tuning_db::Record> best_record(const std::string& db_path, const W
 // no successful emulated record of the workload either, else one sentence saying how many it
 // holds and that `flag` serves them. Throws as best_record.
 std::string emulated_only_note(const std::string& db_path, const Workload& workload, const std::string& flag);
+
+// For a workload without a record in the log at db_path: the best config of the nearest tuned
+// workload of its template and target that is valid for it (tuning_db::nearest_tuned), or
+// nullopt. Throws as best_record.
+std::optional<tuning_db::NearestTuned> nearest_record(const std::string& db_path, const Workload& workload,
+                                                      bool include_emulated = false);
 
 // One line for stderr when a served record was timed on an emulated device ("" when it was not).
 std::string emulated_warning(const tuning_db::Record& record);

@@ -1,0 +1,114 @@
+// Tests nearest_tuned(): the distance on workload arguments, the nearest tuned workload's config
+// chosen for an untuned shape, and configs the new shape cannot take passed over.
+#include "tuning_db/nearest.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "tests/tuning_db/test_util.h"
+
+namespace ktune::tuning_db {
+namespace {
+
+using testing::TempDir;
+
+const TargetKey kTarget{"llvm -mtriple=x86_64-linux-gnu -mcpu=znver4", "19.1.7"};
+
+schedule_space::Task matmul(int64_t m, int64_t n, int64_t k, const std::string& layout = "nn") {
+  const auto traits = schedule_space::make_target_traits(kTarget.target, "x86_64-linux-gnu", 256, 2);
+  return schedule_space::Task::create(
+      "matmul", {{"M", std::to_string(m)}, {"N", std::to_string(n)}, {"K", std::to_string(k)}, {"layout", layout}},
+      traits);
+}
+
+Record record_of(const schedule_space::Task& task, uint64_t index, double cost) {
+  Record r;
+  r.workload_key = task.workload_key();
+  r.template_name = task.template_name();
+  r.args = task.args_json();
+  r.flop = task.flop();
+  r.target = kTarget;
+  r.device_key = "x86";
+  r.config_index = static_cast<int64_t>(index);
+  r.config = task.space().get(index).to_json();
+  r.costs = {cost};
+  r.tuner = "random";
+  r.timestamp = 1.7e9;
+  r.ktune_version = "0.2.0";
+  return r;
+}
+
+// Whether config `index` of `from` is a config `to` can take (as nearest_tuned decides).
+bool fits(const schedule_space::Task& from, uint64_t index, const schedule_space::Task& to) {
+  try {
+    const uint64_t i = to.space().index_of(from.space().get(index));
+    if (!to.space().is_valid(i)) return false;
+    to.instantiate(to.space().get(i));
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+TEST(NearestTest, DistanceIsLogScaleOnSizesAndInfiniteAcrossOtherArguments) {
+  const nlohmann::json a = {{"M", 64}, {"N", 64}, {"K", 64}, {"dtype", "float32"}};
+  EXPECT_DOUBLE_EQ(workload_distance(a, a), 0);
+  EXPECT_DOUBLE_EQ(workload_distance(a, {{"M", 128}, {"N", 64}, {"K", 64}, {"dtype", "float32"}}), 1);
+  EXPECT_DOUBLE_EQ(workload_distance(a, {{"M", "32"}, {"N", "256"}, {"K", 64}, {"dtype", "float32"}}), 3);
+  EXPECT_TRUE(std::isinf(workload_distance(a, {{"M", 64}, {"N", 64}, {"K", 64}, {"dtype", "float64"}})));
+  EXPECT_TRUE(std::isinf(workload_distance(a, {{"M", 64}, {"N", 64}, {"dtype", "float32"}})));
+  EXPECT_TRUE(std::isinf(workload_distance(a, {{"M", 64}, {"N", 64}, {"L", 64}, {"dtype", "float32"}})));
+}
+
+TEST(NearestTest, TheNearestTunedShapesBestConfigIsTakenAsAnIndexOfTheNewSpace) {
+  TempDir dir;
+  Database db = Database::open(dir.file("log.db"));
+  const auto big = matmul(256, 256, 256), small = matmul(32, 32, 32), other_layout = matmul(240, 256, 256, "nt");
+  // Configs each valid for the new shape; the fastest of big's is index ib.
+  const auto target = matmul(240, 250, 260);
+  std::vector<uint64_t> fitting;
+  for (uint64_t i = 0; i < big.space().size() && fitting.size() < 3; i += 97)
+    if (big.space().is_valid(i) && fits(big, i, target)) fitting.push_back(i);
+  ASSERT_EQ(fitting.size(), 3u);
+  db.add({record_of(big, fitting[0], 3e-3), record_of(big, fitting[1], 1e-3), record_of(big, fitting[2], 2e-3),
+          record_of(small, small.space().size() / 2, 1e-6), record_of(other_layout, 0, 1e-9)});
+  const auto nearest = nearest_tuned(db, target, kTarget);
+  ASSERT_TRUE(nearest.has_value());
+  EXPECT_EQ(nearest->record.workload_key, big.workload_key());
+  EXPECT_EQ(nearest->record.config_index, static_cast<int64_t>(fitting[1]));  // the fastest there
+  EXPECT_NEAR(nearest->distance, std::log2(256.0 / 240) + std::log2(256.0 / 250) + std::log2(260.0 / 256), 1e-9);
+  // The same schedule, as the new space numbers it.
+  EXPECT_EQ(nearest->config.to_json()["entity"], big.space().get(fitting[1]).to_json()["entity"]);
+  EXPECT_EQ(nearest->config.index(), target.space().index_of(big.space().get(fitting[1])));
+  // Its own workload is never "nearest"; a log with nothing of the template answers nothing.
+  db.add({record_of(target, 0, 1e-3)});
+  EXPECT_EQ(nearest_tuned(db, target, kTarget)->record.workload_key, big.workload_key());
+  TempDir empty;
+  Database none = Database::open(empty.file("log.db"));
+  EXPECT_FALSE(nearest_tuned(none, target, kTarget).has_value());
+}
+
+TEST(NearestTest, AConfigTheNewShapeCannotTakeIsPassedOverForTheNextNearest) {
+  TempDir dir;
+  Database db = Database::open(dir.file("log.db"));
+  const auto target = matmul(3, 64, 64), near = matmul(64, 64, 64), far = matmul(8, 256, 512);
+  // near's only record: a config the 3-row shape has no place for; far's: one it takes.
+  std::optional<uint64_t> misfit, fit;
+  for (uint64_t i = 0; i < near.space().size() && !misfit; ++i)
+    if (near.space().is_valid(i) && !fits(near, i, target)) misfit = i;
+  for (uint64_t i = 0; i < far.space().size() && !fit; ++i)
+    if (far.space().is_valid(i) && fits(far, i, target)) fit = i;
+  ASSERT_TRUE(misfit && fit);
+  db.add({record_of(near, *misfit, 1e-4), record_of(far, *fit, 1e-3)});
+  ASSERT_LT(workload_distance(near.args_json(), target.args_json()), workload_distance(far.args_json(), target.args_json()));
+  const auto nearest = nearest_tuned(db, target, kTarget);
+  ASSERT_TRUE(nearest.has_value());
+  EXPECT_EQ(nearest->record.workload_key, far.workload_key());
+  EXPECT_EQ(nearest->record.config_index, static_cast<int64_t>(*fit));
+}
+
+}  // namespace
+}  // namespace ktune::tuning_db
