@@ -21,9 +21,10 @@ constexpr int64_t kMaxUnrolledRows = 64;
 // Compute Library's a64_hybrid_fp32_mla_6x16) does 24 FMLAs per 10 loads in 29 registers;
 // 8 x 2 does 16 per 10 in 19. A72 issues one load per cycle, so 8 x 2 is nearly load-bound
 // there and 6 x 4 is not; A76 (two loads, two FMLA pipes) is FMA-bound with both. 6 x 4 is taken
-// where it tiles the matrix exactly (M a multiple of 6, N of 16) and its K x 16 packed B panel,
-// re-read by every row block, still fits the L1D; otherwise the generic choice stays (x86's
-// 8 x 2 vectors). Not 8 x 3 (ACL's 8x12): three vectors are a <12 x float> in the IR, which
+// where it tiles the matrix exactly (M a multiple of 6, N of 16), K is at least 32 (below, LLVM
+// unrolls the whole k loop and spills 9 to 21 vectors in the innermost loop at K = 8 and 16)
+// and its K x 16 packed B panel, re-read by every row block, still fits the L1D; otherwise the
+// generic choice stays (x86's 8 x 2 vectors). Not 8 x 3 (ACL's 8x12): three vectors are a <12 x float> in the IR, which
 // LLVM widens and shuffles through the stack (hundreds of q-register spills in an 8 x 12 tile).
 // Rows per panel: the A block read against one panel (rows x K) takes at most half the L2
 // share, as x86's 256 rows do on Zen 4 at K = 512 (512 KiB of 1 MiB); on A72/A76-class cores
@@ -34,7 +35,7 @@ void aarch64_gemm_tile(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
                        int64_t& yi, int64_t& rows_per_panel) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
   const int64_t bytes = dtype_bits / 8;
-  if (M % 6 == 0 && N % (4 * lanes) == 0 && K * 4 * lanes * bytes <= target.l1d_bytes()) {
+  if (M % 6 == 0 && N % (4 * lanes) == 0 && K >= 32 && K * 4 * lanes * bytes <= target.l1d_bytes()) {
     xi = 4 * lanes;
     yi = 6;
   }
