@@ -3,7 +3,7 @@
 // 32 registers; their objects (fallback and random configs) hold `fmla` on `.4s` vectors, the
 // fallbacks without a vector spilled in their innermost loops; `ktune lower` states 128-bit
 // vectors and prints whole NEON vectors only; every kernel matches the reference under
-// qemu-aarch64-static.
+// qemu-aarch64-static; an SVE core (neoverse-v1) gets the same NEON code, also checked.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -265,6 +265,30 @@ TEST(Neon, CortexA72ObjectsUseFmlaOnFourLanesAndMatchReference) {
   for (size_t i = 0; i < cases.size(); ++i)
     EXPECT_LT(errors[i], 1e-4) << cases[i].task->workload_key() << " config " << cases[i].config.to_json_string();
   std::printf("%zu kernels checked under qemu\n", cases.size());
+}
+
+// An SVE core (Neoverse V1, 256-bit SVE) gets the same 128-bit NEON schedules: fallbacks with
+// `fmla .4s`, which run correctly under qemu (its default CPU has SVE; LLVM adds a few SVE
+// instructions of its own for index arithmetic in the NCHW kernels).
+TEST(Neon, SveCoreGetsNeonFmlaAndMatchesReference) {
+  const codegen::Target v1 = codegen::Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-v1");
+  std::vector<Case> cases;
+  std::vector<codegen::Artifact> artifacts;
+  uint64_t seed = 100;
+  for (const Workload& w : workloads()) {
+    auto task = std::make_shared<const Task>(task_of(w, v1));
+    EXPECT_EQ(task->target().vector_lanes(32), 4);
+    cases.push_back({task, std::make_shared<const testing::Reference>(testing::reference_of(*task, seed++)),
+                     task->fallback_config()});
+    artifacts.push_back(testing::build_case(cases.back(), v1, "sve" + std::to_string(cases.size())));
+    const std::string text = disassemble(artifacts.back());
+    if (text.empty()) GTEST_SKIP() << "llvm-objdump-19 is missing: nothing disassembled";
+    EXPECT_EQ(count(text, kFmla4s) > 0, w.fma) << w.cli();
+  }
+  if (!codegen::testing::cross_tools_available())
+    GTEST_SKIP() << "no aarch64-linux-gnu-g++ or qemu-aarch64-static: objects checked, not run";
+  const std::vector<double> errors = testing::aarch64_errors(cases, artifacts);
+  for (size_t i = 0; i < cases.size(); ++i) EXPECT_LT(errors[i], 1e-4) << cases[i].task->workload_key();
 }
 
 // `ktune lower --target <cortex-a72>` says 128-bit vectors and 32 registers, and the fallbacks'
