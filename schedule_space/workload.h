@@ -13,6 +13,16 @@ namespace ktune::schedule_space {
 
 // What a template needs to know of the target, filled by the caller from codegen::Target
 // (schedule_space does not use codegen). Defaults describe an AVX-512 x86-64 core.
+//
+// AArch64: every core is described as 128-bit NEON with 32 vector registers, SVE cores included.
+// Codegen emits fixed-width vectors, which LLVM lowers to NEON; SVE registers are at least 128
+// bits and alias the NEON ones, so this code runs on every SVE core. We do not emit fixed-length
+// SVE: LLVM would (a `vscale_range(2,2)` function attribute turns <8 x float> FMAs on
+// neoverse-v1 into `ptrue p0.s; fmad z0.s`), but the code is then only correct on cores of
+// exactly that length, and the length is not part of the -mcpu name (Neoverse V1: 256 bits,
+// V2 and N2: 128, A64FX: 512). On Neoverse V1 NEON loses no peak: its four 128-bit pipes issue
+// as many FMAs as its two 256-bit SVE pipes. Where SVE is wider than the FMA issue (A64FX) NEON
+// code reaches a quarter of peak; that is the known gap.
 struct TargetTraits {
   std::string key;         // canonical target string, e.g. "llvm -mtriple=x86_64-linux-gnu -mcpu=znver4"
   int vector_bits = 512;   // native SIMD register width in bits (512 AVX-512, 256 AVX2, 128 NEON)
@@ -23,6 +33,23 @@ struct TargetTraits {
   int vector_lanes(int bits = 32) const { return vector_bits / bits > 0 ? vector_bits / bits : 1; }
   // Number of architectural SIMD registers (32 on AVX-512 and NEON, 16 on AVX2/SSE).
   int vector_registers() const { return arch == "x86_64" && vector_bits < 512 ? 16 : 32; }
+  bool is_aarch64() const { return arch == "aarch64"; }
+  // Vector registers a register tile may fill with accumulators when each reduction step keeps
+  // `operand_vectors` loaded vectors live (the B vectors of a GEMM row, the weight vectors of an
+  // oc block). x86-64: all but two, whatever the operands (an FMA takes one operand straight
+  // from memory, with a broadcast under AVX-512). AArch64: all but the operand vectors and one
+  // for the broadcast scalar: FMLA reads registers only, the scalar is loaded and used by
+  // element, and LLVM loads every operand vector of a step before its FMAs (more spills: a
+  // 7 x 4-vector NCHWc tile, 28 + 4 + 1 = 33 registers, reloads an accumulator every step).
+  int64_t accumulator_budget(int64_t operand_vectors) const {
+    return is_aarch64() ? vector_registers() - operand_vectors - 1 : vector_registers() - 2;
+  }
+  // Per-core data cache sizes that fallback configs size their cache blocks for. AArch64: the
+  // Cortex-A72/A76 class, taking the smaller of the two: A72's 32 KiB L1D (A76: 64 KiB) and a
+  // 256 KiB L2 share (Raspberry Pi 4: 1 MiB L2 for four A72s; A76: 256 or 512 KiB private).
+  // x86-64: Zen 4 (32 KiB, 1 MiB), where the x86 fallbacks were measured.
+  int64_t l1d_bytes() const { return int64_t{32} << 10; }
+  int64_t l2_bytes() const { return is_aarch64() ? int64_t{256} << 10 : int64_t{1} << 20; }
 };
 
 // Traits from a target's parts (what codegen::Target reports): arch is the triple's first

@@ -61,6 +61,8 @@ void run_lower(const LowerCmdOptions& o) {
     return;
   }
   std::cout << "// " << task.workload_key() << "\n";
+  std::cout << "// target " << traits.key << ": " << traits.vector_bits << "-bit vectors, "
+            << traits.vector_registers() << " vector registers\n";
   if (!o.reference) std::cout << "// config " << config.to_json_string() << "\n";
   std::cout << te::to_string(f);
 }

@@ -121,6 +121,8 @@ ConvTensors conv_tensors(Op op, const std::string& tmpl, const WorkloadArgs& a) 
 //   unroll_rs 0/1: unroll the window loops
 //   pad_inline 0/1 (with padding only): inline the padding into the reduction, or pad once
 //   parallel 0/1 (only 0 on one core): the fused (batch, channel block, row block) loop
+// Constraint: the accumulators fit TargetTraits::accumulator_budget of the step's operand
+// vectors (x86: two registers free; AArch64: 15 accumulators at most for depthwise and pooling).
 void define_conv_space(Op op, const ConvShape& sh, int dtype_bits, const TargetTraits& target, ConfigSpace& space) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
   space.define_split("tile_k", {.extent = sh.k, .num_outputs = 2, .max_innermost = kMaxRegisterChannels});
@@ -133,10 +135,12 @@ void define_conv_space(Op op, const ConvShape& sh, int dtype_bits, const TargetT
   space.define_knob("unroll_rs", std::vector<int64_t>{0, 1});
   space.define_knob("pad_inline", sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{1});
   space.define_knob("parallel", target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  const int64_t budget = target.vector_registers() - 2;
-  space.add_constraint("register tile fits the vector registers", [lanes, budget](const EntityView& v) {
-    const int64_t vectors = (v["tile_ow"].values.back() + lanes - 1) / lanes;
-    return v["tile_k"].values.back() * v["tile_oh"].values.back() * vectors <= budget;
+  space.add_constraint("register tile fits the vector registers", [op, lanes, target](const EntityView& v) {
+    const int64_t pixels = v["tile_oh"].values.back() * ((v["tile_ow"].values.back() + lanes - 1) / lanes);
+    const int64_t accumulators = v["tile_k"].values.back() * pixels;
+    // Live operands of a step: conv2d's input vectors, shared by the tile's channels; depthwise
+    // and pooling reuse nothing across the tile, every accumulator reads its own input vector.
+    return accumulators <= target.accumulator_budget(op == Op::kConv ? pixels : accumulators);
   });
   space.add_constraint("unrolled tile stays small", [](const EntityView& v) {
     return v["tile_k"].values.back() * v["tile_oh"].values.back() <= kMaxUnrolledTile;
@@ -148,11 +152,24 @@ Config conv_fallback(Op op, const ConvShape& sh, int dtype_bits, const TargetTra
   // input vector across channels and each weight across rows; input channels innermost so
   // the window loops stay outside the tile.
   const int64_t lanes = target.vector_lanes(dtype_bits);
+  // At most one vector: a 7-column tile is a <7 x float> that LLVM widens through the stack on
+  // AArch64 (86 vector spills in the innermost loop of a 14-wide conv2d), so a 14-wide output
+  // keeps 2 columns.
   const int64_t owi = largest_divisor_at_most(sh.ow, lanes);
-  const int64_t ohi = largest_divisor_at_most(sh.oh, 2);
+  // AArch64 depthwise and pooling (Cortex-A72 objects, counted in their innermost loops): one
+  // row of 8 channels x 1 vector, 8 accumulators, spills nothing for 3 x 3 depthwise (stride 1
+  // and 2) and 2 x 2 / 3 x 3 pooling, where x86's 8 channels x 2 rows reload 23 to 50 vectors
+  // from the stack per loop (each accumulator there needs its own input vector, and LLVM
+  // unrolls the window).
+  const bool reuse_free = target.is_aarch64() && op != Op::kConv;
+  const int64_t ohi = largest_divisor_at_most(sh.oh, reuse_free ? 1 : 2);
   const int64_t vectors = (owi + lanes - 1) / lanes;
-  const int64_t ki = largest_divisor_at_most(
-      sh.k, std::max<int64_t>(1, std::min<int64_t>(8, (target.vector_registers() - 4) / (vectors * ohi))));
+  // conv2d on AArch64: channels within the budget of the tile's input vectors (x86: two spare).
+  const int64_t pixels = vectors * ohi;
+  const int64_t channels = reuse_free ? 8
+                           : target.is_aarch64() ? std::min<int64_t>(8, target.accumulator_budget(pixels) / pixels)
+                                                 : std::min<int64_t>(8, (target.vector_registers() - 4) / pixels);
+  const int64_t ki = largest_divisor_at_most(sh.k, std::max<int64_t>(1, channels));
   std::vector<uint64_t> d(space.num_knobs(), 0);
   size_t i = 0;
   d[i] = closest_split(space.knob(i), {ki}), ++i;

@@ -160,7 +160,9 @@ int64_t vectors_per_block(int64_t ocb, int64_t lanes) { return (ocb + lanes - 1)
 //   pad_inline 0/1 (with padding only): inline the padding into the reduction, or pad once
 //   parallel 0/1 (only 0 on one core): the fused (batch, ko outer, oh outer) loop
 // Constraint: the accumulators (tile_ko inner x vectors per oc block x tile_oh inner x tile_ow
-// inner) leave two vector registers free (a weight vector and a broadcast input).
+// inner) fit TargetTraits::accumulator_budget of the tile's weight vectors, tile_ko inner x
+// vectors per oc block (x86: two registers free, a weight vector and a broadcast input;
+// AArch64: every weight vector of the tile, which LLVM loads together, and the input scalar).
 void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, ConfigSpace& space) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
   const int64_t vectors = vectors_per_block(sh.ocb, lanes);
@@ -173,10 +175,38 @@ void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, C
   space.define_knob("unroll_s", std::vector<int64_t>{0, 1});
   space.define_knob("pad_inline", sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
   space.define_knob("parallel", target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  const int64_t budget = target.vector_registers() - 2;
-  space.add_constraint("register tile fits the vector registers", [vectors, budget](const EntityView& v) {
-    return v["tile_ko"].values.back() * vectors * v["tile_oh"].values.back() * v["tile_ow"].values.back() <= budget;
+  space.add_constraint("register tile fits the vector registers", [vectors, target](const EntityView& v) {
+    const int64_t weights = v["tile_ko"].values.back() * vectors;
+    return weights * v["tile_oh"].values.back() * v["tile_ow"].values.back() <= target.accumulator_budget(weights);
   });
+}
+
+// The AArch64 register tile (Cortex-A72/A76 class, not timed here: qemu timings say nothing):
+// of the (ko, oh, ow) blocks that divide their extents, the most accumulators that fit 32 NEON
+// registers with every weight vector of the tile and the input scalar (accumulator_budget);
+// among equals, the fewest loads per step (weight vectors + input scalars), then more columns.
+// With 16-wide oc blocks (4 vectors) that is 16 accumulators: 1 x 1 x 4 on 56 x 56, 2 x 1 x 2
+// on 7 x 14 (where one block would get only 2 columns). x86's pairing below, measured on Zen 4,
+// would put 7 columns x 4 vectors = 28 accumulators + 5 operands in 32 registers: LLVM then
+// reloads an accumulator from the stack in every step of the innermost loop.
+void aarch64_register_blocks(const Shape& sh, int64_t vectors, const TargetTraits& target, int64_t& koi, int64_t& ohi,
+                             int64_t& owi) {
+  int64_t best_acc = 0, best_loads = 0;
+  for (int64_t k = 1; k <= std::min(kMaxTileKo, sh.kblocks()); ++k) {
+    if (sh.kblocks() % k != 0) continue;
+    for (int64_t h = 1; h <= std::min(kMaxTileOh, sh.oh); ++h) {
+      if (sh.oh % h != 0) continue;
+      for (int64_t w = 1; w <= std::min(kMaxTileOw, sh.ow); ++w) {
+        if (sh.ow % w != 0) continue;
+        const int64_t acc = k * vectors * h * w, loads = k * vectors + h * w;
+        if (acc > target.accumulator_budget(k * vectors)) continue;
+        const bool better = acc > best_acc || (acc == best_acc && (loads < best_loads || (loads == best_loads && w > owi)));
+        if (!better) continue;
+        best_acc = acc, best_loads = loads;
+        koi = k, ohi = h, owi = w;
+      }
+    }
+  }
 }
 
 // Two oc blocks (each broadcast input feeds two FMAs, halving the loads per FMA: measured
@@ -187,12 +217,17 @@ void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, C
 Config fallback(const Shape& sh, int dtype_bits, const TargetTraits& target, const ConfigSpace& space) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
   const int64_t vectors = vectors_per_block(sh.ocb, lanes);
-  const int64_t cap = std::max<int64_t>(1, (target.vector_registers() - 4) / vectors);
-  // With few register blocks (NEON or AVX2 with 16-wide oc blocks) columns alone fill them.
-  const int64_t pair = cap >= 12 ? 2 : 1;
-  const int64_t koi = largest_divisor_at_most(sh.kblocks(), pair);
-  const int64_t ohi = largest_divisor_at_most(sh.oh, pair);
-  const int64_t owi = largest_divisor_at_most(sh.ow, std::min(kMaxTileOw, std::max<int64_t>(1, cap / (koi * ohi))));
+  int64_t koi = 1, ohi = 1, owi = 1;
+  if (target.is_aarch64()) {
+    aarch64_register_blocks(sh, vectors, target, koi, ohi, owi);
+  } else {
+    const int64_t cap = std::max<int64_t>(1, (target.vector_registers() - 4) / vectors);
+    // With few register blocks (AVX2 with 16-wide oc blocks) columns alone fill them.
+    const int64_t pair = cap >= 12 ? 2 : 1;
+    koi = largest_divisor_at_most(sh.kblocks(), pair);
+    ohi = largest_divisor_at_most(sh.oh, pair);
+    owi = largest_divisor_at_most(sh.ow, std::min(kMaxTileOw, std::max<int64_t>(1, cap / (koi * ohi))));
+  }
   std::vector<uint64_t> d(space.num_knobs(), 0);
   d[0] = closest_split(space.knob(0), {koi});
   d[1] = closest_split(space.knob(1), {ohi});

@@ -14,6 +14,34 @@ constexpr int64_t kMaxRegisterRows = 16;
 constexpr int64_t kMaxRegisterVectors = 4;
 constexpr int64_t kMaxUnrolledRows = 64;
 
+// The register tile and row block of the AArch64 fallback (M >= 4), chosen for Cortex-A72/A76-
+// class cores, which no one here could time (qemu timings say nothing): by counting. Per k step
+// an r x v tile issues r*v FMLAs against v vector loads of B and r scalar loads of A (used by
+// element), and needs r*v + v + 1 of the 32 registers. 6 rows x 4 vectors (the 6x16 shape of ARM
+// Compute Library's a64_hybrid_fp32_mla_6x16) does 24 FMLAs per 10 loads in 29 registers;
+// 8 x 2 does 16 per 10 in 19. A72 issues one load per cycle, so 8 x 2 is nearly load-bound
+// there and 6 x 4 is not; A76 (two loads, two FMLA pipes) is FMA-bound with both. 6 x 4 is taken
+// where it tiles the matrix exactly (M a multiple of 6, N of 16), K is at least 32 (below, LLVM
+// unrolls the whole k loop and spills 9 to 21 vectors in the innermost loop at K = 8 and 16)
+// and its K x 16 packed B panel, re-read by every row block, still fits the L1D; otherwise the
+// generic choice stays (x86's 8 x 2 vectors). Not 8 x 3 (ACL's 8x12): three vectors are a <12 x float> in the IR, which
+// LLVM widens and shuffles through the stack (hundreds of q-register spills in an 8 x 12 tile).
+// Rows per panel: the A block read against one panel (rows x K) takes at most half the L2
+// share, as x86's 256 rows do on Zen 4 at K = 512 (512 KiB of 1 MiB); on A72/A76-class cores
+// that is 64 rows at K = 512. At least four row blocks, though, so that each packed panel is
+// used four times per copy (for large K no row count fits: the template has no K blocking of
+// the panel).
+void aarch64_gemm_tile(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target, int64_t& xi,
+                       int64_t& yi, int64_t& rows_per_panel) {
+  const int64_t lanes = target.vector_lanes(dtype_bits);
+  const int64_t bytes = dtype_bits / 8;
+  if (M % 6 == 0 && N % (4 * lanes) == 0 && K >= 32 && K * 4 * lanes * bytes <= target.l1d_bytes()) {
+    xi = 4 * lanes;
+    yi = 6;
+  }
+  rows_per_panel = std::clamp<int64_t>(target.l2_bytes() / 2 / (K * bytes), 4 * yi, 256);
+}
+
 }  // namespace
 
 int64_t dot_lanes(const Config& cfg) {
@@ -32,11 +60,10 @@ void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
   space.define_knob("pack_b", std::vector<int64_t>{0, 1});
   space.define_knob("parallel", target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
   if (dot_knob && M < 4 && K >= lanes) space.define_knob("dot_lanes", std::vector<int64_t>{0, lanes});
-  const int64_t budget = target.vector_registers() - 2;
-  space.add_constraint("register tile fits the vector registers", [lanes, budget](const EntityView& v) {
+  space.add_constraint("register tile fits the vector registers", [lanes, target](const EntityView& v) {
     const int64_t rows = v["tile_y"].values.back();
     const int64_t vectors = (v["tile_x"].values.back() + lanes - 1) / lanes;
-    return rows * vectors <= budget;
+    return rows * vectors <= target.accumulator_budget(vectors);  // the row's B vectors stay live
   });
   space.add_constraint("unrolled k loop stays small", [](const EntityView& v) {
     return v["unroll_k"].as_int() == 0 || v["tile_k"].values.back() * v["tile_y"].values.back() <= kMaxUnrolledRows;
@@ -49,16 +76,18 @@ Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const Targ
   // A few rows (GEMV, small batches): up to 4 vectors of columns, so that independent
   // accumulators hide the FMA latency that a 1 x 1-vector tile is bound by.
   const int64_t wide = M < 4 ? 4 * lanes : 2 * lanes;
-  const int64_t xi = N % wide == 0 || (M < 4 && N > wide) ? wide : N % (2 * lanes) == 0 ? 2 * lanes
-                                                                                      : std::min<int64_t>(lanes, N);
+  int64_t xi = N % wide == 0 || (M < 4 && N > wide) ? wide : N % (2 * lanes) == 0 ? 2 * lanes
+                                                                                : std::min<int64_t>(lanes, N);
   const int64_t vectors = std::max<int64_t>(1, xi / lanes);
-  const int64_t yi = largest_divisor_at_most(M, std::min<int64_t>(8, (target.vector_registers() - 4) / vectors));
+  int64_t yi = largest_divisor_at_most(M, std::min<int64_t>(8, (target.vector_registers() - 4) / vectors));
+  int64_t rows_per_panel = 256;
+  if (target.is_aarch64() && M >= 4) aarch64_gemm_tile(M, N, K, dtype_bits, target, xi, yi, rows_per_panel);
   // The B panel of an outer tile is one register tile wide (K x xi, L2-sized for K up to a few
   // thousand) and every row block of A streams past it: the packed panel is reused M / yi times
   // from L2 while only the A rows and the register tile move (the dense_pack shape that reaches
   // ~0.9 of OpenBLAS in bench/matmul_hand). Rows stay blocked by up to 256 so that the A block
   // read against one panel stays L2-resident too.
-  const int64_t yo = std::max<int64_t>(1, largest_divisor_at_most(M / yi, std::max<int64_t>(1, 256 / yi)));
+  const int64_t yo = std::max<int64_t>(1, largest_divisor_at_most(M / yi, std::max<int64_t>(1, rows_per_panel / yi)));
   const int64_t xo = 1;
   const int64_t ki = largest_divisor_at_most(K, 4);
   std::vector<uint64_t> d(space.num_knobs(), 0);

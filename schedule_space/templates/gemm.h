@@ -20,7 +20,8 @@ namespace ktune::schedule_space::templates {
 //   pack_b    0/1: copy (and, for a transposed B, transpose) the B panel of an outer tile into a
 //             contiguous local buffer before using it
 //   parallel  0/1 (only 0 on one core): run the fused outer tile loop on all cores
-// Constraints: the register tile (rows x vectors) leaves two registers free; an unrolled k loop
+// Constraints: the register tile (rows x vectors) fits TargetTraits::accumulator_budget (x86: two
+// registers free; AArch64: the row's B vectors and the A scalar free); an unrolled k loop
 // unrolls at most 64 copies of the row block.
 //   dot_lanes (only with `dot_knob`, M < 4 and K >= one vector) 0, or the lanes of a dot-product
 //             GEMV for a B stored [N,K]: vectors run along k, one horizontal sum per output (see
@@ -33,7 +34,8 @@ int64_t dot_lanes(const Config& cfg);
 
 // A sensible untuned choice: a register tile of up to 8 rows x 2 vectors, cache blocks of
 // ~256 rows x one register tile of columns (a K x 2-vector packed B panel), k unrolled by 4,
-// B packed, parallel when there are several cores.
+// B packed, parallel when there are several cores. AArch64 (Cortex-A72/A76 class): 6 rows x 4
+// vectors where that tiles exactly, and row blocks sized to the smaller L2 (see gemm.cc).
 Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
                      const ConfigSpace& space);
 

@@ -82,7 +82,9 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 // What `ktune lower` must print for `config` (or the reference schedule when nullopt).
 std::string expected_lower(const Task& task, const std::optional<Config>& config) {
   const Instantiated inst = config ? task.instantiate(*config) : task.reference();
-  std::string text = "// " + task.workload_key() + "\n";
+  const TargetTraits& t = task.target();
+  std::string text = "// " + task.workload_key() + "\n// target " + t.key + ": " + std::to_string(t.vector_bits) +
+                     "-bit vectors, " + std::to_string(t.vector_registers()) + " vector registers\n";
   if (config) text += "// config " + config->to_json_string() + "\n";
   return text + te::to_string(te::lower(inst.schedule, inst.args, task.template_name()));
 }

@@ -112,8 +112,9 @@ TEST(Conv2dNchwc, FlopsTensorsAndSpace) {
   }
 }
 
-// NEON: an oc block of 16 is 4 vectors, so the fallback fills the 32 registers with columns.
-TEST(Conv2dNchwc, NeonFallbackFillsRegistersWithColumns) {
+// NEON: an oc block of 16 is 4 vectors, all live with the input scalar, so 27 registers are left:
+// 4 columns x 4 vectors (7 columns, 28 accumulators, would spill).
+TEST(Conv2dNchwc, NeonFallbackFitsRegistersWithColumns) {
   TargetTraits neon;
   neon.key = "test-neon";
   neon.vector_bits = 128;
@@ -123,9 +124,26 @@ TEST(Conv2dNchwc, NeonFallbackFillsRegistersWithColumns) {
   const Config& fb = task.fallback_config();
   EXPECT_EQ(fb["tile_ko"].values.back(), 1);
   EXPECT_EQ(fb["tile_oh"].values.back(), 1);
-  EXPECT_EQ(fb["tile_ow"].values.back(), 7);  // 7 columns x 4 vectors = 28 accumulators
+  EXPECT_EQ(fb["tile_ow"].values.back(), 4);  // 4 columns x 4 vectors = 16 accumulators
   EXPECT_EQ(fb["parallel"].as_int(), 0);
   EXPECT_TRUE(task.space().is_valid(task.space().index_of(fb)));
+  // In the space: columns x 4 vectors + 4 weight vectors + 1 scalar <= 32, so 6 columns fit and
+  // 7 do not (with two oc blocks, 8 weight vectors: 2 columns fit, 3 do not).
+  std::vector<uint64_t> digits = task.space().knob_indices(task.space().index_of(fb));
+  const Knob& ko = task.space().knob(0);
+  const Knob& ow = task.space().knob(2);
+  int checked = 0;
+  for (uint64_t i = 0; i < ko.size(); ++i) {
+    for (uint64_t j = 0; j < ow.size(); ++j) {
+      digits[0] = i, digits[2] = j;
+      const int64_t weights = ko.entity(i).values.back() * 4;
+      const int64_t accumulators = weights * ow.entity(j).values.back();
+      EXPECT_EQ(task.space().is_valid(task.space().index_of(digits)), accumulators + weights + 1 <= 32)
+          << ko.entity(i).values.back() << " blocks x " << ow.entity(j).values.back() << " columns";
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10);
 }
 
 TargetTraits host_traits(const codegen::Target& t) {

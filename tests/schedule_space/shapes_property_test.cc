@@ -23,6 +23,7 @@
 #include "te/interpreter.h"
 #include "te/lower.h"
 #include "tests/codegen/test_util.h"
+#include "tests/schedule_space/reference_util.h"
 
 namespace ktune::schedule_space {
 namespace {
@@ -77,58 +78,14 @@ Args random_args(const std::string& tmpl, std::mt19937_64& rng) {
   return a;
 }
 
-TargetTraits traits_of(const codegen::Target& t) {
-  return make_target_traits(t.str(), t.triple(), t.vector_bits(), t.cores());
-}
-
-// Inputs of a task (seeded) and the outputs its compute definition gives.
-struct Reference {
-  std::vector<te::HostBuffer> inputs, outputs;
-  std::vector<te::Tensor> output_tensors;
-};
-
-Reference reference_of(const Task& task, uint64_t seed) {
-  const ComputeDef def = task.template_def().compute(task.args());
-  Reference ref;
-  const size_t n_in = def.args.size() - def.outputs.size();
-  std::vector<std::pair<te::Tensor, const te::HostBuffer*>> in;
-  ref.inputs.reserve(n_in);
-  for (size_t i = 0; i < n_in; ++i) {
-    ref.inputs.emplace_back(def.args[i].shape(), def.args[i].dtype());
-    ref.inputs.back().fill_random(seed + i);
-  }
-  for (size_t i = 0; i < n_in; ++i) in.emplace_back(def.args[i], &ref.inputs[i]);
-  ref.outputs = te::evaluate(def.outputs, in);
-  ref.output_tensors = def.outputs;
-  return ref;
-}
-
-// The argument buffers of one run: inputs copied, outputs all NaN.
-std::vector<te::HostBuffer> fresh_buffers(const Reference& ref) {
-  std::vector<te::HostBuffer> bufs;
-  for (const auto& in : ref.inputs) {
-    bufs.emplace_back(in.shape(), in.dtype());
-    std::memcpy(bufs.back().data(), in.data(), in.bytes());
-  }
-  for (const auto& out : ref.outputs) {
-    bufs.emplace_back(out.shape(), out.dtype());
-    for (int64_t i = 0; i < out.num_elements(); ++i) bufs.back().set(i, std::numeric_limits<double>::quiet_NaN());
-  }
-  return bufs;
-}
-
-double max_error(const std::vector<te::HostBuffer>& bufs, const Reference& ref) {
-  double err = 0;
-  for (size_t o = 0; o < ref.outputs.size(); ++o)
-    err = std::max(err, te::max_relative_error(bufs[ref.inputs.size() + o], ref.outputs[o]));
-  return err;
-}
-
-struct Case {
-  std::shared_ptr<const Task> task;
-  std::shared_ptr<const Reference> ref;
-  Config config;
-};
+using testing::aarch64_errors;
+using testing::build_case;
+using testing::Case;
+using testing::fresh_buffers;
+using testing::max_error;
+using testing::reference_of;
+using testing::Reference;
+using testing::traits_of;
 
 uint64_t seed_from_env() {
   const char* s = std::getenv("KTUNE_SHAPES_SEED");
@@ -204,30 +161,13 @@ TEST(ShapesProperty, RandomShapesAndConfigsMatchReference) {
     std::printf("AArch64 sample skipped: no aarch64-linux-gnu-g++ or qemu-aarch64-static\n");
     return;
   }
-  std::vector<codegen::testing::Aarch64Case> batch;
-  for (size_t i = 0; i < arm_cases.size(); ++i) {
-    const Case& c = arm_cases[i];
-    const Instantiated inst = c.task->instantiate(c.config);
-    codegen::testing::Aarch64Case ac{codegen::build(te::lower(inst.schedule, inst.args, "k" + std::to_string(i)), arm),
-                                     {}};
-    for (const auto& b : fresh_buffers(*c.ref)) {
-      const auto* p = static_cast<const uint8_t*>(b.data());
-      ac.buffers.emplace_back(p, p + b.bytes());
-    }
-    batch.push_back(std::move(ac));
-  }
-  const auto results = codegen::testing::run_batch_on_aarch64(batch);
-  for (size_t i = 0; i < arm_cases.size(); ++i) {
-    const Case& c = arm_cases[i];
-    std::vector<te::HostBuffer> bufs = fresh_buffers(*c.ref);
-    for (size_t o = 0; o < c.ref->outputs.size(); ++o) {
-      const size_t a = c.ref->inputs.size() + o;
-      ASSERT_EQ(results[i][a].size(), bufs[a].bytes());
-      std::memcpy(bufs[a].data(), results[i][a].data(), bufs[a].bytes());
-    }
-    EXPECT_LT(max_error(bufs, *c.ref), 1e-4) << "aarch64 " << c.task->workload_key() << " config "
-                                             << c.config.to_json_string();
-  }
+  std::vector<codegen::Artifact> arm_artifacts;
+  for (size_t i = 0; i < arm_cases.size(); ++i)
+    arm_artifacts.push_back(build_case(arm_cases[i], arm, "k" + std::to_string(i)));
+  const std::vector<double> errors = aarch64_errors(arm_cases, arm_artifacts);
+  for (size_t i = 0; i < arm_cases.size(); ++i)
+    EXPECT_LT(errors[i], 1e-4) << "aarch64 " << arm_cases[i].task->workload_key() << " config "
+                               << arm_cases[i].config.to_json_string();
   std::printf("aarch64: %zu kernels checked under qemu\n", arm_cases.size());
 }
 
