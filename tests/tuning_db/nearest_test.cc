@@ -67,8 +67,8 @@ TEST(NearestTest, TheNearestTunedShapesBestConfigIsTakenAsAnIndexOfTheNewSpace) 
   TempDir dir;
   Database db = Database::open(dir.file("log.db"));
   const auto big = matmul(256, 256, 256), small = matmul(32, 32, 32), other_layout = matmul(240, 256, 256, "nt");
-  // Configs each valid for the new shape; the fastest of big's is index ib.
-  const auto target = matmul(240, 250, 260);
+  // Configs of big that the new shape takes as they are (power-of-two tiles divide both).
+  const auto target = matmul(128, 256, 512);
   std::vector<uint64_t> fitting;
   for (uint64_t i = 0; i < big.space().size() && fitting.size() < 3; i += 97)
     if (big.space().is_valid(i) && fits(big, i, target)) fitting.push_back(i);
@@ -79,7 +79,8 @@ TEST(NearestTest, TheNearestTunedShapesBestConfigIsTakenAsAnIndexOfTheNewSpace) 
   ASSERT_TRUE(nearest.has_value());
   EXPECT_EQ(nearest->record.workload_key, big.workload_key());
   EXPECT_EQ(nearest->record.config_index, static_cast<int64_t>(fitting[1]));  // the fastest there
-  EXPECT_NEAR(nearest->distance, std::log2(256.0 / 240) + std::log2(256.0 / 250) + std::log2(260.0 / 256), 1e-9);
+  EXPECT_NEAR(nearest->distance, 2.0, 1e-9);  // M halved, K doubled
+  EXPECT_EQ(nearest->adapted, 0);
   // The same schedule, as the new space numbers it.
   EXPECT_EQ(nearest->config.to_json()["entity"], big.space().get(fitting[1]).to_json()["entity"]);
   EXPECT_EQ(nearest->config.index(), target.space().index_of(big.space().get(fitting[1])));
@@ -91,23 +92,43 @@ TEST(NearestTest, TheNearestTunedShapesBestConfigIsTakenAsAnIndexOfTheNewSpace) 
   EXPECT_FALSE(nearest_tuned(none, target, kTarget).has_value());
 }
 
-TEST(NearestTest, AConfigTheNewShapeCannotTakeIsPassedOverForTheNextNearest) {
+TEST(NearestTest, FactorsTheNewShapeLacksAreAdaptedAndAConfigWithoutAKnobIsPassedOver) {
   TempDir dir;
   Database db = Database::open(dir.file("log.db"));
-  const auto target = matmul(3, 64, 64), near = matmul(64, 64, 64), far = matmul(8, 256, 512);
-  // near's only record: a config the 3-row shape has no place for; far's: one it takes.
-  std::optional<uint64_t> misfit, fit;
+  const auto target = matmul(3, 64, 64), nearer = matmul(4, 64, 64), near = matmul(64, 64, 64);
+  // near's record: a config whose split factors the 3-row shape does not offer as they are.
+  std::optional<uint64_t> misfit;
   for (uint64_t i = 0; i < near.space().size() && !misfit; ++i)
     if (near.space().is_valid(i) && !fits(near, i, target)) misfit = i;
-  for (uint64_t i = 0; i < far.space().size() && !fit; ++i)
-    if (far.space().is_valid(i) && fits(far, i, target)) fit = i;
-  ASSERT_TRUE(misfit && fit);
-  db.add({record_of(near, *misfit, 1e-4), record_of(far, *fit, 1e-3)});
-  ASSERT_LT(workload_distance(near.args_json(), target.args_json()), workload_distance(far.args_json(), target.args_json()));
+  ASSERT_TRUE(misfit.has_value());
+  // nearer's record: written by a template that had one knob less (it cannot be carried over).
+  Record broken = record_of(nearer, 0, 1e-5);
+  broken.config["entity"].erase(broken.config["entity"].size() - 1);
+  db.add({broken, record_of(near, *misfit, 1e-4)});
+
   const auto nearest = nearest_tuned(db, target, kTarget);
   ASSERT_TRUE(nearest.has_value());
-  EXPECT_EQ(nearest->record.workload_key, far.workload_key());
-  EXPECT_EQ(nearest->record.config_index, static_cast<int64_t>(*fit));
+  EXPECT_EQ(nearest->record.workload_key, near.workload_key());
+  EXPECT_EQ(nearest->record.config_index, static_cast<int64_t>(*misfit));
+  EXPECT_GE(nearest->adapted, 1);
+  // What it gives is a config of the new space that instantiates, and every knob the new space
+  // has the old value of keeps it.
+  const schedule_space::Config old = near.space().get(*misfit);
+  ASSERT_TRUE(target.space().is_valid(nearest->config.index()));
+  EXPECT_NO_THROW(target.instantiate(nearest->config));
+  int kept = 0, changed = 0;
+  for (size_t k = 0; k < target.space().num_knobs(); ++k) {
+    const auto& knob = target.space().knob(k);
+    const schedule_space::Entity& was = old[knob.name()];
+    if (knob.find(was) >= 0) {
+      EXPECT_EQ(nearest->config[knob.name()], was) << knob.name();
+      ++kept;
+    } else {
+      ++changed;
+    }
+  }
+  EXPECT_EQ(changed, nearest->adapted);
+  EXPECT_GT(kept, 0);
 }
 
 }  // namespace
