@@ -32,6 +32,7 @@ struct DbArgs {
   std::string path;
   bool json = false;
   std::string workload;
+  bool best_only = false;  // export: one record per workload and target (a pack)
   std::string target;
   std::string llvm;
   std::string device;
@@ -260,10 +261,12 @@ void run_top(const DbArgs& args) {
 void run_export(const DbArgs& args) {
   if (args.server.server.empty() == args.path.empty())
     throw Error(ErrorKind::kInvalidArgument, "db export needs exactly one of --db and --server");
+  if (args.best_only && !args.server.server.empty())
+    throw Error(ErrorKind::kInvalidArgument, "--best-only works with --db (export the server's log, then take its pack)");
   auto write = [&](std::ostream& out) {
     if (!args.server.server.empty()) return rpc_runner::ServiceClient(args.server).export_log(out, args.workload);
     Database db = open_to_read(args);
-    return db.export_jsonl(out, args.workload);
+    return args.best_only ? db.export_best_jsonl(out, args.workload) : db.export_jsonl(out, args.workload);
   };
   int64_t n = 0;
   if (args.file.empty() || args.file == "-") {
@@ -387,6 +390,8 @@ void add_db_command(CLI::App& app) {
   add_client_flags(exp, args->server, false)->description("Stream the log of this tuning server (HOST:PORT) instead");
   exp->add_option("--out", args->file, "Output file (default: stdout)");
   exp->add_option("--workload", args->workload, "Only this workload");
+  exp->add_flag("--best-only", args->best_only,
+                "A pack: only the best record of each workload and target (`db import` merges it without duplicates)");
   exp->callback([args] { run_export(*args); });
 
   CLI::App* imp = db->add_subcommand(

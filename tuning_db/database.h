@@ -247,6 +247,10 @@ class Database {
   // lines, oldest first, from one consistent snapshot. Returns the lines written.
   // Throws Error(kDatabase), Error(kIo) when the stream fails.
   int64_t export_jsonl(std::ostream& out, std::string_view workload_key = "");
+  // A pack: the best record (best(), real records only) of every workload and target of the log,
+  // or of one workload, as JSON lines ordered by workload key then target. Returns the lines.
+  // Importing a pack into a log that holds its records adds nothing (import skips duplicates).
+  int64_t export_best_jsonl(std::ostream& out, std::string_view workload_key = "");
   // Imports JSON lines (blank lines are skipped). A line that is malformed (bad JSON, a number out
   // of range, a missing field) or whose record does not instantiate (record check) is reported
   // with its line number and reason and skipped; the others are imported. A record the log already holds (same

@@ -1,6 +1,7 @@
 // Database: JSON-lines import/export, saved cost models, tuning runs, and the integrity check.
 #include <istream>
 #include <ostream>
+#include <set>
 #include <string>
 
 #include "support/error.h"
@@ -31,6 +32,23 @@ int64_t Database::export_jsonl(std::ostream& out, std::string_view workload_key)
     }
   }
   snapshot.commit();
+  out.flush();
+  if (!out) throw Error(ErrorKind::kIo, "writing the JSON-lines export failed");
+  return lines;
+}
+
+int64_t Database::export_best_jsonl(std::ostream& out, std::string_view workload_key) {
+  int64_t lines = 0;
+  std::set<std::pair<std::string, std::string>> done;  // (workload, target): any LLVM version
+  for (const WorkloadSummary& s : summaries()) {
+    if (!workload_key.empty() && s.workload_key != workload_key) continue;
+    if (!done.insert({s.workload_key, s.target.target}).second) continue;
+    const std::optional<Record> best = this->best(s.workload_key, TargetKey{s.target.target, ""}, RecordQuery{});
+    if (!best) continue;
+    out << to_json_line(*best) << '\n';
+    if (!out) throw Error(ErrorKind::kIo, "writing the JSON-lines export failed");
+    ++lines;
+  }
   out.flush();
   if (!out) throw Error(ErrorKind::kIo, "writing the JSON-lines export failed");
   return lines;

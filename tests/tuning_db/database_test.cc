@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <sstream>
 
 #include "tests/tuning_db/test_util.h"
@@ -373,6 +374,45 @@ TEST(Database, ReadOnlyReadsBesideAWriterAndWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
   EXPECT_FALSE(std::filesystem::exists(path + "-shm"));
   EXPECT_THROW(Database::open(dir.file("missing.db"), {.read_only = true}), Error);
+}
+
+TEST(Database, APackHoldsTheBestRecordOfEachWorkloadAndTargetAndMergesWithoutDuplicates) {
+  TempDir dir;
+  Database db = Database::open(dir.file("log.db"));
+  const TargetKey other{"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", "19.1.7"};
+  const TargetKey older{kHost.target, "18.1.0"};  // the same target, another toolchain
+  db.add({make_record(64, 1, {3e-3}), make_record(64, 2, {1e-3}), make_failure(64, 3, ErrorKind::kRun),
+          make_record(64, 4, {2e-4}, older), make_record(64, 5, {5e-3}, other), make_record(32, 6, {4e-4}),
+          make_record(32, 7, {2e-4})});
+  std::stringstream pack;
+  EXPECT_EQ(db.export_best_jsonl(pack), 3);
+  std::vector<Record> lines;
+  for (std::string line; std::getline(pack, line);) lines.push_back(from_json_line(line));
+  ASSERT_EQ(lines.size(), 3u);
+  // Ordered by workload key then target; on the host, the fastest of any toolchain.
+  EXPECT_EQ(lines[0].workload_key, matmul_key(32));
+  EXPECT_EQ(lines[0].config_index, 7);
+  EXPECT_EQ(lines[1].workload_key, matmul_key(64));
+  EXPECT_EQ(lines[2].workload_key, matmul_key(64));
+  std::map<std::string, int64_t> by_target = {{lines[1].target.target, lines[1].config_index},
+                                              {lines[2].target.target, lines[2].config_index}};
+  EXPECT_EQ(by_target.at(kHost.target), 4);
+  EXPECT_EQ(by_target.at(other.target), 5);
+  std::stringstream one;
+  EXPECT_EQ(db.export_best_jsonl(one, matmul_key(32)), 1);
+
+  // Merged into another log twice: its records once, and the log's own best stays if faster.
+  Database target = Database::open(dir.file("other.db"));
+  target.add({make_record(32, 8, {1e-4})});
+  std::stringstream again(pack.str());
+  pack.clear();
+  pack.seekg(0);
+  EXPECT_EQ(target.import_jsonl(pack).imported, 3);
+  const ImportReport second = target.import_jsonl(again);
+  EXPECT_EQ(second.imported, 0);
+  EXPECT_EQ(second.already_present, 3);
+  EXPECT_EQ(target.stats().records, 4);
+  EXPECT_EQ(target.best(matmul_key(32), TargetKey{kHost.target, ""}, RecordQuery{})->config_index, 8);
 }
 
 }  // namespace
