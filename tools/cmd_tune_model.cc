@@ -21,6 +21,7 @@
 #include "tools/option_checks.h"
 #include "tuner/model_tuning.h"
 #include "tuning_db/database.h"
+#include "tuning_db/report.h"
 
 namespace ktune::tools {
 namespace {
@@ -149,6 +150,8 @@ void run_tune_model(TuneModelOptions o) {
     if (!t.tunable) j["untuned"].push_back({{"task", t.key()}, {"count", t.count}, {"reason", t.refused}});
   for (const auto& u : tasks.unsupported)
     j["untuned"].push_back({{"task", u.op}, {"count", u.count}, {"reason", u.reason}});
+  // The summary (per-layer table with the library ratios) goes into the log for `ktune report`.
+  tuning_db::record_model_run(db, tasks.model, target.str(), j);
   if (o.json) {
     std::cout << j.dump(2) << "\n";
     return;

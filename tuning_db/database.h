@@ -151,6 +151,14 @@ struct JobRow {
   std::optional<double> finished_at;      // set when the state becomes terminal
 };
 
+// A tuning run as stored: what begin_run got, and when it started and finished.
+struct RunRow {
+  int64_t id = 0;
+  RunInfo info;
+  double started_at = 0;              // unix seconds
+  std::optional<double> finished_at;  // nullopt while running (or when its process died)
+};
+
 struct BatchQuality {
   int64_t batch = 0;
   int64_t records = 0;
@@ -283,6 +291,8 @@ class Database {
   void add_batch_quality(int64_t run_id, const BatchQuality& quality);
   // A run's batches in order. Throws Error(kDatabase).
   std::vector<BatchQuality> batch_quality(int64_t run_id);
+  // Every run, by id. Throws Error(kDatabase).
+  std::vector<RunRow> runs();
 
   // Stores a new job (state as given, usually "queued"). Returns its id. Throws
   // Error(kInvalidArgument) for an unknown state or an empty device key, Error(kDatabase).

@@ -184,6 +184,24 @@ std::vector<BatchQuality> Database::batch_quality(int64_t run_id) {
   return out;
 }
 
+std::vector<RunRow> Database::runs() {
+  std::vector<RunRow> out;
+  auto s = impl_->use("SELECT id, tuner, workload_key, target, options, started_at, finished_at FROM runs ORDER BY id");
+  while (s->step()) {
+    RunRow r;
+    r.id = s->column_int(0);
+    r.info.tuner = s->column_text(1);
+    r.info.workload_key = s->column_text(2);
+    r.info.target = s->column_text(3);
+    r.info.options = json::parse(s->column_text(4), nullptr, false);
+    if (r.info.options.is_discarded()) r.info.options = json::object();
+    r.started_at = s->column_double(5);
+    if (!s->is_null(6)) r.finished_at = s->column_double(6);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 CheckReport Database::check() {
   CheckReport report;
   {

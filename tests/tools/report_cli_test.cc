@@ -1,0 +1,153 @@
+// Tests `ktune report` end to end: a log with known records becomes one self-contained HTML page that headless Chromium renders with its plots and numbers; bad input gives one line, exit 1 and no page.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "tests/cli_util.h"
+#include "tests/tools/png_pixels.h"
+#include "tests/tuning_db/test_util.h"
+#include "tuning_db/database.h"
+#include "tuning_db/report.h"
+
+namespace ktune {
+namespace {
+
+using testing_cli::ktune;
+using testing_cli::quote;
+using testing_cli::shell;
+using tuning_db::testing::make_failure;
+using tuning_db::testing::make_record;
+using tuning_db::testing::TempDir;
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+tuning_db::Record tuned(tuning_db::Record r, const std::string& tuner) {
+  r.tuner = tuner;
+  return r;
+}
+
+// matmul 100 (2e6 FLOP): random reaches 20 GFLOP/s, xgb 40 (the best: "40.0 GFLOP/s") and has a
+// build error; an xgb run with three plans; a model run whose layer is 1.25x the library.
+void write_log(const std::string& path) {
+  auto db = tuning_db::Database::open(path);
+  db.add({tuned(make_record(100, 1, {2e-4}), "random"), tuned(make_record(100, 2, {1e-4}), "random"),
+          tuned(make_record(100, 3, {1.5e-4}), "random")});
+  db.add({tuned(make_record(100, 4, {1e-4}), "xgb"), tuned(make_failure(100, 5, ErrorKind::kBuild), "xgb"),
+          tuned(make_record(100, 6, {5e-5}), "xgb"), tuned(make_record(100, 7, {6e-5}), "xgb")});
+  const int64_t run = db.begin_run({"xgb", tuning_db::testing::matmul_key(100), tuning_db::testing::kHost.target, {}});
+  db.add_batch_quality(run, {0, 4, 0.2});
+  db.add_batch_quality(run, {1, 8, 0.6});
+  db.add_batch_quality(run, {2, 12, 0.9});
+  db.finish_run(run);
+  tuning_db::record_model_run(
+      db, "tiny.onnx", tuning_db::testing::kHost.target,
+      {{"trials", 7}, {"tuned_s", 0.001}, {"fallback_s", 0.004},
+       {"tasks", {{{"key", "matmul-layer"}, {"tuned_as", "matmul-layer"}, {"count", 1}, {"trials", 7}, {"best_s", 0.001},
+                   {"fallback_s", 0.004}, {"share", 1.0}, {"library", "openblas"}, {"library_s", 0.0008}}}}});
+}
+
+// Headless Chromium on a page: its DOM (dump), or a screenshot into `png`. Returns what it printed.
+testing_cli::Output chromium(const TempDir& dir, const std::string& args) {
+  return shell("timeout 120 chromium --headless --no-sandbox --disable-gpu --user-data-dir=" +
+               quote(dir.file("chromium-profile")) + " " + args);
+}
+
+size_t pixels_of(const testing_png::Image& img, uint32_t colour) {
+  size_t n = 0;
+  for (uint32_t y = 0; y < img.height; ++y)
+    for (uint32_t x = 0; x < img.width; ++x) n += img.at(x, y) == colour;
+  return n;
+}
+
+TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
+  ASSERT_EQ(shell("command -v chromium").status, 0) << "chromium is missing: scripts/setup installs it";
+  TempDir dir;
+  const std::string log = dir.file("log.db"), page = dir.file("report.html");
+  write_log(log);
+  const auto run = ktune("report --db " + quote(log) + " -o " + quote(page), true);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string html = read(page);
+  // Self-contained: nothing fetched, nothing run.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+
+  const auto dom = chromium(dir, "--dump-dom " + quote("file://" + page));
+  ASSERT_EQ(dom.status, 0) << dom.err;
+  // Two tuner curves and one correlation line: paths with at least two points each.
+  const std::regex path_re("<path d=\"(M[^\"]+)\"");
+  size_t drawn = 0;
+  for (auto it = std::sregex_iterator(dom.out.begin(), dom.out.end(), path_re); it != std::sregex_iterator(); ++it)
+    drawn += std::count_if((*it)[1].str().begin(), (*it)[1].str().end(), [](char c) { return c == 'V' || c == 'L'; }) >= 1;
+  EXPECT_GE(drawn, 3u) << dom.out.substr(0, 2000);
+  EXPECT_NE(dom.out.find("40.0 GFLOP/s"), std::string::npos);  // the best of matmul 100
+  EXPECT_NE(dom.out.find("(0.05 ms)"), std::string::npos);     // its cost
+  EXPECT_NE(dom.out.find(">20.0<"), std::string::npos);        // random's best
+  EXPECT_NE(dom.out.find(">0.900<"), std::string::npos);       // the last plan's correlation
+  EXPECT_NE(dom.out.find(">1.25<"), std::string::npos);        // the layer against its library
+  EXPECT_NE(dom.out.find(">build<"), std::string::npos);       // the error, by kind
+
+  // The screenshot shows both curves in their colours; an empty page shows none of them.
+  const std::string shot = dir.file("report.png"), blank_page = dir.file("blank.html"), blank = dir.file("blank.png");
+  std::ofstream(blank_page) << "<!DOCTYPE html><html><body></body></html>";
+  for (const auto& [from, to] : {std::pair{page, shot}, std::pair{blank_page, blank}}) {
+    const auto s = chromium(dir, "--screenshot=" + quote(to) + " --window-size=1200,2000 " + quote("file://" + from));
+    ASSERT_EQ(s.status, 0) << s.err;
+  }
+  const auto img = testing_png::decode_png(read(shot));
+  const auto empty = testing_png::decode_png(read(blank));
+  ASSERT_TRUE(img && empty);
+  EXPECT_EQ(img->width, 1200u);
+  EXPECT_GE(pixels_of(*img, 0x1f77b4), 50u);  // series 0 (random)
+  EXPECT_GE(pixels_of(*img, 0xd62728), 50u);  // series 1 (xgb)
+  EXPECT_EQ(pixels_of(*empty, 0x1f77b4), 0u);
+  std::set<uint32_t> colours, empty_colours;
+  for (uint32_t y = 0; y < img->height; y += 3)
+    for (uint32_t x = 0; x < img->width; x += 3) colours.insert(img->at(x, y));
+  for (uint32_t y = 0; y < empty->height; y += 3)
+    for (uint32_t x = 0; x < empty->width; x += 3) empty_colours.insert(empty->at(x, y));
+  EXPECT_LE(empty_colours.size(), 2u);
+  EXPECT_GE(colours.size(), 20u);
+}
+
+TEST(ReportCli, BadInputIsOneLineExitOneAndNoPage) {
+  TempDir dir;
+  const std::string page = dir.file("report.html");
+  auto expect_refused = [&](const std::string& args, const std::string& says) {
+    const auto r = ktune("report " + args, true);
+    EXPECT_EQ(r.status, 1) << args;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  };
+  expect_refused("--db " + quote(dir.file("missing.db")) + " -o " + quote(page), "no tuning log");
+  EXPECT_FALSE(std::filesystem::exists(page));
+  std::ofstream(dir.file("notes.txt")) << "not a database, just text\n";
+  expect_refused("--db " + quote(dir.file("notes.txt")) + " -o " + quote(page), "notes.txt");
+  EXPECT_FALSE(std::filesystem::exists(page));
+  expect_refused("-o " + quote(page), "exactly one of --db and --server");
+
+  // An unwritable page: a missing directory, or a directory in the way; an old page stays whole.
+  const std::string log = dir.file("log.db");
+  write_log(log);
+  expect_refused("--db " + quote(log) + " -o " + quote(dir.file("no/such/dir/report.html")), "cannot write");
+  std::filesystem::create_directory(dir.file("taken"));
+  expect_refused("--db " + quote(log) + " -o " + quote(dir.file("taken")), "cannot write");
+  std::ofstream(page) << "old page";
+  expect_refused("--db " + quote(dir.file("missing.db")) + " -o " + quote(page), "no tuning log");
+  EXPECT_EQ(read(page), "old page");
+  for (const auto& e : std::filesystem::directory_iterator(dir.file(".")))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
+}  // namespace
+}  // namespace ktune

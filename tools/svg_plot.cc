@@ -1,0 +1,141 @@
+// render_svg: line charts as inline SVG for `ktune report` (a page that needs no script and no file beside it).
+#include "tools/svg_plot.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+
+namespace ktune::tools {
+namespace {
+
+constexpr double kLeft = 56, kRight = 12, kTop = 12, kBottom = 40;
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+// A tick label: as few digits as the step needs.
+std::string tick_label(double v, double step) {
+  char buf[32];
+  const int digits = step >= 1 ? 0 : std::min(6, static_cast<int>(std::ceil(-std::log10(step))));
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// A 1-2-5 step that cuts [lo, hi] into about four parts.
+double nice_step(double lo, double hi) {
+  const double raw = (hi - lo) / 4;
+  if (!(raw > 0)) return 1;
+  const double mag = std::pow(10, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (raw <= m * mag) return m * mag;
+  return 10 * mag;
+}
+
+}  // namespace
+
+std::string series_colour(size_t i) {
+  static constexpr std::array<const char*, 8> kPalette = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                                                          "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+  return kPalette[i % kPalette.size()];
+}
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string render_svg(const LinePlot& p) {
+  double x_max = 1, y_lo = 0, y_hi = 0;
+  bool any = false;
+  for (const auto& s : p.series)
+    for (const auto& [x, y] : s.points) {
+      x_max = std::max(x_max, x);
+      y_lo = std::min(y_lo, y);
+      y_hi = std::max(y_hi, y);
+      any = true;
+    }
+  if (p.fixed_y) {
+    y_lo = p.y_min;
+    y_hi = p.y_max;
+  } else {
+    y_hi = y_hi > 0 ? y_hi * 1.08 : 1;
+  }
+  const double y_step = nice_step(y_lo, y_hi);
+  if (!p.fixed_y) y_hi = std::ceil(y_hi / y_step) * y_step;
+  const double x_step = std::max(1.0, std::round(nice_step(0, x_max)));
+  x_max = std::ceil(x_max / x_step) * x_step;
+
+  const double w = p.width - kLeft - kRight, h = p.height - kTop - kBottom;
+  auto sx = [&](double x) { return kLeft + w * x / x_max; };
+  auto sy = [&](double y) { return kTop + h * (1 - (y - y_lo) / (y_hi - y_lo)); };
+
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(p.width) + "\" height=\"" +
+                    num(p.height) + "\" viewBox=\"0 0 " + num(p.width) + " " + num(p.height) + "\" class=\"plot\">";
+  // Grid and tick labels.
+  for (double y = y_lo; y <= y_hi + y_step / 2; y += y_step) {
+    svg += "<line x1=\"" + num(kLeft) + "\" x2=\"" + num(kLeft + w) + "\" y1=\"" + num(sy(y)) + "\" y2=\"" +
+           num(sy(y)) + "\" class=\"grid\"/>";
+    svg += "<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(sy(y) + 4) + "\" text-anchor=\"end\">" +
+           tick_label(y, y_step) + "</text>";
+  }
+  for (double x = 0; x <= x_max + x_step / 2; x += x_step)
+    svg += "<text x=\"" + num(sx(x)) + "\" y=\"" + num(kTop + h + 16) + "\" text-anchor=\"middle\">" +
+           tick_label(x, x_step) + "</text>";
+  svg += "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(w) + "\" height=\"" + num(h) +
+         "\" class=\"frame\"/>";
+  svg += "<text x=\"" + num(kLeft + w / 2) + "\" y=\"" + num(p.height - 6) + "\" text-anchor=\"middle\">" +
+         html_escape(p.x_label) + "</text>";
+  svg += "<text transform=\"translate(14 " + num(kTop + h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
+         html_escape(p.y_label) + "</text>";
+  if (!any)
+    svg += "<text x=\"" + num(kLeft + w / 2) + "\" y=\"" + num(kTop + h / 2) + "\" text-anchor=\"middle\">no data</text>";
+
+  for (size_t i = 0; i < p.series.size(); ++i) {
+    const auto& s = p.series[i];
+    if (s.points.empty()) continue;
+    const std::string colour = series_colour(i);
+    std::string d;
+    for (size_t k = 0; k < s.points.size(); ++k) {
+      const auto [x, y] = s.points[k];
+      if (k == 0) {
+        d += "M" + num(sx(x)) + " " + num(sy(y));
+      } else {
+        if (s.steps) {
+          d += " H" + num(sx(x)) + " V" + num(sy(y));
+        } else {
+          d += " L" + num(sx(x)) + " " + num(sy(y));
+        }
+      }
+    }
+    if (s.points.size() == 1) d += " h2";  // one point still draws a visible mark
+    svg += "<path d=\"" + d + "\" stroke=\"" + colour + "\" class=\"series\"><title>" + html_escape(s.name) +
+           "</title></path>";
+    for (const auto& [x, y] : s.points)
+      svg += "<circle cx=\"" + num(sx(x)) + "\" cy=\"" + num(sy(y)) + "\" r=\"2.5\" fill=\"" + colour + "\"/>";
+  }
+  // Legend, top left inside the frame.
+  for (size_t i = 0; i < p.series.size(); ++i) {
+    const double y = kTop + 14 + 16 * static_cast<double>(i);
+    svg += "<rect x=\"" + num(kLeft + 8) + "\" y=\"" + num(y - 8) + "\" width=\"12\" height=\"4\" fill=\"" +
+           series_colour(i) + "\"/><text x=\"" + num(kLeft + 26) + "\" y=\"" + num(y - 2) + "\">" +
+           html_escape(p.series[i].name) + "</text>";
+  }
+  return svg + "</svg>";
+}
+
+}  // namespace ktune::tools

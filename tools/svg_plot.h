@@ -1,0 +1,34 @@
+// Defines LinePlot: a line chart drawn as inline SVG text (axes, ticks, one path per series, a legend), no script.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ktune::tools {
+
+struct PlotSeries {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  // (x, y), in order of x
+  bool steps = false;  // draw as a step curve (hold y until the next x)
+};
+
+struct LinePlot {
+  std::string x_label, y_label;
+  double width = 560, height = 260;
+  // The y range: the data's (with 0 included) unless fixed here.
+  bool fixed_y = false;
+  double y_min = 0, y_max = 1;
+  std::vector<PlotSeries> series;
+};
+
+// The colour of the i-th series (one palette for plots and legends).
+std::string series_colour(size_t i);
+
+// The plot as one <svg> element (every series a <path d="..."> with its points marked). A plot
+// without points is an <svg> with its axes and a "no data" note.
+std::string render_svg(const LinePlot& plot);
+
+// `s` with &, <, >, " and ' escaped for HTML text and attributes.
+std::string html_escape(const std::string& s);
+
+}  // namespace ktune::tools
