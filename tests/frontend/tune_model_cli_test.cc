@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -64,6 +67,19 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   for (const auto& t : j["tasks"]) workloads.insert(t["tuned_as"].get<std::string>());
   const int64_t fallbacks = static_cast<int64_t>(workloads.size());
   EXPECT_EQ(records_in(db), 24 + fallbacks);
+  // The summary is in the log: `ktune report` shows the per-layer table with the library ratios.
+  const std::string page = db + ".html";
+  ASSERT_EQ(ktune("report --db " + quote(db) + " -o " + quote(page)).status, 0);
+  std::stringstream html;
+  html << std::ifstream(page).rdbuf();
+  fs::remove(page);
+  EXPECT_NE(html.str().find("model small_cnn"), std::string::npos);
+  for (const auto& t : j["tasks"]) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, ">%.2f<", t["best_s"].get<double>() / t["library_s"].get<double>());
+    EXPECT_NE(html.str().find(t["key"].get<std::string>()), std::string::npos) << t.dump();
+    EXPECT_NE(html.str().find(ratio), std::string::npos) << ratio;
+  }
 
   // Resume: the next run measures 8 new configs and knows the first run's bests.
   const auto second = ktune(cmd + " --trials 8 --no-libraries");

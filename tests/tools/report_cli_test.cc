@@ -8,7 +8,10 @@
 #include <sstream>
 #include <string>
 
+#include "codegen/target.h"
+#include "schedule_space/task.h"
 #include "tests/cli_util.h"
+#include "tests/process_util.h"
 #include "tests/tools/png_pixels.h"
 #include "tests/tuning_db/test_util.h"
 #include "tuning_db/database.h"
@@ -147,6 +150,42 @@ TEST(ReportCli, BadInputIsOneLineExitOneAndNoPage) {
   EXPECT_EQ(read(page), "old page");
   for (const auto& e : std::filesystem::directory_iterator(dir.file(".")))
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
+// --server: the server's log (records only) streamed into the report. A served log's records must
+// instantiate here (the import checks them), so they are configs of the real matmul space.
+TEST(ReportCli, ServerLogIsReported) {
+  TempDir dir;
+  const auto host = codegen::Target::host();
+  const auto task = schedule_space::Task::create(
+      "matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}},
+      schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), host.cores()));
+  std::vector<tuning_db::Record> records;
+  for (uint64_t i = 0, found = 0; i < task.space().size() && found < 3; ++i) {
+    if (!task.space().is_valid(i)) continue;
+    // 64^3 * 2 FLOP in 1e-5, 2e-5, 4e-5 s: 52.4, 26.2 and 13.1 GFLOP/s.
+    tuning_db::Record r = make_record(64, static_cast<int64_t>(i), {1e-5 * static_cast<double>(1 << found++)},
+                                      {host.str(), codegen::llvm_version()});
+    r.workload_key = task.workload_key();
+    r.args = task.args_json();
+    r.config = task.space().get(i).to_json();
+    records.push_back(r);
+  }
+  ASSERT_EQ(records.size(), 3u);
+  tuning_db::Database::open(dir.file("server.db")).add(records);
+
+  testing_process::Child server({KTUNE_BINARY, "server", "--port", "0", "--db", dir.file("server.db")},
+                                dir.file("server.out"), dir.file("server.err"));
+  const std::string address = testing_process::wait_for_address(dir.file("server.out"));
+  ASSERT_FALSE(address.empty()) << read(dir.file("server.err"));
+  const std::string page = dir.file("report.html");
+  const auto r = ktune("report --server " + address + " -o " + quote(page), true);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string html = read(page);
+  EXPECT_NE(html.find("log server " + address), std::string::npos);
+  EXPECT_NE(html.find("52.4 GFLOP/s"), std::string::npos);
+  EXPECT_NE(html.find(">13.1<"), std::string::npos);  // the third config, among the top ones
+  EXPECT_NE(html.find("<path d=\"M"), std::string::npos);
 }
 
 }  // namespace
