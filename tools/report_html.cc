@@ -12,7 +12,7 @@ namespace {
 using tuning_db::Report;
 
 constexpr const char* kStyle = R"css(
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1180px}
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1120px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ccc}
 h3{font-size:15px;margin:0 0 6px;font-family:monospace;word-break:break-all}
 .meta{color:#666}.card{border:1px solid #ddd;border-radius:6px;padding:12px;margin:12px 0}
@@ -28,6 +28,9 @@ std::string fmt(const char* format, double v) {
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
 }
+
+// GFLOP/s with one decimal, or three significant digits below 1 (pooling, small kernels).
+std::string gflops(double v) { return fmt(v >= 1 || v == 0 ? "%.1f" : "%.3g", v); }
 
 // Milliseconds with four significant digits (kernels of a few microseconds keep theirs).
 std::string ms(double seconds) { return fmt("%.4g", seconds * 1e3); }
@@ -59,7 +62,7 @@ std::string workload_card(const tuning_db::WorkloadReport& w) {
   std::string out = "<div class=\"card\"><h3>" + html_escape(w.workload_key) + (w.emulated ? " (emulated)" : "") + "</h3>";
   out += "<p class=\"meta\">" + html_escape(w.target.target) + " &middot; LLVM " + html_escape(w.target.llvm_version) +
          " &middot; " + std::to_string(w.records) + " records, " + std::to_string(w.ok_records) + " ok &middot; best " +
-         "<b class=\"best\">" + fmt("%.1f", w.best_gflops) + " GFLOP/s</b>" +
+         "<b class=\"best\">" + gflops(w.best_gflops) + " GFLOP/s</b>" +
          (w.best_cost > 0 ? " (" + ms(w.best_cost) + " ms)" : "") + "</p>";
   LinePlot plot;
   plot.x_label = "trials";
@@ -74,14 +77,14 @@ std::string workload_card(const tuning_db::WorkloadReport& w) {
   for (size_t i = 0; i < w.curves.size(); ++i)
     out += "<tr><td class=\"l\" style=\"color:" + series_colour(i) + "\">" +
            html_escape(w.curves[i].tuner.empty() ? "(no tuner)" : w.curves[i].tuner) + "</td>" +
-           td(std::to_string(w.curves[i].trials)) + td(fmt("%.1f", w.curves[i].best_gflops)) + "</tr>";
+           td(std::to_string(w.curves[i].trials)) + td(gflops(w.curves[i].best_gflops)) + "</tr>";
   out += "</table><br>" + errors_table(w.errors_by_kind) + "</div></div>";
   if (!w.top.empty()) {
     out += "<table><tr><th>#</th><th>config</th><th>GFLOP/s</th><th>ms</th><th class=\"l\">tuner</th>"
            "<th class=\"l\">knobs</th></tr>";
     for (size_t i = 0; i < w.top.size(); ++i) {
       const auto& t = w.top[i];
-      out += "<tr>" + td(std::to_string(i + 1)) + td(std::to_string(t.config_index)) + td(fmt("%.1f", t.gflops)) +
+      out += "<tr>" + td(std::to_string(i + 1)) + td(std::to_string(t.config_index)) + td(gflops(t.gflops)) +
              td(ms(t.mean_cost)) + td(html_escape(t.tuner), true) + "<td class=\"cfg\">" +
              html_escape(t.config) + "</td></tr>";
     }

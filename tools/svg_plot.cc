@@ -9,7 +9,7 @@
 namespace ktune::tools {
 namespace {
 
-constexpr double kLeft = 56, kRight = 12, kTop = 12, kBottom = 40;
+constexpr double kLeft = 72, kRight = 12, kTop = 12, kBottom = 40;
 
 std::string num(double v) {
   char buf[32];
