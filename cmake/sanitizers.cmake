@@ -1,5 +1,7 @@
-# Sanitizer builds: KTUNE_SANITIZE (ASan + UBSan, any compiler; build-asan/) and KTUNE_FUZZ (the
-# libFuzzer targets in fuzz/, clang only; build-fuzz/). Both instrument every ktune target.
+# Sanitizer builds: KTUNE_SANITIZE (ASan + UBSan, any compiler) and KTUNE_FUZZ (the libFuzzer
+# targets in fuzz/, clang only; implies ASan + UBSan). Both instrument every ktune target.
+# build-asan/ (`scripts/setup --asan`) sets both, so that one build serves the sanitized tests
+# and the fuzz targets.
 option(KTUNE_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
 option(KTUNE_FUZZ "Build the libFuzzer targets in fuzz/ (clang only; instruments all of ktune)" OFF)
 
@@ -12,7 +14,7 @@ endif()
 if(KTUNE_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     message(FATAL_ERROR "KTUNE_FUZZ needs clang (libFuzzer): configure with CXX=clang++-19 CC=clang-19 "
-                        "(scripts/fuzz does), not ${CMAKE_CXX_COMPILER_ID}")
+                        "(scripts/setup --asan does), not ${CMAKE_CXX_COMPILER_ID}")
   endif()
   # Coverage for libFuzzer in every library; only the fuzz targets link libFuzzer's main.
   add_compile_options(-fsanitize=fuzzer-no-link)

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "codegen/artifact.h"
+#include "codegen/generated_call.h"
 
 namespace ktune::codegen {
 
@@ -27,8 +28,8 @@ class Kernel {
 
   // Calls the kernel: args holds one 64-byte aligned buffer per signature entry, in order.
   // Returns the kernel's status (0 = success).
-  int32_t run(void* const* args) const { return fn_(args); }
-  int32_t run(const std::vector<void*>& args) const { return fn_(args.data()); }
+  int32_t run(void* const* args) const { return call_generated(fn_, args); }
+  int32_t run(const std::vector<void*>& args) const { return call_generated(fn_, args.data()); }
   // The entry point, valid while this kernel lives.
   int32_t (*entry() const)(void* const*) { return fn_; }
   const std::vector<ArgSpec>& signature() const { return signature_; }

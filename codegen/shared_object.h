@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/artifact.h"
+#include "codegen/generated_call.h"
 
 namespace ktune::codegen {
 
@@ -46,7 +47,7 @@ class SharedKernel {
   ~SharedKernel();
 
   // Calls the kernel: args holds one 64-byte aligned buffer per signature entry, in order.
-  int32_t run(void* const* args) const { return fn_(args); }
+  int32_t run(void* const* args) const { return call_generated(fn_, args); }
   // The entry point, valid while this kernel lives.
   EntryFn entry() const { return fn_; }
   const std::vector<ArgSpec>& signature() const { return signature_; }

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "codegen/artifact.h"
+#include "codegen/generated_call.h"
 #include "codegen/runtime.h"
 #include "codegen/shared_object.h"
 #include "rpc_runner/runner_protocol.h"
@@ -168,7 +169,7 @@ class Service {
   void load_reference(const Request& request) {
     Workspace ws = prepare(request.artifact, request.data_seed);
     LoadedKernel kernel = load(ws.artifact);
-    int32_t status = kernel.fn(ws.args.data());
+    int32_t status = codegen::call_generated(kernel.fn, ws.args.data());
     if (status != 0)
       throw Error(ErrorKind::kRun, "reference kernel returned " + std::to_string(status));
     Reference ref;
@@ -189,7 +190,7 @@ class Service {
 
     // One checked run first; it also warms the caches and the code.
     auto run_once = [&] {
-      int32_t status = kernel.fn(ws.args.data());
+      int32_t status = codegen::call_generated(kernel.fn, ws.args.data());
       if (status != 0) throw Error(ErrorKind::kRun, "kernel returned status " + std::to_string(status));
     };
     run_once();

@@ -50,6 +50,7 @@ void run_best(const BestOptions& o) {
   // Only emulated records: answered as "none", with a note that names them and the flag.
   const std::string note = !best && !o.emulated && o.server.server.empty() ? emulated_only_note(o.db, w, "--emulated") : "";
   if (best && best->emulated) spdlog::warn("{}", emulated_warning(*best));
+  if (best && !toolchain_warning(*best).empty()) spdlog::warn("{}", toolchain_warning(*best));
   if (o.json) {
     nlohmann::json j{{"workload", task.workload_key()}, {"target", target.str()}};
     j["best"] = best ? record_json(*best) : nlohmann::json(nullptr);

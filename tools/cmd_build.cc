@@ -130,6 +130,7 @@ void run_build(const BuildCmdOptions& o) {
   }
   if (!best && o.require_tuned) throw Error(ErrorKind::kNotFound, untuned_reason + " (--require-tuned)");
   if (best && best->emulated) spdlog::warn("{}", emulated_warning(*best));
+  if (best && !toolchain_warning(*best).empty()) spdlog::warn("{}", toolchain_warning(*best));
   // A shape nobody tuned: the best config of the nearest tuned shape that is valid for this one
   // beats the generic fallback far more often than not (bench/nearest_shape measures it).
   std::optional<tuning_db::NearestTuned> nearest;

@@ -1,4 +1,4 @@
-// `ktune db stats|best|top|export|import|check|remove-failed|remove-invalid --db PATH`: the tuning
+// `ktune db stats|best|top|export|import|check|remove-failed|remove-invalid|revalidate --db PATH`: the tuning
 // log from the command line, human-readable by default and JSON with --json.
 #include <algorithm>
 #include <spdlog/spdlog.h>
@@ -17,6 +17,7 @@
 
 #include "support/error.h"
 #include "tools/commands.h"
+#include "tools/db_revalidate.h"
 #include "tools/service_flags.h"
 #include "tuning_db/database.h"
 
@@ -368,6 +369,8 @@ void add_db_command(CLI::App& app) {
     sub->add_flag("--emulated", args->emulated,
                   "Also serve records timed on emulated devices (qemu); they compete with real ones by cost");
   };
+
+  add_db_revalidate(db);
 
   CLI::App* stats = db->add_subcommand("stats", "Counts, failures by kind, best per workload");
   common(stats);

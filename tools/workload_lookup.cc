@@ -52,7 +52,19 @@ std::vector<tuning_db::Record> best_records(const std::string& db_path, const Wo
   auto db = open_log(db_path);
   tuning_db::RecordQuery query;
   query.include_emulated = include_emulated;
+  // Records of this toolchain first: a config measured with another LLVM may run at another
+  // speed now (the caller says so when it serves one: toolchain_warning).
+  auto current = db.top_k(workload.task.workload_key(), tuning_db::TargetKey{workload.target.str(), codegen::llvm_version()},
+                          k, query);
+  if (!current.empty()) return current;
   return db.top_k(workload.task.workload_key(), tuning_db::TargetKey{workload.target.str(), ""}, k, query);
+}
+
+std::string toolchain_warning(const tuning_db::Record& record) {
+  if (record.target.llvm_version == codegen::llvm_version()) return "";
+  return "the record served was measured with LLVM " + record.target.llvm_version + " (ktune " + record.ktune_version +
+         "); this ktune builds with LLVM " + codegen::llvm_version() +
+         " and has no record of its own for this workload: `ktune db revalidate` re-measures";
 }
 
 std::optional<tuning_db::NearestTuned> nearest_record(const std::string& db_path, const Workload& workload,

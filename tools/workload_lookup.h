@@ -32,7 +32,8 @@ Workload resolve_workload(const std::string& template_name, const std::vector<st
                           const std::string& target_text);
 
 // Returns the k fastest successful records of the workload (fastest first; fewer when the log
-// has fewer) in the tuning log at db_path, or asked of a tuning server (QueryBest), optionally of
+// has fewer) in the tuning log at db_path (those of this ktune's LLVM version when it has any,
+// else those of any version), or asked of a tuning server (QueryBest), optionally of
 // one device key. Records that do not instantiate are never among them, nor records measured on
 // an emulated device unless include_emulated (then they compete with the real ones by cost and
 // carry Record::emulated). Throws as best_record.
@@ -58,6 +59,10 @@ std::string emulated_only_note(const std::string& db_path, const Workload& workl
 // nullopt. Throws as best_record.
 std::optional<tuning_db::NearestTuned> nearest_record(const std::string& db_path, const Workload& workload,
                                                       bool include_emulated = false);
+
+// One line for stderr when a served record was measured with another LLVM version than this
+// ktune's ("" when it was not).
+std::string toolchain_warning(const tuning_db::Record& record);
 
 // One line for stderr when a served record was timed on an emulated device ("" when it was not).
 std::string emulated_warning(const tuning_db::Record& record);
