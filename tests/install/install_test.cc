@@ -3,11 +3,14 @@
 // built and run as an outside project would: against the prefix, with a log tuned by the
 // installed ktune. The program checks every layer against plain C loops; this test checks its
 // numbers, that the kernels are the log's, that a changed log rebuilds them, the package version
-// rule, a REQUIRE_TUNED failure, and an AArch64 cross build run under qemu.
+// rule, a REQUIRE_TUNED failure, and an AArch64 cross build run under qemu. The C++ libraries:
+// every installed header compiles in a consumer, and examples/jit_consumer (apply_history_best)
+// built against the prefix serves the tuned kernel of a log, or the fallback, with the right numbers.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -41,6 +44,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 const std::string kCMake = quote(KTUNE_CMAKE);
 const std::string kConsumer = std::string(KTUNE_SOURCE_DIR_PATH) + "/examples/consumer";
+const std::string kJitConsumer = std::string(KTUNE_SOURCE_DIR_PATH) + "/examples/jit_consumer";
 
 // The three workloads of examples/consumer/CMakeLists.txt.
 const std::vector<std::string> kWorkloads = {"dense_bias_relu M=32 N=256 K=128", "dense_bias_relu M=32 N=128 K=256",
@@ -103,8 +107,21 @@ void expect_mlp_ok(const std::string& out) {
 
 TEST_F(Installed, PrefixHoldsTheCommandsAndThePackage) {
   for (const char* f : {"bin/ktune", "bin/ktune-runner", "lib/cmake/ktune/ktuneConfig.cmake",
-                        "lib/cmake/ktune/ktuneConfigVersion.cmake", "lib/cmake/ktune/ktuneKernels.cmake"})
+                        "lib/cmake/ktune/ktuneConfigVersion.cmake", "lib/cmake/ktune/ktuneKernels.cmake",
+                        "lib/cmake/ktune/ktuneLibrary.cmake", "lib/cmake/ktune/ktuneTargets.cmake",
+                        "lib/libktune_codegen.a", "lib/libktune_rpc_runner.a", "include/ktune/codegen/kernel.h",
+                        "include/ktune/rpc_runner/history_best.h", "include/ktune/support/error.h"})
     EXPECT_TRUE(fs::is_regular_file(prefix() / f)) << f;
+  // LLVM and the generated gRPC code stay private: their headers are not installed.
+  for (const char* f : {"include/ktune/codegen/llvm_module.h", "include/ktune/rpc_runner/device_pool.h",
+                        "include/ktune/rpc_runner/proto"})
+    EXPECT_FALSE(fs::exists(prefix() / f)) << f;
+  // The package names no path of this build or source tree (the prefix can move or be packaged).
+  for (const auto& entry : fs::directory_iterator(prefix() / "lib/cmake/ktune")) {
+    const std::string text = read_file(entry.path());
+    EXPECT_FALSE(contains(text, KTUNE_BUILD_DIR)) << entry.path();
+    EXPECT_FALSE(contains(text, KTUNE_SOURCE_DIR_PATH)) << entry.path();
+  }
   const Output version = shell(quote((prefix() / "bin/ktune").string()) + " --version");
   EXPECT_EQ(version.status, 0);
   EXPECT_TRUE(contains(version.out, "0.2.")) << version.out;
@@ -199,6 +216,88 @@ TEST_F(Installed, AArch64CrossBuildRunsUnderQemu) {
   const Output ran = shell("qemu-aarch64-static -L /usr/aarch64-linux-gnu " + quote((b / "mlp").string()));
   EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
   expect_mlp_ok(ran.out);
+}
+
+// A C++ project that names no component gets ktune::library; each installed header compiles on its
+// own include path (what a header includes is installed too).
+TEST_F(Installed, EveryInstalledHeaderCompilesInAConsumer) {
+  const fs::path src = dir("headers");
+  fs::create_directories(src);
+  std::ofstream(src / "CMakeLists.txt") << "cmake_minimum_required(VERSION 3.25)\nproject(h LANGUAGES CXX)\n"
+                                        << "set(CMAKE_CXX_STANDARD 20)\nfind_package(ktune 0.2 REQUIRED)\n"
+                                        << "add_library(headers OBJECT headers.cc)\n"
+                                        << "target_link_libraries(headers PRIVATE ktune::library)\n";
+  std::ofstream cc(src / "headers.cc");
+  int count = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(prefix() / "include/ktune"))
+    if (entry.path().extension() == ".h") {
+      cc << "#include <ktune/" << fs::relative(entry.path(), prefix() / "include/ktune").string() << ">\n";
+      ++count;
+    }
+  cc.close();
+  EXPECT_GT(count, 50);
+  const Output configured = shell(kCMake + " -S " + quote(src.string()) + " -B " + quote((src / "b").string()) +
+                                  " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
+  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
+  const Output built = build(src / "b");
+  EXPECT_EQ(built.status, 0) << built.out << built.err;
+}
+
+// What examples/jit_consumer prints: the source, a note, the check, the checksum, "jit ok".
+struct JitRun {
+  std::string source;
+  double checksum = 0;
+};
+JitRun expect_jit_ok(const Output& ran) {
+  JitRun run;
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  const auto lines = lines_of(ran.out);
+  EXPECT_EQ(lines.size(), 5u) << ran.out;
+  if (lines.size() != 5u) return run;
+  EXPECT_EQ(lines[0].rfind("source ", 0), 0u) << lines[0];
+  run.source = lines[0].substr(7);
+  EXPECT_EQ(lines[2].rfind("checked 4096 bad 0 max_rel_err ", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3].rfind("checksum ", 0), 0u) << lines[3];
+  run.checksum = std::stod(lines[3].substr(9));
+  EXPECT_EQ(lines[4], "jit ok");
+  return run;
+}
+
+TEST_F(Installed, JitConsumerRunsTheTunedKernelOrTheFallback) {
+  const fs::path b = dir("jit");
+  const Output configured = shell(kCMake + " -S " + quote(kJitConsumer) + " -B " + quote(b.string()) +
+                                  " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
+  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
+  const Output built = build(b);
+  ASSERT_EQ(built.status, 0) << built.out << built.err;
+  const std::string exe = quote((b / "jit_consumer").string());
+  const std::string ktune = quote((prefix() / "bin/ktune").string());
+
+  // A log with the example's workload (matmul 64^3): its best record, checked against the loop.
+  const fs::path tuned = dir("jit-tuned.db");
+  ASSERT_EQ(shell(ktune + " tune matmul M=64 N=64 K=64 --trials 6 --tuner random --json --db " + quote(tuned.string()))
+                .status,
+            0);
+  const JitRun from_tuned = expect_jit_ok(shell(exe + " " + quote(tuned.string())));
+  EXPECT_EQ(from_tuned.source, "tuned");
+
+  // A log of another template only: nothing near either, so the template's fallback.
+  const fs::path other = dir("jit-other.db");
+  ASSERT_EQ(shell(ktune + " tune dense_bias_relu M=16 N=16 K=16 --trials 2 --tuner random --json --db " +
+                  quote(other.string()))
+                .status,
+            0);
+  const JitRun from_fallback = expect_jit_ok(shell(exe + " " + quote(other.string())));
+  EXPECT_EQ(from_fallback.source, "fallback");
+  // Same data, same product: the two kernels agree to float rounding.
+  EXPECT_NEAR(from_tuned.checksum, from_fallback.checksum, 1e-3 * (1 + std::abs(from_tuned.checksum)));
+
+  // A missing log: one line naming it, exit 1, no kernel run.
+  const Output missing = shell(exe + " " + quote(dir("no-such.db").string()));
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_EQ(lines_of(missing.err).size(), 1u) << missing.err;
+  EXPECT_TRUE(contains(missing.err, "no-such.db")) << missing.err;
+  EXPECT_TRUE(missing.out.empty()) << missing.out;
 }
 
 }  // namespace
