@@ -243,6 +243,25 @@ TEST_F(Installed, EveryInstalledHeaderCompilesInAConsumer) {
   EXPECT_EQ(built.status, 0) << built.out << built.err;
 }
 
+// Without one of the libraries' dependencies (SQLite3 hidden from find_package here), a C++
+// project still gets the commands and ktune_add_kernel, told why there is no ktune::library;
+// one that asks for the component stops, naming what is missing.
+TEST_F(Installed, AMissingLibraryDependencyIsNamed) {
+  for (const bool required : {false, true}) {
+    const fs::path src = dir(required ? "no-sqlite-required" : "no-sqlite");
+    fs::create_directories(src);
+    std::ofstream(src / "CMakeLists.txt") << "cmake_minimum_required(VERSION 3.25)\nproject(n LANGUAGES CXX)\n"
+                                          << "find_package(ktune 0.2 REQUIRED" << (required ? " COMPONENTS library" : "")
+                                          << ")\nif(TARGET ktune::library OR NOT COMMAND ktune_add_kernel)\n"
+                                          << "  message(FATAL_ERROR \"unexpected targets\")\nendif()\n";
+    const Output out = shell(kCMake + " -S " + quote(src.string()) + " -B " + quote((src / "b").string()) +
+                             " -DCMAKE_DISABLE_FIND_PACKAGE_SQLite3=ON -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
+    EXPECT_EQ(out.status == 0, !required) << out.out << out.err;
+    EXPECT_TRUE(contains(out.out + out.err, "no ktune::library")) << out.out << out.err;
+    EXPECT_TRUE(contains(out.out + out.err, "missing SQLite3 (libsqlite3-dev)")) << out.out << out.err;
+  }
+}
+
 // What examples/jit_consumer prints: the source, a note, the check, the checksum, "jit ok".
 struct JitRun {
   std::string source;
