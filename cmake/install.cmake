@@ -34,6 +34,7 @@ add_library(ktune::library ALIAS ktune_library)
 set_target_properties(ktune_library PROPERTIES EXPORT_NAME library)
 target_link_libraries(ktune_library INTERFACE ktune_rpc_runner ktune_tuner_model ktune_tuner ktune_tuning_db
   ktune_cost_model ktune_schedule_space ktune_codegen ktune_te ktune_support)
+target_compile_features(ktune_library INTERFACE cxx_std_20)  # the headers are C++20
 
 # include/ktune makes the headers' own includes ("codegen/kernel.h") resolve; include lets a
 # consumer spell them <ktune/codegen/kernel.h>, which says where they come from.
