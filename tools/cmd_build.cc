@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "codegen/codegen_llvm.h"
+#include "rpc_runner/history_lookup.h"
 #include "support/error.h"
 #include "te/lower.h"
 #include "tools/commands.h"
@@ -21,11 +22,18 @@
 #include "tools/kernel_header.h"
 #include "tools/output_files.h"
 #include "tools/standalone_runtime.h"
-#include "tools/workload_lookup.h"
 #include "tuning_db/record.h"
 
 namespace ktune::tools {
 namespace {
+
+using rpc_runner::Workload;
+using rpc_runner::resolve_workload;
+using rpc_runner::best_record;
+using rpc_runner::emulated_only_note;
+using rpc_runner::nearest_record;
+using rpc_runner::emulated_warning;
+using rpc_runner::toolchain_warning;
 
 struct BuildCmdOptions {
   std::string template_name;
