@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <ktune/rpc_runner/history_best.h>
+#include <ktune/support/logging.h>
 
 namespace {
 
@@ -53,6 +54,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "usage: jit_consumer <tuning log> [M N K]\n");
     return 1;
   }
+  ktune::setup_logging({});  // ktune's warnings (nearest, fallback) go to stderr, not into our output
   const std::string m = argc == 5 ? argv[2] : "64", n = argc == 5 ? argv[3] : "64", k = argc == 5 ? argv[4] : "64";
   const ktune::schedule_space::Task task = ktune::make_task("matmul", {{"M", m}, {"N", n}, {"K", k}});
   ktune::AppliedKernel applied = ktune::apply_history_best(ktune::HistorySource::log(argv[1]), task);
