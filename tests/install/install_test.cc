@@ -278,9 +278,9 @@ JitRun expect_jit_ok(const Output& ran) {
   if (lines.size() != 5u) return run;
   EXPECT_EQ(lines[0].rfind("source ", 0), 0u) << lines[0];
   run.source = lines[0].substr(7);
-  EXPECT_EQ(lines[2].rfind("checked 4096 bad 0 max_rel_err ", 0), 0u) << lines[2];
   EXPECT_EQ(lines[1].rfind("note ", 0), 0u) << lines[1];
   run.note = lines[1].substr(5);
+  EXPECT_EQ(lines[2].rfind("checked 4096 bad 0 max_rel_err ", 0), 0u) << lines[2];
   EXPECT_EQ(lines[3].rfind("checksum ", 0), 0u) << lines[3];
   run.checksum = std::stod(lines[3].substr(9));
   EXPECT_EQ(lines[4], "jit ok");
@@ -320,9 +320,9 @@ TEST_F(Installed, JitConsumerRunsTheTunedTheNearestOrTheFallbackKernel) {
             0);
   const JitRun from_fallback = expect_jit_ok(shell(exe + " " + quote(other.string())));
   EXPECT_EQ(from_fallback.source, "fallback");
-  // Same data, same product: the two kernels agree to float rounding.
-  for (const JitRun& other : {from_nearest, from_fallback})
-    EXPECT_NEAR(other.checksum, from_tuned.checksum, 1e-3 * (1 + std::abs(from_tuned.checksum))) << other.source;
+  // Same data, same product: the three kernels agree to float rounding.
+  for (const JitRun& run : {from_nearest, from_fallback})
+    EXPECT_NEAR(run.checksum, from_tuned.checksum, 1e-3 * (1 + std::abs(from_tuned.checksum))) << run.source;
 
   // A missing log: one line naming it, exit 1, no kernel run.
   const Output missing = shell(exe + " " + quote(dir("no-such.db").string()));
