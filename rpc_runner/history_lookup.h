@@ -1,4 +1,4 @@
-// Declares the look-ups behind apply_history_best, `ktune best` and `ktune build`: a workload on a target and its best logged record, in a log file or on a tuning server.
+// Declares the look-ups behind apply_history_best, `ktune best` and `ktune build`: a workload, its best record.
 #pragma once
 
 #include <cstdint>

@@ -143,6 +143,12 @@ void run_build(const BuildCmdOptions& o) {
   // beats the generic fallback far more often than not (bench/nearest_shape measures it).
   std::optional<tuning_db::NearestTuned> nearest;
   if (!best && have_log) nearest = nearest_record(o.db, w, o.emulated);
+  if (!best && !o.server.server.empty()) nearest = nearest_record(o.server, w, o.device_key, o.emulated);
+  // A server's records have no id here (its log streams them without one).
+  const std::string nearest_from =
+      !nearest                  ? ""
+      : o.server.server.empty() ? "tuning log " + o.db + ", record " + std::to_string(nearest->record.id)
+                                : "tuning server " + o.server.server;
 
   const schedule_space::Config config = best      ? schedule_space::Config::from_json(best->config)
                                         : nearest ? nearest->config
@@ -166,8 +172,8 @@ void run_build(const BuildCmdOptions& o) {
                   (best->emulated ? ", on an EMULATED device (" + best->device_key + ")" : "");
   } else if (nearest) {
     prov.source = "nearest tuned workload " + nearest->record.workload_key + " (distance " + fixed(nearest->distance, 2) +
-                  "), tuning log " + o.db + ", record " + std::to_string(nearest->record.id) + ": " +
-                  fixed(nearest->record.gflops(), 2) + " GFLOP/s there; this shape is untuned (" + untuned_reason + ")";
+                  "), " + nearest_from + ": " + fixed(nearest->record.gflops(), 2) +
+                  " GFLOP/s there; this shape is untuned (" + untuned_reason + ")";
   } else {
     prov.source = "fallback, untuned (" + untuned_reason + ")";
   }
@@ -183,8 +189,8 @@ void run_build(const BuildCmdOptions& o) {
   write_files_atomically(files);
   // Warned only once the files exist, so that a failed build says one thing: its error.
   if (nearest)
-    spdlog::warn("{}: built the config of the nearest tuned workload {} (record {}, distance {:.2f})", untuned_reason,
-                 nearest->record.workload_key, nearest->record.id, nearest->distance);
+    spdlog::warn("{}: built the config of the nearest tuned workload {} ({}, distance {:.2f})", untuned_reason,
+                 nearest->record.workload_key, nearest_from, nearest->distance);
   else if (!best)
     spdlog::warn("{}: built the fallback config, untuned", untuned_reason);
 
@@ -217,7 +223,8 @@ void run_build(const BuildCmdOptions& o) {
     if (nearest)
       j["nearest"] = {{"workload", nearest->record.workload_key},
                       {"distance", nearest->distance},
-                      {"record_id", nearest->record.id},
+                      {"record_id", o.server.server.empty() ? nlohmann::json(nearest->record.id)
+                                                            : nlohmann::json(nullptr)},
                       {"gflops_there", nearest->record.gflops()}};
     std::cout << j.dump(2) << "\n";
     return;

@@ -57,7 +57,8 @@ TEST(HistoryBestNearest, TheNearestTunedConfigBeatsTheFallbackOnAnUntunedShape) 
   const schedule_space::Task task = make_task("max_pool2d", {{"C", "48"}, {"H", "56"}, {"W", "56"}});
   const AppliedKernel nearest = apply_history_best(HistorySource::log(log), task);
   ASSERT_EQ(nearest.source, AppliedKernel::Source::kNearest) << nearest.note;
-  EXPECT_EQ(nearest.record->workload_key, make_task("max_pool2d", {{"C", "64"}, {"H", "56"}, {"W", "56"}}).workload_key());
+  const auto tuned_task = make_task("max_pool2d", {{"C", "64"}, {"H", "56"}, {"W", "56"}});
+  EXPECT_EQ(nearest.record->workload_key, tuned_task.workload_key());
   ASSERT_NE(nearest.config.index(), task.fallback_config().index()) << "the tuned config is the fallback's";
 
   const schedule_space::Instantiated inst = task.instantiate(task.fallback_config());
