@@ -78,8 +78,10 @@ Choice choose(const HistorySource& from, const rpc_runner::Workload& w) {
   if (best) {
     c.config = schedule_space::Config::from_json(best->config);
     c.source = AppliedKernel::Source::kTuned;
-    c.note = fmt::format("record {} of {}: {:.2f} GFLOP/s, tuner {}, LLVM {}", best->id, from.describe(),
-                         best->gflops(), best->tuner, best->target.llvm_version);
+    // A server's records come without their id (its log streams them as JSON lines).
+    const std::string which = from.is_server() ? "the best record" : "record " + std::to_string(best->id);
+    c.note = fmt::format("{} of {}: {:.2f} GFLOP/s, tuner {}, LLVM {}", which, from.describe(), best->gflops(),
+                         best->tuner, best->target.llvm_version);
     if (auto warning = rpc_runner::toolchain_warning(*best); !warning.empty()) c.warnings.push_back(warning);
     if (auto warning = rpc_runner::emulated_warning(*best); !warning.empty()) c.warnings.push_back(warning);
     c.record = std::move(best);

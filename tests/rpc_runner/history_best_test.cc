@@ -251,7 +251,7 @@ TEST(HistoryBest, AServerServesWhatTheLogServesAndPrefersItsOwnToolchain) {
   EXPECT_EQ(remote.config.index(), configs[2].index());
   EXPECT_EQ(remote.config.index(), local.config.index());
   EXPECT_EQ(remote.record->target.llvm_version, codegen::llvm_version());
-  EXPECT_NE(remote.note.find("tuning server " + server.address), std::string::npos) << remote.note;
+  EXPECT_NE(remote.note.find("the best record of tuning server " + server.address), std::string::npos) << remote.note;
   EXPECT_LT(error_of(task, remote.kernel), 1e-4);
 
   // QueryBest itself: this LLVM's records first (k of them), the older one only when there is none.
