@@ -1,7 +1,6 @@
 // apply_history_best(): the best logged config of a task (or the nearest tuned one's, or the fallback), JIT-loaded.
 #include "rpc_runner/history_best.h"
 
-#include <cctype>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -49,15 +48,6 @@ bool first_warning_of(const std::string& workload_and_target) {
   static std::set<std::string> warned;
   std::lock_guard lock(mu);
   return warned.insert(workload_and_target).second;
-}
-
-// The kernel's symbol: "ktune_" + the template name as a C identifier (each Kernel links in its
-// own JITDylib, so two kernels of one template do not clash).
-std::string symbol_of(const std::string& template_name) {
-  std::string s = "ktune_" + template_name;
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-  return s;
 }
 
 // Where the config comes from, and the warnings that go with it.
@@ -129,7 +119,8 @@ AppliedKernel apply_history_best(const HistorySource& from, const schedule_space
     throw Error(e.kind(), "the config of record " + std::to_string(c.record->id) + " of " + from.describe() +
                               " does not instantiate: " + e.what());
   }
-  const te::LoweredFunc func = te::lower(inst.schedule, inst.args, symbol_of(task.template_name()));
+  const te::LoweredFunc func =
+      te::lower(inst.schedule, inst.args, rpc_runner::default_kernel_symbol(task.template_name()));
   codegen::Kernel kernel = codegen::Kernel::load(codegen::build(func, w.target));
   // Warned once the kernel exists, so that a failed call says one thing: its error.
   if (!c.warnings.empty() && first_warning_of(task.workload_key() + " on " + w.target.str()))

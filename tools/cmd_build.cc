@@ -1,6 +1,5 @@
 // `ktune build <template> key=value...`: the best logged config of a workload (or the fallback)
 // compiled to an object file and a C header that a user's build links.
-#include <cctype>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -52,14 +51,6 @@ struct BuildCmdOptions {
   bool json = false;
 };
 
-// "ktune_" + the template name, with anything that cannot be in a C identifier made '_'.
-std::string default_symbol(const std::string& template_name) {
-  std::string s = "ktune_" + template_name;
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-  return s;
-}
-
 std::string fixed(double v, int digits) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(digits) << v;
@@ -105,7 +96,7 @@ nlohmann::json arguments_json(const codegen::Artifact& artifact, const std::vect
 }
 
 void run_build(const BuildCmdOptions& o) {
-  const std::string symbol = o.name ? *o.name : default_symbol(o.template_name);
+  const std::string symbol = o.name ? *o.name : rpc_runner::default_kernel_symbol(o.template_name);
   if (!is_c_identifier(symbol))
     throw Error(ErrorKind::kInvalidArgument, "--name '" + symbol +
                                                  "' is not a usable C identifier (letters, digits and _, not "
