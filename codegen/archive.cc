@@ -1,20 +1,21 @@
 // static_library(): LLVM's archive writer (what llvm-ar uses) over in-memory kernel objects.
 #include "codegen/archive.h"
 
-#include <memory>
-#include <set>
-
 #include <llvm/Object/Archive.h>
 #include <llvm/Object/ArchiveWriter.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
+
+#include <memory>
+#include <set>
 
 #include "support/error.h"
 
 namespace ktune::codegen {
 
 std::vector<uint8_t> static_library(const std::vector<Artifact>& artifacts) {
-  if (artifacts.empty()) throw Error(ErrorKind::kInvalidArgument, "a static library needs at least one kernel");
+  if (artifacts.empty())
+    throw Error(ErrorKind::kInvalidArgument, "a static library needs at least one kernel");
   std::vector<std::string> names;  // own the member names: NewArchiveMember keeps a StringRef
   std::set<std::string> seen;
   for (const Artifact& a : artifacts) {
@@ -30,11 +31,15 @@ std::vector<uint8_t> static_library(const std::vector<Artifact>& artifacts) {
     members.back().MemberName = names[i];
   }
   std::string warnings;
-  auto archive = llvm::writeArchiveToBuffer(members, llvm::SymtabWritingMode::NormalSymtab,
-                                            llvm::object::Archive::K_GNU, /*Deterministic=*/true, /*Thin=*/false,
-                                            [&](llvm::Error e) { warnings += llvm::toString(std::move(e)); });
-  if (!archive) throw Error(ErrorKind::kBuild, "cannot write the static library: " + llvm::toString(archive.takeError()));
-  if (!warnings.empty()) throw Error(ErrorKind::kBuild, "cannot write the static library: " + warnings);
+  auto archive = llvm::writeArchiveToBuffer(
+      members, llvm::SymtabWritingMode::NormalSymtab, llvm::object::Archive::K_GNU,
+      /*Deterministic=*/true, /*Thin=*/false,
+      [&](llvm::Error e) { warnings += llvm::toString(std::move(e)); });
+  if (!archive)
+    throw Error(ErrorKind::kBuild,
+                "cannot write the static library: " + llvm::toString(archive.takeError()));
+  if (!warnings.empty())
+    throw Error(ErrorKind::kBuild, "cannot write the static library: " + warnings);
   const llvm::StringRef out = (*archive)->getBuffer();
   return std::vector<uint8_t>(out.begin(), out.end());
 }

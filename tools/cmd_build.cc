@@ -1,16 +1,17 @@
 // `ktune build <template> key=value...` and `ktune build --manifest kernels.json`: the best logged
-// configs of workloads (or fallbacks) compiled to an object file or a static library, and a C header.
+// configs of workloads (or fallbacks) compiled to an object file or a static library, and a C
+// header.
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
 #include <cctype>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <spdlog/fmt/fmt.h>
-#include <spdlog/spdlog.h>
 
 #include "codegen/archive.h"
 #include "support/error.h"
@@ -26,7 +27,7 @@ namespace ktune::tools {
 namespace {
 
 struct BuildCmdOptions {
-  std::string template_name;  // a single build; or
+  std::string template_name;            // a single build; or
   std::optional<std::string> manifest;  // a manifest build
   std::vector<std::string> args;
   KernelSource source;
@@ -62,19 +63,24 @@ void check_not_the_log(const std::vector<OutputFile>& files, const std::string& 
 std::vector<KernelRequest> requests_of(const BuildCmdOptions& o) {
   if (o.manifest) {
     if (!o.template_name.empty() || !o.args.empty())
-      throw Error(ErrorKind::kInvalidArgument, "--manifest lists the workloads: give no template or arguments");
-    if (o.name) throw Error(ErrorKind::kInvalidArgument, "--manifest names every kernel: --name does not apply");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "--manifest lists the workloads: give no template or arguments");
+    if (o.name)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "--manifest names every kernel: --name does not apply");
     std::vector<KernelRequest> requests = read_manifest(*o.manifest);
     for (auto& r : requests) r.require_tuned = r.require_tuned || o.require_tuned;
     return requests;
   }
   if (o.template_name.empty())
-    throw Error(ErrorKind::kInvalidArgument, "give a template (see `ktune templates`) or --manifest <file>");
+    throw Error(ErrorKind::kInvalidArgument,
+                "give a template (see `ktune templates`) or --manifest <file>");
   const std::string symbol = o.name ? *o.name : default_symbol(o.template_name);
   if (!is_c_identifier(symbol))
-    throw Error(ErrorKind::kInvalidArgument, "--name '" + symbol +
-                                                 "' is not a usable C identifier (letters, digits and _, not "
-                                                 "starting with a digit, not a keyword or a <stdint.h> type)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "--name '" + symbol +
+                    "' is not a usable C identifier (letters, digits and _, not "
+                    "starting with a digit, not a keyword or a <stdint.h> type)");
   return {KernelRequest{symbol, o.template_name, o.args, o.require_tuned, ""}};
 }
 
@@ -125,10 +131,13 @@ nlohmann::json kernel_json(const BuiltKernel& k) {
 
 // One line on where a kernel's config came from.
 std::string config_line(const BuiltKernel& k, const KernelSource& s) {
-  if (!k.best) return k.nearest ? "nearest tuned shape " + k.nearest->record.workload_key : "fallback, untuned";
+  if (!k.best)
+    return k.nearest ? "nearest tuned shape " + k.nearest->record.workload_key
+                     : "fallback, untuned";
   const std::string log = s.server.server.empty() ? s.db : s.server.server;
-  return "tuned, record " + std::to_string(k.best->id) + " of " + log + ", " + fmt::format("{:.2f}", k.best->gflops()) +
-         " GFLOP/s, tuner " + k.best->tuner + (k.best->emulated ? ", EMULATED device" : "");
+  return "tuned, record " + std::to_string(k.best->id) + " of " + log + ", " +
+         fmt::format("{:.2f}", k.best->gflops()) + " GFLOP/s, tuner " + k.best->tuner +
+         (k.best->emulated ? ", EMULATED device" : "");
 }
 
 void run_build(const BuildCmdOptions& o) {
@@ -158,7 +167,8 @@ void run_build(const BuildCmdOptions& o) {
     object_bytes.assign(k.artifact.object.begin(), k.artifact.object.end());
     header_text = kernel_header(k.request.name, k.artifact, k.tensor_names, k.provenance);
   }
-  std::vector<OutputFile> files = {{object_path, std::move(object_bytes)}, {header_path, std::move(header_text)}};
+  std::vector<OutputFile> files = {{object_path, std::move(object_bytes)},
+                                   {header_path, std::move(header_text)}};
   if (o.runtime) files.push_back({*o.runtime, std::string(standalone_runtime_source())});
   check_not_the_log(files, o.source.db);
   write_files_atomically(files);
@@ -166,8 +176,10 @@ void run_build(const BuildCmdOptions& o) {
   for (const auto& k : kernels) {
     const std::string who = k.request.label.empty() ? "" : k.request.label + ": ";
     if (k.nearest)
-      spdlog::warn("{}{}: built the config of the nearest tuned workload {} (record {}, distance {:.2f})", who,
-                   k.untuned_reason, k.nearest->record.workload_key, k.nearest->record.id, k.nearest->distance);
+      spdlog::warn(
+          "{}{}: built the config of the nearest tuned workload {} (record {}, distance {:.2f})",
+          who, k.untuned_reason, k.nearest->record.workload_key, k.nearest->record.id,
+          k.nearest->distance);
     else if (!k.best)
       spdlog::warn("{}{}: built the fallback config, untuned", who, k.untuned_reason);
   }
@@ -175,21 +187,25 @@ void run_build(const BuildCmdOptions& o) {
   const size_t written = files.front().contents.size();
   const nlohmann::json runtime = o.runtime ? nlohmann::json(*o.runtime) : nlohmann::json(nullptr);
   if (o.json && o.manifest) {
-    nlohmann::json j = {{"library", object_path}, {"library_bytes", written}, {"header", header_path},
-                        {"runtime", runtime},     {"manifest", *o.manifest},  {"kernels", nlohmann::json::array()}};
+    nlohmann::json j = {{"library", object_path},  {"library_bytes", written},
+                        {"header", header_path},   {"runtime", runtime},
+                        {"manifest", *o.manifest}, {"kernels", nlohmann::json::array()}};
     for (const auto& k : kernels) j["kernels"].push_back(kernel_json(k));
     std::cout << j.dump(2) << "\n";
     return;
   }
   if (o.json) {
-    nlohmann::json j = {{"object", object_path}, {"object_bytes", written}, {"header", header_path}, {"runtime", runtime}};
+    nlohmann::json j = {{"object", object_path},
+                        {"object_bytes", written},
+                        {"header", header_path},
+                        {"runtime", runtime}};
     j.update(kernel_json(kernels.front()));
     std::cout << j.dump(2) << "\n";
     return;
   }
   const std::string target = kernels.front().artifact.target;
-  std::cout << (o.manifest ? "library: " : "object:  ") << object_path << " (" << written << " bytes, " << target
-            << ")\n"
+  std::cout << (o.manifest ? "library: " : "object:  ") << object_path << " (" << written
+            << " bytes, " << target << ")\n"
             << "header:  " << header_path << "\n";
   if (o.runtime) std::cout << "runtime: " << *o.runtime << "\n";
   if (!o.manifest) {
@@ -205,33 +221,45 @@ void run_build(const BuildCmdOptions& o) {
 
 void add_build(CLI::App& app) {
   auto o = std::make_shared<BuildCmdOptions>();
-  auto* cmd = app.add_subcommand(
-      "build",
-      "Compile the best logged config of a workload (or the fallback) to an object file and a C header; with "
-      "--manifest, many workloads to one static library and one header");
-  cmd->add_option("template", o->template_name, "Template name (see `ktune templates`); not with --manifest");
-  cmd->add_option("args", o->args, "Workload arguments key=value (omitted ones take their defaults)");
+  auto* cmd = app.add_subcommand("build",
+                                 "Compile the best logged config of a workload (or the fallback) "
+                                 "to an object file and a C header; with "
+                                 "--manifest, many workloads to one static library and one header");
+  cmd->add_option("template", o->template_name,
+                  "Template name (see `ktune templates`); not with --manifest");
+  cmd->add_option("args", o->args,
+                  "Workload arguments key=value (omitted ones take their defaults)");
   cmd->add_option("--manifest", o->manifest,
-                  std::string("Build every kernel of this JSON file in one run: ") + kManifestFormat +
-                      ". Writes a static library (-o, default lib<stem>.a) and one header (default <stem>.h)")
+                  std::string("Build every kernel of this JSON file in one run: ") +
+                      kManifestFormat +
+                      ". Writes a static library (-o, default lib<stem>.a) and one header (default "
+                      "<stem>.h)")
       ->expected(1);
-  cmd->add_option("--target", o->source.target, "Target: host or 'llvm -mtriple=... -mcpu=...' (any LLVM target)")
+  cmd->add_option("--target", o->source.target,
+                  "Target: host or 'llvm -mtriple=... -mcpu=...' (any LLVM target)")
       ->capture_default_str();
-  cmd->add_option("--db", o->source.db, "Tuning log (SQLite); a missing log means the fallback config")
+  cmd->add_option("--db", o->source.db,
+                  "Tuning log (SQLite); a missing log means the fallback config")
       ->capture_default_str();
   add_client_flags(cmd, o->source.server, false)
       ->description("Ask this tuning server's log (HOST:PORT) instead of --db");
-  cmd->add_option("--device-key", o->source.device_key, "With --server: only records measured on devices of this key");
-  cmd->add_option("-o,--output", o->output, "Object file (static library with --manifest) to write (default <name>.o)")
+  cmd->add_option("--device-key", o->source.device_key,
+                  "With --server: only records measured on devices of this key");
+  cmd->add_option("-o,--output", o->output,
+                  "Object file (static library with --manifest) to write (default <name>.o)")
       ->expected(1);
   cmd->add_option("--header", o->header, "C header to write (default <name>.h)")->expected(1);
-  cmd->add_option("--name", o->name, "Kernel symbol, a C identifier (default ktune_<template>)")->expected(1);
-  cmd->add_option("--runtime", o->runtime, "Also write ktune_parallel_for in plain C (pthreads) to this file")
+  cmd->add_option("--name", o->name, "Kernel symbol, a C identifier (default ktune_<template>)")
       ->expected(1);
-  cmd->add_flag("--emulated", o->source.emulated,
-                "Also serve records timed on emulated devices (qemu), with a warning when one is served");
+  cmd->add_option("--runtime", o->runtime,
+                  "Also write ktune_parallel_for in plain C (pthreads) to this file")
+      ->expected(1);
+  cmd->add_flag(
+      "--emulated", o->source.emulated,
+      "Also serve records timed on emulated devices (qemu), with a warning when one is served");
   cmd->add_flag("--require-tuned", o->require_tuned,
-                "Fail instead of building the fallback config when nothing was tuned (every kernel of a manifest)");
+                "Fail instead of building the fallback config when nothing was tuned (every kernel "
+                "of a manifest)");
   cmd->add_flag("--json", o->json, "Print what was written as JSON");
   cmd->callback([o] { run_build(*o); });
 }

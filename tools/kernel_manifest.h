@@ -1,4 +1,5 @@
-// Declares parse_manifest(): the JSON list of named workloads that `ktune build --manifest` compiles together.
+// Declares parse_manifest(): the JSON list of named workloads that `ktune build --manifest`
+// compiles together.
 #pragma once
 
 #include <string>
