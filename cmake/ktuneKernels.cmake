@@ -80,8 +80,9 @@ function(ktune_add_kernel target)
   get_target_property(groups ${target} KTUNE_GROUPS)
   if(NOT groups)
     set(groups "")
-    # The manifests can only be written once every kernel of the target is known.
-    cmake_language(DEFER CALL _ktune_build_kernel_groups ${target})
+    # The manifests can only be written once every kernel of the target is known. A deferred
+    # call's arguments are evaluated when it runs, outside this function: pass the name itself.
+    cmake_language(EVAL CODE "cmake_language(DEFER CALL _ktune_build_kernel_groups [==[${target}]==])")
   endif()
   list(FIND groups "${key}" group)
   if(group EQUAL -1)

@@ -98,7 +98,8 @@ KernelProvenance provenance(const BuiltKernel& k, const KernelSource& s) {
       s.server.server.empty() ? "tuning log " + s.db : "tuning server " + s.server.server;
   if (k.best) {
     const tuning_db::Record& b = *k.best;
-    p.source = log + ", record " + std::to_string(b.id) + ": " + fixed(b.gflops(), 2) +
+    // A server's answer carries no record id (0): the record is named by its figures.
+    p.source = log + (b.id > 0 ? ", record " + std::to_string(b.id) : "") + ": " + fixed(b.gflops(), 2) +
                " GFLOP/s (" + fixed(b.mean_cost() * 1e3, 4) + " ms), tuner " + b.tuner +
                ", measured with LLVM " + b.target.llvm_version +
                (b.emulated ? ", on an EMULATED device (" + b.device_key + ")" : "");
