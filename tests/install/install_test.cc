@@ -84,6 +84,9 @@ class Installed : public testing::Test {
                  " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()) + " " + extra);
   }
   static Output build(const fs::path& build) { return shell(kCMake + " --build " + quote(build.string())); }
+  // Configures and builds the consumer into b with the extra cmake flags (its kernels in one
+  // manifest step), runs it and checks its numbers.
+  static void build_and_run(const fs::path& b, const std::string& extra);
 
   static fs::path* root_;
 };
@@ -115,6 +118,17 @@ void expect_mlp_ok(const std::string& out) {
   EXPECT_EQ(lines[7], "mlp ok");
 }
 
+void Installed::build_and_run(const fs::path& b, const std::string& extra) {
+  const Output configured = configure(b, extra);
+  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
+  const Output built = build(b);
+  ASSERT_EQ(built.status, 0) << built.out << built.err;
+  EXPECT_TRUE(contains(built.out, kManifestStep)) << built.out;
+  const Output ran = shell(quote((b / "mlp").string()));
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  expect_mlp_ok(ran.out);
+}
+
 TEST_F(Installed, PrefixHoldsTheCommandsAndThePackage) {
   for (const char* f : {"bin/ktune", "bin/ktune-runner", "lib/cmake/ktune/ktuneConfig.cmake",
                         "lib/cmake/ktune/ktuneConfigVersion.cmake", "lib/cmake/ktune/ktuneKernels.cmake"})
@@ -140,14 +154,8 @@ TEST_F(Installed, PrefixHoldsTheCommandsAndThePackage) {
 
 TEST_F(Installed, ConsumerBuildsWithTunedKernelsAndRebuildsWhenTheLogChanges) {
   const fs::path b = dir("consumer");
-  const Output configured = configure(b, "-DKTUNE_DB=" + quote(db().string()) + " -DKTUNE_REQUIRE_TUNED=ON");
-  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
-  const Output built = build(b);
-  ASSERT_EQ(built.status, 0) << built.out << built.err;
-  EXPECT_TRUE(contains(built.out, kManifestStep)) << built.out;
-  const Output ran = shell(quote((b / "mlp").string()));
-  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
-  expect_mlp_ok(ran.out);
+  build_and_run(b, "-DKTUNE_DB=" + quote(db().string()) + " -DKTUNE_REQUIRE_TUNED=ON");
+  if (HasFatalFailure()) return;
   // The one header names the log's records (REQUIRE_TUNED would have failed otherwise).
   for (const char* name : {"layer1", "layer2", "head"})
     EXPECT_TRUE(contains(overview_line(b, name), ", tuning log " + db().string() + ", record ")) << name;
@@ -228,14 +236,8 @@ TEST_F(Installed, ConsumerBuildsWithKernelsFromATuningServer) {
   ASSERT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address;
 
   const fs::path b = dir("served-consumer");
-  const Output configured = configure(b, "-DKTUNE_SERVER=" + address + " -DKTUNE_REQUIRE_TUNED=ON");
-  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
-  const Output built = build(b);
-  ASSERT_EQ(built.status, 0) << built.out << built.err;
-  EXPECT_TRUE(contains(built.out, kManifestStep)) << built.out;
-  const Output ran = shell(quote((b / "mlp").string()));
-  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
-  expect_mlp_ok(ran.out);
+  build_and_run(b, "-DKTUNE_SERVER=" + address + " -DKTUNE_REQUIRE_TUNED=ON");
+  if (HasFatalFailure()) return;
   // Each kernel has the config of the server log's best record: the one a build from the log
   // file itself serves.
   const std::string ktune = quote((prefix() / "bin/ktune").string());
