@@ -159,7 +159,8 @@ void run_build(const BuildCmdOptions& o) {
     }
     const std::vector<uint8_t> library = codegen::static_library(artifacts);
     object_bytes.assign(library.begin(), library.end());
-    header_text = kernels_header(std::filesystem::path(header_path).filename().string(), parts);
+    header_text = kernels_header(std::filesystem::path(header_path).filename().string(),
+                                 std::filesystem::path(object_path).filename().string(), parts);
   } else {
     const BuiltKernel& k = kernels.front();
     object_path = o.output.value_or(k.request.name + ".o");

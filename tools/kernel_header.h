@@ -47,10 +47,12 @@ struct KernelHeaderPart {
 };
 
 // Returns one header for several kernels (`ktune build --manifest`): a comment that lists every
-// kernel with its workload and config source, then each kernel's kernel_header() text in order
-// (each keeps its own guard, provenance and wrapper), inside a guard made of `name` (the header's
-// file name). Throws as kernel_header, and Error(kInvalidArgument) for no kernels.
-std::string kernels_header(const std::string& name, const std::vector<KernelHeaderPart>& kernels);
+// kernel with its workload and config source and says how to link `library` (the static library's
+// file name), then each kernel's kernel_header() text in order (each keeps its own guard,
+// provenance and wrapper), inside a guard made of `name` (the header's file name). Throws as
+// kernel_header, and Error(kInvalidArgument) for no kernels or a part without an artifact.
+std::string kernels_header(const std::string& name, const std::string& library,
+                           const std::vector<KernelHeaderPart>& kernels);
 
 // The standard alignment, in bytes, every kernel buffer must have (the kernel ABI).
 inline constexpr int kKernelBufferAlignment = 64;
