@@ -135,8 +135,9 @@ std::string config_line(const BuiltKernel& k, const KernelSource& s) {
     return k.nearest ? "nearest tuned shape " + k.nearest->record.workload_key
                      : "fallback, untuned";
   const std::string log = s.server.server.empty() ? s.db : s.server.server;
-  return "tuned, " + (k.best->id > 0 ? "record " + std::to_string(k.best->id) + " of " : "best record of ") + log + ", " +
-         fmt::format("{:.2f}", k.best->gflops()) + " GFLOP/s, tuner " + k.best->tuner +
+  return "tuned, " +
+         (k.best->id > 0 ? "record " + std::to_string(k.best->id) + " of " : "best record of ") +
+         log + ", " + fmt::format("{:.2f}", k.best->gflops()) + " GFLOP/s, tuner " + k.best->tuner +
          (k.best->emulated ? ", EMULATED device" : "");
 }
 
