@@ -1,7 +1,6 @@
 // apply_history_best(): the best logged config of a task (or the nearest tuned one's, or the fallback), JIT-loaded.
 #include "rpc_runner/history_best.h"
 
-#include <cctype>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -51,15 +50,6 @@ bool first_warning_of(const std::string& workload_and_target) {
   return warned.insert(workload_and_target).second;
 }
 
-// The kernel's symbol: "ktune_" + the template name as a C identifier (each Kernel links in its
-// own JITDylib, so two kernels of one template do not clash).
-std::string symbol_of(const std::string& template_name) {
-  std::string s = "ktune_" + template_name;
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-  return s;
-}
-
 // Where the config comes from, and the warnings that go with it.
 struct Choice {
   schedule_space::Config config;
@@ -78,8 +68,10 @@ Choice choose(const HistorySource& from, const rpc_runner::Workload& w) {
   if (best) {
     c.config = schedule_space::Config::from_json(best->config);
     c.source = AppliedKernel::Source::kTuned;
-    c.note = fmt::format("record {} of {}: {:.2f} GFLOP/s, tuner {}, LLVM {}", best->id, from.describe(),
-                         best->gflops(), best->tuner, best->target.llvm_version);
+    // A server's records come without their id (its log streams them as JSON lines).
+    const std::string which = from.is_server() ? "the best record" : "record " + std::to_string(best->id);
+    c.note = fmt::format("{} of {}: {:.2f} GFLOP/s, tuner {}, LLVM {}", which, from.describe(), best->gflops(),
+                         best->tuner, best->target.llvm_version);
     if (auto warning = rpc_runner::toolchain_warning(*best); !warning.empty()) c.warnings.push_back(warning);
     if (auto warning = rpc_runner::emulated_warning(*best); !warning.empty()) c.warnings.push_back(warning);
     c.record = std::move(best);
@@ -127,7 +119,8 @@ AppliedKernel apply_history_best(const HistorySource& from, const schedule_space
     throw Error(e.kind(), "the config of record " + std::to_string(c.record->id) + " of " + from.describe() +
                               " does not instantiate: " + e.what());
   }
-  const te::LoweredFunc func = te::lower(inst.schedule, inst.args, symbol_of(task.template_name()));
+  const te::LoweredFunc func =
+      te::lower(inst.schedule, inst.args, rpc_runner::default_kernel_symbol(task.template_name()));
   codegen::Kernel kernel = codegen::Kernel::load(codegen::build(func, w.target));
   // Warned once the kernel exists, so that a failed call says one thing: its error.
   if (!c.warnings.empty() && first_warning_of(task.workload_key() + " on " + w.target.str()))

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -40,6 +41,13 @@ Workload resolve_workload(const std::string& template_name, const std::vector<st
   auto task =
       schedule_space::Task::create(template_name, schedule_space::parse_workload_args(template_name, args), traits);
   return Workload{std::move(target), std::move(task)};
+}
+
+std::string default_kernel_symbol(const std::string& template_name) {
+  std::string s = "ktune_" + template_name;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  return s;
 }
 
 namespace {

@@ -1,4 +1,4 @@
-// Declares the look-ups behind apply_history_best, `ktune best` and `ktune build`: a workload on a target and its best logged record, in a log file or on a tuning server.
+// Declares the look-ups behind apply_history_best, `ktune best` and `ktune build`: a workload, its best record.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,10 @@ schedule_space::TargetTraits target_traits(const std::string& target_text);
 // Error(kUnsupported) for a triple this LLVM build has no backend for.
 Workload resolve_workload(const std::string& template_name, const std::vector<std::string>& args,
                           const std::string& target_text);
+
+// "ktune_" + the template name, with anything that cannot be in a C identifier made '_': the
+// kernel symbol `ktune build` and apply_history_best give a workload's kernel by default.
+std::string default_kernel_symbol(const std::string& template_name);
 
 // Returns the k fastest successful records of the workload (fastest first; fewer when the log
 // has fewer) in the tuning log at db_path (those of this ktune's LLVM version when it has any,

@@ -237,7 +237,8 @@ TEST(HistoryBest, AServerServesWhatTheLogServesAndPrefersItsOwnToolchain) {
   const auto old_configs = other_configs(old_only, 1);
   // The fastest record of `task` is an older toolchain's: the server must serve this LLVM's.
   write_log(dir.file("log.db"), {record_of(task, configs[0], 1e-3, kOldLlvm), record_of(task, configs[1], 3e-3),
-                                 record_of(task, configs[2], 2e-3), record_of(old_only, old_configs[0], 1e-3, kOldLlvm)});
+                                 record_of(task, configs[2], 2e-3),
+                                 record_of(old_only, old_configs[0], 1e-3, kOldLlvm)});
   const auto from_log = HistorySource::log(dir.file("log.db"));
   const AppliedKernel local = apply_history_best(from_log, task);
   const AppliedKernel local_nearest = apply_history_best(from_log, untuned);
@@ -250,7 +251,7 @@ TEST(HistoryBest, AServerServesWhatTheLogServesAndPrefersItsOwnToolchain) {
   EXPECT_EQ(remote.config.index(), configs[2].index());
   EXPECT_EQ(remote.config.index(), local.config.index());
   EXPECT_EQ(remote.record->target.llvm_version, codegen::llvm_version());
-  EXPECT_NE(remote.note.find("tuning server " + server.address), std::string::npos) << remote.note;
+  EXPECT_NE(remote.note.find("the best record of tuning server " + server.address), std::string::npos) << remote.note;
   EXPECT_LT(error_of(task, remote.kernel), 1e-4);
 
   // QueryBest itself: this LLVM's records first (k of them), the older one only when there is none.
@@ -284,6 +285,20 @@ TEST(HistoryBest, AServerServesWhatTheLogServesAndPrefersItsOwnToolchain) {
   ASSERT_EQ(best_mine.status, 0) << best_mine.err;
   EXPECT_EQ(best_mine.err.find("measured with LLVM"), std::string::npos) << best_mine.err;
   EXPECT_EQ(nlohmann::json::parse(best_mine.out)["best"]["config"]["index"], configs[2].index());
+
+  // `ktune build --server` of the untuned shape builds what apply_history_best took, and says so.
+  auto built_nearest = testing_cli::ktune("build matmul M=48 N=64 K=128 --json --server " + server.address + " -o " +
+                                              quote(dir.file("n.o")) + " --header " + quote(dir.file("n.h")),
+                                          true);
+  ASSERT_EQ(built_nearest.status, 0) << built_nearest.err;
+  const auto built_json = nlohmann::json::parse(built_nearest.out);
+  EXPECT_EQ(built_json["config_source"], "nearest");
+  EXPECT_EQ(built_json["nearest"]["workload"], task.workload_key());
+  EXPECT_EQ(built_json["config"]["index"], remote_nearest.config.index());
+  EXPECT_NE(built_nearest.err.find("nearest tuned workload " + task.workload_key() + " (tuning server " +
+                                   server.address),
+            std::string::npos)
+      << built_nearest.err;
 }
 
 }  // namespace
