@@ -1,8 +1,5 @@
 // `ktune tune <template> key=value...`: tune a workload on this machine (a TuningSession over the local
 // runner), or submit it as a job to a tuning server and follow it.
-#include <unistd.h>
-
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -48,14 +45,6 @@ struct TuneCommandOptions {
   bool detach = false;
 };
 
-// Returns "user@host" for the jobs table.
-std::string owner() {
-  const char* user = std::getenv("USER");
-  char host[256] = {0};
-  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  return std::string(user ? user : "?") + "@" + host;
-}
-
 void submit_job(const TuneCommandOptions& o) {
   if (o.device_key.empty()) throw Error(ErrorKind::kInvalidArgument, "--server needs --device-key (the devices to tune on)");
   rpc_runner::JobSpec job;
@@ -73,7 +62,7 @@ void submit_job(const TuneCommandOptions& o) {
   job.measure = o.measure;
   job.data_seed = o.session.seed;
   job.priority = o.priority;
-  job.owner = owner();
+  job.owner = job_owner();
   job.validate();
   rpc_runner::ServiceClient client(o.server);
   const rpc_runner::JobStatus submitted = client.submit(job);
