@@ -280,13 +280,7 @@ void JobManager::run_session(Job& job) {
     job.status.workload = task.workload_key();
     job.status.done = done_before;
   }
-  set_state(job, "running", "");
-  if (done_before >= spec.trials) {
-    set_state(job, "done", "every trial was measured before the restart");
-    return;
-  }
-
-  pool_.open_job(id, spec.device_key, spec.priority);
+  if (!begin_measuring(job, done_before)) return;
   FleetMeasurer measurer(pool_, id, spec.device_key, fleet_options(spec), stop);
   tuner::SessionOptions options = session_options(spec, stop);
   options.trials = spec.trials - done_before;
@@ -316,6 +310,16 @@ void JobManager::run_session(Job& job) {
     set_state(job, "cancelled", "cancelled by a client");
   else
     set_state(job, "done", report.result.best_config ? "" : "no config succeeded");
+}
+
+bool JobManager::begin_measuring(Job& job, uint64_t done_before) {
+  set_state(job, "running", "");
+  if (done_before >= job.spec.trials) {
+    set_state(job, "done", "every trial was measured before the restart");
+    return false;
+  }
+  pool_.open_job(job.status.id, job.spec.device_key, job.spec.priority);
+  return true;
 }
 
 tuner::SessionOptions JobManager::session_options(const JobSpec& spec, const std::function<bool()>& stop) const {
@@ -354,12 +358,7 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
     std::lock_guard lock(db_mu_);
     db_.set_job_target(static_cast<int64_t>(id), target.target);
   }
-  set_state(job, "running", "");
-  if (done_before >= spec.trials) {
-    set_state(job, "done", "every trial was measured before the restart");
-    return;
-  }
-  pool_.open_job(id, spec.device_key, spec.priority);
+  if (!begin_measuring(job, done_before)) return;
   FleetMeasurer measurer(pool_, id, spec.device_key, fleet_options(spec), stop);
   const ModelJobResult result =
       run_model_job(spec, traits, db, measurer, target, session_options(spec, stop), done_before, [&](const nlohmann::json& r) {

@@ -72,6 +72,9 @@ class JobManager {
   void run_session(Job& job);
   void run_model(Job& job, const schedule_space::TargetTraits& traits, tuning_db::Database& db,
                  const tuning_db::TargetKey& target, const std::function<bool()>& stop);
+  // Marks the job running and opens it in the pool; false (the job is then done) when every
+  // trial was measured before a restart.
+  bool begin_measuring(Job& job, uint64_t done_before);
   // What every TuningSession of the job shares (not trials, run id).
   tuner::SessionOptions session_options(const JobSpec& spec, const std::function<bool()>& stop) const;
   // Stores state + message, updates the status and tells the listeners. Takes mu_.

@@ -74,21 +74,16 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   job.measure.build_timeout_s = job.measure.run_timeout_s = o.timeout_s;
   job.measure.check_correctness = !o.no_check;
   job.priority = o.priority;
-  job.owner = job_owner();
-  job.validate();
   rpc_runner::ServiceClient client(o.server);
-  const rpc_runner::JobStatus submitted = client.submit(job);
-  if (o.detach) {
-    std::cout << "job " << submitted.id << " submitted\n";
-    return;
-  }
+  const std::optional<uint64_t> id = submit_job(client, job, o.detach);
+  if (!id) return;
   ModelProgress progress(job.trials, o.json);
-  const rpc_runner::JobEvent last = follow_model_job(client, submitted.id, o.json,
+  const rpc_runner::JobEvent last = follow_model_job(client, *id, o.json,
                                                      [&](const tuner::ModelTuningReport& r) { progress.show(r); });
   progress.finish();
   nlohmann::json j = nlohmann::json::parse(last.summary_json);
   const tuner::ModelTuningReport report = tuner::model_report_from_json(j);
-  j["job"] = submitted.id;
+  j["job"] = *id;
   j["device_key"] = job.device_key;
   j["target"] = last.job.target;
   // The devices' timings compare with the libraries' only on a machine of their target.
@@ -103,7 +98,7 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
     note = "not measured (the devices are " + last.job.target + ")";
   print_end(o, report, j, libraries ? &*libraries : nullptr, note);
   if (!o.json)
-    std::printf("job: %llu (%s) on key %s; log: the server's\n", static_cast<unsigned long long>(submitted.id),
+    std::printf("job: %llu (%s) on key %s; log: the server's\n", static_cast<unsigned long long>(*id),
                 last.job.state.c_str(), job.device_key.c_str());
 }
 

@@ -10,6 +10,7 @@
 #include "support/error.h"
 #include "tools/model_table.h"
 #include "tools/progress_display.h"
+#include "tools/service_flags.h"
 #include "tools/tune_summary.h"
 
 namespace ktune::tools {
@@ -71,6 +72,15 @@ rpc_runner::JobEvent follow_model_job(rpc_runner::ServiceClient& client, uint64_
     throw Error(ErrorKind::kRun, "job " + std::to_string(job.id) + " " + job.state +
                                      (job.message.empty() ? "" : ": " + job.message));
   return last;
+}
+
+std::optional<uint64_t> submit_job(rpc_runner::ServiceClient& client, rpc_runner::JobSpec job, bool detach) {
+  job.owner = job_owner();
+  job.validate();
+  const rpc_runner::JobStatus submitted = client.submit(job);
+  if (!detach) return submitted.id;
+  std::cout << "job " << submitted.id << " submitted\n";
+  return std::nullopt;
 }
 
 void watch_job(rpc_runner::ServiceClient& client, uint64_t id, bool json) {

@@ -3,11 +3,17 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "rpc_runner/service_client.h"
 #include "tuner/model_tuning.h"
 
 namespace ktune::tools {
+
+// Validates `job` (one line for a bad spec) and submits it with this user as its owner. Returns
+// its id to follow, or nullopt after printing "job N submitted" when `detach`. Throws what the
+// client throws.
+std::optional<uint64_t> submit_job(rpc_runner::ServiceClient& client, rpc_runner::JobSpec job, bool detach);
 
 // Streams the job's progress to stderr (the same bar or lines as a local `ktune tune`, or for a
 // model job the live per-task table of `ktune tune-model`), then prints its summary (text, or
