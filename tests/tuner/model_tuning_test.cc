@@ -49,18 +49,34 @@ class FakeMeasurer : public Measurer {
   std::map<std::string, size_t> trials;
 };
 
-TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
+// The small CNN's tasks on a test target.
+frontend::ModelTasks small_cnn_tasks() {
   const auto traits = schedule_space::make_target_traits("test-target", "x86_64-linux-gnu", 512, 1);
-  const frontend::ModelTasks tasks =
-      frontend::extract_tasks(frontend::load_onnx(testing_models::model("small_cnn.onnx")), traits);
-  ASSERT_EQ(tasks.tasks.size(), 5u);
-  const std::string path = (std::filesystem::temp_directory_path() / ("ktune_model_tuning_" + std::to_string(::getpid()) + ".db")).string();
+  return frontend::extract_tasks(frontend::load_onnx(testing_models::model("small_cnn.onnx")), traits);
+}
+
+// A fresh log in the temporary folder, named after `name` and this process.
+std::string fresh_log(const std::string& name) {
+  const std::string path = (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".db")).string();
   std::filesystem::remove(path);
-  auto db = tuning_db::Database::open(path);
+  return path;
+}
+
+// Random search, 4 trials per allocation, `trials` in all.
+ModelTuningOptions random_options(size_t trials) {
   ModelTuningOptions options;
   options.session.tuner = "random";
-  options.scheduler.trials = 40;
+  options.scheduler.trials = trials;
   options.scheduler.batch_size = 4;
+  return options;
+}
+
+TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
+  const frontend::ModelTasks tasks = small_cnn_tasks();
+  ASSERT_EQ(tasks.tasks.size(), 5u);
+  const std::string path = fresh_log("ktune_model_tuning");
+  auto db = tuning_db::Database::open(path);
+  ModelTuningOptions options = random_options(40);
 
   FakeMeasurer fake;
   ModelTuning tuning(tasks, db, fake, {"test-target", "19"}, options);
@@ -117,16 +133,10 @@ TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
 // What a tuning server streams to its clients: every report survives to_json and
 // model_report_from_json; and should_stop (a cancelled job) ends the run between allocations.
 TEST(ModelTuning, ReportsRoundTripThroughJsonAndAStopEndsTheRun) {
-  const auto traits = schedule_space::make_target_traits("test-target", "x86_64-linux-gnu", 512, 1);
-  const frontend::ModelTasks tasks =
-      frontend::extract_tasks(frontend::load_onnx(testing_models::model("small_cnn.onnx")), traits);
-  const std::string path = (std::filesystem::temp_directory_path() / ("ktune_model_report_" + std::to_string(::getpid()) + ".db")).string();
-  std::filesystem::remove(path);
+  const frontend::ModelTasks tasks = small_cnn_tasks();
+  const std::string path = fresh_log("ktune_model_report");
   auto db = tuning_db::Database::open(path);
-  ModelTuningOptions options;
-  options.session.tuner = "random";
-  options.scheduler.trials = 40;
-  options.scheduler.batch_size = 4;
+  ModelTuningOptions options = random_options(40);
   size_t steps = 0;
   options.session.should_stop = [&] { return steps >= 3; };
   FakeMeasurer fake;
