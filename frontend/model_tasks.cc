@@ -434,6 +434,12 @@ nlohmann::json to_json(const ModelTasks& m) {
 }
 
 ModelTasks tasks_from_json(const nlohmann::json& j, const schedule_space::TargetTraits& target) {
+  // A count from a peer: nlohmann would cast a float (1e30) to an integer, which is undefined.
+  auto count_of = [](const nlohmann::json& v) {
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > 1'000'000'000))
+      throw Error(ErrorKind::kInvalidArgument, "model tasks: a count must be an integer up to 10^9");
+    return v.get<int64_t>();
+  };
   try {
     if (!j.is_object() || !j.at("tasks").is_array()) throw Error(ErrorKind::kInvalidArgument, "model tasks: not an object with a task list");
     ModelTasks m;
@@ -443,7 +449,7 @@ ModelTasks tasks_from_json(const nlohmann::json& j, const schedule_space::Target
       t.template_name = tj.at("template").get<std::string>();
       t.args = tj.at("args").get<Args>();
       t.epilogue = tj.value("epilogue", "");
-      t.count = tj.at("count").get<int64_t>();
+      t.count = count_of(tj.at("count"));
       t.flop = tj.at("flop").get<double>();
       t.layers = tj.value("layers", std::vector<std::string>{});
       t.note = tj.value("note", "");
@@ -454,7 +460,7 @@ ModelTasks tasks_from_json(const nlohmann::json& j, const schedule_space::Target
       m.tasks.push_back(std::move(t));
     }
     for (const auto& u : j.value("unsupported", nlohmann::json::array()))
-      m.unsupported.push_back({u.at("op").get<std::string>(), u.at("count").get<int64_t>(), u.value("reason", ""),
+      m.unsupported.push_back({u.at("op").get<std::string>(), count_of(u.at("count")), u.value("reason", ""),
                                u.value("layers", std::vector<std::string>{})});
     return m;
   } catch (const nlohmann::json::exception& e) {

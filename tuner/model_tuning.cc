@@ -180,16 +180,21 @@ nlohmann::json to_json(const ModelTuningReport& r) {
 
 ModelTuningReport model_report_from_json(const nlohmann::json& j) {
   auto seconds = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : kInf; };
+  // nlohmann would cast a float or a negative number to size_t (undefined or wrapped).
+  auto count = [](const nlohmann::json& v) -> size_t {
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) throw Error(ErrorKind::kInvalidArgument, "model tuning report: a count is not an integer >= 0");
+    return v.get<size_t>();
+  };
   try {
     ModelTuningReport r;
-    r.trials = j.at("trials").get<size_t>();
+    r.trials = count(j.at("trials"));
     r.tuned_s = seconds(j.at("tuned_s"));
     r.fallback_s = j.at("fallback_s").get<double>();
-    r.not_tuned = j.at("not_tuned").get<size_t>();
+    r.not_tuned = count(j.at("not_tuned"));
     r.cancelled = j.value("cancelled", false);
     for (const auto& t : j.at("tasks")) {
-      TaskProgress p{t.at("key").get<std::string>(), t.at("tuned_as").get<std::string>(), t.at("count").get<int64_t>(),
-                     t.at("gflop").get<double>() * 1e9, t.at("trials").get<size_t>(), seconds(t.at("best_s")), std::nullopt};
+      TaskProgress p{t.at("key").get<std::string>(), t.at("tuned_as").get<std::string>(), static_cast<int64_t>(count(t.at("count"))),
+                     t.at("gflop").get<double>() * 1e9, count(t.at("trials")), seconds(t.at("best_s")), std::nullopt};
       if (t.at("fallback_s").is_number()) p.fallback_s = t["fallback_s"].get<double>();
       r.tasks.push_back(std::move(p));
     }
@@ -200,9 +205,9 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j) {
     if (j.contains("step")) {
       const auto& s = j["step"];
       SchedulerStep step;
-      step.task = s.at("task").get<size_t>();
-      step.measured = s.at("measured").get<size_t>();
-      step.total = s.at("total").get<size_t>();
+      step.task = count(s.at("task"));
+      step.measured = count(s.at("measured"));
+      step.total = count(s.at("total"));
       step.model_latency = r.tuned_s;
       if (step.task >= r.workloads.size()) throw Error(ErrorKind::kInvalidArgument, "model tuning report: step of an unknown task");
       r.steps.push_back(step);

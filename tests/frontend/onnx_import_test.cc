@@ -292,6 +292,9 @@ TEST(OnnxImport, TasksFromJsonAreDecidedAgainOnTheReadersTarget) {
   nlohmann::json zero = to_json(here);
   zero["tasks"][0]["count"] = 0;
   EXPECT_EQ(kind(zero), ErrorKind::kInvalidArgument);
+  nlohmann::json huge = to_json(here);
+  huge["tasks"][0]["count"] = 1.8888e72;  // a float, not cast
+  EXPECT_EQ(kind(huge), ErrorKind::kInvalidArgument);
   EXPECT_EQ(kind(nlohmann::json::array()), ErrorKind::kInvalidArgument);
   EXPECT_EQ(kind({{"model", "m"}}), ErrorKind::kInvalidArgument);
 }
