@@ -2,8 +2,9 @@
 // then examples/consumer (an MLP of three kernels pulled in with ktune_add_kernel) configured,
 // built and run as an outside project would: against the prefix, with a log tuned by the
 // installed ktune. The program checks every layer against plain C loops; this test checks its
-// numbers, that the kernels are the log's, that a changed log rebuilds them, the package version
-// rule, a REQUIRE_TUNED failure, and an AArch64 cross build run under qemu.
+// numbers, that the three kernels are built by one `ktune build --manifest` run and are the log's,
+// that a changed log rebuilds them, the package version rule, a REQUIRE_TUNED failure, an AArch64
+// cross build run under qemu, and kernels asked of a real `ktune server` (SERVER host:port).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,7 +15,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/cli_util.h"
+#include "tests/process_util.h"
 
 namespace {
 
@@ -80,10 +84,23 @@ class Installed : public testing::Test {
                  " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()) + " " + extra);
   }
   static Output build(const fs::path& build) { return shell(kCMake + " --build " + quote(build.string())); }
+  // Configures and builds the consumer into b with the extra cmake flags (its kernels in one
+  // manifest step), runs it and checks its numbers.
+  static void build_and_run(const fs::path& b, const std::string& extra);
 
   static fs::path* root_;
 };
 fs::path* Installed::root_ = nullptr;
+
+// The one `ktune build --manifest` step of the consumer's build (the custom command's comment).
+const std::string kManifestStep = "ktune build --manifest ktune_kernels.json: layer1 layer2 head";
+
+// The overview line of kernel `name` in the consumer's combined header.
+std::string overview_line(const fs::path& build, const std::string& name) {
+  for (const auto& line : lines_of(read_file(build / "ktune_kernels/mlp/ktune_kernels.h")))
+    if (line.rfind(" *   " + name + ": ", 0) == 0) return line;
+  return "";
+}
 
 // The program's report: six layer checks with nothing off, then "mlp ok".
 void expect_mlp_ok(const std::string& out) {
@@ -99,6 +116,17 @@ void expect_mlp_ok(const std::string& out) {
       EXPECT_LT(std::stod(lines[3 * t + l].substr(want.size())), 1e-4);
     }
   EXPECT_EQ(lines[7], "mlp ok");
+}
+
+void Installed::build_and_run(const fs::path& b, const std::string& extra) {
+  const Output configured = configure(b, extra);
+  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
+  const Output built = build(b);
+  ASSERT_EQ(built.status, 0) << built.out << built.err;
+  EXPECT_TRUE(contains(built.out, kManifestStep)) << built.out;
+  const Output ran = shell(quote((b / "mlp").string()));
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  expect_mlp_ok(ran.out);
 }
 
 TEST_F(Installed, PrefixHoldsTheCommandsAndThePackage) {
@@ -126,20 +154,11 @@ TEST_F(Installed, PrefixHoldsTheCommandsAndThePackage) {
 
 TEST_F(Installed, ConsumerBuildsWithTunedKernelsAndRebuildsWhenTheLogChanges) {
   const fs::path b = dir("consumer");
-  const Output configured = configure(b, "-DKTUNE_DB=" + quote(db().string()) + " -DKTUNE_REQUIRE_TUNED=ON");
-  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
-  const Output built = build(b);
-  ASSERT_EQ(built.status, 0) << built.out << built.err;
+  build_and_run(b, "-DKTUNE_DB=" + quote(db().string()) + " -DKTUNE_REQUIRE_TUNED=ON");
+  if (HasFatalFailure()) return;
+  // The one header names the log's records (REQUIRE_TUNED would have failed otherwise).
   for (const char* name : {"layer1", "layer2", "head"})
-    EXPECT_TRUE(contains(built.out, "-> " + std::string(name))) << built.out;
-  const Output ran = shell(quote((b / "mlp").string()));
-  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
-  expect_mlp_ok(ran.out);
-  // The headers name the log's records (REQUIRE_TUNED would have failed otherwise).
-  for (const char* name : {"layer1", "layer2", "head"}) {
-    const std::string header = read_file(b / "ktune_kernels/mlp" / (std::string(name) + ".h"));
-    EXPECT_TRUE(contains(header, " * source:   tuning log " + db().string() + ", record ")) << header;
-  }
+    EXPECT_TRUE(contains(overview_line(b, name), ", tuning log " + db().string() + ", record ")) << name;
 
   // Nothing to do until the log changes; then every kernel is built again.
   const Output again = build(b);
@@ -148,8 +167,7 @@ TEST_F(Installed, ConsumerBuildsWithTunedKernelsAndRebuildsWhenTheLogChanges) {
   fs::last_write_time(db(), fs::last_write_time(db()) + std::chrono::seconds(2));
   const Output changed = build(b);
   ASSERT_EQ(changed.status, 0) << changed.out << changed.err;
-  for (const char* name : {"layer1", "layer2", "head"})
-    EXPECT_TRUE(contains(changed.out, "-> " + std::string(name))) << changed.out;
+  EXPECT_TRUE(contains(changed.out, kManifestStep)) << changed.out;
 }
 
 TEST_F(Installed, RequireTunedWithoutARecordStopsTheBuildNamingTheKernel) {
@@ -162,10 +180,11 @@ TEST_F(Installed, RequireTunedWithoutARecordStopsTheBuildNamingTheKernel) {
   ASSERT_EQ(configure(b, "-DKTUNE_DB=" + quote(empty.string()) + " -DKTUNE_REQUIRE_TUNED=ON").status, 0);
   const Output built = shell(kCMake + " --build " + quote(b.string()) + " -- -k 0");
   EXPECT_NE(built.status, 0);
-  EXPECT_TRUE(contains(built.out, "-> layer1")) << built.out;
-  EXPECT_TRUE(contains(built.out + built.err, "no successful record of dense_bias_relu(M=32,N=256,K=128"))
+  EXPECT_TRUE(contains(built.out, kManifestStep)) << built.out;
+  EXPECT_TRUE(contains(built.out + built.err,
+                       "kernel 'layer1' (entry 0): no successful record of dense_bias_relu(M=32,N=256,K=128"))
       << built.out << built.err;
-  for (const char* f : {"layer1.o", "layer1.h", "layer2.o", "head.o"})
+  for (const char* f : {"libktune_kernels.a", "ktune_kernels.h", "ktune_runtime.c"})
     EXPECT_FALSE(fs::exists(b / "ktune_kernels/mlp" / f)) << f << ": a failed kernel build leaves nothing";
   EXPECT_FALSE(fs::exists(b / "mlp"));
 }
@@ -199,6 +218,44 @@ TEST_F(Installed, AArch64CrossBuildRunsUnderQemu) {
   const Output ran = shell("qemu-aarch64-static -L /usr/aarch64-linux-gnu " + quote((b / "mlp").string()));
   EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
   expect_mlp_ok(ran.out);
+}
+
+// ktune_add_kernel(... SERVER host:port): a real `ktune server` on loopback whose log has the
+// consumer's records; the kernels are asked of it and are the log's best.
+TEST_F(Installed, ConsumerBuildsWithKernelsFromATuningServer) {
+  namespace tp = ktune::testing_process;
+  const fs::path served = dir("served.db");
+  fs::copy_file(db(), served, fs::copy_options::overwrite_existing);
+  const fs::path logs = dir("server-logs");
+  fs::create_directories(logs);
+  // Port 0: the server picks a free port and prints it.
+  tp::Child server({(prefix() / "bin/ktune").string(), "server", "--port", "0", "--db", served.string()},
+                   logs / "server.out", logs / "server.err");
+  const std::string address = tp::wait_for_address(logs / "server.out");
+  ASSERT_FALSE(address.empty()) << tp::read_file(logs / "server.err");
+  ASSERT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address;
+
+  const fs::path b = dir("served-consumer");
+  build_and_run(b, "-DKTUNE_SERVER=" + address + " -DKTUNE_REQUIRE_TUNED=ON");
+  if (HasFatalFailure()) return;
+  // Each kernel has the config of the server log's best record: the one a build from the log
+  // file itself serves.
+  const std::string ktune = quote((prefix() / "bin/ktune").string());
+  const std::string header = read_file(b / "ktune_kernels/mlp/ktune_kernels.h");
+  const char* names[] = {"layer1", "layer2", "head"};
+  for (size_t i = 0; i < kWorkloads.size(); ++i) {
+    const std::string scratch = dir("scratch").string();
+    const Output local = shell(ktune + " build " + kWorkloads[i] + " --json --require-tuned --db " +
+                               quote(served.string()) + " -o " + quote(scratch + ".o") + " --header " +
+                               quote(scratch + ".h"));
+    ASSERT_EQ(local.status, 0) << local.err;
+    const auto j = nlohmann::json::parse(local.out);
+    EXPECT_TRUE(contains(header, " * config:   " + j["config"].dump() + "\n")) << names[i] << "\n" << header;
+    EXPECT_TRUE(contains(overview_line(b, names[i]), ", tuning server " + address + ": ")) << overview_line(b, names[i]);
+  }
+  // The server going away after the build changes nothing: the kernels are in the program.
+  server.kill(SIGTERM);
+  EXPECT_EQ(shell(quote((b / "mlp").string())).status, 0);
 }
 
 }  // namespace
