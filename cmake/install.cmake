@@ -17,12 +17,12 @@ install(TARGETS ktune ktune-runner RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # What a program that builds and runs kernels at run time links: ktune_rpc_runner and everything it
 # pulls in (the generated protobuf code and the device-side libraries only as link dependencies:
-# none of their headers is installed). Multi-task tuning (tuner_scheduler, model_tuning, frontend
-# with ONNX) stays out: it would add ONNX to every consumer's dependencies.
+# none of their headers is installed). The tuning server runs model jobs, so multi-task tuning
+# (tuner_scheduler, model_tuning, frontend) comes too, and with it ONNX as a link dependency.
 set(KTUNE_INSTALLED_LIBRARIES
   ktune_support ktune_te ktune_codegen_base ktune_codegen ktune_schedule_space ktune_cost_model
   ktune_tuning_db ktune_tuner ktune_tuner_model ktune_runner_proto ktune_rpc_proto ktune_runner_core
-  ktune_rpc_device ktune_rpc_runner)
+  ktune_rpc_device ktune_frontend ktune_tuner_scheduler ktune_model_tuning ktune_rpc_runner)
 foreach(lib IN LISTS KTUNE_INSTALLED_LIBRARIES)
   string(REGEX REPLACE "^ktune_" "" name ${lib})
   set_target_properties(${lib} PROPERTIES EXPORT_NAME ${name})  # ktune::te, ktune::codegen, ...
@@ -50,8 +50,8 @@ set(KTUNE_PRIVATE_HEADERS
   codegen/llvm_init.h codegen/llvm_module.h
   rpc_runner/credentials.h rpc_runner/device_pool.h rpc_runner/fleet_measurer.h rpc_runner/job_manager.h
   rpc_runner/prebuilt_runner.h rpc_runner/service_convert.h rpc_runner/worker_session.h
-  tuner/model_tuning.h tuner/task_scheduler.h)
-foreach(module support te codegen schedule_space cost_model tuning_db tuner rpc_runner)
+  rpc_runner/model_job.h)
+foreach(module support te codegen schedule_space frontend cost_model tuning_db tuner rpc_runner)
   file(GLOB_RECURSE headers RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${module}/*.h)
   foreach(header IN LISTS headers)
     if(NOT header IN_LIST KTUNE_PRIVATE_HEADERS)
