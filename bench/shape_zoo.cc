@@ -1,7 +1,7 @@
 // Benchmark: shapes from real networks, each tuned by ktune (xgb, a fixed trial budget) and raced
 // on ONE thread in this process against the library a user would call: OpenBLAS (sgemv for
 // M = 1, sgemm otherwise) for matmul and dense, oneDNN's convolution in the layout it picks for
-// conv2d and depthwise conv2d (bench/library_race.h: the best of the tuning's finalists re-timed
+// conv2d (ktune: conv2d_nchwc) and depthwise conv2d (ktune: depthwise_conv2d_nchwc) (bench/library_race.h: the best of the tuning's finalists re-timed
 // interleaved with the library, median of rounds, output checked against the reference).
 // Prints a row per shape, `shape_zoo_worst <ratio> <shape>`, and as its last line
 // `shape_zoo_geomean <ktune / library GFLOP/s, geometric mean over the shapes>`.
@@ -44,11 +44,11 @@ const std::vector<bench::Workload> kShapes = {
     {"conv mbv2 pw C144 28 K32 1x1", "conv2d_nchwc", {"C=144", "H=28", "W=28", "K=32", "R=1", "S=1"}},
     {"conv mbv2 pw C96 14 K576 1x1", "conv2d_nchwc", {"C=96", "H=14", "W=14", "K=576", "R=1", "S=1"}},
     {"conv resnet C64 56 K128 3x3 s2", "conv2d_nchwc", {"C=64", "H=56", "W=56", "K=128", "R=3", "S=3", "stride=2", "pad=1"}},
-    // depthwise 3x3 (MobileNetV2): stride 1 and 2.
-    {"dw C32 112 3x3 s1", "depthwise_conv2d", {"C=32", "H=112", "W=112", "pad=1"}},
-    {"dw C96 112 3x3 s2", "depthwise_conv2d", {"C=96", "H=112", "W=112", "stride=2", "pad=1"}},
-    {"dw C144 56 3x3 s2", "depthwise_conv2d", {"C=144", "H=56", "W=56", "stride=2", "pad=1"}},
-    {"dw C576 14 3x3 s1", "depthwise_conv2d", {"C=576", "H=14", "W=14", "pad=1"}},
+    // depthwise 3x3 (MobileNetV2), stride 1 and 2, channel-blocked like conv2d_nchwc's output (NCHW16c).
+    {"dw C32 112 3x3 s1", "depthwise_conv2d_nchwc", {"C=32", "H=112", "W=112", "pad=1"}},
+    {"dw C96 112 3x3 s2", "depthwise_conv2d_nchwc", {"C=96", "H=112", "W=112", "stride=2", "pad=1"}},
+    {"dw C144 56 3x3 s2", "depthwise_conv2d_nchwc", {"C=144", "H=56", "W=56", "stride=2", "pad=1"}},
+    {"dw C576 14 3x3 s1", "depthwise_conv2d_nchwc", {"C=576", "H=14", "W=14", "pad=1"}},
 };
 
 struct Options {
@@ -99,9 +99,9 @@ int main(int argc, char** argv) {
     std::printf("shape zoo: target %s, 1 thread, xgb %zu trials per shape, %d rounds, seed %llu, load average %s\n",
                 host.str().c_str(), o.race.trials, o.race.rounds, static_cast<unsigned long long>(o.race.seed),
                 load_average().c_str());
-    std::printf("%-40s %-16s %-56s %6s %9s %9s %-36s %-8s %6s %8s\n", "shape", "template", "arguments", "trials",
+    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s\n", "shape", "template", "arguments", "trials",
                 "ktune", "library", "library", "layout", "ratio", "rel_err");
-    std::printf("%-40s %-16s %-56s %6s %9s %9s %-36s %-8s %6s %8s\n", "", "", "", "", "GFLOP/s", "GFLOP/s", "", "", "", "");
+    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s\n", "", "", "", "", "GFLOP/s", "GFLOP/s", "", "", "", "");
     std::fflush(stdout);
     std::vector<double> ratios;
     std::string worst_name;
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
       const auto task = schedule_space::Task::create(
           s.template_name, schedule_space::parse_workload_args(s.template_name, s.args), traits);
       const bench::RaceResult r = bench::race(task, o.race);
-      std::printf("%-40s %-16s %-56s %6zu %9.1f %9.1f %-36s %-8s %6.3f %8.1e\n", s.name.c_str(), s.template_name.c_str(),
+      std::printf("%-40s %-22s %-56s %6zu %9.1f %9.1f %-36s %-8s %6.3f %8.1e\n", s.name.c_str(), s.template_name.c_str(),
                   joined(s.args).c_str(), r.measured, r.ktune_gflops, r.library_gflops, r.library.c_str(),
                   r.layout.c_str(), r.ratio(), r.max_error);
       std::fprintf(stderr, "  config %s\n", r.config.to_json_string().c_str());

@@ -154,7 +154,7 @@ std::optional<LibraryOp> library_op(const schedule_space::Task& task, int thread
   const std::string& name = task.template_name();
   try {
     if (name == "conv2d" || name == "conv2d_nchwc") return conv_op(a, false);
-    if (name == "depthwise_conv2d") return conv_op(a, true);
+    if (name == "depthwise_conv2d" || name == "depthwise_conv2d_nchwc") return conv_op(a, true);
     if (name == "max_pool2d" || name == "avg_pool2d") return pool_op(a, name == "max_pool2d");
     if (name == "matmul") return gemm_op(a, a.get("layout") == "nt");
     if (name == "dense_bias_relu") return gemm_op(a, true);

@@ -19,7 +19,7 @@ struct LibraryOp {
 
 // The library's operator for `task` with `threads` threads (the task's own target cores), inputs
 // in the library's preferred layout (oneDNN chooses blocked formats; reorders are outside the
-// call, like the tuned kernels' layouts). conv2d, conv2d_nchwc, depthwise_conv2d (oneDNN
+// call, like the tuned kernels' layouts). conv2d, conv2d_nchwc, depthwise_conv2d(_nchwc) (oneDNN
 // convolution), max_pool2d, avg_pool2d (oneDNN pooling), matmul, dense_bias_relu (OpenBLAS: sgemv
 // when M = 1, else sgemm; the bias and the activation are not in it). nullopt for other templates
 // and non-float32 tasks. Sets OpenMP's (oneDNN's) and OpenBLAS's thread counts to `threads`.

@@ -79,6 +79,9 @@ inline std::vector<TemplateCase> small_cases() {
        {{"C", "5"}, {"H", "3"}, {"W", "4"}, {"K", "6"}, {"ic_block", "4"}, {"oc_block", "4"},
         {"epilogue", "bias_add_relu"}}},
       {"conv2d_nchwc_auto", "conv2d_nchwc", {{"C", "3"}, {"H", "4"}, {"W", "5"}, {"K", "5"}, {"epilogue", "bias_relu"}}},
+      {"depthwise_nchwc_stride_pad", "depthwise_conv2d_nchwc",
+       {{"C", "8"}, {"H", "6"}, {"W", "7"}, {"stride", "2"}, {"pad", "1"}, {"block", "4"}}},
+      {"depthwise_nchwc_tails", "depthwise_conv2d_nchwc", {{"C", "5"}, {"H", "5"}, {"W", "6"}, {"pad", "1"}, {"block", "4"}}},
   };
 }
 
