@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <random>
 
@@ -196,6 +197,13 @@ RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
   const double gflop = task.flop() * 1e-9;
   return {tuned.finalists[pick], tuned.measured, tuned.ok, tuned.wall_s, gflop / t[0], gflop / t[1],
           lib->library, lib->layout, err};
+}
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string line;
+  std::getline(in, line);
+  return line;
 }
 
 double geomean(const std::vector<double>& x) {

@@ -78,6 +78,9 @@ struct RaceResult {
 // reference, Error(kUnsupported) when no library covers the task.
 RaceResult race(const schedule_space::Task& task, const RaceOptions& o);
 
+// The first line of /proc/loadavg: on a shared machine, other processes decide the timings.
+std::string load_average();
+
 // Geometric mean of `x` (1 for none).
 double geomean(const std::vector<double>& x);
 

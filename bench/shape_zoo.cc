@@ -8,7 +8,6 @@
 //
 // Usage: shape_zoo [--trials N] [--rounds R] [--seed S] [--only SUBSTRING]
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -74,13 +73,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
 std::string joined(const std::vector<std::string>& args) {
   std::string s;
   for (const auto& a : args) s += (s.empty() ? "" : " ") + a;
@@ -98,7 +90,7 @@ int main(int argc, char** argv) {
     const auto traits = schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), 1);
     std::printf("shape zoo: target %s, 1 thread, xgb %zu trials per shape, %d rounds, seed %llu, load average %s\n",
                 host.str().c_str(), o.race.trials, o.race.rounds, static_cast<unsigned long long>(o.race.seed),
-                load_average().c_str());
+                bench::load_average().c_str());
     std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s\n", "shape", "template", "arguments", "trials",
                 "ktune", "library", "library", "layout", "ratio", "rel_err");
     std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s\n", "", "", "", "", "GFLOP/s", "GFLOP/s", "", "", "", "");
@@ -120,7 +112,7 @@ int main(int argc, char** argv) {
       if (r.ratio() < worst) worst = r.ratio(), worst_name = s.name;
     }
     if (ratios.empty()) throw Error(ErrorKind::kInvalidArgument, "--only '" + o.only + "' matches no shape");
-    std::printf("load average at the end: %s\n", load_average().c_str());
+    std::printf("load average at the end: %s\n", bench::load_average().c_str());
     std::printf("shape_zoo_worst %.3f %s\n", worst, worst_name.c_str());
     std::printf("shape_zoo_geomean %.3f\n", bench::geomean(ratios));
     return 0;

@@ -234,9 +234,11 @@ int run_threaded(const codegen::Target& host, const Options& o) {
   ro.rounds = o.rounds;
   ro.threads = o.threads;
   ro.seed = o.seed;
-  std::printf("target %s, OpenBLAS %s (core %s), oneDNN %d.%d, xgb tuner, %d threads, %zu trials, seed %llu\n",
+  std::printf("target %s, OpenBLAS %s (core %s), oneDNN %d.%d, xgb tuner, %d threads, %zu trials, seed %llu, load "
+              "average %s\n",
               host.str().c_str(), openblas_get_config(), openblas_get_corename(), dnnl::version()->major,
-              dnnl::version()->minor, o.threads, o.trials, static_cast<unsigned long long>(o.seed));
+              dnnl::version()->minor, o.threads, o.trials, static_cast<unsigned long long>(o.seed),
+              bench::load_average().c_str());
   std::fflush(stdout);
   std::vector<bench::RaceResult> rows;
   std::vector<double> ratios;
@@ -246,6 +248,7 @@ int run_threaded(const codegen::Target& host, const Options& o) {
     rows.push_back(bench::race(task, ro));
     ratios.push_back(rows.back().ratio());
   }
+  std::printf("load average after the races: %s\n", bench::load_average().c_str());
   std::printf("%-22s %7s %6s %8s %11s %11s %-34s %-8s %7s %9s\n", "kernel", "trials", "ok", "tune_s", "ktune_GF/s",
               "lib_GF/s", "library", "layout", "ratio", "rel_err");
   for (size_t i = 0; i < rows.size(); ++i) {
