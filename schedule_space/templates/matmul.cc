@@ -182,11 +182,15 @@ Instantiated dense_dot(const WorkloadArgs& a, const Config& cfg, int64_t L) {
     if (rest.defined()) v = v + rest(i, j);
     return apply_epilogue(epilogue, v, bias(j), dt);
   }, "Y");
-  // Eight outputs at a time: eight vector accumulators live across the k loop.
+  // Eight outputs at a time: eight vector accumulators live across the k loop. The rows of X
+  // inside the block of eight W rows: those W rows (8 K floats) stay in L1 for every row of X,
+  // and W, the large operand, is read from memory once (batch 8, N=1000, K=512: rows outside
+  // re-read all of W per row, 0.66x OpenBLAS's sgemm).
   te::Schedule s = te::create_schedule({y});
   te::Stage ys = s[y];
   auto [jo, ji] = ys.split(ys.axis(1), 8);
-  const te::IterVar outer = ys.fuse(ys.axis(0), jo);
+  ys.reorder({jo, ys.axis(0), ji});
+  const te::IterVar outer = ys.fuse(jo, ys.axis(0));
   if (cfg["parallel"].as_int() != 0) ys.parallel(outer);
   te::Stage ps = s[partial];
   ps.compute_at(ys, outer);

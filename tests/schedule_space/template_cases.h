@@ -54,7 +54,7 @@ inline std::vector<TemplateCase> small_cases() {
   return {
       {"matmul_nn", "matmul", {{"M", "8"}, {"N", "16"}, {"K", "8"}}},
       {"matmul_nt", "matmul", {{"M", "4"}, {"N", "8"}, {"K", "12"}, {"layout", "nt"}}},
-      {"dense_bias_relu", "dense_bias_relu", {{"M", "4"}, {"N", "16"}, {"K", "8"}}},
+      {"dense_bias_relu", "dense_bias_relu", {{"M", "4"}, {"N", "8"}, {"K", "8"}}},  // with the dot form (M <= 16)
       {"batch_matmul", "batch_matmul", {{"batch", "3"}, {"M", "4"}, {"N", "8"}, {"K", "6"}}},
       {"conv2d_pad", "conv2d", {{"C", "2"}, {"H", "3"}, {"W", "3"}, {"K", "2"}, {"pad", "1"}}},
       {"conv2d_stride_dilation", "conv2d",
