@@ -247,6 +247,7 @@ int run_threaded(const codegen::Target& host, const Options& o) {
         w.template_name, schedule_space::parse_workload_args(w.template_name, w.args), traits);
     rows.push_back(bench::race(task, ro));
     ratios.push_back(rows.back().ratio());
+    std::fprintf(stderr, "  %s: %s\n", w.name.c_str(), rows.back().config.to_json_string().c_str());
   }
   std::printf("load average after the races: %s\n", bench::load_average().c_str());
   std::printf("%-22s %7s %6s %8s %11s %11s %-34s %-8s %7s %9s\n", "kernel", "trials", "ok", "tune_s", "ktune_GF/s",

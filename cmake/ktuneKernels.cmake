@@ -6,13 +6,28 @@
 #                    DB <log> | SERVER <host:port> [DEVICE_KEY <key>]
 #                    [TARGET "llvm -mtriple=..."] [REQUIRE_TUNED])
 #
-# At build time runs `ktune build` (the log's best record of the workload for TARGET, default
-# host; the template's fallback config when there is none, unless REQUIRE_TUNED), adds the
-# object to <target>, puts the directory of <symbol>.h on its include path and, once per target,
-# compiles ktune_runtime.c (ktune_parallel_for: a persistent pthread pool; see the header). The
-# kernel is built again when the log changes (DB; with SERVER, when the arguments or ktune
-# change), so re-tuning and rebuilding ships the new best config.
+# Each call records the kernel on <target>; at the end of the directory, the kernels of a target
+# that share DB/SERVER/DEVICE_KEY/TARGET (a group; usually all of them) are built by ONE
+# `ktune build --manifest` run at build time: the log's best record of each workload for TARGET
+# (default host; the template's fallback config when there is none, unless REQUIRE_TUNED), all
+# compiled in one LLVM session into one static library and one header,
+# ktune_kernels/<target>/ktune_kernels.h (ktune_kernels_<n>.h for the n-th further group), which
+# lists every kernel and where its config came from. The library is linked into <target>; the
+# directory of the headers is on its include path and holds a <symbol>.h per kernel that includes
+# the group's header, so a program includes either. Once per target, ktune_runtime.c
+# (ktune_parallel_for: a persistent pthread pool; see the header) is compiled into <target>. The
+# kernels are built again when the log changes (DB), when the kernels or their options change (the
+# manifest), or when ktune changes, so re-tuning and rebuilding ships the new best configs.
 include_guard(GLOBAL)
+
+# A string as a JSON string literal (quotes, backslashes and control characters escaped).
+function(_ktune_json_string out text)
+  string(REPLACE "\\" "\\\\" text "${text}")
+  string(REPLACE "\"" "\\\"" text "${text}")
+  string(REPLACE "\n" "\\n" text "${text}")
+  string(REPLACE "\t" "\\t" text "${text}")
+  set(${out} "\"${text}\"" PARENT_SCOPE)
+endfunction()
 
 function(ktune_add_kernel target)
   cmake_parse_arguments(PARSE_ARGV 1 K "REQUIRE_TUNED" "NAME;TEMPLATE;DB;SERVER;DEVICE_KEY;TARGET" "ARGS")
@@ -29,8 +44,14 @@ function(ktune_add_kernel target)
   if(NOT K_NAME MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
     message(FATAL_ERROR "${where}: NAME must be a C identifier")
   endif()
+  if(K_NAME MATCHES "^ktune_kernels(_[0-9]+)?$")
+    message(FATAL_ERROR "${where}: ${K_NAME} is the name of a group's header: choose another NAME")
+  endif()
   if((K_DB AND K_SERVER) OR (NOT K_DB AND NOT K_SERVER))
     message(FATAL_ERROR "${where}: give exactly one of DB <log> and SERVER <host:port>")
+  endif()
+  if(K_DEVICE_KEY AND NOT K_SERVER)
+    message(FATAL_ERROR "${where}: DEVICE_KEY goes with SERVER")
   endif()
   get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
   if(NOT "C" IN_LIST languages)
@@ -41,57 +62,128 @@ function(ktune_add_kernel target)
     message(FATAL_ERROR "${where}: ${target} already has a kernel named ${K_NAME}")
   endif()
 
-  set(dir "${CMAKE_CURRENT_BINARY_DIR}/ktune_kernels/${target}")
-  file(MAKE_DIRECTORY "${dir}")
-  set(object "${dir}/${K_NAME}${CMAKE_C_OUTPUT_EXTENSION}")
-  set(header "${dir}/${K_NAME}.h")
-  set(command "${KTUNE_EXECUTABLE}" build ${K_TEMPLATE} ${K_ARGS} --name ${K_NAME} -o "${object}" --header "${header}")
-  set(outputs "${object}" "${header}")
-  set(depends "${KTUNE_EXECUTABLE}")
+  # Where the kernel's config comes from and what it is compiled for: one group per combination.
+  set(options "")
   if(K_DB)
     get_filename_component(db "${K_DB}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    list(APPEND command --db "${db}")
-    # A log that does not exist yet cannot be a dependency (Ninja and Make stop on a missing
-    # input without a rule): the kernel is the fallback until the log exists and CMake reruns.
-    if(EXISTS "${db}")
-      list(APPEND depends "${db}")
-    else()
-      message(STATUS "${where}: no tuning log at ${db}: the fallback config until it exists and CMake reruns")
-    endif()
+    list(APPEND options --db "${db}")
   else()
-    list(APPEND command --server "${K_SERVER}")
+    list(APPEND options --server "${K_SERVER}")
     if(K_DEVICE_KEY)
-      list(APPEND command --device-key "${K_DEVICE_KEY}")
+      list(APPEND options --device-key "${K_DEVICE_KEY}")
     endif()
   endif()
   if(K_TARGET)
-    list(APPEND command --target "${K_TARGET}")
+    list(APPEND options --target "${K_TARGET}")
   endif()
-  if(K_REQUIRE_TUNED)
-    list(APPEND command --require-tuned)
+  string(MD5 key "${options}")
+  get_target_property(groups ${target} KTUNE_GROUPS)
+  if(NOT groups)
+    set(groups "")
+    # The manifests can only be written once every kernel of the target is known. A deferred
+    # call's arguments are evaluated when it runs, outside this function: pass the name itself.
+    cmake_language(EVAL CODE "cmake_language(DEFER CALL _ktune_build_kernel_groups [==[${target}]==])")
   endif()
-  # The first kernel of a target also writes the runtime, compiled once into the target.
-  get_target_property(runtime ${target} KTUNE_RUNTIME_SOURCE)
-  if(NOT runtime)
-    set(runtime "${dir}/ktune_runtime.c")
-    list(APPEND command --runtime "${runtime}")
-    list(APPEND outputs "${runtime}")
-    set_target_properties(${target} PROPERTIES KTUNE_RUNTIME_SOURCE "${runtime}")
-    target_sources(${target} PRIVATE "${runtime}")
-    set_source_files_properties("${runtime}" PROPERTIES GENERATED TRUE LANGUAGE C)
-    if(NOT TARGET Threads::Threads)
-      find_package(Threads REQUIRED)
+  list(FIND groups "${key}" group)
+  if(group EQUAL -1)
+    list(LENGTH groups group)
+    set_property(TARGET ${target} APPEND PROPERTY KTUNE_GROUPS "${key}")
+    set_property(TARGET ${target} PROPERTY KTUNE_GROUP_${group}_OPTIONS "${options}")
+    if(K_DB)
+      set_property(TARGET ${target} PROPERTY KTUNE_GROUP_${group}_DB "${db}")
     endif()
-    target_link_libraries(${target} PRIVATE Threads::Threads)
   endif()
-  string(JOIN " " args_text ${K_ARGS})
-  add_custom_command(OUTPUT ${outputs}
-    COMMAND ${command}
-    DEPENDS ${depends}
-    COMMENT "ktune build ${K_TEMPLATE} ${args_text} -> ${K_NAME}"
-    VERBATIM)
-  set_source_files_properties("${object}" PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
-  target_sources(${target} PRIVATE "${object}" "${header}")
-  target_include_directories(${target} PRIVATE "${dir}")
+
+  _ktune_json_string(name_json "${K_NAME}")
+  _ktune_json_string(template_json "${K_TEMPLATE}")
+  set(args_json "")
+  foreach(arg IN LISTS K_ARGS)
+    _ktune_json_string(arg_json "${arg}")
+    list(APPEND args_json "${arg_json}")
+  endforeach()
+  string(JOIN ", " args_json ${args_json})
+  set(entry "{\"name\": ${name_json}, \"template\": ${template_json}, \"args\": [${args_json}]")
+  if(K_REQUIRE_TUNED)
+    string(APPEND entry ", \"require_tuned\": true")
+  endif()
+  string(APPEND entry "}")
+  # Entries are joined with a line break (not ';') so that arguments may hold any character.
+  get_target_property(entries ${target} KTUNE_GROUP_${group}_ENTRIES)
+  if(entries)
+    set(entries "${entries},\n  ${entry}")
+  else()
+    set(entries "  ${entry}")
+  endif()
+  set_property(TARGET ${target} PROPERTY KTUNE_GROUP_${group}_ENTRIES "${entries}")
+  set_property(TARGET ${target} APPEND PROPERTY KTUNE_GROUP_${group}_NAMES "${K_NAME}")
   set_property(TARGET ${target} APPEND PROPERTY KTUNE_KERNELS "${K_NAME}")
+endfunction()
+
+# Called at the end of the directory of <target>'s first ktune_add_kernel: one manifest, one
+# `ktune build --manifest` command, one library and header per group.
+function(_ktune_build_kernel_groups target)
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/ktune_kernels/${target}")
+  file(MAKE_DIRECTORY "${dir}")
+  get_target_property(groups ${target} KTUNE_GROUPS)
+  list(LENGTH groups count)
+  math(EXPR last "${count} - 1")
+  foreach(group RANGE ${last})
+    set(base ktune_kernels)
+    if(group GREATER 0)
+      set(base ktune_kernels_${group})
+    endif()
+    set(manifest "${dir}/${base}.json")
+    set(library "${dir}/lib${base}.a")
+    set(header "${dir}/${base}.h")
+    get_target_property(options ${target} KTUNE_GROUP_${group}_OPTIONS)
+    get_target_property(entries ${target} KTUNE_GROUP_${group}_ENTRIES)
+    get_target_property(names ${target} KTUNE_GROUP_${group}_NAMES)
+    get_target_property(db ${target} KTUNE_GROUP_${group}_DB)
+    # Rewritten only when it changes (file(CONFIGURE)), so an unchanged manifest rebuilds nothing.
+    file(CONFIGURE OUTPUT "${manifest}" CONTENT "[\n${entries}\n]\n" @ONLY)
+    set(command "${KTUNE_EXECUTABLE}" build --manifest "${manifest}" ${options} -o "${library}" --header "${header}")
+    set(outputs "${library}" "${header}")
+    set(depends "${KTUNE_EXECUTABLE}" "${manifest}")
+    if(db)
+      # A log that does not exist yet cannot be a dependency (Ninja and Make stop on a missing
+      # input without a rule): the kernels are fallbacks until the log exists and CMake reruns.
+      if(EXISTS "${db}")
+        list(APPEND depends "${db}")
+      else()
+        message(STATUS "ktune_add_kernel(${target}): no tuning log at ${db}: fallback configs until it exists and "
+                       "CMake reruns")
+      endif()
+    endif()
+    # The first group also writes the runtime, compiled once into the target.
+    if(group EQUAL 0)
+      set(runtime "${dir}/ktune_runtime.c")
+      list(APPEND command --runtime "${runtime}")
+      list(APPEND outputs "${runtime}")
+      target_sources(${target} PRIVATE "${runtime}")
+      set_source_files_properties("${runtime}" PROPERTIES GENERATED TRUE LANGUAGE C)
+      if(NOT TARGET Threads::Threads)
+        find_package(Threads REQUIRED)
+      endif()
+      target_link_libraries(${target} PRIVATE Threads::Threads)
+    endif()
+    # <symbol>.h: what a program that wants one kernel includes.
+    set(stubs "")
+    foreach(name IN LISTS names)
+      file(CONFIGURE OUTPUT "${dir}/${name}.h" CONTENT
+           "/* ${name}: generated by ktune_add_kernel; the kernel is declared in ${base}.h. */\n#include \"${base}.h\"\n"
+           @ONLY)
+      list(APPEND stubs "${dir}/${name}.h")
+    endforeach()
+    string(JOIN " " names_text ${names})
+    add_custom_command(OUTPUT ${outputs}
+      COMMAND ${command}
+      DEPENDS ${depends}
+      COMMENT "ktune build --manifest ${base}.json: ${names_text}"
+      VERBATIM)
+    # The header as a source attaches the command to the target; the library is linked by path
+    # (the link step depends on it).
+    target_sources(${target} PRIVATE "${header}" ${stubs})
+    target_link_libraries(${target} PRIVATE "${library}")
+  endforeach()
+  target_include_directories(${target} PRIVATE "${dir}")
 endfunction()

@@ -88,12 +88,9 @@ void compile(Compiled& c, const te::LoweredFunc& f, const Target& target, const 
   if (opt) optimize(*c.module, *c.tm, options);
 }
 
-}  // namespace
-
-Artifact build(const te::LoweredFunc& f, const Target& target, const BuildOptions& options) {
-  Compiled c;
-  compile(c, f, target, options, true);
-  const std::string obj = emit_file(*c.module, *c.tm, llvm::CodeGenFileType::ObjectFile);
+// The artifact of f, its object emitted from module (already optimized for tm).
+Artifact make_artifact(const te::LoweredFunc& f, const Target& target, llvm::Module& module, llvm::TargetMachine& tm) {
+  const std::string obj = emit_file(module, tm, llvm::CodeGenFileType::ObjectFile);
   Artifact a;
   a.object.assign(obj.begin(), obj.end());
   a.entry = f.name;
@@ -101,6 +98,32 @@ Artifact build(const te::LoweredFunc& f, const Target& target, const BuildOption
   a.llvm_version = llvm_version();
   for (const te::BufferArg& arg : f.args) a.signature.push_back({arg.shape, arg.dtype.str(), arg.is_output});
   return a;
+}
+
+}  // namespace
+
+Artifact build(const te::LoweredFunc& f, const Target& target, const BuildOptions& options) {
+  Compiled c;
+  compile(c, f, target, options, true);
+  return make_artifact(f, target, *c.module, *c.tm);
+}
+
+std::vector<Artifact> build_all(const std::vector<te::LoweredFunc>& fs, const Target& target,
+                                const BuildOptions& options) {
+  llvm::LLVMContext ctx;
+  const std::unique_ptr<llvm::TargetMachine> tm = make_target_machine(target, options);
+  std::vector<Artifact> artifacts;
+  for (const te::LoweredFunc& f : fs) {
+    try {
+      // One module per function: each object holds one kernel, as build() makes it.
+      std::unique_ptr<llvm::Module> module = translate_to_llvm(f, ctx, *tm, options);
+      optimize(*module, *tm, options);
+      artifacts.push_back(make_artifact(f, target, *module, *tm));
+    } catch (const Error& e) {
+      throw Error(e.kind(), f.name + ": " + e.what());
+    }
+  }
+  return artifacts;
 }
 
 std::string emit_llvm_ir(const te::LoweredFunc& f, const Target& target, const BuildOptions& options, bool optimized) {

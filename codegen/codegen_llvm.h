@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "codegen/artifact.h"
 #include "codegen/target.h"
@@ -24,6 +25,12 @@ struct BuildOptions {
 // undefined variable or buffer, a non-constant Allocate, ...) or when LLVM fails, and
 // Error(kUnsupported) when the target has no usable LLVM backend.
 Artifact build(const te::LoweredFunc& f, const Target& target, const BuildOptions& options = {});
+
+// Compiles every function of fs for target in one LLVM session (one context, one target machine:
+// the set-up is paid once), one Artifact per function in the same order; the same as calling
+// build() on each. Throws like build(); the message of a failed function names it.
+std::vector<Artifact> build_all(const std::vector<te::LoweredFunc>& fs, const Target& target,
+                                const BuildOptions& options = {});
 
 // The LLVM IR text of f for target, after the optimization pipeline when optimized is true
 // (for debugging and tests). Throws like build().

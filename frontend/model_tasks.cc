@@ -2,6 +2,7 @@
 #include "frontend/model_tasks.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <set>
 #include <variant>
@@ -44,6 +45,8 @@ std::string reason_without_template(const std::string& op) {
   return "no template";
 }
 
+void resolve(ModelTask& t, const schedule_space::TargetTraits& target);
+
 class Extractor {
  public:
   Extractor(const Graph& graph, const schedule_space::TargetTraits& target) : g_(graph), target_(target) {
@@ -85,7 +88,7 @@ class Extractor {
       ModelTask t = make_task(c);
       auto [it, fresh] = task_index.emplace(t.key(), result.tasks.size());
       if (fresh) {
-        resolve(t, c);
+        resolve(t, target_);
         result.tasks.push_back(std::move(t));
       }
       ModelTask& task = result.tasks[it->second];
@@ -322,37 +325,8 @@ class Extractor {
     if (!c.epilogue.empty()) t.args["epilogue"] = c.epilogue;
     t.flop = c.flop;
     t.note = c.note;
+    t.substitute = c.substitute;
     return t;
-  }
-
-  // Sets status, refused and tunable by asking the templates (Task::create) for the listed form,
-  // then the bare operator, then the substitute template.
-  void resolve(ModelTask& t, const Candidate& c) const {
-    auto attempt = [&](const std::string& name, Args args) -> std::optional<schedule_space::Task> {
-      try {
-        return schedule_space::Task::create(name, args, target_);
-      } catch (const Error& e) {
-        // Every distinct reason: the epilogue argument and the shape may be refused separately.
-        if (t.refused.find(e.what()) == std::string::npos) t.refused += (t.refused.empty() ? "" : "; ") + std::string(e.what());
-        return std::nullopt;
-      }
-    };
-    Args bare = t.args;
-    bare.erase("epilogue");
-    Args plain = c.args;
-    plain["dtype"] = "float32";
-    Args with_epilogue = plain;
-    with_epilogue["epilogue"] = c.epilogue;
-    if ((t.tunable = attempt(t.template_name, t.args))) {
-      t.status = TaskStatus::kOk;
-    } else if (!c.epilogue.empty() && (t.tunable = attempt(t.template_name, bare))) {
-      t.status = TaskStatus::kEpilogueUnfused;
-    } else if (!c.substitute.empty() && ((!c.epilogue.empty() && (t.tunable = attempt(c.substitute, with_epilogue))) ||
-                                         (t.tunable = attempt(c.substitute, plain)))) {
-      t.status = TaskStatus::kSubstitute;
-    } else {
-      t.status = TaskStatus::kRefused;
-    }
   }
 
   const Graph& g_;
@@ -362,6 +336,34 @@ class Extractor {
   std::set<std::string> graph_outputs_;
   std::vector<bool> fused_;
 };
+
+// Sets status, refused and tunable by asking the templates (Task::create) for the listed form,
+// then the bare operator, then the substitute template (with the epilogue, then without).
+void resolve(ModelTask& t, const schedule_space::TargetTraits& target) {
+  t.refused.clear();
+  t.tunable.reset();
+  auto attempt = [&](const std::string& name, const Args& args) -> std::optional<schedule_space::Task> {
+    try {
+      return schedule_space::Task::create(name, args, target);
+    } catch (const Error& e) {
+      // Every distinct reason: the epilogue argument and the shape may be refused separately.
+      if (t.refused.find(e.what()) == std::string::npos) t.refused += (t.refused.empty() ? "" : "; ") + std::string(e.what());
+      return std::nullopt;
+    }
+  };
+  Args bare = t.args;
+  bare.erase("epilogue");
+  if ((t.tunable = attempt(t.template_name, t.args))) {
+    t.status = TaskStatus::kOk;
+  } else if (!t.epilogue.empty() && (t.tunable = attempt(t.template_name, bare))) {
+    t.status = TaskStatus::kEpilogueUnfused;
+  } else if (!t.substitute.empty() && ((!t.epilogue.empty() && (t.tunable = attempt(t.substitute, t.args))) ||
+                                       (t.tunable = attempt(t.substitute, bare)))) {
+    t.status = TaskStatus::kSubstitute;
+  } else {
+    t.status = TaskStatus::kRefused;
+  }
+}
 
 }  // namespace
 
@@ -421,6 +423,7 @@ nlohmann::json to_json(const ModelTasks& m) {
     tj["args"] = t.args;
     if (!t.note.empty()) tj["note"] = t.note;
     if (t.status != TaskStatus::kOk) tj["refused"] = t.refused;
+    if (!t.substitute.empty()) tj["substitute"] = t.substitute;
     if (t.tunable) tj["tuned_as"] = t.tunable->workload_key();
     j["tasks"].push_back(std::move(tj));
   }
@@ -428,6 +431,41 @@ nlohmann::json to_json(const ModelTasks& m) {
   for (const auto& u : m.unsupported)
     j["unsupported"].push_back({{"op", u.op}, {"count", u.count}, {"reason", u.reason}, {"layers", u.layers}});
   return j;
+}
+
+ModelTasks tasks_from_json(const nlohmann::json& j, const schedule_space::TargetTraits& target) {
+  // A count from a peer: nlohmann would cast a float (1e30) to an integer, which is undefined.
+  auto count_of = [](const nlohmann::json& v) {
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > 1'000'000'000))
+      throw Error(ErrorKind::kInvalidArgument, "model tasks: a count must be an integer up to 10^9");
+    return v.get<int64_t>();
+  };
+  try {
+    if (!j.is_object() || !j.at("tasks").is_array()) throw Error(ErrorKind::kInvalidArgument, "model tasks: not an object with a task list");
+    ModelTasks m;
+    m.model = j.at("model").get<std::string>();
+    for (const auto& tj : j.at("tasks")) {
+      ModelTask t;
+      t.template_name = tj.at("template").get<std::string>();
+      t.args = tj.at("args").get<Args>();
+      t.epilogue = tj.value("epilogue", "");
+      t.count = count_of(tj.at("count"));
+      t.flop = tj.at("flop").get<double>();
+      t.layers = tj.value("layers", std::vector<std::string>{});
+      t.note = tj.value("note", "");
+      t.substitute = tj.value("substitute", "");
+      if (t.count < 1 || !std::isfinite(t.flop) || t.flop < 0)
+        throw Error(ErrorKind::kInvalidArgument, "model tasks: task " + t.key() + " has a bad count or flop");
+      resolve(t, target);
+      m.tasks.push_back(std::move(t));
+    }
+    for (const auto& u : j.value("unsupported", nlohmann::json::array()))
+      m.unsupported.push_back({u.at("op").get<std::string>(), count_of(u.at("count")), u.value("reason", ""),
+                               u.value("layers", std::vector<std::string>{})});
+    return m;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kInvalidArgument, std::string("model tasks: ") + e.what());
+  }
 }
 
 }  // namespace ktune::frontend

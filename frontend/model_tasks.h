@@ -34,6 +34,7 @@ struct ModelTask {
   std::vector<std::string> layers;           // names of the nodes it stands for (first node of each occurrence)
   std::string note;                          // e.g. "grouped conv: 1 of 32 groups"
   TaskStatus status = TaskStatus::kRefused;
+  std::string substitute;                    // a template that computes the same when `template_name` refuses ("" = none)
   std::string refused;                       // the templates' errors ("; "-joined) when not kOk
   // The task that can be tuned today (kOk, kEpilogueUnfused, kSubstitute), else nullopt.
   std::optional<schedule_space::Task> tunable;
@@ -70,7 +71,13 @@ struct ModelTasks {
 ModelTasks extract_tasks(const Graph& graph, const schedule_space::TargetTraits& target);
 
 // {"model", "total_gflop", "tasks": [{template, args, epilogue, count, flop, gflop_total, layers,
-// note, status, refused, substitute}], "unsupported": [{op, count, reason, layers}]}.
+// note, status, refused, substitute, tuned_as}], "unsupported": [{op, count, reason, layers}]}.
 nlohmann::json to_json(const ModelTasks& tasks);
+
+// The inverse of to_json on another machine: the tasks as listed (template, args, epilogue,
+// count, flop, layers, note, substitute) with status, refused and tunable decided again by the
+// templates on `target` (a tuning server rebuilds a client's model for its devices). Throws
+// Error(kInvalidArgument) naming what is missing or malformed.
+ModelTasks tasks_from_json(const nlohmann::json& j, const schedule_space::TargetTraits& target);
 
 }  // namespace ktune::frontend

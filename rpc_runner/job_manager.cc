@@ -7,6 +7,7 @@
 
 #include "codegen/target.h"
 #include "rpc_runner/fleet_measurer.h"
+#include "rpc_runner/model_job.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
 #include "tuner/tuning_session.h"
@@ -20,18 +21,18 @@ struct JobManager::Job {
   std::atomic<bool> cancel{false};
   std::map<uint64_t, Listener> listeners;  // guarded by mu_
   std::string summary_json;                // guarded by mu_: set when done
+  // Model jobs: the latest tuner::model_summary_json (guarded by mu_), kept in the log's summary
+  // column while the job runs so that a restarted server knows the trials done.
+  std::string model_report;
   std::thread thread;
 };
 
 namespace {
 
-// The workload key of a spec, without a device (the key does not depend on the target).
-std::string workload_of(const JobSpec& spec) {
-  try {
-    return schedule_space::Task::create(spec.template_name, spec.args, schedule_space::TargetTraits{}).workload_key();
-  } catch (const Error&) {
-    return spec.template_name;  // a template this build no longer has
-  }
+// Trials a model job has spent, from its latest model report ("done").
+uint64_t model_done(const std::string& report_json) {
+  const auto j = nlohmann::json::parse(report_json, nullptr, false);
+  return j.is_object() && j.contains("done") && j["done"].is_number_unsigned() ? j["done"].get<uint64_t>() : 0;
 }
 
 double best_of(const std::string& summary_json) {
@@ -39,6 +40,14 @@ double best_of(const std::string& summary_json) {
   const auto j = nlohmann::json::parse(summary_json, nullptr, false);
   if (j.is_discarded() || !j.contains("best")) return 0;
   return j["best"].value("gflops", 0.0);
+}
+
+FleetMeasurerOptions fleet_options(const JobSpec& spec) {
+  FleetMeasurerOptions fleet;
+  fleet.measure = spec.measure;
+  fleet.run_threads = spec.run_threads;
+  fleet.data_seed = spec.data_seed;
+  return fleet;
 }
 
 }  // namespace
@@ -55,14 +64,20 @@ JobManager::JobManager(std::string db_path, DevicePool& pool)
     }
     job->run_id = row.run_id;
     job->summary_json = row.summary;
+    // An unfinished model job's summary column holds its progress, not a summary.
+    if (job->spec.is_model() && row.state != "done") std::swap(job->summary_json, job->model_report);
     JobStatus& s = job->status;
     s.id = static_cast<uint64_t>(row.id);
     s.state = row.state;
-    s.workload = workload_of(job->spec);
+    s.workload = job->spec.label();
+    s.model = job->spec.is_model();
     s.device_key = row.device_key;
     s.target = row.target.empty() ? job->spec.target : row.target;
     s.trials = job->spec.trials;
-    s.done = row.run_id ? static_cast<uint64_t>(db_.count_run_records(row.run_id)) : 0;
+    if (job->spec.is_model())
+      s.done = model_done(job->model_report.empty() ? job->summary_json : job->model_report);
+    else
+      s.done = row.run_id ? static_cast<uint64_t>(db_.count_run_records(row.run_id)) : 0;
     s.best_gflops = best_of(row.summary);
     s.priority = row.priority;
     s.owner = row.owner;
@@ -108,7 +123,8 @@ JobStatus JobManager::submit(const JobSpec& spec) {
   JobStatus& s = job->status;
   s.id = static_cast<uint64_t>(id);
   s.state = "queued";
-  s.workload = workload_of(spec);
+  s.workload = spec.label();
+  s.model = spec.is_model();
   s.device_key = spec.device_key;
   s.target = spec.target;
   s.trials = spec.trials;
@@ -158,7 +174,7 @@ uint64_t JobManager::subscribe(uint64_t id, Listener listener) {
   if (it == jobs_.end()) throw Error(ErrorKind::kNotFound, "no job " + std::to_string(id));
   Job& job = *it->second;
   const uint64_t token = next_token_++;
-  JobEvent now{live_status(job), std::nullopt, job.summary_json};
+  JobEvent now{live_status(job), std::nullopt, job.summary_json, job.model_report};
   listener(now);
   job.listeners.emplace(token, std::move(listener));
   return token;
@@ -190,7 +206,7 @@ JobStatus JobManager::live_status(const Job& job) const {
 
 void JobManager::publish(Job& job, const std::optional<tuner::ProgressSnapshot>& progress) {
   if (job.listeners.empty()) return;
-  JobEvent event{live_status(job), progress, job.summary_json};
+  JobEvent event{live_status(job), progress, job.summary_json, job.model_report};
   for (auto& [token, listener] : job.listeners) listener(event);
 }
 
@@ -247,9 +263,10 @@ void JobManager::run_session(Job& job) {
                                              "' of the devices with key '" + spec.device_key + "'");
   const auto traits = schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(),
                                                          std::max(device->cores, 1));
-  const auto task = schedule_space::Task::create(spec.template_name, spec.args, traits);
   auto db = tuning_db::Database::open(db_path_);
   const tuning_db::TargetKey target_key{target.str(), codegen::llvm_version()};
+  if (spec.is_model()) return run_model(job, traits, db, target_key, stop);
+  const auto task = schedule_space::Task::create(spec.template_name, spec.args, traits);
 
   if (job.run_id == 0) {
     job.run_id = db.begin_run({spec.tuner, task.workload_key(), target.str(), spec.to_json()});
@@ -263,33 +280,11 @@ void JobManager::run_session(Job& job) {
     job.status.workload = task.workload_key();
     job.status.done = done_before;
   }
-  set_state(job, "running", "");
-  if (done_before >= spec.trials) {
-    set_state(job, "done", "every trial was measured before the restart");
-    return;
-  }
-
-  pool_.open_job(id, spec.device_key, spec.priority);
-  FleetMeasurerOptions fleet;
-  fleet.measure = spec.measure;
-  fleet.run_threads = spec.run_threads;
-  fleet.data_seed = spec.data_seed;
-  FleetMeasurer measurer(pool_, id, spec.device_key, fleet, stop);
-
-  tuner::SessionOptions options;
+  if (!begin_measuring(job, done_before)) return;
+  FleetMeasurer measurer(pool_, id, spec.device_key, fleet_options(spec), stop);
+  tuner::SessionOptions options = session_options(spec, stop);
   options.trials = spec.trials - done_before;
-  options.tuner = spec.tuner;
-  options.seed = spec.seed;
-  options.batch_size = spec.batch_size;
-  options.early_stopping = spec.early_stopping;
-  options.xgb_features = spec.xgb_features;
-  options.transfer = spec.transfer;
-  options.device_key = spec.device_key;
-  // Emulated devices (qemu) resume from, learn from and write emulated records only; a result
-  // of an emulated worker is marked emulated in any case (FleetMeasurer).
-  options.emulated = pool_.all_emulated(spec.device_key);
   options.run_id = job.run_id;
-  options.should_stop = stop;
   tuner::TuningSession session(task, db, measurer, target_key, options);
   const tuner::SessionReport report = session.run([&](const tuner::ProgressSnapshot& p) {
     tuner::ProgressSnapshot shown = p;
@@ -315,6 +310,83 @@ void JobManager::run_session(Job& job) {
     set_state(job, "cancelled", "cancelled by a client");
   else
     set_state(job, "done", report.result.best_config ? "" : "no config succeeded");
+}
+
+bool JobManager::begin_measuring(Job& job, uint64_t done_before) {
+  set_state(job, "running", "");
+  if (done_before >= job.spec.trials) {
+    set_state(job, "done", "every trial was measured before the restart");
+    return false;
+  }
+  pool_.open_job(job.status.id, job.spec.device_key, job.spec.priority);
+  return true;
+}
+
+tuner::SessionOptions JobManager::session_options(const JobSpec& spec, const std::function<bool()>& stop) const {
+  tuner::SessionOptions options;
+  options.tuner = spec.tuner;
+  options.seed = spec.seed;
+  options.batch_size = spec.batch_size;
+  options.early_stopping = spec.early_stopping;
+  options.xgb_features = spec.xgb_features;
+  options.transfer = spec.transfer;
+  options.device_key = spec.device_key;
+  // Emulated devices (qemu) resume from, learn from and write emulated records only; a result
+  // of an emulated worker is marked emulated in any case (FleetMeasurer).
+  options.emulated = pool_.all_emulated(spec.device_key);
+  options.should_stop = stop;
+  return options;
+}
+
+// A model job: ModelTuning over the fleet (rpc_runner/model_job.h). Its trials are counted in its
+// model reports, kept in the job row's summary column after every allocation (the records of
+// its allocations belong to one run per task, as in a local run). After a restart it spends the
+// budget left, resuming every task from the log; an allocation cut by the restart is not in
+// the count, so such a job may measure up to one batch more than its budget.
+void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits, tuning_db::Database& db,
+                           const tuning_db::TargetKey& target, const std::function<bool()>& stop) {
+  const JobSpec& spec = job.spec;
+  const uint64_t id = job.status.id;
+  uint64_t done_before = 0;
+  {
+    std::lock_guard lock(mu_);
+    done_before = model_done(job.model_report);
+    job.status.target = target.target;
+    job.status.done = done_before;
+  }
+  {
+    std::lock_guard lock(db_mu_);
+    db_.set_job_target(static_cast<int64_t>(id), target.target);
+  }
+  if (!begin_measuring(job, done_before)) return;
+  FleetMeasurer measurer(pool_, id, spec.device_key, fleet_options(spec), stop);
+  const ModelJobResult result =
+      run_model_job(spec, traits, db, measurer, target, session_options(spec, stop), done_before, [&](const nlohmann::json& r) {
+        const std::string text = r.dump();
+        {
+          std::lock_guard lock(db_mu_);
+          db_.set_job_summary(static_cast<int64_t>(id), text);
+        }
+        std::lock_guard lock(mu_);
+        job.model_report = text;
+        job.status.done = r.value("done", done_before);
+        publish(job, std::nullopt);
+      });
+  if (stopping_) return;  // the next server resumes it
+  const std::string summary = result.summary.dump();
+  {
+    std::lock_guard lock(db_mu_);
+    db_.set_job_summary(static_cast<int64_t>(id), summary);
+  }
+  {
+    std::lock_guard lock(mu_);
+    job.model_report = summary;
+    if (!result.cancelled) job.summary_json = summary;
+  }
+  if (result.cancelled)
+    set_state(job, "cancelled", "cancelled by a client");
+  else
+    set_state(job, "done", result.summary["tuned_s"].is_number() ? "" : "no config succeeded for some task");
 }
 
 }  // namespace ktune::rpc_runner

@@ -14,6 +14,8 @@
 
 #include "rpc_runner/device_pool.h"
 #include "rpc_runner/job_types.h"
+#include "schedule_space/task.h"
+#include "tuner/tuning_session.h"
 #include "tuning_db/database.h"
 
 namespace ktune::rpc_runner {
@@ -24,7 +26,8 @@ namespace ktune::rpc_runner {
 // search, the cost model and transfer from the log run in the server, and every result is in
 // the log before the model sees it. All records of a job carry its run id; after a server
 // restart the job continues that run with the trials left (configs already in the log are not
-// measured again). Cancel stops a job between candidates; shutdown() stops every thread but
+// measured again). A model job (JobSpec::model) runs tuner::ModelTuning instead (run_model).
+// Cancel stops a job between candidates; shutdown() stops every thread but
 // leaves the jobs' states as they were, so the next server resumes them. Thread-safe.
 class JobManager {
  public:
@@ -67,6 +70,13 @@ class JobManager {
   // The job's thread body.
   void run(Job& job);
   void run_session(Job& job);
+  void run_model(Job& job, const schedule_space::TargetTraits& traits, tuning_db::Database& db,
+                 const tuning_db::TargetKey& target, const std::function<bool()>& stop);
+  // Marks the job running and opens it in the pool; false (the job is then done) when every
+  // trial was measured before a restart.
+  bool begin_measuring(Job& job, uint64_t done_before);
+  // What every TuningSession of the job shares (not trials, run id).
+  tuner::SessionOptions session_options(const JobSpec& spec, const std::function<bool()>& stop) const;
   // Stores state + message, updates the status and tells the listeners. Takes mu_.
   void set_state(Job& job, const std::string& state, const std::string& message);
   // Tells the job's listeners. Needs mu_.

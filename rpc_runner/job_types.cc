@@ -1,12 +1,16 @@
 // JobSpec's JSON form and validation.
 #include "rpc_runner/job_types.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 
+#include "frontend/model_tasks.h"
+#include "schedule_space/task.h"
 #include "schedule_space/template_registry.h"
+#include "tuner/task_scheduler.h"
 #include "support/error.h"
 
 namespace ktune::rpc_runner {
@@ -68,7 +72,22 @@ nlohmann::json JobSpec::to_json() const {
           {"run_threads", run_threads},
           {"data_seed", data_seed},
           {"priority", priority},
-          {"owner", owner}};
+          {"owner", owner},
+          {"model", model},
+          {"strategy", strategy}};
+}
+
+std::string JobSpec::label() const {
+  if (is_model()) {
+    const size_t n = model.contains("tasks") && model["tasks"].is_array() ? model["tasks"].size() : 0;
+    const std::string name = model.contains("model") && model["model"].is_string() ? model["model"].get<std::string>() : "?";
+    return "model " + name + " (" + std::to_string(n) + " tasks)";
+  }
+  try {
+    return schedule_space::Task::create(template_name, args, schedule_space::TargetTraits{}).workload_key();
+  } catch (const Error&) {
+    return template_name;  // a template this build no longer has
+  }
 }
 
 JobSpec JobSpec::from_json(const nlohmann::json& j) {
@@ -101,6 +120,8 @@ JobSpec JobSpec::from_json(const nlohmann::json& j) {
   s.data_seed = field<uint64_t>(j, "data_seed", 0);
   s.priority = field<int>(j, "priority", 1);
   s.owner = field<std::string>(j, "owner", "");
+  s.model = j.contains("model") ? j.at("model") : nlohmann::json();
+  s.strategy = field<std::string>(j, "strategy", s.strategy);
   return s;
 }
 
@@ -119,12 +140,26 @@ void JobSpec::validate() const {
   check_positive(measure.run_timeout_s, "the run timeout");
   if (!std::isfinite(measure.min_repeat_ms) || measure.min_repeat_ms < 0)
     throw Error(ErrorKind::kInvalidArgument, "min_repeat_ms must be a finite number >= 0");
-  // Unknown template or argument: the registry's own message.
-  schedule_space::parse_workload_args(template_name, [&] {
+  if (is_model()) {
+    if (!template_name.empty() || !args.empty())
+      throw Error(ErrorKind::kInvalidArgument, "a model job names no template (its tasks are in the model)");
+    tuner::TaskSchedulerOptions scheduler;
+    scheduler.strategy = strategy;
+    scheduler.trials = trials;
+    scheduler.batch_size = batch_size;
+    tuner::validate(scheduler);
+    // The tasks as this server's templates read them (any target: each device's is its own).
+    const frontend::ModelTasks tasks = frontend::tasks_from_json(model, schedule_space::TargetTraits{});
+    if (std::none_of(tasks.tasks.begin(), tasks.tasks.end(), [](const auto& t) { return t.tunable.has_value(); }))
+      throw Error(ErrorKind::kInvalidArgument, "model " + tasks.model + ": no task can be tuned with today's templates");
+  } else {
+    // Unknown template or argument: the registry's own message.
+    schedule_space::parse_workload_args(template_name, [&] {
     std::vector<std::string> words;
     for (const auto& [k, v] : args) words.push_back(k + "=" + v);
     return words;
   }());
+  }
   tuner::SessionOptions session;
   session.trials = trials;
   session.tuner = tuner;

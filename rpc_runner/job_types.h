@@ -35,6 +35,16 @@ struct JobSpec {
   uint64_t data_seed = 0;
   int priority = 1;          // share of the key's devices relative to other jobs
   std::string owner;
+  // A model job: the model's tasks as frontend::to_json(ModelTasks) (the server rebuilds them
+  // for its devices' target), tuned under one budget of `trials`, `batch_size` trials per
+  // allocation. null: a one-workload job (template_name, args).
+  nlohmann::json model;
+  std::string strategy = "gradient";  // model jobs: the task scheduler (gradient or round_robin)
+
+  bool is_model() const { return !model.is_null(); }
+  // "model NAME (N tasks)" for a model job, else the workload key (template(args...)), or the
+  // template name when this build does not know it.
+  std::string label() const;
 
   // Returns the spec as JSON (what the log's jobs table keeps).
   nlohmann::json to_json() const;
@@ -42,7 +52,8 @@ struct JobSpec {
   static JobSpec from_json(const nlohmann::json& j);
   // Throws Error(kInvalidArgument), one clear line, for an unknown template or argument, a bad
   // tuner, trials outside 1..kMaxJobTrials, priority outside 1..kMaxJobPriority, an empty
-  // device key, non-finite or non-positive timeouts.
+  // device key, non-finite or non-positive timeouts; for a model job, a task list that does not
+  // read (frontend::tasks_from_json), no task today's templates take, a bad strategy.
   void validate() const;
 };
 
@@ -50,7 +61,7 @@ struct JobSpec {
 struct JobStatus {
   uint64_t id = 0;
   std::string state;       // queued, running, done, failed, cancelled
-  std::string workload;    // workload key (template(args...))
+  std::string workload;    // workload key (template(args...)), or "model NAME (N tasks)"
   std::string device_key;
   std::string target;      // resolved once a device of the key was seen; else the spec's
   uint64_t trials = 0;
@@ -63,16 +74,20 @@ struct JobStatus {
   std::string message;     // why it waits, or why it failed
   std::string tuner;
   double created_at = 0;
+  bool model = false;      // a model job (its events carry model reports)
 
   bool finished() const { return state == "done" || state == "failed" || state == "cancelled"; }
 };
 
 // What a watcher of a job receives: the status, plus progress after a batch, plus the run's
-// summary (tuner::summary_json) once the job is done.
+// summary (tuner::summary_json; a model job's tuner::model_summary_json) once the job is done.
+// A model job's events carry its latest tuner::to_json(ModelTuningReport) after the first
+// allocation (model_report_json), so a watcher redraws the per-task table.
 struct JobEvent {
   JobStatus job;
   std::optional<tuner::ProgressSnapshot> progress;
   std::string summary_json;
+  std::string model_report_json;
 };
 
 }  // namespace ktune::rpc_runner

@@ -45,8 +45,9 @@ class ServiceClient {
   // on. Throws Error(kNotFound) for an unknown job, Error(kIo) when the server stays away (at
   // once when the first attempt already finds no server: there is no watch to resume).
   JobEvent watch(uint64_t id, const std::function<void(const JobEvent&)>& on_event = {});
-  // The k best successful records of a workload on a target (any LLVM version), optionally of
-  // one device key, fastest first; records timed on emulated devices only with include_emulated.
+  // The k best successful records of a workload on a target (those of the server's LLVM version
+  // when it has any, else of any version), optionally of one device key, fastest first; records
+  // timed on emulated devices only with include_emulated.
   std::vector<tuning_db::Record> best(const std::string& workload_key, const std::string& target,
                                       const std::string& device_key = "", int64_t k = 1,
                                       bool include_emulated = false);

@@ -23,6 +23,8 @@ void to_proto(const JobSpec& spec, rpc::JobSpec* out) {
   to_proto(spec.measure, spec.run_threads, spec.data_seed, out->mutable_measure());
   out->set_priority(spec.priority);
   out->set_owner(spec.owner);
+  if (spec.is_model()) out->set_model_json(spec.model.dump());
+  out->set_strategy(spec.strategy);
 }
 
 JobSpec from_proto(const rpc::JobSpec& in) {
@@ -52,6 +54,8 @@ JobSpec from_proto(const rpc::JobSpec& in) {
   spec.data_seed = in.measure().data_seed();
   spec.priority = in.priority();
   spec.owner = in.owner();
+  if (!in.model_json().empty()) spec.model = parse_json_input(in.model_json(), "job spec model_json");
+  if (!in.strategy().empty()) spec.strategy = in.strategy();
   return spec;
 }
 
@@ -71,6 +75,7 @@ void to_proto(const JobStatus& s, rpc::JobInfo* out) {
   out->set_message(s.message);
   out->set_tuner(s.tuner);
   out->set_created_at(s.created_at);
+  out->set_model(s.model);
 }
 
 JobStatus from_proto(const rpc::JobInfo& in) {
@@ -90,6 +95,7 @@ JobStatus from_proto(const rpc::JobInfo& in) {
   s.message = in.message();
   s.tuner = in.tuner();
   s.created_at = in.created_at();
+  s.model = in.model();
   return s;
 }
 
@@ -129,6 +135,7 @@ void to_proto(const JobEvent& e, rpc::JobEvent* out) {
   to_proto(e.job, out->mutable_job());
   if (e.progress) to_proto(*e.progress, out->mutable_progress());
   out->set_summary_json(e.summary_json);
+  out->set_model_report_json(e.model_report_json);
 }
 
 JobEvent from_proto(const rpc::JobEvent& in) {
@@ -136,6 +143,7 @@ JobEvent from_proto(const rpc::JobEvent& in) {
   e.job = from_proto(in.job());
   if (in.has_progress()) e.progress = from_proto(in.progress());
   e.summary_json = in.summary_json();
+  e.model_report_json = in.model_report_json();
   return e;
 }
 

@@ -22,6 +22,7 @@
 #include "rpc_runner/service_convert.h"
 #include "support/error.h"
 #include "tuning_db/database.h"
+#include "tuning_db/toolchain_preference.h"
 
 namespace ktune::rpc_runner {
 namespace {
@@ -334,11 +335,13 @@ class TuningService final : public rpc::Tuning::CallbackService {
       if (request->target().empty()) throw Error(ErrorKind::kInvalidArgument, "QueryBest needs a target");
       const int64_t k = std::clamp<int64_t>(request->k(), 1, 1000);
       std::lock_guard lock(queries_mu_);
-      // Any toolchain: a config stays valid across LLVM versions; the record says which one.
+      // This server's toolchain first, as a local look-up; else any (a config stays valid across
+      // LLVM versions; the record says which one, and the client warns when it is not its own).
       tuning_db::RecordQuery query;
       query.device_key = request->device_key();
       query.include_emulated = request->include_emulated();
-      for (const auto& r : queries_.top_k(request->workload_key(), {request->target(), ""}, k, query))
+      for (const auto& r : tuning_db::top_k_preferring_toolchain(queries_, request->workload_key(), request->target(),
+                                                                 codegen::llvm_version(), k, query))
         reply->add_lines(tuning_db::to_json_line(r));
     });
   }

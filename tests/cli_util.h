@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #ifndef KTUNE_BINARY
 #error "tests using tests/cli_util.h need KTUNE_BINARY (the path of the ktune executable)"
 #endif
@@ -73,6 +75,20 @@ inline Output shell(const std::string& cmd, bool with_stderr = true) {
 // Runs `KTUNE_BINARY args` (so `args` must be shell-quoted, see quote()); as shell().
 inline Output ktune(const std::string& args, bool with_stderr = false) {
   return shell(std::string(KTUNE_BINARY) + " " + args, with_stderr);
+}
+
+// Returns the number of '\n' in `text`.
+inline size_t count_lines(const std::string& text) {
+  size_t n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+// Bad input's contract: exit status 1 and one line on stderr that contains `text`.
+inline void expect_one_line_error(const Output& r, const std::string& text) {
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find(text), std::string::npos) << r.err;
 }
 
 }  // namespace ktune::testing_cli

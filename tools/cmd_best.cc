@@ -9,14 +9,21 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "rpc_runner/history_lookup.h"
 #include "support/error.h"
 #include "tools/commands.h"
 #include "tools/service_flags.h"
-#include "tools/workload_lookup.h"
 #include "tuning_db/record.h"
 
 namespace ktune::tools {
 namespace {
+
+using rpc_runner::Workload;
+using rpc_runner::resolve_workload;
+using rpc_runner::best_records;
+using rpc_runner::emulated_only_note;
+using rpc_runner::emulated_warning;
+using rpc_runner::toolchain_warning;
 
 struct BestOptions {
   std::string template_name;

@@ -1,8 +1,5 @@
 // `ktune tune <template> key=value...`: tune a workload on this machine (a TuningSession over the local
 // runner), or submit it as a job to a tuning server and follow it.
-#include <unistd.h>
-
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -48,15 +45,7 @@ struct TuneCommandOptions {
   bool detach = false;
 };
 
-// Returns "user@host" for the jobs table.
-std::string owner() {
-  const char* user = std::getenv("USER");
-  char host[256] = {0};
-  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  return std::string(user ? user : "?") + "@" + host;
-}
-
-void submit_job(const TuneCommandOptions& o) {
+void run_on_server(const TuneCommandOptions& o) {
   if (o.device_key.empty()) throw Error(ErrorKind::kInvalidArgument, "--server needs --device-key (the devices to tune on)");
   rpc_runner::JobSpec job;
   job.template_name = o.template_name;
@@ -73,22 +62,15 @@ void submit_job(const TuneCommandOptions& o) {
   job.measure = o.measure;
   job.data_seed = o.session.seed;
   job.priority = o.priority;
-  job.owner = owner();
-  job.validate();
   rpc_runner::ServiceClient client(o.server);
-  const rpc_runner::JobStatus submitted = client.submit(job);
-  if (o.detach) {
-    std::cout << "job " << submitted.id << " submitted\n";
-    return;
-  }
-  watch_job(client, submitted.id, o.json);
+  if (const auto id = submit_job(client, job, o.detach)) watch_job(client, *id, o.json);
 }
 
 void run_tune(TuneCommandOptions o) {
   o.measure.build_timeout_s = o.measure.run_timeout_s = o.timeout_s;
   o.measure.check_correctness = !o.no_check;
   o.session.transfer = !o.no_transfer;
-  if (!o.server.server.empty()) return submit_job(o);
+  if (!o.server.server.empty()) return run_on_server(o);
   if (!o.device_key.empty() || o.detach || o.priority_given)
     throw Error(ErrorKind::kInvalidArgument, "--device-key, --priority and --detach need --server");
   tuner::validate(o.session);

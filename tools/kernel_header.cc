@@ -198,4 +198,34 @@ std::string kernel_header(const std::string& symbol, const codegen::Artifact& ar
   return h.str();
 }
 
+std::string kernels_header(const std::string& name, const std::string& library,
+                           const std::vector<KernelHeaderPart>& kernels) {
+  if (kernels.empty()) throw Error(ErrorKind::kInvalidArgument, "kernels_header: no kernels");
+  std::string guard = "KTUNE_KERNELS_" + upper(name) + "_H_";
+  for (char& c : guard)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  std::ostringstream h;
+  h << "/* " << comment_safe(name) << ": " << kernels.size() << " kernels compiled by ktune "
+    << comment_safe(kernels.front().provenance.ktune_version)
+    << " (`ktune build --manifest`) into the static library " << comment_safe(library)
+    << ". Generated file: do not edit.\n"
+    << " *\n";
+  for (const auto& k : kernels)
+    h << " *   " << k.symbol << ": " << comment_safe(k.provenance.workload_key) << ", "
+      << comment_safe(k.provenance.source) << "\n";
+  h << " *\n"
+    << " * Each kernel's own section below says how to call it. Link the library and the runtime\n"
+    << " * (`ktune build --manifest ... --runtime ktune_runtime.c`): `cc main.c " << comment_safe(library)
+    << " ktune_runtime.c -lpthread -lm`.\n"
+    << " */\n"
+    << "#ifndef " << guard << "\n"
+    << "#define " << guard << "\n\n";
+  for (const auto& k : kernels) {
+    if (!k.artifact) throw Error(ErrorKind::kInvalidArgument, "kernels_header: " + k.symbol + " has no artifact");
+    h << kernel_header(k.symbol, *k.artifact, k.tensor_names, k.provenance) << "\n";
+  }
+  h << "#endif  /* " << guard << " */\n";
+  return h.str();
+}
+
 }  // namespace ktune::tools

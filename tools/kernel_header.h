@@ -38,6 +38,22 @@ std::vector<std::string> wrapper_parameter_names(const std::string& symbol,
 std::string kernel_header(const std::string& symbol, const codegen::Artifact& artifact,
                           const std::vector<std::string>& tensor_names, const KernelProvenance& provenance);
 
+// One kernel of a combined header: what kernel_header() takes.
+struct KernelHeaderPart {
+  std::string symbol;
+  const codegen::Artifact* artifact = nullptr;
+  std::vector<std::string> tensor_names;
+  KernelProvenance provenance;
+};
+
+// Returns one header for several kernels (`ktune build --manifest`): a comment that lists every
+// kernel with its workload and config source and says how to link `library` (the static library's
+// file name), then each kernel's kernel_header() text in order (each keeps its own guard,
+// provenance and wrapper), inside a guard made of `name` (the header's file name). Throws as
+// kernel_header, and Error(kInvalidArgument) for no kernels or a part without an artifact.
+std::string kernels_header(const std::string& name, const std::string& library,
+                           const std::vector<KernelHeaderPart>& kernels);
+
 // The standard alignment, in bytes, every kernel buffer must have (the kernel ABI).
 inline constexpr int kKernelBufferAlignment = 64;
 

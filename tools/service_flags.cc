@@ -1,6 +1,9 @@
 // Client flags and the job table.
 #include "tools/service_flags.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -16,6 +19,13 @@ CLI::Option* add_client_flags(CLI::App* cmd, rpc_runner::ServiceClientOptions& o
   cmd->add_option("--tls-ca", options.tls_ca_file, "PEM of the CA that signed the server's certificate (TLS)")
       ->check(CLI::ExistingFile);
   return server;
+}
+
+std::string job_owner() {
+  const char* user = std::getenv("USER");
+  char host[256] = {0};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return std::string(user ? user : "?") + "@" + host;
 }
 
 void print_jobs(std::ostream& out, const std::vector<rpc_runner::JobStatus>& jobs) {
@@ -38,7 +48,8 @@ nlohmann::json to_json(const rpc_runner::JobStatus& j) {
   return {{"id", j.id},           {"state", j.state},       {"workload", j.workload}, {"device_key", j.device_key},
           {"target", j.target},   {"trials", j.trials},     {"done", j.done},         {"best_gflops", j.best_gflops},
           {"devices", j.devices}, {"measuring", j.measuring}, {"priority", j.priority}, {"owner", j.owner},
-          {"message", j.message}, {"tuner", j.tuner},       {"created_at", j.created_at}};
+          {"message", j.message}, {"tuner", j.tuner},       {"created_at", j.created_at},
+          {"model", j.model}};
 }
 
 }  // namespace ktune::tools

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,9 @@ namespace ktune::tools {
 // Adds --server HOST:PORT (required when `required`), --token-file and --tls-ca to `cmd`,
 // stored in `options` (which must outlive the parse).
 CLI::Option* add_client_flags(CLI::App* cmd, rpc_runner::ServiceClientOptions& options, bool required);
+
+// Returns "user@host" (the owner column of the jobs table).
+std::string job_owner();
 
 // Prints jobs as a table: id, state, trials done/budget, best GFLOP/s, devices, key, workload,
 // and the message of a waiting or failed job.

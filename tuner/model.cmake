@@ -8,10 +8,10 @@ add_library(ktune_tuner_model
   ${CMAKE_CURRENT_LIST_DIR}/model_log.cc
   ${CMAKE_CURRENT_LIST_DIR}/tuning_session.cc
 )
-target_include_directories(ktune_tuner_model PUBLIC ${PROJECT_SOURCE_DIR})
+target_include_directories(ktune_tuner_model PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
 target_link_libraries(ktune_tuner_model
   PUBLIC ktune_support ktune_schedule_space ktune_cost_model ktune_tuner
-  PRIVATE ktune_warnings)
+  PRIVATE $<BUILD_INTERFACE:ktune_warnings>)
 
 # The session stamps its records with the ktune version.
 target_compile_definitions(ktune_tuner_model PRIVATE KTUNE_VERSION="${PROJECT_VERSION}")

@@ -14,6 +14,8 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+nlohmann::json seconds_or_null(double s) { return std::isfinite(s) ? nlohmann::json(s) : nlohmann::json(nullptr); }
+
 }  // namespace
 
 // Each allocation is a short TuningSession: the log holds the task's state between allocations
@@ -28,6 +30,8 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   }
 
   size_t tune(size_t n) override {
+    // Once stopped, every task says it can give no more, which ends the scheduler.
+    if (stopped()) return 0;
     SessionOptions o = options_;
     o.trials = n;
     o.measure_fallback = false;  // measured for all tasks at once before the scheduler runs
@@ -37,6 +41,7 @@ class ModelTuning::SessionTuner final : public TaskTuner {
     const SessionReport report = session.run();
     first_ = false;
     run_id_ = report.run_id;
+    cancelled_ = cancelled_ || report.cancelled;
     if (report.result.best_config) best_ = std::min(best_, report.result.best_result.mean_cost());
     trials_ += report.result.n_measured;
     return report.result.n_measured;
@@ -59,6 +64,8 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   }
   size_t trials() const { return trials_; }
   const schedule_space::Task& task() const { return task_; }
+  bool cancelled() const { return cancelled_; }
+  bool stopped() const { return cancelled_ || (options_.should_stop && options_.should_stop()); }
 
  private:
   const schedule_space::Task& task_;
@@ -71,6 +78,7 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   double best_ = kInf;
   std::optional<double> fallback_;
   size_t trials_ = 0;
+  bool cancelled_ = false;
 };
 
 ModelTuning::ModelTuning(const frontend::ModelTasks& tasks, tuning_db::Database& db, Measurer& measurer,
@@ -110,6 +118,7 @@ ModelTuningReport ModelTuning::report() const {
     r.trials += tuner->trials();
     r.workloads.push_back(tuner->task().workload_key());
     r.workload_best_s.push_back(tuner->best_latency());
+    r.cancelled = r.cancelled || tuner->stopped();
   }
   for (size_t i = 0; i < tunable_.size(); ++i) {
     const frontend::ModelTask& t = *tunable_[i];
@@ -145,8 +154,8 @@ ModelTuningReport ModelTuning::run(const std::function<void(const ModelTuningRep
 }
 
 nlohmann::json to_json(const ModelTuningReport& r) {
-  nlohmann::json j{{"trials", r.trials}, {"tuned_s", std::isfinite(r.tuned_s) ? nlohmann::json(r.tuned_s) : nullptr},
-                   {"fallback_s", r.fallback_s}, {"not_tuned", r.not_tuned}};
+  nlohmann::json j{{"trials", r.trials}, {"tuned_s", seconds_or_null(r.tuned_s)}, {"fallback_s", r.fallback_s},
+                   {"not_tuned", r.not_tuned}, {"cancelled", r.cancelled}};
   if (std::isfinite(r.tuned_s) && r.tuned_s > 0 && r.fallback_s > 0) j["speedup_over_fallback"] = r.fallback_s / r.tuned_s;
   j["tasks"] = nlohmann::json::array();
   for (const auto& t : r.tasks) {
@@ -156,10 +165,67 @@ nlohmann::json to_json(const ModelTuningReport& r) {
                           {"count", t.count},
                           {"gflop", t.flop / 1e9},
                           {"trials", t.trials},
-                          {"best_s", std::isfinite(t.best_s) ? nlohmann::json(t.best_s) : nullptr},
+                          {"best_s", seconds_or_null(t.best_s)},
                           {"fallback_s", t.fallback_s ? nlohmann::json(*t.fallback_s) : nullptr},
                           {"share", std::isfinite(time) && std::isfinite(r.tuned_s) ? nlohmann::json(time / r.tuned_s) : nullptr}});
   }
+  j["workloads"] = nlohmann::json::array();
+  for (size_t k = 0; k < r.workloads.size(); ++k)
+    j["workloads"].push_back({{"key", r.workloads[k]},
+                              {"best_s", seconds_or_null(k < r.workload_best_s.size() ? r.workload_best_s[k] : kInf)}});
+  if (!r.steps.empty())
+    j["step"] = {{"task", r.steps.back().task}, {"measured", r.steps.back().measured}, {"total", r.steps.back().total}};
+  return j;
+}
+
+ModelTuningReport model_report_from_json(const nlohmann::json& j) {
+  auto seconds = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : kInf; };
+  // nlohmann would cast a float or a negative number to size_t (undefined or wrapped).
+  auto count = [](const nlohmann::json& v) -> size_t {
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) throw Error(ErrorKind::kInvalidArgument, "model tuning report: a count is not an integer >= 0");
+    return v.get<size_t>();
+  };
+  try {
+    ModelTuningReport r;
+    r.trials = count(j.at("trials"));
+    r.tuned_s = seconds(j.at("tuned_s"));
+    r.fallback_s = j.at("fallback_s").get<double>();
+    r.not_tuned = count(j.at("not_tuned"));
+    r.cancelled = j.value("cancelled", false);
+    for (const auto& t : j.at("tasks")) {
+      TaskProgress p{t.at("key").get<std::string>(), t.at("tuned_as").get<std::string>(), static_cast<int64_t>(count(t.at("count"))),
+                     t.at("gflop").get<double>() * 1e9, count(t.at("trials")), seconds(t.at("best_s")), std::nullopt};
+      if (t.at("fallback_s").is_number()) p.fallback_s = t["fallback_s"].get<double>();
+      r.tasks.push_back(std::move(p));
+    }
+    for (const auto& w : j.value("workloads", nlohmann::json::array())) {
+      r.workloads.push_back(w.at("key").get<std::string>());
+      r.workload_best_s.push_back(seconds(w.at("best_s")));
+    }
+    if (j.contains("step")) {
+      const auto& s = j["step"];
+      SchedulerStep step;
+      step.task = count(s.at("task"));
+      step.measured = count(s.at("measured"));
+      step.total = count(s.at("total"));
+      step.model_latency = r.tuned_s;
+      if (step.task >= r.workloads.size()) throw Error(ErrorKind::kInvalidArgument, "model tuning report: step of an unknown task");
+      r.steps.push_back(step);
+    }
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kInvalidArgument, std::string("model tuning report: ") + e.what());
+  }
+}
+
+nlohmann::json model_summary_json(const frontend::ModelTasks& tasks, const ModelTuningReport& report) {
+  nlohmann::json j = to_json(report);
+  j["model"] = tasks.model;
+  j["untuned"] = nlohmann::json::array();
+  for (const auto& t : tasks.tasks)
+    if (!t.tunable) j["untuned"].push_back({{"task", t.key()}, {"count", t.count}, {"reason", t.refused}});
+  for (const auto& u : tasks.unsupported)
+    j["untuned"].push_back({{"task", u.op}, {"count", u.count}, {"reason", u.reason}});
   return j;
 }
 

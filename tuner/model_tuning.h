@@ -47,6 +47,7 @@ struct ModelTuningReport {
   // The scheduler's tasks (SchedulerStep::task indexes this): one per distinct tuned workload.
   std::vector<std::string> workloads;
   std::vector<double> workload_best_s;
+  bool cancelled = false;              // the sessions' should_stop ended the run early
 };
 
 // One thread. The tasks, db and measurer must outlive it.
@@ -78,8 +79,18 @@ class ModelTuning {
   std::vector<SchedulerStep> steps_;
 };
 
-// The report as JSON: {trials, tuned_s, fallback_s, speedup_over_fallback, not_tuned,
-// tasks: [{key, tuned_as, count, gflop, trials, best_s, fallback_s, share}]}.
+// The report as JSON: {trials, tuned_s, fallback_s, speedup_over_fallback, not_tuned, cancelled,
+// tasks: [{key, tuned_as, count, gflop, trials, best_s, fallback_s, share}],
+// workloads: [{key, best_s}], step: the last SchedulerStep {task, measured, total}}. A latency
+// that is not finite (no config succeeded yet) is null.
 nlohmann::json to_json(const ModelTuningReport& report);
+
+// The inverse of to_json (steps holds the last step only): what a client of a tuning server
+// redraws its table from. Throws Error(kInvalidArgument) for JSON of another shape.
+ModelTuningReport model_report_from_json(const nlohmann::json& j);
+
+// A finished run's summary: to_json(report) plus the model's name and "untuned": [{task, count,
+// reason}] (tasks no template takes and operators without a template, which are in neither sum).
+nlohmann::json model_summary_json(const frontend::ModelTasks& tasks, const ModelTuningReport& report);
 
 }  // namespace ktune::tuner

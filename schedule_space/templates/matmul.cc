@@ -83,6 +83,74 @@ MatmulTensors matmul_tensors(const WorkloadArgs& w, bool transposed_pack) {
   return t;
 }
 
+// The dot-product form of a GEMV with W stored [N,K] (dense, matmul layout=nt): per output,
+// `lanes` partial sums along k (vector loads of X and W rows, no gather), then one horizontal sum,
+// the k remainder and the epilogue (bias undefined: none).
+// partial[M,N,L] = sum_ko X[i, ko*L + l] * W[j, ko*L + l] over the K / L whole vectors.
+// Returns the schedule with the arguments x, w, [bias,] y.
+Instantiated gemv_dot(const te::Tensor& x, const te::Tensor& w, const te::Tensor& bias, const std::string& epilogue,
+                      const std::string& out_name, const Config& cfg, int64_t L) {
+  const int64_t M = x.shape()[0], N = w.shape()[0], K = x.shape()[1], Kq = K / L, Kr = K % L;
+  const te::DataType dt = x.dtype();
+  const te::IterVar ko = te::reduce_axis({0, Kq}, "ko");
+  const te::Expr el(L);
+  const te::Tensor partial = te::compute({M, N, L}, [&](te::Var i, te::Var j, te::Var l) {
+    return te::sum(x(i, ko.var * el + l) * w(j, ko.var * el + l), ko);
+  }, "partial");
+  const te::IterVar lr = te::reduce_axis({0, L}, "l");
+  const te::Tensor hsum = te::compute({M, N}, [&](te::Var i, te::Var j) { return te::sum(partial(i, j, lr.var), lr); },
+                                      "hsum");
+  te::Tensor rest;
+  if (Kr > 0) {
+    const te::IterVar r = te::reduce_axis({0, Kr}, "r");
+    const te::Expr base(Kq * L);
+    rest = te::compute({M, N}, [&](te::Var i, te::Var j) {
+      return te::sum(x(i, base + r.var) * w(j, base + r.var), r);
+    }, "rest");
+  }
+  const te::Tensor y = te::compute({M, N}, [&](te::Var i, te::Var j) {
+    te::Expr v = hsum(i, j);
+    if (rest.defined()) v = v + rest(i, j);
+    return bias.defined() ? apply_epilogue(epilogue, v, bias(j), dt) : v;
+  }, out_name);
+  // Eight outputs at a time: eight vector accumulators live across the k loop. The rows of X
+  // inside the block of eight W rows: those W rows (8 K floats) stay in L1 for every row of X,
+  // and W, the large operand, is read from memory once (batch 8, N=1000, K=512: rows outside
+  // re-read all of W per row, 0.66x OpenBLAS's sgemm).
+  te::Schedule s = te::create_schedule({y});
+  te::Stage ys = s[y];
+  auto [jo, ji] = ys.split(ys.axis(1), 8);
+  ys.reorder({jo, ys.axis(0), ji});
+  const te::IterVar outer = ys.fuse(jo, ys.axis(0));
+  if (cfg["parallel"].as_int() != 0) ys.parallel(outer);
+  te::Stage ps = s[partial];
+  ps.compute_at(ys, outer);
+  ps.reorder({ps.reduce_axis(0), ps.axis(0), ps.axis(1), ps.axis(2)});
+  ps.unroll(ps.axis(1));
+  ps.vectorize(ps.axis(2));
+  s[hsum].compute_at(ys, outer);
+  if (rest.defined()) s[rest].compute_at(ys, outer);
+  (void)ji;
+  if (bias.defined()) return Instantiated{s, {x, w, bias, y}};
+  return Instantiated{s, {x, w, y}};
+}
+
+Instantiated dense_dot(const WorkloadArgs& a, const Config& cfg, int64_t L) {
+  const te::DataType dt = dtype_of(a.get("dtype"));
+  const int64_t M = a.get_int("M"), N = a.get_int("N"), K = a.get_int("K");
+  return gemv_dot(te::placeholder({M, K}, dt, "X"), te::placeholder({N, K}, dt, "W"), te::placeholder({N}, dt, "bias"),
+                  a.get("epilogue"), "Y", cfg, L);
+}
+
+// matmul layout=nt as a GEMV in dot-product form: the same arguments as matmul_tensors'.
+Instantiated matmul_dot(const WorkloadArgs& a, const Config& cfg, int64_t L) {
+  const te::DataType dt = dtype_of(a.get("dtype"));
+  const int64_t M = a.get_int("M"), N = a.get_int("N"), K = a.get_int("K");
+  const std::string epilogue = a.get("epilogue");
+  const te::Tensor bias = epilogue == "none" ? te::Tensor() : te::placeholder({N}, dt, "bias");
+  return gemv_dot(te::placeholder({M, K}, dt, "A"), te::placeholder({N, K}, dt, "B"), bias, epilogue, "C", cfg, L);
+}
+
 // The definition hooks matmul and batch_matmul share: `tensors` builds the tensors (with a
 // transposed copy of B to pack when asked), `batch_axes` leading batch axes come before M, N.
 void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&, bool), int batch_axes) {
@@ -96,13 +164,16 @@ void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&
     const double epilogue = batch_axes > 0 ? 0 : epilogue_flop(w.get("epilogue"));
     return outputs * (2.0 * static_cast<double>(w.get_int("K")) + epilogue);
   };
-  d.define = [](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
-    define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
+  // matmul with B stored [N,K] has the dot-product form for up to 16 rows (as dense has).
+  d.define = [batch_axes](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
+    define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space,
+                      batch_axes == 0 && w.get("layout") == "nt");
   };
   d.fallback = [](const WorkloadArgs& w, const TargetTraits& target, const ConfigSpace& space) {
     return gemm_fallback(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
   };
   d.apply = [tensors, batch_axes](const WorkloadArgs& w, const TargetTraits&, const Config& cfg) {
+    if (const int64_t lanes = dot_lanes(cfg); lanes > 0) return matmul_dot(w, cfg, lanes);
     const bool pack = cfg["pack_b"].as_int() != 0;
     MatmulTensors t = tensors(w, pack);
     te::Schedule s = te::create_schedule({t.c});
@@ -150,57 +221,6 @@ DenseTensors dense_tensors(const WorkloadArgs& a, bool pack) {
   t.y = te::compute({M, N}, [&](te::Var i, te::Var j) { return apply_epilogue(epilogue, dot(i, j), bias(j), dt); },
                     "Y");
   return t;
-}
-
-// The dot-product form of a GEMV with W stored [N,K]: per output, `lanes` partial sums along k
-// (vector loads of X and W rows, no gather), then one horizontal sum, the k remainder and the
-// epilogue. partial[M,N,L] = sum_ko X[i, ko*L + l] * W[j, ko*L + l] over the K / L whole vectors.
-Instantiated dense_dot(const WorkloadArgs& a, const Config& cfg, int64_t L) {
-  const int64_t M = a.get_int("M"), N = a.get_int("N"), K = a.get_int("K"), Kq = K / L, Kr = K % L;
-  const te::DataType dt = dtype_of(a.get("dtype"));
-  const te::Tensor x = te::placeholder({M, K}, dt, "X"), w = te::placeholder({N, K}, dt, "W"),
-                   bias = te::placeholder({N}, dt, "bias");
-  const te::IterVar ko = te::reduce_axis({0, Kq}, "ko");
-  const te::Expr el(L);
-  const te::Tensor partial = te::compute({M, N, L}, [&](te::Var i, te::Var j, te::Var l) {
-    return te::sum(x(i, ko.var * el + l) * w(j, ko.var * el + l), ko);
-  }, "partial");
-  const te::IterVar lr = te::reduce_axis({0, L}, "l");
-  const te::Tensor hsum = te::compute({M, N}, [&](te::Var i, te::Var j) { return te::sum(partial(i, j, lr.var), lr); },
-                                      "hsum");
-  te::Tensor rest;
-  if (Kr > 0) {
-    const te::IterVar r = te::reduce_axis({0, Kr}, "r");
-    const te::Expr base(Kq * L);
-    rest = te::compute({M, N}, [&](te::Var i, te::Var j) {
-      return te::sum(x(i, base + r.var) * w(j, base + r.var), r);
-    }, "rest");
-  }
-  const std::string epilogue = a.get("epilogue");
-  const te::Tensor y = te::compute({M, N}, [&](te::Var i, te::Var j) {
-    te::Expr v = hsum(i, j);
-    if (rest.defined()) v = v + rest(i, j);
-    return apply_epilogue(epilogue, v, bias(j), dt);
-  }, "Y");
-  // Eight outputs at a time: eight vector accumulators live across the k loop. The rows of X
-  // inside the block of eight W rows: those W rows (8 K floats) stay in L1 for every row of X,
-  // and W, the large operand, is read from memory once (batch 8, N=1000, K=512: rows outside
-  // re-read all of W per row, 0.66x OpenBLAS's sgemm).
-  te::Schedule s = te::create_schedule({y});
-  te::Stage ys = s[y];
-  auto [jo, ji] = ys.split(ys.axis(1), 8);
-  ys.reorder({jo, ys.axis(0), ji});
-  const te::IterVar outer = ys.fuse(jo, ys.axis(0));
-  if (cfg["parallel"].as_int() != 0) ys.parallel(outer);
-  te::Stage ps = s[partial];
-  ps.compute_at(ys, outer);
-  ps.reorder({ps.reduce_axis(0), ps.axis(0), ps.axis(1), ps.axis(2)});
-  ps.unroll(ps.axis(1));
-  ps.vectorize(ps.axis(2));
-  s[hsum].compute_at(ys, outer);
-  if (rest.defined()) s[rest].compute_at(ys, outer);
-  (void)ji;
-  return Instantiated{s, {x, w, bias, y}};
 }
 
 void register_dense(TemplateRegistry& r) {

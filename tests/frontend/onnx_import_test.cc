@@ -248,5 +248,56 @@ TEST(OnnxImport, InputShapeText) {
   }
 }
 
+// A tuning server rebuilds a client's tasks from their JSON for its devices' target: the listed
+// tasks come back as they were, and the tuned forms are those extract_tasks gives on that target.
+TEST(OnnxImport, TasksFromJsonAreDecidedAgainOnTheReadersTarget) {
+  const Graph graph = load_onnx(model("mixed_ops.onnx"));
+  const ModelTasks here = extract_tasks(graph, avx512());
+  const auto neon = schedule_space::make_target_traits("neon", "aarch64-linux-gnu", 128, 4);
+  const ModelTasks there = extract_tasks(graph, neon);
+  for (const auto& [traits, expected] : {std::pair{avx512(), &here}, std::pair{neon, &there}}) {
+    const ModelTasks m = tasks_from_json(to_json(here), traits);
+    EXPECT_EQ(m.model, expected->model);
+    ASSERT_EQ(m.tasks.size(), expected->tasks.size());
+    for (size_t i = 0; i < m.tasks.size(); ++i) {
+      const ModelTask& a = m.tasks[i];
+      const ModelTask& b = expected->tasks[i];
+      EXPECT_EQ(a.key(), b.key());
+      EXPECT_EQ(a.count, b.count);
+      EXPECT_DOUBLE_EQ(a.flop, b.flop);
+      EXPECT_EQ(a.layers, b.layers);
+      EXPECT_EQ(a.status, b.status) << a.key();
+      ASSERT_EQ(a.tunable.has_value(), b.tunable.has_value()) << a.key();
+      if (a.tunable) {
+        EXPECT_EQ(a.tunable->workload_key(), b.tunable->workload_key());
+      }
+    }
+    ASSERT_EQ(m.unsupported.size(), expected->unsupported.size());
+    for (size_t i = 0; i < m.unsupported.size(); ++i) {
+      EXPECT_EQ(m.unsupported[i].op, expected->unsupported[i].op);
+      EXPECT_EQ(m.unsupported[i].count, expected->unsupported[i].count);
+    }
+  }
+  auto kind = [](const nlohmann::json& j) {
+    try {
+      tasks_from_json(j, avx512());
+    } catch (const Error& e) {
+      return e.kind();
+    }
+    return ErrorKind::kUnknown;
+  };
+  nlohmann::json no_count = to_json(here);
+  no_count["tasks"][0].erase("count");
+  EXPECT_EQ(kind(no_count), ErrorKind::kInvalidArgument);
+  nlohmann::json zero = to_json(here);
+  zero["tasks"][0]["count"] = 0;
+  EXPECT_EQ(kind(zero), ErrorKind::kInvalidArgument);
+  nlohmann::json huge = to_json(here);
+  huge["tasks"][0]["count"] = 1.8888e72;  // a float, not cast
+  EXPECT_EQ(kind(huge), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind(nlohmann::json::array()), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind({{"model", "m"}}), ErrorKind::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ktune::frontend

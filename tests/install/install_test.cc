@@ -2,19 +2,27 @@
 // then examples/consumer (an MLP of three kernels pulled in with ktune_add_kernel) configured,
 // built and run as an outside project would: against the prefix, with a log tuned by the
 // installed ktune. The program checks every layer against plain C loops; this test checks its
-// numbers, that the kernels are the log's, that a changed log rebuilds them, the package version
-// rule, a REQUIRE_TUNED failure, and an AArch64 cross build run under qemu.
+// numbers, that the three kernels are built by one `ktune build --manifest` run and are the log's,
+// that a changed log rebuilds them, the package version rule, a REQUIRE_TUNED failure, an AArch64
+// cross build run under qemu, and kernels asked of a real `ktune server` (SERVER host:port). The
+// C++ libraries: every installed header compiles in a consumer, and examples/jit_consumer
+// (apply_history_best) built against the prefix serves the tuned, nearest or fallback kernel of a
+// log with the right numbers.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/cli_util.h"
+#include "tests/process_util.h"
 
 namespace {
 
@@ -41,6 +49,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 const std::string kCMake = quote(KTUNE_CMAKE);
 const std::string kConsumer = std::string(KTUNE_SOURCE_DIR_PATH) + "/examples/consumer";
+const std::string kJitConsumer = std::string(KTUNE_SOURCE_DIR_PATH) + "/examples/jit_consumer";
 
 // The three workloads of examples/consumer/CMakeLists.txt.
 const std::vector<std::string> kWorkloads = {"dense_bias_relu M=32 N=256 K=128", "dense_bias_relu M=32 N=128 K=256",
@@ -80,10 +89,23 @@ class Installed : public testing::Test {
                  " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()) + " " + extra);
   }
   static Output build(const fs::path& build) { return shell(kCMake + " --build " + quote(build.string())); }
+  // Configures and builds the consumer into b with the extra cmake flags (its kernels in one
+  // manifest step), runs it and checks its numbers.
+  static void build_and_run(const fs::path& b, const std::string& extra);
 
   static fs::path* root_;
 };
 fs::path* Installed::root_ = nullptr;
+
+// The one `ktune build --manifest` step of the consumer's build (the custom command's comment).
+const std::string kManifestStep = "ktune build --manifest ktune_kernels.json: layer1 layer2 head";
+
+// The overview line of kernel `name` in the consumer's combined header.
+std::string overview_line(const fs::path& build, const std::string& name) {
+  for (const auto& line : lines_of(read_file(build / "ktune_kernels/mlp/ktune_kernels.h")))
+    if (line.rfind(" *   " + name + ": ", 0) == 0) return line;
+  return "";
+}
 
 // The program's report: six layer checks with nothing off, then "mlp ok".
 void expect_mlp_ok(const std::string& out) {
@@ -101,10 +123,34 @@ void expect_mlp_ok(const std::string& out) {
   EXPECT_EQ(lines[7], "mlp ok");
 }
 
+void Installed::build_and_run(const fs::path& b, const std::string& extra) {
+  const Output configured = configure(b, extra);
+  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
+  const Output built = build(b);
+  ASSERT_EQ(built.status, 0) << built.out << built.err;
+  EXPECT_TRUE(contains(built.out, kManifestStep)) << built.out;
+  const Output ran = shell(quote((b / "mlp").string()));
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  expect_mlp_ok(ran.out);
+}
+
 TEST_F(Installed, PrefixHoldsTheCommandsAndThePackage) {
   for (const char* f : {"bin/ktune", "bin/ktune-runner", "lib/cmake/ktune/ktuneConfig.cmake",
-                        "lib/cmake/ktune/ktuneConfigVersion.cmake", "lib/cmake/ktune/ktuneKernels.cmake"})
+                        "lib/cmake/ktune/ktuneConfigVersion.cmake", "lib/cmake/ktune/ktuneKernels.cmake",
+                        "lib/cmake/ktune/ktuneLibrary.cmake", "lib/cmake/ktune/ktuneTargets.cmake",
+                        "lib/libktune_codegen.a", "lib/libktune_rpc_runner.a", "include/ktune/codegen/kernel.h",
+                        "include/ktune/rpc_runner/history_best.h", "include/ktune/support/error.h"})
     EXPECT_TRUE(fs::is_regular_file(prefix() / f)) << f;
+  // LLVM and the generated gRPC code stay private: their headers are not installed.
+  for (const char* f : {"include/ktune/codegen/llvm_module.h", "include/ktune/rpc_runner/device_pool.h",
+                        "include/ktune/rpc_runner/proto"})
+    EXPECT_FALSE(fs::exists(prefix() / f)) << f;
+  // The package names no path of this build or source tree (the prefix can move or be packaged).
+  for (const auto& entry : fs::directory_iterator(prefix() / "lib/cmake/ktune")) {
+    const std::string text = read_file(entry.path());
+    EXPECT_FALSE(contains(text, KTUNE_BUILD_DIR)) << entry.path();
+    EXPECT_FALSE(contains(text, KTUNE_SOURCE_DIR_PATH)) << entry.path();
+  }
   const Output version = shell(quote((prefix() / "bin/ktune").string()) + " --version");
   EXPECT_EQ(version.status, 0);
   EXPECT_TRUE(contains(version.out, "0.2.")) << version.out;
@@ -126,30 +172,22 @@ TEST_F(Installed, PrefixHoldsTheCommandsAndThePackage) {
 
 TEST_F(Installed, ConsumerBuildsWithTunedKernelsAndRebuildsWhenTheLogChanges) {
   const fs::path b = dir("consumer");
-  const Output configured = configure(b, "-DKTUNE_DB=" + quote(db().string()) + " -DKTUNE_REQUIRE_TUNED=ON");
-  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
-  const Output built = build(b);
-  ASSERT_EQ(built.status, 0) << built.out << built.err;
+  build_and_run(b, "-DKTUNE_DB=" + quote(db().string()) + " -DKTUNE_REQUIRE_TUNED=ON");
+  if (HasFatalFailure()) return;
+  // The one header names the log's records (REQUIRE_TUNED would have failed otherwise).
   for (const char* name : {"layer1", "layer2", "head"})
-    EXPECT_TRUE(contains(built.out, "-> " + std::string(name))) << built.out;
-  const Output ran = shell(quote((b / "mlp").string()));
-  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
-  expect_mlp_ok(ran.out);
-  // The headers name the log's records (REQUIRE_TUNED would have failed otherwise).
-  for (const char* name : {"layer1", "layer2", "head"}) {
-    const std::string header = read_file(b / "ktune_kernels/mlp" / (std::string(name) + ".h"));
-    EXPECT_TRUE(contains(header, " * source:   tuning log " + db().string() + ", record ")) << header;
-  }
+    EXPECT_TRUE(contains(overview_line(b, name), ", tuning log " + db().string() + ", record ")) << name;
 
   // Nothing to do until the log changes; then every kernel is built again.
   const Output again = build(b);
   ASSERT_EQ(again.status, 0);
   EXPECT_TRUE(contains(again.out, "no work to do")) << again.out;
-  fs::last_write_time(db(), fs::last_write_time(db()) + std::chrono::seconds(2));
+  // Newer than the kernels just built (the log's own time + 2 s was not, when the configure and
+  // build took longer than that since the suite tuned it: Ninja then had nothing to do).
+  fs::last_write_time(db(), fs::file_time_type::clock::now() + std::chrono::seconds(2));
   const Output changed = build(b);
   ASSERT_EQ(changed.status, 0) << changed.out << changed.err;
-  for (const char* name : {"layer1", "layer2", "head"})
-    EXPECT_TRUE(contains(changed.out, "-> " + std::string(name))) << changed.out;
+  EXPECT_TRUE(contains(changed.out, kManifestStep)) << changed.out;
 }
 
 TEST_F(Installed, RequireTunedWithoutARecordStopsTheBuildNamingTheKernel) {
@@ -162,10 +200,11 @@ TEST_F(Installed, RequireTunedWithoutARecordStopsTheBuildNamingTheKernel) {
   ASSERT_EQ(configure(b, "-DKTUNE_DB=" + quote(empty.string()) + " -DKTUNE_REQUIRE_TUNED=ON").status, 0);
   const Output built = shell(kCMake + " --build " + quote(b.string()) + " -- -k 0");
   EXPECT_NE(built.status, 0);
-  EXPECT_TRUE(contains(built.out, "-> layer1")) << built.out;
-  EXPECT_TRUE(contains(built.out + built.err, "no successful record of dense_bias_relu(M=32,N=256,K=128"))
+  EXPECT_TRUE(contains(built.out, kManifestStep)) << built.out;
+  EXPECT_TRUE(contains(built.out + built.err,
+                       "kernel 'layer1' (entry 0): no successful record of dense_bias_relu(M=32,N=256,K=128"))
       << built.out << built.err;
-  for (const char* f : {"layer1.o", "layer1.h", "layer2.o", "head.o"})
+  for (const char* f : {"libktune_kernels.a", "ktune_kernels.h", "ktune_runtime.c"})
     EXPECT_FALSE(fs::exists(b / "ktune_kernels/mlp" / f)) << f << ": a failed kernel build leaves nothing";
   EXPECT_FALSE(fs::exists(b / "mlp"));
 }
@@ -199,6 +238,156 @@ TEST_F(Installed, AArch64CrossBuildRunsUnderQemu) {
   const Output ran = shell("qemu-aarch64-static -L /usr/aarch64-linux-gnu " + quote((b / "mlp").string()));
   EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
   expect_mlp_ok(ran.out);
+}
+
+// A C++ project that names no component gets ktune::library; each installed header compiles on its
+// own include path (what a header includes is installed too).
+TEST_F(Installed, EveryInstalledHeaderCompilesInAConsumer) {
+  const fs::path src = dir("headers");
+  fs::create_directories(src);
+  std::ofstream(src / "CMakeLists.txt") << "cmake_minimum_required(VERSION 3.25)\nproject(h LANGUAGES CXX)\n"
+                                        << "find_package(ktune 0.2 REQUIRED)\n"  // C++20 comes with the target
+                                        << "add_library(headers OBJECT headers.cc)\n"
+                                        << "target_link_libraries(headers PRIVATE ktune::library)\n";
+  std::ofstream cc(src / "headers.cc");
+  int count = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(prefix() / "include/ktune"))
+    if (entry.path().extension() == ".h") {
+      cc << "#include <ktune/" << fs::relative(entry.path(), prefix() / "include/ktune").string() << ">\n";
+      ++count;
+    }
+  cc.close();
+  EXPECT_GT(count, 50);
+  const Output configured = shell(kCMake + " -S " + quote(src.string()) + " -B " + quote((src / "b").string()) +
+                                  " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
+  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
+  const Output built = build(src / "b");
+  EXPECT_EQ(built.status, 0) << built.out << built.err;
+}
+
+// Without one of the libraries' dependencies (SQLite3 hidden from find_package here), a C++
+// project still gets the commands and ktune_add_kernel, told why there is no ktune::library;
+// one that asks for the component stops, naming what is missing.
+TEST_F(Installed, AMissingLibraryDependencyIsNamed) {
+  for (const bool required : {false, true}) {
+    const fs::path src = dir(required ? "no-sqlite-required" : "no-sqlite");
+    fs::create_directories(src);
+    std::ofstream(src / "CMakeLists.txt") << "cmake_minimum_required(VERSION 3.25)\nproject(n LANGUAGES CXX)\n"
+                                          << "find_package(ktune 0.2 REQUIRED" << (required ? " COMPONENTS library" : "")
+                                          << ")\nif(TARGET ktune::library OR NOT COMMAND ktune_add_kernel)\n"
+                                          << "  message(FATAL_ERROR \"unexpected targets\")\nendif()\n";
+    const Output out = shell(kCMake + " -S " + quote(src.string()) + " -B " + quote((src / "b").string()) +
+                             " -DCMAKE_DISABLE_FIND_PACKAGE_SQLite3=ON -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
+    EXPECT_EQ(out.status == 0, !required) << out.out << out.err;
+    EXPECT_TRUE(contains(out.out + out.err, "no ktune::library")) << out.out << out.err;
+    EXPECT_TRUE(contains(out.out + out.err, "missing SQLite3 (libsqlite3-dev)")) << out.out << out.err;
+  }
+}
+
+// What examples/jit_consumer prints: the source, a note, the check, the checksum, "jit ok".
+struct JitRun {
+  std::string source;
+  std::string note;
+  double checksum = 0;
+};
+JitRun expect_jit_ok(const Output& ran) {
+  JitRun run;
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  const auto lines = lines_of(ran.out);
+  EXPECT_EQ(lines.size(), 5u) << ran.out;
+  if (lines.size() != 5u) return run;
+  EXPECT_EQ(lines[0].rfind("source ", 0), 0u) << lines[0];
+  run.source = lines[0].substr(7);
+  EXPECT_EQ(lines[1].rfind("note ", 0), 0u) << lines[1];
+  run.note = lines[1].substr(5);
+  EXPECT_EQ(lines[2].rfind("checked 4096 bad 0 max_rel_err ", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3].rfind("checksum ", 0), 0u) << lines[3];
+  run.checksum = std::stod(lines[3].substr(9));
+  EXPECT_EQ(lines[4], "jit ok");
+  return run;
+}
+
+TEST_F(Installed, JitConsumerRunsTheTunedTheNearestOrTheFallbackKernel) {
+  const fs::path b = dir("jit");
+  const Output configured = shell(kCMake + " -S " + quote(kJitConsumer) + " -B " + quote(b.string()) +
+                                  " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
+  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
+  const Output built = build(b);
+  ASSERT_EQ(built.status, 0) << built.out << built.err;
+  const std::string exe = quote((b / "jit_consumer").string());
+  const std::string ktune = quote((prefix() / "bin/ktune").string());
+
+  // A log with the example's workload (matmul 64^3): its best record, checked against the loop.
+  const fs::path tuned = dir("jit-tuned.db");
+  ASSERT_EQ(shell(ktune + " tune matmul M=64 N=64 K=64 --trials 6 --tuner random --json --db " + quote(tuned.string()))
+                .status,
+            0);
+  const JitRun from_tuned = expect_jit_ok(shell(exe + " " + quote(tuned.string())));
+  EXPECT_EQ(from_tuned.source, "tuned");
+  EXPECT_EQ(from_tuned.note.rfind("record ", 0), 0u) << from_tuned.note;
+  EXPECT_TRUE(contains(from_tuned.note, tuned.string())) << from_tuned.note;
+
+  // The suite's log has matmul 32x16x128 but not 64^3: that workload's best config, valid here.
+  const JitRun from_nearest = expect_jit_ok(shell(exe + " " + quote(db().string())));
+  EXPECT_EQ(from_nearest.source, "nearest");
+  EXPECT_TRUE(contains(from_nearest.note, "matmul(M=32,N=16,K=128")) << from_nearest.note;
+
+  // A log of another template only: nothing near either, so the template's fallback.
+  const fs::path other = dir("jit-other.db");
+  ASSERT_EQ(shell(ktune + " tune dense_bias_relu M=16 N=16 K=16 --trials 2 --tuner random --json --db " +
+                  quote(other.string()))
+                .status,
+            0);
+  const JitRun from_fallback = expect_jit_ok(shell(exe + " " + quote(other.string())));
+  EXPECT_EQ(from_fallback.source, "fallback");
+  // Same data, same product: the three kernels agree to float rounding.
+  for (const JitRun& run : {from_nearest, from_fallback})
+    EXPECT_NEAR(run.checksum, from_tuned.checksum, 1e-3 * (1 + std::abs(from_tuned.checksum))) << run.source;
+
+  // A missing log: one line naming it, exit 1, no kernel run.
+  const Output missing = shell(exe + " " + quote(dir("no-such.db").string()));
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_EQ(lines_of(missing.err).size(), 1u) << missing.err;
+  EXPECT_TRUE(contains(missing.err, "no-such.db")) << missing.err;
+  EXPECT_TRUE(missing.out.empty()) << missing.out;
+}
+
+// ktune_add_kernel(... SERVER host:port): a real `ktune server` on loopback whose log has the
+// consumer's records; the kernels are asked of it and are the log's best.
+TEST_F(Installed, ConsumerBuildsWithKernelsFromATuningServer) {
+  namespace tp = ktune::testing_process;
+  const fs::path served = dir("served.db");
+  fs::copy_file(db(), served, fs::copy_options::overwrite_existing);
+  const fs::path logs = dir("server-logs");
+  fs::create_directories(logs);
+  // Port 0: the server picks a free port and prints it.
+  tp::Child server({(prefix() / "bin/ktune").string(), "server", "--port", "0", "--db", served.string()},
+                   logs / "server.out", logs / "server.err");
+  const std::string address = tp::wait_for_address(logs / "server.out");
+  ASSERT_FALSE(address.empty()) << tp::read_file(logs / "server.err");
+  ASSERT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address;
+
+  const fs::path b = dir("served-consumer");
+  build_and_run(b, "-DKTUNE_SERVER=" + address + " -DKTUNE_REQUIRE_TUNED=ON");
+  if (HasFatalFailure()) return;
+  // Each kernel has the config of the server log's best record: the one a build from the log
+  // file itself serves.
+  const std::string ktune = quote((prefix() / "bin/ktune").string());
+  const std::string header = read_file(b / "ktune_kernels/mlp/ktune_kernels.h");
+  const char* names[] = {"layer1", "layer2", "head"};
+  for (size_t i = 0; i < kWorkloads.size(); ++i) {
+    const std::string scratch = dir("scratch").string();
+    const Output local = shell(ktune + " build " + kWorkloads[i] + " --json --require-tuned --db " +
+                               quote(served.string()) + " -o " + quote(scratch + ".o") + " --header " +
+                               quote(scratch + ".h"));
+    ASSERT_EQ(local.status, 0) << local.err;
+    const auto j = nlohmann::json::parse(local.out);
+    EXPECT_TRUE(contains(header, " * config:   " + j["config"].dump() + "\n")) << names[i] << "\n" << header;
+    EXPECT_TRUE(contains(overview_line(b, names[i]), ", tuning server " + address + ": ")) << overview_line(b, names[i]);
+  }
+  // The server going away after the build changes nothing: the kernels are in the program.
+  server.kill(SIGTERM);
+  EXPECT_EQ(shell(quote((b / "mlp").string())).status, 0);
 }
 
 }  // namespace

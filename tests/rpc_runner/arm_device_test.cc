@@ -215,7 +215,7 @@ TEST(ArmDevice, ADeviceOfAnotherProtocolVersionOrWithAWrongTokenIsRefusedWithOne
   auto old = start_native_device(dir, server.address, "old", {"--token-file", right, "--protocol-version", "2"});
   EXPECT_EQ(old->wait(30), 1);
   const std::string old_err = read_file(dir.file("old.err"));
-  EXPECT_NE(old_err.find("the worker speaks version 2, this server version 3"), std::string::npos) << old_err;
+  EXPECT_NE(old_err.find("the worker speaks version 2, this server version 4"), std::string::npos) << old_err;
 
   const std::string server_err = read_file(dir.file("server.err"));
   EXPECT_NE(server_err.find("version 2"), std::string::npos) << server_err;

@@ -20,15 +20,11 @@ namespace ktune {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_cli::count_lines;
+using testing_cli::expect_one_line_error;
 using testing_cli::quote;
 using testing_process::Child;
 using testing_process::read_file;
-
-size_t count_lines(const std::string& text) {
-  size_t n = 0;
-  for (char c : text) n += c == '\n';
-  return n;
-}
 
 class CliRemote : public ::testing::Test {
  protected:
@@ -42,12 +38,6 @@ class CliRemote : public ::testing::Test {
   fs::path dir_;
 };
 
-// One line on stderr, exit status 1, and the text in it.
-void expect_one_line_error(const testing_cli::Output& r, const std::string& text) {
-  EXPECT_EQ(r.status, 1) << r.out << r.err;
-  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
-  EXPECT_NE(r.err.find(text), std::string::npos) << r.err;
-}
 
 TEST_F(CliRemote, TuneJobsBestBuildAndExportThroughTheServer) {
   const std::string ktune = KTUNE_BIN;

@@ -177,6 +177,19 @@ TEST(Task, FallbackIsValidAndNotNaive) {
   }
 }
 
+// A GEMV whose B is stored [N,K] (matmul layout=nt, dense) reads B's rows in dot-product form:
+// the space offers it, the fallback takes it; B stored [K,N] has no use for it.
+TEST(Task, GemvWithRowsOfBHasADotProductForm) {
+  const Task nt = Task::create("matmul", {{"M", "1"}, {"N", "1000"}, {"K", "512"}, {"layout", "nt"}}, avx512());
+  ASSERT_NE(nt.space().find_knob("dot_lanes"), nullptr);
+  EXPECT_EQ(nt.fallback_config()["dot_lanes"].as_int(), 16);
+  const Task nn = Task::create("matmul", {{"M", "1"}, {"N", "1000"}, {"K", "512"}}, avx512());
+  EXPECT_EQ(nn.space().find_knob("dot_lanes"), nullptr);
+  const Task batched =
+      Task::create("batch_matmul", {{"batch", "2"}, {"M", "1"}, {"N", "64"}, {"K", "64"}, {"layout", "nt"}}, avx512());
+  EXPECT_EQ(batched.space().find_knob("dot_lanes"), nullptr);
+}
+
 TEST(Task, LargeSpacesAreRich) {
   const Task mm = Task::create("matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}}, avx512());
   EXPECT_GT(mm.space().size(), 10000u);

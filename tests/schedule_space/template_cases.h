@@ -73,6 +73,8 @@ inline std::vector<TemplateCase> small_cases() {
       {"matmul_gemv_bias_gelu", "matmul", {{"M", "1"}, {"N", "7"}, {"K", "3"}, {"epilogue", "bias_gelu"}}},
       {"dense_odd", "dense_bias_relu", {{"M", "5"}, {"N", "6"}, {"K", "7"}}},
       {"dense_gemv_dot", "dense_bias_relu", {{"M", "1"}, {"N", "9"}, {"K", "17"}, {"epilogue", "bias_gelu"}}},
+      {"matmul_nt_gemv_dot", "matmul", {{"M", "1"}, {"N", "9"}, {"K", "17"}, {"layout", "nt"}}},
+      {"matmul_nt_dot_bias", "matmul", {{"M", "2"}, {"N", "5"}, {"K", "9"}, {"layout", "nt"}, {"epilogue", "bias_relu"}}},
       {"conv2d_odd", "conv2d", {{"C", "1"}, {"H", "5"}, {"W", "3"}, {"K", "3"}, {"pad", "1"}}},
       {"depthwise_odd", "depthwise_conv2d", {{"C", "3"}, {"H", "3"}, {"W", "5"}, {"pad", "1"}}},
       {"conv2d_nchwc_tails", "conv2d_nchwc",

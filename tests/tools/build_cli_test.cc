@@ -31,6 +31,7 @@
 #include "te/lower.h"
 #include "tests/cli_util.h"
 #include "tuning_db/database.h"
+#include "tests/tools/build_test_util.h"
 
 #ifndef KTUNE_SOURCE_DIR_PATH
 #error "build_cli_test needs KTUNE_SOURCE_DIR_PATH (the project root)"
@@ -39,148 +40,8 @@
 namespace ktune::tools {
 namespace {
 
-namespace fs = std::filesystem;
-using testing_cli::Output;
-using testing_cli::quote;
-using testing_cli::shell;
+using namespace build_test;  // NOLINT: the helpers of every build test
 
-const char* const kCross = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
-
-// A fresh directory, removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("ktune-build-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  ASSERT_TRUE(out.good()) << path;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// Every entry of dir with the contents of the regular files ("" for a directory).
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::directory_iterator(dir))
-    files[e.path().filename().string()] = e.is_regular_file() ? read_file(e.path().string()) : "";
-  return files;
-}
-
-std::set<std::string> listing(const fs::path& dir) {
-  std::set<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
-  return names;
-}
-
-// `ktune build <args>` run in `cwd`.
-Output ktune_build(const std::string& args, const fs::path& cwd = fs::current_path()) {
-  return shell("cd " + quote(cwd.string()) + " && " + quote(KTUNE_BINARY) + " build " + args);
-}
-
-schedule_space::Task make_task(const std::string& template_name, const std::vector<std::string>& words,
-                               const std::string& target_text = "host") {
-  const codegen::Target target = codegen::Target::parse(target_text);
-  return schedule_space::Task::create(
-      template_name, schedule_space::parse_workload_args(template_name, words),
-      schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores()));
-}
-
-// The text after "<prefix>" on the first line of the header that starts with it.
-std::string header_field(const std::string& header, const std::string& prefix) {
-  for (const auto& l : lines_of(header))
-    if (l.rfind(prefix, 0) == 0) return l.substr(prefix.size());
-  ADD_FAILURE() << "no line starting with '" << prefix << "' in\n" << header;
-  return "";
-}
-
-nlohmann::json header_config(const std::string& header) {
-  return nlohmann::json::parse(header_field(header, " * config:   "));
-}
-
-tuning_db::Record make_record(const schedule_space::Task& task, const schedule_space::Config& config,
-                              std::vector<double> costs) {
-  const codegen::Target target = codegen::Target::parse("host");
-  tuning_db::Record r;
-  r.workload_key = task.workload_key();
-  r.template_name = task.template_name();
-  r.args = task.args_json();
-  r.flop = task.flop();
-  r.target = {target.str(), codegen::llvm_version()};
-  r.config_index = static_cast<int64_t>(config.index());
-  r.config = config.to_json();
-  if (costs.empty()) {
-    r.error = ErrorKind::kRun;
-    r.error_message = "crashed (test record)";
-  }
-  r.costs = std::move(costs);
-  r.all_cost = 0.5;
-  r.tuner = "random";
-  r.timestamp = 1.7e9;
-  r.ktune_version = "0.1.0";
-  return r;
-}
-
-// Configs of the task other than its fallback that instantiate, chosen by a seeded generator.
-std::vector<schedule_space::Config> pick_configs(const schedule_space::Task& task, size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<schedule_space::Config> picked;
-  std::set<uint64_t> seen{task.fallback_config().index()};
-  while (picked.size() < n) {
-    const uint64_t index = rng() % task.space().size();
-    if (!seen.insert(index).second) continue;
-    const schedule_space::Config config = task.space().get(index);
-    try {
-      (void)task.instantiate(config);
-    } catch (const Error&) {
-      continue;
-    }
-    picked.push_back(config);
-  }
-  return picked;
-}
-
-// A log holding, for `task` on the host: a fast record of configs[0], a slower one of configs[1]
-// and a failure of the fallback config. Returns the fast record's id.
-int64_t write_log(const std::string& path, const schedule_space::Task& task,
-                  const std::vector<schedule_space::Config>& configs) {
-  auto db = tuning_db::Database::open(path);
-  const auto ids = db.add({make_record(task, configs[0], {2.0e-5, 2.2e-5}), make_record(task, configs[1], {9.0e-5}),
-                           make_record(task, task.fallback_config(), {})});
-  return ids[0];
-}
 
 // The start of a C test program: includes, the sizes, and `buffer(count)`, which returns a
 // 64-byte aligned array of values in [-0.5, 0.5) from a generator seeded with `seed`.
@@ -309,24 +170,6 @@ std::string dense_program(const std::string& header, const std::string& wrapper,
   return c.str();
 }
 
-// Compiles main.c (in dir) with `compiler` against the object and runtime, runs it with `args`
-// (through `runner`, e.g. qemu) and returns what it printed, or nullopt after failing the test
-// when a step fails.
-std::optional<std::string> compile_and_run(const TempDir& dir, const std::string& program, const std::string& object,
-                                           const std::string& runtime, const std::string& compiler = "cc",
-                                           const std::string& runner = "", const std::string& args = "") {
-  write_file(dir.file("main.c"), program);
-  const std::string exe = dir.file("main");
-  const Output built = shell(compiler + " -std=c11 -O1 -Wall -Wextra -Werror -I" + quote(dir.path().string()) + " " +
-                             quote(dir.file("main.c")) + " " + quote(object) + " " + quote(runtime) + " -o " +
-                             quote(exe) + " -lpthread -lm");
-  EXPECT_EQ(built.status, 0) << built.out << built.err;
-  if (built.status != 0) return std::nullopt;
-  const Output ran = shell(runner + (runner.empty() ? "" : " ") + quote(exe) + (args.empty() ? "" : " ") + args);
-  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
-  if (ran.status != 0) return std::nullopt;
-  return ran.out;
-}
 
 std::string fixed(double v, int digits) {
   std::ostringstream s;
@@ -510,43 +353,6 @@ TEST(BuildCli, CrossBuildIsAnAArch64ObjectDefiningTheKernel) {
   expect_matmul_right(ran, dir.file("a.o"), "aarch64-linux-gnu-nm");
 }
 
-// C source of a program that loads the inputs from DIR/in<i>.bin (argv[1] is DIR), fills the
-// outputs with NaN bytes, calls the wrapper and stores the outputs to DIR/out<i>.bin.
-std::string file_io_program(const std::string& header, const std::string& wrapper, const nlohmann::json& arguments) {
-  std::ostringstream c;
-  c << "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"" << header << "\"\n"
-    << R"(static char path[4096];
-static void* buffer(const char* dir, const char* kind, int i, size_t bytes, int load) {
-  void* p = aligned_alloc(64, (bytes + 63) / 64 * 64);
-  memset(p, 0xff, bytes); /* NaN everywhere the kernel does not write */
-  if (!load) return p;
-  snprintf(path, sizeof path, "%s/%s%d.bin", dir, kind, i);
-  FILE* f = fopen(path, "rb");
-  if (!f || fread(p, 1, bytes, f) != bytes) exit(3);
-  fclose(f);
-  return p;
-}
-static void store(const char* dir, int i, const void* p, size_t bytes) {
-  snprintf(path, sizeof path, "%s/out%d.bin", dir, i);
-  FILE* f = fopen(path, "wb");
-  if (!f || fwrite(p, 1, bytes, f) != bytes) exit(4);
-  fclose(f);
-}
-int main(int argc, char** argv) {
-  if (argc != 2) return 5;
-)";
-  for (size_t i = 0; i < arguments.size(); ++i)
-    c << "  void* a" << i << " = buffer(argv[1], \"in\", " << i << ", " << arguments[i]["bytes"].get<int64_t>() << ", "
-      << (arguments[i]["output"].get<bool>() ? 0 : 1) << ");\n";
-  c << "  int rc = " << wrapper << "(";
-  for (size_t i = 0; i < arguments.size(); ++i) c << (i ? ", " : "") << "a" << i;
-  c << ");\n  if (rc != 0) return 2;\n";
-  for (size_t i = 0; i < arguments.size(); ++i)
-    if (arguments[i]["output"].get<bool>())
-      c << "  store(argv[1], " << i << ", a" << i << ", " << arguments[i]["bytes"].get<int64_t>() << ");\n";
-  c << "  return 0;\n}\n";
-  return c.str();
-}
 
 // Every template (small instances): the built kernel, called through its typed wrapper from C,
 // gives what te's interpreter computes from the plain reference schedule on the same inputs.
@@ -572,55 +378,15 @@ TEST(BuildCli, EveryTemplateLinksIntoCAndMatchesTheReference) {
     const nlohmann::json& arguments = j["arguments"];
 
     // The reference on seeded inputs, in the same argument order as the kernel ABI.
-    const auto task = make_task(name, words);
-    const schedule_space::Instantiated ref = task.reference();
-    const te::LoweredFunc f = te::lower(ref.schedule, ref.args, "reference");
-    ASSERT_EQ(arguments.size(), f.args.size());
-    std::vector<te::HostBuffer> buffers;
-    for (size_t i = 0; i < f.args.size(); ++i) {
-      ASSERT_EQ(arguments[i]["shape"].get<std::vector<int64_t>>(), f.args[i].shape);
-      ASSERT_EQ(arguments[i]["dtype"], f.args[i].dtype.str());
-      ASSERT_EQ(arguments[i]["output"], f.args[i].is_output);
-      buffers.emplace_back(f.args[i].shape, f.args[i].dtype);
-      if (!f.args[i].is_output) {
-        buffers.back().fill_random(100 + i);
-        write_file(dir.file("in" + std::to_string(i) + ".bin"),
-                   std::string(static_cast<const char*>(buffers.back().data()), buffers.back().bytes()));
-      }
-    }
-    std::vector<te::HostBuffer*> pointers;
-    for (auto& b : buffers) pointers.push_back(&b);
-    te::interpret(f, pointers);
-
-    if (!compile_and_run(dir, file_io_program("k.h", j["wrapper"], arguments), dir.file("k.o"), dir.file("rt.c"), "cc",
-                         "", quote(dir.path().string())))
+    const auto reference = reference_outputs(make_task(name, words), arguments, dir, "");
+    ASSERT_EQ(reference.size(), arguments.size());
+    if (!compile_and_run(dir, file_io_program("k.h", {{j["wrapper"], arguments, ""}}), dir.file("k.o"),
+                         dir.file("rt.c"), "cc", "", quote(dir.path().string())))
       continue;
-    for (size_t i = 0; i < f.args.size(); ++i) {
-      if (!f.args[i].is_output) continue;
-      const std::string bytes = read_file(dir.file("out" + std::to_string(i) + ".bin"));
-      ASSERT_EQ(bytes.size(), buffers[i].bytes());
-      te::HostBuffer got(f.args[i].shape, f.args[i].dtype);
-      std::memcpy(got.data(), bytes.data(), bytes.size());
-      int64_t bad = 0;
-      for (int64_t e = 0; e < got.num_elements(); ++e) {
-        const double want = buffers[i].get(e), have = got.get(e);
-        if (!(std::abs(have - want) <= 1e-4 * (1 + std::abs(want)))) ++bad;
-      }
-      EXPECT_EQ(bad, 0) << "of " << got.num_elements() << " elements of output " << i;
-    }
+    expect_outputs_match(reference, arguments, dir, "");
   }
 }
 
-struct BadCase {
-  std::string what;
-  std::string args;     // after `ktune build`; DIR stands for the case's directory
-  std::string message;  // a part of the one error line
-};
-
-std::string replace_dir(std::string s, const std::string& dir) {
-  for (size_t at = s.find("DIR"); at != std::string::npos; at = s.find("DIR", at + dir.size())) s.replace(at, 3, dir);
-  return s;
-}
 
 TEST(BuildCli, BadInputFailsWithOneLineAndWritesNothing) {
   const std::string outs = " -o DIR/k.o --header DIR/k.h --runtime DIR/rt.c";
@@ -659,12 +425,7 @@ TEST(BuildCli, BadInputFailsWithOneLineAndWritesNothing) {
     const auto before = snapshot(dir.path());
     const std::string d = dir.path().string();
     const Output out = ktune_build(replace_dir(c.args, d));
-    EXPECT_EQ(out.status, 1) << out.out;
-    const auto err = lines_of(out.err);
-    ASSERT_EQ(err.size(), 1u) << out.err;
-    EXPECT_EQ(err[0].rfind("ktune: error: ", 0), 0u) << err[0];
-    EXPECT_TRUE(contains(err[0], replace_dir(c.message, d))) << err[0];
-    EXPECT_EQ(out.out, "");
+    expect_one_error_line(out, replace_dir(c.message, d));
     EXPECT_TRUE(snapshot(dir.path()) == before) << "no file is changed, and no output, temporary or log file is "
                                                    "left behind";
     EXPECT_TRUE(fs::is_empty(dir.path() / "sub"));

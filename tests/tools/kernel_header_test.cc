@@ -89,6 +89,28 @@ TEST(KernelHeader, IntegerAndDoubleArgumentsCompileAsCAndCxx) {
   EXPECT_EQ(compile("c++ -std=c++17", h, use, "cc"), 0) << h;
 }
 
+TEST(KernelHeader, OneHeaderForSeveralKernelsListsThemAndCompilesAsCAndCxx) {
+  const auto mm = artifact({{{4, 4}, "float32", false}, {{4, 4}, "float32", true}});
+  const auto ix = artifact({{{8}, "int32", false}, {{8}, "int64", true}});
+  KernelProvenance tuned = provenance();
+  tuned.workload_key = "matmul(M=4)";
+  tuned.source = "tuning log t.db, record 7: 1.00 GFLOP/s";
+  const std::string h = kernels_header("all kernels.h", "libk.a",
+                                       {{"mm", &mm, {"A", "B"}, tuned}, {"ix", &ix, {"I", "O"}, provenance()}});
+  EXPECT_TRUE(contains(h, " *   mm: matmul(M=4), tuning log t.db, record 7: 1.00 GFLOP/s\n")) << h;
+  EXPECT_TRUE(contains(h, " *   ix: test(N=4), fallback, untuned (*\\/ int broken;)\n")) << h;
+  EXPECT_TRUE(contains(h, "`cc main.c libk.a ktune_runtime.c -lpthread -lm`")) << h;
+  EXPECT_TRUE(contains(h, "#ifndef KTUNE_KERNELS_ALL_KERNELS_H_H_\n")) << h;
+  EXPECT_TRUE(contains(h, "int32_t mm(void* const* args);") && contains(h, "int32_t ix(void* const* args);")) << h;
+  const std::string use =
+      "#include \"k.h\"\n#include \"k.h\"\n"
+      "int call(const float* a, float* b, const int32_t* i, int64_t* o) { return mm_run(a, b) | ix_run(i, o); }\n";
+  EXPECT_EQ(compile("cc -std=c11", h, use, "c"), 0) << h;
+  EXPECT_EQ(compile("c++ -std=c++17", h, use, "cc"), 0) << h;
+  EXPECT_THROW(kernels_header("k.h", "libk.a", {}), Error);
+  EXPECT_THROW(kernels_header("k.h", "libk.a", {{"mm", nullptr, {"A", "B"}, tuned}}), Error);
+}
+
 TEST(KernelHeader, RejectsWhatItCannotDeclare) {
   const auto ok = artifact({{{4}, "float32", true}});
   const auto kind = [](const std::function<void()>& f) {

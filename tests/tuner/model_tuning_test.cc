@@ -17,6 +17,7 @@
 #include "frontend/model_tasks.h"
 #include "frontend/onnx_graph.h"
 #include "tests/frontend/test_models.h"
+#include "support/error.h"
 #include "tuner/model_tuning.h"
 
 namespace ktune::tuner {
@@ -48,18 +49,34 @@ class FakeMeasurer : public Measurer {
   std::map<std::string, size_t> trials;
 };
 
-TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
+// The small CNN's tasks on a test target.
+frontend::ModelTasks small_cnn_tasks() {
   const auto traits = schedule_space::make_target_traits("test-target", "x86_64-linux-gnu", 512, 1);
-  const frontend::ModelTasks tasks =
-      frontend::extract_tasks(frontend::load_onnx(testing_models::model("small_cnn.onnx")), traits);
-  ASSERT_EQ(tasks.tasks.size(), 5u);
-  const std::string path = (std::filesystem::temp_directory_path() / ("ktune_model_tuning_" + std::to_string(::getpid()) + ".db")).string();
+  return frontend::extract_tasks(frontend::load_onnx(testing_models::model("small_cnn.onnx")), traits);
+}
+
+// A fresh log in the temporary folder, named after `name` and this process.
+std::string fresh_log(const std::string& name) {
+  const std::string path = (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".db")).string();
   std::filesystem::remove(path);
-  auto db = tuning_db::Database::open(path);
+  return path;
+}
+
+// Random search, 4 trials per allocation, `trials` in all.
+ModelTuningOptions random_options(size_t trials) {
   ModelTuningOptions options;
   options.session.tuner = "random";
-  options.scheduler.trials = 40;
+  options.scheduler.trials = trials;
   options.scheduler.batch_size = 4;
+  return options;
+}
+
+TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
+  const frontend::ModelTasks tasks = small_cnn_tasks();
+  ASSERT_EQ(tasks.tasks.size(), 5u);
+  const std::string path = fresh_log("ktune_model_tuning");
+  auto db = tuning_db::Database::open(path);
+  ModelTuningOptions options = random_options(40);
 
   FakeMeasurer fake;
   ModelTuning tuning(tasks, db, fake, {"test-target", "19"}, options);
@@ -111,6 +128,46 @@ TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
   db = tuning_db::Database::open(path + ".closed");  // closes the log (and its WAL files)
   for (const char* suffix : {"", "-wal", "-shm", ".closed", ".closed-wal", ".closed-shm"})
     std::filesystem::remove(path + suffix);
+}
+
+// What a tuning server streams to its clients: every report survives to_json and
+// model_report_from_json; and should_stop (a cancelled job) ends the run between allocations.
+TEST(ModelTuning, ReportsRoundTripThroughJsonAndAStopEndsTheRun) {
+  const frontend::ModelTasks tasks = small_cnn_tasks();
+  const std::string path = fresh_log("ktune_model_report");
+  auto db = tuning_db::Database::open(path);
+  ModelTuningOptions options = random_options(40);
+  size_t steps = 0;
+  options.session.should_stop = [&] { return steps >= 3; };
+  FakeMeasurer fake;
+  ModelTuning tuning(tasks, db, fake, {"test-target", "19"}, options);
+  const ModelTuningReport r = tuning.run([&](const ModelTuningReport& step) {
+    ++steps;
+    const ModelTuningReport back = model_report_from_json(to_json(step));
+    EXPECT_EQ(back.trials, step.trials);
+    EXPECT_DOUBLE_EQ(back.tuned_s, step.tuned_s);  // +inf (null) until every workload has a best
+    EXPECT_DOUBLE_EQ(back.fallback_s, step.fallback_s);
+    ASSERT_EQ(back.tasks.size(), step.tasks.size());
+    for (size_t i = 0; i < back.tasks.size(); ++i) {
+      EXPECT_EQ(back.tasks[i].key, step.tasks[i].key);
+      EXPECT_EQ(back.tasks[i].tuned_as, step.tasks[i].tuned_as);
+      EXPECT_EQ(back.tasks[i].count, step.tasks[i].count);
+      EXPECT_EQ(back.tasks[i].trials, step.tasks[i].trials);
+      EXPECT_DOUBLE_EQ(back.tasks[i].best_s, step.tasks[i].best_s);
+      EXPECT_EQ(back.tasks[i].fallback_s, step.tasks[i].fallback_s);
+      EXPECT_NEAR(back.tasks[i].flop, step.tasks[i].flop, 1e-9 * step.tasks[i].flop);
+    }
+    EXPECT_EQ(back.workloads, step.workloads);
+    ASSERT_EQ(back.steps.size(), 1u);
+    EXPECT_EQ(back.steps[0].task, step.steps.back().task);
+    EXPECT_EQ(back.steps[0].total, step.steps.back().total);
+  });
+  EXPECT_EQ(steps, 3u);
+  EXPECT_EQ(r.trials, 12u);
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_EQ(db.stats().records, static_cast<int64_t>(12 + fake.fallback.size()));
+  EXPECT_THROW(model_report_from_json(nlohmann::json::object()), Error);
+  std::filesystem::remove(path);
 }
 
 }  // namespace

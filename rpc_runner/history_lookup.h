@@ -1,4 +1,4 @@
-// Declares the look-up shared by `ktune best` and `ktune build`: a workload on a target and its best logged record.
+// Declares the look-ups behind apply_history_best, `ktune best` and `ktune build`: a workload, its best record.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include "tuning_db/nearest.h"
 #include "tuning_db/record.h"
 
-namespace ktune::tools {
+namespace ktune::rpc_runner {
 
 // A workload as named on the command line, resolved on a target.
 struct Workload {
@@ -31,23 +31,33 @@ schedule_space::TargetTraits target_traits(const std::string& target_text);
 Workload resolve_workload(const std::string& template_name, const std::vector<std::string>& args,
                           const std::string& target_text);
 
+// "ktune_" + the template name, with anything that cannot be in a C identifier made '_': the
+// kernel symbol `ktune build` and apply_history_best give a workload's kernel by default.
+std::string default_kernel_symbol(const std::string& template_name);
+
 // Returns the k fastest successful records of the workload (fastest first; fewer when the log
 // has fewer) in the tuning log at db_path (those of this ktune's LLVM version when it has any,
-// else those of any version), or asked of a tuning server (QueryBest), optionally of
-// one device key. Records that do not instantiate are never among them, nor records measured on
+// else those of any version: tuning_db::top_k_preferring_toolchain), or asked of a tuning server
+// (QueryBest, which answers the same way with the server's LLVM version), optionally of one
+// device key. Records that do not instantiate are never among them, nor records measured on
 // an emulated device unless include_emulated (then they compete with the real ones by cost and
 // carry Record::emulated). Throws as best_record.
 std::vector<tuning_db::Record> best_records(const std::string& db_path, const Workload& workload, int64_t k,
                                             bool include_emulated = false);
-std::vector<tuning_db::Record> best_records(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
+std::vector<tuning_db::Record> best_records(const ServiceClientOptions& server, const Workload& workload,
                                             const std::string& device_key, int64_t k, bool include_emulated = false);
 
-// Returns the fastest successful record of the workload in the tuning log at db_path, from any
-// LLVM version (a config stays valid across toolchains; the record says which one), or nullopt.
-// The log is opened without creating it. Throws Error(kNotFound) when db_path does not exist and
-// Error(kDatabase) for a file that is not a readable ktune log.
+// Returns the fastest successful record of the workload in the tuning log at db_path (this
+// LLVM's first, as best_records), or nullopt. The log is opened without creating it.
+// Throws Error(kNotFound) when db_path does not exist and Error(kDatabase) for a file that is
+// not a readable ktune log.
 std::optional<tuning_db::Record> best_record(const std::string& db_path, const Workload& workload,
                                              bool include_emulated = false);
+
+// The same, asked of a tuning server's log (QueryBest), optionally of one device key. Throws
+// what ServiceClient throws (unreachable server, wrong token: one clear line).
+std::optional<tuning_db::Record> best_record(const ServiceClientOptions& server, const Workload& workload,
+                                             const std::string& device_key, bool include_emulated = false);
 
 // For a look-up without include_emulated that found nothing: "" when the log at db_path holds
 // no successful emulated record of the workload either, else one sentence saying how many it
@@ -60,6 +70,13 @@ std::string emulated_only_note(const std::string& db_path, const Workload& workl
 std::optional<tuning_db::NearestTuned> nearest_record(const std::string& db_path, const Workload& workload,
                                                       bool include_emulated = false);
 
+// The same over a tuning server's log. There is no RPC for it (one would bump the protocol), so
+// this streams the server's records (ExportLog, the whole log: its cost grows with the log),
+// keeps those of the workload's template in a temporary log file and runs nearest_tuned there.
+// Throws what ServiceClient throws, and Error(kIo) when the temporary file cannot be written.
+std::optional<tuning_db::NearestTuned> nearest_record(const ServiceClientOptions& server, const Workload& workload,
+                                                      const std::string& device_key, bool include_emulated = false);
+
 // One line for stderr when a served record was measured with another LLVM version than this
 // ktune's ("" when it was not).
 std::string toolchain_warning(const tuning_db::Record& record);
@@ -67,9 +84,4 @@ std::string toolchain_warning(const tuning_db::Record& record);
 // One line for stderr when a served record was timed on an emulated device ("" when it was not).
 std::string emulated_warning(const tuning_db::Record& record);
 
-// The same, asked of a tuning server's log (QueryBest), optionally of one device key. Throws
-// what ServiceClient throws (unreachable server, wrong token: one clear line).
-std::optional<tuning_db::Record> best_record(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
-                                             const std::string& device_key, bool include_emulated = false);
-
-}  // namespace ktune::tools
+}  // namespace ktune::rpc_runner
