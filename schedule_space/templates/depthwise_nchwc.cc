@@ -16,20 +16,10 @@ constexpr const char* kName = "depthwise_conv2d_nchwc";
 constexpr int64_t kMaxTileOh = 4;
 constexpr int64_t kMaxTileOw = 16;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 struct Shape {
   int64_t n, c, h, w, r, s, stride, pad, dilation, block, oh, ow;
   int64_t blocks() const { return ceil_div(c, block); }
 };
-
-// The block when the argument is 0 (the default): as conv2d_nchwc chooses it from a channel count
-// (the whole count up to 16, else 16 or 8, whichever pads less), so a depthwise layer reads the
-// output of a conv2d_nchwc layer with oc_block 0 as it is.
-int64_t auto_block(int64_t channels) {
-  if (channels <= 16) return channels;
-  return (channels + 7) / 8 * 8 < (channels + 15) / 16 * 16 ? 8 : 16;
-}
 
 Shape shape_of(const WorkloadArgs& a) {
   Shape s{};
@@ -43,7 +33,7 @@ Shape shape_of(const WorkloadArgs& a) {
   s.pad = a.get_int("pad");
   s.dilation = a.get_int("dilation");
   s.block = a.get_int("block");
-  if (s.block == 0) s.block = auto_block(s.c);
+  if (s.block == 0) s.block = auto_channel_block(s.c);  // as conv2d_nchwc's output block
   s.oh = window_out_extent(kName, s.h, s.r, s.stride, s.pad, s.dilation);
   s.ow = window_out_extent(kName, s.w, s.s, s.stride, s.pad, s.dilation);
   return s;
@@ -64,16 +54,7 @@ Tensors make_tensors(const WorkloadArgs& a) {
   t.weight = te::placeholder({sh.blocks(), sh.r, sh.s, sh.block}, dt, "W");
   te::Tensor padded = t.in;
   if (sh.pad > 0) {
-    const int64_t p = sh.pad;
-    const te::Tensor in = t.in;
-    padded = te::compute({sh.n, sh.blocks(), sh.h + 2 * p, sh.w + 2 * p, sh.block},
-                         [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var l) {
-                           te::Expr inside = y >= te::Expr(p) && y < te::Expr(sh.h + p) && x >= te::Expr(p) &&
-                                             x < te::Expr(sh.w + p);
-                           return te::select(inside, in(n, c, y - te::Expr(p), x - te::Expr(p), l),
-                                             te::cast(dt, te::Expr(0.0)));
-                         },
-                         "pad");
+    padded = pad_blocked_input(t.in, sh.n, sh.blocks(), sh.h, sh.w, sh.block, sh.pad, dt);
     t.padded = padded;
   }
   const te::IterVar r = te::reduce_axis({0, sh.r}, "r"), s = te::reduce_axis({0, sh.s}, "s");
@@ -149,16 +130,7 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   acc.vectorize(acc.axis(4));
   unroll_if(acc, sx, cfg["unroll_s"].as_int() != 0);
 
-  if (t.padded.defined()) {
-    te::Stage pad = s[t.padded];
-    if (cfg["pad_inline"].as_int() != 0) {
-      pad.compute_inline();
-    } else {
-      pad.vectorize(pad.axis(4));
-      const te::IterVar nc = pad.fuse(pad.axis(0), pad.axis(1));
-      if (par) pad.parallel(nc);
-    }
-  }
+  if (t.padded.defined()) schedule_blocked_pad(s[t.padded], cfg["pad_inline"].as_int() != 0, par);
   return Instantiated{s, {t.in, t.weight, t.out}};
 }
 
@@ -182,7 +154,7 @@ void register_depthwise_nchwc_template(TemplateRegistry& r) {
             int_arg("block", "0", "channels per block (innermost of I, W, O); 0: C up to 16, else 16 or 8 (less padding)", 0),
             dtype_arg()};
   d.resolve = [](WorkloadArgs& a) {
-    if (a.get_int("block") == 0) a.set_int("block", auto_block(a.get_int("C")));
+    if (a.get_int("block") == 0) a.set_int("block", auto_channel_block(a.get_int("C")));
   };
   d.check = [](const WorkloadArgs& a) { shape_of(a); };
   d.compute = [](const WorkloadArgs& a) {
