@@ -1,12 +1,21 @@
-# Tuned kernels against the libraries: matmul vs OpenBLAS, conv2d vs oneDNN, one thread each
-# (build/bench/tuned_vs_library). oneDNN here uses the OpenMP runtime: OpenMP sets its threads.
+# Tuned kernels against the libraries (OpenBLAS, oneDNN): ktune_bench_race is the shared race
+# (bench/library_race.h, with tools/library_baseline.cc for the libraries' operators);
+# build/bench/tuned_vs_library (matmul and conv2d, 1 thread; --threads N: six workloads at N)
+# and build/bench/shape_zoo (shapes of real networks, 1 thread) use it, and so does skinny.cmake.
+# oneDNN here uses the OpenMP runtime: OpenMP sets its threads.
 if(TARGET ktune_tuner_model AND TARGET ktune_rpc_runner)
   find_package(OpenMP COMPONENTS CXX)
-  ktune_bench(tuned_vs_library SOURCES ${CMAKE_CURRENT_LIST_DIR}/tuned_vs_library.cc
-    LIBS ktune_tuner_model ktune_rpc_runner ktune_codegen ktune_te PkgConfig::OPENBLAS DNNL::dnnl)
+  add_library(ktune_bench_race STATIC ${CMAKE_CURRENT_LIST_DIR}/library_race.cc
+    ${PROJECT_SOURCE_DIR}/tools/library_baseline.cc)
+  target_include_directories(ktune_bench_race PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(ktune_bench_race PUBLIC ktune_tuner_model ktune_rpc_runner ktune_codegen ktune_te
+    PkgConfig::OPENBLAS DNNL::dnnl PRIVATE ktune_warnings)
   if(OpenMP_CXX_FOUND)
-    target_link_libraries(tuned_vs_library PRIVATE OpenMP::OpenMP_CXX)
+    target_link_libraries(ktune_bench_race PUBLIC OpenMP::OpenMP_CXX)
   endif()
-  target_compile_definitions(tuned_vs_library PRIVATE KTUNE_RUNNER_PATH="$<TARGET_FILE:ktune-runner>")
-  add_dependencies(tuned_vs_library ktune-runner)
+  target_compile_definitions(ktune_bench_race PRIVATE KTUNE_RUNNER_PATH="$<TARGET_FILE:ktune-runner>")
+  add_dependencies(ktune_bench_race ktune-runner)
+
+  ktune_bench(tuned_vs_library SOURCES ${CMAKE_CURRENT_LIST_DIR}/tuned_vs_library.cc LIBS ktune_bench_race)
+  ktune_bench(shape_zoo SOURCES ${CMAKE_CURRENT_LIST_DIR}/shape_zoo.cc LIBS ktune_bench_race)
 endif()

@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/workloads.h"
 #include "codegen/codegen_llvm.h"
 #include "codegen/target.h"
 #include "rpc_runner/local_runner.h"
@@ -51,19 +52,7 @@ struct Options {
   bool retime = false;  // --keep DIR of an earlier run: its log as it is, no tuning
 };
 
-struct Workload {
-  std::string name, template_name;
-  std::vector<std::string> args;
-};
-
-const std::vector<Workload> kWorkloads = {
-    {"conv 56x56 C64 K64", "conv2d_nchwc", {"C=64", "H=56", "W=56", "K=64", "R=3", "S=3", "pad=1"}},
-    {"conv 28x28 C128 K128", "conv2d_nchwc", {"C=128", "H=28", "W=28", "K=128", "R=3", "S=3", "pad=1"}},
-    {"conv 14x14 C256 K256", "conv2d_nchwc", {"C=256", "H=14", "W=14", "K=256", "R=3", "S=3", "pad=1"}},
-    {"conv 7x7 C512 K512", "conv2d_nchwc", {"C=512", "H=7", "W=7", "K=512", "R=3", "S=3", "pad=1"}},
-    {"matmul 512^3", "matmul", {"M=512", "N=512", "K=512"}},
-    {"matmul 1024^3", "matmul", {"M=1024", "N=1024", "K=1024"}},
-};
+const std::vector<bench::Workload>& kWorkloads = bench::resnet_and_matmul_workloads();
 
 std::string quote(const std::string& s) {
   std::string q = "'";

@@ -8,7 +8,6 @@
 //
 // Usage: skinny_gemm [--trials N] [--rounds R] [--seed S]
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,21 +19,15 @@
 
 #include <cblas.h>
 
+#include "bench/library_race.h"
 #include "bench/openblas_best.h"
-#include "codegen/codegen_llvm.h"
-#include "codegen/kernel.h"
-#include "codegen/runtime.h"
 #include "codegen/target.h"
-#include "rpc_runner/local_runner.h"
 #include "schedule_space/task.h"
 #include "te/lower.h"
-#include "tuner/model_based_tuner.h"
-#include "tuner/tune.h"
 
 namespace {
 
 using namespace ktune;  // NOLINT: a benchmark program, not a library
-using Clock = std::chrono::steady_clock;
 
 struct Shape {
   int64_t m, n, k;
@@ -71,58 +64,6 @@ Floats random_vector(size_t n, uint64_t seed) {
   return v;
 }
 
-// Median seconds of each callable over `rounds` interleaved rounds, after one warm-up call each.
-std::vector<double> interleaved_medians(const std::vector<std::function<void()>>& fns, int rounds) {
-  std::vector<std::vector<double>> t(fns.size());
-  for (const auto& f : fns) f();
-  for (int r = 0; r < rounds; ++r)
-    for (size_t i = 0; i < fns.size(); ++i) {
-      const auto t0 = Clock::now();
-      fns[i]();
-      t[i].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    }
-  std::vector<double> med;
-  for (auto& v : t) {
-    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-    med.push_back(v[v.size() / 2]);
-  }
-  return med;
-}
-
-codegen::Kernel compile(const schedule_space::Task& task, const schedule_space::Config& cfg, bool partition) {
-  const schedule_space::Instantiated inst = task.instantiate(cfg);
-  te::LowerOptions lo;
-  lo.partition_loops = partition;
-  return codegen::Kernel::load(codegen::build(te::lower(inst.schedule, inst.args, "skinny", lo), codegen::Target::host()));
-}
-
-// The `keep` fastest configs of an xgb tuning run of `trials` through the local runner (one run
-// thread), fastest first.
-std::vector<schedule_space::Config> tune_best(const schedule_space::Task& task, size_t trials, uint64_t seed,
-                                              size_t keep) {
-  rpc_runner::LocalRunnerOptions ro;
-  ro.runner_path = KTUNE_RUNNER_PATH;
-  ro.run_threads = 1;
-  ro.data_seed = seed;
-  rpc_runner::LocalRunner runner(ro);
-  tuner::XGBTunerParams xp;
-  xp.search.seed = seed;
-  tuner::XGBTuner xgb(task, xp);
-  tuner::TuneOptions to;
-  to.n_trial = trials;
-  std::vector<std::pair<double, schedule_space::Config>> ok;
-  to.callbacks.push_back([&](const std::vector<tuner::MeasureInput>& in, const std::vector<tuner::MeasureResult>& out) {
-    for (size_t i = 0; i < in.size(); ++i)
-      if (out[i].ok()) ok.emplace_back(out[i].mean_cost(), in[i].config);
-  });
-  tuner::tune(task, xgb, runner, to);
-  ok.emplace_back(1e30, task.fallback_config());  // always a candidate, timed below like the rest
-  std::stable_sort(ok.begin(), ok.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<schedule_space::Config> out;
-  for (size_t i = 0; i < ok.size() && out.size() < keep; ++i) out.push_back(ok[i].second);
-  return out;
-}
-
 struct Options {
   size_t trials = 64;
   int rounds = 30;
@@ -154,8 +95,7 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const codegen::Target host = codegen::Target::host();
   bench::use_openblas_at_its_best(host.vector_bits(), argv);
-  openblas_set_num_threads(1);
-  codegen::set_num_threads(1);
+  bench::set_all_threads(1);
   const auto traits = schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), 1);
   std::printf("skinny GEMMs, float32, one thread, %zu xgb trials each, OpenBLAS %s (%s)\n", o.trials,
               openblas_get_config(), openblas_get_corename());
@@ -169,9 +109,9 @@ int main(int argc, char** argv) {
         "matmul", {{"M", std::to_string(s.m)}, {"N", std::to_string(s.n)}, {"K", std::to_string(s.k)}}, traits);
     const Floats a = random_vector(s.m * s.k, 11), b = random_vector(s.k * s.n, 12);
     Floats c(s.m * s.n), ref(s.m * s.n);
-    const auto finalists = tune_best(task, o.trials, o.seed, 3);
+    const auto finalists = bench::tune_finalists(task, o.trials, o.seed, 1, 3, 4).finalists;
     std::vector<codegen::Kernel> kernels;
-    for (const auto& cfg : finalists) kernels.push_back(compile(task, cfg, true));
+    for (const auto& cfg : finalists) kernels.push_back(bench::load_kernel(task, cfg));
     void* args[] = {const_cast<float*>(a.data()), const_cast<float*>(b.data()), c.data()};
     std::vector<std::function<void()>> fns;
     for (const auto& k : kernels) fns.push_back([&k, &args] { k.run(args); });
@@ -184,7 +124,7 @@ int main(int argc, char** argv) {
                     ref.data(), s.n);
       }
     });
-    const std::vector<double> t = interleaved_medians(fns, o.rounds);
+    const std::vector<double> t = bench::time_interleaved(fns, o.rounds);
     const size_t best = static_cast<size_t>(std::min_element(t.begin(), t.end() - 1) - t.begin());
     std::fill(c.begin(), c.end(), std::nanf(""));
     kernels[best].run(args);
@@ -208,9 +148,11 @@ int main(int argc, char** argv) {
   const Floats a = random_vector(512, 21), b = random_vector(512 * 1000, 22);
   Floats c(1000);
   void* args[] = {const_cast<float*>(a.data()), const_cast<float*>(b.data()), c.data()};
-  const codegen::Kernel peeled = compile(gemv, gemv_best, true), guarded = compile(gemv, gemv_best, false);
+  te::LowerOptions guarded_tail;
+  guarded_tail.partition_loops = false;
+  const codegen::Kernel peeled = bench::load_kernel(gemv, gemv_best), guarded = bench::load_kernel(gemv, gemv_best, guarded_tail);
   const std::vector<double> t =
-      interleaved_medians({[&] { peeled.run(args); }, [&] { guarded.run(args); }}, o.rounds);
+      bench::time_interleaved({[&] { peeled.run(args); }, [&] { guarded.run(args); }}, o.rounds);
   std::printf("tail of matmul M=1 N=1000 K=512, config %s:\n  peeled (narrow vector tail) %.1f GFLOP/s, guarded "
               "(scalar tail) %.1f GFLOP/s, peeled/guarded %.2f\n",
               gemv_best.to_json_string().c_str(), gemv.flop() * 1e-9 / t[0], gemv.flop() * 1e-9 / t[1], t[1] / t[0]);

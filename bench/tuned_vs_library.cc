@@ -6,15 +6,18 @@
 // median per kernel. Prints a table, `conv2d_ratio_vs_onednn <x>`, and as its last line
 // `matmul_ratio_vs_openblas <x>`.
 //
-// Usage: tuned_vs_library [--trials N] [--conv-trials N] [--seed S] [--rounds R]
+// With --threads N (N > 1): the six workloads of bench/shipped_vs_recorded (four ResNet-18
+// conv2d_nchwc layers, matmul 512^3 and 1024^3), each tuned at N threads with --trials trials and
+// raced at N threads against oneDNN / OpenBLAS (bench::race); prints a table and, last,
+// `tuned_vs_library_geomean <x>` (ktune / library GFLOP/s).
+//
+// Usage: tuned_vs_library [--trials N] [--conv-trials N] [--seed S] [--rounds R] [--threads N]
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -26,21 +29,17 @@
 #include <omp.h>
 #endif
 
+#include "bench/library_race.h"
 #include "bench/openblas_best.h"
-#include "codegen/codegen_llvm.h"
-#include "codegen/kernel.h"
+#include "bench/workloads.h"
 #include "codegen/runtime.h"
 #include "codegen/target.h"
-#include "rpc_runner/local_runner.h"
 #include "schedule_space/task.h"
-#include "te/lower.h"
-#include "tuner/model_based_tuner.h"
-#include "tuner/tune.h"
+#include "support/error.h"
 
 namespace {
 
 using namespace ktune;  // NOLINT: a benchmark program, not a library
-using Clock = std::chrono::steady_clock;
 
 struct Options {
   // Budgets (<= 1000 each). On this 2-core machine 192 matmul trials took 90-115 s and 192
@@ -49,44 +48,8 @@ struct Options {
   size_t conv_trials = 384;
   uint64_t seed = 1;
   int rounds = 15;           // timed rounds per kernel (median taken)
+  int threads = 1;
 };
-
-struct Aligned {
-  explicit Aligned(size_t n) : n(n), p(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64))) {}
-  ~Aligned() { std::free(p); }
-  Aligned(const Aligned&) = delete;
-  Aligned& operator=(const Aligned&) = delete;
-  size_t n;
-  float* p;
-};
-
-void fill(Aligned& a, uint64_t seed) {
-  std::mt19937 rng(static_cast<uint32_t>(seed));
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (size_t i = 0; i < a.n; ++i) a.p[i] = dist(rng);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// One warm-up call each, then `rounds` interleaved rounds so that load from other processes
-// drifts over all callables alike; returns the median seconds of each.
-std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds) {
-  for (const auto& fn : fns) fn();
-  std::vector<std::vector<double>> t(fns.size());
-  for (int r = 0; r < rounds; ++r) {
-    for (size_t i = 0; i < fns.size(); ++i) {
-      const auto start = Clock::now();
-      fns[i]();
-      t[i].push_back(std::chrono::duration<double>(Clock::now() - start).count());
-    }
-  }
-  std::vector<double> out;
-  for (auto& v : t) out.push_back(median(v));
-  return out;
-}
 
 double max_abs_diff(const float* a, const float* b, size_t n) {
   double m = 0;
@@ -102,61 +65,19 @@ struct Tuned {
   codegen::Kernel kernel;
 };
 
-codegen::Kernel load(const schedule_space::Task& task, const schedule_space::Config& config) {
-  schedule_space::Instantiated inst = task.instantiate(config);
-  te::LoweredFunc f = te::lower(inst.schedule, inst.args, task.template_name() + "_best");
-  return codegen::Kernel::load(codegen::build(f, codegen::Target::host()));
-}
-
-// Tunes `task` with the xgb tuner through the local runner on one thread (the fallback config is
-// measured first and handed to the tuner as a past measurement), then JIT-loads the five best
-// configs (the fallback among the candidates) into this process and keeps the fastest there: the runner timed each config in its own
-// process with its own buffers, and the kernel that counts is the one this process runs.
-// Throws ktune::Error when nothing succeeded.
+// Tunes `task` on one thread (bench::tune_finalists: xgb, local runner, the fallback among the
+// candidates), then JIT-loads the five best configs into this process and keeps the fastest there:
+// the runner timed each config in its own process with its own buffers, and the kernel that
+// counts is the one this process runs.
 Tuned tune_and_load(const schedule_space::Task& task, size_t trials, uint64_t seed, void* const* args, int rounds) {
-  rpc_runner::LocalRunnerOptions ro;
-  ro.runner_path = KTUNE_RUNNER_PATH;
-  ro.run_threads = 1;
-  ro.data_seed = seed;
-  // Two runs per timing (AutoTVM's default is 4): the best configs are re-timed in-process
-  // afterwards, so tuning only needs a ranking, and slow random configs cost half as much.
-  ro.measure.number = 2;
-  rpc_runner::LocalRunner runner(ro);
-
-  tuner::TuneOptions to;
-  to.n_trial = trials;
-  to.batch_size = 16;
-  const std::vector<tuner::MeasureResult> fb = runner.measure({{&task, task.fallback_config()}});
-  to.resume.push_back({task.fallback_config(), fb.at(0)});
-
-  tuner::XGBTunerParams xp;
-  xp.search.seed = seed;
-  tuner::XGBTuner xgb(task, xp);
-  const auto start = Clock::now();
-  size_t done = 0;
-  std::vector<std::pair<double, schedule_space::Config>> measured;
-  if (fb.at(0).ok()) measured.emplace_back(fb.at(0).mean_cost(), task.fallback_config());
-  to.callbacks.push_back([&](const std::vector<tuner::MeasureInput>& in, const std::vector<tuner::MeasureResult>& out) {
-    done += in.size();
-    for (size_t i = 0; i < in.size(); ++i)
-      if (out[i].ok()) measured.emplace_back(out[i].mean_cost(), in[i].config);
-    std::fprintf(stderr, "\r  %s: %zu/%zu trials, %.0f s", task.template_name().c_str(), done, trials,
-                 std::chrono::duration<double>(Clock::now() - start).count());
-  });
-  tuner::TuneResult r = tuner::tune(task, xgb, runner, to);
-  std::fprintf(stderr, "\n");
-  if (!r.best_config) throw Error(ErrorKind::kRun, "no config of " + task.workload_key() + " succeeded");
-
-  constexpr size_t kFinalists = 5;
-  std::sort(measured.begin(), measured.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  measured.resize(std::min(measured.size(), kFinalists));
+  const bench::TuneRun run = bench::tune_finalists(task, trials, seed, 1, 5);
   std::vector<codegen::Kernel> kernels;
   std::vector<std::function<void()>> runs;
-  for (const auto& m : measured) kernels.push_back(load(task, m.second));
+  for (const auto& cfg : run.finalists) kernels.push_back(bench::load_kernel(task, cfg));
   for (const auto& k : kernels) runs.push_back([&k, args] { k.run(args); });
-  const std::vector<double> s = time_interleaved(runs, rounds);
+  const std::vector<double> s = bench::time_interleaved(runs, rounds);
   const size_t pick = static_cast<size_t>(std::min_element(s.begin(), s.end()) - s.begin());
-  return {measured[pick].second, task.flop() / measured[pick].first * 1e-9, r.n_measured, r.n_ok, r.wall_s,
+  return {run.finalists[pick], task.flop() / run.runner_seconds[pick] * 1e-9, run.measured, run.ok, run.wall_s,
           std::move(kernels[pick])};
 }
 
@@ -177,13 +98,13 @@ void print_row(const Row& r) {
 Row bench_matmul(const schedule_space::TargetTraits& traits, const Options& o) {
   constexpr int64_t kM = 1024, kN = 1024, kK = 1024;
   auto task = schedule_space::Task::create("matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}}, traits);
-  Aligned a(kM * kK), b(kK * kN), c(kM * kN), ref(kM * kN);
-  fill(a, o.seed + 11);
-  fill(b, o.seed + 12);
+  bench::AlignedFloats a(kM * kK), b(kK * kN), c(kM * kN), ref(kM * kN);
+  bench::fill_random(a, o.seed + 11);
+  bench::fill_random(b, o.seed + 12);
   int status = 0;
   void* args[] = {a.p, b.p, c.p};
   Tuned t = tune_and_load(task, o.trials, o.seed, args, o.rounds);
-  const std::vector<double> s = time_interleaved(
+  const std::vector<double> s = bench::time_interleaved(
       {[&] { status |= t.kernel.run(args); },
        [&] { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kM, kN, kK, 1.0f, a.p, kK, b.p, kN, 0.0f, ref.p, kN); }},
       o.rounds);
@@ -232,10 +153,10 @@ Row bench_conv2d(const schedule_space::TargetTraits& traits, const Options& o) {
       "conv2d_nchwc", {{"N", "1"}, {"C", "64"}, {"H", "56"}, {"W", "56"}, {"K", "64"}, {"R", "3"}, {"S", "3"},
                        {"stride", "1"}, {"pad", "1"}, {"ic_block", "16"}, {"oc_block", "16"}},
       traits);
-  Aligned in(kC * kH * kW), w(kK * kC * 9), out(kK * kH * kW), ref(kK * kH * kW), dnnl_out(kK * kH * kW);
-  Aligned in_blocked(in.n), w_blocked(w.n), out_blocked(out.n);
-  fill(in, o.seed + 21);
-  fill(w, o.seed + 22);
+  bench::AlignedFloats in(kC * kH * kW), w(kK * kC * 9), out(kK * kH * kW), ref(kK * kH * kW), dnnl_out(kK * kH * kW);
+  bench::AlignedFloats in_blocked(in.n), w_blocked(w.n), out_blocked(out.n);
+  bench::fill_random(in, o.seed + 21);
+  bench::fill_random(w, o.seed + 22);
   conv_reference(in.p, w.p, ref.p, kC, kH, kW, kK);
   to_blocked(in.p, in_blocked.p, kC, kH * kW, kBlock);
   weights_to_blocked(w.p, w_blocked.p, kK, kC, 9, kBlock);
@@ -264,7 +185,7 @@ Row bench_conv2d(const schedule_space::TargetTraits& traits, const Options& o) {
   const std::string impl = pd.impl_info_str();
 
   int status = 0;
-  const std::vector<double> s = time_interleaved(
+  const std::vector<double> s = bench::time_interleaved(
       {[&] { status |= t.kernel.run(args); },
        [&] {
          conv.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DST, dst}});
@@ -295,12 +216,50 @@ Options parse(int argc, char** argv) {
     else if (a == "--conv-trials") o.conv_trials = std::stoul(v);
     else if (a == "--seed") o.seed = std::stoull(v);
     else if (a == "--rounds") o.rounds = std::stoi(v);
+    else if (a == "--threads") o.threads = std::stoi(v);
     else throw Error(ErrorKind::kInvalidArgument, "unknown option " + a);
   }
   if (o.trials == 0 || o.trials > 1000 || o.conv_trials == 0 || o.conv_trials > 1000)
     throw Error(ErrorKind::kInvalidArgument, "trials must be in 1..1000");
   if (o.rounds < 1) throw Error(ErrorKind::kInvalidArgument, "rounds must be >= 1");
+  if (o.threads < 1 || o.threads > 256) throw Error(ErrorKind::kInvalidArgument, "threads must be in 1..256");
   return o;
+}
+
+// --threads N > 1: every workload tuned and raced at N threads.
+int run_threaded(const codegen::Target& host, const Options& o) {
+  const auto traits = schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), o.threads);
+  bench::RaceOptions ro;
+  ro.trials = o.trials;
+  ro.rounds = o.rounds;
+  ro.threads = o.threads;
+  ro.seed = o.seed;
+  std::printf("target %s, OpenBLAS %s (core %s), oneDNN %d.%d, xgb tuner, %d threads, %zu trials, seed %llu, load "
+              "average %s\n",
+              host.str().c_str(), openblas_get_config(), openblas_get_corename(), dnnl::version()->major,
+              dnnl::version()->minor, o.threads, o.trials, static_cast<unsigned long long>(o.seed),
+              bench::load_average().c_str());
+  std::fflush(stdout);
+  std::vector<bench::RaceResult> rows;
+  std::vector<double> ratios;
+  for (const bench::Workload& w : bench::resnet_and_matmul_workloads()) {
+    const auto task = schedule_space::Task::create(
+        w.template_name, schedule_space::parse_workload_args(w.template_name, w.args), traits);
+    rows.push_back(bench::race(task, ro));
+    ratios.push_back(rows.back().ratio());
+    std::fprintf(stderr, "  %s: %s\n", w.name.c_str(), rows.back().config.to_json_string().c_str());
+  }
+  std::printf("load average after the races: %s\n", bench::load_average().c_str());
+  std::printf("%-22s %7s %6s %8s %11s %11s %-34s %-8s %7s %9s\n", "kernel", "trials", "ok", "tune_s", "ktune_GF/s",
+              "lib_GF/s", "library", "layout", "ratio", "rel_err");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const bench::RaceResult& r = rows[i];
+    std::printf("%-22s %7zu %6zu %8.0f %11.1f %11.1f %-34s %-8s %7.3f %9.1e\n", bench::resnet_and_matmul_workloads()[i].name.c_str(), r.measured,
+                r.ok, r.tune_s, r.ktune_gflops, r.library_gflops, r.library.c_str(), r.layout.c_str(), r.ratio(),
+                r.max_error);
+  }
+  std::printf("tuned_vs_library_geomean %.3f\n", bench::geomean(ratios));
+  return 0;
 }
 
 }  // namespace
@@ -310,6 +269,7 @@ int main(int argc, char** argv) {
     const Options o = parse(argc, argv);
     const codegen::Target host = codegen::Target::host();
     ktune::bench::use_openblas_at_its_best(host.vector_bits(), argv);
+    if (o.threads > 1) return run_threaded(host, o);
     openblas_set_num_threads(1);
 #ifdef _OPENMP
     omp_set_num_threads(1);  // oneDNN's threads (OpenMP runtime)

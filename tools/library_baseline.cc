@@ -1,4 +1,4 @@
-// library_latency: oneDNN (convolution, pooling) and OpenBLAS (sgemm) timed in this process for a task's shape.
+// library_op and library_latency: oneDNN (convolution, pooling) and OpenBLAS (sgemm, sgemv) for a task's shape, in this process.
 #include "tools/library_baseline.h"
 
 #include <cblas.h>
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -52,13 +53,25 @@ std::string onednn_name(const std::string& impl) {
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + " (" + impl + ")";
 }
 
-LibraryTime conv_time(const schedule_space::WorkloadArgs& a, bool depthwise) {
+// oneDNN's name for a memory's layout: its format tag for the plain and channel-blocked 4-D and
+// 5-D formats a convolution or pooling primitive picks, else "blocked".
+std::string layout_name(const dnnl::memory::desc& md) {
+  const auto& b = md.data.format_desc.blocking;
+  const int nd = md.data.ndims;
+  if (b.inner_nblks == 0) {
+    if (nd == 4) return b.strides[1] == 1 ? "nhwc" : "nchw";
+    return "plain";
+  }
+  if (b.inner_nblks == 1 && b.inner_idxs[0] == 1) return "nC" + std::string(nd == 5 ? "dhw" : "hw") + std::to_string(b.inner_blks[0]) + "c";
+  return "blocked";
+}
+
+LibraryOp conv_op(const schedule_space::WorkloadArgs& a, bool depthwise) {
   const int64_t N = a.get_int("N"), C = a.get_int("C"), H = a.get_int("H"), W = a.get_int("W");
   const int64_t K = depthwise ? C : a.get_int("K"), R = a.get_int("R"), S = a.get_int("S");
   const int64_t st = a.get_int("stride"), pad = a.get_int("pad"), dil = a.get_int("dilation");
   const int64_t OH = (H + 2 * pad - dil * (R - 1) - 1) / st + 1, OW = (W + 2 * pad - dil * (S - 1) - 1) / st + 1;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  dnnl::stream strm(eng);
   const dnnl::memory::dims w_dims = depthwise ? dnnl::memory::dims{C, 1, 1, R, S} : dnnl::memory::dims{K, C, R, S};
   const dnnl::memory::desc src({N, C, H, W}, dt::f32, tag::any), wts(w_dims, dt::f32, tag::any),
       dst({N, K, OH, OW}, dt::f32, tag::any);
@@ -66,65 +79,99 @@ LibraryTime conv_time(const schedule_space::WorkloadArgs& a, bool depthwise) {
   const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                              src, wts, dst, {st, st}, {dil - 1, dil - 1}, {pad, pad}, {pad, pad});
   const dnnl::convolution_forward::primitive_desc pd(desc, eng);
-  dnnl::memory s = filled(pd.src_desc(), eng), w = filled(pd.weights_desc(), eng), d(pd.dst_desc(), eng);
-  dnnl::convolution_forward conv(pd);
-  const double t = time_best([&] {
-    conv.execute(strm, {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, d}});
-    strm.wait();
-  });
-  return {onednn_name(pd.impl_info_str()), t};
+  struct State {
+    dnnl::engine eng;
+    dnnl::stream strm;
+    dnnl::memory s, w, d;
+    dnnl::convolution_forward conv;
+  };
+  auto p = std::make_shared<State>(State{eng, dnnl::stream(eng), filled(pd.src_desc(), eng),
+                                           filled(pd.weights_desc(), eng), dnnl::memory(pd.dst_desc(), eng),
+                                           dnnl::convolution_forward(pd)});
+  return {onednn_name(pd.impl_info_str()), layout_name(pd.src_desc()), [p] {
+            p->conv.execute(p->strm, {{DNNL_ARG_SRC, p->s}, {DNNL_ARG_WEIGHTS, p->w}, {DNNL_ARG_DST, p->d}});
+            p->strm.wait();
+          }};
 }
 
-LibraryTime pool_time(const schedule_space::WorkloadArgs& a, bool max) {
+LibraryOp pool_op(const schedule_space::WorkloadArgs& a, bool max) {
   const int64_t N = a.get_int("N"), C = a.get_int("C"), H = a.get_int("H"), W = a.get_int("W");
   const int64_t R = a.get_int("R"), S = a.get_int("S"), st = a.get_int("stride"), pad = a.get_int("pad");
   const int64_t OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  dnnl::stream strm(eng);
   // The tuned pooling kernels read NCHW; so does oneDNN here.
   const dnnl::memory::desc src({N, C, H, W}, dt::f32, tag::nchw), dst({N, C, OH, OW}, dt::f32, tag::nchw);
   const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference,
                                          max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding,
                                          src, dst, {st, st}, {R, S}, {pad, pad}, {pad, pad});
   const dnnl::pooling_forward::primitive_desc pd(desc, eng);
-  dnnl::memory s = filled(pd.src_desc(), eng), d(pd.dst_desc(), eng);
-  dnnl::pooling_forward pool(pd);
-  const double t = time_best([&] {
-    pool.execute(strm, {{DNNL_ARG_SRC, s}, {DNNL_ARG_DST, d}});
-    strm.wait();
-  });
-  return {onednn_name(pd.impl_info_str()), t};
+  struct State {
+    dnnl::engine eng;
+    dnnl::stream strm;
+    dnnl::memory s, d;
+    dnnl::pooling_forward pool;
+  };
+  auto p = std::make_shared<State>(State{eng, dnnl::stream(eng), filled(pd.src_desc(), eng),
+                                         dnnl::memory(pd.dst_desc(), eng), dnnl::pooling_forward(pd)});
+  return {onednn_name(pd.impl_info_str()), "nchw", [p] {
+            p->pool.execute(p->strm, {{DNNL_ARG_SRC, p->s}, {DNNL_ARG_DST, p->d}});
+            p->strm.wait();
+          }};
 }
 
-LibraryTime gemm_time(const schedule_space::WorkloadArgs& a, bool b_transposed) {
-  const int64_t M = a.get_int("M"), N = a.get_int("N"), K = a.get_int("K");
-  std::vector<float> A(static_cast<size_t>(M * K), 0.5f), B(static_cast<size_t>(K * N), 0.25f), C(static_cast<size_t>(M * N));
-  const double t = time_best([&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, static_cast<int>(M),
-                static_cast<int>(N), static_cast<int>(K), 1.0f, A.data(), static_cast<int>(K), B.data(),
-                static_cast<int>(b_transposed ? K : N), 0.0f, C.data(), static_cast<int>(N));
-  });
-  return {std::string("OpenBLAS ") + openblas_get_corename(), t};
+// C = A B (B [K,N], or [N,K] when `b_transposed`), row-major. M = 1 is a GEMV, which OpenBLAS
+// 0.3.21's sgemm does not forward to its GEMV kernels: sgemv is what a user calls for it.
+LibraryOp gemm_op(const schedule_space::WorkloadArgs& a, bool b_transposed) {
+  const int M = static_cast<int>(a.get_int("M")), N = static_cast<int>(a.get_int("N")),
+            K = static_cast<int>(a.get_int("K"));
+  struct Buffers {
+    std::vector<float> A, B, C;
+  };
+  auto b = std::make_shared<Buffers>(Buffers{std::vector<float>(static_cast<size_t>(M) * K, 0.5f),
+                                             std::vector<float>(static_cast<size_t>(K) * N, 0.25f),
+                                             std::vector<float>(static_cast<size_t>(M) * N)});
+  const std::string core = std::string("OpenBLAS ") + openblas_get_corename();
+  if (M == 1) {
+    // y[N] = x[K] B: B^T x for B [K,N], B x for B [N,K].
+    return {core + " sgemv", "row-major", [b, N, K, b_transposed] {
+              if (b_transposed) cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, b->B.data(), K, b->A.data(), 1, 0.0f, b->C.data(), 1);
+              else cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, b->B.data(), N, b->A.data(), 1, 0.0f, b->C.data(), 1);
+            }};
+  }
+  return {core + " sgemm", "row-major", [b, M, N, K, b_transposed] {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, M, N, K, 1.0f,
+                        b->A.data(), K, b->B.data(), b_transposed ? K : N, 0.0f, b->C.data(), N);
+          }};
 }
 
 }  // namespace
 
-std::optional<LibraryTime> library_latency(const schedule_space::Task& task, int threads) {
+std::optional<LibraryOp> library_op(const schedule_space::Task& task, int threads) {
   const auto& a = task.args();
   if (a.get("dtype") != "float32") return std::nullopt;
   omp_set_num_threads(threads);  // oneDNN's threads (OpenMP runtime)
   openblas_set_num_threads(threads);
   const std::string& name = task.template_name();
   try {
-    if (name == "conv2d" || name == "conv2d_nchwc") return conv_time(a, false);
-    if (name == "depthwise_conv2d") return conv_time(a, true);
-    if (name == "max_pool2d" || name == "avg_pool2d") return pool_time(a, name == "max_pool2d");
-    if (name == "matmul") return gemm_time(a, a.get("layout") == "nt");
-    if (name == "dense_bias_relu") return gemm_time(a, true);
+    if (name == "conv2d" || name == "conv2d_nchwc") return conv_op(a, false);
+    if (name == "depthwise_conv2d" || name == "depthwise_conv2d_nchwc") return conv_op(a, true);
+    if (name == "max_pool2d" || name == "avg_pool2d") return pool_op(a, name == "max_pool2d");
+    if (name == "matmul") return gemm_op(a, a.get("layout") == "nt");
+    if (name == "dense_bias_relu") return gemm_op(a, true);
   } catch (const dnnl::error& e) {
     throw Error(ErrorKind::kUnsupported, "oneDNN refuses " + task.workload_key() + ": " + e.what());
   }
   return std::nullopt;
+}
+
+std::optional<LibraryTime> library_latency(const schedule_space::Task& task, int threads) {
+  const std::optional<LibraryOp> op = library_op(task, threads);
+  if (!op) return std::nullopt;
+  try {
+    return LibraryTime{op->library, time_best(op->run)};
+  } catch (const dnnl::error& e) {
+    throw Error(ErrorKind::kUnsupported, "oneDNN refuses " + task.workload_key() + ": " + e.what());
+  }
 }
 
 }  // namespace ktune::tools

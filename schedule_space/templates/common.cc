@@ -98,4 +98,32 @@ int64_t largest_divisor_at_most(int64_t n, int64_t cap) {
   return 1;
 }
 
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t auto_channel_block(int64_t channels) {
+  if (channels <= 16) return channels;
+  return ceil_div(channels, 8) * 8 < ceil_div(channels, 16) * 16 ? 8 : 16;
+}
+
+te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, int64_t h, int64_t w, int64_t block,
+                             int64_t pad, te::DataType dt) {
+  const te::Expr p(pad);
+  return te::compute({n, cblocks, h + 2 * pad, w + 2 * pad, block},
+                     [&](te::Var b, te::Var c, te::Var y, te::Var x, te::Var l) {
+                       te::Expr inside = y >= p && y < te::Expr(h + pad) && x >= p && x < te::Expr(w + pad);
+                       return te::select(inside, in(b, c, y - p, x - p, l), te::cast(dt, te::Expr(0.0)));
+                     },
+                     "pad");
+}
+
+void schedule_blocked_pad(te::Stage pad, bool inline_it, bool parallel) {
+  if (inline_it) {
+    pad.compute_inline();
+    return;
+  }
+  pad.vectorize(pad.axis(4));
+  const te::IterVar nc = pad.fuse(pad.axis(0), pad.axis(1));
+  if (parallel) pad.parallel(nc);
+}
+
 }  // namespace ktune::schedule_space::templates

@@ -46,4 +46,21 @@ int64_t window_out_extent(const std::string& tmpl, int64_t in, int64_t window, i
 // Largest divisor of n that is <= cap (>= 1).
 int64_t largest_divisor_at_most(int64_t n, int64_t cap);
 
+int64_t ceil_div(int64_t a, int64_t b);
+
+// Channel-blocked (NCHWc) templates: the block chosen from a channel count when the argument is
+// 0: the whole count up to 16, else 16 or 8, whichever pads less (ties to 16). Target-independent
+// on purpose: the block is part of the kernel's ABI (the layout), and a layer's input block
+// (chosen from its C) matches the previous layer's output block (chosen from that layer's K).
+int64_t auto_channel_block(int64_t channels);
+
+// The zero-padded copy (a compute stage "pad") of a blocked input I[N][CB][H][W][b]: `pad` rows
+// and columns on each side.
+te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, int64_t h, int64_t w, int64_t block,
+                             int64_t pad, te::DataType dt);
+
+// Schedules a pad_blocked_input stage: inlined into its consumer, or computed once with whole
+// blocks as vectors and (batch, channel block) in parallel when `parallel`.
+void schedule_blocked_pad(te::Stage pad, bool inline_it, bool parallel);
+
 }  // namespace ktune::schedule_space::templates

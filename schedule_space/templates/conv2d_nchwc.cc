@@ -17,17 +17,7 @@ constexpr int64_t kMaxTileKo = 4;
 constexpr int64_t kMaxTileOh = 4;
 constexpr int64_t kMaxTileOw = 32;
 
-// Channel blocks chosen from the channel count when the argument is 0 (the default): the whole
-// count up to 16, else 16 or 8, whichever pads less (ties to 16). Target-independent on purpose:
-// the block is part of the kernel's ABI (the layout), and the next layer's input block
-// (ic_block = its C's choice) matches this layer's output block (oc_block = K's choice).
-int64_t auto_block(int64_t channels) {
-  if (channels <= 16) return channels;
-  const int64_t pad16 = (channels + 15) / 16 * 16, pad8 = (channels + 7) / 8 * 8;
-  return pad8 < pad16 ? 8 : 16;
-}
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Channel blocks: ic_block and oc_block of 0 (the default) are auto_channel_block's choice.
 
 // What follows the convolution in the same tile loop.
 enum class Epilogue { kNone, kBiasRelu, kBiasAddRelu };
@@ -63,8 +53,8 @@ Shape shape_of(const WorkloadArgs& a) {
   s.dilation = a.get_int("dilation");
   s.icb = a.get_int("ic_block");
   s.ocb = a.get_int("oc_block");
-  if (s.icb == 0) s.icb = auto_block(s.c);
-  if (s.ocb == 0) s.ocb = auto_block(s.k);
+  if (s.icb == 0) s.icb = auto_channel_block(s.c);
+  if (s.ocb == 0) s.ocb = auto_channel_block(s.k);
   s.epilogue = epilogue_of(a);
   s.oh = window_out_extent(kName, s.h, s.r, s.stride, s.pad, s.dilation);
   s.ow = window_out_extent(kName, s.w, s.s, s.stride, s.pad, s.dilation);
@@ -101,15 +91,7 @@ Tensors make_tensors(const WorkloadArgs& a) {
     t.residual = te::placeholder({sh.n, sh.kblocks(), sh.oh, sh.ow, sh.ocb}, dt, "residual");
   te::Tensor padded = t.in;
   if (sh.pad > 0) {
-    const int64_t p = sh.pad;
-    const te::Tensor in = t.in;
-    padded = te::compute({sh.n, sh.cblocks(), sh.h + 2 * p, sh.w + 2 * p, sh.icb},
-                         [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var b) {
-                           te::Expr inside = y >= te::Expr(p) && y < te::Expr(sh.h + p) && x >= te::Expr(p) &&
-                                             x < te::Expr(sh.w + p);
-                           return te::select(inside, in(n, c, y - te::Expr(p), x - te::Expr(p), b), zero);
-                         },
-                         "pad");
+    padded = pad_blocked_input(t.in, sh.n, sh.cblocks(), sh.h, sh.w, sh.icb, sh.pad, dt);
     t.padded = padded;
   }
   // One reduction axis over the C channels: the schedule splits it by icb into (block, lane),
@@ -288,17 +270,7 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   unroll_if(acc, cb, cfg["unroll_cb"].as_int() != 0);
   unroll_if(acc, sx, cfg["unroll_s"].as_int() != 0);
 
-  if (t.padded.defined()) {
-    te::Stage pad = s[t.padded];
-    if (cfg["pad_inline"].as_int() != 0) {
-      pad.compute_inline();
-    } else {
-      // One pass over the input: whole ic blocks as vectors, (batch, channel block) in parallel.
-      pad.vectorize(pad.axis(4));
-      const te::IterVar nc = pad.fuse(pad.axis(0), pad.axis(1));
-      if (par) pad.parallel(nc);
-    }
-  }
+  if (t.padded.defined()) schedule_blocked_pad(s[t.padded], cfg["pad_inline"].as_int() != 0, par);
   return Instantiated{s, t.args()};
 }
 
@@ -328,8 +300,8 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
              .choices = {"none", "bias_relu", "bias_add_relu"}, .key_omits_default = true},
             dtype_arg()};
   d.resolve = [](WorkloadArgs& a) {
-    if (a.get_int("ic_block") == 0) a.set_int("ic_block", auto_block(a.get_int("C")));
-    if (a.get_int("oc_block") == 0) a.set_int("oc_block", auto_block(a.get_int("K")));
+    if (a.get_int("ic_block") == 0) a.set_int("ic_block", auto_channel_block(a.get_int("C")));
+    if (a.get_int("oc_block") == 0) a.set_int("oc_block", auto_channel_block(a.get_int("K")));
   };
   d.check = [](const WorkloadArgs& a) { shape_of(a); };
   d.compute = [](const WorkloadArgs& a) {

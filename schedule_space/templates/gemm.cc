@@ -59,7 +59,7 @@ void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
   space.define_knob("unroll_k", std::vector<int64_t>{0, 1});
   space.define_knob("pack_b", std::vector<int64_t>{0, 1});
   space.define_knob("parallel", target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  if (dot_knob && M < 4 && K >= lanes) space.define_knob("dot_lanes", std::vector<int64_t>{0, lanes});
+  if (dot_knob && M <= 16 && K >= lanes) space.define_knob("dot_lanes", std::vector<int64_t>{0, lanes});
   space.add_constraint("register tile fits the vector registers", [lanes, target](const EntityView& v) {
     const int64_t rows = v["tile_y"].values.back();
     const int64_t vectors = (v["tile_x"].values.back() + lanes - 1) / lanes;
@@ -103,7 +103,8 @@ Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const Targ
   d[5] = closest_int(space.knob(5), target.cores > 1 && !tiny ? 1 : 0);
   // The dot-product GEMV where the template offers it (B stored [N,K]): it reads B's rows as
   // vectors where the tile above would gather them (dense M=1 N=1000 K=512: 41 against 5 GFLOP/s).
-  if (space.num_knobs() > 6) d[6] = closest_int(space.knob(6), lanes);
+  // Small batches (4 to 16 rows) keep the tile above unless tuning finds the dot form faster.
+  if (space.num_knobs() > 6) d[6] = closest_int(space.knob(6), M < 4 ? lanes : 0);
   return pick_fallback(space, d);
 }
 

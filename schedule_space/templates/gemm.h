@@ -23,7 +23,7 @@ namespace ktune::schedule_space::templates {
 // Constraints: the register tile (rows x vectors) fits TargetTraits::accumulator_budget (x86: two
 // registers free; AArch64: the row's B vectors and the A scalar free); an unrolled k loop
 // unrolls at most 64 copies of the row block.
-//   dot_lanes (only with `dot_knob`, M < 4 and K >= one vector) 0, or the lanes of a dot-product
+//   dot_lanes (only with `dot_knob`, M <= 16 and K >= one vector) 0, or the lanes of a dot-product
 //             GEMV for a B stored [N,K]: vectors run along k, one horizontal sum per output (see
 //             dense_bias_relu); the other knobs but parallel then go unused
 void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target, ConfigSpace& space,

@@ -113,11 +113,15 @@ Instantiated gemv_dot(const te::Tensor& x, const te::Tensor& w, const te::Tensor
     if (rest.defined()) v = v + rest(i, j);
     return bias.defined() ? apply_epilogue(epilogue, v, bias(j), dt) : v;
   }, out_name);
-  // Eight outputs at a time: eight vector accumulators live across the k loop.
+  // Eight outputs at a time: eight vector accumulators live across the k loop. The rows of X
+  // inside the block of eight W rows: those W rows (8 K floats) stay in L1 for every row of X,
+  // and W, the large operand, is read from memory once (batch 8, N=1000, K=512: rows outside
+  // re-read all of W per row, 0.66x OpenBLAS's sgemm).
   te::Schedule s = te::create_schedule({y});
   te::Stage ys = s[y];
   auto [jo, ji] = ys.split(ys.axis(1), 8);
-  const te::IterVar outer = ys.fuse(ys.axis(0), jo);
+  ys.reorder({jo, ys.axis(0), ji});
+  const te::IterVar outer = ys.fuse(jo, ys.axis(0));
   if (cfg["parallel"].as_int() != 0) ys.parallel(outer);
   te::Stage ps = s[partial];
   ps.compute_at(ys, outer);
@@ -160,7 +164,7 @@ void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&
     const double epilogue = batch_axes > 0 ? 0 : epilogue_flop(w.get("epilogue"));
     return outputs * (2.0 * static_cast<double>(w.get_int("K")) + epilogue);
   };
-  // matmul with B stored [N,K] is a GEMV in dot-product form when M is tiny (as dense is).
+  // matmul with B stored [N,K] has the dot-product form for up to 16 rows (as dense has).
   d.define = [batch_axes](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
     define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space,
                       batch_axes == 0 && w.get("layout") == "nt");

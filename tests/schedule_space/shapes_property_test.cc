@@ -69,6 +69,10 @@ Args random_args(const std::string& tmpl, std::mt19937_64& rng) {
   }
   a["pad"] = str(pad);
   if (tmpl == "depthwise_conv2d") return a;
+  if (tmpl == "depthwise_conv2d_nchwc") {
+    if (rng() % 2) a["block"] = pick({"4", "8", "16"});  // mostly not dividing C
+    return a;
+  }
   a["K"] = e(33);
   if (tmpl == "conv2d_nchwc") {
     // Blocks chosen from the shape (default), or given and then mostly not dividing C and K.

@@ -54,7 +54,7 @@ inline std::vector<TemplateCase> small_cases() {
   return {
       {"matmul_nn", "matmul", {{"M", "8"}, {"N", "16"}, {"K", "8"}}},
       {"matmul_nt", "matmul", {{"M", "4"}, {"N", "8"}, {"K", "12"}, {"layout", "nt"}}},
-      {"dense_bias_relu", "dense_bias_relu", {{"M", "4"}, {"N", "16"}, {"K", "8"}}},
+      {"dense_bias_relu", "dense_bias_relu", {{"M", "4"}, {"N", "8"}, {"K", "8"}}},  // with the dot form (M <= 16)
       {"batch_matmul", "batch_matmul", {{"batch", "3"}, {"M", "4"}, {"N", "8"}, {"K", "6"}}},
       {"conv2d_pad", "conv2d", {{"C", "2"}, {"H", "3"}, {"W", "3"}, {"K", "2"}, {"pad", "1"}}},
       {"conv2d_stride_dilation", "conv2d",
@@ -81,6 +81,9 @@ inline std::vector<TemplateCase> small_cases() {
        {{"C", "5"}, {"H", "3"}, {"W", "4"}, {"K", "6"}, {"ic_block", "4"}, {"oc_block", "4"},
         {"epilogue", "bias_add_relu"}}},
       {"conv2d_nchwc_auto", "conv2d_nchwc", {{"C", "3"}, {"H", "4"}, {"W", "5"}, {"K", "5"}, {"epilogue", "bias_relu"}}},
+      {"depthwise_nchwc_stride_pad", "depthwise_conv2d_nchwc",
+       {{"C", "8"}, {"H", "6"}, {"W", "7"}, {"stride", "2"}, {"pad", "1"}, {"block", "4"}}},
+      {"depthwise_nchwc_tails", "depthwise_conv2d_nchwc", {{"C", "5"}, {"H", "5"}, {"W", "6"}, {"pad", "1"}, {"block", "4"}}},
   };
 }
 

@@ -78,6 +78,7 @@ TEST(AnyExtent, EveryTemplateAcceptsEveryExtent) {
           {"batch_matmul", {{"batch", "2"}, {"M", v}, {"N", v}, {"K", "3"}}},
           {"conv2d", {{"C", v}, {"H", "5"}, {"W", v == "1" ? "3" : v}, {"K", v}, {"pad", "1"}}},
           {"depthwise_conv2d", {{"C", v}, {"H", v == "1" ? "3" : v}, {"W", "4"}, {"stride", "2"}, {"pad", "1"}}},
+          {"depthwise_conv2d_nchwc", {{"C", v}, {"H", v == "1" ? "3" : v}, {"W", "4"}, {"stride", "2"}, {"pad", "1"}}},
           {"max_pool2d", {{"C", "2"}, {"H", v}, {"W", v}, {"R", "1"}, {"S", "1"}, {"stride", "1"}}},
           {"avg_pool2d", {{"C", v}, {"H", "4"}, {"W", "4"}}},
           {"conv2d_nchwc", {{"C", v}, {"H", "3"}, {"W", v == "1" ? "3" : v}, {"K", v}, {"pad", "1"}}},

@@ -1,0 +1,215 @@
+// The library race: tune a task, pick its fastest kernel in this process, check it, and time it interleaved with OpenBLAS / oneDNN.
+#include "bench/library_race.h"
+
+#include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <random>
+
+#include "codegen/codegen_llvm.h"
+#include "codegen/runtime.h"
+#include "codegen/target.h"
+#include "rpc_runner/local_runner.h"
+#include "rpc_runner/reference.h"
+#include "support/error.h"
+#include "tools/library_baseline.h"
+#include "tuner/model_based_tuner.h"
+#include "tuner/tune.h"
+
+namespace ktune::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A round of a callable lasts at least this long: calls of a few microseconds are repeated
+// within the round, so that the clock's resolution and its call cost do not decide the result.
+constexpr double kMinRoundSeconds = 200e-6;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// One buffer per kernel argument (float32 only), inputs random from `seed`, outputs NaN.
+std::vector<std::unique_ptr<AlignedFloats>> make_buffers(const std::vector<codegen::ArgSpec>& sig, uint64_t seed) {
+  std::vector<std::unique_ptr<AlignedFloats>> bufs;
+  for (size_t i = 0; i < sig.size(); ++i) {
+    if (sig[i].dtype != "float32") throw Error(ErrorKind::kUnsupported, "the race handles float32 kernels only");
+    bufs.push_back(std::make_unique<AlignedFloats>(static_cast<size_t>(sig[i].num_elements())));
+    if (sig[i].is_output) std::fill(bufs.back()->p, bufs.back()->p + bufs.back()->n, std::nanf(""));
+    else fill_random(*bufs.back(), seed + i);
+  }
+  return bufs;
+}
+
+// max |out - ref| / max(1, max |ref|) over every output; infinity when an output holds NaN.
+double relative_error(const std::vector<codegen::ArgSpec>& sig, const std::vector<std::unique_ptr<AlignedFloats>>& out,
+                      const std::vector<std::unique_ptr<AlignedFloats>>& ref) {
+  double err = 0, scale = 1;
+  for (size_t i = 0; i < sig.size(); ++i) {
+    if (!sig[i].is_output) continue;
+    for (size_t j = 0; j < out[i]->n; ++j) {
+      const double d = std::fabs(static_cast<double>(out[i]->p[j]) - ref[i]->p[j]);
+      if (std::isnan(d)) return INFINITY;
+      err = std::max(err, d);
+      scale = std::max(scale, static_cast<double>(std::fabs(ref[i]->p[j])));
+    }
+  }
+  return err / scale;
+}
+
+std::vector<void*> pointers(const std::vector<std::unique_ptr<AlignedFloats>>& bufs) {
+  std::vector<void*> p;
+  for (const auto& b : bufs) p.push_back(b->p);
+  return p;
+}
+
+}  // namespace
+
+AlignedFloats::AlignedFloats(size_t n)
+    : n(n), p(static_cast<float*>(std::aligned_alloc(64, (std::max<size_t>(n, 1) * sizeof(float) + 63) / 64 * 64))) {}
+AlignedFloats::~AlignedFloats() { std::free(p); }
+
+void fill_random(AlignedFloats& a, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (size_t i = 0; i < a.n; ++i) a.p[i] = dist(rng);
+}
+
+void set_all_threads(int threads) {
+  codegen::set_num_threads(threads);
+  openblas_set_num_threads(threads);
+#ifdef _OPENMP
+  omp_set_num_threads(threads);
+#endif
+}
+
+std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds) {
+  std::vector<int> reps;
+  for (const auto& fn : fns) {
+    const auto start = Clock::now();
+    fn();
+    reps.push_back(static_cast<int>(std::clamp(std::ceil(kMinRoundSeconds / std::max(seconds_since(start), 1e-9)), 1.0, 1000.0)));
+  }
+  std::vector<std::vector<double>> t(fns.size());
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t i = 0; i < fns.size(); ++i) {
+      const auto start = Clock::now();
+      for (int n = 0; n < reps[i]; ++n) fns[i]();
+      t[i].push_back(seconds_since(start) / reps[i]);
+    }
+  }
+  std::vector<double> out;
+  for (auto& v : t) out.push_back(median(v));
+  return out;
+}
+
+codegen::Kernel load_kernel(const schedule_space::Task& task, const schedule_space::Config& config,
+                            const te::LowerOptions& lower) {
+  const schedule_space::Instantiated inst = task.instantiate(config);
+  const te::LoweredFunc f = te::lower(inst.schedule, inst.args, task.template_name() + "_best", lower);
+  return codegen::Kernel::load(codegen::build(f, codegen::Target::host()));
+}
+
+TuneRun tune_finalists(const schedule_space::Task& task, size_t trials, uint64_t seed, int threads, size_t keep,
+                       int number) {
+  rpc_runner::LocalRunnerOptions ro;
+  ro.runner_path = KTUNE_RUNNER_PATH;
+  ro.run_threads = threads;
+  ro.data_seed = seed;
+  ro.measure.number = number;
+  rpc_runner::LocalRunner runner(ro);
+
+  tuner::TuneOptions to;
+  to.n_trial = trials;
+  to.batch_size = 16;
+  const std::vector<tuner::MeasureResult> fb = runner.measure({{&task, task.fallback_config()}});
+  to.resume.push_back({task.fallback_config(), fb.at(0)});
+  std::vector<std::pair<double, schedule_space::Config>> measured;
+  if (fb.at(0).ok()) measured.emplace_back(fb.at(0).mean_cost(), task.fallback_config());
+
+  tuner::XGBTunerParams xp;
+  xp.search.seed = seed;
+  tuner::XGBTuner xgb(task, xp);
+  const auto start = Clock::now();
+  size_t done = 0;
+  to.callbacks.push_back([&](const std::vector<tuner::MeasureInput>& in, const std::vector<tuner::MeasureResult>& out) {
+    done += in.size();
+    for (size_t i = 0; i < in.size(); ++i)
+      if (out[i].ok()) measured.emplace_back(out[i].mean_cost(), in[i].config);
+    std::fprintf(stderr, "\r  %s: %zu/%zu trials, %.0f s", task.workload_key().c_str(), done, trials, seconds_since(start));
+  });
+  const tuner::TuneResult r = tuner::tune(task, xgb, runner, to);
+  std::fprintf(stderr, "\n");
+  if (measured.empty()) throw Error(ErrorKind::kRun, "no config of " + task.workload_key() + " succeeded");
+  std::stable_sort(measured.begin(), measured.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  TuneRun run{{}, {}, r.n_measured, r.n_ok, r.wall_s};
+  for (size_t i = 0; i < measured.size() && run.finalists.size() < keep; ++i) {
+    run.finalists.push_back(measured[i].second);
+    run.runner_seconds.push_back(measured[i].first);
+  }
+  return run;
+}
+
+RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
+  set_all_threads(o.threads);
+  std::optional<tools::LibraryOp> lib = tools::library_op(task, o.threads);
+  if (!lib) throw Error(ErrorKind::kUnsupported, "no library operator for " + task.workload_key());
+  const TuneRun tuned = tune_finalists(task, o.trials, o.seed, o.threads, o.finalists);
+  set_all_threads(o.threads);  // library_op and the runner may have changed them
+
+  std::vector<codegen::Kernel> kernels;
+  for (const auto& cfg : tuned.finalists) kernels.push_back(load_kernel(task, cfg));
+  const auto& sig = kernels.front().signature();
+  const auto bufs = make_buffers(sig, o.seed);
+  const std::vector<void*> args = pointers(bufs);
+  int status = 0;
+  std::vector<std::function<void()>> runs;
+  for (const auto& k : kernels) runs.push_back([&k, &args, &status] { status |= k.run(args); });
+  const std::vector<double> s = time_interleaved(runs, o.rounds);
+  const size_t pick = static_cast<size_t>(std::min_element(s.begin(), s.end()) - s.begin());
+  if (status != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": a tuned kernel returned " + std::to_string(status));
+
+  // The reference on the same inputs; the raced kernel's outputs start as NaN again.
+  const codegen::Kernel reference = codegen::Kernel::load(codegen::build(rpc_runner::lower_reference(task), codegen::Target::host()));
+  const auto ref_bufs = make_buffers(sig, o.seed);
+  if (reference.run(pointers(ref_bufs)) != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": the reference failed");
+  for (size_t i = 0; i < sig.size(); ++i)
+    if (sig[i].is_output) std::fill(bufs[i]->p, bufs[i]->p + bufs[i]->n, std::nanf(""));
+  if (kernels[pick].run(args) != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": the tuned kernel failed");
+  const double err = relative_error(sig, bufs, ref_bufs);
+  if (!(err <= 1e-4))
+    throw Error(ErrorKind::kWrongAnswer, task.workload_key() + ": tuned kernel differs from the reference by " + std::to_string(err));
+
+  const std::vector<double> t = time_interleaved({runs[pick], lib->run}, o.rounds);
+  if (status != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": the tuned kernel returned " + std::to_string(status));
+  const double gflop = task.flop() * 1e-9;
+  return {tuned.finalists[pick], tuned.measured, tuned.ok, tuned.wall_s, gflop / t[0], gflop / t[1],
+          lib->library, lib->layout, err};
+}
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+double geomean(const std::vector<double>& x) {
+  double log_sum = 0;
+  for (double v : x) log_sum += std::log(v);
+  return x.empty() ? 1.0 : std::exp(log_sum / static_cast<double>(x.size()));
+}
+
+}  // namespace ktune::bench
