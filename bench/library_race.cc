@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include "codegen/codegen_llvm.h"
 #include "codegen/runtime.h"
@@ -95,7 +96,7 @@ void set_all_threads(int threads) {
 #endif
 }
 
-std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds) {
+std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds, double settle_s) {
   std::vector<int> reps;
   for (const auto& fn : fns) {
     const auto start = Clock::now();
@@ -105,6 +106,10 @@ std::vector<double> time_interleaved(const std::vector<std::function<void()>>& f
   std::vector<std::vector<double>> t(fns.size());
   for (int r = 0; r < rounds; ++r) {
     for (size_t i = 0; i < fns.size(); ++i) {
+      if (settle_s > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(settle_s));
+        fns[i]();  // wakes this callable's own pool, as an application's previous call would have
+      }
       const auto start = Clock::now();
       for (int n = 0; n < reps[i]; ++n) fns[i]();
       t[i].push_back(seconds_since(start) / reps[i]);
@@ -192,7 +197,12 @@ RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
   if (!(err <= 1e-4))
     throw Error(ErrorKind::kWrongAnswer, task.workload_key() + ": tuned kernel differs from the reference by " + std::to_string(err));
 
-  const std::vector<double> t = time_interleaved({runs[pick], lib->run}, o.rounds);
+  // Several threads: each side's pool must be idle while the other runs. OpenBLAS's workers spin
+  // for 2^28 cycles (~70 ms) after a call and libgomp's (oneDNN's) for a while too; timed right
+  // after one, a ktune kernel shared its second core with them (matmul 1024^3 at 2 threads: 100
+  // GFLOP/s against 218 with OpenBLAS idle). A pause before each round lets them sleep.
+  const double settle_s = o.threads > 1 ? 0.15 : 0;
+  const std::vector<double> t = time_interleaved({runs[pick], lib->run}, o.rounds, settle_s);
   if (status != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": the tuned kernel returned " + std::to_string(status));
   const double gflop = task.flop() * 1e-9;
   return {tuned.finalists[pick], tuned.measured, tuned.ok, tuned.wall_s, gflop / t[0], gflop / t[1],

@@ -30,8 +30,10 @@ void fill_random(AlignedFloats& a, uint64_t seed);
 void set_all_threads(int threads);
 
 // One warm-up call each, then `rounds` interleaved rounds, so that load from other processes
-// drifts over all callables alike; returns the median seconds of each.
-std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds);
+// drifts over all callables alike; returns the median seconds of each. settle_s > 0: before each
+// round of a callable, sleep that long (the previous callable's thread pool goes idle) and call it
+// once untimed (its own pool wakes).
+std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds, double settle_s = 0);
 
 // `task`'s kernel for `config`, JIT-loaded into this process for the host.
 codegen::Kernel load_kernel(const schedule_space::Task& task, const schedule_space::Config& config,
