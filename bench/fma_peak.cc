@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 
 namespace ktune::bench {
 namespace {
@@ -45,6 +47,33 @@ double fma_peak_gflops(double seconds) {
   volatile float keep = sink;
   (void)keep;
   return static_cast<double>(kBlock) * kAccumulators * kLanes * 2 / fastest * 1e-9;
+}
+
+double read_bandwidth_gbs(size_t bytes, double seconds) {
+  const size_t n = std::max<size_t>(bytes / kVectorBytes, kAccumulators);
+  Vec* data = static_cast<Vec*>(std::aligned_alloc(64, n * kVectorBytes));
+  for (size_t i = 0; i < n; ++i) data[i] = Vec{} + 1e-3f * static_cast<float>(i % 7);
+  Vec acc[kAccumulators] = {};
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  double fastest = 1e30;
+  while (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
+    const auto pass_start = Clock::now();
+    size_t i = 0;
+    for (; i + kAccumulators <= n; i += kAccumulators) {
+#pragma GCC unroll 12
+      for (int a = 0; a < kAccumulators; ++a) acc[a] += data[i + a];
+    }
+    for (; i < n; ++i) acc[0] += data[i];
+    fastest = std::min(fastest, std::chrono::duration<double>(Clock::now() - pass_start).count());
+  }
+  float sink = 0;
+  for (int a = 0; a < kAccumulators; ++a)
+    for (int l = 0; l < kLanes; ++l) sink += acc[a][l];
+  volatile float keep = sink;
+  (void)keep;
+  std::free(data);
+  return static_cast<double>(n) * kVectorBytes / fastest * 1e-9;
 }
 
 }  // namespace ktune::bench

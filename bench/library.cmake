@@ -17,5 +17,6 @@ if(TARGET ktune_tuner_model AND TARGET ktune_rpc_runner)
   add_dependencies(ktune_bench_race ktune-runner)
 
   ktune_bench(tuned_vs_library SOURCES ${CMAKE_CURRENT_LIST_DIR}/tuned_vs_library.cc LIBS ktune_bench_race)
-  ktune_bench(shape_zoo SOURCES ${CMAKE_CURRENT_LIST_DIR}/shape_zoo.cc LIBS ktune_bench_race)
+  ktune_bench(shape_zoo SOURCES ${CMAKE_CURRENT_LIST_DIR}/shape_zoo.cc ${CMAKE_CURRENT_LIST_DIR}/fma_peak.cc
+    LIBS ktune_bench_race)
 endif()

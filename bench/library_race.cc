@@ -96,19 +96,22 @@ void set_all_threads(int threads) {
 #endif
 }
 
-std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds, double settle_s) {
+std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds, double settle_s,
+                                     double min_round_s) {
   std::vector<int> reps;
   for (const auto& fn : fns) {
     const auto start = Clock::now();
     fn();
-    reps.push_back(static_cast<int>(std::clamp(std::ceil(kMinRoundSeconds / std::max(seconds_since(start), 1e-9)), 1.0, 1000.0)));
+    reps.push_back(static_cast<int>(std::clamp(std::ceil(min_round_s / std::max(seconds_since(start), 1e-9)), 1.0, 1e5)));
   }
   std::vector<std::vector<double>> t(fns.size());
   for (int r = 0; r < rounds; ++r) {
     for (size_t i = 0; i < fns.size(); ++i) {
       if (settle_s > 0) {
         std::this_thread::sleep_for(std::chrono::duration<double>(settle_s));
-        fns[i]();  // wakes this callable's own pool, as an application's previous call would have
+        // Untimed, as long as a round: this callable's pool wakes (and the VM's idle vCPUs with
+        // it), as an application's previous calls would have woken them.
+        for (int n = 0; n < reps[i]; ++n) fns[i]();
       }
       const auto start = Clock::now();
       for (int n = 0; n < reps[i]; ++n) fns[i]();
@@ -182,7 +185,10 @@ RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
   int status = 0;
   std::vector<std::function<void()>> runs;
   for (const auto& k : kernels) runs.push_back([&k, &args, &status] { status |= k.run(args); });
-  const std::vector<double> s = time_interleaved(runs, o.rounds);
+  // Several threads: rounds of 20 ms, so that waking the pool's threads (on this VM an idle vCPU
+  // can take long to be scheduled again) is a small part of each; one thread: 200 us rounds.
+  const double min_round_s = o.threads > 1 ? 20e-3 : kMinRoundSeconds;
+  const std::vector<double> s = time_interleaved(runs, o.rounds, 0, min_round_s);
   const size_t pick = static_cast<size_t>(std::min_element(s.begin(), s.end()) - s.begin());
   if (status != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": a tuned kernel returned " + std::to_string(status));
 
@@ -202,7 +208,7 @@ RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
   // after one, a ktune kernel shared its second core with them (matmul 1024^3 at 2 threads: 100
   // GFLOP/s against 218 with OpenBLAS idle). A pause before each round lets them sleep.
   const double settle_s = o.threads > 1 ? 0.15 : 0;
-  const std::vector<double> t = time_interleaved({runs[pick], lib->run}, o.rounds, settle_s);
+  const std::vector<double> t = time_interleaved({runs[pick], lib->run}, o.rounds, settle_s, min_round_s);
   if (status != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": the tuned kernel returned " + std::to_string(status));
   const double gflop = task.flop() * 1e-9;
   return {tuned.finalists[pick], tuned.measured, tuned.ok, tuned.wall_s, gflop / t[0], gflop / t[1],

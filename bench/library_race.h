@@ -29,11 +29,13 @@ void fill_random(AlignedFloats& a, uint64_t seed);
 // Sets the threads of ktune's parallel loops, OpenBLAS and OpenMP (oneDNN's runtime) to `threads`.
 void set_all_threads(int threads);
 
-// One warm-up call each, then `rounds` interleaved rounds, so that load from other processes
-// drifts over all callables alike; returns the median seconds of each. settle_s > 0: before each
-// round of a callable, sleep that long (the previous callable's thread pool goes idle) and call it
-// once untimed (its own pool wakes).
-std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds, double settle_s = 0);
+// One warm-up call each, then `rounds` interleaved rounds of at least min_round_s each (short
+// calls are repeated within a round), so that load from other processes drifts over all callables
+// alike; returns the median seconds per call of each. settle_s > 0: before each round of a
+// callable, sleep that long (the previous callable's thread pool goes idle), then run it untimed
+// for as long as a round (its own pool wakes).
+std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds, double settle_s = 0,
+                                     double min_round_s = 200e-6);
 
 // `task`'s kernel for `config`, JIT-loaded into this process for the host.
 codegen::Kernel load_kernel(const schedule_space::Task& task, const schedule_space::Config& config,

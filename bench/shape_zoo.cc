@@ -3,15 +3,20 @@
 // M = 1, sgemm otherwise) for matmul and dense, oneDNN's convolution in the layout it picks for
 // conv2d (ktune: conv2d_nchwc) and depthwise conv2d (ktune: depthwise_conv2d_nchwc) (bench/library_race.h: the best of the tuning's finalists re-timed
 // interleaved with the library, median of rounds, output checked against the reference).
+// Each row also gives the shape's bound on one core: the smaller of the FMA peak and its
+// compulsory traffic (every argument read or written once) at this core's read bandwidth for a
+// buffer of that size (bench/fma_peak.h), and the tuned kernel's share of it.
 // Prints a row per shape, `shape_zoo_worst <ratio> <shape>`, and as its last line
 // `shape_zoo_geomean <ktune / library GFLOP/s, geometric mean over the shapes>`.
 //
 // Usage: shape_zoo [--trials N] [--rounds R] [--seed S] [--only SUBSTRING]
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "bench/fma_peak.h"
 #include "bench/library_race.h"
 #include "bench/openblas_best.h"
 #include "bench/workloads.h"
@@ -73,6 +78,17 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// Bytes of all the task's arguments (inputs and outputs), each moved once.
+double compulsory_bytes(const schedule_space::Task& task) {
+  double bytes = 0;
+  for (const te::Tensor& t : task.reference().args) {
+    double n = 1;
+    for (int64_t d : t.shape()) n *= static_cast<double>(d);
+    bytes += n * t.dtype().bits / 8;
+  }
+  return bytes;
+}
+
 std::string joined(const std::vector<std::string>& args) {
   std::string s;
   for (const auto& a : args) s += (s.empty() ? "" : " ") + a;
@@ -91,9 +107,12 @@ int main(int argc, char** argv) {
     std::printf("shape zoo: target %s, 1 thread, xgb %zu trials per shape, %d rounds, seed %llu, load average %s\n",
                 host.str().c_str(), o.race.trials, o.race.rounds, static_cast<unsigned long long>(o.race.seed),
                 bench::load_average().c_str());
-    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s\n", "shape", "template", "arguments", "trials",
-                "ktune", "library", "library", "layout", "ratio", "rel_err");
-    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s\n", "", "", "", "", "GFLOP/s", "GFLOP/s", "", "", "", "");
+    const double peak = bench::fma_peak_gflops(0.5);
+    std::printf("one core: FMA peak %.1f GFLOP/s\n", peak);
+    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s %9s %6s\n", "shape", "template", "arguments", "trials",
+                "ktune", "library", "library", "layout", "ratio", "rel_err", "bound", "of");
+    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s %9s %6s\n", "", "", "", "", "GFLOP/s", "GFLOP/s", "", "",
+                "", "", "GFLOP/s", "bound");
     std::fflush(stdout);
     std::vector<double> ratios;
     std::string worst_name;
@@ -103,9 +122,11 @@ int main(int argc, char** argv) {
       const auto task = schedule_space::Task::create(
           s.template_name, schedule_space::parse_workload_args(s.template_name, s.args), traits);
       const bench::RaceResult r = bench::race(task, o.race);
-      std::printf("%-40s %-22s %-56s %6zu %9.1f %9.1f %-36s %-8s %6.3f %8.1e\n", s.name.c_str(), s.template_name.c_str(),
-                  joined(s.args).c_str(), r.measured, r.ktune_gflops, r.library_gflops, r.library.c_str(),
-                  r.layout.c_str(), r.ratio(), r.max_error);
+      const double bytes = compulsory_bytes(task);
+      const double bound = std::min(peak, task.flop() / bytes * bench::read_bandwidth_gbs(static_cast<size_t>(bytes), 0.3));
+      std::printf("%-40s %-22s %-56s %6zu %9.1f %9.1f %-36s %-8s %6.3f %8.1e %9.1f %6.2f\n", s.name.c_str(),
+                  s.template_name.c_str(), joined(s.args).c_str(), r.measured, r.ktune_gflops, r.library_gflops,
+                  r.library.c_str(), r.layout.c_str(), r.ratio(), r.max_error, bound, r.ktune_gflops / bound);
       std::fprintf(stderr, "  config %s\n", r.config.to_json_string().c_str());
       std::fflush(stdout);
       ratios.push_back(r.ratio());
