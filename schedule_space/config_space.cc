@@ -55,6 +55,26 @@ void ConfigSpace::add_constraint(std::string name, std::function<bool(const Enti
   constraints_.push_back({std::move(name), std::move(predicate)});
 }
 
+void ConfigSpace::set_legacy_value(const std::string& name, int64_t value) {
+  const Knob* k = find_knob(name);
+  if (!k) throw Error(ErrorKind::kInvalidArgument, "legacy value for unknown knob '" + name + "'");
+  for (const Entity& e : k->entities())
+    if (!e.is_string && e.values.size() == 1 && e.values[0] == value) {
+      legacy_[name] = e;
+      return;
+    }
+  throw Error(ErrorKind::kInvalidArgument, "knob '" + name + "' has no candidate " + std::to_string(value));
+}
+
+Config ConfigSpace::complete(const Config& config) const {
+  std::vector<Entity> entities;
+  for (const auto& [name, entity] : legacy_)
+    if (!config.find(name)) entities.push_back(entity);
+  if (entities.empty()) return config;
+  entities.insert(entities.begin(), config.entities().begin(), config.entities().end());
+  return Config(config.template_name(), config.index(), std::move(entities));
+}
+
 std::vector<uint64_t> ConfigSpace::knob_sizes() const {
   std::vector<uint64_t> out;
   out.reserve(knobs_.size());
@@ -105,7 +125,8 @@ uint64_t ConfigSpace::index_of(const std::vector<uint64_t>& digits) const {
   return index;
 }
 
-uint64_t ConfigSpace::index_of(const Config& config) const {
+uint64_t ConfigSpace::index_of(const Config& given) const {
+  const Config config = complete(given);
   std::vector<uint64_t> digits(knobs_.size());
   for (size_t i = 0; i < knobs_.size(); ++i) {
     const Entity* e = config.find(knobs_[i]->name());
@@ -146,7 +167,8 @@ bool ConfigSpace::is_valid(uint64_t index) const {
   return valid_digits(digits);
 }
 
-std::string ConfigSpace::rejecting_constraint(const Config& config) const {
+std::string ConfigSpace::rejecting_constraint(const Config& given) const {
+  const Config config = complete(given);
   const EntityView view(config);
   for (const auto& c : constraints_)
     if (!c.predicate(view)) return c.name;

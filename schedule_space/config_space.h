@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -62,6 +63,12 @@ class ConfigSpace {
   const Knob& define_knob(const std::string& name, const std::vector<int64_t>& values);
   const Knob& define_knob(const std::string& name, const std::vector<std::string>& values);
   void add_constraint(std::string name, std::function<bool(const EntityView&)> predicate);
+  // A knob added to a template after configs were logged: configs that lack knob `name` mean its
+  // candidate `value` (the schedule the template built before), so old records stay valid.
+  // Throws Error(kInvalidArgument) for an unknown knob or a value it does not have.
+  void set_legacy_value(const std::string& name, int64_t value);
+  // `config` with the legacy value of every knob it lacks filled in (itself when none is missing).
+  Config complete(const Config& config) const;
 
   const std::string& template_name() const { return template_name_; }
   // Product of knob sizes (1 for a space without knobs).
@@ -119,6 +126,7 @@ class ConfigSpace {
 
   std::string template_name_;
   std::vector<std::shared_ptr<const Knob>> knobs_;
+  std::map<std::string, Entity, std::less<>> legacy_;  // knob name -> what a config without it means
   std::unordered_map<std::string, size_t> positions_;
   std::vector<Constraint> constraints_;
   uint64_t size_ = 1;

@@ -69,7 +69,8 @@ Task Task::with_constraint(std::string name, std::function<bool(const EntityView
   return t;
 }
 
-Instantiated Task::instantiate(const Config& config) const {
+Instantiated Task::instantiate(const Config& given) const {
+  const Config config = space_->complete(given);  // a record older than a knob means its legacy value
   const std::string& name = def_->name;
   if (!config.template_name().empty() && config.template_name() != name)
     throw Error(ErrorKind::kInstantiation,

@@ -59,7 +59,10 @@ void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
   space.define_knob("unroll_k", std::vector<int64_t>{0, 1});
   space.define_knob("pack_b", std::vector<int64_t>{0, 1});
   space.define_knob("parallel", target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  if (dot_knob && M <= 16 && K >= lanes) space.define_knob("dot_lanes", std::vector<int64_t>{0, lanes});
+  if (dot_knob && M <= 16 && K >= lanes) {
+    space.define_knob("dot_lanes", std::vector<int64_t>{0, lanes});
+    space.set_legacy_value("dot_lanes", 0);  // logged before the knob (or before it reached M <= 16)
+  }
   space.add_constraint("register tile fits the vector registers", [lanes, target](const EntityView& v) {
     const int64_t rows = v["tile_y"].values.back();
     const int64_t vectors = (v["tile_x"].values.back() + lanes - 1) / lanes;

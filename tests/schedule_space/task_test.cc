@@ -190,6 +190,32 @@ TEST(Task, GemvWithRowsOfBHasADotProductForm) {
   EXPECT_EQ(batched.space().find_knob("dot_lanes"), nullptr);
 }
 
+// A knob added after configs were logged: a config without it means its legacy value, so an old
+// record still instantiates, indexes and passes the constraints (dense M=8 gained dot_lanes).
+TEST(Task, ConfigsOlderThanAKnobTakeItsLegacyValue) {
+  const Task t = Task::create("dense_bias_relu", {{"M", "8"}, {"N", "1000"}, {"K", "512"}}, avx512());
+  ASSERT_NE(t.space().find_knob("dot_lanes"), nullptr);
+  const Config fallback = t.fallback_config();
+  std::vector<Entity> old_entities;
+  for (const Entity& e : fallback.entities())
+    if (e.name != "dot_lanes") old_entities.push_back(e);
+  const Config old("dense_bias_relu", 0, old_entities);
+  const Config completed = t.space().complete(old);
+  EXPECT_EQ(completed["dot_lanes"].as_int(), 0);
+  EXPECT_EQ(t.space().get(t.space().index_of(old))["dot_lanes"].as_int(), 0);
+  EXPECT_EQ(t.space().rejecting_constraint(old), "");
+  EXPECT_NO_THROW(t.instantiate(old));
+  ConfigSpace space("test");
+  space.define_knob("k", std::vector<int64_t>{0, 4});
+  EXPECT_EQ(kind_of([&] { space.set_legacy_value("nope", 0); }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([&] { space.set_legacy_value("k", 3); }), ErrorKind::kInvalidArgument);
+  // Without a legacy value a missing knob is still an error.
+  std::vector<Entity> no_tile;
+  for (const Entity& e : fallback.entities())
+    if (e.name != "tile_k") no_tile.push_back(e);
+  EXPECT_EQ(kind_of([&] { t.instantiate(Config("dense_bias_relu", 0, no_tile)); }), ErrorKind::kInstantiation);
+}
+
 TEST(Task, LargeSpacesAreRich) {
   const Task mm = Task::create("matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}}, avx512());
   EXPECT_GT(mm.space().size(), 10000u);
