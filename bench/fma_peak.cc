@@ -1,6 +1,7 @@
 // One core's FMA peak: 12 independent accumulator vectors, more than FMA latency x FMA ports
 // on current x86 and AArch64 cores, so the loop is bound by FMA throughput alone.
 #include "bench/fma_peak.h"
+#include "bench/native_vector.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,15 +11,9 @@
 namespace ktune::bench {
 namespace {
 
-#if defined(__AVX512F__)
-constexpr int kVectorBytes = 64;
-#elif defined(__AVX__)
-constexpr int kVectorBytes = 32;
-#else
-constexpr int kVectorBytes = 16;
-#endif
-typedef float Vec __attribute__((vector_size(kVectorBytes)));
-constexpr int kLanes = kVectorBytes / 4;
+using native::kLanes;
+using native::kVectorBytes;
+using native::Vec;
 constexpr int kAccumulators = 12;
 constexpr long kBlock = 1 << 18;  // about 0.3 ms on a 3 GHz AVX-512 core
 
@@ -49,31 +44,41 @@ double fma_peak_gflops(double seconds) {
   return static_cast<double>(kBlock) * kAccumulators * kLanes * 2 / fastest * 1e-9;
 }
 
-double read_bandwidth_gbs(size_t bytes, double seconds) {
-  const size_t n = std::max<size_t>(bytes / kVectorBytes, kAccumulators);
-  Vec* data = static_cast<Vec*>(std::aligned_alloc(64, n * kVectorBytes));
-  for (size_t i = 0; i < n; ++i) data[i] = Vec{} + 1e-3f * static_cast<float>(i % 7);
+double stream_seconds(size_t read_bytes, size_t write_bytes, double seconds) {
+  const size_t nr = std::max<size_t>(read_bytes / kVectorBytes, kAccumulators);
+  const size_t nw = write_bytes / kVectorBytes;
+  Vec* in = static_cast<Vec*>(std::aligned_alloc(64, nr * kVectorBytes));
+  Vec* out = static_cast<Vec*>(std::aligned_alloc(64, std::max<size_t>(nw, 1) * kVectorBytes));
+  for (size_t i = 0; i < nr; ++i) in[i] = Vec{} + 1e-3f * static_cast<float>(i % 7);
+  for (size_t i = 0; i < nw; ++i) out[i] = Vec{};
   Vec acc[kAccumulators] = {};
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   double fastest = 1e30;
   while (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
     const auto pass_start = Clock::now();
-    size_t i = 0;
-    for (; i + kAccumulators <= n; i += kAccumulators) {
+    size_t i = 0, w = 0;
+    for (; i + kAccumulators <= nr; i += kAccumulators) {
 #pragma GCC unroll 12
-      for (int a = 0; a < kAccumulators; ++a) acc[a] += data[i + a];
+      for (int a = 0; a < kAccumulators; ++a) acc[a] += in[i + a];
+      // The stores keep pace with the loads: after reading i of nr vectors, i/nr of the output.
+      // (The stored value is a loaded one: indexing acc by w would keep acc out of registers.)
+      for (; w * nr < (i + kAccumulators) * nw; ++w) out[w] = in[i];
     }
-    for (; i < n; ++i) acc[0] += data[i];
+    for (; i < nr; ++i) acc[0] += in[i];
+    for (; w < nw; ++w) out[w] = in[w % nr];
+    asm volatile("" : : "r"(out) : "memory");  // every pass's stores happen (no dead-store elimination)
     fastest = std::min(fastest, std::chrono::duration<double>(Clock::now() - pass_start).count());
   }
   float sink = 0;
   for (int a = 0; a < kAccumulators; ++a)
     for (int l = 0; l < kLanes; ++l) sink += acc[a][l];
+  for (size_t i = 0; i < nw; i += 97) sink += out[i][0];
   volatile float keep = sink;
   (void)keep;
-  std::free(data);
-  return static_cast<double>(n) * kVectorBytes / fastest * 1e-9;
+  std::free(in);
+  std::free(out);
+  return fastest;
 }
 
 }  // namespace ktune::bench

@@ -1,4 +1,4 @@
-// Declares one core's measured ceilings: fused multiply-add throughput and read bandwidth.
+// Declares one core's measured ceilings: fused multiply-add throughput and streaming memory traffic.
 #pragma once
 
 #include <cstddef>
@@ -10,10 +10,12 @@ namespace ktune::bench {
 // widest vectors (fma_peak.cc is built with -march=native).
 double fma_peak_gflops(double seconds);
 
-// GB/s of one thread reading a buffer of `bytes` with the widest vector loads, over and over for
-// about `seconds` (the fastest pass counts): the ceiling of a kernel that must read that much
-// data, when it stays in the cache level a buffer of that size fits (as it does for kernels timed
-// back to back). Same compilation as fma_peak_gflops.
-double read_bandwidth_gbs(size_t bytes, double seconds);
+// Seconds one thread needs, at best, to read `read_bytes` and write `write_bytes` with the
+// widest vector loads and stores, interleaved in proportion as a kernel's input and output
+// traffic is (the fastest of passes over about `seconds` counts): the time below which no kernel
+// with that compulsory traffic can run, when its buffers stay in the cache level they fit (as
+// they do for kernels timed back to back). Writes count as a kernel's stores do: through the
+// cache, so each written line is also read for ownership. Same compilation as fma_peak_gflops.
+double stream_seconds(size_t read_bytes, size_t write_bytes, double seconds);
 
 }  // namespace ktune::bench

@@ -3,9 +3,11 @@
 // M = 1, sgemm otherwise) for matmul and dense, oneDNN's convolution in the layout it picks for
 // conv2d (ktune: conv2d_nchwc) and depthwise conv2d (ktune: depthwise_conv2d_nchwc) (bench/library_race.h: the best of the tuning's finalists re-timed
 // interleaved with the library, median of rounds, output checked against the reference).
-// Each row also gives the shape's bound on one core: the smaller of the FMA peak and its
-// compulsory traffic (every argument read or written once) at this core's read bandwidth for a
-// buffer of that size (bench/fma_peak.h), and the tuned kernel's share of it.
+// Each row also gives the shape's bound on one core: the smaller of the FMA peak and the time its
+// compulsory traffic (every input read once, every output written once) takes as a plain vector
+// stream on this core (bench/fma_peak.h), and the tuned kernel's share of it. GEMV rows (M = 1)
+// also give the fastest of several hand-written GEMV loops (bench/gemv_hand.h) and the tuned
+// kernel's share of that: what a loop written by hand for this core reaches.
 // Prints a row per shape, `shape_zoo_worst <ratio> <shape>`, and as its last line
 // `shape_zoo_geomean <ktune / library GFLOP/s, geometric mean over the shapes>`.
 //
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "bench/fma_peak.h"
+#include "bench/gemv_hand.h"
 #include "bench/library_race.h"
 #include "bench/openblas_best.h"
 #include "bench/workloads.h"
@@ -78,15 +81,18 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Bytes of all the task's arguments (inputs and outputs), each moved once.
-double compulsory_bytes(const schedule_space::Task& task) {
-  double bytes = 0;
-  for (const te::Tensor& t : task.reference().args) {
-    double n = 1;
-    for (int64_t d : t.shape()) n *= static_cast<double>(d);
-    bytes += n * t.dtype().bits / 8;
+// Bytes the task must move: each input read once and each output written once.
+struct Traffic {
+  double read = 0, write = 0;
+};
+
+Traffic compulsory_traffic(const schedule_space::Task& task) {
+  Traffic t;
+  for (const te::Tensor& a : task.reference().args) {
+    const double bytes = static_cast<double>(a.num_elements()) * a.dtype().bits / 8;
+    (a.is_placeholder() ? t.read : t.write) += bytes;
   }
-  return bytes;
+  return t;
 }
 
 std::string joined(const std::vector<std::string>& args) {
@@ -109,10 +115,10 @@ int main(int argc, char** argv) {
                 bench::load_average().c_str());
     const double peak = bench::fma_peak_gflops(0.5);
     std::printf("one core: FMA peak %.1f GFLOP/s\n", peak);
-    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s %9s %6s\n", "shape", "template", "arguments", "trials",
-                "ktune", "library", "library", "layout", "ratio", "rel_err", "bound", "of");
-    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s %9s %6s\n", "", "", "", "", "GFLOP/s", "GFLOP/s", "", "",
-                "", "", "GFLOP/s", "bound");
+    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s %9s %6s %9s %6s\n", "shape", "template", "arguments",
+                "trials", "ktune", "library", "library", "layout", "ratio", "rel_err", "bound", "of", "hand", "of");
+    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s %9s %6s %9s %6s\n", "", "", "", "", "GFLOP/s", "GFLOP/s",
+                "", "", "", "", "GFLOP/s", "bound", "GFLOP/s", "hand");
     std::fflush(stdout);
     std::vector<double> ratios;
     std::string worst_name;
@@ -122,11 +128,21 @@ int main(int argc, char** argv) {
       const auto task = schedule_space::Task::create(
           s.template_name, schedule_space::parse_workload_args(s.template_name, s.args), traits);
       const bench::RaceResult r = bench::race(task, o.race);
-      const double bytes = compulsory_bytes(task);
-      const double bound = std::min(peak, task.flop() / bytes * bench::read_bandwidth_gbs(static_cast<size_t>(bytes), 0.3));
-      std::printf("%-40s %-22s %-56s %6zu %9.1f %9.1f %-36s %-8s %6.3f %8.1e %9.1f %6.2f\n", s.name.c_str(),
+      const Traffic traffic = compulsory_traffic(task);
+      const double stream = bench::stream_seconds(static_cast<size_t>(traffic.read), static_cast<size_t>(traffic.write), 0.3);
+      const double bound = std::min(peak, task.flop() / stream * 1e-9);
+      std::string hand = "        -      -";
+      if (s.template_name == "matmul" && task.args().get_int("M") == 1 && task.args().get("layout") == "nn") {
+        const bench::HandGemv h = bench::gemv_hand(task.args().get_int("N"), task.args().get_int("K"), 1.0);
+        char cells[32];
+        std::snprintf(cells, sizeof cells, "%9.1f %6.2f", h.gflops, r.ktune_gflops / h.gflops);
+        hand = cells;
+        std::fprintf(stderr, "  hand-written: %s\n", h.variant.c_str());
+      }
+      std::printf("%-40s %-22s %-56s %6zu %9.1f %9.1f %-36s %-8s %6.3f %8.1e %9.1f %6.2f %s\n", s.name.c_str(),
                   s.template_name.c_str(), joined(s.args).c_str(), r.measured, r.ktune_gflops, r.library_gflops,
-                  r.library.c_str(), r.layout.c_str(), r.ratio(), r.max_error, bound, r.ktune_gflops / bound);
+                  r.library.c_str(), r.layout.c_str(), r.ratio(), r.max_error, bound, r.ktune_gflops / bound,
+                  hand.c_str());
       std::fprintf(stderr, "  config %s\n", r.config.to_json_string().c_str());
       std::fflush(stdout);
       ratios.push_back(r.ratio());

@@ -73,6 +73,10 @@ Tensors make_tensors(const WorkloadArgs& a) {
 //   tile_oh  split of output rows in 2 [outer, register rows <= 4]
 //   tile_ow  split of output columns in 2 [outer, register columns <= 16]
 //   unroll_s 0/1: unroll the window column loop
+//   unroll_r 0/1: unroll the window row loop. With both unrolled, a tap's input vector that
+//            another tap of the tile reads too (stride 2: column 2x+2 is the next column's 2x;
+//            row 2y+2 the next row's 2y) is loaded once: fewer loads per FMA, which is what bounds
+//            the strided shapes
 //   pad_inline 0/1 (with padding only): inline the padding into the reduction, or pad once
 //   parallel 0/1 (only 0 on one core): the fused (batch, channel block, oh outer) loop
 // Constraint: the accumulators (rows x columns x vectors per block) fit
@@ -84,6 +88,8 @@ void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, C
   space.define_knob("unroll_s", std::vector<int64_t>{0, 1});
   space.define_knob("pad_inline", sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
   space.define_knob("parallel", target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  space.define_knob("unroll_r", std::vector<int64_t>{0, 1});
+  space.set_legacy_value("unroll_r", 0);  // logged before the knob
   space.add_constraint("register tile fits the vector registers", [vectors, target](const EntityView& v) {
     const int64_t acc = v["tile_oh"].values.back() * v["tile_ow"].values.back() * vectors;
     return acc <= target.accumulator_budget(2 * vectors);
@@ -129,6 +135,7 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   acc.unroll(acc.axis(3));
   acc.vectorize(acc.axis(4));
   unroll_if(acc, sx, cfg["unroll_s"].as_int() != 0);
+  if (const Entity* e = cfg.find("unroll_r")) unroll_if(acc, r, e->as_int() != 0);
 
   if (t.padded.defined()) schedule_blocked_pad(s[t.padded], cfg["pad_inline"].as_int() != 0, par);
   return Instantiated{s, {t.in, t.weight, t.out}};

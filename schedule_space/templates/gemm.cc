@@ -42,6 +42,13 @@ void aarch64_gemm_tile(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
   rows_per_panel = std::clamp<int64_t>(target.l2_bytes() / 2 / (K * bytes), 4 * yi, 256);
 }
 
+constexpr int64_t kMaxStreamRows = 4;
+
+bool stream_b(const Config& cfg) {
+  const Entity* e = cfg.find("stream_b");
+  return e && e->as_int() != 0;
+}
+
 }  // namespace
 
 int64_t dot_lanes(const Config& cfg) {
@@ -50,7 +57,7 @@ int64_t dot_lanes(const Config& cfg) {
 }
 
 void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
-                       ConfigSpace& space, bool dot_knob) {
+                       ConfigSpace& space, bool dot_knob, bool stream_knob) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
   space.define_split("tile_y", {.extent = M, .num_outputs = 3, .max_innermost = kMaxRegisterRows});
   space.define_split("tile_x", {.extent = N, .num_outputs = 3, .innermost_multiple = lanes,
@@ -62,6 +69,14 @@ void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
   if (dot_knob && M <= 16 && K >= lanes) {
     space.define_knob("dot_lanes", std::vector<int64_t>{0, lanes});
     space.set_legacy_value("dot_lanes", 0);  // logged before the knob (or before it reached M <= 16)
+  }
+  if (stream_knob && M <= kMaxStreamRows) {
+    space.define_knob("stream_b", std::vector<int64_t>{0, 1});
+    space.set_legacy_value("stream_b", 0);  // logged before the knob
+    // The row stream reads B where it lies; a packed copy would only double the traffic.
+    space.add_constraint("a streamed B is not packed", [](const EntityView& v) {
+      return v["stream_b"].as_int() == 0 || v["pack_b"].as_int() == 0;
+    });
   }
   space.add_constraint("register tile fits the vector registers", [lanes, target](const EntityView& v) {
     const int64_t rows = v["tile_y"].values.back();
@@ -107,7 +122,7 @@ Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const Targ
   // The dot-product GEMV where the template offers it (B stored [N,K]): it reads B's rows as
   // vectors where the tile above would gather them (dense M=1 N=1000 K=512: 41 against 5 GFLOP/s).
   // Small batches (4 to 16 rows) keep the tile above unless tuning finds the dot form faster.
-  if (space.num_knobs() > 6) d[6] = closest_int(space.knob(6), M < 4 ? lanes : 0);
+  if (const int64_t p = space.knob_position("dot_lanes"); p >= 0) d[p] = closest_int(space.knob(p), M < 4 ? lanes : 0);
   return pick_fallback(space, d);
 }
 
@@ -132,14 +147,25 @@ void schedule_gemm(const GemmStages& g, const Config& cfg, int64_t M, int64_t N,
   out.vectorize(xs[2]);
 
   te::Stage acc = s[g.acc];
-  acc.compute_at(out, xs[1]);
   const auto ks = apply_split(acc, acc.reduce_axis(0), cfg["tile_k"], K);
   if (ks.size() != 2) throw Error(ErrorKind::kInstantiation, "tile_k must split in 2");
   std::vector<te::IterVar> acc_order;
   for (int b = 0; b < nb; ++b) acc_order.push_back(acc.axis(b));
-  acc_order.insert(acc_order.end(), {ks[0], ks[1], acc.axis(nb), acc.axis(nb + 1)});
-  acc.reorder(acc_order);
-  acc.vectorize(acc.axis(nb + 1));
+  if (stream_b(cfg)) {
+    // The row stream: per outer tile, k steps of tile_k's inner rows; in a step, a register tile
+    // of columns at a time, each B vector loaded once and used by every row of the tile.
+    acc.compute_at(out, outer);
+    const int64_t xi = cfg["tile_x"].split_factors(N).back();
+    auto [cols, lanes] = acc.split(acc.axis(nb + 1), xi);
+    acc_order.insert(acc_order.end(), {ks[0], cols, ks[1], acc.axis(nb), lanes});
+    acc.reorder(acc_order);
+    acc.vectorize(lanes);
+  } else {
+    acc.compute_at(out, xs[1]);
+    acc_order.insert(acc_order.end(), {ks[0], ks[1], acc.axis(nb), acc.axis(nb + 1)});
+    acc.reorder(acc_order);
+    acc.vectorize(acc.axis(nb + 1));
+  }
   acc.unroll(acc.axis(nb));
   unroll_if(acc, ks[1], cfg["unroll_k"].as_int() != 0);
 

@@ -26,8 +26,14 @@ namespace ktune::schedule_space::templates {
 //   dot_lanes (only with `dot_knob`, M <= 16 and K >= one vector) 0, or the lanes of a dot-product
 //             GEMV for a B stored [N,K]: vectors run along k, one horizontal sum per output (see
 //             dense_bias_relu); the other knobs but parallel then go unused
+//   stream_b  (only with `stream_knob`, for a B stored [K,N], M <= 4) 0/1: the row-stream GEMV of
+//             OpenBLAS's sgemv_n kernels. 1 accumulates a whole outer tile with k outermost: each
+//             step reads tile_k's inner count of B rows side by side along the tile's columns,
+//             a register tile of columns at a time, and adds them into the tile's rows (kept in
+//             L1 between steps). B is read as a few sequential streams instead of a K-long
+//             column walk; unroll_k unrolls the rows of a step; pack_b must be 0
 void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target, ConfigSpace& space,
-                       bool dot_knob = false);
+                       bool dot_knob = false, bool stream_knob = false);
 
 // The dot_lanes value of a config (0 when the knob is absent, as in configs of older spaces).
 int64_t dot_lanes(const Config& cfg);

@@ -164,10 +164,11 @@ void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&
     const double epilogue = batch_axes > 0 ? 0 : epilogue_flop(w.get("epilogue"));
     return outputs * (2.0 * static_cast<double>(w.get_int("K")) + epilogue);
   };
-  // matmul with B stored [N,K] has the dot-product form for up to 16 rows (as dense has).
+  // matmul with B stored [N,K] has the dot-product form for up to 16 rows (as dense has); with B
+  // stored [K,N], GEMVs and the smallest batches have the row stream.
   d.define = [batch_axes](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
     define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space,
-                      batch_axes == 0 && w.get("layout") == "nt");
+                      batch_axes == 0 && w.get("layout") == "nt", w.get("layout") == "nn");
   };
   d.fallback = [](const WorkloadArgs& w, const TargetTraits& target, const ConfigSpace& space) {
     return gemm_fallback(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);

@@ -190,6 +190,42 @@ TEST(Task, GemvWithRowsOfBHasADotProductForm) {
   EXPECT_EQ(batched.space().find_knob("dot_lanes"), nullptr);
 }
 
+// A GEMV or tiny batch whose B is stored [K,N] (matmul layout=nn, batch_matmul) can stream B's rows
+// (stream_b); never packed, and a config logged before the knob means the column-panel form.
+TEST(Task, GemvWithColumnsOfBHasARowStream) {
+  for (const char* m : {"1", "4"}) {
+    const Task nn = Task::create("matmul", {{"M", m}, {"N", "1000"}, {"K", "512"}}, avx512());
+    ASSERT_NE(nn.space().find_knob("stream_b"), nullptr) << m;
+    EXPECT_EQ(nn.fallback_config()["stream_b"].as_int(), 0);
+  }
+  EXPECT_EQ(Task::create("matmul", {{"M", "5"}, {"N", "1000"}, {"K", "512"}}, avx512()).space().find_knob("stream_b"),
+            nullptr);
+  EXPECT_EQ(Task::create("matmul", {{"M", "1"}, {"N", "1000"}, {"K", "512"}, {"layout", "nt"}}, avx512())
+                .space()
+                .find_knob("stream_b"),
+            nullptr);
+  EXPECT_EQ(Task::create("dense_bias_relu", {{"M", "1"}, {"N", "1000"}, {"K", "512"}}, avx512()).space().find_knob(
+                "stream_b"),
+            nullptr);
+  const Task batched = Task::create("batch_matmul", {{"batch", "2"}, {"M", "1"}, {"N", "64"}, {"K", "64"}}, avx512());
+  ASSERT_NE(batched.space().find_knob("stream_b"), nullptr);
+  // Every valid config that streams B leaves it unpacked.
+  const Task gemv = Task::create("matmul", {{"M", "1"}, {"N", "1000"}, {"K", "512"}}, avx512());
+  size_t streamed = 0;
+  for (uint64_t i = 0; i < gemv.space().size(); ++i) {
+    if (!gemv.space().is_valid(i)) continue;
+    const Config c = gemv.space().get(i);
+    if (c["stream_b"].as_int() == 0) continue;
+    ++streamed;
+    EXPECT_EQ(c["pack_b"].as_int(), 0) << c.to_json_string();
+  }
+  EXPECT_GT(streamed, 100u);
+  std::vector<Entity> old_entities;
+  for (const Entity& e : gemv.fallback_config().entities())
+    if (e.name != "stream_b") old_entities.push_back(e);
+  EXPECT_EQ(gemv.space().complete(Config("matmul", 0, old_entities))["stream_b"].as_int(), 0);
+}
+
 // A knob added after configs were logged: a config without it means its legacy value, so an old
 // record still instantiates, indexes and passes the constraints (dense M=8 gained dot_lanes).
 TEST(Task, ConfigsOlderThanAKnobTakeItsLegacyValue) {
