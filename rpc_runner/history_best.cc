@@ -15,25 +15,6 @@
 
 namespace ktune {
 
-HistorySource HistorySource::log(std::string db_path) {
-  if (db_path.empty()) throw Error(ErrorKind::kInvalidArgument, "HistorySource::log needs a tuning log path");
-  HistorySource s;
-  s.db_path_ = std::move(db_path);
-  return s;
-}
-
-HistorySource HistorySource::server(rpc_runner::ServiceClientOptions options, std::string device_key) {
-  if (options.server.empty()) throw Error(ErrorKind::kInvalidArgument, "HistorySource::server needs HOST:PORT");
-  HistorySource s;
-  s.server_ = std::move(options);
-  s.device_key_ = std::move(device_key);
-  return s;
-}
-
-std::string HistorySource::describe() const {
-  return is_server() ? "tuning server " + server_.server : "tuning log " + db_path_;
-}
-
 schedule_space::Task make_task(const std::string& template_name, const std::map<std::string, std::string>& args,
                                const std::string& target) {
   return schedule_space::Task::create(template_name, args, rpc_runner::target_traits(target));
@@ -50,54 +31,36 @@ bool first_warning_of(const std::string& workload_and_target) {
   return warned.insert(workload_and_target).second;
 }
 
-// Where the config comes from, and the warnings that go with it.
-struct Choice {
-  schedule_space::Config config;
-  AppliedKernel::Source source = AppliedKernel::Source::kFallback;
-  std::optional<tuning_db::Record> record;
+// What a JIT user is told about a choice: the AppliedKernel's note, and the warnings.
+struct Told {
   std::string note;
   std::vector<std::string> warnings;
 };
 
-Choice choose(const HistorySource& from, const rpc_runner::Workload& w) {
+Told tell(const HistorySource& from, const rpc_runner::Workload& w, const rpc_runner::ConfigChoice& choice) {
   const schedule_space::Task& task = w.task;
-  Choice c;
-  std::optional<tuning_db::Record> best =
-      from.is_server() ? rpc_runner::best_record(from.server_options(), w, from.device_key(), from.include_emulated)
-                       : rpc_runner::best_record(from.db_path(), w, from.include_emulated);
-  if (best) {
-    c.config = schedule_space::Config::from_json(best->config);
-    c.source = AppliedKernel::Source::kTuned;
+  Told t;
+  if (const auto& best = choice.best) {
     // A server's records come without their id (its log streams them as JSON lines).
-    const std::string which = from.is_server() ? "the best record" : "record " + std::to_string(best->id);
-    c.note = fmt::format("{} of {}: {:.2f} GFLOP/s, tuner {}, LLVM {}", which, from.describe(), best->gflops(),
+    const std::string which = best->id > 0 ? "record " + std::to_string(best->id) : "the best record";
+    t.note = fmt::format("{} of {}: {:.2f} GFLOP/s, tuner {}, LLVM {}", which, from.describe(), best->gflops(),
                          best->tuner, best->target.llvm_version);
-    if (auto warning = rpc_runner::toolchain_warning(*best); !warning.empty()) c.warnings.push_back(warning);
-    if (auto warning = rpc_runner::emulated_warning(*best); !warning.empty()) c.warnings.push_back(warning);
-    c.record = std::move(best);
-    return c;
+    t.warnings = choice.warnings;
+    return t;
   }
   const std::string untuned =
       "no successful record of " + task.workload_key() + " for " + w.target.str() + " in " + from.describe();
-  auto nearest = from.is_server()
-                     ? rpc_runner::nearest_record(from.server_options(), w, from.device_key(), from.include_emulated)
-                     : rpc_runner::nearest_record(from.db_path(), w, from.include_emulated);
-  if (nearest) {
-    c.config = nearest->config;
-    c.source = AppliedKernel::Source::kNearest;
-    c.note = fmt::format("nearest tuned workload {} (distance {:.2f}) in {}: its best config valid here, {:.2f} "
+  if (const auto& nearest = choice.nearest) {
+    t.note = fmt::format("nearest tuned workload {} (distance {:.2f}) in {}: its best config valid here, {:.2f} "
                          "GFLOP/s there",
                          nearest->record.workload_key, nearest->distance, from.describe(), nearest->record.gflops());
-    c.warnings.push_back(untuned + ": took the config of the nearest tuned workload " + nearest->record.workload_key);
-    if (auto warning = rpc_runner::emulated_warning(nearest->record); !warning.empty()) c.warnings.push_back(warning);
-    c.record = std::move(nearest->record);
-    return c;
+    t.warnings.push_back(untuned + ": took the config of the nearest tuned workload " + nearest->record.workload_key);
+  } else {
+    t.note = "fallback: " + untuned + ", and no tuned workload of " + task.template_name() + " gives a valid config";
+    t.warnings.push_back(t.note + " (untuned)");
   }
-  c.config = task.fallback_config();
-  c.source = AppliedKernel::Source::kFallback;
-  c.note = "fallback: " + untuned + ", and no tuned workload of " + task.template_name() + " gives a valid config";
-  c.warnings.push_back(c.note + " (untuned)");
-  return c;
+  t.warnings.insert(t.warnings.end(), choice.warnings.begin(), choice.warnings.end());
+  return t;
 }
 
 }  // namespace
@@ -109,23 +72,28 @@ AppliedKernel apply_history_best(const HistorySource& from, const schedule_space
                                              "' cannot run in this process (a JIT runs host code only); "
                                              "`ktune build --target` compiles for it");
   const rpc_runner::Workload w{std::move(target), task};
-  Choice c = choose(from, w);
+  rpc_runner::ConfigChoice choice = rpc_runner::choose_config(from, w);
+  Told told = tell(from, w, choice);
+  const tuning_db::Record* record = choice.record();
 
   schedule_space::Instantiated inst;
   try {
-    inst = task.instantiate(c.config);
+    inst = task.instantiate(choice.config);
   } catch (const Error& e) {
-    if (!c.record) throw;
-    throw Error(e.kind(), "the config of record " + std::to_string(c.record->id) + " of " + from.describe() +
+    if (!record) throw;
+    throw Error(e.kind(), "the config of record " + std::to_string(record->id) + " of " + from.describe() +
                               " does not instantiate: " + e.what());
   }
   const te::LoweredFunc func =
       te::lower(inst.schedule, inst.args, rpc_runner::default_kernel_symbol(task.template_name()));
   codegen::Kernel kernel = codegen::Kernel::load(codegen::build(func, w.target));
   // Warned once the kernel exists, so that a failed call says one thing: its error.
-  if (!c.warnings.empty() && first_warning_of(task.workload_key() + " on " + w.target.str()))
-    for (const auto& warning : c.warnings) spdlog::warn("{}", warning);
-  return AppliedKernel{std::move(kernel), std::move(c.config), c.source, std::move(c.record), std::move(c.note)};
+  if (!told.warnings.empty() && first_warning_of(task.workload_key() + " on " + w.target.str()))
+    for (const auto& warning : told.warnings) spdlog::warn("{}", warning);
+  std::optional<tuning_db::Record> served;
+  if (record) served = *record;
+  return AppliedKernel{std::move(kernel), std::move(choice.config), choice.source, std::move(served),
+                       std::move(told.note)};
 }
 
 }  // namespace ktune

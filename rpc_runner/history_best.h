@@ -6,43 +6,19 @@
 #include <string>
 
 #include "codegen/kernel.h"
-#include "rpc_runner/service_client.h"
+#include "rpc_runner/config_choice.h"
 #include "schedule_space/config.h"
 #include "schedule_space/task.h"
 #include "tuning_db/record.h"
 
 namespace ktune {
 
-// Where records come from: a tuning log file, or a tuning server's log (QueryBest).
-struct HistorySource {
-  // A tuning log (SQLite) on this machine; opened read-only, never created.
-  static HistorySource log(std::string db_path);
-  // A tuning server's log. device_key: only records measured on devices of this key ("" = any).
-  static HistorySource server(rpc_runner::ServiceClientOptions options, std::string device_key = "");
-
-  bool include_emulated = false;  // records of emulated devices are eligible too
-
-  bool is_server() const { return !server_.server.empty(); }
-  const std::string& db_path() const { return db_path_; }
-  const rpc_runner::ServiceClientOptions& server_options() const { return server_; }
-  const std::string& device_key() const { return device_key_; }
-  // "tuning log PATH" or "tuning server HOST:PORT", for messages.
-  std::string describe() const;
-
- private:
-  std::string db_path_;
-  rpc_runner::ServiceClientOptions server_;
-  std::string device_key_;
-};
-
 // A kernel ready to call, and where its config came from.
 struct AppliedKernel {
   codegen::Kernel kernel;  // kernel.run(buffers): buffers in the task's argument order
   schedule_space::Config config;
-  // kTuned: the best record of this very workload. kNearest: the best config of the nearest tuned
-  // workload of the same template and target that is valid here. kFallback: the template's
-  // fallback config (nothing tuned, or nothing near is valid).
-  enum class Source { kTuned, kNearest, kFallback } source;
+  using Source = rpc_runner::ConfigChoice::Source;  // kTuned, kNearest or kFallback
+  Source source;
   std::optional<tuning_db::Record> record;  // the record whose config was taken (tuned or nearest)
   std::string note;  // one line: which record / nearest workload / why fallback
 };

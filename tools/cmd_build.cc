@@ -93,46 +93,48 @@ nlohmann::json arguments_json(const BuiltKernel& k) {
 
 // What --json says of one kernel (a single build adds its object and header to it).
 nlohmann::json kernel_json(const BuiltKernel& k) {
+  const rpc_runner::ConfigChoice& c = k.choice;
   nlohmann::json j = {{"symbol", k.request.name},
                       {"wrapper", k.request.name + "_run"},
                       {"workload", k.workload.task.workload_key()},
                       {"target", k.artifact.target},
                       {"llvm_version", k.artifact.llvm_version},
-                      {"config", k.config.to_json()},
+                      {"config", c.config.to_json()},
                       {"config_source", k.config_source()},
                       {"alignment", kKernelBufferAlignment},
                       {"arguments", arguments_json(k)}};
-  if (k.best) {
-    j["record"] = {{"id", k.best->id},
-                   {"gflops", k.best->gflops()},
-                   {"mean_cost_s", k.best->mean_cost()},
-                   {"tuner", k.best->tuner},
-                   {"llvm_version", k.best->target.llvm_version},
-                   {"emulated", k.best->emulated}};
+  if (c.best) {
+    j["record"] = {{"id", c.best->id},
+                   {"gflops", c.best->gflops()},
+                   {"mean_cost_s", c.best->mean_cost()},
+                   {"tuner", c.best->tuner},
+                   {"llvm_version", c.best->target.llvm_version},
+                   {"emulated", c.best->emulated}};
   } else {
     j["record"] = nullptr;
-    j["untuned_reason"] = k.untuned_reason;
+    j["untuned_reason"] = c.untuned_reason;
   }
-  if (k.nearest)
-    j["nearest"] = {{"workload", k.nearest->record.workload_key},
-                    {"distance", k.nearest->distance},
+  if (c.nearest)
+    j["nearest"] = {{"workload", c.nearest->record.workload_key},
+                    {"distance", c.nearest->distance},
                     // A server's records carry no id here (its log streams them without one).
-                    {"record_id", k.nearest->record.id > 0 ? nlohmann::json(k.nearest->record.id)
+                    {"record_id", c.nearest->record.id > 0 ? nlohmann::json(c.nearest->record.id)
                                                            : nlohmann::json(nullptr)},
-                    {"gflops_there", k.nearest->record.gflops()}};
+                    {"gflops_there", c.nearest->record.gflops()}};
   return j;
 }
 
 // One line on where a kernel's config came from.
 std::string config_line(const BuiltKernel& k, const KernelSource& s) {
-  if (!k.best)
-    return k.nearest ? "nearest tuned shape " + k.nearest->record.workload_key
+  const rpc_runner::ConfigChoice& c = k.choice;
+  if (!c.best)
+    return c.nearest ? "nearest tuned shape " + c.nearest->record.workload_key
                      : "fallback, untuned";
   const std::string log = s.server.server.empty() ? s.db : s.server.server;
   return "tuned, " +
-         (k.best->id > 0 ? "record " + std::to_string(k.best->id) + " of " : "best record of ") +
-         log + ", " + fmt::format("{:.2f}", k.best->gflops()) + " GFLOP/s, tuner " + k.best->tuner +
-         (k.best->emulated ? ", EMULATED device" : "");
+         (c.best->id > 0 ? "record " + std::to_string(c.best->id) + " of " : "best record of ") +
+         log + ", " + fmt::format("{:.2f}", c.best->gflops()) + " GFLOP/s, tuner " + c.best->tuner +
+         (c.best->emulated ? ", EMULATED device" : "");
 }
 
 void run_build(const BuildCmdOptions& o) {
@@ -171,15 +173,16 @@ void run_build(const BuildCmdOptions& o) {
   // Warned only once the files exist, so that a failed build says one thing: its error.
   for (const auto& k : kernels) {
     const std::string who = k.request.label.empty() ? "" : k.request.label + ": ";
-    if (k.nearest)
+    const rpc_runner::ConfigChoice& c = k.choice;
+    if (c.nearest)
       spdlog::warn(
           "{}{}: built the config of the nearest tuned workload {} ({}, distance {:.2f})", who,
-          k.untuned_reason, k.nearest->record.workload_key,
-          k.nearest->record.id > 0 ? "record " + std::to_string(k.nearest->record.id)
+          c.untuned_reason, c.nearest->record.workload_key,
+          c.nearest->record.id > 0 ? "record " + std::to_string(c.nearest->record.id)
                                    : "tuning server " + o.source.server.server,
-          k.nearest->distance);
-    else if (!k.best)
-      spdlog::warn("{}{}: built the fallback config, untuned", who, k.untuned_reason);
+          c.nearest->distance);
+    else if (!c.best)
+      spdlog::warn("{}{}: built the fallback config, untuned", who, c.untuned_reason);
   }
 
   const size_t written = files.front().contents.size();

@@ -4,7 +4,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
 #include <iomanip>
 #include <set>
 #include <sstream>
@@ -16,13 +15,7 @@
 namespace ktune::tools {
 namespace {
 
-using rpc_runner::best_record;
-using rpc_runner::emulated_only_note;
-using rpc_runner::emulated_warning;
-using rpc_runner::nearest_record;
 using rpc_runner::resolve_workload;
-using rpc_runner::toolchain_warning;
-
 
 std::string fixed(double v, int digits) {
   std::ostringstream s;
@@ -54,74 +47,55 @@ schedule_space::Instantiated instantiate(const schedule_space::Task& task,
   }
 }
 
-// Fills best / nearest / untuned_reason / config of k from the log or the server.
-void look_up(BuiltKernel& k, const KernelSource& s) {
-  const schedule_space::Task& task = k.workload.task;
-  const std::string& label = k.request.label;
-  const std::string who = label.empty() ? "" : label + ": ";
-  std::error_code ec;
-  const bool use_server = !s.server.server.empty();
-  const bool have_log = !use_server && std::filesystem::exists(s.db, ec);
-  if (ec)
-    throw Error(ErrorKind::kIo, "cannot look at the tuning log " + s.db + ": " + ec.message());
-  if (use_server) {
-    k.best = best_record(s.server, k.workload, s.device_key, s.emulated);
-    if (!k.best)
-      k.untuned_reason = "no successful record of " + task.workload_key() + " for this target on " +
-                         s.server.server;
-  } else if (have_log) {
-    k.best = best_record(s.db, k.workload, s.emulated);
-    if (!k.best) {
-      k.untuned_reason =
-          "no successful record of " + task.workload_key() + " for this target in " + s.db;
-      if (!s.emulated) {
-        if (std::string note = emulated_only_note(s.db, k.workload, "--emulated"); !note.empty())
-          k.untuned_reason += "; " + note;
-      }
-    }
-  } else {
-    k.untuned_reason = "no tuning log at " + s.db;
-  }
-  if (!k.best && k.request.require_tuned)
-    throw Error(ErrorKind::kNotFound, k.untuned_reason + " (--require-tuned)");
-  if (k.best && k.best->emulated) spdlog::warn("{}{}", who, emulated_warning(*k.best));
-  if (k.best && !toolchain_warning(*k.best).empty())
-    spdlog::warn("{}{}", who, toolchain_warning(*k.best));
-  // A shape nobody tuned: the best config of the nearest tuned shape that is valid for this one
-  // beats the generic fallback far more often than not (bench/nearest_shape measures it).
-  if (!k.best && have_log) k.nearest = nearest_record(s.db, k.workload, s.emulated);
-  if (!k.best && use_server)
-    k.nearest = nearest_record(s.server, k.workload, s.device_key, s.emulated);
-  k.config = k.best      ? schedule_space::Config::from_json(k.best->config)
-             : k.nearest ? k.nearest->config
-                         : task.fallback_config();
+// The records of the source, as choose_config reads them.
+HistorySource history_of(const KernelSource& s) {
+  HistorySource from = s.server.server.empty() ? HistorySource::log(s.db)
+                                               : HistorySource::server(s.server, s.device_key);
+  from.include_emulated = s.emulated;
+  return from;
 }
 
-KernelProvenance provenance(const BuiltKernel& k, const KernelSource& s) {
+// Chooses k's config: a missing log means the fallback; require_tuned refuses anything but a
+// record of the workload, before the nearest look-up (a server's streams its whole log).
+void look_up(BuiltKernel& k, const HistorySource& from) {
+  rpc_runner::ChoiceOptions options;
+  options.missing_log_is_untuned = true;
+  options.nearest = !k.request.require_tuned;
+  options.emulated_switch = "--emulated";
+  k.choice = rpc_runner::choose_config(from, k.workload, options);
+  if (!k.choice.best && k.request.require_tuned)
+    throw Error(ErrorKind::kNotFound, k.choice.untuned_reason + " (--require-tuned)");
+  // Only a served record is warned about here; an untuned one (nearest or fallback) is run_build's
+  // to warn about, once the files are written.
+  const std::string who = k.request.label.empty() ? "" : k.request.label + ": ";
+  if (k.choice.best)
+    for (const std::string& warning : k.choice.warnings) spdlog::warn("{}{}", who, warning);
+}
+
+KernelProvenance provenance(const BuiltKernel& k, const HistorySource& from) {
   KernelProvenance p;
   p.workload_key = k.workload.task.workload_key();
   p.target = k.artifact.target;
   p.llvm_version = k.artifact.llvm_version;
-  p.config_json = k.config.to_json_string();
+  p.config_json = k.choice.config.to_json_string();
   p.ktune_version = KTUNE_VERSION;
-  const std::string log =
-      s.server.server.empty() ? "tuning log " + s.db : "tuning server " + s.server.server;
-  if (k.best) {
-    const tuning_db::Record& b = *k.best;
+  const std::string log = from.describe();
+  if (k.choice.best) {
+    const tuning_db::Record& b = *k.choice.best;
     // A server's answer carries no record id (0): the record is named by its figures.
     p.source = log + (b.id > 0 ? ", record " + std::to_string(b.id) : "") + ": " + fixed(b.gflops(), 2) +
                " GFLOP/s (" + fixed(b.mean_cost() * 1e3, 4) + " ms), tuner " + b.tuner +
                ", measured with LLVM " + b.target.llvm_version +
                (b.emulated ? ", on an EMULATED device (" + b.device_key + ")" : "");
-  } else if (k.nearest) {
-    const tuning_db::NearestTuned& n = *k.nearest;
+  } else if (k.choice.nearest) {
+    const tuning_db::NearestTuned& n = *k.choice.nearest;
     p.source = "nearest tuned workload " + n.record.workload_key + " (distance " +
                fixed(n.distance, 2) + "), " + log +
                (n.record.id > 0 ? ", record " + std::to_string(n.record.id) : "") + ": " +
                fixed(n.record.gflops(), 2) + " GFLOP/s there; this shape is untuned (" +
-               k.untuned_reason + ")";
+               k.choice.untuned_reason + ")";
   } else {
-    p.source = "fallback, untuned (" + k.untuned_reason + ")";
+    p.source = "fallback, untuned (" + k.choice.untuned_reason + ")";
   }
   return p;
 }
@@ -129,7 +103,12 @@ KernelProvenance provenance(const BuiltKernel& k, const KernelSource& s) {
 }  // namespace
 
 std::string BuiltKernel::config_source() const {
-  return best ? "tuned" : nearest ? "nearest" : "fallback";
+  switch (choice.source) {
+    case rpc_runner::ConfigChoice::Source::kTuned: return "tuned";
+    case rpc_runner::ConfigChoice::Source::kNearest: return "nearest";
+    case rpc_runner::ConfigChoice::Source::kFallback: break;
+  }
+  return "fallback";
 }
 
 std::vector<BuiltKernel> build_kernels(const std::vector<KernelRequest>& requests,
@@ -153,12 +132,16 @@ std::vector<BuiltKernel> build_kernels(const std::vector<KernelRequest>& request
   }
   if (source.server.server.empty() && !source.device_key.empty())
     throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
+  if (source.server.server.empty() && source.db.empty())
+    throw Error(ErrorKind::kInvalidArgument, "--db needs a path (or --server HOST:PORT)");
+  const HistorySource from = history_of(source);
 
   std::vector<te::LoweredFunc> funcs;
   for (BuiltKernel& k : kernels) {
     labelled(k.request, [&] {
-      look_up(k, source);
-      const auto inst = instantiate(k.workload.task, k.config, k.best ? k.best->id : -1);
+      look_up(k, from);
+      const rpc_runner::ConfigChoice& c = k.choice;
+      const auto inst = instantiate(k.workload.task, c.config, c.best ? c.best->id : -1);
       funcs.push_back(te::lower(inst.schedule, inst.args, k.request.name));
     });
   }
@@ -169,7 +152,7 @@ std::vector<BuiltKernel> build_kernels(const std::vector<KernelRequest>& request
     BuiltKernel& k = kernels[i];
     k.artifact = std::move(artifacts[i]);
     for (const auto& arg : funcs[i].args) k.tensor_names.push_back(arg.buffer.name());
-    k.provenance = provenance(k, source);
+    k.provenance = provenance(k, from);
   }
   return kernels;
 }

@@ -2,18 +2,15 @@
 // one LLVM session.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "codegen/artifact.h"
+#include "rpc_runner/config_choice.h"
 #include "rpc_runner/history_lookup.h"
 #include "rpc_runner/service_client.h"
-#include "schedule_space/config.h"
 #include "tools/kernel_header.h"
-#include "tuning_db/nearest.h"
-#include "tuning_db/record.h"
 
 namespace ktune::tools {
 
@@ -44,10 +41,7 @@ struct BuiltKernel {
 
   KernelRequest request;
   Workload workload;
-  schedule_space::Config config;
-  std::optional<tuning_db::Record> best;           // the logged record served, if any
-  std::optional<tuning_db::NearestTuned> nearest;  // else the nearest tuned shape's, if any
-  std::string untuned_reason;                      // without best: why
+  rpc_runner::ConfigChoice choice;  // the config built, and where it came from
   codegen::Artifact artifact;
   std::vector<std::string> tensor_names;  // of the kernel arguments, in call order
   KernelProvenance provenance;            // what its header says
@@ -63,7 +57,7 @@ struct BuiltKernel {
 // timed on an emulated device or with another LLVM. Returns the kernels in request order.
 // Throws, with the request's label before the message: Error(kInvalidArgument) for a name that is
 // not a C identifier, two requests of one name, an unknown template or argument, a bad target
-// string or --device-key without a server; Error(kUnsupported) for a triple with no backend;
+// string, an empty db without a server or --device-key without a server; Error(kUnsupported) for a triple with no backend;
 // Error(kNotFound) for require_tuned without a record; what the look-up and codegen throw.
 std::vector<BuiltKernel> build_kernels(const std::vector<KernelRequest>& requests,
                                        const KernelSource& source);

@@ -16,6 +16,7 @@
 #include "rpc_runner/service_client.h"
 #include "support/error.h"
 #include "tests/process_util.h"
+#include "tests/rpc_runner/history_test_util.h"
 #include "tests/rpc_runner/service_test_util.h"
 #include "tests/schedule_space/template_cases.h"
 #include "tuning_db/database.h"
@@ -26,64 +27,23 @@
 namespace ktune {
 namespace {
 
+using rpc_runner::testing::kind_of;
+using rpc_runner::testing::kOldLlvm;
+using rpc_runner::testing::matmul;
+using rpc_runner::testing::other_configs;
+using rpc_runner::testing::record_of;
 using rpc_runner::testing::TempDir;
+using rpc_runner::testing::write_log;
 using schedule_space::Config;
 using schedule_space::Task;
 using testing_cli::quote;
 using testing_process::Child;
 using Source = AppliedKernel::Source;
 
-const char* const kOldLlvm = "18.1.8";
-
-// A successful record of config on task's target, timed at `seconds`, measured with LLVM `llvm`.
-tuning_db::Record record_of(const Task& task, const Config& config, double seconds,
-                            const std::string& llvm = codegen::llvm_version()) {
-  tuning_db::Record r;
-  r.workload_key = task.workload_key();
-  r.template_name = task.template_name();
-  r.args = task.args_json();
-  r.flop = task.flop();
-  r.target = {task.target().key, llvm};
-  r.device_key = "test";
-  r.config_index = static_cast<int64_t>(config.index());
-  r.config = config.to_json();
-  r.costs = {seconds, seconds};
-  r.all_cost = 0.1;
-  r.tuner = "test";
-  r.timestamp = 1;
-  r.ktune_version = "0.1.0";
-  return r;
-}
-
-// The first `n` valid configs of the task's space other than its fallback (distinct configs whose
-// choice the tests can see).
-std::vector<Config> other_configs(const Task& task, size_t n) {
-  std::vector<Config> out;
-  for (uint64_t i = 0; i < task.space().size() && out.size() < n; ++i) {
-    if (i != task.fallback_config().index() && task.space().is_valid(i)) out.push_back(task.space().get(i));
-  }
-  return out;
-}
-
-void write_log(const std::string& path, const std::vector<tuning_db::Record>& records) {
-  auto db = tuning_db::Database::open(path);
-  db.add(records);
-}
-
 // The kernel's largest relative error against te's interpreter (outputs pre-filled with NaN).
 double error_of(const Task& task, const codegen::Kernel& kernel) {
   const schedule_space::testing::Oracle oracle(task, 11);
   return oracle.check([&](const std::vector<void*>& args) { EXPECT_EQ(kernel.run(args), 0); });
-}
-
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "no ktune::Error thrown";
-  return ErrorKind::kUnknown;
 }
 
 // Routes spdlog's default logger into a string while alive; counts the warnings.
@@ -107,10 +67,6 @@ class WarningCapture {
   std::ostringstream out_;
   std::shared_ptr<spdlog::logger> previous_;
 };
-
-Task matmul(int m, int n, int k) {
-  return make_task("matmul", {{"M", std::to_string(m)}, {"N", std::to_string(n)}, {"K", std::to_string(k)}});
-}
 
 TEST(HistoryBest, ServesTheFastestRecordAsAKernelThatComputesTheReference) {
   TempDir dir;
