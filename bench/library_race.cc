@@ -32,8 +32,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // A round of a callable lasts at least this long: calls of a few microseconds are repeated
-// within the round, so that the clock's resolution and its call cost do not decide the result.
-constexpr double kMinRoundSeconds = 200e-6;
+// within the round, so that the clock's resolution and its call cost do not decide the result,
+// and the rounds of a race span long enough (15 rounds x 2 sides x 2 ms) that a burst of this
+// VM's neighbours does not fall on all of one side's rounds (with 200 us rounds, a whole race of
+// a GEMV lasted 6 ms, and one burst moved its ratio from 1.4 to 0.7).
+constexpr double kMinRoundSeconds = 2e-3;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -42,7 +45,8 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// One buffer per kernel argument (float32 only), inputs random from `seed`, outputs NaN.
+}  // namespace
+
 std::vector<std::unique_ptr<AlignedFloats>> make_buffers(const std::vector<codegen::ArgSpec>& sig, uint64_t seed) {
   std::vector<std::unique_ptr<AlignedFloats>> bufs;
   for (size_t i = 0; i < sig.size(); ++i) {
@@ -75,6 +79,8 @@ std::vector<void*> pointers(const std::vector<std::unique_ptr<AlignedFloats>>& b
   for (const auto& b : bufs) p.push_back(b->p);
   return p;
 }
+
+namespace {
 
 }  // namespace
 
@@ -186,7 +192,7 @@ RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
   std::vector<std::function<void()>> runs;
   for (const auto& k : kernels) runs.push_back([&k, &args, &status] { status |= k.run(args); });
   // Several threads: rounds of 20 ms, so that waking the pool's threads (on this VM an idle vCPU
-  // can take long to be scheduled again) is a small part of each; one thread: 200 us rounds.
+  // can take long to be scheduled again) is a small part of each; one thread: 2 ms rounds.
   const double min_round_s = o.threads > 1 ? 20e-3 : kMinRoundSeconds;
   const std::vector<double> s = time_interleaved(runs, o.rounds, 0, min_round_s);
   const size_t pick = static_cast<size_t>(std::min_element(s.begin(), s.end()) - s.begin());

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,12 @@ struct AlignedFloats {
 
 // Uniform values in [-1, 1) from `seed`.
 void fill_random(AlignedFloats& a, uint64_t seed);
+
+// One buffer per kernel argument (float32 only), inputs random from `seed`, outputs NaN.
+// Throws Error(kUnsupported) for another dtype.
+std::vector<std::unique_ptr<AlignedFloats>> make_buffers(const std::vector<codegen::ArgSpec>& sig, uint64_t seed);
+// The buffers' data pointers, in argument order (a kernel's run() arguments).
+std::vector<void*> pointers(const std::vector<std::unique_ptr<AlignedFloats>>& bufs);
 
 // Sets the threads of ktune's parallel loops, OpenBLAS and OpenMP (oneDNN's runtime) to `threads`.
 void set_all_threads(int threads);

@@ -56,6 +56,11 @@ int64_t dot_lanes(const Config& cfg) {
   return e ? e->as_int() : 0;
 }
 
+int64_t dot_rows(const Config& cfg) {
+  const Entity* e = cfg.find("dot_rows");
+  return e ? e->as_int() : 1;
+}
+
 void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
                        ConfigSpace& space, bool dot_knob, bool stream_knob) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
@@ -69,6 +74,15 @@ void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
   if (dot_knob && M <= 16 && K >= lanes) {
     space.define_knob("dot_lanes", std::vector<int64_t>{0, lanes});
     space.set_legacy_value("dot_lanes", 0);  // logged before the knob (or before it reached M <= 16)
+    if (M >= 2) {
+      space.define_knob("dot_rows", std::vector<int64_t>{1, 2, 3});
+      space.set_legacy_value("dot_rows", 1);  // logged before the knob
+      space.add_constraint("dot rows only in the dot form, in the registers", [target](const EntityView& v) {
+        const int64_t rows = v["dot_rows"].as_int();
+        if (v["dot_lanes"].as_int() == 0) return rows == 1;
+        return rows * kDotBlock <= target.accumulator_budget(rows + 1);  // X's row vectors and a W vector live
+      });
+    }
   }
   if (stream_knob && M <= kMaxStreamRows) {
     space.define_knob("stream_b", std::vector<int64_t>{0, 1});

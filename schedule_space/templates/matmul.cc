@@ -2,6 +2,7 @@
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/common.h"
 #include "schedule_space/templates/gemm.h"
+#include "support/error.h"
 
 namespace ktune::schedule_space::templates {
 namespace {
@@ -91,15 +92,26 @@ MatmulTensors matmul_tensors(const WorkloadArgs& w, bool transposed_pack) {
 Instantiated gemv_dot(const te::Tensor& x, const te::Tensor& w, const te::Tensor& bias, const std::string& epilogue,
                       const std::string& out_name, const Config& cfg, int64_t L) {
   const int64_t M = x.shape()[0], N = w.shape()[0], K = x.shape()[1], Kq = K / L, Kr = K % L;
+  if (L < 1 || (L & (L - 1)) != 0) throw Error(ErrorKind::kInstantiation, "dot_lanes must be a power of two");
   const te::DataType dt = x.dtype();
   const te::IterVar ko = te::reduce_axis({0, Kq}, "ko");
   const te::Expr el(L);
   const te::Tensor partial = te::compute({M, N, L}, [&](te::Var i, te::Var j, te::Var l) {
     return te::sum(x(i, ko.var * el + l) * w(j, ko.var * el + l), ko);
   }, "partial");
-  const te::IterVar lr = te::reduce_axis({0, L}, "l");
-  const te::Tensor hsum = te::compute({M, N}, [&](te::Var i, te::Var j) { return te::sum(partial(i, j, lr.var), lr); },
-                                      "hsum");
+  // The horizontal sum as a tree of vector adds, halving the lanes each stage: a scalar loop
+  // over the lanes is a chain of L dependent adds per output (the order of float adds is kept
+  // as written), which cost as much as the k loop itself at K = 512.
+  std::vector<te::Tensor> halves;
+  te::Tensor lanes = partial;
+  for (int64_t h = L / 2; h >= 1; h /= 2) {
+    const te::Tensor prev = lanes;
+    const te::Expr half(h);
+    lanes = te::compute({M, N, h}, [&](te::Var i, te::Var j, te::Var l) { return prev(i, j, l) + prev(i, j, l + half); },
+                        "half" + std::to_string(h));
+    halves.push_back(lanes);
+  }
+  const te::Tensor hsum = lanes;
   te::Tensor rest;
   if (Kr > 0) {
     const te::IterVar r = te::reduce_axis({0, Kr}, "r");
@@ -109,27 +121,37 @@ Instantiated gemv_dot(const te::Tensor& x, const te::Tensor& w, const te::Tensor
     }, "rest");
   }
   const te::Tensor y = te::compute({M, N}, [&](te::Var i, te::Var j) {
-    te::Expr v = hsum(i, j);
+    te::Expr v = hsum(i, j, 0);
     if (rest.defined()) v = v + rest(i, j);
     return bias.defined() ? apply_epilogue(epilogue, v, bias(j), dt) : v;
   }, out_name);
-  // Eight outputs at a time: eight vector accumulators live across the k loop. The rows of X
-  // inside the block of eight W rows: those W rows (8 K floats) stay in L1 for every row of X,
-  // and W, the large operand, is read from memory once (batch 8, N=1000, K=512: rows outside
-  // re-read all of W per row, 0.66x OpenBLAS's sgemm).
+  // kDotBlock outputs of dot_rows rows at a time: that many vector accumulators live across the k
+  // loop. The row blocks of X inside the block of W rows: those W rows (8 K floats) stay in L1
+  // for every row of X, and W, the large operand, is read from memory once (batch 8, N=1000,
+  // K=512: rows outside re-read all of W per row, 0.66x OpenBLAS's sgemm). Several rows of X per
+  // tile load each W vector once for all of them.
   te::Schedule s = te::create_schedule({y});
   te::Stage ys = s[y];
-  auto [jo, ji] = ys.split(ys.axis(1), 8);
-  ys.reorder({jo, ys.axis(0), ji});
-  const te::IterVar outer = ys.fuse(jo, ys.axis(0));
+  auto [jo, ji] = ys.split(ys.axis(1), kDotBlock);
+  auto [io, ii] = ys.split(ys.axis(0), dot_rows(cfg));
+  ys.reorder({jo, io, ii, ji});
+  const te::IterVar outer = ys.fuse(jo, io);
   if (cfg["parallel"].as_int() != 0) ys.parallel(outer);
   te::Stage ps = s[partial];
   ps.compute_at(ys, outer);
   ps.reorder({ps.reduce_axis(0), ps.axis(0), ps.axis(1), ps.axis(2)});
+  ps.unroll(ps.axis(0));
   ps.unroll(ps.axis(1));
   ps.vectorize(ps.axis(2));
-  s[hsum].compute_at(ys, outer);
+  for (const te::Tensor& h : halves) {
+    te::Stage hs = s[h];
+    hs.compute_at(ys, outer);
+    // The last two stages (2 and 1 lanes) stay scalar: a vector narrower than a NEON or SSE
+    // register buys nothing over two scalar adds.
+    if (h.shape()[2] >= 4) hs.vectorize(hs.axis(2));
+  }
   if (rest.defined()) s[rest].compute_at(ys, outer);
+  (void)ii;
   (void)ji;
   if (bias.defined()) return Instantiated{s, {x, w, bias, y}};
   return Instantiated{s, {x, w, y}};

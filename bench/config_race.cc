@@ -1,0 +1,100 @@
+// Benchmark: given configs of one workload, built and timed interleaved on ONE thread in this
+// process (rounds of at least 2 ms, median), each checked against the reference from NaN-filled
+// outputs. For comparing schedules a space offers (is form A faster than form B?) without the
+// tuner's sampling in the way. Prints one row per config and, last, `config_race_best <index>`.
+//
+// Usage: config_race [--rounds R] TEMPLATE KEY=VALUE... --config JSON [--config JSON ...]
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/library_race.h"
+#include "codegen/codegen_llvm.h"
+#include "codegen/target.h"
+#include "rpc_runner/reference.h"
+#include "schedule_space/task.h"
+#include "support/error.h"
+
+namespace {
+
+using namespace ktune;  // NOLINT: a benchmark program, not a library
+
+struct Options {
+  std::string template_name;
+  std::vector<std::string> args;
+  std::vector<std::string> configs;
+  int rounds = 15;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--config" || a == "--rounds") {
+      if (i + 1 >= argc) throw Error(ErrorKind::kInvalidArgument, "missing value after " + a);
+      if (a == "--config") o.configs.push_back(argv[++i]);
+      else o.rounds = std::stoi(argv[++i]);
+    } else if (o.template_name.empty()) {
+      o.template_name = a;
+    } else {
+      o.args.push_back(a);
+    }
+  }
+  if (o.template_name.empty() || o.configs.empty() || o.rounds < 1)
+    throw Error(ErrorKind::kInvalidArgument, "usage: config_race [--rounds R] TEMPLATE KEY=VALUE... --config JSON...");
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options o = parse(argc, argv);
+    const codegen::Target host = codegen::Target::host();
+    const auto traits = schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), 1);
+    const auto task = schedule_space::Task::create(
+        o.template_name, schedule_space::parse_workload_args(o.template_name, o.args), traits);
+    bench::set_all_threads(1);
+    std::vector<codegen::Kernel> kernels;
+    for (const std::string& c : o.configs)
+      kernels.push_back(bench::load_kernel(task, schedule_space::Config::from_json_string(c)));
+    const auto& sig = kernels.front().signature();
+    const auto ref = bench::make_buffers(sig, 1);
+    const codegen::Kernel reference =
+        codegen::Kernel::load(codegen::build(rpc_runner::lower_reference(task), codegen::Target::host()));
+    if (reference.run(bench::pointers(ref)) != 0) throw Error(ErrorKind::kRun, "the reference failed");
+    std::vector<std::vector<std::unique_ptr<bench::AlignedFloats>>> bufs;
+    std::vector<std::function<void()>> runs;
+    int status = 0;
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      bufs.push_back(bench::make_buffers(sig, 1));
+      if (kernels[k].run(bench::pointers(bufs[k])) != 0) throw Error(ErrorKind::kRun, "config " + std::to_string(k) + " failed");
+      for (size_t i = 0; i < sig.size(); ++i) {
+        if (!sig[i].is_output) continue;
+        for (size_t j = 0; j < ref[i]->n; ++j) {
+          const float want = ref[i]->p[j], got = bufs[k][i]->p[j];
+          if (!(std::abs(got - want) <= 1e-3f * (1 + std::abs(want))))
+            throw Error(ErrorKind::kWrongAnswer, "config " + std::to_string(k) + " differs from the reference");
+        }
+      }
+      runs.push_back([&kernels, &bufs, &status, k] { status |= kernels[k].run(bench::pointers(bufs[k])); });
+    }
+    const std::vector<double> s = bench::time_interleaved(runs, o.rounds, 0, 2e-3);
+    if (status != 0) throw Error(ErrorKind::kRun, "a kernel returned an error");
+    std::printf("%s, 1 thread, %d rounds, load average %s\n", task.workload_key().c_str(), o.rounds,
+                bench::load_average().c_str());
+    size_t best = 0;
+    for (size_t k = 0; k < s.size(); ++k) {
+      std::printf("%2zu %9.1f GFLOP/s  %s\n", k, task.flop() / s[k] * 1e-9, o.configs[k].c_str());
+      if (s[k] < s[best]) best = k;
+    }
+    std::printf("config_race_best %zu\n", best);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "config_race: %s\n", e.what());
+    return 1;
+  }
+}
