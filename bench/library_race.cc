@@ -213,7 +213,11 @@ RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
   // for 2^28 cycles (~70 ms) after a call and libgomp's (oneDNN's) for a while too; timed right
   // after one, a ktune kernel shared its second core with them (matmul 1024^3 at 2 threads: 100
   // GFLOP/s against 218 with OpenBLAS idle). A pause before each round lets them sleep.
-  const double settle_s = o.threads > 1 ? 0.15 : 0;
+  // One thread: a 50 ms pause too, so that the rounds spread over about 1.5 s. This VM's noisy
+  // neighbours come in bursts of about a second; a race of back-to-back rounds (~60 ms) could sit
+  // inside one, and it slows a memory-bound kernel more than a compute-bound one (the same GEMV
+  // raced at 0.83 and at 1.15 of OpenBLAS minutes apart).
+  const double settle_s = o.threads > 1 ? 0.15 : 0.05;
   const std::vector<double> t = time_interleaved({runs[pick], lib->run}, o.rounds, settle_s, min_round_s);
   if (status != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": the tuned kernel returned " + std::to_string(status));
   const double gflop = task.flop() * 1e-9;

@@ -75,12 +75,12 @@ void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
     space.define_knob("dot_lanes", std::vector<int64_t>{0, lanes});
     space.set_legacy_value("dot_lanes", 0);  // logged before the knob (or before it reached M <= 16)
     if (M >= 2) {
-      space.define_knob("dot_rows", std::vector<int64_t>{1, 2, 3});
+      space.define_knob("dot_rows", std::vector<int64_t>{1, 2, 3, 4});
       space.set_legacy_value("dot_rows", 1);  // logged before the knob
       space.add_constraint("dot rows only in the dot form, in the registers", [target](const EntityView& v) {
         const int64_t rows = v["dot_rows"].as_int();
         if (v["dot_lanes"].as_int() == 0) return rows == 1;
-        return rows * kDotBlock <= target.accumulator_budget(rows + 1);  // X's row vectors and a W vector live
+        return rows * dot_block(rows) <= target.accumulator_budget(rows + 1);  // X's row vectors and a W vector live
       });
     }
   }

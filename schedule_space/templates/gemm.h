@@ -26,9 +26,9 @@ namespace ktune::schedule_space::templates {
 //   dot_lanes (only with `dot_knob`, M <= 16 and K >= one vector) 0, or the lanes of a dot-product
 //             GEMV for a B stored [N,K]: vectors run along k, one horizontal sum per output (see
 //             dense_bias_relu); the other knobs but parallel then go unused
-//   dot_rows  (with dot_lanes, M >= 2) 1, 2 or 3: rows of A in the dot form's register tile, beside
-//             kDotBlock rows of B; each k step loads rows + kDotBlock vectors for rows x kDotBlock
-//             FMAs (1 row: 9 loads per 8 FMAs, load-bound; 3 rows: 11 per 24). 1 without dot_lanes
+//   dot_rows  (with dot_lanes, M >= 2) 1 to 4: rows of A in the dot form's register tile, beside
+//             dot_block(rows) rows of B; each k step loads rows + block vectors for rows x block
+//             FMAs (1 x 8: 9 loads per 8 FMAs, load-bound; 4 x 4: 8 per 16). 1 without dot_lanes
 //   stream_b  (only with `stream_knob`, for a B stored [K,N], M <= 4) 0/1: the row-stream GEMV of
 //             OpenBLAS's sgemv_n kernels. 1 accumulates a whole outer tile with k outermost: each
 //             step reads tile_k's inner count of B rows side by side along the tile's columns,
@@ -38,8 +38,11 @@ namespace ktune::schedule_space::templates {
 void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target, ConfigSpace& space,
                        bool dot_knob = false, bool stream_knob = false);
 
-// Rows of B stored [N,K] in one block of the dot form (each a vector accumulator per row of A).
-constexpr int64_t kDotBlock = 8;
+// Rows of B stored [N,K] in one block of the dot form (each a vector accumulator per row of A):
+// 8, or 4 beside 4 rows of A (32 accumulators would leave no register for the operands).
+// Measured on dense 8x1000x512 (bench/config_race, AVX-512): 1 x 8 76, 2 x 8 87 to 90, 4 x 4 97
+// to 99 GFLOP/s; 4 x 6 70 and 8 x 2 71 to 88.
+inline int64_t dot_block(int64_t rows) { return rows >= 4 ? 4 : 8; }
 
 // The dot_lanes value of a config (0 when the knob is absent, as in configs of older spaces).
 int64_t dot_lanes(const Config& cfg);

@@ -125,14 +125,14 @@ Instantiated gemv_dot(const te::Tensor& x, const te::Tensor& w, const te::Tensor
     if (rest.defined()) v = v + rest(i, j);
     return bias.defined() ? apply_epilogue(epilogue, v, bias(j), dt) : v;
   }, out_name);
-  // kDotBlock outputs of dot_rows rows at a time: that many vector accumulators live across the k
+  // dot_block outputs of dot_rows rows at a time: that many vector accumulators live across the k
   // loop. The row blocks of X inside the block of W rows: those W rows (8 K floats) stay in L1
   // for every row of X, and W, the large operand, is read from memory once (batch 8, N=1000,
   // K=512: rows outside re-read all of W per row, 0.66x OpenBLAS's sgemm). Several rows of X per
   // tile load each W vector once for all of them.
   te::Schedule s = te::create_schedule({y});
   te::Stage ys = s[y];
-  auto [jo, ji] = ys.split(ys.axis(1), kDotBlock);
+  auto [jo, ji] = ys.split(ys.axis(1), dot_block(dot_rows(cfg)));
   auto [io, ii] = ys.split(ys.axis(0), dot_rows(cfg));
   ys.reorder({jo, io, ii, ji});
   const te::IterVar outer = ys.fuse(jo, io);
