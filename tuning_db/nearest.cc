@@ -56,15 +56,19 @@ const schedule_space::SplitKnob* as_split(const schedule_space::Knob* knob) {
 // must divide this one too: a tuned schedule whose tiles now leave tails is not the schedule
 // that was measured (remainder loops lose the vector body), so the nearest dividing factors are
 // taken instead. Returns the index (nullopt when a knob cannot be carried over) and counts the
-// knobs that were adapted.
+// knobs that were adapted. A knob the space has and the old config lacks takes its legacy value,
+// if it has one; otherwise the config cannot be carried over.
 std::optional<uint64_t> adapt(const schedule_space::Config& old, const schedule_space::ConfigSpace& old_space,
                               const schedule_space::ConfigSpace& space, const schedule_space::Config& fallback,
                               int* adapted) {
   std::vector<uint64_t> digits;
   *adapted = 0;
+  // A knob the old config lacks but that has a legacy value (added to the template later, or
+  // offered only for this shape, as stream_b for M <= 4) means the schedule the old one had.
+  const schedule_space::Config full = space.complete(old);
   for (size_t k = 0; k < space.num_knobs(); ++k) {
     const schedule_space::Knob& knob = space.knob(k);
-    const schedule_space::Entity* value = old.find(knob.name());
+    const schedule_space::Entity* value = full.find(knob.name());
     if (!value) return std::nullopt;
     int64_t at = knob.find(*value);
     const schedule_space::SplitKnob* split = as_split(&knob);

@@ -35,9 +35,9 @@ TEST(ConcurrentTune, TwoProcessesNeverMeasureAConfigTwice) {
       schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), host.cores()));
   int64_t valid = 0;
   for (uint64_t i = 0; i < task.space().size(); ++i) valid += task.space().is_valid(i);
-  ASSERT_LT(valid, 2 * 64) << "the two budgets must exceed the space";
+  ASSERT_LT(valid, 2 * 80) << "the two budgets must exceed the space";
   auto tune = [&](int seed) {
-    return std::string(KTUNE_BINARY) + " tune " + workload + " --tuner random --trials 64 --batch-size 8 --seed " +
+    return std::string(KTUNE_BINARY) + " tune " + workload + " --tuner random --trials 80 --batch-size 8 --seed " +
            std::to_string(seed) + " --number 1 --repeat 1 --min-repeat-ms 0 --threads 1 --json --db " + quote(db) +
            " >" + quote((dir / ("out" + std::to_string(seed))).string()) + " 2>&1";
   };
