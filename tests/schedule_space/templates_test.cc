@@ -61,6 +61,41 @@ TEST_P(EveryConfig, MatchesReferenceInInterpreter) {
   EXPECT_LT(oracle.check([&](const std::vector<void*>& args) { te::interpret(f, args); }), 1e-4);
 }
 
+// The dot form's register tiles of several rows of X (dot_rows 2 to 4) need more registers than
+// the small target's 16, so the every-config test above only sees 1 row: check each row count on
+// a 32-register AVX-512 target, with tails everywhere (M not a multiple of the rows, N of the W
+// block, K of the 16 lanes), in the interpreter.
+TEST(DotRows, EveryRowCountMatchesReferenceOn32Registers) {
+  TargetTraits avx512;
+  avx512.key = "llvm -mtriple=x86_64-linux-gnu -mcpu=znver4";
+  avx512.vector_bits = 512;
+  avx512.cores = 1;
+  const std::vector<TemplateCase> cases = {
+      {"dense", "dense_bias_relu", {{"M", "5"}, {"N", "9"}, {"K", "37"}}},
+      {"matmul_nt", "matmul", {{"M", "7"}, {"N", "5"}, {"K", "33"}, {"layout", "nt"}, {"epilogue", "bias_gelu"}}},
+  };
+  for (const TemplateCase& c : cases) {
+    const Task task = Task::create(c.template_name, c.args, avx512);
+    const ConfigSpace& space = task.space();
+    const Oracle oracle(task, 7);
+    std::vector<uint64_t> digits = space.knob_indices(space.index_of(task.fallback_config()));
+    const int64_t lanes_at = space.knob_position("dot_lanes"), rows_at = space.knob_position("dot_rows");
+    ASSERT_GE(lanes_at, 0);
+    ASSERT_GE(rows_at, 0);
+    auto int_entity = [](const char* name, int64_t v) { return Entity{name, KnobKind::kOther, {v}, "", false}; };
+    digits[lanes_at] = space.knob(lanes_at).find(int_entity("dot_lanes", 16));
+    for (int64_t rows = 1; rows <= 4; ++rows) {
+      digits[rows_at] = space.knob(rows_at).find(int_entity("dot_rows", rows));
+      const uint64_t index = space.index_of(digits);
+      ASSERT_TRUE(space.is_valid(index)) << c.name << " rows " << rows;
+      const Instantiated inst = task.instantiate(space.get(index));
+      const te::LoweredFunc f = te::lower(inst.schedule, inst.args, c.template_name);
+      EXPECT_LT(oracle.check([&](const std::vector<void*>& args) { te::interpret(f, args); }), 1e-4)
+          << c.name << " rows " << rows;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Templates, EveryConfig, ::testing::ValuesIn(testing::small_cases()),
                          [](const ::testing::TestParamInfo<TemplateCase>& info) { return info.param.name; });
 
