@@ -58,7 +58,6 @@ std::vector<std::unique_ptr<AlignedFloats>> make_buffers(const std::vector<codeg
   return bufs;
 }
 
-// max |out - ref| / max(1, max |ref|) over every output; infinity when an output holds NaN.
 double relative_error(const std::vector<codegen::ArgSpec>& sig, const std::vector<std::unique_ptr<AlignedFloats>>& out,
                       const std::vector<std::unique_ptr<AlignedFloats>>& ref) {
   double err = 0, scale = 1;

@@ -30,6 +30,9 @@ void fill_random(AlignedFloats& a, uint64_t seed);
 // One buffer per kernel argument (float32 only), inputs random from `seed`, outputs NaN.
 // Throws Error(kUnsupported) for another dtype.
 std::vector<std::unique_ptr<AlignedFloats>> make_buffers(const std::vector<codegen::ArgSpec>& sig, uint64_t seed);
+// max |out - ref| / max(1, max |ref|) over every output buffer; infinity when an output holds NaN.
+double relative_error(const std::vector<codegen::ArgSpec>& sig, const std::vector<std::unique_ptr<AlignedFloats>>& out,
+                      const std::vector<std::unique_ptr<AlignedFloats>>& ref);
 // The buffers' data pointers, in argument order (a kernel's run() arguments).
 std::vector<void*> pointers(const std::vector<std::unique_ptr<AlignedFloats>>& bufs);
 
