@@ -13,7 +13,7 @@
 #include "bench/library_race.h"
 #include "codegen/codegen_llvm.h"
 #include "codegen/target.h"
-#include "rpc_runner/reference.h"
+#include "rpc_runner/runner/reference.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
 

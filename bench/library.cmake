@@ -1,14 +1,13 @@
 # Tuned kernels against the libraries (OpenBLAS, oneDNN): ktune_bench_race is the shared race
-# (bench/library_race.h, with tools/library_baseline.cc for the libraries' operators);
+# (bench/library_race.h, with baselines/ for the libraries' operators);
 # build/bench/tuned_vs_library (matmul and conv2d, 1 thread; --threads N: six workloads at N)
 # and build/bench/shape_zoo (shapes of real networks, 1 thread) use it, and so does skinny.cmake.
 # oneDNN here uses the OpenMP runtime: OpenMP sets its threads.
-if(TARGET ktune_tuner_model AND TARGET ktune_rpc_runner)
+if(TARGET ktune_tuner_model AND TARGET ktune_server)
   find_package(OpenMP COMPONENTS CXX)
-  add_library(ktune_bench_race STATIC ${CMAKE_CURRENT_LIST_DIR}/library_race.cc
-    ${PROJECT_SOURCE_DIR}/tools/library_baseline.cc)
+  add_library(ktune_bench_race STATIC ${CMAKE_CURRENT_LIST_DIR}/library_race.cc)
   target_include_directories(ktune_bench_race PUBLIC ${PROJECT_SOURCE_DIR})
-  target_link_libraries(ktune_bench_race PUBLIC ktune_tuner_model ktune_rpc_runner ktune_codegen ktune_te
+  target_link_libraries(ktune_bench_race PUBLIC ktune_tuner_model ktune_local_runner ktune_deploy ktune_baselines ktune_codegen ktune_te
     PkgConfig::OPENBLAS DNNL::dnnl PRIVATE ktune_warnings)
   if(OpenMP_CXX_FOUND)
     target_link_libraries(ktune_bench_race PUBLIC OpenMP::OpenMP_CXX)

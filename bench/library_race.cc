@@ -19,10 +19,10 @@
 #include "codegen/codegen_llvm.h"
 #include "codegen/runtime.h"
 #include "codegen/target.h"
-#include "rpc_runner/local_runner.h"
-#include "rpc_runner/reference.h"
+#include "rpc_runner/runner/local_runner.h"
+#include "rpc_runner/runner/reference.h"
 #include "support/error.h"
-#include "tools/library_baseline.h"
+#include "baselines/library_baseline.h"
 #include "tuner/model_based_tuner.h"
 #include "tuner/tune.h"
 
@@ -177,7 +177,7 @@ TuneRun tune_finalists(const schedule_space::Task& task, size_t trials, uint64_t
 
 RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
   set_all_threads(o.threads);
-  std::optional<tools::LibraryOp> lib = tools::library_op(task, o.threads);
+  std::optional<baselines::LibraryOp> lib = baselines::library_op(task, o.threads);
   if (!lib) throw Error(ErrorKind::kUnsupported, "no library operator for " + task.workload_key());
   const TuneRun tuned = tune_finalists(task, o.trials, o.seed, o.threads, o.finalists);
   set_all_threads(o.threads);  // library_op and the runner may have changed them

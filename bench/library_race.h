@@ -88,7 +88,7 @@ struct RaceResult {
 // The whole race for one task at o.threads threads: tune_finalists, then in this process time the
 // finalists interleaved and keep the fastest, check its output (pre-filled with NaN) against the
 // task's reference kernel on the same random inputs, then time it interleaved with the library's
-// operator (tools::library_op). Throws Error(kWrongAnswer) when the kernel differs from the
+// operator (baselines::library_op). Throws Error(kWrongAnswer) when the kernel differs from the
 // reference, Error(kUnsupported) when no library covers the task.
 RaceResult race(const schedule_space::Task& task, const RaceOptions& o);
 

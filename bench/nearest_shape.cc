@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "codegen/target.h"
-#include "rpc_runner/local_runner.h"
+#include "rpc_runner/runner/local_runner.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
 #include "tuner/tuning_session.h"

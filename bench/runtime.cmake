@@ -13,9 +13,9 @@ if(OpenMP_CXX_FOUND AND TARGET ktune_codegen)
   ktune_bench(runtime_overhead SOURCES ${CMAKE_CURRENT_LIST_DIR}/runtime_overhead.cc
     $<TARGET_OBJECTS:ktune_bench_standalone_runtime> LIBS ktune_codegen OpenMP::OpenMP_CXX Threads::Threads)
 endif()
-if(TARGET ktune_tuner_model AND TARGET ktune_rpc_runner AND TARGET ktune)
+if(TARGET ktune_tuner_model AND TARGET ktune_server AND TARGET ktune)
   ktune_bench(shipped_vs_recorded SOURCES ${CMAKE_CURRENT_LIST_DIR}/shipped_vs_recorded.cc
-    LIBS ktune_tuner_model ktune_rpc_runner ktune_tuning_db ktune_codegen nlohmann_json::nlohmann_json)
+    LIBS ktune_tuner_model ktune_local_runner ktune_deploy ktune_tuning_db ktune_codegen nlohmann_json::nlohmann_json)
   target_compile_definitions(shipped_vs_recorded PRIVATE KTUNE_RUNNER_PATH="$<TARGET_FILE:ktune-runner>"
     KTUNE_BIN="$<TARGET_FILE:ktune>")
   add_dependencies(shipped_vs_recorded ktune ktune-runner)

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "rpc_runner/service_client.h"
+#include "rpc_runner/client/service_client.h"
 #include "tests/process_util.h"
 
 namespace {

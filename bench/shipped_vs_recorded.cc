@@ -30,7 +30,7 @@
 #include "bench/workloads.h"
 #include "codegen/codegen_llvm.h"
 #include "codegen/target.h"
-#include "rpc_runner/local_runner.h"
+#include "rpc_runner/runner/local_runner.h"
 #include "schedule_space/task.h"
 #include "tuner/tuning_session.h"
 #include "tuning_db/database.h"

@@ -15,10 +15,10 @@
 #include <thread>
 
 #include "codegen/target.h"
-#include "rpc_runner/device_worker.h"
-#include "rpc_runner/local_runner.h"
-#include "rpc_runner/service_client.h"
-#include "rpc_runner/tuning_server.h"
+#include "rpc_runner/worker/device_worker.h"
+#include "rpc_runner/runner/local_runner.h"
+#include "rpc_runner/client/service_client.h"
+#include "rpc_runner/server/tuning_server.h"
 #include "schedule_space/task.h"
 #include "tuner/basic_tuners.h"
 #include "tuner/tune.h"

@@ -1,13 +1,13 @@
 # Tuning throughput of the local runner (bench/tune_throughput.cc).
-if(TARGET ktune_rpc_runner)
-  ktune_bench(tune_throughput SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_throughput.cc LIBS ktune_rpc_runner)
+if(TARGET ktune_server)
+  ktune_bench(tune_throughput SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_throughput.cc LIBS ktune_server ktune_client ktune_worker ktune_protocol ktune_local_runner)
   target_compile_definitions(tune_throughput PRIVATE KTUNE_RUNNER_PATH="$<TARGET_FILE:ktune-runner>")
   add_dependencies(tune_throughput ktune-runner)
 endif()
 
 # The tuning server's CPU per trial with 1, 2 and 4 workers (bench/service_overhead.cc).
-if(TARGET ktune_rpc_runner)
-  ktune_bench(service_overhead SOURCES ${CMAKE_CURRENT_LIST_DIR}/service_overhead.cc LIBS ktune_rpc_runner)
+if(TARGET ktune_server)
+  ktune_bench(service_overhead SOURCES ${CMAKE_CURRENT_LIST_DIR}/service_overhead.cc LIBS ktune_server ktune_client ktune_worker ktune_protocol ktune_local_runner)
   target_compile_definitions(service_overhead PRIVATE KTUNE_RUNNER_PATH="$<TARGET_FILE:ktune-runner>"
     KTUNE_BIN="$<TARGET_FILE:ktune>")
   add_dependencies(service_overhead ktune ktune-runner)

@@ -8,21 +8,21 @@
 #   lib/cmake/ktune/ktuneTargets.cmake            ktune::library and one ktune::<module> per library
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
-if(NOT (TARGET ktune AND TARGET ktune-runner AND TARGET ktune_rpc_runner))
+if(NOT (TARGET ktune AND TARGET ktune-runner AND TARGET ktune_deploy))
   return()
 endif()
 set(KTUNE_PACKAGE_DIR lib/cmake/ktune)  # ktuneConfig.cmake finds the prefix three levels up
 
 install(TARGETS ktune ktune-runner RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-# What a program that builds and runs kernels at run time links: ktune_rpc_runner and everything it
-# pulls in (the generated protobuf code and the device-side libraries only as link dependencies:
-# none of their headers is installed). The tuning server runs model jobs, so multi-task tuning
-# (tuner_scheduler, model_tuning, frontend) comes too, and with it ONNX as a link dependency.
+# Every product library (baselines/ is for comparisons only and stays out). The generated
+# protobuf code and the device-side libraries come as link dependencies: none of their headers is
+# installed. The tuning server runs model jobs, so it brings multi-task tuning and ONNX.
 set(KTUNE_INSTALLED_LIBRARIES
   ktune_support ktune_te ktune_codegen_base ktune_codegen ktune_schedule_space ktune_cost_model
-  ktune_tuning_db ktune_tuner ktune_tuner_model ktune_runner_proto ktune_rpc_proto ktune_runner_core
-  ktune_rpc_device ktune_frontend ktune_tuner_scheduler ktune_model_tuning ktune_rpc_runner)
+  ktune_tuning_db ktune_tuner ktune_tuner_model ktune_frontend ktune_tuner_scheduler ktune_model_tuning
+  ktune_runner_proto ktune_runner_core ktune_local_runner ktune_rpc_proto ktune_protocol_core ktune_protocol
+  ktune_worker_core ktune_worker ktune_client ktune_server ktune_deploy)
 foreach(lib IN LISTS KTUNE_INSTALLED_LIBRARIES)
   string(REGEX REPLACE "^ktune_" "" name ${lib})
   set_target_properties(${lib} PROPERTIES EXPORT_NAME ${name})  # ktune::te, ktune::codegen, ...
@@ -32,8 +32,10 @@ endforeach()
 add_library(ktune_library INTERFACE)
 add_library(ktune::library ALIAS ktune_library)
 set_target_properties(ktune_library PROPERTIES EXPORT_NAME library)
-target_link_libraries(ktune_library INTERFACE ktune_rpc_runner ktune_tuner_model ktune_tuner ktune_tuning_db
-  ktune_cost_model ktune_schedule_space ktune_codegen ktune_te ktune_support)
+# What a program that builds and tunes kernels at run time needs (apply_history_best, the local
+# runner, the tuners); the server (ktune::server) and worker (ktune::worker) are their own targets.
+target_link_libraries(ktune_library INTERFACE ktune_deploy ktune_local_runner ktune_tuner_model ktune_tuner
+  ktune_tuning_db ktune_cost_model ktune_schedule_space ktune_codegen ktune_te ktune_support)
 target_compile_features(ktune_library INTERFACE cxx_std_20)  # the headers are C++20
 
 # include/ktune makes the headers' own includes ("codegen/kernel.h") resolve; include lets a
@@ -48,10 +50,10 @@ install(EXPORT ktuneTargets NAMESPACE ktune:: DESTINATION ${KTUNE_PACKAGE_DIR})
 # library that is not installed. install_consumer_test compiles every installed header.
 set(KTUNE_PRIVATE_HEADERS
   codegen/llvm_init.h codegen/llvm_module.h
-  rpc_runner/credentials.h rpc_runner/device_pool.h rpc_runner/fleet_measurer.h rpc_runner/job_manager.h
-  rpc_runner/prebuilt_runner.h rpc_runner/service_convert.h rpc_runner/worker_session.h
-  rpc_runner/model_job.h)
-foreach(module support te codegen schedule_space frontend cost_model tuning_db tuner rpc_runner)
+  rpc_runner/protocol/credentials.h rpc_runner/server/device_pool.h rpc_runner/server/fleet_measurer.h
+  rpc_runner/server/job_manager.h rpc_runner/worker/prebuilt_runner.h rpc_runner/protocol/service_convert.h
+  rpc_runner/worker/worker_session.h rpc_runner/server/model_job.h)
+foreach(module support te codegen schedule_space frontend cost_model tuning_db tuner rpc_runner deploy)
   file(GLOB_RECURSE headers RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${module}/*.h)
   foreach(header IN LISTS headers)
     if(NOT header IN_LIST KTUNE_PRIVATE_HEADERS)

@@ -21,7 +21,6 @@
 #include "support/error.h"
 
 namespace ktune::codegen {
-namespace {
 
 std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target, const BuildOptions& options) {
   initialize_llvm();
@@ -41,6 +40,8 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target, c
   if (!tm) throw Error(ErrorKind::kUnsupported, "LLVM cannot create a target machine for '" + target.str() + "'");
   return tm;
 }
+
+namespace {
 
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, const BuildOptions& options) {
   if (options.opt_level <= 0) return;
@@ -65,6 +66,8 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, const BuildOptions& opti
   mpm.run(m, mam);
 }
 
+}  // namespace
+
 std::string emit_file(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFileType type) {
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
@@ -75,6 +78,8 @@ std::string emit_file(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFil
   pm.run(m);
   return std::string(buffer.begin(), buffer.end());
 }
+
+namespace {
 
 struct Compiled {
   llvm::LLVMContext ctx;

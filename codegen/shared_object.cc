@@ -11,6 +11,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
 #include <utility>
 
 #include "support/error.h"
@@ -115,21 +118,26 @@ std::string native_architecture() {
 #endif
 }
 
-Artifact link_shared(const Artifact& artifact, const std::string& linker) {
-  TempFile object(".o"), shared(".so"), log(".log");
-  object.write(artifact.object);
+std::vector<uint8_t> link_shared_objects(const std::vector<Artifact>& artifacts, const std::string& linker) {
+  std::vector<std::unique_ptr<TempFile>> objects;
+  TempFile shared(".so"), log(".log");
+  for (const Artifact& a : artifacts) {
+    objects.push_back(std::make_unique<TempFile>(".o"));
+    objects.back()->write(a.object);
+  }
   // -z noexecstack: the kernels never need an executable stack, and some loaders refuse one.
   int status = -1;
   std::string ld;
   for (const std::string& name : linker.empty() ? std::vector<std::string>{"ld.lld-19", "ld.lld"}
                                                 : std::vector<std::string>{linker}) {
     ld = name;
-    status = run_to_completion({ld, "-shared", "-z", "noexecstack", "--build-id=none", "-o", shared.path(), object.path()},
-                               log.path());
+    std::vector<std::string> argv = {ld, "-shared", "-z", "noexecstack", "--build-id=none", "-o", shared.path()};
+    for (const auto& o : objects) argv.push_back(o->path());
+    status = run_to_completion(argv, log.path());
     if (status >= 0) break;
   }
   if (status < 0)
-    throw Error(ErrorKind::kBuild, "cannot link a shared object for a device: " +
+    throw Error(ErrorKind::kBuild, "cannot link a shared object: " +
                                        (linker.empty() ? std::string("neither ld.lld-19 nor ld.lld is on PATH (install lld-19)")
                                                        : "cannot start " + linker));
   if (status != 0) {
@@ -138,10 +146,52 @@ Artifact link_shared(const Artifact& artifact, const std::string& linker) {
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
     throw Error(ErrorKind::kBuild, ld + " failed (status " + std::to_string(status) + "): " + message);
   }
+  std::vector<uint8_t> bytes = shared.read();
+  if (!is_shared_object(bytes)) throw Error(ErrorKind::kBuild, ld + " did not write a shared object");
+  return bytes;
+}
+
+Artifact link_shared(const Artifact& artifact, const std::string& linker) {
   Artifact linked = artifact;
-  linked.object = shared.read();
-  if (!is_shared_object(linked.object)) throw Error(ErrorKind::kBuild, ld + " did not write a shared object");
+  linked.object = link_shared_objects({artifact}, linker);
   return linked;
+}
+
+SharedLibrary SharedLibrary::load(const std::vector<uint8_t>& bytes) {
+  const std::string arch = elf_architecture(bytes);
+  if (arch.empty()) throw Error(ErrorKind::kBuild, "the library is not an ELF file");
+  if (arch != native_architecture())
+    throw Error(ErrorKind::kUnsupported, "the library is " + arch + " code; this process runs " + native_architecture() + " code");
+  if (!is_shared_object(bytes)) throw Error(ErrorKind::kBuild, "not a shared object");
+  TempFile file(".so");
+  file.write(bytes);
+  SharedLibrary lib;
+  lib.handle_ = ::dlopen(file.path().c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib.handle_) {
+    const char* why = ::dlerror();
+    throw Error(ErrorKind::kBuild, std::string("cannot load the library: ") + (why ? why : "dlopen failed"));
+  }
+  return lib;
+}
+
+void* SharedLibrary::symbol(const std::string& name) const {
+  void* p = handle_ ? ::dlsym(handle_, name.c_str()) : nullptr;
+  if (!p) throw Error(ErrorKind::kBuild, "the library has no symbol '" + name + "'");
+  return p;
+}
+
+SharedLibrary::SharedLibrary(SharedLibrary&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+
+SharedLibrary& SharedLibrary::operator=(SharedLibrary&& other) noexcept {
+  if (this != &other) {
+    if (handle_) ::dlclose(handle_);
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+SharedLibrary::~SharedLibrary() {
+  if (handle_) ::dlclose(handle_);
 }
 
 SharedKernel SharedKernel::load(const Artifact& artifact) {

@@ -30,6 +30,29 @@ std::string native_architecture();
 // (its message included) and Error(kIo) when a temporary file cannot be written.
 Artifact link_shared(const Artifact& artifact, const std::string& linker = "");
 
+// Returns one shared object linked from the relocatable objects of several artifacts (a whole
+// model: its kernels and its driver), by the same linker and with the same undefined symbols as
+// link_shared. Throws like link_shared.
+std::vector<uint8_t> link_shared_objects(const std::vector<Artifact>& artifacts, const std::string& linker = "");
+
+// A shared object loaded with dlopen, whose symbols are looked up by name. Move-only; destroying
+// it closes the library.
+class SharedLibrary {
+ public:
+  // Throws Error(kUnsupported) for another architecture's code, Error(kBuild) when it is not a
+  // shared object or cannot be loaded (the loader's message included).
+  static SharedLibrary load(const std::vector<uint8_t>& bytes);
+  SharedLibrary(SharedLibrary&&) noexcept;
+  SharedLibrary& operator=(SharedLibrary&&) noexcept;
+  ~SharedLibrary();
+  // The address of `name`; throws Error(kBuild) when the library does not define it.
+  void* symbol(const std::string& name) const;
+
+ private:
+  SharedLibrary() = default;
+  void* handle_ = nullptr;
+};
+
 // A kernel loaded from a shared-object artifact with dlopen. Move-only; destroying it closes
 // the library. run() may be called from several threads at once.
 class SharedKernel {

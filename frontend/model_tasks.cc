@@ -75,6 +75,7 @@ class Extractor {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (fused_[i]) continue;
       const Node& node = g_.nodes[i];
+      const std::vector<bool> fused_before = fused_;
       std::variant<Candidate, NotMapped, std::monostate> mapped = map_anchor(i);
       if (std::holds_alternative<std::monostate>(mapped)) {
         add_unsupported(node, reason_without_template(node.op));
@@ -94,6 +95,10 @@ class Extractor {
       ModelTask& task = result.tasks[it->second];
       task.count += c.multiplicity;
       task.layers.push_back(node.name);
+      TaskOccurrence occurrence{it->second, i, {}};
+      for (size_t j = 0; j < fused_.size(); ++j)
+        if (fused_[j] && !fused_before[j]) occurrence.fused.push_back(j);
+      result.occurrences.push_back(std::move(occurrence));
     }
     return result;
   }

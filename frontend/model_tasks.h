@@ -51,10 +51,19 @@ struct UnsupportedOp {
   std::vector<std::string> layers;
 };
 
+// Where one task runs in the graph: the node it stands for and the nodes fused into it, in graph
+// order (what a model build follows; the tuning tasks above merge these by workload).
+struct TaskOccurrence {
+  size_t task = 0;                 // index into ModelTasks::tasks
+  size_t node = 0;                 // the anchor node (Conv, Gemm, MatMul, pooling)
+  std::vector<size_t> fused;       // nodes fused into its epilogue (BatchNormalization, Add, Relu, ...)
+};
+
 struct ModelTasks {
   std::string model;                 // the graph's name
   std::vector<ModelTask> tasks;      // in order of first occurrence
   std::vector<UnsupportedOp> unsupported;
+  std::vector<TaskOccurrence> occurrences;  // in graph order; not part of to_json
   // Sum over tasks of count x flop.
   double total_flop() const;
 };

@@ -2,6 +2,7 @@
 #include "frontend/onnx_graph.h"
 
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -236,6 +237,72 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
     ++index;
   }
   return graph;
+}
+
+namespace {
+
+// The value of one tensor, or nullopt for a type a build does not read.
+std::optional<ConstantValue> value_of(const std::string& path, const onnx::TensorProto& t) {
+  ConstantValue v;
+  v.shape.assign(t.dims().begin(), t.dims().end());
+  int64_t count = 1;
+  for (int64_t d : v.shape) count *= d;
+  const auto bad = [&](const std::string& why) {
+    return Error(ErrorKind::kInvalidArgument, path + ": constant '" + t.name() + "': " + why);
+  };
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) throw bad("external data is not supported");
+  const std::string& raw = t.raw_data();
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      if (!raw.empty()) {
+        if (raw.size() != static_cast<size_t>(count) * sizeof(float)) throw bad("raw data does not match the shape");
+        v.f32.resize(static_cast<size_t>(count));
+        std::memcpy(v.f32.data(), raw.data(), raw.size());
+      } else {
+        v.f32.assign(t.float_data().begin(), t.float_data().end());
+      }
+      if (static_cast<int64_t>(v.f32.size()) != count) throw bad("data does not match the shape");
+      return v;
+    case onnx::TensorProto::INT64:
+      if (!raw.empty()) {
+        if (raw.size() != static_cast<size_t>(count) * sizeof(int64_t)) throw bad("raw data does not match the shape");
+        v.i64.resize(static_cast<size_t>(count));
+        std::memcpy(v.i64.data(), raw.data(), raw.size());
+      } else {
+        v.i64.assign(t.int64_data().begin(), t.int64_data().end());
+      }
+      if (static_cast<int64_t>(v.i64.size()) != count) throw bad("data does not match the shape");
+      return v;
+    case onnx::TensorProto::INT32:
+      if (!raw.empty()) {
+        if (raw.size() != static_cast<size_t>(count) * sizeof(int32_t)) throw bad("raw data does not match the shape");
+        std::vector<int32_t> tmp(static_cast<size_t>(count));
+        std::memcpy(tmp.data(), raw.data(), raw.size());
+        v.i64.assign(tmp.begin(), tmp.end());
+      } else {
+        v.i64.assign(t.int32_data().begin(), t.int32_data().end());
+      }
+      if (static_cast<int64_t>(v.i64.size()) != count) throw bad("data does not match the shape");
+      return v;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::map<std::string, ConstantValue> load_constant_values(const std::string& path) {
+  const onnx::ModelProto model = read_model(path);
+  std::map<std::string, ConstantValue> values;
+  for (const auto& init : model.graph().initializer())
+    if (auto v = value_of(path, init)) values[init.name()] = std::move(*v);
+  for (const auto& n : model.graph().node()) {
+    if (n.op_type() != "Constant" || n.output_size() != 1) continue;
+    for (const auto& a : n.attribute())
+      if (a.name() == "value" && a.has_t())
+        if (auto v = value_of(path, a.t())) values[n.output(0)] = std::move(*v);
+  }
+  return values;
 }
 
 }  // namespace ktune::frontend

@@ -77,6 +77,20 @@ InputShape parse_input_shape(const std::string& text);
 //                     describes (a custom domain).
 Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs = {});
 
+// The value of a constant tensor (an initializer or a Constant node's output).
+struct ConstantValue {
+  std::vector<int64_t> shape;
+  std::vector<float> f32;    // FLOAT tensors
+  std::vector<int64_t> i64;  // INT64 and INT32 tensors (shapes, axes, pads)
+};
+
+// Reads the values of every FLOAT, INT64 and INT32 constant of the ONNX model at `path`
+// (initializers and Constant nodes' `value`), by tensor name; what a model build packs. Constants
+// of other types are left out (a build that needs one says so). Throws like load_onnx for a file
+// that is not a model, and Error(kInvalidArgument) naming a tensor whose data does not match its
+// shape or that refers to external data.
+std::map<std::string, ConstantValue> load_constant_values(const std::string& path);
+
 // "1x3x224x224" (-1 prints as "?").
 std::string shape_text(const std::vector<int64_t>& dims);
 

@@ -9,7 +9,7 @@
 
 #include "codegen/artifact.h"
 #include "fuzz/fuzz_util.h"
-#include "rpc_runner/runner_protocol.h"
+#include "rpc_runner/runner/runner_protocol.h"
 #include "support/error.h"
 
 using namespace ktune;

@@ -5,10 +5,10 @@
 //   2: a job spec as the server's log keeps it (JSON), restored and validated,
 //   3: a QueryBest request / job event as a client converts them.
 #include "fuzz/fuzz_util.h"
-#include "rpc_runner/fleet_measurer.h"
-#include "rpc_runner/job_types.h"
-#include "rpc_runner/proto/ktune.pb.h"
-#include "rpc_runner/service_convert.h"
+#include "rpc_runner/server/fleet_measurer.h"
+#include "rpc_runner/protocol/job_types.h"
+#include "rpc_runner/protocol/ktune.pb.h"
+#include "rpc_runner/protocol/service_convert.h"
 #include "support/error.h"
 #include "support/json_input.h"
 

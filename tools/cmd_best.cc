@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "rpc_runner/history_lookup.h"
+#include "deploy/history_lookup.h"
 #include "support/error.h"
 #include "tools/commands.h"
 #include "tools/service_flags.h"
@@ -18,12 +18,12 @@
 namespace ktune::tools {
 namespace {
 
-using rpc_runner::Workload;
-using rpc_runner::resolve_workload;
-using rpc_runner::best_records;
-using rpc_runner::emulated_only_note;
-using rpc_runner::emulated_warning;
-using rpc_runner::toolchain_warning;
+using deploy::Workload;
+using deploy::resolve_workload;
+using deploy::best_records;
+using deploy::emulated_only_note;
+using deploy::emulated_warning;
+using deploy::toolchain_warning;
 
 struct BestOptions {
   std::string template_name;
@@ -46,18 +46,18 @@ nlohmann::json record_json(const tuning_db::Record& r) {
 }
 
 void run_best(const BestOptions& o) {
-  const Workload w = resolve_workload(o.template_name, o.args, o.target);
+  const Workload w = deploy::resolve_workload(o.template_name, o.args, o.target);
   const schedule_space::Task& task = w.task;
   const codegen::Target& target = w.target;
   if (o.server.server.empty() && !o.device_key.empty())
     throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
-  const auto top = o.server.server.empty() ? best_records(o.db, w, o.top, o.emulated)
-                                           : best_records(o.server, w, o.device_key, o.top, o.emulated);
+  const auto top = o.server.server.empty() ? deploy::best_records(o.db, w, o.top, o.emulated)
+                                           : deploy::best_records(o.server, w, o.device_key, o.top, o.emulated);
   const tuning_db::Record* best = top.empty() ? nullptr : &top.front();
   // Only emulated records: answered as "none", with a note that names them and the flag.
-  const std::string note = !best && !o.emulated && o.server.server.empty() ? emulated_only_note(o.db, w, "--emulated") : "";
-  if (best && best->emulated) spdlog::warn("{}", emulated_warning(*best));
-  if (best && !toolchain_warning(*best).empty()) spdlog::warn("{}", toolchain_warning(*best));
+  const std::string note = !best && !o.emulated && o.server.server.empty() ? deploy::emulated_only_note(o.db, w, "--emulated") : "";
+  if (best && best->emulated) spdlog::warn("{}", deploy::emulated_warning(*best));
+  if (best && !deploy::toolchain_warning(*best).empty()) spdlog::warn("{}", deploy::toolchain_warning(*best));
   if (o.json) {
     nlohmann::json j{{"workload", task.workload_key()}, {"target", target.str()}};
     j["best"] = best ? record_json(*best) : nlohmann::json(nullptr);

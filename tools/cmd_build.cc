@@ -13,15 +13,17 @@
 #include <vector>
 
 #include "codegen/archive.h"
-#include "rpc_runner/history_lookup.h"
+#include "deploy/history_lookup.h"
 #include "support/error.h"
 #include "tools/commands.h"
-#include "tools/kernel_builder.h"
-#include "tools/kernel_header.h"
-#include "tools/kernel_manifest.h"
-#include "tools/output_files.h"
+#include "deploy/kernel_builder.h"
+#include "deploy/kernel_header.h"
+#include "deploy/kernel_manifest.h"
+#include "deploy/output_files.h"
 #include "tools/service_flags.h"
-#include "tools/standalone_runtime.h"
+#include "deploy/model_build.h"
+#include "deploy/standalone_runtime.h"
+#include "frontend/onnx_graph.h"
 
 namespace ktune::tools {
 namespace {
@@ -30,18 +32,21 @@ struct BuildCmdOptions {
   std::string template_name;            // a single build; or
   std::optional<std::string> manifest;  // a manifest build
   std::vector<std::string> args;
-  KernelSource source;
+  deploy::KernelSource source;
   // Unset options take their defaults; set ones must not be empty.
   std::optional<std::string> output;   // nullopt = <symbol>.o, or lib<manifest stem>.a
   std::optional<std::string> header;   // nullopt = <symbol>.h, or <manifest stem>.h
   std::optional<std::string> name;     // nullopt = ktune_<template>
   std::optional<std::string> runtime;  // nullopt = do not write the standalone runtime
+  std::optional<std::string> model;    // a whole-model build of this ONNX file
+  std::vector<std::string> inputs;     // --input NAME=SHAPE of the model
+  std::string weights = "embed";       // --weights embed | FILE
   bool require_tuned = false;
   bool json = false;
 };
 
 // Refuses to write an output over the tuning log it was read from.
-void check_not_the_log(const std::vector<OutputFile>& files, const std::string& db) {
+void check_not_the_log(const std::vector<deploy::OutputFile>& files, const std::string& db) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(db, ec)) return;
@@ -52,7 +57,7 @@ void check_not_the_log(const std::vector<OutputFile>& files, const std::string& 
 }
 
 // The requests of the command line: the manifest's kernels, or its one workload.
-std::vector<KernelRequest> requests_of(const BuildCmdOptions& o) {
+std::vector<deploy::KernelRequest> requests_of(const BuildCmdOptions& o) {
   if (o.manifest) {
     if (!o.template_name.empty() || !o.args.empty())
       throw Error(ErrorKind::kInvalidArgument,
@@ -60,24 +65,24 @@ std::vector<KernelRequest> requests_of(const BuildCmdOptions& o) {
     if (o.name)
       throw Error(ErrorKind::kInvalidArgument,
                   "--manifest names every kernel: --name does not apply");
-    std::vector<KernelRequest> requests = read_manifest(*o.manifest);
+    std::vector<deploy::KernelRequest> requests = deploy::read_manifest(*o.manifest);
     for (auto& r : requests) r.require_tuned = r.require_tuned || o.require_tuned;
     return requests;
   }
   if (o.template_name.empty())
     throw Error(ErrorKind::kInvalidArgument,
                 "give a template (see `ktune templates`) or --manifest <file>");
-  const std::string symbol = o.name ? *o.name : rpc_runner::default_kernel_symbol(o.template_name);
-  if (!is_c_identifier(symbol))
+  const std::string symbol = o.name ? *o.name : deploy::default_kernel_symbol(o.template_name);
+  if (!deploy::is_c_identifier(symbol))
     throw Error(ErrorKind::kInvalidArgument,
                 "--name '" + symbol +
                     "' is not a usable C identifier (letters, digits and _, not "
                     "starting with a digit, not a keyword or a <stdint.h> type)");
-  return {KernelRequest{symbol, o.template_name, o.args, o.require_tuned, ""}};
+  return {deploy::KernelRequest{symbol, o.template_name, o.args, o.require_tuned, ""}};
 }
 
-nlohmann::json arguments_json(const BuiltKernel& k) {
-  const std::vector<std::string> params = wrapper_parameter_names(k.request.name, k.tensor_names);
+nlohmann::json arguments_json(const deploy::BuiltKernel& k) {
+  const std::vector<std::string> params = deploy::wrapper_parameter_names(k.request.name, k.tensor_names);
   nlohmann::json args = nlohmann::json::array();
   for (size_t i = 0; i < k.artifact.signature.size(); ++i) {
     const auto& a = k.artifact.signature[i];
@@ -92,8 +97,8 @@ nlohmann::json arguments_json(const BuiltKernel& k) {
 }
 
 // What --json says of one kernel (a single build adds its object and header to it).
-nlohmann::json kernel_json(const BuiltKernel& k) {
-  const rpc_runner::ConfigChoice& c = k.choice;
+nlohmann::json kernel_json(const deploy::BuiltKernel& k) {
+  const deploy::ConfigChoice& c = k.choice;
   nlohmann::json j = {{"symbol", k.request.name},
                       {"wrapper", k.request.name + "_run"},
                       {"workload", k.workload.task.workload_key()},
@@ -101,7 +106,7 @@ nlohmann::json kernel_json(const BuiltKernel& k) {
                       {"llvm_version", k.artifact.llvm_version},
                       {"config", c.config.to_json()},
                       {"config_source", k.config_source()},
-                      {"alignment", kKernelBufferAlignment},
+                      {"alignment", deploy::kKernelBufferAlignment},
                       {"arguments", arguments_json(k)}};
   if (c.best) {
     j["record"] = {{"id", c.best->id},
@@ -125,8 +130,8 @@ nlohmann::json kernel_json(const BuiltKernel& k) {
 }
 
 // One line on where a kernel's config came from.
-std::string config_line(const BuiltKernel& k, const KernelSource& s) {
-  const rpc_runner::ConfigChoice& c = k.choice;
+std::string config_line(const deploy::BuiltKernel& k, const deploy::KernelSource& s) {
+  const deploy::ConfigChoice& c = k.choice;
   if (!c.best)
     return c.nearest ? "nearest tuned shape " + c.nearest->record.workload_key
                      : "fallback, untuned";
@@ -137,9 +142,81 @@ std::string config_line(const BuiltKernel& k, const KernelSource& s) {
          (c.best->emulated ? ", EMULATED device" : "");
 }
 
+// The model's C name: --name, else the library's name without lib and .a, else the model's stem.
+std::string model_name(const BuildCmdOptions& o) {
+  if (o.name) return *o.name;
+  std::string stem = std::filesystem::path(o.output.value_or(*o.model)).stem().string();
+  if (o.output && stem.rfind("lib", 0) == 0) stem = stem.substr(3);
+  for (char& c : stem)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  if (stem.empty() || std::isdigit(static_cast<unsigned char>(stem.front()))) stem = "model_" + stem;
+  return stem;
+}
+
+// `ktune build --model`: the whole graph as one static library, its header, and the weights file
+// when they are not embedded.
+void run_build_model(const BuildCmdOptions& o) {
+  if (!o.template_name.empty() || !o.args.empty() || o.manifest)
+    throw Error(ErrorKind::kInvalidArgument, "--model builds the whole model: give no template, arguments or --manifest");
+  if (o.weights.empty()) throw Error(ErrorKind::kInvalidArgument, "--weights needs embed or a file name");
+  deploy::ModelRequest r;
+  r.model_path = *o.model;
+  for (const auto& text : o.inputs) r.inputs.push_back(frontend::parse_input_shape(text));
+  r.name = model_name(o);
+  r.plan.target = o.source.target;
+  if (o.source.server.server.empty()) {
+    r.plan.history = HistorySource::log(o.source.db);
+  } else {
+    r.plan.history = HistorySource::server(o.source.server, o.source.device_key);
+  }
+  r.plan.history.include_emulated = o.source.emulated;
+  r.plan.require_tuned = o.require_tuned;
+  r.embed_weights = o.weights == "embed";
+  const deploy::BuiltModel m = deploy::build_model(r);
+  const std::string lib_path = o.output.value_or("lib" + r.name + ".a");
+  const std::string header_path = o.header.value_or(r.name + ".h");
+  const std::vector<uint8_t> lib = deploy::model_library(m);
+  std::vector<deploy::OutputFile> files = {
+      {lib_path, std::string(lib.begin(), lib.end())},
+      {header_path, deploy::model_header(m, std::filesystem::path(header_path).filename().string())}};
+  if (!r.embed_weights) {
+    const auto& w = deploy::model_weights_file(m);
+    files.push_back({o.weights, std::string(w.begin(), w.end())});
+  }
+  if (o.runtime) files.push_back({*o.runtime, std::string(deploy::standalone_runtime_source())});
+  check_not_the_log(files, o.source.db);
+  deploy::write_files_atomically(files);
+  int tuned = 0, nearest = 0, fallback = 0;
+  for (const auto& s : m.plan.steps) {
+    if (!s.choice) continue;
+    switch (s.choice->source) {
+      case deploy::ConfigChoice::Source::kTuned: ++tuned; break;
+      case deploy::ConfigChoice::Source::kNearest: ++nearest; break;
+      case deploy::ConfigChoice::Source::kFallback: ++fallback; break;
+    }
+  }
+  if (o.json) {
+    std::cout << nlohmann::json{{"library", lib_path}, {"header", header_path}, {"name", r.name},
+                                {"kernels", m.plan.steps.size()}, {"tuned", tuned}, {"nearest", nearest},
+                                {"fallback", fallback}, {"arena_bytes", m.plan.arena_bytes},
+                                {"weights_bytes", m.plan.weights.size()},
+                                {"weights", r.embed_weights ? nlohmann::json("embedded") : nlohmann::json(o.weights)}}
+                     .dump(2)
+              << "\n";
+    return;
+  }
+  std::cout << "library: " << lib_path << "\nheader:  " << header_path << "\n";
+  if (!r.embed_weights) std::cout << "weights: " << o.weights << "\n";
+  if (o.runtime) std::cout << "runtime: " << *o.runtime << "\n";
+  std::cout << "model:   " << r.name << ", " << m.plan.steps.size() << " kernels (" << tuned << " tuned, " << nearest
+            << " nearest tuned shape, " << fallback << " fallback), arena " << m.plan.arena_bytes << " bytes (without reuse "
+            << m.plan.tensor_bytes_total << "), weights " << m.plan.weights.size() << " bytes\n";
+}
+
 void run_build(const BuildCmdOptions& o) {
-  const std::vector<KernelRequest> requests = requests_of(o);
-  const std::vector<BuiltKernel> kernels = build_kernels(requests, o.source);
+  if (o.model) return run_build_model(o);
+  const std::vector<deploy::KernelRequest> requests = requests_of(o);
+  const std::vector<deploy::BuiltKernel> kernels = deploy::build_kernels(requests, o.source);
 
   // A single build writes the object itself; a manifest build a static library of every object
   // and one header for all (names from the manifest's file name).
@@ -149,31 +226,31 @@ void run_build(const BuildCmdOptions& o) {
     object_path = o.output.value_or("lib" + stem + ".a");
     header_path = o.header.value_or(stem + ".h");
     std::vector<codegen::Artifact> artifacts;
-    std::vector<KernelHeaderPart> parts;
+    std::vector<deploy::KernelHeaderPart> parts;
     for (const auto& k : kernels) {
       artifacts.push_back(k.artifact);
       parts.push_back({k.request.name, &k.artifact, k.tensor_names, k.provenance});
     }
     const std::vector<uint8_t> library = codegen::static_library(artifacts);
     object_bytes.assign(library.begin(), library.end());
-    header_text = kernels_header(std::filesystem::path(header_path).filename().string(),
+    header_text = deploy::kernels_header(std::filesystem::path(header_path).filename().string(),
                                  std::filesystem::path(object_path).filename().string(), parts);
   } else {
-    const BuiltKernel& k = kernels.front();
+    const deploy::BuiltKernel& k = kernels.front();
     object_path = o.output.value_or(k.request.name + ".o");
     header_path = o.header.value_or(k.request.name + ".h");
     object_bytes.assign(k.artifact.object.begin(), k.artifact.object.end());
     header_text = kernel_header(k.request.name, k.artifact, k.tensor_names, k.provenance);
   }
-  std::vector<OutputFile> files = {{object_path, std::move(object_bytes)},
+  std::vector<deploy::OutputFile> files = {{object_path, std::move(object_bytes)},
                                    {header_path, std::move(header_text)}};
-  if (o.runtime) files.push_back({*o.runtime, std::string(standalone_runtime_source())});
+  if (o.runtime) files.push_back({*o.runtime, std::string(deploy::standalone_runtime_source())});
   check_not_the_log(files, o.source.db);
-  write_files_atomically(files);
+  deploy::write_files_atomically(files);
   // Warned only once the files exist, so that a failed build says one thing: its error.
   for (const auto& k : kernels) {
     const std::string who = k.request.label.empty() ? "" : k.request.label + ": ";
-    const rpc_runner::ConfigChoice& c = k.choice;
+    const deploy::ConfigChoice& c = k.choice;
     if (c.nearest)
       spdlog::warn(
           "{}{}: built the config of the nearest tuned workload {} ({}, distance {:.2f})", who,
@@ -210,7 +287,7 @@ void run_build(const BuildCmdOptions& o) {
             << "header:  " << header_path << "\n";
   if (o.runtime) std::cout << "runtime: " << *o.runtime << "\n";
   if (!o.manifest) {
-    const BuiltKernel& k = kernels.front();
+    const deploy::BuiltKernel& k = kernels.front();
     std::cout << "symbol:  " << k.request.name << " (wrapper " << k.request.name << "_run)\n"
               << "config:  " << config_line(k, o.source) << "\n";
     return;
@@ -232,10 +309,18 @@ void add_build(CLI::App& app) {
                   "Workload arguments key=value (omitted ones take their defaults)");
   cmd->add_option("--manifest", o->manifest,
                   std::string("Build every kernel of this JSON file in one run: ") +
-                      kManifestFormat +
+                      deploy::kManifestFormat +
                       ". Writes a static library (-o, default lib<stem>.a) and one header (default "
                       "<stem>.h)")
       ->expected(1);
+  cmd->add_option("--model", o->model,
+                  "Build a whole ONNX model: one static library (-o, default lib<name>.a) whose "
+                  "<name>_create/_run/_destroy run every layer on its tuned kernel, and its header")
+      ->expected(1);
+  cmd->add_option("--input", o->inputs, "With --model: shape of a graph input, name=1x3x224x224");
+  cmd->add_option("--weights", o->weights,
+                  "With --model: embed (in the library) or a file that <name>_create reads (checked by size and hash)")
+      ->capture_default_str();
   cmd->add_option("--target", o->source.target,
                   "Target: host or 'llvm -mtriple=... -mcpu=...' (any LLVM target)")
       ->capture_default_str();

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rpc_runner/service_client.h"
+#include "rpc_runner/client/service_client.h"
 #include "tools/commands.h"
 #include "tools/job_watch.h"
 #include "tools/option_checks.h"

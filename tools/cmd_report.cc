@@ -9,10 +9,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "rpc_runner/service_client.h"
+#include "rpc_runner/client/service_client.h"
 #include "support/error.h"
 #include "tools/commands.h"
-#include "tools/output_files.h"
+#include "deploy/output_files.h"
 #include "tools/report_html.h"
 #include "tools/service_flags.h"
 #include "tuning_db/database.h"
@@ -74,7 +74,7 @@ void run_report(const ReportOptions& o) {
   } else {
     report = server_report(o, options);
   }
-  write_files_atomically({{o.out, render_report_html(report, utc_now())}});
+  deploy::write_files_atomically({{o.out, render_report_html(report, utc_now())}});
   spdlog::info("wrote {} ({} workloads, {} runs with model quality, {} model runs)", o.out, report.workloads.size(),
                report.runs.size(), report.model_runs.size());
 }

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "rpc_runner/service_client.h"
-#include "rpc_runner/tuning_server.h"
+#include "rpc_runner/client/service_client.h"
+#include "rpc_runner/server/tuning_server.h"
 #include "support/error.h"
 #include "tools/commands.h"
 #include "tools/service_flags.h"

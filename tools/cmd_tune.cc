@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/target.h"
-#include "rpc_runner/local_runner.h"
-#include "rpc_runner/service_client.h"
+#include "rpc_runner/runner/local_runner.h"
+#include "rpc_runner/client/service_client.h"
 #include "schedule_space/task.h"
 #include "schedule_space/template_registry.h"
 #include "tools/commands.h"

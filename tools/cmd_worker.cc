@@ -7,7 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "rpc_runner/device_worker.h"
+#include "rpc_runner/worker/device_worker.h"
 #include "support/error.h"
 #include "tools/commands.h"
 #include "tools/option_checks.h"

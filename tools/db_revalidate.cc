@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/target.h"
-#include "rpc_runner/local_runner.h"
+#include "rpc_runner/runner/local_runner.h"
 #include "schedule_space/workload.h"
 #include "support/error.h"
 #include "tuner/revalidate.h"

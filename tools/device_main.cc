@@ -15,9 +15,9 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "rpc_runner/prebuilt_runner.h"
-#include "rpc_runner/runner_service.h"
-#include "rpc_runner/worker_session.h"
+#include "rpc_runner/worker/prebuilt_runner.h"
+#include "rpc_runner/runner/runner_service.h"
+#include "rpc_runner/worker/worker_session.h"
 #include "support/error.h"
 #include "support/logging.h"
 #include "tools/device_target.h"

@@ -5,7 +5,7 @@
 #include <functional>
 #include <optional>
 
-#include "rpc_runner/service_client.h"
+#include "rpc_runner/client/service_client.h"
 #include "tuner/model_tuning.h"
 
 namespace ktune::tools {

@@ -74,7 +74,7 @@ LibraryTimes add_library_times(const frontend::ModelTasks& tasks, const tuner::M
     if (!libraries.count(t.tuned_as))
       for (const auto& mt : tasks.tasks)
         if (mt.tunable && mt.tunable->workload_key() == t.tuned_as) {
-          if (auto lib = library_latency(*mt.tunable, cores)) libraries[t.tuned_as] = *lib;
+          if (auto lib = baselines::library_latency(*mt.tunable, cores)) libraries[t.tuned_as] = *lib;
           break;
         }
     if (auto lib = libraries.find(t.tuned_as); lib != libraries.end() && std::isfinite(t.best_s)) {

@@ -9,13 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/model_tasks.h"
-#include "tools/library_baseline.h"
+#include "baselines/library_baseline.h"
 #include "tuner/model_tuning.h"
 
 namespace ktune::tools {
 
 // Library time per tuned workload key.
-using LibraryTimes = std::map<std::string, LibraryTime>;
+using LibraryTimes = std::map<std::string, baselines::LibraryTime>;
 
 // The per-task table: trials, best and fallback latency, share of the model's estimated time (and
 // the libraries' time when given). Returns the number of lines printed (for a redraw).

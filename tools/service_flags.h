@@ -7,8 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "rpc_runner/job_types.h"
-#include "rpc_runner/service_client.h"
+#include "rpc_runner/protocol/job_types.h"
+#include "rpc_runner/client/service_client.h"
 
 namespace ktune::tools {
 

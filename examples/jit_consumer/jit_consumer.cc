@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include <ktune/rpc_runner/history_best.h>
+#include <ktune/deploy/history_best.h>
 #include <ktune/support/logging.h>
 
 namespace {

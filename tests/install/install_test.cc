@@ -138,12 +138,12 @@ TEST_F(Installed, PrefixHoldsTheCommandsAndThePackage) {
   for (const char* f : {"bin/ktune", "bin/ktune-runner", "lib/cmake/ktune/ktuneConfig.cmake",
                         "lib/cmake/ktune/ktuneConfigVersion.cmake", "lib/cmake/ktune/ktuneKernels.cmake",
                         "lib/cmake/ktune/ktuneLibrary.cmake", "lib/cmake/ktune/ktuneTargets.cmake",
-                        "lib/libktune_codegen.a", "lib/libktune_rpc_runner.a", "include/ktune/codegen/kernel.h",
-                        "include/ktune/rpc_runner/history_best.h", "include/ktune/support/error.h"})
+                        "lib/libktune_codegen.a", "lib/libktune_deploy.a", "include/ktune/codegen/kernel.h",
+                        "include/ktune/deploy/history_best.h", "include/ktune/support/error.h"})
     EXPECT_TRUE(fs::is_regular_file(prefix() / f)) << f;
   // LLVM and the generated gRPC code stay private: their headers are not installed.
-  for (const char* f : {"include/ktune/codegen/llvm_module.h", "include/ktune/rpc_runner/device_pool.h",
-                        "include/ktune/rpc_runner/proto"})
+  for (const char* f : {"include/ktune/codegen/llvm_module.h", "include/ktune/rpc_runner/server/device_pool.h",
+                        "include/ktune/rpc_runner/protocol/ktune.pb.h"})
     EXPECT_FALSE(fs::exists(prefix() / f)) << f;
   // The package names no path of this build or source tree (the prefix can move or be packaged).
   for (const auto& entry : fs::directory_iterator(prefix() / "lib/cmake/ktune")) {

@@ -1,6 +1,6 @@
 // Tests of DevicePool: dispatch to free slots, stride-scheduled fairness with priorities, requeue of
 // a lost worker's candidates, results delivered once, heartbeat expiry, workers that cannot build.
-#include "rpc_runner/device_pool.h"
+#include "rpc_runner/server/device_pool.h"
 
 #include <gtest/gtest.h>
 

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "codegen/target.h"
-#include "rpc_runner/channel_runner.h"
-#include "rpc_runner/local_runner.h"
+#include "rpc_runner/runner/channel_runner.h"
+#include "rpc_runner/runner/local_runner.h"
 #include "schedule_space/task.h"
 #include "tests/rpc_runner/fault_template.h"
 #include "tuner/basic_tuners.h"

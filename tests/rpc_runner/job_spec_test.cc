@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "rpc_runner/job_types.h"
+#include "rpc_runner/protocol/job_types.h"
 #include "support/error.h"
 
 namespace ktune::rpc_runner {

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "codegen/target.h"
-#include "rpc_runner/local_runner.h"
-#include "rpc_runner/runner_protocol.h"
+#include "rpc_runner/runner/local_runner.h"
+#include "rpc_runner/runner/runner_protocol.h"
 #include "schedule_space/task.h"
 #include "tests/rpc_runner/fault_template.h"
 

@@ -1,6 +1,6 @@
 // Tests of the runner protocol: protobuf round trips of every field, refusal of malformed bytes and of
 // another protocol version, and framing over a socket pair.
-#include "rpc_runner/runner_protocol.h"
+#include "rpc_runner/runner/runner_protocol.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rpc_runner/proto/runner.pb.h"
+#include "rpc_runner/runner/runner.pb.h"
 
 namespace ktune::rpc_runner {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rpc_runner/service_client.h"
+#include "rpc_runner/client/service_client.h"
 #include "tests/process_util.h"
 #include "tests/rpc_runner/service_test_util.h"
 #include "tuning_db/database.h"

@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "rpc_runner/device_worker.h"
-#include "rpc_runner/service_client.h"
-#include "rpc_runner/tuning_server.h"
+#include "rpc_runner/worker/device_worker.h"
+#include "rpc_runner/client/service_client.h"
+#include "rpc_runner/server/tuning_server.h"
 #include "support/error.h"
 #include "tests/rpc_runner/service_test_util.h"
 

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "rpc_runner/job_types.h"
+#include "rpc_runner/protocol/job_types.h"
 #include "tuning_db/database.h"
 
 namespace ktune::rpc_runner::testing {

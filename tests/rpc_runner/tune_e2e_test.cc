@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "codegen/target.h"
-#include "rpc_runner/local_runner.h"
+#include "rpc_runner/runner/local_runner.h"
 #include "schedule_space/task.h"
 #include "tuner/basic_tuners.h"
 #include "tuner/db_log.h"

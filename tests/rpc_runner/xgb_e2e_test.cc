@@ -9,7 +9,7 @@
 
 #include "codegen/target.h"
 #include "cost_model/xgboost_model.h"
-#include "rpc_runner/local_runner.h"
+#include "rpc_runner/runner/local_runner.h"
 #include "schedule_space/task.h"
 #include "tuner/basic_tuners.h"
 #include "tuner/db_log.h"

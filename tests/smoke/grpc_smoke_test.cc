@@ -5,7 +5,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include "rpc_runner/proto/ktune.grpc.pb.h"
+#include "rpc_runner/protocol/ktune.grpc.pb.h"
 
 namespace {
 

@@ -1,0 +1,177 @@
+// library_op and library_latency: oneDNN (convolution, pooling) and OpenBLAS (sgemm, sgemv) for a task's shape, in this process.
+#include "baselines/library_baseline.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "support/error.h"
+
+namespace ktune::baselines {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+// The fastest single run of up to 200 (at least 10; stops after 0.3 s), after 3 warm-up runs.
+// The minimum over single runs, not a mean over a batch: on a loaded machine a multi-threaded
+// library call that loses a thread to the scheduler waits a whole time slice, and a batch mean
+// would keep that wait.
+double time_best(const std::function<void()>& run) {
+  using clock = std::chrono::steady_clock;
+  for (int i = 0; i < 3; ++i) run();
+  double best = 1e30;
+  const auto begin = clock::now();
+  for (int i = 0; i < 200; ++i) {
+    const auto start = clock::now();
+    run();
+    const auto end = clock::now();
+    best = std::min(best, std::chrono::duration<double>(end - start).count());
+    if (i >= 9 && std::chrono::duration<double>(end - begin).count() > 0.3) break;
+  }
+  return best;
+}
+
+// Memory of `desc` with arbitrary contents (the time does not depend on the values).
+dnnl::memory filled(const dnnl::memory::desc& desc, const dnnl::engine& eng) {
+  dnnl::memory m(desc, eng);
+  auto* p = static_cast<float*>(m.get_data_handle());
+  const size_t n = desc.get_size() / sizeof(float);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
+  return m;
+}
+
+std::string onednn_name(const std::string& impl) {
+  const auto* v = dnnl::version();
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + " (" + impl + ")";
+}
+
+// oneDNN's name for a memory's layout: its format tag for the plain and channel-blocked 4-D and
+// 5-D formats a convolution or pooling primitive picks, else "blocked".
+std::string layout_name(const dnnl::memory::desc& md) {
+  const auto& b = md.data.format_desc.blocking;
+  const int nd = md.data.ndims;
+  if (b.inner_nblks == 0) {
+    if (nd == 4) return b.strides[1] == 1 ? "nhwc" : "nchw";
+    return "plain";
+  }
+  if (b.inner_nblks == 1 && b.inner_idxs[0] == 1) return "nC" + std::string(nd == 5 ? "dhw" : "hw") + std::to_string(b.inner_blks[0]) + "c";
+  return "blocked";
+}
+
+LibraryOp conv_op(const schedule_space::WorkloadArgs& a, bool depthwise) {
+  const int64_t N = a.get_int("N"), C = a.get_int("C"), H = a.get_int("H"), W = a.get_int("W");
+  const int64_t K = depthwise ? C : a.get_int("K"), R = a.get_int("R"), S = a.get_int("S");
+  const int64_t st = a.get_int("stride"), pad = a.get_int("pad"), dil = a.get_int("dilation");
+  const int64_t OH = (H + 2 * pad - dil * (R - 1) - 1) / st + 1, OW = (W + 2 * pad - dil * (S - 1) - 1) / st + 1;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  const dnnl::memory::dims w_dims = depthwise ? dnnl::memory::dims{C, 1, 1, R, S} : dnnl::memory::dims{K, C, R, S};
+  const dnnl::memory::desc src({N, C, H, W}, dt::f32, tag::any), wts(w_dims, dt::f32, tag::any),
+      dst({N, K, OH, OW}, dt::f32, tag::any);
+  // oneDNN's dilation counts the gaps (0 = dense).
+  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                             src, wts, dst, {st, st}, {dil - 1, dil - 1}, {pad, pad}, {pad, pad});
+  const dnnl::convolution_forward::primitive_desc pd(desc, eng);
+  struct State {
+    dnnl::engine eng;
+    dnnl::stream strm;
+    dnnl::memory s, w, d;
+    dnnl::convolution_forward conv;
+  };
+  auto p = std::make_shared<State>(State{eng, dnnl::stream(eng), filled(pd.src_desc(), eng),
+                                           filled(pd.weights_desc(), eng), dnnl::memory(pd.dst_desc(), eng),
+                                           dnnl::convolution_forward(pd)});
+  return {onednn_name(pd.impl_info_str()), layout_name(pd.src_desc()), [p] {
+            p->conv.execute(p->strm, {{DNNL_ARG_SRC, p->s}, {DNNL_ARG_WEIGHTS, p->w}, {DNNL_ARG_DST, p->d}});
+            p->strm.wait();
+          }};
+}
+
+LibraryOp pool_op(const schedule_space::WorkloadArgs& a, bool max) {
+  const int64_t N = a.get_int("N"), C = a.get_int("C"), H = a.get_int("H"), W = a.get_int("W");
+  const int64_t R = a.get_int("R"), S = a.get_int("S"), st = a.get_int("stride"), pad = a.get_int("pad");
+  const int64_t OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  // The tuned pooling kernels read NCHW; so does oneDNN here.
+  const dnnl::memory::desc src({N, C, H, W}, dt::f32, tag::nchw), dst({N, C, OH, OW}, dt::f32, tag::nchw);
+  const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                         max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding,
+                                         src, dst, {st, st}, {R, S}, {pad, pad}, {pad, pad});
+  const dnnl::pooling_forward::primitive_desc pd(desc, eng);
+  struct State {
+    dnnl::engine eng;
+    dnnl::stream strm;
+    dnnl::memory s, d;
+    dnnl::pooling_forward pool;
+  };
+  auto p = std::make_shared<State>(State{eng, dnnl::stream(eng), filled(pd.src_desc(), eng),
+                                         dnnl::memory(pd.dst_desc(), eng), dnnl::pooling_forward(pd)});
+  return {onednn_name(pd.impl_info_str()), "nchw", [p] {
+            p->pool.execute(p->strm, {{DNNL_ARG_SRC, p->s}, {DNNL_ARG_DST, p->d}});
+            p->strm.wait();
+          }};
+}
+
+// C = A B (B [K,N], or [N,K] when `b_transposed`), row-major. M = 1 is a GEMV, which OpenBLAS
+// 0.3.21's sgemm does not forward to its GEMV kernels: sgemv is what a user calls for it.
+LibraryOp gemm_op(const schedule_space::WorkloadArgs& a, bool b_transposed) {
+  const int M = static_cast<int>(a.get_int("M")), N = static_cast<int>(a.get_int("N")),
+            K = static_cast<int>(a.get_int("K"));
+  struct Buffers {
+    std::vector<float> A, B, C;
+  };
+  auto b = std::make_shared<Buffers>(Buffers{std::vector<float>(static_cast<size_t>(M) * K, 0.5f),
+                                             std::vector<float>(static_cast<size_t>(K) * N, 0.25f),
+                                             std::vector<float>(static_cast<size_t>(M) * N)});
+  const std::string core = std::string("OpenBLAS ") + openblas_get_corename();
+  if (M == 1) {
+    // y[N] = x[K] B: B^T x for B [K,N], B x for B [N,K].
+    return {core + " sgemv", "row-major", [b, N, K, b_transposed] {
+              if (b_transposed) cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, b->B.data(), K, b->A.data(), 1, 0.0f, b->C.data(), 1);
+              else cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, b->B.data(), N, b->A.data(), 1, 0.0f, b->C.data(), 1);
+            }};
+  }
+  return {core + " sgemm", "row-major", [b, M, N, K, b_transposed] {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, M, N, K, 1.0f,
+                        b->A.data(), K, b->B.data(), b_transposed ? K : N, 0.0f, b->C.data(), N);
+          }};
+}
+
+}  // namespace
+
+std::optional<LibraryOp> library_op(const schedule_space::Task& task, int threads) {
+  const auto& a = task.args();
+  if (a.get("dtype") != "float32") return std::nullopt;
+  omp_set_num_threads(threads);  // oneDNN's threads (OpenMP runtime)
+  openblas_set_num_threads(threads);
+  const std::string& name = task.template_name();
+  try {
+    if (name == "conv2d" || name == "conv2d_nchwc") return conv_op(a, false);
+    if (name == "depthwise_conv2d" || name == "depthwise_conv2d_nchwc") return conv_op(a, true);
+    if (name == "max_pool2d" || name == "avg_pool2d") return pool_op(a, name == "max_pool2d");
+    if (name == "matmul") return gemm_op(a, a.get("layout") == "nt");
+    if (name == "dense_bias_relu") return gemm_op(a, true);
+  } catch (const dnnl::error& e) {
+    throw Error(ErrorKind::kUnsupported, "oneDNN refuses " + task.workload_key() + ": " + e.what());
+  }
+  return std::nullopt;
+}
+
+std::optional<LibraryTime> library_latency(const schedule_space::Task& task, int threads) {
+  const std::optional<LibraryOp> op = library_op(task, threads);
+  if (!op) return std::nullopt;
+  try {
+    return LibraryTime{op->library, time_best(op->run)};
+  } catch (const dnnl::error& e) {
+    throw Error(ErrorKind::kUnsupported, "oneDNN refuses " + task.workload_key() + ": " + e.what());
+  }
+}
+
+}  // namespace ktune::baselines

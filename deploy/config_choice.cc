@@ -1,0 +1,120 @@
+// choose_config(): best record, else the nearest tuned workload's config, else the fallback.
+#include "deploy/config_choice.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "support/error.h"
+
+namespace ktune {
+
+HistorySource HistorySource::log(std::string db_path) {
+  if (db_path.empty()) throw Error(ErrorKind::kInvalidArgument, "HistorySource::log needs a tuning log path");
+  HistorySource s;
+  s.db_path_ = std::move(db_path);
+  return s;
+}
+
+HistorySource HistorySource::server(rpc_runner::ServiceClientOptions options, std::string device_key) {
+  if (options.server.empty()) throw Error(ErrorKind::kInvalidArgument, "HistorySource::server needs HOST:PORT");
+  HistorySource s;
+  s.server_ = std::move(options);
+  s.device_key_ = std::move(device_key);
+  return s;
+}
+
+std::string HistorySource::describe() const {
+  return is_server() ? "tuning server " + server_.server : "tuning log " + db_path_;
+}
+
+}  // namespace ktune
+
+namespace ktune::deploy {
+
+const tuning_db::Record* ConfigChoice::record() const {
+  if (best) return &*best;
+  if (nearest) return &nearest->record;
+  return nullptr;
+}
+
+namespace {
+
+// The one place that asks "log or server": every look-up of choose_config goes through it.
+class Lookup {
+ public:
+  Lookup(const HistorySource& from, const Workload& w) : from_(from), w_(w) {}
+
+  // Whether the log file exists (a server always does). Throws Error(kIo) when it cannot be told.
+  bool exists() const {
+    if (from_.is_server()) return true;
+    std::error_code ec;
+    const bool found = std::filesystem::exists(from_.db_path(), ec);
+    if (ec) throw Error(ErrorKind::kIo, "cannot look at the tuning log " + from_.db_path() + ": " + ec.message());
+    return found;
+  }
+
+  std::optional<tuning_db::Record> best() const {
+    return from_.is_server() ? best_record(from_.server_options(), w_, from_.device_key(), from_.include_emulated)
+                             : best_record(from_.db_path(), w_, from_.include_emulated);
+  }
+
+  std::optional<tuning_db::NearestTuned> nearest() const {
+    return from_.is_server() ? nearest_record(from_.server_options(), w_, from_.device_key(), from_.include_emulated)
+                             : nearest_record(from_.db_path(), w_, from_.include_emulated);
+  }
+
+  // "no successful record of KEY for this target in PATH" (or "on HOST:PORT"), with the note on a
+  // log's emulated-only records when `emulated_switch` is set.
+  std::string no_record_reason(const std::string& emulated_switch) const {
+    const std::string head = "no successful record of " + w_.task.workload_key() + " for this target ";
+    if (from_.is_server()) return head + "on " + from_.server_options().server;
+    std::string reason = head + "in " + from_.db_path();
+    if (!emulated_switch.empty() && !from_.include_emulated) {
+      if (std::string note = emulated_only_note(from_.db_path(), w_, emulated_switch); !note.empty())
+        reason += "; " + note;
+    }
+    return reason;
+  }
+
+ private:
+  const HistorySource& from_;
+  const Workload& w_;
+};
+
+void add_warning(std::vector<std::string>& warnings, std::string warning) {
+  if (!warning.empty()) warnings.push_back(std::move(warning));
+}
+
+}  // namespace
+
+ConfigChoice choose_config(const HistorySource& from, const Workload& workload, const ChoiceOptions& options) {
+  const Lookup lookup(from, workload);
+  ConfigChoice c;
+  if (options.missing_log_is_untuned && !lookup.exists()) {
+    c.untuned_reason = "no tuning log at " + from.db_path();
+    c.config = workload.task.fallback_config();
+    return c;
+  }
+  c.best = lookup.best();
+  if (c.best) {
+    c.source = ConfigChoice::Source::kTuned;
+    c.config = schedule_space::Config::from_json(c.best->config);
+    add_warning(c.warnings, emulated_warning(*c.best));
+    add_warning(c.warnings, toolchain_warning(*c.best));
+    return c;
+  }
+  c.untuned_reason = lookup.no_record_reason(options.emulated_switch);
+  // A shape nobody tuned: the best config of the nearest tuned shape that is valid for this one
+  // beats the generic fallback far more often than not (bench/nearest_shape measures it).
+  if (options.nearest) c.nearest = lookup.nearest();
+  if (c.nearest) {
+    c.source = ConfigChoice::Source::kNearest;
+    c.config = c.nearest->config;
+    add_warning(c.warnings, emulated_warning(c.nearest->record));
+    return c;
+  }
+  c.config = workload.task.fallback_config();
+  return c;
+}
+
+}  // namespace ktune::deploy

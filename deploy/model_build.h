@@ -1,0 +1,77 @@
+// Declares build_model() (a ModelPlan compiled: one kernel per step and the driver), the model library's files (static library, header, weights), and ModelRunner, the same library loaded in this process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/artifact.h"
+#include "codegen/shared_object.h"
+#include "deploy/model_plan.h"
+
+namespace ktune::deploy {
+
+struct BuiltModel {
+  ModelPlan plan;
+  std::vector<codegen::Artifact> kernels;  // one per plan step, in step order
+  codegen::Artifact driver;                // <name>_create / _run / _destroy
+  bool embed_weights = true;
+};
+
+// What `ktune build --model` and `ktune run` ask for.
+struct ModelRequest {
+  std::string model_path;                       // an ONNX file
+  std::vector<frontend::InputShape> inputs;     // --input NAME=SHAPE
+  std::string name;                             // C prefix of the entry points (a C identifier)
+  PlanOptions plan;                             // target, tuning log, require_tuned
+  bool embed_weights = true;
+};
+
+// Loads the model and its weights, plans and compiles it. Throws what load_onnx, plan_model and
+// build_model throw, and Error(kInvalidArgument) for a name that is not a C identifier.
+BuiltModel build_model(const ModelRequest& request);
+
+// Compiles every step's kernel for `target` in one LLVM session, and the driver. With
+// embed_weights false the driver's create reads a weights file (model_weights_file()).
+// Throws what codegen::build_all and build_model_driver throw.
+BuiltModel build_model(ModelPlan plan, const std::string& target, bool embed_weights);
+
+// The static library: the kernels and the driver, one object each.
+std::vector<uint8_t> model_library(const BuiltModel& model);
+// The C header: the entry points, the inputs' and outputs' shapes, the arena size, the thread
+// count of the runtime (ktune_set_num_threads), and how each layer was built.
+std::string model_header(const BuiltModel& model, const std::string& header_name);
+// The weights file a driver built without embedded weights reads (its size and hash are checked).
+const std::vector<uint8_t>& model_weights_file(const BuiltModel& model);
+
+// The model's library linked into a shared object and loaded here: run() is the shipped
+// <name>_run on a context of its own; run_layers() calls the same kernels one at a time on an
+// arena and weights of its own, timing each. Not thread-safe (one context); independent
+// ModelRunners may run at once.
+class ModelRunner {
+ public:
+  // Throws what codegen::link_shared_objects and SharedLibrary::load throw, and Error(kIo) when
+  // the driver's create fails (out of memory).
+  explicit ModelRunner(const BuiltModel& model);
+  ~ModelRunner();
+  ModelRunner(const ModelRunner&) = delete;
+  ModelRunner& operator=(const ModelRunner&) = delete;
+
+  // Runs the model: one 64-byte aligned float buffer per graph input, then per output, with the
+  // plan's shapes (NCHW). Throws Error(kRun) naming the status when the driver fails.
+  void run(const std::vector<const float*>& inputs, const std::vector<float*>& outputs);
+  // Runs the steps one at a time; returns each step's seconds (one run). Outputs as run().
+  std::vector<double> run_layers(const std::vector<const float*>& inputs, const std::vector<float*>& outputs);
+
+ private:
+  const ModelPlan& plan_;
+  codegen::SharedLibrary library_;
+  void* ctx_ = nullptr;
+  void (*destroy_)(void*) = nullptr;
+  void* run_ = nullptr;
+  std::vector<int32_t (*)(void* const*)> kernels_;
+  float* arena_ = nullptr;   // run_layers' own
+  float* weights_ = nullptr;
+};
+
+}  // namespace ktune::deploy

@@ -1,0 +1,85 @@
+// The generated kernels of a model build. They move data or apply one scalar function per
+// element, so one schedule fits all: the outer loops in parallel, the innermost vectorized where
+// it is contiguous.
+#include "deploy/model_ops.h"
+
+#include <set>
+
+#include "support/error.h"
+#include "te/lower.h"
+#include "te/schedule.h"
+#include "te/tensor.h"
+
+namespace ktune::deploy {
+namespace {
+
+constexpr int64_t kLanes = 16;
+constexpr int64_t kChunk = 4096;  // elements per parallel iteration of a flat kernel
+
+te::Expr f(float v) { return te::Expr(v); }
+
+te::Expr apply(const ElementwiseOp& op, const te::Expr& x, const te::Expr& y) {
+  if (op.op == "copy") return x;
+  if (op.op == "relu") return te::max(x, f(0));
+  if (op.op == "clip") return te::min(te::max(x, f(op.min)), f(op.max));
+  if (op.op == "sigmoid") return f(1) / (f(1) + te::exp(-x));
+  if (op.op == "silu") return x / (f(1) + te::exp(-x));
+  if (op.op == "hardswish") return x * te::min(te::max(x + f(3), f(0)), f(6)) / f(6);
+  if (op.op == "add") return x + y;
+  if (op.op == "mul") return x * y;
+  throw Error(ErrorKind::kUnsupported, "no generated kernel for elementwise '" + op.op + "'");
+}
+
+}  // namespace
+
+bool is_elementwise(const std::string& op) {
+  static const std::set<std::string> kOps = {"copy", "relu", "clip", "sigmoid", "silu", "hardswish", "add", "mul"};
+  return kOps.count(op) > 0;
+}
+
+te::LoweredFunc to_blocked(const std::string& name, const std::vector<int64_t>& nchw, int64_t block) {
+  const int64_t n = nchw.at(0), c = nchw.at(1), h = nchw.at(2), w = nchw.at(3);
+  const int64_t blocks = (c + block - 1) / block;
+  te::Tensor in = te::placeholder({n, c, h, w}, te::Float(32), "in");
+  te::Tensor out = te::compute({n, blocks, h, w, block}, [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
+    te::Expr ch = cb * block + l;
+    // The clamp keeps the read in bounds; the select writes the padding lanes as zeros.
+    return te::select(ch < c, in(i, te::min(ch, te::Expr(c - 1)), y, x), f(0));
+  }, "out");
+  te::Schedule s = te::create_schedule({out});
+  s[out].parallel(s[out].fuse(s[out].axis(0), s[out].axis(1)));
+  return te::lower(s, {in, out}, name);
+}
+
+te::LoweredFunc from_blocked(const std::string& name, const std::vector<int64_t>& nchw, int64_t block) {
+  const int64_t n = nchw.at(0), c = nchw.at(1), h = nchw.at(2), w = nchw.at(3);
+  const int64_t blocks = (c + block - 1) / block;
+  te::Tensor in = te::placeholder({n, blocks, h, w, block}, te::Float(32), "in");
+  te::Tensor out = te::compute({n, c, h, w}, [&](te::Var i, te::Var ch, te::Var y, te::Var x) {
+    return in(i, ch / block, y, x, ch % block);
+  }, "out");
+  te::Schedule s = te::create_schedule({out});
+  s[out].parallel(s[out].fuse(s[out].axis(0), s[out].axis(1)));
+  return te::lower(s, {in, out}, name);
+}
+
+te::LoweredFunc elementwise(const std::string& name, const ElementwiseOp& op, int64_t count) {
+  if (!is_elementwise(op.op)) throw Error(ErrorKind::kUnsupported, "no generated kernel for elementwise '" + op.op + "'");
+  te::Tensor a = te::placeholder({count}, te::Float(32), "a");
+  te::Tensor b = op.operands() == 2 ? te::placeholder({count}, te::Float(32), "b") : te::Tensor();
+  te::Tensor out = te::compute({count}, [&](te::Var i) { return apply(op, a(i), b.defined() ? b(i) : te::Expr()); }, "out");
+  te::Schedule s = te::create_schedule({out});
+  auto [outer, lanes] = s[out].split(s[out].axis(0), kLanes);
+  s[out].vectorize(lanes);
+  if (count > kChunk) {
+    auto [chunks, rest] = s[out].split(outer, kChunk / kLanes);
+    (void)rest;
+    s[out].parallel(chunks);
+  }
+  std::vector<te::Tensor> args = {a};
+  if (b.defined()) args.push_back(b);
+  args.push_back(out);
+  return te::lower(s, args, name);
+}
+
+}  // namespace ktune::deploy

@@ -1,0 +1,469 @@
+// plan_model(): walks the graph in order, turning each node into kernel calls on planned tensors,
+// then places the intermediate tensors in one arena.
+#include "deploy/model_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "deploy/model_ops.h"
+#include "frontend/model_tasks.h"
+#include "support/error.h"
+#include "te/lower.h"
+
+namespace ktune::deploy {
+namespace {
+
+constexpr int64_t kAlign = 64;
+
+int64_t align_up(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t d : v) p *= d;
+  return p;
+}
+
+// Ops that only reinterpret their input's bytes (in ONNX's layout).
+bool is_view(const std::string& op) {
+  static const std::set<std::string> kViews = {"Flatten", "Reshape", "Identity", "Dropout", "Squeeze", "Unsqueeze"};
+  return kViews.count(op) > 0;
+}
+
+// The elementwise operator an ONNX op is, or "" when it is none.
+std::string elementwise_of(const std::string& op) {
+  if (op == "Relu") return "relu";
+  if (op == "Clip") return "clip";
+  if (op == "Sigmoid") return "sigmoid";
+  if (op == "HardSwish") return "hardswish";
+  if (op == "Add") return "add";
+  if (op == "Mul") return "mul";
+  return "";
+}
+
+class Planner {
+ public:
+  Planner(const frontend::Graph& g, const std::map<std::string, frontend::ConstantValue>& constants,
+          const std::string& name, const PlanOptions& options)
+      : g_(g), constants_(constants), options_(options), target_(codegen::Target::parse(options.target)),
+        tasks_(frontend::extract_tasks(g, target_traits(options.target))) {
+    plan_.name = name;
+  }
+
+  ModelPlan run() {
+    for (size_t i = 0; i < g_.inputs.size(); ++i) {
+      PlanTensor t{g_.inputs[i], known_shape(g_.inputs[i]), 0, Storage::kInput, static_cast<int64_t>(i)};
+      current_[t.name] = add(t);
+      plan_.inputs.push_back(current_[t.name]);
+    }
+    std::map<size_t, const frontend::TaskOccurrence*> anchors;
+    std::set<size_t> fused;
+    for (const auto& occ : tasks_.occurrences) {
+      anchors[occ.node] = &occ;
+      fused.insert(occ.fused.begin(), occ.fused.end());
+    }
+    // Graph order, except that a task waits until every tensor it reads exists: a fused residual
+    // may come from a branch that the graph lists after the task's anchor.
+    std::vector<size_t> waiting;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (fused.count(i) || g_.nodes[i].op == "Constant") continue;
+      waiting.push_back(i);
+      for (bool progress = true; progress;) {
+        progress = false;
+        for (auto it = waiting.begin(); it != waiting.end(); ++it) {
+          auto a = anchors.find(*it);
+          if (!ready(*it, a == anchors.end() ? nullptr : a->second)) continue;
+          plan_node(*it, a == anchors.end() ? nullptr : a->second);
+          waiting.erase(it);
+          progress = true;
+          break;
+        }
+      }
+    }
+    if (!waiting.empty()) {
+      const frontend::Node& n = g_.nodes[waiting.front()];
+      throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (" + n.op + ") reads a tensor that no node computes");
+    }
+    for (size_t j = 0; j < g_.outputs.size(); ++j) {
+      const int64_t from = form(g_.outputs[j], 0);
+      PlanTensor t{g_.outputs[j], plan_.tensors[from].shape, 0, Storage::kOutput, static_cast<int64_t>(j)};
+      const int64_t out = add(t);
+      plan_.outputs.push_back(out);
+      PlanStep s;
+      s.layer = "output " + g_.outputs[j];
+      s.kind = "layout";
+      s.symbol = symbol("copy");
+      s.func = elementwise(s.symbol, ElementwiseOp{"copy"}, product(t.shape));
+      s.args = {from, out};
+      plan_.steps.push_back(std::move(s));
+    }
+    place_in_arena();
+    return std::move(plan_);
+  }
+
+ private:
+  // Whether every tensor node i (with the nodes fused into it) reads from outside exists.
+  bool ready(size_t i, const frontend::TaskOccurrence* occ) const {
+    std::vector<size_t> nodes = {i};
+    if (occ) nodes.insert(nodes.end(), occ->fused.begin(), occ->fused.end());
+    std::set<std::string> inside;
+    for (size_t k : nodes) inside.insert(g_.nodes[k].outputs.begin(), g_.nodes[k].outputs.end());
+    for (size_t k : nodes)
+      for (const std::string& in : g_.nodes[k].inputs)
+        if (!in.empty() && !inside.count(in) && !constants_.count(in) && !g_.constants.count(in) && !current_.count(in))
+          return false;
+    return true;
+  }
+
+  void plan_node(size_t i, const frontend::TaskOccurrence* occ) {
+    const frontend::Node& n = g_.nodes[i];
+    if (occ) {
+      plan_task(*occ);
+    } else if (is_view(n.op)) {
+      plan_view(n);
+    } else if (!elementwise_of(n.op).empty()) {
+      plan_elementwise(n);
+    } else {
+      throw unsupported(n, reason_of(n));
+    }
+  }
+
+  Error unsupported(const frontend::Node& n, const std::string& why) const {
+    return Error(ErrorKind::kUnsupported, "node '" + n.name + "' (" + n.op + "): " + why);
+  }
+
+  std::string reason_of(const frontend::Node& n) const {
+    for (const auto& u : tasks_.unsupported)
+      if (u.op == n.op && std::find(u.layers.begin(), u.layers.end(), n.name) != u.layers.end()) return u.reason;
+    return "no kernel for this operator";
+  }
+
+  std::vector<int64_t> known_shape(const std::string& tensor) const {
+    auto s = g_.shape(tensor);
+    if (!s) throw Error(ErrorKind::kInvalidArgument, "tensor '" + tensor + "' has no known shape (give --input NAME=SHAPE)");
+    return *s;
+  }
+
+  const frontend::ConstantValue& constant(const frontend::Node& n, const std::string& tensor) const {
+    auto it = constants_.find(tensor);
+    if (it == constants_.end() || (it->second.f32.empty() && product(it->second.shape) > 0))
+      throw unsupported(n, "input '" + tensor + "' is not a float32 constant");
+    return it->second;
+  }
+
+  std::string symbol(const std::string& what) const {
+    return plan_.name + "_" + std::to_string(plan_.steps.size()) + "_" + what;
+  }
+
+  int64_t add(PlanTensor t) {
+    plan_.tensors.push_back(std::move(t));
+    return static_cast<int64_t>(plan_.tensors.size()) - 1;
+  }
+
+  // A packed weight: its bytes appended to the weights, 64-byte aligned.
+  int64_t weight(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& data) {
+    PlanTensor t{name, std::move(shape), 0, Storage::kWeights};
+    t.offset = static_cast<int64_t>(plan_.weights.size());
+    plan_.weights.resize(static_cast<size_t>(align_up(t.offset + static_cast<int64_t>(data.size() * sizeof(float)))));
+    std::memcpy(plan_.weights.data() + t.offset, data.data(), data.size() * sizeof(float));
+    return add(std::move(t));
+  }
+
+  // The tensor holding `onnx` in layout `block`, converting (one kernel per conversion, made once)
+  // from the form that exists.
+  int64_t form(const std::string& onnx, int64_t block) {
+    auto cur = current_.find(onnx);
+    if (cur == current_.end()) {
+      if (constants_.count(onnx)) throw Error(ErrorKind::kUnsupported, "constant '" + onnx + "' used as an activation");
+      throw Error(ErrorKind::kInvalidArgument, "tensor '" + onnx + "' is read before it is computed");
+    }
+    const PlanTensor& have = plan_.tensors[cur->second];
+    if (have.block == block) return cur->second;
+    auto made = forms_.find({onnx, block});
+    if (made != forms_.end()) return made->second;
+    if (have.shape.size() != 4) throw Error(ErrorKind::kUnsupported, "tensor '" + onnx + "' is not 4-D and cannot be blocked");
+    int64_t from = cur->second;
+    if (have.block != 0 && block != 0) from = form(onnx, 0);  // re-blocking goes through NCHW
+    PlanTensor t{block ? onnx + "@c" + std::to_string(block) : onnx, have.shape, block};
+    const int64_t to = add(t);
+    PlanStep s;
+    s.layer = "layout " + onnx;
+    s.kind = "layout";
+    s.symbol = symbol(block ? "to_nchw" + std::to_string(block) + "c" : "to_nchw");
+    s.func = block ? to_blocked(s.symbol, t.shape, block) : from_blocked(s.symbol, t.shape, plan_.tensors[from].block);
+    s.args = {from, to};
+    plan_.steps.push_back(std::move(s));
+    forms_[{onnx, block}] = to;
+    return to;
+  }
+
+  // A new tensor for the value `onnx`, which becomes its current form.
+  int64_t define(const std::string& onnx, int64_t block) {
+    const int64_t id = add(PlanTensor{onnx, known_shape(onnx), block});
+    current_[onnx] = id;
+    return id;
+  }
+
+  void plan_view(const frontend::Node& n) {
+    const int64_t src = form(n.inputs.at(0), 0);
+    PlanTensor t{n.outputs.at(0), known_shape(n.outputs.at(0))};
+    t.alias_of = plan_.tensors[src].alias_of >= 0 ? plan_.tensors[src].alias_of : src;
+    if (product(t.shape) != product(plan_.tensors[src].shape)) throw unsupported(n, "a view that changes the element count");
+    current_[t.name] = add(t);
+  }
+
+  void plan_elementwise(const frontend::Node& n) {
+    ElementwiseOp op{elementwise_of(n.op)};
+    if (op.op == "clip") {
+      op.min = -INFINITY;
+      op.max = INFINITY;
+      const auto bound = [&](size_t input, float fallback) {
+        if (n.inputs.size() <= input || n.inputs[input].empty()) return fallback;
+        const auto& v = constant(n, n.inputs[input]);
+        if (v.f32.size() != 1) throw unsupported(n, "a bound that is not a scalar");
+        return v.f32.front();
+      };
+      op.min = n.attrs.count("min") ? n.attrs.at("min").floats.at(0) : bound(1, op.min);
+      op.max = n.attrs.count("max") ? n.attrs.at("max").floats.at(0) : bound(2, op.max);
+    }
+    const std::string& first = n.inputs.at(0);
+    if (current_.find(first) == current_.end()) throw unsupported(n, "its first operand is a constant");
+    int64_t block = plan_.tensors[current_[first]].block;
+    std::vector<int64_t> args = {form(first, block)};
+    if (op.operands() == 2) {
+      const std::string& second = n.inputs.at(1);
+      if (current_.find(second) == current_.end() || known_shape(second) != known_shape(first))
+        throw unsupported(n, "operands of different shapes or a constant operand (broadcasting is not built)");
+      args.push_back(form(second, block));
+    }
+    if (known_shape(n.outputs.at(0)) != known_shape(first)) throw unsupported(n, "the output shape differs from the input's");
+    args.push_back(define(n.outputs.at(0), block));
+    PlanStep s;
+    s.layer = n.name;
+    s.kind = "elementwise";
+    s.symbol = symbol(op.op);
+    s.func = elementwise(s.symbol, op, plan_.tensors[args.back()].bytes() / static_cast<int64_t>(sizeof(float)));
+    s.args = std::move(args);
+    plan_.steps.push_back(std::move(s));
+  }
+
+  // Inference BatchNormalization as a per-channel scale and shift.
+  void fold_batch_norm(const frontend::Node& bn, std::vector<float>& scale, std::vector<float>& shift) {
+    const auto& gamma = constant(bn, bn.inputs.at(1)).f32;
+    const auto& beta = constant(bn, bn.inputs.at(2)).f32;
+    const auto& mean = constant(bn, bn.inputs.at(3)).f32;
+    const auto& var = constant(bn, bn.inputs.at(4)).f32;
+    const float eps = bn.attrs.count("epsilon") ? bn.attrs.at("epsilon").floats.at(0) : 1e-5f;
+    if (gamma.size() != scale.size() || beta.size() != scale.size() || mean.size() != scale.size() || var.size() != scale.size())
+      throw unsupported(bn, "parameters of another channel count");
+    for (size_t k = 0; k < scale.size(); ++k) {
+      const float s = gamma[k] / std::sqrt(var[k] + eps);
+      shift[k] = shift[k] * s + beta[k] - mean[k] * s;
+      scale[k] *= s;
+    }
+  }
+
+  void plan_task(const frontend::TaskOccurrence& occ) {
+    const frontend::ModelTask& mt = tasks_.tasks[occ.task];
+    const frontend::Node& anchor = g_.nodes[occ.node];
+    if (mt.status != frontend::TaskStatus::kOk || !mt.tunable)
+      throw unsupported(anchor, "its task " + mt.key() + " is " + frontend::to_string(mt.status) +
+                                    (mt.refused.empty() ? "" : " (" + mt.refused + ")"));
+    const schedule_space::Task& task = *mt.tunable;
+    std::string layer = anchor.name;
+    std::string out_name = anchor.outputs.at(0);
+    std::string residual;
+    const frontend::Node* bn = nullptr;
+    for (size_t j : occ.fused) {
+      const frontend::Node& f = g_.nodes[j];
+      layer += "+" + f.name;
+      out_name = f.outputs.at(0);
+      if (f.op == "BatchNormalization") bn = &f;
+      if (f.op == "Add") residual = f.inputs[0] == prev_output(occ, j) ? f.inputs[1] : f.inputs[0];
+    }
+
+    PlanStep s;
+    s.layer = layer;
+    s.kind = "task";
+    s.symbol = symbol(task.template_name());
+    s.flop = mt.flop;
+    s.task = task;
+    ChoiceOptions how;
+    how.missing_log_is_untuned = true;
+    s.choice = choose_config(options_.history, Workload{target_, task}, how);
+    if (options_.require_tuned && s.choice->source != ConfigChoice::Source::kTuned)
+      throw Error(ErrorKind::kNotFound, "node '" + anchor.name + "': " + task.workload_key() + " is not tuned (" +
+                                            s.choice->untuned_reason + ")");
+    const schedule_space::Instantiated inst = task.instantiate(s.choice->config);
+    s.func = te::lower(inst.schedule, inst.args, s.symbol);
+
+    const std::string& tmpl = task.template_name();
+    if (tmpl == "conv2d_nchwc" || tmpl == "depthwise_conv2d_nchwc")
+      bind_conv(s, anchor, bn, residual, out_name, inst.args);
+    else if (tmpl == "matmul" || tmpl == "dense_bias_relu")
+      bind_gemm(s, anchor, bn, residual, out_name, inst.args);
+    else if (tmpl == "max_pool2d" || tmpl == "avg_pool2d")
+      s.args = {form(anchor.inputs.at(0), 0), define(out_name, 0)};
+    else
+      throw unsupported(anchor, "template " + tmpl + " is not built into models yet");
+    plan_.steps.push_back(std::move(s));
+  }
+
+  // The tensor that fused node j reads from the chain: the output of the chain node before it.
+  std::string prev_output(const frontend::TaskOccurrence& occ, size_t j) const {
+    std::string prev = g_.nodes[occ.node].outputs.at(0);
+    for (size_t k : occ.fused) {
+      if (k == j) return prev;
+      prev = g_.nodes[k].outputs.at(0);
+    }
+    return prev;
+  }
+
+  void bind_conv(PlanStep& s, const frontend::Node& conv, const frontend::Node* bn, const std::string& residual,
+                 const std::string& out_name, const std::vector<te::Tensor>& args) {
+    const bool depthwise = s.task->template_name() == "depthwise_conv2d_nchwc";
+    const auto& w = constant(conv, conv.inputs.at(1));
+    const int64_t K = w.shape.at(0), C = depthwise ? K : w.shape.at(1), R = w.shape.at(2), S = w.shape.at(3);
+    std::vector<float> scale(static_cast<size_t>(K), 1.0f), shift(static_cast<size_t>(K), 0.0f);
+    if (conv.inputs.size() > 2 && !conv.inputs[2].empty()) shift = constant(conv, conv.inputs[2]).f32;
+    if (static_cast<int64_t>(shift.size()) != K) throw unsupported(conv, "a bias of another channel count");
+    if (bn) fold_batch_norm(*bn, scale, shift);
+    const int64_t icb = depthwise ? s.task->args().get_int("block") : s.task->args().get_int("ic_block");
+    const int64_t ocb = depthwise ? icb : s.task->args().get_int("oc_block");
+    const int64_t kb = (K + ocb - 1) / ocb, cb = (C + icb - 1) / icb;
+    std::vector<float> packed;
+    if (depthwise) {
+      // [C/b][R][S][b]
+      packed.assign(static_cast<size_t>(cb * R * S * icb), 0.0f);
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t q = 0; q < S; ++q)
+            packed[static_cast<size_t>(((c / icb * R + r) * S + q) * icb + c % icb)] =
+                w.f32[static_cast<size_t>((c * R + r) * S + q)] * scale[static_cast<size_t>(c)];
+    } else {
+      // [K/ocb][C/icb][R][S][icb][ocb]
+      packed.assign(static_cast<size_t>(kb * cb * R * S * icb * ocb), 0.0f);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t r = 0; r < R; ++r)
+            for (int64_t q = 0; q < S; ++q)
+              packed[static_cast<size_t>(((((k / ocb * cb + c / icb) * R + r) * S + q) * icb + c % icb) * ocb + k % ocb)] =
+                  w.f32[static_cast<size_t>(((k * C + c) * R + r) * S + q)] * scale[static_cast<size_t>(k)];
+    }
+    std::vector<float> bias(static_cast<size_t>(kb * ocb), 0.0f);
+    std::copy(shift.begin(), shift.end(), bias.begin());
+    const bool has_bias_shift = bn || (conv.inputs.size() > 2 && !conv.inputs[2].empty());
+    for (const te::Tensor& a : args) {
+      const std::string& n = a.name();
+      if (n == "I") s.args.push_back(form(conv.inputs.at(0), icb));
+      else if (n == "W") s.args.push_back(weight(conv.inputs.at(1) + "@packed", a.shape(), packed));
+      else if (n == "bias") s.args.push_back(weight(conv.name + "@bias", a.shape(), bias));
+      else if (n == "residual") s.args.push_back(form(residual, ocb));
+      else if (&a == &args.back()) s.args.push_back(define(out_name, ocb));
+      else throw unsupported(conv, "kernel argument '" + n + "' has no binding");
+    }
+    // A folded BN or a conv bias needs the kernel's bias argument; without it the shift is lost.
+    const bool kernel_has_bias = std::any_of(args.begin(), args.end(), [](const te::Tensor& a) { return a.name() == "bias"; });
+    if (has_bias_shift && !kernel_has_bias) throw unsupported(conv, "a bias without a fused bias epilogue");
+  }
+
+  void bind_gemm(PlanStep& s, const frontend::Node& gemm, const frontend::Node* bn, const std::string& residual,
+                 const std::string& out_name, const std::vector<te::Tensor>& args) {
+    if (bn) throw unsupported(gemm, "BatchNormalization after a matrix product");
+    if (gemm.op == "Gemm" && (gemm.attrs.count("alpha") || gemm.attrs.count("beta"))) {
+      const float alpha = gemm.attrs.count("alpha") ? gemm.attrs.at("alpha").floats.at(0) : 1.0f;
+      const float beta = gemm.attrs.count("beta") ? gemm.attrs.at("beta").floats.at(0) : 1.0f;
+      if (alpha != 1.0f || beta != 1.0f) throw unsupported(gemm, "alpha or beta other than 1");
+    }
+    for (const te::Tensor& a : args) {
+      const std::string& n = a.name();
+      const bool first = &a == &args.front();
+      if (first) {
+        s.args.push_back(form(gemm.inputs.at(0), 0));
+      } else if (&a == &args.back()) {
+        s.args.push_back(define(out_name, 0));
+      } else if (n == "bias") {
+        const auto& b = constant(gemm, gemm.inputs.at(2));
+        if (product(b.shape) != a.num_elements()) throw unsupported(gemm, "a bias that is not one value per column");
+        s.args.push_back(weight(gemm.inputs.at(2), a.shape(), b.f32));
+      } else if (n == "residual") {
+        s.args.push_back(form(residual, 0));
+      } else if (&a == &args[1]) {
+        if (constants_.count(gemm.inputs.at(1))) {
+          const auto& b = constant(gemm, gemm.inputs.at(1));
+          if (product(b.shape) != a.num_elements()) throw unsupported(gemm, "weights of an unexpected shape");
+          s.args.push_back(weight(gemm.inputs.at(1), a.shape(), b.f32));
+        } else {
+          s.args.push_back(form(gemm.inputs.at(1), 0));
+        }
+      } else {
+        throw unsupported(gemm, "kernel argument '" + n + "' has no binding");
+      }
+    }
+  }
+
+  // Liveness-based placement: each arena tensor lives from the step that writes it to the last
+  // step that reads it or a view of it; larger tensors are placed first, each at the lowest
+  // offset that no tensor live at the same time overlaps.
+  void place_in_arena() {
+    const auto root = [&](int64_t id) { return plan_.tensors[id].alias_of >= 0 ? plan_.tensors[id].alias_of : id; };
+    std::map<int64_t, std::pair<size_t, size_t>> live;  // root id -> [first, last] step
+    for (size_t i = 0; i < plan_.steps.size(); ++i)
+      for (int64_t id : plan_.steps[i].args) {
+        const int64_t r = root(id);
+        if (plan_.tensors[r].storage != Storage::kArena) continue;
+        auto [it, fresh] = live.emplace(r, std::make_pair(i, i));
+        if (!fresh) it->second.second = i;
+      }
+    std::vector<int64_t> order;
+    for (const auto& [id, span] : live) order.push_back(id);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return plan_.tensors[a].bytes() > plan_.tensors[b].bytes(); });
+    std::vector<int64_t> placed;
+    for (int64_t id : order) {
+      const auto [first, last] = live[id];
+      const int64_t size = align_up(plan_.tensors[id].bytes());
+      plan_.tensor_bytes_total += size;
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (int64_t p : placed) {
+        const auto [pf, pl] = live[p];
+        if (pf <= last && first <= pl) busy.push_back({plan_.tensors[p].offset, plan_.tensors[p].offset + align_up(plan_.tensors[p].bytes())});
+      }
+      std::sort(busy.begin(), busy.end());
+      int64_t offset = 0;
+      for (const auto& [b, e] : busy) {
+        if (offset + size <= b) break;
+        offset = std::max(offset, e);
+      }
+      plan_.tensors[id].offset = offset;
+      plan_.arena_bytes = std::max(plan_.arena_bytes, offset + size);
+      placed.push_back(id);
+    }
+    for (PlanTensor& t : plan_.tensors)
+      if (t.alias_of >= 0) t.offset = plan_.tensors[t.alias_of].offset;
+  }
+
+  const frontend::Graph& g_;
+  const std::map<std::string, frontend::ConstantValue>& constants_;
+  const PlanOptions& options_;
+  codegen::Target target_;
+  frontend::ModelTasks tasks_;
+  ModelPlan plan_;
+  std::map<std::string, int64_t> current_;                     // ONNX tensor -> its latest form
+  std::map<std::pair<std::string, int64_t>, int64_t> forms_;   // (ONNX tensor, block) -> converted copy
+};
+
+}  // namespace
+
+int64_t PlanTensor::bytes() const {
+  if (block == 0 || shape.size() != 4) return product(shape) * static_cast<int64_t>(sizeof(float));
+  const int64_t blocks = (shape[1] + block - 1) / block;
+  return shape[0] * blocks * shape[2] * shape[3] * block * static_cast<int64_t>(sizeof(float));
+}
+
+ModelPlan plan_model(const frontend::Graph& graph, const std::map<std::string, frontend::ConstantValue>& constants,
+                     const std::string& name, const PlanOptions& options) {
+  return Planner(graph, constants, name, options).run();
+}
+
+}  // namespace ktune::deploy

@@ -1,0 +1,198 @@
+// Token files, TLS credentials, the per-call token check and client-side error lines.
+#include "rpc_runner/protocol/credentials.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "rpc_runner/protocol/grpc_log.h"
+
+namespace ktune::rpc_runner {
+namespace {
+
+constexpr size_t kMinTokenLength = 16;
+constexpr int kMessageLimit = 64 << 20;
+
+std::string read_text(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kIo, std::string("cannot read the ") + what + " " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+// The meaningful lines of a token file, with their numbers.
+std::vector<std::pair<int, std::string>> token_lines(const std::string& path) {
+  std::istringstream in(read_text(path, "token file"));
+  std::vector<std::pair<int, std::string>> out;
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    out.emplace_back(n, line);
+  }
+  return out;
+}
+
+void check_token(const std::string& token, const std::string& path, int line) {
+  const std::string where = path + ":" + std::to_string(line) + ": ";
+  if (token.size() < kMinTokenLength)
+    throw Error(ErrorKind::kInvalidArgument,
+                where + "a token must have at least " + std::to_string(kMinTokenLength) + " characters");
+  if (token.find_first_of(" \t") != std::string::npos)
+    throw Error(ErrorKind::kInvalidArgument, where + "a token must not contain whitespace");
+}
+
+// Parses "worker: T" / "client: T" lines. Returns the two tokens (either may be missing).
+std::pair<std::string, std::string> role_tokens(const std::string& path, bool require_both) {
+  std::string worker, client;
+  for (const auto& [n, line] : token_lines(path)) {
+    const auto colon = line.find(':');
+    const std::string role = colon == std::string::npos ? "" : trim(line.substr(0, colon));
+    const std::string where = path + ":" + std::to_string(n) + ": ";
+    if (role != "worker" && role != "client")
+      throw Error(ErrorKind::kInvalidArgument, where + "expected 'worker: TOKEN' or 'client: TOKEN'");
+    std::string& slot = role == "worker" ? worker : client;
+    if (!slot.empty()) throw Error(ErrorKind::kInvalidArgument, where + "a second " + role + " token");
+    slot = trim(line.substr(colon + 1));
+    check_token(slot, path, n);
+  }
+  if (require_both && (worker.empty() || client.empty()))
+    throw Error(ErrorKind::kInvalidArgument,
+                path + ": needs both a 'worker: TOKEN' and a 'client: TOKEN' line");
+  if (!worker.empty() && worker == client)
+    throw Error(ErrorKind::kInvalidArgument, path + ": the worker and client tokens must differ");
+  return {worker, client};
+}
+
+bool equal_constant_time(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;  // the length is no secret worth hiding
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
+const char* to_string(Role role) { return role == Role::kWorker ? "worker" : "client"; }
+
+ServerSecurity load_server_security(const std::string& token_file, const std::string& tls_cert_file,
+                                    const std::string& tls_key_file) {
+  ServerSecurity s;
+  if (!token_file.empty()) std::tie(s.worker_token, s.client_token) = role_tokens(token_file, true);
+  if (tls_cert_file.empty() != tls_key_file.empty())
+    throw Error(ErrorKind::kInvalidArgument, "TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
+  if (!tls_cert_file.empty()) {
+    s.tls_cert_pem = read_text(tls_cert_file, "TLS certificate");
+    s.tls_key_pem = read_text(tls_key_file, "TLS key");
+  }
+  return s;
+}
+
+ClientSecurity load_client_security(const std::string& token_file, const std::string& tls_ca_file, Role role) {
+  ClientSecurity s;
+  if (!token_file.empty()) {
+    const auto lines = token_lines(token_file);
+    if (lines.size() == 1 && lines[0].second.find(':') == std::string::npos) {
+      s.token = lines[0].second;
+      check_token(s.token, token_file, lines[0].first);
+    } else {
+      auto [worker, client] = role_tokens(token_file, false);
+      s.token = role == Role::kWorker ? worker : client;
+      if (s.token.empty())
+        throw Error(ErrorKind::kInvalidArgument, token_file + ": no '" + to_string(role) + ": TOKEN' line");
+    }
+  }
+  if (!tls_ca_file.empty()) s.tls_ca_pem = read_text(tls_ca_file, "TLS CA certificate");
+  return s;
+}
+
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const ServerSecurity& security) {
+  if (!security.tls()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options;
+  options.pem_key_cert_pairs.push_back({security.tls_key_pem, security.tls_cert_pem});
+  return grpc::SslServerCredentials(options);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const ClientSecurity& security) {
+  if (security.tls_ca_pem.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = security.tls_ca_pem;
+  return grpc::SslCredentials(options);
+}
+
+std::shared_ptr<grpc::Channel> make_channel(const std::string& address, const ClientSecurity& security) {
+  route_grpc_log();
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMessageLimit);
+  args.SetMaxSendMessageSize(kMessageLimit);
+  // Pings find a peer whose machine vanished without closing the connection.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  return grpc::CreateCustomChannel(address, channel_credentials(security), args);
+}
+
+void attach_token(grpc::ClientContext& context, const ClientSecurity& security) {
+  if (!security.token.empty()) context.AddMetadata("authorization", "Bearer " + security.token);
+}
+
+grpc::Status authorize(const grpc::ServerContextBase& context, Role role, const ServerSecurity& security,
+                       std::string_view rpc) {
+  const std::string& expected = role == Role::kWorker ? security.worker_token : security.client_token;
+  if (expected.empty()) return grpc::Status::OK;
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find("authorization");
+  std::string reason;
+  if (it == metadata.end()) {
+    reason = std::string("no token: this server requires a ") + to_string(role) + " token (--token-file)";
+  } else {
+    const std::string_view value(it->second.data(), it->second.size());
+    const std::string_view prefix = "Bearer ";
+    const std::string_view given = value.substr(0, prefix.size()) == prefix ? value.substr(prefix.size()) : "";
+    if (equal_constant_time(given, expected)) return grpc::Status::OK;
+    reason = std::string("wrong ") + to_string(role) + " token";
+  }
+  spdlog::warn("refused {} from {}: {}", rpc, context.peer(), reason);
+  return {grpc::StatusCode::UNAUTHENTICATED, reason};
+}
+
+Error status_error(const grpc::Status& status, const std::string& address, std::string_view what) {
+  std::string detail = status.error_message();
+  for (char& c : detail)
+    if (c == '\n' || c == '\r') c = ' ';
+  const std::string server = "the tuning server at " + address;
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE: {
+      std::string line = "cannot reach " + server + " (" + detail + ")";
+      const bool tls_hint = detail.find("SSL") != std::string::npos || detail.find("TLS") != std::string::npos ||
+                            detail.find("handshake") != std::string::npos ||
+                            detail.find("Socket closed") != std::string::npos ||
+                            detail.find("Connection reset") != std::string::npos;
+      if (tls_hint) line += "; if one side uses TLS and the other does not, or the CA (--tls-ca) does not match, "
+                            "this is how it fails";
+      return Error(ErrorKind::kIo, line);
+    }
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return Error(ErrorKind::kIo, server + " did not answer in time (" + detail + ")");
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return Error(ErrorKind::kInvalidArgument, server + " refused: " + detail);
+    case grpc::StatusCode::NOT_FOUND:
+      return Error(ErrorKind::kNotFound, detail);
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return Error(ErrorKind::kInvalidArgument, detail);
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return Error(ErrorKind::kUnsupported, detail);
+    default:
+      return Error(ErrorKind::kIo, server + " could not " + std::string(what) + ": " + detail);
+  }
+}
+
+}  // namespace ktune::rpc_runner

@@ -1,0 +1,171 @@
+// JobSpec's JSON form and validation.
+#include "rpc_runner/protocol/job_types.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "frontend/model_tasks.h"
+#include "schedule_space/task.h"
+#include "schedule_space/template_registry.h"
+#include "tuner/task_scheduler.h"
+#include "support/error.h"
+
+namespace ktune::rpc_runner {
+namespace {
+
+template <typename T>
+T field(const nlohmann::json& j, const char* name, T fallback) {
+  if (!j.contains(name)) return fallback;
+  const nlohmann::json& v = j.at(name);
+  // nlohmann converts with a plain cast: a float or an integer out of T's range would be
+  // undefined behaviour (1e72 as an int) or a silently wrapped value. Integers must fit.
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    const bool fits = v.is_number_unsigned()
+                          ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                          : v.is_number_integer() && v.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                                (std::is_unsigned_v<T> || v.get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max()));
+    if (!fits)
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string("job spec: field '") + name + "' must be an integer in the range of its type");
+  }
+  try {
+    return v.get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(ErrorKind::kInvalidArgument, std::string("job spec: field '") + name + "' has the wrong type");
+  }
+}
+
+void check_positive(double v, const char* what) {
+  if (!std::isfinite(v) || v <= 0)
+    throw Error(ErrorKind::kInvalidArgument, std::string(what) + " must be a finite number above 0");
+}
+
+}  // namespace
+
+nlohmann::json JobSpec::to_json() const {
+  const tuner::MeasureOptions& m = measure;
+  return {{"template", template_name},
+          {"args", args},
+          {"target", target},
+          {"device_key", device_key},
+          {"trials", trials},
+          {"tuner", tuner},
+          {"seed", seed},
+          {"batch_size", batch_size},
+          {"early_stopping", early_stopping},
+          {"xgb_features", xgb_features},
+          {"transfer", transfer},
+          {"measure",
+           {{"number", m.number},
+            {"repeat", m.repeat},
+            {"min_repeat_ms", m.min_repeat_ms},
+            {"build_timeout_s", m.build_timeout_s},
+            {"run_timeout_s", m.run_timeout_s},
+            {"cooldown_s", m.cooldown_s},
+            {"flush_cache", m.flush_cache},
+            {"check_correctness", m.check_correctness},
+            {"rtol", m.rtol},
+            {"atol", m.atol}}},
+          {"run_threads", run_threads},
+          {"data_seed", data_seed},
+          {"priority", priority},
+          {"owner", owner},
+          {"model", model},
+          {"strategy", strategy}};
+}
+
+std::string JobSpec::label() const {
+  if (is_model()) {
+    const size_t n = model.contains("tasks") && model["tasks"].is_array() ? model["tasks"].size() : 0;
+    const std::string name = model.contains("model") && model["model"].is_string() ? model["model"].get<std::string>() : "?";
+    return "model " + name + " (" + std::to_string(n) + " tasks)";
+  }
+  try {
+    return schedule_space::Task::create(template_name, args, schedule_space::TargetTraits{}).workload_key();
+  } catch (const Error&) {
+    return template_name;  // a template this build no longer has
+  }
+}
+
+JobSpec JobSpec::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw Error(ErrorKind::kInvalidArgument, "job spec: not a JSON object");
+  JobSpec s;
+  s.template_name = field<std::string>(j, "template", "");
+  s.args = field<std::map<std::string, std::string>>(j, "args", {});
+  s.target = field<std::string>(j, "target", s.target);
+  s.device_key = field<std::string>(j, "device_key", "");
+  s.trials = field<uint64_t>(j, "trials", s.trials);
+  s.tuner = field<std::string>(j, "tuner", s.tuner);
+  s.seed = field<uint64_t>(j, "seed", 0);
+  s.batch_size = field<uint64_t>(j, "batch_size", s.batch_size);
+  s.early_stopping = field<uint64_t>(j, "early_stopping", 0);
+  s.xgb_features = field<std::string>(j, "xgb_features", s.xgb_features);
+  s.transfer = field<bool>(j, "transfer", true);
+  const nlohmann::json m = j.contains("measure") ? j.at("measure") : nlohmann::json::object();
+  tuner::MeasureOptions& o = s.measure;
+  o.number = field<int>(m, "number", o.number);
+  o.repeat = field<int>(m, "repeat", o.repeat);
+  o.min_repeat_ms = field<double>(m, "min_repeat_ms", o.min_repeat_ms);
+  o.build_timeout_s = field<double>(m, "build_timeout_s", o.build_timeout_s);
+  o.run_timeout_s = field<double>(m, "run_timeout_s", o.run_timeout_s);
+  o.cooldown_s = field<double>(m, "cooldown_s", o.cooldown_s);
+  o.flush_cache = field<bool>(m, "flush_cache", o.flush_cache);
+  o.check_correctness = field<bool>(m, "check_correctness", o.check_correctness);
+  o.rtol = field<double>(m, "rtol", o.rtol);
+  o.atol = field<double>(m, "atol", o.atol);
+  s.run_threads = field<int>(j, "run_threads", 0);
+  s.data_seed = field<uint64_t>(j, "data_seed", 0);
+  s.priority = field<int>(j, "priority", 1);
+  s.owner = field<std::string>(j, "owner", "");
+  s.model = j.contains("model") ? j.at("model") : nlohmann::json();
+  s.strategy = field<std::string>(j, "strategy", s.strategy);
+  return s;
+}
+
+void JobSpec::validate() const {
+  if (device_key.empty()) throw Error(ErrorKind::kInvalidArgument, "a job needs a device key (--device-key)");
+  if (trials < 1 || trials > kMaxJobTrials)
+    throw Error(ErrorKind::kInvalidArgument,
+                "trials must be between 1 and " + std::to_string(kMaxJobTrials) + ", not " + std::to_string(trials));
+  if (priority < 1 || priority > kMaxJobPriority)
+    throw Error(ErrorKind::kInvalidArgument, "priority must be between 1 and " + std::to_string(kMaxJobPriority));
+  if (batch_size < 1 || batch_size > 4096)
+    throw Error(ErrorKind::kInvalidArgument, "batch size must be between 1 and 4096");
+  if (measure.number < 1 || measure.repeat < 1)
+    throw Error(ErrorKind::kInvalidArgument, "number and repeat must be at least 1");
+  check_positive(measure.build_timeout_s, "the build timeout");
+  check_positive(measure.run_timeout_s, "the run timeout");
+  if (!std::isfinite(measure.min_repeat_ms) || measure.min_repeat_ms < 0)
+    throw Error(ErrorKind::kInvalidArgument, "min_repeat_ms must be a finite number >= 0");
+  if (is_model()) {
+    if (!template_name.empty() || !args.empty())
+      throw Error(ErrorKind::kInvalidArgument, "a model job names no template (its tasks are in the model)");
+    tuner::TaskSchedulerOptions scheduler;
+    scheduler.strategy = strategy;
+    scheduler.trials = trials;
+    scheduler.batch_size = batch_size;
+    tuner::validate(scheduler);
+    // The tasks as this server's templates read them (any target: each device's is its own).
+    const frontend::ModelTasks tasks = frontend::tasks_from_json(model, schedule_space::TargetTraits{});
+    if (std::none_of(tasks.tasks.begin(), tasks.tasks.end(), [](const auto& t) { return t.tunable.has_value(); }))
+      throw Error(ErrorKind::kInvalidArgument, "model " + tasks.model + ": no task can be tuned with today's templates");
+  } else {
+    // Unknown template or argument: the registry's own message.
+    schedule_space::parse_workload_args(template_name, [&] {
+    std::vector<std::string> words;
+    for (const auto& [k, v] : args) words.push_back(k + "=" + v);
+    return words;
+  }());
+  }
+  tuner::SessionOptions session;
+  session.trials = trials;
+  session.tuner = tuner;
+  session.batch_size = batch_size;
+  session.xgb_features = xgb_features;
+  tuner::validate(session);
+}
+
+}  // namespace ktune::rpc_runner

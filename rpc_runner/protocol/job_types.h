@@ -1,0 +1,125 @@
+// Defines the plain data of the service's tuning jobs: JobSpec (what a client submits), JobStatus, JobEvent, and of its devices: WorkerInfo, DeviceInfo.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner/measure.h"
+#include "tuner/tuning_session.h"
+
+namespace ktune::rpc_runner {
+
+// Limits a job must respect (checked by validate()).
+inline constexpr uint64_t kMaxJobTrials = 10'000'000;
+inline constexpr int kMaxJobPriority = 100;
+
+// A tuning job: the workload, the devices to measure on, the search and how to measure.
+struct JobSpec {
+  std::string template_name;
+  std::map<std::string, std::string> args;  // key=value, as on the command line
+  std::string target = "host";              // "host" = the devices' own target
+  std::string device_key;
+  uint64_t trials = 64;
+  std::string tuner = "xgb";
+  uint64_t seed = 0;
+  uint64_t batch_size = 16;
+  uint64_t early_stopping = 0;
+  std::string xgb_features = "knob";
+  bool transfer = true;
+  tuner::MeasureOptions measure;
+  int run_threads = 0;       // threads of the kernels' parallel loops; 0 = the device's default
+  uint64_t data_seed = 0;
+  int priority = 1;          // share of the key's devices relative to other jobs
+  std::string owner;
+  // A model job: the model's tasks as frontend::to_json(ModelTasks) (the server rebuilds them
+  // for its devices' target), tuned under one budget of `trials`, `batch_size` trials per
+  // allocation. null: a one-workload job (template_name, args).
+  nlohmann::json model;
+  std::string strategy = "gradient";  // model jobs: the task scheduler (gradient or round_robin)
+
+  bool is_model() const { return !model.is_null(); }
+  // "model NAME (N tasks)" for a model job, else the workload key (template(args...)), or the
+  // template name when this build does not know it.
+  std::string label() const;
+
+  // Returns the spec as JSON (what the log's jobs table keeps).
+  nlohmann::json to_json() const;
+  // Inverse of to_json. Throws Error(kInvalidArgument) naming the bad field.
+  static JobSpec from_json(const nlohmann::json& j);
+  // Throws Error(kInvalidArgument), one clear line, for an unknown template or argument, a bad
+  // tuner, trials outside 1..kMaxJobTrials, priority outside 1..kMaxJobPriority, an empty
+  // device key, non-finite or non-positive timeouts; for a model job, a task list that does not
+  // read (frontend::tasks_from_json), no task today's templates take, a bad strategy.
+  void validate() const;
+};
+
+// A job as `ktune jobs` shows it.
+struct JobStatus {
+  uint64_t id = 0;
+  std::string state;       // queued, running, done, failed, cancelled
+  std::string workload;    // workload key (template(args...)), or "model NAME (N tasks)"
+  std::string device_key;
+  std::string target;      // resolved once a device of the key was seen; else the spec's
+  uint64_t trials = 0;
+  uint64_t done = 0;       // measured so far, across server restarts
+  double best_gflops = 0;
+  int devices = 0;         // workers of the key attached
+  int measuring = 0;       // this job's candidates on devices now
+  int priority = 1;
+  std::string owner;
+  std::string message;     // why it waits, or why it failed
+  std::string tuner;
+  double created_at = 0;
+  bool model = false;      // a model job (its events carry model reports)
+
+  bool finished() const { return state == "done" || state == "failed" || state == "cancelled"; }
+};
+
+// What a watcher of a job receives: the status, plus progress after a batch, plus the run's
+// summary (tuner::summary_json; a model job's tuner::model_summary_json) once the job is done.
+// A model job's events carry its latest tuner::to_json(ModelTuningReport) after the first
+// allocation (model_report_json), so a watcher redraws the per-task table.
+struct JobEvent {
+  JobStatus job;
+  std::optional<tuner::ProgressSnapshot> progress;
+  std::string summary_json;
+  std::string model_report_json;
+};
+
+// One attached worker as the pool knows it (what its hello said, plus the server's view).
+struct WorkerInfo {
+  std::string worker_id;  // assigned at attach, e.g. "w3"
+  std::string key;
+  std::string target;
+  int cores = 1;
+  int vector_bits = 0;
+  int slots = 1;          // candidates it takes at once
+  bool can_build = true;
+  bool emulated = false;  // under emulation (qemu): its timings are marked, never served as real
+  double peak_gflops = 0; // stated f32 peak; 0 = unknown
+  std::string description;
+  std::string peer;
+  // Filled by workers(): the pool's view.
+  int in_flight = 0;
+  uint64_t served = 0;
+};
+
+// One attached worker, as `ktune server devices` shows it.
+struct DeviceInfo {
+  std::string worker_id;  // assigned by the server at attach time, e.g. "w3"
+  std::string key;        // device key the worker registered with
+  std::string target;     // the device's codegen::Target string
+  int cores = 0;
+  std::string description;
+  std::string peer;       // the worker's network address as the server saw it
+  int slots = 0;          // candidates it takes at once
+  int in_flight = 0;      // candidates it measures now
+  uint64_t served = 0;    // results it returned
+  bool emulated = false;  // runs under emulation (qemu): its timings are marked as such
+};
+
+}  // namespace ktune::rpc_runner

@@ -1,0 +1,229 @@
+// Plain service types <-> protobuf messages.
+#include "rpc_runner/protocol/service_convert.h"
+
+#include "schedule_space/task.h"
+#include "support/error.h"
+#include "support/json_input.h"
+
+namespace ktune::rpc_runner {
+
+void to_proto(const schedule_space::Task& task, rpc::TaskSpec* out) {
+  out->set_template_name(task.template_name());
+  out->set_args_json(task.args_json().dump());
+  const schedule_space::TargetTraits& t = task.target();
+  out->set_target(t.key);
+  out->set_vector_bits(t.vector_bits);
+  out->set_cores(t.cores);
+  out->set_arch(t.arch);
+}
+
+void to_proto(const tuner::MeasureOptions& m, int run_threads, uint64_t data_seed, rpc::MeasureSpec* out) {
+  out->set_number(m.number);
+  out->set_repeat(m.repeat);
+  out->set_min_repeat_ms(m.min_repeat_ms);
+  out->set_cooldown_s(m.cooldown_s);
+  out->set_flush_cache(m.flush_cache);
+  out->set_check_correctness(m.check_correctness);
+  out->set_rtol(m.rtol);
+  out->set_atol(m.atol);
+  out->set_build_timeout_s(m.build_timeout_s);
+  out->set_run_timeout_s(m.run_timeout_s);
+  out->set_threads(run_threads);
+  out->set_data_seed(data_seed);
+}
+
+tuner::MeasureOptions from_proto(const rpc::MeasureSpec& m) {
+  tuner::MeasureOptions o;
+  o.number = m.number();
+  o.repeat = m.repeat();
+  o.min_repeat_ms = m.min_repeat_ms();
+  o.cooldown_s = m.cooldown_s();
+  o.flush_cache = m.flush_cache();
+  o.check_correctness = m.check_correctness();
+  o.rtol = m.rtol();
+  o.atol = m.atol();
+  o.build_timeout_s = m.build_timeout_s();
+  o.run_timeout_s = m.run_timeout_s();
+  return o;
+}
+
+tuner::MeasureResult from_proto(const rpc::CandidateResult& r) {
+  if (r.error_kind().empty())
+    return tuner::make_ok_result({r.costs().begin(), r.costs().end()}, r.build_s(), r.run_s());
+  ErrorKind kind = ErrorKind::kUnknown;
+  try {
+    kind = error_kind_from_string(r.error_kind());
+  } catch (const Error&) {
+  }
+  return tuner::make_error_result(kind, r.error_message(), r.build_s(), r.run_s());
+}
+
+void to_proto(const JobSpec& spec, rpc::JobSpec* out) {
+  out->set_protocol_version(kProtocolVersion);
+  out->set_template_name(spec.template_name);
+  out->set_args_json(nlohmann::json(spec.args).dump());
+  out->set_target(spec.target);
+  out->set_device_key(spec.device_key);
+  out->set_trials(spec.trials);
+  out->set_tuner(spec.tuner);
+  out->set_seed(spec.seed);
+  out->set_batch_size(spec.batch_size);
+  out->set_early_stopping(spec.early_stopping);
+  out->set_xgb_features(spec.xgb_features);
+  out->set_transfer(spec.transfer);
+  to_proto(spec.measure, spec.run_threads, spec.data_seed, out->mutable_measure());
+  out->set_priority(spec.priority);
+  out->set_owner(spec.owner);
+  if (spec.is_model()) out->set_model_json(spec.model.dump());
+  out->set_strategy(spec.strategy);
+}
+
+JobSpec from_proto(const rpc::JobSpec& in) {
+  JobSpec spec;
+  spec.template_name = in.template_name();
+  const auto args = parse_json_input(in.args_json(), "job spec args_json");
+  if (!args.is_object()) throw Error(ErrorKind::kInvalidArgument, "job spec: args_json is not a JSON object");
+  for (const auto& [k, v] : args.items()) {
+    if (v.is_string())
+      spec.args[k] = v.get<std::string>();
+    else if (v.is_number_integer())
+      spec.args[k] = std::to_string(v.get<int64_t>());
+    else
+      throw Error(ErrorKind::kInvalidArgument, "job spec: argument '" + k + "' is neither a string nor an integer");
+  }
+  spec.target = in.target().empty() ? "host" : in.target();
+  spec.device_key = in.device_key();
+  spec.trials = in.trials();
+  spec.tuner = in.tuner();
+  spec.seed = in.seed();
+  spec.batch_size = in.batch_size();
+  spec.early_stopping = in.early_stopping();
+  spec.xgb_features = in.xgb_features();
+  spec.transfer = in.transfer();
+  spec.measure = from_proto(in.measure());
+  spec.run_threads = in.measure().threads();
+  spec.data_seed = in.measure().data_seed();
+  spec.priority = in.priority();
+  spec.owner = in.owner();
+  if (!in.model_json().empty()) spec.model = parse_json_input(in.model_json(), "job spec model_json");
+  if (!in.strategy().empty()) spec.strategy = in.strategy();
+  return spec;
+}
+
+void to_proto(const JobStatus& s, rpc::JobInfo* out) {
+  out->set_id(s.id);
+  out->set_state(s.state);
+  out->set_workload(s.workload);
+  out->set_device_key(s.device_key);
+  out->set_target(s.target);
+  out->set_trials(s.trials);
+  out->set_done(s.done);
+  out->set_best_gflops(s.best_gflops);
+  out->set_devices(s.devices);
+  out->set_measuring(s.measuring);
+  out->set_priority(s.priority);
+  out->set_owner(s.owner);
+  out->set_message(s.message);
+  out->set_tuner(s.tuner);
+  out->set_created_at(s.created_at);
+  out->set_model(s.model);
+}
+
+JobStatus from_proto(const rpc::JobInfo& in) {
+  JobStatus s;
+  s.id = in.id();
+  s.state = in.state();
+  s.workload = in.workload();
+  s.device_key = in.device_key();
+  s.target = in.target();
+  s.trials = in.trials();
+  s.done = in.done();
+  s.best_gflops = in.best_gflops();
+  s.devices = in.devices();
+  s.measuring = in.measuring();
+  s.priority = in.priority();
+  s.owner = in.owner();
+  s.message = in.message();
+  s.tuner = in.tuner();
+  s.created_at = in.created_at();
+  s.model = in.model();
+  return s;
+}
+
+void to_proto(const tuner::ProgressSnapshot& p, rpc::Progress* out) {
+  out->set_done(p.done);
+  out->set_total(p.total);
+  out->set_ok(p.ok);
+  for (const auto& [kind, n] : p.errors) (*out->mutable_errors())[std::string(to_string(kind))] = n;
+  out->set_best_gflops(p.best_gflops);
+  out->set_elapsed_s(p.elapsed_s);
+  out->set_eta_s(p.eta_s);
+  out->set_has_rank_correlation(p.rank_correlation.has_value());
+  out->set_rank_correlation(p.rank_correlation.value_or(0));
+}
+
+tuner::ProgressSnapshot from_proto(const rpc::Progress& in) {
+  tuner::ProgressSnapshot p;
+  p.done = in.done();
+  p.total = in.total();
+  p.ok = in.ok();
+  for (const auto& [name, n] : in.errors()) {
+    ErrorKind kind = ErrorKind::kUnknown;
+    try {
+      kind = error_kind_from_string(name);
+    } catch (const Error&) {
+    }
+    p.errors[kind] += n;
+  }
+  p.best_gflops = in.best_gflops();
+  p.elapsed_s = in.elapsed_s();
+  p.eta_s = in.eta_s();
+  if (in.has_rank_correlation()) p.rank_correlation = in.rank_correlation();
+  return p;
+}
+
+void to_proto(const JobEvent& e, rpc::JobEvent* out) {
+  to_proto(e.job, out->mutable_job());
+  if (e.progress) to_proto(*e.progress, out->mutable_progress());
+  out->set_summary_json(e.summary_json);
+  out->set_model_report_json(e.model_report_json);
+}
+
+JobEvent from_proto(const rpc::JobEvent& in) {
+  JobEvent e;
+  e.job = from_proto(in.job());
+  if (in.has_progress()) e.progress = from_proto(in.progress());
+  e.summary_json = in.summary_json();
+  e.model_report_json = in.model_report_json();
+  return e;
+}
+
+void to_proto(const WorkerInfo& w, rpc::Device* out) {
+  out->set_worker_id(w.worker_id);
+  out->set_key(w.key);
+  out->set_target(w.target);
+  out->set_cores(w.cores);
+  out->set_description(w.description);
+  out->set_peer(w.peer);
+  out->set_slots(w.slots);
+  out->set_in_flight(w.in_flight);
+  out->set_served(w.served);
+  out->set_emulated(w.emulated);
+}
+
+DeviceInfo from_proto(const rpc::Device& d) {
+  DeviceInfo out;
+  out.worker_id = d.worker_id();
+  out.key = d.key();
+  out.target = d.target();
+  out.cores = d.cores();
+  out.emulated = d.emulated();
+  out.description = d.description();
+  out.peer = d.peer();
+  out.slots = d.slots();
+  out.in_flight = d.in_flight();
+  out.served = d.served();
+  return out;
+}
+
+}  // namespace ktune::rpc_runner

@@ -1,0 +1,37 @@
+// Declares the conversions between the service's plain types (job_types.h: jobs, devices; tasks and measurement settings) and their protobuf messages.
+#pragma once
+
+#include "rpc_runner/protocol/job_types.h"
+#include "rpc_runner/protocol/ktune.pb.h"
+#include "rpc_runner/protocol/service_protocol.h"
+#include "schedule_space/task.h"
+#include "tuner/measure.h"
+
+namespace ktune::rpc_runner {
+
+void to_proto(const JobSpec& spec, rpc::JobSpec* out);
+// Throws Error(kInvalidArgument) for arguments that are not a JSON object of strings/numbers.
+JobSpec from_proto(const rpc::JobSpec& spec);
+
+void to_proto(const JobStatus& status, rpc::JobInfo* out);
+JobStatus from_proto(const rpc::JobInfo& info);
+
+void to_proto(const tuner::ProgressSnapshot& progress, rpc::Progress* out);
+tuner::ProgressSnapshot from_proto(const rpc::Progress& progress);
+
+void to_proto(const JobEvent& event, rpc::JobEvent* out);
+JobEvent from_proto(const rpc::JobEvent& event);
+
+void to_proto(const WorkerInfo& worker, rpc::Device* out);
+DeviceInfo from_proto(const rpc::Device& device);
+
+// The proto TaskSpec of a task (what a worker needs to rebuild it exactly).
+void to_proto(const schedule_space::Task& task, rpc::TaskSpec* out);
+// The proto MeasureSpec of measurement options, and back (threads and seed are the spec's own).
+void to_proto(const tuner::MeasureOptions& m, int run_threads, uint64_t data_seed, rpc::MeasureSpec* out);
+tuner::MeasureOptions from_proto(const rpc::MeasureSpec& m);
+// A worker's result as a MeasureResult (an unknown error kind becomes kUnknown).
+tuner::MeasureResult from_proto(const rpc::CandidateResult& r);
+
+
+}  // namespace ktune::rpc_runner

@@ -1,0 +1,178 @@
+// Runner requests and replies as protobuf messages (rpc_runner/proto/runner.proto), and
+// length-prefixed framing over a socket.
+#include "rpc_runner/runner/runner_protocol.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "rpc_runner/runner/runner.pb.h"
+
+namespace ktune::rpc_runner {
+namespace {
+
+constexpr uint64_t kMaxFrame = uint64_t{1} << 32;  // 4 GiB: far above any artifact
+
+template <class Message>
+std::vector<uint8_t> to_bytes(const Message& m) {
+  std::vector<uint8_t> out(m.ByteSizeLong());
+  if (!out.empty() && !m.SerializeToArray(out.data(), static_cast<int>(out.size())))
+    throw Error(ErrorKind::kIo, "runner message: cannot serialize");
+  return out;
+}
+
+template <class Message>
+Message from_bytes(const std::vector<uint8_t>& bytes, const char* what) {
+  Message m;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw Error(ErrorKind::kIo, std::string("runner message: malformed ") + what);
+  return m;
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode(const Request& r) {
+  rpc::RunnerRequest m;
+  m.set_protocol_version(kRunnerProtocolVersion);
+  m.set_type(r.type == RequestType::kReference ? rpc::RunnerRequest::REFERENCE : rpc::RunnerRequest::MEASURE);
+  m.set_reference_key(r.reference_key);
+  m.set_artifact(r.artifact.data(), r.artifact.size());
+  m.set_data_seed(r.data_seed);
+  const TimingOptions& t = r.timing;
+  rpc::RunnerTiming* timing = m.mutable_timing();
+  timing->set_number(t.number);
+  timing->set_repeat(t.repeat);
+  timing->set_min_repeat_ms(t.min_repeat_ms);
+  timing->set_cooldown_s(t.cooldown_s);
+  timing->set_flush_cache(t.flush_cache);
+  timing->set_check_correctness(t.check_correctness);
+  timing->set_rtol(t.rtol);
+  timing->set_atol(t.atol);
+  timing->set_threads(t.threads);
+  return to_bytes(m);
+}
+
+Request decode_request(const std::vector<uint8_t>& bytes) {
+  const auto m = from_bytes<rpc::RunnerRequest>(bytes, "request");
+  if (m.protocol_version() != kRunnerProtocolVersion)
+    throw Error(ErrorKind::kIo, "runner message: protocol version " + std::to_string(m.protocol_version()) +
+                                    ", this runner speaks version " + std::to_string(kRunnerProtocolVersion));
+  Request r;
+  if (m.type() == rpc::RunnerRequest::REFERENCE)
+    r.type = RequestType::kReference;
+  else if (m.type() == rpc::RunnerRequest::MEASURE)
+    r.type = RequestType::kMeasure;
+  else
+    throw Error(ErrorKind::kIo, "runner message: bad request type");
+  r.reference_key = m.reference_key();
+  r.artifact.assign(m.artifact().begin(), m.artifact().end());
+  r.data_seed = m.data_seed();
+  const rpc::RunnerTiming& in = m.timing();
+  TimingOptions& t = r.timing;
+  t.number = in.number();
+  t.repeat = in.repeat();
+  t.min_repeat_ms = in.min_repeat_ms();
+  t.cooldown_s = in.cooldown_s();
+  t.flush_cache = in.flush_cache();
+  t.check_correctness = in.check_correctness();
+  t.rtol = in.rtol();
+  t.atol = in.atol();
+  t.threads = in.threads();
+  return r;
+}
+
+std::vector<uint8_t> encode(const Reply& r) {
+  rpc::RunnerReply m;
+  if (r.error) m.set_error_kind(std::string(to_string(*r.error)));
+  m.set_message(r.message);
+  for (double c : r.costs) m.add_costs(c);
+  return to_bytes(m);
+}
+
+Reply decode_reply(const std::vector<uint8_t>& bytes) {
+  const auto m = from_bytes<rpc::RunnerReply>(bytes, "reply");
+  Reply r;
+  if (!m.error_kind().empty()) {
+    try {
+      r.error = error_kind_from_string(m.error_kind());
+    } catch (const Error&) {
+      throw Error(ErrorKind::kIo, "runner message: bad error kind '" + m.error_kind() + "'");
+    }
+  }
+  r.message = m.message();
+  r.costs.assign(m.costs().begin(), m.costs().end());
+  return r;
+}
+
+void write_frame(int fd, const std::vector<uint8_t>& bytes) {
+  uint64_t n = bytes.size();
+  auto put = [fd](const uint8_t* p, size_t len) {
+    while (len > 0) {
+      ssize_t k = ::send(fd, p, len, MSG_NOSIGNAL);
+      if (k < 0 && errno == ENOTSOCK) k = ::write(fd, p, len);
+      if (k < 0) {
+        if (errno == EINTR) continue;
+        throw Error(ErrorKind::kIo, std::string("runner pipe write: ") + std::strerror(errno));
+      }
+      p += k;
+      len -= static_cast<size_t>(k);
+    }
+  };
+  uint8_t prefix[8];  // the length, little-endian whatever the host
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<uint8_t>(n >> (8 * i));
+  put(prefix, sizeof prefix);
+  put(bytes.data(), bytes.size());
+}
+
+std::optional<std::vector<uint8_t>> read_frame(int fd, double deadline_ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  // Returns bytes read; 0 only on EOF.
+  auto get = [&](uint8_t* p, size_t len) -> size_t {
+    size_t got = 0;
+    while (got < len) {
+      if (deadline_ms >= 0) {
+        double left = deadline_ms - std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        if (left <= 0) throw Error(ErrorKind::kRunTimeout, "runner reply timed out");
+        pollfd pfd{fd, POLLIN, 0};
+        int rc = ::poll(&pfd, 1, static_cast<int>(left) + 1);
+        if (rc < 0 && errno != EINTR)
+          throw Error(ErrorKind::kIo, std::string("runner pipe poll: ") + std::strerror(errno));
+        if (rc <= 0) continue;
+      }
+      ssize_t k = ::read(fd, p + got, len - got);
+      if (k < 0) {
+        if (errno == EINTR) continue;
+        throw Error(ErrorKind::kIo, std::string("runner pipe read: ") + std::strerror(errno));
+      }
+      if (k == 0) return got;
+      got += static_cast<size_t>(k);
+    }
+    return got;
+  };
+  uint8_t prefix[8];
+  size_t got = get(prefix, sizeof prefix);
+  if (got == 0) return std::nullopt;
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t{prefix[i]} << (8 * i);
+  if (got < sizeof prefix || n > kMaxFrame) throw Error(ErrorKind::kIo, "runner pipe: broken frame");
+  // Grown as the bytes arrive (1 MiB at a time): a corrupt length must not allocate and zero up to
+  // 4 GiB before the first byte of the body is read (found by fuzz/runner_protocol_fuzz).
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  std::vector<uint8_t> bytes;
+  while (bytes.size() < n) {
+    const size_t have = bytes.size();
+    const auto want = static_cast<size_t>(std::min<uint64_t>(n - have, kChunk));
+    bytes.resize(have + want);
+    if (get(bytes.data() + have, want) < want) throw Error(ErrorKind::kIo, "runner pipe: truncated frame");
+  }
+  return bytes;
+}
+
+}  // namespace ktune::rpc_runner

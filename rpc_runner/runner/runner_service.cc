@@ -1,0 +1,301 @@
+// The ktune-runner child: runs one candidate kernel at a time in its own address space.
+#include "rpc_runner/runner/runner_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "codegen/artifact.h"
+#include "codegen/generated_call.h"
+#include "codegen/runtime.h"
+#include "codegen/shared_object.h"
+#include "rpc_runner/runner/runner_protocol.h"
+
+namespace ktune::rpc_runner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A 64-byte aligned byte buffer (the kernel ABI's alignment).
+struct Buffer {
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> data;
+  size_t bytes = 0;
+
+  explicit Buffer(size_t n) : bytes(n) {
+    size_t rounded = std::max<size_t>(64, (n + 63) / 64 * 64);
+    data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
+    if (!data) throw Error(ErrorKind::kRun, "out of memory allocating " + std::to_string(n) + " bytes");
+  }
+};
+
+template <typename T>
+void fill_typed(Buffer& b, std::mt19937_64& rng, bool floating) {
+  T* p = reinterpret_cast<T*>(b.data.get());
+  size_t n = b.bytes / sizeof(T);
+  if (floating) {
+    std::uniform_real_distribution<double> d(-1.0, 1.0);
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(d(rng));
+  } else {
+    std::uniform_int_distribution<int> d(0, 15);
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(d(rng));
+  }
+}
+
+// Inputs depend only on the seed, the position and the arg's dtype/size, so the reference and
+// every candidate of a task see the same data.
+void fill_input(Buffer& b, const std::string& dtype, uint64_t seed, size_t position) {
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + position + 1);
+  if (dtype == "float32") return fill_typed<float>(b, rng, true);
+  if (dtype == "float64") return fill_typed<double>(b, rng, true);
+  if (dtype == "int32") return fill_typed<int32_t>(b, rng, false);
+  if (dtype == "int64") return fill_typed<int64_t>(b, rng, false);
+  if (dtype == "int16") return fill_typed<int16_t>(b, rng, false);
+  if (dtype == "int8") return fill_typed<int8_t>(b, rng, false);
+  if (dtype == "uint8" || dtype == "bool") return fill_typed<uint8_t>(b, rng, false);
+  if (dtype == "uint32") return fill_typed<uint32_t>(b, rng, false);
+  throw Error(ErrorKind::kUnknown, "runner: unsupported dtype " + dtype);
+}
+
+struct Workspace {
+  codegen::Artifact artifact;
+  std::vector<Buffer> buffers;
+  std::vector<void*> args;
+};
+
+Workspace prepare(const std::vector<uint8_t>& blob, uint64_t seed) {
+  Workspace ws;
+  ws.artifact = codegen::Artifact::deserialize(blob);
+  for (size_t i = 0; i < ws.artifact.signature.size(); ++i) {
+    const auto& spec = ws.artifact.signature[i];
+    ws.buffers.emplace_back(static_cast<size_t>(spec.num_elements() * spec.element_bytes()));
+    Buffer& b = ws.buffers.back();
+    if (spec.is_output)
+      std::memset(b.data.get(), 0xFF, b.bytes);  // NaN / -1: an unwritten output is caught
+    else
+      fill_input(b, spec.dtype, seed, i);
+    ws.args.push_back(b.data.get());
+  }
+  return ws;
+}
+
+struct Reference {
+  std::vector<codegen::ArgSpec> signature;
+  std::vector<std::vector<uint8_t>> outputs;  // one per output arg, in signature order
+};
+
+// Floating outputs: |got - ref| <= atol + rtol * (|ref| + rms(ref)). The rms term scales the
+// tolerance to the output as a whole: a reduction summed in another order (a reordered or
+// split reduction axis) differs by rounding that grows with the output's magnitude, not with
+// the element's, so an element that happens to sum to nearly zero must not fail on it. A real
+// indexing bug errs by the order of the values themselves and still fails.
+template <typename T>
+std::string compare_typed(const uint8_t* got_raw, const uint8_t* ref_raw, size_t bytes,
+                          double rtol, double atol, bool floating) {
+  const T* got = reinterpret_cast<const T*>(got_raw);
+  const T* ref = reinterpret_cast<const T*>(ref_raw);
+  size_t n = bytes / sizeof(T);
+  double sum_squares = 0;
+  size_t finite = 0;
+  for (size_t i = 0; floating && i < n; ++i) {
+    double r = static_cast<double>(ref[i]);
+    if (std::isfinite(r)) sum_squares += r * r, ++finite;
+  }
+  const double rms = finite > 0 ? std::sqrt(sum_squares / static_cast<double>(finite)) : 0;
+  for (size_t i = 0; i < n; ++i) {
+    double g = static_cast<double>(got[i]), r = static_cast<double>(ref[i]);
+    bool ok = floating ? (std::isfinite(g) || !std::isfinite(r)) &&
+                             std::fabs(g - r) <= atol + rtol * (std::fabs(r) + rms)
+                       : got[i] == ref[i];
+    if (!ok)
+      return "element " + std::to_string(i) + ": got " + std::to_string(g) + ", expected " +
+             std::to_string(r) + " (output rms " + std::to_string(rms) + ")";
+  }
+  return "";
+}
+
+// Returns "" when equal within tolerance, else where they first differ.
+std::string compare(const std::string& dtype, const Buffer& got, const std::vector<uint8_t>& ref,
+                    double rtol, double atol) {
+  if (got.bytes != ref.size()) return "output size differs from the reference";
+  if (dtype == "float32") return compare_typed<float>(got.data.get(), ref.data(), ref.size(), rtol, atol, true);
+  if (dtype == "float64") return compare_typed<double>(got.data.get(), ref.data(), ref.size(), rtol, atol, true);
+  if (std::memcmp(got.data.get(), ref.data(), ref.size()) == 0) return "";
+  return "integer output differs from the reference";
+}
+
+class Service {
+ public:
+  explicit Service(const KernelLoader& loader) : loader_(loader) {}
+
+  Reply handle(const Request& request) {
+    Reply reply;
+    try {
+      if (request.type == RequestType::kReference)
+        load_reference(request);
+      else
+        reply.costs = measure(request);
+    } catch (const Error& e) {
+      reply.error = e.kind();
+      reply.message = e.what();
+    } catch (const std::exception& e) {
+      reply.error = ErrorKind::kUnknown;
+      reply.message = e.what();
+    }
+    return reply;
+  }
+
+ private:
+  LoadedKernel load(const codegen::Artifact& artifact) const {
+    try {
+      return loader_(artifact);
+    } catch (const Error& e) {
+      // Code for another architecture is the device's answer, not a broken kernel.
+      if (e.kind() == ErrorKind::kUnsupported) throw;
+      throw Error(ErrorKind::kBuild, std::string("cannot load kernel: ") + e.what());
+    }
+  }
+
+  void load_reference(const Request& request) {
+    Workspace ws = prepare(request.artifact, request.data_seed);
+    LoadedKernel kernel = load(ws.artifact);
+    int32_t status = codegen::call_generated(kernel.fn, ws.args.data());
+    if (status != 0)
+      throw Error(ErrorKind::kRun, "reference kernel returned " + std::to_string(status));
+    Reference ref;
+    ref.signature = ws.artifact.signature;
+    for (size_t i = 0; i < ws.buffers.size(); ++i) {
+      if (!ref.signature[i].is_output) continue;
+      const Buffer& b = ws.buffers[i];
+      ref.outputs.emplace_back(b.data.get(), b.data.get() + b.bytes);
+    }
+    references_[request.reference_key] = std::move(ref);
+  }
+
+  std::vector<double> measure(const Request& request) {
+    const TimingOptions& t = request.timing;
+    if (t.threads > 0) codegen::set_num_threads(t.threads);
+    Workspace ws = prepare(request.artifact, request.data_seed);
+    LoadedKernel kernel = load(ws.artifact);
+
+    // One checked run first; it also warms the caches and the code.
+    auto run_once = [&] {
+      int32_t status = codegen::call_generated(kernel.fn, ws.args.data());
+      if (status != 0) throw Error(ErrorKind::kRun, "kernel returned status " + std::to_string(status));
+    };
+    run_once();
+    if (t.check_correctness) check(request, ws);
+
+    int number = std::max(1, t.number);
+    auto time_runs = [&](int runs) {
+      double total = 0;
+      if (t.flush_cache) {
+        for (int i = 0; i < runs; ++i) {
+          flush();
+          auto s = Clock::now();
+          run_once();
+          total += std::chrono::duration<double>(Clock::now() - s).count();
+        }
+      } else {
+        auto s = Clock::now();
+        for (int i = 0; i < runs; ++i) run_once();
+        total = std::chrono::duration<double>(Clock::now() - s).count();
+      }
+      return total;
+    };
+    if (t.min_repeat_ms > 0) {
+      // Grow `number` until one timing lasts min_repeat_ms (TVM's rule: at least x1.618).
+      for (int guard = 0; guard < 64; ++guard) {
+        double ms = time_runs(number) * 1e3;
+        if (ms >= t.min_repeat_ms) break;
+        double per_run = std::max(ms / number, 1e-6);
+        number = std::max(static_cast<int>(std::ceil(t.min_repeat_ms / per_run)),
+                          static_cast<int>(std::ceil(number * 1.618)));
+      }
+    }
+    std::vector<double> costs;
+    for (int r = 0; r < std::max(1, t.repeat); ++r) {
+      if (r > 0 && t.cooldown_s > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double>(t.cooldown_s));
+      costs.push_back(time_runs(number) / number);
+    }
+    return costs;
+  }
+
+  void check(const Request& request, const Workspace& ws) const {
+    auto it = references_.find(request.reference_key);
+    if (it == references_.end())
+      throw Error(ErrorKind::kUnknown, "no reference for " + request.reference_key);
+    const Reference& ref = it->second;
+    if (ref.signature != ws.artifact.signature)
+      throw Error(ErrorKind::kWrongAnswer, "signature differs from the reference");
+    size_t out = 0;
+    for (size_t i = 0; i < ws.buffers.size(); ++i) {
+      if (!ref.signature[i].is_output) continue;
+      std::string diff = compare(ref.signature[i].dtype, ws.buffers[i], ref.outputs[out++],
+                                 request.timing.rtol, request.timing.atol);
+      if (!diff.empty())
+        throw Error(ErrorKind::kWrongAnswer, "output " + std::to_string(i) + " " + diff);
+    }
+  }
+
+  // Evicts the data caches by writing a buffer larger than the last-level cache.
+  void flush() {
+    constexpr size_t kFlushBytes = size_t{64} << 20;
+    if (flush_.empty()) flush_.resize(kFlushBytes);
+    ++flush_round_;
+    for (size_t i = 0; i < flush_.size(); i += 64) flush_[i] = static_cast<uint8_t>(flush_round_ + i);
+  }
+
+  const KernelLoader& loader_;
+  std::map<std::string, Reference> references_;
+  std::vector<uint8_t> flush_;
+  uint8_t flush_round_ = 0;
+};
+
+}  // namespace
+
+KernelLoader make_kernel_loader(KernelLoader jit) {
+  return [jit = std::move(jit)](const codegen::Artifact& artifact) {
+    if (codegen::is_shared_object(artifact.object) || !jit) {
+      auto kernel = std::make_shared<codegen::SharedKernel>(codegen::SharedKernel::load(artifact));
+      return LoadedKernel{kernel->entry(), kernel};
+    }
+    return jit(artifact);
+  };
+}
+
+int serve(int fd, const KernelLoader& load) {
+  Service service(load);
+  for (;;) {
+    std::optional<std::vector<uint8_t>> frame;
+    Request request;
+    try {
+      frame = read_frame(fd);
+      if (!frame) return 0;
+      request = decode_request(*frame);
+    } catch (const std::exception& e) {
+      spdlog::error("ktune-runner: {}", e.what());
+      return 2;
+    }
+    Reply reply = service.handle(request);
+    try {
+      write_frame(fd, encode(reply));
+    } catch (const std::exception& e) {
+      spdlog::error("ktune-runner: {}", e.what());
+      return 2;
+    }
+  }
+}
+
+}  // namespace ktune::rpc_runner

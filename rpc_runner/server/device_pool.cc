@@ -1,0 +1,226 @@
+// The fleet of a tuning server: worker registry, stride-scheduled candidate queues, requeue on loss.
+#include "rpc_runner/server/device_pool.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <spdlog/spdlog.h>
+
+#include "support/error.h"
+
+namespace ktune::rpc_runner {
+
+DevicePool::DevicePool(double heartbeat_timeout_s) : heartbeat_timeout_s_(heartbeat_timeout_s) {}
+
+std::string DevicePool::attach(WorkerInfo info, Sender send, Closer close) {
+  std::lock_guard lock(mu_);
+  info.worker_id = "w" + std::to_string(next_worker_++);
+  info.slots = std::max(info.slots, 1);
+  const std::string id = info.worker_id;
+  Worker& w = workers_[id];
+  w.info = std::move(info);
+  w.send = std::move(send);
+  w.close = std::move(close);
+  w.last_seen = Clock::now();
+  attached_cv_.notify_all();
+  dispatch();
+  return id;
+}
+
+void DevicePool::detach(const std::string& worker_id, const std::string& reason) {
+  std::lock_guard lock(mu_);
+  auto it = workers_.find(worker_id);
+  if (it != workers_.end()) remove(it, reason);
+}
+
+void DevicePool::remove(std::map<std::string, Worker>::iterator it, const std::string& reason) {
+  Worker& w = it->second;
+  size_t requeued = 0;
+  // Back to the front of their queues, oldest candidate first, so order is kept.
+  for (auto c = w.in_flight.rbegin(); c != w.in_flight.rend(); ++c) {
+    auto job = jobs_.find(c->second.job_id);
+    if (job == jobs_.end()) continue;
+    --job->second.in_flight;
+    job->second.queue.push_front(std::move(c->second));
+    ++requeued;
+  }
+  spdlog::info("worker {} (key {}, {}) detached: {}{}", w.info.worker_id, w.info.key, w.info.peer, reason,
+               requeued ? "; " + std::to_string(requeued) + " candidate(s) go back to the queue" : "");
+  workers_.erase(it);
+  dispatch();
+}
+
+void DevicePool::touch(const std::string& worker_id) {
+  std::lock_guard lock(mu_);
+  auto it = workers_.find(worker_id);
+  if (it != workers_.end()) it->second.last_seen = Clock::now();
+}
+
+bool DevicePool::complete(const std::string& worker_id, rpc::CandidateResult result) {
+  Pending done;
+  WorkerInfo info;
+  {
+    std::lock_guard lock(mu_);
+    auto it = workers_.find(worker_id);
+    if (it == workers_.end()) return false;
+    Worker& w = it->second;
+    w.last_seen = Clock::now();
+    auto c = w.in_flight.find(result.id());
+    if (c == w.in_flight.end()) return false;
+    done = std::move(c->second);
+    w.in_flight.erase(c);
+    ++w.info.served;
+    info = w.info;
+    auto job = jobs_.find(done.job_id);
+    if (job == jobs_.end()) {
+      dispatch();
+      return false;  // the job ended meanwhile
+    }
+    --job->second.in_flight;
+    dispatch();
+  }
+  // Outside the lock: the job's callback takes its own lock and may submit more.
+  done.done(info, std::move(result));
+  return true;
+}
+
+std::vector<std::string> DevicePool::expire() {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> gone;
+  const auto limit = Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(heartbeat_timeout_s_));
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    auto next = std::next(it);
+    if (it->second.last_seen < limit) {
+      gone.push_back(it->first);
+      Closer close = it->second.close;
+      const std::string reason = "no heartbeat for " + std::to_string(static_cast<int>(heartbeat_timeout_s_)) + " s";
+      remove(it, reason);
+      if (close) close(reason);
+    }
+    it = next;
+  }
+  return gone;
+}
+
+void DevicePool::open_job(uint64_t job_id, const std::string& key, int priority) {
+  std::lock_guard lock(mu_);
+  Job& job = jobs_[job_id];
+  job.key = key;
+  job.priority = std::max(priority, 1);
+  // A job that joins starts level with the busiest of its key, so it neither waits behind the
+  // others' history nor bursts ahead of them.
+  double floor = std::numeric_limits<double>::max();
+  for (const auto& [id, other] : jobs_)
+    if (id != job_id && other.key == key) floor = std::min(floor, other.pass);
+  if (floor != std::numeric_limits<double>::max()) job.pass = std::max(job.pass, floor);
+}
+
+void DevicePool::close_job(uint64_t job_id) {
+  std::lock_guard lock(mu_);
+  jobs_.erase(job_id);
+}
+
+void DevicePool::submit(uint64_t job_id, rpc::Candidate candidate, ResultCallback done) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) throw Error(ErrorKind::kInternal, "candidate for job " + std::to_string(job_id) + " that is not open");
+  candidate.set_id(next_candidate_++);
+  it->second.queue.push_back(Pending{job_id, std::move(candidate), std::move(done)});
+  dispatch();
+}
+
+DevicePool::Job* DevicePool::next_job(const std::string& key, bool can_build, uint64_t* job_id) {
+  Job* best = nullptr;
+  for (auto& [id, job] : jobs_) {
+    if (job.key != key || job.queue.empty()) continue;
+    // A device that cannot build only takes candidates that come with their kernel.
+    if (!can_build && job.queue.front().candidate.artifact().empty()) continue;
+    if (best == nullptr || job.pass < best->pass) {
+      best = &job;
+      *job_id = id;
+    }
+  }
+  return best;
+}
+
+void DevicePool::dispatch() {
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    // Least-loaded workers first, so a batch spreads over the fleet.
+    std::vector<Worker*> order;
+    for (auto& [id, w] : workers_)
+      if (static_cast<int>(w.in_flight.size()) < w.info.slots) order.push_back(&w);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Worker* a, const Worker* b) { return a->in_flight.size() < b->in_flight.size(); });
+    for (Worker* w : order) {
+      uint64_t job_id = 0;
+      Job* job = next_job(w->info.key, w->info.can_build, &job_id);
+      if (job == nullptr) continue;
+      Pending p = std::move(job->queue.front());
+      job->queue.pop_front();
+      job->pass += 1.0 / job->priority;
+      ++job->in_flight;
+      const uint64_t id = p.candidate.id();
+      w->send(p.candidate);
+      w->in_flight.emplace(id, std::move(p));
+      progress = true;
+    }
+  }
+}
+
+std::vector<WorkerInfo> DevicePool::workers() const {
+  std::lock_guard lock(mu_);
+  std::vector<WorkerInfo> out;
+  for (const auto& [id, w] : workers_) {
+    WorkerInfo info = w.info;
+    info.in_flight = static_cast<int>(w.in_flight.size());
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+int DevicePool::workers_of(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  int n = 0;
+  for (const auto& [id, w] : workers_) n += w.info.key == key;
+  return n;
+}
+
+bool DevicePool::needs_kernels(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, w] : workers_)
+    if (w.info.key == key && !w.info.can_build) return true;
+  return false;
+}
+
+bool DevicePool::all_emulated(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  bool any = false;
+  for (const auto& [id, w] : workers_) {
+    if (w.info.key != key) continue;
+    if (!w.info.emulated) return false;
+    any = true;
+  }
+  return any;
+}
+
+int DevicePool::measuring(uint64_t job_id) const {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? 0 : it->second.in_flight;
+}
+
+std::optional<WorkerInfo> DevicePool::wait_for_worker(const std::string& key,
+                                                      const std::function<bool()>& stop) const {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    for (const auto& [id, w] : workers_)
+      if (w.info.key == key) return w.info;
+    if (stop && stop()) return std::nullopt;
+    attached_cv_.wait_for(lock, std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace ktune::rpc_runner

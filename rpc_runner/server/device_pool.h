@@ -1,0 +1,118 @@
+// Defines DevicePool: a tuning server's attached device workers and the fair queue of candidates they measure.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rpc_runner/protocol/job_types.h"
+#include "rpc_runner/protocol/ktune.pb.h"
+
+namespace ktune::rpc_runner {
+
+// Called once per candidate with the worker that measured it and its result. Runs on a server
+// thread without the pool's lock held; must not block.
+using ResultCallback = std::function<void(const WorkerInfo& worker, rpc::CandidateResult result)>;
+
+// The fleet of one server. Workers attach with a key; jobs open a queue on a key and submit
+// candidates; a worker with a free slot gets the next candidate of the key's jobs chosen by
+// stride scheduling (each job advances by 1/priority per candidate dispatched, the job that is
+// furthest behind goes next), so no job starves and a job of priority 2 gets twice the share of
+// one of priority 1. A worker that detaches (stream broken, heartbeat timeout) hands its
+// in-flight candidates back to the front of their jobs' queues; a result that arrives from a
+// worker for a candidate it no longer holds is dropped, so each candidate completes once.
+// Candidates wait for a worker for as long as it takes: time in the queue is never a timeout.
+// Thread-safe. Lock order: the pool's lock, then whatever a Sender or closer takes.
+class DevicePool {
+ public:
+  // Writes a candidate to the worker's stream; must not block (queue it).
+  using Sender = std::function<void(const rpc::Candidate&)>;
+  // Ends the worker's stream with the reason; must not block.
+  using Closer = std::function<void(const std::string& reason)>;
+
+  // heartbeat_timeout_s: a worker silent for longer is detached by expire().
+  explicit DevicePool(double heartbeat_timeout_s = 15);
+
+  // Registers a worker (info.worker_id is assigned); returns its id. Candidates waiting for the
+  // key are dispatched to it at once.
+  std::string attach(WorkerInfo info, Sender send, Closer close);
+  // Removes the worker and requeues its in-flight candidates. Unknown ids are ignored.
+  void detach(const std::string& worker_id, const std::string& reason);
+  // Notes that the worker is alive (any message counts).
+  void touch(const std::string& worker_id);
+  // Delivers a worker's result. Returns false (and drops it) when that worker does not hold
+  // the candidate (it was requeued after the worker was taken for lost, or the job ended).
+  bool complete(const std::string& worker_id, rpc::CandidateResult result);
+  // Detaches every worker silent for longer than the heartbeat timeout (and closes its stream).
+  // Returns their ids.
+  std::vector<std::string> expire();
+
+  // Opens (or re-opens with a new priority) a job's queue on a key. priority >= 1.
+  void open_job(uint64_t job_id, const std::string& key, int priority);
+  // Drops the job's queued candidates; results of its in-flight ones are dropped on arrival.
+  void close_job(uint64_t job_id);
+  // Queues a candidate of an open job (its id is assigned here); `done` gets its result.
+  // Throws Error(kInternal) for a job that is not open.
+  void submit(uint64_t job_id, rpc::Candidate candidate, ResultCallback done);
+
+  // Every attached worker with its in-flight count and results served, by worker id.
+  std::vector<WorkerInfo> workers() const;
+  // Workers attached with this key.
+  int workers_of(const std::string& key) const;
+  // Whether a worker of the key that cannot build is attached (its candidates need kernels).
+  bool needs_kernels(const std::string& key) const;
+  // Whether workers of the key are attached and every one of them is emulated (a job on them
+  // resumes from and learns from emulated records only).
+  bool all_emulated(const std::string& key) const;
+  // Candidates of the job on workers now.
+  int measuring(uint64_t job_id) const;
+  // Waits until a worker of the key is attached (returns it) or `stop` returns true (checked
+  // every 100 ms; returns nullopt).
+  std::optional<WorkerInfo> wait_for_worker(const std::string& key, const std::function<bool()>& stop) const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Pending {
+    uint64_t job_id = 0;
+    rpc::Candidate candidate;
+    ResultCallback done;
+  };
+  struct Job {
+    std::string key;
+    int priority = 1;
+    double pass = 0;  // stride scheduling: advanced by 1/priority per dispatched candidate
+    std::deque<Pending> queue;
+    int in_flight = 0;
+  };
+  struct Worker {
+    WorkerInfo info;
+    Sender send;
+    Closer close;
+    std::map<uint64_t, Pending> in_flight;  // by candidate id
+    Clock::time_point last_seen;
+  };
+
+  // Hands queued candidates to free slots until none fits. Needs mu_.
+  void dispatch();
+  // The job of `key` with queued work that is furthest behind, or nullptr. Needs mu_.
+  Job* next_job(const std::string& key, bool can_build, uint64_t* job_id);
+  // Removes a worker and requeues its candidates. Needs mu_.
+  void remove(std::map<std::string, Worker>::iterator it, const std::string& reason);
+
+  const double heartbeat_timeout_s_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable attached_cv_;
+  std::map<std::string, Worker> workers_;
+  std::map<uint64_t, Job> jobs_;
+  uint64_t next_worker_ = 1;
+  uint64_t next_candidate_ = 1;
+};
+
+}  // namespace ktune::rpc_runner

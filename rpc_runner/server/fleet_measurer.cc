@@ -1,0 +1,181 @@
+// The job's Measurer over the device pool, and the proto forms of tasks, options and results.
+#include "rpc_runner/server/fleet_measurer.h"
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <memory>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "codegen/codegen_llvm.h"
+#include "codegen/shared_object.h"
+#include "codegen/target.h"
+#include "rpc_runner/protocol/service_convert.h"
+#include "rpc_runner/runner/reference.h"
+#include "schedule_space/task.h"
+#include "support/error.h"
+#include "support/thread_pool.h"
+#include "te/lower.h"
+
+namespace ktune::rpc_runner {
+
+double generous_peak_gflops(int cores, int vector_bits) {
+  const int lanes = std::max(vector_bits, 128) / 32;
+  return std::max(cores, 1) * lanes * 2.0 * 2.0 * 6.0;
+}
+
+// Builds kernels here for devices that cannot: candidates in a pool of threads, references once.
+struct FleetMeasurer::CrossBuilder {
+  ThreadPool threads;
+  std::map<std::string, std::string> references;  // serialized reference artifact by task key
+
+  const std::string& reference(const schedule_space::Task& task) {
+    const std::string key = task.workload_key() + "|" + task.target().key;
+    auto it = references.find(key);
+    if (it != references.end()) return it->second;
+    const auto bytes =
+        codegen::link_shared(codegen::build(lower_reference(task), codegen::Target::parse(task.target().key))).serialize();
+    return references.emplace(key, std::string(bytes.begin(), bytes.end())).first->second;
+  }
+};
+
+FleetMeasurer::FleetMeasurer(DevicePool& pool, uint64_t job_id, std::string device_key, FleetMeasurerOptions options,
+                             std::function<bool()> stop)
+    : pool_(pool),
+      job_id_(job_id),
+      device_key_(std::move(device_key)),
+      options_(std::move(options)),
+      stop_(std::move(stop)) {}
+
+FleetMeasurer::~FleetMeasurer() = default;
+
+namespace {
+
+// Refuses costs a device cannot have produced. Returns the refusal, or "" when plausible.
+std::string implausible(const tuner::MeasureResult& r, double flop, const WorkerInfo& w, double max_over_peak) {
+  if (!r.ok()) return "";
+  for (double c : r.costs)
+    if (!std::isfinite(c) || c <= 0) return fmt::format("a cost of {} s is not a finite positive time", c);
+  const double peak = w.peak_gflops > 0 ? w.peak_gflops : generous_peak_gflops(w.cores, w.vector_bits);
+  const double gflops = flop / r.mean_cost() / 1e9;
+  if (flop > 0 && gflops > peak * max_over_peak)
+    return fmt::format("{:.4g} GFLOP/s is over {:g}x the device's peak of {:.4g}", gflops, max_over_peak, peak);
+  return "";
+}
+
+}  // namespace
+
+std::vector<tuner::MeasureResult> FleetMeasurer::measure(const std::vector<tuner::MeasureInput>& inputs) {
+  // Shared with the callbacks: a result may arrive after this call gave up (job stopped).
+  struct Batch {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<tuner::MeasureResult> results;
+    size_t remaining = 0;
+  };
+  auto batch = std::make_shared<Batch>();
+  batch->results.resize(inputs.size());
+  batch->remaining = inputs.size();
+
+  // Kernels for devices without a compiler: built here, in parallel, before anything is sent.
+  std::vector<std::optional<std::string>> kernels(inputs.size());
+  const bool cross_build = pool_.needs_kernels(device_key_);
+  if (cross_build) {
+    if (!builder_) builder_ = std::make_unique<CrossBuilder>();
+    const double timeout = options_.measure.build_timeout_s;
+    std::vector<std::future<tuner::MeasureResult>> builds;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      builds.push_back(builder_->threads.submit([&, i, timeout] {
+        const auto start = std::chrono::steady_clock::now();
+        auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+        const schedule_space::Task& task = *inputs[i].task;
+        schedule_space::Instantiated inst;
+        try {
+          inst = task.instantiate(inputs[i].config);
+        } catch (const std::exception& e) {
+          return tuner::make_error_result(ErrorKind::kInstantiation, e.what(), seconds());
+        }
+        try {
+          // Linked into a shared object: a device without a compiler loads it with dlopen.
+          const auto bytes = codegen::link_shared(codegen::build(te::lower(inst.schedule, inst.args, task.template_name()),
+                                                                 codegen::Target::parse(task.target().key)))
+                                 .serialize();
+          if (seconds() > timeout)
+            return tuner::make_error_result(ErrorKind::kBuildTimeout,
+                                            fmt::format("build took {:.2f} s, over {:g} s", seconds(), timeout),
+                                            seconds());
+          kernels[i] = std::string(bytes.begin(), bytes.end());
+          tuner::MeasureResult built;
+          built.build_s = seconds();
+          return built;
+        } catch (const std::exception& e) {
+          return tuner::make_error_result(ErrorKind::kBuild, e.what(), seconds());
+        }
+      }));
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      tuner::MeasureResult r = builds[i].get();
+      if (!kernels[i]) {
+        batch->results[i] = std::move(r);
+        --batch->remaining;
+      }
+    }
+  }
+
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const schedule_space::Task& task = *inputs[i].task;
+    if (cross_build && !kernels[i]) continue;  // failed to build here: its result is set
+    rpc::Candidate c;
+    to_proto(task, c.mutable_task());
+    c.set_config_index(inputs[i].config.index());
+    c.set_config_json(inputs[i].config.to_json_string());
+    to_proto(options_.measure, options_.run_threads, options_.data_seed, c.mutable_measure());
+    if (kernels[i]) {
+      c.set_artifact(std::move(*kernels[i]));
+      try {
+        c.set_reference_artifact(builder_->reference(task));
+      } catch (const std::exception& e) {
+        batch->results[i] = tuner::make_error_result(ErrorKind::kUnknown, std::string("cannot build the reference: ") + e.what());
+        --batch->remaining;
+        continue;
+      }
+    }
+    const double flop = task.flop();
+    const double max_over_peak = options_.max_over_peak;
+    pool_.submit(job_id_, std::move(c), [batch, i, flop, max_over_peak](const WorkerInfo& w, rpc::CandidateResult r) {
+      tuner::MeasureResult result = from_proto(r);
+      result.emulated = w.emulated;  // an emulator's timing is never served as the device's
+      if (result.error == ErrorKind::kUnsupported)
+        result.error_message = "worker " + w.worker_id + " (key " + w.key + ", target '" + w.target +
+                               "') cannot run this task: " + result.error_message;
+      const std::string why = implausible(result, flop, w, max_over_peak);
+      if (!why.empty()) {
+        spdlog::warn("refused the result of worker {} ({}): {}", w.worker_id, w.peer, why);
+        result = tuner::make_error_result(ErrorKind::kUnknown, "refused from worker " + w.worker_id + ": " + why,
+                                          result.build_s, result.run_s);
+      }
+      std::lock_guard lock(batch->mu);
+      batch->results[i] = std::move(result);
+      --batch->remaining;
+      batch->cv.notify_all();
+    });
+  }
+  std::unique_lock lock(batch->mu);
+  while (batch->remaining > 0) {
+    if (stop_ && stop_()) throw Error(ErrorKind::kIo, "job stopped");
+    batch->cv.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  // A device that cannot run the job's target (another architecture) says nothing about the
+  // configs: the job ends with its answer, and nothing of the batch is recorded.
+  for (const tuner::MeasureResult& r : batch->results)
+    if (r.error == ErrorKind::kUnsupported) throw Error(ErrorKind::kUnsupported, r.error_message);
+  return std::move(batch->results);
+}
+
+}  // namespace ktune::rpc_runner

@@ -1,0 +1,392 @@
+// The server's jobs: rows of the log, threads that run TuningSessions over the fleet, listeners.
+#include "rpc_runner/server/job_manager.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "codegen/target.h"
+#include "rpc_runner/server/fleet_measurer.h"
+#include "rpc_runner/server/model_job.h"
+#include "schedule_space/task.h"
+#include "support/error.h"
+#include "tuner/tuning_session.h"
+
+namespace ktune::rpc_runner {
+
+struct JobManager::Job {
+  JobSpec spec;
+  JobStatus status;
+  int64_t run_id = 0;
+  std::atomic<bool> cancel{false};
+  std::map<uint64_t, Listener> listeners;  // guarded by mu_
+  std::string summary_json;                // guarded by mu_: set when done
+  // Model jobs: the latest tuner::model_summary_json (guarded by mu_), kept in the log's summary
+  // column while the job runs so that a restarted server knows the trials done.
+  std::string model_report;
+  std::thread thread;
+};
+
+namespace {
+
+// Trials a model job has spent, from its latest model report ("done").
+uint64_t model_done(const std::string& report_json) {
+  const auto j = nlohmann::json::parse(report_json, nullptr, false);
+  return j.is_object() && j.contains("done") && j["done"].is_number_unsigned() ? j["done"].get<uint64_t>() : 0;
+}
+
+double best_of(const std::string& summary_json) {
+  if (summary_json.empty()) return 0;
+  const auto j = nlohmann::json::parse(summary_json, nullptr, false);
+  if (j.is_discarded() || !j.contains("best")) return 0;
+  return j["best"].value("gflops", 0.0);
+}
+
+FleetMeasurerOptions fleet_options(const JobSpec& spec) {
+  FleetMeasurerOptions fleet;
+  fleet.measure = spec.measure;
+  fleet.run_threads = spec.run_threads;
+  fleet.data_seed = spec.data_seed;
+  return fleet;
+}
+
+}  // namespace
+
+JobManager::JobManager(std::string db_path, DevicePool& pool)
+    : db_path_(std::move(db_path)), pool_(pool), db_(tuning_db::Database::open(db_path_)) {
+  // Every job of the log, finished ones included, so `ktune jobs --all` shows the history.
+  for (const tuning_db::JobRow& row : db_.jobs()) {
+    auto job = std::make_unique<Job>();
+    try {
+      job->spec = JobSpec::from_json(row.spec);
+    } catch (const Error& e) {
+      spdlog::warn("job {} of the log has an unreadable spec ({}); it is left as it is", row.id, e.what());
+    }
+    job->run_id = row.run_id;
+    job->summary_json = row.summary;
+    // An unfinished model job's summary column holds its progress, not a summary.
+    if (job->spec.is_model() && row.state != "done") std::swap(job->summary_json, job->model_report);
+    JobStatus& s = job->status;
+    s.id = static_cast<uint64_t>(row.id);
+    s.state = row.state;
+    s.workload = job->spec.label();
+    s.model = job->spec.is_model();
+    s.device_key = row.device_key;
+    s.target = row.target.empty() ? job->spec.target : row.target;
+    s.trials = job->spec.trials;
+    if (job->spec.is_model())
+      s.done = model_done(job->model_report.empty() ? job->summary_json : job->model_report);
+    else
+      s.done = row.run_id ? static_cast<uint64_t>(db_.count_run_records(row.run_id)) : 0;
+    s.best_gflops = best_of(row.summary);
+    s.priority = row.priority;
+    s.owner = row.owner;
+    s.message = row.message;
+    s.tuner = job->spec.tuner;
+    s.created_at = row.created_at;
+    jobs_.emplace(s.id, std::move(job));
+  }
+}
+
+JobManager::~JobManager() { shutdown(); }
+
+size_t JobManager::resume_unfinished() {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (auto& [id, job] : jobs_) {
+    if (job->status.finished() || job->thread.joinable()) continue;
+    spdlog::info("job {} ({}, key {}): resuming, {} of {} trials done", id, job->status.workload,
+                 job->status.device_key, job->status.done, job->status.trials);
+    Job* j = job.get();
+    job->thread = std::thread([this, j] { run(*j); });
+    ++n;
+  }
+  return n;
+}
+
+JobStatus JobManager::submit(const JobSpec& spec) {
+  spec.validate();
+  if (stopping_) throw Error(ErrorKind::kUnsupported, "the server is shutting down");
+  tuning_db::JobRow row;
+  row.spec = spec.to_json();
+  row.device_key = spec.device_key;
+  row.priority = spec.priority;
+  row.owner = spec.owner;
+  row.state = "queued";
+  int64_t id;
+  {
+    std::lock_guard lock(db_mu_);
+    id = db_.add_job(row);
+  }
+  auto job = std::make_unique<Job>();
+  job->spec = spec;
+  JobStatus& s = job->status;
+  s.id = static_cast<uint64_t>(id);
+  s.state = "queued";
+  s.workload = spec.label();
+  s.model = spec.is_model();
+  s.device_key = spec.device_key;
+  s.target = spec.target;
+  s.trials = spec.trials;
+  s.priority = spec.priority;
+  s.owner = spec.owner;
+  s.tuner = spec.tuner;
+  s.created_at = static_cast<double>(std::time(nullptr));
+  spdlog::info("job {} submitted by {}: {} on key {}, {} trials ({})", id, spec.owner.empty() ? "?" : spec.owner,
+               s.workload, spec.device_key, spec.trials, spec.tuner);
+  std::lock_guard lock(mu_);
+  Job* j = job.get();
+  jobs_.emplace(s.id, std::move(job));
+  j->thread = std::thread([this, j] { run(*j); });
+  return live_status(*j);
+}
+
+std::optional<JobStatus> JobManager::status(uint64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return std::nullopt;
+  return live_status(*it->second);
+}
+
+std::vector<JobStatus> JobManager::list(bool all) {
+  std::lock_guard lock(mu_);
+  std::vector<JobStatus> out;
+  for (const auto& [id, job] : jobs_)
+    if (all || !job->status.finished()) out.push_back(live_status(*job));
+  return out;
+}
+
+JobStatus JobManager::cancel(uint64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) throw Error(ErrorKind::kNotFound, "no job " + std::to_string(id));
+  Job& job = *it->second;
+  if (!job.status.finished()) {
+    job.cancel = true;
+    spdlog::info("job {}: cancel requested", id);
+  }
+  return live_status(job);
+}
+
+uint64_t JobManager::subscribe(uint64_t id, Listener listener) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) throw Error(ErrorKind::kNotFound, "no job " + std::to_string(id));
+  Job& job = *it->second;
+  const uint64_t token = next_token_++;
+  JobEvent now{live_status(job), std::nullopt, job.summary_json, job.model_report};
+  listener(now);
+  job.listeners.emplace(token, std::move(listener));
+  return token;
+}
+
+void JobManager::unsubscribe(uint64_t id, uint64_t token) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(id);
+  if (it != jobs_.end()) it->second->listeners.erase(token);
+}
+
+void JobManager::shutdown() {
+  stopping_ = true;
+  std::vector<std::thread*> threads;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, job] : jobs_)
+      if (job->thread.joinable()) threads.push_back(&job->thread);
+  }
+  for (std::thread* t : threads) t->join();
+}
+
+JobStatus JobManager::live_status(const Job& job) const {
+  JobStatus s = job.status;
+  s.devices = pool_.workers_of(s.device_key);
+  s.measuring = s.finished() ? 0 : pool_.measuring(s.id);
+  return s;
+}
+
+void JobManager::publish(Job& job, const std::optional<tuner::ProgressSnapshot>& progress) {
+  if (job.listeners.empty()) return;
+  JobEvent event{live_status(job), progress, job.summary_json, job.model_report};
+  for (auto& [token, listener] : job.listeners) listener(event);
+}
+
+void JobManager::set_state(Job& job, const std::string& state, const std::string& message) {
+  {
+    std::lock_guard lock(db_mu_);
+    db_.update_job(static_cast<int64_t>(job.status.id), state, message, job.run_id);
+  }
+  std::lock_guard lock(mu_);
+  job.status.state = state;
+  job.status.message = message;
+  publish(job, std::nullopt);
+}
+
+void JobManager::run(Job& job) {
+  const uint64_t id = job.status.id;
+  try {
+    run_session(job);
+  } catch (const std::exception& e) {
+    if (!stopping_) {
+      // A log that cannot even take the state (disk full) must not take the server down: the
+      // job stays as the log had it and the next server resumes it.
+      try {
+        if (job.cancel) {
+          set_state(job, "cancelled", "cancelled by a client");
+        } else {
+          spdlog::error("job {} failed: {}", id, e.what());
+          set_state(job, "failed", e.what());
+        }
+      } catch (const std::exception& again) {
+        spdlog::error("job {}: cannot record its end in the log: {}", id, again.what());
+      }
+    }
+  }
+  pool_.close_job(id);
+}
+
+void JobManager::run_session(Job& job) {
+  const JobSpec& spec = job.spec;
+  const uint64_t id = job.status.id;
+  auto stop = [this, &job] { return stopping_.load() || job.cancel.load(); };
+
+  if (pool_.workers_of(spec.device_key) == 0)
+    set_state(job, "queued", "waiting for a device with key '" + spec.device_key + "'");
+  const std::optional<WorkerInfo> device = pool_.wait_for_worker(spec.device_key, stop);
+  if (!device) {
+    if (!stopping_) set_state(job, "cancelled", "cancelled by a client");
+    return;
+  }
+  // "host" is the devices' own target; every device of a key is taken to have the same one.
+  const codegen::Target target = codegen::Target::parse(spec.target == "host" ? device->target : spec.target);
+  if (target.str() != device->target)
+    throw Error(ErrorKind::kUnsupported, "target '" + target.str() + "' differs from the target '" + device->target +
+                                             "' of the devices with key '" + spec.device_key + "'");
+  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(),
+                                                         std::max(device->cores, 1));
+  auto db = tuning_db::Database::open(db_path_);
+  const tuning_db::TargetKey target_key{target.str(), codegen::llvm_version()};
+  if (spec.is_model()) return run_model(job, traits, db, target_key, stop);
+  const auto task = schedule_space::Task::create(spec.template_name, spec.args, traits);
+
+  if (job.run_id == 0) {
+    job.run_id = db.begin_run({spec.tuner, task.workload_key(), target.str(), spec.to_json()});
+    std::lock_guard lock(db_mu_);
+    db_.set_job_target(static_cast<int64_t>(id), target.str());
+  }
+  const auto done_before = static_cast<uint64_t>(db.count_run_records(job.run_id));
+  {
+    std::lock_guard lock(mu_);
+    job.status.target = target.str();
+    job.status.workload = task.workload_key();
+    job.status.done = done_before;
+  }
+  if (!begin_measuring(job, done_before)) return;
+  FleetMeasurer measurer(pool_, id, spec.device_key, fleet_options(spec), stop);
+  tuner::SessionOptions options = session_options(spec, stop);
+  options.trials = spec.trials - done_before;
+  options.run_id = job.run_id;
+  tuner::TuningSession session(task, db, measurer, target_key, options);
+  const tuner::SessionReport report = session.run([&](const tuner::ProgressSnapshot& p) {
+    tuner::ProgressSnapshot shown = p;
+    shown.done += done_before;
+    shown.total = spec.trials;
+    std::lock_guard lock(mu_);
+    job.status.done = shown.done;
+    job.status.best_gflops = std::max(job.status.best_gflops, p.best_gflops);
+    publish(job, shown);
+  });
+  if (stopping_) return;  // the next server resumes it
+  const std::string summary = tuner::summary_json(task, target_key, report).dump();
+  {
+    std::lock_guard lock(db_mu_);
+    db_.set_job_summary(static_cast<int64_t>(id), summary);
+  }
+  {
+    std::lock_guard lock(mu_);
+    job.summary_json = summary;
+    job.status.best_gflops = std::max(job.status.best_gflops, report.result.best_gflops);
+  }
+  if (report.cancelled)
+    set_state(job, "cancelled", "cancelled by a client");
+  else
+    set_state(job, "done", report.result.best_config ? "" : "no config succeeded");
+}
+
+bool JobManager::begin_measuring(Job& job, uint64_t done_before) {
+  set_state(job, "running", "");
+  if (done_before >= job.spec.trials) {
+    set_state(job, "done", "every trial was measured before the restart");
+    return false;
+  }
+  pool_.open_job(job.status.id, job.spec.device_key, job.spec.priority);
+  return true;
+}
+
+tuner::SessionOptions JobManager::session_options(const JobSpec& spec, const std::function<bool()>& stop) const {
+  tuner::SessionOptions options;
+  options.tuner = spec.tuner;
+  options.seed = spec.seed;
+  options.batch_size = spec.batch_size;
+  options.early_stopping = spec.early_stopping;
+  options.xgb_features = spec.xgb_features;
+  options.transfer = spec.transfer;
+  options.device_key = spec.device_key;
+  // Emulated devices (qemu) resume from, learn from and write emulated records only; a result
+  // of an emulated worker is marked emulated in any case (FleetMeasurer).
+  options.emulated = pool_.all_emulated(spec.device_key);
+  options.should_stop = stop;
+  return options;
+}
+
+// A model job: ModelTuning over the fleet (rpc_runner/model_job.h). Its trials are counted in its
+// model reports, kept in the job row's summary column after every allocation (the records of
+// its allocations belong to one run per task, as in a local run). After a restart it spends the
+// budget left, resuming every task from the log; an allocation cut by the restart is not in
+// the count, so such a job may measure up to one batch more than its budget.
+void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits, tuning_db::Database& db,
+                           const tuning_db::TargetKey& target, const std::function<bool()>& stop) {
+  const JobSpec& spec = job.spec;
+  const uint64_t id = job.status.id;
+  uint64_t done_before = 0;
+  {
+    std::lock_guard lock(mu_);
+    done_before = model_done(job.model_report);
+    job.status.target = target.target;
+    job.status.done = done_before;
+  }
+  {
+    std::lock_guard lock(db_mu_);
+    db_.set_job_target(static_cast<int64_t>(id), target.target);
+  }
+  if (!begin_measuring(job, done_before)) return;
+  FleetMeasurer measurer(pool_, id, spec.device_key, fleet_options(spec), stop);
+  const ModelJobResult result =
+      run_model_job(spec, traits, db, measurer, target, session_options(spec, stop), done_before, [&](const nlohmann::json& r) {
+        const std::string text = r.dump();
+        {
+          std::lock_guard lock(db_mu_);
+          db_.set_job_summary(static_cast<int64_t>(id), text);
+        }
+        std::lock_guard lock(mu_);
+        job.model_report = text;
+        job.status.done = r.value("done", done_before);
+        publish(job, std::nullopt);
+      });
+  if (stopping_) return;  // the next server resumes it
+  const std::string summary = result.summary.dump();
+  {
+    std::lock_guard lock(db_mu_);
+    db_.set_job_summary(static_cast<int64_t>(id), summary);
+  }
+  {
+    std::lock_guard lock(mu_);
+    job.model_report = summary;
+    if (!result.cancelled) job.summary_json = summary;
+  }
+  if (result.cancelled)
+    set_state(job, "cancelled", "cancelled by a client");
+  else
+    set_state(job, "done", result.summary["tuned_s"].is_number() ? "" : "no config succeeded for some task");
+}
+
+}  // namespace ktune::rpc_runner

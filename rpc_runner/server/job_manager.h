@@ -1,0 +1,98 @@
+// Defines JobManager: the tuning server's jobs, persisted in its log and each run as a TuningSession over the fleet.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rpc_runner/server/device_pool.h"
+#include "rpc_runner/protocol/job_types.h"
+#include "schedule_space/task.h"
+#include "tuner/tuning_session.h"
+#include "tuning_db/database.h"
+
+namespace ktune::rpc_runner {
+
+// Every job is a row of the log's jobs table (its spec, state, run id) and, while it is queued
+// or running, a thread here: it waits for a device of its key, resolves the target from the
+// device, and runs a tuner::TuningSession whose measurer is the fleet (FleetMeasurer), so the
+// search, the cost model and transfer from the log run in the server, and every result is in
+// the log before the model sees it. All records of a job carry its run id; after a server
+// restart the job continues that run with the trials left (configs already in the log are not
+// measured again). A model job (JobSpec::model) runs tuner::ModelTuning instead (run_model).
+// Cancel stops a job between candidates; shutdown() stops every thread but
+// leaves the jobs' states as they were, so the next server resumes them. Thread-safe.
+class JobManager {
+ public:
+  using Listener = std::function<void(const JobEvent&)>;
+
+  // db_path: the server's log (each job thread opens its own connection). Throws
+  // Error(kDatabase) when the log cannot be opened.
+  JobManager(std::string db_path, DevicePool& pool);
+  // Stops (see shutdown()).
+  ~JobManager();
+  JobManager(const JobManager&) = delete;
+  JobManager& operator=(const JobManager&) = delete;
+
+  // Starts a thread for every queued or running job of the log. Returns how many.
+  size_t resume_unfinished();
+  // Validates and stores the job, and starts it. Returns its status. Throws
+  // Error(kInvalidArgument) for a bad spec (one line), Error(kDatabase).
+  JobStatus submit(const JobSpec& spec);
+  // Returns the job's status, or nullopt for an unknown id.
+  std::optional<JobStatus> status(uint64_t id);
+  // Every job (all) or only the queued and running ones, by id.
+  std::vector<JobStatus> list(bool all);
+  // Cancels a queued or running job (a finished one is left as it is). Returns its status.
+  // Throws Error(kNotFound) for an unknown id.
+  JobStatus cancel(uint64_t id);
+
+  // Calls `listener` with the job's status now, then after every batch and state change, last
+  // with the finished state. Returns a token for unsubscribe. Listeners run on job threads
+  // under the manager's lock: they must not block or call back into the manager. Throws
+  // Error(kNotFound) for an unknown id.
+  uint64_t subscribe(uint64_t id, Listener listener);
+  // After this returns, the listener is never called again.
+  void unsubscribe(uint64_t id, uint64_t token);
+
+  // Stops every job thread and waits for them; their states stay as they are. Idempotent.
+  void shutdown();
+
+ private:
+  struct Job;
+  // The job's thread body.
+  void run(Job& job);
+  void run_session(Job& job);
+  void run_model(Job& job, const schedule_space::TargetTraits& traits, tuning_db::Database& db,
+                 const tuning_db::TargetKey& target, const std::function<bool()>& stop);
+  // Marks the job running and opens it in the pool; false (the job is then done) when every
+  // trial was measured before a restart.
+  bool begin_measuring(Job& job, uint64_t done_before);
+  // What every TuningSession of the job shares (not trials, run id).
+  tuner::SessionOptions session_options(const JobSpec& spec, const std::function<bool()>& stop) const;
+  // Stores state + message, updates the status and tells the listeners. Takes mu_.
+  void set_state(Job& job, const std::string& state, const std::string& message);
+  // Tells the job's listeners. Needs mu_.
+  void publish(Job& job, const std::optional<tuner::ProgressSnapshot>& progress);
+  // The status with the fleet's live counts. Needs mu_.
+  JobStatus live_status(const Job& job) const;
+  Job& start(JobStatus status, JobSpec spec, int64_t run_id);
+
+  const std::string db_path_;
+  DevicePool& pool_;
+  std::mutex db_mu_;            // guards db_ (job rows; sessions use their own connections)
+  tuning_db::Database db_;
+  mutable std::mutex mu_;       // guards jobs_ and every Job's status, listeners, summary
+  std::map<uint64_t, std::unique_ptr<Job>> jobs_;
+  std::atomic<bool> stopping_{false};
+  uint64_t next_token_ = 1;
+};
+
+}  // namespace ktune::rpc_runner

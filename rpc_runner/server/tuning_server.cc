@@ -1,0 +1,493 @@
+// The tuning service on gRPC's callback API: worker streams feed the DevicePool, clients reach the
+// JobManager and the log. Every call is authorized by its role's token first.
+#include "rpc_runner/server/tuning_server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "codegen/target.h"
+#include "rpc_runner/protocol/credentials.h"
+#include "rpc_runner/server/device_pool.h"
+#include "rpc_runner/protocol/grpc_log.h"
+#include "rpc_runner/server/job_manager.h"
+#include "rpc_runner/protocol/ktune.grpc.pb.h"
+#include "rpc_runner/protocol/service_convert.h"
+#include "support/error.h"
+#include "tuning_db/database.h"
+#include "tuning_db/toolchain_preference.h"
+
+namespace ktune::rpc_runner {
+namespace {
+
+// Records per ExportLog message: well under the message limit for any record.
+constexpr size_t kExportChunk = 500;
+
+grpc::Status to_status(const std::exception& e) {
+  if (const auto* err = dynamic_cast<const Error*>(&e)) {
+    switch (err->kind()) {
+      case ErrorKind::kInvalidArgument: return {grpc::StatusCode::INVALID_ARGUMENT, err->what()};
+      case ErrorKind::kNotFound: return {grpc::StatusCode::NOT_FOUND, err->what()};
+      case ErrorKind::kUnsupported: return {grpc::StatusCode::FAILED_PRECONDITION, err->what()};
+      default: break;
+    }
+  }
+  return {grpc::StatusCode::INTERNAL, e.what()};
+}
+
+// The outgoing side of a stream: at most one write in flight (gRPC's rule), the rest queued;
+// finish() sends the status after the queued messages. Never blocks.
+template <class Base, class Message>
+class Outbox : public Base {
+ public:
+  void send(Message message) {
+    std::lock_guard lock(out_mu_);
+    if (finishing_) return;
+    queue_.push_back(std::move(message));
+    if (!writing_) {
+      writing_ = true;
+      this->StartWrite(&queue_.front());  // deque references survive push_back
+    }
+  }
+
+  void finish(grpc::Status status) {
+    std::lock_guard lock(out_mu_);
+    if (finishing_) return;
+    finishing_ = true;
+    if (writing_) {
+      final_ = std::move(status);
+      return;
+    }
+    this->Finish(std::move(status));
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard lock(out_mu_);
+    queue_.pop_front();
+    if (!ok) queue_.clear();  // the stream is broken
+    if (!queue_.empty()) {
+      this->StartWrite(&queue_.front());
+      return;
+    }
+    writing_ = false;
+    if (final_) {
+      this->Finish(std::move(*final_));
+    } else if (!ok && finishing_ == false) {
+      finishing_ = true;
+      this->Finish(grpc::Status::CANCELLED);
+    }
+  }
+
+ private:
+  std::mutex out_mu_;
+  std::deque<Message> queue_;
+  bool writing_ = false;
+  bool finishing_ = false;
+  std::optional<grpc::Status> final_;
+};
+
+using WorkerStream = Outbox<grpc::ServerBidiReactor<rpc::WorkerMessage, rpc::ServerToWorker>, rpc::ServerToWorker>;
+
+// One device worker's stream: hello -> registered in the pool; results and heartbeats after.
+class AttachReactor final : public WorkerStream {
+ public:
+  AttachReactor(DevicePool& pool, std::string peer, double heartbeat_s, std::optional<grpc::Status> refused)
+      : pool_(pool), peer_(std::move(peer)), heartbeat_s_(heartbeat_s) {
+    if (refused) {
+      finish(*refused);
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the worker went away (or was cancelled)
+      leave("stream ended");
+      finish(grpc::Status::OK);
+      return;
+    }
+    if (worker_id_.empty()) {
+      if (!hello()) return;
+    } else if (in_.has_result()) {
+      if (!pool_.complete(worker_id_, std::move(*in_.mutable_result())))
+        spdlog::debug("worker {}: dropped a result for a candidate it no longer holds", worker_id_);
+    } else {
+      pool_.touch(worker_id_);
+    }
+    StartRead(&in_);
+  }
+
+  void OnDone() override {
+    leave("stream done");
+    delete this;
+  }
+
+ private:
+  // Registers the worker from its hello. Returns false (stream finished) when refused.
+  bool hello() {
+    if (!in_.has_hello() || in_.hello().key().empty() || in_.hello().target().empty()) {
+      finish({grpc::StatusCode::INVALID_ARGUMENT, "a worker's first message must be its hello (key, target)"});
+      return false;
+    }
+    const rpc::WorkerHello& h = in_.hello();
+    if (h.protocol_version() != kProtocolVersion) {
+      const std::string message = "protocol version mismatch: the worker speaks version " +
+                                  std::to_string(h.protocol_version()) + ", this server version " +
+                                  std::to_string(kProtocolVersion);
+      spdlog::warn("refused worker from {}: {}", peer_, message);
+      finish({grpc::StatusCode::FAILED_PRECONDITION, message});
+      return false;
+    }
+    // The device names itself as it can (a board without LLVM cannot know LLVM's canonical
+    // form); this server's compiler canonicalizes, and the answer tells the device its name.
+    std::optional<codegen::Target> target;
+    try {
+      target = codegen::Target::parse(h.target());
+    } catch (const std::exception& e) {
+      const std::string message = "this server cannot build for the worker's target '" + h.target() + "': " + e.what();
+      spdlog::warn("refused worker from {}: {}", peer_, message);
+      finish({grpc::StatusCode::INVALID_ARGUMENT, message});
+      return false;
+    }
+    WorkerInfo info;
+    info.key = h.key();
+    info.target = target->str();
+    info.cores = std::max(h.cores(), 1);
+    info.vector_bits = h.vector_bits() > 0 ? h.vector_bits() : target->vector_bits();
+    info.emulated = h.emulated();
+    info.slots = std::clamp(h.slots(), 1, 64);
+    info.can_build = h.can_build();
+    info.peak_gflops = h.peak_gflops();
+    info.description = h.description();
+    info.peer = peer_;
+    std::lock_guard lock(id_mu_);
+    worker_id_ = pool_.attach(
+        info, [this](const rpc::Candidate& c) {
+          rpc::ServerToWorker m;
+          *m.mutable_candidate() = c;
+          send(std::move(m));
+        },
+        [this](const std::string& reason) { finish({grpc::StatusCode::UNAVAILABLE, "taken for lost: " + reason}); });
+    rpc::ServerToWorker ack;
+    ack.mutable_attached()->set_worker_id(worker_id_);
+    ack.mutable_attached()->set_heartbeat_s(heartbeat_s_);
+    ack.mutable_attached()->set_target(info.target);
+    send(std::move(ack));
+    spdlog::info("worker {} attached: key {}, target '{}', {} cores, {} slots{}, from {}", worker_id_, info.key,
+                 info.target, info.cores, info.slots, info.emulated ? ", emulated" : "", peer_);
+    return true;
+  }
+
+  void leave(const std::string& reason) {
+    std::lock_guard lock(id_mu_);
+    if (worker_id_.empty() || left_) return;
+    left_ = true;
+    pool_.detach(worker_id_, reason);
+  }
+
+  DevicePool& pool_;
+  std::string peer_;
+  double heartbeat_s_;
+  rpc::WorkerMessage in_;
+  std::mutex id_mu_;
+  std::string worker_id_;  // set once, by the read side
+  bool left_ = false;
+};
+
+// A client's view of one job: its events until it ends.
+class WatchReactor final : public Outbox<grpc::ServerWriteReactor<rpc::JobEvent>, rpc::JobEvent> {
+ public:
+  WatchReactor(JobManager& jobs, uint64_t id, std::optional<grpc::Status> refused) : jobs_(jobs), id_(id) {
+    if (refused) {
+      finish(*refused);
+      return;
+    }
+    try {
+      token_ = jobs_.subscribe(id_, [this](const JobEvent& e) {
+        rpc::JobEvent m;
+        to_proto(e, &m);
+        send(std::move(m));
+        if (e.job.finished()) finish(grpc::Status::OK);
+      });
+    } catch (const std::exception& e) {
+      finish(to_status(e));
+    }
+  }
+
+  void OnDone() override {
+    if (token_) jobs_.unsubscribe(id_, *token_);
+    delete this;
+  }
+
+ private:
+  JobManager& jobs_;
+  uint64_t id_;
+  std::optional<uint64_t> token_;
+};
+
+// The log, exported in chunks of JSON lines from one snapshot.
+class ExportReactor final : public Outbox<grpc::ServerWriteReactor<rpc::RecordLines>, rpc::RecordLines> {
+ public:
+  ExportReactor(const std::string& db_path, const std::string& workload, std::optional<grpc::Status> refused) {
+    if (refused) {
+      finish(*refused);
+      return;
+    }
+    try {
+      auto db = tuning_db::Database::open(db_path, {.read_only = true});
+      std::stringstream lines;
+      db.export_jsonl(lines, workload);
+      rpc::RecordLines chunk;
+      for (std::string line; std::getline(lines, line);) {
+        chunk.add_lines(std::move(line));
+        if (static_cast<size_t>(chunk.lines_size()) == kExportChunk) {
+          send(std::move(chunk));
+          chunk.Clear();
+        }
+      }
+      if (chunk.lines_size() > 0) send(std::move(chunk));
+      finish(grpc::Status::OK);
+    } catch (const std::exception& e) {
+      finish(to_status(e));
+    }
+  }
+
+  void OnDone() override { delete this; }
+};
+
+class TuningService final : public rpc::Tuning::CallbackService {
+ public:
+  TuningService(const TuningServerOptions& options, ServerSecurity security)
+      : options_(options),
+        security_(std::move(security)),
+        pool_(options.worker_timeout_s),
+        jobs_(options.db_path, pool_),
+        queries_(tuning_db::Database::open(options.db_path)),
+        reaper_([this] { reap(); }) {}
+
+  ~TuningService() override { stop(); }
+
+  // Stops the jobs and the heartbeat clock. Idempotent.
+  void stop() {
+    {
+      std::lock_guard lock(reap_mu_);
+      stopping_ = true;
+    }
+    reap_cv_.notify_all();
+    if (reaper_.joinable()) reaper_.join();
+    jobs_.shutdown();
+  }
+
+  DevicePool& pool() { return pool_; }
+  JobManager& jobs() { return jobs_; }
+
+  grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* context, const rpc::PingRequest* request,
+                                 rpc::PingReply* reply) override {
+    return unary(context, "Ping", [&] {
+      reply->set_payload(request->payload());
+      reply->set_server_version("ktune " KTUNE_VERSION);
+      reply->set_protocol_version(kProtocolVersion);
+    });
+  }
+
+  grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context, const rpc::ListDevicesRequest*,
+                                        rpc::ListDevicesReply* reply) override {
+    return unary(context, "ListDevices", [&] {
+      for (const WorkerInfo& w : pool_.workers()) to_proto(w, reply->add_devices());
+    });
+  }
+
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context, const rpc::JobSpec* request,
+                                      rpc::JobInfo* reply) override {
+    return unary(context, "SubmitJob", [&] {
+      if (request->protocol_version() != kProtocolVersion)
+        throw Error(ErrorKind::kUnsupported, "protocol version mismatch: the client speaks version " +
+                                                 std::to_string(request->protocol_version()) +
+                                                 ", this server version " + std::to_string(kProtocolVersion));
+      JobSpec spec = from_proto(*request);
+      if (spec.owner.empty()) spec.owner = context->peer();
+      to_proto(jobs_.submit(spec), reply);
+    });
+  }
+
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context, const rpc::ListJobsRequest* request,
+                                     rpc::ListJobsReply* reply) override {
+    return unary(context, "ListJobs", [&] {
+      for (const JobStatus& s : jobs_.list(request->all())) to_proto(s, reply->add_jobs());
+    });
+  }
+
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context, const rpc::JobRef* request,
+                                      rpc::JobInfo* reply) override {
+    return unary(context, "CancelJob", [&] { to_proto(jobs_.cancel(request->id()), reply); });
+  }
+
+  grpc::ServerUnaryReactor* QueryBest(grpc::CallbackServerContext* context, const rpc::BestRequest* request,
+                                      rpc::RecordLines* reply) override {
+    return unary(context, "QueryBest", [&] {
+      if (request->target().empty()) throw Error(ErrorKind::kInvalidArgument, "QueryBest needs a target");
+      const int64_t k = std::clamp<int64_t>(request->k(), 1, 1000);
+      std::lock_guard lock(queries_mu_);
+      // This server's toolchain first, as a local look-up; else any (a config stays valid across
+      // LLVM versions; the record says which one, and the client warns when it is not its own).
+      tuning_db::RecordQuery query;
+      query.device_key = request->device_key();
+      query.include_emulated = request->include_emulated();
+      for (const auto& r : tuning_db::top_k_preferring_toolchain(queries_, request->workload_key(), request->target(),
+                                                                 codegen::llvm_version(), k, query))
+        reply->add_lines(tuning_db::to_json_line(r));
+    });
+  }
+
+  grpc::ServerWriteReactor<rpc::JobEvent>* WatchJob(grpc::CallbackServerContext* context,
+                                                     const rpc::JobRef* request) override {
+    return new WatchReactor(jobs_, request->id(), refusal(*context, Role::kClient, "WatchJob"));
+  }
+
+  grpc::ServerWriteReactor<rpc::RecordLines>* ExportLog(grpc::CallbackServerContext* context,
+                                                        const rpc::ExportRequest* request) override {
+    return new ExportReactor(options_.db_path, request->workload_key(),
+                             refusal(*context, Role::kClient, "ExportLog"));
+  }
+
+  grpc::ServerBidiReactor<rpc::WorkerMessage, rpc::ServerToWorker>* Attach(
+      grpc::CallbackServerContext* context) override {
+    return new AttachReactor(pool_, context->peer(), options_.heartbeat_s,
+                             refusal(*context, Role::kWorker, "Attach"));
+  }
+
+ private:
+  std::optional<grpc::Status> refusal(const grpc::CallbackServerContext& context, Role role, std::string_view rpc) {
+    grpc::Status status = authorize(context, role, security_, rpc);
+    if (status.ok()) return std::nullopt;
+    return status;
+  }
+
+  // Authorizes a client call, runs body, turns its exception into a status.
+  template <class Body>
+  grpc::ServerUnaryReactor* unary(grpc::CallbackServerContext* context, std::string_view rpc, Body&& body) {
+    auto* reactor = context->DefaultReactor();
+    if (auto refused = refusal(*context, Role::kClient, rpc)) {
+      reactor->Finish(*refused);
+      return reactor;
+    }
+    try {
+      body();
+      reactor->Finish(grpc::Status::OK);
+    } catch (const std::exception& e) {
+      reactor->Finish(to_status(e));
+    }
+    return reactor;
+  }
+
+  // Detaches silent workers (their candidates go back to the queue) once a second.
+  void reap() {
+    std::unique_lock lock(reap_mu_);
+    while (!stopping_) {
+      reap_cv_.wait_for(lock, std::chrono::seconds(1));
+      if (stopping_) break;
+      lock.unlock();
+      pool_.expire();
+      lock.lock();
+    }
+  }
+
+  TuningServerOptions options_;
+  ServerSecurity security_;
+  DevicePool pool_;
+  JobManager jobs_;
+  std::mutex queries_mu_;
+  tuning_db::Database queries_;  // guarded by queries_mu_
+  std::mutex reap_mu_;
+  std::condition_variable reap_cv_;
+  bool stopping_ = false;  // guarded by reap_mu_
+  std::thread reaper_;
+};
+
+bool every_interface(const std::string& host) {
+  return host == "0.0.0.0" || host == "::" || host == "[::]" || host.empty();
+}
+
+}  // namespace
+
+struct TuningServer::Impl {
+  std::unique_ptr<TuningService> service;
+  std::unique_ptr<grpc::Server> server;
+  std::string host;
+  int port = 0;
+  std::mutex shutdown_mu;
+  bool shut_down = false;
+};
+
+TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make_unique<Impl>()) {
+  route_grpc_log();
+  if (options.port < 0 || options.port > 65535)
+    throw Error(ErrorKind::kInvalidArgument, "port out of range: " + std::to_string(options.port));
+  if (!(options.heartbeat_s > 0) || !(options.worker_timeout_s > options.heartbeat_s))
+    throw Error(ErrorKind::kInvalidArgument, "the worker timeout must exceed the heartbeat interval");
+  ServerSecurity security = load_server_security(options.token_file, options.tls_cert_file, options.tls_key_file);
+  if (every_interface(options.host) && !security.authenticates())
+    spdlog::warn("listening on every interface without a token: anyone who reaches port {} can attach a device "
+                 "or submit jobs (use --token-file)",
+                 options.port);
+  impl_->host = options.host;
+  const bool with_tokens = security.authenticates();
+  auto credentials = server_credentials(security);
+  impl_->service = std::make_unique<TuningService>(options, std::move(security));
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.host + ":" + std::to_string(options.port), credentials, &impl_->port);
+  // Pings find a worker whose machine vanished without closing its connection.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // Workers and clients ping every 10 s for the same reason; accept that rate.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  // Deliberate limits: a candidate or a chunk of records is far smaller; anything larger is
+  // refused by gRPC before it reaches ktune.
+  builder.SetMaxReceiveMessageSize(options.max_message_mib << 20);
+  builder.SetMaxSendMessageSize(options.max_message_mib << 20);
+  builder.RegisterService(impl_->service.get());
+  impl_->server = builder.BuildAndStart();
+  if (!impl_->server || impl_->port == 0)
+    throw Error(ErrorKind::kIo, "cannot listen on " + options.host + ":" + std::to_string(options.port));
+  const size_t resumed = impl_->service->jobs().resume_unfinished();
+  spdlog::info("tuning server on {}:{} (log {}, {}, {}); {} unfinished job(s) resumed", options.host, impl_->port,
+               options.db_path, with_tokens ? "tokens required" : "no tokens",
+               options.tls_cert_file.empty() ? "plaintext" : "TLS", resumed);
+}
+
+TuningServer::~TuningServer() { shutdown(); }
+
+int TuningServer::port() const { return impl_->port; }
+
+std::string TuningServer::address() const { return impl_->host + ":" + std::to_string(impl_->port); }
+
+std::vector<DeviceInfo> TuningServer::devices() const {
+  std::vector<DeviceInfo> out;
+  for (const WorkerInfo& w : impl_->service->pool().workers()) {
+    rpc::Device d;
+    to_proto(w, &d);
+    out.push_back(from_proto(d));
+  }
+  return out;
+}
+
+void TuningServer::shutdown() {
+  std::lock_guard lock(impl_->shutdown_mu);
+  if (impl_->shut_down) return;
+  impl_->shut_down = true;
+  impl_->service->stop();
+  // Open streams (workers, watchers) are cancelled after this grace period.
+  impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  impl_->server->Wait();
+}
+
+}  // namespace ktune::rpc_runner

@@ -1,0 +1,56 @@
+// Defines TuningServer, ktune's gRPC tuning service: it owns the tuning log, the device fleet and the tuning jobs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rpc_runner/protocol/job_types.h"
+#include "rpc_runner/protocol/service_protocol.h"
+
+namespace ktune::rpc_runner {
+
+struct TuningServerOptions {
+  std::string host = "127.0.0.1";  // address to listen on ("0.0.0.0" = every interface)
+  int port = 9190;                 // 0 = any free port (see TuningServer::port())
+  std::string db_path = "ktune-server.db";  // the tuning log the server owns
+  std::string token_file;          // "worker: T" and "client: T" lines; "" = no tokens
+  std::string tls_cert_file;       // PEM; with tls_key_file: serve TLS only
+  std::string tls_key_file;
+  double heartbeat_s = 2;          // workers send a heartbeat at least this often
+  double worker_timeout_s = 10;    // a worker silent this long is lost; its candidates requeued
+  int max_message_mib = 64;        // gRPC message limit, both ways
+};
+
+// The tuning service. Device workers dial in (Attach, with the worker token) and are sent
+// candidates of the jobs of their key; clients (with the client token) submit, watch, list and
+// cancel jobs, and query the log (best / top-k records, export). The server owns the log: every
+// measurement of every job is recorded there once. Unfinished jobs of the log are resumed at
+// start. Every stream is a reactor on gRPC's callback API (no thread per stream). Thread-safe.
+class TuningServer {
+ public:
+  // Opens the log and starts listening. Throws Error(kIo) when the address cannot be bound,
+  // Error(kInvalidArgument) for bad options or security files, Error(kDatabase) for the log.
+  explicit TuningServer(const TuningServerOptions& options);
+  // Shuts down (see shutdown()).
+  ~TuningServer();
+  TuningServer(const TuningServer&) = delete;
+  TuningServer& operator=(const TuningServer&) = delete;
+
+  // Returns the port actually bound (the chosen one when options.port was 0).
+  int port() const;
+  // Returns "host:port" of the bound address.
+  std::string address() const;
+  // Returns every attached worker.
+  std::vector<DeviceInfo> devices() const;
+  // Stops the jobs (their states stay in the log, to resume), ends every stream and stops
+  // serving; idempotent. Returns within a few seconds.
+  void shutdown();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ktune::rpc_runner

@@ -1,0 +1,243 @@
+// The worker session: one Attach stream at a time; a reader, a measuring thread and a
+// heartbeat thread per connection.
+#include "rpc_runner/worker/worker_session.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "rpc_runner/protocol/credentials.h"
+#include "rpc_runner/protocol/ktune.grpc.pb.h"
+#include "support/error.h"
+
+namespace ktune::rpc_runner {
+
+using Stream = grpc::ClientReaderWriter<rpc::WorkerMessage, rpc::ServerToWorker>;
+
+struct WorkerSession::Impl {
+  WorkerSessionOptions options;
+  MeasureBatchFn measure;
+  ClientSecurity security;
+
+  std::thread thread;
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;                          // guarded by mu
+  std::unique_ptr<grpc::ClientContext> context;   // guarded by mu: the current connection
+  std::string refusal;                            // guarded by mu
+  std::string target;                             // guarded by mu: canonical, from the server
+  bool ever_attached = false;                     // guarded by mu
+  std::atomic<bool> attached{false};
+  std::atomic<size_t> results{0};
+
+  // One connection: hello, then candidates in, results and heartbeats out, until it ends.
+  grpc::Status serve_once(bool* was_attached) {
+    auto stub = rpc::Tuning::NewStub(make_channel(options.server, security));
+    grpc::ClientContext* ctx;
+    {
+      std::lock_guard lock(mu);
+      if (stopping) return grpc::Status::CANCELLED;
+      context = std::make_unique<grpc::ClientContext>();
+      ctx = context.get();
+      attach_token(*ctx, security);
+    }
+    std::unique_ptr<Stream> stream = stub->Attach(ctx);
+    std::mutex write_mu;
+    auto write = [&](const rpc::WorkerMessage& m) {
+      std::lock_guard lock(write_mu);
+      return stream->Write(m);
+    };
+    rpc::WorkerMessage hello;
+    rpc::WorkerHello* h = hello.mutable_hello();
+    h->set_protocol_version(options.protocol_version);
+    h->set_key(options.key);
+    h->set_target(options.target);
+    h->set_cores(options.cores);
+    h->set_description(options.description);
+    h->set_slots(options.slots);
+    h->set_can_build(options.can_build);
+    h->set_peak_gflops(options.peak_gflops);
+    h->set_vector_bits(options.vector_bits);
+    h->set_emulated(options.emulated);
+    write(hello);  // a failure shows as the end of the stream below
+
+    // Shared by this connection's threads.
+    std::mutex queue_mu;
+    std::condition_variable queue_cv;
+    std::deque<rpc::Candidate> queue;
+    bool ended = false;
+    double heartbeat_s = 2;
+    // The server's answer to the hello; candidates may arrive before it (the server registers a
+    // worker, and may hand it queued work, before its answer is written), and they wait for it.
+    bool acknowledged = false;
+    std::string canonical_target = options.target;
+
+    std::thread measurer([&] {
+      for (;;) {
+        std::vector<rpc::Candidate> batch;
+        std::string batch_target;
+        {
+          std::unique_lock lock(queue_mu);
+          queue_cv.wait(lock, [&] { return ended || (acknowledged && !queue.empty()); });
+          if (ended) return;
+          batch_target = canonical_target;
+          // The front candidate's setting; others of the same setting join it, up to the slots.
+          const std::string setting = queue.front().measure().SerializeAsString();
+          for (auto it = queue.begin(); it != queue.end() && static_cast<int>(batch.size()) < options.slots;) {
+            if (it->measure().SerializeAsString() == setting) {
+              batch.push_back(std::move(*it));
+              it = queue.erase(it);
+            } else {
+              ++it;
+            }
+          }
+        }
+        for (rpc::CandidateResult& r : measure(batch, batch_target)) {
+          rpc::WorkerMessage m;
+          *m.mutable_result() = std::move(r);
+          if (!write(m)) return;
+          ++results;
+        }
+      }
+    });
+    std::thread heartbeat([&] {
+      std::unique_lock lock(queue_mu);
+      while (!ended) {
+        queue_cv.wait_for(lock, std::chrono::duration<double>(heartbeat_s));
+        if (ended) return;
+        lock.unlock();
+        rpc::WorkerMessage beat;
+        beat.mutable_heartbeat();
+        const bool ok = write(beat);
+        lock.lock();
+        if (!ok) return;
+      }
+    });
+
+    rpc::ServerToWorker message;
+    while (stream->Read(&message)) {
+      if (message.has_attached()) {
+        *was_attached = true;
+        attached = true;
+        const rpc::WorkerAttached& a = message.attached();
+        {
+          std::lock_guard lock(queue_mu);
+          if (a.heartbeat_s() > 0) heartbeat_s = a.heartbeat_s();
+          if (!a.target().empty()) canonical_target = a.target();
+          acknowledged = true;
+          queue_cv.notify_all();
+        }
+        {
+          std::lock_guard lock(mu);
+          target = a.target().empty() ? options.target : a.target();
+        }
+        spdlog::info("attached to {} as worker {} (key {}, target '{}', {} slots{})", options.server, a.worker_id(),
+                     options.key, a.target().empty() ? options.target : a.target(), options.slots,
+                     options.emulated ? ", emulated" : "");
+      } else if (message.has_candidate()) {
+        std::lock_guard lock(queue_mu);
+        queue.push_back(std::move(*message.mutable_candidate()));
+        queue_cv.notify_all();
+      }
+    }
+    attached = false;
+    {
+      std::lock_guard lock(queue_mu);
+      ended = true;
+      queue_cv.notify_all();
+    }
+    // A write in progress fails by itself now that the stream is over; the status below is the
+    // server's own (a refusal must not be masked by a cancellation of ours).
+    measurer.join();
+    heartbeat.join();
+    return stream->Finish();
+  }
+
+  void run() {
+    double backoff = options.reconnect_initial_s;
+    bool announce = true;  // one log line per outage, not one per attempt
+    for (;;) {
+      bool was_attached = false;
+      grpc::Status status = serve_once(&was_attached);
+      std::unique_lock lock(mu);
+      if (stopping) return;
+      ever_attached = ever_attached || was_attached;
+      // Retrying cannot help: a wrong token, another protocol version, a target the server's
+      // compiler does not know.
+      const bool refused = status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+                           status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+                           status.error_code() == grpc::StatusCode::INVALID_ARGUMENT;
+      if (refused) {
+        // Say it once; refused at the start, the owner reports it (refused_at_start).
+        if (refusal != status.error_message() && ever_attached)
+          spdlog::error("the tuning server at {} refused this worker: {}", options.server, status.error_message());
+        refusal = status.error_message();
+      }
+      if (was_attached) {
+        backoff = options.reconnect_initial_s;
+        announce = true;
+      }
+      if (announce && !refused) {
+        spdlog::warn("tuning server {} {} ({}); reconnecting with backoff up to {:g} s", options.server,
+                     was_attached ? "went away" : "unreachable", status.error_message(), options.reconnect_max_s);
+        announce = false;
+      }
+      cv.wait_for(lock, std::chrono::duration<double>(backoff), [&] { return stopping; });
+      if (stopping) return;
+      backoff = std::min(backoff * 2, options.reconnect_max_s);
+    }
+  }
+};
+
+WorkerSession::WorkerSession(const WorkerSessionOptions& options, MeasureBatchFn measure)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& w = *impl_;
+  if (options.server.empty()) throw Error(ErrorKind::kInvalidArgument, "a worker needs a server address");
+  if (options.key.empty()) throw Error(ErrorKind::kInvalidArgument, "a worker needs a device key");
+  if (!measure) throw Error(ErrorKind::kInvalidArgument, "a worker needs a way to measure");
+  w.options = options;
+  w.options.slots = std::max(w.options.slots, 1);
+  w.measure = std::move(measure);
+  w.security = load_client_security(options.token_file, options.tls_ca_file, Role::kWorker);
+  w.thread = std::thread([&w] { w.run(); });
+}
+
+WorkerSession::~WorkerSession() { stop(); }
+
+void WorkerSession::stop() {
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopping = true;
+    if (impl_->context) impl_->context->TryCancel();
+    impl_->cv.notify_all();
+  }
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+bool WorkerSession::attached() const { return impl_->attached; }
+
+size_t WorkerSession::results_sent() const { return impl_->results; }
+
+std::string WorkerSession::target() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->target;
+}
+
+std::string WorkerSession::last_refusal() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->refusal;
+}
+
+std::string WorkerSession::refused_at_start() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->ever_attached ? "" : impl_->refusal;
+}
+
+}  // namespace ktune::rpc_runner

@@ -1,0 +1,61 @@
+#!/usr/bin/env node
+// Runs an ONNX model with ONNX Runtime (npm onnxruntime-node, CPU) on float32 inputs read from a
+// file and writes its float32 outputs to another: the independent reference of ktune's model
+// builds, and the peer bench/model_vs_ort races.
+//
+//   node ort-run.js MODEL INPUTS OUTPUTS [--threads N] [--time RUNS]
+//
+// INPUTS holds every graph input, in the graph's order, as raw little-endian float32 (NCHW as the
+// model declares it); OUTPUTS receives every output the same way. Shapes come from the model;
+// a symbolic dimension is taken as 1. With --time RUNS it also runs RUNS more times and prints
+// one JSON line {"median_ms":..,"min_ms":..,"max_ms":..}. Needs onnxruntime-node on NODE_PATH.
+'use strict';
+const fs = require('fs');
+const ort = require('onnxruntime-node');
+
+async function main() {
+  const argv = process.argv.slice(2);
+  const positional = [];
+  let threads = 1, timeRuns = 0;
+  for (let i = 0; i < argv.length; ++i) {
+    if (argv[i] === '--threads') threads = parseInt(argv[++i], 10);
+    else if (argv[i] === '--time') timeRuns = parseInt(argv[++i], 10);
+    else positional.push(argv[i]);
+  }
+  if (positional.length !== 3) throw new Error('usage: ort-run.js MODEL INPUTS OUTPUTS [--threads N] [--time RUNS]');
+  const [modelPath, inputsPath, outputsPath] = positional;
+  const session = await ort.InferenceSession.create(modelPath, {
+    intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all',
+  });
+  const raw = fs.readFileSync(inputsPath);
+  const data = new Float32Array(raw.buffer, raw.byteOffset, raw.length / 4);
+  const feeds = {};
+  let at = 0;
+  for (const meta of session.inputMetadata) {
+    const dims = meta.shape.map((d) => (typeof d === 'number' && d > 0 ? d : 1));
+    const n = dims.reduce((a, b) => a * b, 1);
+    if (at + n > data.length) throw new Error(`inputs file too short for input '${meta.name}'`);
+    feeds[meta.name] = new ort.Tensor('float32', data.slice(at, at + n), dims);
+    at += n;
+  }
+  if (at !== data.length) throw new Error(`inputs file has ${data.length - at} floats too many`);
+  const results = await session.run(feeds);
+  const parts = session.outputNames.map((name) => Buffer.from(results[name].data.buffer,
+    results[name].data.byteOffset, results[name].data.byteLength));
+  fs.writeFileSync(outputsPath, Buffer.concat(parts));
+  if (timeRuns > 0) {
+    const ms = [];
+    for (let r = 0; r < timeRuns; ++r) {
+      const start = process.hrtime.bigint();
+      await session.run(feeds);
+      ms.push(Number(process.hrtime.bigint() - start) / 1e6);
+    }
+    ms.sort((a, b) => a - b);
+    console.log(JSON.stringify({ median_ms: ms[Math.floor(ms.length / 2)], min_ms: ms[0], max_ms: ms[ms.length - 1] }));
+  }
+}
+
+main().catch((e) => {
+  console.error(`ort-run: ${e.message}`);
+  process.exit(1);
+});

@@ -1,0 +1,198 @@
+// Tests of whole-model builds: `ktune build --model` linked into a C program and `ktune run`, each output compared with ONNX Runtime's on the same inputs; external weights checked by hash; bad input as one line with nothing written.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/cli_util.h"
+#include "tests/frontend/test_models.h"
+
+namespace ktune {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_cli::ktune;
+using testing_cli::quote;
+using testing_cli::shell;
+using testing_models::model;
+
+// max |a - ref| / max |ref| of one output: the tolerance below is 1e-4 of the output's magnitude
+// (float32 sums in another order differ by ~1e-6; a wrong weight, layout or epilogue by ~1).
+constexpr double kTolerance = 1e-4;
+
+class ModelBuild : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ktune_model_build_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Random float32 inputs (uniform in [-1, 1)) of `count` values, written to a file.
+  std::string inputs(int64_t count, uint64_t seed) const {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> v(static_cast<size_t>(count));
+    for (float& x : v) x = u(rng);
+    const std::string p = path("in.bin");
+    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+    return p;
+  }
+
+  static std::vector<float> floats(const std::string& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::vector<float> v(bytes.size() / 4);
+    std::memcpy(v.data(), bytes.data(), v.size() * 4);
+    return v;
+  }
+
+  // ONNX Runtime's outputs of the model on the inputs file (scripts/ort-run.js, one thread).
+  std::vector<float> ort(const std::string& onnx, const std::string& in) const {
+    const std::string out = path("ort.bin");
+    const auto r = shell("NODE_PATH=" + quote(std::string(KTUNE_ORT_DIR) + "/node_modules") + " node " +
+                         quote(std::string(KTUNE_SOURCE_DIR_PATH) + "/scripts/ort-run.js") + " " + quote(onnx) + " " +
+                         quote(in) + " " + quote(out));
+    EXPECT_EQ(r.status, 0) << r.err;
+    return floats(out);
+  }
+
+  static double error(const std::vector<float>& got, const std::vector<float>& ref) {
+    EXPECT_EQ(got.size(), ref.size());
+    if (got.size() != ref.size() || ref.empty()) return INFINITY;
+    double max_ref = 0, max_diff = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      max_ref = std::max(max_ref, std::abs(static_cast<double>(ref[i])));
+      max_diff = std::max(max_diff, std::abs(static_cast<double>(got[i]) - ref[i]));  // NaN makes it NaN
+      if (std::isnan(got[i])) return INFINITY;
+    }
+    return max_diff / max_ref;
+  }
+
+  // A C program that runs the model in two contexts on two threads (each must give the same bits),
+  // reading the inputs file and writing the outputs file; with a weights file as argv[3].
+  std::string program(const std::string& name, bool external_weights) const {
+    const std::string c = path("main.c");
+    std::ofstream(c) << "#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+                     << "#include \"" << name << ".h\"\n"
+                     << "static float *in, *out0, *out1;\nstatic void* ctx1;\n"
+                     << "static void* other(void* arg) { (void)arg; return (void*)(long)" << name << "_run(ctx1, in, out1); }\n"
+                     << "static float* buffer(long n) { return aligned_alloc(64, (n * 4 + 63) / 64 * 64); }\n"
+                     << "int main(int argc, char** argv) {\n"
+                     << "  if (argc < 3) return 9;\n"
+                     << "  in = buffer(" << name << "_INPUT0_ELEMENTS);\n"
+                     << "  out0 = buffer(" << name << "_OUTPUT0_ELEMENTS); out1 = buffer(" << name << "_OUTPUT0_ELEMENTS);\n"
+                     << "  for (long i = 0; i < " << name << "_OUTPUT0_ELEMENTS; ++i) out0[i] = out1[i] = 0.0f / 0.0f;\n"
+                     << "  FILE* f = fopen(argv[1], \"rb\");\n"
+                     << "  if (!f || fread(in, 4, " << name << "_INPUT0_ELEMENTS, f) != " << name << "_INPUT0_ELEMENTS) return 8;\n"
+                     << "  fclose(f);\n"
+                     << "  void* ctx0 = " << name << "_create(" << (external_weights ? "argv[3]" : "") << ");\n"
+                     << "  ctx1 = " << name << "_create(" << (external_weights ? "argv[3]" : "") << ");\n"
+                     << "  if (!ctx0 || !ctx1) { fprintf(stderr, \"create failed\\n\"); return 3; }\n"
+                     << "  ktune_set_num_threads(2);\n"
+                     << "  pthread_t t; pthread_create(&t, NULL, other, NULL);\n"
+                     << "  int rc0 = " << name << "_run(ctx0, in, out0);\n"
+                     << "  void* rc1; pthread_join(t, &rc1);\n"
+                     << "  if (rc0 != 0 || rc1 != NULL) { fprintf(stderr, \"run failed %d\\n\", rc0); return 4; }\n"
+                     << "  if (memcmp(out0, out1, " << name << "_OUTPUT0_ELEMENTS * 4) != 0) { fprintf(stderr, \"contexts differ\\n\"); return 5; }\n"
+                     << "  f = fopen(argv[2], \"wb\"); fwrite(out0, 4, " << name << "_OUTPUT0_ELEMENTS, f); fclose(f);\n"
+                     << "  " << name << "_destroy(ctx0); " << name << "_destroy(ctx1);\n  return 0;\n}\n";
+    const std::string exe = path("main");
+    const auto r = shell("cc -O1 -std=c11 -I" + quote(dir_.string()) + " " + quote(c) + " " + quote(path("runtime.c")) + " " +
+                         quote(path("lib" + name + ".a")) + " -lm -lpthread -o " + quote(exe));
+    EXPECT_EQ(r.status, 0) << r.err;
+    return exe;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ModelBuild, SmallCnnLinkedAndInProcessMatchOnnxRuntime) {
+  const std::string onnx = model("small_cnn.onnx");
+  const std::string in = inputs(16 * 16 * 16, 1);
+  const std::vector<float> ref = ort(onnx, in);
+  ASSERT_EQ(ref.size(), 16u);
+
+  const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " -o " +
+                           quote(path("libnet.a")) + " --header " + quote(path("net.h")) + " --runtime " + quote(path("runtime.c")), true);
+  ASSERT_EQ(built.status, 0) << built.err;
+  EXPECT_NE(built.out.find("fallback"), std::string::npos) << built.out;
+  const std::string exe = program("net", false);
+  const auto ran = shell(quote(exe) + " " + quote(in) + " " + quote(path("out.bin")));
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  const double linked = error(floats(path("out.bin")), ref);
+  EXPECT_LE(linked, kTolerance);
+
+  const auto jit = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) + " --runs 2 --warmup 1 --input-file " +
+                         quote(in) + " --output-file " + quote(path("jit.bin")), true);
+  ASSERT_EQ(jit.status, 0) << jit.err;
+  const double in_process = error(floats(path("jit.bin")), ref);
+  EXPECT_LE(in_process, kTolerance);
+  EXPECT_NE(jit.out.find("latency: median"), std::string::npos) << jit.out;
+  std::printf("small_cnn: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked, in_process);
+}
+
+TEST_F(ModelBuild, ExternalWeightsFileIsCheckedByHash) {
+  const std::string onnx = model("small_cnn.onnx");
+  const std::string in = inputs(16 * 16 * 16, 2);
+  const std::vector<float> ref = ort(onnx, in);
+  const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " -o " +
+                           quote(path("libnet.a")) + " --header " + quote(path("net.h")) + " --runtime " + quote(path("runtime.c")) +
+                           " --weights " + quote(path("net.weights")), true);
+  ASSERT_EQ(built.status, 0) << built.err;
+  ASSERT_TRUE(fs::exists(path("net.weights")));
+  const std::string exe = program("net", true);
+  auto ran = shell(quote(exe) + " " + quote(in) + " " + quote(path("out.bin")) + " " + quote(path("net.weights")));
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  EXPECT_LE(error(floats(path("out.bin")), ref), kTolerance);
+
+  // One byte changed, one byte more, a missing file: create refuses each (NULL).
+  std::string bytes;
+  {
+    std::ifstream w(path("net.weights"), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(w), {});
+  }
+  bytes[bytes.size() / 2] ^= 1;
+  std::ofstream(path("flipped.weights"), std::ios::binary) << bytes;
+  bytes[bytes.size() / 2] ^= 1;
+  std::ofstream(path("longer.weights"), std::ios::binary) << bytes << 'x';
+  for (const char* w : {"flipped.weights", "longer.weights", "missing.weights"}) {
+    ran = shell(quote(exe) + " " + quote(in) + " " + quote(path("out.bin")) + " " + quote(path(w)));
+    EXPECT_EQ(ran.status, 3) << w << ": " << ran.err;
+  }
+}
+
+TEST_F(ModelBuild, BadInputIsOneLineAndWritesNothing) {
+  struct Case {
+    std::string model, extra, text;
+  };
+  const std::vector<Case> cases = {
+      {"mixed_ops.onnx", "", "node '"},                                 // an operator form without a path
+      {"resnet18_dynamic.onnx", "", "--input"},                         // a symbolic batch dimension
+      {"not_onnx.onnx", "", "not an ONNX model"},
+      {"truncated.onnx", "", "truncated.onnx"},
+      {"small_cnn.onnx", " --name 9lives", "not a C identifier"},
+  };
+  for (const Case& c : cases) {
+    const auto r = ktune("build --model " + quote(model(c.model)) + c.extra + " --db " + quote(path("none.db")) + " -o " +
+                         quote(path("libm.a")) + " --header " + quote(path("m.h")), true);
+    testing_cli::expect_one_line_error(r, c.text);
+    EXPECT_FALSE(fs::exists(path("libm.a"))) << c.model;
+    EXPECT_FALSE(fs::exists(path("m.h"))) << c.model;
+    const auto run = ktune("run " + quote(model(c.model)) + c.extra + " --db " + quote(path("none.db")), true);
+    if (c.extra.empty()) testing_cli::expect_one_line_error(run, c.text);
+  }
+}
+
+}  // namespace
+}  // namespace ktune

@@ -1,0 +1,264 @@
+// `ktune run model.onnx [--db PATH | --server HOST:PORT --device-key K] [--threads N] [--runs N]`: the model built as `ktune build --model` builds it, loaded in this process and timed end to end and per layer.
+#include <algorithm>
+#include <cmath>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "codegen/runtime.h"
+#include "deploy/model_build.h"
+#include "frontend/onnx_graph.h"
+#include "support/error.h"
+#include "tools/commands.h"
+#include "tools/service_flags.h"
+
+namespace ktune::tools {
+namespace {
+
+struct RunCmdOptions {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string target = "host";
+  std::string db = "ktune.db";
+  rpc_runner::ServiceClientOptions server;
+  std::string device_key;
+  int threads = 0;   // 0 = the runtime's default
+  int runs = 20;
+  int warmup = 3;
+  uint64_t seed = 0;
+  std::string input_file;   // raw float32 inputs, concatenated in graph order ("" = random)
+  std::string output_file;  // the outputs written there, concatenated ("" = not written)
+  bool check = false;       // compare with ONNX Runtime
+  std::string ort_dir;      // holds ort-run.js and node_modules/onnxruntime-node ("" = ort/ beside ktune)
+  double tolerance = 1e-4;  // --check: max |ktune - ORT| over max |ORT|, per output
+  bool json = false;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kIo, "cannot read " + path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw Error(ErrorKind::kIo, "cannot write " + path);
+}
+
+// The directory of this executable (ort/ sits beside it in a build tree).
+std::filesystem::path self_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::current_path() : exe.parent_path();
+}
+
+// ONNX Runtime's outputs for the inputs in `inputs_path`, through scripts/ort-run.js.
+std::string ort_outputs(const RunCmdOptions& o, const std::string& inputs_path, int threads) {
+  const std::filesystem::path dir = o.ort_dir.empty() ? self_dir() / "ort" : std::filesystem::path(o.ort_dir);
+  if (!std::filesystem::exists(dir / "ort-run.js") || !std::filesystem::exists(dir / "node_modules" / "onnxruntime-node"))
+    throw Error(ErrorKind::kNotFound, "--check needs ONNX Runtime: " + dir.string() +
+                                          " has no ort-run.js and node_modules/onnxruntime-node (scripts/setup installs them; or --ort DIR)");
+  const std::string out = inputs_path + ".ort";
+  const std::string cmd = "NODE_PATH='" + (dir / "node_modules").string() + "' node '" + (dir / "ort-run.js").string() +
+                          "' '" + o.model + "' '" + inputs_path + "' '" + out + "' --threads " + std::to_string(threads);
+  if (std::system(cmd.c_str()) != 0) throw Error(ErrorKind::kRun, "ONNX Runtime failed on " + o.model);
+  std::string bytes = read_file(out);
+  std::filesystem::remove(out);
+  return bytes;
+}
+
+struct Buffer {
+  float* data = nullptr;
+  int64_t count = 0;
+  explicit Buffer(int64_t n) : data(static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((n * 4 + 63) / 64 * 64)))), count(n) {
+    if (!data) throw Error(ErrorKind::kIo, "out of memory");
+  }
+  ~Buffer() { std::free(data); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+void run_model(const RunCmdOptions& o) {
+  if (o.runs < 1 || o.warmup < 0) throw Error(ErrorKind::kInvalidArgument, "--runs must be >= 1 and --warmup >= 0");
+  deploy::ModelRequest r;
+  r.model_path = o.model;
+  for (const auto& text : o.inputs) r.inputs.push_back(frontend::parse_input_shape(text));
+  r.name = "ktune_run_model";
+  r.plan.target = o.target;
+  r.plan.history = o.server.server.empty() ? HistorySource::log(o.db) : HistorySource::server(o.server, o.device_key);
+  if (o.threads > 0) codegen::set_num_threads(o.threads);
+  const deploy::BuiltModel m = deploy::build_model(r);
+  deploy::ModelRunner runner(m);
+
+  // Inputs: uniform in [-1, 1) from the seed, the same every run.
+  std::mt19937_64 rng(o.seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<std::unique_ptr<Buffer>> ins, outs;
+  std::vector<const float*> in_ptrs;
+  std::vector<float*> out_ptrs;
+  const std::string given = o.input_file.empty() ? "" : read_file(o.input_file);
+  size_t at = 0;
+  for (int64_t id : m.plan.inputs) {
+    ins.push_back(std::make_unique<Buffer>(m.plan.tensors[id].bytes() / 4));
+    Buffer& b = *ins.back();
+    if (given.empty()) {
+      for (int64_t i = 0; i < b.count; ++i) b.data[i] = uniform(rng);
+    } else {
+      if (at + static_cast<size_t>(b.count) * 4 > given.size())
+        throw Error(ErrorKind::kInvalidArgument, o.input_file + " is too short for input '" + m.plan.tensors[id].name + "'");
+      std::memcpy(b.data, given.data() + at, static_cast<size_t>(b.count) * 4);
+    }
+    at += static_cast<size_t>(b.count) * 4;
+    in_ptrs.push_back(b.data);
+  }
+  if (!given.empty() && at != given.size())
+    throw Error(ErrorKind::kInvalidArgument, o.input_file + " holds " + std::to_string(given.size()) + " bytes, the inputs take " +
+                                                 std::to_string(at));
+  for (int64_t id : m.plan.outputs) {
+    outs.push_back(std::make_unique<Buffer>(m.plan.tensors[id].bytes() / 4));
+    out_ptrs.push_back(outs.back()->data);
+  }
+  for (int i = 0; i < o.warmup; ++i) runner.run(in_ptrs, out_ptrs);
+  std::vector<double> seconds;
+  for (int i = 0; i < o.runs; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    runner.run(in_ptrs, out_ptrs);
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  // Per layer: the same kernels one at a time, the median of the runs.
+  std::vector<std::vector<double>> per_step(m.plan.steps.size());
+  for (int i = 0; i < o.runs; ++i) {
+    const std::vector<double> s = runner.run_layers(in_ptrs, out_ptrs);
+    for (size_t k = 0; k < s.size(); ++k) per_step[k].push_back(s[k]);
+  }
+  std::vector<double> layer_s;
+  double layers_total = 0;
+  for (auto& v : per_step) {
+    layer_s.push_back(median(v));
+    layers_total += layer_s.back();
+  }
+  std::sort(seconds.begin(), seconds.end());
+  const double med = median(seconds);
+  bool finite = true;
+  std::string out_bytes;
+  for (const auto& b : outs) {
+    for (int64_t i = 0; i < b->count; ++i) finite = finite && std::isfinite(b->data[i]);
+    out_bytes.append(reinterpret_cast<const char*>(b->data), static_cast<size_t>(b->count) * 4);
+  }
+  if (!o.output_file.empty()) write_file(o.output_file, out_bytes);
+  // --check: every output against ONNX Runtime's on the same inputs.
+  std::vector<double> errors;
+  if (o.check) {
+    std::string in_path = o.input_file;
+    std::unique_ptr<std::string, void (*)(std::string*)> cleanup(nullptr, [](std::string* p) { std::filesystem::remove(*p); delete p; });
+    if (in_path.empty()) {
+      in_path = (std::filesystem::temp_directory_path() / ("ktune-run-" + std::to_string(::getpid()) + ".in")).string();
+      std::string bytes;
+      for (const auto& b : ins) bytes.append(reinterpret_cast<const char*>(b->data), static_cast<size_t>(b->count) * 4);
+      write_file(in_path, bytes);
+      cleanup.reset(new std::string(in_path));
+    }
+    const std::string ref = ort_outputs(o, in_path, codegen::num_threads());
+    if (ref.size() != out_bytes.size())
+      throw Error(ErrorKind::kRun, "ONNX Runtime wrote " + std::to_string(ref.size()) + " output bytes, ktune " + std::to_string(out_bytes.size()));
+    size_t off = 0;
+    for (const auto& b : outs) {
+      const float* r = reinterpret_cast<const float*>(ref.data() + off);
+      double max_ref = 0, max_diff = 0;
+      for (int64_t i = 0; i < b->count; ++i) {
+        max_ref = std::max(max_ref, std::abs(static_cast<double>(r[i])));
+        max_diff = std::max(max_diff, std::abs(static_cast<double>(b->data[i]) - r[i]));
+      }
+      errors.push_back(max_diff / std::max(max_ref, 1e-30));
+      off += static_cast<size_t>(b->count) * 4;
+    }
+  }
+
+  if (o.json) {
+    nlohmann::json layers = nlohmann::json::array();
+    for (size_t k = 0; k < m.plan.steps.size(); ++k) {
+      const auto& s = m.plan.steps[k];
+      layers.push_back({{"layer", s.layer}, {"kind", s.kind}, {"kernel", s.symbol},
+                        {"workload", s.task ? s.task->workload_key() : ""}, {"ms", layer_s[k] * 1e3}});
+    }
+    std::cout << nlohmann::json{{"model", o.model}, {"runs", o.runs}, {"median_ms", med * 1e3},
+                                {"min_ms", seconds.front() * 1e3}, {"max_ms", seconds.back() * 1e3},
+                                {"threads", codegen::num_threads()}, {"outputs_finite", finite}, {"layers", layers},
+                                {"check_error", o.check ? nlohmann::json(errors) : nlohmann::json(nullptr)}}
+                     .dump(2)
+              << "\n";
+    return;
+  }
+  std::cout << fmt::format("model {}: {} kernels, {} threads, arena {:.1f} MB, weights {:.1f} MB\n", o.model,
+                           m.plan.steps.size(), codegen::num_threads(), m.plan.arena_bytes / 1e6, m.plan.weights.size() / 1e6);
+  std::vector<size_t> order(m.plan.steps.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return layer_s[a] > layer_s[b]; });
+  std::cout << fmt::format("{:>9} {:>6}  {:<11} {}\n", "ms", "share", "kind", "layer");
+  for (size_t k : order) {
+    const auto& s = m.plan.steps[k];
+    std::string source;
+    if (s.choice)
+      source = s.choice->source == deploy::ConfigChoice::Source::kTuned     ? " [tuned]"
+               : s.choice->source == deploy::ConfigChoice::Source::kNearest ? " [nearest]"
+                                                                             : " [fallback]";
+    std::cout << fmt::format("{:9.4f} {:5.1f}%  {:<11} {}{}\n", layer_s[k] * 1e3,
+                             layers_total > 0 ? 100 * layer_s[k] / layers_total : 0.0, s.kind, s.layer, source);
+  }
+  std::cout << fmt::format("latency: median {:.4f} ms, min {:.4f}, max {:.4f} over {} runs ({} warm-up); layers one at a time sum to {:.4f} ms\n",
+                           med * 1e3, seconds.front() * 1e3, seconds.back() * 1e3, o.runs, o.warmup, layers_total * 1e3);
+  for (size_t j = 0; j < errors.size(); ++j)
+    std::cout << fmt::format("check: output {} ({}): max |ktune - ONNX Runtime| / max |ONNX Runtime| = {:.2e} (tolerance {:.0e})\n", j,
+                             m.plan.tensors[m.plan.outputs[j]].name, errors[j], o.tolerance);
+  if (!finite) throw Error(ErrorKind::kRun, "the model produced a non-finite output");
+  for (size_t j = 0; j < errors.size(); ++j)
+    if (!(errors[j] <= o.tolerance))
+      throw Error(ErrorKind::kWrongAnswer, "output " + m.plan.tensors[m.plan.outputs[j]].name + " differs from ONNX Runtime's by " +
+                                               fmt::format("{:.2e}", errors[j]) + " of its magnitude");
+}
+
+void add_run(CLI::App& app) {
+  auto o = std::make_shared<RunCmdOptions>();
+  auto* cmd = app.add_subcommand("run", "Build a whole ONNX model as `build --model` does, load it in this process, "
+                                        "and time it end to end and per layer on random inputs");
+  cmd->add_option("model", o->model, "ONNX model file")->required();
+  cmd->add_option("--input", o->inputs, "Shape of a graph input, name=1x3x224x224");
+  cmd->add_option("--target", o->target, "Target (host: it runs here)")->capture_default_str();
+  cmd->add_option("--db", o->db, "Tuning log (SQLite); a missing log means fallback configs")->capture_default_str();
+  add_client_flags(cmd, o->server, false)->description("Ask this tuning server's log (HOST:PORT) instead of --db");
+  cmd->add_option("--device-key", o->device_key, "With --server: only records measured on devices of this key");
+  cmd->add_option("--threads", o->threads, "Threads of the parallel loops (default: the CPUs of this process)");
+  cmd->add_option("--runs", o->runs, "Timed runs")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--input-file", o->input_file, "Raw float32 inputs, concatenated in graph order (default: random from --seed)");
+  cmd->add_option("--output-file", o->output_file, "Write the outputs there, raw float32, concatenated");
+  cmd->add_flag("--check", o->check, "Compare every output with ONNX Runtime's on the same inputs");
+  cmd->add_option("--ort", o->ort_dir, "With --check: folder of ort-run.js and node_modules/onnxruntime-node (default: ort/ beside ktune)");
+  cmd->add_option("--tolerance", o->tolerance, "With --check: largest max |difference| / max |reference| per output")->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print the figures as JSON");
+  cmd->callback([o] { run_model(*o); });
+}
+
+}  // namespace
+
+KTUNE_REGISTER_COMMAND(run, add_run);
+
+}  // namespace ktune::tools
