@@ -54,6 +54,7 @@ class EpilogueFuser {
   std::optional<size_t> single_consumer(const std::string& tensor) const;
   // The unfused readers of `tensor` when it is no graph output (nullopt when it is one).
   std::optional<std::vector<size_t>> consumers(const std::string& tensor) const;
+  // True when `tensor` is computed from node `anchor`'s output (transitively).
   bool depends_on(const std::string& tensor, size_t anchor) const;
   bool constant(const std::string& tensor) const { return g_.constants.count(tensor) > 0; }
   // True when `tensor` is a constant that broadcasts along `axis` of `out` only, with out's
