@@ -247,20 +247,59 @@ class Planner {
     plan_.steps.push_back(std::move(s));
   }
 
-  // Inference BatchNormalization as a per-channel scale and shift.
-  void fold_batch_norm(const frontend::Node& bn, std::vector<float>& scale, std::vector<float>& shift) {
-    const auto& gamma = constant(bn, bn.inputs.at(1)).f32;
-    const auto& beta = constant(bn, bn.inputs.at(2)).f32;
-    const auto& mean = constant(bn, bn.inputs.at(3)).f32;
-    const auto& var = constant(bn, bn.inputs.at(4)).f32;
-    const float eps = bn.attrs.count("epsilon") ? bn.attrs.at("epsilon").floats.at(0) : 1e-5f;
-    if (gamma.size() != scale.size() || beta.size() != scale.size() || mean.size() != scale.size() || var.size() != scale.size())
-      throw unsupported(bn, "parameters of another channel count");
-    for (size_t k = 0; k < scale.size(); ++k) {
-      const float s = gamma[k] / std::sqrt(var[k] + eps);
-      shift[k] = shift[k] * s + beta[k] - mean[k] * s;
-      scale[k] *= s;
+  // What the nodes fused into a task add to its operator, per output channel: y = scale * op + shift
+  // (BatchNormalization, bias Adds; the scale folds into the weights), and the residual tensor.
+  struct Affine {
+    std::vector<float> scale, shift;
+    bool shifted = false;   // a bias or BN: the kernel needs its bias argument
+    std::string residual;   // "" = none
+  };
+
+  Affine fused_affine(const frontend::Node& anchor, const frontend::TaskOccurrence& occ, int64_t channels,
+                      const std::string& anchor_bias) {
+    Affine a;
+    a.scale.assign(static_cast<size_t>(channels), 1.0f);
+    a.shift.assign(static_cast<size_t>(channels), 0.0f);
+    if (!anchor_bias.empty()) {
+      const auto& b = constant(anchor, anchor_bias);
+      if (static_cast<int64_t>(b.f32.size()) != channels) throw unsupported(anchor, "a bias of another channel count");
+      a.shift = b.f32;
+      a.shifted = true;
     }
+    std::string chain = anchor.outputs.at(0);
+    for (size_t j : occ.fused) {
+      const frontend::Node& f = g_.nodes[j];
+      if (f.op == "BatchNormalization") {
+        const auto& gamma = constant(f, f.inputs.at(1)).f32;
+        const auto& beta = constant(f, f.inputs.at(2)).f32;
+        const auto& mean = constant(f, f.inputs.at(3)).f32;
+        const auto& var = constant(f, f.inputs.at(4)).f32;
+        const float eps = f.attrs.count("epsilon") ? f.attrs.at("epsilon").floats.at(0) : 1e-5f;
+        const size_t n = a.scale.size();
+        if (gamma.size() != n || beta.size() != n || mean.size() != n || var.size() != n)
+          throw unsupported(f, "parameters of another channel count");
+        for (size_t k = 0; k < n; ++k) {
+          const float s = gamma[k] / std::sqrt(var[k] + eps);
+          a.shift[k] = a.shift[k] * s + beta[k] - mean[k] * s;
+          a.scale[k] *= s;
+        }
+        a.shifted = true;
+      } else if (f.op == "Add" && (f.inputs.at(0) == chain || f.inputs.at(1) == chain)) {
+        const std::string& other = f.inputs[0] == chain ? f.inputs[1] : f.inputs[0];
+        if (constants_.count(other)) {
+          // A per-channel constant (the fuser checked that it broadcasts along the channel axis).
+          const auto& c = constant(f, other);
+          if (static_cast<int64_t>(c.f32.size()) != channels) throw unsupported(f, "a bias of another channel count");
+          for (size_t k = 0; k < a.shift.size(); ++k) a.shift[k] += c.f32[k];
+          a.shifted = true;
+        } else {
+          a.residual = other;
+        }
+      }
+      // Activations are the template's epilogue; the chain continues through each fused node.
+      chain = f.outputs.at(0);
+    }
+    return a;
   }
 
   void plan_task(const frontend::TaskOccurrence& occ) {
@@ -273,15 +312,11 @@ class Planner {
     std::string layer = anchor.name;
     std::string out_name = anchor.outputs.at(0);
     std::string residual;
-    const frontend::Node* bn = nullptr;
     for (size_t j : occ.fused) {
       const frontend::Node& f = g_.nodes[j];
       layer += "+" + f.name;
       out_name = f.outputs.at(0);
-      if (f.op == "BatchNormalization") bn = &f;
-      if (f.op == "Add") residual = f.inputs[0] == prev_output(occ, j) ? f.inputs[1] : f.inputs[0];
     }
-
     PlanStep s;
     s.layer = layer;
     s.kind = "task";
@@ -299,9 +334,9 @@ class Planner {
 
     const std::string& tmpl = task.template_name();
     if (tmpl == "conv2d_nchwc" || tmpl == "depthwise_conv2d_nchwc")
-      bind_conv(s, anchor, bn, residual, out_name, inst.args);
+      bind_conv(s, anchor, occ, out_name, inst.args);
     else if (tmpl == "matmul" || tmpl == "dense_bias_relu")
-      bind_gemm(s, anchor, bn, residual, out_name, inst.args);
+      bind_gemm(s, anchor, occ, out_name, inst.args);
     else if (tmpl == "max_pool2d" || tmpl == "avg_pool2d")
       s.args = {form(anchor.inputs.at(0), 0), define(out_name, 0)};
     else
@@ -309,25 +344,15 @@ class Planner {
     plan_.steps.push_back(std::move(s));
   }
 
-  // The tensor that fused node j reads from the chain: the output of the chain node before it.
-  std::string prev_output(const frontend::TaskOccurrence& occ, size_t j) const {
-    std::string prev = g_.nodes[occ.node].outputs.at(0);
-    for (size_t k : occ.fused) {
-      if (k == j) return prev;
-      prev = g_.nodes[k].outputs.at(0);
-    }
-    return prev;
-  }
-
-  void bind_conv(PlanStep& s, const frontend::Node& conv, const frontend::Node* bn, const std::string& residual,
+  void bind_conv(PlanStep& s, const frontend::Node& conv, const frontend::TaskOccurrence& occ,
                  const std::string& out_name, const std::vector<te::Tensor>& args) {
     const bool depthwise = s.task->template_name() == "depthwise_conv2d_nchwc";
     const auto& w = constant(conv, conv.inputs.at(1));
     const int64_t K = w.shape.at(0), C = depthwise ? K : w.shape.at(1), R = w.shape.at(2), S = w.shape.at(3);
-    std::vector<float> scale(static_cast<size_t>(K), 1.0f), shift(static_cast<size_t>(K), 0.0f);
-    if (conv.inputs.size() > 2 && !conv.inputs[2].empty()) shift = constant(conv, conv.inputs[2]).f32;
-    if (static_cast<int64_t>(shift.size()) != K) throw unsupported(conv, "a bias of another channel count");
-    if (bn) fold_batch_norm(*bn, scale, shift);
+    const Affine affine = fused_affine(conv, occ, K, conv.inputs.size() > 2 ? conv.inputs[2] : "");
+    const std::vector<float>& scale = affine.scale;
+    const std::vector<float>& shift = affine.shift;
+    const std::string& residual = affine.residual;
     const int64_t icb = depthwise ? s.task->args().get_int("block") : s.task->args().get_int("ic_block");
     const int64_t ocb = depthwise ? icb : s.task->args().get_int("oc_block");
     const int64_t kb = (K + ocb - 1) / ocb, cb = (C + icb - 1) / icb;
@@ -352,7 +377,7 @@ class Planner {
     }
     std::vector<float> bias(static_cast<size_t>(kb * ocb), 0.0f);
     std::copy(shift.begin(), shift.end(), bias.begin());
-    const bool has_bias_shift = bn || (conv.inputs.size() > 2 && !conv.inputs[2].empty());
+    const bool has_bias_shift = affine.shifted;
     for (const te::Tensor& a : args) {
       const std::string& n = a.name();
       if (n == "I") s.args.push_back(form(conv.inputs.at(0), icb));
@@ -367,9 +392,13 @@ class Planner {
     if (has_bias_shift && !kernel_has_bias) throw unsupported(conv, "a bias without a fused bias epilogue");
   }
 
-  void bind_gemm(PlanStep& s, const frontend::Node& gemm, const frontend::Node* bn, const std::string& residual,
+  void bind_gemm(PlanStep& s, const frontend::Node& gemm, const frontend::TaskOccurrence& occ,
                  const std::string& out_name, const std::vector<te::Tensor>& args) {
-    if (bn) throw unsupported(gemm, "BatchNormalization after a matrix product");
+    for (size_t j : occ.fused)
+      if (g_.nodes[j].op == "BatchNormalization") throw unsupported(gemm, "BatchNormalization after a matrix product");
+    const int64_t columns = known_shape(gemm.outputs.at(0)).back();
+    const Affine affine = fused_affine(gemm, occ, columns, gemm.op == "Gemm" && gemm.inputs.size() > 2 ? gemm.inputs[2] : "");
+    const std::string& residual = affine.residual;
     if (gemm.op == "Gemm" && (gemm.attrs.count("alpha") || gemm.attrs.count("beta"))) {
       const float alpha = gemm.attrs.count("alpha") ? gemm.attrs.at("alpha").floats.at(0) : 1.0f;
       const float beta = gemm.attrs.count("beta") ? gemm.attrs.at("beta").floats.at(0) : 1.0f;
@@ -383,9 +412,8 @@ class Planner {
       } else if (&a == &args.back()) {
         s.args.push_back(define(out_name, 0));
       } else if (n == "bias") {
-        const auto& b = constant(gemm, gemm.inputs.at(2));
-        if (product(b.shape) != a.num_elements()) throw unsupported(gemm, "a bias that is not one value per column");
-        s.args.push_back(weight(gemm.inputs.at(2), a.shape(), b.f32));
+        if (static_cast<int64_t>(affine.shift.size()) != a.num_elements()) throw unsupported(gemm, "a bias that is not one value per column");
+        s.args.push_back(weight(gemm.name + "@bias", a.shape(), affine.shift));
       } else if (n == "residual") {
         s.args.push_back(form(residual, 0));
       } else if (&a == &args[1]) {
@@ -400,6 +428,8 @@ class Planner {
         throw unsupported(gemm, "kernel argument '" + n + "' has no binding");
       }
     }
+    const bool kernel_has_bias = std::any_of(args.begin(), args.end(), [](const te::Tensor& a) { return a.name() == "bias"; });
+    if (affine.shifted && !kernel_has_bias) throw unsupported(gemm, "a bias without a fused bias epilogue");
   }
 
   // Liveness-based placement: each arena tensor lives from the step that writes it to the last

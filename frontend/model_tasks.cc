@@ -7,6 +7,7 @@
 #include <set>
 #include <variant>
 
+#include "frontend/epilogue_fusion.h"
 #include "schedule_space/template_registry.h"
 #include "support/error.h"
 
@@ -20,7 +21,7 @@ struct Candidate {
   std::string template_name;
   Args args;                   // without the epilogue
   std::string substitute;      // a template that computes the same with these args ("" = none)
-  std::string epilogue;
+  FusedEpilogue epilogue;
   double flop = 0;
   int64_t multiplicity = 1;    // grouped convs: one task per group
   std::string note;
@@ -49,15 +50,8 @@ void resolve(ModelTask& t, const schedule_space::TargetTraits& target);
 
 class Extractor {
  public:
-  Extractor(const Graph& graph, const schedule_space::TargetTraits& target) : g_(graph), target_(target) {
-    for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      for (const auto& in : g_.nodes[i].inputs)
-        if (!in.empty()) consumers_[in].push_back(i);
-      for (const auto& out : g_.nodes[i].outputs) producer_[out] = i;
-    }
-    graph_outputs_.insert(g_.outputs.begin(), g_.outputs.end());
-    fused_.assign(g_.nodes.size(), false);
-  }
+  Extractor(const Graph& graph, const schedule_space::TargetTraits& target)
+      : g_(graph), target_(target), fuser_(graph) {}
 
   ModelTasks run() {
     ModelTasks result;
@@ -73,9 +67,8 @@ class Extractor {
       u.layers.push_back(node.name);
     };
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      if (fused_[i]) continue;
+      if (fuser_.fused(i)) continue;
       const Node& node = g_.nodes[i];
-      const std::vector<bool> fused_before = fused_;
       std::variant<Candidate, NotMapped, std::monostate> mapped = map_anchor(i);
       if (std::holds_alternative<std::monostate>(mapped)) {
         add_unsupported(node, reason_without_template(node.op));
@@ -95,80 +88,13 @@ class Extractor {
       ModelTask& task = result.tasks[it->second];
       task.count += c.multiplicity;
       task.layers.push_back(node.name);
-      TaskOccurrence occurrence{it->second, i, {}};
-      for (size_t j = 0; j < fused_.size(); ++j)
-        if (fused_[j] && !fused_before[j]) occurrence.fused.push_back(j);
-      result.occurrences.push_back(std::move(occurrence));
+      for (size_t f : c.epilogue.nodes) task.layers.push_back(g_.nodes[f].name);
+      result.occurrences.push_back(TaskOccurrence{it->second, i, c.epilogue.nodes});
     }
     return result;
   }
 
  private:
-  // The one node that reads `tensor`, when exactly one does and the tensor is not a graph output
-  // (a tensor someone else reads cannot disappear into a fused kernel).
-  // Nodes another kernel already fused are not offered again.
-  std::optional<size_t> single_consumer(const std::string& tensor) const {
-    auto it = consumers_.find(tensor);
-    if (it == consumers_.end() || it->second.size() != 1 || graph_outputs_.count(tensor)) return std::nullopt;
-    if (fused_[it->second.front()]) return std::nullopt;
-    return it->second.front();
-  }
-
-  // True when `tensor` is computed from node `anchor`'s output (transitively).
-  bool depends_on(const std::string& tensor, size_t anchor) const {
-    std::vector<std::string> stack = {tensor};
-    std::set<size_t> seen;
-    while (!stack.empty()) {
-      const std::string t = stack.back();
-      stack.pop_back();
-      auto p = producer_.find(t);
-      if (p == producer_.end() || !seen.insert(p->second).second) continue;
-      if (p->second == anchor) return true;
-      for (const auto& in : g_.nodes[p->second].inputs) stack.push_back(in);
-    }
-    return false;
-  }
-
-  bool constant(const std::string& tensor) const { return g_.constants.count(tensor) > 0; }
-
-  // Follows the anchor's output through BatchNormalization, a residual Add and Relu, marking
-  // them fused; returns the epilogue steps (bias from the anchor's own bias or the folded BN).
-  std::string fuse_epilogue(size_t anchor, bool has_bias) {
-    std::vector<std::string> steps;
-    if (has_bias) steps.push_back("bias");
-    std::string cur = g_.nodes[anchor].outputs.front();
-    auto next = single_consumer(cur);
-    if (next && g_.nodes[*next].op == "BatchNormalization" && g_.nodes[*next].inputs.front() == cur &&
-        g_.nodes[*next].outputs.size() == 1 &&
-        std::all_of(g_.nodes[*next].inputs.begin() + 1, g_.nodes[*next].inputs.end(),
-                    [&](const std::string& t) { return constant(t); })) {
-      // Inference-mode BN is a per-channel scale (folded into the weights) and shift (a bias).
-      fused_[*next] = true;
-      if (!has_bias) steps.push_back("bias");
-      cur = g_.nodes[*next].outputs.front();
-      next = single_consumer(cur);
-    }
-    if (next && g_.nodes[*next].op == "Add" && g_.nodes[*next].inputs.size() == 2) {
-      const Node& add = g_.nodes[*next];
-      const std::string& other = add.inputs[0] == cur ? add.inputs[1] : add.inputs[0];
-      // A residual: the other operand is computed independently of this kernel (so it is ready
-      // when the kernel runs) and has the output's shape.
-      if (!constant(other) && !depends_on(other, anchor) && g_.shape(other) && g_.shape(other) == g_.shape(cur)) {
-        fused_[*next] = true;
-        steps.push_back("add");
-        cur = add.outputs.front();
-        next = single_consumer(cur);
-      }
-    }
-    if (next && g_.nodes[*next].op == "Relu") {
-      fused_[*next] = true;
-      steps.push_back("relu");
-    }
-    std::string text;
-    for (const auto& s : steps) text += (text.empty() ? "" : "_") + s;
-    return text;
-  }
-
   std::variant<Candidate, NotMapped, std::monostate> map_anchor(size_t i) {
     const Node& n = g_.nodes[i];
     if (!n.domain.empty()) return std::monostate{};
@@ -224,7 +150,10 @@ class Extractor {
       c.args["K"] = i2s(K);
       c.flop = 2.0 * N * K * OH * OW * C * R * S;
     } else if (group == C && K == C) {
-      c.template_name = "depthwise_conv2d";
+      // The blocked layout's kernel (as conv2d_nchwc's output), with the epilogue; the NCHW
+      // template computes the same when it refuses.
+      c.template_name = "depthwise_conv2d_nchwc";
+      c.substitute = "depthwise_conv2d";
       c.args["C"] = i2s(C);
       c.flop = 2.0 * N * C * OH * OW * R * S;
     } else {
@@ -237,7 +166,7 @@ class Extractor {
       c.flop = 2.0 * N * (K / group) * OH * OW * (C / group) * R * S;
       c.note = "grouped conv: one of " + i2s(group) + " groups";
     }
-    c.epilogue = fuse_epilogue(i, has_bias);
+    c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kConv);
     return c;
   }
 
@@ -274,12 +203,12 @@ class Extractor {
       }
       c.flop = 2.0 * batch * M * N * K;
     }
-    c.epilogue = fuse_epilogue(i, has_bias);
+    c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kGemm);
     // Gemm + bias + Relu with B as [N, K] is exactly what dense_bias_relu computes.
-    if (c.template_name == "matmul" && c.args["layout"] == "nt" && c.epilogue == "bias_relu") {
+    if (c.template_name == "matmul" && c.args["layout"] == "nt" && c.epilogue.steps == "bias_relu") {
       c.template_name = "dense_bias_relu";
       c.args.erase("layout");
-      c.epilogue.clear();
+      c.epilogue.steps.clear();
       c.note = "bias and relu built into the template";
     }
     return c;
@@ -326,8 +255,9 @@ class Extractor {
     t.template_name = c.template_name;
     t.args = c.args;
     t.args["dtype"] = "float32";  // ONNX float tensors; the test models and the templates' default
-    t.epilogue = c.epilogue;
-    if (!c.epilogue.empty()) t.args["epilogue"] = c.epilogue;
+    t.epilogue = c.epilogue.steps;
+    if (!t.epilogue.empty()) t.args["epilogue"] = t.epilogue;
+    for (const auto& [k, v] : c.epilogue.args) t.args[k] = v;
     t.flop = c.flop;
     t.note = c.note;
     t.substitute = c.substitute;
@@ -336,10 +266,7 @@ class Extractor {
 
   const Graph& g_;
   schedule_space::TargetTraits target_;
-  std::map<std::string, std::vector<size_t>> consumers_;
-  std::map<std::string, size_t> producer_;
-  std::set<std::string> graph_outputs_;
-  std::vector<bool> fused_;
+  EpilogueFuser fuser_;
 };
 
 // Sets status, refused and tunable by asking the templates (Task::create) for the listed form,
@@ -357,7 +284,7 @@ void resolve(ModelTask& t, const schedule_space::TargetTraits& target) {
     }
   };
   Args bare = t.args;
-  bare.erase("epilogue");
+  for (const char* k : {"epilogue", "clip_min", "clip_max"}) bare.erase(k);
   if ((t.tunable = attempt(t.template_name, t.args))) {
     t.status = TaskStatus::kOk;
   } else if (!t.epilogue.empty() && (t.tunable = attempt(t.template_name, bare))) {
@@ -386,7 +313,7 @@ std::string ModelTask::key() const {
   // The shape in the template's declared order (like WorkloadArgs::key), then any other
   // argument, then dtype and epilogue last: the same key whatever order a template declares them in.
   std::string text = template_name + "(";
-  std::set<std::string> done = {"dtype", "epilogue"};
+  std::set<std::string> done = {"dtype", "epilogue", "clip_min", "clip_max"};
   bool first = true;
   auto add = [&](const std::string& k) {
     auto it = args.find(k);
@@ -402,6 +329,8 @@ std::string ModelTask::key() const {
     if (!done.count(k)) add(k);
   add("dtype");
   add("epilogue");
+  add("clip_min");
+  add("clip_max");
   return text + ")";
 }
 

@@ -26,12 +26,18 @@ std::string to_string(TaskStatus status);
 
 // One distinct workload of the model.
 struct ModelTask {
-  std::string template_name;                 // what it should use: conv2d_nchwc, depthwise_conv2d, ...
-  std::map<std::string, std::string> args;   // what the model fixes: shape, dtype, "epilogue" when one is fused
-  std::string epilogue;                      // "" or steps joined by '_': bias, relu, add (residual), e.g. bias_add_relu
+  std::string template_name;                 // what it should use: conv2d_nchwc, depthwise_conv2d_nchwc, ...
+  // What the model fixes: shape, dtype, "epilogue" when one is fused, and the bounds of a clip
+  // step ("clip_min", "clip_max", when finite).
+  std::map<std::string, std::string> args;
+  // "" or steps joined by '_': bias, add (residual), then relu, relu6, clip, hardswish or silu,
+  // e.g. bias_add_relu.
+  std::string epilogue;
   int64_t count = 0;                         // occurrences in the model
   double flop = 0;                           // of one occurrence (the operator; the epilogue is not counted)
-  std::vector<std::string> layers;           // names of the nodes it stands for (first node of each occurrence)
+  // Names of the nodes it stands for: per occurrence, the operator's node, then the nodes fused
+  // into its epilogue.
+  std::vector<std::string> layers;
   std::string note;                          // e.g. "grouped conv: 1 of 32 groups"
   TaskStatus status = TaskStatus::kRefused;
   std::string substitute;                    // a template that computes the same when `template_name` refuses ("" = none)
@@ -69,10 +75,12 @@ struct ModelTasks {
 };
 
 // Extracts the tuning tasks of `graph` on `target`: Conv (groups = 1: conv2d_nchwc, depthwise:
-// depthwise_conv2d, other groups: conv2d per group), Gemm / MatMul (matmul, or dense_bias_relu
-// for Gemm + bias + Relu), MaxPool / AveragePool / GlobalAveragePool (max_pool2d / avg_pool2d),
-// with BatchNormalization folded into a conv's bias, and a following Add (residual) and Relu
-// fused as the epilogue. Identical workloads are merged with a count. Every other node is an
+// depthwise_conv2d_nchwc, other groups: conv2d_nchwc per group), Gemm / MatMul (matmul, or
+// dense_bias_relu for Gemm + bias + Relu), MaxPool / AveragePool / GlobalAveragePool
+// (max_pool2d / avg_pool2d). What follows a conv or matmul is fused as its epilogue (see
+// EpilogueFuser::fuse): BatchNormalization folded into a bias, a bias Add, a residual Add, and
+// Relu, Clip (relu6 or bounds), HardSwish, HardSigmoid-Mul or Sigmoid-Mul (silu).
+// Identical workloads are merged with a count. Every other node is an
 // UnsupportedOp: nothing is dropped. Each task is tried with Task::create (typed errors are
 // caught into `refused`). Throws Error(kInvalidArgument) for a model that cannot run although ONNX's
 // checker and shape inference pass it: a Conv whose input channels differ from its weights', a Gemm

@@ -118,6 +118,43 @@ bool set_input_shapes(const std::string& path, onnx::GraphProto& graph, const st
   return overridden;
 }
 
+// The elements of a small float, double or integer tensor as doubles; nullopt for other types,
+// external data or more than Graph::kMaxValueElements elements.
+std::optional<std::vector<double>> small_values(const onnx::TensorProto& t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims()) n *= d;
+  if (n < 0 || n > Graph::kMaxValueElements || t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
+  std::vector<double> out;
+  const std::string& raw = t.raw_data();
+  // raw_data is little-endian, as the hosts ktune runs on.
+  auto from_raw = [&]<typename T>(T) -> bool {
+    if (raw.size() != static_cast<size_t>(n) * sizeof(T)) return false;
+    for (int64_t i = 0; i < n; ++i) {
+      T v;
+      std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+      out.push_back(static_cast<double>(v));
+    }
+    return true;
+  };
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      if (t.has_raw_data()) return from_raw(float{}) ? std::optional(out) : std::nullopt;
+      out.assign(t.float_data().begin(), t.float_data().end());
+      break;
+    case onnx::TensorProto::DOUBLE:
+      if (t.has_raw_data()) return from_raw(double{}) ? std::optional(out) : std::nullopt;
+      out.assign(t.double_data().begin(), t.double_data().end());
+      break;
+    case onnx::TensorProto::INT64:
+      if (t.has_raw_data()) return from_raw(int64_t{}) ? std::optional(out) : std::nullopt;
+      out.assign(t.int64_data().begin(), t.int64_data().end());
+      break;
+    default: return std::nullopt;
+  }
+  if (out.size() != static_cast<size_t>(n)) return std::nullopt;
+  return out;
+}
+
 Attribute attribute_of(const onnx::AttributeProto& a) {
   Attribute out;
   if (a.has_i()) out.ints.push_back(a.i());
@@ -143,6 +180,11 @@ int64_t Node::int_or(const std::string& key, int64_t fallback) const {
 std::string Node::text_or(const std::string& key, std::string fallback) const {
   auto it = attrs.find(key);
   return it == attrs.end() ? fallback : it->second.text;
+}
+
+double Node::float_or(const std::string& key, double fallback) const {
+  auto it = attrs.find(key);
+  return it == attrs.end() || it->second.floats.empty() ? fallback : it->second.floats[0];
 }
 
 std::optional<std::vector<int64_t>> Graph::shape(const std::string& tensor) const {
@@ -197,6 +239,7 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
   for (const auto& init : model.graph().initializer()) {
     graph.constants.insert(init.name());
     graph.shapes[init.name()] = std::vector<int64_t>(init.dims().begin(), init.dims().end());
+    if (auto v = small_values(init)) graph.values[init.name()] = std::move(*v);
   }
   if (set_input_shapes(path, *model.mutable_graph(), graph.constants, inputs)) {
     // Shapes stored for the old input would contradict the new ones: inference recomputes them.
@@ -232,7 +275,17 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
     node.outputs.assign(n.output().begin(), n.output().end());
     for (const auto& a : n.attribute()) node.attrs[a.name()] = attribute_of(a);
     // Weights may come from Constant nodes instead of initializers (some exporters do that).
-    if (node.op == "Constant" && node.domain.empty()) graph.constants.insert(node.outputs.begin(), node.outputs.end());
+    if (node.op == "Constant" && node.domain.empty()) {
+      graph.constants.insert(node.outputs.begin(), node.outputs.end());
+      for (const auto& a : n.attribute()) {
+        if (node.outputs.size() != 1) break;
+        if (a.name() == "value" && a.has_t()) {
+          if (auto v = small_values(a.t())) graph.values[node.outputs[0]] = std::move(*v);
+        } else if (a.name() == "value_float" && a.has_f()) {
+          graph.values[node.outputs[0]] = {a.f()};
+        }
+      }
+    }
     graph.nodes.push_back(std::move(node));
     ++index;
   }

@@ -37,6 +37,8 @@ struct Node {
   int64_t int_or(const std::string& key, int64_t fallback) const;
   // The attribute's text, or `fallback` when absent.
   std::string text_or(const std::string& key, std::string fallback) const;
+  // The attribute's first float, or `fallback` when absent.
+  double float_or(const std::string& key, double fallback) const;
 };
 
 // A model after shape inference. Value type, no ONNX types.
@@ -46,6 +48,10 @@ struct Graph {
   std::vector<std::string> inputs;         // graph inputs that are not initializers
   std::vector<std::string> outputs;
   std::set<std::string> constants;         // initializers and Constant nodes' outputs (weights)
+  // The values of the small numeric constants (at most kMaxValueElements elements: scalars such
+  // as Clip's bounds, which a fused epilogue takes as arguments), as doubles.
+  std::map<std::string, std::vector<double>> values;
+  static constexpr int64_t kMaxValueElements = 16;
   // The shape of each tensor shape inference could resolve; a dimension it could not resolve
   // is -1. Tensors without any shape information are absent.
   std::map<std::string, std::vector<int64_t>> shapes;

@@ -58,6 +58,7 @@ WorkloadArgs::WorkloadArgs(const std::string& template_name, const std::vector<A
     values_.emplace_back(spec.name, text);
     is_int_.push_back(spec.type == ArgSpec::Type::kInt);
     omitted_.push_back(spec.key_omits_default && text == spec.default_value);
+    omitted_default_.push_back(spec.key_omits_default ? std::optional<std::string>(spec.default_value) : std::nullopt);
   }
 }
 
@@ -81,6 +82,17 @@ void WorkloadArgs::set_int(const std::string& name, int64_t value) {
     if (values_[i].first == name) {
       if (!is_int_[i]) invalid("workload argument '" + name + "' is not an integer");
       values_[i].second = std::to_string(value);
+      return;
+    }
+  invalid("workload has no argument '" + name + "'");
+}
+
+void WorkloadArgs::set_string(const std::string& name, const std::string& value) {
+  for (size_t i = 0; i < values_.size(); ++i)
+    if (values_[i].first == name) {
+      if (is_int_[i]) invalid("workload argument '" + name + "' is an integer");
+      values_[i].second = value;
+      omitted_[i] = omitted_default_[i] && *omitted_default_[i] == value;
       return;
     }
   invalid("workload has no argument '" + name + "'");

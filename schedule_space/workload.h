@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +93,10 @@ class WorkloadArgs {
   // Replaces the value of int argument `name` (a template's resolve hook); throws
   // Error(kInvalidArgument) when absent or not an int argument.
   void set_int(const std::string& name, int64_t value);
+  // Replaces the value of string argument `name` (a template's resolve hook: a canonical form);
+  // the key leaves it out when it equals a key_omits_default argument's default. Throws
+  // Error(kInvalidArgument) when absent or an int argument.
+  void set_string(const std::string& name, const std::string& value);
   const std::vector<std::pair<std::string, std::string>>& values() const { return values_; }
   // As a map (what Task::create takes).
   std::map<std::string, std::string> to_map() const;
@@ -105,6 +110,7 @@ class WorkloadArgs {
   std::vector<std::pair<std::string, std::string>> values_;
   std::vector<bool> is_int_;
   std::vector<bool> omitted_;  // left out of the key (default value of a key_omits_default argument)
+  std::vector<std::optional<std::string>> omitted_default_;  // key_omits_default arguments: the default
 };
 
 // Splits "key=value" words into a map; throws Error(kInvalidArgument) for a word without '=',

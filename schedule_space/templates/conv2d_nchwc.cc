@@ -7,6 +7,7 @@
 
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/common.h"
+#include "schedule_space/templates/epilogue.h"
 #include "support/error.h"
 
 namespace ktune::schedule_space::templates {
@@ -19,19 +20,9 @@ constexpr int64_t kMaxTileOw = 32;
 
 // Channel blocks: ic_block and oc_block of 0 (the default) are auto_channel_block's choice.
 
-// What follows the convolution in the same tile loop.
-enum class Epilogue { kNone, kBiasRelu, kBiasAddRelu };
-
-Epilogue epilogue_of(const WorkloadArgs& a) {
-  const std::string& e = a.get("epilogue");
-  if (e == "bias_relu") return Epilogue::kBiasRelu;
-  if (e == "bias_add_relu") return Epilogue::kBiasAddRelu;
-  return Epilogue::kNone;
-}
-
 struct Shape {
   int64_t n, c, h, w, k, r, s, stride, pad, dilation, icb, ocb, oh, ow;
-  Epilogue epilogue;
+  Epilogue epilogue;  // what follows the convolution in the same tile loop
   // Blocks, the last one partly padding when the channels are not a block multiple.
   int64_t cblocks() const { return ceil_div(c, icb); }
   int64_t kblocks() const { return ceil_div(k, ocb); }
@@ -62,13 +53,13 @@ Shape shape_of(const WorkloadArgs& a) {
 }
 
 struct Tensors {
-  te::Tensor in, weight, bias, residual, padded, conv, out;  // padded: undefined without padding
-  // conv: the reduction when an epilogue stage (bias, relu, zeroed tail channels) follows it;
-  // undefined when the output is the reduction itself.
+  te::Tensor in, weight, padded, conv, out;  // padded: undefined without padding
+  EpilogueInputs epilogue;
+  // conv: the reduction when an epilogue stage (the epilogue's steps, zeroed tail channels)
+  // follows it; undefined when the output is the reduction itself.
   std::vector<te::Tensor> args() const {
     std::vector<te::Tensor> v = {in, weight};
-    if (bias.defined()) v.push_back(bias);
-    if (residual.defined()) v.push_back(residual);
+    epilogue.append_to(v);
     v.push_back(out);
     return v;
   }
@@ -86,9 +77,8 @@ Tensors make_tensors(const WorkloadArgs& a) {
   Tensors t;
   t.in = te::placeholder({sh.n, sh.cblocks(), sh.h, sh.w, sh.icb}, dt, "I");
   t.weight = te::placeholder({sh.kblocks(), sh.cblocks(), sh.r, sh.s, sh.icb, sh.ocb}, dt, "W");
-  if (sh.epilogue != Epilogue::kNone) t.bias = te::placeholder({sh.kblocks(), sh.ocb}, dt, "bias");
-  if (sh.epilogue == Epilogue::kBiasAddRelu)
-    t.residual = te::placeholder({sh.n, sh.kblocks(), sh.oh, sh.ow, sh.ocb}, dt, "residual");
+  const std::vector<int64_t> out_shape = {sh.n, sh.kblocks(), sh.oh, sh.ow, sh.ocb};
+  t.epilogue = epilogue_inputs(sh.epilogue, {sh.kblocks(), sh.ocb}, out_shape, dt);
   te::Tensor padded = t.in;
   if (sh.pad > 0) {
     padded = pad_blocked_input(t.in, sh.n, sh.cblocks(), sh.h, sh.w, sh.icb, sh.pad, dt);
@@ -102,8 +92,7 @@ Tensors make_tensors(const WorkloadArgs& a) {
   const te::Tensor w = t.weight;
   const te::Expr st(sh.stride), d(sh.dilation), icb(sh.icb);
   const bool masked = sh.k % sh.ocb != 0;
-  const bool staged = masked || sh.epilogue != Epilogue::kNone;
-  const std::vector<int64_t> out_shape = {sh.n, sh.kblocks(), sh.oh, sh.ow, sh.ocb};
+  const bool staged = masked || !sh.epilogue.empty();
   const te::Tensor conv = te::compute(out_shape,
                       [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
                         return te::sum(padded(n, rc.var / icb, y * st + r.var * d, x * st + s.var * d, rc.var % icb) *
@@ -116,12 +105,10 @@ Tensors make_tensors(const WorkloadArgs& a) {
     return t;
   }
   t.conv = conv;
-  const te::Tensor bias = t.bias, res = t.residual;
+  const te::Tensor bias = t.epilogue.bias, res = t.epilogue.residual;
   t.out = te::compute(out_shape, [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
-    te::Expr v = conv(n, ko, y, x, kb);
-    if (bias.defined()) v = v + bias(ko, kb);
-    if (res.defined()) v = v + res(n, ko, y, x, kb);
-    if (sh.epilogue != Epilogue::kNone) v = te::max(v, zero);
+    te::Expr v = sh.epilogue.apply(conv(n, ko, y, x, kb), bias.defined() ? bias(ko, kb) : te::Expr(),
+                                   res.defined() ? res(n, ko, y, x, kb) : te::Expr(), dt);
     if (masked) v = te::select(ko * te::Expr(sh.ocb) + kb < te::Expr(sh.k), v, zero);
     return v;
   }, "conv");
@@ -282,7 +269,7 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
   d.doc =
       "channel-blocked conv2d: O[N,K/ocb,OH,OW,ocb] = sum I[N,C/icb,H,W,icb] * W[K/ocb,C/icb,R,S,icb,ocb] "
       "(stride, pad, dilation; blocks rounded up, padding lanes ignored on input and zero on output; "
-      "epilogue: bias[K/ocb,ocb] + relu, or bias + residual[like O] + relu)";
+      "epilogue: bias[K/ocb,ocb], residual like O, an activation)";
   d.args = {int_arg("N", "1", "batch"),
             int_arg("C", "", "input channels"),
             int_arg("H", "", "input height"),
@@ -294,16 +281,19 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
             int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
             int_arg("dilation", "1", "dilation (both axes)"),
             int_arg("ic_block", "0", "input channels per block (innermost of I); 0: C up to 16, else 16 or 8 (less padding)", 0),
-            int_arg("oc_block", "0", "output channels per block (innermost of W and O); 0: chosen from K like ic_block", 0),
-            {.name = "epilogue", .type = ArgSpec::Type::kString, .default_value = "none",
-             .doc = "fused after the reduction: none, bias_relu (bias[K/ocb,ocb]), bias_add_relu (+ residual like O)",
-             .choices = {"none", "bias_relu", "bias_add_relu"}, .key_omits_default = true},
-            dtype_arg()};
+            int_arg("oc_block", "0", "output channels per block (innermost of W and O); 0: chosen from K like ic_block", 0)};
+  for (ArgSpec& e : epilogue_args({.bias_doc = "bias[K/ocb,ocb]", .residual_doc = "residual like O"}))
+    d.args.push_back(std::move(e));
+  d.args.push_back(dtype_arg());
   d.resolve = [](WorkloadArgs& a) {
     if (a.get_int("ic_block") == 0) a.set_int("ic_block", auto_channel_block(a.get_int("C")));
     if (a.get_int("oc_block") == 0) a.set_int("oc_block", auto_channel_block(a.get_int("K")));
+    resolve_epilogue(a);
   };
-  d.check = [](const WorkloadArgs& a) { shape_of(a); };
+  d.check = [](const WorkloadArgs& a) {
+    check_epilogue(kName, a);
+    shape_of(a);
+  };
   d.compute = [](const WorkloadArgs& a) {
     Tensors t = make_tensors(a);
     return ComputeDef{t.args(), {t.out}};
@@ -312,8 +302,7 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
     const Shape sh = shape_of(a);
     const double outputs = static_cast<double>(sh.n) * static_cast<double>(sh.k) * static_cast<double>(sh.oh) *
                            static_cast<double>(sh.ow);
-    const double epilogue = sh.epilogue == Epilogue::kNone ? 0 : sh.epilogue == Epilogue::kBiasRelu ? 2 : 3;
-    return outputs * (2.0 * static_cast<double>(sh.c) * static_cast<double>(sh.r * sh.s) + epilogue);
+    return outputs * (2.0 * static_cast<double>(sh.c) * static_cast<double>(sh.r * sh.s) + sh.epilogue.flop());
   };
   d.define = [](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
     define_space(shape_of(a), dtype_of(a.get("dtype")).bits, target, space);

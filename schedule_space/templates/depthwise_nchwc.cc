@@ -7,6 +7,7 @@
 
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/common.h"
+#include "schedule_space/templates/epilogue.h"
 #include "support/error.h"
 
 namespace ktune::schedule_space::templates {
@@ -18,6 +19,7 @@ constexpr int64_t kMaxTileOw = 16;
 
 struct Shape {
   int64_t n, c, h, w, r, s, stride, pad, dilation, block, oh, ow;
+  Epilogue epilogue;  // what follows the convolution in the same tile loop
   int64_t blocks() const { return ceil_div(c, block); }
 };
 
@@ -34,24 +36,39 @@ Shape shape_of(const WorkloadArgs& a) {
   s.dilation = a.get_int("dilation");
   s.block = a.get_int("block");
   if (s.block == 0) s.block = auto_channel_block(s.c);  // as conv2d_nchwc's output block
+  s.epilogue = epilogue_of(a);
   s.oh = window_out_extent(kName, s.h, s.r, s.stride, s.pad, s.dilation);
   s.ow = window_out_extent(kName, s.w, s.s, s.stride, s.pad, s.dilation);
   return s;
 }
 
 struct Tensors {
-  te::Tensor in, weight, padded, out;  // padded: undefined without padding
+  te::Tensor in, weight, padded, conv, out;  // padded: undefined without padding
+  EpilogueInputs epilogue;
+  // conv: the reduction when an epilogue stage follows it; undefined when the output is the
+  // reduction itself.
+  std::vector<te::Tensor> args() const {
+    std::vector<te::Tensor> v = {in, weight};
+    epilogue.append_to(v);
+    v.push_back(out);
+    return v;
+  }
 };
 
-// I[N][ceil(C/b)][H][W][b], W[ceil(C/b)][R][S][b], O[N][ceil(C/b)][OH][OW][b]. Channel c sits in
-// block c / b, lane c % b. Lanes past C (the last block's padding) are computed like the others
-// from the padding lanes of I and W: zero when either is zero (conv2d_nchwc's output is).
+// I[N][ceil(C/b)][H][W][b], W[ceil(C/b)][R][S][b], O[N][ceil(C/b)][OH][OW][b], bias[ceil(C/b)][b],
+// residual like O. Channel c sits in block c / b, lane c % b. Without an epilogue, lanes past C
+// (the last block's padding) are computed like the others from the padding lanes of I and W:
+// zero when either is zero (conv2d_nchwc's output is). With one, they are written as zeros, as
+// conv2d_nchwc writes them: a bias or a clip would make them non-zero, and a next depthwise layer
+// reads them.
 Tensors make_tensors(const WorkloadArgs& a) {
   const Shape sh = shape_of(a);
   const te::DataType dt = dtype_of(a.get("dtype"));
   Tensors t;
   t.in = te::placeholder({sh.n, sh.blocks(), sh.h, sh.w, sh.block}, dt, "I");
   t.weight = te::placeholder({sh.blocks(), sh.r, sh.s, sh.block}, dt, "W");
+  const std::vector<int64_t> out_shape = {sh.n, sh.blocks(), sh.oh, sh.ow, sh.block};
+  t.epilogue = epilogue_inputs(sh.epilogue, {sh.blocks(), sh.block}, out_shape, dt);
   te::Tensor padded = t.in;
   if (sh.pad > 0) {
     padded = pad_blocked_input(t.in, sh.n, sh.blocks(), sh.h, sh.w, sh.block, sh.pad, dt);
@@ -60,12 +77,25 @@ Tensors make_tensors(const WorkloadArgs& a) {
   const te::IterVar r = te::reduce_axis({0, sh.r}, "r"), s = te::reduce_axis({0, sh.s}, "s");
   const te::Expr st(sh.stride), d(sh.dilation);
   const te::Tensor w = t.weight;
-  t.out = te::compute({sh.n, sh.blocks(), sh.oh, sh.ow, sh.block},
+  const te::Tensor conv = te::compute(out_shape,
                       [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var l) {
                         return te::sum(padded(n, c, y * st + r.var * d, x * st + s.var * d, l) * w(c, r.var, s.var, l),
                                        {r, s});
                       },
-                      "dwconv");
+                      sh.epilogue.empty() ? "dwconv" : "dwconv_acc");
+  if (sh.epilogue.empty()) {
+    t.out = conv;
+    return t;
+  }
+  t.conv = conv;
+  const te::Tensor bias = t.epilogue.bias, res = t.epilogue.residual;
+  const bool masked = sh.c % sh.block != 0;
+  t.out = te::compute(out_shape, [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var l) {
+    te::Expr v = sh.epilogue.apply(conv(n, c, y, x, l), bias.defined() ? bias(c, l) : te::Expr(),
+                                   res.defined() ? res(n, c, y, x, l) : te::Expr(), dt);
+    if (masked) v = te::select(c * te::Expr(sh.block) + l < te::Expr(sh.c), v, te::cast(dt, te::Expr(0.0)));
+    return v;
+  }, "dwconv");
   return t;
 }
 
@@ -111,7 +141,7 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   const Shape sh = shape_of(a);
   Tensors t = make_tensors(a);
   te::Schedule s = te::create_schedule({t.out});
-  const te::Tensor acc_t = s.cache_write(t.out, "local");
+  const te::Tensor acc_t = t.conv.defined() ? t.conv : s.cache_write(t.out, "local");
   const bool par = cfg["parallel"].as_int() != 0;
 
   te::Stage out = s[t.out];
@@ -138,7 +168,7 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   if (const Entity* e = cfg.find("unroll_r")) unroll_if(acc, r, e->as_int() != 0);
 
   if (t.padded.defined()) schedule_blocked_pad(s[t.padded], cfg["pad_inline"].as_int() != 0, par);
-  return Instantiated{s, {t.in, t.weight, t.out}};
+  return Instantiated{s, t.args()};
 }
 
 }  // namespace
@@ -148,7 +178,8 @@ void register_depthwise_nchwc_template(TemplateRegistry& r) {
   d.name = kName;
   d.doc =
       "channel-blocked depthwise conv2d: O[N,C/b,OH,OW,b] = sum_{r,s} I[N,C/b,H,W,b] * W[C/b,R,S,b] (stride, pad, "
-      "dilation; blocks rounded up, padding lanes computed from the padding lanes of I and W)";
+      "dilation; blocks rounded up, padding lanes computed from the padding lanes of I and W, or zero with an "
+      "epilogue: bias[C/b,b], residual like O, an activation)";
   d.args = {int_arg("N", "1", "batch"),
             int_arg("C", "", "channels"),
             int_arg("H", "", "input height"),
@@ -158,20 +189,26 @@ void register_depthwise_nchwc_template(TemplateRegistry& r) {
             int_arg("stride", "1", "stride (both axes)"),
             int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
             int_arg("dilation", "1", "dilation (both axes)"),
-            int_arg("block", "0", "channels per block (innermost of I, W, O); 0: C up to 16, else 16 or 8 (less padding)", 0),
-            dtype_arg()};
+            int_arg("block", "0", "channels per block (innermost of I, W, O); 0: C up to 16, else 16 or 8 (less padding)", 0)};
+  for (ArgSpec& e : epilogue_args({.bias_doc = "bias[C/b,b]", .residual_doc = "residual like O"}))
+    d.args.push_back(std::move(e));
+  d.args.push_back(dtype_arg());
   d.resolve = [](WorkloadArgs& a) {
     if (a.get_int("block") == 0) a.set_int("block", auto_channel_block(a.get_int("C")));
+    resolve_epilogue(a);
   };
-  d.check = [](const WorkloadArgs& a) { shape_of(a); };
+  d.check = [](const WorkloadArgs& a) {
+    check_epilogue(kName, a);
+    shape_of(a);
+  };
   d.compute = [](const WorkloadArgs& a) {
     Tensors t = make_tensors(a);
-    return ComputeDef{{t.in, t.weight, t.out}, {t.out}};
+    return ComputeDef{t.args(), {t.out}};
   };
   d.flop = [](const WorkloadArgs& a) {
     const Shape sh = shape_of(a);
-    return 2.0 * static_cast<double>(sh.n) * static_cast<double>(sh.c) * static_cast<double>(sh.oh) *
-           static_cast<double>(sh.ow) * static_cast<double>(sh.r * sh.s);
+    return static_cast<double>(sh.n) * static_cast<double>(sh.c) * static_cast<double>(sh.oh) *
+           static_cast<double>(sh.ow) * (2.0 * static_cast<double>(sh.r * sh.s) + sh.epilogue.flop());
   };
   d.define = [](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
     define_space(shape_of(a), dtype_of(a.get("dtype")).bits, target, space);

@@ -1,6 +1,7 @@
 // Built-in GEMM templates: matmul (B row-major or transposed), dense + bias + relu, batch_matmul.
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/common.h"
+#include "schedule_space/templates/epilogue.h"
 #include "schedule_space/templates/gemm.h"
 #include "support/error.h"
 
@@ -9,34 +10,32 @@ namespace {
 
 ArgSpec size_arg(const char* name, const char* doc) { return {.name = name, .default_value = "", .doc = doc}; }
 
-// The epilogue argument: what follows the product in the same tile loop (bias[N] added, then an
-// activation). Left out of the workload key at its default, so older keys stay valid.
-ArgSpec epilogue_arg(const char* def, std::vector<std::string> choices) {
-  return {.name = "epilogue", .type = ArgSpec::Type::kString, .default_value = def,
-          .doc = "fused after the product: bias (bias[N] added), bias_relu, bias_gelu (tanh form)",
-          .choices = std::move(choices), .key_omits_default = true};
+// The epilogue arguments of matmul and dense: what follows the product in the same tile loop.
+// Left out of the workload key at their default, so older keys stay valid.
+std::vector<ArgSpec> gemm_epilogue_args(bool none, const char* def, const char* out) {
+  return epilogue_args({.none = none, .default_value = def, .bias_doc = "bias[N]",
+                        .residual_doc = std::string("residual like ") + out});
 }
 
-// v + bias, then the activation of `epilogue` ("none": v itself).
-te::Expr apply_epilogue(const std::string& epilogue, te::Expr v, const te::Expr& bias, te::DataType dt) {
-  if (epilogue == "none") return v;
-  v = v + bias;
-  auto c = [dt](double x) { return te::cast(dt, te::Expr(x)); };
-  if (epilogue == "bias_relu") return te::max(v, c(0.0));
-  if (epilogue == "bias_gelu") {
-    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the form BERT and GPT-2 use.
-    const te::Expr inner = c(0.7978845608028654) * (v + c(0.044715) * v * v * v);
-    return c(0.5) * v * (c(1.0) + te::tanh(inner));
-  }
-  return v;  // "bias"
+// The epilogue of a matmul or dense workload and its inputs: bias[N], residual[M,N].
+struct GemmEpilogue {
+  Epilogue steps;
+  EpilogueInputs inputs;
+};
+
+GemmEpilogue gemm_epilogue(const WorkloadArgs& w, te::DataType dt) {
+  const int64_t M = w.get_int("M"), N = w.get_int("N");
+  GemmEpilogue e;
+  e.steps = epilogue_of(w);
+  e.inputs = epilogue_inputs(e.steps, {N}, {M, N}, dt);
+  return e;
 }
 
-// Extra FLOPs of an epilogue per output element (the tanh counted as one).
-double epilogue_flop(const std::string& epilogue) {
-  if (epilogue == "none") return 0;
-  if (epilogue == "bias") return 1;
-  if (epilogue == "bias_relu") return 2;
-  return 9;  // bias_gelu
+// The epilogue applied to element (i, j) of the product `v`.
+te::Expr apply_gemm_epilogue(const GemmEpilogue& e, const te::Expr& v, const te::Var& i, const te::Var& j,
+                             te::DataType dt) {
+  const te::Tensor bias = e.inputs.bias, res = e.inputs.residual;
+  return e.steps.apply(v, bias.defined() ? bias(j) : te::Expr(), res.defined() ? res(i, j) : te::Expr(), dt);
 }
 
 ArgSpec layout_arg() {
@@ -48,10 +47,13 @@ ArgSpec layout_arg() {
 
 struct MatmulTensors {
   te::Tensor a, b, packed, c;
-  te::Tensor bias, dot;  // with an epilogue: bias[N] and the product that c is computed from
+  te::Tensor dot;  // with an epilogue: the product that c is computed from
+  EpilogueInputs epilogue;
   std::vector<te::Tensor> args() const {
-    if (bias.defined()) return {a, b, bias, c};
-    return {a, b, c};
+    std::vector<te::Tensor> v = {a, b};
+    epilogue.append_to(v);
+    v.push_back(c);
+    return v;
   }
 };
 
@@ -70,26 +72,26 @@ MatmulTensors matmul_tensors(const WorkloadArgs& w, bool transposed_pack) {
   }
   const te::IterVar k = te::reduce_axis({0, K}, "k");
   const te::Tensor a = t.a, b = t.b, p = t.packed;
-  const std::string epilogue = w.get("epilogue");
+  const GemmEpilogue epilogue = gemm_epilogue(w, dt);
   t.c = te::compute({M, N}, [&](te::Var i, te::Var j) {
     te::Expr bv = p.defined() ? p(k, j) : (nt ? b(j, k) : b(k, j));
     return te::sum(a(i, k) * bv, k);
-  }, epilogue == "none" ? "C" : "dot");
-  if (epilogue == "none") return t;
+  }, epilogue.steps.empty() ? "C" : "dot");
+  if (epilogue.steps.empty()) return t;
   t.dot = t.c;
-  t.bias = te::placeholder({N}, dt, "bias");
-  const te::Tensor dot = t.dot, bias = t.bias;
-  t.c = te::compute({M, N}, [&](te::Var i, te::Var j) { return apply_epilogue(epilogue, dot(i, j), bias(j), dt); },
+  t.epilogue = epilogue.inputs;
+  const te::Tensor dot = t.dot;
+  t.c = te::compute({M, N}, [&](te::Var i, te::Var j) { return apply_gemm_epilogue(epilogue, dot(i, j), i, j, dt); },
                     "C");
   return t;
 }
 
 // The dot-product form of a GEMV with W stored [N,K] (dense, matmul layout=nt): per output,
 // `lanes` partial sums along k (vector loads of X and W rows, no gather), then one horizontal sum,
-// the k remainder and the epilogue (bias undefined: none).
+// the k remainder and the epilogue.
 // partial[M,N,L] = sum_ko X[i, ko*L + l] * W[j, ko*L + l] over the K / L whole vectors.
-// Returns the schedule with the arguments x, w, [bias,] y.
-Instantiated gemv_dot(const te::Tensor& x, const te::Tensor& w, const te::Tensor& bias, const std::string& epilogue,
+// Returns the schedule with the arguments x, w, [bias,] [residual,] y.
+Instantiated gemv_dot(const te::Tensor& x, const te::Tensor& w, const GemmEpilogue& epilogue,
                       const std::string& out_name, const Config& cfg, int64_t L) {
   const int64_t M = x.shape()[0], N = w.shape()[0], K = x.shape()[1], Kq = K / L, Kr = K % L;
   if (L < 1 || (L & (L - 1)) != 0) throw Error(ErrorKind::kInstantiation, "dot_lanes must be a power of two");
@@ -123,7 +125,7 @@ Instantiated gemv_dot(const te::Tensor& x, const te::Tensor& w, const te::Tensor
   const te::Tensor y = te::compute({M, N}, [&](te::Var i, te::Var j) {
     te::Expr v = hsum(i, j, 0);
     if (rest.defined()) v = v + rest(i, j);
-    return bias.defined() ? apply_epilogue(epilogue, v, bias(j), dt) : v;
+    return apply_gemm_epilogue(epilogue, v, i, j, dt);
   }, out_name);
   // dot_block outputs of dot_rows rows at a time: that many vector accumulators live across the k
   // loop. The row blocks of X inside the block of W rows: those W rows (8 K floats) stay in L1
@@ -153,24 +155,23 @@ Instantiated gemv_dot(const te::Tensor& x, const te::Tensor& w, const te::Tensor
   if (rest.defined()) s[rest].compute_at(ys, outer);
   (void)ii;
   (void)ji;
-  if (bias.defined()) return Instantiated{s, {x, w, bias, y}};
-  return Instantiated{s, {x, w, y}};
+  std::vector<te::Tensor> args = {x, w};
+  epilogue.inputs.append_to(args);
+  args.push_back(y);
+  return Instantiated{s, args};
 }
 
 Instantiated dense_dot(const WorkloadArgs& a, const Config& cfg, int64_t L) {
   const te::DataType dt = dtype_of(a.get("dtype"));
   const int64_t M = a.get_int("M"), N = a.get_int("N"), K = a.get_int("K");
-  return gemv_dot(te::placeholder({M, K}, dt, "X"), te::placeholder({N, K}, dt, "W"), te::placeholder({N}, dt, "bias"),
-                  a.get("epilogue"), "Y", cfg, L);
+  return gemv_dot(te::placeholder({M, K}, dt, "X"), te::placeholder({N, K}, dt, "W"), gemm_epilogue(a, dt), "Y", cfg, L);
 }
 
 // matmul layout=nt as a GEMV in dot-product form: the same arguments as matmul_tensors'.
 Instantiated matmul_dot(const WorkloadArgs& a, const Config& cfg, int64_t L) {
   const te::DataType dt = dtype_of(a.get("dtype"));
   const int64_t M = a.get_int("M"), N = a.get_int("N"), K = a.get_int("K");
-  const std::string epilogue = a.get("epilogue");
-  const te::Tensor bias = epilogue == "none" ? te::Tensor() : te::placeholder({N}, dt, "bias");
-  return gemv_dot(te::placeholder({M, K}, dt, "A"), te::placeholder({N, K}, dt, "B"), bias, epilogue, "C", cfg, L);
+  return gemv_dot(te::placeholder({M, K}, dt, "A"), te::placeholder({N, K}, dt, "B"), gemm_epilogue(a, dt), "C", cfg, L);
 }
 
 // The definition hooks matmul and batch_matmul share: `tensors` builds the tensors (with a
@@ -183,7 +184,7 @@ void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&
   d.flop = [batch_axes](const WorkloadArgs& w) {
     const double batch = batch_axes > 0 ? static_cast<double>(w.get_int("batch")) : 1.0;
     const double outputs = batch * static_cast<double>(w.get_int("M")) * static_cast<double>(w.get_int("N"));
-    const double epilogue = batch_axes > 0 ? 0 : epilogue_flop(w.get("epilogue"));
+    const double epilogue = batch_axes > 0 ? 0 : epilogue_of(w).flop();
     return outputs * (2.0 * static_cast<double>(w.get_int("K")) + epilogue);
   };
   // matmul with B stored [N,K] has the dot-product form for up to 16 rows (as dense has); with B
@@ -212,9 +213,14 @@ void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&
 void register_matmul(TemplateRegistry& r) {
   TemplateDef d;
   d.name = "matmul";
-  d.doc = "C[M,N] = A[M,K] * B[K,N] (layout=nt: B is [N,K]); epilogue: C = act(A * B + bias[N]) in the tile loop";
+  d.doc = "C[M,N] = A[M,K] * B[K,N] (layout=nt: B is [N,K]); epilogue: C = act(A * B + bias[N] + residual[M,N]) in "
+          "the tile loop";
   d.args = {size_arg("M", "rows of A and C"), size_arg("N", "columns of B and C"), size_arg("K", "reduction length"),
-            layout_arg(), epilogue_arg("none", {"none", "bias", "bias_relu", "bias_gelu"}), dtype_arg()};
+            layout_arg()};
+  for (ArgSpec& e : gemm_epilogue_args(true, "none", "C")) d.args.push_back(std::move(e));
+  d.args.push_back(dtype_arg());
+  d.resolve = resolve_epilogue;
+  d.check = [](const WorkloadArgs& w) { check_epilogue("matmul", w); };
   add_gemm_hooks(d, matmul_tensors, 0);
   r.add(std::move(d));
 }
@@ -222,7 +228,14 @@ void register_matmul(TemplateRegistry& r) {
 // ----- dense + bias + relu: Y[M,N] = max(X[M,K] * W[N,K]^T + bias[N], 0) ------------------------
 
 struct DenseTensors {
-  te::Tensor x, w, bias, packed, dot, y;
+  te::Tensor x, w, packed, dot, y;
+  EpilogueInputs epilogue;
+  std::vector<te::Tensor> args() const {
+    std::vector<te::Tensor> v = {x, w};
+    epilogue.append_to(v);
+    v.push_back(y);
+    return v;
+  }
 };
 
 DenseTensors dense_tensors(const WorkloadArgs& a, bool pack) {
@@ -231,8 +244,9 @@ DenseTensors dense_tensors(const WorkloadArgs& a, bool pack) {
   DenseTensors t;
   t.x = te::placeholder({M, K}, dt, "X");
   t.w = te::placeholder({N, K}, dt, "W");
-  t.bias = te::placeholder({N}, dt, "bias");
-  const te::Tensor x = t.x, w = t.w, bias = t.bias;
+  const GemmEpilogue epilogue = gemm_epilogue(a, dt);
+  t.epilogue = epilogue.inputs;
+  const te::Tensor x = t.x, w = t.w;
   if (pack) t.packed = te::compute({K, N}, [&](te::Var k, te::Var j) { return w(j, k); }, "W_pack");
   const te::Tensor p = t.packed;
   const te::IterVar k = te::reduce_axis({0, K}, "k");
@@ -240,8 +254,7 @@ DenseTensors dense_tensors(const WorkloadArgs& a, bool pack) {
     return te::sum(x(i, k) * (p.defined() ? p(k, j) : w(j, k)), k);
   }, "dot");
   const te::Tensor dot = t.dot;
-  const std::string epilogue = a.get("epilogue");
-  t.y = te::compute({M, N}, [&](te::Var i, te::Var j) { return apply_epilogue(epilogue, dot(i, j), bias(j), dt); },
+  t.y = te::compute({M, N}, [&](te::Var i, te::Var j) { return apply_gemm_epilogue(epilogue, dot(i, j), i, j, dt); },
                     "Y");
   return t;
 }
@@ -249,16 +262,20 @@ DenseTensors dense_tensors(const WorkloadArgs& a, bool pack) {
 void register_dense(TemplateRegistry& r) {
   TemplateDef d;
   d.name = "dense_bias_relu";
-  d.doc = "Y[M,N] = relu(X[M,K] * W[N,K]^T + bias[N]) (epilogue=bias_gelu: gelu), fused into the GEMM tile";
-  d.args = {size_arg("M", "batch rows"), size_arg("N", "output features"), size_arg("K", "input features"),
-            epilogue_arg("bias_relu", {"bias", "bias_relu", "bias_gelu"}), dtype_arg()};
+  d.doc = "Y[M,N] = relu(X[M,K] * W[N,K]^T + bias[N]) (epilogue: another activation, a residual[M,N]), fused into "
+          "the GEMM tile";
+  d.args = {size_arg("M", "batch rows"), size_arg("N", "output features"), size_arg("K", "input features")};
+  for (ArgSpec& e : gemm_epilogue_args(false, "bias_relu", "Y")) d.args.push_back(std::move(e));
+  d.args.push_back(dtype_arg());
+  d.resolve = resolve_epilogue;
+  d.check = [](const WorkloadArgs& w) { check_epilogue("dense_bias_relu", w); };
   d.compute = [](const WorkloadArgs& w) {
     DenseTensors t = dense_tensors(w, false);
-    return ComputeDef{{t.x, t.w, t.bias, t.y}, {t.y}};
+    return ComputeDef{t.args(), {t.y}};
   };
   d.flop = [](const WorkloadArgs& w) {
     const double m = static_cast<double>(w.get_int("M")), n = static_cast<double>(w.get_int("N"));
-    return m * n * (2.0 * static_cast<double>(w.get_int("K")) + epilogue_flop(w.get("epilogue")));
+    return m * n * (2.0 * static_cast<double>(w.get_int("K")) + epilogue_of(w).flop());
   };
   d.define = [](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
     define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space,
@@ -272,7 +289,7 @@ void register_dense(TemplateRegistry& r) {
     DenseTensors t = dense_tensors(w, cfg["pack_b"].as_int() != 0);
     te::Schedule s = te::create_schedule({t.y});
     schedule_gemm({s, t.y, t.dot, t.packed, 0}, cfg, w.get_int("M"), w.get_int("N"), w.get_int("K"));
-    return Instantiated{s, {t.x, t.w, t.bias, t.y}};
+    return Instantiated{s, t.args()};
   };
   r.add(std::move(d));
 }

@@ -168,28 +168,28 @@ TEST(OnnxImport, MobileNetV2DepthwiseTasks) {
   const ModelTasks m = extract_tasks(load_onnx(model("mobilenetv2_frag.onnx")), avx512());
   std::vector<std::string> depthwise;
   for (const auto& t : m.tasks)
-    if (t.template_name == "depthwise_conv2d") {
+    if (t.template_name == "depthwise_conv2d_nchwc") {
       depthwise.push_back(t.key());
       EXPECT_EQ(t.count, 1);
-      EXPECT_TRUE(t.status == TaskStatus::kOk || t.status == TaskStatus::kEpilogueUnfused) << to_string(t.status);
+      EXPECT_EQ(t.status, TaskStatus::kOk) << t.refused;
+      EXPECT_EQ(t.layers.size(), 3u);  // Conv, BatchNormalization, Clip
     }
-  EXPECT_EQ(depthwise, (std::vector<std::string>{
-                           "depthwise_conv2d(N=1,C=32,H=112,W=112,R=3,S=3,stride=1,pad=1,dilation=1,dtype=float32,epilogue=bias)",
-                           "depthwise_conv2d(N=1,C=96,H=112,W=112,R=3,S=3,stride=2,pad=1,dilation=1,dtype=float32,epilogue=bias)",
-                           "depthwise_conv2d(N=1,C=144,H=56,W=56,R=3,S=3,stride=1,pad=1,dilation=1,dtype=float32,epilogue=bias)"}));
-  // 2 * C * OH * OW * 3 * 3 for the first one.
+  EXPECT_EQ(depthwise,
+            (std::vector<std::string>{
+                "depthwise_conv2d_nchwc(N=1,C=32,H=112,W=112,R=3,S=3,stride=1,pad=1,dilation=1,dtype=float32,epilogue=bias_relu6)",
+                "depthwise_conv2d_nchwc(N=1,C=96,H=112,W=112,R=3,S=3,stride=2,pad=1,dilation=1,dtype=float32,epilogue=bias_relu6)",
+                "depthwise_conv2d_nchwc(N=1,C=144,H=56,W=56,R=3,S=3,stride=1,pad=1,dilation=1,dtype=float32,epilogue=bias_relu6)"}));
+  // 2 * C * OH * OW * 3 * 3 for the first one (a task's FLOPs leave its epilogue out).
   EXPECT_DOUBLE_EQ(m.tasks[1].flop, 2.0 * 32 * 112 * 112 * 9);
-  EXPECT_EQ(m.tasks[1].template_name, "depthwise_conv2d");
+  EXPECT_EQ(m.tasks[1].template_name, "depthwise_conv2d_nchwc");
   // stem + 3 depthwise + 5 pointwise (the last one takes the block's residual add), all distinct.
   ASSERT_EQ(m.tasks.size(), 9u);
   EXPECT_EQ(m.tasks.back().key(),
             "conv2d_nchwc(N=1,C=144,H=56,W=56,K=24,R=1,S=1,stride=1,pad=0,dilation=1,"
             "dtype=float32,epilogue=bias_add)");
-  // ReLU6 (Clip) has no template: listed with its count, not dropped.
-  ASSERT_EQ(m.unsupported.size(), 1u);
-  EXPECT_EQ(m.unsupported[0].op, "Clip");
-  EXPECT_EQ(m.unsupported[0].count, 6);
-  EXPECT_EQ(m.unsupported[0].reason, "no template");
+  for (const auto& t : m.tasks) EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
+  // ReLU6 (Clip with initializer bounds) is fused into every conv before it: nothing is left.
+  EXPECT_TRUE(m.unsupported.empty());
 }
 
 TEST(OnnxImport, GroupedConvGemmMatMulAndStatedReasons) {

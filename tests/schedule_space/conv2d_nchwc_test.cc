@@ -50,7 +50,9 @@ TEST(Conv2dNchwc, BadArgumentsAreInvalid) {
   EXPECT_EQ(create_error({"C=0", "H=8", "W=8", "K=16"}), ErrorKind::kInvalidArgument);
   EXPECT_EQ(create_error({"C=1.5", "H=8", "W=8", "K=16"}), ErrorKind::kInvalidArgument);
   EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=4294967296"}), ErrorKind::kInvalidArgument);  // above the cap
-  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "epilogue=bias_gelu"}), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "epilogue=relu_bias"}), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "epilogue=bias_relu", "clip_max=6"}),
+            ErrorKind::kInvalidArgument);
 }
 
 // Channel counts that are not a block multiple are accepted with the default blocks (chosen from

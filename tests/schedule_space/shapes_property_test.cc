@@ -52,9 +52,11 @@ Args random_args(const std::string& tmpl, std::mt19937_64& rng) {
   auto pick = [&](std::initializer_list<const char*> v) { return std::string(v.begin()[rng() % v.size()]); };
   if (tmpl == "matmul")
     return {{"M", e(49)}, {"N", e(49)}, {"K", e(33)}, {"layout", pick({"nn", "nt"})},
-            {"epilogue", pick({"none", "none", "bias", "bias_relu", "bias_gelu"})}};
+            {"epilogue", pick({"none", "none", "bias", "bias_relu", "bias_gelu", "bias_silu", "add_relu6",
+                               "bias_add_hardswish", "bias_gelu_erf"})}};
   if (tmpl == "dense_bias_relu")
-    return {{"M", e(17)}, {"N", e(49)}, {"K", e(33)}, {"epilogue", pick({"bias_relu", "bias_gelu"})}};
+    return {{"M", e(17)}, {"N", e(49)}, {"K", e(33)},
+            {"epilogue", pick({"bias_relu", "bias_gelu", "bias_relu6", "bias_add_silu"})}};
   if (tmpl == "batch_matmul")
     return {{"batch", e(3)}, {"M", e(17)}, {"N", e(33)}, {"K", e(17)}, {"layout", pick({"nn", "nt"})}};
   // Windows: R, S in {1, 3}; the input at least as large as the (dilated) window.
@@ -71,13 +73,15 @@ Args random_args(const std::string& tmpl, std::mt19937_64& rng) {
   if (tmpl == "depthwise_conv2d") return a;
   if (tmpl == "depthwise_conv2d_nchwc") {
     if (rng() % 2) a["block"] = pick({"4", "8", "16"});  // mostly not dividing C
+    a["epilogue"] = pick({"none", "bias_relu6", "bias_silu", "bias_add_hardswish"});
     return a;
   }
   a["K"] = e(33);
   if (tmpl == "conv2d_nchwc") {
     // Blocks chosen from the shape (default), or given and then mostly not dividing C and K.
     if (rng() % 2) a["ic_block"] = pick({"2", "4", "8", "16"}), a["oc_block"] = pick({"4", "8", "16"});
-    a["epilogue"] = pick({"none", "bias_relu", "bias_add_relu"});
+    a["epilogue"] = pick({"none", "bias_relu", "bias_add_relu", "bias_relu6", "bias_hardswish", "add_silu", "bias_clip"});
+    if (a["epilogue"] == "bias_clip") a["clip_min"] = "-0.5", a["clip_max"] = "0.5";
   }
   return a;
 }

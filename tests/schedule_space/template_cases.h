@@ -84,6 +84,11 @@ inline std::vector<TemplateCase> small_cases() {
       {"depthwise_nchwc_stride_pad", "depthwise_conv2d_nchwc",
        {{"C", "8"}, {"H", "6"}, {"W", "7"}, {"stride", "2"}, {"pad", "1"}, {"block", "4"}}},
       {"depthwise_nchwc_tails", "depthwise_conv2d_nchwc", {{"C", "5"}, {"H", "5"}, {"W", "6"}, {"pad", "1"}, {"block", "4"}}},
+      // The epilogue stage of depthwise (bias, residual, clip, zeroed padding lanes) after its own
+      // register tile.
+      {"depthwise_nchwc_epilogue", "depthwise_conv2d_nchwc",
+       {{"C", "5"}, {"H", "3"}, {"W", "6"}, {"pad", "1"}, {"block", "4"}, {"epilogue", "bias_add_clip"},
+        {"clip_min", "-0.5"}, {"clip_max", "0.5"}}},
   };
 }
 

@@ -1,0 +1,197 @@
+// Epilogue fusion: the elementwise nodes after a conv or matmul that its template computes in the same kernel.
+#include "frontend/epilogue_fusion.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace ktune::frontend {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A bound as the template's argument takes it: the shortest text that reads back as the same
+// float32 (the model's element type), so one bound has one workload key.
+std::string bound_text(double v) {
+  char buf[64];
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, static_cast<float>(v));
+  return ec == std::errc() ? std::string(buf, ptr) : std::to_string(v);
+}
+
+}  // namespace
+
+EpilogueFuser::EpilogueFuser(const Graph& graph) : g_(graph) {
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    for (const auto& in : g_.nodes[i].inputs)
+      if (!in.empty()) consumers_[in].push_back(i);
+    for (const auto& out : g_.nodes[i].outputs) producer_[out] = i;
+  }
+  graph_outputs_.insert(g_.outputs.begin(), g_.outputs.end());
+  fused_.assign(g_.nodes.size(), false);
+}
+
+std::optional<std::vector<size_t>> EpilogueFuser::consumers(const std::string& tensor) const {
+  if (graph_outputs_.count(tensor)) return std::nullopt;
+  std::vector<size_t> out;
+  auto it = consumers_.find(tensor);
+  if (it != consumers_.end())
+    for (size_t n : it->second)
+      if (!fused_[n] && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  return out;
+}
+
+// The one node that reads `tensor`, when exactly one does and the tensor is not a graph output
+// (a tensor someone else reads cannot disappear into a fused kernel). Nodes another kernel
+// already fused are not offered again.
+std::optional<size_t> EpilogueFuser::single_consumer(const std::string& tensor) const {
+  auto it = consumers_.find(tensor);
+  if (it == consumers_.end() || it->second.size() != 1 || graph_outputs_.count(tensor)) return std::nullopt;
+  if (fused_[it->second.front()]) return std::nullopt;
+  return it->second.front();
+}
+
+bool EpilogueFuser::depends_on(const std::string& tensor, size_t anchor) const {
+  std::vector<std::string> stack = {tensor};
+  std::set<size_t> seen;
+  while (!stack.empty()) {
+    const std::string t = stack.back();
+    stack.pop_back();
+    auto p = producer_.find(t);
+    if (p == producer_.end() || !seen.insert(p->second).second) continue;
+    if (p->second == anchor) return true;
+    for (const auto& in : g_.nodes[p->second].inputs) stack.push_back(in);
+  }
+  return false;
+}
+
+bool EpilogueFuser::per_channel(const std::string& tensor, const std::vector<int64_t>& out, size_t axis) const {
+  const auto s = g_.shape(tensor);
+  if (!constant(tensor) || !s || s->size() > out.size() || axis >= out.size()) return false;
+  // Broadcasting aligns the trailing dimensions.
+  const size_t lead = out.size() - s->size();
+  for (size_t d = 0; d < s->size(); ++d) {
+    const int64_t want = lead + d == axis ? out[axis] : 1;
+    if ((*s)[d] != want) return false;
+  }
+  return lead <= axis;  // the channel axis is covered by the constant
+}
+
+std::optional<EpilogueFuser::Activation> EpilogueFuser::clip(size_t node) const {
+  const Node& n = g_.nodes[node];
+  double lo = -kInf, hi = kInf;
+  if (g_.opset >= 11) {
+    // Bounds are inputs: absent, or constants of one element.
+    for (size_t i = 1; i < n.inputs.size() && i < 3; ++i) {
+      if (n.inputs[i].empty()) continue;
+      auto v = g_.values.find(n.inputs[i]);
+      if (v == g_.values.end() || v->second.size() != 1) return std::nullopt;
+      (i == 1 ? lo : hi) = v->second[0];
+    }
+  } else {
+    lo = n.float_or("min", -kInf);
+    hi = n.float_or("max", kInf);
+  }
+  // Opset 6's defaults are float's extremes: no bound.
+  if (lo <= std::numeric_limits<float>::lowest()) lo = -kInf;
+  if (hi >= std::numeric_limits<float>::max()) hi = kInf;
+  if (std::isnan(lo) || std::isnan(hi) || lo > hi) return std::nullopt;
+  if (lo == 0 && hi == 6) return Activation{"relu6", {}, {node}};
+  if (lo == 0 && hi == kInf) return Activation{"relu", {}, {node}};
+  Activation a{"clip", {}, {node}};
+  if (lo != -kInf) a.args["clip_min"] = bound_text(lo);
+  if (hi != kInf) a.args["clip_max"] = bound_text(hi);
+  return a;
+}
+
+std::optional<EpilogueFuser::Activation> EpilogueFuser::gated(const std::string& tensor) const {
+  const auto readers = consumers(tensor);
+  if (!readers || readers->size() != 2 || consumers_.at(tensor).size() != 2) return std::nullopt;
+  for (int first = 0; first < 2; ++first) {
+    const size_t f = (*readers)[static_cast<size_t>(first)], m = (*readers)[static_cast<size_t>(1 - first)];
+    const Node& gate = g_.nodes[f];
+    const Node& mul = g_.nodes[m];
+    if (!gate.domain.empty() || !mul.domain.empty() || mul.op != "Mul" || mul.inputs.size() != 2) continue;
+    if (gate.inputs.empty() || gate.inputs[0] != tensor || gate.outputs.size() != 1) continue;
+    const std::string& g = gate.outputs[0];
+    if (single_consumer(g) != m) continue;
+    if (!((mul.inputs[0] == tensor && mul.inputs[1] == g) || (mul.inputs[1] == tensor && mul.inputs[0] == g))) continue;
+    if (gate.op == "Sigmoid") return Activation{"silu", {}, {f, m}};
+    // HardSigmoid(x) = clamp(alpha x + beta, 0, 1); with alpha = 1/6 and beta = 1/2,
+    // x * HardSigmoid(x) = x * relu6(x + 3) / 6, ONNX's HardSwish.
+    if (gate.op == "HardSigmoid" && std::fabs(gate.float_or("alpha", 0.2) - 1.0 / 6.0) < 1e-6 &&
+        std::fabs(gate.float_or("beta", 0.5) - 0.5) < 1e-6)
+      return Activation{"hardswish", {}, {f, m}};
+  }
+  return std::nullopt;
+}
+
+std::optional<EpilogueFuser::Activation> EpilogueFuser::activation(const std::string& tensor) const {
+  if (const auto next = single_consumer(tensor)) {
+    const Node& n = g_.nodes[*next];
+    if (!n.domain.empty() || n.inputs.empty() || n.inputs[0] != tensor) return std::nullopt;
+    if (n.op == "Relu") return Activation{"relu", {}, {*next}};
+    if (n.op == "HardSwish") return Activation{"hardswish", {}, {*next}};
+    if (n.op == "Clip") return clip(*next);
+    return std::nullopt;
+  }
+  return gated(tensor);
+}
+
+FusedEpilogue EpilogueFuser::fuse(size_t anchor, bool has_bias, AnchorKind kind) {
+  FusedEpilogue f;
+  bool bias = has_bias, residual = false;
+  std::string cur = g_.nodes[anchor].outputs.front();
+  const auto out_shape = g_.shape(cur);
+  const size_t channel_axis = kind == AnchorKind::kConv ? 1 : out_shape ? out_shape->size() - 1 : 0;
+  auto next = single_consumer(cur);
+  auto take = [&](size_t node) {
+    fused_[node] = true;
+    f.nodes.push_back(node);
+    cur = g_.nodes[node].outputs.front();
+    next = single_consumer(cur);
+  };
+  if (next && g_.nodes[*next].op == "BatchNormalization" && g_.nodes[*next].inputs.front() == cur &&
+      g_.nodes[*next].outputs.size() == 1 &&
+      std::all_of(g_.nodes[*next].inputs.begin() + 1, g_.nodes[*next].inputs.end(),
+                  [&](const std::string& t) { return constant(t); })) {
+    // Inference-mode BN is a per-channel scale (folded into the weights) and shift (a bias).
+    bias = true;
+    take(*next);
+  }
+  if (!bias && out_shape && next && g_.nodes[*next].op == "Add" && g_.nodes[*next].inputs.size() == 2) {
+    const Node& add = g_.nodes[*next];
+    const std::string& other = add.inputs[0] == cur ? add.inputs[1] : add.inputs[0];
+    // MatMul + Add(B) as exporters write a Linear layer, or a conv's bias added separately.
+    if (per_channel(other, *out_shape, channel_axis)) {
+      bias = true;
+      take(*next);
+    }
+  }
+  if (next && g_.nodes[*next].op == "Add" && g_.nodes[*next].inputs.size() == 2) {
+    const Node& add = g_.nodes[*next];
+    const std::string& other = add.inputs[0] == cur ? add.inputs[1] : add.inputs[0];
+    // A residual: the other operand is computed independently of this kernel (so it is ready
+    // when the kernel runs) and has the output's shape.
+    if (!constant(other) && !depends_on(other, anchor) && g_.shape(other) && g_.shape(other) == g_.shape(cur)) {
+      residual = true;
+      take(*next);
+    }
+  }
+  std::optional<Activation> act = activation(cur);
+  std::vector<std::string> steps;
+  if (bias) steps.push_back("bias");
+  if (residual) steps.push_back("add");
+  if (act) {
+    for (size_t n : act->nodes) {
+      fused_[n] = true;
+      f.nodes.push_back(n);
+    }
+    steps.push_back(act->step);
+    f.args = act->args;
+  }
+  for (const auto& s : steps) f.steps += (f.steps.empty() ? "" : "_") + s;
+  return f;
+}
+
+}  // namespace ktune::frontend

@@ -1,0 +1,75 @@
+// Defines EpilogueFuser, which follows a conv's or matmul's output through the elementwise nodes a template epilogue computes (BN, bias, residual Add, one activation) and marks them fused.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx_graph.h"
+
+namespace ktune::frontend {
+
+// What follows an anchor node in one fused kernel.
+struct FusedEpilogue {
+  // "" or the steps joined by '_', as schedule_space's epilogue argument names them: bias, add
+  // (a residual), then relu, relu6, clip, hardswish or silu.
+  std::string steps;
+  std::map<std::string, std::string> args;  // clip_min / clip_max of a clip step (finite bounds only)
+  std::vector<size_t> nodes;                // the fused nodes, in the order they follow the anchor
+};
+
+// The kind of anchor, which says where a per-channel bias lies in its output.
+enum class AnchorKind {
+  kConv,  // output [N, K, H, W]: the channel axis is 1
+  kGemm,  // output [..., N]: the last axis
+};
+
+// Marks nodes fused into anchors; a fused node is never offered to a later anchor. Borrows the
+// graph, which must outlive it. Not thread-safe.
+class EpilogueFuser {
+ public:
+  explicit EpilogueFuser(const Graph& graph);
+
+  // Follows node `anchor`'s output: an inference-mode BatchNormalization (its shift becomes the
+  // bias, its scale folds into the weights), an Add of a per-channel constant (a bias, when the
+  // anchor has none yet), an Add of an independent tensor shaped like the output (the residual),
+  // then one activation: Relu, Clip (bounds constant: initializers or Constant nodes from opset
+  // 11, attributes before; [0, 6] is relu6), HardSwish, x * HardSigmoid(x) with ONNX's
+  // HardSwish constants, x * Sigmoid(x) (silu). Each matched node must be the only reader of the
+  // tensor before it (x and Sigmoid(x) both read x in silu). Marks the matched nodes fused.
+  FusedEpilogue fuse(size_t anchor, bool has_bias, AnchorKind kind);
+
+  bool fused(size_t node) const { return fused_[node]; }
+
+ private:
+  struct Activation {
+    std::string step;
+    std::map<std::string, std::string> args;
+    std::vector<size_t> nodes;
+  };
+
+  std::optional<size_t> single_consumer(const std::string& tensor) const;
+  // The unfused readers of `tensor` when it is no graph output (nullopt when it is one).
+  std::optional<std::vector<size_t>> consumers(const std::string& tensor) const;
+  // True when `tensor` is computed from node `anchor`'s output (transitively).
+  bool depends_on(const std::string& tensor, size_t anchor) const;
+  bool constant(const std::string& tensor) const { return g_.constants.count(tensor) > 0; }
+  // True when `tensor` is a constant that broadcasts along `axis` of `out` only, with out's
+  // extent there (a per-channel bias).
+  bool per_channel(const std::string& tensor, const std::vector<int64_t>& out, size_t axis) const;
+  std::optional<Activation> activation(const std::string& tensor) const;
+  std::optional<Activation> clip(size_t node) const;
+  // x * f(x) where f is the node reading `tensor` besides the Mul (silu, hardswish).
+  std::optional<Activation> gated(const std::string& tensor) const;
+
+  const Graph& g_;
+  std::map<std::string, std::vector<size_t>> consumers_;
+  std::map<std::string, size_t> producer_;
+  std::set<std::string> graph_outputs_;
+  std::vector<bool> fused_;
+};
+
+}  // namespace ktune::frontend

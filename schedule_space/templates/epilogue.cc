@@ -1,0 +1,217 @@
+// The epilogue steps the templates fuse after their reduction: names, arguments, expressions.
+#include "schedule_space/templates/epilogue.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "support/error.h"
+
+namespace ktune::schedule_space::templates {
+namespace {
+
+constexpr const char* kNone = "none";
+
+// Activation names, in the order the choices list them.
+const std::vector<std::pair<Activation, std::string>>& activation_names() {
+  static const std::vector<std::pair<Activation, std::string>> names = {
+      {Activation::kRelu, "relu"},  {Activation::kRelu6, "relu6"}, {Activation::kClip, "clip"},
+      {Activation::kHardSwish, "hardswish"}, {Activation::kSilu, "silu"}, {Activation::kGelu, "gelu"},
+      {Activation::kGeluErf, "gelu_erf"}};
+  return names;
+}
+
+[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::kInvalidArgument, message); }
+
+// A bound's value: a decimal number, "inf" or "-inf"; nullopt for anything else.
+std::optional<double> parse_bound(const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end || std::isnan(v)) return std::nullopt;
+  return v;
+}
+
+std::string bound_text(double v) {
+  char buf[64];
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
+  if (ec != std::errc()) invalid("clip bound cannot be printed");
+  return std::string(buf, ptr);
+}
+
+// erf(x) by Abramowitz & Stegun 7.1.26: |error| <= 1.5e-7, below float32's rounding of erf
+// near 1. te has no erf (LLVM has no intrinsic for it, and a libm call would not vectorize nor
+// be resolved on every device); this uses exp, which both have.
+te::Expr erf_expr(const te::Expr& x, te::DataType dt) {
+  auto c = [dt](double v) { return te::cast(dt, te::Expr(v)); };
+  const te::Expr ax = te::abs(x);
+  const te::Expr t = c(1.0) / (c(1.0) + c(0.3275911) * ax);
+  const te::Expr poly =
+      t * (c(0.254829592) + t * (c(-0.284496736) + t * (c(1.421413741) + t * (c(-1.453152027) + t * c(1.061405429)))));
+  const te::Expr y = c(1.0) - poly * te::exp(-(ax * ax));
+  return te::select(x < c(0.0), -y, y);
+}
+
+}  // namespace
+
+std::string Epilogue::name() const {
+  if (empty()) return kNone;
+  std::vector<std::string> steps;
+  if (bias) steps.push_back("bias");
+  if (residual) steps.push_back("add");
+  for (const auto& [a, n] : activation_names())
+    if (a == activation) steps.push_back(n);
+  std::string text;
+  for (const auto& s : steps) text += (text.empty() ? "" : "_") + s;
+  return text;
+}
+
+double Epilogue::flop() const {
+  double f = (bias ? 1 : 0) + (residual ? 1 : 0);
+  switch (activation) {
+    case Activation::kNone: break;
+    case Activation::kRelu: f += 1; break;
+    case Activation::kRelu6: case Activation::kClip: f += 2; break;
+    case Activation::kHardSwish: f += 5; break;
+    case Activation::kSilu: f += 4; break;
+    case Activation::kGelu: f += 8; break;
+    case Activation::kGeluErf: f += 20; break;
+  }
+  return f;
+}
+
+te::Expr Epilogue::apply(te::Expr v, const te::Expr& bias_value, const te::Expr& residual_value,
+                         te::DataType dt) const {
+  auto c = [dt](double x) { return te::cast(dt, te::Expr(x)); };
+  if (bias) v = v + bias_value;
+  if (residual) v = v + residual_value;
+  switch (activation) {
+    case Activation::kNone: return v;
+    case Activation::kRelu: return te::max(v, c(0.0));
+    case Activation::kRelu6: return te::min(te::max(v, c(0.0)), c(6.0));
+    case Activation::kClip:
+      if (std::isfinite(clip_min)) v = te::max(v, c(clip_min));
+      if (std::isfinite(clip_max)) v = te::min(v, c(clip_max));
+      return v;
+    case Activation::kHardSwish:
+      // A multiplication by 1/6, not a division: within an ulp, and several times cheaper.
+      return v * te::min(te::max(v + c(3.0), c(0.0)), c(6.0)) * c(1.0 / 6.0);
+    case Activation::kSilu: return v * te::sigmoid(v);
+    case Activation::kGelu: {
+      // The form BERT and GPT-2 use; kept exactly as the matmul templates first wrote it (the
+      // reference of tuned bias_gelu records).
+      const te::Expr inner = c(0.7978845608028654) * (v + c(0.044715) * v * v * v);
+      return c(0.5) * v * (c(1.0) + te::tanh(inner));
+    }
+    case Activation::kGeluErf: return c(0.5) * v * (c(1.0) + erf_expr(v * c(0.7071067811865476), dt));
+  }
+  return v;
+}
+
+Epilogue parse_epilogue(const std::string& name) {
+  Epilogue e;
+  if (name == kNone) return e;
+  if (name.empty() || name.front() == '_' || name.back() == '_' || name.find("__") != std::string::npos)
+    invalid("epilogue '" + name + "': steps are joined by single '_'");
+  std::string rest = name;
+  auto take = [&rest](const std::string& step) {
+    if (rest == step) {
+      rest.clear();
+      return true;
+    }
+    if (rest.rfind(step + "_", 0) == 0) {
+      rest = rest.substr(step.size() + 1);
+      return true;
+    }
+    return false;
+  };
+  e.bias = take("bias");
+  e.residual = take("add");
+  if (!rest.empty()) {
+    for (const auto& [a, n] : activation_names())
+      if (rest == n) e.activation = a;
+    if (e.activation == Activation::kNone)
+      invalid("epilogue '" + name + "': steps are bias, add, then one of relu, relu6, clip, hardswish, silu, gelu, "
+              "gelu_erf, joined by '_'");
+  }
+  if (e.empty()) invalid("epilogue '" + name + "' has no step");
+  return e;
+}
+
+std::vector<std::string> epilogue_choices(const EpilogueOffer& offer) {
+  std::vector<std::string> out;
+  if (offer.none) out.push_back(kNone);
+  std::vector<Activation> activations = {Activation::kNone};
+  for (const auto& [a, n] : activation_names()) activations.push_back(a);
+  for (bool bias : {true, false}) {
+    if (!bias && !offer.none) continue;
+    for (bool residual : {false, true})
+      for (Activation a : activations) {
+        const Epilogue e{.bias = bias, .residual = residual, .activation = a};
+        if (!e.empty()) out.push_back(e.name());
+      }
+  }
+  return out;
+}
+
+std::vector<ArgSpec> epilogue_args(const EpilogueOffer& offer) {
+  const std::string doc = "fused after the reduction, steps joined by '_': bias (" + offer.bias_doc + "), add (" +
+                          offer.residual_doc +
+                          "), then one of relu, relu6, clip (clip_min..clip_max), hardswish, silu, gelu (tanh form), "
+                          "gelu_erf" + (offer.none ? "; or none" : "");
+  return {{.name = "epilogue", .type = ArgSpec::Type::kString, .default_value = offer.default_value, .doc = doc,
+           .choices = epilogue_choices(offer), .key_omits_default = true},
+          {.name = "clip_min", .type = ArgSpec::Type::kString, .default_value = "-inf",
+           .doc = "lower bound of the clip step (a number, -inf: none)", .key_omits_default = true},
+          {.name = "clip_max", .type = ArgSpec::Type::kString, .default_value = "inf",
+           .doc = "upper bound of the clip step (a number, inf: none)", .key_omits_default = true}};
+}
+
+Epilogue epilogue_of(const WorkloadArgs& a) {
+  Epilogue e = parse_epilogue(a.get("epilogue"));
+  if (e.activation == Activation::kClip) {
+    const auto lo = parse_bound(a.get("clip_min")), hi = parse_bound(a.get("clip_max"));
+    if (!lo || !hi) invalid("clip_min and clip_max must be numbers");
+    e.clip_min = *lo;
+    e.clip_max = *hi;
+  }
+  return e;
+}
+
+void resolve_epilogue(WorkloadArgs& a) {
+  for (const char* name : {"clip_min", "clip_max"}) {
+    const std::string& text = a.get(name);
+    const auto v = parse_bound(text);
+    if (!v) invalid(std::string("argument ") + name + "=" + text + " is not a number");
+    a.set_string(name, bound_text(*v));
+  }
+}
+
+void check_epilogue(const std::string& template_name, const WorkloadArgs& a) {
+  const Epilogue e = parse_epilogue(a.get("epilogue"));
+  const auto lo = parse_bound(a.get("clip_min")), hi = parse_bound(a.get("clip_max"));
+  if (!lo || !hi) invalid(template_name + ": clip_min and clip_max must be numbers");
+  const bool bounded = *lo != -std::numeric_limits<double>::infinity() || *hi != std::numeric_limits<double>::infinity();
+  if (e.activation != Activation::kClip && bounded)
+    invalid(template_name + ": clip_min and clip_max apply to an epilogue ending in clip, not to epilogue=" +
+            e.name());
+  if (*lo > *hi)
+    invalid(template_name + ": clip_min=" + a.get("clip_min") + " is above clip_max=" + a.get("clip_max"));
+}
+
+void EpilogueInputs::append_to(std::vector<te::Tensor>& args) const {
+  if (bias.defined()) args.push_back(bias);
+  if (residual.defined()) args.push_back(residual);
+}
+
+EpilogueInputs epilogue_inputs(const Epilogue& e, const std::vector<int64_t>& bias_shape,
+                               const std::vector<int64_t>& out_shape, te::DataType dt) {
+  EpilogueInputs in;
+  if (e.bias) in.bias = te::placeholder(bias_shape, dt, "bias");
+  if (e.residual) in.residual = te::placeholder(out_shape, dt, "residual");
+  return in;
+}
+
+}  // namespace ktune::schedule_space::templates

@@ -1,0 +1,92 @@
+// Defines Epilogue, the elementwise steps a template fuses after its reduction (bias, residual add, one activation), with its workload arguments and input tensors.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "schedule_space/workload.h"
+#include "te/tensor.h"
+
+namespace ktune::schedule_space::templates {
+
+// The activation that ends an epilogue.
+enum class Activation {
+  kNone,
+  kRelu,       // max(x, 0)
+  kRelu6,      // min(max(x, 0), 6)
+  kClip,       // min(max(x, clip_min), clip_max)
+  kHardSwish,  // x * relu6(x + 3) / 6
+  kSilu,       // x * sigmoid(x)
+  kGelu,       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  kGeluErf,    // 0.5 x (1 + erf(x / sqrt(2)))
+};
+
+// An epilogue: v = reduction; v += bias (per output channel); v += residual (a tensor shaped like
+// the output); v = activation(v). Its name lists the steps joined by '_' in that order ("none"
+// when there is none): bias, add (the residual), then relu, relu6, clip, hardswish, silu, gelu or
+// gelu_erf, e.g. "bias_add_relu". Value type.
+struct Epilogue {
+  bool bias = false;
+  bool residual = false;
+  Activation activation = Activation::kNone;
+  // kClip's bounds; an infinite bound is no bound (ONNX Clip's missing min or max).
+  double clip_min = -std::numeric_limits<double>::infinity();
+  double clip_max = std::numeric_limits<double>::infinity();
+
+  bool empty() const { return !bias && !residual && activation == Activation::kNone; }
+  // "none" or the steps joined by '_'.
+  std::string name() const;
+  // Floating-point operations per output element (a transcendental call counted as one).
+  double flop() const;
+  // `v` after the steps; `bias` and `residual` are the values at v's element (ignored when the
+  // epilogue has no such step). Constants take type `dt`.
+  te::Expr apply(te::Expr v, const te::Expr& bias, const te::Expr& residual, te::DataType dt) const;
+};
+
+// Parses an epilogue name (see Epilogue); clip bounds stay unbounded. Throws
+// Error(kInvalidArgument) for a name that is not steps in that order.
+Epilogue parse_epilogue(const std::string& name);
+
+// What a template's epilogue argument accepts.
+struct EpilogueOffer {
+  bool none = true;            // "none" is accepted (else every epilogue starts with bias)
+  std::string default_value = "none";
+  std::string bias_doc = {};      // where the bias lies, e.g. "bias[N]"
+  std::string residual_doc = {};  // where the residual lies, e.g. "residual like C"
+};
+
+// Every epilogue name an offer accepts: none (when offered), then each combination of bias,
+// add and an activation.
+std::vector<std::string> epilogue_choices(const EpilogueOffer& offer);
+
+// The arguments a template with an epilogue declares, in this order: epilogue, clip_min,
+// clip_max. All are left out of the workload key at their default (so keys of workloads
+// without them, logged before they existed, stay the same). clip_min / clip_max are numbers
+// ("-inf" and "inf" by default) that only an epilogue ending in clip may set.
+std::vector<ArgSpec> epilogue_args(const EpilogueOffer& offer);
+
+// The epilogue of a workload with epilogue_args, clip bounds included.
+Epilogue epilogue_of(const WorkloadArgs& a);
+
+// A template's resolve hook part: rewrites clip_min / clip_max in their shortest round-trip form
+// ("6.0" -> "6"), so one bound has one key. Throws Error(kInvalidArgument) naming the argument
+// when a value is not a number.
+void resolve_epilogue(WorkloadArgs& a);
+
+// A template's check hook part: throws Error(kInvalidArgument) when clip bounds are given
+// without a clip step, or clip_min > clip_max, or a bound is NaN.
+void check_epilogue(const std::string& template_name, const WorkloadArgs& a);
+
+// The input tensors of an epilogue: bias (placeholder "bias" of `bias_shape`) and residual
+// (placeholder "residual" of `out_shape`), each undefined when the epilogue has no such step.
+struct EpilogueInputs {
+  te::Tensor bias, residual;
+  // Appends the defined ones to `args` in kernel-argument order (bias, residual).
+  void append_to(std::vector<te::Tensor>& args) const;
+};
+EpilogueInputs epilogue_inputs(const Epilogue& e, const std::vector<int64_t>& bias_shape,
+                               const std::vector<int64_t>& out_shape, te::DataType dt);
+
+}  // namespace ktune::schedule_space::templates

@@ -1,0 +1,145 @@
+// The fusion rules of extract_tasks on graphs built here node by node (no ONNX file): Clip's
+// bounds from attributes (opset 6) or constant inputs, what is left unfused and why, activations
+// after Gemm and MatMul + Add.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontend/model_tasks.h"
+#include "frontend/onnx_graph.h"
+
+namespace ktune::frontend {
+namespace {
+
+schedule_space::TargetTraits avx512() { return schedule_space::make_target_traits("test", "x86_64-linux-gnu", 512, 1); }
+
+// A graph under construction: input x [1, 8, 6, 6] -> Conv 8 -> 8 (3x3, pad 1, with bias) -> ...
+struct GraphBuilder {
+  Graph g;
+  explicit GraphBuilder(int64_t opset, const std::vector<int64_t>& input = {1, 8, 6, 6}) {
+    g.name = "fusion";
+    g.opset = opset;
+    g.inputs = {"x"};
+    g.shapes["x"] = input;
+  }
+  std::string constant(const std::string& name, std::vector<int64_t> shape, std::vector<double> values = {}) {
+    g.constants.insert(name);
+    g.shapes[name] = std::move(shape);
+    if (!values.empty()) g.values[name] = std::move(values);
+    return name;
+  }
+  // Adds a node whose single output has `shape`; returns the output's name.
+  std::string node(const std::string& op, std::vector<std::string> inputs, std::vector<int64_t> shape,
+                   std::map<std::string, Attribute> attrs = {}) {
+    const std::string out = op + "_" + std::to_string(g.nodes.size());
+    g.nodes.push_back({op, "", out, std::move(inputs), {out}, std::move(attrs)});
+    g.shapes[out] = std::move(shape);
+    return out;
+  }
+  std::string conv(const std::string& in) {
+    const std::string w = constant("w" + std::to_string(g.nodes.size()), {8, 8, 3, 3});
+    const std::string b = constant("b" + std::to_string(g.nodes.size()), {8});
+    return node("Conv", {in, w, b}, {1, 8, 6, 6}, {{"pads", {{1, 1, 1, 1}, {}, ""}}});
+  }
+  ModelTasks finish(const std::string& out) {
+    g.outputs = {out};
+    return extract_tasks(g, avx512());
+  }
+};
+
+Attribute f(float v) { return {{}, {v}, ""}; }
+
+TEST(EpilogueFusion, ClipBoundsFromAttributesBeforeOpset11) {
+  {
+    GraphBuilder b(6);
+    const ModelTasks m = b.finish(b.node("Clip", {b.conv("x")}, {1, 8, 6, 6}, {{"min", f(0)}, {"max", f(6)}}));
+    ASSERT_EQ(m.tasks.size(), 1u);
+    EXPECT_EQ(m.tasks[0].epilogue, "bias_relu6");
+    EXPECT_EQ(m.tasks[0].status, TaskStatus::kOk);
+    EXPECT_TRUE(m.unsupported.empty());
+  }
+  {
+    // Only a lower bound (max left at opset 6's default, float's largest): a clip with clip_min.
+    GraphBuilder b(6);
+    const ModelTasks m = b.finish(b.node("Clip", {b.conv("x")}, {1, 8, 6, 6}, {{"min", f(-0.5f)}}));
+    ASSERT_EQ(m.tasks.size(), 1u);
+    EXPECT_EQ(m.tasks[0].epilogue, "bias_clip");
+    EXPECT_EQ(m.tasks[0].args.at("clip_min"), "-0.5");
+    EXPECT_EQ(m.tasks[0].args.count("clip_max"), 0u);
+    ASSERT_TRUE(m.tasks[0].tunable.has_value());
+    EXPECT_NE(m.tasks[0].tunable->workload_key().find("epilogue=bias_clip,clip_min=-0.5,dtype"), std::string::npos);
+  }
+}
+
+TEST(EpilogueFusion, ClipBoundsFromConstantInputs) {
+  {
+    // [0, inf) is a relu; a bound of 0.1 keeps float32's shortest text.
+    GraphBuilder b(13);
+    const std::string lo = b.constant("lo", {}, {0.0});
+    ModelTasks m = b.finish(b.node("Clip", {b.conv("x"), lo, ""}, {1, 8, 6, 6}));
+    EXPECT_EQ(m.tasks.at(0).epilogue, "bias_relu");
+    GraphBuilder c(13);
+    const std::string hi = c.constant("hi", {}, {static_cast<double>(0.1f)});
+    m = c.finish(c.node("Clip", {c.conv("x"), "", hi}, {1, 8, 6, 6}));
+    EXPECT_EQ(m.tasks.at(0).epilogue, "bias_clip");
+    EXPECT_EQ(m.tasks.at(0).args.at("clip_max"), "0.1");
+    EXPECT_EQ(m.tasks.at(0).status, TaskStatus::kOk);
+  }
+  {
+    // A bound computed at run time cannot be a kernel argument: the Clip stays, with its reason.
+    GraphBuilder b(13);
+    const std::string conv = b.conv("x");
+    const std::string hi = b.node("ReduceMax", {"x"}, {});
+    const ModelTasks m = b.finish(b.node("Clip", {conv, "", hi}, {1, 8, 6, 6}));
+    EXPECT_EQ(m.tasks.at(0).epilogue, "bias");
+    EXPECT_EQ(m.tasks.at(0).layers.size(), 1u);
+    ASSERT_EQ(m.unsupported.size(), 2u);
+    EXPECT_EQ(m.unsupported[1].op, "Clip");
+    EXPECT_EQ(m.unsupported[1].reason, "no template");
+  }
+}
+
+// x * Sigmoid(x) fuses only when those two nodes are x's only readers: a third reader needs x
+// itself, which a fused kernel never writes.
+TEST(EpilogueFusion, SiluNeedsItsInputToItself) {
+  GraphBuilder b(13);
+  const std::string conv = b.conv("x");
+  const std::string silu = b.node("Mul", {conv, b.node("Sigmoid", {conv}, {1, 8, 6, 6})}, {1, 8, 6, 6});
+  ModelTasks m = b.finish(silu);
+  ASSERT_EQ(m.tasks.size(), 1u);
+  EXPECT_EQ(m.tasks[0].epilogue, "bias_silu");
+  EXPECT_EQ(m.tasks[0].layers, (std::vector<std::string>{"Conv_0", "Sigmoid_1", "Mul_2"}));
+
+  GraphBuilder c(13);
+  const std::string conv2 = c.conv("x");
+  const std::string gated = c.node("Mul", {conv2, c.node("Sigmoid", {conv2}, {1, 8, 6, 6})}, {1, 8, 6, 6});
+  c.node("Relu", {conv2}, {1, 8, 6, 6});
+  m = c.finish(gated);
+  EXPECT_EQ(m.tasks.at(0).epilogue, "bias");
+  EXPECT_EQ(m.unsupported.size(), 3u);  // Sigmoid, Mul, Relu: elementwise, no template of their own
+}
+
+// Gemm's own bias and a MatMul's bias Add (as exporters write a Linear layer), then an activation.
+TEST(EpilogueFusion, GemmAndMatMulTakeBiasAndActivation) {
+  GraphBuilder b(14, {4, 16});
+  const std::string w = b.constant("w", {32, 16}), bias = b.constant("bias", {32});
+  const std::string gemm = b.node("Gemm", {"x", w, bias}, {4, 32}, {{"transB", {{1}, {}, ""}}});
+  const std::string hs = b.node("HardSwish", {gemm}, {4, 32});
+  const std::string w2 = b.constant("w2", {32, 8}), b2 = b.constant("b2", {1, 8});
+  const std::string mm = b.node("MatMul", {hs, w2}, {4, 8});
+  const std::string add = b.node("Add", {mm, b2}, {4, 8});
+  const ModelTasks m = b.finish(b.node("Sigmoid", {add}, {4, 8}));
+  ASSERT_EQ(m.tasks.size(), 2u);
+  EXPECT_EQ(m.tasks[0].key(), "matmul(M=4,N=32,K=16,layout=nt,dtype=float32,epilogue=bias_hardswish)");
+  EXPECT_EQ(m.tasks[0].status, TaskStatus::kOk);
+  EXPECT_EQ(m.tasks[1].key(), "matmul(M=4,N=8,K=32,layout=nn,dtype=float32,epilogue=bias)");
+  EXPECT_EQ(m.tasks[1].status, TaskStatus::kOk);
+  EXPECT_EQ(m.tasks[1].layers.size(), 2u);  // MatMul, Add
+  ASSERT_EQ(m.unsupported.size(), 1u);
+  EXPECT_EQ(m.unsupported[0].op, "Sigmoid");  // a sigmoid alone is no epilogue step
+}
+
+}  // namespace
+}  // namespace ktune::frontend
