@@ -1,12 +1,8 @@
-# Benchmarks of the model-based search (owned by the cost-model work).
-if(TARGET ktune_tuner_model)
-  ktune_bench(tuner_overhead SOURCES ${CMAKE_CURRENT_LIST_DIR}/tuner_overhead.cc
-    LIBS ktune_tuner_model ktune_cost_model)
-endif()
-
-# Trials to 95% of a recorded landscape's best for random, GA and xgb (build/bench/tuner_replay).
-if(TARGET ktune_tuner_model)
-  ktune_bench(tuner_replay SOURCES ${CMAKE_CURRENT_LIST_DIR}/tuner_replay.cc
-    ${CMAKE_CURRENT_LIST_DIR}/landscape.cc LIBS ktune_tuner_model ktune_codegen)
-  target_compile_definitions(tuner_replay PRIVATE KTUNE_LANDSCAPE_DIR="${CMAKE_CURRENT_LIST_DIR}/landscapes")
+# Whole models against ONNX Runtime (build/bench/model_vs_ort): ktune builds each model, links it
+# into a C program and races it with npm's onnxruntime-node, which scripts/setup installs in build/ort.
+if(TARGET ktune)
+  ktune_bench(model_vs_ort SOURCES ${CMAKE_CURRENT_LIST_DIR}/model_vs_ort.cc LIBS nlohmann_json::nlohmann_json spdlog::spdlog)
+  target_compile_definitions(model_vs_ort PRIVATE KTUNE_BIN="$<TARGET_FILE:ktune>" KTUNE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    KTUNE_ORT_DIR="${PROJECT_BINARY_DIR}/ort")
+  add_dependencies(model_vs_ort ktune)
 endif()

@@ -18,6 +18,18 @@
 # (ktune_parallel_for: a persistent pthread pool; see the header) is compiled into <target>. The
 # kernels are built again when the log changes (DB), when the kernels or their options change (the
 # manifest), or when ktune changes, so re-tuning and rebuilding ships the new best configs.
+#
+#   ktune_add_model(<target> NAME <name> MODEL <file.onnx> DB <log> | SERVER <host:port> [DEVICE_KEY <key>]
+#                   [TARGET "llvm -mtriple=..."] [INPUTS name=1x3x224x224...] [WEIGHTS_FILE <file>]
+#                   [REQUIRE_TUNED])
+#
+# A whole ONNX model as one static library, built at build time by `ktune build --model`: every
+# layer on the log's best kernel (else the nearest tuned shape's config, else the fallback, unless
+# REQUIRE_TUNED), weights packed into the kernels' layouts and embedded (or written to
+# WEIGHTS_FILE, which <name>_create reads). ktune_models/<target>/<name>.h declares
+# <name>_create / <name>_run / <name>_destroy and the inputs' and outputs' shapes; the library is
+# linked into <target>, with the runtime once per target. Rebuilt when the model, the log or
+# ktune changes.
 include_guard(GLOBAL)
 
 # A string as a JSON string literal (quotes, backslashes and control characters escaped).
@@ -119,6 +131,91 @@ function(ktune_add_kernel target)
   set_property(TARGET ${target} APPEND PROPERTY KTUNE_KERNELS "${K_NAME}")
 endfunction()
 
+function(ktune_add_model target)
+  cmake_parse_arguments(PARSE_ARGV 1 M "REQUIRE_TUNED" "NAME;MODEL;DB;SERVER;DEVICE_KEY;TARGET;WEIGHTS_FILE" "INPUTS")
+  set(where "ktune_add_model(${target} NAME ${M_NAME})")
+  if(M_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "${where}: unknown arguments: ${M_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT TARGET ${target})
+    message(FATAL_ERROR "${where}: ${target} is not a target")
+  endif()
+  if(NOT M_NAME OR NOT M_MODEL)
+    message(FATAL_ERROR "${where}: NAME and MODEL are required")
+  endif()
+  if(NOT M_NAME MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
+    message(FATAL_ERROR "${where}: NAME must be a C identifier")
+  endif()
+  if((M_DB AND M_SERVER) OR (NOT M_DB AND NOT M_SERVER))
+    message(FATAL_ERROR "${where}: give exactly one of DB <log> and SERVER <host:port>")
+  endif()
+  if(M_DEVICE_KEY AND NOT M_SERVER)
+    message(FATAL_ERROR "${where}: DEVICE_KEY goes with SERVER")
+  endif()
+  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if(NOT "C" IN_LIST languages)
+    message(FATAL_ERROR "${where}: the ktune runtime is C: enable it (project(... LANGUAGES C CXX))")
+  endif()
+  get_filename_component(model "${M_MODEL}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/ktune_models/${target}")
+  file(MAKE_DIRECTORY "${dir}")
+  set(library "${dir}/lib${M_NAME}.a")
+  set(header "${dir}/${M_NAME}.h")
+  set(command "${KTUNE_EXECUTABLE}" build --model "${model}" --name "${M_NAME}" -o "${library}" --header "${header}")
+  set(outputs "${library}" "${header}")
+  set(depends "${KTUNE_EXECUTABLE}" "${model}")
+  if(M_DB)
+    get_filename_component(db "${M_DB}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND command --db "${db}")
+    if(EXISTS "${db}")
+      list(APPEND depends "${db}")
+    else()
+      message(STATUS "${where}: no tuning log at ${db}: fallback configs until it exists and CMake reruns")
+    endif()
+  else()
+    list(APPEND command --server "${M_SERVER}")
+    if(M_DEVICE_KEY)
+      list(APPEND command --device-key "${M_DEVICE_KEY}")
+    endif()
+  endif()
+  if(M_TARGET)
+    list(APPEND command --target "${M_TARGET}")
+  endif()
+  foreach(input IN LISTS M_INPUTS)
+    list(APPEND command --input "${input}")
+  endforeach()
+  if(M_WEIGHTS_FILE)
+    get_filename_component(weights "${M_WEIGHTS_FILE}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
+    list(APPEND command --weights "${weights}")
+    list(APPEND outputs "${weights}")
+  endif()
+  if(M_REQUIRE_TUNED)
+    list(APPEND command --require-tuned)
+  endif()
+  # The runtime, once per target (ktune_add_kernel's first group leaves it to this one).
+  get_target_property(has_runtime ${target} KTUNE_RUNTIME)
+  if(NOT has_runtime)
+    set(runtime "${dir}/ktune_runtime.c")
+    list(APPEND command --runtime "${runtime}")
+    list(APPEND outputs "${runtime}")
+    target_sources(${target} PRIVATE "${runtime}")
+    set_source_files_properties("${runtime}" PROPERTIES GENERATED TRUE LANGUAGE C)
+    set_property(TARGET ${target} PROPERTY KTUNE_RUNTIME "${runtime}")
+    if(NOT TARGET Threads::Threads)
+      find_package(Threads REQUIRED)
+    endif()
+    target_link_libraries(${target} PRIVATE Threads::Threads)
+  endif()
+  add_custom_command(OUTPUT ${outputs}
+    COMMAND ${command}
+    DEPENDS ${depends}
+    COMMENT "ktune build --model ${M_MODEL}: ${M_NAME}"
+    VERBATIM)
+  target_sources(${target} PRIVATE "${header}")
+  target_link_libraries(${target} PRIVATE "${library}")
+  target_include_directories(${target} PRIVATE "${dir}")
+endfunction()
+
 # Called at the end of the directory of <target>'s first ktune_add_kernel: one manifest, one
 # `ktune build --manifest` command, one library and header per group.
 function(_ktune_build_kernel_groups target)
@@ -154,13 +251,16 @@ function(_ktune_build_kernel_groups target)
                        "CMake reruns")
       endif()
     endif()
-    # The first group also writes the runtime, compiled once into the target.
-    if(group EQUAL 0)
+    # The first group also writes the runtime, compiled once into the target (unless a model of
+    # the target already did).
+    get_target_property(has_runtime ${target} KTUNE_RUNTIME)
+    if(group EQUAL 0 AND NOT has_runtime)
       set(runtime "${dir}/ktune_runtime.c")
       list(APPEND command --runtime "${runtime}")
       list(APPEND outputs "${runtime}")
       target_sources(${target} PRIVATE "${runtime}")
       set_source_files_properties("${runtime}" PROPERTIES GENERATED TRUE LANGUAGE C)
+      set_property(TARGET ${target} PROPERTY KTUNE_RUNTIME "${runtime}")
       if(NOT TARGET Threads::Threads)
         find_package(Threads REQUIRED)
       endif()

@@ -180,23 +180,26 @@ class DriverWriter {
     llvm::BasicBlock* read_block = b_.GetInsertBlock();
     b_.CreateCondBr(size_ok, size > 0 ? loop : done, fail);
 
-    // FNV-1a over the bytes read.
-    b_.SetInsertPoint(loop);
-    llvm::PHINode* i = b_.CreatePHI(i64_, 2);
-    llvm::PHINode* h = b_.CreatePHI(i64_, 2);
-    i->addIncoming(i64c(0), read_block);
-    h->addIncoming(i64c(kFnvOffset), read_block);
-    llvm::Value* byte = b_.CreateZExt(b_.CreateLoad(i8_, b_.CreateGEP(i8_, buf, i)), i64_);
-    llvm::Value* next_h = b_.CreateMul(b_.CreateXor(h, byte), i64c(kFnvPrime));
-    llvm::Value* next_i = b_.CreateAdd(i, i64c(1));
-    i->addIncoming(next_i, loop);
-    h->addIncoming(next_h, loop);
-    b_.CreateCondBr(b_.CreateICmpULT(next_i, i64c(size)), loop, done);
+    // FNV-1a over the bytes read (no loop for an empty file: its hash is the offset basis).
+    llvm::Value* final_h = i64c(kFnvOffset);
+    if (size > 0) {
+      b_.SetInsertPoint(loop);
+      llvm::PHINode* i = b_.CreatePHI(i64_, 2);
+      llvm::PHINode* h = b_.CreatePHI(i64_, 2);
+      i->addIncoming(i64c(0), read_block);
+      h->addIncoming(i64c(kFnvOffset), read_block);
+      llvm::Value* byte = b_.CreateZExt(b_.CreateLoad(i8_, b_.CreateGEP(i8_, buf, i)), i64_);
+      llvm::Value* next_h = b_.CreateMul(b_.CreateXor(h, byte), i64c(kFnvPrime));
+      llvm::Value* next_i = b_.CreateAdd(i, i64c(1));
+      i->addIncoming(next_i, loop);
+      h->addIncoming(next_h, loop);
+      b_.CreateCondBr(b_.CreateICmpULT(next_i, i64c(size)), loop, done);
+      final_h = next_h;
+    } else {
+      loop->eraseFromParent();
+    }
 
     b_.SetInsertPoint(done);
-    llvm::PHINode* final_h = b_.CreatePHI(i64_, 2);
-    final_h->addIncoming(next_h, loop);
-    final_h->addIncoming(i64c(kFnvOffset), read_block);
     b_.CreateCondBr(b_.CreateICmpEQ(final_h, i64c(hash)), ok, fail);
 
     b_.SetInsertPoint(ok);

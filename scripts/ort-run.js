@@ -3,12 +3,15 @@
 // file and writes its float32 outputs to another: the independent reference of ktune's model
 // builds, and the peer bench/model_vs_ort races.
 //
-//   node ort-run.js MODEL INPUTS OUTPUTS [--threads N] [--time RUNS]
+//   node ort-run.js MODEL INPUTS OUTPUTS [--threads N] [--time RUNS] [--serve]
 //
 // INPUTS holds every graph input, in the graph's order, as raw little-endian float32 (NCHW as the
 // model declares it); OUTPUTS receives every output the same way. Shapes come from the model;
 // a symbolic dimension is taken as 1. With --time RUNS it also runs RUNS more times and prints
-// one JSON line {"median_ms":..,"min_ms":..,"max_ms":..}. Needs onnxruntime-node on NODE_PATH.
+// one JSON line {"median_ms":..,"min_ms":..,"max_ms":..}. With --serve, after writing OUTPUTS it
+// prints "ready" and then answers each line N of stdin with the N run times in ms on one line
+// (space-separated), so a benchmark can interleave rounds with another program's; it exits at
+// end of input. Needs onnxruntime-node on NODE_PATH.
 'use strict';
 const fs = require('fs');
 const ort = require('onnxruntime-node');
@@ -16,10 +19,11 @@ const ort = require('onnxruntime-node');
 async function main() {
   const argv = process.argv.slice(2);
   const positional = [];
-  let threads = 1, timeRuns = 0;
+  let threads = 1, timeRuns = 0, serve = false;
   for (let i = 0; i < argv.length; ++i) {
     if (argv[i] === '--threads') threads = parseInt(argv[++i], 10);
     else if (argv[i] === '--time') timeRuns = parseInt(argv[++i], 10);
+    else if (argv[i] === '--serve') serve = true;
     else positional.push(argv[i]);
   }
   if (positional.length !== 3) throw new Error('usage: ort-run.js MODEL INPUTS OUTPUTS [--threads N] [--time RUNS]');
@@ -52,6 +56,20 @@ async function main() {
     }
     ms.sort((a, b) => a - b);
     console.log(JSON.stringify({ median_ms: ms[Math.floor(ms.length / 2)], min_ms: ms[0], max_ms: ms[ms.length - 1] }));
+  }
+  if (serve) {
+    console.log('ready');
+    const lines = require('readline').createInterface({ input: process.stdin });
+    for await (const line of lines) {
+      const n = parseInt(line, 10);
+      const ms = [];
+      for (let r = 0; r < n; ++r) {
+        const start = process.hrtime.bigint();
+        await session.run(feeds);
+        ms.push(Number(process.hrtime.bigint() - start) / 1e6);
+      }
+      console.log(ms.join(' '));
+    }
   }
 }
 

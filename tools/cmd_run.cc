@@ -18,6 +18,7 @@
 
 #include "codegen/runtime.h"
 #include "deploy/model_build.h"
+#include "deploy/model_timing.h"
 #include "frontend/onnx_graph.h"
 #include "support/error.h"
 #include "tools/commands.h"
@@ -79,22 +80,6 @@ std::string ort_outputs(const RunCmdOptions& o, const std::string& inputs_path, 
   return bytes;
 }
 
-struct Buffer {
-  float* data = nullptr;
-  int64_t count = 0;
-  explicit Buffer(int64_t n) : data(static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((n * 4 + 63) / 64 * 64)))), count(n) {
-    if (!data) throw Error(ErrorKind::kIo, "out of memory");
-  }
-  ~Buffer() { std::free(data); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 void run_model(const RunCmdOptions& o) {
   if (o.runs < 1 || o.warmup < 0) throw Error(ErrorKind::kInvalidArgument, "--runs must be >= 1 and --warmup >= 0");
   deploy::ModelRequest r;
@@ -106,88 +91,43 @@ void run_model(const RunCmdOptions& o) {
   if (o.threads > 0) codegen::set_num_threads(o.threads);
   const deploy::BuiltModel m = deploy::build_model(r);
   deploy::ModelRunner runner(m);
-
-  // Inputs: uniform in [-1, 1) from the seed, the same every run.
-  std::mt19937_64 rng(o.seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<std::unique_ptr<Buffer>> ins, outs;
-  std::vector<const float*> in_ptrs;
-  std::vector<float*> out_ptrs;
-  const std::string given = o.input_file.empty() ? "" : read_file(o.input_file);
-  size_t at = 0;
-  for (int64_t id : m.plan.inputs) {
-    ins.push_back(std::make_unique<Buffer>(m.plan.tensors[id].bytes() / 4));
-    Buffer& b = *ins.back();
-    if (given.empty()) {
-      for (int64_t i = 0; i < b.count; ++i) b.data[i] = uniform(rng);
-    } else {
-      if (at + static_cast<size_t>(b.count) * 4 > given.size())
-        throw Error(ErrorKind::kInvalidArgument, o.input_file + " is too short for input '" + m.plan.tensors[id].name + "'");
-      std::memcpy(b.data, given.data() + at, static_cast<size_t>(b.count) * 4);
-    }
-    at += static_cast<size_t>(b.count) * 4;
-    in_ptrs.push_back(b.data);
-  }
-  if (!given.empty() && at != given.size())
-    throw Error(ErrorKind::kInvalidArgument, o.input_file + " holds " + std::to_string(given.size()) + " bytes, the inputs take " +
-                                                 std::to_string(at));
-  for (int64_t id : m.plan.outputs) {
-    outs.push_back(std::make_unique<Buffer>(m.plan.tensors[id].bytes() / 4));
-    out_ptrs.push_back(outs.back()->data);
-  }
-  for (int i = 0; i < o.warmup; ++i) runner.run(in_ptrs, out_ptrs);
-  std::vector<double> seconds;
-  for (int i = 0; i < o.runs; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    runner.run(in_ptrs, out_ptrs);
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  // Per layer: the same kernels one at a time, the median of the runs.
-  std::vector<std::vector<double>> per_step(m.plan.steps.size());
-  for (int i = 0; i < o.runs; ++i) {
-    const std::vector<double> s = runner.run_layers(in_ptrs, out_ptrs);
-    for (size_t k = 0; k < s.size(); ++k) per_step[k].push_back(s[k]);
-  }
-  std::vector<double> layer_s;
-  double layers_total = 0;
-  for (auto& v : per_step) {
-    layer_s.push_back(median(v));
-    layers_total += layer_s.back();
-  }
-  std::sort(seconds.begin(), seconds.end());
-  const double med = median(seconds);
+  deploy::ModelBuffers buffers(m.plan, o.seed);
+  if (!o.input_file.empty()) buffers.set_inputs(read_file(o.input_file));
+  const deploy::ModelTiming timing = deploy::time_model(runner, m.plan, buffers, o.warmup, o.runs);
+  const std::vector<double>& layer_s = timing.step_s;
+  const double layers_total = timing.task_s() + timing.other_s();
+  const double med = timing.median_s;
+  const std::string out_bytes = buffers.output_bytes();
   bool finite = true;
-  std::string out_bytes;
-  for (const auto& b : outs) {
-    for (int64_t i = 0; i < b->count; ++i) finite = finite && std::isfinite(b->data[i]);
-    out_bytes.append(reinterpret_cast<const char*>(b->data), static_cast<size_t>(b->count) * 4);
-  }
+  for (size_t i = 0; i < out_bytes.size() / 4; ++i) finite = finite && std::isfinite(reinterpret_cast<const float*>(out_bytes.data())[i]);
   if (!o.output_file.empty()) write_file(o.output_file, out_bytes);
   // --check: every output against ONNX Runtime's on the same inputs.
   std::vector<double> errors;
   if (o.check) {
     std::string in_path = o.input_file;
-    std::unique_ptr<std::string, void (*)(std::string*)> cleanup(nullptr, [](std::string* p) { std::filesystem::remove(*p); delete p; });
+    std::unique_ptr<std::string, void (*)(std::string*)> cleanup(nullptr, [](std::string* p) {
+      std::filesystem::remove(*p);
+      delete p;
+    });
     if (in_path.empty()) {
       in_path = (std::filesystem::temp_directory_path() / ("ktune-run-" + std::to_string(::getpid()) + ".in")).string();
-      std::string bytes;
-      for (const auto& b : ins) bytes.append(reinterpret_cast<const char*>(b->data), static_cast<size_t>(b->count) * 4);
-      write_file(in_path, bytes);
+      write_file(in_path, buffers.input_bytes());
       cleanup.reset(new std::string(in_path));
     }
     const std::string ref = ort_outputs(o, in_path, codegen::num_threads());
     if (ref.size() != out_bytes.size())
       throw Error(ErrorKind::kRun, "ONNX Runtime wrote " + std::to_string(ref.size()) + " output bytes, ktune " + std::to_string(out_bytes.size()));
     size_t off = 0;
-    for (const auto& b : outs) {
+    for (int64_t count : buffers.output_counts()) {
       const float* r = reinterpret_cast<const float*>(ref.data() + off);
+      const float* a = reinterpret_cast<const float*>(out_bytes.data() + off);
       double max_ref = 0, max_diff = 0;
-      for (int64_t i = 0; i < b->count; ++i) {
+      for (int64_t i = 0; i < count; ++i) {
         max_ref = std::max(max_ref, std::abs(static_cast<double>(r[i])));
-        max_diff = std::max(max_diff, std::abs(static_cast<double>(b->data[i]) - r[i]));
+        max_diff = std::max(max_diff, std::abs(static_cast<double>(a[i]) - r[i]));
       }
       errors.push_back(max_diff / std::max(max_ref, 1e-30));
-      off += static_cast<size_t>(b->count) * 4;
+      off += static_cast<size_t>(count) * 4;
     }
   }
 
@@ -199,7 +139,7 @@ void run_model(const RunCmdOptions& o) {
                         {"workload", s.task ? s.task->workload_key() : ""}, {"ms", layer_s[k] * 1e3}});
     }
     std::cout << nlohmann::json{{"model", o.model}, {"runs", o.runs}, {"median_ms", med * 1e3},
-                                {"min_ms", seconds.front() * 1e3}, {"max_ms", seconds.back() * 1e3},
+                                {"min_ms", timing.min_s * 1e3}, {"max_ms", timing.max_s * 1e3},
                                 {"threads", codegen::num_threads()}, {"outputs_finite", finite}, {"layers", layers},
                                 {"check_error", o.check ? nlohmann::json(errors) : nlohmann::json(nullptr)}}
                      .dump(2)
@@ -223,7 +163,7 @@ void run_model(const RunCmdOptions& o) {
                              layers_total > 0 ? 100 * layer_s[k] / layers_total : 0.0, s.kind, s.layer, source);
   }
   std::cout << fmt::format("latency: median {:.4f} ms, min {:.4f}, max {:.4f} over {} runs ({} warm-up); layers one at a time sum to {:.4f} ms\n",
-                           med * 1e3, seconds.front() * 1e3, seconds.back() * 1e3, o.runs, o.warmup, layers_total * 1e3);
+                           med * 1e3, timing.min_s * 1e3, timing.max_s * 1e3, o.runs, o.warmup, layers_total * 1e3);
   for (size_t j = 0; j < errors.size(); ++j)
     std::cout << fmt::format("check: output {} ({}): max |ktune - ONNX Runtime| / max |ONNX Runtime| = {:.2e} (tolerance {:.0e})\n", j,
                              m.plan.tensors[m.plan.outputs[j]].name, errors[j], o.tolerance);

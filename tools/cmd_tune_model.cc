@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/target.h"
+#include "deploy/model_build.h"
+#include "deploy/model_timing.h"
 #include "frontend/model_tasks.h"
 #include "frontend/onnx_graph.h"
 #include "rpc_runner/runner/local_runner.h"
@@ -37,6 +39,7 @@ struct TuneModelOptions {
   bool no_transfer = false;
   bool json = false;
   bool no_libraries = false;
+  bool no_model_run = false;
   // A model job on a tuning server.
   rpc_runner::ServiceClientOptions server;
   int priority = 1;
@@ -102,6 +105,46 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
                 last.job.state.c_str(), job.device_key.c_str());
 }
 
+// The model as `build --model` ships it from this log, built and timed here: its end-to-end
+// latency, and the kernels the tasks do not cover (layout conversions, generated elementwise
+// kernels), which the estimate then counts too. A model that cannot be built says why.
+void add_built_model(const TuneModelOptions& o, const std::vector<frontend::InputShape>& inputs,
+                     const tuner::ModelTuningReport& report, nlohmann::json& j) {
+  j["estimated_s"] = report.tuned_s;
+  try {
+    deploy::ModelRequest r;
+    r.model_path = o.model;
+    r.inputs = inputs;
+    r.name = "ktune_tuned_model";
+    r.plan.target = o.target;
+    r.plan.history = HistorySource::log(o.db);
+    const deploy::BuiltModel m = deploy::build_model(r);
+    deploy::ModelRunner runner(m);
+    const deploy::ModelBuffers buffers(m.plan, o.tuning.scheduler.seed);
+    const deploy::ModelTiming t = deploy::time_model(runner, m.plan, buffers, 2, 10);
+    j["estimated_s"] = report.tuned_s + t.other_s();
+    j["built_model"] = {{"measured_s", t.median_s}, {"min_s", t.min_s}, {"max_s", t.max_s},
+                        {"kernels", m.plan.steps.size()}, {"other_kernels_s", t.other_s()}};
+  } catch (const Error& e) {
+    j["built_model"] = {{"error", e.what()}};
+  }
+}
+
+// The closing lines on the built model.
+void print_built_model(const nlohmann::json& j) {
+  if (!j.contains("built_model")) return;
+  const nlohmann::json& b = j["built_model"];
+  if (b.contains("error")) {
+    std::printf("built model: not built (%s)\n", b["error"].get<std::string>().c_str());
+    return;
+  }
+  const double est = j["estimated_s"].get<double>(), run = b["measured_s"].get<double>();
+  std::printf("built model: %.4f ms measured end to end (median of 10 runs, %.4f to %.4f; %d kernels)\n", run * 1e3,
+              b["min_s"].get<double>() * 1e3, b["max_s"].get<double>() * 1e3, b["kernels"].get<int>());
+  std::printf("estimate with its layout and generated kernels (%.4f ms): %.4f ms; measured / estimate %.3f\n",
+              b["other_kernels_s"].get<double>() * 1e3, est * 1e3, run / est);
+}
+
 void run_tune_model(TuneModelOptions o) {
   // Everything that can be wrong with the request is checked before the log is touched.
   std::vector<frontend::InputShape> inputs;
@@ -138,10 +181,14 @@ void run_tune_model(TuneModelOptions o) {
   std::optional<LibraryTimes> libraries;
   if (!o.no_libraries) libraries = add_library_times(tasks, report, traits.cores, j);
   j["log"] = o.db;
+  if (!o.no_model_run) add_built_model(o, inputs, report, j);
   // The summary (per-layer table with the library ratios) goes into the log for `ktune report`.
   tuning_db::record_model_run(db, tasks.model, target.str(), j);
   print_end(o, report, j, libraries ? &*libraries : nullptr, "");
-  if (!o.json) std::printf("log: %s\n", o.db.c_str());
+  if (!o.json) {
+    print_built_model(j);
+    std::printf("log: %s\n", o.db.c_str());
+  }
 }
 
 void add_tune_model(CLI::App& app) {
@@ -176,6 +223,7 @@ void add_tune_model(CLI::App& app) {
                   "Stored in every record; with --server: the key of the devices to tune on");
   cmd->add_flag("--no-check", o->no_check, "Do not compare outputs with the reference");
   cmd->add_flag("--no-libraries", o->no_libraries, "Do not time oneDNN / OpenBLAS on the same operators");
+  cmd->add_flag("--no-model-run", o->no_model_run, "Do not build the tuned model and time it end to end at the end");
   cmd->add_flag("--json", o->json, "Print the result as JSON (no live table)");
   add_client_flags(cmd, o->server, false)
       ->description("Submit the model as a job to this tuning server (HOST:PORT; it tunes with its own log) and follow it");

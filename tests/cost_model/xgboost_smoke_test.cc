@@ -1,4 +1,4 @@
-// Smoke test of the XGBoost dependency (issue 2): a rank:pairwise booster trained through the
+// Smoke test of the XGBoost dependency: a rank:pairwise booster trained through the
 // raw C API on synthetic data orders held-out pairs correctly at least 80% of the time.
 #include <gtest/gtest.h>
 #include <xgboost/c_api.h>

@@ -12,7 +12,7 @@
 #include "tests/deploy/history_test_util.h"
 #include "tests/rpc_runner/service_test_util.h"
 
-namespace ktune::rpc_runner {
+namespace ktune::deploy {
 namespace {
 
 using schedule_space::Task;
@@ -21,7 +21,7 @@ using testing::kOldLlvm;
 using testing::matmul;
 using testing::other_configs;
 using testing::record_of;
-using testing::TempDir;
+using rpc_runner::testing::TempDir;
 using testing::write_log;
 using Source = ConfigChoice::Source;
 
@@ -155,4 +155,4 @@ TEST(ConfigChoice, AMissingLogIsAnErrorUnlessItMeansUntuned) {
 }
 
 }  // namespace
-}  // namespace ktune::rpc_runner
+}  // namespace ktune::deploy

@@ -1,4 +1,4 @@
-// Issue 14, point 7: on a shape nobody tuned, the kernel apply_history_best builds from the nearest
+// On a shape nobody tuned, the kernel apply_history_best builds from the nearest
 // tuned workload runs faster than the template's fallback. A real tuning run (`ktune tune`) of one
 // max_pool2d shape, then its untuned neighbour's nearest kernel and fallback kernel timed in turns.
 #include <gtest/gtest.h>

@@ -27,13 +27,13 @@
 namespace ktune {
 namespace {
 
-using rpc_runner::testing::kind_of;
-using rpc_runner::testing::kOldLlvm;
-using rpc_runner::testing::matmul;
-using rpc_runner::testing::other_configs;
-using rpc_runner::testing::record_of;
+using deploy::testing::kind_of;
+using deploy::testing::kOldLlvm;
+using deploy::testing::matmul;
+using deploy::testing::other_configs;
+using deploy::testing::record_of;
 using rpc_runner::testing::TempDir;
-using rpc_runner::testing::write_log;
+using deploy::testing::write_log;
 using schedule_space::Config;
 using schedule_space::Task;
 using testing_cli::quote;

@@ -15,7 +15,7 @@
 #include "tuning_db/database.h"
 #include "tuning_db/record.h"
 
-namespace ktune::rpc_runner::testing {
+namespace ktune::deploy::testing {
 
 inline const char* const kOldLlvm = "18.1.8";
 
@@ -71,4 +71,4 @@ inline ErrorKind kind_of(const std::function<void()>& f) {
   return ErrorKind::kUnknown;
 }
 
-}  // namespace ktune::rpc_runner::testing
+}  // namespace ktune::deploy::testing

@@ -17,7 +17,7 @@
 
 #include "support/error.h"
 
-namespace ktune::tools {
+namespace ktune::deploy {
 namespace {
 
 namespace fs = std::filesystem;
@@ -131,4 +131,4 @@ TEST(KernelHeader, RejectsWhatItCannotDeclare) {
 }
 
 }  // namespace
-}  // namespace ktune::tools
+}  // namespace ktune::deploy

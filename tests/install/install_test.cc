@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -50,6 +51,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 const std::string kCMake = quote(KTUNE_CMAKE);
 const std::string kConsumer = std::string(KTUNE_SOURCE_DIR_PATH) + "/examples/consumer";
 const std::string kJitConsumer = std::string(KTUNE_SOURCE_DIR_PATH) + "/examples/jit_consumer";
+const std::string kModelConsumer = std::string(KTUNE_SOURCE_DIR_PATH) + "/examples/model_consumer";
 
 // The three workloads of examples/consumer/CMakeLists.txt.
 const std::vector<std::string> kWorkloads = {"dense_bias_relu M=32 N=256 K=128", "dense_bias_relu M=32 N=128 K=256",
@@ -188,6 +190,50 @@ TEST_F(Installed, ConsumerBuildsWithTunedKernelsAndRebuildsWhenTheLogChanges) {
   const Output changed = build(b);
   ASSERT_EQ(changed.status, 0) << changed.out << changed.err;
   EXPECT_TRUE(contains(changed.out, kManifestStep)) << changed.out;
+}
+
+// examples/model_consumer: small_cnn tuned by the installed ktune, built by ktune_add_model into
+// the program, its output against ONNX Runtime's on the same input (1e-4 of the output's magnitude).
+TEST_F(Installed, ModelConsumerRunsTheTunedModelLikeOnnxRuntime) {
+  const fs::path models = dir("models");
+  ASSERT_EQ(shell("/usr/bin/python3 " + quote(std::string(KTUNE_SOURCE_DIR_PATH) + "/scripts/make-test-models") + " " +
+                  quote(models.string())).status, 0);
+  const std::string onnx = (models / "small_cnn.onnx").string();
+  const fs::path log = dir("model.db");
+  const Output tuned = shell(quote((prefix() / "bin/ktune").string()) + " tune-model " + quote(onnx) +
+                             " --trials 12 --no-libraries --json --db " + quote(log.string()));
+  ASSERT_EQ(tuned.status, 0) << tuned.out << tuned.err;
+  const fs::path b = dir("model_consumer");
+  const Output configured = shell(kCMake + " -S " + quote(kModelConsumer) + " -B " + quote(b.string()) +
+                                  " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()) + " -DKTUNE_MODEL=" + quote(onnx) +
+                                  " -DKTUNE_DB=" + quote(log.string()));
+  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
+  const Output built = build(b);
+  ASSERT_EQ(built.status, 0) << built.out << built.err;
+  EXPECT_TRUE(contains(built.out, "ktune build --model")) << built.out;
+  EXPECT_TRUE(contains(read_file(b / "ktune_models/classify/net.h"), "[tuned]"));
+
+  std::vector<float> input(16 * 16 * 16);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>((i * 37 % 101) / 50.0 - 1.0);
+  const fs::path in = dir("model_in.bin"), out = dir("model_out.bin"), ref = dir("model_ref.bin");
+  std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char*>(input.data()), static_cast<std::streamsize>(input.size() * 4));
+  const Output ran = shell(quote((b / "classify").string()) + " " + quote(in.string()) + " " + quote(out.string()));
+  ASSERT_EQ(ran.status, 0) << ran.out << ran.err;
+  EXPECT_TRUE(contains(ran.out, "class ")) << ran.out;
+  const Output ort = shell("NODE_PATH=" + quote(std::string(KTUNE_ORT_DIR) + "/node_modules") + " node " +
+                           quote(std::string(KTUNE_SOURCE_DIR_PATH) + "/scripts/ort-run.js") + " " + quote(onnx) + " " +
+                           quote(in.string()) + " " + quote(ref.string()));
+  ASSERT_EQ(ort.status, 0) << ort.err;
+  const std::string a = read_file(out), r = read_file(ref);
+  ASSERT_EQ(a.size(), r.size());
+  ASSERT_EQ(a.size(), 16u * 4);
+  double max_ref = 0, max_diff = 0;
+  for (size_t i = 0; i < a.size() / 4; ++i) {
+    const float x = reinterpret_cast<const float*>(a.data())[i], y = reinterpret_cast<const float*>(r.data())[i];
+    max_ref = std::max(max_ref, std::abs(static_cast<double>(y)));
+    max_diff = std::max(max_diff, std::abs(static_cast<double>(x) - y));
+  }
+  EXPECT_LE(max_diff / max_ref, 1e-4);
 }
 
 TEST_F(Installed, RequireTunedWithoutARecordStopsTheBuildNamingTheKernel) {

@@ -1,4 +1,4 @@
-// Smoke test of the SQLite dependency (issue 2): a WAL-mode database round-trips rows, and a
+// Smoke test of the SQLite dependency: a WAL-mode database round-trips rows, and a
 // second connection reads what the first committed while the first keeps its file open.
 #include <gtest/gtest.h>
 #include <sqlite3.h>

@@ -1,0 +1,267 @@
+// model_vs_ort: whole models built by `ktune build --model` (linked into a C program with the
+// standalone runtime) against ONNX Runtime 1.30 (npm onnxruntime-node, CPU) on the same machine,
+// the same input and the same thread count, timed in interleaved rounds. Each model is first
+// tuned by `ktune tune-model` with the stated budget (a log already in --db-dir is reused).
+//
+//   build/bench/model_vs_ort [--models resnet18,mobilenetv2,bert_layer] [--threads 1,2]
+//                            [--trials 1000] [--db-dir DIR] [--rounds 15] [--runs 4]
+//
+// Prints per model and thread count: ktune's and ONNX Runtime's median latency, their ratio,
+// the outputs' max difference relative to ONNX Runtime's magnitude, and tune-model's estimate
+// against the measured latency (run_over_estimate). Last line: model_over_ort, the geometric mean
+// of ktune latency / ONNX Runtime latency over every model and thread count (below 1: ktune faster).
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs a shell command; returns its stdout, or exits the benchmark with its output on failure.
+std::string run(const std::string& cmd) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while (p && (n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = p ? ::pclose(p) : -1;
+  if (status != 0) {
+    std::cerr << "model_vs_ort: failed: " << cmd << "\n" << out;
+    std::exit(1);
+  }
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream in(s);
+  for (std::string p; std::getline(in, p, sep);)
+    if (!p.empty()) parts.push_back(p);
+  return parts;
+}
+
+// A child process that answers a line "N" on stdin with N run times (ms) on one line of stdout.
+class Peer {
+ public:
+  explicit Peer(const std::vector<std::string>& argv) {
+    int in[2], out[2];
+    if (::pipe(in) != 0 || ::pipe(out) != 0) std::exit(1);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addclose(&fa, in[1]);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    if (::posix_spawnp(&pid_, args[0], &fa, nullptr, args.data(), environ) != 0) {
+      std::cerr << "model_vs_ort: cannot start " << argv[0] << "\n";
+      std::exit(1);
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(in[0]);
+    ::close(out[1]);
+    to_ = ::fdopen(in[1], "w");
+    from_ = ::fdopen(out[0], "r");
+    if (line() != "ready") {
+      std::cerr << "model_vs_ort: " << argv[0] << " did not start\n";
+      std::exit(1);
+    }
+  }
+  ~Peer() {
+    std::fclose(to_);
+    std::fclose(from_);
+    int status;
+    ::waitpid(pid_, &status, 0);
+  }
+  std::vector<double> time(int runs) {
+    std::fprintf(to_, "%d\n", runs);
+    std::fflush(to_);
+    std::vector<double> ms;
+    for (const auto& t : split(line(), ' ')) ms.push_back(std::stod(t));
+    return ms;
+  }
+
+ private:
+  std::string line() {
+    std::string s;
+    for (int c; (c = std::fgetc(from_)) != EOF && c != '\n';) s += static_cast<char>(c);
+    return s;
+  }
+  pid_t pid_ = -1;
+  FILE* to_ = nullptr;
+  FILE* from_ = nullptr;
+};
+
+// The C program that runs the built model: the inputs from a file, the outputs written once, then
+// N runs per line of stdin, each timed with CLOCK_MONOTONIC.
+std::string timing_program(const std::string& name) {
+  return "#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n#include \"" + name + ".h\"\n" +
+         "static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }\n"
+         "int main(int argc, char** argv) {\n"
+         "  if (argc != 4) return 9;\n"
+         "  ktune_set_num_threads(atoi(argv[3]));\n"
+         "  float* in = aligned_alloc(64, (" + name + "_INPUT0_ELEMENTS * 4 + 63) / 64 * 64);\n"
+         "  float* out = aligned_alloc(64, (" + name + "_OUTPUT0_ELEMENTS * 4 + 63) / 64 * 64);\n"
+         "  FILE* f = fopen(argv[1], \"rb\");\n"
+         "  if (!f || fread(in, 4, " + name + "_INPUT0_ELEMENTS, f) != " + name + "_INPUT0_ELEMENTS) return 8;\n"
+         "  fclose(f);\n"
+         "  void* ctx = " + name + "_create();\n"
+         "  if (!ctx || " + name + "_run(ctx, in, out) != 0) return 7;\n"
+         "  f = fopen(argv[2], \"wb\"); fwrite(out, 4, " + name + "_OUTPUT0_ELEMENTS, f); fclose(f);\n"
+         "  printf(\"ready\\n\"); fflush(stdout);\n"
+         "  int n;\n"
+         "  while (scanf(\"%d\", &n) == 1) {\n"
+         "    for (int i = 0; i < n; ++i) { double t = now(); " + name + "_run(ctx, in, out); printf(i ? \" %.6f\" : \"%.6f\", now() - t); }\n"
+         "    printf(\"\\n\"); fflush(stdout);\n"
+         "  }\n"
+         "  " + name + "_destroy(ctx);\n  return 0;\n}\n";
+}
+
+std::vector<float> floats(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  std::vector<float> v(bytes.size() / 4);
+  std::copy_n(reinterpret_cast<const float*>(bytes.data()), v.size(), v.begin());
+  return v;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> models = {"resnet18", "mobilenetv2", "bert_layer"};
+  std::vector<int> threads = {1, 2};
+  int trials = 1000, rounds = 15, runs = 4;
+  std::string db_dir = "model_vs_ort_logs";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "model_vs_ort: " << a << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--models") models = split(value(), ',');
+    else if (a == "--threads") { threads.clear(); for (const auto& t : split(value(), ',')) threads.push_back(std::stoi(t)); }
+    else if (a == "--trials") trials = std::stoi(value());
+    else if (a == "--db-dir") db_dir = value();
+    else if (a == "--rounds") rounds = std::stoi(value());
+    else if (a == "--runs") runs = std::stoi(value());
+    else { std::cerr << "model_vs_ort: unknown option " << a << "\n"; return 2; }
+  }
+  const std::string ktune = KTUNE_BIN;
+  const std::string ort_dir = KTUNE_ORT_DIR;
+  if (!fs::exists(fs::path(ort_dir) / "node_modules" / "onnxruntime-node")) {
+    std::cerr << "model_vs_ort: no ONNX Runtime in " << ort_dir << " (scripts/setup installs it)\n";
+    return 1;
+  }
+  const fs::path work = fs::temp_directory_path() / ("ktune_model_vs_ort_" + std::to_string(::getpid()));
+  fs::create_directories(work);
+  fs::create_directories(db_dir);
+  run("/usr/bin/python3 " + quote(std::string(KTUNE_SOURCE_DIR) + "/scripts/make-test-models") + " " + quote(work.string()));
+  ::setenv("NODE_PATH", (fs::path(ort_dir) / "node_modules").c_str(), 1);
+
+  std::cout << fmt::format("{:<12} {:>3} {:>10} {:>10} {:>8} {:>9} {:>10} {:>9}\n", "model", "thr", "ktune ms", "ORT ms",
+                           "ktune/ORT", "max err", "estimate", "run/est");
+  double log_sum = 0;
+  int count = 0;
+  for (const std::string& m : models) {
+    const std::string onnx = (work / (m + ".onnx")).string();
+    if (!fs::exists(onnx)) {
+      std::cout << m << ": not measured (scripts/make-test-models writes no " << m << ".onnx)\n";
+      continue;
+    }
+    const std::string db = (fs::path(db_dir) / (m + ".db")).string();
+    // Tune (or resume: a log that holds the budget measures nothing new), then read the estimate.
+    const auto start = std::chrono::steady_clock::now();
+    const std::string tuned = run(quote(ktune) + " tune-model " + quote(onnx) + " --db " + quote(db) + " --trials " +
+                                  std::to_string(trials) + " --no-libraries --json 2>/dev/null");
+    const double tune_min = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
+    const double estimate_ms = nlohmann::json::parse(tuned.substr(tuned.find('{'))).value("estimated_s", 0.0) * 1e3;
+    const fs::path dir = work / m;
+    fs::create_directories(dir);
+    run(quote(ktune) + " build --model " + quote(onnx) + " --db " + quote(db) + " --name " + m + " -o " +
+        quote((dir / ("lib" + m + ".a")).string()) + " --header " + quote((dir / (m + ".h")).string()) + " --runtime " +
+        quote((dir / "runtime.c").string()));
+    std::ofstream(dir / "main.c") << timing_program(m);
+    run("cc -O2 -std=c11 -I" + quote(dir.string()) + " " + quote((dir / "main.c").string()) + " " +
+        quote((dir / "runtime.c").string()) + " " + quote((dir / ("lib" + m + ".a")).string()) + " -lm -lpthread -o " +
+        quote((dir / "main").string()));
+    // One input for both, uniform in [-1, 1).
+    std::ifstream header(dir / (m + ".h"));
+    std::string text((std::istreambuf_iterator<char>(header)), {});
+    const auto at = text.find(m + "_INPUT0_ELEMENTS ");
+    const long elements = std::stol(text.substr(at + m.size() + 17));
+    std::vector<float> input(static_cast<size_t>(elements));
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (float& x : input) x = u(rng);
+    const std::string in_path = (dir / "in.bin").string();
+    std::ofstream(in_path, std::ios::binary).write(reinterpret_cast<const char*>(input.data()), elements * 4);
+
+    for (int t : threads) {
+      const std::string ours = (dir / "ktune.out").string(), theirs = (dir / "ort.out").string();
+      Peer k({(dir / "main").string(), in_path, ours, std::to_string(t)});
+      Peer o({"node", std::string(KTUNE_SOURCE_DIR) + "/scripts/ort-run.js", onnx, in_path, theirs, "--threads",
+              std::to_string(t), "--serve"});
+      k.time(runs);  // warm-up
+      o.time(runs);
+      std::vector<double> kt, ot;
+      for (int r = 0; r < rounds; ++r) {
+        for (double v : k.time(runs)) kt.push_back(v);
+        for (double v : o.time(runs)) ot.push_back(v);
+      }
+      const std::vector<float> a = floats(ours), b = floats(theirs);
+      double max_ref = 0, max_diff = 0;
+      for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+        max_ref = std::max(max_ref, std::abs(static_cast<double>(b[i])));
+        max_diff = std::max(max_diff, std::abs(static_cast<double>(a[i]) - b[i]));
+      }
+      const double err = a.size() == b.size() && max_ref > 0 ? max_diff / max_ref : INFINITY;
+      const double km = median(kt), om = median(ot);
+      std::cout << fmt::format("{:<12} {:>3} {:>10.3f} {:>10.3f} {:>8.3f} {:>9.1e} {:>10.3f} {:>9.3f}\n", m, t, km, om, km / om,
+                               err, estimate_ms, km / estimate_ms);
+      log_sum += std::log(km / om);
+      ++count;
+    }
+    std::cout << fmt::format("{}: tune-model --trials {} took {:.1f} min (0 when {} already held them)\n", m, trials, tune_min, db);
+  }
+  fs::remove_all(work);
+  if (count == 0) return 1;
+  std::cout << fmt::format("model_over_ort {:.3f}\n", std::exp(log_sum / count));
+  return 0;
+}
