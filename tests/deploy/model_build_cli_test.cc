@@ -142,6 +142,29 @@ TEST_F(ModelBuild, SmallCnnLinkedAndInProcessMatchOnnxRuntime) {
   std::printf("small_cnn: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked, in_process);
 }
 
+// The CNN test models through `ktune run` (the same library, loaded in process): ResNet-18,
+// MobileNetV1 and V2 at 224 (BN folded, ReLU6 and residuals fused, depthwise blocked), a
+// MobileNetV2 fragment and a model of every fused activation.
+TEST_F(ModelBuild, EveryCnnTestModelMatchesOnnxRuntime) {
+  struct Case {
+    const char* model;
+    int64_t input;
+  };
+  for (const Case& c : {Case{"small_mobile.onnx", 8 * 16 * 16}, Case{"mobilenetv2_frag.onnx", 3 * 224 * 224},
+                        Case{"resnet18.onnx", 3 * 224 * 224}, Case{"mobilenetv1.onnx", 3 * 224 * 224},
+                        Case{"mobilenetv2.onnx", 3 * 224 * 224}}) {
+    const std::string onnx = model(c.model);
+    const std::string in = inputs(c.input, 3);
+    const std::vector<float> ref = ort(onnx, in);
+    const auto jit = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) + " --runs 1 --warmup 0 --input-file " +
+                           quote(in) + " --output-file " + quote(path("jit.bin")), true);
+    ASSERT_EQ(jit.status, 0) << c.model << ": " << jit.err;
+    const double err = error(floats(path("jit.bin")), ref);
+    EXPECT_LE(err, kTolerance) << c.model;
+    std::printf("%s: max error against ONNX Runtime %.2e\n", c.model, err);
+  }
+}
+
 TEST_F(ModelBuild, ExternalWeightsFileIsCheckedByHash) {
   const std::string onnx = model("small_cnn.onnx");
   const std::string in = inputs(16 * 16 * 16, 2);
