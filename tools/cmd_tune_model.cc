@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "codegen/target.h"
 #include "deploy/model_build.h"
@@ -161,6 +162,12 @@ void run_tune_model(TuneModelOptions o) {
   o.tuning.session.seed = o.tuning.scheduler.seed;
   o.tuning.session.transfer = !o.no_transfer;
   tuner::validate(o.tuning.scheduler);
+  size_t tunable = 0;
+  for (const auto& t : tasks.tasks) tunable += t.tunable ? 1 : 0;
+  if (o.tuning.scheduler.trials < tunable * o.tuning.scheduler.batch_size)
+    spdlog::warn("--trials {} cannot warm up every task: {} tasks x --batch-size {} = {} trials; the tasks left over keep "
+                 "their fallback config", o.tuning.scheduler.trials, tunable, o.tuning.scheduler.batch_size,
+                 tunable * o.tuning.scheduler.batch_size);
   if (remote) return run_on_server(o, tasks);
 
   rpc_runner::LocalRunnerOptions local;
