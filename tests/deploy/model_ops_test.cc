@@ -7,49 +7,68 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <memory>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include "codegen/codegen_llvm.h"
 #include "codegen/kernel.h"
 #include "support/error.h"
-#include "tests/codegen/test_util.h"
 
 namespace ktune::deploy {
 namespace {
 
-using codegen::testing::AlignedBuffer;
+// A 64-byte aligned float buffer (the kernel ABI's alignment).
+class Buffer {
+ public:
+  explicit Buffer(int64_t n)
+      : n_(n),
+        p_(static_cast<float*>(
+            std::aligned_alloc(64, static_cast<size_t>((n * 4 + 63) / 64 * 64)))) {}
+  float* data() const { return p_.get(); }
+  std::vector<float> values() const { return {p_.get(), p_.get() + n_}; }
+
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  int64_t n_;
+  std::unique_ptr<float, Free> p_;
+};
 
 int64_t count_of(const std::vector<int64_t>& shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
 }
 
 std::vector<float> random(int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-  AlignedBuffer b(static_cast<size_t>(n) * 4);
-  codegen::testing::fill_uniform(b.as<float>(), n, seed, lo, hi);
-  return {b.as<float>(), b.as<float>() + n};
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
 }
 
 // Compiles `f` for the host and runs it on `inputs` (one per input argument, in order); returns
 // the output (the last argument), which starts as NaN.
 std::vector<float> run(const te::LoweredFunc& f, const std::vector<std::vector<float>>& inputs) {
   const codegen::Kernel k = codegen::Kernel::load(codegen::build(f, codegen::Target::host()));
-  std::vector<AlignedBuffer> bufs;
+  std::vector<Buffer> bufs;
   std::vector<void*> ptrs;
   for (size_t i = 0; i < f.args.size(); ++i) {
     const int64_t n = f.args[i].num_elements();
-    bufs.emplace_back(static_cast<size_t>(n) * 4);
+    bufs.emplace_back(n);
     if (i < inputs.size()) {
       EXPECT_EQ(static_cast<int64_t>(inputs[i].size()), n) << "argument " << i;
-      std::copy(inputs[i].begin(), inputs[i].end(), bufs.back().as<float>());
+      std::copy(inputs[i].begin(), inputs[i].end(), bufs.back().data());
     } else {
-      bufs.back().poison();
+      std::fill(bufs.back().data(), bufs.back().data() + n, NAN);  // an element never written fails
     }
     ptrs.push_back(bufs.back().data());
   }
   EXPECT_EQ(k.run(ptrs), 0);
-  const int64_t n = f.args.back().num_elements();
-  return {bufs.back().as<float>(), bufs.back().as<float>() + n};
+  return bufs.back().values();
 }
 
 // max |got - want| / max(1, |want|), NaN counting as infinite.
