@@ -107,7 +107,7 @@ class Planner {
       s.args = {from, out};
       plan_.steps.push_back(std::move(s));
     }
-    place_in_arena();
+    place_in_arena(plan_);
     return std::move(plan_);
   }
 
@@ -460,47 +460,6 @@ class Planner {
     }
     const bool kernel_has_bias = std::any_of(args.begin(), args.end(), [](const te::Tensor& a) { return a.name() == "bias"; });
     if (affine.shifted && !kernel_has_bias) throw unsupported(gemm, "a bias without a fused bias epilogue");
-  }
-
-  // Liveness-based placement: each arena tensor lives from the step that writes it to the last
-  // step that reads it or a view of it; larger tensors are placed first, each at the lowest
-  // offset that no tensor live at the same time overlaps.
-  void place_in_arena() {
-    const auto root = [&](int64_t id) { return plan_.tensors[id].alias_of >= 0 ? plan_.tensors[id].alias_of : id; };
-    std::map<int64_t, std::pair<size_t, size_t>> live;  // root id -> [first, last] step
-    for (size_t i = 0; i < plan_.steps.size(); ++i)
-      for (int64_t id : plan_.steps[i].args) {
-        const int64_t r = root(id);
-        if (plan_.tensors[r].storage != Storage::kArena) continue;
-        auto [it, fresh] = live.emplace(r, std::make_pair(i, i));
-        if (!fresh) it->second.second = i;
-      }
-    std::vector<int64_t> order;
-    for (const auto& [id, span] : live) order.push_back(id);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return plan_.tensors[a].bytes() > plan_.tensors[b].bytes(); });
-    std::vector<int64_t> placed;
-    for (int64_t id : order) {
-      const auto [first, last] = live[id];
-      const int64_t size = align_up(plan_.tensors[id].bytes());
-      plan_.tensor_bytes_total += size;
-      std::vector<std::pair<int64_t, int64_t>> busy;
-      for (int64_t p : placed) {
-        const auto [pf, pl] = live[p];
-        if (pf <= last && first <= pl) busy.push_back({plan_.tensors[p].offset, plan_.tensors[p].offset + align_up(plan_.tensors[p].bytes())});
-      }
-      std::sort(busy.begin(), busy.end());
-      int64_t offset = 0;
-      for (const auto& [b, e] : busy) {
-        if (offset + size <= b) break;
-        offset = std::max(offset, e);
-      }
-      plan_.tensors[id].offset = offset;
-      plan_.arena_bytes = std::max(plan_.arena_bytes, offset + size);
-      placed.push_back(id);
-    }
-    for (PlanTensor& t : plan_.tensors)
-      if (t.alias_of >= 0) t.offset = plan_.tensors[t.alias_of].offset;
   }
 
   const frontend::Graph& g_;
