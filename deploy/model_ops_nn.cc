@@ -15,6 +15,8 @@ namespace ktune::deploy {
 namespace {
 
 constexpr int64_t kLanes = 16;
+// Below this many elements a kernel runs on one thread: waking the pool costs more than the work.
+constexpr int64_t kParallelMin = 4096;
 constexpr size_t kMaxRank = 6;  // ONNX models stay within it; the kernels are tested up to it
 
 te::Expr f(float v) { return te::Expr(v); }
@@ -29,12 +31,13 @@ std::pair<int64_t, int64_t> rows_of(const std::vector<int64_t>& shape) {
   return {product(shape) / shape.back(), shape.back()};
 }
 
-// The plain schedule of a stage of rank >= 1: the leading axes fused and parallel, the last split
-// by the vector width and its inner part vectorized when `vector_last` (contiguous along it).
+// The plain schedule of a stage of rank >= 1: the leading axes fused and parallel (from
+// kParallelMin elements), the last split by the vector width and its inner part vectorized when
+// `vector_last` (contiguous along it).
 void schedule_plain(te::Schedule& s, const te::Tensor& t, bool vector_last) {
   te::Stage st = s[t];
   const int rank = t.ndim();
-  if (rank >= 2) {
+  if (rank >= 2 && t.num_elements() >= kParallelMin) {
     te::IterVar outer = st.axis(0);
     for (int d = 1; d + 1 < rank; ++d) outer = st.fuse(outer, st.axis(d));
     st.parallel(outer);
@@ -133,8 +136,10 @@ te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& 
       },
       "out");
   te::Schedule s = te::create_schedule({out});
-  s[sum].parallel(s[sum].axis(0));
-  s[sq].parallel(s[sq].axis(0));
+  if (rows * n >= kParallelMin) {
+    s[sum].parallel(s[sum].axis(0));
+    s[sq].parallel(s[sq].axis(0));
+  }
   schedule_plain(s, out, true);
   return te::lower(s, {x, gamma, beta, out}, name);
 }
@@ -151,8 +156,10 @@ te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& sha
   te::Tensor out = te::compute(
       {rows, n}, [&](te::Var r, te::Var j) { return te::exp(x(r, j) - top(r)) / total(r); }, "out");
   te::Schedule s = te::create_schedule({out});
-  s[top].parallel(s[top].axis(0));
-  s[total].parallel(s[total].axis(0));
+  if (rows * n >= kParallelMin) {
+    s[top].parallel(s[top].axis(0));
+    s[total].parallel(s[total].axis(0));
+  }
   schedule_plain(s, out, true);
   return te::lower(s, {x, out}, name);
 }
