@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "schedule_space/templates/epilogue.h"
 #include "support/error.h"
 #include "te/lower.h"
 #include "te/schedule.h"
@@ -25,15 +26,30 @@ te::Expr apply(const ElementwiseOp& op, const te::Expr& x, const te::Expr& y) {
   if (op.op == "sigmoid") return f(1) / (f(1) + te::exp(-x));
   if (op.op == "silu") return x / (f(1) + te::exp(-x));
   if (op.op == "hardswish") return x * te::min(te::max(x + f(3), f(0)), f(6)) / f(6);
+  // The expressions of the matmul epilogue's gelu_erf: a GELU computes the same fused or not.
+  if (op.op == "erf") return schedule_space::templates::erf_expr(x, te::Float(32));
+  if (op.op == "gelu_erf") return f(0.5) * x * (f(1) + schedule_space::templates::erf_expr(x * f(0.7071067811865476f), te::Float(32)));
+  if (op.op == "sqrt") return te::sqrt(x);
   if (op.op == "add") return x + y;
+  if (op.op == "sub") return x - y;
   if (op.op == "mul") return x * y;
+  if (op.op == "div") return x / y;
+  if (op.op == "add_scalar") return x + f(op.value);
+  if (op.op == "sub_scalar") return x - f(op.value);
+  if (op.op == "mul_scalar") return x * f(op.value);
+  // A division, not a multiplication by the reciprocal: the same rounding as the ONNX Div.
+  if (op.op == "div_scalar") return x / f(op.value);
+  if (op.op == "pow_scalar") return op.value == 2.0f ? x * x : te::pow(x, f(op.value));
   throw Error(ErrorKind::kUnsupported, "no generated kernel for elementwise '" + op.op + "'");
 }
 
 }  // namespace
 
 bool is_elementwise(const std::string& op) {
-  static const std::set<std::string> kOps = {"copy", "relu", "clip", "sigmoid", "silu", "hardswish", "add", "mul"};
+  static const std::set<std::string> kOps = {"copy",       "relu",       "clip",       "sigmoid",    "silu",
+                                             "hardswish",  "gelu_erf",   "erf",        "sqrt",       "add",
+                                             "sub",        "mul",        "div",        "add_scalar", "sub_scalar",
+                                             "mul_scalar", "div_scalar", "pow_scalar"};
   return kOps.count(op) > 0;
 }
 

@@ -1,7 +1,8 @@
-// Declares the generated kernels of a model build: layout conversions between NCHW and the channel-blocked NCHWc, copies, and elementwise operators, each a te compute with a plain parallel schedule.
+// Declares the generated kernels of a model build: layout conversions between NCHW and the channel-blocked NCHWc, copies, elementwise operators (with broadcasting), LayerNorm, Softmax and Transpose, each a te compute with a plain parallel schedule.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,9 +12,12 @@ namespace ktune::deploy {
 
 // An elementwise operation of one or two operands of the same shape and layout.
 struct ElementwiseOp {
-  std::string op;          // relu, clip, sigmoid, hardswish, silu, add, mul, copy
+  // relu, clip, sigmoid, hardswish, silu, gelu_erf, erf, sqrt, copy; add, sub, mul, div (two
+  // operands); add_scalar, sub_scalar, mul_scalar, div_scalar, pow_scalar (x op value).
+  std::string op;
   float min = 0, max = 0;  // clip's bounds
-  int operands() const { return op == "add" || op == "mul" ? 2 : 1; }
+  float value = 0;         // the *_scalar operations' constant
+  int operands() const { return op == "add" || op == "sub" || op == "mul" || op == "div" ? 2 : 1; }
 };
 
 // True when elementwise() implements `op`.
@@ -26,5 +30,27 @@ te::LoweredFunc from_blocked(const std::string& name, const std::vector<int64_t>
 // `count` elements of each operand -> `count` elements. Throws Error(kUnsupported) for an
 // operation is_elementwise does not know.
 te::LoweredFunc elementwise(const std::string& name, const ElementwiseOp& op, int64_t count);
+
+// out = a op b with numpy broadcasting (shapes aligned at their last axes, an extent 1 repeats):
+// `op` is add, sub, mul or div; arguments a, b, out (shape `out`). Throws Error(kInvalidArgument)
+// for shapes that do not broadcast to `out`, Error(kUnsupported) for another op or rank > 6.
+te::LoweredFunc broadcast_binary(const std::string& name, const std::string& op, const std::vector<int64_t>& a,
+                                 const std::vector<int64_t>& b, const std::vector<int64_t>& out);
+
+// Normalization over the last axis of `shape`: out = (x - mean) / sqrt(var + eps) * gamma + beta,
+// with the biased variance (as LayerNormalization and its decomposed form compute it); arguments
+// x, gamma[last], beta[last], out.
+te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& shape, float eps);
+
+// Softmax over the last axis of `shape`, max-subtracted (exp never overflows): arguments x, out.
+te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& shape);
+
+// out[i_0 .. i_r-1] = in[j] with j[perm[k]] = i_k (ONNX Transpose): arguments in (shape `in`),
+// out. Throws Error(kInvalidArgument) when perm is not a permutation of the axes, Error(kUnsupported)
+// past 6 axes.
+te::LoweredFunc transpose(const std::string& name, const std::vector<int64_t>& in, const std::vector<int64_t>& perm);
+
+// The shape a and b broadcast to (numpy rules), or nullopt when they do not.
+std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 
 }  // namespace ktune::deploy

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 
+#include "deploy/model_nodes.h"
 #include "deploy/model_ops.h"
 #include "frontend/model_tasks.h"
 #include "support/error.h"
@@ -37,7 +38,11 @@ std::string elementwise_of(const std::string& op) {
   if (op == "Sigmoid") return "sigmoid";
   if (op == "HardSwish") return "hardswish";
   if (op == "Add") return "add";
+  if (op == "Sub") return "sub";
   if (op == "Mul") return "mul";
+  if (op == "Div") return "div";
+  if (op == "Erf") return "erf";
+  if (op == "Sqrt") return "sqrt";
   return "";
 }
 
@@ -61,6 +66,11 @@ class Planner {
     for (const auto& occ : tasks_.occurrences) {
       anchors[occ.node] = &occ;
       fused.insert(occ.fused.begin(), occ.fused.end());
+    }
+    // A LayerNorm group runs as one kernel where its first node is (which alone reads outside it).
+    for (const auto& group : tasks_.layer_norms) {
+      layer_norm_at_[group.nodes.front()] = &group;
+      fused.insert(group.nodes.begin() + 1, group.nodes.end());
     }
     // Graph order, except that a task waits until every tensor it reads exists: a fused residual
     // may come from a branch that the graph lists after the task's anchor.
@@ -97,7 +107,7 @@ class Planner {
       s.args = {from, out};
       plan_.steps.push_back(std::move(s));
     }
-    place_in_arena();
+    place_in_arena(plan_);
     return std::move(plan_);
   }
 
@@ -119,8 +129,12 @@ class Planner {
     const frontend::Node& n = g_.nodes[i];
     if (occ) {
       plan_task(*occ);
+    } else if (auto ln = layer_norm_at_.find(i); ln != layer_norm_at_.end()) {
+      plan_generated(describe_layer_norm(g_, *ln->second, constants_));
     } else if (is_view(n.op)) {
       plan_view(n);
+    } else if (auto step = describe_node(g_, n, constants_)) {
+      plan_generated(*step);
     } else if (!elementwise_of(n.op).empty()) {
       plan_elementwise(n);
     } else {
@@ -247,6 +261,20 @@ class Planner {
     plan_.steps.push_back(std::move(s));
   }
 
+  // A generated kernel on ONNX's layout: constants packed into the weights, activations converted
+  // from a blocked layout where one is.
+  void plan_generated(const GeneratedStep& g) {
+    PlanStep s;
+    s.layer = g.layer;
+    s.kind = "elementwise";
+    s.symbol = symbol(g.what);
+    for (const StepOperand& in : g.inputs)
+      s.args.push_back(in.constant ? weight(in.tensor, in.shape, in.data) : form(in.tensor, 0));
+    s.args.push_back(define(g.output, 0));
+    s.func = g.kernel(s.symbol);
+    plan_.steps.push_back(std::move(s));
+  }
+
   // What the nodes fused into a task add to its operator, per output channel: y = scale * op + shift
   // (BatchNormalization, bias Adds; the scale folds into the weights), and the residual tensor.
   struct Affine {
@@ -267,9 +295,11 @@ class Planner {
       a.shifted = true;
     }
     std::string chain = anchor.outputs.at(0);
+    bool activation = false;  // the activation's nodes (an Add inside gelu_erf) add nothing here
     for (size_t j : occ.fused) {
       const frontend::Node& f = g_.nodes[j];
-      if (f.op == "BatchNormalization") {
+      activation = activation || (f.op != "BatchNormalization" && f.op != "Add");
+      if (!activation && f.op == "BatchNormalization") {
         const auto& gamma = constant(f, f.inputs.at(1)).f32;
         const auto& beta = constant(f, f.inputs.at(2)).f32;
         const auto& mean = constant(f, f.inputs.at(3)).f32;
@@ -284,7 +314,7 @@ class Planner {
           a.scale[k] *= s;
         }
         a.shifted = true;
-      } else if (f.op == "Add" && (f.inputs.at(0) == chain || f.inputs.at(1) == chain)) {
+      } else if (!activation && f.op == "Add" && (f.inputs.at(0) == chain || f.inputs.at(1) == chain)) {
         const std::string& other = f.inputs[0] == chain ? f.inputs[1] : f.inputs[0];
         if (constants_.count(other)) {
           // A per-channel constant (the fuser checked that it broadcasts along the channel axis).
@@ -335,7 +365,7 @@ class Planner {
     const std::string& tmpl = task.template_name();
     if (tmpl == "conv2d_nchwc" || tmpl == "depthwise_conv2d_nchwc")
       bind_conv(s, anchor, occ, out_name, inst.args);
-    else if (tmpl == "matmul" || tmpl == "dense_bias_relu")
+    else if (tmpl == "matmul" || tmpl == "dense_bias_relu" || tmpl == "batch_matmul")
       bind_gemm(s, anchor, occ, out_name, inst.args);
     else if (tmpl == "max_pool2d" || tmpl == "avg_pool2d")
       s.args = {form(anchor.inputs.at(0), 0), define(out_name, 0)};
@@ -432,47 +462,6 @@ class Planner {
     if (affine.shifted && !kernel_has_bias) throw unsupported(gemm, "a bias without a fused bias epilogue");
   }
 
-  // Liveness-based placement: each arena tensor lives from the step that writes it to the last
-  // step that reads it or a view of it; larger tensors are placed first, each at the lowest
-  // offset that no tensor live at the same time overlaps.
-  void place_in_arena() {
-    const auto root = [&](int64_t id) { return plan_.tensors[id].alias_of >= 0 ? plan_.tensors[id].alias_of : id; };
-    std::map<int64_t, std::pair<size_t, size_t>> live;  // root id -> [first, last] step
-    for (size_t i = 0; i < plan_.steps.size(); ++i)
-      for (int64_t id : plan_.steps[i].args) {
-        const int64_t r = root(id);
-        if (plan_.tensors[r].storage != Storage::kArena) continue;
-        auto [it, fresh] = live.emplace(r, std::make_pair(i, i));
-        if (!fresh) it->second.second = i;
-      }
-    std::vector<int64_t> order;
-    for (const auto& [id, span] : live) order.push_back(id);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return plan_.tensors[a].bytes() > plan_.tensors[b].bytes(); });
-    std::vector<int64_t> placed;
-    for (int64_t id : order) {
-      const auto [first, last] = live[id];
-      const int64_t size = align_up(plan_.tensors[id].bytes());
-      plan_.tensor_bytes_total += size;
-      std::vector<std::pair<int64_t, int64_t>> busy;
-      for (int64_t p : placed) {
-        const auto [pf, pl] = live[p];
-        if (pf <= last && first <= pl) busy.push_back({plan_.tensors[p].offset, plan_.tensors[p].offset + align_up(plan_.tensors[p].bytes())});
-      }
-      std::sort(busy.begin(), busy.end());
-      int64_t offset = 0;
-      for (const auto& [b, e] : busy) {
-        if (offset + size <= b) break;
-        offset = std::max(offset, e);
-      }
-      plan_.tensors[id].offset = offset;
-      plan_.arena_bytes = std::max(plan_.arena_bytes, offset + size);
-      placed.push_back(id);
-    }
-    for (PlanTensor& t : plan_.tensors)
-      if (t.alias_of >= 0) t.offset = plan_.tensors[t.alias_of].offset;
-  }
-
   const frontend::Graph& g_;
   const std::map<std::string, frontend::ConstantValue>& constants_;
   const PlanOptions& options_;
@@ -481,6 +470,7 @@ class Planner {
   ModelPlan plan_;
   std::map<std::string, int64_t> current_;                     // ONNX tensor -> its latest form
   std::map<std::pair<std::string, int64_t>, int64_t> forms_;   // (ONNX tensor, block) -> converted copy
+  std::map<size_t, const frontend::LayerNormGroup*> layer_norm_at_;  // first node -> its group
 };
 
 }  // namespace

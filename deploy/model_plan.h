@@ -71,4 +71,9 @@ struct PlanOptions {
 ModelPlan plan_model(const frontend::Graph& graph, const std::map<std::string, frontend::ConstantValue>& constants,
                      const std::string& name, const PlanOptions& options);
 
+// Places every arena tensor of `plan` (sets its offset, arena_bytes and tensor_bytes_total): each
+// lives from the step that first uses it to the last step that reads it or a view of it, and
+// tensors live at the same time never overlap; views take their root's offset.
+void place_in_arena(ModelPlan& plan);
+
 }  // namespace ktune::deploy

@@ -126,6 +126,60 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::gated(const std::string&
   return std::nullopt;
 }
 
+std::optional<double> EpilogueFuser::scalar(const std::string& tensor) const {
+  auto v = g_.values.find(tensor);
+  if (v == g_.values.end() || v->second.size() != 1) return std::nullopt;
+  return v->second[0];
+}
+
+std::optional<EpilogueFuser::Activation> EpilogueFuser::gelu_erf(const std::string& tensor) const {
+  const auto readers = consumers(tensor);
+  if (!readers || readers->size() != 2 || consumers_.at(tensor).size() != 2) return std::nullopt;
+  // The node reading `n`'s output when it is the only reader and `op` of the default domain.
+  const auto next = [&](size_t n, const char* op) -> std::optional<size_t> {
+    const auto c = single_consumer(g_.nodes[n].outputs.at(0));
+    if (!c || g_.nodes[*c].op != op || !g_.nodes[*c].domain.empty()) return std::nullopt;
+    return c;
+  };
+  // The operand of binary node `n` other than `x`, when `x` is one of its two.
+  const auto other = [&](size_t n, const std::string& x) -> std::optional<std::string> {
+    const Node& node = g_.nodes[n];
+    if (node.inputs.size() != 2 || node.outputs.size() != 1) return std::nullopt;
+    if (node.inputs[0] == x) return node.inputs[1];
+    if (node.inputs[1] == x) return node.inputs[0];
+    return std::nullopt;
+  };
+  const auto near = [&](const std::optional<std::string>& t, double want) {
+    const auto v = t ? scalar(*t) : std::nullopt;
+    return v && std::fabs(*v - want) <= 1e-6 * std::fabs(want);
+  };
+  constexpr double kSqrt2 = 1.4142135623730951;
+  for (int first = 0; first < 2; ++first) {
+    const size_t d = (*readers)[static_cast<size_t>(first)], m = (*readers)[static_cast<size_t>(1 - first)];
+    const Node& scale = g_.nodes[d];
+    // x / sqrt(2) (or x * (1 / sqrt(2))) -> Erf -> + 1.
+    const bool divides = scale.op == "Div" && scale.inputs.size() == 2 && scale.inputs[0] == tensor &&
+                         near(scale.inputs[1], kSqrt2);
+    if (!scale.domain.empty() || !(divides || (scale.op == "Mul" && near(other(d, tensor), 1 / kSqrt2)))) continue;
+    const auto erf = next(d, "Erf");
+    const auto plus = erf ? next(*erf, "Add") : std::nullopt;
+    if (!plus || !near(other(*plus, g_.nodes[*erf].outputs.at(0)), 1.0)) continue;
+    const std::string& one_plus = g_.nodes[*plus].outputs.at(0);
+    if (g_.nodes[m].op != "Mul" || !g_.nodes[m].domain.empty() || !other(m, tensor)) continue;
+    const std::string& mul_out = g_.nodes[m].outputs.at(0);
+    // Then x * (1 + erf) * 0.5, or (x * 0.5) * (1 + erf), as exporters write either.
+    if (other(m, tensor) == one_plus && single_consumer(one_plus) == m) {
+      const auto half = next(m, "Mul");
+      if (half && near(other(*half, mul_out), 0.5)) return Activation{"gelu_erf", {}, {d, *erf, *plus, m, *half}};
+    } else if (near(other(m, tensor), 0.5)) {
+      const auto last = next(*plus, "Mul");
+      if (last && other(*last, one_plus) == mul_out && single_consumer(mul_out) == last)
+        return Activation{"gelu_erf", {}, {d, *erf, *plus, m, *last}};
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<EpilogueFuser::Activation> EpilogueFuser::activation(const std::string& tensor) const {
   if (const auto next = single_consumer(tensor)) {
     const Node& n = g_.nodes[*next];
@@ -135,6 +189,7 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::activation(const std::st
     if (n.op == "Clip") return clip(*next);
     return std::nullopt;
   }
+  if (auto g = gelu_erf(tensor)) return g;
   return gated(tensor);
 }
 

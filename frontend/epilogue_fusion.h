@@ -15,7 +15,7 @@ namespace ktune::frontend {
 // What follows an anchor node in one fused kernel.
 struct FusedEpilogue {
   // "" or the steps joined by '_', as schedule_space's epilogue argument names them: bias, add
-  // (a residual), then relu, relu6, clip, hardswish or silu.
+  // (a residual), then relu, relu6, clip, hardswish, silu or gelu_erf.
   std::string steps;
   std::map<std::string, std::string> args;  // clip_min / clip_max of a clip step (finite bounds only)
   std::vector<size_t> nodes;                // the fused nodes, in the order they follow the anchor
@@ -38,11 +38,15 @@ class EpilogueFuser {
   // anchor has none yet), an Add of an independent tensor shaped like the output (the residual),
   // then one activation: Relu, Clip (bounds constant: initializers or Constant nodes from opset
   // 11, attributes before; [0, 6] is relu6), HardSwish, x * HardSigmoid(x) with ONNX's
-  // HardSwish constants, x * Sigmoid(x) (silu). Each matched node must be the only reader of the
+  // HardSwish constants, x * Sigmoid(x) (silu), 0.5 x (1 + Erf(x / sqrt(2))) in the five nodes
+  // exporters write (gelu_erf). Each matched node must be the only reader of the
   // tensor before it (x and Sigmoid(x) both read x in silu). Marks the matched nodes fused.
   FusedEpilogue fuse(size_t anchor, bool has_bias, AnchorKind kind);
 
   bool fused(size_t node) const { return fused_[node]; }
+  // Keeps `node` out of every epilogue (it belongs to another group, e.g. a LayerNorm); fused()
+  // then answers true for it.
+  void exclude(size_t node) { fused_[node] = true; }
 
  private:
   struct Activation {
@@ -64,6 +68,10 @@ class EpilogueFuser {
   std::optional<Activation> clip(size_t node) const;
   // x * f(x) where f is the node reading `tensor` besides the Mul (silu, hardswish).
   std::optional<Activation> gated(const std::string& tensor) const;
+  // GELU in the Erf form exporters write: x / sqrt(2) -> Erf -> + 1, times x, times 0.5.
+  std::optional<Activation> gelu_erf(const std::string& tensor) const;
+  // The value of a one-element constant.
+  std::optional<double> scalar(const std::string& tensor) const;
 
   const Graph& g_;
   std::map<std::string, std::vector<size_t>> consumers_;

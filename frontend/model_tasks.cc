@@ -46,36 +46,71 @@ std::string reason_without_template(const std::string& op) {
   return "no template";
 }
 
+// The generated kernel a model build computes a node with when no task covers it ("" = none).
+std::string generated_kernel(const Node& n, const Graph& g) {
+  static const std::set<std::string> kViews = {"Flatten", "Reshape", "Identity", "Squeeze", "Unsqueeze", "Dropout"};
+  static const std::set<std::string> kElementwise = {"Relu", "Clip", "Sigmoid", "HardSwish", "Add", "Sub",
+                                                     "Mul",  "Div",  "Erf",     "Sqrt",      "Pow"};
+  if (!n.domain.empty()) return "";
+  if (kViews.count(n.op)) return "view";
+  if (kElementwise.count(n.op)) return "elementwise";
+  if (n.op == "Transpose") return "transpose";
+  if (n.op == "Softmax") {
+    // Before opset 13 Softmax normalizes the input flattened from `axis` on: the last axis alone
+    // only when axis is the last.
+    const auto s = g.shape(n.inputs.at(0));
+    const int64_t axis = n.int_or("axis", g.opset >= 13 ? -1 : 1);
+    if (s && (axis == -1 || axis == static_cast<int64_t>(s->size()) - 1)) return "softmax";
+  }
+  return "";
+}
+
 void resolve(ModelTask& t, const schedule_space::TargetTraits& target);
 
 class Extractor {
  public:
   Extractor(const Graph& graph, const schedule_space::TargetTraits& target)
-      : g_(graph), target_(target), fuser_(graph) {}
+      : g_(graph), target_(target), fuser_(graph), layer_norms_(find_layer_norms(graph)) {
+    // A LayerNorm stays whole: no anchor takes its nodes into an epilogue.
+    for (size_t k = 0; k < layer_norms_.size(); ++k)
+      for (size_t n : layer_norms_[k].nodes) {
+        in_layer_norm_[n] = k;
+        fuser_.exclude(n);
+      }
+  }
 
   ModelTasks run() {
     ModelTasks result;
     result.model = g_.name;
     std::map<std::string, size_t> task_index;
     std::map<std::string, size_t> unsupported_index;
-    auto add_unsupported = [&](const Node& node, const std::string& reason) {
-      const std::string key = node.op + "\n" + reason;
+    auto add_unsupported = [&](const std::string& op, const std::string& layer, const std::string& reason,
+                               const std::string& generated) {
+      const std::string key = op + "\n" + reason + "\n" + generated;
       auto [it, fresh] = unsupported_index.emplace(key, result.unsupported.size());
-      if (fresh) result.unsupported.push_back({node.op, 0, reason, {}});
+      if (fresh) result.unsupported.push_back({op, 0, reason, {}, generated});
       UnsupportedOp& u = result.unsupported[it->second];
       ++u.count;
-      u.layers.push_back(node.name);
+      u.layers.push_back(layer);
     };
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (auto ln = in_layer_norm_.find(i); ln != in_layer_norm_.end()) {
+        const LayerNormGroup& group = layer_norms_[ln->second];
+        if (group.nodes.front() != i) continue;
+        std::string layer;
+        for (size_t n : group.nodes) layer += (layer.empty() ? "" : "+") + g_.nodes[n].name;
+        add_unsupported("LayerNorm", layer, "no template", "layer_norm");
+        continue;
+      }
       if (fuser_.fused(i)) continue;
       const Node& node = g_.nodes[i];
       std::variant<Candidate, NotMapped, std::monostate> mapped = map_anchor(i);
       if (std::holds_alternative<std::monostate>(mapped)) {
-        add_unsupported(node, reason_without_template(node.op));
+        add_unsupported(node.op, node.name, reason_without_template(node.op), generated_kernel(node, g_));
         continue;
       }
       if (auto* nm = std::get_if<NotMapped>(&mapped)) {
-        add_unsupported(node, nm->reason);
+        add_unsupported(node.op, node.name, nm->reason, "");
         continue;
       }
       Candidate c = std::get<Candidate>(mapped);
@@ -91,6 +126,7 @@ class Extractor {
       for (size_t f : c.epilogue.nodes) task.layers.push_back(g_.nodes[f].name);
       result.occurrences.push_back(TaskOccurrence{it->second, i, c.epilogue.nodes});
     }
+    result.layer_norms = layer_norms_;
     return result;
   }
 
@@ -267,6 +303,8 @@ class Extractor {
   const Graph& g_;
   schedule_space::TargetTraits target_;
   EpilogueFuser fuser_;
+  std::vector<LayerNormGroup> layer_norms_;
+  std::map<size_t, size_t> in_layer_norm_;  // node -> its group
 };
 
 // Sets status, refused and tunable by asking the templates (Task::create) for the listed form,
@@ -362,8 +400,11 @@ nlohmann::json to_json(const ModelTasks& m) {
     j["tasks"].push_back(std::move(tj));
   }
   j["unsupported"] = nlohmann::json::array();
-  for (const auto& u : m.unsupported)
-    j["unsupported"].push_back({{"op", u.op}, {"count", u.count}, {"reason", u.reason}, {"layers", u.layers}});
+  for (const auto& u : m.unsupported) {
+    nlohmann::json uj = {{"op", u.op}, {"count", u.count}, {"reason", u.reason}, {"layers", u.layers}};
+    if (!u.generated.empty()) uj["generated"] = u.generated;
+    j["unsupported"].push_back(std::move(uj));
+  }
   return j;
 }
 
@@ -395,7 +436,7 @@ ModelTasks tasks_from_json(const nlohmann::json& j, const schedule_space::Target
     }
     for (const auto& u : j.value("unsupported", nlohmann::json::array()))
       m.unsupported.push_back({u.at("op").get<std::string>(), count_of(u.at("count")), u.value("reason", ""),
-                               u.value("layers", std::vector<std::string>{})});
+                               u.value("layers", std::vector<std::string>{}), u.value("generated", "")});
     return m;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kInvalidArgument, std::string("model tasks: ") + e.what());

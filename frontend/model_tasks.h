@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frontend/layer_norm.h"
 #include "frontend/onnx_graph.h"
 #include "schedule_space/task.h"
 #include "schedule_space/workload.h"
@@ -30,7 +31,7 @@ struct ModelTask {
   // What the model fixes: shape, dtype, "epilogue" when one is fused, and the bounds of a clip
   // step ("clip_min", "clip_max", when finite).
   std::map<std::string, std::string> args;
-  // "" or steps joined by '_': bias, add (residual), then relu, relu6, clip, hardswish or silu,
+  // "" or steps joined by '_': bias, add (residual), then relu, relu6, clip, hardswish, silu or gelu_erf,
   // e.g. bias_add_relu.
   std::string epilogue;
   int64_t count = 0;                         // occurrences in the model
@@ -51,10 +52,14 @@ struct ModelTask {
 
 // An operator of the model that no task covers (and that no task fused), with its count.
 struct UnsupportedOp {
-  std::string op;
+  std::string op;      // the ONNX operator, or "LayerNorm" for a LayerNormGroup
   int64_t count = 0;
   std::string reason;  // "no template", "layout only (no kernel)", "asymmetric padding", ...
+  // Names of its nodes, one per occurrence (a LayerNorm group's nodes '+'-joined).
   std::vector<std::string> layers;
+  // How a model build computes it without tuning: "view" (no kernel), "elementwise",
+  // "layer_norm", "softmax", "transpose"; "" when it cannot.
+  std::string generated;
 };
 
 // Where one task runs in the graph: the node it stands for and the nodes fused into it, in graph
@@ -70,6 +75,7 @@ struct ModelTasks {
   std::vector<ModelTask> tasks;      // in order of first occurrence
   std::vector<UnsupportedOp> unsupported;
   std::vector<TaskOccurrence> occurrences;  // in graph order; not part of to_json
+  std::vector<LayerNormGroup> layer_norms;  // listed as unsupported "LayerNorm"; not part of to_json
   // Sum over tasks of count x flop.
   double total_flop() const;
 };
@@ -79,16 +85,19 @@ struct ModelTasks {
 // dense_bias_relu for Gemm + bias + Relu), MaxPool / AveragePool / GlobalAveragePool
 // (max_pool2d / avg_pool2d). What follows a conv or matmul is fused as its epilogue (see
 // EpilogueFuser::fuse): BatchNormalization folded into a bias, a bias Add, a residual Add, and
-// Relu, Clip (relu6 or bounds), HardSwish, HardSigmoid-Mul or Sigmoid-Mul (silu).
+// Relu, Clip (relu6 or bounds), HardSwish, HardSigmoid-Mul or Sigmoid-Mul (silu), the Erf form of
+// GELU (gelu_erf).
 // Identical workloads are merged with a count. Every other node is an
-// UnsupportedOp: nothing is dropped. Each task is tried with Task::create (typed errors are
+// UnsupportedOp (a LayerNormGroup is one, "LayerNorm"), with the generated kernel a model build
+// computes it with, if any: nothing is dropped. Each task is tried with Task::create (typed errors are
 // caught into `refused`). Throws Error(kInvalidArgument) for a model that cannot run although ONNX's
 // checker and shape inference pass it: a Conv whose input channels differ from its weights', a Gemm
 // whose operands do not multiply (e.g. after a wrong --input).
 ModelTasks extract_tasks(const Graph& graph, const schedule_space::TargetTraits& target);
 
 // {"model", "total_gflop", "tasks": [{template, args, epilogue, count, flop, gflop_total, layers,
-// note, status, refused, substitute, tuned_as}], "unsupported": [{op, count, reason, layers}]}.
+// note, status, refused, substitute, tuned_as}], "unsupported": [{op, count, reason, layers,
+// generated (when not "")}]}.
 nlohmann::json to_json(const ModelTasks& tasks);
 
 // The inverse of to_json on another machine: the tasks as listed (template, args, epilogue,

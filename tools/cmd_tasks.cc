@@ -46,9 +46,10 @@ void print_table(const frontend::ModelTasks& m) {
       std::printf("%40s  tuned as %s\n", "", t.tunable->workload_key().c_str());
   }
   if (!m.unsupported.empty()) {
-    std::printf("\noperators no task covers (count, reason):\n");
+    std::printf("\noperators no task covers (count, reason, what a model build computes them with):\n");
     for (const auto& u : m.unsupported)
-      std::printf("  %-20s x%-4lld %s\n", u.op.c_str(), static_cast<long long>(u.count), u.reason.c_str());
+      std::printf("  %-20s x%-4lld %-40s %s\n", u.op.c_str(), static_cast<long long>(u.count), u.reason.c_str(),
+                  u.generated.empty() ? "unsupported" : ("generated " + u.generated).c_str());
   }
 }
 

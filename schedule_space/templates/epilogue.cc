@@ -41,9 +41,10 @@ std::string bound_text(double v) {
   return std::string(buf, ptr);
 }
 
-// erf(x) by Abramowitz & Stegun 7.1.26: |error| <= 1.5e-7, below float32's rounding of erf
-// near 1. te has no erf (LLVM has no intrinsic for it, and a libm call would not vectorize nor
-// be resolved on every device); this uses exp, which both have.
+}  // namespace
+
+// te has no erf (LLVM has no intrinsic for it, and a libm call would neither vectorize nor be
+// resolved on every device); Abramowitz & Stegun 7.1.26 uses exp, which both have.
 te::Expr erf_expr(const te::Expr& x, te::DataType dt) {
   auto c = [dt](double v) { return te::cast(dt, te::Expr(v)); };
   const te::Expr ax = te::abs(x);
@@ -53,8 +54,6 @@ te::Expr erf_expr(const te::Expr& x, te::DataType dt) {
   const te::Expr y = c(1.0) - poly * te::exp(-(ax * ax));
   return te::select(x < c(0.0), -y, y);
 }
-
-}  // namespace
 
 std::string Epilogue::name() const {
   if (empty()) return kNone;

@@ -45,6 +45,10 @@ struct Epilogue {
   te::Expr apply(te::Expr v, const te::Expr& bias, const te::Expr& residual, te::DataType dt) const;
 };
 
+// erf(x) in type `dt` by Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7, below float32's rounding of
+// erf near 1), from exp, abs and select: what gelu_erf computes.
+te::Expr erf_expr(const te::Expr& x, te::DataType dt);
+
 // Parses an epilogue name (see Epilogue); clip bounds stay unbounded. Throws
 // Error(kInvalidArgument) for a name that is not steps in that order.
 Epilogue parse_epilogue(const std::string& name);

@@ -165,6 +165,36 @@ TEST_F(ModelBuild, EveryCnnTestModelMatchesOnnxRuntime) {
   }
 }
 
+// One BERT encoder layer (attention with a mask, decomposed LayerNorms, Erf-form GELU) at 1x8x32:
+// batch_matmul tasks, generated Softmax, LayerNorm, Transpose and broadcasting kernels, GELU fused
+// into the FFN matmul.
+TEST_F(ModelBuild, TinyBertLinkedAndInProcessMatchOnnxRuntime) {
+  const std::string onnx = model("tiny_bert.onnx");
+  const std::string in = inputs(8 * 32, 3);
+  const std::vector<float> ref = ort(onnx, in);
+  ASSERT_EQ(ref.size(), 8u * 32u);
+
+  const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " -o " +
+                           quote(path("libbert.a")) + " --header " + quote(path("bert.h")) + " --name bert --runtime " +
+                           quote(path("runtime.c")), true);
+  ASSERT_EQ(built.status, 0) << built.err;
+  const std::string exe = program("bert", false);
+  const auto ran = shell(quote(exe) + " " + quote(in) + " " + quote(path("out.bin")));
+  ASSERT_EQ(ran.status, 0) << ran.err;
+  const double linked = error(floats(path("out.bin")), ref);
+  EXPECT_LE(linked, kTolerance);
+
+  const auto checked = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) + " --runs 2 --warmup 1 --check --ort " +
+                             quote(KTUNE_ORT_DIR), true);
+  EXPECT_EQ(checked.status, 0) << checked.out << checked.err;
+  const auto jit = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) + " --runs 1 --warmup 0 --input-file " +
+                         quote(in) + " --output-file " + quote(path("jit.bin")), true);
+  ASSERT_EQ(jit.status, 0) << jit.err;
+  const double in_process = error(floats(path("jit.bin")), ref);
+  EXPECT_LE(in_process, kTolerance);
+  std::printf("tiny_bert: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked, in_process);
+}
+
 TEST_F(ModelBuild, ExternalWeightsFileIsCheckedByHash) {
   const std::string onnx = model("small_cnn.onnx");
   const std::string in = inputs(16 * 16 * 16, 2);

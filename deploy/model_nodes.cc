@@ -1,0 +1,136 @@
+// What generated kernel a node without a task becomes: the operator's form read from the graph
+// (shapes, attributes, constants) and turned into one of model_ops' kernels.
+#include "deploy/model_nodes.h"
+
+#include <numeric>
+
+#include "deploy/model_ops.h"
+#include "support/error.h"
+
+namespace ktune::deploy {
+namespace {
+
+Error unsupported(const frontend::Node& n, const std::string& why) {
+  return Error(ErrorKind::kUnsupported, "node '" + n.name + "' (" + n.op + "): " + why);
+}
+
+std::vector<int64_t> shape_of(const frontend::Graph& g, const frontend::Node& n,
+                              const std::string& tensor) {
+  auto s = g.shape(tensor);
+  if (!s) throw unsupported(n, "tensor '" + tensor + "' has no known shape");
+  return *s;
+}
+
+// The operand `tensor`: a float32 constant packed into the weights, or an activation.
+StepOperand operand(const frontend::Graph& g, const frontend::Node& n, const std::string& tensor,
+                    const Constants& constants) {
+  auto c = constants.find(tensor);
+  if (c == constants.end()) return StepOperand{tensor, false, shape_of(g, n, tensor), {}};
+  const int64_t count = std::accumulate(c->second.shape.begin(), c->second.shape.end(), int64_t{1},
+                                        std::multiplies<>());
+  if (static_cast<int64_t>(c->second.f32.size()) != count)
+    throw unsupported(n, "input '" + tensor + "' is not a float32 constant");
+  return StepOperand{tensor, true, c->second.shape, c->second.f32};
+}
+
+const std::map<std::string, std::string>& binary_ops() {
+  static const std::map<std::string, std::string> kOps = {
+      {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}};
+  return kOps;
+}
+
+std::optional<GeneratedStep> describe_binary(const frontend::Graph& g, const frontend::Node& n,
+                                             const Constants& constants) {
+  const std::string op = n.op == "Pow" ? "pow" : binary_ops().at(n.op);
+  if (n.inputs.size() != 2) throw unsupported(n, "not two operands");
+  StepOperand a = operand(g, n, n.inputs[0], constants), b = operand(g, n, n.inputs[1], constants);
+  const std::vector<int64_t> out = shape_of(g, n, n.outputs.at(0));
+  // Two activations of one shape are the same-shape elementwise kernel's (which keeps a blocked
+  // layout); not described here.
+  if (!a.constant && !b.constant && a.shape == b.shape && op != "pow") return std::nullopt;
+  if (a.constant && b.constant) throw unsupported(n, "both operands are constants");
+  GeneratedStep s;
+  s.layer = n.name;
+  s.output = n.outputs.at(0);
+  if (b.constant && b.data.size() == 1 && a.shape == out) {
+    // x op c: the constant is an immediate of the kernel.
+    ElementwiseOp e{op + "_scalar"};
+    e.value = b.data.front();
+    const int64_t count = std::accumulate(out.begin(), out.end(), int64_t{1}, std::multiplies<>());
+    s.what = e.op;
+    s.inputs = {a};
+    s.kernel = [e, count](const std::string& symbol) { return elementwise(symbol, e, count); };
+    return s;
+  }
+  if (op == "pow") throw unsupported(n, "an exponent that is not one constant");
+  if (broadcast_shape(a.shape, b.shape) != out)
+    throw unsupported(n, "operand shapes that do not broadcast to the output's");
+  s.what = op;
+  s.inputs = {a, b};
+  s.kernel = [op, sa = a.shape, sb = b.shape, out](const std::string& symbol) {
+    return broadcast_binary(symbol, op, sa, sb, out);
+  };
+  return s;
+}
+
+}  // namespace
+
+GeneratedStep describe_layer_norm(const frontend::Graph& g, const frontend::LayerNormGroup& group,
+                                  const Constants& constants) {
+  const frontend::Node& first = g.nodes.at(group.nodes.front());
+  const std::vector<int64_t> shape = shape_of(g, first, group.input);
+  const int64_t n = shape.back();
+  GeneratedStep s;
+  for (size_t k : group.nodes) s.layer += (s.layer.empty() ? "" : "+") + g.nodes[k].name;
+  s.what = "layer_norm";
+  s.output = group.output;
+  s.inputs.push_back(StepOperand{group.input, false, shape, {}});
+  // gamma and beta as [n] (their leading ones dropped), 1 and 0 when the graph has none.
+  for (const auto& [tensor, fill] : {std::pair{group.gamma, 1.0f}, std::pair{group.beta, 0.0f}}) {
+    StepOperand p{
+        tensor.empty() ? group.input + (fill == 1.0f ? "@gamma" : "@beta") : tensor, true, {n}, {}};
+    if (tensor.empty()) {
+      p.data.assign(static_cast<size_t>(n), fill);
+    } else {
+      p.data = operand(g, first, tensor, constants).data;
+      if (static_cast<int64_t>(p.data.size()) != n)
+        throw unsupported(first, "a LayerNorm parameter of another extent");
+    }
+    s.inputs.push_back(std::move(p));
+  }
+  const float eps = static_cast<float>(group.epsilon);
+  s.kernel = [shape, eps](const std::string& symbol) { return layer_norm(symbol, shape, eps); };
+  return s;
+}
+
+std::optional<GeneratedStep> describe_node(const frontend::Graph& g, const frontend::Node& n,
+                                           const Constants& constants) {
+  if (!n.domain.empty()) return std::nullopt;
+  if (binary_ops().count(n.op) || n.op == "Pow") return describe_binary(g, n, constants);
+  if (n.op == "Softmax") {
+    const std::vector<int64_t> shape = shape_of(g, n, n.inputs.at(0));
+    const int64_t axis = n.int_or("axis", g.opset >= 13 ? -1 : 1);
+    if (axis != -1 && axis != static_cast<int64_t>(shape.size()) - 1)
+      throw unsupported(n, "an axis other than the last");
+    GeneratedStep s{
+        n.name, "softmax", {StepOperand{n.inputs[0], false, shape, {}}}, n.outputs.at(0), {}};
+    s.kernel = [shape](const std::string& symbol) { return softmax(symbol, shape); };
+    return s;
+  }
+  if (n.op == "Transpose") {
+    const std::vector<int64_t> shape = shape_of(g, n, n.inputs.at(0));
+    std::vector<int64_t> reversed(shape.size());
+    std::iota(reversed.rbegin(), reversed.rend(), 0);
+    std::vector<int64_t> perm = n.ints("perm", reversed);
+    for (int64_t& p : perm)
+      if (p < 0) p += static_cast<int64_t>(shape.size());
+    if (shape.size() > 6) throw unsupported(n, "more than 6 axes");
+    GeneratedStep s{
+        n.name, "transpose", {StepOperand{n.inputs[0], false, shape, {}}}, n.outputs.at(0), {}};
+    s.kernel = [shape, perm](const std::string& symbol) { return transpose(symbol, shape, perm); };
+    return s;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ktune::deploy

@@ -1,0 +1,52 @@
+// Defines GeneratedStep, the generated kernel that one node without a task (or one LayerNorm group)
+// becomes in a model build, with the tensors it reads and writes, and the functions that describe
+// it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/layer_norm.h"
+#include "frontend/onnx_graph.h"
+#include "te/ir.h"
+
+namespace ktune::deploy {
+
+// One input of a generated kernel, in its argument order.
+struct StepOperand {
+  std::string tensor;     // the ONNX tensor (an activation, in ONNX's layout), or a constant's name
+  bool constant = false;  // packed into the weights: `data` in `shape`
+  std::vector<int64_t> shape;  // a constant's shape as the kernel takes it
+  std::vector<float> data;
+};
+
+// A generated kernel of a model build: inputs in argument order, then the output.
+struct GeneratedStep {
+  std::string layer;  // the nodes, '+'-joined
+  std::string what;   // names the kernel's symbol: layer_norm, softmax, ...
+  std::vector<StepOperand> inputs;
+  std::string output;                                         // the ONNX tensor it defines
+  std::function<te::LoweredFunc(const std::string&)> kernel;  // the kernel, given its symbol
+};
+
+using Constants = std::map<std::string, frontend::ConstantValue>;
+
+// The kernel of a LayerNorm group: x, gamma (ones when absent), beta (zeros when absent), out.
+// Throws Error(kUnsupported) naming the group's first node when gamma or beta is no float32
+// constant, or a shape is unknown.
+GeneratedStep describe_layer_norm(const frontend::Graph& g, const frontend::LayerNormGroup& group,
+                                  const Constants& constants);
+
+// The kernel of node `n` when it is one a model build generates beyond the same-shape elementwise
+// kernels (ElementwiseOp): Add, Sub, Mul, Div with a constant or a broadcast operand (a one-element
+// constant second operand becomes an immediate), Pow by a scalar constant, Softmax over the last
+// axis, Transpose. nullopt for any other node. Throws Error(kUnsupported) naming the node for a
+// form of these it does not build (shapes that do not broadcast, an axis other than the last, a
+// non-float constant).
+std::optional<GeneratedStep> describe_node(const frontend::Graph& g, const frontend::Node& n,
+                                           const Constants& constants);
+
+}  // namespace ktune::deploy

@@ -1,0 +1,239 @@
+// Tests of the generated kernels of model builds (LayerNorm, Softmax, Transpose, broadcasting and
+// scalar elementwise operators, erf and GELU): compiled for the host and compared with plain C++
+// loops, outputs NaN-filled before each run.
+#include "deploy/model_ops.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "codegen/codegen_llvm.h"
+#include "codegen/kernel.h"
+#include "support/error.h"
+
+namespace ktune::deploy {
+namespace {
+
+// A 64-byte aligned float buffer (the kernel ABI's alignment).
+class Buffer {
+ public:
+  explicit Buffer(int64_t n)
+      : n_(n),
+        p_(static_cast<float*>(
+            std::aligned_alloc(64, static_cast<size_t>((n * 4 + 63) / 64 * 64)))) {}
+  float* data() const { return p_.get(); }
+  std::vector<float> values() const { return {p_.get(), p_.get() + n_}; }
+
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  int64_t n_;
+  std::unique_ptr<float, Free> p_;
+};
+
+int64_t count_of(const std::vector<int64_t>& shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::vector<float> random(int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// Compiles `f` for the host and runs it on `inputs` (one per input argument, in order); returns
+// the output (the last argument), which starts as NaN.
+std::vector<float> run(const te::LoweredFunc& f, const std::vector<std::vector<float>>& inputs) {
+  const codegen::Kernel k = codegen::Kernel::load(codegen::build(f, codegen::Target::host()));
+  std::vector<Buffer> bufs;
+  std::vector<void*> ptrs;
+  for (size_t i = 0; i < f.args.size(); ++i) {
+    const int64_t n = f.args[i].num_elements();
+    bufs.emplace_back(n);
+    if (i < inputs.size()) {
+      EXPECT_EQ(static_cast<int64_t>(inputs[i].size()), n) << "argument " << i;
+      std::copy(inputs[i].begin(), inputs[i].end(), bufs.back().data());
+    } else {
+      std::fill(bufs.back().data(), bufs.back().data() + n, NAN);  // an element never written fails
+    }
+    ptrs.push_back(bufs.back().data());
+  }
+  EXPECT_EQ(k.run(ptrs), 0);
+  return bufs.back().values();
+}
+
+// max |got - want| / max(1, |want|), NaN counting as infinite.
+double worst(const std::vector<float>& got, const std::vector<double>& want) {
+  EXPECT_EQ(got.size(), want.size());
+  double w = 0;
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    if (std::isnan(got[i])) return INFINITY;
+    w = std::max(w, std::fabs(got[i] - want[i]) / std::max(1.0, std::fabs(want[i])));
+  }
+  return w;
+}
+
+TEST(ModelOps, LayerNormMatchesLoops) {
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{3, 5, 40}, {1, 7}, {4, 768}}) {
+    const int64_t n = shape.back(), rows = count_of(shape) / n;
+    // A mean far from zero against the spread: the two-pass variance must not cancel.
+    std::vector<float> x = random(count_of(shape), 1, 2.0f, 4.0f);
+    const std::vector<float> gamma = random(n, 2), beta = random(n, 3);
+    const float eps = 1e-5f;
+    std::vector<double> want(x.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      double mean = 0, var = 0;
+      for (int64_t j = 0; j < n; ++j) mean += x[r * n + j];
+      mean /= n;
+      for (int64_t j = 0; j < n; ++j) var += (x[r * n + j] - mean) * (x[r * n + j] - mean);
+      var /= n;
+      for (int64_t j = 0; j < n; ++j)
+        want[r * n + j] = (x[r * n + j] - mean) / std::sqrt(var + eps) * gamma[j] + beta[j];
+    }
+    const auto got = run(layer_norm("ln", shape, eps), {x, gamma, beta});
+    EXPECT_LE(worst(got, want), 1e-5) << "rows " << rows << " n " << n;
+  }
+}
+
+TEST(ModelOps, SoftmaxMatchesLoopsWithoutOverflow) {
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{2, 3, 37}, {12, 128}, {5}}) {
+    const int64_t n = shape.back(), rows = count_of(shape) / n;
+    // Up to +-200: exp overflows float32 without the max subtracted.
+    const std::vector<float> x = random(count_of(shape), 4, -200.0f, 200.0f);
+    std::vector<double> want(x.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      const double top = *std::max_element(x.begin() + r * n, x.begin() + (r + 1) * n);
+      double total = 0;
+      for (int64_t j = 0; j < n; ++j) total += std::exp(x[r * n + j] - top);
+      for (int64_t j = 0; j < n; ++j) want[r * n + j] = std::exp(x[r * n + j] - top) / total;
+    }
+    const auto got = run(softmax("sm", shape), {x});
+    EXPECT_LE(worst(got, want), 1e-6) << "n " << n;
+  }
+}
+
+TEST(ModelOps, TransposeMovesEveryElement) {
+  struct Case {
+    std::vector<int64_t> shape, perm;
+  };
+  const std::vector<Case> cases = {{{2, 3, 4, 5}, {0, 2, 3, 1}},
+                                   {{1, 8, 2, 16}, {0, 2, 1, 3}},
+                                   {{3, 4, 5, 2}, {3, 1, 0, 2}},
+                                   {{2, 1, 3, 2, 2, 3}, {5, 4, 3, 2, 1, 0}},
+                                   {{7, 20}, {1, 0}},
+                                   {{9}, {0}}};
+  for (const Case& c : cases) {
+    const size_t rank = c.shape.size();
+    const std::vector<float> x = random(count_of(c.shape), 5);
+    std::vector<int64_t> in_strides(rank, 1), out_shape(rank);
+    for (size_t d = rank - 1; d > 0; --d) in_strides[d - 1] = in_strides[d] * c.shape[d];
+    for (size_t k = 0; k < rank; ++k) out_shape[k] = c.shape[static_cast<size_t>(c.perm[k])];
+    std::vector<double> want(x.size());
+    std::vector<int64_t> i(rank, 0);  // the output index, odometer order
+    for (size_t flat = 0; flat < want.size(); ++flat) {
+      int64_t src = 0;
+      for (size_t k = 0; k < rank; ++k) src += i[k] * in_strides[static_cast<size_t>(c.perm[k])];
+      want[flat] = x[static_cast<size_t>(src)];
+      for (size_t k = rank; k-- > 0;) {
+        if (++i[k] < out_shape[k]) break;
+        i[k] = 0;
+      }
+    }
+    const auto got = run(transpose("tr", c.shape, c.perm), {x});
+    EXPECT_EQ(worst(got, want), 0.0) << "rank " << rank << " perm[0] " << c.perm[0];
+  }
+  EXPECT_THROW(transpose("tr", {2, 3}, {0, 0}), Error);
+  EXPECT_THROW(transpose("tr", {2, 3}, {0, 1, 2}), Error);
+}
+
+TEST(ModelOps, BroadcastBinaryMatchesNumpyRules) {
+  struct Case {
+    std::string op;
+    std::vector<int64_t> a, b;
+  };
+  const std::vector<Case> cases = {{"add", {1, 2, 8, 8}, {1, 1, 1, 8}},  // an attention mask
+                                   {"sub", {2, 3, 20}, {20}},
+                                   {"mul", {3, 1}, {1, 5}},
+                                   {"div", {2, 3, 17}, {}},
+                                   {"sub", {4}, {3, 1}},
+                                   {"add", {2, 3}, {2, 3}}};
+  for (const Case& c : cases) {
+    const std::vector<int64_t> out = *broadcast_shape(c.a, c.b);
+    const std::vector<float> a = random(std::max<int64_t>(count_of(c.a), 1), 6);
+    std::vector<float> b = random(std::max<int64_t>(count_of(c.b), 1), 7);
+    for (float& v : b) v += v < 0 ? -0.5f : 0.5f;  // a divisor away from 0
+    // The element of an operand at output index i (aligned at the trailing axes).
+    const auto at = [&](const std::vector<float>& v, const std::vector<int64_t>& s,
+                        const std::vector<int64_t>& i) {
+      int64_t flat = 0;
+      for (size_t d = 0; d < s.size(); ++d)
+        flat = flat * s[d] + (s[d] == 1 ? 0 : i[i.size() - s.size() + d]);
+      return v[static_cast<size_t>(flat)];
+    };
+    std::vector<double> want;
+    std::vector<int64_t> i(out.size(), 0);
+    for (int64_t flat = 0; flat < count_of(out); ++flat) {
+      const float x = at(a, c.a, i), y = at(b, c.b, i);
+      want.push_back(c.op == "add" ? x + y : c.op == "sub" ? x - y : c.op == "mul" ? x * y : x / y);
+      for (size_t k = out.size(); k-- > 0;) {
+        if (++i[k] < out[k]) break;
+        i[k] = 0;
+      }
+    }
+    const auto got = run(broadcast_binary("bc", c.op, c.a, c.b, out), {a, b});
+    EXPECT_EQ(worst(got, want), 0.0) << c.op << " rank " << out.size();
+  }
+  EXPECT_FALSE(broadcast_shape({2, 3}, {4, 3}));
+  EXPECT_THROW(broadcast_binary("bc", "add", {2, 3}, {4, 3}, {4, 3}), Error);
+}
+
+TEST(ModelOps, ScalarAndUnaryElementwise) {
+  const int64_t n = 1000;  // not a multiple of the vector width
+  const std::vector<float> x = random(n, 8, -4.0f, 4.0f);
+  struct Case {
+    ElementwiseOp op;
+    double (*ref)(double, double);
+    double tolerance;
+  };
+  // The scalar operations in float, as the kernel computes them: the results must be identical.
+  const std::vector<Case> cases = {
+      {{"add_scalar", 0, 0, 1.0f},
+       [](double v, double c) { return double{static_cast<float>(v) + static_cast<float>(c)}; },
+       0},
+      {{"sub_scalar", 0, 0, 0.25f},
+       [](double v, double c) { return double{static_cast<float>(v) - static_cast<float>(c)}; },
+       0},
+      {{"mul_scalar", 0, 0, 0.5f},
+       [](double v, double c) { return double{static_cast<float>(v) * static_cast<float>(c)}; },
+       0},
+      {{"div_scalar", 0, 0, 1.4142135f},
+       [](double v, double c) { return double{static_cast<float>(v) / static_cast<float>(c)}; },
+       0},
+      {{"pow_scalar", 0, 0, 2.0f}, [](double v, double) { return v * v; }, 1e-7},
+      {{"erf"}, [](double v, double) { return std::erf(v); }, 5e-7},
+      {{"gelu_erf"},
+       [](double v, double) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); },
+       1e-6},
+  };
+  for (const Case& c : cases) {
+    std::vector<double> want;
+    for (float v : x) want.push_back(c.ref(v, c.op.value));
+    EXPECT_LE(worst(run(elementwise("ew", c.op, n), {x}), want), c.tolerance) << c.op.op;
+  }
+  std::vector<float> positive = random(n, 9, 0.0f, 100.0f);
+  std::vector<double> roots;
+  for (float v : positive) roots.push_back(std::sqrt(static_cast<double>(v)));
+  EXPECT_LE(worst(run(elementwise("ew", ElementwiseOp{"sqrt"}, n), {positive}), roots), 1e-7);
+}
+
+}  // namespace
+}  // namespace ktune::deploy
