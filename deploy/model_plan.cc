@@ -9,6 +9,7 @@
 
 #include "deploy/model_nodes.h"
 #include "deploy/model_ops.h"
+#include "deploy/model_pool.h"
 #include "frontend/model_tasks.h"
 #include "support/error.h"
 #include "te/lower.h"
@@ -347,6 +348,27 @@ class Planner {
       layer += "+" + f.name;
       out_name = f.outputs.at(0);
     }
+    // A pool whose input is channel-blocked runs blocked too (a generated kernel): converting to
+    // NCHW and back around it would cost more than the pool.
+    const std::string& tmpl = task.template_name();
+    if ((tmpl == "max_pool2d" || tmpl == "avg_pool2d") && occ.fused.empty()) {
+      auto cur = current_.find(anchor.inputs.at(0));
+      if (cur != current_.end() && plan_.tensors[cur->second].block > 0) {
+        const int64_t block = plan_.tensors[cur->second].block;
+        BlockedPool pool{tmpl == "max_pool2d", plan_.tensors[cur->second].shape, block, task.args().get_int("R"),
+                         task.args().get_int("S"), task.args().get_int("stride"), task.args().get_int("pad")};
+        PlanStep s;
+        s.layer = layer;
+        s.kind = "pool";
+        s.symbol = symbol(pool.max ? "max_pool_nchwc" : "avg_pool_nchwc");
+        s.flop = mt.flop;
+        s.task = task;
+        s.func = pool_blocked(s.symbol, pool);
+        s.args = {cur->second, define(out_name, block)};
+        plan_.steps.push_back(std::move(s));
+        return;
+      }
+    }
     PlanStep s;
     s.layer = layer;
     s.kind = "task";
@@ -362,7 +384,6 @@ class Planner {
     const schedule_space::Instantiated inst = task.instantiate(s.choice->config);
     s.func = te::lower(inst.schedule, inst.args, s.symbol);
 
-    const std::string& tmpl = task.template_name();
     if (tmpl == "conv2d_nchwc" || tmpl == "depthwise_conv2d_nchwc")
       bind_conv(s, anchor, occ, out_name, inst.args);
     else if (tmpl == "matmul" || tmpl == "dense_bias_relu" || tmpl == "batch_matmul")

@@ -32,12 +32,14 @@ struct PlanTensor {
 // One kernel call of the model, in order.
 struct PlanStep {
   std::string layer;           // the ONNX nodes it runs, '+'-joined ("conv1+bn1+relu1")
-  std::string kind;            // "task" (a tuned template), "layout" (NCHW <-> NCHWc), "elementwise"
+  std::string kind;            // "task" (a tuned template), "layout" (NCHW <-> NCHWc), "elementwise", "pool" (NCHWc),
+                               // or another generated kernel (model_nodes.h)
   std::string symbol;          // its kernel's entry symbol
   std::vector<int64_t> args;   // tensor ids in the kernel's argument order (the output last)
   te::LoweredFunc func;        // the kernel's loop IR
   double flop = 0;             // of the operator (tasks); 0 for data movement
-  // kind "task": the workload and where its config came from.
+  // kind "task": the workload and where its config came from. kind "pool": the tuned pool task
+  // whose work this generated kernel does instead (no choice).
   std::optional<schedule_space::Task> task;
   std::optional<ConfigChoice> choice;
 };

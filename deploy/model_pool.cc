@@ -24,10 +24,13 @@ te::LoweredFunc pool_blocked(const std::string& name, const BlockedPool& p) {
   const float pad_value = p.max ? -std::numeric_limits<float>::infinity() : 0.0f;
   te::Tensor acc = te::compute({n, blocks, oh, ow, p.block}, [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
     te::Expr iy = y * p.stride + kr - p.pad, ix = x * p.stride + ks - p.pad;
-    te::Expr inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
-    te::Expr v = te::select(inside, in(i, cb, te::min(te::max(iy, te::Expr(int64_t{0})), te::Expr(h - 1)),
-                                        te::min(te::max(ix, te::Expr(int64_t{0})), te::Expr(w - 1)), l),
-                            te::Expr(pad_value));
+    te::Expr v = in(i, cb, iy, ix, l);
+    if (p.pad > 0) {
+      te::Expr inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
+      v = te::select(inside, in(i, cb, te::min(te::max(iy, te::Expr(int64_t{0})), te::Expr(h - 1)),
+                                te::min(te::max(ix, te::Expr(int64_t{0})), te::Expr(w - 1)), l),
+                     te::Expr(pad_value));
+    }
     return p.max ? te::max(v, {kr, ks}) : te::sum(v, {kr, ks});
   }, p.max ? "out" : "sum");
   te::Tensor out = acc;
