@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -294,48 +295,41 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
 
 namespace {
 
+// The `count` values of a tensor's data: its raw bytes (little-endian Stored), else its typed field.
+template <typename Stored, typename Out, typename Typed>
+std::vector<Out> values_of(const std::string& raw, const Typed& typed, int64_t count, const std::function<Error(const std::string&)>& bad) {
+  std::vector<Out> out;
+  if (!raw.empty()) {
+    if (raw.size() != static_cast<size_t>(count) * sizeof(Stored)) throw bad("raw data does not match the shape");
+    std::vector<Stored> tmp(static_cast<size_t>(count));
+    std::memcpy(tmp.data(), raw.data(), raw.size());
+    out.assign(tmp.begin(), tmp.end());
+  } else {
+    out.assign(typed.begin(), typed.end());
+  }
+  if (static_cast<int64_t>(out.size()) != count) throw bad("data does not match the shape");
+  return out;
+}
+
 // The value of one tensor, or nullopt for a type a build does not read.
 std::optional<ConstantValue> value_of(const std::string& path, const onnx::TensorProto& t) {
   ConstantValue v;
   v.shape.assign(t.dims().begin(), t.dims().end());
   int64_t count = 1;
   for (int64_t d : v.shape) count *= d;
-  const auto bad = [&](const std::string& why) {
+  const std::function<Error(const std::string&)> bad = [&](const std::string& why) {
     return Error(ErrorKind::kInvalidArgument, path + ": constant '" + t.name() + "': " + why);
   };
   if (t.data_location() == onnx::TensorProto::EXTERNAL) throw bad("external data is not supported");
-  const std::string& raw = t.raw_data();
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT:
-      if (!raw.empty()) {
-        if (raw.size() != static_cast<size_t>(count) * sizeof(float)) throw bad("raw data does not match the shape");
-        v.f32.resize(static_cast<size_t>(count));
-        std::memcpy(v.f32.data(), raw.data(), raw.size());
-      } else {
-        v.f32.assign(t.float_data().begin(), t.float_data().end());
-      }
-      if (static_cast<int64_t>(v.f32.size()) != count) throw bad("data does not match the shape");
+      v.f32 = values_of<float, float>(t.raw_data(), t.float_data(), count, bad);
       return v;
     case onnx::TensorProto::INT64:
-      if (!raw.empty()) {
-        if (raw.size() != static_cast<size_t>(count) * sizeof(int64_t)) throw bad("raw data does not match the shape");
-        v.i64.resize(static_cast<size_t>(count));
-        std::memcpy(v.i64.data(), raw.data(), raw.size());
-      } else {
-        v.i64.assign(t.int64_data().begin(), t.int64_data().end());
-      }
-      if (static_cast<int64_t>(v.i64.size()) != count) throw bad("data does not match the shape");
+      v.i64 = values_of<int64_t, int64_t>(t.raw_data(), t.int64_data(), count, bad);
       return v;
     case onnx::TensorProto::INT32:
-      if (!raw.empty()) {
-        if (raw.size() != static_cast<size_t>(count) * sizeof(int32_t)) throw bad("raw data does not match the shape");
-        std::vector<int32_t> tmp(static_cast<size_t>(count));
-        std::memcpy(tmp.data(), raw.data(), raw.size());
-        v.i64.assign(tmp.begin(), tmp.end());
-      } else {
-        v.i64.assign(t.int32_data().begin(), t.int32_data().end());
-      }
-      if (static_cast<int64_t>(v.i64.size()) != count) throw bad("data does not match the shape");
+      v.i64 = values_of<int32_t, int64_t>(t.raw_data(), t.int32_data(), count, bad);
       return v;
     default:
       return std::nullopt;
