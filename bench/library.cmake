@@ -3,7 +3,7 @@
 # build/bench/tuned_vs_library (matmul and conv2d, 1 thread; --threads N: six workloads at N)
 # and build/bench/shape_zoo (shapes of real networks, 1 thread) use it, and so does skinny.cmake.
 # oneDNN here uses the OpenMP runtime: OpenMP sets its threads.
-if(TARGET ktune_tuner_model AND TARGET ktune_server)
+if(TARGET ktune_tuner_model AND TARGET ktune_server AND TARGET ktune_baselines)
   find_package(OpenMP COMPONENTS CXX)
   add_library(ktune_bench_race STATIC ${CMAKE_CURRENT_LIST_DIR}/library_race.cc)
   target_include_directories(ktune_bench_race PUBLIC ${PROJECT_SOURCE_DIR})

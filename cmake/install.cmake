@@ -13,6 +13,11 @@ if(NOT (TARGET ktune AND TARGET ktune-runner AND TARGET ktune_deploy))
 endif()
 set(KTUNE_PACKAGE_DIR lib/cmake/ktune)  # ktuneConfig.cmake finds the prefix three levels up
 
+# The installed programs and libraries carry no debug information (the build tree keeps it): a
+# RelWithDebInfo build's prefix was 513 MB, most of it DWARF. Programs are stripped by the install
+# rules below; the static libraries lose their debug sections at the end.
+install(CODE "set(CMAKE_INSTALL_DO_STRIP TRUE)")
+
 install(TARGETS ktune ktune-runner RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Every product library (baselines/ is for comparisons only and stays out). The generated
@@ -74,3 +79,11 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/package/ktuneConfigVersio
   COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
 install(FILES ${PROJECT_BINARY_DIR}/package/ktuneConfig.cmake ${PROJECT_BINARY_DIR}/package/ktuneConfigVersion.cmake
   ${PROJECT_BINARY_DIR}/package/ktuneLibrary.cmake cmake/ktuneKernels.cmake DESTINATION ${KTUNE_PACKAGE_DIR})
+install(CODE "
+  file(GLOB _ktune_libs \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libktune_*.a\")
+  foreach(_lib IN LISTS _ktune_libs)
+    execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug \"\${_lib}\" RESULT_VARIABLE _rc)
+    if(NOT _rc EQUAL 0)
+      message(FATAL_ERROR \"cannot strip \${_lib}\")
+    endif()
+  endforeach()")

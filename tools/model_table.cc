@@ -74,7 +74,11 @@ LibraryTimes add_library_times(const frontend::ModelTasks& tasks, const tuner::M
     if (!libraries.count(t.tuned_as))
       for (const auto& mt : tasks.tasks)
         if (mt.tunable && mt.tunable->workload_key() == t.tuned_as) {
+#if KTUNE_HAVE_BASELINES
           if (auto lib = baselines::library_latency(*mt.tunable, cores)) libraries[t.tuned_as] = *lib;
+#else
+          (void)cores;  // built without baselines/: no library times
+#endif
           break;
         }
     if (auto lib = libraries.find(t.tuned_as); lib != libraries.end() && std::isfinite(t.best_s)) {

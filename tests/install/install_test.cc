@@ -147,6 +147,12 @@ TEST_F(Installed, PrefixHoldsTheCommandsAndThePackage) {
   for (const char* f : {"include/ktune/codegen/llvm_module.h", "include/ktune/rpc_runner/server/device_pool.h",
                         "include/ktune/rpc_runner/protocol/ktune.pb.h"})
     EXPECT_FALSE(fs::exists(prefix() / f)) << f;
+  // Stripped programs and libraries: the prefix stays small (it was 513 MB with the debug
+  // information of a RelWithDebInfo build).
+  uintmax_t bytes = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(prefix()))
+    if (entry.is_regular_file()) bytes += entry.file_size();
+  EXPECT_LE(bytes, 150u * 1024 * 1024) << "prefix of " << bytes << " bytes";
   // The package names no path of this build or source tree (the prefix can move or be packaged).
   for (const auto& entry : fs::directory_iterator(prefix() / "lib/cmake/ktune")) {
     const std::string text = read_file(entry.path());
