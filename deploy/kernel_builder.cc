@@ -11,6 +11,7 @@
 #include "codegen/codegen_llvm.h"
 #include "support/error.h"
 #include "te/lower.h"
+#include "support/version.h"
 
 namespace ktune::deploy {
 namespace {
@@ -78,7 +79,7 @@ KernelProvenance provenance(const BuiltKernel& k, const HistorySource& from) {
   p.target = k.artifact.target;
   p.llvm_version = k.artifact.llvm_version;
   p.config_json = k.choice.config.to_json_string();
-  p.ktune_version = KTUNE_VERSION;
+  p.ktune_version = kVersion;
   const std::string log = from.describe();
   if (k.choice.best) {
     const tuning_db::Record& b = *k.choice.best;

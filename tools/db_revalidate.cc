@@ -15,6 +15,7 @@
 #include "support/error.h"
 #include "tuner/revalidate.h"
 #include "tuning_db/database.h"
+#include "support/version.h"
 
 namespace ktune::tools {
 namespace {
@@ -35,7 +36,7 @@ void run_revalidate(const RevalidateArgs& args) {
   tuner::RevalidateOptions options;
   options.top_k = args.top;
   options.llvm_version = codegen::llvm_version();
-  options.ktune_version = KTUNE_VERSION;
+  options.ktune_version = kVersion;
   const auto done = tuner::revalidate(db, runner, traits, options);
   if (args.json) {
     nlohmann::json j = nlohmann::json::array();

@@ -11,6 +11,7 @@
 #include "support/error.h"
 #include "support/logging.h"
 #include "tools/commands.h"
+#include "support/version.h"
 
 namespace ktune::tools {
 namespace {
@@ -21,7 +22,7 @@ std::vector<std::pair<std::string, CommandAdder>>& registry() {
 }
 
 std::string version_text() {
-  return std::string("ktune ") + KTUNE_VERSION + "\n" + "  LLVM    " + KTUNE_LLVM_VERSION + "\n" +
+  return std::string("ktune ") + kVersion + "\n" + "  LLVM    " + KTUNE_LLVM_VERSION + "\n" +
          "  XGBoost " + KTUNE_XGBOOST_VERSION + "\n" + "  gRPC    " + KTUNE_GRPC_VERSION + "\n" +
          "  SQLite  " + KTUNE_SQLITE_VERSION;
 }

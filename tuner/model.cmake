@@ -14,4 +14,3 @@ target_link_libraries(ktune_tuner_model
   PRIVATE $<BUILD_INTERFACE:ktune_warnings>)
 
 # The session stamps its records with the ktune version.
-target_compile_definitions(ktune_tuner_model PRIVATE KTUNE_VERSION="${PROJECT_VERSION}")

@@ -8,6 +8,7 @@
 
 #include "support/error.h"
 #include "tuner/db_log.h"
+#include "support/version.h"
 
 namespace ktune::tuner {
 namespace {
@@ -55,7 +56,7 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   void set_fallback(const MeasureResult& r) {
     const schedule_space::Config config = task_.fallback_config();
     if (!db_.has(task_.workload_key(), target_, static_cast<int64_t>(config.index()), options_.emulated)) {
-      RecordContext context{target_, options_.device_key, "fallback", KTUNE_VERSION, 0, options_.emulated};
+      RecordContext context{target_, options_.device_key, "fallback", kVersion, 0, options_.emulated};
       db_.add({make_record(task_, config, r, context, 0)});
     }
     if (!r.ok()) return;

@@ -14,5 +14,4 @@ if(TARGET ktune_tuner_model AND TARGET ktune_frontend)
 endif()
 if(TARGET ktune_model_tuning)
   # Stored in the records of the fallbacks it measures.
-  target_compile_definitions(ktune_model_tuning PRIVATE KTUNE_VERSION="${PROJECT_VERSION}")
 endif()

@@ -14,6 +14,7 @@
 #include "tuner/model_based_tuner.h"
 #include "tuner/model_log.h"
 #include "tuner/transfer.h"
+#include "support/version.h"
 
 namespace ktune::tuner {
 namespace {
@@ -150,7 +151,7 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
   context.target = target_;
   context.device_key = o.device_key;
   context.tuner = search->name();
-  context.ktune_version = KTUNE_VERSION;
+  context.ktune_version = kVersion;
   context.run_id = o.run_id;
   context.emulated = o.emulated;
   std::unique_ptr<ModelRunLog> model_log;

@@ -23,6 +23,7 @@
 #include "support/error.h"
 #include "tuning_db/database.h"
 #include "tuning_db/toolchain_preference.h"
+#include "support/version.h"
 
 namespace ktune::rpc_runner {
 namespace {
@@ -292,7 +293,7 @@ class TuningService final : public rpc::Tuning::CallbackService {
                                  rpc::PingReply* reply) override {
     return unary(context, "Ping", [&] {
       reply->set_payload(request->payload());
-      reply->set_server_version("ktune " KTUNE_VERSION);
+      reply->set_server_version(std::string("ktune ") + kVersion);
       reply->set_protocol_version(kProtocolVersion);
     });
   }
