@@ -150,16 +150,20 @@ te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& sha
   const te::IterVar k = te::reduce_axis({0, n}, "k");
   te::Tensor top = te::compute(
       {rows}, [&](te::Var r) { return te::max(x(r, k), k); }, "top");
+  // Each exp once, in vector lanes (a stage of its own); the row sums then only add.
+  te::Tensor e = te::compute(
+      {rows, n}, [&](te::Var r, te::Var j) { return te::exp(x(r, j) - top(r)); }, "e");
   const te::IterVar k2 = te::reduce_axis({0, n}, "k2");
   te::Tensor total = te::compute(
-      {rows}, [&](te::Var r) { return te::sum(te::exp(x(r, k2) - top(r)), k2); }, "total");
+      {rows}, [&](te::Var r) { return te::sum(e(r, k2), k2); }, "total");
   te::Tensor out = te::compute(
-      {rows, n}, [&](te::Var r, te::Var j) { return te::exp(x(r, j) - top(r)) / total(r); }, "out");
+      {rows, n}, [&](te::Var r, te::Var j) { return e(r, j) / total(r); }, "out");
   te::Schedule s = te::create_schedule({out});
   if (rows * n >= kParallelMin) {
     s[top].parallel(s[top].axis(0));
     s[total].parallel(s[total].axis(0));
   }
+  schedule_plain(s, e, true);
   schedule_plain(s, out, true);
   return te::lower(s, {x, out}, name);
 }

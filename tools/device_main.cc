@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   Options o;
   o.session.slots = 1;  // one kernel at a time: timings on a small board must not overlap
   CLI::App app{"ktune-device: serve this board as a device of a ktune tuning server (no compiler needed)"};
-  app.set_version_flag("--version", std::string("ktune-device ") + kVersion);
+  app.set_version_flag("--version", std::string("ktune-device ") + ktune::kVersion);
   app.add_option("--server", o.session.server, "The tuning server, HOST:PORT")->required();
   app.add_option("--key", o.session.key, "Device key that jobs name (e.g. rk3399)")->required();
   app.add_option("--token-file", o.session.token_file, "File with the worker token")->check(CLI::ExistingFile);
