@@ -76,7 +76,8 @@ Row run(const std::string& tuner, int workers, uint64_t trials, const fs::path& 
   Row row;
   row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   row.cpu_s = cpu_seconds(server.pid) - cpu_before;
-  if (last.job.state != "done") throw std::runtime_error("job " + last.job.state + ": " + last.job.message);
+  if (last.job.state != tuning_db::JobState::kDone)
+    throw std::runtime_error("job " + std::string(tuning_db::to_string(last.job.state)) + ": " + last.job.message);
   row.tuner = tuner;
   row.workers = workers;
   row.trials = last.job.done + 1;  // and the fallback, which the server also handled

@@ -99,7 +99,7 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   print_end(o, report, j, libraries ? &*libraries : nullptr, note);
   if (!o.json)
     std::printf("job: %llu (%s) on key %s; log: the server's\n", static_cast<unsigned long long>(*id),
-                last.job.state.c_str(), job.device_key.c_str());
+                std::string(tuning_db::to_string(last.job.state)).c_str(), job.device_key.c_str());
 }
 
 void run_tune_model(TuneModelOptions o) {

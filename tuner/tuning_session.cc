@@ -14,6 +14,7 @@
 #include "tuner/model_based_tuner.h"
 #include "tuner/model_log.h"
 #include "tuner/transfer.h"
+#include "tuning_db/claim_store.h"
 
 namespace ktune::tuner {
 namespace {
@@ -63,13 +64,13 @@ class ClaimGuard {
  public:
   ClaimGuard(tuning_db::Database& db, std::string workload_key, tuning_db::TargetKey target, double ttl_s,
              bool emulated)
-      : db_(db), key_(std::move(workload_key)), target_(std::move(target)), ttl_s_(ttl_s), emulated_(emulated),
+      : db_(db), claims_(db), key_(std::move(workload_key)), target_(std::move(target)), ttl_s_(ttl_s), emulated_(emulated),
         owner_(tuning_db::ClaimOwner::this_process()) {}
   ClaimGuard(const ClaimGuard&) = delete;
   ClaimGuard& operator=(const ClaimGuard&) = delete;
   ~ClaimGuard() {
     try {
-      db_.release_claims(owner_);
+      claims_.release_all(owner_);
     } catch (const std::exception& e) {
       // They expire, or go with this process; nothing is lost.
       spdlog::warn("could not release the run's claims in {}: {}", db_.path(), e.what());
@@ -78,7 +79,7 @@ class ClaimGuard {
 
   std::vector<bool> claim(const std::vector<MeasureInput>& inputs) {
     const std::vector<int64_t> want = indices(inputs);
-    const std::vector<int64_t> granted = db_.claim(key_, target_, want, owner_, ttl_s_, emulated_);
+    const std::vector<int64_t> granted = claims_.claim(key_, target_, want, owner_, ttl_s_, emulated_);
     std::unordered_set<int64_t> ok(granted.begin(), granted.end());
     std::vector<bool> out;
     out.reserve(want.size());
@@ -87,7 +88,7 @@ class ClaimGuard {
       spdlog::info("{} of {} configs are measured by another run; skipped", want.size() - granted.size(), want.size());
     return out;
   }
-  void release(const std::vector<MeasureInput>& inputs) { db_.release_claims(owner_, key_, target_, indices(inputs)); }
+  void release(const std::vector<MeasureInput>& inputs) { claims_.release(owner_, key_, target_, indices(inputs)); }
 
  private:
   static std::vector<int64_t> indices(const std::vector<MeasureInput>& inputs) {
@@ -98,6 +99,7 @@ class ClaimGuard {
   }
 
   tuning_db::Database& db_;
+  tuning_db::ClaimStore claims_;
   std::string key_;
   tuning_db::TargetKey target_;
   double ttl_s_;

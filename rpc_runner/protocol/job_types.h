@@ -10,6 +10,7 @@
 
 #include "tuner/measure.h"
 #include "tuner/tuning_session.h"
+#include "tuning_db/job_store.h"
 
 namespace ktune::rpc_runner {
 
@@ -60,7 +61,7 @@ struct JobSpec {
 // A job as `ktune jobs` shows it.
 struct JobStatus {
   uint64_t id = 0;
-  std::string state;       // queued, running, done, failed, cancelled
+  tuning_db::JobState state = tuning_db::JobState::kQueued;
   std::string workload;    // workload key (template(args...)), or "model NAME (N tasks)"
   std::string device_key;
   std::string target;      // resolved once a device of the key was seen; else the spec's
@@ -76,7 +77,7 @@ struct JobStatus {
   double created_at = 0;
   bool model = false;      // a model job (its events carry model reports)
 
-  bool finished() const { return state == "done" || state == "failed" || state == "cancelled"; }
+  bool finished() const { return tuning_db::is_terminal(state); }
 };
 
 // What a watcher of a job receives: the status, plus progress after a batch, plus the run's

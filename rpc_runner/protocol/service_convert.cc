@@ -112,7 +112,7 @@ JobSpec from_proto(const rpc::JobSpec& in) {
 
 void to_proto(const JobStatus& s, rpc::JobInfo* out) {
   out->set_id(s.id);
-  out->set_state(s.state);
+  out->set_state(std::string(tuning_db::to_string(s.state)));
   out->set_workload(s.workload);
   out->set_device_key(s.device_key);
   out->set_target(s.target);
@@ -132,7 +132,7 @@ void to_proto(const JobStatus& s, rpc::JobInfo* out) {
 JobStatus from_proto(const rpc::JobInfo& in) {
   JobStatus s;
   s.id = in.id();
-  s.state = in.state();
+  s.state = tuning_db::job_state_from_string(in.state());
   s.workload = in.workload();
   s.device_key = in.device_key();
   s.target = in.target();

@@ -11,6 +11,7 @@
 #include "schedule_space/task.h"
 #include "support/error.h"
 #include "tuner/tuning_session.h"
+#include "tuning_db/run_store.h"
 
 namespace ktune::rpc_runner {
 
@@ -55,7 +56,7 @@ FleetMeasurerOptions fleet_options(const JobSpec& spec) {
 JobManager::JobManager(std::string db_path, DevicePool& pool)
     : db_path_(std::move(db_path)), pool_(pool), db_(tuning_db::Database::open(db_path_)) {
   // Every job of the log, finished ones included, so `ktune jobs --all` shows the history.
-  for (const tuning_db::JobRow& row : db_.jobs()) {
+  for (const tuning_db::JobRow& row : job_rows_.all()) {
     auto job = std::make_unique<Job>();
     try {
       job->spec = JobSpec::from_json(row.spec);
@@ -65,7 +66,7 @@ JobManager::JobManager(std::string db_path, DevicePool& pool)
     job->run_id = row.run_id;
     job->summary_json = row.summary;
     // An unfinished model job's summary column holds its progress, not a summary.
-    if (job->spec.is_model() && row.state != "done") std::swap(job->summary_json, job->model_report);
+    if (job->spec.is_model() && row.state != tuning_db::JobState::kDone) std::swap(job->summary_json, job->model_report);
     JobStatus& s = job->status;
     s.id = static_cast<uint64_t>(row.id);
     s.state = row.state;
@@ -77,7 +78,7 @@ JobManager::JobManager(std::string db_path, DevicePool& pool)
     if (job->spec.is_model())
       s.done = model_done(job->model_report.empty() ? job->summary_json : job->model_report);
     else
-      s.done = row.run_id ? static_cast<uint64_t>(db_.count_run_records(row.run_id)) : 0;
+      s.done = row.run_id ? static_cast<uint64_t>(tuning_db::RunStore(db_).count_records(row.run_id)) : 0;
     s.best_gflops = best_of(row.summary);
     s.priority = row.priority;
     s.owner = row.owner;
@@ -112,17 +113,17 @@ JobStatus JobManager::submit(const JobSpec& spec) {
   row.device_key = spec.device_key;
   row.priority = spec.priority;
   row.owner = spec.owner;
-  row.state = "queued";
+  row.state = tuning_db::JobState::kQueued;
   int64_t id;
   {
     std::lock_guard lock(db_mu_);
-    id = db_.add_job(row);
+    id = job_rows_.add(row);
   }
   auto job = std::make_unique<Job>();
   job->spec = spec;
   JobStatus& s = job->status;
   s.id = static_cast<uint64_t>(id);
-  s.state = "queued";
+  s.state = tuning_db::JobState::kQueued;
   s.workload = spec.label();
   s.model = spec.is_model();
   s.device_key = spec.device_key;
@@ -210,10 +211,10 @@ void JobManager::publish(Job& job, const std::optional<tuner::ProgressSnapshot>&
   for (auto& [token, listener] : job.listeners) listener(event);
 }
 
-void JobManager::set_state(Job& job, const std::string& state, const std::string& message) {
+void JobManager::set_state(Job& job, tuning_db::JobState state, const std::string& message) {
   {
     std::lock_guard lock(db_mu_);
-    db_.update_job(static_cast<int64_t>(job.status.id), state, message, job.run_id);
+    job_rows_.update(static_cast<int64_t>(job.status.id), state, message, job.run_id);
   }
   std::lock_guard lock(mu_);
   job.status.state = state;
@@ -231,10 +232,10 @@ void JobManager::run(Job& job) {
       // job stays as the log had it and the next server resumes it.
       try {
         if (job.cancel) {
-          set_state(job, "cancelled", "cancelled by a client");
+          set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
         } else {
           spdlog::error("job {} failed: {}", id, e.what());
-          set_state(job, "failed", e.what());
+          set_state(job, tuning_db::JobState::kFailed, e.what());
         }
       } catch (const std::exception& again) {
         spdlog::error("job {}: cannot record its end in the log: {}", id, again.what());
@@ -250,10 +251,10 @@ void JobManager::run_session(Job& job) {
   auto stop = [this, &job] { return stopping_.load() || job.cancel.load(); };
 
   if (pool_.workers_of(spec.device_key) == 0)
-    set_state(job, "queued", "waiting for a device with key '" + spec.device_key + "'");
+    set_state(job, tuning_db::JobState::kQueued, "waiting for a device with key '" + spec.device_key + "'");
   const std::optional<WorkerInfo> device = pool_.wait_for_worker(spec.device_key, stop);
   if (!device) {
-    if (!stopping_) set_state(job, "cancelled", "cancelled by a client");
+    if (!stopping_) set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
     return;
   }
   // "host" is the devices' own target; every device of a key is taken to have the same one.
@@ -269,11 +270,11 @@ void JobManager::run_session(Job& job) {
   const auto task = schedule_space::Task::create(spec.template_name, spec.args, traits);
 
   if (job.run_id == 0) {
-    job.run_id = db.begin_run({spec.tuner, task.workload_key(), target.str(), spec.to_json()});
+    job.run_id = tuning_db::RunStore(db).begin({spec.tuner, task.workload_key(), target.str(), spec.to_json()});
     std::lock_guard lock(db_mu_);
-    db_.set_job_target(static_cast<int64_t>(id), target.str());
+    job_rows_.set_target(static_cast<int64_t>(id), target.str());
   }
-  const auto done_before = static_cast<uint64_t>(db.count_run_records(job.run_id));
+  const auto done_before = static_cast<uint64_t>(tuning_db::RunStore(db).count_records(job.run_id));
   {
     std::lock_guard lock(mu_);
     job.status.target = target.str();
@@ -299,7 +300,7 @@ void JobManager::run_session(Job& job) {
   const std::string summary = tuner::summary_json(task, target_key, report).dump();
   {
     std::lock_guard lock(db_mu_);
-    db_.set_job_summary(static_cast<int64_t>(id), summary);
+    job_rows_.set_summary(static_cast<int64_t>(id), summary);
   }
   {
     std::lock_guard lock(mu_);
@@ -307,15 +308,15 @@ void JobManager::run_session(Job& job) {
     job.status.best_gflops = std::max(job.status.best_gflops, report.result.best_gflops);
   }
   if (report.cancelled)
-    set_state(job, "cancelled", "cancelled by a client");
+    set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
   else
-    set_state(job, "done", report.result.best_config ? "" : "no config succeeded");
+    set_state(job, tuning_db::JobState::kDone, report.result.best_config ? "" : "no config succeeded");
 }
 
 bool JobManager::begin_measuring(Job& job, uint64_t done_before) {
-  set_state(job, "running", "");
+  set_state(job, tuning_db::JobState::kRunning, "");
   if (done_before >= job.spec.trials) {
-    set_state(job, "done", "every trial was measured before the restart");
+    set_state(job, tuning_db::JobState::kDone, "every trial was measured before the restart");
     return false;
   }
   pool_.open_job(job.status.id, job.spec.device_key, job.spec.priority);
@@ -356,7 +357,7 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
   }
   {
     std::lock_guard lock(db_mu_);
-    db_.set_job_target(static_cast<int64_t>(id), target.target);
+    job_rows_.set_target(static_cast<int64_t>(id), target.target);
   }
   if (!begin_measuring(job, done_before)) return;
   FleetMeasurer measurer(pool_, id, spec.device_key, fleet_options(spec), stop);
@@ -365,7 +366,7 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
         const std::string text = r.dump();
         {
           std::lock_guard lock(db_mu_);
-          db_.set_job_summary(static_cast<int64_t>(id), text);
+          job_rows_.set_summary(static_cast<int64_t>(id), text);
         }
         std::lock_guard lock(mu_);
         job.model_report = text;
@@ -376,7 +377,7 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
   const std::string summary = result.summary.dump();
   {
     std::lock_guard lock(db_mu_);
-    db_.set_job_summary(static_cast<int64_t>(id), summary);
+    job_rows_.set_summary(static_cast<int64_t>(id), summary);
   }
   {
     std::lock_guard lock(mu_);
@@ -384,9 +385,9 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
     if (!result.cancelled) job.summary_json = summary;
   }
   if (result.cancelled)
-    set_state(job, "cancelled", "cancelled by a client");
+    set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
   else
-    set_state(job, "done", result.summary["tuned_s"].is_number() ? "" : "no config succeeded for some task");
+    set_state(job, tuning_db::JobState::kDone, result.summary["tuned_s"].is_number() ? "" : "no config succeeded for some task");
 }
 
 }  // namespace ktune::rpc_runner

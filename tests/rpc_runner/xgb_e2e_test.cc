@@ -18,6 +18,8 @@
 #include "tuner/transfer.h"
 #include "tuner/tune.h"
 #include "tuning_db/database.h"
+#include "tuning_db/model_store.h"
+#include "tuning_db/run_store.h"
 
 namespace ktune::rpc_runner {
 namespace {
@@ -79,7 +81,7 @@ TEST(XgbE2E, Matmul256SeededFromHistoryLogsRunQualityAndModel) {
     if (r.workload_key == task.workload_key() && r.run_id == log.run_id()) ++in_run;
   EXPECT_EQ(in_run, 96);
 
-  auto saved = db.load_model(tuner::kXgbModelName, "matmul", context.target);
+  auto saved = tuning_db::ModelStore(db).load(tuner::kXgbModelName, "matmul", context.target);
   ASSERT_TRUE(saved.has_value());
   EXPECT_EQ(saved->info.metadata["trials"], 96);
   cost_model::XGBoostModel loaded;
@@ -87,7 +89,7 @@ TEST(XgbE2E, Matmul256SeededFromHistoryLogsRunQualityAndModel) {
   EXPECT_TRUE(loaded.fitted());
 
   // Plans: the transfer plan (0), then refits after 32, 64 and 96 results; 0-2 were measured.
-  auto quality = db.batch_quality(log.run_id());
+  auto quality = tuning_db::RunStore(db).batch_quality(log.run_id());
   ASSERT_EQ(quality.size(), 3u);
   ASSERT_TRUE(xgb.search().refits().front().transferred);
   for (const auto& q : quality) {

@@ -15,6 +15,7 @@
 #include "tuner/tune.h"
 #include "tuner/tuning_session.h"
 #include "tuning_db/database.h"
+#include "tuning_db/claim_store.h"
 
 namespace ktune::tuner {
 namespace {
@@ -272,9 +273,9 @@ TEST(Tune, SessionSkipsConfigsClaimedByAnotherRunAndTakesOverExpiredClaims) {
   {
     auto db = tuning_db::Database::open(path);
     tuning_db::ClaimOwner other = tuning_db::ClaimOwner::this_process();  // alive: this process
-    ASSERT_EQ(db.claim(task.workload_key(), target, {1, 2, 3}, other, 3600).size(), 3u);
+    ASSERT_EQ(tuning_db::ClaimStore(db).claim(task.workload_key(), target, {1, 2, 3}, other, 3600).size(), 3u);
     tuning_db::ClaimOwner stale = tuning_db::ClaimOwner::this_process();
-    ASSERT_EQ(db.claim(task.workload_key(), target, {4}, stale, 0.05).size(), 1u);
+    ASSERT_EQ(tuning_db::ClaimStore(db).claim(task.workload_key(), target, {4}, stale, 0.05).size(), 1u);
     ::usleep(100 * 1000);
 
     FakeMeasurer measurer;
@@ -291,7 +292,7 @@ TEST(Tune, SessionSkipsConfigsClaimedByAnotherRunAndTakesOverExpiredClaims) {
               (std::vector<int64_t>{0, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
     // Only the other run's claims are left.
     EXPECT_EQ(db.stats().claims, 3);
-    EXPECT_EQ(db.release_claims(other), 3);
+    EXPECT_EQ(tuning_db::ClaimStore(db).release_all(other), 3);
   }
   std::filesystem::remove_all(dir);
 }

@@ -20,6 +20,8 @@
 #include "tuner/transfer.h"
 #include "tuner/tune.h"
 #include "tuning_db/database.h"
+#include "tuning_db/model_store.h"
+#include "tuning_db/run_store.h"
 
 namespace ktune::tuner {
 namespace {
@@ -107,7 +109,7 @@ TEST(XgbTune, LogsRunRecordsBatchQualityAndALoadableModel) {
     EXPECT_EQ(r.tuner, "xgb");
   }
 
-  std::optional<tuning_db::SavedModel> saved = db.load_model(kXgbModelName, "matmul", kTarget);
+  std::optional<tuning_db::SavedModel> saved = tuning_db::ModelStore(db).load(kXgbModelName, "matmul", kTarget);
   ASSERT_TRUE(saved.has_value());
   EXPECT_EQ(saved->info.metadata["trials"], 160);
   EXPECT_EQ(saved->info.metadata["features"], "knob");
@@ -121,7 +123,7 @@ TEST(XgbTune, LogsRunRecordsBatchQualityAndALoadableModel) {
 
   // 160 results with plans of 32: refits after 32, 64, 96, 128 and 160 results; the first four
   // plans were measured (the last one was not).
-  std::vector<tuning_db::BatchQuality> quality = db.batch_quality(log.run_id());
+  std::vector<tuning_db::BatchQuality> quality = tuning_db::RunStore(db).batch_quality(log.run_id());
   ASSERT_EQ(quality.size(), 4u);
   ASSERT_EQ(tuner.search().refits().size(), 5u);
   for (size_t i = 0; i < quality.size(); ++i) {
