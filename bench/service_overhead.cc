@@ -66,10 +66,10 @@ Row run(const std::string& tuner, int workers, uint64_t trials, const fs::path& 
   rpc_runner::JobSpec job;
   job.template_name = "matmul";
   job.args = {{"M", "16"}, {"N", "16"}, {"K", "16"}};
-  job.device_key = "bench";
-  job.trials = trials;
-  job.tuner = tuner;
-  job.seed = 1;
+  job.session.device_key = "bench";
+  job.session.trials = trials;
+  job.session.tuner = tuner;
+  job.session.seed = 1;
   const double cpu_before = cpu_seconds(server.pid);
   const auto start = std::chrono::steady_clock::now();
   const rpc_runner::JobEvent last = client.watch(client.submit(job).id);

@@ -163,18 +163,18 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
     model_log = std::make_unique<ModelRunLog>(db_, task_, target_, *xgb, run_options, o.run_id);
     context.run_id = model_log->run_id();
   }
-  // The log first: the tuner (and its model fit) sees a batch only once it is recorded.
-  tune_options.on_measured.push_back(database_callback(db_, task_, context));
   std::optional<ClaimGuard> claims;
   if (o.claim_configs) {
     claims.emplace(db_, task_.workload_key(), target_, o.claim_ttl_s, o.emulated);
     tune_options.claim = [&claims](const std::vector<MeasureInput>& inputs) { return claims->claim(inputs); };
-    // Once logged, a config is known to every run: its claim has done its work.
-    tune_options.on_measured.push_back(
-        [&claims](const std::vector<MeasureInput>& inputs, const std::vector<MeasureResult>&) {
-          claims->release(inputs);
-        });
   }
+  // The log first: the tuner (and its model fit) sees a batch only once it is recorded. Once
+  // logged, a config is known to every run: its claim has done its work.
+  tune_options.log = [write = database_callback(db_, task_, context), &claims](
+                         const std::vector<MeasureInput>& inputs, const std::vector<MeasureResult>& results) {
+    write(inputs, results);
+    if (claims) claims->release(inputs);
+  };
   if (model_log) tune_options.callbacks.push_back(model_log->callback());
 
   // Progress: counts of this run, best including the resumed records.

@@ -46,11 +46,8 @@ double best_of(const std::string& summary_json) {
 FleetMeasurerOptions fleet_options(const JobSpec& spec) {
   FleetMeasurerOptions fleet;
   fleet.measure = spec.measure;
-  fleet.run_threads = spec.run_threads;
-  fleet.data_seed = spec.data_seed;
   return fleet;
 }
-
 }  // namespace
 
 JobManager::JobManager(std::string db_path, DevicePool& pool)
@@ -74,7 +71,7 @@ JobManager::JobManager(std::string db_path, DevicePool& pool)
     s.model = job->spec.is_model();
     s.device_key = row.device_key;
     s.target = row.target.empty() ? job->spec.target : row.target;
-    s.trials = job->spec.trials;
+    s.trials = job->spec.session.trials;
     if (job->spec.is_model())
       s.done = model_done(job->model_report.empty() ? job->summary_json : job->model_report);
     else
@@ -83,7 +80,7 @@ JobManager::JobManager(std::string db_path, DevicePool& pool)
     s.priority = row.priority;
     s.owner = row.owner;
     s.message = row.message;
-    s.tuner = job->spec.tuner;
+    s.tuner = job->spec.session.tuner;
     s.created_at = row.created_at;
     jobs_.emplace(s.id, std::move(job));
   }
@@ -110,7 +107,7 @@ JobStatus JobManager::submit(const JobSpec& spec) {
   if (stopping_) throw Error(ErrorKind::kUnsupported, "the server is shutting down");
   tuning_db::JobRow row;
   row.spec = spec.to_json();
-  row.device_key = spec.device_key;
+  row.device_key = spec.session.device_key;
   row.priority = spec.priority;
   row.owner = spec.owner;
   row.state = tuning_db::JobState::kQueued;
@@ -126,15 +123,15 @@ JobStatus JobManager::submit(const JobSpec& spec) {
   s.state = tuning_db::JobState::kQueued;
   s.workload = spec.label();
   s.model = spec.is_model();
-  s.device_key = spec.device_key;
+  s.device_key = spec.session.device_key;
   s.target = spec.target;
-  s.trials = spec.trials;
+  s.trials = spec.session.trials;
   s.priority = spec.priority;
   s.owner = spec.owner;
-  s.tuner = spec.tuner;
+  s.tuner = spec.session.tuner;
   s.created_at = static_cast<double>(std::time(nullptr));
   spdlog::info("job {} submitted by {}: {} on key {}, {} trials ({})", id, spec.owner.empty() ? "?" : spec.owner,
-               s.workload, spec.device_key, spec.trials, spec.tuner);
+               s.workload, spec.session.device_key, spec.session.trials, spec.session.tuner);
   std::lock_guard lock(mu_);
   Job* j = job.get();
   jobs_.emplace(s.id, std::move(job));
@@ -250,9 +247,9 @@ void JobManager::run_session(Job& job) {
   const uint64_t id = job.status.id;
   auto stop = [this, &job] { return stopping_.load() || job.cancel.load(); };
 
-  if (pool_.workers_of(spec.device_key) == 0)
-    set_state(job, tuning_db::JobState::kQueued, "waiting for a device with key '" + spec.device_key + "'");
-  const std::optional<WorkerInfo> device = pool_.wait_for_worker(spec.device_key, stop);
+  if (pool_.workers_of(spec.session.device_key) == 0)
+    set_state(job, tuning_db::JobState::kQueued, "waiting for a device with key '" + spec.session.device_key + "'");
+  const std::optional<WorkerInfo> device = pool_.wait_for_worker(spec.session.device_key, stop);
   if (!device) {
     if (!stopping_) set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
     return;
@@ -261,7 +258,7 @@ void JobManager::run_session(Job& job) {
   const codegen::Target target = codegen::Target::parse(spec.target == "host" ? device->target : spec.target);
   if (target.str() != device->target)
     throw Error(ErrorKind::kUnsupported, "target '" + target.str() + "' differs from the target '" + device->target +
-                                             "' of the devices with key '" + spec.device_key + "'");
+                                             "' of the devices with key '" + spec.session.device_key + "'");
   const auto traits = schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(),
                                                          std::max(device->cores, 1));
   auto db = tuning_db::Database::open(db_path_);
@@ -270,7 +267,7 @@ void JobManager::run_session(Job& job) {
   const auto task = schedule_space::Task::create(spec.template_name, spec.args, traits);
 
   if (job.run_id == 0) {
-    job.run_id = tuning_db::RunStore(db).begin({spec.tuner, task.workload_key(), target.str(), spec.to_json()});
+    job.run_id = tuning_db::RunStore(db).begin({spec.session.tuner, task.workload_key(), target.str(), spec.to_json()});
     std::lock_guard lock(db_mu_);
     job_rows_.set_target(static_cast<int64_t>(id), target.str());
   }
@@ -282,15 +279,15 @@ void JobManager::run_session(Job& job) {
     job.status.done = done_before;
   }
   if (!begin_measuring(job, done_before)) return;
-  FleetMeasurer measurer(pool_, id, spec.device_key, fleet_options(spec), stop);
+  FleetMeasurer measurer(pool_, id, spec.session.device_key, fleet_options(spec), stop);
   tuner::SessionOptions options = session_options(spec, stop);
-  options.trials = spec.trials - done_before;
+  options.trials = spec.session.trials - done_before;
   options.run_id = job.run_id;
   tuner::TuningSession session(task, db, measurer, target_key, options);
   const tuner::SessionReport report = session.run([&](const tuner::ProgressSnapshot& p) {
     tuner::ProgressSnapshot shown = p;
     shown.done += done_before;
-    shown.total = spec.trials;
+    shown.total = spec.session.trials;
     std::lock_guard lock(mu_);
     job.status.done = shown.done;
     job.status.best_gflops = std::max(job.status.best_gflops, p.best_gflops);
@@ -315,26 +312,19 @@ void JobManager::run_session(Job& job) {
 
 bool JobManager::begin_measuring(Job& job, uint64_t done_before) {
   set_state(job, tuning_db::JobState::kRunning, "");
-  if (done_before >= job.spec.trials) {
+  if (done_before >= job.spec.session.trials) {
     set_state(job, tuning_db::JobState::kDone, "every trial was measured before the restart");
     return false;
   }
-  pool_.open_job(job.status.id, job.spec.device_key, job.spec.priority);
+  pool_.open_job(job.status.id, job.spec.session.device_key, job.spec.priority);
   return true;
 }
 
 tuner::SessionOptions JobManager::session_options(const JobSpec& spec, const std::function<bool()>& stop) const {
-  tuner::SessionOptions options;
-  options.tuner = spec.tuner;
-  options.seed = spec.seed;
-  options.batch_size = spec.batch_size;
-  options.early_stopping = spec.early_stopping;
-  options.xgb_features = spec.xgb_features;
-  options.transfer = spec.transfer;
-  options.device_key = spec.device_key;
+  tuner::SessionOptions options = spec.session;
   // Emulated devices (qemu) resume from, learn from and write emulated records only; a result
   // of an emulated worker is marked emulated in any case (FleetMeasurer).
-  options.emulated = pool_.all_emulated(spec.device_key);
+  options.emulated = pool_.all_emulated(spec.session.device_key);
   options.should_stop = stop;
   return options;
 }
@@ -360,7 +350,7 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
     job_rows_.set_target(static_cast<int64_t>(id), target.target);
   }
   if (!begin_measuring(job, done_before)) return;
-  FleetMeasurer measurer(pool_, id, spec.device_key, fleet_options(spec), stop);
+  FleetMeasurer measurer(pool_, id, spec.session.device_key, fleet_options(spec), stop);
   const ModelJobResult result =
       run_model_job(spec, traits, db, measurer, target, session_options(spec, stop), done_before, [&](const nlohmann::json& r) {
         const std::string text = r.dump();

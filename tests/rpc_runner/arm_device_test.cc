@@ -62,11 +62,11 @@ JobSpec job(const std::string& template_name, std::map<std::string, std::string>
   JobSpec s;
   s.template_name = template_name;
   s.args = std::move(args);
-  s.device_key = key;
-  s.trials = trials;
-  s.tuner = "random";
-  s.seed = 7;
-  s.batch_size = 8;
+  s.session.device_key = key;
+  s.session.trials = trials;
+  s.session.tuner = "random";
+  s.session.seed = 7;
+  s.session.batch_size = 8;
   // qemu runs kernels 10-50x slower than the board would: one timing each is enough to check
   // the plumbing, and the timeouts must allow for it.
   s.measure.number = 1;

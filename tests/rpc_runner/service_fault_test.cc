@@ -56,11 +56,11 @@ class ServiceFault : public ::testing::Test {
     JobSpec s;
     s.template_name = "matmul";
     s.args = {{"M", "64"}, {"N", "64"}, {"K", "64"}};
-    s.device_key = "cpu";
-    s.trials = trials;
-    s.tuner = "random";
-    s.seed = 7;
-    s.batch_size = 8;
+    s.session.device_key = "cpu";
+    s.session.trials = trials;
+    s.session.tuner = "random";
+    s.session.seed = 7;
+    s.session.batch_size = 8;
     s.measure.min_repeat_ms = 40;  // each candidate takes over 0.1 s: kills land mid-candidate
     return s;
   }

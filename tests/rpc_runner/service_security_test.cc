@@ -67,10 +67,10 @@ JobSpec small_job() {
   JobSpec s;
   s.template_name = "matmul";
   s.args = {{"M", "32"}, {"N", "32"}, {"K", "32"}};
-  s.device_key = "cpu";
-  s.trials = 8;
-  s.tuner = "random";
-  s.batch_size = 8;
+  s.session.device_key = "cpu";
+  s.session.trials = 8;
+  s.session.tuner = "random";
+  s.session.batch_size = 8;
   return s;
 }
 

@@ -61,11 +61,11 @@ JobSpec matmul_job(const std::string& key, uint64_t trials, uint64_t seed = 1) {
   JobSpec s;
   s.template_name = "matmul";
   s.args = {{"M", "64"}, {"N", "64"}, {"K", "64"}};
-  s.device_key = key;
-  s.trials = trials;
-  s.tuner = "random";
-  s.seed = seed;
-  s.batch_size = 8;
+  s.session.device_key = key;
+  s.session.trials = trials;
+  s.session.tuner = "random";
+  s.session.seed = seed;
+  s.session.batch_size = 8;
   return s;
 }
 

@@ -50,7 +50,7 @@ TEST(XgbE2E, Matmul256SeededFromHistoryLogsRunQualityAndModel) {
     tuner::RandomTuner random(task.space(), 7);
     tuner::TuneOptions options;
     options.n_trial = 48;
-    options.callbacks.push_back(tuner::database_callback(db, task, context));
+    options.log = tuner::database_callback(db, task, context);
     tuner::tune(task, random, runner, options);
   }
 
@@ -69,7 +69,7 @@ TEST(XgbE2E, Matmul256SeededFromHistoryLogsRunQualityAndModel) {
   context.run_id = log.run_id();
   tuner::TuneOptions options;
   options.n_trial = 96;
-  options.callbacks.push_back(tuner::database_callback(db, task, context));
+  options.log = tuner::database_callback(db, task, context);
   options.callbacks.push_back(log.callback());
   tuner::TuneResult result = tuner::tune(task, xgb, runner, options);
   ASSERT_TRUE(log.finish());

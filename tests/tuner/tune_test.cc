@@ -192,7 +192,7 @@ TEST(Tune, DatabaseCallbackRecordsEveryMeasurementAndResumeReadsThem) {
     FakeMeasurer measurer;
     RandomTuner tuner(task.space(), 11);
     TuneOptions options = options_of(40, 16);
-    options.callbacks.push_back(database_callback(db, task, ctx));
+    options.log = database_callback(db, task, ctx);
     TuneResult r = tune(task, tuner, measurer, options);
     measured_first = measurer.measured;
     EXPECT_EQ(db.stats().records, 40);
@@ -220,7 +220,7 @@ TEST(Tune, DatabaseCallbackRecordsEveryMeasurementAndResumeReadsThem) {
     RandomTuner tuner(task.space(), 11);
     TuneOptions options = options_of(40, 16);
     options.resume = past;
-    options.callbacks.push_back(database_callback(db, task, ctx));
+    options.log = database_callback(db, task, ctx);
     tune(task, tuner, measurer, options);
     EXPECT_EQ(db.stats().records, 80);
     EXPECT_EQ(db.measured_indices(task.workload_key(), ctx.target).size(), 80u);
@@ -228,7 +228,7 @@ TEST(Tune, DatabaseCallbackRecordsEveryMeasurementAndResumeReadsThem) {
   std::filesystem::remove_all(dir);
 }
 
-// The log (on_measured) sees each batch before the tuner does: a failing fit loses nothing.
+// The log (TuneOptions::log) sees each batch before the tuner does: a failing fit loses nothing.
 class RecordingTuner : public RandomTuner {
  public:
   RecordingTuner(const schedule_space::ConfigSpace& space, std::vector<std::string>& events)
@@ -248,9 +248,7 @@ TEST(Tune, TheLogSeesABatchBeforeTheTunerAndShouldStopEndsTheLoop) {
   std::vector<std::string> events;
   RecordingTuner tuner(task.space(), events);
   TuneOptions options = options_of(40, 8);
-  options.on_measured.push_back([&](const auto& inputs, const auto&) {
-    events.push_back("log " + std::to_string(inputs.size()));
-  });
+  options.log = [&](const auto& inputs, const auto&) { events.push_back("log " + std::to_string(inputs.size())); };
   options.callbacks.push_back([&](const auto& inputs, const auto&) {
     events.push_back("after " + std::to_string(inputs.size()));
   });

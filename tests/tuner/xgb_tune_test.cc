@@ -96,7 +96,8 @@ TEST(XgbTune, LogsRunRecordsBatchQualityAndALoadableModel) {
   TuneOptions options;
   options.n_trial = 160;
   options.batch_size = 16;
-  options.callbacks = {database_callback(db, task, context), log.callback()};
+  options.log = database_callback(db, task, context);
+  options.callbacks = {log.callback()};
   LandscapeMeasurer measurer;
   TuneResult result = tune(task, tuner, measurer, options);
   ASSERT_EQ(result.n_measured, 160u);
@@ -158,7 +159,7 @@ TEST(XgbTune, TransferModelFromOtherShapesProposesABetterFirstBatch) {
     TuneOptions options;
     options.n_trial = 96;
     options.batch_size = 32;
-    options.callbacks = {database_callback(db, task, {kTarget, "", "random", "test"})};
+    options.log = database_callback(db, task, {kTarget, "", "random", "test"});
     tune(task, random, measurer, options);
   }
 
