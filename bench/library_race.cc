@@ -139,8 +139,8 @@ TuneRun tune_finalists(const schedule_space::Task& task, size_t trials, uint64_t
                        int number) {
   rpc_runner::LocalRunnerOptions ro;
   ro.runner_path = KTUNE_RUNNER_PATH;
-  ro.run_threads = threads;
-  ro.data_seed = seed;
+  ro.measure.run_threads = threads;
+  ro.measure.data_seed = seed;
   ro.measure.number = number;
   rpc_runner::LocalRunner runner(ro);
 

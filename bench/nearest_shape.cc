@@ -81,8 +81,8 @@ int main(int argc, char** argv) {
     };
     rpc_runner::LocalRunnerOptions ro;
     ro.runner_path = KTUNE_RUNNER_PATH;
-    ro.run_threads = 1;
-    ro.data_seed = seed;
+    ro.measure.run_threads = 1;
+    ro.measure.data_seed = seed;
     rpc_runner::LocalRunner runner(ro);
     auto db = tuning_db::Database::open((dir / "tune.db").string());
     std::printf("target %s, 1 thread, xgb %zu trials per tuned workload, seed %llu\n", host.str().c_str(), trials,

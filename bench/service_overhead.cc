@@ -66,17 +66,18 @@ Row run(const std::string& tuner, int workers, uint64_t trials, const fs::path& 
   rpc_runner::JobSpec job;
   job.template_name = "matmul";
   job.args = {{"M", "16"}, {"N", "16"}, {"K", "16"}};
-  job.device_key = "bench";
-  job.trials = trials;
-  job.tuner = tuner;
-  job.seed = 1;
+  job.session.device_key = "bench";
+  job.session.trials = trials;
+  job.session.tuner = tuner;
+  job.session.seed = 1;
   const double cpu_before = cpu_seconds(server.pid);
   const auto start = std::chrono::steady_clock::now();
   const rpc_runner::JobEvent last = client.watch(client.submit(job).id);
   Row row;
   row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   row.cpu_s = cpu_seconds(server.pid) - cpu_before;
-  if (last.job.state != "done") throw std::runtime_error("job " + last.job.state + ": " + last.job.message);
+  if (last.job.state != tuning_db::JobState::kDone)
+    throw std::runtime_error("job " + std::string(tuning_db::to_string(last.job.state)) + ": " + last.job.message);
   row.tuner = tuner;
   row.workers = workers;
   row.trials = last.job.done + 1;  // and the fallback, which the server also handled

@@ -150,8 +150,8 @@ int main(int argc, char** argv) {
     const auto traits = schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), kThreads);
     rpc_runner::LocalRunnerOptions ro;
     ro.runner_path = KTUNE_RUNNER_PATH;
-    ro.run_threads = kThreads;
-    ro.data_seed = o.seed;
+    ro.measure.run_threads = kThreads;
+    ro.measure.data_seed = o.seed;
     std::printf("target %s, %d threads, xgb %zu trials per workload, seed %llu, log %s\n", host.str().c_str(), kThreads,
                 o.trials, static_cast<unsigned long long>(o.seed), db_path.c_str());
     std::fflush(stdout);

@@ -94,10 +94,10 @@ int main(int argc, char** argv) {
     rpc_runner::JobSpec job;
     job.template_name = "matmul";
     job.args = {{"M", "512"}, {"N", "512"}, {"K", "512"}};
-    job.device_key = "bench";
-    job.trials = trials;
-    job.tuner = "random";
-    job.seed = 1;
+    job.session.device_key = "bench";
+    job.session.trials = trials;
+    job.session.tuner = "random";
+    job.session.seed = 1;
     const auto start = std::chrono::steady_clock::now();
     const rpc_runner::JobEvent last = client.watch(client.submit(job).id);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     // The job also measures the fallback config first: count it, as the server did the work.
     const double through_server = (last.job.done + 1) / wall;
     std::printf("\njob on a tuning server + device worker on this machine (gRPC, loopback)\n");
-    std::printf("state               %s, %llu trials + the fallback in %.2f s\n", last.job.state.c_str(),
+    std::printf("state               %s, %llu trials + the fallback in %.2f s\n", std::string(tuning_db::to_string(last.job.state)).c_str(),
                 static_cast<unsigned long long>(last.job.done), wall);
     std::printf("best GFLOP/s        %.2f\n", last.job.best_gflops);
     std::printf("trials/s            %.3f\n", through_server);

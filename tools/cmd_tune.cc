@@ -51,16 +51,10 @@ void run_on_server(const TuneCommandOptions& o) {
   job.template_name = o.template_name;
   job.args = schedule_space::parse_workload_args(o.template_name, o.args);
   job.target = o.target;
-  job.device_key = o.device_key;
-  job.trials = o.session.trials;
-  job.tuner = o.session.tuner;
-  job.seed = o.session.seed;
-  job.batch_size = o.session.batch_size;
-  job.early_stopping = o.session.early_stopping;
-  job.xgb_features = o.session.xgb_features;
-  job.transfer = !o.no_transfer;
+  job.session = o.session;
+  job.session.device_key = o.device_key;
   job.measure = o.measure;
-  job.data_seed = o.session.seed;
+  job.measure.data_seed = o.session.seed;
   job.priority = o.priority;
   rpc_runner::ServiceClient client(o.server);
   if (const auto id = submit_job(client, job, o.detach)) watch_job(client, *id, o.json);
@@ -86,8 +80,8 @@ void run_tune(TuneCommandOptions o) {
       o.template_name, schedule_space::parse_workload_args(o.template_name, o.args), traits);
   rpc_runner::LocalRunnerOptions local;
   local.build_threads = o.threads;
-  local.data_seed = o.session.seed;
   local.measure = o.measure;
+  local.measure.data_seed = o.session.seed;
   rpc_runner::LocalRunner runner(local);
 
   auto db = tuning_db::Database::open(o.db);

@@ -68,27 +68,27 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   rpc_runner::JobSpec job;
   job.model = frontend::to_json(tasks);
   job.target = o.target;
-  job.device_key = o.tuning.session.device_key;
-  job.trials = o.tuning.scheduler.trials;
-  job.batch_size = o.tuning.scheduler.batch_size;
+  // The session as a local run has it (seed and transfer set by run_tune_model); the job's
+  // trials and batch size are the scheduler's budget and allocation.
+  job.session = o.tuning.session;
+  job.session.trials = o.tuning.scheduler.trials;
+  job.session.batch_size = o.tuning.scheduler.batch_size;
   job.strategy = o.tuning.scheduler.strategy;
-  job.tuner = o.tuning.session.tuner;
-  job.seed = job.data_seed = o.tuning.scheduler.seed;
-  job.transfer = !o.no_transfer;
+  job.measure.data_seed = o.tuning.scheduler.seed;
   job.measure.build_timeout_s = job.measure.run_timeout_s = o.timeout_s;
   job.measure.check_correctness = !o.no_check;
   job.priority = o.priority;
   rpc_runner::ServiceClient client(o.server);
   const std::optional<uint64_t> id = submit_job(client, job, o.detach);
   if (!id) return;
-  ModelProgress progress(job.trials, o.json);
+  ModelProgress progress(job.session.trials, o.json);
   const rpc_runner::JobEvent last = follow_model_job(client, *id, o.json,
                                                      [&](const tuner::ModelTuningReport& r) { progress.show(r); });
   progress.finish();
   nlohmann::json j = nlohmann::json::parse(last.summary_json);
   const tuner::ModelTuningReport report = tuner::model_report_from_json(j);
   j["job"] = *id;
-  j["device_key"] = job.device_key;
+  j["device_key"] = job.session.device_key;
   j["target"] = last.job.target;
   // The devices' timings compare with the libraries' only on a machine of their target.
   const codegen::Target here = codegen::Target::parse("host");
@@ -103,7 +103,7 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   print_end(o, report, j, libraries ? &*libraries : nullptr, note);
   if (!o.json)
     std::printf("job: %llu (%s) on key %s; log: the server's\n", static_cast<unsigned long long>(*id),
-                last.job.state.c_str(), job.device_key.c_str());
+                std::string(tuning_db::to_string(last.job.state)).c_str(), job.session.device_key.c_str());
 }
 
 // The model as `build --model` ships it from this log, built and timed here: its end-to-end
@@ -179,7 +179,7 @@ void run_tune_model(TuneModelOptions o) {
 
   rpc_runner::LocalRunnerOptions local;
   local.build_threads = o.threads;
-  local.data_seed = o.tuning.scheduler.seed;
+  local.measure.data_seed = o.tuning.scheduler.seed;
   local.measure.build_timeout_s = local.measure.run_timeout_s = o.timeout_s;
   local.measure.check_correctness = !o.no_check;
   rpc_runner::LocalRunner runner(local);

@@ -23,7 +23,7 @@ class StateLines {
  public:
   StateLines(uint64_t id, bool quiet) : id_(id), quiet_(quiet) {}
   void show(const rpc_runner::JobEvent& e) {
-    const std::string note = e.job.state + (e.job.message.empty() ? "" : ": " + e.job.message);
+    const std::string note = std::string(tuning_db::to_string(e.job.state)) + (e.job.message.empty() ? "" : ": " + e.job.message);
     if (!quiet_ && note != last_ && !e.progress && !e.job.finished()) {
       std::fprintf(stderr, "job %llu %s\n", static_cast<unsigned long long>(id_), note.c_str());
       last_ = note;
@@ -49,7 +49,7 @@ void watch_model_job(rpc_runner::ServiceClient& client, uint64_t id, bool json, 
   }
   std::fflush(stdout);
   print_model_summary(stdout, tuner::model_report_from_json(summary), summary, budget, nullptr, "");
-  std::printf("job: %llu (%s) on key %s\n", static_cast<unsigned long long>(id), last.job.state.c_str(),
+  std::printf("job: %llu (%s) on key %s\n", static_cast<unsigned long long>(id), std::string(tuning_db::to_string(last.job.state)).c_str(),
               last.job.device_key.c_str());
 }
 
@@ -68,8 +68,8 @@ rpc_runner::JobEvent follow_model_job(rpc_runner::ServiceClient& client, uint64_
     }
   });
   const rpc_runner::JobStatus& job = last.job;
-  if (job.state != "done" || last.summary_json.empty())
-    throw Error(ErrorKind::kRun, "job " + std::to_string(job.id) + " " + job.state +
+  if (job.state != tuning_db::JobState::kDone || last.summary_json.empty())
+    throw Error(ErrorKind::kRun, "job " + std::to_string(job.id) + " " + std::string(tuning_db::to_string(job.state)) +
                                      (job.message.empty() ? "" : ": " + job.message));
   return last;
 }
@@ -100,15 +100,15 @@ void watch_job(rpc_runner::ServiceClient& client, uint64_t id, bool json) {
     if (json) {
       nlohmann::json out = summary;
       out["job"] = job.id;
-      out["state"] = job.state;
+      out["state"] = tuning_db::to_string(job.state);
       std::cout << out.dump(2) << "\n";
     } else {
       print_tune_summary(summary, std::cout);
       std::cout << "job:      " << job.id << " (" << job.state << ") on key " << job.device_key << "\n";
     }
   }
-  if (job.state != "done" || last.summary_json.empty())
-    throw Error(ErrorKind::kRun, "job " + std::to_string(job.id) + " " + job.state +
+  if (job.state != tuning_db::JobState::kDone || last.summary_json.empty())
+    throw Error(ErrorKind::kRun, "job " + std::to_string(job.id) + " " + std::string(tuning_db::to_string(job.state)) +
                                      (job.message.empty() ? "" : ": " + job.message));
   if (!nlohmann::json::parse(last.summary_json).contains("best"))
     throw Error(ErrorKind::kRun, "job " + std::to_string(job.id) + ": no config succeeded; every result is in the server's log");

@@ -40,12 +40,12 @@ void print_jobs(std::ostream& out, const std::vector<rpc_runner::JobStatus>& job
     out << std::setw(5) << j.id << std::setw(11) << j.state << std::setw(14) << trials.str() << std::setw(12)
         << (j.best_gflops > 0 ? best.str() : "-") << std::setw(9) << devices.str() << std::setw(5) << j.priority
         << std::setw(14) << j.device_key << j.workload << "\n";
-    if (!j.message.empty() && j.state != "done") out << "     " << j.message << "\n";
+    if (!j.message.empty() && j.state != tuning_db::JobState::kDone) out << "     " << j.message << "\n";
   }
 }
 
 nlohmann::json to_json(const rpc_runner::JobStatus& j) {
-  return {{"id", j.id},           {"state", j.state},       {"workload", j.workload}, {"device_key", j.device_key},
+  return {{"id", j.id},           {"state", tuning_db::to_string(j.state)},       {"workload", j.workload}, {"device_key", j.device_key},
           {"target", j.target},   {"trials", j.trials},     {"done", j.done},         {"best_gflops", j.best_gflops},
           {"devices", j.devices}, {"measuring", j.measuring}, {"priority", j.priority}, {"owner", j.owner},
           {"message", j.message}, {"tuner", j.tuner},       {"created_at", j.created_at},

@@ -1,4 +1,4 @@
-// Defines the measurement contract of the tuner: MeasureOptions, MeasureInput, MeasureResult, Measurer.
+// Defines the measurement contract of the tuner: MeasureInput, MeasureResult, Measurer (MeasureOptions: measure_options.h).
 #pragma once
 
 #include <cstdint>
@@ -8,29 +8,13 @@
 
 #include "schedule_space/config.h"
 #include "support/error.h"
+#include "tuner/measure_options.h"
 
 namespace ktune::schedule_space {
 class Task;
 }  // namespace ktune::schedule_space
 
 namespace ktune::tuner {
-
-// How a candidate kernel is timed and checked. Defaults follow AutoTVM's (number 4, repeat 3,
-// min_repeat_ms 0, 10 s timeouts) except cooldown (0: the tuner does not sleep by default) and
-// check_correctness (on: a wrong kernel must never be recorded as fast).
-struct MeasureOptions {
-  int number = 4;                  // kernel runs per timing; the timing is their mean
-  int repeat = 3;                  // timings per candidate; MeasureResult::costs has this many
-  double min_repeat_ms = 0;        // grow `number` until one timing lasts at least this long
-  double build_timeout_s = 10;     // the candidate's own lower+codegen time, never queue time
-  double run_timeout_s = 10;       // the candidate's own run time (incl. its check), never queue time
-  double cooldown_s = 0;           // sleep between repeats
-  bool flush_cache = false;        // evict the caches (write a large buffer) before each run
-  bool check_correctness = true;   // compare outputs with the task's reference schedule
-  // |out - ref| <= atol + rtol * (|ref| + rms(ref)) element-wise: the rms term lets a reduction
-  // summed in another order round differently without failing where the output is near zero.
-  double rtol = 1e-4, atol = 1e-5;
-};
 
 // One candidate: a task (not owned; must outlive the measurement) and a config of its space.
 struct MeasureInput {

@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "cost_model/loop_features.h"
+#include "tuning_db/model_store.h"
+#include "tuning_db/run_store.h"
 
 namespace ktune::tuner {
 
@@ -26,7 +28,7 @@ struct ModelRunLog::State {
       q.batch = static_cast<int64_t>(i);
       q.records = static_cast<int64_t>(r.plan_measured);
       q.rank_correlation = r.rank_correlation;
-      db->add_batch_quality(run_id, q);
+      tuning_db::RunStore(*db).add_batch_quality(run_id, q);
       written[i] = r.plan_measured;
     }
   }
@@ -50,7 +52,7 @@ ModelRunLog::ModelRunLog(tuning_db::Database& db, const schedule_space::Task& ta
   run.workload_key = task.workload_key();
   run.target = target.target;
   run.options = std::move(options);
-  state_->run_id = db.begin_run(run);
+  state_->run_id = tuning_db::RunStore(db).begin(run);
 }
 
 int64_t ModelRunLog::run_id() const { return state_->run_id; }
@@ -86,10 +88,10 @@ bool ModelRunLog::finish() {
     std::optional<double> rho = search.latest_rank_correlation();
     info.metadata["rank_correlation"] = rho ? nlohmann::json(*rho) : nlohmann::json(nullptr);
     std::vector<uint8_t> blob = s.tuner->model().save();
-    s.db->save_model(info, blob);
+    tuning_db::ModelStore(*s.db).save(info, blob);
     saved = true;
   }
-  s.db->finish_run(s.run_id);
+  tuning_db::RunStore(*s.db).finish(s.run_id);
   return saved;
 }
 

@@ -141,7 +141,7 @@ TuneResult tune(const schedule_space::Task& task, Tuner& tuner, Measurer& measur
       since_improvement = improved ? 0 : since_improvement + 1;
     }
 
-    for (const auto& callback : options.on_measured) callback(inputs, results);
+    if (options.log) options.log(inputs, results);
     t = Clock::now();
     tuner.update(inputs, results);
     out.tuner_s += seconds_since(t);

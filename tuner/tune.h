@@ -32,10 +32,11 @@ struct TuneOptions {
   size_t n_trial = 64;         // new measurements to make (the budget); resumed ones don't count
   size_t early_stopping = 0;   // stop after this many trials without a better config; 0 = never
   size_t batch_size = 16;      // configs asked from the tuner and measured together
-  // Called with each measured batch BEFORE the tuner sees it (the log goes here: a tuner whose
-  // model fit fails then loses nothing).
-  std::vector<Callback> on_measured;
-  std::vector<Callback> callbacks;  // called after the tuner's update (model log, progress)
+  // Writes each measured batch to the tuning log (database_callback). Called BEFORE the tuner
+  // sees the batch, so a tuner whose model fit fails loses nothing. May be empty (no log).
+  Callback log;
+  // Called after the tuner's update (model quality, progress); the log belongs in `log`.
+  std::vector<Callback> callbacks;
   // Polled before each batch; returning true ends the loop (TuneResult::cancelled). May be empty.
   std::function<bool()> should_stop;
   std::vector<PastMeasurement> resume;  // already measured: told to the tuner, not measured
@@ -65,7 +66,7 @@ struct TuneResult {
 };
 
 // Runs the loop: ask the tuner for batches, drop configs already measured (resumed or
-// proposed twice), measure, call on_measured, update the tuner, call the callbacks, until
+// proposed twice), measure, call log, update the tuner, call the callbacks, until
 // n_trial new measurements are made, early stopping triggers, the tuner runs out, or
 // should_stop says so.
 // Returns the summary. Throws what the measurer or a callback throws (measurement failures

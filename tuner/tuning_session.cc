@@ -15,6 +15,7 @@
 #include "tuner/model_log.h"
 #include "tuner/transfer.h"
 #include "support/version.h"
+#include "tuning_db/claim_store.h"
 
 namespace ktune::tuner {
 namespace {
@@ -64,13 +65,13 @@ class ClaimGuard {
  public:
   ClaimGuard(tuning_db::Database& db, std::string workload_key, tuning_db::TargetKey target, double ttl_s,
              bool emulated)
-      : db_(db), key_(std::move(workload_key)), target_(std::move(target)), ttl_s_(ttl_s), emulated_(emulated),
+      : db_(db), claims_(db), key_(std::move(workload_key)), target_(std::move(target)), ttl_s_(ttl_s), emulated_(emulated),
         owner_(tuning_db::ClaimOwner::this_process()) {}
   ClaimGuard(const ClaimGuard&) = delete;
   ClaimGuard& operator=(const ClaimGuard&) = delete;
   ~ClaimGuard() {
     try {
-      db_.release_claims(owner_);
+      claims_.release_all(owner_);
     } catch (const std::exception& e) {
       // They expire, or go with this process; nothing is lost.
       spdlog::warn("could not release the run's claims in {}: {}", db_.path(), e.what());
@@ -79,7 +80,7 @@ class ClaimGuard {
 
   std::vector<bool> claim(const std::vector<MeasureInput>& inputs) {
     const std::vector<int64_t> want = indices(inputs);
-    const std::vector<int64_t> granted = db_.claim(key_, target_, want, owner_, ttl_s_, emulated_);
+    const std::vector<int64_t> granted = claims_.claim(key_, target_, want, owner_, ttl_s_, emulated_);
     std::unordered_set<int64_t> ok(granted.begin(), granted.end());
     std::vector<bool> out;
     out.reserve(want.size());
@@ -88,7 +89,7 @@ class ClaimGuard {
       spdlog::info("{} of {} configs are measured by another run; skipped", want.size() - granted.size(), want.size());
     return out;
   }
-  void release(const std::vector<MeasureInput>& inputs) { db_.release_claims(owner_, key_, target_, indices(inputs)); }
+  void release(const std::vector<MeasureInput>& inputs) { claims_.release(owner_, key_, target_, indices(inputs)); }
 
  private:
   static std::vector<int64_t> indices(const std::vector<MeasureInput>& inputs) {
@@ -99,6 +100,7 @@ class ClaimGuard {
   }
 
   tuning_db::Database& db_;
+  tuning_db::ClaimStore claims_;
   std::string key_;
   tuning_db::TargetKey target_;
   double ttl_s_;
@@ -162,18 +164,18 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
     model_log = std::make_unique<ModelRunLog>(db_, task_, target_, *xgb, run_options, o.run_id);
     context.run_id = model_log->run_id();
   }
-  // The log first: the tuner (and its model fit) sees a batch only once it is recorded.
-  tune_options.on_measured.push_back(database_callback(db_, task_, context));
   std::optional<ClaimGuard> claims;
   if (o.claim_configs) {
     claims.emplace(db_, task_.workload_key(), target_, o.claim_ttl_s, o.emulated);
     tune_options.claim = [&claims](const std::vector<MeasureInput>& inputs) { return claims->claim(inputs); };
-    // Once logged, a config is known to every run: its claim has done its work.
-    tune_options.on_measured.push_back(
-        [&claims](const std::vector<MeasureInput>& inputs, const std::vector<MeasureResult>&) {
-          claims->release(inputs);
-        });
   }
+  // The log first: the tuner (and its model fit) sees a batch only once it is recorded. Once
+  // logged, a config is known to every run: its claim has done its work.
+  tune_options.log = [write = database_callback(db_, task_, context), &claims](
+                         const std::vector<MeasureInput>& inputs, const std::vector<MeasureResult>& results) {
+    write(inputs, results);
+    if (claims) claims->release(inputs);
+  };
   if (model_log) tune_options.callbacks.push_back(model_log->callback());
 
   // Progress: counts of this run, best including the resumed records.

@@ -1,5 +1,5 @@
-// Defines Database, the SQLite tuning log: add records, best/top-k look-ups, resume, history,
-// JSON-lines import/export, saved cost models and tuning-run telemetry.
+// Defines Database, the SQLite tuning log's records: add, best/top-k look-ups, resume, history,
+// JSON-lines import/export, stats and the check (claims, models, runs, jobs: the *_store.h).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,16 +65,6 @@ struct Stats {
   int64_t emulated_ok_records = 0;
 };
 
-// Who claims configs before measuring them: one tuning run of one process. Two runs of the same
-// workload on one log skip what the other holds (Database::claim).
-struct ClaimOwner {
-  std::string id;    // unique per run
-  std::string host;  // this machine's host name: a claim of a dead process here is stale at once
-  int64_t pid = 0;
-  // A new owner for a run of this process: this host and pid, and an id no other run shares.
-  static ClaimOwner this_process();
-};
-
 // Per (workload, target): how much was measured and the best result, real and emulated apart.
 struct WorkloadSummary {
   std::string workload_key;
@@ -110,59 +99,6 @@ struct CheckReport {
   std::vector<std::string> problems;
   int64_t invalid_records = 0;  // records the record check refuses (0 when there is no check)
   std::vector<std::string> invalid_examples;  // the first few: "record <id> (<workload>, config <i>): <why>"
-};
-
-// A saved cost model is found by (name, scope, target); scope is a workload key or a
-// template name, whichever the model was trained for.
-struct ModelInfo {
-  std::string name;   // e.g. "xgb-rank"
-  std::string scope;  // workload key or template name
-  TargetKey target;
-  nlohmann::json metadata = nlohmann::json::object();  // features, rounds, training size...
-  double created_at = 0;                               // unix seconds; set by save_model
-};
-
-struct SavedModel {
-  ModelInfo info;
-  std::vector<uint8_t> blob;
-};
-
-// A tuning run, for model-quality telemetry.
-struct RunInfo {
-  std::string tuner;
-  std::string workload_key;
-  std::string target;
-  nlohmann::json options = nlohmann::json::object();
-};
-
-// A tuning job of the server (rpc_runner's JobManager): what was submitted and where it stands.
-struct JobRow {
-  int64_t id = 0;                                   // assigned by add_job
-  nlohmann::json spec = nlohmann::json::object();   // as submitted
-  std::string device_key;
-  int priority = 1;
-  std::string owner;
-  std::string state = "queued";  // queued, running, done, failed, cancelled
-  int64_t run_id = 0;            // the run its records carry; 0 = none yet
-  std::string target;            // resolved from its devices; "" = not yet
-  std::string message;           // why it waits, or why it failed
-  std::string summary;           // the run's summary (JSON text) once it ended; "" before
-  double created_at = 0, updated_at = 0;  // unix seconds, set by the database
-  std::optional<double> finished_at;      // set when the state becomes terminal
-};
-
-// A tuning run as stored: what begin_run got, and when it started and finished.
-struct RunRow {
-  int64_t id = 0;
-  RunInfo info;
-  double started_at = 0;              // unix seconds
-  std::optional<double> finished_at;  // nullopt while running (or when its process died)
-};
-
-struct BatchQuality {
-  int64_t batch = 0;
-  int64_t records = 0;
-  std::optional<double> rank_correlation;  // predicted vs measured; nullopt before a model
 };
 
 // The tuning log.
@@ -215,7 +151,7 @@ class Database {
   // best() without include_emulated finds nothing. Throws Error(kDatabase).
   int64_t count_emulated(std::string_view workload_key, const TargetKey& target, std::string_view device_key = "");
 
-  // Resume, claims and history take `emulated`: they see only the records measured with that
+  // Resume and history (and ClaimStore) take `emulated`: they see only the records measured with that
   // emulated-ness (false: real devices), so a run on a real device measures again what was only
   // measured under emulation, and an emulated run neither learns from nor skips real timings.
 
@@ -225,22 +161,6 @@ class Database {
   // (to resume a run). Throws Error(kDatabase).
   std::vector<int64_t> measured_indices(std::string_view workload_key, const TargetKey& target,
                                         bool emulated = false);
-  // Claims configs of the workload on the target for `owner` (one write transaction) and returns
-  // the indices granted, in the order asked: those that no record of any toolchain (of this
-  // emulated-ness) holds yet and that no other owner holds a live claim on (claims of emulated
-  // and real runs are apart). A claim is stale, and taken over, once it expired
-  // or when its owner is a process of this host that no longer exists; claiming again what one
-  // holds renews it. ttl_s: seconds until the claims expire. Throws Error(kInvalidArgument) for
-  // an empty owner id or a ttl that is not finite and > 0, Error(kDatabase).
-  std::vector<int64_t> claim(std::string_view workload_key, const TargetKey& target,
-                             const std::vector<int64_t>& indices, const ClaimOwner& owner, double ttl_s,
-                             bool emulated = false);
-  // Releases the owner's claims of these configs (of either emulated-ness). Throws Error(kDatabase).
-  void release_claims(const ClaimOwner& owner, std::string_view workload_key, const TargetKey& target,
-                      const std::vector<int64_t>& indices);
-  // Releases every claim of the owner (a run that ends). Returns how many. Throws Error(kDatabase).
-  int64_t release_claims(const ClaimOwner& owner);
-
   // All records (failures included) of every workload of a template on the target measured with
   // this emulated-ness, oldest first, at most `limit` (0 = no limit) of the newest. For transfer
   // learning and resume.
@@ -275,48 +195,16 @@ class Database {
   // Reads the whole log (each distinct config is instantiated once). Throws Error(kDatabase).
   int64_t remove_invalid();
 
-  // Stores (or replaces) a cost model. Throws Error(kInvalidArgument) for an empty name or
-  // scope, Error(kDatabase).
-  void save_model(const ModelInfo& info, std::span<const uint8_t> blob);
-  // The newest model saved under (name, scope, target), or nullopt. Throws Error(kDatabase).
-  std::optional<SavedModel> load_model(std::string_view name, std::string_view scope,
-                                       const TargetKey& target);
-
-  // Starts a tuning run; returns its id, for Record::run_id and add_batch_quality.
-  // Throws Error(kDatabase).
-  int64_t begin_run(const RunInfo& run);
-  // Marks a run finished. Throws Error(kNotFound) for an unknown id.
-  void finish_run(int64_t run_id);
-  // Records (or replaces) a batch's model quality. Throws Error(kNotFound) for an unknown run.
-  void add_batch_quality(int64_t run_id, const BatchQuality& quality);
-  // A run's batches in order. Throws Error(kDatabase).
-  std::vector<BatchQuality> batch_quality(int64_t run_id);
-  // Every run, by id. Throws Error(kDatabase).
-  std::vector<RunRow> runs();
-
-  // Stores a new job (state as given, usually "queued"). Returns its id. Throws
-  // Error(kInvalidArgument) for an unknown state or an empty device key, Error(kDatabase).
-  int64_t add_job(const JobRow& job);
-  // Sets a job's state and message (and its run when run_id is not 0); a terminal state (done,
-  // failed, cancelled) sets finished_at. Throws Error(kNotFound) for an unknown id,
-  // Error(kInvalidArgument) for an unknown state.
-  void update_job(int64_t id, std::string_view state, std::string_view message, int64_t run_id = 0);
-  // Sets the target a job resolved from its devices. Throws Error(kNotFound).
-  void set_job_target(int64_t id, std::string_view target);
-  // Stores a job's final summary (JSON text). Throws Error(kNotFound).
-  void set_job_summary(int64_t id, std::string_view summary);
-  // The job, or nullopt. Throws Error(kDatabase).
-  std::optional<JobRow> job(int64_t id);
-  // Every job (or only the queued and running ones), by id. Throws Error(kDatabase).
-  std::vector<JobRow> jobs(bool unfinished_only = false);
-  // How many records carry this run id (a job's measured trials). Throws Error(kDatabase).
-  int64_t count_run_records(int64_t run_id);
-
   // Runs PRAGMA integrity_check and foreign_key_check, the schema check and the record check over
   // every record. Returns what was found (ok() when nothing). Throws Error(kDatabase) only when the file cannot be read.
   CheckReport check();
 
  private:
+  // The stores of what is not a record share this connection and its cached statements.
+  friend class ClaimStore;
+  friend class ModelStore;
+  friend class RunStore;
+  friend class JobStore;
   struct Impl;
   explicit Database(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -127,7 +127,8 @@ Report build_report(Database& db, const ReportOptions& options) {
       report.workloads.push_back(workload_report(s, emulated, records, std::max<int64_t>(0, options.top_k)));
     }
   }
-  for (const RunRow& run : db.runs()) {
+  RunStore runs(db);
+  for (const RunRow& run : runs.all()) {
     if (run.info.tuner == kModelRunTuner) {
       report.model_runs.push_back(model_run_report(run));
       continue;
@@ -138,7 +139,7 @@ Report build_report(Database& db, const ReportOptions& options) {
     r.workload_key = run.info.workload_key;
     r.target = run.info.target;
     r.finished = run.finished_at.has_value();
-    for (const BatchQuality& q : db.batch_quality(run.id)) r.plans.push_back({q.batch, q.records, q.rank_correlation});
+    for (const BatchQuality& q : runs.batch_quality(run.id)) r.plans.push_back({q.batch, q.records, q.rank_correlation});
     if (!r.plans.empty()) report.runs.push_back(std::move(r));
   }
   return report;
@@ -150,8 +151,9 @@ int64_t record_model_run(Database& db, const std::string& model, const std::stri
   run.workload_key = model;
   run.target = target;
   run.options = {{"summary", summary}};
-  const int64_t id = db.begin_run(run);
-  db.finish_run(id);
+  RunStore runs(db);
+  const int64_t id = runs.begin(run);
+  runs.finish(id);
   return id;
 }
 

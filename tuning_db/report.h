@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuning_db/database.h"
+#include "tuning_db/run_store.h"
 
 namespace ktune::tuning_db {
 

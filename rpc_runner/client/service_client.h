@@ -31,7 +31,7 @@ class ServiceClient {
   explicit ServiceClient(const ServiceClientOptions& options);
   ~ServiceClient();
 
-  // Submits a job; returns its status (state "queued").
+  // Submits a job; returns its status (state kQueued).
   JobStatus submit(const JobSpec& spec);
   // Queued and running jobs, or every job of the log (all).
   std::vector<JobStatus> jobs(bool all = false);

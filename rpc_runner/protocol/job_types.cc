@@ -38,6 +38,43 @@ T field(const nlohmann::json& j, const char* name, T fallback) {
   }
 }
 
+// The one JSON form of MeasureOptions (the "measure" object of a job spec).
+nlohmann::json measure_json(const tuner::MeasureOptions& m) {
+  return {{"number", m.number},
+          {"repeat", m.repeat},
+          {"min_repeat_ms", m.min_repeat_ms},
+          {"build_timeout_s", m.build_timeout_s},
+          {"run_timeout_s", m.run_timeout_s},
+          {"cooldown_s", m.cooldown_s},
+          {"flush_cache", m.flush_cache},
+          {"check_correctness", m.check_correctness},
+          {"rtol", m.rtol},
+          {"atol", m.atol},
+          {"run_threads", m.run_threads},
+          {"data_seed", m.data_seed}};
+}
+
+// The "measure" object of a job spec; a missing field keeps its default. Specs written before
+// run_threads and data_seed moved into "measure" have them beside it: those are read too, so
+// a server resumes the jobs its log holds from an earlier version.
+tuner::MeasureOptions measure_from_json(const nlohmann::json& spec) {
+  const nlohmann::json m = spec.contains("measure") ? spec.at("measure") : nlohmann::json::object();
+  tuner::MeasureOptions o;
+  o.number = field<int>(m, "number", o.number);
+  o.repeat = field<int>(m, "repeat", o.repeat);
+  o.min_repeat_ms = field<double>(m, "min_repeat_ms", o.min_repeat_ms);
+  o.build_timeout_s = field<double>(m, "build_timeout_s", o.build_timeout_s);
+  o.run_timeout_s = field<double>(m, "run_timeout_s", o.run_timeout_s);
+  o.cooldown_s = field<double>(m, "cooldown_s", o.cooldown_s);
+  o.flush_cache = field<bool>(m, "flush_cache", o.flush_cache);
+  o.check_correctness = field<bool>(m, "check_correctness", o.check_correctness);
+  o.rtol = field<double>(m, "rtol", o.rtol);
+  o.atol = field<double>(m, "atol", o.atol);
+  o.run_threads = field<int>(m, "run_threads", field<int>(spec, "run_threads", 0));
+  o.data_seed = field<uint64_t>(m, "data_seed", field<uint64_t>(spec, "data_seed", 0));
+  return o;
+}
+
 void check_positive(double v, const char* what) {
   if (!std::isfinite(v) || v <= 0)
     throw Error(ErrorKind::kInvalidArgument, std::string(what) + " must be a finite number above 0");
@@ -46,31 +83,18 @@ void check_positive(double v, const char* what) {
 }  // namespace
 
 nlohmann::json JobSpec::to_json() const {
-  const tuner::MeasureOptions& m = measure;
   return {{"template", template_name},
           {"args", args},
           {"target", target},
-          {"device_key", device_key},
-          {"trials", trials},
-          {"tuner", tuner},
-          {"seed", seed},
-          {"batch_size", batch_size},
-          {"early_stopping", early_stopping},
-          {"xgb_features", xgb_features},
-          {"transfer", transfer},
-          {"measure",
-           {{"number", m.number},
-            {"repeat", m.repeat},
-            {"min_repeat_ms", m.min_repeat_ms},
-            {"build_timeout_s", m.build_timeout_s},
-            {"run_timeout_s", m.run_timeout_s},
-            {"cooldown_s", m.cooldown_s},
-            {"flush_cache", m.flush_cache},
-            {"check_correctness", m.check_correctness},
-            {"rtol", m.rtol},
-            {"atol", m.atol}}},
-          {"run_threads", run_threads},
-          {"data_seed", data_seed},
+          {"device_key", session.device_key},
+          {"trials", session.trials},
+          {"tuner", session.tuner},
+          {"seed", session.seed},
+          {"batch_size", session.batch_size},
+          {"early_stopping", session.early_stopping},
+          {"xgb_features", session.xgb_features},
+          {"transfer", session.transfer},
+          {"measure", measure_json(measure)},
           {"priority", priority},
           {"owner", owner},
           {"model", model},
@@ -96,28 +120,16 @@ JobSpec JobSpec::from_json(const nlohmann::json& j) {
   s.template_name = field<std::string>(j, "template", "");
   s.args = field<std::map<std::string, std::string>>(j, "args", {});
   s.target = field<std::string>(j, "target", s.target);
-  s.device_key = field<std::string>(j, "device_key", "");
-  s.trials = field<uint64_t>(j, "trials", s.trials);
-  s.tuner = field<std::string>(j, "tuner", s.tuner);
-  s.seed = field<uint64_t>(j, "seed", 0);
-  s.batch_size = field<uint64_t>(j, "batch_size", s.batch_size);
-  s.early_stopping = field<uint64_t>(j, "early_stopping", 0);
-  s.xgb_features = field<std::string>(j, "xgb_features", s.xgb_features);
-  s.transfer = field<bool>(j, "transfer", true);
-  const nlohmann::json m = j.contains("measure") ? j.at("measure") : nlohmann::json::object();
-  tuner::MeasureOptions& o = s.measure;
-  o.number = field<int>(m, "number", o.number);
-  o.repeat = field<int>(m, "repeat", o.repeat);
-  o.min_repeat_ms = field<double>(m, "min_repeat_ms", o.min_repeat_ms);
-  o.build_timeout_s = field<double>(m, "build_timeout_s", o.build_timeout_s);
-  o.run_timeout_s = field<double>(m, "run_timeout_s", o.run_timeout_s);
-  o.cooldown_s = field<double>(m, "cooldown_s", o.cooldown_s);
-  o.flush_cache = field<bool>(m, "flush_cache", o.flush_cache);
-  o.check_correctness = field<bool>(m, "check_correctness", o.check_correctness);
-  o.rtol = field<double>(m, "rtol", o.rtol);
-  o.atol = field<double>(m, "atol", o.atol);
-  s.run_threads = field<int>(j, "run_threads", 0);
-  s.data_seed = field<uint64_t>(j, "data_seed", 0);
+  tuner::SessionOptions& o = s.session;
+  o.device_key = field<std::string>(j, "device_key", "");
+  o.trials = field<size_t>(j, "trials", o.trials);
+  o.tuner = field<std::string>(j, "tuner", o.tuner);
+  o.seed = field<uint64_t>(j, "seed", 0);
+  o.batch_size = field<size_t>(j, "batch_size", o.batch_size);
+  o.early_stopping = field<size_t>(j, "early_stopping", 0);
+  o.xgb_features = field<std::string>(j, "xgb_features", o.xgb_features);
+  o.transfer = field<bool>(j, "transfer", true);
+  s.measure = measure_from_json(j);
   s.priority = field<int>(j, "priority", 1);
   s.owner = field<std::string>(j, "owner", "");
   s.model = j.contains("model") ? j.at("model") : nlohmann::json();
@@ -126,13 +138,13 @@ JobSpec JobSpec::from_json(const nlohmann::json& j) {
 }
 
 void JobSpec::validate() const {
-  if (device_key.empty()) throw Error(ErrorKind::kInvalidArgument, "a job needs a device key (--device-key)");
-  if (trials < 1 || trials > kMaxJobTrials)
-    throw Error(ErrorKind::kInvalidArgument,
-                "trials must be between 1 and " + std::to_string(kMaxJobTrials) + ", not " + std::to_string(trials));
+  if (session.device_key.empty()) throw Error(ErrorKind::kInvalidArgument, "a job needs a device key (--device-key)");
+  if (session.trials < 1 || session.trials > kMaxJobTrials)
+    throw Error(ErrorKind::kInvalidArgument, "trials must be between 1 and " + std::to_string(kMaxJobTrials) +
+                                                 ", not " + std::to_string(session.trials));
   if (priority < 1 || priority > kMaxJobPriority)
     throw Error(ErrorKind::kInvalidArgument, "priority must be between 1 and " + std::to_string(kMaxJobPriority));
-  if (batch_size < 1 || batch_size > 4096)
+  if (session.batch_size < 1 || session.batch_size > 4096)
     throw Error(ErrorKind::kInvalidArgument, "batch size must be between 1 and 4096");
   if (measure.number < 1 || measure.repeat < 1)
     throw Error(ErrorKind::kInvalidArgument, "number and repeat must be at least 1");
@@ -145,8 +157,8 @@ void JobSpec::validate() const {
       throw Error(ErrorKind::kInvalidArgument, "a model job names no template (its tasks are in the model)");
     tuner::TaskSchedulerOptions scheduler;
     scheduler.strategy = strategy;
-    scheduler.trials = trials;
-    scheduler.batch_size = batch_size;
+    scheduler.trials = session.trials;
+    scheduler.batch_size = session.batch_size;
     tuner::validate(scheduler);
     // The tasks as this server's templates read them (any target: each device's is its own).
     const frontend::ModelTasks tasks = frontend::tasks_from_json(model, schedule_space::TargetTraits{});
@@ -160,11 +172,6 @@ void JobSpec::validate() const {
     return words;
   }());
   }
-  tuner::SessionOptions session;
-  session.trials = trials;
-  session.tuner = tuner;
-  session.batch_size = batch_size;
-  session.xgb_features = xgb_features;
   tuner::validate(session);
 }
 

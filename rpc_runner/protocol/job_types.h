@@ -10,6 +10,7 @@
 
 #include "tuner/measure.h"
 #include "tuner/tuning_session.h"
+#include "tuning_db/job_store.h"
 
 namespace ktune::rpc_runner {
 
@@ -17,29 +18,23 @@ namespace ktune::rpc_runner {
 inline constexpr uint64_t kMaxJobTrials = 10'000'000;
 inline constexpr int kMaxJobPriority = 100;
 
-// A tuning job: the workload, the devices to measure on, the search and how to measure.
+// A tuning job: the workload or the model, the devices to measure on, the search and how to measure.
 struct JobSpec {
   std::string template_name;
   std::map<std::string, std::string> args;  // key=value, as on the command line
-  std::string target = "host";              // "host" = the devices' own target
-  std::string device_key;
-  uint64_t trials = 64;
-  std::string tuner = "xgb";
-  uint64_t seed = 0;
-  uint64_t batch_size = 16;
-  uint64_t early_stopping = 0;
-  std::string xgb_features = "knob";
-  bool transfer = true;
-  tuner::MeasureOptions measure;
-  int run_threads = 0;       // threads of the kernels' parallel loops; 0 = the device's default
-  uint64_t data_seed = 0;
-  int priority = 1;          // share of the key's devices relative to other jobs
-  std::string owner;
   // A model job: the model's tasks as frontend::to_json(ModelTasks) (the server rebuilds them
-  // for its devices' target), tuned under one budget of `trials`, `batch_size` trials per
-  // allocation. null: a one-workload job (template_name, args).
+  // for its devices' target), tuned under one budget of session.trials, session.batch_size
+  // trials per allocation. null: a one-workload job (template_name, args).
   nlohmann::json model;
   std::string strategy = "gradient";  // model jobs: the task scheduler (gradient or round_robin)
+  std::string target = "host";        // "host" = the devices' own target
+  // The search. session.device_key is the key of the devices to measure on (and is stored in
+  // every record). What a job carries of it: trials, tuner, seed, batch_size, early_stopping,
+  // xgb_features, transfer and device_key; the server sets the rest (run id, emulated, stop).
+  tuner::SessionOptions session;
+  tuner::MeasureOptions measure;      // run_threads 0: the device's default
+  int priority = 1;                   // share of the key's devices relative to other jobs
+  std::string owner;
 
   bool is_model() const { return !model.is_null(); }
   // "model NAME (N tasks)" for a model job, else the workload key (template(args...)), or the
@@ -60,7 +55,7 @@ struct JobSpec {
 // A job as `ktune jobs` shows it.
 struct JobStatus {
   uint64_t id = 0;
-  std::string state;       // queued, running, done, failed, cancelled
+  tuning_db::JobState state = tuning_db::JobState::kQueued;
   std::string workload;    // workload key (template(args...)), or "model NAME (N tasks)"
   std::string device_key;
   std::string target;      // resolved once a device of the key was seen; else the spec's
@@ -76,7 +71,7 @@ struct JobStatus {
   double created_at = 0;
   bool model = false;      // a model job (its events carry model reports)
 
-  bool finished() const { return state == "done" || state == "failed" || state == "cancelled"; }
+  bool finished() const { return tuning_db::is_terminal(state); }
 };
 
 // What a watcher of a job receives: the status, plus progress after a batch, plus the run's

@@ -17,36 +17,6 @@ void to_proto(const schedule_space::Task& task, rpc::TaskSpec* out) {
   out->set_arch(t.arch);
 }
 
-void to_proto(const tuner::MeasureOptions& m, int run_threads, uint64_t data_seed, rpc::MeasureSpec* out) {
-  out->set_number(m.number);
-  out->set_repeat(m.repeat);
-  out->set_min_repeat_ms(m.min_repeat_ms);
-  out->set_cooldown_s(m.cooldown_s);
-  out->set_flush_cache(m.flush_cache);
-  out->set_check_correctness(m.check_correctness);
-  out->set_rtol(m.rtol);
-  out->set_atol(m.atol);
-  out->set_build_timeout_s(m.build_timeout_s);
-  out->set_run_timeout_s(m.run_timeout_s);
-  out->set_threads(run_threads);
-  out->set_data_seed(data_seed);
-}
-
-tuner::MeasureOptions from_proto(const rpc::MeasureSpec& m) {
-  tuner::MeasureOptions o;
-  o.number = m.number();
-  o.repeat = m.repeat();
-  o.min_repeat_ms = m.min_repeat_ms();
-  o.cooldown_s = m.cooldown_s();
-  o.flush_cache = m.flush_cache();
-  o.check_correctness = m.check_correctness();
-  o.rtol = m.rtol();
-  o.atol = m.atol();
-  o.build_timeout_s = m.build_timeout_s();
-  o.run_timeout_s = m.run_timeout_s();
-  return o;
-}
-
 tuner::MeasureResult from_proto(const rpc::CandidateResult& r) {
   if (r.error_kind().empty())
     return tuner::make_ok_result({r.costs().begin(), r.costs().end()}, r.build_s(), r.run_s());
@@ -63,15 +33,16 @@ void to_proto(const JobSpec& spec, rpc::JobSpec* out) {
   out->set_template_name(spec.template_name);
   out->set_args_json(nlohmann::json(spec.args).dump());
   out->set_target(spec.target);
-  out->set_device_key(spec.device_key);
-  out->set_trials(spec.trials);
-  out->set_tuner(spec.tuner);
-  out->set_seed(spec.seed);
-  out->set_batch_size(spec.batch_size);
-  out->set_early_stopping(spec.early_stopping);
-  out->set_xgb_features(spec.xgb_features);
-  out->set_transfer(spec.transfer);
-  to_proto(spec.measure, spec.run_threads, spec.data_seed, out->mutable_measure());
+  const tuner::SessionOptions& session = spec.session;
+  out->set_device_key(session.device_key);
+  out->set_trials(session.trials);
+  out->set_tuner(session.tuner);
+  out->set_seed(session.seed);
+  out->set_batch_size(session.batch_size);
+  out->set_early_stopping(session.early_stopping);
+  out->set_xgb_features(session.xgb_features);
+  out->set_transfer(session.transfer);
+  to_proto(spec.measure, out->mutable_measure());
   out->set_priority(spec.priority);
   out->set_owner(spec.owner);
   if (spec.is_model()) out->set_model_json(spec.model.dump());
@@ -92,17 +63,16 @@ JobSpec from_proto(const rpc::JobSpec& in) {
       throw Error(ErrorKind::kInvalidArgument, "job spec: argument '" + k + "' is neither a string nor an integer");
   }
   spec.target = in.target().empty() ? "host" : in.target();
-  spec.device_key = in.device_key();
-  spec.trials = in.trials();
-  spec.tuner = in.tuner();
-  spec.seed = in.seed();
-  spec.batch_size = in.batch_size();
-  spec.early_stopping = in.early_stopping();
-  spec.xgb_features = in.xgb_features();
-  spec.transfer = in.transfer();
+  tuner::SessionOptions& session = spec.session;
+  session.device_key = in.device_key();
+  session.trials = in.trials();
+  session.tuner = in.tuner();
+  session.seed = in.seed();
+  session.batch_size = in.batch_size();
+  session.early_stopping = in.early_stopping();
+  session.xgb_features = in.xgb_features();
+  session.transfer = in.transfer();
   spec.measure = from_proto(in.measure());
-  spec.run_threads = in.measure().threads();
-  spec.data_seed = in.measure().data_seed();
   spec.priority = in.priority();
   spec.owner = in.owner();
   if (!in.model_json().empty()) spec.model = parse_json_input(in.model_json(), "job spec model_json");
@@ -112,7 +82,7 @@ JobSpec from_proto(const rpc::JobSpec& in) {
 
 void to_proto(const JobStatus& s, rpc::JobInfo* out) {
   out->set_id(s.id);
-  out->set_state(s.state);
+  out->set_state(std::string(tuning_db::to_string(s.state)));
   out->set_workload(s.workload);
   out->set_device_key(s.device_key);
   out->set_target(s.target);
@@ -132,7 +102,7 @@ void to_proto(const JobStatus& s, rpc::JobInfo* out) {
 JobStatus from_proto(const rpc::JobInfo& in) {
   JobStatus s;
   s.id = in.id();
-  s.state = in.state();
+  s.state = tuning_db::job_state_from_string(in.state());
   s.workload = in.workload();
   s.device_key = in.device_key();
   s.target = in.target();

@@ -3,6 +3,7 @@
 
 #include "rpc_runner/protocol/job_types.h"
 #include "rpc_runner/protocol/ktune.pb.h"
+#include "rpc_runner/protocol/measure_convert.h"
 #include "rpc_runner/protocol/service_protocol.h"
 #include "schedule_space/task.h"
 #include "tuner/measure.h"
@@ -27,9 +28,6 @@ DeviceInfo from_proto(const rpc::Device& device);
 
 // The proto TaskSpec of a task (what a worker needs to rebuild it exactly).
 void to_proto(const schedule_space::Task& task, rpc::TaskSpec* out);
-// The proto MeasureSpec of measurement options, and back (threads and seed are the spec's own).
-void to_proto(const tuner::MeasureOptions& m, int run_threads, uint64_t data_seed, rpc::MeasureSpec* out);
-tuner::MeasureOptions from_proto(const rpc::MeasureSpec& m);
 // A worker's result as a MeasureResult (an unknown error kind becomes kUnknown).
 tuner::MeasureResult from_proto(const rpc::CandidateResult& r);
 

@@ -45,20 +45,6 @@ std::vector<std::unique_ptr<RunnerChannel>> one_channel(std::unique_ptr<RunnerCh
 
 }  // namespace
 
-TimingOptions timing_options(const tuner::MeasureOptions& m, int threads) {
-  TimingOptions t;
-  t.number = m.number;
-  t.repeat = m.repeat;
-  t.min_repeat_ms = m.min_repeat_ms;
-  t.cooldown_s = m.cooldown_s;
-  t.flush_cache = m.flush_cache;
-  t.check_correctness = m.check_correctness;
-  t.rtol = m.rtol;
-  t.atol = m.atol;
-  t.threads = threads;
-  return t;
-}
-
 ChannelRunner::ChannelRunner(const ChannelRunnerOptions& options, std::unique_ptr<RunnerChannel> channel)
     : ChannelRunner(options, one_channel(std::move(channel))) {}
 
@@ -119,8 +105,7 @@ tuner::MeasureResult ChannelRunner::run_candidate(ChannelSlot& slot, const sched
       request.type = RequestType::kReference;
       request.reference_key = ref.key;
       request.artifact = ref.blob;
-      request.data_seed = base_options_.data_seed;
-      request.timing.threads = base_options_.run_threads;
+      request.measure = base_options_.measure;
       // A runner that crashed once (a transient fault) gets a fresh child and another try before
       // the task's candidates are given up as unknown.
       for (int attempt = 1; attempt <= kReferenceAttempts; ++attempt) {
@@ -153,8 +138,7 @@ tuner::MeasureResult ChannelRunner::run_candidate(ChannelSlot& slot, const sched
   request.type = RequestType::kMeasure;
   request.reference_key = key;
   request.artifact = artifact.serialize();
-  request.data_seed = base_options_.data_seed;
-  request.timing = timing_options(m, base_options_.run_threads);
+  request.measure = m;
 
   const auto start = Clock::now();
   try {

@@ -17,13 +17,10 @@
 namespace ktune::rpc_runner {
 
 // The runner child's timing options for measurement options and a thread count.
-TimingOptions timing_options(const tuner::MeasureOptions& m, int threads);
 
 struct ChannelRunnerOptions {
   tuner::MeasureOptions measure;     // timing, timeouts, correctness check (AutoTVM defaults)
   size_t build_threads = 0;          // builds (child processes) at once; 0 = hardware threads
-  int run_threads = 0;               // threads of the kernels' parallel loops; 0 = runtime default
-  uint64_t data_seed = 0;            // seeds the generated inputs of every kernel
   double reference_timeout_s = 120;  // building + running the reference of a task (plain loops)
 };
 

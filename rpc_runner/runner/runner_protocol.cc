@@ -35,6 +35,38 @@ Message from_bytes(const std::vector<uint8_t>& bytes, const char* what) {
   return m;
 }
 
+// The one converter of MeasureOptions to the runner child's form (runner.proto) and back. The
+// timeouts stay with the parent, which enforces them.
+void to_proto(const tuner::MeasureOptions& o, rpc::RunnerRequest* out) {
+  out->set_data_seed(o.data_seed);
+  rpc::RunnerTiming* timing = out->mutable_timing();
+  timing->set_number(o.number);
+  timing->set_repeat(o.repeat);
+  timing->set_min_repeat_ms(o.min_repeat_ms);
+  timing->set_cooldown_s(o.cooldown_s);
+  timing->set_flush_cache(o.flush_cache);
+  timing->set_check_correctness(o.check_correctness);
+  timing->set_rtol(o.rtol);
+  timing->set_atol(o.atol);
+  timing->set_threads(o.run_threads);
+}
+
+tuner::MeasureOptions from_proto(const rpc::RunnerRequest& in) {
+  tuner::MeasureOptions o;
+  const rpc::RunnerTiming& t = in.timing();
+  o.number = t.number();
+  o.repeat = t.repeat();
+  o.min_repeat_ms = t.min_repeat_ms();
+  o.cooldown_s = t.cooldown_s();
+  o.flush_cache = t.flush_cache();
+  o.check_correctness = t.check_correctness();
+  o.rtol = t.rtol();
+  o.atol = t.atol();
+  o.run_threads = t.threads();
+  o.data_seed = in.data_seed();
+  return o;
+}
+
 }  // namespace
 
 std::vector<uint8_t> encode(const Request& r) {
@@ -43,18 +75,7 @@ std::vector<uint8_t> encode(const Request& r) {
   m.set_type(r.type == RequestType::kReference ? rpc::RunnerRequest::REFERENCE : rpc::RunnerRequest::MEASURE);
   m.set_reference_key(r.reference_key);
   m.set_artifact(r.artifact.data(), r.artifact.size());
-  m.set_data_seed(r.data_seed);
-  const TimingOptions& t = r.timing;
-  rpc::RunnerTiming* timing = m.mutable_timing();
-  timing->set_number(t.number);
-  timing->set_repeat(t.repeat);
-  timing->set_min_repeat_ms(t.min_repeat_ms);
-  timing->set_cooldown_s(t.cooldown_s);
-  timing->set_flush_cache(t.flush_cache);
-  timing->set_check_correctness(t.check_correctness);
-  timing->set_rtol(t.rtol);
-  timing->set_atol(t.atol);
-  timing->set_threads(t.threads);
+  to_proto(r.measure, &m);
   return to_bytes(m);
 }
 
@@ -72,18 +93,7 @@ Request decode_request(const std::vector<uint8_t>& bytes) {
     throw Error(ErrorKind::kIo, "runner message: bad request type");
   r.reference_key = m.reference_key();
   r.artifact.assign(m.artifact().begin(), m.artifact().end());
-  r.data_seed = m.data_seed();
-  const rpc::RunnerTiming& in = m.timing();
-  TimingOptions& t = r.timing;
-  t.number = in.number();
-  t.repeat = in.repeat();
-  t.min_repeat_ms = in.min_repeat_ms();
-  t.cooldown_s = in.cooldown_s();
-  t.flush_cache = in.flush_cache();
-  t.check_correctness = in.check_correctness();
-  t.rtol = in.rtol();
-  t.atol = in.atol();
-  t.threads = in.threads();
+  r.measure = from_proto(m);
   return r;
 }
 

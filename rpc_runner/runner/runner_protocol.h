@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "support/error.h"
+#include "tuner/measure_options.h"
 
 namespace ktune::rpc_runner {
 
@@ -18,23 +19,12 @@ inline constexpr uint32_t kRunnerProtocolVersion = 1;
 // kMeasure: check a candidate against a cached reference and time it.
 enum class RequestType : uint32_t { kReference = 1, kMeasure = 2 };
 
-struct TimingOptions {
-  int32_t number = 4;
-  int32_t repeat = 3;
-  double min_repeat_ms = 0;
-  double cooldown_s = 0;
-  bool flush_cache = false;
-  bool check_correctness = true;
-  double rtol = 1e-4, atol = 1e-5;
-  int32_t threads = 0;  // threads of parallel loops; 0 = leave the runtime's default
-};
-
 struct Request {
   RequestType type = RequestType::kMeasure;
   std::string reference_key;       // names the task's reference in the child's cache
   std::vector<uint8_t> artifact;   // codegen::Artifact::serialize()
-  uint64_t data_seed = 0;          // seeds the generated inputs (same for reference and candidate)
-  TimingOptions timing;            // kMeasure only
+  // kReference uses data_seed and run_threads; kMeasure all but the timeouts (the parent's).
+  tuner::MeasureOptions measure;
 };
 
 // Child -> parent. `error` nullopt = success.

@@ -167,7 +167,7 @@ class Service {
   }
 
   void load_reference(const Request& request) {
-    Workspace ws = prepare(request.artifact, request.data_seed);
+    Workspace ws = prepare(request.artifact, request.measure.data_seed);
     LoadedKernel kernel = load(ws.artifact);
     int32_t status = codegen::call_generated(kernel.fn, ws.args.data());
     if (status != 0)
@@ -183,9 +183,9 @@ class Service {
   }
 
   std::vector<double> measure(const Request& request) {
-    const TimingOptions& t = request.timing;
-    if (t.threads > 0) codegen::set_num_threads(t.threads);
-    Workspace ws = prepare(request.artifact, request.data_seed);
+    const tuner::MeasureOptions& t = request.measure;
+    if (t.run_threads > 0) codegen::set_num_threads(t.run_threads);
+    Workspace ws = prepare(request.artifact, request.measure.data_seed);
     LoadedKernel kernel = load(ws.artifact);
 
     // One checked run first; it also warms the caches and the code.
@@ -243,7 +243,7 @@ class Service {
     for (size_t i = 0; i < ws.buffers.size(); ++i) {
       if (!ref.signature[i].is_output) continue;
       std::string diff = compare(ref.signature[i].dtype, ws.buffers[i], ref.outputs[out++],
-                                 request.timing.rtol, request.timing.atol);
+                                 request.measure.rtol, request.measure.atol);
       if (!diff.empty())
         throw Error(ErrorKind::kWrongAnswer, "output " + std::to_string(i) + " " + diff);
     }

@@ -135,7 +135,7 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(const std::vector<tuner
     to_proto(task, c.mutable_task());
     c.set_config_index(inputs[i].config.index());
     c.set_config_json(inputs[i].config.to_json_string());
-    to_proto(options_.measure, options_.run_threads, options_.data_seed, c.mutable_measure());
+    to_proto(options_.measure, c.mutable_measure());
     if (kernels[i]) {
       c.set_artifact(std::move(*kernels[i]));
       try {

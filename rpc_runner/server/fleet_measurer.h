@@ -13,9 +13,7 @@
 namespace ktune::rpc_runner {
 
 struct FleetMeasurerOptions {
-  tuner::MeasureOptions measure;
-  int run_threads = 0;      // threads of the kernels' parallel loops; 0 = the device's default
-  uint64_t data_seed = 0;
+  tuner::MeasureOptions measure;  // run_threads 0: the device's default
   // A result is refused (recorded as kUnknown, naming the worker) when it claims more than this
   // many times the device's stated peak: a buggy or lying worker must not poison the log.
   double max_over_peak = 100;

@@ -11,6 +11,7 @@
 #include "schedule_space/task.h"
 #include "support/error.h"
 #include "tuner/tuning_session.h"
+#include "tuning_db/run_store.h"
 
 namespace ktune::rpc_runner {
 
@@ -45,17 +46,14 @@ double best_of(const std::string& summary_json) {
 FleetMeasurerOptions fleet_options(const JobSpec& spec) {
   FleetMeasurerOptions fleet;
   fleet.measure = spec.measure;
-  fleet.run_threads = spec.run_threads;
-  fleet.data_seed = spec.data_seed;
   return fleet;
 }
-
 }  // namespace
 
 JobManager::JobManager(std::string db_path, DevicePool& pool)
     : db_path_(std::move(db_path)), pool_(pool), db_(tuning_db::Database::open(db_path_)) {
   // Every job of the log, finished ones included, so `ktune jobs --all` shows the history.
-  for (const tuning_db::JobRow& row : db_.jobs()) {
+  for (const tuning_db::JobRow& row : job_rows_.all()) {
     auto job = std::make_unique<Job>();
     try {
       job->spec = JobSpec::from_json(row.spec);
@@ -65,7 +63,7 @@ JobManager::JobManager(std::string db_path, DevicePool& pool)
     job->run_id = row.run_id;
     job->summary_json = row.summary;
     // An unfinished model job's summary column holds its progress, not a summary.
-    if (job->spec.is_model() && row.state != "done") std::swap(job->summary_json, job->model_report);
+    if (job->spec.is_model() && row.state != tuning_db::JobState::kDone) std::swap(job->summary_json, job->model_report);
     JobStatus& s = job->status;
     s.id = static_cast<uint64_t>(row.id);
     s.state = row.state;
@@ -73,16 +71,16 @@ JobManager::JobManager(std::string db_path, DevicePool& pool)
     s.model = job->spec.is_model();
     s.device_key = row.device_key;
     s.target = row.target.empty() ? job->spec.target : row.target;
-    s.trials = job->spec.trials;
+    s.trials = job->spec.session.trials;
     if (job->spec.is_model())
       s.done = model_done(job->model_report.empty() ? job->summary_json : job->model_report);
     else
-      s.done = row.run_id ? static_cast<uint64_t>(db_.count_run_records(row.run_id)) : 0;
+      s.done = row.run_id ? static_cast<uint64_t>(tuning_db::RunStore(db_).count_records(row.run_id)) : 0;
     s.best_gflops = best_of(row.summary);
     s.priority = row.priority;
     s.owner = row.owner;
     s.message = row.message;
-    s.tuner = job->spec.tuner;
+    s.tuner = job->spec.session.tuner;
     s.created_at = row.created_at;
     jobs_.emplace(s.id, std::move(job));
   }
@@ -109,31 +107,31 @@ JobStatus JobManager::submit(const JobSpec& spec) {
   if (stopping_) throw Error(ErrorKind::kUnsupported, "the server is shutting down");
   tuning_db::JobRow row;
   row.spec = spec.to_json();
-  row.device_key = spec.device_key;
+  row.device_key = spec.session.device_key;
   row.priority = spec.priority;
   row.owner = spec.owner;
-  row.state = "queued";
+  row.state = tuning_db::JobState::kQueued;
   int64_t id;
   {
     std::lock_guard lock(db_mu_);
-    id = db_.add_job(row);
+    id = job_rows_.add(row);
   }
   auto job = std::make_unique<Job>();
   job->spec = spec;
   JobStatus& s = job->status;
   s.id = static_cast<uint64_t>(id);
-  s.state = "queued";
+  s.state = tuning_db::JobState::kQueued;
   s.workload = spec.label();
   s.model = spec.is_model();
-  s.device_key = spec.device_key;
+  s.device_key = spec.session.device_key;
   s.target = spec.target;
-  s.trials = spec.trials;
+  s.trials = spec.session.trials;
   s.priority = spec.priority;
   s.owner = spec.owner;
-  s.tuner = spec.tuner;
+  s.tuner = spec.session.tuner;
   s.created_at = static_cast<double>(std::time(nullptr));
   spdlog::info("job {} submitted by {}: {} on key {}, {} trials ({})", id, spec.owner.empty() ? "?" : spec.owner,
-               s.workload, spec.device_key, spec.trials, spec.tuner);
+               s.workload, spec.session.device_key, spec.session.trials, spec.session.tuner);
   std::lock_guard lock(mu_);
   Job* j = job.get();
   jobs_.emplace(s.id, std::move(job));
@@ -210,10 +208,10 @@ void JobManager::publish(Job& job, const std::optional<tuner::ProgressSnapshot>&
   for (auto& [token, listener] : job.listeners) listener(event);
 }
 
-void JobManager::set_state(Job& job, const std::string& state, const std::string& message) {
+void JobManager::set_state(Job& job, tuning_db::JobState state, const std::string& message) {
   {
     std::lock_guard lock(db_mu_);
-    db_.update_job(static_cast<int64_t>(job.status.id), state, message, job.run_id);
+    job_rows_.update(static_cast<int64_t>(job.status.id), state, message, job.run_id);
   }
   std::lock_guard lock(mu_);
   job.status.state = state;
@@ -231,10 +229,10 @@ void JobManager::run(Job& job) {
       // job stays as the log had it and the next server resumes it.
       try {
         if (job.cancel) {
-          set_state(job, "cancelled", "cancelled by a client");
+          set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
         } else {
           spdlog::error("job {} failed: {}", id, e.what());
-          set_state(job, "failed", e.what());
+          set_state(job, tuning_db::JobState::kFailed, e.what());
         }
       } catch (const std::exception& again) {
         spdlog::error("job {}: cannot record its end in the log: {}", id, again.what());
@@ -249,18 +247,18 @@ void JobManager::run_session(Job& job) {
   const uint64_t id = job.status.id;
   auto stop = [this, &job] { return stopping_.load() || job.cancel.load(); };
 
-  if (pool_.workers_of(spec.device_key) == 0)
-    set_state(job, "queued", "waiting for a device with key '" + spec.device_key + "'");
-  const std::optional<WorkerInfo> device = pool_.wait_for_worker(spec.device_key, stop);
+  if (pool_.workers_of(spec.session.device_key) == 0)
+    set_state(job, tuning_db::JobState::kQueued, "waiting for a device with key '" + spec.session.device_key + "'");
+  const std::optional<WorkerInfo> device = pool_.wait_for_worker(spec.session.device_key, stop);
   if (!device) {
-    if (!stopping_) set_state(job, "cancelled", "cancelled by a client");
+    if (!stopping_) set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
     return;
   }
   // "host" is the devices' own target; every device of a key is taken to have the same one.
   const codegen::Target target = codegen::Target::parse(spec.target == "host" ? device->target : spec.target);
   if (target.str() != device->target)
     throw Error(ErrorKind::kUnsupported, "target '" + target.str() + "' differs from the target '" + device->target +
-                                             "' of the devices with key '" + spec.device_key + "'");
+                                             "' of the devices with key '" + spec.session.device_key + "'");
   const auto traits = schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(),
                                                          std::max(device->cores, 1));
   auto db = tuning_db::Database::open(db_path_);
@@ -269,11 +267,11 @@ void JobManager::run_session(Job& job) {
   const auto task = schedule_space::Task::create(spec.template_name, spec.args, traits);
 
   if (job.run_id == 0) {
-    job.run_id = db.begin_run({spec.tuner, task.workload_key(), target.str(), spec.to_json()});
+    job.run_id = tuning_db::RunStore(db).begin({spec.session.tuner, task.workload_key(), target.str(), spec.to_json()});
     std::lock_guard lock(db_mu_);
-    db_.set_job_target(static_cast<int64_t>(id), target.str());
+    job_rows_.set_target(static_cast<int64_t>(id), target.str());
   }
-  const auto done_before = static_cast<uint64_t>(db.count_run_records(job.run_id));
+  const auto done_before = static_cast<uint64_t>(tuning_db::RunStore(db).count_records(job.run_id));
   {
     std::lock_guard lock(mu_);
     job.status.target = target.str();
@@ -281,15 +279,15 @@ void JobManager::run_session(Job& job) {
     job.status.done = done_before;
   }
   if (!begin_measuring(job, done_before)) return;
-  FleetMeasurer measurer(pool_, id, spec.device_key, fleet_options(spec), stop);
+  FleetMeasurer measurer(pool_, id, spec.session.device_key, fleet_options(spec), stop);
   tuner::SessionOptions options = session_options(spec, stop);
-  options.trials = spec.trials - done_before;
+  options.trials = spec.session.trials - done_before;
   options.run_id = job.run_id;
   tuner::TuningSession session(task, db, measurer, target_key, options);
   const tuner::SessionReport report = session.run([&](const tuner::ProgressSnapshot& p) {
     tuner::ProgressSnapshot shown = p;
     shown.done += done_before;
-    shown.total = spec.trials;
+    shown.total = spec.session.trials;
     std::lock_guard lock(mu_);
     job.status.done = shown.done;
     job.status.best_gflops = std::max(job.status.best_gflops, p.best_gflops);
@@ -299,7 +297,7 @@ void JobManager::run_session(Job& job) {
   const std::string summary = tuner::summary_json(task, target_key, report).dump();
   {
     std::lock_guard lock(db_mu_);
-    db_.set_job_summary(static_cast<int64_t>(id), summary);
+    job_rows_.set_summary(static_cast<int64_t>(id), summary);
   }
   {
     std::lock_guard lock(mu_);
@@ -307,33 +305,26 @@ void JobManager::run_session(Job& job) {
     job.status.best_gflops = std::max(job.status.best_gflops, report.result.best_gflops);
   }
   if (report.cancelled)
-    set_state(job, "cancelled", "cancelled by a client");
+    set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
   else
-    set_state(job, "done", report.result.best_config ? "" : "no config succeeded");
+    set_state(job, tuning_db::JobState::kDone, report.result.best_config ? "" : "no config succeeded");
 }
 
 bool JobManager::begin_measuring(Job& job, uint64_t done_before) {
-  set_state(job, "running", "");
-  if (done_before >= job.spec.trials) {
-    set_state(job, "done", "every trial was measured before the restart");
+  set_state(job, tuning_db::JobState::kRunning, "");
+  if (done_before >= job.spec.session.trials) {
+    set_state(job, tuning_db::JobState::kDone, "every trial was measured before the restart");
     return false;
   }
-  pool_.open_job(job.status.id, job.spec.device_key, job.spec.priority);
+  pool_.open_job(job.status.id, job.spec.session.device_key, job.spec.priority);
   return true;
 }
 
 tuner::SessionOptions JobManager::session_options(const JobSpec& spec, const std::function<bool()>& stop) const {
-  tuner::SessionOptions options;
-  options.tuner = spec.tuner;
-  options.seed = spec.seed;
-  options.batch_size = spec.batch_size;
-  options.early_stopping = spec.early_stopping;
-  options.xgb_features = spec.xgb_features;
-  options.transfer = spec.transfer;
-  options.device_key = spec.device_key;
+  tuner::SessionOptions options = spec.session;
   // Emulated devices (qemu) resume from, learn from and write emulated records only; a result
   // of an emulated worker is marked emulated in any case (FleetMeasurer).
-  options.emulated = pool_.all_emulated(spec.device_key);
+  options.emulated = pool_.all_emulated(spec.session.device_key);
   options.should_stop = stop;
   return options;
 }
@@ -356,16 +347,16 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
   }
   {
     std::lock_guard lock(db_mu_);
-    db_.set_job_target(static_cast<int64_t>(id), target.target);
+    job_rows_.set_target(static_cast<int64_t>(id), target.target);
   }
   if (!begin_measuring(job, done_before)) return;
-  FleetMeasurer measurer(pool_, id, spec.device_key, fleet_options(spec), stop);
+  FleetMeasurer measurer(pool_, id, spec.session.device_key, fleet_options(spec), stop);
   const ModelJobResult result =
       run_model_job(spec, traits, db, measurer, target, session_options(spec, stop), done_before, [&](const nlohmann::json& r) {
         const std::string text = r.dump();
         {
           std::lock_guard lock(db_mu_);
-          db_.set_job_summary(static_cast<int64_t>(id), text);
+          job_rows_.set_summary(static_cast<int64_t>(id), text);
         }
         std::lock_guard lock(mu_);
         job.model_report = text;
@@ -376,7 +367,7 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
   const std::string summary = result.summary.dump();
   {
     std::lock_guard lock(db_mu_);
-    db_.set_job_summary(static_cast<int64_t>(id), summary);
+    job_rows_.set_summary(static_cast<int64_t>(id), summary);
   }
   {
     std::lock_guard lock(mu_);
@@ -384,9 +375,9 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
     if (!result.cancelled) job.summary_json = summary;
   }
   if (result.cancelled)
-    set_state(job, "cancelled", "cancelled by a client");
+    set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
   else
-    set_state(job, "done", result.summary["tuned_s"].is_number() ? "" : "no config succeeded for some task");
+    set_state(job, tuning_db::JobState::kDone, result.summary["tuned_s"].is_number() ? "" : "no config succeeded for some task");
 }
 
 }  // namespace ktune::rpc_runner

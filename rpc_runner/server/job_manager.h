@@ -17,6 +17,7 @@
 #include "schedule_space/task.h"
 #include "tuner/tuning_session.h"
 #include "tuning_db/database.h"
+#include "tuning_db/job_store.h"
 
 namespace ktune::rpc_runner {
 
@@ -78,7 +79,7 @@ class JobManager {
   // What every TuningSession of the job shares (not trials, run id).
   tuner::SessionOptions session_options(const JobSpec& spec, const std::function<bool()>& stop) const;
   // Stores state + message, updates the status and tells the listeners. Takes mu_.
-  void set_state(Job& job, const std::string& state, const std::string& message);
+  void set_state(Job& job, tuning_db::JobState state, const std::string& message);
   // Tells the job's listeners. Needs mu_.
   void publish(Job& job, const std::optional<tuner::ProgressSnapshot>& progress);
   // The status with the fleet's live counts. Needs mu_.
@@ -87,8 +88,9 @@ class JobManager {
 
   const std::string db_path_;
   DevicePool& pool_;
-  std::mutex db_mu_;            // guards db_ (job rows; sessions use their own connections)
+  std::mutex db_mu_;            // guards db_ and job_rows_ (sessions use their own connections)
   tuning_db::Database db_;
+  tuning_db::JobStore job_rows_{db_};
   mutable std::mutex mu_;       // guards jobs_ and every Job's status, listeners, summary
   std::map<uint64_t, std::unique_ptr<Job>> jobs_;
   std::atomic<bool> stopping_{false};

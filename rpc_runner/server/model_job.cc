@@ -17,9 +17,9 @@ ModelJobResult run_model_job(const JobSpec& spec, const schedule_space::TargetTr
   tuner::ModelTuningOptions options;
   options.session = session;
   options.scheduler.strategy = spec.strategy;
-  options.scheduler.trials = spec.trials - done_before;
-  options.scheduler.batch_size = spec.batch_size;
-  options.scheduler.seed = spec.seed;
+  options.scheduler.trials = spec.session.trials - done_before;
+  options.scheduler.batch_size = spec.session.batch_size;
+  options.scheduler.seed = spec.session.seed;
   tuner::ModelTuning tuning(tasks, db, measurer, target, options);
   auto summary = [&](const tuner::ModelTuningReport& r) {
     nlohmann::json j = tuner::model_summary_json(tasks, r);

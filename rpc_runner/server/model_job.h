@@ -21,7 +21,7 @@ struct ModelJobResult {
 };
 
 // Rebuilds the model's tasks (spec.model) for `traits` (the devices' target), measures every
-// tuned workload's untuned fallback on `measurer` and spends the budget left (spec.trials -
+// tuned workload's untuned fallback on `measurer` and spends the budget left (spec.session.trials -
 // done_before) with a task scheduler, each allocation a TuningSession resuming from `db` (so a
 // second job of the same model, or this one after a restart, measures no config twice).
 // `session` carries what every allocation shares (tuner, seed, transfer, device key, emulated,

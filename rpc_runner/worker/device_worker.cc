@@ -69,8 +69,6 @@ struct DeviceWorker::Impl {
     LocalRunnerOptions o;
     o.runner_path = options.runner_path;
     o.build_threads = static_cast<size_t>(std::max(options.slots, 1));
-    o.run_threads = m.threads();
-    o.data_seed = m.data_seed();
     o.measure = from_proto(m);
     return *runners.emplace(key, std::make_unique<LocalRunner>(o)).first->second;
   }

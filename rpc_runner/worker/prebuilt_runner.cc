@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "rpc_runner/protocol/measure_convert.h"
 #include "rpc_runner/runner/runner_process.h"
 #include "support/error.h"
 
@@ -10,20 +11,6 @@ namespace ktune::rpc_runner {
 namespace {
 
 constexpr double kReferenceTimeoutS = 120;  // a plain, untiled kernel: slow, but it must end
-
-TimingOptions timing_of(const rpc::MeasureSpec& m) {
-  TimingOptions t;
-  t.number = m.number();
-  t.repeat = m.repeat();
-  t.min_repeat_ms = m.min_repeat_ms();
-  t.cooldown_s = m.cooldown_s();
-  t.flush_cache = m.flush_cache();
-  t.check_correctness = m.check_correctness();
-  t.rtol = m.rtol();
-  t.atol = m.atol();
-  t.threads = m.threads();
-  return t;
-}
 
 }  // namespace
 
@@ -41,7 +28,7 @@ PrebuiltRunner::PrebuiltRunner(std::string runner_path, std::vector<std::string>
 PrebuiltRunner::~PrebuiltRunner() = default;
 
 rpc::CandidateResult PrebuiltRunner::run(const rpc::Candidate& c, const std::string& target) {
-  const rpc::MeasureSpec& m = c.measure();
+  const tuner::MeasureOptions m = from_proto(c.measure());
   ++measured_;
   if (c.task().target() != target)
     return error_result(c.id(), ErrorKind::kUnsupported, "this device runs '" + target + "', not '" + c.task().target() + "'");
@@ -57,15 +44,14 @@ rpc::CandidateResult PrebuiltRunner::run(const rpc::Candidate& c, const std::str
       child_ = std::make_unique<RunnerProcess>(runner_path_, wrapper_);
       ++started_;
     }
-    if (m.check_correctness() && !references_.count(reference_key)) {
+    if (m.check_correctness && !references_.count(reference_key)) {
       if (c.reference_artifact().empty())
         return error_result(c.id(), ErrorKind::kUnknown, "no reference kernel came with the candidate");
       Request ref;
       ref.type = RequestType::kReference;
       ref.reference_key = reference_key;
       ref.artifact.assign(c.reference_artifact().begin(), c.reference_artifact().end());
-      ref.data_seed = m.data_seed();
-      ref.timing.threads = m.threads();
+      ref.measure = m;
       const Reply reply = child_->call(ref, kReferenceTimeoutS);
       if (reply.error) {
         // Code for another architecture is the device's answer about every kernel of the task.
@@ -78,9 +64,8 @@ rpc::CandidateResult PrebuiltRunner::run(const rpc::Candidate& c, const std::str
     request.type = RequestType::kMeasure;
     request.reference_key = reference_key;
     request.artifact.assign(c.artifact().begin(), c.artifact().end());
-    request.data_seed = m.data_seed();
-    request.timing = timing_of(m);
-    const Reply reply = child_->call(request, m.run_timeout_s());
+    request.measure = m;
+    const Reply reply = child_->call(request, m.run_timeout_s);
     rpc::CandidateResult r;
     r.set_id(c.id());
     if (reply.error) {

@@ -62,11 +62,11 @@ JobSpec job(const std::string& template_name, std::map<std::string, std::string>
   JobSpec s;
   s.template_name = template_name;
   s.args = std::move(args);
-  s.device_key = key;
-  s.trials = trials;
-  s.tuner = "random";
-  s.seed = 7;
-  s.batch_size = 8;
+  s.session.device_key = key;
+  s.session.trials = trials;
+  s.session.tuner = "random";
+  s.session.seed = 7;
+  s.session.batch_size = 8;
   // qemu runs kernels 10-50x slower than the board would: one timing each is enough to check
   // the plumbing, and the timeouts must allow for it.
   s.measure.number = 1;
@@ -111,7 +111,7 @@ TEST(ArmDevice, AnEmulatedBoardAndAnX86WorkerTuneTheirOwnJobsThroughOneServer) {
   const uint64_t host = client.submit(job("matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}}, "x86", 16)).id;
   for (uint64_t id : {matmul, conv, host}) {
     const JobEvent last = client.watch(id);
-    ASSERT_EQ(last.job.state, "done") << last.job.message << "\n" << read_file(dir.file("board.err"));
+    ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message << "\n" << read_file(dir.file("board.err"));
     const auto records = testing::log_records(server_options(dir).db_path, last.job.workload);
     const bool on_board = id != host;
     ASSERT_GE(records.size(), on_board ? 32u : 16u);
@@ -146,7 +146,7 @@ TEST(ArmDevice, CrashingAndHangingKernelsAreTypedAndTheBoardSurvives) {
   JobSpec faults = testing::fault_job("rk3399");
   faults.measure.run_timeout_s = 4;  // the "ok" kernels end in well under a second under qemu
   const JobEvent last = client.watch(client.submit(faults).id);
-  ASSERT_EQ(last.job.state, "done") << last.job.message;
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   const auto kinds = kinds_of(testing::log_records(server_options(dir).db_path, last.job.workload));
   EXPECT_EQ(kinds, (std::map<std::string, int>{{"ok", 4}, {"run", 4}, {"run_timeout", 4}, {"wrong_answer", 4}}));
   EXPECT_EQ(board->wait(0), -1) << "the device program exited";
@@ -164,7 +164,7 @@ TEST(ArmDevice, ABoardKilledMidJobHasItsCandidatesRequeuedAndNothingIsRecordedTw
   first->kill(SIGKILL);  // mid-job: it holds a candidate the server must give to another board
   auto second = start_arm_device(dir, address(server), "second");
   const JobEvent last = client.watch(id);
-  ASSERT_EQ(last.job.state, "done") << last.job.message;
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   const auto records = testing::log_records(server_options(dir).db_path, last.job.workload);
   std::set<int64_t> configs;
   for (const auto& r : records) configs.insert(r.config_index);
@@ -232,7 +232,7 @@ TEST(ArmDevice, AJobForAnotherArchitectureFailsWithOneLineAndRecordsNothing) {
   JobSpec spec = job("matmul", {{"M", "16"}, {"N", "16"}, {"K", "16"}}, "x86-board", 8);
   spec.target = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
   const JobEvent last = client.watch(client.submit(spec).id);
-  EXPECT_EQ(last.job.state, "failed");
+  EXPECT_EQ(last.job.state, tuning_db::JobState::kFailed);
   EXPECT_NE(last.job.message.find("differs from the target"), std::string::npos) << last.job.message;
   EXPECT_TRUE(testing::log_records(server_options(dir).db_path, last.job.workload).empty());
   EXPECT_EQ(board->wait(0), -1) << "the device program exited";

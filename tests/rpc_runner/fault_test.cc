@@ -81,7 +81,7 @@ TEST(Fault, TuningRunsToItsBudgetRecordsEveryErrorAndAValidConfigWins) {
     tuner::TuneOptions options;
     options.n_trial = 16;
     options.batch_size = 4;
-    options.callbacks.push_back(tuner::database_callback(db, task, context));
+    options.log = tuner::database_callback(db, task, context);
     tuner::TuneResult result = tuner::tune(task, grid, runner, options);
 
     EXPECT_EQ(result.n_measured, 16u);

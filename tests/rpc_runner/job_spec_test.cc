@@ -1,9 +1,11 @@
-// Tests JobSpec::from_json on numbers a peer may send: out of range, fractional, negative.
+// Tests JobSpec: from_json on numbers a peer may send (out of range, fractional, negative), and its
+// session and measurement settings through the log's JSON and the service's protobuf.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "rpc_runner/protocol/job_types.h"
+#include "rpc_runner/protocol/service_convert.h"
 #include "support/error.h"
 
 namespace ktune::rpc_runner {
@@ -28,7 +30,7 @@ TEST(JobSpec, IntegersOutOfTheirTypesRangeAreRefusedNotCast) {
   EXPECT_EQ(kind_of(head + R"("seed": 1e30})"), ErrorKind::kInvalidArgument);
   // In range, they are taken as given.
   const JobSpec ok = JobSpec::from_json(nlohmann::json::parse(head + R"("trials": 40, "measure": {"number": 7}})"));
-  EXPECT_EQ(ok.trials, 40u);
+  EXPECT_EQ(ok.session.trials, 40u);
   EXPECT_EQ(ok.measure.number, 7);
 }
 
@@ -36,8 +38,8 @@ TEST(JobSpec, IntegersOutOfTheirTypesRangeAreRefusedNotCast) {
 // the server could not run, each as kInvalidArgument.
 TEST(JobSpec, AModelJobRoundTripsAndIsValidated) {
   JobSpec spec;
-  spec.device_key = "k";
-  spec.trials = 32;
+  spec.session.device_key = "k";
+  spec.session.trials = 32;
   spec.strategy = "round_robin";
   spec.model = {{"model", "m"},
                 {"tasks",
@@ -71,6 +73,88 @@ TEST(JobSpec, AModelJobRoundTripsAndIsValidated) {
   JobSpec malformed = spec;
   malformed.model["tasks"][0].erase("template");
   EXPECT_EQ(refused(malformed), ErrorKind::kInvalidArgument);
+}
+
+JobSpec every_setting_changed() {
+  JobSpec spec;
+  spec.template_name = "matmul";
+  spec.args = {{"M", "8"}, {"N", "16"}, {"K", "4"}};
+  spec.target = "llvm -mcpu=znver3";
+  spec.session.device_key = "k";
+  spec.session.trials = 40;
+  spec.session.tuner = "ga";
+  spec.session.seed = 9;
+  spec.session.batch_size = 5;
+  spec.session.early_stopping = 30;
+  spec.session.xgb_features = "loop";
+  spec.session.transfer = false;
+  tuner::MeasureOptions& m = spec.measure;
+  m.number = 6;
+  m.repeat = 2;
+  m.min_repeat_ms = 1.5;
+  m.build_timeout_s = 3;
+  m.run_timeout_s = 4;
+  m.cooldown_s = 0.25;
+  m.flush_cache = true;
+  m.check_correctness = false;
+  m.rtol = 2e-3;
+  m.atol = 3e-6;
+  m.run_threads = 3;
+  m.data_seed = 77;
+  spec.priority = 4;
+  spec.owner = "alice";
+  return spec;
+}
+
+void expect_same_settings(const JobSpec& a, const JobSpec& b) {
+  EXPECT_EQ(a.template_name, b.template_name);
+  EXPECT_EQ(a.args, b.args);
+  EXPECT_EQ(a.target, b.target);
+  EXPECT_EQ(a.session.device_key, b.session.device_key);
+  EXPECT_EQ(a.session.trials, b.session.trials);
+  EXPECT_EQ(a.session.tuner, b.session.tuner);
+  EXPECT_EQ(a.session.seed, b.session.seed);
+  EXPECT_EQ(a.session.batch_size, b.session.batch_size);
+  EXPECT_EQ(a.session.early_stopping, b.session.early_stopping);
+  EXPECT_EQ(a.session.xgb_features, b.session.xgb_features);
+  EXPECT_EQ(a.session.transfer, b.session.transfer);
+  const tuner::MeasureOptions &m = a.measure, &n = b.measure;
+  EXPECT_EQ(m.number, n.number);
+  EXPECT_EQ(m.repeat, n.repeat);
+  EXPECT_DOUBLE_EQ(m.min_repeat_ms, n.min_repeat_ms);
+  EXPECT_DOUBLE_EQ(m.build_timeout_s, n.build_timeout_s);
+  EXPECT_DOUBLE_EQ(m.run_timeout_s, n.run_timeout_s);
+  EXPECT_DOUBLE_EQ(m.cooldown_s, n.cooldown_s);
+  EXPECT_EQ(m.flush_cache, n.flush_cache);
+  EXPECT_EQ(m.check_correctness, n.check_correctness);
+  EXPECT_DOUBLE_EQ(m.rtol, n.rtol);
+  EXPECT_DOUBLE_EQ(m.atol, n.atol);
+  EXPECT_EQ(m.run_threads, n.run_threads);
+  EXPECT_EQ(m.data_seed, n.data_seed);
+  EXPECT_EQ(a.priority, b.priority);
+  EXPECT_EQ(a.owner, b.owner);
+}
+
+TEST(JobSpec, EverySettingSurvivesTheLogsJsonAndTheProtobuf) {
+  const JobSpec spec = every_setting_changed();
+  spec.validate();
+  expect_same_settings(JobSpec::from_json(spec.to_json()), spec);
+  rpc::JobSpec wire;
+  to_proto(spec, &wire);
+  EXPECT_EQ(wire.measure().threads(), 3);
+  EXPECT_EQ(wire.measure().data_seed(), 77u);
+  expect_same_settings(from_proto(wire), spec);
+}
+
+// A spec written by an earlier version has run_threads and data_seed beside "measure": a server
+// still resumes it with them.
+TEST(JobSpec, ThreadsAndDataSeedOfAnEarlierSpecAreRead) {
+  const JobSpec old = JobSpec::from_json(nlohmann::json::parse(
+      R"({"template": "matmul", "device_key": "k", "run_threads": 2, "data_seed": 5, "measure": {"number": 3}})"));
+  EXPECT_EQ(old.measure.run_threads, 2);
+  EXPECT_EQ(old.measure.data_seed, 5u);
+  EXPECT_EQ(old.measure.number, 3);
+  EXPECT_EQ(old.measure.repeat, tuner::MeasureOptions{}.repeat);
 }
 
 }  // namespace

@@ -31,18 +31,18 @@ TEST(RunnerProtocol, RequestsAndRepliesRoundTrip) {
   r.type = RequestType::kReference;
   r.reference_key = "matmul(M=1)|llvm";
   r.artifact = {1, 2, 3, 255};
-  r.data_seed = 77;
-  r.timing.number = 9;
-  r.timing.min_repeat_ms = 2.5;
-  r.timing.flush_cache = true;
+  r.measure.data_seed = 77;
+  r.measure.number = 9;
+  r.measure.min_repeat_ms = 2.5;
+  r.measure.flush_cache = true;
   Request back = decode_request(encode(r));
   EXPECT_EQ(back.type, RequestType::kReference);
   EXPECT_EQ(back.reference_key, r.reference_key);
   EXPECT_EQ(back.artifact, r.artifact);
-  EXPECT_EQ(back.data_seed, 77u);
-  EXPECT_EQ(back.timing.number, 9);
-  EXPECT_EQ(back.timing.min_repeat_ms, 2.5);
-  EXPECT_TRUE(back.timing.flush_cache);
+  EXPECT_EQ(back.measure.data_seed, 77u);
+  EXPECT_EQ(back.measure.number, 9);
+  EXPECT_EQ(back.measure.min_repeat_ms, 2.5);
+  EXPECT_TRUE(back.measure.flush_cache);
 
   Reply reply;
   reply.error = ErrorKind::kWrongAnswer;

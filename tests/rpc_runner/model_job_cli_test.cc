@@ -24,6 +24,7 @@
 #include "tests/process_util.h"
 #include "tuning_db/database.h"
 #include "tuning_db/record.h"
+#include "tuning_db/run_store.h"
 
 #define KTUNE_BINARY KTUNE_BIN
 #include "tests/cli_util.h"
@@ -136,7 +137,7 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
   {
     auto log = tuning_db::Database::open(db, {.create = false});
     size_t model_runs = 0;
-    for (const auto& run : log.runs()) model_runs += run.info.tuner == "tune-model" && run.info.workload_key == "small_cnn";
+    for (const auto& run : tuning_db::RunStore(log).all()) model_runs += run.info.tuner == "tune-model" && run.info.workload_key == "small_cnn";
     EXPECT_EQ(model_runs, 2u);
   }
 

@@ -56,11 +56,11 @@ class ServiceFault : public ::testing::Test {
     JobSpec s;
     s.template_name = "matmul";
     s.args = {{"M", "64"}, {"N", "64"}, {"K", "64"}};
-    s.device_key = "cpu";
-    s.trials = trials;
-    s.tuner = "random";
-    s.seed = 7;
-    s.batch_size = 8;
+    s.session.device_key = "cpu";
+    s.session.trials = trials;
+    s.session.tuner = "random";
+    s.session.seed = 7;
+    s.session.batch_size = 8;
     s.measure.min_repeat_ms = 40;  // each candidate takes over 0.1 s: kills land mid-candidate
     return s;
   }
@@ -98,7 +98,7 @@ TEST_F(ServiceFault, AWorkerKilledMidBatchLosesNothing) {
   }, 60));
   workers[victim]->kill(SIGKILL);
   const JobEvent last = client.watch(id);
-  ASSERT_EQ(last.job.state, "done") << last.job.message;
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   EXPECT_EQ(client.devices().size(), 2u);
   expect_each_config_once(records(last.job.workload), 32);
   EXPECT_NE(testing_process::read_file(dir_ / "server.err").find("go back to the queue"), std::string::npos)
@@ -132,7 +132,7 @@ TEST_F(ServiceFault, ASilentWorkerIsTakenForLostAndItsLateResultDropped) {
   ASSERT_TRUE(wait_until([&] { return client.devices().size() == 1; }, 20));
   ::kill(victim.pid, SIGCONT);
   const JobEvent last = client.watch(id);
-  ASSERT_EQ(last.job.state, "done") << last.job.message;
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   expect_each_config_once(records(last.job.workload), 24);
   const std::string log = testing_process::read_file(dir_ / "server.err");
   EXPECT_NE(log.find("no heartbeat for 3 s"), std::string::npos) << log;
@@ -185,9 +185,9 @@ TEST_F(ServiceFault, TheServerKilledMidJobResumesWithNoRecordLostOrTwice) {
     ASSERT_EQ(testing_process::wait_for_address(dir_ / "server.out"), address);
   }
   watcher.join();
-  EXPECT_EQ(watched.job.state, "done") << watched.job.message;
+  EXPECT_EQ(watched.job.state, tuning_db::JobState::kDone) << watched.job.message;
   const JobStatus end = client.job(job.id);
-  EXPECT_EQ(end.state, "done");
+  EXPECT_EQ(end.state, tuning_db::JobState::kDone);
   EXPECT_EQ(end.done, trials);
   expect_each_config_once(records(end.workload), trials);
 }

@@ -67,10 +67,10 @@ JobSpec small_job() {
   JobSpec s;
   s.template_name = "matmul";
   s.args = {{"M", "32"}, {"N", "32"}, {"K", "32"}};
-  s.device_key = "cpu";
-  s.trials = 8;
-  s.tuner = "random";
-  s.batch_size = 8;
+  s.session.device_key = "cpu";
+  s.session.trials = 8;
+  s.session.tuner = "random";
+  s.session.batch_size = 8;
   return s;
 }
 
@@ -99,7 +99,7 @@ TEST(ServiceSecurity, TokensSeparateWorkersFromClients) {
   DeviceWorker worker(worker_options(server, worker_file));
   ASSERT_TRUE(wait_until([&] { return client.devices().size() == 1; }, 10));
   const JobEvent last = client.watch(client.submit(small_job()).id);
-  EXPECT_EQ(last.job.state, "done") << last.job.message;
+  EXPECT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   EXPECT_EQ(last.job.done, 8u);
   // One token file with both lines serves either role.
   ServiceClient admin(client_options(server, server_options(dir).token_file));
@@ -147,7 +147,7 @@ TEST(ServiceSecurity, TlsEndToEndAndMismatchesFailWithOneLine) {
   DeviceWorker worker(w);
   ASSERT_TRUE(wait_until([&] { return client.devices().size() == 1; }, 10));
   const JobEvent last = client.watch(client.submit(small_job()).id);
-  EXPECT_EQ(last.job.state, "done") << last.job.message;
+  EXPECT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
 
   // A plaintext client against the TLS server.
   const std::string plain_to_tls = error_of([&] { ServiceClient(client_options(tls_server, client_file)).jobs(); });

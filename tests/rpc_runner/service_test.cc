@@ -61,11 +61,11 @@ JobSpec matmul_job(const std::string& key, uint64_t trials, uint64_t seed = 1) {
   JobSpec s;
   s.template_name = "matmul";
   s.args = {{"M", "64"}, {"N", "64"}, {"K", "64"}};
-  s.device_key = key;
-  s.trials = trials;
-  s.tuner = "random";
-  s.seed = seed;
-  s.batch_size = 8;
+  s.session.device_key = key;
+  s.session.trials = trials;
+  s.session.tuner = "random";
+  s.session.seed = seed;
+  s.session.batch_size = 8;
   return s;
 }
 
@@ -77,7 +77,7 @@ TEST(Service, AJobOnThreeWorkersRecordsEveryConfigOnceAndTheLogAnswersQueries) {
   ASSERT_TRUE(wait_until([&] { return client.devices().size() == 3; }, 10));
 
   const JobStatus submitted = client.submit(matmul_job("cpu", 40));
-  EXPECT_EQ(submitted.state, "queued");
+  EXPECT_EQ(submitted.state, tuning_db::JobState::kQueued);
   EXPECT_EQ(submitted.trials, 40u);
   size_t progress_events = 0;
   uint64_t last_done = 0;
@@ -88,7 +88,7 @@ TEST(Service, AJobOnThreeWorkersRecordsEveryConfigOnceAndTheLogAnswersQueries) {
     last_done = e.progress->done;
     EXPECT_EQ(e.progress->total, 40u);
   });
-  EXPECT_EQ(last.job.state, "done") << last.job.message;
+  EXPECT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   EXPECT_EQ(last.job.done, 40u);
   EXPECT_EQ(progress_events, 5u);  // one per batch of 8
   ASSERT_FALSE(last.summary_json.empty());
@@ -131,7 +131,7 @@ TEST(Service, FaultyKernelsAreRecordedWithTheirKindAndTheWorkerGoesOn) {
   DeviceWorker worker(worker_options(server, "cpu"));
   ServiceClient client(client_options(server));
   const JobEvent last = client.watch(client.submit(fault_job("cpu")).id);
-  ASSERT_EQ(last.job.state, "done") << last.job.message;
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   auto kinds = kinds_of(testing::log_records(server_options(dir).db_path, last.job.workload));
   EXPECT_EQ(kinds, (std::map<std::string, int>{{"ok", 4}, {"run", 4}, {"run_timeout", 4}, {"wrong_answer", 4}}));
   EXPECT_TRUE(worker.attached());
@@ -149,11 +149,11 @@ TEST(Service, TheServerBuildsForADeviceThatCannot) {
   DeviceWorker worker(board);
   ServiceClient client(client_options(server));
   const JobEvent matmul = client.watch(client.submit(matmul_job("board", 16)).id);
-  ASSERT_EQ(matmul.job.state, "done") << matmul.job.message;
+  ASSERT_EQ(matmul.job.state, tuning_db::JobState::kDone) << matmul.job.message;
   for (const auto& r : testing::log_records(server_options(dir).db_path, matmul.job.workload))
     EXPECT_TRUE(r.ok()) << r.error_message;
   const JobEvent last = client.watch(client.submit(fault_job("board")).id);
-  ASSERT_EQ(last.job.state, "done") << last.job.message;
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   auto kinds = kinds_of(testing::log_records(server_options(dir).db_path, last.job.workload));
   EXPECT_EQ(kinds, (std::map<std::string, int>{{"ok", 4}, {"run", 4}, {"run_timeout", 4}, {"wrong_answer", 4}}));
   EXPECT_EQ(worker.built_here(), 0u);
@@ -187,8 +187,8 @@ TEST(Service, TwoJobsShareTwoWorkersAndBothProgress) {
     return finished;
   }, 120));
   EXPECT_TRUE(both_progressed);
-  EXPECT_EQ(client.watch(ja).job.state, "done");
-  EXPECT_EQ(client.watch(jb).job.state, "done");
+  EXPECT_EQ(client.watch(ja).job.state, tuning_db::JobState::kDone);
+  EXPECT_EQ(client.watch(jb).job.state, tuning_db::JobState::kDone);
   EXPECT_EQ(client.job(ja).done, 32u);
   EXPECT_EQ(client.job(jb).done, 32u);
   EXPECT_EQ(client.job(ja).owner, "alice@laptop");
@@ -206,12 +206,12 @@ TEST(Service, ADetachedJobFinishesWithNoClientAndAKeyWithoutWorkersWaits) {
   ServiceClient client(client_options(server));
   ASSERT_TRUE(wait_until([&] { return client.job(id).message.find("waiting for a device") != std::string::npos; }, 5));
   JobStatus waiting = client.job(id);
-  EXPECT_EQ(waiting.state, "queued");
+  EXPECT_EQ(waiting.state, tuning_db::JobState::kQueued);
   EXPECT_EQ(waiting.devices, 0);
   EXPECT_EQ(waiting.message, "waiting for a device with key 'late'");
   DeviceWorker worker(worker_options(server, "late"));
   ASSERT_TRUE(wait_until([&] { return client.job(id).finished(); }, 60));
-  EXPECT_EQ(client.job(id).state, "done");
+  EXPECT_EQ(client.job(id).state, tuning_db::JobState::kDone);
   EXPECT_EQ(client.job(id).done, 16u);
   EXPECT_EQ(client.jobs(false).size(), 0u);  // nothing queued or running
   EXPECT_EQ(client.jobs(true).size(), 1u);
@@ -227,7 +227,7 @@ TEST(Service, CancelStopsAJobAndBadRequestsGetOneClearError) {
   client.cancel(id);
   ASSERT_TRUE(wait_until([&] { return client.job(id).finished(); }, 20));
   const JobStatus s = client.job(id);
-  EXPECT_EQ(s.state, "cancelled");
+  EXPECT_EQ(s.state, tuning_db::JobState::kCancelled);
   EXPECT_LT(s.done, 5000u);
   // Nothing is measured after the cancellation took effect.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -332,7 +332,7 @@ TEST(Service, ImplausibleResultsAreRefused) {
   }
   ASSERT_TRUE(wait_until([&] { return client.job(id).finished(); }, 20));
   const JobStatus s = client.job(id);
-  EXPECT_EQ(s.state, "done") << s.message;
+  EXPECT_EQ(s.state, tuning_db::JobState::kDone) << s.message;
   EXPECT_EQ(s.best_gflops, 0);
   const auto records = testing::log_records(server_options(dir).db_path, s.workload);
   ASSERT_EQ(records.size(), 8u);

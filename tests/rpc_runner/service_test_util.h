@@ -61,10 +61,10 @@ inline JobSpec fault_job(const std::string& key) {
   JobSpec spec;
   spec.template_name = "runner_fault_test";
   spec.args = {{"N", "256"}};
-  spec.device_key = key;
-  spec.trials = 16;
-  spec.tuner = "grid";
-  spec.batch_size = 16;
+  spec.session.device_key = key;
+  spec.session.trials = 16;
+  spec.session.tuner = "grid";
+  spec.session.batch_size = 16;
   spec.measure.run_timeout_s = 1.5;
   return spec;
 }

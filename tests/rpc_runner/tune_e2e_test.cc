@@ -57,7 +57,7 @@ TEST(TuneE2E, Matmul256RandomRecordsEveryTrialKeepsUpWithTheFallbackAndResumes) 
 
   LocalRunnerOptions runner_options;
   runner_options.runner_path = KTUNE_RUNNER_PATH;
-  runner_options.run_threads = 1;
+  runner_options.measure.run_threads = 1;
   LocalRunner runner(runner_options);
   tuner::RecordContext context;
   context.target = {target.str(), codegen::llvm_version()};
@@ -69,7 +69,7 @@ TEST(TuneE2E, Matmul256RandomRecordsEveryTrialKeepsUpWithTheFallbackAndResumes) 
     tuner::RandomTuner random(task.space(), kSeed);
     tuner::TuneOptions options;
     options.n_trial = 64;
-    options.callbacks.push_back(tuner::database_callback(db, task, context));
+    options.log = tuner::database_callback(db, task, context);
     tuner::TuneResult result = tuner::tune(task, random, runner, options);
     EXPECT_EQ(result.n_measured, 64u);
     EXPECT_EQ(db.stats().records, 64);
@@ -104,7 +104,7 @@ TEST(TuneE2E, Matmul256RandomRecordsEveryTrialKeepsUpWithTheFallbackAndResumes) 
     options.resume = tuner::load_past_measurements(db, task, context.target);
     EXPECT_EQ(options.resume.size(), 64u);
     std::set<uint64_t> measured_now;
-    options.callbacks.push_back(tuner::database_callback(db, task, context));
+    options.log = tuner::database_callback(db, task, context);
     options.callbacks.push_back([&](const std::vector<tuner::MeasureInput>& in,
                                     const std::vector<tuner::MeasureResult>&) {
       for (const auto& i : in) measured_now.insert(i.config.index());

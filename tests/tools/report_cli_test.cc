@@ -16,6 +16,7 @@
 #include "tests/tuning_db/test_util.h"
 #include "tuning_db/database.h"
 #include "tuning_db/report.h"
+#include "tuning_db/run_store.h"
 
 namespace ktune {
 namespace {
@@ -47,11 +48,11 @@ void write_log(const std::string& path) {
           tuned(make_record(100, 3, {1.5e-4}), "random")});
   db.add({tuned(make_record(100, 4, {1e-4}), "xgb"), tuned(make_failure(100, 5, ErrorKind::kBuild), "xgb"),
           tuned(make_record(100, 6, {5e-5}), "xgb"), tuned(make_record(100, 7, {6e-5}), "xgb")});
-  const int64_t run = db.begin_run({"xgb", tuning_db::testing::matmul_key(100), tuning_db::testing::kHost.target, {}});
-  db.add_batch_quality(run, {0, 4, 0.2});
-  db.add_batch_quality(run, {1, 8, 0.6});
-  db.add_batch_quality(run, {2, 12, 0.9});
-  db.finish_run(run);
+  const int64_t run = tuning_db::RunStore(db).begin({"xgb", tuning_db::testing::matmul_key(100), tuning_db::testing::kHost.target, {}});
+  tuning_db::RunStore(db).add_batch_quality(run, {0, 4, 0.2});
+  tuning_db::RunStore(db).add_batch_quality(run, {1, 8, 0.6});
+  tuning_db::RunStore(db).add_batch_quality(run, {2, 12, 0.9});
+  tuning_db::RunStore(db).finish(run);
   tuning_db::record_model_run(
       db, "tiny.onnx", tuning_db::testing::kHost.target,
       {{"trials", 7}, {"tuned_s", 0.001}, {"fallback_s", 0.004},

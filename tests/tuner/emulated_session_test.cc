@@ -16,6 +16,7 @@
 #include "tuner/model_log.h"
 #include "tuner/tuning_session.h"
 #include "tuning_db/database.h"
+#include "tuning_db/model_store.h"
 
 namespace ktune::tuner {
 namespace {
@@ -190,12 +191,12 @@ TEST_F(EmulatedSession, AModelOfEmulatedTimingsIsSavedApart) {
   };
   auto emulated_log = fitted_log("emulated.db", true);
   auto real_log = fitted_log("real.db", false);
-  auto saved = emulated_log.load_model(kXgbEmulatedModelName, "matmul", kTarget);
+  auto saved = tuning_db::ModelStore(emulated_log).load(kXgbEmulatedModelName, "matmul", kTarget);
   ASSERT_TRUE(saved.has_value());
   EXPECT_EQ(saved->info.metadata["emulated"], true);
-  EXPECT_FALSE(emulated_log.load_model(kXgbModelName, "matmul", kTarget).has_value());
-  EXPECT_TRUE(real_log.load_model(kXgbModelName, "matmul", kTarget).has_value());
-  EXPECT_FALSE(real_log.load_model(kXgbEmulatedModelName, "matmul", kTarget).has_value());
+  EXPECT_FALSE(tuning_db::ModelStore(emulated_log).load(kXgbModelName, "matmul", kTarget).has_value());
+  EXPECT_TRUE(tuning_db::ModelStore(real_log).load(kXgbModelName, "matmul", kTarget).has_value());
+  EXPECT_FALSE(tuning_db::ModelStore(real_log).load(kXgbEmulatedModelName, "matmul", kTarget).has_value());
 }
 
 }  // namespace

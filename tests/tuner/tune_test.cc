@@ -15,6 +15,7 @@
 #include "tuner/tune.h"
 #include "tuner/tuning_session.h"
 #include "tuning_db/database.h"
+#include "tuning_db/claim_store.h"
 
 namespace ktune::tuner {
 namespace {
@@ -191,7 +192,7 @@ TEST(Tune, DatabaseCallbackRecordsEveryMeasurementAndResumeReadsThem) {
     FakeMeasurer measurer;
     RandomTuner tuner(task.space(), 11);
     TuneOptions options = options_of(40, 16);
-    options.callbacks.push_back(database_callback(db, task, ctx));
+    options.log = database_callback(db, task, ctx);
     TuneResult r = tune(task, tuner, measurer, options);
     measured_first = measurer.measured;
     EXPECT_EQ(db.stats().records, 40);
@@ -219,7 +220,7 @@ TEST(Tune, DatabaseCallbackRecordsEveryMeasurementAndResumeReadsThem) {
     RandomTuner tuner(task.space(), 11);
     TuneOptions options = options_of(40, 16);
     options.resume = past;
-    options.callbacks.push_back(database_callback(db, task, ctx));
+    options.log = database_callback(db, task, ctx);
     tune(task, tuner, measurer, options);
     EXPECT_EQ(db.stats().records, 80);
     EXPECT_EQ(db.measured_indices(task.workload_key(), ctx.target).size(), 80u);
@@ -227,7 +228,7 @@ TEST(Tune, DatabaseCallbackRecordsEveryMeasurementAndResumeReadsThem) {
   std::filesystem::remove_all(dir);
 }
 
-// The log (on_measured) sees each batch before the tuner does: a failing fit loses nothing.
+// The log (TuneOptions::log) sees each batch before the tuner does: a failing fit loses nothing.
 class RecordingTuner : public RandomTuner {
  public:
   RecordingTuner(const schedule_space::ConfigSpace& space, std::vector<std::string>& events)
@@ -247,9 +248,7 @@ TEST(Tune, TheLogSeesABatchBeforeTheTunerAndShouldStopEndsTheLoop) {
   std::vector<std::string> events;
   RecordingTuner tuner(task.space(), events);
   TuneOptions options = options_of(40, 8);
-  options.on_measured.push_back([&](const auto& inputs, const auto&) {
-    events.push_back("log " + std::to_string(inputs.size()));
-  });
+  options.log = [&](const auto& inputs, const auto&) { events.push_back("log " + std::to_string(inputs.size())); };
   options.callbacks.push_back([&](const auto& inputs, const auto&) {
     events.push_back("after " + std::to_string(inputs.size()));
   });
@@ -272,9 +271,9 @@ TEST(Tune, SessionSkipsConfigsClaimedByAnotherRunAndTakesOverExpiredClaims) {
   {
     auto db = tuning_db::Database::open(path);
     tuning_db::ClaimOwner other = tuning_db::ClaimOwner::this_process();  // alive: this process
-    ASSERT_EQ(db.claim(task.workload_key(), target, {1, 2, 3}, other, 3600).size(), 3u);
+    ASSERT_EQ(tuning_db::ClaimStore(db).claim(task.workload_key(), target, {1, 2, 3}, other, 3600).size(), 3u);
     tuning_db::ClaimOwner stale = tuning_db::ClaimOwner::this_process();
-    ASSERT_EQ(db.claim(task.workload_key(), target, {4}, stale, 0.05).size(), 1u);
+    ASSERT_EQ(tuning_db::ClaimStore(db).claim(task.workload_key(), target, {4}, stale, 0.05).size(), 1u);
     ::usleep(100 * 1000);
 
     FakeMeasurer measurer;
@@ -291,7 +290,7 @@ TEST(Tune, SessionSkipsConfigsClaimedByAnotherRunAndTakesOverExpiredClaims) {
               (std::vector<int64_t>{0, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
     // Only the other run's claims are left.
     EXPECT_EQ(db.stats().claims, 3);
-    EXPECT_EQ(db.release_claims(other), 3);
+    EXPECT_EQ(tuning_db::ClaimStore(db).release_all(other), 3);
   }
   std::filesystem::remove_all(dir);
 }

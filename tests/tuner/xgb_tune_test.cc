@@ -20,6 +20,8 @@
 #include "tuner/transfer.h"
 #include "tuner/tune.h"
 #include "tuning_db/database.h"
+#include "tuning_db/model_store.h"
+#include "tuning_db/run_store.h"
 
 namespace ktune::tuner {
 namespace {
@@ -94,7 +96,8 @@ TEST(XgbTune, LogsRunRecordsBatchQualityAndALoadableModel) {
   TuneOptions options;
   options.n_trial = 160;
   options.batch_size = 16;
-  options.callbacks = {database_callback(db, task, context), log.callback()};
+  options.log = database_callback(db, task, context);
+  options.callbacks = {log.callback()};
   LandscapeMeasurer measurer;
   TuneResult result = tune(task, tuner, measurer, options);
   ASSERT_EQ(result.n_measured, 160u);
@@ -107,7 +110,7 @@ TEST(XgbTune, LogsRunRecordsBatchQualityAndALoadableModel) {
     EXPECT_EQ(r.tuner, "xgb");
   }
 
-  std::optional<tuning_db::SavedModel> saved = db.load_model(kXgbModelName, "matmul", kTarget);
+  std::optional<tuning_db::SavedModel> saved = tuning_db::ModelStore(db).load(kXgbModelName, "matmul", kTarget);
   ASSERT_TRUE(saved.has_value());
   EXPECT_EQ(saved->info.metadata["trials"], 160);
   EXPECT_EQ(saved->info.metadata["features"], "knob");
@@ -121,7 +124,7 @@ TEST(XgbTune, LogsRunRecordsBatchQualityAndALoadableModel) {
 
   // 160 results with plans of 32: refits after 32, 64, 96, 128 and 160 results; the first four
   // plans were measured (the last one was not).
-  std::vector<tuning_db::BatchQuality> quality = db.batch_quality(log.run_id());
+  std::vector<tuning_db::BatchQuality> quality = tuning_db::RunStore(db).batch_quality(log.run_id());
   ASSERT_EQ(quality.size(), 4u);
   ASSERT_EQ(tuner.search().refits().size(), 5u);
   for (size_t i = 0; i < quality.size(); ++i) {
@@ -156,7 +159,7 @@ TEST(XgbTune, TransferModelFromOtherShapesProposesABetterFirstBatch) {
     TuneOptions options;
     options.n_trial = 96;
     options.batch_size = 32;
-    options.callbacks = {database_callback(db, task, {kTarget, "", "random", "test"})};
+    options.log = database_callback(db, task, {kTarget, "", "random", "test"});
     tune(task, random, measurer, options);
   }
 

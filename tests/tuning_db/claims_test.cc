@@ -1,4 +1,4 @@
-// Tests of Database::claim: configs claimed by one run are refused to another, measured configs
+// Tests of ClaimStore::claim: configs claimed by one run are refused to another, measured configs
 // are refused to all, expired claims and claims of dead processes are taken over, releases.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/tuning_db/test_util.h"
+#include "tuning_db/claim_store.h"
 #include "tuning_db/database.h"
 #include "tuning_db/sqlite.h"
 
@@ -28,45 +29,48 @@ ClaimOwner owner_named(const std::string& id, int64_t pid) {
 TEST(Claims, OtherOwnersAreRefusedUntilReleased) {
   TempDir dir;
   auto db = Database::open(dir.file("t.db"));
+  ClaimStore claims(db);
   const ClaimOwner a = ClaimOwner::this_process(), b = ClaimOwner::this_process();
   ASSERT_NE(a.id, b.id);
-  EXPECT_EQ(db.claim(matmul_key(8), kHost, {1, 2, 3}, a, 60), (std::vector<int64_t>{1, 2, 3}));
-  EXPECT_EQ(db.claim(matmul_key(8), kHost, {3, 4, 2, 5}, b, 60), (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(claims.claim(matmul_key(8), kHost, {1, 2, 3}, a, 60), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(claims.claim(matmul_key(8), kHost, {3, 4, 2, 5}, b, 60), (std::vector<int64_t>{4, 5}));
   // The owner may claim its own again (a renewal); another workload or target is independent.
-  EXPECT_EQ(db.claim(matmul_key(8), kHost, {1}, a, 60), (std::vector<int64_t>{1}));
-  EXPECT_EQ(db.claim(matmul_key(9), kHost, {1, 2}, b, 60), (std::vector<int64_t>{1, 2}));
-  EXPECT_EQ(db.claim(matmul_key(8), TargetKey{"llvm -mtriple=aarch64-linux-gnu", ""}, {1}, b, 60),
+  EXPECT_EQ(claims.claim(matmul_key(8), kHost, {1}, a, 60), (std::vector<int64_t>{1}));
+  EXPECT_EQ(claims.claim(matmul_key(9), kHost, {1, 2}, b, 60), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(claims.claim(matmul_key(8), TargetKey{"llvm -mtriple=aarch64-linux-gnu", ""}, {1}, b, 60),
             (std::vector<int64_t>{1}));
   EXPECT_EQ(db.stats().claims, 3 + 2 + 2 + 1);
 
-  db.release_claims(a, matmul_key(8), kHost, {2});
-  EXPECT_EQ(db.claim(matmul_key(8), kHost, {1, 2, 3}, b, 60), (std::vector<int64_t>{2}));
-  EXPECT_EQ(db.release_claims(a), 2);  // 1 and 3
-  EXPECT_EQ(db.claim(matmul_key(8), kHost, {1, 3}, b, 60), (std::vector<int64_t>{1, 3}));
-  EXPECT_EQ(db.release_claims(b), 2 + 2 + 1 + 3);
+  claims.release(a, matmul_key(8), kHost, {2});
+  EXPECT_EQ(claims.claim(matmul_key(8), kHost, {1, 2, 3}, b, 60), (std::vector<int64_t>{2}));
+  EXPECT_EQ(claims.release_all(a), 2);  // 1 and 3
+  EXPECT_EQ(claims.claim(matmul_key(8), kHost, {1, 3}, b, 60), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(claims.release_all(b), 2 + 2 + 1 + 3);
   EXPECT_EQ(db.stats().claims, 0);
 }
 
 TEST(Claims, MeasuredConfigsAreRefusedToEveryone) {
   TempDir dir;
   auto db = Database::open(dir.file("t.db"));
+  ClaimStore claims(db);
   db.add({make_record(8, 7, {1e-3})});
   // A query target without a toolchain also sees the record of 19.1.7.
   const ClaimOwner a = ClaimOwner::this_process();
-  EXPECT_EQ(db.claim(matmul_key(8), kHost, {6, 7, 8}, a, 60), (std::vector<int64_t>{6, 8}));
-  EXPECT_EQ(db.claim(matmul_key(8), TargetKey{kHost.target, ""}, {7}, a, 60), std::vector<int64_t>{});
+  EXPECT_EQ(claims.claim(matmul_key(8), kHost, {6, 7, 8}, a, 60), (std::vector<int64_t>{6, 8}));
+  EXPECT_EQ(claims.claim(matmul_key(8), TargetKey{kHost.target, ""}, {7}, a, 60), std::vector<int64_t>{});
 }
 
 TEST(Claims, ExpiredClaimsAndClaimsOfDeadProcessesAreTakenOver) {
   TempDir dir;
   auto db = Database::open(dir.file("t.db"));
+  ClaimStore claims(db);
   const ClaimOwner me = ClaimOwner::this_process();
   // A live process of this host (this one) whose claim expires in 0.2 s.
   const ClaimOwner live = owner_named("live-run", ::getpid());
-  EXPECT_EQ(db.claim(matmul_key(8), kHost, {1}, live, 0.2), (std::vector<int64_t>{1}));
-  EXPECT_EQ(db.claim(matmul_key(8), kHost, {1}, me, 60), std::vector<int64_t>{});
+  EXPECT_EQ(claims.claim(matmul_key(8), kHost, {1}, live, 0.2), (std::vector<int64_t>{1}));
+  EXPECT_EQ(claims.claim(matmul_key(8), kHost, {1}, me, 60), std::vector<int64_t>{});
   ::usleep(300 * 1000);
-  EXPECT_EQ(db.claim(matmul_key(8), kHost, {1}, me, 60), (std::vector<int64_t>{1}));
+  EXPECT_EQ(claims.claim(matmul_key(8), kHost, {1}, me, 60), (std::vector<int64_t>{1}));
 
   // A process that has exited: its claim, though far from expiry, is stale at once.
   const pid_t child = ::fork();
@@ -77,22 +81,23 @@ TEST(Claims, ExpiredClaimsAndClaimsOfDeadProcessesAreTakenOver) {
   {
     // Written directly, as the dead run would have: claim() with its owner would take it anyway.
     auto db2 = Database::open(dir.file("t.db"));
-    EXPECT_EQ(db2.claim(matmul_key(8), kHost, {2}, dead, 3600), (std::vector<int64_t>{2}));
+    EXPECT_EQ(ClaimStore(db2).claim(matmul_key(8), kHost, {2}, dead, 3600), (std::vector<int64_t>{2}));
   }
   // The same pid on another host is not known dead here: its claim holds until it expires.
   ClaimOwner remote = owner_named("remote-run", child);
   remote.host = "another-host";
-  EXPECT_EQ(db.claim(matmul_key(8), kHost, {3}, remote, 3600), (std::vector<int64_t>{3}));
-  EXPECT_EQ(db.claim(matmul_key(8), kHost, {2, 3}, me, 60), (std::vector<int64_t>{2}));
+  EXPECT_EQ(claims.claim(matmul_key(8), kHost, {3}, remote, 3600), (std::vector<int64_t>{3}));
+  EXPECT_EQ(claims.claim(matmul_key(8), kHost, {2, 3}, me, 60), (std::vector<int64_t>{2}));
 }
 
 TEST(Claims, BadArgumentsAreRefused) {
   TempDir dir;
   auto db = Database::open(dir.file("t.db"));
+  ClaimStore claims(db);
   ClaimOwner nobody;
-  EXPECT_THROW(db.claim(matmul_key(8), kHost, {1}, nobody, 60), Error);
-  EXPECT_THROW(db.claim(matmul_key(8), kHost, {1}, ClaimOwner::this_process(), 0), Error);
-  EXPECT_THROW(db.claim(matmul_key(8), kHost, {1}, ClaimOwner::this_process(), -1), Error);
+  EXPECT_THROW(claims.claim(matmul_key(8), kHost, {1}, nobody, 60), Error);
+  EXPECT_THROW(claims.claim(matmul_key(8), kHost, {1}, ClaimOwner::this_process(), 0), Error);
+  EXPECT_THROW(claims.claim(matmul_key(8), kHost, {1}, ClaimOwner::this_process(), -1), Error);
 }
 
 }  // namespace

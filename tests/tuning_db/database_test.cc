@@ -10,6 +10,8 @@
 #include "tests/tuning_db/test_util.h"
 #include "tuning_db/schema.h"
 #include "tuning_db/sqlite.h"
+#include "tuning_db/model_store.h"
+#include "tuning_db/run_store.h"
 
 namespace ktune::tuning_db {
 namespace {
@@ -211,48 +213,50 @@ TEST(Database, ExportImportRoundTrip) {
 TEST(Database, SavedModelsAreFoundByNameScopeAndTarget) {
   TempDir dir;
   Database db = Database::open(dir.file("log.db"));
+  ModelStore models(db);
   std::vector<uint8_t> blob = {0, 1, 2, 255, 0, 7};
-  db.save_model({"xgb", "matmul", kHost, {{"rounds", 100}}}, blob);
-  auto m = db.load_model("xgb", "matmul", kHost);
+  models.save({"xgb", "matmul", kHost, {{"rounds", 100}}}, blob);
+  auto m = models.load("xgb", "matmul", kHost);
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->blob, blob);
   EXPECT_EQ(m->info.metadata["rounds"], 100);
   EXPECT_GT(m->info.created_at, 1.6e9);
   // Saving again replaces it.
-  db.save_model({"xgb", "matmul", kHost, {{"rounds", 200}}}, std::vector<uint8_t>{9});
-  m = db.load_model("xgb", "matmul", TargetKey{kHost.target, ""});
+  models.save({"xgb", "matmul", kHost, {{"rounds", 200}}}, std::vector<uint8_t>{9});
+  m = models.load("xgb", "matmul", TargetKey{kHost.target, ""});
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->blob, std::vector<uint8_t>{9});
   EXPECT_EQ(m->info.metadata["rounds"], 200);
   EXPECT_EQ(db.stats().models, 1);
-  EXPECT_FALSE(db.load_model("xgb", "conv2d", kHost).has_value());
-  EXPECT_FALSE(db.load_model("xgb", "matmul", TargetKey{kHost.target, "14.0.6"}).has_value());
-  db.save_model({"empty", "matmul", kHost, {}}, std::vector<uint8_t>{});
-  EXPECT_TRUE(db.load_model("empty", "matmul", kHost)->blob.empty());
+  EXPECT_FALSE(models.load("xgb", "conv2d", kHost).has_value());
+  EXPECT_FALSE(models.load("xgb", "matmul", TargetKey{kHost.target, "14.0.6"}).has_value());
+  models.save({"empty", "matmul", kHost, {}}, std::vector<uint8_t>{});
+  EXPECT_TRUE(models.load("empty", "matmul", kHost)->blob.empty());
 }
 
 TEST(Database, RunsKeepBatchQuality) {
   TempDir dir;
   Database db = Database::open(dir.file("log.db"));
-  int64_t run = db.begin_run({"xgb", matmul_key(16), kHost.target, {{"n_trial", 64}}});
+  RunStore runs(db);
+  int64_t run = runs.begin({"xgb", matmul_key(16), kHost.target, {{"n_trial", 64}}});
   Record r = make_record(16, 1, {1e-3});
   r.run_id = run;
   db.add({r});
   EXPECT_EQ(db.best(matmul_key(16), kHost)->run_id, run);
-  db.add_batch_quality(run, {0, 8, std::nullopt});
-  db.add_batch_quality(run, {1, 8, 0.75});
-  db.finish_run(run);
-  auto q = db.batch_quality(run);
+  runs.add_batch_quality(run, {0, 8, std::nullopt});
+  runs.add_batch_quality(run, {1, 8, 0.75});
+  runs.finish(run);
+  auto q = runs.batch_quality(run);
   ASSERT_EQ(q.size(), 2u);
   EXPECT_FALSE(q[0].rank_correlation.has_value());
   EXPECT_DOUBLE_EQ(*q[1].rank_correlation, 0.75);
   try {
-    db.finish_run(run + 100);
+    runs.finish(run + 100);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
   }
-  EXPECT_THROW(db.add_batch_quality(run + 100, {0, 1, 0.5}), Error);
+  EXPECT_THROW(runs.add_batch_quality(run + 100, {0, 1, 0.5}), Error);
 }
 
 TEST(Database, MigratesAVersionOneLogInPlace) {

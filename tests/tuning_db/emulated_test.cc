@@ -11,6 +11,7 @@
 #include "tuning_db/database.h"
 #include "tuning_db/schema.h"
 #include "tuning_db/sqlite.h"
+#include "tuning_db/claim_store.h"
 
 namespace ktune::tuning_db {
 namespace {
@@ -113,13 +114,14 @@ TEST_F(Emulated, ResumeHistoryAndClaimsKeepRealAndEmulatedApart) {
   // real and emulated runs do not block each other.
   const ClaimOwner real_run = ClaimOwner::this_process(), emulated_run = ClaimOwner::this_process(),
                    other_real_run = ClaimOwner::this_process();
-  EXPECT_EQ(db_.claim(matmul_key(64), kHost, {1, 3, 6}, real_run, 3600), (std::vector<int64_t>{3, 6}));
-  EXPECT_EQ(db_.claim(matmul_key(64), kHost, {1, 3, 6}, emulated_run, 3600, true), (std::vector<int64_t>{1, 6}));
-  EXPECT_EQ(db_.claim(matmul_key(64), kHost, {3, 6, 7}, other_real_run, 3600), (std::vector<int64_t>{7}));
+  ClaimStore claims(db_);
+  EXPECT_EQ(claims.claim(matmul_key(64), kHost, {1, 3, 6}, real_run, 3600), (std::vector<int64_t>{3, 6}));
+  EXPECT_EQ(claims.claim(matmul_key(64), kHost, {1, 3, 6}, emulated_run, 3600, true), (std::vector<int64_t>{1, 6}));
+  EXPECT_EQ(claims.claim(matmul_key(64), kHost, {3, 6, 7}, other_real_run, 3600), (std::vector<int64_t>{7}));
   EXPECT_EQ(db_.stats().claims, 5);
-  EXPECT_EQ(db_.release_claims(emulated_run), 2);
-  EXPECT_EQ(db_.release_claims(real_run), 2);
-  EXPECT_EQ(db_.release_claims(other_real_run), 1);
+  EXPECT_EQ(claims.release_all(emulated_run), 2);
+  EXPECT_EQ(claims.release_all(real_run), 2);
+  EXPECT_EQ(claims.release_all(other_real_run), 1);
 }
 
 TEST_F(Emulated, StatsAndSummariesCountThemApart) {
@@ -230,6 +232,7 @@ TEST(EmulatedMigration, AVersionFourLogKeepsEveryRecordAsReal) {
     EXPECT_TRUE(reader.measured_indices("mm", target, true).empty());
   }
   Database db = Database::open(path);
+  ClaimStore claims(db);
   EXPECT_EQ(db.opened_schema_version(), 4);
   EXPECT_EQ(db.stats().schema_version, kSchemaVersion);
   EXPECT_TRUE(db.check().ok());
@@ -244,8 +247,8 @@ TEST(EmulatedMigration, AVersionFourLogKeepsEveryRecordAsReal) {
   EXPECT_EQ(db.best("mm", target)->config_index, 7);
   // The claim survived the rebuilt table, as a real run's: it blocks real runs only.
   EXPECT_EQ(db.stats().claims, 1);
-  EXPECT_TRUE(db.claim("mm", target, {9}, ClaimOwner::this_process(), 60).empty());
-  EXPECT_EQ(db.claim("mm", target, {9}, ClaimOwner::this_process(), 60, true), (std::vector<int64_t>{9}));
+  EXPECT_TRUE(claims.claim("mm", target, {9}, ClaimOwner::this_process(), 60).empty());
+  EXPECT_EQ(claims.claim("mm", target, {9}, ClaimOwner::this_process(), 60, true), (std::vector<int64_t>{9}));
   // New records of either kind are written to the migrated log.
   Record r = make_record(16, 1, {1e-3});
   r.emulated = true;

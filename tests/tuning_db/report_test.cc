@@ -1,5 +1,6 @@
 // Tests build_report: curves, errors, top configs, plan correlations and model runs against the records written.
 #include "tuning_db/report.h"
+#include "tuning_db/run_store.h"
 
 #include <gtest/gtest.h>
 
@@ -89,12 +90,13 @@ TEST(ReportTest, CurvesErrorsAndTopConfigsMatchTheRecords) {
 TEST(ReportTest, PlanCorrelationsAndModelRuns) {
   TempDir dir;
   auto db = Database::open(dir.file("log.db"));
-  const int64_t run = db.begin_run({"xgb", testing::matmul_key(100), testing::kHost.target, {}});
-  db.add_batch_quality(run, {0, 0, std::nullopt});
-  db.add_batch_quality(run, {1, 8, 0.5});
-  db.add_batch_quality(run, {2, 16, 0.75});
-  db.finish_run(run);
-  db.begin_run({"random", testing::matmul_key(100), testing::kHost.target, {}});  // no quality: not reported
+  RunStore runs(db);
+  const int64_t run = runs.begin({"xgb", testing::matmul_key(100), testing::kHost.target, {}});
+  runs.add_batch_quality(run, {0, 0, std::nullopt});
+  runs.add_batch_quality(run, {1, 8, 0.5});
+  runs.add_batch_quality(run, {2, 16, 0.75});
+  runs.finish(run);
+  runs.begin({"random", testing::matmul_key(100), testing::kHost.target, {}});  // no quality: not reported
   const nlohmann::json summary = {
       {"trials", 64}, {"tuned_s", 0.003}, {"fallback_s", 0.012}, {"library_s", 0.002}, {"tuned_s_where_library", 0.003},
       {"tasks", {{{"key", "conv2d(a)"}, {"tuned_as", "conv2d(a)"}, {"count", 2}, {"trials", 40}, {"best_s", 0.001},

@@ -1,5 +1,7 @@
-// Database: claims of configs being measured, so that concurrent runs of a workload on one log
+// ClaimStore: claims of configs being measured, so that concurrent runs of a workload on one log
 // never measure the same config twice.
+#include "tuning_db/claim_store.h"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -41,9 +43,11 @@ ClaimOwner ClaimOwner::this_process() {
   return owner;
 }
 
-std::vector<int64_t> Database::claim(std::string_view workload_key, const TargetKey& target,
-                                     const std::vector<int64_t>& indices, const ClaimOwner& owner, double ttl_s,
-                                     bool emulated) {
+ClaimStore::ClaimStore(Database& db) : impl_(*db.impl_) {}
+
+std::vector<int64_t> ClaimStore::claim(std::string_view workload_key, const TargetKey& target,
+                                       const std::vector<int64_t>& indices, const ClaimOwner& owner, double ttl_s,
+                                       bool emulated) {
   if (owner.id.empty()) throw Error(ErrorKind::kInvalidArgument, "a claim needs an owner id");
   if (!std::isfinite(ttl_s) || ttl_s <= 0)
     throw Error(ErrorKind::kInvalidArgument, "a claim's time to live must be finite and > 0");
@@ -51,18 +55,18 @@ std::vector<int64_t> Database::claim(std::string_view workload_key, const Target
   if (indices.empty()) return granted;
   const double now = now_seconds();
   // Immediate: the look at the records and claims and the insert are one step for every writer.
-  sql::Transaction txn(impl_->conn);
+  sql::Transaction txn(impl_.conn);
   {
-    auto s = impl_->use("DELETE FROM claims WHERE expires_at < ?1");
+    auto s = impl_.use("DELETE FROM claims WHERE expires_at < ?1");
     s->bind(1, now);
     s->run();
   }
-  const auto workload = impl_->workload_id(workload_key);
-  const std::vector<int64_t> targets = impl_->target_ids(target);
+  const auto workload = impl_.workload_id(workload_key);
+  const std::vector<int64_t> targets = impl_.target_ids(target);
   for (int64_t index : indices) {
     bool measured = false;
     for (size_t t = 0; workload && t < targets.size() && !measured; ++t) {
-      auto s = impl_->use(
+      auto s = impl_.use(
           "SELECT 1 FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.config_index = ?3 "
           "AND r.emulated = ?4 LIMIT 1");
       s->bind(1, *workload).bind(2, targets[t]).bind(3, index).bind(4, int64_t{emulated});
@@ -70,7 +74,7 @@ std::vector<int64_t> Database::claim(std::string_view workload_key, const Target
     }
     if (measured) continue;
     {
-      auto s = impl_->use(
+      auto s = impl_.use(
           "SELECT owner, host, pid FROM claims WHERE workload_key = ?1 AND target = ?2 AND emulated = ?4 "
           "AND config_index = ?3");
       s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, int64_t{emulated});
@@ -78,7 +82,7 @@ std::vector<int64_t> Database::claim(std::string_view workload_key, const Target
           !(s->column_text(1) == owner.host && process_gone(s->column_int(2))))
         continue;  // another live run measures it
     }
-    auto s = impl_->use(
+    auto s = impl_.use(
         "INSERT OR REPLACE INTO claims(workload_key, target, config_index, owner, host, pid, expires_at, emulated) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, owner.id).bind(5, owner.host);
@@ -90,12 +94,12 @@ std::vector<int64_t> Database::claim(std::string_view workload_key, const Target
   return granted;
 }
 
-void Database::release_claims(const ClaimOwner& owner, std::string_view workload_key, const TargetKey& target,
-                              const std::vector<int64_t>& indices) {
+void ClaimStore::release(const ClaimOwner& owner, std::string_view workload_key, const TargetKey& target,
+                         const std::vector<int64_t>& indices) {
   if (indices.empty()) return;
-  sql::Transaction txn(impl_->conn);
+  sql::Transaction txn(impl_.conn);
   for (int64_t index : indices) {
-    auto s = impl_->use(
+    auto s = impl_.use(
         "DELETE FROM claims WHERE workload_key = ?1 AND target = ?2 AND config_index = ?3 AND owner = ?4");
     s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, owner.id);
     s->run();
@@ -103,11 +107,11 @@ void Database::release_claims(const ClaimOwner& owner, std::string_view workload
   txn.commit();
 }
 
-int64_t Database::release_claims(const ClaimOwner& owner) {
-  auto s = impl_->use("DELETE FROM claims WHERE owner = ?1");
+int64_t ClaimStore::release_all(const ClaimOwner& owner) {
+  auto s = impl_.use("DELETE FROM claims WHERE owner = ?1");
   s->bind(1, owner.id);
   s->run();
-  return impl_->conn.changes();
+  return impl_.conn.changes();
 }
 
 }  // namespace ktune::tuning_db

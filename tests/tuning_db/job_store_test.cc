@@ -1,0 +1,119 @@
+// Tests of JobStore and JobState: the states round-trip through the words the jobs table has
+// always stored, terminal states set finished_at, the unfinished filter, unknown ids.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/error.h"
+#include "tests/tuning_db/test_util.h"
+#include "tuning_db/database.h"
+#include "tuning_db/job_store.h"
+#include "tuning_db/run_store.h"
+#include "tuning_db/sqlite.h"
+
+namespace ktune::tuning_db {
+namespace {
+
+using testing::TempDir;
+
+TEST(JobState, EveryStateHasOneWordAndReadsBack) {
+  const std::pair<JobState, std::string> words[] = {{JobState::kQueued, "queued"},
+                                                    {JobState::kRunning, "running"},
+                                                    {JobState::kDone, "done"},
+                                                    {JobState::kFailed, "failed"},
+                                                    {JobState::kCancelled, "cancelled"}};
+  int terminal = 0;
+  for (const auto& [state, word] : words) {
+    EXPECT_EQ(to_string(state), word);
+    EXPECT_EQ(job_state_from_string(word), state);
+    terminal += is_terminal(state);
+  }
+  EXPECT_EQ(terminal, 3);
+  EXPECT_FALSE(is_terminal(JobState::kQueued));
+  EXPECT_FALSE(is_terminal(JobState::kRunning));
+  try {
+    job_state_from_string("paused");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("'paused'"), std::string::npos);
+  }
+}
+
+TEST(JobStore, StatesAreStoredAsTheirWordsAndTerminalOnesSetFinishedAt) {
+  TempDir dir;
+  const std::string path = dir.file("jobs.db");
+  {
+    Database db = Database::open(path);
+    JobStore jobs(db);
+    JobRow row;
+    row.spec = {{"template", "matmul"}};
+    row.device_key = "x86";
+    row.priority = 3;
+    row.owner = "alice";
+    const int64_t a = jobs.add(row);
+    const int64_t b = jobs.add(row);
+    EXPECT_EQ(b, a + 1);
+    const int64_t run = RunStore(db).begin({"xgb", "matmul(8,8,8)", "llvm", {}});
+    jobs.update(a, JobState::kRunning, "", run);
+    jobs.set_target(a, "llvm -mcpu=znver3");
+    jobs.set_summary(a, "{\"best\":1}");
+    jobs.update(b, JobState::kCancelled, "cancelled by a client");
+
+    const JobRow got = *jobs.get(a);
+    EXPECT_EQ(got.state, JobState::kRunning);
+    EXPECT_EQ(got.run_id, run);
+    EXPECT_EQ(got.priority, 3);
+    EXPECT_EQ(got.owner, "alice");
+    EXPECT_EQ(got.target, "llvm -mcpu=znver3");
+    EXPECT_EQ(got.summary, "{\"best\":1}");
+    EXPECT_EQ(got.spec["template"], "matmul");
+    EXPECT_FALSE(got.finished_at.has_value());
+    const JobRow cancelled = *jobs.get(b);
+    EXPECT_EQ(cancelled.state, JobState::kCancelled);
+    EXPECT_EQ(cancelled.message, "cancelled by a client");
+    ASSERT_TRUE(cancelled.finished_at.has_value());
+    EXPECT_GE(*cancelled.finished_at, cancelled.created_at);
+
+    EXPECT_EQ(jobs.all().size(), 2u);
+    ASSERT_EQ(jobs.all(true).size(), 1u);
+    EXPECT_EQ(jobs.all(true)[0].id, a);
+    // Back to queued clears finished_at; run id 0 keeps the run.
+    jobs.update(b, JobState::kQueued, "", 0);
+    EXPECT_FALSE(jobs.get(b)->finished_at.has_value());
+    EXPECT_EQ(jobs.get(b)->run_id, 0);
+    jobs.update(a, JobState::kDone, "");
+    EXPECT_EQ(jobs.get(a)->run_id, run);
+    EXPECT_TRUE(jobs.get(a)->finished_at.has_value());
+  }
+  // The table holds the words a log of an earlier version holds.
+  sql::Connection conn = sql::Connection::open(path, false);
+  EXPECT_EQ(conn.query_text("SELECT group_concat(state, ',') FROM (SELECT state FROM jobs ORDER BY id)"),
+            "done,queued");
+}
+
+TEST(JobStore, UnknownJobsAndEmptyDeviceKeysAreRefused) {
+  TempDir dir;
+  Database db = Database::open(dir.file("jobs.db"));
+  JobStore jobs(db);
+  EXPECT_FALSE(jobs.get(42).has_value());
+  for (auto call : {+[](JobStore& j) { j.update(42, JobState::kDone, ""); },
+                    +[](JobStore& j) { j.set_target(42, "x"); }, +[](JobStore& j) { j.set_summary(42, "{}"); }}) {
+    try {
+      call(jobs);
+      FAIL();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+    }
+  }
+  try {
+    jobs.add(JobRow{});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+  }
+  EXPECT_TRUE(jobs.all().empty());
+}
+
+}  // namespace
+}  // namespace ktune::tuning_db

@@ -1,0 +1,30 @@
+// Defines MeasureOptions, the one description of how a candidate kernel is timed and checked.
+#pragma once
+
+#include <cstdint>
+
+namespace ktune::tuner {
+
+// How a candidate kernel is timed and checked. Defaults follow AutoTVM's (number 4, repeat 3,
+// min_repeat_ms 0, 10 s timeouts) except cooldown (0: the tuner does not sleep by default) and
+// check_correctness (on: a wrong kernel must never be recorded as fast). The same settings
+// travel to devices (rpc_runner/protocol: MeasureSpec), to the runner child (runner.proto:
+// RunnerTiming, without the timeouts its parent enforces) and into job specs (JSON), each by one
+// converter; this header has no other dependency so that the device-side runner can include it.
+struct MeasureOptions {
+  int number = 4;                  // kernel runs per timing; the timing is their mean
+  int repeat = 3;                  // timings per candidate; MeasureResult::costs has this many
+  double min_repeat_ms = 0;        // grow `number` until one timing lasts at least this long
+  double build_timeout_s = 10;     // the candidate's own lower+codegen time, never queue time
+  double run_timeout_s = 10;       // the candidate's own run time (incl. its check), never queue time
+  double cooldown_s = 0;           // sleep between repeats
+  bool flush_cache = false;        // evict the caches (write a large buffer) before each run
+  bool check_correctness = true;   // compare outputs with the task's reference schedule
+  // |out - ref| <= atol + rtol * (|ref| + rms(ref)) element-wise: the rms term lets a reduction
+  // summed in another order round differently without failing where the output is near zero.
+  double rtol = 1e-4, atol = 1e-5;
+  int run_threads = 0;             // threads of the kernels' parallel loops; 0 = the runtime's default
+  uint64_t data_seed = 0;          // seeds the generated inputs (the same for reference and candidate)
+};
+
+}  // namespace ktune::tuner

@@ -1,0 +1,94 @@
+// RunStore: tuning runs and the model quality of each of their batches.
+#include "tuning_db/run_store.h"
+
+#include "support/error.h"
+#include "tuning_db/database_impl.h"
+
+namespace ktune::tuning_db {
+
+using nlohmann::json;
+
+RunStore::RunStore(Database& db) : impl_(*db.impl_) {}
+
+int64_t RunStore::begin(const RunInfo& run) {
+  auto s = impl_.use(
+      "INSERT INTO runs(tuner, workload_key, target, options, started_at) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)");
+  s->bind(1, run.tuner).bind(2, run.workload_key).bind(3, run.target);
+  s->bind(4, run.options.dump()).bind(5, now_seconds());
+  s->run();
+  return impl_.conn.last_insert_rowid();
+}
+
+void RunStore::finish(int64_t run_id) {
+  auto s = impl_.use("UPDATE runs SET finished_at = ?2 WHERE id = ?1");
+  s->bind(1, run_id).bind(2, now_seconds());
+  s->run();
+  if (impl_.conn.changes() == 0) {
+    throw Error(ErrorKind::kNotFound, "no tuning run " + std::to_string(run_id));
+  }
+}
+
+void RunStore::add_batch_quality(int64_t run_id, const BatchQuality& quality) {
+  sql::Transaction txn(impl_.conn);
+  {
+    auto s = impl_.use("SELECT 1 FROM runs WHERE id = ?1");
+    s->bind(1, run_id);
+    if (!s->step()) throw Error(ErrorKind::kNotFound, "no tuning run " + std::to_string(run_id));
+  }
+  auto s = impl_.use(
+      "INSERT OR REPLACE INTO run_batches(run_id, batch, n_records, rank_correlation, "
+      "recorded_at) VALUES (?1, ?2, ?3, ?4, ?5)");
+  s->bind(1, run_id).bind(2, quality.batch).bind(3, quality.records);
+  if (quality.rank_correlation) {
+    s->bind(4, *quality.rank_correlation);
+  } else {
+    s->bind_null(4);
+  }
+  s->bind(5, now_seconds());
+  s->run();
+  txn.commit();
+}
+
+std::vector<BatchQuality> RunStore::batch_quality(int64_t run_id) {
+  std::vector<BatchQuality> out;
+  auto s = impl_.use(
+      "SELECT batch, n_records, rank_correlation FROM run_batches WHERE run_id = ?1 "
+      "ORDER BY batch");
+  s->bind(1, run_id);
+  while (s->step()) {
+    BatchQuality q;
+    q.batch = s->column_int(0);
+    q.records = s->column_int(1);
+    if (!s->is_null(2)) q.rank_correlation = s->column_double(2);
+    out.push_back(q);
+  }
+  return out;
+}
+
+std::vector<RunRow> RunStore::all() {
+  std::vector<RunRow> out;
+  auto s = impl_.use("SELECT id, tuner, workload_key, target, options, started_at, finished_at FROM runs ORDER BY id");
+  while (s->step()) {
+    RunRow r;
+    r.id = s->column_int(0);
+    r.info.tuner = s->column_text(1);
+    r.info.workload_key = s->column_text(2);
+    r.info.target = s->column_text(3);
+    r.info.options = json::parse(s->column_text(4), nullptr, false);
+    if (r.info.options.is_discarded()) r.info.options = json::object();
+    r.started_at = s->column_double(5);
+    if (!s->is_null(6)) r.finished_at = s->column_double(6);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+int64_t RunStore::count_records(int64_t run_id) {
+  auto s = impl_.use("SELECT count(*) FROM records WHERE run_id = ?1");
+  s->bind(1, run_id);
+  s->step();
+  return s->column_int(0);
+}
+
+}  // namespace ktune::tuning_db
