@@ -58,6 +58,17 @@ void print_end(const TuneModelOptions& o, const tuner::ModelTuningReport& report
   print_model_summary(stdout, report, j, o.tuning.scheduler.trials, libraries, libraries_note);
 }
 
+// Says when the budget cannot give every task its warm-up allocation (said once the run has
+// started, so that a request that fails stays one line).
+void warn_small_budget(const TuneModelOptions& o, const frontend::ModelTasks& tasks) {
+  size_t tunable = 0;
+  for (const auto& t : tasks.tasks) tunable += t.tunable ? 1 : 0;
+  const size_t warm_up = tunable * o.tuning.scheduler.batch_size;
+  if (o.tuning.scheduler.trials < warm_up)
+    spdlog::warn("--trials {} cannot warm up every task: {} tasks x --batch-size {} = {} trials; the tasks left over keep "
+                 "their fallback config", o.tuning.scheduler.trials, tunable, o.tuning.scheduler.batch_size, warm_up);
+}
+
 // The model as a job of the server: the server rebuilds the tasks for its devices and tunes them
 // with its own log; this process follows the job and times the libraries only when it is a
 // machine of the devices' target.
@@ -81,6 +92,7 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   rpc_runner::ServiceClient client(o.server);
   const std::optional<uint64_t> id = submit_job(client, job, o.detach);
   if (!id) return;
+  warn_small_budget(o, tasks);
   ModelProgress progress(job.session.trials, o.json);
   const rpc_runner::JobEvent last = follow_model_job(client, *id, o.json,
                                                      [&](const tuner::ModelTuningReport& r) { progress.show(r); });
@@ -169,12 +181,6 @@ void run_tune_model(TuneModelOptions o) {
   o.tuning.session.seed = o.tuning.scheduler.seed;
   o.tuning.session.transfer = !o.no_transfer;
   tuner::validate(o.tuning.scheduler);
-  size_t tunable = 0;
-  for (const auto& t : tasks.tasks) tunable += t.tunable ? 1 : 0;
-  if (o.tuning.scheduler.trials < tunable * o.tuning.scheduler.batch_size)
-    spdlog::warn("--trials {} cannot warm up every task: {} tasks x --batch-size {} = {} trials; the tasks left over keep "
-                 "their fallback config", o.tuning.scheduler.trials, tunable, o.tuning.scheduler.batch_size,
-                 tunable * o.tuning.scheduler.batch_size);
   if (remote) return run_on_server(o, tasks);
 
   rpc_runner::LocalRunnerOptions local;
@@ -186,6 +192,7 @@ void run_tune_model(TuneModelOptions o) {
   auto db = tuning_db::Database::open(o.db);
   tuner::ModelTuning tuning(tasks, db, runner, {target.str(), codegen::llvm_version()}, o.tuning);
 
+  warn_small_budget(o, tasks);
   ModelProgress progress(o.tuning.scheduler.trials, o.json);
   const tuner::ModelTuningReport report = tuning.run([&](const tuner::ModelTuningReport& r) { progress.show(r); });
   progress.finish();
