@@ -115,8 +115,8 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
   size_t unreached = 0;
   for (const auto& t : report.tasks) unreached += t.trials == 0 ? 1 : 0;
   if (unreached > 0)
-    std::fprintf(out, "budget: %zu of %zu tasks got no trial (a warm-up of every task takes %zu x the batch size); they count "
-                      "and ship as their fallback\n", unreached, report.tasks.size(), report.tasks.size());
+    std::fprintf(out, "budget: %zu of %zu tasks got no trial in this run (a warm-up of every task takes %zu x the batch "
+                      "size); each keeps what the log held, else its fallback\n", unreached, report.tasks.size(), report.tasks.size());
   for (const auto& u : summary.value("untuned", nlohmann::json::array()))
     std::fprintf(out, "not in the estimate: %s x%lld (%s)\n", u["task"].get<std::string>().c_str(),
                  static_cast<long long>(u["count"].get<int64_t>()), u["reason"].get<std::string>().c_str());
