@@ -68,6 +68,25 @@ macro(_ktune_check_call where target p second)
   endif()
 endmacro()
 
+# The standalone runtime (ktune_parallel_for), compiled into <target> once: the first build step
+# of the target that asks adds `--runtime <dir>/ktune_runtime.c` to `command` and the file to
+# `outputs` (the caller's variables); later calls for the target add nothing.
+macro(_ktune_add_runtime target dir)
+  get_target_property(_ktune_has_runtime ${target} KTUNE_RUNTIME)
+  if(NOT _ktune_has_runtime)
+    set(_ktune_runtime "${dir}/ktune_runtime.c")
+    list(APPEND command --runtime "${_ktune_runtime}")
+    list(APPEND outputs "${_ktune_runtime}")
+    target_sources(${target} PRIVATE "${_ktune_runtime}")
+    set_source_files_properties("${_ktune_runtime}" PROPERTIES GENERATED TRUE LANGUAGE C)
+    set_property(TARGET ${target} PROPERTY KTUNE_RUNTIME "${_ktune_runtime}")
+    if(NOT TARGET Threads::Threads)
+      find_package(Threads REQUIRED)
+    endif()
+    target_link_libraries(${target} PRIVATE Threads::Threads)
+  endif()
+endmacro()
+
 function(ktune_add_kernel target)
   cmake_parse_arguments(PARSE_ARGV 1 K "REQUIRE_TUNED" "NAME;TEMPLATE;DB;SERVER;DEVICE_KEY;TARGET" "ARGS")
   set(where "ktune_add_kernel(${target} NAME ${K_NAME})")
@@ -177,20 +196,8 @@ function(ktune_add_model target)
   if(M_REQUIRE_TUNED)
     list(APPEND command --require-tuned)
   endif()
-  # The runtime, once per target (ktune_add_kernel's first group leaves it to this one).
-  get_target_property(has_runtime ${target} KTUNE_RUNTIME)
-  if(NOT has_runtime)
-    set(runtime "${dir}/ktune_runtime.c")
-    list(APPEND command --runtime "${runtime}")
-    list(APPEND outputs "${runtime}")
-    target_sources(${target} PRIVATE "${runtime}")
-    set_source_files_properties("${runtime}" PROPERTIES GENERATED TRUE LANGUAGE C)
-    set_property(TARGET ${target} PROPERTY KTUNE_RUNTIME "${runtime}")
-    if(NOT TARGET Threads::Threads)
-      find_package(Threads REQUIRED)
-    endif()
-    target_link_libraries(${target} PRIVATE Threads::Threads)
-  endif()
+  # The runtime, once per target (shared with ktune_add_kernel).
+  _ktune_add_runtime(${target} "${dir}")
   add_custom_command(OUTPUT ${outputs}
     COMMAND ${command}
     DEPENDS ${depends}
@@ -236,20 +243,9 @@ function(_ktune_build_kernel_groups target)
                        "CMake reruns")
       endif()
     endif()
-    # The first group also writes the runtime, compiled once into the target (unless a model of
-    # the target already did).
-    get_target_property(has_runtime ${target} KTUNE_RUNTIME)
-    if(group EQUAL 0 AND NOT has_runtime)
-      set(runtime "${dir}/ktune_runtime.c")
-      list(APPEND command --runtime "${runtime}")
-      list(APPEND outputs "${runtime}")
-      target_sources(${target} PRIVATE "${runtime}")
-      set_source_files_properties("${runtime}" PROPERTIES GENERATED TRUE LANGUAGE C)
-      set_property(TARGET ${target} PROPERTY KTUNE_RUNTIME "${runtime}")
-      if(NOT TARGET Threads::Threads)
-        find_package(Threads REQUIRED)
-      endif()
-      target_link_libraries(${target} PRIVATE Threads::Threads)
+    # The first group also writes the runtime, once per target (shared with ktune_add_model).
+    if(group EQUAL 0)
+      _ktune_add_runtime(${target} "${dir}")
     endif()
     # <symbol>.h: what a program that wants one kernel includes.
     set(stubs "")
