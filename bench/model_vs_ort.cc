@@ -27,6 +27,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -243,9 +244,15 @@ int main(int argc, char** argv) {
       k.time(runs);  // warm-up
       o.time(runs);
       std::vector<double> kt, ot;
+      // A pause after each batch: ONNX Runtime's intra-op workers keep spinning after a run (and
+      // ktune's for 200 us), and spinning threads of one peer would take the CPUs the other's
+      // threads need.
+      auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); };
       for (int r = 0; r < rounds; ++r) {
         for (double v : k.time(runs)) kt.push_back(v);
+        pause();
         for (double v : o.time(runs)) ot.push_back(v);
+        pause();
       }
       const std::vector<float> a = floats(ours), b = floats(theirs);
       double max_ref = 0, max_diff = 0;

@@ -1,12 +1,11 @@
 // Benchmark: the per-call overhead of a parallel kernel, i.e. of one parallel loop of extent 2
-// whose bodies do almost nothing, through (a) the standalone runtime `ktune build --runtime` writes
-// (codegen/runtime_standalone.c, compiled in here under renamed symbols), (b) ktune's in-process
-// runtime (codegen/runtime.cc, what the tuning runner times kernels with) and (c) OpenMP
+// whose bodies do almost nothing, through (a) ktune's runtime (codegen/parallel_runtime.c: what
+// the tuning runner times kernels with and `ktune build --runtime` ships) and (b) OpenMP
 // (`#pragma omp parallel for`, libgomp), at 1 and 2 threads. Each round times `calls` back-to-back
 // loops per runtime, the runtimes interleaved, with a pause between them so that the previous
 // runtime's workers have stopped spinning; the median ns/call over the rounds is printed. A
 // first table uses bodies of about 2 us, where two threads must really share the work.
-// Last line: `standalone_over_openmp <x>` (2 threads).
+// Last line: `ktune_over_openmp <x>` (2 threads, trivial bodies).
 //
 // Usage: runtime_overhead [--calls N] [--rounds R]
 #include <omp.h>
@@ -23,13 +22,6 @@
 #include <vector>
 
 #include "codegen/runtime.h"
-
-// codegen/runtime_standalone.c, built with its API renamed (bench/runtime.cmake): both runtimes
-// define ktune_parallel_for.
-extern "C" {
-int32_t ktune_sa_parallel_for(int64_t extent, ktune_parallel_body body, void* closure);
-int ktune_sa_set_num_threads(int n);
-}
 
 namespace {
 
@@ -97,9 +89,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::vector<Runtime> runtimes = {
-      {"standalone (ktune build --runtime)", [](int t) { ktune_sa_set_num_threads(t); },
-       [](Slot* s, int) { ktune_sa_parallel_for(kExtent, bump, s); }},
-      {"in-process (codegen/runtime.cc)", [](int t) { ktune::codegen::set_num_threads(t); },
+      {"ktune (codegen/parallel_runtime.c)", [](int t) { ktune::codegen::set_num_threads(t); },
        [](Slot* s, int) { ktune_parallel_for(kExtent, bump, s); }},
       {"OpenMP (libgomp)", [](int) {}, [](Slot* s, int t) { omp_loop(s, t); }},
   };
@@ -160,7 +150,6 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::printf("in_process_over_openmp %.3f\n", ns[1][1] / ns[2][1]);
-  std::printf("standalone_over_openmp %.3f\n", ns[0][1] / ns[2][1]);
+  std::printf("ktune_over_openmp %.3f\n", ns[0][1] / ns[1][1]);
   return 0;
 }

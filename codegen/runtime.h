@@ -8,16 +8,21 @@ extern "C" {
 // 0 or a kernel error code.
 typedef int32_t (*ktune_parallel_body)(int64_t begin, int64_t end, void* closure);
 
-// Runs body over [0, extent) split into one contiguous chunk per thread (a static schedule,
-// as the tiling already balances the work) and returns the first non-zero code, else 0.
-// Blocks until every chunk finished. A call from inside a body runs serially. Thread-safe.
+// Runs body over [0, extent) in contiguous chunks, a few per thread, that the caller and the
+// pool's workers claim in order, and returns the first non-zero code, else 0. Blocks until every
+// chunk finished. A call from inside a body runs serially. Thread-safe. Defined in
+// codegen/parallel_runtime.c, which also documents the pool.
 int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closure);
+// Threads of the next loops (the caller counts as one); 0, or -1 (nothing changed) when n < 1.
+int ktune_set_num_threads(int n);
+// The current thread count; the default is the number of CPUs in the process's affinity mask.
+int ktune_get_num_threads(void);
 }
 
 namespace ktune::codegen {
 
 // Sets how many threads parallel loops use (>= 1; the calling thread counts as one). The
-// default is the number of hardware threads. Takes effect for the next parallel loop.
+// default is the number of CPUs this process may run on. Takes effect for the next parallel loop.
 // Throws Error(kInvalidArgument) for n < 1.
 void set_num_threads(int n);
 // Returns the current thread count of parallel loops.

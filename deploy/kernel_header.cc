@@ -42,8 +42,8 @@ constexpr std::string_view kReservedWords[] = {
 constexpr const char* kWrapperSuffix = "_run";
 constexpr const char* kArgsVariable = "ktune_args";
 
-// The runtime API a program may call (codegen/runtime_standalone.c defines it all; ktune's
-// in-process runtime only ktune_parallel_for); guarded, as every kernel header declares it.
+// The runtime API a program may call (codegen/parallel_runtime.c defines it all); guarded, as
+// every kernel header declares it.
 constexpr const char* kRuntimeApi = R"(/* ktune's parallel runtime: ktune_runtime.c from `ktune build --runtime` (see its opening
  * comment). Threads default to the CPUs the process may use; the count applies to the next
  * parallel loop. ktune_set_parallel_for(fn) makes every loop call fn (OpenMP, TBB, the

@@ -158,4 +158,51 @@ std::vector<ScoredIndex> TransferModel::plan(const schedule_space::Task& task, s
   return out;
 }
 
+std::vector<uint64_t> same_space_best(const schedule_space::Task& task, const std::vector<tuning_db::Record>& history,
+                                      size_t n, const std::unordered_set<uint64_t>& exclude) {
+  const std::string space = task.space().describe();
+  std::map<std::string, bool> same;  // workload key -> its space is the task's
+  std::map<std::string, std::vector<const tuning_db::Record*>> by_workload;
+  for (const tuning_db::Record& r : history) {
+    if (r.error || r.costs.empty() || r.template_name != task.template_name() || r.workload_key == task.workload_key())
+      continue;
+    auto it = same.find(r.workload_key);
+    if (it == same.end()) {
+      bool equal = false;
+      try {
+        equal = schedule_space::Task::create(r.template_name, args_map(r.args), task.target()).space().describe() == space;
+      } catch (const Error&) {
+        // A workload this build cannot instantiate has no configs to offer.
+      }
+      it = same.emplace(r.workload_key, equal).first;
+    }
+    if (it->second) by_workload[r.workload_key].push_back(&r);
+  }
+  auto mean = [](const tuning_db::Record* r) {
+    double sum = 0;
+    for (double c : r->costs) sum += c;
+    return sum / static_cast<double>(r->costs.size());
+  };
+  for (auto& [key, records] : by_workload)
+    std::stable_sort(records.begin(), records.end(),
+                     [&](const tuning_db::Record* a, const tuning_db::Record* b) { return mean(a) < mean(b); });
+  std::vector<uint64_t> out;
+  std::unordered_set<uint64_t> taken;
+  for (size_t rank = 0; out.size() < n; ++rank) {
+    bool any = false;
+    for (const auto& [key, records] : by_workload) {
+      if (rank >= records.size() || out.size() >= n) continue;
+      any = true;
+      const tuning_db::Record& r = *records[rank];
+      const uint64_t index = static_cast<uint64_t>(r.config_index);
+      if (index >= task.space().size() || exclude.count(index) != 0 || taken.count(index) != 0) continue;
+      if (r.config.contains("entity") && task.space().get(index).to_json()["entity"] != r.config["entity"]) continue;
+      taken.insert(index);
+      out.push_back(index);
+    }
+    if (!any) break;
+  }
+  return out;
+}
+
 }  // namespace ktune::tuner

@@ -62,4 +62,13 @@ class TransferModel {
   size_t workloads_ = 0;
 };
 
+// The best configs measured for workloads whose config space is the task's (same template, same
+// knobs and candidates: e.g. a convolution that differs only in its fused epilogue, or a layer
+// repeated with another residual input). A config index means the same schedule in both, so
+// these are the likeliest good configs of the task before any of its own is measured. Each
+// other workload's successful records best first, interleaved across workloads, at most n, none
+// in `exclude`; a record whose config does not denote the same entities here is skipped.
+std::vector<uint64_t> same_space_best(const schedule_space::Task& task, const std::vector<tuning_db::Record>& history,
+                                      size_t n, const std::unordered_set<uint64_t>& exclude = {});
+
 }  // namespace ktune::tuner

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <random>
 #include <unordered_set>
 
 #include <spdlog/spdlog.h>
@@ -43,20 +45,40 @@ std::unique_ptr<Tuner> make_tuner(const SessionOptions& o, const schedule_space:
   throw Error(ErrorKind::kInvalidArgument, "unknown tuner '" + o.tuner + "' (known: random, grid, ga, xgb)");
 }
 
-// Trains a model on the log's other workloads of the template and makes its pick the tuner's
-// first plan; does nothing (beyond a log line) when the history is too thin.
+// Seeds the tuner's first plan from the log's other workloads of the template: first the best
+// configs of workloads with this very space (tune-model's same-shape layers that differ in their
+// epilogue), then the pick of a model trained on all of them. Does nothing (beyond a log line)
+// when the history offers neither.
 void seed_from_history(tuning_db::Database& db, const schedule_space::Task& task, const tuning_db::TargetKey& target,
                        const SessionOptions& o, XGBTuner& xgb, const std::vector<PastMeasurement>& resume) {
-  TransferParams params;
-  params.seed = o.seed;
-  auto model = TransferModel::train(
-      task, db.history(task.template_name(), target, static_cast<int64_t>(o.transfer_history), o.emulated), params);
-  if (!model) return;
+  const std::vector<tuning_db::Record> history =
+      db.history(task.template_name(), target, static_cast<int64_t>(o.transfer_history), o.emulated);
   std::unordered_set<uint64_t> exclude;
   for (const auto& past : resume) exclude.insert(past.config.index());
-  xgb.search().seed_plan(model->plan(task, xgb.search().params().plan_size, exclude));
-  spdlog::info("xgb: first plan chosen by a model of {} records of {} other workloads", model->rows(),
-               model->workloads());
+  const size_t plan_size = xgb.search().params().plan_size;
+  // A quarter of the plan at most: the model's pick and exploration keep the rest.
+  const std::vector<uint64_t> same = same_space_best(task, history, std::max<size_t>(1, plan_size / 4), exclude);
+  TransferParams params;
+  params.seed = o.seed;
+  auto model = TransferModel::train(task, history, params);
+  if (!model && same.empty()) return;
+  std::vector<ScoredIndex> plan;
+  for (uint64_t index : same) {
+    plan.push_back({index, std::numeric_limits<float>::max()});
+    exclude.insert(index);
+  }
+  if (model) {
+    for (const ScoredIndex& c : model->plan(task, plan_size - plan.size(), exclude)) plan.push_back(c);
+  } else {
+    std::mt19937_64 rng(o.seed);
+    for (uint64_t index : task.space().sample(plan_size - plan.size(), rng, exclude)) plan.push_back({index, 0.0f});
+  }
+  xgb.search().seed_plan(plan);
+  if (!same.empty())
+    spdlog::info("xgb: first plan starts with the best {} configs of workloads with the same space", same.size());
+  if (model)
+    spdlog::info("xgb: first plan chosen by a model of {} records of {} other workloads", model->rows(),
+                 model->workloads());
 }
 
 // The claims of one run: taken per batch, released per logged batch and, for whatever is left

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <mutex>
 #include <thread>
@@ -40,10 +41,36 @@ TEST(RuntimeTest, EveryIterationRunsExactlyOnce) {
       EXPECT_LE(h.threads.size(), static_cast<size_t>(std::min<int64_t>(threads, n)));
     }
   }
+}
+
+// A body that waits (up to 2 s) until every chunk of the loop has started: it returns only if
+// the loop's chunks really run at the same time, on as many threads as there are chunks.
+struct Rendezvous {
+  std::atomic<int> arrived{0};
+  int expected = 0;
+};
+
+int32_t meet(int64_t, int64_t, void* closure) {
+  auto* r = static_cast<Rendezvous*>(closure);
+  r->arrived++;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (r->arrived.load() < r->expected) {
+    if (std::chrono::steady_clock::now() > deadline) return 9;
+  }
+  return 0;
+}
+
+TEST(RuntimeTest, TwoThreadsRunTwoChunksAtOnce) {
   set_num_threads(2);
-  Hits h(1000);
-  ASSERT_EQ(ktune_parallel_for(1000, mark, &h), 0);
-  EXPECT_EQ(h.threads.size(), 2u) << "two threads were asked for";
+  Rendezvous r;
+  r.expected = 2;
+  EXPECT_EQ(ktune_parallel_for(2, meet, &r), 0) << "the two chunks did not run at the same time";
+  // One thread runs them one after the other: the first waits for a second that cannot start.
+  set_num_threads(1);
+  Rendezvous alone;
+  alone.expected = 2;
+  EXPECT_EQ(ktune_parallel_for(2, meet, &alone), 9);
+  set_num_threads(2);
 }
 
 int32_t fail_in_upper_half(int64_t begin, int64_t end, void*) { return end > 50 && begin < 100 ? 7 : 0; }

@@ -77,7 +77,7 @@ struct Aarch64Case {
 };
 
 // Links every case's object with tests/codegen/aarch64_batch_driver.cc, a generated table of
-// entries and codegen/runtime_standalone.c into ONE static program, runs it once under
+// entries and codegen/parallel_runtime.c into ONE static program, runs it once under
 // qemu-aarch64-static and returns each case's buffers with the outputs its kernel wrote. One
 // link and one emulator start for hundreds of kernels, instead of one each.
 // Throws std::runtime_error with the tool output on failure.
@@ -114,7 +114,7 @@ inline std::vector<std::vector<std::vector<uint8_t>>> run_batch_on_aarch64(
   const std::string src = KTUNE_TEST_SOURCE_DIR;
   const std::string link = "aarch64-linux-gnu-g++ -O1 -static -pthread -o " + dir + "/run " +
                            shell_quote(src + "/tests/codegen/aarch64_batch_driver.cc") + " -x c " +
-                           dir + "/table.c -x c " + shell_quote(src + "/codegen/runtime_standalone.c") +
+                           dir + "/table.c -x c " + shell_quote(src + "/codegen/parallel_runtime.c") +
                            " -x none" + objects.str() + " -lm > " + dir + "/link.log 2>&1";
   if (std::system(link.c_str()) != 0) {
     auto log = read_file(dir + "/link.log");

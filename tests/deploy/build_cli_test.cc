@@ -214,7 +214,7 @@ TEST(BuildCli, BuildsTheBestLoggedConfigAndItComputesTheMatmul) {
                            "#define KTUNE_MATMUL_ALIGNMENT 64", "link ktune_parallel_for: write it with --runtime"})
     EXPECT_TRUE(contains(header, part)) << part << "\n" << header;
   EXPECT_EQ(read_file(dir.file("rt.c")),
-            read_file(std::string(KTUNE_SOURCE_DIR_PATH) + "/codegen/runtime_standalone.c"));
+            read_file(std::string(KTUNE_SOURCE_DIR_PATH) + "/codegen/parallel_runtime.c"));
 
   const std::string ran =
       compile_and_run(dir, matmul_program("k.h", "ktune_matmul_run", 64, 48, 32), dir.file("k.o"), dir.file("rt.c"))

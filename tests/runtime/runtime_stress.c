@@ -1,4 +1,4 @@
-/* Stress program of codegen/runtime_standalone.c (linked with it, built plainly and under
+/* Stress program of codegen/parallel_runtime.c (linked with it, built plainly and under
  * -fsanitize=thread): many parallel loops at 1..4 threads, from two application threads at once,
  * nested, with error codes, with a plugged parallel-for and in the child of a fork. Every iteration must run exactly
  * once (a per-iteration hit counter, checked and reset after each loop) and every loop's sum

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -147,6 +149,51 @@ TEST(XgbTune, LogsRunRecordsBatchQualityAndALoadableModel) {
   EXPECT_DOUBLE_EQ(*tuner.search().latest_rank_correlation(), *quality.back().rank_correlation);
   EXPECT_DOUBLE_EQ(saved->info.metadata["rank_correlation"].get<double>(),
                    *quality.back().rank_correlation);
+}
+
+TEST(XgbTune, SameSpaceBestOffersTheSiblingWorkloadsBestConfigsFirst) {
+  // The same matmul with another epilogue has the task's very space; another shape does not.
+  auto with = [](const std::string& epilogue, int n) {
+    const std::string s = std::to_string(n);
+    return schedule_space::Task::create("matmul", {{"M", s}, {"N", s}, {"K", s}, {"epilogue", epilogue}}, traits());
+  };
+  schedule_space::Task task = with("bias_relu", 64), sibling = with("bias", 64), other = with("bias", 96);
+  ASSERT_EQ(task.space().describe(), sibling.space().describe());
+  ASSERT_NE(task.space().describe(), other.space().describe());
+  auto db = tuning_db::Database::open(temp_db("same_space.db"));
+  LandscapeMeasurer measurer;
+  for (const schedule_space::Task* t : {&sibling, &other}) {
+    RandomTuner random(t->space(), 3);
+    TuneOptions options;
+    options.n_trial = 40;
+    options.batch_size = 20;
+    options.log = database_callback(db, *t, {kTarget, "", "random", "test"});
+    tune(*t, random, measurer, options);
+  }
+  // The sibling's successful records, best first: what same_space_best must return.
+  std::vector<std::pair<double, uint64_t>> ranked;
+  for (const tuning_db::Record& r : db.history("matmul", kTarget)) {
+    if (r.workload_key == sibling.workload_key() && !r.error)
+      ranked.emplace_back(r.costs[0], static_cast<uint64_t>(r.config_index));
+  }
+  std::sort(ranked.begin(), ranked.end());
+  ASSERT_GE(ranked.size(), 6u);
+  std::map<uint64_t, double> cost;
+  for (const auto& [c, index] : ranked) cost[index] = c;
+  // Compared by cost: configs of equal cost may come in either order.
+  const std::vector<uint64_t> best = same_space_best(task, db.history("matmul", kTarget), 4);
+  ASSERT_EQ(best.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    ASSERT_EQ(cost.count(best[i]), 1u) << "rank " << i << " is not a config of the sibling";
+    EXPECT_EQ(cost[best[i]], ranked[i].first) << "rank " << i;
+  }
+  // An excluded config (one the task already measured) is passed over.
+  const std::vector<uint64_t> rest = same_space_best(task, db.history("matmul", kTarget), 4, {best[0]});
+  ASSERT_EQ(rest.size(), 4u);
+  EXPECT_EQ(std::count(rest.begin(), rest.end(), best[0]), 0);
+  EXPECT_EQ(cost[rest[0]], cost[best[1]]);
+  // The other shape's records offer nothing to a task of its own space that has no sibling.
+  EXPECT_TRUE(same_space_best(with("bias_relu", 80), db.history("matmul", kTarget), 4).empty());
 }
 
 TEST(XgbTune, TransferModelFromOtherShapesProposesABetterFirstBatch) {

@@ -1,4 +1,4 @@
-// Tests of codegen/runtime_standalone.c through tests/runtime/runtime_stress.c: 10,000 parallel
+// Tests of codegen/parallel_runtime.c through tests/runtime/runtime_stress.c: 10,000 parallel
 // loops at 1..4 threads and from two application threads (every iteration exactly once, every
 // sum right, error codes and nested loops), a plugged parallel-for, ThreadSanitizer on the same
 // program, and the default thread count following the affinity mask.

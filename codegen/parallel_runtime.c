@@ -1,13 +1,16 @@
-/* ktune's parallel runtime for programs built outside ktune (`ktune build --runtime FILE`): plain
- * C11 and pthreads, compiled next to the kernel objects by the program's own compiler (cc, a cross
- * gcc, a static link). Not part of ktune_codegen; codegen/runtime.cc is the same entry inside ktune.
+/* ktune's parallel runtime: ktune_parallel_for and the pool behind it, in plain C11 and pthreads.
+ * One file for every process that runs ktune's kernels: it is compiled into ktune (the tuning
+ * runner times kernels on it, `ktune run` runs models on it), and `ktune build --runtime FILE`
+ * writes it out for programs built outside ktune, compiled next to the kernel objects by the
+ * program's own compiler (cc, a cross gcc, a static link). So a shipped kernel runs on the pool
+ * it was measured on.
  *
- * The API (declared in every header `ktune build` writes):
+ * The API (declared in every header `ktune build` writes, and in codegen/runtime.h):
  *
  *   int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closure);
- *     What kernels call for a parallel loop: runs body over [0, extent), one contiguous chunk per
- *     thread, and returns the first non-zero code of a chunk, else 0. A call from inside a body
- *     runs serially; calls from several application threads take turns on the pool.
+ *     What kernels call for a parallel loop: runs body over [0, extent) in contiguous chunks and
+ *     returns the first non-zero code of a chunk, else 0. A call from inside a body runs
+ *     serially; calls from several application threads take turns on the pool.
  *   int ktune_set_num_threads(int n);   threads of the next loops (the caller counts as one);
  *                                       returns 0, or -1 (nothing changed) when n < 1.
  *   int ktune_get_num_threads(void);    the current count; the default is the number of CPUs in
@@ -29,12 +32,15 @@
  * The pool: created on the first parallel loop, its workers persist. Between loops an idle
  * worker polls for the next one for kSpinNs before it sleeps on a condition variable, and the
  * caller polls for the chunks to finish for as long before it sleeps: kernels are often called
- * back to back, and a thread creation (what this file did before) or a futex wake-up per call
- * costs tens of microseconds. The split is static (chunk i is always the same iterations), but
- * who runs a chunk is not: the caller and the workers claim chunks from one atomic word, so on
- * a machine whose other processes keep a worker off its CPU the caller runs that worker's chunk
- * instead of waiting for it. A loop with one thread, or extent 1, runs on the caller alone. The
- * child of a fork() starts a pool of its own. */
+ * back to back, and a thread creation or a futex wake-up per call costs tens of microseconds.
+ * A loop is split into up to kKtuneChunksPerThread contiguous chunks per thread (chunk i is always
+ * the same iterations), and the caller and the workers claim them in order from one atomic
+ * word. Why more chunks than threads: on a machine whose other processes take a worker off its
+ * CPU (a compiler, another service), a static half per thread made the caller wait for the
+ * preempted half, up to a scheduler time slice (small parallel kernels timed 10-100x slow while
+ * tuning, so the tuner kept serial configs); with claimed chunks the caller runs what the worker has not
+ * started, and a preempted worker holds back at most one small chunk. A loop with one thread,
+ * or extent 1, runs on the caller alone. The child of a fork() starts a pool of its own. */
 #if !defined(_GNU_SOURCE) && defined(__linux__)
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
@@ -49,8 +55,9 @@
 typedef int32_t (*ktune_parallel_body)(int64_t begin, int64_t end, void* closure);
 typedef int32_t (*ktune_parallel_for_fn)(int64_t extent, ktune_parallel_body body, void* closure);
 
-enum { kKtuneMaxThreads = 256 }; /* chunks per loop: they fit the 16 bits of the claim word */
-static const int64_t kSpinNs = 200000; /* 200 us, as codegen/runtime.cc */
+enum { kKtuneMaxThreads = 256 };  /* threads of a loop */
+enum { kKtuneChunksPerThread = 4 }; /* chunks per loop: at most 1024, they fit the claim word's 16 bits */
+static const int64_t kSpinNs = 200000; /* 200 us */
 
 /* The claim word: generation (one per loop) << 32 | chunks << 16 | next unclaimed chunk. A
  * compare-and-swap on it claims a chunk only of the loop the claimer saw start. */
@@ -247,6 +254,7 @@ int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closu
     pthread_mutex_unlock(&ktune_pool.run_mu);
     return ktune_serial(extent, body, closure);
   }
+  const int64_t chunks = n * kKtuneChunksPerThread < extent ? n * kKtuneChunksPerThread : extent;
   ktune_pool.body = body;
   ktune_pool.closure = closure;
   ktune_pool.extent = extent;
@@ -254,7 +262,7 @@ int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closu
   atomic_store(&ktune_pool.done_chunks, 0);
   const uint64_t generation = (KTUNE_GENERATION(atomic_load(&ktune_pool.claim)) + 1) & 0xffffffffu;
   /* seq_cst: publishes the loop, then reads sleepers (a worker counts itself, then re-reads). */
-  atomic_store(&ktune_pool.claim, generation << 32 | (uint64_t)n << 16);
+  atomic_store(&ktune_pool.claim, generation << 32 | (uint64_t)chunks << 16);
   if (atomic_load(&ktune_pool.sleepers) > 0) {
     pthread_mutex_lock(&ktune_pool.mu);
     pthread_cond_broadcast(&ktune_pool.wake);
@@ -265,7 +273,7 @@ int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closu
   ktune_inside_loop = 0;
 
   /* Every chunk is claimed; wait for those that workers still run. */
-  ktune_wait(ktune_all_done, n, &ktune_pool.done, &ktune_pool.caller_waiting);
+  ktune_wait(ktune_all_done, chunks, &ktune_pool.done, &ktune_pool.caller_waiting);
   const int32_t result = atomic_load(&ktune_pool.result);
   pthread_mutex_unlock(&ktune_pool.run_mu);
   return result;
