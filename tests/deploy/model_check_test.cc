@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/runtime.h"
 #include "deploy/model_check.h"
 #include "deploy/model_timing.h"
 #include "tests/cli_util.h"
@@ -47,7 +48,12 @@ std::vector<StepCheck> failed(const std::vector<StepCheck>& checks) {
   return f;
 }
 
-class ModelCheck : public ::testing::TestWithParam<const char*> {};
+class ModelCheck : public ::testing::TestWithParam<const char*> {
+ protected:
+  // The parallel loops on two threads (this also links the runtime into the test, where the
+  // loaded model library finds ktune_parallel_for).
+  static void SetUpTestSuite() { codegen::set_num_threads(2); }
+};
 
 TEST_P(ModelCheck, EveryStepMatchesItsReference) {
   const BuiltModel m = build(GetParam());
