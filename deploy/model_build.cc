@@ -179,29 +179,39 @@ void ModelRunner::run(const std::vector<const float*>& inputs, const std::vector
                                                 (rc == 2 ? " (a buffer is not 64-byte aligned)" : ""));
 }
 
-std::vector<double> ModelRunner::run_layers(const std::vector<const float*>& inputs, const std::vector<float*>& outputs) {
+std::vector<void*> ModelRunner::step_buffers(size_t step, const std::vector<const float*>& inputs,
+                                             const std::vector<float*>& outputs) {
   if (!arena_) {
     arena_ = aligned_floats(plan_.arena_bytes);
     weights_ = aligned_floats(static_cast<int64_t>(plan_.weights.size()));
     std::memcpy(weights_, plan_.weights.data(), plan_.weights.size());
   }
+  std::vector<void*> args;
+  for (int64_t id : plan_.steps.at(step).args) {
+    const PlanTensor* t = &plan_.tensors[static_cast<size_t>(id)];
+    if (t->alias_of >= 0) t = &plan_.tensors[static_cast<size_t>(t->alias_of)];
+    switch (t->storage) {
+      case Storage::kArena: args.push_back(reinterpret_cast<char*>(arena_) + t->offset); break;
+      case Storage::kWeights: args.push_back(reinterpret_cast<char*>(weights_) + t->offset); break;
+      case Storage::kInput: args.push_back(const_cast<float*>(inputs.at(static_cast<size_t>(t->index)))); break;
+      case Storage::kOutput: args.push_back(outputs.at(static_cast<size_t>(t->index))); break;
+    }
+  }
+  return args;
+}
+
+void ModelRunner::run_step(size_t step, const std::vector<void*>& args) {
+  const int32_t rc = kernels_.at(step)(args.data());
+  if (rc != 0) throw Error(ErrorKind::kRun, plan_.steps[step].symbol + " returned " + std::to_string(rc));
+}
+
+std::vector<double> ModelRunner::run_layers(const std::vector<const float*>& inputs, const std::vector<float*>& outputs) {
   std::vector<double> seconds;
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
-    std::vector<void*> args;
-    for (int64_t id : plan_.steps[i].args) {
-      const PlanTensor* t = &plan_.tensors[static_cast<size_t>(id)];
-      if (t->alias_of >= 0) t = &plan_.tensors[static_cast<size_t>(t->alias_of)];
-      switch (t->storage) {
-        case Storage::kArena: args.push_back(reinterpret_cast<char*>(arena_) + t->offset); break;
-        case Storage::kWeights: args.push_back(reinterpret_cast<char*>(weights_) + t->offset); break;
-        case Storage::kInput: args.push_back(const_cast<float*>(inputs.at(static_cast<size_t>(t->index)))); break;
-        case Storage::kOutput: args.push_back(outputs.at(static_cast<size_t>(t->index))); break;
-      }
-    }
+    const std::vector<void*> args = step_buffers(i, inputs, outputs);
     const auto start = std::chrono::steady_clock::now();
-    const int32_t rc = kernels_[i](args.data());
+    run_step(i, args);
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (rc != 0) throw Error(ErrorKind::kRun, plan_.steps[i].symbol + " returned " + std::to_string(rc));
   }
   return seconds;
 }

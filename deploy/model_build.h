@@ -63,6 +63,14 @@ class ModelRunner {
   // Runs the steps one at a time; returns each step's seconds (one run). Outputs as run().
   std::vector<double> run_layers(const std::vector<const float*>& inputs, const std::vector<float*>& outputs);
 
+  // The buffers step `step` of run_layers() reads and writes, in its kernel's argument order: its
+  // own arena and weights, and `inputs` and `outputs` as run() takes them. For running a model
+  // one step at a time (run_step) and looking at what each step read and wrote.
+  std::vector<void*> step_buffers(size_t step, const std::vector<const float*>& inputs, const std::vector<float*>& outputs);
+  // Calls step `step`'s kernel on `args` (step_buffers). Throws Error(kRun) naming the kernel when
+  // it returns a non-zero status.
+  void run_step(size_t step, const std::vector<void*>& args);
+
  private:
   const ModelPlan& plan_;
   codegen::SharedLibrary library_;

@@ -1,4 +1,4 @@
-// `ktune run model.onnx [--db PATH | --server HOST:PORT --device-key K] [--threads N] [--runs N]`: the model built as `ktune build --model` builds it, loaded in this process and timed end to end and per layer.
+// `ktune run model.onnx [--db PATH | --server HOST:PORT --device-key K] [--threads N] [--runs N] [--check | --check-nodes]`: the model built as `ktune build --model` builds it, loaded in this process and timed end to end and per layer, or checked step by step against te's reference.
 #include <algorithm>
 #include <cmath>
 #include <unistd.h>
@@ -18,6 +18,7 @@
 
 #include "codegen/runtime.h"
 #include "deploy/model_build.h"
+#include "deploy/model_check.h"
 #include "deploy/model_timing.h"
 #include "frontend/onnx_graph.h"
 #include "support/error.h"
@@ -42,7 +43,8 @@ struct RunCmdOptions {
   std::string output_file;  // the outputs written there, concatenated ("" = not written)
   bool check = false;       // compare with ONNX Runtime
   std::string ort_dir;      // holds ort-run.js and node_modules/onnxruntime-node ("" = ort/ beside ktune)
-  double tolerance = 1e-4;  // --check: max |ktune - ORT| over max |ORT|, per output
+  bool check_nodes = false; // compare every step with its te reference instead of timing
+  double tolerance = 1e-4;  // --check: max |ktune - ORT| over max |ORT|, per output; --check-nodes: per step
   bool json = false;
 };
 
@@ -80,6 +82,22 @@ std::string ort_outputs(const RunCmdOptions& o, const std::string& inputs_path, 
   return bytes;
 }
 
+// --check-nodes: one line per step, then an error naming the first step past the tolerance.
+void check_nodes(const RunCmdOptions& o, const deploy::BuiltModel& m, deploy::ModelRunner& runner,
+                 const deploy::ModelBuffers& buffers) {
+  const auto checks = deploy::check_model_steps(runner, m, buffers.inputs(), buffers.outputs());
+  std::cout << fmt::format("{:>4}  {:<11} {:>9} {:>9}  {}\n", "step", "kind", "max error", "elements", "layer");
+  for (const auto& c : checks)
+    std::cout << fmt::format("{:>4}  {:<11} {:9.2e} {:>9}  {}{}{}\n", c.step, c.kind, c.max_error, c.elements, c.layer,
+                             c.nan_left ? fmt::format(" ({} NaN left)", c.nan_left) : "", c.passed(o.tolerance) ? "" : "  FAILED");
+  const auto failed = std::count_if(checks.begin(), checks.end(), [&](const auto& c) { return !c.passed(o.tolerance); });
+  std::cout << fmt::format("check-nodes: {} steps against te's reference, {} past the tolerance {:.0e}\n", checks.size(), failed, o.tolerance);
+  for (const auto& c : checks)
+    if (!c.passed(o.tolerance))
+      throw Error(ErrorKind::kWrongAnswer, fmt::format("step {} ({}) differs from its reference by {:.2e} of its magnitude{}", c.step,
+                                                       c.layer, c.max_error, c.nan_left ? " and left NaN" : ""));
+}
+
 void run_model(const RunCmdOptions& o) {
   if (o.runs < 1 || o.warmup < 0) throw Error(ErrorKind::kInvalidArgument, "--runs must be >= 1 and --warmup >= 0");
   deploy::ModelRequest r;
@@ -93,6 +111,11 @@ void run_model(const RunCmdOptions& o) {
   deploy::ModelRunner runner(m);
   deploy::ModelBuffers buffers(m.plan, o.seed);
   if (!o.input_file.empty()) buffers.set_inputs(read_file(o.input_file));
+  if (o.check_nodes) {
+    check_nodes(o, m, runner, buffers);
+    if (!o.output_file.empty()) write_file(o.output_file, buffers.output_bytes());
+    return;
+  }
   const deploy::ModelTiming timing = deploy::time_model(runner, m.plan, buffers, o.warmup, o.runs);
   const std::vector<double>& layer_s = timing.step_s;
   const double layers_total = timing.task_s() + timing.other_s();
@@ -190,10 +213,14 @@ void add_run(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
   cmd->add_option("--input-file", o->input_file, "Raw float32 inputs, concatenated in graph order (default: random from --seed)");
   cmd->add_option("--output-file", o->output_file, "Write the outputs there, raw float32, concatenated");
-  cmd->add_flag("--check", o->check, "Compare every output with ONNX Runtime's on the same inputs");
+  auto* check = cmd->add_flag("--check", o->check, "Compare every output with ONNX Runtime's on the same inputs");
   cmd->add_option("--ort", o->ort_dir, "With --check: folder of ort-run.js and node_modules/onnxruntime-node (default: ort/ beside ktune)");
-  cmd->add_option("--tolerance", o->tolerance, "With --check: largest max |difference| / max |reference| per output")->capture_default_str();
-  cmd->add_flag("--json", o->json, "Print the figures as JSON");
+  auto* check_nodes_flag = cmd->add_flag("--check-nodes", o->check_nodes, "Instead of timing: run the model once, step by step, and compare each step's "
+                                                 "output with te's reference of it on the same inputs");
+  cmd->add_option("--tolerance", o->tolerance, "With --check: largest max |difference| / max |reference| per output; "
+                                               "with --check-nodes: per step")->capture_default_str();
+  auto* json = cmd->add_flag("--json", o->json, "Print the figures as JSON");
+  check_nodes_flag->excludes(check)->excludes(json);
   cmd->callback([o] { run_model(*o); });
 }
 

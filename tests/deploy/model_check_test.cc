@@ -1,0 +1,154 @@
+// Tests of check_model_steps() and `ktune run --check-nodes`: every step of small built models against te's reference of it, a corrupted step reported alone, and the command's lines and exit status.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "codegen/runtime.h"
+#include "deploy/model_check.h"
+#include "deploy/model_timing.h"
+#include "tests/cli_util.h"
+#include "tests/frontend/test_models.h"
+
+namespace ktune::deploy {
+namespace {
+
+using testing_cli::ktune;
+using testing_cli::quote;
+using testing_models::model;
+
+// max |step - reference| / max |reference| per step. A task's reference sums its reductions in
+// another order than the tuned loop nest (float32: a few ulps times the depth of the sum, ~1e-6 of
+// the magnitude here); the generated kernels compute the same expressions as the interpreter, up
+// to the rounding of exp/erf in vector code. A wrong tap, weight, lane or epilogue is ~1.
+constexpr double kTolerance = 1e-5;
+
+// A tuning log that does not exist: every task takes its fallback config (a tiled schedule).
+std::string no_log() { return (std::filesystem::temp_directory_path() / "ktune_model_check_none.db").string(); }
+
+BuiltModel build(const std::string& onnx) {
+  ModelRequest r;
+  r.model_path = model(onnx);
+  r.name = "checked";
+  r.plan.history = HistorySource::log(no_log());
+  return build_model(r);
+}
+
+std::vector<StepCheck> failed(const std::vector<StepCheck>& checks) {
+  std::vector<StepCheck> f;
+  for (const StepCheck& c : checks)
+    if (!c.passed(kTolerance)) f.push_back(c);
+  return f;
+}
+
+class ModelCheck : public ::testing::TestWithParam<const char*> {
+ protected:
+  // The parallel loops on two threads (this also links the runtime into the test, where the
+  // loaded model library finds ktune_parallel_for).
+  static void SetUpTestSuite() { codegen::set_num_threads(2); }
+};
+
+TEST_P(ModelCheck, EveryStepMatchesItsReference) {
+  const BuiltModel m = build(GetParam());
+  ModelRunner runner(m);
+  ModelBuffers buffers(m.plan, 7);
+  const auto checks = check_model_steps(runner, m, buffers.inputs(), buffers.outputs());
+  ASSERT_EQ(checks.size(), m.plan.steps.size());
+  std::vector<std::string> references;
+  double worst = 0;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    const StepCheck& c = checks[i];
+    EXPECT_EQ(c.step, i);
+    EXPECT_EQ(c.layer, m.plan.steps[i].layer);
+    EXPECT_EQ(c.elements, m.plan.steps[i].func.args.back().num_elements()) << c.layer;
+    EXPECT_GT(c.elements, 0) << c.layer;
+    EXPECT_EQ(c.nan_left, 0) << c.layer;
+    EXPECT_LE(c.max_error, kTolerance) << i << " " << c.kind << " " << c.layer;
+    EXPECT_EQ(c.reference, c.kind == "task" ? "task reference" : c.kind == "pool" ? "pool reference" : "interpreter") << c.layer;
+    references.push_back(c.reference);
+    worst = std::max(worst, c.max_error);
+  }
+  // Every model has tuned tasks and generated kernels (at least the copies to the graph outputs).
+  EXPECT_NE(std::count(references.begin(), references.end(), "task reference"), 0);
+  EXPECT_NE(std::count(references.begin(), references.end(), "interpreter"), 0);
+  std::printf("%s: %zu steps, worst max error %.2e\n", GetParam(), checks.size(), worst);
+
+  // Step by step is the model run once: the driver's run gives the same bits.
+  const std::string stepped = buffers.output_bytes();
+  for (float* out : buffers.outputs()) std::fill(out, out + 1, std::numeric_limits<float>::quiet_NaN());
+  runner.run(buffers.inputs(), buffers.outputs());
+  EXPECT_EQ(buffers.output_bytes(), stepped);
+}
+
+// A step whose output is changed after it ran is the one step reported, whatever its kind; the
+// steps after it read the changed values and, checked on those same values, pass.
+TEST_P(ModelCheck, CorruptedStepIsTheOneReported) {
+  const BuiltModel m = build(GetParam());
+  ModelRunner runner(m);
+  ModelBuffers buffers(m.plan, 7);
+  std::vector<size_t> victims;
+  for (const char* kind : {"task", "layout", "elementwise", "pool"})
+    for (size_t i = 0; i < m.plan.steps.size(); ++i)
+      if (m.plan.steps[i].kind == kind) {
+        victims.push_back(i);
+        break;
+      }
+  ASSERT_GE(victims.size(), 2u);
+  for (size_t victim : victims) {
+    const int64_t count = m.plan.steps[victim].func.args.back().num_elements();
+    for (bool nan : {false, true}) {
+      CheckOptions o;
+      o.after_step = [&](size_t step, const std::vector<void*>& args) {
+        if (step != victim) return;
+        float* out = static_cast<float*>(args.back());
+        float magnitude = 0;
+        for (int64_t k = 0; k < count; ++k) magnitude = std::max(magnitude, std::abs(out[k]));
+        out[count / 2] = nan ? std::numeric_limits<float>::quiet_NaN() : out[count / 2] + 1 + magnitude;
+      };
+      const auto bad = failed(check_model_steps(runner, m, buffers.inputs(), buffers.outputs(), o));
+      ASSERT_EQ(bad.size(), 1u) << m.plan.steps[victim].layer;
+      EXPECT_EQ(bad[0].step, victim);
+      if (nan) {
+        EXPECT_EQ(bad[0].nan_left, 1);
+      } else {
+        EXPECT_EQ(bad[0].nan_left, 0);
+        EXPECT_GE(bad[0].max_error, 0.5) << bad[0].layer;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SmallModels, ModelCheck, ::testing::Values("small_cnn.onnx", "small_mobile.onnx", "tiny_bert.onnx"),
+                         [](const auto& info) { return std::string(info.param).substr(0, std::string(info.param).find('.')); });
+
+size_t count_lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+TEST(ModelCheckCli, CheckNodesPrintsEveryStepAndFailsPastTheTolerance) {
+  const std::string onnx = quote(model("small_cnn.onnx")) + " --db " + quote(no_log());
+  const BuiltModel m = build("small_cnn.onnx");
+  const auto ok = ktune("run " + onnx + " --check-nodes --tolerance 1e-5", true);
+  ASSERT_EQ(ok.status, 0) << ok.out << ok.err;
+  EXPECT_EQ(count_lines(ok.out), m.plan.steps.size() + 2) << ok.out;  // a heading, the steps, a summary
+  for (const PlanStep& s : m.plan.steps) EXPECT_NE(ok.out.find(s.layer), std::string::npos) << s.layer;
+  EXPECT_NE(ok.out.find("check-nodes: " + std::to_string(m.plan.steps.size()) + " steps against te's reference, 0 past"),
+            std::string::npos) << ok.out;
+
+  // A tolerance no difference is below: every step is past it, and the first is named.
+  const auto bad = ktune("run " + onnx + " --check-nodes --tolerance -1", true);
+  testing_cli::expect_one_line_error(bad, "step 0 (" + m.plan.steps[0].layer + ") differs from its reference");
+  size_t failed_lines = 0;
+  for (size_t at = bad.out.find("FAILED"); at != std::string::npos; at = bad.out.find("FAILED", at + 1)) ++failed_lines;
+  EXPECT_EQ(failed_lines, m.plan.steps.size()) << bad.out;
+
+  testing_cli::expect_one_line_error(ktune("run " + onnx + " --check-nodes --check", true), "--check");
+}
+
+}  // namespace
+}  // namespace ktune::deploy
