@@ -10,7 +10,7 @@
 #include "codegen/target.h"
 #include "support/error.h"
 #include "tests/deploy/history_test_util.h"
-#include "tests/rpc_runner/service_test_util.h"
+#include "tests/rpc_runner/server/service_test_util.h"
 
 namespace ktune::deploy {
 namespace {

@@ -14,7 +14,7 @@
 #include "codegen/target.h"
 #include "deploy/history_best.h"
 #include "te/lower.h"
-#include "tests/rpc_runner/service_test_util.h"
+#include "tests/rpc_runner/server/service_test_util.h"
 #include "tests/schedule_space/template_cases.h"
 
 #define KTUNE_BINARY KTUNE_BIN

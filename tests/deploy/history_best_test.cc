@@ -17,7 +17,7 @@
 #include "support/error.h"
 #include "tests/process_util.h"
 #include "tests/deploy/history_test_util.h"
-#include "tests/rpc_runner/service_test_util.h"
+#include "tests/rpc_runner/server/service_test_util.h"
 #include "tests/schedule_space/template_cases.h"
 #include "tuning_db/database.h"
 

@@ -7,7 +7,7 @@
 #include "rpc_runner/runner/local_runner.h"
 #include "rpc_runner/runner/runner_protocol.h"
 #include "schedule_space/task.h"
-#include "tests/rpc_runner/fault_template.h"
+#include "tests/rpc_runner/runner/fault_template.h"
 
 namespace ktune::rpc_runner {
 namespace {

@@ -12,7 +12,7 @@
 #include "rpc_runner/client/service_client.h"
 #include "rpc_runner/server/tuning_server.h"
 #include "support/error.h"
-#include "tests/rpc_runner/service_test_util.h"
+#include "tests/rpc_runner/server/service_test_util.h"
 
 namespace ktune::rpc_runner {
 namespace {

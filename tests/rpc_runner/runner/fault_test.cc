@@ -11,7 +11,7 @@
 #include "rpc_runner/runner/channel_runner.h"
 #include "rpc_runner/runner/local_runner.h"
 #include "schedule_space/task.h"
-#include "tests/rpc_runner/fault_template.h"
+#include "tests/rpc_runner/runner/fault_template.h"
 #include "tuner/basic_tuners.h"
 #include "tuner/db_log.h"
 #include "tuner/tune.h"

@@ -10,7 +10,7 @@
 
 #include "rpc_runner/client/service_client.h"
 #include "tests/process_util.h"
-#include "tests/rpc_runner/service_test_util.h"
+#include "tests/rpc_runner/server/service_test_util.h"
 #include "tuning_db/database.h"
 
 #ifndef KTUNE_ROUNDS
