@@ -80,8 +80,9 @@ class ModelBuild : public ::testing::Test {
   }
 
   // A C program that runs the model in two contexts on two threads (each must give the same bits),
-  // reading the inputs file and writing the outputs file; with a weights file as argv[3].
-  std::string program(const std::string& name, bool external_weights) const {
+  // reading the inputs file and writing the outputs file; with a weights file as argv[3]. `cc` is
+  // the compiler command (a cross compiler's with -static for a program run under qemu).
+  std::string program(const std::string& name, bool external_weights, const std::string& cc = "cc") const {
     const std::string c = path("main.c");
     std::ofstream(c) << "#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
                      << "#include \"" << name << ".h\"\n"
@@ -108,7 +109,7 @@ class ModelBuild : public ::testing::Test {
                      << "  f = fopen(argv[2], \"wb\"); fwrite(out0, 4, " << name << "_OUTPUT0_ELEMENTS, f); fclose(f);\n"
                      << "  " << name << "_destroy(ctx0); " << name << "_destroy(ctx1);\n  return 0;\n}\n";
     const std::string exe = path("main");
-    const auto r = shell("cc -O1 -std=c11 -I" + quote(dir_.string()) + " " + quote(c) + " " + quote(path("runtime.c")) + " " +
+    const auto r = shell(cc + " -O1 -std=c11 -I" + quote(dir_.string()) + " " + quote(c) + " " + quote(path("runtime.c")) + " " +
                          quote(path("lib" + name + ".a")) + " -lm -lpthread -o " + quote(exe));
     EXPECT_EQ(r.status, 0) << r.err;
     return exe;
@@ -142,9 +143,11 @@ TEST_F(ModelBuild, SmallCnnLinkedAndInProcessMatchOnnxRuntime) {
   std::printf("small_cnn: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked, in_process);
 }
 
-// The CNN test models through `ktune run` (the same library, loaded in process): ResNet-18,
-// MobileNetV1 and V2 at 224 (BN folded, ReLU6 and residuals fused, depthwise blocked), a
-// MobileNetV2 fragment and a model of every fused activation.
+// The CNN test models through `ktune run` (the same library, loaded in process): ResNet-18 and
+// ResNet-50 (bottlenecks, strided 1x1 convs and projections), MobileNetV1 and V2 at 224 (BN folded,
+// ReLU6 and residuals fused, depthwise blocked), a VGG-style net (conv + bias + Relu without BN,
+// 2x2 max pools, a Gemm of K=12544 and two with Relu), a MobileNetV2 fragment and a model of every
+// fused activation.
 TEST_F(ModelBuild, EveryCnnTestModelMatchesOnnxRuntime) {
   struct Case {
     const char* model;
@@ -152,7 +155,8 @@ TEST_F(ModelBuild, EveryCnnTestModelMatchesOnnxRuntime) {
   };
   for (const Case& c : {Case{"small_mobile.onnx", 8 * 16 * 16}, Case{"mobilenetv2_frag.onnx", 3 * 224 * 224},
                         Case{"resnet18.onnx", 3 * 224 * 224}, Case{"mobilenetv1.onnx", 3 * 224 * 224},
-                        Case{"mobilenetv2.onnx", 3 * 224 * 224}}) {
+                        Case{"mobilenetv2.onnx", 3 * 224 * 224}, Case{"resnet50.onnx", 3 * 224 * 224},
+                        Case{"vgg11_half.onnx", 3 * 224 * 224}}) {
     const std::string onnx = model(c.model);
     const std::string in = inputs(c.input, 3);
     const std::vector<float> ref = ort(onnx, in);
@@ -193,6 +197,60 @@ TEST_F(ModelBuild, TinyBertLinkedAndInProcessMatchOnnxRuntime) {
   const double in_process = error(floats(path("jit.bin")), ref);
   EXPECT_LE(in_process, kTolerance);
   std::printf("tiny_bert: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked, in_process);
+}
+
+// True when every object in the ar archive `file` is an ELF file for AArch64 (e_machine 183,
+// little-endian at byte 18) and there is at least one; the symbol index ("/") is skipped.
+bool archive_is_aarch64(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  if (bytes.rfind("!<arch>\n", 0) != 0) return false;
+  int objects = 0;
+  for (size_t at = 8; at + 60 <= bytes.size();) {
+    const std::string name = bytes.substr(at, 16);
+    const size_t size = std::stoul(bytes.substr(at + 48, 10));
+    const std::string data = bytes.substr(at + 60, size);
+    if (name.rfind("/ ", 0) != 0 && name.rfind("// ", 0) != 0) {
+      if (data.size() < 20 || data.rfind("\x7f" "ELF", 0) != 0 ||
+          (static_cast<unsigned char>(data[18]) | static_cast<unsigned char>(data[19]) << 8) != 183)
+        return false;
+      ++objects;
+    }
+    at += 60 + size + (size % 2);
+  }
+  return objects > 0;
+}
+
+// A whole model cross-built for AArch64 (its kernels and entry points from LLVM, no C compiler at
+// build time), linked statically by the cross compiler, run under qemu; its outputs against ONNX
+// Runtime's on the host, from the same inputs. Both contexts of the program on two threads.
+TEST_F(ModelBuild, ModelsCrossBuiltForAArch64MatchOnnxRuntime) {
+  if (std::system("command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && "
+                  "command -v qemu-aarch64-static >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no aarch64-linux-gnu-gcc or qemu-aarch64-static: nothing to run the AArch64 build on";
+  const std::string target = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
+  struct Case {
+    const char* model;
+    int64_t input, output;
+  };
+  for (const Case& c : {Case{"small_cnn.onnx", 16 * 16 * 16, 16}, Case{"tiny_bert.onnx", 8 * 32, 8 * 32}}) {
+    const std::string onnx = model(c.model);
+    const std::string in = inputs(c.input, 4);
+    const std::vector<float> ref = ort(onnx, in);
+    ASSERT_EQ(ref.size(), static_cast<size_t>(c.output)) << c.model;
+    const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " --target " +
+                             quote(target) + " --name net -o " + quote(path("libnet.a")) + " --header " +
+                             quote(path("net.h")) + " --runtime " + quote(path("runtime.c")), true);
+    ASSERT_EQ(built.status, 0) << c.model << ": " << built.err;
+    EXPECT_TRUE(archive_is_aarch64(path("libnet.a"))) << c.model;
+    const std::string exe = program("net", false, "aarch64-linux-gnu-gcc -static");
+    fs::remove(path("out.bin"));
+    const auto ran = shell("qemu-aarch64-static " + quote(exe) + " " + quote(in) + " " + quote(path("out.bin")));
+    ASSERT_EQ(ran.status, 0) << c.model << ": " << ran.err;
+    const double err = error(floats(path("out.bin")), ref);
+    EXPECT_LE(err, kTolerance) << c.model;
+    std::printf("%s on AArch64 (qemu): max error against ONNX Runtime %.2e\n", c.model, err);
+  }
 }
 
 TEST_F(ModelBuild, ExternalWeightsFileIsCheckedByHash) {
