@@ -86,21 +86,23 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   const auto listed = ktune("tasks " + quote(model("small_cnn.onnx")) + " --json");
   ASSERT_EQ(listed.status, 0) << listed.err;
   std::map<std::string, std::vector<std::string>> nodes;
-  for (const auto& t : nlohmann::json::parse(listed.out)["tasks"]) nodes[t["key"]] = t["layers"];
+  const auto listed_json = nlohmann::json::parse(listed.out);
+  for (const auto& t : listed_json["tasks"]) nodes[t["key"].get<std::string>()] = t["layers"].get<std::vector<std::string>>();
   const auto run = ktune("run " + quote(model("small_cnn.onnx")) + " --runs 1 --json --db " + quote(db));
   ASSERT_EQ(run.status, 0) << run.err;
   std::map<std::string, std::multiset<std::string>> steps, layers;
-  for (const auto& s : nlohmann::json::parse(run.out)["layers"])
-    if (!s["workload"].get<std::string>().empty()) steps[s["workload"]].insert(s["layer"].get<std::string>());
+  const auto run_json = nlohmann::json::parse(run.out);
+  for (const auto& s : run_json["layers"])
+    if (!s["workload"].get<std::string>().empty()) steps[s["workload"].get<std::string>()].insert(s["layer"].get<std::string>());
   for (const auto& t : j["tasks"]) {
     ASSERT_EQ(t["layers"].size(), t["count"].get<size_t>()) << t.dump();
     std::vector<std::string> names;
     for (const auto& label : t["layers"]) {
-      layers[t["tuned_as"]].insert(label.get<std::string>());
+      layers[t["tuned_as"].get<std::string>()].insert(label.get<std::string>());
       std::stringstream parts(label.get<std::string>());
       for (std::string name; std::getline(parts, name, '+');) names.push_back(name);
     }
-    EXPECT_EQ(names, nodes.at(t["key"])) << t.dump();
+    EXPECT_EQ(names, nodes[t["key"].get<std::string>()]) << t.dump();
   }
   EXPECT_EQ(layers, steps);
   // The 24 trials and each tuned workload's fallback, logged once so that a resumed run knows it.
