@@ -1,43 +1,24 @@
-// library_op and library_latency: oneDNN (convolution, pooling) and OpenBLAS (sgemm, sgemv) for a task's shape, in this process.
+// library_op and library_race: oneDNN (convolution, pooling) and OpenBLAS (sgemm, sgemv) for a task's shape, in this process.
 #include "baselines/library_baseline.h"
 
 #include <cblas.h>
 #include <omp.h>
 
-#include <algorithm>
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "codegen/runtime.h"
 #include "support/error.h"
+#include "te/host_buffer.h"
 
 namespace ktune::baselines {
 namespace {
 
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
-
-// The fastest single run of up to 200 (at least 10; stops after 0.3 s), after 3 warm-up runs.
-// The minimum over single runs, not a mean over a batch: on a loaded machine a multi-threaded
-// library call that loses a thread to the scheduler waits a whole time slice, and a batch mean
-// would keep that wait.
-double time_best(const std::function<void()>& run) {
-  using clock = std::chrono::steady_clock;
-  for (int i = 0; i < 3; ++i) run();
-  double best = 1e30;
-  const auto begin = clock::now();
-  for (int i = 0; i < 200; ++i) {
-    const auto start = clock::now();
-    run();
-    const auto end = clock::now();
-    best = std::min(best, std::chrono::duration<double>(end - start).count());
-    if (i >= 9 && std::chrono::duration<double>(end - begin).count() > 0.3) break;
-  }
-  return best;
-}
 
 // Memory of `desc` with arbitrary contents (the time does not depend on the values).
 dnnl::memory filled(const dnnl::memory::desc& desc, const dnnl::engine& eng) {
@@ -164,11 +145,26 @@ std::optional<LibraryOp> library_op(const schedule_space::Task& task, int thread
   return std::nullopt;
 }
 
-std::optional<LibraryTime> library_latency(const schedule_space::Task& task, int threads) {
+std::optional<LibraryRace> library_race(const schedule_space::Task& task, const codegen::Kernel& kernel, int threads,
+                                        int rounds) {
   const std::optional<LibraryOp> op = library_op(task, threads);
   if (!op) return std::nullopt;
+  codegen::set_num_threads(threads);
+  std::vector<te::HostBuffer> buffers;
+  std::vector<void*> args;
+  buffers.reserve(kernel.signature().size());
+  for (const codegen::ArgSpec& a : kernel.signature()) {
+    if (a.dtype != "float32") return std::nullopt;  // library_op takes float32 tasks only
+    buffers.emplace_back(a.shape, te::Float(32));
+    buffers.back().fill_random(buffers.size());
+    args.push_back(buffers.back().data());
+  }
+  int32_t status = 0;
   try {
-    return LibraryTime{op->library, time_best(op->run)};
+    const std::vector<RoundStats> t =
+        time_interleaved({[&] { status |= kernel.run(args); }, op->run}, rounds, race_pacing(threads));
+    if (status != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": the tuned kernel returned " + std::to_string(status));
+    return LibraryRace{op->library, t[0], t[1]};
   } catch (const dnnl::error& e) {
     throw Error(ErrorKind::kUnsupported, "oneDNN refuses " + task.workload_key() + ": " + e.what());
   }

@@ -1,10 +1,12 @@
-// Declares library_op and library_latency: the libraries' operator for a task (oneDNN for convolutions and pooling, OpenBLAS for GEMM), callable and timed in this process.
+// Declares library_op and library_race: the libraries' operator for a task (oneDNN for convolutions and pooling, OpenBLAS for GEMM), callable in this process and timed against a tuned kernel.
 #pragma once
 
 #include <functional>
 #include <optional>
 #include <string>
 
+#include "baselines/interleaved.h"
+#include "codegen/kernel.h"
 #include "schedule_space/task.h"
 
 namespace ktune::baselines {
@@ -26,12 +28,20 @@ struct LibraryOp {
 // Throws Error(kUnsupported) when the library refuses the shape.
 std::optional<LibraryOp> library_op(const schedule_space::Task& task, int threads);
 
-struct LibraryTime {
+// A tuned kernel and the library's operator on the same task, timed in alternate rounds.
+struct LibraryRace {
   std::string library;
-  double seconds = 0;  // the fastest of up to 200 single runs
+  RoundStats tuned, library_time;
+  // tuned / library, from the medians: below 1, the tuned kernel is faster.
+  double ratio() const { return tuned.median_s / library_time.median_s; }
 };
 
-// library_op's operator timed alone: the fastest of up to 200 single runs.
-std::optional<LibraryTime> library_latency(const schedule_space::Task& task, int threads);
+// `kernel` (task's kernel, loaded in this process) and library_op's operator for `task`, each run
+// with `threads` threads (ktune's parallel loops too), timed alternately for `rounds` rounds
+// (time_interleaved, paced by race_pacing). The kernel's inputs are random, its outputs
+// overwritten. nullopt where library_op has no operator. Throws what library_op throws,
+// Error(kRun) when the kernel returns an error, Error(kInvalidArgument) for rounds < 1.
+std::optional<LibraryRace> library_race(const schedule_space::Task& task, const codegen::Kernel& kernel, int threads,
+                                        int rounds);
 
 }  // namespace ktune::baselines

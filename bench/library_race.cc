@@ -14,7 +14,6 @@
 #include <fstream>
 #include <memory>
 #include <random>
-#include <thread>
 
 #include "codegen/codegen_llvm.h"
 #include "codegen/runtime.h"
@@ -22,6 +21,7 @@
 #include "rpc_runner/runner/local_runner.h"
 #include "rpc_runner/runner/reference.h"
 #include "support/error.h"
+#include "baselines/interleaved.h"
 #include "baselines/library_baseline.h"
 #include "tuner/model_based_tuner.h"
 #include "tuner/tune.h"
@@ -31,19 +31,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A round of a callable lasts at least this long: calls of a few microseconds are repeated
-// within the round, so that the clock's resolution and its call cost do not decide the result,
-// and the rounds of a race span long enough (15 rounds x 2 sides x 2 ms) that a burst of this
-// VM's neighbours does not fall on all of one side's rounds (with 200 us rounds, a whole race of
-// a GEMV lasted 6 ms, and one burst moved its ratio from 1.4 to 0.7).
-constexpr double kMinRoundSeconds = 2e-3;
-
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 
@@ -79,10 +67,6 @@ std::vector<void*> pointers(const std::vector<std::unique_ptr<AlignedFloats>>& b
   return p;
 }
 
-namespace {
-
-}  // namespace
-
 AlignedFloats::AlignedFloats(size_t n)
     : n(n), p(static_cast<float*>(std::aligned_alloc(64, (std::max<size_t>(n, 1) * sizeof(float) + 63) / 64 * 64))) {}
 AlignedFloats::~AlignedFloats() { std::free(p); }
@@ -103,29 +87,9 @@ void set_all_threads(int threads) {
 
 std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds, double settle_s,
                                      double min_round_s) {
-  std::vector<int> reps;
-  for (const auto& fn : fns) {
-    const auto start = Clock::now();
-    fn();
-    reps.push_back(static_cast<int>(std::clamp(std::ceil(min_round_s / std::max(seconds_since(start), 1e-9)), 1.0, 1e5)));
-  }
-  std::vector<std::vector<double>> t(fns.size());
-  for (int r = 0; r < rounds; ++r) {
-    for (size_t i = 0; i < fns.size(); ++i) {
-      if (settle_s > 0) {
-        std::this_thread::sleep_for(std::chrono::duration<double>(settle_s));
-        // Untimed, as long as a round: this callable's pool wakes (and the VM's idle vCPUs with
-        // it), as an application's previous calls would have woken them.
-        for (int n = 0; n < reps[i]; ++n) fns[i]();
-      }
-      const auto start = Clock::now();
-      for (int n = 0; n < reps[i]; ++n) fns[i]();
-      t[i].push_back(seconds_since(start) / reps[i]);
-    }
-  }
-  std::vector<double> out;
-  for (auto& v : t) out.push_back(median(v));
-  return out;
+  std::vector<double> medians;
+  for (const auto& s : baselines::time_interleaved(fns, rounds, {settle_s, min_round_s})) medians.push_back(s.median_s);
+  return medians;
 }
 
 codegen::Kernel load_kernel(const schedule_space::Task& task, const schedule_space::Config& config,
@@ -190,10 +154,8 @@ RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
   int status = 0;
   std::vector<std::function<void()>> runs;
   for (const auto& k : kernels) runs.push_back([&k, &args, &status] { status |= k.run(args); });
-  // Several threads: rounds of 20 ms, so that waking the pool's threads (on this VM an idle vCPU
-  // can take long to be scheduled again) is a small part of each; one thread: 2 ms rounds.
-  const double min_round_s = o.threads > 1 ? 20e-3 : kMinRoundSeconds;
-  const std::vector<double> s = time_interleaved(runs, o.rounds, 0, min_round_s);
+  const baselines::RoundPacing pacing = baselines::race_pacing(o.threads);
+  const std::vector<double> s = time_interleaved(runs, o.rounds, 0, pacing.min_round_s);
   const size_t pick = static_cast<size_t>(std::min_element(s.begin(), s.end()) - s.begin());
   if (status != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": a tuned kernel returned " + std::to_string(status));
 
@@ -208,16 +170,8 @@ RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
   if (!(err <= 1e-4))
     throw Error(ErrorKind::kWrongAnswer, task.workload_key() + ": tuned kernel differs from the reference by " + std::to_string(err));
 
-  // Several threads: each side's pool must be idle while the other runs. OpenBLAS's workers spin
-  // for 2^28 cycles (~70 ms) after a call and libgomp's (oneDNN's) for a while too; timed right
-  // after one, a ktune kernel shared its second core with them (matmul 1024^3 at 2 threads: 100
-  // GFLOP/s against 218 with OpenBLAS idle). A pause before each round lets them sleep.
-  // One thread: a 50 ms pause too, so that the rounds spread over about 1.5 s. This VM's noisy
-  // neighbours come in bursts of about a second; a race of back-to-back rounds (~60 ms) could sit
-  // inside one, and it slows a memory-bound kernel more than a compute-bound one (the same GEMV
-  // raced at 0.83 and at 1.15 of OpenBLAS minutes apart).
-  const double settle_s = o.threads > 1 ? 0.15 : 0.05;
-  const std::vector<double> t = time_interleaved({runs[pick], lib->run}, o.rounds, settle_s, min_round_s);
+  // Each side's pool rests before its round (baselines::race_pacing says why).
+  const std::vector<double> t = time_interleaved({runs[pick], lib->run}, o.rounds, pacing.settle_s, pacing.min_round_s);
   if (status != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": the tuned kernel returned " + std::to_string(status));
   const double gflop = task.flop() * 1e-9;
   return {tuned.finalists[pick], tuned.measured, tuned.ok, tuned.wall_s, gflop / t[0], gflop / t[1],

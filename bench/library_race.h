@@ -39,11 +39,8 @@ std::vector<void*> pointers(const std::vector<std::unique_ptr<AlignedFloats>>& b
 // Sets the threads of ktune's parallel loops, OpenBLAS and OpenMP (oneDNN's runtime) to `threads`.
 void set_all_threads(int threads);
 
-// One warm-up call each, then `rounds` interleaved rounds of at least min_round_s each (short
-// calls are repeated within a round), so that load from other processes drifts over all callables
-// alike; returns the median seconds per call of each. settle_s > 0: before each round of a
-// callable, sleep that long (the previous callable's thread pool goes idle), then run it untimed
-// for as long as a round (its own pool wakes).
+// baselines::time_interleaved's medians: seconds per call of each callable, median of `rounds`
+// interleaved rounds of at least min_round_s, each preceded by settle_s of rest when > 0.
 std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds, double settle_s = 0,
                                      double min_round_s = 200e-6);
 

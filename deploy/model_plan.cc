@@ -340,14 +340,9 @@ class Planner {
       throw unsupported(anchor, "its task " + mt.key() + " is " + frontend::to_string(mt.status) +
                                     (mt.refused.empty() ? "" : " (" + mt.refused + ")"));
     const schedule_space::Task& task = *mt.tunable;
-    std::string layer = anchor.name;
+    const std::string& layer = occ.layer;
     std::string out_name = anchor.outputs.at(0);
-    std::string residual;
-    for (size_t j : occ.fused) {
-      const frontend::Node& f = g_.nodes[j];
-      layer += "+" + f.name;
-      out_name = f.outputs.at(0);
-    }
+    if (!occ.fused.empty()) out_name = g_.nodes[occ.fused.back()].outputs.at(0);
     // A pool whose input is channel-blocked runs blocked too (a generated kernel): converting to
     // NCHW and back around it would cost more than the pool.
     const std::string& tmpl = task.template_name();

@@ -122,9 +122,13 @@ class Extractor {
       }
       ModelTask& task = result.tasks[it->second];
       task.count += c.multiplicity;
+      TaskOccurrence occ{it->second, i, c.epilogue.nodes, node.name};
       task.layers.push_back(node.name);
-      for (size_t f : c.epilogue.nodes) task.layers.push_back(g_.nodes[f].name);
-      result.occurrences.push_back(TaskOccurrence{it->second, i, c.epilogue.nodes});
+      for (size_t f : c.epilogue.nodes) {
+        task.layers.push_back(g_.nodes[f].name);
+        occ.layer += "+" + g_.nodes[f].name;
+      }
+      result.occurrences.push_back(std::move(occ));
     }
     result.layer_norms = layer_norms_;
     return result;
@@ -376,6 +380,13 @@ double ModelTasks::total_flop() const {
   double sum = 0;
   for (const auto& t : tasks) sum += static_cast<double>(t.count) * t.flop;
   return sum;
+}
+
+std::vector<std::string> ModelTasks::layers_of(size_t task) const {
+  std::vector<std::string> layers;
+  for (const auto& occ : occurrences)
+    if (occ.task == task) layers.push_back(occ.layer);
+  return layers;
 }
 
 ModelTasks extract_tasks(const Graph& graph, const schedule_space::TargetTraits& target) {

@@ -68,6 +68,9 @@ struct TaskOccurrence {
   size_t task = 0;                 // index into ModelTasks::tasks
   size_t node = 0;                 // the anchor node (Conv, Gemm, MatMul, pooling)
   std::vector<size_t> fused;       // nodes fused into its epilogue (BatchNormalization, Add, Relu, ...)
+  // The names of the anchor and of the fused nodes, '+'-joined ("conv1+bn1+relu1"): the layer as
+  // a model build labels its step.
+  std::string layer;
 };
 
 struct ModelTasks {
@@ -78,6 +81,9 @@ struct ModelTasks {
   std::vector<LayerNormGroup> layer_norms;  // listed as unsupported "LayerNorm"; not part of to_json
   // Sum over tasks of count x flop.
   double total_flop() const;
+  // TaskOccurrence::layer of every occurrence of tasks[task], in graph order (empty for tasks read
+  // from JSON, which carry no occurrences).
+  std::vector<std::string> layers_of(size_t task) const;
 };
 
 // Extracts the tuning tasks of `graph` on `target`: Conv (groups = 1: conv2d_nchwc, depthwise:

@@ -1,4 +1,4 @@
-// `ktune tune-model model.onnx [--trials N] [--db PATH | --server HOST:PORT --device-key K] [--input name=DIMS]`: tune every task of a model under one budget (ModelTuning here, or a model job of a tuning server), with a live table and the estimated model latency against the untuned fallbacks and the libraries.
+// `ktune tune-model model.onnx [--trials N] [--db PATH | --server HOST:PORT --device-key K] [--input name=DIMS]`: tune every task of a model under one budget (ModelTuning here, or a model job of a tuning server), with a live table by layer and the estimated model latency against the untuned fallbacks and the libraries.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -40,6 +40,7 @@ struct TuneModelOptions {
   bool no_transfer = false;
   bool json = false;
   bool no_libraries = false;
+  int library_rounds = 5;
   bool no_model_run = false;
   // A model job on a tuning server.
   rpc_runner::ServiceClientOptions server;
@@ -94,11 +95,16 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   if (!id) return;
   warn_small_budget(o, tasks);
   ModelProgress progress(job.session.trials, o.json);
-  const rpc_runner::JobEvent last = follow_model_job(client, *id, o.json,
-                                                     [&](const tuner::ModelTuningReport& r) { progress.show(r); });
+  // The server's tasks come without their graph: the layers are named from this process's.
+  const rpc_runner::JobEvent last = follow_model_job(client, *id, o.json, [&](tuner::ModelTuningReport r) {
+    tuner::label_layers(r, tasks);
+    progress.show(r);
+  });
   progress.finish();
   nlohmann::json j = nlohmann::json::parse(last.summary_json);
-  const tuner::ModelTuningReport report = tuner::model_report_from_json(j);
+  tuner::ModelTuningReport report = tuner::model_report_from_json(j);
+  tuner::label_layers(report, tasks);
+  for (size_t i = 0; i < report.tasks.size(); ++i) j["tasks"][i]["layers"] = report.tasks[i].layers;
   j["job"] = *id;
   j["device_key"] = job.session.device_key;
   j["target"] = last.job.target;
@@ -109,7 +115,8 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   if (o.no_libraries)
     note = "";
   else if (last.job.target == here.str())
-    libraries = add_library_times(tasks, report, here.cores(), j);
+    libraries = add_library_times(tasks, report, HistorySource::server(o.server, job.session.device_key), here.cores(),
+                                  o.library_rounds, j);
   else
     note = "not measured (the devices are " + last.job.target + ")";
   print_end(o, report, j, libraries ? &*libraries : nullptr, note);
@@ -200,7 +207,8 @@ void run_tune_model(TuneModelOptions o) {
   // The libraries on the same operators, in this process, with the kernels' thread count.
   nlohmann::json j = tuner::model_summary_json(tasks, report);
   std::optional<LibraryTimes> libraries;
-  if (!o.no_libraries) libraries = add_library_times(tasks, report, traits.cores, j);
+  if (!o.no_libraries)
+    libraries = add_library_times(tasks, report, HistorySource::log(o.db), traits.cores, o.library_rounds, j);
   j["log"] = o.db;
   if (!o.no_model_run) add_built_model(o, inputs, report, j);
   // The summary (per-layer table with the library ratios) goes into the log for `ktune report`.
@@ -244,6 +252,10 @@ void add_tune_model(CLI::App& app) {
                   "Stored in every record; with --server: the key of the devices to tune on");
   cmd->add_flag("--no-check", o->no_check, "Do not compare outputs with the reference");
   cmd->add_flag("--no-libraries", o->no_libraries, "Do not time oneDNN / OpenBLAS on the same operators");
+  cmd->add_option("--library-rounds", o->library_rounds,
+                  "Rounds in which each layer's tuned kernel and library take turns; the table shows the medians (1 to 1000)")
+      ->capture_default_str()
+      ->check(finite_in(1, 1000));
   cmd->add_flag("--no-model-run", o->no_model_run, "Do not build the tuned model and time it end to end at the end");
   cmd->add_flag("--json", o->json, "Print the result as JSON (no live table)");
   add_client_flags(cmd, o->server, false)

@@ -3,9 +3,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <spdlog/spdlog.h>
+
+#include "deploy/history_best.h"
+#include "support/error.h"
 
 namespace ktune::tools {
 namespace {
@@ -17,22 +22,54 @@ std::string ms(double seconds) {
   return buf;
 }
 
+// A median and its spread over the rounds: "0.1234 ±3%".
+std::string with_spread(const baselines::RoundStats& t) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s ±%.0f%%", ms(t.median_s).c_str(), 100 * t.spread());
+  return buf;
+}
+
+// `text` right-aligned in `width` columns ('±' is two bytes and one column).
+std::string right(const std::string& text, size_t width) {
+  size_t columns = 0;
+  for (unsigned char c : text) columns += (c & 0xC0) != 0x80 ? 1 : 0;
+  return std::string(width > columns ? width - columns : 0, ' ') + text;
+}
+
+// The task's first layer, and how many more there are.
+std::string layers_label(const std::vector<std::string>& layers) {
+  if (layers.empty()) return "-";
+  return layers.size() == 1 ? layers[0] : layers[0] + " +" + std::to_string(layers.size() - 1) + " more";
+}
+
 }  // namespace
 
 int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r, size_t budget, const LibraryTimes* libraries) {
-  int lines = 0;
-  std::fprintf(out, "%3s %5s %6s %10s %11s %10s %6s  %s\n", "#", "count", "trials", "best_ms", "fallback_ms",
-               "library_ms", "share", "task");
-  ++lines;
+  size_t layer_width = 5;
+  for (const auto& t : r.tasks) layer_width = std::max(layer_width, layers_label(t.layers).size());
+  std::string header = "  #" + right("count", 6) + right("trials", 7) + right("best_ms", 11) + right("fallback_ms", 12) +
+                       right("share", 7);
+  if (libraries) header += right("tuned_ms", 16) + right("library_ms", 16) + right("ratio", 7);
+  std::fprintf(out, "%s  %-*s  %s\n", header.c_str(), static_cast<int>(layer_width), "layer", "task");
+  int lines = 1;
   for (size_t i = 0; i < r.tasks.size(); ++i) {
     const auto& t = r.tasks[i];
     const double time = static_cast<double>(t.count) * t.best_s;
     const std::string share =
         std::isfinite(time) && std::isfinite(r.tuned_s) ? std::to_string(static_cast<int>(std::lround(100 * time / r.tuned_s))) + "%" : "-";
-    const auto lib = libraries ? libraries->find(t.tuned_as) : LibraryTimes::const_iterator{};
-    const std::string lib_ms = libraries && lib != libraries->end() ? ms(lib->second.seconds) : "-";
-    std::fprintf(out, "%3zu %5lld %6zu %10s %11s %10s %6s  %s\n", i + 1, static_cast<long long>(t.count), t.trials,
-                 ms(t.best_s).c_str(), t.fallback_s ? ms(*t.fallback_s).c_str() : "-", lib_ms.c_str(), share.c_str(),
+    std::string row = right(std::to_string(i + 1), 3) + right(std::to_string(t.count), 6) + right(std::to_string(t.trials), 7) +
+                      right(ms(t.best_s), 11) + right(t.fallback_s ? ms(*t.fallback_s) : "-", 12) + right(share, 7);
+    if (libraries) {
+      const auto lib = libraries->find(t.tuned_as);
+      if (lib == libraries->end()) {
+        row += right("-", 16) + right("-", 16) + right("-", 7);
+      } else {
+        char ratio[32];
+        std::snprintf(ratio, sizeof ratio, "%.2f", lib->second.ratio());
+        row += right(with_spread(lib->second.tuned), 16) + right(with_spread(lib->second.library_time), 16) + right(ratio, 7);
+      }
+    }
+    std::fprintf(out, "%s  %-*s  %s\n", row.c_str(), static_cast<int>(layer_width), layers_label(t.layers).c_str(),
                  t.tuned_as.c_str());
     ++lines;
   }
@@ -66,31 +103,48 @@ void ModelProgress::finish() {
   std::fflush(stderr);
 }
 
-LibraryTimes add_library_times(const frontend::ModelTasks& tasks, const tuner::ModelTuningReport& report, int cores,
-                               nlohmann::json& j) {
+LibraryTimes add_library_times(const frontend::ModelTasks& tasks, const tuner::ModelTuningReport& report,
+                               const HistorySource& history, int cores, int rounds, nlohmann::json& j) {
   LibraryTimes libraries;
-  double library_s = 0, tuned_same_s = 0;
-  for (const auto& t : report.tasks) {
-    if (!libraries.count(t.tuned_as))
-      for (const auto& mt : tasks.tasks)
-        if (mt.tunable && mt.tunable->workload_key() == t.tuned_as) {
 #if KTUNE_HAVE_BASELINES
-          if (auto lib = baselines::library_latency(*mt.tunable, cores)) libraries[t.tuned_as] = *lib;
-#else
-          (void)cores;  // built without baselines/: no library times
-#endif
-          break;
-        }
-    if (auto lib = libraries.find(t.tuned_as); lib != libraries.end() && std::isfinite(t.best_s)) {
-      library_s += static_cast<double>(t.count) * lib->second.seconds;
-      tuned_same_s += static_cast<double>(t.count) * t.best_s;
+  std::set<std::string> tried;
+  for (const auto& t : report.tasks) {
+    if (!tried.insert(t.tuned_as).second) continue;
+    for (const auto& mt : tasks.tasks) {
+      if (!mt.tunable || mt.tunable->workload_key() != t.tuned_as) continue;
+      try {
+        const AppliedKernel tuned = apply_history_best(history, *mt.tunable);
+        if (auto race = baselines::library_race(*mt.tunable, tuned.kernel, cores, rounds)) libraries.emplace(t.tuned_as, *race);
+      } catch (const Error& e) {
+        spdlog::warn("no library time for {}: {}", t.tuned_as, e.what());
+      }
+      break;
     }
   }
-  for (size_t i = 0; i < report.tasks.size(); ++i)
-    if (auto lib = libraries.find(report.tasks[i].tuned_as); lib != libraries.end()) {
-      j["tasks"][i]["library"] = lib->second.library;
-      j["tasks"][i]["library_s"] = lib->second.seconds;
-    }
+#else
+  (void)tasks, (void)history, (void)cores;  // built without baselines/: no library times
+#endif
+  double library_s = 0, tuned_same_s = 0;
+  for (size_t i = 0; i < report.tasks.size(); ++i) {
+    const auto lib = libraries.find(report.tasks[i].tuned_as);
+    if (lib == libraries.end()) continue;
+    const baselines::LibraryRace& race = lib->second;
+    const double count = static_cast<double>(report.tasks[i].count);
+    library_s += count * race.library_time.median_s;
+    tuned_same_s += count * race.tuned.median_s;
+    nlohmann::json& t = j["tasks"][i];
+    t["library"] = race.library;
+    t["library_s"] = race.library_time.median_s;
+    t["library_min_s"] = race.library_time.min_s;
+    t["library_max_s"] = race.library_time.max_s;
+    t["library_spread"] = race.library_time.spread();
+    t["tuned_median_s"] = race.tuned.median_s;
+    t["tuned_min_s"] = race.tuned.min_s;
+    t["tuned_max_s"] = race.tuned.max_s;
+    t["tuned_spread"] = race.tuned.spread();
+    t["ratio"] = race.ratio();
+  }
+  j["library_rounds"] = rounds;
   j["library_s"] = library_s;
   j["tuned_s_where_library"] = tuned_same_s;
   return libraries;
@@ -107,8 +161,9 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
   const double library_s = summary.value("library_s", 0.0);
   if (library_s > 0) {
     const double tuned_same_s = summary.value("tuned_s_where_library", 0.0);
-    std::fprintf(out, "libraries:          %s ms for the same operators (tuned: %s ms) -> tuned/library %.2f\n",
-                 ms(library_s).c_str(), ms(tuned_same_s).c_str(), tuned_same_s / library_s);
+    std::fprintf(out, "libraries:          %s ms for the same operators (tuned: %s ms) -> tuned/library %.2f "
+                      "(medians of %d interleaved rounds, in this process)\n",
+                 ms(library_s).c_str(), ms(tuned_same_s).c_str(), tuned_same_s / library_s, summary.value("library_rounds", 0));
   } else if (!libraries_note.empty()) {
     std::fprintf(out, "libraries: %s\n", libraries_note.c_str());
   }

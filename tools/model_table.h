@@ -8,17 +8,23 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/model_tasks.h"
 #include "baselines/library_baseline.h"
+#include "frontend/model_tasks.h"
 #include "tuner/model_tuning.h"
+
+namespace ktune {
+struct HistorySource;  // deploy/config_choice.h
+}  // namespace ktune
 
 namespace ktune::tools {
 
-// Library time per tuned workload key.
-using LibraryTimes = std::map<std::string, baselines::LibraryTime>;
+// The race of each tuned workload's kernel against its library, per tuned workload key.
+using LibraryTimes = std::map<std::string, baselines::LibraryRace>;
 
-// The per-task table: trials, best and fallback latency, share of the model's estimated time (and
-// the libraries' time when given). Returns the number of lines printed (for a redraw).
+// The per-task table: trials, best and fallback latency, share of the model's estimated time, the
+// task's layers (its first ONNX layer, "+k more" for the others) and its workload; with
+// `libraries`, the medians of the tuned kernel and the library over the rounds, each with its
+// spread, and their ratio. Returns the number of lines printed (for a redraw).
 int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r, size_t budget,
                       const LibraryTimes* libraries = nullptr);
 
@@ -39,11 +45,15 @@ class ModelProgress {
   int drawn_ = 0;
 };
 
-// Times the libraries in this process on the operators of the report's tasks (found in `tasks`
-// by their tuned workload, with `cores` threads) and adds them to the run's summary `j`
-// (tasks[i].library, tasks[i].library_s, library_s, tuned_s_where_library). Returns the times.
-LibraryTimes add_library_times(const frontend::ModelTasks& tasks, const tuner::ModelTuningReport& report, int cores,
-                               nlohmann::json& j);
+// Races each tuned workload's kernel (its best config in `history`, JIT-loaded) against the
+// library's operator on the same task in this process (baselines::library_race, `cores` threads,
+// `rounds` rounds) and adds the result to the run's summary `j`: per task library, library_s,
+// library_min_s, library_max_s, library_spread, tuned_median_s, tuned_min_s, tuned_max_s,
+// tuned_spread, ratio (tuned / library medians); library_rounds, library_s (sum of count x library
+// median) and tuned_s_where_library (sum of count x tuned median). A workload whose kernel or
+// library cannot run here is left out with a warning. Returns the races.
+LibraryTimes add_library_times(const frontend::ModelTasks& tasks, const tuner::ModelTuningReport& report,
+                               const HistorySource& history, int cores, int rounds, nlohmann::json& j);
 
 // The final table on `out` and the lines under it: estimated latency, against the fallbacks,
 // against the libraries (or `libraries_note` when they were not measured), the operators left out.

@@ -125,11 +125,12 @@ ModelTuningReport ModelTuning::report() const {
     const frontend::ModelTask& t = *tunable_[i];
     const SessionTuner& tuner = *tuners_[tuner_of_[i]];
     TaskProgress p{t.key(), t.tunable->workload_key(), t.count, t.flop, tuner.trials(), tuner.best_latency(),
-                   tuner.fallback()};
+                   tuner.fallback(), {}};
     r.tuned_s += static_cast<double>(t.count) * p.best_s;
     if (p.fallback_s) r.fallback_s += static_cast<double>(t.count) * *p.fallback_s;
     r.tasks.push_back(std::move(p));
   }
+  label_layers(r, tasks_);
   return r;
 }
 
@@ -154,6 +155,16 @@ ModelTuningReport ModelTuning::run(const std::function<void(const ModelTuningRep
   return report();
 }
 
+void label_layers(ModelTuningReport& report, const frontend::ModelTasks& tasks) {
+  for (auto& p : report.tasks)
+    for (size_t i = 0; i < tasks.tasks.size(); ++i)
+      if (tasks.tasks[i].key() == p.key) {
+        std::vector<std::string> layers = tasks.layers_of(i);
+        if (!layers.empty()) p.layers = std::move(layers);
+        break;
+      }
+}
+
 nlohmann::json to_json(const ModelTuningReport& r) {
   nlohmann::json j{{"trials", r.trials}, {"tuned_s", seconds_or_null(r.tuned_s)}, {"fallback_s", r.fallback_s},
                    {"not_tuned", r.not_tuned}, {"cancelled", r.cancelled}};
@@ -168,7 +179,8 @@ nlohmann::json to_json(const ModelTuningReport& r) {
                           {"trials", t.trials},
                           {"best_s", seconds_or_null(t.best_s)},
                           {"fallback_s", t.fallback_s ? nlohmann::json(*t.fallback_s) : nullptr},
-                          {"share", std::isfinite(time) && std::isfinite(r.tuned_s) ? nlohmann::json(time / r.tuned_s) : nullptr}});
+                          {"share", std::isfinite(time) && std::isfinite(r.tuned_s) ? nlohmann::json(time / r.tuned_s) : nullptr},
+                          {"layers", t.layers}});
   }
   j["workloads"] = nlohmann::json::array();
   for (size_t k = 0; k < r.workloads.size(); ++k)
@@ -195,8 +207,9 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j) {
     r.cancelled = j.value("cancelled", false);
     for (const auto& t : j.at("tasks")) {
       TaskProgress p{t.at("key").get<std::string>(), t.at("tuned_as").get<std::string>(), static_cast<int64_t>(count(t.at("count"))),
-                     t.at("gflop").get<double>() * 1e9, count(t.at("trials")), seconds(t.at("best_s")), std::nullopt};
+                     t.at("gflop").get<double>() * 1e9, count(t.at("trials")), seconds(t.at("best_s")), std::nullopt, {}};
       if (t.at("fallback_s").is_number()) p.fallback_s = t["fallback_s"].get<double>();
+      p.layers = t.value("layers", std::vector<std::string>{});
       r.tasks.push_back(std::move(p));
     }
     for (const auto& w : j.value("workloads", nlohmann::json::array())) {

@@ -35,6 +35,8 @@ struct TaskProgress {
   size_t trials = 0;         // new trials in this run (of its tuned workload, shared by tasks tuned as the same one)
   double best_s = 0;         // best latency (resumed records and the fallback included); +inf when none
   std::optional<double> fallback_s;  // the untuned fallback config, measured at the start of this run
+  // Its layers in graph order, as a model build labels them (ModelTasks::layers_of): one per occurrence.
+  std::vector<std::string> layers;
 };
 
 struct ModelTuningReport {
@@ -79,8 +81,12 @@ class ModelTuning {
   std::vector<SchedulerStep> steps_;
 };
 
+// Sets each task's layers from `tasks` (found by key): what a client does with a report its
+// server made from tasks without occurrences. Tasks not in `tasks` keep theirs.
+void label_layers(ModelTuningReport& report, const frontend::ModelTasks& tasks);
+
 // The report as JSON: {trials, tuned_s, fallback_s, speedup_over_fallback, not_tuned, cancelled,
-// tasks: [{key, tuned_as, count, gflop, trials, best_s, fallback_s, share}],
+// tasks: [{key, tuned_as, count, gflop, trials, best_s, fallback_s, share, layers}],
 // workloads: [{key, best_s}], step: the last SchedulerStep {task, measured, total}}. A latency
 // that is not finite (no config succeeded yet) is null.
 nlohmann::json to_json(const ModelTuningReport& report);

@@ -1,6 +1,7 @@
 // End-to-end tests of `ktune tune-model` on the small CNN of scripts/make-test-models (real kernels
 // on the local runner): one budget over every task with a warm-up each, the estimate equal to the
-// sum of count x best, the log holding every trial, a second run resuming, and bad input.
+// sum of count x best, the layers named as `ktune run` names them, the libraries' medians over
+// interleaved rounds, the log holding every trial, a second run resuming, and bad input.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,14 +38,14 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   const std::string db = (fs::temp_directory_path() / ("ktune_tune_model_" + std::to_string(::getpid()) + ".db")).string();
   fs::remove(db);
   const std::string cmd = "tune-model " + quote(model("small_cnn.onnx")) + " --tuner random --batch-size 4 --json --db " + quote(db);
-  const auto first = ktune(cmd + " --trials 24");
+  const auto first = ktune(cmd + " --trials 24 --library-rounds 3");
   ASSERT_EQ(first.status, 0) << first.out;
   const auto j = nlohmann::json::parse(first.out);
   EXPECT_EQ(j["trials"], 24);
   // 2 convs (tuned as one workload until the templates take epilogues), max pool, global avg pool, Gemm.
   ASSERT_EQ(j["tasks"].size(), 5u);
   std::map<std::string, double> best;
-  double sum = 0, fallback = 0;
+  double sum = 0, fallback = 0, library = 0, tuned_where_library = 0;
   for (const auto& t : j["tasks"]) {
     EXPECT_GE(t["trials"].get<int64_t>(), 4) << t.dump();  // the warm-up gave every task a batch
     ASSERT_TRUE(t["best_s"].is_number()) << t.dump();
@@ -57,11 +58,53 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
     EXPECT_GT(t["library_s"].get<double>(), 0) << t.dump();
     EXPECT_EQ(t["library"].get<std::string>().rfind(t["tuned_as"].get<std::string>().rfind("matmul", 0) == 0 ? "OpenBLAS" : "oneDNN", 0), 0u)
         << t.dump();
+    // Each side's median of the rounds lies within its range; the spread is the half-range over
+    // the median; the ratio is the medians'.
+    for (const std::string side : {"library", "tuned"}) {
+      const double median = t[side == "library" ? "library_s" : "tuned_median_s"].get<double>();
+      const double lo = t[side + "_min_s"].get<double>(), hi = t[side + "_max_s"].get<double>();
+      EXPECT_GT(lo, 0) << side << t.dump();
+      EXPECT_LE(lo, median) << side << t.dump();
+      EXPECT_LE(median, hi) << side << t.dump();
+      EXPECT_GE(t[side + "_spread"].get<double>(), 0) << side << t.dump();
+      EXPECT_NEAR(t[side + "_spread"].get<double>(), (hi - lo) / (2 * median), 1e-9) << side << t.dump();
+    }
+    EXPECT_NEAR(t["ratio"].get<double>(), t["tuned_median_s"].get<double>() / t["library_s"].get<double>(), 1e-9) << t.dump();
+    library += t["count"].get<double>() * t["library_s"].get<double>();
+    tuned_where_library += t["count"].get<double>() * t["tuned_median_s"].get<double>();
   }
+  EXPECT_EQ(j["library_rounds"], 3);
   EXPECT_GT(j["library_s"].get<double>(), 0);
+  EXPECT_NEAR(j["library_s"].get<double>(), library, 1e-12 + 1e-9 * library);
+  EXPECT_NEAR(j["tuned_s_where_library"].get<double>(), tuned_where_library, 1e-12 + 1e-9 * tuned_where_library);
   EXPECT_NEAR(j["tuned_s"].get<double>(), sum, 1e-12 + 1e-9 * sum);
   EXPECT_NEAR(j["fallback_s"].get<double>(), fallback, 1e-12 + 1e-9 * fallback);
   EXPECT_EQ(j["untuned"][0]["task"], "Flatten");
+  // The layers, one per occurrence, are the nodes `ktune tasks` lists for the task, '+'-joined as
+  // `ktune run` names its steps: the layers of the tasks tuned as one workload are the steps of
+  // that workload.
+  const auto listed = ktune("tasks " + quote(model("small_cnn.onnx")) + " --json");
+  ASSERT_EQ(listed.status, 0) << listed.err;
+  std::map<std::string, std::vector<std::string>> nodes;
+  const auto listed_json = nlohmann::json::parse(listed.out);
+  for (const auto& t : listed_json["tasks"]) nodes[t["key"].get<std::string>()] = t["layers"].get<std::vector<std::string>>();
+  const auto run = ktune("run " + quote(model("small_cnn.onnx")) + " --runs 1 --json --db " + quote(db));
+  ASSERT_EQ(run.status, 0) << run.err;
+  std::map<std::string, std::multiset<std::string>> steps, layers;
+  const auto run_json = nlohmann::json::parse(run.out);
+  for (const auto& s : run_json["layers"])
+    if (!s["workload"].get<std::string>().empty()) steps[s["workload"].get<std::string>()].insert(s["layer"].get<std::string>());
+  for (const auto& t : j["tasks"]) {
+    ASSERT_EQ(t["layers"].size(), t["count"].get<size_t>()) << t.dump();
+    std::vector<std::string> names;
+    for (const auto& label : t["layers"]) {
+      layers[t["tuned_as"].get<std::string>()].insert(label.get<std::string>());
+      std::stringstream parts(label.get<std::string>());
+      for (std::string name; std::getline(parts, name, '+');) names.push_back(name);
+    }
+    EXPECT_EQ(names, nodes[t["key"].get<std::string>()]) << t.dump();
+  }
+  EXPECT_EQ(layers, steps);
   // The 24 trials and each tuned workload's fallback, logged once so that a resumed run knows it.
   std::set<std::string> workloads;
   for (const auto& t : j["tasks"]) workloads.insert(t["tuned_as"].get<std::string>());
@@ -92,6 +135,27 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
     EXPECT_TRUE(t["fallback_s"].is_number()) << t.dump();  // measured for every task, allocated or not
   }
   EXPECT_EQ(records_in(db), 32 + fallbacks);  // the fallbacks are not measured into the log twice
+
+  // The table: per task its first layer ("+k more" when it occurs k+1 times), the tuned kernel's
+  // and the library's medians with their spreads, and the ratio.
+  const auto text = ktune("tune-model " + quote(model("small_cnn.onnx")) + " --tuner random --batch-size 4 --trials 4 "
+                          "--no-model-run --library-rounds 2 --db " + quote(db));
+  ASSERT_EQ(text.status, 0) << text.out << text.err;
+  std::istringstream lines(text.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_NE(line.find("tuned_ms"), std::string::npos) << line;
+  EXPECT_NE(line.find("library_ms"), std::string::npos) << line;
+  EXPECT_NE(line.find("layer"), std::string::npos) << line;
+  for (const auto& t : j["tasks"]) {
+    ASSERT_TRUE(std::getline(lines, line));
+    const std::string first = t["layers"][0].get<std::string>();
+    const std::string more = t["layers"].size() > 1 ? " +" + std::to_string(t["layers"].size() - 1) + " more" : "";
+    EXPECT_NE(line.find("  " + first + more + " "), std::string::npos) << line;
+    EXPECT_EQ(std::count(line.begin(), line.end(), '%'), 3) << line;  // share, and the two spreads
+    EXPECT_NE(line.find(t["tuned_as"].get<std::string>()), std::string::npos) << line;
+  }
+  EXPECT_NE(text.out.find("(medians of 2 interleaved rounds"), std::string::npos) << text.out;
   fs::remove(db);
 }
 
@@ -100,7 +164,8 @@ TEST(TuneModelCli, BadInputIsOneLineAndNoLog) {
   fs::remove(db);
   for (const std::string& args : {quote(model("not_onnx.onnx")), quote(model("resnet18_dynamic.onnx")),
                                   quote(model("small_cnn.onnx")) + " --strategy fastest",
-                                  quote(model("small_cnn.onnx")) + " --trials 0"}) {
+                                  quote(model("small_cnn.onnx")) + " --trials 0",
+                                  quote(model("small_cnn.onnx")) + " --library-rounds 0"}) {
     const auto r = ktune("tune-model " + args + " --db " + quote(db), true);
     EXPECT_EQ(r.status, 1) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,29 @@ TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
   EXPECT_EQ(measured, 40u);
   EXPECT_EQ(fake.trials.size(), workloads.size());
   ASSERT_EQ(r.tasks.size(), 5u);
+  // Each task's layers, one per occurrence: the ONNX names of its anchor and fused nodes,
+  // '+'-joined, which together are the task's nodes in graph order.
+  const frontend::Graph graph = frontend::load_onnx(testing_models::model("small_cnn.onnx"));
+  for (size_t i = 0; i < r.tasks.size(); ++i) {
+    const auto& t = r.tasks[i];
+    ASSERT_EQ(t.key, tasks.tasks[i].key());
+    EXPECT_EQ(t.layers.size(), static_cast<size_t>(t.count)) << t.key;
+    std::vector<std::string> names;
+    for (const auto& label : t.layers) {
+      std::stringstream parts(label);
+      for (std::string name; std::getline(parts, name, '+');) names.push_back(name);
+    }
+    EXPECT_EQ(names, tasks.tasks[i].layers) << t.key;
+    for (const auto& label : t.layers) {
+      const std::string anchor = label.substr(0, label.find('+'));
+      const auto node = std::find_if(graph.nodes.begin(), graph.nodes.end(), [&](const auto& n) { return n.name == anchor; });
+      ASSERT_NE(node, graph.nodes.end()) << label;
+      EXPECT_TRUE(node->op == "Conv" || node->op == "Gemm" || node->op == "MaxPool" || node->op == "GlobalAveragePool")
+          << label << " " << node->op;
+    }
+  }
+  EXPECT_EQ(r.tasks[0].layers.size(), 1u);
+  EXPECT_EQ(std::count(r.tasks[0].layers[0].begin(), r.tasks[0].layers[0].end(), '+'), 2) << r.tasks[0].layers[0];  // conv+bn+relu
   for (const auto& a : r.tasks)
     for (const auto& b : r.tasks)
       if (a.tuned_as == b.tuned_as) {
@@ -156,7 +180,16 @@ TEST(ModelTuning, ReportsRoundTripThroughJsonAndAStopEndsTheRun) {
       EXPECT_DOUBLE_EQ(back.tasks[i].best_s, step.tasks[i].best_s);
       EXPECT_EQ(back.tasks[i].fallback_s, step.tasks[i].fallback_s);
       EXPECT_NEAR(back.tasks[i].flop, step.tasks[i].flop, 1e-9 * step.tasks[i].flop);
+      EXPECT_EQ(back.tasks[i].layers, step.tasks[i].layers);
+      ASSERT_FALSE(step.tasks[i].layers.empty());
     }
+    // A server's tasks, read from JSON, have no graph: its client names the layers from its own.
+    nlohmann::json unnamed = to_json(step);
+    for (auto& t : unnamed["tasks"]) t.erase("layers");
+    ModelTuningReport relabelled = model_report_from_json(unnamed);
+    EXPECT_TRUE(relabelled.tasks[0].layers.empty());
+    label_layers(relabelled, tasks);
+    for (size_t i = 0; i < back.tasks.size(); ++i) EXPECT_EQ(relabelled.tasks[i].layers, step.tasks[i].layers);
     EXPECT_EQ(back.workloads, step.workloads);
     ASSERT_EQ(back.steps.size(), 1u);
     EXPECT_EQ(back.steps[0].task, step.steps.back().task);

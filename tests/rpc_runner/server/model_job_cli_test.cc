@@ -106,7 +106,18 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
     sum += t["count"].get<double>() * t["best_s"].get<double>();
     ASSERT_TRUE(t.contains("library_s")) << t.dump();
     EXPECT_GT(t["library_s"].get<double>(), 0) << t.dump();
+    // The server's best kernel raced here against the library: medians within their rounds' range.
+    EXPECT_LE(t["library_min_s"].get<double>(), t["library_s"].get<double>()) << t.dump();
+    EXPECT_LE(t["library_s"].get<double>(), t["library_max_s"].get<double>()) << t.dump();
+    EXPECT_LE(t["tuned_min_s"].get<double>(), t["tuned_median_s"].get<double>()) << t.dump();
+    EXPECT_LE(t["tuned_median_s"].get<double>(), t["tuned_max_s"].get<double>()) << t.dump();
+    EXPECT_GE(t["library_spread"].get<double>(), 0) << t.dump();
+    EXPECT_GE(t["tuned_spread"].get<double>(), 0) << t.dump();
+    // The server has no graph: this client names the layers, one per occurrence, after the ONNX nodes.
+    ASSERT_EQ(t["layers"].size(), t["count"].get<size_t>()) << t.dump();
+    for (const auto& layer : t["layers"]) EXPECT_FALSE(layer.get<std::string>().empty()) << t.dump();
   }
+  EXPECT_EQ(j["library_rounds"], 5);
   int64_t spent = 0;
   for (const auto& [w, n] : trials) spent += n;
   EXPECT_EQ(spent, 24);
