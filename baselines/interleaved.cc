@@ -13,7 +13,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 RoundStats stats_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -37,13 +39,15 @@ RoundPacing race_pacing(int threads) {
   return {0.05, 2e-3};
 }
 
-std::vector<RoundStats> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds, RoundPacing pacing) {
+std::vector<RoundStats> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds,
+                                         RoundPacing pacing) {
   if (rounds < 1) throw Error(ErrorKind::kInvalidArgument, "time_interleaved: rounds must be >= 1");
   std::vector<int> reps;
   for (const auto& fn : fns) {
     const auto start = Clock::now();
     fn();
-    reps.push_back(static_cast<int>(std::clamp(std::ceil(pacing.min_round_s / std::max(seconds_since(start), 1e-9)), 1.0, 1e5)));
+    reps.push_back(static_cast<int>(std::clamp(
+        std::ceil(pacing.min_round_s / std::max(seconds_since(start), 1e-9)), 1.0, 1e5)));
   }
   std::vector<std::vector<double>> t(fns.size());
   for (int r = 0; r < rounds; ++r) {

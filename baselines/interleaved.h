@@ -1,4 +1,5 @@
-// Defines time_interleaved and RoundStats: callables timed alternately over rounds, so that load from other processes falls on all of them alike, with each one's median and spread.
+// Defines time_interleaved and RoundStats: callables timed alternately over rounds, so that load
+// from other processes falls on all of them alike, with each one's median and spread.
 #pragma once
 
 #include <functional>
@@ -27,6 +28,7 @@ RoundPacing race_pacing(int threads);
 // alike; returns each callable's seconds per call over the rounds. settle_s > 0: before each round
 // of a callable, sleep that long (the previous callable's thread pool goes idle), then run it
 // untimed for as long as a round (its own pool wakes). rounds >= 1.
-std::vector<RoundStats> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds, RoundPacing pacing = {});
+std::vector<RoundStats> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds,
+                                         RoundPacing pacing = {});
 
 }  // namespace ktune::baselines

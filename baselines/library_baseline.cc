@@ -1,4 +1,5 @@
-// library_op and library_race: oneDNN (convolution, pooling) and OpenBLAS (sgemm, sgemv) for a task's shape, in this process.
+// library_op and library_race: oneDNN (convolution, pooling) and OpenBLAS (sgemm, sgemv) for a
+// task's shape, in this process.
 #include "baselines/library_baseline.h"
 
 #include <cblas.h>
@@ -43,7 +44,8 @@ std::string layout_name(const dnnl::memory::desc& md) {
     if (nd == 4) return b.strides[1] == 1 ? "nhwc" : "nchw";
     return "plain";
   }
-  if (b.inner_nblks == 1 && b.inner_idxs[0] == 1) return "nC" + std::string(nd == 5 ? "dhw" : "hw") + std::to_string(b.inner_blks[0]) + "c";
+  if (b.inner_nblks == 1 && b.inner_idxs[0] == 1)
+    return "nC" + std::string(nd == 5 ? "dhw" : "hw") + std::to_string(b.inner_blks[0]) + "c";
   return "blocked";
 }
 
@@ -51,14 +53,17 @@ LibraryOp conv_op(const schedule_space::WorkloadArgs& a, bool depthwise) {
   const int64_t N = a.get_int("N"), C = a.get_int("C"), H = a.get_int("H"), W = a.get_int("W");
   const int64_t K = depthwise ? C : a.get_int("K"), R = a.get_int("R"), S = a.get_int("S");
   const int64_t st = a.get_int("stride"), pad = a.get_int("pad"), dil = a.get_int("dilation");
-  const int64_t OH = (H + 2 * pad - dil * (R - 1) - 1) / st + 1, OW = (W + 2 * pad - dil * (S - 1) - 1) / st + 1;
+  const int64_t OH = (H + 2 * pad - dil * (R - 1) - 1) / st + 1,
+                OW = (W + 2 * pad - dil * (S - 1) - 1) / st + 1;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  const dnnl::memory::dims w_dims = depthwise ? dnnl::memory::dims{C, 1, 1, R, S} : dnnl::memory::dims{K, C, R, S};
+  const dnnl::memory::dims w_dims =
+      depthwise ? dnnl::memory::dims{C, 1, 1, R, S} : dnnl::memory::dims{K, C, R, S};
   const dnnl::memory::desc src({N, C, H, W}, dt::f32, tag::any), wts(w_dims, dt::f32, tag::any),
       dst({N, K, OH, OW}, dt::f32, tag::any);
   // oneDNN's dilation counts the gaps (0 = dense).
-  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                             src, wts, dst, {st, st}, {dil - 1, dil - 1}, {pad, pad}, {pad, pad});
+  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                             dnnl::algorithm::convolution_direct, src, wts, dst,
+                                             {st, st}, {dil - 1, dil - 1}, {pad, pad}, {pad, pad});
   const dnnl::convolution_forward::primitive_desc pd(desc, eng);
   struct State {
     dnnl::engine eng;
@@ -66,25 +71,29 @@ LibraryOp conv_op(const schedule_space::WorkloadArgs& a, bool depthwise) {
     dnnl::memory s, w, d;
     dnnl::convolution_forward conv;
   };
-  auto p = std::make_shared<State>(State{eng, dnnl::stream(eng), filled(pd.src_desc(), eng),
-                                           filled(pd.weights_desc(), eng), dnnl::memory(pd.dst_desc(), eng),
-                                           dnnl::convolution_forward(pd)});
+  auto p = std::make_shared<State>(
+      State{eng, dnnl::stream(eng), filled(pd.src_desc(), eng), filled(pd.weights_desc(), eng),
+            dnnl::memory(pd.dst_desc(), eng), dnnl::convolution_forward(pd)});
   return {onednn_name(pd.impl_info_str()), layout_name(pd.src_desc()), [p] {
-            p->conv.execute(p->strm, {{DNNL_ARG_SRC, p->s}, {DNNL_ARG_WEIGHTS, p->w}, {DNNL_ARG_DST, p->d}});
+            p->conv.execute(p->strm,
+                            {{DNNL_ARG_SRC, p->s}, {DNNL_ARG_WEIGHTS, p->w}, {DNNL_ARG_DST, p->d}});
             p->strm.wait();
           }};
 }
 
 LibraryOp pool_op(const schedule_space::WorkloadArgs& a, bool max) {
   const int64_t N = a.get_int("N"), C = a.get_int("C"), H = a.get_int("H"), W = a.get_int("W");
-  const int64_t R = a.get_int("R"), S = a.get_int("S"), st = a.get_int("stride"), pad = a.get_int("pad");
+  const int64_t R = a.get_int("R"), S = a.get_int("S"), st = a.get_int("stride"),
+                pad = a.get_int("pad");
   const int64_t OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   // The tuned pooling kernels read NCHW; so does oneDNN here.
-  const dnnl::memory::desc src({N, C, H, W}, dt::f32, tag::nchw), dst({N, C, OH, OW}, dt::f32, tag::nchw);
-  const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                         max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding,
-                                         src, dst, {st, st}, {R, S}, {pad, pad}, {pad, pad});
+  const dnnl::memory::desc src({N, C, H, W}, dt::f32, tag::nchw),
+      dst({N, C, OH, OW}, dt::f32, tag::nchw);
+  const dnnl::pooling_forward::desc desc(
+      dnnl::prop_kind::forward_inference,
+      max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding, src, dst,
+      {st, st}, {R, S}, {pad, pad}, {pad, pad});
   const dnnl::pooling_forward::primitive_desc pd(desc, eng);
   struct State {
     dnnl::engine eng;
@@ -92,8 +101,9 @@ LibraryOp pool_op(const schedule_space::WorkloadArgs& a, bool max) {
     dnnl::memory s, d;
     dnnl::pooling_forward pool;
   };
-  auto p = std::make_shared<State>(State{eng, dnnl::stream(eng), filled(pd.src_desc(), eng),
-                                         dnnl::memory(pd.dst_desc(), eng), dnnl::pooling_forward(pd)});
+  auto p =
+      std::make_shared<State>(State{eng, dnnl::stream(eng), filled(pd.src_desc(), eng),
+                                    dnnl::memory(pd.dst_desc(), eng), dnnl::pooling_forward(pd)});
   return {onednn_name(pd.impl_info_str()), "nchw", [p] {
             p->pool.execute(p->strm, {{DNNL_ARG_SRC, p->s}, {DNNL_ARG_DST, p->d}});
             p->strm.wait();
@@ -115,13 +125,18 @@ LibraryOp gemm_op(const schedule_space::WorkloadArgs& a, bool b_transposed) {
   if (M == 1) {
     // y[N] = x[K] B: B^T x for B [K,N], B x for B [N,K].
     return {core + " sgemv", "row-major", [b, N, K, b_transposed] {
-              if (b_transposed) cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, b->B.data(), K, b->A.data(), 1, 0.0f, b->C.data(), 1);
-              else cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, b->B.data(), N, b->A.data(), 1, 0.0f, b->C.data(), 1);
+              if (b_transposed)
+                cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, b->B.data(), K, b->A.data(), 1,
+                            0.0f, b->C.data(), 1);
+              else
+                cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, b->B.data(), N, b->A.data(), 1,
+                            0.0f, b->C.data(), 1);
             }};
   }
   return {core + " sgemm", "row-major", [b, M, N, K, b_transposed] {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, M, N, K, 1.0f,
-                        b->A.data(), K, b->B.data(), b_transposed ? K : N, 0.0f, b->C.data(), N);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, M, N,
+                        K, 1.0f, b->A.data(), K, b->B.data(), b_transposed ? K : N, 0.0f,
+                        b->C.data(), N);
           }};
 }
 
@@ -145,8 +160,8 @@ std::optional<LibraryOp> library_op(const schedule_space::Task& task, int thread
   return std::nullopt;
 }
 
-std::optional<LibraryRace> library_race(const schedule_space::Task& task, const codegen::Kernel& kernel, int threads,
-                                        int rounds) {
+std::optional<LibraryRace> library_race(const schedule_space::Task& task,
+                                        const codegen::Kernel& kernel, int threads, int rounds) {
   const std::optional<LibraryOp> op = library_op(task, threads);
   if (!op) return std::nullopt;
   codegen::set_num_threads(threads);
@@ -161,9 +176,11 @@ std::optional<LibraryRace> library_race(const schedule_space::Task& task, const 
   }
   int32_t status = 0;
   try {
-    const std::vector<RoundStats> t =
-        time_interleaved({[&] { status |= kernel.run(args); }, op->run}, rounds, race_pacing(threads));
-    if (status != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": the tuned kernel returned " + std::to_string(status));
+    const std::vector<RoundStats> t = time_interleaved(
+        {[&] { status |= kernel.run(args); }, op->run}, rounds, race_pacing(threads));
+    if (status != 0)
+      throw Error(ErrorKind::kRun,
+                  task.workload_key() + ": the tuned kernel returned " + std::to_string(status));
     return LibraryRace{op->library, t[0], t[1]};
   } catch (const dnnl::error& e) {
     throw Error(ErrorKind::kUnsupported, "oneDNN refuses " + task.workload_key() + ": " + e.what());

@@ -1,4 +1,5 @@
-// Declares library_op and library_race: the libraries' operator for a task (oneDNN for convolutions and pooling, OpenBLAS for GEMM), callable in this process and timed against a tuned kernel.
+// Declares library_op and library_race: the libraries' operator for a task (oneDNN for convolutions
+// and pooling, OpenBLAS for GEMM), callable in this process and timed against a tuned kernel.
 #pragma once
 
 #include <functional>
@@ -41,7 +42,7 @@ struct LibraryRace {
 // (time_interleaved, paced by race_pacing). The kernel's inputs are random, its outputs
 // overwritten. nullopt where library_op has no operator. Throws what library_op throws,
 // Error(kRun) when the kernel returns an error, Error(kInvalidArgument) for rounds < 1.
-std::optional<LibraryRace> library_race(const schedule_space::Task& task, const codegen::Kernel& kernel, int threads,
-                                        int rounds);
+std::optional<LibraryRace> library_race(const schedule_space::Task& task,
+                                        const codegen::Kernel& kernel, int threads, int rounds);
 
 }  // namespace ktune::baselines

@@ -34,8 +34,10 @@ Options parse(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--config" || a == "--rounds") {
       if (i + 1 >= argc) throw Error(ErrorKind::kInvalidArgument, "missing value after " + a);
-      if (a == "--config") o.configs.push_back(argv[++i]);
-      else o.rounds = std::stoi(argv[++i]);
+      if (a == "--config")
+        o.configs.push_back(argv[++i]);
+      else
+        o.rounds = std::stoi(argv[++i]);
     } else if (o.template_name.empty()) {
       o.template_name = a;
     } else {
@@ -43,7 +45,8 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.template_name.empty() || o.configs.empty() || o.rounds < 1)
-    throw Error(ErrorKind::kInvalidArgument, "usage: config_race [--rounds R] TEMPLATE KEY=VALUE... --config JSON...");
+    throw Error(ErrorKind::kInvalidArgument,
+                "usage: config_race [--rounds R] TEMPLATE KEY=VALUE... --config JSON...");
   return o;
 }
 
@@ -53,7 +56,8 @@ int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
     const codegen::Target host = codegen::Target::host();
-    const auto traits = schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), 1);
+    const auto traits =
+        schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), 1);
     const auto task = schedule_space::Task::create(
         o.template_name, schedule_space::parse_workload_args(o.template_name, o.args), traits);
     bench::set_all_threads(1);
@@ -62,18 +66,21 @@ int main(int argc, char** argv) {
       kernels.push_back(bench::load_kernel(task, schedule_space::Config::from_json_string(c)));
     const auto& sig = kernels.front().signature();
     const auto ref = bench::make_buffers(sig, 1);
-    const codegen::Kernel reference =
-        codegen::Kernel::load(codegen::build(rpc_runner::lower_reference(task), codegen::Target::host()));
-    if (reference.run(bench::pointers(ref)) != 0) throw Error(ErrorKind::kRun, "the reference failed");
+    const codegen::Kernel reference = codegen::Kernel::load(
+        codegen::build(rpc_runner::lower_reference(task), codegen::Target::host()));
+    if (reference.run(bench::pointers(ref)) != 0)
+      throw Error(ErrorKind::kRun, "the reference failed");
     std::vector<std::vector<std::unique_ptr<bench::AlignedFloats>>> bufs;
     std::vector<std::vector<void*>> args;  // built once: the timed calls allocate nothing
     std::vector<std::function<void()>> runs;
     int status = 0;
     for (size_t k = 0; k < kernels.size(); ++k) {
       bufs.push_back(bench::make_buffers(sig, 1));
-      if (kernels[k].run(bench::pointers(bufs[k])) != 0) throw Error(ErrorKind::kRun, "config " + std::to_string(k) + " failed");
+      if (kernels[k].run(bench::pointers(bufs[k])) != 0)
+        throw Error(ErrorKind::kRun, "config " + std::to_string(k) + " failed");
       if (!(bench::relative_error(sig, bufs[k], ref) <= 1e-4))
-        throw Error(ErrorKind::kWrongAnswer, "config " + std::to_string(k) + " differs from the reference");
+        throw Error(ErrorKind::kWrongAnswer,
+                    "config " + std::to_string(k) + " differs from the reference");
       args.push_back(bench::pointers(bufs[k]));
     }
     for (size_t k = 0; k < kernels.size(); ++k) {

@@ -74,17 +74,19 @@ struct Candidate {
   double seconds = 0;
 };
 
-std::vector<std::unique_ptr<codegen::Kernel>> build_all(const schedule_space::Task& task,
-                                                        const std::vector<schedule_space::Config>& configs) {
+std::vector<std::unique_ptr<codegen::Kernel>> build_all(
+    const schedule_space::Task& task, const std::vector<schedule_space::Config>& configs) {
   ThreadPool pool(0);
   std::vector<std::future<codegen::Artifact>> builds;
   for (const auto& config : configs)
     builds.push_back(pool.submit([&task, config] {
       auto inst = task.instantiate(config);
-      return codegen::build(te::lower(inst.schedule, inst.args, task.template_name()), codegen::Target::host());
+      return codegen::build(te::lower(inst.schedule, inst.args, task.template_name()),
+                            codegen::Target::host());
     }));
   std::vector<std::unique_ptr<codegen::Kernel>> kernels;
-  for (auto& b : builds) kernels.push_back(std::make_unique<codegen::Kernel>(codegen::Kernel::load(b.get())));
+  for (auto& b : builds)
+    kernels.push_back(std::make_unique<codegen::Kernel>(codegen::Kernel::load(b.get())));
   return kernels;
 }
 
@@ -95,11 +97,16 @@ int run(int argc, char** argv) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (a == "--samples" && i + 1 < argc) samples = std::atoi(argv[++i]);
-    else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
-    else if (a.find('=') == std::string::npos) template_name = a;
-    else args.push_back(a);
+    if (a == "--threads" && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
+    else if (a == "--samples" && i + 1 < argc)
+      samples = std::atoi(argv[++i]);
+    else if (a == "--seed" && i + 1 < argc)
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (a.find('=') == std::string::npos)
+      template_name = a;
+    else
+      args.push_back(a);
   }
   if (template_name == "matmul" && args.empty()) args = {"M=256", "N=256", "K=256"};
   if (threads < 1 || samples < 1) {
@@ -127,8 +134,7 @@ int run(int argc, char** argv) {
   allocate(kernels[0]->signature(), buffers);
 
   std::vector<Candidate> candidates;
-  for (size_t i = 0; i < kernels.size(); ++i)
-    candidates.push_back({std::move(kernels[i]), 0});
+  for (size_t i = 0; i < kernels.size(); ++i) candidates.push_back({std::move(kernels[i]), 0});
   for (auto& c : candidates) c.seconds = fastest_call(*c.kernel, buffers.args);
   // The sample's fastest few and the fallback, timed again side by side, fastest of kRounds.
   std::sort(candidates.begin() + 1, candidates.end(),
@@ -136,7 +142,8 @@ int run(int argc, char** argv) {
   const size_t finalists = std::min<size_t>(candidates.size(), kFinalists + 1);
   for (int r = 0; r < kRounds; ++r)
     for (size_t i = 0; i < finalists; ++i)
-      candidates[i].seconds = std::min(candidates[i].seconds, fastest_call(*candidates[i].kernel, buffers.args));
+      candidates[i].seconds =
+          std::min(candidates[i].seconds, fastest_call(*candidates[i].kernel, buffers.args));
 
   const double flop = task.flop();
   const double fallback_gflops = flop / candidates[0].seconds * 1e-9;
@@ -149,13 +156,15 @@ int run(int argc, char** argv) {
   }
   const size_t sampled = candidates.size() - 1;
   const double share = static_cast<double>(beats) / static_cast<double>(sampled);
-  std::printf("fallback: %.1f GFLOP/s (%.3f of peak)  %s\n", fallback_gflops, fallback_gflops / peak,
-              task.fallback_config().to_json_string().c_str());
-  std::printf("random sample: %zu configs, best %.1f GFLOP/s (%.3f of peak, %.3f x fallback)\n", sampled,
-              best_sample, best_sample / peak, best_sample / fallback_gflops);
-  std::printf("faster than the fallback by > %.0f%%: %zu of %zu (%.1f%%); chance that the best of 64 random "
-              "trials is: %.2f\n",
-              (kBeyondNoise - 1) * 100, beats, sampled, share * 100, 1 - std::pow(1 - share, 64));
+  std::printf("fallback: %.1f GFLOP/s (%.3f of peak)  %s\n", fallback_gflops,
+              fallback_gflops / peak, task.fallback_config().to_json_string().c_str());
+  std::printf("random sample: %zu configs, best %.1f GFLOP/s (%.3f of peak, %.3f x fallback)\n",
+              sampled, best_sample, best_sample / peak, best_sample / fallback_gflops);
+  std::printf(
+      "faster than the fallback by > %.0f%%: %zu of %zu (%.1f%%); chance that the best of 64 "
+      "random "
+      "trials is: %.2f\n",
+      (kBeyondNoise - 1) * 100, beats, sampled, share * 100, 1 - std::pow(1 - share, 64));
   std::printf("fallback_over_peak %.3f\n", fallback_gflops / peak);
   return 0;
 }

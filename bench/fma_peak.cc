@@ -67,7 +67,10 @@ double stream_seconds(size_t read_bytes, size_t write_bytes, double seconds) {
     }
     for (; i < nr; ++i) acc[0] += in[i];
     for (; w < nw; ++w) out[w] = in[w % nr];
-    asm volatile("" : : "r"(out) : "memory");  // every pass's stores happen (no dead-store elimination)
+    asm volatile(""
+                 :
+                 : "r"(out)
+                 : "memory");  // every pass's stores happen (no dead-store elimination)
     fastest = std::min(fastest, std::chrono::duration<double>(Clock::now() - pass_start).count());
   }
   float sink = 0;

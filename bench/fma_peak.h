@@ -1,4 +1,5 @@
-// Declares one core's measured ceilings: fused multiply-add throughput and streaming memory traffic.
+// Declares one core's measured ceilings: fused multiply-add throughput and streaming memory
+// traffic.
 #pragma once
 
 #include <cstddef>

@@ -19,7 +19,8 @@ using native::Vec;
 
 Vec load(const float* p) {
   Vec v;
-  std::memcpy(&v, p, sizeof v);  // unaligned: rows of B start anywhere when N is not a lane multiple
+  std::memcpy(&v, p,
+              sizeof v);  // unaligned: rows of B start anywhere when N is not a lane multiple
   return v;
 }
 void store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
@@ -127,7 +128,8 @@ HandGemv gemv_hand(int64_t N, int64_t K, double seconds) {
     run(g);
     for (int64_t j = 0; j < N; ++j) {
       if (!(std::fabs(y[j] - want[j]) <= 1e-4 * (1 + std::fabs(want[j]))))
-        throw std::runtime_error(std::string("gemv_hand: ") + name + " computes a wrong y[" + std::to_string(j) + "]");
+        throw std::runtime_error(std::string("gemv_hand: ") + name + " computes a wrong y[" +
+                                 std::to_string(j) + "]");
     }
     double fastest = 1e30;
     const auto start = Clock::now();

@@ -7,7 +7,7 @@
 namespace ktune::bench {
 
 struct HandGemv {
-  double gflops = 0;   // the fastest variant's fastest call
+  double gflops = 0;    // the fastest variant's fastest call
   std::string variant;  // which loop it was
 };
 

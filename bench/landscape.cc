@@ -39,9 +39,8 @@ double Landscape::best_gflops() const {
 
 size_t Landscape::count_within(double fraction) const {
   const double threshold = fraction * best_gflops();
-  return static_cast<size_t>(std::count_if(points.begin(), points.end(), [&](const auto& p) {
-    return p.second.gflops >= threshold;
-  }));
+  return static_cast<size_t>(std::count_if(
+      points.begin(), points.end(), [&](const auto& p) { return p.second.gflops >= threshold; }));
 }
 
 Landscape read_landscape(const std::string& path) {
@@ -62,7 +61,8 @@ Landscape read_landscape(const std::string& path) {
     LandscapePoint point;
     std::string kind;
     if (!(fields >> index >> point.gflops))
-      throw Error(ErrorKind::kInvalidArgument, path + ":" + std::to_string(number) + ": expected '<index> <gflops>'");
+      throw Error(ErrorKind::kInvalidArgument,
+                  path + ":" + std::to_string(number) + ": expected '<index> <gflops>'");
     if (fields >> kind) point.error = error_kind_from_string(kind);
     landscape.points[index] = point;
   }

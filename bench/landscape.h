@@ -19,8 +19,8 @@ namespace ktune::bench {
 
 // One measured config: its throughput, or the kind of error it failed with.
 struct LandscapePoint {
-  double gflops = 0;                // 0 when it failed
-  std::optional<ErrorKind> error;   // nullopt = success
+  double gflops = 0;               // 0 when it failed
+  std::optional<ErrorKind> error;  // nullopt = success
 };
 
 // File format: line 1 is a JSON header (template, args, the target traits the space was built
@@ -51,7 +51,8 @@ void write_landscape(const std::string& path, const schedule_space::Task& task,
 class ReplayMeasurer final : public tuner::Measurer {
  public:
   ReplayMeasurer(const Landscape& landscape, double flop) : landscape_(landscape), flop_(flop) {}
-  std::vector<tuner::MeasureResult> measure(const std::vector<tuner::MeasureInput>& inputs) override;
+  std::vector<tuner::MeasureResult> measure(
+      const std::vector<tuner::MeasureInput>& inputs) override;
 
  private:
   const Landscape& landscape_;

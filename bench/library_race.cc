@@ -1,4 +1,5 @@
-// The library race: tune a task, pick its fastest kernel in this process, check it, and time it interleaved with OpenBLAS / oneDNN.
+// The library race: tune a task, pick its fastest kernel in this process, check it, and time it
+// interleaved with OpenBLAS / oneDNN.
 #include "bench/library_race.h"
 
 #include <cblas.h>
@@ -15,14 +16,14 @@
 #include <memory>
 #include <random>
 
+#include "baselines/interleaved.h"
+#include "baselines/library_baseline.h"
 #include "codegen/codegen_llvm.h"
 #include "codegen/runtime.h"
 #include "codegen/target.h"
 #include "rpc_runner/runner/local_runner.h"
 #include "rpc_runner/runner/reference.h"
 #include "support/error.h"
-#include "baselines/interleaved.h"
-#include "baselines/library_baseline.h"
 #include "tuner/model_based_tuner.h"
 #include "tuner/tune.h"
 
@@ -31,22 +32,29 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 }  // namespace
 
-std::vector<std::unique_ptr<AlignedFloats>> make_buffers(const std::vector<codegen::ArgSpec>& sig, uint64_t seed) {
+std::vector<std::unique_ptr<AlignedFloats>> make_buffers(const std::vector<codegen::ArgSpec>& sig,
+                                                         uint64_t seed) {
   std::vector<std::unique_ptr<AlignedFloats>> bufs;
   for (size_t i = 0; i < sig.size(); ++i) {
-    if (sig[i].dtype != "float32") throw Error(ErrorKind::kUnsupported, "the race handles float32 kernels only");
+    if (sig[i].dtype != "float32")
+      throw Error(ErrorKind::kUnsupported, "the race handles float32 kernels only");
     bufs.push_back(std::make_unique<AlignedFloats>(static_cast<size_t>(sig[i].num_elements())));
-    if (sig[i].is_output) std::fill(bufs.back()->p, bufs.back()->p + bufs.back()->n, std::nanf(""));
-    else fill_random(*bufs.back(), seed + i);
+    if (sig[i].is_output)
+      std::fill(bufs.back()->p, bufs.back()->p + bufs.back()->n, std::nanf(""));
+    else
+      fill_random(*bufs.back(), seed + i);
   }
   return bufs;
 }
 
-double relative_error(const std::vector<codegen::ArgSpec>& sig, const std::vector<std::unique_ptr<AlignedFloats>>& out,
+double relative_error(const std::vector<codegen::ArgSpec>& sig,
+                      const std::vector<std::unique_ptr<AlignedFloats>>& out,
                       const std::vector<std::unique_ptr<AlignedFloats>>& ref) {
   double err = 0, scale = 1;
   for (size_t i = 0; i < sig.size(); ++i) {
@@ -68,7 +76,9 @@ std::vector<void*> pointers(const std::vector<std::unique_ptr<AlignedFloats>>& b
 }
 
 AlignedFloats::AlignedFloats(size_t n)
-    : n(n), p(static_cast<float*>(std::aligned_alloc(64, (std::max<size_t>(n, 1) * sizeof(float) + 63) / 64 * 64))) {}
+    : n(n),
+      p(static_cast<float*>(
+          std::aligned_alloc(64, (std::max<size_t>(n, 1) * sizeof(float) + 63) / 64 * 64))) {}
 AlignedFloats::~AlignedFloats() { std::free(p); }
 
 void fill_random(AlignedFloats& a, uint64_t seed) {
@@ -85,22 +95,24 @@ void set_all_threads(int threads) {
 #endif
 }
 
-std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds, double settle_s,
-                                     double min_round_s) {
+std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds,
+                                     double settle_s, double min_round_s) {
   std::vector<double> medians;
-  for (const auto& s : baselines::time_interleaved(fns, rounds, {settle_s, min_round_s})) medians.push_back(s.median_s);
+  for (const auto& s : baselines::time_interleaved(fns, rounds, {settle_s, min_round_s}))
+    medians.push_back(s.median_s);
   return medians;
 }
 
 codegen::Kernel load_kernel(const schedule_space::Task& task, const schedule_space::Config& config,
                             const te::LowerOptions& lower) {
   const schedule_space::Instantiated inst = task.instantiate(config);
-  const te::LoweredFunc f = te::lower(inst.schedule, inst.args, task.template_name() + "_best", lower);
+  const te::LoweredFunc f =
+      te::lower(inst.schedule, inst.args, task.template_name() + "_best", lower);
   return codegen::Kernel::load(codegen::build(f, codegen::Target::host()));
 }
 
-TuneRun tune_finalists(const schedule_space::Task& task, size_t trials, uint64_t seed, int threads, size_t keep,
-                       int number) {
+TuneRun tune_finalists(const schedule_space::Task& task, size_t trials, uint64_t seed, int threads,
+                       size_t keep, int number) {
   rpc_runner::LocalRunnerOptions ro;
   ro.runner_path = KTUNE_RUNNER_PATH;
   ro.measure.run_threads = threads;
@@ -121,16 +133,20 @@ TuneRun tune_finalists(const schedule_space::Task& task, size_t trials, uint64_t
   tuner::XGBTuner xgb(task, xp);
   const auto start = Clock::now();
   size_t done = 0;
-  to.callbacks.push_back([&](const std::vector<tuner::MeasureInput>& in, const std::vector<tuner::MeasureResult>& out) {
+  to.callbacks.push_back([&](const std::vector<tuner::MeasureInput>& in,
+                             const std::vector<tuner::MeasureResult>& out) {
     done += in.size();
     for (size_t i = 0; i < in.size(); ++i)
       if (out[i].ok()) measured.emplace_back(out[i].mean_cost(), in[i].config);
-    std::fprintf(stderr, "\r  %s: %zu/%zu trials, %.0f s", task.workload_key().c_str(), done, trials, seconds_since(start));
+    std::fprintf(stderr, "\r  %s: %zu/%zu trials, %.0f s", task.workload_key().c_str(), done,
+                 trials, seconds_since(start));
   });
   const tuner::TuneResult r = tuner::tune(task, xgb, runner, to);
   std::fprintf(stderr, "\n");
-  if (measured.empty()) throw Error(ErrorKind::kRun, "no config of " + task.workload_key() + " succeeded");
-  std::stable_sort(measured.begin(), measured.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (measured.empty())
+    throw Error(ErrorKind::kRun, "no config of " + task.workload_key() + " succeeded");
+  std::stable_sort(measured.begin(), measured.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   TuneRun run{{}, {}, r.n_measured, r.n_ok, r.wall_s};
   for (size_t i = 0; i < measured.size() && run.finalists.size() < keep; ++i) {
     run.finalists.push_back(measured[i].second);
@@ -157,25 +173,35 @@ RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
   const baselines::RoundPacing pacing = baselines::race_pacing(o.threads);
   const std::vector<double> s = time_interleaved(runs, o.rounds, 0, pacing.min_round_s);
   const size_t pick = static_cast<size_t>(std::min_element(s.begin(), s.end()) - s.begin());
-  if (status != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": a tuned kernel returned " + std::to_string(status));
+  if (status != 0)
+    throw Error(ErrorKind::kRun,
+                task.workload_key() + ": a tuned kernel returned " + std::to_string(status));
 
   // The reference on the same inputs; the raced kernel's outputs start as NaN again.
-  const codegen::Kernel reference = codegen::Kernel::load(codegen::build(rpc_runner::lower_reference(task), codegen::Target::host()));
+  const codegen::Kernel reference = codegen::Kernel::load(
+      codegen::build(rpc_runner::lower_reference(task), codegen::Target::host()));
   const auto ref_bufs = make_buffers(sig, o.seed);
-  if (reference.run(pointers(ref_bufs)) != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": the reference failed");
+  if (reference.run(pointers(ref_bufs)) != 0)
+    throw Error(ErrorKind::kRun, task.workload_key() + ": the reference failed");
   for (size_t i = 0; i < sig.size(); ++i)
     if (sig[i].is_output) std::fill(bufs[i]->p, bufs[i]->p + bufs[i]->n, std::nanf(""));
-  if (kernels[pick].run(args) != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": the tuned kernel failed");
+  if (kernels[pick].run(args) != 0)
+    throw Error(ErrorKind::kRun, task.workload_key() + ": the tuned kernel failed");
   const double err = relative_error(sig, bufs, ref_bufs);
   if (!(err <= 1e-4))
-    throw Error(ErrorKind::kWrongAnswer, task.workload_key() + ": tuned kernel differs from the reference by " + std::to_string(err));
+    throw Error(ErrorKind::kWrongAnswer, task.workload_key() +
+                                             ": tuned kernel differs from the reference by " +
+                                             std::to_string(err));
 
   // Each side's pool rests before its round (baselines::race_pacing says why).
-  const std::vector<double> t = time_interleaved({runs[pick], lib->run}, o.rounds, pacing.settle_s, pacing.min_round_s);
-  if (status != 0) throw Error(ErrorKind::kRun, task.workload_key() + ": the tuned kernel returned " + std::to_string(status));
+  const std::vector<double> t =
+      time_interleaved({runs[pick], lib->run}, o.rounds, pacing.settle_s, pacing.min_round_s);
+  if (status != 0)
+    throw Error(ErrorKind::kRun,
+                task.workload_key() + ": the tuned kernel returned " + std::to_string(status));
   const double gflop = task.flop() * 1e-9;
-  return {tuned.finalists[pick], tuned.measured, tuned.ok, tuned.wall_s, gflop / t[0], gflop / t[1],
-          lib->library, lib->layout, err};
+  return {tuned.finalists[pick], tuned.measured, tuned.ok,    tuned.wall_s, gflop / t[0],
+          gflop / t[1],          lib->library,   lib->layout, err};
 }
 
 std::string load_average() {

@@ -1,4 +1,5 @@
-// Defines the library race shared by the benchmarks that compare ktune with OpenBLAS / oneDNN: tune a task, re-time its best kernels in this process interleaved with the library's operator.
+// Defines the library race shared by the benchmarks that compare ktune with OpenBLAS / oneDNN: tune
+// a task, re-time its best kernels in this process interleaved with the library's operator.
 #pragma once
 
 #include <cstddef>
@@ -29,9 +30,11 @@ void fill_random(AlignedFloats& a, uint64_t seed);
 
 // One buffer per kernel argument (float32 only), inputs random from `seed`, outputs NaN.
 // Throws Error(kUnsupported) for another dtype.
-std::vector<std::unique_ptr<AlignedFloats>> make_buffers(const std::vector<codegen::ArgSpec>& sig, uint64_t seed);
+std::vector<std::unique_ptr<AlignedFloats>> make_buffers(const std::vector<codegen::ArgSpec>& sig,
+                                                         uint64_t seed);
 // max |out - ref| / max(1, max |ref|) over every output buffer; infinity when an output holds NaN.
-double relative_error(const std::vector<codegen::ArgSpec>& sig, const std::vector<std::unique_ptr<AlignedFloats>>& out,
+double relative_error(const std::vector<codegen::ArgSpec>& sig,
+                      const std::vector<std::unique_ptr<AlignedFloats>>& out,
                       const std::vector<std::unique_ptr<AlignedFloats>>& ref);
 // The buffers' data pointers, in argument order (a kernel's run() arguments).
 std::vector<void*> pointers(const std::vector<std::unique_ptr<AlignedFloats>>& bufs);
@@ -41,8 +44,8 @@ void set_all_threads(int threads);
 
 // baselines::time_interleaved's medians: seconds per call of each callable, median of `rounds`
 // interleaved rounds of at least min_round_s, each preceded by settle_s of rest when > 0.
-std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds, double settle_s = 0,
-                                     double min_round_s = 200e-6);
+std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int rounds,
+                                     double settle_s = 0, double min_round_s = 200e-6);
 
 // `task`'s kernel for `config`, JIT-loaded into this process for the host.
 codegen::Kernel load_kernel(const schedule_space::Task& task, const schedule_space::Config& config,
@@ -61,8 +64,8 @@ struct TuneRun {
 // `keep` fastest successful configs. `number` is the runner's runs per timing (the finalists
 // are re-timed in-process afterwards, so tuning only needs a ranking). Throws Error(kRun) when
 // no config succeeded.
-TuneRun tune_finalists(const schedule_space::Task& task, size_t trials, uint64_t seed, int threads, size_t keep,
-                       int number = 2);
+TuneRun tune_finalists(const schedule_space::Task& task, size_t trials, uint64_t seed, int threads,
+                       size_t keep, int number = 2);
 
 struct RaceOptions {
   size_t trials = 150;
@@ -77,8 +80,8 @@ struct RaceResult {
   size_t measured = 0, ok = 0;
   double tune_s = 0;
   double ktune_gflops = 0, library_gflops = 0;
-  std::string library, layout;    // the library's name and the source layout it chose
-  double max_error = 0;           // of the raced kernel against the task's reference, relative to max |ref|
+  std::string library, layout;  // the library's name and the source layout it chose
+  double max_error = 0;  // of the raced kernel against the task's reference, relative to max |ref|
   double ratio() const { return ktune_gflops / library_gflops; }
 };
 

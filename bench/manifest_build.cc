@@ -31,13 +31,18 @@ double median(std::vector<double> v) {
 int main() {
   namespace ss = ktune::schedule_space;
   const ktune::codegen::Target target = ktune::codegen::Target::host();
-  const auto traits = ss::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores());
+  const auto traits =
+      ss::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores());
   // examples/consumer's three layers and five more shapes of other templates.
   const std::vector<std::pair<std::string, std::vector<std::string>>> workloads = {
-      {"dense_bias_relu", {"M=32", "N=256", "K=128"}}, {"dense_bias_relu", {"M=32", "N=128", "K=256"}},
-      {"matmul", {"M=32", "N=16", "K=128"}},           {"matmul", {"M=256", "N=256", "K=256"}},
-      {"conv2d_nchwc", {"C=32", "H=14", "W=14", "K=32"}}, {"depthwise_conv2d", {"C=32", "H=28", "W=28"}},
-      {"batch_matmul", {"batch=4", "M=64", "N=64", "K=64"}}, {"max_pool2d", {"C=16", "H=28", "W=28"}},
+      {"dense_bias_relu", {"M=32", "N=256", "K=128"}},
+      {"dense_bias_relu", {"M=32", "N=128", "K=256"}},
+      {"matmul", {"M=32", "N=16", "K=128"}},
+      {"matmul", {"M=256", "N=256", "K=256"}},
+      {"conv2d_nchwc", {"C=32", "H=14", "W=14", "K=32"}},
+      {"depthwise_conv2d", {"C=32", "H=28", "W=28"}},
+      {"batch_matmul", {"batch=4", "M=64", "N=64", "K=64"}},
+      {"max_pool2d", {"C=16", "H=28", "W=28"}},
   };
   std::vector<ktune::te::LoweredFunc> funcs;
   for (size_t i = 0; i < workloads.size(); ++i) {
@@ -49,7 +54,8 @@ int main() {
   (void)ktune::codegen::build_all(funcs, target);  // warm-up: LLVM's one-time initialization
   const int rounds = 9;
   std::vector<double> separate, together, ratios;
-  std::printf("%d kernels, %d rounds (interleaved, alternating which goes first)\n", int(funcs.size()), rounds);
+  std::printf("%d kernels, %d rounds (interleaved, alternating which goes first)\n",
+              int(funcs.size()), rounds);
   std::printf("%-6s %14s %14s %8s\n", "round", "separate_ms", "together_ms", "ratio");
   for (int r = 0; r < rounds; ++r) {
     double s = 0, t = 0;

@@ -60,7 +60,8 @@ class ReplayTaskTuner final : public tuner::TaskTuner {
     size_t measured = 0;
     while (measured < n && tuner_->has_next()) {
       std::vector<tuner::MeasureInput> inputs;
-      for (auto& config : tuner_->next_batch(n - measured)) inputs.push_back({&task_, std::move(config)});
+      for (auto& config : tuner_->next_batch(n - measured))
+        inputs.push_back({&task_, std::move(config)});
       if (inputs.empty()) break;
       const auto results = measurer_.measure(inputs);
       for (const auto& r : results)
@@ -81,7 +82,8 @@ class ReplayTaskTuner final : public tuner::TaskTuner {
 
 struct Curve {
   std::vector<size_t> trials;
-  std::vector<double> latency;  // estimated model latency after each allocation (once all tasks have one)
+  std::vector<double>
+      latency;  // estimated model latency after each allocation (once all tasks have one)
   // Trials until the latency first reaches `target`; 0 when it never does.
   size_t trials_to(double target) const {
     for (size_t i = 0; i < trials.size(); ++i)
@@ -103,9 +105,11 @@ Curve run(const Setup& s, const std::string& strategy, const std::string& tuner_
   for (size_t i = 0; i < s.tasks.size(); ++i) {
     const auto& t = s.tasks[i];
     const bool conv = t.template_name.find("conv") != std::string::npos;
-    tuners.push_back(std::make_unique<ReplayTaskTuner>(conv ? s.conv : s.other, conv ? *s.conv_task : *s.other_task,
-                                                       t.flop, tuner_name, seed * 1000 + i));
-    scheduled.push_back({t.key(), static_cast<double>(t.count), t.flop, t.template_name, tuners.back().get()});
+    tuners.push_back(std::make_unique<ReplayTaskTuner>(conv ? s.conv : s.other,
+                                                       conv ? *s.conv_task : *s.other_task, t.flop,
+                                                       tuner_name, seed * 1000 + i));
+    scheduled.push_back(
+        {t.key(), static_cast<double>(t.count), t.flop, t.template_name, tuners.back().get()});
   }
   tuner::TaskSchedulerOptions o;
   o.strategy = strategy;
@@ -119,33 +123,44 @@ Curve run(const Setup& s, const std::string& strategy, const std::string& tuner_
     curve.trials.push_back(step.total);
     curve.latency.push_back(step.model_latency);
   });
-  std::printf("    %-11s final %.3f ms; trials per task:", strategy.c_str(), curve.latency.back() * 1e3);
+  std::printf("    %-11s final %.3f ms; trials per task:", strategy.c_str(),
+              curve.latency.back() * 1e3);
   for (size_t i = 0; i < s.tasks.size(); ++i) std::printf(" %zu", scheduler.trials_of(i));
   std::printf("\n");
   return curve;
 }
 
 Setup load(const std::string& tuner_name) {
-  const std::string dir = (std::filesystem::temp_directory_path() / ("ktune_bench_models_" + std::to_string(::getpid()))).string();
-  const std::string cmd = std::string("/usr/bin/python3 ") + KTUNE_SOURCE_DIR_PATH + "/scripts/make-test-models " + dir + " >/dev/null";
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("ktune_bench_models_" + std::to_string(::getpid())))
+                              .string();
+  const std::string cmd = std::string("/usr/bin/python3 ") + KTUNE_SOURCE_DIR_PATH +
+                          "/scripts/make-test-models " + dir + " >/dev/null";
   if (std::system(cmd.c_str()) != 0) throw Error(ErrorKind::kIo, "scripts/make-test-models failed");
   const codegen::Target target = codegen::Target::host();
-  const auto traits =
-      schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores());
-  frontend::ModelTasks m = frontend::extract_tasks(frontend::load_onnx(dir + "/resnet18.onnx"), traits);
+  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
+                                                         target.vector_bits(), target.cores());
+  frontend::ModelTasks m =
+      frontend::extract_tasks(frontend::load_onnx(dir + "/resnet18.onnx"), traits);
   std::filesystem::remove_all(dir);
-  Setup s{std::move(m.tasks), bench::read_landscape(std::string(KTUNE_LANDSCAPE_DIR) + "/conv2d_c64_28x28.txt"),
-          bench::read_landscape(std::string(KTUNE_LANDSCAPE_DIR) + "/matmul_512.txt"), {}, {}};
+  Setup s{std::move(m.tasks),
+          bench::read_landscape(std::string(KTUNE_LANDSCAPE_DIR) + "/conv2d_c64_28x28.txt"),
+          bench::read_landscape(std::string(KTUNE_LANDSCAPE_DIR) + "/matmul_512.txt"),
+          {},
+          {}};
   s.conv_task = s.conv.task();
   s.other_task = s.other.task();
-  std::printf("ResNet-18 (scripts/make-test-models): %zu tasks, %.2f GFLOP; tuner %s, batch %zu\n", s.tasks.size(),
-              [&] {
-                double f = 0;
-                for (const auto& t : s.tasks) f += t.flop * static_cast<double>(t.count);
-                return f / 1e9;
-              }(),
-              tuner_name.c_str(), kBatch);
-  std::printf("replayed landscapes: conv tasks %s, pooling/Gemm %s\n", s.conv.header.value("workload", "").c_str(),
+  std::printf(
+      "ResNet-18 (scripts/make-test-models): %zu tasks, %.2f GFLOP; tuner %s, batch %zu\n",
+      s.tasks.size(),
+      [&] {
+        double f = 0;
+        for (const auto& t : s.tasks) f += t.flop * static_cast<double>(t.count);
+        return f / 1e9;
+      }(),
+      tuner_name.c_str(), kBatch);
+  std::printf("replayed landscapes: conv tasks %s, pooling/Gemm %s\n",
+              s.conv.header.value("workload", "").c_str(),
               s.other.header.value("workload", "").c_str());
   return s;
 }
@@ -165,15 +180,19 @@ int main(int argc, char** argv) {
       } else if (std::strcmp(argv[i], "--tuner") == 0 && i + 1 < argc) {
         tuner_name = argv[++i];
       } else {
-        std::fprintf(stderr, "usage: model_tuning [--seeds N] [--trials-per-task T] [--tuner random|xgb]\n");
+        std::fprintf(
+            stderr, "usage: model_tuning [--seeds N] [--trials-per-task T] [--tuner random|xgb]\n");
         return 2;
       }
     }
     const Setup s = load(tuner_name);
     const size_t budget = per_task * s.tasks.size();
-    std::printf("budget %zu trials (%zu per task on an equal split); target: %.1fx the best final latency of the two\n\n",
-                budget, per_task, kWithin);
-    std::printf("trials to reach the target, per seed (the scheduler's curve, then the equal split's)\n");
+    std::printf(
+        "budget %zu trials (%zu per task on an equal split); target: %.1fx the best final latency "
+        "of the two\n\n",
+        budget, per_task, kWithin);
+    std::printf(
+        "trials to reach the target, per seed (the scheduler's curve, then the equal split's)\n");
     std::vector<double> ratios;
     for (int seed = 1; seed <= seeds; ++seed) {
       std::printf("seed %d\n", seed);
@@ -182,14 +201,17 @@ int main(int argc, char** argv) {
       const double target = kWithin * std::min(gradient.latency.back(), equal.latency.back());
       const size_t tg = gradient.trials_to(target), te = equal.trials_to(target);
       // A curve that never gets there counts as the whole budget (its true figure is larger).
-      const double ratio = static_cast<double>(tg ? tg : budget) / static_cast<double>(te ? te : budget);
-      std::printf("    target %.3f ms: scheduler %zu%s trials, equal split %zu%s trials, ratio %.3f\n", target * 1e3,
-                  tg ? tg : budget, tg ? "" : "+", te ? te : budget, te ? "" : "+", ratio);
+      const double ratio =
+          static_cast<double>(tg ? tg : budget) / static_cast<double>(te ? te : budget);
+      std::printf(
+          "    target %.3f ms: scheduler %zu%s trials, equal split %zu%s trials, ratio %.3f\n",
+          target * 1e3, tg ? tg : budget, tg ? "" : "+", te ? te : budget, te ? "" : "+", ratio);
       ratios.push_back(ratio);
     }
     std::sort(ratios.begin(), ratios.end());
-    const double median = ratios.size() % 2 ? ratios[ratios.size() / 2]
-                                            : 0.5 * (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]);
+    const double median = ratios.size() % 2
+                              ? ratios[ratios.size() / 2]
+                              : 0.5 * (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]);
     std::printf("(+: not reached within the budget; counted as the budget)\n");
     std::printf("scheduler_over_equal %.3f\n", median);
     return 0;

@@ -8,8 +8,9 @@
 //
 // Prints per model and thread count: ktune's and ONNX Runtime's median latency, their ratio,
 // the outputs' max difference relative to ONNX Runtime's magnitude, and tune-model's estimate
-// against the measured latency (run/est) at the thread count tune-model measured at (all CPUs). Last line: model_over_ort, the geometric mean
-// of ktune latency / ONNX Runtime latency over every model and thread count (below 1: ktune faster).
+// against the measured latency (run/est) at the thread count tune-model measured at (all CPUs).
+// Last line: model_over_ort, the geometric mean of ktune latency / ONNX Runtime latency over every
+// model and thread count (below 1: ktune faster).
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -125,26 +126,44 @@ class Peer {
 // The C program that runs the built model: the inputs from a file, the outputs written once, then
 // N runs per line of stdin, each timed with CLOCK_MONOTONIC.
 std::string timing_program(const std::string& name) {
-  return "#define _POSIX_C_SOURCE 200809L\n#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n#include \"" + name + ".h\"\n" +
-         "static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }\n"
+  return "#define _POSIX_C_SOURCE 200809L\n#include <stdio.h>\n#include <stdlib.h>\n#include "
+         "<time.h>\n#include \"" +
+         name + ".h\"\n" +
+         "static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return "
+         "t.tv_sec * 1e3 + t.tv_nsec / 1e6; }\n"
          "int main(int argc, char** argv) {\n"
          "  if (argc != 4) return 9;\n"
          "  ktune_set_num_threads(atoi(argv[3]));\n"
-         "  float* in = aligned_alloc(64, (" + name + "_INPUT0_ELEMENTS * 4 + 63) / 64 * 64);\n"
-         "  float* out = aligned_alloc(64, (" + name + "_OUTPUT0_ELEMENTS * 4 + 63) / 64 * 64);\n"
+         "  float* in = aligned_alloc(64, (" +
+         name +
+         "_INPUT0_ELEMENTS * 4 + 63) / 64 * 64);\n"
+         "  float* out = aligned_alloc(64, (" +
+         name +
+         "_OUTPUT0_ELEMENTS * 4 + 63) / 64 * 64);\n"
          "  FILE* f = fopen(argv[1], \"rb\");\n"
-         "  if (!f || fread(in, 4, " + name + "_INPUT0_ELEMENTS, f) != " + name + "_INPUT0_ELEMENTS) return 8;\n"
+         "  if (!f || fread(in, 4, " +
+         name + "_INPUT0_ELEMENTS, f) != " + name +
+         "_INPUT0_ELEMENTS) return 8;\n"
          "  fclose(f);\n"
-         "  void* ctx = " + name + "_create();\n"
-         "  if (!ctx || " + name + "_run(ctx, in, out) != 0) return 7;\n"
-         "  f = fopen(argv[2], \"wb\"); fwrite(out, 4, " + name + "_OUTPUT0_ELEMENTS, f); fclose(f);\n"
+         "  void* ctx = " +
+         name +
+         "_create();\n"
+         "  if (!ctx || " +
+         name +
+         "_run(ctx, in, out) != 0) return 7;\n"
+         "  f = fopen(argv[2], \"wb\"); fwrite(out, 4, " +
+         name +
+         "_OUTPUT0_ELEMENTS, f); fclose(f);\n"
          "  printf(\"ready\\n\"); fflush(stdout);\n"
          "  int n;\n"
          "  while (scanf(\"%d\", &n) == 1) {\n"
-         "    for (int i = 0; i < n; ++i) { double t = now(); " + name + "_run(ctx, in, out); printf(i ? \" %.6f\" : \"%.6f\", now() - t); }\n"
+         "    for (int i = 0; i < n; ++i) { double t = now(); " +
+         name +
+         "_run(ctx, in, out); printf(i ? \" %.6f\" : \"%.6f\", now() - t); }\n"
          "    printf(\"\\n\"); fflush(stdout);\n"
          "  }\n"
-         "  " + name + "_destroy(ctx);\n  return 0;\n}\n";
+         "  " +
+         name + "_destroy(ctx);\n  return 0;\n}\n";
 }
 
 std::vector<float> floats(const std::string& file) {
@@ -176,13 +195,23 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--models") models = split(value(), ',');
-    else if (a == "--threads") { threads.clear(); for (const auto& t : split(value(), ',')) threads.push_back(std::stoi(t)); }
-    else if (a == "--trials") trials = std::stoi(value());
-    else if (a == "--db-dir") db_dir = value();
-    else if (a == "--rounds") rounds = std::stoi(value());
-    else if (a == "--runs") runs = std::stoi(value());
-    else { std::cerr << "model_vs_ort: unknown option " << a << "\n"; return 2; }
+    if (a == "--models")
+      models = split(value(), ',');
+    else if (a == "--threads") {
+      threads.clear();
+      for (const auto& t : split(value(), ',')) threads.push_back(std::stoi(t));
+    } else if (a == "--trials")
+      trials = std::stoi(value());
+    else if (a == "--db-dir")
+      db_dir = value();
+    else if (a == "--rounds")
+      rounds = std::stoi(value());
+    else if (a == "--runs")
+      runs = std::stoi(value());
+    else {
+      std::cerr << "model_vs_ort: unknown option " << a << "\n";
+      return 2;
+    }
   }
   const std::string ktune = KTUNE_BIN;
   const std::string ort_dir = KTUNE_ORT_DIR;
@@ -190,14 +219,16 @@ int main(int argc, char** argv) {
     std::cerr << "model_vs_ort: no ONNX Runtime in " << ort_dir << " (scripts/setup installs it)\n";
     return 1;
   }
-  const fs::path work = fs::temp_directory_path() / ("ktune_model_vs_ort_" + std::to_string(::getpid()));
+  const fs::path work =
+      fs::temp_directory_path() / ("ktune_model_vs_ort_" + std::to_string(::getpid()));
   fs::create_directories(work);
   fs::create_directories(db_dir);
-  run("/usr/bin/python3 " + quote(std::string(KTUNE_SOURCE_DIR) + "/scripts/make-test-models") + " " + quote(work.string()));
+  run("/usr/bin/python3 " + quote(std::string(KTUNE_SOURCE_DIR) + "/scripts/make-test-models") +
+      " " + quote(work.string()));
   ::setenv("NODE_PATH", (fs::path(ort_dir) / "node_modules").c_str(), 1);
 
-  std::cout << fmt::format("{:<12} {:>3} {:>10} {:>10} {:>8} {:>9} {:>10} {:>9}\n", "model", "thr", "ktune ms", "ORT ms",
-                           "ktune/ORT", "max err", "estimate", "run/est");
+  std::cout << fmt::format("{:<12} {:>3} {:>10} {:>10} {:>8} {:>9} {:>10} {:>9}\n", "model", "thr",
+                           "ktune ms", "ORT ms", "ktune/ORT", "max err", "estimate", "run/est");
   double log_sum = 0;
   int count = 0;
   for (const std::string& m : models) {
@@ -211,19 +242,22 @@ int main(int argc, char** argv) {
     // only, for tune-model's estimate of what the log ships).
     const bool reuse = fs::exists(db);
     const auto start = std::chrono::steady_clock::now();
-    const std::string tuned = run(quote(ktune) + " tune-model " + quote(onnx) + " --db " + quote(db) + " --trials " +
-                                  std::to_string(reuse ? 1 : trials) + " --no-libraries --json 2>/dev/null");
-    const double tune_min = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
-    const double estimate_ms = nlohmann::json::parse(tuned.substr(tuned.find('{'))).value("estimated_s", 0.0) * 1e3;
+    const std::string tuned =
+        run(quote(ktune) + " tune-model " + quote(onnx) + " --db " + quote(db) + " --trials " +
+            std::to_string(reuse ? 1 : trials) + " --no-libraries --json 2>/dev/null");
+    const double tune_min =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
+    const double estimate_ms =
+        nlohmann::json::parse(tuned.substr(tuned.find('{'))).value("estimated_s", 0.0) * 1e3;
     const fs::path dir = work / m;
     fs::create_directories(dir);
-    run(quote(ktune) + " build --model " + quote(onnx) + " --db " + quote(db) + " --name " + m + " -o " +
-        quote((dir / ("lib" + m + ".a")).string()) + " --header " + quote((dir / (m + ".h")).string()) + " --runtime " +
-        quote((dir / "runtime.c").string()));
+    run(quote(ktune) + " build --model " + quote(onnx) + " --db " + quote(db) + " --name " + m +
+        " -o " + quote((dir / ("lib" + m + ".a")).string()) + " --header " +
+        quote((dir / (m + ".h")).string()) + " --runtime " + quote((dir / "runtime.c").string()));
     std::ofstream(dir / "main.c") << timing_program(m);
     run("cc -O2 -std=c11 -I" + quote(dir.string()) + " " + quote((dir / "main.c").string()) + " " +
-        quote((dir / "runtime.c").string()) + " " + quote((dir / ("lib" + m + ".a")).string()) + " -lm -lpthread -o " +
-        quote((dir / "main").string()));
+        quote((dir / "runtime.c").string()) + " " + quote((dir / ("lib" + m + ".a")).string()) +
+        " -lm -lpthread -o " + quote((dir / "main").string()));
     // One input for both, uniform in [-1, 1).
     std::ifstream header(dir / (m + ".h"));
     std::string text((std::istreambuf_iterator<char>(header)), {});
@@ -234,13 +268,14 @@ int main(int argc, char** argv) {
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (float& x : input) x = u(rng);
     const std::string in_path = (dir / "in.bin").string();
-    std::ofstream(in_path, std::ios::binary).write(reinterpret_cast<const char*>(input.data()), elements * 4);
+    std::ofstream(in_path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(input.data()), elements * 4);
 
     for (int t : threads) {
       const std::string ours = (dir / "ktune.out").string(), theirs = (dir / "ort.out").string();
       Peer k({(dir / "main").string(), in_path, ours, std::to_string(t)});
-      Peer o({"node", std::string(KTUNE_SOURCE_DIR) + "/scripts/ort-run.js", onnx, in_path, theirs, "--threads",
-              std::to_string(t), "--serve"});
+      Peer o({"node", std::string(KTUNE_SOURCE_DIR) + "/scripts/ort-run.js", onnx, in_path, theirs,
+              "--threads", std::to_string(t), "--serve"});
       k.time(runs);  // warm-up
       o.time(runs);
       std::vector<double> kt, ot;
@@ -265,8 +300,9 @@ int main(int argc, char** argv) {
       // tune-model measures at the runtime's default thread count (every CPU): its estimate is of
       // a run at that count, and says nothing of the others.
       const bool tuned_count = t == static_cast<int>(std::thread::hardware_concurrency());
-      std::cout << fmt::format("{:<12} {:>3} {:>10.3f} {:>10.3f} {:>8.3f} {:>9.1e} {:>10} {:>9}\n", m, t, km, om, km / om,
-                               err, tuned_count ? fmt::format("{:.3f}", estimate_ms) : "-",
+      std::cout << fmt::format("{:<12} {:>3} {:>10.3f} {:>10.3f} {:>8.3f} {:>9.1e} {:>10} {:>9}\n",
+                               m, t, km, om, km / om, err,
+                               tuned_count ? fmt::format("{:.3f}", estimate_ms) : "-",
                                tuned_count ? fmt::format("{:.3f}", km / estimate_ms) : "-");
       log_sum += std::log(km / om);
       ++count;

@@ -1,4 +1,5 @@
-// Defines the widest float vector of the machine a benchmark source is compiled for (-march=native).
+// Defines the widest float vector of the machine a benchmark source is compiled for
+// (-march=native).
 #pragma once
 
 namespace ktune::bench::native {

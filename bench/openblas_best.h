@@ -18,11 +18,14 @@ namespace ktune::bench {
 inline void use_openblas_at_its_best(int vector_bits, char** argv) {
   const std::string core = openblas_get_corename();
   if (vector_bits != 512 || core.find("Skylake") != std::string::npos ||
-      core.find("Cooperlake") != std::string::npos || core.find("SapphireRapids") != std::string::npos) {
+      core.find("Cooperlake") != std::string::npos ||
+      core.find("SapphireRapids") != std::string::npos) {
     return;
   }
-  std::printf("OpenBLAS chose its '%s' kernels on an AVX-512 host: re-running with OPENBLAS_CORETYPE=SkylakeX\n",
-              core.c_str());
+  std::printf(
+      "OpenBLAS chose its '%s' kernels on an AVX-512 host: re-running with "
+      "OPENBLAS_CORETYPE=SkylakeX\n",
+      core.c_str());
   std::fflush(stdout);
   setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
   execv("/proc/self/exe", argv);

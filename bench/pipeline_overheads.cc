@@ -24,10 +24,10 @@ const ktune::codegen::Target& host() {
 }
 
 const Task& matmul_task() {
-  static const Task task = Task::create(
-      "matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}},
-      ktune::schedule_space::make_target_traits(host().str(), host().triple(), host().vector_bits(),
-                                                host().cores()));
+  static const Task task =
+      Task::create("matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}},
+                   ktune::schedule_space::make_target_traits(host().str(), host().triple(),
+                                                             host().vector_bits(), host().cores()));
   return task;
 }
 

@@ -77,8 +77,10 @@ int main(int argc, char** argv) {
   int calls = 2000, rounds = 31;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--calls") calls = std::stoi(argv[i + 1]);
-    else if (a == "--rounds") rounds = std::stoi(argv[i + 1]);
+    if (a == "--calls")
+      calls = std::stoi(argv[i + 1]);
+    else if (a == "--rounds")
+      rounds = std::stoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "runtime_overhead: unknown option %s\n", a.c_str());
       return 1;
@@ -105,7 +107,8 @@ int main(int argc, char** argv) {
       std::vector<std::vector<double>> samples(runtimes.size());
       for (int r = 0; r <= rounds; ++r) {  // round 0 warms up (creates the pools)
         for (size_t k = 0; k < runtimes.size(); ++k) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the other pools go to sleep
+          std::this_thread::sleep_for(
+              std::chrono::milliseconds(20));  // the other pools go to sleep
           runtimes[k].set_threads(threads);
           const auto start = Clock::now();
           for (int c = 0; c < calls; ++c) runtimes[k].loop(slots, threads);
@@ -121,10 +124,12 @@ int main(int argc, char** argv) {
     }
     return std::pair(ns, fastest);
   };
-  auto print = [&](const std::vector<std::vector<double>>& ns, const std::vector<std::vector<double>>& fastest) {
+  auto print = [&](const std::vector<std::vector<double>>& ns,
+                   const std::vector<std::vector<double>>& fastest) {
     std::printf("%-36s %12s %12s %16s\n", "runtime", "1 thread", "2 threads", "2 thr. fastest");
     for (size_t k = 0; k < runtimes.size(); ++k)
-      std::printf("%-36s %12.0f %12.0f %16.0f\n", runtimes[k].name.c_str(), ns[k][0], ns[k][1], fastest[k][1]);
+      std::printf("%-36s %12.0f %12.0f %16.0f\n", runtimes[k].name.c_str(), ns[k][0], ns[k][1],
+                  fastest[k][1]);
   };
   std::printf("parallel loop of extent %lld: median ns/call over %d rounds of %d calls, %u CPUs\n",
               static_cast<long long>(kExtent), rounds, calls, std::thread::hardware_concurrency());
@@ -137,7 +142,10 @@ int main(int argc, char** argv) {
   g_work = std::max(1, static_cast<int>(1000 * 2000 / body_ns));
   slots[0].count -= 1000;  // the calibration's calls are not the runtimes'
   const auto [busy_ns, busy_fastest] = measure();
-  std::printf("\nbodies of ~2 us each (%d steps): two threads at work take ~2000 ns a call, one alone ~4000\n", g_work);
+  std::printf(
+      "\nbodies of ~2 us each (%d steps): two threads at work take ~2000 ns a call, one alone "
+      "~4000\n",
+      g_work);
   print(busy_ns, busy_fastest);
   g_work = 0;
   const auto [ns, fastest] = measure();

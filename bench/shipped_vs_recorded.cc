@@ -10,7 +10,8 @@
 // Prints per kernel the recorded, runner-now and shipped GFLOP/s and shipped/recorded; last line
 // `shipped_over_recorded <geomean>`.
 //
-// Usage: shipped_vs_recorded [--trials N] [--rounds R] [--passes P] [--seed S] [--keep DIR | --retime DIR]
+// Usage: shipped_vs_recorded [--trials N] [--rounds R] [--passes P] [--seed S] [--keep DIR |
+// --retime DIR]
 //   --keep DIR leaves the log, objects and program in DIR; --retime DIR times those of an
 //   earlier --keep DIR again, without tuning.
 #include <unistd.h>
@@ -48,7 +49,7 @@ struct Options {
   int rounds = 5;
   int passes = 3;  // runner and program alternate this many times; the fastest round counts
   uint64_t seed = 1;
-  std::string keep;  // "" = a temporary directory, removed at the end
+  std::string keep;     // "" = a temporary directory, removed at the end
   bool retime = false;  // --keep DIR of an earlier run: its log as it is, no tuning
 };
 
@@ -93,12 +94,15 @@ double fastest_round(const std::vector<double>& costs) {
 // C source of the program: `./shipped <kernel> <rounds>` times that kernel (see the top).
 std::string program(const std::vector<nlohmann::json>& builds) {
   std::ostringstream c;
-  c << "#define _POSIX_C_SOURCE 200809L /* clock_gettime */\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n";
+  c << "#define _POSIX_C_SOURCE 200809L /* clock_gettime */\n#include <stdint.h>\n#include "
+       "<stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n";
   for (size_t i = 0; i < builds.size(); ++i) c << "#include \"k" << i << ".h\"\n";
   c << "static double now(void) {\n  struct timespec t;\n  clock_gettime(CLOCK_MONOTONIC, &t);\n"
     << "  return t.tv_sec + t.tv_nsec * 1e-9;\n}\n"
-    << "static void* buffer(size_t bytes) {\n  float* p = aligned_alloc(64, (bytes + 63) / 64 * 64);\n"
-    << "  for (size_t i = 0; i < bytes / sizeof(float); ++i) p[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;\n"
+    << "static void* buffer(size_t bytes) {\n  float* p = aligned_alloc(64, (bytes + 63) / 64 * "
+       "64);\n"
+    << "  for (size_t i = 0; i < bytes / sizeof(float); ++i) p[i] = (float)((i * 2654435761u) % "
+       "1000) / 500.0f - 1.0f;\n"
     << "  return p;\n}\n"
     << "int main(int argc, char** argv) {\n  if (argc != 3) return 2;\n"
     << "  const int kernel = atoi(argv[1]), rounds = atoi(argv[2]);\n"
@@ -106,11 +110,13 @@ std::string program(const std::vector<nlohmann::json>& builds) {
   for (size_t i = 0; i < builds.size(); ++i) {
     const auto& a = builds[i]["arguments"];
     c << "    case " << i << ":\n      fn = " << builds[i]["symbol"].get<std::string>() << ";\n";
-    for (size_t j = 0; j < a.size(); ++j) c << "      args[" << j << "] = buffer(" << a[j]["bytes"] << ");\n";
+    for (size_t j = 0; j < a.size(); ++j)
+      c << "      args[" << j << "] = buffer(" << a[j]["bytes"] << ");\n";
     c << "      break;\n";
   }
   c << "    default: return 2;\n  }\n"
-    << "  if (ktune_set_num_threads(" << kThreads << ") != 0 || fn(args) != 0) return 3; /* warm-up */\n"
+    << "  if (ktune_set_num_threads(" << kThreads
+    << ") != 0 || fn(args) != 0) return 3; /* warm-up */\n"
     << "  for (int r = 0; r < rounds * " << kRepeat << "; ++r) {\n"
     << "    const double start = now();\n"
     << "    for (int n = 0; n < " << kNumber << "; ++n) if (fn(args) != 0) return 3;\n"
@@ -124,16 +130,24 @@ Options parse(int argc, char** argv) {
     const std::string a = argv[i];
     if (i + 1 >= argc) throw Error(ErrorKind::kInvalidArgument, "missing value after " + a);
     const std::string v = argv[++i];
-    if (a == "--trials") o.trials = std::stoul(v);
-    else if (a == "--rounds") o.rounds = std::stoi(v);
-    else if (a == "--passes") o.passes = std::stoi(v);
-    else if (a == "--seed") o.seed = std::stoull(v);
-    else if (a == "--keep") o.keep = v;
-    else if (a == "--retime") o.keep = v, o.retime = true;
-    else throw Error(ErrorKind::kInvalidArgument, "unknown option " + a);
+    if (a == "--trials")
+      o.trials = std::stoul(v);
+    else if (a == "--rounds")
+      o.rounds = std::stoi(v);
+    else if (a == "--passes")
+      o.passes = std::stoi(v);
+    else if (a == "--seed")
+      o.seed = std::stoull(v);
+    else if (a == "--keep")
+      o.keep = v;
+    else if (a == "--retime")
+      o.keep = v, o.retime = true;
+    else
+      throw Error(ErrorKind::kInvalidArgument, "unknown option " + a);
   }
   if (o.trials < 1 || o.trials > 1000 || o.rounds < 1 || o.passes < 1)
-    throw Error(ErrorKind::kInvalidArgument, "--trials must be in 1..1000, --rounds and --passes >= 1");
+    throw Error(ErrorKind::kInvalidArgument,
+                "--trials must be in 1..1000, --rounds and --passes >= 1");
   return o;
 }
 
@@ -142,25 +156,28 @@ Options parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
-    const fs::path dir = o.keep.empty() ? fs::temp_directory_path() / ("ktune-shipped-" + std::to_string(::getpid()))
-                                        : fs::path(o.keep);
+    const fs::path dir =
+        o.keep.empty() ? fs::temp_directory_path() / ("ktune-shipped-" + std::to_string(::getpid()))
+                       : fs::path(o.keep);
     fs::create_directories(dir);
     const std::string db_path = (dir / "tune.db").string();
     const codegen::Target host = codegen::Target::host();
-    const auto traits = schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), kThreads);
+    const auto traits =
+        schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), kThreads);
     rpc_runner::LocalRunnerOptions ro;
     ro.runner_path = KTUNE_RUNNER_PATH;
     ro.measure.run_threads = kThreads;
     ro.measure.data_seed = o.seed;
-    std::printf("target %s, %d threads, xgb %zu trials per workload, seed %llu, log %s\n", host.str().c_str(), kThreads,
-                o.trials, static_cast<unsigned long long>(o.seed), db_path.c_str());
+    std::printf("target %s, %d threads, xgb %zu trials per workload, seed %llu, log %s\n",
+                host.str().c_str(), kThreads, o.trials, static_cast<unsigned long long>(o.seed),
+                db_path.c_str());
     std::fflush(stdout);
 
     // 1. Tune every workload into the log, as `ktune tune` does.
     std::vector<schedule_space::Task> tasks;
     for (const auto& w : kWorkloads)
-      tasks.push_back(schedule_space::Task::create(w.template_name,
-                                                   schedule_space::parse_workload_args(w.template_name, w.args), traits));
+      tasks.push_back(schedule_space::Task::create(
+          w.template_name, schedule_space::parse_workload_args(w.template_name, w.args), traits));
     if (!o.retime) {
       auto db = tuning_db::Database::open(db_path);
       rpc_runner::LocalRunner runner(ro);
@@ -168,10 +185,12 @@ int main(int argc, char** argv) {
         tuner::SessionOptions so;
         so.trials = o.trials;
         so.seed = o.seed;
-        tuner::TuningSession session(tasks[i], db, runner, {host.str(), codegen::llvm_version()}, so);
+        tuner::TuningSession session(tasks[i], db, runner, {host.str(), codegen::llvm_version()},
+                                     so);
         const tuner::SessionReport r = session.run();
-        std::fprintf(stderr, "tuned %s: %zu trials, best %.1f GFLOP/s, %.0f s\n", kWorkloads[i].name.c_str(),
-                     r.result.n_measured, r.result.best_gflops, r.result.wall_s);
+        std::fprintf(stderr, "tuned %s: %zu trials, best %.1f GFLOP/s, %.0f s\n",
+                     kWorkloads[i].name.c_str(), r.result.n_measured, r.result.best_gflops,
+                     r.result.wall_s);
       }
     }
 
@@ -181,8 +200,9 @@ int main(int argc, char** argv) {
       std::string cmd = quote(KTUNE_BIN) + " build " + kWorkloads[i].template_name;
       for (const auto& a : kWorkloads[i].args) cmd += " " + a;
       const std::string k = (dir / ("k" + std::to_string(i))).string();
-      cmd += " --db " + quote(db_path) + " --require-tuned --json --name kernel" + std::to_string(i) + " -o " +
-             quote(k + ".o") + " --header " + quote(k + ".h") + " --runtime " + quote((dir / "rt.c").string());
+      cmd += " --db " + quote(db_path) + " --require-tuned --json --name kernel" +
+             std::to_string(i) + " -o " + quote(k + ".o") + " --header " + quote(k + ".h") +
+             " --runtime " + quote((dir / "rt.c").string());
       builds.push_back(nlohmann::json::parse(run(cmd)));
     }
     std::ofstream(dir / "main.c") << program(builds);
@@ -196,27 +216,30 @@ int main(int argc, char** argv) {
     remeasure.measure.repeat = kRepeat * o.rounds;
     rpc_runner::LocalRunner runner(remeasure);
     std::printf("load average before timing: %s", load_average().c_str());
-    std::printf("%-22s %12s %12s %12s %9s %9s\n", "kernel", "recorded", "runner_now", "shipped", "shipped/", "shipped/");
-    std::printf("%-22s %12s %12s %12s %9s %9s\n", "", "GFLOP/s", "GFLOP/s", "GFLOP/s", "recorded", "runner");
+    std::printf("%-22s %12s %12s %12s %9s %9s\n", "kernel", "recorded", "runner_now", "shipped",
+                "shipped/", "shipped/");
+    std::printf("%-22s %12s %12s %12s %9s %9s\n", "", "GFLOP/s", "GFLOP/s", "GFLOP/s", "recorded",
+                "runner");
     double log_sum = 0, log_sum_runner = 0, worst = INFINITY;
     for (size_t i = 0; i < tasks.size(); ++i) {
       const auto config = schedule_space::Config::from_json(builds[i]["config"]);
       double runner_s = INFINITY, shipped_s = INFINITY;
       for (int pass = 0; pass < o.passes; ++pass) {
         const auto m = runner.measure({{&tasks[i], config}});
-        if (!m.at(0).ok()) throw Error(ErrorKind::kRun, kWorkloads[i].name + ": " + m[0].error_message);
+        if (!m.at(0).ok())
+          throw Error(ErrorKind::kRun, kWorkloads[i].name + ": " + m[0].error_message);
         runner_s = std::min(runner_s, fastest_round(m[0].costs));
         std::vector<double> costs;
-        std::istringstream out(run("cd " + quote(dir.string()) + " && ./shipped " + std::to_string(i) + " " +
-                                   std::to_string(o.rounds)));
+        std::istringstream out(run("cd " + quote(dir.string()) + " && ./shipped " +
+                                   std::to_string(i) + " " + std::to_string(o.rounds)));
         for (double c; out >> c;) costs.push_back(c);
         shipped_s = std::min(shipped_s, fastest_round(costs));
       }
       const double flop = tasks[i].flop();
-      const double recorded = builds[i]["record"]["gflops"].get<double>(), now = flop / runner_s * 1e-9,
-                   shipped = flop / shipped_s * 1e-9;
-      std::printf("%-22s %12.1f %12.1f %12.1f %9.3f %9.3f\n", kWorkloads[i].name.c_str(), recorded, now, shipped,
-                  shipped / recorded, shipped / now);
+      const double recorded = builds[i]["record"]["gflops"].get<double>(),
+                   now = flop / runner_s * 1e-9, shipped = flop / shipped_s * 1e-9;
+      std::printf("%-22s %12.1f %12.1f %12.1f %9.3f %9.3f\n", kWorkloads[i].name.c_str(), recorded,
+                  now, shipped, shipped / recorded, shipped / now);
       std::fflush(stdout);
       log_sum += std::log(shipped / recorded);
       log_sum_runner += std::log(shipped / now);
@@ -224,9 +247,11 @@ int main(int argc, char** argv) {
     }
     if (o.keep.empty()) fs::remove_all(dir);
     // The runner and the program timed in turn see the same machine; the record saw it earlier.
-    std::printf("shipped_over_runner_now %.3f\n", std::exp(log_sum_runner / static_cast<double>(tasks.size())));
+    std::printf("shipped_over_runner_now %.3f\n",
+                std::exp(log_sum_runner / static_cast<double>(tasks.size())));
     std::printf("worst_shipped_over_recorded %.3f\n", worst);
-    std::printf("shipped_over_recorded %.3f\n", std::exp(log_sum / static_cast<double>(tasks.size())));
+    std::printf("shipped_over_recorded %.3f\n",
+                std::exp(log_sum / static_cast<double>(tasks.size())));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shipped_vs_recorded: %s\n", e.what());

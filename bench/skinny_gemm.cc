@@ -37,10 +37,14 @@ struct Shape {
 // Classifier heads (ImageNet 1000 classes), transformer projections at small batch and the
 // sequence lengths 77 (CLIP text) and 197 (ViT-B/16), tiny and prime sizes.
 const Shape kShapes[] = {
-    {1, 1000, 512, "GEMV, ResNet-18 head"}, {1, 1000, 2048, "GEMV, ResNet-50 head"},
-    {8, 1000, 512, "batch 8 head"},         {16, 768, 768, "batch 16 projection"},
-    {77, 768, 768, "CLIP text, seq 77"},     {197, 768, 768, "ViT-B/16, seq 197"},
-    {50, 50, 50, "tiny"},                     {13, 97, 31, "primes"},
+    {1, 1000, 512, "GEMV, ResNet-18 head"},
+    {1, 1000, 2048, "GEMV, ResNet-50 head"},
+    {8, 1000, 512, "batch 8 head"},
+    {16, 768, 768, "batch 16 projection"},
+    {77, 768, 768, "CLIP text, seq 77"},
+    {197, 768, 768, "ViT-B/16, seq 197"},
+    {50, 50, 50, "tiny"},
+    {13, 97, 31, "primes"},
 };
 
 // Kernels assume 64-byte aligned buffers (the kernel ABI); std::vector's are not.
@@ -50,7 +54,9 @@ struct Aligned64 {
   Aligned64() = default;
   template <typename U>
   Aligned64(const Aligned64<U>&) {}  // NOLINT: allocator rebinding
-  T* allocate(size_t n) { return static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64)); }
+  T* allocate(size_t n) {
+    return static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64));
+  }
   void deallocate(T* p, size_t) { std::free(p); }
   bool operator==(const Aligned64&) const { return true; }
 };
@@ -74,11 +80,15 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--trials") o.trials = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--rounds") o.rounds = std::atoi(argv[i + 1]);
-    else if (a == "--seed") o.seed = std::strtoull(argv[i + 1], nullptr, 10);
+    if (a == "--trials")
+      o.trials = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (a == "--rounds")
+      o.rounds = std::atoi(argv[i + 1]);
+    else if (a == "--seed")
+      o.seed = std::strtoull(argv[i + 1], nullptr, 10);
     else {
-      std::fprintf(stderr, "skinny_gemm: unknown option %s (known: --trials, --rounds, --seed)\n", a.c_str());
+      std::fprintf(stderr, "skinny_gemm: unknown option %s (known: --trials, --rounds, --seed)\n",
+                   a.c_str());
       std::exit(1);
     }
   }
@@ -96,17 +106,20 @@ int main(int argc, char** argv) {
   const codegen::Target host = codegen::Target::host();
   bench::use_openblas_at_its_best(host.vector_bits(), argv);
   bench::set_all_threads(1);
-  const auto traits = schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), 1);
-  std::printf("skinny GEMMs, float32, one thread, %zu xgb trials each, OpenBLAS %s (%s)\n", o.trials,
-              openblas_get_config(), openblas_get_corename());
-  std::printf("%-22s %5s %5s %5s %10s %10s %7s %9s\n", "shape", "M", "N", "K", "ktune", "OpenBLAS", "ratio",
-              "max err");
+  const auto traits =
+      schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), 1);
+  std::printf("skinny GEMMs, float32, one thread, %zu xgb trials each, OpenBLAS %s (%s)\n",
+              o.trials, openblas_get_config(), openblas_get_corename());
+  std::printf("%-22s %5s %5s %5s %10s %10s %7s %9s\n", "shape", "M", "N", "K", "ktune", "OpenBLAS",
+              "ratio", "max err");
   double log_sum = 0;
   int count = 0;
   schedule_space::Config gemv_best;
   for (const Shape& s : kShapes) {
     const auto task = schedule_space::Task::create(
-        "matmul", {{"M", std::to_string(s.m)}, {"N", std::to_string(s.n)}, {"K", std::to_string(s.k)}}, traits);
+        "matmul",
+        {{"M", std::to_string(s.m)}, {"N", std::to_string(s.n)}, {"K", std::to_string(s.k)}},
+        traits);
     const Floats a = random_vector(s.m * s.k, 11), b = random_vector(s.k * s.n, 12);
     Floats c(s.m * s.n), ref(s.m * s.n);
     const auto finalists = bench::tune_finalists(task, o.trials, o.seed, 1, 3, 4).finalists;
@@ -118,10 +131,11 @@ int main(int argc, char** argv) {
     fns.push_back([&] {
       if (s.m == 1) {
         // y = x^T B: B is K x N row-major, so y = B^T x.
-        cblas_sgemv(CblasRowMajor, CblasTrans, s.k, s.n, 1.0f, b.data(), s.n, a.data(), 1, 0.0f, ref.data(), 1);
+        cblas_sgemv(CblasRowMajor, CblasTrans, s.k, s.n, 1.0f, b.data(), s.n, a.data(), 1, 0.0f,
+                    ref.data(), 1);
       } else {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f,
-                    ref.data(), s.n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, a.data(), s.k,
+                    b.data(), s.n, 0.0f, ref.data(), s.n);
       }
     });
     const std::vector<double> t = bench::time_interleaved(fns, o.rounds);
@@ -135,8 +149,9 @@ int main(int argc, char** argv) {
     }
     const double gf = task.flop() * 1e-9;
     const double ratio = t.back() / t[best];
-    std::printf("%-22s %5lld %5lld %5lld %10.1f %10.1f %7.3f %9.2g\n", s.what, static_cast<long long>(s.m),
-                static_cast<long long>(s.n), static_cast<long long>(s.k), gf / t[best], gf / t.back(), ratio, err);
+    std::printf("%-22s %5lld %5lld %5lld %10.1f %10.1f %7.3f %9.2g\n", s.what,
+                static_cast<long long>(s.m), static_cast<long long>(s.n),
+                static_cast<long long>(s.k), gf / t[best], gf / t.back(), ratio, err);
     std::fflush(stdout);
     log_sum += std::log(ratio);
     ++count;
@@ -144,18 +159,23 @@ int main(int argc, char** argv) {
   }
 
   // Tails: N = 1000 is not a multiple of the 16-lane vector. Same config, two lowerings.
-  const auto gemv = schedule_space::Task::create("matmul", {{"M", "1"}, {"N", "1000"}, {"K", "512"}}, traits);
+  const auto gemv =
+      schedule_space::Task::create("matmul", {{"M", "1"}, {"N", "1000"}, {"K", "512"}}, traits);
   const Floats a = random_vector(512, 21), b = random_vector(512 * 1000, 22);
   Floats c(1000);
   void* args[] = {const_cast<float*>(a.data()), const_cast<float*>(b.data()), c.data()};
   te::LowerOptions guarded_tail;
   guarded_tail.partition_loops = false;
-  const codegen::Kernel peeled = bench::load_kernel(gemv, gemv_best), guarded = bench::load_kernel(gemv, gemv_best, guarded_tail);
+  const codegen::Kernel peeled = bench::load_kernel(gemv, gemv_best),
+                        guarded = bench::load_kernel(gemv, gemv_best, guarded_tail);
   const std::vector<double> t =
       bench::time_interleaved({[&] { peeled.run(args); }, [&] { guarded.run(args); }}, o.rounds);
-  std::printf("tail of matmul M=1 N=1000 K=512, config %s:\n  peeled (narrow vector tail) %.1f GFLOP/s, guarded "
-              "(scalar tail) %.1f GFLOP/s, peeled/guarded %.2f\n",
-              gemv_best.to_json_string().c_str(), gemv.flop() * 1e-9 / t[0], gemv.flop() * 1e-9 / t[1], t[1] / t[0]);
+  std::printf(
+      "tail of matmul M=1 N=1000 K=512, config %s:\n  peeled (narrow vector tail) %.1f GFLOP/s, "
+      "guarded "
+      "(scalar tail) %.1f GFLOP/s, peeled/guarded %.2f\n",
+      gemv_best.to_json_string().c_str(), gemv.flop() * 1e-9 / t[0], gemv.flop() * 1e-9 / t[1],
+      t[1] / t[0]);
   std::printf("skinny_geomean_vs_openblas %.3f\n", std::exp(log_sum / count));
   return 0;
 }

@@ -2,9 +2,10 @@
 // matmul 1024^3 float32 against OpenBLAS cblas_sgemm, then conv2d N=1 C=64 H=56 W=56 K=64 3x3
 // stride 1 pad 1 against oneDNN's forward-inference convolution. Each runs in the layouts made for
 // it, reorders outside the timing: oneDNN in what format `any` picks (printed), ktune's
-// conv2d_nchwc template in NCHW16c input and output and [K/16][C/16][R][S][16][16] weights. Every kernel is timed the same way: one warm-up call each, then interleaved rounds,
-// median per kernel. Prints a table, `conv2d_ratio_vs_onednn <x>`, and as its last line
-// `matmul_ratio_vs_openblas <x>`.
+// conv2d_nchwc template in NCHW16c input and output and [K/16][C/16][R][S][16][16] weights. Every
+// kernel is timed the same way: one warm-up call each, then interleaved rounds, median per kernel.
+// Prints a table, `conv2d_ratio_vs_onednn <x>`, and as its last line `matmul_ratio_vs_openblas
+// <x>`.
 //
 // With --threads N (N > 1): the six workloads of bench/shipped_vs_recorded (four ResNet-18
 // conv2d_nchwc layers, matmul 512^3 and 1024^3), each tuned at N threads with --trials trials and
@@ -47,7 +48,7 @@ struct Options {
   size_t trials = 192;
   size_t conv_trials = 384;
   uint64_t seed = 1;
-  int rounds = 15;           // timed rounds per kernel (median taken)
+  int rounds = 15;  // timed rounds per kernel (median taken)
   int threads = 1;
 };
 
@@ -69,7 +70,8 @@ struct Tuned {
 // candidates), then JIT-loads the five best configs into this process and keeps the fastest there:
 // the runner timed each config in its own process with its own buffers, and the kernel that
 // counts is the one this process runs.
-Tuned tune_and_load(const schedule_space::Task& task, size_t trials, uint64_t seed, void* const* args, int rounds) {
+Tuned tune_and_load(const schedule_space::Task& task, size_t trials, uint64_t seed,
+                    void* const* args, int rounds) {
   const bench::TuneRun run = bench::tune_finalists(task, trials, seed, 1, 5);
   std::vector<codegen::Kernel> kernels;
   std::vector<std::function<void()>> runs;
@@ -77,8 +79,9 @@ Tuned tune_and_load(const schedule_space::Task& task, size_t trials, uint64_t se
   for (const auto& k : kernels) runs.push_back([&k, args] { k.run(args); });
   const std::vector<double> s = bench::time_interleaved(runs, rounds);
   const size_t pick = static_cast<size_t>(std::min_element(s.begin(), s.end()) - s.begin());
-  return {run.finalists[pick], task.flop() / run.runner_seconds[pick] * 1e-9, run.measured, run.ok, run.wall_s,
-          std::move(kernels[pick])};
+  return {run.finalists[pick], task.flop() / run.runner_seconds[pick] * 1e-9,
+          run.measured,        run.ok,
+          run.wall_s,          std::move(kernels[pick])};
 }
 
 struct Row {
@@ -90,32 +93,46 @@ struct Row {
 };
 
 void print_row(const Row& r) {
-  std::printf("%-8s %9zu %6zu %9.0f %13.1f %13.1f %12.1f %-10s %7.3f %10.2g\n", r.name.c_str(), r.measured, r.ok,
-              r.wall_s, r.tuning_gflops, r.ktune_gflops, r.library_gflops, r.library.c_str(),
-              r.ktune_gflops / r.library_gflops, r.max_error);
+  std::printf("%-8s %9zu %6zu %9.0f %13.1f %13.1f %12.1f %-10s %7.3f %10.2g\n", r.name.c_str(),
+              r.measured, r.ok, r.wall_s, r.tuning_gflops, r.ktune_gflops, r.library_gflops,
+              r.library.c_str(), r.ktune_gflops / r.library_gflops, r.max_error);
 }
 
 Row bench_matmul(const schedule_space::TargetTraits& traits, const Options& o) {
   constexpr int64_t kM = 1024, kN = 1024, kK = 1024;
-  auto task = schedule_space::Task::create("matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}}, traits);
+  auto task =
+      schedule_space::Task::create("matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}}, traits);
   bench::AlignedFloats a(kM * kK), b(kK * kN), c(kM * kN), ref(kM * kN);
   bench::fill_random(a, o.seed + 11);
   bench::fill_random(b, o.seed + 12);
   int status = 0;
   void* args[] = {a.p, b.p, c.p};
   Tuned t = tune_and_load(task, o.trials, o.seed, args, o.rounds);
-  const std::vector<double> s = bench::time_interleaved(
-      {[&] { status |= t.kernel.run(args); },
-       [&] { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kM, kN, kK, 1.0f, a.p, kK, b.p, kN, 0.0f, ref.p, kN); }},
-      o.rounds);
-  if (status != 0) throw Error(ErrorKind::kRun, "tuned matmul returned status " + std::to_string(status));
+  const std::vector<double> s =
+      bench::time_interleaved({[&] { status |= t.kernel.run(args); },
+                               [&] {
+                                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kM, kN, kK,
+                                             1.0f, a.p, kK, b.p, kN, 0.0f, ref.p, kN);
+                               }},
+                              o.rounds);
+  if (status != 0)
+    throw Error(ErrorKind::kRun, "tuned matmul returned status " + std::to_string(status));
   const double flop = task.flop();
-  return {"matmul", "OpenBLAS", flop / s[0] * 1e-9, flop / s[1] * 1e-9, t.tuning_gflops, t.measured, t.ok, t.wall_s,
-          max_abs_diff(c.p, ref.p, c.n), t.config.to_json().dump()};
+  return {"matmul",
+          "OpenBLAS",
+          flop / s[0] * 1e-9,
+          flop / s[1] * 1e-9,
+          t.tuning_gflops,
+          t.measured,
+          t.ok,
+          t.wall_s,
+          max_abs_diff(c.p, ref.p, c.n),
+          t.config.to_json().dump()};
 }
 
 // Direct NCHW convolution in double: the correctness reference of both conv2d kernels.
-void conv_reference(const float* in, const float* w, float* out, int64_t C, int64_t H, int64_t W, int64_t K) {
+void conv_reference(const float* in, const float* w, float* out, int64_t C, int64_t H, int64_t W,
+                    int64_t K) {
   for (int64_t k = 0; k < K; ++k)
     for (int64_t y = 0; y < H; ++y)
       for (int64_t x = 0; x < W; ++x) {
@@ -125,7 +142,8 @@ void conv_reference(const float* in, const float* w, float* out, int64_t C, int6
             for (int64_t s = 0; s < 3; ++s) {
               const int64_t iy = y + r - 1, ix = x + s - 1;
               if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-              acc += static_cast<double>(in[(c * H + iy) * W + ix]) * w[((k * C + c) * 3 + r) * 3 + s];
+              acc +=
+                  static_cast<double>(in[(c * H + iy) * W + ix]) * w[((k * C + c) * 3 + r) * 3 + s];
             }
         out[(k * H + y) * W + x] = static_cast<float>(acc);
       }
@@ -140,20 +158,32 @@ void from_blocked(const float* blocked, float* nchw, int64_t C, int64_t HW, int6
   for (int64_t c = 0; c < C; ++c)
     for (int64_t i = 0; i < HW; ++i) nchw[c * HW + i] = blocked[((c / b) * HW + i) * b + c % b];
 }
-void weights_to_blocked(const float* kcrs, float* blocked, int64_t K, int64_t C, int64_t RS, int64_t b) {
+void weights_to_blocked(const float* kcrs, float* blocked, int64_t K, int64_t C, int64_t RS,
+                        int64_t b) {
   for (int64_t k = 0; k < K; ++k)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t rs = 0; rs < RS; ++rs)
-        blocked[((((k / b) * (C / b) + c / b) * RS + rs) * b + c % b) * b + k % b] = kcrs[(k * C + c) * RS + rs];
+        blocked[((((k / b) * (C / b) + c / b) * RS + rs) * b + c % b) * b + k % b] =
+            kcrs[(k * C + c) * RS + rs];
 }
 
 Row bench_conv2d(const schedule_space::TargetTraits& traits, const Options& o) {
   constexpr int64_t kC = 64, kH = 56, kW = 56, kK = 64, kBlock = 16;
-  auto task = schedule_space::Task::create(
-      "conv2d_nchwc", {{"N", "1"}, {"C", "64"}, {"H", "56"}, {"W", "56"}, {"K", "64"}, {"R", "3"}, {"S", "3"},
-                       {"stride", "1"}, {"pad", "1"}, {"ic_block", "16"}, {"oc_block", "16"}},
-      traits);
-  bench::AlignedFloats in(kC * kH * kW), w(kK * kC * 9), out(kK * kH * kW), ref(kK * kH * kW), dnnl_out(kK * kH * kW);
+  auto task = schedule_space::Task::create("conv2d_nchwc",
+                                           {{"N", "1"},
+                                            {"C", "64"},
+                                            {"H", "56"},
+                                            {"W", "56"},
+                                            {"K", "64"},
+                                            {"R", "3"},
+                                            {"S", "3"},
+                                            {"stride", "1"},
+                                            {"pad", "1"},
+                                            {"ic_block", "16"},
+                                            {"oc_block", "16"}},
+                                           traits);
+  bench::AlignedFloats in(kC * kH * kW), w(kK * kC * 9), out(kK * kH * kW), ref(kK * kH * kW),
+      dnnl_out(kK * kH * kW);
   bench::AlignedFloats in_blocked(in.n), w_blocked(w.n), out_blocked(out.n);
   bench::fill_random(in, o.seed + 21);
   bench::fill_random(w, o.seed + 22);
@@ -172,10 +202,12 @@ Row bench_conv2d(const schedule_space::TargetTraits& traits, const Options& o) {
   const dnnl::memory::dims src_dims{1, kC, kH, kW}, w_dims{kK, kC, 3, 3}, dst_dims{1, kK, kH, kW};
   const dnnl::memory::desc src_any(src_dims, dt::f32, tag::any), w_any(w_dims, dt::f32, tag::any),
       dst_any(dst_dims, dt::f32, tag::any);
-  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                             src_any, w_any, dst_any, {1, 1}, {1, 1}, {1, 1});
+  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                             dnnl::algorithm::convolution_direct, src_any, w_any,
+                                             dst_any, {1, 1}, {1, 1}, {1, 1});
   const dnnl::convolution_forward::primitive_desc pd(desc, eng);
-  dnnl::memory user_src({src_dims, dt::f32, tag::nchw}, eng, in.p), user_w({w_dims, dt::f32, tag::oihw}, eng, w.p),
+  dnnl::memory user_src({src_dims, dt::f32, tag::nchw}, eng, in.p),
+      user_w({w_dims, dt::f32, tag::oihw}, eng, w.p),
       user_dst({dst_dims, dt::f32, tag::nchw}, eng, dnnl_out.p);
   dnnl::memory src(pd.src_desc(), eng), wts(pd.weights_desc(), eng), dst(pd.dst_desc(), eng);
   dnnl::reorder(user_src, src).execute(strm, user_src, src);
@@ -192,18 +224,29 @@ Row bench_conv2d(const schedule_space::TargetTraits& traits, const Options& o) {
          strm.wait();
        }},
       o.rounds);
-  if (status != 0) throw Error(ErrorKind::kRun, "tuned conv2d returned status " + std::to_string(status));
+  if (status != 0)
+    throw Error(ErrorKind::kRun, "tuned conv2d returned status " + std::to_string(status));
   from_blocked(out_blocked.p, out.p, kK, kH * kW, kBlock);
   dnnl::reorder(dst, user_dst).execute(strm, dst, user_dst);
   strm.wait();
   const double err_dnnl = max_abs_diff(dnnl_out.p, ref.p, ref.n);
-  if (err_dnnl > 1e-3) throw Error(ErrorKind::kWrongAnswer, "oneDNN's conv2d differs from the reference");
+  if (err_dnnl > 1e-3)
+    throw Error(ErrorKind::kWrongAnswer, "oneDNN's conv2d differs from the reference");
   const auto& src_blocking = pd.src_desc().data.format_desc.blocking;
   std::printf("oneDNN implementation: %s, src %s, channel stride %lld\n", impl.c_str(),
-              src_blocking.inner_nblks > 0 ? "blocked" : "plain", static_cast<long long>(src_blocking.strides[1]));
+              src_blocking.inner_nblks > 0 ? "blocked" : "plain",
+              static_cast<long long>(src_blocking.strides[1]));
   const double flop = task.flop();
-  return {"conv2d", "oneDNN", flop / s[0] * 1e-9, flop / s[1] * 1e-9, t.tuning_gflops, t.measured, t.ok, t.wall_s,
-          max_abs_diff(out.p, ref.p, ref.n), t.config.to_json().dump()};
+  return {"conv2d",
+          "oneDNN",
+          flop / s[0] * 1e-9,
+          flop / s[1] * 1e-9,
+          t.tuning_gflops,
+          t.measured,
+          t.ok,
+          t.wall_s,
+          max_abs_diff(out.p, ref.p, ref.n),
+          t.config.to_json().dump()};
 }
 
 Options parse(int argc, char** argv) {
@@ -212,33 +255,43 @@ Options parse(int argc, char** argv) {
     const std::string a = argv[i];
     if (i + 1 >= argc) throw Error(ErrorKind::kInvalidArgument, "missing value after " + a);
     const std::string v = argv[++i];
-    if (a == "--trials") o.trials = std::stoul(v);
-    else if (a == "--conv-trials") o.conv_trials = std::stoul(v);
-    else if (a == "--seed") o.seed = std::stoull(v);
-    else if (a == "--rounds") o.rounds = std::stoi(v);
-    else if (a == "--threads") o.threads = std::stoi(v);
-    else throw Error(ErrorKind::kInvalidArgument, "unknown option " + a);
+    if (a == "--trials")
+      o.trials = std::stoul(v);
+    else if (a == "--conv-trials")
+      o.conv_trials = std::stoul(v);
+    else if (a == "--seed")
+      o.seed = std::stoull(v);
+    else if (a == "--rounds")
+      o.rounds = std::stoi(v);
+    else if (a == "--threads")
+      o.threads = std::stoi(v);
+    else
+      throw Error(ErrorKind::kInvalidArgument, "unknown option " + a);
   }
   if (o.trials == 0 || o.trials > 1000 || o.conv_trials == 0 || o.conv_trials > 1000)
     throw Error(ErrorKind::kInvalidArgument, "trials must be in 1..1000");
   if (o.rounds < 1) throw Error(ErrorKind::kInvalidArgument, "rounds must be >= 1");
-  if (o.threads < 1 || o.threads > 256) throw Error(ErrorKind::kInvalidArgument, "threads must be in 1..256");
+  if (o.threads < 1 || o.threads > 256)
+    throw Error(ErrorKind::kInvalidArgument, "threads must be in 1..256");
   return o;
 }
 
 // --threads N > 1: every workload tuned and raced at N threads.
 int run_threaded(const codegen::Target& host, const Options& o) {
-  const auto traits = schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), o.threads);
+  const auto traits =
+      schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), o.threads);
   bench::RaceOptions ro;
   ro.trials = o.trials;
   ro.rounds = o.rounds;
   ro.threads = o.threads;
   ro.seed = o.seed;
-  std::printf("target %s, OpenBLAS %s (core %s), oneDNN %d.%d, xgb tuner, %d threads, %zu trials, seed %llu, load "
-              "average %s\n",
-              host.str().c_str(), openblas_get_config(), openblas_get_corename(), dnnl::version()->major,
-              dnnl::version()->minor, o.threads, o.trials, static_cast<unsigned long long>(o.seed),
-              bench::load_average().c_str());
+  std::printf(
+      "target %s, OpenBLAS %s (core %s), oneDNN %d.%d, xgb tuner, %d threads, %zu trials, seed "
+      "%llu, load "
+      "average %s\n",
+      host.str().c_str(), openblas_get_config(), openblas_get_corename(), dnnl::version()->major,
+      dnnl::version()->minor, o.threads, o.trials, static_cast<unsigned long long>(o.seed),
+      bench::load_average().c_str());
   std::fflush(stdout);
   std::vector<bench::RaceResult> rows;
   std::vector<double> ratios;
@@ -250,12 +303,13 @@ int run_threaded(const codegen::Target& host, const Options& o) {
     std::fprintf(stderr, "  %s: %s\n", w.name.c_str(), rows.back().config.to_json_string().c_str());
   }
   std::printf("load average after the races: %s\n", bench::load_average().c_str());
-  std::printf("%-22s %7s %6s %8s %11s %11s %-34s %-8s %7s %9s\n", "kernel", "trials", "ok", "tune_s", "ktune_GF/s",
-              "lib_GF/s", "library", "layout", "ratio", "rel_err");
+  std::printf("%-22s %7s %6s %8s %11s %11s %-34s %-8s %7s %9s\n", "kernel", "trials", "ok",
+              "tune_s", "ktune_GF/s", "lib_GF/s", "library", "layout", "ratio", "rel_err");
   for (size_t i = 0; i < rows.size(); ++i) {
     const bench::RaceResult& r = rows[i];
-    std::printf("%-22s %7zu %6zu %8.0f %11.1f %11.1f %-34s %-8s %7.3f %9.1e\n", bench::resnet_and_matmul_workloads()[i].name.c_str(), r.measured,
-                r.ok, r.tune_s, r.ktune_gflops, r.library_gflops, r.library.c_str(), r.layout.c_str(), r.ratio(),
+    std::printf("%-22s %7zu %6zu %8.0f %11.1f %11.1f %-34s %-8s %7.3f %9.1e\n",
+                bench::resnet_and_matmul_workloads()[i].name.c_str(), r.measured, r.ok, r.tune_s,
+                r.ktune_gflops, r.library_gflops, r.library.c_str(), r.layout.c_str(), r.ratio(),
                 r.max_error);
   }
   std::printf("tuned_vs_library_geomean %.3f\n", bench::geomean(ratios));
@@ -276,15 +330,17 @@ int main(int argc, char** argv) {
 #endif
     codegen::set_num_threads(1);
     // One core in the traits: the parallel knob is off and the tuned kernels run one thread.
-    const auto traits = schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), 1);
+    const auto traits =
+        schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), 1);
     std::printf("target %s, OpenBLAS %s (core %s), oneDNN %d.%d, xgb tuner, 1 thread, seed %llu\n",
-                host.str().c_str(), openblas_get_config(), openblas_get_corename(), dnnl::version()->major,
-                dnnl::version()->minor, static_cast<unsigned long long>(o.seed));
+                host.str().c_str(), openblas_get_config(), openblas_get_corename(),
+                dnnl::version()->major, dnnl::version()->minor,
+                static_cast<unsigned long long>(o.seed));
     std::fflush(stdout);
     const Row mm = bench_matmul(traits, o);
     const Row cv = bench_conv2d(traits, o);
-    std::printf("%-8s %9s %6s %9s %13s %13s %12s %-10s %7s %10s\n", "op", "trials", "ok", "tune_s", "tuning_GF/s",
-                "ktune_GF/s", "lib_GF/s", "library", "ratio", "max_err");
+    std::printf("%-8s %9s %6s %9s %13s %13s %12s %-10s %7s %10s\n", "op", "trials", "ok", "tune_s",
+                "tuning_GF/s", "ktune_GF/s", "lib_GF/s", "library", "ratio", "max_err");
     print_row(mm);
     print_row(cv);
     std::printf("matmul best config: %s\n", mm.config.c_str());

@@ -43,7 +43,8 @@ int main() {
   const int kPlans = 12;
   cost_model::XGBoostModel model(cost_model::XGBoostParams{.seed = 1});
   cost_model::KnobFeatureExtractor features(space);
-  tuner::ModelBasedTuner tuner(space, model, features, tuner::ModelTunerParams{.plan_size = 64, .seed = 1});
+  tuner::ModelBasedTuner tuner(space, model, features,
+                               tuner::ModelTunerParams{.plan_size = 64, .seed = 1});
 
   std::printf("space size %llu, plan 64, chains 128, steps <= 500\n",
               static_cast<unsigned long long>(space.size()));

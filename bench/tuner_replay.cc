@@ -6,8 +6,8 @@
 //          writes the landscape of a workload from a tuning log made on this machine, e.g. by
 //          `ktune tune matmul M=512 N=512 K=512 --tuner random --trials 4000 --db log.db`.
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -120,8 +120,9 @@ int record(int argc, char** argv) {
   auto db = tuning_db::Database::open(argv[4], {.create = false});
   auto past = tuner::load_past_measurements(db, task, {target.str(), codegen::llvm_version()});
   if (past.empty()) throw Error(ErrorKind::kNotFound, "no records of " + task.workload_key());
-  bench::write_landscape(argv[2], task, past,
-                  target.cpu() + ", " + std::to_string(target.cores()) + " cores, ktune tune");
+  bench::write_landscape(
+      argv[2], task, past,
+      target.cpu() + ", " + std::to_string(target.cores()) + " cores, ktune tune");
   std::printf("%s: %zu configs written to %s\n", task.workload_key().c_str(), past.size(), argv[2]);
   return 0;
 }

@@ -80,7 +80,9 @@ class Reader {
 
  private:
   void need(uint64_t n) const {
-    if (n > n_ - pos_) fail("truncated (need " + std::to_string(n) + " more bytes at offset " + std::to_string(pos_) + ")");
+    if (n > n_ - pos_)
+      fail("truncated (need " + std::to_string(n) + " more bytes at offset " +
+           std::to_string(pos_) + ")");
   }
   const uint8_t* data_;
   size_t n_;
@@ -125,14 +127,16 @@ std::vector<uint8_t> Artifact::serialize() const {
 }
 
 Artifact Artifact::deserialize(const std::vector<uint8_t>& bytes) {
-  if (bytes.size() < 8 + 8 + 8 + 8) Reader::fail("too short (" + std::to_string(bytes.size()) + " bytes)");
+  if (bytes.size() < 8 + 8 + 8 + 8)
+    Reader::fail("too short (" + std::to_string(bytes.size()) + " bytes)");
   const size_t body = bytes.size() - 8;
   uint64_t stored = 0;
   for (int i = 0; i < 8; ++i) stored |= uint64_t{bytes[body + i]} << (8 * i);
   Reader r(bytes.data(), body);
   if (r.str("magic") != std::string(kMagic, sizeof(kMagic))) Reader::fail("bad magic");
   const uint64_t version = r.u64();
-  if (version != kFormatVersion) Reader::fail("unsupported format version " + std::to_string(version));
+  if (version != kFormatVersion)
+    Reader::fail("unsupported format version " + std::to_string(version));
   if (fnv1a(bytes.data(), body) != stored) Reader::fail("checksum mismatch");
   Artifact a;
   a.object = r.blob("object");
@@ -157,7 +161,8 @@ Artifact Artifact::deserialize(const std::vector<uint8_t>& bytes) {
     }
     for (int64_t d : s.shape) {
       const auto extent = static_cast<uint64_t>(d);
-      if (extent != 0 && bytes > kMaxArgBytes / extent) Reader::fail("an argument of more than 2^48 bytes");
+      if (extent != 0 && bytes > kMaxArgBytes / extent)
+        Reader::fail("an argument of more than 2^48 bytes");
       bytes *= extent;
     }
     const uint64_t out = r.u64();

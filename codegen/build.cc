@@ -22,11 +22,13 @@
 
 namespace ktune::codegen {
 
-std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target, const BuildOptions& options) {
+std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target,
+                                                         const BuildOptions& options) {
   initialize_llvm();
   std::string err;
   const llvm::Target* backend = llvm::TargetRegistry::lookupTarget(target.triple(), err);
-  if (!backend) throw Error(ErrorKind::kUnsupported, "no LLVM backend for '" + target.triple() + "': " + err);
+  if (!backend)
+    throw Error(ErrorKind::kUnsupported, "no LLVM backend for '" + target.triple() + "': " + err);
   llvm::TargetOptions to;
   // FMA contraction follows the `contract` flags codegen puts on float instructions.
   to.AllowFPOpFusion = llvm::FPOpFusion::Standard;
@@ -35,9 +37,12 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target, c
                      : options.opt_level == 1 ? llvm::CodeGenOptLevel::Less
                                               : llvm::CodeGenOptLevel::None;
   // PIC: JIT memory may lie anywhere in the address space, and static links accept PIC too.
-  std::unique_ptr<llvm::TargetMachine> tm(backend->createTargetMachine(
-      target.triple(), target.cpu(), target.feature_string(), to, llvm::Reloc::PIC_, std::nullopt, level));
-  if (!tm) throw Error(ErrorKind::kUnsupported, "LLVM cannot create a target machine for '" + target.str() + "'");
+  std::unique_ptr<llvm::TargetMachine> tm(
+      backend->createTargetMachine(target.triple(), target.cpu(), target.feature_string(), to,
+                                   llvm::Reloc::PIC_, std::nullopt, level));
+  if (!tm)
+    throw Error(ErrorKind::kUnsupported,
+                "LLVM cannot create a target machine for '" + target.str() + "'");
   return tm;
 }
 
@@ -73,7 +78,8 @@ std::string emit_file(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFil
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
   if (tm.addPassesToEmitFile(pm, os, nullptr, type)) {
-    throw Error(ErrorKind::kBuild, "LLVM cannot emit this file type for '" + tm.getTargetTriple().str() + "'");
+    throw Error(ErrorKind::kBuild,
+                "LLVM cannot emit this file type for '" + tm.getTargetTriple().str() + "'");
   }
   pm.run(m);
   return std::string(buffer.begin(), buffer.end());
@@ -87,21 +93,24 @@ struct Compiled {
   std::unique_ptr<llvm::Module> module;
 };
 
-void compile(Compiled& c, const te::LoweredFunc& f, const Target& target, const BuildOptions& options, bool opt) {
+void compile(Compiled& c, const te::LoweredFunc& f, const Target& target,
+             const BuildOptions& options, bool opt) {
   c.tm = make_target_machine(target, options);
   c.module = translate_to_llvm(f, c.ctx, *c.tm, options);
   if (opt) optimize(*c.module, *c.tm, options);
 }
 
 // The artifact of f, its object emitted from module (already optimized for tm).
-Artifact make_artifact(const te::LoweredFunc& f, const Target& target, llvm::Module& module, llvm::TargetMachine& tm) {
+Artifact make_artifact(const te::LoweredFunc& f, const Target& target, llvm::Module& module,
+                       llvm::TargetMachine& tm) {
   const std::string obj = emit_file(module, tm, llvm::CodeGenFileType::ObjectFile);
   Artifact a;
   a.object.assign(obj.begin(), obj.end());
   a.entry = f.name;
   a.target = target.str();
   a.llvm_version = llvm_version();
-  for (const te::BufferArg& arg : f.args) a.signature.push_back({arg.shape, arg.dtype.str(), arg.is_output});
+  for (const te::BufferArg& arg : f.args)
+    a.signature.push_back({arg.shape, arg.dtype.str(), arg.is_output});
   return a;
 }
 
@@ -131,7 +140,8 @@ std::vector<Artifact> build_all(const std::vector<te::LoweredFunc>& fs, const Ta
   return artifacts;
 }
 
-std::string emit_llvm_ir(const te::LoweredFunc& f, const Target& target, const BuildOptions& options, bool optimized) {
+std::string emit_llvm_ir(const te::LoweredFunc& f, const Target& target,
+                         const BuildOptions& options, bool optimized) {
   Compiled c;
   compile(c, f, target, options, optimized);
   std::string text;
@@ -140,7 +150,8 @@ std::string emit_llvm_ir(const te::LoweredFunc& f, const Target& target, const B
   return os.str();
 }
 
-std::string emit_assembly(const te::LoweredFunc& f, const Target& target, const BuildOptions& options) {
+std::string emit_assembly(const te::LoweredFunc& f, const Target& target,
+                          const BuildOptions& options) {
   Compiled c;
   compile(c, f, target, options, true);
   return emit_file(*c.module, *c.tm, llvm::CodeGenFileType::AssemblyFile);

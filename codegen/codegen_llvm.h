@@ -13,9 +13,9 @@ namespace ktune::codegen {
 
 // Options of build(); the defaults are what tuning measures with.
 struct BuildOptions {
-  int opt_level = 3;                         // LLVM's default pipeline level, 0..3
-  bool allow_fma = true;                     // float mul+add may contract to FMA
-  int64_t max_stack_bytes = 128 * 1024;      // larger Allocates go to the heap (64-byte aligned)
+  int opt_level = 3;                     // LLVM's default pipeline level, 0..3
+  bool allow_fma = true;                 // float mul+add may contract to FMA
+  int64_t max_stack_bytes = 128 * 1024;  // larger Allocates go to the heap (64-byte aligned)
 };
 
 // Compiles f for target. The entry symbol is f.name with the kernel ABI of DESIGN.md
@@ -34,9 +34,10 @@ std::vector<Artifact> build_all(const std::vector<te::LoweredFunc>& fs, const Ta
 
 // The LLVM IR text of f for target, after the optimization pipeline when optimized is true
 // (for debugging and tests). Throws like build().
-std::string emit_llvm_ir(const te::LoweredFunc& f, const Target& target, const BuildOptions& options = {},
-                         bool optimized = true);
+std::string emit_llvm_ir(const te::LoweredFunc& f, const Target& target,
+                         const BuildOptions& options = {}, bool optimized = true);
 // The target assembly of f (for debugging, checking vectorization). Throws like build().
-std::string emit_assembly(const te::LoweredFunc& f, const Target& target, const BuildOptions& options = {});
+std::string emit_assembly(const te::LoweredFunc& f, const Target& target,
+                          const BuildOptions& options = {});
 
 }  // namespace ktune::codegen

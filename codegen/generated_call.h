@@ -19,6 +19,8 @@ namespace ktune::codegen {
 using EntryFn = int32_t (*)(void* const*);
 
 // Calls a kernel's entry with its argument buffers and returns its status (0 = success).
-KTUNE_NO_SANITIZE_FUNCTION inline int32_t call_generated(EntryFn fn, void* const* args) { return fn(args); }
+KTUNE_NO_SANITIZE_FUNCTION inline int32_t call_generated(EntryFn fn, void* const* args) {
+  return fn(args);
+}
 
 }  // namespace ktune::codegen

@@ -51,8 +51,9 @@ class Session {
     runtime[jit_->mangleAndIntern("ktune_parallel_for")] = {
         llvm::orc::ExecutorAddr::fromPtr(&ktune_parallel_for), llvm::JITSymbolFlags::Exported};
     auto process = jit_->getProcessSymbolsJITDylib();
-    llvm::Error err = process ? process->define(llvm::orc::absoluteSymbols(std::move(runtime)))
-                              : jit_->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(runtime)));
+    llvm::Error err =
+        process ? process->define(llvm::orc::absoluteSymbols(std::move(runtime)))
+                : jit_->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(runtime)));
     if (err) {
       init_error_ = message_of(std::move(err));
       jit_.reset();
@@ -100,19 +101,23 @@ Kernel Kernel::load(const Artifact& artifact) {
     std::lock_guard<std::mutex> lock(s.mutex());
     // A JITDylib per kernel: candidates of one workload share their entry name.
     auto dylib = jit.createJITDylib("ktune_kernel_" + std::to_string(s.next_id()));
-    if (!dylib) throw Error(ErrorKind::kBuild, "cannot create a JITDylib: " + message_of(dylib.takeError()));
+    if (!dylib)
+      throw Error(ErrorKind::kBuild, "cannot create a JITDylib: " + message_of(dylib.takeError()));
     k.linked_->dylib = &*dylib;
     k.linked_->tracker = dylib->createResourceTracker();
   }
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
-      llvm::StringRef(reinterpret_cast<const char*>(artifact.object.data()), artifact.object.size()),
+      llvm::StringRef(reinterpret_cast<const char*>(artifact.object.data()),
+                      artifact.object.size()),
       artifact.entry + ".o");
   if (llvm::Error err = jit.addObjectFile(k.linked_->tracker, std::move(buffer))) {
-    throw Error(ErrorKind::kBuild, "cannot add the object of '" + artifact.entry + "': " + message_of(std::move(err)));
+    throw Error(ErrorKind::kBuild,
+                "cannot add the object of '" + artifact.entry + "': " + message_of(std::move(err)));
   }
   auto addr = jit.lookup(*k.linked_->dylib, artifact.entry);
   if (!addr) {
-    throw Error(ErrorKind::kBuild, "cannot link '" + artifact.entry + "': " + message_of(addr.takeError()));
+    throw Error(ErrorKind::kBuild,
+                "cannot link '" + artifact.entry + "': " + message_of(addr.takeError()));
   }
   k.fn_ = addr->toPtr<EntryFn>();
   return k;

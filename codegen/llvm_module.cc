@@ -36,7 +36,9 @@ using te::Stmt;
 constexpr int64_t kBufferAlign = 64;  // DESIGN.md: every buffer is 64-byte aligned
 constexpr int32_t kOutOfMemory = 1;
 
-[[noreturn]] void fail(const std::string& what) { throw Error(ErrorKind::kBuild, "codegen: " + what); }
+[[noreturn]] void fail(const std::string& what) {
+  throw Error(ErrorKind::kBuild, "codegen: " + what);
+}
 
 // What is known of an integer expression: e == rem (mod modulus); modulus 0 means e == rem.
 struct ModRem {
@@ -61,7 +63,8 @@ struct BufferInfo {
 
 class Translator {
  public:
-  Translator(const te::LoweredFunc& f, llvm::LLVMContext& ctx, llvm::TargetMachine& tm, const BuildOptions& opt)
+  Translator(const te::LoweredFunc& f, llvm::LLVMContext& ctx, llvm::TargetMachine& tm,
+             const BuildOptions& opt)
       : f_(f), ctx_(ctx), tm_(tm), opt_(opt), builder_(ctx) {
     module_ = std::make_unique<llvm::Module>(f.name, ctx);
     module_->setTargetTriple(tm.getTargetTriple().str());
@@ -79,7 +82,8 @@ class Translator {
     // The body function: one noalias, aligned parameter per buffer argument.
     std::vector<llvm::Type*> params(f_.args.size(), ptr);
     auto* body_ty = llvm::FunctionType::get(builder_.getInt32Ty(), params, false);
-    llvm::Function* body = make_function(body_ty, f_.name + ".body", llvm::Function::InternalLinkage);
+    llvm::Function* body =
+        make_function(body_ty, f_.name + ".body", llvm::Function::InternalLinkage);
     for (size_t i = 0; i < f_.args.size(); ++i) {
       const te::BufferArg& a = f_.args[i];
       if (!a.buffer.defined()) fail("argument " + std::to_string(i) + " has no buffer");
@@ -100,20 +104,23 @@ class Translator {
     std::vector<llvm::Value*> unpacked;
     for (size_t i = 0; i < f_.args.size(); ++i) {
       llvm::Value* slot = builder_.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i);
-      unpacked.push_back(builder_.CreateAlignedLoad(ptr, slot, llvm::Align(8), f_.args[i].buffer.name()));
+      unpacked.push_back(
+          builder_.CreateAlignedLoad(ptr, slot, llvm::Align(8), f_.args[i].buffer.name()));
     }
     builder_.CreateRet(builder_.CreateCall(body, unpacked));
 
     std::string err;
     llvm::raw_string_ostream os(err);
-    if (llvm::verifyModule(*module_, &os)) fail("generated invalid LLVM IR for '" + f_.name + "': " + os.str());
+    if (llvm::verifyModule(*module_, &os))
+      fail("generated invalid LLVM IR for '" + f_.name + "': " + os.str());
     return std::move(module_);
   }
 
  private:
   // ------------------------------------------------------------------ functions
 
-  llvm::Function* make_function(llvm::FunctionType* ty, const std::string& name, llvm::GlobalValue::LinkageTypes link) {
+  llvm::Function* make_function(llvm::FunctionType* ty, const std::string& name,
+                                llvm::GlobalValue::LinkageTypes link) {
     llvm::Function* fn = llvm::Function::Create(ty, link, name, module_.get());
     fn->addFnAttr(llvm::Attribute::NoUnwind);
     fn->addFnAttr("target-cpu", tm_.getTargetCPU());
@@ -152,7 +159,8 @@ class Translator {
       if (t.bits == 16) return builder_.getHalfTy();
       fail("unsupported float width " + std::to_string(t.bits));
     }
-    if (t.bits == 1 || t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64) return builder_.getIntNTy(t.bits);
+    if (t.bits == 1 || t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64)
+      return builder_.getIntNTy(t.bits);
     fail("unsupported integer width " + std::to_string(t.bits));
   }
   llvm::Type* type_of(DataType t) {
@@ -160,7 +168,9 @@ class Translator {
     return t.lanes > 1 ? llvm::FixedVectorType::get(s, t.lanes) : s;
   }
   // In memory a bool is a byte.
-  llvm::Type* memory_type(DataType t) { return type_of(t.is_bool() ? DataType::UInt(8, t.lanes) : t); }
+  llvm::Type* memory_type(DataType t) {
+    return type_of(t.is_bool() ? DataType::UInt(8, t.lanes) : t);
+  }
 
   // ------------------------------------------------------------------ alignment
 
@@ -180,7 +190,8 @@ class Translator {
     }
     if (const auto* m = e.as<te::Mul>()) {
       ModRem x = mod_rem(m->a), y = mod_rem(m->b);
-      return normalize({gcd0(gcd0(x.modulus * y.modulus, x.modulus * y.rem), y.modulus * x.rem), x.rem * y.rem});
+      return normalize(
+          {gcd0(gcd0(x.modulus * y.modulus, x.modulus * y.rem), y.modulus * x.rem), x.rem * y.rem});
     }
     return {};
   }
@@ -201,7 +212,8 @@ class Translator {
     if (!e.defined()) fail("undefined expression");
     switch (e.kind()) {
       case NodeKind::kIntImm:
-        return llvm::ConstantInt::get(type_of(e.dtype()), static_cast<uint64_t>(e.as<te::IntImm>()->value), true);
+        return llvm::ConstantInt::get(type_of(e.dtype()),
+                                      static_cast<uint64_t>(e.as<te::IntImm>()->value), true);
       case NodeKind::kFloatImm:
         return llvm::ConstantFP::get(type_of(e.dtype()), e.as<te::FloatImm>()->value);
       case NodeKind::kVar: {
@@ -209,22 +221,38 @@ class Translator {
         if (it == vars_.end()) fail("undefined variable '" + e.as<te::VarNode>()->name + "'");
         return it->second;
       }
-      case NodeKind::kAdd: return arith(e, e.as<te::Add>()->a, e.as<te::Add>()->b);
-      case NodeKind::kSub: return arith(e, e.as<te::Sub>()->a, e.as<te::Sub>()->b);
-      case NodeKind::kMul: return arith(e, e.as<te::Mul>()->a, e.as<te::Mul>()->b);
-      case NodeKind::kDiv: return divide(e.as<te::Div>()->a, e.as<te::Div>()->b);
-      case NodeKind::kMod: return modulo(e.as<te::Mod>()->a, e.as<te::Mod>()->b);
-      case NodeKind::kMin: return min_max(e.as<te::Min>()->a, e.as<te::Min>()->b, true);
-      case NodeKind::kMax: return min_max(e.as<te::Max>()->a, e.as<te::Max>()->b, false);
-      case NodeKind::kEQ: return compare(e.kind(), e.as<te::EQ>()->a, e.as<te::EQ>()->b);
-      case NodeKind::kNE: return compare(e.kind(), e.as<te::NE>()->a, e.as<te::NE>()->b);
-      case NodeKind::kLT: return compare(e.kind(), e.as<te::LT>()->a, e.as<te::LT>()->b);
-      case NodeKind::kLE: return compare(e.kind(), e.as<te::LE>()->a, e.as<te::LE>()->b);
-      case NodeKind::kGT: return compare(e.kind(), e.as<te::GT>()->a, e.as<te::GT>()->b);
-      case NodeKind::kGE: return compare(e.kind(), e.as<te::GE>()->a, e.as<te::GE>()->b);
-      case NodeKind::kAnd: return builder_.CreateAnd(emit(e.as<te::And>()->a), emit(e.as<te::And>()->b));
-      case NodeKind::kOr: return builder_.CreateOr(emit(e.as<te::Or>()->a), emit(e.as<te::Or>()->b));
-      case NodeKind::kNot: return builder_.CreateNot(emit(e.as<te::Not>()->a));
+      case NodeKind::kAdd:
+        return arith(e, e.as<te::Add>()->a, e.as<te::Add>()->b);
+      case NodeKind::kSub:
+        return arith(e, e.as<te::Sub>()->a, e.as<te::Sub>()->b);
+      case NodeKind::kMul:
+        return arith(e, e.as<te::Mul>()->a, e.as<te::Mul>()->b);
+      case NodeKind::kDiv:
+        return divide(e.as<te::Div>()->a, e.as<te::Div>()->b);
+      case NodeKind::kMod:
+        return modulo(e.as<te::Mod>()->a, e.as<te::Mod>()->b);
+      case NodeKind::kMin:
+        return min_max(e.as<te::Min>()->a, e.as<te::Min>()->b, true);
+      case NodeKind::kMax:
+        return min_max(e.as<te::Max>()->a, e.as<te::Max>()->b, false);
+      case NodeKind::kEQ:
+        return compare(e.kind(), e.as<te::EQ>()->a, e.as<te::EQ>()->b);
+      case NodeKind::kNE:
+        return compare(e.kind(), e.as<te::NE>()->a, e.as<te::NE>()->b);
+      case NodeKind::kLT:
+        return compare(e.kind(), e.as<te::LT>()->a, e.as<te::LT>()->b);
+      case NodeKind::kLE:
+        return compare(e.kind(), e.as<te::LE>()->a, e.as<te::LE>()->b);
+      case NodeKind::kGT:
+        return compare(e.kind(), e.as<te::GT>()->a, e.as<te::GT>()->b);
+      case NodeKind::kGE:
+        return compare(e.kind(), e.as<te::GE>()->a, e.as<te::GE>()->b);
+      case NodeKind::kAnd:
+        return builder_.CreateAnd(emit(e.as<te::And>()->a), emit(e.as<te::And>()->b));
+      case NodeKind::kOr:
+        return builder_.CreateOr(emit(e.as<te::Or>()->a), emit(e.as<te::Or>()->b));
+      case NodeKind::kNot:
+        return builder_.CreateNot(emit(e.as<te::Not>()->a));
       case NodeKind::kSelect: {
         const auto* s = e.as<te::Select>();
         llvm::Value* c = emit(s->condition);
@@ -232,8 +260,10 @@ class Translator {
         llvm::Value* f = emit(s->false_value);
         return builder_.CreateSelect(c, t, f);
       }
-      case NodeKind::kCast: return cast(e.dtype(), e.as<te::Cast>()->value);
-      case NodeKind::kCall: return call(e.as<te::Call>());
+      case NodeKind::kCast:
+        return cast(e.dtype(), e.as<te::Cast>()->value);
+      case NodeKind::kCall:
+        return call(e.as<te::Call>());
       case NodeKind::kRamp: {
         const auto* r = e.as<te::Ramp>();
         llvm::Value* base = builder_.CreateVectorSplat(r->lanes, emit(r->base));
@@ -241,7 +271,8 @@ class Translator {
         std::vector<llvm::Constant*> steps;
         llvm::Type* elem = type_of(r->base.dtype());
         for (int i = 0; i < r->lanes; ++i) steps.push_back(llvm::ConstantInt::get(elem, i));
-        return builder_.CreateAdd(base, builder_.CreateMul(stride, llvm::ConstantVector::get(steps)));
+        return builder_.CreateAdd(base,
+                                  builder_.CreateMul(stride, llvm::ConstantVector::get(steps)));
       }
       case NodeKind::kBroadcast: {
         const auto* b = e.as<te::Broadcast>();
@@ -253,7 +284,8 @@ class Translator {
         ScopedVar bind(*this, l->var, v, l->value);
         return emit(l->body);
       }
-      case NodeKind::kLoad: return load(e.as<te::Load>());
+      case NodeKind::kLoad:
+        return load(e.as<te::Load>());
       default:
         fail("expression kind " + std::to_string(static_cast<int>(e.kind())) +
              " must not remain after lowering (TensorRead/Reduce/BufferLoad)");
@@ -267,9 +299,12 @@ class Translator {
     // Index arithmetic (Int(64)) never wraps; saying so helps LLVM's loop analyses.
     const bool nsw = e.dtype().is_int() && e.dtype().bits == 64;
     switch (e.kind()) {
-      case NodeKind::kAdd: return fp ? builder_.CreateFAdd(x, y) : builder_.CreateAdd(x, y, "", false, nsw);
-      case NodeKind::kSub: return fp ? builder_.CreateFSub(x, y) : builder_.CreateSub(x, y, "", false, nsw);
-      default: return fp ? builder_.CreateFMul(x, y) : builder_.CreateMul(x, y, "", false, nsw);
+      case NodeKind::kAdd:
+        return fp ? builder_.CreateFAdd(x, y) : builder_.CreateAdd(x, y, "", false, nsw);
+      case NodeKind::kSub:
+        return fp ? builder_.CreateFSub(x, y) : builder_.CreateSub(x, y, "", false, nsw);
+      default:
+        return fp ? builder_.CreateFMul(x, y) : builder_.CreateMul(x, y, "", false, nsw);
     }
   }
 
@@ -297,9 +332,9 @@ class Translator {
     llvm::Value* q = builder_.CreateSDiv(x, y);
     llvm::Value* r = builder_.CreateSRem(x, y);
     llvm::Value* zero = llvm::Constant::getNullValue(x->getType());
-    llvm::Value* adjust = builder_.CreateAnd(builder_.CreateICmpNE(r, zero),
-                                             builder_.CreateICmpNE(builder_.CreateICmpSLT(r, zero),
-                                                                   builder_.CreateICmpSLT(y, zero)));
+    llvm::Value* adjust = builder_.CreateAnd(
+        builder_.CreateICmpNE(r, zero),
+        builder_.CreateICmpNE(builder_.CreateICmpSLT(r, zero), builder_.CreateICmpSLT(y, zero)));
     return builder_.CreateSub(q, builder_.CreateZExt(adjust, x->getType()));
   }
 
@@ -312,12 +347,13 @@ class Translator {
       return builder_.CreateFSub(x, builder_.CreateFMul(y, q));
     }
     if (t.is_uint()) return builder_.CreateURem(x, y);
-    if (int64_t c = pow2_const(b)) return builder_.CreateAnd(x, llvm::ConstantInt::get(x->getType(), c - 1));
+    if (int64_t c = pow2_const(b))
+      return builder_.CreateAnd(x, llvm::ConstantInt::get(x->getType(), c - 1));
     llvm::Value* r = builder_.CreateSRem(x, y);
     llvm::Value* zero = llvm::Constant::getNullValue(x->getType());
-    llvm::Value* adjust = builder_.CreateAnd(builder_.CreateICmpNE(r, zero),
-                                             builder_.CreateICmpNE(builder_.CreateICmpSLT(r, zero),
-                                                                   builder_.CreateICmpSLT(y, zero)));
+    llvm::Value* adjust = builder_.CreateAnd(
+        builder_.CreateICmpNE(r, zero),
+        builder_.CreateICmpNE(builder_.CreateICmpSLT(r, zero), builder_.CreateICmpSLT(y, zero)));
     return builder_.CreateSelect(adjust, builder_.CreateAdd(r, y), r);
   }
 
@@ -343,14 +379,21 @@ class Translator {
     using P = llvm::CmpInst::Predicate;
     P p;
     if (t.is_float()) {
-      p = k == NodeKind::kEQ ? P::FCMP_OEQ : k == NodeKind::kNE ? P::FCMP_UNE : k == NodeKind::kLT ? P::FCMP_OLT
-          : k == NodeKind::kLE ? P::FCMP_OLE : k == NodeKind::kGT ? P::FCMP_OGT : P::FCMP_OGE;
+      p = k == NodeKind::kEQ   ? P::FCMP_OEQ
+          : k == NodeKind::kNE ? P::FCMP_UNE
+          : k == NodeKind::kLT ? P::FCMP_OLT
+          : k == NodeKind::kLE ? P::FCMP_OLE
+          : k == NodeKind::kGT ? P::FCMP_OGT
+                               : P::FCMP_OGE;
       return builder_.CreateFCmp(p, x, y);
     }
     const bool u = t.is_uint();
-    p = k == NodeKind::kEQ ? P::ICMP_EQ : k == NodeKind::kNE ? P::ICMP_NE
-        : k == NodeKind::kLT ? (u ? P::ICMP_ULT : P::ICMP_SLT) : k == NodeKind::kLE ? (u ? P::ICMP_ULE : P::ICMP_SLE)
-        : k == NodeKind::kGT ? (u ? P::ICMP_UGT : P::ICMP_SGT) : (u ? P::ICMP_UGE : P::ICMP_SGE);
+    p = k == NodeKind::kEQ   ? P::ICMP_EQ
+        : k == NodeKind::kNE ? P::ICMP_NE
+        : k == NodeKind::kLT ? (u ? P::ICMP_ULT : P::ICMP_SLT)
+        : k == NodeKind::kLE ? (u ? P::ICMP_ULE : P::ICMP_SLE)
+        : k == NodeKind::kGT ? (u ? P::ICMP_UGT : P::ICMP_SGT)
+                             : (u ? P::ICMP_UGE : P::ICMP_SGE);
     return builder_.CreateICmp(p, x, y);
   }
 
@@ -364,8 +407,10 @@ class Translator {
       return from.is_float() ? builder_.CreateFCmpUNE(v, zero) : builder_.CreateICmpNE(v, zero);
     }
     if (from.is_float() && to.is_float()) return builder_.CreateFPCast(v, ty);
-    if (from.is_float()) return to.is_int() ? builder_.CreateFPToSI(v, ty) : builder_.CreateFPToUI(v, ty);
-    if (to.is_float()) return from.is_int() ? builder_.CreateSIToFP(v, ty) : builder_.CreateUIToFP(v, ty);
+    if (from.is_float())
+      return to.is_int() ? builder_.CreateFPToSI(v, ty) : builder_.CreateFPToUI(v, ty);
+    if (to.is_float())
+      return from.is_int() ? builder_.CreateSIToFP(v, ty) : builder_.CreateUIToFP(v, ty);
     return from.is_int() ? builder_.CreateSExtOrTrunc(v, ty) : builder_.CreateZExtOrTrunc(v, ty);
   }
 
@@ -381,20 +426,26 @@ class Translator {
   llvm::Value* exp_f32(llvm::Value* x) {
     llvm::Type* ft = x->getType();
     llvm::Type* it = llvm::Type::getInt32Ty(ctx_);
-    if (auto* vt = llvm::dyn_cast<llvm::VectorType>(ft)) it = llvm::VectorType::get(it, vt->getElementCount());
+    if (auto* vt = llvm::dyn_cast<llvm::VectorType>(ft))
+      it = llvm::VectorType::get(it, vt->getElementCount());
     const auto c = [&](double v) { return llvm::ConstantFP::get(ft, v); };
     llvm::Value* xc = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, c(88.0296919));
     xc = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, xc, c(-87.3365447));
-    llvm::Value* n = unary_intrinsic(llvm::Intrinsic::floor, builder_.CreateFAdd(builder_.CreateFMul(xc, c(1.44269504088896341)), c(0.5)));
+    llvm::Value* n = unary_intrinsic(
+        llvm::Intrinsic::floor,
+        builder_.CreateFAdd(builder_.CreateFMul(xc, c(1.44269504088896341)), c(0.5)));
     llvm::Value* r = builder_.CreateFSub(xc, builder_.CreateFMul(n, c(0.693359375)));
     r = builder_.CreateFSub(r, builder_.CreateFMul(n, c(-2.12194440e-4)));
     llvm::Value* p = c(1.9875691500e-4);
-    for (double k : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
+    for (double k :
+         {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
       p = builder_.CreateFAdd(builder_.CreateFMul(p, r), c(k));
     llvm::Value* r2 = builder_.CreateFMul(r, r);
-    llvm::Value* e = builder_.CreateFAdd(builder_.CreateFAdd(builder_.CreateFMul(p, r2), r), c(1.0));
-    llvm::Value* bits = builder_.CreateShl(builder_.CreateAdd(builder_.CreateFPToSI(n, it), llvm::ConstantInt::get(it, 127)),
-                                           llvm::ConstantInt::get(it, 23));
+    llvm::Value* e =
+        builder_.CreateFAdd(builder_.CreateFAdd(builder_.CreateFMul(p, r2), r), c(1.0));
+    llvm::Value* bits = builder_.CreateShl(
+        builder_.CreateAdd(builder_.CreateFPToSI(n, it), llvm::ConstantInt::get(it, 127)),
+        llvm::ConstantInt::get(it, 23));
     llvm::Value* result = builder_.CreateFMul(e, builder_.CreateBitCast(bits, ft));
     // NaN in, NaN out (minnum/maxnum would have turned it into a bound).
     return builder_.CreateSelect(builder_.CreateFCmpUNO(x, x), x, result);
@@ -402,34 +453,47 @@ class Translator {
 
   // exp through exp_f32 for float32, LLVM's intrinsic otherwise.
   llvm::Value* exp(llvm::Value* x) {
-    return x->getType()->getScalarType()->isFloatTy() ? exp_f32(x) : unary_intrinsic(llvm::Intrinsic::exp, x);
+    return x->getType()->getScalarType()->isFloatTy() ? exp_f32(x)
+                                                      : unary_intrinsic(llvm::Intrinsic::exp, x);
   }
 
-  // tanh(x) = 1 - 2 / (e^(2x) + 1) for float32 (vector instructions, as exp_f32); the intrinsic otherwise.
+  // tanh(x) = 1 - 2 / (e^(2x) + 1) for float32 (vector instructions, as exp_f32); the intrinsic
+  // otherwise.
   llvm::Value* tanh(llvm::Value* x) {
-    if (!x->getType()->getScalarType()->isFloatTy()) return unary_intrinsic(llvm::Intrinsic::tanh, x);
+    if (!x->getType()->getScalarType()->isFloatTy())
+      return unary_intrinsic(llvm::Intrinsic::tanh, x);
     llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
     llvm::Value* e2x = exp_f32(builder_.CreateFAdd(x, x));
-    return builder_.CreateFSub(one, builder_.CreateFDiv(llvm::ConstantFP::get(x->getType(), 2.0), builder_.CreateFAdd(e2x, one)));
+    return builder_.CreateFSub(one, builder_.CreateFDiv(llvm::ConstantFP::get(x->getType(), 2.0),
+                                                        builder_.CreateFAdd(e2x, one)));
   }
 
   llvm::Value* call(const te::Call* c) {
-    if (c->args.empty()) fail(std::string("call ") + te::call_op_name(c->op) + " without arguments");
+    if (c->args.empty())
+      fail(std::string("call ") + te::call_op_name(c->op) + " without arguments");
     const DataType t = c->args[0].dtype();
     llvm::Value* x = emit(c->args[0]);
     if (c->op == te::CallOp::kAbs && !t.is_float()) {
       if (t.is_uint()) return x;
       return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, builder_.getFalse());
     }
-    if (!t.is_float()) fail(std::string("math call ") + te::call_op_name(c->op) + " on a non-float type");
+    if (!t.is_float())
+      fail(std::string("math call ") + te::call_op_name(c->op) + " on a non-float type");
     switch (c->op) {
-      case te::CallOp::kExp: return exp(x);
-      case te::CallOp::kLog: return unary_intrinsic(llvm::Intrinsic::log, x);
-      case te::CallOp::kSqrt: return unary_intrinsic(llvm::Intrinsic::sqrt, x);
-      case te::CallOp::kTanh: return tanh(x);
-      case te::CallOp::kAbs: return unary_intrinsic(llvm::Intrinsic::fabs, x);
-      case te::CallOp::kFloor: return unary_intrinsic(llvm::Intrinsic::floor, x);
-      case te::CallOp::kCeil: return unary_intrinsic(llvm::Intrinsic::ceil, x);
+      case te::CallOp::kExp:
+        return exp(x);
+      case te::CallOp::kLog:
+        return unary_intrinsic(llvm::Intrinsic::log, x);
+      case te::CallOp::kSqrt:
+        return unary_intrinsic(llvm::Intrinsic::sqrt, x);
+      case te::CallOp::kTanh:
+        return tanh(x);
+      case te::CallOp::kAbs:
+        return unary_intrinsic(llvm::Intrinsic::fabs, x);
+      case te::CallOp::kFloor:
+        return unary_intrinsic(llvm::Intrinsic::floor, x);
+      case te::CallOp::kCeil:
+        return unary_intrinsic(llvm::Intrinsic::ceil, x);
       case te::CallOp::kPow:
         if (c->args.size() != 2) fail("pow takes two arguments");
         return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, emit(c->args[1]));
@@ -444,7 +508,8 @@ class Translator {
 
   const BufferInfo& buffer(const te::Buffer& b) {
     auto it = buffers_.find(b.get());
-    if (it == buffers_.end()) fail("buffer '" + (b.defined() ? b.name() : std::string("?")) + "' is not in scope");
+    if (it == buffers_.end())
+      fail("buffer '" + (b.defined() ? b.name() : std::string("?")) + "' is not in scope");
     return it->second;
   }
 
@@ -462,7 +527,8 @@ class Translator {
     llvm::Value* result;
     if (lanes == 1) {
       llvm::Value* p = builder_.CreateInBoundsGEP(mem_elem, buf.ptr, emit(l->index));
-      result = builder_.CreateAlignedLoad(mem_elem, p, llvm::Align(alignment_of(l->index, elem.bytes())));
+      result = builder_.CreateAlignedLoad(mem_elem, p,
+                                          llvm::Align(alignment_of(l->index, elem.bytes())));
     } else if (const te::Ramp* r = dense_ramp(l->index)) {
       llvm::Value* p = builder_.CreateInBoundsGEP(mem_elem, buf.ptr, emit(r->base));
       llvm::Type* vt = llvm::FixedVectorType::get(mem_elem, lanes);
@@ -472,12 +538,14 @@ class Translator {
       llvm::Value* idx = emit(l->index);
       result = llvm::PoisonValue::get(llvm::FixedVectorType::get(mem_elem, lanes));
       for (int i = 0; i < lanes; ++i) {
-        llvm::Value* p = builder_.CreateInBoundsGEP(mem_elem, buf.ptr, builder_.CreateExtractElement(idx, i));
+        llvm::Value* p =
+            builder_.CreateInBoundsGEP(mem_elem, buf.ptr, builder_.CreateExtractElement(idx, i));
         llvm::Value* v = builder_.CreateAlignedLoad(mem_elem, p, llvm::Align(elem.bytes()));
         result = builder_.CreateInsertElement(result, v, i);
       }
     }
-    if (elem.is_bool()) result = builder_.CreateICmpNE(result, llvm::Constant::getNullValue(result->getType()));
+    if (elem.is_bool())
+      result = builder_.CreateICmpNE(result, llvm::Constant::getNullValue(result->getType()));
     return result;
   }
 
@@ -486,10 +554,12 @@ class Translator {
   // Binds a variable for the lifetime of the scope (and what is known of it, for alignment).
   class ScopedVar {
    public:
-    ScopedVar(Translator& t, const te::Var& v, llvm::Value* value, const Expr& def) : t_(t), key_(v.get()) {
+    ScopedVar(Translator& t, const te::Var& v, llvm::Value* value, const Expr& def)
+        : t_(t), key_(v.get()) {
       if (t_.vars_.count(key_)) fail("variable '" + v.name() + "' is bound twice");
       t_.vars_[key_] = value;
-      if (def.defined() && def.dtype().is_int() && def.dtype().lanes == 1) t_.known_[key_] = t_.mod_rem(def);
+      if (def.defined() && def.dtype().is_int() && def.dtype().lanes == 1)
+        t_.known_[key_] = t_.mod_rem(def);
     }
     ~ScopedVar() {
       t_.vars_.erase(key_);
@@ -506,10 +576,14 @@ class Translator {
   void emit_stmt(const Stmt& s) {
     if (!s.defined()) return;
     switch (s.kind()) {
-      case NodeKind::kFor: return emit_for(s.as<te::For>());
-      case NodeKind::kStore: return emit_store(s.as<te::Store>());
-      case NodeKind::kAllocate: return emit_allocate(s.as<te::Allocate>());
-      case NodeKind::kIfThenElse: return emit_if(s.as<te::IfThenElse>());
+      case NodeKind::kFor:
+        return emit_for(s.as<te::For>());
+      case NodeKind::kStore:
+        return emit_store(s.as<te::Store>());
+      case NodeKind::kAllocate:
+        return emit_allocate(s.as<te::Allocate>());
+      case NodeKind::kIfThenElse:
+        return emit_if(s.as<te::IfThenElse>());
       case NodeKind::kLetStmt: {
         const auto* l = s.as<te::LetStmt>();
         llvm::Value* v = emit(l->value);
@@ -519,7 +593,9 @@ class Translator {
       case NodeKind::kBlock:
         for (const Stmt& x : s.as<te::Block>()->stmts) emit_stmt(x);
         return;
-      case NodeKind::kEvaluate: emit(s.as<te::Evaluate>()->value); return;
+      case NodeKind::kEvaluate:
+        emit(s.as<te::Evaluate>()->value);
+        return;
       default:
         fail("statement kind " + std::to_string(static_cast<int>(s.kind())) +
              " must not remain after lowering (BufferStore/Realize)");
@@ -544,8 +620,10 @@ class Translator {
       llvm::Value* idx = emit(st->index);
       if (st->index.dtype().lanes != lanes) fail("store index and value lanes differ");
       for (int i = 0; i < lanes; ++i) {
-        llvm::Value* p = builder_.CreateInBoundsGEP(mem_elem, buf.ptr, builder_.CreateExtractElement(idx, i));
-        builder_.CreateAlignedStore(builder_.CreateExtractElement(v, i), p, llvm::Align(elem.bytes()));
+        llvm::Value* p =
+            builder_.CreateInBoundsGEP(mem_elem, buf.ptr, builder_.CreateExtractElement(idx, i));
+        builder_.CreateAlignedStore(builder_.CreateExtractElement(v, i), p,
+                                    llvm::Align(elem.bytes()));
       }
     }
   }
@@ -570,19 +648,24 @@ class Translator {
 
   void emit_allocate(const te::Allocate* op) {
     const int64_t* extent = te::as_const_int(op->extent);
-    if (!extent || *extent < 0) fail("Allocate of '" + op->buffer.name() + "' needs a constant, non-negative extent");
+    if (!extent || *extent < 0)
+      fail("Allocate of '" + op->buffer.name() + "' needs a constant, non-negative extent");
     llvm::Type* elem = memory_type(op->buffer.dtype());
     const int64_t bytes = std::max<int64_t>(1, *extent * op->buffer.dtype().bytes());
     llvm::Value* ptr;
     llvm::Value* heap = nullptr;
     if (bytes <= opt_.max_stack_bytes) {
-      ptr = entry_alloca(llvm::ArrayType::get(elem, static_cast<uint64_t>(std::max<int64_t>(1, *extent))),
-                         op->buffer.name(), kBufferAlign);
+      ptr = entry_alloca(
+          llvm::ArrayType::get(elem, static_cast<uint64_t>(std::max<int64_t>(1, *extent))),
+          op->buffer.name(), kBufferAlign);
     } else {
       const int64_t rounded = (bytes + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
       llvm::FunctionCallee alloc = module_->getOrInsertFunction(
-          "aligned_alloc", llvm::FunctionType::get(builder_.getPtrTy(), {builder_.getInt64Ty(), builder_.getInt64Ty()}, false));
-      heap = builder_.CreateCall(alloc, {builder_.getInt64(kBufferAlign), builder_.getInt64(rounded)}, op->buffer.name());
+          "aligned_alloc",
+          llvm::FunctionType::get(builder_.getPtrTy(),
+                                  {builder_.getInt64Ty(), builder_.getInt64Ty()}, false));
+      heap = builder_.CreateCall(
+          alloc, {builder_.getInt64(kBufferAlign), builder_.getInt64(rounded)}, op->buffer.name());
       auto* ok = llvm::BasicBlock::Create(ctx_, "alloc_ok", fn_);
       auto* oom = llvm::BasicBlock::Create(ctx_, "alloc_failed", fn_);
       builder_.CreateCondBr(builder_.CreateIsNull(heap), oom, ok);
@@ -593,7 +676,8 @@ class Translator {
       builder_.SetInsertPoint(ok);
       ptr = heap;
     }
-    if (buffers_.count(op->buffer.get())) fail("buffer '" + op->buffer.name() + "' is allocated twice");
+    if (buffers_.count(op->buffer.get()))
+      fail("buffer '" + op->buffer.name() + "' is allocated twice");
     buffers_[op->buffer.get()] = {ptr, bytes};
     emit_stmt(op->body);
     buffers_.erase(op->buffer.get());
@@ -622,7 +706,8 @@ class Translator {
   }
 
   // for (var = begin; var < begin + extent; ++var) body, bottom-tested behind a guard.
-  void emit_serial_loop(const te::Var& var, llvm::Value* begin, llvm::Value* extent, const Stmt& body) {
+  void emit_serial_loop(const te::Var& var, llvm::Value* begin, llvm::Value* extent,
+                        const Stmt& body) {
     llvm::Value* end = builder_.CreateAdd(begin, extent, var.name() + ".end", false, true);
     auto* pre = builder_.GetInsertBlock();
     auto* loop = llvm::BasicBlock::Create(ctx_, var.name() + ".loop", fn_);
@@ -635,7 +720,8 @@ class Translator {
       ScopedVar bind(*this, var, iv, Expr());
       emit_stmt(body);
     }
-    llvm::Value* next = builder_.CreateAdd(iv, llvm::ConstantInt::get(iv->getType(), 1), var.name() + ".next", true, true);
+    llvm::Value* next = builder_.CreateAdd(iv, llvm::ConstantInt::get(iv->getType(), 1),
+                                           var.name() + ".next", true, true);
     iv->addIncoming(next, builder_.GetInsertBlock());
     builder_.CreateCondBr(builder_.CreateICmpSLT(next, end), loop, exit);
     builder_.SetInsertPoint(exit);
@@ -644,7 +730,8 @@ class Translator {
   // A parallel For: outline the body, capture every variable and buffer in scope in a closure,
   // and hand the loop to ktune_parallel_for.
   void emit_parallel(const te::For* op) {
-    if (!te::is_const_int(op->min, 0)) fail("parallel loop '" + op->var.name() + "' must start at 0");
+    if (!te::is_const_int(op->min, 0))
+      fail("parallel loop '" + op->var.name() + "' must start at 0");
     llvm::Value* extent = emit(op->extent);
     llvm::Type* i64 = builder_.getInt64Ty();
     llvm::Type* ptr = builder_.getPtrTy();
@@ -663,20 +750,24 @@ class Translator {
     auto* closure_ty = llvm::StructType::get(ctx_, fields);
     llvm::Value* closure = entry_alloca(closure_ty, "closure", kBufferAlign);
     for (size_t i = 0; i < cap_buffers.size(); ++i) {
-      builder_.CreateStore(buffers_[cap_buffers[i]].ptr, builder_.CreateStructGEP(closure_ty, closure, i));
+      builder_.CreateStore(buffers_[cap_buffers[i]].ptr,
+                           builder_.CreateStructGEP(closure_ty, closure, i));
     }
     for (size_t i = 0; i < cap_vars.size(); ++i) {
-      builder_.CreateStore(vars_[cap_vars[i]], builder_.CreateStructGEP(closure_ty, closure, cap_buffers.size() + i));
+      builder_.CreateStore(vars_[cap_vars[i]],
+                           builder_.CreateStructGEP(closure_ty, closure, cap_buffers.size() + i));
     }
 
     // Inner function: (begin, end, captured...) with noalias buffers; holds the loop.
     std::vector<llvm::Type*> inner_params = {i64, i64};
     inner_params.insert(inner_params.end(), fields.begin(), fields.end());
     const std::string base = f_.name + ".par" + std::to_string(parallel_count_++);
-    llvm::Function* inner = make_function(llvm::FunctionType::get(builder_.getInt32Ty(), inner_params, false),
-                                          base + ".inner", llvm::Function::InternalLinkage);
-    llvm::Function* outlined = make_function(llvm::FunctionType::get(builder_.getInt32Ty(), {i64, i64, ptr}, false),
-                                             base, llvm::Function::InternalLinkage);
+    llvm::Function* inner =
+        make_function(llvm::FunctionType::get(builder_.getInt32Ty(), inner_params, false),
+                      base + ".inner", llvm::Function::InternalLinkage);
+    llvm::Function* outlined =
+        make_function(llvm::FunctionType::get(builder_.getInt32Ty(), {i64, i64, ptr}, false), base,
+                      llvm::Function::InternalLinkage);
 
     // Save the caller's state; the outlined functions see only what they capture.
     auto saved_buffers = buffers_;
@@ -698,7 +789,8 @@ class Translator {
       vars_[cap_vars[i]] = inner->getArg(static_cast<unsigned>(2 + cap_buffers.size() + i));
     }
     known_.erase(op->var.get());
-    emit_serial_loop(op->var, inner->getArg(0), builder_.CreateSub(inner->getArg(1), inner->getArg(0)), op->body);
+    emit_serial_loop(op->var, inner->getArg(0),
+                     builder_.CreateSub(inner->getArg(1), inner->getArg(0)), op->body);
     builder_.CreateRet(builder_.getInt32(0));
 
     // Outlined body with the runtime's signature: unpack the closure, call inner.
@@ -718,8 +810,10 @@ class Translator {
     builder_.SetInsertPoint(saved_block);
 
     llvm::FunctionCallee runtime = module_->getOrInsertFunction(
-        "ktune_parallel_for", llvm::FunctionType::get(builder_.getInt32Ty(), {i64, ptr, ptr}, false));
-    llvm::Value* code = builder_.CreateCall(runtime, {builder_.CreateSExtOrTrunc(extent, i64), outlined, closure});
+        "ktune_parallel_for",
+        llvm::FunctionType::get(builder_.getInt32Ty(), {i64, ptr, ptr}, false));
+    llvm::Value* code =
+        builder_.CreateCall(runtime, {builder_.CreateSExtOrTrunc(extent, i64), outlined, closure});
     auto* failed = llvm::BasicBlock::Create(ctx_, "parallel_failed", fn_);
     auto* ok = llvm::BasicBlock::Create(ctx_, "parallel_ok", fn_);
     builder_.CreateCondBr(builder_.CreateICmpNE(code, builder_.getInt32(0)), failed, ok);
@@ -745,7 +839,8 @@ class Translator {
 }  // namespace
 
 std::unique_ptr<llvm::Module> translate_to_llvm(const te::LoweredFunc& f, llvm::LLVMContext& ctx,
-                                                llvm::TargetMachine& tm, const BuildOptions& options) {
+                                                llvm::TargetMachine& tm,
+                                                const BuildOptions& options) {
   return Translator(f, ctx, tm, options).run();
 }
 

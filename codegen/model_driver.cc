@@ -26,10 +26,14 @@ constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
 constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
 constexpr int64_t kAlign = 64;
 
-int64_t round_up(int64_t v) { return std::max<int64_t>(kAlign, (v + kAlign - 1) / kAlign * kAlign); }
+int64_t round_up(int64_t v) {
+  return std::max<int64_t>(kAlign, (v + kAlign - 1) / kAlign * kAlign);
+}
 
 void check(const DriverSpec& spec) {
-  const auto bad = [&](const std::string& why) { return Error(ErrorKind::kInvalidArgument, "model driver '" + spec.name + "': " + why); };
+  const auto bad = [&](const std::string& why) {
+    return Error(ErrorKind::kInvalidArgument, "model driver '" + spec.name + "': " + why);
+  };
   if (spec.name.empty()) throw bad("no name");
   for (const DriverCall& call : spec.calls) {
     for (const DriverArg& a : call.args) {
@@ -37,17 +41,24 @@ void check(const DriverSpec& spec) {
       switch (a.base) {
         case DriverArg::Base::kArena:
           if (a.offset % kAlign != 0 || a.offset >= std::max<int64_t>(spec.arena_bytes, 1))
-            throw bad("arena offset " + std::to_string(a.offset) + " of " + call.kernel + " is out of range or unaligned");
+            throw bad("arena offset " + std::to_string(a.offset) + " of " + call.kernel +
+                      " is out of range or unaligned");
           break;
         case DriverArg::Base::kWeights:
-          if (a.offset % kAlign != 0 || a.offset >= std::max<int64_t>(static_cast<int64_t>(spec.weights.size()), 1))
-            throw bad("weights offset " + std::to_string(a.offset) + " of " + call.kernel + " is out of range or unaligned");
+          if (a.offset % kAlign != 0 ||
+              a.offset >= std::max<int64_t>(static_cast<int64_t>(spec.weights.size()), 1))
+            throw bad("weights offset " + std::to_string(a.offset) + " of " + call.kernel +
+                      " is out of range or unaligned");
           break;
         case DriverArg::Base::kInput:
-          if (a.offset >= spec.num_inputs) throw bad("input " + std::to_string(a.offset) + " of " + call.kernel + " does not exist");
+          if (a.offset >= spec.num_inputs)
+            throw bad("input " + std::to_string(a.offset) + " of " + call.kernel +
+                      " does not exist");
           break;
         case DriverArg::Base::kOutput:
-          if (a.offset >= spec.num_outputs) throw bad("output " + std::to_string(a.offset) + " of " + call.kernel + " does not exist");
+          if (a.offset >= spec.num_outputs)
+            throw bad("output " + std::to_string(a.offset) + " of " + call.kernel +
+                      " does not exist");
           break;
       }
     }
@@ -58,7 +69,10 @@ void check(const DriverSpec& spec) {
 class DriverWriter {
  public:
   DriverWriter(const DriverSpec& spec, llvm::LLVMContext& ctx, llvm::TargetMachine& tm)
-      : spec_(spec), ctx_(ctx), b_(ctx), m_(std::make_unique<llvm::Module>(spec.name + "_driver", ctx)) {
+      : spec_(spec),
+        ctx_(ctx),
+        b_(ctx),
+        m_(std::make_unique<llvm::Module>(spec.name + "_driver", ctx)) {
     m_->setDataLayout(tm.createDataLayout());
     m_->setTargetTriple(tm.getTargetTriple().str());
     ptr_ = llvm::PointerType::getUnqual(ctx);
@@ -76,7 +90,8 @@ class DriverWriter {
     write_destroy();
     std::string err;
     llvm::raw_string_ostream os(err);
-    if (llvm::verifyModule(*m_, &os)) throw Error(ErrorKind::kBuild, "model driver IR is invalid: " + os.str());
+    if (llvm::verifyModule(*m_, &os))
+      throw Error(ErrorKind::kBuild, "model driver IR is invalid: " + os.str());
     return std::move(m_);
   }
 
@@ -91,16 +106,19 @@ class DriverWriter {
     auto* data = llvm::ConstantDataArray::getRaw(
         llvm::StringRef(reinterpret_cast<const char*>(spec_.weights.data()), spec_.weights.size()),
         spec_.weights.size(), i8_);
-    auto* g = new llvm::GlobalVariable(*m_, data->getType(), true, llvm::GlobalValue::PrivateLinkage, data,
-                                       spec_.name + "_weights");
+    auto* g =
+        new llvm::GlobalVariable(*m_, data->getType(), true, llvm::GlobalValue::PrivateLinkage,
+                                 data, spec_.name + "_weights");
     g->setAlignment(llvm::Align(kAlign));
     return g;
   }
 
   void write_create() {
     const bool external = !spec_.embed_weights;
-    auto* fty = llvm::FunctionType::get(ptr_, external ? std::vector<llvm::Type*>{ptr_} : std::vector<llvm::Type*>{}, false);
-    auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, spec_.name + "_create", *m_);
+    auto* fty = llvm::FunctionType::get(
+        ptr_, external ? std::vector<llvm::Type*>{ptr_} : std::vector<llvm::Type*>{}, false);
+    auto* f =
+        llvm::Function::Create(fty, llvm::Function::ExternalLinkage, spec_.name + "_create", *m_);
     auto malloc_fn = libc("malloc", ptr_, {i64_});
     auto aligned_alloc_fn = libc("aligned_alloc", ptr_, {i64_, i64_});
     auto free_fn = libc("free", llvm::Type::getVoidTy(ctx_), {ptr_});
@@ -111,7 +129,8 @@ class DriverWriter {
     auto* null = llvm::ConstantPointerNull::get(ptr_);
 
     b_.SetInsertPoint(entry);
-    llvm::Value* c = b_.CreateCall(malloc_fn, {i64c(m_->getDataLayout().getTypeAllocSize(ctx_ty_))});
+    llvm::Value* c =
+        b_.CreateCall(malloc_fn, {i64c(m_->getDataLayout().getTypeAllocSize(ctx_ty_))});
     llvm::Value* no_ctx = b_.CreateICmpEQ(c, null);
     auto* fail_early = llvm::BasicBlock::Create(ctx_, "fail_early", f);
     b_.CreateCondBr(no_ctx, fail_early, have_ctx);
@@ -122,13 +141,15 @@ class DriverWriter {
     b_.CreateStore(null, field(c, 0));
     b_.CreateStore(null, field(c, 1));
     b_.CreateStore(null, field(c, 2));
-    llvm::Value* arena = b_.CreateCall(aligned_alloc_fn, {i64c(kAlign), i64c(round_up(spec_.arena_bytes))});
+    llvm::Value* arena =
+        b_.CreateCall(aligned_alloc_fn, {i64c(kAlign), i64c(round_up(spec_.arena_bytes))});
     b_.CreateStore(arena, field(c, 0));
     b_.CreateCondBr(b_.CreateICmpEQ(arena, null), fail, have_arena);
 
     b_.SetInsertPoint(have_arena);
     if (!external) {
-      b_.CreateStore(spec_.weights.empty() ? static_cast<llvm::Value*>(null) : embedded_weights(), field(c, 1));
+      b_.CreateStore(spec_.weights.empty() ? static_cast<llvm::Value*>(null) : embedded_weights(),
+                     field(c, 1));
       b_.CreateRet(c);
     } else {
       read_weights(f, c, fail);
@@ -176,7 +197,8 @@ class DriverWriter {
     llvm::Value* extra_byte = b_.CreateAlloca(i8_);
     llvm::Value* extra = b_.CreateCall(fread_fn, {extra_byte, i64c(1), i64c(1), file});
     b_.CreateCall(fclose_fn, {file});
-    llvm::Value* size_ok = b_.CreateAnd(b_.CreateICmpEQ(got, i64c(size)), b_.CreateICmpEQ(extra, i64c(0)));
+    llvm::Value* size_ok =
+        b_.CreateAnd(b_.CreateICmpEQ(got, i64c(size)), b_.CreateICmpEQ(extra, i64c(0)));
     llvm::BasicBlock* read_block = b_.GetInsertBlock();
     b_.CreateCondBr(size_ok, size > 0 ? loop : done, fail);
 
@@ -209,8 +231,8 @@ class DriverWriter {
 
   void write_run() {
     std::vector<llvm::Type*> params(1 + spec_.num_inputs + spec_.num_outputs, ptr_);
-    auto* f = llvm::Function::Create(llvm::FunctionType::get(i32_, params, false), llvm::Function::ExternalLinkage,
-                                     spec_.name + "_run", *m_);
+    auto* f = llvm::Function::Create(llvm::FunctionType::get(i32_, params, false),
+                                     llvm::Function::ExternalLinkage, spec_.name + "_run", *m_);
     auto* kernel_ty = llvm::FunctionType::get(i32_, {ptr_}, false);
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     auto* unaligned = llvm::BasicBlock::Create(ctx_, "unaligned", f);
@@ -245,10 +267,18 @@ class DriverWriter {
         const DriverArg& arg = call.args[a];
         llvm::Value* p = nullptr;
         switch (arg.base) {
-          case DriverArg::Base::kArena: p = b_.CreateGEP(i8_, arena, i64c(arg.offset)); break;
-          case DriverArg::Base::kWeights: p = b_.CreateGEP(i8_, weights, i64c(arg.offset)); break;
-          case DriverArg::Base::kInput: p = f->getArg(1 + static_cast<unsigned>(arg.offset)); break;
-          case DriverArg::Base::kOutput: p = f->getArg(1 + spec_.num_inputs + static_cast<unsigned>(arg.offset)); break;
+          case DriverArg::Base::kArena:
+            p = b_.CreateGEP(i8_, arena, i64c(arg.offset));
+            break;
+          case DriverArg::Base::kWeights:
+            p = b_.CreateGEP(i8_, weights, i64c(arg.offset));
+            break;
+          case DriverArg::Base::kInput:
+            p = f->getArg(1 + static_cast<unsigned>(arg.offset));
+            break;
+          case DriverArg::Base::kOutput:
+            p = f->getArg(1 + spec_.num_inputs + static_cast<unsigned>(arg.offset));
+            break;
         }
         b_.CreateStore(p, b_.CreateGEP(ptr_, args, i64c(a)));
       }
@@ -267,18 +297,21 @@ class DriverWriter {
   // callers that do not know the arity at compile time (ktune run).
   void write_run_args() {
     llvm::Function* run = m_->getFunction(spec_.name + "_run");
-    auto* f = llvm::Function::Create(llvm::FunctionType::get(i32_, {ptr_, ptr_}, false), llvm::Function::ExternalLinkage,
-                                     spec_.name + "_run_args", *m_);
+    auto* f =
+        llvm::Function::Create(llvm::FunctionType::get(i32_, {ptr_, ptr_}, false),
+                               llvm::Function::ExternalLinkage, spec_.name + "_run_args", *m_);
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
     std::vector<llvm::Value*> args = {f->getArg(0)};
     for (int i = 0; i < spec_.num_inputs + spec_.num_outputs; ++i)
-      args.push_back(b_.CreateLoad(ptr_, b_.CreateGEP(ptr_, f->getArg(1), i64c(static_cast<uint64_t>(i)))));
+      args.push_back(
+          b_.CreateLoad(ptr_, b_.CreateGEP(ptr_, f->getArg(1), i64c(static_cast<uint64_t>(i)))));
     b_.CreateRet(b_.CreateCall(run, args));
   }
 
   void write_destroy() {
-    auto* f = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), {ptr_}, false),
-                                     llvm::Function::ExternalLinkage, spec_.name + "_destroy", *m_);
+    auto* f =
+        llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), {ptr_}, false),
+                               llvm::Function::ExternalLinkage, spec_.name + "_destroy", *m_);
     auto free_fn = libc("free", llvm::Type::getVoidTy(ctx_), {ptr_});
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     auto* some = llvm::BasicBlock::Create(ctx_, "some", f);

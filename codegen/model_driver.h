@@ -1,4 +1,5 @@
-// Declares build_model_driver(): the C entry points of a whole-model library (create, run, destroy), compiled to one object that calls the model's kernels in order.
+// Declares build_model_driver(): the C entry points of a whole-model library (create, run,
+// destroy), compiled to one object that calls the model's kernels in order.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,7 @@ struct DriverCall {
 
 // What a model library's entry points do. Every offset is a multiple of 64.
 struct DriverSpec {
-  std::string name;              // the entry points are <name>_create, <name>_run, <name>_destroy
+  std::string name;  // the entry points are <name>_create, <name>_run, <name>_destroy
   int num_inputs = 0;
   int num_outputs = 0;
   int64_t arena_bytes = 0;       // every intermediate tensor lives in one arena of this size
@@ -34,7 +35,8 @@ struct DriverSpec {
   std::vector<DriverCall> calls;
 };
 
-// FNV-1a (64-bit) of bytes: the check of an external weights file against the model it was built for.
+// FNV-1a (64-bit) of bytes: the check of an external weights file against the model it was built
+// for.
 uint64_t weights_hash(const std::vector<uint8_t>& bytes);
 
 // Compiles the entry points of spec for target into one relocatable object:
@@ -43,7 +45,8 @@ uint64_t weights_hash(const std::vector<uint8_t>& bytes);
 //                                                  the spec's), NULL when it cannot;
 //   int32_t <name>_run(void* ctx, float* in_0, ..., float* out_0, ...)
 //           0, or the first non-zero kernel status (1 = out of memory), or 2 when a buffer is not
-//           64-byte aligned; runs the calls on the context's own arena, so contexts are independent;
+//           64-byte aligned; runs the calls on the context's own arena, so contexts are
+//           independent;
 //   int32_t <name>_run_args(void* ctx, void* const* buffers)   the same, inputs then outputs;
 //   void    <name>_destroy(void* ctx).
 // The kernels (and ktune_parallel_for, which they call) are linked beside it. Throws

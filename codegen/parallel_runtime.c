@@ -38,9 +38,9 @@
  * word. Why more chunks than threads: on a machine whose other processes take a worker off its
  * CPU (a compiler, another service), a static half per thread made the caller wait for the
  * preempted half, up to a scheduler time slice (small parallel kernels timed 10-100x slow while
- * tuning, so the tuner kept serial configs); with claimed chunks the caller runs what the worker has not
- * started, and a preempted worker holds back at most one small chunk. A loop with one thread,
- * or extent 1, runs on the caller alone. The child of a fork() starts a pool of its own. */
+ * tuning, so the tuner kept serial configs); with claimed chunks the caller runs what the worker
+ * has not started, and a preempted worker holds back at most one small chunk. A loop with one
+ * thread, or extent 1, runs on the caller alone. The child of a fork() starts a pool of its own. */
 #if !defined(_GNU_SOURCE) && defined(__linux__)
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
@@ -55,8 +55,10 @@
 typedef int32_t (*ktune_parallel_body)(int64_t begin, int64_t end, void* closure);
 typedef int32_t (*ktune_parallel_for_fn)(int64_t extent, ktune_parallel_body body, void* closure);
 
-enum { kKtuneMaxThreads = 256 };  /* threads of a loop */
-enum { kKtuneChunksPerThread = 4 }; /* chunks per loop: at most 1024, they fit the claim word's 16 bits */
+enum { kKtuneMaxThreads = 256 }; /* threads of a loop */
+enum {
+  kKtuneChunksPerThread = 4
+}; /* chunks per loop: at most 1024, they fit the claim word's 16 bits */
 static const int64_t kSpinNs = 200000; /* 200 us */
 
 /* The claim word: generation (one per loop) << 32 | chunks << 16 | next unclaimed chunk. A
@@ -77,7 +79,7 @@ static struct {
   void* closure;
   int64_t extent;
   atomic_uint_fast64_t claim;
-  atomic_int done_chunks;    /* of the current loop */
+  atomic_int done_chunks; /* of the current loop */
   atomic_int result;
   atomic_int sleepers;       /* workers waiting (or about to wait) on wake */
   atomic_int caller_waiting; /* the caller waits (or is about to wait) on done: 0 or 1 */
@@ -146,7 +148,8 @@ static int64_t ktune_now_ns(void) {
 /* Polls ready(arg) for up to kSpinNs, then sleeps on cond until it holds. *waiting counts the
  * sleepers (seq_cst, then ready() is read again), so whoever makes ready() true signals cond
  * only when someone may sleep. */
-static void ktune_wait(int (*ready)(int64_t), int64_t arg, pthread_cond_t* cond, atomic_int* waiting) {
+static void ktune_wait(int (*ready)(int64_t), int64_t arg, pthread_cond_t* cond,
+                       atomic_int* waiting) {
   int64_t deadline = 0;
   for (unsigned i = 0; !ready(arg); ++i) {
     ktune_cpu_relax();
@@ -163,7 +166,9 @@ static void ktune_wait(int (*ready)(int64_t), int64_t arg, pthread_cond_t* cond,
   }
 }
 
-static int ktune_new_loop(int64_t seen) { return KTUNE_GENERATION(atomic_load(&ktune_pool.claim)) != (uint64_t)seen; }
+static int ktune_new_loop(int64_t seen) {
+  return KTUNE_GENERATION(atomic_load(&ktune_pool.claim)) != (uint64_t)seen;
+}
 static int ktune_all_done(int64_t chunks) { return atomic_load(&ktune_pool.done_chunks) == chunks; }
 
 /* Claims and runs chunks of the loop of `generation` until none is left unclaimed. */
@@ -182,7 +187,8 @@ static void ktune_work(uint64_t generation) {
     int zero = 0;
     if (code != 0) atomic_compare_exchange_strong(&ktune_pool.result, &zero, code);
     /* The last chunk wakes the caller if it went to sleep (seq_cst on both sides). */
-    if (atomic_fetch_add(&ktune_pool.done_chunks, 1) + 1 == chunks && atomic_load(&ktune_pool.caller_waiting)) {
+    if (atomic_fetch_add(&ktune_pool.done_chunks, 1) + 1 == chunks &&
+        atomic_load(&ktune_pool.caller_waiting)) {
       pthread_mutex_lock(&ktune_pool.mu);
       pthread_cond_signal(&ktune_pool.done);
       pthread_mutex_unlock(&ktune_pool.mu);
@@ -216,7 +222,9 @@ static void ktune_after_fork_child(void) {
   ktune_inside_loop = 0;
 }
 
-static void ktune_register_fork_handler(void) { pthread_atfork(NULL, NULL, ktune_after_fork_child); }
+static void ktune_register_fork_handler(void) {
+  pthread_atfork(NULL, NULL, ktune_after_fork_child);
+}
 
 /* Starts workers until there are n (or thread creation fails); called under run_mu. */
 static void ktune_ensure_workers(int n) {
@@ -225,10 +233,12 @@ static void ktune_ensure_workers(int n) {
   while (ktune_pool.workers < n) {
     pthread_attr_t attr;
     pthread_t thread;
-    ktune_pool.start_generation[ktune_pool.workers] = KTUNE_GENERATION(atomic_load(&ktune_pool.claim));
+    ktune_pool.start_generation[ktune_pool.workers] =
+        KTUNE_GENERATION(atomic_load(&ktune_pool.claim));
     int ok = pthread_attr_init(&attr) == 0;
     if (ok) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    ok = ok && pthread_create(&thread, &attr, ktune_worker, (void*)(intptr_t)ktune_pool.workers) == 0;
+    ok = ok &&
+         pthread_create(&thread, &attr, ktune_worker, (void*)(intptr_t)ktune_pool.workers) == 0;
     pthread_attr_destroy(&attr);
     if (!ok) return; /* fewer threads: the loop runs in fewer chunks */
     ++ktune_pool.workers;

@@ -11,7 +11,8 @@
 namespace ktune::codegen {
 
 void set_num_threads(int n) {
-  if (n < 1) throw Error(ErrorKind::kInvalidArgument, "thread count must be >= 1, got " + std::to_string(n));
+  if (n < 1)
+    throw Error(ErrorKind::kInvalidArgument, "thread count must be >= 1, got " + std::to_string(n));
   ktune_set_num_threads(n);
 }
 

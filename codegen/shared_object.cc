@@ -13,8 +13,8 @@
 #include <fstream>
 #include <memory>
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "support/error.h"
 
@@ -26,7 +26,8 @@ namespace {
 constexpr uint16_t kElfTypeShared = 3;  // ET_DYN
 
 bool is_elf(const std::vector<uint8_t>& b) {
-  return b.size() >= 64 && b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F' && b[5] == 1;  // little-endian
+  return b.size() >= 64 && b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F' &&
+         b[5] == 1;  // little-endian
 }
 
 uint16_t u16_at(const std::vector<uint8_t>& b, size_t offset) {
@@ -37,9 +38,12 @@ uint16_t u16_at(const std::vector<uint8_t>& b, size_t offset) {
 class TempFile {
  public:
   explicit TempFile(const std::string& suffix) {
-    std::string pattern = (std::filesystem::temp_directory_path() / ("ktune-XXXXXX" + suffix)).string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / ("ktune-XXXXXX" + suffix)).string();
     const int fd = ::mkstemps(pattern.data(), static_cast<int>(suffix.size()));
-    if (fd < 0) throw Error(ErrorKind::kIo, "cannot create a temporary file: " + std::string(std::strerror(errno)));
+    if (fd < 0)
+      throw Error(ErrorKind::kIo,
+                  "cannot create a temporary file: " + std::string(std::strerror(errno)));
     ::close(fd);
     path_ = pattern;
   }
@@ -51,13 +55,15 @@ class TempFile {
 
   void write(const std::vector<uint8_t>& bytes) const {
     std::ofstream out(path_, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
     if (!out.flush()) throw Error(ErrorKind::kIo, "cannot write " + path_);
   }
 
   std::vector<uint8_t> read() const {
     std::ifstream in(path_, std::ios::binary);
-    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in),
+                                std::istreambuf_iterator<char>());
   }
 
  private:
@@ -93,12 +99,18 @@ bool is_shared_object(const std::vector<uint8_t>& bytes) {
 std::string elf_architecture(const std::vector<uint8_t>& bytes) {
   if (!is_elf(bytes)) return "";
   switch (u16_at(bytes, 18)) {
-    case 3: return "i386";
-    case 40: return "arm";
-    case 62: return "x86_64";
-    case 183: return "aarch64";
-    case 243: return "riscv64";
-    default: return "machine " + std::to_string(u16_at(bytes, 18));
+    case 3:
+      return "i386";
+    case 40:
+      return "arm";
+    case 62:
+      return "x86_64";
+    case 183:
+      return "aarch64";
+    case 243:
+      return "riscv64";
+    default:
+      return "machine " + std::to_string(u16_at(bytes, 18));
   }
 }
 
@@ -118,7 +130,8 @@ std::string native_architecture() {
 #endif
 }
 
-std::vector<uint8_t> link_shared_objects(const std::vector<Artifact>& artifacts, const std::string& linker) {
+std::vector<uint8_t> link_shared_objects(const std::vector<Artifact>& artifacts,
+                                         const std::string& linker) {
   std::vector<std::unique_ptr<TempFile>> objects;
   TempFile shared(".so"), log(".log");
   for (const Artifact& a : artifacts) {
@@ -131,23 +144,29 @@ std::vector<uint8_t> link_shared_objects(const std::vector<Artifact>& artifacts,
   for (const std::string& name : linker.empty() ? std::vector<std::string>{"ld.lld-19", "ld.lld"}
                                                 : std::vector<std::string>{linker}) {
     ld = name;
-    std::vector<std::string> argv = {ld, "-shared", "-z", "noexecstack", "--build-id=none", "-o", shared.path()};
+    std::vector<std::string> argv = {ld,   "-shared",    "-z", "noexecstack", "--build-id=none",
+                                     "-o", shared.path()};
     for (const auto& o : objects) argv.push_back(o->path());
     status = run_to_completion(argv, log.path());
     if (status >= 0) break;
   }
   if (status < 0)
-    throw Error(ErrorKind::kBuild, "cannot link a shared object: " +
-                                       (linker.empty() ? std::string("neither ld.lld-19 nor ld.lld is on PATH (install lld-19)")
-                                                       : "cannot start " + linker));
+    throw Error(ErrorKind::kBuild,
+                "cannot link a shared object: " +
+                    (linker.empty()
+                         ? std::string("neither ld.lld-19 nor ld.lld is on PATH (install lld-19)")
+                         : "cannot start " + linker));
   if (status != 0) {
     const std::vector<uint8_t> text = log.read();
     std::string message(text.begin(), text.end());
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-    throw Error(ErrorKind::kBuild, ld + " failed (status " + std::to_string(status) + "): " + message);
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
+      message.pop_back();
+    throw Error(ErrorKind::kBuild,
+                ld + " failed (status " + std::to_string(status) + "): " + message);
   }
   std::vector<uint8_t> bytes = shared.read();
-  if (!is_shared_object(bytes)) throw Error(ErrorKind::kBuild, ld + " did not write a shared object");
+  if (!is_shared_object(bytes))
+    throw Error(ErrorKind::kBuild, ld + " did not write a shared object");
   return bytes;
 }
 
@@ -161,7 +180,8 @@ SharedLibrary SharedLibrary::load(const std::vector<uint8_t>& bytes) {
   const std::string arch = elf_architecture(bytes);
   if (arch.empty()) throw Error(ErrorKind::kBuild, "the library is not an ELF file");
   if (arch != native_architecture())
-    throw Error(ErrorKind::kUnsupported, "the library is " + arch + " code; this process runs " + native_architecture() + " code");
+    throw Error(ErrorKind::kUnsupported, "the library is " + arch + " code; this process runs " +
+                                             native_architecture() + " code");
   if (!is_shared_object(bytes)) throw Error(ErrorKind::kBuild, "not a shared object");
   TempFile file(".so");
   file.write(bytes);
@@ -169,7 +189,8 @@ SharedLibrary SharedLibrary::load(const std::vector<uint8_t>& bytes) {
   lib.handle_ = ::dlopen(file.path().c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib.handle_) {
     const char* why = ::dlerror();
-    throw Error(ErrorKind::kBuild, std::string("cannot load the library: ") + (why ? why : "dlopen failed"));
+    throw Error(ErrorKind::kBuild,
+                std::string("cannot load the library: ") + (why ? why : "dlopen failed"));
   }
   return lib;
 }
@@ -180,7 +201,8 @@ void* SharedLibrary::symbol(const std::string& name) const {
   return p;
 }
 
-SharedLibrary::SharedLibrary(SharedLibrary&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+SharedLibrary::SharedLibrary(SharedLibrary&& other) noexcept
+    : handle_(std::exchange(other.handle_, nullptr)) {}
 
 SharedLibrary& SharedLibrary::operator=(SharedLibrary&& other) noexcept {
   if (this != &other) {
@@ -198,11 +220,12 @@ SharedKernel SharedKernel::load(const Artifact& artifact) {
   const std::string arch = elf_architecture(artifact.object);
   if (arch.empty()) throw Error(ErrorKind::kBuild, "the kernel is not an ELF file");
   if (arch != native_architecture())
-    throw Error(ErrorKind::kUnsupported,
-                "the kernel is " + arch + " code; this device runs " + native_architecture() + " code");
+    throw Error(ErrorKind::kUnsupported, "the kernel is " + arch + " code; this device runs " +
+                                             native_architecture() + " code");
   if (!is_shared_object(artifact.object))
-    throw Error(ErrorKind::kBuild, "the kernel is a relocatable object; this loader takes shared objects only "
-                                   "(the server links kernels for devices that cannot build)");
+    throw Error(ErrorKind::kBuild,
+                "the kernel is a relocatable object; this loader takes shared objects only "
+                "(the server links kernels for devices that cannot build)");
   // dlopen needs a path; the file can go as soon as the library is mapped.
   TempFile file(".so");
   file.write(artifact.object);
@@ -210,16 +233,19 @@ SharedKernel SharedKernel::load(const Artifact& artifact) {
   kernel.handle_ = ::dlopen(file.path().c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!kernel.handle_) {
     const char* why = ::dlerror();
-    throw Error(ErrorKind::kBuild, std::string("cannot load the kernel: ") + (why ? why : "dlopen failed"));
+    throw Error(ErrorKind::kBuild,
+                std::string("cannot load the kernel: ") + (why ? why : "dlopen failed"));
   }
   kernel.fn_ = reinterpret_cast<EntryFn>(::dlsym(kernel.handle_, artifact.entry.c_str()));
-  if (!kernel.fn_) throw Error(ErrorKind::kBuild, "the kernel has no symbol '" + artifact.entry + "'");
+  if (!kernel.fn_)
+    throw Error(ErrorKind::kBuild, "the kernel has no symbol '" + artifact.entry + "'");
   kernel.signature_ = artifact.signature;
   return kernel;
 }
 
 SharedKernel::SharedKernel(SharedKernel&& other) noexcept
-    : handle_(std::exchange(other.handle_, nullptr)), fn_(std::exchange(other.fn_, nullptr)),
+    : handle_(std::exchange(other.handle_, nullptr)),
+      fn_(std::exchange(other.fn_, nullptr)),
       signature_(std::move(other.signature_)) {}
 
 SharedKernel& SharedKernel::operator=(SharedKernel&& other) noexcept {

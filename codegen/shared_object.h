@@ -23,8 +23,8 @@ std::string elf_architecture(const std::vector<uint8_t>& bytes);
 std::string native_architecture();
 
 // Returns a copy of `artifact` whose object is a shared object linked from its relocatable
-// object by LLVM's linker (`linker`, or ld.lld-19, else ld.lld, looked up on PATH). This is what the
-// tuning server sends to a device without a compiler: the device needs only dlopen, no linker.
+// object by LLVM's linker (`linker`, or ld.lld-19, else ld.lld, looked up on PATH). This is what
+// the tuning server sends to a device without a compiler: the device needs only dlopen, no linker.
 // Undefined symbols (ktune_parallel_for, libm's) stay undefined: the process that loads the
 // kernel provides them. Thread-safe. Throws Error(kBuild) when no linker is found or it fails
 // (its message included) and Error(kIo) when a temporary file cannot be written.
@@ -33,7 +33,8 @@ Artifact link_shared(const Artifact& artifact, const std::string& linker = "");
 // Returns one shared object linked from the relocatable objects of several artifacts (a whole
 // model: its kernels and its driver), by the same linker and with the same undefined symbols as
 // link_shared. Throws like link_shared.
-std::vector<uint8_t> link_shared_objects(const std::vector<Artifact>& artifacts, const std::string& linker = "");
+std::vector<uint8_t> link_shared_objects(const std::vector<Artifact>& artifacts,
+                                         const std::string& linker = "");
 
 // A shared object loaded with dlopen, whose symbols are looked up by name. Move-only; destroying
 // it closes the library.

@@ -49,10 +49,12 @@ const llvm::Target& lookup_backend(const std::string& triple) {
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);
   if (!t) {
     std::vector<std::string> names;
-    for (const llvm::Target& known : llvm::TargetRegistry::targets()) names.push_back(known.getName());
+    for (const llvm::Target& known : llvm::TargetRegistry::targets())
+      names.push_back(known.getName());
     std::sort(names.begin(), names.end());
-    throw Error(ErrorKind::kUnsupported, "unknown target triple '" + quote_input(triple) + "' (" + err +
-                                             "); this LLVM knows the architectures: " + join(names, ", "));
+    throw Error(ErrorKind::kUnsupported,
+                "unknown target triple '" + quote_input(triple) + "' (" + err +
+                    "); this LLVM knows the architectures: " + join(names, ", "));
   }
   return *t;
 }
@@ -69,7 +71,8 @@ std::unique_ptr<llvm::MCSubtargetInfo> tables_for(const std::string& triple) {
 std::unique_ptr<llvm::MCSubtargetInfo> subtarget(const std::string& triple, const std::string& cpu,
                                                  const std::string& features) {
   const llvm::Target& backend = lookup_backend(triple);
-  return std::unique_ptr<llvm::MCSubtargetInfo>(backend.createMCSubtargetInfo(triple, cpu, features));
+  return std::unique_ptr<llvm::MCSubtargetInfo>(
+      backend.createMCSubtargetInfo(triple, cpu, features));
 }
 
 bool has_feature(const llvm::MCSubtargetInfo& sti, const std::string& name) {
@@ -128,8 +131,9 @@ Target Target::parse(const std::string& text) {
   if (tokens.size() == 1 && (tokens[0] == "host" || tokens[0] == "llvm")) return host();
   if (tokens.empty() || tokens[0] != "llvm") {
     throw Error(ErrorKind::kInvalidArgument,
-                "target '" + quote_input(text) + "' must be 'host' or start with 'llvm' (e.g. 'llvm "
-                "-mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+neon')");
+                "target '" + quote_input(text) +
+                    "' must be 'host' or start with 'llvm' (e.g. 'llvm "
+                    "-mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+neon')");
   }
   std::string triple, cpu, attrs, cores;
   for (size_t i = 1; i < tokens.size(); ++i) {
@@ -138,17 +142,19 @@ Target Target::parse(const std::string& text) {
       if (tok.rfind(key + "=", 0) != 0) return false;
       // A repeated option would silently override the first: refuse it.
       if (!slot.empty())
-        throw Error(ErrorKind::kInvalidArgument, key + " given twice in target '" + quote_input(text) + "'");
+        throw Error(ErrorKind::kInvalidArgument,
+                    key + " given twice in target '" + quote_input(text) + "'");
       slot = tok.substr(key.size() + 1);
       if (slot.empty())
-        throw Error(ErrorKind::kInvalidArgument, "empty value for " + key + " in target '" + quote_input(text) + "'");
+        throw Error(ErrorKind::kInvalidArgument,
+                    "empty value for " + key + " in target '" + quote_input(text) + "'");
       return true;
     };
     if (!value_of("-mtriple", triple) && !value_of("-mcpu", cpu) && !value_of("-mattr", attrs) &&
         !value_of("-num-cores", cores)) {
-      throw Error(ErrorKind::kInvalidArgument, "unknown target option '" + quote_input(tok) + "' in '" +
-                                                   quote_input(text) +
-                                                   "' (known: -mtriple=, -mcpu=, -mattr=, -num-cores=)");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "unknown target option '" + quote_input(tok) + "' in '" + quote_input(text) +
+                      "' (known: -mtriple=, -mcpu=, -mattr=, -num-cores=)");
     }
   }
   initialize_llvm();
@@ -162,8 +168,8 @@ Target Target::parse(const std::string& text) {
   if (cpu != "generic" && !tables->isCPUStringValid(cpu)) {
     std::vector<std::string> names;
     for (const auto& kv : tables->getAllProcessorDescriptions()) names.push_back(kv.Key);
-    throw Error(ErrorKind::kInvalidArgument, "unknown CPU '" + quote_input(cpu) + "' for triple '" + t.triple_ +
-                                                 "'; known CPUs: " + join(names, ", "));
+    throw Error(ErrorKind::kInvalidArgument, "unknown CPU '" + quote_input(cpu) + "' for triple '" +
+                                                 t.triple_ + "'; known CPUs: " + join(names, ", "));
   }
   std::stringstream attr_stream(attrs);
   for (std::string a; std::getline(attr_stream, a, ',');) {
@@ -175,7 +181,8 @@ Target Target::parse(const std::string& text) {
     if (!known) {
       std::vector<std::string> names;
       for (const auto& kv : tables->getAllProcessorFeatures()) names.push_back(kv.Key);
-      throw Error(ErrorKind::kInvalidArgument, "unknown attribute '" + quote_input(name) + "' for triple '" + t.triple_ +
+      throw Error(ErrorKind::kInvalidArgument, "unknown attribute '" + quote_input(name) +
+                                                   "' for triple '" + t.triple_ +
                                                    "'; known attributes: " + join(names, ", "));
     }
     // Drop attributes the CPU implies anyway, so equal targets have one canonical string.
@@ -190,10 +197,12 @@ Target Target::parse(const std::string& text) {
     try {
       size_t used = 0;
       t.cores_ = std::stoi(cores, &used);
-      if (used != cores.size() || t.cores_ < 1 || t.cores_ > kMaxCores) throw std::invalid_argument(cores);
+      if (used != cores.size() || t.cores_ < 1 || t.cores_ > kMaxCores)
+        throw std::invalid_argument(cores);
     } catch (const std::exception&) {
-      throw Error(ErrorKind::kInvalidArgument, "-num-cores must be an integer from 1 to " + std::to_string(kMaxCores) +
-                                                   ", got '" + quote_input(cores) + "'");
+      throw Error(ErrorKind::kInvalidArgument, "-num-cores must be an integer from 1 to " +
+                                                   std::to_string(kMaxCores) + ", got '" +
+                                                   quote_input(cores) + "'");
     }
     t.explicit_cores_ = true;
   } else {

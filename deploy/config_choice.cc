@@ -9,14 +9,17 @@
 namespace ktune {
 
 HistorySource HistorySource::log(std::string db_path) {
-  if (db_path.empty()) throw Error(ErrorKind::kInvalidArgument, "HistorySource::log needs a tuning log path");
+  if (db_path.empty())
+    throw Error(ErrorKind::kInvalidArgument, "HistorySource::log needs a tuning log path");
   HistorySource s;
   s.db_path_ = std::move(db_path);
   return s;
 }
 
-HistorySource HistorySource::server(rpc_runner::ServiceClientOptions options, std::string device_key) {
-  if (options.server.empty()) throw Error(ErrorKind::kInvalidArgument, "HistorySource::server needs HOST:PORT");
+HistorySource HistorySource::server(rpc_runner::ServiceClientOptions options,
+                                    std::string device_key) {
+  if (options.server.empty())
+    throw Error(ErrorKind::kInvalidArgument, "HistorySource::server needs HOST:PORT");
   HistorySource s;
   s.server_ = std::move(options);
   s.device_key_ = std::move(device_key);
@@ -49,28 +52,34 @@ class Lookup {
     if (from_.is_server()) return true;
     std::error_code ec;
     const bool found = std::filesystem::exists(from_.db_path(), ec);
-    if (ec) throw Error(ErrorKind::kIo, "cannot look at the tuning log " + from_.db_path() + ": " + ec.message());
+    if (ec)
+      throw Error(ErrorKind::kIo,
+                  "cannot look at the tuning log " + from_.db_path() + ": " + ec.message());
     return found;
   }
 
   std::optional<tuning_db::Record> best() const {
-    return from_.is_server() ? best_record(from_.server_options(), w_, from_.device_key(), from_.include_emulated)
-                             : best_record(from_.db_path(), w_, from_.include_emulated);
+    return from_.is_server()
+               ? best_record(from_.server_options(), w_, from_.device_key(), from_.include_emulated)
+               : best_record(from_.db_path(), w_, from_.include_emulated);
   }
 
   std::optional<tuning_db::NearestTuned> nearest() const {
-    return from_.is_server() ? nearest_record(from_.server_options(), w_, from_.device_key(), from_.include_emulated)
+    return from_.is_server() ? nearest_record(from_.server_options(), w_, from_.device_key(),
+                                              from_.include_emulated)
                              : nearest_record(from_.db_path(), w_, from_.include_emulated);
   }
 
   // "no successful record of KEY for this target in PATH" (or "on HOST:PORT"), with the note on a
   // log's emulated-only records when `emulated_switch` is set.
   std::string no_record_reason(const std::string& emulated_switch) const {
-    const std::string head = "no successful record of " + w_.task.workload_key() + " for this target ";
+    const std::string head =
+        "no successful record of " + w_.task.workload_key() + " for this target ";
     if (from_.is_server()) return head + "on " + from_.server_options().server;
     std::string reason = head + "in " + from_.db_path();
     if (!emulated_switch.empty() && !from_.include_emulated) {
-      if (std::string note = emulated_only_note(from_.db_path(), w_, emulated_switch); !note.empty())
+      if (std::string note = emulated_only_note(from_.db_path(), w_, emulated_switch);
+          !note.empty())
         reason += "; " + note;
     }
     return reason;
@@ -87,7 +96,8 @@ void add_warning(std::vector<std::string>& warnings, std::string warning) {
 
 }  // namespace
 
-ConfigChoice choose_config(const HistorySource& from, const Workload& workload, const ChoiceOptions& options) {
+ConfigChoice choose_config(const HistorySource& from, const Workload& workload,
+                           const ChoiceOptions& options) {
   const Lookup lookup(from, workload);
   ConfigChoice c;
   if (options.missing_log_is_untuned && !lookup.exists()) {

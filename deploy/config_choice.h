@@ -1,4 +1,5 @@
-// Declares choose_config(): the config a workload gets from a tuning log or server (tuned, nearest or fallback).
+// Declares choose_config(): the config a workload gets from a tuning log or server (tuned, nearest
+// or fallback).
 #pragma once
 
 #include <optional>
@@ -20,7 +21,8 @@ struct HistorySource {
   static HistorySource log(std::string db_path);
   // A tuning server's log. device_key: only records measured on devices of this key ("" = any).
   // Throws Error(kInvalidArgument) for an empty HOST:PORT.
-  static HistorySource server(rpc_runner::ServiceClientOptions options, std::string device_key = "");
+  static HistorySource server(rpc_runner::ServiceClientOptions options,
+                              std::string device_key = "");
 
   bool include_emulated = false;  // records of emulated devices are eligible too
 
@@ -84,6 +86,7 @@ struct ConfigChoice {
 // Throws what best_record and nearest_record throw: Error(kNotFound) for a missing log (unless
 // options.missing_log_is_untuned), Error(kDatabase) for a file that is not a ktune log, the
 // client's errors for a server; Error(kIo) when the log's path cannot be looked at.
-ConfigChoice choose_config(const HistorySource& from, const Workload& workload, const ChoiceOptions& options = {});
+ConfigChoice choose_config(const HistorySource& from, const Workload& workload,
+                           const ChoiceOptions& options = {});
 
 }  // namespace ktune::deploy

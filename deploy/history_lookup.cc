@@ -17,7 +17,8 @@ namespace ktune::deploy {
 
 schedule_space::TargetTraits target_traits(const std::string& target_text) {
   const codegen::Target target = codegen::Target::parse(target_text);
-  return schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores());
+  return schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(),
+                                            target.cores());
 }
 
 namespace {
@@ -36,10 +37,10 @@ const bool kRecordCheckInstalled = [] {
 Workload resolve_workload(const std::string& template_name, const std::vector<std::string>& args,
                           const std::string& target_text) {
   codegen::Target target = codegen::Target::parse(target_text);
-  const auto traits =
-      schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores());
-  auto task =
-      schedule_space::Task::create(template_name, schedule_space::parse_workload_args(template_name, args), traits);
+  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
+                                                         target.vector_bits(), target.cores());
+  auto task = schedule_space::Task::create(
+      template_name, schedule_space::parse_workload_args(template_name, args), traits);
   return Workload{std::move(target), std::move(task)};
 }
 
@@ -53,7 +54,8 @@ std::string default_kernel_symbol(const std::string& template_name) {
 namespace {
 
 tuning_db::Database open_log(const std::string& db_path) {
-  if (!std::filesystem::exists(db_path)) throw Error(ErrorKind::kNotFound, "no tuning log at " + db_path);
+  if (!std::filesystem::exists(db_path))
+    throw Error(ErrorKind::kNotFound, "no tuning log at " + db_path);
   tuning_db::OpenOptions open;
   open.read_only = true;  // a build machine may only read the log
   return tuning_db::Database::open(db_path, open);
@@ -71,13 +73,15 @@ class TemporaryLog {
  public:
   TemporaryLog() {
     static std::atomic<int> counter{0};
-    path_ = (std::filesystem::temp_directory_path() /
-             ("ktune-nearest-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".db"))
-                .string();
+    path_ =
+        (std::filesystem::temp_directory_path() /
+         ("ktune-nearest-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".db"))
+            .string();
   }
   ~TemporaryLog() {
     std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(path_ + suffix, ec);
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+      std::filesystem::remove(path_ + suffix, ec);
   }
   TemporaryLog(const TemporaryLog&) = delete;
   TemporaryLog& operator=(const TemporaryLog&) = delete;
@@ -89,17 +93,20 @@ class TemporaryLog {
 
 }  // namespace
 
-std::vector<tuning_db::Record> best_records(const std::string& db_path, const Workload& workload, int64_t k,
-                                            bool include_emulated) {
+std::vector<tuning_db::Record> best_records(const std::string& db_path, const Workload& workload,
+                                            int64_t k, bool include_emulated) {
   auto db = open_log(db_path);
-  return tuning_db::top_k_preferring_toolchain(db, workload.task.workload_key(), workload.target.str(),
-                                               codegen::llvm_version(), k, record_query("", include_emulated));
+  return tuning_db::top_k_preferring_toolchain(db, workload.task.workload_key(),
+                                               workload.target.str(), codegen::llvm_version(), k,
+                                               record_query("", include_emulated));
 }
 
-std::vector<tuning_db::Record> best_records(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
-                                            const std::string& device_key, int64_t k, bool include_emulated) {
+std::vector<tuning_db::Record> best_records(const rpc_runner::ServiceClientOptions& server,
+                                            const Workload& workload, const std::string& device_key,
+                                            int64_t k, bool include_emulated) {
   rpc_runner::ServiceClient client(server);
-  return client.best(workload.task.workload_key(), workload.target.str(), device_key, k, include_emulated);
+  return client.best(workload.task.workload_key(), workload.target.str(), device_key, k,
+                     include_emulated);
 }
 
 std::optional<tuning_db::Record> best_record(const std::string& db_path, const Workload& workload,
@@ -109,31 +116,37 @@ std::optional<tuning_db::Record> best_record(const std::string& db_path, const W
   return std::move(top.front());
 }
 
-std::optional<tuning_db::Record> best_record(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
+std::optional<tuning_db::Record> best_record(const rpc_runner::ServiceClientOptions& server,
+                                             const Workload& workload,
                                              const std::string& device_key, bool include_emulated) {
   auto top = best_records(server, workload, device_key, 1, include_emulated);
   if (top.empty()) return std::nullopt;
   return std::move(top.front());
 }
 
-std::string emulated_only_note(const std::string& db_path, const Workload& workload, const std::string& flag) {
+std::string emulated_only_note(const std::string& db_path, const Workload& workload,
+                               const std::string& flag) {
   auto db = open_log(db_path);
-  const int64_t n = db.count_emulated(workload.task.workload_key(), tuning_db::TargetKey{workload.target.str(), ""});
+  const int64_t n = db.count_emulated(workload.task.workload_key(),
+                                      tuning_db::TargetKey{workload.target.str(), ""});
   if (n == 0) return "";
   return db_path + " holds " + std::to_string(n) + " successful record" + (n == 1 ? "" : "s") +
-         " of this workload measured on an emulated device (qemu), not served as real timings; " + flag +
-         " serves them";
+         " of this workload measured on an emulated device (qemu), not served as real timings; " +
+         flag + " serves them";
 }
 
-std::optional<tuning_db::NearestTuned> nearest_record(const std::string& db_path, const Workload& workload,
+std::optional<tuning_db::NearestTuned> nearest_record(const std::string& db_path,
+                                                      const Workload& workload,
                                                       bool include_emulated) {
   auto db = open_log(db_path);
-  return tuning_db::nearest_tuned(db, workload.task, tuning_db::TargetKey{workload.target.str(), ""},
+  return tuning_db::nearest_tuned(db, workload.task,
+                                  tuning_db::TargetKey{workload.target.str(), ""},
                                   record_query("", include_emulated));
 }
 
-std::optional<tuning_db::NearestTuned> nearest_record(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
-                                                      const std::string& device_key, bool include_emulated) {
+std::optional<tuning_db::NearestTuned> nearest_record(
+    const rpc_runner::ServiceClientOptions& server, const Workload& workload,
+    const std::string& device_key, bool include_emulated) {
   std::stringstream lines;
   rpc_runner::ServiceClient(server).export_log(lines);
   // Only the successful records of the template on the target can be the nearest.
@@ -141,23 +154,25 @@ std::optional<tuning_db::NearestTuned> nearest_record(const rpc_runner::ServiceC
   for (std::string line; std::getline(lines, line);) {
     if (line.empty()) continue;
     tuning_db::Record r = tuning_db::from_json_line(line);
-    if (r.ok() && r.template_name == workload.task.template_name() && r.target.target == workload.target.str())
+    if (r.ok() && r.template_name == workload.task.template_name() &&
+        r.target.target == workload.target.str())
       candidates.push_back(std::move(r));
   }
   if (candidates.empty()) return std::nullopt;
   TemporaryLog log;
   auto db = tuning_db::Database::open(log.path());
   db.add(candidates);
-  auto nearest = tuning_db::nearest_tuned(db, workload.task, tuning_db::TargetKey{workload.target.str(), ""},
-                                          record_query(device_key, include_emulated));
+  auto nearest =
+      tuning_db::nearest_tuned(db, workload.task, tuning_db::TargetKey{workload.target.str(), ""},
+                               record_query(device_key, include_emulated));
   if (nearest) nearest->record.id = 0;  // an id of the temporary log, not of the server's
   return nearest;
 }
 
 std::string toolchain_warning(const tuning_db::Record& record) {
   if (record.target.llvm_version == codegen::llvm_version()) return "";
-  return "the record served was measured with LLVM " + record.target.llvm_version + " (ktune " + record.ktune_version +
-         "); this ktune builds with LLVM " + codegen::llvm_version() +
+  return "the record served was measured with LLVM " + record.target.llvm_version + " (ktune " +
+         record.ktune_version + "); this ktune builds with LLVM " + codegen::llvm_version() +
          " and has no record of its own for this workload: `ktune db revalidate` re-measures";
 }
 

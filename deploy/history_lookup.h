@@ -1,4 +1,5 @@
-// Declares the look-ups behind apply_history_best, `ktune best` and `ktune build`: a workload, its best record.
+// Declares the look-ups behind apply_history_best, `ktune best` and `ktune build`: a workload, its
+// best record.
 #pragma once
 
 #include <cstdint>
@@ -42,10 +43,11 @@ std::string default_kernel_symbol(const std::string& template_name);
 // device key. Records that do not instantiate are never among them, nor records measured on
 // an emulated device unless include_emulated (then they compete with the real ones by cost and
 // carry Record::emulated). Throws as best_record.
-std::vector<tuning_db::Record> best_records(const std::string& db_path, const Workload& workload, int64_t k,
-                                            bool include_emulated = false);
-std::vector<tuning_db::Record> best_records(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
-                                            const std::string& device_key, int64_t k, bool include_emulated = false);
+std::vector<tuning_db::Record> best_records(const std::string& db_path, const Workload& workload,
+                                            int64_t k, bool include_emulated = false);
+std::vector<tuning_db::Record> best_records(const rpc_runner::ServiceClientOptions& server,
+                                            const Workload& workload, const std::string& device_key,
+                                            int64_t k, bool include_emulated = false);
 
 // Returns the fastest successful record of the workload in the tuning log at db_path (this
 // LLVM's first, as best_records), or nullopt. The log is opened without creating it.
@@ -56,26 +58,31 @@ std::optional<tuning_db::Record> best_record(const std::string& db_path, const W
 
 // The same, asked of a tuning server's log (QueryBest), optionally of one device key. Throws
 // what ServiceClient throws (unreachable server, wrong token: one clear line).
-std::optional<tuning_db::Record> best_record(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
-                                             const std::string& device_key, bool include_emulated = false);
+std::optional<tuning_db::Record> best_record(const rpc_runner::ServiceClientOptions& server,
+                                             const Workload& workload,
+                                             const std::string& device_key,
+                                             bool include_emulated = false);
 
 // For a look-up without include_emulated that found nothing: "" when the log at db_path holds
 // no successful emulated record of the workload either, else one sentence saying how many it
 // holds and that `flag` serves them. Throws as best_record.
-std::string emulated_only_note(const std::string& db_path, const Workload& workload, const std::string& flag);
+std::string emulated_only_note(const std::string& db_path, const Workload& workload,
+                               const std::string& flag);
 
 // For a workload without a record in the log at db_path: the best config of the nearest tuned
 // workload of its template and target that is valid for it (tuning_db::nearest_tuned), or
 // nullopt. Throws as best_record.
-std::optional<tuning_db::NearestTuned> nearest_record(const std::string& db_path, const Workload& workload,
+std::optional<tuning_db::NearestTuned> nearest_record(const std::string& db_path,
+                                                      const Workload& workload,
                                                       bool include_emulated = false);
 
 // The same over a tuning server's log. There is no RPC for it (one would bump the protocol), so
 // this streams the server's records (ExportLog, the whole log: its cost grows with the log),
 // keeps those of the workload's template in a temporary log file and runs nearest_tuned there.
 // Throws what ServiceClient throws, and Error(kIo) when the temporary file cannot be written.
-std::optional<tuning_db::NearestTuned> nearest_record(const rpc_runner::ServiceClientOptions& server, const Workload& workload,
-                                                      const std::string& device_key, bool include_emulated = false);
+std::optional<tuning_db::NearestTuned> nearest_record(
+    const rpc_runner::ServiceClientOptions& server, const Workload& workload,
+    const std::string& device_key, bool include_emulated = false);
 
 // One line for stderr when a served record was measured with another LLVM version than this
 // ktune's ("" when it was not).

@@ -10,8 +10,8 @@
 
 #include "codegen/codegen_llvm.h"
 #include "support/error.h"
-#include "te/lower.h"
 #include "support/version.h"
+#include "te/lower.h"
 
 namespace ktune::deploy {
 namespace {
@@ -84,9 +84,9 @@ KernelProvenance provenance(const BuiltKernel& k, const HistorySource& from) {
   if (k.choice.best) {
     const tuning_db::Record& b = *k.choice.best;
     // A server's answer carries no record id (0): the record is named by its figures.
-    p.source = log + (b.id > 0 ? ", record " + std::to_string(b.id) : "") + ": " + fixed(b.gflops(), 2) +
-               " GFLOP/s (" + fixed(b.mean_cost() * 1e3, 4) + " ms), tuner " + b.tuner +
-               ", measured with LLVM " + b.target.llvm_version +
+    p.source = log + (b.id > 0 ? ", record " + std::to_string(b.id) : "") + ": " +
+               fixed(b.gflops(), 2) + " GFLOP/s (" + fixed(b.mean_cost() * 1e3, 4) +
+               " ms), tuner " + b.tuner + ", measured with LLVM " + b.target.llvm_version +
                (b.emulated ? ", on an EMULATED device (" + b.device_key + ")" : "");
   } else if (k.choice.nearest) {
     const tuning_db::NearestTuned& n = *k.choice.nearest;
@@ -105,9 +105,12 @@ KernelProvenance provenance(const BuiltKernel& k, const HistorySource& from) {
 
 std::string BuiltKernel::config_source() const {
   switch (choice.source) {
-    case deploy::ConfigChoice::Source::kTuned: return "tuned";
-    case deploy::ConfigChoice::Source::kNearest: return "nearest";
-    case deploy::ConfigChoice::Source::kFallback: break;
+    case deploy::ConfigChoice::Source::kTuned:
+      return "tuned";
+    case deploy::ConfigChoice::Source::kNearest:
+      return "nearest";
+    case deploy::ConfigChoice::Source::kFallback:
+      break;
   }
   return "fallback";
 }

@@ -9,8 +9,8 @@
 #include "codegen/artifact.h"
 #include "deploy/config_choice.h"
 #include "deploy/history_lookup.h"
-#include "rpc_runner/client/service_client.h"
 #include "deploy/kernel_header.h"
+#include "rpc_runner/client/service_client.h"
 
 namespace ktune::deploy {
 
@@ -55,8 +55,9 @@ struct BuiltKernel {
 // timed on an emulated device or with another LLVM. Returns the kernels in request order.
 // Throws, with the request's label before the message: Error(kInvalidArgument) for a name that is
 // not a C identifier, two requests of one name, an unknown template or argument, a bad target
-// string, an empty db without a server or --device-key without a server; Error(kUnsupported) for a triple with no backend;
-// Error(kNotFound) for require_tuned without a record; what the look-up and codegen throw.
+// string, an empty db without a server or --device-key without a server; Error(kUnsupported) for a
+// triple with no backend; Error(kNotFound) for require_tuned without a record; what the look-up and
+// codegen throw.
 std::vector<BuiltKernel> build_kernels(const std::vector<KernelRequest>& requests,
                                        const KernelSource& source);
 

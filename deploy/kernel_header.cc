@@ -44,7 +44,8 @@ constexpr const char* kArgsVariable = "ktune_args";
 
 // The runtime API a program may call (codegen/parallel_runtime.c defines it all); guarded, as
 // every kernel header declares it.
-constexpr const char* kRuntimeApi = R"(/* ktune's parallel runtime: ktune_runtime.c from `ktune build --runtime` (see its opening
+constexpr const char* kRuntimeApi =
+    R"(/* ktune's parallel runtime: ktune_runtime.c from `ktune build --runtime` (see its opening
  * comment). Threads default to the CPUs the process may use; the count applies to the next
  * parallel loop. ktune_set_parallel_for(fn) makes every loop call fn (OpenMP, TBB, the
  * program's own pool) instead; fn must run body over chunks that cover [0, extent) exactly once
@@ -62,7 +63,8 @@ void ktune_set_parallel_for(ktune_parallel_for_fn fn);
 )";
 
 bool is_reserved(std::string_view name) {
-  return std::find(std::begin(kReservedWords), std::end(kReservedWords), name) != std::end(kReservedWords);
+  return std::find(std::begin(kReservedWords), std::end(kReservedWords), name) !=
+         std::end(kReservedWords);
 }
 
 // The C element type of a te dtype name.
@@ -80,7 +82,8 @@ std::string c_type(const std::string& dtype) {
 // Text made safe to sit inside a /* */ comment on one line.
 std::string comment_safe(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
-  for (size_t at = text.find("*/"); at != std::string::npos; at = text.find("*/", at)) text.replace(at, 2, "*\\/");
+  for (size_t at = text.find("*/"); at != std::string::npos; at = text.find("*/", at))
+    text.replace(at, 2, "*\\/");
   return text;
 }
 
@@ -90,7 +93,9 @@ std::string upper(std::string s) {
 }
 
 // The macros the header defines (a parameter of the same name would be expanded).
-std::string include_guard(const std::string& symbol) { return "KTUNE_KERNEL_" + upper(symbol) + "_H_"; }
+std::string include_guard(const std::string& symbol) {
+  return "KTUNE_KERNEL_" + upper(symbol) + "_H_";
+}
 std::string alignment_macro(const std::string& symbol) { return upper(symbol) + "_ALIGNMENT"; }
 
 std::string shape_text(const codegen::ArgSpec& arg) {
@@ -103,7 +108,9 @@ std::string shape_text(const codegen::ArgSpec& arg) {
 
 bool is_c_identifier(const std::string& name) {
   if (name.empty()) return false;
-  const auto ident_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  const auto ident_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
   if (std::isdigit(static_cast<unsigned char>(name[0]))) return false;
   if (!std::all_of(name.begin(), name.end(), ident_char)) return false;
   return !is_reserved(name);
@@ -111,14 +118,15 @@ bool is_c_identifier(const std::string& name) {
 
 std::vector<std::string> wrapper_parameter_names(const std::string& symbol,
                                                  const std::vector<std::string>& tensor_names) {
-  std::set<std::string> taken{symbol, symbol + kWrapperSuffix, kArgsVariable, alignment_macro(symbol),
-                              include_guard(symbol)};
+  std::set<std::string> taken{symbol, symbol + kWrapperSuffix, kArgsVariable,
+                              alignment_macro(symbol), include_guard(symbol)};
   std::vector<std::string> names;
   for (size_t i = 0; i < tensor_names.size(); ++i) {
     std::string n = tensor_names[i];
     for (char& c : n)
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-    if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0]))) n = "arg" + std::to_string(i) + "_" + n;
+    if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0])))
+      n = "arg" + std::to_string(i) + "_" + n;
     if (is_reserved(n)) n += "_";
     // A clash gets the argument's position, which is unique among the arguments.
     if (taken.count(n)) n += "_" + std::to_string(i);
@@ -130,13 +138,16 @@ std::vector<std::string> wrapper_parameter_names(const std::string& symbol,
 }
 
 std::string kernel_header(const std::string& symbol, const codegen::Artifact& artifact,
-                          const std::vector<std::string>& tensor_names, const KernelProvenance& provenance) {
-  if (!is_c_identifier(symbol)) throw Error(ErrorKind::kInvalidArgument, "'" + symbol + "' is not a C identifier");
+                          const std::vector<std::string>& tensor_names,
+                          const KernelProvenance& provenance) {
+  if (!is_c_identifier(symbol))
+    throw Error(ErrorKind::kInvalidArgument, "'" + symbol + "' is not a C identifier");
   if (tensor_names.size() != artifact.signature.size())
-    throw Error(ErrorKind::kInvalidArgument, "kernel_header: " + std::to_string(tensor_names.size()) +
-                                                 " tensor names for " + std::to_string(artifact.signature.size()) +
-                                                 " arguments");
-  if (artifact.signature.empty()) throw Error(ErrorKind::kInvalidArgument, "kernel_header: a kernel without arguments");
+    throw Error(ErrorKind::kInvalidArgument,
+                "kernel_header: " + std::to_string(tensor_names.size()) + " tensor names for " +
+                    std::to_string(artifact.signature.size()) + " arguments");
+  if (artifact.signature.empty())
+    throw Error(ErrorKind::kInvalidArgument, "kernel_header: a kernel without arguments");
   const std::string wrapper = symbol + kWrapperSuffix;
   const std::string args_var = kArgsVariable;
   const std::vector<std::string> params = wrapper_parameter_names(symbol, tensor_names);
@@ -161,12 +172,15 @@ std::string kernel_header(const std::string& symbol, const codegen::Artifact& ar
   for (size_t i = 0; i < n; ++i) {
     const auto& a = artifact.signature[i];
     h << " *   " << i << " " << comment_safe(params[i]) << ": " << shape_text(a) << ", "
-      << a.num_elements() * a.element_bytes() << " bytes, " << (a.is_output ? "output" : "input") << "\n";
+      << a.num_elements() * a.element_bytes() << " bytes, " << (a.is_output ? "output" : "input")
+      << "\n";
   }
   h << " *\n"
-    << " * Returns 0 on success, 1 when a temporary buffer could not be allocated. Inputs are never\n"
+    << " * Returns 0 on success, 1 when a temporary buffer could not be allocated. Inputs are "
+       "never\n"
     << " * written. Parallel loops call ktune_parallel_for, so a program built outside ktune must\n"
-    << " * link ktune_parallel_for: write it with --runtime (`ktune build ... --runtime ktune_runtime.c`, then\n"
+    << " * link ktune_parallel_for: write it with --runtime (`ktune build ... --runtime "
+       "ktune_runtime.c`, then\n"
     << " * `cc main.c " << symbol << ".o ktune_runtime.c -lpthread -lm`).\n"
     << " */\n"
     << "#ifndef " << guard << "\n"
@@ -178,8 +192,7 @@ std::string kernel_header(const std::string& symbol, const codegen::Artifact& ar
     << "#endif\n\n"
     << "/* The kernel ABI: args[i] points to argument i above. */\n"
     << "int32_t " << symbol << "(void* const* args);\n\n"
-    << kRuntimeApi
-    << "/* Fills the argument array and calls " << symbol << ". */\n"
+    << kRuntimeApi << "/* Fills the argument array and calls " << symbol << ". */\n"
     << "static inline int32_t " << wrapper << "(";
   for (size_t i = 0; i < n; ++i) {
     const auto& a = artifact.signature[i];
@@ -215,13 +228,14 @@ std::string kernels_header(const std::string& name, const std::string& library,
       << comment_safe(k.provenance.source) << "\n";
   h << " *\n"
     << " * Each kernel's own section below says how to call it. Link the library and the runtime\n"
-    << " * (`ktune build --manifest ... --runtime ktune_runtime.c`): `cc main.c " << comment_safe(library)
-    << " ktune_runtime.c -lpthread -lm`.\n"
+    << " * (`ktune build --manifest ... --runtime ktune_runtime.c`): `cc main.c "
+    << comment_safe(library) << " ktune_runtime.c -lpthread -lm`.\n"
     << " */\n"
     << "#ifndef " << guard << "\n"
     << "#define " << guard << "\n\n";
   for (const auto& k : kernels) {
-    if (!k.artifact) throw Error(ErrorKind::kInvalidArgument, "kernels_header: " + k.symbol + " has no artifact");
+    if (!k.artifact)
+      throw Error(ErrorKind::kInvalidArgument, "kernels_header: " + k.symbol + " has no artifact");
     h << kernel_header(k.symbol, *k.artifact, k.tensor_names, k.provenance) << "\n";
   }
   h << "#endif  /* " << guard << " */\n";

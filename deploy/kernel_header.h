@@ -1,4 +1,5 @@
-// Declares the C header that `ktune build` writes next to a kernel object: provenance, the raw entry, a typed wrapper.
+// Declares the C header that `ktune build` writes next to a kernel object: provenance, the raw
+// entry, a typed wrapper.
 #pragma once
 
 #include <string>
@@ -36,7 +37,8 @@ std::vector<std::string> wrapper_parameter_names(const std::string& symbol,
 // Throws Error(kInvalidArgument) for a symbol that is not a C identifier, an empty signature or a
 // names/signature size mismatch, Error(kUnsupported) for a dtype with no C type.
 std::string kernel_header(const std::string& symbol, const codegen::Artifact& artifact,
-                          const std::vector<std::string>& tensor_names, const KernelProvenance& provenance);
+                          const std::vector<std::string>& tensor_names,
+                          const KernelProvenance& provenance);
 
 // One kernel of a combined header: what kernel_header() takes.
 struct KernelHeaderPart {

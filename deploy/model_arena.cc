@@ -18,7 +18,9 @@ int64_t align_up(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 // step that reads it or a view of it; larger tensors are placed first, each at the lowest
 // offset that no tensor live at the same time overlaps.
 void place_in_arena(ModelPlan& plan) {
-  const auto root = [&](int64_t id) { return plan.tensors[id].alias_of >= 0 ? plan.tensors[id].alias_of : id; };
+  const auto root = [&](int64_t id) {
+    return plan.tensors[id].alias_of >= 0 ? plan.tensors[id].alias_of : id;
+  };
   std::map<int64_t, std::pair<size_t, size_t>> live;  // root id -> [first, last] step
   for (size_t i = 0; i < plan.steps.size(); ++i)
     for (int64_t id : plan.steps[i].args) {
@@ -29,8 +31,9 @@ void place_in_arena(ModelPlan& plan) {
     }
   std::vector<int64_t> order;
   for (const auto& [id, span] : live) order.push_back(id);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return plan.tensors[a].bytes() > plan.tensors[b].bytes(); });
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return plan.tensors[a].bytes() > plan.tensors[b].bytes();
+  });
   std::vector<int64_t> placed;
   for (int64_t id : order) {
     const auto [first, last] = live[id];
@@ -39,7 +42,9 @@ void place_in_arena(ModelPlan& plan) {
     std::vector<std::pair<int64_t, int64_t>> busy;
     for (int64_t p : placed) {
       const auto [pf, pl] = live[p];
-      if (pf <= last && first <= pl) busy.push_back({plan.tensors[p].offset, plan.tensors[p].offset + align_up(plan.tensors[p].bytes())});
+      if (pf <= last && first <= pl)
+        busy.push_back(
+            {plan.tensors[p].offset, plan.tensors[p].offset + align_up(plan.tensors[p].bytes())});
     }
     std::sort(busy.begin(), busy.end());
     int64_t offset = 0;

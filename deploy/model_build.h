@@ -1,4 +1,6 @@
-// Declares build_model() (a ModelPlan compiled: one kernel per step and the driver), the model library's files (static library, header, weights), and ModelRunner, the same library loaded in this process.
+// Declares build_model() (a ModelPlan compiled: one kernel per step and the driver), the model
+// library's files (static library, header, weights), and ModelRunner, the same library loaded in
+// this process.
 #pragma once
 
 #include <cstdint>
@@ -20,10 +22,10 @@ struct BuiltModel {
 
 // What `ktune build --model` and `ktune run` ask for.
 struct ModelRequest {
-  std::string model_path;                       // an ONNX file
-  std::vector<frontend::InputShape> inputs;     // --input NAME=SHAPE
-  std::string name;                             // C prefix of the entry points (a C identifier)
-  PlanOptions plan;                             // target, tuning log, require_tuned
+  std::string model_path;                    // an ONNX file
+  std::vector<frontend::InputShape> inputs;  // --input NAME=SHAPE
+  std::string name;                          // C prefix of the entry points (a C identifier)
+  PlanOptions plan;                          // target, tuning log, require_tuned
   bool embed_weights = true;
 };
 
@@ -61,12 +63,14 @@ class ModelRunner {
   // plan's shapes (NCHW). Throws Error(kRun) naming the status when the driver fails.
   void run(const std::vector<const float*>& inputs, const std::vector<float*>& outputs);
   // Runs the steps one at a time; returns each step's seconds (one run). Outputs as run().
-  std::vector<double> run_layers(const std::vector<const float*>& inputs, const std::vector<float*>& outputs);
+  std::vector<double> run_layers(const std::vector<const float*>& inputs,
+                                 const std::vector<float*>& outputs);
 
   // The buffers step `step` of run_layers() reads and writes, in its kernel's argument order: its
   // own arena and weights, and `inputs` and `outputs` as run() takes them. For running a model
   // one step at a time (run_step) and looking at what each step read and wrote.
-  std::vector<void*> step_buffers(size_t step, const std::vector<const float*>& inputs, const std::vector<float*>& outputs);
+  std::vector<void*> step_buffers(size_t step, const std::vector<const float*>& inputs,
+                                  const std::vector<float*>& outputs);
   // Calls step `step`'s kernel on `args` (step_buffers). Throws Error(kRun) naming the kernel when
   // it returns a non-zero status.
   void run_step(size_t step, const std::vector<void*>& args);
@@ -78,7 +82,7 @@ class ModelRunner {
   void (*destroy_)(void*) = nullptr;
   void* run_ = nullptr;
   std::vector<int32_t (*)(void* const*)> kernels_;
-  float* arena_ = nullptr;   // run_layers' own
+  float* arena_ = nullptr;  // run_layers' own
   float* weights_ = nullptr;
 };
 

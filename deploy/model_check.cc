@@ -18,7 +18,8 @@ namespace {
 // A float32 buffer of NaN: an element that a kernel does not write shows.
 te::HostBuffer nan_buffer(const std::vector<int64_t>& shape) {
   te::HostBuffer b(shape, te::Float(32));
-  std::fill(b.as<float>(), b.as<float>() + b.num_elements(), std::numeric_limits<float>::quiet_NaN());
+  std::fill(b.as<float>(), b.as<float>() + b.num_elements(),
+            std::numeric_limits<float>::quiet_NaN());
   return b;
 }
 
@@ -54,7 +55,8 @@ class StepReference {
     const PlanTensor& out_t = plan_.tensors[static_cast<size_t>(step_.args.back())];
     std::vector<te::HostBuffer> nchw_in(1);
     nchw_in[0] = nan_buffer(in_t.shape);
-    interpret_checked(from_blocked(step_.symbol + "_in", in_t.shape, in_t.block), inputs, nchw_in[0]);
+    interpret_checked(from_blocked(step_.symbol + "_in", in_t.shape, in_t.block), inputs,
+                      nchw_in[0]);
     std::vector<te::HostBuffer> nchw_out(1);
     nchw_out[0] = nan_buffer(out_t.shape);
     interpret_checked(task_reference(), nchw_in, nchw_out[0]);
@@ -63,13 +65,17 @@ class StepReference {
 
   // Runs `f` on `inputs` then `out`, after checking that they are its arguments' shapes: a
   // reference that takes other arguments than the step's kernel is a planner bug, not a result.
-  void interpret_checked(const te::LoweredFunc& f, std::vector<te::HostBuffer>& inputs, te::HostBuffer& out) const {
+  void interpret_checked(const te::LoweredFunc& f, std::vector<te::HostBuffer>& inputs,
+                         te::HostBuffer& out) const {
     std::vector<te::HostBuffer*> args;
     for (te::HostBuffer& b : inputs) args.push_back(&b);
     args.push_back(&out);
     bool same = f.args.size() == args.size();
-    for (size_t k = 0; same && k < args.size(); ++k) same = f.args[k].shape == args[k]->shape() && f.args[k].dtype == args[k]->dtype();
-    if (!same) throw Error(ErrorKind::kInternal, step_.symbol + ": the reference " + f.name + " takes other arguments than the step's kernel");
+    for (size_t k = 0; same && k < args.size(); ++k)
+      same = f.args[k].shape == args[k]->shape() && f.args[k].dtype == args[k]->dtype();
+    if (!same)
+      throw Error(ErrorKind::kInternal, step_.symbol + ": the reference " + f.name +
+                                            " takes other arguments than the step's kernel");
     te::interpret(f, args);
   }
 
@@ -85,7 +91,8 @@ void compare(const float* out, const te::HostBuffer& ref, StepCheck& c) {
   for (int64_t i = 0; i < c.elements; ++i) {
     if (std::isnan(out[i]) || std::isnan(r[i])) {
       if (std::isnan(out[i]) && !std::isnan(r[i])) ++c.nan_left;
-      if (std::isnan(out[i]) != std::isnan(r[i])) max_diff = std::numeric_limits<double>::infinity();
+      if (std::isnan(out[i]) != std::isnan(r[i]))
+        max_diff = std::numeric_limits<double>::infinity();
       continue;
     }
     max_ref = std::max(max_ref, std::abs(static_cast<double>(r[i])));
@@ -97,19 +104,22 @@ void compare(const float* out, const te::HostBuffer& ref, StepCheck& c) {
 }  // namespace
 
 std::vector<StepCheck> check_model_steps(ModelRunner& runner, const BuiltModel& model,
-                                         const std::vector<const float*>& inputs, const std::vector<float*>& outputs,
+                                         const std::vector<const float*>& inputs,
+                                         const std::vector<float*>& outputs,
                                          const CheckOptions& options) {
   const ModelPlan& plan = model.plan;
   if (inputs.size() != plan.inputs.size() || outputs.size() != plan.outputs.size())
-    throw Error(ErrorKind::kInvalidArgument, "the model takes " + std::to_string(plan.inputs.size()) + " inputs and " +
-                                                 std::to_string(plan.outputs.size()) + " outputs");
+    throw Error(ErrorKind::kInvalidArgument,
+                "the model takes " + std::to_string(plan.inputs.size()) + " inputs and " +
+                    std::to_string(plan.outputs.size()) + " outputs");
   std::vector<StepCheck> checks;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& step = plan.steps[i];
     const std::vector<void*> args = runner.step_buffers(i, inputs, outputs);
     const std::vector<te::BufferArg>& sig = step.func.args;
     if (sig.size() != args.size() || sig.back().dtype != te::Float(32))
-      throw Error(ErrorKind::kInternal, step.symbol + ": its kernel's signature does not match the plan's arguments");
+      throw Error(ErrorKind::kInternal,
+                  step.symbol + ": its kernel's signature does not match the plan's arguments");
     // Copies of what it reads, before it runs: a step writing over its own input shows.
     std::vector<te::HostBuffer> read;
     for (size_t k = 0; k + 1 < args.size(); ++k) {

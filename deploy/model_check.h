@@ -1,4 +1,5 @@
-// Defines check_model_steps(): a built model run one step at a time, each step's output compared with te's reference of that step on the very inputs the step read.
+// Defines check_model_steps(): a built model run one step at a time, each step's output compared
+// with te's reference of that step on the very inputs the step read.
 #pragma once
 
 #include <cstdint>
@@ -13,15 +14,17 @@ namespace ktune::deploy {
 // One step's output against its reference.
 struct StepCheck {
   size_t step = 0;
-  std::string layer;      // the ONNX nodes it runs, '+'-joined (PlanStep::layer)
-  std::string kind;       // PlanStep::kind
-  std::string reference;  // what it was compared with: "task reference", "pool reference", "interpreter"
-  int64_t elements = 0;   // elements of its output compared
+  std::string layer;  // the ONNX nodes it runs, '+'-joined (PlanStep::layer)
+  std::string kind;   // PlanStep::kind
+  std::string
+      reference;  // what it was compared with: "task reference", "pool reference", "interpreter"
+  int64_t elements = 0;  // elements of its output compared
   // max |output - reference| / max |reference| over the elements where both are numbers (the
   // absolute difference when the reference is all zeros); infinite where exactly one of the two is
   // NaN.
   double max_error = 0;
-  int64_t nan_left = 0;   // output elements still NaN (the output is NaN-filled before the step runs)
+  int64_t nan_left =
+      0;  // output elements still NaN (the output is NaN-filled before the step runs)
   bool passed(double tolerance) const { return nan_left == 0 && max_error <= tolerance; }
 };
 
@@ -45,7 +48,8 @@ struct CheckOptions {
 // what ModelRunner throws, and Error(kInternal) when a reference's arguments do not match the
 // step's kernel.
 std::vector<StepCheck> check_model_steps(ModelRunner& runner, const BuiltModel& model,
-                                         const std::vector<const float*>& inputs, const std::vector<float*>& outputs,
+                                         const std::vector<const float*>& inputs,
+                                         const std::vector<float*>& outputs,
                                          const CheckOptions& options = {});
 
 }  // namespace ktune::deploy

@@ -28,7 +28,9 @@ te::Expr apply(const ElementwiseOp& op, const te::Expr& x, const te::Expr& y) {
   if (op.op == "hardswish") return x * te::min(te::max(x + f(3), f(0)), f(6)) / f(6);
   // The expressions of the matmul epilogue's gelu_erf: a GELU computes the same fused or not.
   if (op.op == "erf") return schedule_space::templates::erf_expr(x, te::Float(32));
-  if (op.op == "gelu_erf") return f(0.5) * x * (f(1) + schedule_space::templates::erf_expr(x * f(0.7071067811865476f), te::Float(32)));
+  if (op.op == "gelu_erf")
+    return f(0.5) * x *
+           (f(1) + schedule_space::templates::erf_expr(x * f(0.7071067811865476f), te::Float(32)));
   if (op.op == "sqrt") return te::sqrt(x);
   if (op.op == "add") return x + y;
   if (op.op == "sub") return x - y;
@@ -46,44 +48,54 @@ te::Expr apply(const ElementwiseOp& op, const te::Expr& x, const te::Expr& y) {
 }  // namespace
 
 bool is_elementwise(const std::string& op) {
-  static const std::set<std::string> kOps = {"copy",       "relu",       "clip",       "sigmoid",    "silu",
-                                             "hardswish",  "gelu_erf",   "erf",        "sqrt",       "add",
-                                             "sub",        "mul",        "div",        "add_scalar", "sub_scalar",
-                                             "mul_scalar", "div_scalar", "pow_scalar"};
+  static const std::set<std::string> kOps = {
+      "copy",     "relu",       "clip",       "sigmoid",    "silu",       "hardswish",
+      "gelu_erf", "erf",        "sqrt",       "add",        "sub",        "mul",
+      "div",      "add_scalar", "sub_scalar", "mul_scalar", "div_scalar", "pow_scalar"};
   return kOps.count(op) > 0;
 }
 
-te::LoweredFunc to_blocked(const std::string& name, const std::vector<int64_t>& nchw, int64_t block) {
+te::LoweredFunc to_blocked(const std::string& name, const std::vector<int64_t>& nchw,
+                           int64_t block) {
   const int64_t n = nchw.at(0), c = nchw.at(1), h = nchw.at(2), w = nchw.at(3);
   const int64_t blocks = (c + block - 1) / block;
   te::Tensor in = te::placeholder({n, c, h, w}, te::Float(32), "in");
-  te::Tensor out = te::compute({n, blocks, h, w, block}, [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
-    te::Expr ch = cb * block + l;
-    // The clamp keeps the read in bounds; the select writes the padding lanes as zeros.
-    return te::select(ch < c, in(i, te::min(ch, te::Expr(c - 1)), y, x), f(0));
-  }, "out");
+  te::Tensor out = te::compute(
+      {n, blocks, h, w, block},
+      [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
+        te::Expr ch = cb * block + l;
+        // The clamp keeps the read in bounds; the select writes the padding lanes as zeros.
+        return te::select(ch < c, in(i, te::min(ch, te::Expr(c - 1)), y, x), f(0));
+      },
+      "out");
   te::Schedule s = te::create_schedule({out});
   s[out].parallel(s[out].fuse(s[out].axis(0), s[out].axis(1)));
   return te::lower(s, {in, out}, name);
 }
 
-te::LoweredFunc from_blocked(const std::string& name, const std::vector<int64_t>& nchw, int64_t block) {
+te::LoweredFunc from_blocked(const std::string& name, const std::vector<int64_t>& nchw,
+                             int64_t block) {
   const int64_t n = nchw.at(0), c = nchw.at(1), h = nchw.at(2), w = nchw.at(3);
   const int64_t blocks = (c + block - 1) / block;
   te::Tensor in = te::placeholder({n, blocks, h, w, block}, te::Float(32), "in");
-  te::Tensor out = te::compute({n, c, h, w}, [&](te::Var i, te::Var ch, te::Var y, te::Var x) {
-    return in(i, ch / block, y, x, ch % block);
-  }, "out");
+  te::Tensor out = te::compute(
+      {n, c, h, w},
+      [&](te::Var i, te::Var ch, te::Var y, te::Var x) {
+        return in(i, ch / block, y, x, ch % block);
+      },
+      "out");
   te::Schedule s = te::create_schedule({out});
   s[out].parallel(s[out].fuse(s[out].axis(0), s[out].axis(1)));
   return te::lower(s, {in, out}, name);
 }
 
 te::LoweredFunc elementwise(const std::string& name, const ElementwiseOp& op, int64_t count) {
-  if (!is_elementwise(op.op)) throw Error(ErrorKind::kUnsupported, "no generated kernel for elementwise '" + op.op + "'");
+  if (!is_elementwise(op.op))
+    throw Error(ErrorKind::kUnsupported, "no generated kernel for elementwise '" + op.op + "'");
   te::Tensor a = te::placeholder({count}, te::Float(32), "a");
   te::Tensor b = op.operands() == 2 ? te::placeholder({count}, te::Float(32), "b") : te::Tensor();
-  te::Tensor out = te::compute({count}, [&](te::Var i) { return apply(op, a(i), b.defined() ? b(i) : te::Expr()); }, "out");
+  te::Tensor out = te::compute(
+      {count}, [&](te::Var i) { return apply(op, a(i), b.defined() ? b(i) : te::Expr()); }, "out");
   te::Schedule s = te::create_schedule({out});
   auto [outer, lanes] = s[out].split(s[out].axis(0), kLanes);
   s[out].vectorize(lanes);

@@ -1,4 +1,6 @@
-// Declares the generated kernels of a model build: layout conversions between NCHW and the channel-blocked NCHWc, copies, elementwise operators (with broadcasting), LayerNorm, Softmax and Transpose, each a te compute with a plain parallel schedule.
+// Declares the generated kernels of a model build: layout conversions between NCHW and the
+// channel-blocked NCHWc, copies, elementwise operators (with broadcasting), LayerNorm, Softmax and
+// Transpose, each a te compute with a plain parallel schedule.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +26,11 @@ struct ElementwiseOp {
 bool is_elementwise(const std::string& op);
 
 // NCHW [n, c, h, w] -> NCHWc [n, ceil(c/block), h, w, block], the lanes past c zero.
-te::LoweredFunc to_blocked(const std::string& name, const std::vector<int64_t>& nchw, int64_t block);
+te::LoweredFunc to_blocked(const std::string& name, const std::vector<int64_t>& nchw,
+                           int64_t block);
 // NCHWc [n, ceil(c/block), h, w, block] -> NCHW [n, c, h, w].
-te::LoweredFunc from_blocked(const std::string& name, const std::vector<int64_t>& nchw, int64_t block);
+te::LoweredFunc from_blocked(const std::string& name, const std::vector<int64_t>& nchw,
+                             int64_t block);
 // `count` elements of each operand -> `count` elements. Throws Error(kUnsupported) for an
 // operation is_elementwise does not know.
 te::LoweredFunc elementwise(const std::string& name, const ElementwiseOp& op, int64_t count);
@@ -34,8 +38,9 @@ te::LoweredFunc elementwise(const std::string& name, const ElementwiseOp& op, in
 // out = a op b with numpy broadcasting (shapes aligned at their last axes, an extent 1 repeats):
 // `op` is add, sub, mul or div; arguments a, b, out (shape `out`). Throws Error(kInvalidArgument)
 // for shapes that do not broadcast to `out`, Error(kUnsupported) for another op or rank > 6.
-te::LoweredFunc broadcast_binary(const std::string& name, const std::string& op, const std::vector<int64_t>& a,
-                                 const std::vector<int64_t>& b, const std::vector<int64_t>& out);
+te::LoweredFunc broadcast_binary(const std::string& name, const std::string& op,
+                                 const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                 const std::vector<int64_t>& out);
 
 // Normalization over the last axis of `shape`: out = (x - mean) / sqrt(var + eps) * gamma + beta,
 // with the biased variance (as LayerNormalization and its decomposed form compute it); arguments
@@ -46,11 +51,13 @@ te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& 
 te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& shape);
 
 // out[i_0 .. i_r-1] = in[j] with j[perm[k]] = i_k (ONNX Transpose): arguments in (shape `in`),
-// out. Throws Error(kInvalidArgument) when perm is not a permutation of the axes, Error(kUnsupported)
-// past 6 axes.
-te::LoweredFunc transpose(const std::string& name, const std::vector<int64_t>& in, const std::vector<int64_t>& perm);
+// out. Throws Error(kInvalidArgument) when perm is not a permutation of the axes,
+// Error(kUnsupported) past 6 axes.
+te::LoweredFunc transpose(const std::string& name, const std::vector<int64_t>& in,
+                          const std::vector<int64_t>& perm);
 
 // The shape a and b broadcast to (numpy rules), or nullopt when they do not.
-std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t>& a,
+                                                    const std::vector<int64_t>& b);
 
 }  // namespace ktune::deploy

@@ -28,7 +28,8 @@ int64_t product(const std::vector<int64_t>& v) {
 
 // Ops that only reinterpret their input's bytes (in ONNX's layout).
 bool is_view(const std::string& op) {
-  static const std::set<std::string> kViews = {"Flatten", "Reshape", "Identity", "Dropout", "Squeeze", "Unsqueeze"};
+  static const std::set<std::string> kViews = {"Flatten", "Reshape", "Identity",
+                                               "Dropout", "Squeeze", "Unsqueeze"};
   return kViews.count(op) > 0;
 }
 
@@ -51,14 +52,18 @@ class Planner {
  public:
   Planner(const frontend::Graph& g, const std::map<std::string, frontend::ConstantValue>& constants,
           const std::string& name, const PlanOptions& options)
-      : g_(g), constants_(constants), options_(options), target_(codegen::Target::parse(options.target)),
+      : g_(g),
+        constants_(constants),
+        options_(options),
+        target_(codegen::Target::parse(options.target)),
         tasks_(frontend::extract_tasks(g, target_traits(options.target))) {
     plan_.name = name;
   }
 
   ModelPlan run() {
     for (size_t i = 0; i < g_.inputs.size(); ++i) {
-      PlanTensor t{g_.inputs[i], known_shape(g_.inputs[i]), 0, Storage::kInput, static_cast<int64_t>(i)};
+      PlanTensor t{g_.inputs[i], known_shape(g_.inputs[i]), 0, Storage::kInput,
+                   static_cast<int64_t>(i)};
       current_[t.name] = add(t);
       plan_.inputs.push_back(current_[t.name]);
     }
@@ -93,11 +98,13 @@ class Planner {
     }
     if (!waiting.empty()) {
       const frontend::Node& n = g_.nodes[waiting.front()];
-      throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (" + n.op + ") reads a tensor that no node computes");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "node '" + n.name + "' (" + n.op + ") reads a tensor that no node computes");
     }
     for (size_t j = 0; j < g_.outputs.size(); ++j) {
       const int64_t from = form(g_.outputs[j], 0);
-      PlanTensor t{g_.outputs[j], plan_.tensors[from].shape, 0, Storage::kOutput, static_cast<int64_t>(j)};
+      PlanTensor t{g_.outputs[j], plan_.tensors[from].shape, 0, Storage::kOutput,
+                   static_cast<int64_t>(j)};
       const int64_t out = add(t);
       plan_.outputs.push_back(out);
       PlanStep s;
@@ -121,7 +128,8 @@ class Planner {
     for (size_t k : nodes) inside.insert(g_.nodes[k].outputs.begin(), g_.nodes[k].outputs.end());
     for (size_t k : nodes)
       for (const std::string& in : g_.nodes[k].inputs)
-        if (!in.empty() && !inside.count(in) && !constants_.count(in) && !g_.constants.count(in) && !current_.count(in))
+        if (!in.empty() && !inside.count(in) && !constants_.count(in) && !g_.constants.count(in) &&
+            !current_.count(in))
           return false;
     return true;
   }
@@ -149,17 +157,21 @@ class Planner {
 
   std::string reason_of(const frontend::Node& n) const {
     for (const auto& u : tasks_.unsupported)
-      if (u.op == n.op && std::find(u.layers.begin(), u.layers.end(), n.name) != u.layers.end()) return u.reason;
+      if (u.op == n.op && std::find(u.layers.begin(), u.layers.end(), n.name) != u.layers.end())
+        return u.reason;
     return "no kernel for this operator";
   }
 
   std::vector<int64_t> known_shape(const std::string& tensor) const {
     auto s = g_.shape(tensor);
-    if (!s) throw Error(ErrorKind::kInvalidArgument, "tensor '" + tensor + "' has no known shape (give --input NAME=SHAPE)");
+    if (!s)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "tensor '" + tensor + "' has no known shape (give --input NAME=SHAPE)");
     return *s;
   }
 
-  const frontend::ConstantValue& constant(const frontend::Node& n, const std::string& tensor) const {
+  const frontend::ConstantValue& constant(const frontend::Node& n,
+                                          const std::string& tensor) const {
     auto it = constants_.find(tensor);
     if (it == constants_.end() || (it->second.f32.empty() && product(it->second.shape) > 0))
       throw unsupported(n, "input '" + tensor + "' is not a float32 constant");
@@ -176,10 +188,12 @@ class Planner {
   }
 
   // A packed weight: its bytes appended to the weights, 64-byte aligned.
-  int64_t weight(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& data) {
+  int64_t weight(const std::string& name, std::vector<int64_t> shape,
+                 const std::vector<float>& data) {
     PlanTensor t{name, std::move(shape), 0, Storage::kWeights};
     t.offset = static_cast<int64_t>(plan_.weights.size());
-    plan_.weights.resize(static_cast<size_t>(align_up(t.offset + static_cast<int64_t>(data.size() * sizeof(float)))));
+    plan_.weights.resize(static_cast<size_t>(
+        align_up(t.offset + static_cast<int64_t>(data.size() * sizeof(float)))));
     std::memcpy(plan_.weights.data() + t.offset, data.data(), data.size() * sizeof(float));
     return add(std::move(t));
   }
@@ -189,14 +203,18 @@ class Planner {
   int64_t form(const std::string& onnx, int64_t block) {
     auto cur = current_.find(onnx);
     if (cur == current_.end()) {
-      if (constants_.count(onnx)) throw Error(ErrorKind::kUnsupported, "constant '" + onnx + "' used as an activation");
-      throw Error(ErrorKind::kInvalidArgument, "tensor '" + onnx + "' is read before it is computed");
+      if (constants_.count(onnx))
+        throw Error(ErrorKind::kUnsupported, "constant '" + onnx + "' used as an activation");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "tensor '" + onnx + "' is read before it is computed");
     }
     const PlanTensor& have = plan_.tensors[cur->second];
     if (have.block == block) return cur->second;
     auto made = forms_.find({onnx, block});
     if (made != forms_.end()) return made->second;
-    if (have.shape.size() != 4) throw Error(ErrorKind::kUnsupported, "tensor '" + onnx + "' is not 4-D and cannot be blocked");
+    if (have.shape.size() != 4)
+      throw Error(ErrorKind::kUnsupported,
+                  "tensor '" + onnx + "' is not 4-D and cannot be blocked");
     int64_t from = cur->second;
     if (have.block != 0 && block != 0) from = form(onnx, 0);  // re-blocking goes through NCHW
     PlanTensor t{block ? onnx + "@c" + std::to_string(block) : onnx, have.shape, block};
@@ -205,7 +223,8 @@ class Planner {
     s.layer = "layout " + onnx;
     s.kind = "layout";
     s.symbol = symbol(block ? "to_nchw" + std::to_string(block) + "c" : "to_nchw");
-    s.func = block ? to_blocked(s.symbol, t.shape, block) : from_blocked(s.symbol, t.shape, plan_.tensors[from].block);
+    s.func = block ? to_blocked(s.symbol, t.shape, block)
+                   : from_blocked(s.symbol, t.shape, plan_.tensors[from].block);
     s.args = {from, to};
     plan_.steps.push_back(std::move(s));
     forms_[{onnx, block}] = to;
@@ -223,7 +242,8 @@ class Planner {
     const int64_t src = form(n.inputs.at(0), 0);
     PlanTensor t{n.outputs.at(0), known_shape(n.outputs.at(0))};
     t.alias_of = plan_.tensors[src].alias_of >= 0 ? plan_.tensors[src].alias_of : src;
-    if (product(t.shape) != product(plan_.tensors[src].shape)) throw unsupported(n, "a view that changes the element count");
+    if (product(t.shape) != product(plan_.tensors[src].shape))
+      throw unsupported(n, "a view that changes the element count");
     current_[t.name] = add(t);
   }
 
@@ -242,22 +262,26 @@ class Planner {
       op.max = n.attrs.count("max") ? n.attrs.at("max").floats.at(0) : bound(2, op.max);
     }
     const std::string& first = n.inputs.at(0);
-    if (current_.find(first) == current_.end()) throw unsupported(n, "its first operand is a constant");
+    if (current_.find(first) == current_.end())
+      throw unsupported(n, "its first operand is a constant");
     int64_t block = plan_.tensors[current_[first]].block;
     std::vector<int64_t> args = {form(first, block)};
     if (op.operands() == 2) {
       const std::string& second = n.inputs.at(1);
       if (current_.find(second) == current_.end() || known_shape(second) != known_shape(first))
-        throw unsupported(n, "operands of different shapes or a constant operand (broadcasting is not built)");
+        throw unsupported(
+            n, "operands of different shapes or a constant operand (broadcasting is not built)");
       args.push_back(form(second, block));
     }
-    if (known_shape(n.outputs.at(0)) != known_shape(first)) throw unsupported(n, "the output shape differs from the input's");
+    if (known_shape(n.outputs.at(0)) != known_shape(first))
+      throw unsupported(n, "the output shape differs from the input's");
     args.push_back(define(n.outputs.at(0), block));
     PlanStep s;
     s.layer = n.name;
     s.kind = "elementwise";
     s.symbol = symbol(op.op);
-    s.func = elementwise(s.symbol, op, plan_.tensors[args.back()].bytes() / static_cast<int64_t>(sizeof(float)));
+    s.func = elementwise(s.symbol, op,
+                         plan_.tensors[args.back()].bytes() / static_cast<int64_t>(sizeof(float)));
     s.args = std::move(args);
     plan_.steps.push_back(std::move(s));
   }
@@ -276,22 +300,24 @@ class Planner {
     plan_.steps.push_back(std::move(s));
   }
 
-  // What the nodes fused into a task add to its operator, per output channel: y = scale * op + shift
-  // (BatchNormalization, bias Adds; the scale folds into the weights), and the residual tensor.
+  // What the nodes fused into a task add to its operator, per output channel: y = scale * op +
+  // shift (BatchNormalization, bias Adds; the scale folds into the weights), and the residual
+  // tensor.
   struct Affine {
     std::vector<float> scale, shift;
-    bool shifted = false;   // a bias or BN: the kernel needs its bias argument
-    std::string residual;   // "" = none
+    bool shifted = false;  // a bias or BN: the kernel needs its bias argument
+    std::string residual;  // "" = none
   };
 
-  Affine fused_affine(const frontend::Node& anchor, const frontend::TaskOccurrence& occ, int64_t channels,
-                      const std::string& anchor_bias) {
+  Affine fused_affine(const frontend::Node& anchor, const frontend::TaskOccurrence& occ,
+                      int64_t channels, const std::string& anchor_bias) {
     Affine a;
     a.scale.assign(static_cast<size_t>(channels), 1.0f);
     a.shift.assign(static_cast<size_t>(channels), 0.0f);
     if (!anchor_bias.empty()) {
       const auto& b = constant(anchor, anchor_bias);
-      if (static_cast<int64_t>(b.f32.size()) != channels) throw unsupported(anchor, "a bias of another channel count");
+      if (static_cast<int64_t>(b.f32.size()) != channels)
+        throw unsupported(anchor, "a bias of another channel count");
       a.shift = b.f32;
       a.shifted = true;
     }
@@ -315,12 +341,14 @@ class Planner {
           a.scale[k] *= s;
         }
         a.shifted = true;
-      } else if (!activation && f.op == "Add" && (f.inputs.at(0) == chain || f.inputs.at(1) == chain)) {
+      } else if (!activation && f.op == "Add" &&
+                 (f.inputs.at(0) == chain || f.inputs.at(1) == chain)) {
         const std::string& other = f.inputs[0] == chain ? f.inputs[1] : f.inputs[0];
         if (constants_.count(other)) {
           // A per-channel constant (the fuser checked that it broadcasts along the channel axis).
           const auto& c = constant(f, other);
-          if (static_cast<int64_t>(c.f32.size()) != channels) throw unsupported(f, "a bias of another channel count");
+          if (static_cast<int64_t>(c.f32.size()) != channels)
+            throw unsupported(f, "a bias of another channel count");
           for (size_t k = 0; k < a.shift.size(); ++k) a.shift[k] += c.f32[k];
           a.shifted = true;
         } else {
@@ -350,8 +378,13 @@ class Planner {
       auto cur = current_.find(anchor.inputs.at(0));
       if (cur != current_.end() && plan_.tensors[cur->second].block > 0) {
         const int64_t block = plan_.tensors[cur->second].block;
-        BlockedPool pool{tmpl == "max_pool2d", plan_.tensors[cur->second].shape, block, task.args().get_int("R"),
-                         task.args().get_int("S"), task.args().get_int("stride"), task.args().get_int("pad")};
+        BlockedPool pool{tmpl == "max_pool2d",
+                         plan_.tensors[cur->second].shape,
+                         block,
+                         task.args().get_int("R"),
+                         task.args().get_int("S"),
+                         task.args().get_int("stride"),
+                         task.args().get_int("pad")};
         PlanStep s;
         s.layer = layer;
         s.kind = "pool";
@@ -374,8 +407,8 @@ class Planner {
     how.missing_log_is_untuned = true;
     s.choice = choose_config(options_.history, Workload{target_, task}, how);
     if (options_.require_tuned && s.choice->source != ConfigChoice::Source::kTuned)
-      throw Error(ErrorKind::kNotFound, "node '" + anchor.name + "': " + task.workload_key() + " is not tuned (" +
-                                            s.choice->untuned_reason + ")");
+      throw Error(ErrorKind::kNotFound, "node '" + anchor.name + "': " + task.workload_key() +
+                                            " is not tuned (" + s.choice->untuned_reason + ")");
     const schedule_space::Instantiated inst = task.instantiate(s.choice->config);
     s.func = te::lower(inst.schedule, inst.args, s.symbol);
 
@@ -394,12 +427,14 @@ class Planner {
                  const std::string& out_name, const std::vector<te::Tensor>& args) {
     const bool depthwise = s.task->template_name() == "depthwise_conv2d_nchwc";
     const auto& w = constant(conv, conv.inputs.at(1));
-    const int64_t K = w.shape.at(0), C = depthwise ? K : w.shape.at(1), R = w.shape.at(2), S = w.shape.at(3);
+    const int64_t K = w.shape.at(0), C = depthwise ? K : w.shape.at(1), R = w.shape.at(2),
+                  S = w.shape.at(3);
     const Affine affine = fused_affine(conv, occ, K, conv.inputs.size() > 2 ? conv.inputs[2] : "");
     const std::vector<float>& scale = affine.scale;
     const std::vector<float>& shift = affine.shift;
     const std::string& residual = affine.residual;
-    const int64_t icb = depthwise ? s.task->args().get_int("block") : s.task->args().get_int("ic_block");
+    const int64_t icb =
+        depthwise ? s.task->args().get_int("block") : s.task->args().get_int("ic_block");
     const int64_t ocb = depthwise ? icb : s.task->args().get_int("oc_block");
     const int64_t kb = (K + ocb - 1) / ocb, cb = (C + icb - 1) / icb;
     std::vector<float> packed;
@@ -418,32 +453,44 @@ class Planner {
         for (int64_t c = 0; c < C; ++c)
           for (int64_t r = 0; r < R; ++r)
             for (int64_t q = 0; q < S; ++q)
-              packed[static_cast<size_t>(((((k / ocb * cb + c / icb) * R + r) * S + q) * icb + c % icb) * ocb + k % ocb)] =
-                  w.f32[static_cast<size_t>(((k * C + c) * R + r) * S + q)] * scale[static_cast<size_t>(k)];
+              packed[static_cast<size_t>(
+                  ((((k / ocb * cb + c / icb) * R + r) * S + q) * icb + c % icb) * ocb + k % ocb)] =
+                  w.f32[static_cast<size_t>(((k * C + c) * R + r) * S + q)] *
+                  scale[static_cast<size_t>(k)];
     }
     std::vector<float> bias(static_cast<size_t>(kb * ocb), 0.0f);
     std::copy(shift.begin(), shift.end(), bias.begin());
     const bool has_bias_shift = affine.shifted;
     for (const te::Tensor& a : args) {
       const std::string& n = a.name();
-      if (n == "I") s.args.push_back(form(conv.inputs.at(0), icb));
-      else if (n == "W") s.args.push_back(weight(conv.inputs.at(1) + "@packed", a.shape(), packed));
-      else if (n == "bias") s.args.push_back(weight(conv.name + "@bias", a.shape(), bias));
-      else if (n == "residual") s.args.push_back(form(residual, ocb));
-      else if (&a == &args.back()) s.args.push_back(define(out_name, ocb));
-      else throw unsupported(conv, "kernel argument '" + n + "' has no binding");
+      if (n == "I")
+        s.args.push_back(form(conv.inputs.at(0), icb));
+      else if (n == "W")
+        s.args.push_back(weight(conv.inputs.at(1) + "@packed", a.shape(), packed));
+      else if (n == "bias")
+        s.args.push_back(weight(conv.name + "@bias", a.shape(), bias));
+      else if (n == "residual")
+        s.args.push_back(form(residual, ocb));
+      else if (&a == &args.back())
+        s.args.push_back(define(out_name, ocb));
+      else
+        throw unsupported(conv, "kernel argument '" + n + "' has no binding");
     }
     // A folded BN or a conv bias needs the kernel's bias argument; without it the shift is lost.
-    const bool kernel_has_bias = std::any_of(args.begin(), args.end(), [](const te::Tensor& a) { return a.name() == "bias"; });
-    if (has_bias_shift && !kernel_has_bias) throw unsupported(conv, "a bias without a fused bias epilogue");
+    const bool kernel_has_bias = std::any_of(
+        args.begin(), args.end(), [](const te::Tensor& a) { return a.name() == "bias"; });
+    if (has_bias_shift && !kernel_has_bias)
+      throw unsupported(conv, "a bias without a fused bias epilogue");
   }
 
   void bind_gemm(PlanStep& s, const frontend::Node& gemm, const frontend::TaskOccurrence& occ,
                  const std::string& out_name, const std::vector<te::Tensor>& args) {
     for (size_t j : occ.fused)
-      if (g_.nodes[j].op == "BatchNormalization") throw unsupported(gemm, "BatchNormalization after a matrix product");
+      if (g_.nodes[j].op == "BatchNormalization")
+        throw unsupported(gemm, "BatchNormalization after a matrix product");
     const int64_t columns = known_shape(gemm.outputs.at(0)).back();
-    const Affine affine = fused_affine(gemm, occ, columns, gemm.op == "Gemm" && gemm.inputs.size() > 2 ? gemm.inputs[2] : "");
+    const Affine affine = fused_affine(
+        gemm, occ, columns, gemm.op == "Gemm" && gemm.inputs.size() > 2 ? gemm.inputs[2] : "");
     const std::string& residual = affine.residual;
     if (gemm.op == "Gemm" && (gemm.attrs.count("alpha") || gemm.attrs.count("beta"))) {
       const float alpha = gemm.attrs.count("alpha") ? gemm.attrs.at("alpha").floats.at(0) : 1.0f;
@@ -458,14 +505,16 @@ class Planner {
       } else if (&a == &args.back()) {
         s.args.push_back(define(out_name, 0));
       } else if (n == "bias") {
-        if (static_cast<int64_t>(affine.shift.size()) != a.num_elements()) throw unsupported(gemm, "a bias that is not one value per column");
+        if (static_cast<int64_t>(affine.shift.size()) != a.num_elements())
+          throw unsupported(gemm, "a bias that is not one value per column");
         s.args.push_back(weight(gemm.name + "@bias", a.shape(), affine.shift));
       } else if (n == "residual") {
         s.args.push_back(form(residual, 0));
       } else if (&a == &args[1]) {
         if (constants_.count(gemm.inputs.at(1))) {
           const auto& b = constant(gemm, gemm.inputs.at(1));
-          if (product(b.shape) != a.num_elements()) throw unsupported(gemm, "weights of an unexpected shape");
+          if (product(b.shape) != a.num_elements())
+            throw unsupported(gemm, "weights of an unexpected shape");
           s.args.push_back(weight(gemm.inputs.at(1), a.shape(), b.f32));
         } else {
           s.args.push_back(form(gemm.inputs.at(1), 0));
@@ -474,8 +523,10 @@ class Planner {
         throw unsupported(gemm, "kernel argument '" + n + "' has no binding");
       }
     }
-    const bool kernel_has_bias = std::any_of(args.begin(), args.end(), [](const te::Tensor& a) { return a.name() == "bias"; });
-    if (affine.shifted && !kernel_has_bias) throw unsupported(gemm, "a bias without a fused bias epilogue");
+    const bool kernel_has_bias = std::any_of(
+        args.begin(), args.end(), [](const te::Tensor& a) { return a.name() == "bias"; });
+    if (affine.shifted && !kernel_has_bias)
+      throw unsupported(gemm, "a bias without a fused bias epilogue");
   }
 
   const frontend::Graph& g_;
@@ -484,8 +535,9 @@ class Planner {
   codegen::Target target_;
   frontend::ModelTasks tasks_;
   ModelPlan plan_;
-  std::map<std::string, int64_t> current_;                     // ONNX tensor -> its latest form
-  std::map<std::pair<std::string, int64_t>, int64_t> forms_;   // (ONNX tensor, block) -> converted copy
+  std::map<std::string, int64_t> current_;  // ONNX tensor -> its latest form
+  std::map<std::pair<std::string, int64_t>, int64_t>
+      forms_;  // (ONNX tensor, block) -> converted copy
   std::map<size_t, const frontend::LayerNormGroup*> layer_norm_at_;  // first node -> its group
 };
 
@@ -497,7 +549,8 @@ int64_t PlanTensor::bytes() const {
   return shape[0] * blocks * shape[2] * shape[3] * block * static_cast<int64_t>(sizeof(float));
 }
 
-ModelPlan plan_model(const frontend::Graph& graph, const std::map<std::string, frontend::ConstantValue>& constants,
+ModelPlan plan_model(const frontend::Graph& graph,
+                     const std::map<std::string, frontend::ConstantValue>& constants,
                      const std::string& name, const PlanOptions& options) {
   return Planner(graph, constants, name, options).run();
 }

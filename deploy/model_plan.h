@@ -1,4 +1,6 @@
-// Defines ModelPlan, what a whole-model build runs (every tensor with its layout and storage, every kernel call in order, the packed weights, one arena), and plan_model, which makes it from an ONNX graph and the tuning log.
+// Defines ModelPlan, what a whole-model build runs (every tensor with its layout and storage, every
+// kernel call in order, the packed weights, one arena), and plan_model, which makes it from an ONNX
+// graph and the tuning log.
 #pragma once
 
 #include <cstdint>
@@ -18,26 +20,27 @@ namespace ktune::deploy {
 enum class Storage { kArena, kWeights, kInput, kOutput };
 
 struct PlanTensor {
-  std::string name;             // the ONNX tensor; a converted copy is "<name>@c<block>"
-  std::vector<int64_t> shape;   // logical (ONNX) shape
-  int64_t block = 0;            // 0: ONNX's layout; b > 0: NCHW[b]c, [n][ceil(c/b)][h][w][b]
+  std::string name;            // the ONNX tensor; a converted copy is "<name>@c<block>"
+  std::vector<int64_t> shape;  // logical (ONNX) shape
+  int64_t block = 0;           // 0: ONNX's layout; b > 0: NCHW[b]c, [n][ceil(c/b)][h][w][b]
   Storage storage = Storage::kArena;
-  int64_t index = 0;            // kInput, kOutput: which one
-  int64_t alias_of = -1;        // a view (Reshape, Flatten, ...): the tensor whose bytes it shares
-  int64_t offset = 0;           // bytes into the arena (memory plan) or the weights
+  int64_t index = 0;      // kInput, kOutput: which one
+  int64_t alias_of = -1;  // a view (Reshape, Flatten, ...): the tensor whose bytes it shares
+  int64_t offset = 0;     // bytes into the arena (memory plan) or the weights
   // Bytes it occupies (the padded channel blocks of a blocked tensor), float32.
   int64_t bytes() const;
 };
 
 // One kernel call of the model, in order.
 struct PlanStep {
-  std::string layer;           // the ONNX nodes it runs, '+'-joined ("conv1+bn1+relu1")
-  std::string kind;            // "task" (a tuned template), "layout" (NCHW <-> NCHWc), "elementwise", "pool" (NCHWc),
-                               // or another generated kernel (model_nodes.h)
-  std::string symbol;          // its kernel's entry symbol
-  std::vector<int64_t> args;   // tensor ids in the kernel's argument order (the output last)
-  te::LoweredFunc func;        // the kernel's loop IR
-  double flop = 0;             // of the operator (tasks); 0 for data movement
+  std::string layer;  // the ONNX nodes it runs, '+'-joined ("conv1+bn1+relu1")
+  // "task" (a tuned template), "layout" (NCHW <-> NCHWc), "elementwise", "pool" (NCHWc), or
+  // another generated kernel (model_nodes.h)
+  std::string kind;
+  std::string symbol;         // its kernel's entry symbol
+  std::vector<int64_t> args;  // tensor ids in the kernel's argument order (the output last)
+  te::LoweredFunc func;       // the kernel's loop IR
+  double flop = 0;            // of the operator (tasks); 0 for data movement
   // kind "task": the workload and where its config came from. kind "pool": the tuned pool task
   // whose work this generated kernel does instead (no choice).
   std::optional<schedule_space::Task> task;
@@ -45,20 +48,20 @@ struct PlanStep {
 };
 
 struct ModelPlan {
-  std::string name;                       // C prefix of the library's entry points
+  std::string name;  // C prefix of the library's entry points
   std::vector<PlanTensor> tensors;
   std::vector<PlanStep> steps;
-  std::vector<int64_t> inputs;            // tensor ids of the graph inputs (kInput), in order
-  std::vector<int64_t> outputs;           // tensor ids of the graph outputs (kOutput), in order
-  std::vector<uint8_t> weights;           // every packed weight, each 64-byte aligned
-  int64_t arena_bytes = 0;                // intermediate tensors, reused by liveness
-  int64_t tensor_bytes_total = 0;         // what the arena would be without reuse
+  std::vector<int64_t> inputs;     // tensor ids of the graph inputs (kInput), in order
+  std::vector<int64_t> outputs;    // tensor ids of the graph outputs (kOutput), in order
+  std::vector<uint8_t> weights;    // every packed weight, each 64-byte aligned
+  int64_t arena_bytes = 0;         // intermediate tensors, reused by liveness
+  int64_t tensor_bytes_total = 0;  // what the arena would be without reuse
 };
 
 struct PlanOptions {
-  std::string target = "host";            // "host" or a TVM-style target string
+  std::string target = "host";  // "host" or a TVM-style target string
   HistorySource history = HistorySource::log("ktune.db");
-  bool require_tuned = false;             // a task without its own record is an error
+  bool require_tuned = false;  // a task without its own record is an error
 };
 
 // Plans `graph` (every shape known; `constants` its weights, frontend::load_constant_values) as
@@ -70,7 +73,8 @@ struct PlanOptions {
 // Throws Error(kUnsupported) naming the node for an operator or form with no path in a model
 // build, Error(kInvalidArgument) for a tensor without a known shape or a missing weight,
 // Error(kNotFound) with require_tuned for a task without a record, and what choose_config throws.
-ModelPlan plan_model(const frontend::Graph& graph, const std::map<std::string, frontend::ConstantValue>& constants,
+ModelPlan plan_model(const frontend::Graph& graph,
+                     const std::map<std::string, frontend::ConstantValue>& constants,
                      const std::string& name, const PlanOptions& options);
 
 // Places every arena tensor of `plan` (sets its offset, arena_bytes and tensor_bytes_total): each

@@ -16,29 +16,37 @@ te::LoweredFunc pool_blocked(const std::string& name, const BlockedPool& p) {
   const int64_t blocks = (c + p.block - 1) / p.block;
   if (p.r < 1 || p.s < 1 || p.stride < 1 || p.pad < 0 || h + 2 * p.pad < p.r || w + 2 * p.pad < p.s)
     throw Error(ErrorKind::kInvalidArgument, name + ": the pooling window does not fit the input");
-  const int64_t oh = (h + 2 * p.pad - p.r) / p.stride + 1, ow = (w + 2 * p.pad - p.s) / p.stride + 1;
+  const int64_t oh = (h + 2 * p.pad - p.r) / p.stride + 1,
+                ow = (w + 2 * p.pad - p.s) / p.stride + 1;
   te::Tensor in = te::placeholder({n, blocks, h, w, p.block}, te::Float(32), "in");
   te::IterVar kr = te::reduce_axis({0, p.r}, "kr"), ks = te::reduce_axis({0, p.s}, "ks");
   // Taps in the padding read a clamped element and are replaced: -inf never wins a max, 0 adds
   // nothing to a sum.
   const float pad_value = p.max ? -std::numeric_limits<float>::infinity() : 0.0f;
-  te::Tensor acc = te::compute({n, blocks, oh, ow, p.block}, [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
-    te::Expr iy = y * p.stride + kr - p.pad, ix = x * p.stride + ks - p.pad;
-    te::Expr v = in(i, cb, iy, ix, l);
-    if (p.pad > 0) {
-      te::Expr inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
-      v = te::select(inside, in(i, cb, te::min(te::max(iy, te::Expr(int64_t{0})), te::Expr(h - 1)),
-                                te::min(te::max(ix, te::Expr(int64_t{0})), te::Expr(w - 1)), l),
-                     te::Expr(pad_value));
-    }
-    return p.max ? te::max(v, {kr, ks}) : te::sum(v, {kr, ks});
-  }, p.max ? "out" : "sum");
+  te::Tensor acc = te::compute(
+      {n, blocks, oh, ow, p.block},
+      [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
+        te::Expr iy = y * p.stride + kr - p.pad, ix = x * p.stride + ks - p.pad;
+        te::Expr v = in(i, cb, iy, ix, l);
+        if (p.pad > 0) {
+          te::Expr inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
+          v = te::select(inside,
+                         in(i, cb, te::min(te::max(iy, te::Expr(int64_t{0})), te::Expr(h - 1)),
+                            te::min(te::max(ix, te::Expr(int64_t{0})), te::Expr(w - 1)), l),
+                         te::Expr(pad_value));
+        }
+        return p.max ? te::max(v, {kr, ks}) : te::sum(v, {kr, ks});
+      },
+      p.max ? "out" : "sum");
   te::Tensor out = acc;
   if (!p.max) {
     const float scale = 1.0f / static_cast<float>(p.r * p.s);
-    out = te::compute({n, blocks, oh, ow, p.block},
-                      [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) { return acc(i, cb, y, x, l) * te::Expr(scale); },
-                      "out");
+    out = te::compute(
+        {n, blocks, oh, ow, p.block},
+        [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
+          return acc(i, cb, y, x, l) * te::Expr(scale);
+        },
+        "out");
   }
   te::Schedule s = te::create_schedule({out});
   // The lanes innermost (after the window), vectorized; batch x channel blocks in parallel.

@@ -1,4 +1,5 @@
-// Declares pool_blocked(): max and average pooling computed directly in the channel-blocked NCHWc layout, so a pool between blocked convolutions needs no layout conversion.
+// Declares pool_blocked(): max and average pooling computed directly in the channel-blocked NCHWc
+// layout, so a pool between blocked convolutions needs no layout conversion.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +11,9 @@
 namespace ktune::deploy {
 
 struct BlockedPool {
-  bool max = true;                 // false: average, the padding counted as zeros (count_include_pad)
-  std::vector<int64_t> nchw;       // the input's logical shape
-  int64_t block = 16;              // lanes of a channel block
+  bool max = true;            // false: average, the padding counted as zeros (count_include_pad)
+  std::vector<int64_t> nchw;  // the input's logical shape
+  int64_t block = 16;         // lanes of a channel block
   int64_t r = 1, s = 1, stride = 1, pad = 0;
 };
 

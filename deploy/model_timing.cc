@@ -26,8 +26,10 @@ ModelBuffers::ModelBuffers(const ModelPlan& plan, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   const auto allocate = [&](int64_t id) {
-    const int64_t count = plan.tensors[static_cast<size_t>(id)].bytes() / static_cast<int64_t>(sizeof(float));
-    float* p = static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((count * 4 + 63) / 64 * 64)));
+    const int64_t count =
+        plan.tensors[static_cast<size_t>(id)].bytes() / static_cast<int64_t>(sizeof(float));
+    float* p = static_cast<float*>(
+        std::aligned_alloc(64, static_cast<size_t>((count * 4 + 63) / 64 * 64)));
     if (!p) throw Error(ErrorKind::kIo, "out of memory for a model buffer");
     storage_.emplace_back(p);
     return std::make_pair(p, count);
@@ -50,10 +52,12 @@ void ModelBuffers::set_inputs(const std::string& bytes) {
   int64_t total = 0;
   for (int64_t n : in_counts_) total += n * 4;
   if (static_cast<int64_t>(bytes.size()) != total)
-    throw Error(ErrorKind::kInvalidArgument, "the inputs take " + std::to_string(total) + " bytes, not " + std::to_string(bytes.size()));
+    throw Error(ErrorKind::kInvalidArgument, "the inputs take " + std::to_string(total) +
+                                                 " bytes, not " + std::to_string(bytes.size()));
   size_t at = 0;
   for (size_t i = 0; i < in_ptrs_.size(); ++i) {
-    std::memcpy(const_cast<float*>(in_ptrs_[i]), bytes.data() + at, static_cast<size_t>(in_counts_[i]) * 4);
+    std::memcpy(const_cast<float*>(in_ptrs_[i]), bytes.data() + at,
+                static_cast<size_t>(in_counts_[i]) * 4);
     at += static_cast<size_t>(in_counts_[i]) * 4;
   }
 }
@@ -61,14 +65,16 @@ void ModelBuffers::set_inputs(const std::string& bytes) {
 std::string ModelBuffers::output_bytes() const {
   std::string bytes;
   for (size_t i = 0; i < out_ptrs_.size(); ++i)
-    bytes.append(reinterpret_cast<const char*>(out_ptrs_[i]), static_cast<size_t>(out_counts_[i]) * 4);
+    bytes.append(reinterpret_cast<const char*>(out_ptrs_[i]),
+                 static_cast<size_t>(out_counts_[i]) * 4);
   return bytes;
 }
 
 std::string ModelBuffers::input_bytes() const {
   std::string bytes;
   for (size_t i = 0; i < in_ptrs_.size(); ++i)
-    bytes.append(reinterpret_cast<const char*>(in_ptrs_[i]), static_cast<size_t>(in_counts_[i]) * 4);
+    bytes.append(reinterpret_cast<const char*>(in_ptrs_[i]),
+                 static_cast<size_t>(in_counts_[i]) * 4);
   return bytes;
 }
 
@@ -84,8 +90,10 @@ double ModelTiming::other_s() const {
   return s;
 }
 
-ModelTiming time_model(ModelRunner& runner, const ModelPlan& plan, const ModelBuffers& buffers, int warmup, int runs) {
-  if (runs < 1 || warmup < 0) throw Error(ErrorKind::kInvalidArgument, "runs must be >= 1 and the warm-up >= 0");
+ModelTiming time_model(ModelRunner& runner, const ModelPlan& plan, const ModelBuffers& buffers,
+                       int warmup, int runs) {
+  if (runs < 1 || warmup < 0)
+    throw Error(ErrorKind::kInvalidArgument, "runs must be >= 1 and the warm-up >= 0");
   for (int i = 0; i < warmup; ++i) runner.run(buffers.inputs(), buffers.outputs());
   ModelTiming t;
   t.runs = runs;
@@ -94,7 +102,8 @@ ModelTiming time_model(ModelRunner& runner, const ModelPlan& plan, const ModelBu
   for (int i = 0; i < runs; ++i) {
     const auto start = std::chrono::steady_clock::now();
     runner.run(buffers.inputs(), buffers.outputs());
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   std::vector<std::vector<double>> per_step(plan.steps.size());
   for (int i = 0; i < runs; ++i) {

@@ -1,4 +1,5 @@
-// Defines ModelBuffers (a model's inputs and outputs, 64-byte aligned) and time_model(): a built model timed end to end and per layer, as `ktune run` and `ktune tune-model` report it.
+// Defines ModelBuffers (a model's inputs and outputs, 64-byte aligned) and time_model(): a built
+// model timed end to end and per layer, as `ktune run` and `ktune tune-model` report it.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +42,7 @@ class ModelBuffers {
 struct ModelTiming {
   int runs = 0;
   double median_s = 0, min_s = 0, max_s = 0;  // end to end (<name>_run), after the warm-up
-  std::vector<double> step_s;                 // per plan step: the median of `runs` one-at-a-time runs
+  std::vector<double> step_s;  // per plan step: the median of `runs` one-at-a-time runs
   // Sum of step_s over the steps of kind "task", and over the others (layout, elementwise).
   double task_s() const;
   double other_s() const;
@@ -50,6 +51,7 @@ struct ModelTiming {
 
 // Runs the model `warmup` times, then `runs` times end to end, then `runs` times one layer at a
 // time. Throws what ModelRunner throws; Error(kInvalidArgument) for runs < 1 or warmup < 0.
-ModelTiming time_model(ModelRunner& runner, const ModelPlan& plan, const ModelBuffers& buffers, int warmup, int runs);
+ModelTiming time_model(ModelRunner& runner, const ModelPlan& plan, const ModelBuffers& buffers,
+                       int warmup, int runs);
 
 }  // namespace ktune::deploy

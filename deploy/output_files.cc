@@ -69,7 +69,8 @@ void write_files_atomically(const std::vector<OutputFile>& files) {
     std::error_code ec;
     fs::path key = fs::weakly_canonical(fs::absolute(f.path), ec);
     if (ec) key = fs::absolute(f.path).lexically_normal();
-    if (!seen.insert(key).second) throw Error(ErrorKind::kInvalidArgument, "two outputs are the same file: " + f.path);
+    if (!seen.insert(key).second)
+      throw Error(ErrorKind::kInvalidArgument, "two outputs are the same file: " + f.path);
   }
   const mode_t mode = default_file_mode();
   std::vector<std::string> temps;

@@ -1,4 +1,5 @@
-// Declares write_files_atomically(): several output files written all-or-nothing (temp file + rename).
+// Declares write_files_atomically(): several output files written all-or-nothing (temp file +
+// rename).
 #pragma once
 
 #include <string>

@@ -1,4 +1,5 @@
-// Declares the text of codegen/parallel_runtime.c, embedded into ktune at build time for `ktune build --runtime`.
+// Declares the text of codegen/parallel_runtime.c, embedded into ktune at build time for `ktune
+// build --runtime`.
 #pragma once
 
 #include <string_view>

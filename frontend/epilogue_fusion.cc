@@ -1,4 +1,5 @@
-// Epilogue fusion: the elementwise nodes after a conv or matmul that its template computes in the same kernel.
+// Epilogue fusion: the elementwise nodes after a conv or matmul that its template computes in the
+// same kernel.
 #include "frontend/epilogue_fusion.h"
 
 #include <algorithm>
@@ -46,7 +47,8 @@ std::optional<std::vector<size_t>> EpilogueFuser::consumers(const std::string& t
 // already fused are not offered again.
 std::optional<size_t> EpilogueFuser::single_consumer(const std::string& tensor) const {
   auto it = consumers_.find(tensor);
-  if (it == consumers_.end() || it->second.size() != 1 || graph_outputs_.count(tensor)) return std::nullopt;
+  if (it == consumers_.end() || it->second.size() != 1 || graph_outputs_.count(tensor))
+    return std::nullopt;
   if (fused_[it->second.front()]) return std::nullopt;
   return it->second.front();
 }
@@ -65,7 +67,8 @@ bool EpilogueFuser::depends_on(const std::string& tensor, size_t anchor) const {
   return false;
 }
 
-bool EpilogueFuser::per_channel(const std::string& tensor, const std::vector<int64_t>& out, size_t axis) const {
+bool EpilogueFuser::per_channel(const std::string& tensor, const std::vector<int64_t>& out,
+                                size_t axis) const {
   const auto s = g_.shape(tensor);
   if (!constant(tensor) || !s || s->size() > out.size() || axis >= out.size()) return false;
   // Broadcasting aligns the trailing dimensions.
@@ -108,14 +111,18 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::gated(const std::string&
   const auto readers = consumers(tensor);
   if (!readers || readers->size() != 2 || consumers_.at(tensor).size() != 2) return std::nullopt;
   for (int first = 0; first < 2; ++first) {
-    const size_t f = (*readers)[static_cast<size_t>(first)], m = (*readers)[static_cast<size_t>(1 - first)];
+    const size_t f = (*readers)[static_cast<size_t>(first)],
+                 m = (*readers)[static_cast<size_t>(1 - first)];
     const Node& gate = g_.nodes[f];
     const Node& mul = g_.nodes[m];
-    if (!gate.domain.empty() || !mul.domain.empty() || mul.op != "Mul" || mul.inputs.size() != 2) continue;
+    if (!gate.domain.empty() || !mul.domain.empty() || mul.op != "Mul" || mul.inputs.size() != 2)
+      continue;
     if (gate.inputs.empty() || gate.inputs[0] != tensor || gate.outputs.size() != 1) continue;
     const std::string& g = gate.outputs[0];
     if (single_consumer(g) != m) continue;
-    if (!((mul.inputs[0] == tensor && mul.inputs[1] == g) || (mul.inputs[1] == tensor && mul.inputs[0] == g))) continue;
+    if (!((mul.inputs[0] == tensor && mul.inputs[1] == g) ||
+          (mul.inputs[1] == tensor && mul.inputs[0] == g)))
+      continue;
     if (gate.op == "Sigmoid") return Activation{"silu", {}, {f, m}};
     // HardSigmoid(x) = clamp(alpha x + beta, 0, 1); with alpha = 1/6 and beta = 1/2,
     // x * HardSigmoid(x) = x * relu6(x + 3) / 6, ONNX's HardSwish.
@@ -155,12 +162,15 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::gelu_erf(const std::stri
   };
   constexpr double kSqrt2 = 1.4142135623730951;
   for (int first = 0; first < 2; ++first) {
-    const size_t d = (*readers)[static_cast<size_t>(first)], m = (*readers)[static_cast<size_t>(1 - first)];
+    const size_t d = (*readers)[static_cast<size_t>(first)],
+                 m = (*readers)[static_cast<size_t>(1 - first)];
     const Node& scale = g_.nodes[d];
     // x / sqrt(2) (or x * (1 / sqrt(2))) -> Erf -> + 1.
-    const bool divides = scale.op == "Div" && scale.inputs.size() == 2 && scale.inputs[0] == tensor &&
-                         near(scale.inputs[1], kSqrt2);
-    if (!scale.domain.empty() || !(divides || (scale.op == "Mul" && near(other(d, tensor), 1 / kSqrt2)))) continue;
+    const bool divides = scale.op == "Div" && scale.inputs.size() == 2 &&
+                         scale.inputs[0] == tensor && near(scale.inputs[1], kSqrt2);
+    if (!scale.domain.empty() ||
+        !(divides || (scale.op == "Mul" && near(other(d, tensor), 1 / kSqrt2))))
+      continue;
     const auto erf = next(d, "Erf");
     const auto plus = erf ? next(*erf, "Add") : std::nullopt;
     if (!plus || !near(other(*plus, g_.nodes[*erf].outputs.at(0)), 1.0)) continue;
@@ -170,7 +180,8 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::gelu_erf(const std::stri
     // Then x * (1 + erf) * 0.5, or (x * 0.5) * (1 + erf), as exporters write either.
     if (other(m, tensor) == one_plus && single_consumer(one_plus) == m) {
       const auto half = next(m, "Mul");
-      if (half && near(other(*half, mul_out), 0.5)) return Activation{"gelu_erf", {}, {d, *erf, *plus, m, *half}};
+      if (half && near(other(*half, mul_out), 0.5))
+        return Activation{"gelu_erf", {}, {d, *erf, *plus, m, *half}};
     } else if (near(other(m, tensor), 0.5)) {
       const auto last = next(*plus, "Mul");
       if (last && other(*last, one_plus) == mul_out && single_consumer(mul_out) == last)
@@ -180,7 +191,8 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::gelu_erf(const std::stri
   return std::nullopt;
 }
 
-std::optional<EpilogueFuser::Activation> EpilogueFuser::activation(const std::string& tensor) const {
+std::optional<EpilogueFuser::Activation> EpilogueFuser::activation(
+    const std::string& tensor) const {
   if (const auto next = single_consumer(tensor)) {
     const Node& n = g_.nodes[*next];
     if (!n.domain.empty() || n.inputs.empty() || n.inputs[0] != tensor) return std::nullopt;
@@ -214,7 +226,8 @@ FusedEpilogue EpilogueFuser::fuse(size_t anchor, bool has_bias, AnchorKind kind)
     bias = true;
     take(*next);
   }
-  if (!bias && out_shape && next && g_.nodes[*next].op == "Add" && g_.nodes[*next].inputs.size() == 2) {
+  if (!bias && out_shape && next && g_.nodes[*next].op == "Add" &&
+      g_.nodes[*next].inputs.size() == 2) {
     const Node& add = g_.nodes[*next];
     const std::string& other = add.inputs[0] == cur ? add.inputs[1] : add.inputs[0];
     // MatMul + Add(B) as exporters write a Linear layer, or a conv's bias added separately.
@@ -228,7 +241,8 @@ FusedEpilogue EpilogueFuser::fuse(size_t anchor, bool has_bias, AnchorKind kind)
     const std::string& other = add.inputs[0] == cur ? add.inputs[1] : add.inputs[0];
     // A residual: the other operand is computed independently of this kernel (so it is ready
     // when the kernel runs) and has the output's shape.
-    if (!constant(other) && !depends_on(other, anchor) && g_.shape(other) && g_.shape(other) == g_.shape(cur)) {
+    if (!constant(other) && !depends_on(other, anchor) && g_.shape(other) &&
+        g_.shape(other) == g_.shape(cur)) {
       residual = true;
       take(*next);
     }

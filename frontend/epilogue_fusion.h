@@ -1,4 +1,5 @@
-// Defines EpilogueFuser, which follows a conv's or matmul's output through the elementwise nodes a template epilogue computes (BN, bias, residual Add, one activation) and marks them fused.
+// Defines EpilogueFuser, which follows a conv's or matmul's output through the elementwise nodes a
+// template epilogue computes (BN, bias, residual Add, one activation) and marks them fused.
 #pragma once
 
 #include <cstddef>
@@ -17,8 +18,9 @@ struct FusedEpilogue {
   // "" or the steps joined by '_', as schedule_space's epilogue argument names them: bias, add
   // (a residual), then relu, relu6, clip, hardswish, silu or gelu_erf.
   std::string steps;
-  std::map<std::string, std::string> args;  // clip_min / clip_max of a clip step (finite bounds only)
-  std::vector<size_t> nodes;                // the fused nodes, in the order they follow the anchor
+  std::map<std::string, std::string>
+      args;                   // clip_min / clip_max of a clip step (finite bounds only)
+  std::vector<size_t> nodes;  // the fused nodes, in the order they follow the anchor
 };
 
 // The kind of anchor, which says where a per-channel bias lies in its output.

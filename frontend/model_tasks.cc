@@ -1,4 +1,5 @@
-// Task extraction: pattern-matches a Graph's operators onto ktune's templates, fuses epilogues, merges identical workloads.
+// Task extraction: pattern-matches a Graph's operators onto ktune's templates, fuses epilogues,
+// merges identical workloads.
 #include "frontend/model_tasks.h"
 
 #include <algorithm>
@@ -19,11 +20,11 @@ using Args = std::map<std::string, std::string>;
 // What one anchor node (Conv, Gemm, pooling ...) becomes, before merging.
 struct Candidate {
   std::string template_name;
-  Args args;                   // without the epilogue
-  std::string substitute;      // a template that computes the same with these args ("" = none)
+  Args args;               // without the epilogue
+  std::string substitute;  // a template that computes the same with these args ("" = none)
   FusedEpilogue epilogue;
   double flop = 0;
-  int64_t multiplicity = 1;    // grouped convs: one task per group
+  int64_t multiplicity = 1;  // grouped convs: one task per group
   std::string note;
 };
 
@@ -38,9 +39,11 @@ bool all_equal(const std::vector<int64_t>& v) {
   return std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == v.front(); });
 }
 
-// Why an operator without a template is listed: most need a kernel ktune cannot make; some need none.
+// Why an operator without a template is listed: most need a kernel ktune cannot make; some need
+// none.
 std::string reason_without_template(const std::string& op) {
-  static const std::set<std::string> kLayout = {"Flatten", "Reshape", "Identity", "Squeeze", "Unsqueeze", "Dropout"};
+  static const std::set<std::string> kLayout = {"Flatten", "Reshape",   "Identity",
+                                                "Squeeze", "Unsqueeze", "Dropout"};
   if (kLayout.count(op)) return "layout only (no kernel)";
   if (op == "Constant") return "constant (no kernel)";
   return "no template";
@@ -48,9 +51,10 @@ std::string reason_without_template(const std::string& op) {
 
 // The generated kernel a model build computes a node with when no task covers it ("" = none).
 std::string generated_kernel(const Node& n, const Graph& g) {
-  static const std::set<std::string> kViews = {"Flatten", "Reshape", "Identity", "Squeeze", "Unsqueeze", "Dropout"};
-  static const std::set<std::string> kElementwise = {"Relu", "Clip", "Sigmoid", "HardSwish", "Add", "Sub",
-                                                     "Mul",  "Div",  "Erf",     "Sqrt",      "Pow"};
+  static const std::set<std::string> kViews = {"Flatten", "Reshape",   "Identity",
+                                               "Squeeze", "Unsqueeze", "Dropout"};
+  static const std::set<std::string> kElementwise = {
+      "Relu", "Clip", "Sigmoid", "HardSwish", "Add", "Sub", "Mul", "Div", "Erf", "Sqrt", "Pow"};
   if (!n.domain.empty()) return "";
   if (kViews.count(n.op)) return "view";
   if (kElementwise.count(n.op)) return "elementwise";
@@ -84,8 +88,8 @@ class Extractor {
     result.model = g_.name;
     std::map<std::string, size_t> task_index;
     std::map<std::string, size_t> unsupported_index;
-    auto add_unsupported = [&](const std::string& op, const std::string& layer, const std::string& reason,
-                               const std::string& generated) {
+    auto add_unsupported = [&](const std::string& op, const std::string& layer,
+                               const std::string& reason, const std::string& generated) {
       const std::string key = op + "\n" + reason + "\n" + generated;
       auto [it, fresh] = unsupported_index.emplace(key, result.unsupported.size());
       if (fresh) result.unsupported.push_back({op, 0, reason, {}, generated});
@@ -106,7 +110,8 @@ class Extractor {
       const Node& node = g_.nodes[i];
       std::variant<Candidate, NotMapped, std::monostate> mapped = map_anchor(i);
       if (std::holds_alternative<std::monostate>(mapped)) {
-        add_unsupported(node.op, node.name, reason_without_template(node.op), generated_kernel(node, g_));
+        add_unsupported(node.op, node.name, reason_without_template(node.op),
+                        generated_kernel(node, g_));
         continue;
       }
       if (auto* nm = std::get_if<NotMapped>(&mapped)) {
@@ -140,7 +145,8 @@ class Extractor {
     if (!n.domain.empty()) return std::monostate{};
     if (n.op == "Conv") return map_conv(i);
     if (n.op == "Gemm" || n.op == "MatMul") return map_gemm(i);
-    if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "GlobalAveragePool" || n.op == "GlobalMaxPool")
+    if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "GlobalAveragePool" ||
+        n.op == "GlobalMaxPool")
       return map_pool(n);
     return std::monostate{};
   }
@@ -163,25 +169,30 @@ class Extractor {
       pads.assign(4, 0);
       for (int a = 0; a < 2; ++a) {
         const int64_t in = (*x)[2 + a], k = a == 0 ? R : S, s = strides[a], d = dilations[a];
-        const int64_t total = std::max<int64_t>(((in + s - 1) / s - 1) * s + (k - 1) * d + 1 - in, 0);
+        const int64_t total =
+            std::max<int64_t>(((in + s - 1) / s - 1) * s + (k - 1) * d + 1 - in, 0);
         pads[a] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
         pads[a + 2] = total - pads[a];
       }
     } else if (auto_pad == "VALID") {
       pads.assign(4, 0);
     }
-    if (!all_equal(strides) || !all_equal(dilations)) return NotMapped{"different strides or dilations per axis"};
+    if (!all_equal(strides) || !all_equal(dilations))
+      return NotMapped{"different strides or dilations per axis"};
     if (!all_equal(pads)) return NotMapped{"asymmetric padding"};
-    const int64_t N = (*x)[0], C = (*x)[1], H = (*x)[2], W = (*x)[3], K = (*w)[0], OH = (*y)[2], OW = (*y)[3];
+    const int64_t N = (*x)[0], C = (*x)[1], H = (*x)[2], W = (*x)[3], K = (*w)[0], OH = (*y)[2],
+                  OW = (*y)[3];
     // ONNX's shape inference does not compare a conv's input channels with its weights (a wrong
     // --input passes it): a model that cannot run is bad input, not a task.
     if (group < 1 || C != (*w)[1] * group || K % group != 0)
-      throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Conv): the input has " + i2s(C) +
-                                                   " channels, its weights take " + i2s((*w)[1] * group) +
-                                                   " (check --input)");
+      throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Conv): the input has " +
+                                                   i2s(C) + " channels, its weights take " +
+                                                   i2s((*w)[1] * group) + " (check --input)");
     Candidate c;
-    c.args = {{"N", i2s(N)}, {"H", i2s(H)}, {"W", i2s(W)}, {"R", i2s(R)}, {"S", i2s(S)},
-              {"stride", i2s(strides[0])}, {"pad", i2s(pads[0])}, {"dilation", i2s(dilations[0])}};
+    c.args = {{"N", i2s(N)},         {"H", i2s(H)},
+              {"W", i2s(W)},         {"R", i2s(R)},
+              {"S", i2s(S)},         {"stride", i2s(strides[0])},
+              {"pad", i2s(pads[0])}, {"dilation", i2s(dilations[0])}};
     const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
     if (group == 1) {
       c.template_name = "conv2d_nchwc";
@@ -222,8 +233,9 @@ class Extractor {
       const bool nt = n.int_or("transB", 0) != 0;
       const int64_t M = (*a)[0], K = (*a)[1], N = nt ? (*b)[0] : (*b)[1];
       if (a->size() != 2 || b->size() != 2 || K != (nt ? (*b)[1] : (*b)[0]))
-        throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Gemm): operand shapes " + shape_text(*a) +
-                                                     " and " + shape_text(*b) + " do not multiply");
+        throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Gemm): operand shapes " +
+                                                     shape_text(*a) + " and " + shape_text(*b) +
+                                                     " do not multiply");
       c.template_name = "matmul";
       c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", nt ? "nt" : "nn"}};
       c.flop = 2.0 * M * N * K;
@@ -239,13 +251,15 @@ class Extractor {
         c.args = {{"M", i2s(batch * M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nn"}};
       } else {
         c.template_name = "batch_matmul";
-        c.args = {{"batch", i2s(batch)}, {"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nn"}};
+        c.args = {
+            {"batch", i2s(batch)}, {"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nn"}};
       }
       c.flop = 2.0 * batch * M * N * K;
     }
     c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kGemm);
     // Gemm + bias + Relu with B as [N, K] is exactly what dense_bias_relu computes.
-    if (c.template_name == "matmul" && c.args["layout"] == "nt" && c.epilogue.steps == "bias_relu") {
+    if (c.template_name == "matmul" && c.args["layout"] == "nt" &&
+        c.epilogue.steps == "bias_relu") {
       c.template_name = "dense_bias_relu";
       c.args.erase("layout");
       c.epilogue.steps.clear();
@@ -264,23 +278,31 @@ class Extractor {
     const int64_t N = (*x)[0], C = (*x)[1], H = (*x)[2], W = (*x)[3], OH = (*y)[2], OW = (*y)[3];
     std::vector<int64_t> kernel = global ? std::vector<int64_t>{H, W} : n.ints("kernel_shape");
     std::vector<int64_t> strides = global ? std::vector<int64_t>{1, 1} : n.ints("strides", {1, 1});
-    std::vector<int64_t> pads = global ? std::vector<int64_t>{0, 0, 0, 0} : n.ints("pads", {0, 0, 0, 0});
+    std::vector<int64_t> pads =
+        global ? std::vector<int64_t>{0, 0, 0, 0} : n.ints("pads", {0, 0, 0, 0});
     if (kernel.size() != 2) return NotMapped{"only 2-D pooling"};
     if (n.text_or("auto_pad", "NOTSET") != "NOTSET" && n.text_or("auto_pad", "NOTSET") != "VALID")
       return NotMapped{"auto_pad SAME"};
-    if (!all_equal(strides) || !all_equal(n.ints("dilations", {1, 1})) || n.ints("dilations", {1, 1})[0] != 1)
+    if (!all_equal(strides) || !all_equal(n.ints("dilations", {1, 1})) ||
+        n.ints("dilations", {1, 1})[0] != 1)
       return NotMapped{"different strides per axis or dilation"};
     if (!all_equal(pads)) return NotMapped{"asymmetric padding"};
     if (!max && pads[0] > 0 && n.int_or("count_include_pad", 0) == 0)
       return NotMapped{"average excluding padding (count_include_pad=0)"};
     // ceil_mode may add an output row the floor formula of the templates does not have.
-    if (OH != (H + 2 * pads[0] - kernel[0]) / strides[0] + 1 || OW != (W + 2 * pads[0] - kernel[1]) / strides[0] + 1)
+    if (OH != (H + 2 * pads[0] - kernel[0]) / strides[0] + 1 ||
+        OW != (W + 2 * pads[0] - kernel[1]) / strides[0] + 1)
       return NotMapped{"ceil_mode output extent"};
     Candidate c;
     c.template_name = max ? "max_pool2d" : "avg_pool2d";
-    c.args = {{"N", i2s(N)},          {"C", i2s(C)},     {"H", i2s(H)},
-              {"W", i2s(W)},          {"R", i2s(kernel[0])}, {"S", i2s(kernel[1])},
-              {"stride", i2s(strides[0])}, {"pad", i2s(pads[0])}};
+    c.args = {{"N", i2s(N)},
+              {"C", i2s(C)},
+              {"H", i2s(H)},
+              {"W", i2s(W)},
+              {"R", i2s(kernel[0])},
+              {"S", i2s(kernel[1])},
+              {"stride", i2s(strides[0])},
+              {"pad", i2s(pads[0])}};
     const double window = static_cast<double>(kernel[0] * kernel[1]);
     c.flop = static_cast<double>(N * C * OH * OW) * (max ? window : window + 1);
     if (global) c.note = "global pooling";
@@ -316,12 +338,14 @@ class Extractor {
 void resolve(ModelTask& t, const schedule_space::TargetTraits& target) {
   t.refused.clear();
   t.tunable.reset();
-  auto attempt = [&](const std::string& name, const Args& args) -> std::optional<schedule_space::Task> {
+  auto attempt = [&](const std::string& name,
+                     const Args& args) -> std::optional<schedule_space::Task> {
     try {
       return schedule_space::Task::create(name, args, target);
     } catch (const Error& e) {
       // Every distinct reason: the epilogue argument and the shape may be refused separately.
-      if (t.refused.find(e.what()) == std::string::npos) t.refused += (t.refused.empty() ? "" : "; ") + std::string(e.what());
+      if (t.refused.find(e.what()) == std::string::npos)
+        t.refused += (t.refused.empty() ? "" : "; ") + std::string(e.what());
       return std::nullopt;
     }
   };
@@ -331,8 +355,9 @@ void resolve(ModelTask& t, const schedule_space::TargetTraits& target) {
     t.status = TaskStatus::kOk;
   } else if (!t.epilogue.empty() && (t.tunable = attempt(t.template_name, bare))) {
     t.status = TaskStatus::kEpilogueUnfused;
-  } else if (!t.substitute.empty() && ((!t.epilogue.empty() && (t.tunable = attempt(t.substitute, t.args))) ||
-                                       (t.tunable = attempt(t.substitute, bare)))) {
+  } else if (!t.substitute.empty() &&
+             ((!t.epilogue.empty() && (t.tunable = attempt(t.substitute, t.args))) ||
+              (t.tunable = attempt(t.substitute, bare)))) {
     t.status = TaskStatus::kSubstitute;
   } else {
     t.status = TaskStatus::kRefused;
@@ -343,17 +368,22 @@ void resolve(ModelTask& t, const schedule_space::TargetTraits& target) {
 
 std::string to_string(TaskStatus status) {
   switch (status) {
-    case TaskStatus::kOk: return "ok";
-    case TaskStatus::kEpilogueUnfused: return "epilogue_unfused";
-    case TaskStatus::kSubstitute: return "substitute";
-    case TaskStatus::kRefused: return "refused";
+    case TaskStatus::kOk:
+      return "ok";
+    case TaskStatus::kEpilogueUnfused:
+      return "epilogue_unfused";
+    case TaskStatus::kSubstitute:
+      return "substitute";
+    case TaskStatus::kRefused:
+      return "refused";
   }
   return "?";
 }
 
 std::string ModelTask::key() const {
   // The shape in the template's declared order (like WorkloadArgs::key), then any other
-  // argument, then dtype and epilogue last: the same key whatever order a template declares them in.
+  // argument, then dtype and epilogue last: the same key whatever order a template declares them
+  // in.
   std::string text = template_name + "(";
   std::set<std::string> done = {"dtype", "epilogue", "clip_min", "clip_max"};
   bool first = true;
@@ -399,10 +429,14 @@ nlohmann::json to_json(const ModelTasks& m) {
   j["total_gflop"] = m.total_flop() / 1e9;
   j["tasks"] = nlohmann::json::array();
   for (const auto& t : m.tasks) {
-    nlohmann::json tj = {{"template", t.template_name}, {"key", t.key()},
-                         {"epilogue", t.epilogue},        {"count", t.count},
-                         {"flop", t.flop},                {"gflop_total", t.flop * static_cast<double>(t.count) / 1e9},
-                         {"layers", t.layers},            {"status", to_string(t.status)}};
+    nlohmann::json tj = {{"template", t.template_name},
+                         {"key", t.key()},
+                         {"epilogue", t.epilogue},
+                         {"count", t.count},
+                         {"flop", t.flop},
+                         {"gflop_total", t.flop * static_cast<double>(t.count) / 1e9},
+                         {"layers", t.layers},
+                         {"status", to_string(t.status)}};
     tj["args"] = t.args;
     if (!t.note.empty()) tj["note"] = t.note;
     if (t.status != TaskStatus::kOk) tj["refused"] = t.refused;
@@ -412,7 +446,8 @@ nlohmann::json to_json(const ModelTasks& m) {
   }
   j["unsupported"] = nlohmann::json::array();
   for (const auto& u : m.unsupported) {
-    nlohmann::json uj = {{"op", u.op}, {"count", u.count}, {"reason", u.reason}, {"layers", u.layers}};
+    nlohmann::json uj = {
+        {"op", u.op}, {"count", u.count}, {"reason", u.reason}, {"layers", u.layers}};
     if (!u.generated.empty()) uj["generated"] = u.generated;
     j["unsupported"].push_back(std::move(uj));
   }
@@ -423,11 +458,13 @@ ModelTasks tasks_from_json(const nlohmann::json& j, const schedule_space::Target
   // A count from a peer: nlohmann would cast a float (1e30) to an integer, which is undefined.
   auto count_of = [](const nlohmann::json& v) {
     if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > 1'000'000'000))
-      throw Error(ErrorKind::kInvalidArgument, "model tasks: a count must be an integer up to 10^9");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "model tasks: a count must be an integer up to 10^9");
     return v.get<int64_t>();
   };
   try {
-    if (!j.is_object() || !j.at("tasks").is_array()) throw Error(ErrorKind::kInvalidArgument, "model tasks: not an object with a task list");
+    if (!j.is_object() || !j.at("tasks").is_array())
+      throw Error(ErrorKind::kInvalidArgument, "model tasks: not an object with a task list");
     ModelTasks m;
     m.model = j.at("model").get<std::string>();
     for (const auto& tj : j.at("tasks")) {
@@ -441,13 +478,15 @@ ModelTasks tasks_from_json(const nlohmann::json& j, const schedule_space::Target
       t.note = tj.value("note", "");
       t.substitute = tj.value("substitute", "");
       if (t.count < 1 || !std::isfinite(t.flop) || t.flop < 0)
-        throw Error(ErrorKind::kInvalidArgument, "model tasks: task " + t.key() + " has a bad count or flop");
+        throw Error(ErrorKind::kInvalidArgument,
+                    "model tasks: task " + t.key() + " has a bad count or flop");
       resolve(t, target);
       m.tasks.push_back(std::move(t));
     }
     for (const auto& u : j.value("unsupported", nlohmann::json::array()))
-      m.unsupported.push_back({u.at("op").get<std::string>(), count_of(u.at("count")), u.value("reason", ""),
-                               u.value("layers", std::vector<std::string>{}), u.value("generated", "")});
+      m.unsupported.push_back({u.at("op").get<std::string>(), count_of(u.at("count")),
+                               u.value("reason", ""), u.value("layers", std::vector<std::string>{}),
+                               u.value("generated", "")});
     return m;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kInvalidArgument, std::string("model tasks: ") + e.what());

@@ -1,4 +1,5 @@
-// Defines ModelTasks, the tuning tasks of a model (template, arguments, fused epilogue, count, FLOPs) and the operators without a template, and extract_tasks.
+// Defines ModelTasks, the tuning tasks of a model (template, arguments, fused epilogue, count,
+// FLOPs) and the operators without a template, and extract_tasks.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,8 @@ namespace ktune::frontend {
 // Whether today's templates accept a task (Task::create), and in which form.
 enum class TaskStatus {
   kOk,               // the template takes the arguments as listed, epilogue included
-  kEpilogueUnfused,  // the template takes the shape but not the epilogue argument: the bare operator is tuned
+  kEpilogueUnfused,  // the template takes the shape but not the epilogue argument: the bare
+                     // operator is tuned
   kSubstitute,       // the template refuses the shape; `substitute` (another template) takes it
   kRefused,          // no template takes the shape today (`refused` says why)
 };
@@ -27,22 +29,23 @@ std::string to_string(TaskStatus status);
 
 // One distinct workload of the model.
 struct ModelTask {
-  std::string template_name;                 // what it should use: conv2d_nchwc, depthwise_conv2d_nchwc, ...
+  std::string template_name;  // what it should use: conv2d_nchwc, depthwise_conv2d_nchwc, ...
   // What the model fixes: shape, dtype, "epilogue" when one is fused, and the bounds of a clip
   // step ("clip_min", "clip_max", when finite).
   std::map<std::string, std::string> args;
-  // "" or steps joined by '_': bias, add (residual), then relu, relu6, clip, hardswish, silu or gelu_erf,
-  // e.g. bias_add_relu.
+  // "" or steps joined by '_': bias, add (residual), then relu, relu6, clip, hardswish, silu or
+  // gelu_erf, e.g. bias_add_relu.
   std::string epilogue;
-  int64_t count = 0;                         // occurrences in the model
-  double flop = 0;                           // of one occurrence (the operator; the epilogue is not counted)
+  int64_t count = 0;  // occurrences in the model
+  double flop = 0;    // of one occurrence (the operator; the epilogue is not counted)
   // Names of the nodes it stands for: per occurrence, the operator's node, then the nodes fused
   // into its epilogue.
   std::vector<std::string> layers;
-  std::string note;                          // e.g. "grouped conv: 1 of 32 groups"
+  std::string note;  // e.g. "grouped conv: 1 of 32 groups"
   TaskStatus status = TaskStatus::kRefused;
-  std::string substitute;                    // a template that computes the same when `template_name` refuses ("" = none)
-  std::string refused;                       // the templates' errors ("; "-joined) when not kOk
+  std::string
+      substitute;  // a template that computes the same when `template_name` refuses ("" = none)
+  std::string refused;  // the templates' errors ("; "-joined) when not kOk
   // The task that can be tuned today (kOk, kEpilogueUnfused, kSubstitute), else nullopt.
   std::optional<schedule_space::Task> tunable;
 
@@ -52,7 +55,7 @@ struct ModelTask {
 
 // An operator of the model that no task covers (and that no task fused), with its count.
 struct UnsupportedOp {
-  std::string op;      // the ONNX operator, or "LayerNorm" for a LayerNormGroup
+  std::string op;  // the ONNX operator, or "LayerNorm" for a LayerNormGroup
   int64_t count = 0;
   std::string reason;  // "no template", "layout only (no kernel)", "asymmetric padding", ...
   // Names of its nodes, one per occurrence (a LayerNorm group's nodes '+'-joined).
@@ -65,20 +68,21 @@ struct UnsupportedOp {
 // Where one task runs in the graph: the node it stands for and the nodes fused into it, in graph
 // order (what a model build follows; the tuning tasks above merge these by workload).
 struct TaskOccurrence {
-  size_t task = 0;                 // index into ModelTasks::tasks
-  size_t node = 0;                 // the anchor node (Conv, Gemm, MatMul, pooling)
-  std::vector<size_t> fused;       // nodes fused into its epilogue (BatchNormalization, Add, Relu, ...)
+  size_t task = 0;            // index into ModelTasks::tasks
+  size_t node = 0;            // the anchor node (Conv, Gemm, MatMul, pooling)
+  std::vector<size_t> fused;  // nodes fused into its epilogue (BatchNormalization, Add, Relu, ...)
   // The names of the anchor and of the fused nodes, '+'-joined ("conv1+bn1+relu1"): the layer as
   // a model build labels its step.
   std::string layer;
 };
 
 struct ModelTasks {
-  std::string model;                 // the graph's name
-  std::vector<ModelTask> tasks;      // in order of first occurrence
+  std::string model;             // the graph's name
+  std::vector<ModelTask> tasks;  // in order of first occurrence
   std::vector<UnsupportedOp> unsupported;
   std::vector<TaskOccurrence> occurrences;  // in graph order; not part of to_json
-  std::vector<LayerNormGroup> layer_norms;  // listed as unsupported "LayerNorm"; not part of to_json
+  std::vector<LayerNormGroup>
+      layer_norms;  // listed as unsupported "LayerNorm"; not part of to_json
   // Sum over tasks of count x flop.
   double total_flop() const;
   // TaskOccurrence::layer of every occurrence of tasks[task], in graph order (empty for tasks read
@@ -95,10 +99,10 @@ struct ModelTasks {
 // GELU (gelu_erf).
 // Identical workloads are merged with a count. Every other node is an
 // UnsupportedOp (a LayerNormGroup is one, "LayerNorm"), with the generated kernel a model build
-// computes it with, if any: nothing is dropped. Each task is tried with Task::create (typed errors are
-// caught into `refused`). Throws Error(kInvalidArgument) for a model that cannot run although ONNX's
-// checker and shape inference pass it: a Conv whose input channels differ from its weights', a Gemm
-// whose operands do not multiply (e.g. after a wrong --input).
+// computes it with, if any: nothing is dropped. Each task is tried with Task::create (typed errors
+// are caught into `refused`). Throws Error(kInvalidArgument) for a model that cannot run although
+// ONNX's checker and shape inference pass it: a Conv whose input channels differ from its weights',
+// a Gemm whose operands do not multiply (e.g. after a wrong --input).
 ModelTasks extract_tasks(const Graph& graph, const schedule_space::TargetTraits& target);
 
 // {"model", "total_gflop", "tasks": [{template, args, epilogue, count, flop, gflop_total, layers,

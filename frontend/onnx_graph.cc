@@ -1,11 +1,12 @@
-// Reads an ONNX model through Debian's libonnx (protobuf types, checker, shape inference) into a Graph.
+// Reads an ONNX model through Debian's libonnx (protobuf types, checker, shape inference) into a
+// Graph.
 #include "frontend/onnx_graph.h"
 
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <onnx/checker.h>
@@ -27,7 +28,8 @@ std::string first_line(const std::string& text) {
 
 onnx::ModelProto read_model(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw Error(ErrorKind::kNotFound, path + ": no such file");
+  if (!std::filesystem::exists(path, ec))
+    throw Error(ErrorKind::kNotFound, path + ": no such file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::kIo, path + ": cannot be read");
   std::stringstream bytes;
@@ -37,7 +39,8 @@ onnx::ModelProto read_model(const std::string& path) {
   // An empty or arbitrary byte string can parse as a ModelProto with nothing set: an ONNX model
   // always has an IR version and a graph.
   if (!model.ParseFromString(bytes.str()) || model.ir_version() == 0 || !model.has_graph())
-    throw Error(ErrorKind::kInvalidArgument, path + ": not an ONNX model (not a ModelProto with a graph)");
+    throw Error(ErrorKind::kInvalidArgument,
+                path + ": not an ONNX model (not a ModelProto with a graph)");
   return model;
 }
 
@@ -50,26 +53,31 @@ void check_operator_sets(const std::string& path, const onnx::ModelProto& model)
     const std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
     versions[domain] = opset.version();
     auto it = known.find(domain);
-    if (it != known.end() && (opset.version() < it->second.first || opset.version() > it->second.second))
-      throw Error(ErrorKind::kUnsupported,
-                  path + ": opset " + std::to_string(opset.version()) + " of domain '" +
-                      (domain.empty() ? "ai.onnx" : domain) + "' is outside what this ONNX library reads (" +
-                      std::to_string(it->second.first) + ".." + std::to_string(it->second.second) + ")");
+    if (it != known.end() &&
+        (opset.version() < it->second.first || opset.version() > it->second.second))
+      throw Error(ErrorKind::kUnsupported, path + ": opset " + std::to_string(opset.version()) +
+                                               " of domain '" +
+                                               (domain.empty() ? "ai.onnx" : domain) +
+                                               "' is outside what this ONNX library reads (" +
+                                               std::to_string(it->second.first) + ".." +
+                                               std::to_string(it->second.second) + ")");
   }
   for (const auto& node : model.graph().node()) {
     const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     auto version = versions.find(domain);
     const int max_version = version == versions.end() ? 0 : static_cast<int>(version->second);
     if (onnx::OpSchemaRegistry::Schema(node.op_type(), max_version, domain) == nullptr)
-      throw Error(ErrorKind::kUnsupported, path + ": operator '" + (domain.empty() ? "" : domain + "::") +
-                                               node.op_type() + "' is in no operator set ktune can read");
+      throw Error(ErrorKind::kUnsupported,
+                  path + ": operator '" + (domain.empty() ? "" : domain + "::") + node.op_type() +
+                      "' is in no operator set ktune can read");
   }
 }
 
 std::vector<int64_t> dims_of(const onnx::TypeProto& type) {
   std::vector<int64_t> dims;
   if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return dims;
-  for (const auto& d : type.tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  for (const auto& d : type.tensor_type().shape().dim())
+    dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
   return dims;
 }
 
@@ -77,14 +85,16 @@ std::string dims_text(const onnx::TypeProto& type) {
   std::string text;
   for (const auto& d : type.tensor_type().shape().dim()) {
     if (!text.empty()) text += "x";
-    text += d.has_dim_value() ? std::to_string(d.dim_value()) : (d.dim_param().empty() ? "?" : d.dim_param());
+    text += d.has_dim_value() ? std::to_string(d.dim_value())
+                              : (d.dim_param().empty() ? "?" : d.dim_param());
   }
   return text;
 }
 
 // Applies the --input shapes and requires every graph input to be fully known afterwards.
 // Returns true when a fixed dimension was changed (the model's stored shapes are then stale).
-bool set_input_shapes(const std::string& path, onnx::GraphProto& graph, const std::set<std::string>& constants,
+bool set_input_shapes(const std::string& path, onnx::GraphProto& graph,
+                      const std::set<std::string>& constants,
                       const std::vector<InputShape>& inputs) {
   std::map<std::string, const InputShape*> given;
   for (const auto& in : inputs) given[in.name] = &in;
@@ -96,12 +106,15 @@ bool set_input_shapes(const std::string& path, onnx::GraphProto& graph, const st
       auto* shape = value.mutable_type()->mutable_tensor_type()->mutable_shape();
       const std::vector<int64_t>& want = it->second->dims;
       if (shape->dim_size() != 0 && shape->dim_size() != static_cast<int>(want.size()))
-        throw Error(ErrorKind::kInvalidArgument, "--input " + value.name() + "=" + shape_text(want) + ": the model's input has rank " +
-                                                     std::to_string(shape->dim_size()) + " (" + dims_text(value.type()) + ")");
+        throw Error(ErrorKind::kInvalidArgument,
+                    "--input " + value.name() + "=" + shape_text(want) +
+                        ": the model's input has rank " + std::to_string(shape->dim_size()) + " (" +
+                        dims_text(value.type()) + ")");
       // Fixed dimensions are overridden too (another batch size, another image size); shape
       // inference then says whether the graph allows it.
       for (int d = 0; d < shape->dim_size(); ++d)
-        overridden = overridden || (shape->dim(d).has_dim_value() && shape->dim(d).dim_value() != want[static_cast<size_t>(d)]);
+        overridden = overridden || (shape->dim(d).has_dim_value() &&
+                                    shape->dim(d).dim_value() != want[static_cast<size_t>(d)]);
       shape->clear_dim();
       for (int64_t d : want) shape->add_dim()->set_dim_value(d);
       given.erase(it);
@@ -111,11 +124,13 @@ bool set_input_shapes(const std::string& path, onnx::GraphProto& graph, const st
     for (int64_t d : dims) known = known && d > 0;
     if (!known)
       throw Error(ErrorKind::kInvalidArgument,
-                  path + ": input '" + value.name() + "' has a symbolic shape (" + dims_text(value.type()) +
-                      "); give it with --input " + value.name() + "=<dims, e.g. 1x3x224x224>");
+                  path + ": input '" + value.name() + "' has a symbolic shape (" +
+                      dims_text(value.type()) + "); give it with --input " + value.name() +
+                      "=<dims, e.g. 1x3x224x224>");
   }
   if (!given.empty())
-    throw Error(ErrorKind::kInvalidArgument, "--input " + given.begin()->first + ": the model has no such input");
+    throw Error(ErrorKind::kInvalidArgument,
+                "--input " + given.begin()->first + ": the model has no such input");
   return overridden;
 }
 
@@ -124,7 +139,8 @@ bool set_input_shapes(const std::string& path, onnx::GraphProto& graph, const st
 std::optional<std::vector<double>> small_values(const onnx::TensorProto& t) {
   int64_t n = 1;
   for (int64_t d : t.dims()) n *= d;
-  if (n < 0 || n > Graph::kMaxValueElements || t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
+  if (n < 0 || n > Graph::kMaxValueElements || t.data_location() == onnx::TensorProto::EXTERNAL)
+    return std::nullopt;
   std::vector<double> out;
   const std::string& raw = t.raw_data();
   // raw_data is little-endian, as the hosts ktune runs on.
@@ -150,7 +166,8 @@ std::optional<std::vector<double>> small_values(const onnx::TensorProto& t) {
       if (t.has_raw_data()) return from_raw(int64_t{}) ? std::optional(out) : std::nullopt;
       out.assign(t.int64_data().begin(), t.int64_data().end());
       break;
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
   if (out.size() != static_cast<size_t>(n)) return std::nullopt;
   return out;
@@ -198,14 +215,16 @@ std::optional<std::vector<int64_t>> Graph::shape(const std::string& tensor) cons
 
 std::string shape_text(const std::vector<int64_t>& dims) {
   std::string text;
-  for (int64_t d : dims) text += (text.empty() ? "" : "x") + (d < 0 ? std::string("?") : std::to_string(d));
+  for (int64_t d : dims)
+    text += (text.empty() ? "" : "x") + (d < 0 ? std::string("?") : std::to_string(d));
   return text;
 }
 
 InputShape parse_input_shape(const std::string& text) {
   const auto eq = text.rfind('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    throw Error(ErrorKind::kInvalidArgument, "--input " + quote_input(text) + ": expected name=DIMS, e.g. input=1x3x224x224");
+    throw Error(ErrorKind::kInvalidArgument,
+                "--input " + quote_input(text) + ": expected name=DIMS, e.g. input=1x3x224x224");
   InputShape shape{text.substr(0, eq), {}};
   std::string_view dims(text);
   dims.remove_prefix(eq + 1);
@@ -214,14 +233,18 @@ InputShape parse_input_shape(const std::string& text) {
     const std::string_view part = dims.substr(0, x);
     int64_t v = 0;
     auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || v < 1 || v > (int64_t{1} << 31))
-      throw Error(ErrorKind::kInvalidArgument,
-                  "--input " + quote_input(text) + ": dimensions are positive integers joined by 'x'");
+    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || v < 1 ||
+        v > (int64_t{1} << 31))
+      throw Error(
+          ErrorKind::kInvalidArgument,
+          "--input " + quote_input(text) + ": dimensions are positive integers joined by 'x'");
     shape.dims.push_back(v);
     if (x == std::string_view::npos) break;
     dims.remove_prefix(x + 1);
     if (dims.empty())
-      throw Error(ErrorKind::kInvalidArgument, "--input " + quote_input(text) + ": dimensions are positive integers joined by 'x'");
+      throw Error(
+          ErrorKind::kInvalidArgument,
+          "--input " + quote_input(text) + ": dimensions are positive integers joined by 'x'");
   }
   return shape;
 }
@@ -231,7 +254,8 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
-    throw Error(ErrorKind::kInvalidArgument, path + ": invalid ONNX model: " + first_line(e.what()));
+    throw Error(ErrorKind::kInvalidArgument,
+                path + ": invalid ONNX model: " + first_line(e.what()));
   }
   check_operator_sets(path, model);
 
@@ -245,14 +269,16 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
   if (set_input_shapes(path, *model.mutable_graph(), graph.constants, inputs)) {
     // Shapes stored for the old input would contradict the new ones: inference recomputes them.
     model.mutable_graph()->clear_value_info();
-    for (auto& out : *model.mutable_graph()->mutable_output()) out.mutable_type()->mutable_tensor_type()->clear_shape();
+    for (auto& out : *model.mutable_graph()->mutable_output())
+      out.mutable_type()->mutable_tensor_type()->clear_shape();
   }
   try {
     // Strict: a node whose shapes cannot be inferred is an error, not a silently unknown tensor.
     onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1, /*data_prop=*/true);
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception& e) {
-    throw Error(ErrorKind::kInvalidArgument, path + ": shape inference failed: " + first_line(e.what()));
+    throw Error(ErrorKind::kInvalidArgument,
+                path + ": shape inference failed: " + first_line(e.what()));
   }
 
   for (const auto& opset : model.opset_import())
@@ -295,12 +321,15 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
 
 namespace {
 
-// The `count` values of a tensor's data: its raw bytes (little-endian Stored), else its typed field.
+// The `count` values of a tensor's data: its raw bytes (little-endian Stored), else its typed
+// field.
 template <typename Stored, typename Out, typename Typed>
-std::vector<Out> values_of(const std::string& raw, const Typed& typed, int64_t count, const std::function<Error(const std::string&)>& bad) {
+std::vector<Out> values_of(const std::string& raw, const Typed& typed, int64_t count,
+                           const std::function<Error(const std::string&)>& bad) {
   std::vector<Out> out;
   if (!raw.empty()) {
-    if (raw.size() != static_cast<size_t>(count) * sizeof(Stored)) throw bad("raw data does not match the shape");
+    if (raw.size() != static_cast<size_t>(count) * sizeof(Stored))
+      throw bad("raw data does not match the shape");
     std::vector<Stored> tmp(static_cast<size_t>(count));
     std::memcpy(tmp.data(), raw.data(), raw.size());
     out.assign(tmp.begin(), tmp.end());

@@ -1,4 +1,5 @@
-// Defines Graph, a model's operator graph with every tensor's inferred shape, and load_onnx, which reads it from an ONNX file.
+// Defines Graph, a model's operator graph with every tensor's inferred shape, and load_onnx, which
+// reads it from an ONNX file.
 //
 // frontend/ is the model-import module (library ktune_frontend). It sits after schedule_space and
 // tuning_db and before tuner in the module order (support, te, codegen, schedule_space,
@@ -18,16 +19,16 @@ namespace ktune::frontend {
 
 // One attribute of a node: what ONNX's ints/int/floats/float/string attributes hold.
 struct Attribute {
-  std::vector<int64_t> ints;    // INT (one element) or INTS
-  std::vector<float> floats;    // FLOAT (one element) or FLOATS
-  std::string text;             // STRING
+  std::vector<int64_t> ints;  // INT (one element) or INTS
+  std::vector<float> floats;  // FLOAT (one element) or FLOATS
+  std::string text;           // STRING
 };
 
 struct Node {
   std::string op;      // "Conv"
   std::string domain;  // "" for the default ONNX domain
   std::string name;    // the node's name, or "<op>#<index>" when the model leaves it empty
-  std::vector<std::string> inputs;   // tensor names ("" = an omitted optional input)
+  std::vector<std::string> inputs;  // tensor names ("" = an omitted optional input)
   std::vector<std::string> outputs;
   std::map<std::string, Attribute> attrs;
 
@@ -44,10 +45,10 @@ struct Node {
 // A model after shape inference. Value type, no ONNX types.
 struct Graph {
   std::string name;
-  std::vector<Node> nodes;                 // in the model's (topological) order
-  std::vector<std::string> inputs;         // graph inputs that are not initializers
+  std::vector<Node> nodes;          // in the model's (topological) order
+  std::vector<std::string> inputs;  // graph inputs that are not initializers
   std::vector<std::string> outputs;
-  std::set<std::string> constants;         // initializers and Constant nodes' outputs (weights)
+  std::set<std::string> constants;  // initializers and Constant nodes' outputs (weights)
   // The values of the small numeric constants (at most kMaxValueElements elements: scalars such
   // as Clip's bounds, which a fused epilogue takes as arguments), as doubles.
   std::map<std::string, std::vector<double>> values;
@@ -55,7 +56,7 @@ struct Graph {
   // The shape of each tensor shape inference could resolve; a dimension it could not resolve
   // is -1. Tensors without any shape information are absent.
   std::map<std::string, std::vector<int64_t>> shapes;
-  int64_t opset = 0;                       // the default domain's opset
+  int64_t opset = 0;  // the default domain's opset
 
   // The shape of `tensor` when fully known (no -1), else nullopt.
   std::optional<std::vector<int64_t>> shape(const std::string& tensor) const;

@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const Error&) {
     return 0;  // refused with a typed error: what bad input must get
   }
-  fuzz::require(schedule_space::Config::from_json(config.to_json()) == config, "config JSON round trip");
+  fuzz::require(schedule_space::Config::from_json(config.to_json()) == config,
+                "config JSON round trip");
   const schedule_space::Task& task = fuzz::small_task(config.template_name());
   const schedule_space::ConfigSpace& space = task.space();
   try {

@@ -12,12 +12,23 @@ const std::vector<schedule_space::Task>& small_tasks() {
     return std::vector<schedule_space::Task>{
         schedule_space::Task::create("matmul", {{"M", "8"}, {"N", "16"}, {"K", "8"}}, t),
         schedule_space::Task::create("dense_bias_relu", {{"M", "4"}, {"N", "16"}, {"K", "8"}}, t),
-        schedule_space::Task::create("batch_matmul", {{"batch", "3"}, {"M", "4"}, {"N", "8"}, {"K", "6"}}, t),
-        schedule_space::Task::create("conv2d", {{"C", "2"}, {"H", "9"}, {"W", "9"}, {"K", "2"}, {"pad", "1"}}, t),
-        schedule_space::Task::create("depthwise_conv2d", {{"C", "4"}, {"H", "8"}, {"W", "8"}, {"pad", "1"}}, t),
-        schedule_space::Task::create("max_pool2d", {{"C", "4"}, {"H", "9"}, {"W", "9"}, {"R", "3"}, {"S", "3"}}, t),
+        schedule_space::Task::create("batch_matmul",
+                                     {{"batch", "3"}, {"M", "4"}, {"N", "8"}, {"K", "6"}}, t),
         schedule_space::Task::create(
-            "conv2d_nchwc", {{"C", "4"}, {"H", "2"}, {"W", "4"}, {"K", "8"}, {"pad", "1"}, {"ic_block", "4"}, {"oc_block", "8"}}, t),
+            "conv2d", {{"C", "2"}, {"H", "9"}, {"W", "9"}, {"K", "2"}, {"pad", "1"}}, t),
+        schedule_space::Task::create("depthwise_conv2d",
+                                     {{"C", "4"}, {"H", "8"}, {"W", "8"}, {"pad", "1"}}, t),
+        schedule_space::Task::create(
+            "max_pool2d", {{"C", "4"}, {"H", "9"}, {"W", "9"}, {"R", "3"}, {"S", "3"}}, t),
+        schedule_space::Task::create("conv2d_nchwc",
+                                     {{"C", "4"},
+                                      {"H", "2"},
+                                      {"W", "4"},
+                                      {"K", "8"},
+                                      {"pad", "1"},
+                                      {"ic_block", "4"},
+                                      {"oc_block", "8"}},
+                                     t),
     };
   }();
   return tasks;

@@ -1,4 +1,5 @@
-// Defines what the libFuzzer targets share: the small tasks configs are instantiated against, and input helpers.
+// Defines what the libFuzzer targets share: the small tasks configs are instantiated against, and
+// input helpers.
 #pragma once
 
 #include <cstddef>

@@ -39,7 +39,8 @@ void read_pipe(const std::vector<uint8_t>& bytes) {
   if (::pipe2(fds, O_CLOEXEC) != 0) return;
   // A pipe holds 64 KiB; libFuzzer's default inputs are far smaller.
   const size_t n = std::min<size_t>(bytes.size(), 60000);
-  if (n > 0 && ::write(fds[1], bytes.data(), n) != static_cast<ssize_t>(n)) fuzz::require(false, "pipe write");
+  if (n > 0 && ::write(fds[1], bytes.data(), n) != static_cast<ssize_t>(n))
+    fuzz::require(false, "pipe write");
   ::close(fds[1]);
   try {
     while (auto frame = rpc_runner::read_frame(fds[0], 1000)) {
@@ -62,13 +63,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     switch (data[0] % 4) {
       case 0: {
         const rpc_runner::Request r = rpc_runner::decode_request(rest);
-        fuzz::require(rpc_runner::decode_request(rpc_runner::encode(r)).artifact == r.artifact, "request round trip");
+        fuzz::require(rpc_runner::decode_request(rpc_runner::encode(r)).artifact == r.artifact,
+                      "request round trip");
         if (!r.artifact.empty()) check_artifact(r.artifact);
         break;
       }
       case 1: {
         const rpc_runner::Reply r = rpc_runner::decode_reply(rest);
-        fuzz::require(rpc_runner::decode_reply(rpc_runner::encode(r)).costs.size() == r.costs.size(), "reply round trip");
+        fuzz::require(
+            rpc_runner::decode_reply(rpc_runner::encode(r)).costs.size() == r.costs.size(),
+            "reply round trip");
         break;
       }
       case 2:

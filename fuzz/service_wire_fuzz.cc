@@ -5,10 +5,10 @@
 //   2: a job spec as the server's log keeps it (JSON), restored and validated,
 //   3: a QueryBest request / job event as a client converts them.
 #include "fuzz/fuzz_util.h"
-#include "rpc_runner/server/fleet_measurer.h"
 #include "rpc_runner/protocol/job_types.h"
 #include "rpc_runner/protocol/ktune.pb.h"
 #include "rpc_runner/protocol/service_convert.h"
+#include "rpc_runner/server/fleet_measurer.h"
 #include "support/error.h"
 #include "support/json_input.h"
 
@@ -36,12 +36,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!m.ParseFromArray(body, n)) return 0;
         if (m.has_result()) {
           const tuner::MeasureResult r = rpc_runner::from_proto(m.result());
-          fuzz::require(m.result().error_kind().empty() || !r.ok(), "a result with an error kind is an error");
+          fuzz::require(m.result().error_kind().empty() || !r.ok(),
+                        "a result with an error kind is an error");
         }
         break;
       }
       case 2: {
-        const auto j = parse_json_input(std::string_view(reinterpret_cast<const char*>(body), n), "job spec");
+        const auto j =
+            parse_json_input(std::string_view(reinterpret_cast<const char*>(body), n), "job spec");
         rpc_runner::JobSpec::from_json(j).validate();
         break;
       }

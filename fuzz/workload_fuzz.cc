@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (std::string w; in >> w;) words.push_back(w);
   try {
     const auto args = schedule_space::parse_workload_args(template_name, words);
-    const schedule_space::Task task = schedule_space::Task::create(template_name, args, fuzz::small_traits());
+    const schedule_space::Task task =
+        schedule_space::Task::create(template_name, args, fuzz::small_traits());
     fuzz::require(task.flop() >= 0, "a task's FLOP count is not negative");
     fuzz::require(task.space().size() >= 1, "a created task has a non-empty space");
     const schedule_space::Instantiated inst = task.instantiate(task.fallback_config());

@@ -18,8 +18,9 @@ const Entity* Config::find(std::string_view name) const {
 
 const Entity& Config::operator[](std::string_view name) const {
   if (const Entity* e = find(name)) return *e;
-  throw Error(ErrorKind::kInstantiation, "config has no knob '" + std::string(name) + "'" +
-                                             (template_name_.empty() ? "" : " (template " + template_name_ + ")"));
+  throw Error(ErrorKind::kInstantiation,
+              "config has no knob '" + std::string(name) + "'" +
+                  (template_name_.empty() ? "" : " (template " + template_name_ + ")"));
 }
 
 nlohmann::json Config::to_json() const {
@@ -35,14 +36,16 @@ nlohmann::json Config::to_json() const {
 std::string Config::to_json_string() const { return to_json().dump(); }
 
 Config Config::from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw Error(ErrorKind::kInvalidArgument, "config must be a JSON object, got " + j.dump());
+  if (!j.is_object())
+    throw Error(ErrorKind::kInvalidArgument, "config must be a JSON object, got " + j.dump());
   if (!j.contains("index") || !j["index"].is_number_integer() || j["index"].get<int64_t>() < 0)
     throw Error(ErrorKind::kInvalidArgument, "config needs a non-negative integer \"index\"");
   if (!j.contains("entity") || !j["entity"].is_array())
     throw Error(ErrorKind::kInvalidArgument, "config needs an \"entity\" list");
   std::string template_name;
   if (j.contains("template")) {
-    if (!j["template"].is_string()) throw Error(ErrorKind::kInvalidArgument, "config \"template\" must be a string");
+    if (!j["template"].is_string())
+      throw Error(ErrorKind::kInvalidArgument, "config \"template\" must be a string");
     template_name = j["template"].get<std::string>();
   }
   std::vector<Entity> entities;
@@ -50,7 +53,8 @@ Config Config::from_json(const nlohmann::json& j) {
     entities.push_back(Entity::from_json(e));
     for (size_t i = 0; i + 1 < entities.size(); ++i)
       if (entities[i].name == entities.back().name)
-        throw Error(ErrorKind::kInvalidArgument, "config names knob '" + entities.back().name + "' twice");
+        throw Error(ErrorKind::kInvalidArgument,
+                    "config names knob '" + entities.back().name + "' twice");
   }
   return Config(std::move(template_name), j["index"].get<uint64_t>(), std::move(entities));
 }

@@ -1,4 +1,5 @@
-// Defines Config, one point of a config space: its index and the entity of every knob, with a stable JSON form.
+// Defines Config, one point of a config space: its index and the entity of every knob, with a
+// stable JSON form.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +35,8 @@ class Config {
   nlohmann::json to_json() const;
   // Compact one-line form of to_json().
   std::string to_json_string() const;
-  // Inverse of to_json; "template" is optional. Throws Error(kInvalidArgument) naming what is wrong.
+  // Inverse of to_json; "template" is optional. Throws Error(kInvalidArgument) naming what is
+  // wrong.
   static Config from_json(const nlohmann::json& j);
   // Parses text then from_json; throws Error(kInvalidArgument) for malformed JSON.
   static Config from_json_string(const std::string& text);

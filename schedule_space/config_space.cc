@@ -11,7 +11,9 @@ namespace ktune::schedule_space {
 const Entity& EntityView::operator[](std::string_view name) const {
   if (config_) return (*config_)[name];
   const int64_t pos = space_->knob_position(name);
-  if (pos < 0) throw Error(ErrorKind::kInstantiation, "constraint reads unknown knob '" + std::string(name) + "'");
+  if (pos < 0)
+    throw Error(ErrorKind::kInstantiation,
+                "constraint reads unknown knob '" + std::string(name) + "'");
   return space_->knob(static_cast<size_t>(pos)).entity((*knob_indices_)[static_cast<size_t>(pos)]);
 }
 
@@ -25,8 +27,9 @@ const Knob& ConfigSpace::add_knob(std::shared_ptr<const Knob> knob) {
     throw Error(ErrorKind::kInvalidArgument, "knob '" + knob->name() + "' defined twice");
   const uint64_t k = knob->size();
   if (size_ > kMaxSize / k || size_ * k > kMaxSize)
-    throw Error(ErrorKind::kInvalidArgument, "config space exceeds 2^63 configs when adding knob '" + knob->name() +
-                                                 "' (size " + std::to_string(k) + ")");
+    throw Error(ErrorKind::kInvalidArgument,
+                "config space exceeds 2^63 configs when adding knob '" + knob->name() + "' (size " +
+                    std::to_string(k) + ")");
   size_ *= k;
   feature_length_ += knob->feature_length();
   positions_.emplace(knob->name(), knobs_.size());
@@ -46,12 +49,15 @@ const Knob& ConfigSpace::define_annotate(const std::string& name, const Annotate
 const Knob& ConfigSpace::define_knob(const std::string& name, const std::vector<int64_t>& values) {
   return add_knob(std::make_shared<OtherKnob>(name, values));
 }
-const Knob& ConfigSpace::define_knob(const std::string& name, const std::vector<std::string>& values) {
+const Knob& ConfigSpace::define_knob(const std::string& name,
+                                     const std::vector<std::string>& values) {
   return add_knob(std::make_shared<OtherKnob>(name, values));
 }
 
-void ConfigSpace::add_constraint(std::string name, std::function<bool(const EntityView&)> predicate) {
-  if (!predicate) throw Error(ErrorKind::kInvalidArgument, "constraint '" + name + "' has no predicate");
+void ConfigSpace::add_constraint(std::string name,
+                                 std::function<bool(const EntityView&)> predicate) {
+  if (!predicate)
+    throw Error(ErrorKind::kInvalidArgument, "constraint '" + name + "' has no predicate");
   constraints_.push_back({std::move(name), std::move(predicate)});
 }
 
@@ -63,7 +69,8 @@ void ConfigSpace::set_legacy_value(const std::string& name, int64_t value) {
       legacy_[name] = e;
       return;
     }
-  throw Error(ErrorKind::kInvalidArgument, "knob '" + name + "' has no candidate " + std::to_string(value));
+  throw Error(ErrorKind::kInvalidArgument,
+              "knob '" + name + "' has no candidate " + std::to_string(value));
 }
 
 Config ConfigSpace::complete(const Config& config) const {
@@ -103,8 +110,9 @@ void ConfigSpace::decompose(uint64_t index, std::vector<uint64_t>& digits) const
 
 std::vector<uint64_t> ConfigSpace::knob_indices(uint64_t index) const {
   if (index >= size_)
-    throw Error(ErrorKind::kInvalidArgument,
-                "config index " + std::to_string(index) + " out of range (space size " + std::to_string(size_) + ")");
+    throw Error(ErrorKind::kInvalidArgument, "config index " + std::to_string(index) +
+                                                 " out of range (space size " +
+                                                 std::to_string(size_) + ")");
   std::vector<uint64_t> digits;
   decompose(index, digits);
   return digits;
@@ -112,14 +120,15 @@ std::vector<uint64_t> ConfigSpace::knob_indices(uint64_t index) const {
 
 uint64_t ConfigSpace::index_of(const std::vector<uint64_t>& digits) const {
   if (digits.size() != knobs_.size())
-    throw Error(ErrorKind::kInvalidArgument, "knob index vector has " + std::to_string(digits.size()) +
-                                                 " entries, the space has " + std::to_string(knobs_.size()) + " knobs");
+    throw Error(ErrorKind::kInvalidArgument,
+                "knob index vector has " + std::to_string(digits.size()) +
+                    " entries, the space has " + std::to_string(knobs_.size()) + " knobs");
   uint64_t index = 0;
   for (size_t i = knobs_.size(); i-- > 0;) {
     if (digits[i] >= knobs_[i]->size())
-      throw Error(ErrorKind::kInvalidArgument, "knob '" + knobs_[i]->name() + "' has no candidate " +
-                                                   std::to_string(digits[i]) + " (size " +
-                                                   std::to_string(knobs_[i]->size()) + ")");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "knob '" + knobs_[i]->name() + "' has no candidate " + std::to_string(digits[i]) +
+                      " (size " + std::to_string(knobs_[i]->size()) + ")");
     index = index * knobs_[i]->size() + digits[i];
   }
   return index;
@@ -130,14 +139,16 @@ uint64_t ConfigSpace::index_of(const Config& given) const {
   std::vector<uint64_t> digits(knobs_.size());
   for (size_t i = 0; i < knobs_.size(); ++i) {
     const Entity* e = config.find(knobs_[i]->name());
-    if (!e) throw Error(ErrorKind::kInvalidArgument, "config has no knob '" + knobs_[i]->name() + "'");
+    if (!e)
+      throw Error(ErrorKind::kInvalidArgument, "config has no knob '" + knobs_[i]->name() + "'");
     if (e->kind != knobs_[i]->kind())
-      throw Error(ErrorKind::kInvalidArgument, "config knob '" + e->name + "' is of kind " +
-                                                   std::string(to_string(e->kind)) + ", the space's is " +
-                                                   std::string(to_string(knobs_[i]->kind())));
+      throw Error(ErrorKind::kInvalidArgument,
+                  "config knob '" + e->name + "' is of kind " + std::string(to_string(e->kind)) +
+                      ", the space's is " + std::string(to_string(knobs_[i]->kind())));
     const int64_t pos = knobs_[i]->find(*e);
     if (pos < 0)
-      throw Error(ErrorKind::kInvalidArgument, "config value " + e->to_json()[2].dump() + " of knob '" + e->name +
+      throw Error(ErrorKind::kInvalidArgument, "config value " + e->to_json()[2].dump() +
+                                                   " of knob '" + e->name +
                                                    "' is not in this space");
     digits[i] = static_cast<uint64_t>(pos);
   }

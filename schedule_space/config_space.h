@@ -1,4 +1,5 @@
-// Defines ConfigSpace: the knobs of a template with mixed-radix indexing, per-config constraints, sampling and features.
+// Defines ConfigSpace: the knobs of a template with mixed-radix indexing, per-config constraints,
+// sampling and features.
 #pragma once
 
 #include <cstdint>
@@ -92,17 +93,20 @@ class ConfigSpace {
 
   // Digits of `index`, one per knob (knob 0 first); throws Error(kInvalidArgument) if out of range.
   std::vector<uint64_t> knob_indices(uint64_t index) const;
-  // Inverse of knob_indices; throws Error(kInvalidArgument) for a wrong length or a digit out of range.
+  // Inverse of knob_indices; throws Error(kInvalidArgument) for a wrong length or a digit out of
+  // range.
   uint64_t index_of(const std::vector<uint64_t>& knob_indices) const;
   // Index of the config whose entities equal config's (matched by knob name), if the space has it;
-  // throws Error(kInvalidArgument) naming the first knob that is missing or has a value this space lacks.
+  // throws Error(kInvalidArgument) naming the first knob that is missing or has a value this space
+  // lacks.
   uint64_t index_of(const Config& config) const;
 
   // Up to n distinct valid indices, none in `exclude`, uniform over the valid configs.
   // Small spaces (<= kEnumerateLimit) are enumerated, so fewer than n means no more exist;
   // larger ones use rejection sampling with a budget of kSampleTriesBase + kSampleTriesPerPick*n
   // draws, so a very sparse valid set may yield fewer than n.
-  std::vector<uint64_t> sample(size_t n, std::mt19937_64& rng, const std::unordered_set<uint64_t>& exclude = {}) const;
+  std::vector<uint64_t> sample(size_t n, std::mt19937_64& rng,
+                               const std::unordered_set<uint64_t>& exclude = {}) const;
   // A valid config that differs from `index` in one knob, chosen at random; `index` itself when
   // none was found in kNeighbourTries attempts (or every knob has one value).
   uint64_t neighbour(uint64_t index, std::mt19937_64& rng) const;
@@ -126,7 +130,8 @@ class ConfigSpace {
 
   std::string template_name_;
   std::vector<std::shared_ptr<const Knob>> knobs_;
-  std::map<std::string, Entity, std::less<>> legacy_;  // knob name -> what a config without it means
+  std::map<std::string, Entity, std::less<>>
+      legacy_;  // knob name -> what a config without it means
   std::unordered_map<std::string, size_t> positions_;
   std::vector<Constraint> constraints_;
   uint64_t size_ = 1;

@@ -11,7 +11,9 @@
 namespace ktune::schedule_space {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::kInvalidArgument, message); }
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(ErrorKind::kInvalidArgument, message);
+}
 
 std::string join(const std::vector<int64_t>& v) {
   std::ostringstream os;
@@ -34,10 +36,14 @@ constexpr size_t kMaxKnobSize = 1u << 20;
 
 std::string_view to_string(KnobKind kind) {
   switch (kind) {
-    case KnobKind::kSplit: return "sp";
-    case KnobKind::kReorder: return "re";
-    case KnobKind::kAnnotate: return "an";
-    case KnobKind::kOther: return "ot";
+    case KnobKind::kSplit:
+      return "sp";
+    case KnobKind::kReorder:
+      return "re";
+    case KnobKind::kAnnotate:
+      return "an";
+    case KnobKind::kOther:
+      return "ot";
   }
   return "?";
 }
@@ -52,9 +58,12 @@ KnobKind knob_kind_from_string(std::string_view tag) {
 
 std::string_view to_string(Annotation a) {
   switch (a) {
-    case Annotation::kNone: return "none";
-    case Annotation::kUnroll: return "unroll";
-    case Annotation::kVectorize: return "vec";
+    case Annotation::kNone:
+      return "none";
+    case Annotation::kUnroll:
+      return "unroll";
+    case Annotation::kVectorize:
+      return "vec";
   }
   return "?";
 }
@@ -76,13 +85,15 @@ std::vector<int64_t> Entity::split_factors(int64_t extent) const {
   int64_t inner = 1;
   for (size_t i = 1; i < f.size(); ++i) {
     if (f[i] <= 0)
-      throw Error(ErrorKind::kInstantiation, "split '" + name + "' has a non-positive factor: [" + join(f) + "]");
+      throw Error(ErrorKind::kInstantiation,
+                  "split '" + name + "' has a non-positive factor: [" + join(f) + "]");
     inner *= f[i];
   }
   if (f[0] == -1) {
     f[0] = (extent + inner - 1) / inner;
   } else if (f[0] <= 0) {
-    throw Error(ErrorKind::kInstantiation, "split '" + name + "' has a non-positive factor: [" + join(f) + "]");
+    throw Error(ErrorKind::kInstantiation,
+                "split '" + name + "' has a non-positive factor: [" + join(f) + "]");
   }
   return f;
 }
@@ -101,7 +112,8 @@ const std::string& Entity::as_string() const {
 
 Annotation Entity::annotation(size_t axis) const {
   if (kind != KnobKind::kAnnotate || axis >= values.size())
-    throw Error(ErrorKind::kInstantiation, "knob '" + name + "' has no annotation for axis " + std::to_string(axis));
+    throw Error(ErrorKind::kInstantiation,
+                "knob '" + name + "' has no annotation for axis " + std::to_string(axis));
   return static_cast<Annotation>(values[axis]);
 }
 
@@ -117,7 +129,10 @@ nlohmann::json Entity::to_json() const {
       for (int64_t v : values) value.push_back(std::string(to_string(static_cast<Annotation>(v))));
       break;
     case KnobKind::kOther:
-      if (is_string) value = str; else value = values.at(0);
+      if (is_string)
+        value = str;
+      else
+        value = values.at(0);
       break;
   }
   return nlohmann::json::array({name, std::string(to_string(kind)), value});
@@ -133,16 +148,19 @@ Entity Entity::from_json(const nlohmann::json& j) {
   switch (e.kind) {
     case KnobKind::kSplit:
     case KnobKind::kReorder:
-      if (!v.is_array() || v.empty()) invalid("entity '" + e.name + "' needs a non-empty list of integers");
+      if (!v.is_array() || v.empty())
+        invalid("entity '" + e.name + "' needs a non-empty list of integers");
       for (const auto& x : v) {
-        if (!x.is_number_integer()) invalid("entity '" + e.name + "' has a non-integer value " + x.dump());
+        if (!x.is_number_integer())
+          invalid("entity '" + e.name + "' has a non-integer value " + x.dump());
         e.values.push_back(x.get<int64_t>());
       }
       break;
     case KnobKind::kAnnotate:
       if (!v.is_array()) invalid("entity '" + e.name + "' needs a list of annotations");
       for (const auto& x : v) {
-        if (!x.is_string()) invalid("entity '" + e.name + "' has a non-string annotation " + x.dump());
+        if (!x.is_string())
+          invalid("entity '" + e.name + "' has a non-string annotation " + x.dump());
         e.values.push_back(static_cast<int64_t>(annotation_from_string(x.get<std::string>())));
       }
       break;
@@ -164,7 +182,10 @@ Entity Entity::from_json(const nlohmann::json& j) {
 // Knob
 
 Knob::Knob(std::string name, KnobKind kind, std::vector<Entity> entities, size_t feature_length)
-    : name_(std::move(name)), kind_(kind), entities_(std::move(entities)), feature_length_(feature_length) {
+    : name_(std::move(name)),
+      kind_(kind),
+      entities_(std::move(entities)),
+      feature_length_(feature_length) {
   if (entities_.empty()) invalid("knob '" + name_ + "' has no candidates");
   for (auto& e : entities_) {
     e.name = name_;
@@ -174,7 +195,8 @@ Knob::Knob(std::string name, KnobKind kind, std::vector<Entity> entities, size_t
 
 int64_t Knob::find(const Entity& e) const {
   for (size_t i = 0; i < entities_.size(); ++i)
-    if (entities_[i].values == e.values && entities_[i].str == e.str && entities_[i].is_string == e.is_string)
+    if (entities_[i].values == e.values && entities_[i].str == e.str &&
+        entities_[i].is_string == e.is_string)
       return static_cast<int64_t>(i);
   return -1;
 }
@@ -208,20 +230,24 @@ std::vector<int64_t> powers_of_two_at_most(int64_t cap) {
 }
 
 std::vector<Entity> split_entities(const std::string& name, const SplitParams& p) {
-  if (p.extent <= 0) invalid("split '" + name + "': extent must be positive, got " + std::to_string(p.extent));
+  if (p.extent <= 0)
+    invalid("split '" + name + "': extent must be positive, got " + std::to_string(p.extent));
   if (p.num_outputs < 2) invalid("split '" + name + "': num_outputs must be >= 2");
   if (p.max_factor < 0) invalid("split '" + name + "': max_factor must be >= 0");
   if (p.max_innermost < 0) invalid("split '" + name + "': max_innermost must be >= 0");
-  if (p.innermost_multiple <= 0) invalid("split '" + name + "': innermost_multiple must be positive");
+  if (p.innermost_multiple <= 0)
+    invalid("split '" + name + "': innermost_multiple must be positive");
   const int inner_count = p.num_outputs - 1;
   std::vector<Entity> out;
   if (p.policy == SplitPolicy::kCandidates) {
     for (const auto& c : p.candidates) {
       if (static_cast<int>(c.size()) != inner_count)
-        invalid("split '" + name + "': candidate [" + join(c) + "] needs " + std::to_string(inner_count) + " factors");
+        invalid("split '" + name + "': candidate [" + join(c) + "] needs " +
+                std::to_string(inner_count) + " factors");
       int64_t prod = 1;
       for (int64_t f : c) {
-        if (f <= 0) invalid("split '" + name + "': candidate [" + join(c) + "] has a non-positive factor");
+        if (f <= 0)
+          invalid("split '" + name + "': candidate [" + join(c) + "] has a non-positive factor");
         prod *= f;
       }
       if (!p.allow_tail && p.extent % prod != 0) continue;
@@ -231,7 +257,8 @@ std::vector<Entity> split_entities(const std::string& name, const SplitParams& p
       e.values.insert(e.values.end(), c.begin(), c.end());
       out.push_back(std::move(e));
     }
-    if (out.empty()) invalid("split '" + name + "': no candidate fits extent " + std::to_string(p.extent));
+    if (out.empty())
+      invalid("split '" + name + "': no candidate fits extent " + std::to_string(p.extent));
     return out;
   }
   const int64_t max_factor = p.max_factor == 0 ? p.extent : std::min(p.max_factor, p.extent);
@@ -244,7 +271,8 @@ std::vector<Entity> split_entities(const std::string& name, const SplitParams& p
       const std::vector<int64_t> pow2 = powers_of_two_at_most(max_factor);
       const int64_t top = p.max_innermost > 0 ? std::min(p.max_innermost, max_factor) : max_factor;
       auto eligible = [&](const std::vector<int64_t>& v) {
-        return std::count_if(v.begin(), v.end(), [&](int64_t f) { return f <= top && f % multiple == 0; });
+        return std::count_if(v.begin(), v.end(),
+                             [&](int64_t f) { return f <= top && f % multiple == 0; });
       };
       if (eligible(pool) < eligible(pow2)) {
         pool.insert(pool.end(), pow2.begin(), pow2.end());
@@ -266,7 +294,8 @@ std::vector<Entity> split_entities(const std::string& name, const SplitParams& p
       e.values.push_back(-1);
       e.values.insert(e.values.end(), chosen.begin(), chosen.end());
       out.push_back(std::move(e));
-      if (out.size() > kMaxKnobSize) invalid("split '" + name + "' has too many candidates; set max_factor");
+      if (out.size() > kMaxKnobSize)
+        invalid("split '" + name + "' has too many candidates; set max_factor");
       return;
     }
     for (int64_t f : pool) {
@@ -280,14 +309,16 @@ std::vector<Entity> split_entities(const std::string& name, const SplitParams& p
   };
   walk(walk, 1);
   if (out.empty())
-    invalid("split '" + name + "': no factors of extent " + std::to_string(p.extent) + " satisfy the policy");
+    invalid("split '" + name + "': no factors of extent " + std::to_string(p.extent) +
+            " satisfy the policy");
   return out;
 }
 
 }  // namespace
 
 SplitKnob::SplitKnob(std::string name, const SplitParams& params)
-    : Knob(name, KnobKind::kSplit, split_entities(name, params), static_cast<size_t>(params.num_outputs)),
+    : Knob(name, KnobKind::kSplit, split_entities(name, params),
+           static_cast<size_t>(params.num_outputs)),
       params_(params) {}
 
 void SplitKnob::append_features(uint64_t i, std::vector<float>& out) const {
@@ -306,7 +337,8 @@ std::string SplitKnob::describe() const {
   // Whether tuples leave tails: asked for, or taken because the extent has too few divisors.
   bool tail = params_.allow_tail;
   for (const auto& e : entities_) tail = tail || params_.extent % product_of_inner(e) != 0;
-  os << (tail ? (params_.allow_tail ? " tail" : " tail(+power2)") : " no_tail") << " size=" << size();
+  os << (tail ? (params_.allow_tail ? " tail" : " tail(+power2)") : " no_tail")
+     << " size=" << size();
   return os.str();
 }
 
@@ -319,7 +351,8 @@ std::vector<Entity> reorder_entities(const std::string& name, const ReorderParam
   if (p.num_axes < 1) invalid("reorder '" + name + "': needs at least one axis");
   std::vector<Entity> out;
   if (p.candidates.empty()) {
-    if (p.num_axes > 8) invalid("reorder '" + name + "': all permutations of more than 8 axes; give candidates");
+    if (p.num_axes > 8)
+      invalid("reorder '" + name + "': all permutations of more than 8 axes; give candidates");
     std::vector<int64_t> perm(static_cast<size_t>(p.num_axes));
     std::iota(perm.begin(), perm.end(), 0);
     do {
@@ -334,7 +367,9 @@ std::vector<Entity> reorder_entities(const std::string& name, const ReorderParam
     std::sort(sorted.begin(), sorted.end());
     bool ok = static_cast<int>(c.size()) == p.num_axes;
     for (size_t i = 0; ok && i < sorted.size(); ++i) ok = sorted[i] == static_cast<int64_t>(i);
-    if (!ok) invalid("reorder '" + name + "': [" + join(c) + "] is not a permutation of " + std::to_string(p.num_axes) + " axes");
+    if (!ok)
+      invalid("reorder '" + name + "': [" + join(c) + "] is not a permutation of " +
+              std::to_string(p.num_axes) + " axes");
     Entity e;
     e.values = c;
     out.push_back(std::move(e));
@@ -345,7 +380,8 @@ std::vector<Entity> reorder_entities(const std::string& name, const ReorderParam
 }  // namespace
 
 ReorderKnob::ReorderKnob(std::string name, const ReorderParams& params)
-    : Knob(name, KnobKind::kReorder, reorder_entities(name, params), static_cast<size_t>(params.num_axes)),
+    : Knob(name, KnobKind::kReorder, reorder_entities(name, params),
+           static_cast<size_t>(params.num_axes)),
       params_(params) {}
 
 void ReorderKnob::append_features(uint64_t i, std::vector<float>& out) const {
@@ -354,8 +390,8 @@ void ReorderKnob::append_features(uint64_t i, std::vector<float>& out) const {
 
 std::string ReorderKnob::describe() const {
   std::ostringstream os;
-  os << "reorder axes=" << params_.num_axes << (params_.candidates.empty() ? " policy=all" : " policy=candidates")
-     << " size=" << size();
+  os << "reorder axes=" << params_.num_axes
+     << (params_.candidates.empty() ? " policy=all" : " policy=candidates") << " size=" << size();
   return os.str();
 }
 
@@ -374,7 +410,8 @@ std::vector<Entity> annotate_entities(const std::string& name, const AnnotatePar
     options[a].push_back(static_cast<int64_t>(Annotation::kNone));
     if (p.allow_unroll && (p.max_unroll == 0 || ext == 0 || ext <= p.max_unroll))
       options[a].push_back(static_cast<int64_t>(Annotation::kUnroll));
-    if (p.allow_vectorize && (!p.vectorize_innermost_only || a + 1 == n) && (ext == 0 || ext <= p.max_vector_lanes))
+    if (p.allow_vectorize && (!p.vectorize_innermost_only || a + 1 == n) &&
+        (ext == 0 || ext <= p.max_vector_lanes))
       options[a].push_back(static_cast<int64_t>(Annotation::kVectorize));
   }
   std::vector<Entity> out;
@@ -401,7 +438,8 @@ std::vector<Entity> annotate_entities(const std::string& name, const AnnotatePar
 }  // namespace
 
 AnnotateKnob::AnnotateKnob(std::string name, const AnnotateParams& params)
-    : Knob(name, KnobKind::kAnnotate, annotate_entities(name, params), 2 * params.extents.size()), params_(params) {}
+    : Knob(name, KnobKind::kAnnotate, annotate_entities(name, params), 2 * params.extents.size()),
+      params_(params) {}
 
 void AnnotateKnob::append_features(uint64_t i, std::vector<float>& out) const {
   for (int64_t v : entities_[i].values) {
@@ -433,7 +471,8 @@ std::vector<Entity> int_entities(const std::string& name, const std::vector<int6
   return out;
 }
 
-std::vector<Entity> string_entities(const std::string& name, const std::vector<std::string>& values) {
+std::vector<Entity> string_entities(const std::string& name,
+                                    const std::vector<std::string>& values) {
   if (values.empty()) invalid("knob '" + name + "' has no values");
   std::vector<Entity> out;
   for (const auto& v : values) {
@@ -463,7 +502,8 @@ std::string OtherKnob::describe() const {
   std::ostringstream os;
   os << "other values=[";
   for (size_t i = 0; i < entities_.size(); ++i)
-    os << (i ? "," : "") << (entities_[i].is_string ? entities_[i].str : std::to_string(entities_[i].values[0]));
+    os << (i ? "," : "")
+       << (entities_[i].is_string ? entities_[i].str : std::to_string(entities_[i].values[0]));
   os << "] size=" << size();
   return os.str();
 }

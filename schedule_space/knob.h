@@ -1,4 +1,5 @@
-// Defines the knobs of a config space (split, reorder, annotate, other) and the Entity, the value one knob takes.
+// Defines the knobs of a config space (split, reorder, annotate, other) and the Entity, the value
+// one knob takes.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +46,8 @@ struct Entity {
   int64_t as_int() const;
   // The string value of a string "other" knob; throws Error(kInstantiation) otherwise.
   const std::string& as_string() const;
-  // The annotation of axis i; throws Error(kInstantiation) when not an annotate entity or out of range.
+  // The annotation of axis i; throws Error(kInstantiation) when not an annotate entity or out of
+  // range.
   Annotation annotation(size_t axis) const;
 
   // [name, tag, value] as in AutoTVM's "entity" list.
@@ -93,11 +95,11 @@ enum class SplitPolicy {
 };
 
 struct SplitParams {
-  int64_t extent = 1;         // length of the axis being split, > 0
-  int num_outputs = 2;        // number of resulting axes, >= 2
+  int64_t extent = 1;   // length of the axis being split, > 0
+  int num_outputs = 2;  // number of resulting axes, >= 2
   SplitPolicy policy = SplitPolicy::kFactors;
-  int64_t max_factor = 0;     // largest inner factor allowed; 0 = extent
-  bool allow_tail = false;    // false: the product of inner factors divides the extent
+  int64_t max_factor = 0;   // largest inner factor allowed; 0 = extent
+  bool allow_tail = false;  // false: the product of inner factors divides the extent
   // kCandidates only: tuples of num_outputs - 1 inner factors (outermost first).
   std::vector<std::vector<int64_t>> candidates = {};
   // The innermost factor is a multiple of min(innermost_multiple, extent), e.g. of the
@@ -147,8 +149,8 @@ struct AnnotateParams {
   std::vector<int64_t> extents = {};
   bool allow_unroll = true;
   bool allow_vectorize = true;
-  int64_t max_unroll = 16;          // an axis longer than this is never unrolled (0 = no limit)
-  int64_t max_vector_lanes = 64;    // an axis longer than this is never vectorized
+  int64_t max_unroll = 16;        // an axis longer than this is never unrolled (0 = no limit)
+  int64_t max_vector_lanes = 64;  // an axis longer than this is never vectorized
   bool vectorize_innermost_only = true;  // vectorize only the last axis (te's rule)
 };
 

@@ -19,7 +19,8 @@ constexpr double kMaxFlop = 9.2e18;
 void check_sizes(const TemplateDef& def, const WorkloadArgs& args, const std::string& key) {
   const ComputeDef c = def.compute(args);
   for (const te::Tensor& t : c.args) {
-    uint64_t bytes = (static_cast<uint64_t>(t.dtype().bits) * static_cast<uint64_t>(t.dtype().lanes) + 7) / 8;
+    uint64_t bytes =
+        (static_cast<uint64_t>(t.dtype().bits) * static_cast<uint64_t>(t.dtype().lanes) + 7) / 8;
     for (int64_t extent : t.shape()) {
       if (extent < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(extent), &bytes) ||
           bytes > kMaxTensorBytes)
@@ -29,7 +30,8 @@ void check_sizes(const TemplateDef& def, const WorkloadArgs& args, const std::st
   }
   const double flop = def.flop(args);
   if (!(flop >= 0) || flop > kMaxFlop)
-    throw Error(ErrorKind::kInvalidArgument, key + ": one run would take more than 2^63 floating-point operations");
+    throw Error(ErrorKind::kInvalidArgument,
+                key + ": one run would take more than 2^63 floating-point operations");
 }
 
 }  // namespace
@@ -55,13 +57,15 @@ Task Task::create(const std::string& template_name, const std::map<std::string, 
   } else {
     std::mt19937_64 rng(0);
     const auto pick = t.space_->sample(1, rng);
-    if (pick.empty()) throw Error(ErrorKind::kInvalidArgument, t.key_ + ": the config space has no valid config");
+    if (pick.empty())
+      throw Error(ErrorKind::kInvalidArgument, t.key_ + ": the config space has no valid config");
     t.fallback_ = t.space_->get(pick[0]);
   }
   return t;
 }
 
-Task Task::with_constraint(std::string name, std::function<bool(const EntityView&)> predicate) const {
+Task Task::with_constraint(std::string name,
+                           std::function<bool(const EntityView&)> predicate) const {
   Task t = *this;
   auto space = std::make_shared<ConfigSpace>(*space_);
   space->add_constraint(std::move(name), std::move(predicate));
@@ -70,15 +74,17 @@ Task Task::with_constraint(std::string name, std::function<bool(const EntityView
 }
 
 Instantiated Task::instantiate(const Config& given) const {
-  const Config config = space_->complete(given);  // a record older than a knob means its legacy value
+  const Config config =
+      space_->complete(given);  // a record older than a knob means its legacy value
   const std::string& name = def_->name;
   if (!config.template_name().empty() && config.template_name() != name)
-    throw Error(ErrorKind::kInstantiation,
-                "config of template '" + config.template_name() + "' given to a task of template '" + name + "'");
+    throw Error(ErrorKind::kInstantiation, "config of template '" + config.template_name() +
+                                               "' given to a task of template '" + name + "'");
   for (size_t i = 0; i < space_->num_knobs(); ++i) {
     const Knob& k = space_->knob(i);
     const Entity* e = config.find(k.name());
-    if (!e) throw Error(ErrorKind::kInstantiation, key_ + ": config has no knob '" + k.name() + "'");
+    if (!e)
+      throw Error(ErrorKind::kInstantiation, key_ + ": config has no knob '" + k.name() + "'");
     if (e->kind != k.kind())
       throw Error(ErrorKind::kInstantiation, key_ + ": config knob '" + k.name() + "' is of kind " +
                                                  std::string(to_string(e->kind)) + ", expected " +
@@ -87,11 +93,13 @@ Instantiated Task::instantiate(const Config& given) const {
   if (config.entities().size() != space_->num_knobs()) {
     for (const auto& e : config.entities())
       if (!space_->find_knob(e.name))
-        throw Error(ErrorKind::kInstantiation, key_ + ": config has knob '" + e.name + "' unknown to template " + name);
+        throw Error(ErrorKind::kInstantiation,
+                    key_ + ": config has knob '" + e.name + "' unknown to template " + name);
   }
   const std::string rejected = space_->rejecting_constraint(config);
   if (!rejected.empty())
-    throw Error(ErrorKind::kInstantiation, key_ + ": config violates constraint '" + rejected + "'");
+    throw Error(ErrorKind::kInstantiation,
+                key_ + ": config violates constraint '" + rejected + "'");
   try {
     return def_->apply(args_, target_, config);
   } catch (const Error& e) {

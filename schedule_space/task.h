@@ -1,4 +1,5 @@
-// Defines Task: a template with its arguments on a target — workload key, FLOP count, config space, instantiation.
+// Defines Task: a template with its arguments on a target — workload key, FLOP count, config space,
+// instantiation.
 #pragma once
 
 #include <functional>
@@ -21,8 +22,8 @@ class Task {
   // Looks the template up in TemplateRegistry::global(), validates the arguments (defaults fill
   // the omitted ones), defines the space and picks the fallback config.
   // Throws Error(kInvalidArgument): unknown template or argument, bad size, empty space.
-  static Task create(const std::string& template_name, const std::map<std::string, std::string>& args,
-                     const TargetTraits& target);
+  static Task create(const std::string& template_name,
+                     const std::map<std::string, std::string>& args, const TargetTraits& target);
 
   const std::string& template_name() const { return def_->name; }
   // "matmul(M=1024,N=1024,K=1024,dtype=float32)": every argument in declared order. Does not

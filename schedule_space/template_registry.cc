@@ -17,7 +17,8 @@ TemplateRegistry& TemplateRegistry::global() {
 void TemplateRegistry::add(TemplateDef def) {
   if (def.name.empty()) throw Error(ErrorKind::kInvalidArgument, "template needs a name");
   if (!def.compute || !def.flop || !def.define || !def.apply)
-    throw Error(ErrorKind::kInvalidArgument, "template '" + def.name + "' lacks compute, flop, define or apply");
+    throw Error(ErrorKind::kInvalidArgument,
+                "template '" + def.name + "' lacks compute, flop, define or apply");
   std::lock_guard lock(mutex_);
   if (templates_.count(def.name))
     throw Error(ErrorKind::kInvalidArgument, "template '" + def.name + "' is already registered");
@@ -31,7 +32,8 @@ std::shared_ptr<const TemplateDef> TemplateRegistry::get(const std::string& name
   if (it != templates_.end()) return it->second;
   std::string names;
   for (const auto& [n, _] : templates_) names += (names.empty() ? "" : ", ") + n;
-  throw Error(ErrorKind::kInvalidArgument, "unknown template '" + name + "' (templates: " + names + ")");
+  throw Error(ErrorKind::kInvalidArgument,
+              "unknown template '" + name + "' (templates: " + names + ")");
 }
 
 bool TemplateRegistry::contains(const std::string& name) const {

@@ -1,4 +1,5 @@
-// Defines schedule templates (compute + knobs + schedule from a config) and the open registry that holds them.
+// Defines schedule templates (compute + knobs + schedule from a config) and the open registry that
+// holds them.
 #pragma once
 
 #include <functional>
@@ -36,15 +37,16 @@ struct ComputeDef {
 // cannot realise. All functions must be pure and thread-safe.
 struct TemplateDef {
   std::string name;
-  std::string doc;                // one line for `ktune templates`
-  std::vector<ArgSpec> args;      // declared order = key order
+  std::string doc;            // one line for `ktune templates`
+  std::vector<ArgSpec> args;  // declared order = key order
   std::function<ComputeDef(const WorkloadArgs&)> compute;
   std::function<double(const WorkloadArgs&)> flop;
   std::function<void(const WorkloadArgs&, const TargetTraits&, ConfigSpace&)> define;
   std::function<Instantiated(const WorkloadArgs&, const TargetTraits&, const Config&)> apply;
   // Optional: the config used when nothing was tuned. Default: the first valid config in the
   // sampling order of seed 0.
-  std::function<Config(const WorkloadArgs&, const TargetTraits&, const ConfigSpace&)> fallback = nullptr;
+  std::function<Config(const WorkloadArgs&, const TargetTraits&, const ConfigSpace&)> fallback =
+      nullptr;
   // Optional: replaces argument values that stand for "choose from the others" (a block size of
   // 0 chosen from a channel count) by the chosen value, so that the workload key names what the
   // kernel does. Runs before check; throws Error(kInvalidArgument).

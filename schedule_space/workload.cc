@@ -9,12 +9,16 @@
 namespace ktune::schedule_space {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::kInvalidArgument, message); }
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(ErrorKind::kInvalidArgument, message);
+}
 
 }  // namespace
 
-TargetTraits make_target_traits(const std::string& key, const std::string& triple, int vector_bits, int cores) {
-  if (vector_bits <= 0 || cores <= 0) invalid("target '" + key + "': vector_bits and cores must be positive");
+TargetTraits make_target_traits(const std::string& key, const std::string& triple, int vector_bits,
+                                int cores) {
+  if (vector_bits <= 0 || cores <= 0)
+    invalid("target '" + key + "': vector_bits and cores must be positive");
   TargetTraits t;
   t.key = key;
   t.vector_bits = vector_bits;
@@ -27,7 +31,8 @@ TargetTraits make_target_traits(const std::string& key, const std::string& tripl
 WorkloadArgs::WorkloadArgs(const std::string& template_name, const std::vector<ArgSpec>& specs,
                            const std::map<std::string, std::string>& given) {
   for (const auto& [name, value] : given) {
-    const bool known = std::any_of(specs.begin(), specs.end(), [&](const ArgSpec& s) { return s.name == name; });
+    const bool known =
+        std::any_of(specs.begin(), specs.end(), [&](const ArgSpec& s) { return s.name == name; });
     if (!known) {
       std::string names;
       for (const auto& s : specs) names += (names.empty() ? "" : ", ") + s.name;
@@ -37,7 +42,8 @@ WorkloadArgs::WorkloadArgs(const std::string& template_name, const std::vector<A
   for (const auto& spec : specs) {
     auto it = given.find(spec.name);
     std::string text = it != given.end() ? it->second : spec.default_value;
-    if (text.empty()) invalid(template_name + ": missing argument '" + spec.name + "' (" + spec.doc + ")");
+    if (text.empty())
+      invalid(template_name + ": missing argument '" + spec.name + "' (" + spec.doc + ")");
     if (spec.type == ArgSpec::Type::kInt) {
       int64_t v = 0;
       const char* end = text.data() + text.size();
@@ -45,9 +51,11 @@ WorkloadArgs::WorkloadArgs(const std::string& template_name, const std::vector<A
       if (ec != std::errc() || ptr != end)
         invalid(template_name + ": argument " + spec.name + "=" + text + " is not an integer");
       if (v < spec.min_value)
-        invalid(template_name + ": argument " + spec.name + "=" + text + " must be >= " + std::to_string(spec.min_value));
+        invalid(template_name + ": argument " + spec.name + "=" + text +
+                " must be >= " + std::to_string(spec.min_value));
       if (v > spec.max_value)
-        invalid(template_name + ": argument " + spec.name + "=" + text + " must be <= " + std::to_string(spec.max_value));
+        invalid(template_name + ": argument " + spec.name + "=" + text +
+                " must be <= " + std::to_string(spec.max_value));
       text = std::to_string(v);
     } else if (!spec.choices.empty() &&
                std::find(spec.choices.begin(), spec.choices.end(), text) == spec.choices.end()) {
@@ -58,7 +66,8 @@ WorkloadArgs::WorkloadArgs(const std::string& template_name, const std::vector<A
     values_.emplace_back(spec.name, text);
     is_int_.push_back(spec.type == ArgSpec::Type::kInt);
     omitted_.push_back(spec.key_omits_default && text == spec.default_value);
-    omitted_default_.push_back(spec.key_omits_default ? std::optional<std::string>(spec.default_value) : std::nullopt);
+    omitted_default_.push_back(
+        spec.key_omits_default ? std::optional<std::string>(spec.default_value) : std::nullopt);
   }
 }
 
@@ -98,14 +107,18 @@ void WorkloadArgs::set_string(const std::string& name, const std::string& value)
   invalid("workload has no argument '" + name + "'");
 }
 
-std::map<std::string, std::string> WorkloadArgs::to_map() const { return {values_.begin(), values_.end()}; }
+std::map<std::string, std::string> WorkloadArgs::to_map() const {
+  return {values_.begin(), values_.end()};
+}
 
 nlohmann::json WorkloadArgs::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   for (size_t i = 0; i < values_.size(); ++i) {
     if (omitted_[i]) continue;  // as in the key
-    if (is_int_[i]) j[values_[i].first] = std::stoll(values_[i].second);
-    else j[values_[i].first] = values_[i].second;
+    if (is_int_[i])
+      j[values_[i].first] = std::stoll(values_[i].second);
+    else
+      j[values_[i].first] = values_[i].second;
   }
   return j;
 }
@@ -125,7 +138,8 @@ std::map<std::string, std::string> split_key_values(const std::vector<std::strin
   std::map<std::string, std::string> out;
   for (const auto& w : words) {
     const auto eq = w.find('=');
-    if (eq == std::string::npos || eq == 0) invalid("argument '" + w + "' is not of the form key=value");
+    if (eq == std::string::npos || eq == 0)
+      invalid("argument '" + w + "' is not of the form key=value");
     const std::string key = w.substr(0, eq);
     if (!out.emplace(key, w.substr(eq + 1)).second) invalid("argument '" + key + "' given twice");
   }

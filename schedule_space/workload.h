@@ -1,4 +1,5 @@
-// Defines TargetTraits (what a template knows of its target) and workload arguments: specs, validation, canonical keys.
+// Defines TargetTraits (what a template knows of its target) and workload arguments: specs,
+// validation, canonical keys.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +26,9 @@ namespace ktune::schedule_space {
 // as many FMAs as its two 256-bit SVE pipes. Where SVE is wider than the FMA issue (A64FX) NEON
 // code reaches a quarter of peak; that is the known gap.
 struct TargetTraits {
-  std::string key;         // canonical target string, e.g. "llvm -mtriple=x86_64-linux-gnu -mcpu=znver4"
-  int vector_bits = 512;   // native SIMD register width in bits (512 AVX-512, 256 AVX2, 128 NEON)
-  int cores = 1;           // cores a kernel may use
+  std::string key;  // canonical target string, e.g. "llvm -mtriple=x86_64-linux-gnu -mcpu=znver4"
+  int vector_bits = 512;  // native SIMD register width in bits (512 AVX-512, 256 AVX2, 128 NEON)
+  int cores = 1;          // cores a kernel may use
   std::string arch = "x86_64";  // the triple's architecture: "x86_64", "aarch64", ...
 
   // Lanes of one SIMD register for elements of `bits` bits (at least 1).
@@ -56,7 +57,8 @@ struct TargetTraits {
 // Traits from a target's parts (what codegen::Target reports): arch is the triple's first
 // component ("x86_64-linux-gnu" -> "x86_64"). Throws Error(kInvalidArgument) for non-positive
 // vector_bits or cores.
-TargetTraits make_target_traits(const std::string& key, const std::string& triple, int vector_bits, int cores);
+TargetTraits make_target_traits(const std::string& key, const std::string& triple, int vector_bits,
+                                int cores);
 
 // One argument of a template.
 struct ArgSpec {
@@ -65,11 +67,11 @@ struct ArgSpec {
   Type type = Type::kInt;
   std::string default_value;  // "" = required
   std::string doc;
-  int64_t min_value = 1;                 // ints: smallest accepted value (sizes are >= 1)
+  int64_t min_value = 1;  // ints: smallest accepted value (sizes are >= 1)
   // ints: largest accepted value. 2^31 - 1 by default: no tensor dimension of a real workload is
   // larger, and it keeps defining split knobs (divisors up to sqrt) instant.
   int64_t max_value = (int64_t{1} << 31) - 1;
-  std::vector<std::string> choices = {}; // strings: accepted values (empty = any)
+  std::vector<std::string> choices = {};  // strings: accepted values (empty = any)
   // The workload key leaves the argument out while it has its default: an argument added later
   // (an epilogue) keeps the keys, and so the tuning logs, of the workloads that do not use it.
   bool key_omits_default = false;
@@ -100,7 +102,8 @@ class WorkloadArgs {
   const std::vector<std::pair<std::string, std::string>>& values() const { return values_; }
   // As a map (what Task::create takes).
   std::map<std::string, std::string> to_map() const;
-  // {"K": 1024, ..., "dtype": "float32"} with ints as JSON numbers (keys sorted, as JSON objects are).
+  // {"K": 1024, ..., "dtype": "float32"} with ints as JSON numbers (keys sorted, as JSON objects
+  // are).
   nlohmann::json to_json() const;
   // "matmul(M=1024,N=1024,K=1024,dtype=float32)": every argument, declared order (but those
   // with key_omits_default at their default).
@@ -109,8 +112,10 @@ class WorkloadArgs {
  private:
   std::vector<std::pair<std::string, std::string>> values_;
   std::vector<bool> is_int_;
-  std::vector<bool> omitted_;  // left out of the key (default value of a key_omits_default argument)
-  std::vector<std::optional<std::string>> omitted_default_;  // key_omits_default arguments: the default
+  std::vector<bool>
+      omitted_;  // left out of the key (default value of a key_omits_default argument)
+  std::vector<std::optional<std::string>>
+      omitted_default_;  // key_omits_default arguments: the default
 };
 
 // Splits "key=value" words into a map; throws Error(kInvalidArgument) for a word without '=',

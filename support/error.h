@@ -15,15 +15,15 @@ enum class ErrorKind {
   kInstantiation,    // a config that a template cannot turn into a schedule
   kBuild,            // codegen failed
   kBuildTimeout,
-  kRun,              // the kernel crashed or returned an error code
+  kRun,  // the kernel crashed or returned an error code
   kRunTimeout,
-  kWrongAnswer,      // the kernel's output differs from the reference
+  kWrongAnswer,  // the kernel's output differs from the reference
   kWorkerLost,
-  kDatabase,         // SQLite failure, corrupt or foreign file, newer schema
-  kIo,               // files, processes, sockets
+  kDatabase,  // SQLite failure, corrupt or foreign file, newer schema
+  kIo,        // files, processes, sockets
   kNotFound,
-  kUnsupported,      // a valid request that this build cannot serve (unknown target, ...)
-  kInternal,         // a bug in ktune
+  kUnsupported,  // a valid request that this build cannot serve (unknown target, ...)
+  kInternal,     // a bug in ktune
   kUnknown,
 };
 

@@ -14,14 +14,20 @@ int depth_of(std::string_view text) {
   bool in_string = false, escaped = false;
   for (char c : text) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
-    else if (c == ']' || c == '}') --depth;
+    if (c == '"')
+      in_string = true;
+    else if (c == '[' || c == '{')
+      deepest = std::max(deepest, ++depth);
+    else if (c == ']' || c == '}')
+      --depth;
     if (deepest > kMaxJsonDepth) break;
   }
   return deepest;
@@ -41,16 +47,16 @@ std::string quote_input(std::string_view text) {
 
 nlohmann::json parse_json_input(std::string_view text, std::string_view what) {
   if (depth_of(text) > kMaxJsonDepth)
-    throw Error(ErrorKind::kInvalidArgument,
-                std::string(what) + " JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    throw Error(ErrorKind::kInvalidArgument, std::string(what) + " JSON nested deeper than " +
+                                                 std::to_string(kMaxJsonDepth) + " levels");
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     // nlohmann's message quotes the text it read last: keep it short too.
     std::string reason = e.what();
     if (reason.size() > 200) reason = reason.substr(0, 200) + "...";
-    throw Error(ErrorKind::kInvalidArgument,
-                "malformed " + std::string(what) + " JSON (" + reason + "): '" + quote_input(text) + "'");
+    throw Error(ErrorKind::kInvalidArgument, "malformed " + std::string(what) + " JSON (" + reason +
+                                                 "): '" + quote_input(text) + "'");
   }
 }
 

@@ -1,4 +1,5 @@
-// Defines parse_json_input: JSON from a user or a peer, parsed with a nesting limit and errors that quote at most 80 characters.
+// Defines parse_json_input: JSON from a user or a peer, parsed with a nesting limit and errors that
+// quote at most 80 characters.
 #pragma once
 
 #include <string>

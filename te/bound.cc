@@ -96,7 +96,8 @@ Opt go(const Expr& e, const VarRanges& relaxed, const VarRanges& ranges) {
 
 }  // namespace
 
-std::optional<SymInterval> bound_symbolic(const Expr& e, const VarRanges& relaxed, const VarRanges& ranges) {
+std::optional<SymInterval> bound_symbolic(const Expr& e, const VarRanges& relaxed,
+                                          const VarRanges& ranges) {
   Opt r = go(e, relaxed, ranges);
   if (!r) return r;
   VarRanges none;

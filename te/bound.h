@@ -18,6 +18,7 @@ struct SymInterval {
 // The interval e spans when each variable in `relaxed` ranges over its constant range and every
 // other variable is fixed; nullopt when the analysis cannot bound e (non-linear in a relaxed
 // variable with unknown sign, a load, ...). `ranges` bounds the fixed variables (for signs).
-std::optional<SymInterval> bound_symbolic(const Expr& e, const VarRanges& relaxed, const VarRanges& ranges);
+std::optional<SymInterval> bound_symbolic(const Expr& e, const VarRanges& relaxed,
+                                          const VarRanges& ranges);
 
 }  // namespace ktune::te

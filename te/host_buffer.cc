@@ -13,7 +13,8 @@ namespace ktune::te {
 
 void HostBuffer::Free::operator()(void* p) const { std::free(p); }
 
-HostBuffer::HostBuffer(std::vector<int64_t> shape, DataType dtype) : shape_(std::move(shape)), dtype_(dtype) {
+HostBuffer::HostBuffer(std::vector<int64_t> shape, DataType dtype)
+    : shape_(std::move(shape)), dtype_(dtype) {
   if (dtype.is_vector()) throw Error(ErrorKind::kInvalidArgument, "HostBuffer of a vector type");
   n_ = 1;
   for (int64_t d : shape_) {
@@ -65,7 +66,8 @@ void HostBuffer::fill_random(uint64_t seed, double lo, double hi) {
 
 double max_relative_error(const HostBuffer& a, const HostBuffer& b) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) {
-    throw Error(ErrorKind::kInvalidArgument, "max_relative_error: buffers differ in shape or dtype");
+    throw Error(ErrorKind::kInvalidArgument,
+                "max_relative_error: buffers differ in shape or dtype");
   }
   double worst = 0;
   for (int64_t i = 0; i < a.num_elements(); ++i) {

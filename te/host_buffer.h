@@ -19,9 +19,13 @@ class HostBuffer {
   void* data() { return data_.get(); }
   const void* data() const { return data_.get(); }
   template <typename T>
-  T* as() { return static_cast<T*>(data()); }
+  T* as() {
+    return static_cast<T*>(data());
+  }
   template <typename T>
-  const T* as() const { return static_cast<const T*>(data()); }
+  const T* as() const {
+    return static_cast<const T*>(data());
+  }
   const std::vector<int64_t>& shape() const { return shape_; }
   DataType dtype() const { return dtype_; }
   int64_t num_elements() const { return n_; }

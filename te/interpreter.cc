@@ -28,8 +28,9 @@ struct BufferSlot {
 };
 
 [[noreturn]] void oob(const Buffer& b, int64_t i, int64_t n, const char* what) {
-  throw Error(ErrorKind::kInternal, std::string("interpret: out-of-bounds ") + what + " " + b.name() + "[" +
-                                        std::to_string(i) + "] (size " + std::to_string(n) + ")");
+  throw Error(ErrorKind::kInternal, std::string("interpret: out-of-bounds ") + what + " " +
+                                        b.name() + "[" + std::to_string(i) + "] (size " +
+                                        std::to_string(n) + ")");
 }
 
 class Interp {
@@ -59,7 +60,8 @@ class Interp {
         for (int l = 0; l < idx.lanes; ++l) {
           int64_t i = idx.v[l].i;
           if (i < 0 || i >= b.size) oob(op->buffer, i, b.size, "store to");
-          scalar_store(b.data, b.dtype, i, scalar_normalize(b.dtype, val.v[val.lanes == 1 ? 0 : l]));
+          scalar_store(b.data, b.dtype, i,
+                       scalar_normalize(b.dtype, val.v[val.lanes == 1 ? 0 : l]));
         }
         return;
       }
@@ -97,16 +99,24 @@ class Interp {
       case NodeKind::kBlock:
         for (const Stmt& x : s.as<Block>()->stmts) exec(x);
         return;
-      case NodeKind::kEvaluate: eval(s.as<Evaluate>()->value); return;
-      default: throw Error(ErrorKind::kInternal, "interpret: statement not in lowered IR:\n" + to_string(s));
+      case NodeKind::kEvaluate:
+        eval(s.as<Evaluate>()->value);
+        return;
+      default:
+        throw Error(ErrorKind::kInternal,
+                    "interpret: statement not in lowered IR:\n" + to_string(s));
     }
   }
 
   Value eval(const Expr& e) {
     Value r;
     switch (e.kind()) {
-      case NodeKind::kIntImm: r.v[0].i = e.as<IntImm>()->value; return r;
-      case NodeKind::kFloatImm: r.v[0].f = e.as<FloatImm>()->value; return r;
+      case NodeKind::kIntImm:
+        r.v[0].i = e.as<IntImm>()->value;
+        return r;
+      case NodeKind::kFloatImm:
+        r.v[0].f = e.as<FloatImm>()->value;
+        return r;
       case NodeKind::kVar: {
         const VarNode* v = e.as<VarNode>();
         for (size_t i = env_.size(); i-- > 0;) {
@@ -114,21 +124,36 @@ class Interp {
         }
         throw Error(ErrorKind::kInternal, "interpret: unbound variable " + v->name);
       }
-      case NodeKind::kAdd: return bin<Add>(e);
-      case NodeKind::kSub: return bin<Sub>(e);
-      case NodeKind::kMul: return bin<Mul>(e);
-      case NodeKind::kDiv: return bin<Div>(e);
-      case NodeKind::kMod: return bin<Mod>(e);
-      case NodeKind::kMin: return bin<Min>(e);
-      case NodeKind::kMax: return bin<Max>(e);
-      case NodeKind::kEQ: return bin<EQ>(e);
-      case NodeKind::kNE: return bin<NE>(e);
-      case NodeKind::kLT: return bin<LT>(e);
-      case NodeKind::kLE: return bin<LE>(e);
-      case NodeKind::kGT: return bin<GT>(e);
-      case NodeKind::kGE: return bin<GE>(e);
-      case NodeKind::kAnd: return bin<And>(e);
-      case NodeKind::kOr: return bin<Or>(e);
+      case NodeKind::kAdd:
+        return bin<Add>(e);
+      case NodeKind::kSub:
+        return bin<Sub>(e);
+      case NodeKind::kMul:
+        return bin<Mul>(e);
+      case NodeKind::kDiv:
+        return bin<Div>(e);
+      case NodeKind::kMod:
+        return bin<Mod>(e);
+      case NodeKind::kMin:
+        return bin<Min>(e);
+      case NodeKind::kMax:
+        return bin<Max>(e);
+      case NodeKind::kEQ:
+        return bin<EQ>(e);
+      case NodeKind::kNE:
+        return bin<NE>(e);
+      case NodeKind::kLT:
+        return bin<LT>(e);
+      case NodeKind::kLE:
+        return bin<LE>(e);
+      case NodeKind::kGT:
+        return bin<GT>(e);
+      case NodeKind::kGE:
+        return bin<GE>(e);
+      case NodeKind::kAnd:
+        return bin<And>(e);
+      case NodeKind::kOr:
+        return bin<Or>(e);
       case NodeKind::kNot: {
         r = eval(e.as<Not>()->a);
         for (int l = 0; l < r.lanes; ++l) r.v[l].i = !r.v[l].i;
@@ -145,7 +170,8 @@ class Interp {
         const Cast* op = e.as<Cast>();
         Value x = eval(op->value);
         r.lanes = x.lanes;
-        for (int l = 0; l < r.lanes; ++l) r.v[l] = scalar_cast(op->dtype.element_of(), op->value.dtype().element_of(), x.v[l]);
+        for (int l = 0; l < r.lanes; ++l)
+          r.v[l] = scalar_cast(op->dtype.element_of(), op->value.dtype().element_of(), x.v[l]);
         return r;
       }
       case NodeKind::kCall: {
@@ -153,7 +179,8 @@ class Interp {
         Value a = eval(op->args[0]);
         Value b = op->args.size() > 1 ? eval(op->args[1]) : Value{};
         r.lanes = a.lanes;
-        for (int l = 0; l < r.lanes; ++l) r.v[l] = scalar_call(op->op, op->dtype.element_of(), a.v[l], b.v[l]);
+        for (int l = 0; l < r.lanes; ++l)
+          r.v[l] = scalar_call(op->op, op->dtype.element_of(), a.v[l], b.v[l]);
         return r;
       }
       case NodeKind::kRamp: {
@@ -191,7 +218,9 @@ class Interp {
         }
         return r;
       }
-      default: throw Error(ErrorKind::kInternal, "interpret: expression not in lowered IR: " + to_string(e));
+      default:
+        throw Error(ErrorKind::kInternal,
+                    "interpret: expression not in lowered IR: " + to_string(e));
     }
   }
 
@@ -203,7 +232,8 @@ class Interp {
 
   BufferSlot& slot(const Buffer& b) {
     auto it = buffers.find(b.get());
-    if (it == buffers.end()) throw Error(ErrorKind::kInternal, "interpret: buffer " + b.name() + " is not allocated here");
+    if (it == buffers.end())
+      throw Error(ErrorKind::kInternal, "interpret: buffer " + b.name() + " is not allocated here");
     return it->second;
   }
 
@@ -229,7 +259,8 @@ class DirectEval {
 
   Scalar eval(const Expr& e) {
     switch (e.kind()) {
-      case NodeKind::kIntImm: return Scalar{.i = e.as<IntImm>()->value};
+      case NodeKind::kIntImm:
+        return Scalar{.i = e.as<IntImm>()->value};
       case NodeKind::kFloatImm: {
         Scalar s;
         s.f = e.as<FloatImm>()->value;
@@ -237,16 +268,34 @@ class DirectEval {
       }
       case NodeKind::kVar: {
         auto it = env_.find(e.as<VarNode>());
-        if (it == env_.end()) throw Error(ErrorKind::kInvalidArgument, "evaluate: unbound variable " + e.as<VarNode>()->name);
+        if (it == env_.end())
+          throw Error(ErrorKind::kInvalidArgument,
+                      "evaluate: unbound variable " + e.as<VarNode>()->name);
         return Scalar{.i = it->second};
       }
-#define BIN(T) \
-  case T::kKind: return scalar_binary(T::kKind, e.as<T>()->a.dtype(), eval(e.as<T>()->a), eval(e.as<T>()->b));
-        BIN(Add) BIN(Sub) BIN(Mul) BIN(Div) BIN(Mod) BIN(Min) BIN(Max) BIN(EQ) BIN(NE) BIN(LT) BIN(LE) BIN(GT) BIN(GE)
+#define BIN(T)   \
+  case T::kKind: \
+    return scalar_binary(T::kKind, e.as<T>()->a.dtype(), eval(e.as<T>()->a), eval(e.as<T>()->b))
+        BIN(Add);
+        BIN(Sub);
+        BIN(Mul);
+        BIN(Div);
+        BIN(Mod);
+        BIN(Min);
+        BIN(Max);
+        BIN(EQ);
+        BIN(NE);
+        BIN(LT);
+        BIN(LE);
+        BIN(GT);
+        BIN(GE);
 #undef BIN
-      case NodeKind::kAnd: return Scalar{.i = eval(e.as<And>()->a).i && eval(e.as<And>()->b).i};
-      case NodeKind::kOr: return Scalar{.i = eval(e.as<Or>()->a).i || eval(e.as<Or>()->b).i};
-      case NodeKind::kNot: return Scalar{.i = !eval(e.as<Not>()->a).i};
+      case NodeKind::kAnd:
+        return Scalar{.i = eval(e.as<And>()->a).i && eval(e.as<And>()->b).i};
+      case NodeKind::kOr:
+        return Scalar{.i = eval(e.as<Or>()->a).i || eval(e.as<Or>()->b).i};
+      case NodeKind::kNot:
+        return Scalar{.i = !eval(e.as<Not>()->a).i};
       case NodeKind::kSelect: {
         const Select* op = e.as<Select>();
         return eval(op->condition).i ? eval(op->true_value) : eval(op->false_value);
@@ -269,19 +318,24 @@ class DirectEval {
         if (old != env_.end()) saved = old->second;
         env_[op->var.get()] = v;
         Scalar r = eval(op->body);
-        if (saved) env_[op->var.get()] = *saved; else env_.erase(op->var.get());
+        if (saved)
+          env_[op->var.get()] = *saved;
+        else
+          env_.erase(op->var.get());
         return r;
       }
       case NodeKind::kTensorRead: {
         const TensorRead* op = e.as<TensorRead>();
         auto it = data.find(op->tensor.get());
-        if (it == data.end()) throw Error(ErrorKind::kInvalidArgument, "evaluate: no data for " + op->tensor->name);
+        if (it == data.end())
+          throw Error(ErrorKind::kInvalidArgument, "evaluate: no data for " + op->tensor->name);
         int64_t flat = 0;
         for (size_t d = 0; d < op->indices.size(); ++d) {
           int64_t i = eval(op->indices[d]).i;
           if (i < 0 || i >= op->tensor->shape[d]) {
-            throw Error(ErrorKind::kInvalidArgument, "evaluate: out-of-bounds read of " + op->tensor->name + " (dimension " +
-                                                         std::to_string(d) + " index " + std::to_string(i) + ")");
+            throw Error(ErrorKind::kInvalidArgument,
+                        "evaluate: out-of-bounds read of " + op->tensor->name + " (dimension " +
+                            std::to_string(d) + " index " + std::to_string(i) + ")");
           }
           flat = flat * op->tensor->shape[d] + i;
         }
@@ -290,7 +344,9 @@ class DirectEval {
       case NodeKind::kReduce: {
         const Reduce* op = e.as<Reduce>();
         Scalar acc = eval(reduce_identity(op->op, op->dtype));
-        NodeKind k = op->op == ReduceOp::kSum ? NodeKind::kAdd : op->op == ReduceOp::kMax ? NodeKind::kMax : NodeKind::kMin;
+        NodeKind k = op->op == ReduceOp::kSum   ? NodeKind::kAdd
+                     : op->op == ReduceOp::kMax ? NodeKind::kMax
+                                                : NodeKind::kMin;
         std::function<void(size_t)> loop = [&](size_t d) {
           if (d == op->axes.size()) {
             acc = scalar_binary(k, op->dtype, acc, eval(op->source));
@@ -305,7 +361,9 @@ class DirectEval {
         loop(0);
         return acc;
       }
-      default: throw Error(ErrorKind::kInvalidArgument, "evaluate: unexpected node in a definition: " + to_string(e));
+      default:
+        throw Error(ErrorKind::kInvalidArgument,
+                    "evaluate: unexpected node in a definition: " + to_string(e));
     }
   }
 
@@ -330,12 +388,14 @@ class DirectEval {
 
 void interpret(const LoweredFunc& f, const std::vector<void*>& args) {
   if (args.size() != f.args.size()) {
-    throw Error(ErrorKind::kInvalidArgument, "interpret: " + f.name + " takes " + std::to_string(f.args.size()) +
+    throw Error(ErrorKind::kInvalidArgument, "interpret: " + f.name + " takes " +
+                                                 std::to_string(f.args.size()) +
                                                  " arguments, got " + std::to_string(args.size()));
   }
   Interp in;
   for (size_t i = 0; i < args.size(); ++i) {
-    in.buffers[f.args[i].buffer.get()] = BufferSlot{args[i], f.args[i].num_elements(), f.args[i].dtype};
+    in.buffers[f.args[i].buffer.get()] =
+        BufferSlot{args[i], f.args[i].num_elements(), f.args[i].dtype};
   }
   in.exec(f.body);
 }
@@ -343,11 +403,13 @@ void interpret(const LoweredFunc& f, const std::vector<void*>& args) {
 void interpret(const LoweredFunc& f, const std::vector<HostBuffer*>& args) {
   std::vector<void*> raw;
   if (args.size() != f.args.size()) {
-    throw Error(ErrorKind::kInvalidArgument, "interpret: " + f.name + " takes " + std::to_string(f.args.size()) + " arguments");
+    throw Error(ErrorKind::kInvalidArgument,
+                "interpret: " + f.name + " takes " + std::to_string(f.args.size()) + " arguments");
   }
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i]->shape() != f.args[i].shape || args[i]->dtype() != f.args[i].dtype) {
-      throw Error(ErrorKind::kInvalidArgument, "interpret: argument " + f.args[i].buffer.name() + " has the wrong shape or dtype");
+      throw Error(ErrorKind::kInvalidArgument, "interpret: argument " + f.args[i].buffer.name() +
+                                                   " has the wrong shape or dtype");
     }
     raw.push_back(args[i]->data());
   }
@@ -359,14 +421,16 @@ std::vector<HostBuffer> evaluate(const std::vector<Tensor>& outputs,
   DirectEval ev;
   for (const auto& [t, b] : inputs) {
     if (b->shape() != t.shape() || b->dtype() != t.dtype()) {
-      throw Error(ErrorKind::kInvalidArgument, "evaluate: input " + t.name() + " has the wrong shape or dtype");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "evaluate: input " + t.name() + " has the wrong shape or dtype");
     }
     ev.data[t.get()] = b;
   }
   std::unordered_map<const TensorNode*, HostBuffer> computed;
   for (const Tensor& t : topo_order(outputs)) {
     if (t.is_placeholder()) {
-      if (!ev.data.count(t.get())) throw Error(ErrorKind::kInvalidArgument, "evaluate: no data for placeholder " + t.name());
+      if (!ev.data.count(t.get()))
+        throw Error(ErrorKind::kInvalidArgument, "evaluate: no data for placeholder " + t.name());
       continue;
     }
     HostBuffer out(t.shape(), t.dtype());

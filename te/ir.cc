@@ -9,7 +9,9 @@
 namespace ktune::te {
 
 namespace {
-[[noreturn]] void internal(const std::string& what) { throw Error(ErrorKind::kInternal, "te IR: " + what); }
+[[noreturn]] void internal(const std::string& what) {
+  throw Error(ErrorKind::kInternal, "te IR: " + what);
+}
 
 int64_t wrap_to(int64_t v, DataType t) {
   if (t.is_float() || t.bits >= 64) return v;
@@ -67,10 +69,11 @@ Buffer Buffer::make(std::string name, DataType dtype) {
 template <NodeKind K>
 Expr BinaryNode<K>::make(Expr a, Expr b) {
   if (!a.defined() || !b.defined()) internal("undefined operand");
-  if (a.dtype() != b.dtype()) internal("operand types differ: " + a.dtype().str() + " vs " + b.dtype().str());
+  if (a.dtype() != b.dtype())
+    internal("operand types differ: " + a.dtype().str() + " vs " + b.dtype().str());
   DataType t = a.dtype();
-  if constexpr (K == NodeKind::kEQ || K == NodeKind::kNE || K == NodeKind::kLT || K == NodeKind::kLE ||
-                K == NodeKind::kGT || K == NodeKind::kGE) {
+  if constexpr (K == NodeKind::kEQ || K == NodeKind::kNE || K == NodeKind::kLT ||
+                K == NodeKind::kLE || K == NodeKind::kGT || K == NodeKind::kGE) {
     t = Bool(t.lanes);
   }
   return Expr(std::make_shared<BinaryNode<K>>(t, std::move(a), std::move(b)));
@@ -98,7 +101,8 @@ Expr Not::make(Expr a) {
 }
 
 Expr Select::make(Expr c, Expr t, Expr f) {
-  if (t.dtype() != f.dtype()) internal("select operand types differ: " + t.dtype().str() + " vs " + f.dtype().str());
+  if (t.dtype() != f.dtype())
+    internal("select operand types differ: " + t.dtype().str() + " vs " + f.dtype().str());
   if (!c.dtype().is_bool()) internal("select condition is not bool");
   DataType ty = t.dtype();
   return Expr(std::make_shared<Select>(ty, std::move(c), std::move(t), std::move(f)));
@@ -111,15 +115,24 @@ Expr Cast::make(DataType t, Expr value) {
 
 const char* call_op_name(CallOp op) {
   switch (op) {
-    case CallOp::kExp: return "exp";
-    case CallOp::kLog: return "log";
-    case CallOp::kSqrt: return "sqrt";
-    case CallOp::kTanh: return "tanh";
-    case CallOp::kAbs: return "abs";
-    case CallOp::kPow: return "pow";
-    case CallOp::kFloor: return "floor";
-    case CallOp::kCeil: return "ceil";
-    case CallOp::kSigmoid: return "sigmoid";
+    case CallOp::kExp:
+      return "exp";
+    case CallOp::kLog:
+      return "log";
+    case CallOp::kSqrt:
+      return "sqrt";
+    case CallOp::kTanh:
+      return "tanh";
+    case CallOp::kAbs:
+      return "abs";
+    case CallOp::kPow:
+      return "pow";
+    case CallOp::kFloor:
+      return "floor";
+    case CallOp::kCeil:
+      return "ceil";
+    case CallOp::kSigmoid:
+      return "sigmoid";
   }
   return "?";
 }
@@ -127,7 +140,8 @@ const char* call_op_name(CallOp op) {
 Expr Call::make(CallOp op, std::vector<Expr> args) {
   size_t want = op == CallOp::kPow ? 2 : 1;
   if (args.size() != want) internal(std::string("wrong arity for ") + call_op_name(op));
-  if (op == CallOp::kPow && args[0].dtype() != args[1].dtype()) internal("pow operand types differ");
+  if (op == CallOp::kPow && args[0].dtype() != args[1].dtype())
+    internal("pow operand types differ");
   DataType t = args[0].dtype();
   return Expr(std::make_shared<Call>(t, op, std::move(args)));
 }
@@ -157,9 +171,12 @@ Expr Load::make(Buffer buffer, Expr index) {
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kMin: return "min";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
   }
   return "?";
 }
@@ -174,7 +191,8 @@ Expr reduce_identity(ReduceOp op, DataType t) {
   int64_t lo, hi;
   if (t.is_uint()) {
     lo = 0;
-    hi = t.bits >= 64 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>((uint64_t{1} << t.bits) - 1);
+    hi = t.bits >= 64 ? std::numeric_limits<int64_t>::max()
+                      : static_cast<int64_t>((uint64_t{1} << t.bits) - 1);
   } else {
     lo = t.bits >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (t.bits - 1));
     hi = t.bits >= 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (t.bits - 1)) - 1;
@@ -185,9 +203,12 @@ Expr reduce_identity(ReduceOp op, DataType t) {
 
 Expr reduce_combine(ReduceOp op, Expr acc, Expr x) {
   switch (op) {
-    case ReduceOp::kSum: return Add::make(std::move(acc), std::move(x));
-    case ReduceOp::kMax: return Max::make(std::move(acc), std::move(x));
-    case ReduceOp::kMin: return Min::make(std::move(acc), std::move(x));
+    case ReduceOp::kSum:
+      return Add::make(std::move(acc), std::move(x));
+    case ReduceOp::kMax:
+      return Max::make(std::move(acc), std::move(x));
+    case ReduceOp::kMin:
+      return Min::make(std::move(acc), std::move(x));
   }
   internal("bad reduce op");
 }
@@ -204,21 +225,28 @@ Expr BufferLoad::make(Buffer buffer, std::vector<Expr> indices) {
 
 const char* for_kind_name(ForKind k) {
   switch (k) {
-    case ForKind::kSerial: return "serial";
-    case ForKind::kParallel: return "parallel";
-    case ForKind::kVectorized: return "vectorized";
-    case ForKind::kUnrolled: return "unrolled";
+    case ForKind::kSerial:
+      return "serial";
+    case ForKind::kParallel:
+      return "parallel";
+    case ForKind::kVectorized:
+      return "vectorized";
+    case ForKind::kUnrolled:
+      return "unrolled";
   }
   return "?";
 }
 
 Stmt For::make(Var var, Expr min, Expr extent, ForKind kind, Stmt body) {
-  return Stmt(std::make_shared<For>(std::move(var), std::move(min), std::move(extent), kind, std::move(body)));
+  return Stmt(std::make_shared<For>(std::move(var), std::move(min), std::move(extent), kind,
+                                    std::move(body)));
 }
 
 Stmt Store::make(Buffer buffer, Expr value, Expr index) {
-  if (value.dtype().lanes != index.dtype().lanes) internal("store value/index lanes differ in " + buffer.name());
-  if (value.dtype().element_of() != buffer.dtype()) internal("store of " + value.dtype().str() + " into " + buffer.name());
+  if (value.dtype().lanes != index.dtype().lanes)
+    internal("store value/index lanes differ in " + buffer.name());
+  if (value.dtype().element_of() != buffer.dtype())
+    internal("store of " + value.dtype().str() + " into " + buffer.name());
   return Stmt(std::make_shared<Store>(std::move(buffer), std::move(value), std::move(index)));
 }
 
@@ -227,7 +255,8 @@ Stmt Allocate::make(Buffer buffer, Expr extent, Stmt body) {
 }
 
 Stmt IfThenElse::make(Expr condition, Stmt then_case, Stmt else_case) {
-  return Stmt(std::make_shared<IfThenElse>(std::move(condition), std::move(then_case), std::move(else_case)));
+  return Stmt(std::make_shared<IfThenElse>(std::move(condition), std::move(then_case),
+                                           std::move(else_case)));
 }
 
 Stmt LetStmt::make(Var var, Expr value, Stmt body) {
@@ -251,11 +280,13 @@ Stmt Block::make(std::vector<Stmt> stmts) {
 Stmt Evaluate::make(Expr value) { return Stmt(std::make_shared<Evaluate>(std::move(value))); }
 
 Stmt BufferStore::make(Buffer buffer, Expr value, std::vector<Expr> indices) {
-  return Stmt(std::make_shared<BufferStore>(std::move(buffer), std::move(value), std::move(indices)));
+  return Stmt(
+      std::make_shared<BufferStore>(std::move(buffer), std::move(value), std::move(indices)));
 }
 
 Stmt Realize::make(Buffer buffer, std::vector<Expr> mins, std::vector<int64_t> extents, Stmt body) {
-  return Stmt(std::make_shared<Realize>(std::move(buffer), std::move(mins), std::move(extents), std::move(body)));
+  return Stmt(std::make_shared<Realize>(std::move(buffer), std::move(mins), std::move(extents),
+                                        std::move(body)));
 }
 
 int64_t BufferArg::num_elements() const {
@@ -265,7 +296,8 @@ int64_t BufferArg::num_elements() const {
 }
 
 Expr make_const(DataType t, double v) {
-  Expr s = t.is_float() ? FloatImm::make(v, t.element_of()) : IntImm::make(static_cast<int64_t>(v), t.element_of());
+  Expr s = t.is_float() ? FloatImm::make(v, t.element_of())
+                        : IntImm::make(static_cast<int64_t>(v), t.element_of());
   return t.is_vector() ? Broadcast::make(s, t.lanes) : s;
 }
 

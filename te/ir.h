@@ -71,13 +71,45 @@ inline constexpr DataType kIndexType = DataType::Int(64);
 
 enum class NodeKind : uint8_t {
   // Expressions.
-  kIntImm, kFloatImm, kVar, kAdd, kSub, kMul, kDiv, kMod, kMin, kMax,
-  kEQ, kNE, kLT, kLE, kGT, kGE, kAnd, kOr, kNot, kSelect, kCast, kCall,
-  kRamp, kBroadcast, kLet, kLoad,
-  kTensorRead, kReduce, kBufferLoad,  // before lowering only
+  kIntImm,
+  kFloatImm,
+  kVar,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMod,
+  kMin,
+  kMax,
+  kEQ,
+  kNE,
+  kLT,
+  kLE,
+  kGT,
+  kGE,
+  kAnd,
+  kOr,
+  kNot,
+  kSelect,
+  kCast,
+  kCall,
+  kRamp,
+  kBroadcast,
+  kLet,
+  kLoad,
+  kTensorRead,
+  kReduce,
+  kBufferLoad,  // before lowering only
   // Statements.
-  kFor, kStore, kAllocate, kIfThenElse, kLetStmt, kBlock, kEvaluate,
-  kBufferStore, kRealize,  // before flattening only
+  kFor,
+  kStore,
+  kAllocate,
+  kIfThenElse,
+  kLetStmt,
+  kBlock,
+  kEvaluate,
+  kBufferStore,
+  kRealize,  // before flattening only
 };
 
 struct ExprNode {
@@ -249,7 +281,9 @@ struct Select : ExprNode {
   static constexpr NodeKind kKind = NodeKind::kSelect;
   Expr condition, true_value, false_value;
   Select(DataType t, Expr c, Expr x, Expr y)
-      : ExprNode(kKind, t), condition(std::move(c)), true_value(std::move(x)),
+      : ExprNode(kKind, t),
+        condition(std::move(c)),
+        true_value(std::move(x)),
         false_value(std::move(y)) {}
   static Expr make(Expr c, Expr t, Expr f);
 };
@@ -312,7 +346,8 @@ struct Load : ExprNode {
   static constexpr NodeKind kKind = NodeKind::kLoad;
   Buffer buffer;
   Expr index;
-  Load(DataType t, Buffer b, Expr i) : ExprNode(kKind, t), buffer(std::move(b)), index(std::move(i)) {}
+  Load(DataType t, Buffer b, Expr i)
+      : ExprNode(kKind, t), buffer(std::move(b)), index(std::move(i)) {}
   // dtype = buffer element type with the index's lanes.
   static Expr make(Buffer buffer, Expr index);
 };
@@ -378,7 +413,11 @@ struct For : StmtNode {
   ForKind for_kind;
   Stmt body;
   For(Var v, Expr m, Expr e, ForKind k, Stmt b)
-      : StmtNode(kKind), var(std::move(v)), min(std::move(m)), extent(std::move(e)), for_kind(k),
+      : StmtNode(kKind),
+        var(std::move(v)),
+        min(std::move(m)),
+        extent(std::move(e)),
+        for_kind(k),
         body(std::move(b)) {}
   static Stmt make(Var var, Expr min, Expr extent, ForKind kind, Stmt body);
 };
@@ -388,7 +427,8 @@ struct Store : StmtNode {
   static constexpr NodeKind kKind = NodeKind::kStore;
   Buffer buffer;
   Expr value, index;
-  Store(Buffer b, Expr v, Expr i) : StmtNode(kKind), buffer(std::move(b)), value(std::move(v)), index(std::move(i)) {}
+  Store(Buffer b, Expr v, Expr i)
+      : StmtNode(kKind), buffer(std::move(b)), value(std::move(v)), index(std::move(i)) {}
   static Stmt make(Buffer buffer, Expr value, Expr index);
 };
 
@@ -398,7 +438,8 @@ struct Allocate : StmtNode {
   Buffer buffer;
   Expr extent;
   Stmt body;
-  Allocate(Buffer b, Expr e, Stmt s) : StmtNode(kKind), buffer(std::move(b)), extent(std::move(e)), body(std::move(s)) {}
+  Allocate(Buffer b, Expr e, Stmt s)
+      : StmtNode(kKind), buffer(std::move(b)), extent(std::move(e)), body(std::move(s)) {}
   static Stmt make(Buffer buffer, Expr extent, Stmt body);
 };
 
@@ -408,7 +449,10 @@ struct IfThenElse : StmtNode {
   Expr condition;
   Stmt then_case, else_case;
   IfThenElse(Expr c, Stmt t, Stmt e)
-      : StmtNode(kKind), condition(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+      : StmtNode(kKind),
+        condition(std::move(c)),
+        then_case(std::move(t)),
+        else_case(std::move(e)) {}
   static Stmt make(Expr condition, Stmt then_case, Stmt else_case = Stmt());
 };
 
@@ -417,7 +461,8 @@ struct LetStmt : StmtNode {
   Var var;
   Expr value;
   Stmt body;
-  LetStmt(Var v, Expr x, Stmt b) : StmtNode(kKind), var(std::move(v)), value(std::move(x)), body(std::move(b)) {}
+  LetStmt(Var v, Expr x, Stmt b)
+      : StmtNode(kKind), var(std::move(v)), value(std::move(x)), body(std::move(b)) {}
   static Stmt make(Var var, Expr value, Stmt body);
 };
 
@@ -458,7 +503,11 @@ struct Realize : StmtNode {
   std::vector<int64_t> extents;
   Stmt body;
   Realize(Buffer b, std::vector<Expr> m, std::vector<int64_t> e, Stmt s)
-      : StmtNode(kKind), buffer(std::move(b)), mins(std::move(m)), extents(std::move(e)), body(std::move(s)) {}
+      : StmtNode(kKind),
+        buffer(std::move(b)),
+        mins(std::move(m)),
+        extents(std::move(e)),
+        body(std::move(s)) {}
   static Stmt make(Buffer buffer, std::vector<Expr> mins, std::vector<int64_t> extents, Stmt body);
 };
 

@@ -44,23 +44,58 @@ class Printer {
         os << t << (op->dtype.bits == 32 ? "f" : "");
         return;
       }
-      case NodeKind::kVar: os << e.as<VarNode>()->name; return;
-      case NodeKind::kAdd: bin(e.as<Add>(), " + "); return;
-      case NodeKind::kSub: bin(e.as<Sub>(), " - "); return;
-      case NodeKind::kMul: bin(e.as<Mul>(), "*"); return;
-      case NodeKind::kDiv: bin(e.as<Div>(), " / "); return;
-      case NodeKind::kMod: bin(e.as<Mod>(), " % "); return;
-      case NodeKind::kMin: call2("min", e.as<Min>()); return;
-      case NodeKind::kMax: call2("max", e.as<Max>()); return;
-      case NodeKind::kEQ: bin(e.as<EQ>(), " == "); return;
-      case NodeKind::kNE: bin(e.as<NE>(), " != "); return;
-      case NodeKind::kLT: bin(e.as<LT>(), " < "); return;
-      case NodeKind::kLE: bin(e.as<LE>(), " <= "); return;
-      case NodeKind::kGT: bin(e.as<GT>(), " > "); return;
-      case NodeKind::kGE: bin(e.as<GE>(), " >= "); return;
-      case NodeKind::kAnd: bin(e.as<And>(), " && "); return;
-      case NodeKind::kOr: bin(e.as<Or>(), " || "); return;
-      case NodeKind::kNot: os << "!"; expr(e.as<Not>()->a); return;
+      case NodeKind::kVar:
+        os << e.as<VarNode>()->name;
+        return;
+      case NodeKind::kAdd:
+        bin(e.as<Add>(), " + ");
+        return;
+      case NodeKind::kSub:
+        bin(e.as<Sub>(), " - ");
+        return;
+      case NodeKind::kMul:
+        bin(e.as<Mul>(), "*");
+        return;
+      case NodeKind::kDiv:
+        bin(e.as<Div>(), " / ");
+        return;
+      case NodeKind::kMod:
+        bin(e.as<Mod>(), " % ");
+        return;
+      case NodeKind::kMin:
+        call2("min", e.as<Min>());
+        return;
+      case NodeKind::kMax:
+        call2("max", e.as<Max>());
+        return;
+      case NodeKind::kEQ:
+        bin(e.as<EQ>(), " == ");
+        return;
+      case NodeKind::kNE:
+        bin(e.as<NE>(), " != ");
+        return;
+      case NodeKind::kLT:
+        bin(e.as<LT>(), " < ");
+        return;
+      case NodeKind::kLE:
+        bin(e.as<LE>(), " <= ");
+        return;
+      case NodeKind::kGT:
+        bin(e.as<GT>(), " > ");
+        return;
+      case NodeKind::kGE:
+        bin(e.as<GE>(), " >= ");
+        return;
+      case NodeKind::kAnd:
+        bin(e.as<And>(), " && ");
+        return;
+      case NodeKind::kOr:
+        bin(e.as<Or>(), " || ");
+        return;
+      case NodeKind::kNot:
+        os << "!";
+        expr(e.as<Not>()->a);
+        return;
       case NodeKind::kSelect: {
         const Select* op = e.as<Select>();
         os << "select(";
@@ -144,7 +179,9 @@ class Printer {
         os << ")";
         return;
       }
-      default: os << "<stmt?>"; return;
+      default:
+        os << "<stmt?>";
+        return;
     }
   }
 
@@ -233,7 +270,9 @@ class Printer {
         os << pad << "}\n";
         return;
       }
-      default: os << pad << "<expr?>\n"; return;
+      default:
+        os << pad << "<expr?>\n";
+        return;
     }
   }
 

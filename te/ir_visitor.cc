@@ -7,23 +7,27 @@
 
 namespace ktune::te {
 
+// Lists of macro calls: kept as written.
+// clang-format off
 #define KTUNE_EXPR_CASES(X)                                                                        \
   X(IntImm) X(FloatImm) X(VarNode) X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max) X(EQ) X(NE)     \
   X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(Ramp) X(Broadcast) X(Let) \
   X(Load) X(TensorRead) X(Reduce) X(BufferLoad)
 #define KTUNE_STMT_CASES(X) \
   X(For) X(Store) X(Allocate) X(IfThenElse) X(LetStmt) X(Block) X(Evaluate) X(BufferStore) X(Realize)
+// clang-format on
 
 void IRVisitor::visit_expr(const Expr& e) {
   if (!e.defined()) return;
   switch (e.kind()) {
-#define CASE(T)           \
-  case T::kKind:          \
-    visit(e.as<T>());     \
+#define CASE(T)       \
+  case T::kKind:      \
+    visit(e.as<T>()); \
     return;
     KTUNE_EXPR_CASES(CASE)
 #undef CASE
-    default: throw Error(ErrorKind::kInternal, "IRVisitor: statement kind in an expression");
+    default:
+      throw Error(ErrorKind::kInternal, "IRVisitor: statement kind in an expression");
   }
 }
 
@@ -36,7 +40,8 @@ void IRVisitor::visit_stmt(const Stmt& s) {
     return;
     KTUNE_STMT_CASES(CASE)
 #undef CASE
-    default: throw Error(ErrorKind::kInternal, "IRVisitor: expression kind in a statement");
+    default:
+      throw Error(ErrorKind::kInternal, "IRVisitor: expression kind in a statement");
   }
 }
 
@@ -107,30 +112,34 @@ void IRVisitor::visit(const Realize* op) {
 Expr IRMutator::mutate(const Expr& e) {
   if (!e.defined()) return e;
   switch (e.kind()) {
-#define CASE(T) \
-  case T::kKind: return visit(e.as<T>(), e);
+#define CASE(T)  \
+  case T::kKind: \
+    return visit(e.as<T>(), e);
     KTUNE_EXPR_CASES(CASE)
 #undef CASE
-    default: throw Error(ErrorKind::kInternal, "IRMutator: statement kind in an expression");
+    default:
+      throw Error(ErrorKind::kInternal, "IRMutator: statement kind in an expression");
   }
 }
 
 Stmt IRMutator::mutate(const Stmt& s) {
   if (!s.defined()) return s;
   switch (s.kind()) {
-#define CASE(T) \
-  case T::kKind: return visit(s.as<T>(), s);
+#define CASE(T)  \
+  case T::kKind: \
+    return visit(s.as<T>(), s);
     KTUNE_STMT_CASES(CASE)
 #undef CASE
-    default: throw Error(ErrorKind::kInternal, "IRMutator: expression kind in a statement");
+    default:
+      throw Error(ErrorKind::kInternal, "IRMutator: expression kind in a statement");
   }
 }
 
-#define BINARY_MUTATE(T)                                  \
-  Expr IRMutator::visit(const T* op, const Expr& e) {     \
-    Expr a = mutate(op->a), b = mutate(op->b);            \
-    if (a.same_as(op->a) && b.same_as(op->b)) return e;   \
-    return T::make(std::move(a), std::move(b));           \
+#define BINARY_MUTATE(T)                                \
+  Expr IRMutator::visit(const T* op, const Expr& e) {   \
+    Expr a = mutate(op->a), b = mutate(op->b);          \
+    if (a.same_as(op->a) && b.same_as(op->b)) return e; \
+    return T::make(std::move(a), std::move(b));         \
   }
 BINARY_MUTATE(Add)
 BINARY_MUTATE(Sub)

@@ -36,7 +36,8 @@ LoweredFunc lower(const Schedule& sched, const std::vector<Tensor>& args, const 
   LoweredFunc f;
   f.name = name;
   auto after = [&](const char* pass, const Stmt& s) {
-    if (options.dump_after_each_pass) spdlog::info("te: IR of {} after {}:\n{}", name, pass, to_string(s));
+    if (options.dump_after_each_pass)
+      spdlog::info("te: IR of {} after {}:\n{}", name, pass, to_string(s));
     if (options.on_pass) options.on_pass(pass, s);
   };
   Stmt s = schedule_ops(sched, args, &f.args);

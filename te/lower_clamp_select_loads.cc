@@ -48,9 +48,15 @@ class Clamper : public IRMutator {
 
   // A guard or a binding inside the vectorized loop may hold lanes back from a load (a split
   // tail) or hide the lane variable from a Select's condition: such loads keep the per-lane clamp.
-  Stmt visit(const IfThenElse* op, const Stmt& s) override { return opaque([&] { return IRMutator::visit(op, s); }); }
-  Stmt visit(const LetStmt* op, const Stmt& s) override { return opaque([&] { return IRMutator::visit(op, s); }); }
-  Expr visit(const Let* op, const Expr& e) override { return opaque([&] { return IRMutator::visit(op, e); }); }
+  Stmt visit(const IfThenElse* op, const Stmt& s) override {
+    return opaque([&] { return IRMutator::visit(op, s); });
+  }
+  Stmt visit(const LetStmt* op, const Stmt& s) override {
+    return opaque([&] { return IRMutator::visit(op, s); });
+  }
+  Expr visit(const Let* op, const Expr& e) override {
+    return opaque([&] { return IRMutator::visit(op, e); });
+  }
   Stmt visit(const Allocate* op, const Stmt& s) override {
     if (const int64_t* n = as_const_int(op->extent)) sizes_[op->buffer.get()] = *n;
     return IRMutator::visit(op, s);
@@ -58,13 +64,15 @@ class Clamper : public IRMutator {
   Expr visit(const Select* op, const Expr& e) override {
     Expr c = mutate(op->condition);
     ++depth_;
-    const bool lane_dependent = std::any_of(vector_loops_.begin(), vector_loops_.end(),
-                                            [&](const For* f) { return uses_var(op->condition, f->var); });
+    const bool lane_dependent =
+        std::any_of(vector_loops_.begin(), vector_loops_.end(),
+                    [&](const For* f) { return uses_var(op->condition, f->var); });
     if (lane_dependent) ++lane_dependent_;
     Expr t = mutate(op->true_value), f = mutate(op->false_value);
     if (lane_dependent) --lane_dependent_;
     --depth_;
-    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) return e;
+    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value))
+      return e;
     return Select::make(c, t, f);
   }
   Expr visit(const Load* op, const Expr& e) override {
@@ -75,7 +83,8 @@ class Clamper : public IRMutator {
     if (it == sizes_.end()) return base;
     auto b = const_bound(l->index, ranges_);
     if (b && b->first >= 0 && b->second < it->second) return base;
-    if (std::optional<Expr> index = clamp_base(l->index, it->second)) return Load::make(l->buffer, *index);
+    if (std::optional<Expr> index = clamp_base(l->index, it->second))
+      return Load::make(l->buffer, *index);
     DataType t = l->index.dtype();
     Expr hi = make_const(t, static_cast<double>(it->second - 1));
     Expr lo = make_const(t, 0);
@@ -86,7 +95,8 @@ class Clamper : public IRMutator {
   // vectorized loop of constant bounds, no enclosing Select depends on its variable, and the
   // index is base + k v with a constant k >= 0 that keeps every lane within `size` elements.
   std::optional<Expr> clamp_base(const Expr& index, int64_t size) const {
-    if (vector_loops_.size() != 1 || lane_dependent_ > 0 || opaque_ > opaque_at_loop_) return std::nullopt;
+    if (vector_loops_.size() != 1 || lane_dependent_ > 0 || opaque_ > opaque_at_loop_)
+      return std::nullopt;
     const For* loop = vector_loops_.back();
     const int64_t* vmin = as_const_int(loop->min);
     const int64_t* vext = as_const_int(loop->extent);
@@ -97,14 +107,15 @@ class Clamper : public IRMutator {
     const Expr step = simplify(substitute(lane_part, {{loop->var, make_const(t, 1)}}));
     const int64_t* k = as_const_int(step);
     if (!k || *k < 0) return std::nullopt;
-    const Expr rest = simplify(Sub::make(lane_part, Mul::make(loop->var, make_const(t, static_cast<double>(*k)))));
+    const Expr rest = simplify(
+        Sub::make(lane_part, Mul::make(loop->var, make_const(t, static_cast<double>(*k)))));
     const int64_t* zero = as_const_int(rest);
     if (!zero || *zero != 0) return std::nullopt;
     const int64_t lo = -*k * *vmin, hi = size - 1 - *k * (*vmin + *vext - 1);
     if (hi < lo) return std::nullopt;
-    return Add::make(
-        Max::make(Min::make(base, make_const(t, static_cast<double>(hi))), make_const(t, static_cast<double>(lo))),
-        lane_part);
+    return Add::make(Max::make(Min::make(base, make_const(t, static_cast<double>(hi))),
+                               make_const(t, static_cast<double>(lo))),
+                     lane_part);
   }
 
  private:

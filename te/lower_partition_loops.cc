@@ -64,14 +64,16 @@ class Partitioner : public IRMutator {
     if (peel) {
       ++depth_;
       ranges_[op->var.get()] = {mn, mn + n - 2};
-      Stmt main = For::make(op->var, op->min, IntImm::make(n - 1), op->for_kind, simplify_under(op->body));
+      Stmt main =
+          For::make(op->var, op->min, IntImm::make(n - 1), op->for_kind, simplify_under(op->body));
       ranges_[op->var.get()] = {mn + n - 1, mn + n - 1};
       Stmt tail = mutate(substitute(op->body, {{op->var, IntImm::make(mn + n - 1)}}));
       --depth_;
       out = Block::make({main, tail});
     } else {
       Stmt body = mutate(op->body);
-      out = body.same_as(op->body) ? s : For::make(op->var, op->min, op->extent, op->for_kind, body);
+      out =
+          body.same_as(op->body) ? s : For::make(op->var, op->min, op->extent, op->for_kind, body);
     }
     ranges_.erase(op->var.get());
     return out;

@@ -13,7 +13,8 @@ namespace ktune::te {
 // Fills *args (one BufferArg per tensor of `tensors`, in order). Throws ktune::Error
 // (kInvalidSchedule) for an invalid schedule, (kInvalidArgument) when a placeholder that is
 // read is missing from `tensors`.
-Stmt schedule_ops(const Schedule& sched, const std::vector<Tensor>& tensors, std::vector<BufferArg>* args);
+Stmt schedule_ops(const Schedule& sched, const std::vector<Tensor>& tensors,
+                  std::vector<BufferArg>* args);
 
 // Realize -> Allocate, BufferLoad/BufferStore -> flat row-major Load/Store.
 Stmt storage_flatten(const Stmt& s, const std::vector<BufferArg>& args);

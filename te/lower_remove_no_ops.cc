@@ -27,7 +27,9 @@ class StoreRemover : public IRMutator {
   using IRMutator::mutate;
 
  protected:
-  Stmt visit(const Store* op, const Stmt& s) override { return op->buffer.get() == b_ ? Stmt() : s; }
+  Stmt visit(const Store* op, const Stmt& s) override {
+    return op->buffer.get() == b_ ? Stmt() : s;
+  }
 
  private:
   const BufferNode* b_;
@@ -47,7 +49,9 @@ class NoOpRemover : public IRMutator {
     Stmt t = mutate(op->then_case), f = mutate(op->else_case);
     if (!t.defined() && !f.defined()) return Stmt();
     if (!t.defined()) return IfThenElse::make(Not::make(op->condition), f);
-    return t.same_as(op->then_case) && f.same_as(op->else_case) ? s : IfThenElse::make(op->condition, t, f);
+    return t.same_as(op->then_case) && f.same_as(op->else_case)
+               ? s
+               : IfThenElse::make(op->condition, t, f);
   }
   Stmt visit(const Block* op, const Stmt& s) override {
     std::vector<Stmt> out;

@@ -35,7 +35,8 @@ struct StageInfo {
 
 class Inliner : public IRMutator {
  public:
-  Inliner(const std::unordered_map<const TensorNode*, std::pair<std::vector<Var>, Expr>>& defs) : defs_(defs) {}
+  Inliner(const std::unordered_map<const TensorNode*, std::pair<std::vector<Var>, Expr>>& defs)
+      : defs_(defs) {}
   using IRMutator::mutate;
 
  protected:
@@ -45,7 +46,8 @@ class Inliner : public IRMutator {
     auto it = defs_.find(r->tensor.get());
     if (it == defs_.end()) return base;
     std::vector<std::pair<Var, Expr>> sub;
-    for (size_t d = 0; d < r->indices.size(); ++d) sub.emplace_back(it->second.first[d], r->indices[d]);
+    for (size_t d = 0; d < r->indices.size(); ++d)
+      sub.emplace_back(it->second.first[d], r->indices[d]);
     return substitute(it->second.second, sub);
   }
 
@@ -72,7 +74,8 @@ class ReadFinder : public IRVisitor {
 
 class Lowerer {
  public:
-  Lowerer(const ScheduleNode& s, const std::vector<Tensor>& tensors) : s_(s), tensors_(tensors), info_(s.stages.size()) {}
+  Lowerer(const ScheduleNode& s, const std::vector<Tensor>& tensors)
+      : s_(s), tensors_(tensors), info_(s.stages.size()) {}
 
   Stmt run(std::vector<BufferArg>* args) {
     inline_bodies();
@@ -118,8 +121,12 @@ class Lowerer {
     args->clear();
     for (const Tensor& t : tensors_) {
       int i = s_.find(t.get());
-      if (i < 0) throw Error(ErrorKind::kInvalidArgument, "lower: argument " + t.name() + " is not in the schedule");
-      if (is_arg_[i]) throw Error(ErrorKind::kInvalidArgument, "lower: argument " + t.name() + " is passed twice");
+      if (i < 0)
+        throw Error(ErrorKind::kInvalidArgument,
+                    "lower: argument " + t.name() + " is not in the schedule");
+      if (is_arg_[i])
+        throw Error(ErrorKind::kInvalidArgument,
+                    "lower: argument " + t.name() + " is passed twice");
       if (s_.stages[i].attach != AttachKind::kRoot && !s_.stages[i].is_placeholder) {
         invalid(t.name(), "a kernel argument must be computed at root (it is inlined or attached)");
       }
@@ -177,22 +184,28 @@ class Lowerer {
       f.visit_expr(info_[i].body);
       for (const TensorNode* t : f.all) {
         int j = s_.find(t);
-        if (j < 0) throw Error(ErrorKind::kInvalidSchedule, "schedule: stage " + st.name + " reads " + t->name + ", unknown to the schedule");
+        if (j < 0)
+          throw Error(ErrorKind::kInvalidSchedule, "schedule: stage " + st.name + " reads " +
+                                                       t->name + ", unknown to the schedule");
         if (s_.stages[j].is_placeholder && !is_arg_[j]) {
-          throw Error(ErrorKind::kInvalidArgument, "lower: placeholder " + t->name + " is read but not an argument");
+          throw Error(ErrorKind::kInvalidArgument,
+                      "lower: placeholder " + t->name + " is read but not an argument");
         }
       }
       if (st.attach != AttachKind::kAt) continue;
       int c = st.attach_stage;
       const StageNode& target = s_.stages[c];
-      if (target.attach == AttachKind::kInline) invalid(st.name, "attached to " + target.name + ", which is inlined");
+      if (target.attach == AttachKind::kInline)
+        invalid(st.name, "attached to " + target.name + ", which is inlined");
       bool leaf = false;
       for (const IterVar& l : target.leaves) leaf |= l.same_as(st.attach_ivar);
-      if (!leaf) invalid(st.name, "attached at " + st.attach_ivar.name() + ", which is not a loop of " + target.name + " (split or fused since)");
+      if (!leaf)
+        invalid(st.name, "attached at " + st.attach_ivar.name() + ", which is not a loop of " +
+                             target.name + " (split or fused since)");
       for (int k : consumers(static_cast<int>(i))) {
         if (!inside(k, c, st.attach_ivar)) {
-          invalid(st.name, "compute_at into " + target.name + " at " + st.attach_ivar.name() + ": consumer " +
-                               s_.stages[k].name + " is not inside that loop");
+          invalid(st.name, "compute_at into " + target.name + " at " + st.attach_ivar.name() +
+                               ": consumer " + s_.stages[k].name + " is not inside that loop");
         }
       }
       info_[c].attached_here.push_back(static_cast<int>(i));
@@ -205,7 +218,8 @@ class Lowerer {
     const StageInfo& in = info_[i];
     std::vector<std::pair<Var, Expr>> sub;
     for (size_t d = 0; d < st.axes.size(); ++d) {
-      sub.emplace_back(st.axes[d].var, simplify(Add::make(in.region_min[d], in.value.at(st.axes[d].var.get()))));
+      sub.emplace_back(st.axes[d].var,
+                       simplify(Add::make(in.region_min[d], in.value.at(st.axes[d].var.get()))));
     }
     for (const IterVar& r : st.reduce_axes) {
       sub.emplace_back(r.var, simplify(Add::make(IntImm::make(r.min), in.value.at(r.var.get()))));
@@ -257,7 +271,8 @@ class Lowerer {
       }
       if (!ok || !lo.defined()) continue;  // the whole dimension
       lo = simplify(lo, ranges_);
-      spdlog::debug("te: region of {} dim {}: lo {} hi {}", st.name, d, to_string(lo), to_string(hi));
+      spdlog::debug("te: region of {} dim {}: lo {} hi {}", st.name, d, to_string(lo),
+                    to_string(hi));
       Expr ext = simplify(Add::make(Sub::make(hi, lo), IntImm::make(1)), ranges_);
       int64_t e;
       if (const int64_t* k = as_const_int(ext)) {
@@ -295,7 +310,8 @@ class Lowerer {
         }
       } else {
         const FuseRelation& fu = rel.fuse;
-        in.extent[fu.fused.var.get()] = in.extent.at(fu.outer.var.get()) * in.extent.at(fu.inner.var.get());
+        in.extent[fu.fused.var.get()] =
+            in.extent.at(fu.outer.var.get()) * in.extent.at(fu.inner.var.get());
         if (reduce_vars.count(fu.outer.var.get())) reduce_vars.insert(fu.fused.var.get());
       }
     }
@@ -307,11 +323,13 @@ class Lowerer {
       if (it->is_split) {
         const SplitRelation& sp = it->split;
         int64_t f = in.extent.at(sp.inner.var.get());
-        Expr v = Add::make(Mul::make(in.value.at(sp.outer.var.get()), IntImm::make(f)), in.value.at(sp.inner.var.get()));
+        Expr v = Add::make(Mul::make(in.value.at(sp.outer.var.get()), IntImm::make(f)),
+                           in.value.at(sp.inner.var.get()));
         in.value[sp.parent.var.get()] = v;
         int64_t e = in.extent.at(sp.parent.var.get());
         if (in.extent.at(sp.outer.var.get()) * f != e) {
-          in.guards.emplace_back(LT::make(v, IntImm::make(e)), reduce_vars.count(sp.parent.var.get()) > 0);
+          in.guards.emplace_back(LT::make(v, IntImm::make(e)),
+                                 reduce_vars.count(sp.parent.var.get()) > 0);
         }
       } else {
         const FuseRelation& fu = it->fuse;
@@ -321,18 +339,22 @@ class Lowerer {
         in.value[fu.inner.var.get()] = Mod::make(fv, IntImm::make(ie));
       }
     }
-    for (const IterVar& l : st.leaves) leaf_reduce_[l.var.get()] = reduce_vars.count(l.var.get()) > 0;
+    for (const IterVar& l : st.leaves)
+      leaf_reduce_[l.var.get()] = reduce_vars.count(l.var.get()) > 0;
     // Domain guards: an attached region may stick out of the tensor.
     if (st.attach == AttachKind::kAt) {
       for (size_t d = 0; d < st.axes.size(); ++d) {
         Expr g = Add::make(in.region_min[d], in.value.at(st.axes[d].var.get()));
-        in.guards.emplace_back(And::make(GE::make(g, IntImm::make(0)), LT::make(g, IntImm::make(st.tensor.shape()[d]))), false);
+        in.guards.emplace_back(And::make(GE::make(g, IntImm::make(0)),
+                                         LT::make(g, IntImm::make(st.tensor.shape()[d]))),
+                               false);
       }
     }
     // vectorize must be on the innermost leaf.
     for (size_t l = 0; l < st.leaves.size(); ++l) {
       auto k = st.for_kinds.find(st.leaves[l].var.get());
-      if (k != st.for_kinds.end() && k->second == ForKind::kVectorized && l + 1 != st.leaves.size()) {
+      if (k != st.for_kinds.end() && k->second == ForKind::kVectorized &&
+          l + 1 != st.leaves.size()) {
         invalid(st.name, "cannot vectorize " + st.leaves[l].name() + ": not the innermost loop");
       }
     }
@@ -421,7 +443,8 @@ class Lowerer {
         const IterVar& lv = st.leaves[l];
         if (leaf_reduce_.at(lv.var.get())) continue;
         init = guarded(guards_at[l], init);
-        init = For::make(lv.var, IntImm::make(0), IntImm::make(in.extent.at(lv.var.get())), kind_of(st, lv), init);
+        init = For::make(lv.var, IntImm::make(0), IntImm::make(in.extent.at(lv.var.get())),
+                         kind_of(st, lv), init);
       }
     } else {
       Expr v = rl.mutate(substitute(in.body, sub));
@@ -435,8 +458,10 @@ class Lowerer {
       for (int j : in.attached_here) {
         if (s_.stages[j].attach_ivar.same_as(lv)) here.push_back(j);
       }
-      for (auto it = here.rbegin(); it != here.rend(); ++it) body = wrap_realize(*it, Block::make({emit_stage(*it), body}));
-      body = For::make(lv.var, IntImm::make(0), IntImm::make(in.extent.at(lv.var.get())), kind_of(st, lv), body);
+      for (auto it = here.rbegin(); it != here.rend(); ++it)
+        body = wrap_realize(*it, Block::make({emit_stage(*it), body}));
+      body = For::make(lv.var, IntImm::make(0), IntImm::make(in.extent.at(lv.var.get())),
+                       kind_of(st, lv), body);
       if (red && l == p) body = Block::make({init, body});
     }
     if (red && p == n) body = Block::make({init, body});
@@ -453,7 +478,8 @@ class Lowerer {
 
 }  // namespace
 
-Stmt schedule_ops(const Schedule& sched, const std::vector<Tensor>& tensors, std::vector<BufferArg>* args) {
+Stmt schedule_ops(const Schedule& sched, const std::vector<Tensor>& tensors,
+                  std::vector<BufferArg>* args) {
   Lowerer l(sched.node(), tensors);
   return l.run(args);
 }

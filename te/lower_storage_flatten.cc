@@ -19,7 +19,8 @@ class Flattener : public IRMutator {
  public:
   explicit Flattener(const std::vector<BufferArg>& args) {
     for (const BufferArg& a : args) {
-      layouts_[a.buffer.get()] = Layout{std::vector<Expr>(a.shape.size(), IntImm::make(0)), a.shape};
+      layouts_[a.buffer.get()] =
+          Layout{std::vector<Expr>(a.shape.size(), IntImm::make(0)), a.shape};
     }
   }
   using IRMutator::mutate;
@@ -47,7 +48,9 @@ class Flattener : public IRMutator {
  private:
   Expr flat(const Buffer& b, const std::vector<Expr>& idx) {
     auto it = layouts_.find(b.get());
-    if (it == layouts_.end()) throw Error(ErrorKind::kInternal, "storage_flatten: buffer " + b.name() + " has no storage here");
+    if (it == layouts_.end())
+      throw Error(ErrorKind::kInternal,
+                  "storage_flatten: buffer " + b.name() + " has no storage here");
     const Layout& l = it->second;
     Expr out = IntImm::make(0);
     for (size_t d = 0; d < idx.size(); ++d) {

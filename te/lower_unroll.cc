@@ -28,7 +28,8 @@ class Unroller : public IRMutator {
       return For::make(f->var, f->min, f->extent, ForKind::kSerial, f->body);
     }
     std::vector<Stmt> copies;
-    for (int64_t i = 0; i < *x; ++i) copies.push_back(substitute(f->body, {{f->var, IntImm::make(*m + i)}}));
+    for (int64_t i = 0; i < *x; ++i)
+      copies.push_back(substitute(f->body, {{f->var, IntImm::make(*m + i)}}));
     return Block::make(std::move(copies));
   }
 };

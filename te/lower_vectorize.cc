@@ -24,7 +24,8 @@ Expr widen(const Expr& e, int lanes) {
 // Replaces one variable by a Ramp and widens everything that depends on it.
 class VectorizeBody : public IRMutator {
  public:
-  VectorizeBody(const Var& v, Expr ramp, int lanes) : var_(v), ramp_(std::move(ramp)), lanes_(lanes) {}
+  VectorizeBody(const Var& v, Expr ramp, int lanes)
+      : var_(v), ramp_(std::move(ramp)), lanes_(lanes) {}
   using IRMutator::mutate;
 
  protected:
@@ -54,7 +55,8 @@ class VectorizeBody : public IRMutator {
   Expr visit(const Or* op, const Expr& e) override { return bin(op, e); }
   Expr visit(const Select* op, const Expr& e) override {
     Expr c = mutate(op->condition), t = mutate(op->true_value), f = mutate(op->false_value);
-    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) return e;
+    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value))
+      return e;
     int n = std::max({c.dtype().lanes, t.dtype().lanes, f.dtype().lanes});
     return Select::make(c.dtype().is_vector() ? widen(c, n) : c, widen(t, n), widen(f, n));
   }
@@ -87,7 +89,8 @@ class VectorizeBody : public IRMutator {
   Stmt visit(const Allocate*, const Stmt&) override { throw CannotVectorize{}; }
   Stmt visit(const LetStmt* op, const Stmt& s) override {
     Stmt base = IRMutator::visit(op, s);
-    if (base.as<LetStmt>() && base.as<LetStmt>()->value.dtype().is_vector()) throw CannotVectorize{};
+    if (base.as<LetStmt>() && base.as<LetStmt>()->value.dtype().is_vector())
+      throw CannotVectorize{};
     return base;
   }
 
@@ -100,7 +103,8 @@ class VectorizeBody : public IRMutator {
     return T::make(widen(a, n), widen(b, n));
   }
 
-  // Keeps index arithmetic as Ramps: ramp(b, s) + x = ramp(b + x, s), ramp(b, s) * x = ramp(b*x, s*x).
+  // Keeps index arithmetic as Ramps: ramp(b, s) + x = ramp(b + x, s), ramp(b, s) * x = ramp(b*x,
+  // s*x).
   template <typename T>
   Expr arith(const T* op, const Expr& e) {
     Expr a = mutate(op->a), b = mutate(op->b);
@@ -113,13 +117,18 @@ class VectorizeBody : public IRMutator {
       if (K == NodeKind::kAdd || K == NodeKind::kSub) {
         if (ra && sb) return Ramp::make(T::make(ra->base, b), ra->stride, ra->lanes);
         if (sa && rb) {
-          Expr stride = K == NodeKind::kAdd ? rb->stride : Sub::make(make_zero(rb->stride.dtype()), rb->stride);
+          Expr stride = K == NodeKind::kAdd ? rb->stride
+                                            : Sub::make(make_zero(rb->stride.dtype()), rb->stride);
           return Ramp::make(T::make(a, rb->base), stride, rb->lanes);
         }
-        if (ra && rb) return Ramp::make(T::make(ra->base, rb->base), T::make(ra->stride, rb->stride), ra->lanes);
+        if (ra && rb)
+          return Ramp::make(T::make(ra->base, rb->base), T::make(ra->stride, rb->stride),
+                            ra->lanes);
       } else if (K == NodeKind::kMul) {
-        if (ra && sb) return Ramp::make(Mul::make(ra->base, b), Mul::make(ra->stride, b), ra->lanes);
-        if (sa && rb) return Ramp::make(Mul::make(a, rb->base), Mul::make(a, rb->stride), rb->lanes);
+        if (ra && sb)
+          return Ramp::make(Mul::make(ra->base, b), Mul::make(ra->stride, b), ra->lanes);
+        if (sa && rb)
+          return Ramp::make(Mul::make(a, rb->base), Mul::make(a, rb->stride), rb->lanes);
       }
     }
     int n = std::max(a.dtype().lanes, b.dtype().lanes);

@@ -31,48 +31,104 @@ Scalar scalar_binary(NodeKind op, DataType t, Scalar a, Scalar b) {
   if (t.is_float()) {
     double x = a.f, y = b.f;
     switch (op) {
-      case NodeKind::kAdd: r.f = x + y; break;
-      case NodeKind::kSub: r.f = x - y; break;
-      case NodeKind::kMul: r.f = x * y; break;
-      case NodeKind::kDiv: r.f = x / y; break;
-      case NodeKind::kMod: r.f = x - y * std::floor(x / y); break;
-      case NodeKind::kMin: r.f = y < x ? y : x; break;
-      case NodeKind::kMax: r.f = x < y ? y : x; break;
-      case NodeKind::kEQ: r.i = x == y; return r;
-      case NodeKind::kNE: r.i = x != y; return r;
-      case NodeKind::kLT: r.i = x < y; return r;
-      case NodeKind::kLE: r.i = x <= y; return r;
-      case NodeKind::kGT: r.i = x > y; return r;
-      case NodeKind::kGE: r.i = x >= y; return r;
-      default: throw Error(ErrorKind::kInternal, "scalar_binary: bad float op");
+      case NodeKind::kAdd:
+        r.f = x + y;
+        break;
+      case NodeKind::kSub:
+        r.f = x - y;
+        break;
+      case NodeKind::kMul:
+        r.f = x * y;
+        break;
+      case NodeKind::kDiv:
+        r.f = x / y;
+        break;
+      case NodeKind::kMod:
+        r.f = x - y * std::floor(x / y);
+        break;
+      case NodeKind::kMin:
+        r.f = y < x ? y : x;
+        break;
+      case NodeKind::kMax:
+        r.f = x < y ? y : x;
+        break;
+      case NodeKind::kEQ:
+        r.i = x == y;
+        return r;
+      case NodeKind::kNE:
+        r.i = x != y;
+        return r;
+      case NodeKind::kLT:
+        r.i = x < y;
+        return r;
+      case NodeKind::kLE:
+        r.i = x <= y;
+        return r;
+      case NodeKind::kGT:
+        r.i = x > y;
+        return r;
+      case NodeKind::kGE:
+        r.i = x >= y;
+        return r;
+      default:
+        throw Error(ErrorKind::kInternal, "scalar_binary: bad float op");
     }
     return scalar_normalize(t, r);
   }
   int64_t x = a.i, y = b.i;
   bool u64 = t.is_uint() && t.bits == 64;
   switch (op) {
-    case NodeKind::kAdd: r.i = static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)); break;
-    case NodeKind::kSub: r.i = static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)); break;
-    case NodeKind::kMul: r.i = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)); break;
+    case NodeKind::kAdd:
+      r.i = static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
+      break;
+    case NodeKind::kSub:
+      r.i = static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
+      break;
+    case NodeKind::kMul:
+      r.i = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
+      break;
     case NodeKind::kDiv:
       if (y == 0) throw Error(ErrorKind::kRun, "integer division by zero");
-      r.i = u64 ? static_cast<int64_t>(static_cast<uint64_t>(x) / static_cast<uint64_t>(y)) : floor_div(x, y);
+      r.i = u64 ? static_cast<int64_t>(static_cast<uint64_t>(x) / static_cast<uint64_t>(y))
+                : floor_div(x, y);
       break;
     case NodeKind::kMod:
       if (y == 0) throw Error(ErrorKind::kRun, "integer modulo by zero");
-      r.i = u64 ? static_cast<int64_t>(static_cast<uint64_t>(x) % static_cast<uint64_t>(y)) : floor_mod(x, y);
+      r.i = u64 ? static_cast<int64_t>(static_cast<uint64_t>(x) % static_cast<uint64_t>(y))
+                : floor_mod(x, y);
       break;
-    case NodeKind::kMin: r.i = u64 ? (static_cast<uint64_t>(y) < static_cast<uint64_t>(x) ? y : x) : (y < x ? y : x); break;
-    case NodeKind::kMax: r.i = u64 ? (static_cast<uint64_t>(x) < static_cast<uint64_t>(y) ? y : x) : (x < y ? y : x); break;
-    case NodeKind::kEQ: r.i = x == y; return r;
-    case NodeKind::kNE: r.i = x != y; return r;
-    case NodeKind::kLT: r.i = u64 ? static_cast<uint64_t>(x) < static_cast<uint64_t>(y) : x < y; return r;
-    case NodeKind::kLE: r.i = u64 ? static_cast<uint64_t>(x) <= static_cast<uint64_t>(y) : x <= y; return r;
-    case NodeKind::kGT: r.i = u64 ? static_cast<uint64_t>(x) > static_cast<uint64_t>(y) : x > y; return r;
-    case NodeKind::kGE: r.i = u64 ? static_cast<uint64_t>(x) >= static_cast<uint64_t>(y) : x >= y; return r;
-    case NodeKind::kAnd: r.i = (x != 0) && (y != 0); return r;
-    case NodeKind::kOr: r.i = (x != 0) || (y != 0); return r;
-    default: throw Error(ErrorKind::kInternal, "scalar_binary: bad int op");
+    case NodeKind::kMin:
+      r.i = u64 ? (static_cast<uint64_t>(y) < static_cast<uint64_t>(x) ? y : x) : (y < x ? y : x);
+      break;
+    case NodeKind::kMax:
+      r.i = u64 ? (static_cast<uint64_t>(x) < static_cast<uint64_t>(y) ? y : x) : (x < y ? y : x);
+      break;
+    case NodeKind::kEQ:
+      r.i = x == y;
+      return r;
+    case NodeKind::kNE:
+      r.i = x != y;
+      return r;
+    case NodeKind::kLT:
+      r.i = u64 ? static_cast<uint64_t>(x) < static_cast<uint64_t>(y) : x < y;
+      return r;
+    case NodeKind::kLE:
+      r.i = u64 ? static_cast<uint64_t>(x) <= static_cast<uint64_t>(y) : x <= y;
+      return r;
+    case NodeKind::kGT:
+      r.i = u64 ? static_cast<uint64_t>(x) > static_cast<uint64_t>(y) : x > y;
+      return r;
+    case NodeKind::kGE:
+      r.i = u64 ? static_cast<uint64_t>(x) >= static_cast<uint64_t>(y) : x >= y;
+      return r;
+    case NodeKind::kAnd:
+      r.i = (x != 0) && (y != 0);
+      return r;
+    case NodeKind::kOr:
+      r.i = (x != 0) || (y != 0);
+      return r;
+    default:
+      throw Error(ErrorKind::kInternal, "scalar_binary: bad int op");
   }
   return scalar_normalize(t, r);
 }
@@ -114,15 +170,33 @@ Scalar scalar_call(CallOp op, DataType t, Scalar a, Scalar b) {
   }
   double x = a.f;
   switch (op) {
-    case CallOp::kExp: r.f = std::exp(x); break;
-    case CallOp::kLog: r.f = std::log(x); break;
-    case CallOp::kSqrt: r.f = std::sqrt(x); break;
-    case CallOp::kTanh: r.f = std::tanh(x); break;
-    case CallOp::kAbs: r.f = std::fabs(x); break;
-    case CallOp::kPow: r.f = std::pow(x, b.f); break;
-    case CallOp::kFloor: r.f = std::floor(x); break;
-    case CallOp::kCeil: r.f = std::ceil(x); break;
-    case CallOp::kSigmoid: r.f = 1.0 / (1.0 + std::exp(-x)); break;
+    case CallOp::kExp:
+      r.f = std::exp(x);
+      break;
+    case CallOp::kLog:
+      r.f = std::log(x);
+      break;
+    case CallOp::kSqrt:
+      r.f = std::sqrt(x);
+      break;
+    case CallOp::kTanh:
+      r.f = std::tanh(x);
+      break;
+    case CallOp::kAbs:
+      r.f = std::fabs(x);
+      break;
+    case CallOp::kPow:
+      r.f = std::pow(x, b.f);
+      break;
+    case CallOp::kFloor:
+      r.f = std::floor(x);
+      break;
+    case CallOp::kCeil:
+      r.f = std::ceil(x);
+      break;
+    case CallOp::kSigmoid:
+      r.f = 1.0 / (1.0 + std::exp(-x));
+      break;
   }
   return scalar_normalize(t, r);
 }
@@ -141,7 +215,10 @@ Scalar scalar_load(const void* base, DataType t, int64_t i) {
     return r;
   }
   switch (t.bytes()) {
-    case 1: r.i = t.is_int() ? static_cast<int64_t>(reinterpret_cast<const int8_t*>(p)[i]) : reinterpret_cast<const uint8_t*>(p)[i]; break;
+    case 1:
+      r.i = t.is_int() ? static_cast<int64_t>(reinterpret_cast<const int8_t*>(p)[i])
+                       : reinterpret_cast<const uint8_t*>(p)[i];
+      break;
     case 2: {
       uint16_t u;
       std::memcpy(&u, p + i * 2, 2);
@@ -154,7 +231,9 @@ Scalar scalar_load(const void* base, DataType t, int64_t i) {
       r.i = t.is_int() ? static_cast<int32_t>(u) : static_cast<int64_t>(u);
       break;
     }
-    default: std::memcpy(&r.i, p + i * 8, 8); break;
+    default:
+      std::memcpy(&r.i, p + i * 8, 8);
+      break;
   }
   return r;
 }
@@ -171,7 +250,9 @@ void scalar_store(void* base, DataType t, int64_t i, Scalar v) {
     return;
   }
   switch (t.bytes()) {
-    case 1: p[i] = static_cast<char>(v.i); break;
+    case 1:
+      p[i] = static_cast<char>(v.i);
+      break;
     case 2: {
       uint16_t u = static_cast<uint16_t>(v.i);
       std::memcpy(p + i * 2, &u, 2);
@@ -182,7 +263,9 @@ void scalar_store(void* base, DataType t, int64_t i, Scalar v) {
       std::memcpy(p + i * 4, &u, 4);
       break;
     }
-    default: std::memcpy(p + i * 8, &v.i, 8); break;
+    default:
+      std::memcpy(p + i * 8, &v.i, 8);
+      break;
   }
 }
 

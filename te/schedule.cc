@@ -27,7 +27,8 @@ StageNode make_stage(const Tensor& t) {
   }
   s.body = t->body;
   if (const Reduce* r = s.body.as<Reduce>()) {
-    for (const ReduceAxis& a : r->axes) s.reduce_axes.push_back(IterVar{a.var, a.min, a.extent, IterKind::kReduce});
+    for (const ReduceAxis& a : r->axes)
+      s.reduce_axes.push_back(IterVar{a.var, a.min, a.extent, IterKind::kReduce});
   }
   s.leaves = s.axes;
   s.leaves.insert(s.leaves.end(), s.reduce_axes.begin(), s.reduce_axes.end());
@@ -37,7 +38,8 @@ StageNode make_stage(const Tensor& t) {
 // Rewrites reads of one tensor into reads of another (same indices).
 class ReadRewriter : public IRMutator {
  public:
-  ReadRewriter(const TensorNode* from, std::shared_ptr<const TensorNode> to) : from_(from), to_(std::move(to)) {}
+  ReadRewriter(const TensorNode* from, std::shared_ptr<const TensorNode> to)
+      : from_(from), to_(std::move(to)) {}
   using IRMutator::mutate;
 
  protected:
@@ -92,17 +94,21 @@ Schedule create_schedule(const std::vector<Tensor>& outputs) {
 
 Stage Schedule::operator[](const Tensor& t) const {
   int i = node_->find(t.get());
-  if (i < 0) throw Error(ErrorKind::kInvalidSchedule, "schedule: tensor " + t.name() + " is not in this schedule");
+  if (i < 0)
+    throw Error(ErrorKind::kInvalidSchedule,
+                "schedule: tensor " + t.name() + " is not in this schedule");
   return Stage(node_, node_->stages[i].tensor.get());
 }
 
 IterVar Stage::axis(int d) const {
-  if (d < 0 || d >= static_cast<int>(node().axes.size())) invalid(name(), "no axis " + std::to_string(d));
+  if (d < 0 || d >= static_cast<int>(node().axes.size()))
+    invalid(name(), "no axis " + std::to_string(d));
   return node().axes[d];
 }
 
 IterVar Stage::reduce_axis(int d) const {
-  if (d < 0 || d >= static_cast<int>(node().reduce_axes.size())) invalid(name(), "no reduce axis " + std::to_string(d));
+  if (d < 0 || d >= static_cast<int>(node().reduce_axes.size()))
+    invalid(name(), "no reduce axis " + std::to_string(d));
   return node().reduce_axes[d];
 }
 
@@ -113,16 +119,20 @@ int Stage::leaf_pos(const IterVar& iv, const char* what) const {
     if (leaves[i].same_as(iv)) return static_cast<int>(i);
   }
   for (const IterRelation& r : node().relations) {
-    if ((r.is_split && r.split.parent.same_as(iv)) || (!r.is_split && (r.fuse.outer.same_as(iv) || r.fuse.inner.same_as(iv)))) {
-      invalid(name(), std::string("cannot ") + what + " axis " + iv.name() + ": it was already split or fused");
+    if ((r.is_split && r.split.parent.same_as(iv)) ||
+        (!r.is_split && (r.fuse.outer.same_as(iv) || r.fuse.inner.same_as(iv)))) {
+      invalid(name(), std::string("cannot ") + what + " axis " + iv.name() +
+                          ": it was already split or fused");
     }
   }
-  invalid(name(), std::string("cannot ") + what + " axis " + iv.name() + ": not an axis of this stage");
+  invalid(name(),
+          std::string("cannot ") + what + " axis " + iv.name() + ": not an axis of this stage");
 }
 
 std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, int64_t factor) {
   int pos = leaf_pos(parent, "split");
-  if (factor < 1) invalid(name(), "split of " + parent.name() + " by factor " + std::to_string(factor));
+  if (factor < 1)
+    invalid(name(), "split of " + parent.name() + " by factor " + std::to_string(factor));
   IterVar outer{Var(parent.name() + ".o"), 0, (parent.extent + factor - 1) / factor, parent.kind};
   IterVar inner{Var(parent.name() + ".i"), 0, std::min(factor, parent.extent), parent.kind};
   IterRelation r;
@@ -136,7 +146,8 @@ std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, int64_t factor) 
 
 std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent, int64_t nparts) {
   int pos = leaf_pos(parent, "split");
-  if (nparts < 1) invalid(name(), "split of " + parent.name() + " into " + std::to_string(nparts) + " parts");
+  if (nparts < 1)
+    invalid(name(), "split of " + parent.name() + " into " + std::to_string(nparts) + " parts");
   int64_t f = (parent.extent + nparts - 1) / nparts;
   IterVar outer{Var(parent.name() + ".o"), 0, (parent.extent + f - 1) / f, parent.kind};
   IterVar inner{Var(parent.name() + ".i"), 0, f, parent.kind};
@@ -149,7 +160,8 @@ std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent, int64_t n
   return {outer, inner};
 }
 
-std::tuple<IterVar, IterVar, IterVar, IterVar> Stage::tile(const IterVar& x, const IterVar& y, int64_t fx, int64_t fy) {
+std::tuple<IterVar, IterVar, IterVar, IterVar> Stage::tile(const IterVar& x, const IterVar& y,
+                                                           int64_t fx, int64_t fy) {
   auto [xo, xi] = split(x, fx);
   auto [yo, yi] = split(y, fy);
   reorder({xo, yo, xi, yi});
@@ -159,9 +171,14 @@ std::tuple<IterVar, IterVar, IterVar, IterVar> Stage::tile(const IterVar& x, con
 IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
   int po = leaf_pos(outer, "fuse");
   int pi = leaf_pos(inner, "fuse");
-  if (pi != po + 1) invalid(name(), "fuse of " + outer.name() + " and " + inner.name() + ": not adjacent, outer first");
-  if (outer.kind != inner.kind) invalid(name(), "fuse of " + outer.name() + " and " + inner.name() + ": spatial with reduction axis");
-  IterVar fused{Var(outer.name() + "." + inner.name() + ".f"), 0, outer.extent * inner.extent, outer.kind};
+  if (pi != po + 1)
+    invalid(name(),
+            "fuse of " + outer.name() + " and " + inner.name() + ": not adjacent, outer first");
+  if (outer.kind != inner.kind)
+    invalid(name(),
+            "fuse of " + outer.name() + " and " + inner.name() + ": spatial with reduction axis");
+  IterVar fused{Var(outer.name() + "." + inner.name() + ".f"), 0, outer.extent * inner.extent,
+                outer.kind};
   IterRelation r;
   r.is_split = false;
   r.fuse = {outer, inner, fused};
@@ -176,7 +193,8 @@ void Stage::reorder(const std::vector<IterVar>& order) {
   std::vector<int> pos;
   for (const IterVar& iv : order) {
     int p = leaf_pos(iv, "reorder");
-    if (std::find(pos.begin(), pos.end(), p) != pos.end()) invalid(name(), "reorder names axis " + iv.name() + " twice");
+    if (std::find(pos.begin(), pos.end(), p) != pos.end())
+      invalid(name(), "reorder names axis " + iv.name() + " twice");
     pos.push_back(p);
   }
   std::vector<int> slots = pos;
@@ -247,7 +265,9 @@ void Stage::compute_at(const Stage& parent, const IterVar& leaf) {
   if (!downstream) invalid(name(), "compute_at into " + parent.name() + ", which does not use it");
   bool found = false;
   for (const IterVar& l : parent.node().leaves) found |= l.same_as(leaf);
-  if (!found) invalid(name(), "compute_at into " + parent.name() + " at " + leaf.name() + ": not a loop of " + parent.name());
+  if (!found)
+    invalid(name(), "compute_at into " + parent.name() + " at " + leaf.name() + ": not a loop of " +
+                        parent.name());
   mut().attach = AttachKind::kAt;
   mut().attach_stage = parent_index;
   mut().attach_ivar = leaf;
@@ -269,10 +289,13 @@ void Stage::compute_root() {
 
 Tensor Schedule::cache_write(const Tensor& t, const std::string& suffix) {
   int idx = node_->find(t.get());
-  if (idx < 0) throw Error(ErrorKind::kInvalidSchedule, "schedule: cache_write of " + t.name() + ": not in this schedule");
+  if (idx < 0)
+    throw Error(ErrorKind::kInvalidSchedule,
+                "schedule: cache_write of " + t.name() + ": not in this schedule");
   StageNode& s = node_->stages[idx];
   if (s.is_placeholder) invalid(s.name, "cannot cache_write a placeholder");
-  if (!s.relations.empty() || s.attach != AttachKind::kRoot) invalid(s.name, "cache_write must come before scheduling the stage");
+  if (!s.relations.empty() || s.attach != AttachKind::kRoot)
+    invalid(s.name, "cache_write must come before scheduling the stage");
   // The new tensor: fresh axes, the stage's body with its vars renamed.
   std::string nm = s.name + "." + suffix;
   auto node = std::make_shared<TensorNode>();
@@ -324,21 +347,25 @@ void Schedule::insert_stage(int pos, StageNode stage) {
   node_->stages.insert(node_->stages.begin() + pos, std::move(stage));
 }
 
-Tensor Schedule::cache_read(const Tensor& t, const std::vector<Tensor>& readers, const std::string& suffix) {
+Tensor Schedule::cache_read(const Tensor& t, const std::vector<Tensor>& readers,
+                            const std::string& suffix) {
   int idx = node_->find(t.get());
-  if (idx < 0) throw Error(ErrorKind::kInvalidSchedule, "schedule: cache_read of " + t.name() + ": not in this schedule");
+  if (idx < 0)
+    throw Error(ErrorKind::kInvalidSchedule,
+                "schedule: cache_read of " + t.name() + ": not in this schedule");
   if (readers.empty()) invalid(t.name(), "cache_read with no readers");
   std::vector<int> rs;
   for (const Tensor& r : readers) {
     int ri = node_->find(r.get());
     if (ri < 0) invalid(t.name(), "cache_read: reader " + r.name() + " is not in this schedule");
-    if (!reads_of(node_->stages[ri].body).count(t.get())) invalid(t.name(), "cache_read: " + r.name() + " does not read it");
+    if (!reads_of(node_->stages[ri].body).count(t.get()))
+      invalid(t.name(), "cache_read: " + r.name() + " does not read it");
     rs.push_back(ri);
   }
   std::string nm = node_->stages[idx].name + "." + suffix;
-  Tensor copy = compute(t.shape(), [&](const std::vector<Var>& v) {
-    return t.read(std::vector<Expr>(v.begin(), v.end()));
-  }, nm);
+  Tensor copy = compute(
+      t.shape(),
+      [&](const std::vector<Var>& v) { return t.read(std::vector<Expr>(v.begin(), v.end())); }, nm);
   for (int ri : rs) {
     ReadRewriter rw(t.get(), copy.ptr());
     node_->stages[ri].body = rw.mutate(node_->stages[ri].body);

@@ -46,7 +46,7 @@ struct StageNode {
   std::vector<IterVar> reduce_axes;  // from the body's Reduce
   Expr body;
   std::vector<IterRelation> relations;
-  std::vector<IterVar> leaves;                          // loop order, outermost first
+  std::vector<IterVar> leaves;                            // loop order, outermost first
   std::unordered_map<const VarNode*, ForKind> for_kinds;  // leaf annotations
   AttachKind attach = AttachKind::kRoot;
   int attach_stage = -1;  // index in ScheduleNode::stages when attach == kAt
@@ -66,7 +66,8 @@ class Schedule;
 // cache_read/cache_write insert stages.
 class Stage {
  public:
-  Stage(std::shared_ptr<ScheduleNode> s, const TensorNode* tensor) : sched_(std::move(s)), tensor_(tensor) {}
+  Stage(std::shared_ptr<ScheduleNode> s, const TensorNode* tensor)
+      : sched_(std::move(s)), tensor_(tensor) {}
 
   const StageNode& node() const { return sched_->stages[index()]; }
   // The stage's current position in ScheduleNode::stages.
@@ -84,7 +85,8 @@ class Stage {
   // Splits a leaf into `nparts` outer iterations (inner = ceil(extent/nparts)).
   std::pair<IterVar, IterVar> split_nparts(const IterVar& parent, int64_t nparts);
   // split x by fx and y by fy, then order (xo, yo, xi, yi). Returns that tuple.
-  std::tuple<IterVar, IterVar, IterVar, IterVar> tile(const IterVar& x, const IterVar& y, int64_t fx, int64_t fy);
+  std::tuple<IterVar, IterVar, IterVar, IterVar> tile(const IterVar& x, const IterVar& y,
+                                                      int64_t fx, int64_t fy);
   // Fuses two leaves adjacent in the loop order (outer directly enclosing inner).
   IterVar fuse(const IterVar& outer, const IterVar& inner);
   // Puts the given leaves in this order, in the positions they occupy now.
@@ -124,7 +126,8 @@ class Schedule {
   // t. Must precede any split/fuse/reorder of t's stage. The new stage owns t's reduction.
   Tensor cache_write(const Tensor& t, const std::string& suffix = "local");
   // A new stage "<t>.<suffix>" copying t, read by `readers` instead of t. Returns it.
-  Tensor cache_read(const Tensor& t, const std::vector<Tensor>& readers, const std::string& suffix = "shared");
+  Tensor cache_read(const Tensor& t, const std::vector<Tensor>& readers,
+                    const std::string& suffix = "shared");
 
  private:
   void insert_stage(int pos, StageNode stage);

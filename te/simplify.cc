@@ -23,7 +23,9 @@ class KeyPrinter : public IRVisitor {
   std::ostringstream os;
 
  protected:
-  void visit_expr_open(const Expr& e) { os << "(" << static_cast<int>(e.kind()) << ":" << e.dtype().str() << " "; }
+  void visit_expr_open(const Expr& e) {
+    os << "(" << static_cast<int>(e.kind()) << ":" << e.dtype().str() << " ";
+  }
   void visit(const IntImm* op) override { os << op->value; }
   void visit(const FloatImm* op) override { os << op->value << "f"; }
   void visit(const VarNode* op) override { os << "v" << static_cast<const void*>(op); }
@@ -85,7 +87,8 @@ struct Linear {
     keys.push_back(key);
   }
   void add(const Linear& o, int64_t scale) {
-    for (size_t i = 0; i < o.terms.size(); ++i) add_term(o.terms[i].first, o.keys[i], o.terms[i].second * scale);
+    for (size_t i = 0; i < o.terms.size(); ++i)
+      add_term(o.terms[i].first, o.keys[i], o.terms[i].second * scale);
     c += o.c * scale;
   }
   bool is_const() const { return terms.empty(); }
@@ -123,7 +126,9 @@ class Simplifier : public IRMutator {
   Linear linearize(const Expr& e) {
     Linear l;
     switch (e.kind()) {
-      case NodeKind::kIntImm: l.c = e.as<IntImm>()->value; return l;
+      case NodeKind::kIntImm:
+        l.c = e.as<IntImm>()->value;
+        return l;
       case NodeKind::kAdd: {
         const Add* op = e.as<Add>();
         l = linearize(op->a);
@@ -150,10 +155,13 @@ class Simplifier : public IRMutator {
         return atom(Mul::make(build(a), build(b)));
       }
       case NodeKind::kDiv:
-      case NodeKind::kMod: return divmod(e);
+      case NodeKind::kMod:
+        return divmod(e);
       case NodeKind::kMin:
-      case NodeKind::kMax: return minmax(e);
-      default: return atom(IRMutator::mutate(e));
+      case NodeKind::kMax:
+        return minmax(e);
+      default:
+        return atom(IRMutator::mutate(e));
     }
   }
 
@@ -187,7 +195,8 @@ class Simplifier : public IRMutator {
     Expr c = mutate(op->condition);
     if (const int64_t* v = as_const_int(c)) return mutate(*v ? op->true_value : op->false_value);
     Expr t = mutate(op->true_value), f = mutate(op->false_value);
-    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) return e;
+    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value))
+      return e;
     return Select::make(c, t, f);
   }
   Expr visit(const Cast* op, const Expr& e) override {
@@ -211,9 +220,17 @@ class Simplifier : public IRMutator {
  private:
   static bool is_arith(const Expr& e) {
     switch (e.kind()) {
-      case NodeKind::kIntImm: case NodeKind::kAdd: case NodeKind::kSub: case NodeKind::kMul:
-      case NodeKind::kDiv: case NodeKind::kMod: case NodeKind::kMin: case NodeKind::kMax: return true;
-      default: return false;
+      case NodeKind::kIntImm:
+      case NodeKind::kAdd:
+      case NodeKind::kSub:
+      case NodeKind::kMul:
+      case NodeKind::kDiv:
+      case NodeKind::kMod:
+      case NodeKind::kMin:
+      case NodeKind::kMax:
+        return true;
+      default:
+        return false;
     }
   }
 
@@ -227,7 +244,9 @@ class Simplifier : public IRMutator {
     return l;
   }
 
-  std::optional<std::pair<int64_t, int64_t>> bound(const Linear& l) { return bound_impl(build(l), ranges_); }
+  std::optional<std::pair<int64_t, int64_t>> bound(const Linear& l) {
+    return bound_impl(build(l), ranges_);
+  }
 
   Linear divmod(const Expr& e) {
     bool is_div = e.kind() == NodeKind::kDiv;
@@ -299,13 +318,44 @@ class Simplifier : public IRMutator {
         int64_t lo = db->first, hi = db->second;
         std::optional<bool> r;
         switch (T::kKind) {
-          case NodeKind::kLT: if (hi < 0) r = true; else if (lo >= 0) r = false; break;
-          case NodeKind::kLE: if (hi <= 0) r = true; else if (lo > 0) r = false; break;
-          case NodeKind::kGT: if (lo > 0) r = true; else if (hi <= 0) r = false; break;
-          case NodeKind::kGE: if (lo >= 0) r = true; else if (hi < 0) r = false; break;
-          case NodeKind::kEQ: if (lo == 0 && hi == 0) r = true; else if (lo > 0 || hi < 0) r = false; break;
-          case NodeKind::kNE: if (lo > 0 || hi < 0) r = true; else if (lo == 0 && hi == 0) r = false; break;
-          default: break;
+          case NodeKind::kLT:
+            if (hi < 0)
+              r = true;
+            else if (lo >= 0)
+              r = false;
+            break;
+          case NodeKind::kLE:
+            if (hi <= 0)
+              r = true;
+            else if (lo > 0)
+              r = false;
+            break;
+          case NodeKind::kGT:
+            if (lo > 0)
+              r = true;
+            else if (hi <= 0)
+              r = false;
+            break;
+          case NodeKind::kGE:
+            if (lo >= 0)
+              r = true;
+            else if (hi < 0)
+              r = false;
+            break;
+          case NodeKind::kEQ:
+            if (lo == 0 && hi == 0)
+              r = true;
+            else if (lo > 0 || hi < 0)
+              r = false;
+            break;
+          case NodeKind::kNE:
+            if (lo > 0 || hi < 0)
+              r = true;
+            else if (lo == 0 && hi == 0)
+              r = false;
+            break;
+          default:
+            break;
         }
         if (r) return IntImm::make(*r ? 1 : 0, Bool());
       }
@@ -316,13 +366,26 @@ class Simplifier : public IRMutator {
         double x = fa->value, y = fb->value;
         bool r = false;
         switch (T::kKind) {
-          case NodeKind::kLT: r = x < y; break;
-          case NodeKind::kLE: r = x <= y; break;
-          case NodeKind::kGT: r = x > y; break;
-          case NodeKind::kGE: r = x >= y; break;
-          case NodeKind::kEQ: r = x == y; break;
-          case NodeKind::kNE: r = x != y; break;
-          default: break;
+          case NodeKind::kLT:
+            r = x < y;
+            break;
+          case NodeKind::kLE:
+            r = x <= y;
+            break;
+          case NodeKind::kGT:
+            r = x > y;
+            break;
+          case NodeKind::kGE:
+            r = x >= y;
+            break;
+          case NodeKind::kEQ:
+            r = x == y;
+            break;
+          case NodeKind::kNE:
+            r = x != y;
+            break;
+          default:
+            break;
         }
         return IntImm::make(r ? 1 : 0, Bool());
       }
@@ -356,13 +419,15 @@ using Bound = std::optional<std::pair<int64_t, int64_t>>;
 
 Bound bound_impl(const Expr& e, const VarRanges& r) {
   if (!e.defined()) return std::nullopt;
-  auto bin = [&](const Expr& a, const Expr& b) -> std::optional<std::pair<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>>> {
+  auto bin = [&](const Expr& a, const Expr& b)
+      -> std::optional<std::pair<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>>> {
     Bound x = bound_impl(a, r), y = bound_impl(b, r);
     if (!x || !y) return std::nullopt;
     return std::make_pair(*x, *y);
   };
   switch (e.kind()) {
-    case NodeKind::kIntImm: return std::make_pair(e.as<IntImm>()->value, e.as<IntImm>()->value);
+    case NodeKind::kIntImm:
+      return std::make_pair(e.as<IntImm>()->value, e.as<IntImm>()->value);
     case NodeKind::kVar: {
       auto it = r.find(e.as<VarNode>());
       if (it == r.end()) return std::nullopt;
@@ -389,15 +454,16 @@ Bound bound_impl(const Expr& e, const VarRanges& r) {
       auto p = bin(e.as<Div>()->a, e.as<Div>()->b);
       if (!p || p->second.first <= 0) return std::nullopt;
       int64_t d1 = p->second.first, d2 = p->second.second;
-      int64_t c[4] = {floor_div(p->first.first, d1), floor_div(p->first.first, d2), floor_div(p->first.second, d1),
-                      floor_div(p->first.second, d2)};
+      int64_t c[4] = {floor_div(p->first.first, d1), floor_div(p->first.first, d2),
+                      floor_div(p->first.second, d1), floor_div(p->first.second, d2)};
       return std::make_pair(*std::min_element(c, c + 4), *std::max_element(c, c + 4));
     }
     case NodeKind::kMod: {
       Bound d = bound_impl(e.as<Mod>()->b, r);
       if (!d || d->first <= 0) return std::nullopt;
       Bound a = bound_impl(e.as<Mod>()->a, r);
-      if (a && d->first == d->second && floor_div(a->first, d->first) == floor_div(a->second, d->first)) {
+      if (a && d->first == d->second &&
+          floor_div(a->first, d->first) == floor_div(a->second, d->first)) {
         return std::make_pair(floor_mod(a->first, d->first), floor_mod(a->second, d->first));
       }
       return std::make_pair(int64_t{0}, d->second - 1);
@@ -405,17 +471,20 @@ Bound bound_impl(const Expr& e, const VarRanges& r) {
     case NodeKind::kMin: {
       auto p = bin(e.as<Min>()->a, e.as<Min>()->b);
       if (!p) return std::nullopt;
-      return std::make_pair(std::min(p->first.first, p->second.first), std::min(p->first.second, p->second.second));
+      return std::make_pair(std::min(p->first.first, p->second.first),
+                            std::min(p->first.second, p->second.second));
     }
     case NodeKind::kMax: {
       auto p = bin(e.as<Max>()->a, e.as<Max>()->b);
       if (!p) return std::nullopt;
-      return std::make_pair(std::max(p->first.first, p->second.first), std::max(p->first.second, p->second.second));
+      return std::make_pair(std::max(p->first.first, p->second.first),
+                            std::max(p->first.second, p->second.second));
     }
     case NodeKind::kSelect: {
       auto p = bin(e.as<Select>()->true_value, e.as<Select>()->false_value);
       if (!p) return std::nullopt;
-      return std::make_pair(std::min(p->first.first, p->second.first), std::max(p->first.second, p->second.second));
+      return std::make_pair(std::min(p->first.first, p->second.first),
+                            std::max(p->first.second, p->second.second));
     }
     case NodeKind::kRamp: {
       const Ramp* op = e.as<Ramp>();
@@ -425,13 +494,16 @@ Bound bound_impl(const Expr& e, const VarRanges& r) {
       return std::make_pair(p->first.first + std::min<int64_t>(0, n * p->second.first),
                             p->first.second + std::max<int64_t>(0, n * p->second.second));
     }
-    case NodeKind::kBroadcast: return bound_impl(e.as<Broadcast>()->value, r);
+    case NodeKind::kBroadcast:
+      return bound_impl(e.as<Broadcast>()->value, r);
     case NodeKind::kCast: {
       const Cast* op = e.as<Cast>();
-      if (op->dtype.is_int() && op->dtype.bits == 64 && !op->value.dtype().is_float()) return bound_impl(op->value, r);
+      if (op->dtype.is_int() && op->dtype.bits == 64 && !op->value.dtype().is_float())
+        return bound_impl(op->value, r);
       return std::nullopt;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -489,7 +561,8 @@ class StmtSimplifier : public IRMutator {
   }
   Stmt visit(const IfThenElse* op, const Stmt& s) override {
     Expr c = mutate(op->condition);
-    if (const int64_t* v = as_const_int(c)) return *v ? mutate(op->then_case) : mutate(op->else_case);
+    if (const int64_t* v = as_const_int(c))
+      return *v ? mutate(op->then_case) : mutate(op->else_case);
     Stmt t = mutate(op->then_case), f = mutate(op->else_case);
     if (!t.defined() && !f.defined()) return Stmt();
     if (!t.defined()) return IfThenElse::make(simplify(Not::make(c), ranges_), f);
@@ -544,6 +617,8 @@ std::optional<std::pair<int64_t, int64_t>> const_bound(const Expr& e, const VarR
   return bound_impl(simplify(e, ranges), ranges);
 }
 
-bool can_prove(const Expr& cond, const VarRanges& ranges) { return is_const_int(simplify(cond, ranges), 1); }
+bool can_prove(const Expr& cond, const VarRanges& ranges) {
+  return is_const_int(simplify(cond, ranges), 1);
+}
 
 }  // namespace ktune::te

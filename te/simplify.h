@@ -1,4 +1,5 @@
-// Defines the arithmetic simplifier: linear canonical forms, constant bounds and proofs over ranges.
+// Defines the arithmetic simplifier: linear canonical forms, constant bounds and proofs over
+// ranges.
 #pragma once
 
 #include <cstdint>

@@ -143,21 +143,39 @@ IterVar reduce_axis(Range range, std::string name) {
   return IterVar{Var(std::move(name)), range.min, range.extent, IterKind::kReduce};
 }
 
-Expr sum(Expr source, const std::vector<IterVar>& axes) { return make_reduce(ReduceOp::kSum, std::move(source), axes); }
-Expr max(Expr source, const std::vector<IterVar>& axes) { return make_reduce(ReduceOp::kMax, std::move(source), axes); }
-Expr min(Expr source, const std::vector<IterVar>& axes) { return make_reduce(ReduceOp::kMin, std::move(source), axes); }
-Expr sum(Expr source, std::initializer_list<IterVar> axes) { return sum(std::move(source), std::vector<IterVar>(axes)); }
-Expr max(Expr source, std::initializer_list<IterVar> axes) { return max(std::move(source), std::vector<IterVar>(axes)); }
-Expr min(Expr source, std::initializer_list<IterVar> axes) { return min(std::move(source), std::vector<IterVar>(axes)); }
-Expr sum(Expr source, const IterVar& axis) { return sum(std::move(source), std::vector<IterVar>{axis}); }
-Expr max(Expr source, const IterVar& axis) { return max(std::move(source), std::vector<IterVar>{axis}); }
-Expr min(Expr source, const IterVar& axis) { return min(std::move(source), std::vector<IterVar>{axis}); }
+Expr sum(Expr source, const std::vector<IterVar>& axes) {
+  return make_reduce(ReduceOp::kSum, std::move(source), axes);
+}
+Expr max(Expr source, const std::vector<IterVar>& axes) {
+  return make_reduce(ReduceOp::kMax, std::move(source), axes);
+}
+Expr min(Expr source, const std::vector<IterVar>& axes) {
+  return make_reduce(ReduceOp::kMin, std::move(source), axes);
+}
+Expr sum(Expr source, std::initializer_list<IterVar> axes) {
+  return sum(std::move(source), std::vector<IterVar>(axes));
+}
+Expr max(Expr source, std::initializer_list<IterVar> axes) {
+  return max(std::move(source), std::vector<IterVar>(axes));
+}
+Expr min(Expr source, std::initializer_list<IterVar> axes) {
+  return min(std::move(source), std::vector<IterVar>(axes));
+}
+Expr sum(Expr source, const IterVar& axis) {
+  return sum(std::move(source), std::vector<IterVar>{axis});
+}
+Expr max(Expr source, const IterVar& axis) {
+  return max(std::move(source), std::vector<IterVar>{axis});
+}
+Expr min(Expr source, const IterVar& axis) {
+  return min(std::move(source), std::vector<IterVar>{axis});
+}
 
-#define ARITH(OP, NODE, SYM)         \
-  Expr OP(Expr a, Expr b) {          \
-    promote(a, b);                   \
-    no_bool(a, SYM);                 \
-    return NODE::make(a, b);         \
+#define ARITH(OP, NODE, SYM) \
+  Expr OP(Expr a, Expr b) {  \
+    promote(a, b);           \
+    no_bool(a, SYM);         \
+    return NODE::make(a, b); \
   }
 ARITH(operator+, Add, "+")
 ARITH(operator-, Sub, "-")
@@ -206,7 +224,8 @@ Expr cast(DataType t, Expr value) { return Cast::make(t.with_lanes(value.dtype()
 
 namespace {
 Expr float_call(CallOp op, Expr x) {
-  if (!x.dtype().is_float() && op != CallOp::kAbs) bad(std::string("te: ") + call_op_name(op) + " of a non-float");
+  if (!x.dtype().is_float() && op != CallOp::kAbs)
+    bad(std::string("te: ") + call_op_name(op) + " of a non-float");
   return Call::make(op, {std::move(x)});
 }
 }  // namespace
@@ -228,12 +247,13 @@ Expr pow(Expr x, Expr y) {
 std::vector<Tensor> topo_order(const std::vector<Tensor>& outputs) {
   std::vector<Tensor> order;
   std::unordered_set<const TensorNode*> done;
-  std::function<void(const std::shared_ptr<const TensorNode>&)> go = [&](const std::shared_ptr<const TensorNode>& t) {
-    if (done.count(t.get())) return;
-    done.insert(t.get());
-    for (const auto& in : t->inputs) go(in);
-    order.emplace_back(t);
-  };
+  std::function<void(const std::shared_ptr<const TensorNode>&)> go =
+      [&](const std::shared_ptr<const TensorNode>& t) {
+        if (done.count(t.get())) return;
+        done.insert(t.get());
+        for (const auto& in : t->inputs) go(in);
+        order.emplace_back(t);
+      };
   for (const Tensor& t : outputs) go(t.ptr());
   return order;
 }

@@ -77,7 +77,8 @@ struct TensorHash {
 };
 
 // An input tensor. Throws ktune::Error(kInvalidArgument) for a non-positive extent.
-Tensor placeholder(std::vector<int64_t> shape, DataType dtype = Float(32), std::string name = "placeholder");
+Tensor placeholder(std::vector<int64_t> shape, DataType dtype = Float(32),
+                   std::string name = "placeholder");
 
 // A tensor defined pointwise by fn(indices). The body's dtype is the tensor's dtype. A Reduce may
 // appear only as the whole body. Throws ktune::Error(kInvalidArgument) for bad shapes, a nested
@@ -86,8 +87,8 @@ Tensor compute(std::vector<int64_t> shape, const std::function<Expr(const std::v
                std::string name = "compute");
 
 template <typename F>
-  requires(!std::is_convertible_v<F, std::function<Expr(const std::vector<Var>&)>>)
-Tensor compute(std::vector<int64_t> shape, F&& fn, std::string name = "compute") {
+requires(!std::is_convertible_v<F, std::function<Expr(const std::vector<Var>&)>>) Tensor
+    compute(std::vector<int64_t> shape, F&& fn, std::string name = "compute") {
   std::function<Expr(const std::vector<Var>&)> g = [&fn](const std::vector<Var>& v) -> Expr {
     if constexpr (std::invocable<F, Var>) {
       return fn(v.at(0));

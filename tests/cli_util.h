@@ -1,4 +1,5 @@
-// Defines the helpers that end-to-end tests use to run the `ktune` binary (or any command) and read its output.
+// Defines the helpers that end-to-end tests use to run the `ktune` binary (or any command) and read
+// its output.
 #pragma once
 
 #include <sys/wait.h>

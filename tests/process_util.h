@@ -1,4 +1,5 @@
-// Defines Child (a process with its output in files) and start_server, for tests that run `ktune server` and `ktune worker` as real processes.
+// Defines Child (a process with its output in files) and start_server, for tests that run `ktune
+// server` and `ktune worker` as real processes.
 #pragma once
 
 #include <fcntl.h>
@@ -61,7 +62,8 @@ struct Child {
   // Waits at most timeout_s for the exit; returns the exit status, or -1 when it did not exit
   // in time (it keeps running) or died of a signal.
   int wait(double timeout_s) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     for (;;) {
       int status = 0;
       if (::waitpid(pid, &status, WNOHANG) == pid) {
@@ -82,7 +84,8 @@ inline std::string wait_for_address(const fs::path& out, double timeout_s = 20) 
     const std::string text = read_file(out);
     const auto at = text.rfind("listening on ");
     const auto end = text.find('\n', at);
-    if (at != std::string::npos && end != std::string::npos) return text.substr(at + 13, end - at - 13);
+    if (at != std::string::npos && end != std::string::npos)
+      return text.substr(at + 13, end - at - 13);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return "";

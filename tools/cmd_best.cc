@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "deploy/history_lookup.h"
 #include "support/error.h"
@@ -18,12 +18,12 @@
 namespace ktune::tools {
 namespace {
 
-using deploy::Workload;
-using deploy::resolve_workload;
 using deploy::best_records;
 using deploy::emulated_only_note;
 using deploy::emulated_warning;
+using deploy::resolve_workload;
 using deploy::toolchain_warning;
+using deploy::Workload;
 
 struct BestOptions {
   std::string template_name;
@@ -32,7 +32,7 @@ struct BestOptions {
   std::string db = "ktune.db";
   rpc_runner::ServiceClientOptions server;  // set: ask this server instead of --db
   std::string device_key;
-  int64_t top = 1;  // how many of the best records to print
+  int64_t top = 1;        // how many of the best records to print
   bool emulated = false;  // records of emulated devices are eligible too
   bool json = false;
 };
@@ -51,13 +51,17 @@ void run_best(const BestOptions& o) {
   const codegen::Target& target = w.target;
   if (o.server.server.empty() && !o.device_key.empty())
     throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
-  const auto top = o.server.server.empty() ? deploy::best_records(o.db, w, o.top, o.emulated)
-                                           : deploy::best_records(o.server, w, o.device_key, o.top, o.emulated);
+  const auto top = o.server.server.empty()
+                       ? deploy::best_records(o.db, w, o.top, o.emulated)
+                       : deploy::best_records(o.server, w, o.device_key, o.top, o.emulated);
   const tuning_db::Record* best = top.empty() ? nullptr : &top.front();
   // Only emulated records: answered as "none", with a note that names them and the flag.
-  const std::string note = !best && !o.emulated && o.server.server.empty() ? deploy::emulated_only_note(o.db, w, "--emulated") : "";
+  const std::string note = !best && !o.emulated && o.server.server.empty()
+                               ? deploy::emulated_only_note(o.db, w, "--emulated")
+                               : "";
   if (best && best->emulated) spdlog::warn("{}", deploy::emulated_warning(*best));
-  if (best && !deploy::toolchain_warning(*best).empty()) spdlog::warn("{}", deploy::toolchain_warning(*best));
+  if (best && !deploy::toolchain_warning(*best).empty())
+    spdlog::warn("{}", deploy::toolchain_warning(*best));
   if (o.json) {
     nlohmann::json j{{"workload", task.workload_key()}, {"target", target.str()}};
     j["best"] = best ? record_json(*best) : nlohmann::json(nullptr);
@@ -80,30 +84,40 @@ void run_best(const BestOptions& o) {
   }
   std::cout << "best:     " << std::fixed << std::setprecision(2) << best->gflops() << " GFLOP/s ("
             << std::setprecision(4) << best->mean_cost() * 1e3 << " ms), tuner " << best->tuner
-            << ", LLVM " << best->target.llvm_version << (best->emulated ? ", EMULATED device" : "") << "\n"
+            << ", LLVM " << best->target.llvm_version << (best->emulated ? ", EMULATED device" : "")
+            << "\n"
             << "config:   " << best->config.dump() << "\n";
   if (o.top <= 1) return;
   std::cout << "top " << top.size() << ":\n";
   for (size_t i = 0; i < top.size(); ++i) {
-    std::cout << "  " << std::setw(3) << i + 1 << "  " << std::setw(9) << std::setprecision(2) << top[i].gflops()
-              << " GFLOP/s  " << std::setw(8) << (top[i].device_key.empty() ? "-" : top[i].device_key) << "  "
+    std::cout << "  " << std::setw(3) << i + 1 << "  " << std::setw(9) << std::setprecision(2)
+              << top[i].gflops() << " GFLOP/s  " << std::setw(8)
+              << (top[i].device_key.empty() ? "-" : top[i].device_key) << "  "
               << (top[i].emulated ? "emulated  " : "") << top[i].config.dump() << "\n";
   }
 }
 
 void add_best(CLI::App& app) {
   auto o = std::make_shared<BestOptions>();
-  auto* cmd = app.add_subcommand("best", "Print the best logged config of a workload (or the fallback)");
-  cmd->add_option("template", o->template_name, "Template name (see `ktune templates`)")->required();
-  cmd->add_option("args", o->args, "Workload arguments key=value (omitted ones take their defaults)");
-  cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...'")->capture_default_str();
+  auto* cmd =
+      app.add_subcommand("best", "Print the best logged config of a workload (or the fallback)");
+  cmd->add_option("template", o->template_name, "Template name (see `ktune templates`)")
+      ->required();
+  cmd->add_option("args", o->args,
+                  "Workload arguments key=value (omitted ones take their defaults)");
+  cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...'")
+      ->capture_default_str();
   cmd->add_option("--db", o->db, "Tuning log (SQLite)")->capture_default_str();
-  add_client_flags(cmd, o->server, false)->description("Ask this tuning server's log (HOST:PORT) instead of --db");
-  cmd->add_option("--device-key", o->device_key, "With --server: only records measured on devices of this key");
-  cmd->add_option("--top", o->top, "Also list the K best records (1 to 1000)")->check(CLI::Range(1, 1000));
-  cmd->add_flag("--emulated", o->emulated,
-                "Also serve records timed on emulated devices (qemu); they compete with real ones by cost "
-                "and are marked");
+  add_client_flags(cmd, o->server, false)
+      ->description("Ask this tuning server's log (HOST:PORT) instead of --db");
+  cmd->add_option("--device-key", o->device_key,
+                  "With --server: only records measured on devices of this key");
+  cmd->add_option("--top", o->top, "Also list the K best records (1 to 1000)")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_flag(
+      "--emulated", o->emulated,
+      "Also serve records timed on emulated devices (qemu); they compete with real ones by cost "
+      "and are marked");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] { run_best(*o); });
 }

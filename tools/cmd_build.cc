@@ -14,16 +14,16 @@
 
 #include "codegen/archive.h"
 #include "deploy/history_lookup.h"
-#include "support/error.h"
-#include "tools/commands.h"
 #include "deploy/kernel_builder.h"
 #include "deploy/kernel_header.h"
 #include "deploy/kernel_manifest.h"
-#include "deploy/output_files.h"
-#include "tools/service_flags.h"
 #include "deploy/model_build.h"
+#include "deploy/output_files.h"
 #include "deploy/standalone_runtime.h"
 #include "frontend/onnx_graph.h"
+#include "support/error.h"
+#include "tools/commands.h"
+#include "tools/service_flags.h"
 
 namespace ktune::tools {
 namespace {
@@ -82,7 +82,8 @@ std::vector<deploy::KernelRequest> requests_of(const BuildCmdOptions& o) {
 }
 
 nlohmann::json arguments_json(const deploy::BuiltKernel& k) {
-  const std::vector<std::string> params = deploy::wrapper_parameter_names(k.request.name, k.tensor_names);
+  const std::vector<std::string> params =
+      deploy::wrapper_parameter_names(k.request.name, k.tensor_names);
   nlohmann::json args = nlohmann::json::array();
   for (size_t i = 0; i < k.artifact.signature.size(); ++i) {
     const auto& a = k.artifact.signature[i];
@@ -149,7 +150,8 @@ std::string model_name(const BuildCmdOptions& o) {
   if (o.output && stem.rfind("lib", 0) == 0) stem = stem.substr(3);
   for (char& c : stem)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  if (stem.empty() || std::isdigit(static_cast<unsigned char>(stem.front()))) stem = "model_" + stem;
+  if (stem.empty() || std::isdigit(static_cast<unsigned char>(stem.front())))
+    stem = "model_" + stem;
   return stem;
 }
 
@@ -157,8 +159,10 @@ std::string model_name(const BuildCmdOptions& o) {
 // when they are not embedded.
 void run_build_model(const BuildCmdOptions& o) {
   if (!o.template_name.empty() || !o.args.empty() || o.manifest)
-    throw Error(ErrorKind::kInvalidArgument, "--model builds the whole model: give no template, arguments or --manifest");
-  if (o.weights.empty()) throw Error(ErrorKind::kInvalidArgument, "--weights needs embed or a file name");
+    throw Error(ErrorKind::kInvalidArgument,
+                "--model builds the whole model: give no template, arguments or --manifest");
+  if (o.weights.empty())
+    throw Error(ErrorKind::kInvalidArgument, "--weights needs embed or a file name");
   deploy::ModelRequest r;
   r.model_path = *o.model;
   for (const auto& text : o.inputs) r.inputs.push_back(frontend::parse_input_shape(text));
@@ -178,7 +182,8 @@ void run_build_model(const BuildCmdOptions& o) {
   const std::vector<uint8_t> lib = deploy::model_library(m);
   std::vector<deploy::OutputFile> files = {
       {lib_path, std::string(lib.begin(), lib.end())},
-      {header_path, deploy::model_header(m, std::filesystem::path(header_path).filename().string())}};
+      {header_path,
+       deploy::model_header(m, std::filesystem::path(header_path).filename().string())}};
   if (!r.embed_weights) {
     const auto& w = deploy::model_weights_file(m);
     files.push_back({o.weights, std::string(w.begin(), w.end())});
@@ -190,17 +195,29 @@ void run_build_model(const BuildCmdOptions& o) {
   for (const auto& s : m.plan.steps) {
     if (!s.choice) continue;
     switch (s.choice->source) {
-      case deploy::ConfigChoice::Source::kTuned: ++tuned; break;
-      case deploy::ConfigChoice::Source::kNearest: ++nearest; break;
-      case deploy::ConfigChoice::Source::kFallback: ++fallback; break;
+      case deploy::ConfigChoice::Source::kTuned:
+        ++tuned;
+        break;
+      case deploy::ConfigChoice::Source::kNearest:
+        ++nearest;
+        break;
+      case deploy::ConfigChoice::Source::kFallback:
+        ++fallback;
+        break;
     }
   }
   if (o.json) {
-    std::cout << nlohmann::json{{"library", lib_path}, {"header", header_path}, {"name", r.name},
-                                {"kernels", m.plan.steps.size()}, {"tuned", tuned}, {"nearest", nearest},
-                                {"fallback", fallback}, {"arena_bytes", m.plan.arena_bytes},
+    std::cout << nlohmann::json{{"library", lib_path},
+                                {"header", header_path},
+                                {"name", r.name},
+                                {"kernels", m.plan.steps.size()},
+                                {"tuned", tuned},
+                                {"nearest", nearest},
+                                {"fallback", fallback},
+                                {"arena_bytes", m.plan.arena_bytes},
                                 {"weights_bytes", m.plan.weights.size()},
-                                {"weights", r.embed_weights ? nlohmann::json("embedded") : nlohmann::json(o.weights)}}
+                                {"weights", r.embed_weights ? nlohmann::json("embedded")
+                                                            : nlohmann::json(o.weights)}}
                      .dump(2)
               << "\n";
     return;
@@ -208,9 +225,10 @@ void run_build_model(const BuildCmdOptions& o) {
   std::cout << "library: " << lib_path << "\nheader:  " << header_path << "\n";
   if (!r.embed_weights) std::cout << "weights: " << o.weights << "\n";
   if (o.runtime) std::cout << "runtime: " << *o.runtime << "\n";
-  std::cout << "model:   " << r.name << ", " << m.plan.steps.size() << " kernels (" << tuned << " tuned, " << nearest
-            << " nearest tuned shape, " << fallback << " fallback), arena " << m.plan.arena_bytes << " bytes (without reuse "
-            << m.plan.tensor_bytes_total << "), weights " << m.plan.weights.size() << " bytes\n";
+  std::cout << "model:   " << r.name << ", " << m.plan.steps.size() << " kernels (" << tuned
+            << " tuned, " << nearest << " nearest tuned shape, " << fallback << " fallback), arena "
+            << m.plan.arena_bytes << " bytes (without reuse " << m.plan.tensor_bytes_total
+            << "), weights " << m.plan.weights.size() << " bytes\n";
 }
 
 void run_build(const BuildCmdOptions& o) {
@@ -233,8 +251,9 @@ void run_build(const BuildCmdOptions& o) {
     }
     const std::vector<uint8_t> library = codegen::static_library(artifacts);
     object_bytes.assign(library.begin(), library.end());
-    header_text = deploy::kernels_header(std::filesystem::path(header_path).filename().string(),
-                                 std::filesystem::path(object_path).filename().string(), parts);
+    header_text =
+        deploy::kernels_header(std::filesystem::path(header_path).filename().string(),
+                               std::filesystem::path(object_path).filename().string(), parts);
   } else {
     const deploy::BuiltKernel& k = kernels.front();
     object_path = o.output.value_or(k.request.name + ".o");
@@ -243,7 +262,7 @@ void run_build(const BuildCmdOptions& o) {
     header_text = kernel_header(k.request.name, k.artifact, k.tensor_names, k.provenance);
   }
   std::vector<deploy::OutputFile> files = {{object_path, std::move(object_bytes)},
-                                   {header_path, std::move(header_text)}};
+                                           {header_path, std::move(header_text)}};
   if (o.runtime) files.push_back({*o.runtime, std::string(deploy::standalone_runtime_source())});
   check_not_the_log(files, o.source.db);
   deploy::write_files_atomically(files);
@@ -252,12 +271,11 @@ void run_build(const BuildCmdOptions& o) {
     const std::string who = k.request.label.empty() ? "" : k.request.label + ": ";
     const deploy::ConfigChoice& c = k.choice;
     if (c.nearest)
-      spdlog::warn(
-          "{}{}: built the config of the nearest tuned workload {} ({}, distance {:.2f})", who,
-          c.untuned_reason, c.nearest->record.workload_key,
-          c.nearest->record.id > 0 ? "record " + std::to_string(c.nearest->record.id)
-                                   : "tuning server " + o.source.server.server,
-          c.nearest->distance);
+      spdlog::warn("{}{}: built the config of the nearest tuned workload {} ({}, distance {:.2f})",
+                   who, c.untuned_reason, c.nearest->record.workload_key,
+                   c.nearest->record.id > 0 ? "record " + std::to_string(c.nearest->record.id)
+                                            : "tuning server " + o.source.server.server,
+                   c.nearest->distance);
     else if (!c.best)
       spdlog::warn("{}{}: built the fallback config, untuned", who, c.untuned_reason);
   }
@@ -319,7 +337,8 @@ void add_build(CLI::App& app) {
       ->expected(1);
   cmd->add_option("--input", o->inputs, "With --model: shape of a graph input, name=1x3x224x224");
   cmd->add_option("--weights", o->weights,
-                  "With --model: embed (in the library) or a file that <name>_create reads (checked by size and hash)")
+                  "With --model: embed (in the library) or a file that <name>_create reads "
+                  "(checked by size and hash)")
       ->capture_default_str();
   cmd->add_option("--target", o->source.target,
                   "Target: host or 'llvm -mtriple=... -mcpu=...' (any LLVM target)")

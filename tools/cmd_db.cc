@@ -1,7 +1,7 @@
-// `ktune db stats|best|top|export|import|check|remove-failed|remove-invalid|revalidate --db PATH`: the tuning
-// log from the command line, human-readable by default and JSON with --json.
-#include <algorithm>
+// `ktune db stats|best|top|export|import|check|remove-failed|remove-invalid|revalidate --db PATH`:
+// the tuning log from the command line, human-readable by default and JSON with --json.
 #include <spdlog/spdlog.h>
+#include <algorithm>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -115,7 +115,8 @@ std::string emulated_note(Database& db, const DbArgs& args, const TargetKey& tar
   const int64_t n = db.count_emulated(args.workload, target, args.device);
   if (n == 0) return "";
   return std::to_string(n) + " successful record" + (n == 1 ? "" : "s") +
-         " measured on an emulated device (qemu) are not served as real timings; --emulated serves them";
+         " measured on an emulated device (qemu) are not served as real timings; --emulated serves "
+         "them";
 }
 
 tuning_db::RecordQuery query_of(const DbArgs& args) {
@@ -136,7 +137,8 @@ void print_record(const Record& r) {
     std::cout << "  (" << std::fixed << std::setprecision(2) << r.gflops() << " GFLOP/s)";
   std::cout << "\nmeasured   " << format_time(r.timestamp) << " by tuner '" << r.tuner
             << "', batch " << r.batch << ", record id " << r.id << "\n";
-  if (r.emulated) std::cout << "emulated   yes: timed on an emulated device, not the device's own timing\n";
+  if (r.emulated)
+    std::cout << "emulated   yes: timed on an emulated device, not the device's own timing\n";
 }
 
 void run_stats(const DbArgs& args) {
@@ -187,7 +189,8 @@ void run_stats(const DbArgs& args) {
   std::cout << "  workloads  " << st.workloads << "\n  targets    " << st.targets
             << "\n  devices    " << st.devices << "\n  models     " << st.models
             << "\n  runs       " << st.runs << "\n";
-  if (st.claims > 0) std::cout << "  claims     " << st.claims << " (configs being measured by running tunes)\n";
+  if (st.claims > 0)
+    std::cout << "  claims     " << st.claims << " (configs being measured by running tunes)\n";
   if (summaries.empty()) return;
   size_t key_width = 10;  // the workload column fits the longest key, plus two spaces
   for (const auto& s : summaries) key_width = std::max(key_width, s.workload_key.size() + 2);
@@ -206,12 +209,14 @@ void run_stats(const DbArgs& args) {
   for (const auto& s : summaries) {
     const bool real_ok = s.ok_records > s.emulated_ok_records;
     std::cout << std::left << std::setw(kw) << s.workload_key << std::setw(10) << s.records
-              << std::setw(8) << s.ok_records << std::setw(10) << s.emulated_records << std::setw(14)
-              << (real_ok ? format_cost(s.best_cost) : "-") << std::setw(10)
+              << std::setw(8) << s.ok_records << std::setw(10) << s.emulated_records
+              << std::setw(14) << (real_ok ? format_cost(s.best_cost) : "-") << std::setw(10)
               << (real_ok ? gflops_text(s.best_gflops) : "-") << s.target.target << "\n";
     if (s.emulated_ok_records > 0)
-      std::cout << std::setw(kw) << "" << "emulated best " << format_cost(s.emulated_best_cost) << ", "
-                << gflops_text(s.emulated_best_gflops) << " GFLOP/s (served only with --emulated)\n";
+      std::cout << std::setw(kw) << ""
+                << "emulated best " << format_cost(s.emulated_best_cost) << ", "
+                << gflops_text(s.emulated_best_gflops)
+                << " GFLOP/s (served only with --emulated)\n";
   }
 }
 
@@ -221,10 +226,12 @@ void run_best(const DbArgs& args) {
   auto best = db.best(args.workload, target, query_of(args));
   if (!best) {
     const std::string note = emulated_note(db, args, target);
-    throw Error(ErrorKind::kNotFound, "no successful record of '" + args.workload + "' on '" + target.target + "'" +
+    throw Error(ErrorKind::kNotFound, "no successful record of '" + args.workload + "' on '" +
+                                          target.target + "'" +
                                           (note.empty() ? "" : " (" + note + ")"));
   }
-  if (best->emulated) spdlog::warn("record {} was timed on an emulated device, not the device itself", best->id);
+  if (best->emulated)
+    spdlog::warn("record {} was timed on an emulated device, not the device itself", best->id);
   if (args.json) {
     std::cout << record_json(*best).dump(2) << "\n";
   } else {
@@ -237,7 +244,8 @@ void run_top(const DbArgs& args) {
   TargetKey target = resolve_target(db, args);
   auto top = db.top_k(args.workload, target, args.k, query_of(args));
   if (top.empty()) {
-    if (const std::string note = emulated_note(db, args, target); !note.empty()) spdlog::warn("{}", note);
+    if (const std::string note = emulated_note(db, args, target); !note.empty())
+      spdlog::warn("{}", note);
   }
   if (args.json) {
     json j = json::array();
@@ -255,7 +263,8 @@ void run_top(const DbArgs& args) {
     gflops << std::fixed << std::setprecision(2) << r.gflops();
     std::cout << std::left << std::setw(6) << rank++ << std::setw(14) << r.config_index
               << std::setw(14) << format_cost(r.mean_cost()) << std::setw(10) << gflops.str()
-              << (r.device_key.empty() ? "-" : r.device_key) << (r.emulated ? "  (emulated)" : "") << "\n";
+              << (r.device_key.empty() ? "-" : r.device_key) << (r.emulated ? "  (emulated)" : "")
+              << "\n";
   }
 }
 
@@ -263,11 +272,14 @@ void run_export(const DbArgs& args) {
   if (args.server.server.empty() == args.path.empty())
     throw Error(ErrorKind::kInvalidArgument, "db export needs exactly one of --db and --server");
   if (args.best_only && !args.server.server.empty())
-    throw Error(ErrorKind::kInvalidArgument, "--best-only works with --db (export the server's log, then take its pack)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "--best-only works with --db (export the server's log, then take its pack)");
   auto write = [&](std::ostream& out) {
-    if (!args.server.server.empty()) return rpc_runner::ServiceClient(args.server).export_log(out, args.workload);
+    if (!args.server.server.empty())
+      return rpc_runner::ServiceClient(args.server).export_log(out, args.workload);
     Database db = open_to_read(args);
-    return args.best_only ? db.export_best_jsonl(out, args.workload) : db.export_jsonl(out, args.workload);
+    return args.best_only ? db.export_best_jsonl(out, args.workload)
+                          : db.export_jsonl(out, args.workload);
   };
   int64_t n = 0;
   if (args.file.empty() || args.file == "-") {
@@ -301,7 +313,8 @@ void run_import(const DbArgs& args) {
               << "\n";
   } else {
     std::cout << "imported " << report.imported << " records from " << args.file;
-    if (report.already_present > 0) std::cout << " (" << report.already_present << " already in the log)";
+    if (report.already_present > 0)
+      std::cout << " (" << report.already_present << " already in the log)";
     std::cout << "\n";
     for (const auto& e : report.errors) {
       std::cerr << args.file << ":" << e.line << ": " << e.message << "\n";
@@ -309,10 +322,11 @@ void run_import(const DbArgs& args) {
   }
   if (!report.errors.empty()) {
     const int64_t malformed = static_cast<int64_t>(report.errors.size()) - report.rejected;
-    throw Error(ErrorKind::kInvalidArgument,
-                std::to_string(malformed) + " malformed lines and " + std::to_string(report.rejected) +
-                    " records that do not instantiate skipped (the " + std::to_string(report.imported) +
-                    " good ones were imported)");
+    throw Error(ErrorKind::kInvalidArgument, std::to_string(malformed) + " malformed lines and " +
+                                                 std::to_string(report.rejected) +
+                                                 " records that do not instantiate skipped (the " +
+                                                 std::to_string(report.imported) +
+                                                 " good ones were imported)");
   }
 }
 
@@ -366,8 +380,9 @@ void add_db_command(CLI::App& app) {
                     "Target string (default: the only one the workload was measured on)");
     sub->add_option("--llvm", args->llvm, "LLVM version of the records (default: any)");
     sub->add_option("--device", args->device, "Device key (default: any)");
-    sub->add_flag("--emulated", args->emulated,
-                  "Also serve records timed on emulated devices (qemu); they compete with real ones by cost");
+    sub->add_flag(
+        "--emulated", args->emulated,
+        "Also serve records timed on emulated devices (qemu); they compete with real ones by cost");
   };
 
   add_db_revalidate(db);
@@ -390,22 +405,25 @@ void add_db_command(CLI::App& app) {
   CLI::App* exp = db->add_subcommand("export", "Write records as JSON lines (AutoTVM-like)");
   exp->add_option("--db", args->path, "Tuning log file");
   exp->add_flag("--json", args->json, "Machine-readable output");
-  add_client_flags(exp, args->server, false)->description("Stream the log of this tuning server (HOST:PORT) instead");
+  add_client_flags(exp, args->server, false)
+      ->description("Stream the log of this tuning server (HOST:PORT) instead");
   exp->add_option("--out", args->file, "Output file (default: stdout)");
   exp->add_option("--workload", args->workload, "Only this workload");
   exp->add_flag("--best-only", args->best_only,
-                "A pack: only the best record of each workload and target (`db import` merges it without duplicates)");
+                "A pack: only the best record of each workload and target (`db import` merges it "
+                "without duplicates)");
   exp->callback([args] { run_export(*args); });
 
   CLI::App* imp = db->add_subcommand(
-      "import", "Add records from JSON lines; malformed lines and records that do not instantiate are "
-                "reported and skipped");
+      "import",
+      "Add records from JSON lines; malformed lines and records that do not instantiate are "
+      "reported and skipped");
   common(imp);
   imp->add_option("file", args->file, "JSON-lines file, or - for stdin")->required();
   imp->callback([args] { run_import(*args); });
 
-  CLI::App* check =
-      db->add_subcommand("check", "Integrity, foreign-key and schema checks, and records that do not instantiate");
+  CLI::App* check = db->add_subcommand(
+      "check", "Integrity, foreign-key and schema checks, and records that do not instantiate");
   common(check);
   check->callback([args] { run_check(*args); });
 
@@ -414,9 +432,11 @@ void add_db_command(CLI::App& app) {
   rm->callback([args] { run_remove(*args, &Database::remove_failed, "failed records"); });
 
   CLI::App* rm_invalid = db->add_subcommand(
-      "remove-invalid", "Delete every record this ktune cannot instantiate (unknown template, bad config, ...)");
+      "remove-invalid",
+      "Delete every record this ktune cannot instantiate (unknown template, bad config, ...)");
   common(rm_invalid);
-  rm_invalid->callback([args] { run_remove(*args, &Database::remove_invalid, "records that do not instantiate"); });
+  rm_invalid->callback(
+      [args] { run_remove(*args, &Database::remove_invalid, "records that do not instantiate"); });
 }
 
 }  // namespace

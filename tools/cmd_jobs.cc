@@ -1,4 +1,5 @@
-// `ktune jobs`: list a tuning server's jobs; `jobs watch ID` re-attaches to one; `jobs cancel ID` stops one.
+// `ktune jobs`: list a tuning server's jobs; `jobs watch ID` re-attaches to one; `jobs cancel ID`
+// stops one.
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -32,7 +33,8 @@ void run_list(const JobsOptions& o) {
     return;
   }
   if (jobs.empty()) {
-    std::cout << (o.all ? "no jobs on " : "no queued or running jobs on ") << o.client.server << "\n";
+    std::cout << (o.all ? "no jobs on " : "no queued or running jobs on ") << o.client.server
+              << "\n";
     return;
   }
   print_jobs(std::cout, jobs);
@@ -50,7 +52,8 @@ void run_cancel(const JobsOptions& o) {
     std::cout << to_json(s).dump(2) << "\n";
     return;
   }
-  std::cout << "job " << s.id << ": " << s.state << " (" << s.done << "/" << s.trials << " trials measured)\n";
+  std::cout << "job " << s.id << ": " << s.state << " (" << s.done << "/" << s.trials
+            << " trials measured)\n";
 }
 
 void add_jobs(CLI::App& app) {
@@ -59,12 +62,15 @@ void add_jobs(CLI::App& app) {
   add_client_flags(cmd, o->client, false);
   cmd->add_flag("--all", o->all, "Finished jobs too");
   cmd->add_flag("--json", o->json, "Print JSON");
-  auto* watch = cmd->add_subcommand("watch", "Follow a job's progress until it ends (reconnects if the server restarts)");
+  auto* watch = cmd->add_subcommand(
+      "watch", "Follow a job's progress until it ends (reconnects if the server restarts)");
   watch->add_option("id", o->id, "Job id")->required()->check(finite_in(1, 18446744073709551615.0));
   add_client_flags(watch, o->client, false);
   watch->add_flag("--json", o->json, "Print the summary as JSON");
   auto* cancel = cmd->add_subcommand("cancel", "Stop a queued or running job");
-  cancel->add_option("id", o->id, "Job id")->required()->check(finite_in(1, 18446744073709551615.0));
+  cancel->add_option("id", o->id, "Job id")
+      ->required()
+      ->check(finite_in(1, 18446744073709551615.0));
   add_client_flags(cancel, o->client, false);
   cancel->add_flag("--json", o->json, "Print JSON");
   auto need_server = [o] {

@@ -25,16 +25,16 @@ struct LowerCmdOptions {
   std::string template_name;
   std::vector<std::string> args;
   std::string target = "host";
-  std::string config;       // JSON text, or @path
+  std::string config;        // JSON text, or @path
   int64_t index = kNoIndex;  // a config index of the space
-  bool reference = false;   // the plain reference schedule
+  bool reference = false;    // the plain reference schedule
   bool json = false;
 };
 
 void run_lower(const LowerCmdOptions& o) {
   const codegen::Target target = codegen::Target::parse(o.target);
-  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(),
-                                                         target.cores());
+  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
+                                                         target.vector_bits(), target.cores());
   const auto task = schedule_space::Task::create(
       o.template_name, schedule_space::parse_workload_args(o.template_name, o.args), traits);
   schedule_space::Config config = task.fallback_config();
@@ -49,10 +49,13 @@ void run_lower(const LowerCmdOptions& o) {
     }
     config = schedule_space::Config::from_json_string(text);
   } else if (o.index != kNoIndex) {
-    if (o.index < 0) throw Error(ErrorKind::kInvalidArgument, "--index must be >= 0, got " + std::to_string(o.index));
+    if (o.index < 0)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "--index must be >= 0, got " + std::to_string(o.index));
     config = task.space().get(static_cast<uint64_t>(o.index));
   }
-  const schedule_space::Instantiated inst = o.reference ? task.reference() : task.instantiate(config);
+  const schedule_space::Instantiated inst =
+      o.reference ? task.reference() : task.instantiate(config);
   const te::LoweredFunc f = te::lower(inst.schedule, inst.args, o.template_name);
   if (o.json) {
     nlohmann::json j = {{"workload", task.workload_key()}, {"ir", te::to_string(f)}};
@@ -69,8 +72,10 @@ void run_lower(const LowerCmdOptions& o) {
 
 void add_lower(CLI::App& app) {
   auto o = std::make_shared<LowerCmdOptions>();
-  auto* cmd = app.add_subcommand("lower", "Print the lowered loop IR of a workload under a config (fallback by default)");
-  cmd->add_option("template", o->template_name, "Template name (see `ktune templates`)")->required();
+  auto* cmd = app.add_subcommand(
+      "lower", "Print the lowered loop IR of a workload under a config (fallback by default)");
+  cmd->add_option("template", o->template_name, "Template name (see `ktune templates`)")
+      ->required();
   cmd->add_option("args", o->args, "Workload arguments key=value");
   cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...'");
   auto* config = cmd->add_option("--config", o->config, "Config JSON, or @file");

@@ -1,18 +1,19 @@
-// `ktune report --db PATH | --server HOST:PORT -o report.html`: one self-contained HTML page of a tuning log (tuning_db::build_report rendered by render_report_html).
+// `ktune report --db PATH | --server HOST:PORT -o report.html`: one self-contained HTML page of a
+// tuning log (tuning_db::build_report rendered by render_report_html).
 #include <stdlib.h>
 
 #include <ctime>
 #include <filesystem>
-#include <sstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include <spdlog/spdlog.h>
 
+#include "deploy/output_files.h"
 #include "rpc_runner/client/service_client.h"
 #include "support/error.h"
 #include "tools/commands.h"
-#include "deploy/output_files.h"
 #include "tools/report_html.h"
 #include "tools/service_flags.h"
 #include "tuning_db/database.h"
@@ -42,7 +43,8 @@ tuning_db::Report server_report(const ReportOptions& o, const tuning_db::ReportO
   std::stringstream lines;
   rpc_runner::ServiceClient(o.server).export_log(lines);
   std::string dir = (std::filesystem::temp_directory_path() / "ktune-report-XXXXXX").string();
-  if (::mkdtemp(dir.data()) == nullptr) throw Error(ErrorKind::kIo, "cannot make a temporary directory for the server's log");
+  if (::mkdtemp(dir.data()) == nullptr)
+    throw Error(ErrorKind::kIo, "cannot make a temporary directory for the server's log");
   struct RemoveDir {
     std::string dir;
     ~RemoveDir() {
@@ -53,8 +55,9 @@ tuning_db::Report server_report(const ReportOptions& o, const tuning_db::ReportO
   auto db = tuning_db::Database::open(dir + "/server.db");
   const tuning_db::ImportReport imported = db.import_jsonl(lines);
   if (!imported.errors.empty())
-    spdlog::warn("{} records of the server's log were skipped (first: line {}: {})", imported.errors.size(),
-                 imported.errors.front().line, imported.errors.front().message);
+    spdlog::warn("{} records of the server's log were skipped (first: line {}: {})",
+                 imported.errors.size(), imported.errors.front().line,
+                 imported.errors.front().message);
   tuning_db::Report report = tuning_db::build_report(db, options);
   report.log = "server " + o.server.server;
   return report;
@@ -68,25 +71,32 @@ void run_report(const ReportOptions& o) {
   tuning_db::Report report;
   if (o.server.server.empty()) {
     tuning_db::OpenOptions open;
-    open.read_only = true;  // a report never writes the log (and works on one the user may only read)
+    open.read_only =
+        true;  // a report never writes the log (and works on one the user may only read)
     auto db = tuning_db::Database::open(o.db, open);
     report = tuning_db::build_report(db, options);
   } else {
     report = server_report(o, options);
   }
   deploy::write_files_atomically({{o.out, render_report_html(report, utc_now())}});
-  spdlog::info("wrote {} ({} workloads, {} runs with model quality, {} model runs)", o.out, report.workloads.size(),
-               report.runs.size(), report.model_runs.size());
+  spdlog::info("wrote {} ({} workloads, {} runs with model quality, {} model runs)", o.out,
+               report.workloads.size(), report.runs.size(), report.model_runs.size());
 }
 
 void add_report(CLI::App& app) {
   auto o = std::make_shared<ReportOptions>();
-  auto* cmd = app.add_subcommand("report", "Write one self-contained HTML page of a tuning log (curves, errors, top configs, model runs)");
+  auto* cmd = app.add_subcommand("report",
+                                 "Write one self-contained HTML page of a tuning log (curves, "
+                                 "errors, top configs, model runs)");
   cmd->add_option("--db", o->db, "Tuning log (SQLite), read only");
-  add_client_flags(cmd, o->server, false)->description("Report on this tuning server's log (HOST:PORT) instead of --db");
-  cmd->add_option("-o,--out", o->out, "The HTML file to write (replaced whole, or left as it was on failure)")
+  add_client_flags(cmd, o->server, false)
+      ->description("Report on this tuning server's log (HOST:PORT) instead of --db");
+  cmd->add_option("-o,--out", o->out,
+                  "The HTML file to write (replaced whole, or left as it was on failure)")
       ->capture_default_str();
-  cmd->add_option("--top", o->top, "Top configs per workload (0 to 100)")->capture_default_str()->check(CLI::Range(0, 100));
+  cmd->add_option("--top", o->top, "Top configs per workload (0 to 100)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
   cmd->callback([o] { run_report(*o); });
 }
 

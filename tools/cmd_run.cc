@@ -1,7 +1,9 @@
-// `ktune run model.onnx [--db PATH | --server HOST:PORT --device-key K] [--threads N] [--runs N] [--check | --check-nodes]`: the model built as `ktune build --model` builds it, loaded in this process and timed end to end and per layer, or checked step by step against te's reference.
+// `ktune run model.onnx [--db PATH | --server HOST:PORT --device-key K] [--threads N] [--runs N]
+// [--check | --check-nodes]`: the model built as `ktune build --model` builds it, loaded in this
+// process and timed end to end and per layer, or checked step by step against te's reference.
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -35,16 +37,18 @@ struct RunCmdOptions {
   std::string db = "ktune.db";
   rpc_runner::ServiceClientOptions server;
   std::string device_key;
-  int threads = 0;   // 0 = the runtime's default
+  int threads = 0;  // 0 = the runtime's default
   int runs = 20;
   int warmup = 3;
   uint64_t seed = 0;
   std::string input_file;   // raw float32 inputs, concatenated in graph order ("" = random)
   std::string output_file;  // the outputs written there, concatenated ("" = not written)
   bool check = false;       // compare with ONNX Runtime
-  std::string ort_dir;      // holds ort-run.js and node_modules/onnxruntime-node ("" = ort/ beside ktune)
-  bool check_nodes = false; // compare every step with its te reference instead of timing
-  double tolerance = 1e-4;  // --check: max |ktune - ORT| over max |ORT|, per output; --check-nodes: per step
+  std::string
+      ort_dir;  // holds ort-run.js and node_modules/onnxruntime-node ("" = ort/ beside ktune)
+  bool check_nodes = false;  // compare every step with its te reference instead of timing
+  double tolerance =
+      1e-4;  // --check: max |ktune - ORT| over max |ORT|, per output; --check-nodes: per step
   bool json = false;
 };
 
@@ -69,14 +73,19 @@ std::filesystem::path self_dir() {
 
 // ONNX Runtime's outputs for the inputs in `inputs_path`, through scripts/ort-run.js.
 std::string ort_outputs(const RunCmdOptions& o, const std::string& inputs_path, int threads) {
-  const std::filesystem::path dir = o.ort_dir.empty() ? self_dir() / "ort" : std::filesystem::path(o.ort_dir);
-  if (!std::filesystem::exists(dir / "ort-run.js") || !std::filesystem::exists(dir / "node_modules" / "onnxruntime-node"))
+  const std::filesystem::path dir =
+      o.ort_dir.empty() ? self_dir() / "ort" : std::filesystem::path(o.ort_dir);
+  if (!std::filesystem::exists(dir / "ort-run.js") ||
+      !std::filesystem::exists(dir / "node_modules" / "onnxruntime-node"))
     throw Error(ErrorKind::kNotFound, "--check needs ONNX Runtime: " + dir.string() +
-                                          " has no ort-run.js and node_modules/onnxruntime-node (scripts/setup installs them; or --ort DIR)");
+                                          " has no ort-run.js and node_modules/onnxruntime-node "
+                                          "(scripts/setup installs them; or --ort DIR)");
   const std::string out = inputs_path + ".ort";
-  const std::string cmd = "NODE_PATH='" + (dir / "node_modules").string() + "' node '" + (dir / "ort-run.js").string() +
-                          "' '" + o.model + "' '" + inputs_path + "' '" + out + "' --threads " + std::to_string(threads);
-  if (std::system(cmd.c_str()) != 0) throw Error(ErrorKind::kRun, "ONNX Runtime failed on " + o.model);
+  const std::string cmd = "NODE_PATH='" + (dir / "node_modules").string() + "' node '" +
+                          (dir / "ort-run.js").string() + "' '" + o.model + "' '" + inputs_path +
+                          "' '" + out + "' --threads " + std::to_string(threads);
+  if (std::system(cmd.c_str()) != 0)
+    throw Error(ErrorKind::kRun, "ONNX Runtime failed on " + o.model);
   std::string bytes = read_file(out);
   std::filesystem::remove(out);
   return bytes;
@@ -86,26 +95,36 @@ std::string ort_outputs(const RunCmdOptions& o, const std::string& inputs_path, 
 void check_nodes(const RunCmdOptions& o, const deploy::BuiltModel& m, deploy::ModelRunner& runner,
                  const deploy::ModelBuffers& buffers) {
   const auto checks = deploy::check_model_steps(runner, m, buffers.inputs(), buffers.outputs());
-  std::cout << fmt::format("{:>4}  {:<11} {:>9} {:>9}  {}\n", "step", "kind", "max error", "elements", "layer");
+  std::cout << fmt::format("{:>4}  {:<11} {:>9} {:>9}  {}\n", "step", "kind", "max error",
+                           "elements", "layer");
   for (const auto& c : checks)
-    std::cout << fmt::format("{:>4}  {:<11} {:9.2e} {:>9}  {}{}{}\n", c.step, c.kind, c.max_error, c.elements, c.layer,
-                             c.nan_left ? fmt::format(" ({} NaN left)", c.nan_left) : "", c.passed(o.tolerance) ? "" : "  FAILED");
-  const auto failed = std::count_if(checks.begin(), checks.end(), [&](const auto& c) { return !c.passed(o.tolerance); });
-  std::cout << fmt::format("check-nodes: {} steps against te's reference, {} past the tolerance {:.0e}\n", checks.size(), failed, o.tolerance);
+    std::cout << fmt::format("{:>4}  {:<11} {:9.2e} {:>9}  {}{}{}\n", c.step, c.kind, c.max_error,
+                             c.elements, c.layer,
+                             c.nan_left ? fmt::format(" ({} NaN left)", c.nan_left) : "",
+                             c.passed(o.tolerance) ? "" : "  FAILED");
+  const auto failed = std::count_if(checks.begin(), checks.end(),
+                                    [&](const auto& c) { return !c.passed(o.tolerance); });
+  std::cout << fmt::format(
+      "check-nodes: {} steps against te's reference, {} past the tolerance {:.0e}\n", checks.size(),
+      failed, o.tolerance);
   for (const auto& c : checks)
     if (!c.passed(o.tolerance))
-      throw Error(ErrorKind::kWrongAnswer, fmt::format("step {} ({}) differs from its reference by {:.2e} of its magnitude{}", c.step,
-                                                       c.layer, c.max_error, c.nan_left ? " and left NaN" : ""));
+      throw Error(
+          ErrorKind::kWrongAnswer,
+          fmt::format("step {} ({}) differs from its reference by {:.2e} of its magnitude{}",
+                      c.step, c.layer, c.max_error, c.nan_left ? " and left NaN" : ""));
 }
 
 void run_model(const RunCmdOptions& o) {
-  if (o.runs < 1 || o.warmup < 0) throw Error(ErrorKind::kInvalidArgument, "--runs must be >= 1 and --warmup >= 0");
+  if (o.runs < 1 || o.warmup < 0)
+    throw Error(ErrorKind::kInvalidArgument, "--runs must be >= 1 and --warmup >= 0");
   deploy::ModelRequest r;
   r.model_path = o.model;
   for (const auto& text : o.inputs) r.inputs.push_back(frontend::parse_input_shape(text));
   r.name = "ktune_run_model";
   r.plan.target = o.target;
-  r.plan.history = o.server.server.empty() ? HistorySource::log(o.db) : HistorySource::server(o.server, o.device_key);
+  r.plan.history = o.server.server.empty() ? HistorySource::log(o.db)
+                                           : HistorySource::server(o.server, o.device_key);
   if (o.threads > 0) codegen::set_num_threads(o.threads);
   const deploy::BuiltModel m = deploy::build_model(r);
   deploy::ModelRunner runner(m);
@@ -122,7 +141,8 @@ void run_model(const RunCmdOptions& o) {
   const double med = timing.median_s;
   const std::string out_bytes = buffers.output_bytes();
   bool finite = true;
-  for (size_t i = 0; i < out_bytes.size() / 4; ++i) finite = finite && std::isfinite(reinterpret_cast<const float*>(out_bytes.data())[i]);
+  for (size_t i = 0; i < out_bytes.size() / 4; ++i)
+    finite = finite && std::isfinite(reinterpret_cast<const float*>(out_bytes.data())[i]);
   if (!o.output_file.empty()) write_file(o.output_file, out_bytes);
   // --check: every output against ONNX Runtime's on the same inputs.
   std::vector<double> errors;
@@ -133,13 +153,16 @@ void run_model(const RunCmdOptions& o) {
       delete p;
     });
     if (in_path.empty()) {
-      in_path = (std::filesystem::temp_directory_path() / ("ktune-run-" + std::to_string(::getpid()) + ".in")).string();
+      in_path = (std::filesystem::temp_directory_path() /
+                 ("ktune-run-" + std::to_string(::getpid()) + ".in"))
+                    .string();
       write_file(in_path, buffers.input_bytes());
       cleanup.reset(new std::string(in_path));
     }
     const std::string ref = ort_outputs(o, in_path, codegen::num_threads());
     if (ref.size() != out_bytes.size())
-      throw Error(ErrorKind::kRun, "ONNX Runtime wrote " + std::to_string(ref.size()) + " output bytes, ktune " + std::to_string(out_bytes.size()));
+      throw Error(ErrorKind::kRun, "ONNX Runtime wrote " + std::to_string(ref.size()) +
+                                       " output bytes, ktune " + std::to_string(out_bytes.size()));
     size_t off = 0;
     for (int64_t count : buffers.output_counts()) {
       const float* r = reinterpret_cast<const float*>(ref.data() + off);
@@ -158,22 +181,33 @@ void run_model(const RunCmdOptions& o) {
     nlohmann::json layers = nlohmann::json::array();
     for (size_t k = 0; k < m.plan.steps.size(); ++k) {
       const auto& s = m.plan.steps[k];
-      layers.push_back({{"layer", s.layer}, {"kind", s.kind}, {"kernel", s.symbol},
-                        {"workload", s.task ? s.task->workload_key() : ""}, {"ms", layer_s[k] * 1e3}});
+      layers.push_back({{"layer", s.layer},
+                        {"kind", s.kind},
+                        {"kernel", s.symbol},
+                        {"workload", s.task ? s.task->workload_key() : ""},
+                        {"ms", layer_s[k] * 1e3}});
     }
-    std::cout << nlohmann::json{{"model", o.model}, {"runs", o.runs}, {"median_ms", med * 1e3},
-                                {"min_ms", timing.min_s * 1e3}, {"max_ms", timing.max_s * 1e3},
-                                {"threads", codegen::num_threads()}, {"outputs_finite", finite}, {"layers", layers},
-                                {"check_error", o.check ? nlohmann::json(errors) : nlohmann::json(nullptr)}}
+    std::cout << nlohmann::json{{"model", o.model},
+                                {"runs", o.runs},
+                                {"median_ms", med * 1e3},
+                                {"min_ms", timing.min_s * 1e3},
+                                {"max_ms", timing.max_s * 1e3},
+                                {"threads", codegen::num_threads()},
+                                {"outputs_finite", finite},
+                                {"layers", layers},
+                                {"check_error",
+                                 o.check ? nlohmann::json(errors) : nlohmann::json(nullptr)}}
                      .dump(2)
               << "\n";
     return;
   }
-  std::cout << fmt::format("model {}: {} kernels, {} threads, arena {:.1f} MB, weights {:.1f} MB\n", o.model,
-                           m.plan.steps.size(), codegen::num_threads(), m.plan.arena_bytes / 1e6, m.plan.weights.size() / 1e6);
+  std::cout << fmt::format("model {}: {} kernels, {} threads, arena {:.1f} MB, weights {:.1f} MB\n",
+                           o.model, m.plan.steps.size(), codegen::num_threads(),
+                           m.plan.arena_bytes / 1e6, m.plan.weights.size() / 1e6);
   std::vector<size_t> order(m.plan.steps.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return layer_s[a] > layer_s[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return layer_s[a] > layer_s[b]; });
   std::cout << fmt::format("{:>9} {:>6}  {:<11} {}\n", "ms", "share", "kind", "layer");
   for (size_t k : order) {
     const auto& s = m.plan.steps[k];
@@ -181,44 +215,66 @@ void run_model(const RunCmdOptions& o) {
     if (s.choice)
       source = s.choice->source == deploy::ConfigChoice::Source::kTuned     ? " [tuned]"
                : s.choice->source == deploy::ConfigChoice::Source::kNearest ? " [nearest]"
-                                                                             : " [fallback]";
+                                                                            : " [fallback]";
     std::cout << fmt::format("{:9.4f} {:5.1f}%  {:<11} {}{}\n", layer_s[k] * 1e3,
-                             layers_total > 0 ? 100 * layer_s[k] / layers_total : 0.0, s.kind, s.layer, source);
+                             layers_total > 0 ? 100 * layer_s[k] / layers_total : 0.0, s.kind,
+                             s.layer, source);
   }
-  std::cout << fmt::format("latency: median {:.4f} ms, min {:.4f}, max {:.4f} over {} runs ({} warm-up); layers one at a time sum to {:.4f} ms\n",
-                           med * 1e3, timing.min_s * 1e3, timing.max_s * 1e3, o.runs, o.warmup, layers_total * 1e3);
+  std::cout << fmt::format(
+      "latency: median {:.4f} ms, min {:.4f}, max {:.4f} over {} runs ({} warm-up); layers one at "
+      "a time sum to {:.4f} ms\n",
+      med * 1e3, timing.min_s * 1e3, timing.max_s * 1e3, o.runs, o.warmup, layers_total * 1e3);
   for (size_t j = 0; j < errors.size(); ++j)
-    std::cout << fmt::format("check: output {} ({}): max |ktune - ONNX Runtime| / max |ONNX Runtime| = {:.2e} (tolerance {:.0e})\n", j,
-                             m.plan.tensors[m.plan.outputs[j]].name, errors[j], o.tolerance);
+    std::cout << fmt::format(
+        "check: output {} ({}): max |ktune - ONNX Runtime| / max |ONNX Runtime| = {:.2e} "
+        "(tolerance {:.0e})\n",
+        j, m.plan.tensors[m.plan.outputs[j]].name, errors[j], o.tolerance);
   if (!finite) throw Error(ErrorKind::kRun, "the model produced a non-finite output");
   for (size_t j = 0; j < errors.size(); ++j)
     if (!(errors[j] <= o.tolerance))
-      throw Error(ErrorKind::kWrongAnswer, "output " + m.plan.tensors[m.plan.outputs[j]].name + " differs from ONNX Runtime's by " +
-                                               fmt::format("{:.2e}", errors[j]) + " of its magnitude");
+      throw Error(ErrorKind::kWrongAnswer, "output " + m.plan.tensors[m.plan.outputs[j]].name +
+                                               " differs from ONNX Runtime's by " +
+                                               fmt::format("{:.2e}", errors[j]) +
+                                               " of its magnitude");
 }
 
 void add_run(CLI::App& app) {
   auto o = std::make_shared<RunCmdOptions>();
-  auto* cmd = app.add_subcommand("run", "Build a whole ONNX model as `build --model` does, load it in this process, "
-                                        "and time it end to end and per layer on random inputs");
+  auto* cmd = app.add_subcommand(
+      "run",
+      "Build a whole ONNX model as `build --model` does, load it in this process, "
+      "and time it end to end and per layer on random inputs");
   cmd->add_option("model", o->model, "ONNX model file")->required();
   cmd->add_option("--input", o->inputs, "Shape of a graph input, name=1x3x224x224");
   cmd->add_option("--target", o->target, "Target (host: it runs here)")->capture_default_str();
-  cmd->add_option("--db", o->db, "Tuning log (SQLite); a missing log means fallback configs")->capture_default_str();
-  add_client_flags(cmd, o->server, false)->description("Ask this tuning server's log (HOST:PORT) instead of --db");
-  cmd->add_option("--device-key", o->device_key, "With --server: only records measured on devices of this key");
-  cmd->add_option("--threads", o->threads, "Threads of the parallel loops (default: the CPUs of this process)");
+  cmd->add_option("--db", o->db, "Tuning log (SQLite); a missing log means fallback configs")
+      ->capture_default_str();
+  add_client_flags(cmd, o->server, false)
+      ->description("Ask this tuning server's log (HOST:PORT) instead of --db");
+  cmd->add_option("--device-key", o->device_key,
+                  "With --server: only records measured on devices of this key");
+  cmd->add_option("--threads", o->threads,
+                  "Threads of the parallel loops (default: the CPUs of this process)");
   cmd->add_option("--runs", o->runs, "Timed runs")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
-  cmd->add_option("--input-file", o->input_file, "Raw float32 inputs, concatenated in graph order (default: random from --seed)");
-  cmd->add_option("--output-file", o->output_file, "Write the outputs there, raw float32, concatenated");
-  auto* check = cmd->add_flag("--check", o->check, "Compare every output with ONNX Runtime's on the same inputs");
-  cmd->add_option("--ort", o->ort_dir, "With --check: folder of ort-run.js and node_modules/onnxruntime-node (default: ort/ beside ktune)");
-  auto* check_nodes_flag = cmd->add_flag("--check-nodes", o->check_nodes, "Instead of timing: run the model once, step by step, and compare each step's "
-                                                 "output with te's reference of it on the same inputs");
-  cmd->add_option("--tolerance", o->tolerance, "With --check: largest max |difference| / max |reference| per output; "
-                                               "with --check-nodes: per step")->capture_default_str();
+  cmd->add_option("--input-file", o->input_file,
+                  "Raw float32 inputs, concatenated in graph order (default: random from --seed)");
+  cmd->add_option("--output-file", o->output_file,
+                  "Write the outputs there, raw float32, concatenated");
+  auto* check = cmd->add_flag("--check", o->check,
+                              "Compare every output with ONNX Runtime's on the same inputs");
+  cmd->add_option("--ort", o->ort_dir,
+                  "With --check: folder of ort-run.js and node_modules/onnxruntime-node (default: "
+                  "ort/ beside ktune)");
+  auto* check_nodes_flag =
+      cmd->add_flag("--check-nodes", o->check_nodes,
+                    "Instead of timing: run the model once, step by step, and compare each step's "
+                    "output with te's reference of it on the same inputs");
+  cmd->add_option("--tolerance", o->tolerance,
+                  "With --check: largest max |difference| / max |reference| per output; "
+                  "with --check-nodes: per step")
+      ->capture_default_str();
   auto* json = cmd->add_flag("--json", o->json, "Print the figures as JSON");
   check_nodes_flag->excludes(check)->excludes(json);
   cmd->callback([o] { run_model(*o); });

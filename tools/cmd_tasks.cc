@@ -1,4 +1,5 @@
-// `ktune tasks model.onnx [--input name=DIMS] [--json]`: the tuning tasks of an ONNX model and the operators without a template.
+// `ktune tasks model.onnx [--input name=DIMS] [--json]`: the tuning tasks of an ONNX model and the
+// operators without a template.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -29,14 +30,19 @@ std::string fixed(double v, int digits) {
 }
 
 void print_table(const frontend::ModelTasks& m) {
-  std::printf("model %s: %zu tasks, %.3f GFLOP per run\n\n", m.model.c_str(), m.tasks.size(), m.total_flop() / 1e9);
-  std::printf("status: ok = the template takes the workload as listed; epilogue_unfused = it takes the shape, the\n"
-              "epilogue is not fused yet; substitute = another template takes it; refused = none does today\n\n");
+  std::printf("model %s: %zu tasks, %.3f GFLOP per run\n\n", m.model.c_str(), m.tasks.size(),
+              m.total_flop() / 1e9);
+  std::printf(
+      "status: ok = the template takes the workload as listed; epilogue_unfused = it takes the "
+      "shape, the\n"
+      "epilogue is not fused yet; substitute = another template takes it; refused = none does "
+      "today\n\n");
   std::printf("%3s  %5s  %9s  %-16s  %s\n", "#", "count", "MFLOP", "status", "workload");
   size_t i = 0;
   for (const auto& t : m.tasks) {
-    std::printf("%3zu  %5lld  %9s  %-16s  %s\n", ++i, static_cast<long long>(t.count), fixed(t.flop / 1e6, 1).c_str(),
-                frontend::to_string(t.status).c_str(), t.key().c_str());
+    std::printf("%3zu  %5lld  %9s  %-16s  %s\n", ++i, static_cast<long long>(t.count),
+                fixed(t.flop / 1e6, 1).c_str(), frontend::to_string(t.status).c_str(),
+                t.key().c_str());
     if (!t.note.empty()) std::printf("%40s  (%s)\n", "", t.note.c_str());
     // Today's templates and the task: the epilogue argument is pending (another branch), so an
     // unfused epilogue gets no further line; a substitute or a refusal says why.
@@ -46,9 +52,11 @@ void print_table(const frontend::ModelTasks& m) {
       std::printf("%40s  tuned as %s\n", "", t.tunable->workload_key().c_str());
   }
   if (!m.unsupported.empty()) {
-    std::printf("\noperators no task covers (count, reason, what a model build computes them with):\n");
+    std::printf(
+        "\noperators no task covers (count, reason, what a model build computes them with):\n");
     for (const auto& u : m.unsupported)
-      std::printf("  %-20s x%-4lld %-40s %s\n", u.op.c_str(), static_cast<long long>(u.count), u.reason.c_str(),
+      std::printf("  %-20s x%-4lld %-40s %s\n", u.op.c_str(), static_cast<long long>(u.count),
+                  u.reason.c_str(),
                   u.generated.empty() ? "unsupported" : ("generated " + u.generated).c_str());
   }
 }
@@ -57,9 +65,10 @@ void run_tasks(const TasksOptions& o) {
   std::vector<frontend::InputShape> inputs;
   for (const auto& text : o.inputs) inputs.push_back(frontend::parse_input_shape(text));
   const codegen::Target target = codegen::Target::parse(o.target);
-  const auto traits =
-      schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores());
-  const frontend::ModelTasks tasks = frontend::extract_tasks(frontend::load_onnx(o.model, inputs), traits);
+  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
+                                                         target.vector_bits(), target.cores());
+  const frontend::ModelTasks tasks =
+      frontend::extract_tasks(frontend::load_onnx(o.model, inputs), traits);
   if (o.json)
     std::cout << frontend::to_json(tasks).dump(2) << "\n";
   else
@@ -68,10 +77,14 @@ void run_tasks(const TasksOptions& o) {
 
 void add_tasks(CLI::App& app) {
   auto o = std::make_shared<TasksOptions>();
-  auto* cmd = app.add_subcommand("tasks", "List the tuning tasks of an ONNX model (shapes inferred, epilogues fused)");
+  auto* cmd = app.add_subcommand(
+      "tasks", "List the tuning tasks of an ONNX model (shapes inferred, epilogues fused)");
   cmd->add_option("model", o->model, "ONNX model file")->required();
-  cmd->add_option("--input", o->inputs, "Shape of a graph input, name=1x3x224x224 (fills symbolic dimensions, overrides fixed ones)");
-  cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...'")->capture_default_str();
+  cmd->add_option(
+      "--input", o->inputs,
+      "Shape of a graph input, name=1x3x224x224 (fills symbolic dimensions, overrides fixed ones)");
+  cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...'")
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] { run_tasks(*o); });
 }

@@ -11,7 +11,8 @@ namespace ktune::tools {
 namespace {
 
 void add_templates(CLI::App& app) {
-  auto* cmd = app.add_subcommand("templates", "List the schedule templates, their arguments and defaults");
+  auto* cmd =
+      app.add_subcommand("templates", "List the schedule templates, their arguments and defaults");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print JSON");
   cmd->callback([json] {
@@ -21,10 +22,14 @@ void add_templates(CLI::App& app) {
       for (const auto& t : templates) {
         nlohmann::json args = nlohmann::json::array();
         for (const auto& a : t->args) {
-          nlohmann::json j = {{"name", a.name},
-                              {"type", a.type == schedule_space::ArgSpec::Type::kInt ? "int" : "string"},
-                              {"doc", a.doc}};
-          if (a.default_value.empty()) j["required"] = true; else j["default"] = a.default_value;
+          nlohmann::json j = {
+              {"name", a.name},
+              {"type", a.type == schedule_space::ArgSpec::Type::kInt ? "int" : "string"},
+              {"doc", a.doc}};
+          if (a.default_value.empty())
+            j["required"] = true;
+          else
+            j["default"] = a.default_value;
           if (!a.choices.empty()) j["choices"] = a.choices;
           args.push_back(j);
         }
@@ -36,7 +41,8 @@ void add_templates(CLI::App& app) {
     for (const auto& t : templates) {
       std::cout << t->name << "  " << t->doc << "\n";
       for (const auto& a : t->args) {
-        std::cout << "    " << a.name << (a.default_value.empty() ? " (required)" : "=" + a.default_value);
+        std::cout << "    " << a.name
+                  << (a.default_value.empty() ? " (required)" : "=" + a.default_value);
         if (!a.choices.empty()) {
           std::cout << " {";
           for (size_t i = 0; i < a.choices.size(); ++i) std::cout << (i ? "|" : "") << a.choices[i];

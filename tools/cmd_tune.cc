@@ -1,5 +1,5 @@
-// `ktune tune <template> key=value...`: tune a workload on this machine (a TuningSession over the local
-// runner), or submit it as a job to a tuning server and follow it.
+// `ktune tune <template> key=value...`: tune a workload on this machine (a TuningSession over the
+// local runner), or submit it as a job to a tuning server and follow it.
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/target.h"
-#include "rpc_runner/runner/local_runner.h"
 #include "rpc_runner/client/service_client.h"
+#include "rpc_runner/runner/local_runner.h"
 #include "schedule_space/task.h"
 #include "schedule_space/template_registry.h"
 #include "tools/commands.h"
@@ -46,7 +46,9 @@ struct TuneCommandOptions {
 };
 
 void run_on_server(const TuneCommandOptions& o) {
-  if (o.device_key.empty()) throw Error(ErrorKind::kInvalidArgument, "--server needs --device-key (the devices to tune on)");
+  if (o.device_key.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                "--server needs --device-key (the devices to tune on)");
   rpc_runner::JobSpec job;
   job.template_name = o.template_name;
   job.args = schedule_space::parse_workload_args(o.template_name, o.args);
@@ -72,10 +74,11 @@ void run_tune(TuneCommandOptions o) {
   // Everything that can be wrong with the request is checked before the log is touched.
   const codegen::Target target = codegen::Target::parse(o.target);
   if (!target.is_host_compatible())
-    throw Error(ErrorKind::kUnsupported,
-                "target '" + target.str() + "' cannot run on this host; tune it on a device with --server");
-  const auto traits =
-      schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores());
+    throw Error(
+        ErrorKind::kUnsupported,
+        "target '" + target.str() + "' cannot run on this host; tune it on a device with --server");
+  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
+                                                         target.vector_bits(), target.cores());
   const auto task = schedule_space::Task::create(
       o.template_name, schedule_space::parse_workload_args(o.template_name, o.args), traits);
   rpc_runner::LocalRunnerOptions local;
@@ -85,14 +88,16 @@ void run_tune(TuneCommandOptions o) {
   rpc_runner::LocalRunner runner(local);
 
   auto db = tuning_db::Database::open(o.db);
-  tuner::TuningSession session(task, db, runner, {target.str(), codegen::llvm_version()}, o.session);
+  tuner::TuningSession session(task, db, runner, {target.str(), codegen::llvm_version()},
+                               o.session);
   std::optional<ProgressDisplay> display;
   if (!o.json) display.emplace(stderr);
   const tuner::SessionReport report = session.run([&](const tuner::ProgressSnapshot& p) {
     if (display) display->show(p);
   });
   if (display) display->finish();
-  const nlohmann::json summary = tuner::summary_json(task, {target.str(), codegen::llvm_version()}, report);
+  const nlohmann::json summary =
+      tuner::summary_json(task, {target.str(), codegen::llvm_version()}, report);
   if (o.json) {
     std::cout << summary.dump(2) << "\n";
   } else {
@@ -100,29 +105,36 @@ void run_tune(TuneCommandOptions o) {
     std::cout << "log:      " << o.db << "\n";
   }
   if (!report.result.best_config)
-    throw Error(ErrorKind::kRun, "no config succeeded (" + summary["errors"].dump() + "); every result is in " + o.db);
+    throw Error(ErrorKind::kRun, "no config succeeded (" + summary["errors"].dump() +
+                                     "); every result is in " + o.db);
 }
 
 void add_tune(CLI::App& app) {
   auto o = std::make_shared<TuneCommandOptions>();
   tuner::SessionOptions& s = o->session;
-  auto* cmd = app.add_subcommand("tune", "Tune a workload here, or as a job on a tuning server's devices");
-  cmd->add_option("template", o->template_name, "Template name (see `ktune templates`)")->required();
-  cmd->add_option("args", o->args, "Workload arguments key=value (omitted ones take their defaults)");
-  cmd->add_option("--target", o->target, "Target: host (with --server: the devices' own) or 'llvm -mtriple=... -mcpu=...'")
+  auto* cmd =
+      app.add_subcommand("tune", "Tune a workload here, or as a job on a tuning server's devices");
+  cmd->add_option("template", o->template_name, "Template name (see `ktune templates`)")
+      ->required();
+  cmd->add_option("args", o->args,
+                  "Workload arguments key=value (omitted ones take their defaults)");
+  cmd->add_option("--target", o->target,
+                  "Target: host (with --server: the devices' own) or 'llvm -mtriple=... -mcpu=...'")
       ->capture_default_str();
   cmd->add_option("--trials", s.trials, "New configs to measure (1 to 10^7)")
       ->capture_default_str()
       ->check(finite_in(1, 1e7));
   cmd->add_option("--tuner", s.tuner, "Search: random, grid, ga or xgb")->capture_default_str();
-  cmd->add_option("--xgb-features", s.xgb_features, "xgb model features: knob or loop")->capture_default_str();
+  cmd->add_option("--xgb-features", s.xgb_features, "xgb model features: knob or loop")
+      ->capture_default_str();
   cmd->add_flag("--no-transfer", o->no_transfer,
                 "xgb: do not seed the first plan from other workloads of the template in the log");
   cmd->add_option("--transfer-history", s.transfer_history,
                   "xgb: newest records of the template read for transfer (0 = all)")
       ->capture_default_str()
       ->check(finite_in(0, 1e9));
-  cmd->add_option("--db", o->db, "Tuning log (SQLite); configs already in it are not measured again")
+  cmd->add_option("--db", o->db,
+                  "Tuning log (SQLite); configs already in it are not measured again")
       ->capture_default_str();
   cmd->add_option("--seed", s.seed, "Seed of the search and of the generated inputs")
       ->capture_default_str()
@@ -133,7 +145,8 @@ void add_tune(CLI::App& app) {
   cmd->add_option("--batch-size", s.batch_size, "Configs per batch (1 to 4096)")
       ->capture_default_str()
       ->check(finite_in(1, 4096));
-  cmd->add_option("--early-stopping", s.early_stopping, "Stop after N trials without improvement (0 = never)")
+  cmd->add_option("--early-stopping", s.early_stopping,
+                  "Stop after N trials without improvement (0 = never)")
       ->capture_default_str()
       ->check(finite_in(0, 1e7));
   cmd->add_option("--number", o->measure.number, "Runs per timing (1 to 10^6)")
@@ -142,22 +155,27 @@ void add_tune(CLI::App& app) {
   cmd->add_option("--repeat", o->measure.repeat, "Timings per config (1 to 1000)")
       ->capture_default_str()
       ->check(finite_in(1, 1000));
-  cmd->add_option("--min-repeat-ms", o->measure.min_repeat_ms, "Grow --number until a timing lasts this long (0 to 60000)")
+  cmd->add_option("--min-repeat-ms", o->measure.min_repeat_ms,
+                  "Grow --number until a timing lasts this long (0 to 60000)")
       ->capture_default_str()
       ->check(finite_in(0, 60000));
-  cmd->add_option("--timeout", o->timeout_s, "Build and run timeout per config, seconds (0.001 to 86400)")
+  cmd->add_option("--timeout", o->timeout_s,
+                  "Build and run timeout per config, seconds (0.001 to 86400)")
       ->capture_default_str()
       ->check(finite_in(0.001, 86400));
   cmd->add_flag("--no-check", o->no_check, "Do not compare outputs with the reference");
   cmd->add_flag("--json", o->json, "Print the summary as JSON (no progress bar)");
   add_client_flags(cmd, o->server, false)
       ->description("Submit the run as a job to this tuning server (HOST:PORT) and follow it");
-  cmd->add_option("--device-key", o->device_key, "With --server: the key of the devices to tune on");
+  cmd->add_option("--device-key", o->device_key,
+                  "With --server: the key of the devices to tune on");
   CLI::Option* priority =
-      cmd->add_option("--priority", o->priority, "With --server: share of the key's devices against other jobs")
+      cmd->add_option("--priority", o->priority,
+                      "With --server: share of the key's devices against other jobs")
           ->capture_default_str()
           ->check(finite_in(1, 100));
-  cmd->add_flag("--detach", o->detach, "With --server: print the job id and return; `ktune jobs watch ID` follows it");
+  cmd->add_flag("--detach", o->detach,
+                "With --server: print the job id and return; `ktune jobs watch ID` follows it");
   cmd->callback([o, priority] {
     o->priority_given = priority->count() > 0;
     run_tune(*o);

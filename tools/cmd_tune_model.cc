@@ -1,4 +1,7 @@
-// `ktune tune-model model.onnx [--trials N] [--db PATH | --server HOST:PORT --device-key K] [--input name=DIMS]`: tune every task of a model under one budget (ModelTuning here, or a model job of a tuning server), with a live table by layer and the estimated model latency against the untuned fallbacks and the libraries.
+// `ktune tune-model model.onnx [--trials N] [--db PATH | --server HOST:PORT --device-key K]
+// [--input name=DIMS]`: tune every task of a model under one budget (ModelTuning here, or a model
+// job of a tuning server), with a live table by layer and the estimated model latency against the
+// untuned fallbacks and the libraries.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -6,16 +9,16 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "codegen/target.h"
 #include "deploy/model_build.h"
 #include "deploy/model_timing.h"
 #include "frontend/model_tasks.h"
 #include "frontend/onnx_graph.h"
-#include "rpc_runner/runner/local_runner.h"
 #include "rpc_runner/client/service_client.h"
+#include "rpc_runner/runner/local_runner.h"
 #include "tools/commands.h"
 #include "tools/job_watch.h"
 #include "tools/model_table.h"
@@ -50,8 +53,9 @@ struct TuneModelOptions {
 };
 
 // Prints the run's end: the summary as JSON, or the final table and its closing lines.
-void print_end(const TuneModelOptions& o, const tuner::ModelTuningReport& report, const nlohmann::json& j,
-               const LibraryTimes* libraries, const std::string& libraries_note) {
+void print_end(const TuneModelOptions& o, const tuner::ModelTuningReport& report,
+               const nlohmann::json& j, const LibraryTimes* libraries,
+               const std::string& libraries_note) {
   if (o.json) {
     std::cout << j.dump(2) << "\n";
     return;
@@ -66,8 +70,11 @@ void warn_small_budget(const TuneModelOptions& o, const frontend::ModelTasks& ta
   for (const auto& t : tasks.tasks) tunable += t.tunable ? 1 : 0;
   const size_t warm_up = tunable * o.tuning.scheduler.batch_size;
   if (o.tuning.scheduler.trials < warm_up)
-    spdlog::warn("--trials {} cannot warm up every task: {} tasks x --batch-size {} = {} trials; the tasks left over keep "
-                 "their fallback config", o.tuning.scheduler.trials, tunable, o.tuning.scheduler.batch_size, warm_up);
+    spdlog::warn(
+        "--trials {} cannot warm up every task: {} tasks x --batch-size {} = {} trials; the tasks "
+        "left over keep "
+        "their fallback config",
+        o.tuning.scheduler.trials, tunable, o.tuning.scheduler.batch_size, warm_up);
 }
 
 // The model as a job of the server: the server rebuilds the tasks for its devices and tunes them
@@ -75,8 +82,11 @@ void warn_small_budget(const TuneModelOptions& o, const frontend::ModelTasks& ta
 // machine of the devices' target.
 void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks) {
   if (o.tuning.session.device_key.empty())
-    throw Error(ErrorKind::kInvalidArgument, "--server needs --device-key (the devices to tune on)");
-  if (o.db_given) throw Error(ErrorKind::kInvalidArgument, "--db and --server exclude each other (the server owns its log)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "--server needs --device-key (the devices to tune on)");
+  if (o.db_given)
+    throw Error(ErrorKind::kInvalidArgument,
+                "--db and --server exclude each other (the server owns its log)");
   rpc_runner::JobSpec job;
   job.model = frontend::to_json(tasks);
   job.target = o.target;
@@ -96,10 +106,11 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   warn_small_budget(o, tasks);
   ModelProgress progress(job.session.trials, o.json);
   // The server's tasks come without their graph: the layers are named from this process's.
-  const rpc_runner::JobEvent last = follow_model_job(client, *id, o.json, [&](tuner::ModelTuningReport r) {
-    tuner::label_layers(r, tasks);
-    progress.show(r);
-  });
+  const rpc_runner::JobEvent last =
+      follow_model_job(client, *id, o.json, [&](tuner::ModelTuningReport r) {
+        tuner::label_layers(r, tasks);
+        progress.show(r);
+      });
   progress.finish();
   nlohmann::json j = nlohmann::json::parse(last.summary_json);
   tuner::ModelTuningReport report = tuner::model_report_from_json(j);
@@ -115,14 +126,16 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   if (o.no_libraries)
     note = "";
   else if (last.job.target == here.str())
-    libraries = add_library_times(tasks, report, HistorySource::server(o.server, job.session.device_key), here.cores(),
-                                  o.library_rounds, j);
+    libraries =
+        add_library_times(tasks, report, HistorySource::server(o.server, job.session.device_key),
+                          here.cores(), o.library_rounds, j);
   else
     note = "not measured (the devices are " + last.job.target + ")";
   print_end(o, report, j, libraries ? &*libraries : nullptr, note);
   if (!o.json)
-    std::printf("job: %llu (%s) on key %s; log: the server's\n", static_cast<unsigned long long>(*id),
-                std::string(tuning_db::to_string(last.job.state)).c_str(), job.session.device_key.c_str());
+    std::printf(
+        "job: %llu (%s) on key %s; log: the server's\n", static_cast<unsigned long long>(*id),
+        std::string(tuning_db::to_string(last.job.state)).c_str(), job.session.device_key.c_str());
 }
 
 // The model as `build --model` ships it from this log, built and timed here: its end-to-end
@@ -150,8 +163,11 @@ void add_built_model(const TuneModelOptions& o, const std::vector<frontend::Inpu
         for (const auto& rt : report.tasks)
           if (rt.tuned_as == s.task->workload_key()) replaced_s += rt.best_s;
     j["estimated_s"] = report.tuned_s - replaced_s + t.other_s();
-    j["built_model"] = {{"measured_s", t.median_s}, {"min_s", t.min_s}, {"max_s", t.max_s},
-                        {"kernels", m.plan.steps.size()}, {"other_kernels_s", t.other_s()}};
+    j["built_model"] = {{"measured_s", t.median_s},
+                        {"min_s", t.min_s},
+                        {"max_s", t.max_s},
+                        {"kernels", m.plan.steps.size()},
+                        {"other_kernels_s", t.other_s()}};
   } catch (const Error& e) {
     j["built_model"] = {{"error", e.what()}};
   }
@@ -166,10 +182,14 @@ void print_built_model(const nlohmann::json& j) {
     return;
   }
   const double est = j["estimated_s"].get<double>(), run = b["measured_s"].get<double>();
-  std::printf("built model: %.4f ms measured end to end (median of 10 runs, %.4f to %.4f; %d kernels)\n", run * 1e3,
-              b["min_s"].get<double>() * 1e3, b["max_s"].get<double>() * 1e3, b["kernels"].get<int>());
-  std::printf("estimate with its layout and generated kernels (%.4f ms): %.4f ms; measured / estimate %.3f\n",
-              b["other_kernels_s"].get<double>() * 1e3, est * 1e3, run / est);
+  std::printf(
+      "built model: %.4f ms measured end to end (median of 10 runs, %.4f to %.4f; %d kernels)\n",
+      run * 1e3, b["min_s"].get<double>() * 1e3, b["max_s"].get<double>() * 1e3,
+      b["kernels"].get<int>());
+  std::printf(
+      "estimate with its layout and generated kernels (%.4f ms): %.4f ms; measured / estimate "
+      "%.3f\n",
+      b["other_kernels_s"].get<double>() * 1e3, est * 1e3, run / est);
 }
 
 void run_tune_model(TuneModelOptions o) {
@@ -179,12 +199,16 @@ void run_tune_model(TuneModelOptions o) {
   const bool remote = !o.server.server.empty();
   if (!remote && (o.detach || o.priority != 1))
     throw Error(ErrorKind::kInvalidArgument, "--priority and --detach need --server");
-  const codegen::Target target = codegen::Target::parse(o.target == "host" || remote ? "host" : o.target);
+  const codegen::Target target =
+      codegen::Target::parse(o.target == "host" || remote ? "host" : o.target);
   if (!remote && !target.is_host_compatible())
-    throw Error(ErrorKind::kUnsupported, "target '" + target.str() + "' cannot run on this host; tune it on a device with --server");
-  const auto traits =
-      schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores());
-  const frontend::ModelTasks tasks = frontend::extract_tasks(frontend::load_onnx(o.model, inputs), traits);
+    throw Error(
+        ErrorKind::kUnsupported,
+        "target '" + target.str() + "' cannot run on this host; tune it on a device with --server");
+  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
+                                                         target.vector_bits(), target.cores());
+  const frontend::ModelTasks tasks =
+      frontend::extract_tasks(frontend::load_onnx(o.model, inputs), traits);
   o.tuning.session.seed = o.tuning.scheduler.seed;
   o.tuning.session.transfer = !o.no_transfer;
   tuner::validate(o.tuning.scheduler);
@@ -201,14 +225,16 @@ void run_tune_model(TuneModelOptions o) {
 
   warn_small_budget(o, tasks);
   ModelProgress progress(o.tuning.scheduler.trials, o.json);
-  const tuner::ModelTuningReport report = tuning.run([&](const tuner::ModelTuningReport& r) { progress.show(r); });
+  const tuner::ModelTuningReport report =
+      tuning.run([&](const tuner::ModelTuningReport& r) { progress.show(r); });
   progress.finish();
 
   // The libraries on the same operators, in this process, with the kernels' thread count.
   nlohmann::json j = tuner::model_summary_json(tasks, report);
   std::optional<LibraryTimes> libraries;
   if (!o.no_libraries)
-    libraries = add_library_times(tasks, report, HistorySource::log(o.db), traits.cores, o.library_rounds, j);
+    libraries = add_library_times(tasks, report, HistorySource::log(o.db), traits.cores,
+                                  o.library_rounds, j);
   j["log"] = o.db;
   if (!o.no_model_run) add_built_model(o, inputs, report, j);
   // The summary (per-layer table with the library ratios) goes into the log for `ktune report`.
@@ -225,45 +251,62 @@ void add_tune_model(CLI::App& app) {
   tuner::TaskSchedulerOptions& s = o->tuning.scheduler;
   s.trials = 1000;
   o->tuning.session.tuner = "xgb";
-  auto* cmd = app.add_subcommand("tune-model", "Tune every task of an ONNX model under one trial budget");
+  auto* cmd =
+      app.add_subcommand("tune-model", "Tune every task of an ONNX model under one trial budget");
   cmd->add_option("model", o->model, "ONNX model file")->required();
-  cmd->add_option("--input", o->inputs, "Shape of a graph input, name=1x3x224x224 (fills symbolic dimensions, overrides fixed ones)");
+  cmd->add_option(
+      "--input", o->inputs,
+      "Shape of a graph input, name=1x3x224x224 (fills symbolic dimensions, overrides fixed ones)");
   cmd->add_option("--target", o->target, "Target: host")->capture_default_str();
-  CLI::Option* db = cmd->add_option("--db", o->db, "Tuning log (SQLite); what it holds is resumed, not measured again")
-                        ->capture_default_str();
+  CLI::Option* db =
+      cmd->add_option("--db", o->db,
+                      "Tuning log (SQLite); what it holds is resumed, not measured again")
+          ->capture_default_str();
   cmd->add_option("--trials", s.trials, "New configs to measure, all tasks together (1 to 10^7)")
       ->capture_default_str()
       ->check(finite_in(1, 1e7));
   cmd->add_option("--batch-size", s.batch_size, "Trials per allocation to one task (1 to 4096)")
       ->capture_default_str()
       ->check(finite_in(1, 4096));
-  cmd->add_option("--strategy", s.strategy, "Task scheduler: gradient (Ansor) or round_robin (equal split)")
+  cmd->add_option("--strategy", s.strategy,
+                  "Task scheduler: gradient (Ansor) or round_robin (equal split)")
       ->capture_default_str();
-  cmd->add_option("--tuner", o->tuning.session.tuner, "Search per task: random, grid, ga or xgb")->capture_default_str();
-  cmd->add_flag("--no-transfer", o->no_transfer, "xgb: do not seed a task's first plan from the log's other workloads");
-  cmd->add_option("--seed", s.seed, "Seed of the searches and of the generated inputs")->capture_default_str();
+  cmd->add_option("--tuner", o->tuning.session.tuner, "Search per task: random, grid, ga or xgb")
+      ->capture_default_str();
+  cmd->add_flag("--no-transfer", o->no_transfer,
+                "xgb: do not seed a task's first plan from the log's other workloads");
+  cmd->add_option("--seed", s.seed, "Seed of the searches and of the generated inputs")
+      ->capture_default_str();
   cmd->add_option("--threads", o->threads, "Build threads (0 = all cores; at most 256)")
       ->capture_default_str()
       ->check(finite_in(0, 256));
-  cmd->add_option("--timeout", o->timeout_s, "Build and run timeout per config, seconds (0.001 to 86400)")
+  cmd->add_option("--timeout", o->timeout_s,
+                  "Build and run timeout per config, seconds (0.001 to 86400)")
       ->capture_default_str()
       ->check(finite_in(0.001, 86400));
   cmd->add_option("--device-key", o->tuning.session.device_key,
                   "Stored in every record; with --server: the key of the devices to tune on");
   cmd->add_flag("--no-check", o->no_check, "Do not compare outputs with the reference");
-  cmd->add_flag("--no-libraries", o->no_libraries, "Do not time oneDNN / OpenBLAS on the same operators");
+  cmd->add_flag("--no-libraries", o->no_libraries,
+                "Do not time oneDNN / OpenBLAS on the same operators");
   cmd->add_option("--library-rounds", o->library_rounds,
-                  "Rounds in which each layer's tuned kernel and library take turns; the table shows the medians (1 to 1000)")
+                  "Rounds in which each layer's tuned kernel and library take turns; the table "
+                  "shows the medians (1 to 1000)")
       ->capture_default_str()
       ->check(finite_in(1, 1000));
-  cmd->add_flag("--no-model-run", o->no_model_run, "Do not build the tuned model and time it end to end at the end");
+  cmd->add_flag("--no-model-run", o->no_model_run,
+                "Do not build the tuned model and time it end to end at the end");
   cmd->add_flag("--json", o->json, "Print the result as JSON (no live table)");
   add_client_flags(cmd, o->server, false)
-      ->description("Submit the model as a job to this tuning server (HOST:PORT; it tunes with its own log) and follow it");
-  cmd->add_option("--priority", o->priority, "With --server: share of the key's devices against other jobs")
+      ->description(
+          "Submit the model as a job to this tuning server (HOST:PORT; it tunes with its own log) "
+          "and follow it");
+  cmd->add_option("--priority", o->priority,
+                  "With --server: share of the key's devices against other jobs")
       ->capture_default_str()
       ->check(finite_in(1, 100));
-  cmd->add_flag("--detach", o->detach, "With --server: print the job id and return; `ktune jobs watch ID` follows it");
+  cmd->add_flag("--detach", o->detach,
+                "With --server: print the job id and return; `ktune jobs watch ID` follows it");
   cmd->callback([o, db] {
     o->db_given = db->count() > 0;
     run_tune_model(*o);

@@ -1,4 +1,5 @@
-// `ktune worker`: attach this machine to a tuning server as a device and serve until SIGINT/SIGTERM.
+// `ktune worker`: attach this machine to a tuning server as a device and serve until
+// SIGINT/SIGTERM.
 #include <pthread.h>
 #include <signal.h>
 
@@ -33,7 +34,8 @@ void run_worker(const rpc_runner::DeviceWorkerOptions& options) {
     const std::string refused = worker.refused_at_start();
     if (!refused.empty()) {
       worker.stop();
-      throw Error(ErrorKind::kInvalidArgument, "the tuning server at " + options.server + " refused this worker: " + refused);
+      throw Error(ErrorKind::kInvalidArgument,
+                  "the tuning server at " + options.server + " refused this worker: " + refused);
     }
   }
   spdlog::info("{}: detaching", signal == SIGINT ? "SIGINT" : "SIGTERM");
@@ -42,25 +44,33 @@ void run_worker(const rpc_runner::DeviceWorkerOptions& options) {
 
 void add_worker(CLI::App& app) {
   auto o = std::make_shared<rpc_runner::DeviceWorkerOptions>();
-  auto* cmd = app.add_subcommand("worker", "Serve this machine as a device of a tuning server (builds and times kernels)");
+  auto* cmd = app.add_subcommand(
+      "worker", "Serve this machine as a device of a tuning server (builds and times kernels)");
   cmd->add_option("--server", o->server, "The tuning server, HOST:PORT")->required();
   cmd->add_option("--key", o->key, "Device key that jobs name (e.g. x86-avx512)")->required();
-  cmd->add_option("--token-file", o->token_file, "File with the worker token (a bare token, or the server's token file)")
+  cmd->add_option("--token-file", o->token_file,
+                  "File with the worker token (a bare token, or the server's token file)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--tls-ca", o->tls_ca_file, "PEM of the CA that signed the server's certificate (TLS)")
+  cmd->add_option("--tls-ca", o->tls_ca_file,
+                  "PEM of the CA that signed the server's certificate (TLS)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--slots", o->slots, "Candidates taken at once, built in parallel (0 = cores)")
       ->capture_default_str()
       ->check(finite_in(0, 64));
-  cmd->add_option("--peak-gflops", o->peak_gflops, "This device's f32 peak; the server refuses results far above it")
+  cmd->add_option("--peak-gflops", o->peak_gflops,
+                  "This device's f32 peak; the server refuses results far above it")
       ->check(finite_in(0, 1e9));
-  cmd->add_flag("--no-build", [o](int64_t) { o->can_build = false; },
-                "Do not build kernels here: the server cross-builds them (a device without LLVM)");
-  cmd->add_flag("--emulated", o->emulated,
-                "This machine emulates the device (qemu): the server marks its timings as emulated");
-  cmd->add_option("--runner", o->runner_path, "The ktune-runner executable (default: next to ktune)");
+  cmd->add_flag(
+      "--no-build", [o](int64_t) { o->can_build = false; },
+      "Do not build kernels here: the server cross-builds them (a device without LLVM)");
+  cmd->add_flag(
+      "--emulated", o->emulated,
+      "This machine emulates the device (qemu): the server marks its timings as emulated");
+  cmd->add_option("--runner", o->runner_path,
+                  "The ktune-runner executable (default: next to ktune)");
   cmd->add_option("--description", o->description, "Free text shown by `ktune server devices`");
-  cmd->add_option("--reconnect-max", o->reconnect_max_s, "Longest wait between reconnection attempts, s")
+  cmd->add_option("--reconnect-max", o->reconnect_max_s,
+                  "Longest wait between reconnection attempts, s")
       ->capture_default_str()
       ->check(finite_in(0.1, 3600));
   cmd->callback([o] { run_worker(*o); });

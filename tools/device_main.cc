@@ -12,17 +12,17 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
-#include "rpc_runner/worker/prebuilt_runner.h"
 #include "rpc_runner/runner/runner_service.h"
+#include "rpc_runner/worker/prebuilt_runner.h"
 #include "rpc_runner/worker/worker_session.h"
 #include "support/error.h"
 #include "support/logging.h"
+#include "support/version.h"
 #include "tools/device_target.h"
 #include "tools/option_checks.h"
-#include "support/version.h"
 
 namespace {
 
@@ -49,8 +49,9 @@ int serve(Options o, const std::string& self) {
   if (o.session.description.empty()) {
     char host[256] = {0};
     if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    o.session.description = "ktune-device, cpu " + detected.cpu + " (" + detected.cpu_source + "), " + detected.triple +
-                            ", " + std::to_string(detected.cores) + " cores" + (host[0] ? std::string(", host ") + host : "") +
+    o.session.description = "ktune-device, cpu " + detected.cpu + " (" + detected.cpu_source +
+                            "), " + detected.triple + ", " + std::to_string(detected.cores) +
+                            " cores" + (host[0] ? std::string(", host ") + host : "") +
                             (o.session.emulated ? ", emulated" : "");
   }
   o.session.can_build = false;  // no compiler here: the server sends linked kernels
@@ -63,7 +64,8 @@ int serve(Options o, const std::string& self) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   ktune::rpc_runner::PrebuiltRunner runner(self, split_words(o.runner_wrapper));
-  auto measure = [&runner](const std::vector<ktune::rpc::Candidate>& batch, const std::string& target) {
+  auto measure = [&runner](const std::vector<ktune::rpc::Candidate>& batch,
+                           const std::string& target) {
     std::vector<ktune::rpc::CandidateResult> results;
     for (const ktune::rpc::Candidate& c : batch) {
       results.push_back(runner.run(c, target));
@@ -75,7 +77,8 @@ int serve(Options o, const std::string& self) {
     }
     return results;
   };
-  spdlog::info("ktune-device: key {}, target '{}', dialing {}", o.session.key, o.session.target, o.session.server);
+  spdlog::info("ktune-device: key {}, target '{}', dialing {}", o.session.key, o.session.target,
+               o.session.server);
   ktune::rpc_runner::WorkerSession session(o.session, measure);
   const timespec poll{0, 200'000'000};
   int signal = -1;
@@ -89,7 +92,8 @@ int serve(Options o, const std::string& self) {
       return 1;
     }
   }
-  spdlog::info("{}: detaching ({} results sent)", signal == SIGINT ? "SIGINT" : "SIGTERM", session.results_sent());
+  spdlog::info("{}: detaching ({} results sent)", signal == SIGINT ? "SIGINT" : "SIGTERM",
+               session.results_sent());
   session.stop();
   return 0;
 }
@@ -103,23 +107,32 @@ int main(int argc, char** argv) {
 
   Options o;
   o.session.slots = 1;  // one kernel at a time: timings on a small board must not overlap
-  CLI::App app{"ktune-device: serve this board as a device of a ktune tuning server (no compiler needed)"};
+  CLI::App app{
+      "ktune-device: serve this board as a device of a ktune tuning server (no compiler needed)"};
   app.set_version_flag("--version", std::string("ktune-device ") + ktune::kVersion);
   app.add_option("--server", o.session.server, "The tuning server, HOST:PORT")->required();
   app.add_option("--key", o.session.key, "Device key that jobs name (e.g. rk3399)")->required();
-  app.add_option("--token-file", o.session.token_file, "File with the worker token")->check(CLI::ExistingFile);
-  app.add_option("--tls-ca", o.session.tls_ca_file, "PEM of the CA that signed the server's certificate (TLS)")
+  app.add_option("--token-file", o.session.token_file, "File with the worker token")
       ->check(CLI::ExistingFile);
-  app.add_option("--cpu", o.cpu, "This board's core as LLVM names it (default: from /proc/cpuinfo)");
+  app.add_option("--tls-ca", o.session.tls_ca_file,
+                 "PEM of the CA that signed the server's certificate (TLS)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--cpu", o.cpu,
+                 "This board's core as LLVM names it (default: from /proc/cpuinfo)");
   app.add_option("--target", o.target, "Full target string, instead of the detected one");
-  app.add_option("--peak-gflops", o.session.peak_gflops, "This device's f32 peak; the server refuses results far above it")
+  app.add_option("--peak-gflops", o.session.peak_gflops,
+                 "This device's f32 peak; the server refuses results far above it")
       ->check(ktune::tools::finite_in(0, 1e9));
-  app.add_option("--description", o.session.description, "Free text shown by `ktune server devices`");
-  app.add_flag("--emulated", o.session.emulated,
-               "This program runs under an emulator (qemu): the server marks its timings as emulated");
+  app.add_option("--description", o.session.description,
+                 "Free text shown by `ktune server devices`");
+  app.add_flag(
+      "--emulated", o.session.emulated,
+      "This program runs under an emulator (qemu): the server marks its timings as emulated");
   app.add_option("--runner-wrapper", o.runner_wrapper,
-                 "Command that starts this program's runner children, e.g. qemu-aarch64-static under emulation");
-  app.add_option("--reconnect-max", o.session.reconnect_max_s, "Longest wait between reconnection attempts, s")
+                 "Command that starts this program's runner children, e.g. qemu-aarch64-static "
+                 "under emulation");
+  app.add_option("--reconnect-max", o.session.reconnect_max_s,
+                 "Longest wait between reconnection attempts, s")
       ->capture_default_str()
       ->check(ktune::tools::finite_in(0.1, 3600));
   app.add_flag("-v,--verbose", o.verbose, "Log every candidate");
@@ -136,7 +149,8 @@ int main(int argc, char** argv) {
   try {
     std::error_code ec;
     const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-    if (ec) throw ktune::Error(ktune::ErrorKind::kIo, "cannot read /proc/self/exe: " + ec.message());
+    if (ec)
+      throw ktune::Error(ktune::ErrorKind::kIo, "cannot read /proc/self/exe: " + ec.message());
     return serve(o, self);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());

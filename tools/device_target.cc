@@ -27,10 +27,10 @@ std::string native_triple() {
 // Arm Ltd. (implementer 0x41) parts, by MIDR part number, as LLVM names them.
 const std::map<int, std::string>& arm_parts() {
   static const std::map<int, std::string> parts = {
-      {0xd03, "cortex-a53"}, {0xd04, "cortex-a35"},   {0xd05, "cortex-a55"},  {0xd07, "cortex-a57"},
-      {0xd08, "cortex-a72"}, {0xd09, "cortex-a73"},   {0xd0a, "cortex-a75"},  {0xd0b, "cortex-a76"},
+      {0xd03, "cortex-a53"},  {0xd04, "cortex-a35"},  {0xd05, "cortex-a55"},  {0xd07, "cortex-a57"},
+      {0xd08, "cortex-a72"},  {0xd09, "cortex-a73"},  {0xd0a, "cortex-a75"},  {0xd0b, "cortex-a76"},
       {0xd0c, "neoverse-n1"}, {0xd0d, "cortex-a77"},  {0xd40, "neoverse-v1"}, {0xd41, "cortex-a78"},
-      {0xd44, "cortex-x1"},  {0xd46, "cortex-a510"},  {0xd47, "cortex-a710"}, {0xd48, "cortex-x2"},
+      {0xd44, "cortex-x1"},   {0xd46, "cortex-a510"}, {0xd47, "cortex-a710"}, {0xd48, "cortex-x2"},
       {0xd49, "neoverse-n2"}, {0xd4f, "neoverse-v2"},
   };
   return parts;

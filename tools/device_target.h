@@ -6,11 +6,12 @@
 namespace ktune::tools {
 
 struct DeviceTarget {
-  std::string triple;       // e.g. "aarch64-linux-gnu" (the architecture this program was built for)
-  std::string cpu;          // LLVM's name for the core ("cortex-a72"), or "generic" when unknown
-  std::string attributes;   // "+neon,+sve" from the kernel's hardware capabilities; "" with a known cpu
-  int cores = 1;            // CPUs this process may run on (its affinity mask)
-  std::string cpu_source;   // where the cpu came from: "/proc/cpuinfo", "--cpu", "unknown"
+  std::string triple;  // e.g. "aarch64-linux-gnu" (the architecture this program was built for)
+  std::string cpu;     // LLVM's name for the core ("cortex-a72"), or "generic" when unknown
+  std::string
+      attributes;  // "+neon,+sve" from the kernel's hardware capabilities; "" with a known cpu
+  int cores = 1;   // CPUs this process may run on (its affinity mask)
+  std::string cpu_source;  // where the cpu came from: "/proc/cpuinfo", "--cpu", "unknown"
 
   // "llvm -mtriple=T -mcpu=C[ -mattr=A] -num-cores=N": what the hello sends; the server
   // canonicalizes it with its own LLVM.

@@ -23,7 +23,8 @@ class StateLines {
  public:
   StateLines(uint64_t id, bool quiet) : id_(id), quiet_(quiet) {}
   void show(const rpc_runner::JobEvent& e) {
-    const std::string note = std::string(tuning_db::to_string(e.job.state)) + (e.job.message.empty() ? "" : ": " + e.job.message);
+    const std::string note = std::string(tuning_db::to_string(e.job.state)) +
+                             (e.job.message.empty() ? "" : ": " + e.job.message);
     if (!quiet_ && note != last_ && !e.progress && !e.job.finished()) {
       std::fprintf(stderr, "job %llu %s\n", static_cast<unsigned long long>(id_), note.c_str());
       last_ = note;
@@ -38,8 +39,8 @@ class StateLines {
 
 void watch_model_job(rpc_runner::ServiceClient& client, uint64_t id, bool json, size_t budget) {
   ModelProgress progress(budget, json);
-  const rpc_runner::JobEvent last =
-      follow_model_job(client, id, json, [&](const tuner::ModelTuningReport& r) { progress.show(r); });
+  const rpc_runner::JobEvent last = follow_model_job(
+      client, id, json, [&](const tuner::ModelTuningReport& r) { progress.show(r); });
   progress.finish();
   nlohmann::json summary = nlohmann::json::parse(last.summary_json);
   summary["job"] = id;
@@ -49,14 +50,16 @@ void watch_model_job(rpc_runner::ServiceClient& client, uint64_t id, bool json, 
   }
   std::fflush(stdout);
   print_model_summary(stdout, tuner::model_report_from_json(summary), summary, budget, nullptr, "");
-  std::printf("job: %llu (%s) on key %s\n", static_cast<unsigned long long>(id), std::string(tuning_db::to_string(last.job.state)).c_str(),
+  std::printf("job: %llu (%s) on key %s\n", static_cast<unsigned long long>(id),
+              std::string(tuning_db::to_string(last.job.state)).c_str(),
               last.job.device_key.c_str());
 }
 
 }  // namespace
 
-rpc_runner::JobEvent follow_model_job(rpc_runner::ServiceClient& client, uint64_t id, bool quiet,
-                                      const std::function<void(const tuner::ModelTuningReport&)>& on_report) {
+rpc_runner::JobEvent follow_model_job(
+    rpc_runner::ServiceClient& client, uint64_t id, bool quiet,
+    const std::function<void(const tuner::ModelTuningReport&)>& on_report) {
   StateLines lines(id, quiet);
   std::string drawn;
   const rpc_runner::JobEvent last = client.watch(id, [&](const rpc_runner::JobEvent& e) {
@@ -69,12 +72,14 @@ rpc_runner::JobEvent follow_model_job(rpc_runner::ServiceClient& client, uint64_
   });
   const rpc_runner::JobStatus& job = last.job;
   if (job.state != tuning_db::JobState::kDone || last.summary_json.empty())
-    throw Error(ErrorKind::kRun, "job " + std::to_string(job.id) + " " + std::string(tuning_db::to_string(job.state)) +
+    throw Error(ErrorKind::kRun, "job " + std::to_string(job.id) + " " +
+                                     std::string(tuning_db::to_string(job.state)) +
                                      (job.message.empty() ? "" : ": " + job.message));
   return last;
 }
 
-std::optional<uint64_t> submit_job(rpc_runner::ServiceClient& client, rpc_runner::JobSpec job, bool detach) {
+std::optional<uint64_t> submit_job(rpc_runner::ServiceClient& client, rpc_runner::JobSpec job,
+                                   bool detach) {
   job.owner = job_owner();
   job.validate();
   const rpc_runner::JobStatus submitted = client.submit(job);
@@ -104,14 +109,17 @@ void watch_job(rpc_runner::ServiceClient& client, uint64_t id, bool json) {
       std::cout << out.dump(2) << "\n";
     } else {
       print_tune_summary(summary, std::cout);
-      std::cout << "job:      " << job.id << " (" << job.state << ") on key " << job.device_key << "\n";
+      std::cout << "job:      " << job.id << " (" << job.state << ") on key " << job.device_key
+                << "\n";
     }
   }
   if (job.state != tuning_db::JobState::kDone || last.summary_json.empty())
-    throw Error(ErrorKind::kRun, "job " + std::to_string(job.id) + " " + std::string(tuning_db::to_string(job.state)) +
+    throw Error(ErrorKind::kRun, "job " + std::to_string(job.id) + " " +
+                                     std::string(tuning_db::to_string(job.state)) +
                                      (job.message.empty() ? "" : ": " + job.message));
   if (!nlohmann::json::parse(last.summary_json).contains("best"))
-    throw Error(ErrorKind::kRun, "job " + std::to_string(job.id) + ": no config succeeded; every result is in the server's log");
+    throw Error(ErrorKind::kRun, "job " + std::to_string(job.id) +
+                                     ": no config succeeded; every result is in the server's log");
 }
 
 }  // namespace ktune::tools

@@ -10,8 +10,8 @@
 
 #include "support/error.h"
 #include "support/logging.h"
-#include "tools/commands.h"
 #include "support/version.h"
+#include "tools/commands.h"
 
 namespace ktune::tools {
 namespace {

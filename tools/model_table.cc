@@ -39,26 +39,32 @@ std::string right(const std::string& text, size_t width) {
 // The task's first layer, and how many more there are.
 std::string layers_label(const std::vector<std::string>& layers) {
   if (layers.empty()) return "-";
-  return layers.size() == 1 ? layers[0] : layers[0] + " +" + std::to_string(layers.size() - 1) + " more";
+  return layers.size() == 1 ? layers[0]
+                            : layers[0] + " +" + std::to_string(layers.size() - 1) + " more";
 }
 
 }  // namespace
 
-int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r, size_t budget, const LibraryTimes* libraries) {
+int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r, size_t budget,
+                      const LibraryTimes* libraries) {
   size_t layer_width = 5;
   for (const auto& t : r.tasks) layer_width = std::max(layer_width, layers_label(t.layers).size());
-  std::string header = "  #" + right("count", 6) + right("trials", 7) + right("best_ms", 11) + right("fallback_ms", 12) +
-                       right("share", 7);
+  std::string header = "  #" + right("count", 6) + right("trials", 7) + right("best_ms", 11) +
+                       right("fallback_ms", 12) + right("share", 7);
   if (libraries) header += right("tuned_ms", 16) + right("library_ms", 16) + right("ratio", 7);
-  std::fprintf(out, "%s  %-*s  %s\n", header.c_str(), static_cast<int>(layer_width), "layer", "task");
+  std::fprintf(out, "%s  %-*s  %s\n", header.c_str(), static_cast<int>(layer_width), "layer",
+               "task");
   int lines = 1;
   for (size_t i = 0; i < r.tasks.size(); ++i) {
     const auto& t = r.tasks[i];
     const double time = static_cast<double>(t.count) * t.best_s;
     const std::string share =
-        std::isfinite(time) && std::isfinite(r.tuned_s) ? std::to_string(static_cast<int>(std::lround(100 * time / r.tuned_s))) + "%" : "-";
-    std::string row = right(std::to_string(i + 1), 3) + right(std::to_string(t.count), 6) + right(std::to_string(t.trials), 7) +
-                      right(ms(t.best_s), 11) + right(t.fallback_s ? ms(*t.fallback_s) : "-", 12) + right(share, 7);
+        std::isfinite(time) && std::isfinite(r.tuned_s)
+            ? std::to_string(static_cast<int>(std::lround(100 * time / r.tuned_s))) + "%"
+            : "-";
+    std::string row = right(std::to_string(i + 1), 3) + right(std::to_string(t.count), 6) +
+                      right(std::to_string(t.trials), 7) + right(ms(t.best_s), 11) +
+                      right(t.fallback_s ? ms(*t.fallback_s) : "-", 12) + right(share, 7);
     if (libraries) {
       const auto lib = libraries->find(t.tuned_as);
       if (lib == libraries->end()) {
@@ -66,15 +72,16 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r, size_t 
       } else {
         char ratio[32];
         std::snprintf(ratio, sizeof ratio, "%.2f", lib->second.ratio());
-        row += right(with_spread(lib->second.tuned), 16) + right(with_spread(lib->second.library_time), 16) + right(ratio, 7);
+        row += right(with_spread(lib->second.tuned), 16) +
+               right(with_spread(lib->second.library_time), 16) + right(ratio, 7);
       }
     }
-    std::fprintf(out, "%s  %-*s  %s\n", row.c_str(), static_cast<int>(layer_width), layers_label(t.layers).c_str(),
-                 t.tuned_as.c_str());
+    std::fprintf(out, "%s  %-*s  %s\n", row.c_str(), static_cast<int>(layer_width),
+                 layers_label(t.layers).c_str(), t.tuned_as.c_str());
     ++lines;
   }
-  std::fprintf(out, "trials %zu/%zu  model %s ms (estimated)  fallbacks %s ms\n", r.trials, budget, ms(r.tuned_s).c_str(),
-               r.fallback_s > 0 ? ms(r.fallback_s).c_str() : "-");
+  std::fprintf(out, "trials %zu/%zu  model %s ms (estimated)  fallbacks %s ms\n", r.trials, budget,
+               ms(r.tuned_s).c_str(), r.fallback_s > 0 ? ms(r.fallback_s).c_str() : "-");
   return lines + 1;
 }
 
@@ -82,7 +89,8 @@ ModelProgress::ModelProgress(size_t budget, bool quiet)
     : budget_(budget), quiet_(quiet), terminal_(!quiet && ::isatty(::fileno(stderr))) {
   // Each allocation is a short session that logs its resume at info level: on a redrawn table
   // that is noise (and breaks the redraw). --verbose keeps everything.
-  if (terminal_ && spdlog::get_level() == spdlog::level::info) spdlog::set_level(spdlog::level::warn);
+  if (terminal_ && spdlog::get_level() == spdlog::level::info)
+    spdlog::set_level(spdlog::level::warn);
 }
 
 void ModelProgress::show(const tuner::ModelTuningReport& r) {
@@ -93,7 +101,8 @@ void ModelProgress::show(const tuner::ModelTuningReport& r) {
   } else if (!r.steps.empty()) {
     const auto& step = r.steps.back();
     std::fprintf(stderr, "trials %zu/%zu best_ms %s model_ms %s tuned %s\n", step.total, budget_,
-                 ms(r.workload_best_s[step.task]).c_str(), ms(r.tuned_s).c_str(), r.workloads[step.task].c_str());
+                 ms(r.workload_best_s[step.task]).c_str(), ms(r.tuned_s).c_str(),
+                 r.workloads[step.task].c_str());
   }
 }
 
@@ -103,8 +112,9 @@ void ModelProgress::finish() {
   std::fflush(stderr);
 }
 
-LibraryTimes add_library_times(const frontend::ModelTasks& tasks, const tuner::ModelTuningReport& report,
-                               const HistorySource& history, int cores, int rounds, nlohmann::json& j) {
+LibraryTimes add_library_times(const frontend::ModelTasks& tasks,
+                               const tuner::ModelTuningReport& report, const HistorySource& history,
+                               int cores, int rounds, nlohmann::json& j) {
   LibraryTimes libraries;
 #if KTUNE_HAVE_BASELINES
   std::set<std::string> tried;
@@ -114,7 +124,8 @@ LibraryTimes add_library_times(const frontend::ModelTasks& tasks, const tuner::M
       if (!mt.tunable || mt.tunable->workload_key() != t.tuned_as) continue;
       try {
         const AppliedKernel tuned = apply_history_best(history, *mt.tunable);
-        if (auto race = baselines::library_race(*mt.tunable, tuned.kernel, cores, rounds)) libraries.emplace(t.tuned_as, *race);
+        if (auto race = baselines::library_race(*mt.tunable, tuned.kernel, cores, rounds))
+          libraries.emplace(t.tuned_as, *race);
       } catch (const Error& e) {
         spdlog::warn("no library time for {}: {}", t.tuned_as, e.what());
       }
@@ -150,31 +161,40 @@ LibraryTimes add_library_times(const frontend::ModelTasks& tasks, const tuner::M
   return libraries;
 }
 
-void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report, const nlohmann::json& summary,
-                         size_t budget, const LibraryTimes* libraries, const std::string& libraries_note) {
+void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
+                         const nlohmann::json& summary, size_t budget,
+                         const LibraryTimes* libraries, const std::string& libraries_note) {
   print_model_table(out, report, budget, libraries);
   std::fprintf(out, "\nmodel %s: estimated latency %s ms (sum of count x best over %zu tasks)\n",
-               summary.value("model", "?").c_str(), ms(report.tuned_s).c_str(), report.tasks.size());
+               summary.value("model", "?").c_str(), ms(report.tuned_s).c_str(),
+               report.tasks.size());
   if (report.fallback_s > 0 && std::isfinite(report.tuned_s))
     std::fprintf(out, "untuned fallbacks:  %s ms  -> %.2fx faster\n", ms(report.fallback_s).c_str(),
                  report.fallback_s / report.tuned_s);
   const double library_s = summary.value("library_s", 0.0);
   if (library_s > 0) {
     const double tuned_same_s = summary.value("tuned_s_where_library", 0.0);
-    std::fprintf(out, "libraries:          %s ms for the same operators (tuned: %s ms) -> tuned/library %.2f "
-                      "(medians of %d interleaved rounds, in this process)\n",
-                 ms(library_s).c_str(), ms(tuned_same_s).c_str(), tuned_same_s / library_s, summary.value("library_rounds", 0));
+    std::fprintf(
+        out,
+        "libraries:          %s ms for the same operators (tuned: %s ms) -> tuned/library %.2f "
+        "(medians of %d interleaved rounds, in this process)\n",
+        ms(library_s).c_str(), ms(tuned_same_s).c_str(), tuned_same_s / library_s,
+        summary.value("library_rounds", 0));
   } else if (!libraries_note.empty()) {
     std::fprintf(out, "libraries: %s\n", libraries_note.c_str());
   }
   size_t unreached = 0;
   for (const auto& t : report.tasks) unreached += t.trials == 0 ? 1 : 0;
   if (unreached > 0)
-    std::fprintf(out, "budget: %zu of %zu tasks got no trial in this run (a warm-up of every task takes %zu x the batch "
-                      "size); each keeps what the log held, else its fallback\n", unreached, report.tasks.size(), report.tasks.size());
+    std::fprintf(out,
+                 "budget: %zu of %zu tasks got no trial in this run (a warm-up of every task takes "
+                 "%zu x the batch "
+                 "size); each keeps what the log held, else its fallback\n",
+                 unreached, report.tasks.size(), report.tasks.size());
   for (const auto& u : summary.value("untuned", nlohmann::json::array()))
     std::fprintf(out, "not in the estimate: %s x%lld (%s)\n", u["task"].get<std::string>().c_str(),
-                 static_cast<long long>(u["count"].get<int64_t>()), u["reason"].get<std::string>().c_str());
+                 static_cast<long long>(u["count"].get<int64_t>()),
+                 u["reason"].get<std::string>().c_str());
 }
 
 }  // namespace ktune::tools

@@ -1,4 +1,5 @@
-// Declares the terminal output of a model run, local or a server's job: the per-task table and its live redraw, the libraries' times on the same operators, the closing summary.
+// Declares the terminal output of a model run, local or a server's job: the per-task table and its
+// live redraw, the libraries' times on the same operators, the closing summary.
 #pragma once
 
 #include <cstddef>
@@ -52,13 +53,15 @@ class ModelProgress {
 // tuned_spread, ratio (tuned / library medians); library_rounds, library_s (sum of count x library
 // median) and tuned_s_where_library (sum of count x tuned median). A workload whose kernel or
 // library cannot run here is left out with a warning. Returns the races.
-LibraryTimes add_library_times(const frontend::ModelTasks& tasks, const tuner::ModelTuningReport& report,
-                               const HistorySource& history, int cores, int rounds, nlohmann::json& j);
+LibraryTimes add_library_times(const frontend::ModelTasks& tasks,
+                               const tuner::ModelTuningReport& report, const HistorySource& history,
+                               int cores, int rounds, nlohmann::json& j);
 
 // The final table on `out` and the lines under it: estimated latency, against the fallbacks,
 // against the libraries (or `libraries_note` when they were not measured), the operators left out.
 // `summary` is tuner::model_summary_json (with add_library_times' fields when measured).
-void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report, const nlohmann::json& summary,
-                         size_t budget, const LibraryTimes* libraries, const std::string& libraries_note);
+void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
+                         const nlohmann::json& summary, size_t budget,
+                         const LibraryTimes* libraries, const std::string& libraries_note);
 
 }  // namespace ktune::tools

@@ -17,8 +17,8 @@ CLI::Validator finite_in(double lo, double hi) {
         char* end = nullptr;
         errno = 0;
         const double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v) || v < lo ||
-            v > hi)
+        if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE ||
+            !std::isfinite(v) || v < lo || v > hi)
           return "'" + shown + "' is not " + bounds;
         return "";
       },

@@ -37,16 +37,19 @@ void ProgressDisplay::show(const tuner::ProgressSnapshot& p) {
   if (terminal_) {
     constexpr int kWidth = 30;
     const int filled =
-        p.total ? static_cast<int>(kWidth * std::min<double>(1.0, static_cast<double>(p.done) / p.total)) : kWidth;
+        p.total ? static_cast<int>(kWidth *
+                                   std::min<double>(1.0, static_cast<double>(p.done) / p.total))
+                : kWidth;
     std::string bar(filled, '#');
     bar.resize(kWidth, '.');
-    std::fprintf(out_, "\r[%s] %zu/%zu trials  best %.2f GFLOP/s  errors %zu %s ETA %s ", bar.c_str(), p.done, p.total,
-                 p.best_gflops, errors, rho.c_str(), format_eta(p.eta_s).c_str());
+    std::fprintf(out_, "\r[%s] %zu/%zu trials  best %.2f GFLOP/s  errors %zu %s ETA %s ",
+                 bar.c_str(), p.done, p.total, p.best_gflops, errors, rho.c_str(),
+                 format_eta(p.eta_s).c_str());
     open_line_ = p.done < p.total;
     if (!open_line_) std::fputc('\n', out_);
   } else {
-    std::fprintf(out_, "trials %zu/%zu best_gflops %.2f errors %zu elapsed_s %.1f eta_s %.1f%s\n", p.done, p.total,
-                 p.best_gflops, errors, p.elapsed_s, p.eta_s, rho.c_str());
+    std::fprintf(out_, "trials %zu/%zu best_gflops %.2f errors %zu elapsed_s %.1f eta_s %.1f%s\n",
+                 p.done, p.total, p.best_gflops, errors, p.elapsed_s, p.eta_s, rho.c_str());
   }
   std::fflush(out_);
 }

@@ -1,4 +1,5 @@
-// Defines ProgressDisplay: the terminal view of a tuning run's progress (a redrawn bar, or plain lines).
+// Defines ProgressDisplay: the terminal view of a tuning run's progress (a redrawn bar, or plain
+// lines).
 #pragma once
 
 #include <cstdio>

@@ -1,4 +1,5 @@
-// render_report_html: the HTML page of `ktune report` (sections built from a tuning_db::Report, plots from svg_plot).
+// render_report_html: the HTML page of `ktune report` (sections built from a tuning_db::Report,
+// plots from svg_plot).
 #include "tools/report_html.h"
 
 #include <cstdio>
@@ -36,43 +37,53 @@ std::string gflops(double v) { return fmt(v >= 1 || v == 0 ? "%.1f" : "%.3g", v)
 std::string ms(double seconds) { return fmt("%.4g", seconds * 1e3); }
 std::string opt_ms(const std::optional<double>& s) { return s ? ms(*s) : "-"; }
 
-std::string td(const std::string& v, bool left = false) { return (left ? "<td class=\"l\">" : "<td>") + v + "</td>"; }
+std::string td(const std::string& v, bool left = false) {
+  return (left ? "<td class=\"l\">" : "<td>") + v + "</td>";
+}
 
 std::string errors_table(const std::map<std::string, int64_t>& errors) {
   if (errors.empty()) return "<p>No failed records.</p>";
   std::string out = "<table><tr><th class=\"l\">error kind</th><th>records</th></tr>";
-  for (const auto& [kind, n] : errors) out += "<tr>" + td(html_escape(kind), true) + td(std::to_string(n)) + "</tr>";
+  for (const auto& [kind, n] : errors)
+    out += "<tr>" + td(html_escape(kind), true) + td(std::to_string(n)) + "</tr>";
   return out + "</table>";
 }
 
 std::string summary_section(const Report& r, const std::string& generated_at) {
   const auto& s = r.stats;
-  std::string out = "<h1>ktune tuning report</h1><p class=\"meta\">log " + html_escape(r.log) + " &middot; schema " +
-                    std::to_string(s.schema_version) + " &middot; generated " + html_escape(generated_at) + "</p>";
-  out += "<table><tr><th>workloads</th><th>targets</th><th>records</th><th>ok</th><th>failed</th><th>emulated</th>"
-         "<th>saved models</th><th>runs</th></tr><tr>" +
-         td(std::to_string(s.workloads)) + td(std::to_string(s.targets)) + td(std::to_string(s.records)) +
-         td(std::to_string(s.ok_records)) + td(std::to_string(s.failed_records)) +
-         td(std::to_string(s.emulated_records)) + td(std::to_string(s.models)) + td(std::to_string(s.runs)) +
-         "</tr></table>";
+  std::string out = "<h1>ktune tuning report</h1><p class=\"meta\">log " + html_escape(r.log) +
+                    " &middot; schema " + std::to_string(s.schema_version) +
+                    " &middot; generated " + html_escape(generated_at) + "</p>";
+  out +=
+      "<table><tr><th>workloads</th><th>targets</th><th>records</th><th>ok</th><th>failed</"
+      "th><th>emulated</th>"
+      "<th>saved models</th><th>runs</th></tr><tr>" +
+      td(std::to_string(s.workloads)) + td(std::to_string(s.targets)) +
+      td(std::to_string(s.records)) + td(std::to_string(s.ok_records)) +
+      td(std::to_string(s.failed_records)) + td(std::to_string(s.emulated_records)) +
+      td(std::to_string(s.models)) + td(std::to_string(s.runs)) + "</tr></table>";
   return out + "<h2>Errors by kind (whole log)</h2>" + errors_table(s.failures_by_kind);
 }
 
 std::string workload_card(const tuning_db::WorkloadReport& w) {
-  std::string out = "<div class=\"card\"><h3>" + html_escape(w.workload_key) + (w.emulated ? " (emulated)" : "") + "</h3>";
-  out += "<p class=\"meta\">" + html_escape(w.target.target) + " &middot; LLVM " + html_escape(w.target.llvm_version) +
-         " &middot; " + std::to_string(w.records) + " records, " + std::to_string(w.ok_records) + " ok &middot; best " +
-         "<b class=\"best\">" + gflops(w.best_gflops) + " GFLOP/s</b>" +
+  std::string out = "<div class=\"card\"><h3>" + html_escape(w.workload_key) +
+                    (w.emulated ? " (emulated)" : "") + "</h3>";
+  out += "<p class=\"meta\">" + html_escape(w.target.target) + " &middot; LLVM " +
+         html_escape(w.target.llvm_version) + " &middot; " + std::to_string(w.records) +
+         " records, " + std::to_string(w.ok_records) + " ok &middot; best " + "<b class=\"best\">" +
+         gflops(w.best_gflops) + " GFLOP/s</b>" +
          (w.best_cost > 0 ? " (" + ms(w.best_cost) + " ms)" : "") + "</p>";
   LinePlot plot;
   plot.x_label = "trials";
   plot.y_label = "best GFLOP/s";
   for (const auto& c : w.curves) {
     PlotSeries s{c.tuner.empty() ? "(no tuner)" : c.tuner, {}, true};
-    for (const auto& p : c.points) s.points.emplace_back(static_cast<double>(p.trial), p.best_gflops);
+    for (const auto& p : c.points)
+      s.points.emplace_back(static_cast<double>(p.trial), p.best_gflops);
     plot.series.push_back(std::move(s));
   }
-  out += "<div class=\"row\">" + render_svg(plot) + "<div><table><tr><th class=\"l\">tuner</th><th>trials</th>"
+  out += "<div class=\"row\">" + render_svg(plot) +
+         "<div><table><tr><th class=\"l\">tuner</th><th>trials</th>"
          "<th>best GFLOP/s</th></tr>";
   for (size_t i = 0; i < w.curves.size(); ++i)
     out += "<tr><td class=\"l\" style=\"color:" + series_colour(i) + "\">" +
@@ -80,13 +91,14 @@ std::string workload_card(const tuning_db::WorkloadReport& w) {
            td(std::to_string(w.curves[i].trials)) + td(gflops(w.curves[i].best_gflops)) + "</tr>";
   out += "</table><br>" + errors_table(w.errors_by_kind) + "</div></div>";
   if (!w.top.empty()) {
-    out += "<table><tr><th>#</th><th>config</th><th>GFLOP/s</th><th>ms</th><th class=\"l\">tuner</th>"
-           "<th class=\"l\">knobs</th></tr>";
+    out +=
+        "<table><tr><th>#</th><th>config</th><th>GFLOP/s</th><th>ms</th><th class=\"l\">tuner</th>"
+        "<th class=\"l\">knobs</th></tr>";
     for (size_t i = 0; i < w.top.size(); ++i) {
       const auto& t = w.top[i];
-      out += "<tr>" + td(std::to_string(i + 1)) + td(std::to_string(t.config_index)) + td(gflops(t.gflops)) +
-             td(ms(t.mean_cost)) + td(html_escape(t.tuner), true) + "<td class=\"cfg\">" +
-             html_escape(t.config) + "</td></tr>";
+      out += "<tr>" + td(std::to_string(i + 1)) + td(std::to_string(t.config_index)) +
+             td(gflops(t.gflops)) + td(ms(t.mean_cost)) + td(html_escape(t.tuner), true) +
+             "<td class=\"cfg\">" + html_escape(t.config) + "</td></tr>";
     }
     out += "</table>";
   }
@@ -101,14 +113,17 @@ std::string correlation_section(const Report& r) {
   plot.y_label = "rank correlation";
   plot.fixed_y = true;
   plot.y_min = -1;
-  std::string table = "<table><tr><th>run</th><th class=\"l\">tuner</th><th class=\"l\">workload</th><th>plan</th>"
-                      "<th>measured</th><th>rank correlation</th></tr>";
+  std::string table =
+      "<table><tr><th>run</th><th class=\"l\">tuner</th><th class=\"l\">workload</th><th>plan</th>"
+      "<th>measured</th><th>rank correlation</th></tr>";
   for (const auto& run : r.runs) {
     PlotSeries s{"run " + std::to_string(run.id) + " " + run.workload_key, {}, false};
     for (const auto& p : run.plans) {
-      if (p.rank_correlation) s.points.emplace_back(static_cast<double>(p.plan), *p.rank_correlation);
+      if (p.rank_correlation)
+        s.points.emplace_back(static_cast<double>(p.plan), *p.rank_correlation);
       table += "<tr>" + td(std::to_string(run.id)) + td(html_escape(run.tuner), true) +
-               td(html_escape(run.workload_key), true) + td(std::to_string(p.plan)) + td(std::to_string(p.records)) +
+               td(html_escape(run.workload_key), true) + td(std::to_string(p.plan)) +
+               td(std::to_string(p.records)) +
                td(p.rank_correlation ? fmt("%.3f", *p.rank_correlation) : "-") + "</tr>";
     }
     plot.series.push_back(std::move(s));
@@ -117,39 +132,49 @@ std::string correlation_section(const Report& r) {
 }
 
 std::string model_section(const tuning_db::ModelRunReport& m) {
-  std::string out = "<div class=\"card\"><h3>model " + html_escape(m.model) + "</h3><p class=\"meta\">" +
-                    html_escape(m.target) + " &middot; run " + std::to_string(m.run_id) + " &middot; " +
-                    std::to_string(m.trials) + " trials &middot; estimated " + opt_ms(m.tuned_s) + " ms";
+  std::string out = "<div class=\"card\"><h3>model " + html_escape(m.model) +
+                    "</h3><p class=\"meta\">" + html_escape(m.target) + " &middot; run " +
+                    std::to_string(m.run_id) + " &middot; " + std::to_string(m.trials) +
+                    " trials &middot; estimated " + opt_ms(m.tuned_s) + " ms";
   if (m.tuned_s && m.fallback_s && *m.tuned_s > 0)
-    out += " &middot; untuned fallbacks " + opt_ms(m.fallback_s) + " ms (" + fmt("%.2f", *m.fallback_s / *m.tuned_s) + "x)";
+    out += " &middot; untuned fallbacks " + opt_ms(m.fallback_s) + " ms (" +
+           fmt("%.2f", *m.fallback_s / *m.tuned_s) + "x)";
   if (m.library_s && m.tuned_s_where_library && *m.library_s > 0)
     out += " &middot; libraries " + opt_ms(m.library_s) + " ms, tuned/library " +
            fmt("%.2f", *m.tuned_s_where_library / *m.library_s);
-  out += "</p><table><tr><th>#</th><th>count</th><th>trials</th><th>best ms</th><th>fallback ms</th><th>library ms</th>"
-         "<th>tuned/library</th><th>share</th><th class=\"l\">library</th><th class=\"l\">layer</th></tr>";
+  out +=
+      "</p><table><tr><th>#</th><th>count</th><th>trials</th><th>best ms</th><th>fallback "
+      "ms</th><th>library ms</th>"
+      "<th>tuned/library</th><th>share</th><th class=\"l\">library</th><th "
+      "class=\"l\">layer</th></tr>";
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const auto& l = m.layers[i];
     std::string ratio = "-";
     if (l.best_s && l.library_s && *l.library_s > 0) {
       const double x = *l.best_s / *l.library_s;
-      ratio = std::string("<span class=\"") + (x <= 1 ? "good" : "bad") + "\">" + fmt("%.2f", x) + "</span>";
+      ratio = std::string("<span class=\"") + (x <= 1 ? "good" : "bad") + "\">" + fmt("%.2f", x) +
+              "</span>";
     }
-    out += "<tr>" + td(std::to_string(i + 1)) + td(std::to_string(l.count)) + td(std::to_string(l.trials)) +
-           td(opt_ms(l.best_s)) + td(opt_ms(l.fallback_s)) + td(opt_ms(l.library_s)) + td(ratio) +
-           td(l.share ? fmt("%.0f%%", *l.share * 100) : "-") + td(html_escape(l.library), true) +
-           "<td class=\"cfg\">" + html_escape(l.key == l.tuned_as || l.tuned_as.empty() ? l.key : l.key + " as " + l.tuned_as) +
+    out += "<tr>" + td(std::to_string(i + 1)) + td(std::to_string(l.count)) +
+           td(std::to_string(l.trials)) + td(opt_ms(l.best_s)) + td(opt_ms(l.fallback_s)) +
+           td(opt_ms(l.library_s)) + td(ratio) + td(l.share ? fmt("%.0f%%", *l.share * 100) : "-") +
+           td(html_escape(l.library), true) + "<td class=\"cfg\">" +
+           html_escape(l.key == l.tuned_as || l.tuned_as.empty() ? l.key
+                                                                 : l.key + " as " + l.tuned_as) +
            "</td></tr>";
   }
   out += "</table>";
-  for (const auto& u : m.untuned) out += "<p class=\"meta\">not in the estimate: " + html_escape(u) + "</p>";
+  for (const auto& u : m.untuned)
+    out += "<p class=\"meta\">not in the estimate: " + html_escape(u) + "</p>";
   return out + "</div>";
 }
 
 }  // namespace
 
 std::string render_report_html(const Report& report, const std::string& generated_at) {
-  std::string page = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>ktune report: " +
-                     html_escape(report.log) + "</title><style>" + kStyle + "</style></head><body>";
+  std::string page =
+      "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>ktune report: " +
+      html_escape(report.log) + "</title><style>" + kStyle + "</style></head><body>";
   page += summary_section(report, generated_at);
   if (!report.model_runs.empty()) {
     page += "<h2>Model runs</h2>";

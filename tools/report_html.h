@@ -1,4 +1,5 @@
-// Declares render_report_html(): a tuning log's Report as one self-contained HTML page (inline CSS and SVG, no script).
+// Declares render_report_html(): a tuning log's Report as one self-contained HTML page (inline CSS
+// and SVG, no script).
 #pragma once
 
 #include <string>

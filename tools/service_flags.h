@@ -1,4 +1,5 @@
-// Declares the flags every client of a tuning server shares (--server, --token-file, --tls-ca) and the job table printer.
+// Declares the flags every client of a tuning server shares (--server, --token-file, --tls-ca) and
+// the job table printer.
 #pragma once
 
 #include <iosfwd>
@@ -7,14 +8,15 @@
 
 #include <CLI/CLI.hpp>
 
-#include "rpc_runner/protocol/job_types.h"
 #include "rpc_runner/client/service_client.h"
+#include "rpc_runner/protocol/job_types.h"
 
 namespace ktune::tools {
 
 // Adds --server HOST:PORT (required when `required`), --token-file and --tls-ca to `cmd`,
 // stored in `options` (which must outlive the parse).
-CLI::Option* add_client_flags(CLI::App* cmd, rpc_runner::ServiceClientOptions& options, bool required);
+CLI::Option* add_client_flags(CLI::App* cmd, rpc_runner::ServiceClientOptions& options,
+                              bool required);
 
 // Returns "user@host" (the owner column of the jobs table).
 std::string job_owner();

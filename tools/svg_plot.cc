@@ -1,4 +1,5 @@
-// render_svg: line charts as inline SVG for `ktune report` (a page that needs no script and no file beside it).
+// render_svg: line charts as inline SVG for `ktune report` (a page that needs no script and no file
+// beside it).
 #include "tools/svg_plot.h"
 
 #include <algorithm>
@@ -38,8 +39,8 @@ double nice_step(double lo, double hi) {
 }  // namespace
 
 std::string series_colour(size_t i) {
-  static constexpr std::array<const char*, 8> kPalette = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
-                                                          "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+  static constexpr std::array<const char*, 8> kPalette = {
+      "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
   return kPalette[i % kPalette.size()];
 }
 
@@ -48,12 +49,23 @@ std::string html_escape(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -84,26 +96,28 @@ std::string render_svg(const LinePlot& p) {
   auto sx = [&](double x) { return kLeft + w * x / x_max; };
   auto sy = [&](double y) { return kTop + h * (1 - (y - y_lo) / (y_hi - y_lo)); };
 
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(p.width) + "\" height=\"" +
-                    num(p.height) + "\" viewBox=\"0 0 " + num(p.width) + " " + num(p.height) + "\" class=\"plot\">";
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(p.width) +
+                    "\" height=\"" + num(p.height) + "\" viewBox=\"0 0 " + num(p.width) + " " +
+                    num(p.height) + "\" class=\"plot\">";
   // Grid and tick labels.
   for (double y = y_lo; y <= y_hi + y_step / 2; y += y_step) {
-    svg += "<line x1=\"" + num(kLeft) + "\" x2=\"" + num(kLeft + w) + "\" y1=\"" + num(sy(y)) + "\" y2=\"" +
-           num(sy(y)) + "\" class=\"grid\"/>";
+    svg += "<line x1=\"" + num(kLeft) + "\" x2=\"" + num(kLeft + w) + "\" y1=\"" + num(sy(y)) +
+           "\" y2=\"" + num(sy(y)) + "\" class=\"grid\"/>";
     svg += "<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(sy(y) + 4) + "\" text-anchor=\"end\">" +
            tick_label(y, y_step) + "</text>";
   }
   for (double x = 0; x <= x_max + x_step / 2; x += x_step)
-    svg += "<text x=\"" + num(sx(x)) + "\" y=\"" + num(kTop + h + 16) + "\" text-anchor=\"middle\">" +
-           tick_label(x, x_step) + "</text>";
-  svg += "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(w) + "\" height=\"" + num(h) +
-         "\" class=\"frame\"/>";
-  svg += "<text x=\"" + num(kLeft + w / 2) + "\" y=\"" + num(p.height - 6) + "\" text-anchor=\"middle\">" +
-         html_escape(p.x_label) + "</text>";
-  svg += "<text transform=\"translate(14 " + num(kTop + h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
-         html_escape(p.y_label) + "</text>";
+    svg += "<text x=\"" + num(sx(x)) + "\" y=\"" + num(kTop + h + 16) +
+           "\" text-anchor=\"middle\">" + tick_label(x, x_step) + "</text>";
+  svg += "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(w) +
+         "\" height=\"" + num(h) + "\" class=\"frame\"/>";
+  svg += "<text x=\"" + num(kLeft + w / 2) + "\" y=\"" + num(p.height - 6) +
+         "\" text-anchor=\"middle\">" + html_escape(p.x_label) + "</text>";
+  svg += "<text transform=\"translate(14 " + num(kTop + h / 2) +
+         ") rotate(-90)\" text-anchor=\"middle\">" + html_escape(p.y_label) + "</text>";
   if (!any)
-    svg += "<text x=\"" + num(kLeft + w / 2) + "\" y=\"" + num(kTop + h / 2) + "\" text-anchor=\"middle\">no data</text>";
+    svg += "<text x=\"" + num(kLeft + w / 2) + "\" y=\"" + num(kTop + h / 2) +
+           "\" text-anchor=\"middle\">no data</text>";
 
   for (size_t i = 0; i < p.series.size(); ++i) {
     const auto& s = p.series[i];
@@ -123,17 +137,19 @@ std::string render_svg(const LinePlot& p) {
       }
     }
     if (s.points.size() == 1) d += " h2";  // one point still draws a visible mark
-    svg += "<path d=\"" + d + "\" stroke=\"" + colour + "\" class=\"series\"><title>" + html_escape(s.name) +
-           "</title></path>";
+    svg += "<path d=\"" + d + "\" stroke=\"" + colour + "\" class=\"series\"><title>" +
+           html_escape(s.name) + "</title></path>";
     for (const auto& [x, y] : s.points)
-      svg += "<circle cx=\"" + num(sx(x)) + "\" cy=\"" + num(sy(y)) + "\" r=\"2.5\" fill=\"" + colour + "\"/>";
+      svg += "<circle cx=\"" + num(sx(x)) + "\" cy=\"" + num(sy(y)) + "\" r=\"2.5\" fill=\"" +
+             colour + "\"/>";
   }
   // Legend, top left inside the frame.
   for (size_t i = 0; i < p.series.size(); ++i) {
     const double y = kTop + 14 + 16 * static_cast<double>(i);
-    svg += "<rect x=\"" + num(kLeft + 8) + "\" y=\"" + num(y - 8) + "\" width=\"12\" height=\"4\" fill=\"" +
-           series_colour(i) + "\"/><text x=\"" + num(kLeft + 26) + "\" y=\"" + num(y - 2) + "\">" +
-           html_escape(p.series[i].name) + "</text>";
+    svg += "<rect x=\"" + num(kLeft + 8) + "\" y=\"" + num(y - 8) +
+           "\" width=\"12\" height=\"4\" fill=\"" + series_colour(i) + "\"/><text x=\"" +
+           num(kLeft + 26) + "\" y=\"" + num(y - 2) + "\">" + html_escape(p.series[i].name) +
+           "</text>";
   }
   return svg + "</svg>";
 }

@@ -1,4 +1,5 @@
-// Defines LinePlot: a line chart drawn as inline SVG text (axes, ticks, one path per series, a legend), no script.
+// Defines LinePlot: a line chart drawn as inline SVG text (axes, ticks, one path per series, a
+// legend), no script.
 #pragma once
 
 #include <string>
@@ -9,7 +10,7 @@ namespace ktune::tools {
 struct PlotSeries {
   std::string name;
   std::vector<std::pair<double, double>> points;  // (x, y), in order of x
-  bool steps = false;  // draw as a step curve (hold y until the next x)
+  bool steps = false;                             // draw as a step curve (hold y until the next x)
 };
 
 struct LinePlot {

@@ -12,8 +12,8 @@ void describe(std::ostream& out, const nlohmann::json& r, bool ok) {
     out << "failed (" << r.value("error", "unknown") << ": " << r.value("error_message", "") << ")";
     return;
   }
-  out << std::fixed << std::setprecision(2) << r.value("gflops", 0.0) << " GFLOP/s (" << std::setprecision(4)
-      << r.value("mean_cost_s", 0.0) * 1e3 << " ms)";
+  out << std::fixed << std::setprecision(2) << r.value("gflops", 0.0) << " GFLOP/s ("
+      << std::setprecision(4) << r.value("mean_cost_s", 0.0) * 1e3 << " ms)";
 }
 
 }  // namespace
@@ -24,7 +24,8 @@ void print_tune_summary(const nlohmann::json& s, std::ostream& out) {
       << "measured: " << s.value("measured", 0) << " configs (" << s.value("ok", 0) << " ok";
   // A named copy: items() of the temporary that value() returns would dangle in the loop.
   const nlohmann::json errors = s.value("errors", nlohmann::json::object());
-  for (const auto& item : errors.items()) out << ", " << item.value().get<size_t>() << " " << item.key();
+  for (const auto& item : errors.items())
+    out << ", " << item.value().get<size_t>() << " " << item.key();
   out << ") in " << std::fixed << std::setprecision(1) << s.value("wall_s", 0.0) << " s";
   if (s.value("resumed", 0) > 0) out << "; " << s.value("resumed", 0) << " resumed from the log";
   if (s.value("stopped_early", false)) out << "; stopped early";
@@ -46,13 +47,15 @@ void print_tune_summary(const nlohmann::json& s, std::ostream& out) {
     out << "\n";
   }
   if (s.contains("speedup_over_fallback"))
-    out << "speed-up over fallback: " << std::setprecision(2) << s["speedup_over_fallback"].get<double>() << "x\n";
+    out << "speed-up over fallback: " << std::setprecision(2)
+        << s["speedup_over_fallback"].get<double>() << "x\n";
   if (s.contains("model")) {
     const auto& m = s["model"];
-    out << "model:    " << (m.value("saved", false) ? "saved" : "not fitted") << ", " << m.value("refits", 0)
-        << " plans";
+    out << "model:    " << (m.value("saved", false) ? "saved" : "not fitted") << ", "
+        << m.value("refits", 0) << " plans";
     if (m.contains("rank_correlation") && !m["rank_correlation"].is_null())
-      out << ", last rank correlation " << std::setprecision(2) << m["rank_correlation"].get<double>();
+      out << ", last rank correlation " << std::setprecision(2)
+          << m["rank_correlation"].get<double>();
     out << "\n";
   }
 }

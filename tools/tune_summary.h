@@ -1,4 +1,5 @@
-// Declares print_tune_summary: the text a tuning run ends with, from its summary JSON (local run or server job).
+// Declares print_tune_summary: the text a tuning run ends with, from its summary JSON (local run or
+// server job).
 #pragma once
 
 #include <iosfwd>

@@ -49,11 +49,11 @@ class GridSearchTuner : public Tuner {
 // Parameters of GATuner; defaults are AutoTVM's GATuner(pop_size=100, elite_num=3,
 // mutation_prob=0.1).
 struct GAOptions {
-  size_t pop_size = 100;        // genes per generation
-  size_t elite_num = 3;         // best genes carried into the next generation's parent pool
-  double mutation_prob = 0.1;   // per knob, chance to replace its value by a random one
+  size_t pop_size = 100;       // genes per generation
+  size_t elite_num = 3;        // best genes carried into the next generation's parent pool
+  double mutation_prob = 0.1;  // per knob, chance to replace its value by a random one
   uint64_t seed = 0;
-  size_t max_retries = 64;      // attempts per child before falling back to a random config
+  size_t max_retries = 64;  // attempts per child before falling back to a random config
 };
 
 // AutoTVM's GATuner semantics: a gene is the vector of knob indices of a config. The first
@@ -86,9 +86,9 @@ class GATuner : public Tuner {
   GAOptions options_;
   std::mt19937_64 rng_;
   std::unordered_set<uint64_t> visited_;
-  std::vector<uint64_t> population_;   // current generation, proposed in order
+  std::vector<uint64_t> population_;  // current generation, proposed in order
   size_t next_in_population_ = 0;
-  std::vector<Scored> measured_;       // results of the current generation so far
+  std::vector<Scored> measured_;  // results of the current generation so far
   std::vector<Scored> elites_;
   size_t generation_ = 0;
   bool exhausted_ = false;

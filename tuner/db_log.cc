@@ -8,9 +8,9 @@
 
 namespace ktune::tuner {
 
-tuning_db::Record make_record(const schedule_space::Task& task, const schedule_space::Config& config,
-                              const MeasureResult& result, const RecordContext& context,
-                              int64_t batch) {
+tuning_db::Record make_record(const schedule_space::Task& task,
+                              const schedule_space::Config& config, const MeasureResult& result,
+                              const RecordContext& context, int64_t batch) {
   tuning_db::Record r;
   r.workload_key = task.workload_key();
   r.template_name = task.template_name();
@@ -50,7 +50,8 @@ Callback database_callback(tuning_db::Database& db, const schedule_space::Task& 
 
 std::vector<PastMeasurement> load_past_measurements(tuning_db::Database& db,
                                                     const schedule_space::Task& task,
-                                                    const tuning_db::TargetKey& target, bool emulated) {
+                                                    const tuning_db::TargetKey& target,
+                                                    bool emulated) {
   std::vector<PastMeasurement> out;
   std::unordered_set<uint64_t> seen;
   const std::string key = task.workload_key();

@@ -13,19 +13,19 @@ namespace ktune::tuner {
 
 // What a record needs beyond the task, config and result.
 struct RecordContext {
-  tuning_db::TargetKey target;   // canonical target string + LLVM version
-  std::string device_key;        // "" = unspecified
-  std::string tuner;             // Tuner::name()
+  tuning_db::TargetKey target;  // canonical target string + LLVM version
+  std::string device_key;       // "" = unspecified
+  std::string tuner;            // Tuner::name()
   std::string ktune_version;
-  int64_t run_id = 0;            // Database::begin_run id of this run; 0 = none
-  bool emulated = false;         // every record is marked emulated (else as each result says)
+  int64_t run_id = 0;     // Database::begin_run id of this run; 0 = none
+  bool emulated = false;  // every record is marked emulated (else as each result says)
 };
 
 // Returns the record of one measurement (emulated when the result or the context is). batch is
 // the batch number within the run.
-tuning_db::Record make_record(const schedule_space::Task& task, const schedule_space::Config& config,
-                              const MeasureResult& result, const RecordContext& context,
-                              int64_t batch);
+tuning_db::Record make_record(const schedule_space::Task& task,
+                              const schedule_space::Config& config, const MeasureResult& result,
+                              const RecordContext& context, int64_t batch);
 
 // Returns a callback that adds every batch to `db` in one transaction (all or nothing), so
 // the log holds exactly what was measured. `db` and `task` must outlive it. The callback
@@ -41,6 +41,7 @@ Callback database_callback(tuning_db::Database& db, const schedule_space::Task& 
 // Throws Error(kDatabase).
 std::vector<PastMeasurement> load_past_measurements(tuning_db::Database& db,
                                                     const schedule_space::Task& task,
-                                                    const tuning_db::TargetKey& target, bool emulated = false);
+                                                    const tuning_db::TargetKey& target,
+                                                    bool emulated = false);
 
 }  // namespace ktune::tuner

@@ -30,8 +30,7 @@ MeasureResult make_ok_result(std::vector<double> costs, double build_s, double r
   return r;
 }
 
-MeasureResult make_error_result(ErrorKind kind, std::string message, double build_s,
-                                double run_s) {
+MeasureResult make_error_result(ErrorKind kind, std::string message, double build_s, double run_s) {
   MeasureResult r;
   r.error = kind;
   r.error_message = std::move(message);

@@ -1,4 +1,5 @@
-// Defines the measurement contract of the tuner: MeasureInput, MeasureResult, Measurer (MeasureOptions: measure_options.h).
+// Defines the measurement contract of the tuner: MeasureInput, MeasureResult, Measurer
+// (MeasureOptions: measure_options.h).
 #pragma once
 
 #include <cstdint>
@@ -26,12 +27,12 @@ struct MeasureInput {
 // measurement kinds of ErrorKind (kInstantiation, kBuild, kBuildTimeout, kRun, kRunTimeout,
 // kWrongAnswer, kWorkerLost, kUnknown) and `costs` is empty.
 struct MeasureResult {
-  std::vector<double> costs;            // seconds per kernel run, one per repeat; empty on error
-  std::optional<ErrorKind> error;       // nullopt = ok
-  std::string error_message;            // human-readable detail when !ok()
-  double build_s = 0;                   // wall time spent lowering + compiling this candidate
-  double run_s = 0;                     // wall time spent running + checking this candidate
-  int64_t timestamp = 0;                // unix seconds when the result was produced
+  std::vector<double> costs;       // seconds per kernel run, one per repeat; empty on error
+  std::optional<ErrorKind> error;  // nullopt = ok
+  std::string error_message;       // human-readable detail when !ok()
+  double build_s = 0;              // wall time spent lowering + compiling this candidate
+  double run_s = 0;                // wall time spent running + checking this candidate
+  int64_t timestamp = 0;           // unix seconds when the result was produced
   // Timed on an emulated device (qemu): the record is marked (tuning_db::Record::emulated) and
   // never served as a real timing. A session whose whole measurer is emulated says so once
   // instead (SessionOptions::emulated); a measurer over mixed devices marks each result.

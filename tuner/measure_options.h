@@ -12,19 +12,19 @@ namespace ktune::tuner {
 // RunnerTiming, without the timeouts its parent enforces) and into job specs (JSON), each by one
 // converter; this header has no other dependency so that the device-side runner can include it.
 struct MeasureOptions {
-  int number = 4;                  // kernel runs per timing; the timing is their mean
-  int repeat = 3;                  // timings per candidate; MeasureResult::costs has this many
-  double min_repeat_ms = 0;        // grow `number` until one timing lasts at least this long
-  double build_timeout_s = 10;     // the candidate's own lower+codegen time, never queue time
-  double run_timeout_s = 10;       // the candidate's own run time (incl. its check), never queue time
-  double cooldown_s = 0;           // sleep between repeats
-  bool flush_cache = false;        // evict the caches (write a large buffer) before each run
-  bool check_correctness = true;   // compare outputs with the task's reference schedule
+  int number = 4;               // kernel runs per timing; the timing is their mean
+  int repeat = 3;               // timings per candidate; MeasureResult::costs has this many
+  double min_repeat_ms = 0;     // grow `number` until one timing lasts at least this long
+  double build_timeout_s = 10;  // the candidate's own lower+codegen time, never queue time
+  double run_timeout_s = 10;    // the candidate's own run time (incl. its check), never queue time
+  double cooldown_s = 0;        // sleep between repeats
+  bool flush_cache = false;     // evict the caches (write a large buffer) before each run
+  bool check_correctness = true;  // compare outputs with the task's reference schedule
   // |out - ref| <= atol + rtol * (|ref| + rms(ref)) element-wise: the rms term lets a reduction
   // summed in another order round differently without failing where the output is near zero.
   double rtol = 1e-4, atol = 1e-5;
-  int run_threads = 0;             // threads of the kernels' parallel loops; 0 = the runtime's default
-  uint64_t data_seed = 0;          // seeds the generated inputs (the same for reference and candidate)
+  int run_threads = 0;     // threads of the kernels' parallel loops; 0 = the runtime's default
+  uint64_t data_seed = 0;  // seeds the generated inputs (the same for reference and candidate)
 };
 
 }  // namespace ktune::tuner

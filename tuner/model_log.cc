@@ -77,14 +77,15 @@ bool ModelRunLog::finish() {
     info.target = s.target;
     size_t own_refits = 0;
     for (const RefitStats& r : search.refits()) own_refits += r.transferred ? 0 : 1;
-    info.metadata = {{"workload_key", s.task->workload_key()},
-                     {"trials", search.measured()},
-                     {"features", loop ? "loop" : "knob"},
-                     {"feature_version", loop ? cost_model::kLoopFeatureVersion : kKnobFeatureVersion},
-                     {"feature_length", s.tuner->feature_length()},
-                     {"refits", own_refits},
-                     {"run_id", s.run_id},
-                     {"emulated", s.emulated}};
+    info.metadata = {
+        {"workload_key", s.task->workload_key()},
+        {"trials", search.measured()},
+        {"features", loop ? "loop" : "knob"},
+        {"feature_version", loop ? cost_model::kLoopFeatureVersion : kKnobFeatureVersion},
+        {"feature_length", s.tuner->feature_length()},
+        {"refits", own_refits},
+        {"run_id", s.run_id},
+        {"emulated", s.emulated}};
     std::optional<double> rho = search.latest_rank_correlation();
     info.metadata["rank_correlation"] = rho ? nlohmann::json(*rho) : nlohmann::json(nullptr);
     std::vector<uint8_t> blob = s.tuner->model().save();

@@ -1,4 +1,5 @@
-// ModelTuning: a TaskTuner per tunable task (a TuningSession per allocation, resuming from the log) under one TaskScheduler.
+// ModelTuning: a TaskTuner per tunable task (a TuningSession per allocation, resuming from the log)
+// under one TaskScheduler.
 #include "tuner/model_tuning.h"
 
 #include <algorithm>
@@ -7,15 +8,17 @@
 #include <map>
 
 #include "support/error.h"
-#include "tuner/db_log.h"
 #include "support/version.h"
+#include "tuner/db_log.h"
 
 namespace ktune::tuner {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-nlohmann::json seconds_or_null(double s) { return std::isfinite(s) ? nlohmann::json(s) : nlohmann::json(nullptr); }
+nlohmann::json seconds_or_null(double s) {
+  return std::isfinite(s) ? nlohmann::json(s) : nlohmann::json(nullptr);
+}
 
 }  // namespace
 
@@ -25,7 +28,11 @@ class ModelTuning::SessionTuner final : public TaskTuner {
  public:
   SessionTuner(const schedule_space::Task& task, tuning_db::Database& db, Measurer& measurer,
                tuning_db::TargetKey target, SessionOptions options)
-      : task_(task), db_(db), measurer_(measurer), target_(std::move(target)), options_(std::move(options)) {
+      : task_(task),
+        db_(db),
+        measurer_(measurer),
+        target_(std::move(target)),
+        options_(std::move(options)) {
     for (const auto& past : load_past_measurements(db_, task_, target_, options_.emulated))
       if (past.result.ok()) best_ = std::min(best_, past.result.mean_cost());
   }
@@ -55,8 +62,10 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   // the best this run reported even when that best was the fallback.
   void set_fallback(const MeasureResult& r) {
     const schedule_space::Config config = task_.fallback_config();
-    if (!db_.has(task_.workload_key(), target_, static_cast<int64_t>(config.index()), options_.emulated)) {
-      RecordContext context{target_, options_.device_key, "fallback", kVersion, 0, options_.emulated};
+    if (!db_.has(task_.workload_key(), target_, static_cast<int64_t>(config.index()),
+                 options_.emulated)) {
+      RecordContext context{target_, options_.device_key, "fallback", kVersion,
+                            0,       options_.emulated};
       db_.add({make_record(task_, config, r, context, 0)});
     }
     if (!r.ok()) return;
@@ -82,8 +91,9 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   bool cancelled_ = false;
 };
 
-ModelTuning::ModelTuning(const frontend::ModelTasks& tasks, tuning_db::Database& db, Measurer& measurer,
-                         tuning_db::TargetKey target, ModelTuningOptions options)
+ModelTuning::ModelTuning(const frontend::ModelTasks& tasks, tuning_db::Database& db,
+                         Measurer& measurer, tuning_db::TargetKey target,
+                         ModelTuningOptions options)
     : tasks_(tasks), measurer_(measurer), options_(std::move(options)) {
   options_.session.batch_size = options_.scheduler.batch_size;
   options_.session.trials = options_.scheduler.batch_size;
@@ -100,13 +110,16 @@ ModelTuning::ModelTuning(const frontend::ModelTasks& tasks, tuning_db::Database&
     tunable_.push_back(&t);
     auto [it, fresh] = by_workload.emplace(t.tunable->workload_key(), tuners_.size());
     if (fresh) {
-      tuners_.push_back(std::make_unique<SessionTuner>(*t.tunable, db, measurer, target, options_.session));
+      tuners_.push_back(
+          std::make_unique<SessionTuner>(*t.tunable, db, measurer, target, options_.session));
       weights_.push_back(0);
     }
     tuner_of_.push_back(it->second);
     weights_[it->second] += static_cast<double>(t.count);
   }
-  if (tunable_.empty()) throw Error(ErrorKind::kInvalidArgument, "no task of the model can be tuned with today's templates");
+  if (tunable_.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                "no task of the model can be tuned with today's templates");
 }
 
 ModelTuning::~ModelTuning() = default;
@@ -124,8 +137,8 @@ ModelTuningReport ModelTuning::report() const {
   for (size_t i = 0; i < tunable_.size(); ++i) {
     const frontend::ModelTask& t = *tunable_[i];
     const SessionTuner& tuner = *tuners_[tuner_of_[i]];
-    TaskProgress p{t.key(), t.tunable->workload_key(), t.count, t.flop, tuner.trials(), tuner.best_latency(),
-                   tuner.fallback(), {}};
+    TaskProgress p{t.key(),        t.tunable->workload_key(), t.count,          t.flop,
+                   tuner.trials(), tuner.best_latency(),      tuner.fallback(), {}};
     r.tuned_s += static_cast<double>(t.count) * p.best_s;
     if (p.fallback_s) r.fallback_s += static_cast<double>(t.count) * *p.fallback_s;
     r.tasks.push_back(std::move(p));
@@ -138,14 +151,17 @@ ModelTuningReport ModelTuning::run(const std::function<void(const ModelTuningRep
   // Every task's untuned fallback in one batch (the measurer builds them in parallel), in this
   // run, so the model's fallback latency covers the same tasks as its tuned estimate.
   std::vector<MeasureInput> fallbacks;
-  for (const auto& tuner : tuners_) fallbacks.push_back({&tuner->task(), tuner->task().fallback_config()});
+  for (const auto& tuner : tuners_)
+    fallbacks.push_back({&tuner->task(), tuner->task().fallback_config()});
   const std::vector<MeasureResult> results = measurer_.measure(fallbacks);
-  for (size_t k = 0; k < tuners_.size() && k < results.size(); ++k) tuners_[k]->set_fallback(results[k]);
+  for (size_t k = 0; k < tuners_.size() && k < results.size(); ++k)
+    tuners_[k]->set_fallback(results[k]);
 
   std::vector<ScheduledTask> scheduled;
   for (size_t k = 0; k < tuners_.size(); ++k) {
     const schedule_space::Task& task = tuners_[k]->task();
-    scheduled.push_back({task.workload_key(), weights_[k], task.flop(), task.template_name(), tuners_[k].get()});
+    scheduled.push_back(
+        {task.workload_key(), weights_[k], task.flop(), task.template_name(), tuners_[k].get()});
   }
   TaskScheduler scheduler(std::move(scheduled), options_.scheduler);
   scheduler.run([&](const SchedulerStep& step) {
@@ -166,9 +182,13 @@ void label_layers(ModelTuningReport& report, const frontend::ModelTasks& tasks) 
 }
 
 nlohmann::json to_json(const ModelTuningReport& r) {
-  nlohmann::json j{{"trials", r.trials}, {"tuned_s", seconds_or_null(r.tuned_s)}, {"fallback_s", r.fallback_s},
-                   {"not_tuned", r.not_tuned}, {"cancelled", r.cancelled}};
-  if (std::isfinite(r.tuned_s) && r.tuned_s > 0 && r.fallback_s > 0) j["speedup_over_fallback"] = r.fallback_s / r.tuned_s;
+  nlohmann::json j{{"trials", r.trials},
+                   {"tuned_s", seconds_or_null(r.tuned_s)},
+                   {"fallback_s", r.fallback_s},
+                   {"not_tuned", r.not_tuned},
+                   {"cancelled", r.cancelled}};
+  if (std::isfinite(r.tuned_s) && r.tuned_s > 0 && r.fallback_s > 0)
+    j["speedup_over_fallback"] = r.fallback_s / r.tuned_s;
   j["tasks"] = nlohmann::json::array();
   for (const auto& t : r.tasks) {
     const double time = static_cast<double>(t.count) * t.best_s;
@@ -179,15 +199,20 @@ nlohmann::json to_json(const ModelTuningReport& r) {
                           {"trials", t.trials},
                           {"best_s", seconds_or_null(t.best_s)},
                           {"fallback_s", t.fallback_s ? nlohmann::json(*t.fallback_s) : nullptr},
-                          {"share", std::isfinite(time) && std::isfinite(r.tuned_s) ? nlohmann::json(time / r.tuned_s) : nullptr},
+                          {"share", std::isfinite(time) && std::isfinite(r.tuned_s)
+                                        ? nlohmann::json(time / r.tuned_s)
+                                        : nullptr},
                           {"layers", t.layers}});
   }
   j["workloads"] = nlohmann::json::array();
   for (size_t k = 0; k < r.workloads.size(); ++k)
-    j["workloads"].push_back({{"key", r.workloads[k]},
-                              {"best_s", seconds_or_null(k < r.workload_best_s.size() ? r.workload_best_s[k] : kInf)}});
+    j["workloads"].push_back(
+        {{"key", r.workloads[k]},
+         {"best_s", seconds_or_null(k < r.workload_best_s.size() ? r.workload_best_s[k] : kInf)}});
   if (!r.steps.empty())
-    j["step"] = {{"task", r.steps.back().task}, {"measured", r.steps.back().measured}, {"total", r.steps.back().total}};
+    j["step"] = {{"task", r.steps.back().task},
+                 {"measured", r.steps.back().measured},
+                 {"total", r.steps.back().total}};
   return j;
 }
 
@@ -195,7 +220,9 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j) {
   auto seconds = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : kInf; };
   // nlohmann would cast a float or a negative number to size_t (undefined or wrapped).
   auto count = [](const nlohmann::json& v) -> size_t {
-    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) throw Error(ErrorKind::kInvalidArgument, "model tuning report: a count is not an integer >= 0");
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0))
+      throw Error(ErrorKind::kInvalidArgument,
+                  "model tuning report: a count is not an integer >= 0");
     return v.get<size_t>();
   };
   try {
@@ -206,8 +233,14 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j) {
     r.not_tuned = count(j.at("not_tuned"));
     r.cancelled = j.value("cancelled", false);
     for (const auto& t : j.at("tasks")) {
-      TaskProgress p{t.at("key").get<std::string>(), t.at("tuned_as").get<std::string>(), static_cast<int64_t>(count(t.at("count"))),
-                     t.at("gflop").get<double>() * 1e9, count(t.at("trials")), seconds(t.at("best_s")), std::nullopt, {}};
+      TaskProgress p{t.at("key").get<std::string>(),
+                     t.at("tuned_as").get<std::string>(),
+                     static_cast<int64_t>(count(t.at("count"))),
+                     t.at("gflop").get<double>() * 1e9,
+                     count(t.at("trials")),
+                     seconds(t.at("best_s")),
+                     std::nullopt,
+                     {}};
       if (t.at("fallback_s").is_number()) p.fallback_s = t["fallback_s"].get<double>();
       p.layers = t.value("layers", std::vector<std::string>{});
       r.tasks.push_back(std::move(p));
@@ -223,7 +256,8 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j) {
       step.measured = count(s.at("measured"));
       step.total = count(s.at("total"));
       step.model_latency = r.tuned_s;
-      if (step.task >= r.workloads.size()) throw Error(ErrorKind::kInvalidArgument, "model tuning report: step of an unknown task");
+      if (step.task >= r.workloads.size())
+        throw Error(ErrorKind::kInvalidArgument, "model tuning report: step of an unknown task");
       r.steps.push_back(step);
     }
     return r;
@@ -232,12 +266,14 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j) {
   }
 }
 
-nlohmann::json model_summary_json(const frontend::ModelTasks& tasks, const ModelTuningReport& report) {
+nlohmann::json model_summary_json(const frontend::ModelTasks& tasks,
+                                  const ModelTuningReport& report) {
   nlohmann::json j = to_json(report);
   j["model"] = tasks.model;
   j["untuned"] = nlohmann::json::array();
   for (const auto& t : tasks.tasks)
-    if (!t.tunable) j["untuned"].push_back({{"task", t.key()}, {"count", t.count}, {"reason", t.refused}});
+    if (!t.tunable)
+      j["untuned"].push_back({{"task", t.key()}, {"count", t.count}, {"reason", t.refused}});
   for (const auto& u : tasks.unsupported)
     j["untuned"].push_back({{"task", u.op}, {"count", u.count}, {"reason", u.reason}});
   return j;

@@ -1,4 +1,6 @@
-// Defines ModelTuning: every tunable task of a model tuned under one trial budget (TaskScheduler over one TuningSession per allocation), with the estimated model latency against the untuned fallbacks.
+// Defines ModelTuning: every tunable task of a model tuned under one trial budget (TaskScheduler
+// over one TuningSession per allocation), with the estimated model latency against the untuned
+// fallbacks.
 #pragma once
 
 #include <cstddef>
@@ -28,28 +30,31 @@ struct ModelTuningOptions {
 
 // One task of the model as tuned.
 struct TaskProgress {
-  std::string key;           // the workload it should use (ModelTask::key())
-  std::string tuned_as;      // the workload tuned today (ModelTask::tunable)
+  std::string key;       // the workload it should use (ModelTask::key())
+  std::string tuned_as;  // the workload tuned today (ModelTask::tunable)
   int64_t count = 0;
   double flop = 0;
-  size_t trials = 0;         // new trials in this run (of its tuned workload, shared by tasks tuned as the same one)
-  double best_s = 0;         // best latency (resumed records and the fallback included); +inf when none
-  std::optional<double> fallback_s;  // the untuned fallback config, measured at the start of this run
-  // Its layers in graph order, as a model build labels them (ModelTasks::layers_of): one per occurrence.
+  size_t trials =
+      0;  // new trials in this run (of its tuned workload, shared by tasks tuned as the same one)
+  double best_s = 0;  // best latency (resumed records and the fallback included); +inf when none
+  std::optional<double>
+      fallback_s;  // the untuned fallback config, measured at the start of this run
+  // Its layers in graph order, as a model build labels them (ModelTasks::layers_of): one per
+  // occurrence.
   std::vector<std::string> layers;
 };
 
 struct ModelTuningReport {
-  std::vector<TaskProgress> tasks;     // the tunable tasks, in the model's order
-  size_t trials = 0;                   // spent in this run
-  double tuned_s = 0;                  // sum of count x best latency over the tasks
-  double fallback_s = 0;               // sum of count x fallback latency (tasks whose fallback ran)
-  size_t not_tuned = 0;                // tasks no template takes today (not in either sum)
+  std::vector<TaskProgress> tasks;  // the tunable tasks, in the model's order
+  size_t trials = 0;                // spent in this run
+  double tuned_s = 0;               // sum of count x best latency over the tasks
+  double fallback_s = 0;            // sum of count x fallback latency (tasks whose fallback ran)
+  size_t not_tuned = 0;             // tasks no template takes today (not in either sum)
   std::vector<SchedulerStep> steps;
   // The scheduler's tasks (SchedulerStep::task indexes this): one per distinct tuned workload.
   std::vector<std::string> workloads;
   std::vector<double> workload_best_s;
-  bool cancelled = false;              // the sessions' should_stop ended the run early
+  bool cancelled = false;  // the sessions' should_stop ended the run early
 };
 
 // One thread. The tasks, db and measurer must outlive it.
@@ -75,8 +80,9 @@ class ModelTuning {
   ModelTuningOptions options_;
   std::vector<std::unique_ptr<SessionTuner>> tuners_;
   std::vector<const frontend::ModelTask*> tunable_;
-  std::vector<size_t> tuner_of_;   // per tunable task: its tuner (tasks tuned as one workload share one)
-  std::vector<double> weights_;    // per tuner: the summed counts of its tasks
+  std::vector<size_t>
+      tuner_of_;  // per tunable task: its tuner (tasks tuned as one workload share one)
+  std::vector<double> weights_;  // per tuner: the summed counts of its tasks
   size_t not_tuned_ = 0;
   std::vector<SchedulerStep> steps_;
 };
@@ -97,6 +103,7 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j);
 
 // A finished run's summary: to_json(report) plus the model's name and "untuned": [{task, count,
 // reason}] (tasks no template takes and operators without a template, which are in neither sum).
-nlohmann::json model_summary_json(const frontend::ModelTasks& tasks, const ModelTuningReport& report);
+nlohmann::json model_summary_json(const frontend::ModelTasks& tasks,
+                                  const ModelTuningReport& report);
 
 }  // namespace ktune::tuner

@@ -26,26 +26,31 @@ std::vector<RevalidatedWorkload> revalidate(tuning_db::Database& db, Measurer& m
   std::set<std::string> seen;
   for (const tuning_db::WorkloadSummary& s : db.summaries()) {
     if (s.target.target != target.key || !seen.insert(s.workload_key).second) continue;
-    const auto fastest = db.top_k(s.workload_key, tuning_db::TargetKey{target.key, ""}, options.top_k * kScanFactor,
-                                  tuning_db::RecordQuery{});
+    const auto fastest = db.top_k(s.workload_key, tuning_db::TargetKey{target.key, ""},
+                                  options.top_k * kScanFactor, tuning_db::RecordQuery{});
     std::set<int64_t> current;  // configs this toolchain measured already
-    for (const auto& r : db.top_k(s.workload_key, tuning_db::TargetKey{target.key, options.llvm_version},
-                                  options.top_k * kScanFactor, tuning_db::RecordQuery{}))
+    for (const auto& r :
+         db.top_k(s.workload_key, tuning_db::TargetKey{target.key, options.llvm_version},
+                  options.top_k * kScanFactor, tuning_db::RecordQuery{}))
       current.insert(r.config_index);
     std::vector<tuning_db::Record> old;
     for (const auto& r : fastest)
       if (r.target.llvm_version != options.llvm_version && !current.count(r.config_index) &&
           static_cast<int64_t>(old.size()) < options.top_k &&
-          std::none_of(old.begin(), old.end(), [&](const auto& o) { return o.config_index == r.config_index; }))
+          std::none_of(old.begin(), old.end(),
+                       [&](const auto& o) { return o.config_index == r.config_index; }))
         old.push_back(r);
     if (old.empty()) continue;
     try {
       std::map<std::string, std::string> args;
-      for (const auto& [k, v] : old.front().args.items()) args[k] = v.is_string() ? v.get<std::string>() : v.dump();
-      const schedule_space::Task task = schedule_space::Task::create(old.front().template_name, args, target);
+      for (const auto& [k, v] : old.front().args.items())
+        args[k] = v.is_string() ? v.get<std::string>() : v.dump();
+      const schedule_space::Task task =
+          schedule_space::Task::create(old.front().template_name, args, target);
       std::vector<MeasureInput> inputs;
-      for (const auto& r : old) inputs.push_back({&task, task.space().get(task.space().index_of(
-                                                           schedule_space::Config::from_json(r.config)))});
+      for (const auto& r : old)
+        inputs.push_back({&task, task.space().get(task.space().index_of(
+                                     schedule_space::Config::from_json(r.config)))});
       const std::vector<MeasureResult> results = measurer.measure(inputs);
       RecordContext context;
       context.target = {target.key, options.llvm_version};

@@ -13,19 +13,19 @@
 namespace ktune::tuner {
 
 struct RevalidateOptions {
-  int64_t top_k = 5;            // configs re-measured per workload (its fastest of other toolchains)
-  std::string llvm_version;     // this toolchain's; records of any other version are re-measured
-  std::string ktune_version;    // written into the new records
-  std::string device_key;       // written into the new records ("" = unspecified)
+  int64_t top_k = 5;          // configs re-measured per workload (its fastest of other toolchains)
+  std::string llvm_version;   // this toolchain's; records of any other version are re-measured
+  std::string ktune_version;  // written into the new records
+  std::string device_key;     // written into the new records ("" = unspecified)
 };
 
 struct RevalidatedWorkload {
   std::string workload_key;
-  int64_t remeasured = 0;       // configs measured again (failures included)
-  int64_t failed = 0;           // of those, how many failed with this toolchain
-  double old_best_s = 0;        // fastest mean cost recorded by other toolchains (of those configs)
-  double new_best_s = 0;        // fastest mean cost measured now; 0 when every one failed
-  std::string old_llvm_version; // the toolchain of the old fastest record
+  int64_t remeasured = 0;  // configs measured again (failures included)
+  int64_t failed = 0;      // of those, how many failed with this toolchain
+  double old_best_s = 0;   // fastest mean cost recorded by other toolchains (of those configs)
+  double new_best_s = 0;   // fastest mean cost measured now; 0 when every one failed
+  std::string old_llvm_version;  // the toolchain of the old fastest record
 };
 
 // For every workload of `target` (this machine's traits: its key is the records' target) with

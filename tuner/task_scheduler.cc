@@ -1,4 +1,5 @@
-// The multi-task scheduler: warm-up, then Ansor's gradient (or round robin) picks the task of each allocation.
+// The multi-task scheduler: warm-up, then Ansor's gradient (or round robin) picks the task of each
+// allocation.
 #include "tuner/task_scheduler.h"
 
 #include <algorithm>
@@ -15,12 +16,18 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 void validate(const TaskSchedulerOptions& o) {
   if (o.strategy != "gradient" && o.strategy != "round_robin")
-    throw Error(ErrorKind::kInvalidArgument, "unknown task scheduler '" + o.strategy + "' (known: gradient, round_robin)");
-  if (o.trials == 0) throw Error(ErrorKind::kInvalidArgument, "the trial budget must be at least 1");
-  if (o.batch_size == 0) throw Error(ErrorKind::kInvalidArgument, "the batch size must be at least 1");
-  if (!(o.alpha >= 0 && o.alpha <= 1)) throw Error(ErrorKind::kInvalidArgument, "alpha must lie in [0, 1]");
-  if (!(o.beta > 0) || !std::isfinite(o.beta)) throw Error(ErrorKind::kInvalidArgument, "beta must be positive");
-  if (o.backward_window == 0) throw Error(ErrorKind::kInvalidArgument, "the backward window must be at least 1");
+    throw Error(ErrorKind::kInvalidArgument,
+                "unknown task scheduler '" + o.strategy + "' (known: gradient, round_robin)");
+  if (o.trials == 0)
+    throw Error(ErrorKind::kInvalidArgument, "the trial budget must be at least 1");
+  if (o.batch_size == 0)
+    throw Error(ErrorKind::kInvalidArgument, "the batch size must be at least 1");
+  if (!(o.alpha >= 0 && o.alpha <= 1))
+    throw Error(ErrorKind::kInvalidArgument, "alpha must lie in [0, 1]");
+  if (!(o.beta > 0) || !std::isfinite(o.beta))
+    throw Error(ErrorKind::kInvalidArgument, "beta must be positive");
+  if (o.backward_window == 0)
+    throw Error(ErrorKind::kInvalidArgument, "the backward window must be at least 1");
 }
 
 TaskScheduler::TaskScheduler(std::vector<ScheduledTask> tasks, TaskSchedulerOptions options)
@@ -28,7 +35,8 @@ TaskScheduler::TaskScheduler(std::vector<ScheduledTask> tasks, TaskSchedulerOpti
   validate(options_);
   if (tasks_.empty()) throw Error(ErrorKind::kInvalidArgument, "no task to schedule");
   for (const auto& t : tasks_) {
-    if (t.tuner == nullptr) throw Error(ErrorKind::kInvalidArgument, "task '" + t.name + "' has no tuner");
+    if (t.tuner == nullptr)
+      throw Error(ErrorKind::kInvalidArgument, "task '" + t.name + "' has no tuner");
     if (!(t.weight > 0) || !std::isfinite(t.weight))
       throw Error(ErrorKind::kInvalidArgument, "task '" + t.name + "' needs a positive weight");
   }
@@ -56,7 +64,8 @@ double TaskScheduler::gradient(size_t i) const {
   double backward = 0;
   const auto& h = history_[i];
   const size_t w = options_.backward_window;
-  if (h.size() > w && std::isfinite(h[h.size() - 1 - w])) backward = (h.back() - h[h.size() - 1 - w]) / static_cast<double>(w);
+  if (h.size() > w && std::isfinite(h[h.size() - 1 - w]))
+    backward = (h.back() - h[h.size() - 1 - w]) / static_cast<double>(w);
 
   // Forward, optimistic: latency keeps falling like 1/allocations, but a task is not expected to
   // get faster than `beta` times the time its group's best throughput would give it.
@@ -69,7 +78,8 @@ double TaskScheduler::gradient(size_t i) const {
     const double bj = tasks_[j].tuner->best_latency();
     if (std::isfinite(bj) && bj > 0) group_flops = std::max(group_flops, tasks_[j].flop / bj);
   }
-  if (group_size > 1 && group_flops > 0 && task.flop > 0) next = std::min(next, options_.beta * task.flop / group_flops);
+  if (group_size > 1 && group_flops > 0 && task.flop > 0)
+    next = std::min(next, options_.beta * task.flop / group_flops);
   const double forward = std::min(next - best, 0.0);
 
   // d(model latency)/d(best_i) is the task's weight: the model latency is sum_i weight_i x best_i.
@@ -107,13 +117,15 @@ size_t TaskScheduler::pick_next() {
   return best[std::uniform_int_distribution<size_t>(0, best.size() - 1)(rng_)];
 }
 
-std::vector<SchedulerStep> TaskScheduler::run(const std::function<void(const SchedulerStep&)>& on_step) {
+std::vector<SchedulerStep> TaskScheduler::run(
+    const std::function<void(const SchedulerStep&)>& on_step) {
   std::vector<SchedulerStep> steps;
   size_t total = 0;
   while (total < options_.trials) {
     const size_t i = pick_next();
     if (i >= tasks_.size()) break;
-    const size_t measured = tasks_[i].tuner->tune(std::min(options_.batch_size, options_.trials - total));
+    const size_t measured =
+        tasks_[i].tuner->tune(std::min(options_.batch_size, options_.trials - total));
     if (measured == 0) {
       exhausted_[i] = true;
       continue;

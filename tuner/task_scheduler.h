@@ -1,4 +1,6 @@
-// Defines TaskScheduler: one trial budget over many tasks, spent where the estimated end-to-end latency (sum of weight x best latency) falls most (Ansor's gradient scheduler) or in equal round-robin shares.
+// Defines TaskScheduler: one trial budget over many tasks, spent where the estimated end-to-end
+// latency (sum of weight x best latency) falls most (Ansor's gradient scheduler) or in equal
+// round-robin shares.
 #pragma once
 
 #include <cstddef>
@@ -29,22 +31,23 @@ class TaskTuner {
 struct ScheduledTask {
   std::string name;
   double weight = 1;
-  double flop = 0;          // of one run
-  std::string group;        // tasks of one group are alike (same template): the forward estimate compares them
+  double flop = 0;  // of one run
+  std::string
+      group;  // tasks of one group are alike (same template): the forward estimate compares them
   TaskTuner* tuner = nullptr;  // not owned; outlives the scheduler
 };
 
 struct TaskSchedulerOptions {
   std::string strategy = "gradient";  // gradient (Ansor) or round_robin (an equal split)
-  size_t trials = 1000;       // the whole budget, all tasks together
-  size_t batch_size = 16;     // trials per allocation
+  size_t trials = 1000;               // the whole budget, all tasks together
+  size_t batch_size = 16;             // trials per allocation
   // Gradient strategy (Ansor's defaults): the weight of the backward (observed) gradient against
   // the forward (optimistic) one, the number of past allocations it looks back over, and how much
   // slower than its group's best throughput a task is expected to be able to get (beta).
   double alpha = 0.2;
   size_t backward_window = 3;
   double beta = 2.0;
-  uint64_t seed = 0;          // breaks ties among equal gradients
+  uint64_t seed = 0;  // breaks ties among equal gradients
 };
 
 // Throws Error(kInvalidArgument) for an unknown strategy, 0 trials or batch size, alpha outside
@@ -53,10 +56,10 @@ void validate(const TaskSchedulerOptions& options);
 
 // After each allocation.
 struct SchedulerStep {
-  size_t task = 0;          // index of the task that was tuned
-  size_t measured = 0;      // trials it measured in this allocation
-  size_t total = 0;         // trials spent so far, all tasks
-  double model_latency = 0; // sum of weight x best latency (+inf while a task has none)
+  size_t task = 0;           // index of the task that was tuned
+  size_t measured = 0;       // trials it measured in this allocation
+  size_t total = 0;          // trials spent so far, all tasks
+  double model_latency = 0;  // sum of weight x best latency (+inf while a task has none)
 };
 
 // Not thread-safe; one run per object.

@@ -20,9 +20,12 @@ namespace {
 std::map<std::string, std::string> args_map(const nlohmann::json& args) {
   std::map<std::string, std::string> out;
   for (const auto& [name, value] : args.items()) {
-    if (value.is_number_integer()) out[name] = std::to_string(value.get<int64_t>());
-    else if (value.is_string()) out[name] = value.get<std::string>();
-    else out[name] = value.dump();
+    if (value.is_number_integer())
+      out[name] = std::to_string(value.get<int64_t>());
+    else if (value.is_string())
+      out[name] = value.get<std::string>();
+    else
+      out[name] = value.dump();
   }
   return out;
 }
@@ -67,8 +70,9 @@ std::unique_ptr<TransferModel> TransferModel::train(const schedule_space::Task& 
     auto it = tasks.find(r.workload_key);
     if (it == tasks.end()) {
       try {
-        it = tasks.emplace(r.workload_key,
-                           schedule_space::Task::create(r.template_name, args_map(r.args), task.target()))
+        it = tasks
+                 .emplace(r.workload_key, schedule_space::Task::create(
+                                              r.template_name, args_map(r.args), task.target()))
                  .first;
       } catch (const Error& e) {
         spdlog::warn("transfer: skipping {}: {}", r.workload_key, e.what());
@@ -133,10 +137,9 @@ std::vector<float> TransferModel::score(const schedule_space::Task& task,
     if (i >= space.size())
       throw Error(ErrorKind::kInvalidArgument, "transfer: config index outside the space");
   }
-  std::vector<std::vector<float>> rows =
-      parallel_rows(indices.size(), params_.feature_threads, [&](size_t i) {
-        return cost_model::config_loop_features(task, space.get(indices[i]));
-      });
+  std::vector<std::vector<float>> rows = parallel_rows(
+      indices.size(), params_.feature_threads,
+      [&](size_t i) { return cost_model::config_loop_features(task, space.get(indices[i])); });
   cost_model::FeatureMatrix x;
   for (const auto& row : rows) x.append(row);
   if (x.rows == 0) return {};
@@ -158,19 +161,23 @@ std::vector<ScoredIndex> TransferModel::plan(const schedule_space::Task& task, s
   return out;
 }
 
-std::vector<uint64_t> same_space_best(const schedule_space::Task& task, const std::vector<tuning_db::Record>& history,
-                                      size_t n, const std::unordered_set<uint64_t>& exclude) {
+std::vector<uint64_t> same_space_best(const schedule_space::Task& task,
+                                      const std::vector<tuning_db::Record>& history, size_t n,
+                                      const std::unordered_set<uint64_t>& exclude) {
   const std::string space = task.space().describe();
   std::map<std::string, bool> same;  // workload key -> its space is the task's
   std::map<std::string, std::vector<const tuning_db::Record*>> by_workload;
   for (const tuning_db::Record& r : history) {
-    if (r.error || r.costs.empty() || r.template_name != task.template_name() || r.workload_key == task.workload_key())
+    if (r.error || r.costs.empty() || r.template_name != task.template_name() ||
+        r.workload_key == task.workload_key())
       continue;
     auto it = same.find(r.workload_key);
     if (it == same.end()) {
       bool equal = false;
       try {
-        equal = schedule_space::Task::create(r.template_name, args_map(r.args), task.target()).space().describe() == space;
+        equal = schedule_space::Task::create(r.template_name, args_map(r.args), task.target())
+                    .space()
+                    .describe() == space;
       } catch (const Error&) {
         // A workload this build cannot instantiate has no configs to offer.
       }
@@ -184,8 +191,9 @@ std::vector<uint64_t> same_space_best(const schedule_space::Task& task, const st
     return sum / static_cast<double>(r->costs.size());
   };
   for (auto& [key, records] : by_workload)
-    std::stable_sort(records.begin(), records.end(),
-                     [&](const tuning_db::Record* a, const tuning_db::Record* b) { return mean(a) < mean(b); });
+    std::stable_sort(
+        records.begin(), records.end(),
+        [&](const tuning_db::Record* a, const tuning_db::Record* b) { return mean(a) < mean(b); });
   std::vector<uint64_t> out;
   std::unordered_set<uint64_t> taken;
   for (size_t rank = 0; out.size() < n; ++rank) {
@@ -195,8 +203,11 @@ std::vector<uint64_t> same_space_best(const schedule_space::Task& task, const st
       any = true;
       const tuning_db::Record& r = *records[rank];
       const uint64_t index = static_cast<uint64_t>(r.config_index);
-      if (index >= task.space().size() || exclude.count(index) != 0 || taken.count(index) != 0) continue;
-      if (r.config.contains("entity") && task.space().get(index).to_json()["entity"] != r.config["entity"]) continue;
+      if (index >= task.space().size() || exclude.count(index) != 0 || taken.count(index) != 0)
+        continue;
+      if (r.config.contains("entity") &&
+          task.space().get(index).to_json()["entity"] != r.config["entity"])
+        continue;
       taken.insert(index);
       out.push_back(index);
     }

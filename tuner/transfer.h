@@ -15,7 +15,7 @@
 namespace ktune::tuner {
 
 struct TransferParams {
-  size_t min_workloads = 1;  // other workloads the history must cover
+  size_t min_workloads = 1;    // other workloads the history must cover
   size_t min_ok_records = 16;  // successful history records needed to train
   size_t pool = 512;  // random unvisited configs of the new space scored for the first plan
   size_t feature_threads = 2;  // threads lowering configs for their features
@@ -68,7 +68,8 @@ class TransferModel {
 // these are the likeliest good configs of the task before any of its own is measured. Each
 // other workload's successful records best first, interleaved across workloads, at most n, none
 // in `exclude`; a record whose config does not denote the same entities here is skipped.
-std::vector<uint64_t> same_space_best(const schedule_space::Task& task, const std::vector<tuning_db::Record>& history,
-                                      size_t n, const std::unordered_set<uint64_t>& exclude = {});
+std::vector<uint64_t> same_space_best(const schedule_space::Task& task,
+                                      const std::vector<tuning_db::Record>& history, size_t n,
+                                      const std::unordered_set<uint64_t>& exclude = {});
 
 }  // namespace ktune::tuner

@@ -20,8 +20,9 @@ double seconds_since(Clock::time_point start) {
 }
 
 // Keeps the best successful result and its config.
-void consider(TuneResult& out, const schedule_space::Task& task, const schedule_space::Config& config,
-              const MeasureResult& result, bool is_new, bool& improved) {
+void consider(TuneResult& out, const schedule_space::Task& task,
+              const schedule_space::Config& config, const MeasureResult& result, bool is_new,
+              bool& improved) {
   improved = false;
   if (!result.ok()) return;
   if (out.best_config && result.mean_cost() >= out.best_result.mean_cost()) return;

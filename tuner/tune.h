@@ -29,9 +29,9 @@ struct PastMeasurement {
 };
 
 struct TuneOptions {
-  size_t n_trial = 64;         // new measurements to make (the budget); resumed ones don't count
-  size_t early_stopping = 0;   // stop after this many trials without a better config; 0 = never
-  size_t batch_size = 16;      // configs asked from the tuner and measured together
+  size_t n_trial = 64;        // new measurements to make (the budget); resumed ones don't count
+  size_t early_stopping = 0;  // stop after this many trials without a better config; 0 = never
+  size_t batch_size = 16;     // configs asked from the tuner and measured together
   // Writes each measured batch to the tuning log (database_callback). Called BEFORE the tuner
   // sees the batch, so a tuner whose model fit fails loses nothing. May be empty (no log).
   Callback log;
@@ -50,12 +50,12 @@ struct TuneResult {
   std::optional<schedule_space::Config> best_config;  // best successful config (incl. resumed)
   MeasureResult best_result;                          // its result (error set when none)
   double best_gflops = 0;                             // task flop / best mean cost / 1e9
-  bool best_is_new = false;       // the best was measured in this run (not resumed)
-  size_t n_measured = 0;          // new measurements made in this run
-  size_t n_ok = 0;                // of which succeeded
+  bool best_is_new = false;            // the best was measured in this run (not resumed)
+  size_t n_measured = 0;               // new measurements made in this run
+  size_t n_ok = 0;                     // of which succeeded
   std::map<ErrorKind, size_t> errors;  // failed new measurements per kind
-  size_t n_resumed = 0;           // past measurements handed to the tuner
-  size_t n_claimed_elsewhere = 0; // proposed configs skipped because another run claimed them
+  size_t n_resumed = 0;                // past measurements handed to the tuner
+  size_t n_claimed_elsewhere = 0;      // proposed configs skipped because another run claimed them
   bool stopped_early = false;
   bool space_exhausted = false;   // the tuner had nothing left before the budget was spent
   bool cancelled = false;         // should_stop ended the loop

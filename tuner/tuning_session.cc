@@ -11,12 +11,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "support/version.h"
 #include "tuner/basic_tuners.h"
 #include "tuner/db_log.h"
 #include "tuner/model_based_tuner.h"
 #include "tuner/model_log.h"
 #include "tuner/transfer.h"
-#include "support/version.h"
 #include "tuning_db/claim_store.h"
 
 namespace ktune::tuner {
@@ -25,7 +25,8 @@ namespace {
 FeatureKind parse_features(const std::string& name) {
   if (name == "knob") return FeatureKind::kKnob;
   if (name == "loop") return FeatureKind::kLoop;
-  throw Error(ErrorKind::kInvalidArgument, "unknown xgb features '" + name + "' (known: knob, loop)");
+  throw Error(ErrorKind::kInvalidArgument,
+              "unknown xgb features '" + name + "' (known: knob, loop)");
 }
 
 std::unique_ptr<Tuner> make_tuner(const SessionOptions& o, const schedule_space::Task& task) {
@@ -42,22 +43,25 @@ std::unique_ptr<Tuner> make_tuner(const SessionOptions& o, const schedule_space:
     ga.seed = o.seed;
     return std::make_unique<GATuner>(task.space(), task.flop(), ga);
   }
-  throw Error(ErrorKind::kInvalidArgument, "unknown tuner '" + o.tuner + "' (known: random, grid, ga, xgb)");
+  throw Error(ErrorKind::kInvalidArgument,
+              "unknown tuner '" + o.tuner + "' (known: random, grid, ga, xgb)");
 }
 
 // Seeds the tuner's first plan from the log's other workloads of the template: first the best
 // configs of workloads with this very space (tune-model's same-shape layers that differ in their
 // epilogue), then the pick of a model trained on all of them. Does nothing (beyond a log line)
 // when the history offers neither.
-void seed_from_history(tuning_db::Database& db, const schedule_space::Task& task, const tuning_db::TargetKey& target,
-                       const SessionOptions& o, XGBTuner& xgb, const std::vector<PastMeasurement>& resume) {
-  const std::vector<tuning_db::Record> history =
-      db.history(task.template_name(), target, static_cast<int64_t>(o.transfer_history), o.emulated);
+void seed_from_history(tuning_db::Database& db, const schedule_space::Task& task,
+                       const tuning_db::TargetKey& target, const SessionOptions& o, XGBTuner& xgb,
+                       const std::vector<PastMeasurement>& resume) {
+  const std::vector<tuning_db::Record> history = db.history(
+      task.template_name(), target, static_cast<int64_t>(o.transfer_history), o.emulated);
   std::unordered_set<uint64_t> exclude;
   for (const auto& past : resume) exclude.insert(past.config.index());
   const size_t plan_size = xgb.search().params().plan_size;
   // A quarter of the plan at most: the model's pick and exploration keep the rest.
-  const std::vector<uint64_t> same = same_space_best(task, history, std::max<size_t>(1, plan_size / 4), exclude);
+  const std::vector<uint64_t> same =
+      same_space_best(task, history, std::max<size_t>(1, plan_size / 4), exclude);
   TransferParams params;
   params.seed = o.seed;
   auto model = TransferModel::train(task, history, params);
@@ -68,26 +72,34 @@ void seed_from_history(tuning_db::Database& db, const schedule_space::Task& task
     exclude.insert(index);
   }
   if (model) {
-    for (const ScoredIndex& c : model->plan(task, plan_size - plan.size(), exclude)) plan.push_back(c);
+    for (const ScoredIndex& c : model->plan(task, plan_size - plan.size(), exclude))
+      plan.push_back(c);
   } else {
     std::mt19937_64 rng(o.seed);
-    for (uint64_t index : task.space().sample(plan_size - plan.size(), rng, exclude)) plan.push_back({index, 0.0f});
+    for (uint64_t index : task.space().sample(plan_size - plan.size(), rng, exclude))
+      plan.push_back({index, 0.0f});
   }
   xgb.search().seed_plan(plan);
   if (!same.empty())
-    spdlog::info("xgb: first plan starts with the best {} configs of workloads with the same space", same.size());
+    spdlog::info("xgb: first plan starts with the best {} configs of workloads with the same space",
+                 same.size());
   if (model)
-    spdlog::info("xgb: first plan chosen by a model of {} records of {} other workloads", model->rows(),
-                 model->workloads());
+    spdlog::info("xgb: first plan chosen by a model of {} records of {} other workloads",
+                 model->rows(), model->workloads());
 }
 
 // The claims of one run: taken per batch, released per logged batch and, for whatever is left
 // (a measurer that threw), when the run ends.
 class ClaimGuard {
  public:
-  ClaimGuard(tuning_db::Database& db, std::string workload_key, tuning_db::TargetKey target, double ttl_s,
-             bool emulated)
-      : db_(db), claims_(db), key_(std::move(workload_key)), target_(std::move(target)), ttl_s_(ttl_s), emulated_(emulated),
+  ClaimGuard(tuning_db::Database& db, std::string workload_key, tuning_db::TargetKey target,
+             double ttl_s, bool emulated)
+      : db_(db),
+        claims_(db),
+        key_(std::move(workload_key)),
+        target_(std::move(target)),
+        ttl_s_(ttl_s),
+        emulated_(emulated),
         owner_(tuning_db::ClaimOwner::this_process()) {}
   ClaimGuard(const ClaimGuard&) = delete;
   ClaimGuard& operator=(const ClaimGuard&) = delete;
@@ -102,16 +114,20 @@ class ClaimGuard {
 
   std::vector<bool> claim(const std::vector<MeasureInput>& inputs) {
     const std::vector<int64_t> want = indices(inputs);
-    const std::vector<int64_t> granted = claims_.claim(key_, target_, want, owner_, ttl_s_, emulated_);
+    const std::vector<int64_t> granted =
+        claims_.claim(key_, target_, want, owner_, ttl_s_, emulated_);
     std::unordered_set<int64_t> ok(granted.begin(), granted.end());
     std::vector<bool> out;
     out.reserve(want.size());
     for (int64_t index : want) out.push_back(ok.count(index) > 0);
     if (granted.size() < want.size())
-      spdlog::info("{} of {} configs are measured by another run; skipped", want.size() - granted.size(), want.size());
+      spdlog::info("{} of {} configs are measured by another run; skipped",
+                   want.size() - granted.size(), want.size());
     return out;
   }
-  void release(const std::vector<MeasureInput>& inputs) { claims_.release(owner_, key_, target_, indices(inputs)); }
+  void release(const std::vector<MeasureInput>& inputs) {
+    claims_.release(owner_, key_, target_, indices(inputs));
+  }
 
  private:
   static std::vector<int64_t> indices(const std::vector<MeasureInput>& inputs) {
@@ -142,17 +158,24 @@ nlohmann::json result_json(const schedule_space::Task& task, const MeasureResult
 
 void validate(const SessionOptions& o) {
   if (o.tuner != "xgb" && o.tuner != "random" && o.tuner != "grid" && o.tuner != "ga")
-    throw Error(ErrorKind::kInvalidArgument, "unknown tuner '" + o.tuner + "' (known: random, grid, ga, xgb)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "unknown tuner '" + o.tuner + "' (known: random, grid, ga, xgb)");
   parse_features(o.xgb_features);
   if (o.trials == 0) throw Error(ErrorKind::kInvalidArgument, "trials must be at least 1");
-  if (o.batch_size == 0) throw Error(ErrorKind::kInvalidArgument, "the batch size must be at least 1");
+  if (o.batch_size == 0)
+    throw Error(ErrorKind::kInvalidArgument, "the batch size must be at least 1");
   if (!std::isfinite(o.claim_ttl_s) || o.claim_ttl_s <= 0)
     throw Error(ErrorKind::kInvalidArgument, "the claim ttl must be finite and > 0");
 }
 
-TuningSession::TuningSession(const schedule_space::Task& task, tuning_db::Database& db, Measurer& measurer,
-                             tuning_db::TargetKey target, SessionOptions options)
-    : task_(task), db_(db), measurer_(measurer), target_(std::move(target)), options_(std::move(options)) {
+TuningSession::TuningSession(const schedule_space::Task& task, tuning_db::Database& db,
+                             Measurer& measurer, tuning_db::TargetKey target,
+                             SessionOptions options)
+    : task_(task),
+      db_(db),
+      measurer_(measurer),
+      target_(std::move(target)),
+      options_(std::move(options)) {
   validate(options_);
 }
 
@@ -168,8 +191,8 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
   tune_options.should_stop = o.should_stop;
   tune_options.resume = load_past_measurements(db_, task_, target_, o.emulated);
   if (!tune_options.resume.empty())
-    spdlog::info("resuming: {} configs of {} are already in {}{}", tune_options.resume.size(), task_.workload_key(),
-                 db_.path(), o.emulated ? " (emulated)" : "");
+    spdlog::info("resuming: {} configs of {} are already in {}{}", tune_options.resume.size(),
+                 task_.workload_key(), db_.path(), o.emulated ? " (emulated)" : "");
 
   RecordContext context;
   context.target = target_;
@@ -181,20 +204,24 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
   std::unique_ptr<ModelRunLog> model_log;
   if (xgb != nullptr) {
     if (o.transfer) seed_from_history(db_, task_, target_, o, *xgb, tune_options.resume);
-    nlohmann::json run_options{{"trials", o.trials}, {"batch_size", o.batch_size}, {"seed", o.seed},
-                               {"features", o.xgb_features}, {"transfer", o.transfer}, {"emulated", o.emulated}};
+    nlohmann::json run_options{{"trials", o.trials},     {"batch_size", o.batch_size},
+                               {"seed", o.seed},         {"features", o.xgb_features},
+                               {"transfer", o.transfer}, {"emulated", o.emulated}};
     model_log = std::make_unique<ModelRunLog>(db_, task_, target_, *xgb, run_options, o.run_id);
     context.run_id = model_log->run_id();
   }
   std::optional<ClaimGuard> claims;
   if (o.claim_configs) {
     claims.emplace(db_, task_.workload_key(), target_, o.claim_ttl_s, o.emulated);
-    tune_options.claim = [&claims](const std::vector<MeasureInput>& inputs) { return claims->claim(inputs); };
+    tune_options.claim = [&claims](const std::vector<MeasureInput>& inputs) {
+      return claims->claim(inputs);
+    };
   }
   // The log first: the tuner (and its model fit) sees a batch only once it is recorded. Once
   // logged, a config is known to every run: its claim has done its work.
   tune_options.log = [write = database_callback(db_, task_, context), &claims](
-                         const std::vector<MeasureInput>& inputs, const std::vector<MeasureResult>& results) {
+                         const std::vector<MeasureInput>& inputs,
+                         const std::vector<MeasureResult>& results) {
     write(inputs, results);
     if (claims) claims->release(inputs);
   };
@@ -205,7 +232,8 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
   progress->total = o.trials;
   for (const auto& past : tune_options.resume)
     if (past.result.ok())
-      progress->best_gflops = std::max(progress->best_gflops, task_.flop() / past.result.mean_cost() / 1e9);
+      progress->best_gflops =
+          std::max(progress->best_gflops, task_.flop() / past.result.mean_cost() / 1e9);
   const auto start = std::chrono::steady_clock::now();
   if (on_progress) {
     tune_options.callbacks.push_back([&, progress, xgb](const std::vector<MeasureInput>&,
@@ -214,15 +242,18 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
         ++progress->done;
         if (r.ok()) {
           ++progress->ok;
-          progress->best_gflops = std::max(progress->best_gflops, task_.flop() / r.mean_cost() / 1e9);
+          progress->best_gflops =
+              std::max(progress->best_gflops, task_.flop() / r.mean_cost() / 1e9);
         } else {
           ++progress->errors[r.error.value_or(ErrorKind::kUnknown)];
         }
       }
-      progress->elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      progress->eta_s = progress->done > 0 && progress->total > progress->done
-                            ? progress->elapsed_s / progress->done * (progress->total - progress->done)
-                            : 0;
+      progress->elapsed_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      progress->eta_s =
+          progress->done > 0 && progress->total > progress->done
+              ? progress->elapsed_s / progress->done * (progress->total - progress->done)
+              : 0;
       if (xgb != nullptr) progress->rank_correlation = xgb->search().latest_rank_correlation();
       on_progress(*progress);
     });
@@ -263,10 +294,11 @@ nlohmann::json summary_json(const schedule_space::Task& task, const tuning_db::T
                    {"wall_s", r.wall_s},
                    {"run_id", report.run_id}};
   if (report.tuner == "xgb") {
-    j["model"] = {{"saved", report.model_saved},
-                  {"refits", report.refits},
-                  {"rank_correlation",
-                   report.rank_correlation ? nlohmann::json(*report.rank_correlation) : nlohmann::json(nullptr)}};
+    j["model"] = {
+        {"saved", report.model_saved},
+        {"refits", report.refits},
+        {"rank_correlation", report.rank_correlation ? nlohmann::json(*report.rank_correlation)
+                                                     : nlohmann::json(nullptr)}};
   }
   if (r.best_config) {
     j["best"] = {{"config", r.best_config->to_json()},

@@ -1,4 +1,5 @@
-// Defines TuningSession: one tuning run's orchestration (tuner, resume, transfer, model log, fallback, logging, progress).
+// Defines TuningSession: one tuning run's orchestration (tuner, resume, transfer, model log,
+// fallback, logging, progress).
 #pragma once
 
 #include <cstddef>
@@ -19,22 +20,23 @@
 namespace ktune::tuner {
 
 struct SessionOptions {
-  size_t trials = 64;                  // new measurements (the budget)
-  std::string tuner = "xgb";           // xgb, random, grid, ga
+  size_t trials = 64;         // new measurements (the budget)
+  std::string tuner = "xgb";  // xgb, random, grid, ga
   uint64_t seed = 0;
   size_t batch_size = 16;
-  size_t early_stopping = 0;           // 0 = never
-  std::string xgb_features = "knob";   // knob or loop
-  bool transfer = true;                // xgb: seed the first plan from the template's other workloads in the log
-  size_t transfer_history = 20000;     // newest records read for transfer (0 = all)
-  bool measure_fallback = true;        // measure the fallback config first (for the speed-up)
-  std::string device_key;              // stored in every record ("" = unspecified)
+  size_t early_stopping = 0;          // 0 = never
+  std::string xgb_features = "knob";  // knob or loop
+  bool transfer = true;  // xgb: seed the first plan from the template's other workloads in the log
+  size_t transfer_history = 20000;  // newest records read for transfer (0 = all)
+  bool measure_fallback = true;     // measure the fallback config first (for the speed-up)
+  std::string device_key;           // stored in every record ("" = unspecified)
   // The measurer times on an emulated device (qemu): every record of the run is marked emulated
   // (besides those whose MeasureResult::emulated is set), and resume, claims and transfer use
   // only emulated records; false: only real ones, so an emulated timing never shapes a real run.
   bool emulated = false;
-  int64_t run_id = 0;                  // 0: xgb begins a new run; otherwise records and model quality go to this run
-  std::function<bool()> should_stop;   // polled before each batch; true ends the run (cancellation)
+  int64_t run_id =
+      0;  // 0: xgb begins a new run; otherwise records and model quality go to this run
+  std::function<bool()> should_stop;  // polled before each batch; true ends the run (cancellation)
   // Claim each config in the log before measuring it, so that another run of the same workload on
   // the same log (another process, another job) never measures it too; claims are released once
   // the result is logged and when the run ends. claim_ttl_s bounds the claims of a run that died
@@ -52,29 +54,30 @@ struct SessionReport {
   std::optional<MeasureResult> fallback;  // when measured
   std::string tuner;                      // Tuner::name()
   int64_t run_id = 0;
-  bool cancelled = false;                 // should_stop ended it
+  bool cancelled = false;  // should_stop ended it
   bool model_saved = false;
-  size_t refits = 0;                      // xgb plans
-  std::optional<double> rank_correlation; // xgb's latest
+  size_t refits = 0;                       // xgb plans
+  std::optional<double> rank_correlation;  // xgb's latest
 };
 
 // What a progress display needs after each batch (plain data: it also crosses the network).
 struct ProgressSnapshot {
-  size_t done = 0, total = 0;   // trials of this run so far / the budget
+  size_t done = 0, total = 0;  // trials of this run so far / the budget
   size_t ok = 0;
   std::map<ErrorKind, size_t> errors;
-  double best_gflops = 0;       // best of this run and of the resumed records
+  double best_gflops = 0;  // best of this run and of the resumed records
   double elapsed_s = 0, eta_s = 0;
   std::optional<double> rank_correlation;
 };
 
 // One run over a task: resumes from the log (configs already measured for the workload on
-// the target, by a device of the run's emulated-ness, are never measured again), claims each config in the log before measuring it (a
-// config another run claimed or logged meanwhile is skipped), seeds xgb's first plan from the template's other
-// workloads in the log (transfer; records of the run's emulated-ness only), measures the fallback config, runs the tuning loop, saves
-// xgb's model. Every batch is written to the log in one transaction BEFORE the tuner (and its
-// cost model) is updated, so a failed fit never loses a batch. Used by `ktune tune` and by the
-// tuning server's jobs. One thread.
+// the target, by a device of the run's emulated-ness, are never measured again), claims each config
+// in the log before measuring it (a config another run claimed or logged meanwhile is skipped),
+// seeds xgb's first plan from the template's other workloads in the log (transfer; records of the
+// run's emulated-ness only), measures the fallback config, runs the tuning loop, saves xgb's model.
+// Every batch is written to the log in one transaction BEFORE the tuner (and its cost model) is
+// updated, so a failed fit never loses a batch. Used by `ktune tune` and by the tuning server's
+// jobs. One thread.
 class TuningSession {
  public:
   // task, db and measurer must outlive the session. target: the records' target key. Throws as

@@ -36,18 +36,18 @@ ClaimOwner ClaimOwner::this_process() {
   ClaimOwner owner;
   owner.host = host_name();
   owner.pid = getpid();
-  const auto start =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch());
-  owner.id = owner.host + ":" + std::to_string(owner.pid) + ":" + std::to_string(start.count()) + ":" +
-             std::to_string(runs.fetch_add(1));
+  const auto start = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  owner.id = owner.host + ":" + std::to_string(owner.pid) + ":" + std::to_string(start.count()) +
+             ":" + std::to_string(runs.fetch_add(1));
   return owner;
 }
 
 ClaimStore::ClaimStore(Database& db) : impl_(*db.impl_) {}
 
 std::vector<int64_t> ClaimStore::claim(std::string_view workload_key, const TargetKey& target,
-                                       const std::vector<int64_t>& indices, const ClaimOwner& owner, double ttl_s,
-                                       bool emulated) {
+                                       const std::vector<int64_t>& indices, const ClaimOwner& owner,
+                                       double ttl_s, bool emulated) {
   if (owner.id.empty()) throw Error(ErrorKind::kInvalidArgument, "a claim needs an owner id");
   if (!std::isfinite(ttl_s) || ttl_s <= 0)
     throw Error(ErrorKind::kInvalidArgument, "a claim's time to live must be finite and > 0");
@@ -67,7 +67,8 @@ std::vector<int64_t> ClaimStore::claim(std::string_view workload_key, const Targ
     bool measured = false;
     for (size_t t = 0; workload && t < targets.size() && !measured; ++t) {
       auto s = impl_.use(
-          "SELECT 1 FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.config_index = ?3 "
+          "SELECT 1 FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 AND "
+          "r.config_index = ?3 "
           "AND r.emulated = ?4 LIMIT 1");
       s->bind(1, *workload).bind(2, targets[t]).bind(3, index).bind(4, int64_t{emulated});
       measured = s->step();
@@ -75,7 +76,8 @@ std::vector<int64_t> ClaimStore::claim(std::string_view workload_key, const Targ
     if (measured) continue;
     {
       auto s = impl_.use(
-          "SELECT owner, host, pid FROM claims WHERE workload_key = ?1 AND target = ?2 AND emulated = ?4 "
+          "SELECT owner, host, pid FROM claims WHERE workload_key = ?1 AND target = ?2 AND "
+          "emulated = ?4 "
           "AND config_index = ?3");
       s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, int64_t{emulated});
       if (s->step() && s->column_text(0) != owner.id &&
@@ -83,9 +85,14 @@ std::vector<int64_t> ClaimStore::claim(std::string_view workload_key, const Targ
         continue;  // another live run measures it
     }
     auto s = impl_.use(
-        "INSERT OR REPLACE INTO claims(workload_key, target, config_index, owner, host, pid, expires_at, emulated) "
+        "INSERT OR REPLACE INTO claims(workload_key, target, config_index, owner, host, pid, "
+        "expires_at, emulated) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-    s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, owner.id).bind(5, owner.host);
+    s->bind(1, workload_key)
+        .bind(2, target.target)
+        .bind(3, index)
+        .bind(4, owner.id)
+        .bind(5, owner.host);
     s->bind(6, owner.pid).bind(7, now + ttl_s).bind(8, int64_t{emulated});
     s->run();
     granted.push_back(index);
@@ -94,13 +101,14 @@ std::vector<int64_t> ClaimStore::claim(std::string_view workload_key, const Targ
   return granted;
 }
 
-void ClaimStore::release(const ClaimOwner& owner, std::string_view workload_key, const TargetKey& target,
-                         const std::vector<int64_t>& indices) {
+void ClaimStore::release(const ClaimOwner& owner, std::string_view workload_key,
+                         const TargetKey& target, const std::vector<int64_t>& indices) {
   if (indices.empty()) return;
   sql::Transaction txn(impl_.conn);
   for (int64_t index : indices) {
     auto s = impl_.use(
-        "DELETE FROM claims WHERE workload_key = ?1 AND target = ?2 AND config_index = ?3 AND owner = ?4");
+        "DELETE FROM claims WHERE workload_key = ?1 AND target = ?2 AND config_index = ?3 AND "
+        "owner = ?4");
     s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, owner.id);
     s->run();
   }

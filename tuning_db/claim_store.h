@@ -36,9 +36,10 @@ class ClaimStore {
   // holds renews it. ttl_s: seconds until the claims expire. Throws Error(kInvalidArgument) for
   // an empty owner id or a ttl that is not finite and > 0, Error(kDatabase).
   std::vector<int64_t> claim(std::string_view workload_key, const TargetKey& target,
-                             const std::vector<int64_t>& indices, const ClaimOwner& owner, double ttl_s,
-                             bool emulated = false);
-  // Releases the owner's claims of these configs (of either emulated-ness). Throws Error(kDatabase).
+                             const std::vector<int64_t>& indices, const ClaimOwner& owner,
+                             double ttl_s, bool emulated = false);
+  // Releases the owner's claims of these configs (of either emulated-ness). Throws
+  // Error(kDatabase).
   void release(const ClaimOwner& owner, std::string_view workload_key, const TargetKey& target,
                const std::vector<int64_t>& indices);
   // Releases every claim of the owner (a run that ends). Returns how many. Throws Error(kDatabase).

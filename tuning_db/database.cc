@@ -153,10 +153,15 @@ bool Database::Impl::holds(const Record& r) {
   const auto device = device_id(r.device_key);
   if (!workload || !device) return false;
   for (int64_t target : target_ids(r.target)) {
-    auto s = use(
-        "SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND config_index = ?3 "
-        "AND device_id = ?4 AND measured_at = ?5 AND costs = ?6 AND error_kind = ?7 AND emulated = ?8 LIMIT 1");
-    s->bind(1, *workload).bind(2, target).bind(3, r.config_index).bind(4, *device).bind(5, r.timestamp);
+    auto s =
+        use("SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND config_index = ?3 "
+            "AND device_id = ?4 AND measured_at = ?5 AND costs = ?6 AND error_kind = ?7 AND "
+            "emulated = ?8 LIMIT 1");
+    s->bind(1, *workload)
+        .bind(2, target)
+        .bind(3, r.config_index)
+        .bind(4, *device)
+        .bind(5, r.timestamp);
     s->bind(6, costs_json(r.costs)).bind(7, r.error ? to_string(*r.error) : std::string_view(""));
     s->bind(8, int64_t{r.emulated});
     if (s->step()) return true;
@@ -188,11 +193,11 @@ int64_t Database::Impl::insert(const Record& r, double created_at) {
   } else {
     device = batch_devices[r.device_key] = ensure_device(r.device_key);
   }
-  auto s =
-      use("INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
-          "mean_cost, gflops, all_cost, error_kind, error_msg, tuner, batch, measured_at, "
-          "created_at, ktune_version, run_id, emulated) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+  auto s = use(
+      "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
+      "mean_cost, gflops, all_cost, error_kind, error_msg, tuner, batch, measured_at, "
+      "created_at, ktune_version, run_id, emulated) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
   s->bind(1, workload).bind(2, target).bind(3, device).bind(4, r.config_index);
   s->bind(5, r.config.dump()).bind(6, costs_json(r.costs));
   // Failed records keep a NULL mean cost: they are outside the best-record index.
@@ -266,15 +271,17 @@ sql::Connection open_for_reading(const std::string& path, const OpenOptions& opt
       refuse_foreign(conn);
       const int64_t version = conn.query_int("PRAGMA user_version");
       if (version < kOldestReadable)
-        throw Error(ErrorKind::kDatabase, "tuning log '" + path + "' has schema version " + std::to_string(version) +
-                                              "; a command that writes (ktune tune, db import) upgrades it first");
+        throw Error(ErrorKind::kDatabase,
+                    "tuning log '" + path + "' has schema version " + std::to_string(version) +
+                        "; a command that writes (ktune tune, db import) upgrades it first");
       conn.exec("PRAGMA query_only = ON");
       conn.exec("PRAGMA foreign_keys = ON");
       conn.exec("PRAGMA cache_size = -" + std::to_string(std::max(1, options.cache_mib) * 1024));
       if (options.check_integrity) {
         const std::string result = conn.query_text("PRAGMA quick_check");
         if (result != "ok")
-          throw Error(ErrorKind::kDatabase, "tuning log '" + path + "' fails its integrity check: " + result);
+          throw Error(ErrorKind::kDatabase,
+                      "tuning log '" + path + "' fails its integrity check: " + result);
       }
       return conn;
     } catch (const Error&) {
@@ -295,7 +302,8 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->record_check = options.record_check ? options.record_check : default_record_check();
   if (options.read_only) {
-    if (!std::filesystem::exists(path)) throw Error(ErrorKind::kDatabase, "no tuning log at '" + path + "'");
+    if (!std::filesystem::exists(path))
+      throw Error(ErrorKind::kDatabase, "no tuning log at '" + path + "'");
     impl->conn = open_for_reading(path, options);
     impl->opened_version = static_cast<int>(impl->conn.query_int("PRAGMA user_version"));
     impl->has_emulated = impl->opened_version >= kEmulatedSchemaVersion;
@@ -309,7 +317,8 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
   // wait for it with the busy timeout: two processes that create one log at once (two `ktune
   // tune` runs) would see "database is locked" here. Retry until the busy timeout runs out.
   std::string mode;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(0, options.busy_timeout_ms));
+  const auto give_up = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(std::max(0, options.busy_timeout_ms));
   // (While another connection has the file open in rollback mode, SQLite may also just answer
   // with the old mode instead of an error.)
   for (;;) {
@@ -363,8 +372,8 @@ std::vector<Record> Database::top_k(std::string_view workload_key, const TargetK
   return top_k(workload_key, target, k, RecordQuery{std::string(device_key)});
 }
 
-std::vector<Record> Database::top_k(std::string_view workload_key, const TargetKey& target, int64_t k,
-                                    const RecordQuery& query) {
+std::vector<Record> Database::top_k(std::string_view workload_key, const TargetKey& target,
+                                    int64_t k, const RecordQuery& query) {
   std::vector<Record> out;
   if (k <= 0) return out;
   auto workload = impl_->workload_id(workload_key);
@@ -383,14 +392,18 @@ std::vector<Record> Database::top_k(std::string_view workload_key, const TargetK
                         "AND r.workload_id = ?1 AND r.target_id = ?2 AND r.error_kind = '' "
                         "AND (?3 = 0 OR r.device_id = ?3) AND (?5 = 1 OR r.emulated = 0) "
                         "ORDER BY r.mean_cost, r.id LIMIT ?4");
-    s->bind(1, *workload).bind(2, target_id).bind(3, device.value_or(0)).bind(4, checked ? int64_t{-1} : k);
+    s->bind(1, *workload)
+        .bind(2, target_id)
+        .bind(3, device.value_or(0))
+        .bind(4, checked ? int64_t{-1} : k);
     s->bind(5, int64_t{query.include_emulated});
     int64_t taken = 0;
     while (taken < k && s->step()) {
       Record r = Impl::read_record(*s);
       if (checked) {
         if (std::string why = impl_->problem(r); !why.empty()) {
-          spdlog::debug("record {} of {} does not instantiate ({}); passed over", r.id, r.workload_key, why);
+          spdlog::debug("record {} of {} does not instantiate ({}); passed over", r.id,
+                        r.workload_key, why);
           continue;
         }
       }
@@ -429,7 +442,8 @@ int64_t Database::count_emulated(std::string_view workload_key, const TargetKey&
   int64_t n = 0;
   for (int64_t target_id : impl_->target_ids(target)) {
     auto s = impl_->use(
-        "SELECT count(*) FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_kind = '' "
+        "SELECT count(*) FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 AND "
+        "r.error_kind = '' "
         "AND (?3 = 0 OR r.device_id = ?3) AND r.emulated = 1");
     s->bind(1, *workload).bind(2, target_id).bind(3, device.value_or(0));
     if (s->step()) n += s->column_int(0);
@@ -437,12 +451,14 @@ int64_t Database::count_emulated(std::string_view workload_key, const TargetKey&
   return n;
 }
 
-bool Database::has(std::string_view workload_key, const TargetKey& target, int64_t config_index, bool emulated) {
+bool Database::has(std::string_view workload_key, const TargetKey& target, int64_t config_index,
+                   bool emulated) {
   auto workload = impl_->workload_id(workload_key);
   if (!workload) return false;
   for (int64_t target_id : impl_->target_ids(target)) {
     auto s = impl_->use(
-        "SELECT 1 FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.config_index = ?3 "
+        "SELECT 1 FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.config_index "
+        "= ?3 "
         "AND r.emulated = ?4 LIMIT 1");
     s->bind(1, *workload).bind(2, target_id).bind(3, config_index).bind(4, int64_t{emulated});
     if (s->step()) return true;
@@ -457,7 +473,8 @@ std::vector<int64_t> Database::measured_indices(std::string_view workload_key,
   if (!workload) return out;
   for (int64_t target_id : impl_->target_ids(target)) {
     auto s = impl_->use(
-        "SELECT DISTINCT r.config_index FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 "
+        "SELECT DISTINCT r.config_index FROM records r WHERE r.workload_id = ?1 AND r.target_id = "
+        "?2 "
         "AND r.emulated = ?3 ORDER BY r.config_index");
     s->bind(1, *workload).bind(2, target_id).bind(3, int64_t{emulated});
     while (s->step()) out.push_back(s->column_int(0));
@@ -503,7 +520,8 @@ Stats Database::stats() {
   // A log of an older schema opened read-only has no claims table.
   if (st.schema_version >= 4) st.claims = impl_->conn.query_int("SELECT count(*) FROM claims");
   {
-    auto s = impl_->use("SELECT count(*), coalesce(sum(r.error_kind = ''), 0) FROM records r WHERE r.emulated = 1");
+    auto s = impl_->use(
+        "SELECT count(*), coalesce(sum(r.error_kind = ''), 0) FROM records r WHERE r.emulated = 1");
     if (s->step()) {
       st.emulated_records = s->column_int(0);
       st.emulated_ok_records = s->column_int(1);

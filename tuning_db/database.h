@@ -70,11 +70,11 @@ struct WorkloadSummary {
   std::string workload_key;
   std::string template_name;
   TargetKey target;
-  int64_t records = 0;     // every record, emulated ones included
-  int64_t ok_records = 0;  // every successful record, emulated ones included
-  double best_cost = 0;    // seconds, of real records only; 0 when no real record succeeded
-  double best_gflops = 0;  // of real records only
-  int64_t emulated_records = 0;     // of `records`, those measured on emulated devices
+  int64_t records = 0;           // every record, emulated ones included
+  int64_t ok_records = 0;        // every successful record, emulated ones included
+  double best_cost = 0;          // seconds, of real records only; 0 when no real record succeeded
+  double best_gflops = 0;        // of real records only
+  int64_t emulated_records = 0;  // of `records`, those measured on emulated devices
   int64_t emulated_ok_records = 0;  // of `ok_records`, those measured on emulated devices
   double emulated_best_cost = 0;    // seconds, of emulated records; 0 when none succeeded
   double emulated_best_gflops = 0;
@@ -88,8 +88,8 @@ struct LineError {
 
 struct ImportReport {
   int64_t imported = 0;
-  int64_t already_present = 0;  // lines whose record the log held already (not added again)
-  int64_t rejected = 0;         // well-formed lines whose record does not instantiate (in errors)
+  int64_t already_present = 0;    // lines whose record the log held already (not added again)
+  int64_t rejected = 0;           // well-formed lines whose record does not instantiate (in errors)
   std::vector<LineError> errors;  // the lines that were skipped, in file order
 };
 
@@ -98,7 +98,8 @@ struct CheckReport {
   // integrity_check, foreign_key_check, schema findings, and records that do not instantiate.
   std::vector<std::string> problems;
   int64_t invalid_records = 0;  // records the record check refuses (0 when there is no check)
-  std::vector<std::string> invalid_examples;  // the first few: "record <id> (<workload>, config <i>): <why>"
+  std::vector<std::string>
+      invalid_examples;  // the first few: "record <id> (<workload>, config <i>): <why>"
 };
 
 // The tuning log.
@@ -134,7 +135,8 @@ class Database {
   // query admits (device key, emulated records: see RecordQuery), or nullopt. Failed records are
   // never returned, nor records the record check refuses (the next best one is returned instead).
   // A target with an empty llvm_version matches every toolchain. Throws Error(kDatabase).
-  std::optional<Record> best(std::string_view workload_key, const TargetKey& target, const RecordQuery& query);
+  std::optional<Record> best(std::string_view workload_key, const TargetKey& target,
+                             const RecordQuery& query);
   // The same with RecordQuery{device_key}: real records only.
   std::optional<Record> best(std::string_view workload_key, const TargetKey& target,
                              std::string_view device_key = "");
@@ -149,14 +151,16 @@ class Database {
   // How many successful emulated records of the workload on the target (and device, when not
   // empty) the log holds: tells "never measured" from "measured only under emulation" when
   // best() without include_emulated finds nothing. Throws Error(kDatabase).
-  int64_t count_emulated(std::string_view workload_key, const TargetKey& target, std::string_view device_key = "");
+  int64_t count_emulated(std::string_view workload_key, const TargetKey& target,
+                         std::string_view device_key = "");
 
-  // Resume and history (and ClaimStore) take `emulated`: they see only the records measured with that
-  // emulated-ness (false: real devices), so a run on a real device measures again what was only
-  // measured under emulation, and an emulated run neither learns from nor skips real timings.
+  // Resume and history (and ClaimStore) take `emulated`: they see only the records measured with
+  // that emulated-ness (false: real devices), so a run on a real device measures again what was
+  // only measured under emulation, and an emulated run neither learns from nor skips real timings.
 
   // Returns whether the config was measured (successfully or not). Throws Error(kDatabase).
-  bool has(std::string_view workload_key, const TargetKey& target, int64_t config_index, bool emulated = false);
+  bool has(std::string_view workload_key, const TargetKey& target, int64_t config_index,
+           bool emulated = false);
   // Every measured config index of the workload on the target, sorted, without repeats
   // (to resume a run). Throws Error(kDatabase).
   std::vector<int64_t> measured_indices(std::string_view workload_key, const TargetKey& target,
@@ -181,9 +185,9 @@ class Database {
   int64_t export_best_jsonl(std::ostream& out, std::string_view workload_key = "");
   // Imports JSON lines (blank lines are skipped). A line that is malformed (bad JSON, a number out
   // of range, a missing field) or whose record does not instantiate (record check) is reported
-  // with its line number and reason and skipped; the others are imported. A record the log already holds (same
-  // measurement: workload, target, device, config, time, costs, outcome) is counted and not
-  // added again, so importing a file twice is harmless. Malformed lines are reported with their
+  // with its line number and reason and skipped; the others are imported. A record the log already
+  // holds (same measurement: workload, target, device, config, time, costs, outcome) is counted and
+  // not added again, so importing a file twice is harmless. Malformed lines are reported with their
   // line numbers and skipped; the good lines are added in one transaction, so a failure while
   // writing leaves nothing half-written. Throws Error(kDatabase) on a SQLite failure,
   // Error(kIo) when the stream fails.
@@ -196,7 +200,8 @@ class Database {
   int64_t remove_invalid();
 
   // Runs PRAGMA integrity_check and foreign_key_check, the schema check and the record check over
-  // every record. Returns what was found (ok() when nothing). Throws Error(kDatabase) only when the file cannot be read.
+  // every record. Returns what was found (ok() when nothing). Throws Error(kDatabase) only when the
+  // file cannot be read.
   CheckReport check();
 
  private:

@@ -81,7 +81,9 @@ struct Database::Impl {
   std::unordered_map<std::string, int64_t> batch_targets;
   std::unordered_map<std::string, int64_t> batch_devices;
   // Why the record check refuses the record, or "" (also without a check).
-  std::string problem(const Record& record) const { return record_check ? record_check->problem(record) : ""; }
+  std::string problem(const Record& record) const {
+    return record_check ? record_check->problem(record) : "";
+  }
   // Ids and reasons of every record the check refuses, oldest first.
   std::vector<std::pair<Record, std::string>> invalid_records();
   // Reads the row of a statement that selected kRecordColumns.

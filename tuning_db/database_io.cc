@@ -43,7 +43,8 @@ int64_t Database::export_best_jsonl(std::ostream& out, std::string_view workload
   for (const WorkloadSummary& s : summaries()) {
     if (!workload_key.empty() && s.workload_key != workload_key) continue;
     if (!done.insert({s.workload_key, s.target.target}).second) continue;
-    const std::optional<Record> best = this->best(s.workload_key, TargetKey{s.target.target, ""}, RecordQuery{});
+    const std::optional<Record> best =
+        this->best(s.workload_key, TargetKey{s.target.target, ""}, RecordQuery{});
     if (!best) continue;
     out << to_json_line(*best) << '\n';
     if (!out) throw Error(ErrorKind::kIo, "writing the JSON-lines export failed");
@@ -117,13 +118,14 @@ CheckReport Database::check() {
   for (const auto& [r, why] : impl_->invalid_records()) {
     ++report.invalid_records;
     if (report.invalid_examples.size() < kExamples)
-      report.invalid_examples.push_back("record " + std::to_string(r.id) + " (" + r.workload_key + ", config " +
-                                        std::to_string(r.config_index) + "): " + why);
+      report.invalid_examples.push_back("record " + std::to_string(r.id) + " (" + r.workload_key +
+                                        ", config " + std::to_string(r.config_index) + "): " + why);
   }
   if (report.invalid_records > 0) {
-    report.problems.push_back(std::to_string(report.invalid_records) +
-                              " records do not instantiate with this ktune (never served as the best; "
-                              "`ktune db remove-invalid` deletes them)");
+    report.problems.push_back(
+        std::to_string(report.invalid_records) +
+        " records do not instantiate with this ktune (never served as the best; "
+        "`ktune db remove-invalid` deletes them)");
     for (const auto& example : report.invalid_examples) report.problems.push_back("  " + example);
   }
   return report;

@@ -21,7 +21,8 @@ constexpr std::array<std::pair<JobState, std::string_view>, 5> kStates = {{
 }};
 
 constexpr std::string_view kJobColumns =
-    "SELECT id, spec, device_key, priority, owner, state, run_id, target, message, summary, created_at, "
+    "SELECT id, spec, device_key, priority, owner, state, run_id, target, message, summary, "
+    "created_at, "
     "updated_at, finished_at FROM jobs ";
 
 JobRow read_job(const sql::Statement& s) {
@@ -68,21 +69,32 @@ JobStore::JobStore(Database& db) : impl_(*db.impl_) {}
 int64_t JobStore::add(const JobRow& job) {
   if (job.device_key.empty()) throw Error(ErrorKind::kInvalidArgument, "a job needs a device key");
   auto s = impl_.use(
-      "INSERT INTO jobs(spec, device_key, priority, owner, state, run_id, target, message, summary, created_at, "
+      "INSERT INTO jobs(spec, device_key, priority, owner, state, run_id, target, message, "
+      "summary, created_at, "
       "updated_at, finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)");
   const double now = now_seconds();
-  s->bind(1, job.spec.dump()).bind(2, job.device_key).bind(3, int64_t{job.priority}).bind(4, job.owner);
+  s->bind(1, job.spec.dump())
+      .bind(2, job.device_key)
+      .bind(3, int64_t{job.priority})
+      .bind(4, job.owner);
   s->bind(5, to_string(job.state));
-  if (job.run_id) s->bind(6, job.run_id); else s->bind_null(6);
+  if (job.run_id)
+    s->bind(6, job.run_id);
+  else
+    s->bind_null(6);
   s->bind(7, job.target).bind(8, job.message).bind(9, job.summary).bind(10, now);
-  if (is_terminal(job.state)) s->bind(11, now); else s->bind_null(11);
+  if (is_terminal(job.state))
+    s->bind(11, now);
+  else
+    s->bind_null(11);
   s->run();
   return impl_.conn.last_insert_rowid();
 }
 
 void JobStore::update(int64_t id, JobState state, std::string_view message, int64_t run_id) {
   auto s = impl_.use(
-      "UPDATE jobs SET state = ?2, message = ?3, run_id = CASE WHEN ?4 = 0 THEN run_id ELSE ?4 END, "
+      "UPDATE jobs SET state = ?2, message = ?3, run_id = CASE WHEN ?4 = 0 THEN run_id ELSE ?4 "
+      "END, "
       "updated_at = ?5, finished_at = CASE WHEN ?6 THEN ?5 ELSE NULL END WHERE id = ?1");
   s->bind(1, id).bind(2, to_string(state)).bind(3, message).bind(4, run_id).bind(5, now_seconds());
   s->bind(6, int64_t{is_terminal(state) ? 1 : 0});

@@ -28,16 +28,16 @@ std::ostream& operator<<(std::ostream& out, JobState state);
 
 // A tuning job of the server (rpc_runner's JobManager): what was submitted and where it stands.
 struct JobRow {
-  int64_t id = 0;                                   // assigned by add
-  nlohmann::json spec = nlohmann::json::object();   // as submitted
+  int64_t id = 0;                                  // assigned by add
+  nlohmann::json spec = nlohmann::json::object();  // as submitted
   std::string device_key;
   int priority = 1;
   std::string owner;
   JobState state = JobState::kQueued;
-  int64_t run_id = 0;            // the run its records carry; 0 = none yet
-  std::string target;            // resolved from its devices; "" = not yet
-  std::string message;           // why it waits, or why it failed
-  std::string summary;           // the run's summary (JSON text) once it ended; "" before
+  int64_t run_id = 0;                     // the run its records carry; 0 = none yet
+  std::string target;                     // resolved from its devices; "" = not yet
+  std::string message;                    // why it waits, or why it failed
+  std::string summary;                    // the run's summary (JSON text) once it ended; "" before
   double created_at = 0, updated_at = 0;  // unix seconds, set by the database
   std::optional<double> finished_at;      // set when the state becomes terminal
 };

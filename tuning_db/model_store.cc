@@ -26,7 +26,8 @@ void ModelStore::save(const ModelInfo& info, std::span<const uint8_t> blob) {
   txn.commit();
 }
 
-std::optional<SavedModel> ModelStore::load(std::string_view name, std::string_view scope, const TargetKey& target) {
+std::optional<SavedModel> ModelStore::load(std::string_view name, std::string_view scope,
+                                           const TargetKey& target) {
   auto s = impl_.use(
       "SELECT m.name, m.scope, t.target, t.llvm_version, m.blob, m.metadata, m.created_at "
       "FROM models m JOIN targets t ON t.id = m.target_id "

@@ -38,7 +38,8 @@ class ModelStore {
   // scope, Error(kDatabase).
   void save(const ModelInfo& info, std::span<const uint8_t> blob);
   // The newest model saved under (name, scope, target), or nullopt. Throws Error(kDatabase).
-  std::optional<SavedModel> load(std::string_view name, std::string_view scope, const TargetKey& target);
+  std::optional<SavedModel> load(std::string_view name, std::string_view scope,
+                                 const TargetKey& target);
 
  private:
   Database::Impl& impl_;

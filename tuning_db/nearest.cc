@@ -19,7 +19,8 @@ std::optional<int64_t> as_integer(const nlohmann::json& v) {
   if (v.is_number_integer()) return v.get<int64_t>();
   if (!v.is_string()) return std::nullopt;
   const std::string& s = v.get_ref<const std::string&>();
-  if (s.empty() || s.size() > 18 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+  if (s.empty() || s.size() > 18 ||
+      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   return std::stoll(s);
 }
@@ -32,7 +33,8 @@ double split_distance(const schedule_space::Entity& a, const schedule_space::Ent
   for (size_t i = 0; i < a.values.size(); ++i) {
     if (a.values[i] == -1 && b.values[i] == -1) continue;
     if (a.values[i] <= 0 || b.values[i] <= 0) return std::numeric_limits<double>::infinity();
-    d += std::fabs(std::log2(static_cast<double>(a.values[i])) - std::log2(static_cast<double>(b.values[i])));
+    d += std::fabs(std::log2(static_cast<double>(a.values[i])) -
+                   std::log2(static_cast<double>(b.values[i])));
   }
   return d;
 }
@@ -58,9 +60,10 @@ const schedule_space::SplitKnob* as_split(const schedule_space::Knob* knob) {
 // taken instead. Returns the index (nullopt when a knob cannot be carried over) and counts the
 // knobs that were adapted. A knob the space has and the old config lacks takes its legacy value,
 // if it has one; otherwise the config cannot be carried over.
-std::optional<uint64_t> adapt(const schedule_space::Config& old, const schedule_space::ConfigSpace& old_space,
-                              const schedule_space::ConfigSpace& space, const schedule_space::Config& fallback,
-                              int* adapted) {
+std::optional<uint64_t> adapt(const schedule_space::Config& old,
+                              const schedule_space::ConfigSpace& old_space,
+                              const schedule_space::ConfigSpace& space,
+                              const schedule_space::Config& fallback, int* adapted) {
   std::vector<uint64_t> digits;
   *adapted = 0;
   // A knob the old config lacks but that has a legacy value (added to the template later, or
@@ -115,8 +118,8 @@ double workload_distance(const nlohmann::json& a, const nlohmann::json& b) {
   return d;
 }
 
-std::optional<NearestTuned> nearest_tuned(Database& db, const schedule_space::Task& task, const TargetKey& target,
-                                          const RecordQuery& query) {
+std::optional<NearestTuned> nearest_tuned(Database& db, const schedule_space::Task& task,
+                                          const TargetKey& target, const RecordQuery& query) {
   struct Candidate {
     double distance;
     std::string workload_key;
@@ -127,7 +130,8 @@ std::optional<NearestTuned> nearest_tuned(Database& db, const schedule_space::Ta
   for (const WorkloadSummary& s : db.summaries()) {
     if (s.template_name != task.template_name() || s.target.target != target.target) continue;
     if (s.workload_key == task.workload_key()) continue;
-    std::vector<Record> best = db.top_k(s.workload_key, TargetKey{target.target, ""}, kRecordsPerWorkload, query);
+    std::vector<Record> best =
+        db.top_k(s.workload_key, TargetKey{target.target, ""}, kRecordsPerWorkload, query);
     if (best.empty()) continue;
     const double d = workload_distance(best.front().args, own_args);
     if (std::isfinite(d)) candidates.push_back({d, s.workload_key, std::move(best)});
@@ -143,11 +147,13 @@ std::optional<NearestTuned> nearest_tuned(Database& db, const schedule_space::Ta
       try {
         if (!tuned) {
           std::map<std::string, std::string> args;
-          for (const auto& [k, v] : r.args.items()) args[k] = v.is_string() ? v.get<std::string>() : v.dump();
+          for (const auto& [k, v] : r.args.items())
+            args[k] = v.is_string() ? v.get<std::string>() : v.dump();
           tuned = schedule_space::Task::create(task.template_name(), args, task.target());
         }
         int adapted = 0;
-        const auto index = adapt(schedule_space::Config::from_json(r.config), tuned->space(), space, fallback, &adapted);
+        const auto index = adapt(schedule_space::Config::from_json(r.config), tuned->space(), space,
+                                 fallback, &adapted);
         if (!index || !space.is_valid(*index)) continue;
         schedule_space::Config config = space.get(*index);
         task.instantiate(config);  // throws for a config this shape cannot take

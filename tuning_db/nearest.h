@@ -20,10 +20,10 @@ namespace ktune::tuning_db {
 double workload_distance(const nlohmann::json& a, const nlohmann::json& b);
 
 struct NearestTuned {
-  Record record;                   // the record whose config is taken (of the other workload)
-  schedule_space::Config config;   // that config, as an index of the task's own space
-  double distance = 0;             // workload_distance of the two workloads' arguments
-  int adapted = 0;                 // knobs whose value this shape lacks (the nearest one taken)
+  Record record;                  // the record whose config is taken (of the other workload)
+  schedule_space::Config config;  // that config, as an index of the task's own space
+  double distance = 0;            // workload_distance of the two workloads' arguments
+  int adapted = 0;                // knobs whose value this shape lacks (the nearest one taken)
 };
 
 // Among the workloads of the task's template with successful records on `target` (as `query`
@@ -33,11 +33,11 @@ struct NearestTuned {
 // this shape does not offer takes the candidate with the nearest factors (log scale, as
 // AutoTVM's fallback_split); another missing value takes the fallback config's; a split that
 // divided the tuned shape's axis is kept dividing (the nearest dividing factors, or the record is
-// passed over), because a tuned tile that leaves a tail here is not what was measured. The result must
-// satisfy the space's constraints and instantiate. Records of the task's own workload are not
+// passed over), because a tuned tile that leaves a tail here is not what was measured. The result
+// must satisfy the space's constraints and instantiate. Records of the task's own workload are not
 // considered (ask best() first). nullopt when no config is valid.
 // Throws Error(kDatabase) for an unreadable log.
-std::optional<NearestTuned> nearest_tuned(Database& db, const schedule_space::Task& task, const TargetKey& target,
-                                          const RecordQuery& query = {});
+std::optional<NearestTuned> nearest_tuned(Database& db, const schedule_space::Task& task,
+                                          const TargetKey& target, const RecordQuery& query = {});
 
 }  // namespace ktune::tuning_db

@@ -135,6 +135,8 @@ Record from_json(const json& line) {
   return r;
 }
 
-Record from_json_line(const std::string& line) { return from_json(parse_json_input(line, "record")); }
+Record from_json_line(const std::string& line) {
+  return from_json(parse_json_input(line, "record"));
+}
 
 }  // namespace ktune::tuning_db

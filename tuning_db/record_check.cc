@@ -53,7 +53,8 @@ RecordCheck::RecordCheck(TargetResolver resolve) : resolve_(std::move(resolve)) 
 RecordCheck::~RecordCheck() = default;
 
 std::shared_ptr<const RecordCheck::TaskEntry> RecordCheck::task_of(const Record& r) const {
-  const std::string key = r.workload_key + '\n' + r.target.target + '\n' + r.template_name + '\n' + r.args.dump();
+  const std::string key =
+      r.workload_key + '\n' + r.target.target + '\n' + r.template_name + '\n' + r.args.dump();
   {
     std::lock_guard lock(mu_);
     if (auto it = tasks_.find(key); it != tasks_.end()) return it->second;
@@ -67,13 +68,17 @@ std::shared_ptr<const RecordCheck::TaskEntry> RecordCheck::task_of(const Record&
       throw Error(ErrorKind::kInvalidArgument, std::string("target: ") + e.what());
     }
     if (traits.key != r.target.target)
-      throw Error(ErrorKind::kInvalidArgument, "target is not in canonical form (this ktune writes '" + traits.key + "')");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "target is not in canonical form (this ktune writes '" + traits.key + "')");
     const auto args = args_of(r.args);
-    if (!args) throw Error(ErrorKind::kInvalidArgument, "arguments must be an object of strings and integers");
+    if (!args)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "arguments must be an object of strings and integers");
     auto task = schedule_space::Task::create(r.template_name, *args, traits);
     if (task.workload_key() != r.workload_key)
       throw Error(ErrorKind::kInvalidArgument,
-                  "workload key does not match its template and arguments (they give '" + task.workload_key() + "')");
+                  "workload key does not match its template and arguments (they give '" +
+                      task.workload_key() + "')");
     entry->task = std::move(task);
   } catch (const std::exception& e) {
     entry->problem = e.what();
@@ -89,11 +94,12 @@ std::string RecordCheck::problem(const Record& r) const {
   const schedule_space::Task& task = *entry->task;
   const uint64_t size = task.space().size();
   if (r.config_index < 0 || static_cast<uint64_t>(r.config_index) >= size)
-    return "config index " + std::to_string(r.config_index) + " is outside the space [0, " + std::to_string(size) + ")";
+    return "config index " + std::to_string(r.config_index) + " is outside the space [0, " +
+           std::to_string(size) + ")";
   if (!r.ok()) return "";
 
-  const std::string key = r.workload_key + '\n' + r.target.target + '\n' + r.template_name + '\n' + r.args.dump() +
-                          '\n' + r.config.dump();
+  const std::string key = r.workload_key + '\n' + r.target.target + '\n' + r.template_name + '\n' +
+                          r.args.dump() + '\n' + r.config.dump();
   {
     std::lock_guard lock(mu_);
     if (auto it = configs_.find(key); it != configs_.end()) return it->second;
@@ -103,11 +109,13 @@ std::string RecordCheck::problem(const Record& r) const {
     const auto config = schedule_space::Config::from_json(r.config);
     if (config.index() != static_cast<uint64_t>(r.config_index))
       throw Error(ErrorKind::kInvalidArgument, "config index " + std::to_string(config.index()) +
-                                                   " differs from the record's " + std::to_string(r.config_index));
+                                                   " differs from the record's " +
+                                                   std::to_string(r.config_index));
     const uint64_t index = task.space().index_of(config);
     if (index != config.index())
-      throw Error(ErrorKind::kInvalidArgument, "config entities are those of index " + std::to_string(index) +
-                                                   ", not " + std::to_string(config.index()));
+      throw Error(ErrorKind::kInvalidArgument, "config entities are those of index " +
+                                                   std::to_string(index) + ", not " +
+                                                   std::to_string(config.index()));
     task.instantiate(config);
   } catch (const std::exception& e) {
     verdict = std::string("config: ") + e.what();

@@ -1,4 +1,5 @@
-// build_report: the tuning log read into a Report (curves, errors, top configs, plan correlations, model runs).
+// build_report: the tuning log read into a Report (curves, errors, top configs, plan correlations,
+// model runs).
 #include "tuning_db/report.h"
 
 #include <algorithm>
@@ -45,8 +46,8 @@ TunerCurve curve_of(const std::string& tuner, const std::vector<const Record*>& 
   return c;
 }
 
-WorkloadReport workload_report(const WorkloadSummary& s, bool emulated, const std::vector<const Record*>& records,
-                               int64_t top_k) {
+WorkloadReport workload_report(const WorkloadSummary& s, bool emulated,
+                               const std::vector<const Record*>& records, int64_t top_k) {
   WorkloadReport w;
   w.workload_key = s.workload_key;
   w.template_name = s.template_name;
@@ -65,13 +66,16 @@ WorkloadReport workload_report(const WorkloadSummary& s, bool emulated, const st
     }
   }
   for (const auto& [tuner, rs] : by_tuner) w.curves.push_back(curve_of(tuner, rs));
-  std::stable_sort(ok.begin(), ok.end(), [](const Record* a, const Record* b) { return a->mean_cost() < b->mean_cost(); });
+  std::stable_sort(ok.begin(), ok.end(), [](const Record* a, const Record* b) {
+    return a->mean_cost() < b->mean_cost();
+  });
   if (!ok.empty()) {
     w.best_cost = ok.front()->mean_cost();
     w.best_gflops = ok.front()->gflops();
   }
   for (size_t i = 0; i < ok.size() && static_cast<int64_t>(i) < top_k; ++i)
-    w.top.push_back({ok[i]->config_index, ok[i]->mean_cost(), ok[i]->gflops(), ok[i]->tuner, ok[i]->config.dump()});
+    w.top.push_back({ok[i]->config_index, ok[i]->mean_cost(), ok[i]->gflops(), ok[i]->tuner,
+                     ok[i]->config.dump()});
   return w;
 }
 
@@ -103,7 +107,8 @@ ModelRunReport model_run_report(const RunRow& run) {
   }
   for (const json& u : summary.value("untuned", json::array()))
     if (u.is_object())
-      m.untuned.push_back(text(u, "task") + " x" + std::to_string(integer(u, "count")) + " (" + text(u, "reason") + ")");
+      m.untuned.push_back(text(u, "task") + " x" + std::to_string(integer(u, "count")) + " (" +
+                          text(u, "reason") + ")");
   return m;
 }
 
@@ -120,11 +125,13 @@ Report build_report(Database& db, const ReportOptions& options) {
       if ((emulated ? s.emulated_records : s.records - s.emulated_records) == 0) continue;
       auto key = std::make_tuple(s.template_name, s.target.target, s.target.llvm_version, emulated);
       auto it = history.find(key);
-      if (it == history.end()) it = history.emplace(key, db.history(s.template_name, s.target, 0, emulated)).first;
+      if (it == history.end())
+        it = history.emplace(key, db.history(s.template_name, s.target, 0, emulated)).first;
       std::vector<const Record*> records;
       for (const Record& r : it->second)
         if (r.workload_key == s.workload_key) records.push_back(&r);
-      report.workloads.push_back(workload_report(s, emulated, records, std::max<int64_t>(0, options.top_k)));
+      report.workloads.push_back(
+          workload_report(s, emulated, records, std::max<int64_t>(0, options.top_k)));
     }
   }
   RunStore runs(db);
@@ -139,13 +146,15 @@ Report build_report(Database& db, const ReportOptions& options) {
     r.workload_key = run.info.workload_key;
     r.target = run.info.target;
     r.finished = run.finished_at.has_value();
-    for (const BatchQuality& q : runs.batch_quality(run.id)) r.plans.push_back({q.batch, q.records, q.rank_correlation});
+    for (const BatchQuality& q : runs.batch_quality(run.id))
+      r.plans.push_back({q.batch, q.records, q.rank_correlation});
     if (!r.plans.empty()) report.runs.push_back(std::move(r));
   }
   return report;
 }
 
-int64_t record_model_run(Database& db, const std::string& model, const std::string& target, const nlohmann::json& summary) {
+int64_t record_model_run(Database& db, const std::string& model, const std::string& target,
+                         const nlohmann::json& summary) {
   RunInfo run;
   run.tuner = kModelRunTuner;
   run.workload_key = model;

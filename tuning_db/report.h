@@ -1,4 +1,5 @@
-// Defines Report: what `ktune report` shows of a tuning log, as plain data (tuning curves, errors by kind, top configs, the cost model's rank correlation per plan, model runs).
+// Defines Report: what `ktune report` shows of a tuning log, as plain data (tuning curves, errors
+// by kind, top configs, the cost model's rank correlation per plan, model runs).
 #pragma once
 
 #include <cstdint>
@@ -50,10 +51,10 @@ struct WorkloadReport {
   int64_t records = 0;
   int64_t ok_records = 0;
   double best_gflops = 0;
-  double best_cost = 0;  // seconds; 0 when nothing succeeded
-  std::vector<TunerCurve> curves;                  // by tuner name
+  double best_cost = 0;                           // seconds; 0 when nothing succeeded
+  std::vector<TunerCurve> curves;                 // by tuner name
   std::map<std::string, int64_t> errors_by_kind;  // to_string(ErrorKind) -> count
-  std::vector<TopConfig> top;                      // fastest first (real records only)
+  std::vector<TopConfig> top;                     // fastest first (real records only)
 };
 
 // The cost model's rank correlation (predicted against measured) of one plan of a run.
@@ -80,7 +81,7 @@ struct LayerRow {
   int64_t count = 0;
   int64_t trials = 0;
   std::optional<double> best_s, fallback_s, library_s;
-  std::string library;         // e.g. "onednn"; "" when none was timed
+  std::string library;          // e.g. "onednn"; "" when none was timed
   std::optional<double> share;  // of the model's estimated time
 };
 
@@ -98,8 +99,8 @@ struct ModelRunReport {
 struct Report {
   std::string log;  // the log's path (or what the caller names it)
   Stats stats;
-  std::vector<WorkloadReport> workloads;  // ordered by workload key, target, real before emulated
-  std::vector<RunReport> runs;            // runs with at least one plan's correlation, by id
+  std::vector<WorkloadReport> workloads;   // ordered by workload key, target, real before emulated
+  std::vector<RunReport> runs;             // runs with at least one plan's correlation, by id
   std::vector<ModelRunReport> model_runs;  // by id
 };
 

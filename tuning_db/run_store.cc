@@ -68,7 +68,9 @@ std::vector<BatchQuality> RunStore::batch_quality(int64_t run_id) {
 
 std::vector<RunRow> RunStore::all() {
   std::vector<RunRow> out;
-  auto s = impl_.use("SELECT id, tuner, workload_key, target, options, started_at, finished_at FROM runs ORDER BY id");
+  auto s = impl_.use(
+      "SELECT id, tuner, workload_key, target, options, started_at, finished_at FROM runs ORDER BY "
+      "id");
   while (s->step()) {
     RunRow r;
     r.id = s->column_int(0);

@@ -1,4 +1,5 @@
-// Defines RunStore, the tuning runs of a log and their per-batch model quality (RunInfo, RunRow, BatchQuality).
+// Defines RunStore, the tuning runs of a log and their per-batch model quality (RunInfo, RunRow,
+// BatchQuality).
 #pragma once
 
 #include <cstdint>

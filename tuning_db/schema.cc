@@ -149,9 +149,11 @@ CREATE INDEX claims_by_owner ON claims(owner);
 };
 
 constexpr std::array<std::string_view, 10> kTables = {
-    "meta", "workloads", "targets", "devices", "records", "models", "runs", "run_batches", "jobs", "claims"};
-constexpr std::array<std::string_view, 5> kIndexes = {"workloads_by_template", "records_best", "records_by_config",
-                                                      "records_by_run", "claims_by_owner"};
+    "meta",   "workloads", "targets",     "devices", "records",
+    "models", "runs",      "run_batches", "jobs",    "claims"};
+constexpr std::array<std::string_view, 5> kIndexes = {"workloads_by_template", "records_best",
+                                                      "records_by_config", "records_by_run",
+                                                      "claims_by_owner"};
 
 bool exists(sql::Connection& conn, std::string_view type, std::string_view name) {
   sql::Statement stmt(conn, "SELECT 1 FROM sqlite_master WHERE type = ?1 AND name = ?2");

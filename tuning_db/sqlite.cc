@@ -19,7 +19,8 @@ sqlite3* open_handle(const std::string& path, const std::string& name, int flags
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     if (db) sqlite3_close_v2(db);
-    throw Error(ErrorKind::kDatabase, "cannot open tuning log '" + path + "'" + why + ": " + message);
+    throw Error(ErrorKind::kDatabase,
+                "cannot open tuning log '" + path + "'" + why + ": " + message);
   }
   sqlite3_extended_result_codes(db, 1);
   return db;
@@ -51,7 +52,8 @@ Connection Connection::open_read_only(const std::string& path, bool immutable) {
     }
   }
   uri += immutable ? "?mode=ro&immutable=1" : "?mode=ro";
-  conn.db_ = open_handle(path, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, " to read");
+  conn.db_ = open_handle(path, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                         " to read");
   return conn;
 }
 

@@ -18,7 +18,8 @@ enum { kBatch = 32, kIn = 128, kHidden1 = 256, kHidden2 = 128, kOut = 16 };
 
 static unsigned long long state = 2024;
 
-/* A 64-byte aligned float array (the kernels' ABI), filled with uniform values in [-scale, scale). */
+/* A 64-byte aligned float array (the kernels' ABI), filled with uniform values in [-scale, scale).
+ */
 static float* tensor(size_t count, float scale) {
   float* p = aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64);
   if (!p) exit(3);
@@ -34,15 +35,17 @@ static void poison(float* p, size_t count) { memset(p, 0xff, count * sizeof(floa
 /* y[m][n] = sum_k x[m][k] * w(n, k) (+ bias[n], relu), in double; w is [N][K] when transposed
  * (dense) else [K][N] (matmul). Returns how many of the kernel's outputs are off by more than
  * 1e-4 relative to the sum of |terms|, and the worst relative error in *worst. */
-static long check(const char* name, const float* x, const float* w, const float* bias, int relu, int transposed,
-                  const float* y, int m_count, int n_count, int k_count, int threads) {
+static long check(const char* name, const float* x, const float* w, const float* bias, int relu,
+                  int transposed, const float* y, int m_count, int n_count, int k_count,
+                  int threads) {
   long bad = 0;
   double worst = 0;
   for (int m = 0; m < m_count; ++m)
     for (int n = 0; n < n_count; ++n) {
       double ref = bias ? bias[n] : 0, scale = bias ? fabs(bias[n]) : 0;
       for (int k = 0; k < k_count; ++k) {
-        const double term = (double)x[m * k_count + k] * (transposed ? w[n * k_count + k] : w[k * n_count + n]);
+        const double term =
+            (double)x[m * k_count + k] * (transposed ? w[n * k_count + k] : w[k * n_count + n]);
         ref += term;
         scale += fabs(term);
       }
@@ -51,7 +54,8 @@ static long check(const char* name, const float* x, const float* w, const float*
       if (!(err <= 1e-4)) ++bad;
       if (err > worst || err != err) worst = err;
     }
-  printf("%s threads %d: checked %d bad %ld max_rel_err %.3g\n", name, threads, m_count * n_count, bad, worst);
+  printf("%s threads %d: checked %d bad %ld max_rel_err %.3g\n", name, threads, m_count * n_count,
+         bad, worst);
   return bad;
 }
 
@@ -71,7 +75,8 @@ int main(void) {
     poison(h1, kBatch * kHidden1);
     poison(h2, kBatch * kHidden2);
     poison(out, kBatch * kOut);
-    if (layer1_run(x, w1, b1, h1) != 0 || layer2_run(h1, w2, b2, h2) != 0 || head_run(h2, w3, out) != 0) {
+    if (layer1_run(x, w1, b1, h1) != 0 || layer2_run(h1, w2, b2, h2) != 0 ||
+        head_run(h2, w3, out) != 0) {
       printf("a kernel failed\n");
       return 2;
     }

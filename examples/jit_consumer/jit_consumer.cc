@@ -42,9 +42,12 @@ void fill(float* p, size_t count, unsigned long long& state) {
 
 const char* source_name(ktune::AppliedKernel::Source source) {
   switch (source) {
-    case ktune::AppliedKernel::Source::kTuned: return "tuned";
-    case ktune::AppliedKernel::Source::kNearest: return "nearest";
-    case ktune::AppliedKernel::Source::kFallback: return "fallback";
+    case ktune::AppliedKernel::Source::kTuned:
+      return "tuned";
+    case ktune::AppliedKernel::Source::kNearest:
+      return "nearest";
+    case ktune::AppliedKernel::Source::kFallback:
+      return "fallback";
   }
   return "?";
 }
@@ -54,10 +57,14 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "usage: jit_consumer <tuning log> [M N K]\n");
     return 1;
   }
-  ktune::setup_logging({});  // ktune's warnings (nearest, fallback) go to stderr, not into our output
-  const std::string m = argc == 5 ? argv[2] : "64", n = argc == 5 ? argv[3] : "64", k = argc == 5 ? argv[4] : "64";
-  const ktune::schedule_space::Task task = ktune::make_task("matmul", {{"M", m}, {"N", n}, {"K", k}});
-  ktune::AppliedKernel applied = ktune::apply_history_best(ktune::HistorySource::log(argv[1]), task);
+  ktune::setup_logging(
+      {});  // ktune's warnings (nearest, fallback) go to stderr, not into our output
+  const std::string m = argc == 5 ? argv[2] : "64", n = argc == 5 ? argv[3] : "64",
+                    k = argc == 5 ? argv[4] : "64";
+  const ktune::schedule_space::Task task =
+      ktune::make_task("matmul", {{"M", m}, {"N", n}, {"K", k}});
+  ktune::AppliedKernel applied =
+      ktune::apply_history_best(ktune::HistorySource::log(argv[1]), task);
   std::printf("source %s\nnote %s\n", source_name(applied.source), applied.note.c_str());
 
   // matmul's arguments: A [M,K], B [K,N], C [M,N] (row-major).
@@ -88,7 +95,8 @@ int run(int argc, char** argv) {
       if (rel_err > max_rel_err || std::isnan(rel_err)) max_rel_err = rel_err;
       checksum += got;
     }
-  std::printf("checked %zu bad %zu max_rel_err %.3g\nchecksum %.6f\n", M * N, bad, max_rel_err, checksum);
+  std::printf("checked %zu bad %zu max_rel_err %.3g\nchecksum %.6f\n", M * N, bad, max_rel_err,
+              checksum);
   std::printf(bad == 0 ? "jit ok\n" : "jit FAILED\n");
   return bad == 0 ? 0 : 1;
 }

@@ -14,8 +14,10 @@ int main(int argc, char** argv) {
   float* input = aligned_alloc(64, (net_INPUT0_ELEMENTS * sizeof(float) + 63) / 64 * 64);
   float* output = aligned_alloc(64, (net_OUTPUT0_ELEMENTS * sizeof(float) + 63) / 64 * 64);
   FILE* f = fopen(argv[1], "rb");
-  if (!input || !output || !f || fread(input, sizeof(float), net_INPUT0_ELEMENTS, f) != net_INPUT0_ELEMENTS) {
-    fprintf(stderr, "classify: cannot read %ld floats from %s\n", (long)net_INPUT0_ELEMENTS, argv[1]);
+  if (!input || !output || !f ||
+      fread(input, sizeof(float), net_INPUT0_ELEMENTS, f) != net_INPUT0_ELEMENTS) {
+    fprintf(stderr, "classify: cannot read %ld floats from %s\n", (long)net_INPUT0_ELEMENTS,
+            argv[1]);
     return 1;
   }
   fclose(f);
@@ -35,7 +37,8 @@ int main(int argc, char** argv) {
   for (long i = 1; i < net_OUTPUT0_ELEMENTS; ++i)
     if (output[i] > output[best]) best = i;
   f = fopen(argv[2], "wb");
-  if (!f || fwrite(output, sizeof(float), net_OUTPUT0_ELEMENTS, f) != net_OUTPUT0_ELEMENTS) return 1;
+  if (!f || fwrite(output, sizeof(float), net_OUTPUT0_ELEMENTS, f) != net_OUTPUT0_ELEMENTS)
+    return 1;
   fclose(f);
   printf("class %ld\n", best);
   free(input);

@@ -35,9 +35,11 @@ struct ServiceClient::Impl {
   }
 };
 
-ServiceClient::ServiceClient(const ServiceClientOptions& options) : impl_(std::make_unique<Impl>()) {
+ServiceClient::ServiceClient(const ServiceClientOptions& options)
+    : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
-  if (!(options.timeout_s > 0)) throw Error(ErrorKind::kInvalidArgument, "the call timeout must be above 0");
+  if (!(options.timeout_s > 0))
+    throw Error(ErrorKind::kInvalidArgument, "the call timeout must be above 0");
   impl_->security = load_client_security(options.token_file, options.tls_ca_file, Role::kClient);
   impl_->stub = rpc::Tuning::NewStub(make_channel(options.server, impl_->security));
 }
@@ -76,7 +78,8 @@ JobStatus ServiceClient::cancel(uint64_t id) {
 JobStatus ServiceClient::job(uint64_t id) {
   for (const JobStatus& s : jobs(true))
     if (s.id == id) return s;
-  throw Error(ErrorKind::kNotFound, "no job " + std::to_string(id) + " on " + impl_->options.server);
+  throw Error(ErrorKind::kNotFound,
+              "no job " + std::to_string(id) + " on " + impl_->options.server);
 }
 
 JobEvent ServiceClient::watch(uint64_t id, const std::function<void(const JobEvent&)>& on_event) {
@@ -102,8 +105,10 @@ JobEvent ServiceClient::watch(uint64_t id, const std::function<void(const JobEve
     grpc::Status status = reader->Finish();
     if (last && last->job.finished()) return *last;
     const grpc::StatusCode code = status.error_code();
-    if (status.ok() || (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::CANCELLED))
-      impl_->check(status.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "the stream ended before the job did")
+    if (status.ok() ||
+        (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::CANCELLED))
+      impl_->check(status.ok() ? grpc::Status(grpc::StatusCode::INTERNAL,
+                                              "the stream ended before the job did")
                                : status,
                    "watch the job");
     // Never reached (a wrong address, no server): nothing to resume, say so now.
@@ -112,16 +117,19 @@ JobEvent ServiceClient::watch(uint64_t id, const std::function<void(const JobEve
     if (!lost || got_any) {
       lost = true;
       lost_since = Clock::now();
-      spdlog::warn("lost the tuning server at {} ({}); reconnecting", impl_->options.server, status.error_message());
+      spdlog::warn("lost the tuning server at {} ({}); reconnecting", impl_->options.server,
+                   status.error_message());
     }
-    if (std::chrono::duration<double>(Clock::now() - lost_since).count() > impl_->options.reconnect_for_s)
+    if (std::chrono::duration<double>(Clock::now() - lost_since).count() >
+        impl_->options.reconnect_for_s)
       impl_->check(status, "watch the job");
     std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
     backoff = std::min(backoff * 2, 5.0);
   }
 }
 
-std::vector<tuning_db::Record> ServiceClient::best(const std::string& workload_key, const std::string& target,
+std::vector<tuning_db::Record> ServiceClient::best(const std::string& workload_key,
+                                                   const std::string& target,
                                                    const std::string& device_key, int64_t k,
                                                    bool include_emulated) {
   rpc::BestRequest request;

@@ -1,4 +1,5 @@
-// Defines ServiceClient: what a client (ktune tune/jobs/best/build/db export, tests) asks the tuning server.
+// Defines ServiceClient: what a client (ktune tune/jobs/best/build/db export, tests) asks the
+// tuning server.
 #pragma once
 
 #include <cstdint>
@@ -14,10 +15,10 @@
 namespace ktune::rpc_runner {
 
 struct ServiceClientOptions {
-  std::string server;        // "host:port"
-  std::string token_file;    // the client token ("" = none)
-  std::string tls_ca_file;   // PEM of the CA of the server's certificate ("" = plaintext)
-  double timeout_s = 10;     // each unary call
+  std::string server;       // "host:port"
+  std::string token_file;   // the client token ("" = none)
+  std::string tls_ca_file;  // PEM of the CA of the server's certificate ("" = plaintext)
+  double timeout_s = 10;    // each unary call
   // watch(): how long to keep reconnecting (with backoff) after the server went away.
   double reconnect_for_s = 120;
 };

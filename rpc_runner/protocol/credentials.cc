@@ -45,8 +45,8 @@ std::vector<std::pair<int, std::string>> token_lines(const std::string& path) {
 void check_token(const std::string& token, const std::string& path, int line) {
   const std::string where = path + ":" + std::to_string(line) + ": ";
   if (token.size() < kMinTokenLength)
-    throw Error(ErrorKind::kInvalidArgument,
-                where + "a token must have at least " + std::to_string(kMinTokenLength) + " characters");
+    throw Error(ErrorKind::kInvalidArgument, where + "a token must have at least " +
+                                                 std::to_string(kMinTokenLength) + " characters");
   if (token.find_first_of(" \t") != std::string::npos)
     throw Error(ErrorKind::kInvalidArgument, where + "a token must not contain whitespace");
 }
@@ -59,9 +59,11 @@ std::pair<std::string, std::string> role_tokens(const std::string& path, bool re
     const std::string role = colon == std::string::npos ? "" : trim(line.substr(0, colon));
     const std::string where = path + ":" + std::to_string(n) + ": ";
     if (role != "worker" && role != "client")
-      throw Error(ErrorKind::kInvalidArgument, where + "expected 'worker: TOKEN' or 'client: TOKEN'");
+      throw Error(ErrorKind::kInvalidArgument,
+                  where + "expected 'worker: TOKEN' or 'client: TOKEN'");
     std::string& slot = role == "worker" ? worker : client;
-    if (!slot.empty()) throw Error(ErrorKind::kInvalidArgument, where + "a second " + role + " token");
+    if (!slot.empty())
+      throw Error(ErrorKind::kInvalidArgument, where + "a second " + role + " token");
     slot = trim(line.substr(colon + 1));
     check_token(slot, path, n);
   }
@@ -89,7 +91,8 @@ ServerSecurity load_server_security(const std::string& token_file, const std::st
   ServerSecurity s;
   if (!token_file.empty()) std::tie(s.worker_token, s.client_token) = role_tokens(token_file, true);
   if (tls_cert_file.empty() != tls_key_file.empty())
-    throw Error(ErrorKind::kInvalidArgument, "TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
   if (!tls_cert_file.empty()) {
     s.tls_cert_pem = read_text(tls_cert_file, "TLS certificate");
     s.tls_key_pem = read_text(tls_key_file, "TLS key");
@@ -97,7 +100,8 @@ ServerSecurity load_server_security(const std::string& token_file, const std::st
   return s;
 }
 
-ClientSecurity load_client_security(const std::string& token_file, const std::string& tls_ca_file, Role role) {
+ClientSecurity load_client_security(const std::string& token_file, const std::string& tls_ca_file,
+                                    Role role) {
   ClientSecurity s;
   if (!token_file.empty()) {
     const auto lines = token_lines(token_file);
@@ -108,7 +112,8 @@ ClientSecurity load_client_security(const std::string& token_file, const std::st
       auto [worker, client] = role_tokens(token_file, false);
       s.token = role == Role::kWorker ? worker : client;
       if (s.token.empty())
-        throw Error(ErrorKind::kInvalidArgument, token_file + ": no '" + to_string(role) + ": TOKEN' line");
+        throw Error(ErrorKind::kInvalidArgument,
+                    token_file + ": no '" + to_string(role) + ": TOKEN' line");
     }
   }
   if (!tls_ca_file.empty()) s.tls_ca_pem = read_text(tls_ca_file, "TLS CA certificate");
@@ -129,7 +134,8 @@ std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const ClientSecuri
   return grpc::SslCredentials(options);
 }
 
-std::shared_ptr<grpc::Channel> make_channel(const std::string& address, const ClientSecurity& security) {
+std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
+                                            const ClientSecurity& security) {
   route_grpc_log();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMessageLimit);
@@ -144,19 +150,22 @@ void attach_token(grpc::ClientContext& context, const ClientSecurity& security) 
   if (!security.token.empty()) context.AddMetadata("authorization", "Bearer " + security.token);
 }
 
-grpc::Status authorize(const grpc::ServerContextBase& context, Role role, const ServerSecurity& security,
-                       std::string_view rpc) {
-  const std::string& expected = role == Role::kWorker ? security.worker_token : security.client_token;
+grpc::Status authorize(const grpc::ServerContextBase& context, Role role,
+                       const ServerSecurity& security, std::string_view rpc) {
+  const std::string& expected =
+      role == Role::kWorker ? security.worker_token : security.client_token;
   if (expected.empty()) return grpc::Status::OK;
   const auto& metadata = context.client_metadata();
   const auto it = metadata.find("authorization");
   std::string reason;
   if (it == metadata.end()) {
-    reason = std::string("no token: this server requires a ") + to_string(role) + " token (--token-file)";
+    reason = std::string("no token: this server requires a ") + to_string(role) +
+             " token (--token-file)";
   } else {
     const std::string_view value(it->second.data(), it->second.size());
     const std::string_view prefix = "Bearer ";
-    const std::string_view given = value.substr(0, prefix.size()) == prefix ? value.substr(prefix.size()) : "";
+    const std::string_view given =
+        value.substr(0, prefix.size()) == prefix ? value.substr(prefix.size()) : "";
     if (equal_constant_time(given, expected)) return grpc::Status::OK;
     reason = std::string("wrong ") + to_string(role) + " token";
   }
@@ -172,12 +181,15 @@ Error status_error(const grpc::Status& status, const std::string& address, std::
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE: {
       std::string line = "cannot reach " + server + " (" + detail + ")";
-      const bool tls_hint = detail.find("SSL") != std::string::npos || detail.find("TLS") != std::string::npos ||
+      const bool tls_hint = detail.find("SSL") != std::string::npos ||
+                            detail.find("TLS") != std::string::npos ||
                             detail.find("handshake") != std::string::npos ||
                             detail.find("Socket closed") != std::string::npos ||
                             detail.find("Connection reset") != std::string::npos;
-      if (tls_hint) line += "; if one side uses TLS and the other does not, or the CA (--tls-ca) does not match, "
-                            "this is how it fails";
+      if (tls_hint)
+        line +=
+            "; if one side uses TLS and the other does not, or the CA (--tls-ca) does not match, "
+            "this is how it fails";
       return Error(ErrorKind::kIo, line);
     }
     case grpc::StatusCode::DEADLINE_EXCEEDED:

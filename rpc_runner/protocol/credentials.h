@@ -40,21 +40,23 @@ struct ClientSecurity {
 
 // Reads a worker's or client's token file: a file holding just the token (one line), or a server
 // token file, of which the line of `role` is used. tls_ca_file "" = plaintext. Throws as above.
-ClientSecurity load_client_security(const std::string& token_file, const std::string& tls_ca_file, Role role);
+ClientSecurity load_client_security(const std::string& token_file, const std::string& tls_ca_file,
+                                    Role role);
 
 std::shared_ptr<grpc::ServerCredentials> server_credentials(const ServerSecurity& security);
 std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const ClientSecurity& security);
 // A channel to "host:port" with these credentials and ktune's channel arguments: 64 MiB
 // message limits both ways, keepalive pings every 10 s with a 5 s timeout.
-std::shared_ptr<grpc::Channel> make_channel(const std::string& address, const ClientSecurity& security);
+std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
+                                            const ClientSecurity& security);
 // Puts the token in the call's metadata ("authorization: Bearer TOKEN") when there is one.
 void attach_token(grpc::ClientContext& context, const ClientSecurity& security);
 
 // Checks the call's token against the role's (constant-time). Returns OK when the role needs no
 // token or it matches; otherwise UNAUTHENTICATED with a message a client prints as is, after one
 // warning line in the server's log naming the peer, the call and the reason.
-grpc::Status authorize(const grpc::ServerContextBase& context, Role role, const ServerSecurity& security,
-                       std::string_view rpc);
+grpc::Status authorize(const grpc::ServerContextBase& context, Role role,
+                       const ServerSecurity& security, std::string_view rpc);
 
 // One clear line for a failed call to the server at `address` doing `what` ("submit the job"):
 // unreachable (with a hint when TLS is on one side only), refused (token), not answering in

@@ -10,7 +10,9 @@
 namespace ktune::rpc_runner {
 namespace {
 
-void to_spdlog(gpr_log_func_args* args) { spdlog::debug("grpc: {} ({}:{})", args->message, args->file, args->line); }
+void to_spdlog(gpr_log_func_args* args) {
+  spdlog::debug("grpc: {} ({}:{})", args->message, args->file, args->line);
+}
 
 }  // namespace
 

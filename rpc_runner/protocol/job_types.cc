@@ -10,8 +10,8 @@
 #include "frontend/model_tasks.h"
 #include "schedule_space/task.h"
 #include "schedule_space/template_registry.h"
-#include "tuner/task_scheduler.h"
 #include "support/error.h"
+#include "tuner/task_scheduler.h"
 
 namespace ktune::rpc_runner {
 namespace {
@@ -23,18 +23,22 @@ T field(const nlohmann::json& j, const char* name, T fallback) {
   // nlohmann converts with a plain cast: a float or an integer out of T's range would be
   // undefined behaviour (1e72 as an int) or a silently wrapped value. Integers must fit.
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    const bool fits = v.is_number_unsigned()
-                          ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
-                          : v.is_number_integer() && v.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
-                                (std::is_unsigned_v<T> || v.get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max()));
+    const bool fits =
+        v.is_number_unsigned()
+            ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+            : v.is_number_integer() &&
+                  v.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                  (std::is_unsigned_v<T> ||
+                   v.get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max()));
     if (!fits)
-      throw Error(ErrorKind::kInvalidArgument,
-                  std::string("job spec: field '") + name + "' must be an integer in the range of its type");
+      throw Error(ErrorKind::kInvalidArgument, std::string("job spec: field '") + name +
+                                                   "' must be an integer in the range of its type");
   }
   try {
     return v.get<T>();
   } catch (const nlohmann::json::exception&) {
-    throw Error(ErrorKind::kInvalidArgument, std::string("job spec: field '") + name + "' has the wrong type");
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("job spec: field '") + name + "' has the wrong type");
   }
 }
 
@@ -77,7 +81,8 @@ tuner::MeasureOptions measure_from_json(const nlohmann::json& spec) {
 
 void check_positive(double v, const char* what) {
   if (!std::isfinite(v) || v <= 0)
-    throw Error(ErrorKind::kInvalidArgument, std::string(what) + " must be a finite number above 0");
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(what) + " must be a finite number above 0");
 }
 
 }  // namespace
@@ -103,12 +108,16 @@ nlohmann::json JobSpec::to_json() const {
 
 std::string JobSpec::label() const {
   if (is_model()) {
-    const size_t n = model.contains("tasks") && model["tasks"].is_array() ? model["tasks"].size() : 0;
-    const std::string name = model.contains("model") && model["model"].is_string() ? model["model"].get<std::string>() : "?";
+    const size_t n =
+        model.contains("tasks") && model["tasks"].is_array() ? model["tasks"].size() : 0;
+    const std::string name = model.contains("model") && model["model"].is_string()
+                                 ? model["model"].get<std::string>()
+                                 : "?";
     return "model " + name + " (" + std::to_string(n) + " tasks)";
   }
   try {
-    return schedule_space::Task::create(template_name, args, schedule_space::TargetTraits{}).workload_key();
+    return schedule_space::Task::create(template_name, args, schedule_space::TargetTraits{})
+        .workload_key();
   } catch (const Error&) {
     return template_name;  // a template this build no longer has
   }
@@ -138,12 +147,15 @@ JobSpec JobSpec::from_json(const nlohmann::json& j) {
 }
 
 void JobSpec::validate() const {
-  if (session.device_key.empty()) throw Error(ErrorKind::kInvalidArgument, "a job needs a device key (--device-key)");
+  if (session.device_key.empty())
+    throw Error(ErrorKind::kInvalidArgument, "a job needs a device key (--device-key)");
   if (session.trials < 1 || session.trials > kMaxJobTrials)
-    throw Error(ErrorKind::kInvalidArgument, "trials must be between 1 and " + std::to_string(kMaxJobTrials) +
-                                                 ", not " + std::to_string(session.trials));
+    throw Error(ErrorKind::kInvalidArgument, "trials must be between 1 and " +
+                                                 std::to_string(kMaxJobTrials) + ", not " +
+                                                 std::to_string(session.trials));
   if (priority < 1 || priority > kMaxJobPriority)
-    throw Error(ErrorKind::kInvalidArgument, "priority must be between 1 and " + std::to_string(kMaxJobPriority));
+    throw Error(ErrorKind::kInvalidArgument,
+                "priority must be between 1 and " + std::to_string(kMaxJobPriority));
   if (session.batch_size < 1 || session.batch_size > 4096)
     throw Error(ErrorKind::kInvalidArgument, "batch size must be between 1 and 4096");
   if (measure.number < 1 || measure.repeat < 1)
@@ -154,23 +166,27 @@ void JobSpec::validate() const {
     throw Error(ErrorKind::kInvalidArgument, "min_repeat_ms must be a finite number >= 0");
   if (is_model()) {
     if (!template_name.empty() || !args.empty())
-      throw Error(ErrorKind::kInvalidArgument, "a model job names no template (its tasks are in the model)");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "a model job names no template (its tasks are in the model)");
     tuner::TaskSchedulerOptions scheduler;
     scheduler.strategy = strategy;
     scheduler.trials = session.trials;
     scheduler.batch_size = session.batch_size;
     tuner::validate(scheduler);
     // The tasks as this server's templates read them (any target: each device's is its own).
-    const frontend::ModelTasks tasks = frontend::tasks_from_json(model, schedule_space::TargetTraits{});
-    if (std::none_of(tasks.tasks.begin(), tasks.tasks.end(), [](const auto& t) { return t.tunable.has_value(); }))
-      throw Error(ErrorKind::kInvalidArgument, "model " + tasks.model + ": no task can be tuned with today's templates");
+    const frontend::ModelTasks tasks =
+        frontend::tasks_from_json(model, schedule_space::TargetTraits{});
+    if (std::none_of(tasks.tasks.begin(), tasks.tasks.end(),
+                     [](const auto& t) { return t.tunable.has_value(); }))
+      throw Error(ErrorKind::kInvalidArgument,
+                  "model " + tasks.model + ": no task can be tuned with today's templates");
   } else {
     // Unknown template or argument: the registry's own message.
     schedule_space::parse_workload_args(template_name, [&] {
-    std::vector<std::string> words;
-    for (const auto& [k, v] : args) words.push_back(k + "=" + v);
-    return words;
-  }());
+      std::vector<std::string> words;
+      for (const auto& [k, v] : args) words.push_back(k + "=" + v);
+      return words;
+    }());
   }
   tuner::validate(session);
 }

@@ -1,4 +1,5 @@
-// Defines the plain data of the service's tuning jobs: JobSpec (what a client submits), JobStatus, JobEvent, and of its devices: WorkerInfo, DeviceInfo.
+// Defines the plain data of the service's tuning jobs: JobSpec (what a client submits), JobStatus,
+// JobEvent, and of its devices: WorkerInfo, DeviceInfo.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,8 @@ namespace ktune::rpc_runner {
 inline constexpr uint64_t kMaxJobTrials = 10'000'000;
 inline constexpr int kMaxJobPriority = 100;
 
-// A tuning job: the workload or the model, the devices to measure on, the search and how to measure.
+// A tuning job: the workload or the model, the devices to measure on, the search and how to
+// measure.
 struct JobSpec {
   std::string template_name;
   std::map<std::string, std::string> args;  // key=value, as on the command line
@@ -32,8 +34,8 @@ struct JobSpec {
   // every record). What a job carries of it: trials, tuner, seed, batch_size, early_stopping,
   // xgb_features, transfer and device_key; the server sets the rest (run id, emulated, stop).
   tuner::SessionOptions session;
-  tuner::MeasureOptions measure;      // run_threads 0: the device's default
-  int priority = 1;                   // share of the key's devices relative to other jobs
+  tuner::MeasureOptions measure;  // run_threads 0: the device's default
+  int priority = 1;               // share of the key's devices relative to other jobs
   std::string owner;
 
   bool is_model() const { return !model.is_null(); }
@@ -56,20 +58,20 @@ struct JobSpec {
 struct JobStatus {
   uint64_t id = 0;
   tuning_db::JobState state = tuning_db::JobState::kQueued;
-  std::string workload;    // workload key (template(args...)), or "model NAME (N tasks)"
+  std::string workload;  // workload key (template(args...)), or "model NAME (N tasks)"
   std::string device_key;
-  std::string target;      // resolved once a device of the key was seen; else the spec's
+  std::string target;  // resolved once a device of the key was seen; else the spec's
   uint64_t trials = 0;
-  uint64_t done = 0;       // measured so far, across server restarts
+  uint64_t done = 0;  // measured so far, across server restarts
   double best_gflops = 0;
-  int devices = 0;         // workers of the key attached
-  int measuring = 0;       // this job's candidates on devices now
+  int devices = 0;    // workers of the key attached
+  int measuring = 0;  // this job's candidates on devices now
   int priority = 1;
   std::string owner;
-  std::string message;     // why it waits, or why it failed
+  std::string message;  // why it waits, or why it failed
   std::string tuner;
   double created_at = 0;
-  bool model = false;      // a model job (its events carry model reports)
+  bool model = false;  // a model job (its events carry model reports)
 
   bool finished() const { return tuning_db::is_terminal(state); }
 };
@@ -92,10 +94,10 @@ struct WorkerInfo {
   std::string target;
   int cores = 1;
   int vector_bits = 0;
-  int slots = 1;          // candidates it takes at once
+  int slots = 1;  // candidates it takes at once
   bool can_build = true;
-  bool emulated = false;  // under emulation (qemu): its timings are marked, never served as real
-  double peak_gflops = 0; // stated f32 peak; 0 = unknown
+  bool emulated = false;   // under emulation (qemu): its timings are marked, never served as real
+  double peak_gflops = 0;  // stated f32 peak; 0 = unknown
   std::string description;
   std::string peer;
   // Filled by workers(): the pool's view.

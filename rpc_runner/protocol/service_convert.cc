@@ -53,14 +53,16 @@ JobSpec from_proto(const rpc::JobSpec& in) {
   JobSpec spec;
   spec.template_name = in.template_name();
   const auto args = parse_json_input(in.args_json(), "job spec args_json");
-  if (!args.is_object()) throw Error(ErrorKind::kInvalidArgument, "job spec: args_json is not a JSON object");
+  if (!args.is_object())
+    throw Error(ErrorKind::kInvalidArgument, "job spec: args_json is not a JSON object");
   for (const auto& [k, v] : args.items()) {
     if (v.is_string())
       spec.args[k] = v.get<std::string>();
     else if (v.is_number_integer())
       spec.args[k] = std::to_string(v.get<int64_t>());
     else
-      throw Error(ErrorKind::kInvalidArgument, "job spec: argument '" + k + "' is neither a string nor an integer");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "job spec: argument '" + k + "' is neither a string nor an integer");
   }
   spec.target = in.target().empty() ? "host" : in.target();
   tuner::SessionOptions& session = spec.session;
@@ -75,7 +77,8 @@ JobSpec from_proto(const rpc::JobSpec& in) {
   spec.measure = from_proto(in.measure());
   spec.priority = in.priority();
   spec.owner = in.owner();
-  if (!in.model_json().empty()) spec.model = parse_json_input(in.model_json(), "job spec model_json");
+  if (!in.model_json().empty())
+    spec.model = parse_json_input(in.model_json(), "job spec model_json");
   if (!in.strategy().empty()) spec.strategy = in.strategy();
   return spec;
 }

@@ -1,4 +1,5 @@
-// Declares the conversions between the service's plain types (job_types.h: jobs, devices; tasks and measurement settings) and their protobuf messages.
+// Declares the conversions between the service's plain types (job_types.h: jobs, devices; tasks and
+// measurement settings) and their protobuf messages.
 #pragma once
 
 #include "rpc_runner/protocol/job_types.h"
@@ -30,6 +31,5 @@ DeviceInfo from_proto(const rpc::Device& device);
 void to_proto(const schedule_space::Task& task, rpc::TaskSpec* out);
 // A worker's result as a MeasureResult (an unknown error kind becomes kUnknown).
 tuner::MeasureResult from_proto(const rpc::CandidateResult& r);
-
 
 }  // namespace ktune::rpc_runner

@@ -1,4 +1,5 @@
-// The channel runner: parallel builds, then the candidates spread over the channels, one at a time on each.
+// The channel runner: parallel builds, then the candidates spread over the channels, one at a time
+// on each.
 #include "rpc_runner/runner/channel_runner.h"
 
 #include <algorithm>
@@ -31,8 +32,8 @@ double seconds_since(Clock::time_point start) {
 
 struct ChannelRunner::Reference {
   std::string key;
-  std::vector<uint8_t> blob;        // serialized artifact
-  std::optional<std::string> error; // why the reference is unusable
+  std::vector<uint8_t> blob;         // serialized artifact
+  std::optional<std::string> error;  // why the reference is unusable
 };
 
 namespace {
@@ -45,14 +46,16 @@ std::vector<std::unique_ptr<RunnerChannel>> one_channel(std::unique_ptr<RunnerCh
 
 }  // namespace
 
-ChannelRunner::ChannelRunner(const ChannelRunnerOptions& options, std::unique_ptr<RunnerChannel> channel)
+ChannelRunner::ChannelRunner(const ChannelRunnerOptions& options,
+                             std::unique_ptr<RunnerChannel> channel)
     : ChannelRunner(options, one_channel(std::move(channel))) {}
 
 ChannelRunner::ChannelRunner(const ChannelRunnerOptions& options,
                              std::vector<std::unique_ptr<RunnerChannel>> channels)
     : base_options_(options),
-      build_parallelism_(options.build_threads > 0 ? options.build_threads
-                                                   : std::max(1u, std::thread::hardware_concurrency())) {
+      build_parallelism_(options.build_threads > 0
+                             ? options.build_threads
+                             : std::max(1u, std::thread::hardware_concurrency())) {
   if (channels.empty()) throw Error(ErrorKind::kInternal, "ChannelRunner needs a channel");
   for (auto& channel : channels) {
     if (!channel) throw Error(ErrorKind::kInternal, "ChannelRunner needs a channel");
@@ -80,8 +83,10 @@ ChannelRunner::Reference& ChannelRunner::reference_for(const schedule_space::Tas
   return *references_.emplace(key, std::move(ref)).first->second;
 }
 
-tuner::MeasureResult ChannelRunner::run_candidate(ChannelSlot& slot, const schedule_space::Task& task,
-                                                  const codegen::Artifact& artifact, double build_s) {
+tuner::MeasureResult ChannelRunner::run_candidate(ChannelSlot& slot,
+                                                  const schedule_space::Task& task,
+                                                  const codegen::Artifact& artifact,
+                                                  double build_s) {
   const tuner::MeasureOptions& m = base_options_.measure;
   RunnerChannel& channel = *slot.channel;
   const std::string key = task.workload_key() + "|" + task.target().key;
@@ -119,7 +124,8 @@ tuner::MeasureResult ChannelRunner::run_candidate(ChannelSlot& slot, const sched
         }
         if (!error) break;
         if (attempt < kReferenceAttempts) {
-          spdlog::warn("{}: {} (attempt {} of {}); retrying", task.workload_key(), *error, attempt, kReferenceAttempts);
+          spdlog::warn("{}: {} (attempt {} of {}); retrying", task.workload_key(), *error, attempt,
+                       kReferenceAttempts);
           slot.loaded_epoch = channel.ready();  // a fresh runner when the last one died
           slot.loaded_references.clear();
         }
@@ -146,14 +152,15 @@ tuner::MeasureResult ChannelRunner::run_candidate(ChannelSlot& slot, const sched
     double run_s = seconds_since(start);
     if (reply.error) return tuner::make_error_result(*reply.error, reply.message, build_s, run_s);
     if (reply.costs.empty())
-      return tuner::make_error_result(ErrorKind::kUnknown, "runner returned no costs", build_s, run_s);
+      return tuner::make_error_result(ErrorKind::kUnknown, "runner returned no costs", build_s,
+                                      run_s);
     return tuner::make_ok_result(std::move(reply.costs), build_s, run_s);
   } catch (const Error& e) {
     if (channel.lost()) throw;  // no later candidate can run on this channel either
     double run_s = seconds_since(start);
     ErrorKind kind = e.kind() == ErrorKind::kRunTimeout ? ErrorKind::kRunTimeout
-                     : e.kind() == ErrorKind::kRun     ? ErrorKind::kRun
-                                                       : ErrorKind::kUnknown;
+                     : e.kind() == ErrorKind::kRun      ? ErrorKind::kRun
+                                                        : ErrorKind::kUnknown;
     spdlog::debug("runner: {}", e.what());
     return tuner::make_error_result(kind, e.what(), build_s, run_s);
   }
@@ -174,7 +181,8 @@ void ChannelRunner::run_batch(const std::vector<tuner::MeasureInput>& inputs,
   // One channel: run in this thread, and any failure of the channel ends the batch.
   if (live.size() == 1) {
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (artifacts[i]) results[i] = run_candidate(*live.front(), *inputs[i].task, *artifacts[i], build_seconds[i]);
+      if (artifacts[i])
+        results[i] = run_candidate(*live.front(), *inputs[i].task, *artifacts[i], build_seconds[i]);
     return;
   }
 
@@ -183,10 +191,10 @@ void ChannelRunner::run_batch(const std::vector<tuner::MeasureInput>& inputs,
   // and its thread ends; the others wait while candidates are in flight, since one may return.
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<size_t> queue;       // guarded by mu
-  size_t in_flight = 0;           // guarded by mu
-  std::exception_ptr fatal;       // guarded by mu: a failure that ends the batch
-  std::optional<Error> last_loss; // guarded by mu
+  std::deque<size_t> queue;        // guarded by mu
+  size_t in_flight = 0;            // guarded by mu
+  std::exception_ptr fatal;        // guarded by mu: a failure that ends the batch
+  std::optional<Error> last_loss;  // guarded by mu
   for (size_t i = 0; i < inputs.size(); ++i)
     if (artifacts[i]) queue.push_back(i);
 
@@ -202,7 +210,8 @@ void ChannelRunner::run_batch(const std::vector<tuner::MeasureInput>& inputs,
         ++in_flight;
       }
       try {
-        tuner::MeasureResult result = run_candidate(slot, *inputs[i].task, *artifacts[i], build_seconds[i]);
+        tuner::MeasureResult result =
+            run_candidate(slot, *inputs[i].task, *artifacts[i], build_seconds[i]);
         std::lock_guard lock(mu);
         results[i] = std::move(result);
         --in_flight;
@@ -240,7 +249,8 @@ void ChannelRunner::run_batch(const std::vector<tuner::MeasureInput>& inputs,
   }
 }
 
-std::vector<tuner::MeasureResult> ChannelRunner::measure(const std::vector<tuner::MeasureInput>& inputs) {
+std::vector<tuner::MeasureResult> ChannelRunner::measure(
+    const std::vector<tuner::MeasureInput>& inputs) {
   const tuner::MeasureOptions& m = base_options_.measure;
   const auto build_start = Clock::now();
   std::vector<tuner::MeasureResult> results(inputs.size());
@@ -256,9 +266,11 @@ std::vector<tuner::MeasureResult> ChannelRunner::measure(const std::vector<tuner
     // Instantiate here (cheap); the build child gets the scheduled program with its memory.
     const auto inst_start = Clock::now();
     try {
-      jobs.push_back(BuildJob{task.instantiate(inputs[i].config), task.template_name(), task.target().key});
+      jobs.push_back(
+          BuildJob{task.instantiate(inputs[i].config), task.template_name(), task.target().key});
     } catch (const std::exception& e) {
-      results[i] = tuner::make_error_result(ErrorKind::kInstantiation, e.what(), seconds_since(inst_start));
+      results[i] =
+          tuner::make_error_result(ErrorKind::kInstantiation, e.what(), seconds_since(inst_start));
       continue;
     }
     job_input.push_back(i);
@@ -270,7 +282,8 @@ std::vector<tuner::MeasureResult> ChannelRunner::measure(const std::vector<tuner
   // process that is killed at the build timeout, so a slow build holds no thread of this process.
   std::vector<const BuildJob*> job_ptrs;
   for (const auto& job : jobs) job_ptrs.push_back(&job);
-  std::vector<BuildOutcome> built = build_in_children(job_ptrs, build_parallelism_, m.build_timeout_s);
+  std::vector<BuildOutcome> built =
+      build_in_children(job_ptrs, build_parallelism_, m.build_timeout_s);
   std::vector<std::optional<codegen::Artifact>> artifacts(inputs.size());
   std::vector<double> build_seconds(inputs.size(), 0.0);
   for (size_t j = 0; j < jobs.size(); ++j) {

@@ -1,4 +1,5 @@
-// Defines ChannelRunner, the Measurer that builds in a thread pool and runs through one or more RunnerChannels.
+// Defines ChannelRunner, the Measurer that builds in a thread pool and runs through one or more
+// RunnerChannels.
 #pragma once
 
 #include <cstdint>
@@ -50,13 +51,15 @@ class ChannelRunner : public tuner::Measurer {
 
   ChannelRunner(const ChannelRunnerOptions& options, std::unique_ptr<RunnerChannel> channel);
   // Runs over every channel at once. Throws Error(kInternal) when channels is empty or holds null.
-  ChannelRunner(const ChannelRunnerOptions& options, std::vector<std::unique_ptr<RunnerChannel>> channels);
+  ChannelRunner(const ChannelRunnerOptions& options,
+                std::vector<std::unique_ptr<RunnerChannel>> channels);
   ~ChannelRunner() override;
 
   // Returns one result per input. Throws Error(kUnsupported) when a task's target cannot run
   // at the channels' end, Error(kIo) when the channels cannot work (a runner that cannot be
   // started; every device lost: the message then says "device lost").
-  std::vector<tuner::MeasureResult> measure(const std::vector<tuner::MeasureInput>& inputs) override;
+  std::vector<tuner::MeasureResult> measure(
+      const std::vector<tuner::MeasureInput>& inputs) override;
 
   // Wall time spent in measure() so far, by phase (for throughput benchmarks).
   struct PhaseTimes {
@@ -87,7 +90,8 @@ class ChannelRunner : public tuner::Measurer {
   // Runs every built candidate (artifacts[i] set) into results[i], over the live channels.
   void run_batch(const std::vector<tuner::MeasureInput>& inputs,
                  const std::vector<std::optional<codegen::Artifact>>& artifacts,
-                 const std::vector<double>& build_seconds, std::vector<tuner::MeasureResult>& results);
+                 const std::vector<double>& build_seconds,
+                 std::vector<tuner::MeasureResult>& results);
 
   ChannelRunnerOptions base_options_;
   size_t build_parallelism_;  // build children at once

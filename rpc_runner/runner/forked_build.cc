@@ -44,12 +44,14 @@ void write_all(int fd, const void* data, size_t size) {
   std::string out;
   try {
     te::LoweredFunc func = te::lower(job.inst.schedule, job.inst.args, job.name);
-    const std::vector<uint8_t> bytes = codegen::build(func, codegen::Target::parse(job.target_key)).serialize();
+    const std::vector<uint8_t> bytes =
+        codegen::build(func, codegen::Target::parse(job.target_key)).serialize();
     out.reserve(bytes.size() + 1);
     out.push_back(kArtifact);
     out.append(bytes.begin(), bytes.end());
   } catch (const Error& e) {
-    out = std::string(1, e.kind() == ErrorKind::kInstantiation ? kInstantiation : kBuildError) + e.what();
+    out = std::string(1, e.kind() == ErrorKind::kInstantiation ? kInstantiation : kBuildError) +
+          e.what();
   } catch (const std::exception& e) {
     out = std::string(1, kBuildError) + e.what();
   }
@@ -65,11 +67,15 @@ struct Child {
   std::string bytes;
 };
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 Child start(const BuildJob& job, size_t index) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(ErrorKind::kIo, std::string("cannot make a pipe for a build: ") + std::strerror(errno));
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw Error(ErrorKind::kIo,
+                std::string("cannot make a pipe for a build: ") + std::strerror(errno));
   Child c;
   c.job = index;
   c.start = Clock::now();
@@ -113,14 +119,16 @@ BuildOutcome finish(Child& c) {
   out.seconds = seconds_since(c.start);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || c.bytes.empty()) {
     out.error = ErrorKind::kBuild;
-    out.message = WIFSIGNALED(status) ? "the build process died with signal " + std::to_string(WTERMSIG(status))
-                                      : "the build process ended without a result";
+    out.message = WIFSIGNALED(status)
+                      ? "the build process died with signal " + std::to_string(WTERMSIG(status))
+                      : "the build process ended without a result";
     return out;
   }
   const char tag = c.bytes[0];
   if (tag == kArtifact) {
     try {
-      out.artifact = codegen::Artifact::deserialize(std::vector<uint8_t>(c.bytes.begin() + 1, c.bytes.end()));
+      out.artifact =
+          codegen::Artifact::deserialize(std::vector<uint8_t>(c.bytes.begin() + 1, c.bytes.end()));
     } catch (const Error& e) {
       out.message = std::string("the build process sent a bad artifact: ") + e.what();
     }
@@ -133,8 +141,8 @@ BuildOutcome finish(Child& c) {
 
 }  // namespace
 
-std::vector<BuildOutcome> build_in_children(const std::vector<const BuildJob*>& jobs, size_t parallel,
-                                            double timeout_s) {
+std::vector<BuildOutcome> build_in_children(const std::vector<const BuildJob*>& jobs,
+                                            size_t parallel, double timeout_s) {
   std::vector<BuildOutcome> outcomes(jobs.size());
   std::deque<size_t> waiting;
   for (size_t i = 0; i < jobs.size(); ++i) waiting.push_back(i);
@@ -161,7 +169,8 @@ std::vector<BuildOutcome> build_in_children(const std::vector<const BuildJob*>& 
       for (const Child& c : running) fds.push_back({c.fd, POLLIN, 0});
       const int ms = static_cast<int>(std::clamp(wait_s * 1000.0 + 1.0, 0.0, 1000.0));
       if (::poll(fds.data(), fds.size(), ms) < 0 && errno != EINTR)
-        throw Error(ErrorKind::kIo, std::string("poll on build processes failed: ") + std::strerror(errno));
+        throw Error(ErrorKind::kIo,
+                    std::string("poll on build processes failed: ") + std::strerror(errno));
       std::vector<Child> still;
       for (size_t i = 0; i < running.size(); ++i) {
         Child& c = running[i];
@@ -187,7 +196,8 @@ std::vector<BuildOutcome> build_in_children(const std::vector<const BuildJob*>& 
           BuildOutcome& out = outcomes[c.job];
           out.error = ErrorKind::kBuildTimeout;
           out.seconds = seconds_since(c.start);
-          out.message = "build exceeded " + std::to_string(timeout_s) + " s; its process was killed";
+          out.message =
+              "build exceeded " + std::to_string(timeout_s) + " s; its process was killed";
         } else {
           still.push_back(std::move(c));
         }

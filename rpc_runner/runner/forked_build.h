@@ -36,7 +36,7 @@ struct BuildOutcome {
 // free slot. Returns one outcome per job, in order. Throws Error(kIo) when no child can be started.
 // The child of a multi-threaded process may only find locks other threads held at the fork (a
 // logger, LLVM's global state): such a child hangs and is killed at the timeout, never the parent.
-std::vector<BuildOutcome> build_in_children(const std::vector<const BuildJob*>& jobs, size_t parallel,
-                                            double timeout_s);
+std::vector<BuildOutcome> build_in_children(const std::vector<const BuildJob*>& jobs,
+                                            size_t parallel, double timeout_s);
 
 }  // namespace ktune::rpc_runner

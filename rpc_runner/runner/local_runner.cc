@@ -21,7 +21,8 @@ std::string default_runner_path() {
 }
 
 LocalRunner::LocalRunner(const LocalRunnerOptions& options)
-    : ChannelRunner(options, std::make_unique<ProcessChannel>(with_runner_path(options).runner_path)),
+    : ChannelRunner(options,
+                    std::make_unique<ProcessChannel>(with_runner_path(options).runner_path)),
       options_(with_runner_path(options)),
       process_(static_cast<ProcessChannel*>(&channel())) {}
 

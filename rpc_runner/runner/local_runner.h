@@ -1,4 +1,5 @@
-// Defines LocalRunner, the Measurer that runs candidates in an isolated ktune-runner child on this machine.
+// Defines LocalRunner, the Measurer that runs candidates in an isolated ktune-runner child on this
+// machine.
 #pragma once
 
 #include <string>

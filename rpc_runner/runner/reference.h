@@ -1,4 +1,5 @@
-// Defines lower_reference: a task's compute under a plain (untiled) schedule, the correctness oracle.
+// Defines lower_reference: a task's compute under a plain (untiled) schedule, the correctness
+// oracle.
 #pragma once
 
 #include "schedule_space/task.h"

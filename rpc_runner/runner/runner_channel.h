@@ -1,4 +1,5 @@
-// Defines RunnerChannel (send a runner Request, get its Reply in time) and ProcessChannel (a local child).
+// Defines RunnerChannel (send a runner Request, get its Reply in time) and ProcessChannel (a local
+// child).
 #pragma once
 
 #include <atomic>

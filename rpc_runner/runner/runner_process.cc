@@ -20,7 +20,8 @@ constexpr int kChildFd = 3;
 
 }  // namespace
 
-RunnerProcess::RunnerProcess(const std::string& runner_path, const std::vector<std::string>& wrapper) {
+RunnerProcess::RunnerProcess(const std::string& runner_path,
+                             const std::vector<std::string>& wrapper) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
     throw Error(ErrorKind::kIo, std::string("socketpair: ") + std::strerror(errno));
@@ -31,11 +32,13 @@ RunnerProcess::RunnerProcess(const std::string& runner_path, const std::vector<s
   std::string fd_arg = std::to_string(kChildFd);
   std::vector<char*> argv;
   for (const std::string& w : wrapper) argv.push_back(const_cast<char*>(w.c_str()));
-  argv.insert(argv.end(), {const_cast<char*>(runner_path.c_str()), const_cast<char*>("--fd"), fd_arg.data(), nullptr});
+  argv.insert(argv.end(), {const_cast<char*>(runner_path.c_str()), const_cast<char*>("--fd"),
+                           fd_arg.data(), nullptr});
   pid_t pid = -1;
   // A wrapper is looked up on PATH; the runner itself is a path.
-  int rc = wrapper.empty() ? ::posix_spawn(&pid, runner_path.c_str(), &actions, nullptr, argv.data(), environ)
-                           : ::posix_spawnp(&pid, wrapper[0].c_str(), &actions, nullptr, argv.data(), environ);
+  int rc = wrapper.empty()
+               ? ::posix_spawn(&pid, runner_path.c_str(), &actions, nullptr, argv.data(), environ)
+               : ::posix_spawnp(&pid, wrapper[0].c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
   if (rc != 0) {

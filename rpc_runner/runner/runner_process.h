@@ -19,7 +19,8 @@ class RunnerProcess {
   // Starts `runner_path --fd 3`, or `wrapper... runner_path --fd 3` when a wrapper command is
   // given (a device program under user-mode emulation starts its children through the
   // emulator: qemu-aarch64-static). Throws Error(kIo) when it cannot be started.
-  explicit RunnerProcess(const std::string& runner_path, const std::vector<std::string>& wrapper = {});
+  explicit RunnerProcess(const std::string& runner_path,
+                         const std::vector<std::string>& wrapper = {});
   ~RunnerProcess();
   RunnerProcess(const RunnerProcess&) = delete;
   RunnerProcess& operator=(const RunnerProcess&) = delete;

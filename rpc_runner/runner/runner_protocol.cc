@@ -72,7 +72,8 @@ tuner::MeasureOptions from_proto(const rpc::RunnerRequest& in) {
 std::vector<uint8_t> encode(const Request& r) {
   rpc::RunnerRequest m;
   m.set_protocol_version(kRunnerProtocolVersion);
-  m.set_type(r.type == RequestType::kReference ? rpc::RunnerRequest::REFERENCE : rpc::RunnerRequest::MEASURE);
+  m.set_type(r.type == RequestType::kReference ? rpc::RunnerRequest::REFERENCE
+                                               : rpc::RunnerRequest::MEASURE);
   m.set_reference_key(r.reference_key);
   m.set_artifact(r.artifact.data(), r.artifact.size());
   to_proto(r.measure, &m);
@@ -82,8 +83,9 @@ std::vector<uint8_t> encode(const Request& r) {
 Request decode_request(const std::vector<uint8_t>& bytes) {
   const auto m = from_bytes<rpc::RunnerRequest>(bytes, "request");
   if (m.protocol_version() != kRunnerProtocolVersion)
-    throw Error(ErrorKind::kIo, "runner message: protocol version " + std::to_string(m.protocol_version()) +
-                                    ", this runner speaks version " + std::to_string(kRunnerProtocolVersion));
+    throw Error(ErrorKind::kIo,
+                "runner message: protocol version " + std::to_string(m.protocol_version()) +
+                    ", this runner speaks version " + std::to_string(kRunnerProtocolVersion));
   Request r;
   if (m.type() == rpc::RunnerRequest::REFERENCE)
     r.type = RequestType::kReference;
@@ -148,7 +150,8 @@ std::optional<std::vector<uint8_t>> read_frame(int fd, double deadline_ms) {
     size_t got = 0;
     while (got < len) {
       if (deadline_ms >= 0) {
-        double left = deadline_ms - std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        double left =
+            deadline_ms - std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         if (left <= 0) throw Error(ErrorKind::kRunTimeout, "runner reply timed out");
         pollfd pfd{fd, POLLIN, 0};
         int rc = ::poll(&pfd, 1, static_cast<int>(left) + 1);
@@ -171,7 +174,8 @@ std::optional<std::vector<uint8_t>> read_frame(int fd, double deadline_ms) {
   if (got == 0) return std::nullopt;
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t{prefix[i]} << (8 * i);
-  if (got < sizeof prefix || n > kMaxFrame) throw Error(ErrorKind::kIo, "runner pipe: broken frame");
+  if (got < sizeof prefix || n > kMaxFrame)
+    throw Error(ErrorKind::kIo, "runner pipe: broken frame");
   // Grown as the bytes arrive (1 MiB at a time): a corrupt length must not allocate and zero up to
   // 4 GiB before the first byte of the body is read (found by fuzz/runner_protocol_fuzz).
   constexpr uint64_t kChunk = uint64_t{1} << 20;
@@ -180,7 +184,8 @@ std::optional<std::vector<uint8_t>> read_frame(int fd, double deadline_ms) {
     const size_t have = bytes.size();
     const auto want = static_cast<size_t>(std::min<uint64_t>(n - have, kChunk));
     bytes.resize(have + want);
-    if (get(bytes.data() + have, want) < want) throw Error(ErrorKind::kIo, "runner pipe: truncated frame");
+    if (get(bytes.data() + have, want) < want)
+      throw Error(ErrorKind::kIo, "runner pipe: truncated frame");
   }
   return bytes;
 }

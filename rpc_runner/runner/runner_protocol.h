@@ -1,4 +1,5 @@
-// Defines the messages between the local runner and its ktune-runner child process, and their framing.
+// Defines the messages between the local runner and its ktune-runner child process, and their
+// framing.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +22,8 @@ enum class RequestType : uint32_t { kReference = 1, kMeasure = 2 };
 
 struct Request {
   RequestType type = RequestType::kMeasure;
-  std::string reference_key;       // names the task's reference in the child's cache
-  std::vector<uint8_t> artifact;   // codegen::Artifact::serialize()
+  std::string reference_key;      // names the task's reference in the child's cache
+  std::vector<uint8_t> artifact;  // codegen::Artifact::serialize()
   // kReference uses data_seed and run_threads; kMeasure all but the timeouts (the parent's).
   tuner::MeasureOptions measure;
 };

@@ -35,7 +35,8 @@ struct Buffer {
   explicit Buffer(size_t n) : bytes(n) {
     size_t rounded = std::max<size_t>(64, (n + 63) / 64 * 64);
     data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
-    if (!data) throw Error(ErrorKind::kRun, "out of memory allocating " + std::to_string(n) + " bytes");
+    if (!data)
+      throw Error(ErrorKind::kRun, "out of memory allocating " + std::to_string(n) + " bytes");
   }
 };
 
@@ -100,8 +101,8 @@ struct Reference {
 // the element's, so an element that happens to sum to nearly zero must not fail on it. A real
 // indexing bug errs by the order of the values themselves and still fails.
 template <typename T>
-std::string compare_typed(const uint8_t* got_raw, const uint8_t* ref_raw, size_t bytes,
-                          double rtol, double atol, bool floating) {
+std::string compare_typed(const uint8_t* got_raw, const uint8_t* ref_raw, size_t bytes, double rtol,
+                          double atol, bool floating) {
   const T* got = reinterpret_cast<const T*>(got_raw);
   const T* ref = reinterpret_cast<const T*>(ref_raw);
   size_t n = bytes / sizeof(T);
@@ -128,8 +129,10 @@ std::string compare_typed(const uint8_t* got_raw, const uint8_t* ref_raw, size_t
 std::string compare(const std::string& dtype, const Buffer& got, const std::vector<uint8_t>& ref,
                     double rtol, double atol) {
   if (got.bytes != ref.size()) return "output size differs from the reference";
-  if (dtype == "float32") return compare_typed<float>(got.data.get(), ref.data(), ref.size(), rtol, atol, true);
-  if (dtype == "float64") return compare_typed<double>(got.data.get(), ref.data(), ref.size(), rtol, atol, true);
+  if (dtype == "float32")
+    return compare_typed<float>(got.data.get(), ref.data(), ref.size(), rtol, atol, true);
+  if (dtype == "float64")
+    return compare_typed<double>(got.data.get(), ref.data(), ref.size(), rtol, atol, true);
   if (std::memcmp(got.data.get(), ref.data(), ref.size()) == 0) return "";
   return "integer output differs from the reference";
 }
@@ -191,7 +194,8 @@ class Service {
     // One checked run first; it also warms the caches and the code.
     auto run_once = [&] {
       int32_t status = codegen::call_generated(kernel.fn, ws.args.data());
-      if (status != 0) throw Error(ErrorKind::kRun, "kernel returned status " + std::to_string(status));
+      if (status != 0)
+        throw Error(ErrorKind::kRun, "kernel returned status " + std::to_string(status));
     };
     run_once();
     if (t.check_correctness) check(request, ws);
@@ -254,7 +258,8 @@ class Service {
     constexpr size_t kFlushBytes = size_t{64} << 20;
     if (flush_.empty()) flush_.resize(kFlushBytes);
     ++flush_round_;
-    for (size_t i = 0; i < flush_.size(); i += 64) flush_[i] = static_cast<uint8_t>(flush_round_ + i);
+    for (size_t i = 0; i < flush_.size(); i += 64)
+      flush_[i] = static_cast<uint8_t>(flush_round_ + i);
   }
 
   const KernelLoader& loader_;

@@ -1,4 +1,5 @@
-// The fleet of a tuning server: worker registry, stride-scheduled candidate queues, requeue on loss.
+// The fleet of a tuning server: worker registry, stride-scheduled candidate queues, requeue on
+// loss.
 #include "rpc_runner/server/device_pool.h"
 
 #include <algorithm>
@@ -44,8 +45,9 @@ void DevicePool::remove(std::map<std::string, Worker>::iterator it, const std::s
     job->second.queue.push_front(std::move(c->second));
     ++requeued;
   }
-  spdlog::info("worker {} (key {}, {}) detached: {}{}", w.info.worker_id, w.info.key, w.info.peer, reason,
-               requeued ? "; " + std::to_string(requeued) + " candidate(s) go back to the queue" : "");
+  spdlog::info(
+      "worker {} (key {}, {}) detached: {}{}", w.info.worker_id, w.info.key, w.info.peer, reason,
+      requeued ? "; " + std::to_string(requeued) + " candidate(s) go back to the queue" : "");
   workers_.erase(it);
   dispatch();
 }
@@ -94,7 +96,8 @@ std::vector<std::string> DevicePool::expire() {
     if (it->second.last_seen < limit) {
       gone.push_back(it->first);
       Closer close = it->second.close;
-      const std::string reason = "no heartbeat for " + std::to_string(static_cast<int>(heartbeat_timeout_s_)) + " s";
+      const std::string reason =
+          "no heartbeat for " + std::to_string(static_cast<int>(heartbeat_timeout_s_)) + " s";
       remove(it, reason);
       if (close) close(reason);
     }
@@ -124,7 +127,9 @@ void DevicePool::close_job(uint64_t job_id) {
 void DevicePool::submit(uint64_t job_id, rpc::Candidate candidate, ResultCallback done) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) throw Error(ErrorKind::kInternal, "candidate for job " + std::to_string(job_id) + " that is not open");
+  if (it == jobs_.end())
+    throw Error(ErrorKind::kInternal,
+                "candidate for job " + std::to_string(job_id) + " that is not open");
   candidate.set_id(next_candidate_++);
   it->second.queue.push_back(Pending{job_id, std::move(candidate), std::move(done)});
   dispatch();
@@ -152,8 +157,9 @@ void DevicePool::dispatch() {
     std::vector<Worker*> order;
     for (auto& [id, w] : workers_)
       if (static_cast<int>(w.in_flight.size()) < w.info.slots) order.push_back(&w);
-    std::stable_sort(order.begin(), order.end(),
-                     [](const Worker* a, const Worker* b) { return a->in_flight.size() < b->in_flight.size(); });
+    std::stable_sort(order.begin(), order.end(), [](const Worker* a, const Worker* b) {
+      return a->in_flight.size() < b->in_flight.size();
+    });
     for (Worker* w : order) {
       uint64_t job_id = 0;
       Job* job = next_job(w->info.key, w->info.can_build, &job_id);

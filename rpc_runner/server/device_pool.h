@@ -1,4 +1,5 @@
-// Defines DevicePool: a tuning server's attached device workers and the fair queue of candidates they measure.
+// Defines DevicePool: a tuning server's attached device workers and the fair queue of candidates
+// they measure.
 #pragma once
 
 #include <chrono>
@@ -75,7 +76,8 @@ class DevicePool {
   int measuring(uint64_t job_id) const;
   // Waits until a worker of the key is attached (returns it) or `stop` returns true (checked
   // every 100 ms; returns nullopt).
-  std::optional<WorkerInfo> wait_for_worker(const std::string& key, const std::function<bool()>& stop) const;
+  std::optional<WorkerInfo> wait_for_worker(const std::string& key,
+                                            const std::function<bool()>& stop) const;
 
  private:
   using Clock = std::chrono::steady_clock;

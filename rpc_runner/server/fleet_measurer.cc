@@ -4,9 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <memory>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -40,13 +40,15 @@ struct FleetMeasurer::CrossBuilder {
     auto it = references.find(key);
     if (it != references.end()) return it->second;
     const auto bytes =
-        codegen::link_shared(codegen::build(lower_reference(task), codegen::Target::parse(task.target().key))).serialize();
+        codegen::link_shared(
+            codegen::build(lower_reference(task), codegen::Target::parse(task.target().key)))
+            .serialize();
     return references.emplace(key, std::string(bytes.begin(), bytes.end())).first->second;
   }
 };
 
-FleetMeasurer::FleetMeasurer(DevicePool& pool, uint64_t job_id, std::string device_key, FleetMeasurerOptions options,
-                             std::function<bool()> stop)
+FleetMeasurer::FleetMeasurer(DevicePool& pool, uint64_t job_id, std::string device_key,
+                             FleetMeasurerOptions options, std::function<bool()> stop)
     : pool_(pool),
       job_id_(job_id),
       device_key_(std::move(device_key)),
@@ -58,20 +60,25 @@ FleetMeasurer::~FleetMeasurer() = default;
 namespace {
 
 // Refuses costs a device cannot have produced. Returns the refusal, or "" when plausible.
-std::string implausible(const tuner::MeasureResult& r, double flop, const WorkerInfo& w, double max_over_peak) {
+std::string implausible(const tuner::MeasureResult& r, double flop, const WorkerInfo& w,
+                        double max_over_peak) {
   if (!r.ok()) return "";
   for (double c : r.costs)
-    if (!std::isfinite(c) || c <= 0) return fmt::format("a cost of {} s is not a finite positive time", c);
-  const double peak = w.peak_gflops > 0 ? w.peak_gflops : generous_peak_gflops(w.cores, w.vector_bits);
+    if (!std::isfinite(c) || c <= 0)
+      return fmt::format("a cost of {} s is not a finite positive time", c);
+  const double peak =
+      w.peak_gflops > 0 ? w.peak_gflops : generous_peak_gflops(w.cores, w.vector_bits);
   const double gflops = flop / r.mean_cost() / 1e9;
   if (flop > 0 && gflops > peak * max_over_peak)
-    return fmt::format("{:.4g} GFLOP/s is over {:g}x the device's peak of {:.4g}", gflops, max_over_peak, peak);
+    return fmt::format("{:.4g} GFLOP/s is over {:g}x the device's peak of {:.4g}", gflops,
+                       max_over_peak, peak);
   return "";
 }
 
 }  // namespace
 
-std::vector<tuner::MeasureResult> FleetMeasurer::measure(const std::vector<tuner::MeasureInput>& inputs) {
+std::vector<tuner::MeasureResult> FleetMeasurer::measure(
+    const std::vector<tuner::MeasureInput>& inputs) {
   // Shared with the callbacks: a result may arrive after this call gave up (job stopped).
   struct Batch {
     std::mutex mu;
@@ -93,7 +100,9 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(const std::vector<tuner
     for (size_t i = 0; i < inputs.size(); ++i) {
       builds.push_back(builder_->threads.submit([&, i, timeout] {
         const auto start = std::chrono::steady_clock::now();
-        auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+        auto seconds = [&] {
+          return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        };
         const schedule_space::Task& task = *inputs[i].task;
         schedule_space::Instantiated inst;
         try {
@@ -103,13 +112,15 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(const std::vector<tuner
         }
         try {
           // Linked into a shared object: a device without a compiler loads it with dlopen.
-          const auto bytes = codegen::link_shared(codegen::build(te::lower(inst.schedule, inst.args, task.template_name()),
-                                                                 codegen::Target::parse(task.target().key)))
-                                 .serialize();
+          const auto bytes =
+              codegen::link_shared(
+                  codegen::build(te::lower(inst.schedule, inst.args, task.template_name()),
+                                 codegen::Target::parse(task.target().key)))
+                  .serialize();
           if (seconds() > timeout)
-            return tuner::make_error_result(ErrorKind::kBuildTimeout,
-                                            fmt::format("build took {:.2f} s, over {:g} s", seconds(), timeout),
-                                            seconds());
+            return tuner::make_error_result(
+                ErrorKind::kBuildTimeout,
+                fmt::format("build took {:.2f} s, over {:g} s", seconds(), timeout), seconds());
           kernels[i] = std::string(bytes.begin(), bytes.end());
           tuner::MeasureResult built;
           built.build_s = seconds();
@@ -141,30 +152,34 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(const std::vector<tuner
       try {
         c.set_reference_artifact(builder_->reference(task));
       } catch (const std::exception& e) {
-        batch->results[i] = tuner::make_error_result(ErrorKind::kUnknown, std::string("cannot build the reference: ") + e.what());
+        batch->results[i] = tuner::make_error_result(
+            ErrorKind::kUnknown, std::string("cannot build the reference: ") + e.what());
         --batch->remaining;
         continue;
       }
     }
     const double flop = task.flop();
     const double max_over_peak = options_.max_over_peak;
-    pool_.submit(job_id_, std::move(c), [batch, i, flop, max_over_peak](const WorkerInfo& w, rpc::CandidateResult r) {
-      tuner::MeasureResult result = from_proto(r);
-      result.emulated = w.emulated;  // an emulator's timing is never served as the device's
-      if (result.error == ErrorKind::kUnsupported)
-        result.error_message = "worker " + w.worker_id + " (key " + w.key + ", target '" + w.target +
-                               "') cannot run this task: " + result.error_message;
-      const std::string why = implausible(result, flop, w, max_over_peak);
-      if (!why.empty()) {
-        spdlog::warn("refused the result of worker {} ({}): {}", w.worker_id, w.peer, why);
-        result = tuner::make_error_result(ErrorKind::kUnknown, "refused from worker " + w.worker_id + ": " + why,
-                                          result.build_s, result.run_s);
-      }
-      std::lock_guard lock(batch->mu);
-      batch->results[i] = std::move(result);
-      --batch->remaining;
-      batch->cv.notify_all();
-    });
+    pool_.submit(
+        job_id_, std::move(c),
+        [batch, i, flop, max_over_peak](const WorkerInfo& w, rpc::CandidateResult r) {
+          tuner::MeasureResult result = from_proto(r);
+          result.emulated = w.emulated;  // an emulator's timing is never served as the device's
+          if (result.error == ErrorKind::kUnsupported)
+            result.error_message = "worker " + w.worker_id + " (key " + w.key + ", target '" +
+                                   w.target + "') cannot run this task: " + result.error_message;
+          const std::string why = implausible(result, flop, w, max_over_peak);
+          if (!why.empty()) {
+            spdlog::warn("refused the result of worker {} ({}): {}", w.worker_id, w.peer, why);
+            result = tuner::make_error_result(ErrorKind::kUnknown,
+                                              "refused from worker " + w.worker_id + ": " + why,
+                                              result.build_s, result.run_s);
+          }
+          std::lock_guard lock(batch->mu);
+          batch->results[i] = std::move(result);
+          --batch->remaining;
+          batch->cv.notify_all();
+        });
   }
   std::unique_lock lock(batch->mu);
   while (batch->remaining > 0) {

@@ -1,4 +1,5 @@
-// Defines FleetMeasurer, the Measurer of a server-side job: candidates go to the device workers of a key.
+// Defines FleetMeasurer, the Measurer of a server-side job: candidates go to the device workers of
+// a key.
 #pragma once
 
 #include <cstdint>
@@ -35,12 +36,13 @@ double generous_peak_gflops(int cores, int vector_bits);
 class FleetMeasurer : public tuner::Measurer {
  public:
   // stop: polled while waiting; true makes measure() throw Error(kIo, "job stopped").
-  FleetMeasurer(DevicePool& pool, uint64_t job_id, std::string device_key, FleetMeasurerOptions options,
-                std::function<bool()> stop);
+  FleetMeasurer(DevicePool& pool, uint64_t job_id, std::string device_key,
+                FleetMeasurerOptions options, std::function<bool()> stop);
   ~FleetMeasurer() override;
 
   // Returns one result per input. Throws Error(kIo) when stopped before every result came.
-  std::vector<tuner::MeasureResult> measure(const std::vector<tuner::MeasureInput>& inputs) override;
+  std::vector<tuner::MeasureResult> measure(
+      const std::vector<tuner::MeasureInput>& inputs) override;
 
  private:
   struct CrossBuilder;

@@ -33,7 +33,9 @@ namespace {
 // Trials a model job has spent, from its latest model report ("done").
 uint64_t model_done(const std::string& report_json) {
   const auto j = nlohmann::json::parse(report_json, nullptr, false);
-  return j.is_object() && j.contains("done") && j["done"].is_number_unsigned() ? j["done"].get<uint64_t>() : 0;
+  return j.is_object() && j.contains("done") && j["done"].is_number_unsigned()
+             ? j["done"].get<uint64_t>()
+             : 0;
 }
 
 double best_of(const std::string& summary_json) {
@@ -58,12 +60,14 @@ JobManager::JobManager(std::string db_path, DevicePool& pool)
     try {
       job->spec = JobSpec::from_json(row.spec);
     } catch (const Error& e) {
-      spdlog::warn("job {} of the log has an unreadable spec ({}); it is left as it is", row.id, e.what());
+      spdlog::warn("job {} of the log has an unreadable spec ({}); it is left as it is", row.id,
+                   e.what());
     }
     job->run_id = row.run_id;
     job->summary_json = row.summary;
     // An unfinished model job's summary column holds its progress, not a summary.
-    if (job->spec.is_model() && row.state != tuning_db::JobState::kDone) std::swap(job->summary_json, job->model_report);
+    if (job->spec.is_model() && row.state != tuning_db::JobState::kDone)
+      std::swap(job->summary_json, job->model_report);
     JobStatus& s = job->status;
     s.id = static_cast<uint64_t>(row.id);
     s.state = row.state;
@@ -75,7 +79,9 @@ JobManager::JobManager(std::string db_path, DevicePool& pool)
     if (job->spec.is_model())
       s.done = model_done(job->model_report.empty() ? job->summary_json : job->model_report);
     else
-      s.done = row.run_id ? static_cast<uint64_t>(tuning_db::RunStore(db_).count_records(row.run_id)) : 0;
+      s.done = row.run_id
+                   ? static_cast<uint64_t>(tuning_db::RunStore(db_).count_records(row.run_id))
+                   : 0;
     s.best_gflops = best_of(row.summary);
     s.priority = row.priority;
     s.owner = row.owner;
@@ -130,8 +136,9 @@ JobStatus JobManager::submit(const JobSpec& spec) {
   s.owner = spec.owner;
   s.tuner = spec.session.tuner;
   s.created_at = static_cast<double>(std::time(nullptr));
-  spdlog::info("job {} submitted by {}: {} on key {}, {} trials ({})", id, spec.owner.empty() ? "?" : spec.owner,
-               s.workload, spec.session.device_key, spec.session.trials, spec.session.tuner);
+  spdlog::info("job {} submitted by {}: {} on key {}, {} trials ({})", id,
+               spec.owner.empty() ? "?" : spec.owner, s.workload, spec.session.device_key,
+               spec.session.trials, spec.session.tuner);
   std::lock_guard lock(mu_);
   Job* j = job.get();
   jobs_.emplace(s.id, std::move(job));
@@ -248,26 +255,30 @@ void JobManager::run_session(Job& job) {
   auto stop = [this, &job] { return stopping_.load() || job.cancel.load(); };
 
   if (pool_.workers_of(spec.session.device_key) == 0)
-    set_state(job, tuning_db::JobState::kQueued, "waiting for a device with key '" + spec.session.device_key + "'");
+    set_state(job, tuning_db::JobState::kQueued,
+              "waiting for a device with key '" + spec.session.device_key + "'");
   const std::optional<WorkerInfo> device = pool_.wait_for_worker(spec.session.device_key, stop);
   if (!device) {
     if (!stopping_) set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
     return;
   }
   // "host" is the devices' own target; every device of a key is taken to have the same one.
-  const codegen::Target target = codegen::Target::parse(spec.target == "host" ? device->target : spec.target);
+  const codegen::Target target =
+      codegen::Target::parse(spec.target == "host" ? device->target : spec.target);
   if (target.str() != device->target)
-    throw Error(ErrorKind::kUnsupported, "target '" + target.str() + "' differs from the target '" + device->target +
-                                             "' of the devices with key '" + spec.session.device_key + "'");
-  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(),
-                                                         std::max(device->cores, 1));
+    throw Error(ErrorKind::kUnsupported, "target '" + target.str() + "' differs from the target '" +
+                                             device->target + "' of the devices with key '" +
+                                             spec.session.device_key + "'");
+  const auto traits = schedule_space::make_target_traits(
+      target.str(), target.triple(), target.vector_bits(), std::max(device->cores, 1));
   auto db = tuning_db::Database::open(db_path_);
   const tuning_db::TargetKey target_key{target.str(), codegen::llvm_version()};
   if (spec.is_model()) return run_model(job, traits, db, target_key, stop);
   const auto task = schedule_space::Task::create(spec.template_name, spec.args, traits);
 
   if (job.run_id == 0) {
-    job.run_id = tuning_db::RunStore(db).begin({spec.session.tuner, task.workload_key(), target.str(), spec.to_json()});
+    job.run_id = tuning_db::RunStore(db).begin(
+        {spec.session.tuner, task.workload_key(), target.str(), spec.to_json()});
     std::lock_guard lock(db_mu_);
     job_rows_.set_target(static_cast<int64_t>(id), target.str());
   }
@@ -307,7 +318,8 @@ void JobManager::run_session(Job& job) {
   if (report.cancelled)
     set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
   else
-    set_state(job, tuning_db::JobState::kDone, report.result.best_config ? "" : "no config succeeded");
+    set_state(job, tuning_db::JobState::kDone,
+              report.result.best_config ? "" : "no config succeeded");
 }
 
 bool JobManager::begin_measuring(Job& job, uint64_t done_before) {
@@ -320,7 +332,8 @@ bool JobManager::begin_measuring(Job& job, uint64_t done_before) {
   return true;
 }
 
-tuner::SessionOptions JobManager::session_options(const JobSpec& spec, const std::function<bool()>& stop) const {
+tuner::SessionOptions JobManager::session_options(const JobSpec& spec,
+                                                  const std::function<bool()>& stop) const {
   tuner::SessionOptions options = spec.session;
   // Emulated devices (qemu) resume from, learn from and write emulated records only; a result
   // of an emulated worker is marked emulated in any case (FleetMeasurer).
@@ -334,8 +347,9 @@ tuner::SessionOptions JobManager::session_options(const JobSpec& spec, const std
 // its allocations belong to one run per task, as in a local run). After a restart it spends the
 // budget left, resuming every task from the log; an allocation cut by the restart is not in
 // the count, so such a job may measure up to one batch more than its budget.
-void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits, tuning_db::Database& db,
-                           const tuning_db::TargetKey& target, const std::function<bool()>& stop) {
+void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
+                           tuning_db::Database& db, const tuning_db::TargetKey& target,
+                           const std::function<bool()>& stop) {
   const JobSpec& spec = job.spec;
   const uint64_t id = job.status.id;
   uint64_t done_before = 0;
@@ -352,17 +366,18 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
   if (!begin_measuring(job, done_before)) return;
   FleetMeasurer measurer(pool_, id, spec.session.device_key, fleet_options(spec), stop);
   const ModelJobResult result =
-      run_model_job(spec, traits, db, measurer, target, session_options(spec, stop), done_before, [&](const nlohmann::json& r) {
-        const std::string text = r.dump();
-        {
-          std::lock_guard lock(db_mu_);
-          job_rows_.set_summary(static_cast<int64_t>(id), text);
-        }
-        std::lock_guard lock(mu_);
-        job.model_report = text;
-        job.status.done = r.value("done", done_before);
-        publish(job, std::nullopt);
-      });
+      run_model_job(spec, traits, db, measurer, target, session_options(spec, stop), done_before,
+                    [&](const nlohmann::json& r) {
+                      const std::string text = r.dump();
+                      {
+                        std::lock_guard lock(db_mu_);
+                        job_rows_.set_summary(static_cast<int64_t>(id), text);
+                      }
+                      std::lock_guard lock(mu_);
+                      job.model_report = text;
+                      job.status.done = r.value("done", done_before);
+                      publish(job, std::nullopt);
+                    });
   if (stopping_) return;  // the next server resumes it
   const std::string summary = result.summary.dump();
   {
@@ -377,7 +392,8 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
   if (result.cancelled)
     set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
   else
-    set_state(job, tuning_db::JobState::kDone, result.summary["tuned_s"].is_number() ? "" : "no config succeeded for some task");
+    set_state(job, tuning_db::JobState::kDone,
+              result.summary["tuned_s"].is_number() ? "" : "no config succeeded for some task");
 }
 
 }  // namespace ktune::rpc_runner

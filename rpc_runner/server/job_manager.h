@@ -1,4 +1,5 @@
-// Defines JobManager: the tuning server's jobs, persisted in its log and each run as a TuningSession over the fleet.
+// Defines JobManager: the tuning server's jobs, persisted in its log and each run as a
+// TuningSession over the fleet.
 #pragma once
 
 #include <atomic>
@@ -12,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "rpc_runner/server/device_pool.h"
 #include "rpc_runner/protocol/job_types.h"
+#include "rpc_runner/server/device_pool.h"
 #include "schedule_space/task.h"
 #include "tuner/tuning_session.h"
 #include "tuning_db/database.h"
@@ -77,7 +78,8 @@ class JobManager {
   // trial was measured before a restart.
   bool begin_measuring(Job& job, uint64_t done_before);
   // What every TuningSession of the job shares (not trials, run id).
-  tuner::SessionOptions session_options(const JobSpec& spec, const std::function<bool()>& stop) const;
+  tuner::SessionOptions session_options(const JobSpec& spec,
+                                        const std::function<bool()>& stop) const;
   // Stores state + message, updates the status and tells the listeners. Takes mu_.
   void set_state(Job& job, tuning_db::JobState state, const std::string& message);
   // Tells the job's listeners. Needs mu_.
@@ -88,10 +90,10 @@ class JobManager {
 
   const std::string db_path_;
   DevicePool& pool_;
-  std::mutex db_mu_;            // guards db_ and job_rows_ (sessions use their own connections)
+  std::mutex db_mu_;  // guards db_ and job_rows_ (sessions use their own connections)
   tuning_db::Database db_;
   tuning_db::JobStore job_rows_{db_};
-  mutable std::mutex mu_;       // guards jobs_ and every Job's status, listeners, summary
+  mutable std::mutex mu_;  // guards jobs_ and every Job's status, listeners, summary
   std::map<uint64_t, std::unique_ptr<Job>> jobs_;
   std::atomic<bool> stopping_{false};
   uint64_t next_token_ = 1;

@@ -1,4 +1,5 @@
-// A model job in the server: the client's task list rebuilt for the devices, tuned by ModelTuning over the fleet.
+// A model job in the server: the client's task list rebuilt for the devices, tuned by ModelTuning
+// over the fleet.
 #include "rpc_runner/server/model_job.h"
 
 #include "frontend/model_tasks.h"
@@ -7,8 +8,9 @@
 
 namespace ktune::rpc_runner {
 
-ModelJobResult run_model_job(const JobSpec& spec, const schedule_space::TargetTraits& traits, tuning_db::Database& db,
-                             tuner::Measurer& measurer, const tuning_db::TargetKey& target,
+ModelJobResult run_model_job(const JobSpec& spec, const schedule_space::TargetTraits& traits,
+                             tuning_db::Database& db, tuner::Measurer& measurer,
+                             const tuning_db::TargetKey& target,
                              const tuner::SessionOptions& session, uint64_t done_before,
                              const std::function<void(const nlohmann::json&)>& on_report) {
   // The devices' traits decide the tuned forms (e.g. conv2d_nchwc's blocking), as a local run on
@@ -30,7 +32,8 @@ ModelJobResult run_model_job(const JobSpec& spec, const schedule_space::TargetTr
     if (on_report) on_report(summary(r));
   });
   ModelJobResult result{summary(report), report.cancelled};
-  if (!result.cancelled) tuning_db::record_model_run(db, tasks.model, target.target, result.summary);
+  if (!result.cancelled)
+    tuning_db::record_model_run(db, tasks.model, target.target, result.summary);
   return result;
 }
 

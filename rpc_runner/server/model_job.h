@@ -1,4 +1,5 @@
-// Declares run_model_job: a model job's tuning in the server (tuner::ModelTuning over the fleet, a model report after each allocation).
+// Declares run_model_job: a model job's tuning in the server (tuner::ModelTuning over the fleet, a
+// model report after each allocation).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,8 @@ namespace ktune::rpc_runner {
 
 // What run_model_job returns.
 struct ModelJobResult {
-  nlohmann::json summary;  // tuner::model_summary_json plus "done" (trials of the job, restarts included)
+  nlohmann::json
+      summary;  // tuner::model_summary_json plus "done" (trials of the job, restarts included)
   bool cancelled = false;  // session.should_stop ended it
 };
 
@@ -29,8 +31,9 @@ struct ModelJobResult {
 // with "done" = done_before + trials of this call. When the run was not cancelled, its summary
 // is stored as a model run of the log (tuning_db::record_model_run) for `ktune report`.
 // Throws Error(kInvalidArgument) when no task can be tuned on the target, what the sessions throw.
-ModelJobResult run_model_job(const JobSpec& spec, const schedule_space::TargetTraits& traits, tuning_db::Database& db,
-                             tuner::Measurer& measurer, const tuning_db::TargetKey& target,
+ModelJobResult run_model_job(const JobSpec& spec, const schedule_space::TargetTraits& traits,
+                             tuning_db::Database& db, tuner::Measurer& measurer,
+                             const tuning_db::TargetKey& target,
                              const tuner::SessionOptions& session, uint64_t done_before,
                              const std::function<void(const nlohmann::json&)>& on_report);
 

@@ -15,15 +15,15 @@
 
 #include "codegen/target.h"
 #include "rpc_runner/protocol/credentials.h"
-#include "rpc_runner/server/device_pool.h"
 #include "rpc_runner/protocol/grpc_log.h"
-#include "rpc_runner/server/job_manager.h"
 #include "rpc_runner/protocol/ktune.grpc.pb.h"
 #include "rpc_runner/protocol/service_convert.h"
+#include "rpc_runner/server/device_pool.h"
+#include "rpc_runner/server/job_manager.h"
 #include "support/error.h"
+#include "support/version.h"
 #include "tuning_db/database.h"
 #include "tuning_db/toolchain_preference.h"
-#include "support/version.h"
 
 namespace ktune::rpc_runner {
 namespace {
@@ -34,10 +34,14 @@ constexpr size_t kExportChunk = 500;
 grpc::Status to_status(const std::exception& e) {
   if (const auto* err = dynamic_cast<const Error*>(&e)) {
     switch (err->kind()) {
-      case ErrorKind::kInvalidArgument: return {grpc::StatusCode::INVALID_ARGUMENT, err->what()};
-      case ErrorKind::kNotFound: return {grpc::StatusCode::NOT_FOUND, err->what()};
-      case ErrorKind::kUnsupported: return {grpc::StatusCode::FAILED_PRECONDITION, err->what()};
-      default: break;
+      case ErrorKind::kInvalidArgument:
+        return {grpc::StatusCode::INVALID_ARGUMENT, err->what()};
+      case ErrorKind::kNotFound:
+        return {grpc::StatusCode::NOT_FOUND, err->what()};
+      case ErrorKind::kUnsupported:
+        return {grpc::StatusCode::FAILED_PRECONDITION, err->what()};
+      default:
+        break;
     }
   }
   return {grpc::StatusCode::INTERNAL, e.what()};
@@ -94,12 +98,14 @@ class Outbox : public Base {
   std::optional<grpc::Status> final_;
 };
 
-using WorkerStream = Outbox<grpc::ServerBidiReactor<rpc::WorkerMessage, rpc::ServerToWorker>, rpc::ServerToWorker>;
+using WorkerStream =
+    Outbox<grpc::ServerBidiReactor<rpc::WorkerMessage, rpc::ServerToWorker>, rpc::ServerToWorker>;
 
 // One device worker's stream: hello -> registered in the pool; results and heartbeats after.
 class AttachReactor final : public WorkerStream {
  public:
-  AttachReactor(DevicePool& pool, std::string peer, double heartbeat_s, std::optional<grpc::Status> refused)
+  AttachReactor(DevicePool& pool, std::string peer, double heartbeat_s,
+                std::optional<grpc::Status> refused)
       : pool_(pool), peer_(std::move(peer)), heartbeat_s_(heartbeat_s) {
     if (refused) {
       finish(*refused);
@@ -134,7 +140,8 @@ class AttachReactor final : public WorkerStream {
   // Registers the worker from its hello. Returns false (stream finished) when refused.
   bool hello() {
     if (!in_.has_hello() || in_.hello().key().empty() || in_.hello().target().empty()) {
-      finish({grpc::StatusCode::INVALID_ARGUMENT, "a worker's first message must be its hello (key, target)"});
+      finish({grpc::StatusCode::INVALID_ARGUMENT,
+              "a worker's first message must be its hello (key, target)"});
       return false;
     }
     const rpc::WorkerHello& h = in_.hello();
@@ -152,7 +159,8 @@ class AttachReactor final : public WorkerStream {
     try {
       target = codegen::Target::parse(h.target());
     } catch (const std::exception& e) {
-      const std::string message = "this server cannot build for the worker's target '" + h.target() + "': " + e.what();
+      const std::string message =
+          "this server cannot build for the worker's target '" + h.target() + "': " + e.what();
       spdlog::warn("refused worker from {}: {}", peer_, message);
       finish({grpc::StatusCode::INVALID_ARGUMENT, message});
       return false;
@@ -170,19 +178,23 @@ class AttachReactor final : public WorkerStream {
     info.peer = peer_;
     std::lock_guard lock(id_mu_);
     worker_id_ = pool_.attach(
-        info, [this](const rpc::Candidate& c) {
+        info,
+        [this](const rpc::Candidate& c) {
           rpc::ServerToWorker m;
           *m.mutable_candidate() = c;
           send(std::move(m));
         },
-        [this](const std::string& reason) { finish({grpc::StatusCode::UNAVAILABLE, "taken for lost: " + reason}); });
+        [this](const std::string& reason) {
+          finish({grpc::StatusCode::UNAVAILABLE, "taken for lost: " + reason});
+        });
     rpc::ServerToWorker ack;
     ack.mutable_attached()->set_worker_id(worker_id_);
     ack.mutable_attached()->set_heartbeat_s(heartbeat_s_);
     ack.mutable_attached()->set_target(info.target);
     send(std::move(ack));
-    spdlog::info("worker {} attached: key {}, target '{}', {} cores, {} slots{}, from {}", worker_id_, info.key,
-                 info.target, info.cores, info.slots, info.emulated ? ", emulated" : "", peer_);
+    spdlog::info("worker {} attached: key {}, target '{}', {} cores, {} slots{}, from {}",
+                 worker_id_, info.key, info.target, info.cores, info.slots,
+                 info.emulated ? ", emulated" : "", peer_);
     return true;
   }
 
@@ -205,7 +217,8 @@ class AttachReactor final : public WorkerStream {
 // A client's view of one job: its events until it ends.
 class WatchReactor final : public Outbox<grpc::ServerWriteReactor<rpc::JobEvent>, rpc::JobEvent> {
  public:
-  WatchReactor(JobManager& jobs, uint64_t id, std::optional<grpc::Status> refused) : jobs_(jobs), id_(id) {
+  WatchReactor(JobManager& jobs, uint64_t id, std::optional<grpc::Status> refused)
+      : jobs_(jobs), id_(id) {
     if (refused) {
       finish(*refused);
       return;
@@ -234,9 +247,11 @@ class WatchReactor final : public Outbox<grpc::ServerWriteReactor<rpc::JobEvent>
 };
 
 // The log, exported in chunks of JSON lines from one snapshot.
-class ExportReactor final : public Outbox<grpc::ServerWriteReactor<rpc::RecordLines>, rpc::RecordLines> {
+class ExportReactor final
+    : public Outbox<grpc::ServerWriteReactor<rpc::RecordLines>, rpc::RecordLines> {
  public:
-  ExportReactor(const std::string& db_path, const std::string& workload, std::optional<grpc::Status> refused) {
+  ExportReactor(const std::string& db_path, const std::string& workload,
+                std::optional<grpc::Status> refused) {
     if (refused) {
       finish(*refused);
       return;
@@ -289,8 +304,8 @@ class TuningService final : public rpc::Tuning::CallbackService {
   DevicePool& pool() { return pool_; }
   JobManager& jobs() { return jobs_; }
 
-  grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* context, const rpc::PingRequest* request,
-                                 rpc::PingReply* reply) override {
+  grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* context,
+                                 const rpc::PingRequest* request, rpc::PingReply* reply) override {
     return unary(context, "Ping", [&] {
       reply->set_payload(request->payload());
       reply->set_server_version(std::string("ktune ") + kVersion);
@@ -298,42 +313,47 @@ class TuningService final : public rpc::Tuning::CallbackService {
     });
   }
 
-  grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context, const rpc::ListDevicesRequest*,
+  grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context,
+                                        const rpc::ListDevicesRequest*,
                                         rpc::ListDevicesReply* reply) override {
     return unary(context, "ListDevices", [&] {
       for (const WorkerInfo& w : pool_.workers()) to_proto(w, reply->add_devices());
     });
   }
 
-  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context, const rpc::JobSpec* request,
-                                      rpc::JobInfo* reply) override {
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
+                                      const rpc::JobSpec* request, rpc::JobInfo* reply) override {
     return unary(context, "SubmitJob", [&] {
       if (request->protocol_version() != kProtocolVersion)
-        throw Error(ErrorKind::kUnsupported, "protocol version mismatch: the client speaks version " +
-                                                 std::to_string(request->protocol_version()) +
-                                                 ", this server version " + std::to_string(kProtocolVersion));
+        throw Error(ErrorKind::kUnsupported,
+                    "protocol version mismatch: the client speaks version " +
+                        std::to_string(request->protocol_version()) + ", this server version " +
+                        std::to_string(kProtocolVersion));
       JobSpec spec = from_proto(*request);
       if (spec.owner.empty()) spec.owner = context->peer();
       to_proto(jobs_.submit(spec), reply);
     });
   }
 
-  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context, const rpc::ListJobsRequest* request,
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const rpc::ListJobsRequest* request,
                                      rpc::ListJobsReply* reply) override {
     return unary(context, "ListJobs", [&] {
       for (const JobStatus& s : jobs_.list(request->all())) to_proto(s, reply->add_jobs());
     });
   }
 
-  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context, const rpc::JobRef* request,
-                                      rpc::JobInfo* reply) override {
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const rpc::JobRef* request, rpc::JobInfo* reply) override {
     return unary(context, "CancelJob", [&] { to_proto(jobs_.cancel(request->id()), reply); });
   }
 
-  grpc::ServerUnaryReactor* QueryBest(grpc::CallbackServerContext* context, const rpc::BestRequest* request,
+  grpc::ServerUnaryReactor* QueryBest(grpc::CallbackServerContext* context,
+                                      const rpc::BestRequest* request,
                                       rpc::RecordLines* reply) override {
     return unary(context, "QueryBest", [&] {
-      if (request->target().empty()) throw Error(ErrorKind::kInvalidArgument, "QueryBest needs a target");
+      if (request->target().empty())
+        throw Error(ErrorKind::kInvalidArgument, "QueryBest needs a target");
       const int64_t k = std::clamp<int64_t>(request->k(), 1, 1000);
       std::lock_guard lock(queries_mu_);
       // This server's toolchain first, as a local look-up; else any (a config stays valid across
@@ -341,19 +361,20 @@ class TuningService final : public rpc::Tuning::CallbackService {
       tuning_db::RecordQuery query;
       query.device_key = request->device_key();
       query.include_emulated = request->include_emulated();
-      for (const auto& r : tuning_db::top_k_preferring_toolchain(queries_, request->workload_key(), request->target(),
+      for (const auto& r : tuning_db::top_k_preferring_toolchain(queries_, request->workload_key(),
+                                                                 request->target(),
                                                                  codegen::llvm_version(), k, query))
         reply->add_lines(tuning_db::to_json_line(r));
     });
   }
 
   grpc::ServerWriteReactor<rpc::JobEvent>* WatchJob(grpc::CallbackServerContext* context,
-                                                     const rpc::JobRef* request) override {
+                                                    const rpc::JobRef* request) override {
     return new WatchReactor(jobs_, request->id(), refusal(*context, Role::kClient, "WatchJob"));
   }
 
-  grpc::ServerWriteReactor<rpc::RecordLines>* ExportLog(grpc::CallbackServerContext* context,
-                                                        const rpc::ExportRequest* request) override {
+  grpc::ServerWriteReactor<rpc::RecordLines>* ExportLog(
+      grpc::CallbackServerContext* context, const rpc::ExportRequest* request) override {
     return new ExportReactor(options_.db_path, request->workload_key(),
                              refusal(*context, Role::kClient, "ExportLog"));
   }
@@ -365,7 +386,8 @@ class TuningService final : public rpc::Tuning::CallbackService {
   }
 
  private:
-  std::optional<grpc::Status> refusal(const grpc::CallbackServerContext& context, Role role, std::string_view rpc) {
+  std::optional<grpc::Status> refusal(const grpc::CallbackServerContext& context, Role role,
+                                      std::string_view rpc) {
     grpc::Status status = authorize(context, role, security_, rpc);
     if (status.ok()) return std::nullopt;
     return status;
@@ -373,7 +395,8 @@ class TuningService final : public rpc::Tuning::CallbackService {
 
   // Authorizes a client call, runs body, turns its exception into a status.
   template <class Body>
-  grpc::ServerUnaryReactor* unary(grpc::CallbackServerContext* context, std::string_view rpc, Body&& body) {
+  grpc::ServerUnaryReactor* unary(grpc::CallbackServerContext* context, std::string_view rpc,
+                                  Body&& body) {
     auto* reactor = context->DefaultReactor();
     if (auto refused = refusal(*context, Role::kClient, rpc)) {
       reactor->Finish(*refused);
@@ -432,18 +455,23 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
   if (options.port < 0 || options.port > 65535)
     throw Error(ErrorKind::kInvalidArgument, "port out of range: " + std::to_string(options.port));
   if (!(options.heartbeat_s > 0) || !(options.worker_timeout_s > options.heartbeat_s))
-    throw Error(ErrorKind::kInvalidArgument, "the worker timeout must exceed the heartbeat interval");
-  ServerSecurity security = load_server_security(options.token_file, options.tls_cert_file, options.tls_key_file);
+    throw Error(ErrorKind::kInvalidArgument,
+                "the worker timeout must exceed the heartbeat interval");
+  ServerSecurity security =
+      load_server_security(options.token_file, options.tls_cert_file, options.tls_key_file);
   if (every_interface(options.host) && !security.authenticates())
-    spdlog::warn("listening on every interface without a token: anyone who reaches port {} can attach a device "
-                 "or submit jobs (use --token-file)",
-                 options.port);
+    spdlog::warn(
+        "listening on every interface without a token: anyone who reaches port {} can attach a "
+        "device "
+        "or submit jobs (use --token-file)",
+        options.port);
   impl_->host = options.host;
   const bool with_tokens = security.authenticates();
   auto credentials = server_credentials(security);
   impl_->service = std::make_unique<TuningService>(options, std::move(security));
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.host + ":" + std::to_string(options.port), credentials, &impl_->port);
+  builder.AddListeningPort(options.host + ":" + std::to_string(options.port), credentials,
+                           &impl_->port);
   // Pings find a worker whose machine vanished without closing its connection.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
@@ -458,10 +486,12 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
   builder.RegisterService(impl_->service.get());
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || impl_->port == 0)
-    throw Error(ErrorKind::kIo, "cannot listen on " + options.host + ":" + std::to_string(options.port));
+    throw Error(ErrorKind::kIo,
+                "cannot listen on " + options.host + ":" + std::to_string(options.port));
   const size_t resumed = impl_->service->jobs().resume_unfinished();
-  spdlog::info("tuning server on {}:{} (log {}, {}, {}); {} unfinished job(s) resumed", options.host, impl_->port,
-               options.db_path, with_tokens ? "tokens required" : "no tokens",
+  spdlog::info("tuning server on {}:{} (log {}, {}, {}); {} unfinished job(s) resumed",
+               options.host, impl_->port, options.db_path,
+               with_tokens ? "tokens required" : "no tokens",
                options.tls_cert_file.empty() ? "plaintext" : "TLS", resumed);
 }
 
@@ -469,7 +499,9 @@ TuningServer::~TuningServer() { shutdown(); }
 
 int TuningServer::port() const { return impl_->port; }
 
-std::string TuningServer::address() const { return impl_->host + ":" + std::to_string(impl_->port); }
+std::string TuningServer::address() const {
+  return impl_->host + ":" + std::to_string(impl_->port);
+}
 
 std::vector<DeviceInfo> TuningServer::devices() const {
   std::vector<DeviceInfo> out;

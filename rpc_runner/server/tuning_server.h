@@ -1,4 +1,5 @@
-// Defines TuningServer, ktune's gRPC tuning service: it owns the tuning log, the device fleet and the tuning jobs.
+// Defines TuningServer, ktune's gRPC tuning service: it owns the tuning log, the device fleet and
+// the tuning jobs.
 #pragma once
 
 #include <cstdint>
@@ -12,15 +13,15 @@
 namespace ktune::rpc_runner {
 
 struct TuningServerOptions {
-  std::string host = "127.0.0.1";  // address to listen on ("0.0.0.0" = every interface)
-  int port = 9190;                 // 0 = any free port (see TuningServer::port())
+  std::string host = "127.0.0.1";           // address to listen on ("0.0.0.0" = every interface)
+  int port = 9190;                          // 0 = any free port (see TuningServer::port())
   std::string db_path = "ktune-server.db";  // the tuning log the server owns
-  std::string token_file;          // "worker: T" and "client: T" lines; "" = no tokens
-  std::string tls_cert_file;       // PEM; with tls_key_file: serve TLS only
+  std::string token_file;                   // "worker: T" and "client: T" lines; "" = no tokens
+  std::string tls_cert_file;                // PEM; with tls_key_file: serve TLS only
   std::string tls_key_file;
-  double heartbeat_s = 2;          // workers send a heartbeat at least this often
-  double worker_timeout_s = 10;    // a worker silent this long is lost; its candidates requeued
-  int max_message_mib = 64;        // gRPC message limit, both ways
+  double heartbeat_s = 2;        // workers send a heartbeat at least this often
+  double worker_timeout_s = 10;  // a worker silent this long is lost; its candidates requeued
+  int max_message_mib = 64;      // gRPC message limit, both ways
 };
 
 // The tuning service. Device workers dial in (Attach, with the worker token) and are sent

@@ -24,8 +24,8 @@ namespace {
 std::string default_description(const codegen::Target& host) {
   char name[256] = {0};
   if (::gethostname(name, sizeof(name) - 1) != 0) name[0] = '\0';
-  return "cpu " + host.cpu() + ", " + host.triple() + ", " + std::to_string(host.cores()) + " cores" +
-         (name[0] ? std::string(", host ") + name : "");
+  return "cpu " + host.cpu() + ", " + host.triple() + ", " + std::to_string(host.cores()) +
+         " cores" + (name[0] ? std::string(", host ") + name : "");
 }
 
 rpc::CandidateResult to_proto(uint64_t id, const tuner::MeasureResult& m) {
@@ -49,8 +49,8 @@ struct DeviceWorker::Impl {
   codegen::Target host = codegen::Target::host();
 
   // Used by the session's measuring thread only (one batch at a time).
-  std::map<std::string, std::unique_ptr<LocalRunner>> runners;          // by MeasureSpec bytes
-  std::map<std::string, std::unique_ptr<schedule_space::Task>> tasks;   // by TaskSpec bytes
+  std::map<std::string, std::unique_ptr<LocalRunner>> runners;         // by MeasureSpec bytes
+  std::map<std::string, std::unique_ptr<schedule_space::Task>> tasks;  // by TaskSpec bytes
   std::atomic<size_t> runners_started_before{0};  // children of runners already dropped
   std::atomic<size_t> built{0};
   // Kernels cross-built by the server run on a child of their own, with the references it holds.
@@ -79,22 +79,27 @@ struct DeviceWorker::Impl {
     auto it = tasks.find(key);
     if (it != tasks.end()) return *it->second;
     if (spec.target() != target)
-      throw Error(ErrorKind::kUnsupported, "this worker runs '" + target + "', not '" + spec.target() + "'");
+      throw Error(ErrorKind::kUnsupported,
+                  "this worker runs '" + target + "', not '" + spec.target() + "'");
     const auto args = parse_json_input(spec.args_json(), "task arguments");
-    if (!args.is_object()) throw Error(ErrorKind::kInvalidArgument, "task arguments are not a JSON object");
+    if (!args.is_object())
+      throw Error(ErrorKind::kInvalidArgument, "task arguments are not a JSON object");
     std::map<std::string, std::string> given;
-    for (const auto& [k, v] : args.items()) given[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    for (const auto& [k, v] : args.items())
+      given[k] = v.is_string() ? v.get<std::string>() : v.dump();
     schedule_space::TargetTraits traits;
     traits.key = spec.target();
     traits.vector_bits = spec.vector_bits();
     traits.cores = spec.cores();
     traits.arch = spec.arch();
-    auto task = std::make_unique<schedule_space::Task>(schedule_space::Task::create(spec.template_name(), given, traits));
+    auto task = std::make_unique<schedule_space::Task>(
+        schedule_space::Task::create(spec.template_name(), given, traits));
     return *tasks.emplace(key, std::move(task)).first->second;
   }
 
   // Measures candidates of one setting as one batch (parallel builds, then runs one at a time).
-  std::vector<rpc::CandidateResult> measure(const std::vector<rpc::Candidate>& batch, const std::string& target) {
+  std::vector<rpc::CandidateResult> measure(const std::vector<rpc::Candidate>& batch,
+                                            const std::string& target) {
     std::vector<rpc::CandidateResult> out(batch.size());
     std::vector<tuner::MeasureInput> inputs;
     std::vector<size_t> where;
@@ -108,21 +113,26 @@ struct DeviceWorker::Impl {
         const schedule_space::Task& task = task_for(c.task(), target);
         schedule_space::Config config = task.space().get(c.config_index());
         if (config.to_json() != schedule_space::Config::from_json_string(c.config_json()).to_json())
-          throw Error(ErrorKind::kInstantiation, "config " + std::to_string(c.config_index()) +
-                                                     " means another schedule on this worker (ktune versions differ?)");
+          throw Error(ErrorKind::kInstantiation,
+                      "config " + std::to_string(c.config_index()) +
+                          " means another schedule on this worker (ktune versions differ?)");
         inputs.push_back({&task, std::move(config)});
         where.push_back(i);
       } catch (const Error& e) {
-        const ErrorKind kind = e.kind() == ErrorKind::kInstantiation || e.kind() == ErrorKind::kUnsupported
-                                   ? e.kind() : ErrorKind::kUnknown;
+        const ErrorKind kind =
+            e.kind() == ErrorKind::kInstantiation || e.kind() == ErrorKind::kUnsupported
+                ? e.kind()
+                : ErrorKind::kUnknown;
         out[i] = error_result(c.id(), kind, e.what());
       }
     }
     if (inputs.empty()) return out;
     try {
-      std::vector<tuner::MeasureResult> results = runner_for(batch[where.front()].measure()).measure(inputs);
+      std::vector<tuner::MeasureResult> results =
+          runner_for(batch[where.front()].measure()).measure(inputs);
       built += inputs.size();
-      for (size_t j = 0; j < where.size(); ++j) out[where[j]] = to_proto(batch[where[j]].id(), results[j]);
+      for (size_t j = 0; j < where.size(); ++j)
+        out[where[j]] = to_proto(batch[where[j]].id(), results[j]);
     } catch (const Error& e) {
       for (size_t i : where) out[i] = error_result(batch[i].id(), ErrorKind::kUnknown, e.what());
     }
@@ -133,7 +143,8 @@ struct DeviceWorker::Impl {
 DeviceWorker::DeviceWorker(const DeviceWorkerOptions& options) : impl_(std::make_unique<Impl>()) {
   Impl& w = *impl_;
   w.options = options;
-  if (options.server.empty()) throw Error(ErrorKind::kInvalidArgument, "a worker needs a server address");
+  if (options.server.empty())
+    throw Error(ErrorKind::kInvalidArgument, "a worker needs a server address");
   if (options.key.empty()) throw Error(ErrorKind::kInvalidArgument, "a worker needs a device key");
   if (w.options.runner_path.empty()) w.options.runner_path = default_runner_path();
   if (::access(w.options.runner_path.c_str(), X_OK) != 0)
@@ -159,7 +170,9 @@ DeviceWorker::DeviceWorker(const DeviceWorkerOptions& options) : impl_(std::make
   s.reconnect_max_s = options.reconnect_max_s;
   s.protocol_version = options.protocol_version;
   w.session = std::make_unique<WorkerSession>(
-      s, [&w](const std::vector<rpc::Candidate>& batch, const std::string& target) { return w.measure(batch, target); });
+      s, [&w](const std::vector<rpc::Candidate>& batch, const std::string& target) {
+        return w.measure(batch, target);
+      });
 }
 
 DeviceWorker::~DeviceWorker() { stop(); }

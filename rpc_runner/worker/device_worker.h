@@ -1,4 +1,5 @@
-// Defines DeviceWorker: dials a tuning server, builds and measures the candidates it is sent, heartbeats.
+// Defines DeviceWorker: dials a tuning server, builds and measures the candidates it is sent,
+// heartbeats.
 #pragma once
 
 #include <cstddef>
@@ -11,19 +12,19 @@
 namespace ktune::rpc_runner {
 
 struct DeviceWorkerOptions {
-  std::string server;               // "host:port" of the tuning server
-  std::string key;                  // device key jobs name, e.g. "x86-avx512"
-  std::string runner_path;          // "" = ktune-runner next to this executable
-  std::string target;               // "" = codegen::Target::host().str()
-  std::string description;          // "" = cpu, triple, cores and host name
-  std::string token_file;           // the worker token ("" = none)
-  std::string tls_ca_file;          // PEM of the CA that signed the server's certificate ("" = plaintext)
-  int slots = 0;                    // candidates taken at once (built in parallel); 0 = cores
-  double peak_gflops = 0;           // the device's f32 peak, if known (the server checks results against it)
-  bool can_build = true;            // false: the server cross-builds every kernel (no LLVM here, or too slow)
-  bool emulated = false;            // runs under emulation: the server marks its records so
-  double reconnect_initial_s = 0.5; // first wait after losing the server; doubles per failure
-  double reconnect_max_s = 10;      // longest wait between attempts
+  std::string server;       // "host:port" of the tuning server
+  std::string key;          // device key jobs name, e.g. "x86-avx512"
+  std::string runner_path;  // "" = ktune-runner next to this executable
+  std::string target;       // "" = codegen::Target::host().str()
+  std::string description;  // "" = cpu, triple, cores and host name
+  std::string token_file;   // the worker token ("" = none)
+  std::string tls_ca_file;  // PEM of the CA that signed the server's certificate ("" = plaintext)
+  int slots = 0;            // candidates taken at once (built in parallel); 0 = cores
+  double peak_gflops = 0;  // the device's f32 peak, if known (the server checks results against it)
+  bool can_build = true;  // false: the server cross-builds every kernel (no LLVM here, or too slow)
+  bool emulated = false;  // runs under emulation: the server marks its records so
+  double reconnect_initial_s = 0.5;  // first wait after losing the server; doubles per failure
+  double reconnect_max_s = 10;       // longest wait between attempts
   uint32_t protocol_version = kProtocolVersion;  // what the hello claims (tests use another)
 };
 
@@ -33,11 +34,11 @@ struct DeviceWorkerOptions {
 // throughput grows with the fleet) and checked and timed in a ktune-runner child (a
 // LocalRunner per distinct measurement setting); a candidate that comes with its kernel (the
 // server cross-built and linked it, e.g. for a worker with can_build false) runs on a
-// PrebuiltRunner's child, after the task's reference kernel that comes with it. A kernel that crashes or hangs ends
-// its child, never the worker, and comes back as a typed result. Heartbeats go out while it
-// measures. When the server goes away the worker reconnects with exponential backoff; results
-// of a connection that broke are dropped (the server has requeued those candidates).
-// Thread-safe.
+// PrebuiltRunner's child, after the task's reference kernel that comes with it. A kernel that
+// crashes or hangs ends its child, never the worker, and comes back as a typed result. Heartbeats
+// go out while it measures. When the server goes away the worker reconnects with exponential
+// backoff; results of a connection that broke are dropped (the server has requeued those
+// candidates). Thread-safe.
 class DeviceWorker {
  public:
   // Throws Error(kInvalidArgument) without a server or key, Error(kIo) when the runner

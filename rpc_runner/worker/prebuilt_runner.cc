@@ -31,10 +31,13 @@ rpc::CandidateResult PrebuiltRunner::run(const rpc::Candidate& c, const std::str
   const tuner::MeasureOptions m = from_proto(c.measure());
   ++measured_;
   if (c.task().target() != target)
-    return error_result(c.id(), ErrorKind::kUnsupported, "this device runs '" + target + "', not '" + c.task().target() + "'");
+    return error_result(c.id(), ErrorKind::kUnsupported,
+                        "this device runs '" + target + "', not '" + c.task().target() + "'");
   if (c.artifact().empty())
-    return error_result(c.id(), ErrorKind::kUnsupported, "this device cannot build: the candidate came without its kernel");
-  const std::string reference_key = c.task().template_name() + c.task().args_json() + "|" + c.task().target();
+    return error_result(c.id(), ErrorKind::kUnsupported,
+                        "this device cannot build: the candidate came without its kernel");
+  const std::string reference_key =
+      c.task().template_name() + c.task().args_json() + "|" + c.task().target();
   const auto start = std::chrono::steady_clock::now();
   try {
     if (!child_ || !child_->alive()) {
@@ -46,7 +49,8 @@ rpc::CandidateResult PrebuiltRunner::run(const rpc::Candidate& c, const std::str
     }
     if (m.check_correctness && !references_.count(reference_key)) {
       if (c.reference_artifact().empty())
-        return error_result(c.id(), ErrorKind::kUnknown, "no reference kernel came with the candidate");
+        return error_result(c.id(), ErrorKind::kUnknown,
+                            "no reference kernel came with the candidate");
       Request ref;
       ref.type = RequestType::kReference;
       ref.reference_key = reference_key;
@@ -55,7 +59,8 @@ rpc::CandidateResult PrebuiltRunner::run(const rpc::Candidate& c, const std::str
       const Reply reply = child_->call(ref, kReferenceTimeoutS);
       if (reply.error) {
         // Code for another architecture is the device's answer about every kernel of the task.
-        const ErrorKind kind = *reply.error == ErrorKind::kUnsupported ? ErrorKind::kUnsupported : ErrorKind::kUnknown;
+        const ErrorKind kind =
+            *reply.error == ErrorKind::kUnsupported ? ErrorKind::kUnsupported : ErrorKind::kUnknown;
         return error_result(c.id(), kind, "reference failed: " + reply.message);
       }
       references_.insert(reference_key);
@@ -78,7 +83,9 @@ rpc::CandidateResult PrebuiltRunner::run(const rpc::Candidate& c, const std::str
     return r;
   } catch (const Error& e) {
     // A crash or hang took the child down (it is restarted for the next candidate).
-    const ErrorKind kind = e.kind() == ErrorKind::kRun || e.kind() == ErrorKind::kRunTimeout ? e.kind() : ErrorKind::kUnknown;
+    const ErrorKind kind = e.kind() == ErrorKind::kRun || e.kind() == ErrorKind::kRunTimeout
+                               ? e.kind()
+                               : ErrorKind::kUnknown;
     rpc::CandidateResult r = error_result(c.id(), kind, e.what());
     r.set_run_s(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return r;

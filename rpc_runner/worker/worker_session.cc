@@ -29,11 +29,11 @@ struct WorkerSession::Impl {
   std::thread thread;
   mutable std::mutex mu;
   std::condition_variable cv;
-  bool stopping = false;                          // guarded by mu
-  std::unique_ptr<grpc::ClientContext> context;   // guarded by mu: the current connection
-  std::string refusal;                            // guarded by mu
-  std::string target;                             // guarded by mu: canonical, from the server
-  bool ever_attached = false;                     // guarded by mu
+  bool stopping = false;                         // guarded by mu
+  std::unique_ptr<grpc::ClientContext> context;  // guarded by mu: the current connection
+  std::string refusal;                           // guarded by mu
+  std::string target;                            // guarded by mu: canonical, from the server
+  bool ever_attached = false;                    // guarded by mu
   std::atomic<bool> attached{false};
   std::atomic<size_t> results{0};
 
@@ -90,7 +90,8 @@ struct WorkerSession::Impl {
           batch_target = canonical_target;
           // The front candidate's setting; others of the same setting join it, up to the slots.
           const std::string setting = queue.front().measure().SerializeAsString();
-          for (auto it = queue.begin(); it != queue.end() && static_cast<int>(batch.size()) < options.slots;) {
+          for (auto it = queue.begin();
+               it != queue.end() && static_cast<int>(batch.size()) < options.slots;) {
             if (it->measure().SerializeAsString() == setting) {
               batch.push_back(std::move(*it));
               it = queue.erase(it);
@@ -138,8 +139,9 @@ struct WorkerSession::Impl {
           std::lock_guard lock(mu);
           target = a.target().empty() ? options.target : a.target();
         }
-        spdlog::info("attached to {} as worker {} (key {}, target '{}', {} slots{})", options.server, a.worker_id(),
-                     options.key, a.target().empty() ? options.target : a.target(), options.slots,
+        spdlog::info("attached to {} as worker {} (key {}, target '{}', {} slots{})",
+                     options.server, a.worker_id(), options.key,
+                     a.target().empty() ? options.target : a.target(), options.slots,
                      options.emulated ? ", emulated" : "");
       } else if (message.has_candidate()) {
         std::lock_guard lock(queue_mu);
@@ -177,7 +179,8 @@ struct WorkerSession::Impl {
       if (refused) {
         // Say it once; refused at the start, the owner reports it (refused_at_start).
         if (refusal != status.error_message() && ever_attached)
-          spdlog::error("the tuning server at {} refused this worker: {}", options.server, status.error_message());
+          spdlog::error("the tuning server at {} refused this worker: {}", options.server,
+                        status.error_message());
         refusal = status.error_message();
       }
       if (was_attached) {
@@ -185,8 +188,9 @@ struct WorkerSession::Impl {
         announce = true;
       }
       if (announce && !refused) {
-        spdlog::warn("tuning server {} {} ({}); reconnecting with backoff up to {:g} s", options.server,
-                     was_attached ? "went away" : "unreachable", status.error_message(), options.reconnect_max_s);
+        spdlog::warn("tuning server {} {} ({}); reconnecting with backoff up to {:g} s",
+                     options.server, was_attached ? "went away" : "unreachable",
+                     status.error_message(), options.reconnect_max_s);
         announce = false;
       }
       cv.wait_for(lock, std::chrono::duration<double>(backoff), [&] { return stopping; });
@@ -199,7 +203,8 @@ struct WorkerSession::Impl {
 WorkerSession::WorkerSession(const WorkerSessionOptions& options, MeasureBatchFn measure)
     : impl_(std::make_unique<Impl>()) {
   Impl& w = *impl_;
-  if (options.server.empty()) throw Error(ErrorKind::kInvalidArgument, "a worker needs a server address");
+  if (options.server.empty())
+    throw Error(ErrorKind::kInvalidArgument, "a worker needs a server address");
   if (options.key.empty()) throw Error(ErrorKind::kInvalidArgument, "a worker needs a device key");
   if (!measure) throw Error(ErrorKind::kInvalidArgument, "a worker needs a way to measure");
   w.options = options;

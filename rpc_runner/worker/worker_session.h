@@ -15,28 +15,28 @@
 namespace ktune::rpc_runner {
 
 struct WorkerSessionOptions {
-  std::string server;               // "host:port" of the tuning server
-  std::string key;                  // device key jobs name, e.g. "rk3399"
-  std::string target;               // the device's own target string; the server canonicalizes it
-  std::string description;          // free text the server lists (cpu, cores, host name)
+  std::string server;       // "host:port" of the tuning server
+  std::string key;          // device key jobs name, e.g. "rk3399"
+  std::string target;       // the device's own target string; the server canonicalizes it
+  std::string description;  // free text the server lists (cpu, cores, host name)
   int cores = 1;
-  int vector_bits = 0;              // 0: the server derives it from the target
-  int slots = 1;                    // candidates taken at once
-  bool can_build = true;            // false: the server sends linked kernels
-  bool emulated = false;            // runs under emulation: its records are marked so
-  double peak_gflops = 0;           // the device's f32 peak, if known
-  std::string token_file;           // the worker token ("" = none)
-  std::string tls_ca_file;          // PEM of the CA of the server's certificate ("" = plaintext)
-  double reconnect_initial_s = 0.5; // first wait after losing the server; doubles per failure
-  double reconnect_max_s = 10;      // longest wait between attempts
+  int vector_bits = 0;               // 0: the server derives it from the target
+  int slots = 1;                     // candidates taken at once
+  bool can_build = true;             // false: the server sends linked kernels
+  bool emulated = false;             // runs under emulation: its records are marked so
+  double peak_gflops = 0;            // the device's f32 peak, if known
+  std::string token_file;            // the worker token ("" = none)
+  std::string tls_ca_file;           // PEM of the CA of the server's certificate ("" = plaintext)
+  double reconnect_initial_s = 0.5;  // first wait after losing the server; doubles per failure
+  double reconnect_max_s = 10;       // longest wait between attempts
   uint32_t protocol_version = kProtocolVersion;  // what the hello claims (tests use another)
 };
 
 // Measures candidates of one measurement setting and returns one result per candidate, in
 // order. `target` is this device's canonical target, as the server answered the hello. Called
 // from one thread at a time; must not throw.
-using MeasureBatchFn =
-    std::function<std::vector<rpc::CandidateResult>(const std::vector<rpc::Candidate>& batch, const std::string& target)>;
+using MeasureBatchFn = std::function<std::vector<rpc::CandidateResult>(
+    const std::vector<rpc::Candidate>& batch, const std::string& target)>;
 
 // Serves in background threads from construction to stop(): dials out to the server (so it
 // works behind NAT), says hello, then hands the candidates it receives to `measure` in batches

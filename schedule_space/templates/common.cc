@@ -10,8 +10,11 @@
 namespace ktune::schedule_space::templates {
 
 ArgSpec dtype_arg() {
-  return {.name = "dtype", .type = ArgSpec::Type::kString, .default_value = "float32",
-          .doc = "element type", .choices = {"float32", "float64"}};
+  return {.name = "dtype",
+          .type = ArgSpec::Type::kString,
+          .default_value = "float32",
+          .doc = "element type",
+          .choices = {"float32", "float64"}};
 }
 
 te::DataType dtype_of(const std::string& name) {
@@ -20,7 +23,8 @@ te::DataType dtype_of(const std::string& name) {
   throw Error(ErrorKind::kInvalidArgument, "unsupported dtype '" + name + "'");
 }
 
-std::vector<te::IterVar> apply_split(te::Stage stage, const te::IterVar& axis, const Entity& split, int64_t extent) {
+std::vector<te::IterVar> apply_split(te::Stage stage, const te::IterVar& axis, const Entity& split,
+                                     int64_t extent) {
   const std::vector<int64_t> f = split.split_factors(extent);
   std::vector<te::IterVar> loops;
   te::IterVar rest = axis;
@@ -46,7 +50,8 @@ uint64_t closest_split(const Knob& knob, const std::vector<int64_t>& inner) {
     const auto& v = knob.entity(i).values;
     double d = 0;
     for (size_t j = 0; j < inner.size() && j + 1 < v.size(); ++j)
-      d += std::abs(std::log2(static_cast<double>(v[j + 1])) - std::log2(static_cast<double>(inner[j])));
+      d += std::abs(std::log2(static_cast<double>(v[j + 1])) -
+                    std::log2(static_cast<double>(inner[j])));
     if (d < best_d) {
       best_d = d;
       best = i;
@@ -83,12 +88,13 @@ ArgSpec int_arg(const char* name, const char* def, const char* doc, int64_t min_
   return {.name = name, .default_value = def, .doc = doc, .min_value = min_value};
 }
 
-int64_t window_out_extent(const std::string& tmpl, int64_t in, int64_t window, int64_t stride, int64_t pad,
-                          int64_t dilation) {
+int64_t window_out_extent(const std::string& tmpl, int64_t in, int64_t window, int64_t stride,
+                          int64_t pad, int64_t dilation) {
   const int64_t span = dilation * (window - 1) + 1;
   if (in + 2 * pad < span)
     throw Error(ErrorKind::kInvalidArgument, tmpl + ": window of " + std::to_string(span) +
-                                                 " does not fit the padded input of " + std::to_string(in + 2 * pad));
+                                                 " does not fit the padded input of " +
+                                                 std::to_string(in + 2 * pad));
   return (in + 2 * pad - span) / stride + 1;
 }
 
@@ -105,15 +111,16 @@ int64_t auto_channel_block(int64_t channels) {
   return ceil_div(channels, 8) * 8 < ceil_div(channels, 16) * 16 ? 8 : 16;
 }
 
-te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, int64_t h, int64_t w, int64_t block,
-                             int64_t pad, te::DataType dt) {
+te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, int64_t h, int64_t w,
+                             int64_t block, int64_t pad, te::DataType dt) {
   const te::Expr p(pad);
-  return te::compute({n, cblocks, h + 2 * pad, w + 2 * pad, block},
-                     [&](te::Var b, te::Var c, te::Var y, te::Var x, te::Var l) {
-                       te::Expr inside = y >= p && y < te::Expr(h + pad) && x >= p && x < te::Expr(w + pad);
-                       return te::select(inside, in(b, c, y - p, x - p, l), te::cast(dt, te::Expr(0.0)));
-                     },
-                     "pad");
+  return te::compute(
+      {n, cblocks, h + 2 * pad, w + 2 * pad, block},
+      [&](te::Var b, te::Var c, te::Var y, te::Var x, te::Var l) {
+        te::Expr inside = y >= p && y < te::Expr(h + pad) && x >= p && x < te::Expr(w + pad);
+        return te::select(inside, in(b, c, y - p, x - p, l), te::cast(dt, te::Expr(0.0)));
+      },
+      "pad");
 }
 
 void schedule_blocked_pad(te::Stage pad, bool inline_it, bool parallel) {

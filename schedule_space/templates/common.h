@@ -1,4 +1,5 @@
-// Defines helpers shared by the built-in templates: dtype arguments, applying split entities, fallback picks.
+// Defines helpers shared by the built-in templates: dtype arguments, applying split entities,
+// fallback picks.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,8 @@ te::DataType dtype_of(const std::string& name);
 // Splits `axis` of `stage` into entity.values.size() loops by the split entity's factors
 // (outermost first), resolving the remainder against `extent`. Returns the loops, outermost first.
 // Throws Error(kInstantiation) for a non-split entity or non-positive factors.
-std::vector<te::IterVar> apply_split(te::Stage stage, const te::IterVar& axis, const Entity& split, int64_t extent);
+std::vector<te::IterVar> apply_split(te::Stage stage, const te::IterVar& axis, const Entity& split,
+                                     int64_t extent);
 
 // Annotates `loop` as unrolled when `on`.
 void unroll_if(te::Stage stage, const te::IterVar& loop, bool on);
@@ -40,8 +42,8 @@ ArgSpec int_arg(const char* name, const char* def, const char* doc, int64_t min_
 
 // Output extent of a sliding window over `in` (padded by `pad` on both sides). Throws
 // Error(kInvalidArgument), naming template `tmpl`, when the window does not fit.
-int64_t window_out_extent(const std::string& tmpl, int64_t in, int64_t window, int64_t stride, int64_t pad,
-                          int64_t dilation);
+int64_t window_out_extent(const std::string& tmpl, int64_t in, int64_t window, int64_t stride,
+                          int64_t pad, int64_t dilation);
 
 // Largest divisor of n that is <= cap (>= 1).
 int64_t largest_divisor_at_most(int64_t n, int64_t cap);
@@ -56,8 +58,8 @@ int64_t auto_channel_block(int64_t channels);
 
 // The zero-padded copy (a compute stage "pad") of a blocked input I[N][CB][H][W][b]: `pad` rows
 // and columns on each side.
-te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, int64_t h, int64_t w, int64_t block,
-                             int64_t pad, te::DataType dt);
+te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, int64_t h, int64_t w,
+                             int64_t block, int64_t pad, te::DataType dt);
 
 // Schedules a pad_blocked_input stage: inlined into its consumer, or computed once with whole
 // blocks as vectors and (batch, channel block) in parallel when `parallel`.

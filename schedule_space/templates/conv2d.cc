@@ -42,10 +42,14 @@ ConvShape conv_shape(const std::string& tmpl, const WorkloadArgs& a, bool depthw
 te::Tensor pad_input(const te::Tensor& in, const ConvShape& sh, te::Expr value) {
   if (sh.pad == 0) return in;
   const int64_t p = sh.pad;
-  return te::compute({sh.n, sh.c, sh.h + 2 * p, sh.w + 2 * p}, [&](te::Var n, te::Var c, te::Var y, te::Var x) {
-    te::Expr inside = y >= te::Expr(p) && y < te::Expr(sh.h + p) && x >= te::Expr(p) && x < te::Expr(sh.w + p);
-    return te::select(inside, in(n, c, y - te::Expr(p), x - te::Expr(p)), value);
-  }, "pad");
+  return te::compute(
+      {sh.n, sh.c, sh.h + 2 * p, sh.w + 2 * p},
+      [&](te::Var n, te::Var c, te::Var y, te::Var x) {
+        te::Expr inside = y >= te::Expr(p) && y < te::Expr(sh.h + p) && x >= te::Expr(p) &&
+                          x < te::Expr(sh.w + p);
+        return te::select(inside, in(n, c, y - te::Expr(p), x - te::Expr(p)), value);
+      },
+      "pad");
 }
 
 // Tensors of one instance; `padded` is the internal padding stage (undefined without padding),
@@ -70,41 +74,56 @@ ConvTensors conv_tensors(Op op, const std::string& tmpl, const WorkloadArgs& a) 
   const te::IterVar r = te::reduce_axis({0, sh.r}, "r"), s = te::reduce_axis({0, sh.s}, "s");
   const int64_t st = sh.stride, d = sh.dilation;
   auto window = [&](te::Var n, te::Var c, te::Var y, te::Var x) {
-    return padded(n, c, y * te::Expr(st) + r.var * te::Expr(d), x * te::Expr(st) + s.var * te::Expr(d));
+    return padded(n, c, y * te::Expr(st) + r.var * te::Expr(d),
+                  x * te::Expr(st) + s.var * te::Expr(d));
   };
   switch (op) {
     case Op::kConv: {
       const te::Tensor w = te::placeholder({sh.k, sh.c, sh.r, sh.s}, dt, "W");
       const te::IterVar c = te::reduce_axis({0, sh.c}, "c");
-      t.out = te::compute({sh.n, sh.k, sh.oh, sh.ow}, [&](te::Var n, te::Var k, te::Var y, te::Var x) {
-        return te::sum(window(n, c.var, y, x) * w(k, c, r, s), {c, r, s});
-      }, "conv");
+      t.out = te::compute(
+          {sh.n, sh.k, sh.oh, sh.ow},
+          [&](te::Var n, te::Var k, te::Var y, te::Var x) {
+            return te::sum(window(n, c.var, y, x) * w(k, c, r, s), {c, r, s});
+          },
+          "conv");
       t.args = {in, w, t.out};
       break;
     }
     case Op::kDepthwise: {
       const te::Tensor w = te::placeholder({sh.c, sh.r, sh.s}, dt, "W");
-      t.out = te::compute({sh.n, sh.c, sh.oh, sh.ow}, [&](te::Var n, te::Var c, te::Var y, te::Var x) {
-        return te::sum(window(n, c, y, x) * w(c, r, s), {r, s});
-      }, "dwconv");
+      t.out = te::compute(
+          {sh.n, sh.c, sh.oh, sh.ow},
+          [&](te::Var n, te::Var c, te::Var y, te::Var x) {
+            return te::sum(window(n, c, y, x) * w(c, r, s), {r, s});
+          },
+          "dwconv");
       t.args = {in, w, t.out};
       break;
     }
     case Op::kMaxPool:
-      t.out = te::compute({sh.n, sh.c, sh.oh, sh.ow}, [&](te::Var n, te::Var c, te::Var y, te::Var x) {
-        return te::max(window(n, c, y, x), {r, s});
-      }, "pool");
+      t.out = te::compute(
+          {sh.n, sh.c, sh.oh, sh.ow},
+          [&](te::Var n, te::Var c, te::Var y, te::Var x) {
+            return te::max(window(n, c, y, x), {r, s});
+          },
+          "pool");
       t.args = {in, t.out};
       break;
     case Op::kAvgPool: {
       // Padding counts in the divisor (count_include_pad), like a fixed-size window mean.
-      t.acc = te::compute({sh.n, sh.c, sh.oh, sh.ow}, [&](te::Var n, te::Var c, te::Var y, te::Var x) {
-        return te::sum(window(n, c, y, x), {r, s});
-      }, "pool_sum");
+      t.acc = te::compute(
+          {sh.n, sh.c, sh.oh, sh.ow},
+          [&](te::Var n, te::Var c, te::Var y, te::Var x) {
+            return te::sum(window(n, c, y, x), {r, s});
+          },
+          "pool_sum");
       const te::Tensor acc = t.acc;
       const te::Expr scale = te::cast(dt, te::Expr(1.0 / static_cast<double>(sh.r * sh.s)));
-      t.out = te::compute({sh.n, sh.c, sh.oh, sh.ow},
-                          [&](te::Var n, te::Var c, te::Var y, te::Var x) { return acc(n, c, y, x) * scale; }, "pool");
+      t.out = te::compute(
+          {sh.n, sh.c, sh.oh, sh.ow},
+          [&](te::Var n, te::Var c, te::Var y, te::Var x) { return acc(n, c, y, x) * scale; },
+          "pool");
       t.args = {in, t.out};
       break;
     }
@@ -123,31 +142,39 @@ ConvTensors conv_tensors(Op op, const std::string& tmpl, const WorkloadArgs& a) 
 //   parallel 0/1 (only 0 on one core): the fused (batch, channel block, row block) loop
 // Constraint: the accumulators fit TargetTraits::accumulator_budget of the step's operand
 // vectors (x86: two registers free; AArch64: 15 accumulators at most for depthwise and pooling).
-void define_conv_space(Op op, const ConvShape& sh, int dtype_bits, const TargetTraits& target, ConfigSpace& space) {
+void define_conv_space(Op op, const ConvShape& sh, int dtype_bits, const TargetTraits& target,
+                       ConfigSpace& space) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
-  space.define_split("tile_k", {.extent = sh.k, .num_outputs = 2, .max_innermost = kMaxRegisterChannels});
-  space.define_split("tile_oh", {.extent = sh.oh, .num_outputs = 2, .max_innermost = kMaxRegisterRows});
+  space.define_split("tile_k",
+                     {.extent = sh.k, .num_outputs = 2, .max_innermost = kMaxRegisterChannels});
+  space.define_split("tile_oh",
+                     {.extent = sh.oh, .num_outputs = 2, .max_innermost = kMaxRegisterRows});
   space.define_split("tile_ow", {.extent = sh.ow, .num_outputs = 2, .max_innermost = 4 * lanes});
   if (op == Op::kConv) {
     space.define_split("tile_c", {.extent = sh.c, .num_outputs = 2});
     space.define_knob("reduce_order", std::vector<int64_t>{0, 1});
   }
   space.define_knob("unroll_rs", std::vector<int64_t>{0, 1});
-  space.define_knob("pad_inline", sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{1});
-  space.define_knob("parallel", target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  space.add_constraint("register tile fits the vector registers", [op, lanes, target](const EntityView& v) {
-    const int64_t pixels = v["tile_oh"].values.back() * ((v["tile_ow"].values.back() + lanes - 1) / lanes);
-    const int64_t accumulators = v["tile_k"].values.back() * pixels;
-    // Live operands of a step: conv2d's input vectors, shared by the tile's channels; depthwise
-    // and pooling reuse nothing across the tile, every accumulator reads its own input vector.
-    return accumulators <= target.accumulator_budget(op == Op::kConv ? pixels : accumulators);
-  });
+  space.define_knob("pad_inline",
+                    sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{1});
+  space.define_knob("parallel",
+                    target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  space.add_constraint(
+      "register tile fits the vector registers", [op, lanes, target](const EntityView& v) {
+        const int64_t pixels =
+            v["tile_oh"].values.back() * ((v["tile_ow"].values.back() + lanes - 1) / lanes);
+        const int64_t accumulators = v["tile_k"].values.back() * pixels;
+        // Live operands of a step: conv2d's input vectors, shared by the tile's channels; depthwise
+        // and pooling reuse nothing across the tile, every accumulator reads its own input vector.
+        return accumulators <= target.accumulator_budget(op == Op::kConv ? pixels : accumulators);
+      });
   space.add_constraint("unrolled tile stays small", [](const EntityView& v) {
     return v["tile_k"].values.back() * v["tile_oh"].values.back() <= kMaxUnrolledTile;
   });
 }
 
-Config conv_fallback(Op op, const ConvShape& sh, int dtype_bits, const TargetTraits& target, const ConfigSpace& space) {
+Config conv_fallback(Op op, const ConvShape& sh, int dtype_bits, const TargetTraits& target,
+                     const ConfigSpace& space) {
   // One vector of columns, two rows and up to 8 channels: 16 accumulators that reuse each
   // input vector across channels and each weight across rows; input channels innermost so
   // the window loops stay outside the tile.
@@ -167,8 +194,9 @@ Config conv_fallback(Op op, const ConvShape& sh, int dtype_bits, const TargetTra
   // conv2d on AArch64: channels within the budget of the tile's input vectors (x86: two spare).
   const int64_t pixels = vectors * ohi;
   const int64_t channels = reuse_free ? 8
-                           : target.is_aarch64() ? std::min<int64_t>(8, target.accumulator_budget(pixels) / pixels)
-                                                 : std::min<int64_t>(8, (target.vector_registers() - 4) / pixels);
+                           : target.is_aarch64()
+                               ? std::min<int64_t>(8, target.accumulator_budget(pixels) / pixels)
+                               : std::min<int64_t>(8, (target.vector_registers() - 4) / pixels);
   const int64_t ki = largest_divisor_at_most(sh.k, std::max<int64_t>(1, channels));
   std::vector<uint64_t> d(space.num_knobs(), 0);
   size_t i = 0;
@@ -233,19 +261,24 @@ Instantiated conv_apply(Op op, const std::string& tmpl, const WorkloadArgs& a, c
 double conv_flop(Op op, const std::string& tmpl, const WorkloadArgs& a) {
   const bool pool = op == Op::kMaxPool || op == Op::kAvgPool;
   const ConvShape sh = conv_shape(tmpl, a, op == Op::kDepthwise, pool);
-  const double outputs = static_cast<double>(sh.n) * static_cast<double>(sh.k) * static_cast<double>(sh.oh) *
-                         static_cast<double>(sh.ow);
+  const double outputs = static_cast<double>(sh.n) * static_cast<double>(sh.k) *
+                         static_cast<double>(sh.oh) * static_cast<double>(sh.ow);
   const double window = static_cast<double>(sh.r * sh.s);
   switch (op) {
-    case Op::kConv: return 2.0 * outputs * static_cast<double>(sh.c) * window;
-    case Op::kDepthwise: return 2.0 * outputs * window;
-    case Op::kMaxPool: return outputs * window;
-    case Op::kAvgPool: return outputs * (window + 1);
+    case Op::kConv:
+      return 2.0 * outputs * static_cast<double>(sh.c) * window;
+    case Op::kDepthwise:
+      return 2.0 * outputs * window;
+    case Op::kMaxPool:
+      return outputs * window;
+    case Op::kAvgPool:
+      return outputs * (window + 1);
   }
   return 0;
 }
 
-void register_op(TemplateRegistry& r, Op op, const std::string& name, const std::string& doc, std::vector<ArgSpec> args) {
+void register_op(TemplateRegistry& r, Op op, const std::string& name, const std::string& doc,
+                 std::vector<ArgSpec> args) {
   TemplateDef d;
   d.name = name;
   d.doc = doc;
@@ -260,12 +293,14 @@ void register_op(TemplateRegistry& r, Op op, const std::string& name, const std:
   d.flop = [op, name](const WorkloadArgs& a) { return conv_flop(op, name, a); };
   d.define = [op, name](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
     const bool pool = op == Op::kMaxPool || op == Op::kAvgPool;
-    define_conv_space(op, conv_shape(name, a, op == Op::kDepthwise, pool), dtype_of(a.get("dtype")).bits, target, space);
+    define_conv_space(op, conv_shape(name, a, op == Op::kDepthwise, pool),
+                      dtype_of(a.get("dtype")).bits, target, space);
   };
-  d.fallback = [op, name](const WorkloadArgs& a, const TargetTraits& target, const ConfigSpace& space) {
+  d.fallback = [op, name](const WorkloadArgs& a, const TargetTraits& target,
+                          const ConfigSpace& space) {
     const bool pool = op == Op::kMaxPool || op == Op::kAvgPool;
-    return conv_fallback(op, conv_shape(name, a, op == Op::kDepthwise, pool), dtype_of(a.get("dtype")).bits, target,
-                         space);
+    return conv_fallback(op, conv_shape(name, a, op == Op::kDepthwise, pool),
+                         dtype_of(a.get("dtype")).bits, target, space);
   };
   d.apply = [op, name](const WorkloadArgs& a, const TargetTraits&, const Config& cfg) {
     return conv_apply(op, name, a, cfg);
@@ -276,25 +311,37 @@ void register_op(TemplateRegistry& r, Op op, const std::string& name, const std:
 }  // namespace
 
 void register_conv_templates(TemplateRegistry& r) {
-  register_op(r, Op::kConv, "conv2d", "NCHW conv2d: O[N,K,OH,OW] = sum_{c,r,s} I[N,C,H,W] * W[K,C,R,S] (stride, pad, dilation)",
-              {int_arg("N", "1", "batch"), int_arg("C", "", "input channels"), int_arg("H", "", "input height"),
-               int_arg("W", "", "input width"), int_arg("K", "", "output channels"), int_arg("R", "3", "kernel height"),
-               int_arg("S", "3", "kernel width"), int_arg("stride", "1", "stride (both axes)"),
-               int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
-               int_arg("dilation", "1", "dilation (both axes)"), dtype_arg()});
-  register_op(r, Op::kDepthwise, "depthwise_conv2d",
-              "NCHW depthwise conv2d: O[N,C,OH,OW] = sum_{r,s} I[N,C,H,W] * W[C,R,S] (stride, pad, dilation)",
-              {int_arg("N", "1", "batch"), int_arg("C", "", "channels"), int_arg("H", "", "input height"),
-               int_arg("W", "", "input width"), int_arg("R", "3", "kernel height"), int_arg("S", "3", "kernel width"),
-               int_arg("stride", "1", "stride (both axes)"), int_arg("pad", "0", "zero padding (both sides)", 0),
-               int_arg("dilation", "1", "dilation (both axes)"), dtype_arg()});
-  const std::vector<ArgSpec> pool_args = {
-      int_arg("N", "1", "batch"), int_arg("C", "", "channels"), int_arg("H", "", "input height"),
-      int_arg("W", "", "input width"), int_arg("R", "2", "window height"), int_arg("S", "2", "window width"),
-      int_arg("stride", "2", "stride (both axes)"), int_arg("pad", "0", "padding (both sides)", 0), dtype_arg()};
-  register_op(r, Op::kMaxPool, "max_pool2d", "NCHW max pooling over an R x S window (padding never wins)", pool_args);
-  register_op(r, Op::kAvgPool, "avg_pool2d", "NCHW average pooling over an R x S window (padding counts as zeros)",
-              pool_args);
+  register_op(
+      r, Op::kConv, "conv2d",
+      "NCHW conv2d: O[N,K,OH,OW] = sum_{c,r,s} I[N,C,H,W] * W[K,C,R,S] (stride, pad, dilation)",
+      {int_arg("N", "1", "batch"), int_arg("C", "", "input channels"),
+       int_arg("H", "", "input height"), int_arg("W", "", "input width"),
+       int_arg("K", "", "output channels"), int_arg("R", "3", "kernel height"),
+       int_arg("S", "3", "kernel width"), int_arg("stride", "1", "stride (both axes)"),
+       int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
+       int_arg("dilation", "1", "dilation (both axes)"), dtype_arg()});
+  register_op(
+      r, Op::kDepthwise, "depthwise_conv2d",
+      "NCHW depthwise conv2d: O[N,C,OH,OW] = sum_{r,s} I[N,C,H,W] * W[C,R,S] (stride, pad, "
+      "dilation)",
+      {int_arg("N", "1", "batch"), int_arg("C", "", "channels"), int_arg("H", "", "input height"),
+       int_arg("W", "", "input width"), int_arg("R", "3", "kernel height"),
+       int_arg("S", "3", "kernel width"), int_arg("stride", "1", "stride (both axes)"),
+       int_arg("pad", "0", "zero padding (both sides)", 0),
+       int_arg("dilation", "1", "dilation (both axes)"), dtype_arg()});
+  const std::vector<ArgSpec> pool_args = {int_arg("N", "1", "batch"),
+                                          int_arg("C", "", "channels"),
+                                          int_arg("H", "", "input height"),
+                                          int_arg("W", "", "input width"),
+                                          int_arg("R", "2", "window height"),
+                                          int_arg("S", "2", "window width"),
+                                          int_arg("stride", "2", "stride (both axes)"),
+                                          int_arg("pad", "0", "padding (both sides)", 0),
+                                          dtype_arg()};
+  register_op(r, Op::kMaxPool, "max_pool2d",
+              "NCHW max pooling over an R x S window (padding never wins)", pool_args);
+  register_op(r, Op::kAvgPool, "avg_pool2d",
+              "NCHW average pooling over an R x S window (padding counts as zeros)", pool_args);
 }
 
 }  // namespace ktune::schedule_space::templates

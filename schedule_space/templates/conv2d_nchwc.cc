@@ -93,25 +93,31 @@ Tensors make_tensors(const WorkloadArgs& a) {
   const te::Expr st(sh.stride), d(sh.dilation), icb(sh.icb);
   const bool masked = sh.k % sh.ocb != 0;
   const bool staged = masked || !sh.epilogue.empty();
-  const te::Tensor conv = te::compute(out_shape,
-                      [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
-                        return te::sum(padded(n, rc.var / icb, y * st + r.var * d, x * st + s.var * d, rc.var % icb) *
-                                           w(ko, rc.var / icb, r.var, s.var, rc.var % icb, kb),
-                                       {rc, r, s});
-                      },
-                      staged ? "conv_acc" : "conv");
+  const te::Tensor conv = te::compute(
+      out_shape,
+      [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
+        return te::sum(
+            padded(n, rc.var / icb, y * st + r.var * d, x * st + s.var * d, rc.var % icb) *
+                w(ko, rc.var / icb, r.var, s.var, rc.var % icb, kb),
+            {rc, r, s});
+      },
+      staged ? "conv_acc" : "conv");
   if (!staged) {
     t.out = conv;
     return t;
   }
   t.conv = conv;
   const te::Tensor bias = t.epilogue.bias, res = t.epilogue.residual;
-  t.out = te::compute(out_shape, [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
-    te::Expr v = sh.epilogue.apply(conv(n, ko, y, x, kb), bias.defined() ? bias(ko, kb) : te::Expr(),
-                                   res.defined() ? res(n, ko, y, x, kb) : te::Expr(), dt);
-    if (masked) v = te::select(ko * te::Expr(sh.ocb) + kb < te::Expr(sh.k), v, zero);
-    return v;
-  }, "conv");
+  t.out = te::compute(
+      out_shape,
+      [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
+        te::Expr v =
+            sh.epilogue.apply(conv(n, ko, y, x, kb), bias.defined() ? bias(ko, kb) : te::Expr(),
+                              res.defined() ? res(n, ko, y, x, kb) : te::Expr(), dt);
+        if (masked) v = te::select(ko * te::Expr(sh.ocb) + kb < te::Expr(sh.k), v, zero);
+        return v;
+      },
+      "conv");
   return t;
 }
 
@@ -135,19 +141,24 @@ int64_t vectors_per_block(int64_t ocb, int64_t lanes) { return (ocb + lanes - 1)
 void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, ConfigSpace& space) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
   const int64_t vectors = vectors_per_block(sh.ocb, lanes);
-  space.define_split("tile_ko", {.extent = sh.kblocks(), .num_outputs = 2, .max_innermost = kMaxTileKo});
+  space.define_split("tile_ko",
+                     {.extent = sh.kblocks(), .num_outputs = 2, .max_innermost = kMaxTileKo});
   space.define_split("tile_oh", {.extent = sh.oh, .num_outputs = 2, .max_innermost = kMaxTileOh});
   space.define_split("tile_ow", {.extent = sh.ow, .num_outputs = 2, .max_innermost = kMaxTileOw});
   space.define_split("tile_ci", {.extent = sh.cblocks(), .num_outputs = 2});
   space.define_knob("reduce_order", std::vector<int64_t>{0, 1, 2});
   space.define_knob("unroll_cb", std::vector<int64_t>{0, 1});
   space.define_knob("unroll_s", std::vector<int64_t>{0, 1});
-  space.define_knob("pad_inline", sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  space.define_knob("parallel", target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  space.add_constraint("register tile fits the vector registers", [vectors, target](const EntityView& v) {
-    const int64_t weights = v["tile_ko"].values.back() * vectors;
-    return weights * v["tile_oh"].values.back() * v["tile_ow"].values.back() <= target.accumulator_budget(weights);
-  });
+  space.define_knob("pad_inline",
+                    sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  space.define_knob("parallel",
+                    target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  space.add_constraint("register tile fits the vector registers",
+                       [vectors, target](const EntityView& v) {
+                         const int64_t weights = v["tile_ko"].values.back() * vectors;
+                         return weights * v["tile_oh"].values.back() * v["tile_ow"].values.back() <=
+                                target.accumulator_budget(weights);
+                       });
 }
 
 // The AArch64 register tile (Cortex-A72/A76 class, not timed here: qemu timings say nothing):
@@ -158,8 +169,8 @@ void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, C
 // on 7 x 14 (where one block would get only 2 columns). x86's pairing below, measured on Zen 4,
 // would put 7 columns x 4 vectors = 28 accumulators + 5 operands in 32 registers: LLVM then
 // reloads an accumulator from the stack in every step of the innermost loop.
-void aarch64_register_blocks(const Shape& sh, int64_t vectors, const TargetTraits& target, int64_t& koi, int64_t& ohi,
-                             int64_t& owi) {
+void aarch64_register_blocks(const Shape& sh, int64_t vectors, const TargetTraits& target,
+                             int64_t& koi, int64_t& ohi, int64_t& owi) {
   int64_t best_acc = 0, best_loads = 0;
   for (int64_t k = 1; k <= std::min(kMaxTileKo, sh.kblocks()); ++k) {
     if (sh.kblocks() % k != 0) continue;
@@ -169,7 +180,9 @@ void aarch64_register_blocks(const Shape& sh, int64_t vectors, const TargetTrait
         if (sh.ow % w != 0) continue;
         const int64_t acc = k * vectors * h * w, loads = k * vectors + h * w;
         if (acc > target.accumulator_budget(k * vectors)) continue;
-        const bool better = acc > best_acc || (acc == best_acc && (loads < best_loads || (loads == best_loads && w > owi)));
+        const bool better =
+            acc > best_acc ||
+            (acc == best_acc && (loads < best_loads || (loads == best_loads && w > owi)));
         if (!better) continue;
         best_acc = acc, best_loads = loads;
         koi = k, ohi = h, owi = w;
@@ -183,7 +196,8 @@ void aarch64_register_blocks(const Shape& sh, int64_t vectors, const TargetTrait
 // accumulators (2 x 2 x 7 measured ~3% ahead of 2 x 1 x 14 on 56 x 56); all input channels
 // in one reduction pass; padding done once. cb stays a loop: unrolled 16x the tile's FMAs it
 // measured ~5% slower (code size), LLVM unrolls it a little.
-Config fallback(const Shape& sh, int dtype_bits, const TargetTraits& target, const ConfigSpace& space) {
+Config fallback(const Shape& sh, int dtype_bits, const TargetTraits& target,
+                const ConfigSpace& space) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
   const int64_t vectors = vectors_per_block(sh.ocb, lanes);
   int64_t koi = 1, ohi = 1, owi = 1;
@@ -195,7 +209,8 @@ Config fallback(const Shape& sh, int dtype_bits, const TargetTraits& target, con
     const int64_t pair = cap >= 12 ? 2 : 1;
     koi = largest_divisor_at_most(sh.kblocks(), pair);
     ohi = largest_divisor_at_most(sh.oh, pair);
-    owi = largest_divisor_at_most(sh.ow, std::min(kMaxTileOw, std::max<int64_t>(1, cap / (koi * ohi))));
+    owi = largest_divisor_at_most(sh.ow,
+                                  std::min(kMaxTileOw, std::max<int64_t>(1, cap / (koi * ohi))));
   }
   std::vector<uint64_t> d(space.num_knobs(), 0);
   d[0] = closest_split(space.knob(0), {koi});
@@ -222,7 +237,8 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   const auto ys = apply_split(out, out.axis(2), cfg["tile_oh"], sh.oh);
   const auto xs = apply_split(out, out.axis(3), cfg["tile_ow"], sh.ow);
   if (ks.size() != 2 || ys.size() != 2 || xs.size() != 2)
-    throw Error(ErrorKind::kInstantiation, std::string(kName) + ": tile_ko, tile_oh and tile_ow split in 2");
+    throw Error(ErrorKind::kInstantiation,
+                std::string(kName) + ": tile_ko, tile_oh and tile_ow split in 2");
   const te::IterVar kb = out.axis(4);
   out.reorder({out.axis(0), ks[0], ys[0], xs[0], ks[1], ys[1], xs[1], kb});
   const te::IterVar outer = out.fuse(out.fuse(out.axis(0), ks[0]), ys[0]);
@@ -237,14 +253,22 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   // channels runs under a guard (peeled off by the lowering).
   auto [ci, cb] = acc.split(acc.reduce_axis(0), sh.icb);
   const auto cs = apply_split(acc, ci, cfg["tile_ci"], sh.cblocks());
-  if (cs.size() != 2) throw Error(ErrorKind::kInstantiation, std::string(kName) + ": tile_ci splits in 2");
+  if (cs.size() != 2)
+    throw Error(ErrorKind::kInstantiation, std::string(kName) + ": tile_ci splits in 2");
   const te::IterVar r = acc.reduce_axis(1), sx = acc.reduce_axis(2);
   std::vector<te::IterVar> order = {acc.axis(0)};
   switch (cfg["reduce_order"].as_int()) {
-    case 0: order.insert(order.end(), {cs[0], cs[1], r, sx, cb}); break;
-    case 1: order.insert(order.end(), {cs[0], r, sx, cs[1], cb}); break;
-    case 2: order.insert(order.end(), {cs[0], r, cs[1], sx, cb}); break;
-    default: throw Error(ErrorKind::kInstantiation, std::string(kName) + ": reduce_order is 0, 1 or 2");
+    case 0:
+      order.insert(order.end(), {cs[0], cs[1], r, sx, cb});
+      break;
+    case 1:
+      order.insert(order.end(), {cs[0], r, sx, cs[1], cb});
+      break;
+    case 2:
+      order.insert(order.end(), {cs[0], r, cs[1], sx, cb});
+      break;
+    default:
+      throw Error(ErrorKind::kInstantiation, std::string(kName) + ": reduce_order is 0, 1 or 2");
   }
   // Oc blocks innermost of the tile: each broadcast input feeds tile_ko FMAs back to back, so
   // it dies at once instead of being kept (or spilled) until the next oc block's pass.
@@ -267,22 +291,31 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
   TemplateDef d;
   d.name = kName;
   d.doc =
-      "channel-blocked conv2d: O[N,K/ocb,OH,OW,ocb] = sum I[N,C/icb,H,W,icb] * W[K/ocb,C/icb,R,S,icb,ocb] "
-      "(stride, pad, dilation; blocks rounded up, padding lanes ignored on input and zero on output; "
+      "channel-blocked conv2d: O[N,K/ocb,OH,OW,ocb] = sum I[N,C/icb,H,W,icb] * "
+      "W[K/ocb,C/icb,R,S,icb,ocb] "
+      "(stride, pad, dilation; blocks rounded up, padding lanes ignored on input and zero on "
+      "output; "
       "epilogue: bias[K/ocb,ocb], residual like O, an activation)";
-  d.args = {int_arg("N", "1", "batch"),
-            int_arg("C", "", "input channels"),
-            int_arg("H", "", "input height"),
-            int_arg("W", "", "input width"),
-            int_arg("K", "", "output channels"),
-            int_arg("R", "3", "kernel height"),
-            int_arg("S", "3", "kernel width"),
-            int_arg("stride", "1", "stride (both axes)"),
-            int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
-            int_arg("dilation", "1", "dilation (both axes)"),
-            int_arg("ic_block", "0", "input channels per block (innermost of I); 0: C up to 16, else 16 or 8 (less padding)", 0),
-            int_arg("oc_block", "0", "output channels per block (innermost of W and O); 0: chosen from K like ic_block", 0)};
-  for (ArgSpec& e : epilogue_args({.bias_doc = "bias[K/ocb,ocb]", .residual_doc = "residual like O"}))
+  d.args = {
+      int_arg("N", "1", "batch"),
+      int_arg("C", "", "input channels"),
+      int_arg("H", "", "input height"),
+      int_arg("W", "", "input width"),
+      int_arg("K", "", "output channels"),
+      int_arg("R", "3", "kernel height"),
+      int_arg("S", "3", "kernel width"),
+      int_arg("stride", "1", "stride (both axes)"),
+      int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
+      int_arg("dilation", "1", "dilation (both axes)"),
+      int_arg(
+          "ic_block", "0",
+          "input channels per block (innermost of I); 0: C up to 16, else 16 or 8 (less padding)",
+          0),
+      int_arg("oc_block", "0",
+              "output channels per block (innermost of W and O); 0: chosen from K like ic_block",
+              0)};
+  for (ArgSpec& e :
+       epilogue_args({.bias_doc = "bias[K/ocb,ocb]", .residual_doc = "residual like O"}))
     d.args.push_back(std::move(e));
   d.args.push_back(dtype_arg());
   d.resolve = [](WorkloadArgs& a) {
@@ -300,9 +333,10 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
   };
   d.flop = [](const WorkloadArgs& a) {
     const Shape sh = shape_of(a);
-    const double outputs = static_cast<double>(sh.n) * static_cast<double>(sh.k) * static_cast<double>(sh.oh) *
-                           static_cast<double>(sh.ow);
-    return outputs * (2.0 * static_cast<double>(sh.c) * static_cast<double>(sh.r * sh.s) + sh.epilogue.flop());
+    const double outputs = static_cast<double>(sh.n) * static_cast<double>(sh.k) *
+                           static_cast<double>(sh.oh) * static_cast<double>(sh.ow);
+    return outputs * (2.0 * static_cast<double>(sh.c) * static_cast<double>(sh.r * sh.s) +
+                      sh.epilogue.flop());
   };
   d.define = [](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
     define_space(shape_of(a), dtype_of(a.get("dtype")).bits, target, space);
@@ -310,7 +344,9 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
   d.fallback = [](const WorkloadArgs& a, const TargetTraits& target, const ConfigSpace& space) {
     return fallback(shape_of(a), dtype_of(a.get("dtype")).bits, target, space);
   };
-  d.apply = [](const WorkloadArgs& a, const TargetTraits&, const Config& cfg) { return apply(a, cfg); };
+  d.apply = [](const WorkloadArgs& a, const TargetTraits&, const Config& cfg) {
+    return apply(a, cfg);
+  };
   r.add(std::move(d));
 }
 

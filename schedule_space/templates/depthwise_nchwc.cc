@@ -77,12 +77,14 @@ Tensors make_tensors(const WorkloadArgs& a) {
   const te::IterVar r = te::reduce_axis({0, sh.r}, "r"), s = te::reduce_axis({0, sh.s}, "s");
   const te::Expr st(sh.stride), d(sh.dilation);
   const te::Tensor w = t.weight;
-  const te::Tensor conv = te::compute(out_shape,
-                      [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var l) {
-                        return te::sum(padded(n, c, y * st + r.var * d, x * st + s.var * d, l) * w(c, r.var, s.var, l),
-                                       {r, s});
-                      },
-                      sh.epilogue.empty() ? "dwconv" : "dwconv_acc");
+  const te::Tensor conv = te::compute(
+      out_shape,
+      [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var l) {
+        return te::sum(
+            padded(n, c, y * st + r.var * d, x * st + s.var * d, l) * w(c, r.var, s.var, l),
+            {r, s});
+      },
+      sh.epilogue.empty() ? "dwconv" : "dwconv_acc");
   if (sh.epilogue.empty()) {
     t.out = conv;
     return t;
@@ -90,12 +92,18 @@ Tensors make_tensors(const WorkloadArgs& a) {
   t.conv = conv;
   const te::Tensor bias = t.epilogue.bias, res = t.epilogue.residual;
   const bool masked = sh.c % sh.block != 0;
-  t.out = te::compute(out_shape, [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var l) {
-    te::Expr v = sh.epilogue.apply(conv(n, c, y, x, l), bias.defined() ? bias(c, l) : te::Expr(),
-                                   res.defined() ? res(n, c, y, x, l) : te::Expr(), dt);
-    if (masked) v = te::select(c * te::Expr(sh.block) + l < te::Expr(sh.c), v, te::cast(dt, te::Expr(0.0)));
-    return v;
-  }, "dwconv");
+  t.out = te::compute(
+      out_shape,
+      [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var l) {
+        te::Expr v =
+            sh.epilogue.apply(conv(n, c, y, x, l), bias.defined() ? bias(c, l) : te::Expr(),
+                              res.defined() ? res(n, c, y, x, l) : te::Expr(), dt);
+        if (masked)
+          v = te::select(c * te::Expr(sh.block) + l < te::Expr(sh.c), v,
+                         te::cast(dt, te::Expr(0.0)));
+        return v;
+      },
+      "dwconv");
   return t;
 }
 
@@ -116,14 +124,17 @@ void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, C
   space.define_split("tile_oh", {.extent = sh.oh, .num_outputs = 2, .max_innermost = kMaxTileOh});
   space.define_split("tile_ow", {.extent = sh.ow, .num_outputs = 2, .max_innermost = kMaxTileOw});
   space.define_knob("unroll_s", std::vector<int64_t>{0, 1});
-  space.define_knob("pad_inline", sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  space.define_knob("parallel", target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  space.define_knob("pad_inline",
+                    sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  space.define_knob("parallel",
+                    target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
   space.define_knob("unroll_r", std::vector<int64_t>{0, 1});
   space.set_legacy_value("unroll_r", 0);  // logged before the knob
-  space.add_constraint("register tile fits the vector registers", [vectors, target](const EntityView& v) {
-    const int64_t acc = v["tile_oh"].values.back() * v["tile_ow"].values.back() * vectors;
-    return acc <= target.accumulator_budget(2 * vectors);
-  });
+  space.add_constraint(
+      "register tile fits the vector registers", [vectors, target](const EntityView& v) {
+        const int64_t acc = v["tile_oh"].values.back() * v["tile_ow"].values.back() * vectors;
+        return acc <= target.accumulator_budget(2 * vectors);
+      });
 }
 
 // One row of up to 8 columns (each weight vector of a tap feeds 8 FMAs), padding done once.
@@ -177,19 +188,25 @@ void register_depthwise_nchwc_template(TemplateRegistry& r) {
   TemplateDef d;
   d.name = kName;
   d.doc =
-      "channel-blocked depthwise conv2d: O[N,C/b,OH,OW,b] = sum_{r,s} I[N,C/b,H,W,b] * W[C/b,R,S,b] (stride, pad, "
-      "dilation; blocks rounded up, padding lanes computed from the padding lanes of I and W, or zero with an "
+      "channel-blocked depthwise conv2d: O[N,C/b,OH,OW,b] = sum_{r,s} I[N,C/b,H,W,b] * "
+      "W[C/b,R,S,b] (stride, pad, "
+      "dilation; blocks rounded up, padding lanes computed from the padding lanes of I and W, or "
+      "zero with an "
       "epilogue: bias[C/b,b], residual like O, an activation)";
-  d.args = {int_arg("N", "1", "batch"),
-            int_arg("C", "", "channels"),
-            int_arg("H", "", "input height"),
-            int_arg("W", "", "input width"),
-            int_arg("R", "3", "kernel height"),
-            int_arg("S", "3", "kernel width"),
-            int_arg("stride", "1", "stride (both axes)"),
-            int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
-            int_arg("dilation", "1", "dilation (both axes)"),
-            int_arg("block", "0", "channels per block (innermost of I, W, O); 0: C up to 16, else 16 or 8 (less padding)", 0)};
+  d.args = {
+      int_arg("N", "1", "batch"),
+      int_arg("C", "", "channels"),
+      int_arg("H", "", "input height"),
+      int_arg("W", "", "input width"),
+      int_arg("R", "3", "kernel height"),
+      int_arg("S", "3", "kernel width"),
+      int_arg("stride", "1", "stride (both axes)"),
+      int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
+      int_arg("dilation", "1", "dilation (both axes)"),
+      int_arg(
+          "block", "0",
+          "channels per block (innermost of I, W, O); 0: C up to 16, else 16 or 8 (less padding)",
+          0)};
   for (ArgSpec& e : epilogue_args({.bias_doc = "bias[C/b,b]", .residual_doc = "residual like O"}))
     d.args.push_back(std::move(e));
   d.args.push_back(dtype_arg());
@@ -208,7 +225,8 @@ void register_depthwise_nchwc_template(TemplateRegistry& r) {
   d.flop = [](const WorkloadArgs& a) {
     const Shape sh = shape_of(a);
     return static_cast<double>(sh.n) * static_cast<double>(sh.c) * static_cast<double>(sh.oh) *
-           static_cast<double>(sh.ow) * (2.0 * static_cast<double>(sh.r * sh.s) + sh.epilogue.flop());
+           static_cast<double>(sh.ow) *
+           (2.0 * static_cast<double>(sh.r * sh.s) + sh.epilogue.flop());
   };
   d.define = [](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
     define_space(shape_of(a), dtype_of(a.get("dtype")).bits, target, space);
@@ -216,7 +234,9 @@ void register_depthwise_nchwc_template(TemplateRegistry& r) {
   d.fallback = [](const WorkloadArgs& a, const TargetTraits& target, const ConfigSpace& space) {
     return fallback(shape_of(a), space, target);
   };
-  d.apply = [](const WorkloadArgs& a, const TargetTraits&, const Config& cfg) { return apply(a, cfg); };
+  d.apply = [](const WorkloadArgs& a, const TargetTraits&, const Config& cfg) {
+    return apply(a, cfg);
+  };
   r.add(std::move(d));
 }
 

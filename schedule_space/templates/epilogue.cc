@@ -17,13 +17,16 @@ constexpr const char* kNone = "none";
 // Activation names, in the order the choices list them.
 const std::vector<std::pair<Activation, std::string>>& activation_names() {
   static const std::vector<std::pair<Activation, std::string>> names = {
-      {Activation::kRelu, "relu"},  {Activation::kRelu6, "relu6"}, {Activation::kClip, "clip"},
-      {Activation::kHardSwish, "hardswish"}, {Activation::kSilu, "silu"}, {Activation::kGelu, "gelu"},
+      {Activation::kRelu, "relu"},       {Activation::kRelu6, "relu6"},
+      {Activation::kClip, "clip"},       {Activation::kHardSwish, "hardswish"},
+      {Activation::kSilu, "silu"},       {Activation::kGelu, "gelu"},
       {Activation::kGeluErf, "gelu_erf"}};
   return names;
 }
 
-[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::kInvalidArgument, message); }
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(ErrorKind::kInvalidArgument, message);
+}
 
 // A bound's value: a decimal number, "inf" or "-inf"; nullopt for anything else.
 std::optional<double> parse_bound(const std::string& text) {
@@ -50,7 +53,9 @@ te::Expr erf_expr(const te::Expr& x, te::DataType dt) {
   const te::Expr ax = te::abs(x);
   const te::Expr t = c(1.0) / (c(1.0) + c(0.3275911) * ax);
   const te::Expr poly =
-      t * (c(0.254829592) + t * (c(-0.284496736) + t * (c(1.421413741) + t * (c(-1.453152027) + t * c(1.061405429)))));
+      t *
+      (c(0.254829592) +
+       t * (c(-0.284496736) + t * (c(1.421413741) + t * (c(-1.453152027) + t * c(1.061405429)))));
   const te::Expr y = c(1.0) - poly * te::exp(-(ax * ax));
   return te::select(x < c(0.0), -y, y);
 }
@@ -70,13 +75,27 @@ std::string Epilogue::name() const {
 double Epilogue::flop() const {
   double f = (bias ? 1 : 0) + (residual ? 1 : 0);
   switch (activation) {
-    case Activation::kNone: break;
-    case Activation::kRelu: f += 1; break;
-    case Activation::kRelu6: case Activation::kClip: f += 2; break;
-    case Activation::kHardSwish: f += 5; break;
-    case Activation::kSilu: f += 4; break;
-    case Activation::kGelu: f += 8; break;
-    case Activation::kGeluErf: f += 20; break;
+    case Activation::kNone:
+      break;
+    case Activation::kRelu:
+      f += 1;
+      break;
+    case Activation::kRelu6:
+    case Activation::kClip:
+      f += 2;
+      break;
+    case Activation::kHardSwish:
+      f += 5;
+      break;
+    case Activation::kSilu:
+      f += 4;
+      break;
+    case Activation::kGelu:
+      f += 8;
+      break;
+    case Activation::kGeluErf:
+      f += 20;
+      break;
   }
   return f;
 }
@@ -87,9 +106,12 @@ te::Expr Epilogue::apply(te::Expr v, const te::Expr& bias_value, const te::Expr&
   if (bias) v = v + bias_value;
   if (residual) v = v + residual_value;
   switch (activation) {
-    case Activation::kNone: return v;
-    case Activation::kRelu: return te::max(v, c(0.0));
-    case Activation::kRelu6: return te::min(te::max(v, c(0.0)), c(6.0));
+    case Activation::kNone:
+      return v;
+    case Activation::kRelu:
+      return te::max(v, c(0.0));
+    case Activation::kRelu6:
+      return te::min(te::max(v, c(0.0)), c(6.0));
     case Activation::kClip:
       if (std::isfinite(clip_min)) v = te::max(v, c(clip_min));
       if (std::isfinite(clip_max)) v = te::min(v, c(clip_max));
@@ -97,14 +119,16 @@ te::Expr Epilogue::apply(te::Expr v, const te::Expr& bias_value, const te::Expr&
     case Activation::kHardSwish:
       // A multiplication by 1/6, not a division: within an ulp, and several times cheaper.
       return v * te::min(te::max(v + c(3.0), c(0.0)), c(6.0)) * c(1.0 / 6.0);
-    case Activation::kSilu: return v * te::sigmoid(v);
+    case Activation::kSilu:
+      return v * te::sigmoid(v);
     case Activation::kGelu: {
       // The form BERT and GPT-2 use; kept exactly as the matmul templates first wrote it (the
       // reference of tuned bias_gelu records).
       const te::Expr inner = c(0.7978845608028654) * (v + c(0.044715) * v * v * v);
       return c(0.5) * v * (c(1.0) + te::tanh(inner));
     }
-    case Activation::kGeluErf: return c(0.5) * v * (c(1.0) + erf_expr(v * c(0.7071067811865476), dt));
+    case Activation::kGeluErf:
+      return c(0.5) * v * (c(1.0) + erf_expr(v * c(0.7071067811865476), dt));
   }
   return v;
 }
@@ -112,7 +136,8 @@ te::Expr Epilogue::apply(te::Expr v, const te::Expr& bias_value, const te::Expr&
 Epilogue parse_epilogue(const std::string& name) {
   Epilogue e;
   if (name == kNone) return e;
-  if (name.empty() || name.front() == '_' || name.back() == '_' || name.find("__") != std::string::npos)
+  if (name.empty() || name.front() == '_' || name.back() == '_' ||
+      name.find("__") != std::string::npos)
     invalid("epilogue '" + name + "': steps are joined by single '_'");
   std::string rest = name;
   auto take = [&rest](const std::string& step) {
@@ -132,7 +157,8 @@ Epilogue parse_epilogue(const std::string& name) {
     for (const auto& [a, n] : activation_names())
       if (rest == n) e.activation = a;
     if (e.activation == Activation::kNone)
-      invalid("epilogue '" + name + "': steps are bias, add, then one of relu, relu6, clip, hardswish, silu, gelu, "
+      invalid("epilogue '" + name +
+              "': steps are bias, add, then one of relu, relu6, clip, hardswish, silu, gelu, "
               "gelu_erf, joined by '_'");
   }
   if (e.empty()) invalid("epilogue '" + name + "' has no step");
@@ -156,16 +182,28 @@ std::vector<std::string> epilogue_choices(const EpilogueOffer& offer) {
 }
 
 std::vector<ArgSpec> epilogue_args(const EpilogueOffer& offer) {
-  const std::string doc = "fused after the reduction, steps joined by '_': bias (" + offer.bias_doc + "), add (" +
-                          offer.residual_doc +
-                          "), then one of relu, relu6, clip (clip_min..clip_max), hardswish, silu, gelu (tanh form), "
-                          "gelu_erf" + (offer.none ? "; or none" : "");
-  return {{.name = "epilogue", .type = ArgSpec::Type::kString, .default_value = offer.default_value, .doc = doc,
-           .choices = epilogue_choices(offer), .key_omits_default = true},
-          {.name = "clip_min", .type = ArgSpec::Type::kString, .default_value = "-inf",
-           .doc = "lower bound of the clip step (a number, -inf: none)", .key_omits_default = true},
-          {.name = "clip_max", .type = ArgSpec::Type::kString, .default_value = "inf",
-           .doc = "upper bound of the clip step (a number, inf: none)", .key_omits_default = true}};
+  const std::string doc =
+      "fused after the reduction, steps joined by '_': bias (" + offer.bias_doc + "), add (" +
+      offer.residual_doc +
+      "), then one of relu, relu6, clip (clip_min..clip_max), hardswish, silu, gelu (tanh form), "
+      "gelu_erf" +
+      (offer.none ? "; or none" : "");
+  return {{.name = "epilogue",
+           .type = ArgSpec::Type::kString,
+           .default_value = offer.default_value,
+           .doc = doc,
+           .choices = epilogue_choices(offer),
+           .key_omits_default = true},
+          {.name = "clip_min",
+           .type = ArgSpec::Type::kString,
+           .default_value = "-inf",
+           .doc = "lower bound of the clip step (a number, -inf: none)",
+           .key_omits_default = true},
+          {.name = "clip_max",
+           .type = ArgSpec::Type::kString,
+           .default_value = "inf",
+           .doc = "upper bound of the clip step (a number, inf: none)",
+           .key_omits_default = true}};
 }
 
 Epilogue epilogue_of(const WorkloadArgs& a) {
@@ -192,12 +230,15 @@ void check_epilogue(const std::string& template_name, const WorkloadArgs& a) {
   const Epilogue e = parse_epilogue(a.get("epilogue"));
   const auto lo = parse_bound(a.get("clip_min")), hi = parse_bound(a.get("clip_max"));
   if (!lo || !hi) invalid(template_name + ": clip_min and clip_max must be numbers");
-  const bool bounded = *lo != -std::numeric_limits<double>::infinity() || *hi != std::numeric_limits<double>::infinity();
+  const bool bounded = *lo != -std::numeric_limits<double>::infinity() ||
+                       *hi != std::numeric_limits<double>::infinity();
   if (e.activation != Activation::kClip && bounded)
-    invalid(template_name + ": clip_min and clip_max apply to an epilogue ending in clip, not to epilogue=" +
-            e.name());
+    invalid(
+        template_name +
+        ": clip_min and clip_max apply to an epilogue ending in clip, not to epilogue=" + e.name());
   if (*lo > *hi)
-    invalid(template_name + ": clip_min=" + a.get("clip_min") + " is above clip_max=" + a.get("clip_max"));
+    invalid(template_name + ": clip_min=" + a.get("clip_min") +
+            " is above clip_max=" + a.get("clip_max"));
 }
 
 void EpilogueInputs::append_to(std::vector<te::Tensor>& args) const {

@@ -1,4 +1,5 @@
-// Defines Epilogue, the elementwise steps a template fuses after its reduction (bias, residual add, one activation), with its workload arguments and input tensors.
+// Defines Epilogue, the elementwise steps a template fuses after its reduction (bias, residual add,
+// one activation), with its workload arguments and input tensors.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +56,7 @@ Epilogue parse_epilogue(const std::string& name);
 
 // What a template's epilogue argument accepts.
 struct EpilogueOffer {
-  bool none = true;            // "none" is accepted (else every epilogue starts with bias)
+  bool none = true;  // "none" is accepted (else every epilogue starts with bias)
   std::string default_value = "none";
   std::string bias_doc = {};      // where the bias lies, e.g. "bias[N]"
   std::string residual_doc = {};  // where the residual lies, e.g. "residual like C"

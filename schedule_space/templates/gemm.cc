@@ -24,18 +24,19 @@ constexpr int64_t kMaxUnrolledRows = 64;
 // where it tiles the matrix exactly (M a multiple of 6, N of 16), K is at least 32 (below, LLVM
 // unrolls the whole k loop and spills 9 to 21 vectors in the innermost loop at K = 8 and 16)
 // and its K x 16 packed B panel, re-read by every row block, still fits the L1D; otherwise the
-// generic choice stays (x86's 8 x 2 vectors). Not 8 x 3 (ACL's 8x12): three vectors are a <12 x float> in the IR, which
-// LLVM widens and shuffles through the stack (hundreds of q-register spills in an 8 x 12 tile).
-// Rows per panel: the A block read against one panel (rows x K) takes at most half the L2
-// share, as x86's 256 rows do on Zen 4 at K = 512 (512 KiB of 1 MiB); on A72/A76-class cores
-// that is 64 rows at K = 512. At least four row blocks, though, so that each packed panel is
+// generic choice stays (x86's 8 x 2 vectors). Not 8 x 3 (ACL's 8x12): three vectors are a <12 x
+// float> in the IR, which LLVM widens and shuffles through the stack (hundreds of q-register spills
+// in an 8 x 12 tile). Rows per panel: the A block read against one panel (rows x K) takes at most
+// half the L2 share, as x86's 256 rows do on Zen 4 at K = 512 (512 KiB of 1 MiB); on A72/A76-class
+// cores that is 64 rows at K = 512. At least four row blocks, though, so that each packed panel is
 // used four times per copy (for large K no row count fits: the template has no K blocking of
 // the panel).
-void aarch64_gemm_tile(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target, int64_t& xi,
-                       int64_t& yi, int64_t& rows_per_panel) {
+void aarch64_gemm_tile(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
+                       int64_t& xi, int64_t& yi, int64_t& rows_per_panel) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
   const int64_t bytes = dtype_bits / 8;
-  if (M % 6 == 0 && N % (4 * lanes) == 0 && K >= 32 && K * 4 * lanes * bytes <= target.l1d_bytes()) {
+  if (M % 6 == 0 && N % (4 * lanes) == 0 && K >= 32 &&
+      K * 4 * lanes * bytes <= target.l1d_bytes()) {
     xi = 4 * lanes;
     yi = 6;
   }
@@ -65,23 +66,29 @@ void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
                        ConfigSpace& space, bool dot_knob, bool stream_knob) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
   space.define_split("tile_y", {.extent = M, .num_outputs = 3, .max_innermost = kMaxRegisterRows});
-  space.define_split("tile_x", {.extent = N, .num_outputs = 3, .innermost_multiple = lanes,
+  space.define_split("tile_x", {.extent = N,
+                                .num_outputs = 3,
+                                .innermost_multiple = lanes,
                                 .max_innermost = lanes * kMaxRegisterVectors});
   space.define_split("tile_k", {.extent = K, .num_outputs = 2});
   space.define_knob("unroll_k", std::vector<int64_t>{0, 1});
   space.define_knob("pack_b", std::vector<int64_t>{0, 1});
-  space.define_knob("parallel", target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  space.define_knob("parallel",
+                    target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
   if (dot_knob && M <= 16 && K >= lanes) {
     space.define_knob("dot_lanes", std::vector<int64_t>{0, lanes});
-    space.set_legacy_value("dot_lanes", 0);  // logged before the knob (or before it reached M <= 16)
+    space.set_legacy_value("dot_lanes",
+                           0);  // logged before the knob (or before it reached M <= 16)
     if (M >= 2) {
       space.define_knob("dot_rows", std::vector<int64_t>{1, 2, 3, 4});
       space.set_legacy_value("dot_rows", 1);  // logged before the knob
-      space.add_constraint("dot rows only in the dot form, in the registers", [target](const EntityView& v) {
-        const int64_t rows = v["dot_rows"].as_int();
-        if (v["dot_lanes"].as_int() == 0) return rows == 1;
-        return rows * dot_block(rows) <= target.accumulator_budget(rows + 1);  // X's row vectors and a W vector live
-      });
+      space.add_constraint(
+          "dot rows only in the dot form, in the registers", [target](const EntityView& v) {
+            const int64_t rows = v["dot_rows"].as_int();
+            if (v["dot_lanes"].as_int() == 0) return rows == 1;
+            return rows * dot_block(rows) <=
+                   target.accumulator_budget(rows + 1);  // X's row vectors and a W vector live
+          });
     }
   }
   if (stream_knob && M <= kMaxStreamRows) {
@@ -92,13 +99,15 @@ void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
       return v["stream_b"].as_int() == 0 || v["pack_b"].as_int() == 0;
     });
   }
-  space.add_constraint("register tile fits the vector registers", [lanes, target](const EntityView& v) {
+  space.add_constraint("register tile fits the vector registers", [lanes,
+                                                                   target](const EntityView& v) {
     const int64_t rows = v["tile_y"].values.back();
     const int64_t vectors = (v["tile_x"].values.back() + lanes - 1) / lanes;
     return rows * vectors <= target.accumulator_budget(vectors);  // the row's B vectors stay live
   });
   space.add_constraint("unrolled k loop stays small", [](const EntityView& v) {
-    return v["unroll_k"].as_int() == 0 || v["tile_k"].values.back() * v["tile_y"].values.back() <= kMaxUnrolledRows;
+    return v["unroll_k"].as_int() == 0 ||
+           v["tile_k"].values.back() * v["tile_y"].values.back() <= kMaxUnrolledRows;
   });
 }
 
@@ -108,18 +117,22 @@ Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const Targ
   // A few rows (GEMV, small batches): up to 4 vectors of columns, so that independent
   // accumulators hide the FMA latency that a 1 x 1-vector tile is bound by.
   const int64_t wide = M < 4 ? 4 * lanes : 2 * lanes;
-  int64_t xi = N % wide == 0 || (M < 4 && N > wide) ? wide : N % (2 * lanes) == 0 ? 2 * lanes
-                                                                                : std::min<int64_t>(lanes, N);
+  int64_t xi = N % wide == 0 || (M < 4 && N > wide) ? wide
+               : N % (2 * lanes) == 0               ? 2 * lanes
+                                                    : std::min<int64_t>(lanes, N);
   const int64_t vectors = std::max<int64_t>(1, xi / lanes);
-  int64_t yi = largest_divisor_at_most(M, std::min<int64_t>(8, (target.vector_registers() - 4) / vectors));
+  int64_t yi =
+      largest_divisor_at_most(M, std::min<int64_t>(8, (target.vector_registers() - 4) / vectors));
   int64_t rows_per_panel = 256;
-  if (target.is_aarch64() && M >= 4) aarch64_gemm_tile(M, N, K, dtype_bits, target, xi, yi, rows_per_panel);
+  if (target.is_aarch64() && M >= 4)
+    aarch64_gemm_tile(M, N, K, dtype_bits, target, xi, yi, rows_per_panel);
   // The B panel of an outer tile is one register tile wide (K x xi, L2-sized for K up to a few
   // thousand) and every row block of A streams past it: the packed panel is reused M / yi times
   // from L2 while only the A rows and the register tile move (the dense_pack shape that reaches
   // ~0.9 of OpenBLAS in bench/matmul_hand). Rows stay blocked by up to 256 so that the A block
   // read against one panel stays L2-resident too.
-  const int64_t yo = std::max<int64_t>(1, largest_divisor_at_most(M / yi, std::max<int64_t>(1, rows_per_panel / yi)));
+  const int64_t yo = std::max<int64_t>(
+      1, largest_divisor_at_most(M / yi, std::max<int64_t>(1, rows_per_panel / yi)));
   const int64_t xo = 1;
   const int64_t ki = largest_divisor_at_most(K, 4);
   std::vector<uint64_t> d(space.num_knobs(), 0);
@@ -131,12 +144,14 @@ Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const Targ
   // tile) the copy only doubles the traffic on B.
   d[4] = closest_int(space.knob(4), M / yi >= 2 ? 1 : 0);
   // Threads cost microseconds to wake: a product under ~2^20 multiply-adds runs on one.
-  const bool tiny = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < 1048576.0;
+  const bool tiny =
+      static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < 1048576.0;
   d[5] = closest_int(space.knob(5), target.cores > 1 && !tiny ? 1 : 0);
   // The dot-product GEMV where the template offers it (B stored [N,K]): it reads B's rows as
   // vectors where the tile above would gather them (dense M=1 N=1000 K=512: 41 against 5 GFLOP/s).
   // Small batches (4 to 16 rows) keep the tile above unless tuning finds the dot form faster.
-  if (const int64_t p = space.knob_position("dot_lanes"); p >= 0) d[p] = closest_int(space.knob(p), M < 4 ? lanes : 0);
+  if (const int64_t p = space.knob_position("dot_lanes"); p >= 0)
+    d[p] = closest_int(space.knob(p), M < 4 ? lanes : 0);
   return pick_fallback(space, d);
 }
 

@@ -1,4 +1,5 @@
-// Defines the shared space and schedule of GEMM-like templates (matmul, dense + bias + relu, batch_matmul).
+// Defines the shared space and schedule of GEMM-like templates (matmul, dense + bias + relu,
+// batch_matmul).
 #pragma once
 
 #include <cstdint>
@@ -35,8 +36,8 @@ namespace ktune::schedule_space::templates {
 //             a register tile of columns at a time, and adds them into the tile's rows (kept in
 //             L1 between steps). B is read as a few sequential streams instead of a K-long
 //             column walk; unroll_k unrolls the rows of a step; pack_b must be 0
-void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target, ConfigSpace& space,
-                       bool dot_knob = false, bool stream_knob = false);
+void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
+                       ConfigSpace& space, bool dot_knob = false, bool stream_knob = false);
 
 // Rows of B stored [N,K] in one block of the dot form (each a vector accumulator per row of A):
 // 8, or 4 beside 4 rows of A (32 accumulators would leave no register for the operands).
@@ -59,9 +60,9 @@ Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const Targ
 // The stages a GEMM schedule works on.
 struct GemmStages {
   te::Schedule schedule;
-  te::Tensor out;   // the tiled stage: the output, its copy-out stage or a fused epilogue
-  te::Tensor acc;   // the reduction, computed per register tile inside `out`
-  te::Tensor pack;  // optional packed-B stage, computed per outer tile
+  te::Tensor out;      // the tiled stage: the output, its copy-out stage or a fused epilogue
+  te::Tensor acc;      // the reduction, computed per register tile inside `out`
+  te::Tensor pack;     // optional packed-B stage, computed per outer tile
   int batch_axes = 0;  // leading batch axes of `out` (fused into the outer parallel loop)
 };
 

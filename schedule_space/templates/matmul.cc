@@ -8,12 +8,16 @@
 namespace ktune::schedule_space::templates {
 namespace {
 
-ArgSpec size_arg(const char* name, const char* doc) { return {.name = name, .default_value = "", .doc = doc}; }
+ArgSpec size_arg(const char* name, const char* doc) {
+  return {.name = name, .default_value = "", .doc = doc};
+}
 
 // The epilogue arguments of matmul and dense: what follows the product in the same tile loop.
 // Left out of the workload key at their default, so older keys stay valid.
 std::vector<ArgSpec> gemm_epilogue_args(bool none, const char* def, const char* out) {
-  return epilogue_args({.none = none, .default_value = def, .bias_doc = "bias[N]",
+  return epilogue_args({.none = none,
+                        .default_value = def,
+                        .bias_doc = "bias[N]",
                         .residual_doc = std::string("residual like ") + out});
 }
 
@@ -32,15 +36,19 @@ GemmEpilogue gemm_epilogue(const WorkloadArgs& w, te::DataType dt) {
 }
 
 // The epilogue applied to element (i, j) of the product `v`.
-te::Expr apply_gemm_epilogue(const GemmEpilogue& e, const te::Expr& v, const te::Var& i, const te::Var& j,
-                             te::DataType dt) {
+te::Expr apply_gemm_epilogue(const GemmEpilogue& e, const te::Expr& v, const te::Var& i,
+                             const te::Var& j, te::DataType dt) {
   const te::Tensor bias = e.inputs.bias, res = e.inputs.residual;
-  return e.steps.apply(v, bias.defined() ? bias(j) : te::Expr(), res.defined() ? res(i, j) : te::Expr(), dt);
+  return e.steps.apply(v, bias.defined() ? bias(j) : te::Expr(),
+                       res.defined() ? res(i, j) : te::Expr(), dt);
 }
 
 ArgSpec layout_arg() {
-  return {.name = "layout", .type = ArgSpec::Type::kString, .default_value = "nn",
-          .doc = "nn: B is [K,N] (row-major); nt: B is [N,K] (transposed)", .choices = {"nn", "nt"}};
+  return {.name = "layout",
+          .type = ArgSpec::Type::kString,
+          .default_value = "nn",
+          .doc = "nn: B is [K,N] (row-major); nt: B is [N,K] (transposed)",
+          .choices = {"nn", "nt"}};
 }
 
 // ----- matmul: C[M,N] = A[M,K] * B ---------------------------------------------------------------
@@ -68,21 +76,27 @@ MatmulTensors matmul_tensors(const WorkloadArgs& w, bool transposed_pack) {
   t.b = te::placeholder(nt ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, dt, "B");
   if (nt && transposed_pack) {
     const te::Tensor b = t.b;
-    t.packed = te::compute({K, N}, [&](te::Var k, te::Var j) { return b(j, k); }, "B_pack");
+    t.packed = te::compute(
+        {K, N}, [&](te::Var k, te::Var j) { return b(j, k); }, "B_pack");
   }
   const te::IterVar k = te::reduce_axis({0, K}, "k");
   const te::Tensor a = t.a, b = t.b, p = t.packed;
   const GemmEpilogue epilogue = gemm_epilogue(w, dt);
-  t.c = te::compute({M, N}, [&](te::Var i, te::Var j) {
-    te::Expr bv = p.defined() ? p(k, j) : (nt ? b(j, k) : b(k, j));
-    return te::sum(a(i, k) * bv, k);
-  }, epilogue.steps.empty() ? "C" : "dot");
+  t.c = te::compute(
+      {M, N},
+      [&](te::Var i, te::Var j) {
+        te::Expr bv = p.defined() ? p(k, j) : (nt ? b(j, k) : b(k, j));
+        return te::sum(a(i, k) * bv, k);
+      },
+      epilogue.steps.empty() ? "C" : "dot");
   if (epilogue.steps.empty()) return t;
   t.dot = t.c;
   t.epilogue = epilogue.inputs;
   const te::Tensor dot = t.dot;
-  t.c = te::compute({M, N}, [&](te::Var i, te::Var j) { return apply_gemm_epilogue(epilogue, dot(i, j), i, j, dt); },
-                    "C");
+  t.c = te::compute(
+      {M, N},
+      [&](te::Var i, te::Var j) { return apply_gemm_epilogue(epilogue, dot(i, j), i, j, dt); },
+      "C");
   return t;
 }
 
@@ -94,13 +108,17 @@ MatmulTensors matmul_tensors(const WorkloadArgs& w, bool transposed_pack) {
 Instantiated gemv_dot(const te::Tensor& x, const te::Tensor& w, const GemmEpilogue& epilogue,
                       const std::string& out_name, const Config& cfg, int64_t L) {
   const int64_t M = x.shape()[0], N = w.shape()[0], K = x.shape()[1], Kq = K / L, Kr = K % L;
-  if (L < 1 || (L & (L - 1)) != 0) throw Error(ErrorKind::kInstantiation, "dot_lanes must be a power of two");
+  if (L < 1 || (L & (L - 1)) != 0)
+    throw Error(ErrorKind::kInstantiation, "dot_lanes must be a power of two");
   const te::DataType dt = x.dtype();
   const te::IterVar ko = te::reduce_axis({0, Kq}, "ko");
   const te::Expr el(L);
-  const te::Tensor partial = te::compute({M, N, L}, [&](te::Var i, te::Var j, te::Var l) {
-    return te::sum(x(i, ko.var * el + l) * w(j, ko.var * el + l), ko);
-  }, "partial");
+  const te::Tensor partial = te::compute(
+      {M, N, L},
+      [&](te::Var i, te::Var j, te::Var l) {
+        return te::sum(x(i, ko.var * el + l) * w(j, ko.var * el + l), ko);
+      },
+      "partial");
   // The horizontal sum as a tree of vector adds, halving the lanes each stage: a scalar loop
   // over the lanes is a chain of L dependent adds per output (the order of float adds is kept
   // as written), which cost as much as the k loop itself at K = 512.
@@ -109,8 +127,10 @@ Instantiated gemv_dot(const te::Tensor& x, const te::Tensor& w, const GemmEpilog
   for (int64_t h = L / 2; h >= 1; h /= 2) {
     const te::Tensor prev = lanes;
     const te::Expr half(h);
-    lanes = te::compute({M, N, h}, [&](te::Var i, te::Var j, te::Var l) { return prev(i, j, l) + prev(i, j, l + half); },
-                        "half" + std::to_string(h));
+    lanes = te::compute(
+        {M, N, h},
+        [&](te::Var i, te::Var j, te::Var l) { return prev(i, j, l) + prev(i, j, l + half); },
+        "half" + std::to_string(h));
     halves.push_back(lanes);
   }
   const te::Tensor hsum = lanes;
@@ -118,15 +138,19 @@ Instantiated gemv_dot(const te::Tensor& x, const te::Tensor& w, const GemmEpilog
   if (Kr > 0) {
     const te::IterVar r = te::reduce_axis({0, Kr}, "r");
     const te::Expr base(Kq * L);
-    rest = te::compute({M, N}, [&](te::Var i, te::Var j) {
-      return te::sum(x(i, base + r.var) * w(j, base + r.var), r);
-    }, "rest");
+    rest = te::compute(
+        {M, N},
+        [&](te::Var i, te::Var j) { return te::sum(x(i, base + r.var) * w(j, base + r.var), r); },
+        "rest");
   }
-  const te::Tensor y = te::compute({M, N}, [&](te::Var i, te::Var j) {
-    te::Expr v = hsum(i, j, 0);
-    if (rest.defined()) v = v + rest(i, j);
-    return apply_gemm_epilogue(epilogue, v, i, j, dt);
-  }, out_name);
+  const te::Tensor y = te::compute(
+      {M, N},
+      [&](te::Var i, te::Var j) {
+        te::Expr v = hsum(i, j, 0);
+        if (rest.defined()) v = v + rest(i, j);
+        return apply_gemm_epilogue(epilogue, v, i, j, dt);
+      },
+      out_name);
   // dot_block outputs of dot_rows rows at a time: that many vector accumulators live across the k
   // loop. The row blocks of X inside the block of W rows: those W rows (8 K floats) stay in L1
   // for every row of X, and W, the large operand, is read from memory once (batch 8, N=1000,
@@ -164,37 +188,43 @@ Instantiated gemv_dot(const te::Tensor& x, const te::Tensor& w, const GemmEpilog
 Instantiated dense_dot(const WorkloadArgs& a, const Config& cfg, int64_t L) {
   const te::DataType dt = dtype_of(a.get("dtype"));
   const int64_t M = a.get_int("M"), N = a.get_int("N"), K = a.get_int("K");
-  return gemv_dot(te::placeholder({M, K}, dt, "X"), te::placeholder({N, K}, dt, "W"), gemm_epilogue(a, dt), "Y", cfg, L);
+  return gemv_dot(te::placeholder({M, K}, dt, "X"), te::placeholder({N, K}, dt, "W"),
+                  gemm_epilogue(a, dt), "Y", cfg, L);
 }
 
 // matmul layout=nt as a GEMV in dot-product form: the same arguments as matmul_tensors'.
 Instantiated matmul_dot(const WorkloadArgs& a, const Config& cfg, int64_t L) {
   const te::DataType dt = dtype_of(a.get("dtype"));
   const int64_t M = a.get_int("M"), N = a.get_int("N"), K = a.get_int("K");
-  return gemv_dot(te::placeholder({M, K}, dt, "A"), te::placeholder({N, K}, dt, "B"), gemm_epilogue(a, dt), "C", cfg, L);
+  return gemv_dot(te::placeholder({M, K}, dt, "A"), te::placeholder({N, K}, dt, "B"),
+                  gemm_epilogue(a, dt), "C", cfg, L);
 }
 
 // The definition hooks matmul and batch_matmul share: `tensors` builds the tensors (with a
 // transposed copy of B to pack when asked), `batch_axes` leading batch axes come before M, N.
-void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&, bool), int batch_axes) {
+void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&, bool),
+                    int batch_axes) {
   d.compute = [tensors](const WorkloadArgs& w) {
     MatmulTensors t = tensors(w, false);
     return ComputeDef{t.args(), {t.c}};
   };
   d.flop = [batch_axes](const WorkloadArgs& w) {
     const double batch = batch_axes > 0 ? static_cast<double>(w.get_int("batch")) : 1.0;
-    const double outputs = batch * static_cast<double>(w.get_int("M")) * static_cast<double>(w.get_int("N"));
+    const double outputs =
+        batch * static_cast<double>(w.get_int("M")) * static_cast<double>(w.get_int("N"));
     const double epilogue = batch_axes > 0 ? 0 : epilogue_of(w).flop();
     return outputs * (2.0 * static_cast<double>(w.get_int("K")) + epilogue);
   };
   // matmul with B stored [N,K] has the dot-product form for up to 16 rows (as dense has); with B
   // stored [K,N], GEMVs and the smallest batches have the row stream.
   d.define = [batch_axes](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
-    define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space,
-                      batch_axes == 0 && w.get("layout") == "nt", w.get("layout") == "nn");
+    define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits,
+                      target, space, batch_axes == 0 && w.get("layout") == "nt",
+                      w.get("layout") == "nn");
   };
   d.fallback = [](const WorkloadArgs& w, const TargetTraits& target, const ConfigSpace& space) {
-    return gemm_fallback(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
+    return gemm_fallback(w.get_int("M"), w.get_int("N"), w.get_int("K"),
+                         dtype_of(w.get("dtype")).bits, target, space);
   };
   d.apply = [tensors, batch_axes](const WorkloadArgs& w, const TargetTraits&, const Config& cfg) {
     if (const int64_t lanes = dot_lanes(cfg); lanes > 0) return matmul_dot(w, cfg, lanes);
@@ -203,7 +233,8 @@ void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&
     te::Schedule s = te::create_schedule({t.c});
     // An epilogue stage is the tiled output and the product its register tile; otherwise the
     // register tile is a local copy of the output.
-    GemmStages g{s, t.c, t.dot.defined() ? t.dot : s.cache_write(t.c, "local"), t.packed, batch_axes};
+    GemmStages g{s, t.c, t.dot.defined() ? t.dot : s.cache_write(t.c, "local"), t.packed,
+                 batch_axes};
     if (pack && !t.packed.defined()) g.pack = s.cache_read(t.b, {g.acc}, "pack");
     schedule_gemm(g, cfg, w.get_int("M"), w.get_int("N"), w.get_int("K"));
     return Instantiated{s, t.args()};
@@ -213,10 +244,12 @@ void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&
 void register_matmul(TemplateRegistry& r) {
   TemplateDef d;
   d.name = "matmul";
-  d.doc = "C[M,N] = A[M,K] * B[K,N] (layout=nt: B is [N,K]); epilogue: C = act(A * B + bias[N] + residual[M,N]) in "
-          "the tile loop";
-  d.args = {size_arg("M", "rows of A and C"), size_arg("N", "columns of B and C"), size_arg("K", "reduction length"),
-            layout_arg()};
+  d.doc =
+      "C[M,N] = A[M,K] * B[K,N] (layout=nt: B is [N,K]); epilogue: C = act(A * B + bias[N] + "
+      "residual[M,N]) in "
+      "the tile loop";
+  d.args = {size_arg("M", "rows of A and C"), size_arg("N", "columns of B and C"),
+            size_arg("K", "reduction length"), layout_arg()};
   for (ArgSpec& e : gemm_epilogue_args(true, "none", "C")) d.args.push_back(std::move(e));
   d.args.push_back(dtype_arg());
   d.resolve = resolve_epilogue;
@@ -247,24 +280,32 @@ DenseTensors dense_tensors(const WorkloadArgs& a, bool pack) {
   const GemmEpilogue epilogue = gemm_epilogue(a, dt);
   t.epilogue = epilogue.inputs;
   const te::Tensor x = t.x, w = t.w;
-  if (pack) t.packed = te::compute({K, N}, [&](te::Var k, te::Var j) { return w(j, k); }, "W_pack");
+  if (pack)
+    t.packed = te::compute(
+        {K, N}, [&](te::Var k, te::Var j) { return w(j, k); }, "W_pack");
   const te::Tensor p = t.packed;
   const te::IterVar k = te::reduce_axis({0, K}, "k");
-  t.dot = te::compute({M, N}, [&](te::Var i, te::Var j) {
-    return te::sum(x(i, k) * (p.defined() ? p(k, j) : w(j, k)), k);
-  }, "dot");
+  t.dot = te::compute(
+      {M, N},
+      [&](te::Var i, te::Var j) { return te::sum(x(i, k) * (p.defined() ? p(k, j) : w(j, k)), k); },
+      "dot");
   const te::Tensor dot = t.dot;
-  t.y = te::compute({M, N}, [&](te::Var i, te::Var j) { return apply_gemm_epilogue(epilogue, dot(i, j), i, j, dt); },
-                    "Y");
+  t.y = te::compute(
+      {M, N},
+      [&](te::Var i, te::Var j) { return apply_gemm_epilogue(epilogue, dot(i, j), i, j, dt); },
+      "Y");
   return t;
 }
 
 void register_dense(TemplateRegistry& r) {
   TemplateDef d;
   d.name = "dense_bias_relu";
-  d.doc = "Y[M,N] = relu(X[M,K] * W[N,K]^T + bias[N]) (epilogue: another activation, a residual[M,N]), fused into "
-          "the GEMM tile";
-  d.args = {size_arg("M", "batch rows"), size_arg("N", "output features"), size_arg("K", "input features")};
+  d.doc =
+      "Y[M,N] = relu(X[M,K] * W[N,K]^T + bias[N]) (epilogue: another activation, a residual[M,N]), "
+      "fused into "
+      "the GEMM tile";
+  d.args = {size_arg("M", "batch rows"), size_arg("N", "output features"),
+            size_arg("K", "input features")};
   for (ArgSpec& e : gemm_epilogue_args(false, "bias_relu", "Y")) d.args.push_back(std::move(e));
   d.args.push_back(dtype_arg());
   d.resolve = resolve_epilogue;
@@ -278,17 +319,19 @@ void register_dense(TemplateRegistry& r) {
     return m * n * (2.0 * static_cast<double>(w.get_int("K")) + epilogue_of(w).flop());
   };
   d.define = [](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
-    define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space,
-                      true);
+    define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits,
+                      target, space, true);
   };
   d.fallback = [](const WorkloadArgs& w, const TargetTraits& target, const ConfigSpace& space) {
-    return gemm_fallback(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits, target, space);
+    return gemm_fallback(w.get_int("M"), w.get_int("N"), w.get_int("K"),
+                         dtype_of(w.get("dtype")).bits, target, space);
   };
   d.apply = [](const WorkloadArgs& w, const TargetTraits&, const Config& cfg) {
     if (const int64_t lanes = dot_lanes(cfg); lanes > 0) return dense_dot(w, cfg, lanes);
     DenseTensors t = dense_tensors(w, cfg["pack_b"].as_int() != 0);
     te::Schedule s = te::create_schedule({t.y});
-    schedule_gemm({s, t.y, t.dot, t.packed, 0}, cfg, w.get_int("M"), w.get_int("N"), w.get_int("K"));
+    schedule_gemm({s, t.y, t.dot, t.packed, 0}, cfg, w.get_int("M"), w.get_int("N"),
+                  w.get_int("K"));
     return Instantiated{s, t.args()};
   };
   r.add(std::move(d));
@@ -302,16 +345,21 @@ MatmulTensors batch_tensors(const WorkloadArgs& w, bool transposed_pack) {
   const te::DataType dt = dtype_of(w.get("dtype"));
   MatmulTensors t;
   t.a = te::placeholder({Bn, M, K}, dt, "A");
-  t.b = te::placeholder(nt ? std::vector<int64_t>{Bn, N, K} : std::vector<int64_t>{Bn, K, N}, dt, "B");
+  t.b = te::placeholder(nt ? std::vector<int64_t>{Bn, N, K} : std::vector<int64_t>{Bn, K, N}, dt,
+                        "B");
   const te::Tensor a = t.a, b = t.b;
   if (nt && transposed_pack)
-    t.packed = te::compute({Bn, K, N}, [&](te::Var q, te::Var k, te::Var j) { return b(q, j, k); }, "B_pack");
+    t.packed = te::compute(
+        {Bn, K, N}, [&](te::Var q, te::Var k, te::Var j) { return b(q, j, k); }, "B_pack");
   const te::Tensor p = t.packed;
   const te::IterVar k = te::reduce_axis({0, K}, "k");
-  t.c = te::compute({Bn, M, N}, [&](te::Var q, te::Var i, te::Var j) {
-    te::Expr bv = p.defined() ? p(q, k, j) : (nt ? b(q, j, k) : b(q, k, j));
-    return te::sum(a(q, i, k) * bv, k);
-  }, "C");
+  t.c = te::compute(
+      {Bn, M, N},
+      [&](te::Var q, te::Var i, te::Var j) {
+        te::Expr bv = p.defined() ? p(q, k, j) : (nt ? b(q, j, k) : b(q, k, j));
+        return te::sum(a(q, i, k) * bv, k);
+      },
+      "C");
   return t;
 }
 
@@ -319,8 +367,9 @@ void register_batch_matmul(TemplateRegistry& r) {
   TemplateDef d;
   d.name = "batch_matmul";
   d.doc = "C[batch,M,N] = A[batch,M,K] * B[batch,K,N] (layout=nt: B is [batch,N,K])";
-  d.args = {size_arg("batch", "number of matrices"), size_arg("M", "rows"), size_arg("N", "columns"),
-            size_arg("K", "reduction length"), layout_arg(), dtype_arg()};
+  d.args = {
+      size_arg("batch", "number of matrices"), size_arg("M", "rows"), size_arg("N", "columns"),
+      size_arg("K", "reduction length"),       layout_arg(),          dtype_arg()};
   add_gemm_hooks(d, batch_tensors, 1);
   r.add(std::move(d));
 }

@@ -35,7 +35,8 @@ int run_one(const std::string& dir, KernelEntry entry) {
   for (int i = 0; i < n; ++i) {
     if (is_output[i]) {
       FILE* out = std::fopen((dir + "/out" + std::to_string(i) + ".bin").c_str(), "wb");
-      if (!out || std::fwrite(args[i], 1, bytes[i], out) != static_cast<size_t>(bytes[i])) return -7;
+      if (!out || std::fwrite(args[i], 1, bytes[i], out) != static_cast<size_t>(bytes[i]))
+        return -7;
       std::fclose(out);
     }
     std::free(args[i]);

@@ -14,7 +14,8 @@ Artifact sample() {
   a.entry = "matmul";
   a.target = "llvm -mtriple=aarch64-unknown-linux-gnu -mcpu=cortex-a72";
   a.llvm_version = "19.1.7";
-  a.signature = {{{64, 32}, "float32", false}, {{32, 16}, "float32", false}, {{64, 16}, "float64", true}};
+  a.signature = {
+      {{64, 32}, "float32", false}, {{32, 16}, "float32", false}, {{64, 16}, "float64", true}};
   return a;
 }
 
@@ -77,7 +78,8 @@ TEST(ArtifactTest, ArgumentSizesThatOverflowOrAreUnknownAreRefused) {
     return std::string("accepted");
   };
   EXPECT_NE(refused({1970470928, 500186415104}, "float32").find("2^48 bytes"), std::string::npos);
-  EXPECT_NE(refused({int64_t{1} << 46, 8}, "float32").find("2^48 bytes"), std::string::npos);  // 2^51 bytes
+  EXPECT_NE(refused({int64_t{1} << 46, 8}, "float32").find("2^48 bytes"),
+            std::string::npos);  // 2^51 bytes
   EXPECT_NE(refused({4, 4}, "float128").find("unknown dtype 'float128'"), std::string::npos);
   EXPECT_EQ(refused({int64_t{1} << 23, 1 << 23}, "float32"), "accepted");  // 2^48 bytes exactly
   EXPECT_EQ(refused({0, int64_t{1} << 62}, "float32"), "accepted");        // empty

@@ -25,19 +25,23 @@ Expr i64(int64_t v) { return IntImm::make(v); }
 
 // C[i] = A[i] + B[i], 16 lanes per iteration, outer loop parallel.
 LoweredFunc vector_add() {
-  Buffer a = Buffer::make("A", Float(32)), b = Buffer::make("B", Float(32)), c = Buffer::make("C", Float(32));
+  Buffer a = Buffer::make("A", Float(32)), b = Buffer::make("B", Float(32)),
+         c = Buffer::make("C", Float(32));
   Var io("io");
   Expr idx = Ramp::make(Mul::make(io, i64(kLanes)), i64(1), kLanes);
   Stmt body = Store::make(c, Add::make(Load::make(a, idx), Load::make(b, idx)), idx);
   Stmt loop = For::make(io, i64(0), i64(kN / kLanes), ForKind::kParallel, body);
-  return {"vector_add", {{a, {kN}, Float(32), false}, {b, {kN}, Float(32), false}, {c, {kN}, Float(32), true}}, loop};
+  return {"vector_add",
+          {{a, {kN}, Float(32), false}, {b, {kN}, Float(32), false}, {c, {kN}, Float(32), true}},
+          loop};
 }
 
 // Per row r of A (R x 64): tmp = local copy scaled by Load(S, 0); out = f(tmp) with a mix of
 // Select/Min/Max/Cast/math calls, through a LetStmt and an IfThenElse on the row parity.
 constexpr int64_t kRows = 8, kCols = 64;
 LoweredFunc mixed() {
-  Buffer a = Buffer::make("A", Float(32)), s = Buffer::make("S", Float(32)), out = Buffer::make("Out", Float(32));
+  Buffer a = Buffer::make("A", Float(32)), s = Buffer::make("S", Float(32)),
+         out = Buffer::make("Out", Float(32));
   Buffer tmp = Buffer::make("tmp", Float(32));
   Var r("r"), j("j"), k("k"), base("base");
   Expr x = Load::make(tmp, j);
@@ -47,24 +51,33 @@ LoweredFunc mixed() {
   f = Add::make(f, Min::make(Call::make(CallOp::kExp, {x}), FloatImm::make(2.0)));
   f = Add::make(f, Cast::make(Float(32), Cast::make(Int(32), Mul::make(x, FloatImm::make(10.0)))));
   f = Select::make(LT::make(x, FloatImm::make(-0.5)), FloatImm::make(-1.0), f);
-  Stmt fill = For::make(k, i64(0), i64(kCols), ForKind::kSerial,
-                        Store::make(tmp, Mul::make(Load::make(a, Add::make(base, k)), Load::make(s, i64(0))), k));
-  Stmt even = For::make(j, i64(0), i64(kCols), ForKind::kSerial, Store::make(out, f, Add::make(base, j)));
-  Stmt odd = For::make(j, i64(0), i64(kCols), ForKind::kSerial,
-                       Store::make(out, Call::make(CallOp::kLog, {Add::make(Call::make(CallOp::kAbs, {x}), FloatImm::make(1.0))}),
-                                   Add::make(base, j)));
-  Stmt row = Block::make({fill, IfThenElse::make(EQ::make(Mod::make(r, i64(2)), i64(0)), even, odd)});
+  Stmt fill = For::make(
+      k, i64(0), i64(kCols), ForKind::kSerial,
+      Store::make(tmp, Mul::make(Load::make(a, Add::make(base, k)), Load::make(s, i64(0))), k));
+  Stmt even =
+      For::make(j, i64(0), i64(kCols), ForKind::kSerial, Store::make(out, f, Add::make(base, j)));
+  Stmt odd = For::make(
+      j, i64(0), i64(kCols), ForKind::kSerial,
+      Store::make(
+          out,
+          Call::make(CallOp::kLog, {Add::make(Call::make(CallOp::kAbs, {x}), FloatImm::make(1.0))}),
+          Add::make(base, j)));
+  Stmt row =
+      Block::make({fill, IfThenElse::make(EQ::make(Mod::make(r, i64(2)), i64(0)), even, odd)});
   Stmt body = LetStmt::make(base, Mul::make(r, i64(kCols)), Allocate::make(tmp, i64(kCols), row));
   Stmt loop = For::make(r, i64(0), i64(kRows), ForKind::kParallel, body);
   return {"mixed",
-          {{a, {kRows, kCols}, Float(32), false}, {s, {1}, Float(32), false}, {out, {kRows, kCols}, Float(32), true}},
+          {{a, {kRows, kCols}, Float(32), false},
+           {s, {1}, Float(32), false},
+           {out, {kRows, kCols}, Float(32), true}},
           loop};
 }
 
 float mixed_reference(float x, int64_t row) {
   if (row % 2 == 1) return std::log(std::fabs(x) + 1.0f);
   if (x < -0.5f) return -1.0f;
-  float f = 1.0f / (1.0f + std::exp(-x)) + std::tanh(x) + std::sqrt(std::fabs(x)) + std::max(x, 0.0f);
+  float f =
+      1.0f / (1.0f + std::exp(-x)) + std::tanh(x) + std::sqrt(std::fabs(x)) + std::max(x, 0.0f);
   f += std::min(std::exp(x), 2.0f);
   f += static_cast<float>(static_cast<int32_t>(x * 10.0f));
   return f;
@@ -73,7 +86,8 @@ float mixed_reference(float x, int64_t row) {
 // Q[i] = floor((i - 50) / d), M[i] = floor-mod, for d = 7 (constant), 8 (power of two) and
 // D[0] = -3 (loaded), checking floor semantics on negative numbers.
 LoweredFunc floor_div() {
-  Buffer d = Buffer::make("D", Int(64)), q = Buffer::make("Q", Int(64)), m = Buffer::make("M", Int(64));
+  Buffer d = Buffer::make("D", Int(64)), q = Buffer::make("Q", Int(64)),
+         m = Buffer::make("M", Int(64));
   Var i("i");
   Expr x = Sub::make(i, i64(50));
   std::vector<Stmt> stores;
@@ -84,7 +98,9 @@ LoweredFunc floor_div() {
     stores.push_back(Store::make(m, Mod::make(x, divisors[t]), at));
   }
   Stmt loop = For::make(i, i64(0), i64(100), ForKind::kSerial, Block::make(stores));
-  return {"floor_div", {{d, {1}, Int(64), false}, {q, {300}, Int(64), true}, {m, {300}, Int(64), true}}, loop};
+  return {"floor_div",
+          {{d, {1}, Int(64), false}, {q, {300}, Int(64), true}, {m, {300}, Int(64), true}},
+          loop};
 }
 
 // T = transpose of a 32 x 32 matrix A with 8-lane strided (gather) loads and dense stores.
@@ -93,8 +109,9 @@ LoweredFunc transpose() {
   Var i("i"), jo("jo");
   Expr src = Ramp::make(Add::make(Mul::make(Mul::make(jo, i64(8)), i64(32)), i), i64(32), 8);
   Expr dst = Ramp::make(Add::make(Mul::make(i, i64(32)), Mul::make(jo, i64(8))), i64(1), 8);
-  Stmt body = For::make(i, i64(0), i64(32), ForKind::kSerial,
-                        For::make(jo, i64(0), i64(4), ForKind::kUnrolled, Store::make(t, Load::make(a, src), dst)));
+  Stmt body = For::make(
+      i, i64(0), i64(32), ForKind::kSerial,
+      For::make(jo, i64(0), i64(4), ForKind::kUnrolled, Store::make(t, Load::make(a, src), dst)));
   return {"transpose", {{a, {32, 32}, Float(32), false}, {t, {32, 32}, Float(32), true}}, body};
 }
 
@@ -108,7 +125,8 @@ TEST(CodegenIrTest, VectorAddIsVectorizedAndParallel) {
     set_num_threads(threads);
     c.poison();
     ASSERT_EQ(k.run({a.data(), b.data(), c.data()}), 0);
-    for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(c.as<float>()[i], a.as<float>()[i] + b.as<float>()[i]) << i;
+    for (int64_t i = 0; i < kN; ++i)
+      ASSERT_EQ(c.as<float>()[i], a.as<float>()[i] + b.as<float>()[i]) << i;
   }
   const std::string ir = emit_llvm_ir(f, Target::host(), {}, false);
   EXPECT_NE(ir.find("load <16 x float>"), std::string::npos) << "no explicit vector load";
@@ -157,7 +175,8 @@ TEST(CodegenIrTest, IntegerDivisionFloors) {
   for (int t = 0; t < 3; ++t) {
     for (int64_t i = 0; i < 100; ++i) {
       const int64_t x = i - 50, y = divisors[t];
-      const int64_t fq = static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y)));
+      const int64_t fq =
+          static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y)));
       EXPECT_EQ(q.as<int64_t>()[t * 100 + i], fq) << x << " / " << y;
       EXPECT_EQ(m.as<int64_t>()[t * 100 + i], x - fq * y) << x << " % " << y;
     }
@@ -228,20 +247,24 @@ TEST(CodegenIrTest, UnsupportedIrIsABuildError) {
   Buffer a = Buffer::make("A", Float(32));
   Var i("i"), ghost("ghost");
   // A multi-dimensional BufferStore never survives lowering.
-  LoweredFunc f1{"bad1", {{a, {4}, Float(32), true}}, BufferStore::make(a, FloatImm::make(1.0), {i64(0)})};
+  LoweredFunc f1{
+      "bad1", {{a, {4}, Float(32), true}}, BufferStore::make(a, FloatImm::make(1.0), {i64(0)})};
   EXPECT_EQ(build_error(f1), ErrorKind::kBuild);
   // A variable that nothing binds.
   LoweredFunc f2{"bad2", {{a, {4}, Float(32), true}}, Store::make(a, FloatImm::make(1.0), ghost)};
   EXPECT_EQ(build_error(f2), ErrorKind::kBuild);
   // A buffer that is neither an argument nor allocated.
   Buffer stray = Buffer::make("stray", Float(32));
-  LoweredFunc f3{"bad3", {{a, {4}, Float(32), true}}, Store::make(stray, FloatImm::make(1.0), i64(0))};
+  LoweredFunc f3{
+      "bad3", {{a, {4}, Float(32), true}}, Store::make(stray, FloatImm::make(1.0), i64(0))};
   EXPECT_EQ(build_error(f3), ErrorKind::kBuild);
   // An allocation of non-constant size.
   Buffer local = Buffer::make("local", Float(32));
-  LoweredFunc f4{"bad4", {{a, {4}, Float(32), true}},
+  LoweredFunc f4{"bad4",
+                 {{a, {4}, Float(32), true}},
                  For::make(i, i64(0), i64(4), ForKind::kSerial,
-                           Allocate::make(local, Add::make(i, i64(1)), Store::make(local, FloatImm::make(1.0), i64(0))))};
+                           Allocate::make(local, Add::make(i, i64(1)),
+                                          Store::make(local, FloatImm::make(1.0), i64(0))))};
   EXPECT_EQ(build_error(f4), ErrorKind::kBuild);
 }
 

@@ -12,11 +12,11 @@
 #include "codegen/runtime.h"
 #include "support/error.h"
 #include "te/interpreter.h"
+#include "te/ir_printer.h"
 #include "te/ir_visitor.h"
 #include "te/lower.h"
 #include "te/schedule.h"
 #include "te/tensor.h"
-#include "te/ir_printer.h"
 #include "tests/codegen/test_util.h"
 #include "tests/te/random_schedule.h"
 #include "tests/te/te_ops.h"
@@ -38,7 +38,8 @@ struct DeferredAarch64 {
 };
 
 void compare_outputs(const LoweredFunc& f, const std::vector<std::vector<uint8_t>>& got,
-                     const std::vector<std::vector<uint8_t>>& want, const char* where, float tol = 1e-4f) {
+                     const std::vector<std::vector<uint8_t>>& want, const char* where,
+                     float tol = 1e-4f) {
   for (size_t i = 0; i < f.args.size(); ++i) {
     if (!f.args[i].is_output) continue;
     const float* g = reinterpret_cast<const float*>(got[i].data());
@@ -52,7 +53,8 @@ void compare_outputs(const LoweredFunc& f, const std::vector<std::vector<uint8_t
 
 // With `deferred`, the AArch64 check is queued there (entry renamed to be unique in the batch)
 // instead of linked and run on its own.
-void check_against_interpreter(const LoweredFunc& f, uint64_t seed, bool on_aarch64 = true, float tol = 1e-4f,
+void check_against_interpreter(const LoweredFunc& f, uint64_t seed, bool on_aarch64 = true,
+                               float tol = 1e-4f,
                                std::vector<DeferredAarch64>* deferred = nullptr) {
   std::vector<AlignedBuffer> inputs, host, ref;
   std::vector<void*> host_ptrs, ref_ptrs;
@@ -92,7 +94,8 @@ void check_against_interpreter(const LoweredFunc& f, uint64_t seed, bool on_aarc
       if (f.args[i].is_output) host[i].poison();  // each run must write every element itself
     ASSERT_EQ(k.run(host_ptrs), 0);
     for (size_t i = 0; i < f.args.size(); ++i) {
-      if (f.args[i].is_output) compare(host[i].as<float>(), i, threads == 1 ? "host, 1 thread" : "host, 2 threads");
+      if (f.args[i].is_output)
+        compare(host[i].as<float>(), i, threads == 1 ? "host, 1 thread" : "host, 2 threads");
     }
   }
   if (!on_aarch64 || !testing::cross_tools_available()) return;
@@ -109,7 +112,8 @@ void check_against_interpreter(const LoweredFunc& f, uint64_t seed, bool on_aarc
   }
   auto out = testing::run_on_aarch64(build(f, arm), data);
   for (size_t i = 0; i < f.args.size(); ++i) {
-    if (f.args[i].is_output) compare(reinterpret_cast<const float*>(out[i].data()), i, "aarch64 (qemu)");
+    if (f.args[i].is_output)
+      compare(reinterpret_cast<const float*>(out[i].data()), i, "aarch64 (qemu)");
   }
 }
 
@@ -117,7 +121,8 @@ TEST(CodegenTeTest, MatmulTiledCachedVectorizedUnrolled) {
   const int64_t m = 64, n = 48, k = 40;
   Tensor a = placeholder({m, k}, Float(32), "A"), b = placeholder({k, n}, Float(32), "B");
   IterVar kk = reduce_axis({0, k}, "k");
-  Tensor c = compute({m, n}, [&](Var i, Var j) { return sum(a(i, kk) * b(kk, j), kk); }, "C");
+  Tensor c = compute(
+      {m, n}, [&](Var i, Var j) { return sum(a(i, kk) * b(kk, j), kk); }, "C");
   Schedule s = create_schedule({c});
   Tensor cl = s.cache_write(c, "local");
   auto [io, jo, ii, ji] = s[c].tile(s[c].axis(0), s[c].axis(1), 4, 16);
@@ -136,7 +141,8 @@ TEST(CodegenTeTest, MatmulWithNonDividingSplits) {
   const int64_t m = 30, n = 20, k = 17;
   Tensor a = placeholder({m, k}, Float(32), "A"), b = placeholder({k, n}, Float(32), "B");
   IterVar kk = reduce_axis({0, k}, "k");
-  Tensor c = compute({m, n}, [&](Var i, Var j) { return sum(a(i, kk) * b(kk, j), kk); }, "C");
+  Tensor c = compute(
+      {m, n}, [&](Var i, Var j) { return sum(a(i, kk) * b(kk, j), kk); }, "C");
   Schedule s = create_schedule({c});
   auto [io, jo, ii, ji] = s[c].tile(s[c].axis(0), s[c].axis(1), 7, 8);
   s[c].reorder({s[c].reduce_axis(0), ii, ji});
@@ -147,16 +153,27 @@ TEST(CodegenTeTest, MatmulWithNonDividingSplits) {
 
 TEST(CodegenTeTest, Conv2dPadded) {
   const int64_t C = 4, H = 10, W = 10, K = 8, R = 3, S = 3;
-  Tensor x = placeholder({1, C, H, W}, Float(32), "X"), w = placeholder({K, C, R, S}, Float(32), "Wt");
-  Tensor pad = compute({1, C, H + 2, W + 2}, [&](Var n, Var c, Var h, Var wi) {
-    Expr inside = (h >= 1) && (h < H + 1) && (wi >= 1) && (wi < W + 1);
-    return select(inside, x(n, c, min(max(h - 1, Expr(0)), Expr(H - 1)), min(max(wi - 1, Expr(0)), Expr(W - 1))),
-                  Expr(0.0f));
-  }, "pad");
-  IterVar rc = reduce_axis({0, C}, "rc"), rr = reduce_axis({0, R}, "rr"), rs = reduce_axis({0, S}, "rs");
-  Tensor y = compute({1, K, H, W}, [&](Var n, Var k, Var h, Var wi) {
-    return sum(pad(n, rc, h + rr, wi + rs) * w(k, rc, rr, rs), std::vector<IterVar>{rc, rr, rs});
-  }, "Y");
+  Tensor x = placeholder({1, C, H, W}, Float(32), "X"),
+         w = placeholder({K, C, R, S}, Float(32), "Wt");
+  Tensor pad = compute(
+      {1, C, H + 2, W + 2},
+      [&](Var n, Var c, Var h, Var wi) {
+        Expr inside = (h >= 1) && (h < H + 1) && (wi >= 1) && (wi < W + 1);
+        return select(
+            inside,
+            x(n, c, min(max(h - 1, Expr(0)), Expr(H - 1)), min(max(wi - 1, Expr(0)), Expr(W - 1))),
+            Expr(0.0f));
+      },
+      "pad");
+  IterVar rc = reduce_axis({0, C}, "rc"), rr = reduce_axis({0, R}, "rr"),
+          rs = reduce_axis({0, S}, "rs");
+  Tensor y = compute(
+      {1, K, H, W},
+      [&](Var n, Var k, Var h, Var wi) {
+        return sum(pad(n, rc, h + rr, wi + rs) * w(k, rc, rr, rs),
+                   std::vector<IterVar>{rc, rr, rs});
+      },
+      "Y");
   Schedule s = create_schedule({y});
   s[pad].compute_inline();
   auto [wo, wi] = s[y].split(s[y].axis(3), 5);
@@ -169,9 +186,12 @@ TEST(CodegenTeTest, MaxPool) {
   const int64_t C = 3, H = 16, W = 16;
   Tensor x = placeholder({1, C, H, W}, Float(32), "X");
   IterVar rh = reduce_axis({0, 2}, "rh"), rw = reduce_axis({0, 2}, "rw");
-  Tensor y = compute({1, C, H / 2, W / 2}, [&](Var n, Var c, Var h, Var wi) {
-    return max(x(n, c, h * 2 + rh, wi * 2 + rw), std::vector<IterVar>{rh, rw});
-  }, "pool");
+  Tensor y = compute(
+      {1, C, H / 2, W / 2},
+      [&](Var n, Var c, Var h, Var wi) {
+        return max(x(n, c, h * 2 + rh, wi * 2 + rw), std::vector<IterVar>{rh, rw});
+      },
+      "pool");
   Schedule s = create_schedule({y});
   s[y].reorder({s[y].reduce_axis(0), s[y].reduce_axis(1), s[y].axis(3)});
   s[y].vectorize(s[y].axis(3));
@@ -183,10 +203,14 @@ TEST(CodegenTeTest, Softmax) {
   const int64_t R = 6, C = 37;
   Tensor x = placeholder({R, C}, Float(32), "X");
   IterVar k1 = reduce_axis({0, C}, "k1"), k2 = reduce_axis({0, C}, "k2");
-  Tensor mx = compute({R}, [&](Var i) { return max(x(i, k1), k1); }, "rowmax");
-  Tensor e = compute({R, C}, [&](Var i, Var j) { return exp(x(i, j) - mx(i)); }, "e");
-  Tensor sm = compute({R}, [&](Var i) { return sum(e(i, k2), k2); }, "rowsum");
-  Tensor y = compute({R, C}, [&](Var i, Var j) { return e(i, j) / sm(i); }, "softmax");
+  Tensor mx = compute(
+      {R}, [&](Var i) { return max(x(i, k1), k1); }, "rowmax");
+  Tensor e = compute(
+      {R, C}, [&](Var i, Var j) { return exp(x(i, j) - mx(i)); }, "e");
+  Tensor sm = compute(
+      {R}, [&](Var i) { return sum(e(i, k2), k2); }, "rowsum");
+  Tensor y = compute(
+      {R, C}, [&](Var i, Var j) { return e(i, j) / sm(i); }, "softmax");
   Schedule s = create_schedule({y});
   s[y].parallel(s[y].axis(0));
   check_against_interpreter(lower(s, {x, y}, "softmax"), 15);
@@ -214,7 +238,8 @@ void check_random_schedules(const te::testing::OpDef& op, uint64_t seed) {
       FAIL() << op.name << " schedule " << n << " did not lower: " << e.what() << "\n" << log;
     }
     SCOPED_TRACE(op.name + " schedule " + std::to_string(n) + ":\n" + log + to_string(f));
-    check_against_interpreter(f, seed * 1000 + static_cast<uint64_t>(n), on_aarch64, 1e-4f, &deferred);
+    check_against_interpreter(f, seed * 1000 + static_cast<uint64_t>(n), on_aarch64, 1e-4f,
+                              &deferred);
     if (::testing::Test::HasFatalFailure()) return;
   }
   if (!on_aarch64) return;
@@ -223,19 +248,26 @@ void check_random_schedules(const te::testing::OpDef& op, uint64_t seed) {
   for (const DeferredAarch64& d : deferred) cases.push_back(d.run);
   auto outputs = testing::run_batch_on_aarch64(cases);
   for (size_t k = 0; k < deferred.size(); ++k) {
-    SCOPED_TRACE(op.name + " schedule " + std::to_string(k) + " on aarch64:\n" + to_string(deferred[k].f));
+    SCOPED_TRACE(op.name + " schedule " + std::to_string(k) + " on aarch64:\n" +
+                 to_string(deferred[k].f));
     compare_outputs(deferred[k].f, outputs[k], deferred[k].expected, "aarch64 (qemu)");
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
 TEST(CodegenPropertyTest, Matmul) { check_random_schedules(te::testing::matmul(16, 12, 10), 1); }
-TEST(CodegenPropertyTest, MatmulBiasRelu) { check_random_schedules(te::testing::matmul_bias_relu(12, 9, 7), 2); }
+TEST(CodegenPropertyTest, MatmulBiasRelu) {
+  check_random_schedules(te::testing::matmul_bias_relu(12, 9, 7), 2);
+}
 TEST(CodegenPropertyTest, Conv2dPaddedStrided) {
   check_random_schedules(te::testing::conv2d(1, 3, 7, 7, 4, 3, 3, 2, 1), 3);
 }
-TEST(CodegenPropertyTest, DepthwiseConv2d) { check_random_schedules(te::testing::depthwise_conv2d(1, 3, 6, 6, 3, 1), 4); }
-TEST(CodegenPropertyTest, MaxPool) { check_random_schedules(te::testing::max_pool(1, 2, 9, 9, 3, 2), 5); }
+TEST(CodegenPropertyTest, DepthwiseConv2d) {
+  check_random_schedules(te::testing::depthwise_conv2d(1, 3, 6, 6, 3, 1), 4);
+}
+TEST(CodegenPropertyTest, MaxPool) {
+  check_random_schedules(te::testing::max_pool(1, 2, 9, 9, 3, 2), 5);
+}
 TEST(CodegenPropertyTest, Softmax) { check_random_schedules(te::testing::softmax(5, 11), 6); }
 
 }  // namespace

@@ -5,9 +5,9 @@
 
 #include <atomic>
 #include <fstream>
-#include <thread>
 #include <numeric>
 #include <string>
+#include <thread>
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
@@ -46,7 +46,8 @@ Artifact sum_loop_artifact(const Target& target) {
   auto* exit = llvm::BasicBlock::Create(ctx, "exit", fn);
   b.SetInsertPoint(entry);
   llvm::Value* in = b.CreateLoad(b.getPtrTy(), fn->getArg(0));
-  llvm::Value* out = b.CreateLoad(b.getPtrTy(), b.CreateConstGEP1_64(b.getPtrTy(), fn->getArg(0), 1));
+  llvm::Value* out =
+      b.CreateLoad(b.getPtrTy(), b.CreateConstGEP1_64(b.getPtrTy(), fn->getArg(0), 1));
   b.CreateBr(loop);
   b.SetInsertPoint(loop);
   llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2);
@@ -67,8 +68,9 @@ Artifact sum_loop_artifact(const Target& target) {
   std::string err;
   const llvm::Target* backend = llvm::TargetRegistry::lookupTarget(target.triple(), err);
   EXPECT_NE(backend, nullptr) << err;
-  std::unique_ptr<llvm::TargetMachine> tm(backend->createTargetMachine(
-      target.triple(), target.cpu(), target.feature_string(), llvm::TargetOptions(), llvm::Reloc::PIC_));
+  std::unique_ptr<llvm::TargetMachine> tm(
+      backend->createTargetMachine(target.triple(), target.cpu(), target.feature_string(),
+                                   llvm::TargetOptions(), llvm::Reloc::PIC_));
   m->setDataLayout(tm->createDataLayout());
   m->setTargetTriple(target.triple());
   llvm::SmallVector<char, 0> obj;
@@ -108,10 +110,12 @@ TEST(LlvmSmokeTest, JitLoopReturnsTheSum) {
 }
 
 TEST(LlvmSmokeTest, AArch64ObjectRunsUnderQemu) {
-  if (!testing::cross_tools_available()) GTEST_SKIP() << "aarch64-linux-gnu-g++ or qemu-aarch64-static missing";
+  if (!testing::cross_tools_available())
+    GTEST_SKIP() << "aarch64-linux-gnu-g++ or qemu-aarch64-static missing";
   Artifact a = sum_loop_artifact(Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"));
   auto v = inputs();
-  std::vector<uint8_t> in(reinterpret_cast<uint8_t*>(v.data()), reinterpret_cast<uint8_t*>(v.data() + kN));
+  std::vector<uint8_t> in(reinterpret_cast<uint8_t*>(v.data()),
+                          reinterpret_cast<uint8_t*>(v.data() + kN));
   auto result = testing::run_on_aarch64(a, {in, std::vector<uint8_t>(8, 0)});
   int64_t sum = 0;
   std::memcpy(&sum, result[1].data(), 8);

@@ -5,8 +5,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <set>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -37,7 +37,8 @@ TEST(RuntimeTest, EveryIterationRunsExactlyOnce) {
     for (int64_t n : {1, 2, 7, 64, 1001}) {
       Hits h(n);
       ASSERT_EQ(ktune_parallel_for(n, mark, &h), 0);
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(h.count[i].load(), 1) << "threads " << threads << " n " << n;
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(h.count[i].load(), 1) << "threads " << threads << " n " << n;
       EXPECT_LE(h.threads.size(), static_cast<size_t>(std::min<int64_t>(threads, n)));
     }
   }
@@ -73,7 +74,9 @@ TEST(RuntimeTest, TwoThreadsRunTwoChunksAtOnce) {
   set_num_threads(2);
 }
 
-int32_t fail_in_upper_half(int64_t begin, int64_t end, void*) { return end > 50 && begin < 100 ? 7 : 0; }
+int32_t fail_in_upper_half(int64_t begin, int64_t end, void*) {
+  return end > 50 && begin < 100 ? 7 : 0;
+}
 
 TEST(RuntimeTest, FirstErrorCodeIsReturned) {
   set_num_threads(2);

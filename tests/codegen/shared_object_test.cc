@@ -25,13 +25,16 @@ constexpr int64_t kRows = 37, kCols = 29;
 Artifact axpb(const Target& target) {
   te::Tensor A = te::placeholder({kRows, kCols}, te::Float(32), "A");
   te::Tensor B = te::placeholder({kRows, kCols}, te::Float(32), "B");
-  te::Tensor C = te::compute({kRows, kCols}, [&](const std::vector<te::Var>& i) { return A(i[0], i[1]) * 2.0f + B(i[0], i[1]); }, "C");
+  te::Tensor C = te::compute(
+      {kRows, kCols},
+      [&](const std::vector<te::Var>& i) { return A(i[0], i[1]) * 2.0f + B(i[0], i[1]); }, "C");
   te::Schedule s = te::create_schedule({C});
   s[C].parallel(s[C].axis(0));
   return build(te::lower(s, {A, B, C}, "axpb"), target);
 }
 
-int32_t run(const SharedKernel& k, std::vector<float>& a, std::vector<float>& b, std::vector<float>& c) {
+int32_t run(const SharedKernel& k, std::vector<float>& a, std::vector<float>& b,
+            std::vector<float>& c) {
   void* args[] = {a.data(), b.data(), c.data()};
   return k.run(args);
 }
@@ -46,15 +49,18 @@ TEST(SharedObjectTest, ALinkedKernelLoadsAndComputesTheReference) {
   EXPECT_EQ(linked.signature, object.signature);
 
   const SharedKernel kernel = SharedKernel::load(linked);
-  std::vector<float> a(kRows * kCols), b(kRows * kCols), c(kRows * kCols, std::numeric_limits<float>::quiet_NaN());
-  for (size_t i = 0; i < a.size(); ++i) a[i] = 0.25f * static_cast<float>(i % 17), b[i] = -1.0f + static_cast<float>(i % 5);
+  std::vector<float> a(kRows * kCols), b(kRows * kCols),
+      c(kRows * kCols, std::numeric_limits<float>::quiet_NaN());
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = 0.25f * static_cast<float>(i % 17), b[i] = -1.0f + static_cast<float>(i % 5);
   set_num_threads(2);
   ASSERT_EQ(run(kernel, a, b, c), 0);
   for (size_t i = 0; i < c.size(); ++i) ASSERT_EQ(c[i], 2 * a[i] + b[i]) << "element " << i;
 }
 
 TEST(SharedObjectTest, CodeOfAnotherArchitectureIsUnsupportedAndNotLoaded) {
-  const Artifact arm = link_shared(axpb(Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72")));
+  const Artifact arm =
+      link_shared(axpb(Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72")));
   EXPECT_EQ(elf_architecture(arm.object), "aarch64");
   try {
     SharedKernel::load(arm);
@@ -67,7 +73,8 @@ TEST(SharedObjectTest, CodeOfAnotherArchitectureIsUnsupportedAndNotLoaded) {
 
 TEST(SharedObjectTest, ARelocatableObjectOrGarbageIsABuildError) {
   Artifact object = axpb(Target::host());
-  for (const std::vector<uint8_t>& bytes : {object.object, std::vector<uint8_t>(100, 7), std::vector<uint8_t>{}}) {
+  for (const std::vector<uint8_t>& bytes :
+       {object.object, std::vector<uint8_t>(100, 7), std::vector<uint8_t>{}}) {
     object.object = bytes;
     try {
       SharedKernel::load(object);

@@ -33,12 +33,16 @@ TEST(TargetTest, ParsesAArch64String) {
 }
 
 TEST(TargetTest, KeepsNonDefaultAttributesSorted) {
-  Target t = Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=skylake -mattr=+avx512f,+avx512bw -num-cores=4");
-  EXPECT_EQ(t.str(), "llvm -mtriple=x86_64-unknown-linux-gnu -mcpu=skylake -mattr=+avx512bw,+avx512f -num-cores=4");
+  Target t = Target::parse(
+      "llvm -mtriple=x86_64-linux-gnu -mcpu=skylake -mattr=+avx512f,+avx512bw -num-cores=4");
+  EXPECT_EQ(t.str(),
+            "llvm -mtriple=x86_64-unknown-linux-gnu -mcpu=skylake -mattr=+avx512bw,+avx512f "
+            "-num-cores=4");
   EXPECT_EQ(t.cores(), 4);
   EXPECT_EQ(t.vector_bits(), 512);
   EXPECT_EQ(Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=haswell").vector_bits(), 256);
-  EXPECT_EQ(Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=haswell -mattr=-avx").vector_bits(), 128);
+  EXPECT_EQ(Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=haswell -mattr=-avx").vector_bits(),
+            128);
 }
 
 TEST(TargetTest, HostIsDetectedAndCompatible) {
@@ -65,14 +69,16 @@ TEST(TargetTest, UnknownTripleListsBackends) {
 
 TEST(TargetTest, UnknownCpuListsCpusOfTriple) {
   std::string msg;
-  EXPECT_EQ(kind_of("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-z99", &msg), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-z99", &msg),
+            ErrorKind::kInvalidArgument);
   EXPECT_NE(msg.find("cortex-a72"), std::string::npos) << msg;
   EXPECT_EQ(msg.find("znver4"), std::string::npos) << "x86 CPUs listed for an AArch64 triple";
 }
 
 TEST(TargetTest, UnknownAttributeAndOptionsAreInvalid) {
   std::string msg;
-  EXPECT_EQ(kind_of("llvm -mtriple=aarch64-linux-gnu -mattr=+warpdrive", &msg), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of("llvm -mtriple=aarch64-linux-gnu -mattr=+warpdrive", &msg),
+            ErrorKind::kInvalidArgument);
   EXPECT_NE(msg.find("neon"), std::string::npos) << msg;
   EXPECT_EQ(kind_of("llvm -foo=bar"), ErrorKind::kInvalidArgument);
   EXPECT_EQ(kind_of("cuda"), ErrorKind::kInvalidArgument);
@@ -84,20 +90,26 @@ TEST(TargetTest, UnknownAttributeAndOptionsAreInvalid) {
 // int, and errors repeated the whole (possibly huge) target text.
 TEST(TargetTest, RepeatedOptionsHugeCoreCountsAndLongTextAreRefusedBriefly) {
   std::string msg;
-  EXPECT_EQ(kind_of("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4 -mcpu=haswell", &msg), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4 -mcpu=haswell", &msg),
+            ErrorKind::kInvalidArgument);
   EXPECT_NE(msg.find("-mcpu given twice"), std::string::npos) << msg;
-  EXPECT_EQ(kind_of("llvm -mtriple=aarch64-linux-gnu -mtriple=x86_64-linux-gnu"), ErrorKind::kInvalidArgument);
-  EXPECT_EQ(kind_of("llvm -mtriple=aarch64-linux-gnu -num-cores=1025", &msg), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of("llvm -mtriple=aarch64-linux-gnu -mtriple=x86_64-linux-gnu"),
+            ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of("llvm -mtriple=aarch64-linux-gnu -num-cores=1025", &msg),
+            ErrorKind::kInvalidArgument);
   EXPECT_NE(msg.find("from 1 to 1024"), std::string::npos) << msg;
   EXPECT_EQ(Target::parse("llvm -mtriple=aarch64-linux-gnu -num-cores=1024").cores(), 1024);
-  const std::string long_text = "llvm -mtriple=aarch64-linux-gnu -bogus=" + std::string(100000, 'x');
+  const std::string long_text =
+      "llvm -mtriple=aarch64-linux-gnu -bogus=" + std::string(100000, 'x');
   EXPECT_EQ(kind_of(long_text, &msg), ErrorKind::kInvalidArgument);
   EXPECT_LT(msg.size(), 400u) << msg.substr(0, 400);
   EXPECT_EQ(kind_of(std::string(100000, 'y'), &msg), ErrorKind::kInvalidArgument);
   EXPECT_LT(msg.size(), 400u) << msg.substr(0, 400);
 }
 
-TEST(TargetTest, LlvmVersionIs19) { EXPECT_EQ(llvm_version().rfind("19.", 0), 0u) << llvm_version(); }
+TEST(TargetTest, LlvmVersionIs19) {
+  EXPECT_EQ(llvm_version().rfind("19.", 0), 0u) << llvm_version();
+}
 
 }  // namespace
 }  // namespace ktune::codegen

@@ -27,7 +27,9 @@ class AlignedBuffer {
     std::memset(data_.get(), 0, rounded ? rounded : 64);
   }
   template <typename T>
-  T* as() { return reinterpret_cast<T*>(data_.get()); }
+  T* as() {
+    return reinterpret_cast<T*>(data_.get());
+  }
   void* data() { return data_.get(); }
   size_t bytes() const { return bytes_; }
   // Fills every byte with `byte`: an output buffer is poisoned before each kernel run so that an
@@ -53,8 +55,9 @@ inline void fill_uniform(float* p, int64_t n, uint64_t seed, float lo = -1.0f, f
 inline std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
 
 inline bool cross_tools_available() {
-  return std::system("command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 && "
-                     "command -v qemu-aarch64-static >/dev/null 2>&1") == 0;
+  return std::system(
+             "command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 && "
+             "command -v qemu-aarch64-static >/dev/null 2>&1") == 0;
 }
 
 inline void write_file(const std::string& path, const void* data, size_t n) {
@@ -114,13 +117,15 @@ inline std::vector<std::vector<std::vector<uint8_t>>> run_batch_on_aarch64(
   const std::string src = KTUNE_TEST_SOURCE_DIR;
   const std::string link = "aarch64-linux-gnu-g++ -O1 -static -pthread -o " + dir + "/run " +
                            shell_quote(src + "/tests/codegen/aarch64_batch_driver.cc") + " -x c " +
-                           dir + "/table.c -x c " + shell_quote(src + "/codegen/parallel_runtime.c") +
-                           " -x none" + objects.str() + " -lm > " + dir + "/link.log 2>&1";
+                           dir + "/table.c -x c " +
+                           shell_quote(src + "/codegen/parallel_runtime.c") + " -x none" +
+                           objects.str() + " -lm > " + dir + "/link.log 2>&1";
   if (std::system(link.c_str()) != 0) {
     auto log = read_file(dir + "/link.log");
     throw std::runtime_error("cross link failed: " + std::string(log.begin(), log.end()));
   }
-  const std::string run = "qemu-aarch64-static " + dir + "/run " + dir + " > " + dir + "/run.log 2>&1";
+  const std::string run =
+      "qemu-aarch64-static " + dir + "/run " + dir + " > " + dir + "/run.log 2>&1";
   const int rc = std::system(run.c_str());
   auto log = read_file(dir + "/run.log");
   const std::string out(log.begin(), log.end());
@@ -136,7 +141,8 @@ inline std::vector<std::vector<std::vector<uint8_t>>> run_batch_on_aarch64(
     const Artifact& a = cases[k].artifact;
     for (size_t i = 0; i < a.signature.size(); ++i) {
       if (a.signature[i].is_output) {
-        results.back()[i] = read_file(dir + "/k" + std::to_string(k) + "/out" + std::to_string(i) + ".bin");
+        results.back()[i] =
+            read_file(dir + "/k" + std::to_string(k) + "/out" + std::to_string(i) + ".bin");
       }
     }
   }

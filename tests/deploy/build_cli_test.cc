@@ -30,8 +30,8 @@
 #include "te/interpreter.h"
 #include "te/lower.h"
 #include "tests/cli_util.h"
-#include "tuning_db/database.h"
 #include "tests/deploy/build_test_util.h"
+#include "tuning_db/database.h"
 
 #ifndef KTUNE_SOURCE_DIR_PATH
 #error "build_cli_test needs KTUNE_SOURCE_DIR_PATH (the project root)"
@@ -41,7 +41,6 @@ namespace ktune::tools {
 namespace {
 
 using namespace build_test;  // NOLINT: the helpers of every build test
-
 
 // The start of a C test program: includes, the sizes, and `buffer(count)`, which returns a
 // 64-byte aligned array of values in [-0.5, 0.5) from a generator seeded with `seed`.
@@ -69,7 +68,8 @@ static float* buffer(size_t count) {
 // double-precision triple loop and prints "<mode>: checked <count> bad <count> max_rel_err <x>"
 // (bad: off by more than 1e-4 relative to the sum of |products|); last, "plug_calls <n>".
 // Returns 1 when an element is off.
-std::string matmul_program(const std::string& header, const std::string& wrapper, int m, int n, int k) {
+std::string matmul_program(const std::string& header, const std::string& wrapper, int m, int n,
+                           int k) {
   std::ostringstream c;
   c << c_prelude(header, 12345, m, n, k) << "#include <string.h>\n"
     << R"(static long plug_calls;
@@ -121,7 +121,8 @@ int main(void) {
 
 // Checks what matmul_program printed: every mode right, and the plug called exactly when the
 // object calls ktune_parallel_for (`nm` is the binutils nm for the object's architecture).
-void expect_matmul_right(const std::string& ran, const std::string& object, const std::string& nm = "nm") {
+void expect_matmul_right(const std::string& ran, const std::string& object,
+                         const std::string& nm = "nm") {
   for (const char* mode : {"threads 1", "threads 2", "plugged"})
     EXPECT_TRUE(contains(ran, std::string(mode) + ": checked 3072 bad 0 ")) << mode << "\n" << ran;
   const Output undefined = shell(nm + " -u " + quote(object));
@@ -138,7 +139,8 @@ void expect_matmul_right(const std::string& ran, const std::string& object, cons
 }
 
 // Like matmul_program for Y = relu(X * W^T + bias); also prints how many outputs relu zeroed.
-std::string dense_program(const std::string& header, const std::string& wrapper, int m, int n, int k) {
+std::string dense_program(const std::string& header, const std::string& wrapper, int m, int n,
+                          int k) {
   std::ostringstream c;
   c << c_prelude(header, 777, m, n, k) << R"(int main(void) {
   float* X = buffer(M * K);
@@ -170,7 +172,6 @@ std::string dense_program(const std::string& header, const std::string& wrapper,
   return c.str();
 }
 
-
 std::string fixed(double v, int digits) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(digits) << v;
@@ -182,9 +183,9 @@ TEST(BuildCli, BuildsTheBestLoggedConfigAndItComputesTheMatmul) {
   const auto task = make_task("matmul", {"M=64", "N=48", "K=32"});
   const auto configs = pick_configs(task, 2, 2024);
   const int64_t best_id = write_log(dir.file("tune.db"), task, configs);
-  const Output out =
-      ktune_build("matmul M=64 N=48 K=32 --db " + quote(dir.file("tune.db")) + " -o " + quote(dir.file("k.o")) +
-                  " --header " + quote(dir.file("k.h")) + " --runtime " + quote(dir.file("rt.c")) + " --json");
+  const Output out = ktune_build(
+      "matmul M=64 N=48 K=32 --db " + quote(dir.file("tune.db")) + " -o " + quote(dir.file("k.o")) +
+      " --header " + quote(dir.file("k.h")) + " --runtime " + quote(dir.file("rt.c")) + " --json");
   ASSERT_EQ(out.status, 0) << out.err;
   EXPECT_EQ(out.err, "") << "a tuned build warns about nothing";
   const auto j = nlohmann::json::parse(out.out);
@@ -207,21 +208,24 @@ TEST(BuildCli, BuildsTheBestLoggedConfigAndItComputesTheMatmul) {
   EXPECT_EQ(header_field(header, " * workload: "), task.workload_key());
   EXPECT_EQ(header_field(header, " * target:   "), codegen::Target::parse("host").str());
   EXPECT_EQ(header_field(header, " * LLVM:     "), codegen::llvm_version());
-  for (const char* part : {"#include <stdint.h>", "extern \"C\" {", "int32_t ktune_matmul(void* const* args);",
-                           "static inline int32_t ktune_matmul_run(const float* A, const float* B, float* C)",
-                           "0 A: float32[64][32], 8192 bytes, input", "1 B: float32[32][48], 6144 bytes, input",
-                           "2 C: float32[64][48], 12288 bytes, output", "64-byte aligned",
-                           "#define KTUNE_MATMUL_ALIGNMENT 64", "link ktune_parallel_for: write it with --runtime"})
+  for (const char* part :
+       {"#include <stdint.h>", "extern \"C\" {", "int32_t ktune_matmul(void* const* args);",
+        "static inline int32_t ktune_matmul_run(const float* A, const float* B, float* C)",
+        "0 A: float32[64][32], 8192 bytes, input", "1 B: float32[32][48], 6144 bytes, input",
+        "2 C: float32[64][48], 12288 bytes, output", "64-byte aligned",
+        "#define KTUNE_MATMUL_ALIGNMENT 64", "link ktune_parallel_for: write it with --runtime"})
     EXPECT_TRUE(contains(header, part)) << part << "\n" << header;
   EXPECT_EQ(read_file(dir.file("rt.c")),
             read_file(std::string(KTUNE_SOURCE_DIR_PATH) + "/codegen/parallel_runtime.c"));
 
   const std::string ran =
-      compile_and_run(dir, matmul_program("k.h", "ktune_matmul_run", 64, 48, 32), dir.file("k.o"), dir.file("rt.c"))
+      compile_and_run(dir, matmul_program("k.h", "ktune_matmul_run", 64, 48, 32), dir.file("k.o"),
+                      dir.file("rt.c"))
           .value_or("");
   expect_matmul_right(ran, dir.file("k.o"));
   // The header is valid C++ too (extern "C" guards).
-  const Output cxx = shell("c++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only -x c++ " + quote(dir.file("k.h")));
+  const Output cxx =
+      shell("c++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only -x c++ " + quote(dir.file("k.h")));
   EXPECT_EQ(cxx.status, 0) << cxx.err;
 }
 
@@ -229,21 +233,26 @@ TEST(BuildCli, WithoutALogBuildsTheFallbackWithOneWarning) {
   TempDir dir;
   const auto task = make_task("matmul", {"M=64", "N=48", "K=32"});
   // Default output names, in the current directory.
-  const Output out = ktune_build("matmul M=64 N=48 K=32 --db missing.db --runtime rt.c", dir.path());
+  const Output out =
+      ktune_build("matmul M=64 N=48 K=32 --db missing.db --runtime rt.c", dir.path());
   ASSERT_EQ(out.status, 0) << out.err;
   const auto err = lines_of(out.err);
   ASSERT_EQ(err.size(), 1u) << out.err;
-  EXPECT_TRUE(contains(err[0], "warning") && contains(err[0], "missing.db") && contains(err[0], "fallback")) << err[0];
+  EXPECT_TRUE(contains(err[0], "warning") && contains(err[0], "missing.db") &&
+              contains(err[0], "fallback"))
+      << err[0];
   EXPECT_TRUE(contains(out.out, "config:  fallback, untuned")) << out.out;
-  EXPECT_EQ(listing(dir.path()), (std::set<std::string>{"ktune_matmul.h", "ktune_matmul.o", "rt.c"}))
+  EXPECT_EQ(listing(dir.path()),
+            (std::set<std::string>{"ktune_matmul.h", "ktune_matmul.o", "rt.c"}))
       << "the missing log is not created";
 
   const std::string header = read_file(dir.file("ktune_matmul.h"));
   EXPECT_EQ(header_config(header)["index"], task.fallback_config().index());
   EXPECT_TRUE(contains(header_field(header, " * source:   "), "fallback, untuned")) << header;
-  const std::string ran = compile_and_run(dir, matmul_program("ktune_matmul.h", "ktune_matmul_run", 64, 48, 32),
-                                          dir.file("ktune_matmul.o"), dir.file("rt.c"))
-                              .value_or("");
+  const std::string ran =
+      compile_and_run(dir, matmul_program("ktune_matmul.h", "ktune_matmul_run", 64, 48, 32),
+                      dir.file("ktune_matmul.o"), dir.file("rt.c"))
+          .value_or("");
   expect_matmul_right(ran, dir.file("ktune_matmul.o"));
 }
 
@@ -252,9 +261,10 @@ TEST(BuildCli, DenseBiasReluWithALogThatHasNoRecordOfIt) {
   const auto matmul = make_task("matmul", {"M=64", "N=48", "K=32"});
   write_log(dir.file("tune.db"), matmul, pick_configs(matmul, 2, 7));
   const auto task = make_task("dense_bias_relu", {"M=16", "N=48", "K=32"});
-  const Output out = ktune_build("dense_bias_relu M=16 N=48 K=32 --name my_dense --db " + quote(dir.file("tune.db")) +
-                                 " -o " + quote(dir.file("d.o")) + " --header " + quote(dir.file("d.h")) +
-                                 " --runtime " + quote(dir.file("rt.c")));
+  const Output out =
+      ktune_build("dense_bias_relu M=16 N=48 K=32 --name my_dense --db " +
+                  quote(dir.file("tune.db")) + " -o " + quote(dir.file("d.o")) + " --header " +
+                  quote(dir.file("d.h")) + " --runtime " + quote(dir.file("rt.c")));
   ASSERT_EQ(out.status, 0) << out.err;
   const auto err = lines_of(out.err);
   ASSERT_EQ(err.size(), 1u) << out.err;
@@ -269,9 +279,9 @@ TEST(BuildCli, DenseBiasReluWithALogThatHasNoRecordOfIt) {
                        "const float* bias, float* Y)"))
       << header;
   EXPECT_TRUE(contains(header, "2 bias: float32[48], 192 bytes, input")) << header;
-  const std::string ran =
-      compile_and_run(dir, dense_program("d.h", "my_dense_run", 16, 48, 32), dir.file("d.o"), dir.file("rt.c"))
-          .value_or("");
+  const std::string ran = compile_and_run(dir, dense_program("d.h", "my_dense_run", 16, 48, 32),
+                                          dir.file("d.o"), dir.file("rt.c"))
+                              .value_or("");
   EXPECT_TRUE(contains(ran, "checked 768 bad 0 ")) << ran;
   // relu must have had something to do: some outputs are clamped, not all.
   const auto at = ran.find("zeros ");
@@ -287,8 +297,11 @@ bool elf_defines_global_function(const std::string& bytes, const std::string& na
   if (bytes.size() < sizeof(Elf64_Ehdr)) return false;
   Elf64_Ehdr eh;
   std::memcpy(&eh, bytes.data(), sizeof eh);
-  const auto in_file = [&](uint64_t off, uint64_t len) { return off <= bytes.size() && len <= bytes.size() - off; };
-  if (eh.e_shentsize != sizeof(Elf64_Shdr) || !in_file(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr)))
+  const auto in_file = [&](uint64_t off, uint64_t len) {
+    return off <= bytes.size() && len <= bytes.size() - off;
+  };
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      !in_file(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr)))
     return false;
   const auto section = [&](size_t i) {
     Elf64_Shdr sh;
@@ -299,15 +312,16 @@ bool elf_defines_global_function(const std::string& bytes, const std::string& na
     const Elf64_Shdr symtab = section(i);
     if (symtab.sh_type != SHT_SYMTAB || symtab.sh_link >= eh.e_shnum) continue;
     const Elf64_Shdr strtab = section(symtab.sh_link);
-    if (!in_file(symtab.sh_offset, symtab.sh_size) || !in_file(strtab.sh_offset, strtab.sh_size)) return false;
+    if (!in_file(symtab.sh_offset, symtab.sh_size) || !in_file(strtab.sh_offset, strtab.sh_size))
+      return false;
     for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= symtab.sh_size; off += sizeof(Elf64_Sym)) {
       Elf64_Sym sym;
       std::memcpy(&sym, bytes.data() + symtab.sh_offset + off, sizeof sym);
       if (sym.st_name >= strtab.sh_size) continue;
       const char* s = bytes.data() + strtab.sh_offset + sym.st_name;
       const std::string sym_name(s, strnlen(s, strtab.sh_size - sym.st_name));
-      if (sym_name == name && sym.st_shndx != SHN_UNDEF && ELF64_ST_BIND(sym.st_info) == STB_GLOBAL &&
-          ELF64_ST_TYPE(sym.st_info) == STT_FUNC)
+      if (sym_name == name && sym.st_shndx != SHN_UNDEF &&
+          ELF64_ST_BIND(sym.st_info) == STB_GLOBAL && ELF64_ST_TYPE(sym.st_info) == STT_FUNC)
         return true;
     }
   }
@@ -320,9 +334,10 @@ TEST(BuildCli, CrossBuildIsAnAArch64ObjectDefiningTheKernel) {
   const auto host_task = make_task("matmul", {"M=64", "N=48", "K=32"});
   write_log(dir.file("tune.db"), host_task, pick_configs(host_task, 2, 11));
   const auto task = make_task("matmul", {"M=64", "N=48", "K=32"}, kCross);
-  const Output out = ktune_build("matmul M=64 N=48 K=32 --target " + quote(kCross) + " --db " +
-                                 quote(dir.file("tune.db")) + " -o " + quote(dir.file("a.o")) + " --header " +
-                                 quote(dir.file("a.h")) + " --runtime " + quote(dir.file("rt.c")) + " --json");
+  const Output out =
+      ktune_build("matmul M=64 N=48 K=32 --target " + quote(kCross) + " --db " +
+                  quote(dir.file("tune.db")) + " -o " + quote(dir.file("a.o")) + " --header " +
+                  quote(dir.file("a.h")) + " --runtime " + quote(dir.file("rt.c")) + " --json");
   ASSERT_EQ(out.status, 0) << out.err;
   EXPECT_EQ(lines_of(out.err).size(), 1u) << out.err;
   const auto j = nlohmann::json::parse(out.out);
@@ -340,19 +355,21 @@ TEST(BuildCli, CrossBuildIsAnAArch64ObjectDefiningTheKernel) {
   EXPECT_EQ(eh.e_type, ET_REL);
   EXPECT_EQ(eh.e_machine, 183) << "EM_AARCH64";
   EXPECT_TRUE(elf_defines_global_function(object, "ktune_matmul"));
-  EXPECT_FALSE(elf_defines_global_function(object, "ktune_matmul_run")) << "the wrapper lives in the header";
-  EXPECT_EQ(header_field(read_file(dir.file("a.h")), " * target:   "), codegen::Target::parse(kCross).str());
+  EXPECT_FALSE(elf_defines_global_function(object, "ktune_matmul_run"))
+      << "the wrapper lives in the header";
+  EXPECT_EQ(header_field(read_file(dir.file("a.h")), " * target:   "),
+            codegen::Target::parse(kCross).str());
 
   // Where a cross toolchain and qemu exist, the same C program runs on (emulated) AArch64.
   if (std::system("command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && "
                   "command -v qemu-aarch64-static >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "no aarch64-linux-gnu-gcc or qemu-aarch64-static: the object was not run";
-  const std::string ran = compile_and_run(dir, matmul_program("a.h", "ktune_matmul_run", 64, 48, 32), dir.file("a.o"),
-                                          dir.file("rt.c"), "aarch64-linux-gnu-gcc -static", "qemu-aarch64-static")
-                              .value_or("");
+  const std::string ran =
+      compile_and_run(dir, matmul_program("a.h", "ktune_matmul_run", 64, 48, 32), dir.file("a.o"),
+                      dir.file("rt.c"), "aarch64-linux-gnu-gcc -static", "qemu-aarch64-static")
+          .value_or("");
   expect_matmul_right(ran, dir.file("a.o"), "aarch64-linux-gnu-nm");
 }
-
 
 // Every template (small instances): the built kernel, called through its typed wrapper from C,
 // gives what te's interpreter computes from the plain reference schedule on the same inputs.
@@ -372,7 +389,8 @@ TEST(BuildCli, EveryTemplateLinksIntoCAndMatchesTheReference) {
     TempDir dir;
     std::string cli = name;
     for (const auto& w : words) cli += " " + w;
-    const Output out = ktune_build(cli + " --db missing.db --json --runtime rt.c -o k.o --header k.h", dir.path());
+    const Output out =
+        ktune_build(cli + " --db missing.db --json --runtime rt.c -o k.o --header k.h", dir.path());
     ASSERT_EQ(out.status, 0) << out.err;
     const auto j = nlohmann::json::parse(out.out);
     const nlohmann::json& arguments = j["arguments"];
@@ -380,13 +398,12 @@ TEST(BuildCli, EveryTemplateLinksIntoCAndMatchesTheReference) {
     // The reference on seeded inputs, in the same argument order as the kernel ABI.
     const auto reference = reference_outputs(make_task(name, words), arguments, dir, "");
     ASSERT_EQ(reference.size(), arguments.size());
-    if (!compile_and_run(dir, file_io_program("k.h", {{j["wrapper"], arguments, ""}}), dir.file("k.o"),
-                         dir.file("rt.c"), "cc", "", quote(dir.path().string())))
+    if (!compile_and_run(dir, file_io_program("k.h", {{j["wrapper"], arguments, ""}}),
+                         dir.file("k.o"), dir.file("rt.c"), "cc", "", quote(dir.path().string())))
       continue;
     expect_outputs_match(reference, arguments, dir, "");
   }
 }
-
 
 TEST(BuildCli, BadInputFailsWithOneLineAndWritesNothing) {
   const std::string outs = " -o DIR/k.o --header DIR/k.h --runtime DIR/rt.c";
@@ -396,19 +413,27 @@ TEST(BuildCli, BadInputFailsWithOneLineAndWritesNothing) {
       {"argument not an integer", "matmul M=abc N=16 K=16" + outs, "M=abc"},
       {"unknown argument", mm + " Q=3" + outs, "Q"},
       {"bad target", mm + " --target 'llvm -mtriple=nonsense-unknown-none'" + outs, "nonsense"},
-      {"unknown cpu", mm + " --target 'llvm -mtriple=aarch64-linux-gnu -mcpu=pentium9'" + outs, "pentium9"},
+      {"unknown cpu", mm + " --target 'llvm -mtriple=aarch64-linux-gnu -mcpu=pentium9'" + outs,
+       "pentium9"},
       {"malformed log", mm + " --db DIR/garbage.db" + outs, "garbage.db"},
-      {"--require-tuned, no log", mm + " --db DIR/missing.db --require-tuned" + outs, "--require-tuned"},
-      {"--require-tuned, no record", mm + " --db DIR/empty.db --require-tuned" + outs, "no successful record"},
-      {"output directory missing", mm + " --db DIR/missing.db -o DIR/nodir/k.o --header DIR/k.h --runtime DIR/rt.c",
+      {"--require-tuned, no log", mm + " --db DIR/missing.db --require-tuned" + outs,
+       "--require-tuned"},
+      {"--require-tuned, no record", mm + " --db DIR/empty.db --require-tuned" + outs,
+       "no successful record"},
+      {"output directory missing",
+       mm + " --db DIR/missing.db -o DIR/nodir/k.o --header DIR/k.h --runtime DIR/rt.c",
        "nodir/k.o"},
-      // The object is renamed into place first; the header's rename then fails: the object goes too.
-      {"header path is a directory", mm + " --db DIR/missing.db -o DIR/k.o --header DIR/sub --runtime DIR/rt.c",
-       "DIR/sub"},
+      // The object is renamed into place first; the header's rename then fails: the object goes
+      // too.
+      {"header path is a directory",
+       mm + " --db DIR/missing.db -o DIR/k.o --header DIR/sub --runtime DIR/rt.c", "DIR/sub"},
       {"same file twice", mm + " --db DIR/missing.db -o DIR/k.o --header DIR/k.o", "same file"},
-      {"empty output path", mm + " --db DIR/missing.db -o '' --header DIR/k.h --runtime DIR/rt.c", "empty"},
-      {"empty runtime path", mm + " --db DIR/missing.db -o DIR/k.o --header DIR/k.h --runtime ''", "empty"},
-      {"output over the log", mm + " --db DIR/empty.db -o DIR/k.o --header DIR/./empty.db", "is the tuning log"},
+      {"empty output path", mm + " --db DIR/missing.db -o '' --header DIR/k.h --runtime DIR/rt.c",
+       "empty"},
+      {"empty runtime path", mm + " --db DIR/missing.db -o DIR/k.o --header DIR/k.h --runtime ''",
+       "empty"},
+      {"output over the log", mm + " --db DIR/empty.db -o DIR/k.o --header DIR/./empty.db",
+       "is the tuning log"},
       {"name starts with a digit", mm + " --db DIR/missing.db --name 9lives" + outs, "9lives"},
       {"name with a dash", mm + " --db DIR/missing.db --name my-kernel" + outs, "my-kernel"},
       {"name is a keyword", mm + " --db DIR/missing.db --name int" + outs, "'int'"},
@@ -426,8 +451,9 @@ TEST(BuildCli, BadInputFailsWithOneLineAndWritesNothing) {
     const std::string d = dir.path().string();
     const Output out = ktune_build(replace_dir(c.args, d));
     expect_one_error_line(out, replace_dir(c.message, d));
-    EXPECT_TRUE(snapshot(dir.path()) == before) << "no file is changed, and no output, temporary or log file is "
-                                                   "left behind";
+    EXPECT_TRUE(snapshot(dir.path()) == before)
+        << "no file is changed, and no output, temporary or log file is "
+           "left behind";
     EXPECT_TRUE(fs::is_empty(dir.path() / "sub"));
   }
 }

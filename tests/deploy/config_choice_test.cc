@@ -15,17 +15,19 @@
 namespace ktune::deploy {
 namespace {
 
+using rpc_runner::testing::TempDir;
 using schedule_space::Task;
 using testing::kind_of;
 using testing::kOldLlvm;
 using testing::matmul;
 using testing::other_configs;
 using testing::record_of;
-using rpc_runner::testing::TempDir;
 using testing::write_log;
 using Source = ConfigChoice::Source;
 
-Workload workload_of(const Task& task) { return Workload{codegen::Target::parse(task.target().key), task}; }
+Workload workload_of(const Task& task) {
+  return Workload{codegen::Target::parse(task.target().key), task};
+}
 
 TEST(ConfigChoice, TheFastestRecordOfTheWorkloadIsTuned) {
   TempDir dir;
@@ -33,9 +35,10 @@ TEST(ConfigChoice, TheFastestRecordOfTheWorkloadIsTuned) {
   const auto configs = other_configs(task, 3);
   ASSERT_EQ(configs.size(), 3u);
   // The fastest record of all is another workload's: it must not be taken.
-  write_log(dir.file("log.db"), {record_of(task, configs[0], 2e-3), record_of(task, configs[1], 1e-3),
-                                 record_of(task, configs[2], 3e-3),
-                                 record_of(other, other_configs(other, 1)[0], 1e-4)});
+  write_log(
+      dir.file("log.db"),
+      {record_of(task, configs[0], 2e-3), record_of(task, configs[1], 1e-3),
+       record_of(task, configs[2], 3e-3), record_of(other, other_configs(other, 1)[0], 1e-4)});
 
   const ConfigChoice c = choose_config(HistorySource::log(dir.file("log.db")), workload_of(task));
   EXPECT_EQ(c.source, Source::kTuned);
@@ -57,14 +60,15 @@ TEST(ConfigChoice, AnOlderToolchainsOrAnEmulatedRecordIsServedWithItsWarnings) {
   tuning_db::Record old_emulated = record_of(task, configs[0], 1e-3, kOldLlvm);
   old_emulated.emulated = true;
   write_log(dir.file("log.db"), {old_emulated});
-  const std::string note = dir.file("log.db") +
-                           " holds 1 successful record of this workload measured on an emulated device (qemu), not "
-                           "served as real timings; --emulated serves them";
+  const std::string note =
+      dir.file("log.db") +
+      " holds 1 successful record of this workload measured on an emulated device (qemu), not "
+      "served as real timings; --emulated serves them";
 
   // Not asked for: the emulated record is no record; the reason says so only when told the switch.
   HistorySource from = HistorySource::log(dir.file("log.db"));
-  const std::string no_record = "no successful record of " + task.workload_key() + " for this target in " +
-                                dir.file("log.db");
+  const std::string no_record = "no successful record of " + task.workload_key() +
+                                " for this target in " + dir.file("log.db");
   EXPECT_EQ(choose_config(from, workload_of(task)).untuned_reason, no_record);
   ChoiceOptions with_switch;
   with_switch.emulated_switch = "--emulated";
@@ -82,16 +86,19 @@ TEST(ConfigChoice, AnOlderToolchainsOrAnEmulatedRecordIsServedWithItsWarnings) {
   EXPECT_EQ(c.config.index(), configs[0].index());
   ASSERT_EQ(c.warnings.size(), 2u);
   EXPECT_EQ(c.warnings[0], emulated_warning(*c.best));
-  EXPECT_NE(c.warnings[0].find("emulated device (device key 'test')"), std::string::npos) << c.warnings[0];
+  EXPECT_NE(c.warnings[0].find("emulated device (device key 'test')"), std::string::npos)
+      << c.warnings[0];
   EXPECT_EQ(c.warnings[1], toolchain_warning(*c.best));
-  EXPECT_NE(c.warnings[1].find(std::string("measured with LLVM ") + kOldLlvm), std::string::npos) << c.warnings[1];
+  EXPECT_NE(c.warnings[1].find(std::string("measured with LLVM ") + kOldLlvm), std::string::npos)
+      << c.warnings[1];
 }
 
 TEST(ConfigChoice, AnUntunedShapeTakesTheNearestTunedWorkloadsConfig) {
   TempDir dir;
   const Task tuned = matmul(64, 64, 64), far = matmul(256, 256, 256), untuned = matmul(64, 64, 128);
   const auto configs = other_configs(tuned, 1);
-  write_log(dir.file("log.db"), {record_of(tuned, configs[0], 1e-3), record_of(far, far.fallback_config(), 1e-4)});
+  write_log(dir.file("log.db"),
+            {record_of(tuned, configs[0], 1e-3), record_of(far, far.fallback_config(), 1e-4)});
   const HistorySource from = HistorySource::log(dir.file("log.db"));
 
   const ConfigChoice c = choose_config(from, workload_of(untuned));
@@ -103,8 +110,8 @@ TEST(ConfigChoice, AnUntunedShapeTakesTheNearestTunedWorkloadsConfig) {
   EXPECT_DOUBLE_EQ(c.nearest->distance, 1.0);  // K twice as large
   EXPECT_EQ(c.config.index(), c.nearest->config.index());
   EXPECT_EQ(c.record(), &c.nearest->record);
-  EXPECT_EQ(c.untuned_reason,
-            "no successful record of " + untuned.workload_key() + " for this target in " + dir.file("log.db"));
+  EXPECT_EQ(c.untuned_reason, "no successful record of " + untuned.workload_key() +
+                                  " for this target in " + dir.file("log.db"));
   EXPECT_TRUE(c.warnings.empty());
 
   // Without the nearest look-up: straight to the fallback, for the same reason.
@@ -120,7 +127,8 @@ TEST(ConfigChoice, AnUntunedShapeTakesTheNearestTunedWorkloadsConfig) {
 TEST(ConfigChoice, NothingNearGivesTheFallback) {
   TempDir dir;
   const Task tuned = matmul(64, 64, 64);
-  const Task task = make_task("batch_matmul", {{"batch", "2"}, {"M", "32"}, {"N", "32"}, {"K", "32"}});
+  const Task task =
+      make_task("batch_matmul", {{"batch", "2"}, {"M", "32"}, {"N", "32"}, {"K", "32"}});
   write_log(dir.file("log.db"), {record_of(tuned, tuned.fallback_config(), 1e-3)});
 
   const ConfigChoice c = choose_config(HistorySource::log(dir.file("log.db")), workload_of(task));
@@ -129,8 +137,8 @@ TEST(ConfigChoice, NothingNearGivesTheFallback) {
   EXPECT_FALSE(c.best.has_value());
   EXPECT_FALSE(c.nearest.has_value());
   EXPECT_EQ(c.record(), nullptr);
-  EXPECT_EQ(c.untuned_reason,
-            "no successful record of " + task.workload_key() + " for this target in " + dir.file("log.db"));
+  EXPECT_EQ(c.untuned_reason, "no successful record of " + task.workload_key() +
+                                  " for this target in " + dir.file("log.db"));
   EXPECT_TRUE(c.warnings.empty());
 }
 
@@ -148,8 +156,9 @@ TEST(ConfigChoice, AMissingLogIsAnErrorUnlessItMeansUntuned) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("missing.db")));  // looked at, never created
 
   const std::string not_a_log = dir.write("not_a_log.db", "this is not SQLite\n");
-  EXPECT_EQ(kind_of([&] { choose_config(HistorySource::log(not_a_log), workload_of(task), untuned); }),
-            ErrorKind::kDatabase);
+  EXPECT_EQ(
+      kind_of([&] { choose_config(HistorySource::log(not_a_log), workload_of(task), untuned); }),
+      ErrorKind::kDatabase);
   EXPECT_EQ(kind_of([] { HistorySource::log(""); }), ErrorKind::kInvalidArgument);
   EXPECT_EQ(kind_of([] { HistorySource::server({}); }), ErrorKind::kInvalidArgument);
 }

@@ -60,26 +60,31 @@ TEST(HistoryBestNearest, TheNearestTunedConfigBeatsTheFallbackOnAnUntunedShape) 
   // picked a 2-thread config that runs at the fallback's speed in 2 of 5 runs), and a JIT user
   // who runs kernels on one thread asks for exactly this target.
   const std::string target = codegen::Target::host().str() + " -num-cores=1";
-  const auto tuned = testing_cli::ktune("tune max_pool2d C=64 H=56 W=56 --tuner random --trials 24 --seed 1 --db " +
-                                            testing_cli::quote(log) + " --target " + testing_cli::quote(target),
-                                        true);
+  const auto tuned = testing_cli::ktune(
+      "tune max_pool2d C=64 H=56 W=56 --tuner random --trials 24 --seed 1 --db " +
+          testing_cli::quote(log) + " --target " + testing_cli::quote(target),
+      true);
   ASSERT_EQ(tuned.status, 0) << tuned.out << tuned.err;
 
-  const schedule_space::Task task = make_task("max_pool2d", {{"C", "48"}, {"H", "56"}, {"W", "56"}}, target);
+  const schedule_space::Task task =
+      make_task("max_pool2d", {{"C", "48"}, {"H", "56"}, {"W", "56"}}, target);
   const AppliedKernel nearest = apply_history_best(HistorySource::log(log), task);
   ASSERT_EQ(nearest.source, AppliedKernel::Source::kNearest) << nearest.note;
   const auto tuned_task = make_task("max_pool2d", {{"C", "64"}, {"H", "56"}, {"W", "56"}}, target);
   EXPECT_EQ(nearest.record->workload_key, tuned_task.workload_key());
-  ASSERT_NE(nearest.config.index(), task.fallback_config().index()) << "the tuned config is the fallback's";
+  ASSERT_NE(nearest.config.index(), task.fallback_config().index())
+      << "the tuned config is the fallback's";
 
   const schedule_space::Instantiated inst = task.instantiate(task.fallback_config());
-  const codegen::Kernel fallback = codegen::Kernel::load(
-      codegen::build(te::lower(inst.schedule, inst.args, "fallback"), codegen::Target::parse(target)));
+  const codegen::Kernel fallback = codegen::Kernel::load(codegen::build(
+      te::lower(inst.schedule, inst.args, "fallback"), codegen::Target::parse(target)));
 
   // Both compute the reference (outputs pre-filled with NaN); then the same buffers are timed.
   const schedule_space::testing::Oracle oracle(task, 3);
-  EXPECT_LT(oracle.check([&](const std::vector<void*>& a) { EXPECT_EQ(fallback.run(a), 0); }), 1e-6);
-  EXPECT_LT(oracle.check([&](const std::vector<void*>& a) { EXPECT_EQ(nearest.kernel.run(a), 0); }), 1e-6);
+  EXPECT_LT(oracle.check([&](const std::vector<void*>& a) { EXPECT_EQ(fallback.run(a), 0); }),
+            1e-6);
+  EXPECT_LT(oracle.check([&](const std::vector<void*>& a) { EXPECT_EQ(nearest.kernel.run(a), 0); }),
+            1e-6);
 
   const schedule_space::ComputeDef def = task.template_def().compute(task.args());
   std::vector<te::HostBuffer> bufs;
@@ -96,9 +101,12 @@ TEST(HistoryBestNearest, TheNearestTunedConfigBeatsTheFallbackOnAnUntunedShape) 
     t_fallback.push_back(cpu_seconds_per_call(fallback, ptrs));
   }
   const double ratio = median(t_fallback) / median(t_nearest);
-  std::printf("max_pool2d C=48 H=56 W=56: nearest %.2f us, fallback %.2f us of CPU per call (medians of 9): %.2fx\n"
-              "  nearest config %s\n",
-              median(t_nearest) * 1e6, median(t_fallback) * 1e6, ratio, nearest.config.to_json_string().c_str());
+  std::printf(
+      "max_pool2d C=48 H=56 W=56: nearest %.2f us, fallback %.2f us of CPU per call (medians of "
+      "9): %.2fx\n"
+      "  nearest config %s\n",
+      median(t_nearest) * 1e6, median(t_fallback) * 1e6, ratio,
+      nearest.config.to_json_string().c_str());
   RecordProperty("nearest_over_fallback", std::to_string(ratio));
   EXPECT_GT(ratio, 2.0);
 }

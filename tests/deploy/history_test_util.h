@@ -1,4 +1,5 @@
-// Defines what the tests of the history look-ups share: records of a task's configs, logs of them, error kinds.
+// Defines what the tests of the history look-ups share: records of a task's configs, logs of them,
+// error kinds.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,8 +21,9 @@ namespace ktune::deploy::testing {
 inline const char* const kOldLlvm = "18.1.8";
 
 // A successful record of config on task's target, timed at `seconds`, measured with LLVM `llvm`.
-inline tuning_db::Record record_of(const schedule_space::Task& task, const schedule_space::Config& config,
-                                   double seconds, const std::string& llvm = codegen::llvm_version()) {
+inline tuning_db::Record record_of(const schedule_space::Task& task,
+                                   const schedule_space::Config& config, double seconds,
+                                   const std::string& llvm = codegen::llvm_version()) {
   tuning_db::Record r;
   r.workload_key = task.workload_key();
   r.template_name = task.template_name();
@@ -41,10 +43,12 @@ inline tuning_db::Record record_of(const schedule_space::Task& task, const sched
 
 // The first `n` valid configs of the task's space other than its fallback (distinct configs whose
 // choice the tests can see).
-inline std::vector<schedule_space::Config> other_configs(const schedule_space::Task& task, size_t n) {
+inline std::vector<schedule_space::Config> other_configs(const schedule_space::Task& task,
+                                                         size_t n) {
   std::vector<schedule_space::Config> out;
   for (uint64_t i = 0; i < task.space().size() && out.size() < n; ++i) {
-    if (i != task.fallback_config().index() && task.space().is_valid(i)) out.push_back(task.space().get(i));
+    if (i != task.fallback_config().index() && task.space().is_valid(i))
+      out.push_back(task.space().get(i));
   }
   return out;
 }
@@ -57,7 +61,8 @@ inline void write_log(const std::string& path, const std::vector<tuning_db::Reco
 
 // matmul MxNxK on the host.
 inline schedule_space::Task matmul(int m, int n, int k) {
-  return make_task("matmul", {{"M", std::to_string(m)}, {"N", std::to_string(n)}, {"K", std::to_string(k)}});
+  return make_task("matmul",
+                   {{"M", std::to_string(m)}, {"N", std::to_string(n)}, {"K", std::to_string(k)}});
 }
 
 // The kind of the ktune::Error f throws (a test failure, and kUnknown, when it throws none).

@@ -1,4 +1,6 @@
-// Tests of whole-model builds: `ktune build --model` linked into a C program and `ktune run`, each output compared with ONNX Runtime's on the same inputs; external weights checked by hash; bad input as one line with nothing written.
+// Tests of whole-model builds: `ktune build --model` linked into a C program and `ktune run`, each
+// output compared with ONNX Runtime's on the same inputs; external weights checked by hash; bad
+// input as one line with nothing written.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,8 +32,9 @@ constexpr double kTolerance = 1e-4;
 class ModelBuild : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ktune_model_build_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("ktune_model_build_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -45,7 +48,8 @@ class ModelBuild : public ::testing::Test {
     std::vector<float> v(static_cast<size_t>(count));
     for (float& x : v) x = u(rng);
     const std::string p = path("in.bin");
-    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
     return p;
   }
 
@@ -60,9 +64,10 @@ class ModelBuild : public ::testing::Test {
   // ONNX Runtime's outputs of the model on the inputs file (scripts/ort-run.js, one thread).
   std::vector<float> ort(const std::string& onnx, const std::string& in) const {
     const std::string out = path("ort.bin");
-    const auto r = shell("NODE_PATH=" + quote(std::string(KTUNE_ORT_DIR) + "/node_modules") + " node " +
-                         quote(std::string(KTUNE_SOURCE_DIR_PATH) + "/scripts/ort-run.js") + " " + quote(onnx) + " " +
-                         quote(in) + " " + quote(out));
+    const auto r =
+        shell("NODE_PATH=" + quote(std::string(KTUNE_ORT_DIR) + "/node_modules") + " node " +
+              quote(std::string(KTUNE_SOURCE_DIR_PATH) + "/scripts/ort-run.js") + " " +
+              quote(onnx) + " " + quote(in) + " " + quote(out));
     EXPECT_EQ(r.status, 0) << r.err;
     return floats(out);
   }
@@ -73,7 +78,8 @@ class ModelBuild : public ::testing::Test {
     double max_ref = 0, max_diff = 0;
     for (size_t i = 0; i < ref.size(); ++i) {
       max_ref = std::max(max_ref, std::abs(static_cast<double>(ref[i])));
-      max_diff = std::max(max_diff, std::abs(static_cast<double>(got[i]) - ref[i]));  // NaN makes it NaN
+      max_diff =
+          std::max(max_diff, std::abs(static_cast<double>(got[i]) - ref[i]));  // NaN makes it NaN
       if (std::isnan(got[i])) return INFINITY;
     }
     return max_diff / max_ref;
@@ -82,35 +88,45 @@ class ModelBuild : public ::testing::Test {
   // A C program that runs the model in two contexts on two threads (each must give the same bits),
   // reading the inputs file and writing the outputs file; with a weights file as argv[3]. `cc` is
   // the compiler command (a cross compiler's with -static for a program run under qemu).
-  std::string program(const std::string& name, bool external_weights, const std::string& cc = "cc") const {
+  std::string program(const std::string& name, bool external_weights,
+                      const std::string& cc = "cc") const {
     const std::string c = path("main.c");
-    std::ofstream(c) << "#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
-                     << "#include \"" << name << ".h\"\n"
-                     << "static float *in, *out0, *out1;\nstatic void* ctx1;\n"
-                     << "static void* other(void* arg) { (void)arg; return (void*)(long)" << name << "_run(ctx1, in, out1); }\n"
-                     << "static float* buffer(long n) { return aligned_alloc(64, (n * 4 + 63) / 64 * 64); }\n"
-                     << "int main(int argc, char** argv) {\n"
-                     << "  if (argc < 3) return 9;\n"
-                     << "  in = buffer(" << name << "_INPUT0_ELEMENTS);\n"
-                     << "  out0 = buffer(" << name << "_OUTPUT0_ELEMENTS); out1 = buffer(" << name << "_OUTPUT0_ELEMENTS);\n"
-                     << "  for (long i = 0; i < " << name << "_OUTPUT0_ELEMENTS; ++i) out0[i] = out1[i] = 0.0f / 0.0f;\n"
-                     << "  FILE* f = fopen(argv[1], \"rb\");\n"
-                     << "  if (!f || fread(in, 4, " << name << "_INPUT0_ELEMENTS, f) != " << name << "_INPUT0_ELEMENTS) return 8;\n"
-                     << "  fclose(f);\n"
-                     << "  void* ctx0 = " << name << "_create(" << (external_weights ? "argv[3]" : "") << ");\n"
-                     << "  ctx1 = " << name << "_create(" << (external_weights ? "argv[3]" : "") << ");\n"
-                     << "  if (!ctx0 || !ctx1) { fprintf(stderr, \"create failed\\n\"); return 3; }\n"
-                     << "  ktune_set_num_threads(2);\n"
-                     << "  pthread_t t; pthread_create(&t, NULL, other, NULL);\n"
-                     << "  int rc0 = " << name << "_run(ctx0, in, out0);\n"
-                     << "  void* rc1; pthread_join(t, &rc1);\n"
-                     << "  if (rc0 != 0 || rc1 != NULL) { fprintf(stderr, \"run failed %d\\n\", rc0); return 4; }\n"
-                     << "  if (memcmp(out0, out1, " << name << "_OUTPUT0_ELEMENTS * 4) != 0) { fprintf(stderr, \"contexts differ\\n\"); return 5; }\n"
-                     << "  f = fopen(argv[2], \"wb\"); fwrite(out0, 4, " << name << "_OUTPUT0_ELEMENTS, f); fclose(f);\n"
-                     << "  " << name << "_destroy(ctx0); " << name << "_destroy(ctx1);\n  return 0;\n}\n";
+    std::ofstream(c)
+        << "#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+        << "#include \"" << name << ".h\"\n"
+        << "static float *in, *out0, *out1;\nstatic void* ctx1;\n"
+        << "static void* other(void* arg) { (void)arg; return (void*)(long)" << name
+        << "_run(ctx1, in, out1); }\n"
+        << "static float* buffer(long n) { return aligned_alloc(64, (n * 4 + 63) / 64 * 64); }\n"
+        << "int main(int argc, char** argv) {\n"
+        << "  if (argc < 3) return 9;\n"
+        << "  in = buffer(" << name << "_INPUT0_ELEMENTS);\n"
+        << "  out0 = buffer(" << name << "_OUTPUT0_ELEMENTS); out1 = buffer(" << name
+        << "_OUTPUT0_ELEMENTS);\n"
+        << "  for (long i = 0; i < " << name
+        << "_OUTPUT0_ELEMENTS; ++i) out0[i] = out1[i] = 0.0f / 0.0f;\n"
+        << "  FILE* f = fopen(argv[1], \"rb\");\n"
+        << "  if (!f || fread(in, 4, " << name << "_INPUT0_ELEMENTS, f) != " << name
+        << "_INPUT0_ELEMENTS) return 8;\n"
+        << "  fclose(f);\n"
+        << "  void* ctx0 = " << name << "_create(" << (external_weights ? "argv[3]" : "") << ");\n"
+        << "  ctx1 = " << name << "_create(" << (external_weights ? "argv[3]" : "") << ");\n"
+        << "  if (!ctx0 || !ctx1) { fprintf(stderr, \"create failed\\n\"); return 3; }\n"
+        << "  ktune_set_num_threads(2);\n"
+        << "  pthread_t t; pthread_create(&t, NULL, other, NULL);\n"
+        << "  int rc0 = " << name << "_run(ctx0, in, out0);\n"
+        << "  void* rc1; pthread_join(t, &rc1);\n"
+        << "  if (rc0 != 0 || rc1 != NULL) { fprintf(stderr, \"run failed %d\\n\", rc0); return 4; "
+           "}\n"
+        << "  if (memcmp(out0, out1, " << name
+        << "_OUTPUT0_ELEMENTS * 4) != 0) { fprintf(stderr, \"contexts differ\\n\"); return 5; }\n"
+        << "  f = fopen(argv[2], \"wb\"); fwrite(out0, 4, " << name
+        << "_OUTPUT0_ELEMENTS, f); fclose(f);\n"
+        << "  " << name << "_destroy(ctx0); " << name << "_destroy(ctx1);\n  return 0;\n}\n";
     const std::string exe = path("main");
-    const auto r = shell(cc + " -O1 -std=c11 -I" + quote(dir_.string()) + " " + quote(c) + " " + quote(path("runtime.c")) + " " +
-                         quote(path("lib" + name + ".a")) + " -lm -lpthread -o " + quote(exe));
+    const auto r = shell(cc + " -O1 -std=c11 -I" + quote(dir_.string()) + " " + quote(c) + " " +
+                         quote(path("runtime.c")) + " " + quote(path("lib" + name + ".a")) +
+                         " -lm -lpthread -o " + quote(exe));
     EXPECT_EQ(r.status, 0) << r.err;
     return exe;
   }
@@ -124,8 +140,10 @@ TEST_F(ModelBuild, SmallCnnLinkedAndInProcessMatchOnnxRuntime) {
   const std::vector<float> ref = ort(onnx, in);
   ASSERT_EQ(ref.size(), 16u);
 
-  const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " -o " +
-                           quote(path("libnet.a")) + " --header " + quote(path("net.h")) + " --runtime " + quote(path("runtime.c")), true);
+  const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) +
+                               " -o " + quote(path("libnet.a")) + " --header " +
+                               quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
+                           true);
   ASSERT_EQ(built.status, 0) << built.err;
   EXPECT_NE(built.out.find("fallback"), std::string::npos) << built.out;
   const std::string exe = program("net", false);
@@ -134,13 +152,16 @@ TEST_F(ModelBuild, SmallCnnLinkedAndInProcessMatchOnnxRuntime) {
   const double linked = error(floats(path("out.bin")), ref);
   EXPECT_LE(linked, kTolerance);
 
-  const auto jit = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) + " --runs 2 --warmup 1 --input-file " +
-                         quote(in) + " --output-file " + quote(path("jit.bin")), true);
+  const auto jit = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
+                             " --runs 2 --warmup 1 --input-file " + quote(in) + " --output-file " +
+                             quote(path("jit.bin")),
+                         true);
   ASSERT_EQ(jit.status, 0) << jit.err;
   const double in_process = error(floats(path("jit.bin")), ref);
   EXPECT_LE(in_process, kTolerance);
   EXPECT_NE(jit.out.find("latency: median"), std::string::npos) << jit.out;
-  std::printf("small_cnn: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked, in_process);
+  std::printf("small_cnn: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked,
+              in_process);
 }
 
 // The CNN test models through `ktune run` (the same library, loaded in process): ResNet-18 and
@@ -153,15 +174,18 @@ TEST_F(ModelBuild, EveryCnnTestModelMatchesOnnxRuntime) {
     const char* model;
     int64_t input;
   };
-  for (const Case& c : {Case{"small_mobile.onnx", 8 * 16 * 16}, Case{"mobilenetv2_frag.onnx", 3 * 224 * 224},
-                        Case{"resnet18.onnx", 3 * 224 * 224}, Case{"mobilenetv1.onnx", 3 * 224 * 224},
-                        Case{"mobilenetv2.onnx", 3 * 224 * 224}, Case{"resnet50.onnx", 3 * 224 * 224},
-                        Case{"vgg11_half.onnx", 3 * 224 * 224}}) {
+  for (const Case& c :
+       {Case{"small_mobile.onnx", 8 * 16 * 16}, Case{"mobilenetv2_frag.onnx", 3 * 224 * 224},
+        Case{"resnet18.onnx", 3 * 224 * 224}, Case{"mobilenetv1.onnx", 3 * 224 * 224},
+        Case{"mobilenetv2.onnx", 3 * 224 * 224}, Case{"resnet50.onnx", 3 * 224 * 224},
+        Case{"vgg11_half.onnx", 3 * 224 * 224}}) {
     const std::string onnx = model(c.model);
     const std::string in = inputs(c.input, 3);
     const std::vector<float> ref = ort(onnx, in);
-    const auto jit = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) + " --runs 1 --warmup 0 --input-file " +
-                           quote(in) + " --output-file " + quote(path("jit.bin")), true);
+    const auto jit = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
+                               " --runs 1 --warmup 0 --input-file " + quote(in) +
+                               " --output-file " + quote(path("jit.bin")),
+                           true);
     ASSERT_EQ(jit.status, 0) << c.model << ": " << jit.err;
     const double err = error(floats(path("jit.bin")), ref);
     EXPECT_LE(err, kTolerance) << c.model;
@@ -178,9 +202,11 @@ TEST_F(ModelBuild, TinyBertLinkedAndInProcessMatchOnnxRuntime) {
   const std::vector<float> ref = ort(onnx, in);
   ASSERT_EQ(ref.size(), 8u * 32u);
 
-  const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " -o " +
-                           quote(path("libbert.a")) + " --header " + quote(path("bert.h")) + " --name bert --runtime " +
-                           quote(path("runtime.c")), true);
+  const auto built =
+      ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " -o " +
+                quote(path("libbert.a")) + " --header " + quote(path("bert.h")) +
+                " --name bert --runtime " + quote(path("runtime.c")),
+            true);
   ASSERT_EQ(built.status, 0) << built.err;
   const std::string exe = program("bert", false);
   const auto ran = shell(quote(exe) + " " + quote(in) + " " + quote(path("out.bin")));
@@ -188,15 +214,19 @@ TEST_F(ModelBuild, TinyBertLinkedAndInProcessMatchOnnxRuntime) {
   const double linked = error(floats(path("out.bin")), ref);
   EXPECT_LE(linked, kTolerance);
 
-  const auto checked = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) + " --runs 2 --warmup 1 --check --ort " +
-                             quote(KTUNE_ORT_DIR), true);
+  const auto checked = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
+                                 " --runs 2 --warmup 1 --check --ort " + quote(KTUNE_ORT_DIR),
+                             true);
   EXPECT_EQ(checked.status, 0) << checked.out << checked.err;
-  const auto jit = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) + " --runs 1 --warmup 0 --input-file " +
-                         quote(in) + " --output-file " + quote(path("jit.bin")), true);
+  const auto jit = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
+                             " --runs 1 --warmup 0 --input-file " + quote(in) + " --output-file " +
+                             quote(path("jit.bin")),
+                         true);
   ASSERT_EQ(jit.status, 0) << jit.err;
   const double in_process = error(floats(path("jit.bin")), ref);
   EXPECT_LE(in_process, kTolerance);
-  std::printf("tiny_bert: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked, in_process);
+  std::printf("tiny_bert: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked,
+              in_process);
 }
 
 // True when every object in the ar archive `file` is an ELF file for AArch64 (e_machine 183,
@@ -211,7 +241,10 @@ bool archive_is_aarch64(const std::string& file) {
     const size_t size = std::stoul(bytes.substr(at + 48, 10));
     const std::string data = bytes.substr(at + 60, size);
     if (name.rfind("/ ", 0) != 0 && name.rfind("// ", 0) != 0) {
-      if (data.size() < 20 || data.rfind("\x7f" "ELF", 0) != 0 ||
+      if (data.size() < 20 ||
+          data.rfind("\x7f"
+                     "ELF",
+                     0) != 0 ||
           (static_cast<unsigned char>(data[18]) | static_cast<unsigned char>(data[19]) << 8) != 183)
         return false;
       ++objects;
@@ -227,25 +260,30 @@ bool archive_is_aarch64(const std::string& file) {
 TEST_F(ModelBuild, ModelsCrossBuiltForAArch64MatchOnnxRuntime) {
   if (std::system("command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && "
                   "command -v qemu-aarch64-static >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "no aarch64-linux-gnu-gcc or qemu-aarch64-static: nothing to run the AArch64 build on";
+    GTEST_SKIP()
+        << "no aarch64-linux-gnu-gcc or qemu-aarch64-static: nothing to run the AArch64 build on";
   const std::string target = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
   struct Case {
     const char* model;
     int64_t input, output;
   };
-  for (const Case& c : {Case{"small_cnn.onnx", 16 * 16 * 16, 16}, Case{"tiny_bert.onnx", 8 * 32, 8 * 32}}) {
+  for (const Case& c :
+       {Case{"small_cnn.onnx", 16 * 16 * 16, 16}, Case{"tiny_bert.onnx", 8 * 32, 8 * 32}}) {
     const std::string onnx = model(c.model);
     const std::string in = inputs(c.input, 4);
     const std::vector<float> ref = ort(onnx, in);
     ASSERT_EQ(ref.size(), static_cast<size_t>(c.output)) << c.model;
-    const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " --target " +
-                             quote(target) + " --name net -o " + quote(path("libnet.a")) + " --header " +
-                             quote(path("net.h")) + " --runtime " + quote(path("runtime.c")), true);
+    const auto built =
+        ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " --target " +
+                  quote(target) + " --name net -o " + quote(path("libnet.a")) + " --header " +
+                  quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
+              true);
     ASSERT_EQ(built.status, 0) << c.model << ": " << built.err;
     EXPECT_TRUE(archive_is_aarch64(path("libnet.a"))) << c.model;
     const std::string exe = program("net", false, "aarch64-linux-gnu-gcc -static");
     fs::remove(path("out.bin"));
-    const auto ran = shell("qemu-aarch64-static " + quote(exe) + " " + quote(in) + " " + quote(path("out.bin")));
+    const auto ran =
+        shell("qemu-aarch64-static " + quote(exe) + " " + quote(in) + " " + quote(path("out.bin")));
     ASSERT_EQ(ran.status, 0) << c.model << ": " << ran.err;
     const double err = error(floats(path("out.bin")), ref);
     EXPECT_LE(err, kTolerance) << c.model;
@@ -257,13 +295,16 @@ TEST_F(ModelBuild, ExternalWeightsFileIsCheckedByHash) {
   const std::string onnx = model("small_cnn.onnx");
   const std::string in = inputs(16 * 16 * 16, 2);
   const std::vector<float> ref = ort(onnx, in);
-  const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " -o " +
-                           quote(path("libnet.a")) + " --header " + quote(path("net.h")) + " --runtime " + quote(path("runtime.c")) +
-                           " --weights " + quote(path("net.weights")), true);
+  const auto built =
+      ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " -o " +
+                quote(path("libnet.a")) + " --header " + quote(path("net.h")) + " --runtime " +
+                quote(path("runtime.c")) + " --weights " + quote(path("net.weights")),
+            true);
   ASSERT_EQ(built.status, 0) << built.err;
   ASSERT_TRUE(fs::exists(path("net.weights")));
   const std::string exe = program("net", true);
-  auto ran = shell(quote(exe) + " " + quote(in) + " " + quote(path("out.bin")) + " " + quote(path("net.weights")));
+  auto ran = shell(quote(exe) + " " + quote(in) + " " + quote(path("out.bin")) + " " +
+                   quote(path("net.weights")));
   ASSERT_EQ(ran.status, 0) << ran.err;
   EXPECT_LE(error(floats(path("out.bin")), ref), kTolerance);
 
@@ -288,19 +329,22 @@ TEST_F(ModelBuild, BadInputIsOneLineAndWritesNothing) {
     std::string model, extra, text;
   };
   const std::vector<Case> cases = {
-      {"mixed_ops.onnx", "", "node '"},                                 // an operator form without a path
-      {"resnet18_dynamic.onnx", "", "--input"},                         // a symbolic batch dimension
+      {"mixed_ops.onnx", "", "node '"},          // an operator form without a path
+      {"resnet18_dynamic.onnx", "", "--input"},  // a symbolic batch dimension
       {"not_onnx.onnx", "", "not an ONNX model"},
       {"truncated.onnx", "", "truncated.onnx"},
       {"small_cnn.onnx", " --name 9lives", "not a C identifier"},
   };
   for (const Case& c : cases) {
-    const auto r = ktune("build --model " + quote(model(c.model)) + c.extra + " --db " + quote(path("none.db")) + " -o " +
-                         quote(path("libm.a")) + " --header " + quote(path("m.h")), true);
+    const auto r = ktune("build --model " + quote(model(c.model)) + c.extra + " --db " +
+                             quote(path("none.db")) + " -o " + quote(path("libm.a")) +
+                             " --header " + quote(path("m.h")),
+                         true);
     testing_cli::expect_one_line_error(r, c.text);
     EXPECT_FALSE(fs::exists(path("libm.a"))) << c.model;
     EXPECT_FALSE(fs::exists(path("m.h"))) << c.model;
-    const auto run = ktune("run " + quote(model(c.model)) + c.extra + " --db " + quote(path("none.db")), true);
+    const auto run =
+        ktune("run " + quote(model(c.model)) + c.extra + " --db " + quote(path("none.db")), true);
     if (c.extra.empty()) testing_cli::expect_one_line_error(run, c.text);
   }
 }

@@ -1,4 +1,6 @@
-// Tests of check_model_steps() and `ktune run --check-nodes`: every step of small built models against te's reference of it, a corrupted step reported alone, and the command's lines and exit status.
+// Tests of check_model_steps() and `ktune run --check-nodes`: every step of small built models
+// against te's reference of it, a corrupted step reported alone, and the command's lines and exit
+// status.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -31,7 +33,9 @@ using testing_models::model;
 constexpr double kTolerance = 1e-5;
 
 // A tuning log that does not exist: every task takes its fallback config (a tiled schedule).
-std::string no_log() { return (std::filesystem::temp_directory_path() / "ktune_model_check_none.db").string(); }
+std::string no_log() {
+  return (std::filesystem::temp_directory_path() / "ktune_model_check_none.db").string();
+}
 
 BuiltModel build(const std::string& onnx) {
   ModelRequest r;
@@ -71,7 +75,10 @@ TEST_P(ModelCheck, EveryStepMatchesItsReference) {
     EXPECT_GT(c.elements, 0) << c.layer;
     EXPECT_EQ(c.nan_left, 0) << c.layer;
     EXPECT_LE(c.max_error, kTolerance) << i << " " << c.kind << " " << c.layer;
-    EXPECT_EQ(c.reference, c.kind == "task" ? "task reference" : c.kind == "pool" ? "pool reference" : "interpreter") << c.layer;
+    EXPECT_EQ(c.reference, c.kind == "task"   ? "task reference"
+                           : c.kind == "pool" ? "pool reference"
+                                              : "interpreter")
+        << c.layer;
     references.push_back(c.reference);
     worst = std::max(worst, c.max_error);
   }
@@ -82,7 +89,8 @@ TEST_P(ModelCheck, EveryStepMatchesItsReference) {
 
   // Step by step is the model run once: the driver's run gives the same bits.
   const std::string stepped = buffers.output_bytes();
-  for (float* out : buffers.outputs()) std::fill(out, out + 1, std::numeric_limits<float>::quiet_NaN());
+  for (float* out : buffers.outputs())
+    std::fill(out, out + 1, std::numeric_limits<float>::quiet_NaN());
   runner.run(buffers.inputs(), buffers.outputs());
   EXPECT_EQ(buffers.output_bytes(), stepped);
 }
@@ -110,7 +118,8 @@ TEST_P(ModelCheck, CorruptedStepIsTheOneReported) {
         float* out = static_cast<float*>(args.back());
         float magnitude = 0;
         for (int64_t k = 0; k < count; ++k) magnitude = std::max(magnitude, std::abs(out[k]));
-        out[count / 2] = nan ? std::numeric_limits<float>::quiet_NaN() : out[count / 2] + 1 + magnitude;
+        out[count / 2] =
+            nan ? std::numeric_limits<float>::quiet_NaN() : out[count / 2] + 1 + magnitude;
       };
       const auto bad = failed(check_model_steps(runner, m, buffers.inputs(), buffers.outputs(), o));
       ASSERT_EQ(bad.size(), 1u) << m.plan.steps[victim].layer;
@@ -125,29 +134,43 @@ TEST_P(ModelCheck, CorruptedStepIsTheOneReported) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(SmallModels, ModelCheck, ::testing::Values("small_cnn.onnx", "small_mobile.onnx", "tiny_bert.onnx"),
-                         [](const auto& info) { return std::string(info.param).substr(0, std::string(info.param).find('.')); });
+INSTANTIATE_TEST_SUITE_P(
+    SmallModels, ModelCheck,
+    ::testing::Values("small_cnn.onnx", "small_mobile.onnx", "tiny_bert.onnx"),
+    [](const auto& info) {
+      return std::string(info.param).substr(0, std::string(info.param).find('.'));
+    });
 
-size_t count_lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+size_t count_lines(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 TEST(ModelCheckCli, CheckNodesPrintsEveryStepAndFailsPastTheTolerance) {
   const std::string onnx = quote(model("small_cnn.onnx")) + " --db " + quote(no_log());
   const BuiltModel m = build("small_cnn.onnx");
   const auto ok = ktune("run " + onnx + " --check-nodes --tolerance 1e-5", true);
   ASSERT_EQ(ok.status, 0) << ok.out << ok.err;
-  EXPECT_EQ(count_lines(ok.out), m.plan.steps.size() + 2) << ok.out;  // a heading, the steps, a summary
-  for (const PlanStep& s : m.plan.steps) EXPECT_NE(ok.out.find(s.layer), std::string::npos) << s.layer;
-  EXPECT_NE(ok.out.find("check-nodes: " + std::to_string(m.plan.steps.size()) + " steps against te's reference, 0 past"),
-            std::string::npos) << ok.out;
+  EXPECT_EQ(count_lines(ok.out), m.plan.steps.size() + 2)
+      << ok.out;  // a heading, the steps, a summary
+  for (const PlanStep& s : m.plan.steps)
+    EXPECT_NE(ok.out.find(s.layer), std::string::npos) << s.layer;
+  EXPECT_NE(ok.out.find("check-nodes: " + std::to_string(m.plan.steps.size()) +
+                        " steps against te's reference, 0 past"),
+            std::string::npos)
+      << ok.out;
 
   // A tolerance no difference is below: every step is past it, and the first is named.
   const auto bad = ktune("run " + onnx + " --check-nodes --tolerance -1", true);
-  testing_cli::expect_one_line_error(bad, "step 0 (" + m.plan.steps[0].layer + ") differs from its reference");
+  testing_cli::expect_one_line_error(
+      bad, "step 0 (" + m.plan.steps[0].layer + ") differs from its reference");
   size_t failed_lines = 0;
-  for (size_t at = bad.out.find("FAILED"); at != std::string::npos; at = bad.out.find("FAILED", at + 1)) ++failed_lines;
+  for (size_t at = bad.out.find("FAILED"); at != std::string::npos;
+       at = bad.out.find("FAILED", at + 1))
+    ++failed_lines;
   EXPECT_EQ(failed_lines, m.plan.steps.size()) << bad.out;
 
-  testing_cli::expect_one_line_error(ktune("run " + onnx + " --check-nodes --check", true), "--check");
+  testing_cli::expect_one_line_error(ktune("run " + onnx + " --check-nodes --check", true),
+                                     "--check");
 }
 
 }  // namespace

@@ -249,17 +249,20 @@ TEST(ModelPool, BlockedMaxAndAveragePoolsMatchLoops) {
     bool max;
     int64_t n, c, h, w, block, r, s, stride, pad;
   };
-  for (const Case& k : {Case{true, 1, 19, 9, 11, 16, 3, 3, 2, 1}, Case{false, 2, 8, 7, 7, 8, 3, 3, 1, 1},
-                        Case{false, 1, 35, 7, 7, 16, 7, 7, 1, 0}, Case{true, 1, 16, 6, 5, 16, 2, 2, 2, 0}}) {
+  for (const Case& k :
+       {Case{true, 1, 19, 9, 11, 16, 3, 3, 2, 1}, Case{false, 2, 8, 7, 7, 8, 3, 3, 1, 1},
+        Case{false, 1, 35, 7, 7, 16, 7, 7, 1, 0}, Case{true, 1, 16, 6, 5, 16, 2, 2, 2, 0}}) {
     const int64_t blocks = (k.c + k.block - 1) / k.block;
-    const int64_t oh = (k.h + 2 * k.pad - k.r) / k.stride + 1, ow = (k.w + 2 * k.pad - k.s) / k.stride + 1;
+    const int64_t oh = (k.h + 2 * k.pad - k.r) / k.stride + 1,
+                  ow = (k.w + 2 * k.pad - k.s) / k.stride + 1;
     const std::vector<float> nchw = random(k.n * k.c * k.h * k.w, 5);
     std::vector<float> blocked(static_cast<size_t>(k.n * blocks * k.h * k.w * k.block), 0.0f);
     for (int64_t i = 0; i < k.n; ++i)
       for (int64_t c = 0; c < k.c; ++c)
         for (int64_t y = 0; y < k.h; ++y)
           for (int64_t x = 0; x < k.w; ++x)
-            blocked[static_cast<size_t>((((i * blocks + c / k.block) * k.h + y) * k.w + x) * k.block + c % k.block)] =
+            blocked[static_cast<size_t>(
+                (((i * blocks + c / k.block) * k.h + y) * k.w + x) * k.block + c % k.block)] =
                 nchw[static_cast<size_t>(((i * k.c + c) * k.h + y) * k.w + x)];
     const BlockedPool pool{k.max, {k.n, k.c, k.h, k.w}, k.block, k.r, k.s, k.stride, k.pad};
     const std::vector<float> got = run(pool_blocked("pool", pool), {blocked});
@@ -273,15 +276,18 @@ TEST(ModelPool, BlockedMaxAndAveragePoolsMatchLoops) {
               for (int64_t b = 0; b < k.s; ++b) {
                 const int64_t iy = y * k.stride + a - k.pad, ix = x * k.stride + b - k.pad;
                 const bool inside = iy >= 0 && iy < k.h && ix >= 0 && ix < k.w;
-                const double v = !inside ? (k.max ? -INFINITY : 0.0)
-                                 : c < k.c ? nchw[static_cast<size_t>(((i * k.c + c) * k.h + iy) * k.w + ix)]
-                                           : 0.0;
+                const double v =
+                    !inside   ? (k.max ? -INFINITY : 0.0)
+                    : c < k.c ? nchw[static_cast<size_t>(((i * k.c + c) * k.h + iy) * k.w + ix)]
+                              : 0.0;
                 acc = k.max ? std::max(acc, v) : acc + v;
               }
             if (!k.max) acc /= static_cast<double>(k.r * k.s);
-            want[static_cast<size_t>((((i * blocks + c / k.block) * oh + y) * ow + x) * k.block + c % k.block)] = acc;
+            want[static_cast<size_t>((((i * blocks + c / k.block) * oh + y) * ow + x) * k.block +
+                                     c % k.block)] = acc;
           }
-    EXPECT_LE(worst(got, want), 1e-6) << (k.max ? "max" : "avg") << " c=" << k.c << " pad=" << k.pad;
+    EXPECT_LE(worst(got, want), 1e-6)
+        << (k.max ? "max" : "avg") << " c=" << k.c << " pad=" << k.pad;
   }
 }
 

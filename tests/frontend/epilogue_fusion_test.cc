@@ -13,7 +13,9 @@
 namespace ktune::frontend {
 namespace {
 
-schedule_space::TargetTraits avx512() { return schedule_space::make_target_traits("test", "x86_64-linux-gnu", 512, 1); }
+schedule_space::TargetTraits avx512() {
+  return schedule_space::make_target_traits("test", "x86_64-linux-gnu", 512, 1);
+}
 
 // A graph under construction: input x [1, 8, 6, 6] -> Conv 8 -> 8 (3x3, pad 1, with bias) -> ...
 struct GraphBuilder {
@@ -24,15 +26,16 @@ struct GraphBuilder {
     g.inputs = {"x"};
     g.shapes["x"] = input;
   }
-  std::string constant(const std::string& name, std::vector<int64_t> shape, std::vector<double> values = {}) {
+  std::string constant(const std::string& name, std::vector<int64_t> shape,
+                       std::vector<double> values = {}) {
     g.constants.insert(name);
     g.shapes[name] = std::move(shape);
     if (!values.empty()) g.values[name] = std::move(values);
     return name;
   }
   // Adds a node whose single output has `shape`; returns the output's name.
-  std::string node(const std::string& op, std::vector<std::string> inputs, std::vector<int64_t> shape,
-                   std::map<std::string, Attribute> attrs = {}) {
+  std::string node(const std::string& op, std::vector<std::string> inputs,
+                   std::vector<int64_t> shape, std::map<std::string, Attribute> attrs = {}) {
     const std::string out = op + "_" + std::to_string(g.nodes.size());
     g.nodes.push_back({op, "", out, std::move(inputs), {out}, std::move(attrs)});
     g.shapes[out] = std::move(shape);
@@ -54,7 +57,8 @@ Attribute f(float v) { return {{}, {v}, ""}; }
 TEST(EpilogueFusion, ClipBoundsFromAttributesBeforeOpset11) {
   {
     GraphBuilder b(6);
-    const ModelTasks m = b.finish(b.node("Clip", {b.conv("x")}, {1, 8, 6, 6}, {{"min", f(0)}, {"max", f(6)}}));
+    const ModelTasks m =
+        b.finish(b.node("Clip", {b.conv("x")}, {1, 8, 6, 6}, {{"min", f(0)}, {"max", f(6)}}));
     ASSERT_EQ(m.tasks.size(), 1u);
     EXPECT_EQ(m.tasks[0].epilogue, "bias_relu6");
     EXPECT_EQ(m.tasks[0].status, TaskStatus::kOk);
@@ -69,7 +73,8 @@ TEST(EpilogueFusion, ClipBoundsFromAttributesBeforeOpset11) {
     EXPECT_EQ(m.tasks[0].args.at("clip_min"), "-0.5");
     EXPECT_EQ(m.tasks[0].args.count("clip_max"), 0u);
     ASSERT_TRUE(m.tasks[0].tunable.has_value());
-    EXPECT_NE(m.tasks[0].tunable->workload_key().find("epilogue=bias_clip,clip_min=-0.5,dtype"), std::string::npos);
+    EXPECT_NE(m.tasks[0].tunable->workload_key().find("epilogue=bias_clip,clip_min=-0.5,dtype"),
+              std::string::npos);
   }
 }
 
@@ -106,7 +111,8 @@ TEST(EpilogueFusion, ClipBoundsFromConstantInputs) {
 TEST(EpilogueFusion, SiluNeedsItsInputToItself) {
   GraphBuilder b(13);
   const std::string conv = b.conv("x");
-  const std::string silu = b.node("Mul", {conv, b.node("Sigmoid", {conv}, {1, 8, 6, 6})}, {1, 8, 6, 6});
+  const std::string silu =
+      b.node("Mul", {conv, b.node("Sigmoid", {conv}, {1, 8, 6, 6})}, {1, 8, 6, 6});
   ModelTasks m = b.finish(silu);
   ASSERT_EQ(m.tasks.size(), 1u);
   EXPECT_EQ(m.tasks[0].epilogue, "bias_silu");
@@ -114,7 +120,8 @@ TEST(EpilogueFusion, SiluNeedsItsInputToItself) {
 
   GraphBuilder c(13);
   const std::string conv2 = c.conv("x");
-  const std::string gated = c.node("Mul", {conv2, c.node("Sigmoid", {conv2}, {1, 8, 6, 6})}, {1, 8, 6, 6});
+  const std::string gated =
+      c.node("Mul", {conv2, c.node("Sigmoid", {conv2}, {1, 8, 6, 6})}, {1, 8, 6, 6});
   c.node("Relu", {conv2}, {1, 8, 6, 6});
   m = c.finish(gated);
   EXPECT_EQ(m.tasks.at(0).epilogue, "bias");
@@ -132,7 +139,8 @@ TEST(EpilogueFusion, GemmAndMatMulTakeBiasAndActivation) {
   const std::string add = b.node("Add", {mm, b2}, {4, 8});
   const ModelTasks m = b.finish(b.node("Sigmoid", {add}, {4, 8}));
   ASSERT_EQ(m.tasks.size(), 2u);
-  EXPECT_EQ(m.tasks[0].key(), "matmul(M=4,N=32,K=16,layout=nt,dtype=float32,epilogue=bias_hardswish)");
+  EXPECT_EQ(m.tasks[0].key(),
+            "matmul(M=4,N=32,K=16,layout=nt,dtype=float32,epilogue=bias_hardswish)");
   EXPECT_EQ(m.tasks[0].status, TaskStatus::kOk);
   EXPECT_EQ(m.tasks[1].key(), "matmul(M=4,N=8,K=32,layout=nn,dtype=float32,epilogue=bias)");
   EXPECT_EQ(m.tasks[1].status, TaskStatus::kOk);

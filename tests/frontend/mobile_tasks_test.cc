@@ -18,19 +18,23 @@ namespace {
 
 using testing_models::model;
 
-schedule_space::TargetTraits avx512() { return schedule_space::make_target_traits("test", "x86_64-linux-gnu", 512, 1); }
+schedule_space::TargetTraits avx512() {
+  return schedule_space::make_target_traits("test", "x86_64-linux-gnu", 512, 1);
+}
 
 std::string s(int64_t v) { return std::to_string(v); }
 
 // Keys as ModelTask::key() writes them: the shape in declared order, dtype, then the epilogue.
-std::string conv_key(int64_t c, int64_t h, int64_t k, int64_t r, int64_t stride, int64_t pad, const std::string& epi) {
-  return "conv2d_nchwc(N=1,C=" + s(c) + ",H=" + s(h) + ",W=" + s(h) + ",K=" + s(k) + ",R=" + s(r) + ",S=" + s(r) +
-         ",stride=" + s(stride) + ",pad=" + s(pad) + ",dilation=1,dtype=float32,epilogue=" + epi + ")";
+std::string conv_key(int64_t c, int64_t h, int64_t k, int64_t r, int64_t stride, int64_t pad,
+                     const std::string& epi) {
+  return "conv2d_nchwc(N=1,C=" + s(c) + ",H=" + s(h) + ",W=" + s(h) + ",K=" + s(k) + ",R=" + s(r) +
+         ",S=" + s(r) + ",stride=" + s(stride) + ",pad=" + s(pad) +
+         ",dilation=1,dtype=float32,epilogue=" + epi + ")";
 }
 
 std::string dw_key(int64_t c, int64_t h, int64_t stride, const std::string& epi) {
-  return "depthwise_conv2d_nchwc(N=1,C=" + s(c) + ",H=" + s(h) + ",W=" + s(h) + ",R=3,S=3,stride=" + s(stride) +
-         ",pad=1,dilation=1,dtype=float32,epilogue=" + epi + ")";
+  return "depthwise_conv2d_nchwc(N=1,C=" + s(c) + ",H=" + s(h) + ",W=" + s(h) +
+         ",R=3,S=3,stride=" + s(stride) + ",pad=1,dilation=1,dtype=float32,epilogue=" + epi + ")";
 }
 
 // What a model should give: each task's key, its count and the operators of one occurrence
@@ -53,17 +57,19 @@ void add_stem(Expected& e) {
   e.add(conv_key(3, 224, 32, 3, 2, 1, "bias_relu6"), kConvBnClip, 112.0 * 112 * 32 * 3 * 9);
 }
 void add_head(Expected& e, int64_t c) {
-  e.add("avg_pool2d(N=1,C=" + s(c) + ",H=7,W=7,R=7,S=7,stride=1,pad=0,dtype=float32)", {"GlobalAveragePool"});
-  e.add("matmul(M=1,N=1000,K=" + s(c) + ",layout=nt,dtype=float32,epilogue=bias)", {"Gemm"}, 1000.0 * c);
+  e.add("avg_pool2d(N=1,C=" + s(c) + ",H=7,W=7,R=7,S=7,stride=1,pad=0,dtype=float32)",
+        {"GlobalAveragePool"});
+  e.add("matmul(M=1,N=1000,K=" + s(c) + ",layout=nt,dtype=float32,epilogue=bias)", {"Gemm"},
+        1000.0 * c);
 }
 
 Expected mobilenetv1_expected() {
   Expected e;
   add_stem(e);
   int64_t c = 32, h = 112;
-  const std::vector<std::pair<int64_t, int64_t>> blocks = {{64, 1},  {128, 2}, {128, 1}, {256, 2}, {256, 1},
-                                                           {512, 2}, {512, 1}, {512, 1}, {512, 1}, {512, 1},
-                                                           {512, 1}, {1024, 2}, {1024, 1}};
+  const std::vector<std::pair<int64_t, int64_t>> blocks = {
+      {64, 1},  {128, 2}, {128, 1}, {256, 2}, {256, 1},  {512, 2}, {512, 1},
+      {512, 1}, {512, 1}, {512, 1}, {512, 1}, {1024, 2}, {1024, 1}};
   for (const auto& [k, stride] : blocks) {
     const int64_t oh = stride == 2 ? h / 2 : h;
     e.add(dw_key(c, h, stride, "bias_relu6"), kConvBnClip, 9.0 * c * oh * oh);
@@ -78,12 +84,20 @@ Expected mobilenetv2_expected() {
   Expected e;
   add_stem(e);
   int64_t c = 32, h = 112;
-  struct Stage { int64_t t, k, n, s; };
-  for (const Stage& st : std::vector<Stage>{{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
-                                            {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}}) {
+  struct Stage {
+    int64_t t, k, n, s;
+  };
+  for (const Stage& st : std::vector<Stage>{{1, 16, 1, 1},
+                                            {6, 24, 2, 2},
+                                            {6, 32, 3, 2},
+                                            {6, 64, 4, 2},
+                                            {6, 96, 3, 1},
+                                            {6, 160, 3, 2},
+                                            {6, 320, 1, 1}}) {
     for (int64_t i = 0; i < st.n; ++i) {
       const int64_t stride = i == 0 ? st.s : 1, hidden = c * st.t, oh = stride == 2 ? h / 2 : h;
-      if (st.t != 1) e.add(conv_key(c, h, hidden, 1, 1, 0, "bias_relu6"), kConvBnClip, 1.0 * c * hidden * h * h);
+      if (st.t != 1)
+        e.add(conv_key(c, h, hidden, 1, 1, 0, "bias_relu6"), kConvBnClip, 1.0 * c * hidden * h * h);
       e.add(dw_key(hidden, h, stride, "bias_relu6"), kConvBnClip, 9.0 * hidden * oh * oh);
       // The linear bottleneck takes the block's residual Add when the shapes allow one.
       const bool residual = stride == 1 && c == st.k;
@@ -156,7 +170,8 @@ TEST(MobileTasks, MobileNetV2) {
   expect_tasks(g, m, e);
   int64_t convs = 0, residuals = 0;
   for (const auto& t : m.tasks) {
-    if (t.template_name == "conv2d_nchwc" || t.template_name == "depthwise_conv2d_nchwc") convs += t.count;
+    if (t.template_name == "conv2d_nchwc" || t.template_name == "depthwise_conv2d_nchwc")
+      convs += t.count;
     if (t.epilogue == "bias_add") residuals += t.count;
   }
   EXPECT_EQ(convs, 52);      // stem, 16 expansions, 17 depthwise, 17 projections, the 1x1 to 1280
@@ -171,21 +186,26 @@ TEST(MobileTasks, SmallMobileFusesEveryActivation) {
   e.add(conv_key(8, 16, 16, 3, 1, 1, "bias_relu6"), kConvBnClip);
   e.add(dw_key(16, 16, 1, "bias_relu6"), kConvBnClip);
   e.add(conv_key(16, 16, 8, 1, 1, 0, "bias_add"), {"Conv", "BatchNormalization", "Add"});
-  e.add(conv_key(8, 16, 16, 1, 1, 0, "bias_hardswish"), {"Conv", "BatchNormalization", "HardSwish"});
+  e.add(conv_key(8, 16, 16, 1, 1, 0, "bias_hardswish"),
+        {"Conv", "BatchNormalization", "HardSwish"});
   e.add(dw_key(16, 16, 2, "bias_silu"), {"Conv", "BatchNormalization", "Sigmoid", "Mul"});
-  e.add(conv_key(16, 8, 16, 1, 1, 0, "bias_hardswish"), {"Conv", "BatchNormalization", "HardSigmoid", "Mul"});
-  const std::string clip_key = "conv2d_nchwc(N=1,C=16,H=8,W=8,K=8,R=1,S=1,stride=1,pad=0,dilation=1,dtype=float32,"
-                               "epilogue=bias_clip,clip_min=-1,clip_max=1)";
+  e.add(conv_key(16, 8, 16, 1, 1, 0, "bias_hardswish"),
+        {"Conv", "BatchNormalization", "HardSigmoid", "Mul"});
+  const std::string clip_key =
+      "conv2d_nchwc(N=1,C=16,H=8,W=8,K=8,R=1,S=1,stride=1,pad=0,dilation=1,dtype=float32,"
+      "epilogue=bias_clip,clip_min=-1,clip_max=1)";
   e.add(clip_key, {"Conv", "Clip"});
   e.add("avg_pool2d(N=1,C=8,H=8,W=8,R=8,S=8,stride=1,pad=0,dtype=float32)", {"GlobalAveragePool"});
-  e.add("matmul(M=1,N=10,K=8,layout=nn,dtype=float32,epilogue=bias_relu6)", {"MatMul", "Add", "Clip"});
+  e.add("matmul(M=1,N=10,K=8,layout=nn,dtype=float32,epilogue=bias_relu6)",
+        {"MatMul", "Add", "Clip"});
   expect_tasks(g, m, e);
   ASSERT_EQ(m.tasks.size(), 9u);
   // The clip bounds reach the tuned workload, whose key names them in the template's order.
   EXPECT_EQ(m.tasks[6].key(), clip_key);
-  EXPECT_EQ(m.tasks[6].tunable->workload_key(),
-            "conv2d_nchwc(N=1,C=16,H=8,W=8,K=8,R=1,S=1,stride=1,pad=0,dilation=1,ic_block=16,oc_block=8,"
-            "epilogue=bias_clip,clip_min=-1,clip_max=1,dtype=float32)");
+  EXPECT_EQ(
+      m.tasks[6].tunable->workload_key(),
+      "conv2d_nchwc(N=1,C=16,H=8,W=8,K=8,R=1,S=1,stride=1,pad=0,dilation=1,ic_block=16,oc_block=8,"
+      "epilogue=bias_clip,clip_min=-1,clip_max=1,dtype=float32)");
   EXPECT_EQ(m.tasks[1].tunable->workload_key(),
             "depthwise_conv2d_nchwc(N=1,C=16,H=16,W=16,R=3,S=3,stride=1,pad=1,dilation=1,block=16,"
             "epilogue=bias_relu6,dtype=float32)");

@@ -17,9 +17,12 @@ namespace {
 
 using testing_models::model;
 
-schedule_space::TargetTraits avx512() { return schedule_space::make_target_traits("test", "x86_64-linux-gnu", 512, 1); }
+schedule_space::TargetTraits avx512() {
+  return schedule_space::make_target_traits("test", "x86_64-linux-gnu", 512, 1);
+}
 
-ErrorKind load_error(const std::string& path, const std::vector<InputShape>& inputs = {}, std::string* message = nullptr) {
+ErrorKind load_error(const std::string& path, const std::vector<InputShape>& inputs = {},
+                     std::string* message = nullptr) {
   try {
     load_onnx(path, inputs);
   } catch (const Error& e) {
@@ -38,11 +41,17 @@ struct ConvRow {
 };
 
 std::map<std::string, std::string> conv_args(const ConvRow& r, int64_t n) {
-  std::map<std::string, std::string> a = {
-      {"N", std::to_string(n)}, {"C", std::to_string(r.c)}, {"H", std::to_string(r.h)}, {"W", std::to_string(r.h)},
-      {"K", std::to_string(r.k)}, {"R", std::to_string(r.r)}, {"S", std::to_string(r.r)},
-      {"stride", std::to_string(r.stride)}, {"pad", std::to_string(r.pad)}, {"dilation", "1"},
-      {"dtype", "float32"}};
+  std::map<std::string, std::string> a = {{"N", std::to_string(n)},
+                                          {"C", std::to_string(r.c)},
+                                          {"H", std::to_string(r.h)},
+                                          {"W", std::to_string(r.h)},
+                                          {"K", std::to_string(r.k)},
+                                          {"R", std::to_string(r.r)},
+                                          {"S", std::to_string(r.r)},
+                                          {"stride", std::to_string(r.stride)},
+                                          {"pad", std::to_string(r.pad)},
+                                          {"dilation", "1"},
+                                          {"dtype", "float32"}};
   if (!r.epilogue.empty()) a["epilogue"] = r.epilogue;
   return a;
 }
@@ -97,12 +106,15 @@ void expect_resnet18_tasks(const ModelTasks& m, int64_t n) {
 
   const ModelTask& pool = m.tasks[1];
   EXPECT_EQ(pool.template_name, "max_pool2d");
-  EXPECT_EQ(pool.key(), "max_pool2d(N=" + std::to_string(n) + ",C=64,H=112,W=112,R=3,S=3,stride=2,pad=1,dtype=float32)");
+  EXPECT_EQ(pool.key(), "max_pool2d(N=" + std::to_string(n) +
+                            ",C=64,H=112,W=112,R=3,S=3,stride=2,pad=1,dtype=float32)");
   EXPECT_DOUBLE_EQ(pool.flop, n * 64.0 * 56 * 56 * 9);
   const ModelTask& gap = m.tasks[16];
-  EXPECT_EQ(gap.key(), "avg_pool2d(N=" + std::to_string(n) + ",C=512,H=7,W=7,R=7,S=7,stride=1,pad=0,dtype=float32)");
+  EXPECT_EQ(gap.key(), "avg_pool2d(N=" + std::to_string(n) +
+                           ",C=512,H=7,W=7,R=7,S=7,stride=1,pad=0,dtype=float32)");
   const ModelTask& fc = m.tasks[17];
-  EXPECT_EQ(fc.key(), "matmul(M=" + std::to_string(n) + ",N=1000,K=512,layout=nt,dtype=float32,epilogue=bias)");
+  EXPECT_EQ(fc.key(), "matmul(M=" + std::to_string(n) +
+                          ",N=1000,K=512,layout=nt,dtype=float32,epilogue=bias)");
   EXPECT_DOUBLE_EQ(fc.flop, 2.0 * n * 1000 * 512);
   flop += fc.flop;
   // ResNet-18's well-known ~1.8 GMAC per image (convs and classifier).
@@ -133,7 +145,8 @@ TEST(OnnxImport, ResNet18TasksMatchTheHandCount) {
       EXPECT_NE(t.status, TaskStatus::kRefused);
     }
   }
-  EXPECT_EQ(m.tasks[0].status == TaskStatus::kSubstitute, m.tasks[0].tunable->template_name() == "conv2d");
+  EXPECT_EQ(m.tasks[0].status == TaskStatus::kSubstitute,
+            m.tasks[0].tunable->template_name() == "conv2d");
   const nlohmann::json j = to_json(m);
   EXPECT_EQ(j["tasks"].size(), 18u);
   EXPECT_EQ(j["tasks"][2]["count"], 2);
@@ -143,22 +156,27 @@ TEST(OnnxImport, ResNet18TasksMatchTheHandCount) {
 TEST(OnnxImport, SymbolicBatchNeedsInput) {
   std::string message;
   EXPECT_EQ(load_error(model("resnet18_dynamic.onnx"), {}, &message), ErrorKind::kInvalidArgument);
-  EXPECT_NE(message.find("input 'input' has a symbolic shape (Nx3x224x224); give it with --input input="),
-            std::string::npos)
+  EXPECT_NE(
+      message.find("input 'input' has a symbolic shape (Nx3x224x224); give it with --input input="),
+      std::string::npos)
       << message;
-  const Graph g = load_onnx(model("resnet18_dynamic.onnx"), {parse_input_shape("input=2x3x224x224")});
+  const Graph g =
+      load_onnx(model("resnet18_dynamic.onnx"), {parse_input_shape("input=2x3x224x224")});
   expect_resnet18_tasks(extract_tasks(g, avx512()), 2);
 
-  EXPECT_EQ(load_error(model("resnet18_dynamic.onnx"), {parse_input_shape("input=2x3x224")}, &message),
-            ErrorKind::kInvalidArgument);
+  EXPECT_EQ(
+      load_error(model("resnet18_dynamic.onnx"), {parse_input_shape("input=2x3x224")}, &message),
+      ErrorKind::kInvalidArgument);
   EXPECT_NE(message.find("rank 4"), std::string::npos) << message;
   // A fixed shape is overridden: a batch of 3 of 112x112 images through the same layers.
-  const ModelTasks small = extract_tasks(load_onnx(model("resnet18.onnx"), {parse_input_shape("input=3x3x112x112")}), avx512());
+  const ModelTasks small = extract_tasks(
+      load_onnx(model("resnet18.onnx"), {parse_input_shape("input=3x3x112x112")}), avx512());
   ASSERT_EQ(small.tasks.size(), 18u);
   EXPECT_EQ(small.tasks[2].key(),
             "conv2d_nchwc(N=3,C=64,H=28,W=28,K=64,R=3,S=3,stride=1,pad=1,dilation=1,"
             "dtype=float32,epilogue=bias_relu)");
-  EXPECT_EQ(small.tasks[17].key(), "matmul(M=3,N=1000,K=512,layout=nt,dtype=float32,epilogue=bias)");
+  EXPECT_EQ(small.tasks[17].key(),
+            "matmul(M=3,N=1000,K=512,layout=nt,dtype=float32,epilogue=bias)");
   EXPECT_EQ(load_error(model("resnet18.onnx"), {parse_input_shape("image=1x3x224x224")}, &message),
             ErrorKind::kInvalidArgument);
   EXPECT_NE(message.find("no such input"), std::string::npos) << message;
@@ -175,10 +193,12 @@ TEST(OnnxImport, MobileNetV2DepthwiseTasks) {
       EXPECT_EQ(t.layers.size(), 3u);  // Conv, BatchNormalization, Clip
     }
   EXPECT_EQ(depthwise,
-            (std::vector<std::string>{
-                "depthwise_conv2d_nchwc(N=1,C=32,H=112,W=112,R=3,S=3,stride=1,pad=1,dilation=1,dtype=float32,epilogue=bias_relu6)",
-                "depthwise_conv2d_nchwc(N=1,C=96,H=112,W=112,R=3,S=3,stride=2,pad=1,dilation=1,dtype=float32,epilogue=bias_relu6)",
-                "depthwise_conv2d_nchwc(N=1,C=144,H=56,W=56,R=3,S=3,stride=1,pad=1,dilation=1,dtype=float32,epilogue=bias_relu6)"}));
+            (std::vector<std::string>{"depthwise_conv2d_nchwc(N=1,C=32,H=112,W=112,R=3,S=3,stride="
+                                      "1,pad=1,dilation=1,dtype=float32,epilogue=bias_relu6)",
+                                      "depthwise_conv2d_nchwc(N=1,C=96,H=112,W=112,R=3,S=3,stride="
+                                      "2,pad=1,dilation=1,dtype=float32,epilogue=bias_relu6)",
+                                      "depthwise_conv2d_nchwc(N=1,C=144,H=56,W=56,R=3,S=3,stride=1,"
+                                      "pad=1,dilation=1,dtype=float32,epilogue=bias_relu6)"}));
   // 2 * C * OH * OW * 3 * 3 for the first one (a task's FLOPs leave its epilogue out).
   EXPECT_DOUBLE_EQ(m.tasks[1].flop, 2.0 * 32 * 112 * 112 * 9);
   EXPECT_EQ(m.tasks[1].template_name, "depthwise_conv2d_nchwc");
@@ -187,7 +207,8 @@ TEST(OnnxImport, MobileNetV2DepthwiseTasks) {
   EXPECT_EQ(m.tasks.back().key(),
             "conv2d_nchwc(N=1,C=144,H=56,W=56,K=24,R=1,S=1,stride=1,pad=0,dilation=1,"
             "dtype=float32,epilogue=bias_add)");
-  for (const auto& t : m.tasks) EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
+  for (const auto& t : m.tasks)
+    EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
   // ReLU6 (Clip with initializer bounds) is fused into every conv before it: nothing is left.
   EXPECT_TRUE(m.unsupported.empty());
 }
@@ -201,7 +222,8 @@ TEST(OnnxImport, GroupedConvGemmMatMulAndStatedReasons) {
             "dtype=float32,epilogue=bias_relu)");  // the BN (scale from a Constant node) folded
   EXPECT_EQ(m.tasks[0].count, 4);
   EXPECT_DOUBLE_EQ(m.tasks[0].flop, 2.0 * 16 * 16 * 16 * 8 * 9);
-  EXPECT_EQ(m.tasks[1].key(), "avg_pool2d(N=1,C=64,H=16,W=16,R=16,S=16,stride=1,pad=0,dtype=float32)");
+  EXPECT_EQ(m.tasks[1].key(),
+            "avg_pool2d(N=1,C=64,H=16,W=16,R=16,S=16,stride=1,pad=0,dtype=float32)");
   // Gemm (transB) + bias + Relu is dense_bias_relu, whose epilogue is built in.
   EXPECT_EQ(m.tasks[2].key(), "dense_bias_relu(M=1,N=32,K=64,dtype=float32)");
   EXPECT_EQ(m.tasks[2].epilogue, "");
@@ -227,7 +249,8 @@ TEST(OnnxImport, BadFilesAreOneTypedError) {
   EXPECT_EQ(load_error(model("unknown_domain.onnx"), {}, &message), ErrorKind::kUnsupported);
   EXPECT_NE(message.find("com.example::FancyOp"), std::string::npos) << message;
   EXPECT_EQ(load_error(model("missing.onnx"), {}, &message), ErrorKind::kNotFound);
-  for (const char* m : {"not_onnx.onnx", "truncated.onnx", "bad_opset.onnx", "unknown_domain.onnx"}) {
+  for (const char* m :
+       {"not_onnx.onnx", "truncated.onnx", "bad_opset.onnx", "unknown_domain.onnx"}) {
     load_error(model(m), {}, &message);
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }
@@ -237,8 +260,8 @@ TEST(OnnxImport, InputShapeText) {
   const InputShape s = parse_input_shape("data=1x3x224x224");
   EXPECT_EQ(s.name, "data");
   EXPECT_EQ(s.dims, (std::vector<int64_t>{1, 3, 224, 224}));
-  for (const char* bad : {"data", "=1x3", "data=", "data=1x", "data=1xx3", "data=0x3", "data=-1x3", "data=1x3.5",
-                          "data=99999999999999999999"}) {
+  for (const char* bad : {"data", "=1x3", "data=", "data=1x", "data=1xx3", "data=0x3", "data=-1x3",
+                          "data=1x3.5", "data=99999999999999999999"}) {
     try {
       parse_input_shape(bad);
       ADD_FAILURE() << bad;

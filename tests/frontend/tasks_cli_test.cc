@@ -1,4 +1,5 @@
-// Tests of `ktune tasks`: the ResNet-18 table and JSON, and bad input as one line on stderr with exit status 1.
+// Tests of `ktune tasks`: the ResNet-18 table and JSON, and bad input as one line on stderr with
+// exit status 1.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,7 +39,8 @@ TEST(TasksCli, ResNet18TableAndJson) {
 }
 
 TEST(TasksCli, SymbolicInputWithInputOption) {
-  const auto r = ktune("tasks " + quote(model("resnet18_dynamic.onnx")) + " --input input=4x3x224x224 --json");
+  const auto r =
+      ktune("tasks " + quote(model("resnet18_dynamic.onnx")) + " --input input=4x3x224x224 --json");
   ASSERT_EQ(r.status, 0);
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["tasks"][0]["args"]["N"], "4");
@@ -53,7 +55,8 @@ TEST(TasksCli, BadInputIsOneLine) {
       {quote(model("resnet18_dynamic.onnx")), "give it with --input input="},
       {quote(model("resnet18.onnx")) + " --input input=1x3", "rank 4"},
       {quote(model("resnet18.onnx")) + " --input bogus", "expected name=DIMS"},
-      {quote(model("resnet18.onnx")) + " --input input=1x4x224x224", "the input has 4 channels, its weights take 3"},
+      {quote(model("resnet18.onnx")) + " --input input=1x4x224x224",
+       "the input has 4 channels, its weights take 3"},
       {quote(model("nothing_here.onnx")), "no such file"},
   };
   for (const auto& [args, message] : cases) {

@@ -1,4 +1,5 @@
-// Defines test_models_dir(): the ONNX test models of scripts/make-test-models, written once per test process into a temporary folder.
+// Defines test_models_dir(): the ONNX test models of scripts/make-test-models, written once per
+// test process into a temporary folder.
 #pragma once
 
 #include <unistd.h>
@@ -20,10 +21,13 @@ inline const std::string& test_models_dir() {
   struct Dir {
     std::string path;
     Dir() {
-      path = (std::filesystem::temp_directory_path() / ("ktune_models_" + std::to_string(::getpid()))).string();
-      const std::string cmd = std::string("/usr/bin/python3 ") + KTUNE_SOURCE_DIR_PATH + "/scripts/make-test-models '" +
-                              path + "' >/dev/null";
-      if (std::system(cmd.c_str()) != 0) throw std::runtime_error("scripts/make-test-models failed: " + cmd);
+      path =
+          (std::filesystem::temp_directory_path() / ("ktune_models_" + std::to_string(::getpid())))
+              .string();
+      const std::string cmd = std::string("/usr/bin/python3 ") + KTUNE_SOURCE_DIR_PATH +
+                              "/scripts/make-test-models '" + path + "' >/dev/null";
+      if (std::system(cmd.c_str()) != 0)
+        throw std::runtime_error("scripts/make-test-models failed: " + cmd);
     }
     ~Dir() {
       std::error_code ec;

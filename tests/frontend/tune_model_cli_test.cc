@@ -35,14 +35,18 @@ int64_t records_in(const std::string& db) {
 }
 
 TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
-  const std::string db = (fs::temp_directory_path() / ("ktune_tune_model_" + std::to_string(::getpid()) + ".db")).string();
+  const std::string db =
+      (fs::temp_directory_path() / ("ktune_tune_model_" + std::to_string(::getpid()) + ".db"))
+          .string();
   fs::remove(db);
-  const std::string cmd = "tune-model " + quote(model("small_cnn.onnx")) + " --tuner random --batch-size 4 --json --db " + quote(db);
+  const std::string cmd = "tune-model " + quote(model("small_cnn.onnx")) +
+                          " --tuner random --batch-size 4 --json --db " + quote(db);
   const auto first = ktune(cmd + " --trials 24 --library-rounds 3");
   ASSERT_EQ(first.status, 0) << first.out;
   const auto j = nlohmann::json::parse(first.out);
   EXPECT_EQ(j["trials"], 24);
-  // 2 convs (tuned as one workload until the templates take epilogues), max pool, global avg pool, Gemm.
+  // 2 convs (tuned as one workload until the templates take epilogues), max pool, global avg pool,
+  // Gemm.
   ASSERT_EQ(j["tasks"].size(), 5u);
   std::map<std::string, double> best;
   double sum = 0, fallback = 0, library = 0, tuned_where_library = 0;
@@ -56,7 +60,10 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
     // oneDNN (convs, pools) and OpenBLAS (the Gemm) on the same operators, timed by ktune itself.
     ASSERT_TRUE(t.contains("library_s")) << t.dump();
     EXPECT_GT(t["library_s"].get<double>(), 0) << t.dump();
-    EXPECT_EQ(t["library"].get<std::string>().rfind(t["tuned_as"].get<std::string>().rfind("matmul", 0) == 0 ? "OpenBLAS" : "oneDNN", 0), 0u)
+    EXPECT_EQ(
+        t["library"].get<std::string>().rfind(
+            t["tuned_as"].get<std::string>().rfind("matmul", 0) == 0 ? "OpenBLAS" : "oneDNN", 0),
+        0u)
         << t.dump();
     // Each side's median of the rounds lies within its range; the spread is the half-range over
     // the median; the ratio is the medians'.
@@ -67,16 +74,20 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
       EXPECT_LE(lo, median) << side << t.dump();
       EXPECT_LE(median, hi) << side << t.dump();
       EXPECT_GE(t[side + "_spread"].get<double>(), 0) << side << t.dump();
-      EXPECT_NEAR(t[side + "_spread"].get<double>(), (hi - lo) / (2 * median), 1e-9) << side << t.dump();
+      EXPECT_NEAR(t[side + "_spread"].get<double>(), (hi - lo) / (2 * median), 1e-9)
+          << side << t.dump();
     }
-    EXPECT_NEAR(t["ratio"].get<double>(), t["tuned_median_s"].get<double>() / t["library_s"].get<double>(), 1e-9) << t.dump();
+    EXPECT_NEAR(t["ratio"].get<double>(),
+                t["tuned_median_s"].get<double>() / t["library_s"].get<double>(), 1e-9)
+        << t.dump();
     library += t["count"].get<double>() * t["library_s"].get<double>();
     tuned_where_library += t["count"].get<double>() * t["tuned_median_s"].get<double>();
   }
   EXPECT_EQ(j["library_rounds"], 3);
   EXPECT_GT(j["library_s"].get<double>(), 0);
   EXPECT_NEAR(j["library_s"].get<double>(), library, 1e-12 + 1e-9 * library);
-  EXPECT_NEAR(j["tuned_s_where_library"].get<double>(), tuned_where_library, 1e-12 + 1e-9 * tuned_where_library);
+  EXPECT_NEAR(j["tuned_s_where_library"].get<double>(), tuned_where_library,
+              1e-12 + 1e-9 * tuned_where_library);
   EXPECT_NEAR(j["tuned_s"].get<double>(), sum, 1e-12 + 1e-9 * sum);
   EXPECT_NEAR(j["fallback_s"].get<double>(), fallback, 1e-12 + 1e-9 * fallback);
   EXPECT_EQ(j["untuned"][0]["task"], "Flatten");
@@ -87,13 +98,16 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   ASSERT_EQ(listed.status, 0) << listed.err;
   std::map<std::string, std::vector<std::string>> nodes;
   const auto listed_json = nlohmann::json::parse(listed.out);
-  for (const auto& t : listed_json["tasks"]) nodes[t["key"].get<std::string>()] = t["layers"].get<std::vector<std::string>>();
-  const auto run = ktune("run " + quote(model("small_cnn.onnx")) + " --runs 1 --json --db " + quote(db));
+  for (const auto& t : listed_json["tasks"])
+    nodes[t["key"].get<std::string>()] = t["layers"].get<std::vector<std::string>>();
+  const auto run =
+      ktune("run " + quote(model("small_cnn.onnx")) + " --runs 1 --json --db " + quote(db));
   ASSERT_EQ(run.status, 0) << run.err;
   std::map<std::string, std::multiset<std::string>> steps, layers;
   const auto run_json = nlohmann::json::parse(run.out);
   for (const auto& s : run_json["layers"])
-    if (!s["workload"].get<std::string>().empty()) steps[s["workload"].get<std::string>()].insert(s["layer"].get<std::string>());
+    if (!s["workload"].get<std::string>().empty())
+      steps[s["workload"].get<std::string>()].insert(s["layer"].get<std::string>());
   for (const auto& t : j["tasks"]) {
     ASSERT_EQ(t["layers"].size(), t["count"].get<size_t>()) << t.dump();
     std::vector<std::string> names;
@@ -119,7 +133,8 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   EXPECT_NE(html.str().find("model small_cnn"), std::string::npos);
   for (const auto& t : j["tasks"]) {
     char ratio[32];
-    std::snprintf(ratio, sizeof ratio, ">%.2f<", t["best_s"].get<double>() / t["library_s"].get<double>());
+    std::snprintf(ratio, sizeof ratio, ">%.2f<",
+                  t["best_s"].get<double>() / t["library_s"].get<double>());
     EXPECT_NE(html.str().find(t["key"].get<std::string>()), std::string::npos) << t.dump();
     EXPECT_NE(html.str().find(ratio), std::string::npos) << ratio;
   }
@@ -132,14 +147,17 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   EXPECT_FALSE(k.contains("library_s"));
   for (const auto& t : k["tasks"]) {
     EXPECT_LE(t["best_s"].get<double>(), best[t["key"]]) << t.dump();
-    EXPECT_TRUE(t["fallback_s"].is_number()) << t.dump();  // measured for every task, allocated or not
+    EXPECT_TRUE(t["fallback_s"].is_number())
+        << t.dump();  // measured for every task, allocated or not
   }
   EXPECT_EQ(records_in(db), 32 + fallbacks);  // the fallbacks are not measured into the log twice
 
   // The table: per task its first layer ("+k more" when it occurs k+1 times), the tuned kernel's
   // and the library's medians with their spreads, and the ratio.
-  const auto text = ktune("tune-model " + quote(model("small_cnn.onnx")) + " --tuner random --batch-size 4 --trials 4 "
-                          "--no-model-run --library-rounds 2 --db " + quote(db));
+  const auto text = ktune("tune-model " + quote(model("small_cnn.onnx")) +
+                          " --tuner random --batch-size 4 --trials 4 "
+                          "--no-model-run --library-rounds 2 --db " +
+                          quote(db));
   ASSERT_EQ(text.status, 0) << text.out << text.err;
   std::istringstream lines(text.out);
   std::string line;
@@ -150,7 +168,8 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   for (const auto& t : j["tasks"]) {
     ASSERT_TRUE(std::getline(lines, line));
     const std::string first = t["layers"][0].get<std::string>();
-    const std::string more = t["layers"].size() > 1 ? " +" + std::to_string(t["layers"].size() - 1) + " more" : "";
+    const std::string more =
+        t["layers"].size() > 1 ? " +" + std::to_string(t["layers"].size() - 1) + " more" : "";
     EXPECT_NE(line.find("  " + first + more + " "), std::string::npos) << line;
     EXPECT_EQ(std::count(line.begin(), line.end(), '%'), 3) << line;  // share, and the two spreads
     EXPECT_NE(line.find(t["tuned_as"].get<std::string>()), std::string::npos) << line;
@@ -160,12 +179,15 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
 }
 
 TEST(TuneModelCli, BadInputIsOneLineAndNoLog) {
-  const std::string db = (fs::temp_directory_path() / ("ktune_tune_model_bad_" + std::to_string(::getpid()) + ".db")).string();
+  const std::string db =
+      (fs::temp_directory_path() / ("ktune_tune_model_bad_" + std::to_string(::getpid()) + ".db"))
+          .string();
   fs::remove(db);
-  for (const std::string& args : {quote(model("not_onnx.onnx")), quote(model("resnet18_dynamic.onnx")),
-                                  quote(model("small_cnn.onnx")) + " --strategy fastest",
-                                  quote(model("small_cnn.onnx")) + " --trials 0",
-                                  quote(model("small_cnn.onnx")) + " --library-rounds 0"}) {
+  for (const std::string& args :
+       {quote(model("not_onnx.onnx")), quote(model("resnet18_dynamic.onnx")),
+        quote(model("small_cnn.onnx")) + " --strategy fastest",
+        quote(model("small_cnn.onnx")) + " --trials 0",
+        quote(model("small_cnn.onnx")) + " --library-rounds 0"}) {
     const auto r = ktune("tune-model " + args + " --db " + quote(db), true);
     EXPECT_EQ(r.status, 1) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;

@@ -32,7 +32,9 @@ using ktune::testing_cli::Output;
 using ktune::testing_cli::quote;
 using ktune::testing_cli::shell;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -54,18 +56,20 @@ const std::string kJitConsumer = std::string(KTUNE_SOURCE_DIR_PATH) + "/examples
 const std::string kModelConsumer = std::string(KTUNE_SOURCE_DIR_PATH) + "/examples/model_consumer";
 
 // The three workloads of examples/consumer/CMakeLists.txt.
-const std::vector<std::string> kWorkloads = {"dense_bias_relu M=32 N=256 K=128", "dense_bias_relu M=32 N=128 K=256",
+const std::vector<std::string> kWorkloads = {"dense_bias_relu M=32 N=256 K=128",
+                                             "dense_bias_relu M=32 N=128 K=256",
                                              "matmul M=32 N=16 K=128"};
 
 // One install and one tuned log for every test: the prefix is what a user's machine would have.
 class Installed : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = new fs::path(fs::temp_directory_path() / ("ktune-install-test-" + std::to_string(::getpid())));
+    root_ = new fs::path(fs::temp_directory_path() /
+                         ("ktune-install-test-" + std::to_string(::getpid())));
     fs::remove_all(*root_);
     fs::create_directories(*root_);
-    const Output installed =
-        shell(kCMake + " --install " + quote(KTUNE_BUILD_DIR) + " --prefix " + quote(prefix().string()));
+    const Output installed = shell(kCMake + " --install " + quote(KTUNE_BUILD_DIR) + " --prefix " +
+                                   quote(prefix().string()));
     ASSERT_EQ(installed.status, 0) << installed.out << installed.err;
     for (const auto& w : kWorkloads) {
       const Output tuned = shell(quote((prefix() / "bin/ktune").string()) + " tune " + w +
@@ -90,7 +94,9 @@ class Installed : public testing::Test {
     return shell(kCMake + " -S " + quote(kConsumer) + " -B " + quote(build.string()) +
                  " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()) + " " + extra);
   }
-  static Output build(const fs::path& build) { return shell(kCMake + " --build " + quote(build.string())); }
+  static Output build(const fs::path& build) {
+    return shell(kCMake + " --build " + quote(build.string()));
+  }
   // Configures and builds the consumer into b with the extra cmake flags (its kernels in one
   // manifest step), runs it and checks its numbers.
   static void build_and_run(const fs::path& b, const std::string& extra);
@@ -117,8 +123,8 @@ void expect_mlp_ok(const std::string& out) {
   const int sizes[] = {32 * 256, 32 * 128, 32 * 16};
   for (int t = 0; t < 2; ++t)
     for (int l = 0; l < 3; ++l) {
-      const std::string want = std::string(layers[l]) + " threads " + std::to_string(t + 1) + ": checked " +
-                               std::to_string(sizes[l]) + " bad 0 max_rel_err ";
+      const std::string want = std::string(layers[l]) + " threads " + std::to_string(t + 1) +
+                               ": checked " + std::to_string(sizes[l]) + " bad 0 max_rel_err ";
       EXPECT_EQ(lines[3 * t + l].rfind(want, 0), 0u) << lines[3 * t + l];
       EXPECT_LT(std::stod(lines[3 * t + l].substr(want.size())), 1e-4);
     }
@@ -137,15 +143,17 @@ void Installed::build_and_run(const fs::path& b, const std::string& extra) {
 }
 
 TEST_F(Installed, PrefixHoldsTheCommandsAndThePackage) {
-  for (const char* f : {"bin/ktune", "bin/ktune-runner", "lib/cmake/ktune/ktuneConfig.cmake",
-                        "lib/cmake/ktune/ktuneConfigVersion.cmake", "lib/cmake/ktune/ktuneKernels.cmake",
-                        "lib/cmake/ktune/ktuneLibrary.cmake", "lib/cmake/ktune/ktuneTargets.cmake",
-                        "lib/libktune_codegen.a", "lib/libktune_deploy.a", "include/ktune/codegen/kernel.h",
-                        "include/ktune/deploy/history_best.h", "include/ktune/support/error.h"})
+  for (const char* f :
+       {"bin/ktune", "bin/ktune-runner", "lib/cmake/ktune/ktuneConfig.cmake",
+        "lib/cmake/ktune/ktuneConfigVersion.cmake", "lib/cmake/ktune/ktuneKernels.cmake",
+        "lib/cmake/ktune/ktuneLibrary.cmake", "lib/cmake/ktune/ktuneTargets.cmake",
+        "lib/libktune_codegen.a", "lib/libktune_deploy.a", "include/ktune/codegen/kernel.h",
+        "include/ktune/deploy/history_best.h", "include/ktune/support/error.h"})
     EXPECT_TRUE(fs::is_regular_file(prefix() / f)) << f;
   // LLVM and the generated gRPC code stay private: their headers are not installed.
-  for (const char* f : {"include/ktune/codegen/llvm_module.h", "include/ktune/rpc_runner/server/device_pool.h",
-                        "include/ktune/rpc_runner/protocol/ktune.pb.h"})
+  for (const char* f :
+       {"include/ktune/codegen/llvm_module.h", "include/ktune/rpc_runner/server/device_pool.h",
+        "include/ktune/rpc_runner/protocol/ktune.pb.h"})
     EXPECT_FALSE(fs::exists(prefix() / f)) << f;
   // Stripped programs and libraries: the prefix stays small (it was 513 MB with the debug
   // information of a RelWithDebInfo build).
@@ -163,14 +171,17 @@ TEST_F(Installed, PrefixHoldsTheCommandsAndThePackage) {
   EXPECT_EQ(version.status, 0);
   EXPECT_TRUE(contains(version.out, "0.2.")) << version.out;
   // find_package(ktune 0.2) finds it; 0.3 (a newer minor: another kernel ABI) and 1.0 do not.
-  for (const auto& [wanted, ok] : std::vector<std::pair<std::string, bool>>{{"0.2", true}, {"0.3", false}, {"1.0", false}}) {
+  for (const auto& [wanted, ok] :
+       std::vector<std::pair<std::string, bool>>{{"0.2", true}, {"0.3", false}, {"1.0", false}}) {
     const fs::path src = dir("version-" + wanted);
     fs::create_directories(src);
-    std::ofstream(src / "CMakeLists.txt") << "cmake_minimum_required(VERSION 3.25)\nproject(v LANGUAGES NONE)\n"
-                                          << "find_package(ktune " << wanted << " REQUIRED)\n"
-                                          << "message(STATUS \"ktune at ${KTUNE_EXECUTABLE}\")\n";
-    const Output out = shell(kCMake + " -S " + quote(src.string()) + " -B " + quote((src / "b").string()) +
-                             " -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
+    std::ofstream(src / "CMakeLists.txt")
+        << "cmake_minimum_required(VERSION 3.25)\nproject(v LANGUAGES NONE)\n"
+        << "find_package(ktune " << wanted << " REQUIRED)\n"
+        << "message(STATUS \"ktune at ${KTUNE_EXECUTABLE}\")\n";
+    const Output out =
+        shell(kCMake + " -S " + quote(src.string()) + " -B " + quote((src / "b").string()) +
+              " -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
     EXPECT_EQ(out.status == 0, ok) << wanted << "\n" << out.out << out.err;
     if (ok) {
       EXPECT_TRUE(contains(out.out, "ktune at " + (prefix() / "bin/ktune").string())) << out.out;
@@ -184,7 +195,8 @@ TEST_F(Installed, ConsumerBuildsWithTunedKernelsAndRebuildsWhenTheLogChanges) {
   if (HasFatalFailure()) return;
   // The one header names the log's records (REQUIRE_TUNED would have failed otherwise).
   for (const char* name : {"layer1", "layer2", "head"})
-    EXPECT_TRUE(contains(overview_line(b, name), ", tuning log " + db().string() + ", record ")) << name;
+    EXPECT_TRUE(contains(overview_line(b, name), ", tuning log " + db().string() + ", record "))
+        << name;
 
   // Nothing to do until the log changes; then every kernel is built again.
   const Output again = build(b);
@@ -199,20 +211,26 @@ TEST_F(Installed, ConsumerBuildsWithTunedKernelsAndRebuildsWhenTheLogChanges) {
 }
 
 // examples/model_consumer: small_cnn tuned by the installed ktune, built by ktune_add_model into
-// the program, its output against ONNX Runtime's on the same input (1e-4 of the output's magnitude).
+// the program, its output against ONNX Runtime's on the same input (1e-4 of the output's
+// magnitude).
 TEST_F(Installed, ModelConsumerRunsTheTunedModelLikeOnnxRuntime) {
   const fs::path models = dir("models");
-  ASSERT_EQ(shell("/usr/bin/python3 " + quote(std::string(KTUNE_SOURCE_DIR_PATH) + "/scripts/make-test-models") + " " +
-                  quote(models.string())).status, 0);
+  ASSERT_EQ(shell("/usr/bin/python3 " +
+                  quote(std::string(KTUNE_SOURCE_DIR_PATH) + "/scripts/make-test-models") + " " +
+                  quote(models.string()))
+                .status,
+            0);
   const std::string onnx = (models / "small_cnn.onnx").string();
   const fs::path log = dir("model.db");
-  const Output tuned = shell(quote((prefix() / "bin/ktune").string()) + " tune-model " + quote(onnx) +
-                             " --trials 12 --no-libraries --json --db " + quote(log.string()));
+  const Output tuned =
+      shell(quote((prefix() / "bin/ktune").string()) + " tune-model " + quote(onnx) +
+            " --trials 12 --no-libraries --json --db " + quote(log.string()));
   ASSERT_EQ(tuned.status, 0) << tuned.out << tuned.err;
   const fs::path b = dir("model_consumer");
-  const Output configured = shell(kCMake + " -S " + quote(kModelConsumer) + " -B " + quote(b.string()) +
-                                  " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()) + " -DKTUNE_MODEL=" + quote(onnx) +
-                                  " -DKTUNE_DB=" + quote(log.string()));
+  const Output configured =
+      shell(kCMake + " -S " + quote(kModelConsumer) + " -B " + quote(b.string()) +
+            " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()) +
+            " -DKTUNE_MODEL=" + quote(onnx) + " -DKTUNE_DB=" + quote(log.string()));
   ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
   const Output built = build(b);
   ASSERT_EQ(built.status, 0) << built.out << built.err;
@@ -220,22 +238,28 @@ TEST_F(Installed, ModelConsumerRunsTheTunedModelLikeOnnxRuntime) {
   EXPECT_TRUE(contains(read_file(b / "ktune_models/classify/net.h"), "[tuned]"));
 
   std::vector<float> input(16 * 16 * 16);
-  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>((i * 37 % 101) / 50.0 - 1.0);
+  for (size_t i = 0; i < input.size(); ++i)
+    input[i] = static_cast<float>((i * 37 % 101) / 50.0 - 1.0);
   const fs::path in = dir("model_in.bin"), out = dir("model_out.bin"), ref = dir("model_ref.bin");
-  std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char*>(input.data()), static_cast<std::streamsize>(input.size() * 4));
-  const Output ran = shell(quote((b / "classify").string()) + " " + quote(in.string()) + " " + quote(out.string()));
+  std::ofstream(in, std::ios::binary)
+      .write(reinterpret_cast<const char*>(input.data()),
+             static_cast<std::streamsize>(input.size() * 4));
+  const Output ran = shell(quote((b / "classify").string()) + " " + quote(in.string()) + " " +
+                           quote(out.string()));
   ASSERT_EQ(ran.status, 0) << ran.out << ran.err;
   EXPECT_TRUE(contains(ran.out, "class ")) << ran.out;
-  const Output ort = shell("NODE_PATH=" + quote(std::string(KTUNE_ORT_DIR) + "/node_modules") + " node " +
-                           quote(std::string(KTUNE_SOURCE_DIR_PATH) + "/scripts/ort-run.js") + " " + quote(onnx) + " " +
-                           quote(in.string()) + " " + quote(ref.string()));
+  const Output ort =
+      shell("NODE_PATH=" + quote(std::string(KTUNE_ORT_DIR) + "/node_modules") + " node " +
+            quote(std::string(KTUNE_SOURCE_DIR_PATH) + "/scripts/ort-run.js") + " " + quote(onnx) +
+            " " + quote(in.string()) + " " + quote(ref.string()));
   ASSERT_EQ(ort.status, 0) << ort.err;
   const std::string a = read_file(out), r = read_file(ref);
   ASSERT_EQ(a.size(), r.size());
   ASSERT_EQ(a.size(), 16u * 4);
   double max_ref = 0, max_diff = 0;
   for (size_t i = 0; i < a.size() / 4; ++i) {
-    const float x = reinterpret_cast<const float*>(a.data())[i], y = reinterpret_cast<const float*>(r.data())[i];
+    const float x = reinterpret_cast<const float*>(a.data())[i],
+                y = reinterpret_cast<const float*>(r.data())[i];
     max_ref = std::max(max_ref, std::abs(static_cast<double>(y)));
     max_diff = std::max(max_diff, std::abs(static_cast<double>(x) - y));
   }
@@ -246,18 +270,22 @@ TEST_F(Installed, RequireTunedWithoutARecordStopsTheBuildNamingTheKernel) {
   const fs::path b = dir("untuned");
   const fs::path empty = dir("other.db");
   // A log with a record of another workload only.
-  const Output tuned = shell(quote((prefix() / "bin/ktune").string()) + " tune matmul M=16 N=16 K=16 --trials 2 " +
-                             "--tuner random --json --db " + quote(empty.string()));
+  const Output tuned =
+      shell(quote((prefix() / "bin/ktune").string()) + " tune matmul M=16 N=16 K=16 --trials 2 " +
+            "--tuner random --json --db " + quote(empty.string()));
   ASSERT_EQ(tuned.status, 0) << tuned.err;
-  ASSERT_EQ(configure(b, "-DKTUNE_DB=" + quote(empty.string()) + " -DKTUNE_REQUIRE_TUNED=ON").status, 0);
+  ASSERT_EQ(
+      configure(b, "-DKTUNE_DB=" + quote(empty.string()) + " -DKTUNE_REQUIRE_TUNED=ON").status, 0);
   const Output built = shell(kCMake + " --build " + quote(b.string()) + " -- -k 0");
   EXPECT_NE(built.status, 0);
   EXPECT_TRUE(contains(built.out, kManifestStep)) << built.out;
-  EXPECT_TRUE(contains(built.out + built.err,
-                       "kernel 'layer1' (entry 0): no successful record of dense_bias_relu(M=32,N=256,K=128"))
+  EXPECT_TRUE(contains(
+      built.out + built.err,
+      "kernel 'layer1' (entry 0): no successful record of dense_bias_relu(M=32,N=256,K=128"))
       << built.out << built.err;
   for (const char* f : {"libktune_kernels.a", "ktune_kernels.h", "ktune_runtime.c"})
-    EXPECT_FALSE(fs::exists(b / "ktune_kernels/mlp" / f)) << f << ": a failed kernel build leaves nothing";
+    EXPECT_FALSE(fs::exists(b / "ktune_kernels/mlp" / f))
+        << f << ": a failed kernel build leaves nothing";
   EXPECT_FALSE(fs::exists(b / "mlp"));
 }
 
@@ -276,18 +304,22 @@ TEST_F(Installed, AArch64CrossBuildRunsUnderQemu) {
                            << "set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)\n";
   const fs::path b = dir("cross");
   // The log has host records only: the AArch64 kernels are the templates' fallbacks.
-  const Output configured = configure(b, "-DCMAKE_TOOLCHAIN_FILE=" + quote(toolchain.string()) + " -DKTUNE_DB=" +
-                                             quote(db().string()) +
-                                             " '-DKTUNE_TARGET=llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72'");
+  const Output configured =
+      configure(b, "-DCMAKE_TOOLCHAIN_FILE=" + quote(toolchain.string()) +
+                       " -DKTUNE_DB=" + quote(db().string()) +
+                       " '-DKTUNE_TARGET=llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72'");
   ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
   const Output built = build(b);
   ASSERT_EQ(built.status, 0) << built.out << built.err;
   // An ELF executable for EM_AARCH64 (183): e_machine, little-endian, at byte 18.
   const std::string exe = read_file(b / "mlp");
   ASSERT_GE(exe.size(), 20u);
-  EXPECT_EQ(exe.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(exe.substr(0, 4),
+            "\x7f"
+            "ELF");
   EXPECT_EQ(static_cast<unsigned char>(exe[18]) | static_cast<unsigned char>(exe[19]) << 8, 183);
-  const Output ran = shell("qemu-aarch64-static -L /usr/aarch64-linux-gnu " + quote((b / "mlp").string()));
+  const Output ran =
+      shell("qemu-aarch64-static -L /usr/aarch64-linux-gnu " + quote((b / "mlp").string()));
   EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
   expect_mlp_ok(ran.out);
 }
@@ -297,21 +329,24 @@ TEST_F(Installed, AArch64CrossBuildRunsUnderQemu) {
 TEST_F(Installed, EveryInstalledHeaderCompilesInAConsumer) {
   const fs::path src = dir("headers");
   fs::create_directories(src);
-  std::ofstream(src / "CMakeLists.txt") << "cmake_minimum_required(VERSION 3.25)\nproject(h LANGUAGES CXX)\n"
-                                        << "find_package(ktune 0.2 REQUIRED)\n"  // C++20 comes with the target
-                                        << "add_library(headers OBJECT headers.cc)\n"
-                                        << "target_link_libraries(headers PRIVATE ktune::library)\n";
+  std::ofstream(src / "CMakeLists.txt")
+      << "cmake_minimum_required(VERSION 3.25)\nproject(h LANGUAGES CXX)\n"
+      << "find_package(ktune 0.2 REQUIRED)\n"  // C++20 comes with the target
+      << "add_library(headers OBJECT headers.cc)\n"
+      << "target_link_libraries(headers PRIVATE ktune::library)\n";
   std::ofstream cc(src / "headers.cc");
   int count = 0;
   for (const auto& entry : fs::recursive_directory_iterator(prefix() / "include/ktune"))
     if (entry.path().extension() == ".h") {
-      cc << "#include <ktune/" << fs::relative(entry.path(), prefix() / "include/ktune").string() << ">\n";
+      cc << "#include <ktune/" << fs::relative(entry.path(), prefix() / "include/ktune").string()
+         << ">\n";
       ++count;
     }
   cc.close();
   EXPECT_GT(count, 50);
-  const Output configured = shell(kCMake + " -S " + quote(src.string()) + " -B " + quote((src / "b").string()) +
-                                  " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
+  const Output configured =
+      shell(kCMake + " -S " + quote(src.string()) + " -B " + quote((src / "b").string()) +
+            " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
   ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
   const Output built = build(src / "b");
   EXPECT_EQ(built.status, 0) << built.out << built.err;
@@ -324,15 +359,18 @@ TEST_F(Installed, AMissingLibraryDependencyIsNamed) {
   for (const bool required : {false, true}) {
     const fs::path src = dir(required ? "no-sqlite-required" : "no-sqlite");
     fs::create_directories(src);
-    std::ofstream(src / "CMakeLists.txt") << "cmake_minimum_required(VERSION 3.25)\nproject(n LANGUAGES CXX)\n"
-                                          << "find_package(ktune 0.2 REQUIRED" << (required ? " COMPONENTS library" : "")
-                                          << ")\nif(TARGET ktune::library OR NOT COMMAND ktune_add_kernel)\n"
-                                          << "  message(FATAL_ERROR \"unexpected targets\")\nendif()\n";
-    const Output out = shell(kCMake + " -S " + quote(src.string()) + " -B " + quote((src / "b").string()) +
-                             " -DCMAKE_DISABLE_FIND_PACKAGE_SQLite3=ON -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
+    std::ofstream(src / "CMakeLists.txt")
+        << "cmake_minimum_required(VERSION 3.25)\nproject(n LANGUAGES CXX)\n"
+        << "find_package(ktune 0.2 REQUIRED" << (required ? " COMPONENTS library" : "")
+        << ")\nif(TARGET ktune::library OR NOT COMMAND ktune_add_kernel)\n"
+        << "  message(FATAL_ERROR \"unexpected targets\")\nendif()\n";
+    const Output out = shell(
+        kCMake + " -S " + quote(src.string()) + " -B " + quote((src / "b").string()) +
+        " -DCMAKE_DISABLE_FIND_PACKAGE_SQLite3=ON -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
     EXPECT_EQ(out.status == 0, !required) << out.out << out.err;
     EXPECT_TRUE(contains(out.out + out.err, "no ktune::library")) << out.out << out.err;
-    EXPECT_TRUE(contains(out.out + out.err, "missing SQLite3 (libsqlite3-dev)")) << out.out << out.err;
+    EXPECT_TRUE(contains(out.out + out.err, "missing SQLite3 (libsqlite3-dev)"))
+        << out.out << out.err;
   }
 }
 
@@ -361,8 +399,9 @@ JitRun expect_jit_ok(const Output& ran) {
 
 TEST_F(Installed, JitConsumerRunsTheTunedTheNearestOrTheFallbackKernel) {
   const fs::path b = dir("jit");
-  const Output configured = shell(kCMake + " -S " + quote(kJitConsumer) + " -B " + quote(b.string()) +
-                                  " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
+  const Output configured =
+      shell(kCMake + " -S " + quote(kJitConsumer) + " -B " + quote(b.string()) +
+            " -G Ninja -DCMAKE_PREFIX_PATH=" + quote(prefix().string()));
   ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
   const Output built = build(b);
   ASSERT_EQ(built.status, 0) << built.out << built.err;
@@ -371,7 +410,8 @@ TEST_F(Installed, JitConsumerRunsTheTunedTheNearestOrTheFallbackKernel) {
 
   // A log with the example's workload (matmul 64^3): its best record, checked against the loop.
   const fs::path tuned = dir("jit-tuned.db");
-  ASSERT_EQ(shell(ktune + " tune matmul M=64 N=64 K=64 --trials 6 --tuner random --json --db " + quote(tuned.string()))
+  ASSERT_EQ(shell(ktune + " tune matmul M=64 N=64 K=64 --trials 6 --tuner random --json --db " +
+                  quote(tuned.string()))
                 .status,
             0);
   const JitRun from_tuned = expect_jit_ok(shell(exe + " " + quote(tuned.string())));
@@ -386,15 +426,17 @@ TEST_F(Installed, JitConsumerRunsTheTunedTheNearestOrTheFallbackKernel) {
 
   // A log of another template only: nothing near either, so the template's fallback.
   const fs::path other = dir("jit-other.db");
-  ASSERT_EQ(shell(ktune + " tune dense_bias_relu M=16 N=16 K=16 --trials 2 --tuner random --json --db " +
-                  quote(other.string()))
-                .status,
-            0);
+  ASSERT_EQ(
+      shell(ktune + " tune dense_bias_relu M=16 N=16 K=16 --trials 2 --tuner random --json --db " +
+            quote(other.string()))
+          .status,
+      0);
   const JitRun from_fallback = expect_jit_ok(shell(exe + " " + quote(other.string())));
   EXPECT_EQ(from_fallback.source, "fallback");
   // Same data, same product: the three kernels agree to float rounding.
   for (const JitRun& run : {from_nearest, from_fallback})
-    EXPECT_NEAR(run.checksum, from_tuned.checksum, 1e-3 * (1 + std::abs(from_tuned.checksum))) << run.source;
+    EXPECT_NEAR(run.checksum, from_tuned.checksum, 1e-3 * (1 + std::abs(from_tuned.checksum)))
+        << run.source;
 
   // A missing log: one line naming it, exit 1, no kernel run.
   const Output missing = shell(exe + " " + quote(dir("no-such.db").string()));
@@ -413,8 +455,9 @@ TEST_F(Installed, ConsumerBuildsWithKernelsFromATuningServer) {
   const fs::path logs = dir("server-logs");
   fs::create_directories(logs);
   // Port 0: the server picks a free port and prints it.
-  tp::Child server({(prefix() / "bin/ktune").string(), "server", "--port", "0", "--db", served.string()},
-                   logs / "server.out", logs / "server.err");
+  tp::Child server(
+      {(prefix() / "bin/ktune").string(), "server", "--port", "0", "--db", served.string()},
+      logs / "server.out", logs / "server.err");
   const std::string address = tp::wait_for_address(logs / "server.out");
   ASSERT_FALSE(address.empty()) << tp::read_file(logs / "server.err");
   ASSERT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address;
@@ -430,12 +473,14 @@ TEST_F(Installed, ConsumerBuildsWithKernelsFromATuningServer) {
   for (size_t i = 0; i < kWorkloads.size(); ++i) {
     const std::string scratch = dir("scratch").string();
     const Output local = shell(ktune + " build " + kWorkloads[i] + " --json --require-tuned --db " +
-                               quote(served.string()) + " -o " + quote(scratch + ".o") + " --header " +
-                               quote(scratch + ".h"));
+                               quote(served.string()) + " -o " + quote(scratch + ".o") +
+                               " --header " + quote(scratch + ".h"));
     ASSERT_EQ(local.status, 0) << local.err;
     const auto j = nlohmann::json::parse(local.out);
-    EXPECT_TRUE(contains(header, " * config:   " + j["config"].dump() + "\n")) << names[i] << "\n" << header;
-    EXPECT_TRUE(contains(overview_line(b, names[i]), ", tuning server " + address + ": ")) << overview_line(b, names[i]);
+    EXPECT_TRUE(contains(header, " * config:   " + j["config"].dump() + "\n")) << names[i] << "\n"
+                                                                               << header;
+    EXPECT_TRUE(contains(overview_line(b, names[i]), ", tuning server " + address + ": "))
+        << overview_line(b, names[i]);
   }
   // The server going away after the build changes nothing: the kernels are in the program.
   server.kill(SIGTERM);

@@ -42,13 +42,17 @@ void expect_all_right(const ktune::testing_cli::Output& out, long loops, bool ts
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(lines[i], want[i]);
   // Every loop goes through the plug, and nested loops inside its bodies too.
   long plug_calls = 0;
-  ASSERT_EQ(std::sscanf(lines[want.size()].c_str(), "plugged calls %ld", &plug_calls), 1) << lines[want.size()];
+  ASSERT_EQ(std::sscanf(lines[want.size()].c_str(), "plugged calls %ld", &plug_calls), 1)
+      << lines[want.size()];
   EXPECT_GT(plug_calls, loops / 10);
-  EXPECT_EQ(lines[want.size() + 1], "pool again: " + std::to_string(loops / 10 + 1) + " loops, 0 wrong");
-  EXPECT_EQ(lines[want.size() + 2], tsan ? "fork child: not run under ThreadSanitizer"
-                                          : "fork child: " + std::to_string(loops / 10 + 1) + " loops, 0 wrong");
+  EXPECT_EQ(lines[want.size() + 1],
+            "pool again: " + std::to_string(loops / 10 + 1) + " loops, 0 wrong");
+  EXPECT_EQ(lines[want.size() + 2],
+            tsan ? "fork child: not run under ThreadSanitizer"
+                 : "fork child: " + std::to_string(loops / 10 + 1) + " loops, 0 wrong");
   long worker_chunks = 0;
-  ASSERT_EQ(std::sscanf(lines[want.size() + 3].c_str(), "chunks run by workers %ld", &worker_chunks), 1);
+  ASSERT_EQ(
+      std::sscanf(lines[want.size() + 3].c_str(), "chunks run by workers %ld", &worker_chunks), 1);
   EXPECT_GT(worker_chunks, 0) << "the pool's workers ran nothing";
   EXPECT_EQ(lines.back(), "PASS");
 }
@@ -59,7 +63,8 @@ TEST(RuntimeStandalone, TenThousandLoopsAtOneToFourThreadsAndFromTwoApplicationT
 
 TEST(RuntimeStandalone, NoDataRaceUnderThreadSanitizer) {
   const std::string tsan = RUNTIME_STRESS_TSAN;
-  if (tsan.empty()) GTEST_SKIP() << "the C compiler has no -fsanitize=thread (or the build uses ASan)";
+  if (tsan.empty())
+    GTEST_SKIP() << "the C compiler has no -fsanitize=thread (or the build uses ASan)";
   // TSan slows every access tenfold: fewer loops, the same checks. halt_on_error makes a race fail.
   const auto out = shell("TSAN_OPTIONS=halt_on_error=1 " + quote(tsan) + " 500");
   expect_all_right(out, 500, true);
@@ -67,7 +72,8 @@ TEST(RuntimeStandalone, NoDataRaceUnderThreadSanitizer) {
 }
 
 TEST(RuntimeStandalone, DefaultThreadsAreTheCpusOfTheAffinityMask) {
-  EXPECT_EQ(shell("taskset -c 0 " + quote(RUNTIME_STRESS) + " --default").out, "default_threads 1\n");
+  EXPECT_EQ(shell("taskset -c 0 " + quote(RUNTIME_STRESS) + " --default").out,
+            "default_threads 1\n");
   cpu_set_t set;
   ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
   if (CPU_COUNT(&set) < 2) GTEST_SKIP() << "one CPU: no mask of two to try";
@@ -75,8 +81,10 @@ TEST(RuntimeStandalone, DefaultThreadsAreTheCpusOfTheAffinityMask) {
   for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
   const std::string mask = std::to_string(cpus[0]) + "," + std::to_string(cpus[1]);
-  EXPECT_EQ(shell("taskset -c " + mask + " " + quote(RUNTIME_STRESS) + " --default").out, "default_threads 2\n");
-  EXPECT_EQ(shell(quote(RUNTIME_STRESS) + " --default").out, "default_threads " + std::to_string(CPU_COUNT(&set)) + "\n");
+  EXPECT_EQ(shell("taskset -c " + mask + " " + quote(RUNTIME_STRESS) + " --default").out,
+            "default_threads 2\n");
+  EXPECT_EQ(shell(quote(RUNTIME_STRESS) + " --default").out,
+            "default_threads " + std::to_string(CPU_COUNT(&set)) + "\n");
 }
 
 }  // namespace

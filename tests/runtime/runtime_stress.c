@@ -1,19 +1,20 @@
 /* Stress program of codegen/parallel_runtime.c (linked with it, built plainly and under
  * -fsanitize=thread): many parallel loops at 1..4 threads, from two application threads at once,
- * nested, with error codes, with a plugged parallel-for and in the child of a fork. Every iteration must run exactly
- * once (a per-iteration hit counter, checked and reset after each loop) and every loop's sum
- * must match. Prints one line per check and "PASS"; on a failure prints "FAIL ..." and exits 1.
+ * nested, with error codes, with a plugged parallel-for and in the child of a fork. Every iteration
+ * must run exactly once (a per-iteration hit counter, checked and reset after each loop) and every
+ * loop's sum must match. Prints one line per check and "PASS"; on a failure prints "FAIL ..." and
+ * exits 1.
  *
  * Usage: runtime_stress [loops]        all checks, `loops` loops each (default 10000)
  *        runtime_stress --default      prints ktune_get_num_threads() before any set */
 #include <pthread.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef int32_t (*ktune_parallel_body)(int64_t begin, int64_t end, void* closure);
 typedef int32_t (*ktune_parallel_for_fn)(int64_t extent, ktune_parallel_body body, void* closure);
@@ -26,10 +27,10 @@ enum { kMaxExtent = 37 };
 
 struct loop {
   int hits[kMaxExtent];
-  int64_t weight;               /* iteration i adds weight * (i + 1) */
+  int64_t weight; /* iteration i adds weight * (i + 1) */
   atomic_llong sum;
-  int fail_at;                  /* iteration whose body returns 7; -1 = none */
-  int nested;                   /* each chunk runs an inner loop of extent 5 */
+  int fail_at; /* iteration whose body returns 7; -1 = none */
+  int nested;  /* each chunk runs an inner loop of extent 5 */
   atomic_int nested_bad;
   pthread_t caller;
 };
@@ -78,7 +79,9 @@ static long run_loops(long loops, long seed) {
     l.weight = n + seed;
     l.fail_at = n % 100 == 99 ? extent - 1 : -1;
     l.caller = pthread_self();
-    l.nested = n % 50 == 7 && extent >= 4; /* an outer loop of extent 1 runs alone: its inner one may use the pool */
+    l.nested =
+        n % 50 == 7 &&
+        extent >= 4; /* an outer loop of extent 1 runs alone: its inner one may use the pool */
     const int32_t rc = ktune_parallel_for(extent, body, &l);
     long long want = 0;
     int ok = rc == (l.fail_at >= 0 ? 7 : 0) && atomic_load(&l.nested_bad) == 0;
@@ -169,13 +172,17 @@ int main(int argc, char** argv) {
     printf("FAIL the plug was called after it was removed\n");
     ++failures;
   }
-#if !defined(__SANITIZE_THREAD__) /* TSan does not support threads in a multi-threaded fork's child */
+#if !defined( \
+    __SANITIZE_THREAD__) /* TSan does not support threads in a multi-threaded fork's child */
   /* The child of a fork has no workers: its pool starts over. */
   const pid_t child = fork();
   if (child == 0) _exit(run_loops(loops / 10 + 1, 3) == 0 ? 0 : 1);
   int status = 0;
   report("fork child", loops / 10 + 1,
-         child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1);
+         child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+                 WEXITSTATUS(status) == 0
+             ? 0
+             : 1);
 #else
   printf("fork child: not run under ThreadSanitizer\n");
 #endif

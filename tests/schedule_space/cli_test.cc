@@ -46,7 +46,9 @@ struct Workload {
     for (const auto& w : words) s += " " + w;
     return s;
   }
-  Task task() const { return Task::create(template_name, parse_workload_args(template_name, words), host_traits()); }
+  Task task() const {
+    return Task::create(template_name, parse_workload_args(template_name, words), host_traits());
+  }
 };
 
 // One workload per built-in template (small, so that the commands run fast).
@@ -77,20 +79,24 @@ std::optional<std::string> field(const std::vector<std::string>& lines, const st
   return std::nullopt;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // What `ktune lower` must print for `config` (or the reference schedule when nullopt).
 std::string expected_lower(const Task& task, const std::optional<Config>& config) {
   const Instantiated inst = config ? task.instantiate(*config) : task.reference();
   const TargetTraits& t = task.target();
-  std::string text = "// " + task.workload_key() + "\n// target " + t.key + ": " + std::to_string(t.vector_bits) +
-                     "-bit vectors, " + std::to_string(t.vector_registers()) + " vector registers\n";
+  std::string text = "// " + task.workload_key() + "\n// target " + t.key + ": " +
+                     std::to_string(t.vector_bits) + "-bit vectors, " +
+                     std::to_string(t.vector_registers()) + " vector registers\n";
   if (config) text += "// config " + config->to_json_string() + "\n";
   return text + te::to_string(te::lower(inst.schedule, inst.args, task.template_name()));
 }
 
 // The first valid config index of `task` for which `pick` holds.
-std::optional<uint64_t> find_index(const Task& task, const std::function<bool(const Config&)>& pick) {
+std::optional<uint64_t> find_index(const Task& task,
+                                   const std::function<bool(const Config&)>& pick) {
   const ConfigSpace& space = task.space();
   for (uint64_t i = 0; i < space.size(); ++i)
     if (space.is_valid(i) && pick(space.get(i))) return i;
@@ -106,8 +112,9 @@ std::set<std::string> registry_names() {
 }
 
 TEST(TemplatesCli, ListsEveryRegisteredTemplateWithItsArguments) {
-  const std::set<std::string> builtins = {"matmul",  "dense_bias_relu",  "batch_matmul", "conv2d",
-                                          "conv2d_nchwc", "depthwise_conv2d", "max_pool2d", "avg_pool2d"};
+  const std::set<std::string> builtins = {"matmul",     "dense_bias_relu", "batch_matmul",
+                                          "conv2d",     "conv2d_nchwc",    "depthwise_conv2d",
+                                          "max_pool2d", "avg_pool2d"};
   const std::set<std::string> names = registry_names();
   for (const auto& b : builtins) EXPECT_TRUE(names.count(b)) << b << " is not in the registry";
 
@@ -180,10 +187,12 @@ TEST(SpaceCli, PrintsTheTaskSpaceOfEveryTemplate) {
     const ConfigSpace& space = task.space();
     for (size_t i = 0; i < space.num_knobs(); ++i) {
       const Knob& k = space.knob(i);
-      EXPECT_NE(std::find(lines.begin(), lines.end(), k.name() + ": " + k.describe()), lines.end()) << k.name();
+      EXPECT_NE(std::find(lines.begin(), lines.end(), k.name() + ": " + k.describe()), lines.end())
+          << k.name();
     }
     for (const auto& c : space.constraints())
-      EXPECT_NE(std::find(lines.begin(), lines.end(), "constraint: " + c.name), lines.end()) << c.name;
+      EXPECT_NE(std::find(lines.begin(), lines.end(), "constraint: " + c.name), lines.end())
+          << c.name;
 
     const auto fallback = field(lines, "fallback: ");
     ASSERT_TRUE(fallback);
@@ -283,7 +292,8 @@ TEST_F(LowerCli, DefaultIsTheFallbackAndReferenceDiffers) {
 }
 
 TEST_F(LowerCli, ConfigJsonAndFileGiveTheSameOutputAsIndex) {
-  const auto index = find_index(task_, [&](const Config& c) { return c.index() != task_.fallback_config().index(); });
+  const auto index = find_index(
+      task_, [&](const Config& c) { return c.index() != task_.fallback_config().index(); });
   ASSERT_TRUE(index);
   const Config config = task_.space().get(*index);
   Output by_index = ktune("lower " + w_.cli() + " --index " + std::to_string(*index));
@@ -350,7 +360,8 @@ void expect_one_error_line(const std::string& args, const std::vector<std::strin
   EXPECT_EQ(std::count(out.err.begin(), out.err.end(), '\n'), 1) << out.err;
   EXPECT_EQ(out.err.back(), '\n');
   EXPECT_EQ(out.err.rfind("ktune: error: ", 0), 0u) << out.err;
-  for (const auto& p : parts) EXPECT_TRUE(contains(out.err, p)) << "missing '" << p << "' in: " << out.err;
+  for (const auto& p : parts)
+    EXPECT_TRUE(contains(out.err, p)) << "missing '" << p << "' in: " << out.err;
 }
 
 TEST(BadInputCli, UnknownTemplate) {
@@ -374,9 +385,9 @@ TEST(BadInputCli, MalformedConfig) {
   expect_one_error_line("lower " + wl + " --config " + quote(R"({"index": 1})"), {"entity"});
   expect_one_error_line("lower " + wl + " --config @/nonexistent/ktune_config.json",
                         {"/nonexistent/ktune_config.json"});
-  expect_one_error_line(
-      "lower conv2d_nchwc C=16 H=8 W=8 K=16 --config " + quote(R"({"index":0,"template":"matmul","entity":[]})"),
-      {"matmul", "conv2d_nchwc"});
+  expect_one_error_line("lower conv2d_nchwc C=16 H=8 W=8 K=16 --config " +
+                            quote(R"({"index":0,"template":"matmul","entity":[]})"),
+                        {"matmul", "conv2d_nchwc"});
 }
 
 TEST(BadInputCli, IndexOutOfRangeOrInvalid) {
@@ -390,7 +401,8 @@ TEST(BadInputCli, IndexOutOfRangeOrInvalid) {
     if (!task.space().is_valid(i)) invalid = i;
   ASSERT_TRUE(invalid);
   const std::string constraint = task.space().rejecting_constraint(task.space().get(*invalid));
-  expect_one_error_line("lower matmul M=64 N=64 K=64 --index " + std::to_string(*invalid), {constraint});
+  expect_one_error_line("lower matmul M=64 N=64 K=64 --index " + std::to_string(*invalid),
+                        {constraint});
 }
 
 TEST(BadInputCli, NegativeIndexIsRejected) {
@@ -399,7 +411,8 @@ TEST(BadInputCli, NegativeIndexIsRejected) {
 // CLI11's parse errors too are one "ktune: error:" line with status 1.
 TEST(BadInputCli, ParseErrorsAreOneLine) {
   expect_one_error_line("lower matmul M=64 N=64 K=64 --index abc", {"--index", "abc"});
-  expect_one_error_line("lower matmul M=64 N=64 K=64 --index 1 --config {}", {"--config", "--index"});
+  expect_one_error_line("lower matmul M=64 N=64 K=64 --index 1 --config {}",
+                        {"--config", "--index"});
   expect_one_error_line("space", {"template"});
 }
 
@@ -409,7 +422,8 @@ TEST(SpaceCli, LargestSizeIsDefinedAndLargerIsRejected) {
   const Output out = ktune("space matmul M=2147483647 N=16 K=16");
   EXPECT_EQ(out.status, 0) << out.err;
   EXPECT_NE(out.out.find("tile_y: split extent=2147483647"), std::string::npos) << out.out;
-  expect_one_error_line("space matmul M=4611686018427387904 N=16 K=16", {"M=4611686018427387904", "<= 2147483647"});
+  expect_one_error_line("space matmul M=4611686018427387904 N=16 K=16",
+                        {"M=4611686018427387904", "<= 2147483647"});
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Tests of ConfigSpace (mixed-radix indexing, constraints, sampling, neighbours, features) and Config JSON.
+// Tests of ConfigSpace (mixed-radix indexing, constraints, sampling, neighbours, features) and
+// Config JSON.
 #include "schedule_space/config_space.h"
 
 #include <set>
@@ -12,9 +13,9 @@ namespace {
 
 ConfigSpace small_space() {
   ConfigSpace s("toy");
-  s.define_split("tile", {.extent = 8, .num_outputs = 2});               // 4: 1 2 4 8
-  s.define_knob("unroll", std::vector<int64_t>{0, 4, 16});               // 3
-  s.define_knob("layout", std::vector<std::string>{"nn", "nt"});         // 2
+  s.define_split("tile", {.extent = 8, .num_outputs = 2});        // 4: 1 2 4 8
+  s.define_knob("unroll", std::vector<int64_t>{0, 4, 16});        // 3
+  s.define_knob("layout", std::vector<std::string>{"nn", "nt"});  // 2
   return s;
 }
 
@@ -49,20 +50,25 @@ TEST(ConfigSpace, OutOfRangeAndBadVectors) {
   EXPECT_EQ(kind_of([&] { s.get(24); }), ErrorKind::kInvalidArgument);
   EXPECT_EQ(kind_of([&] { s.knob_indices(1000); }), ErrorKind::kInvalidArgument);
   EXPECT_EQ(kind_of([&] { s.index_of(std::vector<uint64_t>{0, 0}); }), ErrorKind::kInvalidArgument);
-  EXPECT_EQ(kind_of([&] { s.index_of(std::vector<uint64_t>{4, 0, 0}); }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([&] {
+              s.index_of(std::vector<uint64_t>{4, 0, 0});
+            }),
+            ErrorKind::kInvalidArgument);
   EXPECT_FALSE(s.is_valid(24));
 }
 
 TEST(ConfigSpace, DuplicateKnobAndOverflow) {
   ConfigSpace s = small_space();
-  EXPECT_EQ(kind_of([&] { s.define_knob("unroll", std::vector<int64_t>{1}); }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([&] { s.define_knob("unroll", std::vector<int64_t>{1}); }),
+            ErrorKind::kInvalidArgument);
   ConfigSpace big;
   std::vector<int64_t> values(1024);
   for (int i = 0; i < 6; ++i) big.define_knob("k" + std::to_string(i), values);  // 2^60
   EXPECT_EQ(big.size(), uint64_t{1} << 60);
   big.define_knob("k6", std::vector<int64_t>(8));  // exactly 2^63
   EXPECT_EQ(big.size(), uint64_t{1} << 63);
-  EXPECT_EQ(kind_of([&] { big.define_knob("k7", std::vector<int64_t>(2)); }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([&] { big.define_knob("k7", std::vector<int64_t>(2)); }),
+            ErrorKind::kInvalidArgument);
   EXPECT_EQ(big.num_knobs(), 7u);  // the failed knob left no trace
 }
 
@@ -101,7 +107,8 @@ TEST(ConfigSpace, SampleSmallSpaceIsExhaustiveAndRespectsExclude) {
 TEST(ConfigSpace, SampleHugeSpaceWithConstraint) {
   ConfigSpace s;
   for (int i = 0; i < 5; ++i) s.define_knob("k" + std::to_string(i), std::vector<int64_t>(1024, i));
-  s.define_split("tile", {.extent = 1024, .num_outputs = 2, .policy = SplitPolicy::kPowerOfTwo});  // 11
+  s.define_split("tile",
+                 {.extent = 1024, .num_outputs = 2, .policy = SplitPolicy::kPowerOfTwo});  // 11
   s.define_knob("k5", std::vector<int64_t>(512, 5));
   ASSERT_GT(s.size(), uint64_t{1} << 62);
   s.add_constraint("tile >= 16", [](const EntityView& v) { return v["tile"].values[1] >= 16; });
@@ -147,7 +154,8 @@ TEST(ConfigSpace, KnobFeaturesFixedLength) {
   s.define_reorder("order", {.num_axes = 3});
   s.define_annotate("ann", {.extents = {4, 8}});
   EXPECT_EQ(s.knob_feature_length(), 2u + 1u + 1u + 3u + 4u);
-  for (uint64_t i = 0; i < s.size(); i += 7) EXPECT_EQ(s.knob_features(i).size(), s.knob_feature_length());
+  for (uint64_t i = 0; i < s.size(); i += 7)
+    EXPECT_EQ(s.knob_features(i).size(), s.knob_feature_length());
   const auto f = s.knob_features(s.index_of(std::vector<uint64_t>{3, 2, 1, 0, 0}));
   EXPECT_FLOAT_EQ(f[1], std::log2(9.f));  // inner factor 8
   EXPECT_FLOAT_EQ(f[2], 16.f);            // unroll value
@@ -171,10 +179,12 @@ TEST(Config, JsonRoundTripRebuildsEntitiesWithoutTheSpace) {
 }
 
 TEST(Config, MalformedJsonIsInvalidArgument) {
-  for (const char* text : {"{", "[]", R"({"entity": []})", R"({"index": -1, "entity": []})",
-                           R"({"index": 0})", R"({"index": 0, "entity": [["a", "ot", 1], ["a", "ot", 2]]})",
-                           R"({"index": 0, "template": 3, "entity": []})"}) {
-    EXPECT_EQ(kind_of([&] { Config::from_json_string(text); }), ErrorKind::kInvalidArgument) << text;
+  for (const char* text :
+       {"{", "[]", R"({"entity": []})", R"({"index": -1, "entity": []})", R"({"index": 0})",
+        R"({"index": 0, "entity": [["a", "ot", 1], ["a", "ot", 2]]})",
+        R"({"index": 0, "template": 3, "entity": []})"}) {
+    EXPECT_EQ(kind_of([&] { Config::from_json_string(text); }), ErrorKind::kInvalidArgument)
+        << text;
   }
   const Config c = Config::from_json_string(R"({"index": 0, "entity": [["a", "ot", 1]]})");
   EXPECT_EQ(kind_of([&] { c["b"]; }), ErrorKind::kInstantiation);

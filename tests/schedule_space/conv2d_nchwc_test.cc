@@ -2,9 +2,9 @@
 // layer compiled for the host: correct and much faster than the plain schedule.
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
-#include <cstdio>
 
 #include <gtest/gtest.h>
 
@@ -44,13 +44,18 @@ ErrorKind create_error(const std::vector<std::string>& words) {
 }
 
 TEST(Conv2dNchwc, BadArgumentsAreInvalid) {
-  EXPECT_EQ(create_error({"C=16", "H=2", "W=8", "K=16"}), ErrorKind::kInvalidArgument);  // 3x3 > 2 rows
-  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "dilation=4"}), ErrorKind::kInvalidArgument);
-  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "oc_block=-1"}), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(create_error({"C=16", "H=2", "W=8", "K=16"}),
+            ErrorKind::kInvalidArgument);  // 3x3 > 2 rows
+  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "dilation=4"}),
+            ErrorKind::kInvalidArgument);
+  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "oc_block=-1"}),
+            ErrorKind::kInvalidArgument);
   EXPECT_EQ(create_error({"C=0", "H=8", "W=8", "K=16"}), ErrorKind::kInvalidArgument);
   EXPECT_EQ(create_error({"C=1.5", "H=8", "W=8", "K=16"}), ErrorKind::kInvalidArgument);
-  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=4294967296"}), ErrorKind::kInvalidArgument);  // above the cap
-  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "epilogue=relu_bias"}), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=4294967296"}),
+            ErrorKind::kInvalidArgument);  // above the cap
+  EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "epilogue=relu_bias"}),
+            ErrorKind::kInvalidArgument);
   EXPECT_EQ(create_error({"C=16", "H=8", "W=8", "K=16", "epilogue=bias_relu", "clip_max=6"}),
             ErrorKind::kInvalidArgument);
 }
@@ -60,17 +65,23 @@ TEST(Conv2dNchwc, BadArgumentsAreInvalid) {
 // the key names the blocks chosen, and keeps its old form (no epilogue) for the default epilogue.
 TEST(Conv2dNchwc, AnyChannelCountWithBlocksFromTheShape) {
   EXPECT_EQ(create_error({"C=24", "H=8", "W=8", "K=16"}), ErrorKind::kUnknown);
-  EXPECT_EQ(create_error({"C=3", "H=8", "W=8", "K=1000", "ic_block=16", "oc_block=16"}), ErrorKind::kUnknown);
+  EXPECT_EQ(create_error({"C=3", "H=8", "W=8", "K=1000", "ic_block=16", "oc_block=16"}),
+            ErrorKind::kUnknown);
   auto key = [](const std::vector<std::string>& words) {
-    return Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", words), avx512_traits(1)).workload_key();
+    return Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", words),
+                        avx512_traits(1))
+        .workload_key();
   };
   EXPECT_EQ(key({"C=3", "H=8", "W=8", "K=24"}),
-            "conv2d_nchwc(N=1,C=3,H=8,W=8,K=24,R=3,S=3,stride=1,pad=0,dilation=1,ic_block=3,oc_block=8,dtype=float32)");
-  EXPECT_EQ(key({"C=17", "H=8", "W=8", "K=48", "epilogue=bias_relu"}),
-            "conv2d_nchwc(N=1,C=17,H=8,W=8,K=48,R=3,S=3,stride=1,pad=0,dilation=1,ic_block=8,oc_block=16,"
-            "epilogue=bias_relu,dtype=float32)");
-  const Task t = Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", {"C=24", "H=8", "W=8", "K=20",
-                                                                                   "ic_block=16", "oc_block=16"}),
+            "conv2d_nchwc(N=1,C=3,H=8,W=8,K=24,R=3,S=3,stride=1,pad=0,dilation=1,ic_block=3,oc_"
+            "block=8,dtype=float32)");
+  EXPECT_EQ(
+      key({"C=17", "H=8", "W=8", "K=48", "epilogue=bias_relu"}),
+      "conv2d_nchwc(N=1,C=17,H=8,W=8,K=48,R=3,S=3,stride=1,pad=0,dilation=1,ic_block=8,oc_block=16,"
+      "epilogue=bias_relu,dtype=float32)");
+  const Task t = Task::create("conv2d_nchwc",
+                              parse_workload_args("conv2d_nchwc", {"C=24", "H=8", "W=8", "K=20",
+                                                                   "ic_block=16", "oc_block=16"}),
                               avx512_traits(1));
   const ComputeDef def = t.template_def().compute(t.args());
   EXPECT_EQ(def.args[0].shape(), (std::vector<int64_t>{1, 2, 8, 8, 16}));
@@ -79,9 +90,11 @@ TEST(Conv2dNchwc, AnyChannelCountWithBlocksFromTheShape) {
 }
 
 TEST(Conv2dNchwc, FlopsTensorsAndSpace) {
-  const Task task = Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", kResnetArgs), avx512_traits(2));
+  const Task task = Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", kResnetArgs),
+                                 avx512_traits(2));
   EXPECT_EQ(task.workload_key(),
-            "conv2d_nchwc(N=1,C=64,H=56,W=56,K=64,R=3,S=3,stride=1,pad=1,dilation=1,ic_block=16,oc_block=16,"
+            "conv2d_nchwc(N=1,C=64,H=56,W=56,K=64,R=3,S=3,stride=1,pad=1,dilation=1,ic_block=16,oc_"
+            "block=16,"
             "dtype=float32)");
   EXPECT_DOUBLE_EQ(task.flop(), 2.0 * 64 * 56 * 56 * 64 * 9);
   const ComputeDef def = task.template_def().compute(task.args());
@@ -109,7 +122,8 @@ TEST(Conv2dNchwc, FlopsTensorsAndSpace) {
     for (uint64_t j = 0; j < ow.size(); ++j) {
       digits[0] = i, digits[2] = j;
       const int64_t accumulators = ko.entity(i).values.back() * 2 * ow.entity(j).values.back();
-      EXPECT_EQ(task.space().is_valid(task.space().index_of(digits)), accumulators <= 30) << accumulators;
+      EXPECT_EQ(task.space().is_valid(task.space().index_of(digits)), accumulators <= 30)
+          << accumulators;
     }
   }
 }
@@ -122,7 +136,8 @@ TEST(Conv2dNchwc, NeonFallbackFitsRegistersWithColumns) {
   neon.vector_bits = 128;
   neon.cores = 1;
   neon.arch = "aarch64";
-  const Task task = Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", kResnetArgs), neon);
+  const Task task =
+      Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", kResnetArgs), neon);
   const Config& fb = task.fallback_config();
   EXPECT_EQ(fb["tile_ko"].values.back(), 1);
   EXPECT_EQ(fb["tile_oh"].values.back(), 1);
@@ -140,7 +155,8 @@ TEST(Conv2dNchwc, NeonFallbackFitsRegistersWithColumns) {
       digits[0] = i, digits[2] = j;
       const int64_t weights = ko.entity(i).values.back() * 4;
       const int64_t accumulators = weights * ow.entity(j).values.back();
-      EXPECT_EQ(task.space().is_valid(task.space().index_of(digits)), accumulators + weights + 1 <= 32)
+      EXPECT_EQ(task.space().is_valid(task.space().index_of(digits)),
+                accumulators + weights + 1 <= 32)
           << ko.entity(i).values.back() << " blocks x " << ow.entity(j).values.back() << " columns";
       ++checked;
     }
@@ -153,7 +169,8 @@ TargetTraits host_traits(const codegen::Target& t) {
 }
 
 codegen::Kernel compile(const Instantiated& inst, const codegen::Target& target) {
-  return codegen::Kernel::load(codegen::build(te::lower(inst.schedule, inst.args, "conv2d_nchwc"), target));
+  return codegen::Kernel::load(
+      codegen::build(te::lower(inst.schedule, inst.args, "conv2d_nchwc"), target));
 }
 
 struct Buffers {
@@ -173,14 +190,16 @@ struct Buffers {
 // schedule's output and beat it by a wide margin.
 TEST(Conv2dNchwc, HostFallbackIsCorrectAndFast) {
   const codegen::Target target = codegen::Target::host();
-  const Task task = Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", kResnetArgs), host_traits(target));
+  const Task task = Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", kResnetArgs),
+                                 host_traits(target));
   const ComputeDef def = task.template_def().compute(task.args());
   Buffers ref(def);
   const double t_plain = best_seconds(compile(task.reference(), target), ref.ptrs, 1);
 
   std::vector<Config> configs = {task.fallback_config()};
   const int64_t par = task.space().knob_position("parallel");
-  std::vector<uint64_t> digits = task.space().knob_indices(task.space().index_of(task.fallback_config()));
+  std::vector<uint64_t> digits =
+      task.space().knob_indices(task.space().index_of(task.fallback_config()));
   if (digits[par] != 0) {
     digits[par] = 0;
     configs.push_back(task.space().get(task.space().index_of(digits)));
@@ -191,9 +210,9 @@ TEST(Conv2dNchwc, HostFallbackIsCorrectAndFast) {
     const double t = best_seconds(compile(task.instantiate(cfg), target), b.ptrs, 5);
     EXPECT_LT(te::max_relative_error(b.out(), ref.out()), 1e-4) << cfg.to_json_string();
     times.push_back(t);
-    std::printf("%s on %s (%d cores): %.1f GFLOP/s (plain %.1f GFLOP/s) config %s\n", task.workload_key().c_str(),
-                target.cpu().c_str(), target.cores(), task.flop() * 1e-9 / t, task.flop() * 1e-9 / t_plain,
-                cfg.to_json_string().c_str());
+    std::printf("%s on %s (%d cores): %.1f GFLOP/s (plain %.1f GFLOP/s) config %s\n",
+                task.workload_key().c_str(), target.cpu().c_str(), target.cores(),
+                task.flop() * 1e-9 / t, task.flop() * 1e-9 / t_plain, cfg.to_json_string().c_str());
   }
   for (double t : times) EXPECT_LT(t * 2, t_plain);
 }
@@ -207,17 +226,31 @@ TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
     int64_t c, k, h, w, stride, pad;
   };
   const std::vector<Case> cases = {
-      {{"C=3", "H=9", "W=11", "K=24", "stride=2", "pad=1", "epilogue=bias_relu"}, 3, 24, 9, 11, 2, 1},
-      {{"C=24", "H=6", "W=7", "K=20", "ic_block=16", "oc_block=16", "epilogue=bias_add_relu"}, 24, 20, 6, 7, 1, 0},
+      {{"C=3", "H=9", "W=11", "K=24", "stride=2", "pad=1", "epilogue=bias_relu"},
+       3,
+       24,
+       9,
+       11,
+       2,
+       1},
+      {{"C=24", "H=6", "W=7", "K=20", "ic_block=16", "oc_block=16", "epilogue=bias_add_relu"},
+       24,
+       20,
+       6,
+       7,
+       1,
+       0},
       {{"C=17", "H=5", "W=5", "K=5", "pad=1"}, 17, 5, 5, 5, 1, 1},
   };
   const codegen::Target target = codegen::Target::host();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (const Case& c : cases) {
-    const Task task = Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", c.words), host_traits(target));
+    const Task task = Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", c.words),
+                                   host_traits(target));
     const int64_t icb = task.args().get_int("ic_block"), ocb = task.args().get_int("oc_block");
     const int64_t cbs = (c.c + icb - 1) / icb, kbs = (c.k + ocb - 1) / ocb;
-    const int64_t oh = (c.h + 2 * c.pad - 3) / c.stride + 1, ow = (c.w + 2 * c.pad - 3) / c.stride + 1;
+    const int64_t oh = (c.h + 2 * c.pad - 3) / c.stride + 1,
+                  ow = (c.w + 2 * c.pad - 3) / c.stride + 1;
     const std::string epilogue = task.args().get("epilogue");
     // Logical tensors, seeded.
     std::mt19937_64 rng(c.c * 100 + c.k);
@@ -251,7 +284,8 @@ TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
       for (int64_t i = 0; i < bufs.back().num_elements(); ++i) bufs.back().set(i, nan);
     }
     for (int64_t ch = 0; ch < c.c; ++ch)
-      for (int64_t i = 0; i < c.h * c.w; ++i) bufs[0].set(((ch / icb) * c.h * c.w + i) * icb + ch % icb, in[ch * c.h * c.w + i]);
+      for (int64_t i = 0; i < c.h * c.w; ++i)
+        bufs[0].set(((ch / icb) * c.h * c.w + i) * icb + ch % icb, in[ch * c.h * c.w + i]);
     for (int64_t k = 0; k < c.k; ++k)
       for (int64_t ch = 0; ch < c.c; ++ch)
         for (int64_t rs = 0; rs < 9; ++rs)
@@ -262,10 +296,13 @@ TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
       for (int64_t k = 0; k < c.k; ++k) bufs[next].set(k, bias[k]);  // [K/ocb][ocb] is k itself
       ++next;
     }
-    auto blocked_out = [&](int64_t k, int64_t i) { return ((k / ocb) * oh * ow + i) * ocb + k % ocb; };
+    auto blocked_out = [&](int64_t k, int64_t i) {
+      return ((k / ocb) * oh * ow + i) * ocb + k % ocb;
+    };
     if (epilogue == "bias_add_relu") {
       for (int64_t k = 0; k < c.k; ++k)
-        for (int64_t i = 0; i < oh * ow; ++i) bufs[next].set(blocked_out(k, i), res[k * oh * ow + i]);
+        for (int64_t i = 0; i < oh * ow; ++i)
+          bufs[next].set(blocked_out(k, i), res[k * oh * ow + i]);
       ++next;
     }
     ASSERT_EQ(next + 1, bufs.size());

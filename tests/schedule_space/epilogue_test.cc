@@ -42,7 +42,9 @@ TargetTraits avx512() {
   return t;
 }
 
-std::string key_of(const std::string& tmpl, const Args& args) { return Task::create(tmpl, args, avx512()).workload_key(); }
+std::string key_of(const std::string& tmpl, const Args& args) {
+  return Task::create(tmpl, args, avx512()).workload_key();
+}
 
 ErrorKind create_error(const std::string& tmpl, const Args& args) {
   try {
@@ -54,8 +56,10 @@ ErrorKind create_error(const std::string& tmpl, const Args& args) {
 }
 
 TEST(Epilogue, NamesParseBackAndKeepTheirMeaning) {
-  for (const auto& name : templates::epilogue_choices({})) EXPECT_EQ(templates::parse_epilogue(name).name(), name);
-  // 4 prefixes (none, bias, add, bias_add) x 8 activations (none included), less the empty one, and "none".
+  for (const auto& name : templates::epilogue_choices({}))
+    EXPECT_EQ(templates::parse_epilogue(name).name(), name);
+  // 4 prefixes (none, bias, add, bias_add) x 8 activations (none included), less the empty one, and
+  // "none".
   EXPECT_EQ(templates::epilogue_choices({}).size(), 32u);
   EXPECT_EQ(templates::epilogue_choices({.none = false}).size(), 16u);
   const Epilogue br = templates::parse_epilogue("bias_relu");
@@ -67,7 +71,8 @@ TEST(Epilogue, NamesParseBackAndKeepTheirMeaning) {
   EXPECT_EQ(templates::parse_epilogue("bias_gelu").activation, Activation::kGelu);
   EXPECT_EQ(templates::parse_epilogue("add_gelu_erf").activation, Activation::kGeluErf);
   EXPECT_TRUE(templates::parse_epilogue("none").empty());
-  for (const char* bad : {"", "relu_bias", "bias_bias", "add_bias", "bias_relu_relu", "gelu_tanh", "bias_"}) {
+  for (const char* bad :
+       {"", "relu_bias", "bias_bias", "add_bias", "bias_relu_relu", "gelu_tanh", "bias_"}) {
     try {
       templates::parse_epilogue(bad);
       ADD_FAILURE() << bad;
@@ -82,20 +87,30 @@ TEST(Epilogue, NamesParseBackAndKeepTheirMeaning) {
 TEST(Epilogue, OldKeysAndFlopsAreUnchanged) {
   EXPECT_EQ(key_of("matmul", {{"M", "1"}, {"N", "7"}, {"K", "3"}, {"epilogue", "bias_gelu"}}),
             "matmul(M=1,N=7,K=3,layout=nn,epilogue=bias_gelu,dtype=float32)");
-  EXPECT_EQ(key_of("matmul", {{"M", "4"}, {"N", "8"}, {"K", "12"}}), "matmul(M=4,N=8,K=12,layout=nn,dtype=float32)");
-  EXPECT_EQ(key_of("dense_bias_relu", {{"M", "1"}, {"N", "32"}, {"K", "64"}}), "dense_bias_relu(M=1,N=32,K=64,dtype=float32)");
+  EXPECT_EQ(key_of("matmul", {{"M", "4"}, {"N", "8"}, {"K", "12"}}),
+            "matmul(M=4,N=8,K=12,layout=nn,dtype=float32)");
+  EXPECT_EQ(key_of("dense_bias_relu", {{"M", "1"}, {"N", "32"}, {"K", "64"}}),
+            "dense_bias_relu(M=1,N=32,K=64,dtype=float32)");
   EXPECT_EQ(key_of("dense_bias_relu", {{"M", "1"}, {"N", "32"}, {"K", "64"}, {"epilogue", "bias"}}),
             "dense_bias_relu(M=1,N=32,K=64,epilogue=bias,dtype=float32)");
-  EXPECT_EQ(key_of("conv2d_nchwc", {{"C", "64"}, {"H", "56"}, {"W", "56"}, {"K", "64"}, {"pad", "1"},
+  EXPECT_EQ(key_of("conv2d_nchwc", {{"C", "64"},
+                                    {"H", "56"},
+                                    {"W", "56"},
+                                    {"K", "64"},
+                                    {"pad", "1"},
                                     {"epilogue", "bias_add_relu"}}),
-            "conv2d_nchwc(N=1,C=64,H=56,W=56,K=64,R=3,S=3,stride=1,pad=1,dilation=1,ic_block=16,oc_block=16,"
+            "conv2d_nchwc(N=1,C=64,H=56,W=56,K=64,R=3,S=3,stride=1,pad=1,dilation=1,ic_block=16,oc_"
+            "block=16,"
             "epilogue=bias_add_relu,dtype=float32)");
   EXPECT_EQ(key_of("depthwise_conv2d_nchwc", {{"C", "32"}, {"H", "8"}, {"W", "8"}, {"pad", "1"}}),
-            "depthwise_conv2d_nchwc(N=1,C=32,H=8,W=8,R=3,S=3,stride=1,pad=1,dilation=1,block=16,dtype=float32)");
-  const Task conv = Task::create("conv2d_nchwc", {{"C", "8"}, {"H", "5"}, {"W", "5"}, {"K", "4"}, {"epilogue", "bias_relu"}},
-                                 avx512());
+            "depthwise_conv2d_nchwc(N=1,C=32,H=8,W=8,R=3,S=3,stride=1,pad=1,dilation=1,block=16,"
+            "dtype=float32)");
+  const Task conv = Task::create(
+      "conv2d_nchwc", {{"C", "8"}, {"H", "5"}, {"W", "5"}, {"K", "4"}, {"epilogue", "bias_relu"}},
+      avx512());
   EXPECT_DOUBLE_EQ(conv.flop(), 4.0 * 3 * 3 * (2.0 * 8 * 9 + 2));
-  const Task gelu = Task::create("matmul", {{"M", "2"}, {"N", "3"}, {"K", "5"}, {"epilogue", "bias_gelu"}}, avx512());
+  const Task gelu = Task::create(
+      "matmul", {{"M", "2"}, {"N", "3"}, {"K", "5"}, {"epilogue", "bias_gelu"}}, avx512());
   EXPECT_DOUBLE_EQ(gelu.flop(), 6.0 * (2.0 * 5 + 9));
 }
 
@@ -106,23 +121,32 @@ TEST(Epilogue, ClipBoundsAreCanonicalAndChecked) {
     a.insert(extra.begin(), extra.end());
     return a;
   };
-  EXPECT_EQ(key_of("depthwise_conv2d_nchwc", with({{"epilogue", "bias_clip"}, {"clip_min", "-1.50"}, {"clip_max", "6.0"}})),
-            "depthwise_conv2d_nchwc(N=1,C=8,H=6,W=6,R=3,S=3,stride=1,pad=1,dilation=1,block=8,epilogue=bias_clip,"
+  EXPECT_EQ(key_of("depthwise_conv2d_nchwc",
+                   with({{"epilogue", "bias_clip"}, {"clip_min", "-1.50"}, {"clip_max", "6.0"}})),
+            "depthwise_conv2d_nchwc(N=1,C=8,H=6,W=6,R=3,S=3,stride=1,pad=1,dilation=1,block=8,"
+            "epilogue=bias_clip,"
             "clip_min=-1.5,clip_max=6,dtype=float32)");
   // An unbounded side is the default, left out of the key.
-  EXPECT_EQ(key_of("matmul", {{"M", "2"}, {"N", "3"}, {"K", "4"}, {"epilogue", "clip"}, {"clip_max", "1e0"}}),
+  EXPECT_EQ(key_of("matmul",
+                   {{"M", "2"}, {"N", "3"}, {"K", "4"}, {"epilogue", "clip"}, {"clip_max", "1e0"}}),
             "matmul(M=2,N=3,K=4,layout=nn,epilogue=clip,clip_max=1,dtype=float32)");
-  EXPECT_EQ(create_error("depthwise_conv2d_nchwc", with({{"epilogue", "bias_clip"}, {"clip_min", "abc"}})),
+  EXPECT_EQ(create_error("depthwise_conv2d_nchwc",
+                         with({{"epilogue", "bias_clip"}, {"clip_min", "abc"}})),
             ErrorKind::kInvalidArgument);
-  EXPECT_EQ(create_error("depthwise_conv2d_nchwc", with({{"epilogue", "bias_clip"}, {"clip_max", "nan"}})),
+  EXPECT_EQ(create_error("depthwise_conv2d_nchwc",
+                         with({{"epilogue", "bias_clip"}, {"clip_max", "nan"}})),
             ErrorKind::kInvalidArgument);
-  EXPECT_EQ(create_error("depthwise_conv2d_nchwc", with({{"epilogue", "clip"}, {"clip_min", "1"}, {"clip_max", "0"}})),
+  EXPECT_EQ(create_error("depthwise_conv2d_nchwc",
+                         with({{"epilogue", "clip"}, {"clip_min", "1"}, {"clip_max", "0"}})),
             ErrorKind::kInvalidArgument);
-  EXPECT_EQ(create_error("depthwise_conv2d_nchwc", with({{"epilogue", "bias_relu6"}, {"clip_max", "6"}})),
-            ErrorKind::kInvalidArgument);
-  EXPECT_EQ(create_error("dense_bias_relu", {{"M", "1"}, {"N", "3"}, {"K", "4"}, {"epilogue", "relu"}}),
-            ErrorKind::kInvalidArgument);  // dense always adds its bias
-  EXPECT_EQ(create_error("depthwise_conv2d_nchwc", with({{"epilogue", "bias_clip"}, {"clip_min", "-inf"}})),
+  EXPECT_EQ(
+      create_error("depthwise_conv2d_nchwc", with({{"epilogue", "bias_relu6"}, {"clip_max", "6"}})),
+      ErrorKind::kInvalidArgument);
+  EXPECT_EQ(
+      create_error("dense_bias_relu", {{"M", "1"}, {"N", "3"}, {"K", "4"}, {"epilogue", "relu"}}),
+      ErrorKind::kInvalidArgument);  // dense always adds its bias
+  EXPECT_EQ(create_error("depthwise_conv2d_nchwc",
+                         with({{"epilogue", "bias_clip"}, {"clip_min", "-inf"}})),
             ErrorKind::kUnknown);
 }
 
@@ -133,12 +157,21 @@ struct EpilogueCase {
 };
 
 const std::vector<EpilogueCase>& epilogue_cases() {
-  static const std::vector<EpilogueCase> cases = {
-      {"none", "", ""},           {"bias", "", ""},           {"relu", "", ""},
-      {"add", "", ""},            {"bias_relu", "", ""},      {"bias_relu6", "", ""},
-      {"bias_clip", "-0.25", "0.5"}, {"bias_clip", "", "0.75"}, {"bias_add_relu", "", ""},
-      {"bias_hardswish", "", ""}, {"bias_add_hardswish", "", ""}, {"bias_silu", "", ""},
-      {"bias_gelu", "", ""},      {"bias_gelu_erf", "", ""},  {"add_silu", "", ""}};
+  static const std::vector<EpilogueCase> cases = {{"none", "", ""},
+                                                  {"bias", "", ""},
+                                                  {"relu", "", ""},
+                                                  {"add", "", ""},
+                                                  {"bias_relu", "", ""},
+                                                  {"bias_relu6", "", ""},
+                                                  {"bias_clip", "-0.25", "0.5"},
+                                                  {"bias_clip", "", "0.75"},
+                                                  {"bias_add_relu", "", ""},
+                                                  {"bias_hardswish", "", ""},
+                                                  {"bias_add_hardswish", "", ""},
+                                                  {"bias_silu", "", ""},
+                                                  {"bias_gelu", "", ""},
+                                                  {"bias_gelu_erf", "", ""},
+                                                  {"add_silu", "", ""}};
   return cases;
 }
 
@@ -175,7 +208,9 @@ double activate(const Steps& s, double v) {
   if (a == "clip") return std::min(std::max(v, s.lo), s.hi);
   if (a == "hardswish") return v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
   if (a == "silu") return v / (1.0 + std::exp(-v));
-  if (a == "gelu") return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
+  if (a == "gelu")
+    return 0.5 * v *
+           (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
   if (a == "gelu_erf") return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
   ADD_FAILURE() << "unknown activation " << a;
   return kNan;
@@ -212,11 +247,13 @@ void fill_epilogue(Prepared& p, const Steps& s, size_t inputs, const std::vector
                    const std::function<int64_t(int64_t)>& out_at) {
   size_t next = inputs;
   if (s.bias) {
-    for (size_t k = 0; k < bias.size(); ++k) p.bufs[next].set(bias_at(static_cast<int64_t>(k)), bias[k]);
+    for (size_t k = 0; k < bias.size(); ++k)
+      p.bufs[next].set(bias_at(static_cast<int64_t>(k)), bias[k]);
     ++next;
   }
   if (s.residual) {
-    for (size_t i = 0; i < res.size(); ++i) p.bufs[next].set(out_at(static_cast<int64_t>(i)), res[i]);
+    for (size_t i = 0; i < res.size(); ++i)
+      p.bufs[next].set(out_at(static_cast<int64_t>(i)), res[i]);
     ++next;
   }
   ASSERT_EQ(next + 1, p.bufs.size());
@@ -224,20 +261,22 @@ void fill_epilogue(Prepared& p, const Steps& s, size_t inputs, const std::vector
 
 // conv2d_nchwc and depthwise_conv2d_nchwc (depthwise: K == C, one input channel per output):
 // logical NCHW tensors, batch 1, 3x3 window.
-Prepared prepare_conv(const Task& task, const Steps& s, bool depthwise, int64_t c, int64_t k, int64_t h, int64_t w,
-                      int64_t stride, int64_t pad) {
+Prepared prepare_conv(const Task& task, const Steps& s, bool depthwise, int64_t c, int64_t k,
+                      int64_t h, int64_t w, int64_t stride, int64_t pad) {
   const int64_t icb = depthwise ? task.args().get_int("block") : task.args().get_int("ic_block");
   const int64_t ocb = depthwise ? icb : task.args().get_int("oc_block");
   const int64_t cbs = (c + icb - 1) / icb;
   const int64_t oh = (h + 2 * pad - 3) / stride + 1, ow = (w + 2 * pad - 3) / stride + 1;
   std::mt19937_64 rng(c * 1000 + k);
-  const std::vector<double> in = random_values(c * h * w, rng), wt = random_values(k * (depthwise ? 1 : c) * 9, rng),
+  const std::vector<double> in = random_values(c * h * w, rng),
+                            wt = random_values(k * (depthwise ? 1 : c) * 9, rng),
                             bias = random_values(k, rng), res = random_values(k * oh * ow, rng);
   // Without an epilogue, depthwise computes its padding lanes from those of I and W: zeros.
   const bool zero_lanes = depthwise && s.activation.empty() && !s.bias && !s.residual;
   Prepared p{buffers_of(task, zero_lanes ? 0.0 : kNan), {}};
   for (int64_t ch = 0; ch < c; ++ch)
-    for (int64_t i = 0; i < h * w; ++i) p.bufs[0].set(((ch / icb) * h * w + i) * icb + ch % icb, in[ch * h * w + i]);
+    for (int64_t i = 0; i < h * w; ++i)
+      p.bufs[0].set(((ch / icb) * h * w + i) * icb + ch % icb, in[ch * h * w + i]);
   for (int64_t o = 0; o < k; ++o)
     for (int64_t rs = 0; rs < 9; ++rs) {
       if (depthwise) {
@@ -245,13 +284,15 @@ Prepared prepare_conv(const Task& task, const Steps& s, bool depthwise, int64_t 
         continue;
       }
       for (int64_t ch = 0; ch < c; ++ch)
-        p.bufs[1].set(((((o / ocb) * cbs + ch / icb) * 9 + rs) * icb + ch % icb) * ocb + o % ocb, wt[(o * c + ch) * 9 + rs]);
+        p.bufs[1].set(((((o / ocb) * cbs + ch / icb) * 9 + rs) * icb + ch % icb) * ocb + o % ocb,
+                      wt[(o * c + ch) * 9 + rs]);
     }
   auto out_at = [&](int64_t i) {  // logical [k][oh*ow] -> blocked
     const int64_t o = i / (oh * ow), pix = i % (oh * ow);
     return ((o / ocb) * oh * ow + pix) * ocb + o % ocb;
   };
-  fill_epilogue(p, s, 2, bias, res, [](int64_t o) { return o; }, out_at);  // bias [K/ocb][ocb] is k itself
+  fill_epilogue(
+      p, s, 2, bias, res, [](int64_t o) { return o; }, out_at);  // bias [K/ocb][ocb] is k itself
   p.expect.assign(static_cast<size_t>(p.bufs.back().num_elements()), 0.0);  // padding lanes: zeros
   for (int64_t o = 0; o < k; ++o)
     for (int64_t y = 0; y < oh; ++y)
@@ -262,7 +303,8 @@ Prepared prepare_conv(const Task& task, const Steps& s, bool depthwise, int64_t 
             for (int64_t q = 0; q < 3; ++q) {
               const int64_t iy = y * stride + r - pad, ix = x * stride + q - pad;
               if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
-              acc += in[(ch * h + iy) * w + ix] * (depthwise ? wt[o * 9 + r * 3 + q] : wt[((o * c + ch) * 3 + r) * 3 + q]);
+              acc += in[(ch * h + iy) * w + ix] *
+                     (depthwise ? wt[o * 9 + r * 3 + q] : wt[((o * c + ch) * 3 + r) * 3 + q]);
             }
         const int64_t i = (o * oh + y) * ow + x;
         if (s.bias) acc += bias[o];
@@ -281,7 +323,8 @@ Prepared prepare_gemm(const Task& task, const Steps& s, int64_t m, int64_t n, in
   for (int64_t i = 0; i < m * kk; ++i) p.bufs[0].set(i, a[i]);
   for (int64_t q = 0; q < kk; ++q)
     for (int64_t j = 0; j < n; ++j) p.bufs[1].set(nt ? j * kk + q : q * n + j, b[q * n + j]);
-  fill_epilogue(p, s, 2, bias, res, [](int64_t j) { return j; }, [](int64_t i) { return i; });
+  fill_epilogue(
+      p, s, 2, bias, res, [](int64_t j) { return j; }, [](int64_t i) { return i; });
   p.expect.resize(m * n);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -303,17 +346,36 @@ struct TemplateUnderTest {
 
 std::vector<TemplateUnderTest> templates_under_test() {
   return {
-      {"conv2d_nchwc", "conv2d_nchwc",
-       {{"C", "5"}, {"H", "5"}, {"W", "7"}, {"K", "6"}, {"pad", "1"}, {"ic_block", "4"}, {"oc_block", "4"}}, false,
+      {"conv2d_nchwc",
+       "conv2d_nchwc",
+       {{"C", "5"},
+        {"H", "5"},
+        {"W", "7"},
+        {"K", "6"},
+        {"pad", "1"},
+        {"ic_block", "4"},
+        {"oc_block", "4"}},
+       false,
        [](const Task& t, const Steps& s) { return prepare_conv(t, s, false, 5, 6, 5, 7, 1, 1); }},
-      {"depthwise_nchwc", "depthwise_conv2d_nchwc",
-       {{"C", "11"}, {"H", "6"}, {"W", "7"}, {"stride", "2"}, {"pad", "1"}, {"block", "8"}}, false,
+      {"depthwise_nchwc",
+       "depthwise_conv2d_nchwc",
+       {{"C", "11"}, {"H", "6"}, {"W", "7"}, {"stride", "2"}, {"pad", "1"}, {"block", "8"}},
+       false,
        [](const Task& t, const Steps& s) { return prepare_conv(t, s, true, 11, 11, 6, 7, 2, 1); }},
-      {"matmul_nn", "matmul", {{"M", "5"}, {"N", "13"}, {"K", "7"}}, false,
+      {"matmul_nn",
+       "matmul",
+       {{"M", "5"}, {"N", "13"}, {"K", "7"}},
+       false,
        [](const Task& t, const Steps& s) { return prepare_gemm(t, s, 5, 13, 7, false); }},
-      {"matmul_nt_gemv", "matmul", {{"M", "2"}, {"N", "9"}, {"K", "19"}, {"layout", "nt"}}, false,
+      {"matmul_nt_gemv",
+       "matmul",
+       {{"M", "2"}, {"N", "9"}, {"K", "19"}, {"layout", "nt"}},
+       false,
        [](const Task& t, const Steps& s) { return prepare_gemm(t, s, 2, 9, 19, true); }},
-      {"dense", "dense_bias_relu", {{"M", "3"}, {"N", "7"}, {"K", "20"}}, true,
+      {"dense",
+       "dense_bias_relu",
+       {{"M", "3"}, {"N", "7"}, {"K", "20"}},
+       true,
        [](const Task& t, const Steps& s) { return prepare_gemm(t, s, 3, 7, 20, true); }},
   };
 }
@@ -325,7 +387,8 @@ class EpilogueNumbers : public ::testing::TestWithParam<TemplateUnderTest> {};
 TEST_P(EpilogueNumbers, KernelsMatchPlainLoops) {
   const TemplateUnderTest& tut = GetParam();
   const codegen::Target target = codegen::Target::host();
-  const TargetTraits traits = make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores());
+  const TargetTraits traits =
+      make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores());
   int checked = 0;
   for (const EpilogueCase& e : epilogue_cases()) {
     const Steps s = steps_of(e);
@@ -347,17 +410,20 @@ TEST_P(EpilogueNumbers, KernelsMatchPlainLoops) {
       std::vector<void*> ptrs;
       for (auto& b : p.bufs) ptrs.push_back(b.data());
       const Instantiated inst = task.instantiate(cfg);
-      const codegen::Kernel kernel = codegen::Kernel::load(codegen::build(te::lower(inst.schedule, inst.args, "k"), target));
+      const codegen::Kernel kernel =
+          codegen::Kernel::load(codegen::build(te::lower(inst.schedule, inst.args, "k"), target));
       ASSERT_EQ(kernel.run(ptrs), 0);
       double worst = 0;
       int64_t worst_at = 0;
       for (int64_t i = 0; i < out.num_elements(); ++i) {
         const double got = out.get(i), want = p.expect[static_cast<size_t>(i)];
-        const double err = std::isnan(got) ? INFINITY : std::fabs(got - want) / std::max(1.0, std::fabs(want));
+        const double err =
+            std::isnan(got) ? INFINITY : std::fabs(got - want) / std::max(1.0, std::fabs(want));
         if (err > worst) worst = err, worst_at = i;
       }
-      EXPECT_LT(worst, kTolerance) << "config " << cfg.to_json_string() << " at element " << worst_at << ": got "
-                                   << out.get(worst_at) << ", want " << p.expect[static_cast<size_t>(worst_at)];
+      EXPECT_LT(worst, kTolerance)
+          << "config " << cfg.to_json_string() << " at element " << worst_at << ": got "
+          << out.get(worst_at) << ", want " << p.expect[static_cast<size_t>(worst_at)];
       ++checked;
     }
   }
@@ -365,7 +431,9 @@ TEST_P(EpilogueNumbers, KernelsMatchPlainLoops) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Templates, EpilogueNumbers, ::testing::ValuesIn(templates_under_test()),
-                         [](const ::testing::TestParamInfo<TemplateUnderTest>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<TemplateUnderTest>& info) {
+                           return info.param.name;
+                         });
 
 }  // namespace
 }  // namespace ktune::schedule_space

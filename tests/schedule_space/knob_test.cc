@@ -38,7 +38,10 @@ TEST(SplitKnob, ThreeOutputsProductsDivideExtent) {
 }
 
 TEST(SplitKnob, PowerOfTwoWithTailAndMaxFactor) {
-  SplitKnob k("t", {.extent = 100, .num_outputs = 2, .policy = SplitPolicy::kPowerOfTwo, .max_factor = 32,
+  SplitKnob k("t", {.extent = 100,
+                    .num_outputs = 2,
+                    .policy = SplitPolicy::kPowerOfTwo,
+                    .max_factor = 32,
                     .allow_tail = true});
   std::vector<int64_t> inner;
   for (const auto& e : k.entities()) inner.push_back(e.values[1]);
@@ -62,7 +65,8 @@ TEST(SplitKnob, InnermostMultipleKeepsWholeVectors) {
 // prime) gets the powers of two with a tail beside its divisors; a power of two or an extent rich
 // in divisors keeps exactly its dividing tuples.
 TEST(SplitKnob, FewDivisorsAddPowerOfTwoTails) {
-  SplitKnob vec("x", {.extent = 1000, .num_outputs = 3, .innermost_multiple = 16, .max_innermost = 64});
+  SplitKnob vec("x",
+                {.extent = 1000, .num_outputs = 3, .innermost_multiple = 16, .max_innermost = 64});
   std::set<int64_t> inner;
   for (const auto& e : vec.entities()) inner.insert(e.values.back());
   EXPECT_EQ(inner, (std::set<int64_t>{16, 32, 64}));
@@ -76,7 +80,8 @@ TEST(SplitKnob, FewDivisorsAddPowerOfTwoTails) {
   // Resolving the remainder rounds up: 97 = 6 x 16 + 1.
   EXPECT_EQ(prime.entity(4).split_factors(97), (std::vector<int64_t>{7, 16}));
 
-  SplitKnob off("o", {.extent = 97, .num_outputs = 2, .max_innermost = 16, .tail_when_few_divisors = false});
+  SplitKnob off(
+      "o", {.extent = 97, .num_outputs = 2, .max_innermost = 16, .tail_when_few_divisors = false});
   EXPECT_EQ(off.size(), 1u);
   SplitKnob pow2("q", {.extent = 512, .num_outputs = 3});
   for (const auto& e : pow2.entities()) EXPECT_EQ(512 % product_of_inner(e), 0);
@@ -85,7 +90,9 @@ TEST(SplitKnob, FewDivisorsAddPowerOfTwoTails) {
 }
 
 TEST(SplitKnob, CandidatesFilteredByTailRule) {
-  SplitKnob k("t", {.extent = 24, .num_outputs = 3, .policy = SplitPolicy::kCandidates,
+  SplitKnob k("t", {.extent = 24,
+                    .num_outputs = 3,
+                    .policy = SplitPolicy::kCandidates,
                     .candidates = {{2, 4}, {5, 1}, {3, 8}, {4, 8}}});
   ASSERT_EQ(k.size(), 2u);  // 5 does not divide 24; 4*8 > 24
   EXPECT_EQ(k.entity(1).values, (std::vector<int64_t>{-1, 3, 8}));
@@ -102,13 +109,19 @@ TEST(SplitKnob, RejectsBadParameters) {
   };
   EXPECT_EQ(kind_of([] { SplitKnob("t", {.extent = 0}); }), ErrorKind::kInvalidArgument);
   EXPECT_EQ(kind_of([] { SplitKnob("t", {.extent = -4}); }), ErrorKind::kInvalidArgument);
-  EXPECT_EQ(kind_of([] { SplitKnob("t", {.extent = 8, .num_outputs = 1}); }), ErrorKind::kInvalidArgument);
-  EXPECT_EQ(kind_of([] { SplitKnob("t", {.extent = 8, .policy = SplitPolicy::kCandidates, .candidates = {{3}}}); }),
+  EXPECT_EQ(kind_of([] { SplitKnob("t", {.extent = 8, .num_outputs = 1}); }),
+            ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([] {
+              SplitKnob("t",
+                        {.extent = 8, .policy = SplitPolicy::kCandidates, .candidates = {{3}}});
+            }),
             ErrorKind::kInvalidArgument);
 }
 
 TEST(SplitKnob, FactorsResolveRemainderWithCeil) {
-  SplitKnob k("t", {.extent = 100, .num_outputs = 3, .policy = SplitPolicy::kPowerOfTwo, .allow_tail = true});
+  SplitKnob k(
+      "t",
+      {.extent = 100, .num_outputs = 3, .policy = SplitPolicy::kPowerOfTwo, .allow_tail = true});
   Entity e;
   e.name = "t";
   e.kind = KnobKind::kSplit;
@@ -140,7 +153,9 @@ TEST(AnnotateKnob, AtMostOneVectorAndUnrollLimit) {
   EXPECT_EQ(k.size(), 6u);
   AnnotateKnob free_vec("a", {.extents = {8, 8}, .vectorize_innermost_only = false});
   for (const auto& e : free_vec.entities())
-    EXPECT_LE(std::count(e.values.begin(), e.values.end(), static_cast<int64_t>(Annotation::kVectorize)), 1);
+    EXPECT_LE(
+        std::count(e.values.begin(), e.values.end(), static_cast<int64_t>(Annotation::kVectorize)),
+        1);
   // 3*3 minus (vec, vec) = 8.
   EXPECT_EQ(free_vec.size(), 8u);
 }
@@ -172,8 +187,9 @@ TEST(Entity, JsonRoundTripForEveryKind) {
 }
 
 TEST(Entity, MalformedJsonIsInvalidArgument) {
-  for (const char* text : {R"(["t"])", R"(["t", "xx", [1]])", R"(["t", "sp", [1.5]])", R"(["t", "an", [3]])",
-                           R"(["t", "an", ["fast"]])", R"(["t", "ot", [1]])", R"([1, "sp", [1]])", R"(["t","sp",[]])"}) {
+  for (const char* text : {R"(["t"])", R"(["t", "xx", [1]])", R"(["t", "sp", [1.5]])",
+                           R"(["t", "an", [3]])", R"(["t", "an", ["fast"]])", R"(["t", "ot", [1]])",
+                           R"([1, "sp", [1]])", R"(["t","sp",[]])"}) {
     try {
       Entity::from_json(nlohmann::json::parse(text));
       ADD_FAILURE() << "accepted " << text;

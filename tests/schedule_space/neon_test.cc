@@ -38,7 +38,9 @@ struct Workload {
   bool fma = true;  // its kernels multiply-add (pooling compares or adds)
   // Its vectors are whole NEON registers (GEMM and NCHWc spaces vectorize multiples of 4
   // lanes); the NCHW family vectorizes output columns, a divisor of the width.
-  bool whole_vectors() const { return template_name != "conv2d" && template_name != "depthwise_conv2d" && fma; }
+  bool whole_vectors() const {
+    return template_name != "conv2d" && template_name != "depthwise_conv2d" && fma;
+  }
   std::string cli() const {
     std::string s = template_name;
     for (const auto& w : words) s += " " + w;
@@ -69,7 +71,8 @@ std::vector<Workload> workloads() {
 }
 
 Task task_of(const Workload& w, const codegen::Target& target) {
-  return Task::create(w.template_name, parse_workload_args(w.template_name, w.words), testing::traits_of(target));
+  return Task::create(w.template_name, parse_workload_args(w.template_name, w.words),
+                      testing::traits_of(target));
 }
 
 // The object's disassembly by llvm-objdump-19 (empty when the tool is missing).
@@ -79,13 +82,15 @@ std::string disassemble(const codegen::Artifact& a) {
   if (fd < 0) return "";
   close(fd);
   codegen::testing::write_file(tmpl, a.object.data(), a.object.size());
-  const auto out = testing_cli::shell("llvm-objdump-19 -d --no-show-raw-insn " + testing_cli::quote(tmpl), false);
+  const auto out = testing_cli::shell(
+      "llvm-objdump-19 -d --no-show-raw-insn " + testing_cli::quote(tmpl), false);
   std::remove(tmpl);
   return out.status == 0 ? out.out : "";
 }
 
 int count(const std::string& text, const std::regex& re) {
-  return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+  return static_cast<int>(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
 // The instructions of the innermost loops of a disassembly: a loop is the range from a backward
@@ -143,10 +148,12 @@ std::set<int64_t> vector_widths(const std::string& ir) {
       if (ir[q] == ')' && --depth == 0) break;
       if (ir[q] == ',' && depth == 1) comma = q;
     }
-    if (comma != std::string::npos && q < ir.size()) widths.insert(std::stoll(ir.substr(comma + 1, q - comma - 1)));
+    if (comma != std::string::npos && q < ir.size())
+      widths.insert(std::stoll(ir.substr(comma + 1, q - comma - 1)));
   }
   const std::regex broadcast(R"(\bx(\d+)\()");
-  for (auto it = std::sregex_iterator(ir.begin(), ir.end(), broadcast); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(ir.begin(), ir.end(), broadcast);
+       it != std::sregex_iterator(); ++it)
     widths.insert(std::stoll((*it)[1].str()));
   return widths;
 }
@@ -161,7 +168,9 @@ TEST(Neon, SpacesUseFourLanesAndThirtyTwoRegisters) {
   EXPECT_EQ(t.vector_registers(), 32);
   EXPECT_EQ(t.accumulator_budget(3), 28);
   // SVE cores get the same 128-bit description (see TargetTraits).
-  EXPECT_EQ(codegen::Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-v1").vector_bits(), 128);
+  EXPECT_EQ(
+      codegen::Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-v1").vector_bits(),
+      128);
 
   const Config fb = task_of({"matmul", {"M=48", "N=64", "K=64"}}, a72).fallback_config();
   EXPECT_EQ(fb["tile_y"].values.back(), 6);
@@ -172,15 +181,18 @@ TEST(Neon, SpacesUseFourLanesAndThirtyTwoRegisters) {
   // Every tile of the space fits: rows x vectors accumulators, the row's B vectors and the A
   // scalar (so 6 x 4 = 24 + 4 + 1 is in, 7 x 4 = 33 registers and 15 x 2 = 33 are out).
   const Task mm_odd = task_of({"matmul", {"M=42", "N=16", "K=8"}}, a72);
-  std::vector<uint64_t> d = mm_odd.space().knob_indices(mm_odd.space().index_of(mm_odd.fallback_config()));
+  std::vector<uint64_t> d =
+      mm_odd.space().knob_indices(mm_odd.space().index_of(mm_odd.fallback_config()));
   const Knob& ty = mm_odd.space().knob(0);
   const Knob& tx = mm_odd.space().knob(1);
   int checked = 0;
   for (uint64_t i = 0; i < ty.size(); ++i) {
     for (uint64_t j = 0; j < tx.size(); ++j) {
       d[0] = i, d[1] = j;
-      const int64_t rows = ty.entity(i).values.back(), vectors = (tx.entity(j).values.back() + 3) / 4;
-      EXPECT_EQ(mm_odd.space().is_valid(mm_odd.space().index_of(d)), rows * vectors + vectors + 1 <= 32)
+      const int64_t rows = ty.entity(i).values.back(),
+                    vectors = (tx.entity(j).values.back() + 3) / 4;
+      EXPECT_EQ(mm_odd.space().is_valid(mm_odd.space().index_of(d)),
+                rows * vectors + vectors + 1 <= 32)
           << rows << " x " << vectors;
       ++checked;
     }
@@ -191,8 +203,9 @@ TEST(Neon, SpacesUseFourLanesAndThirtyTwoRegisters) {
   // vector, so at most 15 accumulators (8 channels x 2 rows, 16, is out; x86 keeps it).
   const Workload dw{"depthwise_conv2d", {"C=16", "H=28", "W=28", "pad=1"}};
   for (const bool arm : {true, false}) {
-    const Task t = arm ? task_of(dw, a72)
-                       : task_of(dw, codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4"));
+    const Task t =
+        arm ? task_of(dw, a72)
+            : task_of(dw, codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4"));
     std::vector<uint64_t> digits = t.space().knob_indices(t.space().index_of(t.fallback_config()));
     auto valid = [&](int64_t k, int64_t h) {
       for (int knob = 0; knob < 2; ++knob) {
@@ -234,10 +247,12 @@ TEST(Neon, CortexA72ObjectsUseFmlaOnFourLanesAndMatchReference) {
   for (size_t i = 0; i < cases.size(); ++i)
     artifacts.push_back(testing::build_case(cases[i], a72, "neon" + std::to_string(i)));
 
-  if (disassemble(artifacts[0]).empty()) GTEST_SKIP() << "llvm-objdump-19 is missing: nothing disassembled";
+  if (disassemble(artifacts[0]).empty())
+    GTEST_SKIP() << "llvm-objdump-19 is missing: nothing disassembled";
   std::map<std::string, int> fmla_per_template;
   for (size_t i = 0; i < cases.size(); ++i) {
-    const std::string what = cases[i].task->workload_key() + " config " + cases[i].config.to_json_string();
+    const std::string what =
+        cases[i].task->workload_key() + " config " + cases[i].config.to_json_string();
     const std::string text = disassemble(artifacts[i]);
     const int fmla = count(text, kFmla4s);
     // A random config may vectorize one column only, or fewer than 4 (`fmla v0.2s`), and leave
@@ -248,9 +263,12 @@ TEST(Neon, CortexA72ObjectsUseFmlaOnFourLanesAndMatchReference) {
       const std::string loops = innermost_loops(text);
       EXPECT_FALSE(loops.empty()) << what << ": no loop\n" << text;
       if (fma[i]) {
-        EXPECT_GT(count(loops, kFmla4s), 0) << what << ": no fmla .4s in an innermost loop\n" << text;
+        EXPECT_GT(count(loops, kFmla4s), 0) << what << ": no fmla .4s in an innermost loop\n"
+                                            << text;
       }
-      EXPECT_EQ(count(loops, kVectorSpill), 0) << what << ": a vector spilled in an innermost loop\n" << loops;
+      EXPECT_EQ(count(loops, kVectorSpill), 0)
+          << what << ": a vector spilled in an innermost loop\n"
+          << loops;
     }
     if (fma[i]) {
       fmla_per_template[cases[i].task->template_name()] += fmla;
@@ -263,7 +281,8 @@ TEST(Neon, CortexA72ObjectsUseFmlaOnFourLanesAndMatchReference) {
     GTEST_SKIP() << "no aarch64-linux-gnu-g++ or qemu-aarch64-static: objects checked, not run";
   const std::vector<double> errors = testing::aarch64_errors(cases, artifacts);
   for (size_t i = 0; i < cases.size(); ++i)
-    EXPECT_LT(errors[i], 1e-4) << cases[i].task->workload_key() << " config " << cases[i].config.to_json_string();
+    EXPECT_LT(errors[i], 1e-4) << cases[i].task->workload_key() << " config "
+                               << cases[i].config.to_json_string();
   std::printf("%zu kernels checked under qemu\n", cases.size());
 }
 
@@ -271,16 +290,19 @@ TEST(Neon, CortexA72ObjectsUseFmlaOnFourLanesAndMatchReference) {
 // `fmla .4s`, which run correctly under qemu (its default CPU has SVE; LLVM adds a few SVE
 // instructions of its own for index arithmetic in the NCHW kernels).
 TEST(Neon, SveCoreGetsNeonFmlaAndMatchesReference) {
-  const codegen::Target v1 = codegen::Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-v1");
+  const codegen::Target v1 =
+      codegen::Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-v1");
   std::vector<Case> cases;
   std::vector<codegen::Artifact> artifacts;
   uint64_t seed = 100;
   for (const Workload& w : workloads()) {
     auto task = std::make_shared<const Task>(task_of(w, v1));
     EXPECT_EQ(task->target().vector_lanes(32), 4);
-    cases.push_back({task, std::make_shared<const testing::Reference>(testing::reference_of(*task, seed++)),
-                     task->fallback_config()});
-    artifacts.push_back(testing::build_case(cases.back(), v1, "sve" + std::to_string(cases.size())));
+    cases.push_back(
+        {task, std::make_shared<const testing::Reference>(testing::reference_of(*task, seed++)),
+         task->fallback_config()});
+    artifacts.push_back(
+        testing::build_case(cases.back(), v1, "sve" + std::to_string(cases.size())));
     const std::string text = disassemble(artifacts.back());
     if (text.empty()) GTEST_SKIP() << "llvm-objdump-19 is missing: nothing disassembled";
     EXPECT_EQ(count(text, kFmla4s) > 0, w.fma) << w.cli();
@@ -288,7 +310,8 @@ TEST(Neon, SveCoreGetsNeonFmlaAndMatchesReference) {
   if (!codegen::testing::cross_tools_available())
     GTEST_SKIP() << "no aarch64-linux-gnu-g++ or qemu-aarch64-static: objects checked, not run";
   const std::vector<double> errors = testing::aarch64_errors(cases, artifacts);
-  for (size_t i = 0; i < cases.size(); ++i) EXPECT_LT(errors[i], 1e-4) << cases[i].task->workload_key();
+  for (size_t i = 0; i < cases.size(); ++i)
+    EXPECT_LT(errors[i], 1e-4) << cases[i].task->workload_key();
 }
 
 // `ktune lower --target <cortex-a72>` says 128-bit vectors and 32 registers, and the fallbacks'
@@ -297,9 +320,11 @@ TEST(Neon, SveCoreGetsNeonFmlaAndMatchesReference) {
 // output width up to one register: 2 lanes for a 14-wide output.)
 TEST(Neon, LowerShowsWholeNeonVectors) {
   for (const Workload& w : workloads()) {
-    const auto out = testing_cli::ktune("lower " + w.cli() + " --target " + testing_cli::quote(kA72));
+    const auto out =
+        testing_cli::ktune("lower " + w.cli() + " --target " + testing_cli::quote(kA72));
     ASSERT_EQ(out.status, 0) << w.cli();
-    EXPECT_NE(out.out.find(": 128-bit vectors, 32 vector registers\n"), std::string::npos) << out.out.substr(0, 300);
+    EXPECT_NE(out.out.find(": 128-bit vectors, 32 vector registers\n"), std::string::npos)
+        << out.out.substr(0, 300);
     const std::set<int64_t> seen = vector_widths(out.out);
     ASSERT_FALSE(seen.empty()) << w.cli() << ": no vector in\n" << out.out;
     for (int64_t n : seen) {
@@ -313,8 +338,9 @@ TEST(Neon, LowerShowsWholeNeonVectors) {
     }
   }
   // The same workload for AVX-512 vectorizes by 16: the output above is the target's.
-  const auto x86 = testing_cli::ktune("lower matmul M=48 N=64 K=64 --target " +
-                                      testing_cli::quote("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4"));
+  const auto x86 =
+      testing_cli::ktune("lower matmul M=48 N=64 K=64 --target " +
+                         testing_cli::quote("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4"));
   ASSERT_EQ(x86.status, 0);
   EXPECT_NE(x86.out.find(": 512-bit vectors, 32 vector registers\n"), std::string::npos);
   const std::set<int64_t> x86_widths = vector_widths(x86.out);

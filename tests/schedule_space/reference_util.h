@@ -1,4 +1,5 @@
-// Defines the reference check shared by template tests that build kernels: seeded inputs, the compute's outputs, NaN-filled run buffers, and AArch64 batches under qemu.
+// Defines the reference check shared by template tests that build kernels: seeded inputs, the
+// compute's outputs, NaN-filled run buffers, and AArch64 batches under qemu.
 #pragma once
 
 #include <algorithm>
@@ -57,7 +58,8 @@ inline std::vector<te::HostBuffer> fresh_buffers(const Reference& ref) {
   }
   for (const auto& out : ref.outputs) {
     bufs.emplace_back(out.shape(), out.dtype());
-    for (int64_t i = 0; i < out.num_elements(); ++i) bufs.back().set(i, std::numeric_limits<double>::quiet_NaN());
+    for (int64_t i = 0; i < out.num_elements(); ++i)
+      bufs.back().set(i, std::numeric_limits<double>::quiet_NaN());
   }
   return bufs;
 }
@@ -79,7 +81,8 @@ struct Case {
 };
 
 // The artifact of `c` for `target`, its entry named `entry`.
-inline codegen::Artifact build_case(const Case& c, const codegen::Target& target, const std::string& entry) {
+inline codegen::Artifact build_case(const Case& c, const codegen::Target& target,
+                                    const std::string& entry) {
   const Instantiated inst = c.task->instantiate(c.config);
   return codegen::build(te::lower(inst.schedule, inst.args, entry), target);
 }
@@ -105,7 +108,8 @@ inline std::vector<double> aarch64_errors(const std::vector<Case>& cases,
     std::vector<te::HostBuffer> bufs = fresh_buffers(ref);
     for (size_t o = 0; o < ref.outputs.size(); ++o) {
       const size_t a = ref.inputs.size() + o;
-      if (results[i][a].size() != bufs[a].bytes()) throw std::runtime_error("output size differs under qemu");
+      if (results[i][a].size() != bufs[a].bytes())
+        throw std::runtime_error("output size differs under qemu");
       std::memcpy(bufs[a].data(), results[i][a].data(), bufs[a].bytes());
     }
     errors.push_back(max_error(bufs, ref));

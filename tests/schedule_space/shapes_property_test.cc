@@ -37,7 +37,8 @@ using Args = std::map<std::string, std::string>;
 // Extents that break divisibility assumptions: 1, primes, and the neighbours of the 16-lane
 // (AVX-512 f32) and 4-lane (NEON) vector widths.
 int64_t odd_extent(std::mt19937_64& rng, int64_t cap) {
-  static const int64_t kPool[] = {1, 2, 3, 4, 5, 7, 11, 13, 15, 16, 17, 19, 23, 31, 32, 33, 37, 47, 48, 49};
+  static const int64_t kPool[] = {1,  2,  3,  4,  5,  7,  11, 13, 15, 16,
+                                  17, 19, 23, 31, 32, 33, 37, 47, 48, 49};
   for (;;) {
     const int64_t v = kPool[rng() % std::size(kPool)];
     if (v <= cap) return v;
@@ -49,22 +50,36 @@ std::string str(int64_t v) { return std::to_string(v); }
 // A random workload of `tmpl` small enough for the reference to run in milliseconds.
 Args random_args(const std::string& tmpl, std::mt19937_64& rng) {
   auto e = [&](int64_t cap) { return str(odd_extent(rng, cap)); };
-  auto pick = [&](std::initializer_list<const char*> v) { return std::string(v.begin()[rng() % v.size()]); };
+  auto pick = [&](std::initializer_list<const char*> v) {
+    return std::string(v.begin()[rng() % v.size()]);
+  };
   if (tmpl == "matmul")
-    return {{"M", e(49)}, {"N", e(49)}, {"K", e(33)}, {"layout", pick({"nn", "nt"})},
-            {"epilogue", pick({"none", "none", "bias", "bias_relu", "bias_gelu", "bias_silu", "add_relu6",
-                               "bias_add_hardswish", "bias_gelu_erf"})}};
+    return {{"M", e(49)},
+            {"N", e(49)},
+            {"K", e(33)},
+            {"layout", pick({"nn", "nt"})},
+            {"epilogue", pick({"none", "none", "bias", "bias_relu", "bias_gelu", "bias_silu",
+                               "add_relu6", "bias_add_hardswish", "bias_gelu_erf"})}};
   if (tmpl == "dense_bias_relu")
-    return {{"M", e(17)}, {"N", e(49)}, {"K", e(33)},
+    return {{"M", e(17)},
+            {"N", e(49)},
+            {"K", e(33)},
             {"epilogue", pick({"bias_relu", "bias_gelu", "bias_relu6", "bias_add_silu"})}};
   if (tmpl == "batch_matmul")
-    return {{"batch", e(3)}, {"M", e(17)}, {"N", e(33)}, {"K", e(17)}, {"layout", pick({"nn", "nt"})}};
+    return {
+        {"batch", e(3)}, {"M", e(17)}, {"N", e(33)}, {"K", e(17)}, {"layout", pick({"nn", "nt"})}};
   // Windows: R, S in {1, 3}; the input at least as large as the (dilated) window.
   const int64_t r = rng() % 2 ? 3 : 1, s = rng() % 2 ? 3 : 1;
-  const int64_t stride = 1 + static_cast<int64_t>(rng() % 2), pad = r == 3 ? static_cast<int64_t>(rng() % 2) : 0;
-  const int64_t h = std::max<int64_t>(r, odd_extent(rng, 19)), w = std::max<int64_t>(s, odd_extent(rng, 33));
-  Args a = {{"C", e(tmpl == "conv2d_nchwc" || tmpl == "conv2d" ? 33 : 19)}, {"H", str(h)}, {"W", str(w)},
-            {"R", str(r)}, {"S", str(s)}, {"stride", str(stride)}};
+  const int64_t stride = 1 + static_cast<int64_t>(rng() % 2),
+                pad = r == 3 ? static_cast<int64_t>(rng() % 2) : 0;
+  const int64_t h = std::max<int64_t>(r, odd_extent(rng, 19)),
+                w = std::max<int64_t>(s, odd_extent(rng, 33));
+  Args a = {{"C", e(tmpl == "conv2d_nchwc" || tmpl == "conv2d" ? 33 : 19)},
+            {"H", str(h)},
+            {"W", str(w)},
+            {"R", str(r)},
+            {"S", str(s)},
+            {"stride", str(stride)}};
   if (tmpl == "max_pool2d" || tmpl == "avg_pool2d") {
     a["pad"] = str(std::min<int64_t>(pad, std::min(r, s) - 1));
     return a;
@@ -79,8 +94,10 @@ Args random_args(const std::string& tmpl, std::mt19937_64& rng) {
   a["K"] = e(33);
   if (tmpl == "conv2d_nchwc") {
     // Blocks chosen from the shape (default), or given and then mostly not dividing C and K.
-    if (rng() % 2) a["ic_block"] = pick({"2", "4", "8", "16"}), a["oc_block"] = pick({"4", "8", "16"});
-    a["epilogue"] = pick({"none", "bias_relu", "bias_add_relu", "bias_relu6", "bias_hardswish", "add_silu", "bias_clip"});
+    if (rng() % 2)
+      a["ic_block"] = pick({"2", "4", "8", "16"}), a["oc_block"] = pick({"4", "8", "16"});
+    a["epilogue"] = pick({"none", "bias_relu", "bias_add_relu", "bias_relu6", "bias_hardswish",
+                          "add_silu", "bias_clip"});
     if (a["epilogue"] == "bias_clip") a["clip_min"] = "-0.5", a["clip_max"] = "0.5";
   }
   return a;
@@ -91,8 +108,8 @@ using testing::build_case;
 using testing::Case;
 using testing::fresh_buffers;
 using testing::max_error;
-using testing::reference_of;
 using testing::Reference;
+using testing::reference_of;
 using testing::traits_of;
 
 uint64_t seed_from_env() {
@@ -107,7 +124,8 @@ TEST(ShapesProperty, RandomShapesAndConfigsMatchReference) {
   std::printf("seed %llu (set KTUNE_SHAPES_SEED to vary)\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   const codegen::Target host = codegen::Target::host();
-  const codegen::Target arm = codegen::Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+neon");
+  const codegen::Target arm =
+      codegen::Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+neon");
   std::vector<Case> cases, arm_cases;
   std::map<std::string, int> per_template;
   for (const auto& def : TemplateRegistry::global().list()) {
@@ -122,7 +140,8 @@ TEST(ShapesProperty, RandomShapesAndConfigsMatchReference) {
       }
       auto ref = std::make_shared<const Reference>(reference_of(*task, seed + n));
       std::vector<Config> configs = {task->fallback_config()};
-      for (uint64_t i : task->space().sample(kConfigsPerShape - 1, rng)) configs.push_back(task->space().get(i));
+      for (uint64_t i : task->space().sample(kConfigsPerShape - 1, rng))
+        configs.push_back(task->space().get(i));
       for (const Config& c : configs) cases.push_back({task, ref, c});
       ++per_template[def->name];
       // The AArch64 space differs (4 lanes): its own task and a config from it.
@@ -154,11 +173,13 @@ TEST(ShapesProperty, RandomShapesAndConfigsMatchReference) {
       const double err = max_error(bufs, *c.ref);
       if (!(err < 1e-4)) {
         ++failures;
-        ADD_FAILURE() << c.task->workload_key() << " config " << c.config.to_json_string() << ": error " << err;
+        ADD_FAILURE() << c.task->workload_key() << " config " << c.config.to_json_string()
+                      << ": error " << err;
       }
     } catch (const Error& e) {
       ++failures;
-      ADD_FAILURE() << c.task->workload_key() << " config " << c.config.to_json_string() << ": " << e.what();
+      ADD_FAILURE() << c.task->workload_key() << " config " << c.config.to_json_string() << ": "
+                    << e.what();
     }
   }
   for (auto& b : builds)  // nothing outlives the cases

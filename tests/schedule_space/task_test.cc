@@ -48,28 +48,47 @@ TEST(Task, ParseWorkloadArgsFillsDefaults) {
   EXPECT_EQ(args.at("stride"), "1");
   EXPECT_EQ(args.at("dtype"), "float32");
   const Task t = Task::create("conv2d", args, avx512());
-  EXPECT_EQ(t.workload_key(), "conv2d(N=1,C=64,H=56,W=56,K=64,R=3,S=3,stride=1,pad=1,dilation=1,dtype=float32)");
+  EXPECT_EQ(t.workload_key(),
+            "conv2d(N=1,C=64,H=56,W=56,K=64,R=3,S=3,stride=1,pad=1,dilation=1,dtype=float32)");
   EXPECT_DOUBLE_EQ(t.flop(), 2.0 * 64 * 56 * 56 * 64 * 9);
 }
 
 TEST(Task, BadArgumentsAreInvalidArgument) {
   const auto tt = avx512();
   EXPECT_EQ(kind_of([&] { Task::create("nosuch", {}, tt); }), ErrorKind::kInvalidArgument);
-  EXPECT_EQ(kind_of([&] { Task::create("matmul", {{"M", "0"}, {"N", "4"}, {"K", "4"}}, tt); }),
+  EXPECT_EQ(kind_of([&] {
+              Task::create("matmul", {{"M", "0"}, {"N", "4"}, {"K", "4"}}, tt);
+            }),
             ErrorKind::kInvalidArgument);
-  EXPECT_EQ(kind_of([&] { Task::create("matmul", {{"M", "-8"}, {"N", "4"}, {"K", "4"}}, tt); }),
+  EXPECT_EQ(kind_of([&] {
+              Task::create("matmul", {{"M", "-8"}, {"N", "4"}, {"K", "4"}}, tt);
+            }),
             ErrorKind::kInvalidArgument);
-  EXPECT_EQ(kind_of([&] { Task::create("matmul", {{"M", "8"}, {"N", "4"}}, tt); }), ErrorKind::kInvalidArgument);
-  EXPECT_EQ(kind_of([&] { Task::create("matmul", {{"M", "8"}, {"N", "4"}, {"K", "4"}, {"Q", "1"}}, tt); }),
+  EXPECT_EQ(kind_of([&] {
+              Task::create("matmul", {{"M", "8"}, {"N", "4"}}, tt);
+            }),
             ErrorKind::kInvalidArgument);
-  EXPECT_EQ(kind_of([&] { Task::create("matmul", {{"M", "8x"}, {"N", "4"}, {"K", "4"}}, tt); }),
+  EXPECT_EQ(kind_of([&] {
+              Task::create("matmul", {{"M", "8"}, {"N", "4"}, {"K", "4"}, {"Q", "1"}}, tt);
+            }),
             ErrorKind::kInvalidArgument);
-  EXPECT_EQ(kind_of([&] { Task::create("matmul", {{"M", "8"}, {"N", "4"}, {"K", "4"}, {"dtype", "int3"}}, tt); }),
+  EXPECT_EQ(kind_of([&] {
+              Task::create("matmul", {{"M", "8x"}, {"N", "4"}, {"K", "4"}}, tt);
+            }),
             ErrorKind::kInvalidArgument);
-  EXPECT_EQ(kind_of([&] { Task::create("conv2d", {{"C", "3"}, {"H", "2"}, {"W", "8"}, {"K", "4"}}, tt); }),
+  EXPECT_EQ(kind_of([&] {
+              Task::create("matmul", {{"M", "8"}, {"N", "4"}, {"K", "4"}, {"dtype", "int3"}}, tt);
+            }),
+            ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([&] {
+              Task::create("conv2d", {{"C", "3"}, {"H", "2"}, {"W", "8"}, {"K", "4"}}, tt);
+            }),
             ErrorKind::kInvalidArgument);  // 3x3 kernel on a 2-row unpadded input
   EXPECT_EQ(kind_of([&] { parse_workload_args("matmul", {"M"}); }), ErrorKind::kInvalidArgument);
-  EXPECT_EQ(kind_of([&] { parse_workload_args("matmul", {"M=1", "M=2"}); }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([&] {
+              parse_workload_args("matmul", {"M=1", "M=2"});
+            }),
+            ErrorKind::kInvalidArgument);
   try {
     Task::create("matmul", {{"M", "0"}, {"N", "4"}, {"K", "4"}}, tt);
   } catch (const Error& e) {
@@ -93,7 +112,8 @@ TEST(Task, SizesBeyondWhatAKernelCanAddressAreRefused) {
   EXPECT_NE(message_of({{"N", "1"}, {"C", big}, {"H", big}, {"W", big}, {"K", "64"}}, "conv2d")
                 .find("tensor I would take more than 2^48 bytes"),
             std::string::npos);
-  EXPECT_NE(message_of({{"M", big}, {"N", big}, {"K", big}}, "matmul").find("tensor A would take more than 2^48 bytes"),
+  EXPECT_NE(message_of({{"M", big}, {"N", big}, {"K", big}}, "matmul")
+                .find("tensor A would take more than 2^48 bytes"),
             std::string::npos);
   // Every tensor below 2^48 bytes, but 2 * 2^20 * 2^20 * 2^24 = 2^65 FLOPs.
   EXPECT_NE(message_of({{"M", "1048576"}, {"N", "1048576"}, {"K", "16777216"}}, "matmul")
@@ -111,13 +131,15 @@ TEST(Task, ConfigJsonRoundTripRebuildsTheSameSchedule) {
     const Config back = Config::from_json_string(cfg.to_json_string());
     EXPECT_EQ(back, cfg);
     const auto a = t.instantiate(cfg), b = t.instantiate(back);
-    EXPECT_EQ(te::to_string(te::lower(a.schedule, a.args, "f")), te::to_string(te::lower(b.schedule, b.args, "f")));
+    EXPECT_EQ(te::to_string(te::lower(a.schedule, a.args, "f")),
+              te::to_string(te::lower(b.schedule, b.args, "f")));
   }
 }
 
 TEST(Task, InstantiateRejectsForeignAndBrokenConfigs) {
   const Task mm = Task::create("matmul", {{"M", "16"}, {"N", "16"}, {"K", "16"}}, avx512());
-  const Task conv = Task::create("conv2d", {{"C", "4"}, {"H", "8"}, {"W", "8"}, {"K", "4"}}, avx512());
+  const Task conv =
+      Task::create("conv2d", {{"C", "4"}, {"H", "8"}, {"W", "8"}, {"K", "4"}}, avx512());
   // A config of another template.
   EXPECT_EQ(kind_of([&] { mm.instantiate(conv.fallback_config()); }), ErrorKind::kInstantiation);
   // The same without the template tag: its knobs do not match.
@@ -137,8 +159,9 @@ TEST(Task, InstantiateRejectsForeignAndBrokenConfigs) {
   j["entity"][3] = {"unroll_k", "sp", {-1, 2}};
   EXPECT_EQ(kind_of([&] { mm.instantiate(Config::from_json(j)); }), ErrorKind::kInstantiation);
   // Malformed JSON is an argument error before any task sees it.
-  EXPECT_EQ(kind_of([&] { Config::from_json_string("{\"index\": 1, \"entity\": [[\"tile_y\"]]}"); }),
-            ErrorKind::kInvalidArgument);
+  EXPECT_EQ(
+      kind_of([&] { Config::from_json_string("{\"index\": 1, \"entity\": [[\"tile_y\"]]}"); }),
+      ErrorKind::kInvalidArgument);
 }
 
 TEST(Task, ConstraintsRejectTooLargeRegisterTiles) {
@@ -180,13 +203,15 @@ TEST(Task, FallbackIsValidAndNotNaive) {
 // A GEMV whose B is stored [N,K] (matmul layout=nt, dense) reads B's rows in dot-product form:
 // the space offers it, the fallback takes it; B stored [K,N] has no use for it.
 TEST(Task, GemvWithRowsOfBHasADotProductForm) {
-  const Task nt = Task::create("matmul", {{"M", "1"}, {"N", "1000"}, {"K", "512"}, {"layout", "nt"}}, avx512());
+  const Task nt =
+      Task::create("matmul", {{"M", "1"}, {"N", "1000"}, {"K", "512"}, {"layout", "nt"}}, avx512());
   ASSERT_NE(nt.space().find_knob("dot_lanes"), nullptr);
   EXPECT_EQ(nt.fallback_config()["dot_lanes"].as_int(), 16);
   const Task nn = Task::create("matmul", {{"M", "1"}, {"N", "1000"}, {"K", "512"}}, avx512());
   EXPECT_EQ(nn.space().find_knob("dot_lanes"), nullptr);
-  const Task batched =
-      Task::create("batch_matmul", {{"batch", "2"}, {"M", "1"}, {"N", "64"}, {"K", "64"}, {"layout", "nt"}}, avx512());
+  const Task batched = Task::create(
+      "batch_matmul", {{"batch", "2"}, {"M", "1"}, {"N", "64"}, {"K", "64"}, {"layout", "nt"}},
+      avx512());
   EXPECT_EQ(batched.space().find_knob("dot_lanes"), nullptr);
 }
 
@@ -198,16 +223,21 @@ TEST(Task, GemvWithColumnsOfBHasARowStream) {
     ASSERT_NE(nn.space().find_knob("stream_b"), nullptr) << m;
     EXPECT_EQ(nn.fallback_config()["stream_b"].as_int(), 0);
   }
-  EXPECT_EQ(Task::create("matmul", {{"M", "5"}, {"N", "1000"}, {"K", "512"}}, avx512()).space().find_knob("stream_b"),
-            nullptr);
-  EXPECT_EQ(Task::create("matmul", {{"M", "1"}, {"N", "1000"}, {"K", "512"}, {"layout", "nt"}}, avx512())
+  EXPECT_EQ(Task::create("matmul", {{"M", "5"}, {"N", "1000"}, {"K", "512"}}, avx512())
                 .space()
                 .find_knob("stream_b"),
             nullptr);
-  EXPECT_EQ(Task::create("dense_bias_relu", {{"M", "1"}, {"N", "1000"}, {"K", "512"}}, avx512()).space().find_knob(
-                "stream_b"),
+  EXPECT_EQ(
+      Task::create("matmul", {{"M", "1"}, {"N", "1000"}, {"K", "512"}, {"layout", "nt"}}, avx512())
+          .space()
+          .find_knob("stream_b"),
+      nullptr);
+  EXPECT_EQ(Task::create("dense_bias_relu", {{"M", "1"}, {"N", "1000"}, {"K", "512"}}, avx512())
+                .space()
+                .find_knob("stream_b"),
             nullptr);
-  const Task batched = Task::create("batch_matmul", {{"batch", "2"}, {"M", "1"}, {"N", "64"}, {"K", "64"}}, avx512());
+  const Task batched = Task::create(
+      "batch_matmul", {{"batch", "2"}, {"M", "1"}, {"N", "64"}, {"K", "64"}}, avx512());
   ASSERT_NE(batched.space().find_knob("stream_b"), nullptr);
   // Every valid config that streams B leaves it unpacked.
   const Task gemv = Task::create("matmul", {{"M", "1"}, {"N", "1000"}, {"K", "512"}}, avx512());
@@ -229,7 +259,8 @@ TEST(Task, GemvWithColumnsOfBHasARowStream) {
 // A knob added after configs were logged: a config without it means its legacy value, so an old
 // record still instantiates, indexes and passes the constraints (dense M=8 gained dot_lanes).
 TEST(Task, ConfigsOlderThanAKnobTakeItsLegacyValue) {
-  const Task t = Task::create("dense_bias_relu", {{"M", "8"}, {"N", "1000"}, {"K", "512"}}, avx512());
+  const Task t =
+      Task::create("dense_bias_relu", {{"M", "8"}, {"N", "1000"}, {"K", "512"}}, avx512());
   ASSERT_NE(t.space().find_knob("dot_lanes"), nullptr);
   const Config fallback = t.fallback_config();
   std::vector<Entity> old_entities;
@@ -249,14 +280,15 @@ TEST(Task, ConfigsOlderThanAKnobTakeItsLegacyValue) {
   std::vector<Entity> no_tile;
   for (const Entity& e : fallback.entities())
     if (e.name != "tile_k") no_tile.push_back(e);
-  EXPECT_EQ(kind_of([&] { t.instantiate(Config("dense_bias_relu", 0, no_tile)); }), ErrorKind::kInstantiation);
+  EXPECT_EQ(kind_of([&] { t.instantiate(Config("dense_bias_relu", 0, no_tile)); }),
+            ErrorKind::kInstantiation);
 }
 
 TEST(Task, LargeSpacesAreRich) {
   const Task mm = Task::create("matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}}, avx512());
   EXPECT_GT(mm.space().size(), 10000u);
-  const Task conv = Task::create("conv2d", parse_workload_args("conv2d", {"C=64", "H=56", "W=56", "K=64", "pad=1"}),
-                                 avx512());
+  const Task conv = Task::create(
+      "conv2d", parse_workload_args("conv2d", {"C=64", "H=56", "W=56", "K=64", "pad=1"}), avx512());
   EXPECT_GT(conv.space().size(), 10000u);
 }
 
@@ -267,7 +299,8 @@ TEST(Registry, OpenForTestTemplates) {
   d.args = {{.name = "n", .default_value = "8", .doc = "length"}};
   auto build = [](const WorkloadArgs& w) {
     te::Tensor a = te::placeholder({w.get_int("n")}, te::Float(32), "A");
-    te::Tensor b = te::compute({w.get_int("n")}, [&](te::Var i) { return a(i) + te::Expr(1.0f); }, "B");
+    te::Tensor b = te::compute(
+        {w.get_int("n")}, [&](te::Var i) { return a(i) + te::Expr(1.0f); }, "B");
     return ComputeDef{{a, b}, {b}};
   };
   d.compute = build;

@@ -1,4 +1,5 @@
-// Defines the small template instances the template tests enumerate, and the reference-check helper they share.
+// Defines the small template instances the template tests enumerate, and the reference-check helper
+// they share.
 #pragma once
 
 #include <algorithm>
@@ -25,7 +26,8 @@ double best_seconds(const Kernel& k, const std::vector<void*>& args, int repeat)
   for (int r = 0; r < repeat; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ(k.run(args), 0);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return best;
 }
@@ -48,47 +50,102 @@ inline TargetTraits small_target() {
 
 // Every built-in template, small enough that the whole space is enumerated, by the interpreter
 // and by the compiler: under 400 configs each (a conv2d config takes ~0.1 s to build at O3).
-// Odd extents of 5 or 7 get power-of-two splits with tails too (SplitParams::tail_when_few_divisors),
-// which multiplies a space; the even cases keep extents of 3 and 4 to stay small.
+// Odd extents of 5 or 7 get power-of-two splits with tails too
+// (SplitParams::tail_when_few_divisors), which multiplies a space; the even cases keep extents of 3
+// and 4 to stay small.
 inline std::vector<TemplateCase> small_cases() {
   return {
       {"matmul_nn", "matmul", {{"M", "8"}, {"N", "16"}, {"K", "8"}}},
       {"matmul_nt", "matmul", {{"M", "4"}, {"N", "8"}, {"K", "12"}, {"layout", "nt"}}},
-      {"dense_bias_relu", "dense_bias_relu", {{"M", "4"}, {"N", "8"}, {"K", "8"}}},  // with the dot form (M <= 16)
+      {"dense_bias_relu",
+       "dense_bias_relu",
+       {{"M", "4"}, {"N", "8"}, {"K", "8"}}},  // with the dot form (M <= 16)
       {"batch_matmul", "batch_matmul", {{"batch", "3"}, {"M", "4"}, {"N", "8"}, {"K", "6"}}},
       {"conv2d_pad", "conv2d", {{"C", "2"}, {"H", "3"}, {"W", "3"}, {"K", "2"}, {"pad", "1"}}},
-      {"conv2d_stride_dilation", "conv2d",
-       {{"N", "2"}, {"C", "2"}, {"H", "5"}, {"W", "5"}, {"K", "2"}, {"stride", "2"}, {"dilation", "2"}, {"pad", "2"}}},
-      {"depthwise", "depthwise_conv2d", {{"C", "4"}, {"H", "8"}, {"W", "8"}, {"stride", "2"}, {"pad", "1"}}},
-      {"max_pool", "max_pool2d", {{"N", "2"}, {"C", "4"}, {"H", "5"}, {"W", "5"}, {"R", "3"}, {"S", "3"}, {"pad", "1"}}},
+      {"conv2d_stride_dilation",
+       "conv2d",
+       {{"N", "2"},
+        {"C", "2"},
+        {"H", "5"},
+        {"W", "5"},
+        {"K", "2"},
+        {"stride", "2"},
+        {"dilation", "2"},
+        {"pad", "2"}}},
+      {"depthwise",
+       "depthwise_conv2d",
+       {{"C", "4"}, {"H", "8"}, {"W", "8"}, {"stride", "2"}, {"pad", "1"}}},
+      {"max_pool",
+       "max_pool2d",
+       {{"N", "2"}, {"C", "4"}, {"H", "5"}, {"W", "5"}, {"R", "3"}, {"S", "3"}, {"pad", "1"}}},
       {"avg_pool", "avg_pool2d", {{"C", "4"}, {"H", "8"}, {"W", "12"}}},
-      {"conv2d_nchwc_pad", "conv2d_nchwc",
-       {{"C", "4"}, {"H", "2"}, {"W", "4"}, {"K", "8"}, {"pad", "1"}, {"ic_block", "4"}, {"oc_block", "8"}}},
-      {"conv2d_nchwc_stride_dilation", "conv2d_nchwc",
-       {{"N", "2"}, {"C", "2"}, {"H", "5"}, {"W", "5"}, {"K", "4"}, {"stride", "2"}, {"dilation", "2"}, {"pad", "1"},
-        {"ic_block", "2"}, {"oc_block", "4"}}},
+      {"conv2d_nchwc_pad",
+       "conv2d_nchwc",
+       {{"C", "4"},
+        {"H", "2"},
+        {"W", "4"},
+        {"K", "8"},
+        {"pad", "1"},
+        {"ic_block", "4"},
+        {"oc_block", "8"}}},
+      {"conv2d_nchwc_stride_dilation",
+       "conv2d_nchwc",
+       {{"N", "2"},
+        {"C", "2"},
+        {"H", "5"},
+        {"W", "5"},
+        {"K", "4"},
+        {"stride", "2"},
+        {"dilation", "2"},
+        {"pad", "1"},
+        {"ic_block", "2"},
+        {"oc_block", "4"}}},
       // Odd shapes: primes and 1, extents just past a vector (4 lanes here, 16 on AVX-512 hosts),
       // channels that are not a block multiple, fused epilogues.
       {"matmul_prime", "matmul", {{"M", "3"}, {"N", "17"}, {"K", "5"}}},
-      {"matmul_gemv_bias_gelu", "matmul", {{"M", "1"}, {"N", "7"}, {"K", "3"}, {"epilogue", "bias_gelu"}}},
+      {"matmul_gemv_bias_gelu",
+       "matmul",
+       {{"M", "1"}, {"N", "7"}, {"K", "3"}, {"epilogue", "bias_gelu"}}},
       {"dense_odd", "dense_bias_relu", {{"M", "5"}, {"N", "6"}, {"K", "7"}}},
-      {"dense_gemv_dot", "dense_bias_relu", {{"M", "1"}, {"N", "9"}, {"K", "17"}, {"epilogue", "bias_gelu"}}},
+      {"dense_gemv_dot",
+       "dense_bias_relu",
+       {{"M", "1"}, {"N", "9"}, {"K", "17"}, {"epilogue", "bias_gelu"}}},
       {"matmul_nt_gemv_dot", "matmul", {{"M", "1"}, {"N", "9"}, {"K", "17"}, {"layout", "nt"}}},
-      {"matmul_nt_dot_bias", "matmul", {{"M", "2"}, {"N", "5"}, {"K", "9"}, {"layout", "nt"}, {"epilogue", "bias_relu"}}},
+      {"matmul_nt_dot_bias",
+       "matmul",
+       {{"M", "2"}, {"N", "5"}, {"K", "9"}, {"layout", "nt"}, {"epilogue", "bias_relu"}}},
       {"conv2d_odd", "conv2d", {{"C", "1"}, {"H", "5"}, {"W", "3"}, {"K", "3"}, {"pad", "1"}}},
       {"depthwise_odd", "depthwise_conv2d", {{"C", "3"}, {"H", "3"}, {"W", "5"}, {"pad", "1"}}},
-      {"conv2d_nchwc_tails", "conv2d_nchwc",
-       {{"C", "5"}, {"H", "3"}, {"W", "4"}, {"K", "6"}, {"ic_block", "4"}, {"oc_block", "4"},
+      {"conv2d_nchwc_tails",
+       "conv2d_nchwc",
+       {{"C", "5"},
+        {"H", "3"},
+        {"W", "4"},
+        {"K", "6"},
+        {"ic_block", "4"},
+        {"oc_block", "4"},
         {"epilogue", "bias_add_relu"}}},
-      {"conv2d_nchwc_auto", "conv2d_nchwc", {{"C", "3"}, {"H", "4"}, {"W", "5"}, {"K", "5"}, {"epilogue", "bias_relu"}}},
-      {"depthwise_nchwc_stride_pad", "depthwise_conv2d_nchwc",
+      {"conv2d_nchwc_auto",
+       "conv2d_nchwc",
+       {{"C", "3"}, {"H", "4"}, {"W", "5"}, {"K", "5"}, {"epilogue", "bias_relu"}}},
+      {"depthwise_nchwc_stride_pad",
+       "depthwise_conv2d_nchwc",
        {{"C", "8"}, {"H", "6"}, {"W", "7"}, {"stride", "2"}, {"pad", "1"}, {"block", "4"}}},
-      {"depthwise_nchwc_tails", "depthwise_conv2d_nchwc", {{"C", "5"}, {"H", "5"}, {"W", "6"}, {"pad", "1"}, {"block", "4"}}},
+      {"depthwise_nchwc_tails",
+       "depthwise_conv2d_nchwc",
+       {{"C", "5"}, {"H", "5"}, {"W", "6"}, {"pad", "1"}, {"block", "4"}}},
       // The epilogue stage of depthwise (bias, residual, clip, zeroed padding lanes) after its own
       // register tile.
-      {"depthwise_nchwc_epilogue", "depthwise_conv2d_nchwc",
-       {{"C", "5"}, {"H", "3"}, {"W", "6"}, {"pad", "1"}, {"block", "4"}, {"epilogue", "bias_add_clip"},
-        {"clip_min", "-0.5"}, {"clip_max", "0.5"}}},
+      {"depthwise_nchwc_epilogue",
+       "depthwise_conv2d_nchwc",
+       {{"C", "5"},
+        {"H", "3"},
+        {"W", "6"},
+        {"pad", "1"},
+        {"block", "4"},
+        {"epilogue", "bias_add_clip"},
+        {"clip_min", "-0.5"},
+        {"clip_max", "0.5"}}},
   };
 }
 
@@ -118,7 +175,8 @@ class Oracle {
     }
     for (const auto& out : expected_) {
       bufs.emplace_back(out.shape(), out.dtype());
-      for (int64_t i = 0; i < out.num_elements(); ++i) bufs.back().set(i, std::numeric_limits<double>::quiet_NaN());
+      for (int64_t i = 0; i < out.num_elements(); ++i)
+        bufs.back().set(i, std::numeric_limits<double>::quiet_NaN());
     }
     std::vector<void*> ptrs;
     for (auto& b : bufs) ptrs.push_back(b.data());

@@ -1,5 +1,5 @@
-// Configs of every built-in template compiled with codegen for the host run and match the reference;
-// the matmul fallback is much faster than the plain reference schedule.
+// Configs of every built-in template compiled with codegen for the host run and match the
+// reference; the matmul fallback is much faster than the plain reference schedule.
 #include <chrono>
 #include <cstdio>
 #include <future>
@@ -26,7 +26,8 @@ TargetTraits host_traits(const codegen::Target& t) {
   return make_target_traits(t.str(), t.triple(), t.vector_bits(), t.cores());
 }
 
-codegen::Kernel compile(const Instantiated& inst, const std::string& name, const codegen::Target& target) {
+codegen::Kernel compile(const Instantiated& inst, const std::string& name,
+                        const codegen::Target& target) {
   const te::LoweredFunc f = te::lower(inst.schedule, inst.args, name);
   return codegen::Kernel::load(codegen::build(f, target));
 }
@@ -56,26 +57,32 @@ TEST_P(EveryConfigCompiled, KernelsMatchReference) {
     const Config cfg = task.space().get(index);
     try {
       const codegen::Kernel k = codegen::Kernel::load(artifact.get());
-      const double err = oracle.check([&](const std::vector<void*>& args) { EXPECT_EQ(k.run(args), 0); });
+      const double err =
+          oracle.check([&](const std::vector<void*>& args) { EXPECT_EQ(k.run(args), 0); });
       if (err >= 1e-4) {
         ++failures;
-        ADD_FAILURE() << task.workload_key() << " config " << cfg.to_json_string() << ": relative error " << err;
+        ADD_FAILURE() << task.workload_key() << " config " << cfg.to_json_string()
+                      << ": relative error " << err;
       }
     } catch (const Error& e) {
       ++failures;
-      ADD_FAILURE() << task.workload_key() << " config " << cfg.to_json_string() << ": " << e.what();
+      ADD_FAILURE() << task.workload_key() << " config " << cfg.to_json_string() << ": "
+                    << e.what();
     }
     if (failures >= 3) break;  // the first few say enough
   }
   RecordProperty("configs", static_cast<int>(builds.size()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Templates, EveryConfigCompiled, ::testing::ValuesIn(testing::small_cases()),
-                         [](const ::testing::TestParamInfo<TemplateCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Templates, EveryConfigCompiled,
+                         ::testing::ValuesIn(testing::small_cases()),
+                         [](const ::testing::TestParamInfo<TemplateCase>& info) {
+                           return info.param.name;
+                         });
 
-// Times the fallback, `n_random` seeded random configs and the plain schedule of a task on the host;
-// every output is checked against the plain kernel's (DESIGN.md's correctness rule). Prints the
-// figures; returns {fallback, best random, plain} seconds.
+// Times the fallback, `n_random` seeded random configs and the plain schedule of a task on the
+// host; every output is checked against the plain kernel's (DESIGN.md's correctness rule). Prints
+// the figures; returns {fallback, best random, plain} seconds.
 std::vector<double> race(const Task& task, const codegen::Target& target, size_t n_random) {
   const ComputeDef def = task.template_def().compute(task.args());
   const size_t n_out = def.outputs.size();
@@ -97,7 +104,8 @@ std::vector<double> race(const Task& task, const codegen::Target& target, size_t
   auto time_config = [&](const Config& cfg) {
     std::vector<te::HostBuffer> bufs = fresh();
     const double t = best_seconds(compile(task.instantiate(cfg), "cand", target), ptrs(bufs), 3);
-    EXPECT_LT(te::max_relative_error(bufs[bufs.size() - n_out], ref[ref.size() - n_out]), 1e-4) << cfg.to_json_string();
+    EXPECT_LT(te::max_relative_error(bufs[bufs.size() - n_out], ref[ref.size() - n_out]), 1e-4)
+        << cfg.to_json_string();
     return t;
   };
   const double t_fallback = time_config(task.fallback_config());
@@ -109,16 +117,19 @@ std::vector<double> race(const Task& task, const codegen::Target& target, size_t
     if (t < t_best) t_best = t, best = task.space().get(i).to_json_string();
   }
   const double g = task.flop() * 1e-9;
-  std::printf("%s on %s (%d cores): fallback %.1f GFLOP/s, best of %zu random %.1f GFLOP/s, plain %.1f GFLOP/s\n"
-              "  best random config %s\n",
-              task.workload_key().c_str(), target.cpu().c_str(), target.cores(), g / t_fallback, n_random,
-              g / t_best, g / t_plain, best.c_str());
+  std::printf(
+      "%s on %s (%d cores): fallback %.1f GFLOP/s, best of %zu random %.1f GFLOP/s, plain %.1f "
+      "GFLOP/s\n"
+      "  best random config %s\n",
+      task.workload_key().c_str(), target.cpu().c_str(), target.cores(), g / t_fallback, n_random,
+      g / t_best, g / t_plain, best.c_str());
   return {t_fallback, t_best, t_plain};
 }
 
 TEST(Fallback, MatmulFallbackBeatsPlainSchedule) {
   const codegen::Target target = codegen::Target::host();
-  const Task task = Task::create("matmul", {{"M", "512"}, {"N", "512"}, {"K", "512"}}, host_traits(target));
+  const Task task =
+      Task::create("matmul", {{"M", "512"}, {"N", "512"}, {"K", "512"}}, host_traits(target));
   const auto t = race(task, target, 12);
   EXPECT_LT(t[0] * 2, t[2]);
 }
@@ -126,8 +137,9 @@ TEST(Fallback, MatmulFallbackBeatsPlainSchedule) {
 // ResNet-50's 3x3 layer.
 TEST(Fallback, Conv2dFallbackBeatsPlainSchedule) {
   const codegen::Target target = codegen::Target::host();
-  const Task task = Task::create("conv2d", parse_workload_args("conv2d", {"C=64", "H=56", "W=56", "K=64", "pad=1"}),
-                                 host_traits(target));
+  const Task task = Task::create(
+      "conv2d", parse_workload_args("conv2d", {"C=64", "H=56", "W=56", "K=64", "pad=1"}),
+      host_traits(target));
   const auto t = race(task, target, 12);
   EXPECT_LT(t[0] * 2, t[2]);
 }

@@ -1,4 +1,5 @@
-// Every config of a small instance of every built-in template lowers and interprets to the reference.
+// Every config of a small instance of every built-in template lowers and interprets to the
+// reference.
 #include <cstdio>
 
 #include <gtest/gtest.h>
@@ -42,17 +43,20 @@ TEST_P(EveryConfig, MatchesReferenceInInterpreter) {
       const Instantiated inst = task.instantiate(cfg);
       f = te::lower(inst.schedule, inst.args, c.template_name);
     } catch (const Error& e) {
-      ADD_FAILURE() << task.workload_key() << " config " << cfg.to_json_string() << ": " << e.what();
+      ADD_FAILURE() << task.workload_key() << " config " << cfg.to_json_string() << ": "
+                    << e.what();
       continue;
     }
-    const double err = oracle.check([&](const std::vector<void*>& args) { te::interpret(f, args); });
+    const double err =
+        oracle.check([&](const std::vector<void*>& args) { te::interpret(f, args); });
     EXPECT_LT(err, 1e-4) << task.workload_key() << " config " << cfg.to_json_string();
     if (::testing::Test::HasFailure()) break;  // one failing config says enough
   }
   EXPECT_GT(valid, 0u);
   EXPECT_LE(valid, 2000u) << task.workload_key();
   std::printf("%s: %llu configs, %llu valid, all checked\n", task.workload_key().c_str(),
-              static_cast<unsigned long long>(space.size()), static_cast<unsigned long long>(valid));
+              static_cast<unsigned long long>(space.size()),
+              static_cast<unsigned long long>(valid));
   // The oracle itself notices a kernel that writes nothing.
   EXPECT_GT(oracle.check([](const std::vector<void*>&) {}), 1.0);
   // The fallback is valid and correct too.
@@ -72,17 +76,22 @@ TEST(DotRows, EveryRowCountMatchesReferenceOn32Registers) {
   avx512.cores = 1;
   const std::vector<TemplateCase> cases = {
       {"dense", "dense_bias_relu", {{"M", "5"}, {"N", "9"}, {"K", "37"}}},
-      {"matmul_nt", "matmul", {{"M", "7"}, {"N", "5"}, {"K", "33"}, {"layout", "nt"}, {"epilogue", "bias_gelu"}}},
+      {"matmul_nt",
+       "matmul",
+       {{"M", "7"}, {"N", "5"}, {"K", "33"}, {"layout", "nt"}, {"epilogue", "bias_gelu"}}},
   };
   for (const TemplateCase& c : cases) {
     const Task task = Task::create(c.template_name, c.args, avx512);
     const ConfigSpace& space = task.space();
     const Oracle oracle(task, 7);
     std::vector<uint64_t> digits = space.knob_indices(space.index_of(task.fallback_config()));
-    const int64_t lanes_at = space.knob_position("dot_lanes"), rows_at = space.knob_position("dot_rows");
+    const int64_t lanes_at = space.knob_position("dot_lanes"),
+                  rows_at = space.knob_position("dot_rows");
     ASSERT_GE(lanes_at, 0);
     ASSERT_GE(rows_at, 0);
-    auto int_entity = [](const char* name, int64_t v) { return Entity{name, KnobKind::kOther, {v}, "", false}; };
+    auto int_entity = [](const char* name, int64_t v) {
+      return Entity{name, KnobKind::kOther, {v}, "", false};
+    };
     digits[lanes_at] = space.knob(lanes_at).find(int_entity("dot_lanes", 16));
     for (int64_t rows = 1; rows <= 4; ++rows) {
       digits[rows_at] = space.knob(rows_at).find(int_entity("dot_rows", rows));
@@ -97,7 +106,9 @@ TEST(DotRows, EveryRowCountMatchesReferenceOn32Registers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Templates, EveryConfig, ::testing::ValuesIn(testing::small_cases()),
-                         [](const ::testing::TestParamInfo<TemplateCase>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<TemplateCase>& info) {
+                           return info.param.name;
+                         });
 
 // No workload is refused for its numbers alone: every extent from 1 to 70 (primes, odd sizes,
 // sizes below and just past 4- and 16-lane vectors) in every size argument of every template
@@ -115,20 +126,31 @@ TEST(AnyExtent, EveryTemplateAcceptsEveryExtent) {
           {"dense_bias_relu", {{"M", "1"}, {"N", v}, {"K", "5"}, {"epilogue", "bias_gelu"}}},
           {"batch_matmul", {{"batch", "2"}, {"M", v}, {"N", v}, {"K", "3"}}},
           {"conv2d", {{"C", v}, {"H", "5"}, {"W", v == "1" ? "3" : v}, {"K", v}, {"pad", "1"}}},
-          {"depthwise_conv2d", {{"C", v}, {"H", v == "1" ? "3" : v}, {"W", "4"}, {"stride", "2"}, {"pad", "1"}}},
-          {"depthwise_conv2d_nchwc", {{"C", v}, {"H", v == "1" ? "3" : v}, {"W", "4"}, {"stride", "2"}, {"pad", "1"}}},
+          {"depthwise_conv2d",
+           {{"C", v}, {"H", v == "1" ? "3" : v}, {"W", "4"}, {"stride", "2"}, {"pad", "1"}}},
+          {"depthwise_conv2d_nchwc",
+           {{"C", v}, {"H", v == "1" ? "3" : v}, {"W", "4"}, {"stride", "2"}, {"pad", "1"}}},
           {"max_pool2d", {{"C", "2"}, {"H", v}, {"W", v}, {"R", "1"}, {"S", "1"}, {"stride", "1"}}},
           {"avg_pool2d", {{"C", v}, {"H", "4"}, {"W", "4"}}},
-          {"conv2d_nchwc", {{"C", v}, {"H", "3"}, {"W", v == "1" ? "3" : v}, {"K", v}, {"pad", "1"}}},
-          {"conv2d_nchwc", {{"C", v}, {"H", "3"}, {"W", "3"}, {"K", "5"}, {"ic_block", "16"}, {"oc_block", "16"},
-                            {"epilogue", "bias_add_relu"}}},
+          {"conv2d_nchwc",
+           {{"C", v}, {"H", "3"}, {"W", v == "1" ? "3" : v}, {"K", v}, {"pad", "1"}}},
+          {"conv2d_nchwc",
+           {{"C", v},
+            {"H", "3"},
+            {"W", "3"},
+            {"K", "5"},
+            {"ic_block", "16"},
+            {"oc_block", "16"},
+            {"epilogue", "bias_add_relu"}}},
       };
       for (const auto& [name, args] : workloads) {
         try {
           const Task t = Task::create(name, args, target);
-          EXPECT_TRUE(t.space().is_valid(t.space().index_of(t.fallback_config()))) << t.workload_key();
+          EXPECT_TRUE(t.space().is_valid(t.space().index_of(t.fallback_config())))
+              << t.workload_key();
         } catch (const Error& err) {
-          ADD_FAILURE() << name << " extent " << e << " on " << target.vector_bits << " bits: " << err.what();
+          ADD_FAILURE() << name << " extent " << e << " on " << target.vector_bits
+                        << " bits: " << err.what();
         }
       }
     }

@@ -36,7 +36,8 @@ TEST(JsonInput, NestingUpToTheLimitParsesAndDeeperIsRefusedWithoutRecursing) {
   const Error huge = error_of([] { parse_json_input(std::string(100000, '['), "doc"); });
   EXPECT_EQ(std::string(huge.what()), "doc JSON nested deeper than 64 levels");
   // Brackets inside strings (escaped quotes too) are not nesting.
-  const std::string text = "{\"a\": \"" + std::string(200, '[') + "\\\"" + std::string(200, '{') + "\"}";
+  const std::string text =
+      "{\"a\": \"" + std::string(200, '[') + "\\\"" + std::string(200, '{') + "\"}";
   EXPECT_EQ(parse_json_input(text, "doc")["a"].get<std::string>().size(), 401u);
 }
 
@@ -54,10 +55,12 @@ TEST(JsonInput, MalformedInputIsQuotedAtMostEightyCharacters) {
 }
 
 TEST(JsonInput, ConfigsAndRecordLinesUseTheLimit) {
-  const Error config = error_of([] { schedule_space::Config::from_json_string(std::string(100000, '[')); });
+  const Error config =
+      error_of([] { schedule_space::Config::from_json_string(std::string(100000, '[')); });
   EXPECT_EQ(config.kind(), ErrorKind::kInvalidArgument);
   EXPECT_EQ(std::string(config.what()), "config JSON nested deeper than 64 levels");
-  const Error record = error_of([] { tuning_db::from_json_line("{\"input\": " + nested(20000) + "}"); });
+  const Error record =
+      error_of([] { tuning_db::from_json_line("{\"input\": " + nested(20000) + "}"); });
   EXPECT_EQ(record.kind(), ErrorKind::kInvalidArgument);
   EXPECT_EQ(std::string(record.what()), "record JSON nested deeper than 64 levels");
 }

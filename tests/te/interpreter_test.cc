@@ -16,7 +16,8 @@ namespace ktune::te {
 namespace {
 
 // Lowers outputs with the default schedule and runs it on the given inputs.
-std::vector<HostBuffer> run_default(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+std::vector<HostBuffer> run_default(const std::vector<Tensor>& inputs,
+                                    const std::vector<Tensor>& outputs,
                                     std::vector<HostBuffer*> in_bufs) {
   Schedule s = create_schedule(outputs);
   std::vector<Tensor> args = inputs;
@@ -34,8 +35,10 @@ std::vector<HostBuffer> run_default(const std::vector<Tensor>& inputs, const std
 
 TEST(InterpreterTest, FloorDivisionAndModuloOfNegatives) {
   Tensor A = placeholder({6}, Int(32), "A");
-  Tensor Q = compute({6}, [&](Var i) { return A(i) / 3; }, "Q");
-  Tensor R = compute({6}, [&](Var i) { return A(i) % 3; }, "R");
+  Tensor Q = compute(
+      {6}, [&](Var i) { return A(i) / 3; }, "Q");
+  Tensor R = compute(
+      {6}, [&](Var i) { return A(i) % 3; }, "R");
   HostBuffer a({6}, Int(32));
   int32_t vals[6] = {-7, -6, -1, 0, 5, 7};
   for (int i = 0; i < 6; ++i) a.set(i, vals[i]);
@@ -59,7 +62,9 @@ TEST(InterpreterTest, Int8StorageWithInt32Accumulation) {
   Tensor A = placeholder({3, 5}, Int(8), "A");
   Tensor B = placeholder({5, 4}, UInt(8), "B");
   IterVar k = reduce_axis({0, 5}, "k");
-  Tensor C = compute({3, 4}, [&](Var i, Var j) { return sum(cast(Int(32), A(i, k)) * cast(Int(32), B(k, j)), k); }, "C");
+  Tensor C = compute(
+      {3, 4}, [&](Var i, Var j) { return sum(cast(Int(32), A(i, k)) * cast(Int(32), B(k, j)), k); },
+      "C");
   HostBuffer a({3, 5}, Int(8)), b({5, 4}, UInt(8));
   a.fill_random(1, -128, 127);
   b.fill_random(2, 0, 255);
@@ -67,7 +72,8 @@ TEST(InterpreterTest, Int8StorageWithInt32Accumulation) {
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 4; ++j) {
       int32_t want = 0;
-      for (int kk = 0; kk < 5; ++kk) want += a.as<int8_t>()[i * 5 + kk] * b.as<uint8_t>()[kk * 4 + j];
+      for (int kk = 0; kk < 5; ++kk)
+        want += a.as<int8_t>()[i * 5 + kk] * b.as<uint8_t>()[kk * 4 + j];
       EXPECT_EQ(outs[0].as<int32_t>()[i * 4 + j], want);
     }
   }
@@ -75,7 +81,8 @@ TEST(InterpreterTest, Int8StorageWithInt32Accumulation) {
 
 TEST(InterpreterTest, Int8ArithmeticWraps) {
   Tensor A = placeholder({2}, Int(8), "A");
-  Tensor B = compute({2}, [&](Var i) { return A(i) + A(i); }, "B");
+  Tensor B = compute(
+      {2}, [&](Var i) { return A(i) + A(i); }, "B");
   HostBuffer a({2}, Int(8));
   a.set(0, 100);
   a.set(1, -100);
@@ -86,17 +93,21 @@ TEST(InterpreterTest, Int8ArithmeticWraps) {
 
 TEST(InterpreterTest, Float64AndMathCalls) {
   Tensor A = placeholder({4}, Float(64), "A");
-  Tensor B = compute({4}, [&](Var i) {
-    return sqrt(abs(A(i))) + exp(A(i)) - log(abs(A(i)) + 1.0) * tanh(A(i)) + sigmoid(A(i)) + pow(abs(A(i)), 1.5) +
-           floor(A(i)) * ceil(A(i));
-  }, "B");
+  Tensor B = compute(
+      {4},
+      [&](Var i) {
+        return sqrt(abs(A(i))) + exp(A(i)) - log(abs(A(i)) + 1.0) * tanh(A(i)) + sigmoid(A(i)) +
+               pow(abs(A(i)), 1.5) + floor(A(i)) * ceil(A(i));
+      },
+      "B");
   HostBuffer a({4}, Float(64));
   a.fill_random(3, -2, 2);
   auto outs = run_default({A}, {B}, {&a});
   for (int i = 0; i < 4; ++i) {
     double x = a.as<double>()[i];
-    double want = std::sqrt(std::fabs(x)) + std::exp(x) - std::log(std::fabs(x) + 1.0) * std::tanh(x) +
-                  1.0 / (1.0 + std::exp(-x)) + std::pow(std::fabs(x), 1.5) + std::floor(x) * std::ceil(x);
+    double want = std::sqrt(std::fabs(x)) + std::exp(x) -
+                  std::log(std::fabs(x) + 1.0) * std::tanh(x) + 1.0 / (1.0 + std::exp(-x)) +
+                  std::pow(std::fabs(x), 1.5) + std::floor(x) * std::ceil(x);
     EXPECT_DOUBLE_EQ(outs[0].as<double>()[i], want);
   }
 }
@@ -107,10 +118,14 @@ TEST(InterpreterTest, VectorExpressions) {
   // b[ramp(0,1,4)] = a[ramp(0,2,4)] * x4(a[1]) ; b[4..7] = gather a[7-l] for l in 0..3
   Expr strided = Load::make(a, Ramp::make(IntImm::make(0), IntImm::make(2), 4));
   Expr bcast = Broadcast::make(Load::make(a, IntImm::make(1)), 4);
-  Stmt s1 = Store::make(b, Mul::make(strided, bcast), Ramp::make(IntImm::make(0), IntImm::make(1), 4));
-  Expr gather = Load::make(a, Sub::make(Broadcast::make(IntImm::make(7), 4), Ramp::make(IntImm::make(0), IntImm::make(1), 4)));
+  Stmt s1 =
+      Store::make(b, Mul::make(strided, bcast), Ramp::make(IntImm::make(0), IntImm::make(1), 4));
+  Expr gather = Load::make(a, Sub::make(Broadcast::make(IntImm::make(7), 4),
+                                        Ramp::make(IntImm::make(0), IntImm::make(1), 4)));
   Stmt s2 = Store::make(b, gather, Ramp::make(IntImm::make(4), IntImm::make(1), 4));
-  LoweredFunc f{"vec", {BufferArg{a, {8}, Float(32), false}, BufferArg{b, {8}, Float(32), true}}, Block::make({s1, s2})};
+  LoweredFunc f{"vec",
+                {BufferArg{a, {8}, Float(32), false}, BufferArg{b, {8}, Float(32), true}},
+                Block::make({s1, s2})};
   HostBuffer ab({8}, Float(32)), bb({8}, Float(32));
   for (int k = 0; k < 8; ++k) ab.set(k, k + 1);
   testing::poison(bb);
@@ -121,7 +136,9 @@ TEST(InterpreterTest, VectorExpressions) {
 
 TEST(InterpreterTest, OutOfBoundsAccessIsAnInternalError) {
   Buffer a = Buffer::make("a", Float(32));
-  LoweredFunc f{"oob", {BufferArg{a, {4}, Float(32), true}}, Store::make(a, FloatImm::make(1.0), IntImm::make(4))};
+  LoweredFunc f{"oob",
+                {BufferArg{a, {4}, Float(32), true}},
+                Store::make(a, FloatImm::make(1.0), IntImm::make(4))};
   HostBuffer ab({4}, Float(32));
   try {
     interpret(f, std::vector<HostBuffer*>{&ab});
@@ -135,7 +152,8 @@ TEST(InterpreterTest, OutOfBoundsAccessIsAnInternalError) {
 
 TEST(InterpreterTest, EvaluateSelectIsLazy) {
   Tensor A = placeholder({4}, Float(32), "A");
-  Tensor B = compute({6}, [&](Var i) { return select(i >= 1 && i < 5, A(i - 1), 0.0f); }, "B");
+  Tensor B = compute(
+      {6}, [&](Var i) { return select(i >= 1 && i < 5, A(i - 1), 0.0f); }, "B");
   HostBuffer a({4}, Float(32));
   for (int k = 0; k < 4; ++k) a.set(k, k + 1);
   auto ev = evaluate({B}, {{A, &a}});
@@ -164,7 +182,9 @@ TEST(HostBufferTest, SeededFillIsReproducibleAndAligned) {
 
 TEST(SimplifyTest, LinearFormsAndRanges) {
   Var x("x"), y("y");
-  EXPECT_EQ(to_string(simplify(Sub::make(Add::make(Mul::make(x, IntImm::make(8)), IntImm::make(7)), Mul::make(x, IntImm::make(8))))), "7");
+  EXPECT_EQ(to_string(simplify(Sub::make(Add::make(Mul::make(x, IntImm::make(8)), IntImm::make(7)),
+                                         Mul::make(x, IntImm::make(8))))),
+            "7");
   VarRanges r{{x.get(), {0, 3}}, {y.get(), {0, 7}}};
   Expr e = Add::make(Mul::make(x, IntImm::make(8)), y);
   EXPECT_EQ(to_string(simplify(Div::make(e, IntImm::make(8)), r)), "x");

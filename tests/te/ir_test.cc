@@ -54,22 +54,28 @@ TEST(TensorTest, ComputeAndReduce) {
   Tensor A = placeholder({4, 5}, Float(32), "A");
   Tensor B = placeholder({5, 3}, Float(32), "B");
   IterVar k = reduce_axis({0, 5}, "k");
-  Tensor C = compute({4, 3}, [&](Var i, Var j) { return sum(A(i, k) * B(k, j), k); }, "C");
+  Tensor C = compute(
+      {4, 3}, [&](Var i, Var j) { return sum(A(i, k) * B(k, j), k); }, "C");
   EXPECT_EQ(C.dtype(), Float(32));
   ASSERT_NE(C->body.as<Reduce>(), nullptr);
   EXPECT_EQ(C->inputs.size(), 2u);
-  Tensor D = compute({4, 3}, [&](Var i, Var j) { return max(C(i, j), 0.0f) + 1; }, "D");
+  Tensor D = compute(
+      {4, 3}, [&](Var i, Var j) { return max(C(i, j), 0.0f) + 1; }, "D");
   EXPECT_EQ(to_string(D->body), "(max(C(D.i, D.j), 0.0f) + 1.0f)");
   auto order = topo_order({D});
   ASSERT_EQ(order.size(), 4u);
   EXPECT_TRUE(order[3].same_as(D));
-  EXPECT_THROW(compute({4}, [&](Var i) { return sum(A(i, k), k) + 1.0f; }, "bad"), Error);
+  EXPECT_THROW(compute(
+                   {4}, [&](Var i) { return sum(A(i, k), k) + 1.0f; }, "bad"),
+               Error);
   EXPECT_THROW(A(1), Error);
   // Braced axis lists select the reduction, two Exprs the binary min/max.
-  Tensor R = compute({4}, [&](Var i) { return max(A(i, k), {k}); }, "R");
+  Tensor R = compute(
+      {4}, [&](Var i) { return max(A(i, k), {k}); }, "R");
   ASSERT_NE(R->body.as<Reduce>(), nullptr);
   EXPECT_EQ(R->body.as<Reduce>()->op, ReduceOp::kMax);
-  Tensor S = compute({4}, [&](Var i) { return min(A(i, 0), A(i, 1)); }, "S");
+  Tensor S = compute(
+      {4}, [&](Var i) { return min(A(i, 0), A(i, 1)); }, "S");
   EXPECT_NE(S->body.as<Min>(), nullptr);
   EXPECT_EQ(to_string(S->body), "min(A(S.i, 0), A(S.i, 1))");
   EXPECT_THROW(sum(A(0, 0), std::vector<IterVar>{}), Error);

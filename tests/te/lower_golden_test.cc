@@ -20,7 +20,8 @@ TEST(LowerGoldenTest, NonDivisibleSplitIsPeeled) {
   Tensor C = op.outputs[0];
   auto [io, ii] = s[C].split(s[C].axis(0), 4);
   s[C].reorder({io, s[C].axis(1), ii});
-  EXPECT_EQ(to_string(lower(s, op.args(), "mm_tail")), R"(void mm_tail(float32* A, float32* B, float32* C /*out*/) {
+  EXPECT_EQ(to_string(lower(s, op.args(), "mm_tail")),
+            R"(void mm_tail(float32* A, float32* B, float32* C /*out*/) {
   for (C.i.o, 0, 2) {
     for (C.j, 0, 8) {
       for (C.i.i, 0, 4) {
@@ -52,7 +53,8 @@ TEST(LowerGoldenTest, NonDivisibleSplitGuardIsHoisted) {
   s[C].reorder({io, s[C].axis(1), ii});
   LowerOptions o;
   o.partition_loops = false;
-  EXPECT_EQ(to_string(lower(s, op.args(), "mm_tail", o)), R"(void mm_tail(float32* A, float32* B, float32* C /*out*/) {
+  EXPECT_EQ(to_string(lower(s, op.args(), "mm_tail", o)),
+            R"(void mm_tail(float32* A, float32* B, float32* C /*out*/) {
   for (C.i.o, 0, 3) {
     for (C.j, 0, 8) {
       for (C.i.i, 0, 4) {
@@ -81,7 +83,8 @@ TEST(LowerGoldenTest, GemmMicroKernel) {
   s[CC].vectorize(s[CC].axis(1));
   s[C].vectorize(ji);
   s[C].parallel(io);
-  EXPECT_EQ(to_string(lower(s, op.args(), "gemm_micro")), R"(void gemm_micro(float32* A, float32* B, float32* C /*out*/) {
+  EXPECT_EQ(to_string(lower(s, op.args(), "gemm_micro")),
+            R"(void gemm_micro(float32* A, float32* B, float32* C /*out*/) {
   parallel for (C.i.o, 0, 2) {
     for (C.j.o, 0, 2) {
       float32 C.local[16];
@@ -104,7 +107,8 @@ TEST(LowerGoldenTest, InlinedPaddingClampsItsLoad) {
   auto op = testing::conv2d(1, 1, 4, 4, 1, 3, 3, 1, 1);
   Schedule s = create_schedule(op.outputs);
   s[s.node().stages[1].tensor].compute_inline();
-  EXPECT_EQ(to_string(lower(s, op.args(), "conv_pad_inline")), R"(void conv_pad_inline(float32* X, float32* W, float32* conv /*out*/) {
+  EXPECT_EQ(to_string(lower(s, op.args(), "conv_pad_inline")),
+            R"(void conv_pad_inline(float32* X, float32* W, float32* conv /*out*/) {
   for (conv.k, 0, 4) {
     for (conv.l, 0, 4) {
       conv[((conv.k*4) + conv.l)] = 0.0f;
@@ -122,7 +126,8 @@ TEST(LowerGoldenTest, InlinedPaddingClampsItsLoad) {
 TEST(LowerGoldenTest, SoftmaxDefaultSchedule) {
   auto op = testing::softmax(4, 8);
   Schedule s = create_schedule(op.outputs);
-  EXPECT_EQ(to_string(lower(s, op.args(), "softmax")), R"(void softmax(float32* X, float32* softmax /*out*/) {
+  EXPECT_EQ(to_string(lower(s, op.args(), "softmax")),
+            R"(void softmax(float32* X, float32* softmax /*out*/) {
   float32 maxelem[4];
   float32 exp[32];
   float32 expsum[4];
@@ -160,7 +165,8 @@ TEST(LowerGoldenTest, FusedLoopWithPackedRow) {
   IterVar f = s[C].fuse(s[C].axis(0), s[C].axis(1));
   auto [fo, fi] = s[C].split(f, 4);
   s[AS].compute_at(s[C], fo);
-  EXPECT_EQ(to_string(lower(s, op.args(), "fused_packed")), R"(void fused_packed(float32* A, float32* B, float32* C /*out*/) {
+  EXPECT_EQ(to_string(lower(s, op.args(), "fused_packed")),
+            R"(void fused_packed(float32* A, float32* B, float32* C /*out*/) {
   for (C.i.C.j.f.o, 0, 6) {
     float32 A.shared[4];
     for (A.shared.j, 0, 4) {
@@ -179,7 +185,8 @@ TEST(LowerGoldenTest, FusedLoopWithPackedRow) {
 
 // Counts what codegen will see.
 struct IrCensus : IRVisitor {
-  int allocs = 0, ifs = 0, vector_stores = 0, ramp_loads = 0, broadcast_loads = 0, fors = 0, vec_or_unrolled_fors = 0;
+  int allocs = 0, ifs = 0, vector_stores = 0, ramp_loads = 0, broadcast_loads = 0, fors = 0,
+      vec_or_unrolled_fors = 0;
   int64_t alloc_extent = -1;
   void visit(const Allocate* op) override {
     ++allocs;
@@ -204,7 +211,8 @@ struct IrCensus : IRVisitor {
   }
   void visit(const For* op) override {
     ++fors;
-    vec_or_unrolled_fors += op->for_kind == ForKind::kVectorized || op->for_kind == ForKind::kUnrolled;
+    vec_or_unrolled_fors +=
+        op->for_kind == ForKind::kVectorized || op->for_kind == ForKind::kUnrolled;
     IRVisitor::visit(op);
   }
 };
@@ -299,8 +307,9 @@ TEST(LowerGoldenTest, DumpsEveryPass) {
     EXPECT_TRUE(body.defined());
   };
   lower(s, op.args(), "mm", o);
-  EXPECT_EQ(passes, (std::vector<std::string>{"schedule_ops", "storage_flatten", "simplify", "clamp_select_loads",
-                                               "partition_loops", "unroll_loops", "vectorize_loops", "remove_no_ops"}));
+  EXPECT_EQ(passes, (std::vector<std::string>{"schedule_ops", "storage_flatten", "simplify",
+                                              "clamp_select_loads", "partition_loops",
+                                              "unroll_loops", "vectorize_loops", "remove_no_ops"}));
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ template <typename F>
 double ms_per_call(int n, F&& f) {
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+         n;
 }
 
 TEST(LowerPerfTest, GemmAndConvTemplates) {
@@ -50,7 +51,8 @@ TEST(LowerPerfTest, GemmAndConvTemplates) {
     s[OL].compute_at(st, xo);
     s[P].compute_at(st, yo);
     Stage sl = s[OL];
-    sl.reorder({sl.reduce_axis(0), sl.reduce_axis(1), sl.reduce_axis(2), sl.axis(0), sl.axis(2), sl.axis(1), sl.axis(3)});
+    sl.reorder({sl.reduce_axis(0), sl.reduce_axis(1), sl.reduce_axis(2), sl.axis(0), sl.axis(2),
+                sl.axis(1), sl.axis(3)});
     sl.unroll(sl.axis(2));
     sl.vectorize(sl.axis(3));
     st.parallel(ko);

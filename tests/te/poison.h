@@ -1,4 +1,5 @@
-// Defines poison(): fills a kernel's output buffer with NaN so that an element it never writes fails the check.
+// Defines poison(): fills a kernel's output buffer with NaN so that an element it never writes
+// fails the check.
 #pragma once
 
 #include <cstring>

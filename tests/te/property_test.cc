@@ -7,8 +7,8 @@
 
 #include "support/error.h"
 #include "te/interpreter.h"
-#include "te/ir_visitor.h"
 #include "te/ir_printer.h"
+#include "te/ir_visitor.h"
 #include "te/lower.h"
 #include "te/schedule.h"
 #include "tests/te/poison.h"
@@ -24,10 +24,10 @@ using testing::RandomScheduler;
 constexpr int kSchedulesPerOp = 200;
 constexpr double kTolerance = 1e-4;
 
-
 // How often each feature occurred, so that the test proves it covers what it claims.
 struct Coverage {
-  int compute_at = 0, cache_write = 0, cache_read = 0, inline_ = 0, guard = 0, vector = 0, fuse = 0, tail = 0;
+  int compute_at = 0, cache_write = 0, cache_read = 0, inline_ = 0, guard = 0, vector = 0, fuse = 0,
+      tail = 0;
   void add(const std::string& log, const std::string& ir) {
     compute_at += log.find("compute_at") != std::string::npos;
     cache_write += log.find("cache_write") != std::string::npos;
@@ -76,7 +76,8 @@ void check_op(const OpDef& op, uint64_t seed) {
     try {
       interpret(f, args);
     } catch (const Error& e) {
-      FAIL() << op.name << " schedule " << n << " failed to run: " << e.what() << "\n" << log << to_string(f);
+      FAIL() << op.name << " schedule " << n << " failed to run: " << e.what() << "\n"
+             << log << to_string(f);
     }
     for (size_t o = 0; o < outs.size(); ++o) {
       double err = max_relative_error(outs[o], ref[o]);
@@ -96,9 +97,11 @@ void check_op(const OpDef& op, uint64_t seed) {
   if (op.name != "matmul" && op.name != "max_pool") {
     EXPECT_GE(cov.inline_, 30) << op.name;
   }
-  std::printf("%s: compute_at %d cache_write %d cache_read %d inline %d fuse %d non-divisible %d guarded %d vectorized %d (of %d)\n",
-              op.name.c_str(), cov.compute_at, cov.cache_write, cov.cache_read, cov.inline_, cov.fuse, cov.tail, cov.guard,
-              cov.vector, kSchedulesPerOp);
+  std::printf(
+      "%s: compute_at %d cache_write %d cache_read %d inline %d fuse %d non-divisible %d guarded "
+      "%d vectorized %d (of %d)\n",
+      op.name.c_str(), cov.compute_at, cov.cache_write, cov.cache_read, cov.inline_, cov.fuse,
+      cov.tail, cov.guard, cov.vector, kSchedulesPerOp);
   std::printf("%s: %d attachments above the direct consumer\n", op.name.c_str(), gen.nested);
 }
 

@@ -107,7 +107,9 @@ class RandomScheduler {
   static void effective_consumers(const Schedule& s, int j, std::vector<int>* out) {
     const auto& stages = s.node().stages;
     for (size_t i = 0; i < stages.size(); ++i) {
-      if (static_cast<int>(i) == j || stages[i].is_placeholder || !reads(stages[i].body, stages[j].tensor)) continue;
+      if (static_cast<int>(i) == j || stages[i].is_placeholder ||
+          !reads(stages[i].body, stages[j].tensor))
+        continue;
       if (stages[i].attach == AttachKind::kInline) {
         effective_consumers(s, static_cast<int>(i), out);
       } else if (std::find(out->begin(), out->end(), static_cast<int>(i)) == out->end()) {

@@ -17,7 +17,8 @@ void expect_invalid(F&& f, const std::vector<std::string>& names) {
     ADD_FAILURE() << "no error thrown";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidSchedule) << e.what();
-    for (const std::string& n : names) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what() << " lacks " << n;
+    for (const std::string& n : names)
+      EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what() << " lacks " << n;
   }
 }
 
@@ -25,9 +26,12 @@ struct Chain {
   Tensor A, P, Q, R;
   Chain() {
     A = placeholder({8, 8}, Float(32), "A");
-    P = compute({8, 8}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "P");
-    Q = compute({8, 8}, [&](Var i, Var j) { return P(i, j) + 1.0f; }, "Q");
-    R = compute({8, 8}, [&](Var i, Var j) { return Q(i, j) + P(j, i); }, "R");
+    P = compute(
+        {8, 8}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "P");
+    Q = compute(
+        {8, 8}, [&](Var i, Var j) { return P(i, j) + 1.0f; }, "Q");
+    R = compute(
+        {8, 8}, [&](Var i, Var j) { return Q(i, j) + P(j, i); }, "R");
   }
 };
 
@@ -43,7 +47,11 @@ TEST(ScheduleErrorTest, SplitAnAxisTwice) {
 TEST(ScheduleErrorTest, ReorderAxesOfAnotherStage) {
   Chain c;
   Schedule s = create_schedule({c.R});
-  expect_invalid([&] { s[c.R].reorder({s[c.Q].axis(1), s[c.R].axis(0)}); }, {"stage R", "Q.j", "not an axis of this stage"});
+  expect_invalid(
+      [&] {
+        s[c.R].reorder({s[c.Q].axis(1), s[c.R].axis(0)});
+      },
+      {"stage R", "Q.j", "not an axis of this stage"});
 }
 
 TEST(ScheduleErrorTest, VectorizeAReductionAxis) {
@@ -81,16 +89,20 @@ TEST(ScheduleErrorTest, ComputeAtALoopThatDoesNotEncloseAConsumer) {
 
 TEST(ScheduleErrorTest, ComputeAtAStageThatDoesNotUseIt) {
   Chain c;
-  Tensor other = compute({8, 8}, [&](Var i, Var j) { return c.A(i, j) - 1.0f; }, "other");
-  Tensor both = compute({8, 8}, [&](Var i, Var j) { return c.R(i, j) + other(i, j); }, "both");
+  Tensor other = compute(
+      {8, 8}, [&](Var i, Var j) { return c.A(i, j) - 1.0f; }, "other");
+  Tensor both = compute(
+      {8, 8}, [&](Var i, Var j) { return c.R(i, j) + other(i, j); }, "both");
   Schedule s = create_schedule({both});
-  expect_invalid([&] { s[other].compute_at(s[c.Q], s[c.Q].axis(0)); }, {"stage other", "Q", "does not use it"});
+  expect_invalid([&] { s[other].compute_at(s[c.Q], s[c.Q].axis(0)); },
+                 {"stage other", "Q", "does not use it"});
 }
 
 TEST(ScheduleErrorTest, ComputeAtALoopOfAnotherStage) {
   Chain c;
   Schedule s = create_schedule({c.R});
-  expect_invalid([&] { s[c.Q].compute_at(s[c.R], s[c.P].axis(0)); }, {"stage Q", "P.i", "not a loop of R"});
+  expect_invalid([&] { s[c.Q].compute_at(s[c.R], s[c.P].axis(0)); },
+                 {"stage Q", "P.i", "not a loop of R"});
 }
 
 TEST(ScheduleErrorTest, ComputeAtAnAttachLoopThatWasSplitLater) {

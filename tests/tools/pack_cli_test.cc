@@ -59,10 +59,12 @@ TEST_F(PackTest, ImportsWholeOnceAndEveryRecordBuilds) {
     ASSERT_GE(lines.size(), 16u);
     const std::string db = (dir_ / (pack.stem().string() + ".db")).string();
 
-    Output first = ktune("db import " + quote(pack.string()) + " --db " + quote(db) + " --json", true);
+    Output first =
+        ktune("db import " + quote(pack.string()) + " --db " + quote(db) + " --json", true);
     ASSERT_EQ(first.status, 0) << first.err;
     EXPECT_EQ(nlohmann::json::parse(first.out)["imported"], lines.size()) << first.out;
-    Output again = ktune("db import " + quote(pack.string()) + " --db " + quote(db) + " --json", true);
+    Output again =
+        ktune("db import " + quote(pack.string()) + " --db " + quote(db) + " --json", true);
     ASSERT_EQ(again.status, 0) << again.err;
     EXPECT_EQ(nlohmann::json::parse(again.out)["imported"], 0) << again.out;
 
@@ -71,12 +73,14 @@ TEST_F(PackTest, ImportsWholeOnceAndEveryRecordBuilds) {
       const std::string target = line["input"][0];
       std::string args;
       for (const auto& [key, value] : line["input"][2].items())
-        args += " " + quote(key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
+        args +=
+            " " + quote(key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
       const std::string stem = (dir_ / ("k" + std::to_string(i))).string();
-      Output b = ktune("build " + quote(line["meta"]["template"].get<std::string>()) + args + " --db " + quote(db) +
-                           " --target " + quote(target) + " --require-tuned --json -o " + quote(stem + ".o") +
-                           " --header " + quote(stem + ".h"),
-                       true);
+      Output b =
+          ktune("build " + quote(line["meta"]["template"].get<std::string>()) + args + " --db " +
+                    quote(db) + " --target " + quote(target) + " --require-tuned --json -o " +
+                    quote(stem + ".o") + " --header " + quote(stem + ".h"),
+                true);
       ASSERT_EQ(b.status, 0) << line["input"][1] << ": " << b.err;
       const auto j = nlohmann::json::parse(b.out);
       EXPECT_EQ(j["config_source"], "tuned") << line["input"][1];

@@ -1,4 +1,5 @@
-// Defines decode_png(): the pixels of an 8-bit RGB/RGBA, non-interlaced PNG (what headless Chromium's screenshots are), for tests that look at a rendered page.
+// Defines decode_png(): the pixels of an 8-bit RGB/RGBA, non-interlaced PNG (what headless
+// Chromium's screenshots are), for tests that look at a rendered page.
 #pragma once
 
 #include <zlib.h>
@@ -22,7 +23,8 @@ struct Image {
 
 namespace detail {
 inline uint32_t be32(const std::string& s, size_t at) {
-  return (uint32_t{static_cast<uint8_t>(s[at])} << 24) | (uint32_t{static_cast<uint8_t>(s[at + 1])} << 16) |
+  return (uint32_t{static_cast<uint8_t>(s[at])} << 24) |
+         (uint32_t{static_cast<uint8_t>(s[at + 1])} << 16) |
          (uint32_t{static_cast<uint8_t>(s[at + 2])} << 8) | static_cast<uint8_t>(s[at + 3]);
 }
 inline uint8_t paeth(int a, int b, int c) {
@@ -31,7 +33,8 @@ inline uint8_t paeth(int a, int b, int c) {
 }
 }  // namespace detail
 
-// The image, or nullopt for anything that is not such a PNG (bad signature, chunk, inflate or filter).
+// The image, or nullopt for anything that is not such a PNG (bad signature, chunk, inflate or
+// filter).
 inline std::optional<Image> decode_png(const std::string& file) {
   if (file.size() < 8 || file.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0) return std::nullopt;
   Image img;
@@ -56,7 +59,8 @@ inline std::optional<Image> decode_png(const std::string& file) {
   const size_t stride = static_cast<size_t>(img.width) * channels;
   std::vector<uint8_t> raw((stride + 1) * img.height);
   uLongf raw_size = raw.size();
-  if (uncompress(raw.data(), &raw_size, reinterpret_cast<const Bytef*>(idat.data()), idat.size()) != Z_OK ||
+  if (uncompress(raw.data(), &raw_size, reinterpret_cast<const Bytef*>(idat.data()), idat.size()) !=
+          Z_OK ||
       raw_size != raw.size())
     return std::nullopt;
   std::vector<uint8_t> prev(stride, 0), row(stride);
@@ -68,17 +72,28 @@ inline std::optional<Image> decode_png(const std::string& file) {
                 c = i >= static_cast<size_t>(channels) ? prev[i - channels] : 0;
       int pred = 0;
       switch (in[0]) {
-        case 0: break;
-        case 1: pred = a; break;
-        case 2: pred = b; break;
-        case 3: pred = (a + b) / 2; break;
-        case 4: pred = detail::paeth(a, b, c); break;
-        default: return std::nullopt;
+        case 0:
+          break;
+        case 1:
+          pred = a;
+          break;
+        case 2:
+          pred = b;
+          break;
+        case 3:
+          pred = (a + b) / 2;
+          break;
+        case 4:
+          pred = detail::paeth(a, b, c);
+          break;
+        default:
+          return std::nullopt;
       }
       row[i] = static_cast<uint8_t>(in[1 + i] + pred);
     }
     for (uint32_t x = 0; x < img.width; ++x)
-      for (int k = 0; k < 3; ++k) img.rgb[(static_cast<size_t>(y) * img.width + x) * 3 + k] = row[x * channels + k];
+      for (int k = 0; k < 3; ++k)
+        img.rgb[(static_cast<size_t>(y) * img.width + x) * 3 + k] = row[x * channels + k];
     prev = row;
   }
   return img;

@@ -1,7 +1,7 @@
-// Tests that the commands which only read a tuning log (best, build, db stats/check/best/top/export)
-// work on a log the user may not write, write nothing to it or beside it, and that a writing
-// command fails there with one line. As root, the commands run as user nobody (setpriv); otherwise
-// the file and its directory are made read-only.
+// Tests that the commands which only read a tuning log (best, build, db
+// stats/check/best/top/export) work on a log the user may not write, write nothing to it or beside
+// it, and that a writing command fails there with one line. As root, the commands run as user
+// nobody (setpriv); otherwise the file and its directory are made read-only.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -34,20 +34,24 @@ std::set<std::string> listing(const fs::path& dir) {
 }
 
 TEST(ReadOnlyCli, ReadingCommandsWorkOnALogTheUserCannotWrite) {
-  const fs::path root = fs::temp_directory_path() / ("ktune_read_only_" + std::to_string(::getpid()));
+  const fs::path root =
+      fs::temp_directory_path() / ("ktune_read_only_" + std::to_string(::getpid()));
   fs::remove_all(root);
   const fs::path logs = root / "logs", out = root / "out";
   fs::create_directories(logs);
   fs::create_directories(out);
   const std::string db = (logs / "tune.db").string();
   const std::string workload = "matmul M=32 N=32 K=32";
-  ASSERT_EQ(testing_cli::ktune("tune " + workload + " --tuner random --trials 8 --db " + quote(db)).status, 0);
+  ASSERT_EQ(testing_cli::ktune("tune " + workload + " --tuner random --trials 8 --db " + quote(db))
+                .status,
+            0);
   ASSERT_FALSE(fs::exists(db + "-wal"));  // closed cleanly: the WAL was checkpointed away
 
   std::string as_reader;
   if (::geteuid() == 0) {
     // Root writes anything: run as nobody, who may read the log but not write it or its folder.
-    fs::permissions(db, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+    fs::permissions(db, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                            fs::perms::others_read);
     fs::permissions(root, fs::perms::all & ~fs::perms::group_write & ~fs::perms::others_write);
     fs::permissions(logs, fs::perms::all & ~fs::perms::group_write & ~fs::perms::others_write);
     fs::permissions(out, fs::perms::all);
@@ -75,8 +79,8 @@ TEST(ReadOnlyCli, ReadingCommandsWorkOnALogTheUserCannotWrite) {
   EXPECT_EQ(std::count(exported.out.begin(), exported.out.end(), '\n'), 8);
   auto top = run("db top " + key + " --db " + quote(db) + " -k 3");
   EXPECT_EQ(top.status, 0) << top.err;
-  auto built = run("build " + workload + " --db " + quote(db) + " --require-tuned -o " + quote((out / "k.o").string()) +
-                   " --header " + quote((out / "k.h").string()));
+  auto built = run("build " + workload + " --db " + quote(db) + " --require-tuned -o " +
+                   quote((out / "k.o").string()) + " --header " + quote((out / "k.h").string()));
   EXPECT_EQ(built.status, 0) << built.err;
   EXPECT_TRUE(fs::exists(out / "k.o"));
 

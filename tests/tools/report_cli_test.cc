@@ -1,4 +1,6 @@
-// Tests `ktune report` end to end: a log with known records becomes one self-contained HTML page that headless Chromium renders with its plots and numbers; bad input gives one line, exit 1 and no page.
+// Tests `ktune report` end to end: a log with known records becomes one self-contained HTML page
+// that headless Chromium renders with its plots and numbers; bad input gives one line, exit 1 and
+// no page.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -44,20 +46,32 @@ tuning_db::Record tuned(tuning_db::Record r, const std::string& tuner) {
 // build error; an xgb run with three plans; a model run whose layer is 1.25x the library.
 void write_log(const std::string& path) {
   auto db = tuning_db::Database::open(path);
-  db.add({tuned(make_record(100, 1, {2e-4}), "random"), tuned(make_record(100, 2, {1e-4}), "random"),
+  db.add({tuned(make_record(100, 1, {2e-4}), "random"),
+          tuned(make_record(100, 2, {1e-4}), "random"),
           tuned(make_record(100, 3, {1.5e-4}), "random")});
-  db.add({tuned(make_record(100, 4, {1e-4}), "xgb"), tuned(make_failure(100, 5, ErrorKind::kBuild), "xgb"),
+  db.add({tuned(make_record(100, 4, {1e-4}), "xgb"),
+          tuned(make_failure(100, 5, ErrorKind::kBuild), "xgb"),
           tuned(make_record(100, 6, {5e-5}), "xgb"), tuned(make_record(100, 7, {6e-5}), "xgb")});
-  const int64_t run = tuning_db::RunStore(db).begin({"xgb", tuning_db::testing::matmul_key(100), tuning_db::testing::kHost.target, {}});
+  const int64_t run = tuning_db::RunStore(db).begin(
+      {"xgb", tuning_db::testing::matmul_key(100), tuning_db::testing::kHost.target, {}});
   tuning_db::RunStore(db).add_batch_quality(run, {0, 4, 0.2});
   tuning_db::RunStore(db).add_batch_quality(run, {1, 8, 0.6});
   tuning_db::RunStore(db).add_batch_quality(run, {2, 12, 0.9});
   tuning_db::RunStore(db).finish(run);
-  tuning_db::record_model_run(
-      db, "tiny.onnx", tuning_db::testing::kHost.target,
-      {{"trials", 7}, {"tuned_s", 0.001}, {"fallback_s", 0.004},
-       {"tasks", {{{"key", "matmul-layer"}, {"tuned_as", "matmul-layer"}, {"count", 1}, {"trials", 7}, {"best_s", 0.001},
-                   {"fallback_s", 0.004}, {"share", 1.0}, {"library", "openblas"}, {"library_s", 0.0008}}}}});
+  tuning_db::record_model_run(db, "tiny.onnx", tuning_db::testing::kHost.target,
+                              {{"trials", 7},
+                               {"tuned_s", 0.001},
+                               {"fallback_s", 0.004},
+                               {"tasks",
+                                {{{"key", "matmul-layer"},
+                                  {"tuned_as", "matmul-layer"},
+                                  {"count", 1},
+                                  {"trials", 7},
+                                  {"best_s", 0.001},
+                                  {"fallback_s", 0.004},
+                                  {"share", 1.0},
+                                  {"library", "openblas"},
+                                  {"library_s", 0.0008}}}}});
 }
 
 // Headless Chromium on a page: its DOM (dump), or a screenshot into `png`. Returns what it printed.
@@ -74,7 +88,8 @@ size_t pixels_of(const testing_png::Image& img, uint32_t colour) {
 }
 
 TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
-  ASSERT_EQ(shell("command -v chromium").status, 0) << "chromium is missing: scripts/setup installs it";
+  ASSERT_EQ(shell("command -v chromium").status, 0)
+      << "chromium is missing: scripts/setup installs it";
   TempDir dir;
   const std::string log = dir.file("log.db"), page = dir.file("report.html");
   write_log(log);
@@ -91,8 +106,10 @@ TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
   // Two tuner curves and one correlation line: paths with at least two points each.
   const std::regex path_re("<path d=\"(M[^\"]+)\"");
   size_t drawn = 0;
-  for (auto it = std::sregex_iterator(dom.out.begin(), dom.out.end(), path_re); it != std::sregex_iterator(); ++it)
-    drawn += std::count_if((*it)[1].str().begin(), (*it)[1].str().end(), [](char c) { return c == 'V' || c == 'L'; }) >= 1;
+  for (auto it = std::sregex_iterator(dom.out.begin(), dom.out.end(), path_re);
+       it != std::sregex_iterator(); ++it)
+    drawn += std::count_if((*it)[1].str().begin(), (*it)[1].str().end(),
+                           [](char c) { return c == 'V' || c == 'L'; }) >= 1;
   EXPECT_GE(drawn, 3u) << dom.out.substr(0, 2000);
   EXPECT_NE(dom.out.find("40.0 GFLOP/s"), std::string::npos);  // the best of matmul 100
   EXPECT_NE(dom.out.find("(0.05 ms)"), std::string::npos);     // its cost
@@ -102,10 +119,12 @@ TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
   EXPECT_NE(dom.out.find(">build<"), std::string::npos);       // the error, by kind
 
   // The screenshot shows both curves in their colours; an empty page shows none of them.
-  const std::string shot = dir.file("report.png"), blank_page = dir.file("blank.html"), blank = dir.file("blank.png");
+  const std::string shot = dir.file("report.png"), blank_page = dir.file("blank.html"),
+                    blank = dir.file("blank.png");
   std::ofstream(blank_page) << "<!DOCTYPE html><html><body></body></html>";
   for (const auto& [from, to] : {std::pair{page, shot}, std::pair{blank_page, blank}}) {
-    const auto s = chromium(dir, "--screenshot=" + quote(to) + " --window-size=1200,2000 " + quote("file://" + from));
+    const auto s = chromium(
+        dir, "--screenshot=" + quote(to) + " --window-size=1200,2000 " + quote("file://" + from));
     ASSERT_EQ(s.status, 0) << s.err;
   }
   const auto img = testing_png::decode_png(read(shot));
@@ -143,7 +162,8 @@ TEST(ReportCli, BadInputIsOneLineExitOneAndNoPage) {
   // An unwritable page: a missing directory, or a directory in the way; an old page stays whole.
   const std::string log = dir.file("log.db");
   write_log(log);
-  expect_refused("--db " + quote(log) + " -o " + quote(dir.file("no/such/dir/report.html")), "cannot write");
+  expect_refused("--db " + quote(log) + " -o " + quote(dir.file("no/such/dir/report.html")),
+                 "cannot write");
   std::filesystem::create_directory(dir.file("taken"));
   expect_refused("--db " + quote(log) + " -o " + quote(dir.file("taken")), "cannot write");
   std::ofstream(page) << "old page";
@@ -160,13 +180,15 @@ TEST(ReportCli, ServerLogIsReported) {
   const auto host = codegen::Target::host();
   const auto task = schedule_space::Task::create(
       "matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}},
-      schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), host.cores()));
+      schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(),
+                                         host.cores()));
   std::vector<tuning_db::Record> records;
   for (uint64_t i = 0, found = 0; i < task.space().size() && found < 3; ++i) {
     if (!task.space().is_valid(i)) continue;
     // 64^3 * 2 FLOP in 1e-5, 2e-5, 4e-5 s: 52.4, 26.2 and 13.1 GFLOP/s.
-    tuning_db::Record r = make_record(64, static_cast<int64_t>(i), {1e-5 * static_cast<double>(1 << found++)},
-                                      {host.str(), codegen::llvm_version()});
+    tuning_db::Record r =
+        make_record(64, static_cast<int64_t>(i), {1e-5 * static_cast<double>(1 << found++)},
+                    {host.str(), codegen::llvm_version()});
     r.workload_key = task.workload_key();
     r.args = task.args_json();
     r.config = task.space().get(i).to_json();
@@ -175,8 +197,9 @@ TEST(ReportCli, ServerLogIsReported) {
   ASSERT_EQ(records.size(), 3u);
   tuning_db::Database::open(dir.file("server.db")).add(records);
 
-  testing_process::Child server({KTUNE_BINARY, "server", "--port", "0", "--db", dir.file("server.db")},
-                                dir.file("server.out"), dir.file("server.err"));
+  testing_process::Child server(
+      {KTUNE_BINARY, "server", "--port", "0", "--db", dir.file("server.db")},
+      dir.file("server.out"), dir.file("server.err"));
   const std::string address = testing_process::wait_for_address(dir.file("server.out"));
   ASSERT_FALSE(address.empty()) << read(dir.file("server.err"));
   const std::string page = dir.file("report.html");

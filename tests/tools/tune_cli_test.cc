@@ -1,5 +1,5 @@
-// Tests of `ktune tune`'s numeric options: out-of-range, negative, NaN, infinite and huge values are
-// refused with one line and exit status 1, before any log is created.
+// Tests of `ktune tune`'s numeric options: out-of-range, negative, NaN, infinite and huge values
+// are refused with one line and exit status 1, before any log is created.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 using testing_cli::ktune;
 
 TEST(TuneCli, BadNumbersAreOneLineAndNoLog) {
-  const fs::path db = fs::temp_directory_path() / ("ktune_tune_cli_" + std::to_string(::getpid()) + ".db");
+  const fs::path db =
+      fs::temp_directory_path() / ("ktune_tune_cli_" + std::to_string(::getpid()) + ".db");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--trials -1", "is not a number from 1 to 1e+07"},
       {"--trials 0", "is not a number from 1 to 1e+07"},
@@ -33,7 +34,8 @@ TEST(TuneCli, BadNumbersAreOneLineAndNoLog) {
       {"--early-stopping -3", "is not a number from 0 to 1e+07"},
   };
   for (const auto& [option, message] : cases) {
-    const auto r = ktune("tune matmul M=16 N=16 K=16 --db " + testing_cli::quote(db.string()) + " " + option, true);
+    const auto r = ktune(
+        "tune matmul M=16 N=16 K=16 --db " + testing_cli::quote(db.string()) + " " + option, true);
     EXPECT_EQ(r.status, 1) << option;
     EXPECT_NE(r.err.find(message), std::string::npos) << option << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << option << ": " << r.err;

@@ -16,7 +16,8 @@ TEST(TuneSummary, CountsEveryErrorKindAndTheBest) {
   std::ostringstream out;
   print_tune_summary(summary, out);
   const std::string text = out.str();
-  EXPECT_NE(text.find("measured: 32 configs (29 ok, 1 build_timeout, 2 wrong_answer) in 12.5 s"), std::string::npos)
+  EXPECT_NE(text.find("measured: 32 configs (29 ok, 1 build_timeout, 2 wrong_answer) in 12.5 s"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("40.25 GFLOP/s"), std::string::npos) << text;
 }

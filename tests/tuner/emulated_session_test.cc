@@ -25,7 +25,8 @@ schedule_space::Task matmul(int n) {
   const std::string s = std::to_string(n);
   return schedule_space::Task::create(
       "matmul", {{"M", s}, {"N", s}, {"K", s}},
-      schedule_space::make_target_traits("llvm -mtriple=x86_64-linux-gnu -mcpu=emutest", "x86_64-linux-gnu", 256, 2));
+      schedule_space::make_target_traits("llvm -mtriple=x86_64-linux-gnu -mcpu=emutest",
+                                         "x86_64-linux-gnu", 256, 2));
 }
 
 const tuning_db::TargetKey kTarget{"llvm -mtriple=x86_64-linux-gnu -mcpu=emutest", "19.1.7"};
@@ -44,7 +45,9 @@ class FakeMeasurer final : public Measurer {
     }
     return out;
   }
-  static double cost(int64_t index) { return 1e-4 * static_cast<double>(1 + (index * 2654435761) % 97); }
+  static double cost(int64_t index) {
+    return 1e-4 * static_cast<double>(1 + (index * 2654435761) % 97);
+  }
   std::vector<int64_t> measured;
   bool mark_emulated = false;
 };
@@ -58,15 +61,16 @@ std::vector<int64_t> first_valid(const schedule_space::Task& task, size_t n) {
 }
 
 // Logs successful records of these configs, real or emulated.
-void log_configs(tuning_db::Database& db, const schedule_space::Task& task, const std::vector<int64_t>& indices,
-                 bool emulated) {
+void log_configs(tuning_db::Database& db, const schedule_space::Task& task,
+                 const std::vector<int64_t>& indices, bool emulated) {
   FakeMeasurer m;
   std::vector<MeasureInput> inputs;
   for (int64_t i : indices) inputs.push_back({&task, task.space().get(static_cast<uint64_t>(i))});
   const auto results = m.measure(inputs);
   const RecordContext context{kTarget, "rk3399", "seeded", "test", 0, emulated};
   std::vector<tuning_db::Record> records;
-  for (size_t i = 0; i < inputs.size(); ++i) records.push_back(make_record(task, inputs[i].config, results[i], context, 0));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    records.push_back(make_record(task, inputs[i].config, results[i], context, 0));
   db.add(records);
 }
 
@@ -74,8 +78,9 @@ class EmulatedSession : public ::testing::Test {
  protected:
   EmulatedSession() {
     static std::atomic<int> counter{0};
-    dir_ = std::filesystem::temp_directory_path() /
-           ("ktune_emulated_session_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    dir_ =
+        std::filesystem::temp_directory_path() /
+        ("ktune_emulated_session_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     std::filesystem::create_directories(dir_);
   }
   ~EmulatedSession() override { std::filesystem::remove_all(dir_); }
@@ -112,7 +117,8 @@ TEST_F(EmulatedSession, ResumeCountsOnlyRecordsOfTheRunsEmulatedness) {
   EXPECT_EQ(real.measured, (std::vector<int64_t>{v[3], v[4], v[5], v[6]}));
   EXPECT_EQ(db.measured_indices(task.workload_key(), kTarget),
             (std::vector<int64_t>{v[0], v[1], v[2], v[3], v[4], v[5], v[6]}));
-  EXPECT_EQ(db.measured_indices(task.workload_key(), kTarget, true), (std::vector<int64_t>{v[3], v[4], v[5]}));
+  EXPECT_EQ(db.measured_indices(task.workload_key(), kTarget, true),
+            (std::vector<int64_t>{v[3], v[4], v[5]}));
 
   FakeMeasurer emulated;
   r = TuningSession(task, db, emulated, kTarget, options("grid", 4, true)).run();
@@ -186,7 +192,8 @@ TEST_F(EmulatedSession, AModelOfEmulatedTimingsIsSavedApart) {
   auto fitted_log = [&](const std::string& log, bool emulated) {
     auto db = tuning_db::Database::open(file(log));
     FakeMeasurer m;
-    EXPECT_TRUE(TuningSession(task, db, m, kTarget, options("xgb", 16, emulated)).run().model_saved);
+    EXPECT_TRUE(
+        TuningSession(task, db, m, kTarget, options("xgb", 16, emulated)).run().model_saved);
     return db;
   };
   auto emulated_log = fitted_log("emulated.db", true);
@@ -194,9 +201,11 @@ TEST_F(EmulatedSession, AModelOfEmulatedTimingsIsSavedApart) {
   auto saved = tuning_db::ModelStore(emulated_log).load(kXgbEmulatedModelName, "matmul", kTarget);
   ASSERT_TRUE(saved.has_value());
   EXPECT_EQ(saved->info.metadata["emulated"], true);
-  EXPECT_FALSE(tuning_db::ModelStore(emulated_log).load(kXgbModelName, "matmul", kTarget).has_value());
+  EXPECT_FALSE(
+      tuning_db::ModelStore(emulated_log).load(kXgbModelName, "matmul", kTarget).has_value());
   EXPECT_TRUE(tuning_db::ModelStore(real_log).load(kXgbModelName, "matmul", kTarget).has_value());
-  EXPECT_FALSE(tuning_db::ModelStore(real_log).load(kXgbEmulatedModelName, "matmul", kTarget).has_value());
+  EXPECT_FALSE(
+      tuning_db::ModelStore(real_log).load(kXgbEmulatedModelName, "matmul", kTarget).has_value());
 }
 
 }  // namespace

@@ -187,9 +187,10 @@ TEST(XGBTuner, LoopFeaturesOnMatmul) {
       schedule_space::Task::create("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}, target);
   const auto& space = task.space();
   // Fewer annealing points than the defaults: every new config costs a lowering here.
-  XGBTuner tuner(task,
-                 XGBTunerParams{.search = {.plan_size = 64, .annealing = {.chains = 64, .steps = 100}, .seed = 3},
-                                .features = FeatureKind::kLoop});
+  XGBTuner tuner(
+      task, XGBTunerParams{
+                .search = {.plan_size = 64, .annealing = {.chains = 64, .steps = 100}, .seed = 3},
+                .features = FeatureKind::kLoop});
   EXPECT_EQ(tuner.name(), "xgb");
   std::unordered_set<uint64_t> seen;
   double best = std::numeric_limits<double>::infinity();

@@ -17,8 +17,8 @@
 
 #include "frontend/model_tasks.h"
 #include "frontend/onnx_graph.h"
-#include "tests/frontend/test_models.h"
 #include "support/error.h"
+#include "tests/frontend/test_models.h"
 #include "tuner/model_tuning.h"
 
 namespace ktune::tuner {
@@ -32,7 +32,8 @@ class FakeMeasurer : public Measurer {
     std::vector<MeasureResult> out;
     for (const auto& in : inputs) {
       const std::string& key = in.task->workload_key();
-      const double cost = 1e-3 / static_cast<double>(1 + in.config.index() % 9) + 1e-6 * static_cast<double>(key.size() % 5);
+      const double cost = 1e-3 / static_cast<double>(1 + in.config.index() % 9) +
+                          1e-6 * static_cast<double>(key.size() % 5);
       if (!first_batch_done) {
         fallback[key] = cost;
       } else {
@@ -53,12 +54,15 @@ class FakeMeasurer : public Measurer {
 // The small CNN's tasks on a test target.
 frontend::ModelTasks small_cnn_tasks() {
   const auto traits = schedule_space::make_target_traits("test-target", "x86_64-linux-gnu", 512, 1);
-  return frontend::extract_tasks(frontend::load_onnx(testing_models::model("small_cnn.onnx")), traits);
+  return frontend::extract_tasks(frontend::load_onnx(testing_models::model("small_cnn.onnx")),
+                                 traits);
 }
 
 // A fresh log in the temporary folder, named after `name` and this process.
 std::string fresh_log(const std::string& name) {
-  const std::string path = (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".db")).string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".db"))
+          .string();
   std::filesystem::remove(path);
   return path;
 }
@@ -91,7 +95,7 @@ TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
   ASSERT_EQ(fake.fallback.size(), workloads.size());
   EXPECT_EQ(fake.batches.front(), workloads.size());  // all fallbacks in the first batch
   EXPECT_EQ(r.trials, 40u);
-  EXPECT_EQ(steps, 10u);                // 40 trials / 4 per allocation
+  EXPECT_EQ(steps, 10u);  // 40 trials / 4 per allocation
   size_t measured = 0;
   for (const auto& [key, n] : fake.trials) {
     EXPECT_GE(n, 4u) << key;  // warm-up
@@ -115,14 +119,17 @@ TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
     EXPECT_EQ(names, tasks.tasks[i].layers) << t.key;
     for (const auto& label : t.layers) {
       const std::string anchor = label.substr(0, label.find('+'));
-      const auto node = std::find_if(graph.nodes.begin(), graph.nodes.end(), [&](const auto& n) { return n.name == anchor; });
+      const auto node = std::find_if(graph.nodes.begin(), graph.nodes.end(),
+                                     [&](const auto& n) { return n.name == anchor; });
       ASSERT_NE(node, graph.nodes.end()) << label;
-      EXPECT_TRUE(node->op == "Conv" || node->op == "Gemm" || node->op == "MaxPool" || node->op == "GlobalAveragePool")
+      EXPECT_TRUE(node->op == "Conv" || node->op == "Gemm" || node->op == "MaxPool" ||
+                  node->op == "GlobalAveragePool")
           << label << " " << node->op;
     }
   }
   EXPECT_EQ(r.tasks[0].layers.size(), 1u);
-  EXPECT_EQ(std::count(r.tasks[0].layers[0].begin(), r.tasks[0].layers[0].end(), '+'), 2) << r.tasks[0].layers[0];  // conv+bn+relu
+  EXPECT_EQ(std::count(r.tasks[0].layers[0].begin(), r.tasks[0].layers[0].end(), '+'), 2)
+      << r.tasks[0].layers[0];  // conv+bn+relu
   for (const auto& a : r.tasks)
     for (const auto& b : r.tasks)
       if (a.tuned_as == b.tuned_as) {
@@ -130,7 +137,8 @@ TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
       }
   double tuned = 0, fallback = 0;
   for (const auto& t : r.tasks) {
-    EXPECT_DOUBLE_EQ(t.best_s, std::min(fake.best.at(t.tuned_as), fake.fallback.at(t.tuned_as))) << t.key;
+    EXPECT_DOUBLE_EQ(t.best_s, std::min(fake.best.at(t.tuned_as), fake.fallback.at(t.tuned_as)))
+        << t.key;
     EXPECT_DOUBLE_EQ(*t.fallback_s, fake.fallback.at(t.tuned_as)) << t.key;
     tuned += static_cast<double>(t.count) * t.best_s;
     fallback += static_cast<double>(t.count) * *t.fallback_s;
@@ -147,8 +155,9 @@ TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
   ModelTuning resumed(tasks, db, again, {"test-target", "19"}, options);
   const ModelTuningReport r2 = resumed.run();
   EXPECT_EQ(r2.trials, 8u);
-  for (size_t i = 0; i < r2.tasks.size(); ++i) EXPECT_LE(r2.tasks[i].best_s, r.tasks[i].best_s) << r2.tasks[i].key;
-  EXPECT_EQ(db.stats().records, 48 + fallbacks);  // the fallbacks are in the log already
+  for (size_t i = 0; i < r2.tasks.size(); ++i)
+    EXPECT_LE(r2.tasks[i].best_s, r.tasks[i].best_s) << r2.tasks[i].key;
+  EXPECT_EQ(db.stats().records, 48 + fallbacks);     // the fallbacks are in the log already
   db = tuning_db::Database::open(path + ".closed");  // closes the log (and its WAL files)
   for (const char* suffix : {"", "-wal", "-shm", ".closed", ".closed-wal", ".closed-shm"})
     std::filesystem::remove(path + suffix);
@@ -189,7 +198,8 @@ TEST(ModelTuning, ReportsRoundTripThroughJsonAndAStopEndsTheRun) {
     ModelTuningReport relabelled = model_report_from_json(unnamed);
     EXPECT_TRUE(relabelled.tasks[0].layers.empty());
     label_layers(relabelled, tasks);
-    for (size_t i = 0; i < back.tasks.size(); ++i) EXPECT_EQ(relabelled.tasks[i].layers, step.tasks[i].layers);
+    for (size_t i = 0; i < back.tasks.size(); ++i)
+      EXPECT_EQ(relabelled.tasks[i].layers, step.tasks[i].layers);
     EXPECT_EQ(back.workloads, step.workloads);
     ASSERT_EQ(back.steps.size(), 1u);
     EXPECT_EQ(back.steps[0].task, step.steps.back().task);

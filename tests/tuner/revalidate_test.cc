@@ -51,7 +51,8 @@ struct TempLog {
 };
 
 // Logs successful records of the first `n` valid configs with `llvm`, config i at (i + 1) ms.
-std::vector<int64_t> log_old(tuning_db::Database& db, const schedule_space::Task& task, size_t n, const std::string& llvm) {
+std::vector<int64_t> log_old(tuning_db::Database& db, const schedule_space::Task& task, size_t n,
+                             const std::string& llvm) {
   RecordContext context;
   context.target = {kTargetKey, llvm};
   context.tuner = "random";
@@ -60,7 +61,8 @@ std::vector<int64_t> log_old(tuning_db::Database& db, const schedule_space::Task
   std::vector<int64_t> indices;
   for (uint64_t i = 0; i < task.space().size() && indices.size() < n; ++i) {
     if (!task.space().is_valid(i)) continue;
-    records.push_back(make_record(task, task.space().get(i), make_ok_result({1e-3 * double(indices.size() + 1)}), context, 0));
+    records.push_back(make_record(task, task.space().get(i),
+                                  make_ok_result({1e-3 * double(indices.size() + 1)}), context, 0));
     indices.push_back(static_cast<int64_t>(i));
   }
   db.add(records);
@@ -97,7 +99,8 @@ TEST(Revalidate, TheFastestOldConfigsAreMeasuredAgainOnceAndLoggedBesideTheOld) 
     EXPECT_EQ(r.tuner, "revalidate");
     EXPECT_DOUBLE_EQ(r.mean_cost(), 5e-4);
   }
-  EXPECT_EQ(db.top_k(a.workload_key(), {kTargetKey, "18.1.0"}, 10, tuning_db::RecordQuery{}).size(), 6u);
+  EXPECT_EQ(db.top_k(a.workload_key(), {kTargetKey, "18.1.0"}, 10, tuning_db::RecordQuery{}).size(),
+            6u);
 
   // Again: the next two old configs (the first four are this toolchain's now), then nothing.
   measurer.measured.clear();

@@ -60,7 +60,8 @@ TEST(TaskScheduler, WarmUpInOrderThenBudgetExactly) {
 
 TEST(TaskScheduler, RoundRobinSplitsEqually) {
   CurveTuner a(1, 0.1, 10), b(100, 10, 10), c(0.01, 0.001, 10);
-  TaskScheduler s({{"a", 1, 1, "g", &a}, {"b", 5, 1, "g", &b}, {"c", 1, 1, "g", &c}}, options("round_robin", 300));
+  TaskScheduler s({{"a", 1, 1, "g", &a}, {"b", 5, 1, "g", &b}, {"c", 1, 1, "g", &c}},
+                  options("round_robin", 300));
   s.run();
   EXPECT_EQ(a.trials(), 100u);
   EXPECT_EQ(b.trials(), 100u);
@@ -72,9 +73,9 @@ TEST(TaskScheduler, GradientByHand) {
   CurveTuner a(1.0, 0.0, 10), b(1.0, 0.0, 10);
   TaskScheduler w({{"a", 3, 2e9, "g", &a}, {"b", 1, 1e9, "g", &b}}, options("gradient", 20));
   w.run();
-  // a, t = 1: next = 0.5 - 0.5 / 1 = 0; the group bound 2 x 2e9 / max(2e9 / 0.5, 1e9 / 0.5) = 1 does
-  // not bind; forward = -0.5; no backward term before the window fills.
-  // gradient = weight 3 x (0.2 x 0 + 0.8 x -0.5) = -1.2.
+  // a, t = 1: next = 0.5 - 0.5 / 1 = 0; the group bound 2 x 2e9 / max(2e9 / 0.5, 1e9 / 0.5) = 1
+  // does not bind; forward = -0.5; no backward term before the window fills. gradient = weight 3 x
+  // (0.2 x 0 + 0.8 x -0.5) = -1.2.
   EXPECT_DOUBLE_EQ(w.gradient(0), -1.2);
   EXPECT_DOUBLE_EQ(w.gradient(1), -0.4);  // weight 1
   EXPECT_EQ(w.pick_next(), 0u);
@@ -83,7 +84,8 @@ TEST(TaskScheduler, GradientByHand) {
 TEST(TaskScheduler, GroupBoundAndBackwardWindow) {
   // Round robin a, b, a, b, a: a has 30 trials (best 1 / 4 = 0.25, 4e9 FLOP/s), b 20 (best 4 / 3).
   CurveTuner a(1.0, 0.0, 10), b(4.0, 0.0, 10);
-  TaskScheduler s({{"a", 1, 1e9, "conv", &a}, {"b", 1, 1e9, "conv", &b}}, options("round_robin", 50));
+  TaskScheduler s({{"a", 1, 1e9, "conv", &a}, {"b", 1, 1e9, "conv", &b}},
+                  options("round_robin", 50));
   s.run();
   ASSERT_EQ(s.history(1).size(), 2u);
   // b, t = 2: 1/t law next = 4/3 - 4/3 / 2 = 2/3, but beta = 2 bounds it at 2 x 1e9 / 4e9 = 0.5.
@@ -95,7 +97,7 @@ TEST(TaskScheduler, GroupBoundAndBackwardWindow) {
   TaskScheduler single({{"c", 2, 1e9, "x", &c}}, options("gradient", 40));
   single.run();
   ASSERT_EQ(single.history(0).size(), 4u);
-  const double backward = (0.2 - 0.5) / 3;      // over the window of 3 allocations
+  const double backward = (0.2 - 0.5) / 3;       // over the window of 3 allocations
   const double forward = (0.2 - 0.2 / 4) - 0.2;  // alone in its group: no bound
   EXPECT_NEAR(single.gradient(0), 2 * (0.2 * backward + 0.8 * forward), 1e-12);
 }
@@ -103,14 +105,18 @@ TEST(TaskScheduler, GroupBoundAndBackwardWindow) {
 TEST(TaskScheduler, GradientSpendsWhereTheModelGains) {
   // A heavy task (weight 4, slow) and three light ones: the heavy one should get most trials.
   CurveTuner heavy(10, 1, 50), l1(0.1, 0.01, 5), l2(0.1, 0.01, 5), l3(0.1, 0.01, 5);
-  TaskScheduler s({{"heavy", 4, 1e9, "a", &heavy}, {"l1", 1, 1e7, "b", &l1}, {"l2", 1, 1e7, "c", &l2},
+  TaskScheduler s({{"heavy", 4, 1e9, "a", &heavy},
+                   {"l1", 1, 1e7, "b", &l1},
+                   {"l2", 1, 1e7, "c", &l2},
                    {"l3", 1, 1e7, "d", &l3}},
                   options("gradient", 400));
   s.run();
   EXPECT_GT(heavy.trials(), 300u);
   // ... and the model latency beats an equal split of the same budget.
   CurveTuner h2(10, 1, 50), m1(0.1, 0.01, 5), m2(0.1, 0.01, 5), m3(0.1, 0.01, 5);
-  TaskScheduler rr({{"heavy", 4, 1e9, "a", &h2}, {"l1", 1, 1e7, "b", &m1}, {"l2", 1, 1e7, "c", &m2},
+  TaskScheduler rr({{"heavy", 4, 1e9, "a", &h2},
+                    {"l1", 1, 1e7, "b", &m1},
+                    {"l2", 1, 1e7, "c", &m2},
                     {"l3", 1, 1e7, "d", &m3}},
                    options("round_robin", 400));
   rr.run();
@@ -119,7 +125,8 @@ TEST(TaskScheduler, GradientSpendsWhereTheModelGains) {
 
 TEST(TaskScheduler, ExhaustedTasksAreSkipped) {
   CurveTuner small(1, 0.5, 10, /*limit=*/15), big(1, 0.1, 10);
-  TaskScheduler s({{"small", 1, 1, "g", &small}, {"big", 1, 1, "h", &big}}, options("round_robin", 100));
+  TaskScheduler s({{"small", 1, 1, "g", &small}, {"big", 1, 1, "h", &big}},
+                  options("round_robin", 100));
   const auto steps = s.run();
   EXPECT_EQ(small.trials(), 15u);
   EXPECT_EQ(big.trials(), 85u);

@@ -14,8 +14,8 @@
 #include "tuner/db_log.h"
 #include "tuner/tune.h"
 #include "tuner/tuning_session.h"
-#include "tuning_db/database.h"
 #include "tuning_db/claim_store.h"
+#include "tuning_db/database.h"
 
 namespace ktune::tuner {
 namespace {
@@ -36,7 +36,8 @@ void register_toy() {
     def.compute = [](const schedule_space::WorkloadArgs& a) {
       int64_t n = a.get_int("N");
       te::Tensor A = te::placeholder({n}, te::Float(32), "A");
-      te::Tensor C = te::compute({n}, [&](const std::vector<te::Var>& i) { return A(i[0]) + 1.0f; }, "C");
+      te::Tensor C = te::compute(
+          {n}, [&](const std::vector<te::Var>& i) { return A(i[0]) + 1.0f; }, "C");
       return schedule_space::ComputeDef{{A, C}, {C}};
     };
     def.flop = [](const schedule_space::WorkloadArgs& a) { return double(a.get_int("N")); };
@@ -46,13 +47,15 @@ void register_toy() {
       for (int i = 0; i < 16; ++i) v[i] = i;
       space.define_knob("x", v);
       space.define_knob("y", v);
-      space.add_constraint("x!=15", [](const schedule_space::EntityView& e) { return e["x"].values[0] != 15; });
+      space.add_constraint(
+          "x!=15", [](const schedule_space::EntityView& e) { return e["x"].values[0] != 15; });
     };
     def.apply = [](const schedule_space::WorkloadArgs& a, const schedule_space::TargetTraits&,
                    const schedule_space::Config&) {
       int64_t n = a.get_int("N");
       te::Tensor A = te::placeholder({n}, te::Float(32), "A");
-      te::Tensor C = te::compute({n}, [&](const std::vector<te::Var>& i) { return A(i[0]) + 1.0f; }, "C");
+      te::Tensor C = te::compute(
+          {n}, [&](const std::vector<te::Var>& i) { return A(i[0]) + 1.0f; }, "C");
       return schedule_space::Instantiated{te::create_schedule({C}), {A, C}};
     };
     schedule_space::register_template(def);
@@ -88,7 +91,8 @@ class FakeMeasurer : public Measurer {
         out.push_back(make_error_result(ErrorKind::kRun, "fake crash"));
         continue;
       }
-      double c = 1e-6 * (1 + (double(d[0]) - 9) * (double(d[0]) - 9) + (double(d[1]) - 4) * (double(d[1]) - 4));
+      double c = 1e-6 * (1 + (double(d[0]) - 9) * (double(d[0]) - 9) +
+                         (double(d[1]) - 4) * (double(d[1]) - 4));
       out.push_back(make_ok_result({c, c * 1.01, c * 0.99}, 0.01, 0.02));
     }
     ++calls;
@@ -106,10 +110,11 @@ TEST(Tune, SpendsTheBudgetOnDistinctConfigsAndFindsTheBest) {
   TuneOptions options;
   options.n_trial = 100;
   options.batch_size = 8;
-  options.callbacks.push_back([&](const std::vector<MeasureInput>& in, const std::vector<MeasureResult>& r) {
-    EXPECT_EQ(in.size(), r.size());
-    callback_rows += in.size();
-  });
+  options.callbacks.push_back(
+      [&](const std::vector<MeasureInput>& in, const std::vector<MeasureResult>& r) {
+        EXPECT_EQ(in.size(), r.size());
+        callback_rows += in.size();
+      });
   TuneResult result = tune(task, tuner, measurer, options);
   EXPECT_EQ(result.n_measured, 100u);
   EXPECT_EQ(callback_rows, 100u);
@@ -125,7 +130,8 @@ TEST(Tune, SpendsTheBudgetOnDistinctConfigsAndFindsTheBest) {
       ++failures;
       continue;
     }
-    best = std::min(best, 1e-6 * (1 + (double(d[0]) - 9) * (double(d[0]) - 9) + (double(d[1]) - 4) * (double(d[1]) - 4)));
+    best = std::min(best, 1e-6 * (1 + (double(d[0]) - 9) * (double(d[0]) - 9) +
+                                  (double(d[1]) - 4) * (double(d[1]) - 4)));
   }
   ASSERT_TRUE(result.best_config.has_value());
   EXPECT_NEAR(result.best_result.mean_cost(), best, 1e-12);
@@ -162,9 +168,10 @@ TEST(Tune, ResumeNeverMeasuresAKnownConfigAgain) {
   RandomTuner t1(task.space(), 5);
   std::vector<PastMeasurement> past;
   TuneOptions o1 = options_of(50, 10);
-  o1.callbacks.push_back([&](const std::vector<MeasureInput>& in, const std::vector<MeasureResult>& r) {
-    for (size_t i = 0; i < in.size(); ++i) past.push_back({in[i].config, r[i]});
-  });
+  o1.callbacks.push_back(
+      [&](const std::vector<MeasureInput>& in, const std::vector<MeasureResult>& r) {
+        for (size_t i = 0; i < in.size(); ++i) past.push_back({in[i].config, r[i]});
+      });
   TuneResult r1 = tune(task, t1, first, o1);
 
   FakeMeasurer second;
@@ -182,7 +189,8 @@ TEST(Tune, ResumeNeverMeasuresAKnownConfigAgain) {
 
 TEST(Tune, DatabaseCallbackRecordsEveryMeasurementAndResumeReadsThem) {
   Task task = toy_task();
-  auto dir = std::filesystem::temp_directory_path() / ("ktune_tune_test_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ktune_tune_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string path = (dir / "log.db").string();
   RecordContext ctx{{task.target().key, "19.1.7"}, "test-device", "random", "0.1.0"};
@@ -233,7 +241,8 @@ class RecordingTuner : public RandomTuner {
  public:
   RecordingTuner(const schedule_space::ConfigSpace& space, std::vector<std::string>& events)
       : RandomTuner(space, 4), events_(events) {}
-  void update(const std::vector<MeasureInput>& inputs, const std::vector<MeasureResult>& results) override {
+  void update(const std::vector<MeasureInput>& inputs,
+              const std::vector<MeasureResult>& results) override {
     events_.push_back("update " + std::to_string(inputs.size()));
     RandomTuner::update(inputs, results);
   }
@@ -248,7 +257,9 @@ TEST(Tune, TheLogSeesABatchBeforeTheTunerAndShouldStopEndsTheLoop) {
   std::vector<std::string> events;
   RecordingTuner tuner(task.space(), events);
   TuneOptions options = options_of(40, 8);
-  options.log = [&](const auto& inputs, const auto&) { events.push_back("log " + std::to_string(inputs.size())); };
+  options.log = [&](const auto& inputs, const auto&) {
+    events.push_back("log " + std::to_string(inputs.size()));
+  };
   options.callbacks.push_back([&](const auto& inputs, const auto&) {
     events.push_back("after " + std::to_string(inputs.size()));
   });
@@ -257,23 +268,28 @@ TEST(Tune, TheLogSeesABatchBeforeTheTunerAndShouldStopEndsTheLoop) {
   TuneResult r = tune(task, tuner, measurer, options);
   EXPECT_TRUE(r.cancelled);
   EXPECT_EQ(r.n_measured, 16u);
-  EXPECT_EQ(events, (std::vector<std::string>{"log 8", "update 8", "after 8", "log 8", "update 8", "after 8"}));
+  EXPECT_EQ(events, (std::vector<std::string>{"log 8", "update 8", "after 8", "log 8", "update 8",
+                                              "after 8"}));
 }
 
 // A session claims each config before measuring it: configs another live run claimed are skipped
 // (like measured ones), an expired claim is taken over, and the session's own claims are released.
 TEST(Tune, SessionSkipsConfigsClaimedByAnotherRunAndTakesOverExpiredClaims) {
   Task task = toy_task();
-  auto dir = std::filesystem::temp_directory_path() / ("ktune_tune_claims_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ktune_tune_claims_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "log.db").string();
   const tuning_db::TargetKey target{task.target().key, "19.1.7"};
   {
     auto db = tuning_db::Database::open(path);
     tuning_db::ClaimOwner other = tuning_db::ClaimOwner::this_process();  // alive: this process
-    ASSERT_EQ(tuning_db::ClaimStore(db).claim(task.workload_key(), target, {1, 2, 3}, other, 3600).size(), 3u);
+    ASSERT_EQ(
+        tuning_db::ClaimStore(db).claim(task.workload_key(), target, {1, 2, 3}, other, 3600).size(),
+        3u);
     tuning_db::ClaimOwner stale = tuning_db::ClaimOwner::this_process();
-    ASSERT_EQ(tuning_db::ClaimStore(db).claim(task.workload_key(), target, {4}, stale, 0.05).size(), 1u);
+    ASSERT_EQ(tuning_db::ClaimStore(db).claim(task.workload_key(), target, {4}, stale, 0.05).size(),
+              1u);
     ::usleep(100 * 1000);
 
     FakeMeasurer measurer;

@@ -133,7 +133,8 @@ ConfigSpace cube_space() {
   space.define_knob("y", range(32));
   space.define_knob("z", range(32));
   // Forbid a slab that contains no optimum, so validity is exercised.
-  space.add_constraint("x!=3", [](const schedule_space::EntityView& v) { return v["x"].values[0] != 3; });
+  space.add_constraint("x!=3",
+                       [](const schedule_space::EntityView& v) { return v["x"].values[0] != 3; });
   return space;
 }
 
@@ -141,7 +142,8 @@ TEST(GATuner, ConvergesOnASmoothLandscapeAndBeatsRandom) {
   ConfigSpace space = cube_space();
   double ga_total = 0, random_total = 0;
   for (uint64_t seed = 0; seed < 5; ++seed) {
-    GATuner ga(space, 1.0, GAOptions{.pop_size = 32, .elite_num = 3, .mutation_prob = 0.1, .seed = seed});
+    GATuner ga(space, 1.0,
+               GAOptions{.pop_size = 32, .elite_num = 3, .mutation_prob = 0.1, .seed = seed});
     Search s = run(ga, space, 480, 16);
     EXPECT_EQ(s.duplicates, 0u);
     EXPECT_EQ(s.invalid, 0u);

@@ -1,8 +1,8 @@
 // End to end: `ktune tune --tuner xgb` through the library on this machine: history of matmul
 // 128^3 and 192^3 in the log seeds matmul 256^3's first plan; run row, records, batch quality
 // and the saved model land in the log; the saved model ranks configs it never saw.
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -34,7 +34,8 @@ schedule_space::Task matmul(int n, const codegen::Target& target) {
   std::string s = std::to_string(n);
   return schedule_space::Task::create(
       "matmul", {{"M", s}, {"N", s}, {"K", s}},
-      schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(), target.cores()));
+      schedule_space::make_target_traits(target.str(), target.triple(), target.vector_bits(),
+                                         target.cores()));
 }
 
 // The rank correlation a cost model trained on kTrain random configs must reach on kHeldOut others.
@@ -46,7 +47,8 @@ constexpr size_t kHeldOut = 256;
 
 TEST(XgbE2E, Matmul256SeededFromHistoryLogsRunQualityAndModel) {
   codegen::Target target = codegen::Target::host();
-  auto dir = std::filesystem::temp_directory_path() / ("ktune_xgb_e2e_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ktune_xgb_e2e_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "tune.db").string();
   std::filesystem::remove(path);
@@ -109,8 +111,9 @@ TEST(XgbE2E, Matmul256SeededFromHistoryLogsRunQualityAndModel) {
     ASSERT_TRUE(q.rank_correlation.has_value());
     EXPECT_GE(*q.rank_correlation, -1.0);
     EXPECT_LE(*q.rank_correlation, 1.0);
-    std::printf("plan %lld: %lld measured, rank correlation %.2f\n", static_cast<long long>(q.batch),
-                static_cast<long long>(q.records), *q.rank_correlation);
+    std::printf("plan %lld: %lld measured, rank correlation %.2f\n",
+                static_cast<long long>(q.batch), static_cast<long long>(q.records),
+                *q.rank_correlation);
   }
   std::printf("best %.1f GFLOP/s\n", result.best_gflops);
 
@@ -157,8 +160,8 @@ TEST(XgbE2E, Matmul256SeededFromHistoryLogsRunQualityAndModel) {
   const std::vector<double> predicted(scores.begin(), scores.end());
   const double rho = cost_model::spearman_correlation(predicted, throughput);
   const std::vector<float> saved_scores = loaded.predict(held_features);
-  const double saved_rho =
-      cost_model::spearman_correlation(std::vector<double>(saved_scores.begin(), saved_scores.end()), throughput);
+  const double saved_rho = cost_model::spearman_correlation(
+      std::vector<double>(saved_scores.begin(), saved_scores.end()), throughput);
 
   std::mt19937 rng(7);
   std::vector<double> shuffled = predicted;
@@ -168,8 +171,11 @@ TEST(XgbE2E, Matmul256SeededFromHistoryLogsRunQualityAndModel) {
     std::shuffle(shuffled.begin(), shuffled.end(), rng);
     random_passes += cost_model::spearman_correlation(shuffled, throughput) >= kMinRho;
   }
-  std::printf("held out: %zu configs, Spearman %.3f (the saved model's: %.3f); a random ranking reaches %.2f in %d of "
-              "%d shuffles\n", ok_indices.size(), rho, saved_rho, kMinRho, random_passes, kShuffles);
+  std::printf(
+      "held out: %zu configs, Spearman %.3f (the saved model's: %.3f); a random ranking reaches "
+      "%.2f in %d of "
+      "%d shuffles\n",
+      ok_indices.size(), rho, saved_rho, kMinRho, random_passes, kShuffles);
   EXPECT_GE(rho, kMinRho);
   EXPECT_LE(random_passes, kShuffles / 100);
 }

@@ -61,7 +61,8 @@ class LandscapeMeasurer final : public Measurer {
     std::vector<MeasureResult> out;
     for (const auto& in : inputs) {
       double c = landscape_cost(*in.task, in.config);
-      out.push_back(c > 0 ? make_ok_result({c, c}) : make_error_result(ErrorKind::kBuild, "no lower"));
+      out.push_back(c > 0 ? make_ok_result({c, c})
+                          : make_error_result(ErrorKind::kBuild, "no lower"));
     }
     return out;
   }
@@ -77,8 +78,8 @@ double mean_throughput(const schedule_space::Task& task, const std::vector<uint6
 }
 
 std::string temp_db(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("ktune_xgb_test_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ktune_xgb_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::filesystem::remove(dir / name);
   return (dir / name).string();
@@ -112,7 +113,8 @@ TEST(XgbTune, LogsRunRecordsBatchQualityAndALoadableModel) {
     EXPECT_EQ(r.tuner, "xgb");
   }
 
-  std::optional<tuning_db::SavedModel> saved = tuning_db::ModelStore(db).load(kXgbModelName, "matmul", kTarget);
+  std::optional<tuning_db::SavedModel> saved =
+      tuning_db::ModelStore(db).load(kXgbModelName, "matmul", kTarget);
   ASSERT_TRUE(saved.has_value());
   EXPECT_EQ(saved->info.metadata["trials"], 160);
   EXPECT_EQ(saved->info.metadata["features"], "knob");
@@ -122,11 +124,13 @@ TEST(XgbTune, LogsRunRecordsBatchQualityAndALoadableModel) {
   loaded.load(saved->blob);
   cost_model::KnobFeatureExtractor features(task.space());
   std::vector<uint64_t> probe = {0, 1, 17, task.space().size() / 2, task.space().size() - 1};
-  EXPECT_EQ(loaded.predict(features.extract(probe)), tuner.model().predict(features.extract(probe)));
+  EXPECT_EQ(loaded.predict(features.extract(probe)),
+            tuner.model().predict(features.extract(probe)));
 
   // 160 results with plans of 32: refits after 32, 64, 96, 128 and 160 results; the first four
   // plans were measured (the last one was not).
-  std::vector<tuning_db::BatchQuality> quality = tuning_db::RunStore(db).batch_quality(log.run_id());
+  std::vector<tuning_db::BatchQuality> quality =
+      tuning_db::RunStore(db).batch_quality(log.run_id());
   ASSERT_EQ(quality.size(), 4u);
   ASSERT_EQ(tuner.search().refits().size(), 5u);
   for (size_t i = 0; i < quality.size(); ++i) {
@@ -134,8 +138,8 @@ TEST(XgbTune, LogsRunRecordsBatchQualityAndALoadableModel) {
     EXPECT_EQ(quality[i].records, static_cast<int64_t>(tuner.search().refits()[i].plan_measured));
     EXPECT_GE(quality[i].records, 3);
     ASSERT_TRUE(quality[i].rank_correlation.has_value());
-    std::printf("plan %zu: %lld measured, rank correlation %.3f\n", i, static_cast<long long>(quality[i].records),
-                *quality[i].rank_correlation);
+    std::printf("plan %zu: %lld measured, rank correlation %.3f\n", i,
+                static_cast<long long>(quality[i].records), *quality[i].rank_correlation);
     EXPECT_DOUBLE_EQ(*quality[i].rank_correlation, *tuner.search().refits()[i].rank_correlation);
   }
   // What the correlation is for: once the model has seen 96 results its plans rank their configs
@@ -155,9 +159,11 @@ TEST(XgbTune, SameSpaceBestOffersTheSiblingWorkloadsBestConfigsFirst) {
   // The same matmul with another epilogue has the task's very space; another shape does not.
   auto with = [](const std::string& epilogue, int n) {
     const std::string s = std::to_string(n);
-    return schedule_space::Task::create("matmul", {{"M", s}, {"N", s}, {"K", s}, {"epilogue", epilogue}}, traits());
+    return schedule_space::Task::create(
+        "matmul", {{"M", s}, {"N", s}, {"K", s}, {"epilogue", epilogue}}, traits());
   };
-  schedule_space::Task task = with("bias_relu", 64), sibling = with("bias", 64), other = with("bias", 96);
+  schedule_space::Task task = with("bias_relu", 64), sibling = with("bias", 64),
+                       other = with("bias", 96);
   ASSERT_EQ(task.space().describe(), sibling.space().describe());
   ASSERT_NE(task.space().describe(), other.space().describe());
   auto db = tuning_db::Database::open(temp_db("same_space.db"));
@@ -188,7 +194,8 @@ TEST(XgbTune, SameSpaceBestOffersTheSiblingWorkloadsBestConfigsFirst) {
     EXPECT_EQ(cost[best[i]], ranked[i].first) << "rank " << i;
   }
   // An excluded config (one the task already measured) is passed over.
-  const std::vector<uint64_t> rest = same_space_best(task, db.history("matmul", kTarget), 4, {best[0]});
+  const std::vector<uint64_t> rest =
+      same_space_best(task, db.history("matmul", kTarget), 4, {best[0]});
   ASSERT_EQ(rest.size(), 4u);
   EXPECT_EQ(std::count(rest.begin(), rest.end(), best[0]), 0);
   EXPECT_EQ(cost[rest[0]], cost[best[1]]);

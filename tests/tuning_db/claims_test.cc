@@ -37,8 +37,9 @@ TEST(Claims, OtherOwnersAreRefusedUntilReleased) {
   // The owner may claim its own again (a renewal); another workload or target is independent.
   EXPECT_EQ(claims.claim(matmul_key(8), kHost, {1}, a, 60), (std::vector<int64_t>{1}));
   EXPECT_EQ(claims.claim(matmul_key(9), kHost, {1, 2}, b, 60), (std::vector<int64_t>{1, 2}));
-  EXPECT_EQ(claims.claim(matmul_key(8), TargetKey{"llvm -mtriple=aarch64-linux-gnu", ""}, {1}, b, 60),
-            (std::vector<int64_t>{1}));
+  EXPECT_EQ(
+      claims.claim(matmul_key(8), TargetKey{"llvm -mtriple=aarch64-linux-gnu", ""}, {1}, b, 60),
+      (std::vector<int64_t>{1}));
   EXPECT_EQ(db.stats().claims, 3 + 2 + 2 + 1);
 
   claims.release(a, matmul_key(8), kHost, {2});
@@ -57,7 +58,8 @@ TEST(Claims, MeasuredConfigsAreRefusedToEveryone) {
   // A query target without a toolchain also sees the record of 19.1.7.
   const ClaimOwner a = ClaimOwner::this_process();
   EXPECT_EQ(claims.claim(matmul_key(8), kHost, {6, 7, 8}, a, 60), (std::vector<int64_t>{6, 8}));
-  EXPECT_EQ(claims.claim(matmul_key(8), TargetKey{kHost.target, ""}, {7}, a, 60), std::vector<int64_t>{});
+  EXPECT_EQ(claims.claim(matmul_key(8), TargetKey{kHost.target, ""}, {7}, a, 60),
+            std::vector<int64_t>{});
 }
 
 TEST(Claims, ExpiredClaimsAndClaimsOfDeadProcessesAreTakenOver) {
@@ -81,7 +83,8 @@ TEST(Claims, ExpiredClaimsAndClaimsOfDeadProcessesAreTakenOver) {
   {
     // Written directly, as the dead run would have: claim() with its owner would take it anyway.
     auto db2 = Database::open(dir.file("t.db"));
-    EXPECT_EQ(ClaimStore(db2).claim(matmul_key(8), kHost, {2}, dead, 3600), (std::vector<int64_t>{2}));
+    EXPECT_EQ(ClaimStore(db2).claim(matmul_key(8), kHost, {2}, dead, 3600),
+              (std::vector<int64_t>{2}));
   }
   // The same pid on another host is not known dead here: its claim holds until it expires.
   ClaimOwner remote = owner_named("remote-run", child);

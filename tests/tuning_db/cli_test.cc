@@ -27,7 +27,8 @@ schedule_space::Task host_matmul(int n) {
   const std::string s = std::to_string(n);
   return schedule_space::Task::create(
       "matmul", {{"M", s}, {"N", s}, {"K", s}},
-      schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), host.cores()));
+      schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(),
+                                         host.cores()));
 }
 const schedule_space::Task& task() {
   static const auto t = host_matmul(64);
@@ -76,7 +77,8 @@ TEST_F(DbCli, BestAndTopPrintTheFastestSuccessfulRecords) {
   EXPECT_DOUBLE_EQ(j["mean_cost"].get<double>(), 1.5e-3);
   EXPECT_EQ(j["input"][0], host_key().target);
 
-  Output top = ktune("db top " + key + " -k 2 --target " + quote(host_key().target) + " --db " + path_ + " --json");
+  Output top = ktune("db top " + key + " -k 2 --target " + quote(host_key().target) + " --db " +
+                     path_ + " --json");
   ASSERT_EQ(top.status, 0) << top.out;
   auto t = nlohmann::json::parse(top.out);
   ASSERT_EQ(t.size(), 2u);
@@ -85,7 +87,8 @@ TEST_F(DbCli, BestAndTopPrintTheFastestSuccessfulRecords) {
 
   Output human = ktune("db best " + key + " --db " + path_);
   EXPECT_EQ(human.status, 0);
-  EXPECT_NE(human.out.find("config     #" + std::to_string(nth(1))), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("config     #" + std::to_string(nth(1))), std::string::npos)
+      << human.out;
   EXPECT_NE(human.out.find("1.5000 ms"), std::string::npos) << human.out;
 }
 
@@ -110,8 +113,10 @@ TEST_F(DbCli, RecordsThatDoNotInstantiateAreNeverServedReportedAndRemoved) {
   EXPECT_EQ(nlohmann::json::parse(tuned.out)["best"]["config"]["index"], nth(1));
 
   // ktune build compiles the best record that instantiates (it used to fail on the invalid one).
-  Output build = ktune("build matmul M=64 N=64 K=64 --db " + path_ + " -o " + quote(dir_.file("k.o")) + " --header " +
-                       quote(dir_.file("k.h")) + " --json", true);
+  Output build =
+      ktune("build matmul M=64 N=64 K=64 --db " + path_ + " -o " + quote(dir_.file("k.o")) +
+                " --header " + quote(dir_.file("k.h")) + " --json",
+            true);
   ASSERT_EQ(build.status, 0) << build.err;
   auto b = nlohmann::json::parse(build.out);
   EXPECT_EQ(b["config_source"], "tuned");
@@ -122,8 +127,11 @@ TEST_F(DbCli, RecordsThatDoNotInstantiateAreNeverServedReportedAndRemoved) {
   auto c = nlohmann::json::parse(check.out);
   EXPECT_EQ(c["invalid_records"], 2);
   ASSERT_EQ(c["invalid_examples"].size(), 2u);
-  EXPECT_NE(c["invalid_examples"][0].get<std::string>().find("violates constraint"), std::string::npos) << c;
-  EXPECT_NE(c["invalid_examples"][1].get<std::string>().find("unknown template 'gone_template'"), std::string::npos)
+  EXPECT_NE(c["invalid_examples"][0].get<std::string>().find("violates constraint"),
+            std::string::npos)
+      << c;
+  EXPECT_NE(c["invalid_examples"][1].get<std::string>().find("unknown template 'gone_template'"),
+            std::string::npos)
       << c;
 
   Output failed = ktune("db remove-failed --db " + path_ + " --json");
@@ -139,16 +147,16 @@ TEST_F(DbCli, ImportRejectsRecordsThatDoNotInstantiateLineByLine) {
   std::string jsonl = dir_.file("in.jsonl");
   {
     std::ofstream out(jsonl);
-    out << to_json_line(record(nth(5), {2e-3})) << "\n";             // 1: good
-    out << to_json_line(record(nth(0, false), {1e-5})) << "\n";       // 2: violates a constraint
+    out << to_json_line(record(nth(5), {2e-3})) << "\n";         // 1: good
+    out << to_json_line(record(nth(0, false), {1e-5})) << "\n";  // 2: violates a constraint
     Record garbage = record(nth(6), {2e-3});
     garbage.target.target = "llvm -mtriple=no-such-arch";
-    out << to_json_line(garbage) << "\n";                            // 3: garbage target
+    out << to_json_line(garbage) << "\n";  // 3: garbage target
     std::string overflow = to_json_line(record(nth(7), {2e-3}));
     const size_t at = overflow.find("\"flop\":") + 7;
     overflow.replace(at, overflow.find_first_of(",}", at) - at, "1e400");
-    out << overflow << "\n";                                         // 4: a number overflow
-    out << to_json_line(record(nth(8), {3e-3})) << "\n";             // 5: good
+    out << overflow << "\n";                              // 4: a number overflow
+    out << to_json_line(record(nth(8), {3e-3})) << "\n";  // 5: good
   }
   Output imp = ktune("db import " + jsonl + " --db " + path_ + " --json", true);
   EXPECT_EQ(imp.status, 1) << imp.err;
@@ -157,12 +165,17 @@ TEST_F(DbCli, ImportRejectsRecordsThatDoNotInstantiateLineByLine) {
   EXPECT_EQ(j["rejected"], 2);
   ASSERT_EQ(j["errors"].size(), 3u) << j;
   EXPECT_EQ(j["errors"][0]["line"], 2);
-  EXPECT_NE(j["errors"][0]["error"].get<std::string>().find("violates constraint"), std::string::npos) << j;
+  EXPECT_NE(j["errors"][0]["error"].get<std::string>().find("violates constraint"),
+            std::string::npos)
+      << j;
   EXPECT_EQ(j["errors"][1]["line"], 3);
   EXPECT_NE(j["errors"][1]["error"].get<std::string>().find("target"), std::string::npos) << j;
   EXPECT_EQ(j["errors"][2]["line"], 4);
-  EXPECT_NE(j["errors"][2]["error"].get<std::string>().find("number overflow parsing '1e400'"), std::string::npos) << j;
-  EXPECT_NE(imp.err.find("1 malformed lines and 2 records that do not instantiate skipped"), std::string::npos)
+  EXPECT_NE(j["errors"][2]["error"].get<std::string>().find("number overflow parsing '1e400'"),
+            std::string::npos)
+      << j;
+  EXPECT_NE(imp.err.find("1 malformed lines and 2 records that do not instantiate skipped"),
+            std::string::npos)
       << imp.err;
   EXPECT_EQ(Database::open(path_).stats().records, 4 + 2);
 }
@@ -237,7 +250,8 @@ TEST_F(DbCli, EmulatedRecordsAreCountedApartAndServedOnlyWithTheFlag) {
   auto r = nlohmann::json::parse(real.out);
   EXPECT_EQ(r["best"]["config"]["index"], nth(1));
   EXPECT_EQ(r["best"]["emulated"], false);
-  Output with = ktune("best matmul M=64 N=64 K=64 --top 3 --emulated --db " + path_ + " --json", true);
+  Output with =
+      ktune("best matmul M=64 N=64 K=64 --top 3 --emulated --db " + path_ + " --json", true);
   ASSERT_EQ(with.status, 0) << with.err;
   auto e = nlohmann::json::parse(with.out);
   EXPECT_EQ(e["best"]["config"]["index"], nth(4));
@@ -265,27 +279,35 @@ TEST_F(DbCli, EmulatedRecordsAreCountedApartAndServedOnlyWithTheFlag) {
   // db best: likewise; a workload with only emulated records is an error that names the flag.
   Output db_best = ktune("db best " + quote(task().workload_key()) + " --db " + path_ + " --json");
   EXPECT_EQ(nlohmann::json::parse(db_best.out)["config"]["index"], nth(1));
-  Output db_best_e = ktune("db best " + quote(task().workload_key()) + " --emulated --db " + path_ + " --json");
+  Output db_best_e =
+      ktune("db best " + quote(task().workload_key()) + " --emulated --db " + path_ + " --json");
   EXPECT_EQ(nlohmann::json::parse(db_best_e.out)["config"]["index"], nth(4));
   EXPECT_EQ(nlohmann::json::parse(db_best_e.out)["emulated"], true);
   Output db_none = ktune("db best " + quote(small.workload_key()) + " --db " + path_, true);
   EXPECT_EQ(db_none.status, 1);
-  EXPECT_NE(db_none.err.find("1 successful record measured on an emulated device"), std::string::npos) << db_none.err;
+  EXPECT_NE(db_none.err.find("1 successful record measured on an emulated device"),
+            std::string::npos)
+      << db_none.err;
   EXPECT_NE(db_none.err.find("--emulated serves them"), std::string::npos) << db_none.err;
 
   // build: refuses an emulated-only workload under --require-tuned (naming the flag); with
   // --emulated it builds the emulated record's config and warns on stderr.
-  const std::string outputs = " -o " + quote(dir_.file("e.o")) + " --header " + quote(dir_.file("e.h"));
-  Output refused = ktune("build matmul M=32 N=32 K=32 --require-tuned --db " + path_ + outputs, true);
+  const std::string outputs =
+      " -o " + quote(dir_.file("e.o")) + " --header " + quote(dir_.file("e.h"));
+  Output refused =
+      ktune("build matmul M=32 N=32 K=32 --require-tuned --db " + path_ + outputs, true);
   EXPECT_EQ(refused.status, 1);
   EXPECT_NE(refused.err.find("--emulated serves them"), std::string::npos) << refused.err;
-  Output built = ktune("build matmul M=64 N=64 K=64 --emulated --require-tuned --json --db " + path_ + outputs, true);
+  Output built =
+      ktune("build matmul M=64 N=64 K=64 --emulated --require-tuned --json --db " + path_ + outputs,
+            true);
   ASSERT_EQ(built.status, 0) << built.err;
   auto b = nlohmann::json::parse(built.out);
   EXPECT_EQ(b["config"]["index"], nth(4));
   EXPECT_EQ(b["record"]["emulated"], true);
   EXPECT_NE(built.err.find("timed on an emulated device"), std::string::npos) << built.err;
-  Output built_real = ktune("build matmul M=64 N=64 K=64 --require-tuned --json --db " + path_ + outputs, true);
+  Output built_real =
+      ktune("build matmul M=64 N=64 K=64 --require-tuned --json --db " + path_ + outputs, true);
   ASSERT_EQ(built_real.status, 0) << built_real.err;
   EXPECT_EQ(nlohmann::json::parse(built_real.out)["config"]["index"], nth(1));
   EXPECT_EQ(built_real.err.find("emulated"), std::string::npos) << built_real.err;

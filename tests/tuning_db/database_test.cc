@@ -8,10 +8,10 @@
 #include <sstream>
 
 #include "tests/tuning_db/test_util.h"
-#include "tuning_db/schema.h"
-#include "tuning_db/sqlite.h"
 #include "tuning_db/model_store.h"
 #include "tuning_db/run_store.h"
+#include "tuning_db/schema.h"
+#include "tuning_db/sqlite.h"
 
 namespace ktune::tuning_db {
 namespace {
@@ -385,8 +385,9 @@ TEST(Database, APackHoldsTheBestRecordOfEachWorkloadAndTargetAndMergesWithoutDup
   Database db = Database::open(dir.file("log.db"));
   const TargetKey other{"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", "19.1.7"};
   const TargetKey older{kHost.target, "18.1.0"};  // the same target, another toolchain
-  db.add({make_record(64, 1, {3e-3}), make_record(64, 2, {1e-3}), make_failure(64, 3, ErrorKind::kRun),
-          make_record(64, 4, {2e-4}, older), make_record(64, 5, {5e-3}, other), make_record(32, 6, {4e-4}),
+  db.add({make_record(64, 1, {3e-3}), make_record(64, 2, {1e-3}),
+          make_failure(64, 3, ErrorKind::kRun), make_record(64, 4, {2e-4}, older),
+          make_record(64, 5, {5e-3}, other), make_record(32, 6, {4e-4}),
           make_record(32, 7, {2e-4})});
   std::stringstream pack;
   EXPECT_EQ(db.export_best_jsonl(pack), 3);
@@ -416,7 +417,8 @@ TEST(Database, APackHoldsTheBestRecordOfEachWorkloadAndTargetAndMergesWithoutDup
   EXPECT_EQ(second.imported, 0);
   EXPECT_EQ(second.already_present, 3);
   EXPECT_EQ(target.stats().records, 4);
-  EXPECT_EQ(target.best(matmul_key(32), TargetKey{kHost.target, ""}, RecordQuery{})->config_index, 8);
+  EXPECT_EQ(target.best(matmul_key(32), TargetKey{kHost.target, ""}, RecordQuery{})->config_index,
+            8);
 }
 
 }  // namespace

@@ -8,10 +8,10 @@
 #include <sstream>
 
 #include "tests/tuning_db/test_util.h"
+#include "tuning_db/claim_store.h"
 #include "tuning_db/database.h"
 #include "tuning_db/schema.h"
 #include "tuning_db/sqlite.h"
-#include "tuning_db/claim_store.h"
 
 namespace ktune::tuning_db {
 namespace {
@@ -44,10 +44,12 @@ std::vector<double> costs_of(const std::vector<Record>& records) {
 class Emulated : public ::testing::Test {
  protected:
   void SetUp() override {
-    ids_ = db_.add({make_record(64, 1, {3e-3}, kHost, "rk3399"), make_record(64, 2, {1e-3, 3e-3}, kHost, "rk3399"),
+    ids_ = db_.add({make_record(64, 1, {3e-3}, kHost, "rk3399"),
+                    make_record(64, 2, {1e-3, 3e-3}, kHost, "rk3399"),
                     emulated(make_record(64, 3, {1e-3}, kHost, "rk3399")),
                     emulated(make_record(64, 4, {2.5e-3}, kHost, "rk3399")),
-                    emulated(make_failure(64, 5, ErrorKind::kRun)), emulated(make_record(32, 1, {4e-4}))});
+                    emulated(make_failure(64, 5, ErrorKind::kRun)),
+                    emulated(make_record(32, 1, {4e-4}))});
   }
   TempDir dir_;
   Database db_ = Database::open(dir_.file("log.db"));
@@ -108,16 +110,20 @@ TEST_F(Emulated, ResumeHistoryAndClaimsKeepRealAndEmulatedApart) {
   EXPECT_EQ(emu[3].id, ids_[5]);
   for (const auto& r : real) EXPECT_FALSE(r.emulated);
   for (const auto& r : emu) EXPECT_TRUE(r.emulated);
-  EXPECT_EQ(indices_of(db_.history("matmul", kHost, 2, true)), (std::vector<int64_t>{5, 1}));  // the newest two
+  EXPECT_EQ(indices_of(db_.history("matmul", kHost, 2, true)),
+            (std::vector<int64_t>{5, 1}));  // the newest two
 
   // A real run may claim what was only measured under emulation, and the reverse; claims of
   // real and emulated runs do not block each other.
   const ClaimOwner real_run = ClaimOwner::this_process(), emulated_run = ClaimOwner::this_process(),
                    other_real_run = ClaimOwner::this_process();
   ClaimStore claims(db_);
-  EXPECT_EQ(claims.claim(matmul_key(64), kHost, {1, 3, 6}, real_run, 3600), (std::vector<int64_t>{3, 6}));
-  EXPECT_EQ(claims.claim(matmul_key(64), kHost, {1, 3, 6}, emulated_run, 3600, true), (std::vector<int64_t>{1, 6}));
-  EXPECT_EQ(claims.claim(matmul_key(64), kHost, {3, 6, 7}, other_real_run, 3600), (std::vector<int64_t>{7}));
+  EXPECT_EQ(claims.claim(matmul_key(64), kHost, {1, 3, 6}, real_run, 3600),
+            (std::vector<int64_t>{3, 6}));
+  EXPECT_EQ(claims.claim(matmul_key(64), kHost, {1, 3, 6}, emulated_run, 3600, true),
+            (std::vector<int64_t>{1, 6}));
+  EXPECT_EQ(claims.claim(matmul_key(64), kHost, {3, 6, 7}, other_real_run, 3600),
+            (std::vector<int64_t>{7}));
   EXPECT_EQ(db_.stats().claims, 5);
   EXPECT_EQ(claims.release_all(emulated_run), 2);
   EXPECT_EQ(claims.release_all(real_run), 2);
@@ -208,7 +214,8 @@ TEST(EmulatedMigration, AVersionFourLogKeepsEveryRecordAsReal) {
         "INSERT INTO workloads(key, template, args, flop) VALUES ('mm', 'matmul', '{}', 2e9);"
         "INSERT INTO targets(target, llvm_version) VALUES ('llvm', '19');"
         "INSERT INTO devices(key) VALUES ('x86');"
-        "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, mean_cost, error_kind, "
+        "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
+        "mean_cost, error_kind, "
         "created_at) VALUES "
         "(1, 1, 1, 5, '{\"index\":5,\"entity\":[]}', '[0.5]', 0.5, '', 0),"
         "(1, 1, 1, 6, '{\"index\":6,\"entity\":[]}', '[0.25,0.75]', 0.5, '', 0),"
@@ -248,7 +255,8 @@ TEST(EmulatedMigration, AVersionFourLogKeepsEveryRecordAsReal) {
   // The claim survived the rebuilt table, as a real run's: it blocks real runs only.
   EXPECT_EQ(db.stats().claims, 1);
   EXPECT_TRUE(claims.claim("mm", target, {9}, ClaimOwner::this_process(), 60).empty());
-  EXPECT_EQ(claims.claim("mm", target, {9}, ClaimOwner::this_process(), 60, true), (std::vector<int64_t>{9}));
+  EXPECT_EQ(claims.claim("mm", target, {9}, ClaimOwner::this_process(), 60, true),
+            (std::vector<int64_t>{9}));
   // New records of either kind are written to the migrated log.
   Record r = make_record(16, 1, {1e-3});
   r.emulated = true;

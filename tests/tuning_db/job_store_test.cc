@@ -88,8 +88,9 @@ TEST(JobStore, StatesAreStoredAsTheirWordsAndTerminalOnesSetFinishedAt) {
   }
   // The table holds the words a log of an earlier version holds.
   sql::Connection conn = sql::Connection::open(path, false);
-  EXPECT_EQ(conn.query_text("SELECT group_concat(state, ',') FROM (SELECT state FROM jobs ORDER BY id)"),
-            "done,queued");
+  EXPECT_EQ(
+      conn.query_text("SELECT group_concat(state, ',') FROM (SELECT state FROM jobs ORDER BY id)"),
+      "done,queued");
 }
 
 TEST(JobStore, UnknownJobsAndEmptyDeviceKeysAreRefused) {
@@ -98,7 +99,8 @@ TEST(JobStore, UnknownJobsAndEmptyDeviceKeysAreRefused) {
   JobStore jobs(db);
   EXPECT_FALSE(jobs.get(42).has_value());
   for (auto call : {+[](JobStore& j) { j.update(42, JobState::kDone, ""); },
-                    +[](JobStore& j) { j.set_target(42, "x"); }, +[](JobStore& j) { j.set_summary(42, "{}"); }}) {
+                    +[](JobStore& j) { j.set_target(42, "x"); },
+                    +[](JobStore& j) { j.set_summary(42, "{}"); }}) {
     try {
       call(jobs);
       FAIL();

@@ -18,10 +18,14 @@ using testing::TempDir;
 const TargetKey kTarget{"llvm -mtriple=x86_64-linux-gnu -mcpu=znver4", "19.1.7"};
 
 schedule_space::Task matmul(int64_t m, int64_t n, int64_t k, const std::string& layout = "nn") {
-  const auto traits = schedule_space::make_target_traits(kTarget.target, "x86_64-linux-gnu", 256, 2);
-  return schedule_space::Task::create(
-      "matmul", {{"M", std::to_string(m)}, {"N", std::to_string(n)}, {"K", std::to_string(k)}, {"layout", layout}},
-      traits);
+  const auto traits =
+      schedule_space::make_target_traits(kTarget.target, "x86_64-linux-gnu", 256, 2);
+  return schedule_space::Task::create("matmul",
+                                      {{"M", std::to_string(m)},
+                                       {"N", std::to_string(n)},
+                                       {"K", std::to_string(k)},
+                                       {"layout", layout}},
+                                      traits);
 }
 
 Record record_of(const schedule_space::Task& task, uint64_t index, double cost) {
@@ -56,30 +60,36 @@ bool fits(const schedule_space::Task& from, uint64_t index, const schedule_space
 TEST(NearestTest, DistanceIsLogScaleOnSizesAndInfiniteAcrossOtherArguments) {
   const nlohmann::json a = {{"M", 64}, {"N", 64}, {"K", 64}, {"dtype", "float32"}};
   EXPECT_DOUBLE_EQ(workload_distance(a, a), 0);
-  EXPECT_DOUBLE_EQ(workload_distance(a, {{"M", 128}, {"N", 64}, {"K", 64}, {"dtype", "float32"}}), 1);
-  EXPECT_DOUBLE_EQ(workload_distance(a, {{"M", "32"}, {"N", "256"}, {"K", 64}, {"dtype", "float32"}}), 3);
-  EXPECT_TRUE(std::isinf(workload_distance(a, {{"M", 64}, {"N", 64}, {"K", 64}, {"dtype", "float64"}})));
+  EXPECT_DOUBLE_EQ(workload_distance(a, {{"M", 128}, {"N", 64}, {"K", 64}, {"dtype", "float32"}}),
+                   1);
+  EXPECT_DOUBLE_EQ(
+      workload_distance(a, {{"M", "32"}, {"N", "256"}, {"K", 64}, {"dtype", "float32"}}), 3);
+  EXPECT_TRUE(
+      std::isinf(workload_distance(a, {{"M", 64}, {"N", 64}, {"K", 64}, {"dtype", "float64"}})));
   EXPECT_TRUE(std::isinf(workload_distance(a, {{"M", 64}, {"N", 64}, {"dtype", "float32"}})));
-  EXPECT_TRUE(std::isinf(workload_distance(a, {{"M", 64}, {"N", 64}, {"L", 64}, {"dtype", "float32"}})));
+  EXPECT_TRUE(
+      std::isinf(workload_distance(a, {{"M", 64}, {"N", 64}, {"L", 64}, {"dtype", "float32"}})));
 }
 
 TEST(NearestTest, TheNearestTunedShapesBestConfigIsTakenAsAnIndexOfTheNewSpace) {
   TempDir dir;
   Database db = Database::open(dir.file("log.db"));
-  const auto big = matmul(256, 256, 256), small = matmul(32, 32, 32), other_layout = matmul(240, 256, 256, "nt");
+  const auto big = matmul(256, 256, 256), small = matmul(32, 32, 32),
+             other_layout = matmul(240, 256, 256, "nt");
   // Configs of big that the new shape takes as they are (power-of-two tiles divide both).
   const auto target = matmul(128, 256, 512);
   std::vector<uint64_t> fitting;
   for (uint64_t i = 0; i < big.space().size() && fitting.size() < 3; i += 97)
     if (big.space().is_valid(i) && fits(big, i, target)) fitting.push_back(i);
   ASSERT_EQ(fitting.size(), 3u);
-  db.add({record_of(big, fitting[0], 3e-3), record_of(big, fitting[1], 1e-3), record_of(big, fitting[2], 2e-3),
-          record_of(small, small.space().size() / 2, 1e-6), record_of(other_layout, 0, 1e-9)});
+  db.add({record_of(big, fitting[0], 3e-3), record_of(big, fitting[1], 1e-3),
+          record_of(big, fitting[2], 2e-3), record_of(small, small.space().size() / 2, 1e-6),
+          record_of(other_layout, 0, 1e-9)});
   const auto nearest = nearest_tuned(db, target, kTarget);
   ASSERT_TRUE(nearest.has_value());
   EXPECT_EQ(nearest->record.workload_key, big.workload_key());
   EXPECT_EQ(nearest->record.config_index, static_cast<int64_t>(fitting[1]));  // the fastest there
-  EXPECT_NEAR(nearest->distance, 2.0, 1e-9);  // M halved, K doubled
+  EXPECT_NEAR(nearest->distance, 2.0, 1e-9);                                  // M halved, K doubled
   EXPECT_EQ(nearest->adapted, 0);
   // The same schedule, as the new space numbers it.
   EXPECT_EQ(nearest->config.to_json()["entity"], big.space().get(fitting[1]).to_json()["entity"]);
@@ -123,7 +133,8 @@ TEST(NearestTest, FactorsTheNewShapeLacksAreAdaptedAndAConfigWithoutAKnobIsPasse
   int kept = 0, changed = 0;
   for (size_t k = 0; k < target.space().num_knobs(); ++k) {
     const auto& knob = target.space().knob(k);
-    if (!old.find(knob.name())) {  // a knob only this shape has (stream_b, M <= 4): its legacy value
+    if (!old.find(
+            knob.name())) {  // a knob only this shape has (stream_b, M <= 4): its legacy value
       EXPECT_EQ(nearest->config[knob.name()].as_int(), 0) << knob.name();
       continue;
     }

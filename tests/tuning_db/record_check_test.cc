@@ -21,7 +21,8 @@ using testing::TempDir;
 
 // The one target this test's ktune knows (a stand-in for codegen's parser).
 schedule_space::TargetTraits resolve(const std::string& target) {
-  if (target != kHost.target) throw Error(ErrorKind::kInvalidArgument, "unknown target '" + target + "'");
+  if (target != kHost.target)
+    throw Error(ErrorKind::kInvalidArgument, "unknown target '" + target + "'");
   return schedule_space::make_target_traits(target, "x86_64-linux-gnu", 512, 2);
 }
 
@@ -32,7 +33,8 @@ OpenOptions checked() {
 }
 
 const schedule_space::Task& task() {
-  static const auto t = schedule_space::Task::create("matmul", {{"M", "16"}, {"N", "16"}, {"K", "16"}}, resolve(kHost.target));
+  static const auto t = schedule_space::Task::create(
+      "matmul", {{"M", "16"}, {"N", "16"}, {"K", "16"}}, resolve(kHost.target));
   return t;
 }
 
@@ -65,40 +67,41 @@ TEST(RecordCheck, ImportRejectsWhatDoesNotInstantiateAndSkipsMalformedLines) {
   auto db = Database::open(dir.file("t.db"), checked());
   const uint64_t good = first_index(true), bad = first_index(false);
   std::vector<std::string> lines;
-  lines.push_back(to_json_line(record_of(good, 1e-3)));                               // 1: imported
-  lines.push_back(to_json_line(record_of(bad, 1e-4)));                                // 2: violates a constraint
+  lines.push_back(to_json_line(record_of(good, 1e-3)));  // 1: imported
+  lines.push_back(to_json_line(record_of(bad, 1e-4)));   // 2: violates a constraint
   Record r = record_of(good, 1e-3);
   r.config_index = -5;
   r.config["index"] = -5;
-  lines.push_back(to_json_line(r));                                                   // 3: negative index
+  lines.push_back(to_json_line(r));  // 3: negative index
   r.config_index = int64_t{1} << 62;
   r.config["index"] = int64_t{1} << 62;
-  lines.push_back(to_json_line(r));                                                   // 4: huge index
+  lines.push_back(to_json_line(r));  // 4: huge index
   r = record_of(good, 1e-3);
   r.template_name = "no_such_template";
-  lines.push_back(to_json_line(r));                                                   // 5: unknown template
+  lines.push_back(to_json_line(r));  // 5: unknown template
   r = record_of(good, 1e-3);
   r.workload_key = "matmul(M=16,N=16,K=17,dtype=float32)";
-  lines.push_back(to_json_line(r));                                                   // 6: key mismatch
+  lines.push_back(to_json_line(r));  // 6: key mismatch
   r = record_of(good, 1e-3);
   r.target.target = "llvm -mtriple=garbage";
-  lines.push_back(to_json_line(r));                                                   // 7: garbage target
-  lines.push_back("{\"version\": 1, \"input\": [");                                   // 8: malformed
+  lines.push_back(to_json_line(r));                  // 7: garbage target
+  lines.push_back("{\"version\": 1, \"input\": [");  // 8: malformed
   std::string overflow = to_json_line(record_of(good + 1, 2e-3));
-  const size_t flop_at = overflow.find("\"flop\":") + 7;                              // 9: 1e400
+  const size_t flop_at = overflow.find("\"flop\":") + 7;  // 9: 1e400
   overflow.replace(flop_at, overflow.find_first_of(",}", flop_at) - flop_at, "1e400");
   lines.push_back(overflow);
   r = record_of(good, 1e-3);
   std::string big = to_json_line(r);
-  big.replace(big.find("\"index\":") + 8, std::to_string(good).size(), "99999999999999999999");  // 10: > 2^64
+  big.replace(big.find("\"index\":") + 8, std::to_string(good).size(),
+              "99999999999999999999");  // 10: > 2^64
   lines.push_back(big);
   r = record_of(good, 1e-3);
-  r.config["entity"][0][2] = nlohmann::json::array({-1, 3, 3});                       // 11: entity not in the space
+  r.config["entity"][0][2] = nlohmann::json::array({-1, 3, 3});  // 11: entity not in the space
   lines.push_back(to_json_line(r));
-  lines.push_back(to_json_line(record_of(good, 1e-3)));                               // 12: already present
-  Record failed = record_of(bad, 0);                                                  // 13: a failure may keep a
-  failed.costs.clear();                                                               //     config that does not
-  failed.error = ErrorKind::kInstantiation;                                           //     instantiate
+  lines.push_back(to_json_line(record_of(good, 1e-3)));  // 12: already present
+  Record failed = record_of(bad, 0);                     // 13: a failure may keep a
+  failed.costs.clear();                                  //     config that does not
+  failed.error = ErrorKind::kInstantiation;              //     instantiate
   lines.push_back(to_json_line(failed));
 
   std::stringstream in;
@@ -108,10 +111,11 @@ TEST(RecordCheck, ImportRejectsWhatDoesNotInstantiateAndSkipsMalformedLines) {
   EXPECT_EQ(report.already_present, 1);
   EXPECT_EQ(report.rejected, 7);
   const std::vector<std::pair<int64_t, std::string>> expected = {
-      {2, "violates constraint"}, {3, "outside the space"},   {4, "outside the space"},
-      {5, "no_such_template"},    {6, "does not match"},     {7, "target"},
-      {8, "malformed record JSON"}, {9, "malformed record JSON"}, {10, "config.index"},
-      {11, "tile"}};
+      {2, "violates constraint"},   {3, "outside the space"},
+      {4, "outside the space"},     {5, "no_such_template"},
+      {6, "does not match"},        {7, "target"},
+      {8, "malformed record JSON"}, {9, "malformed record JSON"},
+      {10, "config.index"},         {11, "tile"}};
   ASSERT_EQ(report.errors.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(report.errors[i].line, expected[i].first) << report.errors[i].message;
@@ -146,9 +150,12 @@ TEST(RecordCheck, BestPassesOverRecordsThatDoNotInstantiateAndCheckFindsThem) {
   EXPECT_FALSE(report.ok());
   EXPECT_EQ(report.invalid_records, 2);
   ASSERT_EQ(report.invalid_examples.size(), 2u);
-  EXPECT_NE(report.invalid_examples[0].find("record 1 ("), std::string::npos) << report.invalid_examples[0];
-  EXPECT_NE(report.invalid_examples[0].find("violates constraint"), std::string::npos) << report.invalid_examples[0];
-  EXPECT_NE(report.invalid_examples[1].find("gone_template"), std::string::npos) << report.invalid_examples[1];
+  EXPECT_NE(report.invalid_examples[0].find("record 1 ("), std::string::npos)
+      << report.invalid_examples[0];
+  EXPECT_NE(report.invalid_examples[0].find("violates constraint"), std::string::npos)
+      << report.invalid_examples[0];
+  EXPECT_NE(report.invalid_examples[1].find("gone_template"), std::string::npos)
+      << report.invalid_examples[1];
 
   EXPECT_EQ(db.remove_failed(), 0);
   EXPECT_EQ(db.remove_invalid(), 2);
@@ -167,7 +174,8 @@ TEST(RecordCheck, EmulatedRecordsAreCheckedLikeRealOnes) {
   TempDir dir;
   const uint64_t good = first_index(true), bad = first_index(false);
   auto db = Database::open(dir.file("t.db"), checked());
-  Record fast = record_of(good, 1e-4), invalid = record_of(bad, 1e-5), real = record_of(good + 1, 1e-3);
+  Record fast = record_of(good, 1e-4), invalid = record_of(bad, 1e-5),
+         real = record_of(good + 1, 1e-3);
   fast.emulated = invalid.emulated = true;
   std::stringstream in;
   in << to_json_line(fast) << "\n" << to_json_line(invalid) << "\n" << to_json_line(real) << "\n";
@@ -176,7 +184,8 @@ TEST(RecordCheck, EmulatedRecordsAreCheckedLikeRealOnes) {
   EXPECT_EQ(report.rejected, 1);
   ASSERT_EQ(report.errors.size(), 1u);
   EXPECT_EQ(report.errors[0].line, 2);
-  EXPECT_NE(report.errors[0].message.find("violates constraint"), std::string::npos) << report.errors[0].message;
+  EXPECT_NE(report.errors[0].message.find("violates constraint"), std::string::npos)
+      << report.errors[0].message;
   EXPECT_TRUE(db.check().ok());
   EXPECT_EQ(db.best(task().workload_key(), kHost)->config_index, static_cast<int64_t>(good + 1));
   RecordQuery with;
@@ -193,15 +202,18 @@ TEST(RecordCheck, CachedBestStaysFast) {
     auto raw = Database::open(dir.file("t.db"));
     std::vector<Record> records;
     for (uint64_t i = 0, n = 0; i < task().space().size() && n < 200; ++i)
-      if (task().space().is_valid(i)) records.push_back(record_of(i, 1e-3 + 1e-6 * static_cast<double>(n++)));
+      if (task().space().is_valid(i))
+        records.push_back(record_of(i, 1e-3 + 1e-6 * static_cast<double>(n++)));
     raw.add(records);
   }
   auto db = Database::open(dir.file("t.db"), checked());
-  ASSERT_TRUE(db.best(task().workload_key(), kHost));  // the first look-up instantiates the candidate
+  ASSERT_TRUE(
+      db.best(task().workload_key(), kHost));  // the first look-up instantiates the candidate
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(db.best(task().workload_key(), kHost));
   const double per_call_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / 1000;
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+      1000;
   EXPECT_LT(per_call_ms, 0.5) << "a cached best() should stay an index descent";
 }
 

@@ -1,4 +1,5 @@
-// Tests build_report: curves, errors, top configs, plan correlations and model runs against the records written.
+// Tests build_report: curves, errors, top configs, plan correlations and model runs against the
+// records written.
 #include "tuning_db/report.h"
 #include "tuning_db/run_store.h"
 
@@ -20,9 +21,12 @@ Record tuned(Record r, const std::string& tuner) {
 
 // Workload A (matmul 100: 2e6 FLOP): random finds 10, fails, 20, 5 GFLOP/s; xgb 40, times out, 25.
 void write_log(Database& db) {
-  db.add({tuned(make_record(100, 1, {2e-4}), "random"), tuned(make_failure(100, 2, ErrorKind::kBuild), "random"),
-          tuned(make_record(100, 3, {1e-4}), "random"), tuned(make_record(100, 4, {4e-4, 4e-4}), "random")});
-  db.add({tuned(make_record(100, 5, {5e-5}), "xgb"), tuned(make_failure(100, 6, ErrorKind::kRunTimeout), "xgb"),
+  db.add({tuned(make_record(100, 1, {2e-4}), "random"),
+          tuned(make_failure(100, 2, ErrorKind::kBuild), "random"),
+          tuned(make_record(100, 3, {1e-4}), "random"),
+          tuned(make_record(100, 4, {4e-4, 4e-4}), "random")});
+  db.add({tuned(make_record(100, 5, {5e-5}), "xgb"),
+          tuned(make_failure(100, 6, ErrorKind::kRunTimeout), "xgb"),
           tuned(make_record(100, 7, {8e-5}), "xgb")});
   // Workload B (matmul 200: 1.6e7 FLOP): 10 GFLOP/s real, 20 emulated.
   Record emulated = make_record(200, 2, {8e-4});
@@ -96,13 +100,31 @@ TEST(ReportTest, PlanCorrelationsAndModelRuns) {
   runs.add_batch_quality(run, {1, 8, 0.5});
   runs.add_batch_quality(run, {2, 16, 0.75});
   runs.finish(run);
-  runs.begin({"random", testing::matmul_key(100), testing::kHost.target, {}});  // no quality: not reported
+  runs.begin(
+      {"random", testing::matmul_key(100), testing::kHost.target, {}});  // no quality: not reported
   const nlohmann::json summary = {
-      {"trials", 64}, {"tuned_s", 0.003}, {"fallback_s", 0.012}, {"library_s", 0.002}, {"tuned_s_where_library", 0.003},
-      {"tasks", {{{"key", "conv2d(a)"}, {"tuned_as", "conv2d(a)"}, {"count", 2}, {"trials", 40}, {"best_s", 0.001},
-                  {"fallback_s", 0.004}, {"share", 0.667}, {"library", "onednn"}, {"library_s", 0.0008}},
-                 {{"key", "dense(b)"}, {"tuned_as", "dense(b)"}, {"count", 1}, {"trials", 24}, {"best_s", nullptr},
-                  {"fallback_s", nullptr}, {"share", nullptr}}}},
+      {"trials", 64},
+      {"tuned_s", 0.003},
+      {"fallback_s", 0.012},
+      {"library_s", 0.002},
+      {"tuned_s_where_library", 0.003},
+      {"tasks",
+       {{{"key", "conv2d(a)"},
+         {"tuned_as", "conv2d(a)"},
+         {"count", 2},
+         {"trials", 40},
+         {"best_s", 0.001},
+         {"fallback_s", 0.004},
+         {"share", 0.667},
+         {"library", "onednn"},
+         {"library_s", 0.0008}},
+        {{"key", "dense(b)"},
+         {"tuned_as", "dense(b)"},
+         {"count", 1},
+         {"trials", 24},
+         {"best_s", nullptr},
+         {"fallback_s", nullptr},
+         {"share", nullptr}}}},
       {"untuned", {{{"task", "Softmax"}, {"count", 1}, {"reason", "no template"}}}}};
   const int64_t model_run = record_model_run(db, "resnet.onnx", testing::kHost.target, summary);
 

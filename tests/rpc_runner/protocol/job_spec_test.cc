@@ -29,7 +29,8 @@ TEST(JobSpec, IntegersOutOfTheirTypesRangeAreRefusedNotCast) {
   EXPECT_EQ(kind_of(head + R"("trials": -64})"), ErrorKind::kInvalidArgument);
   EXPECT_EQ(kind_of(head + R"("seed": 1e30})"), ErrorKind::kInvalidArgument);
   // In range, they are taken as given.
-  const JobSpec ok = JobSpec::from_json(nlohmann::json::parse(head + R"("trials": 40, "measure": {"number": 7}})"));
+  const JobSpec ok = JobSpec::from_json(
+      nlohmann::json::parse(head + R"("trials": 40, "measure": {"number": 7}})"));
   EXPECT_EQ(ok.session.trials, 40u);
   EXPECT_EQ(ok.measure.number, 7);
 }
@@ -43,15 +44,23 @@ TEST(JobSpec, AModelJobRoundTripsAndIsValidated) {
   spec.strategy = "round_robin";
   spec.model = {{"model", "m"},
                 {"tasks",
-                 {{{"template", "matmul"}, {"args", {{"M", "8"}, {"N", "8"}, {"K", "8"}}}, {"count", 2}, {"flop", 1024.0}},
-                  {{"template", "no_such_template"}, {"args", nlohmann::json::object()}, {"count", 1}, {"flop", 1.0}}}}};
+                 {{{"template", "matmul"},
+                   {"args", {{"M", "8"}, {"N", "8"}, {"K", "8"}}},
+                   {"count", 2},
+                   {"flop", 1024.0}},
+                  {{"template", "no_such_template"},
+                   {"args", nlohmann::json::object()},
+                   {"count", 1},
+                   {"flop", 1.0}}}}};
   spec.validate();
   EXPECT_EQ(spec.label(), "model m (2 tasks)");
   const JobSpec back = JobSpec::from_json(spec.to_json());
   EXPECT_TRUE(back.is_model());
   EXPECT_EQ(back.model, spec.model);
   EXPECT_EQ(back.strategy, "round_robin");
-  EXPECT_FALSE(JobSpec::from_json(nlohmann::json::parse(R"({"template": "matmul", "device_key": "k"})")).is_model());
+  EXPECT_FALSE(
+      JobSpec::from_json(nlohmann::json::parse(R"({"template": "matmul", "device_key": "k"})"))
+          .is_model());
 
   auto refused = [](JobSpec s) {
     try {

@@ -28,7 +28,8 @@ inline void register_fault_template() {
     def.compute = [](const schedule_space::WorkloadArgs& a) {
       int64_t n = a.get_int("N");
       te::Tensor A = te::placeholder({n}, te::Float(32), "A");
-      te::Tensor C = te::compute({n}, [&](const std::vector<te::Var>& i) { return A(i[0]) * 2.0f; }, "C");
+      te::Tensor C = te::compute(
+          {n}, [&](const std::vector<te::Var>& i) { return A(i[0]) * 2.0f; }, "C");
       return schedule_space::ComputeDef{{A, C}, {C}};
     };
     def.flop = [](const schedule_space::WorkloadArgs& a) { return double(a.get_int("N")); };
@@ -44,18 +45,23 @@ inline void register_fault_template() {
       te::Tensor A = te::placeholder({n}, te::Float(32), "A");
       te::Tensor C;
       if (mode == "crash") {
-        C = te::compute({n}, [&](const std::vector<te::Var>& i) {
-          return A(i[0] + te::Expr(int64_t{1} << 40)) * 2.0f;
-        }, "C");
+        C = te::compute(
+            {n},
+            [&](const std::vector<te::Var>& i) {
+              return A(i[0] + te::Expr(int64_t{1} << 40)) * 2.0f;
+            },
+            "C");
       } else if (mode == "hang") {
         te::IterVar k = te::reduce_axis({0, int64_t{1} << 40}, "k");
-        C = te::compute({n}, [&](const std::vector<te::Var>& i) {
-          return te::sum(A((i[0] + k.var) % n), k);
-        }, "C");
+        C = te::compute(
+            {n}, [&](const std::vector<te::Var>& i) { return te::sum(A((i[0] + k.var) % n), k); },
+            "C");
       } else if (mode == "wrong") {
-        C = te::compute({n}, [&](const std::vector<te::Var>& i) { return A(i[0]) * 2.0f + 1.0f; }, "C");
+        C = te::compute(
+            {n}, [&](const std::vector<te::Var>& i) { return A(i[0]) * 2.0f + 1.0f; }, "C");
       } else {
-        C = te::compute({n}, [&](const std::vector<te::Var>& i) { return A(i[0]) * 2.0f; }, "C");
+        C = te::compute(
+            {n}, [&](const std::vector<te::Var>& i) { return A(i[0]) * 2.0f; }, "C");
       }
       te::Schedule s = te::create_schedule({C});
       s[C].split(s[C].axis(0), config["split"].as_int());
@@ -82,7 +88,9 @@ inline void register_slow_build_template() {
     auto compute = [](int64_t n, te::Tensor& A, te::IterVar& k) {
       A = te::placeholder({n}, te::Float(32), "A");
       k = te::reduce_axis({0, int64_t{1} << 16}, "k");
-      return te::compute({n}, [&](const std::vector<te::Var>& i) { return te::sum(A((i[0] + k.var) % n), k); }, "C");
+      return te::compute(
+          {n}, [&](const std::vector<te::Var>& i) { return te::sum(A((i[0] + k.var) % n), k); },
+          "C");
     };
     def.compute = [compute](const schedule_space::WorkloadArgs& a) {
       te::Tensor A;
@@ -92,8 +100,11 @@ inline void register_slow_build_template() {
     };
     def.flop = [](const schedule_space::WorkloadArgs& a) { return double(a.get_int("N")) * 65536; };
     def.define = [](const schedule_space::WorkloadArgs&, const schedule_space::TargetTraits&,
-                    schedule_space::ConfigSpace& space) { space.define_knob("unroll", std::vector<int64_t>{0, 1}); };
-    def.apply = [compute](const schedule_space::WorkloadArgs& a, const schedule_space::TargetTraits&,
+                    schedule_space::ConfigSpace& space) {
+      space.define_knob("unroll", std::vector<int64_t>{0, 1});
+    };
+    def.apply = [compute](const schedule_space::WorkloadArgs& a,
+                          const schedule_space::TargetTraits&,
                           const schedule_space::Config& config) {
       te::Tensor A;
       te::IterVar k;

@@ -20,10 +20,12 @@
 namespace ktune::rpc_runner {
 namespace {
 
-schedule_space::Task host_task(const std::string& name, const std::map<std::string, std::string>& args) {
+schedule_space::Task host_task(const std::string& name,
+                               const std::map<std::string, std::string>& args) {
   codegen::Target t = codegen::Target::host();
-  return schedule_space::Task::create(name, args,
-                                      schedule_space::make_target_traits(t.str(), t.triple(), t.vector_bits(), t.cores()));
+  return schedule_space::Task::create(
+      name, args,
+      schedule_space::make_target_traits(t.str(), t.triple(), t.vector_bits(), t.cores()));
 }
 
 schedule_space::Task fault_task() {
@@ -43,10 +45,11 @@ TEST(Fault, SegfaultEndsTheCandidateAndAFreshRunnerTakesOver) {
   auto task = fault_task();
   LocalRunner runner(fault_options());
   const auto& space = task.space();
-  auto results = runner.measure({{&task, space.get(space.index_of({1, 0}))},   // crash
-                                 {&task, space.get(space.index_of({0, 2}))}}); // ok
+  auto results = runner.measure({{&task, space.get(space.index_of({1, 0}))},    // crash
+                                 {&task, space.get(space.index_of({0, 2}))}});  // ok
   EXPECT_EQ(results[0].error, ErrorKind::kRun);
-  EXPECT_NE(results[0].error_message.find("signal 11"), std::string::npos) << results[0].error_message;
+  EXPECT_NE(results[0].error_message.find("signal 11"), std::string::npos)
+      << results[0].error_message;
   EXPECT_TRUE(results[1].ok()) << results[1].error_message;
   EXPECT_EQ(runner.runners_started(), 2u);
 }
@@ -56,8 +59,8 @@ TEST(Fault, EndlessLoopIsKilledAfterTheRunTimeout) {
   LocalRunner runner(fault_options());
   const auto& space = task.space();
   auto start = std::chrono::steady_clock::now();
-  auto results = runner.measure({{&task, space.get(space.index_of({2, 1}))},   // hang
-                                 {&task, space.get(space.index_of({0, 1}))}}); // ok
+  auto results = runner.measure({{&task, space.get(space.index_of({2, 1}))},    // hang
+                                 {&task, space.get(space.index_of({0, 1}))}});  // ok
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(results[0].error, ErrorKind::kRunTimeout) << results[0].error_message;
   EXPECT_GE(results[0].run_s, 1.5);
@@ -68,7 +71,8 @@ TEST(Fault, EndlessLoopIsKilledAfterTheRunTimeout) {
 
 TEST(Fault, TuningRunsToItsBudgetRecordsEveryErrorAndAValidConfigWins) {
   auto task = fault_task();
-  auto dir = std::filesystem::temp_directory_path() / ("ktune_fault_test_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ktune_fault_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "log.db").string();
   {
@@ -127,7 +131,8 @@ TEST(Fault, SlowBuildIsKilledAtItsTimeoutAndNothingWaitsForIt) {
   double measured_s = 0;
   {
     LocalRunner runner(o);
-    auto results = runner.measure({{&task, space.get(1)}, {&task, space.get(0)}, {&task, space.get(0)}});
+    auto results =
+        runner.measure({{&task, space.get(1)}, {&task, space.get(0)}, {&task, space.get(0)}});
     measured_s = seconds_since(start);
     EXPECT_EQ(results[0].error, ErrorKind::kBuildTimeout) << results[0].error_message;
     EXPECT_GE(results[0].build_s, 1.0);
@@ -159,7 +164,9 @@ class FlakyReferenceChannel : public RunnerChannel {
  public:
   FlakyReferenceChannel(int failures, int* reference_calls)
       : inner_(KTUNE_RUNNER_PATH), failures_(failures), reference_calls_(reference_calls) {}
-  void check_target(const std::string& target_key) const override { inner_.check_target(target_key); }
+  void check_target(const std::string& target_key) const override {
+    inner_.check_target(target_key);
+  }
   uint64_t ready() override { return inner_.ready() + deaths_; }
   Reply call(const Request& request, double timeout_s) override {
     if (request.type == RequestType::kReference) {
@@ -184,9 +191,10 @@ class FlakyReferenceChannel : public RunnerChannel {
 TEST(Fault, AReferenceThatFailedOnceIsRetried) {
   auto task = fault_task();
   const auto& space = task.space();
-  const std::vector<tuner::MeasureInput> inputs = {{&task, space.get(space.index_of({0, 0}))},
-                                                   {&task, space.get(space.index_of({0, 1}))},
-                                                   {&task, space.get(space.index_of({3, 2}))}};  // wrong
+  const std::vector<tuner::MeasureInput> inputs = {
+      {&task, space.get(space.index_of({0, 0}))},
+      {&task, space.get(space.index_of({0, 1}))},
+      {&task, space.get(space.index_of({3, 2}))}};  // wrong
   int calls = 0;
   {
     ChannelRunner runner(fault_options(), std::make_unique<FlakyReferenceChannel>(1, &calls));

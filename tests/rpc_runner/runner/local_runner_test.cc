@@ -12,10 +12,12 @@
 namespace ktune::rpc_runner {
 namespace {
 
-schedule_space::Task host_task(const std::string& name, const std::map<std::string, std::string>& args) {
+schedule_space::Task host_task(const std::string& name,
+                               const std::map<std::string, std::string>& args) {
   codegen::Target t = codegen::Target::host();
   return schedule_space::Task::create(
-      name, args, schedule_space::make_target_traits(t.str(), t.triple(), t.vector_bits(), t.cores()));
+      name, args,
+      schedule_space::make_target_traits(t.str(), t.triple(), t.vector_bits(), t.cores()));
 }
 
 LocalRunnerOptions test_options() {
@@ -65,7 +67,8 @@ TEST(LocalRunner, MeasuresMatmulConfigsAndChecksThem) {
   LocalRunner runner(test_options());
   std::mt19937_64 rng(3);
   std::vector<tuner::MeasureInput> inputs;
-  for (uint64_t index : task.space().sample(12, rng)) inputs.push_back({&task, task.space().get(index)});
+  for (uint64_t index : task.space().sample(12, rng))
+    inputs.push_back({&task, task.space().get(index)});
   auto results = runner.measure(inputs);
   ASSERT_EQ(results.size(), inputs.size());
   size_t ok = 0;
@@ -82,7 +85,8 @@ TEST(LocalRunner, MeasuresMatmulConfigsAndChecksThem) {
       EXPECT_GT(r.run_s, 0);
     } else {
       // The built-in template's valid configs may be unschedulable, never wrong or crashing.
-      EXPECT_NE(r.error, ErrorKind::kWrongAnswer) << inputs[i].config.to_json_string() << r.error_message;
+      EXPECT_NE(r.error, ErrorKind::kWrongAnswer)
+          << inputs[i].config.to_json_string() << r.error_message;
       EXPECT_NE(r.error, ErrorKind::kRun) << inputs[i].config.to_json_string() << r.error_message;
     }
   }
@@ -94,8 +98,11 @@ TEST(LocalRunner, WrongKernelIsAWrongAnswerNotAFastRecord) {
   testing::register_fault_template();
   auto task = host_task("runner_fault_test", {{"N", "1000"}});
   LocalRunner runner(test_options());
-  auto config_of = [&](uint64_t mode, uint64_t split) { return task.space().get(task.space().index_of({mode, split})); };
-  auto results = runner.measure({{&task, config_of(0, 1)}, {&task, config_of(3, 2)}, {&task, config_of(0, 3)}});
+  auto config_of = [&](uint64_t mode, uint64_t split) {
+    return task.space().get(task.space().index_of({mode, split}));
+  };
+  auto results = runner.measure(
+      {{&task, config_of(0, 1)}, {&task, config_of(3, 2)}, {&task, config_of(0, 3)}});
   EXPECT_TRUE(results[0].ok()) << results[0].error_message;
   EXPECT_EQ(results[1].error, ErrorKind::kWrongAnswer);
   EXPECT_TRUE(results[1].costs.empty());
@@ -115,7 +122,8 @@ TEST(LocalRunner, BuildTimeoutCountsOnlyTheCandidatesOwnTime) {
   LocalRunner runner(o);
   std::mt19937_64 rng(5);
   std::vector<tuner::MeasureInput> inputs;
-  for (uint64_t index : task.space().sample(3, rng)) inputs.push_back({&task, task.space().get(index)});
+  for (uint64_t index : task.space().sample(3, rng))
+    inputs.push_back({&task, task.space().get(index)});
   for (const auto& r : runner.measure(inputs)) {
     if (r.error == ErrorKind::kInstantiation) continue;
     EXPECT_EQ(r.error, ErrorKind::kBuildTimeout) << r.error_message;

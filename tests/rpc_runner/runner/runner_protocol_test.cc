@@ -1,5 +1,5 @@
-// Tests of the runner protocol: protobuf round trips of every field, refusal of malformed bytes and of
-// another protocol version, and framing over a socket pair.
+// Tests of the runner protocol: protobuf round trips of every field, refusal of malformed bytes and
+// of another protocol version, and framing over a socket pair.
 #include "rpc_runner/runner/runner_protocol.h"
 
 #include <sys/socket.h>
@@ -60,8 +60,8 @@ TEST(RunnerProtocol, RepliesKeepTheirErrorKindAndCosts) {
   const Reply back = decode_reply(encode(ok));
   EXPECT_FALSE(back.error.has_value());
   EXPECT_EQ(back.costs, ok.costs);
-  for (ErrorKind kind : {ErrorKind::kBuild, ErrorKind::kRun, ErrorKind::kRunTimeout, ErrorKind::kWrongAnswer,
-                         ErrorKind::kUnknown}) {
+  for (ErrorKind kind : {ErrorKind::kBuild, ErrorKind::kRun, ErrorKind::kRunTimeout,
+                         ErrorKind::kWrongAnswer, ErrorKind::kUnknown}) {
     Reply failed;
     failed.error = kind;
     failed.message = "element 3: 1.0 vs 2.0";
@@ -92,8 +92,10 @@ TEST(RunnerProtocol, MalformedBytesAndAnotherVersionAreRefused) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kIo);
     const std::string message = e.what();
-    EXPECT_NE(message.find(std::to_string(kRunnerProtocolVersion + 7)), std::string::npos) << message;
-    EXPECT_NE(message.find("version " + std::to_string(kRunnerProtocolVersion)), std::string::npos) << message;
+    EXPECT_NE(message.find(std::to_string(kRunnerProtocolVersion + 7)), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("version " + std::to_string(kRunnerProtocolVersion)), std::string::npos)
+        << message;
   }
   rpc::RunnerReply bad_kind;
   bad_kind.set_error_kind("exploded");
@@ -146,7 +148,8 @@ TEST(RunnerProtocol, AHugeFrameLengthAllocatesOnlyWhatArrives) {
     EXPECT_NE(std::string(e.what()).find("truncated frame"), std::string::npos) << e.what();
   }
   ::close(fds[1]);
-  EXPECT_LT(peak_rss_kib() - before, 64 * 1024) << "KiB of peak memory grew reading an 11-byte stream";
+  EXPECT_LT(peak_rss_kib() - before, 64 * 1024)
+      << "KiB of peak memory grew reading an 11-byte stream";
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ constexpr uint64_t kSeed = 42;
 constexpr double kNoise = 0.10;
 
 // The fastest timing of each config over `rounds` batches that time them back to back.
-std::vector<double> fastest_interleaved(LocalRunner& runner, const std::vector<tuner::MeasureInput>& inputs,
+std::vector<double> fastest_interleaved(LocalRunner& runner,
+                                        const std::vector<tuner::MeasureInput>& inputs,
                                         int rounds) {
   std::vector<double> fastest(inputs.size(), std::numeric_limits<double>::infinity());
   for (int r = 0; r < rounds; ++r) {
@@ -91,10 +92,11 @@ TEST(TuneE2E, Matmul256RandomRecordsEveryTrialKeepsUpWithTheFallbackAndResumes) 
     finalists.push_back({&task, task.fallback_config()});
     std::vector<double> fastest = fastest_interleaved(runner, finalists, 5);
     const double tuned = *std::min_element(fastest.begin(), fastest.end() - 1);
-    std::printf("fastest timings: tuned %.1f GFLOP/s, fallback %.1f GFLOP/s\n", task.flop() / tuned / 1e9,
-                task.flop() / fastest.back() / 1e9);
-    EXPECT_LT(tuned, fastest.back() * (1 + kNoise)) << "tuned " << task.flop() / tuned / 1e9 << " GFLOP/s vs fallback "
-                                     << task.flop() / fastest.back() / 1e9;
+    std::printf("fastest timings: tuned %.1f GFLOP/s, fallback %.1f GFLOP/s\n",
+                task.flop() / tuned / 1e9, task.flop() / fastest.back() / 1e9);
+    EXPECT_LT(tuned, fastest.back() * (1 + kNoise))
+        << "tuned " << task.flop() / tuned / 1e9 << " GFLOP/s vs fallback "
+        << task.flop() / fastest.back() / 1e9;
   }
   {
     auto db = tuning_db::Database::open(path);
@@ -105,14 +107,15 @@ TEST(TuneE2E, Matmul256RandomRecordsEveryTrialKeepsUpWithTheFallbackAndResumes) 
     EXPECT_EQ(options.resume.size(), 64u);
     std::set<uint64_t> measured_now;
     options.log = tuner::database_callback(db, task, context);
-    options.callbacks.push_back([&](const std::vector<tuner::MeasureInput>& in,
-                                    const std::vector<tuner::MeasureResult>&) {
-      for (const auto& i : in) measured_now.insert(i.config.index());
-    });
+    options.callbacks.push_back(
+        [&](const std::vector<tuner::MeasureInput>& in, const std::vector<tuner::MeasureResult>&) {
+          for (const auto& i : in) measured_now.insert(i.config.index());
+        });
     tuner::TuneResult result = tuner::tune(task, random, runner, options);
     EXPECT_EQ(result.n_measured, 64u);
     EXPECT_EQ(measured_now.size(), 64u);
-    for (uint64_t i : measured_now) EXPECT_EQ(first_indices.count(static_cast<int64_t>(i)), 0u) << i;
+    for (uint64_t i : measured_now)
+      EXPECT_EQ(first_indices.count(static_cast<int64_t>(i)), 0u) << i;
     EXPECT_EQ(db.stats().records, 128);
     EXPECT_EQ(db.measured_indices(task.workload_key(), context.target).size(), 128u);
   }

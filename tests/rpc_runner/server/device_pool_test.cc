@@ -1,5 +1,6 @@
-// Tests of DevicePool: dispatch to free slots, stride-scheduled fairness with priorities, requeue of
-// a lost worker's candidates, results delivered once, heartbeat expiry, workers that cannot build.
+// Tests of DevicePool: dispatch to free slots, stride-scheduled fairness with priorities, requeue
+// of a lost worker's candidates, results delivered once, heartbeat expiry, workers that cannot
+// build.
 #include "rpc_runner/server/device_pool.h"
 
 #include <gtest/gtest.h>
@@ -21,7 +22,8 @@ struct FakeWorker {
   std::string closed;
 };
 
-std::string attach(DevicePool& pool, FakeWorker& w, const std::string& key, int slots, bool can_build = true) {
+std::string attach(DevicePool& pool, FakeWorker& w, const std::string& key, int slots,
+                   bool can_build = true) {
   WorkerInfo info;
   info.key = key;
   info.target = "llvm -mtriple=x86_64-linux-gnu";
@@ -48,7 +50,8 @@ rpc::CandidateResult ok_result(uint64_t id, double cost) {
 
 // Collects results by job and config index.
 struct Results {
-  std::map<uint64_t, std::vector<std::pair<std::string, double>>> by_index;  // index -> (worker, cost)
+  std::map<uint64_t, std::vector<std::pair<std::string, double>>>
+      by_index;  // index -> (worker, cost)
   ResultCallback callback(uint64_t index) {
     return [this, index](const WorkerInfo& w, rpc::CandidateResult r) {
       by_index[index].emplace_back(w.worker_id, r.costs(0));
@@ -125,7 +128,8 @@ TEST(DevicePool, ANewJobIsNotStarvedByAnOldOne) {
   pool.open_job(1, "x86", 1);
   Results results;
   for (uint64_t i = 0; i < 200; ++i) pool.submit(1, candidate(i), results.callback(i));
-  for (int n = 0; n < 100; ++n) ASSERT_TRUE(pool.complete(w.id, ok_result(w.received.back().id(), 1.0)));
+  for (int n = 0; n < 100; ++n)
+    ASSERT_TRUE(pool.complete(w.id, ok_result(w.received.back().id(), 1.0)));
   // Job 2 arrives after job 1 has had 100 dispatches: it must get a turn at once, not after 100.
   pool.open_job(2, "x86", 1);
   for (uint64_t i = 0; i < 10; ++i) pool.submit(2, candidate(5000 + i), results.callback(5000 + i));

@@ -38,8 +38,6 @@ using testing_cli::quote;
 using testing_process::Child;
 using testing_process::read_file;
 
-
-
 // Every record of the log as (workload, config index), with how often each occurs.
 std::map<std::pair<std::string, int64_t>, int> records_of(const std::string& db_path) {
   const auto exported = testing_cli::ktune("db export --db " + quote(db_path));
@@ -60,7 +58,8 @@ size_t total(const std::map<std::pair<std::string, int64_t>, int>& records) {
 }
 
 TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
-  const fs::path dir = fs::temp_directory_path() / ("ktune_model_job_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ktune_model_job_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string tokens = (dir / "tokens").string();
@@ -70,11 +69,12 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
   const std::string db = (dir / "server.db").string();
 
   const std::string ktune = KTUNE_BIN;
-  Child server({ktune, "server", "--port", "0", "--db", db, "--token-file", tokens}, dir / "server.out", dir / "server.err");
+  Child server({ktune, "server", "--port", "0", "--db", db, "--token-file", tokens},
+               dir / "server.out", dir / "server.err");
   const std::string address = testing_process::wait_for_address(dir / "server.out");
   ASSERT_FALSE(address.empty()) << read_file(dir / "server.err");
-  Child worker({ktune, "worker", "--server", address, "--key", "k", "--runner", KTUNE_RUNNER_PATH, "--slots", "2",
-                "--token-file", tokens},
+  Child worker({ktune, "worker", "--server", address, "--key", "k", "--runner", KTUNE_RUNNER_PATH,
+                "--slots", "2", "--token-file", tokens},
                dir / "worker.out", dir / "worker.err");
   const std::string srv = " --server " + address + " --token-file " + quote(tokens);
   for (int i = 0; i < 250; ++i) {
@@ -83,7 +83,8 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
     std::this_thread::sleep_for(std::chrono::milliseconds(40));
   }
   const std::string model = quote(testing_models::model("small_cnn.onnx"));
-  const std::string cmd = "tune-model " + model + " --tuner random --batch-size 4 --device-key k" + srv;
+  const std::string cmd =
+      "tune-model " + model + " --tuner random --batch-size 4 --device-key k" + srv;
 
   // The first job: 24 trials over every task (a warm-up batch each), the libraries timed here
   // because this machine is the worker's target.
@@ -113,9 +114,11 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
     EXPECT_LE(t["tuned_median_s"].get<double>(), t["tuned_max_s"].get<double>()) << t.dump();
     EXPECT_GE(t["library_spread"].get<double>(), 0) << t.dump();
     EXPECT_GE(t["tuned_spread"].get<double>(), 0) << t.dump();
-    // The server has no graph: this client names the layers, one per occurrence, after the ONNX nodes.
+    // The server has no graph: this client names the layers, one per occurrence, after the ONNX
+    // nodes.
     ASSERT_EQ(t["layers"].size(), t["count"].get<size_t>()) << t.dump();
-    for (const auto& layer : t["layers"]) EXPECT_FALSE(layer.get<std::string>().empty()) << t.dump();
+    for (const auto& layer : t["layers"])
+      EXPECT_FALSE(layer.get<std::string>().empty()) << t.dump();
   }
   EXPECT_EQ(j["library_rounds"], 5);
   int64_t spent = 0;
@@ -148,7 +151,8 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
   {
     auto log = tuning_db::Database::open(db, {.create = false});
     size_t model_runs = 0;
-    for (const auto& run : tuning_db::RunStore(log).all()) model_runs += run.info.tuner == "tune-model" && run.info.workload_key == "small_cnn";
+    for (const auto& run : tuning_db::RunStore(log).all())
+      model_runs += run.info.tuner == "tune-model" && run.info.workload_key == "small_cnn";
     EXPECT_EQ(model_runs, 2u);
   }
 
@@ -164,7 +168,8 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
   EXPECT_EQ(jobs[1]["state"], "done");
 
   // A detached job on a key without devices waits; cancel ends it, and watch says so in one line.
-  const auto detached = testing_cli::ktune("tune-model " + model + " --trials 8 --detach --device-key nobody" + srv);
+  const auto detached =
+      testing_cli::ktune("tune-model " + model + " --trials 8 --detach --device-key nobody" + srv);
   ASSERT_EQ(detached.status, 0) << detached.err;
   EXPECT_EQ(detached.out, "job 3 submitted\n");
   const auto cancelled = testing_cli::ktune("jobs cancel 3" + srv);
@@ -172,18 +177,21 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
   expect_one_line_error(testing_cli::ktune("jobs watch 3" + srv, true), "job 3 cancelled");
 
   // A wrong token is refused: one line, exit 1, no job and no record.
-  expect_one_line_error(testing_cli::ktune("tune-model " + model + " --trials 8 --device-key k --server " + address +
-                                               " --token-file " + quote(wrong),
-                                           true),
-                        "token");
+  expect_one_line_error(
+      testing_cli::ktune("tune-model " + model + " --trials 8 --device-key k --server " + address +
+                             " --token-file " + quote(wrong),
+                         true),
+      "token");
   EXPECT_EQ(total(records_of(db)), 24 + 16 + trials.size());
   EXPECT_EQ(nlohmann::json::parse(testing_cli::ktune("jobs --all --json" + srv).out).size(), 3u);
   // No server there: one line, exit 1.
-  expect_one_line_error(testing_cli::ktune("tune-model " + model + " --device-key k --server 127.0.0.1:1", true),
-                        "cannot reach the tuning server");
+  expect_one_line_error(
+      testing_cli::ktune("tune-model " + model + " --device-key k --server 127.0.0.1:1", true),
+      "cannot reach the tuning server");
   // --server needs a device key; --db belongs to the local run.
   expect_one_line_error(testing_cli::ktune("tune-model " + model + srv, true), "--device-key");
-  expect_one_line_error(testing_cli::ktune("tune-model " + model + " --device-key k --db x.db" + srv, true), "--db");
+  expect_one_line_error(
+      testing_cli::ktune("tune-model " + model + " --device-key k --db x.db" + srv, true), "--db");
   worker.kill(SIGKILL);
   server.kill(SIGKILL);
   fs::remove_all(dir);
@@ -192,26 +200,29 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
 // The server SIGKILLed mid-job and restarted on the same port and log: the job resumes, spends
 // what is left of its budget and ends done; no config is in the log twice.
 TEST(ModelJobCli, AModelJobResumesAfterTheServerIsKilled) {
-  const fs::path dir = fs::temp_directory_path() / ("ktune_model_job_restart_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ktune_model_job_restart_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string db = (dir / "server.db").string();
   const std::string ktune = KTUNE_BIN;
   auto start_server = [&](const std::string& port) {
     fs::remove(dir / "server.out");  // so that the new "listening on" line is the one read
-    return std::make_unique<Child>(std::vector<std::string>{ktune, "server", "--port", port, "--db", db},
-                                   dir / "server.out", dir / "server.err");
+    return std::make_unique<Child>(
+        std::vector<std::string>{ktune, "server", "--port", port, "--db", db}, dir / "server.out",
+        dir / "server.err");
   };
   auto server = start_server("0");
   const std::string address = testing_process::wait_for_address(dir / "server.out");
   ASSERT_FALSE(address.empty()) << read_file(dir / "server.err");
-  Child worker({ktune, "worker", "--server", address, "--key", "k", "--runner", KTUNE_RUNNER_PATH, "--slots", "2",
-                "--reconnect-max", "0.5"},
+  Child worker({ktune, "worker", "--server", address, "--key", "k", "--runner", KTUNE_RUNNER_PATH,
+                "--slots", "2", "--reconnect-max", "0.5"},
                dir / "worker.out", dir / "worker.err");
   const std::string srv = " --server " + address;
   const std::string model = quote(testing_models::model("small_cnn.onnx"));
-  const auto detached =
-      testing_cli::ktune("tune-model " + model + " --tuner random --batch-size 4 --trials 48 --detach --device-key k" + srv);
+  const auto detached = testing_cli::ktune(
+      "tune-model " + model + " --tuner random --batch-size 4 --trials 48 --detach --device-key k" +
+      srv);
   ASSERT_EQ(detached.out, "job 1 submitted\n");
   uint64_t done = 0;
   for (int i = 0; i < 600 && done < 8; ++i) {
@@ -223,7 +234,8 @@ TEST(ModelJobCli, AModelJobResumesAfterTheServerIsKilled) {
   ASSERT_GE(done, 8u);
   server->kill(SIGKILL);
   server = start_server(address.substr(address.rfind(':') + 1));
-  ASSERT_EQ(testing_process::wait_for_address(dir / "server.out"), address) << read_file(dir / "server.err");
+  ASSERT_EQ(testing_process::wait_for_address(dir / "server.out"), address)
+      << read_file(dir / "server.err");
 
   const auto watched = testing_cli::ktune("jobs watch 1 --json" + srv, true);
   ASSERT_EQ(watched.status, 0) << watched.out << watched.err;

@@ -21,8 +21,8 @@ namespace ktune::rpc_runner {
 namespace {
 
 namespace fs = std::filesystem;
-using testing_process::Child;
 using testing::wait_until;
+using testing_process::Child;
 
 class ServiceFault : public ::testing::Test {
  protected:
@@ -36,21 +36,24 @@ class ServiceFault : public ::testing::Test {
 
   std::unique_ptr<Child> start_server(const std::string& port) {
     auto server = std::make_unique<Child>(
-        std::vector<std::string>{KTUNE_BIN, "server", "--port", port, "--db", db_, "--heartbeat", "0.5",
-                                 "--worker-timeout", "3"},
+        std::vector<std::string>{KTUNE_BIN, "server", "--port", port, "--db", db_, "--heartbeat",
+                                 "0.5", "--worker-timeout", "3"},
         dir_ / "server.out", dir_ / "server.err");
     return server;
   }
 
   std::unique_ptr<Child> start_worker(const std::string& address, const std::string& name) {
     return std::make_unique<Child>(
-        std::vector<std::string>{KTUNE_BIN, "worker", "--server", address, "--key", "cpu", "--slots", "1", "--runner",
-                                 KTUNE_RUNNER_PATH, "--description", name, "--reconnect-max", "0.5"},
+        std::vector<std::string>{KTUNE_BIN, "worker", "--server", address, "--key", "cpu",
+                                 "--slots", "1", "--runner", KTUNE_RUNNER_PATH, "--description",
+                                 name, "--reconnect-max", "0.5"},
         dir_ / (name + ".out"), dir_ / (name + ".err"));
   }
 
   // The log's records, read beside the server (WAL).
-  std::vector<tuning_db::Record> records(const std::string& workload) { return testing::log_records(db_, workload); }
+  std::vector<tuning_db::Record> records(const std::string& workload) {
+    return testing::log_records(db_, workload);
+  }
 
   static JobSpec slow_matmul(uint64_t trials) {
     JobSpec s;
@@ -90,18 +93,21 @@ TEST_F(ServiceFault, AWorkerKilledMidBatchLosesNothing) {
   const uint64_t id = client.submit(slow_matmul(32)).id;
   // Kill a worker that holds a candidate, once the job is under way.
   std::string victim;
-  ASSERT_TRUE(wait_until([&] {
-    if (client.job(id).done < 8) return false;
-    for (const DeviceInfo& d : client.devices())
-      if (d.in_flight > 0) victim = d.description;
-    return !victim.empty();
-  }, 60));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        if (client.job(id).done < 8) return false;
+        for (const DeviceInfo& d : client.devices())
+          if (d.in_flight > 0) victim = d.description;
+        return !victim.empty();
+      },
+      60));
   workers[victim]->kill(SIGKILL);
   const JobEvent last = client.watch(id);
   ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   EXPECT_EQ(client.devices().size(), 2u);
   expect_each_config_once(records(last.job.workload), 32);
-  EXPECT_NE(testing_process::read_file(dir_ / "server.err").find("go back to the queue"), std::string::npos)
+  EXPECT_NE(testing_process::read_file(dir_ / "server.err").find("go back to the queue"),
+            std::string::npos)
       << "the killed worker held a candidate that was requeued";
 }
 
@@ -120,12 +126,14 @@ TEST_F(ServiceFault, ASilentWorkerIsTakenForLostAndItsLateResultDropped) {
   ASSERT_TRUE(wait_until([&] { return client.devices().size() == 2; }, 20));
   const uint64_t id = client.submit(slow_matmul(24)).id;
   std::string frozen;
-  ASSERT_TRUE(wait_until([&] {
-    if (client.job(id).done < 4) return false;
-    for (const DeviceInfo& d : client.devices())
-      if (d.in_flight > 0) frozen = d.description;
-    return !frozen.empty();
-  }, 60));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        if (client.job(id).done < 4) return false;
+        for (const DeviceInfo& d : client.devices())
+          if (d.in_flight > 0) frozen = d.description;
+        return !frozen.empty();
+      },
+      60));
   Child& victim = frozen == "a" ? *a : *b;
   ::kill(victim.pid, SIGSTOP);
   // The server's worker timeout is 3 s: the frozen worker leaves the registry, the job goes on.
@@ -165,14 +173,17 @@ TEST_F(ServiceFault, TheServerKilledMidJobResumesWithNoRecordLostOrTwice) {
 
   uint64_t acknowledged = 0;
   for (int round = 0; round < rounds; ++round) {
-    ASSERT_TRUE(wait_until([&] {
-      try {
-        acknowledged = client.job(job.id).done;
-      } catch (const Error&) {
-        return false;  // the server is still starting
-      }
-      return acknowledged >= 8u * (round + 1);
-    }, 90)) << "round " << round;
+    ASSERT_TRUE(wait_until(
+        [&] {
+          try {
+            acknowledged = client.job(job.id).done;
+          } catch (const Error&) {
+            return false;  // the server is still starting
+          }
+          return acknowledged >= 8u * (round + 1);
+        },
+        90))
+        << "round " << round;
     server->kill(SIGKILL);
     // Everything the server acknowledged is in the log, once.
     const auto before = records("");  // this job's are the only records of the log

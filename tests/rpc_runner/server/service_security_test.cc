@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "rpc_runner/worker/device_worker.h"
 #include "rpc_runner/client/service_client.h"
 #include "rpc_runner/server/tuning_server.h"
+#include "rpc_runner/worker/device_worker.h"
 #include "support/error.h"
 #include "tests/rpc_runner/server/service_test_util.h"
 
@@ -27,8 +27,8 @@ TuningServerOptions server_options(const TempDir& dir) {
   TuningServerOptions o;
   o.port = 0;
   o.db_path = dir.file("server.db");
-  o.token_file = dir.write("tokens", std::string("# the service's two secrets\nworker: ") + kWorkerToken +
-                                         "\nclient: " + kClientToken + "\n");
+  o.token_file = dir.write("tokens", std::string("# the service's two secrets\nworker: ") +
+                                         kWorkerToken + "\nclient: " + kClientToken + "\n");
   return o;
 }
 
@@ -81,11 +81,16 @@ TEST(ServiceSecurity, TokensSeparateWorkersFromClients) {
   const std::string client_file = dir.write("client-token", std::string(kClientToken) + "\n");
 
   // Clients: no token, a wrong one, and the worker's token are refused with one clear line.
-  EXPECT_NE(error_of([&] { ServiceClient(client_options(server, "")).jobs(); }).find("no token"), std::string::npos);
-  const std::string wrong_file = dir.write("wrong", "not-the-token-0123456789\n");
-  EXPECT_NE(error_of([&] { ServiceClient(client_options(server, wrong_file)).jobs(); }).find("wrong client token"),
+  EXPECT_NE(error_of([&] { ServiceClient(client_options(server, "")).jobs(); }).find("no token"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { ServiceClient(client_options(server, worker_file)).jobs(); }).find("wrong client token"),
+  const std::string wrong_file = dir.write("wrong", "not-the-token-0123456789\n");
+  EXPECT_NE(error_of([&] {
+              ServiceClient(client_options(server, wrong_file)).jobs();
+            }).find("wrong client token"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              ServiceClient(client_options(server, worker_file)).jobs();
+            }).find("wrong client token"),
             std::string::npos);
   ServiceClient client(client_options(server, client_file));
   EXPECT_EQ(error_of([&] { client.jobs(); }), "");
@@ -93,7 +98,8 @@ TEST(ServiceSecurity, TokensSeparateWorkersFromClients) {
   // Workers: the client token cannot register a device; the worker token can.
   DeviceWorker rogue(worker_options(server, client_file));
   ASSERT_TRUE(wait_until([&] { return !rogue.last_refusal().empty(); }, 10));
-  EXPECT_NE(rogue.last_refusal().find("wrong worker token"), std::string::npos) << rogue.last_refusal();
+  EXPECT_NE(rogue.last_refusal().find("wrong worker token"), std::string::npos)
+      << rogue.last_refusal();
   EXPECT_TRUE(client.devices().empty());
   rogue.stop();
   DeviceWorker worker(worker_options(server, worker_file));
@@ -115,17 +121,20 @@ TEST(ServiceSecurity, AWorkerOfAnotherProtocolVersionIsRefusedNamingBoth) {
   old.protocol_version = kProtocolVersion - 1;
   DeviceWorker worker(old);
   ASSERT_TRUE(wait_until([&] { return !worker.last_refusal().empty(); }, 10));
-  EXPECT_NE(worker.last_refusal().find("version " + std::to_string(kProtocolVersion - 1)), std::string::npos)
+  EXPECT_NE(worker.last_refusal().find("version " + std::to_string(kProtocolVersion - 1)),
+            std::string::npos)
       << worker.last_refusal();
-  EXPECT_NE(worker.last_refusal().find("version " + std::to_string(kProtocolVersion)), std::string::npos);
+  EXPECT_NE(worker.last_refusal().find("version " + std::to_string(kProtocolVersion)),
+            std::string::npos);
   EXPECT_TRUE(ServiceClient(client_options(server, "")).devices().empty());
 }
 
 // A self-signed certificate for localhost / 127.0.0.1, made with the openssl command.
 void make_certificate(const TempDir& dir) {
-  const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
-                          "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
-                          dir.file("key.pem") + " -out " + dir.file("cert.pem") + " >/dev/null 2>&1";
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
+      "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
+      dir.file("key.pem") + " -out " + dir.file("cert.pem") + " >/dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
@@ -150,7 +159,8 @@ TEST(ServiceSecurity, TlsEndToEndAndMismatchesFailWithOneLine) {
   EXPECT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
 
   // A plaintext client against the TLS server.
-  const std::string plain_to_tls = error_of([&] { ServiceClient(client_options(tls_server, client_file)).jobs(); });
+  const std::string plain_to_tls =
+      error_of([&] { ServiceClient(client_options(tls_server, client_file)).jobs(); });
   EXPECT_NE(plain_to_tls.find("cannot reach the tuning server"), std::string::npos) << plain_to_tls;
 
   // A TLS client against a plaintext server.

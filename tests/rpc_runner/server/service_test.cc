@@ -13,10 +13,10 @@
 #include <gtest/gtest.h>
 
 #include "codegen/target.h"
-#include "rpc_runner/worker/device_worker.h"
-#include "rpc_runner/protocol/ktune.grpc.pb.h"
 #include "rpc_runner/client/service_client.h"
+#include "rpc_runner/protocol/ktune.grpc.pb.h"
 #include "rpc_runner/server/tuning_server.h"
+#include "rpc_runner/worker/device_worker.h"
 #include "support/error.h"
 #include "tests/rpc_runner/runner/fault_template.h"
 #include "tests/rpc_runner/server/service_test_util.h"
@@ -39,7 +39,8 @@ TuningServerOptions server_options(const TempDir& dir) {
   return o;
 }
 
-DeviceWorkerOptions worker_options(const TuningServer& server, const std::string& key, int slots = 1) {
+DeviceWorkerOptions worker_options(const TuningServer& server, const std::string& key,
+                                   int slots = 1) {
   DeviceWorkerOptions o;
   o.server = "127.0.0.1:" + std::to_string(server.port());
   o.key = key;
@@ -72,7 +73,8 @@ JobSpec matmul_job(const std::string& key, uint64_t trials, uint64_t seed = 1) {
 TEST(Service, AJobOnThreeWorkersRecordsEveryConfigOnceAndTheLogAnswersQueries) {
   TempDir dir;
   TuningServer server(server_options(dir));
-  DeviceWorker w1(worker_options(server, "cpu")), w2(worker_options(server, "cpu")), w3(worker_options(server, "cpu"));
+  DeviceWorker w1(worker_options(server, "cpu")), w2(worker_options(server, "cpu")),
+      w3(worker_options(server, "cpu"));
   ServiceClient client(client_options(server));
   ASSERT_TRUE(wait_until([&] { return client.devices().size() == 3; }, 10));
 
@@ -105,14 +107,15 @@ TEST(Service, AJobOnThreeWorkersRecordsEveryConfigOnceAndTheLogAnswersQueries) {
     EXPECT_TRUE(r.ok()) << r.error_message;
   }
   EXPECT_EQ(configs.size(), 40u);
-  for (const DeviceInfo& d : client.devices()) EXPECT_GT(d.served, 0u) << d.worker_id << " measured nothing";
+  for (const DeviceInfo& d : client.devices())
+    EXPECT_GT(d.served, 0u) << d.worker_id << " measured nothing";
 
   // QueryBest answers with the log's fastest record; export streams every record.
   const auto best = client.best(last.job.workload, last.job.target, "", 3);
   ASSERT_EQ(best.size(), 3u);
-  const auto fastest = std::min_element(records.begin(), records.end(), [](const auto& a, const auto& b) {
-    return a.mean_cost() < b.mean_cost();
-  });
+  const auto fastest =
+      std::min_element(records.begin(), records.end(),
+                       [](const auto& a, const auto& b) { return a.mean_cost() < b.mean_cost(); });
   EXPECT_EQ(best[0].config_index, fastest->config_index);
   EXPECT_DOUBLE_EQ(best[0].mean_cost(), fastest->mean_cost());
   EXPECT_LE(best[0].mean_cost(), best[1].mean_cost());
@@ -120,8 +123,9 @@ TEST(Service, AJobOnThreeWorkersRecordsEveryConfigOnceAndTheLogAnswersQueries) {
   EXPECT_TRUE(client.best(last.job.workload, "llvm -mtriple=aarch64-linux-gnu", "", 1).empty());
   std::stringstream exported;
   EXPECT_EQ(client.export_log(exported), 40);
-  EXPECT_EQ(tuning_db::from_json_line(exported.str().substr(0, exported.str().find('\n'))).workload_key,
-            last.job.workload);
+  EXPECT_EQ(
+      tuning_db::from_json_line(exported.str().substr(0, exported.str().find('\n'))).workload_key,
+      last.job.workload);
 }
 
 TEST(Service, FaultyKernelsAreRecordedWithTheirKindAndTheWorkerGoesOn) {
@@ -133,7 +137,8 @@ TEST(Service, FaultyKernelsAreRecordedWithTheirKindAndTheWorkerGoesOn) {
   const JobEvent last = client.watch(client.submit(fault_job("cpu")).id);
   ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   auto kinds = kinds_of(testing::log_records(server_options(dir).db_path, last.job.workload));
-  EXPECT_EQ(kinds, (std::map<std::string, int>{{"ok", 4}, {"run", 4}, {"run_timeout", 4}, {"wrong_answer", 4}}));
+  EXPECT_EQ(kinds, (std::map<std::string, int>{
+                       {"ok", 4}, {"run", 4}, {"run_timeout", 4}, {"wrong_answer", 4}}));
   EXPECT_TRUE(worker.attached());
   EXPECT_GE(worker.runners_started(), 9u);  // the first child, then one after each crash or hang
 }
@@ -155,7 +160,8 @@ TEST(Service, TheServerBuildsForADeviceThatCannot) {
   const JobEvent last = client.watch(client.submit(fault_job("board")).id);
   ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   auto kinds = kinds_of(testing::log_records(server_options(dir).db_path, last.job.workload));
-  EXPECT_EQ(kinds, (std::map<std::string, int>{{"ok", 4}, {"run", 4}, {"run_timeout", 4}, {"wrong_answer", 4}}));
+  EXPECT_EQ(kinds, (std::map<std::string, int>{
+                       {"ok", 4}, {"run", 4}, {"run_timeout", 4}, {"wrong_answer", 4}}));
   EXPECT_EQ(worker.built_here(), 0u);
   EXPECT_EQ(worker.prebuilt(), 16u + 1 + 16 + 1);  // each job's trials and its fallback
 }
@@ -174,18 +180,20 @@ TEST(Service, TwoJobsShareTwoWorkersAndBothProgress) {
   const uint64_t jb = client.submit(b).id;
   // Neither waits for the other: each has measured something before either ends.
   bool both_progressed = false;
-  ASSERT_TRUE(wait_until([&] {
-    auto jobs = client.jobs(true);
-    uint64_t da = 0, db = 0;
-    bool finished = false;
-    for (const auto& j : jobs) {
-      if (j.id == ja) da = j.done;
-      if (j.id == jb) db = j.done;
-      finished |= j.finished();
-    }
-    if (da > 0 && db > 0 && !finished) both_progressed = true;
-    return finished;
-  }, 120));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto jobs = client.jobs(true);
+        uint64_t da = 0, db = 0;
+        bool finished = false;
+        for (const auto& j : jobs) {
+          if (j.id == ja) da = j.done;
+          if (j.id == jb) db = j.done;
+          finished |= j.finished();
+        }
+        if (da > 0 && db > 0 && !finished) both_progressed = true;
+        return finished;
+      },
+      120));
   EXPECT_TRUE(both_progressed);
   EXPECT_EQ(client.watch(ja).job.state, tuning_db::JobState::kDone);
   EXPECT_EQ(client.watch(jb).job.state, tuning_db::JobState::kDone);
@@ -204,7 +212,8 @@ TEST(Service, ADetachedJobFinishesWithNoClientAndAKeyWithoutWorkersWaits) {
     id = client.submit(matmul_job("late", 16)).id;
   }  // the client is gone
   ServiceClient client(client_options(server));
-  ASSERT_TRUE(wait_until([&] { return client.job(id).message.find("waiting for a device") != std::string::npos; }, 5));
+  ASSERT_TRUE(wait_until(
+      [&] { return client.job(id).message.find("waiting for a device") != std::string::npos; }, 5));
   JobStatus waiting = client.job(id);
   EXPECT_EQ(waiting.state, tuning_db::JobState::kQueued);
   EXPECT_EQ(waiting.devices, 0);
@@ -256,15 +265,16 @@ TEST(Service, CancelStopsAJobAndBadRequestsGetOneClearError) {
   ServiceClientOptions nowhere;
   nowhere.server = "127.0.0.1:1";
   nowhere.timeout_s = 2;
-  expect_error([&] { ServiceClient(nowhere).jobs(); }, ErrorKind::kIo, "cannot reach the tuning server at 127.0.0.1:1");
+  expect_error([&] { ServiceClient(nowhere).jobs(); }, ErrorKind::kIo,
+               "cannot reach the tuning server at 127.0.0.1:1");
 }
 
 // Malformed and oversized requests are refused with one line each, and the server goes on.
 TEST(Service, MalformedAndOversizedRequestsAreRefusedAndTheServerGoesOn) {
   TempDir dir;
   TuningServer server(server_options(dir));
-  auto stub = rpc::Tuning::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
+  auto stub = rpc::Tuning::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()),
+                                                       grpc::InsecureChannelCredentials()));
   auto submit = [&](const rpc::JobSpec& spec) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
@@ -290,7 +300,8 @@ TEST(Service, MalformedAndOversizedRequestsAreRefusedAndTheServerGoesOn) {
   spec.set_args_json("{}");
   status = submit(spec);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(status.error_message().find("version " + std::to_string(kProtocolVersion + 1)), std::string::npos);
+  EXPECT_NE(status.error_message().find("version " + std::to_string(kProtocolVersion + 1)),
+            std::string::npos);
   // Over the 64 MiB message limit: gRPC refuses it before ktune sees it.
   spec.set_protocol_version(kProtocolVersion);
   spec.set_owner(std::string(65 << 20, 'x'));
@@ -308,8 +319,8 @@ TEST(Service, ImplausibleResultsAreRefused) {
   TuningServer server(server_options(dir));
   ServiceClient client(client_options(server));
   const uint64_t id = client.submit(matmul_job("liar", 8)).id;
-  auto stub = rpc::Tuning::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
+  auto stub = rpc::Tuning::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()),
+                                                       grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   auto stream = stub->Attach(&ctx);
   rpc::WorkerMessage hello;

@@ -1,4 +1,5 @@
-// Defines what the tuning service's tests share: a temporary directory, polling with a deadline, the fault-template job and its record kinds.
+// Defines what the tuning service's tests share: a temporary directory, polling with a deadline,
+// the fault-template job and its record kinds.
 #pragma once
 
 #include <unistd.h>
@@ -46,7 +47,8 @@ bool wait_until(Pred pred, double timeout_s) {
 }
 
 // Every record of the log at db_path (or of one workload), read with a connection of our own.
-inline std::vector<tuning_db::Record> log_records(const std::string& db_path, const std::string& workload = "") {
+inline std::vector<tuning_db::Record> log_records(const std::string& db_path,
+                                                  const std::string& workload = "") {
   auto db = tuning_db::Database::open(db_path, {.create = false});
   std::stringstream lines;
   db.export_jsonl(lines, workload);
