@@ -8,7 +8,9 @@
 //
 // Prints per model and thread count: ktune's and ONNX Runtime's median latency, their ratio,
 // the outputs' max difference relative to ONNX Runtime's magnitude, and tune-model's estimate
-// against the measured latency (run/est) at the thread count tune-model measured at (all CPUs).
+// against the measured latency (run/est) at the thread count tune-model measured at (all CPUs):
+// the estimate is the built model's kernels timed one by one in the model's order; run/alone
+// compares with the tuned kernels timed alone (warm caches) plus the layout and generated ones.
 // Last line: model_over_ort, the geometric mean of ktune latency / ONNX Runtime latency over every
 // model and thread count (below 1: ktune faster).
 #include <fcntl.h>
@@ -25,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -227,10 +230,12 @@ int main(int argc, char** argv) {
       " " + quote(work.string()));
   ::setenv("NODE_PATH", (fs::path(ort_dir) / "node_modules").c_str(), 1);
 
-  std::cout << fmt::format("{:<12} {:>3} {:>10} {:>10} {:>8} {:>9} {:>10} {:>9}\n", "model", "thr",
-                           "ktune ms", "ORT ms", "ktune/ORT", "max err", "estimate", "run/est");
+  std::cout << fmt::format("{:<12} {:>3} {:>10} {:>10} {:>8} {:>9} {:>10} {:>9} {:>10}\n", "model",
+                           "thr", "ktune ms", "ORT ms", "ktune/ORT", "max err", "estimate",
+                           "run/est", "run/alone");
   double log_sum = 0;
   int count = 0;
+  std::map<int, std::pair<double, int>> by_threads;  // log sum and count per thread count
   for (const std::string& m : models) {
     const std::string onnx = (work / (m + ".onnx")).string();
     if (!fs::exists(onnx)) {
@@ -247,8 +252,10 @@ int main(int argc, char** argv) {
             std::to_string(reuse ? 1 : trials) + " --no-libraries --json 2>/dev/null");
     const double tune_min =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
-    const double estimate_ms =
-        nlohmann::json::parse(tuned.substr(tuned.find('{'))).value("estimated_s", 0.0) * 1e3;
+    const nlohmann::json summary = nlohmann::json::parse(tuned.substr(tuned.find('{')));
+    const double estimate_ms = summary.value("estimated_s", 0.0) * 1e3;
+    const double alone_ms =
+        summary.value("built_model", nlohmann::json::object()).value("tuned_kernels_s", 0.0) * 1e3;
     const fs::path dir = work / m;
     fs::create_directories(dir);
     run(quote(ktune) + " build --model " + quote(onnx) + " --db " + quote(db) + " --name " + m +
@@ -300,12 +307,15 @@ int main(int argc, char** argv) {
       // tune-model measures at the runtime's default thread count (every CPU): its estimate is of
       // a run at that count, and says nothing of the others.
       const bool tuned_count = t == static_cast<int>(std::thread::hardware_concurrency());
-      std::cout << fmt::format("{:<12} {:>3} {:>10.3f} {:>10.3f} {:>8.3f} {:>9.1e} {:>10} {:>9}\n",
-                               m, t, km, om, km / om, err,
-                               tuned_count ? fmt::format("{:.3f}", estimate_ms) : "-",
-                               tuned_count ? fmt::format("{:.3f}", km / estimate_ms) : "-");
+      std::cout << fmt::format(
+          "{:<12} {:>3} {:>10.3f} {:>10.3f} {:>8.3f} {:>9.1e} {:>10} {:>9} {:>10}\n", m, t, km, om,
+          km / om, err, tuned_count ? fmt::format("{:.3f}", estimate_ms) : "-",
+          tuned_count ? fmt::format("{:.3f}", km / estimate_ms) : "-",
+          tuned_count && alone_ms > 0 ? fmt::format("{:.3f}", km / alone_ms) : "-");
       log_sum += std::log(km / om);
       ++count;
+      by_threads[t].first += std::log(km / om);
+      ++by_threads[t].second;
     }
     if (reuse)
       std::cout << fmt::format("{}: tuned by an earlier run ({}; 1 more trial now)\n", m, db);
@@ -314,6 +324,9 @@ int main(int argc, char** argv) {
   }
   fs::remove_all(work);
   if (count == 0) return 1;
+  for (const auto& [t, sum] : by_threads)
+    std::cout << fmt::format("model_over_ort at {} thread{}: {:.3f}\n", t, t == 1 ? "" : "s",
+                             std::exp(sum.first / sum.second));
   std::cout << fmt::format("model_over_ort {:.3f}\n", std::exp(log_sum / count));
   return 0;
 }

@@ -26,6 +26,7 @@ struct Candidate {
   double flop = 0;
   int64_t multiplicity = 1;  // grouped convs: one task per group
   std::string note;
+  std::vector<Candidate> alternatives;  // other algorithms for the same node (ModelTask's)
 };
 
 // An anchor that cannot become a task: the reason goes to the unsupported list.
@@ -34,6 +35,13 @@ struct NotMapped {
 };
 
 std::string i2s(int64_t v) { return std::to_string(v); }
+
+// The Winograd output tiles (m of F(m x m, 3 x 3)) worth tuning for an OH x OW output: the larger
+// tile saves more multiplies but pads a small output to a multiple of m.
+std::vector<int64_t> winograd_tiles(int64_t oh, int64_t ow) {
+  if (std::min(oh, ow) >= 12) return {4};
+  return {2};
+}
 
 bool all_equal(const std::vector<int64_t>& v) {
   return std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == v.front(); });
@@ -133,7 +141,26 @@ class Extractor {
         task.layers.push_back(g_.nodes[f].name);
         occ.layer += "+" + g_.nodes[f].name;
       }
+      const std::vector<std::string> layers = task.layers;
+      const size_t primary = it->second;
       result.occurrences.push_back(std::move(occ));
+      for (Candidate& alt : c.alternatives) {
+        alt.epilogue = c.epilogue;
+        ModelTask a = make_task(alt);
+        a.alternative_of = primary;
+        auto [at, new_alt] = task_index.emplace(a.key(), result.tasks.size());
+        if (new_alt) {
+          resolve(a, target_);
+          if (a.status != TaskStatus::kOk) {
+            task_index.erase(at);  // optional: an algorithm no template takes is not listed
+            continue;
+          }
+          result.tasks.push_back(std::move(a));
+        }
+        ModelTask& listed = result.tasks[at->second];
+        listed.count += c.multiplicity;
+        listed.layers = layers;
+      }
     }
     result.layer_norms = layer_norms_;
     return result;
@@ -200,6 +227,14 @@ class Extractor {
       c.args["C"] = i2s(C);
       c.args["K"] = i2s(K);
       c.flop = 2.0 * N * K * OH * OW * C * R * S;
+      if (R == 3 && S == 3 && strides[0] == 1 && dilations[0] == 1)
+        for (int64_t m : winograd_tiles(OH, OW)) {
+          Candidate w = c;
+          w.template_name = "conv2d_winograd_nchwc";
+          w.substitute.clear();
+          w.args["m"] = i2s(m);
+          c.alternatives.push_back(std::move(w));
+        }
     } else if (group == C && K == C) {
       // The blocked layout's kernel (as conv2d_nchwc's output), with the epilogue; the NCHW
       // template computes the same when it refuses.
@@ -408,11 +443,20 @@ std::string ModelTask::key() const {
 
 double ModelTasks::total_flop() const {
   double sum = 0;
-  for (const auto& t : tasks) sum += static_cast<double>(t.count) * t.flop;
+  for (const auto& t : tasks)
+    if (!t.alternative_of) sum += static_cast<double>(t.count) * t.flop;
   return sum;
 }
 
+std::vector<size_t> ModelTasks::alternatives_of(size_t task) const {
+  std::vector<size_t> alts;
+  for (size_t i = 0; i < tasks.size(); ++i)
+    if (tasks[i].alternative_of == task) alts.push_back(i);
+  return alts;
+}
+
 std::vector<std::string> ModelTasks::layers_of(size_t task) const {
+  if (task < tasks.size() && tasks[task].alternative_of) task = *tasks[task].alternative_of;
   std::vector<std::string> layers;
   for (const auto& occ : occurrences)
     if (occ.task == task) layers.push_back(occ.layer);
@@ -442,6 +486,7 @@ nlohmann::json to_json(const ModelTasks& m) {
     if (t.status != TaskStatus::kOk) tj["refused"] = t.refused;
     if (!t.substitute.empty()) tj["substitute"] = t.substitute;
     if (t.tunable) tj["tuned_as"] = t.tunable->workload_key();
+    if (t.alternative_of) tj["alternative_of"] = *t.alternative_of;
     j["tasks"].push_back(std::move(tj));
   }
   j["unsupported"] = nlohmann::json::array();
@@ -480,6 +525,14 @@ ModelTasks tasks_from_json(const nlohmann::json& j, const schedule_space::Target
       if (t.count < 1 || !std::isfinite(t.flop) || t.flop < 0)
         throw Error(ErrorKind::kInvalidArgument,
                     "model tasks: task " + t.key() + " has a bad count or flop");
+      if (tj.contains("alternative_of")) {
+        const int64_t of = count_of(tj["alternative_of"]);
+        if (of < 0 || static_cast<size_t>(of) >= m.tasks.size() ||
+            m.tasks[static_cast<size_t>(of)].alternative_of)
+          throw Error(ErrorKind::kInvalidArgument,
+                      "model tasks: task " + t.key() + " is an alternative of no earlier task");
+        t.alternative_of = static_cast<size_t>(of);
+      }
       resolve(t, target);
       m.tasks.push_back(std::move(t));
     }

@@ -48,6 +48,11 @@ struct ModelTask {
   std::string refused;  // the templates' errors ("; "-joined) when not kOk
   // The task that can be tuned today (kOk, kEpilogueUnfused, kSubstitute), else nullopt.
   std::optional<schedule_space::Task> tunable;
+  // Another algorithm for the occurrences of tasks[*alternative_of] (Winograd for a 3x3 conv):
+  // tuned under the same budget, and a model build runs whichever of them measured faster. Its
+  // count and layers are those of that task; its flop is the direct operator's, so that GFLOP/s
+  // compare. Only alternatives a template takes (kOk) are listed.
+  std::optional<size_t> alternative_of;
 
   // "conv2d_nchwc(N=1,C=64,...,epilogue=bias_relu)" — the key it should have (args as listed).
   std::string key() const;
@@ -83,14 +88,17 @@ struct ModelTasks {
   std::vector<TaskOccurrence> occurrences;  // in graph order; not part of to_json
   std::vector<LayerNormGroup>
       layer_norms;  // listed as unsupported "LayerNorm"; not part of to_json
-  // Sum over tasks of count x flop.
+  // Sum over tasks (alternatives excluded: they compute the same) of count x flop.
   double total_flop() const;
-  // TaskOccurrence::layer of every occurrence of tasks[task], in graph order (empty for tasks read
-  // from JSON, which carry no occurrences).
+  // The alternatives of tasks[task] (indexes; ModelTask::alternative_of == task).
+  std::vector<size_t> alternatives_of(size_t task) const;
+  // TaskOccurrence::layer of every occurrence of tasks[task] (of the task an alternative stands
+  // in for), in graph order (empty for tasks read from JSON, which carry no occurrences).
   std::vector<std::string> layers_of(size_t task) const;
 };
 
-// Extracts the tuning tasks of `graph` on `target`: Conv (groups = 1: conv2d_nchwc, depthwise:
+// Extracts the tuning tasks of `graph` on `target`: Conv (groups = 1: conv2d_nchwc, with
+// conv2d_winograd_nchwc as an alternative for 3x3 stride 1; depthwise:
 // depthwise_conv2d_nchwc, other groups: conv2d_nchwc per group), Gemm / MatMul (matmul, or
 // dense_bias_relu for Gemm + bias + Relu), MaxPool / AveragePool / GlobalAveragePool
 // (max_pool2d / avg_pool2d). What follows a conv or matmul is fused as its epilogue (see
@@ -106,8 +114,8 @@ struct ModelTasks {
 ModelTasks extract_tasks(const Graph& graph, const schedule_space::TargetTraits& target);
 
 // {"model", "total_gflop", "tasks": [{template, args, epilogue, count, flop, gflop_total, layers,
-// note, status, refused, substitute, tuned_as}], "unsupported": [{op, count, reason, layers,
-// generated (when not "")}]}.
+// note, status, refused, substitute, tuned_as, alternative_of}], "unsupported": [{op, count,
+// reason, layers, generated (when not "")}]}.
 nlohmann::json to_json(const ModelTasks& tasks);
 
 // The inverse of to_json on another machine: the tasks as listed (template, args, epilogue,

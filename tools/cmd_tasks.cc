@@ -30,8 +30,12 @@ std::string fixed(double v, int digits) {
 }
 
 void print_table(const frontend::ModelTasks& m) {
-  std::printf("model %s: %zu tasks, %.3f GFLOP per run\n\n", m.model.c_str(), m.tasks.size(),
-              m.total_flop() / 1e9);
+  size_t alternatives = 0;
+  for (const auto& t : m.tasks) alternatives += t.alternative_of ? 1 : 0;
+  const std::string other =
+      alternatives ? " (" + std::to_string(alternatives) + " of them other algorithms)" : "";
+  std::printf("model %s: %zu tasks%s, %.3f GFLOP per run\n\n", m.model.c_str(), m.tasks.size(),
+              other.c_str(), m.total_flop() / 1e9);
   std::printf(
       "status: ok = the template takes the workload as listed; epilogue_unfused = it takes the "
       "shape, the\n"
@@ -50,6 +54,9 @@ void print_table(const frontend::ModelTasks& m) {
       std::printf("%40s  refused: %s\n", "", t.refused.c_str());
     if (t.status == frontend::TaskStatus::kSubstitute)
       std::printf("%40s  tuned as %s\n", "", t.tunable->workload_key().c_str());
+    if (t.alternative_of)
+      std::printf("%40s  another algorithm for #%zu: a model build runs the faster measured\n", "",
+                  *t.alternative_of + 1);
   }
   if (!m.unsupported.empty()) {
     std::printf(

@@ -43,12 +43,37 @@ std::string layers_label(const std::vector<std::string>& layers) {
                             : layers[0] + " +" + std::to_string(layers.size() - 1) + " more";
 }
 
+// Whether r.tasks[i] is what a model build runs for its layers: the fastest of a task and its
+// alternatives (the task itself on a tie or when none has a time yet).
+bool runs_in_model(const tuner::ModelTuningReport& r, size_t i) {
+  const tuner::TaskProgress& t = r.tasks[i];
+  const std::string& group = t.alternative_of.empty() ? t.key : t.alternative_of;
+  for (size_t k = 0; k < r.tasks.size(); ++k) {
+    const tuner::TaskProgress& o = r.tasks[k];
+    if (k == i || (o.key != group && o.alternative_of != group)) continue;
+    const bool o_primary = o.alternative_of.empty();
+    if (o.best_s < t.best_s || (!(t.best_s < o.best_s) && o_primary)) return false;
+  }
+  return true;
+}
+
+// The layers column: an alternative names the row it stands in for.
+std::string layers_column(const tuner::ModelTuningReport& r, size_t i) {
+  const tuner::TaskProgress& t = r.tasks[i];
+  if (!t.alternative_of.empty())
+    for (size_t k = 0; k < r.tasks.size(); ++k)
+      if (r.tasks[k].key == t.alternative_of)
+        return "(other algorithm for #" + std::to_string(k + 1) + ")";
+  return layers_label(t.layers);
+}
+
 }  // namespace
 
 int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r, size_t budget,
                       const LibraryTimes* libraries) {
   size_t layer_width = 5;
-  for (const auto& t : r.tasks) layer_width = std::max(layer_width, layers_label(t.layers).size());
+  for (size_t i = 0; i < r.tasks.size(); ++i)
+    layer_width = std::max(layer_width, layers_column(r, i).size());
   std::string header = "  #" + right("count", 6) + right("trials", 7) + right("best_ms", 11) +
                        right("fallback_ms", 12) + right("share", 7);
   if (libraries) header += right("tuned_ms", 16) + right("library_ms", 16) + right("ratio", 7);
@@ -59,7 +84,7 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r, size_t 
     const auto& t = r.tasks[i];
     const double time = static_cast<double>(t.count) * t.best_s;
     const std::string share =
-        std::isfinite(time) && std::isfinite(r.tuned_s)
+        std::isfinite(time) && std::isfinite(r.tuned_s) && runs_in_model(r, i)
             ? std::to_string(static_cast<int>(std::lround(100 * time / r.tuned_s))) + "%"
             : "-";
     std::string row = right(std::to_string(i + 1), 3) + right(std::to_string(t.count), 6) +
@@ -77,7 +102,7 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r, size_t 
       }
     }
     std::fprintf(out, "%s  %-*s  %s\n", row.c_str(), static_cast<int>(layer_width),
-                 layers_label(t.layers).c_str(), t.tuned_as.c_str());
+                 layers_column(r, i).c_str(), t.tuned_as.c_str());
     ++lines;
   }
   std::fprintf(out, "trials %zu/%zu  model %s ms (estimated)  fallbacks %s ms\n", r.trials, budget,

@@ -91,6 +91,58 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   bool cancelled_ = false;
 };
 
+// The scheduler's view of one task of the model and its alternatives (other algorithms for the
+// same layers): its latency is the fastest of them, the one a model build runs. Its allocations
+// go to each member once, then to the fastest, except every fourth, which goes to the others in
+// turn: an algorithm slower after its first allocation may still overtake with more trials.
+class ModelTuning::ChoiceTuner final : public TaskTuner {
+ public:
+  explicit ChoiceTuner(SessionTuner* task) : members_{task}, exhausted_{false} {}
+  void add(SessionTuner* alternative) {
+    if (std::find(members_.begin(), members_.end(), alternative) != members_.end()) return;
+    members_.push_back(alternative);
+    exhausted_.push_back(false);
+  }
+
+  size_t tune(size_t n) override {
+    ++allocations_;
+    while (warmed_ < members_.size()) {
+      const size_t k = warmed_++;
+      if (const size_t got = try_member(k, n)) return got;
+    }
+    std::vector<size_t> order(members_.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return members_[a]->best_latency() < members_[b]->best_latency();
+    });
+    if (order.size() > 1 && allocations_ % 4 == 0)
+      std::rotate(order.begin(), order.begin() + 1 + (allocations_ / 4) % (order.size() - 1),
+                  order.end());
+    for (size_t k : order)
+      if (const size_t got = try_member(k, n)) return got;
+    return 0;
+  }
+
+  double best_latency() const override {
+    double best = kInf;
+    for (const SessionTuner* m : members_) best = std::min(best, m->best_latency());
+    return best;
+  }
+  const SessionTuner& task() const { return *members_.front(); }
+
+ private:
+  size_t try_member(size_t k, size_t n) {
+    if (exhausted_[k]) return 0;
+    const size_t got = members_[k]->tune(n);
+    exhausted_[k] = got == 0;
+    return got;
+  }
+
+  std::vector<SessionTuner*> members_;
+  std::vector<bool> exhausted_;
+  size_t warmed_ = 0, allocations_ = 0;
+};
+
 ModelTuning::ModelTuning(const frontend::ModelTasks& tasks, tuning_db::Database& db,
                          Measurer& measurer, tuning_db::TargetKey target,
                          ModelTuningOptions options)
@@ -120,6 +172,26 @@ ModelTuning::ModelTuning(const frontend::ModelTasks& tasks, tuning_db::Database&
   if (tunable_.empty())
     throw Error(ErrorKind::kInvalidArgument,
                 "no task of the model can be tuned with today's templates");
+  // Alternatives join the choice of the task they stand in for (their own when it has no tuner).
+  std::map<size_t, size_t> choice_of_tuner;
+  auto choice_for = [&](size_t tuner) {
+    auto [it, fresh] = choice_of_tuner.emplace(tuner, choices_.size());
+    if (fresh) choices_.push_back(std::make_unique<ChoiceTuner>(tuners_[tuner].get()));
+    return it->second;
+  };
+  for (size_t i = 0; i < tunable_.size(); ++i)
+    if (!tunable_[i]->alternative_of) choice_for(tuner_of_[i]);
+  for (size_t i = 0; i < tunable_.size(); ++i) {
+    if (!tunable_[i]->alternative_of) continue;
+    const frontend::ModelTask* of = &tasks_.tasks.at(*tunable_[i]->alternative_of);
+    const auto primary = std::find(tunable_.begin(), tunable_.end(), of);
+    if (primary == tunable_.end()) {
+      choice_for(tuner_of_[i]);
+    } else {
+      const size_t tuner = tuner_of_[static_cast<size_t>(primary - tunable_.begin())];
+      choices_[choice_for(tuner)]->add(tuners_[tuner_of_[i]].get());
+    }
+  }
 }
 
 ModelTuning::~ModelTuning() = default;
@@ -130,21 +202,42 @@ ModelTuningReport ModelTuning::report() const {
   r.steps = steps_;
   for (const auto& tuner : tuners_) {
     r.trials += tuner->trials();
-    r.workloads.push_back(tuner->task().workload_key());
-    r.workload_best_s.push_back(tuner->best_latency());
     r.cancelled = r.cancelled || tuner->stopped();
+  }
+  for (const auto& choice : choices_) {
+    r.workloads.push_back(choice->task().task().workload_key());
+    r.workload_best_s.push_back(choice->best_latency());
   }
   for (size_t i = 0; i < tunable_.size(); ++i) {
     const frontend::ModelTask& t = *tunable_[i];
     const SessionTuner& tuner = *tuners_[tuner_of_[i]];
-    TaskProgress p{t.key(),        t.tunable->workload_key(), t.count,          t.flop,
-                   tuner.trials(), tuner.best_latency(),      tuner.fallback(), {}};
-    r.tuned_s += static_cast<double>(t.count) * p.best_s;
-    if (p.fallback_s) r.fallback_s += static_cast<double>(t.count) * *p.fallback_s;
+    TaskProgress p{t.key(),
+                   t.tunable->workload_key(),
+                   t.count,
+                   t.flop,
+                   tuner.trials(),
+                   tuner.best_latency(),
+                   tuner.fallback(),
+                   {},
+                   {}};
+    if (t.alternative_of) p.alternative_of = tasks_.tasks.at(*t.alternative_of).key();
     r.tasks.push_back(std::move(p));
   }
+  sum_latencies(r);
   label_layers(r, tasks_);
   return r;
+}
+
+void sum_latencies(ModelTuningReport& r) {
+  r.tuned_s = r.fallback_s = 0;
+  for (const TaskProgress& t : r.tasks) {
+    if (!t.alternative_of.empty()) continue;
+    double best = t.best_s;  // what a model build runs: the fastest of the task's algorithms
+    for (const TaskProgress& a : r.tasks)
+      if (a.alternative_of == t.key) best = std::min(best, a.best_s);
+    r.tuned_s += static_cast<double>(t.count) * best;
+    if (t.fallback_s) r.fallback_s += static_cast<double>(t.count) * *t.fallback_s;
+  }
 }
 
 ModelTuningReport ModelTuning::run(const std::function<void(const ModelTuningReport&)>& on_step) {
@@ -158,10 +251,14 @@ ModelTuningReport ModelTuning::run(const std::function<void(const ModelTuningRep
     tuners_[k]->set_fallback(results[k]);
 
   std::vector<ScheduledTask> scheduled;
-  for (size_t k = 0; k < tuners_.size(); ++k) {
-    const schedule_space::Task& task = tuners_[k]->task();
+  for (const auto& choice : choices_) {
+    const schedule_space::Task& task = choice->task().task();
+    const size_t k = static_cast<size_t>(
+        std::find_if(tuners_.begin(), tuners_.end(),
+                     [&](const auto& t) { return t.get() == &choice->task(); }) -
+        tuners_.begin());
     scheduled.push_back(
-        {task.workload_key(), weights_[k], task.flop(), task.template_name(), tuners_[k].get()});
+        {task.workload_key(), weights_[k], task.flop(), task.template_name(), choice.get()});
   }
   TaskScheduler scheduler(std::move(scheduled), options_.scheduler);
   scheduler.run([&](const SchedulerStep& step) {
@@ -203,6 +300,7 @@ nlohmann::json to_json(const ModelTuningReport& r) {
                                         ? nlohmann::json(time / r.tuned_s)
                                         : nullptr},
                           {"layers", t.layers}});
+    if (!t.alternative_of.empty()) j["tasks"].back()["alternative_of"] = t.alternative_of;
   }
   j["workloads"] = nlohmann::json::array();
   for (size_t k = 0; k < r.workloads.size(); ++k)
@@ -240,9 +338,11 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j) {
                      count(t.at("trials")),
                      seconds(t.at("best_s")),
                      std::nullopt,
+                     {},
                      {}};
       if (t.at("fallback_s").is_number()) p.fallback_s = t["fallback_s"].get<double>();
       p.layers = t.value("layers", std::vector<std::string>{});
+      p.alternative_of = t.value("alternative_of", "");
       r.tasks.push_back(std::move(p));
     }
     for (const auto& w : j.value("workloads", nlohmann::json::array())) {

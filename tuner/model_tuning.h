@@ -42,16 +42,21 @@ struct TaskProgress {
   // Its layers in graph order, as a model build labels them (ModelTasks::layers_of): one per
   // occurrence.
   std::vector<std::string> layers;
+  // The key of the task this one is another algorithm for (ModelTask::alternative_of), or "".
+  std::string alternative_of;
 };
 
 struct ModelTuningReport {
   std::vector<TaskProgress> tasks;  // the tunable tasks, in the model's order
   size_t trials = 0;                // spent in this run
-  double tuned_s = 0;               // sum of count x best latency over the tasks
-  double fallback_s = 0;            // sum of count x fallback latency (tasks whose fallback ran)
-  size_t not_tuned = 0;             // tasks no template takes today (not in either sum)
+  // Sum of count x best latency over the tasks, a task's best being the fastest of it and its
+  // alternatives (the one a model build runs).
+  double tuned_s = 0;
+  double fallback_s = 0;  // sum of count x fallback latency (tasks whose fallback ran)
+  size_t not_tuned = 0;   // tasks no template takes today (not in either sum)
   std::vector<SchedulerStep> steps;
-  // The scheduler's tasks (SchedulerStep::task indexes this): one per distinct tuned workload.
+  // The scheduler's tasks (SchedulerStep::task indexes this): one per distinct tuned workload,
+  // its alternatives' workloads tuned under it (best: the fastest of them).
   std::vector<std::string> workloads;
   std::vector<double> workload_best_s;
   bool cancelled = false;  // the sessions' should_stop ended the run early
@@ -73,6 +78,7 @@ class ModelTuning {
 
  private:
   class SessionTuner;
+  class ChoiceTuner;
   ModelTuningReport report() const;
 
   const frontend::ModelTasks& tasks_;
@@ -83,16 +89,24 @@ class ModelTuning {
   std::vector<size_t>
       tuner_of_;  // per tunable task: its tuner (tasks tuned as one workload share one)
   std::vector<double> weights_;  // per tuner: the summed counts of its tasks
+  // The scheduler's tasks: per tuner of a task that is no alternative, that tuner and the tuners
+  // of its alternatives (alternatives share their task's allocations).
+  std::vector<std::unique_ptr<ChoiceTuner>> choices_;
   size_t not_tuned_ = 0;
   std::vector<SchedulerStep> steps_;
 };
+
+// Sets tuned_s and fallback_s from the tasks: a task counts with the fastest of it and its
+// alternatives (fallback_s: the tasks that are no alternative, with their own fallback).
+void sum_latencies(ModelTuningReport& report);
 
 // Sets each task's layers from `tasks` (found by key): what a client does with a report its
 // server made from tasks without occurrences. Tasks not in `tasks` keep theirs.
 void label_layers(ModelTuningReport& report, const frontend::ModelTasks& tasks);
 
 // The report as JSON: {trials, tuned_s, fallback_s, speedup_over_fallback, not_tuned, cancelled,
-// tasks: [{key, tuned_as, count, gflop, trials, best_s, fallback_s, share, layers}],
+// tasks: [{key, tuned_as, count, gflop, trials, best_s, fallback_s, share, layers,
+// alternative_of (when not "")}],
 // workloads: [{key, best_s}], step: the last SchedulerStep {task, measured, total}}. A latency
 // that is not finite (no config succeeded yet) is null.
 nlohmann::json to_json(const ModelTuningReport& report);

@@ -163,6 +163,61 @@ TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
     std::filesystem::remove(path + suffix);
 }
 
+// A task with an alternative (another algorithm for its layers, e.g. Winograd for a 3x3 conv):
+// one scheduler task for both, each gets a warm-up, and the estimate counts the faster of them.
+TEST(ModelTuning, AlternativesShareTheirTasksAllocationsAndTheEstimateTakesTheFaster) {
+  frontend::ModelTasks tasks = small_cnn_tasks();
+  // Stand-in: the first task whose tuned workload differs from task 0's becomes its alternative.
+  size_t alt = 0;
+  for (size_t i = 1; i < tasks.tasks.size() && alt == 0; ++i)
+    if (tasks.tasks[i].tunable &&
+        tasks.tasks[i].tunable->workload_key() != tasks.tasks[0].tunable->workload_key())
+      alt = i;
+  ASSERT_GT(alt, 0u);
+  tasks.tasks[alt].alternative_of = 0;
+  tasks.tasks[alt].count = tasks.tasks[0].count;
+  std::set<std::string> workloads;
+  for (const auto& t : tasks.tasks)
+    if (t.tunable) workloads.insert(t.tunable->workload_key());
+
+  const std::string path = fresh_log("ktune_model_alternatives");
+  auto db = tuning_db::Database::open(path);
+  FakeMeasurer fake;
+  ModelTuning tuning(tasks, db, fake, {"test-target", "19"}, random_options(64));
+  const ModelTuningReport r = tuning.run();
+  EXPECT_EQ(r.workloads.size(), workloads.size() - 1);  // the alternative is no scheduler task
+  EXPECT_EQ(r.trials, 64u);
+  const std::string primary = tasks.tasks[0].tunable->workload_key();
+  const std::string other = tasks.tasks[alt].tunable->workload_key();
+  EXPECT_GE(fake.trials[primary], 4u);
+  EXPECT_GE(fake.trials[other], 4u);
+  ASSERT_EQ(r.tasks[alt].alternative_of, tasks.tasks[0].key());
+  double tuned = 0;
+  for (size_t i = 0; i < r.tasks.size(); ++i) {
+    if (i == alt) continue;
+    const double best =
+        i == 0 ? std::min(r.tasks[0].best_s, r.tasks[alt].best_s) : r.tasks[i].best_s;
+    tuned += static_cast<double>(r.tasks[i].count) * best;
+  }
+  EXPECT_DOUBLE_EQ(r.tuned_s, tuned);
+  const ModelTuningReport back = model_report_from_json(to_json(r));
+  EXPECT_EQ(back.tasks[alt].alternative_of, tasks.tasks[0].key());
+  EXPECT_EQ(back.tasks[0].alternative_of, "");
+  // The model's tasks as JSON keep the link (a server rebuilds a client's model from it); a link
+  // to no earlier task is refused.
+  const auto traits = schedule_space::make_target_traits("test-target", "x86_64-linux-gnu", 512, 1);
+  nlohmann::json j = frontend::to_json(tasks);
+  EXPECT_EQ(frontend::tasks_from_json(j, traits).tasks[alt].alternative_of, 0u);
+  double flop = 0;  // an alternative computes the same: counted once
+  for (size_t i = 0; i < tasks.tasks.size(); ++i)
+    if (i != alt) flop += static_cast<double>(tasks.tasks[i].count) * tasks.tasks[i].flop;
+  EXPECT_DOUBLE_EQ(tasks.total_flop(), flop);
+  EXPECT_NEAR(frontend::tasks_from_json(j, traits).total_flop(), flop, 1.0);
+  j["tasks"][0]["alternative_of"] = 3;
+  EXPECT_THROW(frontend::tasks_from_json(j, traits), Error);
+  std::filesystem::remove(path);
+}
+
 // What a tuning server streams to its clients: every report survives to_json and
 // model_report_from_json; and should_stop (a cancelled job) ends the run between allocations.
 TEST(ModelTuning, ReportsRoundTripThroughJsonAndAStopEndsTheRun) {
