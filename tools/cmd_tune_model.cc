@@ -40,6 +40,7 @@ struct TuneModelOptions {
   size_t threads = 0;
   double timeout_s = 10;
   bool no_check = false;
+  bool flush_cache = false;
   bool no_transfer = false;
   bool json = false;
   bool no_libraries = false;
@@ -99,6 +100,7 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   job.measure.data_seed = o.tuning.scheduler.seed;
   job.measure.build_timeout_s = job.measure.run_timeout_s = o.timeout_s;
   job.measure.check_correctness = !o.no_check;
+  job.measure.flush_cache = o.flush_cache;
   job.priority = o.priority;
   rpc_runner::ServiceClient client(o.server);
   const std::optional<uint64_t> id = submit_job(client, job, o.detach);
@@ -231,6 +233,7 @@ void run_tune_model(TuneModelOptions o) {
   local.measure.data_seed = o.tuning.scheduler.seed;
   local.measure.build_timeout_s = local.measure.run_timeout_s = o.timeout_s;
   local.measure.check_correctness = !o.no_check;
+  local.measure.flush_cache = o.flush_cache;
   rpc_runner::LocalRunner runner(local);
   auto db = tuning_db::Database::open(o.db);
   tuner::ModelTuning tuning(tasks, db, runner, {target.str(), codegen::llvm_version()}, o.tuning);
@@ -299,6 +302,9 @@ void add_tune_model(CLI::App& app) {
   cmd->add_option("--device-key", o->tuning.session.device_key,
                   "Stored in every record; with --server: the key of the devices to tune on");
   cmd->add_flag("--no-check", o->no_check, "Do not compare outputs with the reference");
+  cmd->add_flag("--flush-cache", o->flush_cache,
+                "Evict the caches before each timed run (kernels then read their weights from "
+                "memory, as in the model)");
   cmd->add_flag("--no-libraries", o->no_libraries,
                 "Do not time oneDNN / OpenBLAS on the same operators");
   cmd->add_option("--library-rounds", o->library_rounds,

@@ -142,6 +142,9 @@ std::string model_section(const tuning_db::ModelRunReport& m) {
   if (m.library_s && m.tuned_s_where_library && *m.library_s > 0)
     out += " &middot; libraries " + opt_ms(m.library_s) + " ms, tuned/library " +
            fmt("%.2f", *m.tuned_s_where_library / *m.library_s);
+  if (m.measured_s)
+    out += " &middot; built model " + opt_ms(m.measured_s) + " ms measured (estimate " +
+           opt_ms(m.estimated_s) + " ms)";
   out +=
       "</p><table><tr><th>#</th><th>count</th><th>trials</th><th>best ms</th><th>fallback "
       "ms</th><th>library ms</th>"
@@ -150,14 +153,19 @@ std::string model_section(const tuning_db::ModelRunReport& m) {
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const auto& l = m.layers[i];
     std::string ratio = "-";
-    if (l.best_s && l.library_s && *l.library_s > 0) {
-      const double x = *l.best_s / *l.library_s;
+    // The race's ratio of medians; a summary without one, best over the library's time.
+    std::optional<double> r = l.ratio;
+    if (!r && l.best_s && l.library_s && *l.library_s > 0) r = *l.best_s / *l.library_s;
+    if (r) {
+      const double x = *r;
       ratio = std::string("<span class=\"") + (x <= 1 ? "good" : "bad") + "\">" + fmt("%.2f", x) +
               "</span>";
     }
     out += "<tr>" + td(std::to_string(i + 1)) + td(std::to_string(l.count)) +
            td(std::to_string(l.trials)) + td(opt_ms(l.best_s)) + td(opt_ms(l.fallback_s)) +
-           td(opt_ms(l.library_s)) + td(ratio) + td(l.share ? fmt("%.0f%%", *l.share * 100) : "-") +
+           td(opt_ms(l.library_s) +
+              (l.library_spread ? fmt(" &plusmn;%.0f%%", *l.library_spread * 100) : "")) +
+           td(ratio) + td(l.share ? fmt("%.0f%%", *l.share * 100) : "-") +
            td(html_escape(l.library), true) + "<td class=\"cfg\">" +
            html_escape(l.key == l.tuned_as || l.tuned_as.empty() ? l.key
                                                                  : l.key + " as " + l.tuned_as) +

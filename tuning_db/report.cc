@@ -91,6 +91,9 @@ ModelRunReport model_run_report(const RunRow& run) {
   m.fallback_s = number(summary, "fallback_s");
   m.library_s = number(summary, "library_s");
   m.tuned_s_where_library = number(summary, "tuned_s_where_library");
+  m.estimated_s = number(summary, "estimated_s");
+  const json built = summary.value("built_model", json::object());
+  if (built.is_object()) m.measured_s = number(built, "measured_s");
   for (const json& t : summary.value("tasks", json::array())) {
     if (!t.is_object()) continue;
     LayerRow l;
@@ -103,6 +106,8 @@ ModelRunReport model_run_report(const RunRow& run) {
     l.library_s = number(t, "library_s");
     l.library = text(t, "library");
     l.share = number(t, "share");
+    l.library_spread = number(t, "library_spread");
+    l.ratio = number(t, "ratio");
     m.layers.push_back(std::move(l));
   }
   for (const json& u : summary.value("untuned", json::array()))

@@ -83,6 +83,9 @@ struct LayerRow {
   std::optional<double> best_s, fallback_s, library_s;
   std::string library;          // e.g. "onednn"; "" when none was timed
   std::optional<double> share;  // of the model's estimated time
+  // The library race (median of interleaved rounds): its spread (half the range over the
+  // median) and tuned / library from the two medians.
+  std::optional<double> library_spread, ratio;
 };
 
 // A `ktune tune-model` run, from the summary it stored (record_model_run).
@@ -92,6 +95,9 @@ struct ModelRunReport {
   std::string target;
   int64_t trials = 0;
   std::optional<double> tuned_s, fallback_s, library_s, tuned_s_where_library;
+  // The model as built from the log at the run's end: its measured latency and the estimate (its
+  // kernels timed one by one in the model's order).
+  std::optional<double> measured_s, estimated_s;
   std::vector<LayerRow> layers;
   std::vector<std::string> untuned;  // "task xcount (reason)"
 };

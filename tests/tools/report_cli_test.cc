@@ -62,6 +62,8 @@ void write_log(const std::string& path) {
                               {{"trials", 7},
                                {"tuned_s", 0.001},
                                {"fallback_s", 0.004},
+                               {"estimated_s", 0.00105},
+                               {"built_model", {{"measured_s", 0.0011}}},
                                {"tasks",
                                 {{{"key", "matmul-layer"},
                                   {"tuned_as", "matmul-layer"},
@@ -71,7 +73,9 @@ void write_log(const std::string& path) {
                                   {"fallback_s", 0.004},
                                   {"share", 1.0},
                                   {"library", "openblas"},
-                                  {"library_s", 0.0008}}}}});
+                                  {"library_s", 0.0008},
+                                  {"library_spread", 0.03},
+                                  {"ratio", 1.25}}}}});
 }
 
 // Headless Chromium on a page: its DOM (dump), or a screenshot into `png`. Returns what it printed.
@@ -107,16 +111,19 @@ TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
   const std::regex path_re("<path d=\"(M[^\"]+)\"");
   size_t drawn = 0;
   for (auto it = std::sregex_iterator(dom.out.begin(), dom.out.end(), path_re);
-       it != std::sregex_iterator(); ++it)
-    drawn += std::count_if((*it)[1].str().begin(), (*it)[1].str().end(),
-                           [](char c) { return c == 'V' || c == 'L'; }) >= 1;
+       it != std::sregex_iterator(); ++it) {
+    const std::string d = (*it)[1].str();  // one string: begin and end of the same one
+    drawn += std::count_if(d.begin(), d.end(), [](char c) { return c == 'V' || c == 'L'; }) >= 1;
+  }
   EXPECT_GE(drawn, 3u) << dom.out.substr(0, 2000);
   EXPECT_NE(dom.out.find("40.0 GFLOP/s"), std::string::npos);  // the best of matmul 100
   EXPECT_NE(dom.out.find("(0.05 ms)"), std::string::npos);     // its cost
   EXPECT_NE(dom.out.find(">20.0<"), std::string::npos);        // random's best
   EXPECT_NE(dom.out.find(">0.900<"), std::string::npos);       // the last plan's correlation
   EXPECT_NE(dom.out.find(">1.25<"), std::string::npos);        // the layer against its library
-  EXPECT_NE(dom.out.find(">build<"), std::string::npos);       // the error, by kind
+  EXPECT_NE(dom.out.find(">0.8 ±3%<"), std::string::npos);     // the library's median and spread
+  EXPECT_NE(dom.out.find("built model 1.1 ms measured (estimate 1.05 ms)"), std::string::npos);
+  EXPECT_NE(dom.out.find(">build<"), std::string::npos);  // the error, by kind
 
   // The screenshot shows both curves in their colours; an empty page shows none of them.
   const std::string shot = dir.file("report.png"), blank_page = dir.file("blank.html"),

@@ -108,6 +108,8 @@ TEST(ReportTest, PlanCorrelationsAndModelRuns) {
       {"fallback_s", 0.012},
       {"library_s", 0.002},
       {"tuned_s_where_library", 0.003},
+      {"estimated_s", 0.0032},
+      {"built_model", {{"measured_s", 0.0033}}},
       {"tasks",
        {{{"key", "conv2d(a)"},
          {"tuned_as", "conv2d(a)"},
@@ -117,7 +119,9 @@ TEST(ReportTest, PlanCorrelationsAndModelRuns) {
          {"fallback_s", 0.004},
          {"share", 0.667},
          {"library", "onednn"},
-         {"library_s", 0.0008}},
+         {"library_s", 0.0008},
+         {"library_spread", 0.04},
+         {"ratio", 1.3}},
         {{"key", "dense(b)"},
          {"tuned_as", "dense(b)"},
          {"count", 1},
@@ -150,6 +154,11 @@ TEST(ReportTest, PlanCorrelationsAndModelRuns) {
   EXPECT_EQ(m.layers[0].library, "onednn");
   EXPECT_DOUBLE_EQ(*m.layers[0].best_s, 0.001);
   EXPECT_DOUBLE_EQ(*m.layers[0].library_s, 0.0008);
+  EXPECT_DOUBLE_EQ(*m.layers[0].library_spread, 0.04);
+  EXPECT_DOUBLE_EQ(*m.layers[0].ratio, 1.3);
+  EXPECT_DOUBLE_EQ(*m.estimated_s, 0.0032);
+  EXPECT_DOUBLE_EQ(*m.measured_s, 0.0033);
+  EXPECT_FALSE(m.layers[1].ratio);
   EXPECT_FALSE(m.layers[1].best_s);
   EXPECT_FALSE(m.layers[1].library_s);
   ASSERT_EQ(m.untuned.size(), 1u);
