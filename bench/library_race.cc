@@ -157,8 +157,10 @@ TuneRun tune_finalists(const schedule_space::Task& task, size_t trials, uint64_t
 
 RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
   set_all_threads(o.threads);
-  std::optional<baselines::LibraryOp> lib = baselines::library_op(task, o.threads);
-  if (!lib) throw Error(ErrorKind::kUnsupported, "no library operator for " + task.workload_key());
+  const schedule_space::Task& lib_task = o.library_task ? *o.library_task : task;
+  std::optional<baselines::LibraryOp> lib = baselines::library_op(lib_task, o.threads);
+  if (!lib)
+    throw Error(ErrorKind::kUnsupported, "no library operator for " + lib_task.workload_key());
   const TuneRun tuned = tune_finalists(task, o.trials, o.seed, o.threads, o.finalists);
   set_all_threads(o.threads);  // library_op and the runner may have changed them
 

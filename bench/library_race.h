@@ -73,6 +73,9 @@ struct RaceOptions {
   int threads = 1;
   uint64_t seed = 1;
   size_t finalists = 5;
+  // The task whose library operator races (null: the raced task itself), e.g. the direct
+  // conv2d_nchwc of a Winograd task's shape.
+  const schedule_space::Task* library_task = nullptr;
 };
 
 struct RaceResult {
@@ -88,7 +91,7 @@ struct RaceResult {
 // The whole race for one task at o.threads threads: tune_finalists, then in this process time the
 // finalists interleaved and keep the fastest, check its output (pre-filled with NaN) against the
 // task's reference kernel on the same random inputs, then time it interleaved with the library's
-// operator (baselines::library_op). Throws Error(kWrongAnswer) when the kernel differs from the
+// operator (baselines::library_op of o.library_task or the task). Throws Error(kWrongAnswer) when the kernel differs from the
 // reference, Error(kUnsupported) when no library covers the task.
 RaceResult race(const schedule_space::Task& task, const RaceOptions& o);
 

@@ -12,7 +12,13 @@
 // raced at N threads against oneDNN / OpenBLAS (bench::race); prints a table and, last,
 // `tuned_vs_library_geomean <x>` (ktune / library GFLOP/s).
 //
+// With --winograd M (2, 4 or 6): only the four ResNet-18 3x3 layers, as conv2d_winograd_nchwc
+// F(M x M, 3 x 3) tasks tuned with --trials trials at --threads threads (1 too), each raced
+// against oneDNN's DIRECT convolution of the same shape (GFLOP/s count the direct FLOPs on both
+// sides); last line `winograd_vs_onednn_direct_geomean <x>`.
+//
 // Usage: tuned_vs_library [--trials N] [--conv-trials N] [--seed S] [--rounds R] [--threads N]
+//                         [--winograd M]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -50,6 +56,7 @@ struct Options {
   uint64_t seed = 1;
   int rounds = 15;  // timed rounds per kernel (median taken)
   int threads = 1;
+  int winograd = 0;  // m of the Winograd rows; 0: the default benchmark
 };
 
 double max_abs_diff(const float* a, const float* b, size_t n) {
@@ -265,6 +272,8 @@ Options parse(int argc, char** argv) {
       o.rounds = std::stoi(v);
     else if (a == "--threads")
       o.threads = std::stoi(v);
+    else if (a == "--winograd")
+      o.winograd = std::stoi(v);
     else
       throw Error(ErrorKind::kInvalidArgument, "unknown option " + a);
   }
@@ -273,18 +282,12 @@ Options parse(int argc, char** argv) {
   if (o.rounds < 1) throw Error(ErrorKind::kInvalidArgument, "rounds must be >= 1");
   if (o.threads < 1 || o.threads > 256)
     throw Error(ErrorKind::kInvalidArgument, "threads must be in 1..256");
+  if (o.winograd != 0 && o.winograd != 2 && o.winograd != 4 && o.winograd != 6)
+    throw Error(ErrorKind::kInvalidArgument, "--winograd takes 2, 4 or 6");
   return o;
 }
 
-// --threads N > 1: every workload tuned and raced at N threads.
-int run_threaded(const codegen::Target& host, const Options& o) {
-  const auto traits =
-      schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), o.threads);
-  bench::RaceOptions ro;
-  ro.trials = o.trials;
-  ro.rounds = o.rounds;
-  ro.threads = o.threads;
-  ro.seed = o.seed;
+void print_header(const codegen::Target& host, const Options& o) {
   std::printf(
       "target %s, OpenBLAS %s (core %s), oneDNN %d.%d, xgb tuner, %d threads, %zu trials, seed "
       "%llu, load "
@@ -293,6 +296,67 @@ int run_threaded(const codegen::Target& host, const Options& o) {
       dnnl::version()->minor, o.threads, o.trials, static_cast<unsigned long long>(o.seed),
       bench::load_average().c_str());
   std::fflush(stdout);
+}
+
+void print_race_table(const std::vector<std::string>& names,
+                      const std::vector<bench::RaceResult>& rows) {
+  std::printf("load average after the races: %s\n", bench::load_average().c_str());
+  std::printf("%-22s %7s %6s %8s %11s %11s %-34s %-8s %7s %9s\n", "kernel", "trials", "ok",
+              "tune_s", "ktune_GF/s", "lib_GF/s", "library", "layout", "ratio", "rel_err");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const bench::RaceResult& r = rows[i];
+    std::printf("%-22s %7zu %6zu %8.0f %11.1f %11.1f %-34s %-8s %7.3f %9.1e\n", names[i].c_str(),
+                r.measured, r.ok, r.tune_s, r.ktune_gflops, r.library_gflops, r.library.c_str(),
+                r.layout.c_str(), r.ratio(), r.max_error);
+  }
+}
+
+bench::RaceOptions race_options(const Options& o) {
+  bench::RaceOptions ro;
+  ro.trials = o.trials;
+  ro.rounds = o.rounds;
+  ro.threads = o.threads;
+  ro.seed = o.seed;
+  return ro;
+}
+
+// --winograd M: the ResNet-18 3x3 layers as Winograd tasks against oneDNN's direct convolution.
+int run_winograd(const codegen::Target& host, const Options& o) {
+  const auto traits =
+      schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), o.threads);
+  print_header(host, o);
+  std::vector<std::string> names;
+  std::vector<bench::RaceResult> rows;
+  std::vector<double> ratios;
+  for (const bench::Workload& w : bench::resnet_and_matmul_workloads()) {
+    if (w.template_name != "conv2d_nchwc") continue;
+    const auto direct = schedule_space::Task::create(
+        w.template_name, schedule_space::parse_workload_args(w.template_name, w.args), traits);
+    std::vector<std::string> args = w.args;
+    args.push_back("m=" + std::to_string(o.winograd));
+    const auto wino = schedule_space::Task::create(
+        "conv2d_winograd_nchwc", schedule_space::parse_workload_args("conv2d_winograd_nchwc", args),
+        traits);
+    bench::RaceOptions ro = race_options(o);
+    ro.library_task = &direct;
+    rows.push_back(bench::race(wino, ro));
+    ratios.push_back(rows.back().ratio());
+    names.push_back("wino" + std::to_string(o.winograd) + " " + w.name.substr(5));
+    std::fprintf(stderr, "  %s: %s\n", names.back().c_str(),
+                 rows.back().config.to_json_string().c_str());
+  }
+  print_race_table(names, rows);
+  std::printf("winograd_vs_onednn_direct_geomean %.3f\n", bench::geomean(ratios));
+  return 0;
+}
+
+// --threads N > 1: every workload tuned and raced at N threads.
+int run_threaded(const codegen::Target& host, const Options& o) {
+  const auto traits =
+      schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), o.threads);
+  const bench::RaceOptions ro = race_options(o);
+  print_header(host, o);
+  std::vector<std::string> names;
   std::vector<bench::RaceResult> rows;
   std::vector<double> ratios;
   for (const bench::Workload& w : bench::resnet_and_matmul_workloads()) {
@@ -300,18 +364,10 @@ int run_threaded(const codegen::Target& host, const Options& o) {
         w.template_name, schedule_space::parse_workload_args(w.template_name, w.args), traits);
     rows.push_back(bench::race(task, ro));
     ratios.push_back(rows.back().ratio());
+    names.push_back(w.name);
     std::fprintf(stderr, "  %s: %s\n", w.name.c_str(), rows.back().config.to_json_string().c_str());
   }
-  std::printf("load average after the races: %s\n", bench::load_average().c_str());
-  std::printf("%-22s %7s %6s %8s %11s %11s %-34s %-8s %7s %9s\n", "kernel", "trials", "ok",
-              "tune_s", "ktune_GF/s", "lib_GF/s", "library", "layout", "ratio", "rel_err");
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const bench::RaceResult& r = rows[i];
-    std::printf("%-22s %7zu %6zu %8.0f %11.1f %11.1f %-34s %-8s %7.3f %9.1e\n",
-                bench::resnet_and_matmul_workloads()[i].name.c_str(), r.measured, r.ok, r.tune_s,
-                r.ktune_gflops, r.library_gflops, r.library.c_str(), r.layout.c_str(), r.ratio(),
-                r.max_error);
-  }
+  print_race_table(names, rows);
   std::printf("tuned_vs_library_geomean %.3f\n", bench::geomean(ratios));
   return 0;
 }
@@ -323,6 +379,7 @@ int main(int argc, char** argv) {
     const Options o = parse(argc, argv);
     const codegen::Target host = codegen::Target::host();
     ktune::bench::use_openblas_at_its_best(host.vector_bits(), argv);
+    if (o.winograd != 0) return run_winograd(host, o);
     if (o.threads > 1) return run_threaded(host, o);
     openblas_set_num_threads(1);
 #ifdef _OPENMP

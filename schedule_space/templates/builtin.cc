@@ -6,6 +6,7 @@ namespace templates {
 void register_gemm_templates(TemplateRegistry& r);
 void register_conv_templates(TemplateRegistry& r);
 void register_conv_nchwc_template(TemplateRegistry& r);
+void register_conv_winograd_nchwc_template(TemplateRegistry& r);
 void register_depthwise_nchwc_template(TemplateRegistry& r);
 }  // namespace templates
 
@@ -13,6 +14,7 @@ void register_builtin_templates(TemplateRegistry& registry) {
   templates::register_gemm_templates(registry);
   templates::register_conv_templates(registry);
   templates::register_conv_nchwc_template(registry);
+  templates::register_conv_winograd_nchwc_template(registry);
   templates::register_depthwise_nchwc_template(registry);
 }
 

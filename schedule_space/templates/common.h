@@ -57,9 +57,11 @@ int64_t ceil_div(int64_t a, int64_t b);
 int64_t auto_channel_block(int64_t channels);
 
 // The zero-padded copy (a compute stage "pad") of a blocked input I[N][CB][H][W][b]: `pad` rows
-// and columns on each side.
+// and columns on each side, then `extra_h` more zero rows below and `extra_w` more zero columns
+// to the right (Winograd's tiles round the output up to a multiple of the tile).
 te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, int64_t h, int64_t w,
-                             int64_t block, int64_t pad, te::DataType dt);
+                             int64_t block, int64_t pad, te::DataType dt, int64_t extra_h = 0,
+                             int64_t extra_w = 0);
 
 // Schedules a pad_blocked_input stage: inlined into its consumer, or computed once with whole
 // blocks as vectors and (batch, channel block) in parallel when `parallel`.

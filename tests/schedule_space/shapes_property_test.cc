@@ -68,6 +68,19 @@ Args random_args(const std::string& tmpl, std::mt19937_64& rng) {
   if (tmpl == "batch_matmul")
     return {
         {"batch", e(3)}, {"M", e(17)}, {"N", e(33)}, {"K", e(17)}, {"layout", pick({"nn", "nt"})}};
+  if (tmpl == "conv2d_winograd_nchwc") {  // 3x3 at stride 1 only; any tile size
+    const int64_t pad = static_cast<int64_t>(rng() % 2);
+    Args a = {{"C", e(33)},
+              {"H", str(std::max<int64_t>(3, odd_extent(rng, 19)))},
+              {"W", str(std::max<int64_t>(3, odd_extent(rng, 33)))},
+              {"K", e(33)},
+              {"pad", str(pad)},
+              {"m", pick({"2", "4", "6"})},
+              {"epilogue", pick({"none", "bias_relu", "bias_add_relu"})}};
+    if (rng() % 2)
+      a["ic_block"] = pick({"2", "4", "8", "16"}), a["oc_block"] = pick({"4", "8", "16"});
+    return a;
+  }
   // Windows: R, S in {1, 3}; the input at least as large as the (dilated) window.
   const int64_t r = rng() % 2 ? 3 : 1, s = rng() % 2 ? 3 : 1;
   const int64_t stride = 1 + static_cast<int64_t>(rng() % 2),
