@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/cli_util.h"
 #include "tests/frontend/test_models.h"
 
@@ -162,6 +164,70 @@ TEST_F(ModelBuild, SmallCnnLinkedAndInProcessMatchOnnxRuntime) {
   EXPECT_NE(jit.out.find("latency: median"), std::string::npos) << jit.out;
   std::printf("small_cnn: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked,
               in_process);
+}
+
+// A 3x3 stride-1 conv whose Winograd alternative is tuned (and the direct conv not) runs as
+// Winograd: its weights transformed at build time with the batch norm folded in, its epilogue
+// (bias, residual, ReLU, ReLU6) fused. The linked program and `ktune run` match ONNX Runtime, and
+// `ktune run --check-nodes` checks each Winograd step against the template's reference.
+TEST_F(ModelBuild, WinogradLayersMatchOnnxRuntime) {
+  struct Case {
+    const char* model;
+    int64_t input;
+  };
+  for (const Case& c :
+       {Case{"small_cnn.onnx", 16 * 16 * 16}, Case{"small_mobile.onnx", 8 * 16 * 16}}) {
+    const std::string onnx = model(c.model), log = path(std::string(c.model) + ".db");
+    const auto listed = ktune("tasks --json " + quote(onnx), true);
+    ASSERT_EQ(listed.status, 0) << listed.err;
+    int64_t winograd = 0;  // occurrences that must run as Winograd
+    const nlohmann::json tasks = nlohmann::json::parse(listed.out);
+    for (const auto& t : tasks["tasks"]) {
+      if (!t.contains("alternative_of")) continue;
+      ASSERT_EQ(t["template"], "conv2d_winograd_nchwc") << t.dump();
+      std::string args;
+      for (const auto& [k, v] : t["args"].items()) args += " " + k + "=" + v.get<std::string>();
+      const auto tuned = ktune(
+          "tune conv2d_winograd_nchwc" + args + " --tuner random --trials 3 --db " + quote(log),
+          true);
+      ASSERT_EQ(tuned.status, 0) << tuned.err;
+      winograd += t["count"].get<int64_t>();
+    }
+    ASSERT_GT(winograd, 0) << c.model;
+
+    const std::string in = inputs(c.input, 5);
+    const std::vector<float> ref = ort(onnx, in);
+    const auto jit = ktune("run " + quote(onnx) + " --db " + quote(log) +
+                               " --runs 1 --warmup 0 --json --input-file " + quote(in) +
+                               " --output-file " + quote(path("jit.bin")),
+                           true);
+    ASSERT_EQ(jit.status, 0) << jit.err;
+    int64_t ran_winograd = 0;
+    const nlohmann::json timed = nlohmann::json::parse(jit.out);
+    for (const auto& l : timed["layers"])
+      ran_winograd += l["workload"].get<std::string>().rfind("conv2d_winograd_nchwc", 0) == 0;
+    EXPECT_EQ(ran_winograd, winograd) << jit.out;
+    const double in_process = error(floats(path("jit.bin")), ref);
+    EXPECT_LE(in_process, kTolerance) << c.model;
+
+    const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(log) + " -o " +
+                                 quote(path("libnet.a")) + " --header " + quote(path("net.h")) +
+                                 " --runtime " + quote(path("runtime.c")),
+                             true);
+    ASSERT_EQ(built.status, 0) << built.err;
+    const auto linked_run =
+        shell(quote(program("net", false)) + " " + quote(in) + " " + quote(path("out.bin")));
+    ASSERT_EQ(linked_run.status, 0) << linked_run.err;
+    const double linked = error(floats(path("out.bin")), ref);
+    EXPECT_LE(linked, kTolerance) << c.model;
+
+    const auto nodes = ktune("run " + quote(onnx) + " --db " + quote(log) + " --check-nodes", true);
+    EXPECT_EQ(nodes.status, 0) << nodes.out << nodes.err;
+    std::printf(
+        "%s: %lld Winograd layers, max error against ONNX Runtime %.2e linked, %.2e in "
+        "process\n",
+        c.model, static_cast<long long>(winograd), linked, in_process);
+  }
 }
 
 // The CNN test models through `ktune run` (the same library, loaded in process): ResNet-18 and
