@@ -149,7 +149,9 @@ std::optional<LibraryOp> library_op(const schedule_space::Task& task, int thread
   openblas_set_num_threads(threads);
   const std::string& name = task.template_name();
   try {
-    if (name == "conv2d" || name == "conv2d_nchwc") return conv_op(a, false);
+    // Winograd against the library's direct convolution of the same shape: what it replaces.
+    if (name == "conv2d" || name == "conv2d_nchwc" || name == "conv2d_winograd_nchwc")
+      return conv_op(a, false);
     if (name == "depthwise_conv2d" || name == "depthwise_conv2d_nchwc") return conv_op(a, true);
     if (name == "max_pool2d" || name == "avg_pool2d") return pool_op(a, name == "max_pool2d");
     if (name == "matmul") return gemm_op(a, a.get("layout") == "nt");

@@ -166,8 +166,11 @@ LibraryTimes add_library_times(const frontend::ModelTasks& tasks,
     if (lib == libraries.end()) continue;
     const baselines::LibraryRace& race = lib->second;
     const double count = static_cast<double>(report.tasks[i].count);
-    library_s += count * race.library_time.median_s;
-    tuned_same_s += count * race.tuned.median_s;
+    // The sums count each layer once, with the algorithm a build runs for it.
+    if (runs_in_model(report, i)) {
+      library_s += count * race.library_time.median_s;
+      tuned_same_s += count * race.tuned.median_s;
+    }
     nlohmann::json& t = j["tasks"][i];
     t["library"] = race.library;
     t["library_s"] = race.library_time.median_s;

@@ -129,6 +129,7 @@ class ModelTuning::ChoiceTuner final : public TaskTuner {
     return best;
   }
   const SessionTuner& task() const { return *members_.front(); }
+  size_t size() const { return members_.size(); }
 
  private:
   size_t try_member(size_t k, size_t n) {
@@ -257,8 +258,8 @@ ModelTuningReport ModelTuning::run(const std::function<void(const ModelTuningRep
         std::find_if(tuners_.begin(), tuners_.end(),
                      [&](const auto& t) { return t.get() == &choice->task(); }) -
         tuners_.begin());
-    scheduled.push_back(
-        {task.workload_key(), weights_[k], task.flop(), task.template_name(), choice.get()});
+    scheduled.push_back({task.workload_key(), weights_[k], task.flop(), task.template_name(),
+                         choice.get(), choice->size()});
   }
   TaskScheduler scheduler(std::move(scheduled), options_.scheduler);
   scheduler.run([&](const SchedulerStep& step) {

@@ -89,7 +89,7 @@ double TaskScheduler::gradient(size_t i) const {
 size_t TaskScheduler::pick_next() {
   const size_t n = tasks_.size();
   for (size_t i = 0; i < n; ++i)
-    if (allocations_[i] == 0 && !exhausted_[i]) return i;  // warm-up
+    if (allocations_[i] < tasks_[i].warmup && !exhausted_[i]) return i;  // warm-up
   if (options_.strategy == "round_robin") {
     for (size_t k = 0; k < n; ++k) {
       const size_t i = (next_round_robin_ + k) % n;

@@ -35,6 +35,8 @@ struct ScheduledTask {
   std::string
       group;  // tasks of one group are alike (same template): the forward estimate compares them
   TaskTuner* tuner = nullptr;  // not owned; outlives the scheduler
+  // Allocations of its warm-up: one, or one per algorithm for a task tuned with its alternatives.
+  size_t warmup = 1;
 };
 
 struct TaskSchedulerOptions {
@@ -68,8 +70,8 @@ class TaskScheduler {
   // Throws as validate(), and Error(kInvalidArgument) for no tasks, a null tuner or a weight <= 0.
   TaskScheduler(std::vector<ScheduledTask> tasks, TaskSchedulerOptions options);
 
-  // Warm-up (one allocation per task, in order), then allocations by the strategy until the
-  // budget is spent or no task can give more. on_step (may be empty) sees every allocation.
+  // Warm-up (each task's `warmup` allocations, in order), then allocations by the strategy until
+  // the budget is spent or no task can give more. on_step (may be empty) sees every allocation.
   // Returns the steps. Throws what a TaskTuner throws.
   std::vector<SchedulerStep> run(const std::function<void(const SchedulerStep&)>& on_step = {});
 

@@ -41,10 +41,11 @@ struct GraphBuilder {
     g.shapes[out] = std::move(shape);
     return out;
   }
+  // A 1x1 conv: one task per anchor (a 3x3 one would also list its Winograd alternative).
   std::string conv(const std::string& in) {
-    const std::string w = constant("w" + std::to_string(g.nodes.size()), {8, 8, 3, 3});
+    const std::string w = constant("w" + std::to_string(g.nodes.size()), {8, 8, 1, 1});
     const std::string b = constant("b" + std::to_string(g.nodes.size()), {8});
-    return node("Conv", {in, w, b}, {1, 8, 6, 6}, {{"pads", {{1, 1, 1, 1}, {}, ""}}});
+    return node("Conv", {in, w, b}, {1, 8, 6, 6});
   }
   ModelTasks finish(const std::string& out) {
     g.outputs = {out};

@@ -124,6 +124,12 @@ void expect_tasks(const Graph& g, const ModelTasks& m, const Expected& e) {
   double flop = 0;
   for (const auto& t : m.tasks) {
     SCOPED_TRACE(t.key());
+    if (t.alternative_of) {  // another algorithm for the task it names: Winograd for a 3x3 conv
+      EXPECT_EQ(t.template_name, "conv2d_winograd_nchwc");
+      EXPECT_EQ(m.tasks[*t.alternative_of].args.at("R"), "3");
+      EXPECT_EQ(t.count, m.tasks[*t.alternative_of].count);
+      continue;
+    }
     got[t.key()] = t.count;
     EXPECT_EQ(t.status, TaskStatus::kOk) << t.refused;
     ASSERT_TRUE(t.tunable.has_value());
@@ -199,14 +205,19 @@ TEST(MobileTasks, SmallMobileFusesEveryActivation) {
   e.add("matmul(M=1,N=10,K=8,layout=nn,dtype=float32,epilogue=bias_relu6)",
         {"MatMul", "Add", "Clip"});
   expect_tasks(g, m, e);
-  ASSERT_EQ(m.tasks.size(), 9u);
+  // 9 tasks and Winograd as another algorithm for the 3x3 conv (task 0).
+  ASSERT_EQ(m.tasks.size(), 10u);
+  EXPECT_EQ(m.tasks[1].alternative_of, 0u);
+  EXPECT_EQ(m.tasks[1].key(),
+            "conv2d_winograd_nchwc(N=1,C=8,H=16,W=16,K=16,R=3,S=3,stride=1,pad=1,dilation=1,m=4,"
+            "dtype=float32,epilogue=bias_relu6)");
   // The clip bounds reach the tuned workload, whose key names them in the template's order.
-  EXPECT_EQ(m.tasks[6].key(), clip_key);
+  EXPECT_EQ(m.tasks[7].key(), clip_key);
   EXPECT_EQ(
-      m.tasks[6].tunable->workload_key(),
+      m.tasks[7].tunable->workload_key(),
       "conv2d_nchwc(N=1,C=16,H=8,W=8,K=8,R=1,S=1,stride=1,pad=0,dilation=1,ic_block=16,oc_block=8,"
       "epilogue=bias_clip,clip_min=-1,clip_max=1,dtype=float32)");
-  EXPECT_EQ(m.tasks[1].tunable->workload_key(),
+  EXPECT_EQ(m.tasks[2].tunable->workload_key(),
             "depthwise_conv2d_nchwc(N=1,C=16,H=16,W=16,R=3,S=3,stride=1,pad=1,dilation=1,block=16,"
             "epilogue=bias_relu6,dtype=float32)");
 
@@ -218,6 +229,7 @@ TEST(MobileTasks, SmallMobileFusesEveryActivation) {
     EXPECT_EQ(back.tasks[i].args, m.tasks[i].args);
     EXPECT_EQ(back.tasks[i].epilogue, m.tasks[i].epilogue);
     EXPECT_EQ(back.tasks[i].layers, m.tasks[i].layers);
+    EXPECT_EQ(back.tasks[i].alternative_of, m.tasks[i].alternative_of);
     EXPECT_EQ(back.tasks[i].status, TaskStatus::kOk);
     ASSERT_TRUE(back.tasks[i].tunable.has_value());
     EXPECT_EQ(back.tasks[i].tunable->workload_key(), m.tasks[i].tunable->workload_key());

@@ -21,19 +21,37 @@ TEST(TasksCli, ResNet18TableAndJson) {
   const auto json = ktune("tasks " + quote(model("resnet18.onnx")) + " --json");
   ASSERT_EQ(json.status, 0);
   const auto j = nlohmann::json::parse(json.out);
-  ASSERT_EQ(j["tasks"].size(), 18u);
-  int64_t layers = 0;
-  for (const auto& t : j["tasks"]) layers += t["count"].get<int64_t>();
+  // 18 tasks and, for the 8 workloads of 3x3 stride-1 convs, Winograd as another algorithm.
+  ASSERT_EQ(j["tasks"].size(), 26u);
+  int64_t layers = 0, alternatives = 0;
+  for (const auto& t : j["tasks"]) {
+    if (t.contains("alternative_of")) {
+      ++alternatives;
+      const auto& of = j["tasks"][t["alternative_of"].get<size_t>()];
+      EXPECT_EQ(t["template"], "conv2d_winograd_nchwc") << t.dump();
+      EXPECT_EQ(of["template"], "conv2d_nchwc") << of.dump();
+      EXPECT_EQ(t["count"], of["count"]);
+      EXPECT_EQ(t["flop"], of["flop"]);  // the direct convolution's, so that GFLOP/s compare
+      EXPECT_EQ(t["layers"], of["layers"]);
+      EXPECT_EQ(t["args"]["m"], of["args"]["H"] == "7" ? "2" : "4") << t.dump();
+      continue;
+    }
+    layers += t["count"].get<int64_t>();
+  }
+  EXPECT_EQ(alternatives, 8);
   EXPECT_EQ(layers, 23);  // 20 convs, 2 pools, 1 Gemm
   EXPECT_EQ(j["tasks"][2]["key"],
             "conv2d_nchwc(N=1,C=64,H=56,W=56,K=64,R=3,S=3,stride=1,pad=1,dilation=1,"
             "dtype=float32,epilogue=bias_relu)");
   EXPECT_DOUBLE_EQ(j["tasks"][2]["flop"].get<double>(), 231211008.0);
+  // total_gflop counts each layer once.
+  EXPECT_NEAR(j["total_gflop"].get<double>(), 3.630, 0.001);
   EXPECT_EQ(j["unsupported"][0]["op"], "Flatten");
 
   const auto text = ktune("tasks " + quote(model("resnet18.onnx")));
   ASSERT_EQ(text.status, 0);
-  EXPECT_NE(text.out.find("18 tasks"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("26 tasks (8 of them other algorithms)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("another algorithm for #3"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("Flatten"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("epilogue=bias_add_relu"), std::string::npos) << text.out;
 }
