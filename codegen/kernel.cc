@@ -45,11 +45,15 @@ class Session {
       return;
     }
     jit_ = std::move(*jit);
-    // Kernels call ktune_parallel_for; define it explicitly, as the host executable need not
-    // export its symbols dynamically.
+    // Kernels call the runtime (ktune_parallel_for, the workspaces); define it explicitly, as
+    // the host executable need not export its symbols dynamically.
     llvm::orc::SymbolMap runtime;
     runtime[jit_->mangleAndIntern("ktune_parallel_for")] = {
         llvm::orc::ExecutorAddr::fromPtr(&ktune_parallel_for), llvm::JITSymbolFlags::Exported};
+    runtime[jit_->mangleAndIntern("ktune_workspace_alloc")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&ktune_workspace_alloc), llvm::JITSymbolFlags::Exported};
+    runtime[jit_->mangleAndIntern("ktune_workspace_free")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&ktune_workspace_free), llvm::JITSymbolFlags::Exported};
     auto process = jit_->getProcessSymbolsJITDylib();
     llvm::Error err =
         process ? process->define(llvm::orc::absoluteSymbols(std::move(runtime)))

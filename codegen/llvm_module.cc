@@ -659,13 +659,13 @@ class Translator {
           llvm::ArrayType::get(elem, static_cast<uint64_t>(std::max<int64_t>(1, *extent))),
           op->buffer.name(), kBufferAlign);
     } else {
+      // The runtime's workspace (64-byte aligned): it keeps released blocks for the next call,
+      // where malloc may hand a large one back to the system and fault it in again.
       const int64_t rounded = (bytes + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
       llvm::FunctionCallee alloc = module_->getOrInsertFunction(
-          "aligned_alloc",
-          llvm::FunctionType::get(builder_.getPtrTy(),
-                                  {builder_.getInt64Ty(), builder_.getInt64Ty()}, false));
-      heap = builder_.CreateCall(
-          alloc, {builder_.getInt64(kBufferAlign), builder_.getInt64(rounded)}, op->buffer.name());
+          "ktune_workspace_alloc",
+          llvm::FunctionType::get(builder_.getPtrTy(), {builder_.getInt64Ty()}, false));
+      heap = builder_.CreateCall(alloc, {builder_.getInt64(rounded)}, op->buffer.name());
       auto* ok = llvm::BasicBlock::Create(ctx_, "alloc_ok", fn_);
       auto* oom = llvm::BasicBlock::Create(ctx_, "alloc_failed", fn_);
       builder_.CreateCondBr(builder_.CreateIsNull(heap), oom, ok);
@@ -683,7 +683,8 @@ class Translator {
     buffers_.erase(op->buffer.get());
     if (heap) {
       llvm::FunctionCallee free_fn = module_->getOrInsertFunction(
-          "free", llvm::FunctionType::get(builder_.getVoidTy(), {builder_.getPtrTy()}, false));
+          "ktune_workspace_free",
+          llvm::FunctionType::get(builder_.getVoidTy(), {builder_.getPtrTy()}, false));
       builder_.CreateCall(free_fn, {heap});
     }
   }

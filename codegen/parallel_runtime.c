@@ -15,6 +15,8 @@
  *                                       returns 0, or -1 (nothing changed) when n < 1.
  *   int ktune_get_num_threads(void);    the current count; the default is the number of CPUs in
  *                                       the process's affinity mask (taskset, cgroups cpusets).
+ *   void* ktune_workspace_alloc(int64_t bytes); void ktune_workspace_free(void* ptr);
+ *     What kernels call for their temporaries above codegen's stack limit (see Workspaces below).
  *   void ktune_set_parallel_for(ktune_parallel_for_fn fn);
  *     Plugs the application's own parallel-for (OpenMP, TBB, its own pool): every later loop
  *     calls fn(extent, body, closure) instead of the pool. fn must call body on chunks that
@@ -40,7 +42,16 @@
  * preempted half, up to a scheduler time slice (small parallel kernels timed 10-100x slow while
  * tuning, so the tuner kept serial configs); with claimed chunks the caller runs what the worker
  * has not started, and a preempted worker holds back at most one small chunk. A loop with one
- * thread, or extent 1, runs on the caller alone. The child of a fork() starts a pool of its own. */
+ * thread, or extent 1, runs on the caller alone. The child of a fork() starts a pool of its own.
+ *
+ * Workspaces: kernels take their temporaries above codegen's stack limit (a padded input, the
+ * transformed tiles of a Winograd convolution) from ktune_workspace_alloc and give them back with
+ * ktune_workspace_free, as TVM's kernels call TVMBackendAllocWorkspace. Each thread keeps up to
+ * kKtuneCachedBlocks released blocks and hands out the most recently released one that fits
+ * (the likeliest still in cache), so a model run after
+ * the first allocates nothing. With malloc and free instead, the C library returned a freed
+ * multi-megabyte buffer to the system and the next run faulted its pages in again: a ResNet-18
+ * whose Winograd layers allocate per call ran 1.8x slower linked into a program than in ktune. */
 #if !defined(_GNU_SOURCE) && defined(__linux__)
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
@@ -287,4 +298,67 @@ int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closu
   const int32_t result = atomic_load(&ktune_pool.result);
   pthread_mutex_unlock(&ktune_pool.run_mu);
   return result;
+}
+
+enum { kKtuneCachedBlocks = 8 }; /* released blocks kept per thread */
+enum { kKtuneBlockHeader = 64 }; /* the block's size sits before it, keeping 64-byte alignment */
+
+static _Thread_local struct {
+  char* base; /* what aligned_alloc returned */
+  int64_t bytes;
+} ktune_cached[kKtuneCachedBlocks];
+static _Thread_local int ktune_ncached;
+static pthread_once_t ktune_cache_once = PTHREAD_ONCE_INIT;
+static pthread_key_t ktune_cache_key; /* its destructor frees an exiting thread's blocks */
+
+static void ktune_free_cached(void* unused) {
+  (void)unused;
+  while (ktune_ncached > 0) free(ktune_cached[--ktune_ncached].base);
+}
+static void ktune_make_cache_key(void) { pthread_key_create(&ktune_cache_key, ktune_free_cached); }
+
+void* ktune_workspace_alloc(int64_t bytes) {
+  if (bytes < 1) bytes = 1;
+  /* The most recently released block that fits: its lines are the likeliest still in cache. */
+  int found = -1;
+  for (int i = ktune_ncached - 1; i >= 0 && found < 0; --i)
+    if (ktune_cached[i].bytes >= bytes) found = i;
+  char* base;
+  if (found >= 0) {
+    base = ktune_cached[found].base;
+    for (int i = found; i + 1 < ktune_ncached; ++i) ktune_cached[i] = ktune_cached[i + 1];
+    --ktune_ncached;
+  } else {
+    const int64_t rounded = (bytes + 63) / 64 * 64;
+    base = (char*)aligned_alloc(64, (size_t)(rounded + kKtuneBlockHeader));
+    if (!base) return NULL;
+    *(int64_t*)base = rounded;
+  }
+  return base + kKtuneBlockHeader;
+}
+
+void ktune_workspace_free(void* ptr) {
+  if (!ptr) return;
+  char* base = (char*)ptr - kKtuneBlockHeader;
+  if (ktune_ncached == kKtuneCachedBlocks) {
+    /* Full: the smallest block makes room (a larger one serves more requests), order kept. */
+    int smallest = 0;
+    for (int i = 1; i < ktune_ncached; ++i)
+      if (ktune_cached[i].bytes < ktune_cached[smallest].bytes) smallest = i;
+    if (ktune_cached[smallest].bytes > *(int64_t*)base) {
+      free(base);
+      return;
+    }
+    free(ktune_cached[smallest].base);
+    for (int i = smallest; i + 1 < ktune_ncached; ++i) ktune_cached[i] = ktune_cached[i + 1];
+    --ktune_ncached;
+  }
+  if (ktune_ncached == 0) {
+    /* A thread's first cached block: its exit (pthread key destructor) frees the cache. */
+    pthread_once(&ktune_cache_once, ktune_make_cache_key);
+    pthread_setspecific(ktune_cache_key, &ktune_ncached);
+  }
+  ktune_cached[ktune_ncached].base = base;
+  ktune_cached[ktune_ncached].bytes = *(int64_t*)base;
+  ++ktune_ncached;
 }

@@ -17,6 +17,12 @@ int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closu
 int ktune_set_num_threads(int n);
 // The current thread count; the default is the number of CPUs in the process's affinity mask.
 int ktune_get_num_threads(void);
+// A kernel's temporary buffer above codegen's stack limit (64-byte aligned, NULL when out of
+// memory), and its release: each thread keeps the blocks its kernels released and hands them out
+// again, so repeated runs allocate nothing (TVM's TVMBackendAllocWorkspace). Defined in
+// codegen/parallel_runtime.c.
+void* ktune_workspace_alloc(int64_t bytes);
+void ktune_workspace_free(void* ptr);
 }
 
 namespace ktune::codegen {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -76,6 +77,42 @@ TEST(RuntimeTest, TwoThreadsRunTwoChunksAtOnce) {
 
 int32_t fail_in_upper_half(int64_t begin, int64_t end, void*) {
   return end > 50 && begin < 100 ? 7 : 0;
+}
+
+// Workspaces: 64-byte aligned, writable, and a released block is handed out again (the most
+// recent that fits) instead of a new allocation; a request larger than every cached block gets a
+// new one; another thread has its own blocks.
+TEST(RuntimeTest, WorkspacesAreAlignedAndReused) {
+  void* a = ktune_workspace_alloc(1 << 20);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  std::memset(a, 1, 1 << 20);
+  ktune_workspace_free(a);
+  void* b = ktune_workspace_alloc(1000);  // fits in a's block
+  EXPECT_EQ(b, a);
+  void* c = ktune_workspace_alloc(2 << 20);  // no cached block fits
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c, a);
+  std::memset(c, 2, 2 << 20);
+  void* elsewhere = nullptr;
+  std::thread([&] {
+    elsewhere = ktune_workspace_alloc(1000);
+    ktune_workspace_free(elsewhere);
+  }).join();
+  ktune_workspace_free(b);
+  ktune_workspace_free(c);
+  void* d = ktune_workspace_alloc(1500 << 10);
+  EXPECT_EQ(d, c);  // the most recent one that fits
+  void* e = ktune_workspace_alloc(10);
+  EXPECT_EQ(e, a);
+  ktune_workspace_free(d);
+  ktune_workspace_free(e);
+  EXPECT_NE(elsewhere, a);
+  EXPECT_NE(elsewhere, c);
+  void* zero = ktune_workspace_alloc(0);
+  EXPECT_NE(zero, nullptr);
+  ktune_workspace_free(zero);
+  ktune_workspace_free(nullptr);
 }
 
 TEST(RuntimeTest, FirstErrorCodeIsReturned) {
