@@ -138,7 +138,8 @@ ConvTensors conv_tensors(Op op, const std::string& tmpl, const WorkloadArgs& a) 
 //   tile_c   (conv2d only) split of input channels in 2 [outer, inner]
 //   reduce_order (conv2d only) 0: c_outer, c_inner, r, s; 1: c_outer, r, s, c_inner
 //   unroll_rs 0/1: unroll the window loops
-//   pad_inline 0/1 (with padding only): inline the padding into the reduction, or pad once
+//   pad_inline 0/1 (with padding only): inline the padding into the reduction (te then skips the
+//            padding taps and runs interior tiles unguarded: skip_padding_taps), or pad once
 //   parallel 0/1 (only 0 on one core): the fused (batch, channel block, row block) loop
 // Constraint: the accumulators fit TargetTraits::accumulator_budget of the step's operand
 // vectors (x86: two registers free; AArch64: 15 accumulators at most for depthwise and pooling).

@@ -132,7 +132,8 @@ int64_t vectors_per_block(int64_t ocb, int64_t lanes) { return (ocb + lanes - 1)
 //   reduce_order  0: ci_o, ci_i, r, s, cb   1: ci_o, r, s, ci_i, cb   2: ci_o, r, ci_i, s, cb
 //   unroll_cb 0/1: unroll the ic_block-long cb loop (innermost of the reduction)
 //   unroll_s  0/1: unroll the window column loop
-//   pad_inline 0/1 (with padding only): inline the padding into the reduction, or pad once
+//   pad_inline 0/1 (with padding only): inline the padding into the reduction (te then skips the
+//            padding taps and runs interior tiles unguarded: skip_padding_taps), or pad once
 //   parallel 0/1 (only 0 on one core): the fused (batch, ko outer, oh outer) loop
 // Constraint: the accumulators (tile_ko inner x vectors per oc block x tile_oh inner x tile_ow
 // inner) fit TargetTraits::accumulator_budget of the tile's weight vectors, tile_ko inner x

@@ -115,7 +115,8 @@ Tensors make_tensors(const WorkloadArgs& a) {
 //            another tap of the tile reads too (stride 2: column 2x+2 is the next column's 2x;
 //            row 2y+2 the next row's 2y) is loaded once: fewer loads per FMA, which is what bounds
 //            the strided shapes
-//   pad_inline 0/1 (with padding only): inline the padding into the reduction, or pad once
+//   pad_inline 0/1 (with padding only): inline the padding into the reduction (te then skips the
+//            padding taps and runs interior tiles unguarded: skip_padding_taps), or pad once
 //   parallel 0/1 (only 0 on one core): the fused (batch, channel block, oh outer) loop
 // Constraint: the accumulators (rows x columns x vectors per block) fit
 // TargetTraits::accumulator_budget of the step's operands, a weight and an input per vector.
