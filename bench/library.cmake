@@ -16,7 +16,8 @@ if(TARGET ktune_tuner_model AND TARGET ktune_server AND TARGET ktune_baselines)
   add_dependencies(ktune_bench_race ktune-runner)
 
   ktune_bench(config_race SOURCES ${CMAKE_CURRENT_LIST_DIR}/config_race.cc LIBS ktune_bench_race)
-  ktune_bench(tuned_vs_library SOURCES ${CMAKE_CURRENT_LIST_DIR}/tuned_vs_library.cc LIBS ktune_bench_race)
+  ktune_bench(tuned_vs_library SOURCES ${CMAKE_CURRENT_LIST_DIR}/tuned_vs_library.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fma_peak.cc LIBS ktune_bench_race)
   ktune_bench(shape_zoo SOURCES ${CMAKE_CURRENT_LIST_DIR}/shape_zoo.cc ${CMAKE_CURRENT_LIST_DIR}/fma_peak.cc
     ${CMAKE_CURRENT_LIST_DIR}/gemv_hand.cc LIBS ktune_bench_race)
   # The hand-written GEMV ceiling is compiled as the FMA peak loop is: for this machine's vectors.

@@ -8,8 +8,11 @@
 // every output written once) takes as a plain vector stream on this core (bench/fma_peak.h), and
 // the tuned kernel's share of it. GEMV rows (M = 1) also give the fastest of several hand-written
 // GEMV loops (bench/gemv_hand.h) and the tuned kernel's share of that: what a loop written by hand
-// for this core reaches. Prints a row per shape, `shape_zoo_worst <ratio> <shape>`, and as its last
-// line `shape_zoo_geomean <ktune / library GFLOP/s, geometric mean over the shapes>`.
+// for this core reaches. Each row ends with the useful work: the share of the nominal FLOPs that
+// are taps inside the input (a padded conv's border multiplies zeros; bench/useful_work.h) and the
+// tuned kernel's useful GFLOP/s as a share of the FMA peak. Prints a row per shape,
+// `shape_zoo_worst <ratio> <shape>`, and as its last line `shape_zoo_geomean <ktune / library
+// GFLOP/s, geometric mean over the shapes>`.
 //
 // Usage: shape_zoo [--trials N] [--rounds R] [--seed S] [--only SUBSTRING]
 #include <algorithm>
@@ -22,6 +25,7 @@
 #include "bench/gemv_hand.h"
 #include "bench/library_race.h"
 #include "bench/openblas_best.h"
+#include "bench/useful_work.h"
 #include "bench/workloads.h"
 #include "codegen/target.h"
 #include "schedule_space/task.h"
@@ -143,11 +147,12 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(o.race.seed), bench::load_average().c_str());
     const double peak = bench::fma_peak_gflops(0.5);
     std::printf("one core: FMA peak %.1f GFLOP/s\n", peak);
-    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s %9s %6s %9s %6s\n", "shape",
-                "template", "arguments", "trials", "ktune", "library", "library", "layout", "ratio",
-                "rel_err", "bound", "of", "hand", "of");
-    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s %9s %6s %9s %6s\n", "", "", "",
-                "", "GFLOP/s", "GFLOP/s", "", "", "", "", "GFLOP/s", "bound", "GFLOP/s", "hand");
+    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s %9s %6s %9s %6s %6s %6s\n",
+                "shape", "template", "arguments", "trials", "ktune", "library", "library", "layout",
+                "ratio", "rel_err", "bound", "of", "hand", "of", "useful", "useful");
+    std::printf("%-40s %-22s %-56s %6s %9s %9s %-36s %-8s %6s %8s %9s %6s %9s %6s %6s %6s\n", "",
+                "", "", "", "GFLOP/s", "GFLOP/s", "", "", "", "", "GFLOP/s", "bound", "GFLOP/s",
+                "hand", "flop", "ofpeak");
     std::fflush(stdout);
     std::vector<double> ratios;
     std::string worst_name;
@@ -171,10 +176,13 @@ int main(int argc, char** argv) {
         hand = cells;
         std::fprintf(stderr, "  hand-written: %s\n", h.variant.c_str());
       }
-      std::printf("%-40s %-22s %-56s %6zu %9.1f %9.1f %-36s %-8s %6.3f %8.1e %9.1f %6.2f %s\n",
-                  s.name.c_str(), s.template_name.c_str(), joined(s.args).c_str(), r.measured,
-                  r.ktune_gflops, r.library_gflops, r.library.c_str(), r.layout.c_str(), r.ratio(),
-                  r.max_error, bound, r.ktune_gflops / bound, hand.c_str());
+      const double useful = bench::useful_share(task);
+      std::printf(
+          "%-40s %-22s %-56s %6zu %9.1f %9.1f %-36s %-8s %6.3f %8.1e %9.1f %6.2f %s %6.3f %6.3f\n",
+          s.name.c_str(), s.template_name.c_str(), joined(s.args).c_str(), r.measured,
+          r.ktune_gflops, r.library_gflops, r.library.c_str(), r.layout.c_str(), r.ratio(),
+          r.max_error, bound, r.ktune_gflops / bound, hand.c_str(), useful,
+          r.ktune_gflops * useful / peak);
       std::fprintf(stderr, "  config %s\n", r.config.to_json_string().c_str());
       std::fflush(stdout);
       ratios.push_back(r.ratio());

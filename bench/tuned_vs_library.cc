@@ -17,6 +17,10 @@
 // against oneDNN's DIRECT convolution of the same shape (GFLOP/s count the direct FLOPs on both
 // sides); last line `winograd_vs_onednn_direct_geomean <x>`.
 //
+// Convolutions also get their useful work: the share of the nominal FLOPs that are taps inside the
+// input (bench/useful_work.h), and the useful GFLOP/s as a share of the FMA peak (bench/fma_peak.h,
+// per thread times the threads).
+//
 // Usage: tuned_vs_library [--trials N] [--conv-trials N] [--seed S] [--rounds R] [--threads N]
 //                         [--winograd M]
 #include <algorithm>
@@ -36,8 +40,10 @@
 #include <omp.h>
 #endif
 
+#include "bench/fma_peak.h"
 #include "bench/library_race.h"
 #include "bench/openblas_best.h"
+#include "bench/useful_work.h"
 #include "bench/workloads.h"
 #include "codegen/runtime.h"
 #include "codegen/target.h"
@@ -97,6 +103,7 @@ struct Row {
   size_t measured = 0, ok = 0;
   double wall_s = 0, max_error = 0;
   std::string config;
+  double useful = 1;  // share of the nominal FLOPs inside the input (bench/useful_work.h)
 };
 
 void print_row(const Row& r) {
@@ -253,7 +260,8 @@ Row bench_conv2d(const schedule_space::TargetTraits& traits, const Options& o) {
           t.ok,
           t.wall_s,
           max_abs_diff(out.p, ref.p, ref.n),
-          t.config.to_json().dump()};
+          t.config.to_json().dump(),
+          bench::useful_share(task)};
 }
 
 Options parse(int argc, char** argv) {
@@ -298,16 +306,22 @@ void print_header(const codegen::Target& host, const Options& o) {
   std::fflush(stdout);
 }
 
+// The races, one row each, with each kernel's useful share of its nominal FLOPs and its useful
+// GFLOP/s as a share of the FMA peak of `threads` cores.
 void print_race_table(const std::vector<std::string>& names,
-                      const std::vector<bench::RaceResult>& rows) {
+                      const std::vector<bench::RaceResult>& rows, const std::vector<double>& useful,
+                      int threads) {
   std::printf("load average after the races: %s\n", bench::load_average().c_str());
-  std::printf("%-22s %7s %6s %8s %11s %11s %-34s %-8s %7s %9s\n", "kernel", "trials", "ok",
-              "tune_s", "ktune_GF/s", "lib_GF/s", "library", "layout", "ratio", "rel_err");
+  const double peak = bench::fma_peak_gflops(0.5) * threads;
+  std::printf("%-22s %7s %6s %8s %11s %11s %-34s %-8s %7s %9s %7s %7s\n", "kernel", "trials", "ok",
+              "tune_s", "ktune_GF/s", "lib_GF/s", "library", "layout", "ratio", "rel_err", "useful",
+              "of_peak");
   for (size_t i = 0; i < rows.size(); ++i) {
     const bench::RaceResult& r = rows[i];
-    std::printf("%-22s %7zu %6zu %8.0f %11.1f %11.1f %-34s %-8s %7.3f %9.1e\n", names[i].c_str(),
-                r.measured, r.ok, r.tune_s, r.ktune_gflops, r.library_gflops, r.library.c_str(),
-                r.layout.c_str(), r.ratio(), r.max_error);
+    std::printf("%-22s %7zu %6zu %8.0f %11.1f %11.1f %-34s %-8s %7.3f %9.1e %7.3f %7.3f\n",
+                names[i].c_str(), r.measured, r.ok, r.tune_s, r.ktune_gflops, r.library_gflops,
+                r.library.c_str(), r.layout.c_str(), r.ratio(), r.max_error, useful[i],
+                r.ktune_gflops * useful[i] / peak);
   }
 }
 
@@ -327,7 +341,7 @@ int run_winograd(const codegen::Target& host, const Options& o) {
   print_header(host, o);
   std::vector<std::string> names;
   std::vector<bench::RaceResult> rows;
-  std::vector<double> ratios;
+  std::vector<double> ratios, useful;
   for (const bench::Workload& w : bench::resnet_and_matmul_workloads()) {
     if (w.template_name != "conv2d_nchwc") continue;
     const auto direct = schedule_space::Task::create(
@@ -341,11 +355,12 @@ int run_winograd(const codegen::Target& host, const Options& o) {
     ro.library_task = &direct;
     rows.push_back(bench::race(wino, ro));
     ratios.push_back(rows.back().ratio());
+    useful.push_back(bench::useful_share(direct));  // of the direct FLOPs both sides count
     names.push_back("wino" + std::to_string(o.winograd) + " " + w.name.substr(5));
     std::fprintf(stderr, "  %s: %s\n", names.back().c_str(),
                  rows.back().config.to_json_string().c_str());
   }
-  print_race_table(names, rows);
+  print_race_table(names, rows, useful, o.threads);
   std::printf("winograd_vs_onednn_direct_geomean %.3f\n", bench::geomean(ratios));
   return 0;
 }
@@ -358,16 +373,17 @@ int run_threaded(const codegen::Target& host, const Options& o) {
   print_header(host, o);
   std::vector<std::string> names;
   std::vector<bench::RaceResult> rows;
-  std::vector<double> ratios;
+  std::vector<double> ratios, useful;
   for (const bench::Workload& w : bench::resnet_and_matmul_workloads()) {
     const auto task = schedule_space::Task::create(
         w.template_name, schedule_space::parse_workload_args(w.template_name, w.args), traits);
+    useful.push_back(bench::useful_share(task));
     rows.push_back(bench::race(task, ro));
     ratios.push_back(rows.back().ratio());
     names.push_back(w.name);
     std::fprintf(stderr, "  %s: %s\n", w.name.c_str(), rows.back().config.to_json_string().c_str());
   }
-  print_race_table(names, rows);
+  print_race_table(names, rows, useful, o.threads);
   std::printf("tuned_vs_library_geomean %.3f\n", bench::geomean(ratios));
   return 0;
 }
@@ -400,6 +416,11 @@ int main(int argc, char** argv) {
                 "tuning_GF/s", "ktune_GF/s", "lib_GF/s", "library", "ratio", "max_err");
     print_row(mm);
     print_row(cv);
+    const double peak = bench::fma_peak_gflops(0.5);
+    std::printf(
+        "conv2d useful work: %.3f of the nominal FLOPs (taps inside the input), %.1f "
+        "useful GFLOP/s = %.3f of the FMA peak (%.1f GFLOP/s)\n",
+        cv.useful, cv.ktune_gflops * cv.useful, cv.ktune_gflops * cv.useful / peak, peak);
     std::printf("matmul best config: %s\n", mm.config.c_str());
     std::printf("conv2d best config: %s\n", cv.config.c_str());
     if (mm.max_error > 1e-2 || cv.max_error > 1e-2) {

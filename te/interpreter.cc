@@ -36,6 +36,7 @@ struct BufferSlot {
 class Interp {
  public:
   std::unordered_map<const BufferNode*, BufferSlot> buffers;
+  InterpretCounts counts;
 
   void exec(const Stmt& s) {
     if (!s.defined()) return;
@@ -244,6 +245,7 @@ class Interp {
     Value r;
     r.lanes = a.lanes;
     DataType t = op->a.dtype().element_of();
+    if (T::kKind == NodeKind::kMul && t.is_float()) counts.float_muls += r.lanes;
     for (int l = 0; l < r.lanes; ++l) r.v[l] = scalar_binary(T::kKind, t, a.v[l], b.v[l]);
     return r;
   }
@@ -386,7 +388,7 @@ class DirectEval {
 
 }  // namespace
 
-void interpret(const LoweredFunc& f, const std::vector<void*>& args) {
+void interpret(const LoweredFunc& f, const std::vector<void*>& args, InterpretCounts* counts) {
   if (args.size() != f.args.size()) {
     throw Error(ErrorKind::kInvalidArgument, "interpret: " + f.name + " takes " +
                                                  std::to_string(f.args.size()) +
@@ -398,9 +400,11 @@ void interpret(const LoweredFunc& f, const std::vector<void*>& args) {
         BufferSlot{args[i], f.args[i].num_elements(), f.args[i].dtype};
   }
   in.exec(f.body);
+  if (counts) counts->float_muls += in.counts.float_muls;
 }
 
-void interpret(const LoweredFunc& f, const std::vector<HostBuffer*>& args) {
+void interpret(const LoweredFunc& f, const std::vector<HostBuffer*>& args,
+               InterpretCounts* counts) {
   std::vector<void*> raw;
   if (args.size() != f.args.size()) {
     throw Error(ErrorKind::kInvalidArgument,
@@ -413,7 +417,7 @@ void interpret(const LoweredFunc& f, const std::vector<HostBuffer*>& args) {
     }
     raw.push_back(args[i]->data());
   }
-  interpret(f, raw);
+  interpret(f, raw, counts);
 }
 
 std::vector<HostBuffer> evaluate(const std::vector<Tensor>& outputs,

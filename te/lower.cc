@@ -46,6 +46,10 @@ LoweredFunc lower(const Schedule& sched, const std::vector<Tensor>& args, const 
   after("storage_flatten", s);
   s = simplify(s);
   after("simplify", s);
+  if (options.skip_padding_taps && sched.node().skip_padding_taps) {
+    s = simplify(skip_padding_taps(s));
+    after("skip_padding_taps", s);
+  }
   s = clamp_select_loads(s, f.args);
   after("clamp_select_loads", s);
   if (options.partition_loops) {

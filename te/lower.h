@@ -19,6 +19,9 @@ struct LowerOptions {
   bool unroll = true;
   // Vectorize kVectorized loops; when false they become serial loops.
   bool vectorize = true;
+  // Skip the taps of an inlined padding and run interior tiles unguarded (see skip_padding_taps)
+  // where the schedule asks for it (Schedule::skip_padding_taps). Default on.
+  bool skip_padding_taps = true;
   // Peel split tails so that main loops run without guards (see partition_loops). Default on.
   bool partition_loops = true;
 };

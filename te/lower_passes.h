@@ -19,6 +19,12 @@ Stmt schedule_ops(const Schedule& sched, const std::vector<Tensor>& tensors,
 // Realize -> Allocate, BufferLoad/BufferStore -> flat row-major Load/Store.
 Stmt storage_flatten(const Stmt& s, const std::vector<BufferArg>& args);
 
+// Turns each reduction update over a bounds Select that makes it a no-op (an inlined padding:
+// acc + select(c, x, 0) * w, max(acc, select(c, x, lowest))) into a guarded update that skips the
+// padding taps, and unswitches each accumulation nest on those guards so that its interior
+// iterations run without them. Conditions on a vectorized loop's variable stay Selects.
+Stmt skip_padding_taps(const Stmt& s);
+
 // Clamps the index of every Load under a Select operand that is not provably in bounds, so that
 // eager evaluation of both operands never reads out of bounds.
 Stmt clamp_select_loads(const Stmt& s, const std::vector<BufferArg>& args);

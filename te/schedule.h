@@ -56,6 +56,9 @@ struct StageNode {
 struct ScheduleNode {
   std::vector<StageNode> stages;  // producers before consumers
   std::vector<Tensor> outputs;
+  // The lowering skips the taps of an inlined padding (the skip_padding_taps pass): a schedule
+  // asks for it, so that a schedule that does not ask lowers as it always did.
+  bool skip_padding_taps = false;
   // The stage index of a tensor (by node), or -1.
   int find(const TensorNode* t) const;
 };
@@ -120,6 +123,8 @@ class Schedule {
   // The stage of t (throws kInvalidSchedule if t is not part of this schedule).
   Stage operator[](const Tensor& t) const;
   const ScheduleNode& node() const { return *node_; }
+  // Asks the lowering to skip the taps of inlined paddings (ScheduleNode::skip_padding_taps).
+  void skip_padding_taps(bool on) { node_->skip_padding_taps = on; }
   const std::vector<Tensor>& outputs() const { return node_->outputs; }
 
   // Makes t's stage compute into a new local tensor "<t>.<suffix>" (returned) and copy that into

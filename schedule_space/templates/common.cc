@@ -134,4 +134,18 @@ void schedule_blocked_pad(te::Stage pad, bool inline_it, bool parallel) {
   if (parallel) pad.parallel(nc);
 }
 
+void define_skip_taps(ConfigSpace& space, bool padded) {
+  space.define_knob("skip_taps", padded ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  space.set_legacy_value("skip_taps", 0);
+  if (padded)
+    space.add_constraint("skip_taps needs the padding inlined", [](const EntityView& v) {
+      return v["skip_taps"].as_int() == 0 || v["pad_inline"].as_int() != 0;
+    });
+}
+
+void apply_skip_taps(te::Schedule& s, const Config& cfg) {
+  const Entity* e = cfg.find("skip_taps");
+  s.skip_padding_taps(e && e->as_int() != 0);
+}
+
 }  // namespace ktune::schedule_space::templates

@@ -67,4 +67,12 @@ te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, i
 // blocks as vectors and (batch, channel block) in parallel when `parallel`.
 void schedule_blocked_pad(te::Stage pad, bool inline_it, bool parallel);
 
+// The skip_taps knob of a template with a pad_inline knob: 1 has the lowering skip the taps of the
+// inlined padding and run interior tiles unguarded (te's skip_padding_taps), 0 keeps the guarded
+// select. Defined after every other knob of the template, {0, 1} with padding (1 only with
+// pad_inline = 1), else {0}; configs logged before it mean 0.
+void define_skip_taps(ConfigSpace& space, bool padded);
+// Applies a config's skip_taps to the schedule (a config without the knob: 0).
+void apply_skip_taps(te::Schedule& s, const Config& cfg);
+
 }  // namespace ktune::schedule_space::templates

@@ -139,6 +139,8 @@ ConvTensors conv_tensors(Op op, const std::string& tmpl, const WorkloadArgs& a) 
 //   reduce_order (conv2d only) 0: c_outer, c_inner, r, s; 1: c_outer, r, s, c_inner
 //   unroll_rs 0/1: unroll the window loops
 //   pad_inline 0/1 (with padding only): inline the padding into the reduction, or pad once
+//   skip_taps 0/1 (with pad_inline 1): te skips the padding taps and runs interior tiles
+//            unguarded (skip_padding_taps)
 //   parallel 0/1 (only 0 on one core): the fused (batch, channel block, row block) loop
 // Constraint: the accumulators fit TargetTraits::accumulator_budget of the step's operand
 // vectors (x86: two registers free; AArch64: 15 accumulators at most for depthwise and pooling).
@@ -159,6 +161,7 @@ void define_conv_space(Op op, const ConvShape& sh, int dtype_bits, const TargetT
                     sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{1});
   space.define_knob("parallel",
                     target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  define_skip_taps(space, sh.pad > 0);
   space.add_constraint(
       "register tile fits the vector registers", [op, lanes, target](const EntityView& v) {
         const int64_t pixels =
@@ -255,6 +258,7 @@ Instantiated conv_apply(Op op, const std::string& tmpl, const WorkloadArgs& a, c
     acc.unroll(acc.reduce_axis(n_reduce - 1));
   }
   if (t.padded.defined() && cfg["pad_inline"].as_int() != 0) s[t.padded].compute_inline();
+  apply_skip_taps(s, cfg);
   return Instantiated{s, t.args};
 }
 

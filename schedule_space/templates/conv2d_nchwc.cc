@@ -133,6 +133,8 @@ int64_t vectors_per_block(int64_t ocb, int64_t lanes) { return (ocb + lanes - 1)
 //   unroll_cb 0/1: unroll the ic_block-long cb loop (innermost of the reduction)
 //   unroll_s  0/1: unroll the window column loop
 //   pad_inline 0/1 (with padding only): inline the padding into the reduction, or pad once
+//   skip_taps 0/1 (with pad_inline 1): te skips the padding taps and runs interior tiles
+//            unguarded (skip_padding_taps)
 //   parallel 0/1 (only 0 on one core): the fused (batch, ko outer, oh outer) loop
 // Constraint: the accumulators (tile_ko inner x vectors per oc block x tile_oh inner x tile_ow
 // inner) fit TargetTraits::accumulator_budget of the tile's weight vectors, tile_ko inner x
@@ -153,6 +155,7 @@ void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, C
                     sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
   space.define_knob("parallel",
                     target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  define_skip_taps(space, sh.pad > 0);
   space.add_constraint("register tile fits the vector registers",
                        [vectors, target](const EntityView& v) {
                          const int64_t weights = v["tile_ko"].values.back() * vectors;
@@ -282,6 +285,7 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   unroll_if(acc, sx, cfg["unroll_s"].as_int() != 0);
 
   if (t.padded.defined()) schedule_blocked_pad(s[t.padded], cfg["pad_inline"].as_int() != 0, par);
+  apply_skip_taps(s, cfg);
   return Instantiated{s, t.args()};
 }
 

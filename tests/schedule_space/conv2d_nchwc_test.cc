@@ -103,8 +103,8 @@ TEST(Conv2dNchwc, FlopsTensorsAndSpace) {
   EXPECT_EQ(def.args[1].shape(), (std::vector<int64_t>{4, 4, 3, 3, 16, 16}));
   EXPECT_EQ(def.args[2].shape(), (std::vector<int64_t>{1, 4, 56, 56, 16}));
   EXPECT_EQ(def.args[2].name(), "conv");
-  // 3 ko x 3 oh x 7 ow x 3 ci tiles, 3 orders, 2^4 flags.
-  EXPECT_EQ(task.space().size(), 3u * 3 * 7 * 3 * 3 * 16);
+  // 3 ko x 3 oh x 7 ow x 3 ci tiles, 3 orders, 2^5 flags (skip_taps: 1 only with pad_inline 1).
+  EXPECT_EQ(task.space().size(), 3u * 3 * 7 * 3 * 3 * 32);
   // The fallback: 2 oc blocks x 2 rows x 7 columns = 28 accumulators, all input channels in
   // one pass, in parallel.
   const Config& fb = task.fallback_config();
@@ -162,6 +162,118 @@ TEST(Conv2dNchwc, NeonFallbackFitsRegistersWithColumns) {
     }
   }
   EXPECT_GT(checked, 10);
+}
+
+// Taps inside the input summed over the output pixels (what a convolution multiplies per output
+// channel and input channel once the padding is skipped).
+int64_t valid_taps(int64_t h, int64_t w, int64_t r, int64_t s, int64_t stride, int64_t pad,
+                   int64_t dilation) {
+  const int64_t oh = (h + 2 * pad - dilation * (r - 1) - 1) / stride + 1;
+  const int64_t ow = (w + 2 * pad - dilation * (s - 1) - 1) / stride + 1;
+  int64_t taps = 0;
+  for (int64_t y = 0; y < oh; ++y)
+    for (int64_t x = 0; x < ow; ++x)
+      for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = 0; j < s; ++j) {
+          const int64_t iy = y * stride + i * dilation - pad, ix = x * stride + j * dilation - pad;
+          taps += iy >= 0 && iy < h && ix >= 0 && ix < w;
+        }
+  return taps;
+}
+
+// With skip_taps (the padding inlined), the interpreter executes exactly one multiplication per
+// valid tap, input channel and output lane (conv2d_nchwc: C channels, every lane of the oc blocks;
+// depthwise: every lane of the channel blocks), whatever the tiles; without it (padded once, or
+// the guarded select), the nominal count. Results match the reference in both cases.
+TEST(Conv2dNchwc, InlinedPaddingMultipliesOnlyValidTaps) {
+  struct Case {
+    std::string tmpl;
+    std::vector<std::string> words;
+    int64_t h, w, r, s, stride, pad, dilation, per_tap;  // per_tap: channels x lanes
+  };
+  const std::vector<Case> cases = {
+      {"conv2d_nchwc",
+       {"C=5", "H=7", "W=9", "K=8", "pad=1", "ic_block=4", "oc_block=4"},
+       7,
+       9,
+       3,
+       3,
+       1,
+       1,
+       1,
+       5 * 8},
+      {"conv2d_nchwc",
+       {"C=3", "H=9", "W=6", "K=4", "R=5", "S=3", "stride=2", "pad=3", "ic_block=3", "oc_block=4",
+        "epilogue=bias_relu"},
+       9,
+       6,
+       5,
+       3,
+       2,
+       3,
+       1,
+       3 * 4},
+      {"conv2d_nchwc",
+       {"C=4", "H=7", "W=7", "K=4", "pad=2", "dilation=2", "ic_block=4", "oc_block=4"},
+       7,
+       7,
+       3,
+       3,
+       1,
+       2,
+       2,
+       4 * 4},
+      {"depthwise_conv2d_nchwc",
+       {"C=5", "H=7", "W=6", "stride=2", "pad=1", "block=4"},
+       7,
+       6,
+       3,
+       3,
+       2,
+       1,
+       1,
+       8},
+      {"depthwise_conv2d_nchwc",
+       {"C=8", "H=5", "W=9", "S=5", "pad=2", "block=8", "epilogue=bias_relu"},
+       5,
+       9,
+       3,
+       5,
+       1,
+       2,
+       1,
+       8},
+  };
+  const TargetTraits traits = avx512_traits(1);
+  for (const Case& c : cases) {
+    const Task task = Task::create(c.tmpl, parse_workload_args(c.tmpl, c.words), traits);
+    const testing::Oracle oracle(task, 3);
+    const int64_t valid = c.per_tap * valid_taps(c.h, c.w, c.r, c.s, c.stride, c.pad, c.dilation);
+    const int64_t oh = (c.h + 2 * c.pad - c.dilation * (c.r - 1) - 1) / c.stride + 1;
+    const int64_t ow = (c.w + 2 * c.pad - c.dilation * (c.s - 1) - 1) / c.stride + 1;
+    const int64_t nominal = c.per_tap * oh * ow * c.r * c.s;
+    ASSERT_LT(valid, nominal);
+    std::mt19937_64 rng(9);
+    int checked[2] = {0, 0};
+    for (uint64_t i : task.space().sample(48, rng)) {
+      const Config cfg = task.space().get(i);
+      // Only a config with skip_taps (the padding inlined) skips; the others multiply the zeros.
+      const int inlined = cfg["skip_taps"].as_int() != 0 ? 1 : 0;
+      EXPECT_TRUE(!inlined || cfg["pad_inline"].as_int() != 0) << cfg.to_json_string();
+      if (checked[inlined] >= 3) continue;
+      ++checked[inlined];
+      const Instantiated inst = task.instantiate(cfg);
+      const te::LoweredFunc f = te::lower(inst.schedule, inst.args, "f");
+      te::InterpretCounts counts;
+      const double err =
+          oracle.check([&](const std::vector<void*>& args) { te::interpret(f, args, &counts); });
+      EXPECT_LT(err, 1e-4) << task.workload_key() << " " << cfg.to_json_string();
+      EXPECT_EQ(counts.float_muls, inlined ? valid : nominal)
+          << task.workload_key() << " " << cfg.to_json_string();
+    }
+    EXPECT_GT(checked[0], 0) << task.workload_key();
+    EXPECT_GT(checked[1], 0) << task.workload_key();
+  }
 }
 
 TargetTraits host_traits(const codegen::Target& t) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <map>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -79,6 +80,87 @@ INSTANTIATE_TEST_SUITE_P(Templates, EveryConfigCompiled,
                          [](const ::testing::TestParamInfo<TemplateCase>& info) {
                            return info.param.name;
                          });
+
+// Padded convolutions and pools on odd shapes, pads 0-3, strides 1-2, with and without epilogues:
+// the fallback and sampled configs, the padding inlined (its taps skipped, interior tiles
+// unguarded: te's skip_padding_taps) and padded once, compiled for the host and checked against
+// the reference with NaN-filled outputs.
+TEST(PaddingTaps, OddShapesPadsAndStridesMatchReference) {
+  const codegen::Target target = codegen::Target::host();
+  const char* epilogues[] = {"none", "bias_relu", "bias_add_relu"};
+  std::vector<TemplateCase> cases;
+  int variant = 0;
+  for (int pad = 0; pad <= 3; ++pad) {
+    for (int stride = 1; stride <= 2; ++stride, ++variant) {
+      const std::string p = std::to_string(pad), st = std::to_string(stride);
+      const std::string window = pad == 3 ? "5" : "3";
+      const std::string tag = "_pad" + p + "_stride" + st;
+      const std::string epilogue = epilogues[variant % 3];
+      cases.push_back({"conv2d_nchwc" + tag,
+                       "conv2d_nchwc",
+                       {{"C", "5"},
+                        {"H", "7"},
+                        {"W", "9"},
+                        {"K", "6"},
+                        {"R", window},
+                        {"S", "3"},
+                        {"stride", st},
+                        {"pad", p},
+                        {"ic_block", "4"},
+                        {"oc_block", "4"},
+                        {"epilogue", epilogue}}});
+      std::map<std::string, std::string> dw = {{"C", "5"}, {"H", "7"},    {"W", "6"},
+                                               {"R", "3"}, {"S", window}, {"stride", st},
+                                               {"pad", p}, {"block", "4"}};
+      if (variant % 2) dw["epilogue"] = "bias_add_relu";
+      cases.push_back({"depthwise_nchwc" + tag, "depthwise_conv2d_nchwc", dw});
+      cases.push_back({"conv2d" + tag,
+                       "conv2d",
+                       {{"C", "3"},
+                        {"H", "7"},
+                        {"W", "5"},
+                        {"K", "3"},
+                        {"R", window},
+                        {"S", "3"},
+                        {"stride", st},
+                        {"pad", p}}});
+      const std::string pool_window = std::to_string(pad + 2);
+      for (const char* pool : {"max_pool2d", "avg_pool2d"})
+        cases.push_back({std::string(pool) + tag,
+                         pool,
+                         {{"C", "3"},
+                          {"H", "7"},
+                          {"W", "9"},
+                          {"R", pool_window},
+                          {"S", pool_window},
+                          {"stride", st},
+                          {"pad", p}}});
+    }
+  }
+  int inlined = 0;
+  for (const TemplateCase& c : cases) {
+    const Task task = Task::create(c.template_name, c.args, host_traits(target));
+    const Oracle oracle(task, 11);
+    std::vector<Config> configs = {task.fallback_config()};
+    std::mt19937_64 rng(5);
+    int want_inline = 2, want_once = 1;
+    for (uint64_t i : task.space().sample(32, rng)) {
+      const Config cfg = task.space().get(i);
+      int& want = cfg["pad_inline"].as_int() != 0 ? want_inline : want_once;
+      if (want > 0) --want, configs.push_back(cfg);
+    }
+    for (const Config& cfg : configs) {
+      SCOPED_TRACE(task.workload_key() + " config " + cfg.to_json_string());
+      const codegen::Kernel k = compile(task.instantiate(cfg), c.name, target);
+      const double err =
+          oracle.check([&](const std::vector<void*>& args) { EXPECT_EQ(k.run(args), 0); });
+      EXPECT_LT(err, 1e-4);
+      inlined += cfg["pad_inline"].as_int() != 0 && task.args().get_int("pad") > 0;
+    }
+  }
+  EXPECT_EQ(cases.size(), 40u);
+  EXPECT_GE(inlined, 60);  // the path that skips taps ran on most padded cases
+}
 
 // Times the fallback, `n_random` seeded random configs and the plain schedule of a task on the
 // host; every output is checked against the plain kernel's (DESIGN.md's correctness rule). Prints

@@ -1,0 +1,482 @@
+// Lowering pass: a reduction whose operand is a bounds Select (the padding of a window, inlined)
+// computes only the taps inside the bounds, and its interior tiles run without any guard.
+//
+// Why a lowering pass rather than region-split schedules in the templates: the padding is a
+// property of the expression (the Select that an inlined pad stage leaves in the update), so one
+// pass serves every template that inlines its padding (NCHWc conv and depthwise, NCHW conv, the
+// pools) and any schedule of theirs: tiles, unrolled register tiles, fused parallel loops, tails.
+//
+// 1. Guard the taps. An update acc = acc + select(c, x, 0) * w (or max(acc, select(c, x, lowest)),
+//    min likewise) is a no-op where c fails, so it becomes if (c) acc = acc + x * w: the taps of
+//    the padding are skipped, not multiplied by zero (0 * w is taken as 0 even for w = inf: the
+//    padding is not data). Conjuncts of c that depend on a vectorized loop's variable (NCHW
+//    columns are lanes) stay a Select: a vector cannot skip some of its lanes.
+// 2. Unswitch the guards once per accumulation. At the outermost loop around an update that does
+//    not also hold that accumulator's initialization (the loops of one reduction: the tile's
+//    reduction nest under compute_at, or the window loops of one output pixel), the condition
+//    "every guard holds for every iteration of this nest" is, per conjunct, affine in the loop
+//    variables: its minimum over the nest's constant ranges is a test on the enclosing variables
+//    alone. The nest becomes if (test) { nest without those guards } else { nest }. A conjunct
+//    that no enclosing value can satisfy for the whole nest (a 7-wide tile always touches both
+//    column borders) stays a guard in both copies; the unroll pass then folds it away in every
+//    copy of an unrolled tile where it is decided, so only the border taps keep a branch.
+//    Finer splits (per window row, inside the reduction) would put the test in the hot loop and
+//    duplicate the tile there: not done. So a border tile keeps a branch per copy of its register
+//    tile inside the innermost reduction loop; where border tiles are a large share (two-row
+//    tiles of a 14 x 14 output) padding once stays faster, which is why the templates keep
+//    pad_inline as a knob.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "te/ir_visitor.h"
+#include "te/lower_passes.h"
+#include "te/simplify.h"
+
+namespace ktune::te {
+
+namespace {
+
+void conjuncts(const Expr& c, std::vector<Expr>* out) {
+  if (const And* a = c.as<And>()) {
+    conjuncts(a->a, out);
+    conjuncts(a->b, out);
+    return;
+  }
+  out->push_back(c);
+}
+
+Expr conjunction(const std::vector<Expr>& cs) {
+  Expr r;
+  for (const Expr& c : cs) r = r.defined() ? And::make(r, c) : c;
+  return r;
+}
+
+bool is_const_float(const Expr& e, double v) {
+  if (const FloatImm* f = e.as<FloatImm>()) return f->value == v;
+  return is_const_int(e, static_cast<int64_t>(v)) && v == 0;
+}
+
+// Beyond these magnitudes a Select's false value never wins a max (min): the templates' "lowest".
+constexpr double kNeverWins = 3.0e38;
+
+bool never_wins(NodeKind combine, const Expr& v) {
+  const FloatImm* f = v.as<FloatImm>();
+  if (!f) return false;
+  return combine == NodeKind::kMax ? f->value <= -kNeverWins : f->value >= kNeverWins;
+}
+
+// In an update operand `v` (combined into the accumulator by `combine`), the Select whose false
+// value makes the whole update a no-op: v itself, or for a sum a factor of a product.
+const Select* identity_select(NodeKind combine, const Expr& v) {
+  if (const Select* s = v.as<Select>()) {
+    if (combine == NodeKind::kAdd ? is_const_float(s->false_value, 0)
+                                  : never_wins(combine, s->false_value))
+      return s;
+    return nullptr;
+  }
+  if (combine != NodeKind::kAdd) return nullptr;
+  if (const Mul* m = v.as<Mul>()) {
+    if (const Select* s = identity_select(combine, m->a)) return s;
+    return identity_select(combine, m->b);
+  }
+  return nullptr;
+}
+
+// Replaces one Select node (by identity) by `with`.
+class ReplaceSelect : public IRMutator {
+ public:
+  ReplaceSelect(const Select* target, Expr with) : target_(target), with_(std::move(with)) {}
+  using IRMutator::mutate;
+
+ protected:
+  Expr visit(const Select* op, const Expr& e) override {
+    return op == target_ ? with_ : IRMutator::visit(op, e);
+  }
+
+ private:
+  const Select* target_;
+  Expr with_;
+};
+
+// The accumulator read of an update `buffer[index] = combine(buffer[index], v)`: returns v and
+// the combine kind, or nullopt.
+std::optional<std::pair<NodeKind, Expr>> update_operand(const Store* st) {
+  auto self = [&](const Expr& e) {
+    const Load* l = e.as<Load>();
+    return l && l->buffer.same_as(st->buffer) &&
+           structural_key(l->index) == structural_key(st->index);
+  };
+  auto split = [&](const Expr& a, const Expr& b,
+                   NodeKind k) -> std::optional<std::pair<NodeKind, Expr>> {
+    if (self(a)) return std::make_pair(k, b);
+    if (self(b)) return std::make_pair(k, a);
+    return std::nullopt;
+  };
+  if (const Add* a = st->value.as<Add>()) return split(a->a, a->b, NodeKind::kAdd);
+  if (const Max* a = st->value.as<Max>()) return split(a->a, a->b, NodeKind::kMax);
+  if (const Min* a = st->value.as<Min>()) return split(a->a, a->b, NodeKind::kMin);
+  return std::nullopt;
+}
+
+// Step 1: guards the taps; records the conditions it creates (If and lane Select conditions).
+class GuardTaps : public IRMutator {
+ public:
+  std::unordered_set<const ExprNode*> guards;
+  using IRMutator::mutate;
+
+ protected:
+  Stmt visit(const For* op, const Stmt& s) override {
+    const bool vector = op->for_kind == ForKind::kVectorized;
+    if (vector) lanes_.push_back(op->var);
+    Stmt r = IRMutator::visit(op, s);
+    if (vector) lanes_.pop_back();
+    return r;
+  }
+  Stmt visit(const Store* op, const Stmt& s) override {
+    std::vector<Expr> uniform;
+    Expr value = op->value;
+    for (;;) {
+      const Stmt cur = Store::make(op->buffer, value, op->index);
+      const auto upd = update_operand(cur.as<Store>());
+      if (!upd || !value.dtype().is_float()) break;
+      const Select* sel = identity_select(upd->first, upd->second);
+      if (!sel) break;
+      std::vector<Expr> all, lane, mine;
+      conjuncts(sel->condition, &all);
+      for (const Expr& c : all) (uses_lane(c) ? lane : mine).push_back(c);
+      if (mine.empty()) break;
+      Expr kept = sel->true_value;
+      if (!lane.empty()) {
+        const Expr lc = conjunction(lane);
+        guards.insert(lc.get());
+        kept = Select::make(lc, sel->true_value, sel->false_value);
+      }
+      value = ReplaceSelect(sel, kept).mutate(value);
+      uniform.insert(uniform.end(), mine.begin(), mine.end());
+    }
+    if (uniform.empty()) return s;
+    const Expr c = conjunction(uniform);
+    guards.insert(c.get());
+    return IfThenElse::make(c, Store::make(op->buffer, value, op->index));
+  }
+
+ private:
+  bool uses_lane(const Expr& c) const {
+    for (const Var& v : lanes_)
+      if (uses_var(c, v)) return true;
+    return false;
+  }
+  std::vector<Var> lanes_;
+};
+
+// One guard inside a candidate nest: its conjuncts, the constant ranges of the loops around it
+// inside the nest, and the accumulator it guards.
+struct Guard {
+  std::vector<Expr> conjuncts;
+  std::vector<std::pair<Var, std::pair<int64_t, int64_t>>> ranges;
+  const BufferNode* accumulator = nullptr;
+};
+
+// Scans a loop nest: its guards, the accumulators it initializes, the variables it binds.
+class NestScan : public IRVisitor {
+ public:
+  explicit NestScan(const std::unordered_set<const ExprNode*>& guards) : known_(guards) {}
+  std::vector<Guard> found;
+  std::unordered_set<const BufferNode*> initialized;
+  std::unordered_set<const VarNode*> bound;
+
+ protected:
+  void visit(const For* op) override {
+    bound.insert(op->var.get());
+    const int64_t* m = as_const_int(op->min);
+    const int64_t* x = as_const_int(op->extent);
+    const bool ranged = m && x && *x > 0;
+    if (ranged) ranges_.push_back({op->var, {*m, *m + *x - 1}});
+    IRVisitor::visit(op);
+    if (ranged) ranges_.pop_back();
+  }
+  void visit(const LetStmt* op) override {
+    bound.insert(op->var.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const Let* op) override {
+    bound.insert(op->var.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const IfThenElse* op) override {
+    if (known_.count(op->condition.get())) {
+      if (const Store* st = op->then_case.as<Store>()) add(op->condition, st->buffer.get());
+    }
+    IRVisitor::visit(op);
+  }
+  void visit(const Store* op) override {
+    bool reads_self = false;
+    class Reads : public IRVisitor {
+     public:
+      explicit Reads(const BufferNode* b) : b_(b) {}
+      bool hit = false;
+
+     protected:
+      void visit(const Load* l) override {
+        hit = hit || l->buffer.get() == b_;
+        IRVisitor::visit(l);
+      }
+
+     private:
+      const BufferNode* b_;
+    } reads(op->buffer.get());
+    reads.visit_expr(op->value);
+    reads_self = reads.hit;
+    if (!reads_self) initialized.insert(op->buffer.get());
+    store_ = op->buffer.get();
+    IRVisitor::visit(op);
+    store_ = nullptr;
+  }
+  void visit(const Select* op) override {
+    if (store_ && known_.count(op->condition.get())) add(op->condition, store_);
+    IRVisitor::visit(op);
+  }
+
+ private:
+  void add(const Expr& c, const BufferNode* acc) {
+    Guard g;
+    conjuncts(c, &g.conjuncts);
+    g.ranges = ranges_;
+    g.accumulator = acc;
+    found.push_back(std::move(g));
+  }
+  const std::unordered_set<const ExprNode*>& known_;
+  std::vector<std::pair<Var, std::pair<int64_t, int64_t>>> ranges_;
+  const BufferNode* store_ = nullptr;
+};
+
+// An integer comparison as e >= 0, or nullopt.
+std::optional<Expr> as_nonnegative(const Expr& c) {
+  auto diff = [](const Expr& a, const Expr& b, int64_t minus) -> std::optional<Expr> {
+    if (!a.dtype().is_int() || !b.dtype().is_int() || a.dtype().is_vector() ||
+        b.dtype().is_vector())
+      return std::nullopt;
+    Expr d = Sub::make(a, b);
+    if (minus) d = Sub::make(d, make_const(d.dtype(), static_cast<double>(minus)));
+    return simplify(d);
+  };
+  if (const GE* o = c.as<GE>()) return diff(o->a, o->b, 0);
+  if (const GT* o = c.as<GT>()) return diff(o->a, o->b, 1);
+  if (const LE* o = c.as<LE>()) return diff(o->b, o->a, 0);
+  if (const LT* o = c.as<LT>()) return diff(o->b, o->a, 1);
+  return std::nullopt;
+}
+
+// The minimum of e over the ranges when e is affine in each ranged variable (constant
+// coefficients), or nullopt.
+std::optional<Expr> minimum(
+    Expr e, const std::vector<std::pair<Var, std::pair<int64_t, int64_t>>>& ranges) {
+  for (const auto& [v, r] : ranges) {
+    if (!uses_var(e, v)) continue;
+    const DataType t = v.dtype();
+    const Expr at0 = simplify(substitute(e, {{v, make_zero(t)}}));
+    const Expr at1 = simplify(substitute(e, {{v, make_const(t, 1)}}));
+    const Expr slope = simplify(Sub::make(at1, at0));
+    const int64_t* k = as_const_int(slope);
+    if (!k) return std::nullopt;
+    const Expr rest = simplify(Sub::make(e, Add::make(at0, Mul::make(slope, v))));
+    if (!is_const_int(rest, 0)) return std::nullopt;
+    const int64_t at = *k >= 0 ? r.first : r.second;
+    e = simplify(substitute(e, {{v, make_const(t, static_cast<double>(at))}}));
+  }
+  return e;
+}
+
+// Removes the conjuncts with the given keys from the recorded guards.
+class DropConjuncts : public IRMutator {
+ public:
+  DropConjuncts(const std::unordered_set<const ExprNode*>& guards,
+                const std::unordered_set<std::string>& proven)
+      : guards_(guards), proven_(proven) {}
+  using IRMutator::mutate;
+
+ protected:
+  Stmt visit(const IfThenElse* op, const Stmt& s) override {
+    if (!guards_.count(op->condition.get())) return IRMutator::visit(op, s);
+    const Expr c = keep(op->condition);
+    Stmt then_case = mutate(op->then_case);
+    return c.defined() ? IfThenElse::make(c, then_case) : then_case;
+  }
+  Expr visit(const Select* op, const Expr& e) override {
+    if (!guards_.count(op->condition.get())) return IRMutator::visit(op, e);
+    const Expr c = keep(op->condition);
+    Expr t = mutate(op->true_value);
+    return c.defined() ? Select::make(c, t, mutate(op->false_value)) : t;
+  }
+
+ private:
+  Expr keep(const Expr& c) const {
+    std::vector<Expr> all, kept;
+    conjuncts(c, &all);
+    for (const Expr& x : all)
+      if (!proven_.count(structural_key(x))) kept.push_back(x);
+    return conjunction(kept);
+  }
+  const std::unordered_set<const ExprNode*>& guards_;
+  const std::unordered_set<std::string>& proven_;
+};
+
+// The variables an expression uses.
+std::vector<Var> vars_of(const Expr& e) {
+  class Collect : public IRVisitor {
+   public:
+    std::vector<Var> vars;
+    void visit_expr(const Expr& e) override {
+      if (const VarNode* v = e.as<VarNode>()) {
+        for (const Var& x : vars)
+          if (x.get() == v) return;
+        vars.push_back(Var::from_expr(e));
+        return;
+      }
+      IRVisitor::visit_expr(e);
+    }
+  };
+  Collect c;
+  c.visit_expr(e);
+  return c.vars;
+}
+
+// Beyond this many values of the enclosing variables, a test is kept without checking that some
+// value passes it.
+constexpr int64_t kMaxTestPoints = 4096;
+
+// Step 2: unswitches each accumulation nest on its guards.
+class Unswitch : public IRMutator {
+ public:
+  explicit Unswitch(const std::unordered_set<const ExprNode*>& guards) : guards_(guards) {}
+  using IRMutator::mutate;
+
+ protected:
+  Stmt visit(const For* op, const Stmt& s) override {
+    NestScan scan(guards_);
+    scan.visit_stmt(s);
+    if (scan.found.empty()) return s;
+    // Conjuncts that hold for the whole nest everywhere, and those that need a test (lo >= 0).
+    std::unordered_set<std::string> proven;
+    std::vector<std::pair<std::string, Expr>> tests;
+    std::unordered_set<std::string> seen;
+    for (const Guard& g : scan.found) {
+      if (scan.initialized.count(g.accumulator)) continue;  // not one accumulation yet: go inside
+      for (const Expr& c : g.conjuncts) {
+        const std::string key = structural_key(c);
+        if (!seen.insert(key).second) continue;
+        const std::optional<Expr> e = as_nonnegative(c);
+        if (!e) continue;
+        const std::optional<Expr> lo = minimum(*e, g.ranges);
+        if (!lo || binds(scan.bound, *lo)) continue;
+        const auto b = const_bound(*lo, outer_);
+        if (b && b->second < 0) continue;  // fails for some iteration whatever the enclosing values
+        if (b && b->first >= 0) {
+          proven.insert(key);  // holds everywhere: no test needed
+        } else {
+          tests.emplace_back(key, *lo);
+        }
+      }
+    }
+    keep_satisfiable(&tests);
+    std::vector<Expr> test;
+    std::unordered_set<std::string> tested;
+    for (const auto& [key, lo] : tests) {
+      proven.insert(key);
+      if (tested.insert(structural_key(lo)).second)
+        test.push_back(GE::make(lo, make_zero(lo.dtype())));
+    }
+    if (proven.empty()) {
+      const int64_t* m = as_const_int(op->min);
+      const int64_t* x = as_const_int(op->extent);
+      if (m && x) outer_[op->var.get()] = {*m, *m + *x - 1};
+      Stmt r = IRMutator::visit(op, s);
+      outer_.erase(op->var.get());
+      return r;
+    }
+    Stmt interior = DropConjuncts(guards_, proven).mutate(s);
+    return test.empty() ? interior : IfThenElse::make(conjunction(test), interior, s);
+  }
+
+ private:
+  // Drops the tests of each group of enclosing variables (a row position, a column position)
+  // that no value of those variables passes: a tile as wide as the output touches both column
+  // borders, so its column guards stay while its row guards are still unswitched.
+  void keep_satisfiable(std::vector<std::pair<std::string, Expr>>* tests) const {
+    std::unordered_map<std::string, std::vector<size_t>> groups;
+    std::unordered_map<std::string, std::vector<Var>> group_vars;
+    for (size_t i = 0; i < tests->size(); ++i) {
+      std::vector<Var> vs = vars_of((*tests)[i].second);
+      std::string gk;
+      for (const Var& v : vs) gk += std::to_string(reinterpret_cast<uintptr_t>(v.get())) + ",";
+      groups[gk].push_back(i);
+      group_vars[gk] = vs;
+    }
+    std::vector<bool> drop(tests->size(), false);
+    for (const auto& [gk, members] : groups) {
+      if (satisfiable(*tests, members, group_vars[gk])) continue;
+      for (size_t i : members) drop[i] = true;
+    }
+    std::vector<std::pair<std::string, Expr>> kept;
+    for (size_t i = 0; i < tests->size(); ++i)
+      if (!drop[i]) kept.push_back((*tests)[i]);
+    *tests = std::move(kept);
+  }
+
+  // Whether some value of `vars` (in their enclosing ranges) passes every test of `members`;
+  // true when that is not known (a variable without a range, too many values).
+  bool satisfiable(const std::vector<std::pair<std::string, Expr>>& tests,
+                   const std::vector<size_t>& members, const std::vector<Var>& vars) const {
+    std::vector<std::pair<int64_t, int64_t>> r;
+    int64_t points = 1;
+    for (const Var& v : vars) {
+      auto it = outer_.find(v.get());
+      if (it == outer_.end()) return true;
+      r.push_back(it->second);
+      points *= it->second.second - it->second.first + 1;
+      if (points > kMaxTestPoints) return true;
+    }
+    std::vector<int64_t> at(vars.size());
+    for (size_t i = 0; i < vars.size(); ++i) at[i] = r[i].first;
+    for (int64_t p = 0; p < points; ++p) {
+      std::vector<std::pair<Var, Expr>> map;
+      for (size_t i = 0; i < vars.size(); ++i)
+        map.emplace_back(vars[i], make_const(vars[i].dtype(), static_cast<double>(at[i])));
+      bool pass = true;
+      for (size_t m : members) {
+        const int64_t* v = as_const_int(simplify(substitute(tests[m].second, map)));
+        if (!v || *v < 0) {
+          pass = pass && v == nullptr;
+          if (!pass) break;
+        }
+      }
+      if (pass) return true;
+      for (size_t i = 0; i < vars.size() && ++at[i] > r[i].second; ++i) at[i] = r[i].first;
+    }
+    return false;
+  }
+
+  static bool binds(const std::unordered_set<const VarNode*>& bound, const Expr& e) {
+    for (const Var& v : vars_of(e))
+      if (bound.count(v.get())) return true;
+    return false;
+  }
+  const std::unordered_set<const ExprNode*>& guards_;
+  VarRanges outer_;
+};
+
+}  // namespace
+
+Stmt skip_padding_taps(const Stmt& s) {
+  GuardTaps g;
+  Stmt guarded = g.mutate(s);
+  if (g.guards.empty()) return s;
+  Unswitch u(g.guards);
+  return u.mutate(guarded);
+}
+
+}  // namespace ktune::te
