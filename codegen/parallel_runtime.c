@@ -89,8 +89,8 @@ static struct {
   ktune_parallel_body body;
   void* closure;
   int64_t extent;
-  atomic_uint_fast64_t claim;
-  atomic_int done_chunks; /* of the current loop */
+  _Alignas(64) atomic_uint_fast64_t claim; /* its own cache line: claimed once per chunk */
+  _Alignas(64) atomic_int done_chunks;     /* of the current loop */
   atomic_int result;
   atomic_int sleepers;       /* workers waiting (or about to wait) on wake */
   atomic_int caller_waiting; /* the caller waits (or is about to wait) on done: 0 or 1 */
@@ -182,29 +182,35 @@ static int ktune_new_loop(int64_t seen) {
 }
 static int ktune_all_done(int64_t chunks) { return atomic_load(&ktune_pool.done_chunks) == chunks; }
 
-/* Claims and runs chunks of the loop of `generation` until none is left unclaimed. */
+/* Claims and runs chunks of the loop of `generation` until none is left unclaimed, then counts
+ * them done with one atomic add: a shared counter bumped per chunk moved its cache line between
+ * the cores twice per chunk, which cost more than a small loop's chunks themselves. */
 static void ktune_work(uint64_t generation) {
   uint_fast64_t w = atomic_load_explicit(&ktune_pool.claim, memory_order_acquire);
+  int ran = 0;
+  int64_t chunks = 0;
   for (;;) {
-    if (KTUNE_GENERATION(w) != generation || KTUNE_NEXT(w) >= KTUNE_CHUNKS(w)) return;
+    if (KTUNE_GENERATION(w) != generation || KTUNE_NEXT(w) >= KTUNE_CHUNKS(w)) break;
     if (!atomic_compare_exchange_weak_explicit(&ktune_pool.claim, &w, w + 1, memory_order_acq_rel,
                                                memory_order_acquire))
       continue; /* w now holds the current word */
-    const int64_t c = KTUNE_NEXT(w), chunks = KTUNE_CHUNKS(w);
+    const int64_t c = KTUNE_NEXT(w);
+    chunks = KTUNE_CHUNKS(w);
     const int64_t per = ktune_pool.extent / chunks, extra = ktune_pool.extent % chunks;
     const int64_t begin = c * per + (c < extra ? c : extra);
     const int64_t end = begin + per + (c < extra ? 1 : 0);
     const int32_t code = begin < end ? ktune_pool.body(begin, end, ktune_pool.closure) : 0;
     int zero = 0;
     if (code != 0) atomic_compare_exchange_strong(&ktune_pool.result, &zero, code);
-    /* The last chunk wakes the caller if it went to sleep (seq_cst on both sides). */
-    if (atomic_fetch_add(&ktune_pool.done_chunks, 1) + 1 == chunks &&
-        atomic_load(&ktune_pool.caller_waiting)) {
-      pthread_mutex_lock(&ktune_pool.mu);
-      pthread_cond_signal(&ktune_pool.done);
-      pthread_mutex_unlock(&ktune_pool.mu);
-    }
+    ++ran;
     w = atomic_load_explicit(&ktune_pool.claim, memory_order_acquire);
+  }
+  /* The last chunks done wake the caller if it went to sleep (seq_cst on both sides). */
+  if (ran > 0 && atomic_fetch_add(&ktune_pool.done_chunks, ran) + ran == chunks &&
+      atomic_load(&ktune_pool.caller_waiting)) {
+    pthread_mutex_lock(&ktune_pool.mu);
+    pthread_cond_signal(&ktune_pool.done);
+    pthread_mutex_unlock(&ktune_pool.mu);
   }
 }
 
