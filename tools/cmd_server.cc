@@ -50,7 +50,17 @@ void run_server(const ServerCommandOptions& o) {
 }
 
 // The devices, one line each and a line of description and address.
-void print_devices(const std::vector<rpc_runner::DeviceInfo>& devices) { print_devices(devices); }
+void print_devices(const std::vector<rpc_runner::DeviceInfo>& devices) {
+  std::cout << std::left << std::setw(6) << "id" << std::setw(16) << "key" << std::setw(10)
+            << "busy" << std::setw(8) << "served" << std::setw(7) << "cores"
+            << "target\n";
+  for (const auto& d : devices)
+    std::cout << std::setw(6) << d.worker_id << std::setw(16) << d.key << std::setw(10)
+              << (std::to_string(d.in_flight) + "/" + std::to_string(d.slots)) << std::setw(8)
+              << d.served << std::setw(7) << d.cores << d.target << (d.emulated ? "  EMULATED" : "")
+              << "\n"
+              << "      " << d.description << " (" << d.peer << ")\n";
+}
 
 // "1.23 s", "45 ms": a duration in the unit that reads best.
 std::string seconds(double s) {
@@ -158,89 +168,6 @@ void run_devices(const ServerCommandOptions& o) {
     return;
   }
   print_devices(devices);
-}
-
-// "1.23 s", "45 ms": a duration in the unit that reads best.
-std::string seconds(double s) {
-  std::ostringstream out;
-  out << std::setprecision(3);
-  if (s < 1)
-    out << s * 1e3 << " ms";
-  else
-    out << s << " s";
-  return out.str();
-}
-
-// A histogram's line: count, mean and the bucket bound under which 90% of the samples fall.
-void print_latency(const std::vector<rpc_runner::MetricSample>& m, const std::string& what,
-                   const std::string& name) {
-  const double count = rpc_runner::metric_sum(m, name + "_count");
-  std::cout << "  " << std::setw(12) << what << std::right << std::setw(8) << count;
-  if (count > 0) {
-    std::map<double, double> cumulative;  // by bucket bound, summed over the keys
-    for (const auto& s : m)
-      if (s.name == name + "_bucket") cumulative[std::stod(s.labels.at("le"))] += s.value;
-    double p90 = INFINITY;
-    for (const auto& [le, n] : cumulative)
-      if (n >= 0.9 * count) {
-        p90 = le;
-        break;
-      }
-    std::cout << std::setw(12) << seconds(rpc_runner::metric_sum(m, name + "_sum") / count)
-              << std::setw(14) << (std::isinf(p90) ? std::string("above all") : seconds(p90));
-  }
-  std::cout << std::left << "\n";
-}
-
-void run_status(const ServerCommandOptions& o) {
-  const rpc_runner::ServerStatus status = rpc_runner::ServiceClient(o.client).status();
-  const auto& m = status.metrics;
-  auto sum = [&](const std::string& name, std::map<std::string, std::string> match = {}) {
-    return static_cast<uint64_t>(rpc_runner::metric_sum(m, name, match));
-  };
-  const auto up = static_cast<int64_t>(status.uptime_s);
-  std::cout << status.server_version << " (protocol " << status.protocol_version << ") at "
-            << o.client.server << ", up " << up / 3600 << "h " << std::setfill('0') << std::setw(2)
-            << up % 3600 / 60 << "m " << std::setw(2) << up % 60 << "s\n\n"
-            << std::setfill(' ');
-
-  std::set<std::string> keys;  // every key the metrics name
-  for (const auto& s : m)
-    if (auto it = s.labels.find("key"); it != s.labels.end()) keys.insert(it->second);
-  std::cout << std::left << std::setw(18) << "key" << std::right << std::setw(6) << "idle"
-            << std::setw(6) << "busy" << std::setw(7) << "slots" << std::setw(10) << "in flight"
-            << std::setw(8) << "queued" << std::setw(8) << "trials" << std::setw(8) << "errors"
-            << "  errors by kind\n";
-  for (const std::string& key : keys) {
-    std::string kinds;
-    for (const auto& s : m)
-      if (s.name == "ktune_trial_errors_total" && s.labels.at("key") == key && s.value > 0)
-        kinds += (kinds.empty() ? "" : ", ") + s.labels.at("kind") + " " +
-                 std::to_string(static_cast<uint64_t>(s.value));
-    std::cout << std::left << std::setw(18) << key << std::right << std::setw(6)
-              << sum("ktune_devices", {{"key", key}, {"state", "idle"}}) << std::setw(6)
-              << sum("ktune_devices", {{"key", key}, {"state", "busy"}}) << std::setw(7)
-              << sum("ktune_device_slots", {{"key", key}}) << std::setw(10)
-              << sum("ktune_candidates_in_flight", {{"key", key}}) << std::setw(8)
-              << sum("ktune_queue_depth", {{"key", key}}) << std::setw(8)
-              << sum("ktune_trials_total", {{"key", key}}) << std::setw(8)
-              << sum("ktune_trial_errors_total", {{"key", key}}) << "  " << kinds << "\n";
-  }
-  std::cout << std::left << "\njobs:";
-  for (const char* state : {"queued", "running", "done", "failed", "cancelled"})
-    std::cout << "  " << state << " " << sum("ktune_jobs", {{"state", state}});
-  std::cout << "\n\n"
-            << std::setw(14) << "latency" << std::right << std::setw(8) << "count" << std::setw(12)
-            << "mean" << std::setw(14) << "90% within" << std::left << "\n";
-  print_latency(m, "queue wait", "ktune_queue_wait_seconds");
-  print_latency(m, "build", "ktune_build_seconds");
-  print_latency(m, "run", "ktune_run_seconds");
-  print_latency(m, "log write", "ktune_log_write_seconds");
-  std::cout << "\n";
-  if (status.devices.empty())
-    std::cout << "no device attached\n";
-  else
-    print_devices(status.devices);
 }
 
 void add_server(CLI::App& app) {
