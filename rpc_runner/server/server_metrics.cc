@@ -1,20 +1,21 @@
 // The tuning server's metrics: prometheus-cpp's registry, gauges refreshed from the fleet at each
-// collection, counters and histograms fed by the pool and the jobs, civetweb's HTTP endpoint.
+// collection, counters and histograms fed by the pool and the jobs, and a small HTTP endpoint.
 #include "rpc_runner/server/server_metrics.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
-#include <prometheus/collectable.h>
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
@@ -36,25 +37,100 @@ const Histogram::BucketBoundaries kBuildRunBuckets{0.001, 0.01, 0.05, 0.1, 0.25,
 const Histogram::BucketBoundaries kWriteBuckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                                 0.05,   0.1,   0.25,   0.5,   1,    5};
 
-// Why binding host:port fails, from a probe socket: the Exposer only says that it failed.
-std::string bind_failure(const std::string& host, int port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return "not an IPv4 address";
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return std::strerror(errno);
-  const int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  const bool bound = ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
-  const int err = errno;
-  ::close(fd);
-  return bound ? "the HTTP server did not start" : std::strerror(err);
-}
+// GET /metrics over HTTP/1.1, one connection at a time, on a thread of its own. prometheus-cpp's
+// Exposer is not used: the civetweb it embeds runs handlers on 100 KB stacks, which glibc's printf
+// overflows in this process (a segfault at the first scrape).
+class HttpEndpoint {
+ public:
+  // Binds host:port (IPv4). Throws Error(kIo) with the reason when it cannot.
+  HttpEndpoint(const std::string& host, int port, std::function<std::string()> body)
+      : body_(std::move(body)) {
+    const std::string address = host + ":" + std::to_string(port);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1)
+      throw Error(ErrorKind::kIo, "cannot serve metrics on " + address + ": not an IPv4 address");
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(fd_, 16) != 0) {
+      const std::string why = std::strerror(errno);
+      if (fd_ >= 0) ::close(fd_);
+      throw Error(ErrorKind::kIo, "cannot serve metrics on " + address + ": " + why);
+    }
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+
+  ~HttpEndpoint() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+
+  int port() const { return port_; }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;  // wakes to see stop_
+      const int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0) continue;
+      answer(client);
+      ::close(client);
+    }
+  }
+
+  // Reads the request head (a slow or silent client gets 2 s) and answers it.
+  void answer(int client) {
+    const timeval timeout{2, 0};
+    ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    ::setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    std::string head;
+    char buf[1024];
+    while (head.find("\r\n\r\n") == std::string::npos && head.size() < 8192) {
+      const ssize_t n = ::recv(client, buf, sizeof buf, 0);
+      if (n <= 0) return;
+      head.append(buf, static_cast<size_t>(n));
+    }
+    const std::string line = head.substr(0, head.find("\r\n"));
+    std::string status = "200 OK", body;
+    if (line.rfind("GET ", 0) != 0) {
+      status = "405 Method Not Allowed";
+    } else if (line.rfind("GET /metrics ", 0) != 0 && line.rfind("GET /metrics?", 0) != 0) {
+      status = "404 Not Found";
+      body = "metrics are at /metrics\n";
+    } else {
+      body = body_();
+    }
+    const std::string response = "HTTP/1.1 " + status +
+                                 "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8"
+                                 "\r\nContent-Length: " +
+                                 std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+                                 body;
+    for (size_t sent = 0; sent < response.size();) {
+      const ssize_t n =
+          ::send(client, response.data() + sent, response.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return;
+      sent += static_cast<size_t>(n);
+    }
+  }
+
+  std::function<std::string()> body_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 }  // namespace
 
-struct ServerMetrics::Impl : prometheus::Collectable {
+struct ServerMetrics::Impl {
   std::function<FleetSnapshot()> snapshot;
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   // Gauges: replaced at each collection, so a key no worker or job uses any more disappears.
@@ -113,12 +189,11 @@ struct ServerMetrics::Impl : prometheus::Collectable {
   // One collection at a time: it replaces the gauges (the families themselves are thread-safe).
   mutable std::mutex collect_mu;
   mutable std::vector<std::pair<prometheus::Family<Gauge>*, Gauge*>> gauges;  // by collect_mu
-  std::mutex serve_mu;  // guards exposer and port
-  std::unique_ptr<prometheus::Exposer> exposer;
-  int port = 0;
+  std::mutex serve_mu;                                                        // guards endpoint
+  std::unique_ptr<HttpEndpoint> endpoint;
 
   // Sets the gauges from a fresh snapshot, then collects every family.
-  std::vector<prometheus::MetricFamily> Collect() const override {
+  std::vector<prometheus::MetricFamily> collect() const {
     const FleetSnapshot now = snapshot();
     std::lock_guard lock(collect_mu);
     for (auto [family, gauge] : gauges) family->Remove(gauge);
@@ -157,7 +232,7 @@ struct ServerMetrics::Impl : prometheus::Collectable {
 };
 
 ServerMetrics::ServerMetrics(std::function<FleetSnapshot()> snapshot)
-    : impl_(std::make_shared<Impl>()) {
+    : impl_(std::make_unique<Impl>()) {
   impl_->snapshot = std::move(snapshot);
 }
 
@@ -187,33 +262,27 @@ void ServerMetrics::logged(const std::string& key, const std::vector<tuner::Meas
 
 void ServerMetrics::serve(const std::string& host, int port) {
   std::lock_guard lock(impl_->serve_mu);
-  if (impl_->exposer) throw Error(ErrorKind::kInternal, "the metrics are served already");
-  const std::string address = host + ":" + std::to_string(port);
-  try {
-    impl_->exposer = std::make_unique<prometheus::Exposer>(address, 1);
-  } catch (const std::exception&) {
-    throw Error(ErrorKind::kIo,
-                "cannot serve metrics on " + address + ": " + bind_failure(host, port));
-  }
-  impl_->exposer->RegisterCollectable(impl_);
-  const std::vector<int> ports = impl_->exposer->GetListeningPorts();
-  impl_->port = ports.empty() ? port : ports.front();
+  if (impl_->endpoint) throw Error(ErrorKind::kInternal, "the metrics are served already");
+  impl_->endpoint = std::make_unique<HttpEndpoint>(host, port, [this] { return text(); });
 }
 
 int ServerMetrics::port() const {
   std::lock_guard lock(impl_->serve_mu);
-  return impl_->port;
+  return impl_->endpoint ? impl_->endpoint->port() : 0;
 }
 
 void ServerMetrics::stop_serving() {
-  std::lock_guard lock(impl_->serve_mu);
-  impl_->exposer.reset();
-  impl_->port = 0;
+  std::unique_ptr<HttpEndpoint> endpoint;
+  {
+    std::lock_guard lock(impl_->serve_mu);
+    endpoint = std::move(impl_->endpoint);
+  }
+  endpoint.reset();  // joins its thread outside the lock (an answer may be under way)
 }
 
 std::string ServerMetrics::text() {
   std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, impl_->Collect());
+  prometheus::TextSerializer().Serialize(out, impl_->collect());
   return out.str();
 }
 

@@ -51,8 +51,9 @@ class ServerMetrics {
   void logged(const std::string& key, const std::vector<tuner::MeasureResult>& results,
               double write_s);
 
-  // Serves GET /metrics over plain HTTP on host:port (0 = any free port). Throws Error(kIo), one
-  // line with the reason, when the address cannot be bound (a port in use).
+  // Serves GET /metrics over plain HTTP on host:port (an IPv4 address; port 0 = any free port),
+  // from a thread of its own. Throws Error(kIo), one line with the reason, when the address
+  // cannot be bound (a port in use).
   void serve(const std::string& host, int port);
   // The port served, or 0 when not serving.
   int port() const;
@@ -64,7 +65,7 @@ class ServerMetrics {
 
  private:
   struct Impl;
-  std::shared_ptr<Impl> impl_;  // shared: the HTTP endpoint holds it weakly
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace ktune::rpc_runner
