@@ -38,7 +38,9 @@ find_package(SQLite3 QUIET)
 if(NOT SQLite3_FOUND)
   ktune_missing("SQLite 3" libsqlite3-dev)
 endif()
-foreach(dep spdlog:libspdlog-dev nlohmann_json:nlohmann-json3-dev CLI11:libcli11-dev ONNX:libonnx-dev)
+# prometheus-cpp: the tuning server's metrics (its core: the registry and the text format).
+foreach(dep spdlog:libspdlog-dev nlohmann_json:nlohmann-json3-dev CLI11:libcli11-dev ONNX:libonnx-dev
+    prometheus-cpp:prometheus-cpp-dev)
   string(REPLACE ":" ";" dep ${dep})
   list(GET dep 0 name)
   list(GET dep 1 package)

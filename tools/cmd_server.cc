@@ -1,11 +1,15 @@
 // `ktune server`: run the tuning service until SIGINT/SIGTERM; `ktune server devices`: list its
-// workers.
+// workers; `ktune server status`: its metrics and devices on one screen.
 #include <pthread.h>
 #include <signal.h>
 
+#include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -34,12 +38,111 @@ void run_server(const ServerCommandOptions& o) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   rpc_runner::TuningServer server(o.server);
+  if (server.metrics_port() > 0)
+    std::cout << "metrics on http://" << o.server.host << ":" << server.metrics_port()
+              << "/metrics\n";
   std::cout << "listening on " << server.address() << std::endl;
   int signal = 0;
   sigwait(&signals, &signal);
   spdlog::info("{}: shutting down (unfinished jobs resume at the next start)",
                signal == SIGINT ? "SIGINT" : "SIGTERM");
   server.shutdown();
+}
+
+// The devices, one line each and a line of description and address.
+void print_devices(const std::vector<rpc_runner::DeviceInfo>& devices) {
+  std::cout << std::left << std::setw(6) << "id" << std::setw(16) << "key" << std::setw(10)
+            << "busy" << std::setw(8) << "served" << std::setw(7) << "cores"
+            << "target\n";
+  for (const auto& d : devices)
+    std::cout << std::setw(6) << d.worker_id << std::setw(16) << d.key << std::setw(10)
+              << (std::to_string(d.in_flight) + "/" + std::to_string(d.slots)) << std::setw(8)
+              << d.served << std::setw(7) << d.cores << d.target << (d.emulated ? "  EMULATED" : "")
+              << "\n"
+              << "      " << d.description << " (" << d.peer << ")\n";
+}
+
+// "1.23 s", "45 ms": a duration in the unit that reads best.
+std::string seconds(double s) {
+  std::ostringstream out;
+  out << std::setprecision(3);
+  if (s < 1)
+    out << s * 1e3 << " ms";
+  else
+    out << s << " s";
+  return out.str();
+}
+
+// A histogram's line: count, mean and the bucket bound under which 90% of the samples fall.
+void print_latency(const std::vector<rpc_runner::MetricSample>& m, const std::string& what,
+                   const std::string& name) {
+  const double count = rpc_runner::metric_sum(m, name + "_count");
+  std::cout << "  " << std::setw(12) << what << std::right << std::setw(8) << count;
+  if (count > 0) {
+    std::map<double, double> cumulative;  // by bucket bound, summed over the keys
+    for (const auto& s : m)
+      if (s.name == name + "_bucket") cumulative[std::stod(s.labels.at("le"))] += s.value;
+    double p90 = INFINITY;
+    for (const auto& [le, n] : cumulative)
+      if (n >= 0.9 * count) {
+        p90 = le;
+        break;
+      }
+    std::cout << std::setw(12) << seconds(rpc_runner::metric_sum(m, name + "_sum") / count)
+              << std::setw(14) << (std::isinf(p90) ? std::string("above all") : seconds(p90));
+  }
+  std::cout << std::left << "\n";
+}
+
+void run_status(const ServerCommandOptions& o) {
+  const rpc_runner::ServerStatus status = rpc_runner::ServiceClient(o.client).status();
+  const auto& m = status.metrics;
+  auto sum = [&](const std::string& name, std::map<std::string, std::string> match = {}) {
+    return static_cast<uint64_t>(rpc_runner::metric_sum(m, name, match));
+  };
+  const auto up = static_cast<int64_t>(status.uptime_s);
+  std::cout << status.server_version << " (protocol " << status.protocol_version << ") at "
+            << o.client.server << ", up " << up / 3600 << "h " << std::setfill('0') << std::setw(2)
+            << up % 3600 / 60 << "m " << std::setw(2) << up % 60 << "s\n\n"
+            << std::setfill(' ');
+
+  std::set<std::string> keys;  // every key the metrics name
+  for (const auto& s : m)
+    if (auto it = s.labels.find("key"); it != s.labels.end()) keys.insert(it->second);
+  std::cout << std::left << std::setw(18) << "key" << std::right << std::setw(6) << "idle"
+            << std::setw(6) << "busy" << std::setw(7) << "slots" << std::setw(10) << "in flight"
+            << std::setw(8) << "queued" << std::setw(8) << "trials" << std::setw(8) << "errors"
+            << "  errors by kind\n";
+  for (const std::string& key : keys) {
+    std::string kinds;
+    for (const auto& s : m)
+      if (s.name == "ktune_trial_errors_total" && s.labels.at("key") == key && s.value > 0)
+        kinds += (kinds.empty() ? "" : ", ") + s.labels.at("kind") + " " +
+                 std::to_string(static_cast<uint64_t>(s.value));
+    std::cout << std::left << std::setw(18) << key << std::right << std::setw(6)
+              << sum("ktune_devices", {{"key", key}, {"state", "idle"}}) << std::setw(6)
+              << sum("ktune_devices", {{"key", key}, {"state", "busy"}}) << std::setw(7)
+              << sum("ktune_device_slots", {{"key", key}}) << std::setw(10)
+              << sum("ktune_candidates_in_flight", {{"key", key}}) << std::setw(8)
+              << sum("ktune_queue_depth", {{"key", key}}) << std::setw(8)
+              << sum("ktune_trials_total", {{"key", key}}) << std::setw(8)
+              << sum("ktune_trial_errors_total", {{"key", key}}) << "  " << kinds << "\n";
+  }
+  std::cout << std::left << "\njobs:";
+  for (const char* state : {"queued", "running", "done", "failed", "cancelled"})
+    std::cout << "  " << state << " " << sum("ktune_jobs", {{"state", state}});
+  std::cout << "\n\n"
+            << std::setw(14) << "latency" << std::right << std::setw(8) << "count" << std::setw(12)
+            << "mean" << std::setw(14) << "90% within" << std::left << "\n";
+  print_latency(m, "queue wait", "ktune_queue_wait_seconds");
+  print_latency(m, "build", "ktune_build_seconds");
+  print_latency(m, "run", "ktune_run_seconds");
+  print_latency(m, "log write", "ktune_log_write_seconds");
+  std::cout << "\n";
+  if (status.devices.empty())
+    std::cout << "no device attached\n";
+  else
+    print_devices(status.devices);
 }
 
 void run_devices(const ServerCommandOptions& o) {
@@ -64,15 +167,7 @@ void run_devices(const ServerCommandOptions& o) {
     std::cout << "no device attached to " << o.client.server << "\n";
     return;
   }
-  std::cout << std::left << std::setw(6) << "id" << std::setw(16) << "key" << std::setw(10)
-            << "busy" << std::setw(8) << "served" << std::setw(7) << "cores"
-            << "target\n";
-  for (const auto& d : devices)
-    std::cout << std::setw(6) << d.worker_id << std::setw(16) << d.key << std::setw(10)
-              << (std::to_string(d.in_flight) + "/" + std::to_string(d.slots)) << std::setw(8)
-              << d.served << std::setw(7) << d.cores << d.target << (d.emulated ? "  EMULATED" : "")
-              << "\n"
-              << "      " << d.description << " (" << d.peer << ")\n";
+  print_devices(devices);
 }
 
 void add_server(CLI::App& app) {
@@ -101,12 +196,19 @@ void add_server(CLI::App& app) {
                   "A worker silent this long is lost (its candidates requeued), s")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
+  cmd->add_option("--metrics-port", s.metrics_port,
+                  "Serve Prometheus metrics at http://HOST:PORT/metrics (0 = any free port)")
+      ->check(CLI::Range(0, 65535));
   auto* devices = cmd->add_subcommand("devices", "List the device workers attached to a server");
   add_client_flags(devices, o->client, true);
   devices->add_flag("--json", o->json, "Print JSON");
   devices->callback([o] { run_devices(*o); });
-  cmd->callback([o, devices] {
-    if (devices->parsed()) return;
+  auto* status =
+      cmd->add_subcommand("status", "Show a server's devices, queues, jobs, trials and latencies");
+  add_client_flags(status, o->client, true);
+  status->callback([o] { run_status(*o); });
+  cmd->callback([o, devices, status] {
+    if (devices->parsed() || status->parsed()) return;
     run_server(*o);
   });
 }

@@ -219,10 +219,14 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
   }
   // The log first: the tuner (and its model fit) sees a batch only once it is recorded. Once
   // logged, a config is known to every run: its claim has done its work.
-  tune_options.log = [write = database_callback(db_, task_, context), &claims](
-                         const std::vector<MeasureInput>& inputs,
-                         const std::vector<MeasureResult>& results) {
+  tune_options.log = [write = database_callback(db_, task_, context), &claims,
+                      on_logged = o.on_logged](const std::vector<MeasureInput>& inputs,
+                                               const std::vector<MeasureResult>& results) {
+    const auto start = std::chrono::steady_clock::now();
     write(inputs, results);
+    if (on_logged)
+      on_logged(results,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (claims) claims->release(inputs);
   };
   if (model_log) tune_options.callbacks.push_back(model_log->callback());

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +44,9 @@ struct SessionOptions {
   // on another host (a dead process of this host loses its claims at once).
   bool claim_configs = true;
   double claim_ttl_s = 3600;
+  // Called after each batch is written to the log, with its results and the write's wall time
+  // (a server's metrics); may be empty.
+  std::function<void(const std::vector<MeasureResult>& logged, double write_s)> on_logged;
 };
 
 // Throws Error(kInvalidArgument), one line each, for an unknown tuner or feature kind, 0 trials,

@@ -174,4 +174,16 @@ std::vector<DeviceInfo> ServiceClient::devices() {
   return out;
 }
 
+ServerStatus ServiceClient::status() {
+  rpc::StatusRequest request;
+  rpc::StatusReply reply;
+  auto ctx = impl_->context();
+  const grpc::Status status = impl_->stub->Status(ctx.get(), request, &reply);
+  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED)
+    throw Error(ErrorKind::kUnsupported, "the tuning server at " + impl_->options.server +
+                                             " does not report its status (an older ktune)");
+  impl_->check(status, "report its status");
+  return from_proto(reply);
+}
+
 }  // namespace ktune::rpc_runner

@@ -55,6 +55,9 @@ class ServiceClient {
   int64_t export_log(std::ostream& out, const std::string& workload_key = "");
   // The attached device workers.
   std::vector<DeviceInfo> devices();
+  // The server's metrics and devices. Throws Error(kUnsupported) when the server predates the
+  // Status call.
+  ServerStatus status();
 
  private:
   struct Impl;

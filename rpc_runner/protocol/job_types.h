@@ -1,14 +1,16 @@
 // Defines the plain data of the service's tuning jobs: JobSpec (what a client submits), JobStatus,
-// JobEvent, and of its devices: WorkerInfo, DeviceInfo.
+// JobEvent, of its devices: WorkerInfo, DeviceInfo, and of the server: ServerStatus.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "rpc_runner/protocol/metrics_text.h"
 #include "tuner/measure.h"
 #include "tuner/tuning_session.h"
 #include "tuning_db/job_store.h"
@@ -117,6 +119,16 @@ struct DeviceInfo {
   int in_flight = 0;      // candidates it measures now
   uint64_t served = 0;    // results it returned
   bool emulated = false;  // runs under emulation (qemu): its timings are marked as such
+};
+
+// The server at a glance, as `ktune server status` shows it: its metrics (those its metrics port
+// serves, rpc_runner/server/server_metrics.h) and its devices.
+struct ServerStatus {
+  std::string server_version;
+  uint32_t protocol_version = 0;
+  double uptime_s = 0;
+  std::vector<MetricSample> metrics;
+  std::vector<DeviceInfo> devices;
 };
 
 }  // namespace ktune::rpc_runner

@@ -199,4 +199,14 @@ DeviceInfo from_proto(const rpc::Device& d) {
   return out;
 }
 
+ServerStatus from_proto(const rpc::StatusReply& reply) {
+  ServerStatus out;
+  out.server_version = reply.server_version();
+  out.protocol_version = reply.protocol_version();
+  out.uptime_s = reply.uptime_s();
+  out.metrics = parse_metrics_text(reply.metrics());
+  for (const auto& d : reply.devices()) out.devices.push_back(from_proto(d));
+  return out;
+}
+
 }  // namespace ktune::rpc_runner

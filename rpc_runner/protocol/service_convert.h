@@ -26,6 +26,8 @@ JobEvent from_proto(const rpc::JobEvent& event);
 
 void to_proto(const WorkerInfo& worker, rpc::Device* out);
 DeviceInfo from_proto(const rpc::Device& device);
+// Throws Error(kInvalidArgument) when the metrics do not read.
+ServerStatus from_proto(const rpc::StatusReply& reply);
 
 // The proto TaskSpec of a task (what a worker needs to rebuild it exactly).
 void to_proto(const schedule_space::Task& task, rpc::TaskSpec* out);

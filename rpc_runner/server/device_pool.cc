@@ -7,11 +7,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "rpc_runner/server/server_metrics.h"
 #include "support/error.h"
 
 namespace ktune::rpc_runner {
 
-DevicePool::DevicePool(double heartbeat_timeout_s) : heartbeat_timeout_s_(heartbeat_timeout_s) {}
+DevicePool::DevicePool(double heartbeat_timeout_s, ServerMetrics* metrics)
+    : heartbeat_timeout_s_(heartbeat_timeout_s), metrics_(metrics) {}
 
 std::string DevicePool::attach(WorkerInfo info, Sender send, Closer close) {
   std::lock_guard lock(mu_);
@@ -42,6 +44,7 @@ void DevicePool::remove(std::map<std::string, Worker>::iterator it, const std::s
     auto job = jobs_.find(c->second.job_id);
     if (job == jobs_.end()) continue;
     --job->second.in_flight;
+    c->second.queued_at = Clock::now();
     job->second.queue.push_front(std::move(c->second));
     ++requeued;
   }
@@ -131,7 +134,7 @@ void DevicePool::submit(uint64_t job_id, rpc::Candidate candidate, ResultCallbac
     throw Error(ErrorKind::kInternal,
                 "candidate for job " + std::to_string(job_id) + " that is not open");
   candidate.set_id(next_candidate_++);
-  it->second.queue.push_back(Pending{job_id, std::move(candidate), std::move(done)});
+  it->second.queue.push_back(Pending{job_id, std::move(candidate), std::move(done), Clock::now()});
   dispatch();
 }
 
@@ -168,6 +171,9 @@ void DevicePool::dispatch() {
       job->queue.pop_front();
       job->pass += 1.0 / job->priority;
       ++job->in_flight;
+      if (metrics_)
+        metrics_->queue_wait(job->key,
+                             std::chrono::duration<double>(Clock::now() - p.queued_at).count());
       const uint64_t id = p.candidate.id();
       w->send(p.candidate);
       w->in_flight.emplace(id, std::move(p));
@@ -210,6 +216,13 @@ bool DevicePool::all_emulated(const std::string& key) const {
     any = true;
   }
   return any;
+}
+
+std::map<std::string, size_t> DevicePool::queued() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, size_t> out;
+  for (const auto& [id, job] : jobs_) out[job.key] += job.queue.size();
+  return out;
 }
 
 int DevicePool::measuring(uint64_t job_id) const {

@@ -18,6 +18,8 @@
 
 namespace ktune::rpc_runner {
 
+class ServerMetrics;
+
 // Called once per candidate with the worker that measured it and its result. Runs on a server
 // thread without the pool's lock held; must not block.
 using ResultCallback = std::function<void(const WorkerInfo& worker, rpc::CandidateResult result)>;
@@ -38,8 +40,9 @@ class DevicePool {
   // Ends the worker's stream with the reason; must not block.
   using Closer = std::function<void(const std::string& reason)>;
 
-  // heartbeat_timeout_s: a worker silent for longer is detached by expire().
-  explicit DevicePool(double heartbeat_timeout_s = 15);
+  // heartbeat_timeout_s: a worker silent for longer is detached by expire(). metrics (may be
+  // null; must outlive the pool) gets each dispatched candidate's time in the queue.
+  explicit DevicePool(double heartbeat_timeout_s = 15, ServerMetrics* metrics = nullptr);
 
   // Registers a worker (info.worker_id is assigned); returns its id. Candidates waiting for the
   // key are dispatched to it at once.
@@ -72,6 +75,8 @@ class DevicePool {
   // Whether workers of the key are attached and every one of them is emulated (a job on them
   // resumes from and learns from emulated records only).
   bool all_emulated(const std::string& key) const;
+  // Candidates waiting for a worker, by key: every key of an open job (0 when none wait).
+  std::map<std::string, size_t> queued() const;
   // Candidates of the job on workers now.
   int measuring(uint64_t job_id) const;
   // Waits until a worker of the key is attached (returns it) or `stop` returns true (checked
@@ -85,6 +90,7 @@ class DevicePool {
     uint64_t job_id = 0;
     rpc::Candidate candidate;
     ResultCallback done;
+    Clock::time_point queued_at;  // when it (last) joined a queue
   };
   struct Job {
     std::string key;
@@ -109,6 +115,7 @@ class DevicePool {
   void remove(std::map<std::string, Worker>::iterator it, const std::string& reason);
 
   const double heartbeat_timeout_s_;
+  ServerMetrics* const metrics_;
   mutable std::mutex mu_;
   mutable std::condition_variable attached_cv_;
   std::map<std::string, Worker> workers_;

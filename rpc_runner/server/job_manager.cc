@@ -8,6 +8,7 @@
 #include "codegen/target.h"
 #include "rpc_runner/server/fleet_measurer.h"
 #include "rpc_runner/server/model_job.h"
+#include "rpc_runner/server/server_metrics.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
 #include "tuner/tuning_session.h"
@@ -52,8 +53,11 @@ FleetMeasurerOptions fleet_options(const JobSpec& spec) {
 }
 }  // namespace
 
-JobManager::JobManager(std::string db_path, DevicePool& pool)
-    : db_path_(std::move(db_path)), pool_(pool), db_(tuning_db::Database::open(db_path_)) {
+JobManager::JobManager(std::string db_path, DevicePool& pool, ServerMetrics* metrics)
+    : db_path_(std::move(db_path)),
+      pool_(pool),
+      metrics_(metrics),
+      db_(tuning_db::Database::open(db_path_)) {
   // Every job of the log, finished ones included, so `ktune jobs --all` shows the history.
   for (const tuning_db::JobRow& row : job_rows_.all()) {
     auto job = std::make_unique<Job>();
@@ -339,6 +343,11 @@ tuner::SessionOptions JobManager::session_options(const JobSpec& spec,
   // of an emulated worker is marked emulated in any case (FleetMeasurer).
   options.emulated = pool_.all_emulated(spec.session.device_key);
   options.should_stop = stop;
+  if (metrics_)
+    options.on_logged = [metrics = metrics_, key = spec.session.device_key](
+                            const std::vector<tuner::MeasureResult>& logged, double write_s) {
+      metrics->logged(key, logged, write_s);
+    };
   return options;
 }
 

@@ -22,6 +22,8 @@
 
 namespace ktune::rpc_runner {
 
+class ServerMetrics;
+
 // Every job is a row of the log's jobs table (its spec, state, run id) and, while it is queued
 // or running, a thread here: it waits for a device of its key, resolves the target from the
 // device, and runs a tuner::TuningSession whose measurer is the fleet (FleetMeasurer), so the
@@ -35,9 +37,10 @@ class JobManager {
  public:
   using Listener = std::function<void(const JobEvent&)>;
 
-  // db_path: the server's log (each job thread opens its own connection). Throws
+  // db_path: the server's log (each job thread opens its own connection). metrics (may be null;
+  // must outlive the manager) gets every batch the jobs write to the log. Throws
   // Error(kDatabase) when the log cannot be opened.
-  JobManager(std::string db_path, DevicePool& pool);
+  JobManager(std::string db_path, DevicePool& pool, ServerMetrics* metrics = nullptr);
   // Stops (see shutdown()).
   ~JobManager();
   JobManager(const JobManager&) = delete;
@@ -90,6 +93,7 @@ class JobManager {
 
   const std::string db_path_;
   DevicePool& pool_;
+  ServerMetrics* const metrics_;
   std::mutex db_mu_;  // guards db_ and job_rows_ (sessions use their own connections)
   tuning_db::Database db_;
   tuning_db::JobStore job_rows_{db_};

@@ -2,7 +2,9 @@
 // JobManager and the log. Every call is authorized by its role's token first.
 #include "rpc_runner/server/tuning_server.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
 #include <condition_variable>
 #include <deque>
@@ -20,6 +22,7 @@
 #include "rpc_runner/protocol/service_convert.h"
 #include "rpc_runner/server/device_pool.h"
 #include "rpc_runner/server/job_manager.h"
+#include "rpc_runner/server/server_metrics.h"
 #include "support/error.h"
 #include "support/version.h"
 #include "tuning_db/database.h"
@@ -283,15 +286,17 @@ class TuningService final : public rpc::Tuning::CallbackService {
   TuningService(const TuningServerOptions& options, ServerSecurity security)
       : options_(options),
         security_(std::move(security)),
-        pool_(options.worker_timeout_s),
-        jobs_(options.db_path, pool_),
+        metrics_([this] { return snapshot(); }),
+        pool_(options.worker_timeout_s, &metrics_),
+        jobs_(options.db_path, pool_, &metrics_),
         queries_(tuning_db::Database::open(options.db_path)),
         reaper_([this] { reap(); }) {}
 
   ~TuningService() override { stop(); }
 
-  // Stops the jobs and the heartbeat clock. Idempotent.
+  // Stops the metrics endpoint, the jobs and the heartbeat clock. Idempotent.
   void stop() {
+    metrics_.stop_serving();
     {
       std::lock_guard lock(reap_mu_);
       stopping_ = true;
@@ -303,6 +308,7 @@ class TuningService final : public rpc::Tuning::CallbackService {
 
   DevicePool& pool() { return pool_; }
   JobManager& jobs() { return jobs_; }
+  ServerMetrics& metrics() { return metrics_; }
 
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* context,
                                  const rpc::PingRequest* request, rpc::PingReply* reply) override {
@@ -368,6 +374,18 @@ class TuningService final : public rpc::Tuning::CallbackService {
     });
   }
 
+  grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* context, const rpc::StatusRequest*,
+                                   rpc::StatusReply* reply) override {
+    return unary(context, "Status", [&] {
+      reply->set_server_version(std::string("ktune ") + kVersion);
+      reply->set_protocol_version(kProtocolVersion);
+      reply->set_uptime_s(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+      reply->set_metrics(metrics_.text());
+      for (const WorkerInfo& w : pool_.workers()) to_proto(w, reply->add_devices());
+    });
+  }
+
   grpc::ServerWriteReactor<rpc::JobEvent>* WatchJob(grpc::CallbackServerContext* context,
                                                     const rpc::JobRef* request) override {
     return new WatchReactor(jobs_, request->id(), refusal(*context, Role::kClient, "WatchJob"));
@@ -411,6 +429,9 @@ class TuningService final : public rpc::Tuning::CallbackService {
     return reactor;
   }
 
+  // What the metrics' gauges show now.
+  FleetSnapshot snapshot() { return {pool_.workers(), pool_.queued(), jobs_.list(true)}; }
+
   // Detaches silent workers (their candidates go back to the queue) once a second.
   void reap() {
     std::unique_lock lock(reap_mu_);
@@ -425,6 +446,8 @@ class TuningService final : public rpc::Tuning::CallbackService {
 
   TuningServerOptions options_;
   ServerSecurity security_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  ServerMetrics metrics_;  // before pool_ and jobs_, which feed it
   DevicePool pool_;
   JobManager jobs_;
   std::mutex queries_mu_;
@@ -469,6 +492,13 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
   const bool with_tokens = security.authenticates();
   auto credentials = server_credentials(security);
   impl_->service = std::make_unique<TuningService>(options, std::move(security));
+  // Before the gRPC port: a metrics port in use stops the start with nothing else listening.
+  if (options.metrics_port >= 0)
+    impl_->service->metrics().serve(every_interface(options.host) ? "0.0.0.0" : options.host,
+                                    options.metrics_port);
+  // Both register themselves with every server built after these calls.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.host + ":" + std::to_string(options.port), credentials,
                            &impl_->port);
@@ -493,6 +523,8 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
                options.host, impl_->port, options.db_path,
                with_tokens ? "tokens required" : "no tokens",
                options.tls_cert_file.empty() ? "plaintext" : "TLS", resumed);
+  if (options.metrics_port >= 0)
+    spdlog::info("metrics on http://{}:{}/metrics", options.host, metrics_port());
 }
 
 TuningServer::~TuningServer() { shutdown(); }
@@ -502,6 +534,8 @@ int TuningServer::port() const { return impl_->port; }
 std::string TuningServer::address() const {
   return impl_->host + ":" + std::to_string(impl_->port);
 }
+
+int TuningServer::metrics_port() const { return impl_->service->metrics().port(); }
 
 std::vector<DeviceInfo> TuningServer::devices() const {
   std::vector<DeviceInfo> out;
@@ -517,6 +551,8 @@ void TuningServer::shutdown() {
   std::lock_guard lock(impl_->shutdown_mu);
   if (impl_->shut_down) return;
   impl_->shut_down = true;
+  // Health checkers see the server go before its streams end.
+  if (auto* health = impl_->server->GetHealthCheckService()) health->Shutdown();
   impl_->service->stop();
   // Open streams (workers, watchers) are cancelled after this grace period.
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));

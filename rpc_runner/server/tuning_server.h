@@ -22,17 +22,22 @@ struct TuningServerOptions {
   double heartbeat_s = 2;        // workers send a heartbeat at least this often
   double worker_timeout_s = 10;  // a worker silent this long is lost; its candidates requeued
   int max_message_mib = 64;      // gRPC message limit, both ways
+  int metrics_port = -1;  // Prometheus' GET /metrics on host:metrics_port; -1 = none, 0 = any free
 };
 
 // The tuning service. Device workers dial in (Attach, with the worker token) and are sent
 // candidates of the jobs of their key; clients (with the client token) submit, watch, list and
 // cancel jobs, and query the log (best / top-k records, export). The server owns the log: every
 // measurement of every job is recorded there once. Unfinished jobs of the log are resumed at
-// start. Every stream is a reactor on gRPC's callback API (no thread per stream). Thread-safe.
+// start. Every stream is a reactor on gRPC's callback API (no thread per stream). Besides the
+// Tuning service it serves gRPC's standard health checking (grpc.health.v1.Health: SERVING until
+// shutdown) and server reflection, neither behind a token; with metrics_port, the metrics of
+// ServerMetrics over plain HTTP (no token: counts and device keys only). Thread-safe.
 class TuningServer {
  public:
-  // Opens the log and starts listening. Throws Error(kIo) when the address cannot be bound,
-  // Error(kInvalidArgument) for bad options or security files, Error(kDatabase) for the log.
+  // Opens the log and starts listening. Throws Error(kIo) when the address (or the metrics port)
+  // cannot be bound, Error(kInvalidArgument) for bad options or security files,
+  // Error(kDatabase) for the log.
   explicit TuningServer(const TuningServerOptions& options);
   // Shuts down (see shutdown()).
   ~TuningServer();
@@ -43,6 +48,8 @@ class TuningServer {
   int port() const;
   // Returns "host:port" of the bound address.
   std::string address() const;
+  // Returns the metrics port actually bound, or 0 without metrics_port.
+  int metrics_port() const;
   // Returns every attached worker.
   std::vector<DeviceInfo> devices() const;
   // Stops the jobs (their states stay in the log, to resume), ends every stream and stops

@@ -1,0 +1,289 @@
+// The tuning server's metrics: prometheus-cpp's registry, gauges refreshed from the fleet at each
+// collection, counters and histograms fed by the pool and the jobs, and a small HTTP endpoint.
+#include "rpc_runner/server/server_metrics.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include "support/error.h"
+
+namespace ktune::rpc_runner {
+namespace {
+
+using prometheus::Gauge;
+using prometheus::Histogram;
+
+// Seconds, from a millisecond (a log write, a candidate that waited for nothing) to half an hour
+// (a candidate queued behind a long job).
+const Histogram::BucketBoundaries kWaitBuckets{0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800};
+const Histogram::BucketBoundaries kBuildRunBuckets{0.001, 0.01, 0.05, 0.1, 0.25, 0.5,
+                                                   1,     2.5,  5,    10,  30,   60};
+const Histogram::BucketBoundaries kWriteBuckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                0.05,   0.1,   0.25,   0.5,   1,    5};
+
+// GET /metrics over HTTP/1.1, one connection at a time, on a thread of its own. prometheus-cpp's
+// Exposer is not used: the civetweb it embeds runs handlers on 100 KB stacks, which glibc's printf
+// overflows in this process (a segfault at the first scrape).
+class HttpEndpoint {
+ public:
+  // Binds host:port (IPv4). Throws Error(kIo) with the reason when it cannot.
+  HttpEndpoint(const std::string& host, int port, std::function<std::string()> body)
+      : body_(std::move(body)) {
+    const std::string address = host + ":" + std::to_string(port);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1)
+      throw Error(ErrorKind::kIo, "cannot serve metrics on " + address + ": not an IPv4 address");
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(fd_, 16) != 0) {
+      const std::string why = std::strerror(errno);
+      if (fd_ >= 0) ::close(fd_);
+      throw Error(ErrorKind::kIo, "cannot serve metrics on " + address + ": " + why);
+    }
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+
+  ~HttpEndpoint() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+
+  int port() const { return port_; }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;  // wakes to see stop_
+      const int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0) continue;
+      answer(client);
+      ::close(client);
+    }
+  }
+
+  // Reads the request head (a slow or silent client gets 2 s) and answers it.
+  void answer(int client) {
+    const timeval timeout{2, 0};
+    ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    ::setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    std::string head;
+    char buf[1024];
+    while (head.find("\r\n\r\n") == std::string::npos && head.size() < 8192) {
+      const ssize_t n = ::recv(client, buf, sizeof buf, 0);
+      if (n <= 0) return;
+      head.append(buf, static_cast<size_t>(n));
+    }
+    const std::string line = head.substr(0, head.find("\r\n"));
+    std::string status = "200 OK", body;
+    if (line.rfind("GET ", 0) != 0) {
+      status = "405 Method Not Allowed";
+    } else if (line.rfind("GET /metrics ", 0) != 0 && line.rfind("GET /metrics?", 0) != 0) {
+      status = "404 Not Found";
+      body = "metrics are at /metrics\n";
+    } else {
+      body = body_();
+    }
+    const std::string response = "HTTP/1.1 " + status +
+                                 "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8"
+                                 "\r\nContent-Length: " +
+                                 std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+                                 body;
+    for (size_t sent = 0; sent < response.size();) {
+      const ssize_t n =
+          ::send(client, response.data() + sent, response.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return;
+      sent += static_cast<size_t>(n);
+    }
+  }
+
+  std::function<std::string()> body_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+struct ServerMetrics::Impl {
+  std::function<FleetSnapshot()> snapshot;
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  // Gauges: replaced at each collection, so a key no worker or job uses any more disappears.
+  prometheus::Family<Gauge>& devices = prometheus::BuildGauge()
+                                           .Name("ktune_devices")
+                                           .Help("Device workers attached, by key and state")
+                                           .Register(*registry);
+  prometheus::Family<Gauge>& slots = prometheus::BuildGauge()
+                                         .Name("ktune_device_slots")
+                                         .Help("Candidate slots of the attached workers, by key")
+                                         .Register(*registry);
+  prometheus::Family<Gauge>& in_flight = prometheus::BuildGauge()
+                                             .Name("ktune_candidates_in_flight")
+                                             .Help("Candidates on workers now, by key")
+                                             .Register(*registry);
+  prometheus::Family<Gauge>& queue_depth =
+      prometheus::BuildGauge()
+          .Name("ktune_queue_depth")
+          .Help("Candidates waiting for a worker, by device key")
+          .Register(*registry);
+  prometheus::Family<Gauge>& jobs = prometheus::BuildGauge()
+                                        .Name("ktune_jobs")
+                                        .Help("Jobs of the server's log, by state")
+                                        .Register(*registry);
+  prometheus::Family<prometheus::Counter>& trials =
+      prometheus::BuildCounter()
+          .Name("ktune_trials_total")
+          .Help("Trials the server's jobs wrote to the log, by device key")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& errors =
+      prometheus::BuildCounter()
+          .Name("ktune_trial_errors_total")
+          .Help("Logged trials that failed, by device key and error kind")
+          .Register(*registry);
+  prometheus::Family<Histogram>& queue_wait =
+      prometheus::BuildHistogram()
+          .Name("ktune_queue_wait_seconds")
+          .Help("Time a candidate waited for a worker, by device key")
+          .Register(*registry);
+  prometheus::Family<Histogram>& build =
+      prometheus::BuildHistogram()
+          .Name("ktune_build_seconds")
+          .Help("Build time of a logged trial that built, by device key")
+          .Register(*registry);
+  prometheus::Family<Histogram>& run =
+      prometheus::BuildHistogram()
+          .Name("ktune_run_seconds")
+          .Help("Run and check time of a logged trial that ran, by device key")
+          .Register(*registry);
+  Histogram& log_write = prometheus::BuildHistogram()
+                             .Name("ktune_log_write_seconds")
+                             .Help("Time to write one measured batch to the log")
+                             .Register(*registry)
+                             .Add({}, kWriteBuckets);
+
+  // One collection at a time: it replaces the gauges (the families themselves are thread-safe).
+  mutable std::mutex collect_mu;
+  mutable std::vector<std::pair<prometheus::Family<Gauge>*, Gauge*>> gauges;  // by collect_mu
+  std::mutex serve_mu;                                                        // guards endpoint
+  std::unique_ptr<HttpEndpoint> endpoint;
+
+  // Sets the gauges from a fresh snapshot, then collects every family.
+  std::vector<prometheus::MetricFamily> collect() const {
+    const FleetSnapshot now = snapshot();
+    std::lock_guard lock(collect_mu);
+    for (auto [family, gauge] : gauges) family->Remove(gauge);
+    gauges.clear();
+    auto set = [&](prometheus::Family<Gauge>& family, const prometheus::Labels& labels,
+                   double value) {
+      Gauge& g = family.Add(labels);
+      g.Set(value);
+      gauges.emplace_back(&family, &g);
+    };
+    struct Fleet {
+      int idle = 0, busy = 0, slots = 0, in_flight = 0;
+    };
+    std::map<std::string, Fleet> by_key;
+    for (const WorkerInfo& w : now.workers) {
+      Fleet& f = by_key[w.key];
+      ++(w.in_flight > 0 ? f.busy : f.idle);
+      f.slots += w.slots;
+      f.in_flight += w.in_flight;
+    }
+    for (const auto& [key, f] : by_key) {
+      set(devices, {{"key", key}, {"state", "idle"}}, f.idle);
+      set(devices, {{"key", key}, {"state", "busy"}}, f.busy);
+      set(slots, {{"key", key}}, f.slots);
+      set(in_flight, {{"key", key}}, f.in_flight);
+    }
+    for (const auto& [key, n] : now.queued) set(queue_depth, {{"key", key}}, n);
+    std::map<tuning_db::JobState, int> by_state;
+    for (const JobStatus& j : now.jobs) ++by_state[j.state];
+    for (auto state :
+         {tuning_db::JobState::kQueued, tuning_db::JobState::kRunning, tuning_db::JobState::kDone,
+          tuning_db::JobState::kFailed, tuning_db::JobState::kCancelled})
+      set(jobs, {{"state", std::string(tuning_db::to_string(state))}}, by_state[state]);
+    return registry->Collect();
+  }
+};
+
+ServerMetrics::ServerMetrics(std::function<FleetSnapshot()> snapshot)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->snapshot = std::move(snapshot);
+}
+
+ServerMetrics::~ServerMetrics() { stop_serving(); }
+
+void ServerMetrics::queue_wait(const std::string& key, double seconds) {
+  impl_->queue_wait.Add({{"key", key}}, kWaitBuckets).Observe(seconds);
+}
+
+void ServerMetrics::logged(const std::string& key, const std::vector<tuner::MeasureResult>& results,
+                           double write_s) {
+  impl_->log_write.Observe(write_s);
+  impl_->trials.Add({{"key", key}}).Increment(static_cast<double>(results.size()));
+  Histogram& build = impl_->build.Add({{"key", key}}, kBuildRunBuckets);
+  Histogram& run = impl_->run.Add({{"key", key}}, kBuildRunBuckets);
+  for (const tuner::MeasureResult& r : results) {
+    // As the log records it (tuner/db_log): a result without costs is an error of unknown kind.
+    if (!r.ok())
+      impl_->errors
+          .Add({{"key", key},
+                {"kind", std::string(to_string(r.error.value_or(ErrorKind::kUnknown)))}})
+          .Increment();
+    if (r.build_s > 0) build.Observe(r.build_s);
+    if (r.run_s > 0) run.Observe(r.run_s);
+  }
+}
+
+void ServerMetrics::serve(const std::string& host, int port) {
+  std::lock_guard lock(impl_->serve_mu);
+  if (impl_->endpoint) throw Error(ErrorKind::kInternal, "the metrics are served already");
+  impl_->endpoint = std::make_unique<HttpEndpoint>(host, port, [this] { return text(); });
+}
+
+int ServerMetrics::port() const {
+  std::lock_guard lock(impl_->serve_mu);
+  return impl_->endpoint ? impl_->endpoint->port() : 0;
+}
+
+void ServerMetrics::stop_serving() {
+  std::unique_ptr<HttpEndpoint> endpoint;
+  {
+    std::lock_guard lock(impl_->serve_mu);
+    endpoint = std::move(impl_->endpoint);
+  }
+  endpoint.reset();  // joins its thread outside the lock (an answer may be under way)
+}
+
+std::string ServerMetrics::text() {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, impl_->collect());
+  return out.str();
+}
+
+}  // namespace ktune::rpc_runner
