@@ -91,8 +91,8 @@ struct RaceResult {
 // The whole race for one task at o.threads threads: tune_finalists, then in this process time the
 // finalists interleaved and keep the fastest, check its output (pre-filled with NaN) against the
 // task's reference kernel on the same random inputs, then time it interleaved with the library's
-// operator (baselines::library_op of o.library_task or the task). Throws Error(kWrongAnswer) when the kernel differs from the
-// reference, Error(kUnsupported) when no library covers the task.
+// operator (baselines::library_op of o.library_task or the task). Throws Error(kWrongAnswer) when
+// the kernel differs from the reference, Error(kUnsupported) when no library covers the task.
 RaceResult race(const schedule_space::Task& task, const RaceOptions& o);
 
 // The first line of /proc/loadavg: on a shared machine, other processes decide the timings.

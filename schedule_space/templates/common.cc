@@ -118,8 +118,8 @@ void resolve_channel_blocks(WorkloadArgs& a) {
 
 double direct_conv_flop(int64_t n, int64_t k, int64_t oh, int64_t ow, int64_t c, int64_t window,
                         double epilogue_flop) {
-  const double outputs = static_cast<double>(n) * static_cast<double>(k) *
-                         static_cast<double>(oh) * static_cast<double>(ow);
+  const double outputs = static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(oh) *
+                         static_cast<double>(ow);
   return outputs * (2.0 * static_cast<double>(c) * static_cast<double>(window) + epilogue_flop);
 }
 

@@ -142,8 +142,7 @@ Tensors make_tensors(const WorkloadArgs& a) {
       {al, al, sh.cblocks(), tiles, sh.icb},
       [&](te::Var e, te::Var nu, te::Var cb, te::Var p, te::Var l) {
         return by_row(nu, al, [&](int64_t r) {
-          return combination(&wm.bt[r * al], al, 1,
-                             [&](int64_t j) { return bd(cb, p, e, j, l); });
+          return combination(&wm.bt[r * al], al, 1, [&](int64_t j) { return bd(cb, p, e, j, l); });
         });
       },
       "winograd_v");
@@ -153,9 +152,9 @@ Tensors make_tensors(const WorkloadArgs& a) {
   t.prod = te::compute(
       {al, al, sh.kblocks(), tiles, sh.ocb},
       [&](te::Var e, te::Var nu, te::Var kb, te::Var p, te::Var l) {
-        return te::sum(u(e, nu, kb, rc.var / icb, rc.var % icb, l) *
-                           v(e, nu, rc.var / icb, p, rc.var % icb),
-                       {rc});
+        return te::sum(
+            u(e, nu, kb, rc.var / icb, rc.var % icb, l) * v(e, nu, rc.var / icb, p, rc.var % icb),
+            {rc});
       },
       "winograd_m");
   const te::Tensor prod = t.prod;
@@ -216,12 +215,11 @@ void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, C
   space.define_knob("pad_inline", padded ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
   space.define_knob("parallel",
                     target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  space.add_constraint("register tile fits the vector registers",
-                       [vectors, target](const EntityView& v) {
-                         const int64_t weights = v["tile_k"].values.back() * vectors;
-                         return weights * v["tile_p"].values.back() <=
-                                target.accumulator_budget(weights);
-                       });
+  space.add_constraint(
+      "register tile fits the vector registers", [vectors, target](const EntityView& v) {
+        const int64_t weights = v["tile_k"].values.back() * vectors;
+        return weights * v["tile_p"].values.back() <= target.accumulator_budget(weights);
+      });
 }
 
 // Two k blocks (each broadcast feeds two FMAs) and as many tiles as the accumulator budget
@@ -281,8 +279,8 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   const auto ks = split2(prod, prod.axis(2), cfg["tile_k"], sh.kblocks(), "tile_k");
   const auto ps = split2(prod, prod.axis(3), cfg["tile_p"], sh.tiles(), "tile_p");
   const bool k_outer = cfg["gemm_order"].as_int() == 0;
-  prod.reorder({prod.axis(0), prod.axis(1), k_outer ? ks[0] : ps[0], k_outer ? ps[0] : ks[0],
-                ks[1], ps[1], prod.axis(4)});
+  prod.reorder({prod.axis(0), prod.axis(1), k_outer ? ks[0] : ps[0], k_outer ? ps[0] : ks[0], ks[1],
+                ps[1], prod.axis(4)});
   const te::IterVar en = prod.fuse(prod.axis(0), prod.axis(1));
   if (par) prod.parallel(en);
   prod.vectorize(prod.axis(4));
@@ -291,8 +289,8 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   auto [ci, lane] = acc.split(acc.reduce_axis(0), sh.icb);
   const auto cs = split2(acc, ci, cfg["tile_c"], sh.cblocks(), "tile_c");
   // Tiles outside the k blocks in the tile: each broadcast input feeds tile_k FMAs back to back.
-  acc.reorder({acc.axis(0), acc.axis(1), cs[0], cs[1], lane, acc.axis(3), acc.axis(2),
-               acc.axis(4)});
+  acc.reorder(
+      {acc.axis(0), acc.axis(1), cs[0], cs[1], lane, acc.axis(3), acc.axis(2), acc.axis(4)});
   acc.unroll(acc.axis(2));
   acc.unroll(acc.axis(3));
   acc.vectorize(acc.axis(4));
@@ -328,21 +326,21 @@ void register_conv_winograd_nchwc_template(TemplateRegistry& r) {
       "(alpha = m + 2, U = G g G^T from winograd_transform_weights); 3x3, stride 1, dilation 1; "
       "epilogue as conv2d_nchwc; FLOPs are the direct convolution's. m is a workload argument, "
       "not a knob (U's shape depends on it): a model tries one task per m and keeps the fastest";
-  d.args = {int_arg("N", "1", "batch"),
-            int_arg("C", "", "input channels"),
-            int_arg("H", "", "input height"),
-            int_arg("W", "", "input width"),
-            int_arg("K", "", "output channels"),
-            int_arg("R", "3", "kernel height (3 only)"),
-            int_arg("S", "3", "kernel width (3 only)"),
-            int_arg("stride", "1", "stride (1 only)"),
-            int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
-            int_arg("dilation", "1", "dilation (1 only)"),
-            int_arg("m", "4", "output tile m x m: 2, 4 or 6 (larger: fewer FLOPs, more error)"),
-            int_arg("ic_block", "0", "input channels per block (innermost of I); 0 as conv2d_nchwc",
-                    0),
-            int_arg("oc_block", "0",
-                    "output channels per block (innermost of U and O); 0 as conv2d_nchwc", 0)};
+  d.args = {
+      int_arg("N", "1", "batch"),
+      int_arg("C", "", "input channels"),
+      int_arg("H", "", "input height"),
+      int_arg("W", "", "input width"),
+      int_arg("K", "", "output channels"),
+      int_arg("R", "3", "kernel height (3 only)"),
+      int_arg("S", "3", "kernel width (3 only)"),
+      int_arg("stride", "1", "stride (1 only)"),
+      int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
+      int_arg("dilation", "1", "dilation (1 only)"),
+      int_arg("m", "4", "output tile m x m: 2, 4 or 6 (larger: fewer FLOPs, more error)"),
+      int_arg("ic_block", "0", "input channels per block (innermost of I); 0 as conv2d_nchwc", 0),
+      int_arg("oc_block", "0",
+              "output channels per block (innermost of U and O); 0 as conv2d_nchwc", 0)};
   for (ArgSpec& e :
        epilogue_args({.bias_doc = "bias[K/ocb,ocb]", .residual_doc = "residual like O"}))
     d.args.push_back(std::move(e));

@@ -47,7 +47,8 @@ TEST(Winograd, MatricesReproduceDirectConvolutionInDouble) {
     for (int64_t e = 0; e < a; ++e)
       for (int64_t n = 0; n < a; ++n) {
         for (int64_t r = 0; r < 3; ++r)
-          for (int64_t s = 0; s < 3; ++s) uu[e * a + n] += w.g_at(e, r) * g[r * 3 + s] * w.g_at(n, s);
+          for (int64_t s = 0; s < 3; ++s)
+            uu[e * a + n] += w.g_at(e, r) * g[r * 3 + s] * w.g_at(n, s);
         for (int64_t i = 0; i < a; ++i)
           for (int64_t j = 0; j < a; ++j) vv[e * a + n] += w.b_t(e, i) * d[i * a + j] * w.b_t(n, j);
         mm[e * a + n] = uu[e * a + n] * vv[e * a + n];
@@ -73,8 +74,7 @@ TargetTraits host_traits(const codegen::Target& t) {
 
 ErrorKind create_error(const std::vector<std::string>& words) {
   try {
-    Task::create(kName, parse_workload_args(kName, words),
-                 host_traits(codegen::Target::host()));
+    Task::create(kName, parse_workload_args(kName, words), host_traits(codegen::Target::host()));
   } catch (const Error& e) {
     return e.kind();
   }
@@ -248,10 +248,20 @@ std::vector<Case> cases_for(int64_t m) {
       // H, W not multiples of m; C and K not multiples of the blocks.
       {{"C=20", "H=11", "W=13", "K=21", "pad=1", "ic_block=8", "oc_block=16", ms,
         "epilogue=bias_relu"},
-       20, 21, 11, 13, 1, "bias_relu"},
+       20,
+       21,
+       11,
+       13,
+       1,
+       "bias_relu"},
       {{"C=7", "H=9", "W=10", "K=12", "pad=0", "ic_block=4", "oc_block=8", ms,
         "epilogue=bias_add_relu"},
-       7, 12, 9, 10, 0, "bias_add_relu"},
+       7,
+       12,
+       9,
+       10,
+       0,
+       "bias_add_relu"},
       // Exact tiles with padding, default blocks, a wide reduction (the error grows with C).
       {{"C=128", "H=10", "W=10", "K=32", "pad=1", ms}, 128, 32, 10, 10, 1, "none"},
   };
@@ -264,7 +274,8 @@ TEST(Winograd, KernelsMatchDirectConvolutionWithinTolerancePerM) {
   for (int64_t m : {2, 4, 6}) {
     double worst = 0;
     for (const Case& c : cases_for(m)) {
-      const Task task = Task::create(kName, parse_workload_args(kName, c.words), host_traits(target));
+      const Task task =
+          Task::create(kName, parse_workload_args(kName, c.words), host_traits(target));
       std::vector<Config> configs = {task.fallback_config()};
       for (uint64_t i : task.space().sample(2, pick)) configs.push_back(task.space().get(i));
       const double err = worst_error(c, m, winograd_matrices(m), configs, task, target);
