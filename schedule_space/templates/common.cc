@@ -111,6 +111,18 @@ int64_t auto_channel_block(int64_t channels) {
   return ceil_div(channels, 8) * 8 < ceil_div(channels, 16) * 16 ? 8 : 16;
 }
 
+void resolve_channel_blocks(WorkloadArgs& a) {
+  if (a.get_int("ic_block") == 0) a.set_int("ic_block", auto_channel_block(a.get_int("C")));
+  if (a.get_int("oc_block") == 0) a.set_int("oc_block", auto_channel_block(a.get_int("K")));
+}
+
+double direct_conv_flop(int64_t n, int64_t k, int64_t oh, int64_t ow, int64_t c, int64_t window,
+                        double epilogue_flop) {
+  const double outputs = static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(oh) *
+                         static_cast<double>(ow);
+  return outputs * (2.0 * static_cast<double>(c) * static_cast<double>(window) + epilogue_flop);
+}
+
 te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, int64_t h, int64_t w,
                              int64_t block, int64_t pad, te::DataType dt, int64_t extra_h,
                              int64_t extra_w) {

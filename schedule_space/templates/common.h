@@ -56,6 +56,15 @@ int64_t ceil_div(int64_t a, int64_t b);
 // (chosen from its C) matches the previous layer's output block (chosen from that layer's K).
 int64_t auto_channel_block(int64_t channels);
 
+// The resolve hook part of the channel-blocked convolutions: ic_block and oc_block of 0 become
+// auto_channel_block of C and K.
+void resolve_channel_blocks(WorkloadArgs& a);
+
+// FLOPs of a direct convolution with N x K x OH x OW outputs, each a sum over C x window
+// products, plus `epilogue_flop` per output.
+double direct_conv_flop(int64_t n, int64_t k, int64_t oh, int64_t ow, int64_t c, int64_t window,
+                        double epilogue_flop);
+
 // The zero-padded copy (a compute stage "pad") of a blocked input I[N][CB][H][W][b]: `pad` rows
 // and columns on each side, then `extra_h` more zero rows below and `extra_w` more zero columns
 // to the right (Winograd's tiles round the output up to a multiple of the tile).

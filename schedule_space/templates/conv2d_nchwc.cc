@@ -323,8 +323,7 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
     d.args.push_back(std::move(e));
   d.args.push_back(dtype_arg());
   d.resolve = [](WorkloadArgs& a) {
-    if (a.get_int("ic_block") == 0) a.set_int("ic_block", auto_channel_block(a.get_int("C")));
-    if (a.get_int("oc_block") == 0) a.set_int("oc_block", auto_channel_block(a.get_int("K")));
+    resolve_channel_blocks(a);
     resolve_epilogue(a);
   };
   d.check = [](const WorkloadArgs& a) {
@@ -337,10 +336,7 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
   };
   d.flop = [](const WorkloadArgs& a) {
     const Shape sh = shape_of(a);
-    const double outputs = static_cast<double>(sh.n) * static_cast<double>(sh.k) *
-                           static_cast<double>(sh.oh) * static_cast<double>(sh.ow);
-    return outputs * (2.0 * static_cast<double>(sh.c) * static_cast<double>(sh.r * sh.s) +
-                      sh.epilogue.flop());
+    return direct_conv_flop(sh.n, sh.k, sh.oh, sh.ow, sh.c, sh.r * sh.s, sh.epilogue.flop());
   };
   d.define = [](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
     define_space(shape_of(a), dtype_of(a.get("dtype")).bits, target, space);

@@ -67,7 +67,7 @@ Shape shape_of(const WorkloadArgs& a) {
 }
 
 // sum_t coef[t * stride] * term(t) over the nonzero coefficients (a coefficient of +-1 adds or
-// subtracts the term itself).
+// subtracts the term itself; a negative first one multiplies, as 0 - x would not fold).
 te::Expr combination(const double* coef, int64_t count, int64_t stride,
                      const std::function<te::Expr(int64_t)>& term) {
   te::Expr acc;
@@ -75,11 +75,12 @@ te::Expr combination(const double* coef, int64_t count, int64_t stride,
     const double c = coef[t * stride];
     if (c == 0) continue;
     const te::Expr x = term(t);
+    if (!acc.defined()) {
+      acc = c == 1 ? x : te::Expr(c) * x;
+      continue;
+    }
     const te::Expr mag = std::abs(c) == 1 ? x : te::Expr(std::abs(c)) * x;
-    if (!acc.defined())
-      acc = c > 0 ? mag : -mag;
-    else
-      acc = c > 0 ? acc + mag : acc - mag;
+    acc = c > 0 ? acc + mag : acc - mag;
   }
   return acc;
 }
@@ -345,8 +346,7 @@ void register_conv_winograd_nchwc_template(TemplateRegistry& r) {
     d.args.push_back(std::move(e));
   d.args.push_back(dtype_arg());
   d.resolve = [](WorkloadArgs& a) {
-    if (a.get_int("ic_block") == 0) a.set_int("ic_block", auto_channel_block(a.get_int("C")));
-    if (a.get_int("oc_block") == 0) a.set_int("oc_block", auto_channel_block(a.get_int("K")));
+    resolve_channel_blocks(a);
     resolve_epilogue(a);
   };
   d.check = [](const WorkloadArgs& a) {
@@ -359,9 +359,7 @@ void register_conv_winograd_nchwc_template(TemplateRegistry& r) {
   };
   d.flop = [](const WorkloadArgs& a) {
     const Shape sh = shape_of(a);
-    const double outputs = static_cast<double>(sh.n) * static_cast<double>(sh.k) *
-                           static_cast<double>(sh.oh) * static_cast<double>(sh.ow);
-    return outputs * (2.0 * static_cast<double>(sh.c) * 9.0 + sh.epilogue.flop());
+    return direct_conv_flop(sh.n, sh.k, sh.oh, sh.ow, sh.c, 9, sh.epilogue.flop());
   };
   d.define = [](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
     define_space(shape_of(a), dtype_of(a.get("dtype")).bits, target, space);

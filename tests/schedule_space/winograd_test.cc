@@ -17,6 +17,7 @@
 #include "schedule_space/templates/winograd.h"
 #include "support/error.h"
 #include "te/host_buffer.h"
+#include "te/ir_printer.h"
 #include "te/lower.h"
 
 namespace ktune::schedule_space {
@@ -101,6 +102,20 @@ TEST(Winograd, FlopsAreTheDirectConvolutionsAndUIsTheWeightArgument) {
   EXPECT_EQ(def.args[1].shape(), (std::vector<int64_t>{8, 8, 4, 4, 16, 16}));
   EXPECT_EQ(def.args[1].shape(), templates::winograd_weight_shape(64, 64, 6, 16, 16));
   EXPECT_EQ(def.args[2].shape(), (std::vector<int64_t>{1, 4, 56, 56, 16}));
+}
+
+// The transforms' select chains over the alpha rows fold away once the alpha loops are unrolled:
+// without padding or tail lanes, the fallback's lowered IR has no select at all.
+TEST(Winograd, TransformConstantsFoldInTheLoweredIr) {
+  for (const char* m : {"m=2", "m=4", "m=6"}) {
+    const Task task =
+        Task::create(kName, parse_workload_args(kName, {"C=16", "H=14", "W=14", "K=32", m}),
+                     host_traits(codegen::Target::host()));
+    const Instantiated inst = task.instantiate(task.fallback_config());
+    const std::string ir = te::to_string(te::lower(inst.schedule, inst.args, "wino").body);
+    EXPECT_EQ(ir.find("select"), std::string::npos) << m << "\n" << ir;
+    EXPECT_EQ(ir.find("(x16(0.0f) -"), std::string::npos) << m << "\n" << ir;
+  }
 }
 
 struct Case {
