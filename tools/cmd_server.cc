@@ -55,6 +55,8 @@ void run_devices(const ServerCommandOptions& o) {
                    {"in_flight", d.in_flight},
                    {"served", d.served},
                    {"emulated", d.emulated},
+                   {"refused", d.refused},
+                   {"flagged", d.flagged},
                    {"description", d.description},
                    {"peer", d.peer}});
     std::cout << j.dump(2) << "\n";
@@ -73,6 +75,9 @@ void run_devices(const ServerCommandOptions& o) {
               << d.served << std::setw(7) << d.cores << d.target << (d.emulated ? "  EMULATED" : "")
               << "\n"
               << "      " << d.description << " (" << d.peer << ")\n";
+  if (d.refused > 0)
+    std::cout << "      FLAGGED: " << d.refused << " result(s) refused, the last: " << d.flagged
+              << "\n";
 }
 
 void add_server(CLI::App& app) {
@@ -101,6 +106,11 @@ void add_server(CLI::App& app) {
                   "A worker silent this long is lost (its candidates requeued), s")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
+  cmd->add_option("--deadline-margin", s.deadline_margin_s,
+                  "A candidate's deadline on a worker: its build and run timeouts plus this, s "
+                  "(then the worker is lost and the candidate requeued)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   auto* devices = cmd->add_subcommand("devices", "List the device workers attached to a server");
   add_client_flags(devices, o->client, true);
   devices->add_flag("--json", o->json, "Print JSON");
