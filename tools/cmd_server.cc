@@ -69,15 +69,16 @@ void run_devices(const ServerCommandOptions& o) {
   std::cout << std::left << std::setw(6) << "id" << std::setw(16) << "key" << std::setw(10)
             << "busy" << std::setw(8) << "served" << std::setw(7) << "cores"
             << "target\n";
-  for (const auto& d : devices)
+  for (const auto& d : devices) {
     std::cout << std::setw(6) << d.worker_id << std::setw(16) << d.key << std::setw(10)
               << (std::to_string(d.in_flight) + "/" + std::to_string(d.slots)) << std::setw(8)
               << d.served << std::setw(7) << d.cores << d.target << (d.emulated ? "  EMULATED" : "")
               << "\n"
               << "      " << d.description << " (" << d.peer << ")\n";
-  if (d.refused > 0)
-    std::cout << "      FLAGGED: " << d.refused << " result(s) refused, the last: " << d.flagged
-              << "\n";
+    if (d.refused > 0)
+      std::cout << "      FLAGGED: " << d.refused << " result(s) refused, the last: " << d.flagged
+                << "\n";
+  }
 }
 
 void add_server(CLI::App& app) {

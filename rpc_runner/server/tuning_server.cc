@@ -149,17 +149,17 @@ class AttachReactor final : public WorkerStream {
       return false;
     }
     const rpc::WorkerHello& h = in_.hello();
-    if (const std::string bad = check_hello(h); !bad.empty()) {
-      spdlog::warn("refused worker from {}: {}", peer_, bad);
-      finish({grpc::StatusCode::INVALID_ARGUMENT, "refused hello: " + bad});
-      return false;
-    }
     if (h.protocol_version() != kProtocolVersion) {
       const std::string message = "protocol version mismatch: the worker speaks version " +
                                   std::to_string(h.protocol_version()) + ", this server version " +
                                   std::to_string(kProtocolVersion);
       spdlog::warn("refused worker from {}: {}", peer_, message);
       finish({grpc::StatusCode::FAILED_PRECONDITION, message});
+      return false;
+    }
+    if (const std::string bad = check_hello(h); !bad.empty()) {
+      spdlog::warn("refused worker from {}: {}", peer_, bad);
+      finish({grpc::StatusCode::INVALID_ARGUMENT, "refused hello: " + bad});
       return false;
     }
     // The device names itself as it can (a board without LLVM cannot know LLVM's canonical
