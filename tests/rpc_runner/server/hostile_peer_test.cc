@@ -254,7 +254,9 @@ TEST_F(HostilePeer, LiesAreRefusedTheJobCompletesAndTheLogStaysServable) {
     EXPECT_LE(r.error_message.size(), kMaxErrorTextBytes);
     EXPECT_EQ(r.error_message.find('\n'), std::string::npos);
     EXPECT_TRUE(std::isfinite(r.all_cost) && r.all_cost >= 0) << r.all_cost;
-    if (r.ok()) EXPECT_LT(r.gflops(), 11.0);
+    if (r.ok()) {
+      EXPECT_LT(r.gflops(), 11.0);
+    }
   }
   EXPECT_EQ(refused, 6);
 
