@@ -54,12 +54,16 @@ void print_devices(const std::vector<rpc_runner::DeviceInfo>& devices) {
   std::cout << std::left << std::setw(6) << "id" << std::setw(16) << "key" << std::setw(10)
             << "busy" << std::setw(8) << "served" << std::setw(7) << "cores"
             << "target\n";
-  for (const auto& d : devices)
+  for (const auto& d : devices) {
     std::cout << std::setw(6) << d.worker_id << std::setw(16) << d.key << std::setw(10)
               << (std::to_string(d.in_flight) + "/" + std::to_string(d.slots)) << std::setw(8)
               << d.served << std::setw(7) << d.cores << d.target << (d.emulated ? "  EMULATED" : "")
               << "\n"
               << "      " << d.description << " (" << d.peer << ")\n";
+    if (d.refused > 0)
+      std::cout << "      FLAGGED: " << d.refused << " result(s) refused, the last: " << d.flagged
+                << "\n";
+  }
 }
 
 // "1.23 s", "45 ms": a duration in the unit that reads best.
@@ -158,6 +162,8 @@ void run_devices(const ServerCommandOptions& o) {
                    {"in_flight", d.in_flight},
                    {"served", d.served},
                    {"emulated", d.emulated},
+                   {"refused", d.refused},
+                   {"flagged", d.flagged},
                    {"description", d.description},
                    {"peer", d.peer}});
     std::cout << j.dump(2) << "\n";
@@ -199,6 +205,11 @@ void add_server(CLI::App& app) {
   cmd->add_option("--metrics-port", s.metrics_port,
                   "Serve Prometheus metrics at http://HOST:PORT/metrics (0 = any free port)")
       ->check(CLI::Range(0, 65535));
+  cmd->add_option("--deadline-margin", s.deadline_margin_s,
+                  "A candidate's deadline on a worker: its build and run timeouts plus this, s "
+                  "(then the worker is lost and the candidate requeued)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   auto* devices = cmd->add_subcommand("devices", "List the device workers attached to a server");
   add_client_flags(devices, o->client, true);
   devices->add_flag("--json", o->json, "Print JSON");

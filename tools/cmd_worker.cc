@@ -57,8 +57,9 @@ void add_worker(CLI::App& app) {
   cmd->add_option("--slots", o->slots, "Candidates taken at once, built in parallel (0 = cores)")
       ->capture_default_str()
       ->check(finite_in(0, 64));
-  cmd->add_option("--peak-gflops", o->peak_gflops,
-                  "This device's f32 peak; the server refuses results far above it")
+  cmd->add_option(
+         "--peak-gflops", o->peak_gflops,
+         "This device's f32 peak (informational: the server bounds results by its own ceiling)")
       ->check(finite_in(0, 1e9));
   cmd->add_flag(
       "--no-build", [o](int64_t) { o->can_build = false; },

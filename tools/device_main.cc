@@ -120,8 +120,9 @@ int main(int argc, char** argv) {
   app.add_option("--cpu", o.cpu,
                  "This board's core as LLVM names it (default: from /proc/cpuinfo)");
   app.add_option("--target", o.target, "Full target string, instead of the detected one");
-  app.add_option("--peak-gflops", o.session.peak_gflops,
-                 "This device's f32 peak; the server refuses results far above it")
+  app.add_option(
+         "--peak-gflops", o.session.peak_gflops,
+         "This device's f32 peak (informational: the server bounds results by its own ceiling)")
       ->check(ktune::tools::finite_in(0, 1e9));
   app.add_option("--description", o.session.description,
                  "Free text shown by `ktune server devices`");

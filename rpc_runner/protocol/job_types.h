@@ -99,12 +99,14 @@ struct WorkerInfo {
   int slots = 1;  // candidates it takes at once
   bool can_build = true;
   bool emulated = false;   // under emulation (qemu): its timings are marked, never served as real
-  double peak_gflops = 0;  // stated f32 peak; 0 = unknown
+  double peak_gflops = 0;  // stated f32 peak (informational); 0 = unknown
   std::string description;
   std::string peer;
   // Filled by workers(): the pool's view.
   int in_flight = 0;
   uint64_t served = 0;
+  uint64_t refused = 0;  // results the server refused
+  std::string flagged;   // why it refused the last one ("" = none)
 };
 
 // One attached worker, as `ktune server devices` shows it.
@@ -119,6 +121,8 @@ struct DeviceInfo {
   int in_flight = 0;      // candidates it measures now
   uint64_t served = 0;    // results it returned
   bool emulated = false;  // runs under emulation (qemu): its timings are marked as such
+  uint64_t refused = 0;   // results the server refused (not finite, out of range, implausible)
+  std::string flagged;    // why it refused the last one ("" = none)
 };
 
 // The server at a glance, as `ktune server status` shows it: its metrics (those its metrics port

@@ -182,6 +182,8 @@ void to_proto(const WorkerInfo& w, rpc::Device* out) {
   out->set_in_flight(w.in_flight);
   out->set_served(w.served);
   out->set_emulated(w.emulated);
+  out->set_refused(w.refused);
+  out->set_flagged(w.flagged);
 }
 
 DeviceInfo from_proto(const rpc::Device& d) {
@@ -196,6 +198,8 @@ DeviceInfo from_proto(const rpc::Device& d) {
   out.slots = d.slots();
   out.in_flight = d.in_flight();
   out.served = d.served();
+  out.refused = d.refused();
+  out.flagged = d.flagged();
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include "rpc_runner/server/device_pool.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include <spdlog/spdlog.h>
@@ -12,8 +13,22 @@
 
 namespace ktune::rpc_runner {
 
-DevicePool::DevicePool(double heartbeat_timeout_s, ServerMetrics* metrics)
-    : heartbeat_timeout_s_(heartbeat_timeout_s), metrics_(metrics) {}
+namespace {
+
+// What a candidate may take on a device by itself: its build and run timeouts (bounded, so that
+// a deadline stays a representable time point).
+double budget_s(const rpc::Candidate& c) {
+  constexpr double kLongest = 1e6;
+  const double s = c.measure().build_timeout_s() + c.measure().run_timeout_s();
+  return std::isfinite(s) && s > 0 ? std::min(s, kLongest) : 0;
+}
+
+}  // namespace
+
+DevicePool::DevicePool(double heartbeat_timeout_s, double deadline_margin_s, ServerMetrics* metrics)
+    : heartbeat_timeout_s_(heartbeat_timeout_s),
+      deadline_margin_s_(deadline_margin_s),
+      metrics_(metrics) {}
 
 std::string DevicePool::attach(WorkerInfo info, Sender send, Closer close) {
   std::lock_guard lock(mu_);
@@ -90,23 +105,74 @@ bool DevicePool::complete(const std::string& worker_id, rpc::CandidateResult res
 }
 
 std::vector<std::string> DevicePool::expire() {
-  std::lock_guard lock(mu_);
   std::vector<std::string> gone;
-  const auto limit = Clock::now() - std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(heartbeat_timeout_s_));
-  for (auto it = workers_.begin(); it != workers_.end();) {
-    auto next = std::next(it);
-    if (it->second.last_seen < limit) {
-      gone.push_back(it->first);
-      Closer close = it->second.close;
-      const std::string reason =
-          "no heartbeat for " + std::to_string(static_cast<int>(heartbeat_timeout_s_)) + " s";
-      remove(it, reason);
-      if (close) close(reason);
+  std::vector<std::pair<WorkerInfo, Pending>> failed;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = Clock::now();
+    const auto limit = now - std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(heartbeat_timeout_s_));
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      auto next = std::next(it);
+      std::string reason;
+      if (it->second.last_seen < limit)
+        reason =
+            "no heartbeat for " + std::to_string(static_cast<int>(heartbeat_timeout_s_)) + " s";
+      else if (const size_t late = take_overdue(it->second, now, &failed))
+        reason = std::to_string(late) + " candidate(s) past their deadline";
+      if (!reason.empty()) {
+        gone.push_back(it->first);
+        Closer close = it->second.close;
+        remove(it, reason);
+        if (close) close(reason);
+      }
+      it = next;
     }
-    it = next;
+  }
+  // Outside the lock, as complete() does: the job's callback takes its own lock.
+  for (auto& [info, p] : failed) {
+    rpc::CandidateResult lost;
+    lost.set_id(p.candidate.id());
+    lost.set_error_kind(std::string(to_string(ErrorKind::kWorkerLost)));
+    lost.set_error_message("no answer within the candidate's deadline on " +
+                           std::to_string(p.missed) + " workers (" + p.missed_on + ")");
+    p.done(info, std::move(lost));
   }
   return gone;
+}
+
+size_t DevicePool::take_overdue(Worker& w, Clock::time_point now,
+                                std::vector<std::pair<WorkerInfo, Pending>>* failed) {
+  size_t late = 0;
+  for (auto c = w.in_flight.begin(); c != w.in_flight.end();) {
+    Pending& p = c->second;
+    if (p.deadline >= now) {
+      ++c;
+      continue;
+    }
+    ++late;
+    ++p.missed;
+    p.missed_on += (p.missed_on.empty() ? "" : ", ") + w.info.worker_id;
+    auto job = jobs_.find(p.job_id);
+    if (p.missed < kDeadlineAttempts || job == jobs_.end()) {
+      ++c;  // requeued by remove() (or dropped there when its job ended)
+      continue;
+    }
+    spdlog::warn("candidate {} of job {} failed: no answer within its deadline on {}",
+                 p.candidate.id(), p.job_id, p.missed_on);
+    --job->second.in_flight;
+    failed->emplace_back(w.info, std::move(p));
+    c = w.in_flight.erase(c);
+  }
+  return late;
+}
+
+void DevicePool::flag(const std::string& worker_id, const std::string& reason) {
+  std::lock_guard lock(mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) return;
+  ++it->second.info.refused;
+  it->second.info.flagged = reason;
 }
 
 void DevicePool::open_job(uint64_t job_id, const std::string& key, int priority) {
@@ -134,7 +200,12 @@ void DevicePool::submit(uint64_t job_id, rpc::Candidate candidate, ResultCallbac
     throw Error(ErrorKind::kInternal,
                 "candidate for job " + std::to_string(job_id) + " that is not open");
   candidate.set_id(next_candidate_++);
-  it->second.queue.push_back(Pending{job_id, std::move(candidate), std::move(done), Clock::now()});
+  Pending p;
+  p.job_id = job_id;
+  p.candidate = std::move(candidate);
+  p.done = std::move(done);
+  p.queued_at = Clock::now();
+  it->second.queue.push_back(std::move(p));
   dispatch();
 }
 
@@ -175,6 +246,11 @@ void DevicePool::dispatch() {
         metrics_->queue_wait(job->key,
                              std::chrono::duration<double>(Clock::now() - p.queued_at).count());
       const uint64_t id = p.candidate.id();
+      // The worker measures what it holds before (or beside) this one: their budgets count too.
+      double budget = deadline_margin_s_ + budget_s(p.candidate);
+      for (const auto& [held, q] : w->in_flight) budget += budget_s(q.candidate);
+      p.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(budget));
       w->send(p.candidate);
       w->in_flight.emplace(id, std::move(p));
       progress = true;

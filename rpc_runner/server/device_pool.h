@@ -32,6 +32,11 @@ using ResultCallback = std::function<void(const WorkerInfo& worker, rpc::Candida
 // in-flight candidates back to the front of their jobs' queues; a result that arrives from a
 // worker for a candidate it no longer holds is dropped, so each candidate completes once.
 // Candidates wait for a worker for as long as it takes: time in the queue is never a timeout.
+// Once sent, a candidate has a deadline: its build and run timeouts, plus those of the candidates
+// the worker holds ahead of it, plus a margin. A worker that lets one pass (it heartbeats but
+// never answers) is detached like a silent one; the late candidate goes to another worker, and
+// after kDeadlineAttempts deadlines missed it fails as kWorkerLost. A worker whose results are
+// refused is flagged (flag()), which workers() shows.
 // Thread-safe. Lock order: the pool's lock, then whatever a Sender or closer takes.
 class DevicePool {
  public:
@@ -40,9 +45,15 @@ class DevicePool {
   // Ends the worker's stream with the reason; must not block.
   using Closer = std::function<void(const std::string& reason)>;
 
-  // heartbeat_timeout_s: a worker silent for longer is detached by expire(). metrics (may be
-  // null; must outlive the pool) gets each dispatched candidate's time in the queue.
-  explicit DevicePool(double heartbeat_timeout_s = 15, ServerMetrics* metrics = nullptr);
+  // Deadlines a candidate may miss (on as many workers) before it fails as kWorkerLost.
+  static constexpr int kDeadlineAttempts = 3;
+
+  // heartbeat_timeout_s: a worker silent for longer is detached by expire(). deadline_margin_s:
+  // added to every candidate's deadline (TuningServerOptions::deadline_margin_s says why).
+  // metrics (may be null; must outlive the pool) gets each dispatched candidate's time in the
+  // queue.
+  explicit DevicePool(double heartbeat_timeout_s = 15, double deadline_margin_s = 150,
+                      ServerMetrics* metrics = nullptr);
 
   // Registers a worker (info.worker_id is assigned); returns its id. Candidates waiting for the
   // key are dispatched to it at once.
@@ -54,9 +65,12 @@ class DevicePool {
   // Delivers a worker's result. Returns false (and drops it) when that worker does not hold
   // the candidate (it was requeued after the worker was taken for lost, or the job ended).
   bool complete(const std::string& worker_id, rpc::CandidateResult result);
-  // Detaches every worker silent for longer than the heartbeat timeout (and closes its stream).
-  // Returns their ids.
+  // Detaches every worker silent for longer than the heartbeat timeout or holding a candidate
+  // past its deadline (and closes its stream); fails the candidates out of attempts. Returns
+  // the ids of the workers detached.
   std::vector<std::string> expire();
+  // Notes that a result of the worker was refused, and why. Unknown ids are ignored.
+  void flag(const std::string& worker_id, const std::string& reason);
 
   // Opens (or re-opens with a new priority) a job's queue on a key. priority >= 1.
   void open_job(uint64_t job_id, const std::string& key, int priority);
@@ -91,6 +105,9 @@ class DevicePool {
     rpc::Candidate candidate;
     ResultCallback done;
     Clock::time_point queued_at;  // when it (last) joined a queue
+    Clock::time_point deadline;   // set when sent to a worker
+    std::string missed_on;        // workers that let its deadline pass, e.g. "w2, w5"
+    int missed = 0;
   };
   struct Job {
     std::string key;
@@ -113,8 +130,13 @@ class DevicePool {
   Job* next_job(const std::string& key, bool can_build, uint64_t* job_id);
   // Removes a worker and requeues its candidates. Needs mu_.
   void remove(std::map<std::string, Worker>::iterator it, const std::string& reason);
+  // Counts a missed deadline on each of the worker's late candidates, and moves those out of
+  // attempts to `failed` (with the worker's info). Returns how many were late. Needs mu_.
+  size_t take_overdue(Worker& w, Clock::time_point now,
+                      std::vector<std::pair<WorkerInfo, Pending>>* failed);
 
   const double heartbeat_timeout_s_;
+  const double deadline_margin_s_;
   ServerMetrics* const metrics_;
   mutable std::mutex mu_;
   mutable std::condition_variable attached_cv_;

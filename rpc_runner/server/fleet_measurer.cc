@@ -2,7 +2,6 @@
 #include "rpc_runner/server/fleet_measurer.h"
 
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
 #include <future>
 #include <map>
@@ -16,6 +15,7 @@
 #include "codegen/codegen_llvm.h"
 #include "codegen/shared_object.h"
 #include "codegen/target.h"
+#include "rpc_runner/protocol/peer_checks.h"
 #include "rpc_runner/protocol/service_convert.h"
 #include "rpc_runner/runner/reference.h"
 #include "schedule_space/task.h"
@@ -24,11 +24,6 @@
 #include "te/lower.h"
 
 namespace ktune::rpc_runner {
-
-double generous_peak_gflops(int cores, int vector_bits) {
-  const int lanes = std::max(vector_bits, 128) / 32;
-  return std::max(cores, 1) * lanes * 2.0 * 2.0 * 6.0;
-}
 
 // Builds kernels here for devices that cannot: candidates in a pool of threads, references once.
 struct FleetMeasurer::CrossBuilder {
@@ -56,26 +51,6 @@ FleetMeasurer::FleetMeasurer(DevicePool& pool, uint64_t job_id, std::string devi
       stop_(std::move(stop)) {}
 
 FleetMeasurer::~FleetMeasurer() = default;
-
-namespace {
-
-// Refuses costs a device cannot have produced. Returns the refusal, or "" when plausible.
-std::string implausible(const tuner::MeasureResult& r, double flop, const WorkerInfo& w,
-                        double max_over_peak) {
-  if (!r.ok()) return "";
-  for (double c : r.costs)
-    if (!std::isfinite(c) || c <= 0)
-      return fmt::format("a cost of {} s is not a finite positive time", c);
-  const double peak =
-      w.peak_gflops > 0 ? w.peak_gflops : generous_peak_gflops(w.cores, w.vector_bits);
-  const double gflops = flop / r.mean_cost() / 1e9;
-  if (flop > 0 && gflops > peak * max_over_peak)
-    return fmt::format("{:.4g} GFLOP/s is over {:g}x the device's peak of {:.4g}", gflops,
-                       max_over_peak, peak);
-  return "";
-}
-
-}  // namespace
 
 std::vector<tuner::MeasureResult> FleetMeasurer::measure(
     const std::vector<tuner::MeasureInput>& inputs) {
@@ -158,23 +133,28 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(
         continue;
       }
     }
+    // The ceiling's lanes are the server's view of the task's target; the worker's cores are
+    // bounded at its hello.
     const double flop = task.flop();
-    const double max_over_peak = options_.max_over_peak;
+    const int lanes = task.target().vector_lanes();
+    const tuner::MeasureOptions& measure = options_.measure;
+    DevicePool& pool = pool_;
     pool_.submit(
         job_id_, std::move(c),
-        [batch, i, flop, max_over_peak](const WorkerInfo& w, rpc::CandidateResult r) {
-          tuner::MeasureResult result = from_proto(r);
+        [batch, i, flop, lanes, measure, &pool](const WorkerInfo& w, rpc::CandidateResult r) {
+          CheckedResult checked =
+              check_result(r, result_limits(measure, flop, peak_ceiling_gflops(w.cores, lanes)));
+          tuner::MeasureResult result = std::move(checked.result);
+          if (!checked.refusal.empty()) {
+            spdlog::warn("refused a result of worker {} (key {}, {}): {}", w.worker_id, w.key,
+                         w.peer, checked.refusal);
+            pool.flag(w.worker_id, checked.refusal);
+            result.error_message = "refused from worker " + w.worker_id + ": " + checked.refusal;
+          }
           result.emulated = w.emulated;  // an emulator's timing is never served as the device's
           if (result.error == ErrorKind::kUnsupported)
             result.error_message = "worker " + w.worker_id + " (key " + w.key + ", target '" +
                                    w.target + "') cannot run this task: " + result.error_message;
-          const std::string why = implausible(result, flop, w, max_over_peak);
-          if (!why.empty()) {
-            spdlog::warn("refused the result of worker {} ({}): {}", w.worker_id, w.peer, why);
-            result = tuner::make_error_result(ErrorKind::kUnknown,
-                                              "refused from worker " + w.worker_id + ": " + why,
-                                              result.build_s, result.run_s);
-          }
           std::lock_guard lock(batch->mu);
           batch->results[i] = std::move(result);
           --batch->remaining;

@@ -15,14 +15,7 @@ namespace ktune::rpc_runner {
 
 struct FleetMeasurerOptions {
   tuner::MeasureOptions measure;  // run_threads 0: the device's default
-  // A result is refused (recorded as kUnknown, naming the worker) when it claims more than this
-  // many times the device's stated peak: a buggy or lying worker must not poison the log.
-  double max_over_peak = 100;
 };
-
-// Returns what a device of these traits can do at most in f32 GFLOP/s when it does not say:
-// cores x lanes x 2 FMA units x 2 flops x 6 GHz, deliberately generous.
-double generous_peak_gflops(int cores, int vector_bits);
 
 // Each measure() queues its candidates (task + config; the worker builds the kernel) in the
 // pool under the job's id and waits for all their results, in input order. When a device of
@@ -30,9 +23,11 @@ double generous_peak_gflops(int cores, int vector_bits);
 // for the task's target in a thread pool, and sends the kernel with the task's reference
 // kernel; a candidate that fails to instantiate or build here gets its error without being
 // sent, and a build over the build timeout is kBuildTimeout. The job's queue
-// must be open (DevicePool::open_job) for as long as the measurer is used. A result with costs
-// that are not finite and positive, or faster than max_over_peak x the worker's peak, becomes
-// an error result. Not thread-safe: one measure() at a time.
+// must be open (DevicePool::open_job) for as long as the measurer is used. Every result is
+// checked (check_result in peer_checks.h: costs and times finite and in range, no faster than
+// the device's ceiling) before the tuner sees it: a buggy or lying worker must not poison the
+// log. A refused result becomes an error result of kind kUnknown naming the worker, and the
+// worker is flagged in the pool. Not thread-safe: one measure() at a time.
 class FleetMeasurer : public tuner::Measurer {
  public:
   // stop: polled while waiting; true makes measure() throw Error(kIo, "job stopped").

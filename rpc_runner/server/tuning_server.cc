@@ -19,6 +19,7 @@
 #include "rpc_runner/protocol/credentials.h"
 #include "rpc_runner/protocol/grpc_log.h"
 #include "rpc_runner/protocol/ktune.grpc.pb.h"
+#include "rpc_runner/protocol/peer_checks.h"
 #include "rpc_runner/protocol/service_convert.h"
 #include "rpc_runner/server/device_pool.h"
 #include "rpc_runner/server/job_manager.h"
@@ -31,8 +32,11 @@
 namespace ktune::rpc_runner {
 namespace {
 
-// Records per ExportLog message: well under the message limit for any record.
+// Records per ExportLog message, and the bytes after which a message is sent with fewer: a log
+// may hold records of any size (older servers kept error text uncut), and a message must stay
+// under the limit.
 constexpr size_t kExportChunk = 500;
+constexpr size_t kExportChunkBytes = size_t{4} << 20;
 
 grpc::Status to_status(const std::exception& e) {
   if (const auto* err = dynamic_cast<const Error*>(&e)) {
@@ -142,7 +146,7 @@ class AttachReactor final : public WorkerStream {
  private:
   // Registers the worker from its hello. Returns false (stream finished) when refused.
   bool hello() {
-    if (!in_.has_hello() || in_.hello().key().empty() || in_.hello().target().empty()) {
+    if (!in_.has_hello()) {
       finish({grpc::StatusCode::INVALID_ARGUMENT,
               "a worker's first message must be its hello (key, target)"});
       return false;
@@ -154,6 +158,11 @@ class AttachReactor final : public WorkerStream {
                                   std::to_string(kProtocolVersion);
       spdlog::warn("refused worker from {}: {}", peer_, message);
       finish({grpc::StatusCode::FAILED_PRECONDITION, message});
+      return false;
+    }
+    if (const std::string bad = check_hello(h); !bad.empty()) {
+      spdlog::warn("refused worker from {}: {}", peer_, bad);
+      finish({grpc::StatusCode::INVALID_ARGUMENT, "refused hello: " + bad});
       return false;
     }
     // The device names itself as it can (a board without LLVM cannot know LLVM's canonical
@@ -174,10 +183,10 @@ class AttachReactor final : public WorkerStream {
     info.cores = std::max(h.cores(), 1);
     info.vector_bits = h.vector_bits() > 0 ? h.vector_bits() : target->vector_bits();
     info.emulated = h.emulated();
-    info.slots = std::clamp(h.slots(), 1, 64);
+    info.slots = std::max(h.slots(), 1);
     info.can_build = h.can_build();
     info.peak_gflops = h.peak_gflops();
-    info.description = h.description();
+    info.description = clean_text(h.description(), kMaxDescriptionBytes);
     info.peer = peer_;
     std::lock_guard lock(id_mu_);
     worker_id_ = pool_.attach(
@@ -264,11 +273,14 @@ class ExportReactor final
       std::stringstream lines;
       db.export_jsonl(lines, workload);
       rpc::RecordLines chunk;
+      size_t bytes = 0;
       for (std::string line; std::getline(lines, line);) {
+        bytes += line.size();
         chunk.add_lines(std::move(line));
-        if (static_cast<size_t>(chunk.lines_size()) == kExportChunk) {
+        if (static_cast<size_t>(chunk.lines_size()) == kExportChunk || bytes >= kExportChunkBytes) {
           send(std::move(chunk));
           chunk.Clear();
+          bytes = 0;
         }
       }
       if (chunk.lines_size() > 0) send(std::move(chunk));
@@ -287,7 +299,7 @@ class TuningService final : public rpc::Tuning::CallbackService {
       : options_(options),
         security_(std::move(security)),
         metrics_([this] { return snapshot(); }),
-        pool_(options.worker_timeout_s, &metrics_),
+        pool_(options.worker_timeout_s, options.deadline_margin_s, &metrics_),
         jobs_(options.db_path, pool_, &metrics_),
         queries_(tuning_db::Database::open(options.db_path)),
         reaper_([this] { reap(); }) {}
@@ -480,6 +492,8 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
   if (!(options.heartbeat_s > 0) || !(options.worker_timeout_s > options.heartbeat_s))
     throw Error(ErrorKind::kInvalidArgument,
                 "the worker timeout must exceed the heartbeat interval");
+  if (!(options.deadline_margin_s >= 0) || !(options.deadline_margin_s <= 86400))
+    throw Error(ErrorKind::kInvalidArgument, "the deadline margin must be 0 to 86400 s");
   ServerSecurity security =
       load_server_security(options.token_file, options.tls_cert_file, options.tls_key_file);
   if (every_interface(options.host) && !security.authenticates())

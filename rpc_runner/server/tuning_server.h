@@ -21,7 +21,12 @@ struct TuningServerOptions {
   std::string tls_key_file;
   double heartbeat_s = 2;        // workers send a heartbeat at least this often
   double worker_timeout_s = 10;  // a worker silent this long is lost; its candidates requeued
-  int max_message_mib = 64;      // gRPC message limit, both ways
+  // A candidate sent to a worker must be answered within its build and run timeouts (and those
+  // of the candidates the worker holds ahead of it) plus this margin, which covers transport,
+  // the worker's runner start and a task's reference (built and run on a worker's first
+  // candidate of the task, within 120 s). Past it the worker is lost and the candidate requeued.
+  double deadline_margin_s = 150;
+  int max_message_mib = 64;  // gRPC message limit, both ways
   int metrics_port = -1;  // Prometheus' GET /metrics on host:metrics_port; -1 = none, 0 = any free
 };
 

@@ -1,11 +1,13 @@
 // Tests of DevicePool: dispatch to free slots, stride-scheduled fairness with priorities, requeue
-// of a lost worker's candidates, results delivered once, heartbeat expiry, workers that cannot
-// build.
+// of a lost worker's candidates, results delivered once, heartbeat expiry, deadlines of workers
+// that heartbeat but never answer, flags, workers that cannot build.
 #include "rpc_runner/server/device_pool.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -187,6 +189,106 @@ TEST(DevicePool, SilentWorkersExpireAndTheirStreamIsClosed) {
   EXPECT_EQ(pool.measuring(1), 1);  // quiet's candidate waits for alive's slot
   ASSERT_TRUE(pool.complete(alive.id, ok_result(alive.received[0].id(), 1.0)));
   ASSERT_EQ(alive.received.size(), 2u);
+}
+
+// A candidate whose build and run timeouts add up to `budget_s`.
+rpc::Candidate timed_candidate(uint64_t index, double budget_s) {
+  rpc::Candidate c = candidate(index);
+  c.mutable_measure()->set_build_timeout_s(budget_s / 2);
+  c.mutable_measure()->set_run_timeout_s(budget_s / 2);
+  return c;
+}
+
+void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+TEST(DevicePool, AWorkerPastACandidatesDeadlineIsDetachedAndTheCandidateGoesElsewhere) {
+  DevicePool pool(60, 0.1);  // heartbeats never expire here; deadline = 0.1 s + the budget
+  FakeWorker mute, honest;
+  attach(pool, mute, "x86", 1);
+  attach(pool, honest, "x86", 1);
+  pool.open_job(1, "x86", 1);
+  Results results;
+  pool.submit(1, timed_candidate(0, 0.1), results.callback(0));
+  pool.submit(1, timed_candidate(1, 0.1), results.callback(1));
+  ASSERT_EQ(mute.received.size(), 1u);
+  ASSERT_TRUE(pool.complete(honest.id, ok_result(honest.received[0].id(), 1.0)));
+  EXPECT_TRUE(pool.expire().empty()) << "within its deadline";
+  sleep_s(0.3);
+  pool.touch(mute.id);  // it heartbeats: only the deadline can find it
+  pool.touch(honest.id);
+  ASSERT_EQ(pool.expire(), std::vector<std::string>{mute.id});
+  EXPECT_NE(mute.closed.find("past their deadline"), std::string::npos) << mute.closed;
+  ASSERT_EQ(honest.received.size(), 2u);
+  EXPECT_EQ(honest.received[1].config_index(), mute.received[0].config_index());
+  ASSERT_TRUE(pool.complete(honest.id, ok_result(honest.received[1].id(), 2.0)));
+  EXPECT_EQ(results.by_index.size(), 2u);
+  EXPECT_EQ(pool.measuring(1), 0);
+}
+
+TEST(DevicePool, TheDeadlineCountsOnlyTheTimeOnTheWorkerAndWhatItHoldsAhead) {
+  DevicePool pool(60, 0.2);
+  pool.open_job(1, "x86", 1);
+  Results results;
+  pool.submit(1, timed_candidate(0, 0.6), results.callback(0));
+  pool.submit(1, timed_candidate(1, 0.6), results.callback(1));
+  sleep_s(0.6);  // queued without a worker: not a timeout
+  FakeWorker w;
+  attach(pool, w, "x86", 2);
+  ASSERT_EQ(w.received.size(), 2u);
+  // Deadlines from here: the first 0.2 + 0.6 s, the second 0.2 + 0.6 + 0.6 s (it waits for the
+  // first on the worker).
+  sleep_s(0.5);
+  pool.touch(w.id);
+  EXPECT_TRUE(pool.expire().empty());
+  ASSERT_TRUE(pool.complete(w.id, ok_result(w.received[0].id(), 1.0)));
+  sleep_s(0.6);  // 1.1 s: past the first one's deadline, within the second's
+  pool.touch(w.id);
+  EXPECT_TRUE(pool.expire().empty());
+  sleep_s(0.5);
+  pool.touch(w.id);
+  EXPECT_EQ(pool.expire(), std::vector<std::string>{w.id});
+}
+
+TEST(DevicePool, ACandidateThatMissesItsDeadlineOnThreeWorkersFailsAsWorkerLost) {
+  DevicePool pool(60, 0.05);
+  pool.open_job(1, "x86", 1);
+  std::vector<rpc::CandidateResult> lost;
+  pool.submit(1, timed_candidate(7, 0.05),
+              [&](const WorkerInfo&, rpc::CandidateResult r) { lost.push_back(r); });
+  std::vector<std::unique_ptr<FakeWorker>> workers;
+  for (int attempt = 1; attempt <= DevicePool::kDeadlineAttempts; ++attempt) {
+    workers.push_back(std::make_unique<FakeWorker>());
+    FakeWorker& w = *workers.back();
+    attach(pool, w, "x86", 1);
+    ASSERT_EQ(w.received.size(), 1u) << "attempt " << attempt;
+    EXPECT_TRUE(lost.empty());
+    sleep_s(0.15);
+    pool.touch(w.id);
+    ASSERT_EQ(pool.expire(), std::vector<std::string>{w.id});
+  }
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].error_kind(), "worker_lost");
+  EXPECT_EQ(lost[0].costs_size(), 0);
+  for (const auto& w : workers)
+    EXPECT_NE(lost[0].error_message().find(w->id), std::string::npos) << lost[0].error_message();
+  EXPECT_EQ(pool.measuring(1), 0);
+  FakeWorker late;
+  attach(pool, late, "x86", 1);
+  EXPECT_TRUE(late.received.empty()) << "it failed: it is not sent again";
+}
+
+TEST(DevicePool, AFlaggedWorkerShowsItsRefusals) {
+  DevicePool pool;
+  FakeWorker w;
+  attach(pool, w, "x86", 1);
+  EXPECT_EQ(pool.workers()[0].refused, 0u);
+  EXPECT_EQ(pool.workers()[0].flagged, "");
+  pool.flag(w.id, "a cost of nan s");
+  pool.flag(w.id, "a build time of -1 s");
+  pool.flag("w999", "unknown ids are ignored");
+  ASSERT_EQ(pool.workers().size(), 1u);
+  EXPECT_EQ(pool.workers()[0].refused, 2u);
+  EXPECT_EQ(pool.workers()[0].flagged, "a build time of -1 s");
 }
 
 TEST(DevicePool, AWorkerThatCannotBuildTakesOnlyCandidatesWithTheirKernel) {

@@ -1,0 +1,78 @@
+// Defines the tuning server's checks of what a device worker sends (its hello, its results): the
+// limits, the plausibility ceiling, and one function per message.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "rpc_runner/protocol/ktune.pb.h"
+#include "tuner/measure.h"
+
+namespace ktune::rpc_runner {
+
+// A worker holds a valid token, yet whatever it sends may be broken or a lie: every field is
+// checked here before the server uses it. Identity fields (key, target) that break a limit
+// refuse the hello; free text (description, error messages) is cleaned and cut instead.
+inline constexpr size_t kMaxKeyBytes = 128;
+inline constexpr size_t kMaxTargetBytes = 512;
+inline constexpr size_t kMaxDescriptionBytes = 512;
+// An error message (a compiler's diagnostic, a crash report) is kept up to this size; a record
+// stays small enough that an export chunk of many records fits a message.
+inline constexpr size_t kMaxErrorTextBytes = 4096;
+inline constexpr int kMaxCores = 1024;
+inline constexpr int kMaxSlots = 64;
+
+// The plausibility ceiling of a device, in f32 GFLOP/s: cores x lanes x kFmaPortsCeiling x 2
+// flops per FMA x kClockGhzCeiling. No core issues more than four vector FMAs per cycle (Apple
+// M-series and Neoverse V1/V2 issue four 128-bit FMAs; x86 cores two at full width), and none
+// runs faster than 6.5 GHz. Lanes come from the server's own view of the canonical target,
+// never from the worker's claim; only the core count is the worker's, bounded by kMaxCores.
+inline constexpr double kFmaPortsCeiling = 4;
+inline constexpr double kClockGhzCeiling = 6.5;
+double peak_ceiling_gflops(int cores, int vector_lanes);
+
+// A build or run time may exceed its timeout by this much (the child is killed at the timeout,
+// then reaped and reported): beyond that, the worker's clock is not believed.
+inline constexpr double kTimeSlackS = 60;
+
+// `text` with every control character (line breaks included) replaced by a space, cut to at most
+// max_bytes bytes on a UTF-8 character boundary; a cut text ends in "...".
+std::string clean_text(std::string_view text, size_t max_bytes);
+
+// Returns why the hello is refused (one line that does not repeat the bad field), or "" when it
+// is acceptable: protocol version aside, a key of 1..kMaxKeyBytes printable characters, a target
+// of 1..kMaxTargetBytes printable characters, cores 0 (unknown: 1) to kMaxCores, vector bits 0
+// (unknown: the target's) or one of 32, 128, 256, 512, slots 0..kMaxSlots, a finite peak >= 0.
+std::string check_hello(const rpc::WorkerHello& hello);
+
+// What a result of one candidate may say, from the candidate's own measurement settings.
+struct ResultLimits {
+  int max_costs = 1;       // the setting's repeat: one cost per timing
+  double max_cost_s = 0;   // the run timeout: no single run lasts longer
+  double min_cost_s = 0;   // the task's flop at the device's ceiling: no run is faster
+  double max_build_s = 0;  // the build timeout plus kTimeSlackS
+  double max_run_s = 0;    // the run timeout plus kTimeSlackS
+};
+
+// The limits of a candidate measured with `measure` of a task of `flop` on a device whose
+// ceiling is ceiling_gflops.
+ResultLimits result_limits(const tuner::MeasureOptions& measure, double flop,
+                           double ceiling_gflops);
+
+// A worker's result after the checks: `refusal` says why it was refused ("" = accepted).
+struct CheckedResult {
+  tuner::MeasureResult result;
+  std::string refusal;
+};
+
+// Checks a worker's result against the limits of its candidate. An accepted result keeps its
+// costs and times, its error text cleaned (clean_text, kMaxErrorTextBytes) and an error kind
+// outside the measurement kinds (and kUnsupported) read as kUnknown. A refused one (costs that
+// are missing, too many, not finite, not positive, slower than the run timeout or faster than
+// the ceiling; build or run times that are not finite, negative or over their limit) becomes
+// an error result of kind kUnknown whose message begins "refused: " and names the field; its
+// times are kept only when they are themselves in range.
+CheckedResult check_result(const rpc::CandidateResult& result, const ResultLimits& limits);
+
+}  // namespace ktune::rpc_runner

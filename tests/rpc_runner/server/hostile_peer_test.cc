@@ -1,0 +1,366 @@
+// Fault tests of the tuning server against peers that hold a valid worker token: a crafted worker
+// (a WorkerSession whose answers are scripted here) sends non-finite, negative, huge and
+// implausibly fast results, 5 MB error texts and absurd hello fields, or heartbeats and never
+// answers. `ktune server` and the honest `ktune worker` run as processes on 127.0.0.1.
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "codegen/target.h"
+#include "rpc_runner/client/service_client.h"
+#include "rpc_runner/protocol/peer_checks.h"
+#include "rpc_runner/worker/worker_session.h"
+#include "tests/process_util.h"
+#include "tests/rpc_runner/server/service_test_util.h"
+
+#define KTUNE_BINARY KTUNE_BIN
+#include "tests/cli_util.h"
+
+namespace ktune::rpc_runner {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::wait_until;
+using testing_process::Child;
+using testing_process::read_file;
+
+const char kWorkerToken[] = "worker-secret-0123456789";
+const char kClientToken[] = "client-secret-0123456789";
+
+// matmul 64x64x64: its flop, for answers that claim a speed.
+constexpr double kFlop = 2.0 * 64 * 64 * 64;
+
+// A crafted worker: it attaches with the worker token and answers the n-th candidate it receives
+// (n counted from 0 over its whole life) with answer(n); nullopt: never. A silent one keeps
+// heartbeating; with `rejoin` it gives the candidates up once the server drops it and attaches
+// again as a new worker, else it stays stuck until destroyed.
+class FakePeer {
+ public:
+  using Answer = std::function<std::optional<rpc::CandidateResult>(size_t n)>;
+
+  FakePeer(WorkerSessionOptions options, Answer answer, bool rejoin = false)
+      : answer_(std::move(answer)), rejoin_(rejoin) {
+    session_ = std::make_unique<WorkerSession>(
+        options, [this](const std::vector<rpc::Candidate>& batch, const std::string&) {
+          return measure(batch);
+        });
+    self_ = session_.get();
+  }
+  ~FakePeer() {
+    {
+      std::lock_guard lock(mu_);
+      released_ = true;
+    }
+    session_->stop();
+  }
+
+  WorkerSession& session() { return *session_; }
+  size_t received() const {
+    std::lock_guard lock(mu_);
+    return received_;
+  }
+
+ private:
+  std::vector<rpc::CandidateResult> measure(const std::vector<rpc::Candidate>& batch) {
+    std::vector<rpc::CandidateResult> out;
+    bool silent = false;
+    for (const rpc::Candidate& c : batch) {
+      size_t n;
+      {
+        std::lock_guard lock(mu_);
+        n = received_++;
+      }
+      std::optional<rpc::CandidateResult> r = answer_(n);
+      if (!r) {
+        silent = true;
+        continue;
+      }
+      r->set_id(c.id());
+      out.push_back(std::move(*r));
+    }
+    // Silent: stuck until destroyed, or (rejoin) until the server has dropped this connection.
+    auto dropped = [&] {
+      const WorkerSession* self = self_;
+      return rejoin_ && self != nullptr && !self->attached();
+    };
+    for (;;) {
+      {
+        std::lock_guard lock(mu_);
+        if (!silent || released_ || dropped()) return out;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  Answer answer_;
+  bool rejoin_;
+  mutable std::mutex mu_;
+  size_t received_ = 0;    // guarded by mu_
+  bool released_ = false;  // guarded by mu_
+  std::atomic<const WorkerSession*> self_{nullptr};
+  std::unique_ptr<WorkerSession> session_;
+};
+
+rpc::CandidateResult costs(std::initializer_list<double> c, double build_s = 0.1,
+                           double run_s = 0.1) {
+  rpc::CandidateResult r;
+  for (double x : c) r.add_costs(x);
+  r.set_build_s(build_s);
+  r.set_run_s(run_s);
+  return r;
+}
+
+rpc::CandidateResult error(const std::string& kind, const std::string& message) {
+  rpc::CandidateResult r;
+  r.set_error_kind(kind);
+  r.set_error_message(message);
+  return r;
+}
+
+class HostilePeer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ktune-hostile-peer-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = (dir_ / "server.db").string();
+    tokens_ = write("tokens",
+                    std::string("worker: ") + kWorkerToken + "\nclient: " + kClientToken + "\n");
+    worker_token_ = write("worker-token", std::string(kWorkerToken) + "\n");
+    client_token_ = write("client-token", std::string(kClientToken) + "\n");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return (dir_ / name).string();
+  }
+
+  // Starts `ktune server` with the tokens and this deadline margin; returns false when it does
+  // not listen.
+  bool start_server(const std::string& deadline_margin) {
+    server_ = std::make_unique<Child>(
+        std::vector<std::string>{KTUNE_BIN, "server", "--port", "0", "--db", db_, "--token-file",
+                                 tokens_, "--heartbeat", "0.5", "--worker-timeout", "5",
+                                 "--deadline-margin", deadline_margin},
+        dir_ / "server.out", dir_ / "server.err");
+    address_ = testing_process::wait_for_address(dir_ / "server.out");
+    if (address_.empty()) return false;
+    ServiceClientOptions o;
+    o.server = address_;
+    o.token_file = client_token_;
+    o.timeout_s = 60;  // generous: these tests check outcomes, not how fast calls return
+    client_ = std::make_unique<ServiceClient>(o);
+    return true;
+  }
+
+  WorkerSessionOptions peer_options(const std::string& description) const {
+    WorkerSessionOptions o;
+    o.server = address_;
+    o.key = "cpu";
+    o.target = codegen::Target::host().str();
+    o.description = description;
+    o.cores = 1;
+    o.slots = 1;
+    o.token_file = worker_token_;
+    o.reconnect_initial_s = 0.1;
+    o.reconnect_max_s = 0.2;
+    return o;
+  }
+
+  static JobSpec matmul_job(uint64_t trials, uint64_t batch, const std::string& tuner) {
+    JobSpec s;
+    s.template_name = "matmul";
+    s.args = {{"M", "64"}, {"N", "64"}, {"K", "64"}};
+    s.session.device_key = "cpu";
+    s.session.trials = trials;
+    s.session.tuner = tuner;
+    s.session.seed = 3;
+    s.session.batch_size = batch;
+    return s;
+  }
+
+  std::string ktune_args(const std::string& args) const {
+    return args + " --server " + address_ + " --token-file " + testing_cli::quote(client_token_);
+  }
+
+  fs::path dir_;
+  std::string db_, tokens_, worker_token_, client_token_, address_;
+  std::unique_ptr<Child> server_;
+  std::unique_ptr<ServiceClient> client_;
+};
+
+TEST_F(HostilePeer, LiesAreRefusedTheJobCompletesAndTheLogStaysServable) {
+  ASSERT_TRUE(start_server("150")) << read_file(dir_ / "server.err");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::string five_mb(5 << 20, 'e');
+  // The n-th candidate's answer: the job's first candidate is the fallback config (measured for
+  // the speed-up, not recorded); then six lies the server must refuse, three crashes with 5 MB of
+  // error text, a kind that is no measurement's, six plausible timings (10 to 10.5 GFLOP/s).
+  FakePeer::Answer answer = [&](size_t n) -> std::optional<rpc::CandidateResult> {
+    if (n == 0) return costs({kFlop / 8e9});
+    switch (n - 1) {
+      case 0:
+        return costs({nan});
+      case 1:
+        return costs({-1e-3});
+      case 2:
+        return costs({1e308});
+      case 3:
+        return costs({kFlop / 10e9}, nan);
+      case 4:
+        return costs({kFlop / 10e9}, 0.1, -1e308);
+      case 5:
+        return costs({kFlop / 5000e9});  // 5,000 GFLOP/s on one core
+      case 6:
+      case 7:
+      case 8:
+        return error("run", five_mb + "\n\x1b[31m");
+      case 9:
+        return error("database", "disk full");
+      default:
+        return costs({kFlop / (10e9 * (1 + 0.01 * static_cast<double>(n - 11)))});
+    }
+  };
+  WorkerSessionOptions liar_options = peer_options(std::string(10 << 20, 'd') + "\n");
+  liar_options.slots = 16;
+  liar_options.peak_gflops = 1e9;  // its claim: ignored, the server has its own ceiling
+  FakePeer liar(liar_options, answer);
+  ASSERT_TRUE(wait_until([&] { return client_->devices().size() == 1; }, 20))
+      << read_file(dir_ / "server.err");
+  EXPECT_LE(client_->devices()[0].description.size(), kMaxDescriptionBytes);
+
+  const JobEvent last = client_->watch(client_->submit(matmul_job(16, 16, "grid")).id);
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
+  const auto records = testing::log_records(db_);
+  ASSERT_EQ(records.size(), 16u);
+  const auto kinds = testing::kinds_of(records);
+  EXPECT_EQ(kinds.at("ok"), 6);
+  EXPECT_EQ(kinds.at("unknown"), 7);
+  EXPECT_EQ(kinds.at("run"), 3);
+  int refused = 0;
+  for (const auto& r : records) {
+    refused += r.error_message.find("refused from worker") != std::string::npos;
+    EXPECT_LE(r.error_message.size(), kMaxErrorTextBytes);
+    EXPECT_EQ(r.error_message.find('\n'), std::string::npos);
+    EXPECT_TRUE(std::isfinite(r.all_cost) && r.all_cost >= 0) << r.all_cost;
+    if (r.ok()) {
+      EXPECT_LT(r.gflops(), 11.0);
+    }
+  }
+  EXPECT_EQ(refused, 6);
+
+  // The best record served is a plausible one, not the 5,000 GFLOP/s claim.
+  const auto best = client_->best(last.job.workload, last.job.target);
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_NEAR(best[0].gflops(), 10.5, 0.3);
+
+  // The log exports through the server, and the device is flagged.
+  const auto exported = testing_cli::ktune(ktune_args("db export"), true);
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  EXPECT_EQ(testing_cli::count_lines(exported.out), 16u);
+  const auto devices = testing_cli::ktune(ktune_args("server devices"), true);
+  ASSERT_EQ(devices.status, 0) << devices.err;
+  EXPECT_NE(devices.out.find("FLAGGED: 6 result(s) refused"), std::string::npos) << devices.out;
+  EXPECT_EQ(client_->devices()[0].refused, 6u);
+}
+
+TEST_F(HostilePeer, AbsurdHelloFieldsAreRefusedWithOneLineAndNotLogged) {
+  ASSERT_TRUE(start_server("150")) << read_file(dir_ / "server.err");
+  auto never = [](size_t) -> std::optional<rpc::CandidateResult> { return std::nullopt; };
+  WorkerSessionOptions huge_key = peer_options("huge key");
+  huge_key.key = std::string(1 << 20, 'k');
+  WorkerSessionOptions many_cores = peer_options("many cores");
+  many_cores.cores = 2147483647;
+  WorkerSessionOptions odd_vectors = peer_options("odd vectors");
+  odd_vectors.vector_bits = 1000;
+  FakePeer a(huge_key, never), b(many_cores, never), c(odd_vectors, never);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return !a.session().refused_at_start().empty() && !b.session().refused_at_start().empty() &&
+               !c.session().refused_at_start().empty();
+      },
+      20));
+  EXPECT_NE(a.session().refused_at_start().find("device key"), std::string::npos);
+  EXPECT_NE(b.session().refused_at_start().find("cores 2147483647"), std::string::npos);
+  EXPECT_NE(c.session().refused_at_start().find("vector bits 1000"), std::string::npos);
+  for (FakePeer* p : {&a, &b, &c})
+    EXPECT_LT(p->session().refused_at_start().size(), 200u) << p->session().refused_at_start();
+  EXPECT_TRUE(client_->devices().empty());
+  EXPECT_LT(fs::file_size(dir_ / "server.err"), 64u << 10) << "the 1 MB key is not in the log";
+}
+
+TEST_F(HostilePeer, AWorkerThatHeartbeatsButNeverAnswersIsDetachedAndTheJobCompletes) {
+  ASSERT_TRUE(start_server("5")) << read_file(dir_ / "server.err");
+  WorkerSessionOptions o = peer_options("mute");
+  o.slots = 4;
+  FakePeer mute(o, [](size_t) -> std::optional<rpc::CandidateResult> { return std::nullopt; });
+  ASSERT_TRUE(wait_until([&] { return client_->devices().size() == 1; }, 20));
+  JobSpec spec = matmul_job(12, 4, "random");
+  spec.measure.build_timeout_s = 4;
+  spec.measure.run_timeout_s = 4;
+  const uint64_t id = client_->submit(spec).id;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto devices = client_->devices();
+        return devices.size() == 1 && devices[0].in_flight > 0;
+      },
+      30));
+  // An honest worker joins; the mute one's candidate (the fallback config, the job's first) comes
+  // to it once its deadline passed (5 s + 8 s).
+  Child honest({KTUNE_BIN, "worker", "--server", address_, "--key", "cpu", "--slots", "1",
+                "--runner", KTUNE_RUNNER_PATH, "--token-file", worker_token_},
+               dir_ / "honest.out", dir_ / "honest.err");
+  const JobEvent last = client_->watch(id);
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
+  const auto records = testing::log_records(db_);
+  EXPECT_EQ(records.size(), 12u);
+  // What the honest worker measured: ok, unless this machine is so loaded that a build took
+  // over its timeout; never a lost candidate or a refused result.
+  auto kinds = testing::kinds_of(records);
+  EXPECT_GT(kinds["ok"], 0) << read_file(dir_ / "honest.err");
+  EXPECT_EQ(kinds["worker_lost"], 0);
+  EXPECT_EQ(kinds["unknown"], 0);
+  std::set<int64_t> configs;
+  for (const auto& r : records) configs.insert(r.config_index);
+  EXPECT_EQ(configs.size(), records.size()) << "a config was recorded twice";
+  const std::string log = read_file(dir_ / "server.err");
+  EXPECT_NE(log.find("past their deadline"), std::string::npos) << log;
+  ASSERT_EQ(client_->devices().size(), 1u);
+  EXPECT_NE(client_->devices()[0].description, "mute");
+}
+
+TEST_F(HostilePeer, ACandidateNoWorkerAnswersFailsAsWorkerLostAfterThreeDeadlines) {
+  ASSERT_TRUE(start_server("0.5")) << read_file(dir_ / "server.err");
+  // It gives its candidate up when dropped and attaches again, as a new worker, every time.
+  FakePeer mute(
+      peer_options("mute"),
+      [](size_t) -> std::optional<rpc::CandidateResult> { return std::nullopt; },
+      /*rejoin=*/true);
+  ASSERT_TRUE(wait_until([&] { return client_->devices().size() == 1; }, 20));
+  JobSpec spec = matmul_job(2, 2, "random");
+  spec.measure.build_timeout_s = 0.5;
+  spec.measure.run_timeout_s = 0.5;
+  const JobEvent last = client_->watch(client_->submit(spec).id);
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
+  const auto records = testing::log_records(db_);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(testing::kinds_of(records)["worker_lost"], 2);
+  EXPECT_NE(records[0].error_message.find("3 workers"), std::string::npos)
+      << records[0].error_message;
+  EXPECT_EQ(mute.received(), 9u) << "the fallback and each trial went out three times";
+}
+
+}  // namespace
+}  // namespace ktune::rpc_runner
