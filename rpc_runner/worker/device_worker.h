@@ -18,6 +18,7 @@ struct DeviceWorkerOptions {
   std::string target;       // "" = codegen::Target::host().str()
   std::string description;  // "" = cpu, triple, cores and host name
   std::string token_file;   // the worker token ("" = none)
+  bool allow_readable_token = false;  // accept a token file group or others may read
   std::string tls_ca_file;  // PEM of the CA that signed the server's certificate ("" = plaintext)
   int slots = 0;            // candidates taken at once (built in parallel); 0 = cores
   double peak_gflops = 0;  // the device's f32 peak, if known (the server checks results against it)
