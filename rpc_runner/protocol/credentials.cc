@@ -223,9 +223,12 @@ TlsFailure tls_failure(const grpc::Status& status, bool uses_tls) {
   if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return {};
   const std::string& m = status.error_message();
   auto has = [&](std::string_view part) { return m.find(part) != std::string::npos; };
-  if (has("CERTIFICATE_VERIFY_FAILED"))
+  // BoringSSL names its errors in capitals with underscores, OpenSSL 3 in words.
+  if (has("CERTIFICATE_VERIFY_FAILED") || has("certificate verify failed"))
     return {"TLS: the server's certificate is not signed by the CA of --tls-ca", true};
-  if (has("WRONG_VERSION_NUMBER") || has("PACKET_LENGTH_TOO_LONG") || has("HTTP_REQUEST"))
+  if (has("WRONG_VERSION_NUMBER") || has("wrong version number") ||
+      has("PACKET_LENGTH_TOO_LONG") || has("packet length too long") || has("HTTP_REQUEST") ||
+      has("http request"))
     return {"TLS: the server does not answer in TLS (it serves plaintext: drop --tls-ca)", true};
   if (has("Ssl handshake failed") || has("SSL_ERROR") || has("handshake failed"))
     return {"TLS handshake with the server failed (" + m + ")", true};

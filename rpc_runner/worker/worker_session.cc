@@ -204,7 +204,8 @@ struct WorkerSession::Impl {
         backoff = options.reconnect_initial_s;
         announce = true;
       }
-      if (announce && !refused) {
+      // A failure that may be TLS's waits for its verdict (refused, or not TLS after all).
+      if (announce && !refused && tls_strikes == 0) {
         spdlog::warn("tuning server {} {} ({}); reconnecting with backoff up to {:g} s",
                      options.server, was_attached ? "went away" : "unreachable",
                      status.error_message(), options.reconnect_max_s);

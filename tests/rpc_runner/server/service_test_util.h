@@ -29,8 +29,11 @@ struct TempDir {
   }
   ~TempDir() { std::filesystem::remove_all(path); }
   std::string file(const std::string& name) const { return (path / name).string(); }
+  // Writes a file only its owner may read (token files others may read are refused).
   std::string write(const std::string& name, const std::string& text) const {
     std::ofstream(path / name) << text;
+    std::filesystem::permissions(path / name,
+                                 std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     return file(name);
   }
 };
