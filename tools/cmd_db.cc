@@ -298,7 +298,8 @@ void run_import(const DbArgs& args) {
   Database db = Database::open(args.path);
   tuning_db::ImportOptions options;
   options.batch_records = args.batch;
-  // One line on stderr per committed batch: a long import shows it is moving and what it found.
+  // One line on stderr per committed batch but the last (whose counts the summary gives): a long
+  // import shows it is moving and what it found.
   const auto start = std::chrono::steady_clock::now();
   options.on_progress = [&](const tuning_db::ImportReport& r) {
     const double s =

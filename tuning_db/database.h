@@ -100,7 +100,9 @@ struct ImportOptions {
   // Records per transaction: each batch is committed on its own, so a long import shows its
   // progress in the log as it goes and holds the write lock only briefly at a time.
   int64_t batch_records = 10000;
-  // Called after each committed batch with the counts so far (may be empty).
+  // Called after each full batch is committed, with the counts so far; not after the last batch,
+  // whose counts import_jsonl returns (so an import of one batch reports no progress). May be
+  // empty. What it throws ends the import (the batches committed stay).
   std::function<void(const ImportReport&)> on_progress;
 };
 

@@ -63,13 +63,14 @@ ImportReport Database::import_jsonl(std::istream& in, const ImportOptions& optio
   const double created_at = now_seconds();
   std::optional<sql::Transaction> txn;
   int64_t in_batch = 0;  // records taken (added or not) in the open transaction
-  auto commit = [&] {
+  // The last batch's counts are the returned report's: progress is for the batches before.
+  auto commit = [&](bool last) {
     if (!txn) return;
     txn->commit();
     txn.reset();
     ++report.batches;
     in_batch = 0;
-    if (options.on_progress) options.on_progress(report);
+    if (!last && options.on_progress) options.on_progress(report);
   };
   std::string line;
   while (std::getline(in, line)) {
@@ -101,10 +102,10 @@ ImportReport Database::import_jsonl(std::istream& in, const ImportOptions& optio
       // A value the record's fields cannot hold (an integer beyond 64 bits, ...): that line only.
       report.errors.push_back({number, std::string("bad record: ") + e.what()});
     }
-    if (in_batch >= options.batch_records) commit();
+    if (in_batch >= options.batch_records) commit(false);
   }
   if (in.bad()) throw Error(ErrorKind::kIo, "reading the JSON-lines import failed");
-  commit();
+  commit(true);
   return report;
 }
 
