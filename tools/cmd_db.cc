@@ -306,8 +306,8 @@ void run_import(const DbArgs& args) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::cerr << "import: " << r.lines << " lines, " << r.imported << " imported, "
               << r.already_present << " already in the log, " << r.errors.size() << " skipped ("
-              << static_cast<int64_t>(s > 0 ? static_cast<double>(r.lines) / s : 0)
-              << " lines/s)" << std::endl;
+              << static_cast<int64_t>(s > 0 ? static_cast<double>(r.lines) / s : 0) << " lines/s)"
+              << std::endl;
   };
   tuning_db::ImportReport report;
   if (args.file == "-") {

@@ -301,15 +301,14 @@ sql::Connection open_for_reading(const std::string& path, const OpenOptions& opt
 void refuse_non_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return;  // missing: create or "no tuning log" below
-  const char* what = S_ISREG(st.st_mode)    ? nullptr
-                     : S_ISFIFO(st.st_mode) ? "a FIFO"
-                     : S_ISDIR(st.st_mode)  ? "a directory"
-                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                     : S_ISSOCK(st.st_mode)                       ? "a socket"
-                                                                  : "a special file";
-  if (what != nullptr)
-    throw Error(ErrorKind::kDatabase,
-                "tuning log '" + path + "' is " + what + ", not a file: give the path of a log");
+  if (S_ISREG(st.st_mode)) return;
+  const char* what = "a special file";
+  if (S_ISFIFO(st.st_mode)) what = "a FIFO";
+  if (S_ISDIR(st.st_mode)) what = "a directory";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) what = "a device";
+  if (S_ISSOCK(st.st_mode)) what = "a socket";
+  throw Error(ErrorKind::kDatabase,
+              "tuning log '" + path + "' is " + what + ", not a file: give the path of a log");
 }
 
 }  // namespace

@@ -19,8 +19,8 @@ LogLock::LogLock(const std::string& log_path) {
   const std::string path = path_of(log_path);
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0)
-    throw Error(ErrorKind::kIo,
-                "cannot create the lock file " + path + " of the tuning log: " + std::strerror(errno));
+    throw Error(ErrorKind::kIo, "cannot create the lock file " + path +
+                                    " of the tuning log: " + std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     char buf[32] = {};
@@ -31,10 +31,10 @@ LogLock::LogLock(const std::string& log_path) {
       throw Error(ErrorKind::kIo, "cannot lock " + path + ": " + std::strerror(err));
     std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
     while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-    throw Error(ErrorKind::kInvalidArgument,
-                "tuning log '" + log_path + "' is already served by another ktune server" +
-                    (holder.empty() ? "" : " (pid " + holder + ")") +
-                    "; one server per log (its lock is " + path + ")");
+    throw Error(ErrorKind::kInvalidArgument, "tuning log '" + log_path +
+                                                 "' is already served by another ktune server" +
+                                                 (holder.empty() ? "" : " (pid " + holder + ")") +
+                                                 "; one server per log (its lock is " + path + ")");
   }
   // Who holds it, for the message of the next one that tries.
   const std::string pid = std::to_string(::getpid()) + "\n";

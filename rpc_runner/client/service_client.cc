@@ -41,7 +41,7 @@ ServiceClient::ServiceClient(const ServiceClientOptions& options)
   if (!(options.timeout_s > 0))
     throw Error(ErrorKind::kInvalidArgument, "the call timeout must be above 0");
   impl_->security = load_client_security(options.token_file, options.tls_ca_file, Role::kClient,
-                                           options.allow_readable_token);
+                                         options.allow_readable_token);
   impl_->stub = rpc::Tuning::NewStub(make_channel(options.server, impl_->security));
 }
 

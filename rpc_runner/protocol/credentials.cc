@@ -90,8 +90,9 @@ void check_token(const std::string& token, const std::string& path, int line) {
 }
 
 // Parses "worker: T" / "client: T" lines. Returns the two tokens (either may be missing).
-std::pair<std::string, std::string> role_tokens(const std::vector<std::pair<int, std::string>>& lines,
-                                                const std::string& path, bool require_both) {
+std::pair<std::string, std::string> role_tokens(
+    const std::vector<std::pair<int, std::string>>& lines, const std::string& path,
+    bool require_both) {
   std::string worker, client;
   for (const auto& [n, line] : lines) {
     const auto colon = line.find(':');
@@ -226,18 +227,18 @@ TlsFailure tls_failure(const grpc::Status& status, bool uses_tls) {
   // BoringSSL names its errors in capitals with underscores, OpenSSL 3 in words.
   if (has("CERTIFICATE_VERIFY_FAILED") || has("certificate verify failed"))
     return {"TLS: the server's certificate is not signed by the CA of --tls-ca", true};
-  if (has("WRONG_VERSION_NUMBER") || has("wrong version number") ||
-      has("PACKET_LENGTH_TOO_LONG") || has("packet length too long") || has("HTTP_REQUEST") ||
-      has("http request"))
+  if (has("WRONG_VERSION_NUMBER") || has("wrong version number") || has("PACKET_LENGTH_TOO_LONG") ||
+      has("packet length too long") || has("HTTP_REQUEST") || has("http request"))
     return {"TLS: the server does not answer in TLS (it serves plaintext: drop --tls-ca)", true};
   if (has("Ssl handshake failed") || has("SSL_ERROR") || has("handshake failed"))
     return {"TLS handshake with the server failed (" + m + ")", true};
   // A plaintext call to a TLS server: the server drops a connection that does not start with a
   // TLS hello, which the client sees as a closed socket, like a server going down at that moment.
   if (!uses_tls && (has("Socket closed") || has("Connection reset") || has("connection reset")))
-    return {"the server closes every plaintext connection: it probably serves TLS only (give "
-            "--tls-ca with the CA of its certificate)",
-            false};
+    return {
+        "the server closes every plaintext connection: it probably serves TLS only (give "
+        "--tls-ca with the CA of its certificate)",
+        false};
   return {};
 }
 

@@ -20,16 +20,16 @@ struct WorkerSessionOptions {
   std::string target;       // the device's own target string; the server canonicalizes it
   std::string description;  // free text the server lists (cpu, cores, host name)
   int cores = 1;
-  int vector_bits = 0;               // 0: the server derives it from the target
-  int slots = 1;                     // candidates taken at once
-  bool can_build = true;             // false: the server sends linked kernels
-  bool emulated = false;             // runs under emulation: its records are marked so
-  double peak_gflops = 0;            // the device's f32 peak, if known
-  std::string token_file;            // the worker token ("" = none)
+  int vector_bits = 0;                // 0: the server derives it from the target
+  int slots = 1;                      // candidates taken at once
+  bool can_build = true;              // false: the server sends linked kernels
+  bool emulated = false;              // runs under emulation: its records are marked so
+  double peak_gflops = 0;             // the device's f32 peak, if known
+  std::string token_file;             // the worker token ("" = none)
   bool allow_readable_token = false;  // accept a token file group or others may read
-  std::string tls_ca_file;           // PEM of the CA of the server's certificate ("" = plaintext)
-  double reconnect_initial_s = 0.5;  // first wait after losing the server; doubles per failure
-  double reconnect_max_s = 10;       // longest wait between attempts
+  std::string tls_ca_file;            // PEM of the CA of the server's certificate ("" = plaintext)
+  double reconnect_initial_s = 0.5;   // first wait after losing the server; doubles per failure
+  double reconnect_max_s = 10;        // longest wait between attempts
   uint32_t protocol_version = kProtocolVersion;  // what the hello claims (tests use another)
 };
 

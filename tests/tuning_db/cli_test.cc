@@ -220,7 +220,8 @@ TEST_F(DbCli, ImportShowsProgressPerBatchAndCountsDuplicates) {
   }
   auto progress_lines = [](const std::string& err) {
     int n = 0;
-    for (size_t at = err.find("import: "); at != std::string::npos; at = err.find("import: ", at + 1))
+    for (size_t at = err.find("import: "); at != std::string::npos;
+         at = err.find("import: ", at + 1))
       ++n;
     return n;
   };
@@ -262,9 +263,12 @@ TEST_F(DbCli, ALogPathThatIsNoFileIsRefusedInOneLine) {
   std::ofstream(jsonl) << to_json_line(record(nth(0), {1e-3})) << "\n";
   const std::vector<std::pair<std::string, std::string>> paths = {
       {fifo, "is a FIFO"}, {zero, "is a device"}, {directory, "is a directory"}};
-  const std::vector<std::string> commands = {
-      "db stats", "db best " + quote(task().workload_key()), "db check", "db import " + jsonl,
-      "best matmul M=64 N=64 K=64", "tune matmul M=8 N=8 K=8 --trials 1"};
+  const std::vector<std::string> commands = {"db stats",
+                                             "db best " + quote(task().workload_key()),
+                                             "db check",
+                                             "db import " + jsonl,
+                                             "best matmul M=64 N=64 K=64",
+                                             "tune matmul M=8 N=8 K=8 --trials 1"};
   for (const auto& [path, says] : paths) {
     for (const auto& command : commands) {
       // `timeout`: a command that blocks on the FIFO fails the test instead of hanging it.

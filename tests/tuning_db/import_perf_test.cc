@@ -60,13 +60,13 @@ TEST(ImportPerf, ThreeHundredThousandRecordsInUnderAMinuteTwice) {
     std::ofstream out(jsonl);
     // Every valid config of matmuls of these sizes, until there are enough: one record each.
     for (const char* n : {"4096", "2048", "3072", "1024", "1536", "768", "512", "384"}) {
-      const auto task = schedule_space::Task::create("matmul", {{"M", n}, {"N", n}, {"K", n}},
-                                                     traits);
+      const auto task =
+          schedule_space::Task::create("matmul", {{"M", n}, {"N", n}, {"K", n}}, traits);
       const auto& space = task.space();
       for (uint64_t i = 0; i < space.size() && written < kRecords; ++i) {
         if (!space.is_valid(i)) continue;
-        Record r = testing::make_record(1024, static_cast<int64_t>(i), {1e-2, 1.1e-2, 0.9e-2},
-                                        target);
+        Record r =
+            testing::make_record(1024, static_cast<int64_t>(i), {1e-2, 1.1e-2, 0.9e-2}, target);
         r.workload_key = task.workload_key();
         r.args = task.args_json();
         r.flop = task.flop();
@@ -82,19 +82,17 @@ TEST(ImportPerf, ThreeHundredThousandRecordsInUnderAMinuteTwice) {
 
   const std::string db = dir.file("log.db");
   std::string out;
-  const Timing first = timed("db import " + testing_cli::quote(jsonl) + " --json --db " +
-                                 testing_cli::quote(db),
-                             &out);
+  const Timing first = timed(
+      "db import " + testing_cli::quote(jsonl) + " --json --db " + testing_cli::quote(db), &out);
   EXPECT_EQ(nlohmann::json::parse(out)["imported"], kRecords);
-  const Timing second = timed("db import " + testing_cli::quote(jsonl) + " --json --db " +
-                                  testing_cli::quote(db),
-                              &out);
+  const Timing second = timed(
+      "db import " + testing_cli::quote(jsonl) + " --json --db " + testing_cli::quote(db), &out);
   EXPECT_EQ(nlohmann::json::parse(out)["already_present"], kRecords);
   std::printf(
       "import of %lld records (%.0f MB): %.1f s CPU, %.1f s wall; again (all duplicates): %.1f s "
       "CPU, %.1f s wall\n",
-      static_cast<long long>(kRecords), static_cast<double>(bytes) / 1e6, first.cpu_s,
-      first.wall_s, second.cpu_s, second.wall_s);
+      static_cast<long long>(kRecords), static_cast<double>(bytes) / 1e6, first.cpu_s, first.wall_s,
+      second.cpu_s, second.wall_s);
   // The import is one thread: on an idle machine its wall time is its CPU time. On a shared one
   // (where tests run at nice 19) the wall time measures the others' load, so the CPU time is what
   // is held to the minute.

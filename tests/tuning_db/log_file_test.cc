@@ -38,8 +38,7 @@ TEST(LogLock, ASecondHolderIsRefusedNamingTheFirstUntilItIsReleased) {
     LogLock first(log);
     const auto [kind, message] = error_of([&] { LogLock second(log); });
     EXPECT_EQ(kind, ErrorKind::kInvalidArgument);
-    EXPECT_NE(message.find("already served by another ktune server"), std::string::npos)
-        << message;
+    EXPECT_NE(message.find("already served by another ktune server"), std::string::npos) << message;
     EXPECT_NE(message.find("pid " + std::to_string(::getpid())), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
     // Another log is not held.
@@ -58,9 +57,10 @@ TEST(LogPath, AFifoADeviceAndADirectoryAreRefusedBeforeTheyAreOpened) {
   std::filesystem::create_symlink("/dev/zero", zero);
   const std::string directory = dir.file("dir.db");
   std::filesystem::create_directory(directory);
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {fifo, "is a FIFO"}, {zero, "is a device"}, {"/dev/null", "is a device"},
-      {directory, "is a directory"}};
+  const std::vector<std::pair<std::string, std::string>> cases = {{fifo, "is a FIFO"},
+                                                                  {zero, "is a device"},
+                                                                  {"/dev/null", "is a device"},
+                                                                  {directory, "is a directory"}};
   for (const auto& c : cases) {
     for (bool read_only : {false, true}) {
       OpenOptions options;

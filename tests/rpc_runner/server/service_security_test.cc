@@ -18,6 +18,7 @@
 namespace ktune::rpc_runner {
 namespace {
 
+using testing::make_certificate;
 using testing::TempDir;
 using testing::wait_until;
 
@@ -130,15 +131,6 @@ TEST(ServiceSecurity, AWorkerOfAnotherProtocolVersionIsRefusedNamingBoth) {
   EXPECT_TRUE(ServiceClient(client_options(server, "")).devices().empty());
 }
 
-// A self-signed certificate for localhost / 127.0.0.1, made with the openssl command.
-void make_certificate(const TempDir& dir) {
-  const std::string cmd =
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
-      "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
-      dir.file("key.pem") + " -out " + dir.file("cert.pem") + " >/dev/null 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-}
-
 TEST(ServiceSecurity, TlsEndToEndAndMismatchesFailWithOneLine) {
   TempDir dir;
   make_certificate(dir);
@@ -215,11 +207,12 @@ TEST(ServiceSecurity, AWorkerThatTlsRefusesAtItsFirstAttachSaysWhy) {
 TEST(ServiceSecurity, TokenFilePermissionsByteOrderMarksAndNonPemFiles) {
   TempDir dir;
   TuningServerOptions options = server_options(dir);
-  std::filesystem::permissions(options.token_file, std::filesystem::perms::group_read |
-                                                       std::filesystem::perms::others_read,
-                               std::filesystem::perm_options::add);
+  std::filesystem::permissions(
+      options.token_file, std::filesystem::perms::group_read | std::filesystem::perms::others_read,
+      std::filesystem::perm_options::add);
   const std::string refused = error_of([&] { TuningServer server(options); });
-  EXPECT_NE(refused.find("token file " + options.token_file + " is accessible by group or others "
+  EXPECT_NE(refused.find("token file " + options.token_file +
+                         " is accessible by group or others "
                          "(mode 0644)"),
             std::string::npos)
       << refused;
@@ -236,8 +229,8 @@ TEST(ServiceSecurity, TokenFilePermissionsByteOrderMarksAndNonPemFiles) {
   const std::string bom = "\xEF\xBB\xBF";
   const std::string bare = dir.write("bom-token", bom + kWorkerToken + "\r\n");
   EXPECT_EQ(load_client_security(bare, "", Role::kWorker).token, kWorkerToken);
-  const std::string roles = dir.write(
-      "bom-tokens", bom + "worker: " + kWorkerToken + "\nclient: " + kClientToken + "\n");
+  const std::string roles =
+      dir.write("bom-tokens", bom + "worker: " + kWorkerToken + "\nclient: " + kClientToken + "\n");
   const ServerSecurity s = load_server_security(roles, "", "");
   EXPECT_EQ(s.worker_token, kWorkerToken);
   EXPECT_EQ(s.client_token, kClientToken);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/process_util.h"
+#include "tests/rpc_runner/server/service_test_util.h"
 
 #define KTUNE_BINARY KTUNE_BIN
 #include "tests/cli_util.h"
@@ -25,34 +26,18 @@ namespace ktune {
 namespace {
 
 namespace fs = std::filesystem;
+using rpc_runner::testing::make_certificate;
+using rpc_runner::testing::TempDir;
 using testing_process::Child;
 using testing_process::read_file;
-
-class StartupCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ktune_startup_cli_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  // A self-signed certificate for localhost / 127.0.0.1 as <name>.pem and <name>.key.
-  void make_certificate(const std::string& name) const {
-    const std::string cmd =
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
-        "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
-        path(name + ".key") + " -out " + path(name + ".pem") + " >/dev/null 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  }
-  fs::path dir_;
-};
 
 int lines(const std::string& text) {
   return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
 }
 
-TEST_F(StartupCli, ASecondServerOnALogRefusesToStartWhileReadersStillWork) {
+TEST(StartupCli, ASecondServerOnALogRefusesToStartWhileReadersStillWork) {
+  TempDir dir;
+  auto path = [&](const std::string& name) { return dir.file(name); };
   const std::string ktune = KTUNE_BIN;
   const std::string db = path("server.db");
   // A log with a record, for the readers below.
@@ -60,21 +45,21 @@ TEST_F(StartupCli, ASecondServerOnALogRefusesToStartWhileReadersStillWork) {
                                testing_cli::quote(db))
                 .status,
             0);
-  Child first({ktune, "server", "--port", "0", "--db", db}, dir_ / "first.out",
-              dir_ / "first.err");
-  ASSERT_FALSE(testing_process::wait_for_address(dir_ / "first.out").empty())
-      << read_file(dir_ / "first.err");
+  Child first({ktune, "server", "--port", "0", "--db", db}, dir.path / "first.out",
+              dir.path / "first.err");
+  ASSERT_FALSE(testing_process::wait_for_address(dir.path / "first.out").empty())
+      << read_file(dir.path / "first.err");
 
-  Child second({ktune, "server", "--port", "0", "--db", db}, dir_ / "second.out",
-               dir_ / "second.err");
+  Child second({ktune, "server", "--port", "0", "--db", db}, dir.path / "second.out",
+               dir.path / "second.err");
   EXPECT_EQ(second.wait(30), 1);
-  const std::string err = read_file(dir_ / "second.err");
-  EXPECT_NE(err.find("is already served by another ktune server (pid " +
-                     std::to_string(first.pid) + ")"),
-            std::string::npos)
+  const std::string err = read_file(dir.path / "second.err");
+  EXPECT_NE(
+      err.find("is already served by another ktune server (pid " + std::to_string(first.pid) + ")"),
+      std::string::npos)
       << err;
   EXPECT_EQ(lines(err), 1) << err;
-  EXPECT_EQ(read_file(dir_ / "second.out").find("listening on"), std::string::npos);
+  EXPECT_EQ(read_file(dir.path / "second.out").find("listening on"), std::string::npos);
 
   // The first one holds the log; what only reads it works beside it.
   const auto stats = testing_cli::ktune("db stats --json --db " + testing_cli::quote(db), true);
@@ -83,29 +68,31 @@ TEST_F(StartupCli, ASecondServerOnALogRefusesToStartWhileReadersStillWork) {
   const auto best =
       testing_cli::ktune("best matmul M=16 N=16 K=16 --json --db " + testing_cli::quote(db), true);
   EXPECT_EQ(best.status, 0) << best.err;
-  const auto built = testing_cli::ktune("build matmul M=16 N=16 K=16 --db " +
-                                            testing_cli::quote(db) + " -o " +
-                                            testing_cli::quote(path("k.o")),
-                                        true);
+  const auto built =
+      testing_cli::ktune("build matmul M=16 N=16 K=16 --db " + testing_cli::quote(db) + " -o " +
+                             testing_cli::quote(path("k.o")),
+                         true);
   EXPECT_EQ(built.status, 0) << built.err;
 
   // Once the first one is gone (even killed), a server starts on the log again.
   first.kill(SIGKILL);
-  Child third({ktune, "server", "--port", "0", "--db", db}, dir_ / "third.out",
-              dir_ / "third.err");
-  EXPECT_FALSE(testing_process::wait_for_address(dir_ / "third.out").empty())
-      << read_file(dir_ / "third.err");
+  Child third({ktune, "server", "--port", "0", "--db", db}, dir.path / "third.out",
+              dir.path / "third.err");
+  EXPECT_FALSE(testing_process::wait_for_address(dir.path / "third.out").empty())
+      << read_file(dir.path / "third.err");
 }
 
-TEST_F(StartupCli, AWorkerWhoseTlsOrTokenFileIsWrongExitsWithTheReason) {
+TEST(StartupCli, AWorkerWhoseTlsOrTokenFileIsWrongExitsWithTheReason) {
+  TempDir dir;
+  auto path = [&](const std::string& name) { return dir.file(name); };
   const std::string ktune = KTUNE_BIN;
-  make_certificate("server");
-  make_certificate("other");
+  make_certificate(dir, "server-");
+  make_certificate(dir, "other-");  // a CA that did not sign the server's certificate
   Child server({ktune, "server", "--port", "0", "--db", path("server.db"), "--tls-cert",
-                path("server.pem"), "--tls-key", path("server.key")},
-               dir_ / "server.out", dir_ / "server.err");
-  const std::string address = testing_process::wait_for_address(dir_ / "server.out");
-  ASSERT_FALSE(address.empty()) << read_file(dir_ / "server.err");
+                path("server-cert.pem"), "--tls-key", path("server-key.pem")},
+               dir.path / "server.out", dir.path / "server.err");
+  const std::string address = testing_process::wait_for_address(dir.path / "server.out");
+  ASSERT_FALSE(address.empty()) << read_file(dir.path / "server.err");
 
   struct Case {
     std::string name;
@@ -117,36 +104,37 @@ TEST_F(StartupCli, AWorkerWhoseTlsOrTokenFileIsWrongExitsWithTheReason) {
   fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   std::ofstream(path("ca.txt")) << "not a certificate\n";
   const std::vector<Case> cases = {
-      {"wrong-ca", {"--tls-ca", path("other.pem")}, "not signed by the CA of --tls-ca"},
+      {"wrong-ca", {"--tls-ca", path("other-cert.pem")}, "not signed by the CA of --tls-ca"},
       {"plaintext", {}, "serves TLS only"},
       {"not-pem", {"--tls-ca", path("ca.txt")}, "is not PEM"},
       {"readable-token",
-       {"--tls-ca", path("server.pem"), "--token-file", token},
+       {"--tls-ca", path("server-cert.pem"), "--token-file", token},
        "is accessible by group or others (mode 0640)"},
   };
   for (const Case& c : cases) {
-    std::vector<std::string> args = {ktune,       "worker", "--server", address, "--key", "k",
-                                     "--runner",  KTUNE_RUNNER_PATH};
+    std::vector<std::string> args = {ktune,   "worker", "--server", address,
+                                     "--key", "k",      "--runner", KTUNE_RUNNER_PATH};
     args.insert(args.end(), c.flags.begin(), c.flags.end());
-    Child worker(args, dir_ / (c.name + ".out"), dir_ / (c.name + ".err"));
+    Child worker(args, dir.path / (c.name + ".out"), dir.path / (c.name + ".err"));
     EXPECT_EQ(worker.wait(60), 1) << c.name;
-    const std::string err = read_file(dir_ / (c.name + ".err"));
+    const std::string err = read_file(dir.path / (c.name + ".err"));
     EXPECT_NE(err.find(c.says), std::string::npos) << c.name << ": " << err;
     EXPECT_EQ(lines(err), 1) << c.name << ": " << err;
   }
   // With the right CA the same worker attaches (and the readable token is accepted when allowed;
   // the server asks for none).
   Child good({ktune, "worker", "--server", address, "--key", "k", "--runner", KTUNE_RUNNER_PATH,
-              "--tls-ca", path("server.pem"), "--token-file", token, "--allow-readable-token"},
-             dir_ / "good.out", dir_ / "good.err");
+              "--tls-ca", path("server-cert.pem"), "--token-file", token, "--allow-readable-token"},
+             dir.path / "good.out", dir.path / "good.err");
   bool attached = false;
   for (int i = 0; i < 300 && !attached; ++i) {
-    const auto listed = testing_cli::ktune("server devices --json --server " + address +
-                                           " --tls-ca " + testing_cli::quote(path("server.pem")));
+    const auto listed =
+        testing_cli::ktune("server devices --json --server " + address + " --tls-ca " +
+                           testing_cli::quote(path("server-cert.pem")));
     attached = listed.status == 0 && nlohmann::json::parse(listed.out).size() == 1;
     if (!attached) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_TRUE(attached) << read_file(dir_ / "good.err");
+  EXPECT_TRUE(attached) << read_file(dir.path / "good.err");
 }
 
 }  // namespace
