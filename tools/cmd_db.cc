@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -38,6 +39,7 @@ struct DbArgs {
   std::string llvm;
   std::string device;
   int64_t k = 10;
+  int64_t batch = 10000;  // import: records per committed transaction
   bool emulated = false;  // best/top: records of emulated devices are eligible too
   std::string file;
   rpc_runner::ServiceClientOptions server;  // export: from this server's log instead of --db
@@ -294,13 +296,26 @@ void run_export(const DbArgs& args) {
 
 void run_import(const DbArgs& args) {
   Database db = Database::open(args.path);
+  tuning_db::ImportOptions options;
+  options.batch_records = args.batch;
+  // One line on stderr per committed batch but the last (whose counts the summary gives): a long
+  // import shows it is moving and what it found.
+  const auto start = std::chrono::steady_clock::now();
+  options.on_progress = [&](const tuning_db::ImportReport& r) {
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cerr << "import: " << r.lines << " lines, " << r.imported << " imported, "
+              << r.already_present << " already in the log, " << r.errors.size() << " skipped ("
+              << static_cast<int64_t>(s > 0 ? static_cast<double>(r.lines) / s : 0) << " lines/s)"
+              << std::endl;
+  };
   tuning_db::ImportReport report;
   if (args.file == "-") {
-    report = db.import_jsonl(std::cin);
+    report = db.import_jsonl(std::cin, options);
   } else {
     std::ifstream in(args.file);
     if (!in) throw Error(ErrorKind::kIo, "cannot read '" + args.file + "'");
-    report = db.import_jsonl(in);
+    report = db.import_jsonl(in, options);
   }
   if (args.json) {
     json errors = json::array();
@@ -420,6 +435,10 @@ void add_db_command(CLI::App& app) {
       "reported and skipped");
   common(imp);
   imp->add_option("file", args->file, "JSON-lines file, or - for stdin")->required();
+  imp->add_option("--batch", args->batch,
+                  "Records per committed transaction; a progress line follows each")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   imp->callback([args] { run_import(*args); });
 
   CLI::App* check = db->add_subcommand(

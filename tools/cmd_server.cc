@@ -191,6 +191,9 @@ void add_server(CLI::App& app) {
   cmd->add_option("--token-file", s.token_file,
                   "Lines 'worker: TOKEN' and 'client: TOKEN' (each >= 16 chars)")
       ->check(CLI::ExistingFile);
+  cmd->add_flag(
+      "--allow-readable-token", s.allow_readable_token,
+      "Accept a token file that group or others may read (refused by default, as ssh does)");
   cmd->add_option("--tls-cert", s.tls_cert_file, "PEM certificate: serve TLS only")
       ->check(CLI::ExistingFile);
   cmd->add_option("--tls-key", s.tls_key_file, "PEM private key of --tls-cert")

@@ -25,7 +25,8 @@ void run_worker(const rpc_runner::DeviceWorkerOptions& options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   rpc_runner::DeviceWorker worker(options);
   // Until a signal; a worker the server refuses before it was ever attached (wrong token, other
-  // protocol version) is misconfigured: that is this command's error, not a reason to retry.
+  // protocol version, TLS that does not match) is misconfigured: that is this command's error, not
+  // a reason to retry.
   const timespec poll{0, 200'000'000};
   int signal = -1;
   while (signal < 0) {
@@ -51,6 +52,9 @@ void add_worker(CLI::App& app) {
   cmd->add_option("--token-file", o->token_file,
                   "File with the worker token (a bare token, or the server's token file)")
       ->check(CLI::ExistingFile);
+  cmd->add_flag(
+      "--allow-readable-token", o->allow_readable_token,
+      "Accept a token file that group or others may read (refused by default, as ssh does)");
   cmd->add_option("--tls-ca", o->tls_ca_file,
                   "PEM of the CA that signed the server's certificate (TLS)")
       ->check(CLI::ExistingFile);

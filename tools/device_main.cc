@@ -114,6 +114,9 @@ int main(int argc, char** argv) {
   app.add_option("--key", o.session.key, "Device key that jobs name (e.g. rk3399)")->required();
   app.add_option("--token-file", o.session.token_file, "File with the worker token")
       ->check(CLI::ExistingFile);
+  app.add_flag(
+      "--allow-readable-token", o.session.allow_readable_token,
+      "Accept a token file that group or others may read (refused by default, as ssh does)");
   app.add_option("--tls-ca", o.session.tls_ca_file,
                  "PEM of the CA that signed the server's certificate (TLS)")
       ->check(CLI::ExistingFile);

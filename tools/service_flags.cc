@@ -17,6 +17,9 @@ CLI::Option* add_client_flags(CLI::App* cmd, rpc_runner::ServiceClientOptions& o
   cmd->add_option("--token-file", options.token_file,
                   "File with the client token (a bare token, or the server's token file)")
       ->check(CLI::ExistingFile);
+  cmd->add_flag(
+      "--allow-readable-token", options.allow_readable_token,
+      "Accept a token file that group or others may read (refused by default, as ssh does)");
   cmd->add_option("--tls-ca", options.tls_ca_file,
                   "PEM of the CA that signed the server's certificate (TLS)")
       ->check(CLI::ExistingFile);

@@ -34,6 +34,18 @@ tuning_db::Record make_record(const schedule_space::Task& task,
   return r;
 }
 
+bool log_fallback(tuning_db::Database& db, const schedule_space::Task& task,
+                  const MeasureResult& result, RecordContext context) {
+  const schedule_space::Config config = task.fallback_config();
+  context.tuner = "fallback";
+  context.run_id = 0;
+  const bool emulated = result.emulated || context.emulated;
+  if (db.has(task.workload_key(), context.target, static_cast<int64_t>(config.index()), emulated))
+    return false;
+  db.add({make_record(task, config, result, context, 0)});
+  return true;
+}
+
 Callback database_callback(tuning_db::Database& db, const schedule_space::Task& task,
                            const RecordContext& context) {
   auto batch = std::make_shared<int64_t>(0);

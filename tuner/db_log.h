@@ -27,6 +27,14 @@ tuning_db::Record make_record(const schedule_space::Task& task,
                               const schedule_space::Config& config, const MeasureResult& result,
                               const RecordContext& context, int64_t batch);
 
+// Logs a measurement of the task's fallback config (Task::fallback_config) as a record of tuner
+// "fallback", batch 0 and no run (a job's progress counts its trials only), unless the log holds
+// that config already for this emulated-ness. Every run that measures the fallback logs it through
+// here, so that best() and build never serve a config slower than the workload's measured fallback
+// on that target. Returns whether it added the record. Throws Error(kDatabase).
+bool log_fallback(tuning_db::Database& db, const schedule_space::Task& task,
+                  const MeasureResult& result, RecordContext context);
+
 // Returns a callback that adds every batch to `db` in one transaction (all or nothing), so
 // the log holds exactly what was measured. `db` and `task` must outlive it. The callback
 // throws Error(kDatabase) when the write fails, which ends the tuning loop.

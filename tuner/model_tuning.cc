@@ -61,13 +61,8 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   // It goes to the log like every measurement (once per config), so that a resumed run knows
   // the best this run reported even when that best was the fallback.
   void set_fallback(const MeasureResult& r) {
-    const schedule_space::Config config = task_.fallback_config();
-    if (!db_.has(task_.workload_key(), target_, static_cast<int64_t>(config.index()),
-                 options_.emulated)) {
-      RecordContext context{target_, options_.device_key, "fallback", kVersion,
-                            0,       options_.emulated};
-      db_.add({make_record(task_, config, r, context, 0)});
-    }
+    log_fallback(db_, task_, r,
+                 RecordContext{target_, options_.device_key, "", kVersion, 0, options_.emulated});
     if (!r.ok()) return;
     fallback_ = r.mean_cost();
     best_ = std::min(best_, *fallback_);

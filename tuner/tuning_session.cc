@@ -265,10 +265,36 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
 
   SessionReport report;
   report.tuner = search->name();
-  // The fallback config, measured in this run so that the speed-up compares like with like.
-  if (o.measure_fallback && !(o.should_stop && o.should_stop()))
-    report.fallback = measurer_.measure({{&task_, task_.fallback_config()}}).front();
+  // The fallback config, measured in this run so that the speed-up compares like with like, and
+  // logged like every measurement, so that best() never serves a config slower than it. It is
+  // claimed first like every config (two runs never log it twice), and measured even when another
+  // run holds it, for this run's speed-up.
+  bool fallback_told = false;  // handed to the tuner with the resumed measurements
+  if (o.measure_fallback && !(o.should_stop && o.should_stop())) {
+    const MeasureInput fallback{&task_, task_.fallback_config()};
+    const bool mine = !claims || claims->claim({fallback}).front();
+    report.fallback = measurer_.measure({fallback}).front();
+    if (mine) {
+      log_fallback(db_, task_, *report.fallback, context);
+      if (claims) claims->release({fallback});
+    }
+    // The tuner knows it as measured: it is not measured again, and the best includes it.
+    const bool known = std::any_of(
+        tune_options.resume.begin(), tune_options.resume.end(),
+        [&](const PastMeasurement& p) { return p.config.index() == fallback.config.index(); });
+    if (!known) {
+      tune_options.resume.push_back({fallback.config, *report.fallback});
+      fallback_told = true;
+    }
+  }
   report.result = tune(task_, *search, measurer_, tune_options);
+  if (fallback_told) {
+    // This run measured it: it is neither resumed nor, when it is the best, an old best.
+    --report.result.n_resumed;
+    if (report.result.best_config &&
+        report.result.best_config->index() == task_.fallback_config().index())
+      report.result.best_is_new = true;
+  }
   report.cancelled = report.result.cancelled;
   report.model_saved = model_log && model_log->finish();
   report.run_id = context.run_id;

@@ -29,7 +29,7 @@ struct SessionOptions {
   std::string xgb_features = "knob";  // knob or loop
   bool transfer = true;  // xgb: seed the first plan from the template's other workloads in the log
   size_t transfer_history = 20000;  // newest records read for transfer (0 = all)
-  bool measure_fallback = true;     // measure the fallback config first (for the speed-up)
+  bool measure_fallback = true;     // measure and log the fallback config first (speed-up, best)
   std::string device_key;           // stored in every record ("" = unspecified)
   // The measurer times on an emulated device (qemu): every record of the run is marked emulated
   // (besides those whose MeasureResult::emulated is set), and resume, claims and transfer use
@@ -78,10 +78,11 @@ struct ProgressSnapshot {
 // the target, by a device of the run's emulated-ness, are never measured again), claims each config
 // in the log before measuring it (a config another run claimed or logged meanwhile is skipped),
 // seeds xgb's first plan from the template's other workloads in the log (transfer; records of the
-// run's emulated-ness only), measures the fallback config, runs the tuning loop, saves xgb's model.
-// Every batch is written to the log in one transaction BEFORE the tuner (and its cost model) is
-// updated, so a failed fit never loses a batch. Used by `ktune tune` and by the tuning server's
-// jobs. One thread.
+// run's emulated-ness only), measures and logs the fallback config (log_fallback; the tuner takes
+// it as measured, so the best reported includes it), runs the tuning loop, saves xgb's model. Every
+// batch is written to the log in one transaction BEFORE the tuner (and its cost model) is updated,
+// so a failed fit never loses a batch. Used by `ktune tune` and by the tuning server's jobs. One
+// thread.
 class TuningSession {
  public:
   // task, db and measurer must outlive the session. target: the records' target key. Throws as

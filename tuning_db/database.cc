@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 #include <thread>
+
+#include <sys/stat.h>
 #include <unordered_map>
 
 #include <spdlog/spdlog.h>
@@ -293,9 +295,26 @@ sql::Connection open_for_reading(const std::string& path, const OpenOptions& opt
   throw Error(ErrorKind::kInternal, "unreachable");
 }
 
+// Refuses a path that exists but is not a regular file (after symbolic links), before SQLite opens
+// it: a FIFO blocks the open, a device reads as endless zeros (an "empty log of schema version 0"),
+// a directory is no log.
+void refuse_non_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // missing: create or "no tuning log" below
+  if (S_ISREG(st.st_mode)) return;
+  const char* what = "a special file";
+  if (S_ISFIFO(st.st_mode)) what = "a FIFO";
+  if (S_ISDIR(st.st_mode)) what = "a directory";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) what = "a device";
+  if (S_ISSOCK(st.st_mode)) what = "a socket";
+  throw Error(ErrorKind::kDatabase,
+              "tuning log '" + path + "' is " + what + ", not a file: give the path of a log");
+}
+
 }  // namespace
 
 Database Database::open(const std::string& path, const OpenOptions& options) {
+  refuse_non_file(path);
   if (!options.create && !std::filesystem::exists(path)) {
     throw Error(ErrorKind::kDatabase, "no tuning log at '" + path + "'");
   }

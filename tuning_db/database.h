@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -87,10 +88,22 @@ struct LineError {
 };
 
 struct ImportReport {
+  int64_t lines = 0;  // lines read so far (blank ones included)
   int64_t imported = 0;
   int64_t already_present = 0;    // lines whose record the log held already (not added again)
   int64_t rejected = 0;           // well-formed lines whose record does not instantiate (in errors)
   std::vector<LineError> errors;  // the lines that were skipped, in file order
+  int64_t batches = 0;            // transactions committed
+};
+
+struct ImportOptions {
+  // Records per transaction: each batch is committed on its own, so a long import shows its
+  // progress in the log as it goes and holds the write lock only briefly at a time.
+  int64_t batch_records = 10000;
+  // Called after each full batch is committed, with the counts so far; not after the last batch,
+  // whose counts import_jsonl returns (so an import of one batch reports no progress). May be
+  // empty. What it throws ends the import (the batches committed stay).
+  std::function<void(const ImportReport&)> on_progress;
 };
 
 struct CheckReport {
@@ -114,7 +127,8 @@ class Database {
   // Opens the tuning log at `path` in WAL mode with foreign keys on, creating it when
   // missing (options.create) and migrating an older schema. Returns the open log. With
   // options.read_only: opens without writing anything (a log of schema version 2 or newer).
-  // Throws Error(kDatabase): cannot open, corrupt file, a SQLite file that is not a ktune
+  // Throws Error(kDatabase): a path that is not a regular file (FIFO, device, directory: refused
+  // before it is opened), cannot open, corrupt file, a SQLite file that is not a ktune
   // log, a newer schema version, integrity check failed (options.check_integrity).
   static Database open(const std::string& path, const OpenOptions& options = {});
 
@@ -183,15 +197,16 @@ class Database {
   // or of one workload, as JSON lines ordered by workload key then target. Returns the lines.
   // Importing a pack into a log that holds its records adds nothing (import skips duplicates).
   int64_t export_best_jsonl(std::ostream& out, std::string_view workload_key = "");
-  // Imports JSON lines (blank lines are skipped). A line that is malformed (bad JSON, a number out
-  // of range, a missing field) or whose record does not instantiate (record check) is reported
-  // with its line number and reason and skipped; the others are imported. A record the log already
-  // holds (same measurement: workload, target, device, config, time, costs, outcome) is counted and
-  // not added again, so importing a file twice is harmless. Malformed lines are reported with their
-  // line numbers and skipped; the good lines are added in one transaction, so a failure while
-  // writing leaves nothing half-written. Throws Error(kDatabase) on a SQLite failure,
-  // Error(kIo) when the stream fails.
-  ImportReport import_jsonl(std::istream& in);
+  // Imports JSON lines (blank lines are skipped), streaming: the input is read once, line by line,
+  // and the records are committed in batches of options.batch_records. A line that is malformed
+  // (bad JSON, a number out of range, a missing field) or whose record does not instantiate (record
+  // check) is reported with its line number and reason and skipped; the others are imported. A
+  // record the log already holds (same measurement: workload, target, device, config, time, costs,
+  // outcome) is counted and not added again, before it is checked, so importing a file twice is
+  // harmless and quick; and a failure part-way (SQLite error, a killed process) leaves whole
+  // batches behind, which importing the file again completes. Throws Error(kDatabase) on a SQLite
+  // failure, Error(kIo) when the stream fails, Error(kInvalidArgument) for a batch size < 1.
+  ImportReport import_jsonl(std::istream& in, const ImportOptions& options = {});
 
   // Deletes every failed record. Returns how many.
   int64_t remove_failed();

@@ -1,5 +1,6 @@
 // Database: JSON-lines import/export and the integrity check.
 #include <istream>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -55,32 +56,45 @@ int64_t Database::export_best_jsonl(std::ostream& out, std::string_view workload
   return lines;
 }
 
-ImportReport Database::import_jsonl(std::istream& in) {
+ImportReport Database::import_jsonl(std::istream& in, const ImportOptions& options) {
+  if (options.batch_records < 1)
+    throw Error(ErrorKind::kInvalidArgument, "an import batch needs at least one record");
   ImportReport report;
-  double created_at = now_seconds();
-  // One transaction for the whole file: a crash or SQLite error leaves no partial import.
-  sql::Transaction txn(impl_->conn);
-  impl_->begin_batch();
+  const double created_at = now_seconds();
+  std::optional<sql::Transaction> txn;
+  int64_t in_batch = 0;  // records taken (added or not) in the open transaction
+  // The last batch's counts are the returned report's: progress is for the batches before.
+  auto commit = [&](bool last) {
+    if (!txn) return;
+    txn->commit();
+    txn.reset();
+    ++report.batches;
+    in_batch = 0;
+    if (!last && options.on_progress) options.on_progress(report);
+  };
   std::string line;
-  int64_t number = 0;
   while (std::getline(in, line)) {
-    ++number;
+    const int64_t number = ++report.lines;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (!txn) {
+      txn.emplace(impl_->conn);
+      impl_->begin_batch();
+    }
+    ++in_batch;
     try {
       Record record = from_json_line(line);
       validate(record);
-      if (std::string why = impl_->problem(record); !why.empty()) {
-        ++report.rejected;
-        report.errors.push_back({number, "record does not instantiate: " + why});
-        continue;
-      }
+      // A duplicate is known by one index look-up; the record check instantiates a config.
       if (impl_->holds(record)) {
         ++report.already_present;
-        continue;
+      } else if (std::string why = impl_->problem(record); !why.empty()) {
+        ++report.rejected;
+        report.errors.push_back({number, "record does not instantiate: " + why});
+      } else {
+        // insert() checks the workload's template before it writes anything for this record.
+        impl_->insert(record, created_at);
+        ++report.imported;
       }
-      // insert() checks the workload's template before it writes anything for this record.
-      impl_->insert(record, created_at);
-      ++report.imported;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kInvalidArgument) throw;
       report.errors.push_back({number, e.what()});
@@ -88,9 +102,10 @@ ImportReport Database::import_jsonl(std::istream& in) {
       // A value the record's fields cannot hold (an integer beyond 64 bits, ...): that line only.
       report.errors.push_back({number, std::string("bad record: ") + e.what()});
     }
+    if (in_batch >= options.batch_records) commit(false);
   }
   if (in.bad()) throw Error(ErrorKind::kIo, "reading the JSON-lines import failed");
-  txn.commit();
+  commit(true);
   return report;
 }
 

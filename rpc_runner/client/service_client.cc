@@ -40,7 +40,8 @@ ServiceClient::ServiceClient(const ServiceClientOptions& options)
   impl_->options = options;
   if (!(options.timeout_s > 0))
     throw Error(ErrorKind::kInvalidArgument, "the call timeout must be above 0");
-  impl_->security = load_client_security(options.token_file, options.tls_ca_file, Role::kClient);
+  impl_->security = load_client_security(options.token_file, options.tls_ca_file, Role::kClient,
+                                         options.allow_readable_token);
   impl_->stub = rpc::Tuning::NewStub(make_channel(options.server, impl_->security));
 }
 

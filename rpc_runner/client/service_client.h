@@ -15,10 +15,11 @@
 namespace ktune::rpc_runner {
 
 struct ServiceClientOptions {
-  std::string server;       // "host:port"
-  std::string token_file;   // the client token ("" = none)
-  std::string tls_ca_file;  // PEM of the CA of the server's certificate ("" = plaintext)
-  double timeout_s = 10;    // each unary call
+  std::string server;                 // "host:port"
+  std::string token_file;             // the client token ("" = none)
+  bool allow_readable_token = false;  // accept a token file group or others may read
+  std::string tls_ca_file;            // PEM of the CA of the server's certificate ("" = plaintext)
+  double timeout_s = 10;              // each unary call
   // watch(): how long to keep reconnecting (with backoff) after the server went away.
   double reconnect_for_s = 120;
 };

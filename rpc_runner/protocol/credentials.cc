@@ -1,6 +1,9 @@
 // Token files, TLS credentials, the per-call token check and client-side error lines.
 #include "rpc_runner/protocol/credentials.h"
 
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +16,24 @@ namespace {
 
 constexpr size_t kMinTokenLength = 16;
 constexpr int kMessageLimit = 64 << 20;
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+// Throws Error(kInvalidArgument) unless `text`, read from `path`, holds a PEM block of `label`
+// ("CERTIFICATE", "PRIVATE KEY": any "-----BEGIN ...PRIVATE KEY-----"): a file of another kind
+// would otherwise fail later, inside gRPC, with a message that does not name it.
+void check_pem(const std::string& text, const std::string& path, const char* what,
+               std::string_view label) {
+  const std::string begin = "-----BEGIN ";
+  for (size_t at = text.find(begin); at != std::string::npos; at = text.find(begin, at + 1)) {
+    const size_t end = text.find("-----", at + begin.size());
+    if (end == std::string::npos) break;
+    const std::string_view name(text.data() + at + begin.size(), end - at - begin.size());
+    if (name.size() >= label.size() && name.substr(name.size() - label.size()) == label) return;
+  }
+  throw Error(ErrorKind::kInvalidArgument, std::string("the ") + what + " " + path +
+                                               " is not PEM (no '-----BEGIN " + std::string(label) +
+                                               "-----' block)");
+}
 
 std::string read_text(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
@@ -28,9 +49,26 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
+// Refuses a token file that group or others may read or write, as ssh does with a private key:
+// a secret anyone on the machine can read authenticates anyone.
+void check_token_file_mode(const std::string& path, bool allow_readable) {
+  struct stat st {};
+  if (allow_readable || ::stat(path.c_str(), &st) != 0) return;  // unreadable: read_text says so
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) == 0) return;
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  throw Error(ErrorKind::kInvalidArgument,
+              "token file " + path + " is accessible by group or others (mode " + mode +
+                  "): `chmod 600 " + path + "`, or pass --allow-readable-token");
+}
+
 // The meaningful lines of a token file, with their numbers.
-std::vector<std::pair<int, std::string>> token_lines(const std::string& path) {
-  std::istringstream in(read_text(path, "token file"));
+std::vector<std::pair<int, std::string>> token_lines(const std::string& path, bool allow_readable) {
+  check_token_file_mode(path, allow_readable);
+  std::string text = read_text(path, "token file");
+  // Editors on some systems start a UTF-8 file with a byte order mark; it is not part of a token.
+  if (text.rfind(kUtf8Bom, 0) == 0) text.erase(0, kUtf8Bom.size());
+  std::istringstream in(text);
   std::vector<std::pair<int, std::string>> out;
   int n = 0;
   for (std::string line; std::getline(in, line);) {
@@ -52,9 +90,11 @@ void check_token(const std::string& token, const std::string& path, int line) {
 }
 
 // Parses "worker: T" / "client: T" lines. Returns the two tokens (either may be missing).
-std::pair<std::string, std::string> role_tokens(const std::string& path, bool require_both) {
+std::pair<std::string, std::string> role_tokens(
+    const std::vector<std::pair<int, std::string>>& lines, const std::string& path,
+    bool require_both) {
   std::string worker, client;
-  for (const auto& [n, line] : token_lines(path)) {
+  for (const auto& [n, line] : lines) {
     const auto colon = line.find(':');
     const std::string role = colon == std::string::npos ? "" : trim(line.substr(0, colon));
     const std::string where = path + ":" + std::to_string(n) + ": ";
@@ -87,36 +127,43 @@ bool equal_constant_time(std::string_view a, std::string_view b) {
 const char* to_string(Role role) { return role == Role::kWorker ? "worker" : "client"; }
 
 ServerSecurity load_server_security(const std::string& token_file, const std::string& tls_cert_file,
-                                    const std::string& tls_key_file) {
+                                    const std::string& tls_key_file, bool allow_readable_token) {
   ServerSecurity s;
-  if (!token_file.empty()) std::tie(s.worker_token, s.client_token) = role_tokens(token_file, true);
+  if (!token_file.empty())
+    std::tie(s.worker_token, s.client_token) =
+        role_tokens(token_lines(token_file, allow_readable_token), token_file, true);
   if (tls_cert_file.empty() != tls_key_file.empty())
     throw Error(ErrorKind::kInvalidArgument,
                 "TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
   if (!tls_cert_file.empty()) {
     s.tls_cert_pem = read_text(tls_cert_file, "TLS certificate");
+    check_pem(s.tls_cert_pem, tls_cert_file, "TLS certificate", "CERTIFICATE");
     s.tls_key_pem = read_text(tls_key_file, "TLS key");
+    check_pem(s.tls_key_pem, tls_key_file, "TLS key", "PRIVATE KEY");
   }
   return s;
 }
 
 ClientSecurity load_client_security(const std::string& token_file, const std::string& tls_ca_file,
-                                    Role role) {
+                                    Role role, bool allow_readable_token) {
   ClientSecurity s;
   if (!token_file.empty()) {
-    const auto lines = token_lines(token_file);
+    const auto lines = token_lines(token_file, allow_readable_token);
     if (lines.size() == 1 && lines[0].second.find(':') == std::string::npos) {
       s.token = lines[0].second;
       check_token(s.token, token_file, lines[0].first);
     } else {
-      auto [worker, client] = role_tokens(token_file, false);
+      auto [worker, client] = role_tokens(lines, token_file, false);
       s.token = role == Role::kWorker ? worker : client;
       if (s.token.empty())
         throw Error(ErrorKind::kInvalidArgument,
                     token_file + ": no '" + to_string(role) + ": TOKEN' line");
     }
   }
-  if (!tls_ca_file.empty()) s.tls_ca_pem = read_text(tls_ca_file, "TLS CA certificate");
+  if (!tls_ca_file.empty()) {
+    s.tls_ca_pem = read_text(tls_ca_file, "TLS CA certificate");
+    check_pem(s.tls_ca_pem, tls_ca_file, "TLS CA certificate (--tls-ca)", "CERTIFICATE");
+  }
   return s;
 }
 
@@ -173,6 +220,28 @@ grpc::Status authorize(const grpc::ServerContextBase& context, Role role,
   return {grpc::StatusCode::UNAUTHENTICATED, reason};
 }
 
+TlsFailure tls_failure(const grpc::Status& status, bool uses_tls) {
+  if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return {};
+  const std::string& m = status.error_message();
+  auto has = [&](std::string_view part) { return m.find(part) != std::string::npos; };
+  // BoringSSL names its errors in capitals with underscores, OpenSSL 3 in words.
+  if (has("CERTIFICATE_VERIFY_FAILED") || has("certificate verify failed"))
+    return {"TLS: the server's certificate is not signed by the CA of --tls-ca", true};
+  if (has("WRONG_VERSION_NUMBER") || has("wrong version number") || has("PACKET_LENGTH_TOO_LONG") ||
+      has("packet length too long") || has("HTTP_REQUEST") || has("http request"))
+    return {"TLS: the server does not answer in TLS (it serves plaintext: drop --tls-ca)", true};
+  if (has("Ssl handshake failed") || has("SSL_ERROR") || has("handshake failed"))
+    return {"TLS handshake with the server failed (" + m + ")", true};
+  // A plaintext call to a TLS server: the server drops a connection that does not start with a
+  // TLS hello, which the client sees as a closed socket, like a server going down at that moment.
+  if (!uses_tls && (has("Socket closed") || has("Connection reset") || has("connection reset")))
+    return {
+        "the server closes every plaintext connection: it probably serves TLS only (give "
+        "--tls-ca with the CA of its certificate)",
+        false};
+  return {};
+}
+
 Error status_error(const grpc::Status& status, const std::string& address, std::string_view what) {
   std::string detail = status.error_message();
   for (char& c : detail)
@@ -181,11 +250,9 @@ Error status_error(const grpc::Status& status, const std::string& address, std::
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE: {
       std::string line = "cannot reach " + server + " (" + detail + ")";
-      const bool tls_hint = detail.find("SSL") != std::string::npos ||
-                            detail.find("TLS") != std::string::npos ||
-                            detail.find("handshake") != std::string::npos ||
-                            detail.find("Socket closed") != std::string::npos ||
-                            detail.find("Connection reset") != std::string::npos;
+      const bool tls_hint = !tls_failure(status, false).reason.empty() ||
+                            detail.find("SSL") != std::string::npos ||
+                            detail.find("TLS") != std::string::npos;
       if (tls_hint)
         line +=
             "; if one side uses TLS and the other does not, or the CA (--tls-ca) does not match, "

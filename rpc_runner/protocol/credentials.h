@@ -26,12 +26,15 @@ struct ServerSecurity {
 };
 
 // Reads a server token file (lines "worker: TOKEN" and "client: TOKEN"; blank lines and lines
-// starting with # ignored) and the PEM files. token_file "" = no tokens; cert and key "" = no TLS.
-// Throws Error(kIo) when a file cannot be read, Error(kInvalidArgument) naming the file and line
-// for an unknown or repeated role, a missing role, a token shorter than 16 characters or with
-// whitespace, equal worker and client tokens, a certificate without a key or the reverse.
+// starting with # ignored; a leading UTF-8 byte order mark ignored) and the PEM files. token_file
+// "" = no tokens; cert and key "" = no TLS. Throws Error(kIo) when a file cannot be read,
+// Error(kInvalidArgument) naming the file (and line) for a token file group or others may access
+// (unless allow_readable_token, as ssh refuses such a key), an unknown or repeated role, a missing
+// role, a token shorter than 16 characters or with whitespace, equal worker and client tokens, a
+// certificate without a key or the reverse, a certificate or key file that is not PEM.
 ServerSecurity load_server_security(const std::string& token_file, const std::string& tls_cert_file,
-                                    const std::string& tls_key_file);
+                                    const std::string& tls_key_file,
+                                    bool allow_readable_token = false);
 
 struct ClientSecurity {
   std::string token;       // "" = none
@@ -39,9 +42,10 @@ struct ClientSecurity {
 };
 
 // Reads a worker's or client's token file: a file holding just the token (one line), or a server
-// token file, of which the line of `role` is used. tls_ca_file "" = plaintext. Throws as above.
+// token file, of which the line of `role` is used. tls_ca_file "" = plaintext. Throws as above
+// (a CA file that is not a PEM certificate included).
 ClientSecurity load_client_security(const std::string& token_file, const std::string& tls_ca_file,
-                                    Role role);
+                                    Role role, bool allow_readable_token = false);
 
 std::shared_ptr<grpc::ServerCredentials> server_credentials(const ServerSecurity& security);
 std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const ClientSecurity& security);
@@ -57,6 +61,16 @@ void attach_token(grpc::ClientContext& context, const ClientSecurity& security);
 // warning line in the server's log naming the peer, the call and the reason.
 grpc::Status authorize(const grpc::ServerContextBase& context, Role role,
                        const ServerSecurity& security, std::string_view rpc);
+
+// Why a call failed for TLS reasons, judged from its status: a server certificate the CA does not
+// verify, TLS against a plaintext server, a failed handshake (certain), or, for a plaintext call
+// (uses_tls false), a connection the server closed before answering, as a TLS-only server does
+// (likely: a server going down looks the same once). reason "" = not a TLS failure.
+struct TlsFailure {
+  std::string reason;
+  bool certain = false;
+};
+TlsFailure tls_failure(const grpc::Status& status, bool uses_tls);
 
 // One clear line for a failed call to the server at `address` doing `what` ("submit the job"):
 // unreachable (with a hint when TLS is on one side only), refused (token), not answering in

@@ -27,6 +27,7 @@
 #include "support/error.h"
 #include "support/version.h"
 #include "tuning_db/database.h"
+#include "tuning_db/log_lock.h"
 #include "tuning_db/toolchain_preference.h"
 
 namespace ktune::rpc_runner {
@@ -477,6 +478,8 @@ bool every_interface(const std::string& host) {
 }  // namespace
 
 struct TuningServer::Impl {
+  // First, so it is released last: held while anything of this server may touch the log.
+  std::optional<tuning_db::LogLock> log_lock;
   std::unique_ptr<TuningService> service;
   std::unique_ptr<grpc::Server> server;
   std::string host;
@@ -495,7 +498,8 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
   if (!(options.deadline_margin_s >= 0) || !(options.deadline_margin_s <= 86400))
     throw Error(ErrorKind::kInvalidArgument, "the deadline margin must be 0 to 86400 s");
   ServerSecurity security =
-      load_server_security(options.token_file, options.tls_cert_file, options.tls_key_file);
+      load_server_security(options.token_file, options.tls_cert_file, options.tls_key_file,
+                           options.allow_readable_token);
   if (every_interface(options.host) && !security.authenticates())
     spdlog::warn(
         "listening on every interface without a token: anyone who reaches port {} can attach a "
@@ -503,6 +507,8 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
         "or submit jobs (use --token-file)",
         options.port);
   impl_->host = options.host;
+  // One server per log: a second one would run the same unfinished jobs again.
+  impl_->log_lock.emplace(options.db_path);
   const bool with_tokens = security.authenticates();
   auto credentials = server_credentials(security);
   impl_->service = std::make_unique<TuningService>(options, std::move(security));

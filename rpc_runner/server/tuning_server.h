@@ -17,6 +17,7 @@ struct TuningServerOptions {
   int port = 9190;                          // 0 = any free port (see TuningServer::port())
   std::string db_path = "ktune-server.db";  // the tuning log the server owns
   std::string token_file;                   // "worker: T" and "client: T" lines; "" = no tokens
+  bool allow_readable_token = false;        // accept a token file group or others may read
   std::string tls_cert_file;                // PEM; with tls_key_file: serve TLS only
   std::string tls_key_file;
   double heartbeat_s = 2;        // workers send a heartbeat at least this often
@@ -40,8 +41,9 @@ struct TuningServerOptions {
 // ServerMetrics over plain HTTP (no token: counts and device keys only). Thread-safe.
 class TuningServer {
  public:
-  // Opens the log and starts listening. Throws Error(kIo) when the address (or the metrics port)
-  // cannot be bound, Error(kInvalidArgument) for bad options or security files,
+  // Locks the log (one server per log, see tuning_db::LogLock), opens it and starts listening.
+  // Throws Error(kIo) when the address (or the metrics port) cannot be bound,
+  // Error(kInvalidArgument) for bad options or security files or a log another server holds,
   // Error(kDatabase) for the log.
   explicit TuningServer(const TuningServerOptions& options);
   // Shuts down (see shutdown()).

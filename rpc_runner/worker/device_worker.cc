@@ -165,6 +165,7 @@ DeviceWorker::DeviceWorker(const DeviceWorkerOptions& options) : impl_(std::make
   s.emulated = options.emulated;
   s.peak_gflops = options.peak_gflops;
   s.token_file = options.token_file;
+  s.allow_readable_token = options.allow_readable_token;
   s.tls_ca_file = options.tls_ca_file;
   s.reconnect_initial_s = options.reconnect_initial_s;
   s.reconnect_max_s = options.reconnect_max_s;

@@ -12,12 +12,13 @@
 namespace ktune::rpc_runner {
 
 struct DeviceWorkerOptions {
-  std::string server;       // "host:port" of the tuning server
-  std::string key;          // device key jobs name, e.g. "x86-avx512"
-  std::string runner_path;  // "" = ktune-runner next to this executable
-  std::string target;       // "" = codegen::Target::host().str()
-  std::string description;  // "" = cpu, triple, cores and host name
-  std::string token_file;   // the worker token ("" = none)
+  std::string server;                 // "host:port" of the tuning server
+  std::string key;                    // device key jobs name, e.g. "x86-avx512"
+  std::string runner_path;            // "" = ktune-runner next to this executable
+  std::string target;                 // "" = codegen::Target::host().str()
+  std::string description;            // "" = cpu, triple, cores and host name
+  std::string token_file;             // the worker token ("" = none)
+  bool allow_readable_token = false;  // accept a token file group or others may read
   std::string tls_ca_file;  // PEM of the CA that signed the server's certificate ("" = plaintext)
   int slots = 0;            // candidates taken at once (built in parallel); 0 = cores
   double peak_gflops = 0;  // the device's f32 peak, if known (the server checks results against it)

@@ -162,7 +162,12 @@ struct WorkerSession::Impl {
     return stream->Finish();
   }
 
+  // Plaintext connections the server closed before answering, in a row, that make a worker never
+  // attached conclude the server serves TLS only.
+  static constexpr int kTlsStrikes = 3;
+
   void run() {
+    int tls_strikes = 0;
     double backoff = options.reconnect_initial_s;
     bool announce = true;  // one log line per outage, not one per attempt
     for (;;) {
@@ -173,21 +178,34 @@ struct WorkerSession::Impl {
       ever_attached = ever_attached || was_attached;
       // Retrying cannot help: a wrong token, another protocol version, a target the server's
       // compiler does not know.
-      const bool refused = status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
-                           status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
-                           status.error_code() == grpc::StatusCode::INVALID_ARGUMENT;
+      bool refused = status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+                     status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+                     status.error_code() == grpc::StatusCode::INVALID_ARGUMENT;
+      std::string reason = status.error_message();
+      // Nor can it help when TLS fails before this worker was ever attached: a CA that does not
+      // verify the server, TLS on one side only. A failure that only looks like one (a closed
+      // connection) counts once it repeats; after an attach, TLS failures are retried (a server
+      // restarting with a renewed certificate).
+      if (!refused && !ever_attached) {
+        const TlsFailure tls = tls_failure(status, !security.tls_ca_pem.empty());
+        tls_strikes = tls.reason.empty() ? 0 : tls_strikes + 1;
+        if (tls.certain || tls_strikes >= kTlsStrikes) {
+          refused = true;
+          reason = tls.reason;
+        }
+      }
       if (refused) {
         // Say it once; refused at the start, the owner reports it (refused_at_start).
-        if (refusal != status.error_message() && ever_attached)
-          spdlog::error("the tuning server at {} refused this worker: {}", options.server,
-                        status.error_message());
-        refusal = status.error_message();
+        if (refusal != reason && ever_attached)
+          spdlog::error("the tuning server at {} refused this worker: {}", options.server, reason);
+        refusal = reason;
       }
       if (was_attached) {
         backoff = options.reconnect_initial_s;
         announce = true;
       }
-      if (announce && !refused) {
+      // A failure that may be TLS's waits for its verdict (refused, or not TLS after all).
+      if (announce && !refused && tls_strikes == 0) {
         spdlog::warn("tuning server {} {} ({}); reconnecting with backoff up to {:g} s",
                      options.server, was_attached ? "went away" : "unreachable",
                      status.error_message(), options.reconnect_max_s);
@@ -210,7 +228,8 @@ WorkerSession::WorkerSession(const WorkerSessionOptions& options, MeasureBatchFn
   w.options = options;
   w.options.slots = std::max(w.options.slots, 1);
   w.measure = std::move(measure);
-  w.security = load_client_security(options.token_file, options.tls_ca_file, Role::kWorker);
+  w.security = load_client_security(options.token_file, options.tls_ca_file, Role::kWorker,
+                                    options.allow_readable_token);
   w.thread = std::thread([&w] { w.run(); });
 }
 

@@ -20,15 +20,16 @@ struct WorkerSessionOptions {
   std::string target;       // the device's own target string; the server canonicalizes it
   std::string description;  // free text the server lists (cpu, cores, host name)
   int cores = 1;
-  int vector_bits = 0;               // 0: the server derives it from the target
-  int slots = 1;                     // candidates taken at once
-  bool can_build = true;             // false: the server sends linked kernels
-  bool emulated = false;             // runs under emulation: its records are marked so
-  double peak_gflops = 0;            // the device's f32 peak, if known
-  std::string token_file;            // the worker token ("" = none)
-  std::string tls_ca_file;           // PEM of the CA of the server's certificate ("" = plaintext)
-  double reconnect_initial_s = 0.5;  // first wait after losing the server; doubles per failure
-  double reconnect_max_s = 10;       // longest wait between attempts
+  int vector_bits = 0;                // 0: the server derives it from the target
+  int slots = 1;                      // candidates taken at once
+  bool can_build = true;              // false: the server sends linked kernels
+  bool emulated = false;              // runs under emulation: its records are marked so
+  double peak_gflops = 0;             // the device's f32 peak, if known
+  std::string token_file;             // the worker token ("" = none)
+  bool allow_readable_token = false;  // accept a token file group or others may read
+  std::string tls_ca_file;            // PEM of the CA of the server's certificate ("" = plaintext)
+  double reconnect_initial_s = 0.5;   // first wait after losing the server; doubles per failure
+  double reconnect_max_s = 10;        // longest wait between attempts
   uint32_t protocol_version = kProtocolVersion;  // what the hello claims (tests use another)
 };
 
@@ -65,7 +66,8 @@ class WorkerSession {
   std::string target() const;
   // The last reason the server gave for ending or refusing the connection ("" = none yet).
   std::string last_refusal() const;
-  // The server's refusal (wrong token, another protocol version, a target it does not know)
+  // The server's refusal (wrong token, another protocol version, a target it does not know), or
+  // why TLS failed (a CA that does not verify the server's certificate, TLS on one side only),
   // when this worker was refused before it was ever attached: a configuration error its owner
   // should report and exit on. "" while not refused, and once it has been attached.
   std::string refused_at_start() const;

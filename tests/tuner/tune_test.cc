@@ -1,5 +1,6 @@
 // Tests of the tuning loop (budget, early stopping, resume, callbacks, db logging, progress)
 // with a fake Measurer whose costs follow a known landscape.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -270,6 +271,64 @@ TEST(Tune, TheLogSeesABatchBeforeTheTunerAndShouldStopEndsTheLoop) {
   EXPECT_EQ(r.n_measured, 16u);
   EXPECT_EQ(events, (std::vector<std::string>{"log 8", "update 8", "after 8", "log 8", "update 8",
                                               "after 8"}));
+}
+
+// The fallback config is a hundred times faster than anything else here.
+class FastFallbackMeasurer : public FakeMeasurer {
+ public:
+  std::vector<MeasureResult> measure(const std::vector<MeasureInput>& inputs) override {
+    std::vector<MeasureResult> out = FakeMeasurer::measure(inputs);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].config.index() == inputs[i].task->fallback_config().index())
+        out[i] = make_ok_result({1e-8, 1e-8, 1e-8}, 0.01, 0.02);
+    return out;
+  }
+};
+
+// A session logs the fallback it measures (once per log), so the log's best is never slower than
+// it, and the session's own best includes it; the tuner does not measure it again.
+TEST(Tune, SessionLogsItsFallbackOnceAndItsBestIncludesIt) {
+  Task task = toy_task();
+  const uint64_t fallback = task.fallback_config().index();
+  ASSERT_GE(fallback, 20u) << "the grid below would reach the fallback by itself";
+  auto dir = std::filesystem::temp_directory_path() /
+             ("ktune_tune_fallback_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const tuning_db::TargetKey target{task.target().key, "19.1.7"};
+  {
+    auto db = tuning_db::Database::open((dir / "log.db").string());
+    SessionOptions o;
+    o.tuner = "grid";
+    o.trials = 10;
+    o.batch_size = 5;
+    FastFallbackMeasurer first;
+    SessionReport r = TuningSession(task, db, first, target, o).run();
+    EXPECT_EQ(r.result.n_measured, 10u);
+    EXPECT_EQ(r.result.n_resumed, 0u);
+    EXPECT_EQ(std::count(first.measured.begin(), first.measured.end(), fallback), 1);
+    EXPECT_EQ(db.stats().records, 10 + 1);
+    ASSERT_TRUE(r.result.best_config);
+    EXPECT_EQ(r.result.best_config->index(), fallback);
+    EXPECT_TRUE(r.result.best_is_new);
+    EXPECT_DOUBLE_EQ(r.result.best_result.mean_cost(), 1e-8);
+    const auto best = db.best(task.workload_key(), target);
+    ASSERT_TRUE(best);
+    EXPECT_EQ(best->config_index, static_cast<int64_t>(fallback));
+    EXPECT_EQ(best->tuner, "fallback");
+    EXPECT_EQ(best->run_id, 0);  // a job's progress counts its trials only
+    const nlohmann::json summary = summary_json(task, target, r);
+    EXPECT_DOUBLE_EQ(summary["speedup_over_fallback"].get<double>(), 1.0);
+
+    // A second run measures the fallback again (its speed-up), but the log holds it once.
+    FastFallbackMeasurer second;
+    r = TuningSession(task, db, second, target, o).run();
+    EXPECT_EQ(r.result.n_measured, 10u);
+    EXPECT_EQ(r.result.n_resumed, 11u);
+    EXPECT_EQ(std::count(second.measured.begin(), second.measured.end(), fallback), 1);
+    EXPECT_EQ(db.stats().records, 20 + 1);
+    EXPECT_FALSE(r.result.best_is_new);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // A session claims each config before measuring it: configs another live run claimed are skipped

@@ -4,6 +4,8 @@
 // remove-invalid.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -202,6 +204,81 @@ TEST_F(DbCli, StatsCheckExportImport) {
   Database db = Database::open(copy);  // ...but the 4 good lines are in
   EXPECT_EQ(db.stats().records, 4);
   EXPECT_EQ(db.best(task().workload_key(), host_key())->config_index, nth(1));
+}
+
+// `db import` streams: a progress line on stderr per committed batch before the last, duplicates
+// counted (a second import of the file adds nothing).
+TEST_F(DbCli, ImportShowsProgressPerBatchAndCountsDuplicates) {
+  const std::string jsonl = dir_.file("many.jsonl");
+  {
+    std::ofstream out(jsonl);
+    for (int i = 0; i < 250; ++i) {
+      Record r = record(nth(i % 5 + 5), {1e-3 + 1e-6 * i});
+      r.timestamp = 1.8e9 + i;  // 250 measurements of 5 configs: distinct records
+      out << to_json_line(r) << "\n";
+    }
+  }
+  auto progress_lines = [](const std::string& err) {
+    int n = 0;
+    for (size_t at = err.find("import: "); at != std::string::npos;
+         at = err.find("import: ", at + 1))
+      ++n;
+    return n;
+  };
+  Output first = ktune("db import " + jsonl + " --batch 100 --db " + path_, true);
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_EQ(first.out, "imported 250 records from " + jsonl + "\n");
+  // After the batches of 100 and 200; the last one's counts are the summary's.
+  EXPECT_EQ(progress_lines(first.err), 2) << first.err;
+  EXPECT_NE(first.err.find("import: 100 lines, 100 imported, 0 already in the log"),
+            std::string::npos)
+      << first.err;
+  EXPECT_NE(first.err.find("import: 200 lines, 200 imported"), std::string::npos) << first.err;
+
+  Output again = ktune("db import " + jsonl + " --batch 100 --db " + path_ + " --json", true);
+  ASSERT_EQ(again.status, 0) << again.err;
+  const auto j = nlohmann::json::parse(again.out);
+  EXPECT_EQ(j["imported"], 0);
+  EXPECT_EQ(j["already_present"], 250);
+  EXPECT_EQ(progress_lines(again.err), 2) << again.err;
+  EXPECT_NE(again.err.find("import: 200 lines, 0 imported, 200 already in the log"),
+            std::string::npos)
+      << again.err;
+  EXPECT_EQ(Database::open(path_).stats().records, 4 + 250);
+
+  Output zero = ktune("db import " + jsonl + " --batch 0 --db " + path_, true);
+  EXPECT_NE(zero.status, 0);
+}
+
+// A log path that is a FIFO, a device (or a link to one) or a directory: every command that opens a
+// log says so in one line and exits 1 at once (a FIFO used to block, /dev/zero to read as a log).
+TEST_F(DbCli, ALogPathThatIsNoFileIsRefusedInOneLine) {
+  const std::string fifo = dir_.file("fifo.db");
+  ASSERT_EQ(std::system(("mkfifo " + quote(fifo)).c_str()), 0);
+  const std::string zero = dir_.file("zero.db");
+  ASSERT_EQ(std::system(("ln -s /dev/zero " + quote(zero)).c_str()), 0);
+  const std::string directory = dir_.file("dir.db");
+  ASSERT_EQ(std::system(("mkdir " + quote(directory)).c_str()), 0);
+  const std::string jsonl = dir_.file("one.jsonl");
+  std::ofstream(jsonl) << to_json_line(record(nth(0), {1e-3})) << "\n";
+  const std::vector<std::pair<std::string, std::string>> paths = {
+      {fifo, "is a FIFO"}, {zero, "is a device"}, {directory, "is a directory"}};
+  const std::vector<std::string> commands = {"db stats",
+                                             "db best " + quote(task().workload_key()),
+                                             "db check",
+                                             "db import " + jsonl,
+                                             "best matmul M=64 N=64 K=64",
+                                             "tune matmul M=8 N=8 K=8 --trials 1"};
+  for (const auto& [path, says] : paths) {
+    for (const auto& command : commands) {
+      // `timeout`: a command that blocks on the FIFO fails the test instead of hanging it.
+      const Output r = testing_cli::shell("timeout 60 " + std::string(KTUNE_BINARY) + " " +
+                                          command + " --db " + quote(path));
+      EXPECT_EQ(r.status, 1) << command << " --db " << path << ": " << r.err;
+      EXPECT_NE(r.err.find(says), std::string::npos) << command << ": " << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << command << ": " << r.err;
+    }
+  }
 }
 
 // Records of emulated devices: counted apart by db stats, never served by best, db best or build

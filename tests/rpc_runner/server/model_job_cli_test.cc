@@ -67,6 +67,9 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
   std::ofstream(tokens) << "worker: worker-token-0123456789\nclient: client-token-0123456789\n";
   const std::string wrong = (dir / "wrong").string();
   std::ofstream(wrong) << "client-token-9999999999\n";
+  // Secrets only their owner may read: a token file others may read is refused.
+  for (const auto& f : {tokens, wrong})
+    fs::permissions(f, fs::perms::owner_read | fs::perms::owner_write);
   const std::string db = (dir / "server.db").string();
 
   const std::string ktune = KTUNE_BIN;

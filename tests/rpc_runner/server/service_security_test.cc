@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "rpc_runner/client/service_client.h"
+#include "rpc_runner/protocol/credentials.h"
 #include "rpc_runner/server/tuning_server.h"
 #include "rpc_runner/worker/device_worker.h"
 #include "support/error.h"
@@ -17,6 +18,7 @@
 namespace ktune::rpc_runner {
 namespace {
 
+using testing::make_certificate;
 using testing::TempDir;
 using testing::wait_until;
 
@@ -129,15 +131,6 @@ TEST(ServiceSecurity, AWorkerOfAnotherProtocolVersionIsRefusedNamingBoth) {
   EXPECT_TRUE(ServiceClient(client_options(server, "")).devices().empty());
 }
 
-// A self-signed certificate for localhost / 127.0.0.1, made with the openssl command.
-void make_certificate(const TempDir& dir) {
-  const std::string cmd =
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
-      "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
-      dir.file("key.pem") + " -out " + dir.file("cert.pem") + " >/dev/null 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-}
-
 TEST(ServiceSecurity, TlsEndToEndAndMismatchesFailWithOneLine) {
   TempDir dir;
   make_certificate(dir);
@@ -171,6 +164,92 @@ TEST(ServiceSecurity, TlsEndToEndAndMismatchesFailWithOneLine) {
   tls_to_plain.tls_ca_file = dir.file("cert.pem");
   const std::string message = error_of([&] { ServiceClient(tls_to_plain).jobs(); });
   EXPECT_NE(message.find("cannot reach the tuning server"), std::string::npos) << message;
+}
+
+// A worker whose TLS does not match the server's is refused at its first attach with the reason,
+// which `ktune worker` prints before it exits 1 (rather than retrying forever).
+TEST(ServiceSecurity, AWorkerThatTlsRefusesAtItsFirstAttachSaysWhy) {
+  TempDir dir, other;
+  make_certificate(dir);
+  make_certificate(other);  // a CA that did not sign the server's certificate
+  TuningServerOptions options = server_options(dir);
+  options.tls_cert_file = dir.file("cert.pem");
+  options.tls_key_file = dir.file("key.pem");
+  TuningServer tls_server(options);
+  const std::string worker_file = dir.write("worker-token", std::string(kWorkerToken) + "\n");
+
+  DeviceWorkerOptions wrong_ca = worker_options(tls_server, worker_file);
+  wrong_ca.tls_ca_file = other.file("cert.pem");
+  DeviceWorker w1(wrong_ca);
+  ASSERT_TRUE(wait_until([&] { return !w1.refused_at_start().empty(); }, 20));
+  EXPECT_NE(w1.refused_at_start().find("not signed by the CA of --tls-ca"), std::string::npos)
+      << w1.refused_at_start();
+
+  DeviceWorker w2(worker_options(tls_server, worker_file));  // plaintext
+  ASSERT_TRUE(wait_until([&] { return !w2.refused_at_start().empty(); }, 20));
+  EXPECT_NE(w2.refused_at_start().find("serves TLS only"), std::string::npos)
+      << w2.refused_at_start();
+
+  TuningServerOptions plain = server_options(dir);
+  plain.db_path = dir.file("plain.db");
+  TuningServer plain_server(plain);
+  DeviceWorkerOptions tls_to_plain = worker_options(plain_server, worker_file);
+  tls_to_plain.tls_ca_file = dir.file("cert.pem");
+  DeviceWorker w3(tls_to_plain);
+  ASSERT_TRUE(wait_until([&] { return !w3.refused_at_start().empty(); }, 20));
+  EXPECT_NE(w3.refused_at_start().find("TLS"), std::string::npos) << w3.refused_at_start();
+  for (const DeviceWorker* w : {&w1, &w2, &w3}) EXPECT_FALSE(w->attached());
+}
+
+// Token files: one that group or others may access is refused (naming the fix) unless allowed; a
+// UTF-8 byte order mark before the token is not part of it. A CA, certificate or key file that is
+// not PEM is named as such.
+TEST(ServiceSecurity, TokenFilePermissionsByteOrderMarksAndNonPemFiles) {
+  TempDir dir;
+  TuningServerOptions options = server_options(dir);
+  std::filesystem::permissions(
+      options.token_file, std::filesystem::perms::group_read | std::filesystem::perms::others_read,
+      std::filesystem::perm_options::add);
+  const std::string refused = error_of([&] { TuningServer server(options); });
+  EXPECT_NE(refused.find("token file " + options.token_file +
+                         " is accessible by group or others "
+                         "(mode 0644)"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("chmod 600"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("--allow-readable-token"), std::string::npos) << refused;
+  EXPECT_THROW(load_client_security(options.token_file, "", Role::kWorker), Error);
+  options.allow_readable_token = true;
+  {
+    TuningServer allowed(options);  // starts
+    EXPECT_GT(allowed.port(), 0);
+  }
+  EXPECT_EQ(load_client_security(options.token_file, "", Role::kWorker, true).token, kWorkerToken);
+
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string bare = dir.write("bom-token", bom + kWorkerToken + "\r\n");
+  EXPECT_EQ(load_client_security(bare, "", Role::kWorker).token, kWorkerToken);
+  const std::string roles =
+      dir.write("bom-tokens", bom + "worker: " + kWorkerToken + "\nclient: " + kClientToken + "\n");
+  const ServerSecurity s = load_server_security(roles, "", "");
+  EXPECT_EQ(s.worker_token, kWorkerToken);
+  EXPECT_EQ(s.client_token, kClientToken);
+
+  const std::string not_pem = dir.write("ca.txt", "this is no certificate\n");
+  const std::string ca = error_of([&] { load_client_security("", not_pem, Role::kWorker); });
+  EXPECT_NE(ca.find("the TLS CA certificate (--tls-ca) " + not_pem + " is not PEM"),
+            std::string::npos)
+      << ca;
+  make_certificate(dir);
+  const std::string key =
+      error_of([&] { load_server_security("", dir.file("cert.pem"), dir.file("cert.pem")); });
+  EXPECT_NE(key.find("the TLS key " + dir.file("cert.pem") + " is not PEM"), std::string::npos)
+      << key;
+  const std::string cert =
+      error_of([&] { load_server_security("", dir.file("key.pem"), dir.file("key.pem")); });
+  EXPECT_NE(cert.find("the TLS certificate " + dir.file("key.pem") + " is not PEM"),
+            std::string::npos)
+      << cert;
 }
 
 }  // namespace

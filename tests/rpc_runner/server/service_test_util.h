@@ -1,10 +1,13 @@
-// Defines what the tuning service's tests share: a temporary directory, polling with a deadline,
-// the fault-template job and its record kinds.
+// Defines what the tuning service's tests share: a temporary directory, a test certificate, polling
+// with a deadline, the fault-template job and its record kinds.
 #pragma once
 
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -29,11 +32,24 @@ struct TempDir {
   }
   ~TempDir() { std::filesystem::remove_all(path); }
   std::string file(const std::string& name) const { return (path / name).string(); }
+  // Writes a file only its owner may read (token files others may read are refused).
   std::string write(const std::string& name, const std::string& text) const {
     std::ofstream(path / name) << text;
+    std::filesystem::permissions(
+        path / name, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     return file(name);
   }
 };
+
+// A self-signed certificate for localhost / 127.0.0.1, made with the openssl command, as
+// PREFIXcert.pem and PREFIXkey.pem in `dir`.
+inline void make_certificate(const TempDir& dir, const std::string& prefix = "") {
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
+      "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
+      dir.file(prefix + "key.pem") + " -out " + dir.file(prefix + "cert.pem") + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
 
 // Polls pred every 50 ms until it holds or timeout_s passes; returns its last value.
 template <class Pred>
