@@ -275,7 +275,12 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
     const bool mine = !claims || claims->claim({fallback}).front();
     report.fallback = measurer_.measure({fallback}).front();
     if (mine) {
-      log_fallback(db_, task_, *report.fallback, context);
+      const auto start = std::chrono::steady_clock::now();
+      // A record like every trial's: whoever counts what is logged (metrics) counts it too.
+      if (log_fallback(db_, task_, *report.fallback, context) && o.on_logged)
+        o.on_logged(
+            {*report.fallback},
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       if (claims) claims->release({fallback});
     }
     // The tuner knows it as measured: it is not measured again, and the best includes it.
