@@ -448,7 +448,8 @@ class Unswitch : public IRMutator {
         map.emplace_back(vars[i], make_const(vars[i].dtype(), static_cast<double>(at[i])));
       bool pass = true;
       for (size_t m : members) {
-        const int64_t* v = as_const_int(simplify(substitute(tests[m].second, map)));
+        const Expr value = simplify(substitute(tests[m].second, map));  // outlives v
+        const int64_t* v = as_const_int(value);
         if (!v || *v < 0) {
           pass = pass && v == nullptr;
           if (!pass) break;
