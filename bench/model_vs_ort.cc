@@ -9,8 +9,13 @@
 // Prints per model and thread count: ktune's and ONNX Runtime's median latency, their ratio,
 // the outputs' max difference relative to ONNX Runtime's magnitude, and tune-model's estimate
 // against the measured latency (run/est) at the thread count tune-model measured at (all CPUs):
-// the estimate is the built model's kernels timed one by one in the model's order; run/alone
-// compares with the tuned kernels timed alone (warm caches) plus the layout and generated ones.
+// the estimate is the built model's kernels timed one by one in the model's order, back to back,
+// so run/est divides the linked program's median of back-to-back runs ("steady") by it, not the
+// interleaved median (whose runs follow a pause and ONNX Runtime's runs, with cold caches and
+// sleeping workers); run/alone compares the steady median with the tuned kernels timed alone
+// (warm caches) plus the layout and generated ones. Two-thread figures depend on where the host
+// placed the VM's vCPUs: the inter-core round trip is printed before and after each model's
+// two-thread rounds (bench/core_latency.h).
 // Last line: model_over_ort, the geometric mean of ktune latency / ONNX Runtime latency over every
 // model and thread count (below 1: ktune faster).
 #include <fcntl.h>
@@ -36,6 +41,8 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "bench/core_latency.h"
 
 extern char** environ;
 
@@ -230,9 +237,9 @@ int main(int argc, char** argv) {
       " " + quote(work.string()));
   ::setenv("NODE_PATH", (fs::path(ort_dir) / "node_modules").c_str(), 1);
 
-  std::cout << fmt::format("{:<12} {:>3} {:>10} {:>10} {:>8} {:>9} {:>10} {:>9} {:>10}\n", "model",
-                           "thr", "ktune ms", "ORT ms", "ktune/ORT", "max err", "estimate",
-                           "run/est", "run/alone");
+  std::cout << fmt::format("{:<12} {:>3} {:>10} {:>10} {:>8} {:>9} {:>10} {:>10} {:>9} {:>10}\n",
+                           "model", "thr", "ktune ms", "ORT ms", "ktune/ORT", "max err", "steady",
+                           "estimate", "run/est", "run/alone");
   double log_sum = 0;
   int count = 0;
   std::map<int, std::pair<double, int>> by_threads;  // log sum and count per thread count
@@ -279,6 +286,7 @@ int main(int argc, char** argv) {
         .write(reinterpret_cast<const char*>(input.data()), elements * 4);
 
     for (int t : threads) {
+      const double trip_before = t > 1 ? ktune::bench::core_round_trip_ns() : 0;
       const std::string ours = (dir / "ktune.out").string(), theirs = (dir / "ort.out").string();
       Peer k({(dir / "main").string(), in_path, ours, std::to_string(t)});
       Peer o({"node", std::string(KTUNE_SOURCE_DIR) + "/scripts/ort-run.js", onnx, in_path, theirs,
@@ -304,14 +312,21 @@ int main(int argc, char** argv) {
       }
       const double err = a.size() == b.size() && max_ref > 0 ? max_diff / max_ref : INFINITY;
       const double km = median(kt), om = median(ot);
+      // Back to back, as tune-model timed the kernels for its estimate (ONNX Runtime is idle).
+      k.time(3);
+      const double steady = median(k.time(std::max(30, runs * 5)));
       // tune-model measures at the runtime's default thread count (every CPU): its estimate is of
       // a run at that count, and says nothing of the others.
       const bool tuned_count = t == static_cast<int>(std::thread::hardware_concurrency());
       std::cout << fmt::format(
-          "{:<12} {:>3} {:>10.3f} {:>10.3f} {:>8.3f} {:>9.1e} {:>10} {:>9} {:>10}\n", m, t, km, om,
-          km / om, err, tuned_count ? fmt::format("{:.3f}", estimate_ms) : "-",
-          tuned_count ? fmt::format("{:.3f}", km / estimate_ms) : "-",
-          tuned_count && alone_ms > 0 ? fmt::format("{:.3f}", km / alone_ms) : "-");
+          "{:<12} {:>3} {:>10.3f} {:>10.3f} {:>8.3f} {:>9.1e} {:>10.3f} {:>10} {:>9} {:>10}\n", m,
+          t, km, om, km / om, err, steady, tuned_count ? fmt::format("{:.3f}", estimate_ms) : "-",
+          tuned_count ? fmt::format("{:.3f}", steady / estimate_ms) : "-",
+          tuned_count && alone_ms > 0 ? fmt::format("{:.3f}", steady / alone_ms) : "-");
+      if (t > 1)
+        std::cout << fmt::format(
+            "{:<12} {:>3} inter-core round trip {:.0f} ns before, {:.0f} after\n", m, t,
+            trip_before, ktune::bench::core_round_trip_ns());
       log_sum += std::log(km / om);
       ++count;
       by_threads[t].first += std::log(km / om);
