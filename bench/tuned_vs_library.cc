@@ -17,12 +17,17 @@
 // against oneDNN's DIRECT convolution of the same shape (GFLOP/s count the direct FLOPs on both
 // sides); last line `winograd_vs_onednn_direct_geomean <x>`.
 //
+// With --direct-3x3: ResNet-18's 3x3 layers (the four stride-1 ones above and the three stride-2
+// ones) as conv2d_nchwc tasks (the skip_taps knob lets a schedule compute only the taps inside the
+// input) tuned with --trials trials at --threads threads (1 too) and raced against oneDNN's direct
+// convolution; last line `direct_3x3_vs_onednn_geomean <x>`, with the worst ratio before it.
+//
 // Convolutions also get their useful work: the share of the nominal FLOPs that are taps inside the
 // input (bench/useful_work.h), and the useful GFLOP/s as a share of the FMA peak (bench/fma_peak.h,
 // per thread times the threads).
 //
 // Usage: tuned_vs_library [--trials N] [--conv-trials N] [--seed S] [--rounds R] [--threads N]
-//                         [--winograd M]
+//                         [--winograd M | --direct-3x3]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -63,6 +68,7 @@ struct Options {
   int rounds = 15;  // timed rounds per kernel (median taken)
   int threads = 1;
   int winograd = 0;  // m of the Winograd rows; 0: the default benchmark
+  bool direct_3x3 = false;
 };
 
 double max_abs_diff(const float* a, const float* b, size_t n) {
@@ -268,6 +274,10 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--direct-3x3") {
+      o.direct_3x3 = true;
+      continue;
+    }
     if (i + 1 >= argc) throw Error(ErrorKind::kInvalidArgument, "missing value after " + a);
     const std::string v = argv[++i];
     if (a == "--trials")
@@ -292,6 +302,8 @@ Options parse(int argc, char** argv) {
     throw Error(ErrorKind::kInvalidArgument, "threads must be in 1..256");
   if (o.winograd != 0 && o.winograd != 2 && o.winograd != 4 && o.winograd != 6)
     throw Error(ErrorKind::kInvalidArgument, "--winograd takes 2, 4 or 6");
+  if (o.winograd != 0 && o.direct_3x3)
+    throw Error(ErrorKind::kInvalidArgument, "--winograd and --direct-3x3 exclude each other");
   return o;
 }
 
@@ -365,7 +377,8 @@ int run_winograd(const codegen::Target& host, const Options& o) {
   return 0;
 }
 
-// --threads N > 1: every workload tuned and raced at N threads.
+// --threads N > 1: every workload tuned and raced at N threads; --direct-3x3: the 3x3 layers, at
+// --threads (1 too).
 int run_threaded(const codegen::Target& host, const Options& o) {
   const auto traits =
       schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), o.threads);
@@ -374,7 +387,8 @@ int run_threaded(const codegen::Target& host, const Options& o) {
   std::vector<std::string> names;
   std::vector<bench::RaceResult> rows;
   std::vector<double> ratios, useful;
-  for (const bench::Workload& w : bench::resnet_and_matmul_workloads()) {
+  for (const bench::Workload& w :
+       o.direct_3x3 ? bench::resnet_3x3_workloads() : bench::resnet_and_matmul_workloads()) {
     const auto task = schedule_space::Task::create(
         w.template_name, schedule_space::parse_workload_args(w.template_name, w.args), traits);
     useful.push_back(bench::useful_share(task));
@@ -384,6 +398,12 @@ int run_threaded(const codegen::Target& host, const Options& o) {
     std::fprintf(stderr, "  %s: %s\n", w.name.c_str(), rows.back().config.to_json_string().c_str());
   }
   print_race_table(names, rows, useful, o.threads);
+  if (o.direct_3x3) {
+    const auto worst = std::min_element(ratios.begin(), ratios.end());
+    std::printf("direct_3x3_worst %.3f %s\n", *worst, names[worst - ratios.begin()].c_str());
+    std::printf("direct_3x3_vs_onednn_geomean %.3f\n", bench::geomean(ratios));
+    return 0;
+  }
   std::printf("tuned_vs_library_geomean %.3f\n", bench::geomean(ratios));
   return 0;
 }
@@ -396,7 +416,7 @@ int main(int argc, char** argv) {
     const codegen::Target host = codegen::Target::host();
     ktune::bench::use_openblas_at_its_best(host.vector_bits(), argv);
     if (o.winograd != 0) return run_winograd(host, o);
-    if (o.threads > 1) return run_threaded(host, o);
+    if (o.threads > 1 || o.direct_3x3) return run_threaded(host, o);
     openblas_set_num_threads(1);
 #ifdef _OPENMP
     omp_set_num_threads(1);  // oneDNN's threads (OpenMP runtime)

@@ -33,4 +33,25 @@ inline const std::vector<Workload>& resnet_and_matmul_workloads() {
   return w;
 }
 
+// ResNet-18's 3x3 convolutions: the four stride-1 layers of resnet_and_matmul_workloads(), then
+// the three stride-2 layers that open stages 2-4.
+inline const std::vector<Workload>& resnet_3x3_workloads() {
+  static const std::vector<Workload> w = [] {
+    std::vector<Workload> all;
+    for (const Workload& x : resnet_and_matmul_workloads())
+      if (x.template_name == "conv2d_nchwc") all.push_back(x);
+    all.push_back({"conv s2 56x56 C64 K128",
+                   "conv2d_nchwc",
+                   {"C=64", "H=56", "W=56", "K=128", "R=3", "S=3", "stride=2", "pad=1"}});
+    all.push_back({"conv s2 28x28 C128 K256",
+                   "conv2d_nchwc",
+                   {"C=128", "H=28", "W=28", "K=256", "R=3", "S=3", "stride=2", "pad=1"}});
+    all.push_back({"conv s2 14x14 C256 K512",
+                   "conv2d_nchwc",
+                   {"C=256", "H=14", "W=14", "K=512", "R=3", "S=3", "stride=2", "pad=1"}});
+    return all;
+  }();
+  return w;
+}
+
 }  // namespace ktune::bench
