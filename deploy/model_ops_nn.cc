@@ -3,7 +3,9 @@
 // of the others: the leading axes fused and run in parallel, the innermost vectorized where the
 // reads along it are contiguous.
 #include <algorithm>
+#include <functional>
 #include <numeric>
+#include <string>
 
 #include "deploy/model_ops.h"
 #include "support/error.h"
@@ -68,6 +70,63 @@ te::Expr broadcast_read(const te::Tensor& t, const std::vector<int64_t>& s,
   return t.read(at);
 }
 
+// A reduction over the last axis of [rows, n], per row: sum or max of value(r, j) over j.
+enum class Combine { kSum, kMax };
+
+te::Expr combine(Combine c, const te::Expr& a, const te::Expr& b) {
+  return c == Combine::kSum ? a + b : te::max(a, b);
+}
+
+te::Expr reduce(Combine c, const te::Expr& v, const te::IterVar& k) {
+  return c == Combine::kSum ? te::sum(v, k) : te::max(v, k);
+}
+
+// The row reduction in kLanes partial results per row, kept in vector lanes, then over the lanes
+// and the remainder: a plain reduction is one chain of n dependent adds per row (768 of them per
+// LayerNorm row, a quarter of BERT's generated-kernel time), the lanes are kLanes independent
+// chains of n / kLanes. The partial stages are computed at the row of the result, so the
+// result's row loop is the only loop over rows (parallel from kParallelMin elements).
+// `later` receives the scheduling of the partial stages, to run once the schedule exists.
+using Later = std::vector<std::function<void(te::Schedule&)>>;
+te::Tensor row_reduce(Later* later, Combine c, int64_t rows, int64_t n,
+                      const std::function<te::Expr(const te::Expr&, const te::Expr&)>& value,
+                      const std::string& name) {
+  if (n < 2 * kLanes) {
+    const te::IterVar k = te::reduce_axis({0, n}, name + "_k");
+    return te::compute(
+        {rows}, [&](te::Var r) { return reduce(c, value(r, k.var), k); }, name);
+  }
+  const int64_t q = n / kLanes, rem = n % kLanes;
+  const te::IterVar ko = te::reduce_axis({0, q}, name + "_ko");
+  const te::Tensor partial = te::compute(
+      {rows, kLanes},
+      [&](te::Var r, te::Var l) { return reduce(c, value(r, ko.var * te::Expr(kLanes) + l), ko); },
+      name + "_lanes");
+  const te::IterVar l = te::reduce_axis({0, kLanes}, name + "_l");
+  const te::Tensor lanes = te::compute(
+      {rows}, [&](te::Var r) { return reduce(c, partial(r, l.var), l); }, name + "_over_lanes");
+  te::Tensor rest;
+  if (rem > 0) {
+    const te::IterVar t = te::reduce_axis({0, rem}, name + "_t");
+    rest = te::compute(
+        {rows}, [&](te::Var r) { return reduce(c, value(r, te::Expr(q * kLanes) + t.var), t); },
+        name + "_rest");
+  }
+  const te::Tensor result = te::compute(
+      {rows}, [&](te::Var r) { return rest.defined() ? combine(c, lanes(r), rest(r)) : lanes(r); },
+      name);
+  later->push_back([partial, lanes, rest, result](te::Schedule& s) {
+    te::Stage ps = s[partial];
+    ps.reorder({ps.axis(0), ps.reduce_axis(0), ps.axis(1)});
+    ps.vectorize(ps.axis(1));
+    const te::IterVar row = s[result].axis(0);
+    ps.compute_at(s[result], row);
+    s[lanes].compute_at(s[result], row);
+    if (rest.defined()) s[rest].compute_at(s[result], row);
+  });
+  return result;
+}
+
 }  // namespace
 
 std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t>& a,
@@ -114,18 +173,18 @@ te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& 
   te::Tensor x = te::placeholder({rows, n}, te::Float(32), "x");
   te::Tensor gamma = te::placeholder({n}, te::Float(32), "gamma");
   te::Tensor beta = te::placeholder({n}, te::Float(32), "beta");
-  const te::IterVar k = te::reduce_axis({0, n}, "k");
-  te::Tensor sum = te::compute(
-      {rows}, [&](te::Var r) { return te::sum(x(r, k), k); }, "sum");
+  Later later;
+  te::Tensor sum = row_reduce(
+      &later, Combine::kSum, rows, n, [&](const te::Expr& r, const te::Expr& j) { return x(r, j); },
+      "sum");
   const te::Expr inv_n = f(1.0f / static_cast<float>(n));
-  const te::IterVar k2 = te::reduce_axis({0, n}, "k2");
   // Two passes (the mean, then the squared deviations), as the decomposed graph computes it: one
   // pass of E[x^2] - E[x]^2 cancels badly when the mean is large against the spread.
-  te::Tensor sq = te::compute(
-      {rows},
-      [&](te::Var r) {
-        const te::Expr d = x(r, k2) - sum(r) * inv_n;
-        return te::sum(d * d, k2);
+  te::Tensor sq = row_reduce(
+      &later, Combine::kSum, rows, n,
+      [&](const te::Expr& r, const te::Expr& j) {
+        const te::Expr d = x(r, j) - sum(r) * inv_n;
+        return d * d;
       },
       "sq");
   te::Tensor out = te::compute(
@@ -136,6 +195,7 @@ te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& 
       },
       "out");
   te::Schedule s = te::create_schedule({out});
+  for (const auto& step : later) step(s);
   if (rows * n >= kParallelMin) {
     s[sum].parallel(s[sum].axis(0));
     s[sq].parallel(s[sq].axis(0));
@@ -147,18 +207,20 @@ te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& 
 te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& shape) {
   const auto [rows, n] = rows_of(shape);
   te::Tensor x = te::placeholder({rows, n}, te::Float(32), "x");
-  const te::IterVar k = te::reduce_axis({0, n}, "k");
-  te::Tensor top = te::compute(
-      {rows}, [&](te::Var r) { return te::max(x(r, k), k); }, "top");
+  Later later;
+  te::Tensor top = row_reduce(
+      &later, Combine::kMax, rows, n, [&](const te::Expr& r, const te::Expr& j) { return x(r, j); },
+      "top");
   // Each exp once, in vector lanes (a stage of its own); the row sums then only add.
   te::Tensor e = te::compute(
       {rows, n}, [&](te::Var r, te::Var j) { return te::exp(x(r, j) - top(r)); }, "e");
-  const te::IterVar k2 = te::reduce_axis({0, n}, "k2");
-  te::Tensor total = te::compute(
-      {rows}, [&](te::Var r) { return te::sum(e(r, k2), k2); }, "total");
+  te::Tensor total = row_reduce(
+      &later, Combine::kSum, rows, n, [&](const te::Expr& r, const te::Expr& j) { return e(r, j); },
+      "total");
   te::Tensor out = te::compute(
       {rows, n}, [&](te::Var r, te::Var j) { return e(r, j) / total(r); }, "out");
   te::Schedule s = te::create_schedule({out});
+  for (const auto& step : later) step(s);
   if (rows * n >= kParallelMin) {
     s[top].parallel(s[top].axis(0));
     s[total].parallel(s[total].axis(0));
