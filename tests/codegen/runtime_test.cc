@@ -135,6 +135,26 @@ int32_t nested(int64_t begin, int64_t end, void* closure) {
   return 0;
 }
 
+// Marks like `mark`, slowly (100 us per iteration): long enough for every idle worker to come
+// looking for chunks.
+int32_t mark_slowly(int64_t begin, int64_t end, void* closure) {
+  std::this_thread::sleep_for(std::chrono::microseconds(100 * (end - begin)));
+  return mark(begin, end, closure);
+}
+
+TEST(RuntimeTest, WorkersBeyondTheThreadCountSitOut) {
+  set_num_threads(8);
+  Hits wide(64);
+  ASSERT_EQ(ktune_parallel_for(64, mark_slowly, &wide), 0);  // starts 7 workers
+  set_num_threads(2);
+  for (int r = 0; r < 3; ++r) {
+    Hits h(64);
+    ASSERT_EQ(ktune_parallel_for(64, mark_slowly, &h), 0);
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(h.count[i].load(), 1);
+    EXPECT_LE(h.threads.size(), 2u) << "round " << r;
+  }
+}
+
 TEST(RuntimeTest, NestedLoopsRunSerially) {
   set_num_threads(2);
   Hits h(16);
