@@ -23,6 +23,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include "codegen/llvm_dot.h"
 #include "support/error.h"
 
 namespace ktune::codegen {
@@ -473,6 +474,10 @@ class Translator {
       fail(std::string("call ") + te::call_op_name(c->op) + " without arguments");
     const DataType t = c->args[0].dtype();
     llvm::Value* x = emit(c->args[0]);
+    if (c->op == te::CallOp::kDotU8S8) {
+      if (c->args.size() != 3) fail("dot_u8s8 takes three arguments");
+      return emit_dot_u8s8(builder_, tm_, x, emit(c->args[1]), emit(c->args[2]));
+    }
     if (c->op == te::CallOp::kAbs && !t.is_float()) {
       if (t.is_uint()) return x;
       return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, builder_.getFalse());
@@ -502,6 +507,8 @@ class Translator {
         llvm::Value* e = exp(builder_.CreateFNeg(x));
         return builder_.CreateFDiv(one, builder_.CreateFAdd(one, e));
       }
+      case te::CallOp::kDotU8S8:
+        break;  // handled above
     }
     fail("unknown math call");
   }

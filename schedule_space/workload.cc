@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 
 #include "support/error.h"
 
@@ -11,6 +12,33 @@ namespace {
 
 [[noreturn]] void invalid(const std::string& message) {
   throw Error(ErrorKind::kInvalidArgument, message);
+}
+
+// The value of option `-name=` in a target string ("" when absent).
+std::string target_option(const std::string& key, const std::string& name) {
+  const std::string tag = " -" + name + "=";
+  const size_t at = key.find(tag);
+  if (at == std::string::npos) return "";
+  const size_t from = at + tag.size();
+  return key.substr(from, key.find(' ', from) - from);
+}
+
+// AVX-512 VNNI on an x86-64 target string. The CPUs are those whose LLVM 19 defaults include
+// avx512vnni; Target::str() lists only the attributes that differ from the CPU's defaults.
+bool has_avx512_vnni(const std::string& key, const std::string& arch) {
+  if (arch != "x86_64") return false;
+  static const char* const kCpus[] = {
+      "cascadelake",    "cooperlake", "icelake-client", "icelake-server", "tigerlake",
+      "rocketlake",     "sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d",
+      "diamondrapids",  "znver4",     "znver5"};
+  const std::string cpu = target_option(key, "mcpu");
+  bool on = std::any_of(std::begin(kCpus), std::end(kCpus), [&](const char* c) { return cpu == c; });
+  const std::string attrs = "," + target_option(key, "mattr") + ",";
+  if (attrs.find(",+avx512vnni,") != std::string::npos) on = true;
+  if (attrs.find(",-avx512vnni,") != std::string::npos ||
+      attrs.find(",-avx512f,") != std::string::npos)
+    on = false;
+  return on;
 }
 
 }  // namespace
@@ -25,6 +53,7 @@ TargetTraits make_target_traits(const std::string& key, const std::string& tripl
   t.cores = cores;
   t.arch = triple.substr(0, triple.find('-'));
   if (t.arch == "arm64") t.arch = "aarch64";
+  t.int8_dot = has_avx512_vnni(key, t.arch);
   return t;
 }
 

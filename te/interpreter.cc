@@ -109,6 +109,19 @@ class Interp {
     }
   }
 
+  // dot_u8s8 (see CallOp): sums of unsigned-by-signed byte products, wrapped to int32.
+  Value dot_u8s8(const Call* op) {
+    Value acc = eval(op->args[0]), a = eval(op->args[1]), b = eval(op->args[2]);
+    Value r;
+    r.lanes = acc.lanes;
+    for (int l = 0; l < r.lanes; ++l) {
+      Scalar s = acc.v[l];
+      for (int q = 0; q < 4; ++q) s.i += a.v[q].i * b.v[4 * l + q].i;
+      r.v[l] = scalar_normalize(Int(32), s);
+    }
+    return r;
+  }
+
   Value eval(const Expr& e) {
     Value r;
     switch (e.kind()) {
@@ -177,6 +190,7 @@ class Interp {
       }
       case NodeKind::kCall: {
         const Call* op = e.as<Call>();
+        if (op->op == CallOp::kDotU8S8) return dot_u8s8(op);
         Value a = eval(op->args[0]);
         Value b = op->args.size() > 1 ? eval(op->args[1]) : Value{};
         r.lanes = a.lanes;

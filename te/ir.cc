@@ -133,15 +133,23 @@ const char* call_op_name(CallOp op) {
       return "ceil";
     case CallOp::kSigmoid:
       return "sigmoid";
+    case CallOp::kDotU8S8:
+      return "dot_u8s8";
   }
   return "?";
 }
 
 Expr Call::make(CallOp op, std::vector<Expr> args) {
-  size_t want = op == CallOp::kPow ? 2 : 1;
+  size_t want = op == CallOp::kPow ? 2 : op == CallOp::kDotU8S8 ? 3 : 1;
   if (args.size() != want) internal(std::string("wrong arity for ") + call_op_name(op));
   if (op == CallOp::kPow && args[0].dtype() != args[1].dtype())
     internal("pow operand types differ");
+  if (op == CallOp::kDotU8S8) {
+    const int n = args[0].dtype().lanes;
+    if (args[0].dtype() != Int(32, n) || args[1].dtype() != UInt(8, 4) ||
+        args[2].dtype() != Int(8, 4 * n))
+      internal("dot_u8s8 takes int32 x n, uint8 x 4 and int8 x 4n");
+  }
   DataType t = args[0].dtype();
   return Expr(std::make_shared<Call>(t, op, std::move(args)));
 }

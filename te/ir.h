@@ -299,7 +299,21 @@ struct Cast : ExprNode {
 
 // Math intrinsics on floats (abs also on ints). pow takes two arguments, the rest one.
 // sigmoid(x) = 1 / (1 + exp(-x)).
-enum class CallOp : uint8_t { kExp, kLog, kSqrt, kTanh, kAbs, kPow, kFloor, kCeil, kSigmoid };
+// dot_u8s8(acc, a, b), a tensor intrinsic's body (te/tensor_intrin.h): acc is int32 x n, a is
+// uint8 x 4, b is int8 x 4n; lane l of the result is acc[l] + sum_q a[q] * b[4l + q] in int32
+// with wrap-around (x86's vpdpbusd, whose products and sums cannot saturate in int32).
+enum class CallOp : uint8_t {
+  kExp,
+  kLog,
+  kSqrt,
+  kTanh,
+  kAbs,
+  kPow,
+  kFloor,
+  kCeil,
+  kSigmoid,
+  kDotU8S8
+};
 const char* call_op_name(CallOp op);
 
 struct Call : ExprNode {
@@ -307,7 +321,8 @@ struct Call : ExprNode {
   CallOp op;
   std::vector<Expr> args;
   Call(DataType t, CallOp o, std::vector<Expr> a) : ExprNode(kKind, t), op(o), args(std::move(a)) {}
-  // The result has the type of args[0]; throws ktune::Error(kInternal) on a wrong arity.
+  // The result has the type of args[0]; throws ktune::Error(kInternal) on a wrong arity (or
+  // wrong operand types of dot_u8s8).
   static Expr make(CallOp op, std::vector<Expr> args);
 };
 

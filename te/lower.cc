@@ -1,6 +1,8 @@
 // Implements lower(): the lowering pipeline, one pass per file, in order.
 #include "te/lower.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "te/ir_printer.h"
@@ -46,6 +48,12 @@ LoweredFunc lower(const Schedule& sched, const std::vector<Tensor>& args, const 
   after("storage_flatten", s);
   s = simplify(s);
   after("simplify", s);
+  const auto& stages = sched.node().stages;
+  if (std::any_of(stages.begin(), stages.end(),
+                  [](const StageNode& st) { return !st.tensorized.empty(); })) {
+    s = tensorize(s, sched);
+    after("tensorize", s);
+  }
   if (options.skip_padding_taps && sched.node().skip_padding_taps) {
     s = simplify(skip_padding_taps(s));
     after("skip_padding_taps", s);

@@ -19,6 +19,12 @@ Stmt schedule_ops(const Schedule& sched, const std::vector<Tensor>& tensors,
 // Realize -> Allocate, BufferLoad/BufferStore -> flat row-major Load/Store.
 Stmt storage_flatten(const Stmt& s, const std::vector<BufferArg>& args);
 
+// Replaces each loop nest that a stage tensorized (Stage::tensorize) by its intrinsic's statement,
+// after checking that the nest computes the intrinsic's update: loop extents, the strides of every
+// read and of the store, dtypes. The reduction's init nest (a constant store) stays. Throws
+// ktune::Error(kInvalidSchedule) saying what differs, or that the loop is gone.
+Stmt tensorize(const Stmt& s, const Schedule& sched);
+
 // Turns each reduction update over a bounds Select that makes it a no-op (an inlined padding:
 // acc + select(c, x, 0) * w, max(acc, select(c, x, lowest))) into a guarded update that skips the
 // padding taps, and unswitches each accumulation nest on those guards so that its interior

@@ -163,6 +163,8 @@ Scalar scalar_cast(DataType to, DataType from, Scalar v) {
 
 Scalar scalar_call(CallOp op, DataType t, Scalar a, Scalar b) {
   Scalar r;
+  if (op == CallOp::kDotU8S8)
+    throw Error(ErrorKind::kInternal, "scalar_call: dot_u8s8 works on vectors only");
   if (!t.is_float()) {
     if (op != CallOp::kAbs) throw Error(ErrorKind::kInternal, "scalar_call: integer math call");
     r.i = a.i < 0 ? -a.i : a.i;
@@ -197,6 +199,8 @@ Scalar scalar_call(CallOp op, DataType t, Scalar a, Scalar b) {
     case CallOp::kSigmoid:
       r.f = 1.0 / (1.0 + std::exp(-x));
       break;
+    case CallOp::kDotU8S8:
+      break;  // refused above
   }
   return scalar_normalize(t, r);
 }

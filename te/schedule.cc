@@ -221,6 +221,13 @@ void Stage::parallel(const IterVar& leaf) {
   mut().for_kinds[leaf.var.get()] = ForKind::kParallel;
 }
 
+void Stage::tensorize(const IterVar& leaf, const TensorIntrin& intrin) {
+  leaf_pos(leaf, "tensorize");
+  if (node().reduce_axes.empty())
+    invalid(name(), "cannot tensorize " + leaf.name() + ": the stage is not a reduction");
+  mut().tensorized[leaf.var.get()] = std::make_shared<const TensorIntrin>(intrin);
+}
+
 void Stage::compute_at(const Stage& parent, const IterVar& leaf) {
   const int self = index();
   const int parent_index = parent.index();
@@ -336,6 +343,7 @@ Tensor Schedule::cache_write(const Tensor& t, const std::string& suffix) {
   s.reduce_axes.clear();
   s.leaves = s.axes;
   s.for_kinds.clear();
+  s.tensorized.clear();
   insert_stage(idx, std::move(ls));
   return local;
 }

@@ -14,6 +14,7 @@
 
 #include "te/ir.h"
 #include "te/tensor.h"
+#include "te/tensor_intrin.h"
 
 namespace ktune::te {
 
@@ -48,6 +49,8 @@ struct StageNode {
   std::vector<IterRelation> relations;
   std::vector<IterVar> leaves;                            // loop order, outermost first
   std::unordered_map<const VarNode*, ForKind> for_kinds;  // leaf annotations
+  // Leaves whose loop nest an intrinsic replaces (the tensorize pass).
+  std::unordered_map<const VarNode*, std::shared_ptr<const TensorIntrin>> tensorized;
   AttachKind attach = AttachKind::kRoot;
   int attach_stage = -1;  // index in ScheduleNode::stages when attach == kAt
   IterVar attach_ivar;
@@ -99,6 +102,10 @@ class Stage {
   void unroll(const IterVar& leaf);
   // parallel: a spatial leaf.
   void parallel(const IterVar& leaf);
+  // Replaces the loop nest of `leaf` (it and the loops inside it) by `intrin` (a reduction
+  // stage's leaf). Whether the nest computes what the intrinsic does (extents, strides, dtypes)
+  // is checked by lower(), which throws kInvalidSchedule saying what differs.
+  void tensorize(const IterVar& leaf, const TensorIntrin& intrin);
   // Computes this stage inside loop `leaf` of `parent`: only the region that the consumers read
   // in one iteration of that loop is computed there, into a local buffer of that (constant) size.
   // `parent` must use this stage, directly or through other stages; every consumer must run inside

@@ -40,15 +40,16 @@ struct Buffer {
   }
 };
 
+// Floats uniform in [-1, 1); integers uniform in [lo, hi].
 template <typename T>
-void fill_typed(Buffer& b, std::mt19937_64& rng, bool floating) {
+void fill_typed(Buffer& b, std::mt19937_64& rng, bool floating, int lo = 0, int hi = 15) {
   T* p = reinterpret_cast<T*>(b.data.get());
   size_t n = b.bytes / sizeof(T);
   if (floating) {
     std::uniform_real_distribution<double> d(-1.0, 1.0);
     for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(d(rng));
   } else {
-    std::uniform_int_distribution<int> d(0, 15);
+    std::uniform_int_distribution<int> d(lo, hi);
     for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(d(rng));
   }
 }
@@ -62,8 +63,11 @@ void fill_input(Buffer& b, const std::string& dtype, uint64_t seed, size_t posit
   if (dtype == "int32") return fill_typed<int32_t>(b, rng, false);
   if (dtype == "int64") return fill_typed<int64_t>(b, rng, false);
   if (dtype == "int16") return fill_typed<int16_t>(b, rng, false);
-  if (dtype == "int8") return fill_typed<int8_t>(b, rng, false);
-  if (dtype == "uint8" || dtype == "bool") return fill_typed<uint8_t>(b, rng, false);
+  // Quantized data spans the whole byte: the extremes are where an int8 kernel that widens or
+  // saturates wrongly differs (255 * -128 products, sums beyond int16).
+  if (dtype == "int8") return fill_typed<int8_t>(b, rng, false, -128, 127);
+  if (dtype == "uint8") return fill_typed<uint8_t>(b, rng, false, 0, 255);
+  if (dtype == "bool") return fill_typed<uint8_t>(b, rng, false);
   if (dtype == "uint32") return fill_typed<uint32_t>(b, rng, false);
   throw Error(ErrorKind::kUnknown, "runner: unsupported dtype " + dtype);
 }

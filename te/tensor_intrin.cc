@@ -1,0 +1,35 @@
+// Implements the tensor intrinsics te knows.
+#include "te/tensor_intrin.h"
+
+namespace ktune::te {
+
+namespace {
+
+TensorIntrin make_dot_16x4_u8s8s32() {
+  TensorIntrin in;
+  in.name = "dot_16x4_u8s8s32";
+  const Tensor a = placeholder({4}, UInt(8), "a");
+  const Tensor b = placeholder({16, 4}, Int(8), "b");
+  const IterVar k = reduce_axis({0, 4}, "k");
+  in.inputs = {a, b};
+  in.output = compute(
+      {16}, [&](Var j) { return sum(cast(Int(32), a(k)) * cast(Int(32), b(j, k)), k); }, "c");
+  in.emit = [](const std::vector<Buffer>& buf, const std::vector<Expr>& off) {
+    const Expr one = IntImm::make(1);
+    const Expr c_index = Ramp::make(off[2], one, 16);
+    const Expr dot = Call::make(CallOp::kDotU8S8, {Load::make(buf[2], c_index),
+                                                   Load::make(buf[0], Ramp::make(off[0], one, 4)),
+                                                   Load::make(buf[1], Ramp::make(off[1], one, 64))});
+    return Store::make(buf[2], dot, c_index);
+  };
+  return in;
+}
+
+}  // namespace
+
+const TensorIntrin& dot_16x4_u8s8s32() {
+  static const TensorIntrin intrin = make_dot_16x4_u8s8s32();
+  return intrin;
+}
+
+}  // namespace ktune::te

@@ -1,0 +1,31 @@
+// Defines TensorIntrin: a small compute that one machine instruction performs whole, and the
+// intrinsics te knows (dot_16x4_u8s8s32).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "te/ir.h"
+#include "te/tensor.h"
+
+namespace ktune::te {
+
+// What a tensorized loop nest must compute, and the statement that computes it instead.
+// `output` is a compute over `inputs` (placeholders) whose body is a sum: the loop nest it
+// replaces is the update of that sum, with its spatial axes outermost, then its reduction axes,
+// and reads of the inputs that step through memory as the inputs' row-major layout does.
+struct TensorIntrin {
+  std::string name;
+  std::vector<Tensor> inputs;
+  Tensor output;
+  // The update of the whole output, given the buffer of each input and then of the output, and
+  // the flat element offset of each one's first element (the same order).
+  std::function<Stmt(const std::vector<Buffer>& buffers, const std::vector<Expr>& offsets)> emit;
+};
+
+// C[16] (int32) += sum_k A[k] * B[j][k], k < 4: A is uint8[4] (one dword, read by all 16 lanes),
+// B int8[16][4] (64 contiguous bytes). Emitted as dot_u8s8 (vpdpbusd on AVX-512 VNNI).
+const TensorIntrin& dot_16x4_u8s8s32();
+
+}  // namespace ktune::te
