@@ -1,0 +1,206 @@
+// Benchmark: ktune's int8 GEMM (matmul_u8s8s32, VNNI where the CPU has it) against oneDNN's
+// u8 x s8 -> s32 matmul and against ktune's own float32 matmul, on BERT-base's products
+// (M = 128 tokens: the QKV/output projections 768x768, the feed-forward 768x3072 and 3072x768)
+// at --threads threads. Each int8 kernel is xgb-tuned with --trials trials, its five best configs
+// are re-timed in this process and the fastest is checked bit-exactly against oneDNN's result on
+// the same A and B (ktune reads B packed in 16 x 4 blocks, oneDNN in the format it picks; both
+// reorders happen outside the timing), then the two are timed interleaved (median of --rounds
+// rounds). The float32 column is bench::race of `matmul` with the same budget (ktune's kernel
+// against OpenBLAS's sgemm). GOP/s count 2*M*N*K on every side.
+// Last lines: `int8_over_fp32_geomean <x>` and `int8_over_onednn_geomean <x>`.
+//
+// Usage: int8_vs_library [--trials N] [--rounds R] [--threads N]
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "bench/library_race.h"
+#include "codegen/target.h"
+#include "schedule_space/task.h"
+#include "support/error.h"
+
+namespace {
+
+using namespace ktune;  // NOLINT: a benchmark program, not a library
+
+struct Options {
+  size_t trials = 192;
+  int rounds = 15;
+  int threads = 1;
+};
+
+struct Shape {
+  const char* name;
+  int64_t M, N, K;
+};
+
+// 64-byte aligned bytes (the kernel ABI).
+struct Bytes {
+  explicit Bytes(size_t n) : n(n), p(static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64))) {}
+  ~Bytes() { std::free(p); }
+  Bytes(const Bytes&) = delete;
+  Bytes& operator=(const Bytes&) = delete;
+  size_t n;
+  uint8_t* p;
+};
+
+// B (K x N, int8, row-major) in ktune's [N/16][K/4][16][4] blocks, the padding zero.
+void pack_b(const int8_t* b, int64_t K, int64_t N, int8_t* out) {
+  const int64_t nb = (N + 15) / 16, kb = (K + 3) / 4;
+  std::memset(out, 0, static_cast<size_t>(nb * kb * 64));
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j)
+      out[((j / 16) * kb + k / 4) * 64 + (j % 16) * 4 + k % 4] = b[k * N + j];
+}
+
+struct Row {
+  std::string name, onednn_impl;
+  double int8_gops = 0, onednn_gops = 0, fp32_gops = 0, openblas_gops = 0;
+  size_t measured = 0;
+  bool exact = false;
+};
+
+Row bench_shape(const Shape& s, const schedule_space::TargetTraits& traits, const Options& o) {
+  Row row;
+  row.name = s.name;
+  const double ops = 2.0 * static_cast<double>(s.M) * static_cast<double>(s.N) *
+                     static_cast<double>(s.K);
+  const std::vector<std::string> args = {"M=" + std::to_string(s.M), "N=" + std::to_string(s.N),
+                                         "K=" + std::to_string(s.K)};
+  const auto int8_task = schedule_space::Task::create(
+      "matmul_u8s8s32", schedule_space::parse_workload_args("matmul_u8s8s32", args), traits);
+
+  // The same A and B for both sides: A over the whole u8 range, B over the whole s8 range.
+  std::mt19937_64 rng(7);
+  Bytes a(static_cast<size_t>(s.M * s.K)), b(static_cast<size_t>(s.K * s.N));
+  for (size_t i = 0; i < a.n; ++i) a.p[i] = static_cast<uint8_t>(rng());
+  for (size_t i = 0; i < b.n; ++i) b.p[i] = static_cast<uint8_t>(rng());
+  Bytes packed(static_cast<size_t>((s.N + 15) / 16 * ((s.K + 3) / 4) * 64));
+  pack_b(reinterpret_cast<const int8_t*>(b.p), s.K, s.N, reinterpret_cast<int8_t*>(packed.p));
+  Bytes c_ktune(static_cast<size_t>(s.M * s.N * 4)), c_dnnl(static_cast<size_t>(s.M * s.N * 4));
+
+  // ktune: tune, then keep the fastest of the five best in this process.
+  const bench::TuneRun run = bench::tune_finalists(int8_task, o.trials, 1, o.threads, 5);
+  row.measured = run.measured;
+  std::vector<codegen::Kernel> kernels;
+  for (const auto& cfg : run.finalists) kernels.push_back(bench::load_kernel(int8_task, cfg));
+  const std::vector<void*> kargs = {a.p, packed.p, c_ktune.p};
+  std::vector<std::function<void()>> finalists;
+  for (const auto& k : kernels) finalists.push_back([&k, &kargs] { k.run(kargs); });
+  const std::vector<double> f = bench::time_interleaved(finalists, o.rounds, 0, 2e-3);
+  const size_t pick = static_cast<size_t>(std::min_element(f.begin(), f.end()) - f.begin());
+  const codegen::Kernel& kernel = kernels[pick];
+  std::fprintf(stderr, "  %s: %s\n", s.name, run.finalists[pick].to_json_string().c_str());
+
+  // oneDNN: u8 x s8 -> s32 matmul, weights reordered to the format it asks for.
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  const dnnl::memory::desc a_md({s.M, s.K}, dt::u8, tag::ab), c_md({s.M, s.N}, dt::s32, tag::ab);
+  const dnnl::matmul::primitive_desc pd(
+      dnnl::matmul::desc(a_md, dnnl::memory::desc({s.K, s.N}, dt::s8, tag::any), c_md), eng);
+  row.onednn_impl = pd.impl_info_str();
+  dnnl::memory a_mem(a_md, eng, a.p), c_mem(c_md, eng, c_dnnl.p);
+  dnnl::memory b_user({{s.K, s.N}, dt::s8, tag::ab}, eng, b.p), b_mem(pd.weights_desc(), eng);
+  dnnl::reorder(b_user, b_mem).execute(strm, b_user, b_mem);
+  strm.wait();
+  const dnnl::matmul prim(pd);
+  auto onednn = [&] {
+    prim.execute(strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    strm.wait();
+  };
+
+  std::memset(c_ktune.p, 0xff, c_ktune.n);
+  if (kernel.run(kargs) != 0) throw Error(ErrorKind::kRun, "the int8 kernel failed");
+  onednn();
+  row.exact = std::memcmp(c_ktune.p, c_dnnl.p, c_ktune.n) == 0;
+  if (!row.exact)
+    throw Error(ErrorKind::kWrongAnswer, std::string(s.name) + ": ktune's int32 result differs "
+                                                               "from oneDNN's");
+  const std::vector<double> t = bench::time_interleaved(
+      {[&] { kernel.run(kargs); }, onednn}, o.rounds, o.threads > 1 ? 0.15 : 0.05,
+      o.threads > 1 ? 20e-3 : 2e-3);
+  row.int8_gops = ops / t[0] * 1e-9;
+  row.onednn_gops = ops / t[1] * 1e-9;
+
+  // ktune's float32 matmul of the shape, raced against OpenBLAS with the same budget.
+  const auto fp32_task = schedule_space::Task::create(
+      "matmul", schedule_space::parse_workload_args("matmul", args), traits);
+  bench::RaceOptions ro;
+  ro.trials = o.trials;
+  ro.rounds = o.rounds;
+  ro.threads = o.threads;
+  const bench::RaceResult fp32 = bench::race(fp32_task, ro);
+  row.fp32_gops = fp32.ktune_gflops;
+  row.openblas_gops = fp32.library_gflops;
+  return row;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) throw Error(ErrorKind::kInvalidArgument, "missing value after " + a);
+    const std::string v = argv[++i];
+    if (a == "--trials")
+      o.trials = std::stoul(v);
+    else if (a == "--rounds")
+      o.rounds = std::stoi(v);
+    else if (a == "--threads")
+      o.threads = std::stoi(v);
+    else
+      throw Error(ErrorKind::kInvalidArgument, "unknown option " + a);
+  }
+  if (o.trials == 0 || o.trials > 1000)
+    throw Error(ErrorKind::kInvalidArgument, "trials must be in 1..1000");
+  if (o.rounds < 1) throw Error(ErrorKind::kInvalidArgument, "rounds must be >= 1");
+  if (o.threads < 1 || o.threads > 256)
+    throw Error(ErrorKind::kInvalidArgument, "threads must be in 1..256");
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options o = parse(argc, argv);
+    const codegen::Target host = codegen::Target::host();
+    const auto traits = schedule_space::make_target_traits(host.str(), host.triple(),
+                                                           host.vector_bits(), o.threads);
+    bench::set_all_threads(o.threads);
+    std::printf("target %s, oneDNN %d.%d, xgb tuner, %d threads, %zu trials, VNNI %s, load %s\n",
+                host.str().c_str(), dnnl::version()->major, dnnl::version()->minor, o.threads,
+                o.trials, traits.int8_dot ? "yes" : "no", bench::load_average().c_str());
+    std::fflush(stdout);
+    const std::vector<Shape> shapes = {{"bert qkv 128x768x768", 128, 768, 768},
+                                       {"bert ffn1 128x3072x768", 128, 3072, 768},
+                                       {"bert ffn2 128x768x3072", 128, 768, 3072}};
+    std::vector<Row> rows;
+    for (const Shape& s : shapes) rows.push_back(bench_shape(s, traits, o));
+    std::printf("%-24s %7s %9s %10s %9s %10s %8s %8s  %s\n", "shape", "trials", "int8_GOP/s",
+                "oneDNN_s8", "fp32_GF/s", "OpenBLAS", "vs_dnnl", "vs_fp32", "oneDNN impl");
+    std::vector<double> vs_dnnl, vs_fp32;
+    for (const Row& r : rows) {
+      vs_dnnl.push_back(r.int8_gops / r.onednn_gops);
+      vs_fp32.push_back(r.int8_gops / r.fp32_gops);
+      std::printf("%-24s %7zu %9.1f %10.1f %9.1f %10.1f %8.3f %8.3f  %s\n", r.name.c_str(),
+                  r.measured, r.int8_gops, r.onednn_gops, r.fp32_gops, r.openblas_gops,
+                  vs_dnnl.back(), vs_fp32.back(), r.onednn_impl.c_str());
+    }
+    std::printf("int8_over_fp32_geomean %.3f\n", bench::geomean(vs_fp32));
+    std::printf("int8_over_onednn_geomean %.3f\n", bench::geomean(vs_dnnl));
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "int8_vs_library: %s\n", e.what());
+    return 1;
+  }
+}
