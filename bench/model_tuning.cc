@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/landscape.h"
+#include "tuner/landscape.h"
 #include "codegen/target.h"
 #include "frontend/model_tasks.h"
 #include "frontend/onnx_graph.h"
@@ -45,7 +45,7 @@ constexpr double kWithin = 1.1;
 // A task's search over a recorded landscape (see the file comment).
 class ReplayTaskTuner final : public tuner::TaskTuner {
  public:
-  ReplayTaskTuner(const bench::Landscape& landscape, const schedule_space::Task& task, double flop,
+  ReplayTaskTuner(const tuner::Landscape& landscape, const schedule_space::Task& task, double flop,
                   const std::string& tuner_name, uint64_t seed)
       : task_(task), measurer_(landscape, flop) {
     if (tuner_name == "xgb") {
@@ -75,7 +75,7 @@ class ReplayTaskTuner final : public tuner::TaskTuner {
 
  private:
   const schedule_space::Task& task_;
-  bench::ReplayMeasurer measurer_;
+  tuner::ReplayMeasurer measurer_;
   std::unique_ptr<tuner::Tuner> tuner_;
   double best_ = std::numeric_limits<double>::infinity();
 };
@@ -94,7 +94,7 @@ struct Curve {
 
 struct Setup {
   std::vector<frontend::ModelTask> tasks;
-  bench::Landscape conv, other;
+  tuner::Landscape conv, other;
   std::optional<schedule_space::Task> conv_task, other_task;
 };
 
@@ -144,8 +144,8 @@ Setup load(const std::string& tuner_name) {
       frontend::extract_tasks(frontend::load_onnx(dir + "/resnet18.onnx"), traits);
   std::filesystem::remove_all(dir);
   Setup s{std::move(m.tasks),
-          bench::read_landscape(std::string(KTUNE_LANDSCAPE_DIR) + "/conv2d_c64_28x28.txt"),
-          bench::read_landscape(std::string(KTUNE_LANDSCAPE_DIR) + "/matmul_512.txt"),
+          tuner::read_landscape(std::string(KTUNE_LANDSCAPE_DIR) + "/conv2d_c64_28x28.txt"),
+          tuner::read_landscape(std::string(KTUNE_LANDSCAPE_DIR) + "/matmul_512.txt"),
           {},
           {}};
   s.conv_task = s.conv.task();

@@ -10,9 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,18 +23,7 @@ namespace {
 using namespace ktune;
 namespace fs = std::filesystem;
 using testing_process::Child;
-
-// User + system CPU seconds of a process so far.
-double cpu_seconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // Fields after the command name (which is in parentheses and may hold spaces).
-  std::istringstream rest(text.substr(text.rfind(')') + 2));
-  std::vector<std::string> f;
-  for (std::string w; rest >> w;) f.push_back(w);
-  const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  return (std::stod(f.at(11)) + std::stod(f.at(12))) / ticks;  // utime, stime: fields 14, 15
-}
+using testing_process::cpu_seconds;
 
 struct Row {
   std::string tuner;

@@ -12,3 +12,11 @@ if(TARGET ktune_server)
     KTUNE_BIN="$<TARGET_FILE:ktune>")
   add_dependencies(service_overhead ktune ktune-runner)
 endif()
+
+# The tuning server with 10, 100 and 1000 simulated devices (bench/fleet_scale.cc).
+if(TARGET ktune_server AND TARGET ktune_simulated_fleet)
+  ktune_bench(fleet_scale SOURCES ${CMAKE_CURRENT_LIST_DIR}/fleet_scale.cc LIBS ktune_client ktune_simulated_fleet ktune_protocol)
+  target_compile_definitions(fleet_scale PRIVATE KTUNE_BIN="$<TARGET_FILE:ktune>"
+    KTUNE_LANDSCAPE_DIR="${CMAKE_CURRENT_LIST_DIR}/landscapes")
+  add_dependencies(fleet_scale ktune)
+endif()

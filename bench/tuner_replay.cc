@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/landscape.h"
+#include "tuner/landscape.h"
 #include "codegen/target.h"
 #include "tuner/basic_tuners.h"
 #include "tuner/db_log.h"
@@ -45,9 +45,9 @@ std::unique_ptr<tuner::Tuner> make_tuner(const std::string& name, const schedule
 // Trials (failures included) until a config reaches kFraction of the landscape's best; the
 // landscape size + 1 when the tuner ran out first.
 size_t trials_to_target(const std::string& name, const schedule_space::Task& task,
-                        const bench::Landscape& landscape, uint64_t seed) {
+                        const tuner::Landscape& landscape, uint64_t seed) {
   const double target = kFraction * landscape.best_gflops();
-  bench::ReplayMeasurer measurer(landscape, task.flop());
+  tuner::ReplayMeasurer measurer(landscape, task.flop());
   auto tuner = make_tuner(name, task, seed);
   size_t trials = 0;
   while (tuner->has_next() && trials < landscape.points.size()) {
@@ -72,7 +72,7 @@ double median(std::vector<size_t> v) {
 
 // Returns xgb's median over random's for one landscape, after printing its table.
 double replay(const std::string& path, int seeds) {
-  bench::Landscape landscape = bench::read_landscape(path);
+  tuner::Landscape landscape = tuner::read_landscape(path);
   schedule_space::Task task = landscape.task();
   std::printf("\n%s: %zu configs (%s), best %.1f GFLOP/s, %zu within %.0f%%\n",
               task.workload_key().c_str(), landscape.points.size(),
@@ -120,7 +120,7 @@ int record(int argc, char** argv) {
   auto db = tuning_db::Database::open(argv[4], {.create = false});
   auto past = tuner::load_past_measurements(db, task, {target.str(), codegen::llvm_version()});
   if (past.empty()) throw Error(ErrorKind::kNotFound, "no records of " + task.workload_key());
-  bench::write_landscape(
+  tuner::write_landscape(
       argv[2], task, past,
       target.cpu() + ", " + std::to_string(target.cores()) + " cores, ktune tune");
   std::printf("%s: %zu configs written to %s\n", task.workload_key().c_str(), past.size(), argv[2]);

@@ -1,5 +1,5 @@
-// Defines Child (a process with its output in files) and start_server, for tests that run `ktune
-// server` and `ktune worker` as real processes.
+// Defines Child (a process with its output in files), start_server and a process's CPU time and
+// memory, for tests and benchmarks that run `ktune server` and `ktune worker` as real processes.
 #pragma once
 
 #include <fcntl.h>
@@ -75,6 +75,25 @@ struct Child {
     }
   }
 };
+
+// User + system CPU seconds of a process so far (/proc/PID/stat).
+inline double cpu_seconds(pid_t pid) {
+  const std::string text = read_file("/proc/" + std::to_string(pid) + "/stat");
+  // Fields after the command name (which is in parentheses and may hold spaces).
+  std::istringstream rest(text.substr(text.rfind(')') + 2));
+  std::vector<std::string> f;
+  for (std::string w; rest >> w;) f.push_back(w);
+  const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return (std::stod(f.at(11)) + std::stod(f.at(12))) / ticks;  // utime, stime: fields 14, 15
+}
+
+// Resident memory of a process, bytes (VmRSS of /proc/PID/status; 0 when it is gone).
+inline double rss_bytes(pid_t pid) {
+  std::istringstream in(read_file("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) * 1024;
+  return 0;
+}
 
 // Waits for "listening on HOST:PORT" in the server's stdout file; returns "HOST:PORT" or "" after
 // timeout_s. Only the last such line counts (the file is appended to across restarts).

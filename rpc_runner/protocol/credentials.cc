@@ -182,7 +182,7 @@ std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const ClientSecuri
 }
 
 std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
-                                            const ClientSecurity& security) {
+                                            const ClientSecurity& security, bool own_connection) {
   route_grpc_log();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMessageLimit);
@@ -190,6 +190,7 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
   // Pings find a peer whose machine vanished without closing the connection.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  if (own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   return grpc::CreateCustomChannel(address, channel_credentials(security), args);
 }
 

@@ -50,9 +50,12 @@ ClientSecurity load_client_security(const std::string& token_file, const std::st
 std::shared_ptr<grpc::ServerCredentials> server_credentials(const ServerSecurity& security);
 std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const ClientSecurity& security);
 // A channel to "host:port" with these credentials and ktune's channel arguments: 64 MiB
-// message limits both ways, keepalive pings every 10 s with a 5 s timeout.
+// message limits both ways, keepalive pings every 10 s with a 5 s timeout. own_connection: a TCP
+// connection of its own (gRPC otherwise shares one between a process's channels of the same
+// address and arguments), as each of many simulated devices in one process needs to be a device.
 std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
-                                            const ClientSecurity& security);
+                                            const ClientSecurity& security,
+                                            bool own_connection = false);
 // Puts the token in the call's metadata ("authorization: Bearer TOKEN") when there is one.
 void attach_token(grpc::ClientContext& context, const ClientSecurity& security);
 

@@ -17,6 +17,20 @@ void to_proto(const schedule_space::Task& task, rpc::TaskSpec* out) {
   out->set_arch(t.arch);
 }
 
+schedule_space::Task from_proto(const rpc::TaskSpec& spec) {
+  const auto args = parse_json_input(spec.args_json(), "task arguments");
+  if (!args.is_object())
+    throw Error(ErrorKind::kInvalidArgument, "task arguments are not a JSON object");
+  std::map<std::string, std::string> given;
+  for (const auto& [k, v] : args.items()) given[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  schedule_space::TargetTraits traits;
+  traits.key = spec.target();
+  traits.vector_bits = spec.vector_bits();
+  traits.cores = spec.cores();
+  traits.arch = spec.arch();
+  return schedule_space::Task::create(spec.template_name(), given, traits);
+}
+
 tuner::MeasureResult from_proto(const rpc::CandidateResult& r) {
   if (r.error_kind().empty())
     return tuner::make_ok_result({r.costs().begin(), r.costs().end()}, r.build_s(), r.run_s());

@@ -31,6 +31,9 @@ ServerStatus from_proto(const rpc::StatusReply& reply);
 
 // The proto TaskSpec of a task (what a worker needs to rebuild it exactly).
 void to_proto(const schedule_space::Task& task, rpc::TaskSpec* out);
+// The task of a TaskSpec, rebuilt with exactly its traits so that config indices agree. Throws
+// Error(kInvalidArgument) for arguments that are not a JSON object, and what Task::create throws.
+schedule_space::Task from_proto(const rpc::TaskSpec& spec);
 // A worker's result as a MeasureResult (an unknown error kind becomes kUnknown).
 tuner::MeasureResult from_proto(const rpc::CandidateResult& r);
 

@@ -37,11 +37,13 @@ std::string DevicePool::attach(WorkerInfo info, Sender send, Closer close) {
   const std::string id = info.worker_id;
   Worker& w = workers_[id];
   w.info = std::move(info);
+  w.seq = next_worker_;
   w.send = std::move(send);
   w.close = std::move(close);
   w.last_seen = Clock::now();
+  relist(w);
   attached_cv_.notify_all();
-  dispatch();
+  dispatch(w.info.key);
   return id;
 }
 
@@ -51,8 +53,24 @@ void DevicePool::detach(const std::string& worker_id, const std::string& reason)
   if (it != workers_.end()) remove(it, reason);
 }
 
+void DevicePool::relist(Worker& w, bool gone) {
+  FreeList& free = free_[w.info.key];
+  const size_t load = w.in_flight.size();
+  const bool fits = !gone && static_cast<int>(load) < w.info.slots;
+  if (w.listed && (!fits || w.listed_load != load)) {
+    free.erase({w.listed_load, w.seq, &w});
+    w.listed = false;
+  }
+  if (fits && !w.listed) {
+    free.insert({load, w.seq, &w});
+    w.listed = true;
+    w.listed_load = load;
+  }
+}
+
 void DevicePool::remove(std::map<std::string, Worker>::iterator it, const std::string& reason) {
   Worker& w = it->second;
+  relist(w, /*gone=*/true);
   size_t requeued = 0;
   // Back to the front of their queues, oldest candidate first, so order is kept.
   for (auto c = w.in_flight.rbegin(); c != w.in_flight.rend(); ++c) {
@@ -66,8 +84,10 @@ void DevicePool::remove(std::map<std::string, Worker>::iterator it, const std::s
   spdlog::info(
       "worker {} (key {}, {}) detached: {}{}", w.info.worker_id, w.info.key, w.info.peer, reason,
       requeued ? "; " + std::to_string(requeued) + " candidate(s) go back to the queue" : "");
+  const std::string key = w.info.key;
+  if (metrics_ && requeued > 0) metrics_->requeued(key, requeued);
   workers_.erase(it);
-  dispatch();
+  dispatch(key);
 }
 
 void DevicePool::touch(const std::string& worker_id) {
@@ -89,15 +109,16 @@ bool DevicePool::complete(const std::string& worker_id, rpc::CandidateResult res
     if (c == w.in_flight.end()) return false;
     done = std::move(c->second);
     w.in_flight.erase(c);
+    relist(w);
     ++w.info.served;
     info = w.info;
     auto job = jobs_.find(done.job_id);
     if (job == jobs_.end()) {
-      dispatch();
+      dispatch(w.info.key);
       return false;  // the job ended meanwhile
     }
     --job->second.in_flight;
-    dispatch();
+    dispatch(w.info.key);
   }
   // Outside the lock: the job's callback takes its own lock and may submit more.
   done.done(info, std::move(result));
@@ -164,6 +185,7 @@ size_t DevicePool::take_overdue(Worker& w, Clock::time_point now,
     failed->emplace_back(w.info, std::move(p));
     c = w.in_flight.erase(c);
   }
+  relist(w);
   return late;
 }
 
@@ -206,7 +228,7 @@ void DevicePool::submit(uint64_t job_id, rpc::Candidate candidate, ResultCallbac
   p.done = std::move(done);
   p.queued_at = Clock::now();
   it->second.queue.push_back(std::move(p));
-  dispatch();
+  dispatch(it->second.key);
 }
 
 DevicePool::Job* DevicePool::next_job(const std::string& key, bool can_build, uint64_t* job_id) {
@@ -223,38 +245,35 @@ DevicePool::Job* DevicePool::next_job(const std::string& key, bool can_build, ui
   return best;
 }
 
-void DevicePool::dispatch() {
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    // Least-loaded workers first, so a batch spreads over the fleet.
-    std::vector<Worker*> order;
-    for (auto& [id, w] : workers_)
-      if (static_cast<int>(w.in_flight.size()) < w.info.slots) order.push_back(&w);
-    std::stable_sort(order.begin(), order.end(), [](const Worker* a, const Worker* b) {
-      return a->in_flight.size() < b->in_flight.size();
-    });
-    for (Worker* w : order) {
-      uint64_t job_id = 0;
-      Job* job = next_job(w->info.key, w->info.can_build, &job_id);
-      if (job == nullptr) continue;
-      Pending p = std::move(job->queue.front());
-      job->queue.pop_front();
-      job->pass += 1.0 / job->priority;
-      ++job->in_flight;
-      if (metrics_)
-        metrics_->queue_wait(job->key,
-                             std::chrono::duration<double>(Clock::now() - p.queued_at).count());
-      const uint64_t id = p.candidate.id();
-      // The worker measures what it holds before (or beside) this one: their budgets count too.
-      double budget = deadline_margin_s_ + budget_s(p.candidate);
-      for (const auto& [held, q] : w->in_flight) budget += budget_s(q.candidate);
-      p.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(budget));
-      w->send(p.candidate);
-      w->in_flight.emplace(id, std::move(p));
-      progress = true;
+void DevicePool::dispatch(const std::string& key) {
+  FreeList& free = free_[key];
+  // The least loaded worker that a queued candidate fits goes first. Only a worker that cannot
+  // build skips candidates without a kernel; when none fits anywhere, the pass ends.
+  for (auto it = free.begin(); it != free.end();) {
+    Worker* w = std::get<2>(*it);
+    uint64_t job_id = 0;
+    Job* job = next_job(key, w->info.can_build, &job_id);
+    if (job == nullptr) {
+      if (w->info.can_build) return;  // nothing queued for the key at all
+      ++it;
+      continue;
     }
+    Pending p = std::move(job->queue.front());
+    job->queue.pop_front();
+    job->pass += 1.0 / job->priority;
+    ++job->in_flight;
+    if (metrics_)
+      metrics_->queue_wait(key, std::chrono::duration<double>(Clock::now() - p.queued_at).count());
+    const uint64_t id = p.candidate.id();
+    // The worker measures what it holds before (or beside) this one: their budgets count too.
+    double budget = deadline_margin_s_ + budget_s(p.candidate);
+    for (const auto& [held, q] : w->in_flight) budget += budget_s(q.candidate);
+    p.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(budget));
+    w->send(p.candidate);
+    w->in_flight.emplace(id, std::move(p));
+    relist(*w);
+    it = free.begin();  // relist moved (or removed) this worker
   }
 }
 

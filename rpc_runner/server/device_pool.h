@@ -10,7 +10,9 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "rpc_runner/protocol/job_types.h"
@@ -118,16 +120,25 @@ class DevicePool {
   };
   struct Worker {
     WorkerInfo info;
+    uint64_t seq = 0;  // attach order: the tie-break among equally loaded workers
     Sender send;
     Closer close;
     std::map<uint64_t, Pending> in_flight;  // by candidate id
     Clock::time_point last_seen;
+    bool listed = false;      // in its key's free list, with load `listed_load`
+    size_t listed_load = 0;
   };
+  // A key's workers with a free slot, least loaded first: dispatching takes the front, so a batch
+  // spreads over the fleet and a result costs a look-up, not a pass over every worker.
+  using FreeList = std::set<std::tuple<size_t, uint64_t, Worker*>>;
 
-  // Hands queued candidates to free slots until none fits. Needs mu_.
-  void dispatch();
+  // Hands queued candidates of the key to free slots until none fits. Needs mu_.
+  void dispatch(const std::string& key);
   // The job of `key` with queued work that is furthest behind, or nullptr. Needs mu_.
   Job* next_job(const std::string& key, bool can_build, uint64_t* job_id);
+  // Puts the worker in its key's free list at its load, or takes it out when its slots are full
+  // or `gone`. Call after every change of its in-flight candidates. Needs mu_.
+  void relist(Worker& w, bool gone = false);
   // Removes a worker and requeues its candidates. Needs mu_.
   void remove(std::map<std::string, Worker>::iterator it, const std::string& reason);
   // Counts a missed deadline on each of the worker's late candidates, and moves those out of
@@ -142,6 +153,7 @@ class DevicePool {
   mutable std::condition_variable attached_cv_;
   std::map<std::string, Worker> workers_;
   std::map<uint64_t, Job> jobs_;
+  std::map<std::string, FreeList> free_;  // by key
   uint64_t next_worker_ = 1;
   uint64_t next_candidate_ = 1;
 };

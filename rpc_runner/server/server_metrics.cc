@@ -29,9 +29,10 @@ namespace {
 using prometheus::Gauge;
 using prometheus::Histogram;
 
-// Seconds, from a millisecond (a log write, a candidate that waited for nothing) to half an hour
-// (a candidate queued behind a long job).
-const Histogram::BucketBoundaries kWaitBuckets{0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800};
+// Seconds, from a fraction of a millisecond (a candidate that waited for nothing but dispatching:
+// fine enough to read a p99 of a few ms) to half an hour (a candidate queued behind a long job).
+const Histogram::BucketBoundaries kWaitBuckets{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1,
+                                               0.5,    1,     5,     10,    30,   60,   300,  1800};
 const Histogram::BucketBoundaries kBuildRunBuckets{0.001, 0.01, 0.05, 0.1, 0.25, 0.5,
                                                    1,     2.5,  5,    10,  30,   60};
 const Histogram::BucketBoundaries kWriteBuckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -165,6 +166,11 @@ struct ServerMetrics::Impl {
           .Name("ktune_trial_errors_total")
           .Help("Logged trials that failed, by device key and error kind")
           .Register(*registry);
+  prometheus::Family<prometheus::Counter>& requeued =
+      prometheus::BuildCounter()
+          .Name("ktune_candidates_requeued_total")
+          .Help("Candidates taken back from a lost worker and queued again, by device key")
+          .Register(*registry);
   prometheus::Family<Histogram>& queue_wait =
       prometheus::BuildHistogram()
           .Name("ktune_queue_wait_seconds")
@@ -240,6 +246,10 @@ ServerMetrics::~ServerMetrics() { stop_serving(); }
 
 void ServerMetrics::queue_wait(const std::string& key, double seconds) {
   impl_->queue_wait.Add({{"key", key}}, kWaitBuckets).Observe(seconds);
+}
+
+void ServerMetrics::requeued(const std::string& key, size_t candidates) {
+  impl_->requeued.Add({{"key", key}}).Increment(static_cast<double>(candidates));
 }
 
 void ServerMetrics::logged(const std::string& key, const std::vector<tuner::MeasureResult>& results,

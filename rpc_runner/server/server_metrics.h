@@ -28,6 +28,7 @@ struct FleetSnapshot {
 //   ktune_jobs{state}                   jobs of the log by state (queued ... cancelled)
 //   ktune_trials_total{key}             trials written to the log by the server's jobs
 //   ktune_trial_errors_total{key,kind}  those that failed, by ErrorKind name
+//   ktune_candidates_requeued_total{key} candidates taken back from lost workers, queued again
 //   ktune_queue_wait_seconds{key}       histogram: time a candidate waited for a worker
 //   ktune_build_seconds{key}            histogram: a logged trial's build time (when it built)
 //   ktune_run_seconds{key}              histogram: its run and check time (when it ran)
@@ -46,6 +47,8 @@ class ServerMetrics {
 
   // A candidate for workers of `key` was sent to one after waiting `seconds` in the queue.
   void queue_wait(const std::string& key, double seconds);
+  // `candidates` held by a worker of `key` that was lost went back to the queue.
+  void requeued(const std::string& key, size_t candidates);
   // A batch of a job on workers of `key` is in the log: its trials by outcome and their build
   // and run times; write_s is how long the write took.
   void logged(const std::string& key, const std::vector<tuner::MeasureResult>& results,

@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -445,11 +446,15 @@ class TuningService final : public rpc::Tuning::CallbackService {
   // What the metrics' gauges show now.
   FleetSnapshot snapshot() { return {pool_.workers(), pool_.queued(), jobs_.list(true)}; }
 
-  // Detaches silent workers (their candidates go back to the queue) once a second.
+  // Detaches silent workers (their candidates go back to the queue) every twentieth of the worker
+  // timeout (at most once a second): a lost worker's candidates are requeued at most 5% after
+  // the timeout, not a whole tick later.
   void reap() {
+    const auto tick = std::chrono::duration<double>(
+        std::clamp(options_.worker_timeout_s / 20, 0.01, 1.0));
     std::unique_lock lock(reap_mu_);
     while (!stopping_) {
-      reap_cv_.wait_for(lock, std::chrono::seconds(1));
+      reap_cv_.wait_for(lock, tick);
       if (stopping_) break;
       lock.unlock();
       pool_.expire();

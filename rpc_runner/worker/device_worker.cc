@@ -16,7 +16,6 @@
 #include "rpc_runner/worker/worker_session.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
-#include "support/json_input.h"
 
 namespace ktune::rpc_runner {
 namespace {
@@ -81,19 +80,7 @@ struct DeviceWorker::Impl {
     if (spec.target() != target)
       throw Error(ErrorKind::kUnsupported,
                   "this worker runs '" + target + "', not '" + spec.target() + "'");
-    const auto args = parse_json_input(spec.args_json(), "task arguments");
-    if (!args.is_object())
-      throw Error(ErrorKind::kInvalidArgument, "task arguments are not a JSON object");
-    std::map<std::string, std::string> given;
-    for (const auto& [k, v] : args.items())
-      given[k] = v.is_string() ? v.get<std::string>() : v.dump();
-    schedule_space::TargetTraits traits;
-    traits.key = spec.target();
-    traits.vector_bits = spec.vector_bits();
-    traits.cores = spec.cores();
-    traits.arch = spec.arch();
-    auto task = std::make_unique<schedule_space::Task>(
-        schedule_space::Task::create(spec.template_name(), given, traits));
+    auto task = std::make_unique<schedule_space::Task>(from_proto(spec));
     return *tasks.emplace(key, std::move(task)).first->second;
   }
 

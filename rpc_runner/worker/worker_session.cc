@@ -9,17 +9,41 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "rpc_runner/protocol/credentials.h"
 #include "rpc_runner/protocol/ktune.grpc.pb.h"
+#include "rpc_runner/worker/backoff.h"
 #include "support/error.h"
 
 namespace ktune::rpc_runner {
 
 using Stream = grpc::ClientReaderWriter<rpc::WorkerMessage, rpc::ServerToWorker>;
+
+rpc::WorkerMessage hello_message(const WorkerSessionOptions& options) {
+  rpc::WorkerMessage hello;
+  rpc::WorkerHello* h = hello.mutable_hello();
+  h->set_protocol_version(options.protocol_version);
+  h->set_key(options.key);
+  h->set_target(options.target);
+  h->set_cores(options.cores);
+  h->set_description(options.description);
+  h->set_slots(options.slots);
+  h->set_can_build(options.can_build);
+  h->set_peak_gflops(options.peak_gflops);
+  h->set_vector_bits(options.vector_bits);
+  h->set_emulated(options.emulated);
+  return hello;
+}
+
+bool is_refusal(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+         status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+         status.error_code() == grpc::StatusCode::INVALID_ARGUMENT;
+}
 
 struct WorkerSession::Impl {
   WorkerSessionOptions options;
@@ -54,19 +78,7 @@ struct WorkerSession::Impl {
       std::lock_guard lock(write_mu);
       return stream->Write(m);
     };
-    rpc::WorkerMessage hello;
-    rpc::WorkerHello* h = hello.mutable_hello();
-    h->set_protocol_version(options.protocol_version);
-    h->set_key(options.key);
-    h->set_target(options.target);
-    h->set_cores(options.cores);
-    h->set_description(options.description);
-    h->set_slots(options.slots);
-    h->set_can_build(options.can_build);
-    h->set_peak_gflops(options.peak_gflops);
-    h->set_vector_bits(options.vector_bits);
-    h->set_emulated(options.emulated);
-    write(hello);  // a failure shows as the end of the stream below
+    write(hello_message(options));  // a failure shows as the end of the stream below
 
     // Shared by this connection's threads.
     std::mutex queue_mu;
@@ -168,7 +180,8 @@ struct WorkerSession::Impl {
 
   void run() {
     int tls_strikes = 0;
-    double backoff = options.reconnect_initial_s;
+    // Seeded apart per worker: the jitter exists to spread workers that lost the server together.
+    Backoff backoff(options.reconnect_initial_s, options.reconnect_max_s, std::random_device{}());
     bool announce = true;  // one log line per outage, not one per attempt
     for (;;) {
       bool was_attached = false;
@@ -176,11 +189,7 @@ struct WorkerSession::Impl {
       std::unique_lock lock(mu);
       if (stopping) return;
       ever_attached = ever_attached || was_attached;
-      // Retrying cannot help: a wrong token, another protocol version, a target the server's
-      // compiler does not know.
-      bool refused = status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
-                     status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
-                     status.error_code() == grpc::StatusCode::INVALID_ARGUMENT;
+      bool refused = is_refusal(status);
       std::string reason = status.error_message();
       // Nor can it help when TLS fails before this worker was ever attached: a CA that does not
       // verify the server, TLS on one side only. A failure that only looks like one (a closed
@@ -201,7 +210,7 @@ struct WorkerSession::Impl {
         refusal = reason;
       }
       if (was_attached) {
-        backoff = options.reconnect_initial_s;
+        backoff.reset();
         announce = true;
       }
       // A failure that may be TLS's waits for its verdict (refused, or not TLS after all).
@@ -211,9 +220,8 @@ struct WorkerSession::Impl {
                      status.error_message(), options.reconnect_max_s);
         announce = false;
       }
-      cv.wait_for(lock, std::chrono::duration<double>(backoff), [&] { return stopping; });
+      cv.wait_for(lock, std::chrono::duration<double>(backoff.next()), [&] { return stopping; });
       if (stopping) return;
-      backoff = std::min(backoff * 2, options.reconnect_max_s);
     }
   }
 };

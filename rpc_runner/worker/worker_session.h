@@ -12,6 +12,10 @@
 #include "rpc_runner/protocol/ktune.pb.h"
 #include "rpc_runner/protocol/service_protocol.h"
 
+namespace grpc {
+class Status;
+}
+
 namespace ktune::rpc_runner {
 
 struct WorkerSessionOptions {
@@ -29,9 +33,16 @@ struct WorkerSessionOptions {
   bool allow_readable_token = false;  // accept a token file group or others may read
   std::string tls_ca_file;            // PEM of the CA of the server's certificate ("" = plaintext)
   double reconnect_initial_s = 0.5;   // first wait after losing the server; doubles per failure
-  double reconnect_max_s = 10;        // longest wait between attempts
+  double reconnect_max_s = 10;        // longest wait between attempts (each is jittered, Backoff)
   uint32_t protocol_version = kProtocolVersion;  // what the hello claims (tests use another)
 };
+
+// The hello a worker with these options sends first on its stream.
+rpc::WorkerMessage hello_message(const WorkerSessionOptions& options);
+
+// Whether the server refused the worker for good, so that retrying cannot help: a wrong token,
+// another protocol version, a target its compiler does not know.
+bool is_refusal(const grpc::Status& status);
 
 // Measures candidates of one measurement setting and returns one result per candidate, in
 // order. `target` is this device's canonical target, as the server answered the hello. Called
@@ -42,7 +53,7 @@ using MeasureBatchFn = std::function<std::vector<rpc::CandidateResult>(
 // Serves in background threads from construction to stop(): dials out to the server (so it
 // works behind NAT), says hello, then hands the candidates it receives to `measure` in batches
 // of one setting (up to `slots`) and sends the results back; heartbeats go out meanwhile. When
-// the server goes away it reconnects with exponential backoff; results of a connection that
+// the server goes away it reconnects with jittered exponential backoff (Backoff); results of a connection that
 // broke are dropped (the server has requeued those candidates). Thread-safe.
 class WorkerSession {
  public:

@@ -1,11 +1,11 @@
 // Landscape files: reading, writing, restricting a task to them, and replaying them.
-#include "bench/landscape.h"
+#include "tuner/landscape.h"
 
 #include <algorithm>
 #include <fstream>
 #include <sstream>
 
-namespace ktune::bench {
+namespace ktune::tuner {
 
 schedule_space::Task Landscape::task() const {
   std::map<std::string, std::string> args;
@@ -70,7 +70,7 @@ Landscape read_landscape(const std::string& path) {
 }
 
 void write_landscape(const std::string& path, const schedule_space::Task& task,
-                     const std::vector<tuner::PastMeasurement>& past, const std::string& note) {
+                     const std::vector<PastMeasurement>& past, const std::string& note) {
   nlohmann::json header = {{"template", task.template_name()},
                            {"args", task.args_json()},
                            {"workload", task.workload_key()},
@@ -80,7 +80,7 @@ void write_landscape(const std::string& path, const schedule_space::Task& task,
                            {"arch", task.target().arch},
                            {"space_size", task.space().size()},
                            {"measured", note}};
-  std::vector<const tuner::PastMeasurement*> sorted;
+  std::vector<const PastMeasurement*> sorted;
   for (const auto& p : past) sorted.push_back(&p);
   std::sort(sorted.begin(), sorted.end(),
             [](const auto* a, const auto* b) { return a->config.index() < b->config.index(); });
@@ -100,20 +100,20 @@ void write_landscape(const std::string& path, const schedule_space::Task& task,
   if (!out) throw Error(ErrorKind::kIo, "cannot write landscape " + path);
 }
 
-std::vector<tuner::MeasureResult> ReplayMeasurer::measure(
-    const std::vector<tuner::MeasureInput>& inputs) {
-  std::vector<tuner::MeasureResult> results;
+std::vector<MeasureResult> ReplayMeasurer::measure(
+    const std::vector<MeasureInput>& inputs) {
+  std::vector<MeasureResult> results;
   for (const auto& input : inputs) {
     auto it = landscape_.points.find(input.config.index());
     if (it == landscape_.points.end()) {
-      results.push_back(tuner::make_error_result(ErrorKind::kUnknown, "not in the landscape"));
+      results.push_back(make_error_result(ErrorKind::kUnknown, "not in the landscape"));
     } else if (it->second.error) {
-      results.push_back(tuner::make_error_result(*it->second.error, "failed when recorded"));
+      results.push_back(make_error_result(*it->second.error, "failed when recorded"));
     } else {
-      results.push_back(tuner::make_ok_result({flop_ / (it->second.gflops * 1e9)}));
+      results.push_back(make_ok_result({flop_ / (it->second.gflops * 1e9)}));
     }
   }
   return results;
 }
 
-}  // namespace ktune::bench
+}  // namespace ktune::tuner

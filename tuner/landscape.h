@@ -15,7 +15,7 @@
 #include "tuner/measure.h"
 #include "tuner/tune.h"
 
-namespace ktune::bench {
+namespace ktune::tuner {
 
 // One measured config: its throughput, or the kind of error it failed with.
 struct LandscapePoint {
@@ -44,19 +44,19 @@ Landscape read_landscape(const std::string& path);
 // The landscape of `past` (a task's measurements read from the tuning log). `note` says where
 // it was measured. Throws Error(kIo) when `path` cannot be written.
 void write_landscape(const std::string& path, const schedule_space::Task& task,
-                     const std::vector<tuner::PastMeasurement>& past, const std::string& note);
+                     const std::vector<PastMeasurement>& past, const std::string& note);
 
 // Replays a landscape: costs are flop / recorded throughput; a config that is not in the
 // landscape is a kUnknown error (the restricted task never proposes one).
-class ReplayMeasurer final : public tuner::Measurer {
+class ReplayMeasurer final : public Measurer {
  public:
   ReplayMeasurer(const Landscape& landscape, double flop) : landscape_(landscape), flop_(flop) {}
-  std::vector<tuner::MeasureResult> measure(
-      const std::vector<tuner::MeasureInput>& inputs) override;
+  std::vector<MeasureResult> measure(
+      const std::vector<MeasureInput>& inputs) override;
 
  private:
   const Landscape& landscape_;
   double flop_;
 };
 
-}  // namespace ktune::bench
+}  // namespace ktune::tuner
