@@ -189,7 +189,8 @@ void add_server(CLI::App& app) {
   cmd->add_option("--db", s.db_path, "The tuning log the server owns (SQLite)")
       ->capture_default_str();
   cmd->add_option("--token-file", s.token_file,
-                  "Lines 'worker: TOKEN' and 'client: TOKEN' (each >= 16 chars)")
+                  "Lines 'worker: TOKEN', 'admin: TOKEN' and 'client NAME: TOKEN' (each token "
+                  ">= 16 chars; an older file's 'client: TOKEN' is the admin's)")
       ->check(CLI::ExistingFile);
   cmd->add_flag(
       "--allow-readable-token", s.allow_readable_token,
@@ -208,6 +209,11 @@ void add_server(CLI::App& app) {
   cmd->add_option("--metrics-port", s.metrics_port,
                   "Serve Prometheus metrics at http://HOST:PORT/metrics (0 = any free port)")
       ->check(CLI::Range(0, 65535));
+  cmd->add_option("--max-jobs-per-minute", s.max_jobs_per_minute,
+                  "Job submissions a client may make a minute (a burst of that many, then one "
+                  "every 60/N s; 0 = no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
   cmd->add_option("--deadline-margin", s.deadline_margin_s,
                   "A candidate's deadline on a worker: its build and run timeouts plus this, s "
                   "(then the worker is lost and the candidate requeued)")

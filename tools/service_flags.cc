@@ -15,7 +15,8 @@ CLI::Option* add_client_flags(CLI::App* cmd, rpc_runner::ServiceClientOptions& o
   CLI::Option* server = cmd->add_option("--server", options.server, "The tuning server, HOST:PORT");
   if (required) server->required();
   cmd->add_option("--token-file", options.token_file,
-                  "File with the client token (a bare token, or the server's token file)")
+                  "File with a client's or the admin's token (a bare token, the client's "
+                  "'client NAME: TOKEN' line, or the server's token file)")
       ->check(CLI::ExistingFile);
   cmd->add_flag(
       "--allow-readable-token", options.allow_readable_token,
@@ -36,7 +37,7 @@ std::string job_owner() {
 void print_jobs(std::ostream& out, const std::vector<rpc_runner::JobStatus>& jobs) {
   out << std::left << std::setw(5) << "id" << std::setw(11) << "state" << std::setw(14) << "trials"
       << std::setw(12) << "best GF/s" << std::setw(9) << "devices" << std::setw(5) << "prio"
-      << std::setw(14) << "key"
+      << std::setw(14) << "key" << std::setw(10) << "client"
       << "workload\n";
   for (const auto& j : jobs) {
     std::ostringstream trials, best, devices;
@@ -45,7 +46,8 @@ void print_jobs(std::ostream& out, const std::vector<rpc_runner::JobStatus>& job
     devices << j.measuring << "/" << j.devices;
     out << std::setw(5) << j.id << std::setw(11) << j.state << std::setw(14) << trials.str()
         << std::setw(12) << (j.best_gflops > 0 ? best.str() : "-") << std::setw(9) << devices.str()
-        << std::setw(5) << j.priority << std::setw(14) << j.device_key << j.workload << "\n";
+        << std::setw(5) << j.priority << std::setw(14) << j.device_key << std::setw(10)
+        << (j.client.empty() ? "-" : j.client) << j.workload << "\n";
     if (!j.message.empty() && j.state != tuning_db::JobState::kDone)
       out << "     " << j.message << "\n";
   }
@@ -64,6 +66,7 @@ nlohmann::json to_json(const rpc_runner::JobStatus& j) {
           {"measuring", j.measuring},
           {"priority", j.priority},
           {"owner", j.owner},
+          {"client", j.client},
           {"message", j.message},
           {"tuner", j.tuner},
           {"created_at", j.created_at},

@@ -31,6 +31,8 @@ tuning_db::Record make_record(const schedule_space::Task& task,
   r.ktune_version = context.ktune_version;
   r.run_id = context.run_id;
   r.emulated = result.emulated || context.emulated;
+  r.client = context.client;
+  r.worker = result.worker;
   return r;
 }
 

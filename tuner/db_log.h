@@ -19,10 +19,11 @@ struct RecordContext {
   std::string ktune_version;
   int64_t run_id = 0;     // Database::begin_run id of this run; 0 = none
   bool emulated = false;  // every record is marked emulated (else as each result says)
+  std::string client;     // the tuning server's client whose job it is; "" = none
 };
 
-// Returns the record of one measurement (emulated when the result or the context is). batch is
-// the batch number within the run.
+// Returns the record of one measurement (emulated when the result or the context is; the
+// context's client, the result's worker). batch is the batch number within the run.
 tuning_db::Record make_record(const schedule_space::Task& task,
                               const schedule_space::Config& config, const MeasureResult& result,
                               const RecordContext& context, int64_t batch);

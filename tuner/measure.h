@@ -37,6 +37,9 @@ struct MeasureResult {
   // never served as a real timing. A session whose whole measurer is emulated says so once
   // instead (SessionOptions::emulated); a measurer over mixed devices marks each result.
   bool emulated = false;
+  // The device that measured it when the measurer has several (a tuning server's worker id, e.g.
+  // "w3"); "" = the measurer's only device. Kept in the record (tuning_db::Record::worker).
+  std::string worker;
 
   // Returns true when the candidate built, ran and matched the reference.
   bool ok() const { return !error.has_value() && !costs.empty(); }

@@ -62,7 +62,8 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   // the best this run reported even when that best was the fallback.
   void set_fallback(const MeasureResult& r) {
     log_fallback(db_, task_, r,
-                 RecordContext{target_, options_.device_key, "", kVersion, 0, options_.emulated});
+                 RecordContext{target_, options_.device_key, "", kVersion, 0, options_.emulated,
+                               options_.client});
     if (!r.ok()) return;
     fallback_ = r.mean_cost();
     best_ = std::min(best_, *fallback_);

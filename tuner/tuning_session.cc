@@ -201,6 +201,7 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
   context.ktune_version = kVersion;
   context.run_id = o.run_id;
   context.emulated = o.emulated;
+  context.client = o.client;
   std::unique_ptr<ModelRunLog> model_log;
   if (xgb != nullptr) {
     if (o.transfer) seed_from_history(db_, task_, target_, o, *xgb, tune_options.resume);

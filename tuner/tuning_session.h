@@ -35,6 +35,8 @@ struct SessionOptions {
   // (besides those whose MeasureResult::emulated is set), and resume, claims and transfer use
   // only emulated records; false: only real ones, so an emulated timing never shapes a real run.
   bool emulated = false;
+  // The tuning server's client whose job this run is, stored in every record ("" = none).
+  std::string client;
   int64_t run_id =
       0;  // 0: xgb begins a new run; otherwise records and model quality go to this run
   std::function<bool()> should_stop;  // polled before each batch; true ends the run (cancellation)

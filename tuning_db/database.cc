@@ -63,10 +63,15 @@ Database::Impl::Use Database::Impl::use(std::string_view sql) {
   auto it = statements.find(sql);
   if (it == statements.end()) {
     std::string text(sql);
-    if (!has_emulated) {
-      static constexpr std::string_view kColumn = "r.emulated";
-      for (size_t at = text.find(kColumn); at != std::string::npos; at = text.find(kColumn, at))
-        text.replace(at, kColumn.size(), "0");
+    // Columns an older log opened read-only lacks read as the value every record of it has.
+    auto replace = [&text](std::string_view column, std::string_view value) {
+      for (size_t at = text.find(column); at != std::string::npos; at = text.find(column, at))
+        text.replace(at, column.size(), value);
+    };
+    if (!has_emulated) replace("r.emulated", "0");
+    if (!has_tenants) {
+      replace("r.client", "''");
+      replace("r.worker", "''");
     }
     it = statements.emplace(std::string(sql), std::make_unique<sql::Statement>(conn, text)).first;
   }
@@ -198,8 +203,9 @@ int64_t Database::Impl::insert(const Record& r, double created_at) {
   auto s = use(
       "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
       "mean_cost, gflops, all_cost, error_kind, error_msg, tuner, batch, measured_at, "
-      "created_at, ktune_version, run_id, emulated) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+      "created_at, ktune_version, run_id, emulated, client, worker) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+      "?19, ?20)");
   s->bind(1, workload).bind(2, target).bind(3, device).bind(4, r.config_index);
   s->bind(5, r.config.dump()).bind(6, costs_json(r.costs));
   // Failed records keep a NULL mean cost: they are outside the best-record index.
@@ -218,6 +224,7 @@ int64_t Database::Impl::insert(const Record& r, double created_at) {
     s->bind_null(17);
   }
   s->bind(18, int64_t{r.emulated});
+  s->bind(19, r.client).bind(20, r.worker);
   s->run();
   return conn.last_insert_rowid();
 }
@@ -245,6 +252,8 @@ Record Database::Impl::read_record(const sql::Statement& s) {
   r.ktune_version = s.column_text(17);
   r.run_id = s.is_null(18) ? 0 : s.column_int(18);
   r.emulated = s.column_int(19) != 0;
+  r.client = s.column_text(20);
+  r.worker = s.column_text(21);
   return r;
 }
 
@@ -326,6 +335,7 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
     impl->conn = open_for_reading(path, options);
     impl->opened_version = static_cast<int>(impl->conn.query_int("PRAGMA user_version"));
     impl->has_emulated = impl->opened_version >= kEmulatedSchemaVersion;
+    impl->has_tenants = impl->opened_version >= kTenantsSchemaVersion;
     return Database(std::move(impl));
   }
   impl->conn = sql::Connection::open(path, options.create);
@@ -510,7 +520,7 @@ std::vector<Record> Database::history(std::string_view template_name, const Targ
     auto s = impl_->use(
         "SELECT r.id, w.key, w.template, w.args, w.flop, t.target, t.llvm_version, d.key, "
         "r.config_index, r.config, r.costs, r.all_cost, r.error_kind, r.error_msg, r.tuner, "
-        "r.batch, r.measured_at, r.ktune_version, r.run_id, r.emulated "
+        "r.batch, r.measured_at, r.ktune_version, r.run_id, r.emulated, r.client, r.worker "
         "FROM workloads w CROSS JOIN records r CROSS JOIN targets t CROSS JOIN devices d "
         "WHERE w.template = ?1 AND r.workload_id = w.id AND r.target_id = ?2 AND r.emulated = ?4 "
         "AND t.id = r.target_id AND d.id = r.device_id ORDER BY r.id DESC LIMIT ?3");

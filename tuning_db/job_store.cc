@@ -22,8 +22,7 @@ constexpr std::array<std::pair<JobState, std::string_view>, 5> kStates = {{
 
 constexpr std::string_view kJobColumns =
     "SELECT id, spec, device_key, priority, owner, state, run_id, target, message, summary, "
-    "created_at, "
-    "updated_at, finished_at FROM jobs ";
+    "created_at, updated_at, finished_at, client FROM jobs ";
 
 JobRow read_job(const sql::Statement& s) {
   JobRow j;
@@ -41,6 +40,7 @@ JobRow read_job(const sql::Statement& s) {
   j.created_at = s.column_double(10);
   j.updated_at = s.column_double(11);
   if (!s.is_null(12)) j.finished_at = s.column_double(12);
+  j.client = s.column_text(13);
   return j;
 }
 
@@ -70,8 +70,8 @@ int64_t JobStore::add(const JobRow& job) {
   if (job.device_key.empty()) throw Error(ErrorKind::kInvalidArgument, "a job needs a device key");
   auto s = impl_.use(
       "INSERT INTO jobs(spec, device_key, priority, owner, state, run_id, target, message, "
-      "summary, created_at, "
-      "updated_at, finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)");
+      "summary, created_at, updated_at, finished_at, client) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)");
   const double now = now_seconds();
   s->bind(1, job.spec.dump())
       .bind(2, job.device_key)
@@ -87,6 +87,7 @@ int64_t JobStore::add(const JobRow& job) {
     s->bind(11, now);
   else
     s->bind_null(11);
+  s->bind(12, job.client);
   s->run();
   return impl_.conn.last_insert_rowid();
 }

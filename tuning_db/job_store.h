@@ -32,7 +32,8 @@ struct JobRow {
   nlohmann::json spec = nlohmann::json::object();  // as submitted
   std::string device_key;
   int priority = 1;
-  std::string owner;
+  std::string owner;   // free text the client gave, e.g. user@host
+  std::string client;  // the client it belongs to: its name in the server's token file
   JobState state = JobState::kQueued;
   int64_t run_id = 0;                     // the run its records carry; 0 = none yet
   std::string target;                     // resolved from its devices; "" = not yet

@@ -67,6 +67,8 @@ json to_json(const Record& r) {
                {"batch", r.batch},
                {"ktune", r.ktune_version}};
   if (r.emulated) meta["emulated"] = true;
+  if (!r.client.empty()) meta["client"] = r.client;
+  if (!r.worker.empty()) meta["worker"] = r.worker;
   std::string error = r.error ? std::string(to_string(*r.error)) : std::string();
   return json{{"input", json::array({r.target.target, r.workload_key, r.args})},
               {"config", r.config},
@@ -132,6 +134,8 @@ Record from_json(const json& line) {
   r.batch = integer_of(meta.value("batch", json(0)), "meta.batch");
   r.ktune_version = string_of(meta.value("ktune", json("")), "meta.ktune");
   r.emulated = bool_of(meta.value("emulated", json(false)), "meta.emulated");
+  r.client = string_of(meta.value("client", json("")), "meta.client");
+  r.worker = string_of(meta.value("worker", json("")), "meta.worker");
   return r;
 }
 

@@ -56,6 +56,11 @@ struct Record {
   // the timings say nothing about the real device, so best/top_k pass over the record unless
   // asked (RecordQuery::include_emulated), and resume and transfer keep real and emulated apart.
   bool emulated = false;
+  // Who and what measured it on a tuning server: the client whose job it was (its name in the
+  // server's token file) and the worker id of the device (e.g. "w3"); "" = not known (a local
+  // run, a server without named clients, a record of an older log).
+  std::string client;
+  std::string worker;
 
   bool ok() const { return !error.has_value(); }
   // Mean of `costs`; returns +inf when there is none (a failure).
@@ -70,10 +75,12 @@ struct Record {
 //  "meta": {"template", "llvm", "device", "flop", "error_msg", "tuner", "batch", "ktune"}}
 // where error is "" for success, else to_string(ErrorKind). An emulated record is written as
 // version 2 with "meta": {..., "emulated": true}; a real one as version 1 without the field.
+// meta.client and meta.worker are written when known (older builds ignore them).
 nlohmann::json to_json(const Record& record);
 // The same, serialized on one line (no trailing newline).
 std::string to_json_line(const Record& record);
-// Parses one record object (version 1 or 2; meta.emulated, a boolean, absent = false).
+// Parses one record object (version 1 or 2; meta.emulated, a boolean, absent = false;
+// meta.client and meta.worker, strings, absent = "").
 // Returns the record; throws Error(kInvalidArgument) naming the first field that is missing or
 // of the wrong type.
 Record from_json(const nlohmann::json& line);

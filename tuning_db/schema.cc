@@ -1,6 +1,7 @@
 // The tuning log's schema: version 1 (the log itself), version 2 (tuning-run telemetry),
-// version 3 (the tuning server's jobs), version 4 (claims of configs being measured) and
-// version 5 (records and claims of emulated devices told apart).
+// version 3 (the tuning server's jobs), version 4 (claims of configs being measured),
+// version 5 (records and claims of emulated devices told apart) and version 6 (tenants: the
+// client of every job and record, the worker of every record).
 #include "tuning_db/schema.h"
 
 #include <spdlog/spdlog.h>
@@ -145,6 +146,14 @@ INSERT INTO claims_v5(workload_key, target, emulated, config_index, owner, host,
 DROP TABLE claims;
 ALTER TABLE claims_v5 RENAME TO claims;
 CREATE INDEX claims_by_owner ON claims(owner);
+)sql",
+    // 5 -> 6, tenants: a job belongs to the client that submitted it (its name in the server's
+    // token file), and a record keeps that client and the worker that measured it. What was
+    // logged before names neither ('').
+    R"sql(
+ALTER TABLE jobs ADD COLUMN client TEXT NOT NULL DEFAULT '';
+ALTER TABLE records ADD COLUMN client TEXT NOT NULL DEFAULT '';
+ALTER TABLE records ADD COLUMN worker TEXT NOT NULL DEFAULT '';
 )sql",
 };
 

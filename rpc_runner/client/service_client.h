@@ -16,7 +16,7 @@ namespace ktune::rpc_runner {
 
 struct ServiceClientOptions {
   std::string server;                 // "host:port"
-  std::string token_file;             // the client token ("" = none)
+  std::string token_file;             // a client's or the admin's token ("" = none)
   bool allow_readable_token = false;  // accept a token file group or others may read
   std::string tls_ca_file;            // PEM of the CA of the server's certificate ("" = plaintext)
   double timeout_s = 10;              // each unary call

@@ -3,8 +3,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
@@ -89,30 +92,68 @@ void check_token(const std::string& token, const std::string& path, int line) {
     throw Error(ErrorKind::kInvalidArgument, where + "a token must not contain whitespace");
 }
 
-// Parses "worker: T" / "client: T" lines. Returns the two tokens (either may be missing).
-std::pair<std::string, std::string> role_tokens(
-    const std::vector<std::pair<int, std::string>>& lines, const std::string& path,
-    bool require_both) {
-  std::string worker, client;
+constexpr size_t kMaxClientName = 64;
+
+// Throws Error(kInvalidArgument) unless `name` is a client name: what logs and job lists show.
+void check_client_name(const std::string& name, const std::string& where) {
+  const bool ok =
+      !name.empty() && name.size() <= kMaxClientName &&
+      std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+      });
+  if (!ok)
+    throw Error(ErrorKind::kInvalidArgument, where + "a client name is 1 to " +
+                                                 std::to_string(kMaxClientName) +
+                                                 " letters, digits, '.', '_' or '-'");
+  if (name == kAdminName)
+    throw Error(ErrorKind::kInvalidArgument,
+                where + "'admin' is not a client name: write 'admin: TOKEN' for the admin");
+}
+
+// The roles of a token file's lines ("worker: T", "admin: T", "client NAME: T", "client: T").
+struct TokenRoles {
+  std::string worker;
+  std::string admin;
+  std::vector<ClientToken> clients;
+};
+
+TokenRoles parse_roles(const std::vector<std::pair<int, std::string>>& lines,
+                       const std::string& path) {
+  TokenRoles roles;
+  std::map<std::string, int> lines_of_tokens;  // token -> its line, to refuse a shared token
   for (const auto& [n, line] : lines) {
+    const std::string where = path + ":" + std::to_string(n) + ": ";
     const auto colon = line.find(':');
     const std::string role = colon == std::string::npos ? "" : trim(line.substr(0, colon));
-    const std::string where = path + ":" + std::to_string(n) + ": ";
-    if (role != "worker" && role != "client")
+    const std::string token = colon == std::string::npos ? "" : trim(line.substr(colon + 1));
+    if (role == "worker" || role == "admin" || role == "client") {
+      std::string& slot = role == "worker" ? roles.worker : roles.admin;
+      if (!slot.empty())
+        throw Error(
+            ErrorKind::kInvalidArgument,
+            where + (role == "worker" ? std::string("a second worker token")
+                                      : std::string("a second admin token (a 'client: TOKEN' line "
+                                                    "without a name is the admin's)")));
+      slot = token;
+    } else if (role.rfind("client", 0) == 0 && role.size() > 6 &&
+               (role[6] == ' ' || role[6] == '\t')) {
+      const std::string name = trim(role.substr(6));
+      check_client_name(name, where);
+      for (const ClientToken& c : roles.clients)
+        if (c.name == name)
+          throw Error(ErrorKind::kInvalidArgument, where + "a second client named " + name);
+      roles.clients.push_back({name, token});
+    } else {
       throw Error(ErrorKind::kInvalidArgument,
-                  where + "expected 'worker: TOKEN' or 'client: TOKEN'");
-    std::string& slot = role == "worker" ? worker : client;
-    if (!slot.empty())
-      throw Error(ErrorKind::kInvalidArgument, where + "a second " + role + " token");
-    slot = trim(line.substr(colon + 1));
-    check_token(slot, path, n);
+                  where + "expected 'worker: TOKEN', 'admin: TOKEN' or 'client NAME: TOKEN'");
+    }
+    check_token(token, path, n);
+    if (const auto [it, fresh] = lines_of_tokens.emplace(token, n); !fresh)
+      throw Error(ErrorKind::kInvalidArgument,
+                  where + "the token of line " + std::to_string(it->second) +
+                      " again: every role and client needs its own token");
   }
-  if (require_both && (worker.empty() || client.empty()))
-    throw Error(ErrorKind::kInvalidArgument,
-                path + ": needs both a 'worker: TOKEN' and a 'client: TOKEN' line");
-  if (!worker.empty() && worker == client)
-    throw Error(ErrorKind::kInvalidArgument, path + ": the worker and client tokens must differ");
-  return {worker, client};
+  return roles;
 }
 
 bool equal_constant_time(std::string_view a, std::string_view b) {
@@ -126,12 +167,25 @@ bool equal_constant_time(std::string_view a, std::string_view b) {
 
 const char* to_string(Role role) { return role == Role::kWorker ? "worker" : "client"; }
 
+std::string Caller::label() const {
+  if (name.empty()) return peer;
+  return (admin ? std::string(name) : "client " + name) + " (" + peer + ")";
+}
+
 ServerSecurity load_server_security(const std::string& token_file, const std::string& tls_cert_file,
                                     const std::string& tls_key_file, bool allow_readable_token) {
   ServerSecurity s;
-  if (!token_file.empty())
-    std::tie(s.worker_token, s.client_token) =
-        role_tokens(token_lines(token_file, allow_readable_token), token_file, true);
+  if (!token_file.empty()) {
+    TokenRoles roles = parse_roles(token_lines(token_file, allow_readable_token), token_file);
+    if (roles.worker.empty() || (roles.admin.empty() && roles.clients.empty()))
+      throw Error(ErrorKind::kInvalidArgument,
+                  token_file +
+                      ": needs a 'worker: TOKEN' line and an 'admin: TOKEN' or 'client NAME: "
+                      "TOKEN' line");
+    s.worker_token = std::move(roles.worker);
+    s.admin_token = std::move(roles.admin);
+    s.clients = std::move(roles.clients);
+  }
   if (tls_cert_file.empty() != tls_key_file.empty())
     throw Error(ErrorKind::kInvalidArgument,
                 "TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
@@ -153,11 +207,22 @@ ClientSecurity load_client_security(const std::string& token_file, const std::st
       s.token = lines[0].second;
       check_token(s.token, token_file, lines[0].first);
     } else {
-      auto [worker, client] = role_tokens(lines, token_file, false);
-      s.token = role == Role::kWorker ? worker : client;
-      if (s.token.empty())
+      const TokenRoles roles = parse_roles(lines, token_file);
+      if (role == Role::kWorker) {
+        s.token = roles.worker;
+        if (s.token.empty())
+          throw Error(ErrorKind::kInvalidArgument, token_file + ": no 'worker: TOKEN' line");
+      } else if (!roles.admin.empty()) {
+        s.token = roles.admin;
+      } else if (roles.clients.size() == 1) {
+        s.token = roles.clients.front().token;
+      } else {
         throw Error(ErrorKind::kInvalidArgument,
-                    token_file + ": no '" + to_string(role) + ": TOKEN' line");
+                    token_file + (roles.clients.empty()
+                                      ? ": no 'admin: TOKEN' or 'client NAME: TOKEN' line"
+                                      : ": several clients and no admin: give a client a file "
+                                        "of its own token"));
+      }
     }
   }
   if (!tls_ca_file.empty()) {
@@ -199,10 +264,29 @@ void attach_token(grpc::ClientContext& context, const ClientSecurity& security) 
 }
 
 grpc::Status authorize(const grpc::ServerContextBase& context, Role role,
-                       const ServerSecurity& security, std::string_view rpc) {
-  const std::string& expected =
-      role == Role::kWorker ? security.worker_token : security.client_token;
-  if (expected.empty()) return grpc::Status::OK;
+                       const ServerSecurity& security, std::string_view rpc, Caller* caller) {
+  // The role's callers; a client call may be the admin's or a named client's.
+  std::vector<Caller> callers;
+  std::vector<std::string_view> tokens;
+  if (role == Role::kWorker) {
+    if (!security.worker_token.empty()) {
+      callers.push_back({"", false, ""});
+      tokens.push_back(security.worker_token);
+    }
+  } else {
+    if (!security.admin_token.empty()) {
+      callers.push_back({std::string(kAdminName), true, ""});
+      tokens.push_back(security.admin_token);
+    }
+    for (const ClientToken& c : security.clients) {
+      callers.push_back({c.name, false, ""});
+      tokens.push_back(c.token);
+    }
+  }
+  if (tokens.empty()) {  // no tokens: everyone is everyone's admin, as one user's server is
+    if (caller) *caller = {"", true, context.peer()};
+    return grpc::Status::OK;
+  }
   const auto& metadata = context.client_metadata();
   const auto it = metadata.find("authorization");
   std::string reason;
@@ -214,7 +298,17 @@ grpc::Status authorize(const grpc::ServerContextBase& context, Role role,
     const std::string_view prefix = "Bearer ";
     const std::string_view given =
         value.substr(0, prefix.size()) == prefix ? value.substr(prefix.size()) : "";
-    if (equal_constant_time(given, expected)) return grpc::Status::OK;
+    // Every token is compared, so the time does not tell which one (or how many) came close.
+    size_t match = tokens.size();
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if (equal_constant_time(given, tokens[i])) match = i;
+    if (match < tokens.size()) {
+      if (caller) {
+        *caller = std::move(callers[match]);
+        caller->peer = context.peer();
+      }
+      return grpc::Status::OK;
+    }
     reason = std::string("wrong ") + to_string(role) + " token";
   }
   spdlog::warn("refused {} from {}: {}", rpc, context.peer(), reason);
@@ -270,6 +364,8 @@ Error status_error(const grpc::Status& status, const std::string& address, std::
       return Error(ErrorKind::kInvalidArgument, detail);
     case grpc::StatusCode::FAILED_PRECONDITION:
       return Error(ErrorKind::kUnsupported, detail);
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return Error(ErrorKind::kIo, server + " refused to " + std::string(what) + ": " + detail);
     default:
       return Error(ErrorKind::kIo, server + " could not " + std::string(what) + ": " + detail);
   }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "support/error.h"
 
@@ -16,22 +17,51 @@ namespace ktune::rpc_runner {
 enum class Role { kWorker, kClient };
 const char* to_string(Role role);
 
-struct ServerSecurity {
-  std::string worker_token;  // "" = workers attach without a token
-  std::string client_token;  // "" = clients call without a token
-  std::string tls_cert_pem;  // both empty = plaintext
-  std::string tls_key_pem;
-  bool tls() const { return !tls_cert_pem.empty(); }
-  bool authenticates() const { return !worker_token.empty() || !client_token.empty(); }
+// A named client of the server ("client NAME: TOKEN" in its token file).
+struct ClientToken {
+  std::string name;
+  std::string token;
 };
 
-// Reads a server token file (lines "worker: TOKEN" and "client: TOKEN"; blank lines and lines
-// starting with # ignored; a leading UTF-8 byte order mark ignored) and the PEM files. token_file
-// "" = no tokens; cert and key "" = no TLS. Throws Error(kIo) when a file cannot be read,
-// Error(kInvalidArgument) naming the file (and line) for a token file group or others may access
-// (unless allow_readable_token, as ssh refuses such a key), an unknown or repeated role, a missing
-// role, a token shorter than 16 characters or with whitespace, equal worker and client tokens, a
-// certificate without a key or the reverse, a certificate or key file that is not PEM.
+struct ServerSecurity {
+  std::string worker_token;  // "" = workers attach without a token
+  // The admin (sees and cancels every job); "" = none. The token of the older format's
+  // "client: TOKEN" line is the admin's.
+  std::string admin_token;
+  std::vector<ClientToken> clients;  // each sees and cancels its own jobs only
+  std::string tls_cert_pem;          // both empty = plaintext
+  std::string tls_key_pem;
+  bool tls() const { return !tls_cert_pem.empty(); }
+  bool authenticates() const {
+    return !worker_token.empty() || !admin_token.empty() || !clients.empty();
+  }
+};
+
+// The name the admin has in logs and as the client of its jobs.
+inline constexpr std::string_view kAdminName = "admin";
+
+// Who made a client call, as authorize() found it.
+struct Caller {
+  std::string name;    // the client's name, kAdminName, or "" on a server without client tokens
+  bool admin = false;  // sees and cancels every job (so does everyone without client tokens)
+  std::string peer;    // the network address
+  // "client alice (PEER)", "admin (PEER)", or the address alone: what the server's log names.
+  std::string label() const;
+};
+
+// Reads a server token file and the PEM files. A token file has one role a line:
+//   worker: TOKEN          the device workers' token (required)
+//   admin: TOKEN           the admin
+//   client NAME: TOKEN     a client (NAME: letters, digits, '.', '_', '-'; at most 64)
+//   client: TOKEN          the older format's client token, which is the admin's
+// at least one admin or client line; blank lines and lines starting with # ignored; a leading
+// UTF-8 byte order mark ignored. token_file "" = no tokens; cert and key "" = no TLS. Throws
+// Error(kIo) when a file cannot be read, Error(kInvalidArgument) naming the file (and line) for a
+// token file group or others may access (unless allow_readable_token, as ssh refuses such a key),
+// an unknown role, a repeated role or client name (the older "client:" line and "admin:" count as
+// one role), a bad or reserved client name ("admin"), a missing role, a token shorter than 16
+// characters or with whitespace, two lines with one token, a certificate without a key or the
+// reverse, a certificate or key file that is not PEM.
 ServerSecurity load_server_security(const std::string& token_file, const std::string& tls_cert_file,
                                     const std::string& tls_key_file,
                                     bool allow_readable_token = false);
@@ -41,9 +71,11 @@ struct ClientSecurity {
   std::string tls_ca_pem;  // "" = plaintext
 };
 
-// Reads a worker's or client's token file: a file holding just the token (one line), or a server
-// token file, of which the line of `role` is used. tls_ca_file "" = plaintext. Throws as above
-// (a CA file that is not a PEM certificate included).
+// Reads a worker's or client's token file: a file holding just the token (one line), or lines of
+// a server token file, of which this is used: for a worker, its "worker:" line; for a client, the
+// admin's line when there is one, else the one "client NAME:" line. tls_ca_file "" = plaintext.
+// Throws as above (a CA file that is not a PEM certificate included; a file without the line,
+// or with several client lines and no admin line).
 ClientSecurity load_client_security(const std::string& token_file, const std::string& tls_ca_file,
                                     Role role, bool allow_readable_token = false);
 
@@ -59,11 +91,13 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
 // Puts the token in the call's metadata ("authorization: Bearer TOKEN") when there is one.
 void attach_token(grpc::ClientContext& context, const ClientSecurity& security);
 
-// Checks the call's token against the role's (constant-time). Returns OK when the role needs no
-// token or it matches; otherwise UNAUTHENTICATED with a message a client prints as is, after one
-// warning line in the server's log naming the peer, the call and the reason.
+// Checks the call's token against the role's (constant-time: every token of the role is
+// compared in full). Returns OK when the role needs no token or one matches, and then fills
+// `caller` (may be null) with who it is; otherwise UNAUTHENTICATED with a message a client prints
+// as is, after one warning line in the server's log naming the peer, the call and the reason.
 grpc::Status authorize(const grpc::ServerContextBase& context, Role role,
-                       const ServerSecurity& security, std::string_view rpc);
+                       const ServerSecurity& security, std::string_view rpc,
+                       Caller* caller = nullptr);
 
 // Why a call failed for TLS reasons, judged from its status: a server certificate the CA does not
 // verify, TLS against a plaintext server, a failed handshake (certain), or, for a plaintext call
@@ -77,8 +111,9 @@ TlsFailure tls_failure(const grpc::Status& status, bool uses_tls);
 
 // One clear line for a failed call to the server at `address` doing `what` ("submit the job"):
 // unreachable (with a hint when TLS is on one side only), refused (token), not answering in
-// time, or the server's own message. Kinds: kIo (unreachable, deadline), kInvalidArgument
-// (refused, bad request), kNotFound, kUnsupported (failed precondition), kIo otherwise.
+// time, a request over the client's rate limit, or the server's own message. Kinds: kIo
+// (unreachable, deadline, rate limit), kInvalidArgument (refused, bad request), kNotFound,
+// kUnsupported (failed precondition), kIo otherwise.
 Error status_error(const grpc::Status& status, const std::string& address, std::string_view what);
 
 }  // namespace ktune::rpc_runner

@@ -70,6 +70,7 @@ struct JobStatus {
   int measuring = 0;  // this job's candidates on devices now
   int priority = 1;
   std::string owner;
+  std::string client;   // the client it belongs to (token file name); "" = none
   std::string message;  // why it waits, or why it failed
   std::string tuner;
   double created_at = 0;

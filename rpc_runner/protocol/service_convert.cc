@@ -110,6 +110,7 @@ void to_proto(const JobStatus& s, rpc::JobInfo* out) {
   out->set_measuring(s.measuring);
   out->set_priority(s.priority);
   out->set_owner(s.owner);
+  out->set_client(s.client);
   out->set_message(s.message);
   out->set_tuner(s.tuner);
   out->set_created_at(s.created_at);
@@ -130,6 +131,7 @@ JobStatus from_proto(const rpc::JobInfo& in) {
   s.measuring = in.measuring();
   s.priority = in.priority();
   s.owner = in.owner();
+  s.client = in.client();
   s.message = in.message();
   s.tuner = in.tuner();
   s.created_at = in.created_at();

@@ -152,6 +152,7 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(
             result.error_message = "refused from worker " + w.worker_id + ": " + checked.refusal;
           }
           result.emulated = w.emulated;  // an emulator's timing is never served as the device's
+          result.worker = w.worker_id;
           if (result.error == ErrorKind::kUnsupported)
             result.error_message = "worker " + w.worker_id + " (key " + w.key + ", target '" +
                                    w.target + "') cannot run this task: " + result.error_message;

@@ -53,6 +53,10 @@ FleetMeasurerOptions fleet_options(const JobSpec& spec) {
 }
 }  // namespace
 
+Error unknown_job(uint64_t id) {
+  return Error(ErrorKind::kNotFound, "no job " + std::to_string(id));
+}
+
 JobManager::JobManager(std::string db_path, DevicePool& pool, ServerMetrics* metrics)
     : db_path_(std::move(db_path)),
       pool_(pool),
@@ -89,6 +93,7 @@ JobManager::JobManager(std::string db_path, DevicePool& pool, ServerMetrics* met
     s.best_gflops = best_of(row.summary);
     s.priority = row.priority;
     s.owner = row.owner;
+    s.client = row.client;
     s.message = row.message;
     s.tuner = job->spec.session.tuner;
     s.created_at = row.created_at;
@@ -112,7 +117,7 @@ size_t JobManager::resume_unfinished() {
   return n;
 }
 
-JobStatus JobManager::submit(const JobSpec& spec) {
+JobStatus JobManager::submit(const JobSpec& spec, const std::string& client) {
   spec.validate();
   if (stopping_) throw Error(ErrorKind::kUnsupported, "the server is shutting down");
   tuning_db::JobRow row;
@@ -120,6 +125,7 @@ JobStatus JobManager::submit(const JobSpec& spec) {
   row.device_key = spec.session.device_key;
   row.priority = spec.priority;
   row.owner = spec.owner;
+  row.client = client;
   row.state = tuning_db::JobState::kQueued;
   int64_t id;
   {
@@ -138,11 +144,13 @@ JobStatus JobManager::submit(const JobSpec& spec) {
   s.trials = spec.session.trials;
   s.priority = spec.priority;
   s.owner = spec.owner;
+  s.client = client;
   s.tuner = spec.session.tuner;
   s.created_at = static_cast<double>(std::time(nullptr));
-  spdlog::info("job {} submitted by {}: {} on key {}, {} trials ({})", id,
-               spec.owner.empty() ? "?" : spec.owner, s.workload, spec.session.device_key,
-               spec.session.trials, spec.session.tuner);
+  spdlog::info("job {} submitted by {}{}: {} on key {}, {} trials ({})", id,
+               spec.owner.empty() ? "?" : spec.owner,
+               client.empty() ? "" : " (client " + client + ")", s.workload,
+               spec.session.device_key, spec.session.trials, spec.session.tuner);
   std::lock_guard lock(mu_);
   Job* j = job.get();
   jobs_.emplace(s.id, std::move(job));
@@ -168,7 +176,7 @@ std::vector<JobStatus> JobManager::list(bool all) {
 JobStatus JobManager::cancel(uint64_t id) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) throw Error(ErrorKind::kNotFound, "no job " + std::to_string(id));
+  if (it == jobs_.end()) throw unknown_job(id);
   Job& job = *it->second;
   if (!job.status.finished()) {
     job.cancel = true;
@@ -180,7 +188,7 @@ JobStatus JobManager::cancel(uint64_t id) {
 uint64_t JobManager::subscribe(uint64_t id, Listener listener) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) throw Error(ErrorKind::kNotFound, "no job " + std::to_string(id));
+  if (it == jobs_.end()) throw unknown_job(id);
   Job& job = *it->second;
   const uint64_t token = next_token_++;
   JobEvent now{live_status(job), std::nullopt, job.summary_json, job.model_report};
@@ -295,7 +303,7 @@ void JobManager::run_session(Job& job) {
   }
   if (!begin_measuring(job, done_before)) return;
   FleetMeasurer measurer(pool_, id, spec.session.device_key, fleet_options(spec), stop);
-  tuner::SessionOptions options = session_options(spec, stop);
+  tuner::SessionOptions options = session_options(job, stop);
   options.trials = spec.session.trials - done_before;
   options.run_id = job.run_id;
   tuner::TuningSession session(task, db, measurer, target_key, options);
@@ -336,9 +344,11 @@ bool JobManager::begin_measuring(Job& job, uint64_t done_before) {
   return true;
 }
 
-tuner::SessionOptions JobManager::session_options(const JobSpec& spec,
+tuner::SessionOptions JobManager::session_options(const Job& job,
                                                   const std::function<bool()>& stop) const {
+  const JobSpec& spec = job.spec;
   tuner::SessionOptions options = spec.session;
+  options.client = job.status.client;  // set at submit, never changed: read without mu_
   // Emulated devices (qemu) resume from, learn from and write emulated records only; a result
   // of an emulated worker is marked emulated in any case (FleetMeasurer).
   options.emulated = pool_.all_emulated(spec.session.device_key);
@@ -375,7 +385,7 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
   if (!begin_measuring(job, done_before)) return;
   FleetMeasurer measurer(pool_, id, spec.session.device_key, fleet_options(spec), stop);
   const ModelJobResult result =
-      run_model_job(spec, traits, db, measurer, target, session_options(spec, stop), done_before,
+      run_model_job(spec, traits, db, measurer, target, session_options(job, stop), done_before,
                     [&](const nlohmann::json& r) {
                       const std::string text = r.dump();
                       {

@@ -24,6 +24,10 @@ namespace ktune::rpc_runner {
 
 class ServerMetrics;
 
+// The error for a job id the caller does not know: Error(kNotFound) "no job ID". Also what a
+// client gets for another client's job, so that an id tells nothing of others' jobs.
+Error unknown_job(uint64_t id);
+
 // Every job is a row of the log's jobs table (its spec, state, run id) and, while it is queued
 // or running, a thread here: it waits for a device of its key, resolves the target from the
 // device, and runs a tuner::TuningSession whose measurer is the fleet (FleetMeasurer), so the
@@ -48,9 +52,10 @@ class JobManager {
 
   // Starts a thread for every queued or running job of the log. Returns how many.
   size_t resume_unfinished();
-  // Validates and stores the job, and starts it. Returns its status. Throws
-  // Error(kInvalidArgument) for a bad spec (one line), Error(kDatabase).
-  JobStatus submit(const JobSpec& spec);
+  // Validates and stores the job as the client's (its name in the token file; "" = none; its
+  // records carry it), and starts it. Returns its status. Throws Error(kInvalidArgument) for a
+  // bad spec (one line), Error(kDatabase).
+  JobStatus submit(const JobSpec& spec, const std::string& client = "");
   // Returns the job's status, or nullopt for an unknown id.
   std::optional<JobStatus> status(uint64_t id);
   // Every job (all) or only the queued and running ones, by id.
@@ -81,8 +86,7 @@ class JobManager {
   // trial was measured before a restart.
   bool begin_measuring(Job& job, uint64_t done_before);
   // What every TuningSession of the job shares (not trials, run id).
-  tuner::SessionOptions session_options(const JobSpec& spec,
-                                        const std::function<bool()>& stop) const;
+  tuner::SessionOptions session_options(const Job& job, const std::function<bool()>& stop) const;
   // Stores state + message, updates the status and tells the listeners. Takes mu_.
   void set_state(Job& job, tuning_db::JobState state, const std::string& message);
   // Tells the job's listeners. Needs mu_.

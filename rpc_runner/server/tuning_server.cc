@@ -1,5 +1,6 @@
 // The tuning service on gRPC's callback API: worker streams feed the DevicePool, clients reach the
-// JobManager and the log. Every call is authorized by its role's token first.
+// JobManager and the log. Every call is authorized by its role's token first; a client's job
+// calls see its own jobs only.
 #include "rpc_runner/server/tuning_server.h"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -13,6 +14,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 #include <spdlog/spdlog.h>
 
@@ -24,6 +26,7 @@
 #include "rpc_runner/protocol/service_convert.h"
 #include "rpc_runner/server/device_pool.h"
 #include "rpc_runner/server/job_manager.h"
+#include "rpc_runner/server/rate_limiter.h"
 #include "rpc_runner/server/server_metrics.h"
 #include "support/error.h"
 #include "support/version.h"
@@ -40,7 +43,19 @@ namespace {
 constexpr size_t kExportChunk = 500;
 constexpr size_t kExportChunkBytes = size_t{4} << 20;
 
+// A call refused with a status that no ktune::Error kind maps to (a rate limit).
+class Refused : public std::exception {
+ public:
+  explicit Refused(grpc::Status status) : status_(std::move(status)) {}
+  const char* what() const noexcept override { return status_.error_message().c_str(); }
+  const grpc::Status& status() const { return status_; }
+
+ private:
+  grpc::Status status_;
+};
+
 grpc::Status to_status(const std::exception& e) {
+  if (const auto* refused = dynamic_cast<const Refused*>(&e)) return refused->status();
   if (const auto* err = dynamic_cast<const Error*>(&e)) {
     switch (err->kind()) {
       case ErrorKind::kInvalidArgument:
@@ -300,6 +315,7 @@ class TuningService final : public rpc::Tuning::CallbackService {
   TuningService(const TuningServerOptions& options, ServerSecurity security)
       : options_(options),
         security_(std::move(security)),
+        submissions_(options.max_jobs_per_minute),
         metrics_([this] { return snapshot(); }),
         pool_(options.worker_timeout_s, options.deadline_margin_s, &metrics_),
         jobs_(options.db_path, pool_, &metrics_),
@@ -343,7 +359,8 @@ class TuningService final : public rpc::Tuning::CallbackService {
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const rpc::JobSpec* request, rpc::JobInfo* reply) override {
-    return unary(context, "SubmitJob", [&] {
+    return unary(context, "SubmitJob", [&](const Caller& caller) {
+      limit_submissions(caller);
       if (request->protocol_version() != kProtocolVersion)
         throw Error(ErrorKind::kUnsupported,
                     "protocol version mismatch: the client speaks version " +
@@ -351,21 +368,29 @@ class TuningService final : public rpc::Tuning::CallbackService {
                         std::to_string(kProtocolVersion));
       JobSpec spec = from_proto(*request);
       if (spec.owner.empty()) spec.owner = context->peer();
-      to_proto(jobs_.submit(spec), reply);
+      to_proto(jobs_.submit(spec, caller.name), reply);
     });
   }
 
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
                                      const rpc::ListJobsRequest* request,
                                      rpc::ListJobsReply* reply) override {
-    return unary(context, "ListJobs", [&] {
-      for (const JobStatus& s : jobs_.list(request->all())) to_proto(s, reply->add_jobs());
+    return unary(context, "ListJobs", [&](const Caller& caller) {
+      for (const JobStatus& s : jobs_.list(request->all()))
+        if (caller.admin || s.client == caller.name) to_proto(s, reply->add_jobs());
     });
   }
 
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
                                       const rpc::JobRef* request, rpc::JobInfo* reply) override {
-    return unary(context, "CancelJob", [&] { to_proto(jobs_.cancel(request->id()), reply); });
+    return unary(context, "CancelJob", [&](const Caller& caller) {
+      const JobStatus job = visible_job(caller, request->id(), "CancelJob");
+      // The admin's hand on another client's job: the log says who did it.
+      if (caller.admin && !caller.name.empty() && job.client != caller.name)
+        spdlog::info("{} cancels job {} of {}", caller.label(), job.id,
+                     job.client.empty() ? "no named client" : "client " + job.client);
+      to_proto(jobs_.cancel(request->id()), reply);
+    });
   }
 
   grpc::ServerUnaryReactor* QueryBest(grpc::CallbackServerContext* context,
@@ -402,7 +427,16 @@ class TuningService final : public rpc::Tuning::CallbackService {
 
   grpc::ServerWriteReactor<rpc::JobEvent>* WatchJob(grpc::CallbackServerContext* context,
                                                     const rpc::JobRef* request) override {
-    return new WatchReactor(jobs_, request->id(), refusal(*context, Role::kClient, "WatchJob"));
+    Caller caller;
+    std::optional<grpc::Status> refused = refusal(*context, Role::kClient, "WatchJob", &caller);
+    if (!refused) {
+      try {
+        visible_job(caller, request->id(), "WatchJob");
+      } catch (const std::exception& e) {
+        refused = to_status(e);
+      }
+    }
+    return new WatchReactor(jobs_, request->id(), std::move(refused));
   }
 
   grpc::ServerWriteReactor<rpc::RecordLines>* ExportLog(
@@ -419,23 +453,55 @@ class TuningService final : public rpc::Tuning::CallbackService {
 
  private:
   std::optional<grpc::Status> refusal(const grpc::CallbackServerContext& context, Role role,
-                                      std::string_view rpc) {
-    grpc::Status status = authorize(context, role, security_, rpc);
+                                      std::string_view rpc, Caller* caller = nullptr) {
+    grpc::Status status = authorize(context, role, security_, rpc, caller);
     if (status.ok()) return std::nullopt;
     return status;
   }
 
-  // Authorizes a client call, runs body, turns its exception into a status.
+  // Returns the job when the caller may see it (its own, or any for the admin). Throws
+  // unknown_job for an unknown id and, after a log line naming the caller, for another client's
+  // job, alike: an id tells a client nothing of others' jobs.
+  JobStatus visible_job(const Caller& caller, uint64_t id, std::string_view rpc) {
+    std::optional<JobStatus> job = jobs_.status(id);
+    if (job && (caller.admin || job->client == caller.name)) return *job;
+    if (job)
+      spdlog::warn("refused {} of job {} from {}: the job is {}'s", rpc, id, caller.label(),
+                   job->client.empty() ? "no named client" : "client " + job->client);
+    throw unknown_job(id);
+  }
+
+  // Throws Refused (RESOURCE_EXHAUSTED) when the caller is over its submissions a minute, after
+  // a log line naming it. Callers without a name are told apart by their address.
+  void limit_submissions(const Caller& caller) {
+    const std::string key =
+        caller.name.empty() ? caller.peer.substr(0, caller.peer.rfind(':')) : caller.name;
+    const double wait_s = submissions_.take(key);
+    if (wait_s <= 0) return;
+    const std::string message = "too many job submissions: at most " +
+                                std::to_string(submissions_.per_minute()) +
+                                " a minute per client; the next one in " +
+                                std::to_string(static_cast<int>(wait_s) + 1) + " s";
+    spdlog::warn("refused SubmitJob from {}: {}", caller.label(), message);
+    throw Refused({grpc::StatusCode::RESOURCE_EXHAUSTED, message});
+  }
+
+  // Authorizes a client call, runs body (with the caller when it takes one), turns its exception
+  // into a status.
   template <class Body>
   grpc::ServerUnaryReactor* unary(grpc::CallbackServerContext* context, std::string_view rpc,
                                   Body&& body) {
     auto* reactor = context->DefaultReactor();
-    if (auto refused = refusal(*context, Role::kClient, rpc)) {
+    Caller caller;
+    if (auto refused = refusal(*context, Role::kClient, rpc, &caller)) {
       reactor->Finish(*refused);
       return reactor;
     }
     try {
-      body();
+      if constexpr (std::is_invocable_v<Body, const Caller&>)
+        body(caller);
+      else
+        body();
       reactor->Finish(grpc::Status::OK);
     } catch (const std::exception& e) {
       reactor->Finish(to_status(e));
@@ -464,6 +530,7 @@ class TuningService final : public rpc::Tuning::CallbackService {
 
   TuningServerOptions options_;
   ServerSecurity security_;
+  RateLimiter submissions_;  // SubmitJob, per client
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   ServerMetrics metrics_;  // before pool_ and jobs_, which feed it
   DevicePool pool_;
@@ -502,6 +569,9 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
                 "the worker timeout must exceed the heartbeat interval");
   if (!(options.deadline_margin_s >= 0) || !(options.deadline_margin_s <= 86400))
     throw Error(ErrorKind::kInvalidArgument, "the deadline margin must be 0 to 86400 s");
+  if (options.max_jobs_per_minute < 0)
+    throw Error(ErrorKind::kInvalidArgument,
+                "the job submissions a minute must be 0 (no limit) or more");
   ServerSecurity security =
       load_server_security(options.token_file, options.tls_cert_file, options.tls_key_file,
                            options.allow_readable_token);

@@ -16,9 +16,10 @@ struct TuningServerOptions {
   std::string host = "127.0.0.1";           // address to listen on ("0.0.0.0" = every interface)
   int port = 9190;                          // 0 = any free port (see TuningServer::port())
   std::string db_path = "ktune-server.db";  // the tuning log the server owns
-  std::string token_file;                   // "worker: T" and "client: T" lines; "" = no tokens
-  bool allow_readable_token = false;        // accept a token file group or others may read
-  std::string tls_cert_file;                // PEM; with tls_key_file: serve TLS only
+  // "worker: T", "admin: T", "client NAME: T" lines (load_server_security); "" = no tokens
+  std::string token_file;
+  bool allow_readable_token = false;  // accept a token file group or others may read
+  std::string tls_cert_file;          // PEM; with tls_key_file: serve TLS only
   std::string tls_key_file;
   double heartbeat_s = 2;        // workers send a heartbeat at least this often
   double worker_timeout_s = 10;  // a worker silent this long is lost; its candidates requeued
@@ -29,11 +30,19 @@ struct TuningServerOptions {
   double deadline_margin_s = 150;
   int max_message_mib = 64;  // gRPC message limit, both ways
   int metrics_port = -1;  // Prometheus' GET /metrics on host:metrics_port; -1 = none, 0 = any free
+  // Job submissions a client may make a minute (a burst of that many, then one every 60/N s);
+  // 0 = no limit. Without client tokens, callers are told apart by their address.
+  int max_jobs_per_minute = 60;
 };
 
 // The tuning service. Device workers dial in (Attach, with the worker token) and are sent
-// candidates of the jobs of their key; clients (with the client token) submit, watch, list and
-// cancel jobs, and query the log (best / top-k records, export). The server owns the log: every
+// candidates of the jobs of their key; clients (with a client's or the admin's token) submit,
+// watch, list and cancel jobs, and query the log (best / top-k records, export). A job belongs
+// to the client that submitted it: a client sees, watches and cancels its own jobs only (another
+// client's job id is "not found"), the admin every job; its records name that client and the
+// worker that measured them. Submissions are rate-limited per client (RESOURCE_EXHAUSTED). Every
+// refused call, and the admin's cancel of another client's job, is one line of the log naming
+// the caller. The server owns the log: every
 // measurement of every job is recorded there once. Unfinished jobs of the log are resumed at
 // start. Every stream is a reactor on gRPC's callback API (no thread per stream). Besides the
 // Tuning service it serves gRPC's standard health checking (grpc.health.v1.Health: SERVING until

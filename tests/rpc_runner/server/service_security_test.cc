@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -233,7 +235,7 @@ TEST(ServiceSecurity, TokenFilePermissionsByteOrderMarksAndNonPemFiles) {
       dir.write("bom-tokens", bom + "worker: " + kWorkerToken + "\nclient: " + kClientToken + "\n");
   const ServerSecurity s = load_server_security(roles, "", "");
   EXPECT_EQ(s.worker_token, kWorkerToken);
-  EXPECT_EQ(s.client_token, kClientToken);
+  EXPECT_EQ(s.admin_token, kClientToken);  // the older format's client token is the admin's
 
   const std::string not_pem = dir.write("ca.txt", "this is no certificate\n");
   const std::string ca = error_of([&] { load_client_security("", not_pem, Role::kWorker); });
@@ -250,6 +252,62 @@ TEST(ServiceSecurity, TokenFilePermissionsByteOrderMarksAndNonPemFiles) {
   EXPECT_NE(cert.find("the TLS certificate " + dir.file("key.pem") + " is not PEM"),
             std::string::npos)
       << cert;
+}
+
+// Token files with named clients and an admin: what each line gives, what a client's file may
+// hold, and every malformed file refused with one line naming the file and line.
+TEST(ServiceSecurity, TokenFilesNameClientsAndAnAdmin) {
+  TempDir dir;
+  const std::string file =
+      dir.write("tokens",
+                "worker: worker-secret-0123456789\nadmin: admin-secret-0123456789\n"
+                "client alice: alice-secret-0123456789\nclient  bob.b-2 : bob-secret-0123456789\n");
+  const ServerSecurity s = load_server_security(file, "", "");
+  EXPECT_EQ(s.worker_token, "worker-secret-0123456789");
+  EXPECT_EQ(s.admin_token, "admin-secret-0123456789");
+  ASSERT_EQ(s.clients.size(), 2u);
+  EXPECT_EQ(s.clients[0].name, "alice");
+  EXPECT_EQ(s.clients[0].token, "alice-secret-0123456789");
+  EXPECT_EQ(s.clients[1].name, "bob.b-2");
+  EXPECT_EQ(s.clients[1].token, "bob-secret-0123456789");
+  // A client given the server's file uses the admin's line; a worker its own.
+  EXPECT_EQ(load_client_security(file, "", Role::kClient).token, "admin-secret-0123456789");
+  EXPECT_EQ(load_client_security(file, "", Role::kWorker).token, "worker-secret-0123456789");
+  // A client's own line.
+  const std::string own = dir.write("own", "client alice: alice-secret-0123456789\n");
+  EXPECT_EQ(load_client_security(own, "", Role::kClient).token, "alice-secret-0123456789");
+  const std::string two =
+      dir.write("two", "client a: a-secret-0123456789ab\nclient b: b-secret-0123456789ab\n");
+  EXPECT_NE(error_of([&] {
+              load_client_security(two, "", Role::kClient);
+            }).find("several clients and no admin"),
+            std::string::npos);
+
+  const std::string w = "worker: worker-secret-0123456789\n";
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {w, "needs a 'worker: TOKEN' line and an 'admin: TOKEN' or 'client NAME: TOKEN' line"},
+      {"client alice: alice-secret-0123456789\n", "needs a 'worker: TOKEN' line"},
+      {w + "admin: admin-secret-0123456789\nclient: other-secret-0123456789\n",
+       ":3: a second admin token"},
+      {w + "client alice: alice-secret-0123456789\nclient alice: other-secret-0123456789\n",
+       ":3: a second client named alice"},
+      {w + "client admin: alice-secret-0123456789\n", ":2: 'admin' is not a client name"},
+      {w + "client al/ice: alice-secret-0123456789\n", ":2: a client name is 1 to 64"},
+      {w + "client " + std::string(65, 'a') + ": alice-secret-0123456789\n",
+       ":2: a client name is 1 to 64"},
+      {w + "client alice: worker-secret-0123456789\n",
+       ":2: the token of line 1 again: every role and client needs its own token"},
+      {w + "client alice: short\n", ":2: a token must have at least 16 characters"},
+      {w + "clients alice: alice-secret-0123456789\n",
+       ":2: expected 'worker: TOKEN', 'admin: TOKEN' or 'client NAME: TOKEN'"},
+  };
+  int n = 0;
+  for (const auto& [text, expected] : bad) {
+    const std::string path = dir.write("bad" + std::to_string(n++), text);
+    const std::string message = error_of([&] { load_server_security(path, "", ""); });
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find(expected), std::string::npos) << text << " -> " << message;
+  }
 }
 
 }  // namespace
