@@ -19,7 +19,7 @@ struct RecordContext {
   std::string ktune_version;
   int64_t run_id = 0;     // Database::begin_run id of this run; 0 = none
   bool emulated = false;  // every record is marked emulated (else as each result says)
-  std::string client;     // the tuning server's client whose job it is; "" = none
+  std::string client{};   // the tuning server's client whose job it is; "" = none
 };
 
 // Returns the record of one measurement (emulated when the result or the context is; the
