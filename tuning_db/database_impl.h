@@ -22,7 +22,7 @@ namespace ktune::tuning_db {
 inline constexpr std::string_view kRecordColumns =
     "SELECT r.id, w.key, w.template, w.args, w.flop, t.target, t.llvm_version, d.key, "
     "r.config_index, r.config, r.costs, r.all_cost, r.error_kind, r.error_msg, r.tuner, "
-    "r.batch, r.measured_at, r.ktune_version, r.run_id, r.emulated "
+    "r.batch, r.measured_at, r.ktune_version, r.run_id, r.emulated, r.retimed_costs "
     "FROM records r CROSS JOIN workloads w CROSS JOIN targets t CROSS JOIN devices d "
     "WHERE w.id = r.workload_id AND t.id = r.target_id AND d.id = r.device_id ";
 
@@ -38,6 +38,9 @@ struct Database::Impl {
   // Whether records have the emulated column (schema 5). A log of an older schema opened
   // read-only has not: use() then reads `r.emulated` as 0, since every record of it is real.
   bool has_emulated = true;
+  // Whether records have the re-timing columns (schema 6). Without them use() reads
+  // `r.retimed_costs` as '[]' and `r.noisy` as 0: no record of such a log was re-timed or flagged.
+  bool has_retimed = true;
   std::shared_ptr<const RecordCheck> record_check;  // null: records are not checked
   std::map<std::string, std::unique_ptr<sql::Statement>, std::less<>> statements;
 
@@ -55,7 +58,8 @@ struct Database::Impl {
     sql::Statement& stmt_;
   };
   // Returns the cached statement for `sql`, preparing it on first use. Statements name the
-  // records table `r` wherever they read r.emulated (see has_emulated).
+  // records table `r` wherever they read r.emulated, r.retimed_costs or r.noisy (see has_emulated,
+  // has_retimed).
   Use use(std::string_view sql);
 
   std::optional<int64_t> workload_id(std::string_view key);
