@@ -75,12 +75,14 @@ class Lookup {
   std::string no_record_reason(const std::string& emulated_switch) const {
     const std::string head =
         "no successful record of " + w_.task.workload_key() + " for this target ";
-    if (from_.is_server()) return head + "on " + from_.server_options().server;
-    std::string reason = head + "in " + from_.db_path();
+    std::string reason = head + (from_.is_server() ? "on " + from_.server_options().server
+                                                   : "in " + from_.db_path());
     if (!emulated_switch.empty() && !from_.include_emulated) {
-      if (std::string note = emulated_only_note(from_.db_path(), w_, emulated_switch);
-          !note.empty())
-        reason += "; " + note;
+      const std::string note =
+          from_.is_server()
+              ? emulated_only_note(from_.server_options(), w_, from_.device_key(), emulated_switch)
+              : emulated_only_note(from_.db_path(), w_, emulated_switch);
+      if (!note.empty()) reason += "; " + note;
     }
     return reason;
   }

@@ -3,10 +3,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "support/error.h"
@@ -133,6 +135,60 @@ std::string emulated_only_note(const std::string& db_path, const Workload& workl
   return db_path + " holds " + std::to_string(n) + " successful record" + (n == 1 ? "" : "s") +
          " of this workload measured on an emulated device (qemu), not served as real timings; " +
          flag + " serves them";
+}
+
+std::string emulated_only_note(const rpc_runner::ServiceClientOptions& server,
+                               const Workload& workload, const std::string& device_key,
+                               const std::string& flag) {
+  // The server answers at most 1000 records a query: enough to say "some" and roughly how many.
+  constexpr int64_t kMost = 1000;
+  const auto records = best_records(server, workload, device_key, kMost, true);
+  const auto n = std::count_if(records.begin(), records.end(),
+                               [](const tuning_db::Record& r) { return r.emulated; });
+  if (n == 0) return "";
+  return "the log of " + server.server + " holds " + (n == kMost ? "at least " : "") +
+         std::to_string(n) + " successful record" + (n == 1 ? "" : "s") +
+         " of this workload measured on an emulated device (qemu), not served as real timings; " +
+         flag + " serves them";
+}
+
+std::string device_key_target(const rpc_runner::ServiceClientOptions& server,
+                              const std::string& device_key, const std::string& target_text) {
+  if (server.server.empty() || device_key.empty()) return target_text;
+  rpc_runner::ServiceClient client(server);
+  std::set<std::string> attached;
+  std::string recorded;
+  try {
+    const rpc_runner::ServerStatus status = client.status(device_key);
+    for (const auto& d : status.devices)
+      if (d.key == device_key) attached.insert(d.target);
+    recorded = status.recorded_target;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUnsupported) throw;
+    // An older server: its devices still tell, its log cannot.
+    for (const auto& d : client.devices())
+      if (d.key == device_key) attached.insert(d.target);
+  }
+  if (attached.size() > 1) {
+    std::string list;
+    for (const auto& t : attached) list += (list.empty() ? "" : "; ") + t;
+    throw Error(ErrorKind::kInvalidArgument, "the devices of key '" + device_key + "' on " +
+                                                 server.server + " report different targets (" +
+                                                 list + "): give --target");
+  }
+  if (attached.empty() && recorded.empty())
+    throw Error(ErrorKind::kNotFound, "device key '" + device_key + "' has no device attached to " +
+                                          server.server + " and no record in its log");
+  const codegen::Target key =
+      codegen::Target::parse(attached.empty() ? recorded : *attached.begin());
+  if (target_text == "host") return key.str();
+  const codegen::Target asked = codegen::Target::parse(target_text);
+  auto arch = [](const codegen::Target& t) { return t.triple().substr(0, t.triple().find('-')); };
+  if (arch(asked) != arch(key))
+    throw Error(ErrorKind::kInvalidArgument, "--target " + asked.str() + " is " + arch(asked) +
+                                                 ", but the devices of key '" + device_key +
+                                                 "' are " + arch(key) + " (" + key.str() + ")");
+  return target_text;
 }
 
 std::optional<tuning_db::NearestTuned> nearest_record(const std::string& db_path,

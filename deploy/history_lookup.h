@@ -32,6 +32,17 @@ schedule_space::TargetTraits target_traits(const std::string& target_text);
 Workload resolve_workload(const std::string& template_name, const std::vector<std::string>& args,
                           const std::string& target_text);
 
+// The target text to build for over a tuning server with a device key: the target of the key's
+// devices attached to the server (they must agree), else the target of the key's newest record in
+// the server's log. `target_text` "host" (the default) stands for that target; another target is
+// kept when its architecture is the key's, and refused otherwise (a kernel for another
+// architecture would never run on those devices). Returns target_text unchanged without a server
+// or a device key. Throws Error(kInvalidArgument) for a target of another architecture or devices
+// of the key that report different targets, Error(kNotFound) when the key has neither a device
+// attached nor a record in the server's log, and what ServiceClient throws.
+std::string device_key_target(const rpc_runner::ServiceClientOptions& server,
+                              const std::string& device_key, const std::string& target_text);
+
 // "ktune_" + the template name, with anything that cannot be in a C identifier made '_': the
 // kernel symbol `ktune build` and apply_history_best give a workload's kernel by default.
 std::string default_kernel_symbol(const std::string& template_name);
@@ -67,6 +78,11 @@ std::optional<tuning_db::Record> best_record(const rpc_runner::ServiceClientOpti
 // no successful emulated record of the workload either, else one sentence saying how many it
 // holds and that `flag` serves them. Throws as best_record.
 std::string emulated_only_note(const std::string& db_path, const Workload& workload,
+                               const std::string& flag);
+// The same over a tuning server's log (records of devices of device_key; "" = any). Throws as
+// best_record.
+std::string emulated_only_note(const rpc_runner::ServiceClientOptions& server,
+                               const Workload& workload, const std::string& device_key,
                                const std::string& flag);
 
 // For a workload without a record in the log at db_path: the best config of the nearest tuned

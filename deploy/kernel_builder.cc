@@ -85,8 +85,8 @@ KernelProvenance provenance(const BuiltKernel& k, const HistorySource& from) {
     const tuning_db::Record& b = *k.choice.best;
     // A server's answer carries no record id (0): the record is named by its figures.
     p.source = log + (b.id > 0 ? ", record " + std::to_string(b.id) : "") + ": " +
-               fixed(b.gflops(), 2) + " GFLOP/s (" + fixed(b.mean_cost() * 1e3, 4) +
-               " ms), tuner " + b.tuner + ", measured with LLVM " + b.target.llvm_version +
+               fixed(b.gflops(), 2) + " GFLOP/s (" + fixed(b.cost() * 1e3, 4) + " ms), tuner " +
+               b.tuner + ", measured with LLVM " + b.target.llvm_version +
                (b.emulated ? ", on an EMULATED device (" + b.device_key + ")" : "");
   } else if (k.choice.nearest) {
     const tuning_db::NearestTuned& n = *k.choice.nearest;
@@ -121,6 +121,8 @@ std::vector<BuiltKernel> build_kernels(const std::vector<KernelRequest>& request
   // Every entry is checked before any log is read or anything compiled.
   std::vector<BuiltKernel> kernels;
   std::set<std::string> names;
+  // Over a server with a device key, "host" means the key's devices' target.
+  const std::string target = device_key_target(source.server, source.device_key, source.target);
   for (const KernelRequest& r : requests) {
     labelled(r, [&] {
       if (!is_c_identifier(r.name))
@@ -131,7 +133,7 @@ std::vector<BuiltKernel> build_kernels(const std::vector<KernelRequest>& request
       if (!names.insert(r.name).second)
         throw Error(ErrorKind::kInvalidArgument,
                     "the name " + r.name + " is taken by an earlier kernel");
-      kernels.emplace_back(r, resolve_workload(r.template_name, r.args, source.target));
+      kernels.emplace_back(r, resolve_workload(r.template_name, r.args, target));
     });
   }
   if (source.server.server.empty() && !source.device_key.empty())

@@ -92,7 +92,12 @@ BuiltModel build_model(const ModelRequest& r) {
     throw Error(ErrorKind::kInvalidArgument, "model name '" + r.name + "' is not a C identifier");
   const frontend::Graph graph = frontend::load_onnx(r.model_path, r.inputs);
   const auto constants = frontend::load_constant_values(r.model_path);
-  return build_model(plan_model(graph, constants, r.name, r.plan), r.plan.target, r.embed_weights);
+  PlanOptions plan = r.plan;
+  // Over a server with a device key, "host" means the key's devices' target.
+  if (plan.history.is_server())
+    plan.target =
+        device_key_target(plan.history.server_options(), plan.history.device_key(), plan.target);
+  return build_model(plan_model(graph, constants, r.name, plan), plan.target, r.embed_weights);
 }
 
 std::vector<uint8_t> model_library(const BuiltModel& model) {

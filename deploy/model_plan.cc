@@ -414,7 +414,7 @@ class Planner {
       ConfigChoice c = choose_config(options_.history, Workload{target_, *alt.tunable}, how);
       if (c.source != ConfigChoice::Source::kTuned) continue;
       if (s.choice->source != ConfigChoice::Source::kTuned ||
-          c.best->mean_cost() < s.choice->best->mean_cost()) {
+          c.best->cost() < s.choice->best->cost()) {
         s.task = *alt.tunable;
         s.choice = std::move(c);
       }

@@ -40,25 +40,31 @@ struct BestOptions {
 nlohmann::json record_json(const tuning_db::Record& r) {
   nlohmann::json j = tuning_db::to_json(r);
   j["gflops"] = r.gflops();
-  j["mean_cost_s"] = r.mean_cost();
+  j["mean_cost_s"] = r.cost();  // the figure best ranks by (a re-timing's median when re-timed)
   j["emulated"] = r.emulated;
+  j["retimed"] = !r.retimed_costs.empty();
+  j["noisy"] = r.noisy();
   return j;
 }
 
 void run_best(const BestOptions& o) {
-  const Workload w = deploy::resolve_workload(o.template_name, o.args, o.target);
-  const schedule_space::Task& task = w.task;
-  const codegen::Target& target = w.target;
   if (o.server.server.empty() && !o.device_key.empty())
     throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
+  // Over a server with a device key, "host" means the key's devices' target.
+  const Workload w = deploy::resolve_workload(
+      o.template_name, o.args, deploy::device_key_target(o.server, o.device_key, o.target));
+  const schedule_space::Task& task = w.task;
+  const codegen::Target& target = w.target;
   const auto top = o.server.server.empty()
                        ? deploy::best_records(o.db, w, o.top, o.emulated)
                        : deploy::best_records(o.server, w, o.device_key, o.top, o.emulated);
   const tuning_db::Record* best = top.empty() ? nullptr : &top.front();
   // Only emulated records: answered as "none", with a note that names them and the flag.
-  const std::string note = !best && !o.emulated && o.server.server.empty()
-                               ? deploy::emulated_only_note(o.db, w, "--emulated")
-                               : "";
+  std::string note;
+  if (!best && !o.emulated)
+    note = o.server.server.empty()
+               ? deploy::emulated_only_note(o.db, w, "--emulated")
+               : deploy::emulated_only_note(o.server, w, o.device_key, "--emulated");
   if (best && best->emulated) spdlog::warn("{}", deploy::emulated_warning(*best));
   if (best && !deploy::toolchain_warning(*best).empty())
     spdlog::warn("{}", deploy::toolchain_warning(*best));
@@ -83,9 +89,10 @@ void run_best(const BestOptions& o) {
     return;
   }
   std::cout << "best:     " << std::fixed << std::setprecision(2) << best->gflops() << " GFLOP/s ("
-            << std::setprecision(4) << best->mean_cost() * 1e3 << " ms), tuner " << best->tuner
+            << std::setprecision(4) << best->cost() * 1e3 << " ms"
+            << (best->retimed_costs.empty() ? "" : ", re-timed") << "), tuner " << best->tuner
             << ", LLVM " << best->target.llvm_version << (best->emulated ? ", EMULATED device" : "")
-            << "\n"
+            << (best->noisy() ? ", NOISY timing" : "") << "\n"
             << "config:   " << best->config.dump() << "\n";
   if (o.top <= 1) return;
   std::cout << "top " << top.size() << ":\n";
@@ -111,7 +118,8 @@ void add_best(CLI::App& app) {
   add_client_flags(cmd, o->server, false)
       ->description("Ask this tuning server's log (HOST:PORT) instead of --db");
   cmd->add_option("--device-key", o->device_key,
-                  "With --server: only records measured on devices of this key");
+                  "With --server: only records measured on devices of this key, for their target "
+                  "(a --target of another architecture is refused)");
   cmd->add_option("--top", o->top, "Also list the K best records (1 to 1000)")
       ->check(CLI::Range(1, 1000));
   cmd->add_flag(

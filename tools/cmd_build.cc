@@ -112,7 +112,7 @@ nlohmann::json kernel_json(const deploy::BuiltKernel& k) {
   if (c.best) {
     j["record"] = {{"id", c.best->id},
                    {"gflops", c.best->gflops()},
-                   {"mean_cost_s", c.best->mean_cost()},
+                   {"mean_cost_s", c.best->cost()},
                    {"tuner", c.best->tuner},
                    {"llvm_version", c.best->target.llvm_version},
                    {"emulated", c.best->emulated}};
@@ -349,7 +349,8 @@ void add_build(CLI::App& app) {
   add_client_flags(cmd, o->source.server, false)
       ->description("Ask this tuning server's log (HOST:PORT) instead of --db");
   cmd->add_option("--device-key", o->source.device_key,
-                  "With --server: only records measured on devices of this key");
+                  "With --server: only records measured on devices of this key, built for their "
+                  "target (a --target of another architecture is refused)");
   cmd->add_option("-o,--output", o->output,
                   "Object file (static library with --manifest) to write (default <name>.o)")
       ->expected(1);

@@ -105,9 +105,11 @@ TargetKey resolve_target(Database& db, const DbArgs& args) {
 json record_json(const Record& r) {
   json j = tuning_db::to_json(r);
   j["id"] = r.id;
-  j["mean_cost"] = r.mean_cost();
+  j["mean_cost"] = r.cost();
   j["gflops"] = r.gflops();
   j["emulated"] = r.emulated;
+  j["retimed"] = !r.retimed_costs.empty();
+  j["noisy"] = r.noisy();
   return j;
 }
 
@@ -135,8 +137,19 @@ void print_record(const Record& r) {
             << "device     " << (r.device_key.empty() ? "-" : r.device_key) << "\n"
             << "config     #" << r.config_index << "  " << r.config.dump() << "\n"
             << "mean cost  " << format_cost(r.mean_cost()) << " over " << r.costs.size() << " runs";
-  if (r.gflops() > 0)
+  if (r.retimed_costs.empty() && r.gflops() > 0)
     std::cout << "  (" << std::fixed << std::setprecision(2) << r.gflops() << " GFLOP/s)";
+  if (!r.retimed_costs.empty()) {
+    std::cout << "\nre-timed   " << format_cost(r.cost()) << ", the median of "
+              << r.retimed_costs.size() << " interleaved rounds";
+    if (r.gflops() > 0)
+      std::cout << "  (" << std::fixed << std::setprecision(2) << r.gflops() << " GFLOP/s)";
+  }
+  if (r.noisy())
+    std::cout << "\nnoisy      yes: its timings spread "
+              << static_cast<int>(
+                     100 * tuning_db::spread(r.retimed_costs.empty() ? r.costs : r.retimed_costs))
+              << "% (more than " << static_cast<int>(100 * tuning_db::kNoisySpread) << "%)";
   std::cout << "\nmeasured   " << format_time(r.timestamp) << " by tuner '" << r.tuner
             << "', batch " << r.batch << ", record id " << r.id << "\n";
   if (r.emulated)
@@ -160,7 +173,9 @@ void run_stats(const DbArgs& args) {
               {"runs", st.runs},
               {"claims", st.claims},
               {"emulated_records", st.emulated_records},
-              {"emulated_ok_records", st.emulated_ok_records}};
+              {"emulated_ok_records", st.emulated_ok_records},
+              {"retimed_records", st.retimed_records},
+              {"noisy_records", st.noisy_records}};
     j["per_workload"] = json::array();
     for (const auto& s : summaries) {
       j["per_workload"].push_back({{"workload", s.workload_key},
@@ -185,6 +200,13 @@ void run_stats(const DbArgs& args) {
   if (st.emulated_records > 0)
     std::cout << "  emulated   " << st.emulated_records << " of them (" << st.emulated_ok_records
               << " ok), timed on emulated devices: not served by best/build without --emulated\n";
+  if (st.retimed_records > 0)
+    std::cout << "  re-timed   " << st.retimed_records
+              << " of the ok records (the figure is the median of interleaved rounds)\n";
+  if (st.noisy_records > 0)
+    std::cout << "  noisy      " << st.noisy_records
+              << " of the ok records (timings spread more than "
+              << static_cast<int>(100 * tuning_db::kNoisySpread) << "%)\n";
   for (const auto& [kind, n] : st.failures_by_kind) {
     std::cout << "    " << std::left << std::setw(16) << kind << n << "\n";
   }
@@ -264,8 +286,9 @@ void run_top(const DbArgs& args) {
     std::ostringstream gflops;
     gflops << std::fixed << std::setprecision(2) << r.gflops();
     std::cout << std::left << std::setw(6) << rank++ << std::setw(14) << r.config_index
-              << std::setw(14) << format_cost(r.mean_cost()) << std::setw(10) << gflops.str()
+              << std::setw(14) << format_cost(r.cost()) << std::setw(10) << gflops.str()
               << (r.device_key.empty() ? "-" : r.device_key) << (r.emulated ? "  (emulated)" : "")
+              << (r.retimed_costs.empty() ? "" : "  (re-timed)") << (r.noisy() ? "  (noisy)" : "")
               << "\n";
   }
 }

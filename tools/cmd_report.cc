@@ -4,6 +4,7 @@
 
 #include <ctime>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -79,6 +80,14 @@ void run_report(const ReportOptions& o) {
     report = server_report(o, options);
   }
   deploy::write_files_atomically({{o.out, render_report_html(report, utc_now())}});
+  // A best whose timings spread is worth a look before it ships: named here too, not only in the
+  // page.
+  for (const auto& w : report.workloads)
+    if (w.best_noisy)
+      std::cout << "noisy best: " << w.workload_key << " on " << w.target.target
+                << (w.emulated ? " (emulated)" : "") << ": its timings spread more than "
+                << static_cast<int>(100 * tuning_db::kNoisySpread) << "%"
+                << (w.best_retimed ? " (re-timed)" : "") << "\n";
   spdlog::info("wrote {} ({} workloads, {} runs with model quality, {} model runs)", o.out,
                report.workloads.size(), report.runs.size(), report.model_runs.size());
 }

@@ -56,13 +56,22 @@ std::string summary_section(const Report& r, const std::string& generated_at) {
                     " &middot; generated " + html_escape(generated_at) + "</p>";
   out +=
       "<table><tr><th>workloads</th><th>targets</th><th>records</th><th>ok</th><th>failed</"
-      "th><th>emulated</th>"
+      "th><th>emulated</th><th>re-timed</th><th>noisy</th>"
       "<th>saved models</th><th>runs</th></tr><tr>" +
       td(std::to_string(s.workloads)) + td(std::to_string(s.targets)) +
       td(std::to_string(s.records)) + td(std::to_string(s.ok_records)) +
       td(std::to_string(s.failed_records)) + td(std::to_string(s.emulated_records)) +
+      td(std::to_string(s.retimed_records)) + td(std::to_string(s.noisy_records)) +
       td(std::to_string(s.models)) + td(std::to_string(s.runs)) + "</tr></table>";
   return out + "<h2>Errors by kind (whole log)</h2>" + errors_table(s.failures_by_kind);
+}
+
+// How a figure was timed: "re-timed" (a re-timing's median), "noisy" (its timings spread more than
+// tuning_db::kNoisySpread), both or "".
+std::string timing_note(bool retimed, bool noisy) {
+  if (retimed && noisy) return "re-timed, noisy";
+  if (retimed) return "re-timed";
+  return noisy ? "noisy" : "";
 }
 
 std::string workload_card(const tuning_db::WorkloadReport& w) {
@@ -72,7 +81,11 @@ std::string workload_card(const tuning_db::WorkloadReport& w) {
          html_escape(w.target.llvm_version) + " &middot; " + std::to_string(w.records) +
          " records, " + std::to_string(w.ok_records) + " ok &middot; best " + "<b class=\"best\">" +
          gflops(w.best_gflops) + " GFLOP/s</b>" +
-         (w.best_cost > 0 ? " (" + ms(w.best_cost) + " ms)" : "") + "</p>";
+         (w.best_cost > 0 ? " (" + ms(w.best_cost) + " ms)" : "") +
+         (w.best_retimed ? " re-timed" : "") +
+         (w.best_noisy ? " <b class=\"noisy\">NOISY</b>" : "") +
+         (w.noisy_records > 0 ? " &middot; " + std::to_string(w.noisy_records) + " noisy" : "") +
+         "</p>";
   LinePlot plot;
   plot.x_label = "trials";
   plot.y_label = "best GFLOP/s";
@@ -93,12 +106,13 @@ std::string workload_card(const tuning_db::WorkloadReport& w) {
   if (!w.top.empty()) {
     out +=
         "<table><tr><th>#</th><th>config</th><th>GFLOP/s</th><th>ms</th><th class=\"l\">tuner</th>"
-        "<th class=\"l\">knobs</th></tr>";
+        "<th class=\"l\">timing</th><th class=\"l\">knobs</th></tr>";
     for (size_t i = 0; i < w.top.size(); ++i) {
       const auto& t = w.top[i];
       out += "<tr>" + td(std::to_string(i + 1)) + td(std::to_string(t.config_index)) +
              td(gflops(t.gflops)) + td(ms(t.mean_cost)) + td(html_escape(t.tuner), true) +
-             "<td class=\"cfg\">" + html_escape(t.config) + "</td></tr>";
+             td(timing_note(t.retimed, t.noisy), true) + "<td class=\"cfg\">" +
+             html_escape(t.config) + "</td></tr>";
     }
     out += "</table>";
   }

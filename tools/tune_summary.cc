@@ -49,6 +49,22 @@ void print_tune_summary(const nlohmann::json& s, std::ostream& out) {
   if (s.contains("speedup_over_fallback"))
     out << "speed-up over fallback: " << std::setprecision(2)
         << s["speedup_over_fallback"].get<double>() << "x\n";
+  if (s.contains("retimed")) {
+    // Before and after: what the run measured first, and the median it ranks by now.
+    const auto& r = s["retimed"];
+    const size_t n = r.value("configs", nlohmann::json::array()).size();
+    out << "re-timed: the " << n << " best config" << (n == 1 ? "" : "s") << " over "
+        << r.value("rounds", 0) << " interleaved rounds: best " << std::setprecision(4)
+        << r.value("best_before_s", 0.0) * 1e3 << " ms -> " << r.value("best_after_s", 0.0) * 1e3
+        << " ms";
+    if (r.value("best_after_config", -1) != r.value("best_before_config", -1))
+      out << " (config #" << r.value("best_after_config", -1) << " is now the best)";
+    size_t noisy = 0;
+    for (const auto& c : r.value("configs", nlohmann::json::array()))
+      noisy += c.value("noisy", false) ? 1 : 0;
+    if (noisy > 0) out << "; " << noisy << " noisy";
+    out << "\n";
+  }
   if (s.contains("model")) {
     const auto& m = s["model"];
     out << "model:    " << (m.value("saved", false) ? "saved" : "not fitted") << ", "

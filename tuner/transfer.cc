@@ -87,7 +87,7 @@ std::unique_ptr<TransferModel> TransferModel::train(const schedule_space::Task& 
     } catch (const Error&) {
       continue;  // a config of an older version of the template
     }
-    by_workload[r.workload_key].push_back({&it->second, std::move(config), r.mean_cost()});
+    by_workload[r.workload_key].push_back({&it->second, std::move(config), r.cost()});
     if (r.ok()) ++ok_records;
   }
   if (by_workload.size() < std::max<size_t>(1, params.min_workloads) ||

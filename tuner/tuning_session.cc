@@ -166,6 +166,8 @@ void validate(const SessionOptions& o) {
     throw Error(ErrorKind::kInvalidArgument, "the batch size must be at least 1");
   if (!std::isfinite(o.claim_ttl_s) || o.claim_ttl_s <= 0)
     throw Error(ErrorKind::kInvalidArgument, "the claim ttl must be finite and > 0");
+  if (o.retime_top < 0 || o.retime_rounds < 0)
+    throw Error(ErrorKind::kInvalidArgument, "retime_top and retime_rounds must not be negative");
 }
 
 TuningSession::TuningSession(const schedule_space::Task& task, tuning_db::Database& db,
@@ -308,6 +310,12 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
     report.refits = xgb->search().refits().size();
     report.rank_correlation = xgb->search().latest_rank_correlation();
   }
+  if (!report.cancelled && !o.emulated && !(o.should_stop && o.should_stop())) {
+    report.retime = retime_best(db_, task_, measurer_, target_,
+                                RetimeOptions{o.retime_top, o.retime_rounds, o.device_key});
+    if (!report.retime.empty())
+      spdlog::info("{}: {}", task_.workload_key(), describe(report.retime));
+  }
   return report;
 }
 
@@ -348,6 +356,7 @@ nlohmann::json summary_json(const schedule_space::Task& task, const tuning_db::T
     if (r.best_config && report.fallback->ok())
       j["speedup_over_fallback"] = report.fallback->mean_cost() / r.best_result.mean_cost();
   }
+  if (!report.retime.empty()) j["retimed"] = to_json(report.retime);
   return j;
 }
 

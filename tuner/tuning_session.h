@@ -15,6 +15,7 @@
 #include "schedule_space/task.h"
 #include "support/error.h"
 #include "tuner/measure.h"
+#include "tuner/retime.h"
 #include "tuner/tune.h"
 #include "tuning_db/database.h"
 
@@ -46,13 +47,20 @@ struct SessionOptions {
   // on another host (a dead process of this host loses its claims at once).
   bool claim_configs = true;
   double claim_ttl_s = 3600;
+  // At the end of the run (unless cancelled or emulated), the retime_top best records of the
+  // workload on this target and device key are timed again, interleaved, over retime_rounds
+  // rounds (retime_best), and their median becomes the figure best() ranks by. 0 = not at all.
+  // An emulated run re-times nothing: its timings say nothing about the device anyway.
+  int64_t retime_top = 5;
+  int retime_rounds = 3;
   // Called after each batch is written to the log, with its results and the write's wall time
   // (a server's metrics); may be empty.
   std::function<void(const std::vector<MeasureResult>& logged, double write_s)> on_logged;
 };
 
 // Throws Error(kInvalidArgument), one line each, for an unknown tuner or feature kind, 0 trials,
-// a batch size of 0 or a claim ttl that is not finite and > 0.
+// a batch size of 0, a claim ttl that is not finite and > 0, or a negative retime_top or
+// retime_rounds.
 void validate(const SessionOptions& options);
 
 struct SessionReport {
@@ -64,6 +72,7 @@ struct SessionReport {
   bool model_saved = false;
   size_t refits = 0;                       // xgb plans
   std::optional<double> rank_correlation;  // xgb's latest
+  RetimeReport retime;                     // empty when nothing was re-timed
 };
 
 // What a progress display needs after each batch (plain data: it also crosses the network).
@@ -81,7 +90,8 @@ struct ProgressSnapshot {
 // in the log before measuring it (a config another run claimed or logged meanwhile is skipped),
 // seeds xgb's first plan from the template's other workloads in the log (transfer; records of the
 // run's emulated-ness only), measures and logs the fallback config (log_fallback; the tuner takes
-// it as measured, so the best reported includes it), runs the tuning loop, saves xgb's model. Every
+// it as measured, so the best reported includes it), runs the tuning loop, saves xgb's model, then
+// re-times the best records (SessionOptions::retime_top). Every
 // batch is written to the log in one transaction BEFORE the tuner (and its cost model) is updated,
 // so a failed fit never loses a batch. Used by `ktune tune` and by the tuning server's jobs. One
 // thread.
@@ -105,7 +115,8 @@ class TuningSession {
 };
 
 // The run summary as JSON: workload, target, tuner, measured, ok, errors, resumed, stopped_early,
-// space_exhausted, cancelled, wall_s, run_id, model (xgb), best, fallback, speedup_over_fallback.
+// space_exhausted, cancelled, wall_s, run_id, model (xgb), best, fallback, speedup_over_fallback,
+// retimed (to_json(RetimeReport), when something was re-timed).
 nlohmann::json summary_json(const schedule_space::Task& task, const tuning_db::TargetKey& target,
                             const SessionReport& report);
 

@@ -63,15 +63,20 @@ Database::Impl::Use Database::Impl::use(std::string_view sql) {
   auto it = statements.find(sql);
   if (it == statements.end()) {
     std::string text(sql);
-    // Columns an older log opened read-only lacks read as the value every record of it has.
-    auto replace = [&text](std::string_view column, std::string_view value) {
-      for (size_t at = text.find(column); at != std::string::npos; at = text.find(column, at))
+    // Columns an older schema opened read-only lacks, and what every record of it holds there.
+    auto substitute = [&text](std::string_view column, std::string_view value) {
+      for (size_t at = text.find(column); at != std::string::npos;
+           at = text.find(column, at + value.size()))
         text.replace(at, column.size(), value);
     };
-    if (!has_emulated) replace("r.emulated", "0");
+    if (!has_emulated) substitute("r.emulated", "0");
     if (!has_tenants) {
-      replace("r.client", "''");
-      replace("r.worker", "''");
+      substitute("r.client", "''");
+      substitute("r.worker", "''");
+    }
+    if (!has_retimed) {
+      substitute("r.retimed_costs", "'[]'");
+      substitute("r.noisy", "0");
     }
     it = statements.emplace(std::string(sql), std::make_unique<sql::Statement>(conn, text)).first;
   }
@@ -203,14 +208,15 @@ int64_t Database::Impl::insert(const Record& r, double created_at) {
   auto s = use(
       "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
       "mean_cost, gflops, all_cost, error_kind, error_msg, tuner, batch, measured_at, "
-      "created_at, ktune_version, run_id, emulated, client, worker) "
+      "created_at, ktune_version, run_id, emulated, client, worker, retimed_costs, noisy) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-      "?19, ?20)");
+      "?19, ?20, ?21, ?22)");
   s->bind(1, workload).bind(2, target).bind(3, device).bind(4, r.config_index);
   s->bind(5, r.config.dump()).bind(6, costs_json(r.costs));
-  // Failed records keep a NULL mean cost: they are outside the best-record index.
+  // mean_cost holds the record's figure (Record::cost(): the re-timing's median when re-timed).
+  // Failed records keep a NULL one: they are outside the best-record index.
   if (r.ok()) {
-    s->bind(7, r.mean_cost());
+    s->bind(7, r.cost());
   } else {
     s->bind_null(7);
   }
@@ -225,6 +231,7 @@ int64_t Database::Impl::insert(const Record& r, double created_at) {
   }
   s->bind(18, int64_t{r.emulated});
   s->bind(19, r.client).bind(20, r.worker);
+  s->bind(21, costs_json(r.retimed_costs)).bind(22, int64_t{r.noisy()});
   s->run();
   return conn.last_insert_rowid();
 }
@@ -254,6 +261,7 @@ Record Database::Impl::read_record(const sql::Statement& s) {
   r.emulated = s.column_int(19) != 0;
   r.client = s.column_text(20);
   r.worker = s.column_text(21);
+  r.retimed_costs = json::parse(s.column_text(22)).get<std::vector<double>>();
   return r;
 }
 
@@ -336,6 +344,7 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
     impl->opened_version = static_cast<int>(impl->conn.query_int("PRAGMA user_version"));
     impl->has_emulated = impl->opened_version >= kEmulatedSchemaVersion;
     impl->has_tenants = impl->opened_version >= kTenantsSchemaVersion;
+    impl->has_retimed = impl->opened_version >= kRetimedSchemaVersion;
     return Database(std::move(impl));
   }
   impl->conn = sql::Connection::open(path, options.create);
@@ -396,6 +405,34 @@ std::vector<int64_t> Database::add(const std::vector<Record>& records) {
   return ids;
 }
 
+void Database::retime(int64_t record_id, const std::vector<double>& rounds) {
+  if (rounds.empty())
+    throw Error(ErrorKind::kInvalidArgument, "a re-timing needs at least one round");
+  for (double c : rounds)
+    if (!std::isfinite(c) || c < 0)
+      throw Error(ErrorKind::kInvalidArgument, "re-timed costs must be finite and non-negative");
+  sql::Transaction txn(impl_->conn);
+  Record r;
+  {
+    auto s = impl_->use(std::string(kRecordColumns) + "AND r.id = ?1");
+    s->bind(1, record_id);
+    if (!s->step())
+      throw Error(ErrorKind::kNotFound, "no record " + std::to_string(record_id) + " to re-time");
+    r = Impl::read_record(*s);
+  }
+  if (!r.ok())
+    throw Error(ErrorKind::kInvalidArgument,
+                "record " + std::to_string(record_id) + " failed; only a timing can be re-timed");
+  r.retimed_costs = rounds;
+  auto s = impl_->use(
+      "UPDATE records SET retimed_costs = ?2, mean_cost = ?3, gflops = ?4, noisy = ?5 "
+      "WHERE id = ?1");
+  s->bind(1, record_id).bind(2, costs_json(r.retimed_costs)).bind(3, r.cost());
+  s->bind(4, r.gflops()).bind(5, int64_t{r.noisy()});
+  s->run();
+  txn.commit();
+}
+
 std::vector<Record> Database::top_k(std::string_view workload_key, const TargetKey& target,
                                     int64_t k, std::string_view device_key) {
   return top_k(workload_key, target, k, RecordQuery{std::string(device_key)});
@@ -441,7 +478,7 @@ std::vector<Record> Database::top_k(std::string_view workload_key, const TargetK
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const Record& a, const Record& b) {
-    return a.mean_cost() < b.mean_cost() || (a.mean_cost() == b.mean_cost() && a.id < b.id);
+    return a.cost() < b.cost() || (a.cost() == b.cost() && a.id < b.id);
   });
   if (static_cast<int64_t>(out.size()) > k) out.resize(static_cast<size_t>(k));
   return out;
@@ -478,6 +515,18 @@ int64_t Database::count_emulated(std::string_view workload_key, const TargetKey&
     if (s->step()) n += s->column_int(0);
   }
   return n;
+}
+
+std::optional<std::string> Database::device_target(std::string_view device_key) {
+  auto device = impl_->device_id(device_key);
+  if (!device) return std::nullopt;
+  // Newest first by id: the scan stops at the key's latest record.
+  auto s = impl_->use(
+      "SELECT t.target FROM records r CROSS JOIN targets t WHERE r.device_id = ?1 AND "
+      "t.id = r.target_id ORDER BY r.id DESC LIMIT 1");
+  s->bind(1, *device);
+  if (!s->step()) return std::nullopt;
+  return s->column_text(0);
 }
 
 bool Database::has(std::string_view workload_key, const TargetKey& target, int64_t config_index,
@@ -520,7 +569,8 @@ std::vector<Record> Database::history(std::string_view template_name, const Targ
     auto s = impl_->use(
         "SELECT r.id, w.key, w.template, w.args, w.flop, t.target, t.llvm_version, d.key, "
         "r.config_index, r.config, r.costs, r.all_cost, r.error_kind, r.error_msg, r.tuner, "
-        "r.batch, r.measured_at, r.ktune_version, r.run_id, r.emulated, r.client, r.worker "
+        "r.batch, r.measured_at, r.ktune_version, r.run_id, r.emulated, r.client, r.worker, "
+        "r.retimed_costs "
         "FROM workloads w CROSS JOIN records r CROSS JOIN targets t CROSS JOIN devices d "
         "WHERE w.template = ?1 AND r.workload_id = w.id AND r.target_id = ?2 AND r.emulated = ?4 "
         "AND t.id = r.target_id AND d.id = r.device_id ORDER BY r.id DESC LIMIT ?3");
@@ -554,6 +604,16 @@ Stats Database::stats() {
     if (s->step()) {
       st.emulated_records = s->column_int(0);
       st.emulated_ok_records = s->column_int(1);
+    }
+  }
+  {
+    auto s = impl_->use(
+        "SELECT coalesce(sum(r.retimed_costs != '[]'), 0), coalesce(sum(r.noisy), 0) FROM records "
+        "r "
+        "WHERE r.error_kind = ''");
+    if (s->step()) {
+      st.retimed_records = s->column_int(0);
+      st.noisy_records = s->column_int(1);
     }
   }
   auto s = impl_->use(

@@ -64,6 +64,9 @@ struct Stats {
   // Of `records` and `ok_records`: those measured on emulated devices (Record::emulated).
   int64_t emulated_records = 0;
   int64_t emulated_ok_records = 0;
+  // Of `ok_records`: those whose figure was re-timed, and those flagged noisy (Record::noisy()).
+  int64_t retimed_records = 0;
+  int64_t noisy_records = 0;
 };
 
 // Per (workload, target): how much was measured and the best result, real and emulated apart.
@@ -145,16 +148,24 @@ class Database {
   // on a SQLite failure (nothing written).
   std::vector<int64_t> add(const std::vector<Record>& records);
 
-  // Returns the successful record of lowest mean cost for the workload on the target that the
-  // query admits (device key, emulated records: see RecordQuery), or nullopt. Failed records are
-  // never returned, nor records the record check refuses (the next best one is returned instead).
-  // A target with an empty llvm_version matches every toolchain. Throws Error(kDatabase).
+  // Records the re-timing of a successful record (Record::retimed_costs: seconds per round), which
+  // replaces an earlier one: from now on its median is the record's figure, which best/top_k rank
+  // by, and the noisy flag follows the rounds' spread. The first timing (costs) stays.
+  // Throws Error(kInvalidArgument) for no round, a cost that is not finite and >= 0 or a failed
+  // record, Error(kNotFound) for an unknown id, Error(kDatabase) on a SQLite failure.
+  void retime(int64_t record_id, const std::vector<double>& rounds);
+
+  // Returns the successful record of lowest cost (Record::cost()) for the workload on the target
+  // that the query admits (device key, emulated records: see RecordQuery), or nullopt. Failed
+  // records are never returned, nor records the record check refuses (the next best one is returned
+  // instead). A target with an empty llvm_version matches every toolchain. Throws Error(kDatabase).
   std::optional<Record> best(std::string_view workload_key, const TargetKey& target,
                              const RecordQuery& query);
   // The same with RecordQuery{device_key}: real records only.
   std::optional<Record> best(std::string_view workload_key, const TargetKey& target,
                              std::string_view device_key = "");
-  // The k best successful records that pass the record check and the query, fastest first. Only
+  // The k best successful records (by Record::cost()) that pass the record check and the query,
+  // fastest first. Only
   // the candidates are checked (verdicts cached), so a look-up stays an index descent.
   // Throws Error(kDatabase).
   std::vector<Record> top_k(std::string_view workload_key, const TargetKey& target, int64_t k,
@@ -167,6 +178,11 @@ class Database {
   // best() without include_emulated finds nothing. Throws Error(kDatabase).
   int64_t count_emulated(std::string_view workload_key, const TargetKey& target,
                          std::string_view device_key = "");
+
+  // The target (canonical string) of the newest record measured on devices of `device_key`, or
+  // nullopt when the log holds none: what that key's devices are, when none is at hand to ask.
+  // Throws Error(kDatabase).
+  std::optional<std::string> device_target(std::string_view device_key);
 
   // Resume and history (and ClaimStore) take `emulated`: they see only the records measured with
   // that emulated-ness (false: real devices), so a run on a real device measures again what was

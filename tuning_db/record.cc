@@ -3,6 +3,7 @@
 
 #include "support/json_input.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -46,15 +47,38 @@ int64_t integer_of(const json& value, const std::string& what) {
 
 }  // namespace
 
+double spread(const std::vector<double>& timings) {
+  if (timings.size() < 2) return 0;
+  const auto [lo, hi] = std::minmax_element(timings.begin(), timings.end());
+  const double mid = median(timings);
+  return mid > 0 ? (*hi - *lo) / mid : 0;
+}
+
+double median(std::vector<double> timings) {
+  if (timings.empty()) return std::numeric_limits<double>::infinity();
+  std::sort(timings.begin(), timings.end());
+  const size_t n = timings.size();
+  return n % 2 == 1 ? timings[n / 2] : (timings[n / 2 - 1] + timings[n / 2]) / 2;
+}
+
 double Record::mean_cost() const {
   if (costs.empty()) return std::numeric_limits<double>::infinity();
   return std::accumulate(costs.begin(), costs.end(), 0.0) / static_cast<double>(costs.size());
 }
 
+double Record::cost() const {
+  if (!ok()) return std::numeric_limits<double>::infinity();
+  return retimed_costs.empty() ? mean_cost() : median(retimed_costs);
+}
+
+bool Record::noisy() const {
+  return ok() && spread(retimed_costs.empty() ? costs : retimed_costs) > kNoisySpread;
+}
+
 double Record::gflops() const {
-  double mean = mean_cost();
-  if (!ok() || flop <= 0 || !(mean > 0) || !std::isfinite(mean)) return 0;
-  return flop / mean / 1e9;
+  const double figure = cost();
+  if (!ok() || flop <= 0 || !(figure > 0) || !std::isfinite(figure)) return 0;
+  return flop / figure / 1e9;
 }
 
 json to_json(const Record& r) {
@@ -69,6 +93,8 @@ json to_json(const Record& r) {
   if (r.emulated) meta["emulated"] = true;
   if (!r.client.empty()) meta["client"] = r.client;
   if (!r.worker.empty()) meta["worker"] = r.worker;
+  if (!r.retimed_costs.empty()) meta["retimed"] = r.retimed_costs;
+  if (r.noisy()) meta["noisy"] = true;
   std::string error = r.error ? std::string(to_string(*r.error)) : std::string();
   return json{{"input", json::array({r.target.target, r.workload_key, r.args})},
               {"config", r.config},
@@ -136,6 +162,15 @@ Record from_json(const json& line) {
   r.emulated = bool_of(meta.value("emulated", json(false)), "meta.emulated");
   r.client = string_of(meta.value("client", json("")), "meta.client");
   r.worker = string_of(meta.value("worker", json("")), "meta.worker");
+  if (auto it = meta.find("retimed"); it != meta.end()) {
+    if (!it->is_array()) bad("meta.retimed must be an array");
+    for (const json& c : *it) {
+      const double cost = number_of(c, "a re-timed cost");
+      if (cost < 0) bad("a re-timed cost must not be negative");
+      r.retimed_costs.push_back(cost);
+    }
+    if (!r.ok() && !r.retimed_costs.empty()) bad("a failed record cannot be re-timed");
+  }
   return r;
 }
 

@@ -17,6 +17,15 @@ namespace ktune::tuning_db {
 // not know the flag, refuses the line instead of taking an emulated timing for a real one.
 inline constexpr int kRecordLineVersion = 2;
 
+// A timing whose figures spread more than this, (max - min) / median, is flagged noisy: its
+// figure may be off by as much, so a ranking that rests on it is not to be trusted blindly.
+inline constexpr double kNoisySpread = 0.25;
+
+// (max - min) / median of `timings`; 0 for fewer than two (or a median of 0).
+double spread(const std::vector<double>& timings);
+// The median of `timings` (the mean of the middle two for an even count); +inf when empty.
+double median(std::vector<double> timings);
+
 // The target a record was measured for: its canonical string and the LLVM version of the
 // toolchain that compiled it, so that records of another toolchain are told apart.
 struct TargetKey {
@@ -61,11 +70,22 @@ struct Record {
   // run, a server without named clients, a record of an older log).
   std::string client;
   std::string worker;
+  // Seconds, one per round of the re-timing at the end of a tuning run (TuningSession: the run's
+  // best configs timed again, interleaved round-robin); empty = never re-timed. The first timing
+  // (`costs`) stays as measured; the re-timing's median is the record's figure (cost()), since a
+  // config that came out on top of many may owe part of its lead to a lucky timing.
+  std::vector<double> retimed_costs;
 
   bool ok() const { return !error.has_value(); }
-  // Mean of `costs`; returns +inf when there is none (a failure).
+  // Mean of `costs` (the first timing); returns +inf when there is none (a failure).
   double mean_cost() const;
-  // flop / mean_cost / 1e9; returns 0 when flop is unknown or the record failed.
+  // The record's figure, what best/top_k rank by: the median of retimed_costs when re-timed, else
+  // mean_cost(); +inf for a failure.
+  double cost() const;
+  // Whether the timings behind cost() (retimed_costs when re-timed, else costs) spread more than
+  // kNoisySpread.
+  bool noisy() const;
+  // flop / cost / 1e9; returns 0 when flop is unknown or the record failed.
   double gflops() const;
 };
 
@@ -75,12 +95,16 @@ struct Record {
 //  "meta": {"template", "llvm", "device", "flop", "error_msg", "tuner", "batch", "ktune"}}
 // where error is "" for success, else to_string(ErrorKind). An emulated record is written as
 // version 2 with "meta": {..., "emulated": true}; a real one as version 1 without the field.
-// meta.client and meta.worker are written when known (older builds ignore them).
+// meta.client and meta.worker are written when known (older builds ignore them). A re-timed
+// record adds "meta": {..., "retimed": [seconds per round]} (an older build ignores it and ranks
+// by the first timing), and a noisy one "meta": {..., "noisy": true} (informational: from_json
+// computes it again from the timings).
 nlohmann::json to_json(const Record& record);
 // The same, serialized on one line (no trailing newline).
 std::string to_json_line(const Record& record);
 // Parses one record object (version 1 or 2; meta.emulated, a boolean, absent = false;
-// meta.client and meta.worker, strings, absent = "").
+// meta.client and meta.worker, strings, absent = ""; meta.retimed, an array of non-negative
+// numbers, absent = not re-timed).
 // Returns the record; throws Error(kInvalidArgument) naming the first field that is missing or
 // of the wrong type.
 Record from_json(const nlohmann::json& line);

@@ -60,22 +60,24 @@ WorkloadReport workload_report(const WorkloadSummary& s, bool emulated,
     by_tuner[r->tuner].push_back(r);
     if (r->ok()) {
       ++w.ok_records;
+      if (r->noisy()) ++w.noisy_records;
       ok.push_back(r);
     } else {
       ++w.errors_by_kind[std::string(to_string(*r->error))];
     }
   }
   for (const auto& [tuner, rs] : by_tuner) w.curves.push_back(curve_of(tuner, rs));
-  std::stable_sort(ok.begin(), ok.end(), [](const Record* a, const Record* b) {
-    return a->mean_cost() < b->mean_cost();
-  });
+  std::stable_sort(ok.begin(), ok.end(),
+                   [](const Record* a, const Record* b) { return a->cost() < b->cost(); });
   if (!ok.empty()) {
-    w.best_cost = ok.front()->mean_cost();
+    w.best_cost = ok.front()->cost();
     w.best_gflops = ok.front()->gflops();
+    w.best_retimed = !ok.front()->retimed_costs.empty();
+    w.best_noisy = ok.front()->noisy();
   }
   for (size_t i = 0; i < ok.size() && static_cast<int64_t>(i) < top_k; ++i)
-    w.top.push_back({ok[i]->config_index, ok[i]->mean_cost(), ok[i]->gflops(), ok[i]->tuner,
-                     ok[i]->config.dump()});
+    w.top.push_back({ok[i]->config_index, ok[i]->cost(), ok[i]->gflops(), ok[i]->tuner,
+                     ok[i]->config.dump(), !ok[i]->retimed_costs.empty(), ok[i]->noisy()});
   return w;
 }
 

@@ -36,10 +36,12 @@ struct TunerCurve {
 
 struct TopConfig {
   int64_t config_index = 0;
-  double mean_cost = 0;  // seconds
+  double mean_cost = 0;  // seconds: the record's figure (Record::cost())
   double gflops = 0;
   std::string tuner;
-  std::string config;  // the config's JSON, on one line
+  std::string config;    // the config's JSON, on one line
+  bool retimed = false;  // the figure is the median of a re-timing (Record::retimed_costs)
+  bool noisy = false;    // Record::noisy(): its timings spread more than kNoisySpread
 };
 
 // One (workload, target) of the log; real and emulated records are reported apart.
@@ -52,6 +54,9 @@ struct WorkloadReport {
   int64_t ok_records = 0;
   double best_gflops = 0;
   double best_cost = 0;                           // seconds; 0 when nothing succeeded
+  bool best_retimed = false;                      // the best's figure is a re-timing's median
+  bool best_noisy = false;                        // the best's timings spread (Record::noisy())
+  int64_t noisy_records = 0;                      // successful records flagged noisy
   std::vector<TunerCurve> curves;                 // by tuner name
   std::map<std::string, int64_t> errors_by_kind;  // to_string(ErrorKind) -> count
   std::vector<TopConfig> top;                     // fastest first (real records only)

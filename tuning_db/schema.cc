@@ -1,7 +1,8 @@
 // The tuning log's schema: version 1 (the log itself), version 2 (tuning-run telemetry),
 // version 3 (the tuning server's jobs), version 4 (claims of configs being measured),
-// version 5 (records and claims of emulated devices told apart) and version 6 (tenants: the
-// client of every job and record, the worker of every record).
+// version 5 (records and claims of emulated devices told apart), version 6 (tenants: the
+// client of every job and record, the worker of every record) and version 7 (records
+// re-timed, and the flag of a noisy timing).
 #include "tuning_db/schema.h"
 
 #include <spdlog/spdlog.h>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "support/error.h"
+#include "tuning_db/record.h"
 
 namespace ktune::tuning_db {
 namespace {
@@ -155,6 +157,14 @@ ALTER TABLE jobs ADD COLUMN client TEXT NOT NULL DEFAULT '';
 ALTER TABLE records ADD COLUMN client TEXT NOT NULL DEFAULT '';
 ALTER TABLE records ADD COLUMN worker TEXT NOT NULL DEFAULT '';
 )sql",
+    // 6 -> 7 (kRetimedSchemaVersion): a record's re-timing (seconds per round, a JSON array; '[]'
+    // = never re-timed), whose median is then its mean_cost (the figure best ranks by), and
+    // whether the timings behind that figure spread more than kNoisySpread (Record::noisy(); the
+    // records logged before are flagged by backfill_noisy).
+    R"sql(
+ALTER TABLE records ADD COLUMN retimed_costs TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE records ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 constexpr std::array<std::string_view, 10> kTables = {
@@ -170,11 +180,32 @@ bool exists(sql::Connection& conn, std::string_view type, std::string_view name)
   return stmt.step();
 }
 
+// Flags the noisy records of a log that predates the column: the flag is a function of the
+// timings (Record::noisy()), which SQL cannot compute (a median), so it is done here.
+void backfill_noisy(sql::Connection& conn) {
+  std::vector<int64_t> noisy;
+  {
+    sql::Statement s(conn, "SELECT id, costs FROM records WHERE error_kind = ''");
+    while (s.step()) {
+      Record r;
+      r.costs = nlohmann::json::parse(s.column_text(1)).get<std::vector<double>>();
+      if (r.noisy()) noisy.push_back(s.column_int(0));
+    }
+  }
+  sql::Statement u(conn, "UPDATE records SET noisy = 1 WHERE id = ?1");
+  for (int64_t id : noisy) {
+    u.reset();
+    u.bind(1, id);
+    u.run();
+  }
+}
+
 }  // namespace
 
 void apply_migrations(sql::Connection& conn, int from, int to) {
   for (int v = from; v < to; ++v) {
     conn.exec(kMigrations[static_cast<size_t>(v)]);
+    if (v + 1 == kRetimedSchemaVersion) backfill_noisy(conn);
   }
   conn.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
   conn.exec("PRAGMA user_version = " + std::to_string(to));

@@ -10,11 +10,13 @@
 namespace ktune::tuning_db {
 
 // Version of the schema this build writes. PRAGMA user_version holds a file's version.
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 // The first version whose records have the emulated column.
 inline constexpr int kEmulatedSchemaVersion = 5;
 // The first version whose records and jobs name their client (and records their worker).
 inline constexpr int kTenantsSchemaVersion = 6;
+// The first version whose records have the re-timing and spread columns (retimed_costs, noisy).
+inline constexpr int kRetimedSchemaVersion = 7;
 // PRAGMA application_id of every ktune tuning log ("ktun"): tells ours from other SQLite files.
 inline constexpr int32_t kApplicationId = 0x6b74756e;
 

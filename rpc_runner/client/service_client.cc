@@ -175,8 +175,9 @@ std::vector<DeviceInfo> ServiceClient::devices() {
   return out;
 }
 
-ServerStatus ServiceClient::status() {
+ServerStatus ServiceClient::status(const std::string& device_key) {
   rpc::StatusRequest request;
+  request.set_device_key(device_key);
   rpc::StatusReply reply;
   auto ctx = impl_->context();
   const grpc::Status status = impl_->stub->Status(ctx.get(), request, &reply);

@@ -56,9 +56,10 @@ class ServiceClient {
   int64_t export_log(std::ostream& out, const std::string& workload_key = "");
   // The attached device workers.
   std::vector<DeviceInfo> devices();
-  // The server's metrics and devices. Throws Error(kUnsupported) when the server predates the
-  // Status call.
-  ServerStatus status();
+  // The server's metrics and devices and, for a non-empty device_key, the target that key's newest
+  // record in the server's log was measured for (ServerStatus::recorded_target). Throws
+  // Error(kUnsupported) when the server predates the Status call.
+  ServerStatus status(const std::string& device_key = "");
 
  private:
   struct Impl;

@@ -134,6 +134,9 @@ struct ServerStatus {
   double uptime_s = 0;
   std::vector<MetricSample> metrics;
   std::vector<DeviceInfo> devices;
+  // The target of the newest record of the device key status() was asked about in the server's
+  // log ("" = none, or not asked).
+  std::string recorded_target;
 };
 
 }  // namespace ktune::rpc_runner

@@ -226,6 +226,7 @@ ServerStatus from_proto(const rpc::StatusReply& reply) {
   out.uptime_s = reply.uptime_s();
   out.metrics = parse_metrics_text(reply.metrics());
   for (const auto& d : reply.devices()) out.devices.push_back(from_proto(d));
+  out.recorded_target = reply.recorded_target();
   return out;
 }
 

@@ -413,7 +413,8 @@ class TuningService final : public rpc::Tuning::CallbackService {
     });
   }
 
-  grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* context, const rpc::StatusRequest*,
+  grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* context,
+                                   const rpc::StatusRequest* request,
                                    rpc::StatusReply* reply) override {
     return unary(context, "Status", [&] {
       reply->set_server_version(std::string("ktune ") + kVersion);
@@ -422,6 +423,10 @@ class TuningService final : public rpc::Tuning::CallbackService {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
       reply->set_metrics(metrics_.text());
       for (const WorkerInfo& w : pool_.workers()) to_proto(w, reply->add_devices());
+      if (!request->device_key().empty()) {
+        std::lock_guard lock(queries_mu_);
+        reply->set_recorded_target(queries_.device_target(request->device_key()).value_or(""));
+      }
     });
   }
 

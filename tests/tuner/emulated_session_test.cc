@@ -93,6 +93,7 @@ class EmulatedSession : public ::testing::Test {
     o.batch_size = trials;
     o.seed = 11;
     o.measure_fallback = false;
+    o.retime_top = 0;  // lists what the search measures (retime_test re-times)
     o.emulated = emulated;
     o.device_key = "rk3399";
     return o;

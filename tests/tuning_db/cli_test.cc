@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "codegen/target.h"
@@ -92,6 +93,57 @@ TEST_F(DbCli, BestAndTopPrintTheFastestSuccessfulRecords) {
   EXPECT_NE(human.out.find("config     #" + std::to_string(nth(1))), std::string::npos)
       << human.out;
   EXPECT_NE(human.out.find("1.5000 ms"), std::string::npos) << human.out;
+}
+
+// nth(1)'s timings (1 and 2 ms) spread 67 %: flagged noisy in best, db stats and the report. A
+// re-timing of nth(0) (3 ms at first, 1 ms in each round) makes it the best, marked re-timed.
+TEST_F(DbCli, NoisyAndRetimedRecordsAreShown) {
+  const std::string key = quote(task().workload_key());
+  const std::string workload = "matmul M=64 N=64 K=64 --target " + quote(host_key().target);
+  Output stats = ktune("db stats --db " + path_ + " --json");
+  ASSERT_EQ(stats.status, 0) << stats.out;
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["noisy_records"], 1);
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["retimed_records"], 0);
+  Output best = ktune("best " + workload + " --db " + path_ + " --json");
+  ASSERT_EQ(best.status, 0) << best.out;
+  auto j = nlohmann::json::parse(best.out);
+  EXPECT_EQ(j["best"]["config"]["index"], nth(1));
+  EXPECT_EQ(j["best"]["noisy"], true);
+  EXPECT_EQ(j["best"]["retimed"], false);
+  EXPECT_EQ(j["best"]["meta"]["noisy"], true);
+  EXPECT_NE(ktune("best " + workload + " --db " + path_).out.find("NOISY timing"),
+            std::string::npos);
+  const std::string page = dir_.file("report.html");
+  Output report = ktune("report --db " + path_ + " -o " + quote(page));
+  ASSERT_EQ(report.status, 0) << report.out;
+  EXPECT_EQ(report.out, "noisy best: " + task().workload_key() + " on " + host_key().target +
+                            ": its timings spread more than 25%\n");
+  std::ifstream in(page);
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("NOISY"), std::string::npos);
+
+  {
+    Database db = Database::open(path_);
+    const auto top = db.top_k(task().workload_key(), host_key(), 3);
+    ASSERT_EQ(top.size(), 3u);
+    ASSERT_EQ(top[1].config_index, nth(0));
+    db.retime(top[1].id, {1e-3, 1e-3, 1e-3});
+  }
+  best = ktune("best " + workload + " --db " + path_ + " --json");
+  ASSERT_EQ(best.status, 0) << best.out;
+  j = nlohmann::json::parse(best.out);
+  EXPECT_EQ(j["best"]["config"]["index"], nth(0));
+  EXPECT_EQ(j["best"]["retimed"], true);
+  EXPECT_EQ(j["best"]["noisy"], false);
+  EXPECT_DOUBLE_EQ(j["best"]["mean_cost_s"].get<double>(), 1e-3);
+  stats = ktune("db stats --db " + path_ + " --json");
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["retimed_records"], 1);
+  Output human = ktune("db best " + key + " --db " + path_);
+  EXPECT_NE(human.out.find("re-timed   1.0000 ms, the median of 3 interleaved rounds"),
+            std::string::npos)
+      << human.out;
+  report = ktune("report --db " + path_ + " -o " + quote(page));
+  EXPECT_EQ(report.out, "");  // the best is no longer noisy
 }
 
 TEST_F(DbCli, RecordsThatDoNotInstantiateAreNeverServedReportedAndRemoved) {

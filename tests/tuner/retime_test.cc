@@ -1,0 +1,272 @@
+// Tests of the re-timing at the end of a tuning run (retime_best, TuningSession) and of the spread
+// flag: the re-timed figure is stored and ranks best(), a noisy timing is flagged, failed rounds
+// are left out, and an emulated run re-times nothing.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "schedule_space/task.h"
+#include "schedule_space/workload.h"
+#include "tuner/db_log.h"
+#include "tuner/retime.h"
+#include "tuner/tuning_session.h"
+#include "tuning_db/database.h"
+
+namespace ktune::tuner {
+namespace {
+
+schedule_space::Task matmul(int n) {
+  const std::string s = std::to_string(n);
+  return schedule_space::Task::create(
+      "matmul", {{"M", s}, {"N", s}, {"K", s}},
+      schedule_space::make_target_traits("llvm -mtriple=x86_64-linux-gnu -mcpu=retimetest",
+                                         "x86_64-linux-gnu", 256, 2));
+}
+
+const tuning_db::TargetKey kTarget{"llvm -mtriple=x86_64-linux-gnu -mcpu=retimetest", "19.1.7"};
+
+// Times each config at a cost set per index (1 ms when unset). The first timing of a config can
+// be made lucky (`first`: its costs the first time it is measured), later ones may fail (`fail`),
+// and a `noisy` config takes three times its cost the second time it is timed again.
+// Remembers every batch it was given.
+class ScriptedMeasurer final : public Measurer {
+ public:
+  std::vector<MeasureResult> measure(const std::vector<MeasureInput>& inputs) override {
+    std::vector<int64_t> batch;
+    std::vector<MeasureResult> out;
+    for (const auto& in : inputs) {
+      const auto index = static_cast<int64_t>(in.config.index());
+      batch.push_back(index);
+      const int n = times[index]++;
+      if (n == 0 && first.count(index)) {
+        out.push_back(make_ok_result(first[index]));
+        continue;
+      }
+      if (n > 0 && fail.count(index)) {
+        out.push_back(make_error_result(ErrorKind::kRun, "crashed on re-timing"));
+        continue;
+      }
+      double c = cost.count(index) ? cost[index] : 1e-3;
+      if (noisy.count(index) && n == 2) c *= 3;
+      out.push_back(make_ok_result({c, c}));
+    }
+    batches.push_back(batch);
+    return out;
+  }
+  std::map<int64_t, double> cost;
+  std::map<int64_t, std::vector<double>> first;
+  std::map<int64_t, bool> fail, noisy;
+  std::map<int64_t, int> times;
+  std::vector<std::vector<int64_t>> batches;
+};
+
+std::vector<int64_t> first_valid(const schedule_space::Task& task, size_t n) {
+  std::vector<int64_t> out;
+  for (uint64_t i = 0; i < task.space().size() && out.size() < n; ++i)
+    if (task.space().is_valid(i)) out.push_back(static_cast<int64_t>(i));
+  return out;
+}
+
+// Logs one timing of each config with `m` (device key "box").
+void log_configs(tuning_db::Database& db, const schedule_space::Task& task,
+                 const std::vector<int64_t>& indices, ScriptedMeasurer& m,
+                 const std::string& device = "box") {
+  std::vector<MeasureInput> inputs;
+  for (int64_t i : indices) inputs.push_back({&task, task.space().get(static_cast<uint64_t>(i))});
+  const auto results = m.measure(inputs);
+  const RecordContext context{kTarget, device, "seeded", "test", 0, false};
+  std::vector<tuning_db::Record> records;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    records.push_back(make_record(task, inputs[i].config, results[i], context, 0));
+  db.add(records);
+}
+
+class Retime : public ::testing::Test {
+ protected:
+  Retime() {
+    static std::atomic<int> counter{0};
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ktune_retime_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::create_directories(dir_);
+  }
+  ~Retime() override { std::filesystem::remove_all(dir_); }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST(Spread, IsTheRangeOverTheMedian) {
+  EXPECT_DOUBLE_EQ(tuning_db::spread({}), 0);
+  EXPECT_DOUBLE_EQ(tuning_db::spread({2.0}), 0);
+  EXPECT_DOUBLE_EQ(tuning_db::spread({1.0, 2.0, 4.0}), 1.5);       // (4 - 1) / 2
+  EXPECT_DOUBLE_EQ(tuning_db::spread({1.0, 3.0, 2.0, 5.0}), 1.6);  // (5 - 1) / 2.5
+  EXPECT_DOUBLE_EQ(tuning_db::median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_DOUBLE_EQ(tuning_db::median({4.0, 1.0, 3.0, 2.0}), 2.5);
+  tuning_db::Record r;
+  r.costs = {1.0, 1.2};  // 18 %: not noisy
+  EXPECT_FALSE(r.noisy());
+  r.costs = {1.0, 1.3};  // 26 %
+  EXPECT_TRUE(r.noisy());
+  r.retimed_costs = {1.0, 1.1, 1.05};  // the re-timing decides once there is one
+  EXPECT_FALSE(r.noisy());
+  EXPECT_DOUBLE_EQ(r.cost(), 1.05);
+  EXPECT_DOUBLE_EQ(r.mean_cost(), 1.15);
+}
+
+// A config whose first timing was lucky (0.1 ms, really 2 ms) tops the log; re-timing gives it
+// its real figure and best() serves the truly fastest one, whose record keeps both timings.
+TEST_F(Retime, TheRetimedFigureIsStoredAndRanksBest) {
+  const auto task = matmul(16);
+  const auto v = first_valid(task, 7);
+  ASSERT_EQ(v.size(), 7u);
+  auto db = tuning_db::Database::open(file("log.db"));
+  ScriptedMeasurer m;
+  for (size_t i = 0; i < 7; ++i) m.cost[v[i]] = 1e-3 * static_cast<double>(i + 1);
+  m.cost[v[3]] = 2e-3;
+  m.first[v[3]] = {1e-4, 1e-4};
+  log_configs(db, task, v, m);
+  ASSERT_EQ(db.best(task.workload_key(), kTarget)->config_index, v[3]);
+
+  m.batches.clear();
+  const RetimeReport report = retime_best(db, task, m, kTarget, RetimeOptions{5, 3, "box"});
+  // The five best before (v3 lucky, then v0, v1, v2, and v[4] at 5 ms), three rounds, each a
+  // batch of all five in an order rotated by one.
+  ASSERT_EQ(report.configs.size(), 5u);
+  ASSERT_EQ(m.batches.size(), 3u);
+  EXPECT_EQ(m.batches[0], (std::vector<int64_t>{v[3], v[0], v[1], v[2], v[4]}));
+  EXPECT_EQ(m.batches[1], (std::vector<int64_t>{v[0], v[1], v[2], v[4], v[3]}));
+  EXPECT_EQ(m.batches[2], (std::vector<int64_t>{v[1], v[2], v[4], v[3], v[0]}));
+  EXPECT_DOUBLE_EQ(report.best_before_s, 1e-4);
+  EXPECT_EQ(report.best_before_index, v[3]);
+  EXPECT_DOUBLE_EQ(report.best_after_s, 1e-3);
+  EXPECT_EQ(report.best_after_index, v[0]);
+  EXPECT_DOUBLE_EQ(report.configs[0].after_s, 2e-3);
+
+  const auto best = db.best(task.workload_key(), kTarget);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->config_index, v[0]);
+  const auto top = db.top_k(task.workload_key(), kTarget, 7);
+  ASSERT_EQ(top.size(), 7u);
+  // v3 now ranks by its re-timed 2 ms, tied with v1 (2 ms) and after it by id order.
+  const auto lucky = std::find_if(
+      top.begin(), top.end(), [&](const tuning_db::Record& r) { return r.config_index == v[3]; });
+  ASSERT_NE(lucky, top.end());
+  EXPECT_EQ(lucky->costs, (std::vector<double>{1e-4, 1e-4}));  // the first timing stays
+  EXPECT_EQ(lucky->retimed_costs, (std::vector<double>{2e-3, 2e-3, 2e-3}));
+  EXPECT_DOUBLE_EQ(lucky->cost(), 2e-3);
+  EXPECT_NEAR(lucky->gflops(), task.flop() / 2e-3 / 1e9, 1e-9);
+  EXPECT_EQ(top.back().config_index, v[6]);  // never re-timed: 7 ms as measured
+  EXPECT_TRUE(top.back().retimed_costs.empty());
+  const auto st = db.stats();
+  EXPECT_EQ(st.retimed_records, 5);
+  EXPECT_EQ(st.noisy_records, 0);
+
+  // The figure travels with the record: exported and imported elsewhere, it still ranks.
+  std::stringstream lines;
+  db.export_jsonl(lines);
+  auto other = tuning_db::Database::open(file("other.db"));
+  EXPECT_EQ(other.import_jsonl(lines).imported, 7);
+  EXPECT_EQ(other.best(task.workload_key(), kTarget)->config_index, v[0]);
+  EXPECT_EQ(other.stats().retimed_records, 5);
+}
+
+// A timing whose repeats spread more than kNoisySpread is flagged when logged; a re-timing whose
+// rounds spread is flagged too, and a round that fails is left out of the median.
+TEST_F(Retime, SpreadIsFlaggedAndFailedRoundsAreLeftOut) {
+  const auto task = matmul(16);
+  const auto v = first_valid(task, 3);
+  auto db = tuning_db::Database::open(file("log.db"));
+  ScriptedMeasurer m;
+  m.cost = {{v[0], 1e-3}, {v[1], 2e-3}, {v[2], 3e-3}};
+  m.first[v[0]] = {1e-3, 1.5e-3};  // 40 % apart
+  log_configs(db, task, v, m);
+  auto records = db.top_k(task.workload_key(), kTarget, 3);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_TRUE(records[0].noisy());
+  EXPECT_FALSE(records[1].noisy());
+  EXPECT_EQ(db.stats().noisy_records, 1);
+
+  m.noisy[v[1]] = true;  // rounds at 2, 6, 2 ms: the median is 2 ms, the spread 200 %
+  m.fail[v[2]] = true;   // every round fails: keeps its 3 ms, not re-timed
+  const RetimeReport report = retime_best(db, task, m, kTarget, RetimeOptions{5, 3, "box"});
+  ASSERT_EQ(report.configs.size(), 3u);
+  EXPECT_FALSE(report.configs[0].noisy);  // v0's rounds agree: the flag goes
+  EXPECT_TRUE(report.configs[1].noisy);
+  EXPECT_DOUBLE_EQ(report.configs[1].after_s, 2e-3);
+  EXPECT_EQ(report.configs[2].failed_rounds, 3);
+  EXPECT_DOUBLE_EQ(report.configs[2].after_s, 0);
+
+  records = db.top_k(task.workload_key(), kTarget, 3);
+  EXPECT_EQ(records[0].config_index, v[0]);
+  EXPECT_FALSE(records[0].noisy());
+  EXPECT_EQ(records[1].config_index, v[1]);
+  EXPECT_TRUE(records[1].noisy());
+  EXPECT_EQ(records[1].retimed_costs, (std::vector<double>{2e-3, 6e-3, 2e-3}));
+  EXPECT_TRUE(records[2].retimed_costs.empty());
+  EXPECT_DOUBLE_EQ(records[2].cost(), 3e-3);
+  EXPECT_EQ(db.stats().noisy_records, 1);
+  // The JSON line says so.
+  const nlohmann::json line = tuning_db::to_json(records[1]);
+  EXPECT_EQ(line["meta"]["noisy"], true);
+  EXPECT_EQ(line["meta"]["retimed"].size(), 3u);
+}
+
+// Only records of the session's device key are re-timed: another key's device is not this one.
+TEST_F(Retime, OnlyTheDeviceKeysRecordsAreRetimed) {
+  const auto task = matmul(16);
+  const auto v = first_valid(task, 4);
+  auto db = tuning_db::Database::open(file("log.db"));
+  ScriptedMeasurer m;
+  m.cost = {{v[0], 1e-3}, {v[1], 2e-3}, {v[2], 3e-3}, {v[3], 4e-3}};
+  log_configs(db, task, {v[0], v[1]}, m, "other");
+  log_configs(db, task, {v[2], v[3]}, m, "box");
+  m.batches.clear();
+  const RetimeReport report = retime_best(db, task, m, kTarget, RetimeOptions{5, 2, "box"});
+  ASSERT_EQ(report.configs.size(), 2u);
+  EXPECT_EQ(m.batches, (std::vector<std::vector<int64_t>>{{v[2], v[3]}, {v[3], v[2]}}));
+}
+
+// A session re-times at its end and says so in its report and summary; an emulated one does not.
+TEST_F(Retime, SessionRetimesAtItsEndUnlessEmulated) {
+  const auto task = matmul(16);
+  auto db = tuning_db::Database::open(file("log.db"));
+  ScriptedMeasurer m;
+  SessionOptions o;
+  o.tuner = "random";
+  o.trials = 8;
+  o.batch_size = 8;
+  o.device_key = "box";
+  o.claim_configs = false;
+  const SessionReport r = TuningSession(task, db, m, kTarget, o).run();
+  ASSERT_EQ(r.retime.configs.size(), 5u);
+  EXPECT_EQ(r.retime.rounds, 3);
+  // The fallback, the 8 trials, then three rounds of five.
+  ASSERT_EQ(m.batches.size(), 5u);
+  EXPECT_EQ(m.batches[2].size(), 5u);
+  EXPECT_EQ(db.stats().retimed_records, 5);
+  EXPECT_EQ(db.stats().records, 9);  // re-timing adds no record
+  const nlohmann::json summary = summary_json(task, kTarget, r);
+  ASSERT_TRUE(summary.contains("retimed"));
+  EXPECT_EQ(summary["retimed"]["configs"].size(), 5u);
+  EXPECT_EQ(describe(r.retime).rfind("re-timed the 5 best configs over 3 interleaved rounds", 0),
+            0u);
+
+  auto emulated_db = tuning_db::Database::open(file("emulated.db"));
+  ScriptedMeasurer e;
+  o.emulated = true;
+  const SessionReport re = TuningSession(task, emulated_db, e, kTarget, o).run();
+  EXPECT_TRUE(re.retime.empty());
+  EXPECT_EQ(e.batches.size(), 2u);  // the fallback and the trials only
+  EXPECT_EQ(emulated_db.stats().retimed_records, 0);
+}
+
+}  // namespace
+}  // namespace ktune::tuner

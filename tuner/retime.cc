@@ -1,0 +1,137 @@
+// retime_best: the best configs of a workload timed again side by side.
+#include "tuner/retime.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace ktune::tuner {
+namespace {
+
+// The records to re-time: the best real ones of exactly this device key, with their configs as
+// this ktune builds them.
+struct Candidate {
+  tuning_db::Record record;
+  schedule_space::Config config;
+};
+
+std::vector<Candidate> candidates(tuning_db::Database& db, const schedule_space::Task& task,
+                                  const tuning_db::TargetKey& target,
+                                  const RetimeOptions& options) {
+  // top_k with an empty device key serves every device: ask for more and keep this key's.
+  tuning_db::RecordQuery query;
+  query.device_key = options.device_key;
+  const int64_t wanted = options.device_key.empty() ? options.top * 4 + 16 : options.top;
+  std::vector<Candidate> out;
+  const auto& space = task.space();
+  for (tuning_db::Record& r : db.top_k(task.workload_key(), target, wanted, query)) {
+    if (static_cast<int64_t>(out.size()) == options.top) break;
+    if (r.device_key != options.device_key) continue;
+    try {
+      schedule_space::Config config =
+          space.get(space.index_of(schedule_space::Config::from_json(r.config)));
+      out.push_back({std::move(r), std::move(config)});
+    } catch (const Error& e) {
+      spdlog::warn("record {} of {} is not re-timed: its config does not fit ({})", r.id,
+                   r.workload_key, e.what());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+RetimeReport retime_best(tuning_db::Database& db, const schedule_space::Task& task,
+                         Measurer& measurer, const tuning_db::TargetKey& target,
+                         const RetimeOptions& options) {
+  RetimeReport report;
+  if (options.top <= 0 || options.rounds <= 0) return report;
+  std::vector<Candidate> chosen = candidates(db, task, target, options);
+  if (chosen.empty()) return report;
+  report.rounds = options.rounds;
+  const size_t n = chosen.size();
+  std::vector<std::vector<double>> figures(n);
+  std::vector<int> failed(n, 0);
+  for (int round = 0; round < options.rounds; ++round) {
+    std::vector<MeasureInput> inputs;
+    std::vector<size_t> order;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t at = (i + static_cast<size_t>(round)) % n;
+      order.push_back(at);
+      inputs.push_back({&task, chosen[at].config});
+    }
+    const std::vector<MeasureResult> results = measurer.measure(inputs);
+    for (size_t i = 0; i < n && i < results.size(); ++i) {
+      if (results[i].ok()) {
+        figures[order[i]].push_back(results[i].mean_cost());
+      } else {
+        ++failed[order[i]];
+        spdlog::warn("re-timing config {} of {}: round {} failed ({})",
+                     chosen[order[i]].record.config_index, task.workload_key(), round + 1,
+                     results[i].error_message);
+      }
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    tuning_db::Record& r = chosen[i].record;
+    RetimedConfig c{r.id, r.config_index, r.cost(), 0, failed[i], false};
+    if (!figures[i].empty()) {
+      db.retime(r.id, figures[i]);
+      r.retimed_costs = figures[i];
+      c.after_s = r.cost();
+      c.noisy = r.noisy();
+    } else {
+      spdlog::warn("config {} of {} failed every re-timing round; it keeps its first figure",
+                   r.config_index, task.workload_key());
+    }
+    report.configs.push_back(c);
+  }
+  report.best_before_s = report.configs.front().before_s;
+  report.best_before_index = report.configs.front().config_index;
+  // The best after: the lowest figure among them now (a config that failed every round keeps
+  // its old one, as best() does).
+  const auto best = std::min_element(
+      chosen.begin(), chosen.end(),
+      [](const Candidate& a, const Candidate& b) { return a.record.cost() < b.record.cost(); });
+  report.best_after_s = best->record.cost();
+  report.best_after_index = best->record.config_index;
+  return report;
+}
+
+nlohmann::json to_json(const RetimeReport& report) {
+  nlohmann::json configs = nlohmann::json::array();
+  for (const RetimedConfig& c : report.configs)
+    configs.push_back({{"record", c.record_id},
+                       {"config", c.config_index},
+                       {"before_s", c.before_s},
+                       {"after_s", c.after_s},
+                       {"failed_rounds", c.failed_rounds},
+                       {"noisy", c.noisy}});
+  return {{"rounds", report.rounds},
+          {"best_before_s", report.best_before_s},
+          {"best_after_s", report.best_after_s},
+          {"best_before_config", report.best_before_index},
+          {"best_after_config", report.best_after_index},
+          {"configs", configs}};
+}
+
+std::string describe(const RetimeReport& report) {
+  if (report.empty()) return "nothing to re-time";
+  std::string line = fmt::format(
+      "re-timed the {} best config{} over {} interleaved rounds: best {:.4f} ms -> {:.4f} ms",
+      report.configs.size(), report.configs.size() == 1 ? "" : "s", report.rounds,
+      report.best_before_s * 1e3, report.best_after_s * 1e3);
+  if (report.best_after_index != report.best_before_index)
+    line += fmt::format(" (config #{} is now the best, was #{})", report.best_after_index,
+                        report.best_before_index);
+  const auto noisy = std::count_if(report.configs.begin(), report.configs.end(),
+                                   [](const RetimedConfig& c) { return c.noisy; });
+  if (noisy > 0)
+    line += fmt::format("; {} noisy (rounds spread more than {:.0f}%)", noisy,
+                        100 * tuning_db::kNoisySpread);
+  return line;
+}
+
+}  // namespace ktune::tuner

@@ -1,0 +1,63 @@
+// Defines retime_best(): a workload's best configs timed again, interleaved round-robin, so that
+// the figure best() ranks by is the median of several timings taken side by side, not one timing
+// that may have been lucky.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "schedule_space/task.h"
+#include "tuner/measure.h"
+#include "tuning_db/database.h"
+
+namespace ktune::tuner {
+
+struct RetimeOptions {
+  int64_t top = 5;         // the best records re-timed (0 = none)
+  int rounds = 3;          // each round times every one of them once, in a rotated order
+  std::string device_key;  // records of exactly this device key ("" = those logged without one)
+};
+
+// One record re-timed.
+struct RetimedConfig {
+  int64_t record_id = 0;
+  int64_t config_index = 0;
+  double before_s = 0;  // its figure before (the first timing's mean, or an earlier re-timing)
+  double after_s = 0;   // the median of this re-timing's rounds; 0 when every round failed
+  int failed_rounds = 0;
+  bool noisy = false;  // the rounds spread more than tuning_db::kNoisySpread
+};
+
+struct RetimeReport {
+  int rounds = 0;
+  std::vector<RetimedConfig> configs;  // in the order of their figures before (best first)
+  // The best before and after (Record::cost(), seconds), and whether the best config changed.
+  double best_before_s = 0, best_after_s = 0;
+  int64_t best_before_index = -1, best_after_index = -1;
+  bool empty() const { return configs.empty(); }
+};
+
+// Times the `options.top` best real records of the task's workload on `target` (this toolchain
+// when target.llvm_version is set) measured on devices of options.device_key again with
+// `measurer`: `options.rounds` rounds, each one measure() call of all of them in an order rotated
+// by one per round (so that none is always first or last), and stores each record's rounds
+// (Database::retime): their median is then the figure best/top_k rank by. A config whose rounds
+// all fail keeps its figure (with a warning); failed rounds are left out of the median. Records
+// whose config this ktune cannot rebuild are passed over. Returns what was re-timed (empty when
+// the log holds no such record). Throws what the measurer and the log throw.
+RetimeReport retime_best(tuning_db::Database& db, const schedule_space::Task& task,
+                         Measurer& measurer, const tuning_db::TargetKey& target,
+                         const RetimeOptions& options);
+
+// The report as JSON: {rounds, best_before_s, best_after_s, best_before_config,
+// best_after_config, configs: [{record, config, before_s, after_s, failed_rounds, noisy}]}.
+nlohmann::json to_json(const RetimeReport& report);
+
+// One line for a person: "re-timed the N best configs over R interleaved rounds: best X ms ->
+// Y ms (config #i)", naming the config that is now the best when it changed and the noisy ones.
+std::string describe(const RetimeReport& report);
+
+}  // namespace ktune::tuner
