@@ -77,13 +77,39 @@ std::string fresh_log(const std::string& name) {
   return path;
 }
 
-// Random search, 4 trials per allocation, `trials` in all.
+// Random search, 4 trials per allocation, `trials` in all. No re-timing at the end, so the fake
+// measurer counts the search's trials alone (ModelTuning.RetimesEachWorkloadsBestAtTheEnd covers
+// it).
 ModelTuningOptions random_options(size_t trials) {
   ModelTuningOptions options;
   options.session.tuner = "random";
   options.scheduler.trials = trials;
   options.scheduler.batch_size = 4;
+  options.session.retime_top = 0;
   return options;
+}
+
+TEST(ModelTuning, RetimesEachWorkloadsBestAtTheEnd) {
+  const frontend::ModelTasks tasks = small_cnn_tasks();
+  const std::string path = fresh_log("ktune_model_retime");
+  auto db = tuning_db::Database::open(path);
+  ModelTuningOptions options = random_options(40);
+  options.session.retime_top = 5;
+  options.session.retime_rounds = 3;
+  FakeMeasurer fake;
+  ModelTuning tuning(tasks, db, fake, {"test-target", "19"}, options);
+  const ModelTuningReport r = tuning.run([](const ModelTuningReport&) {});
+  EXPECT_EQ(r.trials, 40u);
+  std::set<std::string> workloads;
+  for (const auto& t : tasks.tasks)
+    if (t.tunable) workloads.insert(t.tunable->workload_key());
+  // Each workload's five best (the fallback among them) timed again in 3 rounds: 15 more
+  // measurements each, and every one of those records keeps its three rounds.
+  size_t measured = 0;
+  for (const auto& [key, n] : fake.trials) measured += n;
+  EXPECT_EQ(measured, 40u + 15u * workloads.size());
+  EXPECT_EQ(db.stats().retimed_records, static_cast<int64_t>(5 * workloads.size()));
+  std::filesystem::remove(path);
 }
 
 TEST(ModelTuning, BudgetWarmUpSharedTunersAndResume) {
