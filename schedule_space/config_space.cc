@@ -95,7 +95,7 @@ const Knob* ConfigSpace::find_knob(std::string_view name) const {
 }
 
 int64_t ConfigSpace::knob_position(std::string_view name) const {
-  auto it = positions_.find(std::string(name));
+  auto it = positions_.find(name);
   return it == positions_.end() ? -1 : static_cast<int64_t>(it->second);
 }
 

@@ -107,7 +107,8 @@ TEST_F(CliRemote, TuneJobsBestBuildAndExportThroughTheServer) {
     ASSERT_EQ(expected.size(), 5u);
     for (size_t i = 0; i < 5; ++i) {
       EXPECT_EQ(listed[i]["config"]["index"], expected[i].config_index) << i;
-      EXPECT_DOUBLE_EQ(listed[i]["mean_cost_s"].get<double>(), expected[i].mean_cost()) << i;
+      // The record's figure: the median of the job's re-timing where it re-timed the record.
+      EXPECT_DOUBLE_EQ(listed[i]["mean_cost_s"].get<double>(), expected[i].cost()) << i;
     }
   }
   auto built = testing_cli::ktune("build " + workload + srv + " --require-tuned -o " +

@@ -165,8 +165,9 @@ TEST(Service, TheServerBuildsForADeviceThatCannot) {
                        {"ok", 4}, {"run", 4}, {"run_timeout", 4}, {"wrong_answer", 4}}));
   EXPECT_EQ(worker.built_here(), 0u);
   // The matmul job's 16 trials and its fallback; the fault job's whole space of 16, its fallback
-  // among them (measured once: the search takes it as measured).
-  EXPECT_EQ(worker.prebuilt(), 16u + 1 + 16);
+  // among them (measured once: the search takes it as measured); then each job's re-timing of its
+  // best successful records in 3 rounds: the matmul job's five, the fault job's four ok ones.
+  EXPECT_EQ(worker.prebuilt(), 16u + 1 + 16 + 5 * 3 + 4 * 3);
 }
 
 TEST(Service, TwoJobsShareTwoWorkersAndBothProgress) {
