@@ -147,7 +147,8 @@ JobsRow run_jobs(rpc_runner::ServiceClient& client, const Server& server, const 
   const auto start = Clock::now();
   std::vector<uint64_t> ids;
   for (int j = 0; j < jobs; ++j)
-    ids.push_back(client.submit(matmul_job(tuner, trials, batch, seed + static_cast<uint64_t>(j))).id);
+    ids.push_back(
+        client.submit(matmul_job(tuner, trials, batch, seed + static_cast<uint64_t>(j))).id);
   uint64_t done = 0;
   for (uint64_t id : ids) {
     const rpc_runner::JobEvent last = client.watch(id);
@@ -251,11 +252,8 @@ SizeRow run_size(int devices, const Settings& settings, const fs::path& dir) {
       rpc_runner::metric_sum(again.status().metrics, "ktune_candidates_requeued_total", {});
   row.lost = fleet.silence(std::max(devices / 10, 1));
   start = Clock::now();
-  wait_until(
-      [&] {
-        return static_cast<int>(again.devices().size()) <= devices - row.lost;
-      },
-      kWorkerTimeoutS * 4, "the server taking the silent devices for lost");
+  wait_until([&] { return static_cast<int>(again.devices().size()) <= devices - row.lost; },
+             kWorkerTimeoutS * 4, "the server taking the silent devices for lost");
   row.lost_s = seconds_since(start);
   row.requeued =
       rpc_runner::metric_sum(again.status().metrics, "ktune_candidates_requeued_total", {}) -

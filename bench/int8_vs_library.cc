@@ -44,7 +44,8 @@ struct Shape {
 
 // 64-byte aligned bytes (the kernel ABI).
 struct Bytes {
-  explicit Bytes(size_t n) : n(n), p(static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64))) {}
+  explicit Bytes(size_t n)
+      : n(n), p(static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64))) {}
   ~Bytes() { std::free(p); }
   Bytes(const Bytes&) = delete;
   Bytes& operator=(const Bytes&) = delete;
@@ -71,8 +72,8 @@ struct Row {
 Row bench_shape(const Shape& s, const schedule_space::TargetTraits& traits, const Options& o) {
   Row row;
   row.name = s.name;
-  const double ops = 2.0 * static_cast<double>(s.M) * static_cast<double>(s.N) *
-                     static_cast<double>(s.K);
+  const double ops =
+      2.0 * static_cast<double>(s.M) * static_cast<double>(s.N) * static_cast<double>(s.K);
   const std::vector<std::string> args = {"M=" + std::to_string(s.M), "N=" + std::to_string(s.N),
                                          "K=" + std::to_string(s.K)};
   const auto int8_task = schedule_space::Task::create(
@@ -124,11 +125,12 @@ Row bench_shape(const Shape& s, const schedule_space::TargetTraits& traits, cons
   onednn();
   row.exact = std::memcmp(c_ktune.p, c_dnnl.p, c_ktune.n) == 0;
   if (!row.exact)
-    throw Error(ErrorKind::kWrongAnswer, std::string(s.name) + ": ktune's int32 result differs "
-                                                               "from oneDNN's");
-  const std::vector<double> t = bench::time_interleaved(
-      {[&] { kernel.run(kargs); }, onednn}, o.rounds, o.threads > 1 ? 0.15 : 0.05,
-      o.threads > 1 ? 20e-3 : 2e-3);
+    throw Error(ErrorKind::kWrongAnswer, std::string(s.name) +
+                                             ": ktune's int32 result differs "
+                                             "from oneDNN's");
+  const std::vector<double> t =
+      bench::time_interleaved({[&] { kernel.run(kargs); }, onednn}, o.rounds,
+                              o.threads > 1 ? 0.15 : 0.05, o.threads > 1 ? 20e-3 : 2e-3);
   row.int8_gops = ops / t[0] * 1e-9;
   row.onednn_gops = ops / t[1] * 1e-9;
 

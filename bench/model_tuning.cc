@@ -28,11 +28,11 @@
 #include <string>
 #include <vector>
 
-#include "tuner/landscape.h"
 #include "codegen/target.h"
 #include "frontend/model_tasks.h"
 #include "frontend/onnx_graph.h"
 #include "tuner/basic_tuners.h"
+#include "tuner/landscape.h"
 #include "tuner/model_based_tuner.h"
 #include "tuner/task_scheduler.h"
 

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "tuner/landscape.h"
 #include "codegen/target.h"
 #include "tuner/basic_tuners.h"
 #include "tuner/db_log.h"
+#include "tuner/landscape.h"
 #include "tuner/model_based_tuner.h"
 #include "tuning_db/database.h"
 

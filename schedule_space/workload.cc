@@ -28,11 +28,12 @@ std::string target_option(const std::string& key, const std::string& name) {
 bool has_avx512_vnni(const std::string& key, const std::string& arch) {
   if (arch != "x86_64") return false;
   static const char* const kCpus[] = {
-      "cascadelake",    "cooperlake", "icelake-client", "icelake-server", "tigerlake",
-      "rocketlake",     "sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d",
-      "diamondrapids",  "znver4",     "znver5"};
+      "cascadelake",   "cooperlake",     "icelake-client", "icelake-server", "tigerlake",
+      "rocketlake",    "sapphirerapids", "emeraldrapids",  "graniterapids",  "graniterapids-d",
+      "diamondrapids", "znver4",         "znver5"};
   const std::string cpu = target_option(key, "mcpu");
-  bool on = std::any_of(std::begin(kCpus), std::end(kCpus), [&](const char* c) { return cpu == c; });
+  bool on =
+      std::any_of(std::begin(kCpus), std::end(kCpus), [&](const char* c) { return cpu == c; });
   const std::string attrs = "," + target_option(key, "mattr") + ",";
   if (attrs.find(",+avx512vnni,") != std::string::npos) on = true;
   if (attrs.find(",-avx512vnni,") != std::string::npos ||

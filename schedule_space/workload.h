@@ -59,8 +59,8 @@ struct TargetTraits {
 
 // Traits from a target's parts (what codegen::Target reports): arch is the triple's first
 // component ("x86_64-linux-gnu" -> "x86_64"); int8_dot from the key's -mcpu (a CPU whose
-// defaults include AVX-512 VNNI) and -mattr (+avx512vnni, -avx512vnni, -avx512f). Throws Error(kInvalidArgument) for non-positive
-// vector_bits or cores.
+// defaults include AVX-512 VNNI) and -mattr (+avx512vnni, -avx512vnni, -avx512f). Throws
+// Error(kInvalidArgument) for non-positive vector_bits or cores.
 TargetTraits make_target_traits(const std::string& key, const std::string& triple, int vector_bits,
                                 int cores);
 

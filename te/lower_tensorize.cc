@@ -1,4 +1,5 @@
-// Lowering pass: tensorize — each loop nest a schedule tensorized becomes its intrinsic's statement.
+// Lowering pass: tensorize — each loop nest a schedule tensorized becomes its intrinsic's
+// statement.
 #include <unordered_map>
 
 #include "support/error.h"
@@ -77,7 +78,8 @@ class Matcher {
       cur = f->body;
     }
     const Store* st = cur.as<Store>();
-    if (!st) fail("inside the intrinsic's " + std::to_string(axes_.size()) + " loops: " + describe(cur));
+    if (!st)
+      fail("inside the intrinsic's " + std::to_string(axes_.size()) + " loops: " + describe(cur));
     return match_update(st);
   }
 
@@ -109,12 +111,13 @@ class Matcher {
     const Add* add = st->value.as<Add>();
     Expr rest;
     if (add) {
-      if (is_acc(add->a, st)) rest = add->b;
-      else if (is_acc(add->b, st)) rest = add->a;
+      if (is_acc(add->a, st))
+        rest = add->b;
+      else if (is_acc(add->b, st))
+        rest = add->a;
     }
     if (!rest.defined())
-      fail("the nest does not accumulate into " + st->buffer.name() + ": " +
-           to_string(st->value));
+      fail("the nest does not accumulate into " + st->buffer.name() + ": " + to_string(st->value));
     std::vector<Expr> out_index;
     for (const Var& v : out.axes) out_index.push_back(v);
     if (!bind(in_.inputs.size(), st->buffer, out.name, flat_index(out, out_index), st->index))
@@ -129,7 +132,8 @@ class Matcher {
 
   static bool is_acc(const Expr& e, const Store* st) {
     const Load* l = e.as<Load>();
-    return l && l->buffer.same_as(st->buffer) && is_const_int(simplify(Sub::make(l->index, st->index)), 0);
+    return l && l->buffer.same_as(st->buffer) &&
+           is_const_int(simplify(Sub::make(l->index, st->index)), 0);
   }
 
   // Binds slot i (an input, or the output at inputs.size()) to buffer b read at `index`, which
@@ -145,12 +149,11 @@ class Matcher {
     Expr linear = base;
     for (size_t d = 0; d < vars_.size(); ++d) {
       const Expr step = simplify(Sub::make(at_unit(index, vars_, static_cast<int>(d)), base));
-      const Expr want =
-          simplify(Sub::make(at_unit(pattern, axes_, static_cast<int>(d)), pbase));
+      const Expr want = simplify(Sub::make(at_unit(pattern, axes_, static_cast<int>(d)), pbase));
       if (!is_const_int(simplify(Sub::make(step, want)), 0))
-        return why(b.name() + "'s index steps by " + to_string(step) + " over loop " + vars_[d].name() +
-             ", the intrinsic's " + name + " by " + to_string(want) + " over its axis " +
-             axes_[d].name());
+        return why(b.name() + "'s index steps by " + to_string(step) + " over loop " +
+                   vars_[d].name() + ", the intrinsic's " + name + " by " + to_string(want) +
+                   " over its axis " + axes_[d].name());
       linear = Add::make(linear, Mul::make(step, vars_[d]));
     }
     if (!is_const_int(simplify(Sub::make(index, linear)), 0))
@@ -260,10 +263,11 @@ Stmt tensorize(const Stmt& s, const Schedule& sched) {
   for (const auto& [var, r] : requests) {
     if (r.done) continue;
     auto n = names.find(var);
-    throw Error(ErrorKind::kInvalidSchedule,
-                "schedule: stage " + r.stage + ": tensorize " + r.intrin->name + ": " +
-                    (n == names.end() ? std::string("the loop") : "loop " + n->second) +
-                    (n == names.end() ? " was split or fused since" : " holds no update to replace"));
+    throw Error(
+        ErrorKind::kInvalidSchedule,
+        "schedule: stage " + r.stage + ": tensorize " + r.intrin->name + ": " +
+            (n == names.end() ? std::string("the loop") : "loop " + n->second) +
+            (n == names.end() ? " was split or fused since" : " holds no update to replace"));
   }
   return out;
 }

@@ -17,9 +17,10 @@ TensorIntrin make_dot_16x4_u8s8s32() {
   in.emit = [](const std::vector<Buffer>& buf, const std::vector<Expr>& off) {
     const Expr one = IntImm::make(1);
     const Expr c_index = Ramp::make(off[2], one, 16);
-    const Expr dot = Call::make(CallOp::kDotU8S8, {Load::make(buf[2], c_index),
-                                                   Load::make(buf[0], Ramp::make(off[0], one, 4)),
-                                                   Load::make(buf[1], Ramp::make(off[1], one, 64))});
+    const Expr dot =
+        Call::make(CallOp::kDotU8S8,
+                   {Load::make(buf[2], c_index), Load::make(buf[0], Ramp::make(off[0], one, 4)),
+                    Load::make(buf[1], Ramp::make(off[1], one, 64))});
     return Store::make(buf[2], dot, c_index);
   };
   return in;

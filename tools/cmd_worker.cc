@@ -72,8 +72,8 @@ void run_worker(const rpc_runner::DeviceWorkerOptions& options, const Simulation
   o.devices = simulation.devices;
   o.delay_s = simulation.delay_ms / 1e3;
   o.seed = static_cast<uint64_t>(::getpid());  // workers started together jitter apart
-  rpc_runner::SimulatedFleet fleet(
-      o, std::make_shared<rpc_runner::LandscapeAnswers>(tuner::read_landscape(simulation.landscape)));
+  rpc_runner::SimulatedFleet fleet(o, std::make_shared<rpc_runner::LandscapeAnswers>(
+                                          tuner::read_landscape(simulation.landscape)));
   spdlog::info("{} simulated device(s) replaying {} for {}", simulation.devices,
                simulation.landscape, options.server);
   serve_until_signal(fleet, signals, options.server);

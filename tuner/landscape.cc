@@ -100,8 +100,7 @@ void write_landscape(const std::string& path, const schedule_space::Task& task,
   if (!out) throw Error(ErrorKind::kIo, "cannot write landscape " + path);
 }
 
-std::vector<MeasureResult> ReplayMeasurer::measure(
-    const std::vector<MeasureInput>& inputs) {
+std::vector<MeasureResult> ReplayMeasurer::measure(const std::vector<MeasureInput>& inputs) {
   std::vector<MeasureResult> results;
   for (const auto& input : inputs) {
     auto it = landscape_.points.find(input.config.index());

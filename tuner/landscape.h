@@ -51,8 +51,7 @@ void write_landscape(const std::string& path, const schedule_space::Task& task,
 class ReplayMeasurer final : public Measurer {
  public:
   ReplayMeasurer(const Landscape& landscape, double flop) : landscape_(landscape), flop_(flop) {}
-  std::vector<MeasureResult> measure(
-      const std::vector<MeasureInput>& inputs) override;
+  std::vector<MeasureResult> measure(const std::vector<MeasureInput>& inputs) override;
 
  private:
   const Landscape& landscape_;

@@ -22,7 +22,8 @@ schedule_space::Task from_proto(const rpc::TaskSpec& spec) {
   if (!args.is_object())
     throw Error(ErrorKind::kInvalidArgument, "task arguments are not a JSON object");
   std::map<std::string, std::string> given;
-  for (const auto& [k, v] : args.items()) given[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  for (const auto& [k, v] : args.items())
+    given[k] = v.is_string() ? v.get<std::string>() : v.dump();
   schedule_space::TargetTraits traits;
   traits.key = spec.target();
   traits.vector_bits = spec.vector_bits();

@@ -268,8 +268,8 @@ void DevicePool::dispatch(const std::string& key) {
     // The worker measures what it holds before (or beside) this one: their budgets count too.
     double budget = deadline_margin_s_ + budget_s(p.candidate);
     for (const auto& [held, q] : w->in_flight) budget += budget_s(q.candidate);
-    p.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(budget));
+    p.deadline = Clock::now() +
+                 std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget));
     w->send(p.candidate);
     w->in_flight.emplace(id, std::move(p));
     relist(*w);

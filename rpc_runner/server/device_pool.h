@@ -125,7 +125,7 @@ class DevicePool {
     Closer close;
     std::map<uint64_t, Pending> in_flight;  // by candidate id
     Clock::time_point last_seen;
-    bool listed = false;      // in its key's free list, with load `listed_load`
+    bool listed = false;  // in its key's free list, with load `listed_load`
     size_t listed_load = 0;
   };
   // A key's workers with a free slot, least loaded first: dispatching takes the front, so a batch

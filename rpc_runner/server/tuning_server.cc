@@ -521,8 +521,8 @@ class TuningService final : public rpc::Tuning::CallbackService {
   // timeout (at most once a second): a lost worker's candidates are requeued at most 5% after
   // the timeout, not a whole tick later.
   void reap() {
-    const auto tick = std::chrono::duration<double>(
-        std::clamp(options_.worker_timeout_s / 20, 0.01, 1.0));
+    const auto tick =
+        std::chrono::duration<double>(std::clamp(options_.worker_timeout_s / 20, 0.01, 1.0));
     std::unique_lock lock(reap_mu_);
     while (!stopping_) {
       reap_cv_.wait_for(lock, tick);

@@ -16,7 +16,9 @@ namespace ktune::rpc_runner {
 class Backoff {
  public:
   Backoff(double initial_s, double max_s, uint64_t seed)
-      : initial_s_(initial_s), max_s_(std::max(max_s, initial_s)), ceiling_s_(initial_s),
+      : initial_s_(initial_s),
+        max_s_(std::max(max_s, initial_s)),
+        ceiling_s_(initial_s),
         random_(seed) {}
 
   // The wait before the next attempt, in seconds; the one after it is longer, up to max_s.

@@ -163,8 +163,7 @@ struct SimulatedFleet::Impl {
 
   // One attempt of one device: a bidirectional Attach stream. Deletes itself when gRPC is done
   // with it (OnDone), after telling the fleet.
-  class Connection final
-      : public grpc::ClientBidiReactor<rpc::WorkerMessage, rpc::ServerToWorker> {
+  class Connection final : public grpc::ClientBidiReactor<rpc::WorkerMessage, rpc::ServerToWorker> {
    public:
     Connection(Impl& fleet, Device& device, uint64_t generation)
         : fleet_(fleet), device_(device), generation_(generation) {}
@@ -266,8 +265,8 @@ struct SimulatedFleet::Impl {
   std::atomic<size_t> sent{0};
   std::mutex mu;
   std::condition_variable live_cv;
-  int live = 0;          // guarded by mu: connections gRPC still holds
-  std::string refusal;   // guarded by mu
+  int live = 0;         // guarded by mu: connections gRPC still holds
+  std::string refusal;  // guarded by mu
 
   rpc::WorkerMessage hello_of(const Device& d) const {
     WorkerSessionOptions o = options.worker;
@@ -378,8 +377,8 @@ SimulatedFleet::SimulatedFleet(const SimulatedFleetOptions& options,
     w.cores = h.value("cores", 1);
     w.vector_bits = h.value("vector_bits", 0);
   }
-  f.security = load_client_security(w.token_file, w.tls_ca_file, Role::kWorker,
-                                    w.allow_readable_token);
+  f.security =
+      load_client_security(w.token_file, w.tls_ca_file, Role::kWorker, w.allow_readable_token);
   for (int i = 0; i < options.devices; ++i) {
     auto d = std::make_unique<Impl::Device>(
         Backoff(w.reconnect_initial_s, w.reconnect_max_s, options.seed + static_cast<uint64_t>(i)));

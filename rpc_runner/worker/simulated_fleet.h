@@ -65,7 +65,8 @@ class SimulatedFleet {
  public:
   // Throws Error(kInvalidArgument) without a server or key or with devices < 1, Error(kIo) when a
   // security file cannot be read.
-  SimulatedFleet(const SimulatedFleetOptions& options, std::shared_ptr<const LandscapeAnswers> answers);
+  SimulatedFleet(const SimulatedFleetOptions& options,
+                 std::shared_ptr<const LandscapeAnswers> answers);
   // Stops (see stop()).
   ~SimulatedFleet();
   SimulatedFleet(const SimulatedFleet&) = delete;

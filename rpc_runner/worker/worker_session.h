@@ -53,8 +53,8 @@ using MeasureBatchFn = std::function<std::vector<rpc::CandidateResult>(
 // Serves in background threads from construction to stop(): dials out to the server (so it
 // works behind NAT), says hello, then hands the candidates it receives to `measure` in batches
 // of one setting (up to `slots`) and sends the results back; heartbeats go out meanwhile. When
-// the server goes away it reconnects with jittered exponential backoff (Backoff); results of a connection that
-// broke are dropped (the server has requeued those candidates). Thread-safe.
+// the server goes away it reconnects with jittered exponential backoff (Backoff); results of a
+// connection that broke are dropped (the server has requeued those candidates). Thread-safe.
 class WorkerSession {
  public:
   // Throws Error(kInvalidArgument) without a server or key, Error(kIo) when a security file

@@ -110,8 +110,10 @@ Instantiated apply(const Shape& s, const TargetTraits& target, const Config& cfg
   auto [io, ii] = cs.split(cs.axis(0), rows);
   auto [jo, ji] = cs.split(cs.axis(1), blocks * 16);
   const bool cols_outer = cfg["cols_outer"].as_int() != 0;
-  if (cols_outer) cs.reorder({jo, io, ii, ji});
-  else cs.reorder({io, jo, ii, ji});
+  if (cols_outer)
+    cs.reorder({jo, io, ii, ji});
+  else
+    cs.reorder({io, jo, ii, ji});
   const te::IterVar outer = cols_outer ? jo : io, inner = cols_outer ? io : jo;
   if (cfg["parallel"].as_int() != 0) cs.parallel(outer);
   cs.vectorize(ji);

@@ -30,7 +30,8 @@ Reference int8_reference(const Task& task) {
   ref.inputs.back().fill_random(7, 0, 255);
   ref.inputs.emplace_back(def.args[1].shape(), def.args[1].dtype());
   ref.inputs.back().fill_random(8, -128, 127);
-  ref.outputs = te::evaluate(def.outputs, {{def.args[0], &ref.inputs[0]}, {def.args[1], &ref.inputs[1]}});
+  ref.outputs =
+      te::evaluate(def.outputs, {{def.args[0], &ref.inputs[0]}, {def.args[1], &ref.inputs[1]}});
   return ref;
 }
 
@@ -72,7 +73,8 @@ void check_target(const codegen::Target& target, bool expect_vnni) {
     const Reference ref = int8_reference(task);
     const std::string what = target.str() + " " + task.workload_key();
     check(task, ref, task.fallback_config(), target, what);
-    for (uint64_t i : task.space().sample(4, rng)) check(task, ref, task.space().get(i), target, what);
+    for (uint64_t i : task.space().sample(4, rng))
+      check(task, ref, task.space().get(i), target, what);
   }
 }
 
@@ -89,14 +91,13 @@ TEST(MatmulInt8Test, WideningFallbackOnX86V3IsExact) {
 
 TEST(MatmulInt8Test, ObjectHoldsVpdpbusdOnlyWithVnni) {
   const auto asm_of = [](const codegen::Target& target) {
-    const Task task =
-        Task::create("matmul_u8s8s32", {{"M", "16"}, {"N", "64"}, {"K", "64"}},
-                     testing::traits_of(target));
+    const Task task = Task::create("matmul_u8s8s32", {{"M", "16"}, {"N", "64"}, {"K", "64"}},
+                                   testing::traits_of(target));
     const Instantiated inst = task.instantiate(task.fallback_config());
     return codegen::emit_assembly(te::lower(inst.schedule, inst.args, "k"), target);
   };
-  const std::string vnni = asm_of(codegen::Target::parse(
-      "llvm -mtriple=x86_64-linux-gnu -mcpu=znver4"));
+  const std::string vnni =
+      asm_of(codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4"));
   EXPECT_NE(vnni.find("vpdpbusd"), std::string::npos);
   const std::string v3 =
       asm_of(codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3"));
@@ -107,15 +108,19 @@ TEST(MatmulInt8Test, ObjectHoldsVpdpbusdOnlyWithVnni) {
 }
 
 TEST(MatmulInt8Test, TraitsFollowTheTargetString) {
-  EXPECT_TRUE(make_target_traits("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4", "x86_64-linux-gnu",
-                                 512, 1).int8_dot);
+  EXPECT_TRUE(
+      make_target_traits("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4", "x86_64-linux-gnu", 512, 1)
+          .int8_dot);
   EXPECT_FALSE(make_target_traits("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4 -mattr=-avx512vnni",
-                                  "x86_64-linux-gnu", 512, 1).int8_dot);
+                                  "x86_64-linux-gnu", 512, 1)
+                   .int8_dot);
   EXPECT_TRUE(make_target_traits("llvm -mtriple=x86_64-linux-gnu -mcpu=skylake-avx512 "
                                  "-mattr=+avx512vnni",
-                                 "x86_64-linux-gnu", 512, 1).int8_dot);
+                                 "x86_64-linux-gnu", 512, 1)
+                  .int8_dot);
   EXPECT_FALSE(make_target_traits("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72",
-                                  "aarch64-linux-gnu", 128, 1).int8_dot);
+                                  "aarch64-linux-gnu", 128, 1)
+                   .int8_dot);
 }
 
 }  // namespace

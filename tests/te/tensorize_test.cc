@@ -27,9 +27,9 @@ Blocked blocked(int64_t M, int64_t NB, int64_t KB, DataType a_type = UInt(8),
                 bool b_k_major = false) {
   Blocked t;
   t.a = placeholder({M, KB * 4}, a_type, "A");
-  t.b = placeholder(b_k_major ? std::vector<int64_t>{NB, KB, 4, 16}
-                              : std::vector<int64_t>{NB, KB, 16, 4},
-                    Int(8), "B");
+  t.b = placeholder(
+      b_k_major ? std::vector<int64_t>{NB, KB, 4, 16} : std::vector<int64_t>{NB, KB, 16, 4}, Int(8),
+      "B");
   const IterVar kb = reduce_axis({0, KB}, "kb"), kl = reduce_axis({0, 4}, "kl");
   const Tensor a = t.a, b = t.b;
   t.acc = compute(
@@ -106,7 +106,8 @@ TEST(TensorizeTest, RefusesAnotherStride) {
   const Blocked t = blocked(2, 1, 2, UInt(8), true);
   Schedule s = tiled(t);
   s[t.acc].tensorize(s[t.acc].axis(2), dot_16x4_u8s8s32());
-  expect_refused(s, t, {"B's index steps by 1 over loop", "the intrinsic's b by 4 over its axis c.i"});
+  expect_refused(s, t,
+                 {"B's index steps by 1 over loop", "the intrinsic's b by 4 over its axis c.i"});
 }
 
 TEST(TensorizeTest, RefusesAnotherDtype) {
@@ -155,7 +156,8 @@ TEST(TensorizeTest, RefusesALoopSplitAway) {
 
 TEST(TensorizeTest, RefusesAStageWithoutReduction) {
   const Tensor a = placeholder({16}, Int(32), "a");
-  const Tensor b = compute({16}, [&](Var i) { return a(i) + 1; }, "b");
+  const Tensor b = compute(
+      {16}, [&](Var i) { return a(i) + 1; }, "b");
   Schedule s = create_schedule({b});
   try {
     s[b].tensorize(s[b].axis(0), dot_16x4_u8s8s32());

@@ -29,8 +29,7 @@ TEST(SimulatedFleet, FiftyDevicesRunARandomJobEveryTrialRecordedOnce) {
   TuningServer server(so);
   const std::string address = "127.0.0.1:" + std::to_string(server.port());
 
-  auto answers =
-      std::make_shared<LandscapeAnswers>(tuner::read_landscape(KTUNE_LANDSCAPE_PATH));
+  auto answers = std::make_shared<LandscapeAnswers>(tuner::read_landscape(KTUNE_LANDSCAPE_PATH));
   SimulatedFleetOptions fo;
   fo.worker.server = address;
   fo.worker.key = "sim";
@@ -64,8 +63,8 @@ TEST(SimulatedFleet, FiftyDevicesRunARandomJobEveryTrialRecordedOnce) {
   ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   EXPECT_EQ(last.job.done, 600u);
   EXPECT_TRUE(wait_until([&] { return server.devices().size() == 45; }, 5));
-  EXPECT_GE(metric_sum(client.status().metrics, "ktune_candidates_requeued_total", {{"key", "sim"}}),
-            1);
+  EXPECT_GE(
+      metric_sum(client.status().metrics, "ktune_candidates_requeued_total", {{"key", "sim"}}), 1);
 
   // The 600 trials and the fallback config, each once, as the landscape answers them.
   const auto records = testing::log_records(so.db_path);
