@@ -499,6 +499,8 @@ class Translator {
         return unary_intrinsic(llvm::Intrinsic::floor, x);
       case te::CallOp::kCeil:
         return unary_intrinsic(llvm::Intrinsic::ceil, x);
+      case te::CallOp::kRoundEven:
+        return unary_intrinsic(llvm::Intrinsic::roundeven, x);
       case te::CallOp::kPow:
         if (c->args.size() != 2) fail("pow takes two arguments");
         return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, emit(c->args[1]));

@@ -131,6 +131,8 @@ const char* call_op_name(CallOp op) {
       return "floor";
     case CallOp::kCeil:
       return "ceil";
+    case CallOp::kRoundEven:
+      return "round_even";
     case CallOp::kSigmoid:
       return "sigmoid";
     case CallOp::kDotU8S8:

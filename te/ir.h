@@ -298,7 +298,8 @@ struct Cast : ExprNode {
 };
 
 // Math intrinsics on floats (abs also on ints). pow takes two arguments, the rest one.
-// sigmoid(x) = 1 / (1 + exp(-x)).
+// sigmoid(x) = 1 / (1 + exp(-x)). round_even(x) rounds to the nearest integer, halves to even
+// (IEEE roundTiesToEven: nearbyint under the default rounding mode, ONNX's QuantizeLinear).
 // dot_u8s8(acc, a, b), a tensor intrinsic's body (te/tensor_intrin.h): acc is int32 x n, a is
 // uint8 x 4, b is int8 x 4n; lane l of the result is acc[l] + sum_q a[q] * b[4l + q] in int32
 // with wrap-around (x86's vpdpbusd, whose products and sums cannot saturate in int32).
@@ -311,6 +312,7 @@ enum class CallOp : uint8_t {
   kPow,
   kFloor,
   kCeil,
+  kRoundEven,
   kSigmoid,
   kDotU8S8
 };

@@ -196,6 +196,9 @@ Scalar scalar_call(CallOp op, DataType t, Scalar a, Scalar b) {
     case CallOp::kCeil:
       r.f = std::ceil(x);
       break;
+    case CallOp::kRoundEven:
+      r.f = std::nearbyint(x);  // the default rounding mode: to nearest, ties to even
+      break;
     case CallOp::kSigmoid:
       r.f = 1.0 / (1.0 + std::exp(-x));
       break;

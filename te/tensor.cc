@@ -237,6 +237,7 @@ Expr tanh(Expr x) { return float_call(CallOp::kTanh, std::move(x)); }
 Expr abs(Expr x) { return float_call(CallOp::kAbs, std::move(x)); }
 Expr floor(Expr x) { return float_call(CallOp::kFloor, std::move(x)); }
 Expr ceil(Expr x) { return float_call(CallOp::kCeil, std::move(x)); }
+Expr round_even(Expr x) { return float_call(CallOp::kRoundEven, std::move(x)); }
 Expr sigmoid(Expr x) { return float_call(CallOp::kSigmoid, std::move(x)); }
 Expr pow(Expr x, Expr y) {
   promote(x, y);

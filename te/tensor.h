@@ -159,6 +159,8 @@ Expr abs(Expr x);
 Expr pow(Expr x, Expr y);
 Expr floor(Expr x);
 Expr ceil(Expr x);
+// Nearest integer, halves to even (2.5 -> 2, 3.5 -> 4, -2.5 -> -2).
+Expr round_even(Expr x);
 Expr sigmoid(Expr x);
 
 // The tensors that `outputs` depend on (including themselves), producers before consumers.

@@ -1,0 +1,71 @@
+// End-to-end test of the requantized int8 GEMM through the ktune command: `tune matmul_u8s8s32
+// ... out=u8` measures every trial without an error, and `build` of its best record writes an
+// object and a header whose kernel takes the epilogue's inputs and writes uint8 C.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_util.h"
+
+namespace ktune {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_cli::ktune;
+using testing_cli::quote;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(Int8RequantCli, TuneLogsEveryTrialAndBuildWritesAUint8Kernel) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("ktune_int8_requant_cli_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = quote((dir / "log.db").string());
+  const std::string workload =
+      "matmul_u8s8s32 M=24 N=40 K=36 out=u8 scale=per_channel relu=1";
+
+  const auto tune = ktune("tune " + workload + " --trials 8 --number 1 --repeat 1 "
+                          "--min-repeat-ms 0 --db " + db, true);
+  ASSERT_EQ(tune.status, 0) << tune.err;
+
+  const auto stats = ktune("db stats --json --db " + db, true);
+  ASSERT_EQ(stats.status, 0) << stats.err;
+  const auto j = nlohmann::json::parse(stats.out);
+  ASSERT_EQ(j["per_workload"].size(), 1u) << stats.out;
+  const auto& w = j["per_workload"][0];
+  EXPECT_EQ(w["workload"],
+            "matmul_u8s8s32(M=24,N=40,K=36,out=u8,scale=per_channel,relu=1)");
+  // The 8 trials and the fallback, all measured.
+  EXPECT_EQ(w["records"], 9) << stats.out;
+  EXPECT_EQ(w["ok_records"], 9) << stats.out;
+  EXPECT_EQ(j["failed_records"], 0) << stats.out;
+
+  const fs::path obj = dir / "k.o", header = dir / "k.h";
+  const auto build = ktune("build " + workload + " --db " + db + " -o " + quote(obj.string()) +
+                               " --header " + quote(header.string()),
+                           true);
+  ASSERT_EQ(build.status, 0) << build.err;
+  ASSERT_TRUE(fs::exists(obj));
+  EXPECT_GT(fs::file_size(obj), 0u);
+  const std::string h = read_text(header);
+  EXPECT_NE(h.find("const int32_t* bias"), std::string::npos) << h;
+  EXPECT_NE(h.find("const float* scale"), std::string::npos) << h;
+  EXPECT_NE(h.find("const int32_t* zero_point"), std::string::npos) << h;
+  EXPECT_NE(h.find("uint8_t* C"), std::string::npos) << h;
+  EXPECT_EQ(h.find("int32_t* C"), std::string::npos) << h;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ktune
