@@ -1,5 +1,5 @@
-// Defines what the tuning service's tests share: a temporary directory, a test certificate, polling
-// with a deadline, the fault-template job and its record kinds.
+// Defines what the tuning service's tests share: a temporary directory, the tokens and their files,
+// a test certificate, polling with a deadline, the fault-template job and its record kinds.
 #pragma once
 
 #include <unistd.h>
@@ -40,6 +40,21 @@ struct TempDir {
     return file(name);
   }
 };
+
+// The tokens of the service's tests.
+inline constexpr char kWorkerToken[] = "worker-secret-0123456789";
+inline constexpr char kClientToken[] = "client-secret-0123456789";
+
+// The token files in a TempDir, owner-only: the server's with both roles', and one per role.
+struct TokenFiles {
+  std::string server, worker, client;
+};
+inline TokenFiles write_token_files(const TempDir& dir) {
+  return {dir.write("tokens",
+                    std::string("worker: ") + kWorkerToken + "\nclient: " + kClientToken + "\n"),
+          dir.write("worker-token", std::string(kWorkerToken) + "\n"),
+          dir.write("client-token", std::string(kClientToken) + "\n")};
+}
 
 // A self-signed certificate for localhost / 127.0.0.1, made with the openssl command, as
 // PREFIXcert.pem and PREFIXkey.pem in `dir`.
