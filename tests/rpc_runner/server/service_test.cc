@@ -29,6 +29,7 @@ namespace {
 
 using testing::fault_job;
 using testing::kinds_of;
+using testing::matmul_job;
 using testing::TempDir;
 using testing::wait_until;
 
@@ -58,18 +59,6 @@ ServiceClientOptions client_options(const TuningServer& server) {
   o.server = "127.0.0.1:" + std::to_string(server.port());
   o.reconnect_for_s = 20;
   return o;
-}
-
-JobSpec matmul_job(const std::string& key, uint64_t trials, uint64_t seed = 1) {
-  JobSpec s;
-  s.template_name = "matmul";
-  s.args = {{"M", "64"}, {"N", "64"}, {"K", "64"}};
-  s.session.device_key = key;
-  s.session.trials = trials;
-  s.session.tuner = "random";
-  s.session.seed = seed;
-  s.session.batch_size = 8;
-  return s;
 }
 
 TEST(Service, AJobOnThreeWorkersRecordsEveryConfigOnceAndTheLogAnswersQueries) {
