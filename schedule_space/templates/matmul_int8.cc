@@ -74,14 +74,15 @@ Int8Tensors int8_inputs(const Shape& s) {
 te::Expr output_value(const Shape& s, const Int8Tensors& t, const te::Expr& acc, const te::Var& j) {
   if (!s.rq.on()) return acc;
   const te::Expr zero(0);
-  const te::Expr scaled = te::cast(te::Float(32), acc + t.bias(j)) *
-                          t.scale(s.rq.per_channel ? te::Expr(j) : zero);
+  const te::Expr scaled =
+      te::cast(te::Float(32), acc + t.bias(j)) * t.scale(s.rq.per_channel ? te::Expr(j) : zero);
   const te::Expr zp = te::cast(te::Float(32), t.zero_point(zero));
   const bool u8 = s.rq.out == te::UInt(8);
   te::Expr lo(u8 ? 0.0 : -128.0);
   if (s.rq.relu) lo = te::max(lo, zp);
   // Clamped in float, so that the conversion to int32 never overflows.
-  const te::Expr y = te::min(te::max(te::round_even(scaled) + zp, lo), te::Expr(u8 ? 255.0 : 127.0));
+  const te::Expr y =
+      te::min(te::max(te::round_even(scaled) + zp, lo), te::Expr(u8 ? 255.0 : 127.0));
   return te::cast(s.rq.out, te::cast(te::Int(32), y));
 }
 

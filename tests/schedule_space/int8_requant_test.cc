@@ -20,10 +20,10 @@ namespace {
 
 struct Case {
   int64_t M, N, K;
-  std::string out;    // u8 | s8
+  std::string out;  // u8 | s8
   bool per_channel;
   bool relu;
-  bool ties;          // small odd sums, scale 0.5: every product is an exact half
+  bool ties;  // small odd sums, scale 0.5: every product is an exact half
 };
 
 Task task_of(const Case& c, const TargetTraits& traits) {
@@ -49,7 +49,8 @@ std::vector<te::HostBuffer> inputs_of(const Task& task, const Case& c) {
     // values keep the halves inside the output range.
     in[0].fill_random(11, 0, 3);
     in[1].fill_random(12, -1, 1);
-    for (int64_t i = 0; i < c.M; ++i) in[0].set(i * c.K, 2 * std::floor(in[0].get(i * c.K) / 2) + 1);
+    for (int64_t i = 0; i < c.M; ++i)
+      in[0].set(i * c.K, 2 * std::floor(in[0].get(i * c.K) / 2) + 1);
     for (int64_t e = 0; e < in[1].num_elements(); ++e) {
       const bool row0 = e % 4 == 0 && (e / 64) % (in[1].shape()[1]) == 0;  // k == 0
       in[1].set(e, row0 ? 1 - 2 * (e / 4 % 2) : 2 * in[1].get(e));
@@ -140,20 +141,23 @@ void check_case(const Case& c, const codegen::Target& target) {
       ASSERT_EQ(k.run(ptrs), 0);
       for (int64_t i = 0; i < out.num_elements(); ++i) {
         const int got = element(out, i);
-        const std::string where = what + " " + cfg.to_json_string() + " element " + std::to_string(i);
+        const std::string where =
+            what + " " + cfg.to_json_string() + " element " + std::to_string(i);
         ASSERT_EQ(got, element(interp, i)) << where << " (interpreter)";
-        if (want.near_half[i]) ASSERT_LE(std::abs(got - want.value[i]), 1) << where;
-        else ASSERT_EQ(got, want.value[i]) << where;
+        if (want.near_half[i])
+          ASSERT_LE(std::abs(got - want.value[i]), 1) << where;
+        else
+          ASSERT_EQ(got, want.value[i]) << where;
       }
     }
   }
 }
 
 const Case kCases[] = {
-    {8, 64, 64, "u8", false, false, false},  {5, 50, 10, "u8", true, false, false},
-    {7, 33, 13, "s8", false, true, false},   {33, 48, 20, "s8", true, true, false},
-    {3, 17, 7, "u8", false, true, false},    {9, 40, 21, "u8", false, false, true},
-    {5, 31, 9, "s8", true, false, true},     {4, 20, 6, "u8", true, true, true},
+    {8, 64, 64, "u8", false, false, false}, {5, 50, 10, "u8", true, false, false},
+    {7, 33, 13, "s8", false, true, false},  {33, 48, 20, "s8", true, true, false},
+    {3, 17, 7, "u8", false, true, false},   {9, 40, 21, "u8", false, false, true},
+    {5, 31, 9, "s8", true, false, true},    {4, 20, 6, "u8", true, true, true},
 };
 
 void check_target(const codegen::Target& target) {
@@ -181,8 +185,8 @@ TEST(MatmulInt8RequantTest, DefaultsKeepTheKeyAndOptionsNeedAnOutput) {
   ASSERT_EQ(def.args.size(), 6u);
   EXPECT_EQ(def.args[3].shape(), std::vector<int64_t>{16});  // per-channel scale
   EXPECT_EQ(def.args[5].dtype(), te::UInt(8));
-  for (const auto& bad : std::vector<std::pair<std::string, std::string>>{
-           {"relu", "1"}, {"scale", "per_channel"}}) {
+  for (const auto& bad :
+       std::vector<std::pair<std::string, std::string>>{{"relu", "1"}, {"scale", "per_channel"}}) {
     try {
       Task::create("matmul_u8s8s32", {{"M", "4"}, {"N", "16"}, {"K", "8"}, bad}, traits);
       ADD_FAILURE() << bad.first << " accepted with out=s32";

@@ -32,11 +32,13 @@ TEST(Int8RequantCli, TuneLogsEveryTrialAndBuildWritesAUint8Kernel) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string db = quote((dir / "log.db").string());
-  const std::string workload =
-      "matmul_u8s8s32 M=24 N=40 K=36 out=u8 scale=per_channel relu=1";
+  const std::string workload = "matmul_u8s8s32 M=24 N=40 K=36 out=u8 scale=per_channel relu=1";
 
-  const auto tune = ktune("tune " + workload + " --trials 8 --number 1 --repeat 1 "
-                          "--min-repeat-ms 0 --db " + db, true);
+  const auto tune = ktune("tune " + workload +
+                              " --trials 8 --number 1 --repeat 1 "
+                              "--min-repeat-ms 0 --db " +
+                              db,
+                          true);
   ASSERT_EQ(tune.status, 0) << tune.err;
 
   const auto stats = ktune("db stats --json --db " + db, true);
@@ -44,8 +46,7 @@ TEST(Int8RequantCli, TuneLogsEveryTrialAndBuildWritesAUint8Kernel) {
   const auto j = nlohmann::json::parse(stats.out);
   ASSERT_EQ(j["per_workload"].size(), 1u) << stats.out;
   const auto& w = j["per_workload"][0];
-  EXPECT_EQ(w["workload"],
-            "matmul_u8s8s32(M=24,N=40,K=36,out=u8,scale=per_channel,relu=1)");
+  EXPECT_EQ(w["workload"], "matmul_u8s8s32(M=24,N=40,K=36,out=u8,scale=per_channel,relu=1)");
   // The 8 trials and the fallback, all measured.
   EXPECT_EQ(w["records"], 9) << stats.out;
   EXPECT_EQ(w["ok_records"], 9) << stats.out;
