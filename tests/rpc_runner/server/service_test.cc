@@ -115,12 +115,20 @@ TEST(Service, AJobOnThreeWorkersRecordsEveryConfigOnceAndTheLogAnswersQueries) {
   // re-timed the record); export streams every record.
   const auto best = client.best(last.job.workload, last.job.target, "", 3);
   ASSERT_EQ(best.size(), 3u);
-  const auto fastest = std::min_element(
-      records.begin(), records.end(), [](const auto& a, const auto& b) { return a.cost() < b.cost(); });
+  const auto fastest =
+      std::min_element(records.begin(), records.end(),
+                       [](const auto& a, const auto& b) { return a.cost() < b.cost(); });
   EXPECT_EQ(best[0].config_index, fastest->config_index);
   EXPECT_DOUBLE_EQ(best[0].cost(), fastest->cost());
   EXPECT_LE(best[0].cost(), best[1].cost());
-  EXPECT_EQ(summary["best"]["config"]["index"], fastest->config_index);
+  // The summary's best is the search's (its first timing was the lowest), so it is one of the
+  // five records the job re-timed; the re-timing may then rank another first.
+  const auto searched =
+      std::find_if(records.begin(), records.end(), [&](const tuning_db::Record& r) {
+        return r.config_index == summary["best"]["config"]["index"].get<int64_t>();
+      });
+  ASSERT_NE(searched, records.end());
+  EXPECT_EQ(searched->retimed_costs.size(), 3u);
   EXPECT_TRUE(client.best(last.job.workload, "llvm -mtriple=aarch64-linux-gnu", "", 1).empty());
   std::stringstream exported;
   EXPECT_EQ(client.export_log(exported), 40 + 1);
