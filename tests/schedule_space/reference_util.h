@@ -58,8 +58,14 @@ inline std::vector<te::HostBuffer> fresh_buffers(const Reference& ref) {
   }
   for (const auto& out : ref.outputs) {
     bufs.emplace_back(out.shape(), out.dtype());
-    for (int64_t i = 0; i < out.num_elements(); ++i)
-      bufs.back().set(i, std::numeric_limits<double>::quiet_NaN());
+    // An element never written shows: NaN for floats, a byte pattern for integers (a NaN has no
+    // integer value).
+    if (out.dtype().is_float()) {
+      for (int64_t i = 0; i < out.num_elements(); ++i)
+        bufs.back().set(i, std::numeric_limits<double>::quiet_NaN());
+    } else {
+      std::memset(bufs.back().data(), 0x5a, out.bytes());
+    }
   }
   return bufs;
 }
