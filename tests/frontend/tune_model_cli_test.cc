@@ -63,7 +63,7 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   }
   auto row_runs = [&](const nlohmann::json& t) {
     const std::string group = t.value("alternative_of", t["key"].get<std::string>());
-    return runs[group] == t["key"];
+    return runs[group] == t["key"].get<std::string>();
   };
   double sum = 0, fallback = 0, library = 0, tuned_where_library = 0;
   for (const auto& t : j["tasks"]) {
