@@ -36,8 +36,7 @@ class ModelTuning::SessionTuner final : public TaskTuner {
         measurer_(measurer),
         target_(std::move(target)),
         options_(std::move(options)) {
-    for (const auto& past : load_past_measurements(db_, task_, target_, options_.emulated))
-      if (past.result.ok()) best_ = std::min(best_, past.result.mean_cost());
+    best_ = log_best();  // a resumed run starts from the figure the log ranks by
   }
 
   size_t tune(size_t n) override {
@@ -69,7 +68,9 @@ class ModelTuning::SessionTuner final : public TaskTuner {
         RetimeOptions{options_.retime_top, options_.retime_rounds, options_.device_key});
     if (r.empty()) return;
     spdlog::info("{}: {}", task_.workload_key(), describe(r));
-    best_ = r.best_after_s;
+    // Not r.best_after_s: when every re-timed figure rose, a record below the five (never
+    // re-timed) may now be the log's best, and the best is what a build is served.
+    best_ = log_best();
   }
   std::optional<double> fallback() const { return fallback_; }
   // The fallback is a measured config too: a task no allocation reached yet runs it.
@@ -85,6 +86,13 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   }
   size_t trials() const { return trials_; }
   const schedule_space::Task& task() const { return task_; }
+  // The log's best figure (Record::cost(): a re-timing's median when re-timed) of this task's
+  // workload on this target and device key, as a build looks it up; +inf when none.
+  double log_best() const {
+    const auto best = db_.best(task_.workload_key(), target_,
+                               tuning_db::RecordQuery{options_.device_key, options_.emulated});
+    return best ? best->cost() : kInf;
+  }
   bool cancelled() const { return cancelled_; }
   bool stopped() const { return cancelled_ || (options_.should_stop && options_.should_stop()); }
 
