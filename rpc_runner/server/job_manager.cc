@@ -238,23 +238,49 @@ void JobManager::set_state(Job& job, tuning_db::JobState state, const std::strin
   publish(job, std::nullopt);
 }
 
+void JobManager::end(Job& job, tuning_db::JobState shown, tuning_db::JobState stored,
+                     const std::string& message) {
+  try {
+    std::lock_guard lock(db_mu_);
+    job_rows_.update(static_cast<int64_t>(job.status.id), stored, message, job.run_id);
+  } catch (const std::exception& e) {
+    spdlog::error("job {}: its end is kept in memory only, the log cannot take it: {}",
+                  job.status.id, e.what());
+  }
+  std::lock_guard lock(mu_);
+  job.status.state = shown;
+  job.status.message = message;
+  publish(job, std::nullopt);
+}
+
 void JobManager::run(Job& job) {
   const uint64_t id = job.status.id;
   try {
     run_session(job);
   } catch (const std::exception& e) {
     if (!stopping_) {
-      // A log that cannot even take the state (disk full) must not take the server down: the
-      // job stays as the log had it and the next server resumes it.
-      try {
-        if (job.cancel) {
-          set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
-        } else {
-          spdlog::error("job {} failed: {}", id, e.what());
-          set_state(job, tuning_db::JobState::kFailed, e.what());
+      const auto* error = dynamic_cast<const Error*>(&e);
+      if (job.cancel) {
+        end(job, tuning_db::JobState::kCancelled, tuning_db::JobState::kCancelled,
+            "cancelled by a client");
+      } else if (error && error->kind() == ErrorKind::kDatabase) {
+        // The log failed (a full disk, an I/O error): the server's fault, not the job's. Its
+        // clients see it fail; its row keeps the state it had, so that a server restarted with
+        // a writable log resumes it from the records the log holds.
+        const std::string message = std::string(
+                                        "the tuning log failed (the job resumes when the "
+                                        "server restarts with a writable log): ") +
+                                    e.what();
+        spdlog::error("job {} failed: {}", id, message);
+        tuning_db::JobState stored;
+        {
+          std::lock_guard lock(mu_);
+          stored = job.status.state;
         }
-      } catch (const std::exception& again) {
-        spdlog::error("job {}: cannot record its end in the log: {}", id, again.what());
+        end(job, tuning_db::JobState::kFailed, stored, message);
+      } else {
+        spdlog::error("job {} failed: {}", id, e.what());
+        end(job, tuning_db::JobState::kFailed, tuning_db::JobState::kFailed, e.what());
       }
     }
   }

@@ -36,7 +36,10 @@ Error unknown_job(uint64_t id);
 // restart the job continues that run with the trials left (configs already in the log are not
 // measured again). A model job (JobSpec::model) runs tuner::ModelTuning instead (run_model).
 // Cancel stops a job between candidates; shutdown() stops every thread but
-// leaves the jobs' states as they were, so the next server resumes them. Thread-safe.
+// leaves the jobs' states as they were, so the next server resumes them. A job stopped by its
+// log (Error(kDatabase): a full disk, an I/O error) fails for its clients with the reason, and
+// its row stays queued or running, with that reason when the log takes it: the next server
+// resumes it. Thread-safe.
 class JobManager {
  public:
   using Listener = std::function<void(const JobEvent&)>;
@@ -87,8 +90,14 @@ class JobManager {
   bool begin_measuring(Job& job, uint64_t done_before);
   // What every TuningSession of the job shares (not trials, run id).
   tuner::SessionOptions session_options(const Job& job, const std::function<bool()>& stop) const;
-  // Stores state + message, updates the status and tells the listeners. Takes mu_.
+  // Stores state + message, updates the status and tells the listeners. Takes mu_. Throws
+  // Error(kDatabase) when the log cannot take it (the status is then unchanged).
   void set_state(Job& job, tuning_db::JobState state, const std::string& message);
+  // Ends the job: its status becomes `shown` with the message and its listeners hear it,
+  // whatever the log does; the log's row takes `stored` when it can (a failed write is logged).
+  // Takes mu_. Does not throw for the log: a watching client always sees the end.
+  void end(Job& job, tuning_db::JobState shown, tuning_db::JobState stored,
+           const std::string& message);
   // Tells the job's listeners. Needs mu_.
   void publish(Job& job, const std::optional<tuner::ProgressSnapshot>& progress);
   // The status with the fleet's live counts. Needs mu_.

@@ -37,11 +37,28 @@
 namespace ktune::rpc_runner {
 namespace {
 
-// Records per ExportLog message, and the bytes after which a message is sent with fewer: a log
-// may hold records of any size (older servers kept error text uncut), and a message must stay
-// under the limit.
+// Records per ExportLog message, and the bytes a message holds at the most: a log may hold
+// records of any size (older servers kept error text uncut), and a message must stay far under
+// the message limit.
 constexpr size_t kExportChunk = 500;
 constexpr size_t kExportChunkBytes = size_t{4} << 20;
+// What a line costs in a RecordLines message besides its bytes: its tag and length.
+constexpr size_t kLineOverheadBytes = 16;
+
+// `line` as an export sends it: a record over the chunk bound (its error text is the only part
+// that grows) has its error text cut as a worker's is. Throws Error(kUnsupported) when it is
+// still over.
+std::string export_line(std::string line) {
+  if (line.size() + kLineOverheadBytes <= kExportChunkBytes) return line;
+  tuning_db::Record record = tuning_db::from_json_line(line);
+  record.error_message = clean_text(record.error_message, kMaxErrorTextBytes);
+  line = tuning_db::to_json_line(record);
+  if (line.size() + kLineOverheadBytes > kExportChunkBytes)
+    throw Error(ErrorKind::kUnsupported, "a record of " + std::to_string(line.size()) +
+                                             " bytes is over the export's chunk of " +
+                                             std::to_string(kExportChunkBytes) + " bytes");
+  return line;
+}
 
 // A call refused with a status that no ktune::Error kind maps to (a rate limit).
 class Refused : public std::exception {
@@ -96,6 +113,10 @@ class Outbox : public Base {
     }
     this->Finish(std::move(status));
   }
+
+  // A call cancelled by its peer or by the server's shutdown must still finish, or the server
+  // waits for it forever.
+  void OnCancel() override { finish(grpc::Status::CANCELLED); }
 
   void OnWriteDone(bool ok) override {
     std::lock_guard lock(out_mu_);
@@ -292,13 +313,16 @@ class ExportReactor final
       rpc::RecordLines chunk;
       size_t bytes = 0;
       for (std::string line; std::getline(lines, line);) {
-        bytes += line.size();
-        chunk.add_lines(std::move(line));
-        if (static_cast<size_t>(chunk.lines_size()) == kExportChunk || bytes >= kExportChunkBytes) {
+        line = export_line(std::move(line));
+        if (chunk.lines_size() > 0 &&
+            (static_cast<size_t>(chunk.lines_size()) == kExportChunk ||
+             bytes + line.size() + kLineOverheadBytes > kExportChunkBytes)) {
           send(std::move(chunk));
           chunk.Clear();
           bytes = 0;
         }
+        bytes += line.size() + kLineOverheadBytes;
+        chunk.add_lines(std::move(line));
       }
       if (chunk.lines_size() > 0) send(std::move(chunk));
       finish(grpc::Status::OK);

@@ -1,19 +1,13 @@
 // Fault tests of the tuning server against peers that hold a valid worker token: a crafted worker
-// (a WorkerSession whose answers are scripted here) sends non-finite, negative, huge and
+// (FakePeer, whose answers are scripted here) sends non-finite, negative, huge and
 // implausibly fast results, 5 MB error texts and absurd hello fields, or heartbeats and never
 // answers. `ktune server` and the honest `ktune worker` run as processes on 127.0.0.1.
-#include <atomic>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -22,6 +16,7 @@
 #include "rpc_runner/protocol/peer_checks.h"
 #include "rpc_runner/worker/worker_session.h"
 #include "tests/process_util.h"
+#include "tests/rpc_runner/server/fake_peer.h"
 #include "tests/rpc_runner/server/service_test_util.h"
 
 #define KTUNE_BINARY KTUNE_BIN
@@ -31,122 +26,25 @@ namespace ktune::rpc_runner {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::costs;
+using testing::error;
+using testing::FakePeer;
 using testing::wait_until;
 using testing_process::Child;
 using testing_process::read_file;
 
-const char kWorkerToken[] = "worker-secret-0123456789";
-const char kClientToken[] = "client-secret-0123456789";
-
 // matmul 64x64x64: its flop, for answers that claim a speed.
 constexpr double kFlop = 2.0 * 64 * 64 * 64;
-
-// A crafted worker: it attaches with the worker token and answers the n-th candidate it receives
-// (n counted from 0 over its whole life) with answer(n); nullopt: never. A silent one keeps
-// heartbeating; with `rejoin` it gives the candidates up once the server drops it and attaches
-// again as a new worker, else it stays stuck until destroyed.
-class FakePeer {
- public:
-  using Answer = std::function<std::optional<rpc::CandidateResult>(size_t n)>;
-
-  FakePeer(WorkerSessionOptions options, Answer answer, bool rejoin = false)
-      : answer_(std::move(answer)), rejoin_(rejoin) {
-    session_ = std::make_unique<WorkerSession>(
-        options, [this](const std::vector<rpc::Candidate>& batch, const std::string&) {
-          return measure(batch);
-        });
-    self_ = session_.get();
-  }
-  ~FakePeer() {
-    {
-      std::lock_guard lock(mu_);
-      released_ = true;
-    }
-    session_->stop();
-  }
-
-  WorkerSession& session() { return *session_; }
-  size_t received() const {
-    std::lock_guard lock(mu_);
-    return received_;
-  }
-
- private:
-  std::vector<rpc::CandidateResult> measure(const std::vector<rpc::Candidate>& batch) {
-    std::vector<rpc::CandidateResult> out;
-    bool silent = false;
-    for (const rpc::Candidate& c : batch) {
-      size_t n;
-      {
-        std::lock_guard lock(mu_);
-        n = received_++;
-      }
-      std::optional<rpc::CandidateResult> r = answer_(n);
-      if (!r) {
-        silent = true;
-        continue;
-      }
-      r->set_id(c.id());
-      out.push_back(std::move(*r));
-    }
-    // Silent: stuck until destroyed, or (rejoin) until the server has dropped this connection.
-    auto dropped = [&] {
-      const WorkerSession* self = self_;
-      return rejoin_ && self != nullptr && !self->attached();
-    };
-    for (;;) {
-      {
-        std::lock_guard lock(mu_);
-        if (!silent || released_ || dropped()) return out;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-
-  Answer answer_;
-  bool rejoin_;
-  mutable std::mutex mu_;
-  size_t received_ = 0;    // guarded by mu_
-  bool released_ = false;  // guarded by mu_
-  std::atomic<const WorkerSession*> self_{nullptr};
-  std::unique_ptr<WorkerSession> session_;
-};
-
-rpc::CandidateResult costs(std::initializer_list<double> c, double build_s = 0.1,
-                           double run_s = 0.1) {
-  rpc::CandidateResult r;
-  for (double x : c) r.add_costs(x);
-  r.set_build_s(build_s);
-  r.set_run_s(run_s);
-  return r;
-}
-
-rpc::CandidateResult error(const std::string& kind, const std::string& message) {
-  rpc::CandidateResult r;
-  r.set_error_kind(kind);
-  r.set_error_message(message);
-  return r;
-}
 
 class HostilePeer : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ktune-hostile-peer-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    db_ = (dir_ / "server.db").string();
-    tokens_ = write("tokens",
-                    std::string("worker: ") + kWorkerToken + "\nclient: " + kClientToken + "\n");
-    worker_token_ = write("worker-token", std::string(kWorkerToken) + "\n");
-    client_token_ = write("client-token", std::string(kClientToken) + "\n");
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // A file only its owner reads: the server and workers refuse readable token files.
-  std::string write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-    fs::permissions(dir_ / name, fs::perms::owner_read | fs::perms::owner_write);
-    return (dir_ / name).string();
+    dir_ = temp_.path;
+    db_ = temp_.file("server.db");
+    const testing::TokenFiles tokens = testing::write_token_files(temp_);
+    tokens_ = tokens.server;
+    worker_token_ = tokens.worker;
+    client_token_ = tokens.client;
   }
 
   // Starts `ktune server` with the tokens and this deadline margin; returns false when it does
@@ -197,6 +95,7 @@ class HostilePeer : public ::testing::Test {
     return args + " --server " + address_ + " --token-file " + testing_cli::quote(client_token_);
   }
 
+  testing::TempDir temp_;  // first: removed after the processes below are gone
   fs::path dir_;
   std::string db_, tokens_, worker_token_, client_token_, address_;
   std::unique_ptr<Child> server_;

@@ -32,9 +32,6 @@ using testing::wait_until;
 using testing_process::Child;
 using testing_process::read_file;
 
-constexpr char kWorkerToken[] = "worker-token-0123456789";
-constexpr char kClientToken[] = "client-token-0123456789";
-
 // The body of GET /metrics on 127.0.0.1:port; "" when the server does not answer 200.
 std::string http_get_metrics(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -100,11 +97,10 @@ void expect_counters_match(const std::vector<MetricSample>& m,
 
 TEST(Monitoring, MetricsHealthReflectionAndStatusOfARunningServer) {
   testing::TempDir dir;
-  const std::string tokens = dir.write(
-      "tokens", std::string("worker: ") + kWorkerToken + "\nclient: " + kClientToken + "\n");
+  const testing::TokenFiles tokens = testing::write_token_files(dir);
   const std::string db = dir.file("server.db");
   Child server({KTUNE_BIN, "server", "--port", "0", "--metrics-port", "0", "--db", db,
-                "--token-file", tokens},
+                "--token-file", tokens.server},
                dir.path / "server.out", dir.path / "server.err");
   const std::string address = testing_process::wait_for_address(dir.path / "server.out");
   ASSERT_FALSE(address.empty()) << read_file(dir.path / "server.err");
@@ -118,11 +114,11 @@ TEST(Monitoring, MetricsHealthReflectionAndStatusOfARunningServer) {
   EXPECT_EQ(metric_sum(m, "ktune_devices"), 0);
 
   Child worker({KTUNE_BIN, "worker", "--server", address, "--key", "k", "--slots", "1", "--runner",
-                KTUNE_RUNNER_PATH, "--token-file", tokens},
+                KTUNE_RUNNER_PATH, "--token-file", tokens.worker},
                dir.path / "worker.out", dir.path / "worker.err");
   ServiceClientOptions options;
   options.server = address;
-  options.token_file = dir.write("client-token", std::string(kClientToken) + "\n");
+  options.token_file = tokens.client;
   ServiceClient client(options);
   ASSERT_TRUE(wait_until([&] { return client.devices().size() == 1; }, 20))
       << read_file(dir.path / "worker.err");

@@ -15,11 +15,13 @@
 #include "codegen/target.h"
 #include "rpc_runner/client/service_client.h"
 #include "rpc_runner/protocol/ktune.grpc.pb.h"
+#include "rpc_runner/protocol/peer_checks.h"
 #include "rpc_runner/server/tuning_server.h"
 #include "rpc_runner/worker/device_worker.h"
 #include "support/error.h"
 #include "tests/rpc_runner/runner/fault_template.h"
 #include "tests/rpc_runner/server/service_test_util.h"
+#include "tests/tuning_db/test_util.h"
 #include "tuning_db/database.h"
 
 namespace ktune::rpc_runner {
@@ -27,6 +29,7 @@ namespace {
 
 using testing::fault_job;
 using testing::kinds_of;
+using testing::matmul_job;
 using testing::TempDir;
 using testing::wait_until;
 
@@ -56,18 +59,6 @@ ServiceClientOptions client_options(const TuningServer& server) {
   o.server = "127.0.0.1:" + std::to_string(server.port());
   o.reconnect_for_s = 20;
   return o;
-}
-
-JobSpec matmul_job(const std::string& key, uint64_t trials, uint64_t seed = 1) {
-  JobSpec s;
-  s.template_name = "matmul";
-  s.args = {{"M", "64"}, {"N", "64"}, {"K", "64"}};
-  s.session.device_key = key;
-  s.session.trials = trials;
-  s.session.tuner = "random";
-  s.session.seed = seed;
-  s.session.batch_size = 8;
-  return s;
 }
 
 TEST(Service, AJobOnThreeWorkersRecordsEveryConfigOnceAndTheLogAnswersQueries) {
@@ -322,6 +313,52 @@ TEST(Service, MalformedAndOversizedRequestsAreRefusedAndTheServerGoesOn) {
   // Still serving.
   ServiceClient client(client_options(server));
   EXPECT_TRUE(client.jobs(true).empty());
+}
+
+// ExportLog's messages stay under 4 MiB and 500 records whatever the records hold: many small
+// ones, several of 1.5 MiB (three would pass the bound), one of 6 MiB (alone over it: its error
+// text is cut as a worker's is).
+TEST(Service, ExportChunksAreBoundedByBytesWhateverTheRecordSizes) {
+  TempDir dir;
+  const TuningServerOptions options = server_options(dir);
+  std::vector<size_t> sizes(600, 1 << 10);
+  sizes.insert(sizes.end(), 8, size_t{3} << 19);
+  sizes.push_back(size_t{6} << 20);
+  {
+    auto db = tuning_db::Database::open(options.db_path);
+    std::vector<tuning_db::Record> records;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      records.push_back(
+          tuning_db::testing::make_failure(64, static_cast<int64_t>(i), ErrorKind::kRun));
+      records.back().error_message = std::string(sizes[i], 'e');
+    }
+    db.add(records);
+  }
+  TuningServer server(options);
+  auto stub = rpc::Tuning::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()),
+                                                       grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto reader = stub->ExportLog(&ctx, rpc::ExportRequest());
+  rpc::RecordLines chunk;
+  std::vector<size_t> got;  // the error text's size of each record, in order
+  size_t messages = 0;
+  while (reader->Read(&chunk)) {
+    ++messages;
+    EXPECT_LE(chunk.ByteSizeLong(), size_t{4} << 20);
+    EXPECT_LE(chunk.lines_size(), 500);
+    for (const std::string& line : chunk.lines())
+      got.push_back(tuning_db::from_json_line(line).error_message.size());
+  }
+  const grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(got.size(), sizes.size());
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) EXPECT_EQ(got[i], sizes[i]) << "record " << i;
+  EXPECT_LE(got.back(), kMaxErrorTextBytes);
+  EXPECT_GT(got.back(), kMaxErrorTextBytes / 2);
+  // 500 small records; the other 100 with two of 1.5 MiB; the rest of those two by two, the cut
+  // one with the last pair.
+  EXPECT_EQ(messages, 5u);
 }
 
 // A worker that answers every candidate with an impossible time: its results must not reach the

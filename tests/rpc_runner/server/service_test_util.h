@@ -1,5 +1,6 @@
-// Defines what the tuning service's tests share: a temporary directory, a test certificate, polling
-// with a deadline, the fault-template job and its record kinds.
+// Defines what the tuning service's tests share: a temporary directory, the tokens and their files,
+// a test certificate, polling with a deadline, a matmul job, the fault-template job and its record
+// kinds.
 #pragma once
 
 #include <unistd.h>
@@ -41,6 +42,21 @@ struct TempDir {
   }
 };
 
+// The tokens of the service's tests.
+inline constexpr char kWorkerToken[] = "worker-secret-0123456789";
+inline constexpr char kClientToken[] = "client-secret-0123456789";
+
+// The token files in a TempDir, owner-only: the server's with both roles', and one per role.
+struct TokenFiles {
+  std::string server, worker, client;
+};
+inline TokenFiles write_token_files(const TempDir& dir) {
+  return {dir.write("tokens",
+                    std::string("worker: ") + kWorkerToken + "\nclient: " + kClientToken + "\n"),
+          dir.write("worker-token", std::string(kWorkerToken) + "\n"),
+          dir.write("client-token", std::string(kClientToken) + "\n")};
+}
+
 // A self-signed certificate for localhost / 127.0.0.1, made with the openssl command, as
 // PREFIXcert.pem and PREFIXkey.pem in `dir`.
 inline void make_certificate(const TempDir& dir, const std::string& prefix = "") {
@@ -71,6 +87,19 @@ inline std::vector<tuning_db::Record> log_records(const std::string& db_path,
   std::vector<tuning_db::Record> out;
   for (std::string line; std::getline(lines, line);) out.push_back(tuning_db::from_json_line(line));
   return out;
+}
+
+// matmul 64x64x64 on the devices of `key` by random search, in batches of 8.
+inline JobSpec matmul_job(const std::string& key, uint64_t trials, uint64_t seed = 1) {
+  JobSpec s;
+  s.template_name = "matmul";
+  s.args = {{"M", "64"}, {"N", "64"}, {"K", "64"}};
+  s.session.device_key = key;
+  s.session.trials = trials;
+  s.session.tuner = "random";
+  s.session.seed = seed;
+  s.session.batch_size = 8;
+  return s;
 }
 
 // The whole space of the fault template (4 modes x 4 splits) by grid search, with a short run

@@ -1,0 +1,118 @@
+// Defines FakePeer, a crafted device worker whose answers a test scripts, and the results it sends.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rpc_runner/protocol/ktune.pb.h"
+#include "rpc_runner/worker/worker_session.h"
+
+namespace ktune::rpc_runner::testing {
+
+// A crafted worker: it attaches with the worker token and answers the n-th candidate it receives
+// (n counted from 0 over its whole life) with answer(n); nullopt: never. A silent one keeps
+// heartbeating; with `rejoin` it gives the candidates up once the server drops it and attaches
+// again as a new worker, else it stays stuck until destroyed. It keeps the config index of every
+// candidate it received. Thread-safe.
+class FakePeer {
+ public:
+  using Answer = std::function<std::optional<rpc::CandidateResult>(size_t n)>;
+
+  FakePeer(WorkerSessionOptions options, Answer answer, bool rejoin = false)
+      : answer_(std::move(answer)), rejoin_(rejoin) {
+    session_ = std::make_unique<WorkerSession>(
+        options, [this](const std::vector<rpc::Candidate>& batch, const std::string&) {
+          return measure(batch);
+        });
+    self_ = session_.get();
+  }
+  ~FakePeer() {
+    {
+      std::lock_guard lock(mu_);
+      released_ = true;
+    }
+    session_->stop();
+  }
+  FakePeer(const FakePeer&) = delete;
+  FakePeer& operator=(const FakePeer&) = delete;
+
+  WorkerSession& session() { return *session_; }
+  size_t received() const {
+    std::lock_guard lock(mu_);
+    return configs_.size();
+  }
+  // The config index of every candidate received, in order.
+  std::vector<uint64_t> configs() const {
+    std::lock_guard lock(mu_);
+    return configs_;
+  }
+
+ private:
+  std::vector<rpc::CandidateResult> measure(const std::vector<rpc::Candidate>& batch) {
+    std::vector<rpc::CandidateResult> out;
+    bool silent = false;
+    for (const rpc::Candidate& c : batch) {
+      size_t n;
+      {
+        std::lock_guard lock(mu_);
+        n = configs_.size();
+        configs_.push_back(c.config_index());
+      }
+      std::optional<rpc::CandidateResult> r = answer_(n);
+      if (!r) {
+        silent = true;
+        continue;
+      }
+      r->set_id(c.id());
+      out.push_back(std::move(*r));
+    }
+    // Silent: stuck until destroyed, or (rejoin) until the server has dropped this connection.
+    auto dropped = [&] {
+      const WorkerSession* self = self_;
+      return rejoin_ && self != nullptr && !self->attached();
+    };
+    for (;;) {
+      {
+        std::lock_guard lock(mu_);
+        if (!silent || released_ || dropped()) return out;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  Answer answer_;
+  bool rejoin_;
+  mutable std::mutex mu_;
+  std::vector<uint64_t> configs_;  // guarded by mu_
+  bool released_ = false;          // guarded by mu_
+  std::atomic<const WorkerSession*> self_{nullptr};
+  std::unique_ptr<WorkerSession> session_;
+};
+
+// A result with these costs (seconds per run) and build and run times.
+inline rpc::CandidateResult costs(std::initializer_list<double> c, double build_s = 0.1,
+                                  double run_s = 0.1) {
+  rpc::CandidateResult r;
+  for (double x : c) r.add_costs(x);
+  r.set_build_s(build_s);
+  r.set_run_s(run_s);
+  return r;
+}
+
+// An error result of this kind (to_string of an ErrorKind, or anything) and message.
+inline rpc::CandidateResult error(const std::string& kind, const std::string& message) {
+  rpc::CandidateResult r;
+  r.set_error_kind(kind);
+  r.set_error_message(message);
+  return r;
+}
+
+}  // namespace ktune::rpc_runner::testing

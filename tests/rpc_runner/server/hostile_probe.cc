@@ -1,0 +1,122 @@
+// ktune-hostile-probe: a crafted device worker for scripts/hostile. It attaches to a tuning server
+// with a valid worker token and answers every candidate as its case says (non-finite, negative,
+// huge or implausibly fast costs, huge error text, an error kind of no measurement, never, or a
+// plausible timing at once), or says hello with an absurd field. A result case serves until
+// SIGTERM or SIGINT (exit 0); a hello case exits 0 once attached (the server took the absurd
+// field). Refused at its hello, it prints the server's one line and exits 1.
+//   ktune-hostile-probe --server HOST:PORT --token-file FILE --key KEY --case CASE [--slots N]
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "codegen/target.h"
+#include "support/error.h"
+#include "tests/rpc_runner/server/fake_peer.h"
+
+namespace ktune::rpc_runner {
+namespace {
+
+using testing::costs;
+using testing::error;
+using Answer = testing::FakePeer::Answer;
+
+// The answer of each result case to its n-th candidate.
+const std::map<std::string, Answer>& answers() {
+  static const std::map<std::string, Answer> cases = {
+      {"plausible", [](size_t n) { return costs({1e-3 * (1 + 1e-3 * static_cast<double>(n))}); }},
+      {"nan-costs", [](size_t) { return costs({std::numeric_limits<double>::quiet_NaN()}); }},
+      {"negative-costs", [](size_t) { return costs({-1e-3}); }},
+      {"huge-costs", [](size_t) { return costs({1e308}); }},
+      {"too-fast", [](size_t) { return costs({1e-15}); }},
+      {"nan-times", [](size_t) { return costs({1e-3}, std::numeric_limits<double>::quiet_NaN()); }},
+      {"huge-error-text",
+       [](size_t) { return error("run", std::string(5 << 20, 'e') + "\n\x1b[31m"); }},
+      {"foreign-error-kind", [](size_t) { return error("database", "disk full"); }},
+      {"silent", [](size_t) -> std::optional<rpc::CandidateResult> { return std::nullopt; }},
+  };
+  return cases;
+}
+
+// The hello of each hello case, from the honest one.
+const std::map<std::string, std::function<void(WorkerSessionOptions&)>>& hellos() {
+  static const std::map<std::string, std::function<void(WorkerSessionOptions&)>> cases = {
+      {"huge-key", [](WorkerSessionOptions& o) { o.key = std::string(1 << 20, 'k'); }},
+      {"huge-target", [](WorkerSessionOptions& o) { o.target = std::string(1 << 20, 't'); }},
+      {"many-cores", [](WorkerSessionOptions& o) { o.cores = 2147483647; }},
+      {"odd-vector-bits", [](WorkerSessionOptions& o) { o.vector_bits = 1000; }},
+      {"many-slots", [](WorkerSessionOptions& o) { o.slots = 100000; }},
+      {"nan-peak",
+       [](WorkerSessionOptions& o) { o.peak_gflops = std::numeric_limits<double>::quiet_NaN(); }},
+  };
+  return cases;
+}
+
+int run(int argc, char** argv) {
+  std::map<std::string, std::string> flags;
+  for (int i = 1; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
+  for (const char* required : {"--server", "--key", "--case"})
+    if (!flags.count(required))
+      throw Error(ErrorKind::kInvalidArgument, std::string("missing ") + required);
+  WorkerSessionOptions o;
+  o.server = flags["--server"];
+  o.key = flags["--key"];
+  o.token_file = flags["--token-file"];
+  o.target = codegen::Target::host().str();
+  o.description = "hostile probe: " + flags["--case"];
+  o.cores = 1;
+  o.slots = flags.count("--slots") ? std::stoi(flags["--slots"]) : 4;
+  o.reconnect_initial_s = 0.1;
+  o.reconnect_max_s = 0.5;
+  const std::string& name = flags["--case"];
+  Answer answer = answers().at("plausible");
+  if (answers().count(name))
+    answer = answers().at(name);
+  else if (hellos().count(name))
+    hellos().at(name)(o);
+  else
+    throw Error(ErrorKind::kInvalidArgument, "unknown case '" + name + "'");
+
+  // Blocked before the session starts its threads, so the signals reach only sigwait below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  testing::FakePeer peer(o, answer, /*rejoin=*/true);
+  // Attached, or refused, within 20 s.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!peer.session().attached() && peer.session().refused_at_start().empty() &&
+         std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (!peer.session().refused_at_start().empty())
+    throw Error(ErrorKind::kInvalidArgument, peer.session().refused_at_start());
+  if (!peer.session().attached())
+    throw Error(ErrorKind::kIo, "not attached to " + o.server + " after 20 s");
+  std::printf("attached\n");
+  std::fflush(stdout);
+  if (hellos().count(name)) return 0;
+  int signal = 0;
+  sigwait(&signals, &signal);
+  return 0;
+}
+
+}  // namespace
+}  // namespace ktune::rpc_runner
+
+int main(int argc, char** argv) {
+  try {
+    return ktune::rpc_runner::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ktune-hostile-probe: %s\n", e.what());
+    return 1;
+  }
+}
