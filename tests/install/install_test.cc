@@ -289,19 +289,37 @@ TEST_F(Installed, RequireTunedWithoutARecordStopsTheBuildNamingTheKernel) {
   EXPECT_FALSE(fs::exists(b / "mlp"));
 }
 
+bool have_aarch64_tools() {
+  return std::system(
+             "command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && "
+             "command -v qemu-aarch64-static >/dev/null 2>&1") == 0;
+}
+
+// A CMake toolchain file for Debian's AArch64 cross compiler, written into `path`.
+fs::path aarch64_toolchain(const fs::path& path) {
+  std::ofstream(path) << "set(CMAKE_SYSTEM_NAME Linux)\nset(CMAKE_SYSTEM_PROCESSOR aarch64)\n"
+                      << "set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)\n"
+                      << "set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu)\n"
+                      << "set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)\n"
+                      << "set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)\n"
+                      << "set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)\n"
+                      // the host's ktune package is found through CMAKE_PREFIX_PATH as is
+                      << "set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)\n";
+  return path;
+}
+
+// The ELF machine of an executable (e_machine, little-endian, at byte 18): 183 is AArch64.
+int elf_machine(const std::string& exe) {
+  if (exe.size() < 20 || exe.substr(0, 4) !=
+                             "\x7f"
+                             "ELF")
+    return -1;
+  return static_cast<unsigned char>(exe[18]) | static_cast<unsigned char>(exe[19]) << 8;
+}
+
 TEST_F(Installed, AArch64CrossBuildRunsUnderQemu) {
-  if (std::system("command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && "
-                  "command -v qemu-aarch64-static >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "no aarch64-linux-gnu-gcc or qemu-aarch64-static";
-  const fs::path toolchain = dir("aarch64.cmake");
-  std::ofstream(toolchain) << "set(CMAKE_SYSTEM_NAME Linux)\nset(CMAKE_SYSTEM_PROCESSOR aarch64)\n"
-                           << "set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)\n"
-                           << "set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu)\n"
-                           << "set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)\n"
-                           << "set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)\n"
-                           << "set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)\n"
-                           // the host's ktune package is found through CMAKE_PREFIX_PATH as is
-                           << "set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)\n";
+  if (!have_aarch64_tools()) GTEST_SKIP() << "no aarch64-linux-gnu-gcc or qemu-aarch64-static";
+  const fs::path toolchain = aarch64_toolchain(dir("aarch64.cmake"));
   const fs::path b = dir("cross");
   // The log has host records only: the AArch64 kernels are the templates' fallbacks.
   const Output configured =
@@ -311,13 +329,7 @@ TEST_F(Installed, AArch64CrossBuildRunsUnderQemu) {
   ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
   const Output built = build(b);
   ASSERT_EQ(built.status, 0) << built.out << built.err;
-  // An ELF executable for EM_AARCH64 (183): e_machine, little-endian, at byte 18.
-  const std::string exe = read_file(b / "mlp");
-  ASSERT_GE(exe.size(), 20u);
-  EXPECT_EQ(exe.substr(0, 4),
-            "\x7f"
-            "ELF");
-  EXPECT_EQ(static_cast<unsigned char>(exe[18]) | static_cast<unsigned char>(exe[19]) << 8, 183);
+  EXPECT_EQ(elf_machine(read_file(b / "mlp")), 183);
   const Output ran =
       shell("qemu-aarch64-static -L /usr/aarch64-linux-gnu " + quote((b / "mlp").string()));
   EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
@@ -485,6 +497,74 @@ TEST_F(Installed, ConsumerBuildsWithKernelsFromATuningServer) {
   // The server going away after the build changes nothing: the kernels are in the program.
   server.kill(SIGTERM);
   EXPECT_EQ(shell(quote((b / "mlp").string())).status, 0);
+}
+
+// ktune_add_kernel(... SERVER host:port DEVICE_KEY rk3399) with TARGET host: the kernels are
+// built for the target of that key's devices, AArch64 boards no longer attached whose records the
+// server's log holds, with the logged configs; the program runs under qemu.
+TEST_F(Installed, ADeviceKeyBuildsForTheTargetOfItsDevices) {
+  namespace tp = ktune::testing_process;
+  if (!have_aarch64_tools()) GTEST_SKIP() << "no aarch64-linux-gnu-gcc or qemu-aarch64-static";
+  const std::string ktune = quote((prefix() / "bin/ktune").string());
+  const std::string a72 = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
+  // The boards' log: per kernel, one record of its AArch64 fallback config, measured on rk3399.
+  const Output exported = shell(ktune + " db export --db " + quote(db().string()));
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  const fs::path lines = dir("boards.jsonl"), boards = dir("boards.db");
+  std::vector<std::string> configs;
+  {
+    std::ofstream out(lines);
+    for (const auto& w : kWorkloads) {
+      const Output fallback = shell(ktune + " best " + w + " --target " + quote(a72) +
+                                    " --json --db " + quote(db().string()));
+      ASSERT_EQ(fallback.status, 0) << fallback.err;
+      const auto f = nlohmann::json::parse(fallback.out);
+      bool written = false;
+      for (const auto& line : lines_of(exported.out)) {
+        auto r = nlohmann::json::parse(line);
+        if (r["input"][1] != f["workload"] || written) continue;
+        r["input"][0] = f["target"];
+        r["config"] = f["fallback"];
+        r["meta"]["device"] = "rk3399";
+        r["meta"]["tuner"] = "seeded";
+        r["meta"].erase("retimed");
+        r["result"][1] = "";
+        r["result"][0] = {1e-4};
+        out << r.dump() << "\n";
+        configs.push_back(f["fallback"].dump());
+        written = true;
+      }
+      ASSERT_TRUE(written) << w;
+    }
+  }
+  const Output imported =
+      shell(ktune + " db import --db " + quote(boards.string()) + " " + quote(lines.string()));
+  ASSERT_EQ(imported.status, 0) << imported.out << imported.err;
+  const fs::path logs = dir("boards-logs");
+  fs::create_directories(logs);
+  tp::Child server(
+      {(prefix() / "bin/ktune").string(), "server", "--port", "0", "--db", boards.string()},
+      logs / "server.out", logs / "server.err");
+  const std::string address = tp::wait_for_address(logs / "server.out");
+  ASSERT_FALSE(address.empty()) << tp::read_file(logs / "server.err");
+
+  const fs::path b = dir("boards-consumer");
+  const Output configured = configure(
+      b,
+      "-DCMAKE_TOOLCHAIN_FILE=" + quote(aarch64_toolchain(dir("aarch64-boards.cmake")).string()) +
+          " -DKTUNE_SERVER=" + address + " -DKTUNE_DEVICE_KEY=rk3399 -DKTUNE_REQUIRE_TUNED=ON");
+  ASSERT_EQ(configured.status, 0) << configured.out << configured.err;
+  const Output built = build(b);
+  ASSERT_EQ(built.status, 0) << built.out << built.err;
+  EXPECT_EQ(elf_machine(read_file(b / "mlp")), 183);
+  const std::string header = read_file(b / "ktune_kernels/mlp/ktune_kernels.h");
+  for (const auto& config : configs)
+    EXPECT_TRUE(contains(header, " * config:   " + config + "\n")) << config << "\n" << header;
+  const Output ran =
+      shell("qemu-aarch64-static -L /usr/aarch64-linux-gnu " + quote((b / "mlp").string()));
+  EXPECT_EQ(ran.status, 0) << ran.out << ran.err;
+  expect_mlp_ok(ran.out);
+  server.kill(SIGTERM);
 }
 
 }  // namespace

@@ -144,6 +144,23 @@ TEST_F(DbCli, NoisyAndRetimedRecordsAreShown) {
       << human.out;
   report = ktune("report --db " + path_ + " -o " + quote(page));
   EXPECT_EQ(report.out, "");  // the best is no longer noisy
+
+  // Exported and imported into another log, the re-timed record keeps its rounds: the other log
+  // serves the same config by the same figure.
+  const std::string lines = quote(dir_.file("records.jsonl")), other = quote(dir_.file("o.db"));
+  ASSERT_EQ(ktune("db export --db " + path_ + " --out " + lines).status, 0);
+  Output imported = ktune("db import --db " + other + " " + lines);
+  ASSERT_EQ(imported.status, 0) << imported.out << imported.err;
+  best = ktune("best " + workload + " --db " + other + " --json");
+  ASSERT_EQ(best.status, 0) << best.out;
+  j = nlohmann::json::parse(best.out);
+  EXPECT_EQ(j["best"]["config"]["index"], nth(0));
+  EXPECT_EQ(j["best"]["retimed"], true);
+  EXPECT_EQ(j["best"]["meta"]["retimed"], (std::vector<double>{1e-3, 1e-3, 1e-3}));
+  EXPECT_DOUBLE_EQ(j["best"]["mean_cost_s"].get<double>(), 1e-3);
+  stats = ktune("db stats --db " + other + " --json");
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["retimed_records"], 1);
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["noisy_records"], 1);  // nth(1) stays noisy
 }
 
 TEST_F(DbCli, RecordsThatDoNotInstantiateAreNeverServedReportedAndRemoved) {

@@ -2,7 +2,8 @@
 // build` run as processes against a server and workers in this process over 127.0.0.1: the
 // re-timed figure of a job's best configs is stored and served; `--device-key` means the target
 // of the key's devices (attached, else as the server's log recorded it) and refuses a --target of
-// another architecture; the note on emulated-only records is given over a server too.
+// another architecture, for a kernel and for a whole model; the note on emulated-only records is
+// given over a server too.
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,7 @@
 
 #define KTUNE_BINARY KTUNE_BIN
 #include "tests/cli_util.h"
+#include "tests/frontend/test_models.h"
 
 namespace ktune::rpc_runner {
 namespace {
@@ -92,6 +94,21 @@ int elf_machine(const std::string& path) {
   char header[20] = {};
   in.read(header, sizeof header);
   return static_cast<unsigned char>(header[18]) | (static_cast<unsigned char>(header[19]) << 8);
+}
+
+// The ELF machine of every object in an archive (each member's header found by its magic).
+std::vector<int> elf_machines_in(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<int> out;
+  for (size_t at = bytes.find("\x7f"
+                              "ELF");
+       at != std::string::npos && at + 20 <= bytes.size(); at = bytes.find("\x7f"
+                                                                           "ELF",
+                                                                           at + 4))
+    out.push_back(static_cast<unsigned char>(bytes[at + 18]) |
+                  (static_cast<unsigned char>(bytes[at + 19]) << 8));
+  return out;
 }
 
 TEST(DeviceKey, AJobsBestConfigsAreRetimedAndTheRetimedFigureIsServed) {
@@ -194,6 +211,24 @@ TEST(DeviceKey, MeansTheTargetOfTheKeysDevices) {
   EXPECT_EQ(elf_machine(dir.file("k.o")), 183);
   j = nlohmann::json::parse(r.out);
   EXPECT_NE(j.dump().find("\"tuned\""), std::string::npos) << r.out;
+
+  // build --model: the whole model for the key's devices, every object of the library AArch64;
+  // a --target of another architecture is refused and writes nothing.
+  const std::string small_cnn = quote(testing_models::model("small_cnn.onnx"));
+  r = testing_cli::ktune("build --model " + small_cnn + addr + " --device-key rk3399 -o " +
+                         quote(dir.file("libm.a")) + " --header " + quote(dir.file("m.h")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::vector<int> machines = elf_machines_in(dir.file("libm.a"));
+  ASSERT_FALSE(machines.empty());
+  for (int m : machines) EXPECT_EQ(m, 183);
+  expect_one_line_error(
+      testing_cli::ktune("build --model " + small_cnn + addr + " --device-key rk3399 --target " +
+                             x86 + " -o " + quote(dir.file("libx.a")) + " --header " +
+                             quote(dir.file("x.h")),
+                         true),
+      "but the devices of key 'rk3399' are aarch64");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("libx.a")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x.h")));
 
   // Only emulated records of the key: none served, and the note names them and the flag.
   r = testing_cli::ktune("best " + kWorkload + addr + " --device-key qemu-board --json");

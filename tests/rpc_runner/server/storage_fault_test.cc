@@ -5,10 +5,11 @@
 // user, root or not, in a container or not, at a moment the test chooses. (A tmpfs mount needs
 // CAP_SYS_ADMIN, which root in a CI container usually lacks; SQLite's max_page_count needs a
 // test-only flag in the product and bounds the database file, not the WAL that a mid-job write
-// goes to.) A crafted worker answers at once, so the log grows fast.
+// goes to.) A crafted worker answers quickly, so the log grows fast.
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -87,7 +88,10 @@ TEST_F(StorageFault, ALogThatCannotBeWrittenFailsTheJobClearlyAndARestartResumes
   peer.slots = 4;
   peer.reconnect_initial_s = 0.1;
   peer.reconnect_max_s = 0.3;
+  // 15 ms an answer: quick, yet the job (about 2.4 s) outlasts the wait for the fault's moment,
+  // which polls every 50 ms.
   testing::FakePeer quick(peer, [](size_t n) -> std::optional<rpc::CandidateResult> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(15));
     return testing::costs({kFlop / (10e9 * (1 + 0.001 * static_cast<double>(n)))});
   });
   ServiceClientOptions options;
