@@ -345,6 +345,7 @@ void run_import(const DbArgs& args) {
     for (const auto& e : report.errors) errors.push_back({{"line", e.line}, {"error", e.message}});
     std::cout << json{{"imported", report.imported},
                       {"already_present", report.already_present},
+                      {"retimed", report.retimed},
                       {"rejected", report.rejected},
                       {"errors", errors}}
                      .dump(2)
@@ -353,6 +354,8 @@ void run_import(const DbArgs& args) {
     std::cout << "imported " << report.imported << " records from " << args.file;
     if (report.already_present > 0)
       std::cout << " (" << report.already_present << " already in the log)";
+    if (report.retimed > 0)
+      std::cout << "; " << report.retimed << " held already gained their re-timing";
     std::cout << "\n";
     for (const auto& e : report.errors) {
       std::cerr << args.file << ":" << e.line << ": " << e.message << "\n";

@@ -160,15 +160,15 @@ void Database::Impl::begin_batch() {
   batch_devices.clear();
 }
 
-bool Database::Impl::holds(const Record& r) {
+std::optional<Database::Impl::Held> Database::Impl::held(const Record& r) {
   const auto workload = workload_id(r.workload_key);
   const auto device = device_id(r.device_key);
-  if (!workload || !device) return false;
+  if (!workload || !device) return std::nullopt;
   for (int64_t target : target_ids(r.target)) {
-    auto s =
-        use("SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND config_index = ?3 "
-            "AND device_id = ?4 AND measured_at = ?5 AND costs = ?6 AND error_kind = ?7 AND "
-            "emulated = ?8 LIMIT 1");
+    auto s = use(std::string("SELECT id, ") + (has_retimed ? "retimed_costs != '[]'" : "0") +
+                 " FROM records WHERE workload_id = ?1 AND target_id = ?2 AND config_index = ?3 "
+                 "AND device_id = ?4 AND measured_at = ?5 AND costs = ?6 AND error_kind = ?7 AND "
+                 "emulated = ?8 LIMIT 1");
     s->bind(1, *workload)
         .bind(2, target)
         .bind(3, r.config_index)
@@ -176,9 +176,18 @@ bool Database::Impl::holds(const Record& r) {
         .bind(5, r.timestamp);
     s->bind(6, costs_json(r.costs)).bind(7, r.error ? to_string(*r.error) : std::string_view(""));
     s->bind(8, int64_t{r.emulated});
-    if (s->step()) return true;
+    if (s->step()) return Held{s->column_int(0), s->column_int(1) != 0};
   }
-  return false;
+  return std::nullopt;
+}
+
+void Database::Impl::write_retiming(int64_t id, const Record& r) {
+  auto s =
+      use("UPDATE records SET retimed_costs = ?2, mean_cost = ?3, gflops = ?4, noisy = ?5 "
+          "WHERE id = ?1");
+  s->bind(1, id).bind(2, costs_json(r.retimed_costs)).bind(3, r.cost());
+  s->bind(4, r.gflops()).bind(5, int64_t{r.noisy()});
+  s->run();
 }
 
 int64_t Database::Impl::insert(const Record& r, double created_at) {
@@ -424,12 +433,7 @@ void Database::retime(int64_t record_id, const std::vector<double>& rounds) {
     throw Error(ErrorKind::kInvalidArgument,
                 "record " + std::to_string(record_id) + " failed; only a timing can be re-timed");
   r.retimed_costs = rounds;
-  auto s = impl_->use(
-      "UPDATE records SET retimed_costs = ?2, mean_cost = ?3, gflops = ?4, noisy = ?5 "
-      "WHERE id = ?1");
-  s->bind(1, record_id).bind(2, costs_json(r.retimed_costs)).bind(3, r.cost());
-  s->bind(4, r.gflops()).bind(5, int64_t{r.noisy()});
-  s->run();
+  impl_->write_retiming(record_id, r);
   txn.commit();
 }
 

@@ -93,8 +93,9 @@ struct LineError {
 struct ImportReport {
   int64_t lines = 0;  // lines read so far (blank ones included)
   int64_t imported = 0;
-  int64_t already_present = 0;    // lines whose record the log held already (not added again)
-  int64_t rejected = 0;           // well-formed lines whose record does not instantiate (in errors)
+  int64_t already_present = 0;  // lines whose record the log held already (not added again)
+  int64_t retimed = 0;          // of the others held already, those whose re-timing the log gained
+  int64_t rejected = 0;         // well-formed lines whose record does not instantiate (in errors)
   std::vector<LineError> errors;  // the lines that were skipped, in file order
   int64_t batches = 0;            // transactions committed
 };

@@ -79,9 +79,17 @@ struct Database::Impl {
   void begin_batch();
   // Inserts one validated record inside the caller's write transaction; returns its id.
   int64_t insert(const Record& record, double created_at);
-  // Whether the log already holds this measurement: same workload, target, toolchain, device,
-  // config, time measured, costs and outcome (an import of the same file twice adds nothing).
-  bool holds(const Record& record);
+  // The record that holds this measurement already, if any: same workload, target, toolchain,
+  // device, config, time measured, costs and outcome (an import of the same file twice adds
+  // nothing); `retimed` tells whether the log has re-timed it.
+  struct Held {
+    int64_t id = 0;
+    bool retimed = false;
+  };
+  std::optional<Held> held(const Record& record);
+  // Writes r.retimed_costs as record `id`'s re-timing, inside the caller's write transaction: its
+  // figure, GFLOP/s and noisy flag follow the rounds' median and spread.
+  void write_retiming(int64_t id, const Record& r);
 
   // Ids resolved in the current write transaction (only valid until it commits or rolls back,
   // hence cleared by begin_batch). Workloads map key -> (template, id).

@@ -85,8 +85,15 @@ ImportReport Database::import_jsonl(std::istream& in, const ImportOptions& optio
       Record record = from_json_line(line);
       validate(record);
       // A duplicate is known by one index look-up; the record check instantiates a config.
-      if (impl_->holds(record)) {
-        ++report.already_present;
+      if (const auto held = impl_->held(record)) {
+        // The same measurement. Its re-timing comes along when the log has none (a pack from
+        // a server that re-timed it); when both have one, the log's stays.
+        if (!record.retimed_costs.empty() && !held->retimed) {
+          impl_->write_retiming(held->id, record);
+          ++report.retimed;
+        } else {
+          ++report.already_present;
+        }
       } else if (std::string why = impl_->problem(record); !why.empty()) {
         ++report.rejected;
         report.errors.push_back({number, "record does not instantiate: " + why});

@@ -122,6 +122,15 @@ TEST_F(DbCli, NoisyAndRetimedRecordsAreShown) {
   const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(html.find("NOISY"), std::string::npos);
 
+  // A copy of the log before the re-timing: an import of the re-timed records adds it there.
+  const std::string before = dir_.file("before.db");
+  {
+    Database db = Database::open(path_);
+    std::ofstream copy(dir_.file("before.jsonl"));
+    db.export_jsonl(copy);
+  }
+  ASSERT_EQ(
+      ktune("db import --db " + quote(before) + " " + quote(dir_.file("before.jsonl"))).status, 0);
   {
     Database db = Database::open(path_);
     const auto top = db.top_k(task().workload_key(), host_key(), 3);
@@ -146,21 +155,33 @@ TEST_F(DbCli, NoisyAndRetimedRecordsAreShown) {
   EXPECT_EQ(report.out, "");  // the best is no longer noisy
 
   // Exported and imported into another log, the re-timed record keeps its rounds: the other log
-  // serves the same config by the same figure.
-  const std::string lines = quote(dir_.file("records.jsonl")), other = quote(dir_.file("o.db"));
+  // serves the same config by the same figure. Into the copy that holds the record without its
+  // re-timing, the import adds the re-timing and nothing else.
+  const std::string lines = quote(dir_.file("records.jsonl"));
   ASSERT_EQ(ktune("db export --db " + path_ + " --out " + lines).status, 0);
-  Output imported = ktune("db import --db " + other + " " + lines);
-  ASSERT_EQ(imported.status, 0) << imported.out << imported.err;
-  best = ktune("best " + workload + " --db " + other + " --json");
-  ASSERT_EQ(best.status, 0) << best.out;
-  j = nlohmann::json::parse(best.out);
-  EXPECT_EQ(j["best"]["config"]["index"], nth(0));
-  EXPECT_EQ(j["best"]["retimed"], true);
-  EXPECT_EQ(j["best"]["meta"]["retimed"], (std::vector<double>{1e-3, 1e-3, 1e-3}));
-  EXPECT_DOUBLE_EQ(j["best"]["mean_cost_s"].get<double>(), 1e-3);
-  stats = ktune("db stats --db " + other + " --json");
-  EXPECT_EQ(nlohmann::json::parse(stats.out)["retimed_records"], 1);
-  EXPECT_EQ(nlohmann::json::parse(stats.out)["noisy_records"], 1);  // nth(1) stays noisy
+  for (const std::string& other : {dir_.file("o.db"), before}) {
+    Output imported = ktune("db import --json --db " + quote(other) + " " + lines);
+    ASSERT_EQ(imported.status, 0) << imported.out << imported.err;
+    const auto counts = nlohmann::json::parse(imported.out);
+    EXPECT_EQ(counts["imported"], other == before ? 0 : 4) << other;
+    EXPECT_EQ(counts["retimed"], other == before ? 1 : 0) << other;
+    EXPECT_EQ(counts["already_present"], other == before ? 3 : 0) << other;
+    best = ktune("best " + workload + " --db " + quote(other) + " --json");
+    ASSERT_EQ(best.status, 0) << best.out;
+    j = nlohmann::json::parse(best.out);
+    EXPECT_EQ(j["best"]["config"]["index"], nth(0)) << other;
+    EXPECT_EQ(j["best"]["retimed"], true) << other;
+    EXPECT_EQ(j["best"]["meta"]["retimed"], (std::vector<double>{1e-3, 1e-3, 1e-3})) << other;
+    EXPECT_DOUBLE_EQ(j["best"]["mean_cost_s"].get<double>(), 1e-3) << other;
+    stats = ktune("db stats --db " + quote(other) + " --json");
+    EXPECT_EQ(nlohmann::json::parse(stats.out)["retimed_records"], 1) << other;
+    EXPECT_EQ(nlohmann::json::parse(stats.out)["noisy_records"], 1) << other;  // nth(1)'s
+  }
+  // Imported again: held with its re-timing, nothing changes.
+  Output again = ktune("db import --json --db " + quote(before) + " " + lines);
+  ASSERT_EQ(again.status, 0) << again.out;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["retimed"], 0);
+  EXPECT_EQ(nlohmann::json::parse(again.out)["already_present"], 4);
 }
 
 TEST_F(DbCli, RecordsThatDoNotInstantiateAreNeverServedReportedAndRemoved) {
