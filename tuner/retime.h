@@ -31,10 +31,17 @@ struct RetimedConfig {
   bool noisy = false;  // the rounds spread more than tuning_db::kNoisySpread
 };
 
+// At most this many passes (see retime_best).
+constexpr int kMaxRetimePasses = 3;
+
 struct RetimeReport {
   int rounds = 0;
-  std::vector<RetimedConfig> configs;  // in the order of their figures before (best first)
-  // The best before and after (Record::cost(), seconds), and whether the best config changed.
+  int passes = 0;        // passes over the best (more when the first demoted them all)
+  int64_t measured = 0;  // configs handed to the measurer, over every pass and round
+  // Every record re-timed, once each (the last pass's figure, the figure before the first), in
+  // the order they were chosen (by their figures before, best first).
+  std::vector<RetimedConfig> configs;
+  // The log's best before and after (Record::cost(), seconds) and their configs.
   double best_before_s = 0, best_after_s = 0;
   int64_t best_before_index = -1, best_after_index = -1;
   bool empty() const { return configs.empty(); }
@@ -44,15 +51,17 @@ struct RetimeReport {
 // when target.llvm_version is set) measured on devices of options.device_key again with
 // `measurer`: `options.rounds` rounds, each one measure() call of all of them in an order rotated
 // by one per round (so that none is always first or last), and stores each record's rounds
-// (Database::retime): their median is then the figure best/top_k rank by. A config whose rounds
-// all fail keeps its figure (with a warning); failed rounds are left out of the median. Records
-// whose config this ktune cannot rebuild are passed over. Returns what was re-timed (empty when
-// the log holds no such record). Throws what the measurer and the log throw.
+// (Database::retime): their median is then the figure best/top_k rank by. When the best is then
+// a record not re-timed (every chosen one was demoted), another pass re-times the new top
+// options.top, up to kMaxRetimePasses passes, so that the best served has been re-timed. A config
+// whose rounds all fail keeps its figure (with a warning); failed rounds are left out of the
+// median. Records whose config this ktune cannot rebuild are passed over. Returns what was re-timed
+// (empty when the log holds no such record). Throws what the measurer and the log throw.
 RetimeReport retime_best(tuning_db::Database& db, const schedule_space::Task& task,
                          Measurer& measurer, const tuning_db::TargetKey& target,
                          const RetimeOptions& options);
 
-// The report as JSON: {rounds, best_before_s, best_after_s, best_before_config,
+// The report as JSON: {rounds, passes, measured, best_before_s, best_after_s, best_before_config,
 // best_after_config, configs: [{record, config, before_s, after_s, failed_rounds, noisy}]}.
 nlohmann::json to_json(const RetimeReport& report);
 

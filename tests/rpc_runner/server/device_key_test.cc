@@ -19,6 +19,7 @@
 #include "rpc_runner/worker/device_worker.h"
 #include "schedule_space/task.h"
 #include "schedule_space/workload.h"
+#include "tests/rpc_runner/server/in_process_service.h"
 #include "tests/rpc_runner/server/service_test_util.h"
 #include "tuning_db/database.h"
 
@@ -36,32 +37,9 @@ using testing_cli::quote;
 
 const std::string kWorkload = "matmul M=64 N=64 K=64";
 
-TuningServerOptions server_options(const TempDir& dir) {
-  TuningServerOptions o;
-  o.port = 0;
-  o.db_path = dir.file("server.db");
-  o.heartbeat_s = 0.5;
-  o.worker_timeout_s = 3;
-  return o;
-}
-
-DeviceWorkerOptions worker_options(const TuningServer& server, const std::string& key) {
-  DeviceWorkerOptions o;
-  o.server = "127.0.0.1:" + std::to_string(server.port());
-  o.key = key;
-  o.runner_path = KTUNE_RUNNER_PATH;
-  o.slots = 1;
-  o.reconnect_initial_s = 0.1;
-  o.reconnect_max_s = 0.5;
-  return o;
-}
-
-ServiceClientOptions client_options(const TuningServer& server) {
-  ServiceClientOptions o;
-  o.server = "127.0.0.1:" + std::to_string(server.port());
-  o.reconnect_for_s = 20;
-  return o;
-}
+using testing::client_options;
+using testing::server_options;
+using testing::worker_options;
 
 std::string canonical(const std::string& target) { return codegen::Target::parse(target).str(); }
 

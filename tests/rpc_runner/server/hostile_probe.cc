@@ -5,6 +5,7 @@
 // SIGTERM or SIGINT (exit 0); a hello case exits 0 once attached (the server took the absurd
 // field). Refused at its hello, it prints the server's one line and exits 1.
 //   ktune-hostile-probe --server HOST:PORT --token-file FILE --key KEY --case CASE [--slots N]
+//                       [--delay-ms D]   (each answer D ms after its candidate came)
 #include <pthread.h>
 #include <signal.h>
 
@@ -84,6 +85,12 @@ int run(int argc, char** argv) {
     hellos().at(name)(o);
   else
     throw Error(ErrorKind::kInvalidArgument, "unknown case '" + name + "'");
+  if (const int delay_ms = flags.count("--delay-ms") ? std::stoi(flags["--delay-ms"]) : 0;
+      delay_ms > 0)
+    answer = [answer, delay_ms](size_t n) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      return answer(n);
+    };
 
   // Blocked before the session starts its threads, so the signals reach only sigwait below.
   sigset_t signals;
