@@ -145,7 +145,8 @@ Config fallback(const Shape& s, const TargetTraits& target, const ConfigSpace& s
   // One block per row on AArch64: 4 rows x 4 NEON accumulators with their operands fit.
   d[1] = closest_split(space.knob(1), {largest_divisor_at_most(s.NB, target.is_aarch64() ? 1 : 4)});
   d[2] = closest_split(space.knob(2), {largest_divisor_at_most(s.KB, 4)});
-  d[3] = closest_int(space.knob(3), 1);
+  // Unrolled k blocks spill NEON vectors (LLVM loads the next blocks' operands early).
+  d[3] = closest_int(space.knob(3), target.is_aarch64() ? 0 : 1);
   d[4] = closest_int(space.knob(4), 1);
   d[5] = closest_int(space.knob(5), target.cores > 1 ? 1 : 0);
   return pick_fallback(space, d);

@@ -93,6 +93,8 @@ std::shared_ptr<const testing::Reference> reference(const Task& task, uint64_t s
 
 const std::regex kSdot(R"(\bsdot\s+v\d+\.4s)");
 const std::regex kUsdot(R"(\busdot\s+v\d+\.4s)");
+// A 128-bit register stored to or loaded from the stack: a spilled vector.
+const std::regex kVectorSpill(R"(\b(str|ldr|stp|ldp|stur|ldur)\s+q\d+,( q\d+,)? \[sp)");
 
 int count(const std::string& text, const std::regex& re) {
   return static_cast<int>(
@@ -117,16 +119,18 @@ TEST(MatmulInt8Aarch64, ObjectsHoldTheTargetsDotInstruction) {
   check_assembly(kN1, 1, 0);
   check_assembly(kV1, 0, 1);
   check_assembly(kA72, 0, 0);
-  // 4 k x 16 columns per dot_u8s8: four sdot for the rows' products, four for the compensation
-  // of B, which the rows of the tile share (4 rows: 16 + 4, not 16 + 16).
+  // The fallback's tile, 4 rows x 16 columns, takes 4 sdot per row and 4 for the compensation of
+  // B, which the rows share: 20 in its k loop (not 32), with no vector spilled to the stack.
   const Task task = task_of({8, 64, 64, "s32"}, kA76);
   const Config fb = task.fallback_config();
   ASSERT_EQ(fb["tile_m"].values.back(), 4);
   ASSERT_EQ(fb["tile_nb"].values.back(), 1);
+  ASSERT_EQ(fb["unroll_k"].as_int(), 0);
   const Instantiated inst = task.instantiate(fb);
   const std::string text = codegen::emit_assembly(te::lower(inst.schedule, inst.args, "k"),
                                                   codegen::Target::parse(kA76));
-  EXPECT_EQ(count(text, kSdot) % 20, 0) << text;
+  EXPECT_EQ(count(text, kSdot), 20) << text;
+  EXPECT_EQ(count(text, kVectorSpill), 0) << text;
 }
 
 // Builds the fallback and sampled configs of every workload for `target`, runs them under qemu
