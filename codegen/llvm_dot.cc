@@ -1,8 +1,11 @@
-// Emits dot_u8s8: vpdpbusd where the target has it, portable widening code elsewhere.
+// Emits dot_u8s8: vpdpbusd on AVX-512 VNNI, usdot (i8mm) or sdot (dotprod) on AArch64, portable
+// widening code elsewhere.
 #include "codegen/llvm_dot.h"
 
 #include <vector>
 
+#include <llvm/Analysis/VectorUtils.h>
+#include <llvm/IR/IntrinsicsAArch64.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Module.h>
 #include <llvm/MC/MCSubtargetInfo.h>
@@ -11,30 +14,66 @@
 namespace ktune::codegen {
 namespace {
 
-bool has_vnni512(const llvm::TargetMachine& tm) {
-  if (!tm.getTargetTriple().isX86()) return false;
+bool has_features(const llvm::TargetMachine& tm, bool arch, const char* features) {
   const llvm::MCSubtargetInfo* sti = tm.getMCSubtargetInfo();
-  return sti && sti->checkFeatures("+avx512vnni") && sti->checkFeatures("+avx512f");
+  return arch && sti && sti->checkFeatures(features);
 }
 
-}  // namespace
+// vpdpbusd reads its operands as 16 dwords: the four bytes of a in every dword (the broadcast),
+// b's 64 bytes as they are.
+llvm::Value* emit_vpdpbusd(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a,
+                           llvm::Value* bytes) {
+  llvm::Type* i32 = b.getInt32Ty();
+  auto* v16 = llvm::FixedVectorType::get(i32, 16);
+  llvm::Value* a_all = b.CreateVectorSplat(16, b.CreateBitCast(a, i32));
+  llvm::Module* m = b.GetInsertBlock()->getModule();
+  llvm::Function* f = llvm::Intrinsic::getDeclaration(m, llvm::Intrinsic::x86_avx512_vpdpbusd_512);
+  return b.CreateCall(f, {acc, a_all, b.CreateBitCast(bytes, v16)});
+}
 
-llvm::Value* emit_dot_u8s8(llvm::IRBuilder<>& b, const llvm::TargetMachine& tm, llvm::Value* acc,
-                           llvm::Value* a, llvm::Value* bytes) {
+// One NEON dot instruction per 4 lanes: lane l of group g sums four products of a's bytes with
+// b's bytes 16g + 4l .. 16g + 4l + 3, which is exactly the group's 16 bytes (so b needs no
+// shuffle). usdot (i8mm) multiplies u8 by s8 as dot_u8s8 does. sdot (dotprod) is s8 x s8 only:
+// it reads a xor 0x80 = a - 128 as s8, and the lost 128 * sum_q b[4l + q] comes back as the
+// subtraction of sdot(0, b, -128), which depends on b alone (LLVM shares it between the rows of
+// an unrolled register tile that read the same B block). Both wrap in int32 as dot_u8s8 does.
+llvm::Value* emit_neon_dot(llvm::IRBuilder<>& b, bool usdot, llvm::Value* acc, llvm::Value* a,
+                           llvm::Value* bytes) {
+  const unsigned n = llvm::cast<llvm::FixedVectorType>(acc->getType())->getNumElements();
+  llvm::Type* i8 = b.getInt8Ty();
+  auto* v4i32 = llvm::FixedVectorType::get(b.getInt32Ty(), 4);
+  auto* v16i8 = llvm::FixedVectorType::get(i8, 16);
+  llvm::Module* m = b.GetInsertBlock()->getModule();
+  llvm::Function* dot = llvm::Intrinsic::getDeclaration(
+      m, usdot ? llvm::Intrinsic::aarch64_neon_usdot : llvm::Intrinsic::aarch64_neon_sdot,
+      {v4i32, v16i8});
+  if (!usdot) a = b.CreateXor(a, b.CreateVectorSplat(4, b.getInt8(0x80)));
+  llvm::Value* a_all =
+      b.CreateBitCast(b.CreateVectorSplat(4, b.CreateBitCast(a, b.getInt32Ty())), v16i8);
+  llvm::Value* minus128 = b.CreateVectorSplat(16, b.getInt8(0x80));
+  std::vector<llvm::Value*> groups;
+  for (unsigned g = 0; g < n / 4; ++g) {
+    std::vector<int> lanes(4), bytes_of(16);
+    for (unsigned l = 0; l < 4; ++l) lanes[l] = static_cast<int>(4 * g + l);
+    for (unsigned q = 0; q < 16; ++q) bytes_of[q] = static_cast<int>(16 * g + q);
+    llvm::Value* acc_g = b.CreateShuffleVector(acc, lanes);
+    llvm::Value* b_g = b.CreateShuffleVector(bytes, bytes_of);
+    llvm::Value* sum =
+        usdot ? b.CreateCall(dot, {acc_g, a_all, b_g}) : b.CreateCall(dot, {acc_g, b_g, a_all});
+    if (!usdot) {
+      llvm::Value* zero = llvm::Constant::getNullValue(v4i32);
+      sum = b.CreateSub(sum, b.CreateCall(dot, {zero, b_g, minus128}));
+    }
+    groups.push_back(sum);
+  }
+  return llvm::concatenateVectors(b, groups);
+}
+
+// acc + the widened products summed in fours: a sum of four shuffles, which any backend handles.
+llvm::Value* emit_widening(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a,
+                           llvm::Value* bytes) {
   const unsigned n = llvm::cast<llvm::FixedVectorType>(acc->getType())->getNumElements();
   llvm::Type* i32 = b.getInt32Ty();
-  if (n == 16 && has_vnni512(tm)) {
-    // vpdpbusd reads its operands as 16 dwords: the four bytes of a in every dword (the
-    // broadcast), b's 64 bytes as they are.
-    auto* v16 = llvm::FixedVectorType::get(i32, 16);
-    llvm::Value* a_dword = b.CreateBitCast(a, i32);
-    llvm::Value* a_all = b.CreateVectorSplat(16, a_dword);
-    llvm::Value* b_dwords = b.CreateBitCast(bytes, v16);
-    llvm::Module* m = b.GetInsertBlock()->getModule();
-    llvm::Function* f =
-        llvm::Intrinsic::getDeclaration(m, llvm::Intrinsic::x86_avx512_vpdpbusd_512);
-    return b.CreateCall(f, {acc, a_all, b_dwords});
-  }
   auto* wide = llvm::FixedVectorType::get(i32, 4 * n);
   std::vector<int> repeat(4 * n);
   for (unsigned i = 0; i < 4 * n; ++i) repeat[i] = static_cast<int>(i % 4);
@@ -48,6 +87,21 @@ llvm::Value* emit_dot_u8s8(llvm::IRBuilder<>& b, const llvm::TargetMachine& tm, 
     sum = b.CreateAdd(sum, b.CreateShuffleVector(prod, lane));
   }
   return sum;
+}
+
+}  // namespace
+
+llvm::Value* emit_dot_u8s8(llvm::IRBuilder<>& b, const llvm::TargetMachine& tm, llvm::Value* acc,
+                           llvm::Value* a, llvm::Value* bytes) {
+  const unsigned n = llvm::cast<llvm::FixedVectorType>(acc->getType())->getNumElements();
+  const llvm::Triple& triple = tm.getTargetTriple();
+  if (n == 16 && has_features(tm, triple.isX86(), "+avx512vnni,+avx512f"))
+    return emit_vpdpbusd(b, acc, a, bytes);
+  if (n % 4 == 0 && has_features(tm, triple.isAArch64(), "+neon,+i8mm"))
+    return emit_neon_dot(b, true, acc, a, bytes);
+  if (n % 4 == 0 && has_features(tm, triple.isAArch64(), "+neon,+dotprod"))
+    return emit_neon_dot(b, false, acc, a, bytes);
+  return emit_widening(b, acc, a, bytes);
 }
 
 }  // namespace ktune::codegen

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <iterator>
 
 #include "support/error.h"
 
@@ -14,49 +13,7 @@ namespace {
   throw Error(ErrorKind::kInvalidArgument, message);
 }
 
-// The value of option `-name=` in a target string ("" when absent).
-std::string target_option(const std::string& key, const std::string& name) {
-  const std::string tag = " -" + name + "=";
-  const size_t at = key.find(tag);
-  if (at == std::string::npos) return "";
-  const size_t from = at + tag.size();
-  return key.substr(from, key.find(' ', from) - from);
-}
-
-// AVX-512 VNNI on an x86-64 target string. The CPUs are those whose LLVM 19 defaults include
-// avx512vnni; Target::str() lists only the attributes that differ from the CPU's defaults.
-bool has_avx512_vnni(const std::string& key, const std::string& arch) {
-  if (arch != "x86_64") return false;
-  static const char* const kCpus[] = {
-      "cascadelake",   "cooperlake",     "icelake-client", "icelake-server", "tigerlake",
-      "rocketlake",    "sapphirerapids", "emeraldrapids",  "graniterapids",  "graniterapids-d",
-      "diamondrapids", "znver4",         "znver5"};
-  const std::string cpu = target_option(key, "mcpu");
-  bool on =
-      std::any_of(std::begin(kCpus), std::end(kCpus), [&](const char* c) { return cpu == c; });
-  const std::string attrs = "," + target_option(key, "mattr") + ",";
-  if (attrs.find(",+avx512vnni,") != std::string::npos) on = true;
-  if (attrs.find(",-avx512vnni,") != std::string::npos ||
-      attrs.find(",-avx512f,") != std::string::npos)
-    on = false;
-  return on;
-}
-
 }  // namespace
-
-TargetTraits make_target_traits(const std::string& key, const std::string& triple, int vector_bits,
-                                int cores) {
-  if (vector_bits <= 0 || cores <= 0)
-    invalid("target '" + key + "': vector_bits and cores must be positive");
-  TargetTraits t;
-  t.key = key;
-  t.vector_bits = vector_bits;
-  t.cores = cores;
-  t.arch = triple.substr(0, triple.find('-'));
-  if (t.arch == "arm64") t.arch = "aarch64";
-  t.int8_dot = has_avx512_vnni(key, t.arch);
-  return t;
-}
 
 WorkloadArgs::WorkloadArgs(const std::string& template_name, const std::vector<ArgSpec>& specs,
                            const std::map<std::string, std::string>& given) {

@@ -30,9 +30,15 @@ struct TargetTraits {
   int vector_bits = 512;  // native SIMD register width in bits (512 AVX-512, 256 AVX2, 128 NEON)
   int cores = 1;          // cores a kernel may use
   std::string arch = "x86_64";  // the triple's architecture: "x86_64", "aarch64", ...
-  // x86-64 with AVX-512 VNNI: 16 lanes of four u8 x s8 products summed into int32 in one
-  // instruction (vpdpbusd), the int8 templates' tensor intrinsic.
+  // The target has an int8 dot-product instruction (four byte products summed into each int32
+  // lane), which the int8 templates tensorize with; int8_dot_insn says which:
+  //   "vpdpbusd": x86-64 AVX-512 VNNI, u8 x s8, 16 lanes;
+  //   "usdot":    AArch64 i8mm, u8 x s8, 4 lanes;
+  //   "sdot":     AArch64 dotprod, s8 x s8, 4 lanes: u8 operands are shifted by 128 and the
+  //               product compensated (codegen/llvm_dot.cc), an extra sdot per B vector;
+  //   "":         none, widening multiply-adds.
   bool int8_dot = false;
+  std::string int8_dot_insn;
 
   // Lanes of one SIMD register for elements of `bits` bits (at least 1).
   int vector_lanes(int bits = 32) const { return vector_bits / bits > 0 ? vector_bits / bits : 1; }
@@ -59,7 +65,8 @@ struct TargetTraits {
 
 // Traits from a target's parts (what codegen::Target reports): arch is the triple's first
 // component ("x86_64-linux-gnu" -> "x86_64"); int8_dot from the key's -mcpu (a CPU whose
-// defaults include AVX-512 VNNI) and -mattr (+avx512vnni, -avx512vnni, -avx512f). Throws
+// defaults include AVX-512 VNNI, or AArch64 i8mm or dotprod) and -mattr (+avx512vnni,
+// -avx512vnni, -avx512f; +i8mm, +dotprod, -i8mm, -dotprod, -neon). Throws
 // Error(kInvalidArgument) for non-positive vector_bits or cores.
 TargetTraits make_target_traits(const std::string& key, const std::string& triple, int vector_bits,
                                 int cores);

@@ -25,7 +25,8 @@ struct TensorIntrin {
 };
 
 // C[16] (int32) += sum_k A[k] * B[j][k], k < 4: A is uint8[4] (one dword, read by all 16 lanes),
-// B int8[16][4] (64 contiguous bytes). Emitted as dot_u8s8 (vpdpbusd on AVX-512 VNNI).
+// B int8[16][4] (64 contiguous bytes). Emitted as dot_u8s8: vpdpbusd on AVX-512 VNNI; on AArch64
+// four usdot (i8mm) or sdot (dotprod), one per 16 bytes = 4 columns x 4 k, a NEON register each.
 const TensorIntrin& dot_16x4_u8s8s32();
 
 }  // namespace ktune::te

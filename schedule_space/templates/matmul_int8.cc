@@ -1,6 +1,7 @@
 // The int8 GEMM template matmul_u8s8s32: C[M,N] (int32) = A[M,K] (uint8) * B (int8, packed in
-// 16 x 4 blocks), tensorized with dot_16x4_u8s8s32 on AVX-512 VNNI, widening vector code elsewhere;
-// optionally requantized to uint8 or int8 in the tile loop.
+// 16 x 4 blocks), tensorized with dot_16x4_u8s8s32 where the target has an int8 dot instruction
+// (AVX-512 VNNI, AArch64 dotprod or i8mm), widening vector code elsewhere; optionally requantized
+// to uint8 or int8 in the tile loop.
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/common.h"
 #include "support/error.h"
@@ -12,6 +13,17 @@ namespace {
 // Rows x 16-column blocks of the register tile: int32 accumulators of 16 lanes each.
 constexpr int64_t kMaxRows = 8;
 constexpr int64_t kMaxBlocks = 4;
+
+// Whether a rows x blocks register tile fits the vector registers. x86-64 counts one register
+// per block (AVX-512; B is read from memory by the multiply-add). On AArch64 a block is four
+// NEON registers, its B operand four more that every row of the tile reads, and with sdot four
+// more for B's compensation (codegen/llvm_dot.cc), also shared by the rows.
+bool tile_fits(const TargetTraits& t, int64_t rows, int64_t blocks) {
+  if (!t.is_aarch64()) return rows * blocks <= t.accumulator_budget(1);
+  const int64_t per_block = 16 / t.vector_lanes(32);
+  const int64_t operands = blocks * per_block * (t.int8_dot_insn == "sdot" ? 2 : 1);
+  return rows * blocks * per_block <= t.accumulator_budget(operands);
+}
 
 // The requantize epilogue (ONNX QuantizeLinear after an int32 bias, as QLinearMatMul/QLinearConv):
 // y = clamp(round_half_even((acc + bias[j]) * scale) + zp, lo, hi), [lo, hi] the output type's
@@ -45,9 +57,11 @@ Shape shape_of(const WorkloadArgs& w) {
 }
 
 // B[NB][KB][16][4]: element (k, j) of the K x N matrix at [j/16][k/4][j%16][k%4], so that the 16
-// columns x 4 rows one vpdpbusd reads are 64 contiguous bytes. Padding is never read as data:
-// the reference sums over k < K only, the tiled kernel pads A's rows with zeros.
-// With the epilogue: bias int32 [N], scale float32 [1] or [N], zero_point int32 [1] (the output's).
+// columns x 4 rows one vpdpbusd reads are 64 contiguous bytes, and each 16 of them the 4 columns
+// x 4 rows one NEON sdot/usdot reads: one layout, and so one kernel ABI, for every target. Padding
+// is never read as data: the reference sums over k < K only, the tiled kernel pads A's rows with
+// zeros. With the epilogue: bias int32 [N], scale float32 [1] or [N], zero_point int32 [1] (the
+// output's).
 struct Int8Tensors {
   te::Tensor a, b, bias, scale, zero_point, c;
 
@@ -121,16 +135,18 @@ void define_space(const Shape& s, const TargetTraits& target, ConfigSpace& space
   space.define_knob("parallel",
                     target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
   space.add_constraint("register tile fits the vector registers", [target](const EntityView& v) {
-    return v["tile_m"].values.back() * v["tile_nb"].values.back() <= target.accumulator_budget(1);
+    return tile_fits(target, v["tile_m"].values.back(), v["tile_nb"].values.back());
   });
 }
 
 Config fallback(const Shape& s, const TargetTraits& target, const ConfigSpace& space) {
   std::vector<uint64_t> d(space.num_knobs(), 0);
   d[0] = closest_split(space.knob(0), {largest_divisor_at_most(s.M, 4)});
-  d[1] = closest_split(space.knob(1), {largest_divisor_at_most(s.NB, 4)});
+  // One block per row on AArch64: 4 rows x 4 NEON accumulators with their operands fit.
+  d[1] = closest_split(space.knob(1), {largest_divisor_at_most(s.NB, target.is_aarch64() ? 1 : 4)});
   d[2] = closest_split(space.knob(2), {largest_divisor_at_most(s.KB, 4)});
-  d[3] = closest_int(space.knob(3), 1);
+  // Unrolled k blocks spill NEON vectors (LLVM loads the next blocks' operands early).
+  d[3] = closest_int(space.knob(3), target.is_aarch64() ? 0 : 1);
   d[4] = closest_int(space.knob(4), 1);
   d[5] = closest_int(space.knob(5), target.cores > 1 ? 1 : 0);
   return pick_fallback(space, d);
@@ -206,7 +222,8 @@ void register_matmul_int8_template(TemplateRegistry& r) {
   d.name = "matmul_u8s8s32";
   d.doc =
       "C[M,N] (int32) = A[M,K] (uint8) * B (int8 [N/16][K/4][16][4], padded): VNNI on AVX-512, "
-      "widening multiply-adds elsewhere; out=u8|s8 requantizes with bias, scale, zero_point";
+      "sdot/usdot on AArch64 dotprod/i8mm, widening multiply-adds elsewhere; out=u8|s8 "
+      "requantizes with bias, scale, zero_point";
   ArgSpec relu = int_arg("relu", "0", "1: clamp the output at zero_point from below", 0);
   relu.max_value = 1;
   relu.key_omits_default = true;
