@@ -106,6 +106,10 @@ Args random_args(const std::string& tmpl, std::mt19937_64& rng) {
     return a;
   }
   a["K"] = e(33);
+  if (tmpl == "conv2d_nchwc_u8s8s32") {  // whole groups of 4 input channels
+    a["C"] = pick({"4", "8", "12", "20", "24", "32"});
+    if (rng() % 2) a["data_zero_point"] = pick({"1", "128", "255"});
+  }
   if (tmpl == "conv2d_nchwc") {
     // Blocks chosen from the shape (default), or given and then mostly not dividing C and K.
     if (rng() % 2)
