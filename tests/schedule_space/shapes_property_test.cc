@@ -130,6 +130,15 @@ using testing::Reference;
 using testing::reference_of;
 using testing::traits_of;
 
+// Winograd F(6, 3) on random (untransformed) U: A^T's entries up to 32 amplify fp32 rounding,
+// and the interpreter rounds differently from the kernel (measured 1.2e-4 on the host, 5.7e-4
+// under qemu for Cortex-A72).
+double tolerance(const Task& task) {
+  const bool f6 =
+      task.template_def().name == "conv2d_winograd_nchwc" && task.args().get_int("m") == 6;
+  return f6 ? 1e-3 : 1e-4;
+}
+
 uint64_t seed_from_env() {
   const char* s = std::getenv("KTUNE_SHAPES_SEED");
   return s ? std::strtoull(s, nullptr, 10) : 20261124;
@@ -189,11 +198,7 @@ TEST(ShapesProperty, RandomShapesAndConfigsMatchReference) {
       for (auto& b : bufs) ptrs.push_back(b.data());
       ASSERT_EQ(k.run(ptrs), 0);
       const double err = max_error(bufs, *c.ref);
-      // Winograd F(6, 3) on random (untransformed) U: A^T's entries up to 32 amplify fp32
-      // rounding, and the interpreter rounds differently from the kernel (measured 1.2e-4).
-      const bool f6 = c.task->template_def().name == "conv2d_winograd_nchwc" &&
-                      c.task->args().get_int("m") == 6;
-      if (!(err < (f6 ? 1e-3 : 1e-4))) {
+      if (!(err < tolerance(*c.task))) {
         ++failures;
         ADD_FAILURE() << c.task->workload_key() << " config " << c.config.to_json_string()
                       << ": error " << err;
@@ -217,8 +222,9 @@ TEST(ShapesProperty, RandomShapesAndConfigsMatchReference) {
     arm_artifacts.push_back(build_case(arm_cases[i], arm, "k" + std::to_string(i)));
   const std::vector<double> errors = aarch64_errors(arm_cases, arm_artifacts);
   for (size_t i = 0; i < arm_cases.size(); ++i)
-    EXPECT_LT(errors[i], 1e-4) << "aarch64 " << arm_cases[i].task->workload_key() << " config "
-                               << arm_cases[i].config.to_json_string();
+    EXPECT_LT(errors[i], tolerance(*arm_cases[i].task))
+        << "aarch64 " << arm_cases[i].task->workload_key() << " config "
+        << arm_cases[i].config.to_json_string();
   std::printf("aarch64: %zu kernels checked under qemu\n", arm_cases.size());
 }
 
