@@ -7,9 +7,14 @@
 // reorders happen outside the timing), then the two are timed interleaved (median of --rounds
 // rounds). The float32 column is bench::race of `matmul` with the same budget (ktune's kernel
 // against OpenBLAS's sgemm). GOP/s count 2*M*N*K on every side.
+// The conv rows do the same for conv2d_nchwc_u8s8s32 on ResNet's stride-1 layers (the 3x3 ones of
+// ResNet-18 and ResNet-50's 1x1 C256 -> 64 at 56x56), against oneDNN's u8 x s8 -> s32 convolution
+// (every format its choice, reorders outside the timing) and ktune's float32 conv2d_nchwc raced
+// against oneDNN's float32 convolution; GOP/s count 2*K*OH*OW*C*R*S. The conv ratios join the
+// geomeans, and `int8_conv_over_onednn_geomean` / `int8_conv_over_fp32_geomean` give them alone.
 // Last lines: `int8_over_fp32_geomean <x>` and `int8_over_onednn_geomean <x>`.
 //
-// Usage: int8_vs_library [--trials N] [--rounds R] [--threads N]
+// Usage: int8_vs_library [--trials N] [--rounds R] [--threads N] [--only gemm|conv]
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -35,6 +40,7 @@ struct Options {
   size_t trials = 192;
   int rounds = 15;
   int threads = 1;
+  std::string only;  // "gemm" or "conv": that half of the rows alone
 };
 
 struct Shape {
@@ -64,10 +70,62 @@ void pack_b(const int8_t* b, int64_t K, int64_t N, int8_t* out) {
 
 struct Row {
   std::string name, onednn_impl;
-  double int8_gops = 0, onednn_gops = 0, fp32_gops = 0, openblas_gops = 0;
+  double int8_gops = 0, onednn_gops = 0, fp32_gops = 0, fp32_library_gops = 0;
   size_t measured = 0;
   bool exact = false;
 };
+
+// `task` (int8) tuned, its five best configs re-timed in this process on `kargs`: the fastest.
+codegen::Kernel tune_fastest(const schedule_space::Task& task, const std::vector<void*>& kargs,
+                             const Options& o, Row& row) {
+  const bench::TuneRun run = bench::tune_finalists(task, o.trials, 1, o.threads, 5);
+  row.measured = run.measured;
+  std::vector<codegen::Kernel> kernels;
+  for (const auto& cfg : run.finalists) kernels.push_back(bench::load_kernel(task, cfg));
+  std::vector<std::function<void()>> finalists;
+  for (const auto& k : kernels) finalists.push_back([&k, &kargs] { k.run(kargs); });
+  const std::vector<double> f = bench::time_interleaved(finalists, o.rounds, 0, 2e-3);
+  const size_t pick = static_cast<size_t>(std::min_element(f.begin(), f.end()) - f.begin());
+  std::fprintf(stderr, "  %s: %s\n", row.name.c_str(),
+               run.finalists[pick].to_json_string().c_str());
+  return std::move(kernels[pick]);
+}
+
+// Runs ktune's kernel into `out` (pre-filled with 0xff) and oneDNN once, throws
+// Error(kWrongAnswer) unless `same` finds the results equal, then times the two interleaved.
+void check_and_time(const codegen::Kernel& kernel, const std::vector<void*>& kargs, Bytes& out,
+                    const std::function<void()>& onednn, const std::function<bool()>& same,
+                    double ops, const Options& o, Row& row) {
+  std::memset(out.p, 0xff, out.n);
+  if (kernel.run(kargs) != 0) throw Error(ErrorKind::kRun, "the int8 kernel failed");
+  onednn();
+  row.exact = same();
+  if (!row.exact)
+    throw Error(ErrorKind::kWrongAnswer, row.name + ": ktune's int32 result differs from oneDNN's");
+  const std::vector<double> t =
+      bench::time_interleaved({[&] { kernel.run(kargs); }, onednn}, o.rounds,
+                              o.threads > 1 ? 0.15 : 0.05, o.threads > 1 ? 20e-3 : 2e-3);
+  row.int8_gops = ops / t[0] * 1e-9;
+  row.onednn_gops = ops / t[1] * 1e-9;
+}
+
+// ktune's float32 kernel of the shape (`name` with `args`) raced against its library with the
+// same budget.
+void race_fp32(const std::string& name, const std::vector<std::string>& args,
+               const schedule_space::TargetTraits& traits, const Options& o, Row& row) {
+  const auto task =
+      schedule_space::Task::create(name, schedule_space::parse_workload_args(name, args), traits);
+  bench::RaceOptions ro;
+  ro.trials = o.trials;
+  ro.rounds = o.rounds;
+  ro.threads = o.threads;
+  const bench::RaceResult fp32 = bench::race(task, ro);
+  row.fp32_gops = fp32.ktune_gflops;
+  row.fp32_library_gops = fp32.library_gflops;
+}
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
 
 Row bench_shape(const Shape& s, const schedule_space::TargetTraits& traits, const Options& o) {
   Row row;
@@ -88,22 +146,10 @@ Row bench_shape(const Shape& s, const schedule_space::TargetTraits& traits, cons
   pack_b(reinterpret_cast<const int8_t*>(b.p), s.K, s.N, reinterpret_cast<int8_t*>(packed.p));
   Bytes c_ktune(static_cast<size_t>(s.M * s.N * 4)), c_dnnl(static_cast<size_t>(s.M * s.N * 4));
 
-  // ktune: tune, then keep the fastest of the five best in this process.
-  const bench::TuneRun run = bench::tune_finalists(int8_task, o.trials, 1, o.threads, 5);
-  row.measured = run.measured;
-  std::vector<codegen::Kernel> kernels;
-  for (const auto& cfg : run.finalists) kernels.push_back(bench::load_kernel(int8_task, cfg));
   const std::vector<void*> kargs = {a.p, packed.p, c_ktune.p};
-  std::vector<std::function<void()>> finalists;
-  for (const auto& k : kernels) finalists.push_back([&k, &kargs] { k.run(kargs); });
-  const std::vector<double> f = bench::time_interleaved(finalists, o.rounds, 0, 2e-3);
-  const size_t pick = static_cast<size_t>(std::min_element(f.begin(), f.end()) - f.begin());
-  const codegen::Kernel& kernel = kernels[pick];
-  std::fprintf(stderr, "  %s: %s\n", s.name, run.finalists[pick].to_json_string().c_str());
+  const codegen::Kernel kernel = tune_fastest(int8_task, kargs, o, row);
 
   // oneDNN: u8 x s8 -> s32 matmul, weights reordered to the format it asks for.
-  using dt = dnnl::memory::data_type;
-  using tag = dnnl::memory::format_tag;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
   const dnnl::memory::desc a_md({s.M, s.K}, dt::u8, tag::ab), c_md({s.M, s.N}, dt::s32, tag::ab);
@@ -119,32 +165,107 @@ Row bench_shape(const Shape& s, const schedule_space::TargetTraits& traits, cons
     prim.execute(strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
     strm.wait();
   };
-
-  std::memset(c_ktune.p, 0xff, c_ktune.n);
-  if (kernel.run(kargs) != 0) throw Error(ErrorKind::kRun, "the int8 kernel failed");
-  onednn();
-  row.exact = std::memcmp(c_ktune.p, c_dnnl.p, c_ktune.n) == 0;
-  if (!row.exact)
-    throw Error(ErrorKind::kWrongAnswer, std::string(s.name) +
-                                             ": ktune's int32 result differs "
-                                             "from oneDNN's");
-  const std::vector<double> t =
-      bench::time_interleaved({[&] { kernel.run(kargs); }, onednn}, o.rounds,
-                              o.threads > 1 ? 0.15 : 0.05, o.threads > 1 ? 20e-3 : 2e-3);
-  row.int8_gops = ops / t[0] * 1e-9;
-  row.onednn_gops = ops / t[1] * 1e-9;
-
-  // ktune's float32 matmul of the shape, raced against OpenBLAS with the same budget.
-  const auto fp32_task = schedule_space::Task::create(
-      "matmul", schedule_space::parse_workload_args("matmul", args), traits);
-  bench::RaceOptions ro;
-  ro.trials = o.trials;
-  ro.rounds = o.rounds;
-  ro.threads = o.threads;
-  const bench::RaceResult fp32 = bench::race(fp32_task, ro);
-  row.fp32_gops = fp32.ktune_gflops;
-  row.openblas_gops = fp32.library_gflops;
+  check_and_time(
+      kernel, kargs, c_ktune, onednn,
+      [&] { return std::memcmp(c_ktune.p, c_dnnl.p, c_ktune.n) == 0; }, ops, o, row);
+  race_fp32("matmul", args, traits, o, row);
   return row;
+}
+
+// A ResNet conv layer, batch 1, stride 1, square, padded to keep its size (pad R/2).
+struct ConvShape {
+  const char* name;
+  int64_t C, H, K, R;
+};
+
+Row bench_conv(const ConvShape& s, const schedule_space::TargetTraits& traits, const Options& o) {
+  Row row;
+  row.name = s.name;
+  const int64_t H = s.H, C = s.C, K = s.K, R = s.R, pad = s.R / 2;
+  const double ops = 2.0 * static_cast<double>(K * H * H) * static_cast<double>(C * R * R);
+  const std::vector<std::string> args = {"C=" + std::to_string(C),    "H=" + std::to_string(H),
+                                         "W=" + std::to_string(H),    "K=" + std::to_string(K),
+                                         "R=" + std::to_string(R),    "S=" + std::to_string(R),
+                                         "pad=" + std::to_string(pad)};
+  const auto int8_task = schedule_space::Task::create(
+      "conv2d_nchwc_u8s8s32", schedule_space::parse_workload_args("conv2d_nchwc_u8s8s32", args),
+      traits);
+  const int64_t icb = int8_task.args().get_int("ic_block"), cb = C / icb, kb = (K + 15) / 16;
+
+  // The same data (u8, NCHW) and weights (s8, OIHW) for both sides, and ktune's blocked copies:
+  // I[C/icb][H][W][icb], W[K/16][C/icb][R][S][icb/4][16][4].
+  std::mt19937_64 rng(7);
+  Bytes x(static_cast<size_t>(C * H * H)), w(static_cast<size_t>(K * C * R * R));
+  for (size_t i = 0; i < x.n; ++i) x.p[i] = static_cast<uint8_t>(rng());
+  for (size_t i = 0; i < w.n; ++i) w.p[i] = static_cast<uint8_t>(rng());
+  Bytes xb(x.n), wb(static_cast<size_t>(kb * 16 * C * R * R));
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t p = 0; p < H * H; ++p)
+      xb.p[((c / icb) * H * H + p) * icb + c % icb] = x.p[c * H * H + p];
+  std::memset(wb.p, 0, wb.n);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t t = 0; t < R * R; ++t)
+        wb.p[((((k / 16) * cb + c / icb) * R * R + t) * (icb / 4) + c % icb / 4) * 64 +
+             (k % 16) * 4 + c % 4] = w.p[(k * C + c) * R * R + t];
+  Bytes o_ktune(static_cast<size_t>(kb * 16 * H * H * 4)),
+      o_dnnl(static_cast<size_t>(K * H * H * 4));
+
+  const std::vector<void*> kargs = {xb.p, wb.p, o_ktune.p};
+  const codegen::Kernel kernel = tune_fastest(int8_task, kargs, o, row);
+
+  // oneDNN: u8 x s8 -> s32 convolution in the formats it picks; the reorders are untimed.
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  const dnnl::memory::dims x_dims = {1, C, H, H}, w_dims = {K, C, R, R}, o_dims = {1, K, H, H};
+  const dnnl::convolution_forward::primitive_desc pd(
+      dnnl::convolution_forward::desc(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+          dnnl::memory::desc(x_dims, dt::u8, tag::any),
+          dnnl::memory::desc(w_dims, dt::s8, tag::any),
+          dnnl::memory::desc(o_dims, dt::s32, tag::any), {1, 1}, {pad, pad}, {pad, pad}),
+      eng);
+  row.onednn_impl = pd.impl_info_str();
+  dnnl::memory x_user({x_dims, dt::u8, tag::nchw}, eng, x.p), x_mem(pd.src_desc(), eng);
+  dnnl::memory w_user({w_dims, dt::s8, tag::oihw}, eng, w.p), w_mem(pd.weights_desc(), eng);
+  dnnl::memory o_user({o_dims, dt::s32, tag::nchw}, eng, o_dnnl.p), o_mem(pd.dst_desc(), eng);
+  dnnl::reorder(x_user, x_mem).execute(strm, x_user, x_mem);
+  dnnl::reorder(w_user, w_mem).execute(strm, w_user, w_mem);
+  strm.wait();
+  const dnnl::convolution_forward prim(pd);
+  auto onednn = [&] {
+    prim.execute(strm, {{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, o_mem}});
+    strm.wait();
+  };
+  auto same = [&] {
+    dnnl::reorder(o_mem, o_user).execute(strm, o_mem, o_user);
+    strm.wait();
+    const auto* got = reinterpret_cast<const int32_t*>(o_ktune.p);
+    const auto* want = reinterpret_cast<const int32_t*>(o_dnnl.p);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t p = 0; p < H * H; ++p)
+        if (got[((k / 16) * H * H + p) * 16 + k % 16] != want[k * H * H + p]) return false;
+    return true;
+  };
+  check_and_time(kernel, kargs, o_ktune, onednn, same, ops, o, row);
+  race_fp32("conv2d_nchwc", args, traits, o, row);
+  return row;
+}
+
+// Prints a table of rows (`fp32_library` heads the float32 library's column) and appends each
+// row's int8 / oneDNN and int8 / fp32 ratios to `vs_dnnl` and `vs_fp32`.
+void print_rows(const char* fp32_library, const std::vector<Row>& rows,
+                std::vector<double>& vs_dnnl, std::vector<double>& vs_fp32) {
+  if (rows.empty()) return;
+  std::printf("%-24s %7s %9s %10s %9s %10s %8s %8s  %s\n", "shape", "trials", "int8_GOP/s",
+              "oneDNN_s8", "fp32_GF/s", fp32_library, "vs_dnnl", "vs_fp32", "oneDNN impl");
+  for (const Row& r : rows) {
+    vs_dnnl.push_back(r.int8_gops / r.onednn_gops);
+    vs_fp32.push_back(r.int8_gops / r.fp32_gops);
+    std::printf("%-24s %7zu %9.1f %10.1f %9.1f %10.1f %8.3f %8.3f  %s\n", r.name.c_str(),
+                r.measured, r.int8_gops, r.onednn_gops, r.fp32_gops, r.fp32_library_gops,
+                vs_dnnl.back(), vs_fp32.back(), r.onednn_impl.c_str());
+  }
 }
 
 Options parse(int argc, char** argv) {
@@ -159,6 +280,8 @@ Options parse(int argc, char** argv) {
       o.rounds = std::stoi(v);
     else if (a == "--threads")
       o.threads = std::stoi(v);
+    else if (a == "--only")
+      o.only = v;
     else
       throw Error(ErrorKind::kInvalidArgument, "unknown option " + a);
   }
@@ -167,6 +290,8 @@ Options parse(int argc, char** argv) {
   if (o.rounds < 1) throw Error(ErrorKind::kInvalidArgument, "rounds must be >= 1");
   if (o.threads < 1 || o.threads > 256)
     throw Error(ErrorKind::kInvalidArgument, "threads must be in 1..256");
+  if (!o.only.empty() && o.only != "gemm" && o.only != "conv")
+    throw Error(ErrorKind::kInvalidArgument, "--only takes gemm or conv");
   return o;
 }
 
@@ -186,18 +311,25 @@ int main(int argc, char** argv) {
     const std::vector<Shape> shapes = {{"bert qkv 128x768x768", 128, 768, 768},
                                        {"bert ffn1 128x3072x768", 128, 3072, 768},
                                        {"bert ffn2 128x768x3072", 128, 768, 3072}};
-    std::vector<Row> rows;
-    for (const Shape& s : shapes) rows.push_back(bench_shape(s, traits, o));
-    std::printf("%-24s %7s %9s %10s %9s %10s %8s %8s  %s\n", "shape", "trials", "int8_GOP/s",
-                "oneDNN_s8", "fp32_GF/s", "OpenBLAS", "vs_dnnl", "vs_fp32", "oneDNN impl");
-    std::vector<double> vs_dnnl, vs_fp32;
-    for (const Row& r : rows) {
-      vs_dnnl.push_back(r.int8_gops / r.onednn_gops);
-      vs_fp32.push_back(r.int8_gops / r.fp32_gops);
-      std::printf("%-24s %7zu %9.1f %10.1f %9.1f %10.1f %8.3f %8.3f  %s\n", r.name.c_str(),
-                  r.measured, r.int8_gops, r.onednn_gops, r.fp32_gops, r.openblas_gops,
-                  vs_dnnl.back(), vs_fp32.back(), r.onednn_impl.c_str());
+    std::vector<Row> gemm_rows, conv_rows;
+    if (o.only != "conv")
+      for (const Shape& s : shapes) gemm_rows.push_back(bench_shape(s, traits, o));
+    const std::vector<ConvShape> convs = {{"resnet18 3x3 C64 56x56", 64, 56, 64, 3},
+                                          {"resnet18 3x3 C128 28x28", 128, 28, 128, 3},
+                                          {"resnet18 3x3 C256 14x14", 256, 14, 256, 3},
+                                          {"resnet18 3x3 C512 7x7", 512, 7, 512, 3},
+                                          {"resnet50 1x1 C256 56x56", 256, 56, 64, 1}};
+    if (o.only != "gemm")
+      for (const ConvShape& s : convs) conv_rows.push_back(bench_conv(s, traits, o));
+    std::vector<double> vs_dnnl, vs_fp32, conv_dnnl, conv_fp32;
+    print_rows("OpenBLAS", gemm_rows, vs_dnnl, vs_fp32);
+    print_rows("oneDNN_f32", conv_rows, conv_dnnl, conv_fp32);
+    if (!conv_rows.empty()) {
+      std::printf("int8_conv_over_fp32_geomean %.3f\n", bench::geomean(conv_fp32));
+      std::printf("int8_conv_over_onednn_geomean %.3f\n", bench::geomean(conv_dnnl));
     }
+    vs_dnnl.insert(vs_dnnl.end(), conv_dnnl.begin(), conv_dnnl.end());
+    vs_fp32.insert(vs_fp32.end(), conv_fp32.begin(), conv_fp32.end());
     std::printf("int8_over_fp32_geomean %.3f\n", bench::geomean(vs_fp32));
     std::printf("int8_over_onednn_geomean %.3f\n", bench::geomean(vs_dnnl));
     return 0;

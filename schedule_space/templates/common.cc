@@ -125,13 +125,14 @@ double direct_conv_flop(int64_t n, int64_t k, int64_t oh, int64_t ow, int64_t c,
 
 te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, int64_t h, int64_t w,
                              int64_t block, int64_t pad, te::DataType dt, int64_t extra_h,
-                             int64_t extra_w) {
+                             int64_t extra_w, const te::Expr& fill) {
   const te::Expr p(pad);
+  const te::Expr outside = fill.defined() ? fill : te::cast(dt, te::Expr(0.0));
   return te::compute(
       {n, cblocks, h + 2 * pad + extra_h, w + 2 * pad + extra_w, block},
       [&](te::Var b, te::Var c, te::Var y, te::Var x, te::Var l) {
         te::Expr inside = y >= p && y < te::Expr(h + pad) && x >= p && x < te::Expr(w + pad);
-        return te::select(inside, in(b, c, y - p, x - p, l), te::cast(dt, te::Expr(0.0)));
+        return te::select(inside, in(b, c, y - p, x - p, l), outside);
       },
       "pad");
 }

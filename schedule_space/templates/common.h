@@ -67,10 +67,11 @@ double direct_conv_flop(int64_t n, int64_t k, int64_t oh, int64_t ow, int64_t c,
 
 // The zero-padded copy (a compute stage "pad") of a blocked input I[N][CB][H][W][b]: `pad` rows
 // and columns on each side, then `extra_h` more zero rows below and `extra_w` more zero columns
-// to the right (Winograd's tiles round the output up to a multiple of the tile).
+// to the right (Winograd's tiles round the output up to a multiple of the tile). `fill`, when
+// defined, is the padding value instead of zero (a quantized input's zero point).
 te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, int64_t h, int64_t w,
                              int64_t block, int64_t pad, te::DataType dt, int64_t extra_h = 0,
-                             int64_t extra_w = 0);
+                             int64_t extra_w = 0, const te::Expr& fill = te::Expr());
 
 // Schedules a pad_blocked_input stage: inlined into its consumer, or computed once with whole
 // blocks as vectors and (batch, channel block) in parallel when `parallel`.

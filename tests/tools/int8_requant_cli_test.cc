@@ -1,6 +1,7 @@
-// End-to-end test of the requantized int8 GEMM through the ktune command: `tune matmul_u8s8s32
+// End-to-end tests of the requantized int8 kernels through the ktune command: `tune matmul_u8s8s32
 // ... out=u8` measures every trial without an error, and `build` of its best record writes an
-// object and a header whose kernel takes the epilogue's inputs and writes uint8 C.
+// object and a header whose kernel takes the epilogue's inputs and writes uint8 C; `tune
+// conv2d_nchwc_u8s8s32 ... out=u8` logs every trial as a correct record.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -65,6 +66,33 @@ TEST(Int8RequantCli, TuneLogsEveryTrialAndBuildWritesAUint8Kernel) {
   EXPECT_NE(h.find("const int32_t* zero_point"), std::string::npos) << h;
   EXPECT_NE(h.find("uint8_t* C"), std::string::npos) << h;
   EXPECT_EQ(h.find("int32_t* C"), std::string::npos) << h;
+  fs::remove_all(dir);
+}
+
+TEST(Int8RequantCli, TuneConvLogsEveryTrial) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("ktune_int8_conv_cli_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = quote((dir / "log.db").string());
+  const auto tune = ktune(
+      "tune conv2d_nchwc_u8s8s32 C=8 H=9 W=7 K=20 stride=2 pad=1 data_zero_point=7 out=u8 "
+      "scale=per_channel relu=1 --trials 6 --number 1 --repeat 1 --min-repeat-ms 0 --db " +
+          db,
+      true);
+  ASSERT_EQ(tune.status, 0) << tune.err;
+  const auto stats = ktune("db stats --json --db " + db, true);
+  ASSERT_EQ(stats.status, 0) << stats.err;
+  const auto j = nlohmann::json::parse(stats.out);
+  ASSERT_EQ(j["per_workload"].size(), 1u) << stats.out;
+  const auto& w = j["per_workload"][0];
+  EXPECT_EQ(w["workload"],
+            "conv2d_nchwc_u8s8s32(N=1,C=8,H=9,W=7,K=20,R=3,S=3,stride=2,pad=1,ic_block=8,"
+            "data_zero_point=7,out=u8,scale=per_channel,relu=1)");
+  // The 6 trials and the fallback, all measured and checked against the reference.
+  EXPECT_EQ(w["records"], 7) << stats.out;
+  EXPECT_EQ(w["ok_records"], 7) << stats.out;
+  EXPECT_EQ(j["failed_records"], 0) << stats.out;
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,49 @@
+// Defines Requant, the requantize epilogue of the int8 templates (ONNX QuantizeLinear after an
+// int32 bias), with its workload arguments and input tensors.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "schedule_space/workload.h"
+#include "te/tensor.h"
+
+namespace ktune::schedule_space::templates {
+
+// y = clamp(round_half_even((acc + bias[c]) * scale) + zero_point, lo, hi), [lo, hi] the output
+// type's range, lo raised to zero_point by relu (zero in the quantized domain). The product is a
+// float32 one, rounded with nearbyint, as ONNX Runtime computes it (QLinearMatMul, QLinearConv).
+// Value type.
+struct Requant {
+  te::DataType out = te::Int(32);  // Int(32): no epilogue, the accumulator is the output
+  bool per_channel = false;        // scale float32 per output channel instead of [1]
+  bool relu = false;
+  bool on() const { return out != te::Int(32); }
+};
+
+// The arguments out, scale and relu (each left out of the workload key at its default), in that
+// order. `channels` says where the per-channel inputs lie, e.g. "[N]".
+std::vector<ArgSpec> requant_args(const std::string& channels);
+
+// The requantize epilogue of a workload with requant_args.
+Requant requant_of(const WorkloadArgs& a);
+
+// A template's check hook part: throws Error(kInvalidArgument) naming `template_name` when scale
+// or relu is set with out=s32.
+void check_requant(const std::string& template_name, const WorkloadArgs& a);
+
+// The epilogue's inputs: bias int32 and (per channel) scale float32 of `channel_shape`, a
+// per-tensor scale float32 [1], zero_point int32 [1] (the output's); undefined when off.
+struct RequantInputs {
+  te::Tensor bias, scale, zero_point;
+  // Appends the defined ones to `args` in kernel-argument order (bias, scale, zero_point).
+  void append_to(std::vector<te::Tensor>& args) const;
+};
+RequantInputs requant_inputs(const Requant& rq, const std::vector<int64_t>& channel_shape);
+
+// An output element from its int32 accumulator `acc` whose output channel is at `channel` (an
+// index of channel_shape): `acc` itself when the epilogue is off, else requantized.
+te::Expr requant_value(const Requant& rq, const RequantInputs& in, const te::Expr& acc,
+                       const std::vector<te::Expr>& channel);
+
+}  // namespace ktune::schedule_space::templates

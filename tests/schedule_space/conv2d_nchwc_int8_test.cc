@@ -1,0 +1,246 @@
+// Tests conv2d_nchwc_u8s8s32 on odd shapes (H, W odd, pad 0-2, stride 1-2, K not a multiple of 16,
+// a data zero point as padding), its fallback and sampled configs, tensorized with vpdpbusd on an
+// AVX-512 VNNI host and in widening vector code on x86-64-v3: the int32 output bit-exactly against
+// a plain C++ convolution of the blocked layouts, the requantized one within one unit of nearbyint
+// in double (exact away from float32's rounding near a half) and bit-exactly against te's
+// interpreter. Outputs start as a sentinel.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+
+#include "codegen/kernel.h"
+#include "codegen/runtime.h"
+#include "schedule_space/task.h"
+#include "support/error.h"
+#include "tests/schedule_space/reference_util.h"
+
+namespace ktune::schedule_space {
+namespace {
+
+struct Case {
+  int64_t n, c, h, w, k, r, stride, pad, zp;  // zp: the data's zero point (the padding value)
+  std::string out = "s32";                    // s32 | u8 | s8
+  bool per_channel = false, relu = false;
+};
+
+const Case kCases[] = {
+    {1, 8, 9, 7, 16, 3, 1, 1, 0},
+    {1, 4, 7, 9, 20, 3, 2, 2, 3},
+    {2, 12, 5, 5, 32, 1, 1, 0, 0},
+    {1, 24, 11, 9, 16, 3, 2, 1, 128},
+    {1, 16, 6, 5, 48, 3, 1, 0, 0},
+    {1, 8, 7, 5, 24, 3, 1, 1, 9, "u8", true, true},
+    {1, 12, 5, 9, 16, 3, 2, 2, 0, "s8", false, false},
+};
+
+Task task_of(const Case& c, const TargetTraits& traits) {
+  std::map<std::string, std::string> a = {{"N", std::to_string(c.n)},
+                                          {"C", std::to_string(c.c)},
+                                          {"H", std::to_string(c.h)},
+                                          {"W", std::to_string(c.w)},
+                                          {"K", std::to_string(c.k)},
+                                          {"R", std::to_string(c.r)},
+                                          {"S", std::to_string(c.r)},
+                                          {"stride", std::to_string(c.stride)},
+                                          {"pad", std::to_string(c.pad)},
+                                          {"data_zero_point", std::to_string(c.zp)},
+                                          {"out", c.out}};
+  if (c.out != "s32") {
+    a["scale"] = c.per_channel ? "per_channel" : "per_tensor";
+    a["relu"] = c.relu ? "1" : "0";
+  }
+  return Task::create("conv2d_nchwc_u8s8s32", a, traits);
+}
+
+// Inputs in kernel ABI order (I, W, then bias, scale, zero_point when requantized).
+std::vector<te::HostBuffer> inputs_of(const Task& task, const Case& c) {
+  const ComputeDef def = task.template_def().compute(task.args());
+  std::vector<te::HostBuffer> in;
+  for (size_t i = 0; i + 1 < def.args.size(); ++i)
+    in.emplace_back(def.args[i].shape(), def.args[i].dtype());
+  in[0].fill_random(31, 0, 255);
+  in[1].fill_random(32, -128, 127);
+  if (in.size() > 2) {
+    in[2].fill_random(33, -20000, 20000);
+    in[3].fill_random(34, 0.0005, 0.004);
+    in[4].set(0, c.out == "u8" ? 120 : -7);
+  }
+  return in;
+}
+
+struct Expected {
+  std::vector<int64_t> value;
+  std::vector<bool> near_half;  // float32 rounding of the requantize product may go either way
+};
+
+// The convolution from the layouts' definitions, in int64 (then requantized in double).
+Expected reference(const Case& c, int64_t icb, const std::vector<te::HostBuffer>& in) {
+  const int64_t cb = c.c / icb, kb = (c.k + 15) / 16;
+  const int64_t oh = (c.h + 2 * c.pad - c.r) / c.stride + 1;
+  const int64_t ow = (c.w + 2 * c.pad - c.r) / c.stride + 1;
+  const bool rq = c.out != "s32";
+  const int64_t lo0 = c.out == "u8" ? 0 : -128, hi = c.out == "u8" ? 255 : 127;
+  const int64_t ozp = rq ? static_cast<int64_t>(in[4].get(0)) : 0;
+  const int64_t lo = c.relu ? std::max(lo0, ozp) : lo0;
+  Expected e;
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t ko = 0; ko < kb; ++ko)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t x = 0; x < ow; ++x)
+          for (int64_t l = 0; l < 16; ++l) {
+            const int64_t k = ko * 16 + l;
+            if (k >= c.k) {
+              e.value.push_back(0);
+              e.near_half.push_back(false);
+              continue;
+            }
+            int64_t acc = 0;
+            for (int64_t ch = 0; ch < c.c; ++ch)
+              for (int64_t r = 0; r < c.r; ++r)
+                for (int64_t s = 0; s < c.r; ++s) {
+                  const int64_t iy = y * c.stride + r - c.pad, ix = x * c.stride + s - c.pad;
+                  const bool inside = iy >= 0 && iy < c.h && ix >= 0 && ix < c.w;
+                  const int64_t i_at =
+                      (((n * cb + ch / icb) * c.h + iy) * c.w + ix) * icb + ch % icb;
+                  const int64_t d = inside ? static_cast<int64_t>(in[0].get(i_at)) : c.zp;
+                  const int64_t w_at =
+                      (((((ko * cb + ch / icb) * c.r + r) * c.r + s) * (icb / 4) + ch % icb / 4) *
+                           16 +
+                       l) *
+                          4 +
+                      ch % 4;
+                  acc += d * static_cast<int64_t>(in[1].get(w_at));
+                }
+            if (!rq) {
+              e.value.push_back(acc);
+              e.near_half.push_back(false);
+              continue;
+            }
+            const double v = static_cast<double>(acc + static_cast<int64_t>(in[2].get(k))) *
+                             in[3].get(c.per_channel ? k : 0);
+            const double frac = v - std::floor(v);
+            e.near_half.push_back(std::fabs(frac - 0.5) <= std::fabs(v) * 0x1p-22);
+            e.value.push_back(std::clamp(static_cast<int64_t>(std::nearbyint(v)) + ozp, lo, hi));
+          }
+  return e;
+}
+
+void check_case(const Case& c, const codegen::Target& target) {
+  const Task task = task_of(c, testing::traits_of(target));
+  const std::string what = target.str() + " " + task.workload_key();
+  const std::vector<te::HostBuffer> in = inputs_of(task, c);
+  const Expected want = reference(c, task.args().get_int("ic_block"), in);
+  const ComputeDef def = task.template_def().compute(task.args());
+  std::vector<std::pair<te::Tensor, const te::HostBuffer*>> bound;
+  for (size_t i = 0; i < in.size(); ++i) bound.emplace_back(def.args[i], &in[i]);
+  const std::vector<te::HostBuffer> evaluated = te::evaluate(def.outputs, bound);
+  const te::HostBuffer& interp = evaluated[0];
+  ASSERT_EQ(static_cast<size_t>(interp.num_elements()), want.value.size()) << what;
+
+  std::mt19937_64 rng(9);
+  std::vector<Config> configs = {task.fallback_config()};
+  for (uint64_t i : task.space().sample(3, rng)) configs.push_back(task.space().get(i));
+  for (const Config& cfg : configs) {
+    const Instantiated inst = task.instantiate(cfg);
+    codegen::Kernel k =
+        codegen::Kernel::load(codegen::build(te::lower(inst.schedule, inst.args, "k"), target));
+    std::vector<te::HostBuffer> bufs;
+    for (const auto& b : in) {
+      bufs.emplace_back(b.shape(), b.dtype());
+      std::memcpy(bufs.back().data(), b.data(), b.bytes());
+    }
+    bufs.emplace_back(interp.shape(), interp.dtype());
+    std::vector<void*> ptrs;
+    for (auto& b : bufs) ptrs.push_back(b.data());
+    te::HostBuffer& out = bufs.back();
+    // Two sentinels: an element the kernel leaves unwritten cannot match both times.
+    for (int sentinel : {0x5A, 0xA5}) {
+      codegen::set_num_threads(sentinel == 0x5A ? 1 : 2);
+      std::memset(out.data(), sentinel, out.bytes());
+      ASSERT_EQ(k.run(ptrs), 0);
+      for (int64_t i = 0; i < out.num_elements(); ++i) {
+        const int64_t got = static_cast<int64_t>(out.get(i));
+        const std::string where =
+            what + " " + cfg.to_json_string() + " element " + std::to_string(i);
+        ASSERT_EQ(got, static_cast<int64_t>(interp.get(i))) << where << " (interpreter)";
+        if (want.near_half[i])
+          ASSERT_LE(std::abs(got - want.value[i]), 1) << where;
+        else
+          ASSERT_EQ(got, want.value[i]) << where;
+      }
+    }
+  }
+}
+
+void check_target(const codegen::Target& target, bool expect_vnni) {
+  ASSERT_EQ(testing::traits_of(target).int8_dot, expect_vnni) << target.str();
+  for (const Case& c : kCases) check_case(c, target);
+}
+
+TEST(Conv2dNchwcInt8Test, TensorizedOnTheHostIsExact) {
+  if (!testing::traits_of(codegen::Target::host()).int8_dot)
+    GTEST_SKIP() << "the host has no AVX-512 VNNI";
+  check_target(codegen::Target::host(), true);
+}
+
+TEST(Conv2dNchwcInt8Test, WideningFallbackOnX86V3IsExact) {
+  check_target(codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3"), false);
+}
+
+TEST(Conv2dNchwcInt8Test, ObjectHoldsVpdpbusdOnlyWithVnni) {
+  const auto asm_of = [](const codegen::Target& target) {
+    const Task task = task_of({1, 64, 14, 14, 64, 3, 1, 1, 0}, testing::traits_of(target));
+    const Instantiated inst = task.instantiate(task.fallback_config());
+    return codegen::emit_assembly(te::lower(inst.schedule, inst.args, "k"), target);
+  };
+  const std::string vnni =
+      asm_of(codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4"));
+  EXPECT_NE(vnni.find("vpdpbusd"), std::string::npos);
+  const std::string v3 =
+      asm_of(codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3"));
+  EXPECT_EQ(v3.find("vpdpbusd"), std::string::npos);
+}
+
+TEST(Conv2dNchwcInt8Test, BlocksAndKeys) {
+  const TargetTraits traits = testing::traits_of(codegen::Target::host());
+  const Task t = task_of({1, 24, 9, 9, 20, 3, 1, 1, 0}, traits);
+  EXPECT_EQ(t.args().get_int("ic_block"), 8);  // the largest of 16, 8, 4 dividing 24
+  EXPECT_EQ(t.workload_key(),
+            "conv2d_nchwc_u8s8s32(N=1,C=24,H=9,W=9,K=20,R=3,S=3,stride=1,pad=1,ic_block=8)");
+  const ComputeDef def = t.template_def().compute(t.args());
+  ASSERT_EQ(def.args.size(), 3u);
+  EXPECT_EQ(def.args[1].shape(), (std::vector<int64_t>{2, 3, 3, 3, 2, 16, 4}));
+  EXPECT_EQ(def.args[2].shape(), (std::vector<int64_t>{1, 2, 9, 9, 16}));
+  EXPECT_EQ(def.args[2].dtype(), te::Int(32));
+  const Task q = task_of({1, 8, 5, 5, 16, 3, 1, 1, 5, "u8", true, false}, traits);
+  const ComputeDef qd = q.template_def().compute(q.args());
+  ASSERT_EQ(qd.args.size(), 6u);
+  EXPECT_EQ(qd.args[3].shape(), (std::vector<int64_t>{1, 16}));  // per-channel scale
+  EXPECT_EQ(qd.args[5].dtype(), te::UInt(8));
+}
+
+TEST(Conv2dNchwcInt8Test, BadShapesAreInvalidArguments) {
+  const TargetTraits traits = testing::traits_of(codegen::Target::host());
+  const std::vector<std::map<std::string, std::string>> bad = {
+      {{"C", "6"}, {"H", "5"}, {"W", "5"}, {"K", "16"}},
+      {{"C", "24"}, {"H", "5"}, {"W", "5"}, {"K", "16"}, {"ic_block", "16"}},
+      {{"C", "8"}, {"H", "5"}, {"W", "5"}, {"K", "16"}, {"ic_block", "6"}},
+      {{"C", "8"}, {"H", "5"}, {"W", "5"}, {"K", "16"}, {"relu", "1"}},
+      {{"C", "8"}, {"H", "2"}, {"W", "5"}, {"K", "16"}}};
+  for (const auto& a : bad) {
+    try {
+      Task::create("conv2d_nchwc_u8s8s32", a, traits);
+      ADD_FAILURE() << "accepted C=" << a.at("C") << " H=" << a.at("H");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ktune::schedule_space
