@@ -7,15 +7,21 @@
 // reorders happen outside the timing), then the two are timed interleaved (median of --rounds
 // rounds). The float32 column is bench::race of `matmul` with the same budget (ktune's kernel
 // against OpenBLAS's sgemm). GOP/s count 2*M*N*K on every side.
-// Last lines: `int8_over_fp32_geomean <x>` and `int8_over_onednn_geomean <x>`.
+// bfloat16 rows follow: matmul_bf16 (vdpbf16ps where the CPU has it) tuned the same way, checked
+// against oneDNN's bf16 x bf16 -> f32 matmul on the same A and B (within the bound of two float32
+// summation orders) and timed interleaved with it; the float32 column is the int8 rows' race.
+// Last lines: `bf16_over_fp32 <x>` and `bf16_over_onednn <x>` (geomeans).
 //
-// Usage: int8_vs_library [--trials N] [--rounds R] [--threads N]
+// Usage: int8_vs_library [--trials N] [--rounds R] [--threads N] [--only int8|bf16|all]
+// (--only bf16 races the float32 matmul in the bf16 rows itself).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,6 +32,7 @@
 #include "codegen/target.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
+#include "te/bfloat16.h"
 
 namespace {
 
@@ -35,6 +42,7 @@ struct Options {
   size_t trials = 192;
   int rounds = 15;
   int threads = 1;
+  std::string only = "all";
 };
 
 struct Shape {
@@ -147,6 +155,156 @@ Row bench_shape(const Shape& s, const schedule_space::TargetTraits& traits, cons
   return row;
 }
 
+// ktune's float32 matmul of the shape raced against OpenBLAS: {ktune, OpenBLAS} GFLOP/s.
+std::pair<double, double> fp32_race(const Shape& s, const schedule_space::TargetTraits& traits,
+                                    const Options& o) {
+  const std::vector<std::string> args = {"M=" + std::to_string(s.M), "N=" + std::to_string(s.N),
+                                         "K=" + std::to_string(s.K)};
+  const auto task = schedule_space::Task::create(
+      "matmul", schedule_space::parse_workload_args("matmul", args), traits);
+  bench::RaceOptions ro;
+  ro.trials = o.trials;
+  ro.rounds = o.rounds;
+  ro.threads = o.threads;
+  const bench::RaceResult r = bench::race(task, ro);
+  return {r.ktune_gflops, r.library_gflops};
+}
+
+struct Bf16Row {
+  std::string name, onednn_impl;
+  double bf16_gflops = 0, onednn_gflops = 0, fp32_gflops = 0;
+  size_t measured = 0;
+  double worst = 0;  // largest |ktune - oneDNN| over its bound
+};
+
+// B (K x N, bfloat16 bits, row-major) in matmul_bf16's [N/16][K/2][16][2] blocks, padding zero.
+void pack_b_bf16(const uint16_t* b, int64_t K, int64_t N, uint16_t* out) {
+  const int64_t nb = (N + 15) / 16, kb = (K + 1) / 2;
+  std::memset(out, 0, static_cast<size_t>(nb * kb * 32) * 2);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j)
+      out[((j / 16) * kb + k / 2) * 32 + (j % 16) * 2 + k % 2] = b[k * N + j];
+}
+
+// Largest |x - y| over its bound: both sum the same exact products in float32 in some order, so
+// each is within gamma_K * sum_k |a_k b_k| of the exact sum (u = 2^-24); > 1 is a wrong answer.
+double worst_over_bound(const Shape& s, const uint16_t* a, const uint16_t* b, const float* x,
+                        const float* y) {
+  const double u = std::ldexp(1.0, -24);
+  const double gamma = static_cast<double>(s.K + 1) * u / (1 - static_cast<double>(s.K + 1) * u);
+  std::vector<double> abs_sum(static_cast<size_t>(s.N));
+  double worst = 0;
+  for (int64_t i = 0; i < s.M; ++i) {
+    std::fill(abs_sum.begin(), abs_sum.end(), 0.0);
+    for (int64_t k = 0; k < s.K; ++k) {
+      const double ak = std::fabs(te::bfloat16_to_float(a[i * s.K + k]));
+      for (int64_t j = 0; j < s.N; ++j)
+        abs_sum[j] += ak * std::fabs(te::bfloat16_to_float(b[k * s.N + j]));
+    }
+    for (int64_t j = 0; j < s.N; ++j) {
+      const double d = std::fabs(double{x[i * s.N + j]} - double{y[i * s.N + j]});
+      if (!std::isfinite(d)) return std::numeric_limits<double>::infinity();
+      worst = std::max(worst, d / (2 * gamma * abs_sum[j] + 1e-30));
+    }
+  }
+  return worst;
+}
+
+Bf16Row bench_bf16_shape(const Shape& s, const schedule_space::TargetTraits& traits,
+                         const Options& o) {
+  Bf16Row row;
+  row.name = s.name;
+  const double ops =
+      2.0 * static_cast<double>(s.M) * static_cast<double>(s.N) * static_cast<double>(s.K);
+  const std::vector<std::string> args = {"M=" + std::to_string(s.M), "N=" + std::to_string(s.N),
+                                         "K=" + std::to_string(s.K)};
+  const auto task = schedule_space::Task::create(
+      "matmul_bf16", schedule_space::parse_workload_args("matmul_bf16", args), traits);
+
+  // The same A and B for both sides: uniform in [-1, 1), rounded to bfloat16.
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  Bytes a(static_cast<size_t>(s.M * s.K) * 2), b(static_cast<size_t>(s.K * s.N) * 2);
+  auto* a16 = reinterpret_cast<uint16_t*>(a.p);
+  auto* b16 = reinterpret_cast<uint16_t*>(b.p);
+  for (int64_t i = 0; i < s.M * s.K; ++i) a16[i] = te::float_to_bfloat16(d(rng));
+  for (int64_t i = 0; i < s.K * s.N; ++i) b16[i] = te::float_to_bfloat16(d(rng));
+  Bytes packed(static_cast<size_t>((s.N + 15) / 16 * ((s.K + 1) / 2) * 32) * 2);
+  pack_b_bf16(b16, s.K, s.N, reinterpret_cast<uint16_t*>(packed.p));
+  Bytes c_ktune(static_cast<size_t>(s.M * s.N * 4)), c_dnnl(static_cast<size_t>(s.M * s.N * 4));
+
+  const bench::TuneRun run = bench::tune_finalists(task, o.trials, 1, o.threads, 5);
+  row.measured = run.measured;
+  std::vector<codegen::Kernel> kernels;
+  for (const auto& cfg : run.finalists) kernels.push_back(bench::load_kernel(task, cfg));
+  const std::vector<void*> kargs = {a.p, packed.p, c_ktune.p};
+  std::vector<std::function<void()>> finalists;
+  for (const auto& k : kernels) finalists.push_back([&k, &kargs] { k.run(kargs); });
+  const std::vector<double> f = bench::time_interleaved(finalists, o.rounds, 0, 2e-3);
+  const size_t pick = static_cast<size_t>(std::min_element(f.begin(), f.end()) - f.begin());
+  const codegen::Kernel& kernel = kernels[pick];
+  std::fprintf(stderr, "  bf16 %s: %s\n", s.name, run.finalists[pick].to_json_string().c_str());
+
+  // oneDNN: bf16 x bf16 -> f32 matmul, weights reordered to the format it asks for.
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  const dnnl::memory::desc a_md({s.M, s.K}, dt::bf16, tag::ab), c_md({s.M, s.N}, dt::f32, tag::ab);
+  const dnnl::matmul::primitive_desc pd(
+      dnnl::matmul::desc(a_md, dnnl::memory::desc({s.K, s.N}, dt::bf16, tag::any), c_md), eng);
+  row.onednn_impl = pd.impl_info_str();
+  dnnl::memory a_mem(a_md, eng, a.p), c_mem(c_md, eng, c_dnnl.p);
+  dnnl::memory b_user({{s.K, s.N}, dt::bf16, tag::ab}, eng, b.p), b_mem(pd.weights_desc(), eng);
+  dnnl::reorder(b_user, b_mem).execute(strm, b_user, b_mem);
+  strm.wait();
+  const dnnl::matmul prim(pd);
+  auto onednn = [&] {
+    prim.execute(strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    strm.wait();
+  };
+
+  std::memset(c_ktune.p, 0xff, c_ktune.n);
+  if (kernel.run(kargs) != 0) throw Error(ErrorKind::kRun, "the bf16 kernel failed");
+  onednn();
+  row.worst = worst_over_bound(s, a16, b16, reinterpret_cast<const float*>(c_ktune.p),
+                               reinterpret_cast<const float*>(c_dnnl.p));
+  if (!(row.worst <= 1))
+    throw Error(ErrorKind::kWrongAnswer, std::string(s.name) +
+                                             ": ktune's bf16 result differs from oneDNN's beyond "
+                                             "the summation-order bound");
+  const std::vector<double> t =
+      bench::time_interleaved({[&] { kernel.run(kargs); }, onednn}, o.rounds,
+                              o.threads > 1 ? 0.15 : 0.05, o.threads > 1 ? 20e-3 : 2e-3);
+  row.bf16_gflops = ops / t[0] * 1e-9;
+  row.onednn_gflops = ops / t[1] * 1e-9;
+  return row;
+}
+
+// The bf16 rows and the last two lines; fp32_gflops[i] is ktune's float32 figure of shapes[i]
+// (raced here when empty).
+void report_bf16(const std::vector<Shape>& shapes, std::vector<double> fp32_gflops,
+                 const schedule_space::TargetTraits& traits, const Options& o) {
+  std::vector<Bf16Row> rows;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    rows.push_back(bench_bf16_shape(shapes[i], traits, o));
+    rows.back().fp32_gflops =
+        i < fp32_gflops.size() ? fp32_gflops[i] : fp32_race(shapes[i], traits, o).first;
+  }
+  std::printf("%-24s %7s %10s %11s %9s %8s %8s %9s  %s\n", "shape", "trials", "bf16_GF/s",
+              "oneDNN_bf16", "fp32_GF/s", "vs_dnnl", "vs_fp32", "err/bound", "oneDNN impl");
+  std::vector<double> vs_dnnl, vs_fp32;
+  for (const Bf16Row& r : rows) {
+    vs_dnnl.push_back(r.bf16_gflops / r.onednn_gflops);
+    vs_fp32.push_back(r.bf16_gflops / r.fp32_gflops);
+    std::printf("%-24s %7zu %10.1f %11.1f %9.1f %8.3f %8.3f %9.3f  %s\n", r.name.c_str(),
+                r.measured, r.bf16_gflops, r.onednn_gflops, r.fp32_gflops, vs_dnnl.back(),
+                vs_fp32.back(), r.worst, r.onednn_impl.c_str());
+  }
+  std::printf("bf16_over_fp32 %.3f\n", bench::geomean(vs_fp32));
+  std::printf("bf16_over_onednn %.3f\n", bench::geomean(vs_dnnl));
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -159,6 +317,8 @@ Options parse(int argc, char** argv) {
       o.rounds = std::stoi(v);
     else if (a == "--threads")
       o.threads = std::stoi(v);
+    else if (a == "--only")
+      o.only = v;
     else
       throw Error(ErrorKind::kInvalidArgument, "unknown option " + a);
   }
@@ -167,6 +327,8 @@ Options parse(int argc, char** argv) {
   if (o.rounds < 1) throw Error(ErrorKind::kInvalidArgument, "rounds must be >= 1");
   if (o.threads < 1 || o.threads > 256)
     throw Error(ErrorKind::kInvalidArgument, "threads must be in 1..256");
+  if (o.only != "all" && o.only != "int8" && o.only != "bf16")
+    throw Error(ErrorKind::kInvalidArgument, "--only takes int8, bf16 or all");
   return o;
 }
 
@@ -179,27 +341,35 @@ int main(int argc, char** argv) {
     const auto traits = schedule_space::make_target_traits(host.str(), host.triple(),
                                                            host.vector_bits(), o.threads);
     bench::set_all_threads(o.threads);
-    std::printf("target %s, oneDNN %d.%d, xgb tuner, %d threads, %zu trials, VNNI %s, load %s\n",
-                host.str().c_str(), dnnl::version()->major, dnnl::version()->minor, o.threads,
-                o.trials, traits.int8_dot ? "yes" : "no", bench::load_average().c_str());
+    std::printf(
+        "target %s, oneDNN %d.%d, xgb tuner, %d threads, %zu trials, VNNI %s, BF16 %s, load %s\n",
+        host.str().c_str(), dnnl::version()->major, dnnl::version()->minor, o.threads, o.trials,
+        traits.int8_dot ? "yes" : "no", traits.bf16_dot ? "yes" : "no",
+        bench::load_average().c_str());
     std::fflush(stdout);
     const std::vector<Shape> shapes = {{"bert qkv 128x768x768", 128, 768, 768},
                                        {"bert ffn1 128x3072x768", 128, 3072, 768},
                                        {"bert ffn2 128x768x3072", 128, 768, 3072}};
     std::vector<Row> rows;
-    for (const Shape& s : shapes) rows.push_back(bench_shape(s, traits, o));
-    std::printf("%-24s %7s %9s %10s %9s %10s %8s %8s  %s\n", "shape", "trials", "int8_GOP/s",
-                "oneDNN_s8", "fp32_GF/s", "OpenBLAS", "vs_dnnl", "vs_fp32", "oneDNN impl");
-    std::vector<double> vs_dnnl, vs_fp32;
-    for (const Row& r : rows) {
-      vs_dnnl.push_back(r.int8_gops / r.onednn_gops);
-      vs_fp32.push_back(r.int8_gops / r.fp32_gops);
-      std::printf("%-24s %7zu %9.1f %10.1f %9.1f %10.1f %8.3f %8.3f  %s\n", r.name.c_str(),
-                  r.measured, r.int8_gops, r.onednn_gops, r.fp32_gops, r.openblas_gops,
-                  vs_dnnl.back(), vs_fp32.back(), r.onednn_impl.c_str());
+    std::vector<double> fp32_gflops;
+    if (o.only != "bf16") {
+      for (const Shape& s : shapes) rows.push_back(bench_shape(s, traits, o));
+      std::printf("%-24s %7s %9s %10s %9s %10s %8s %8s  %s\n", "shape", "trials", "int8_GOP/s",
+                  "oneDNN_s8", "fp32_GF/s", "OpenBLAS", "vs_dnnl", "vs_fp32", "oneDNN impl");
+      std::vector<double> vs_dnnl, vs_fp32;
+      for (const Row& r : rows) {
+        vs_dnnl.push_back(r.int8_gops / r.onednn_gops);
+        vs_fp32.push_back(r.int8_gops / r.fp32_gops);
+        fp32_gflops.push_back(r.fp32_gops);
+        std::printf("%-24s %7zu %9.1f %10.1f %9.1f %10.1f %8.3f %8.3f  %s\n", r.name.c_str(),
+                    r.measured, r.int8_gops, r.onednn_gops, r.fp32_gops, r.openblas_gops,
+                    vs_dnnl.back(), vs_fp32.back(), r.onednn_impl.c_str());
+      }
+      std::printf("int8_over_fp32_geomean %.3f\n", bench::geomean(vs_fp32));
+      std::printf("int8_over_onednn_geomean %.3f\n", bench::geomean(vs_dnnl));
+      std::fflush(stdout);
     }
-    std::printf("int8_over_fp32_geomean %.3f\n", bench::geomean(vs_fp32));
-    std::printf("int8_over_onednn_geomean %.3f\n", bench::geomean(vs_dnnl));
+    if (o.only != "int8") report_bf16(shapes, fp32_gflops, traits, o);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "int8_vs_library: %s\n", e.what());

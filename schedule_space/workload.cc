@@ -23,24 +23,30 @@ std::string target_option(const std::string& key, const std::string& name) {
   return key.substr(from, key.find(' ', from) - from);
 }
 
-// AVX-512 VNNI on an x86-64 target string. The CPUs are those whose LLVM 19 defaults include
-// avx512vnni; Target::str() lists only the attributes that differ from the CPU's defaults.
-bool has_avx512_vnni(const std::string& key, const std::string& arch) {
+// Whether an x86-64 target string has the AVX-512 extension `feature`: its -mcpu is one of
+// `cpus` (those whose LLVM 19 defaults include it; Target::str() lists only the attributes that
+// differ from the CPU's defaults), or -mattr adds it, and -mattr removes neither it nor avx512f.
+template <size_t N>
+bool has_avx512_feature(const std::string& key, const std::string& arch, const std::string& feature,
+                        const char* const (&cpus)[N]) {
   if (arch != "x86_64") return false;
-  static const char* const kCpus[] = {
-      "cascadelake",   "cooperlake",     "icelake-client", "icelake-server", "tigerlake",
-      "rocketlake",    "sapphirerapids", "emeraldrapids",  "graniterapids",  "graniterapids-d",
-      "diamondrapids", "znver4",         "znver5"};
   const std::string cpu = target_option(key, "mcpu");
-  bool on =
-      std::any_of(std::begin(kCpus), std::end(kCpus), [&](const char* c) { return cpu == c; });
+  bool on = std::any_of(std::begin(cpus), std::end(cpus), [&](const char* c) { return cpu == c; });
   const std::string attrs = "," + target_option(key, "mattr") + ",";
-  if (attrs.find(",+avx512vnni,") != std::string::npos) on = true;
-  if (attrs.find(",-avx512vnni,") != std::string::npos ||
+  if (attrs.find(",+" + feature + ",") != std::string::npos) on = true;
+  if (attrs.find(",-" + feature + ",") != std::string::npos ||
       attrs.find(",-avx512f,") != std::string::npos)
     on = false;
   return on;
 }
+
+const char* const kVnniCpus[] = {
+    "cascadelake",   "cooperlake",     "icelake-client", "icelake-server", "tigerlake",
+    "rocketlake",    "sapphirerapids", "emeraldrapids",  "graniterapids",  "graniterapids-d",
+    "diamondrapids", "znver4",         "znver5"};
+const char* const kBf16Cpus[] = {"cooperlake",    "sapphirerapids",  "emeraldrapids",
+                                 "graniterapids", "graniterapids-d", "diamondrapids",
+                                 "znver4",        "znver5"};
 
 }  // namespace
 
@@ -54,7 +60,8 @@ TargetTraits make_target_traits(const std::string& key, const std::string& tripl
   t.cores = cores;
   t.arch = triple.substr(0, triple.find('-'));
   if (t.arch == "arm64") t.arch = "aarch64";
-  t.int8_dot = has_avx512_vnni(key, t.arch);
+  t.int8_dot = has_avx512_feature(key, t.arch, "avx512vnni", kVnniCpus);
+  t.bf16_dot = has_avx512_feature(key, t.arch, "avx512bf16", kBf16Cpus);
   return t;
 }
 

@@ -1,5 +1,5 @@
 // Defines TensorIntrin: a small compute that one machine instruction performs whole, and the
-// intrinsics te knows (dot_16x4_u8s8s32).
+// intrinsics te knows (dot_16x4_u8s8s32, dot_16x2_bf16f32).
 #pragma once
 
 #include <functional>
@@ -27,5 +27,10 @@ struct TensorIntrin {
 // C[16] (int32) += sum_k A[k] * B[j][k], k < 4: A is uint8[4] (one dword, read by all 16 lanes),
 // B int8[16][4] (64 contiguous bytes). Emitted as dot_u8s8 (vpdpbusd on AVX-512 VNNI).
 const TensorIntrin& dot_16x4_u8s8s32();
+
+// C[16] (float32) += sum_k A[k] * B[j][k], k < 2: A is bfloat16[2] (one dword, read by all 16
+// lanes), B bfloat16[16][2] (64 contiguous bytes). Emitted as dot_bf16 (vdpbf16ps on AVX-512
+// BF16), whose order of the two additions the update's sum leaves open.
+const TensorIntrin& dot_16x2_bf16f32();
 
 }  // namespace ktune::te
