@@ -170,6 +170,40 @@ std::pair<double, double> fp32_race(const Shape& s, const schedule_space::Target
   return {r.ktune_gflops, r.library_gflops};
 }
 
+// oneDNN's matmul C[M,N] = A[M,K] B[K,N] (row-major, of the given types) on the caller's
+// buffers, its weights reordered once to the format it asks for.
+class OnednnMatmul {
+ public:
+  OnednnMatmul(const Shape& s, dnnl::memory::data_type src, dnnl::memory::data_type weights,
+               dnnl::memory::data_type dst, void* a, void* b, void* c)
+      : eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
+    using tag = dnnl::memory::format_tag;
+    const dnnl::memory::desc a_md({s.M, s.K}, src, tag::ab), c_md({s.M, s.N}, dst, tag::ab);
+    const dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(a_md, dnnl::memory::desc({s.K, s.N}, weights, tag::any), c_md), eng_);
+    impl_ = pd.impl_info_str();
+    a_ = dnnl::memory(a_md, eng_, a);
+    c_ = dnnl::memory(c_md, eng_, c);
+    dnnl::memory b_user({{s.K, s.N}, weights, tag::ab}, eng_, b);
+    b_ = dnnl::memory(pd.weights_desc(), eng_);
+    dnnl::reorder(b_user, b_).execute(strm_, b_user, b_);
+    strm_.wait();
+    prim_ = dnnl::matmul(pd);
+  }
+  void run() {
+    prim_.execute(strm_, {{DNNL_ARG_SRC, a_}, {DNNL_ARG_WEIGHTS, b_}, {DNNL_ARG_DST, c_}});
+    strm_.wait();
+  }
+  const std::string& impl() const { return impl_; }
+
+ private:
+  dnnl::engine eng_;
+  dnnl::stream strm_;
+  dnnl::memory a_, b_, c_;
+  dnnl::matmul prim_;
+  std::string impl_;
+};
+
 struct Bf16Row {
   std::string name, onednn_impl;
   double bf16_gflops = 0, onednn_gflops = 0, fp32_gflops = 0;
@@ -233,40 +267,20 @@ Bf16Row bench_bf16_shape(const Shape& s, const schedule_space::TargetTraits& tra
   pack_b_bf16(b16, s.K, s.N, reinterpret_cast<uint16_t*>(packed.p));
   Bytes c_ktune(static_cast<size_t>(s.M * s.N * 4)), c_dnnl(static_cast<size_t>(s.M * s.N * 4));
 
-  const bench::TuneRun run = bench::tune_finalists(task, o.trials, 1, o.threads, 5);
-  row.measured = run.measured;
-  std::vector<codegen::Kernel> kernels;
-  for (const auto& cfg : run.finalists) kernels.push_back(bench::load_kernel(task, cfg));
   const std::vector<void*> kargs = {a.p, packed.p, c_ktune.p};
-  std::vector<std::function<void()>> finalists;
-  for (const auto& k : kernels) finalists.push_back([&k, &kargs] { k.run(kargs); });
-  const std::vector<double> f = bench::time_interleaved(finalists, o.rounds, 0, 2e-3);
-  const size_t pick = static_cast<size_t>(std::min_element(f.begin(), f.end()) - f.begin());
-  const codegen::Kernel& kernel = kernels[pick];
-  std::fprintf(stderr, "  bf16 %s: %s\n", s.name, run.finalists[pick].to_json_string().c_str());
+  const bench::FastestKernel fastest =
+      bench::tune_fastest(task, o.trials, o.threads, o.rounds, kargs);
+  const codegen::Kernel& kernel = fastest.kernel;
+  row.measured = fastest.measured;
+  std::fprintf(stderr, "  bf16 %s: %s\n", s.name, fastest.config.to_json_string().c_str());
 
-  // oneDNN: bf16 x bf16 -> f32 matmul, weights reordered to the format it asks for.
   using dt = dnnl::memory::data_type;
-  using tag = dnnl::memory::format_tag;
-  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  dnnl::stream strm(eng);
-  const dnnl::memory::desc a_md({s.M, s.K}, dt::bf16, tag::ab), c_md({s.M, s.N}, dt::f32, tag::ab);
-  const dnnl::matmul::primitive_desc pd(
-      dnnl::matmul::desc(a_md, dnnl::memory::desc({s.K, s.N}, dt::bf16, tag::any), c_md), eng);
-  row.onednn_impl = pd.impl_info_str();
-  dnnl::memory a_mem(a_md, eng, a.p), c_mem(c_md, eng, c_dnnl.p);
-  dnnl::memory b_user({{s.K, s.N}, dt::bf16, tag::ab}, eng, b.p), b_mem(pd.weights_desc(), eng);
-  dnnl::reorder(b_user, b_mem).execute(strm, b_user, b_mem);
-  strm.wait();
-  const dnnl::matmul prim(pd);
-  auto onednn = [&] {
-    prim.execute(strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
-    strm.wait();
-  };
+  OnednnMatmul onednn(s, dt::bf16, dt::bf16, dt::f32, a.p, b.p, c_dnnl.p);
+  row.onednn_impl = onednn.impl();
 
   std::memset(c_ktune.p, 0xff, c_ktune.n);
   if (kernel.run(kargs) != 0) throw Error(ErrorKind::kRun, "the bf16 kernel failed");
-  onednn();
+  onednn.run();
   row.worst = worst_over_bound(s, a16, b16, reinterpret_cast<const float*>(c_ktune.p),
                                reinterpret_cast<const float*>(c_dnnl.p));
   if (!(row.worst <= 1))
@@ -274,7 +288,7 @@ Bf16Row bench_bf16_shape(const Shape& s, const schedule_space::TargetTraits& tra
                                              ": ktune's bf16 result differs from oneDNN's beyond "
                                              "the summation-order bound");
   const std::vector<double> t =
-      bench::time_interleaved({[&] { kernel.run(kargs); }, onednn}, o.rounds,
+      bench::time_interleaved({[&] { kernel.run(kargs); }, [&] { onednn.run(); }}, o.rounds,
                               o.threads > 1 ? 0.15 : 0.05, o.threads > 1 ? 20e-3 : 2e-3);
   row.bf16_gflops = ops / t[0] * 1e-9;
   row.onednn_gflops = ops / t[1] * 1e-9;
