@@ -155,13 +155,19 @@ Row bench_shape(const Shape& s, const schedule_space::TargetTraits& traits, cons
   return row;
 }
 
+// The task of GEMM template `tmpl` (matmul, matmul_bf16) on the shape.
+schedule_space::Task gemm_task(const std::string& tmpl, const Shape& s,
+                               const schedule_space::TargetTraits& traits) {
+  const std::vector<std::string> args = {"M=" + std::to_string(s.M), "N=" + std::to_string(s.N),
+                                         "K=" + std::to_string(s.K)};
+  return schedule_space::Task::create(tmpl, schedule_space::parse_workload_args(tmpl, args),
+                                      traits);
+}
+
 // ktune's float32 matmul of the shape raced against OpenBLAS: {ktune, OpenBLAS} GFLOP/s.
 std::pair<double, double> fp32_race(const Shape& s, const schedule_space::TargetTraits& traits,
                                     const Options& o) {
-  const std::vector<std::string> args = {"M=" + std::to_string(s.M), "N=" + std::to_string(s.N),
-                                         "K=" + std::to_string(s.K)};
-  const auto task = schedule_space::Task::create(
-      "matmul", schedule_space::parse_workload_args("matmul", args), traits);
+  const auto task = gemm_task("matmul", s, traits);
   bench::RaceOptions ro;
   ro.trials = o.trials;
   ro.rounds = o.rounds;
@@ -250,10 +256,7 @@ Bf16Row bench_bf16_shape(const Shape& s, const schedule_space::TargetTraits& tra
   row.name = s.name;
   const double ops =
       2.0 * static_cast<double>(s.M) * static_cast<double>(s.N) * static_cast<double>(s.K);
-  const std::vector<std::string> args = {"M=" + std::to_string(s.M), "N=" + std::to_string(s.N),
-                                         "K=" + std::to_string(s.K)};
-  const auto task = schedule_space::Task::create(
-      "matmul_bf16", schedule_space::parse_workload_args("matmul_bf16", args), traits);
+  const auto task = gemm_task("matmul_bf16", s, traits);
 
   // The same A and B for both sides: uniform in [-1, 1), rounded to bfloat16.
   std::mt19937_64 rng(9);
