@@ -12,15 +12,23 @@
 // (every format its choice, reorders outside the timing) and ktune's float32 conv2d_nchwc raced
 // against oneDNN's float32 convolution; GOP/s count 2*K*OH*OW*C*R*S. The conv ratios join the
 // geomeans, and `int8_conv_over_onednn_geomean` / `int8_conv_over_fp32_geomean` give them alone.
-// Last lines: `int8_over_fp32_geomean <x>` and `int8_over_onednn_geomean <x>`.
+// Then `int8_over_fp32_geomean <x>` and `int8_over_onednn_geomean <x>`.
 //
-// Usage: int8_vs_library [--trials N] [--rounds R] [--threads N] [--only gemm|conv]
+// bfloat16 rows follow: matmul_bf16 (vdpbf16ps where the CPU has it) tuned the same way, checked
+// against oneDNN's bf16 x bf16 -> f32 matmul on the same A and B (within the bound of two float32
+// summation orders) and timed interleaved with it, and ktune's float32 matmul raced on the shape.
+// Last lines: `bf16_over_fp32 <x>` and `bf16_over_onednn <x>` (geomeans).
+//
+// Usage: int8_vs_library [--trials N] [--rounds R] [--threads N] [--only gemm|conv|bf16]
+// (the bf16 rows race the float32 matmul themselves).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,6 +39,7 @@
 #include "codegen/target.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
+#include "te/bfloat16.h"
 
 namespace {
 
@@ -40,7 +49,7 @@ struct Options {
   size_t trials = 192;
   int rounds = 15;
   int threads = 1;
-  std::string only;  // "gemm" or "conv": that half of the rows alone
+  std::string only;  // "gemm", "conv" or "bf16": those rows alone
 };
 
 struct Shape {
@@ -268,6 +277,173 @@ void print_rows(const char* fp32_library, const std::vector<Row>& rows,
   }
 }
 
+// The task of GEMM template `tmpl` (matmul, matmul_bf16) on the shape.
+schedule_space::Task gemm_task(const std::string& tmpl, const Shape& s,
+                               const schedule_space::TargetTraits& traits) {
+  const std::vector<std::string> args = {"M=" + std::to_string(s.M), "N=" + std::to_string(s.N),
+                                         "K=" + std::to_string(s.K)};
+  return schedule_space::Task::create(tmpl, schedule_space::parse_workload_args(tmpl, args),
+                                      traits);
+}
+
+// ktune's float32 matmul of the shape raced against OpenBLAS: {ktune, OpenBLAS} GFLOP/s.
+std::pair<double, double> fp32_race(const Shape& s, const schedule_space::TargetTraits& traits,
+                                    const Options& o) {
+  const auto task = gemm_task("matmul", s, traits);
+  bench::RaceOptions ro;
+  ro.trials = o.trials;
+  ro.rounds = o.rounds;
+  ro.threads = o.threads;
+  const bench::RaceResult r = bench::race(task, ro);
+  return {r.ktune_gflops, r.library_gflops};
+}
+
+// oneDNN's matmul C[M,N] = A[M,K] B[K,N] (row-major, of the given types) on the caller's
+// buffers, its weights reordered once to the format it asks for.
+class OnednnMatmul {
+ public:
+  OnednnMatmul(const Shape& s, dnnl::memory::data_type src, dnnl::memory::data_type weights,
+               dnnl::memory::data_type dst, void* a, void* b, void* c)
+      : eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
+    using tag = dnnl::memory::format_tag;
+    const dnnl::memory::desc a_md({s.M, s.K}, src, tag::ab), c_md({s.M, s.N}, dst, tag::ab);
+    const dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(a_md, dnnl::memory::desc({s.K, s.N}, weights, tag::any), c_md), eng_);
+    impl_ = pd.impl_info_str();
+    a_ = dnnl::memory(a_md, eng_, a);
+    c_ = dnnl::memory(c_md, eng_, c);
+    dnnl::memory b_user({{s.K, s.N}, weights, tag::ab}, eng_, b);
+    b_ = dnnl::memory(pd.weights_desc(), eng_);
+    dnnl::reorder(b_user, b_).execute(strm_, b_user, b_);
+    strm_.wait();
+    prim_ = dnnl::matmul(pd);
+  }
+  void run() {
+    prim_.execute(strm_, {{DNNL_ARG_SRC, a_}, {DNNL_ARG_WEIGHTS, b_}, {DNNL_ARG_DST, c_}});
+    strm_.wait();
+  }
+  const std::string& impl() const { return impl_; }
+
+ private:
+  dnnl::engine eng_;
+  dnnl::stream strm_;
+  dnnl::memory a_, b_, c_;
+  dnnl::matmul prim_;
+  std::string impl_;
+};
+
+struct Bf16Row {
+  std::string name, onednn_impl;
+  double bf16_gflops = 0, onednn_gflops = 0, fp32_gflops = 0;
+  size_t measured = 0;
+  double worst = 0;  // largest |ktune - oneDNN| over its bound
+};
+
+// B (K x N, bfloat16 bits, row-major) in matmul_bf16's [N/16][K/2][16][2] blocks, padding zero.
+void pack_b_bf16(const uint16_t* b, int64_t K, int64_t N, uint16_t* out) {
+  const int64_t nb = (N + 15) / 16, kb = (K + 1) / 2;
+  std::memset(out, 0, static_cast<size_t>(nb * kb * 32) * 2);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j)
+      out[((j / 16) * kb + k / 2) * 32 + (j % 16) * 2 + k % 2] = b[k * N + j];
+}
+
+// Largest |x - y| over its bound: both sum the same exact products in float32 in some order, so
+// each is within gamma_K * sum_k |a_k b_k| of the exact sum (u = 2^-24); > 1 is a wrong answer.
+double worst_over_bound(const Shape& s, const uint16_t* a, const uint16_t* b, const float* x,
+                        const float* y) {
+  const double u = std::ldexp(1.0, -24);
+  const double gamma = static_cast<double>(s.K + 1) * u / (1 - static_cast<double>(s.K + 1) * u);
+  std::vector<double> abs_sum(static_cast<size_t>(s.N));
+  double worst = 0;
+  for (int64_t i = 0; i < s.M; ++i) {
+    std::fill(abs_sum.begin(), abs_sum.end(), 0.0);
+    for (int64_t k = 0; k < s.K; ++k) {
+      const double ak = std::fabs(te::bfloat16_to_float(a[i * s.K + k]));
+      for (int64_t j = 0; j < s.N; ++j)
+        abs_sum[j] += ak * std::fabs(te::bfloat16_to_float(b[k * s.N + j]));
+    }
+    for (int64_t j = 0; j < s.N; ++j) {
+      const double d = std::fabs(double{x[i * s.N + j]} - double{y[i * s.N + j]});
+      if (!std::isfinite(d)) return std::numeric_limits<double>::infinity();
+      worst = std::max(worst, d / (2 * gamma * abs_sum[j] + 1e-30));
+    }
+  }
+  return worst;
+}
+
+Bf16Row bench_bf16_shape(const Shape& s, const schedule_space::TargetTraits& traits,
+                         const Options& o) {
+  Bf16Row row;
+  row.name = s.name;
+  const double ops =
+      2.0 * static_cast<double>(s.M) * static_cast<double>(s.N) * static_cast<double>(s.K);
+  const auto task = gemm_task("matmul_bf16", s, traits);
+
+  // The same A and B for both sides: uniform in [-1, 1), rounded to bfloat16.
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  Bytes a(static_cast<size_t>(s.M * s.K) * 2), b(static_cast<size_t>(s.K * s.N) * 2);
+  auto* a16 = reinterpret_cast<uint16_t*>(a.p);
+  auto* b16 = reinterpret_cast<uint16_t*>(b.p);
+  for (int64_t i = 0; i < s.M * s.K; ++i) a16[i] = te::float_to_bfloat16(d(rng));
+  for (int64_t i = 0; i < s.K * s.N; ++i) b16[i] = te::float_to_bfloat16(d(rng));
+  Bytes packed(static_cast<size_t>((s.N + 15) / 16 * ((s.K + 1) / 2) * 32) * 2);
+  pack_b_bf16(b16, s.K, s.N, reinterpret_cast<uint16_t*>(packed.p));
+  Bytes c_ktune(static_cast<size_t>(s.M * s.N * 4)), c_dnnl(static_cast<size_t>(s.M * s.N * 4));
+
+  const std::vector<void*> kargs = {a.p, packed.p, c_ktune.p};
+  const bench::FastestKernel fastest =
+      bench::tune_fastest(task, o.trials, o.threads, o.rounds, kargs);
+  const codegen::Kernel& kernel = fastest.kernel;
+  row.measured = fastest.measured;
+  std::fprintf(stderr, "  bf16 %s: %s\n", s.name, fastest.config.to_json_string().c_str());
+
+  using dt = dnnl::memory::data_type;
+  OnednnMatmul onednn(s, dt::bf16, dt::bf16, dt::f32, a.p, b.p, c_dnnl.p);
+  row.onednn_impl = onednn.impl();
+
+  std::memset(c_ktune.p, 0xff, c_ktune.n);
+  if (kernel.run(kargs) != 0) throw Error(ErrorKind::kRun, "the bf16 kernel failed");
+  onednn.run();
+  row.worst = worst_over_bound(s, a16, b16, reinterpret_cast<const float*>(c_ktune.p),
+                               reinterpret_cast<const float*>(c_dnnl.p));
+  if (!(row.worst <= 1))
+    throw Error(ErrorKind::kWrongAnswer, std::string(s.name) +
+                                             ": ktune's bf16 result differs from oneDNN's beyond "
+                                             "the summation-order bound");
+  const std::vector<double> t =
+      bench::time_interleaved({[&] { kernel.run(kargs); }, [&] { onednn.run(); }}, o.rounds,
+                              o.threads > 1 ? 0.15 : 0.05, o.threads > 1 ? 20e-3 : 2e-3);
+  row.bf16_gflops = ops / t[0] * 1e-9;
+  row.onednn_gflops = ops / t[1] * 1e-9;
+  return row;
+}
+
+// The bf16 rows and the last two lines; fp32_gflops[i] is ktune's float32 figure of shapes[i]
+// (raced here when empty).
+void report_bf16(const std::vector<Shape>& shapes, std::vector<double> fp32_gflops,
+                 const schedule_space::TargetTraits& traits, const Options& o) {
+  std::vector<Bf16Row> rows;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    rows.push_back(bench_bf16_shape(shapes[i], traits, o));
+    rows.back().fp32_gflops =
+        i < fp32_gflops.size() ? fp32_gflops[i] : fp32_race(shapes[i], traits, o).first;
+  }
+  std::printf("%-24s %7s %10s %11s %9s %8s %8s %9s  %s\n", "shape", "trials", "bf16_GF/s",
+              "oneDNN_bf16", "fp32_GF/s", "vs_dnnl", "vs_fp32", "err/bound", "oneDNN impl");
+  std::vector<double> vs_dnnl, vs_fp32;
+  for (const Bf16Row& r : rows) {
+    vs_dnnl.push_back(r.bf16_gflops / r.onednn_gflops);
+    vs_fp32.push_back(r.bf16_gflops / r.fp32_gflops);
+    std::printf("%-24s %7zu %10.1f %11.1f %9.1f %8.3f %8.3f %9.3f  %s\n", r.name.c_str(),
+                r.measured, r.bf16_gflops, r.onednn_gflops, r.fp32_gflops, vs_dnnl.back(),
+                vs_fp32.back(), r.worst, r.onednn_impl.c_str());
+  }
+  std::printf("bf16_over_fp32 %.3f\n", bench::geomean(vs_fp32));
+  std::printf("bf16_over_onednn %.3f\n", bench::geomean(vs_dnnl));
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -290,8 +466,8 @@ Options parse(int argc, char** argv) {
   if (o.rounds < 1) throw Error(ErrorKind::kInvalidArgument, "rounds must be >= 1");
   if (o.threads < 1 || o.threads > 256)
     throw Error(ErrorKind::kInvalidArgument, "threads must be in 1..256");
-  if (!o.only.empty() && o.only != "gemm" && o.only != "conv")
-    throw Error(ErrorKind::kInvalidArgument, "--only takes gemm or conv");
+  if (!o.only.empty() && o.only != "gemm" && o.only != "conv" && o.only != "bf16")
+    throw Error(ErrorKind::kInvalidArgument, "--only takes gemm, conv or bf16");
   return o;
 }
 
@@ -304,22 +480,24 @@ int main(int argc, char** argv) {
     const auto traits = schedule_space::make_target_traits(host.str(), host.triple(),
                                                            host.vector_bits(), o.threads);
     bench::set_all_threads(o.threads);
-    std::printf("target %s, oneDNN %d.%d, xgb tuner, %d threads, %zu trials, VNNI %s, load %s\n",
-                host.str().c_str(), dnnl::version()->major, dnnl::version()->minor, o.threads,
-                o.trials, traits.int8_dot ? "yes" : "no", bench::load_average().c_str());
+    std::printf(
+        "target %s, oneDNN %d.%d, xgb tuner, %d threads, %zu trials, VNNI %s, BF16 %s, load %s\n",
+        host.str().c_str(), dnnl::version()->major, dnnl::version()->minor, o.threads, o.trials,
+        traits.int8_dot ? "yes" : "no", traits.bf16_dot ? "yes" : "no",
+        bench::load_average().c_str());
     std::fflush(stdout);
     const std::vector<Shape> shapes = {{"bert qkv 128x768x768", 128, 768, 768},
                                        {"bert ffn1 128x3072x768", 128, 3072, 768},
                                        {"bert ffn2 128x768x3072", 128, 768, 3072}};
     std::vector<Row> gemm_rows, conv_rows;
-    if (o.only != "conv")
+    if (o.only.empty() || o.only == "gemm")
       for (const Shape& s : shapes) gemm_rows.push_back(bench_shape(s, traits, o));
     const std::vector<ConvShape> convs = {{"resnet18 3x3 C64 56x56", 64, 56, 64, 3},
                                           {"resnet18 3x3 C128 28x28", 128, 28, 128, 3},
                                           {"resnet18 3x3 C256 14x14", 256, 14, 256, 3},
                                           {"resnet18 3x3 C512 7x7", 512, 7, 512, 3},
                                           {"resnet50 1x1 C256 56x56", 256, 56, 64, 1}};
-    if (o.only != "gemm")
+    if (o.only.empty() || o.only == "conv")
       for (const ConvShape& s : convs) conv_rows.push_back(bench_conv(s, traits, o));
     std::vector<double> vs_dnnl, vs_fp32, conv_dnnl, conv_fp32;
     print_rows("OpenBLAS", gemm_rows, vs_dnnl, vs_fp32);
@@ -330,8 +508,12 @@ int main(int argc, char** argv) {
     }
     vs_dnnl.insert(vs_dnnl.end(), conv_dnnl.begin(), conv_dnnl.end());
     vs_fp32.insert(vs_fp32.end(), conv_fp32.begin(), conv_fp32.end());
-    std::printf("int8_over_fp32_geomean %.3f\n", bench::geomean(vs_fp32));
-    std::printf("int8_over_onednn_geomean %.3f\n", bench::geomean(vs_dnnl));
+    if (!gemm_rows.empty() || !conv_rows.empty()) {
+      std::printf("int8_over_fp32_geomean %.3f\n", bench::geomean(vs_fp32));
+      std::printf("int8_over_onednn_geomean %.3f\n", bench::geomean(vs_dnnl));
+    }
+    std::fflush(stdout);
+    if (o.only.empty() || o.only == "bf16") report_bf16(shapes, {}, traits, o);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "int8_vs_library: %s\n", e.what());

@@ -155,6 +155,18 @@ TuneRun tune_finalists(const schedule_space::Task& task, size_t trials, uint64_t
   return run;
 }
 
+FastestKernel tune_fastest(const schedule_space::Task& task, size_t trials, int threads, int rounds,
+                           const std::vector<void*>& args) {
+  const TuneRun run = tune_finalists(task, trials, 1, threads, 5);
+  std::vector<codegen::Kernel> kernels;
+  for (const auto& cfg : run.finalists) kernels.push_back(load_kernel(task, cfg));
+  std::vector<std::function<void()>> calls;
+  for (const auto& k : kernels) calls.push_back([&k, &args] { k.run(args); });
+  const std::vector<double> s = time_interleaved(calls, rounds, 0, 2e-3);
+  const size_t pick = static_cast<size_t>(std::min_element(s.begin(), s.end()) - s.begin());
+  return {std::move(kernels[pick]), run.finalists[pick], run.measured};
+}
+
 RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
   set_all_threads(o.threads);
   const schedule_space::Task& lib_task = o.library_task ? *o.library_task : task;

@@ -67,6 +67,17 @@ struct TuneRun {
 TuneRun tune_finalists(const schedule_space::Task& task, size_t trials, uint64_t seed, int threads,
                        size_t keep, int number = 2);
 
+struct FastestKernel {
+  codegen::Kernel kernel;
+  schedule_space::Config config;
+  size_t measured = 0;  // configs the tuning measured
+};
+
+// tune_finalists(task, trials, 1, threads, 5), then the finalists loaded into this process and
+// timed interleaved on `args` (`rounds` rounds): the fastest.
+FastestKernel tune_fastest(const schedule_space::Task& task, size_t trials, int threads, int rounds,
+                           const std::vector<void*>& args);
+
 struct RaceOptions {
   size_t trials = 150;
   int rounds = 15;

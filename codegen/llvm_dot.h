@@ -1,4 +1,4 @@
-// Declares emit_dot_u8s8: te's dot_u8s8 call (a tensor intrinsic's body) as LLVM IR.
+// Declares te's dot calls (tensor intrinsics' bodies) and bfloat16 conversions as LLVM IR.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -15,5 +15,20 @@ namespace ktune::codegen {
 // multiply and a sum of four shuffles, which any backend handles. All wrap in int32.
 llvm::Value* emit_dot_u8s8(llvm::IRBuilder<>& b, const llvm::TargetMachine& tm, llvm::Value* acc,
                            llvm::Value* a, llvm::Value* bytes);
+
+// Codegen holds bfloat16 values as their bits (i16 lanes).
+//
+// acc (<n x float>) + two bfloat16 products per lane, in dot_bf16's order (te/ir.h): a is
+// <2 x i16>, pairs <2n x i16>. With 16 lanes on a target with AVX-512 BF16: one vdpbf16ps;
+// otherwise float32 multiplies and adds of the widened values (the products are exact, so a
+// fused multiply-add gives the same sums).
+llvm::Value* emit_dot_bf16(llvm::IRBuilder<>& b, const llvm::TargetMachine& tm, llvm::Value* acc,
+                           llvm::Value* a, llvm::Value* pairs);
+
+// bfloat16 bits (i16, scalar or vector) to float32: shifted into the high half, exact.
+llvm::Value* emit_bfloat16_to_float(llvm::IRBuilder<>& b, llvm::Value* v);
+// float32 to bfloat16 bits, as te/bfloat16.h's float_to_bfloat16 (nearest, ties to even; NaN
+// quiet), in integer instructions: LLVM lowers a bfloat fptrunc to a library call on most targets.
+llvm::Value* emit_float_to_bfloat16(llvm::IRBuilder<>& b, llvm::Value* v);
 
 }  // namespace ktune::codegen

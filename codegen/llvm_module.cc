@@ -25,6 +25,7 @@
 
 #include "codegen/llvm_dot.h"
 #include "support/error.h"
+#include "te/bfloat16.h"
 
 namespace ktune::codegen {
 namespace {
@@ -155,6 +156,9 @@ class Translator {
 
   llvm::Type* scalar_type(DataType t) {
     if (t.is_float()) {
+      // bfloat16 is held as its bits: LLVM would widen a select or a shuffle of bfloat values
+      // to float and narrow it back through a library call on targets without AVX-512 BF16.
+      if (t.is_bfloat16()) return builder_.getInt16Ty();
       if (t.bits == 32) return builder_.getFloatTy();
       if (t.bits == 64) return builder_.getDoubleTy();
       if (t.bits == 16) return builder_.getHalfTy();
@@ -216,6 +220,10 @@ class Translator {
         return llvm::ConstantInt::get(type_of(e.dtype()),
                                       static_cast<uint64_t>(e.as<te::IntImm>()->value), true);
       case NodeKind::kFloatImm:
+        if (e.dtype().is_bfloat16())
+          return llvm::ConstantInt::get(
+              type_of(e.dtype()),
+              te::float_to_bfloat16(static_cast<float>(e.as<te::FloatImm>()->value)));
         return llvm::ConstantFP::get(type_of(e.dtype()), e.as<te::FloatImm>()->value);
       case NodeKind::kVar: {
         auto it = vars_.find(e.as<te::VarNode>());
@@ -398,9 +406,22 @@ class Translator {
     return builder_.CreateICmp(p, x, y);
   }
 
+  // bfloat16 converts through float32 (llvm_dot.h).
   llvm::Value* cast(DataType to, const Expr& value) {
     DataType from = value.dtype();
     llvm::Value* v = emit(value);
+    if (from == to) return v;
+    if (from.is_bfloat16()) {
+      v = emit_bfloat16_to_float(builder_, v);
+      from = DataType::Float(32, from.lanes);
+    }
+    if (to.is_bfloat16())
+      return emit_float_to_bfloat16(builder_, convert(DataType::Float(32, to.lanes), from, v));
+    return convert(to, from, v);
+  }
+
+  // v of type `from` as type `to` (neither bfloat16).
+  llvm::Value* convert(DataType to, DataType from, llvm::Value* v) {
     llvm::Type* ty = type_of(to);
     if (from == to) return v;
     if (to.is_bool()) {
@@ -478,6 +499,10 @@ class Translator {
       if (c->args.size() != 3) fail("dot_u8s8 takes three arguments");
       return emit_dot_u8s8(builder_, tm_, x, emit(c->args[1]), emit(c->args[2]));
     }
+    if (c->op == te::CallOp::kDotBF16) {
+      if (c->args.size() != 3) fail("dot_bf16 takes three arguments");
+      return emit_dot_bf16(builder_, tm_, x, emit(c->args[1]), emit(c->args[2]));
+    }
     if (c->op == te::CallOp::kAbs && !t.is_float()) {
       if (t.is_uint()) return x;
       return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, builder_.getFalse());
@@ -510,6 +535,7 @@ class Translator {
         return builder_.CreateFDiv(one, builder_.CreateFAdd(one, e));
       }
       case te::CallOp::kDotU8S8:
+      case te::CallOp::kDotBF16:
         break;  // handled above
     }
     fail("unknown math call");

@@ -1,5 +1,5 @@
 // make_target_traits: the parts of a target a template needs, from the target string, including
-// which int8 dot-product instruction the CPU and -mattr give.
+// which int8 dot-product instruction the CPU and -mattr give, and whether it has AVX-512 BF16.
 #include <algorithm>
 #include <iterator>
 #include <string>
@@ -43,6 +43,9 @@ const char* const kVnniCpus[] = {
     "cascadelake",   "cooperlake",     "icelake-client", "icelake-server", "tigerlake",
     "rocketlake",    "sapphirerapids", "emeraldrapids",  "graniterapids",  "graniterapids-d",
     "diamondrapids", "znver4",         "znver5"};
+const char* const kBf16Cpus[] = {"cooperlake",    "sapphirerapids",  "emeraldrapids",
+                                 "graniterapids", "graniterapids-d", "diamondrapids",
+                                 "znver4",        "znver5"};
 // AArch64 with i8mm (usdot); all of them also have dotprod.
 const char* const kI8mmCpus[] = {"ampere1",       "ampere1a",      "ampere1b",    "apple-a15",
                                  "apple-a16",     "apple-a17",     "apple-m2",    "apple-m3",
@@ -89,6 +92,9 @@ TargetTraits make_target_traits(const std::string& key, const std::string& tripl
   if (t.arch == "arm64") t.arch = "aarch64";
   t.int8_dot_insn = int8_dot_insn(key, t.arch);
   t.int8_dot = !t.int8_dot_insn.empty();
+  t.bf16_dot =
+      t.arch == "x86_64" && has_feature(key, is_one_of(target_option(key, "mcpu"), kBf16Cpus),
+                                        "avx512bf16", {"avx512bf16", "avx512f"});
   return t;
 }
 

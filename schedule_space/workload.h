@@ -39,6 +39,9 @@ struct TargetTraits {
   //   "":         none, widening multiply-adds.
   bool int8_dot = false;
   std::string int8_dot_insn;
+  // x86-64 with AVX-512 BF16: 16 float32 lanes, each adding two bfloat16 x bfloat16 products,
+  // in one instruction (vdpbf16ps), the bf16 templates' tensor intrinsic.
+  bool bf16_dot = false;
 
   // Lanes of one SIMD register for elements of `bits` bits (at least 1).
   int vector_lanes(int bits = 32) const { return vector_bits / bits > 0 ? vector_bits / bits : 1; }
@@ -66,7 +69,8 @@ struct TargetTraits {
 // Traits from a target's parts (what codegen::Target reports): arch is the triple's first
 // component ("x86_64-linux-gnu" -> "x86_64"); int8_dot from the key's -mcpu (a CPU whose
 // defaults include AVX-512 VNNI, or AArch64 i8mm or dotprod) and -mattr (+avx512vnni,
-// -avx512vnni, -avx512f; +i8mm, +dotprod, -i8mm, -dotprod, -neon). Throws
+// -avx512vnni, -avx512f; +i8mm, +dotprod, -i8mm, -dotprod, -neon); bf16_dot likewise for AVX-512
+// BF16 (+avx512bf16, -avx512bf16, -avx512f). Throws
 // Error(kInvalidArgument) for non-positive vector_bits or cores.
 TargetTraits make_target_traits(const std::string& key, const std::string& triple, int vector_bits,
                                 int cores);

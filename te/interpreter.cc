@@ -1,6 +1,7 @@
 // Implements the loop-IR interpreter (the correctness oracle) and the direct evaluator.
 #include "te/interpreter.h"
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -122,6 +123,21 @@ class Interp {
     return r;
   }
 
+  // dot_bf16 (see CallOp): two bfloat16 products per float32 lane, added one by one, odd first.
+  Value dot_bf16(const Call* op) {
+    Value acc = eval(op->args[0]), a = eval(op->args[1]), b = eval(op->args[2]);
+    Value r;
+    r.lanes = acc.lanes;
+    for (int l = 0; l < r.lanes; ++l) {
+      // fmaf rounds once, as the instruction does (in double, the sum would round twice).
+      float s = static_cast<float>(acc.v[l].f);
+      for (int q : {1, 0})
+        s = std::fmaf(static_cast<float>(a.v[q].f), static_cast<float>(b.v[2 * l + q].f), s);
+      r.v[l].f = s;
+    }
+    return r;
+  }
+
   Value eval(const Expr& e) {
     Value r;
     switch (e.kind()) {
@@ -191,6 +207,7 @@ class Interp {
       case NodeKind::kCall: {
         const Call* op = e.as<Call>();
         if (op->op == CallOp::kDotU8S8) return dot_u8s8(op);
+        if (op->op == CallOp::kDotBF16) return dot_bf16(op);
         Value a = eval(op->args[0]);
         Value b = op->args.size() > 1 ? eval(op->args[1]) : Value{};
         r.lanes = a.lanes;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "support/error.h"
+#include "te/bfloat16.h"
 
 namespace ktune::te {
 
@@ -27,6 +28,8 @@ std::string DataType::str() const {
   std::string s;
   if (is_bool()) {
     s = "bool";
+  } else if (is_bfloat16()) {
+    s = "bfloat16";
   } else {
     s = code == kInt ? "int" : code == kUInt ? "uint" : "float";
     s += std::to_string(bits);
@@ -48,6 +51,7 @@ Expr IntImm::make(int64_t v, DataType t) {
 Expr FloatImm::make(double v, DataType t) {
   if (!t.is_float() || t.is_vector()) internal("FloatImm of type " + t.str());
   if (t.bits == 32) v = static_cast<float>(v);
+  if (t.is_bfloat16()) v = round_to_bfloat16(static_cast<float>(v));
   return Expr(std::make_shared<FloatImm>(t, v));
 }
 
@@ -137,12 +141,15 @@ const char* call_op_name(CallOp op) {
       return "sigmoid";
     case CallOp::kDotU8S8:
       return "dot_u8s8";
+    case CallOp::kDotBF16:
+      return "dot_bf16";
   }
   return "?";
 }
 
 Expr Call::make(CallOp op, std::vector<Expr> args) {
-  size_t want = op == CallOp::kPow ? 2 : op == CallOp::kDotU8S8 ? 3 : 1;
+  const bool dot = op == CallOp::kDotU8S8 || op == CallOp::kDotBF16;
+  size_t want = op == CallOp::kPow ? 2 : dot ? 3 : 1;
   if (args.size() != want) internal(std::string("wrong arity for ") + call_op_name(op));
   if (op == CallOp::kPow && args[0].dtype() != args[1].dtype())
     internal("pow operand types differ");
@@ -151,6 +158,12 @@ Expr Call::make(CallOp op, std::vector<Expr> args) {
     if (args[0].dtype() != Int(32, n) || args[1].dtype() != UInt(8, 4) ||
         args[2].dtype() != Int(8, 4 * n))
       internal("dot_u8s8 takes int32 x n, uint8 x 4 and int8 x 4n");
+  }
+  if (op == CallOp::kDotBF16) {
+    const int n = args[0].dtype().lanes;
+    if (args[0].dtype() != Float(32, n) || args[1].dtype() != BFloat16(2) ||
+        args[2].dtype() != BFloat16(2 * n))
+      internal("dot_bf16 takes float32 x n, bfloat16 x 2 and bfloat16 x 2n");
   }
   DataType t = args[0].dtype();
   return Expr(std::make_shared<Call>(t, op, std::move(args)));

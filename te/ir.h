@@ -33,9 +33,12 @@
 
 namespace ktune::te {
 
-// A scalar or vector element type.
+// A scalar or vector element type. kBFloat is bfloat16: float32's sign, exponent and top 7
+// mantissa bits in 16 bits. It is a float (is_float()) for storage only: te refuses arithmetic,
+// comparisons and reductions on it, so it meets codegen in loads, stores, selects, broadcasts,
+// casts (from and to float32 through te/bfloat16.h's rounding) and dot_bf16.
 struct DataType {
-  enum Code : uint8_t { kInt, kUInt, kFloat };
+  enum Code : uint8_t { kInt, kUInt, kFloat, kBFloat };
   Code code = kInt;
   int bits = 64;
   int lanes = 1;
@@ -46,19 +49,21 @@ struct DataType {
   static constexpr DataType UInt(int bits, int lanes = 1) { return {kUInt, bits, lanes}; }
   static constexpr DataType Float(int bits, int lanes = 1) { return {kFloat, bits, lanes}; }
   static constexpr DataType Bool(int lanes = 1) { return {kUInt, 1, lanes}; }
+  static constexpr DataType BFloat16(int lanes = 1) { return {kBFloat, 16, lanes}; }
 
   constexpr DataType with_lanes(int n) const { return {code, bits, n}; }
   constexpr DataType element_of() const { return with_lanes(1); }
   constexpr bool is_vector() const { return lanes > 1; }
   constexpr bool is_scalar() const { return lanes == 1; }
-  constexpr bool is_float() const { return code == kFloat; }
+  constexpr bool is_float() const { return code == kFloat || code == kBFloat; }
+  constexpr bool is_bfloat16() const { return code == kBFloat; }
   constexpr bool is_int() const { return code == kInt; }
   constexpr bool is_uint() const { return code == kUInt; }
   constexpr bool is_bool() const { return code == kUInt && bits == 1; }
   // Bytes of one element of one lane (a bool counts one byte).
   constexpr int bytes() const { return bits == 1 ? 1 : bits / 8; }
   constexpr bool operator==(const DataType&) const = default;
-  // "float32", "int64x8", "bool".
+  // "float32", "int64x8", "bool", "bfloat16".
   std::string str() const;
 };
 
@@ -66,6 +71,7 @@ inline constexpr DataType Float(int bits, int lanes = 1) { return DataType::Floa
 inline constexpr DataType Int(int bits, int lanes = 1) { return DataType::Int(bits, lanes); }
 inline constexpr DataType UInt(int bits, int lanes = 1) { return DataType::UInt(bits, lanes); }
 inline constexpr DataType Bool(int lanes = 1) { return DataType::Bool(lanes); }
+inline constexpr DataType BFloat16(int lanes = 1) { return DataType::BFloat16(lanes); }
 // The type of every index expression (loop variables, indices, extents).
 inline constexpr DataType kIndexType = DataType::Int(64);
 
@@ -303,6 +309,10 @@ struct Cast : ExprNode {
 // dot_u8s8(acc, a, b), a tensor intrinsic's body (te/tensor_intrin.h): acc is int32 x n, a is
 // uint8 x 4, b is int8 x 4n; lane l of the result is acc[l] + sum_q a[q] * b[4l + q] in int32
 // with wrap-around (x86's vpdpbusd, whose products and sums cannot saturate in int32).
+// dot_bf16(acc, a, b): acc is float32 x n, a bfloat16 x 2, b bfloat16 x 2n; lane l of the result
+// is (acc[l] + a[1] * b[2l + 1]) + a[0] * b[2l] in float32, each sum rounded once (x86's
+// vdpbf16ps, in its order; a product of two bfloat16 values is exact in float32). vdpbf16ps
+// also flushes denormal inputs and results to zero, which this definition does not.
 enum class CallOp : uint8_t {
   kExp,
   kLog,
@@ -314,7 +324,8 @@ enum class CallOp : uint8_t {
   kCeil,
   kRoundEven,
   kSigmoid,
-  kDotU8S8
+  kDotU8S8,
+  kDotBF16
 };
 const char* call_op_name(CallOp op);
 
@@ -324,7 +335,7 @@ struct Call : ExprNode {
   std::vector<Expr> args;
   Call(DataType t, CallOp o, std::vector<Expr> a) : ExprNode(kKind, t), op(o), args(std::move(a)) {}
   // The result has the type of args[0]; throws ktune::Error(kInternal) on a wrong arity (or
-  // wrong operand types of dot_u8s8).
+  // wrong operand types of dot_u8s8 or dot_bf16).
   static Expr make(CallOp op, std::vector<Expr> args);
 };
 

@@ -5,13 +5,16 @@
 #include <cstring>
 
 #include "support/error.h"
+#include "te/bfloat16.h"
 #include "te/simplify.h"
 
 namespace ktune::te {
 
 Scalar scalar_normalize(DataType t, Scalar v) {
   if (t.is_float()) {
+    // bfloat16 rounds through float32, as codegen converts (so both agree bit for bit).
     if (t.bits == 32) v.f = static_cast<float>(v.f);
+    if (t.is_bfloat16()) v.f = round_to_bfloat16(static_cast<float>(v.f));
     return v;
   }
   if (t.bits >= 64) return v;
@@ -163,8 +166,9 @@ Scalar scalar_cast(DataType to, DataType from, Scalar v) {
 
 Scalar scalar_call(CallOp op, DataType t, Scalar a, Scalar b) {
   Scalar r;
-  if (op == CallOp::kDotU8S8)
-    throw Error(ErrorKind::kInternal, "scalar_call: dot_u8s8 works on vectors only");
+  if (op == CallOp::kDotU8S8 || op == CallOp::kDotBF16)
+    throw Error(ErrorKind::kInternal,
+                std::string("scalar_call: ") + call_op_name(op) + " works on vectors only");
   if (!t.is_float()) {
     if (op != CallOp::kAbs) throw Error(ErrorKind::kInternal, "scalar_call: integer math call");
     r.i = a.i < 0 ? -a.i : a.i;
@@ -203,6 +207,7 @@ Scalar scalar_call(CallOp op, DataType t, Scalar a, Scalar b) {
       r.f = 1.0 / (1.0 + std::exp(-x));
       break;
     case CallOp::kDotU8S8:
+    case CallOp::kDotBF16:
       break;  // refused above
   }
   return scalar_normalize(t, r);
@@ -212,7 +217,11 @@ Scalar scalar_load(const void* base, DataType t, int64_t i) {
   Scalar r;
   const char* p = static_cast<const char*>(base);
   if (t.is_float()) {
-    if (t.bits == 32) {
+    if (t.is_bfloat16()) {
+      uint16_t u;
+      std::memcpy(&u, p + i * 2, 2);
+      r.f = bfloat16_to_float(u);
+    } else if (t.bits == 32) {
       float f;
       std::memcpy(&f, p + i * 4, 4);
       r.f = f;
@@ -248,7 +257,10 @@ Scalar scalar_load(const void* base, DataType t, int64_t i) {
 void scalar_store(void* base, DataType t, int64_t i, Scalar v) {
   char* p = static_cast<char*>(base);
   if (t.is_float()) {
-    if (t.bits == 32) {
+    if (t.is_bfloat16()) {
+      const uint16_t u = float_to_bfloat16(static_cast<float>(v.f));
+      std::memcpy(p + i * 2, &u, 2);
+    } else if (t.bits == 32) {
       float f = static_cast<float>(v.f);
       std::memcpy(p + i * 4, &f, 4);
     } else {

@@ -7,8 +7,8 @@
 
 namespace ktune::te {
 
-// One lane of a value: ints (all widths, bools) as int64, floats as double (float32 values are
-// kept rounded to float after every operation).
+// One lane of a value: ints (all widths, bools) as int64, floats as double (float32 and bfloat16
+// values are kept rounded to their type after every operation).
 union Scalar {
   int64_t i;
   double f;
@@ -21,7 +21,8 @@ Scalar scalar_binary(NodeKind op, DataType t, Scalar a, Scalar b);
 Scalar scalar_cast(DataType to, DataType from, Scalar v);
 // A math intrinsic on t (b is used by pow only).
 Scalar scalar_call(CallOp op, DataType t, Scalar a, Scalar b);
-// Rounds/wraps a freshly computed value to type t (float32 rounding, integer wrap-around).
+// Rounds/wraps a freshly computed value to type t (float32 or bfloat16 rounding, integer
+// wrap-around).
 Scalar scalar_normalize(DataType t, Scalar v);
 // Element i of a raw buffer of element type t, and the store of one.
 Scalar scalar_load(const void* base, DataType t, int64_t i);

@@ -49,6 +49,13 @@ void no_bool(const Expr& a, const char* op) {
   if (a.dtype().is_bool()) bad(std::string("te: arithmetic '") + op + "' on bool");
 }
 
+// bfloat16 is for storage: kernels compute in float32, as the hardware's bf16 instructions do,
+// and codegen converts only to and from float32.
+void no_bfloat16(const Expr& a, const char* op) {
+  if (a.dtype().is_bfloat16())
+    bad(std::string("te: '") + op + "' on bfloat16: cast the operands to float32 first");
+}
+
 class ReduceChecker : public IRVisitor {
  public:
   int count = 0;
@@ -68,6 +75,7 @@ class ReduceChecker : public IRVisitor {
 
 Expr make_reduce(ReduceOp op, Expr source, const std::vector<IterVar>& axes) {
   if (axes.empty()) bad("te: reduction over no axis");
+  no_bfloat16(source, reduce_op_name(op));
   std::vector<ReduceAxis> ra;
   for (const IterVar& iv : axes) {
     if (!iv.is_reduce()) bad("te: " + iv.name() + " is not a reduce_axis");
@@ -175,6 +183,7 @@ Expr min(Expr source, const IterVar& axis) {
   Expr OP(Expr a, Expr b) {  \
     promote(a, b);           \
     no_bool(a, SYM);         \
+    no_bfloat16(a, SYM);     \
     return NODE::make(a, b); \
   }
 ARITH(operator+, Add, "+")
@@ -186,17 +195,18 @@ ARITH(max, Max, "max")
 ARITH(min, Min, "min")
 #undef ARITH
 
-#define CMP(OP, NODE)        \
+#define CMP(OP, NODE, SYM)   \
   Expr OP(Expr a, Expr b) {  \
     promote(a, b);           \
+    no_bfloat16(a, SYM);     \
     return NODE::make(a, b); \
   }
-CMP(operator<, LT)
-CMP(operator<=, LE)
-CMP(operator>, GT)
-CMP(operator>=, GE)
-CMP(operator==, EQ)
-CMP(operator!=, NE)
+CMP(operator<, LT, "<")
+CMP(operator<=, LE, "<=")
+CMP(operator>, GT, ">")
+CMP(operator>=, GE, ">=")
+CMP(operator==, EQ, "==")
+CMP(operator!=, NE, "!=")
 #undef CMP
 
 Expr operator-(Expr a) { return make_zero(a.dtype()) - a; }
@@ -226,6 +236,7 @@ namespace {
 Expr float_call(CallOp op, Expr x) {
   if (!x.dtype().is_float() && op != CallOp::kAbs)
     bad(std::string("te: ") + call_op_name(op) + " of a non-float");
+  no_bfloat16(x, call_op_name(op));
   return Call::make(op, {std::move(x)});
 }
 }  // namespace
@@ -242,6 +253,7 @@ Expr sigmoid(Expr x) { return float_call(CallOp::kSigmoid, std::move(x)); }
 Expr pow(Expr x, Expr y) {
   promote(x, y);
   if (!x.dtype().is_float()) bad("te: pow of a non-float");
+  no_bfloat16(x, "pow");
   return Call::make(CallOp::kPow, {std::move(x), std::move(y)});
 }
 

@@ -5,6 +5,17 @@ namespace ktune::te {
 
 namespace {
 
+// The update: dot(acc, a's `depth` elements read by every lane, b's 16 x depth) into c's 16 lanes.
+Stmt emit_dot16(CallOp dot, int depth, const std::vector<Buffer>& buf,
+                const std::vector<Expr>& off) {
+  const Expr one = IntImm::make(1);
+  const Expr c_index = Ramp::make(off[2], one, 16);
+  const Expr value = Call::make(
+      dot, {Load::make(buf[2], c_index), Load::make(buf[0], Ramp::make(off[0], one, depth)),
+            Load::make(buf[1], Ramp::make(off[1], one, 16 * depth))});
+  return Store::make(buf[2], value, c_index);
+}
+
 TensorIntrin make_dot_16x4_u8s8s32() {
   TensorIntrin in;
   in.name = "dot_16x4_u8s8s32";
@@ -15,13 +26,22 @@ TensorIntrin make_dot_16x4_u8s8s32() {
   in.output = compute(
       {16}, [&](Var j) { return sum(cast(Int(32), a(k)) * cast(Int(32), b(j, k)), k); }, "c");
   in.emit = [](const std::vector<Buffer>& buf, const std::vector<Expr>& off) {
-    const Expr one = IntImm::make(1);
-    const Expr c_index = Ramp::make(off[2], one, 16);
-    const Expr dot =
-        Call::make(CallOp::kDotU8S8,
-                   {Load::make(buf[2], c_index), Load::make(buf[0], Ramp::make(off[0], one, 4)),
-                    Load::make(buf[1], Ramp::make(off[1], one, 64))});
-    return Store::make(buf[2], dot, c_index);
+    return emit_dot16(CallOp::kDotU8S8, 4, buf, off);
+  };
+  return in;
+}
+
+TensorIntrin make_dot_16x2_bf16f32() {
+  TensorIntrin in;
+  in.name = "dot_16x2_bf16f32";
+  const Tensor a = placeholder({2}, BFloat16(), "a");
+  const Tensor b = placeholder({16, 2}, BFloat16(), "b");
+  const IterVar k = reduce_axis({0, 2}, "k");
+  in.inputs = {a, b};
+  in.output = compute(
+      {16}, [&](Var j) { return sum(cast(Float(32), a(k)) * cast(Float(32), b(j, k)), k); }, "c");
+  in.emit = [](const std::vector<Buffer>& buf, const std::vector<Expr>& off) {
+    return emit_dot16(CallOp::kDotBF16, 2, buf, off);
   };
   return in;
 }
@@ -30,6 +50,11 @@ TensorIntrin make_dot_16x4_u8s8s32() {
 
 const TensorIntrin& dot_16x4_u8s8s32() {
   static const TensorIntrin intrin = make_dot_16x4_u8s8s32();
+  return intrin;
+}
+
+const TensorIntrin& dot_16x2_bf16f32() {
+  static const TensorIntrin intrin = make_dot_16x2_bf16f32();
   return intrin;
 }
 

@@ -1,5 +1,5 @@
 // Defines TensorIntrin: a small compute that one machine instruction performs whole, and the
-// intrinsics te knows (dot_16x4_u8s8s32).
+// intrinsics te knows (dot_16x4_u8s8s32, dot_16x2_bf16f32).
 #pragma once
 
 #include <functional>
@@ -28,5 +28,10 @@ struct TensorIntrin {
 // B int8[16][4] (64 contiguous bytes). Emitted as dot_u8s8: vpdpbusd on AVX-512 VNNI; on AArch64
 // four usdot (i8mm) or sdot (dotprod), one per 16 bytes = 4 columns x 4 k, a NEON register each.
 const TensorIntrin& dot_16x4_u8s8s32();
+
+// C[16] (float32) += sum_k A[k] * B[j][k], k < 2: A is bfloat16[2] (one dword, read by all 16
+// lanes), B bfloat16[16][2] (64 contiguous bytes). Emitted as dot_bf16 (vdpbf16ps on AVX-512
+// BF16), whose order of the two additions the update's sum leaves open.
+const TensorIntrin& dot_16x2_bf16f32();
 
 }  // namespace ktune::te

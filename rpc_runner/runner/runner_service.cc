@@ -18,6 +18,7 @@
 #include "codegen/runtime.h"
 #include "codegen/shared_object.h"
 #include "rpc_runner/runner/runner_protocol.h"
+#include "te/bfloat16.h"
 
 namespace ktune::rpc_runner {
 namespace {
@@ -69,6 +70,14 @@ void fill_input(Buffer& b, const std::string& dtype, uint64_t seed, size_t posit
   if (dtype == "uint8") return fill_typed<uint8_t>(b, rng, false, 0, 255);
   if (dtype == "bool") return fill_typed<uint8_t>(b, rng, false);
   if (dtype == "uint32") return fill_typed<uint32_t>(b, rng, false);
+  if (dtype == "bfloat16") {
+    // Floats in [-1, 1) rounded to bfloat16, as float32 data is made.
+    std::uniform_real_distribution<double> d(-1.0, 1.0);
+    auto* p = reinterpret_cast<uint16_t*>(b.data.get());
+    for (size_t i = 0; i < b.bytes / 2; ++i)
+      p[i] = te::float_to_bfloat16(static_cast<float>(d(rng)));
+    return;
+  }
   throw Error(ErrorKind::kUnknown, "runner: unsupported dtype " + dtype);
 }
 

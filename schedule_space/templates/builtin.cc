@@ -10,6 +10,7 @@ void register_conv_winograd_nchwc_template(TemplateRegistry& r);
 void register_depthwise_nchwc_template(TemplateRegistry& r);
 void register_matmul_int8_template(TemplateRegistry& r);
 void register_conv_nchwc_int8_template(TemplateRegistry& r);
+void register_matmul_bf16_template(TemplateRegistry& r);
 }  // namespace templates
 
 void register_builtin_templates(TemplateRegistry& registry) {
@@ -20,6 +21,7 @@ void register_builtin_templates(TemplateRegistry& registry) {
   templates::register_depthwise_nchwc_template(registry);
   templates::register_matmul_int8_template(registry);
   templates::register_conv_nchwc_int8_template(registry);
+  templates::register_matmul_bf16_template(registry);
 }
 
 }  // namespace ktune::schedule_space

@@ -61,6 +61,8 @@ Args random_args(const std::string& tmpl, std::mt19937_64& rng) {
             {"epilogue", pick({"none", "none", "bias", "bias_relu", "bias_gelu", "bias_silu",
                                "add_relu6", "bias_add_hardswish", "bias_gelu_erf"})}};
   if (tmpl == "matmul_u8s8s32") return {{"M", e(49)}, {"N", e(49)}, {"K", e(33)}};
+  if (tmpl == "matmul_bf16")
+    return {{"M", e(49)}, {"N", e(49)}, {"K", e(33)}, {"epilogue", pick({"none", "bias_relu"})}};
   if (tmpl == "dense_bias_relu")
     return {{"M", e(17)},
             {"N", e(49)},
