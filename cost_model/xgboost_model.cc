@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <limits>
 #include <mutex>
 #include <numeric>
@@ -254,24 +253,8 @@ std::vector<float> XGBoostModel::predict(const FeatureMatrix& x) const {
                                                  std::to_string(num_features_));
   }
   if (x.rows == 0) return {};
-  // In place, without a DMatrix: the search predicts a small batch per annealing step, and
-  // building a DMatrix for it cost more than walking the trees.
-  const std::string values = R"({"data": [)" +
-                             std::to_string(reinterpret_cast<uintptr_t>(x.data.data())) +
-                             R"(, true], "shape": [)" + std::to_string(x.rows) + ", " +
-                             std::to_string(x.cols) + R"(], "typestr": "<f4", "version": 3})";
-  static const char* const config =
-      R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0,)"
-      R"( "strict_shape": false, "missing": NaN, "cache_id": 0})";
-  const bst_ulong* shape = nullptr;
-  bst_ulong dim = 0;
-  const float* out = nullptr;
-  check(XGBoosterPredictFromDense(booster_->handle, values.c_str(), config, nullptr, &shape, &dim,
-                                  &out),
-        "predict");
-  bst_ulong n = 1;
-  for (bst_ulong d = 0; d < dim; ++d) n *= shape[d];
-  return std::vector<float>(out, out + n);
+  DMatrix m(x, nullptr, {}, {});
+  return predict_range(booster_->handle, m, 0, 0);
 }
 
 std::vector<uint8_t> XGBoostModel::save() const {
