@@ -32,7 +32,9 @@ const Knob& ConfigSpace::add_knob(std::shared_ptr<const Knob> knob) {
                     std::to_string(k) + ")");
   size_ *= k;
   feature_length_ += knob->feature_length();
+  if (k > 1) movable_.push_back(knobs_.size());
   positions_.emplace(knob->name(), knobs_.size());
+  valid_set_ = std::make_shared<ValidSet>();
   knobs_.push_back(std::move(knob));
   return *knobs_.back();
 }
@@ -59,6 +61,7 @@ void ConfigSpace::add_constraint(std::string name,
   if (!predicate)
     throw Error(ErrorKind::kInvalidArgument, "constraint '" + name + "' has no predicate");
   constraints_.push_back({std::move(name), std::move(predicate)});
+  valid_set_ = std::make_shared<ValidSet>();
 }
 
 void ConfigSpace::set_legacy_value(const std::string& name, int64_t value) {
@@ -186,27 +189,79 @@ std::string ConfigSpace::rejecting_constraint(const Config& given) const {
   return "";
 }
 
+const ConfigSpace::ValidSet* ConfigSpace::valid_set() const {
+  if (size_ > kEnumerateLimit || !valid_set_) return nullptr;
+  ValidSet& set = *valid_set_;
+  std::call_once(set.once, [&] {
+    set.valid.assign(size_, false);
+    std::vector<uint64_t> digits;
+    for (uint64_t i = 0; i < size_; ++i) {
+      decompose(i, digits);
+      if (!valid_digits(digits)) continue;
+      set.valid[i] = true;
+      set.indices.push_back(static_cast<uint32_t>(i));
+    }
+  });
+  return &set;
+}
+
+namespace {
+
+// The valid indices less an excluded set, in ascending order, addressed by position without
+// building the list: position j is the j-th valid index once the excluded ones are skipped.
+class RemainingValid {
+ public:
+  RemainingValid(const std::vector<uint32_t>& valid, const std::vector<bool>& is_valid,
+                 const std::unordered_set<uint64_t>& exclude)
+      : valid_(valid) {
+    for (uint64_t e : exclude) {
+      if (e >= is_valid.size() || !is_valid[e]) continue;
+      gone_.push_back(static_cast<size_t>(
+          std::lower_bound(valid.begin(), valid.end(), static_cast<uint32_t>(e)) - valid.begin()));
+    }
+    std::sort(gone_.begin(), gone_.end());
+    // gone_[k] - k valid indices that remain lie before the k-th excluded one: it precedes
+    // remaining position j exactly when that count is <= j.
+    for (size_t k = 0; k < gone_.size(); ++k) gone_[k] -= k;
+  }
+  size_t size() const { return valid_.size() - gone_.size(); }
+  uint64_t at(size_t j) const {
+    const auto skipped = std::upper_bound(gone_.begin(), gone_.end(), j) - gone_.begin();
+    return valid_[j + static_cast<size_t>(skipped)];
+  }
+
+ private:
+  const std::vector<uint32_t>& valid_;
+  std::vector<size_t> gone_;  // per excluded valid index: its position less the ones before it
+};
+
+}  // namespace
+
 std::vector<uint64_t> ConfigSpace::sample(size_t n, std::mt19937_64& rng,
                                           const std::unordered_set<uint64_t>& exclude) const {
   std::vector<uint64_t> out;
   if (n == 0) return out;
-  std::vector<uint64_t> digits;
-  if (size_ <= kEnumerateLimit) {
-    std::vector<uint64_t> pool;
-    for (uint64_t i = 0; i < size_; ++i) {
-      if (exclude.count(i)) continue;
-      decompose(i, digits);
-      if (valid_digits(digits)) pool.push_back(i);
-    }
-    // Partial Fisher-Yates: the first n positions are a uniform sample without replacement.
+  if (const ValidSet* set = valid_set()) {
+    // Partial Fisher-Yates over the remaining valid indices: the first n positions are a uniform
+    // sample without replacement. Only the positions it swapped are stored.
+    const RemainingValid pool(set->indices, set->valid, exclude);
+    std::unordered_map<size_t, uint64_t> swapped;
+    auto value = [&](size_t pos) {
+      auto it = swapped.find(pos);
+      return it == swapped.end() ? pool.at(pos) : it->second;
+    };
     const size_t take = std::min(n, pool.size());
+    out.reserve(take);
     for (size_t i = 0; i < take; ++i) {
       std::uniform_int_distribution<size_t> pick(i, pool.size() - 1);
-      std::swap(pool[i], pool[pick(rng)]);
+      const size_t j = pick(rng);
+      const uint64_t chosen = value(j);
+      if (j != i) swapped[j] = value(i);
+      out.push_back(chosen);
     }
-    pool.resize(take);
-    return pool;
+    return out;
   }
+  std::vector<uint64_t> digits;
   std::unordered_set<uint64_t> taken;
   std::uniform_int_distribution<uint64_t> draw(0, size_ - 1);
   const size_t budget = kSampleTriesBase + kSampleTriesPerPick * n;
@@ -223,20 +278,23 @@ std::vector<uint64_t> ConfigSpace::sample(size_t n, std::mt19937_64& rng,
 
 uint64_t ConfigSpace::neighbour(uint64_t index, std::mt19937_64& rng) const {
   std::vector<uint64_t> digits = knob_indices(index);
-  std::vector<size_t> movable;
-  for (size_t i = 0; i < knobs_.size(); ++i)
-    if (knobs_[i]->size() > 1) movable.push_back(i);
-  if (movable.empty()) return index;
-  std::uniform_int_distribution<size_t> pick_knob(0, movable.size() - 1);
+  if (movable_.empty()) return index;
+  const ValidSet* set = valid_set();
+  std::uniform_int_distribution<size_t> pick_knob(0, movable_.size() - 1);
   for (int t = 0; t < kNeighbourTries; ++t) {
-    const size_t k = movable[pick_knob(rng)];
+    const size_t k = movable_[pick_knob(rng)];
     const uint64_t old = digits[k];
     // Uniform over the other candidates: draw from size-1 values and skip the current one.
     std::uniform_int_distribution<uint64_t> pick_value(0, knobs_[k]->size() - 2);
     uint64_t v = pick_value(rng);
     if (v >= old) ++v;
     digits[k] = v;
-    if (valid_digits(digits)) return index_of(digits);
+    if (set) {
+      const uint64_t candidate = index_of(digits);
+      if (set->valid[candidate]) return candidate;
+    } else if (valid_digits(digits)) {
+      return index_of(digits);
+    }
     digits[k] = old;
   }
   return index;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <string_view>
@@ -102,13 +103,16 @@ class ConfigSpace {
   uint64_t index_of(const Config& config) const;
 
   // Up to n distinct valid indices, none in `exclude`, uniform over the valid configs.
-  // Small spaces (<= kEnumerateLimit) are enumerated, so fewer than n means no more exist;
+  // Small spaces (<= kEnumerateLimit) are enumerated (once: the valid indices are kept), so fewer
+  // than n means no more exist; the result is the first n of a partial Fisher-Yates shuffle of
+  // the valid indices not in `exclude`, ascending; it costs O(n + |exclude| log) per call;
   // larger ones use rejection sampling with a budget of kSampleTriesBase + kSampleTriesPerPick*n
   // draws, so a very sparse valid set may yield fewer than n.
   std::vector<uint64_t> sample(size_t n, std::mt19937_64& rng,
                                const std::unordered_set<uint64_t>& exclude = {}) const;
   // A valid config that differs from `index` in one knob, chosen at random; `index` itself when
-  // none was found in kNeighbourTries attempts (or every knob has one value).
+  // none was found in kNeighbourTries attempts (or every knob has one value). In a small space
+  // the kept valid set answers the constraint checks.
   uint64_t neighbour(uint64_t index, std::mt19937_64& rng) const;
 
   // Knob features of config `index`: each knob's features in knob order (fixed length).
@@ -125,6 +129,17 @@ class ConfigSpace {
   static constexpr int kNeighbourTries = 64;
 
  private:
+  // The valid indices of a space of at most kEnumerateLimit configs, ascending, and the same as
+  // a bitmap over the space. Enumerated on first use: a model-based tuner samples and checks
+  // neighbours thousands of times per batch, and each enumeration checks every constraint of
+  // every config. Shared by copies of the space; replaced when a knob or constraint is added.
+  struct ValidSet {
+    std::once_flag once;
+    std::vector<uint32_t> indices;
+    std::vector<bool> valid;
+  };
+  // The filled valid set, or nullptr for a larger space (or a moved-from one).
+  const ValidSet* valid_set() const;
   bool valid_digits(const std::vector<uint64_t>& digits) const;
   void decompose(uint64_t index, std::vector<uint64_t>& digits) const;
 
@@ -141,6 +156,8 @@ class ConfigSpace {
   };
   std::unordered_map<std::string, size_t, NameHash, std::equal_to<>> positions_;
   std::vector<Constraint> constraints_;
+  std::shared_ptr<ValidSet> valid_set_ = std::make_shared<ValidSet>();
+  std::vector<size_t> movable_;  // knobs with more than one candidate (neighbour's moves)
   uint64_t size_ = 1;
   size_t feature_length_ = 0;
 };

@@ -104,6 +104,77 @@ TEST(ConfigSpace, SampleSmallSpaceIsExhaustiveAndRespectsExclude) {
   }
 }
 
+// What sample() draws in a small space: the valid indices not excluded, ascending, partially
+// shuffled (Fisher-Yates) with the same draws. The kept valid set must give exactly this.
+std::vector<uint64_t> reference_sample(const ConfigSpace& s, size_t n, std::mt19937_64& rng,
+                                       const std::unordered_set<uint64_t>& exclude) {
+  std::vector<uint64_t> pool;
+  for (uint64_t i = 0; i < s.size(); ++i)
+    if (!exclude.count(i) && s.is_valid(i)) pool.push_back(i);
+  const size_t take = std::min(n, pool.size());
+  for (size_t i = 0; i < take; ++i) {
+    std::uniform_int_distribution<size_t> pick(i, pool.size() - 1);
+    std::swap(pool[i], pool[pick(rng)]);
+  }
+  pool.resize(take);
+  return pool;
+}
+
+TEST(ConfigSpace, SampleSmallSpaceDrawsAsTheEnumeratedShuffle) {
+  ConfigSpace s = small_space();
+  s.define_knob("vec", std::vector<int64_t>{1, 2, 4, 8, 16});  // 120 configs
+  s.add_constraint("unroll16 needs small tile", [](const EntityView& v) {
+    return v["unroll"].as_int() != 16 || v["tile"].values[1] <= 2;
+  });
+  // Excluded: valid and invalid indices, and one outside the space.
+  std::unordered_set<uint64_t> exclude = {0, 3, 8, 9, 10, 11, 50, 77, 119, 5000};
+  std::mt19937_64 rng(11), ref_rng(11);
+  for (size_t n : {1u, 1u, 5u, 30u, 200u}) {
+    const auto got = s.sample(n, rng, exclude);
+    EXPECT_EQ(got, reference_sample(s, n, ref_rng, exclude)) << n;
+    exclude.insert(got.begin(), got.end());
+  }
+  EXPECT_TRUE(s.sample(1, rng, exclude).empty());  // every valid config is excluded by now
+}
+
+TEST(ConfigSpace, SmallSpaceChecksEachConfigOnce) {
+  ConfigSpace s = small_space();
+  int checks = 0;
+  s.add_constraint("counted", [&checks](const EntityView& v) {
+    ++checks;
+    return v["unroll"].as_int() != 16;
+  });
+  std::mt19937_64 rng(2);
+  EXPECT_EQ(s.sample(3, rng).size(), 3u);
+  EXPECT_EQ(checks, 24);  // the first sample enumerates the space
+  const auto all = s.sample(100, rng, {});
+  EXPECT_EQ(all.size(), 16u);
+  for (uint64_t i : all)
+    for (int t = 0; t < 10; ++t) EXPECT_NE(s.get(s.neighbour(i, rng))["unroll"].as_int(), 16);
+  EXPECT_EQ(checks, 24);  // later samples and neighbours ask the kept valid set
+}
+
+TEST(ConfigSpace, CopyWithAnotherConstraintDoesNotReuseTheValidSet) {
+  ConfigSpace s = small_space();
+  std::mt19937_64 rng(5);
+  EXPECT_EQ(s.sample(100, rng).size(), 24u);  // fills the kept valid set of s
+  ConfigSpace narrower = s;
+  narrower.add_constraint("no nt", [](const EntityView& v) {
+    return v["layout"].as_string() == "nn";
+  });
+  const auto got = narrower.sample(100, rng);
+  EXPECT_EQ(got.size(), 12u);
+  for (uint64_t i : got) EXPECT_EQ(narrower.get(i)["layout"].as_string(), "nn") << i;
+  for (int t = 0; t < 50; ++t) {
+    const uint64_t n = narrower.neighbour(got[0], rng);
+    EXPECT_EQ(narrower.get(n)["layout"].as_string(), "nn");
+  }
+  EXPECT_EQ(s.sample(100, rng).size(), 24u);  // the original keeps its own
+  ConfigSpace wider = narrower;
+  wider.define_knob("extra", std::vector<int64_t>{0, 1});  // a new knob: a new valid set
+  EXPECT_EQ(wider.sample(100, rng).size(), 24u);
+}
+
 TEST(ConfigSpace, SampleHugeSpaceWithConstraint) {
   ConfigSpace s;
   for (int i = 0; i < 5; ++i) s.define_knob("k" + std::to_string(i), std::vector<int64_t>(1024, i));
