@@ -11,7 +11,7 @@
 #include "tuning_db/claim_store.h"
 #include "tuning_db/database.h"
 #include "tuning_db/schema.h"
-#include "tuning_db/sqlite.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::tuning_db {
 namespace {

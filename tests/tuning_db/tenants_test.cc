@@ -9,7 +9,7 @@
 #include "tuning_db/database.h"
 #include "tuning_db/job_store.h"
 #include "tuning_db/schema.h"
-#include "tuning_db/sqlite.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::tuning_db {
 namespace {
