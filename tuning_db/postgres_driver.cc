@@ -214,7 +214,8 @@ class PgConnection final : public ConnectionDriver {
   void commit() override { exec("COMMIT"); }
   void rollback() noexcept override { PQclear(PQexec(conn_, "ROLLBACK")); }
   void set_busy_timeout(int ms) override {
-    exec("SET lock_timeout = " + std::to_string(std::max(0, ms)));
+    // 0 would mean "wait forever" here, where SQLite's 0 means "do not wait".
+    exec("SET lock_timeout = " + std::to_string(std::max(1, ms)));
   }
   void set_read_only() override { exec("SET default_transaction_read_only = on"); }
 

@@ -317,6 +317,28 @@ TEST_P(DatabaseOn, ADatabaseOfAnotherApplicationIsRefusedUntouched) {
   EXPECT_FALSE(conn.driver().has_object("table", "records"));
 }
 
+TEST_P(DatabaseOn, AnEmptyLocationIsNoLogWithoutCreateAndAReadOnlyLogRefusesWrites) {
+  const std::string location = fresh("log.db");
+  try {
+    Database::open(location, {.create = false});
+    FAIL() << "an empty location opened as a log";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kDatabase);
+    EXPECT_NE(std::string(e.what()).find("no tuning log"), std::string::npos) << e.what();
+  }
+  Database::open(location).add({make_record(16, 1, {1e-3})});
+  Database reader = Database::open(location, {.read_only = true});
+  EXPECT_EQ(reader.opened_schema_version(), kSchemaVersion);
+  EXPECT_EQ(reader.best(matmul_key(16), kHost)->config_index, 1);
+  try {
+    reader.add({make_record(16, 2, {1e-3})});
+    FAIL() << "a read-only log took a record";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kDatabase);
+  }
+  EXPECT_EQ(Database::open(location).stats().records, 1);
+}
+
 TEST_P(DatabaseOn, CheckOfAFreshLogIsOk) {
   Database db = Database::open(fresh("log.db"));
   db.add({make_record(16, 1, {1e-3})});
