@@ -85,9 +85,11 @@ std::vector<int64_t> ClaimStore::claim(std::string_view workload_key, const Targ
         continue;  // another live run measures it
     }
     auto s = impl_.use(
-        "INSERT OR REPLACE INTO claims(workload_key, target, config_index, owner, host, pid, "
-        "expires_at, emulated) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+        "INSERT INTO claims(workload_key, target, config_index, owner, host, pid, expires_at, "
+        "emulated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+        "ON CONFLICT(workload_key, target, emulated, config_index) DO UPDATE SET "
+        "owner = excluded.owner, host = excluded.host, pid = excluded.pid, "
+        "expires_at = excluded.expires_at");
     s->bind(1, workload_key)
         .bind(2, target.target)
         .bind(3, index)

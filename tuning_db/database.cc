@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include <sys/stat.h>
@@ -283,6 +284,17 @@ namespace {
 
 // The oldest schema read-only commands can read (runs and run_batches exist from version 2).
 constexpr int kOldestReadable = 2;
+// A LIMIT that takes every row (PostgreSQL refuses SQLite's -1).
+constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
+
+// Throws Error(kDatabase) when a log is too old for read-only commands.
+void refuse_unreadable(sql::Connection& conn) {
+  const int64_t version = conn.driver().schema_version();
+  if (version < kOldestReadable)
+    throw Error(ErrorKind::kDatabase,
+                "tuning log '" + conn.path() + "' has schema version " + std::to_string(version) +
+                    "; a command that writes (ktune tune, db import) upgrades it first");
+}
 
 // A read-only connection. With no -wal file beside the log no writer has it open, so it is read
 // as immutable: no lock, -shm or -wal file is made (a read-only connection could not remove them
@@ -295,14 +307,10 @@ sql::Connection open_for_reading(const std::string& path, const OpenOptions& opt
     if (!immutable && !writer_may_be_active) continue;
     sql::Connection conn = sql::Connection::open_read_only(path, immutable);
     try {
-      conn.exec("PRAGMA busy_timeout = " + std::to_string(std::max(0, options.busy_timeout_ms)));
+      conn.driver().set_busy_timeout(options.busy_timeout_ms);
       refuse_foreign(conn);
-      const int64_t version = conn.query_int("PRAGMA user_version");
-      if (version < kOldestReadable)
-        throw Error(ErrorKind::kDatabase,
-                    "tuning log '" + path + "' has schema version " + std::to_string(version) +
-                        "; a command that writes (ktune tune, db import) upgrades it first");
-      conn.exec("PRAGMA query_only = ON");
+      refuse_unreadable(conn);
+      conn.driver().set_read_only();
       conn.exec("PRAGMA foreign_keys = ON");
       conn.exec("PRAGMA cache_size = -" + std::to_string(std::max(1, options.cache_mib) * 1024));
       if (options.check_integrity) {
@@ -337,9 +345,39 @@ void refuse_non_file(const std::string& path) {
               "tuning log '" + path + "' is " + what + ", not a file: give the path of a log");
 }
 
+// A log in a PostgreSQL database (the database must exist): no file, journal or page cache to set
+// up; the schema is made or migrated under the log's write lock, as on SQLite. Returns the
+// connection; `version` is the schema version found (0: the database held no log).
+sql::Connection open_postgres_log(const std::string& url, const OpenOptions& options,
+                                  int& version) {
+  sql::Connection conn = sql::Connection::open(url, false);
+  conn.driver().set_busy_timeout(options.busy_timeout_ms);
+  refuse_foreign(conn);
+  if ((options.read_only || !options.create) && conn.driver().schema_version() == 0)
+    throw Error(ErrorKind::kDatabase, "no tuning log in '" + conn.path() + "'");
+  if (options.read_only) {
+    refuse_unreadable(conn);
+    version = static_cast<int>(conn.driver().schema_version());
+    conn.driver().set_read_only();
+  } else {
+    version = prepare_schema(conn, options.migrate);
+  }
+  return conn;
+}
+
 }  // namespace
 
 Database Database::open(const std::string& path, const OpenOptions& options) {
+  if (sql::is_postgres_url(path)) {
+    auto impl = std::make_unique<Impl>();
+    impl->conn = open_postgres_log(path, options, impl->opened_version);
+    if (options.read_only) {
+      impl->has_emulated = impl->opened_version >= kEmulatedSchemaVersion;
+      impl->has_tenants = impl->opened_version >= kTenantsSchemaVersion;
+      impl->has_retimed = impl->opened_version >= kRetimedSchemaVersion;
+    }
+    return Database(std::move(impl));
+  }
   refuse_non_file(path);
   if (!options.create && !std::filesystem::exists(path)) {
     throw Error(ErrorKind::kDatabase, "no tuning log at '" + path + "'");
@@ -350,7 +388,7 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
     if (!std::filesystem::exists(path))
       throw Error(ErrorKind::kDatabase, "no tuning log at '" + path + "'");
     impl->conn = open_for_reading(path, options);
-    impl->opened_version = static_cast<int>(impl->conn.query_int("PRAGMA user_version"));
+    impl->opened_version = static_cast<int>(impl->conn.driver().schema_version());
     impl->has_emulated = impl->opened_version >= kEmulatedSchemaVersion;
     impl->has_tenants = impl->opened_version >= kTenantsSchemaVersion;
     impl->has_retimed = impl->opened_version >= kRetimedSchemaVersion;
@@ -358,7 +396,7 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
   }
   impl->conn = sql::Connection::open(path, options.create);
   sql::Connection& conn = impl->conn;
-  conn.exec("PRAGMA busy_timeout = " + std::to_string(std::max(0, options.busy_timeout_ms)));
+  conn.driver().set_busy_timeout(options.busy_timeout_ms);
   refuse_foreign(conn);
   // Switching to WAL needs a moment when no other connection reads the file, and SQLite does not
   // wait for it with the busy timeout: two processes that create one log at once (two `ktune
@@ -465,7 +503,7 @@ std::vector<Record> Database::top_k(std::string_view workload_key, const TargetK
     s->bind(1, *workload)
         .bind(2, target_id)
         .bind(3, device.value_or(0))
-        .bind(4, checked ? int64_t{-1} : k);
+        .bind(4, checked ? kNoLimit : k);
     s->bind(5, int64_t{query.include_emulated});
     int64_t taken = 0;
     while (taken < k && s->step()) {
@@ -578,7 +616,7 @@ std::vector<Record> Database::history(std::string_view template_name, const Targ
         "FROM workloads w CROSS JOIN records r CROSS JOIN targets t CROSS JOIN devices d "
         "WHERE w.template = ?1 AND r.workload_id = w.id AND r.target_id = ?2 AND r.emulated = ?4 "
         "AND t.id = r.target_id AND d.id = r.device_id ORDER BY r.id DESC LIMIT ?3");
-    s->bind(1, template_name).bind(2, target_id).bind(3, limit > 0 ? limit : int64_t{-1});
+    s->bind(1, template_name).bind(2, target_id).bind(3, limit > 0 ? limit : kNoLimit);
     s->bind(4, int64_t{emulated});
     while (s->step()) out.push_back(Impl::read_record(*s));
   }
@@ -591,7 +629,7 @@ std::vector<Record> Database::history(std::string_view template_name, const Targ
 Stats Database::stats() {
   Stats st;
   sql::Transaction snapshot(impl_->conn, sql::Transaction::Mode::kDeferred);
-  st.schema_version = static_cast<int>(impl_->conn.query_int("PRAGMA user_version"));
+  st.schema_version = static_cast<int>(impl_->conn.driver().schema_version());
   st.workloads = impl_->conn.query_int("SELECT count(*) FROM workloads");
   st.targets = impl_->conn.query_int("SELECT count(*) FROM targets");
   st.devices = impl_->conn.query_int("SELECT count(*) FROM devices");
@@ -604,7 +642,9 @@ Stats Database::stats() {
   if (st.schema_version >= 4) st.claims = impl_->conn.query_int("SELECT count(*) FROM claims");
   {
     auto s = impl_->use(
-        "SELECT count(*), coalesce(sum(r.error_kind = ''), 0) FROM records r WHERE r.emulated = 1");
+        "SELECT count(*), coalesce(sum(CASE WHEN r.error_kind = '' THEN 1 ELSE 0 END), 0) FROM "
+        "records "
+        "r WHERE r.emulated = 1");
     if (s->step()) {
       st.emulated_records = s->column_int(0);
       st.emulated_ok_records = s->column_int(1);
@@ -612,7 +652,8 @@ Stats Database::stats() {
   }
   {
     auto s = impl_->use(
-        "SELECT coalesce(sum(r.retimed_costs != '[]'), 0), coalesce(sum(r.noisy), 0) FROM records "
+        "SELECT coalesce(sum(CASE WHEN r.retimed_costs != '[]' THEN 1 ELSE 0 END), 0), "
+        "coalesce(sum(r.noisy), 0) FROM records "
         "r "
         "WHERE r.error_kind = ''");
     if (s->step()) {
@@ -633,10 +674,12 @@ std::vector<WorkloadSummary> Database::summaries() {
   auto s = impl_->use(
       "SELECT w.key, w.template, t.target, t.llvm_version, g.n, g.n_ok, g.best, g.gflops, "
       "g.n_emu, g.n_emu_ok, g.emu_best, g.emu_gflops FROM "
-      "(SELECT r.workload_id, r.target_id, count(*) AS n, sum(r.error_kind = '') AS n_ok, "
+      "(SELECT r.workload_id, r.target_id, count(*) AS n, "
+      " sum(CASE WHEN r.error_kind = '' THEN 1 ELSE 0 END) AS n_ok, "
       " min(CASE WHEN r.emulated = 0 THEN r.mean_cost END) AS best, "
       " max(CASE WHEN r.emulated = 0 THEN r.gflops ELSE 0 END) AS gflops, "
-      " sum(r.emulated = 1) AS n_emu, sum(r.emulated = 1 AND r.error_kind = '') AS n_emu_ok, "
+      " sum(r.emulated) AS n_emu, "
+      " sum(CASE WHEN r.emulated = 1 AND r.error_kind = '' THEN 1 ELSE 0 END) AS n_emu_ok, "
       " min(CASE WHEN r.emulated = 1 THEN r.mean_cost END) AS emu_best, "
       " max(CASE WHEN r.emulated = 1 THEN r.gflops ELSE 0 END) AS emu_gflops FROM records r "
       " GROUP BY r.workload_id, r.target_id) g "

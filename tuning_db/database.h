@@ -1,5 +1,6 @@
-// Defines Database, the SQLite tuning log's records: add, best/top-k look-ups, resume, history,
-// JSON-lines import/export, stats and the check (claims, models, runs, jobs: the *_store.h).
+// Defines Database, the tuning log's records (a SQLite file or a PostgreSQL database): add,
+// best/top-k look-ups, resume, history, JSON-lines import/export, stats and the check (claims,
+// models, runs, jobs: the *_store.h).
 #pragma once
 
 #include <cstdint>
@@ -112,7 +113,7 @@ struct ImportOptions {
 
 struct CheckReport {
   bool ok() const { return problems.empty(); }
-  // integrity_check, foreign_key_check, schema findings, and records that do not instantiate.
+  // the backend's integrity findings, schema findings, and records that do not instantiate.
   std::vector<std::string> problems;
   int64_t invalid_records = 0;  // records the record check refuses (0 when there is no check)
   std::vector<std::string>
@@ -121,25 +122,29 @@ struct CheckReport {
 
 // The tuning log.
 //
-// Thread-safety: one Database per thread. A Database owns one SQLite connection opened
-// without SQLite's mutex, so it must not be used by two threads at once; open another
-// Database on the same path in each thread (or process) instead. WAL mode lets one writer
-// and any number of readers work at the same time; writers queue up behind the busy timeout.
-// Movable, not copyable.
+// Thread-safety: one Database per thread. A Database owns one connection (SQLite's opened
+// without its mutex), so it must not be used by two threads at once; open another Database on
+// the same location in each thread (or process) instead. One writer and any number of readers
+// work at the same time (SQLite: WAL mode; PostgreSQL: writers take one advisory lock); writers
+// queue up behind the busy timeout. Movable, not copyable.
 class Database {
  public:
   // Opens the tuning log at `path` in WAL mode with foreign keys on, creating it when
   // missing (options.create) and migrating an older schema. Returns the open log. With
   // options.read_only: opens without writing anything (a log of schema version 2 or newer).
+  // A `path` that is a postgresql:// or postgres:// URL opens the log in that database (which
+  // must exist; its schema is made when it holds none and options.create); the SQLite-only
+  // options (WAL, synchronous, cache, integrity check) do not apply there.
   // Throws Error(kDatabase): a path that is not a regular file (FIFO, device, directory: refused
-  // before it is opened), cannot open, corrupt file, a SQLite file that is not a ktune
-  // log, a newer schema version, integrity check failed (options.check_integrity).
+  // before it is opened), cannot open, corrupt file, a SQLite file (or PostgreSQL database) that
+  // is not a ktune log, a newer schema version, integrity check failed (options.check_integrity).
   static Database open(const std::string& path, const OpenOptions& options = {});
 
   Database(Database&&) noexcept;
   Database& operator=(Database&&) noexcept;
   ~Database();
 
+  // The log's location, for messages (a URL's password is masked).
   const std::string& path() const;
   // Schema version the file had when opened (before any migration); 0 for a new file.
   int opened_schema_version() const;
@@ -231,9 +236,9 @@ class Database {
   // Reads the whole log (each distinct config is instantiated once). Throws Error(kDatabase).
   int64_t remove_invalid();
 
-  // Runs PRAGMA integrity_check and foreign_key_check, the schema check and the record check over
-  // every record. Returns what was found (ok() when nothing). Throws Error(kDatabase) only when the
-  // file cannot be read.
+  // Runs the backend's checks (SQLite: PRAGMA integrity_check and foreign_key_check), the schema
+  // check and the record check over every record. Returns what was found (ok() when nothing).
+  // Throws Error(kDatabase) only when the log cannot be read.
   CheckReport check();
 
  private:

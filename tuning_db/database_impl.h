@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tuning_db/database.h"
-#include "tuning_db/sqlite.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::tuning_db {
 

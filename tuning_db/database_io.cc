@@ -118,21 +118,7 @@ ImportReport Database::import_jsonl(std::istream& in, const ImportOptions& optio
 
 CheckReport Database::check() {
   CheckReport report;
-  {
-    sql::Statement s(impl_->conn, "PRAGMA integrity_check");
-    while (s.step()) {
-      std::string row = s.column_text(0);
-      if (row != "ok") report.problems.push_back("integrity: " + row);
-    }
-  }
-  {
-    sql::Statement s(impl_->conn, "PRAGMA foreign_key_check");
-    while (s.step()) {
-      report.problems.push_back("foreign key: row " + std::to_string(s.column_int(1)) +
-                                " of table " + s.column_text(0) + " references a missing " +
-                                s.column_text(2));
-    }
-  }
+  report.problems = impl_->conn.driver().integrity_problems();
   for (std::string& problem : check_schema(impl_->conn)) {
     report.problems.push_back("schema: " + problem);
   }

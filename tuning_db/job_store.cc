@@ -96,7 +96,7 @@ void JobStore::update(int64_t id, JobState state, std::string_view message, int6
   auto s = impl_.use(
       "UPDATE jobs SET state = ?2, message = ?3, run_id = CASE WHEN ?4 = 0 THEN run_id ELSE ?4 "
       "END, "
-      "updated_at = ?5, finished_at = CASE WHEN ?6 THEN ?5 ELSE NULL END WHERE id = ?1");
+      "updated_at = ?5, finished_at = CASE WHEN ?6 = 1 THEN ?5 ELSE NULL END WHERE id = ?1");
   s->bind(1, id).bind(2, to_string(state)).bind(3, message).bind(4, run_id).bind(5, now_seconds());
   s->bind(6, int64_t{is_terminal(state) ? 1 : 0});
   s->run();

@@ -10,12 +10,19 @@
 #include <string>
 
 #include "support/error.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::tuning_db {
 
 std::string LogLock::path_of(const std::string& log_path) { return log_path + ".lock"; }
 
 LogLock::LogLock(const std::string& log_path) {
+  // A server's jobs, claims and its one-server-per-log lock are not yet made for a log that other
+  // servers share: refused rather than half-working.
+  if (sql::is_postgres_url(log_path))
+    throw Error(ErrorKind::kInvalidArgument,
+                "the tuning server is not supported on a PostgreSQL log yet: give --db the path of "
+                "a SQLite file");
   const std::string path = path_of(log_path);
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0)

@@ -14,7 +14,8 @@ class LogLock {
  public:
   // Takes the lock without waiting and writes this process's id into the sidecar. Throws
   // Error(kInvalidArgument) naming the log (and the holder's pid when known) when another process
-  // holds it, Error(kIo) when the sidecar cannot be created.
+  // holds it or the log is a PostgreSQL URL (not supported yet), Error(kIo) when the sidecar
+  // cannot be created.
   explicit LogLock(const std::string& log_path);
   LogLock(LogLock&& other) noexcept;
   LogLock& operator=(LogLock&&) = delete;

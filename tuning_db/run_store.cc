@@ -37,8 +37,10 @@ void RunStore::add_batch_quality(int64_t run_id, const BatchQuality& quality) {
     if (!s->step()) throw Error(ErrorKind::kNotFound, "no tuning run " + std::to_string(run_id));
   }
   auto s = impl_.use(
-      "INSERT OR REPLACE INTO run_batches(run_id, batch, n_records, rank_correlation, "
-      "recorded_at) VALUES (?1, ?2, ?3, ?4, ?5)");
+      "INSERT INTO run_batches(run_id, batch, n_records, rank_correlation, recorded_at) "
+      "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(run_id, batch) DO UPDATE SET "
+      "n_records = excluded.n_records, rank_correlation = excluded.rank_correlation, "
+      "recorded_at = excluded.recorded_at");
   s->bind(1, run_id).bind(2, quality.batch).bind(3, quality.records);
   if (quality.rank_correlation) {
     s->bind(4, *quality.rank_correlation);

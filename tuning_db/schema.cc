@@ -174,12 +174,6 @@ constexpr std::array<std::string_view, 5> kIndexes = {"workloads_by_template", "
                                                       "records_by_config", "records_by_run",
                                                       "claims_by_owner"};
 
-bool exists(sql::Connection& conn, std::string_view type, std::string_view name) {
-  sql::Statement stmt(conn, "SELECT 1 FROM sqlite_master WHERE type = ?1 AND name = ?2");
-  stmt.bind(1, type).bind(2, name);
-  return stmt.step();
-}
-
 // Flags the noisy records of a log that predates the column: the flag is a function of the
 // timings (Record::noisy()), which SQL cannot compute (a median), so it is done here.
 void backfill_noisy(sql::Connection& conn) {
@@ -204,22 +198,21 @@ void backfill_noisy(sql::Connection& conn) {
 
 void apply_migrations(sql::Connection& conn, int from, int to) {
   for (int v = from; v < to; ++v) {
-    conn.exec(kMigrations[static_cast<size_t>(v)]);
+    conn.exec(conn.driver().ddl(kMigrations[static_cast<size_t>(v)]));
     if (v + 1 == kRetimedSchemaVersion) backfill_noisy(conn);
   }
-  conn.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
-  conn.exec("PRAGMA user_version = " + std::to_string(to));
+  conn.driver().set_version(kApplicationId, to);
 }
 
 namespace {
 
 void refuse(sql::Connection& conn, int64_t app_id, int64_t version) {
-  int64_t objects = conn.query_int("SELECT count(*) FROM sqlite_master");
+  int64_t objects = conn.driver().schema_objects();
   if (app_id != kApplicationId && (app_id != 0 || objects > 0)) {
     throw Error(ErrorKind::kDatabase,
-                "'" + conn.path() + "' is a SQLite file but not a ktune tuning log (" +
-                    std::to_string(objects) + " schema objects, application_id " +
-                    std::to_string(app_id) + ")");
+                "'" + conn.path() + "' is " + std::string(conn.driver().kind()) +
+                    " but not a ktune tuning log (" + std::to_string(objects) +
+                    " schema objects, application_id " + std::to_string(app_id) + ")");
   }
   if (version > kSchemaVersion) {
     throw Error(ErrorKind::kDatabase, "tuning log '" + conn.path() + "' has schema version " +
@@ -233,21 +226,21 @@ void refuse(sql::Connection& conn, int64_t app_id, int64_t version) {
 
 void refuse_foreign(sql::Connection& conn) {
   // The first read is where SQLite notices a file that is not a database at all.
-  int64_t app_id = conn.query_int("PRAGMA application_id");
-  refuse(conn, app_id, conn.query_int("PRAGMA user_version"));
+  int64_t app_id = conn.driver().application_id();
+  refuse(conn, app_id, conn.driver().schema_version());
 }
 
 int prepare_schema(sql::Connection& conn, bool migrate) {
-  int64_t app_id = conn.query_int("PRAGMA application_id");
-  int64_t version = conn.query_int("PRAGMA user_version");
+  int64_t app_id = conn.driver().application_id();
+  int64_t version = conn.driver().schema_version();
   if (app_id == kApplicationId && version == kSchemaVersion) return kSchemaVersion;
   refuse(conn, app_id, version);
 
   // Re-read under the write lock: another process may have initialized or migrated the file
   // between our first look and now.
   sql::Transaction txn(conn, sql::Transaction::Mode::kImmediate);
-  app_id = conn.query_int("PRAGMA application_id");
-  version = conn.query_int("PRAGMA user_version");
+  app_id = conn.driver().application_id();
+  version = conn.driver().schema_version();
   refuse(conn, app_id, version);
   if (version < kSchemaVersion) {
     if (version > 0 && !migrate) {
@@ -267,8 +260,8 @@ int prepare_schema(sql::Connection& conn, bool migrate) {
 
 std::vector<std::string> check_schema(sql::Connection& conn) {
   std::vector<std::string> problems;
-  int64_t app_id = conn.query_int("PRAGMA application_id");
-  int64_t version = conn.query_int("PRAGMA user_version");
+  int64_t app_id = conn.driver().application_id();
+  int64_t version = conn.driver().schema_version();
   if (app_id != kApplicationId) {
     problems.push_back("application_id is " + std::to_string(app_id) + ", not ktune's " +
                        std::to_string(kApplicationId));
@@ -278,10 +271,12 @@ std::vector<std::string> check_schema(sql::Connection& conn) {
                        std::to_string(kSchemaVersion));
   }
   for (std::string_view table : kTables) {
-    if (!exists(conn, "table", table)) problems.push_back("missing table " + std::string(table));
+    if (!conn.driver().has_object("table", table))
+      problems.push_back("missing table " + std::string(table));
   }
   for (std::string_view index : kIndexes) {
-    if (!exists(conn, "index", index)) problems.push_back("missing index " + std::string(index));
+    if (!conn.driver().has_object("index", index))
+      problems.push_back("missing index " + std::string(index));
   }
   return problems;
 }

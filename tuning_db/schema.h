@@ -5,11 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "tuning_db/sqlite.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::tuning_db {
 
-// Version of the schema this build writes. PRAGMA user_version holds a file's version.
+// Version of the schema this build writes (a SQLite file keeps its version in PRAGMA user_version,
+// a PostgreSQL log in its meta table).
 inline constexpr int kSchemaVersion = 7;
 // The first version whose records have the emulated column.
 inline constexpr int kEmulatedSchemaVersion = 5;
@@ -17,7 +18,7 @@ inline constexpr int kEmulatedSchemaVersion = 5;
 inline constexpr int kTenantsSchemaVersion = 6;
 // The first version whose records have the re-timing and spread columns (retimed_costs, noisy).
 inline constexpr int kRetimedSchemaVersion = 7;
-// PRAGMA application_id of every ktune tuning log ("ktun"): tells ours from other SQLite files.
+// The application id of every ktune tuning log ("ktun"): tells ours from other databases.
 inline constexpr int32_t kApplicationId = 0x6b74756e;
 
 // Throws Error(kDatabase) unless the file behind `conn` is empty or a ktune tuning log of a

@@ -4,12 +4,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
 #include <vector>
 
+#include "tests/tuning_db/postgres_util.h"
 #include "tests/tuning_db/test_util.h"
 #include "tuning_db/claim_store.h"
 #include "tuning_db/database.h"
-#include "tuning_db/sqlite.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::tuning_db {
 namespace {
@@ -19,6 +23,10 @@ using testing::make_record;
 using testing::matmul_key;
 using testing::TempDir;
 
+// Claims run on both backends.
+class ClaimsOn : public testing::OnBothBackends {};
+INSTANTIATE_TEST_SUITE_P(Backends, ClaimsOn, testing::kBothBackends, testing::backend_test_name);
+
 ClaimOwner owner_named(const std::string& id, int64_t pid) {
   ClaimOwner o = ClaimOwner::this_process();
   o.id = id;
@@ -26,9 +34,8 @@ ClaimOwner owner_named(const std::string& id, int64_t pid) {
   return o;
 }
 
-TEST(Claims, OtherOwnersAreRefusedUntilReleased) {
-  TempDir dir;
-  auto db = Database::open(dir.file("t.db"));
+TEST_P(ClaimsOn, OtherOwnersAreRefusedUntilReleased) {
+  auto db = Database::open(fresh("t.db"));
   ClaimStore claims(db);
   const ClaimOwner a = ClaimOwner::this_process(), b = ClaimOwner::this_process();
   ASSERT_NE(a.id, b.id);
@@ -50,9 +57,8 @@ TEST(Claims, OtherOwnersAreRefusedUntilReleased) {
   EXPECT_EQ(db.stats().claims, 0);
 }
 
-TEST(Claims, MeasuredConfigsAreRefusedToEveryone) {
-  TempDir dir;
-  auto db = Database::open(dir.file("t.db"));
+TEST_P(ClaimsOn, MeasuredConfigsAreRefusedToEveryone) {
+  auto db = Database::open(fresh("t.db"));
   ClaimStore claims(db);
   db.add({make_record(8, 7, {1e-3})});
   // A query target without a toolchain also sees the record of 19.1.7.
@@ -62,9 +68,9 @@ TEST(Claims, MeasuredConfigsAreRefusedToEveryone) {
             std::vector<int64_t>{});
 }
 
-TEST(Claims, ExpiredClaimsAndClaimsOfDeadProcessesAreTakenOver) {
-  TempDir dir;
-  auto db = Database::open(dir.file("t.db"));
+TEST_P(ClaimsOn, ExpiredClaimsAndClaimsOfDeadProcessesAreTakenOver) {
+  const std::string location = fresh("t.db");
+  auto db = Database::open(location);
   ClaimStore claims(db);
   const ClaimOwner me = ClaimOwner::this_process();
   // A live process of this host (this one) whose claim expires in 0.2 s.
@@ -82,7 +88,7 @@ TEST(Claims, ExpiredClaimsAndClaimsOfDeadProcessesAreTakenOver) {
   const ClaimOwner dead = owner_named("dead-run", child);
   {
     // Written directly, as the dead run would have: claim() with its owner would take it anyway.
-    auto db2 = Database::open(dir.file("t.db"));
+    auto db2 = Database::open(location);
     EXPECT_EQ(ClaimStore(db2).claim(matmul_key(8), kHost, {2}, dead, 3600),
               (std::vector<int64_t>{2}));
   }
@@ -93,9 +99,39 @@ TEST(Claims, ExpiredClaimsAndClaimsOfDeadProcessesAreTakenOver) {
   EXPECT_EQ(claims.claim(matmul_key(8), kHost, {2, 3}, me, 60), (std::vector<int64_t>{2}));
 }
 
-TEST(Claims, BadArgumentsAreRefused) {
-  TempDir dir;
-  auto db = Database::open(dir.file("t.db"));
+TEST_P(ClaimsOn, TwoConnectionsClaimingOneWorkloadNeverGetTheSameConfig) {
+  const std::string location = fresh("t.db");
+  Database::open(location);  // the schema, before the two race
+  constexpr int64_t kConfigs = 120;
+  std::vector<int64_t> got[2];
+  std::atomic<int> ready{0};
+  auto run = [&](int who) {
+    Database db = Database::open(location);
+    ClaimStore claims(db);
+    const ClaimOwner owner = ClaimOwner::this_process();
+    // Both connections are open before either claims.
+    ready.fetch_add(1);
+    while (ready.load() < 2) std::this_thread::yield();
+    // Both ask for every config, in small batches, the second from the other end.
+    for (int64_t at = 0; at < kConfigs; at += 4) {
+      std::vector<int64_t> ask;
+      for (int64_t i = at; i < at + 4; ++i) ask.push_back(who == 0 ? i : kConfigs - 1 - i);
+      for (int64_t index : claims.claim(matmul_key(8), kHost, ask, owner, 60))
+        got[who].push_back(index);
+    }
+  };
+  std::thread first(run, 0), second(run, 1);
+  first.join();
+  second.join();
+  std::vector<int64_t> all = got[0];
+  all.insert(all.end(), got[1].begin(), got[1].end());
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), static_cast<size_t>(kConfigs)) << "a config was granted twice or never";
+  for (int64_t i = 0; i < kConfigs; ++i) EXPECT_EQ(all[static_cast<size_t>(i)], i);
+}
+
+TEST_P(ClaimsOn, BadArgumentsAreRefused) {
+  auto db = Database::open(fresh("t.db"));
   ClaimStore claims(db);
   ClaimOwner nobody;
   EXPECT_THROW(claims.claim(matmul_key(8), kHost, {1}, nobody, 60), Error);

@@ -16,7 +16,7 @@
 
 #include "tests/tuning_db/test_util.h"
 #include "tuning_db/database.h"
-#include "tuning_db/sqlite.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::tuning_db {
 namespace {

@@ -7,11 +7,12 @@
 #include <map>
 #include <sstream>
 
+#include "tests/tuning_db/postgres_util.h"
 #include "tests/tuning_db/test_util.h"
 #include "tuning_db/model_store.h"
 #include "tuning_db/run_store.h"
 #include "tuning_db/schema.h"
-#include "tuning_db/sqlite.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::tuning_db {
 namespace {
@@ -22,9 +23,12 @@ using testing::make_record;
 using testing::matmul_key;
 using testing::TempDir;
 
-TEST(Database, AddThenBestIgnoresFailuresAndPicksLowestMean) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+// The tests of the records run on both backends.
+class DatabaseOn : public testing::OnBothBackends {};
+INSTANTIATE_TEST_SUITE_P(Backends, DatabaseOn, testing::kBothBackends, testing::backend_test_name);
+
+TEST_P(DatabaseOn, AddThenBestIgnoresFailuresAndPicksLowestMean) {
+  Database db = Database::open(fresh("log.db"));
   EXPECT_EQ(db.opened_schema_version(), 0);
   std::vector<Record> batch = {
       make_record(64, 1, {3e-3, 3e-3}),
@@ -64,9 +68,8 @@ TEST(Database, AddThenBestIgnoresFailuresAndPicksLowestMean) {
   EXPECT_FALSE(db.best(matmul_key(64), TargetKey{"llvm -mtriple=aarch64-linux-gnu", ""}));
 }
 
-TEST(Database, TargetsAreToldApartByToolchainAndDevice) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(DatabaseOn, TargetsAreToldApartByToolchainAndDevice) {
+  Database db = Database::open(fresh("log.db"));
   TargetKey old_llvm{kHost.target, "14.0.6"};
   db.add({make_record(32, 1, {5e-3}), make_record(32, 2, {1e-3}, old_llvm),
           make_record(32, 3, {4e-3}, kHost, "other-box"), make_failure(32, 9, ErrorKind::kRun)});
@@ -79,9 +82,8 @@ TEST(Database, TargetsAreToldApartByToolchainAndDevice) {
   EXPECT_FALSE(db.best(matmul_key(32), kHost, "no-such-device").has_value());
 }
 
-TEST(Database, ResumeLookupsSeeFailedConfigsToo) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(DatabaseOn, ResumeLookupsSeeFailedConfigsToo) {
+  Database db = Database::open(fresh("log.db"));
   db.add({make_record(16, 7, {1e-3}), make_failure(16, 3, ErrorKind::kBuild),
           make_record(16, 7, {2e-3}), make_record(16, 11, {1e-3})});
   EXPECT_TRUE(db.has(matmul_key(16), kHost, 7));
@@ -92,9 +94,8 @@ TEST(Database, ResumeLookupsSeeFailedConfigsToo) {
   EXPECT_TRUE(db.measured_indices(matmul_key(16), TargetKey{"other", ""}).empty());
 }
 
-TEST(Database, HistoryCoversEveryWorkloadOfTheTemplate) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(DatabaseOn, HistoryCoversEveryWorkloadOfTheTemplate) {
+  Database db = Database::open(fresh("log.db"));
   Record conv = make_record(8, 1, {1e-3});
   conv.workload_key = "conv2d(N=1,C=8)";
   conv.template_name = "conv2d";
@@ -114,9 +115,8 @@ TEST(Database, HistoryCoversEveryWorkloadOfTheTemplate) {
   EXPECT_EQ(db.history("conv2d", kHost).size(), 1u);
 }
 
-TEST(Database, AddIsAllOrNothing) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(DatabaseOn, AddIsAllOrNothing) {
+  Database db = Database::open(fresh("log.db"));
   db.add({make_record(16, 1, {1e-3})});
   Record wrong_template = make_record(16, 2, {1e-3});
   wrong_template.template_name = "dense";
@@ -132,9 +132,8 @@ TEST(Database, AddIsAllOrNothing) {
   EXPECT_FALSE(db.has(matmul_key(16), kHost, 3));
 }
 
-TEST(Database, StatsSummariesAndRemoveFailed) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(DatabaseOn, StatsSummariesAndRemoveFailed) {
+  Database db = Database::open(fresh("log.db"));
   db.add({make_record(16, 1, {2e-3}), make_record(16, 2, {1e-3}),
           make_failure(16, 3, ErrorKind::kRun), make_failure(16, 4, ErrorKind::kRun),
           make_failure(32, 5, ErrorKind::kBuildTimeout), make_record(32, 6, {4e-3})});
@@ -163,9 +162,8 @@ TEST(Database, StatsSummariesAndRemoveFailed) {
   EXPECT_EQ(db.remove_failed(), 0);
 }
 
-TEST(Database, ExportImportRoundTrip) {
-  TempDir dir;
-  Database a = Database::open(dir.file("a.db"));
+TEST_P(DatabaseOn, ExportImportRoundTrip) {
+  Database a = Database::open(fresh("a.db"));
   Record odd = make_failure(16, 3, ErrorKind::kWrongAnswer, TargetKey{"llvm -mtriple=aarch64", ""});
   odd.error_message = "max abs error 0.5 at [3, \"quoted\"]\n";
   std::vector<Record> written = {make_record(16, 1, {2e-3, 1e-3}), odd, make_record(64, 2, {1e-2})};
@@ -185,7 +183,7 @@ TEST(Database, ExportImportRoundTrip) {
   EXPECT_EQ(line["version"], 1);  // a real record keeps version 1, which older ktune builds read
   EXPECT_FALSE(line["meta"].contains("emulated"));
 
-  Database b = Database::open(dir.file("b.db"));
+  Database b = Database::open(fresh("b.db"));
   ImportReport report = b.import_jsonl(jsonl);
   EXPECT_EQ(report.imported, 3);
   EXPECT_TRUE(report.errors.empty());
@@ -210,9 +208,8 @@ TEST(Database, ExportImportRoundTrip) {
   EXPECT_EQ(b.export_jsonl(one, matmul_key(64)), 1);
 }
 
-TEST(Database, SavedModelsAreFoundByNameScopeAndTarget) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(DatabaseOn, SavedModelsAreFoundByNameScopeAndTarget) {
+  Database db = Database::open(fresh("log.db"));
   ModelStore models(db);
   std::vector<uint8_t> blob = {0, 1, 2, 255, 0, 7};
   models.save({"xgb", "matmul", kHost, {{"rounds", 100}}}, blob);
@@ -234,9 +231,8 @@ TEST(Database, SavedModelsAreFoundByNameScopeAndTarget) {
   EXPECT_TRUE(models.load("empty", "matmul", kHost)->blob.empty());
 }
 
-TEST(Database, RunsKeepBatchQuality) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(DatabaseOn, RunsKeepBatchQuality) {
+  Database db = Database::open(fresh("log.db"));
   RunStore runs(db);
   int64_t run = runs.begin({"xgb", matmul_key(16), kHost.target, {{"n_trial", 64}}});
   Record r = make_record(16, 1, {1e-3});
@@ -259,9 +255,8 @@ TEST(Database, RunsKeepBatchQuality) {
   EXPECT_THROW(runs.add_batch_quality(run + 100, {0, 1, 0.5}), Error);
 }
 
-TEST(Database, MigratesAVersionOneLogInPlace) {
-  TempDir dir;
-  std::string path = dir.file("v1.db");
+TEST_P(DatabaseOn, MigratesAVersionOneLogInPlace) {
+  std::string path = fresh("v1.db");
   {
     auto conn = sql::Connection::open(path, true);
     sql::Transaction txn(conn);
@@ -288,9 +283,8 @@ TEST(Database, MigratesAVersionOneLogInPlace) {
   EXPECT_EQ(again.opened_schema_version(), kSchemaVersion);
 }
 
-TEST(Database, RefusesToMigrateWhenAskedNotTo) {
-  TempDir dir;
-  std::string path = dir.file("v1.db");
+TEST_P(DatabaseOn, RefusesToMigrateWhenAskedNotTo) {
+  std::string path = fresh("v1.db");
   {
     auto conn = sql::Connection::open(path, true);
     sql::Transaction txn(conn);
@@ -307,17 +301,53 @@ TEST(Database, RefusesToMigrateWhenAskedNotTo) {
   }
 }
 
-TEST(Database, CheckOfAFreshLogIsOk) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(DatabaseOn, ADatabaseOfAnotherApplicationIsRefusedUntouched) {
+  const std::string location = fresh("other.db");
+  sql::Connection::open(location, true).exec("CREATE TABLE songs(title TEXT)");
+  try {
+    Database::open(location);
+    FAIL() << "a foreign database was opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kDatabase);
+    EXPECT_NE(std::string(e.what()).find("but not a ktune tuning log"), std::string::npos)
+        << e.what();
+  }
+  sql::Connection conn = sql::Connection::open(location, false);
+  EXPECT_EQ(conn.driver().schema_objects(), 1);  // songs, and nothing of ours
+  EXPECT_FALSE(conn.driver().has_object("table", "records"));
+}
+
+TEST_P(DatabaseOn, AnEmptyLocationIsNoLogWithoutCreateAndAReadOnlyLogRefusesWrites) {
+  const std::string location = fresh("log.db");
+  try {
+    Database::open(location, {.create = false});
+    FAIL() << "an empty location opened as a log";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kDatabase);
+    EXPECT_NE(std::string(e.what()).find("no tuning log"), std::string::npos) << e.what();
+  }
+  Database::open(location).add({make_record(16, 1, {1e-3})});
+  Database reader = Database::open(location, {.read_only = true});
+  EXPECT_EQ(reader.opened_schema_version(), kSchemaVersion);
+  EXPECT_EQ(reader.best(matmul_key(16), kHost)->config_index, 1);
+  try {
+    reader.add({make_record(16, 2, {1e-3})});
+    FAIL() << "a read-only log took a record";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kDatabase);
+  }
+  EXPECT_EQ(Database::open(location).stats().records, 1);
+}
+
+TEST_P(DatabaseOn, CheckOfAFreshLogIsOk) {
+  Database db = Database::open(fresh("log.db"));
   db.add({make_record(16, 1, {1e-3})});
   CheckReport report = db.check();
   EXPECT_TRUE(report.ok()) << (report.problems.empty() ? "" : report.problems[0]);
 }
 
-TEST(Database, IsMovable) {
-  TempDir dir;
-  Database a = Database::open(dir.file("log.db"));
+TEST_P(DatabaseOn, IsMovable) {
+  Database a = Database::open(fresh("log.db"));
   a.add({make_record(16, 1, {1e-3})});
   Database b = std::move(a);
   EXPECT_TRUE(b.best(matmul_key(16), kHost).has_value());
@@ -326,15 +356,14 @@ TEST(Database, IsMovable) {
 }
 
 // Importing the same records again adds nothing: the log holds each measurement once.
-TEST(Database, ImportIsIdempotent) {
-  TempDir dir;
-  Database source = Database::open(dir.file("source.db"));
+TEST_P(DatabaseOn, ImportIsIdempotent) {
+  Database source = Database::open(fresh("source.db"));
   source.add({testing::make_record(64, 1, {3e-3}), testing::make_record(64, 2, {1e-3}),
               testing::make_failure(64, 3, ErrorKind::kRun)});
   std::stringstream lines;
   ASSERT_EQ(source.export_jsonl(lines), 3);
   const std::string text = lines.str();
-  Database target = Database::open(dir.file("target.db"));
+  Database target = Database::open(fresh("target.db"));
   std::istringstream first(text + text.substr(0, text.find('\n') + 1));  // a line twice in one file
   ImportReport a = target.import_jsonl(first);
   EXPECT_EQ(a.imported, 3);
@@ -380,9 +409,8 @@ TEST(Database, ReadOnlyReadsBesideAWriterAndWritesNothing) {
   EXPECT_THROW(Database::open(dir.file("missing.db"), {.read_only = true}), Error);
 }
 
-TEST(Database, APackHoldsTheBestRecordOfEachWorkloadAndTargetAndMergesWithoutDuplicates) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(DatabaseOn, APackHoldsTheBestRecordOfEachWorkloadAndTargetAndMergesWithoutDuplicates) {
+  Database db = Database::open(fresh("log.db"));
   const TargetKey other{"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", "19.1.7"};
   const TargetKey older{kHost.target, "18.1.0"};  // the same target, another toolchain
   db.add({make_record(64, 1, {3e-3}), make_record(64, 2, {1e-3}),
@@ -407,7 +435,7 @@ TEST(Database, APackHoldsTheBestRecordOfEachWorkloadAndTargetAndMergesWithoutDup
   EXPECT_EQ(db.export_best_jsonl(one, matmul_key(32)), 1);
 
   // Merged into another log twice: its records once, and the log's own best stays if faster.
-  Database target = Database::open(dir.file("other.db"));
+  Database target = Database::open(fresh("other.db"));
   target.add({make_record(32, 8, {1e-4})});
   std::stringstream again(pack.str());
   pack.clear();

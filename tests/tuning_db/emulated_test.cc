@@ -5,13 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
+#include "tests/tuning_db/postgres_util.h"
 #include "tests/tuning_db/test_util.h"
 #include "tuning_db/claim_store.h"
 #include "tuning_db/database.h"
 #include "tuning_db/schema.h"
-#include "tuning_db/sqlite.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::tuning_db {
 namespace {
@@ -41,102 +43,106 @@ std::vector<double> costs_of(const std::vector<Record>& records) {
 
 // matmul 64 on the host, device key "rk3399" for all: two real records, two emulated ones (one
 // faster than every real record) and an emulated failure; and matmul 32 measured only emulated.
-class Emulated : public ::testing::Test {
+class Emulated : public testing::OnBothBackends {
  protected:
   void SetUp() override {
-    ids_ = db_.add({make_record(64, 1, {3e-3}, kHost, "rk3399"),
-                    make_record(64, 2, {1e-3, 3e-3}, kHost, "rk3399"),
-                    emulated(make_record(64, 3, {1e-3}, kHost, "rk3399")),
-                    emulated(make_record(64, 4, {2.5e-3}, kHost, "rk3399")),
-                    emulated(make_failure(64, 5, ErrorKind::kRun)),
-                    emulated(make_record(32, 1, {4e-4}))});
+    OnBothBackends::SetUp();
+    if (IsSkipped()) return;
+    db_.emplace(Database::open(fresh()));
+    ids_ = db_->add({make_record(64, 1, {3e-3}, kHost, "rk3399"),
+                     make_record(64, 2, {1e-3, 3e-3}, kHost, "rk3399"),
+                     emulated(make_record(64, 3, {1e-3}, kHost, "rk3399")),
+                     emulated(make_record(64, 4, {2.5e-3}, kHost, "rk3399")),
+                     emulated(make_failure(64, 5, ErrorKind::kRun)),
+                     emulated(make_record(32, 1, {4e-4}))});
   }
-  TempDir dir_;
-  Database db_ = Database::open(dir_.file("log.db"));
+  std::optional<Database> db_;
   std::vector<int64_t> ids_;
 };
 
-TEST_F(Emulated, BestAndTopKServeEmulatedRecordsOnlyWhenAsked) {
+INSTANTIATE_TEST_SUITE_P(Backends, Emulated, testing::kBothBackends, testing::backend_test_name);
+
+TEST_P(Emulated, BestAndTopKServeEmulatedRecordsOnlyWhenAsked) {
   ASSERT_EQ(ids_.size(), 6u);
-  auto best = db_.best(matmul_key(64), kHost);
+  auto best = db_->best(matmul_key(64), kHost);
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->id, ids_[1]);
   EXPECT_DOUBLE_EQ(best->mean_cost(), 2e-3);
   EXPECT_FALSE(best->emulated);
-  auto top = db_.top_k(matmul_key(64), kHost, 10);
+  auto top = db_->top_k(matmul_key(64), kHost, 10);
   EXPECT_EQ(indices_of(top), (std::vector<int64_t>{2, 1}));
   EXPECT_EQ(costs_of(top), (std::vector<double>{2e-3, 3e-3}));
-  EXPECT_EQ(db_.best(matmul_key(64), kHost, RecordQuery{"rk3399"})->id, ids_[1]);
-  EXPECT_EQ(db_.best(matmul_key(64), kHost, "rk3399")->id, ids_[1]);
+  EXPECT_EQ(db_->best(matmul_key(64), kHost, RecordQuery{"rk3399"})->id, ids_[1]);
+  EXPECT_EQ(db_->best(matmul_key(64), kHost, "rk3399")->id, ids_[1]);
 
   RecordQuery with;
   with.include_emulated = true;
-  best = db_.best(matmul_key(64), kHost, with);
+  best = db_->best(matmul_key(64), kHost, with);
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->id, ids_[2]);
   EXPECT_TRUE(best->emulated);
   EXPECT_DOUBLE_EQ(best->mean_cost(), 1e-3);
-  top = db_.top_k(matmul_key(64), kHost, 10, with);
+  top = db_->top_k(matmul_key(64), kHost, 10, with);
   EXPECT_EQ(indices_of(top), (std::vector<int64_t>{3, 2, 4, 1}));
   EXPECT_EQ(costs_of(top), (std::vector<double>{1e-3, 2e-3, 2.5e-3, 3e-3}));
   EXPECT_EQ(top[0].emulated + top[1].emulated + top[2].emulated + top[3].emulated, 2);
-  EXPECT_EQ(indices_of(db_.top_k(matmul_key(64), kHost, 2, with)), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(indices_of(db_->top_k(matmul_key(64), kHost, 2, with)), (std::vector<int64_t>{3, 2}));
 
   // A workload measured only under emulation answers like one never measured, unless asked.
-  EXPECT_FALSE(db_.best(matmul_key(32), kHost).has_value());
-  EXPECT_TRUE(db_.top_k(matmul_key(32), kHost, 5).empty());
-  EXPECT_EQ(db_.best(matmul_key(32), kHost, with)->id, ids_[5]);
+  EXPECT_FALSE(db_->best(matmul_key(32), kHost).has_value());
+  EXPECT_TRUE(db_->top_k(matmul_key(32), kHost, 5).empty());
+  EXPECT_EQ(db_->best(matmul_key(32), kHost, with)->id, ids_[5]);
   // ...and count_emulated tells the two apart (successes only; per device when asked).
-  EXPECT_EQ(db_.count_emulated(matmul_key(32), kHost), 1);
-  EXPECT_EQ(db_.count_emulated(matmul_key(64), kHost), 2);
-  EXPECT_EQ(db_.count_emulated(matmul_key(64), kHost, "rk3399"), 2);
-  EXPECT_EQ(db_.count_emulated(matmul_key(64), kHost, "x86"), 0);
-  EXPECT_EQ(db_.count_emulated(matmul_key(128), kHost), 0);
+  EXPECT_EQ(db_->count_emulated(matmul_key(32), kHost), 1);
+  EXPECT_EQ(db_->count_emulated(matmul_key(64), kHost), 2);
+  EXPECT_EQ(db_->count_emulated(matmul_key(64), kHost, "rk3399"), 2);
+  EXPECT_EQ(db_->count_emulated(matmul_key(64), kHost, "x86"), 0);
+  EXPECT_EQ(db_->count_emulated(matmul_key(128), kHost), 0);
 }
 
-TEST_F(Emulated, ResumeHistoryAndClaimsKeepRealAndEmulatedApart) {
-  EXPECT_EQ(db_.measured_indices(matmul_key(64), kHost), (std::vector<int64_t>{1, 2}));
-  EXPECT_EQ(db_.measured_indices(matmul_key(64), kHost, true), (std::vector<int64_t>{3, 4, 5}));
-  EXPECT_TRUE(db_.has(matmul_key(64), kHost, 1));
-  EXPECT_FALSE(db_.has(matmul_key(64), kHost, 3));
-  EXPECT_TRUE(db_.has(matmul_key(64), kHost, 3, true));
-  EXPECT_FALSE(db_.has(matmul_key(64), kHost, 1, true));
+TEST_P(Emulated, ResumeHistoryAndClaimsKeepRealAndEmulatedApart) {
+  EXPECT_EQ(db_->measured_indices(matmul_key(64), kHost), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(db_->measured_indices(matmul_key(64), kHost, true), (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_TRUE(db_->has(matmul_key(64), kHost, 1));
+  EXPECT_FALSE(db_->has(matmul_key(64), kHost, 3));
+  EXPECT_TRUE(db_->has(matmul_key(64), kHost, 3, true));
+  EXPECT_FALSE(db_->has(matmul_key(64), kHost, 1, true));
 
-  auto real = db_.history("matmul", kHost);
-  auto emu = db_.history("matmul", kHost, 0, true);
+  auto real = db_->history("matmul", kHost);
+  auto emu = db_->history("matmul", kHost, 0, true);
   EXPECT_EQ(indices_of(real), (std::vector<int64_t>{1, 2}));
   ASSERT_EQ(emu.size(), 4u);
   EXPECT_EQ(emu[0].id, ids_[2]);
   EXPECT_EQ(emu[3].id, ids_[5]);
   for (const auto& r : real) EXPECT_FALSE(r.emulated);
   for (const auto& r : emu) EXPECT_TRUE(r.emulated);
-  EXPECT_EQ(indices_of(db_.history("matmul", kHost, 2, true)),
+  EXPECT_EQ(indices_of(db_->history("matmul", kHost, 2, true)),
             (std::vector<int64_t>{5, 1}));  // the newest two
 
   // A real run may claim what was only measured under emulation, and the reverse; claims of
   // real and emulated runs do not block each other.
   const ClaimOwner real_run = ClaimOwner::this_process(), emulated_run = ClaimOwner::this_process(),
                    other_real_run = ClaimOwner::this_process();
-  ClaimStore claims(db_);
+  ClaimStore claims(*db_);
   EXPECT_EQ(claims.claim(matmul_key(64), kHost, {1, 3, 6}, real_run, 3600),
             (std::vector<int64_t>{3, 6}));
   EXPECT_EQ(claims.claim(matmul_key(64), kHost, {1, 3, 6}, emulated_run, 3600, true),
             (std::vector<int64_t>{1, 6}));
   EXPECT_EQ(claims.claim(matmul_key(64), kHost, {3, 6, 7}, other_real_run, 3600),
             (std::vector<int64_t>{7}));
-  EXPECT_EQ(db_.stats().claims, 5);
+  EXPECT_EQ(db_->stats().claims, 5);
   EXPECT_EQ(claims.release_all(emulated_run), 2);
   EXPECT_EQ(claims.release_all(real_run), 2);
   EXPECT_EQ(claims.release_all(other_real_run), 1);
 }
 
-TEST_F(Emulated, StatsAndSummariesCountThemApart) {
-  Stats st = db_.stats();
+TEST_P(Emulated, StatsAndSummariesCountThemApart) {
+  Stats st = db_->stats();
   EXPECT_EQ(st.records, 6);
   EXPECT_EQ(st.ok_records, 5);
   EXPECT_EQ(st.emulated_records, 4);
   EXPECT_EQ(st.emulated_ok_records, 3);
-  auto summaries = db_.summaries();
+  auto summaries = db_->summaries();
   ASSERT_EQ(summaries.size(), 2u);
   const WorkloadSummary& s32 = summaries[0];  // keys sort "...M=32" before "...M=64"
   const WorkloadSummary& s64 = summaries[1];
@@ -157,9 +163,9 @@ TEST_F(Emulated, StatsAndSummariesCountThemApart) {
   EXPECT_DOUBLE_EQ(s32.emulated_best_cost, 4e-4);
 }
 
-TEST_F(Emulated, JsonLinesCarryTheFlag) {
+TEST_P(Emulated, JsonLinesCarryTheFlag) {
   std::stringstream lines;
-  ASSERT_EQ(db_.export_jsonl(lines), 6);
+  ASSERT_EQ(db_->export_jsonl(lines), 6);
   std::vector<nlohmann::json> parsed;
   for (std::string line; std::getline(lines, line);) parsed.push_back(nlohmann::json::parse(line));
   ASSERT_EQ(parsed.size(), 6u);
@@ -168,7 +174,7 @@ TEST_F(Emulated, JsonLinesCarryTheFlag) {
   EXPECT_EQ(parsed[2]["version"], 2);  // older readers refuse it rather than take it as real
   EXPECT_EQ(parsed[2]["meta"]["emulated"], true);
 
-  Database copy = Database::open(dir_.file("copy.db"));
+  Database copy = Database::open(fresh("copy.db"));
   std::istringstream in(lines.str());
   ImportReport report = copy.import_jsonl(in);
   EXPECT_EQ(report.imported, 6);

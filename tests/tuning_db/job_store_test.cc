@@ -5,16 +5,21 @@
 #include <string>
 
 #include "support/error.h"
+#include "tests/tuning_db/postgres_util.h"
 #include "tests/tuning_db/test_util.h"
 #include "tuning_db/database.h"
 #include "tuning_db/job_store.h"
 #include "tuning_db/run_store.h"
-#include "tuning_db/sqlite.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::tuning_db {
 namespace {
 
 using testing::TempDir;
+
+// Jobs run on both backends.
+class JobStoreOn : public testing::OnBothBackends {};
+INSTANTIATE_TEST_SUITE_P(Backends, JobStoreOn, testing::kBothBackends, testing::backend_test_name);
 
 TEST(JobState, EveryStateHasOneWordAndReadsBack) {
   const std::pair<JobState, std::string> words[] = {{JobState::kQueued, "queued"},
@@ -40,9 +45,8 @@ TEST(JobState, EveryStateHasOneWordAndReadsBack) {
   }
 }
 
-TEST(JobStore, StatesAreStoredAsTheirWordsAndTerminalOnesSetFinishedAt) {
-  TempDir dir;
-  const std::string path = dir.file("jobs.db");
+TEST_P(JobStoreOn, StatesAreStoredAsTheirWordsAndTerminalOnesSetFinishedAt) {
+  const std::string path = fresh("jobs.db");
   {
     Database db = Database::open(path);
     JobStore jobs(db);
@@ -88,14 +92,14 @@ TEST(JobStore, StatesAreStoredAsTheirWordsAndTerminalOnesSetFinishedAt) {
   }
   // The table holds the words a log of an earlier version holds.
   sql::Connection conn = sql::Connection::open(path, false);
-  EXPECT_EQ(
-      conn.query_text("SELECT group_concat(state, ',') FROM (SELECT state FROM jobs ORDER BY id)"),
-      "done,queued");
+  sql::Statement states(conn, "SELECT state FROM jobs ORDER BY id");
+  std::vector<std::string> words;
+  while (states.step()) words.push_back(states.column_text(0));
+  EXPECT_EQ(words, (std::vector<std::string>{"done", "queued"}));
 }
 
-TEST(JobStore, UnknownJobsAndEmptyDeviceKeysAreRefused) {
-  TempDir dir;
-  Database db = Database::open(dir.file("jobs.db"));
+TEST_P(JobStoreOn, UnknownJobsAndEmptyDeviceKeysAreRefused) {
+  Database db = Database::open(fresh("jobs.db"));
   JobStore jobs(db);
   EXPECT_FALSE(jobs.get(42).has_value());
   for (auto call : {+[](JobStore& j) { j.update(42, JobState::kDone, ""); },

@@ -1,5 +1,6 @@
-// Tests of what surrounds the log file: one server's lock on it (LogLock), paths that are not a
-// file refused before they are opened, and the streaming import (batches, progress, duplicates).
+// Tests of what surrounds the log file: one server's lock on it (LogLock, refused on a PostgreSQL
+// log), paths that are not a file refused before they are opened, and the streaming import
+// (batches, progress, duplicates) on both backends.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "support/error.h"
+#include "tests/tuning_db/postgres_util.h"
 #include "tests/tuning_db/test_util.h"
 #include "tuning_db/database.h"
 #include "tuning_db/log_lock.h"
@@ -19,6 +21,11 @@ namespace ktune::tuning_db {
 namespace {
 
 using testing::TempDir;
+
+// The streaming import runs on both backends.
+class StreamingImportOn : public testing::OnBothBackends {};
+INSTANTIATE_TEST_SUITE_P(Backends, StreamingImportOn, testing::kBothBackends,
+                         testing::backend_test_name);
 
 // The kind and message of the Error `f` throws; kUnknown and "" when it throws none.
 template <class F>
@@ -46,6 +53,14 @@ TEST(LogLock, ASecondHolderIsRefusedNamingTheFirstUntilItIsReleased) {
   }
   LogLock again(log);  // released with its holder
   EXPECT_TRUE(std::filesystem::exists(LogLock::path_of(log)));
+}
+
+TEST(LogLock, APostgreSQLLogIsRefusedInOneLine) {
+  const auto [kind, message] = error_of([] { LogLock lock("postgresql://ktune:secret@/log"); });
+  EXPECT_EQ(kind, ErrorKind::kInvalidArgument);
+  EXPECT_NE(message.find("not supported on a PostgreSQL log yet"), std::string::npos) << message;
+  EXPECT_EQ(message.find("secret"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }
 
 // Each path is refused by both kinds of open, at once (a FIFO would block the open forever).
@@ -89,9 +104,8 @@ std::string lines_of(int64_t n) {
   return out;
 }
 
-TEST(StreamingImport, CommitsInBatchesReportsProgressAndSkipsDuplicates) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(StreamingImportOn, CommitsInBatchesReportsProgressAndSkipsDuplicates) {
+  Database db = Database::open(fresh("log.db"));
   std::vector<ImportReport> progress;
   ImportOptions options;
   options.batch_records = 1000;
@@ -128,9 +142,8 @@ TEST(StreamingImport, CommitsInBatchesReportsProgressAndSkipsDuplicates) {
 }
 
 // What was committed before a failure stays, and importing the file again completes it.
-TEST(StreamingImport, AFailurePartWayLeavesWholeBatchesThatAReimportCompletes) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(StreamingImportOn, AFailurePartWayLeavesWholeBatchesThatAReimportCompletes) {
+  Database db = Database::open(fresh("log.db"));
   ImportOptions options;
   options.batch_records = 100;
   int calls = 0;
@@ -149,9 +162,8 @@ TEST(StreamingImport, AFailurePartWayLeavesWholeBatchesThatAReimportCompletes) {
   EXPECT_EQ(db.stats().records, 1000);
 }
 
-TEST(StreamingImport, ABatchOfNoRecordsIsRefused) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(StreamingImportOn, ABatchOfNoRecordsIsRefused) {
+  Database db = Database::open(fresh("log.db"));
   std::istringstream in(lines_of(3));
   ImportOptions options;
   options.batch_records = 0;

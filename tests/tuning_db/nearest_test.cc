@@ -8,12 +8,17 @@
 #include <map>
 #include <string>
 
+#include "tests/tuning_db/postgres_util.h"
 #include "tests/tuning_db/test_util.h"
 
 namespace ktune::tuning_db {
 namespace {
 
 using testing::TempDir;
+
+// The nearest tuned workload is found on both backends.
+class NearestOn : public testing::OnBothBackends {};
+INSTANTIATE_TEST_SUITE_P(Backends, NearestOn, testing::kBothBackends, testing::backend_test_name);
 
 const TargetKey kTarget{"llvm -mtriple=x86_64-linux-gnu -mcpu=znver4", "19.1.7"};
 
@@ -71,9 +76,8 @@ TEST(NearestTest, DistanceIsLogScaleOnSizesAndInfiniteAcrossOtherArguments) {
       std::isinf(workload_distance(a, {{"M", 64}, {"N", 64}, {"L", 64}, {"dtype", "float32"}})));
 }
 
-TEST(NearestTest, TheNearestTunedShapesBestConfigIsTakenAsAnIndexOfTheNewSpace) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(NearestOn, TheNearestTunedShapesBestConfigIsTakenAsAnIndexOfTheNewSpace) {
+  Database db = Database::open(fresh("log.db"));
   const auto big = matmul(256, 256, 256), small = matmul(32, 32, 32),
              other_layout = matmul(240, 256, 256, "nt");
   // Configs of big that the new shape takes as they are (power-of-two tiles divide both).
@@ -102,9 +106,8 @@ TEST(NearestTest, TheNearestTunedShapesBestConfigIsTakenAsAnIndexOfTheNewSpace) 
   EXPECT_FALSE(nearest_tuned(none, target, kTarget).has_value());
 }
 
-TEST(NearestTest, FactorsTheNewShapeLacksAreAdaptedAndAConfigWithoutAKnobIsPassedOver) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+TEST_P(NearestOn, FactorsTheNewShapeLacksAreAdaptedAndAConfigWithoutAKnobIsPassedOver) {
+  Database db = Database::open(fresh("log.db"));
   const auto target = matmul(3, 64, 64), nearer = matmul(4, 64, 64), near = matmul(64, 64, 64);
   // near's record: a config whose split factors the 3-row shape does not offer as they are.
   std::optional<uint64_t> misfit;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/tuning_db/postgres_util.h"
 #include "tests/tuning_db/test_util.h"
 
 namespace ktune::tuning_db {
@@ -13,6 +14,10 @@ namespace {
 using testing::make_failure;
 using testing::make_record;
 using testing::TempDir;
+
+// The report's queries run on both backends.
+class ReportOn : public testing::OnBothBackends {};
+INSTANTIATE_TEST_SUITE_P(Backends, ReportOn, testing::kBothBackends, testing::backend_test_name);
 
 Record tuned(Record r, const std::string& tuner) {
   r.tuner = tuner;
@@ -34,9 +39,8 @@ void write_log(Database& db) {
   db.add({make_record(200, 1, {1.6e-3}), emulated});
 }
 
-TEST(ReportTest, CurvesErrorsAndTopConfigsMatchTheRecords) {
-  TempDir dir;
-  auto db = Database::open(dir.file("log.db"));
+TEST_P(ReportOn, CurvesErrorsAndTopConfigsMatchTheRecords) {
+  auto db = Database::open(fresh("log.db"));
   write_log(db);
   const Report r = build_report(db, {.top_k = 2});
   EXPECT_EQ(r.stats.records, 9);
@@ -91,9 +95,8 @@ TEST(ReportTest, CurvesErrorsAndTopConfigsMatchTheRecords) {
   EXPECT_NEAR(r.workloads[2].best_gflops, 20, 1e-9);
 }
 
-TEST(ReportTest, PlanCorrelationsAndModelRuns) {
-  TempDir dir;
-  auto db = Database::open(dir.file("log.db"));
+TEST_P(ReportOn, PlanCorrelationsAndModelRuns) {
+  auto db = Database::open(fresh("log.db"));
   RunStore runs(db);
   const int64_t run = runs.begin({"xgb", testing::matmul_key(100), testing::kHost.target, {}});
   runs.add_batch_quality(run, {0, 0, std::nullopt});

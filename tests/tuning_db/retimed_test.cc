@@ -6,20 +6,24 @@
 #include <filesystem>
 #include <sstream>
 
+#include "tests/tuning_db/postgres_util.h"
 #include "tests/tuning_db/test_util.h"
 #include "tuning_db/database.h"
 #include "tuning_db/report.h"
 #include "tuning_db/schema.h"
-#include "tuning_db/sqlite.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::tuning_db {
 namespace {
 
 using testing::TempDir;
 
-TEST(Retimed, RetimeReplacesTheFigureAndRefusesWhatCannotBeRetimed) {
-  TempDir dir;
-  Database db = Database::open(dir.file("log.db"));
+// Re-timing runs on both backends.
+class RetimedOn : public testing::OnBothBackends {};
+INSTANTIATE_TEST_SUITE_P(Backends, RetimedOn, testing::kBothBackends, testing::backend_test_name);
+
+TEST_P(RetimedOn, RetimeReplacesTheFigureAndRefusesWhatCannotBeRetimed) {
+  Database db = Database::open(fresh("log.db"));
   const TargetKey target{"llvm", "19"};
   Record r;
   r.workload_key = "mm";
@@ -90,7 +94,7 @@ TEST(Retimed, RetimeReplacesTheFigureAndRefusesWhatCannotBeRetimed) {
   EXPECT_DOUBLE_EQ(db.best("mm", target)->cost(), 0.25);  // untouched by the refusals
 }
 
-TEST(Retimed, ALineWithABadRetimingIsRejected) {
+TEST_P(RetimedOn, ALineWithABadRetimingIsRejected) {
   Record r;
   r.workload_key = "mm";
   r.template_name = "matmul";

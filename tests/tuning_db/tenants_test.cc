@@ -5,11 +5,12 @@
 
 #include <sstream>
 
+#include "tests/tuning_db/postgres_util.h"
 #include "tests/tuning_db/test_util.h"
 #include "tuning_db/database.h"
 #include "tuning_db/job_store.h"
 #include "tuning_db/schema.h"
-#include "tuning_db/sqlite.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::tuning_db {
 namespace {
@@ -19,15 +20,24 @@ using testing::make_record;
 using testing::matmul_key;
 using testing::TempDir;
 
+// Tenants' jobs run on both backends.
+class TenantJobsOn : public testing::OnBothBackends {};
+INSTANTIATE_TEST_SUITE_P(Backends, TenantJobsOn, testing::kBothBackends,
+                         testing::backend_test_name);
+
+// Tenants' records run on both backends.
+class TenantRecordsOn : public testing::OnBothBackends {};
+INSTANTIATE_TEST_SUITE_P(Backends, TenantRecordsOn, testing::kBothBackends,
+                         testing::backend_test_name);
+
 Record measured_by(Record r, const std::string& client, const std::string& worker) {
   r.client = client;
   r.worker = worker;
   return r;
 }
 
-TEST(TenantRecords, ClientAndWorkerRoundTripThroughTheLogAndJsonLines) {
-  TempDir dir;
-  Database db = Database::open(dir.file("t.db"));
+TEST_P(TenantRecordsOn, ClientAndWorkerRoundTripThroughTheLogAndJsonLines) {
+  Database db = Database::open(fresh("t.db"));
   db.add({measured_by(make_record(64, 1, {2e-3}), "alice", "w1"),
           measured_by(make_record(64, 2, {1e-3}), "bob", "w2"), make_record(64, 3, {3e-3})});
   const auto records = db.history("matmul", kHost);
@@ -51,7 +61,7 @@ TEST(TenantRecords, ClientAndWorkerRoundTripThroughTheLogAndJsonLines) {
   EXPECT_FALSE(parsed[2]["meta"].contains("client"));
   EXPECT_FALSE(parsed[2]["meta"].contains("worker"));
 
-  Database copy = Database::open(dir.file("copy.db"));
+  Database copy = Database::open(fresh("copy.db"));
   lines.clear();
   lines.seekg(0);
   EXPECT_EQ(copy.import_jsonl(lines).imported, 3);
@@ -62,7 +72,7 @@ TEST(TenantRecords, ClientAndWorkerRoundTripThroughTheLogAndJsonLines) {
   EXPECT_EQ(imported[2].client, "");
 }
 
-TEST(TenantRecords, AnOldLineWithoutTheFieldsImportsAndABadOneIsRefused) {
+TEST_P(TenantRecordsOn, AnOldLineWithoutTheFieldsImportsAndABadOneIsRefused) {
   nlohmann::json line = to_json(make_record(64, 4, {1e-3}));
   ASSERT_FALSE(line["meta"].contains("client"));
   const Record old = from_json(line);
@@ -78,9 +88,8 @@ TEST(TenantRecords, AnOldLineWithoutTheFieldsImportsAndABadOneIsRefused) {
   }
 }
 
-TEST(TenantJobs, AJobKeepsItsClient) {
-  TempDir dir;
-  Database db = Database::open(dir.file("j.db"));
+TEST_P(TenantJobsOn, AJobKeepsItsClient) {
+  Database db = Database::open(fresh("j.db"));
   JobStore jobs(db);
   JobRow row;
   row.device_key = "x86";

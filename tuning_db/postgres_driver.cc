@@ -1,0 +1,355 @@
+// The PostgreSQL driver, over libpq: ?N parameters become $N, every statement runs with typed
+// parameters and text results, and the PostgreSQL side of every backend difference (the schema
+// version in the meta table, an advisory lock for the one writer, DDL types).
+#include "tuning_db/postgres_driver.h"
+
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <optional>
+#include <utility>
+
+#include "support/error.h"
+
+namespace ktune::tuning_db::sql {
+namespace {
+
+// Type oids of the parameters (pg_type.h is a server header).
+constexpr Oid kInt8 = 20, kText = 25, kBytea = 17, kFloat8 = 701;
+// The advisory lock every write transaction takes first ("ktun"): one writer at a time on the
+// log, as BEGIN IMMEDIATE gives on SQLite. Advisory locks are per database.
+constexpr int64_t kWriteLock = 0x6b74756e;
+// SQLSTATEs of a lock not granted in time and of a deadlock.
+constexpr std::string_view kLockNotAvailable = "55P03", kDeadlock = "40P01";
+
+// `url` with its password, if any, masked: what messages show.
+std::string masked(const std::string& url) {
+  const size_t scheme = url.find("://");
+  const size_t at = url.find('@');
+  if (scheme == std::string::npos || at == std::string::npos) return url;
+  const size_t colon = url.find(':', scheme + 3);
+  if (colon == std::string::npos || colon > at) return url;
+  return url.substr(0, colon + 1) + "***" + url.substr(at);
+}
+
+// `sql` with ?N written $N (outside quoted text), and the highest N.
+std::pair<std::string, int> translate(std::string_view sql) {
+  std::string out;
+  out.reserve(sql.size());
+  int highest = 0;
+  char quote = 0;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    const char c = sql[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '?' && i + 1 < sql.size() &&
+               std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
+      int n = 0;
+      auto [end, ec] = std::from_chars(sql.data() + i + 1, sql.data() + sql.size(), n);
+      highest = std::max(highest, n);
+      out += '$';
+      out.append(sql.data() + i + 1, end);
+      i = static_cast<size_t>(end - sql.data()) - 1;
+      continue;
+    }
+    out += c;
+  }
+  return {out, highest};
+}
+
+class PgConnection;
+
+class PgStatement final : public StatementDriver {
+ public:
+  PgStatement(PgConnection& conn, std::string_view sql) : conn_(conn) {
+    auto [text, n] = translate(sql);
+    sql_ = std::move(text);
+    values_.resize(static_cast<size_t>(n));
+    types_.assign(static_cast<size_t>(n), 0);
+    formats_.assign(static_cast<size_t>(n), 0);
+  }
+  ~PgStatement() override { clear_result(); }
+
+  void bind(int index, int64_t value) override { set(index, std::to_string(value), kInt8, 0); }
+  void bind(int index, double value) override {
+    // The shortest text that reads back as the same double.
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+    set(index, std::string(buf, end), kFloat8, 0);
+  }
+  void bind(int index, std::string_view value) override {
+    set(index, std::string(value), kText, 0);
+  }
+  void bind_blob(int index, std::span<const uint8_t> value) override {
+    set(index, std::string(value.begin(), value.end()), kBytea, 1);
+  }
+  void bind_null(int index) override {
+    slot(index);
+    values_[static_cast<size_t>(index - 1)].reset();
+    types_[static_cast<size_t>(index - 1)] = 0;
+  }
+  bool step() override;
+  void reset() override {
+    clear_result();
+    for (auto& v : values_) v.reset();
+  }
+  bool is_null(int column) const override { return PQgetisnull(result_, row_, column) != 0; }
+  int64_t column_int(int column) const override {
+    const char* text = PQgetvalue(result_, row_, column);
+    // A boolean expression reads as 1 or 0, as on SQLite.
+    if (text[0] == 't' && text[1] == 0) return 1;
+    if (text[0] == 'f' && text[1] == 0) return 0;
+    return std::strtoll(text, nullptr, 10);
+  }
+  double column_double(int column) const override {
+    return std::strtod(PQgetvalue(result_, row_, column), nullptr);
+  }
+  std::string column_text(int column) const override {
+    return std::string(PQgetvalue(result_, row_, column),
+                       static_cast<size_t>(PQgetlength(result_, row_, column)));
+  }
+  std::vector<uint8_t> column_blob(int column) const override {
+    size_t n = 0;
+    unsigned char* bytes = PQunescapeBytea(
+        reinterpret_cast<const unsigned char*>(PQgetvalue(result_, row_, column)), &n);
+    if (!bytes) throw Error(ErrorKind::kDatabase, "cannot decode a bytea value");
+    std::vector<uint8_t> out(bytes, bytes + n);
+    PQfreemem(bytes);
+    return out;
+  }
+
+ private:
+  void slot(int index) const {
+    if (index < 1 || index > static_cast<int>(values_.size()))
+      throw Error(ErrorKind::kInternal, "parameter ?" + std::to_string(index) + " is not in '" +
+                                            sql_.substr(0, 60) + "'");
+  }
+  void set(int index, std::string value, Oid type, int format) {
+    slot(index);
+    const auto i = static_cast<size_t>(index - 1);
+    values_[i] = std::move(value);
+    types_[i] = type;
+    formats_[i] = format;
+  }
+  void clear_result() {
+    if (result_) PQclear(result_);
+    result_ = nullptr;
+    row_ = -1;
+  }
+
+  PgConnection& conn_;
+  std::string sql_;
+  std::vector<std::optional<std::string>> values_;
+  std::vector<Oid> types_;
+  std::vector<int> formats_;
+  PGresult* result_ = nullptr;  // all rows of the executed statement
+  int row_ = -1;
+};
+
+class PgConnection final : public ConnectionDriver {
+ public:
+  PgConnection(PGconn* conn, std::string location) : conn_(conn), location_(std::move(location)) {}
+  ~PgConnection() override { PQfinish(conn_); }
+
+  // Runs a statement; returns its result (tuples or command), or throws Error(kDatabase).
+  PGresult* run(std::string_view sql, int n, const Oid* types, const char* const* values,
+                const int* lengths, const int* formats) {
+    PGresult* res = n == 0 && !types ? PQexec(conn_, std::string(sql).c_str())
+                                     : PQexecParams(conn_, std::string(sql).c_str(), n, types,
+                                                    values, lengths, formats, 0);
+    const ExecStatusType status = PQresultStatus(res);
+    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
+      const char* tuples = PQcmdTuples(res);
+      changes_ = tuples[0] ? std::strtoll(tuples, nullptr, 10) : 0;
+      last_state_.clear();
+      return res;
+    }
+    const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+    last_state_ = state ? state : "";
+    std::string message = res ? PQresultErrorMessage(res) : PQerrorMessage(conn_);
+    if (res) PQclear(res);
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
+      message.pop_back();
+    std::string hint;
+    if (last_error_was_busy())
+      hint = " (another connection holds the log's lock beyond the busy timeout)";
+    throw Error(ErrorKind::kDatabase, "tuning log '" + location_ + "': '" +
+                                          std::string(sql.substr(0, 60)) + "': " + message + hint);
+  }
+
+  Backend backend() const override { return Backend::kPostgres; }
+  const std::string& location() const override { return location_; }
+  std::string_view kind() const override { return "a PostgreSQL database"; }
+
+  std::unique_ptr<StatementDriver> prepare(std::string_view sql) override {
+    return std::make_unique<PgStatement>(*this, sql);
+  }
+  void exec(std::string_view sql) override {
+    PQclear(run(sql, 0, nullptr, nullptr, nullptr, nullptr));
+  }
+  int64_t last_insert_id() override { return query_int("SELECT lastval()"); }
+  int64_t changes() const override { return changes_; }
+  bool last_error_was_busy() const override {
+    return last_state_ == kLockNotAvailable || last_state_ == kDeadlock;
+  }
+  void begin(TransactionMode mode) override {
+    if (mode == TransactionMode::kDeferred) {
+      exec("BEGIN ISOLATION LEVEL REPEATABLE READ");
+      return;
+    }
+    // READ COMMITTED: each statement after the lock sees every write committed before it.
+    exec("BEGIN");
+    try {
+      exec("SELECT pg_advisory_xact_lock(" + std::to_string(kWriteLock) + ")");
+    } catch (...) {
+      rollback();
+      throw;
+    }
+  }
+  void commit() override { exec("COMMIT"); }
+  void rollback() noexcept override { PQclear(PQexec(conn_, "ROLLBACK")); }
+  void set_busy_timeout(int ms) override {
+    // 0 would mean "wait forever" here, where SQLite's 0 means "do not wait".
+    exec("SET lock_timeout = " + std::to_string(std::max(1, ms)));
+  }
+  void set_read_only() override { exec("SET default_transaction_read_only = on"); }
+
+  // SQLite's INTEGER is 64 bits, REAL a double, and TEXT compares bytewise: on PostgreSQL
+  // BIGINT, DOUBLE PRECISION and TEXT COLLATE "C" (so ORDER BY gives SQLite's order); an
+  // INTEGER PRIMARY KEY is an identity column.
+  std::string ddl(std::string_view sqlite_ddl) const override {
+    std::string out;
+    size_t i = 0;
+    char quote = 0;
+    while (i < sqlite_ddl.size()) {
+      const char c = sqlite_ddl[i];
+      if (quote || c == '\'' || c == '"') {
+        quote = quote ? (c == quote ? 0 : quote) : c;
+        out += c;
+        ++i;
+        continue;
+      }
+      if (!std::isalpha(static_cast<unsigned char>(c)) && c != '_') {
+        out += c;
+        ++i;
+        continue;
+      }
+      size_t end = i;
+      while (end < sqlite_ddl.size() &&
+             (std::isalnum(static_cast<unsigned char>(sqlite_ddl[end])) || sqlite_ddl[end] == '_'))
+        ++end;
+      const std::string_view word = sqlite_ddl.substr(i, end - i);
+      constexpr std::string_view kPrimaryKey = " PRIMARY KEY";
+      if (word == "INTEGER" && sqlite_ddl.substr(end, kPrimaryKey.size()) == kPrimaryKey) {
+        out += "BIGINT GENERATED BY DEFAULT AS IDENTITY";
+      } else if (word == "INTEGER") {
+        out += "BIGINT";
+      } else if (word == "REAL") {
+        out += "DOUBLE PRECISION";
+      } else if (word == "BLOB") {
+        out += "BYTEA";
+      } else if (word == "TEXT") {
+        out += "TEXT COLLATE \"C\"";
+      } else {
+        out += word;
+      }
+      i = end;
+    }
+    return out;
+  }
+  // The meta table (from schema version 1) holds both; an empty database has none.
+  int64_t application_id() override { return meta_int("application_id"); }
+  int64_t schema_version() override { return meta_int("schema_version"); }
+  void set_version(int32_t application_id, int version) override {
+    PgStatement s(*this,
+                  "INSERT INTO meta(key, value) VALUES (?1, ?2) "
+                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    s.bind(1, std::string_view("application_id"));
+    s.bind(2, std::to_string(application_id));
+    while (s.step()) {
+    }
+    s.reset();
+    s.bind(1, std::string_view("schema_version"));
+    s.bind(2, std::to_string(version));
+    while (s.step()) {
+    }
+  }
+  int64_t schema_objects() override {
+    return query_int(
+        "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i', 'v', 'S', 'p')");
+  }
+  bool has_object(std::string_view type, std::string_view name) override {
+    PgStatement s(*this,
+                  "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                  "WHERE n.nspname = current_schema() AND c.relname = ?2 AND "
+                  "c.relkind = CASE WHEN ?1 = 'table' THEN 'r' ELSE 'i' END");
+    s.bind(1, type);
+    s.bind(2, name);
+    return s.step();
+  }
+  // PostgreSQL checks every constraint on every write and its pages by their checksums (when
+  // the cluster has them): there is no whole-log check to run here.
+  std::vector<std::string> integrity_problems() override { return {}; }
+
+ private:
+  int64_t query_int(std::string_view sql) {
+    PgStatement s(*this, sql);
+    return s.step() && !s.is_null(0) ? s.column_int(0) : 0;
+  }
+  int64_t meta_int(std::string_view key) {
+    if (query_int("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                  "WHERE n.nspname = current_schema() AND c.relname = 'meta'") == 0)
+      return 0;
+    PgStatement s(*this, "SELECT value FROM meta WHERE key = ?1");
+    s.bind(1, key);
+    return s.step() ? std::strtoll(s.column_text(0).c_str(), nullptr, 10) : 0;
+  }
+
+  PGconn* conn_;
+  std::string location_;
+  int64_t changes_ = 0;
+  std::string last_state_;  // SQLSTATE of the last failure, "" after a success
+};
+
+bool PgStatement::step() {
+  if (!result_) {
+    std::vector<const char*> values(values_.size());
+    std::vector<int> lengths(values_.size());
+    for (size_t i = 0; i < values_.size(); ++i) {
+      values[i] = values_[i] ? values_[i]->data() : nullptr;
+      lengths[i] = values_[i] ? static_cast<int>(values_[i]->size()) : 0;
+    }
+    result_ = conn_.run(sql_, static_cast<int>(values_.size()), types_.data(), values.data(),
+                        lengths.data(), formats_.data());
+  }
+  return ++row_ < PQntuples(result_);
+}
+
+void silent(void*, const char*) {}
+
+}  // namespace
+
+std::unique_ptr<ConnectionDriver> open_postgres(const std::string& url) {
+  PGconn* conn = PQconnectdb(url.c_str());
+  if (!conn || PQstatus(conn) != CONNECTION_OK) {
+    std::string message = conn ? PQerrorMessage(conn) : "out of memory";
+    if (conn) PQfinish(conn);
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
+      message.pop_back();
+    throw Error(ErrorKind::kDatabase, "cannot open tuning log '" + masked(url) + "': " + message);
+  }
+  // Notices (a ROLLBACK outside a transaction, ...) are not for the user's terminal.
+  PQsetNoticeProcessor(conn, silent, nullptr);
+  auto driver = std::make_unique<PgConnection>(conn, masked(url));
+  // Text columns hold UTF-8 (JSON, keys); notices below warnings are not for the user.
+  driver->exec("SET client_encoding = 'UTF8'; SET client_min_messages = warning");
+  return driver;
+}
+
+}  // namespace ktune::tuning_db::sql
