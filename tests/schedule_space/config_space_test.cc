@@ -159,9 +159,8 @@ TEST(ConfigSpace, CopyWithAnotherConstraintDoesNotReuseTheValidSet) {
   std::mt19937_64 rng(5);
   EXPECT_EQ(s.sample(100, rng).size(), 24u);  // fills the kept valid set of s
   ConfigSpace narrower = s;
-  narrower.add_constraint("no nt", [](const EntityView& v) {
-    return v["layout"].as_string() == "nn";
-  });
+  narrower.add_constraint("no nt",
+                          [](const EntityView& v) { return v["layout"].as_string() == "nn"; });
   const auto got = narrower.sample(100, rng);
   EXPECT_EQ(got.size(), 12u);
   for (uint64_t i : got) EXPECT_EQ(narrower.get(i)["layout"].as_string(), "nn") << i;
