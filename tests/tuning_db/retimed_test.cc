@@ -115,22 +115,14 @@ TEST_P(RetimedOn, ALineWithABadRetimingIsRejected) {
 TEST(Retimed, AVersionFiveLogMigratesWithItsNoisyRecordsFlagged) {
   TempDir dir;
   const std::string path = dir.file("v5.db");
-  {
-    auto conn = sql::Connection::open(path, true);
-    sql::Transaction txn(conn);
-    apply_migrations(conn, 0, 5);
-    conn.exec(
-        "INSERT INTO workloads(key, template, args, flop) VALUES ('mm', 'matmul', '{}', 2e9);"
-        "INSERT INTO targets(target, llvm_version) VALUES ('llvm', '19');"
-        "INSERT INTO devices(key) VALUES ('x86');"
-        "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
-        "mean_cost, error_kind, created_at) VALUES "
-        "(1, 1, 1, 5, '{\"index\":5,\"entity\":[]}', '[0.5]', 0.5, '', 0),"
-        "(1, 1, 1, 6, '{\"index\":6,\"entity\":[]}', '[0.25,0.75]', 0.5, '', 0),"
-        "(1, 1, 1, 7, '{\"index\":7,\"entity\":[]}', '[0.125,0.13]', 0.1275, '', 0),"
-        "(1, 1, 1, 8, '{\"index\":8,\"entity\":[]}', '[]', NULL, 'run', 0);");
-    txn.commit();
-  }
+  testing::write_old_log(
+      path, 5,
+      "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
+      "mean_cost, error_kind, created_at) VALUES "
+      "(1, 1, 1, 5, '{\"index\":5,\"entity\":[]}', '[0.5]', 0.5, '', 0),"
+      "(1, 1, 1, 6, '{\"index\":6,\"entity\":[]}', '[0.25,0.75]', 0.5, '', 0),"
+      "(1, 1, 1, 7, '{\"index\":7,\"entity\":[]}', '[0.125,0.13]', 0.1275, '', 0),"
+      "(1, 1, 1, 8, '{\"index\":8,\"entity\":[]}', '[]', NULL, 'run', 0);");
   const TargetKey target{"llvm", "19"};
   {
     Database reader = Database::open(path, {.read_only = true});

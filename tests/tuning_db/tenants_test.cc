@@ -107,22 +107,14 @@ TEST_P(TenantJobsOn, AJobKeepsItsClient) {
 TEST(TenantMigration, AVersionFiveLogKeepsEveryRecordAndJob) {
   TempDir dir;
   const std::string path = dir.file("v5.db");
-  {
-    auto conn = sql::Connection::open(path, true);
-    sql::Transaction txn(conn);
-    apply_migrations(conn, 0, 5);
-    conn.exec(
-        "INSERT INTO workloads(key, template, args, flop) VALUES ('mm', 'matmul', '{}', 2e9);"
-        "INSERT INTO targets(target, llvm_version) VALUES ('llvm', '19');"
-        "INSERT INTO devices(key) VALUES ('x86');"
-        "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
-        "mean_cost, error_kind, created_at) VALUES "
-        "(1, 1, 1, 5, '{\"index\":5,\"entity\":[]}', '[0.5]', 0.5, '', 0),"
-        "(1, 1, 1, 6, '{\"index\":6,\"entity\":[]}', '[0.25]', 0.25, '', 0);"
-        "INSERT INTO jobs(spec, device_key, owner, state, created_at, updated_at) VALUES "
-        "('{}', 'x86', 'carol@box', 'done', 1, 2);");
-    txn.commit();
-  }
+  testing::write_old_log(
+      path, 5,
+      "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
+      "mean_cost, error_kind, created_at) VALUES "
+      "(1, 1, 1, 5, '{\"index\":5,\"entity\":[]}', '[0.5]', 0.5, '', 0),"
+      "(1, 1, 1, 6, '{\"index\":6,\"entity\":[]}', '[0.25]', 0.25, '', 0);"
+      "INSERT INTO jobs(spec, device_key, owner, state, created_at, updated_at) VALUES "
+      "('{}', 'x86', 'carol@box', 'done', 1, 2);");
   const TargetKey target{"llvm", "19"};
   {
     Database reader = Database::open(path, {.read_only = true});

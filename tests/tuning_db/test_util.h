@@ -1,4 +1,5 @@
-// Defines helpers shared by the tuning_db tests: a temporary directory and record factories.
+// Defines helpers shared by the tuning_db tests: a temporary directory, record factories and old-
+// schema logs.
 #pragma once
 
 #include <unistd.h>
@@ -8,6 +9,8 @@
 #include <string>
 
 #include "tuning_db/record.h"
+#include "tuning_db/schema.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::tuning_db::testing {
 
@@ -70,6 +73,21 @@ inline Record make_failure(int n, int64_t index, ErrorKind kind, const TargetKey
   r.error = kind;
   r.error_message = "failed on purpose";
   return r;
+}
+
+// Writes a SQLite log of schema `version` at `path`, as an older ktune left it: workload 1 'mm'
+// (matmul, 2 GFLOP), target 1 ('llvm', LLVM 19), device 1 'x86', then `rows` (SQL inserts of that
+// version's records, jobs, ...).
+inline void write_old_log(const std::string& path, int version, const std::string& rows) {
+  auto conn = sql::Connection::open(path, true);
+  sql::Transaction txn(conn);
+  apply_migrations(conn, 0, version);
+  conn.exec(
+      "INSERT INTO workloads(key, template, args, flop) VALUES ('mm', 'matmul', '{}', 2e9);"
+      "INSERT INTO targets(target, llvm_version) VALUES ('llvm', '19');"
+      "INSERT INTO devices(key) VALUES ('x86');" +
+      rows);
+  txn.commit();
 }
 
 }  // namespace ktune::tuning_db::testing
