@@ -35,6 +35,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "bench/cli.h"
 #include "bench/library_race.h"
 #include "codegen/target.h"
 #include "schedule_space/task.h"
@@ -446,28 +447,13 @@ void report_bf16(const std::vector<Shape>& shapes, std::vector<double> fp32_gflo
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) throw Error(ErrorKind::kInvalidArgument, "missing value after " + a);
-    const std::string v = argv[++i];
-    if (a == "--trials")
-      o.trials = std::stoul(v);
-    else if (a == "--rounds")
-      o.rounds = std::stoi(v);
-    else if (a == "--threads")
-      o.threads = std::stoi(v);
-    else if (a == "--only")
-      o.only = v;
-    else
-      throw Error(ErrorKind::kInvalidArgument, "unknown option " + a);
-  }
-  if (o.trials == 0 || o.trials > 1000)
-    throw Error(ErrorKind::kInvalidArgument, "trials must be in 1..1000");
-  if (o.rounds < 1) throw Error(ErrorKind::kInvalidArgument, "rounds must be >= 1");
-  if (o.threads < 1 || o.threads > 256)
-    throw Error(ErrorKind::kInvalidArgument, "threads must be in 1..256");
-  if (!o.only.empty() && o.only != "gemm" && o.only != "conv" && o.only != "bf16")
-    throw Error(ErrorKind::kInvalidArgument, "--only takes gemm, conv or bf16");
+  CLI::App app{"int8 and bf16 kernels against oneDNN and ktune's float32", "int8_vs_library"};
+  app.add_option("--trials", o.trials, "Tuning trials per kernel")->check(CLI::Range(1, 1000));
+  app.add_option("--rounds", o.rounds, "Interleaved timing rounds")->check(CLI::PositiveNumber);
+  app.add_option("--threads", o.threads, "Threads")->check(CLI::Range(1, 256));
+  app.add_option("--only", o.only, "Those rows alone")
+      ->check(CLI::IsMember({"gemm", "conv", "bf16"}));
+  bench::parse_or_exit(app, argc, argv);
   return o;
 }
 

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cli.h"
 #include "bench/fma_peak.h"
 #include "bench/gemv_hand.h"
 #include "bench/library_race.h"
@@ -89,24 +90,12 @@ struct Options {
 Options parse(int argc, char** argv) {
   Options o;
   o.race.trials = 150;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) throw Error(ErrorKind::kInvalidArgument, "missing value after " + a);
-    const std::string v = argv[++i];
-    if (a == "--trials")
-      o.race.trials = std::stoul(v);
-    else if (a == "--rounds")
-      o.race.rounds = std::stoi(v);
-    else if (a == "--seed")
-      o.race.seed = std::stoull(v);
-    else if (a == "--only")
-      o.only = v;
-    else
-      throw Error(ErrorKind::kInvalidArgument,
-                  "unknown option " + a + " (known: --trials, --rounds, --seed, --only)");
-  }
-  if (o.race.trials < 1 || o.race.trials > 300 || o.race.rounds < 1)
-    throw Error(ErrorKind::kInvalidArgument, "--trials must be in 1..300 and --rounds >= 1");
+  CLI::App app{"layer shapes of real networks against OpenBLAS and oneDNN", "shape_zoo"};
+  app.add_option("--trials", o.race.trials, "Tuning trials per shape")->check(CLI::Range(1, 300));
+  app.add_option("--rounds", o.race.rounds, "Timed rounds")->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.race.seed, "Tuner seed");
+  app.add_option("--only", o.only, "Only the shapes whose name contains this");
+  bench::parse_or_exit(app, argc, argv);
   return o;
 }
 

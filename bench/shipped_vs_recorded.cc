@@ -28,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/cli.h"
 #include "bench/workloads.h"
 #include "codegen/codegen_llvm.h"
 #include "codegen/target.h"
@@ -126,28 +127,21 @@ std::string program(const std::vector<nlohmann::json>& builds) {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) throw Error(ErrorKind::kInvalidArgument, "missing value after " + a);
-    const std::string v = argv[++i];
-    if (a == "--trials")
-      o.trials = std::stoul(v);
-    else if (a == "--rounds")
-      o.rounds = std::stoi(v);
-    else if (a == "--passes")
-      o.passes = std::stoi(v);
-    else if (a == "--seed")
-      o.seed = std::stoull(v);
-    else if (a == "--keep")
-      o.keep = v;
-    else if (a == "--retime")
-      o.keep = v, o.retime = true;
-    else
-      throw Error(ErrorKind::kInvalidArgument, "unknown option " + a);
-  }
-  if (o.trials < 1 || o.trials > 1000 || o.rounds < 1 || o.passes < 1)
-    throw Error(ErrorKind::kInvalidArgument,
-                "--trials must be in 1..1000, --rounds and --passes >= 1");
+  CLI::App app{"shipped kernels against the speed their records promise", "shipped_vs_recorded"};
+  app.add_option("--trials", o.trials, "Tuning trials per workload")->check(CLI::Range(1, 1000));
+  app.add_option("--rounds", o.rounds, "Timing rounds per pass")->check(CLI::PositiveNumber);
+  app.add_option("--passes", o.passes, "Runner/program alternations")->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed, "Tuner seed");
+  auto* keep = app.add_option("--keep", o.keep, "Leave the log, objects and program in DIR");
+  app.add_option_function<std::string>(
+         "--retime",
+         [&o](const std::string& dir) {
+           o.keep = dir;
+           o.retime = true;
+         },
+         "Time the kernels of an earlier --keep DIR again, without tuning")
+      ->excludes(keep);
+  bench::parse_or_exit(app, argc, argv);
   return o;
 }
 

@@ -45,6 +45,7 @@
 #include <omp.h>
 #endif
 
+#include "bench/cli.h"
 #include "bench/fma_peak.h"
 #include "bench/library_race.h"
 #include "bench/openblas_best.h"
@@ -272,38 +273,16 @@ Row bench_conv2d(const schedule_space::TargetTraits& traits, const Options& o) {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--direct-3x3") {
-      o.direct_3x3 = true;
-      continue;
-    }
-    if (i + 1 >= argc) throw Error(ErrorKind::kInvalidArgument, "missing value after " + a);
-    const std::string v = argv[++i];
-    if (a == "--trials")
-      o.trials = std::stoul(v);
-    else if (a == "--conv-trials")
-      o.conv_trials = std::stoul(v);
-    else if (a == "--seed")
-      o.seed = std::stoull(v);
-    else if (a == "--rounds")
-      o.rounds = std::stoi(v);
-    else if (a == "--threads")
-      o.threads = std::stoi(v);
-    else if (a == "--winograd")
-      o.winograd = std::stoi(v);
-    else
-      throw Error(ErrorKind::kInvalidArgument, "unknown option " + a);
-  }
-  if (o.trials == 0 || o.trials > 1000 || o.conv_trials == 0 || o.conv_trials > 1000)
-    throw Error(ErrorKind::kInvalidArgument, "trials must be in 1..1000");
-  if (o.rounds < 1) throw Error(ErrorKind::kInvalidArgument, "rounds must be >= 1");
-  if (o.threads < 1 || o.threads > 256)
-    throw Error(ErrorKind::kInvalidArgument, "threads must be in 1..256");
-  if (o.winograd != 0 && o.winograd != 2 && o.winograd != 4 && o.winograd != 6)
-    throw Error(ErrorKind::kInvalidArgument, "--winograd takes 2, 4 or 6");
-  if (o.winograd != 0 && o.direct_3x3)
-    throw Error(ErrorKind::kInvalidArgument, "--winograd and --direct-3x3 exclude each other");
+  CLI::App app{"tuned kernels against OpenBLAS and oneDNN", "tuned_vs_library"};
+  app.add_option("--trials", o.trials, "Matmul tuning trials")->check(CLI::Range(1, 1000));
+  app.add_option("--conv-trials", o.conv_trials, "Conv tuning trials")->check(CLI::Range(1, 1000));
+  app.add_option("--seed", o.seed, "Tuner seed");
+  app.add_option("--rounds", o.rounds, "Timed rounds per kernel")->check(CLI::PositiveNumber);
+  app.add_option("--threads", o.threads, "Threads")->check(CLI::Range(1, 256));
+  auto* winograd = app.add_option("--winograd", o.winograd, "Winograd rows of this m")
+                       ->check(CLI::IsMember({2, 4, 6}));
+  app.add_flag("--direct-3x3", o.direct_3x3, "The direct 3x3 rows")->excludes(winograd);
+  bench::parse_or_exit(app, argc, argv);
   return o;
 }
 
