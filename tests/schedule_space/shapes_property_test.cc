@@ -112,6 +112,10 @@ Args random_args(const std::string& tmpl, std::mt19937_64& rng) {
     a["C"] = pick({"4", "8", "12", "20", "24", "32"});
     if (rng() % 2) a["data_zero_point"] = pick({"1", "128", "255"});
   }
+  if (tmpl == "conv2d_nchwc_bf16") {  // whole pairs of input channels
+    a["C"] = pick({"2", "6", "10", "12", "18", "24"});
+    a["epilogue"] = pick({"none", "bias", "bias_relu", "bias_add_relu"});
+  }
   if (tmpl == "conv2d_nchwc") {
     // Blocks chosen from the shape (default), or given and then mostly not dividing C and K.
     if (rng() % 2)
