@@ -28,13 +28,10 @@ Shape shape_of(const WorkloadArgs& a) {
 // I and W bfloat16 in DotConv's layouts, bias float32 [ceil(K/16)][16], residual and O float32
 // [N][ceil(K/16)][OH][OW][16]. Output lanes past K are zeros (a valid zero-padded input of the
 // next layer).
-struct Tensors {
-  DotConvInputs in;
-  DotConvEpilogue epilogue;
-};
-
-Tensors make_tensors(const Shape& sh) {
-  Tensors t;
+DotConvParts parts_of(const WorkloadArgs& a) {
+  const Shape sh = shape_of(a);
+  DotConvParts t;
+  t.conv = sh.conv;
   t.in = dot_conv_inputs(sh.conv);
   const EpilogueInputs in = epilogue_inputs(sh.epilogue, {sh.conv.kblocks(), kDotLanes},
                                             sh.conv.out_shape(), te::Float(32));
@@ -71,23 +68,13 @@ void register_conv_nchwc_bf16_template(TemplateRegistry& r) {
     check_epilogue(kName, a);
     shape_of(a);
   };
-  d.compute = [](const WorkloadArgs& a) {
-    const Shape sh = shape_of(a);
-    const Tensors t = make_tensors(sh);
-    return dot_conv_compute(sh.conv, t.in, t.epilogue);
-  };
   d.flop = [](const WorkloadArgs& a) {
     const Shape sh = shape_of(a);
     const DotConv& c = sh.conv;
     return direct_conv_flop(c.n, c.k, c.oh, c.ow, c.c, c.r * c.s, sh.epilogue.flop());
   };
-  set_dot_conv_space(d, [](const WorkloadArgs& a) { return shape_of(a).conv; });
-  d.apply = [](const WorkloadArgs& a, const TargetTraits& target, const Config& cfg) {
-    const Shape sh = shape_of(a);
-    const Tensors t = make_tensors(sh);
-    return dot_conv_apply(sh.conv, t.in, t.epilogue, cfg, target,
-                          target.bf16_dot ? &te::dot_16x2_bf16f32() : nullptr, kName);
-  };
+  set_dot_conv_template(d, parts_of, te::dot_16x2_bf16f32,
+                        [](const TargetTraits& t) { return t.bf16_dot; });
   r.add(std::move(d));
 }
 

@@ -35,14 +35,12 @@ Shape shape_of(const WorkloadArgs& a) {
 // I uint8, W int8 in DotConv's layouts, the epilogue's bias and scale [ceil(K/16)][16], O
 // [N][ceil(K/16)][OH][OW][16] int32 or the requantized type. The padding taps read
 // data_zero_point (the data's zero point, so that the convolution of x - zero_point is this one
-// less zero_point * sum(W), a per-channel constant). Output lanes past K are zeros.
-struct Tensors {
-  DotConvInputs in;
-  DotConvEpilogue epilogue;  // requantize
-};
-
-Tensors make_tensors(const Shape& sh) {
-  Tensors t;
+// less zero_point * sum(W), a per-channel constant). Output lanes past K are zeros. The epilogue
+// requantizes.
+DotConvParts parts_of(const WorkloadArgs& a) {
+  const Shape sh = shape_of(a);
+  DotConvParts t;
+  t.conv = sh.conv;
   t.in = dot_conv_inputs(sh.conv);
   const RequantInputs rq = requant_inputs(sh.rq, {sh.conv.kblocks(), kDotLanes});
   rq.append_to(t.epilogue.inputs);
@@ -77,22 +75,12 @@ void register_conv_nchwc_int8_template(TemplateRegistry& r) {
     check_requant(kName, a);
     shape_of(a);
   };
-  d.compute = [](const WorkloadArgs& a) {
-    const Shape sh = shape_of(a);
-    const Tensors t = make_tensors(sh);
-    return dot_conv_compute(sh.conv, t.in, t.epilogue);
-  };
   d.flop = [](const WorkloadArgs& a) {
     const DotConv c = shape_of(a).conv;
     return direct_conv_flop(c.n, c.k, c.oh, c.ow, c.c, c.r * c.s, 0);
   };
-  set_dot_conv_space(d, [](const WorkloadArgs& a) { return shape_of(a).conv; });
-  d.apply = [](const WorkloadArgs& a, const TargetTraits& target, const Config& cfg) {
-    const Shape sh = shape_of(a);
-    const Tensors t = make_tensors(sh);
-    return dot_conv_apply(sh.conv, t.in, t.epilogue, cfg, target,
-                          target.int8_dot ? &te::dot_16x4_u8s8s32() : nullptr, kName);
-  };
+  set_dot_conv_template(d, parts_of, te::dot_16x4_u8s8s32,
+                        [](const TargetTraits& t) { return t.int8_dot; });
   r.add(std::move(d));
 }
 

@@ -54,11 +54,7 @@ void define_nchwc_conv_space(const NchwcConvDims& d, const NchwcKnobs& k,
   space.define_knob("reduce_order", std::vector<int64_t>{0, 1, 2});
   space.define_knob(k.unroll_inner, std::vector<int64_t>{0, 1});
   space.define_knob("unroll_s", std::vector<int64_t>{0, 1});
-  if (k.pad_inline_knob)
-    space.define_knob("pad_inline",
-                      k.padded ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  space.define_knob("parallel",
-                    target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  define_pad_inline_and_parallel(space, k.pad_inline_knob, k.padded, target);
   const int64_t vectors = d.vectors;
   space.add_constraint("register tile fits the vector registers",
                        [vectors, target](const EntityView& v) {

@@ -175,18 +175,16 @@ std::vector<te::Tensor> kernel_args(const DotConvInputs& t, const DotConvEpilogu
   return v;
 }
 
-}  // namespace
-
-ComputeDef dot_conv_compute(const DotConv& d, const DotConvInputs& t, const DotConvEpilogue& e) {
+ComputeDef compute(const DotConv& d, const DotConvInputs& t, const DotConvEpilogue& e) {
   const bool staged = !e.none || d.k % kDotLanes != 0;
   const te::Tensor acc = reference_accumulator(d, t, staged ? "conv_acc" : "conv");
   const te::Tensor out = staged ? output_stage(d, e, acc) : acc;
   return ComputeDef{kernel_args(t, e, out), {out}};
 }
 
-Instantiated dot_conv_apply(const DotConv& d, const DotConvInputs& t, const DotConvEpilogue& e,
-                            const Config& cfg, const TargetTraits& target,
-                            const te::TensorIntrin* intrin, const std::string& tmpl) {
+Instantiated apply(const DotConv& d, const DotConvInputs& t, const DotConvEpilogue& e,
+                   const Config& cfg, const TargetTraits& target, const te::TensorIntrin* intrin,
+                   const std::string& tmpl) {
   const te::Tensor acc = tiled_accumulator(d, t);
   const te::Tensor out = output_stage(d, e, acc);
   te::Schedule s = te::create_schedule({out});
@@ -194,14 +192,29 @@ Instantiated dot_conv_apply(const DotConv& d, const DotConvInputs& t, const DotC
   return Instantiated{s, kernel_args(t, e, out)};
 }
 
-void set_dot_conv_space(TemplateDef& d, DotConv (*conv_of)(const WorkloadArgs&)) {
-  d.define = [conv_of](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
-    define_nchwc_conv_space(dims_of(conv_of(a), target), {.unroll_inner = "unroll_cq"}, target,
-                            space);
+}  // namespace
+
+void set_dot_conv_template(TemplateDef& d, DotConvParts (*parts_of)(const WorkloadArgs&),
+                           const te::TensorIntrin& (*intrin)(),
+                           bool (*has_intrin)(const TargetTraits&)) {
+  d.compute = [parts_of](const WorkloadArgs& a) {
+    const DotConvParts p = parts_of(a);
+    return compute(p.conv, p.in, p.epilogue);
   };
-  d.fallback = [conv_of](const WorkloadArgs& a, const TargetTraits& target,
-                         const ConfigSpace& space) {
-    return nchwc_conv_fallback(dims_of(conv_of(a), target), target, space);
+  d.define = [parts_of](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
+    define_nchwc_conv_space(dims_of(parts_of(a).conv, target), {.unroll_inner = "unroll_cq"},
+                            target, space);
+  };
+  d.fallback = [parts_of](const WorkloadArgs& a, const TargetTraits& target,
+                          const ConfigSpace& space) {
+    return nchwc_conv_fallback(dims_of(parts_of(a).conv, target), target, space);
+  };
+  const std::string name = d.name;
+  d.apply = [parts_of, intrin, has_intrin, name](const WorkloadArgs& a, const TargetTraits& target,
+                                                 const Config& cfg) {
+    const DotConvParts p = parts_of(a);
+    return apply(p.conv, p.in, p.epilogue, cfg, target, has_intrin(target) ? &intrin() : nullptr,
+                 name);
   };
 }
 

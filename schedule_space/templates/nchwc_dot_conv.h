@@ -59,12 +59,6 @@ struct DotConvInputs {
 };
 DotConvInputs dot_conv_inputs(const DotConv& d);
 
-// Sets d's define and fallback from the workload's DotConv (`conv_of`): the shared NCHWc conv
-// space with unroll_cq, the icb/depth loop of channel groups, as the inner unroll, one 16-lane
-// accumulator per oc block. The padding is always computed once: the intrinsic reads plain
-// loads, not a guarded select.
-void set_dot_conv_space(TemplateDef& d, DotConv (*conv_of)(const WorkloadArgs&));
-
 // What a template computes after the accumulator, in the tile loop: its inputs (kernel
 // arguments between W and O) and an output element of type `out` from the accumulator's value
 // at (n, ko, y, x, kb). Lanes past K are written as zeros. `none`: the output is the accumulator
@@ -76,15 +70,22 @@ struct DotConvEpilogue {
   std::function<te::Expr(const te::Expr& acc, const std::vector<te::Var>& at)> value;
 };
 
-// The template's compute definition: the reference accumulator, then the epilogue.
-ComputeDef dot_conv_compute(const DotConv& d, const DotConvInputs& t, const DotConvEpilogue& e);
+// A dot template's workload: the convolution, its inputs and its epilogue.
+struct DotConvParts {
+  DotConv conv;
+  DotConvInputs in;
+  DotConvEpilogue epilogue;
+};
 
-// The template's schedule of config `cfg`: the output stage tiled as the NCHWc conv space says,
-// the accumulator's 16 lanes tensorized with `intrin` or vectorized under the unrolled group when
-// intrin is null, the padded input computed once. Throws Error(kInstantiation), naming `tmpl`,
-// for a config the space does not allow.
-Instantiated dot_conv_apply(const DotConv& d, const DotConvInputs& t, const DotConvEpilogue& e,
-                            const Config& cfg, const TargetTraits& target,
-                            const te::TensorIntrin* intrin, const std::string& tmpl);
+// Sets d's compute, define, fallback and apply from the workload's parts (`parts_of`). compute:
+// the reference accumulator (one reduction over the C channels), then the epilogue. The space:
+// the shared NCHWc conv space with unroll_cq, the icb/depth loop of channel groups, as the inner
+// unroll, one 16-lane accumulator per oc block. apply: the output stage tiled as the space says,
+// the accumulator's 16 lanes tensorized with intrin() where has_intrin(target), else vectorized
+// under the unrolled group; the padded input computed once (the intrinsic reads plain loads,
+// not a guarded select).
+void set_dot_conv_template(TemplateDef& d, DotConvParts (*parts_of)(const WorkloadArgs&),
+                           const te::TensorIntrin& (*intrin)(),
+                           bool (*has_intrin)(const TargetTraits&));
 
 }  // namespace ktune::schedule_space::templates

@@ -10,8 +10,6 @@
 #include <random>
 #include <string>
 
-#include "codegen/kernel.h"
-#include "codegen/runtime.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
 #include "tests/schedule_space/reference_util.h"
@@ -111,16 +109,8 @@ void check_case(const Case& c, const codegen::Target& target) {
   std::mt19937_64 rng(9);
   std::vector<Config> configs = {task.fallback_config()};
   for (uint64_t i : task.space().sample(3, rng)) configs.push_back(task.space().get(i));
-  for (const Config& cfg : configs) {
-    const Instantiated inst = task.instantiate(cfg);
-    codegen::Kernel k =
-        codegen::Kernel::load(codegen::build(te::lower(inst.schedule, inst.args, "k"), target));
-    for (int threads : {1, 2}) {
-      codegen::set_num_threads(threads);
-      std::vector<te::HostBuffer> bufs = testing::fresh_buffers(ref);
-      std::vector<void*> ptrs;
-      for (auto& b : bufs) ptrs.push_back(b.data());
-      ASSERT_EQ(k.run(ptrs), 0);
+  for (const Config& cfg : configs)
+    testing::run_on_host(task, cfg, target, ref, [&](const std::vector<te::HostBuffer>& bufs) {
       const te::HostBuffer& out = bufs.back();
       for (int64_t i = 0; i < out.num_elements(); ++i) {
         const double got = out.get(i);
@@ -128,8 +118,7 @@ void check_case(const Case& c, const codegen::Target& target) {
             << what << " " << cfg.to_json_string() << " element " << i << ": got " << got
             << ", expected " << want.value[i];
       }
-    }
-  }
+    });
 }
 
 TEST(Conv2dNchwcBf16Test, TensorizedOnTheHostMatchesTheExactSum) {
@@ -146,17 +135,16 @@ TEST(Conv2dNchwcBf16Test, VectorCodeOnX86V3MatchesTheExactSum) {
 }
 
 TEST(Conv2dNchwcBf16Test, ObjectHoldsVdpbf16psOnlyWithAvx512Bf16) {
-  const auto asm_of = [](const codegen::Target& target) {
-    const Task task = task_of({1, 64, 14, 14, 64, 3, 1, 1}, testing::traits_of(target));
-    const Instantiated inst = task.instantiate(task.fallback_config());
-    return codegen::emit_assembly(te::lower(inst.schedule, inst.args, "k"), target);
-  };
-  const std::string zen4 =
-      asm_of(codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4"));
-  EXPECT_NE(zen4.find("vdpbf16ps"), std::string::npos);
-  const std::string v3 =
-      asm_of(codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3"));
-  EXPECT_EQ(v3.find("vdpbf16ps"), std::string::npos);
+  const std::map<std::string, std::string> args = {
+      {"C", "64"}, {"H", "14"}, {"W", "14"}, {"K", "64"}, {"pad", "1"}};
+  EXPECT_NE(testing::fallback_assembly("conv2d_nchwc_bf16", args,
+                                       "llvm -mtriple=x86_64-linux-gnu -mcpu=znver4")
+                .find("vdpbf16ps"),
+            std::string::npos);
+  EXPECT_EQ(testing::fallback_assembly("conv2d_nchwc_bf16", args,
+                                       "llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3")
+                .find("vdpbf16ps"),
+            std::string::npos);
 }
 
 TEST(Conv2dNchwcBf16Test, LayoutsAndBadShapes) {
@@ -174,14 +162,7 @@ TEST(Conv2dNchwcBf16Test, LayoutsAndBadShapes) {
       {{"C", "5"}, {"H", "5"}, {"W", "5"}, {"K", "16"}},
       {{"C", "8"}, {"H", "5"}, {"W", "5"}, {"K", "16"}, {"ic_block", "3"}},
       {{"C", "8"}, {"H", "2"}, {"W", "5"}, {"K", "16"}}};
-  for (const auto& a : bad) {
-    try {
-      Task::create("conv2d_nchwc_bf16", a, traits);
-      ADD_FAILURE() << "accepted C=" << a.at("C") << " H=" << a.at("H");
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
-    }
-  }
+  testing::expect_invalid_workloads("conv2d_nchwc_bf16", bad, traits);
 }
 
 }  // namespace
