@@ -62,6 +62,12 @@ void ktune_set_parallel_for(ktune_parallel_for_fn fn);
 
 )";
 
+// What the header says when an argument is bfloat16.
+constexpr const char* kBfloat16Note =
+    " * bfloat16 arguments are uint16_t arrays of bfloat16 bits: the high 16 bits of a float32,\n"
+    " * rounded to nearest even (bits = (f32_bits + 0x7FFF + ((f32_bits >> 16) & 1)) >> 16 for\n"
+    " * a number; a NaN keeps a NaN), and back as (uint32_t)bits << 16.\n";
+
 bool is_reserved(std::string_view name) {
   return std::find(std::begin(kReservedWords), std::end(kReservedWords), name) !=
          std::end(kReservedWords);
@@ -76,6 +82,9 @@ std::string c_type(const std::string& dtype) {
     if (dtype == std::string("uint") + bits) return std::string("uint") + bits + "_t";
   }
   if (dtype == "bool") return "uint8_t";
+  // C has no standard bfloat16 type (__bf16 is a compiler extension): the arrays hold its bits,
+  // the high half of a float32 (kBfloat16Note).
+  if (dtype == "bfloat16") return "uint16_t";
   throw Error(ErrorKind::kUnsupported, "dtype " + dtype + " has no C type for the kernel header");
 }
 
@@ -175,7 +184,10 @@ std::string kernel_header(const std::string& symbol, const codegen::Artifact& ar
       << a.num_elements() * a.element_bytes() << " bytes, " << (a.is_output ? "output" : "input")
       << "\n";
   }
+  const bool bf16 = std::any_of(artifact.signature.begin(), artifact.signature.end(),
+                                [](const codegen::ArgSpec& a) { return a.dtype == "bfloat16"; });
   h << " *\n"
+    << (bf16 ? kBfloat16Note : "") << (bf16 ? " *\n" : "")
     << " * Returns 0 on success, 1 when a temporary buffer could not be allocated. Inputs are "
        "never\n"
     << " * written. Parallel loops call ktune_parallel_for (and large temporaries\n"

@@ -11,6 +11,8 @@ void register_depthwise_nchwc_template(TemplateRegistry& r);
 void register_matmul_int8_template(TemplateRegistry& r);
 void register_conv_nchwc_int8_template(TemplateRegistry& r);
 void register_matmul_bf16_template(TemplateRegistry& r);
+void register_conv_nchwc_bf16_template(TemplateRegistry& r);
+void register_depthwise_nchwc_int8_template(TemplateRegistry& r);
 }  // namespace templates
 
 void register_builtin_templates(TemplateRegistry& registry) {
@@ -22,6 +24,8 @@ void register_builtin_templates(TemplateRegistry& registry) {
   templates::register_matmul_int8_template(registry);
   templates::register_conv_nchwc_int8_template(registry);
   templates::register_matmul_bf16_template(registry);
+  templates::register_conv_nchwc_bf16_template(registry);
+  templates::register_depthwise_nchwc_int8_template(registry);
 }
 
 }  // namespace ktune::schedule_space

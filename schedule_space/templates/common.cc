@@ -147,6 +147,14 @@ void schedule_blocked_pad(te::Stage pad, bool inline_it, bool parallel) {
   if (parallel) pad.parallel(nc);
 }
 
+void define_pad_inline_and_parallel(ConfigSpace& space, bool pad_inline_knob, bool padded,
+                                    const TargetTraits& target) {
+  if (pad_inline_knob)
+    space.define_knob("pad_inline", padded ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  space.define_knob("parallel",
+                    target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+}
+
 void define_skip_taps(ConfigSpace& space, bool padded) {
   space.define_knob("skip_taps", padded ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
   space.set_legacy_value("skip_taps", 0);

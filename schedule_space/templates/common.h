@@ -77,6 +77,12 @@ te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, i
 // blocks as vectors and (batch, channel block) in parallel when `parallel`.
 void schedule_blocked_pad(te::Stage pad, bool inline_it, bool parallel);
 
+// The channel-blocked convolutions' knobs after their unrolls, in this order: pad_inline (only
+// when `pad_inline_knob`: {0, 1} when `padded`, else {0}), then parallel ({0, 1} on more than one
+// core, else {0}).
+void define_pad_inline_and_parallel(ConfigSpace& space, bool pad_inline_knob, bool padded,
+                                    const TargetTraits& target);
+
 // The skip_taps knob of a template with a pad_inline knob: 1 has the lowering skip the taps of the
 // inlined padding and run interior tiles unguarded (te's skip_padding_taps), 0 keeps the guarded
 // select. Defined after every other knob of the template, {0, 1} with padding (1 only with

@@ -3,10 +3,9 @@
 // load is a whole vector of channels at one pixel, whatever the stride. The micro-kernel keeps
 // (rows) x (columns) accumulator vectors in registers; per window tap it loads one weight vector
 // and one input vector per output pixel.
-#include <algorithm>
-
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/common.h"
+#include "schedule_space/templates/depthwise_space.h"
 #include "schedule_space/templates/epilogue.h"
 #include "support/error.h"
 
@@ -14,8 +13,6 @@ namespace ktune::schedule_space::templates {
 namespace {
 
 constexpr const char* kName = "depthwise_conv2d_nchwc";
-constexpr int64_t kMaxTileOh = 4;
-constexpr int64_t kMaxTileOw = 16;
 
 struct Shape {
   int64_t n, c, h, w, r, s, stride, pad, dilation, block, oh, ow;
@@ -107,52 +104,13 @@ Tensors make_tensors(const WorkloadArgs& a) {
   return t;
 }
 
-// Knobs (stable names):
-//   tile_oh  split of output rows in 2 [outer, register rows <= 4]
-//   tile_ow  split of output columns in 2 [outer, register columns <= 16]
-//   unroll_s 0/1: unroll the window column loop
-//   unroll_r 0/1: unroll the window row loop. With both unrolled, a tap's input vector that
-//            another tap of the tile reads too (stride 2: column 2x+2 is the next column's 2x;
-//            row 2y+2 the next row's 2y) is loaded once: fewer loads per FMA, which is what bounds
-//            the strided shapes
-//   pad_inline 0/1 (with padding only): inline the padding into the reduction, or pad once
+// The shared depthwise space (depthwise_space.h) with pad_inline, then:
 //   skip_taps 0/1 (with pad_inline 1): te skips the padding taps and runs interior tiles
 //            unguarded (skip_padding_taps)
-//   parallel 0/1 (only 0 on one core): the fused (batch, channel block, oh outer) loop
-// Constraint: the accumulators (rows x columns x vectors per block) fit
-// TargetTraits::accumulator_budget of the step's operands, a weight and an input per vector.
 void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, ConfigSpace& space) {
-  const int64_t vectors = ceil_div(sh.block, target.vector_lanes(dtype_bits));
-  space.define_split("tile_oh", {.extent = sh.oh, .num_outputs = 2, .max_innermost = kMaxTileOh});
-  space.define_split("tile_ow", {.extent = sh.ow, .num_outputs = 2, .max_innermost = kMaxTileOw});
-  space.define_knob("unroll_s", std::vector<int64_t>{0, 1});
-  space.define_knob("pad_inline",
-                    sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  space.define_knob("parallel",
-                    target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  space.define_knob("unroll_r", std::vector<int64_t>{0, 1});
-  space.set_legacy_value("unroll_r", 0);  // logged before the knob
+  define_depthwise_space(sh.oh, sh.ow, ceil_div(sh.block, target.vector_lanes(dtype_bits)),
+                         {.pad_inline_knob = true, .padded = sh.pad > 0}, target, space);
   define_skip_taps(space, sh.pad > 0);
-  space.add_constraint(
-      "register tile fits the vector registers", [vectors, target](const EntityView& v) {
-        const int64_t acc = v["tile_oh"].values.back() * v["tile_ow"].values.back() * vectors;
-        return acc <= target.accumulator_budget(2 * vectors);
-      });
-}
-
-// One row of up to 8 columns (each weight vector of a tap feeds 8 FMAs), padding inlined: te skips
-// its taps and runs interior tiles unguarded, measured 1.9-2.7x the padded copy's speed on
-// MobileNetV2's 3x3 layers (stride 1 and 2, one core), where the copy costs as much as the FMAs.
-Config fallback(const Shape& sh, const ConfigSpace& space, const TargetTraits& target) {
-  std::vector<uint64_t> d(space.num_knobs(), 0);
-  d[0] = closest_split(space.knob(0), {1});
-  d[1] = closest_split(space.knob(1), {largest_divisor_at_most(sh.ow, 8)});
-  d[2] = closest_int(space.knob(2), 1);
-  d[3] = closest_int(space.knob(3), 1);
-  d[4] = closest_int(space.knob(4), target.cores > 1 ? 1 : 0);
-  const auto skip = static_cast<size_t>(space.knob_position("skip_taps"));
-  d[skip] = closest_int(space.knob(skip), 1);  // only with pad_inline 1 and padding
-  return pick_fallback(space, d);
 }
 
 Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
@@ -160,32 +118,10 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   Tensors t = make_tensors(a);
   te::Schedule s = te::create_schedule({t.out});
   const te::Tensor acc_t = t.conv.defined() ? t.conv : s.cache_write(t.out, "local");
-  const bool par = cfg["parallel"].as_int() != 0;
-
-  te::Stage out = s[t.out];
-  const auto ys = apply_split(out, out.axis(2), cfg["tile_oh"], sh.oh);
-  const auto xs = apply_split(out, out.axis(3), cfg["tile_ow"], sh.ow);
-  if (ys.size() != 2 || xs.size() != 2)
-    throw Error(ErrorKind::kInstantiation, std::string(kName) + ": tile_oh and tile_ow split in 2");
-  const te::IterVar lane = out.axis(4);
-  out.reorder({out.axis(0), out.axis(1), ys[0], xs[0], ys[1], xs[1], lane});
-  const te::IterVar outer = out.fuse(out.fuse(out.axis(0), out.axis(1)), ys[0]);
-  if (par) out.parallel(outer);
-  out.vectorize(lane);
-
-  // The register tile: the window loops outside, the (y, x) accumulators unrolled and the block
-  // vectorized innermost, so every accumulator stays a register for the whole window.
-  te::Stage acc = s[acc_t];
-  acc.compute_at(out, xs[0]);
-  const te::IterVar r = acc.reduce_axis(0), sx = acc.reduce_axis(1);
-  acc.reorder({acc.axis(0), acc.axis(1), r, sx, acc.axis(2), acc.axis(3), acc.axis(4)});
-  acc.unroll(acc.axis(2));
-  acc.unroll(acc.axis(3));
-  acc.vectorize(acc.axis(4));
-  unroll_if(acc, sx, cfg["unroll_s"].as_int() != 0);
-  if (const Entity* e = cfg.find("unroll_r")) unroll_if(acc, r, e->as_int() != 0);
-
-  if (t.padded.defined()) schedule_blocked_pad(s[t.padded], cfg["pad_inline"].as_int() != 0, par);
+  schedule_depthwise(s, t.out, acc_t, sh.oh, sh.ow, cfg, kName);
+  if (t.padded.defined())
+    schedule_blocked_pad(s[t.padded], cfg["pad_inline"].as_int() != 0,
+                         cfg["parallel"].as_int() != 0);
   apply_skip_taps(s, cfg);
   return Instantiated{s, t.args()};
 }
@@ -240,7 +176,7 @@ void register_depthwise_nchwc_template(TemplateRegistry& r) {
     define_space(shape_of(a), dtype_of(a.get("dtype")).bits, target, space);
   };
   d.fallback = [](const WorkloadArgs& a, const TargetTraits& target, const ConfigSpace& space) {
-    return fallback(shape_of(a), space, target);
+    return depthwise_fallback(shape_of(a).ow, target, space);
   };
   d.apply = [](const WorkloadArgs& a, const TargetTraits&, const Config& cfg) {
     return apply(a, cfg);

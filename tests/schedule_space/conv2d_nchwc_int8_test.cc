@@ -3,7 +3,8 @@
 // AVX-512 VNNI host and in widening vector code on x86-64-v3: the int32 output bit-exactly against
 // a plain C++ convolution of the blocked layouts, the requantized one within one unit of nearbyint
 // in double (exact away from float32's rounding near a half) and bit-exactly against te's
-// interpreter. Outputs start as a sentinel.
+// interpreter. Outputs start as a sentinel. depthwise_conv2d_nchwc_u8s8s32 likewise (widening code
+// on both targets), against a plain C++ depthwise convolution.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@ struct Case {
   int64_t n, c, h, w, k, r, stride, pad, zp;  // zp: the data's zero point (the padding value)
   std::string out = "s32";                    // s32 | u8 | s8
   bool per_channel = false, relu = false;
+  bool depthwise = false;  // depthwise_conv2d_nchwc_u8s8s32 (k = c)
 };
 
 const Case kCases[] = {
@@ -36,6 +38,15 @@ const Case kCases[] = {
     {1, 16, 6, 5, 48, 3, 1, 0, 0},
     {1, 8, 7, 5, 24, 3, 1, 1, 9, "u8", true, true},
     {1, 12, 5, 9, 16, 3, 2, 2, 0, "s8", false, false},
+};
+
+const Case kDepthwiseCases[] = {
+    {1, 16, 9, 7, 16, 3, 1, 1, 0, "s32", false, false, true},
+    {1, 20, 7, 9, 20, 3, 2, 2, 3, "s32", false, false, true},
+    {2, 8, 5, 5, 8, 1, 1, 0, 0, "s32", false, false, true},
+    {1, 32, 11, 9, 32, 3, 2, 1, 128, "u8", true, true, true},
+    {1, 24, 6, 5, 24, 5, 1, 2, 9, "s8", false, false, true},
+    {1, 40, 7, 7, 40, 3, 1, 1, 0, "u8", false, false, true},
 };
 
 Task task_of(const Case& c, const TargetTraits& traits) {
@@ -54,7 +65,9 @@ Task task_of(const Case& c, const TargetTraits& traits) {
     a["scale"] = c.per_channel ? "per_channel" : "per_tensor";
     a["relu"] = c.relu ? "1" : "0";
   }
-  return Task::create("conv2d_nchwc_u8s8s32", a, traits);
+  if (!c.depthwise) return Task::create("conv2d_nchwc_u8s8s32", a, traits);
+  a.erase("K");
+  return Task::create("depthwise_conv2d_nchwc_u8s8s32", a, traits);
 }
 
 // Inputs in kernel ABI order (I, W, then bias, scale, zero_point when requantized).
@@ -78,63 +91,87 @@ struct Expected {
   std::vector<bool> near_half;  // float32 rounding of the requantize product may go either way
 };
 
-// The convolution from the layouts' definitions, in int64 (then requantized in double).
-Expected reference(const Case& c, int64_t icb, const std::vector<te::HostBuffer>& in) {
-  const int64_t cb = c.c / icb, kb = (c.k + 15) / 16;
+// The outputs [N][ceil(channels/16)][OH][OW][16] from each one's int64 accumulator
+// acc_of(n, block, y, x, lane, inside) (inside(iy, ix): a tap not in the padding), requantized in
+// double; lanes past `channels` zero.
+template <typename AccOf>
+Expected expected_outputs(const Case& c, int64_t channels, const std::vector<te::HostBuffer>& in,
+                          AccOf acc_of) {
   const int64_t oh = (c.h + 2 * c.pad - c.r) / c.stride + 1;
   const int64_t ow = (c.w + 2 * c.pad - c.r) / c.stride + 1;
   const bool rq = c.out != "s32";
-  const int64_t lo0 = c.out == "u8" ? 0 : -128, hi = c.out == "u8" ? 255 : 127;
   const int64_t ozp = rq ? static_cast<int64_t>(in[4].get(0)) : 0;
-  const int64_t lo = c.relu ? std::max(lo0, ozp) : lo0;
+  const auto inside = [&](int64_t iy, int64_t ix) {
+    return iy >= 0 && iy < c.h && ix >= 0 && ix < c.w;
+  };
   Expected e;
   for (int64_t n = 0; n < c.n; ++n)
-    for (int64_t ko = 0; ko < kb; ++ko)
+    for (int64_t b = 0; b < (channels + 15) / 16; ++b)
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t x = 0; x < ow; ++x)
           for (int64_t l = 0; l < 16; ++l) {
-            const int64_t k = ko * 16 + l;
-            if (k >= c.k) {
-              e.value.push_back(0);
-              e.near_half.push_back(false);
-              continue;
-            }
-            int64_t acc = 0;
-            for (int64_t ch = 0; ch < c.c; ++ch)
-              for (int64_t r = 0; r < c.r; ++r)
-                for (int64_t s = 0; s < c.r; ++s) {
-                  const int64_t iy = y * c.stride + r - c.pad, ix = x * c.stride + s - c.pad;
-                  const bool inside = iy >= 0 && iy < c.h && ix >= 0 && ix < c.w;
-                  const int64_t i_at =
-                      (((n * cb + ch / icb) * c.h + iy) * c.w + ix) * icb + ch % icb;
-                  const int64_t d = inside ? static_cast<int64_t>(in[0].get(i_at)) : c.zp;
-                  const int64_t w_at =
-                      (((((ko * cb + ch / icb) * c.r + r) * c.r + s) * (icb / 4) + ch % icb / 4) *
-                           16 +
-                       l) *
-                          4 +
-                      ch % 4;
-                  acc += d * static_cast<int64_t>(in[1].get(w_at));
-                }
-            if (!rq) {
+            const int64_t k = b * 16 + l;
+            const int64_t acc = k < channels ? acc_of(n, b, y, x, l, inside) : 0;
+            if (!rq || k >= channels) {
               e.value.push_back(acc);
               e.near_half.push_back(false);
               continue;
             }
-            const double v = static_cast<double>(acc + static_cast<int64_t>(in[2].get(k))) *
-                             in[3].get(c.per_channel ? k : 0);
-            const double frac = v - std::floor(v);
-            e.near_half.push_back(std::fabs(frac - 0.5) <= std::fabs(v) * 0x1p-22);
-            e.value.push_back(std::clamp(static_cast<int64_t>(std::nearbyint(v)) + ozp, lo, hi));
+            const testing::Requantized q =
+                testing::requantize(acc, static_cast<int64_t>(in[2].get(k)),
+                                    in[3].get(c.per_channel ? k : 0), ozp, c.out == "u8", c.relu);
+            e.value.push_back(q.value);
+            e.near_half.push_back(q.near_half);
           }
   return e;
+}
+
+// The convolution from the layouts' definitions.
+Expected reference(const Case& c, int64_t icb, const std::vector<te::HostBuffer>& in) {
+  const int64_t cb = c.c / icb;
+  return expected_outputs(
+      c, c.k, in, [&](int64_t n, int64_t ko, int64_t y, int64_t x, int64_t l, const auto& inside) {
+        int64_t acc = 0;
+        for (int64_t ch = 0; ch < c.c; ++ch)
+          for (int64_t r = 0; r < c.r; ++r)
+            for (int64_t s = 0; s < c.r; ++s) {
+              const int64_t iy = y * c.stride + r - c.pad, ix = x * c.stride + s - c.pad;
+              const int64_t i_at = (((n * cb + ch / icb) * c.h + iy) * c.w + ix) * icb + ch % icb;
+              const int64_t d = inside(iy, ix) ? static_cast<int64_t>(in[0].get(i_at)) : c.zp;
+              const int64_t w_at =
+                  (((((ko * cb + ch / icb) * c.r + r) * c.r + s) * (icb / 4) + ch % icb / 4) * 16 +
+                   l) *
+                      4 +
+                  ch % 4;
+              acc += d * static_cast<int64_t>(in[1].get(w_at));
+            }
+        return acc;
+      });
+}
+
+// The depthwise convolution from the layouts' definitions (16-channel blocks).
+Expected depthwise_reference(const Case& c, const std::vector<te::HostBuffer>& in) {
+  const int64_t cb = (c.c + 15) / 16;
+  return expected_outputs(
+      c, c.c, in, [&](int64_t n, int64_t b, int64_t y, int64_t x, int64_t l, const auto& inside) {
+        int64_t acc = 0;
+        for (int64_t r = 0; r < c.r; ++r)
+          for (int64_t s = 0; s < c.r; ++s) {
+            const int64_t iy = y * c.stride + r - c.pad, ix = x * c.stride + s - c.pad;
+            const int64_t i_at = (((n * cb + b) * c.h + iy) * c.w + ix) * 16 + l;
+            const int64_t d = inside(iy, ix) ? static_cast<int64_t>(in[0].get(i_at)) : c.zp;
+            acc += d * static_cast<int64_t>(in[1].get(((b * c.r + r) * c.r + s) * 16 + l));
+          }
+        return acc;
+      });
 }
 
 void check_case(const Case& c, const codegen::Target& target) {
   const Task task = task_of(c, testing::traits_of(target));
   const std::string what = target.str() + " " + task.workload_key();
   const std::vector<te::HostBuffer> in = inputs_of(task, c);
-  const Expected want = reference(c, task.args().get_int("ic_block"), in);
+  const Expected want =
+      c.depthwise ? depthwise_reference(c, in) : reference(c, task.args().get_int("ic_block"), in);
   const ComputeDef def = task.template_def().compute(task.args());
   std::vector<std::pair<te::Tensor, const te::HostBuffer*>> bound;
   for (size_t i = 0; i < in.size(); ++i) bound.emplace_back(def.args[i], &in[i]);
@@ -180,6 +217,32 @@ void check_case(const Case& c, const codegen::Target& target) {
 void check_target(const codegen::Target& target, bool expect_vnni) {
   ASSERT_EQ(testing::traits_of(target).int8_dot, expect_vnni) << target.str();
   for (const Case& c : kCases) check_case(c, target);
+}
+
+// Widening multiply-adds on every target (no dot instruction: nothing to sum across channels).
+TEST(DepthwiseNchwcInt8Test, HostAndX86V3AreExact) {
+  for (const char* t : {"host", "llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3"})
+    for (const Case& c : kDepthwiseCases) check_case(c, codegen::Target::parse(t));
+}
+
+TEST(DepthwiseNchwcInt8Test, LayoutsAndBadShapes) {
+  const TargetTraits traits = testing::traits_of(codegen::Target::host());
+  const Task t = task_of({1, 20, 9, 9, 20, 3, 1, 1, 0, "u8", true, false, true}, traits);
+  EXPECT_EQ(t.workload_key(),
+            "depthwise_conv2d_nchwc_u8s8s32(N=1,C=20,H=9,W=9,R=3,S=3,stride=1,pad=1,dilation=1,"
+            "out=u8,scale=per_channel)");
+  const ComputeDef def = t.template_def().compute(t.args());
+  ASSERT_EQ(def.args.size(), 6u);
+  EXPECT_EQ(def.args[0].shape(), (std::vector<int64_t>{1, 2, 9, 9, 16}));
+  EXPECT_EQ(def.args[1].shape(), (std::vector<int64_t>{2, 3, 3, 16}));
+  EXPECT_EQ(def.args[1].dtype(), te::Int(8));
+  EXPECT_EQ(def.args[3].shape(), (std::vector<int64_t>{2, 16}));  // per-channel scale
+  EXPECT_EQ(def.args[5].dtype(), te::UInt(8));
+  const std::vector<std::map<std::string, std::string>> bad = {
+      {{"C", "8"}, {"H", "2"}, {"W", "5"}},
+      {{"C", "8"}, {"H", "5"}, {"W", "5"}, {"relu", "1"}},
+      {{"C", "8"}, {"H", "5"}, {"W", "5"}, {"data_zero_point", "256"}}};
+  testing::expect_invalid_workloads("depthwise_conv2d_nchwc_u8s8s32", bad, traits);
 }
 
 TEST(Conv2dNchwcInt8Test, TensorizedOnTheHostIsExact) {
@@ -232,14 +295,7 @@ TEST(Conv2dNchwcInt8Test, BadShapesAreInvalidArguments) {
       {{"C", "8"}, {"H", "5"}, {"W", "5"}, {"K", "16"}, {"ic_block", "6"}},
       {{"C", "8"}, {"H", "5"}, {"W", "5"}, {"K", "16"}, {"relu", "1"}},
       {{"C", "8"}, {"H", "2"}, {"W", "5"}, {"K", "16"}}};
-  for (const auto& a : bad) {
-    try {
-      Task::create("conv2d_nchwc_u8s8s32", a, traits);
-      ADD_FAILURE() << "accepted C=" << a.at("C") << " H=" << a.at("H");
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
-    }
-  }
+  testing::expect_invalid_workloads("conv2d_nchwc_u8s8s32", bad, traits);
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 // the objects hold sdot (Cortex-A76, Neoverse N1: dotprod), usdot (Neoverse V1: i8mm) or neither
 // (Cortex-A72); and every kernel (odd shapes, K a multiple of 4 and padded, with and without the
 // requantize epilogue, fallback and sampled configs) equals te's integer reference bit-exactly
-// under qemu-aarch64-static, its output pre-filled with a byte pattern.
+// under qemu-aarch64-static, its output pre-filled with a byte pattern. conv2d_nchwc_u8s8s32
+// likewise: sdot on Cortex-A76, usdot on Neoverse V1, odd shapes, pads, strides, zero points.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <random>
 #include <regex>
 #include <string>
@@ -133,15 +135,15 @@ TEST(MatmulInt8Aarch64, ObjectsHoldTheTargetsDotInstruction) {
   EXPECT_EQ(count(text, kVectorSpill), 0) << text;
 }
 
-// Builds the fallback and sampled configs of every workload for `target`, runs them under qemu
+// Builds the fallback and sampled configs of every task (for `target`), runs them under qemu
 // and compares each output with the reference byte for byte.
-void check_under_qemu(const char* target, uint64_t seed) {
+void check_under_qemu(const char* target, const std::vector<Task>& tasks, uint64_t seed) {
   const codegen::Target t = codegen::Target::parse(target);
   std::mt19937_64 rng(seed);
   std::vector<testing::Case> cases;
   std::vector<codegen::Artifact> artifacts;
-  for (const Workload& w : kWorkloads) {
-    auto task = std::make_shared<const Task>(task_of(w, target));
+  for (const Task& each : tasks) {
+    auto task = std::make_shared<const Task>(each);
     const auto ref = reference(*task, seed++);
     std::vector<Config> configs = {task->fallback_config()};
     for (uint64_t i : task->space().sample(2, rng)) configs.push_back(task->space().get(i));
@@ -178,12 +180,82 @@ void check_under_qemu(const char* target, uint64_t seed) {
   std::printf("%s: %zu kernels equal the reference under qemu\n", target, cases.size());
 }
 
-TEST(MatmulInt8Aarch64, SdotKernelsMatchReferenceUnderQemu) { check_under_qemu(kA76, 100); }
+std::vector<Task> matmul_tasks(const char* target) {
+  std::vector<Task> tasks;
+  for (const Workload& w : kWorkloads) tasks.push_back(task_of(w, target));
+  return tasks;
+}
 
-TEST(MatmulInt8Aarch64, UsdotKernelsMatchReferenceUnderQemu) { check_under_qemu(kV1, 200); }
+TEST(MatmulInt8Aarch64, SdotKernelsMatchReferenceUnderQemu) {
+  check_under_qemu(kA76, matmul_tasks(kA76), 100);
+}
+
+TEST(MatmulInt8Aarch64, UsdotKernelsMatchReferenceUnderQemu) {
+  check_under_qemu(kV1, matmul_tasks(kV1), 200);
+}
 
 TEST(MatmulInt8Aarch64, WideningKernelsWithoutDotprodMatchReferenceUnderQemu) {
-  check_under_qemu(kA72, 300);
+  check_under_qemu(kA72, matmul_tasks(kA72), 300);
+}
+
+// conv2d_nchwc_u8s8s32 on odd shapes (H, W odd, pad 0-2, stride 1-2, K not a multiple of 16, a
+// data zero point as padding, requantized or not).
+std::vector<Task> conv_tasks(const char* target) {
+  const std::vector<std::map<std::string, std::string>> workloads = {
+      {{"C", "8"}, {"H", "9"}, {"W", "7"}, {"K", "16"}, {"pad", "1"}},
+      {{"C", "4"},
+       {"H", "7"},
+       {"W", "9"},
+       {"K", "20"},
+       {"stride", "2"},
+       {"pad", "2"},
+       {"data_zero_point", "3"}},
+      {{"C", "24"},
+       {"H", "11"},
+       {"W", "9"},
+       {"K", "16"},
+       {"stride", "2"},
+       {"pad", "1"},
+       {"data_zero_point", "128"}},
+      {{"C", "16"}, {"H", "6"}, {"W", "5"}, {"K", "48"}},
+      {{"C", "8"},
+       {"H", "7"},
+       {"W", "5"},
+       {"K", "24"},
+       {"pad", "1"},
+       {"data_zero_point", "9"},
+       {"out", "u8"},
+       {"scale", "per_channel"},
+       {"relu", "1"}},
+      {{"C", "12"},
+       {"H", "5"},
+       {"W", "9"},
+       {"K", "16"},
+       {"stride", "2"},
+       {"pad", "2"},
+       {"out", "s8"}}};
+  std::vector<Task> tasks;
+  for (const auto& w : workloads)
+    tasks.push_back(Task::create("conv2d_nchwc_u8s8s32", w, traits(target)));
+  return tasks;
+}
+
+TEST(Conv2dNchwcInt8Aarch64, ObjectsHoldTheTargetsDotInstruction) {
+  for (const char* target : {kA76, kV1, kA72}) {
+    const std::string text = testing::fallback_assembly(
+        "conv2d_nchwc_u8s8s32", {{"C", "64"}, {"H", "14"}, {"W", "14"}, {"K", "64"}, {"pad", "1"}},
+        target);
+    EXPECT_EQ(count(text, kSdot) > 0, target == kA76) << target;
+    EXPECT_EQ(count(text, kUsdot) > 0, target == kV1) << target;
+  }
+}
+
+TEST(Conv2dNchwcInt8Aarch64, SdotKernelsMatchReferenceUnderQemu) {
+  check_under_qemu(kA76, conv_tasks(kA76), 400);
+}
+
+TEST(Conv2dNchwcInt8Aarch64, UsdotKernelsMatchReferenceUnderQemu) {
+  check_under_qemu(kV1, conv_tasks(kV1), 500);
 }
 
 }  // namespace

@@ -1,11 +1,17 @@
 // Defines the reference check shared by template tests that build kernels: seeded inputs, the
-// compute's outputs, NaN-filled run buffers, and AArch64 batches under qemu.
+// compute's outputs, NaN-filled run buffers, host runs, AArch64 batches under qemu, refused
+// workloads, and the int8 requantization in double.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -14,8 +20,11 @@
 
 #include "codegen/artifact.h"
 #include "codegen/codegen_llvm.h"
+#include "codegen/kernel.h"
+#include "codegen/runtime.h"
 #include "codegen/target.h"
 #include "schedule_space/task.h"
+#include "support/error.h"
 #include "te/host_buffer.h"
 #include "te/interpreter.h"
 #include "te/lower.h"
@@ -77,6 +86,66 @@ inline double max_error(const std::vector<te::HostBuffer>& bufs, const Reference
   for (size_t o = 0; o < ref.outputs.size(); ++o)
     err = std::max(err, te::max_relative_error(bufs[ref.inputs.size() + o], ref.outputs[o]));
   return err;
+}
+
+// Builds config `cfg` of `task` for `target` (one this host runs), runs it on fresh buffers of
+// `ref` (outputs NaN) with one and then two threads, and calls check(buffers) after each run.
+inline void run_on_host(const Task& task, const Config& cfg, const codegen::Target& target,
+                        const Reference& ref,
+                        const std::function<void(const std::vector<te::HostBuffer>&)>& check) {
+  const Instantiated inst = task.instantiate(cfg);
+  codegen::Kernel k =
+      codegen::Kernel::load(codegen::build(te::lower(inst.schedule, inst.args, "k"), target));
+  for (int threads : {1, 2}) {
+    codegen::set_num_threads(threads);
+    std::vector<te::HostBuffer> bufs = fresh_buffers(ref);
+    std::vector<void*> ptrs;
+    for (auto& b : bufs) ptrs.push_back(b.data());
+    ASSERT_EQ(k.run(ptrs), 0) << task.workload_key() << " " << cfg.to_json_string();
+    check(bufs);
+  }
+}
+
+// The assembly of the fallback kernel of template `tmpl`'s workload `args` for target `key`.
+inline std::string fallback_assembly(const std::string& tmpl,
+                                     const std::map<std::string, std::string>& args,
+                                     const std::string& key) {
+  const codegen::Target target = codegen::Target::parse(key);
+  const Task task = Task::create(tmpl, args, traits_of(target));
+  const Instantiated inst = task.instantiate(task.fallback_config());
+  return codegen::emit_assembly(te::lower(inst.schedule, inst.args, "k"), target);
+}
+
+// Expects Task::create of template `tmpl` to refuse every workload of `bad` as an invalid
+// argument.
+inline void expect_invalid_workloads(const std::string& tmpl,
+                                     const std::vector<std::map<std::string, std::string>>& bad,
+                                     const TargetTraits& traits) {
+  for (const auto& a : bad) {
+    try {
+      Task::create(tmpl, a, traits);
+      ADD_FAILURE() << tmpl << " accepted C=" << a.at("C") << " H=" << a.at("H");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+    }
+  }
+}
+
+// An int8 template's requantized output from its int32 accumulator, in double:
+// clamp(nearbyint((acc + bias) * scale) + zero_point, lo, hi), [lo, hi] uint8's or int8's range,
+// lo raised to zero_point by relu. near_half: the kernel's float32 product may round either way.
+struct Requantized {
+  int64_t value;
+  bool near_half;
+};
+inline Requantized requantize(int64_t acc, int64_t bias, double scale, int64_t zero_point,
+                              bool to_u8, bool relu) {
+  const int64_t lo0 = to_u8 ? 0 : -128, hi = to_u8 ? 255 : 127;
+  const int64_t lo = relu ? std::max(lo0, zero_point) : lo0;
+  const double v = static_cast<double>(acc + bias) * scale;
+  const double frac = v - std::floor(v);
+  return {std::clamp(static_cast<int64_t>(std::nearbyint(v)) + zero_point, lo, hi),
+          std::fabs(frac - 0.5) <= std::fabs(v) * 0x1p-22};
 }
 
 // One kernel to check: a task, its reference and a config of the task's space.

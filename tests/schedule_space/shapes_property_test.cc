@@ -102,6 +102,10 @@ Args random_args(const std::string& tmpl, std::mt19937_64& rng) {
   }
   a["pad"] = str(pad);
   if (tmpl == "depthwise_conv2d") return a;
+  if (tmpl == "depthwise_conv2d_nchwc_u8s8s32") {  // 16-channel blocks, mostly not dividing C
+    if (rng() % 2) a["data_zero_point"] = pick({"1", "128", "255"});
+    return a;
+  }
   if (tmpl == "depthwise_conv2d_nchwc") {
     if (rng() % 2) a["block"] = pick({"4", "8", "16"});  // mostly not dividing C
     a["epilogue"] = pick({"none", "bias_relu6", "bias_silu", "bias_add_hardswish"});
@@ -111,6 +115,10 @@ Args random_args(const std::string& tmpl, std::mt19937_64& rng) {
   if (tmpl == "conv2d_nchwc_u8s8s32") {  // whole groups of 4 input channels
     a["C"] = pick({"4", "8", "12", "20", "24", "32"});
     if (rng() % 2) a["data_zero_point"] = pick({"1", "128", "255"});
+  }
+  if (tmpl == "conv2d_nchwc_bf16") {  // whole pairs of input channels
+    a["C"] = pick({"2", "6", "10", "12", "18", "24"});
+    a["epilogue"] = pick({"none", "bias", "bias_relu", "bias_add_relu"});
   }
   if (tmpl == "conv2d_nchwc") {
     // Blocks chosen from the shape (default), or given and then mostly not dividing C and K.

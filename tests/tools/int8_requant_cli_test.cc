@@ -1,7 +1,8 @@
 // End-to-end tests of the requantized int8 kernels through the ktune command: `tune matmul_u8s8s32
 // ... out=u8` measures every trial without an error, and `build` of its best record writes an
 // object and a header whose kernel takes the epilogue's inputs and writes uint8 C; `tune
-// conv2d_nchwc_u8s8s32 ... out=u8` logs every trial as a correct record.
+// conv2d_nchwc_u8s8s32 ... out=u8` and `tune depthwise_conv2d_nchwc_u8s8s32 ... out=s8` log every
+// trial as a correct record.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -69,31 +70,46 @@ TEST(Int8RequantCli, TuneLogsEveryTrialAndBuildWritesAUint8Kernel) {
   fs::remove_all(dir);
 }
 
-TEST(Int8RequantCli, TuneConvLogsEveryTrial) {
+// `tune <workload> --trials <trials>` logs the trials and the fallback as correct records (the
+// runner checks each against the task's reference) of the workload keyed `key`.
+void expect_tune_logs_every_trial(const std::string& workload, const std::string& key, int trials) {
   const fs::path dir =
       fs::temp_directory_path() / ("ktune_int8_conv_cli_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string db = quote((dir / "log.db").string());
-  const auto tune = ktune(
-      "tune conv2d_nchwc_u8s8s32 C=8 H=9 W=7 K=20 stride=2 pad=1 data_zero_point=7 out=u8 "
-      "scale=per_channel relu=1 --trials 6 --number 1 --repeat 1 --min-repeat-ms 0 --db " +
-          db,
-      true);
+  const auto tune = ktune("tune " + workload + " --trials " + std::to_string(trials) +
+                              " --number 1 --repeat 1 --min-repeat-ms 0 --db " + db,
+                          true);
   ASSERT_EQ(tune.status, 0) << tune.err;
   const auto stats = ktune("db stats --json --db " + db, true);
   ASSERT_EQ(stats.status, 0) << stats.err;
   const auto j = nlohmann::json::parse(stats.out);
   ASSERT_EQ(j["per_workload"].size(), 1u) << stats.out;
   const auto& w = j["per_workload"][0];
-  EXPECT_EQ(w["workload"],
-            "conv2d_nchwc_u8s8s32(N=1,C=8,H=9,W=7,K=20,R=3,S=3,stride=2,pad=1,ic_block=8,"
-            "data_zero_point=7,out=u8,scale=per_channel,relu=1)");
-  // The 6 trials and the fallback, all measured and checked against the reference.
-  EXPECT_EQ(w["records"], 7) << stats.out;
-  EXPECT_EQ(w["ok_records"], 7) << stats.out;
+  EXPECT_EQ(w["workload"], key);
+  EXPECT_EQ(w["records"], trials + 1) << stats.out;
+  EXPECT_EQ(w["ok_records"], trials + 1) << stats.out;
   EXPECT_EQ(j["failed_records"], 0) << stats.out;
   fs::remove_all(dir);
+}
+
+TEST(Int8RequantCli, TuneConvLogsEveryTrial) {
+  expect_tune_logs_every_trial(
+      "conv2d_nchwc_u8s8s32 C=8 H=9 W=7 K=20 stride=2 pad=1 data_zero_point=7 out=u8 "
+      "scale=per_channel relu=1",
+      "conv2d_nchwc_u8s8s32(N=1,C=8,H=9,W=7,K=20,R=3,S=3,stride=2,pad=1,ic_block=8,"
+      "data_zero_point=7,out=u8,scale=per_channel,relu=1)",
+      6);
+}
+
+TEST(Int8RequantCli, TuneDepthwiseLogsEveryTrial) {
+  expect_tune_logs_every_trial(
+      "depthwise_conv2d_nchwc_u8s8s32 C=20 H=9 W=7 stride=2 pad=1 data_zero_point=7 out=s8 "
+      "scale=per_channel",
+      "depthwise_conv2d_nchwc_u8s8s32(N=1,C=20,H=9,W=7,R=3,S=3,stride=2,pad=1,dilation=1,"
+      "data_zero_point=7,out=s8,scale=per_channel)",
+      6);
 }
 
 }  // namespace

@@ -1,0 +1,168 @@
+// The int8 channel-blocked depthwise conv2d depthwise_conv2d_nchwc_u8s8s32: uint8 data
+// [N][C/16][H][W][16] (conv2d_nchwc_u8s8s32's output layout), int8 weights [C/16][R][S][16],
+// int32 accumulators; optionally requantized to uint8 or int8 in the tile loop. Widening
+// multiply-adds (each lane's products summed over the window only): a depthwise convolution has
+// no reduction over channels, so there is nothing for a dot instruction (vpdpbusd, sdot) to sum
+// across the four bytes of a lane. Its space and schedule are depthwise_conv2d_nchwc's
+// (depthwise_space.h).
+#include "schedule_space/template_registry.h"
+#include "schedule_space/templates/common.h"
+#include "schedule_space/templates/depthwise_space.h"
+#include "schedule_space/templates/requant.h"
+#include "support/error.h"
+
+namespace ktune::schedule_space::templates {
+namespace {
+
+constexpr const char* kName = "depthwise_conv2d_nchwc_u8s8s32";
+// Channels per block: 16 int32 lanes, the block of conv2d_nchwc_u8s8s32's output.
+constexpr int64_t kBlock = 16;
+
+struct Shape {
+  int64_t n, c, h, w, r, s, stride, pad, dilation, oh, ow;
+  int64_t data_zero_point;  // the padding value
+  Requant rq;
+  int64_t blocks() const { return ceil_div(c, kBlock); }
+  std::vector<int64_t> out_shape() const { return {n, blocks(), oh, ow, kBlock}; }
+};
+
+Shape shape_of(const WorkloadArgs& a) {
+  Shape s{};
+  s.n = a.get_int("N");
+  s.c = a.get_int("C");
+  s.h = a.get_int("H");
+  s.w = a.get_int("W");
+  s.r = a.get_int("R");
+  s.s = a.get_int("S");
+  s.stride = a.get_int("stride");
+  s.pad = a.get_int("pad");
+  s.dilation = a.get_int("dilation");
+  s.data_zero_point = a.get_int("data_zero_point");
+  s.rq = requant_of(a);
+  s.oh = window_out_extent(kName, s.h, s.r, s.stride, s.pad, s.dilation);
+  s.ow = window_out_extent(kName, s.w, s.s, s.stride, s.pad, s.dilation);
+  return s;
+}
+
+// The kernel's arguments (I, W, the requantize inputs, O) and the stages its schedule names.
+struct Tensors {
+  std::vector<te::Tensor> args;
+  te::Tensor padded, acc, out;  // padded: the input itself without padding
+};
+
+// I uint8 [N][ceil(C/16)][H][W][16], W int8 [ceil(C/16)][R][S][16], the epilogue's bias and
+// scale [ceil(C/16)][16], O [N][ceil(C/16)][OH][OW][16] int32 or the requantized type. Channel c
+// sits in block c / 16, lane c % 16. The padding taps read data_zero_point; output lanes past C
+// are zeros. acc: the reduction when an output stage follows it (requantize, zeroed lanes),
+// undefined when the output is the reduction itself.
+Tensors make_tensors(const Shape& sh) {
+  Tensors t;
+  const te::Tensor in = te::placeholder({sh.n, sh.blocks(), sh.h, sh.w, kBlock}, te::UInt(8), "I");
+  const te::Tensor w = te::placeholder({sh.blocks(), sh.r, sh.s, kBlock}, te::Int(8), "W");
+  const RequantInputs rq = requant_inputs(sh.rq, {sh.blocks(), kBlock});
+  t.args = {in, w};
+  rq.append_to(t.args);
+  t.padded = in;
+  if (sh.pad > 0)
+    t.padded = pad_blocked_input(in, sh.n, sh.blocks(), sh.h, sh.w, kBlock, sh.pad, te::UInt(8), 0,
+                                 0, te::cast(te::UInt(8), te::Expr(sh.data_zero_point)));
+  const te::IterVar r = te::reduce_axis({0, sh.r}, "r"), s = te::reduce_axis({0, sh.s}, "s");
+  const te::Expr st(sh.stride), d(sh.dilation);
+  const te::Tensor p = t.padded;
+  const bool masked = sh.c % kBlock != 0;
+  const bool staged = sh.rq.on() || masked;
+  const te::Tensor acc = te::compute(
+      sh.out_shape(),
+      [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var l) {
+        return te::sum(te::cast(te::Int(32), p(n, c, y * st + r.var * d, x * st + s.var * d, l)) *
+                           te::cast(te::Int(32), w(c, r.var, s.var, l)),
+                       {r, s});
+      },
+      staged ? "dwconv_acc" : "dwconv");
+  if (!staged) {
+    t.out = acc;
+    t.args.push_back(t.out);
+    return t;
+  }
+  t.acc = acc;
+  const te::DataType dt = sh.rq.on() ? sh.rq.out : te::Int(32);
+  t.out = te::compute(
+      sh.out_shape(),
+      [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var l) {
+        te::Expr v = requant_value(sh.rq, rq, acc(n, c, y, x, l), {c, l});
+        if (masked)
+          v = te::select(c * te::Expr(kBlock) + l < te::Expr(sh.c), v, te::cast(dt, te::Expr(0)));
+        return v;
+      },
+      "dwconv");
+  t.args.push_back(t.out);
+  return t;
+}
+
+// The shared depthwise space without pad_inline: the padding is computed once, since with a
+// data zero point the padding taps are not zero, and te skips taps only of a zero padding.
+void define_space(const Shape& sh, const TargetTraits& target, ConfigSpace& space) {
+  define_depthwise_space(sh.oh, sh.ow, ceil_div(kBlock, target.vector_lanes(32)), {}, target,
+                         space);
+}
+
+Instantiated apply(const Shape& sh, const Config& cfg) {
+  Tensors t = make_tensors(sh);
+  te::Schedule s = te::create_schedule({t.out});
+  const te::Tensor acc = t.acc.defined() ? t.acc : s.cache_write(t.out, "local");
+  schedule_depthwise(s, t.out, acc, sh.oh, sh.ow, cfg, kName);
+  if (sh.pad > 0) schedule_blocked_pad(s[t.padded], false, cfg["parallel"].as_int() != 0);
+  return Instantiated{s, t.args};
+}
+
+}  // namespace
+
+void register_depthwise_nchwc_int8_template(TemplateRegistry& r) {
+  TemplateDef d;
+  d.name = kName;
+  d.doc =
+      "int8 channel-blocked depthwise conv2d: O[N,C/16,OH,OW,16] (int32) = sum_{r,s} "
+      "I[N,C/16,H,W,16] (uint8) * W[C/16,R,S,16] (int8) (stride, pad with data_zero_point, "
+      "dilation; output lanes past C zero): widening multiply-adds; out=u8|s8 requantizes with "
+      "bias, scale, zero_point";
+  d.args = {int_arg("N", "1", "batch"),
+            int_arg("C", "", "channels"),
+            int_arg("H", "", "input height"),
+            int_arg("W", "", "input width"),
+            int_arg("R", "3", "kernel height"),
+            int_arg("S", "3", "kernel width"),
+            int_arg("stride", "1", "stride (both axes)"),
+            int_arg("pad", "0", "padding (both sides, both axes), filled with data_zero_point", 0),
+            int_arg("dilation", "1", "dilation (both axes)")};
+  ArgSpec zp = int_arg("data_zero_point", "0", "the uint8 value of the padding taps", 0);
+  zp.max_value = 255;
+  zp.key_omits_default = true;
+  d.args.push_back(zp);
+  for (ArgSpec& a : requant_args("[C/16,16]")) d.args.push_back(std::move(a));
+  d.check = [](const WorkloadArgs& a) {
+    check_requant(kName, a);
+    shape_of(a);
+  };
+  d.compute = [](const WorkloadArgs& a) {
+    const Tensors t = make_tensors(shape_of(a));
+    return ComputeDef{t.args, {t.out}};
+  };
+  d.flop = [](const WorkloadArgs& a) {
+    const Shape sh = shape_of(a);
+    return 2.0 * static_cast<double>(sh.n) * static_cast<double>(sh.c) *
+           static_cast<double>(sh.oh) * static_cast<double>(sh.ow) *
+           static_cast<double>(sh.r * sh.s);
+  };
+  d.define = [](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
+    define_space(shape_of(a), target, space);
+  };
+  d.fallback = [](const WorkloadArgs& a, const TargetTraits& target, const ConfigSpace& space) {
+    return depthwise_fallback(shape_of(a).ow, target, space);
+  };
+  d.apply = [](const WorkloadArgs& a, const TargetTraits&, const Config& cfg) {
+    return apply(shape_of(a), cfg);
+  };
+  r.add(std::move(d));
+}
+
+}  // namespace ktune::schedule_space::templates

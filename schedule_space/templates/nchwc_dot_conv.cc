@@ -1,0 +1,221 @@
+#include "schedule_space/templates/nchwc_dot_conv.h"
+
+#include "schedule_space/templates/common.h"
+#include "support/error.h"
+
+namespace ktune::schedule_space::templates {
+
+te::Expr DotConv::product(const te::Expr& d, const te::Expr& wt) const {
+  return te::cast(acc, d) * te::cast(acc, wt);
+}
+
+int64_t auto_dot_block(int64_t c, int64_t depth) {
+  if (c <= 16) return c;
+  for (int64_t b : {16, 8}) {
+    if (c % b == 0) return b;
+  }
+  return depth;
+}
+
+DotConv dot_conv_of(const std::string& tmpl, const WorkloadArgs& a, int64_t depth,
+                    te::DataType data, te::DataType weight, te::DataType acc,
+                    const te::Expr& pad_value) {
+  DotConv s{};
+  s.n = a.get_int("N");
+  s.c = a.get_int("C");
+  s.h = a.get_int("H");
+  s.w = a.get_int("W");
+  s.k = a.get_int("K");
+  s.r = a.get_int("R");
+  s.s = a.get_int("S");
+  s.stride = a.get_int("stride");
+  s.pad = a.get_int("pad");
+  s.icb = a.get_int("ic_block");
+  s.depth = depth;
+  s.data = data, s.weight = weight, s.acc = acc;
+  s.pad_value = pad_value;
+  if (s.icb == 0) s.icb = auto_dot_block(s.c, depth);
+  const std::string d = std::to_string(depth);
+  if (s.c % depth != 0)
+    throw Error(ErrorKind::kInvalidArgument, tmpl + ": C=" + std::to_string(s.c) +
+                                                 " is not a multiple of " + d +
+                                                 " (pad the channels with zero weights)");
+  if (s.icb % depth != 0 || s.c % s.icb != 0)
+    throw Error(ErrorKind::kInvalidArgument, tmpl + ": ic_block=" + std::to_string(s.icb) +
+                                                 " must be a multiple of " + d +
+                                                 " that divides C=" + std::to_string(s.c));
+  s.oh = window_out_extent(tmpl, s.h, s.r, s.stride, s.pad, 1);
+  s.ow = window_out_extent(tmpl, s.w, s.s, s.stride, s.pad, 1);
+  return s;
+}
+
+std::vector<ArgSpec> dot_conv_args(int64_t depth, const char* pad_doc) {
+  const std::string d = std::to_string(depth);
+  // ArgSpec keeps its own copies of the texts.
+  const std::string c_doc = "input channels (a multiple of " + d + ")";
+  const std::string icb_doc = "input channels per block (innermost of I), a multiple of " + d +
+                              " dividing C; 0: C up to 16, else the largest of 16, 8, " + d +
+                              " dividing C";
+  return {int_arg("N", "1", "batch"),          int_arg("C", "", c_doc.c_str()),
+          int_arg("H", "", "input height"),    int_arg("W", "", "input width"),
+          int_arg("K", "", "output channels"), int_arg("R", "3", "kernel height"),
+          int_arg("S", "3", "kernel width"),   int_arg("stride", "1", "stride (both axes)"),
+          int_arg("pad", "0", pad_doc, 0),     int_arg("ic_block", "0", icb_doc.c_str(), 0)};
+}
+
+DotConvInputs dot_conv_inputs(const DotConv& d) {
+  DotConvInputs t;
+  t.in = te::placeholder({d.n, d.cblocks(), d.h, d.w, d.icb}, d.data, "I");
+  t.weight = te::placeholder(
+      {d.kblocks(), d.cblocks(), d.r, d.s, d.icb / d.depth, kDotLanes, d.depth}, d.weight, "W");
+  t.padded = t.in;
+  if (d.pad > 0)
+    t.padded = pad_blocked_input(t.in, d.n, d.cblocks(), d.h, d.w, d.icb, d.pad, d.data, 0, 0,
+                                 d.pad_value);
+  return t;
+}
+
+namespace {
+
+// The NCHWc conv space's dimensions: one 16-lane accumulator per oc block.
+NchwcConvDims dims_of(const DotConv& d, const TargetTraits& target) {
+  return {d.kblocks(), d.oh, d.ow, d.cblocks(),
+          ceil_div(kDotLanes, target.vector_lanes(d.acc.bits))};
+}
+
+// The correctness reference's accumulator: one reduction over the C channels, untiled.
+te::Tensor reference_accumulator(const DotConv& d, const DotConvInputs& t,
+                                 const std::string& name) {
+  const te::IterVar rc = te::reduce_axis({0, d.c}, "rc");
+  const te::IterVar r = te::reduce_axis({0, d.r}, "r");
+  const te::IterVar s = te::reduce_axis({0, d.s}, "s");
+  const te::Tensor p = t.padded, w = t.weight;
+  const te::Expr st(d.stride), icb(d.icb), depth(d.depth);
+  return te::compute(
+      d.out_shape(),
+      [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
+        const te::Expr cb = rc.var / icb, cl = rc.var % icb;
+        return te::sum(d.product(p(n, cb, y * st + r.var, x * st + s.var, cl),
+                                 w(ko, cb, r.var, s.var, cl / depth, kb, cl % depth)),
+                       {rc, r, s});
+      },
+      name);
+}
+
+// The tiled accumulator "conv_acc": the reduction with the depth channels of a group innermost,
+// under the 16 lanes of an oc block (the loop nest the intrinsic replaces).
+te::Tensor tiled_accumulator(const DotConv& d, const DotConvInputs& t) {
+  const te::IterVar ci = te::reduce_axis({0, d.cblocks()}, "ci");
+  const te::IterVar r = te::reduce_axis({0, d.r}, "r");
+  const te::IterVar sx = te::reduce_axis({0, d.s}, "s");
+  const te::IterVar cq = te::reduce_axis({0, d.icb / d.depth}, "cq");
+  const te::IterVar kl = te::reduce_axis({0, d.depth}, "kl");
+  const te::Tensor p = t.padded, w = t.weight;
+  const te::Expr st(d.stride), depth(d.depth);
+  return te::compute(
+      d.out_shape(),
+      [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
+        return te::sum(
+            d.product(p(n, ci.var, y * st + r.var, x * st + sx.var, cq.var * depth + kl.var),
+                      w(ko, ci.var, r.var, sx.var, cq.var, kb, kl.var)),
+            {ci, r, sx, cq, kl});
+      },
+      "conv_acc");
+}
+
+// The output stage "conv" over accumulator `acc`: the epilogue, lanes past K zeroed.
+te::Tensor output_stage(const DotConv& d, const DotConvEpilogue& e, const te::Tensor& acc) {
+  const bool masked = d.k % kDotLanes != 0;
+  return te::compute(
+      d.out_shape(),
+      [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
+        te::Expr v = e.value(acc(n, ko, y, x, kb), {n, ko, y, x, kb});
+        if (masked)
+          v = te::select(ko * te::Expr(kDotLanes) + kb < te::Expr(d.k), v,
+                         te::cast(e.out, te::Expr(0)));
+        return v;
+      },
+      "conv");
+}
+
+// Schedules `out` (reading accumulator `acc` at its element) as the NCHWc conv space says.
+void schedule_dot_conv(te::Schedule& s, const DotConv& d, const DotConvInputs& t,
+                       const te::Tensor& out, const te::Tensor& acc_t, const Config& cfg,
+                       const TargetTraits& target, const te::TensorIntrin* intrin,
+                       const std::string& tmpl) {
+  const NchwcConvDims dims = dims_of(d, target);
+  const te::IterVar tile = schedule_nchwc_output(s[out], cfg, dims, tmpl);
+  // The register tile, as conv2d_nchwc's: reduction loops outside, the (y, x, ko) accumulators
+  // unrolled, the oc block innermost (tensorized, or vectorized under the unrolled group).
+  te::Stage acc = s[acc_t];
+  acc.compute_at(s[out], tile);
+  const te::IterVar rr = acc.reduce_axis(1), ss = acc.reduce_axis(2), qq = acc.reduce_axis(3),
+                    ll = acc.reduce_axis(4);
+  const std::vector<te::IterVar> innermost = intrin ? std::vector<te::IterVar>{acc.axis(4), ll}
+                                                    : std::vector<te::IterVar>{ll, acc.axis(4)};
+  order_nchwc_accumulator(acc, acc.reduce_axis(0), rr, ss, qq, innermost, cfg, dims, tmpl);
+  unroll_if(acc, qq, cfg["unroll_cq"].as_int() != 0);
+  unroll_if(acc, ss, cfg["unroll_s"].as_int() != 0);
+  if (intrin) {
+    acc.tensorize(acc.axis(4), *intrin);
+  } else {
+    // Widening multiply-adds: 16 lanes per block, the channels of a group unrolled.
+    acc.unroll(ll);
+    acc.vectorize(acc.axis(4));
+  }
+  if (d.pad > 0) schedule_blocked_pad(s[t.padded], false, cfg["parallel"].as_int() != 0);
+}
+
+// Kernel ABI order: I, W, the epilogue's inputs, O.
+std::vector<te::Tensor> kernel_args(const DotConvInputs& t, const DotConvEpilogue& e,
+                                    const te::Tensor& out) {
+  std::vector<te::Tensor> v = {t.in, t.weight};
+  v.insert(v.end(), e.inputs.begin(), e.inputs.end());
+  v.push_back(out);
+  return v;
+}
+
+ComputeDef compute(const DotConv& d, const DotConvInputs& t, const DotConvEpilogue& e) {
+  const bool staged = !e.none || d.k % kDotLanes != 0;
+  const te::Tensor acc = reference_accumulator(d, t, staged ? "conv_acc" : "conv");
+  const te::Tensor out = staged ? output_stage(d, e, acc) : acc;
+  return ComputeDef{kernel_args(t, e, out), {out}};
+}
+
+Instantiated apply(const DotConv& d, const DotConvInputs& t, const DotConvEpilogue& e,
+                   const Config& cfg, const TargetTraits& target, const te::TensorIntrin* intrin,
+                   const std::string& tmpl) {
+  const te::Tensor acc = tiled_accumulator(d, t);
+  const te::Tensor out = output_stage(d, e, acc);
+  te::Schedule s = te::create_schedule({out});
+  schedule_dot_conv(s, d, t, out, acc, cfg, target, intrin, tmpl);
+  return Instantiated{s, kernel_args(t, e, out)};
+}
+
+}  // namespace
+
+void set_dot_conv_template(TemplateDef& d, DotConvParts (*parts_of)(const WorkloadArgs&),
+                           const te::TensorIntrin& (*intrin)(),
+                           bool (*has_intrin)(const TargetTraits&)) {
+  d.compute = [parts_of](const WorkloadArgs& a) {
+    const DotConvParts p = parts_of(a);
+    return compute(p.conv, p.in, p.epilogue);
+  };
+  d.define = [parts_of](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
+    define_nchwc_conv_space(dims_of(parts_of(a).conv, target), {.unroll_inner = "unroll_cq"},
+                            target, space);
+  };
+  d.fallback = [parts_of](const WorkloadArgs& a, const TargetTraits& target,
+                          const ConfigSpace& space) {
+    return nchwc_conv_fallback(dims_of(parts_of(a).conv, target), target, space);
+  };
+  const std::string name = d.name;
+  d.apply = [parts_of, intrin, has_intrin, name](const WorkloadArgs& a, const TargetTraits& target,
+                                                 const Config& cfg) {
+    const DotConvParts p = parts_of(a);
+    return apply(p.conv, p.in, p.epilogue, cfg, target, has_intrin(target) ? &intrin() : nullptr,
+                 name);
+  };
+}
+
+}  // namespace ktune::schedule_space::templates

@@ -1,0 +1,192 @@
+// Pins the spaces of conv2d_nchwc and conv2d_nchwc_u8s8s32, which share one definition
+// (templates/nchwc_conv_space), and of depthwise_conv2d_nchwc (templates/depthwise_space): per
+// workload and target the knobs, the space size, which configs
+// are valid (in index order), the fallback, and the lowered IR of the fallback and of sampled
+// configs. Logged records name configs by index and knob values, so any change here would make
+// them build different kernels. The expected values are hashes of what the templates gave before
+// they shared the definition; a failure prints the values the code gives now.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "schedule_space/task.h"
+#include "te/ir_printer.h"
+#include "te/lower.h"
+
+namespace ktune::schedule_space {
+namespace {
+
+// FNV-1a 64: a stable digest of a text.
+uint64_t digest(const std::string& text, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+struct Pinned {
+  const char* tmpl;
+  std::map<std::string, std::string> args;
+  const char* target;  // a key; the triple is its -mtriple
+  int vector_bits, cores;
+  uint64_t size, valid_digest, fallback_digest, ir_digest;
+};
+
+const char* const kZen4 = "llvm -mtriple=x86_64-linux-gnu -mcpu=znver4";
+const char* const kV3 = "llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3";
+const char* const kA72 = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
+
+std::string triple_of(const std::string& key) {
+  const size_t at = key.find("-mtriple=") + 9;
+  return key.substr(at, key.find(' ', at) - at);
+}
+
+// Which of the space's first 200000 indices are valid, the knob names and sizes.
+uint64_t valid_digest(const ConfigSpace& space) {
+  std::string text;
+  for (size_t k = 0; k < space.num_knobs(); ++k)
+    text += space.knob(k).name() + "=" + std::to_string(space.knob_sizes()[k]) + ";";
+  for (uint64_t i = 0; i < std::min<uint64_t>(space.size(), 200000); ++i)
+    text += space.is_valid(i) ? '1' : '0';
+  return digest(text);
+}
+
+// The lowered IR of the fallback and of four sampled configs (seed 11).
+uint64_t ir_digest(const Task& task) {
+  std::vector<Config> configs = {task.fallback_config()};
+  std::mt19937_64 rng(11);
+  for (uint64_t i : task.space().sample(4, rng)) configs.push_back(task.space().get(i));
+  uint64_t h = digest("");
+  for (const Config& cfg : configs) {
+    const Instantiated inst = task.instantiate(cfg);
+    h = digest(te::to_string(te::lower(inst.schedule, inst.args, "k")), h);
+  }
+  return h;
+}
+
+const Pinned kPinned[] = {
+    {"conv2d_nchwc",
+     {{"C", "64"}, {"H", "56"}, {"W", "56"}, {"K", "64"}, {"pad", "1"}},
+     kZen4,
+     512,
+     2,
+     18144,
+     1676055461445115202ull,
+     7137661743393277292ull,
+     15147125838275212658ull},
+    {"conv2d_nchwc",
+     {{"C", "64"}, {"H", "56"}, {"W", "56"}, {"K", "64"}, {"pad", "1"}},
+     kV3,
+     256,
+     1,
+     9072,
+     6332546583420457489ull,
+     17023338466687126535ull,
+     14251607222480259711ull},
+    {"conv2d_nchwc",
+     {{"C", "64"}, {"H", "14"}, {"W", "14"}, {"K", "128"}, {"pad", "1"}},
+     kA72,
+     128,
+     4,
+     10368,
+     5404288884120314017ull,
+     3377614837325977279ull,
+     2585305290053874562ull},
+    {"conv2d_nchwc",
+     {{"C", "17"},
+      {"H", "9"},
+      {"W", "11"},
+      {"K", "24"},
+      {"stride", "2"},
+      {"pad", "2"},
+      {"epilogue", "bias_relu"}},
+     kZen4,
+     512,
+     2,
+     4608,
+     17690105930533585853ull,
+     8478848465648646633ull,
+     14056069103015779045ull},
+    {"conv2d_nchwc",
+     {{"C", "8"}, {"H", "7"}, {"W", "7"}, {"K", "40"}, {"R", "1"}, {"S", "1"}},
+     kV3,
+     256,
+     2,
+     864,
+     5578236340603800033ull,
+     12670758770769896293ull,
+     11820814455635327912ull},
+    {"conv2d_nchwc_u8s8s32",
+     {{"C", "64"}, {"H", "28"}, {"W", "28"}, {"K", "64"}, {"pad", "1"}},
+     kZen4,
+     512,
+     2,
+     3888,
+     8477903596220053735ull,
+     13626320927613791650ull,
+     1310706425119579319ull},
+    {"conv2d_nchwc_u8s8s32",
+     {{"C", "12"}, {"H", "9"}, {"W", "7"}, {"K", "20"}, {"stride", "2"}, {"pad", "1"}},
+     kV3,
+     256,
+     1,
+     216,
+     14470910004997991682ull,
+     14214763308384878007ull,
+     13203004278477202826ull},
+    {"depthwise_conv2d_nchwc",
+     {{"C", "32"}, {"H", "56"}, {"W", "56"}, {"pad", "1"}},
+     kZen4,
+     512,
+     2,
+     576,
+     17514078667186133936ull,
+     759108145251251518ull,
+     14172466587237254431ull},
+    {"depthwise_conv2d_nchwc",
+     {{"C", "20"},
+      {"H", "9"},
+      {"W", "11"},
+      {"stride", "2"},
+      {"pad", "2"},
+      {"epilogue", "bias_relu6"}},
+     kV3,
+     256,
+     1,
+     192,
+     9307719907005624623ull,
+     9628406479666268350ull,
+     4254406945593307448ull},
+    {"depthwise_conv2d_nchwc",
+     {{"C", "24"}, {"H", "14"}, {"W", "14"}, {"pad", "1"}},
+     kA72,
+     128,
+     4,
+     384,
+     6755307827222201542ull,
+     1618880192801825929ull,
+     16030131107845441610ull},
+};
+
+TEST(NchwcConvSpace, SpacesFallbacksAndKernelsArePinned) {
+  for (const Pinned& p : kPinned) {
+    const TargetTraits traits =
+        make_target_traits(p.target, triple_of(p.target), p.vector_bits, p.cores);
+    const Task task = Task::create(p.tmpl, p.args, traits);
+    const uint64_t size = task.space().size(), valid = valid_digest(task.space()),
+                   fallback = digest(task.fallback_config().to_json_string()), ir = ir_digest(task);
+    const std::string what = std::string(p.target) + " " + task.workload_key() + ": now {" +
+                             std::to_string(size) + ", " + std::to_string(valid) + "ull, " +
+                             std::to_string(fallback) + "ull, " + std::to_string(ir) + "ull}";
+    EXPECT_EQ(size, p.size) << what;
+    EXPECT_EQ(valid, p.valid_digest) << what;
+    EXPECT_EQ(fallback, p.fallback_digest) << what;
+    EXPECT_EQ(ir, p.ir_digest) << what;
+  }
+}
+
+}  // namespace
+}  // namespace ktune::schedule_space
