@@ -206,10 +206,9 @@ class Planner {
                  te::DataType dtype = te::Float(32)) {
     PlanTensor t{name, std::move(shape), 0, Storage::kWeights};
     t.dtype = dtype;
-    if (t.bytes() != static_cast<int64_t>(data.size() * sizeof(T)))
-      throw Error(ErrorKind::kInternal, "weight '" + name + "': data does not fill its shape");
     t.offset = static_cast<int64_t>(plan_.weights.size());
-    plan_.weights.resize(static_cast<size_t>(align_up(t.offset + t.bytes())));
+    plan_.weights.resize(
+        static_cast<size_t>(align_up(t.offset + static_cast<int64_t>(data.size() * sizeof(T)))));
     std::memcpy(plan_.weights.data() + t.offset, data.data(), data.size() * sizeof(T));
     return add(std::move(t));
   }
