@@ -74,6 +74,18 @@ class ModelBuild : public ::testing::Test {
     return floats(out);
   }
 
+  // The model's outputs from `ktune run` (in process, one run, untuned) on the inputs file; empty
+  // (a failed expectation) when it fails.
+  std::vector<float> run_in_process(const std::string& onnx, const std::string& in) const {
+    const std::string out = path("jit.bin");
+    const auto r = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
+                             " --runs 1 --warmup 0 --input-file " + quote(in) + " --output-file " +
+                             quote(out),
+                         true);
+    EXPECT_EQ(r.status, 0) << onnx << ": " << r.err;
+    return r.status == 0 ? floats(out) : std::vector<float>{};
+  }
+
   static double error(const std::vector<float>& got, const std::vector<float>& ref) {
     EXPECT_EQ(got.size(), ref.size());
     if (got.size() != ref.size() || ref.empty()) return INFINITY;
@@ -248,12 +260,7 @@ TEST_F(ModelBuild, EveryCnnTestModelMatchesOnnxRuntime) {
     const std::string onnx = model(c.model);
     const std::string in = inputs(c.input, 3);
     const std::vector<float> ref = ort(onnx, in);
-    const auto jit = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
-                               " --runs 1 --warmup 0 --input-file " + quote(in) +
-                               " --output-file " + quote(path("jit.bin")),
-                           true);
-    ASSERT_EQ(jit.status, 0) << c.model << ": " << jit.err;
-    const double err = error(floats(path("jit.bin")), ref);
+    const double err = error(run_in_process(onnx, in), ref);
     EXPECT_LE(err, kTolerance) << c.model;
     std::printf("%s: max error against ONNX Runtime %.2e\n", c.model, err);
   }
@@ -276,12 +283,7 @@ TEST_F(ModelBuild, QdqModelsRunInt8AndMatchOnnxRuntime) {
   const std::string in = inputs(8 * 16 * 16, 3);
   const std::vector<float> ref = ort(onnx, in);
   ASSERT_EQ(ref.size(), 24u);
-  const auto jit = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
-                             " --runs 1 --warmup 0 --input-file " + quote(in) + " --output-file " +
-                             quote(path("jit.bin")),
-                         true);
-  ASSERT_EQ(jit.status, 0) << jit.err;
-  const double in_process = error(floats(path("jit.bin")), ref);
+  const double in_process = error(run_in_process(onnx, in), ref);
   EXPECT_LE(in_process, kTolerance);
 
   const auto nodes = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
@@ -305,12 +307,7 @@ TEST_F(ModelBuild, QdqModelsRunInt8AndMatchOnnxRuntime) {
   const std::string resnet = model("resnet18_qdq.onnx");
   const std::string resnet_in = inputs(3 * 224 * 224, 4);
   const std::vector<float> resnet_ref = ort(resnet, resnet_in);
-  const auto resnet_run = ktune("run " + quote(resnet) + " --db " + quote(path("none.db")) +
-                                    " --runs 1 --warmup 0 --input-file " + quote(resnet_in) +
-                                    " --output-file " + quote(path("resnet.bin")),
-                                true);
-  ASSERT_EQ(resnet_run.status, 0) << resnet_run.err;
-  const std::vector<float> got = floats(path("resnet.bin"));
+  const std::vector<float> got = run_in_process(resnet, resnet_in);
   ASSERT_EQ(got.size(), resnet_ref.size());
   // The output's step: the smallest gap between two of ONNX Runtime's (dequantized) values.
   std::vector<float> sorted = resnet_ref;
