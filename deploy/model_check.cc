@@ -15,12 +15,34 @@
 namespace ktune::deploy {
 namespace {
 
-// A float32 buffer of NaN: an element that a kernel does not write shows.
-te::HostBuffer nan_buffer(const std::vector<int64_t>& shape) {
-  te::HostBuffer b(shape, te::Float(32));
-  std::fill(b.as<float>(), b.as<float>() + b.num_elements(),
-            std::numeric_limits<float>::quiet_NaN());
+// The byte an integer output is filled with before its kernel runs (a float32 one is NaN-filled).
+constexpr unsigned char kIntegerFill = 0xA5;
+
+// Fills `count` elements of `dtype` at `p` so that an element a kernel does not write shows: NaN
+// for float32; kIntegerFill bytes for integers (an unwritten element shows unless its reference
+// value happens to be that pattern).
+void poison(void* p, te::DataType dtype, int64_t count) {
+  if (dtype == te::Float(32))
+    std::fill(static_cast<float*>(p), static_cast<float*>(p) + count,
+              std::numeric_limits<float>::quiet_NaN());
+  else
+    std::memset(p, kIntegerFill, static_cast<size_t>(count * dtype.bytes()));
+}
+
+// A poisoned buffer of `shape` (float32 unless said).
+te::HostBuffer nan_buffer(const std::vector<int64_t>& shape, te::DataType dtype = te::Float(32)) {
+  te::HostBuffer b(shape, dtype);
+  poison(b.data(), dtype, b.num_elements());
   return b;
+}
+
+// Element i of a buffer of `dtype` (float32, uint8, int8, int32) as a double.
+double element(const void* p, te::DataType dtype, int64_t i) {
+  if (dtype == te::Float(32)) return static_cast<const float*>(p)[i];
+  if (dtype == te::UInt(8)) return static_cast<const uint8_t*>(p)[i];
+  if (dtype == te::Int(8)) return static_cast<const int8_t*>(p)[i];
+  if (dtype == te::Int(32)) return static_cast<const int32_t*>(p)[i];
+  throw Error(ErrorKind::kInternal, "no step check of " + dtype.str() + " outputs");
 }
 
 // The reference of one step on copies of its inputs: fills `out` (NaN-filled, the shape of the
@@ -84,19 +106,19 @@ class StepReference {
 };
 
 // The step's output against the reference's (StepCheck's definitions).
-void compare(const float* out, const te::HostBuffer& ref, StepCheck& c) {
-  const float* r = ref.as<float>();
+void compare(const void* out, const te::HostBuffer& ref, StepCheck& c) {
+  const te::DataType dt = ref.dtype();
   c.elements = ref.num_elements();
   double max_ref = 0, max_diff = 0;
   for (int64_t i = 0; i < c.elements; ++i) {
-    if (std::isnan(out[i]) || std::isnan(r[i])) {
-      if (std::isnan(out[i]) && !std::isnan(r[i])) ++c.nan_left;
-      if (std::isnan(out[i]) != std::isnan(r[i]))
-        max_diff = std::numeric_limits<double>::infinity();
+    const double o = element(out, dt, i), r = element(ref.data(), dt, i);
+    if (std::isnan(o) || std::isnan(r)) {
+      if (std::isnan(o) && !std::isnan(r)) ++c.nan_left;
+      if (std::isnan(o) != std::isnan(r)) max_diff = std::numeric_limits<double>::infinity();
       continue;
     }
-    max_ref = std::max(max_ref, std::abs(static_cast<double>(r[i])));
-    if (out[i] != r[i]) max_diff = std::max(max_diff, std::abs(static_cast<double>(out[i]) - r[i]));
+    max_ref = std::max(max_ref, std::abs(r));
+    if (o != r) max_diff = std::max(max_diff, std::abs(o - r));
   }
   c.max_error = max_ref > 0 ? max_diff / max_ref : max_diff;
 }
@@ -117,7 +139,7 @@ std::vector<StepCheck> check_model_steps(ModelRunner& runner, const BuiltModel& 
     const PlanStep& step = plan.steps[i];
     const std::vector<void*> args = runner.step_buffers(i, inputs, outputs);
     const std::vector<te::BufferArg>& sig = step.func.args;
-    if (sig.size() != args.size() || sig.back().dtype != te::Float(32))
+    if (sig.size() != args.size())
       throw Error(ErrorKind::kInternal,
                   step.symbol + ": its kernel's signature does not match the plan's arguments");
     // Copies of what it reads, before it runs: a step writing over its own input shows.
@@ -126,13 +148,12 @@ std::vector<StepCheck> check_model_steps(ModelRunner& runner, const BuiltModel& 
       read.emplace_back(sig[k].shape, sig[k].dtype);
       std::memcpy(read.back().data(), args[k], read.back().bytes());
     }
-    float* out = static_cast<float*>(args.back());
-    const int64_t count = sig.back().num_elements();
-    std::fill(out, out + count, std::numeric_limits<float>::quiet_NaN());
+    void* out = args.back();
+    poison(out, sig.back().dtype, sig.back().num_elements());
     runner.run_step(i, args);
     if (options.after_step) options.after_step(i, args);
 
-    te::HostBuffer ref = nan_buffer(sig.back().shape);
+    te::HostBuffer ref = nan_buffer(sig.back().shape, sig.back().dtype);
     StepCheck c;
     c.step = i;
     c.layer = step.layer;

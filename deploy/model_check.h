@@ -23,8 +23,9 @@ struct StepCheck {
   // absolute difference when the reference is all zeros); infinite where exactly one of the two is
   // NaN.
   double max_error = 0;
-  int64_t nan_left =
-      0;  // output elements still NaN (the output is NaN-filled before the step runs)
+  // float32 outputs: elements still NaN (the output is NaN-filled before the step runs). An
+  // integer output is filled with 0xA5 bytes instead: an element left unwritten shows in max_error.
+  int64_t nan_left = 0;
   bool passed(double tolerance) const { return nan_left == 0 && max_error <= tolerance; }
 };
 

@@ -43,10 +43,17 @@ GeneratedStep describe_layer_norm(const frontend::Graph& g, const frontend::Laye
 // The kernel of node `n` when it is one a model build generates beyond the same-shape elementwise
 // kernels (ElementwiseOp): Add, Sub, Mul, Div with a constant or a broadcast operand (a one-element
 // constant second operand becomes an immediate), Pow by a scalar constant, Softmax over the last
-// axis, Transpose. nullopt for any other node. Throws Error(kUnsupported) naming the node for a
+// axis, Transpose, QuantizeLinear and DequantizeLinear of an activation with a per-tensor scale
+// and zero point (quantize_linear, dequantize_linear). nullopt for any other node. Throws Error(kUnsupported) naming the node for a
 // form of these it does not build (shapes that do not broadcast, an axis other than the last, a
 // non-float constant).
 std::optional<GeneratedStep> describe_node(const frontend::Graph& g, const frontend::Node& n,
                                            const Constants& constants);
+
+// `constants` with the float32 value of every DequantizeLinear whose input is a constant (per
+// tensor or per axis), computed as ONNX Runtime does: (int32(x) - int32(zero_point)) * scale in
+// float32. Throws Error(kUnsupported) naming the node for a scale or zero point that is no
+// constant or does not match the axis.
+Constants with_folded_dequantize(const frontend::Graph& g, const Constants& constants);
 
 }  // namespace ktune::deploy

@@ -55,17 +55,18 @@ bool is_elementwise(const std::string& op) {
   return kOps.count(op) > 0;
 }
 
-te::LoweredFunc to_blocked(const std::string& name, const std::vector<int64_t>& nchw,
-                           int64_t block) {
+te::LoweredFunc to_blocked(const std::string& name, const std::vector<int64_t>& nchw, int64_t block,
+                           te::DataType dtype) {
   const int64_t n = nchw.at(0), c = nchw.at(1), h = nchw.at(2), w = nchw.at(3);
   const int64_t blocks = (c + block - 1) / block;
-  te::Tensor in = te::placeholder({n, c, h, w}, te::Float(32), "in");
+  te::Tensor in = te::placeholder({n, c, h, w}, dtype, "in");
   te::Tensor out = te::compute(
       {n, blocks, h, w, block},
       [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
         te::Expr ch = cb * block + l;
         // The clamp keeps the read in bounds; the select writes the padding lanes as zeros.
-        return te::select(ch < c, in(i, te::min(ch, te::Expr(c - 1)), y, x), f(0));
+        return te::select(ch < c, in(i, te::min(ch, te::Expr(c - 1)), y, x),
+                          te::cast(dtype, te::Expr(0)));
       },
       "out");
   te::Schedule s = te::create_schedule({out});
@@ -74,10 +75,10 @@ te::LoweredFunc to_blocked(const std::string& name, const std::vector<int64_t>& 
 }
 
 te::LoweredFunc from_blocked(const std::string& name, const std::vector<int64_t>& nchw,
-                             int64_t block) {
+                             int64_t block, te::DataType dtype) {
   const int64_t n = nchw.at(0), c = nchw.at(1), h = nchw.at(2), w = nchw.at(3);
   const int64_t blocks = (c + block - 1) / block;
-  te::Tensor in = te::placeholder({n, blocks, h, w, block}, te::Float(32), "in");
+  te::Tensor in = te::placeholder({n, blocks, h, w, block}, dtype, "in");
   te::Tensor out = te::compute(
       {n, c, h, w},
       [&](te::Var i, te::Var ch, te::Var y, te::Var x) {
@@ -89,13 +90,11 @@ te::LoweredFunc from_blocked(const std::string& name, const std::vector<int64_t>
   return te::lower(s, {in, out}, name);
 }
 
-te::LoweredFunc elementwise(const std::string& name, const ElementwiseOp& op, int64_t count) {
-  if (!is_elementwise(op.op))
-    throw Error(ErrorKind::kUnsupported, "no generated kernel for elementwise '" + op.op + "'");
-  te::Tensor a = te::placeholder({count}, te::Float(32), "a");
-  te::Tensor b = op.operands() == 2 ? te::placeholder({count}, te::Float(32), "b") : te::Tensor();
-  te::Tensor out = te::compute(
-      {count}, [&](te::Var i) { return apply(op, a(i), b.defined() ? b(i) : te::Expr()); }, "out");
+namespace {
+
+// `out` of `count` elements under the flat kernels' schedule: vectorized, in parallel chunks.
+te::LoweredFunc flat(const std::string& name, const std::vector<te::Tensor>& inputs,
+                     const te::Tensor& out, int64_t count) {
   te::Schedule s = te::create_schedule({out});
   auto [outer, lanes] = s[out].split(s[out].axis(0), kLanes);
   s[out].vectorize(lanes);
@@ -104,10 +103,56 @@ te::LoweredFunc elementwise(const std::string& name, const ElementwiseOp& op, in
     (void)rest;
     s[out].parallel(chunks);
   }
-  std::vector<te::Tensor> args = {a};
-  if (b.defined()) args.push_back(b);
+  std::vector<te::Tensor> args = inputs;
   args.push_back(out);
   return te::lower(s, args, name);
+}
+
+}  // namespace
+
+te::LoweredFunc quantize_linear(const std::string& name, int64_t count, float scale,
+                                int64_t zero_point, te::DataType type) {
+  const bool u8 = type == te::UInt(8);
+  if (!u8 && type != te::Int(8))
+    throw Error(ErrorKind::kUnsupported, "QuantizeLinear to " + type.str() + " is not built");
+  te::Tensor x = te::placeholder({count}, te::Float(32), "x");
+  te::Tensor out = te::compute(
+      {count},
+      [&](te::Var i) {
+        // Clamped in float, so that the conversion to int32 never overflows.
+        const te::Expr y = te::round_even(x(i) / f(scale)) + f(static_cast<float>(zero_point));
+        const te::Expr c = te::min(te::max(y, f(u8 ? 0.0f : -128.0f)), f(u8 ? 255.0f : 127.0f));
+        return te::cast(type, te::cast(te::Int(32), c));
+      },
+      "out");
+  return flat(name, {x}, out, count);
+}
+
+te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, float scale,
+                                  int64_t zero_point, te::DataType type) {
+  if (type != te::UInt(8) && type != te::Int(8))
+    throw Error(ErrorKind::kUnsupported, "DequantizeLinear of " + type.str() + " is not built");
+  te::Tensor x = te::placeholder({count}, type, "x");
+  te::Tensor out = te::compute(
+      {count},
+      [&](te::Var i) {
+        const te::Expr centered = te::cast(te::Int(32), x(i)) - te::Expr(static_cast<int32_t>(zero_point));
+        return te::cast(te::Float(32), centered) * f(scale);
+      },
+      "out");
+  return flat(name, {x}, out, count);
+}
+
+te::LoweredFunc elementwise(const std::string& name, const ElementwiseOp& op, int64_t count) {
+  if (!is_elementwise(op.op))
+    throw Error(ErrorKind::kUnsupported, "no generated kernel for elementwise '" + op.op + "'");
+  te::Tensor a = te::placeholder({count}, te::Float(32), "a");
+  te::Tensor b = op.operands() == 2 ? te::placeholder({count}, te::Float(32), "b") : te::Tensor();
+  te::Tensor out = te::compute(
+      {count}, [&](te::Var i) { return apply(op, a(i), b.defined() ? b(i) : te::Expr()); }, "out");
+  std::vector<te::Tensor> inputs = {a};
+  if (b.defined()) inputs.push_back(b);
+  return flat(name, inputs, out, count);
 }
 
 }  // namespace ktune::deploy

@@ -25,15 +25,26 @@ struct ElementwiseOp {
 // True when elementwise() implements `op`.
 bool is_elementwise(const std::string& op);
 
-// NCHW [n, c, h, w] -> NCHWc [n, ceil(c/block), h, w, block], the lanes past c zero.
-te::LoweredFunc to_blocked(const std::string& name, const std::vector<int64_t>& nchw,
-                           int64_t block);
-// NCHWc [n, ceil(c/block), h, w, block] -> NCHW [n, c, h, w].
+// NCHW [n, c, h, w] -> NCHWc [n, ceil(c/block), h, w, block], the lanes past c zero; elements of
+// `dtype`.
+te::LoweredFunc to_blocked(const std::string& name, const std::vector<int64_t>& nchw, int64_t block,
+                           te::DataType dtype = te::Float(32));
+// NCHWc [n, ceil(c/block), h, w, block] -> NCHW [n, c, h, w]; elements of `dtype`.
 te::LoweredFunc from_blocked(const std::string& name, const std::vector<int64_t>& nchw,
-                             int64_t block);
+                             int64_t block, te::DataType dtype = te::Float(32));
 // `count` elements of each operand -> `count` elements. Throws Error(kUnsupported) for an
 // operation is_elementwise does not know.
 te::LoweredFunc elementwise(const std::string& name, const ElementwiseOp& op, int64_t count);
+
+// ONNX QuantizeLinear of `count` float32 elements with one scale and zero point: out =
+// saturate(round_half_even(x / scale) + zero_point) of `type` (uint8 or int8), as ONNX Runtime
+// computes it (a float32 division).
+te::LoweredFunc quantize_linear(const std::string& name, int64_t count, float scale,
+                                int64_t zero_point, te::DataType type);
+// ONNX DequantizeLinear of `count` elements of `type` (uint8 or int8): out = float32(x -
+// zero_point) * scale.
+te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, float scale,
+                                  int64_t zero_point, te::DataType type);
 
 // out = a op b with numpy broadcasting (shapes aligned at their last axes, an extent 1 repeats):
 // `op` is add, sub, mul or div; arguments a, b, out (shape `out`). Throws Error(kInvalidArgument)

@@ -54,7 +54,7 @@ class Planner {
   Planner(const frontend::Graph& g, const std::map<std::string, frontend::ConstantValue>& constants,
           const std::string& name, const PlanOptions& options)
       : g_(g),
-        constants_(constants),
+        constants_(with_folded_dequantize(g, constants)),
         options_(options),
         target_(codegen::Target::parse(options.target)),
         tasks_(frontend::extract_tasks(g, target_traits(options.target))) {
@@ -62,6 +62,12 @@ class Planner {
   }
 
   ModelPlan run() {
+    for (const auto& io : {g_.inputs, g_.outputs})
+      for (const std::string& name : io)
+        if (dtype_of(name) != te::Float(32))
+          throw Error(ErrorKind::kUnsupported,
+                      "graph input or output '" + name + "' is " + g_.type(name) +
+                          ": a model library takes and returns float32 (quantize inside the model)");
     for (size_t i = 0; i < g_.inputs.size(); ++i) {
       PlanTensor t{g_.inputs[i], known_shape(g_.inputs[i]), 0, Storage::kInput,
                    static_cast<int64_t>(i)};
@@ -73,7 +79,12 @@ class Planner {
     for (const auto& occ : tasks_.occurrences) {
       anchors[occ.node] = &occ;
       fused.insert(occ.fused.begin(), occ.fused.end());
+      fused.insert(occ.prologue.begin(), occ.prologue.end());
     }
+    // A DequantizeLinear of a constant is a constant (with_folded_dequantize): no kernel.
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (g_.nodes[i].op == "DequantizeLinear" && constants_.count(g_.nodes[i].outputs.at(0)))
+        fused.insert(i);
     // A LayerNorm group runs as one kernel where its first node is (which alone reads outside it).
     for (const auto& group : tasks_.layer_norms) {
       layer_norm_at_[group.nodes.front()] = &group;
@@ -125,6 +136,7 @@ class Planner {
   bool ready(size_t i, const frontend::TaskOccurrence* occ) const {
     std::vector<size_t> nodes = {i};
     if (occ) nodes.insert(nodes.end(), occ->fused.begin(), occ->fused.end());
+    if (occ) nodes.insert(nodes.end(), occ->prologue.begin(), occ->prologue.end());
     std::set<std::string> inside;
     for (size_t k : nodes) inside.insert(g_.nodes[k].outputs.begin(), g_.nodes[k].outputs.end());
     for (size_t k : nodes)
@@ -189,13 +201,15 @@ class Planner {
   }
 
   // A packed weight: its bytes appended to the weights, 64-byte aligned.
-  int64_t weight(const std::string& name, std::vector<int64_t> shape,
-                 const std::vector<float>& data) {
+  template <typename T>
+  int64_t weight(const std::string& name, std::vector<int64_t> shape, const std::vector<T>& data,
+                 te::DataType dtype = te::Float(32)) {
     PlanTensor t{name, std::move(shape), 0, Storage::kWeights};
+    t.dtype = dtype;
     t.offset = static_cast<int64_t>(plan_.weights.size());
-    plan_.weights.resize(static_cast<size_t>(
-        align_up(t.offset + static_cast<int64_t>(data.size() * sizeof(float)))));
-    std::memcpy(plan_.weights.data() + t.offset, data.data(), data.size() * sizeof(float));
+    plan_.weights.resize(
+        static_cast<size_t>(align_up(t.offset + static_cast<int64_t>(data.size() * sizeof(T)))));
+    std::memcpy(plan_.weights.data() + t.offset, data.data(), data.size() * sizeof(T));
     return add(std::move(t));
   }
 
@@ -219,22 +233,36 @@ class Planner {
     int64_t from = cur->second;
     if (have.block != 0 && block != 0) from = form(onnx, 0);  // re-blocking goes through NCHW
     PlanTensor t{block ? onnx + "@c" + std::to_string(block) : onnx, have.shape, block};
+    t.dtype = have.dtype;
     const int64_t to = add(t);
     PlanStep s;
     s.layer = "layout " + onnx;
     s.kind = "layout";
     s.symbol = symbol(block ? "to_nchw" + std::to_string(block) + "c" : "to_nchw");
-    s.func = block ? to_blocked(s.symbol, t.shape, block)
-                   : from_blocked(s.symbol, t.shape, plan_.tensors[from].block);
+    s.func = block ? to_blocked(s.symbol, t.shape, block, t.dtype)
+                   : from_blocked(s.symbol, t.shape, plan_.tensors[from].block, t.dtype);
     s.args = {from, to};
     plan_.steps.push_back(std::move(s));
     forms_[{onnx, block}] = to;
     return to;
   }
 
+  // The element type of tensor `onnx`: float32 unless the graph says uint8, int8 or int32.
+  te::DataType dtype_of(const std::string& onnx) const {
+    const std::string t = g_.type(onnx);
+    if (t.empty() || t == "float32") return te::Float(32);
+    if (t == "uint8") return te::UInt(8);
+    if (t == "int8") return te::Int(8);
+    if (t == "int32") return te::Int(32);
+    throw Error(ErrorKind::kUnsupported, "tensor '" + onnx + "' is " + t +
+                                             " (model builds compute float32, uint8, int8, int32)");
+  }
+
   // A new tensor for the value `onnx`, which becomes its current form.
   int64_t define(const std::string& onnx, int64_t block) {
-    const int64_t id = add(PlanTensor{onnx, known_shape(onnx), block});
+    PlanTensor t{onnx, known_shape(onnx), block};
+    t.dtype = dtype_of(onnx);
+    const int64_t id = add(std::move(t));
     current_[onnx] = id;
     return id;
   }
@@ -242,6 +270,7 @@ class Planner {
   void plan_view(const frontend::Node& n) {
     const int64_t src = form(n.inputs.at(0), 0);
     PlanTensor t{n.outputs.at(0), known_shape(n.outputs.at(0))};
+    t.dtype = plan_.tensors[src].dtype;
     t.alias_of = plan_.tensors[src].alias_of >= 0 ? plan_.tensors[src].alias_of : src;
     if (product(t.shape) != product(plan_.tensors[src].shape))
       throw unsupported(n, "a view that changes the element count");
@@ -282,7 +311,7 @@ class Planner {
     s.kind = "elementwise";
     s.symbol = symbol(op.op);
     s.func = elementwise(s.symbol, op,
-                         plan_.tensors[args.back()].bytes() / static_cast<int64_t>(sizeof(float)));
+                         plan_.tensors[args.back()].elements());
     s.args = std::move(args);
     plan_.steps.push_back(std::move(s));
   }
@@ -427,7 +456,9 @@ class Planner {
     const schedule_space::Instantiated inst = run.instantiate(s.choice->config);
     s.func = te::lower(inst.schedule, inst.args, s.symbol);
 
-    if (tmpl == "conv2d_nchwc" || tmpl == "depthwise_conv2d_nchwc")
+    if (tmpl == "conv2d_nchwc_u8s8s32")
+      bind_quantized_conv(s, anchor, inst.args);
+    else if (tmpl == "conv2d_nchwc" || tmpl == "depthwise_conv2d_nchwc")
       bind_conv(s, anchor, occ, out_name, inst.args);
     else if (tmpl == "matmul" || tmpl == "dense_bias_relu" || tmpl == "batch_matmul")
       bind_gemm(s, anchor, occ, out_name, inst.args);
@@ -509,6 +540,94 @@ class Planner {
       throw unsupported(conv, "a bias without a fused bias epilogue");
   }
 
+  // The int8 conv of a QuantizedConv: the uint8 data blocked as the kernel reads it, the int8
+  // weights packed, and the requantize epilogue's inputs. The kernel convolves the data with the
+  // padding taps at the data's zero point zx, i.e. computes conv(x - zx) + zx * sum(w): the int32
+  // bias takes -zx * sum(w[k]) per output channel. The scale is ONNX Runtime's QLinearConv one,
+  // s_x * s_w[k] / s_y in float32.
+  void bind_quantized_conv(PlanStep& s, const frontend::Node& conv,
+                           const std::vector<te::Tensor>& args) {
+    auto q = std::find_if(tasks_.quantized_convs.begin(), tasks_.quantized_convs.end(),
+                          [&](const frontend::QuantizedConv& c) { return &g_.nodes[c.conv] == &conv; });
+    if (q == tasks_.quantized_convs.end())
+      throw Error(ErrorKind::kInternal, "node '" + conv.name + "': no quantized conv pattern");
+    const auto& w = integer_constant(conv, q->weight);
+    const int64_t K = w.shape.at(0), C = w.shape.at(1), R = w.shape.at(2), S = w.shape.at(3);
+    const int64_t icb = s.task->args().get_int("ic_block");
+    const int64_t kOcb = 16;  // the template's output block: the 16 int32 lanes of one vpdpbusd
+    const int64_t kb = (K + kOcb - 1) / kOcb, cb = C / icb;
+    if (!q->weight_zero_point.empty())
+      for (int64_t z : integer_constant(conv, q->weight_zero_point).i64)
+        if (z != 0) throw unsupported(conv, "the weights' zero point is not 0");
+    const auto value = [&](const std::string& t) { return scalar_constant(conv, t); };
+    const double zx = q->data_zero_point.empty() ? 0 : value(q->data_zero_point);
+    const float sx = static_cast<float>(value(q->data_scale));
+    const float sy = static_cast<float>(value(q->out_scale));
+    const int32_t zy = q->out_zero_point.empty() ? 0 : static_cast<int32_t>(value(q->out_zero_point));
+    const std::vector<float>& sw = constant(conv, q->weight_scale).f32;
+    std::vector<int8_t> packed(static_cast<size_t>(kb * cb * R * S * icb * kOcb), 0);
+    std::vector<int32_t> bias(static_cast<size_t>(kb * kOcb), 0);
+    std::vector<float> scale(static_cast<size_t>(kb * kOcb), 0.0f);
+    const std::vector<int64_t>* b =
+        q->bias.empty() ? nullptr : &integer_constant(conv, q->bias).i64;
+    if (b && static_cast<int64_t>(b->size()) != K)
+      throw unsupported(conv, "a bias of another channel count");
+    if (sw.size() != 1 && static_cast<int64_t>(sw.size()) != K)
+      throw unsupported(conv, "a weight scale of another channel count");
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t sum = 0;
+      // [K/16][C/icb][R][S][icb/4][16][4]
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t x = 0; x < S; ++x) {
+            const int64_t v = w.i64[static_cast<size_t>(((k * C + c) * R + r) * S + x)];
+            sum += v;
+            packed[static_cast<size_t>(
+                (((((k / kOcb * cb + c / icb) * R + r) * S + x) * (icb / 4) + c % icb / 4) * kOcb +
+                 k % kOcb) * 4 + c % 4)] = static_cast<int8_t>(v);
+          }
+      bias[static_cast<size_t>(k)] =
+          static_cast<int32_t>((b ? (*b)[static_cast<size_t>(k)] : 0) - static_cast<int64_t>(zx) * sum);
+      scale[static_cast<size_t>(k)] = sx * sw[sw.size() == 1 ? 0 : static_cast<size_t>(k)] / sy;
+    }
+    for (const te::Tensor& a : args) {
+      const std::string& n = a.name();
+      if (n == "I")
+        s.args.push_back(form(q->data, icb));
+      else if (n == "W")
+        s.args.push_back(weight(q->weight + "@packed", a.shape(), packed, te::Int(8)));
+      else if (n == "bias")
+        s.args.push_back(weight(conv.name + "@bias", a.shape(), bias, te::Int(32)));
+      else if (n == "scale")
+        s.args.push_back(weight(conv.name + "@scale", a.shape(), scale));
+      else if (n == "zero_point")
+        s.args.push_back(weight(conv.name + "@zero_point", a.shape(), std::vector<int32_t>{zy},
+                                te::Int(32)));
+      else if (&a == &args.back())
+        s.args.push_back(define(q->output, kOcb));
+      else
+        throw unsupported(conv, "kernel argument '" + n + "' has no binding");
+    }
+  }
+
+  // An integer constant (int8, uint8, int32, int64 values).
+  const frontend::ConstantValue& integer_constant(const frontend::Node& n,
+                                                  const std::string& tensor) const {
+    auto it = constants_.find(tensor);
+    if (it == constants_.end() || static_cast<int64_t>(it->second.i64.size()) != product(it->second.shape))
+      throw unsupported(n, "input '" + tensor + "' is not an integer constant");
+    return it->second;
+  }
+
+  // The value of a one-element constant, float or integer.
+  double scalar_constant(const frontend::Node& n, const std::string& tensor) const {
+    auto it = constants_.find(tensor);
+    if (it != constants_.end() && it->second.f32.size() == 1) return it->second.f32.front();
+    if (it != constants_.end() && it->second.i64.size() == 1)
+      return static_cast<double>(it->second.i64.front());
+    throw unsupported(n, "input '" + tensor + "' is not a one-element constant");
+  }
+
   void bind_gemm(PlanStep& s, const frontend::Node& gemm, const frontend::TaskOccurrence& occ,
                  const std::string& out_name, const std::vector<te::Tensor>& args) {
     for (size_t j : occ.fused)
@@ -556,7 +675,7 @@ class Planner {
   }
 
   const frontend::Graph& g_;
-  const std::map<std::string, frontend::ConstantValue>& constants_;
+  const std::map<std::string, frontend::ConstantValue> constants_;  // with folded DequantizeLinear
   const PlanOptions& options_;
   codegen::Target target_;
   frontend::ModelTasks tasks_;
@@ -569,11 +688,13 @@ class Planner {
 
 }  // namespace
 
-int64_t PlanTensor::bytes() const {
-  if (block == 0 || shape.size() != 4) return product(shape) * static_cast<int64_t>(sizeof(float));
+int64_t PlanTensor::elements() const {
+  if (block == 0 || shape.size() != 4) return product(shape);
   const int64_t blocks = (shape[1] + block - 1) / block;
-  return shape[0] * blocks * shape[2] * shape[3] * block * static_cast<int64_t>(sizeof(float));
+  return shape[0] * blocks * shape[2] * shape[3] * block;
 }
+
+int64_t PlanTensor::bytes() const { return elements() * dtype.bytes(); }
 
 ModelPlan plan_model(const frontend::Graph& graph,
                      const std::map<std::string, frontend::ConstantValue>& constants,

@@ -27,7 +27,11 @@ struct PlanTensor {
   int64_t index = 0;      // kInput, kOutput: which one
   int64_t alias_of = -1;  // a view (Reshape, Flatten, ...): the tensor whose bytes it shares
   int64_t offset = 0;     // bytes into the arena (memory plan) or the weights
-  // Bytes it occupies (the padded channel blocks of a blocked tensor), float32.
+  // The element type: float32, or uint8 / int8 / int32 on a quantized model's int8 path.
+  te::DataType dtype = te::Float(32);
+  // Elements it occupies (with the padded channel lanes of a blocked tensor).
+  int64_t elements() const;
+  // Bytes it occupies: elements() of dtype.
   int64_t bytes() const;
 };
 

@@ -27,6 +27,8 @@ struct Candidate {
   int64_t multiplicity = 1;  // grouped convs: one task per group
   std::string note;
   std::vector<Candidate> alternatives;  // other algorithms for the same node (ModelTask's)
+  std::string dtype = "float32";        // the dtype argument ("" = the template takes none)
+  std::vector<size_t> prologue;         // TaskOccurrence::prologue
 };
 
 // An anchor that cannot become a task: the reason goes to the unsupported list.
@@ -54,6 +56,7 @@ std::string reason_without_template(const std::string& op) {
                                                 "Squeeze", "Unsqueeze", "Dropout"};
   if (kLayout.count(op)) return "layout only (no kernel)";
   if (op == "Constant") return "constant (no kernel)";
+  if (op == "QuantizeLinear" || op == "DequantizeLinear") return "no template (per-tensor kernel)";
   return "no template";
 }
 
@@ -66,6 +69,8 @@ std::string generated_kernel(const Node& n, const Graph& g) {
   if (!n.domain.empty()) return "";
   if (kViews.count(n.op)) return "view";
   if (kElementwise.count(n.op)) return "elementwise";
+  if (n.op == "QuantizeLinear") return "quantize";
+  if (n.op == "DequantizeLinear") return g.constants.count(n.inputs.at(0)) ? "folded" : "dequantize";
   if (n.op == "Transpose") return "transpose";
   if (n.op == "Softmax") {
     // Before opset 13 Softmax normalizes the input flattened from `axis` on: the last axis alone
@@ -82,7 +87,18 @@ void resolve(ModelTask& t, const schedule_space::TargetTraits& target);
 class Extractor {
  public:
   Extractor(const Graph& graph, const schedule_space::TargetTraits& target)
-      : g_(graph), target_(target), fuser_(graph), layer_norms_(find_layer_norms(graph)) {
+      : g_(graph),
+        target_(target),
+        fuser_(graph),
+        layer_norms_(find_layer_norms(graph)),
+        quantized_(find_quantized_convs(graph)) {
+    // An int8 conv's DequantizeLinear, Relu and QuantizeLinear nodes are its own.
+    for (size_t k = 0; k < quantized_.convs.size(); ++k) {
+      const QuantizedConv& q = quantized_.convs[k];
+      quantized_at_[q.conv] = k;
+      for (size_t n : q.prologue) fuser_.exclude(n);
+      for (size_t n : q.epilogue) fuser_.exclude(n);
+    }
     // A LayerNorm stays whole: no anchor takes its nodes into an epilogue.
     for (size_t k = 0; k < layer_norms_.size(); ++k)
       for (size_t n : layer_norms_[k].nodes) {
@@ -135,11 +151,15 @@ class Extractor {
       }
       ModelTask& task = result.tasks[it->second];
       task.count += c.multiplicity;
-      TaskOccurrence occ{it->second, i, c.epilogue.nodes, node.name};
+      TaskOccurrence occ{it->second, i, c.epilogue.nodes, c.prologue, node.name};
       task.layers.push_back(node.name);
       for (size_t f : c.epilogue.nodes) {
         task.layers.push_back(g_.nodes[f].name);
         occ.layer += "+" + g_.nodes[f].name;
+      }
+      for (size_t p : c.prologue) {
+        task.layers.push_back(g_.nodes[p].name);
+        occ.layer += "+" + g_.nodes[p].name;
       }
       const std::vector<std::string> layers = task.layers;
       const size_t primary = it->second;
@@ -163,6 +183,7 @@ class Extractor {
       }
     }
     result.layer_norms = layer_norms_;
+    result.quantized_convs = quantized_.convs;
     return result;
   }
 
@@ -170,6 +191,7 @@ class Extractor {
   std::variant<Candidate, NotMapped, std::monostate> map_anchor(size_t i) {
     const Node& n = g_.nodes[i];
     if (!n.domain.empty()) return std::monostate{};
+    if (n.op == "Conv" && quantized_at_.count(i)) return map_quantized_conv(i);
     if (n.op == "Conv") return map_conv(i);
     if (n.op == "Gemm" || n.op == "MatMul") return map_gemm(i);
     if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "GlobalAveragePool" ||
@@ -253,7 +275,34 @@ class Extractor {
       c.note = "grouped conv: one of " + i2s(group) + " groups";
     }
     c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kConv);
+    if (auto q = quantized_.not_fused.find(i); q != quantized_.not_fused.end())
+      c.note += (c.note.empty() ? "" : "; ") + std::string("float32, not int8: ") + q->second;
     return c;
+  }
+
+  // The int8 conv of a QuantizedConv: the float conv's shape, the data's zero point (the padding
+  // value) and the requantize epilogue (per-channel scale, Relu as a clamp at the zero point).
+  std::variant<Candidate, NotMapped, std::monostate> map_quantized_conv(size_t i) {
+    std::variant<Candidate, NotMapped, std::monostate> mapped = map_conv(i);
+    auto* c = std::get_if<Candidate>(&mapped);
+    if (!c) return mapped;
+    const QuantizedConv& q = quantized_.convs[quantized_at_.at(i)];
+    // map_conv fuses nothing: the Conv's only reader is the Relu or QuantizeLinear excluded above.
+    c->template_name = "conv2d_nchwc_u8s8s32";
+    c->substitute.clear();
+    c->alternatives.clear();
+    c->dtype.clear();
+    c->args.erase("dilation");  // the int8 template has none (find_quantized_convs requires 1)
+    const int64_t zero_point =
+        q.data_zero_point.empty() ? 0 : std::llround(g_.values.at(q.data_zero_point).front());
+    c->args["data_zero_point"] = i2s(zero_point);
+    c->args["out"] = "u8";
+    c->args["scale"] = "per_channel";
+    c->args["relu"] = q.relu ? "1" : "0";
+    c->epilogue = FusedEpilogue{"", {}, q.epilogue};
+    c->prologue = q.prologue;
+    c->note = "int8: requantized to uint8";
+    return mapped;
   }
 
   std::variant<Candidate, NotMapped, std::monostate> map_gemm(size_t i) {
@@ -351,7 +400,8 @@ class Extractor {
     ModelTask t;
     t.template_name = c.template_name;
     t.args = c.args;
-    t.args["dtype"] = "float32";  // ONNX float tensors; the test models and the templates' default
+    // ONNX float tensors; the test models and the templates' default.
+    if (!c.dtype.empty()) t.args["dtype"] = c.dtype;
     t.epilogue = c.epilogue.steps;
     if (!t.epilogue.empty()) t.args["epilogue"] = t.epilogue;
     for (const auto& [k, v] : c.epilogue.args) t.args[k] = v;
@@ -366,6 +416,8 @@ class Extractor {
   EpilogueFuser fuser_;
   std::vector<LayerNormGroup> layer_norms_;
   std::map<size_t, size_t> in_layer_norm_;  // node -> its group
+  QuantizedConvs quantized_;
+  std::map<size_t, size_t> quantized_at_;  // conv node -> its QuantizedConv
 };
 
 // Sets status, refused and tunable by asking the templates (Task::create) for the listed form,

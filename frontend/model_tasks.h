@@ -12,6 +12,7 @@
 
 #include "frontend/layer_norm.h"
 #include "frontend/onnx_graph.h"
+#include "frontend/qdq_fusion.h"
 #include "schedule_space/task.h"
 #include "schedule_space/workload.h"
 
@@ -76,8 +77,10 @@ struct TaskOccurrence {
   size_t task = 0;            // index into ModelTasks::tasks
   size_t node = 0;            // the anchor node (Conv, Gemm, MatMul, pooling)
   std::vector<size_t> fused;  // nodes fused into its epilogue (BatchNormalization, Add, Relu, ...)
-  // The names of the anchor and of the fused nodes, '+'-joined ("conv1+bn1+relu1"): the layer as
-  // a model build labels its step.
+  // Nodes before the anchor that it absorbs (the DequantizeLinear nodes of an int8 conv).
+  std::vector<size_t> prologue;
+  // The names of the anchor, the fused and the prologue nodes, '+'-joined ("conv1+bn1+relu1"):
+  // the layer as a model build labels its step.
   std::string layer;
 };
 
@@ -88,6 +91,8 @@ struct ModelTasks {
   std::vector<TaskOccurrence> occurrences;  // in graph order; not part of to_json
   std::vector<LayerNormGroup>
       layer_norms;  // listed as unsupported "LayerNorm"; not part of to_json
+  // The int8 convs (tasks of conv2d_nchwc_u8s8s32, by anchor node); not part of to_json.
+  std::vector<QuantizedConv> quantized_convs;
   // Sum over tasks (alternatives excluded: they compute the same) of count x flop.
   double total_flop() const;
   // The alternatives of tasks[task] (indexes; ModelTask::alternative_of == task).
@@ -104,7 +109,11 @@ struct ModelTasks {
 // (max_pool2d / avg_pool2d). What follows a conv or matmul is fused as its epilogue (see
 // EpilogueFuser::fuse): BatchNormalization folded into a bias, a bias Add, a residual Add, and
 // Relu, Clip (relu6 or bounds), HardSwish, HardSigmoid-Mul or Sigmoid-Mul (silu), the Erf form of
-// GELU (gelu_erf).
+// GELU (gelu_erf). In a QDQ model, DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear
+// (QuantizedConv) is one conv2d_nchwc_u8s8s32 task with its requantize epilogue; a Conv with
+// dequantized inputs that does not fuse runs in float32 and its note says why; other
+// QuantizeLinear and DequantizeLinear nodes are generated kernels ("quantize", "dequantize"; a
+// DequantizeLinear of a constant is folded at build time: "folded").
 // Identical workloads are merged with a count. Every other node is an
 // UnsupportedOp (a LayerNormGroup is one, "LayerNorm"), with the generated kernel a model build
 // computes it with, if any: nothing is dropped. Each task is tried with Task::create (typed errors

@@ -81,6 +81,28 @@ std::vector<int64_t> dims_of(const onnx::TypeProto& type) {
   return dims;
 }
 
+// The element type's name as Graph::types keeps it ("" when the type says none).
+std::string type_name(int32_t elem_type) {
+  switch (elem_type) {
+    case onnx::TensorProto::FLOAT: return "float32";
+    case onnx::TensorProto::DOUBLE: return "float64";
+    case onnx::TensorProto::FLOAT16: return "float16";
+    case onnx::TensorProto::BFLOAT16: return "bfloat16";
+    case onnx::TensorProto::UINT8: return "uint8";
+    case onnx::TensorProto::INT8: return "int8";
+    case onnx::TensorProto::INT32: return "int32";
+    case onnx::TensorProto::INT64: return "int64";
+    case onnx::TensorProto::BOOL: return "bool";
+    default: return elem_type == onnx::TensorProto::UNDEFINED ? "" : "other";
+  }
+}
+
+void record_type(Graph& graph, const onnx::ValueInfoProto& v) {
+  if (!v.type().has_tensor_type()) return;
+  const std::string t = type_name(v.type().tensor_type().elem_type());
+  if (!t.empty()) graph.types[v.name()] = t;
+}
+
 std::string dims_text(const onnx::TypeProto& type) {
   std::string text;
   for (const auto& d : type.tensor_type().shape().dim()) {
@@ -144,7 +166,12 @@ std::optional<std::vector<double>> small_values(const onnx::TensorProto& t) {
   std::vector<double> out;
   const std::string& raw = t.raw_data();
   // raw_data is little-endian, as the hosts ktune runs on.
-  auto from_raw = [&]<typename T>(T) -> bool {
+  // The raw bytes as T, else the typed field.
+  auto read = [&]<typename T>(T, const auto& field) -> bool {
+    if (!t.has_raw_data()) {
+      out.assign(field.begin(), field.end());
+      return true;
+    }
     if (raw.size() != static_cast<size_t>(n) * sizeof(T)) return false;
     for (int64_t i = 0; i < n; ++i) {
       T v;
@@ -153,23 +180,31 @@ std::optional<std::vector<double>> small_values(const onnx::TensorProto& t) {
     }
     return true;
   };
+  bool ok = false;
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT:
-      if (t.has_raw_data()) return from_raw(float{}) ? std::optional(out) : std::nullopt;
-      out.assign(t.float_data().begin(), t.float_data().end());
+      ok = read(float{}, t.float_data());
       break;
     case onnx::TensorProto::DOUBLE:
-      if (t.has_raw_data()) return from_raw(double{}) ? std::optional(out) : std::nullopt;
-      out.assign(t.double_data().begin(), t.double_data().end());
+      ok = read(double{}, t.double_data());
       break;
     case onnx::TensorProto::INT64:
-      if (t.has_raw_data()) return from_raw(int64_t{}) ? std::optional(out) : std::nullopt;
-      out.assign(t.int64_data().begin(), t.int64_data().end());
+      ok = read(int64_t{}, t.int64_data());
+      break;
+    // Zero points: int32_data holds INT32, INT8 and UINT8 elements when there is no raw data.
+    case onnx::TensorProto::INT32:
+      ok = read(int32_t{}, t.int32_data());
+      break;
+    case onnx::TensorProto::INT8:
+      ok = read(int8_t{}, t.int32_data());
+      break;
+    case onnx::TensorProto::UINT8:
+      ok = read(uint8_t{}, t.int32_data());
       break;
     default:
       return std::nullopt;
   }
-  if (out.size() != static_cast<size_t>(n)) return std::nullopt;
+  if (!ok || out.size() != static_cast<size_t>(n)) return std::nullopt;
   return out;
 }
 
@@ -211,6 +246,11 @@ std::optional<std::vector<int64_t>> Graph::shape(const std::string& tensor) cons
   for (int64_t d : it->second)
     if (d < 0) return std::nullopt;
   return it->second;
+}
+
+std::string Graph::type(const std::string& tensor) const {
+  auto it = types.find(tensor);
+  return it == types.end() ? "" : it->second;
 }
 
 std::string shape_text(const std::vector<int64_t>& dims) {
@@ -264,6 +304,7 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
   for (const auto& init : model.graph().initializer()) {
     graph.constants.insert(init.name());
     graph.shapes[init.name()] = std::vector<int64_t>(init.dims().begin(), init.dims().end());
+    if (const std::string t = type_name(init.data_type()); !t.empty()) graph.types[init.name()] = t;
     if (auto v = small_values(init)) graph.values[init.name()] = std::move(*v);
   }
   if (set_input_shapes(path, *model.mutable_graph(), graph.constants, inputs)) {
@@ -286,10 +327,15 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
   for (const auto& v : model.graph().input()) {
     if (!graph.constants.count(v.name())) graph.inputs.push_back(v.name());
     graph.shapes[v.name()] = dims_of(v.type());
+    record_type(graph, v);
   }
-  for (const auto& v : model.graph().value_info()) graph.shapes[v.name()] = dims_of(v.type());
+  for (const auto& v : model.graph().value_info()) {
+    graph.shapes[v.name()] = dims_of(v.type());
+    record_type(graph, v);
+  }
   for (const auto& v : model.graph().output()) {
     graph.outputs.push_back(v.name());
+    record_type(graph, v);
     if (v.type().tensor_type().has_shape()) graph.shapes[v.name()] = dims_of(v.type());
   }
   int index = 0;
@@ -359,6 +405,12 @@ std::optional<ConstantValue> value_of(const std::string& path, const onnx::Tenso
       return v;
     case onnx::TensorProto::INT32:
       v.i64 = values_of<int32_t, int64_t>(t.raw_data(), t.int32_data(), count, bad);
+      return v;
+    case onnx::TensorProto::INT8:
+      v.i64 = values_of<int8_t, int64_t>(t.raw_data(), t.int32_data(), count, bad);
+      return v;
+    case onnx::TensorProto::UINT8:
+      v.i64 = values_of<uint8_t, int64_t>(t.raw_data(), t.int32_data(), count, bad);
       return v;
     default:
       return std::nullopt;

@@ -56,10 +56,15 @@ struct Graph {
   // The shape of each tensor shape inference could resolve; a dimension it could not resolve
   // is -1. Tensors without any shape information are absent.
   std::map<std::string, std::vector<int64_t>> shapes;
+  // The element type of each tensor whose type is known: "float32", "uint8", "int8", "int32",
+  // "int64", ... (ONNX's type names, lower case, with the width).
+  std::map<std::string, std::string> types;
   int64_t opset = 0;  // the default domain's opset
 
   // The shape of `tensor` when fully known (no -1), else nullopt.
   std::optional<std::vector<int64_t>> shape(const std::string& tensor) const;
+  // The element type of `tensor` (Graph::types), "" when unknown.
+  std::string type(const std::string& tensor) const;
 };
 
 // `--input name=1x3x224x224`: the full shape of one graph input.
@@ -88,10 +93,11 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs =
 struct ConstantValue {
   std::vector<int64_t> shape;
   std::vector<float> f32;    // FLOAT tensors
-  std::vector<int64_t> i64;  // INT64 and INT32 tensors (shapes, axes, pads)
+  std::vector<int64_t> i64;  // INT64, INT32, INT8 and UINT8 tensors (shapes, axes, pads,
+                             // quantized weights, zero points)
 };
 
-// Reads the values of every FLOAT, INT64 and INT32 constant of the ONNX model at `path`
+// Reads the values of every FLOAT, INT64, INT32, INT8 and UINT8 constant of the ONNX model at `path`
 // (initializers and Constant nodes' `value`), by tensor name; what a model build packs. Constants
 // of other types are left out (a build that needs one says so). Throws like load_onnx for a file
 // that is not a model, and Error(kInvalidArgument) naming a tensor whose data does not match its

@@ -11,6 +11,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "codegen/codegen_llvm.h"
@@ -244,6 +245,43 @@ namespace {
 
 // Pools on NCHWc data against loops over NCHW: odd channel counts (a padded last block, its lanes
 // zero in and out), padding, stride 2, and a global average.
+// QuantizeLinear: ONNX's x / scale rounded half to even, plus the zero point, saturated (ties
+// and out-of-range values included); DequantizeLinear: (q - zero point) * scale. The uint8 and
+// int8 buffers are the byte-wise ones of a compiled kernel: the quantized output is filled with
+// 0xA5 first (an element never written shows unless its value is that byte).
+TEST(ModelOps, QuantizeAndDequantizeLinearAsOnnx) {
+  const float scale = 0.5f;
+  // Ties at x / scale = k + 0.5 (round to even), and values past either end of the range.
+  std::vector<float> x = {0.25f, 0.75f, 1.25f, -0.25f, -0.75f, 100.0f, -100.0f, 0.0f, 3.0f, -3.3f};
+  x.resize(37, 0.3f);  // past one vector of lanes
+  for (const auto& [type, zp, lo, hi] :
+       {std::tuple{te::UInt(8), int64_t{128}, 0.0, 255.0}, std::tuple{te::Int(8), int64_t{-3}, -128.0, 127.0}}) {
+    const int64_t n = static_cast<int64_t>(x.size());
+    const codegen::Kernel q = codegen::Kernel::load(
+        codegen::build(quantize_linear("q", n, scale, zp, type), codegen::Target::host()));
+    const codegen::Kernel dq = codegen::Kernel::load(
+        codegen::build(dequantize_linear("dq", n, scale, zp, type), codegen::Target::host()));
+    Buffer in(n), out(n);
+    std::copy(x.begin(), x.end(), in.data());
+    std::vector<unsigned char> bytes(static_cast<size_t>(n) + 64, 0xA5);
+    void* qp = bytes.data() + (64 - reinterpret_cast<uintptr_t>(bytes.data()) % 64) % 64;
+    ASSERT_EQ(q.run({in.data(), qp}), 0);
+    std::fill(out.data(), out.data() + n, NAN);
+    ASSERT_EQ(dq.run({qp, out.data()}), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      const double want =
+          std::clamp(std::nearbyint(static_cast<double>(x[static_cast<size_t>(i)]) / scale) +
+                         static_cast<double>(zp),
+                     lo, hi);
+      const double got = type == te::UInt(8) ? static_cast<unsigned char*>(qp)[i]
+                                              : static_cast<signed char*>(qp)[i];
+      EXPECT_EQ(got, want) << type.str() << " element " << i << " x=" << x[static_cast<size_t>(i)];
+      EXPECT_EQ(out.data()[i], static_cast<float>(want - static_cast<double>(zp)) * scale)
+          << type.str() << " element " << i;
+    }
+  }
+}
+
 TEST(ModelPool, BlockedMaxAndAveragePoolsMatchLoops) {
   struct Case {
     bool max;
