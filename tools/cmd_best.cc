@@ -37,16 +37,6 @@ struct BestOptions {
   bool json = false;
 };
 
-nlohmann::json record_json(const tuning_db::Record& r) {
-  nlohmann::json j = tuning_db::to_json(r);
-  j["gflops"] = r.gflops();
-  j["mean_cost_s"] = r.cost();  // the figure best ranks by (a re-timing's median when re-timed)
-  j["emulated"] = r.emulated;
-  j["retimed"] = !r.retimed_costs.empty();
-  j["noisy"] = r.noisy();
-  return j;
-}
-
 void run_best(const BestOptions& o) {
   if (o.server.server.empty() && !o.device_key.empty())
     throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
@@ -70,11 +60,11 @@ void run_best(const BestOptions& o) {
     spdlog::warn("{}", deploy::toolchain_warning(*best));
   if (o.json) {
     nlohmann::json j{{"workload", task.workload_key()}, {"target", target.str()}};
-    j["best"] = best ? record_json(*best) : nlohmann::json(nullptr);
+    j["best"] = best ? tuning_db::to_report_json(*best) : nlohmann::json(nullptr);
     if (!note.empty()) j["note"] = note;
     if (o.top > 1) {
       j["top"] = nlohmann::json::array();
-      for (const auto& r : top) j["top"].push_back(record_json(r));
+      for (const auto& r : top) j["top"].push_back(tuning_db::to_report_json(r));
     }
     j["fallback"] = task.fallback_config().to_json();
     std::cout << j.dump(2) << "\n";

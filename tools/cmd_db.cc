@@ -1,5 +1,6 @@
-// `ktune db stats|best|top|export|import|check|remove-failed|remove-invalid|revalidate --db PATH`:
-// the tuning log from the command line, human-readable by default and JSON with --json.
+// `ktune db stats|best|top|export|import|check|migrate|remove-failed|remove-invalid|revalidate
+// --db LOG`: the tuning log (a SQLite path or a postgresql:// URL) from the command line,
+// human-readable by default and JSON with --json.
 #include <spdlog/spdlog.h>
 #include <algorithm>
 
@@ -21,6 +22,7 @@
 #include "tools/db_revalidate.h"
 #include "tools/service_flags.h"
 #include "tuning_db/database.h"
+#include "tuning_db/log_copy.h"
 
 namespace ktune::tools {
 namespace {
@@ -42,6 +44,8 @@ struct DbArgs {
   int64_t batch = 10000;  // import: records per committed transaction
   bool emulated = false;  // best/top: records of emulated devices are eligible too
   std::string file;
+  std::string to;       // migrate: the target log (--from is `path`)
+  bool append = false;  // migrate: add to a target that holds records, runs, models or jobs
   rpc_runner::ServiceClientOptions server;  // export: from this server's log instead of --db
 };
 
@@ -100,17 +104,6 @@ TargetKey resolve_target(Database& db, const DbArgs& args) {
                                                  "with --target:" + list);
   }
   return {*targets.begin(), args.llvm};
-}
-
-json record_json(const Record& r) {
-  json j = tuning_db::to_json(r);
-  j["id"] = r.id;
-  j["mean_cost"] = r.cost();
-  j["gflops"] = r.gflops();
-  j["emulated"] = r.emulated;
-  j["retimed"] = !r.retimed_costs.empty();
-  j["noisy"] = r.noisy();
-  return j;
 }
 
 // Records of emulated devices only for this look-up: a sentence naming them and the flag, or "".
@@ -257,7 +250,7 @@ void run_best(const DbArgs& args) {
   if (best->emulated)
     spdlog::warn("record {} was timed on an emulated device, not the device itself", best->id);
   if (args.json) {
-    std::cout << record_json(*best).dump(2) << "\n";
+    std::cout << tuning_db::to_report_json(*best).dump(2) << "\n";
   } else {
     print_record(*best);
   }
@@ -273,7 +266,7 @@ void run_top(const DbArgs& args) {
   }
   if (args.json) {
     json j = json::array();
-    for (const auto& r : top) j.push_back(record_json(r));
+    for (const auto& r : top) j.push_back(tuning_db::to_report_json(r));
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -393,6 +386,41 @@ void run_check(const DbArgs& args) {
   }
 }
 
+// db migrate: one log into another (SQLite <-> PostgreSQL), with counts of what was copied.
+void run_migrate(const DbArgs& args) {
+  Database from = open_to_read(args);
+  Database to = Database::open(args.to);
+  const tuning_db::CopyReport r = tuning_db::copy_log(from, to, args.append);
+  if (args.json) {
+    std::cout << json{{"records", r.records},
+                      {"records_present", r.records_present},
+                      {"records_retimed", r.records_retimed},
+                      {"runs", r.runs},
+                      {"runs_present", r.runs_present},
+                      {"run_batches", r.run_batches},
+                      {"models", r.models},
+                      {"models_present", r.models_present},
+                      {"jobs", r.jobs},
+                      {"jobs_present", r.jobs_present}}
+                     .dump(2)
+              << "\n";
+    return;
+  }
+  auto line = [](const char* what, int64_t added, int64_t present) {
+    std::cout << "  " << std::left << std::setw(9) << what << added;
+    if (present > 0) std::cout << " (" << present << " held already, not copied again)";
+    std::cout << "\n";
+  };
+  std::cout << "copied " << from.path() << " into " << to.path() << "\n";
+  line("records", r.records, r.records_present);
+  if (r.records_retimed > 0)
+    std::cout << "           " << r.records_retimed
+              << " of those held gained the source's re-timing\n";
+  line("runs", r.runs, r.runs_present);
+  line("models", r.models, r.models_present);
+  line("jobs", r.jobs, r.jobs_present);
+}
+
 // db remove-failed / remove-invalid: `what` names the removed records in the human output.
 void run_remove(const DbArgs& args, int64_t (Database::*remove)(), const char* what) {
   Database db = open_existing(args);
@@ -406,11 +434,11 @@ void run_remove(const DbArgs& args, int64_t (Database::*remove)(), const char* w
 
 void add_db_command(CLI::App& app) {
   auto args = std::make_shared<DbArgs>();
-  CLI::App* db = app.add_subcommand("db", "Inspect and maintain a tuning log (SQLite)");
+  CLI::App* db = app.add_subcommand("db", "Inspect and maintain a tuning log (SQLite or PostgreSQL)");
   db->require_subcommand(1);
 
   auto common = [&](CLI::App* sub) {
-    sub->add_option("--db", args->path, "Tuning log file")->required();
+    sub->add_option("--db", args->path, "Tuning log: a file, or a postgresql:// URL")->required();
     sub->add_flag("--json", args->json, "Machine-readable output");
   };
   auto lookup = [&](CLI::App* sub) {
@@ -471,6 +499,19 @@ void add_db_command(CLI::App& app) {
       "check", "Integrity, foreign-key and schema checks, and records that do not instantiate");
   common(check);
   check->callback([args] { run_check(*args); });
+
+  CLI::App* migrate = db->add_subcommand(
+      "migrate",
+      "Copy a log into another (a SQLite path or a postgresql:// URL, either way): records with "
+      "their re-timings, runs, models, jobs");
+  migrate->add_option("--from", args->path, "The log to copy (only read)")->required();
+  migrate->add_option("--to", args->to, "The log to copy into (a SQLite file is created)")
+      ->required();
+  migrate->add_flag("--append", args->append,
+                    "Add to a target that is not empty; what it holds already (the same "
+                    "measurement, run, model or job) is kept and not copied again");
+  migrate->add_flag("--json", args->json, "Machine-readable output");
+  migrate->callback([args] { run_migrate(*args); });
 
   CLI::App* rm = db->add_subcommand("remove-failed", "Delete every failed record");
   common(rm);

@@ -182,6 +182,25 @@ std::optional<Database::Impl::Held> Database::Impl::held(const Record& r) {
   return std::nullopt;
 }
 
+Database::Impl::Merged Database::Impl::merge(const Record& record, double created_at, bool check,
+                                             std::string* why) {
+  // A duplicate is known by one index look-up; the record check instantiates a config.
+  if (const auto h = held(record)) {
+    if (record.retimed_costs.empty() || h->retimed) return Merged::kPresent;
+    write_retiming(h->id, record);
+    return Merged::kRetimed;
+  }
+  if (check) {
+    if (std::string problem_of = problem(record); !problem_of.empty()) {
+      if (why) *why = std::move(problem_of);
+      return Merged::kRejected;
+    }
+  }
+  // insert() checks the workload's template before it writes anything for this record.
+  insert(record, created_at);
+  return Merged::kAdded;
+}
+
 void Database::Impl::write_retiming(int64_t id, const Record& r) {
   auto s =
       use("UPDATE records SET retimed_costs = ?2, mean_cost = ?3, gflops = ?4, noisy = ?5 "
@@ -370,6 +389,7 @@ sql::Connection open_postgres_log(const std::string& url, const OpenOptions& opt
 Database Database::open(const std::string& path, const OpenOptions& options) {
   if (sql::is_postgres_url(path)) {
     auto impl = std::make_unique<Impl>();
+    impl->record_check = options.record_check ? options.record_check : default_record_check();
     impl->conn = open_postgres_log(path, options, impl->opened_version);
     if (options.read_only) {
       impl->has_emulated = impl->opened_version >= kEmulatedSchemaVersion;

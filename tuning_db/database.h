@@ -19,6 +19,8 @@
 
 namespace ktune::tuning_db {
 
+struct CopyReport;
+
 struct OpenOptions {
   bool create = true;           // create the file (and its schema) when missing
   int busy_timeout_ms = 10000;  // how long to wait for another connection's write lock
@@ -243,6 +245,7 @@ class Database {
 
  private:
   // The stores of what is not a record share this connection and its cached statements.
+  friend CopyReport copy_log(Database& from, Database& to, bool append);
   friend class ClaimStore;
   friend class ModelStore;
   friend class RunStore;

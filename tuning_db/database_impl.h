@@ -87,6 +87,13 @@ struct Database::Impl {
     bool retimed = false;
   };
   std::optional<Held> held(const Record& record);
+  // What merge() did with a record.
+  enum class Merged { kAdded, kRetimed, kPresent, kRejected };
+  // Adds a validated record unless the log holds its measurement already (held()): the held one
+  // then gains its re-timing when it has none (when both have one, the log's stays). With
+  // `check`, a record the record check refuses is not added (kRejected; `why` says why). Inside
+  // the caller's write transaction. What import and copy_log share.
+  Merged merge(const Record& record, double created_at, bool check, std::string* why = nullptr);
   // Writes r.retimed_costs as record `id`'s re-timing, inside the caller's write transaction: its
   // figure, GFLOP/s and noisy flag follow the rounds' median and spread.
   void write_retiming(int64_t id, const Record& r);

@@ -22,12 +22,17 @@ int64_t Database::export_jsonl(std::ostream& out, std::string_view workload_key)
     if (!workload) return 0;
   }
   sql::Transaction snapshot(impl_->conn, sql::Transaction::Mode::kDeferred);
-  {
+  // In chunks by id, from one snapshot: a driver that fetches a statement's rows at once
+  // (PostgreSQL's) holds one chunk in memory, not the log.
+  constexpr int64_t kChunk = 5000;
+  for (int64_t after = 0, in_chunk = kChunk; in_chunk == kChunk;) {
     auto s = impl_->use(std::string(kRecordColumns) +
-                        "AND (?1 = 0 OR r.workload_id = ?1) ORDER BY r.id");
-    s->bind(1, workload.value_or(0));
-    while (s->step()) {
-      out << to_json_line(Impl::read_record(*s)) << '\n';
+                        "AND (?1 = 0 OR r.workload_id = ?1) AND r.id > ?2 ORDER BY r.id LIMIT ?3");
+    s->bind(1, workload.value_or(0)).bind(2, after).bind(3, kChunk);
+    for (in_chunk = 0; s->step(); ++in_chunk) {
+      const Record r = Impl::read_record(*s);
+      after = r.id;
+      out << to_json_line(r) << '\n';
       if (!out) throw Error(ErrorKind::kIo, "writing the JSON-lines export failed");
       ++lines;
     }
@@ -84,23 +89,23 @@ ImportReport Database::import_jsonl(std::istream& in, const ImportOptions& optio
     try {
       Record record = from_json_line(line);
       validate(record);
-      // A duplicate is known by one index look-up; the record check instantiates a config.
-      if (const auto held = impl_->held(record)) {
-        // The same measurement. Its re-timing comes along when the log has none (a pack from
-        // a server that re-timed it); when both have one, the log's stays.
-        if (!record.retimed_costs.empty() && !held->retimed) {
-          impl_->write_retiming(held->id, record);
+      std::string why;
+      switch (impl_->merge(record, created_at, /*check=*/true, &why)) {
+        case Impl::Merged::kAdded:
+          ++report.imported;
+          break;
+        case Impl::Merged::kRetimed:
+          // The same measurement, whose re-timing came along (a pack from a server that
+          // re-timed it).
           ++report.retimed;
-        } else {
+          break;
+        case Impl::Merged::kPresent:
           ++report.already_present;
-        }
-      } else if (std::string why = impl_->problem(record); !why.empty()) {
-        ++report.rejected;
-        report.errors.push_back({number, "record does not instantiate: " + why});
-      } else {
-        // insert() checks the workload's template before it writes anything for this record.
-        impl_->insert(record, created_at);
-        ++report.imported;
+          break;
+        case Impl::Merged::kRejected:
+          ++report.rejected;
+          report.errors.push_back({number, "record does not instantiate: " + why});
+          break;
       }
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kInvalidArgument) throw;

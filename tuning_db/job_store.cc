@@ -20,6 +20,10 @@ constexpr std::array<std::pair<JobState, std::string_view>, 5> kStates = {{
     {JobState::kCancelled, "cancelled"},
 }};
 
+// The kind of the holds of jobs ("ktjb"). A hold's key is the job id's low 32 bits: two jobs
+// collide only 2^32 ids apart.
+constexpr int32_t kJobHolds = 0x6b746a62;
+
 constexpr std::string_view kJobColumns =
     "SELECT id, spec, device_key, priority, owner, state, run_id, target, message, summary, "
     "created_at, updated_at, finished_at, client FROM jobs ";
@@ -66,8 +70,9 @@ std::ostream& operator<<(std::ostream& out, JobState state) { return out << to_s
 
 JobStore::JobStore(Database& db) : impl_(*db.impl_) {}
 
-int64_t JobStore::add(const JobRow& job) {
+int64_t JobStore::add(const JobRow& job, bool hold) {
   if (job.device_key.empty()) throw Error(ErrorKind::kInvalidArgument, "a job needs a device key");
+  sql::Transaction txn(impl_.conn);
   auto s = impl_.use(
       "INSERT INTO jobs(spec, device_key, priority, owner, state, run_id, target, message, "
       "summary, created_at, updated_at, finished_at, client) "
@@ -89,7 +94,19 @@ int64_t JobStore::add(const JobRow& job) {
     s->bind_null(11);
   s->bind(12, job.client);
   s->run();
-  return impl_.conn.last_insert_rowid();
+  const int64_t id = impl_.conn.last_insert_rowid();
+  if (hold && !try_hold(id))
+    throw Error(ErrorKind::kInternal, "job " + std::to_string(id) + " is held before it exists");
+  txn.commit();
+  return id;
+}
+
+bool JobStore::try_hold(int64_t id) {
+  return impl_.conn.driver().try_hold(kJobHolds, static_cast<int32_t>(id));
+}
+
+void JobStore::release(int64_t id) {
+  impl_.conn.driver().release_hold(kJobHolds, static_cast<int32_t>(id));
 }
 
 void JobStore::update(int64_t id, JobState state, std::string_view message, int64_t run_id) {

@@ -49,9 +49,16 @@ class JobStore {
  public:
   explicit JobStore(Database& db);
 
-  // Stores a new job (state as given, usually kQueued). Returns its id. Throws
+  // Stores a new job (state as given, usually kQueued). Returns its id. With `hold`, this
+  // connection holds the job (try_hold) from before any other connection can see its row. Throws
   // Error(kInvalidArgument) for an empty device key, Error(kDatabase).
-  int64_t add(const JobRow& job);
+  int64_t add(const JobRow& job, bool hold = false);
+  // Takes job `id` for this connection without waiting, so that of the servers sharing a log
+  // (PostgreSQL) one runs it: held until release() or until the connection closes (its server
+  // stops or dies), when another server may take it. Returns whether this connection holds it.
+  // On SQLite always true: one server has the whole file (LogLock). Throws Error(kDatabase).
+  bool try_hold(int64_t id);
+  void release(int64_t id);
   // Sets a job's state and message (and its run when run_id is not 0); a terminal state sets
   // finished_at. Throws Error(kNotFound) for an unknown id.
   void update(int64_t id, JobState state, std::string_view message, int64_t run_id = 0);

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 
 #include "support/error.h"
@@ -25,14 +26,23 @@ constexpr int64_t kWriteLock = 0x6b74756e;
 // SQLSTATEs of a lock not granted in time and of a deadlock.
 constexpr std::string_view kLockNotAvailable = "55P03", kDeadlock = "40P01";
 
-// `url` with its password, if any, masked: what messages show.
-std::string masked(const std::string& url) {
-  const size_t scheme = url.find("://");
-  const size_t at = url.find('@');
-  if (scheme == std::string::npos || at == std::string::npos) return url;
-  const size_t colon = url.find(':', scheme + 3);
-  if (colon == std::string::npos || colon > at) return url;
-  return url.substr(0, colon + 1) + "***" + url.substr(at);
+// libpq's message on one line: its lines (a hint, a DETAIL) joined by "; ", no trailing space.
+std::string one_line(std::string message) {
+  std::string out;
+  bool gap = false;
+  for (char c : message) {
+    if (c == '\n' || c == '\r') {
+      gap = true;
+    } else if (gap && (c == '\t' || c == ' ')) {
+      continue;
+    } else {
+      if (gap && !out.empty()) out += "; ";
+      gap = false;
+      out += c;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
 }
 
 // `sql` with ?N written $N (outside quoted text), and the highest N.
@@ -156,12 +166,25 @@ class PgConnection final : public ConnectionDriver {
   PgConnection(PGconn* conn, std::string location) : conn_(conn), location_(std::move(location)) {}
   ~PgConnection() override { PQfinish(conn_); }
 
-  // Runs a statement; returns its result (tuples or command), or throws Error(kDatabase).
+  // Runs a statement; returns its result (tuples or command), or throws Error(kDatabase). One
+  // with parameters is prepared on this connection the first time its text is run with these
+  // parameter types, and executed by name from then on: the server parses and plans it once.
   PGresult* run(std::string_view sql, int n, const Oid* types, const char* const* values,
                 const int* lengths, const int* formats) {
-    PGresult* res = n == 0 && !types ? PQexec(conn_, std::string(sql).c_str())
-                                     : PQexecParams(conn_, std::string(sql).c_str(), n, types,
-                                                    values, lengths, formats, 0);
+    if (n == 0 && !types) return checked(PQexec(conn_, std::string(sql).c_str()), sql);
+    std::string key(sql);
+    key.append(reinterpret_cast<const char*>(types), sizeof(Oid) * static_cast<size_t>(n));
+    auto it = prepared_.find(key);
+    if (it == prepared_.end()) {
+      const std::string name = "ktune_" + std::to_string(prepared_.size());
+      PQclear(checked(PQprepare(conn_, name.c_str(), std::string(sql).c_str(), n, types), sql));
+      it = prepared_.emplace(std::move(key), name).first;
+    }
+    return checked(PQexecPrepared(conn_, it->second.c_str(), n, values, lengths, formats, 0), sql);
+  }
+
+  // `res` when it succeeded; else throws Error(kDatabase) with the server's message.
+  PGresult* checked(PGresult* res, std::string_view sql) {
     const ExecStatusType status = PQresultStatus(res);
     if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
       const char* tuples = PQcmdTuples(res);
@@ -171,10 +194,8 @@ class PgConnection final : public ConnectionDriver {
     }
     const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
     last_state_ = state ? state : "";
-    std::string message = res ? PQresultErrorMessage(res) : PQerrorMessage(conn_);
+    const std::string message = one_line(res ? PQresultErrorMessage(res) : PQerrorMessage(conn_));
     if (res) PQclear(res);
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
-      message.pop_back();
     std::string hint;
     if (last_error_was_busy())
       hint = " (another connection holds the log's lock beyond the busy timeout)";
@@ -293,9 +314,66 @@ class PgConnection final : public ConnectionDriver {
     s.bind(2, name);
     return s.step();
   }
-  // PostgreSQL checks every constraint on every write and its pages by their checksums (when
-  // the cluster has them): there is no whole-log check to run here.
-  std::vector<std::string> integrity_problems() override { return {}; }
+  // SQLite's integrity_check and foreign_key_check have these counterparts: every reference
+  // between the log's tables is looked up (PostgreSQL enforces them on every write, but a
+  // restore or a session with triggers off can leave a dangling one); the pages that failed
+  // their checksum (a cluster initialised with data checksums counts them as it reads); and,
+  // where the amcheck extension is installed in the database, the structure of every index.
+  std::vector<std::string> integrity_problems() override {
+    std::vector<std::string> problems;
+    struct Reference {
+      const char *table, *column, *target;
+    };
+    const Reference references[] = {
+        {"records", "workload_id", "workloads"}, {"records", "target_id", "targets"},
+        {"records", "device_id", "devices"},     {"records", "run_id", "runs"},
+        {"models", "target_id", "targets"},      {"run_batches", "run_id", "runs"},
+        {"jobs", "run_id", "runs"}};
+    for (const auto& [table, column, target] : references) {
+      if (!has_object("table", table)) continue;
+      PgStatement s(*this, std::string("SELECT x.") + column + " FROM " + table + " x WHERE x." +
+                               column + " IS NOT NULL AND NOT EXISTS (SELECT 1 FROM " + target +
+                               " t WHERE t.id = x." + column + ") LIMIT 100");
+      while (s.step())
+        problems.push_back(std::string("foreign key: a row of table ") + table +
+                           " references a missing " + target + " row " + s.column_text(0));
+    }
+    if (const int64_t failures = query_int(
+            "SELECT coalesce(checksum_failures, 0) FROM pg_stat_database "
+            "WHERE datname = current_database()");
+        failures > 0)
+      problems.push_back("integrity: " + std::to_string(failures) +
+                         " page checksum failures in this database");
+    if (query_int("SELECT count(*) FROM pg_extension WHERE extname = 'amcheck'") > 0) {
+      PgStatement indexes(*this,
+                          "SELECT c.relname FROM pg_class c "
+                          "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                          "JOIN pg_am a ON a.oid = c.relam "
+                          "WHERE n.nspname = current_schema() AND c.relkind = 'i' AND "
+                          "a.amname = 'btree' ORDER BY c.relname");
+      while (indexes.step()) {
+        const std::string index = indexes.column_text(0);
+        try {
+          PgStatement check(*this, "SELECT bt_index_check(?1::regclass)");
+          check.bind(1, std::string_view(index));
+          check.step();
+        } catch (const Error& e) {
+          problems.push_back("integrity: index " + index + ": " + e.what());
+        }
+      }
+    }
+    return problems;
+  }
+
+  // A session-level advisory lock of the two-key form, which PostgreSQL keeps apart from the
+  // one-key write lock above.
+  bool try_hold(int32_t space, int32_t key) override {
+    return query_int("SELECT pg_try_advisory_lock(" + std::to_string(space) + ", " +
+                     std::to_string(key) + ")") == 1;
+  }
+  void release_hold(int32_t space, int32_t key) override {
+    exec("SELECT pg_advisory_unlock(" + std::to_string(space) + ", " + std::to_string(key) + ")");
+  }
 
  private:
   int64_t query_int(std::string_view sql) {
@@ -313,6 +391,8 @@ class PgConnection final : public ConnectionDriver {
 
   PGconn* conn_;
   std::string location_;
+  // Statements prepared on this connection: their text and parameter types -> their name.
+  std::unordered_map<std::string, std::string> prepared_;
   int64_t changes_ = 0;
   std::string last_state_;  // SQLSTATE of the last failure, "" after a success
 };
@@ -338,15 +418,13 @@ void silent(void*, const char*) {}
 std::unique_ptr<ConnectionDriver> open_postgres(const std::string& url) {
   PGconn* conn = PQconnectdb(url.c_str());
   if (!conn || PQstatus(conn) != CONNECTION_OK) {
-    std::string message = conn ? PQerrorMessage(conn) : "out of memory";
+    const std::string message = one_line(conn ? PQerrorMessage(conn) : "out of memory");
     if (conn) PQfinish(conn);
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
-      message.pop_back();
-    throw Error(ErrorKind::kDatabase, "cannot open tuning log '" + masked(url) + "': " + message);
+    throw Error(ErrorKind::kDatabase, "cannot open tuning log '" + shown_location(url) + "': " + message);
   }
   // Notices (a ROLLBACK outside a transaction, ...) are not for the user's terminal.
   PQsetNoticeProcessor(conn, silent, nullptr);
-  auto driver = std::make_unique<PgConnection>(conn, masked(url));
+  auto driver = std::make_unique<PgConnection>(conn, shown_location(url));
   // Text columns hold UTF-8 (JSON, keys); notices below warnings are not for the user.
   driver->exec("SET client_encoding = 'UTF8'; SET client_min_messages = warning");
   return driver;

@@ -105,6 +105,17 @@ json to_json(const Record& r) {
 
 std::string to_json_line(const Record& record) { return to_json(record).dump(); }
 
+nlohmann::json to_report_json(const Record& r) {
+  nlohmann::json j = to_json(r);
+  j["id"] = r.id;
+  j["mean_cost_s"] = r.cost();
+  j["gflops"] = r.gflops();
+  j["emulated"] = r.emulated;
+  j["retimed"] = !r.retimed_costs.empty();
+  j["noisy"] = r.noisy();
+  return j;
+}
+
 Record from_json(const json& line) {
   if (!line.is_object()) bad("a record line must be a JSON object");
   Record r;

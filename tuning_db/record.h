@@ -102,6 +102,10 @@ struct Record {
 nlohmann::json to_json(const Record& record);
 // The same, serialized on one line (no trailing newline).
 std::string to_json_line(const Record& record);
+// A record as the commands print it (`ktune best --json`, `ktune db best/top --json`): to_json
+// with the log's id, mean_cost_s (Record::cost(), the figure best ranks by: a re-timing's median
+// when re-timed), gflops and the emulated, retimed and noisy flags.
+nlohmann::json to_report_json(const Record& record);
 // Parses one record object (version 1 or 2; meta.emulated, a boolean, absent = false;
 // meta.client and meta.worker, strings, absent = ""; meta.retimed, an array of non-negative
 // numbers, absent = not re-timed).

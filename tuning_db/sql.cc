@@ -1,6 +1,7 @@
 // The backend-neutral SQL layer: the choice of driver by location, and what every driver shares.
 #include "tuning_db/sql.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "tuning_db/postgres_driver.h"
@@ -10,6 +11,25 @@ namespace ktune::tuning_db::sql {
 
 bool is_postgres_url(std::string_view location) {
   return location.starts_with("postgresql://") || location.starts_with("postgres://");
+}
+
+std::string shown_location(std::string_view location) {
+  std::string out(location);
+  if (!is_postgres_url(location)) return out;
+  // user:PASSWORD@host
+  const size_t scheme = out.find("://") + 3;
+  const size_t at = out.find('@', scheme);
+  const size_t colon = out.find(':', scheme);
+  if (at != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
+  // ?password=PASSWORD&...
+  for (size_t p = out.find("password="); p != std::string::npos;
+       p = out.find("password=", p + 1)) {
+    if (p == 0 || (out[p - 1] != '?' && out[p - 1] != '&')) continue;
+    const size_t value = p + 9;
+    const size_t end = std::min(out.find('&', value), out.size());
+    out.replace(value, end - value, "***");
+  }
+  return out;
 }
 
 Connection Connection::open(const std::string& location, bool create) {

@@ -16,6 +16,8 @@ enum class Backend { kSqlite, kPostgres };
 // Whether `location` names a PostgreSQL database (a postgresql:// or postgres:// URL); anything
 // else is the path of a SQLite file.
 bool is_postgres_url(std::string_view location);
+// `location` as messages show it: a URL's password (user:PASSWORD@ or password=) masked.
+std::string shown_location(std::string_view location);
 
 enum class TransactionMode {
   kDeferred,   // reads: one consistent snapshot
@@ -80,6 +82,13 @@ class ConnectionDriver {
   virtual bool has_object(std::string_view type, std::string_view name) = 0;
   // What the backend's own checks of storage and foreign keys find; empty when sound.
   virtual std::vector<std::string> integrity_problems() = 0;
+
+  // Takes the lock `key` (one of its kind `space`) for this connection without waiting, if no
+  // other connection holds it; held until released or the connection closes (its process ends),
+  // whatever transactions do meanwhile. Returns whether this connection holds it. On SQLite,
+  // where one server holds the whole file (LogLock), every hold is granted at once.
+  virtual bool try_hold(int32_t space, int32_t key) = 0;
+  virtual void release_hold(int32_t space, int32_t key) = 0;
 };
 
 // A connection to the log at `location`. Movable, not copyable. Not thread-safe: use one

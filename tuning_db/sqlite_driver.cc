@@ -148,6 +148,9 @@ class SqliteConnection final : public ConnectionDriver {
     stmt.bind(2, name);
     return stmt.step();
   }
+  // A SQLite log has one server (its LogLock): nothing to hold apart within it.
+  bool try_hold(int32_t, int32_t) override { return true; }
+  void release_hold(int32_t, int32_t) override {}
   std::vector<std::string> integrity_problems() override {
     std::vector<std::string> problems;
     {

@@ -2,6 +2,7 @@
 #include "rpc_runner/server/job_manager.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <spdlog/spdlog.h>
 
@@ -26,6 +27,11 @@ struct JobManager::Job {
   // Model jobs: the latest tuner::model_summary_json (guarded by mu_), kept in the log's summary
   // column while the job runs so that a restarted server knows the trials done.
   std::string model_report;
+  // Whether this server's connection holds the job (tuning_db::JobStore::try_hold). Set by submit
+  // before the thread starts, then by the thread only.
+  bool held = false;
+  // Whether another server of the log runs it (guarded by mu_): this one then waits to take it.
+  bool elsewhere = false;
   std::thread thread;
 };
 
@@ -71,34 +77,39 @@ JobManager::JobManager(std::string db_path, DevicePool& pool, ServerMetrics* met
       spdlog::warn("job {} of the log has an unreadable spec ({}); it is left as it is", row.id,
                    e.what());
     }
-    job->run_id = row.run_id;
-    job->summary_json = row.summary;
-    // An unfinished model job's summary column holds its progress, not a summary.
-    if (job->spec.is_model() && row.state != tuning_db::JobState::kDone)
-      std::swap(job->summary_json, job->model_report);
     JobStatus& s = job->status;
     s.id = static_cast<uint64_t>(row.id);
-    s.state = row.state;
     s.workload = job->spec.label();
     s.model = job->spec.is_model();
     s.device_key = row.device_key;
-    s.target = row.target.empty() ? job->spec.target : row.target;
     s.trials = job->spec.session.trials;
-    if (job->spec.is_model())
-      s.done = model_done(job->model_report.empty() ? job->summary_json : job->model_report);
-    else
-      s.done = row.run_id
-                   ? static_cast<uint64_t>(tuning_db::RunStore(db_).count_records(row.run_id))
-                   : 0;
-    s.best_gflops = best_of(row.summary);
     s.priority = row.priority;
     s.owner = row.owner;
     s.client = row.client;
-    s.message = row.message;
     s.tuner = job->spec.session.tuner;
     s.created_at = row.created_at;
+    take_row(*job, row);
     jobs_.emplace(s.id, std::move(job));
   }
+}
+
+void JobManager::take_row(Job& job, const tuning_db::JobRow& row) {
+  job.run_id = row.run_id;
+  job.summary_json = row.summary;
+  job.model_report.clear();
+  // An unfinished model job's summary column holds its progress, not a summary.
+  if (job.spec.is_model() && row.state != tuning_db::JobState::kDone)
+    std::swap(job.summary_json, job.model_report);
+  JobStatus& s = job.status;
+  s.state = row.state;
+  s.target = row.target.empty() ? job.spec.target : row.target;
+  if (job.spec.is_model())
+    s.done = model_done(job.model_report.empty() ? job.summary_json : job.model_report);
+  else
+    s.done =
+        row.run_id ? static_cast<uint64_t>(tuning_db::RunStore(db_).count_records(row.run_id)) : 0;
+  s.best_gflops = best_of(row.summary);
+  s.message = row.message;
 }
 
 JobManager::~JobManager() { shutdown(); }
@@ -130,10 +141,11 @@ JobStatus JobManager::submit(const JobSpec& spec, const std::string& client) {
   int64_t id;
   {
     std::lock_guard lock(db_mu_);
-    id = job_rows_.add(row);
+    id = job_rows_.add(row, /*hold=*/true);
   }
   auto job = std::make_unique<Job>();
   job->spec = spec;
+  job->held = true;
   JobStatus& s = job->status;
   s.id = static_cast<uint64_t>(id);
   s.state = tuning_db::JobState::kQueued;
@@ -178,6 +190,10 @@ JobStatus JobManager::cancel(uint64_t id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) throw unknown_job(id);
   Job& job = *it->second;
+  if (job.elsewhere)
+    throw Error(ErrorKind::kUnsupported, "job " + std::to_string(id) +
+                                             " is run by another server of this log: cancel it "
+                                             "there");
   if (!job.status.finished()) {
     job.cancel = true;
     spdlog::info("job {}: cancel requested", id);
@@ -255,7 +271,9 @@ void JobManager::end(Job& job, tuning_db::JobState shown, tuning_db::JobState st
 
 void JobManager::run(Job& job) {
   const uint64_t id = job.status.id;
+  bool row_ended = true;  // whether the job's row took a terminal state
   try {
+    if (!hold(job)) return;
     run_session(job);
   } catch (const std::exception& e) {
     if (!stopping_) {
@@ -278,6 +296,7 @@ void JobManager::run(Job& job) {
           stored = job.status.state;
         }
         end(job, tuning_db::JobState::kFailed, stored, message);
+        row_ended = false;
       } else {
         spdlog::error("job {} failed: {}", id, e.what());
         end(job, tuning_db::JobState::kFailed, tuning_db::JobState::kFailed, e.what());
@@ -285,6 +304,50 @@ void JobManager::run(Job& job) {
     }
   }
   pool_.close_job(id);
+  // An unfinished job stays held until this server stops: another one takes it over then.
+  if (stopping_ || !row_ended || !job.held) return;
+  try {
+    std::lock_guard lock(db_mu_);
+    job_rows_.release(static_cast<int64_t>(id));
+  } catch (const std::exception& e) {
+    spdlog::warn("job {}: its hold goes when this server stops: {}", id, e.what());
+  }
+}
+
+bool JobManager::hold(Job& job) {
+  const auto id = static_cast<int64_t>(job.status.id);
+  bool waited = false;
+  for (;;) {
+    {
+      std::lock_guard lock(db_mu_);
+      if (job.held || job_rows_.try_hold(id)) break;
+    }
+    if (!waited) {
+      spdlog::info("job {}: run by another server of this log; taken over if that one stops", id);
+      std::lock_guard lock(mu_);
+      job.elsewhere = true;
+      job.status.message = "run by another server of this log";
+      publish(job, std::nullopt);
+      waited = true;
+    }
+    for (int i = 0; i < 20 && !stopping_; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (stopping_) return false;
+  }
+  job.held = true;
+  if (!waited) return true;
+  // Where the other server left it.
+  std::lock_guard db_lock(db_mu_);
+  const std::optional<tuning_db::JobRow> row = job_rows_.get(id);
+  std::lock_guard lock(mu_);
+  job.elsewhere = false;
+  if (!row) return false;
+  take_row(job, *row);
+  publish(job, std::nullopt);
+  if (job.status.finished()) return false;
+  spdlog::info("job {}: taken over from the server that ran it, {} of {} trials done", id,
+               job.status.done, job.status.trials);
+  return true;
 }
 
 void JobManager::run_session(Job& job) {

@@ -39,7 +39,9 @@ Error unknown_job(uint64_t id);
 // leaves the jobs' states as they were, so the next server resumes them. A job stopped by its
 // log (Error(kDatabase): a full disk, an I/O error) fails for its clients with the reason, and
 // its row stays queued or running, with that reason when the log takes it: the next server
-// resumes it. Thread-safe.
+// resumes it. Servers may share a PostgreSQL log: a job is run by the server that holds it (the
+// one it was submitted to), and another server that knows it takes it over when that one stops;
+// claims keep their measurements apart. Thread-safe.
 class JobManager {
  public:
   using Listener = std::function<void(const JobEvent&)>;
@@ -64,7 +66,8 @@ class JobManager {
   // Every job (all) or only the queued and running ones, by id.
   std::vector<JobStatus> list(bool all);
   // Cancels a queued or running job (a finished one is left as it is). Returns its status.
-  // Throws Error(kNotFound) for an unknown id.
+  // Throws Error(kNotFound) for an unknown id, Error(kUnsupported) for a job that another server
+  // of the log runs.
   JobStatus cancel(uint64_t id);
 
   // Calls `listener` with the job's status now, then after every batch and state change, last
@@ -82,6 +85,14 @@ class JobManager {
   struct Job;
   // The job's thread body.
   void run(Job& job);
+  // Waits until this server holds the job: of the servers sharing a log (PostgreSQL), the one
+  // that holds a job runs it, and the others wait to take it over should that one stop. Then
+  // takes the row as the other left it. Returns false when this server stops first or the job
+  // ended meanwhile.
+  bool hold(Job& job);
+  // Sets the job's run, summaries and status (state, target, done, best, message) from its row.
+  // Needs mu_ and db_mu_ when the job is shared with other threads.
+  void take_row(Job& job, const tuning_db::JobRow& row);
   void run_session(Job& job);
   void run_model(Job& job, const schedule_space::TargetTraits& traits, tuning_db::Database& db,
                  const tuning_db::TargetKey& target, const std::function<bool()>& stop);

@@ -32,6 +32,7 @@
 #include "support/version.h"
 #include "tuning_db/database.h"
 #include "tuning_db/log_lock.h"
+#include "tuning_db/sql.h"
 #include "tuning_db/toolchain_preference.h"
 
 namespace ktune::rpc_runner {
@@ -644,7 +645,7 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
                 "cannot listen on " + options.host + ":" + std::to_string(options.port));
   const size_t resumed = impl_->service->jobs().resume_unfinished();
   spdlog::info("tuning server on {}:{} (log {}, {}, {}); {} unfinished job(s) resumed",
-               options.host, impl_->port, options.db_path,
+               options.host, impl_->port, tuning_db::sql::shown_location(options.db_path),
                with_tokens ? "tokens required" : "no tokens",
                options.tls_cert_file.empty() ? "plaintext" : "TLS", resumed);
   if (options.metrics_port >= 0)

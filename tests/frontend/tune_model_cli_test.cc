@@ -38,7 +38,7 @@ int64_t records_in(const std::string& db) {
 double log_best(const std::string& db, const std::string& workload) {
   const auto r = ktune("db best --db " + quote(db) + " --json " + quote(workload));
   EXPECT_EQ(r.status, 0) << r.err;
-  return r.status == 0 ? nlohmann::json::parse(r.out)["mean_cost"].get<double>() : -1;
+  return r.status == 0 ? nlohmann::json::parse(r.out)["mean_cost_s"].get<double>() : -1;
 }
 
 TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {

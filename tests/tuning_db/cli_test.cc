@@ -77,7 +77,7 @@ TEST_F(DbCli, BestAndTopPrintTheFastestSuccessfulRecords) {
   ASSERT_EQ(best.status, 0) << best.out;
   auto j = nlohmann::json::parse(best.out);
   EXPECT_EQ(j["config"]["index"], nth(1));
-  EXPECT_DOUBLE_EQ(j["mean_cost"].get<double>(), 1.5e-3);
+  EXPECT_DOUBLE_EQ(j["mean_cost_s"].get<double>(), 1.5e-3);
   EXPECT_EQ(j["input"][0], host_key().target);
 
   Output top = ktune("db top " + key + " -k 2 --target " + quote(host_key().target) + " --db " +

@@ -1,8 +1,11 @@
 // Tests of JobStore and JobState: the states round-trip through the words the jobs table has
-// always stored, terminal states set finished_at, the unfinished filter, unknown ids.
+// always stored, terminal states set finished_at, the unfinished filter, unknown ids, holds.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "support/error.h"
 #include "tests/tuning_db/postgres_util.h"
@@ -119,6 +122,32 @@ TEST_P(JobStoreOn, UnknownJobsAndEmptyDeviceKeysAreRefused) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
   }
   EXPECT_TRUE(jobs.all().empty());
+}
+
+// Servers sharing a PostgreSQL log: a job is held by one connection at a time, from its
+// insertion, until released or that connection closes. A SQLite log has one server: every hold
+// is granted.
+TEST_P(JobStoreOn, AJobIsHeldByOneConnectionUntilReleasedOrClosed) {
+  const std::string log = fresh("jobs.db");
+  const bool shared = GetParam() == sql::Backend::kPostgres;
+  Database a = Database::open(log);
+  JobRow row;
+  row.device_key = "cpu";
+  const int64_t first = JobStore(a).add(row, /*hold=*/true);
+  const int64_t second = JobStore(a).add(row);
+  std::optional<Database> b = Database::open(log);
+  JobStore other(*b);
+  EXPECT_EQ(other.try_hold(first), !shared);
+  EXPECT_TRUE(other.try_hold(second));
+  EXPECT_EQ(JobStore(a).try_hold(second), !shared);
+  JobStore(a).release(first);
+  EXPECT_TRUE(other.try_hold(first));
+  b.reset();  // its holds go with its connection, once the server has seen it close
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!JobStore(a).try_hold(first) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(JobStore(a).try_hold(first));
+  EXPECT_TRUE(JobStore(a).try_hold(second));
 }
 
 }  // namespace

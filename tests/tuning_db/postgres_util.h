@@ -54,13 +54,24 @@ class PostgresServer {
       gid_ = pw->pw_gid;
       if (::chown(dir_.c_str(), uid_, gid_) != 0) throw std::runtime_error("chown failed");
     }
-    const std::string data = (dir_ / "data").string();
-    run({(bin_ / "initdb").string(), "-D", data, "-U", "ktune", "-A", "trust", "-E", "UTF8",
-         "--locale=C", "--no-sync"});
+    run({(bin_ / "initdb").string(), "-D", (dir_ / "data").string(), "-U", "ktune", "-A",
+         "trust", "-E", "UTF8", "--locale=C", "--no-sync"});
+    start();
+  }
+
+  // Starts the cluster again after stop(). Throws as the constructor.
+  void start() {
     // Unix socket in the temporary folder only; fsync off: a test cluster never outlives a crash.
-    run({(bin_ / "pg_ctl").string(), "-D", data, "-l", (dir_ / "server.log").string(), "-w", "-o",
+    run({(bin_ / "pg_ctl").string(), "-D", (dir_ / "data").string(), "-l",
+         (dir_ / "server.log").string(), "-w", "-o",
          "-k " + dir_.string() + " -c listen_addresses= -F", "start"});
     started_ = true;
+  }
+  // Stops the cluster at once, closing every connection (a server that goes away mid-use).
+  void stop() {
+    run({(bin_ / "pg_ctl").string(), "-D", (dir_ / "data").string(), "-m", "immediate", "-w",
+         "stop"});
+    started_ = false;
   }
   ~PostgresServer() {
     // A forked child that exits normally must not stop its parent's server.

@@ -37,9 +37,6 @@ using testing::wait_until;
 using testing_process::Child;
 using testing_process::read_file;
 
-// matmul 64x64x64: its flop, for plausible answers.
-constexpr double kFlop = 2.0 * 64 * 64 * 64;
-
 // The lines of `text` that are not empty.
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
@@ -79,21 +76,10 @@ TEST_F(StorageFault, ALogThatCannotBeWrittenFailsTheJobClearlyAndARestartResumes
   ASSERT_FALSE(address_.empty()) << read_file(temp_.path / "server.err");
   const std::string port = address_.substr(address_.rfind(':') + 1);
 
-  WorkerSessionOptions peer;
-  peer.server = address_;
-  peer.key = "cpu";
-  peer.target = codegen::Target::host().str();
-  peer.description = "quick";
-  peer.cores = 1;
-  peer.slots = 4;
-  peer.reconnect_initial_s = 0.1;
-  peer.reconnect_max_s = 0.3;
   // 15 ms an answer: quick, yet the job (about 2.4 s) outlasts the wait for the fault's moment,
   // which polls every 50 ms.
-  testing::FakePeer quick(peer, [](size_t n) -> std::optional<rpc::CandidateResult> {
-    std::this_thread::sleep_for(std::chrono::milliseconds(15));
-    return testing::costs({kFlop / (10e9 * (1 + 0.001 * static_cast<double>(n)))});
-  });
+  const auto peer = testing::quick_matmul_peer(address_, "cpu", codegen::Target::host().str());
+  testing::FakePeer& quick = *peer;
   ServiceClientOptions options;
   options.server = address_;
   options.timeout_s = 30;

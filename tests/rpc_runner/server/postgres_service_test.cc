@@ -1,0 +1,247 @@
+// End-to-end tests of `ktune server` on a PostgreSQL log (a throwaway cluster of the test's own),
+// as processes on 127.0.0.1: one server with a `ktune worker` runs a job to the end; two servers
+// share one log, each with its device, and tune the same workload without measuring a config
+// twice; a server takes over the job of a server that died; PostgreSQL stopping mid-job fails
+// the job in one line, and a restart resumes it.
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "codegen/target.h"
+#include "rpc_runner/client/service_client.h"
+#include "tests/process_util.h"
+#include "tests/rpc_runner/server/fake_peer.h"
+#include "tests/rpc_runner/server/service_test_util.h"
+#include "tests/tuning_db/postgres_util.h"
+#include "tuning_db/job_store.h"
+#include "tuning_db/run_store.h"
+
+namespace ktune::rpc_runner {
+namespace {
+
+using testing::matmul_job;
+using testing::wait_until;
+using testing_process::Child;
+using testing_process::read_file;
+
+class PostgresService : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    postgres_ = tuning_db::testing::shared_postgres(&why);
+    if (!postgres_) GTEST_SKIP() << "PostgreSQL not tested: " << why;
+    log_ = postgres_->create_database();
+  }
+
+  // A `ktune server` process on the log; its address (host:port) in `address`.
+  std::unique_ptr<Child> start_server(const std::string& name, std::string& address,
+                                      const std::string& port = "0") {
+    auto server = std::make_unique<Child>(
+        std::vector<std::string>{KTUNE_BIN, "server", "--port", port, "--db", log_, "--heartbeat",
+                                 "0.5", "--worker-timeout", "5"},
+        temp_.path / (name + ".out"), temp_.path / (name + ".err"));
+    address = testing_process::wait_for_address(temp_.path / (name + ".out"));
+    return server;
+  }
+  std::string err_of(const std::string& name) const {
+    return read_file(temp_.path / (name + ".err"));
+  }
+
+  // A crafted device of key "cpu" on the server at `address`, answering in 15 ms.
+  static std::unique_ptr<testing::FakePeer> device(const std::string& address) {
+    return testing::quick_matmul_peer(address, "cpu", codegen::Target::host().str());
+  }
+  static std::unique_ptr<ServiceClient> client_of(const std::string& address) {
+    ServiceClientOptions options;
+    options.server = address;
+    options.timeout_s = 30;
+    options.reconnect_for_s = 60;  // through a server restart
+    return std::make_unique<ServiceClient>(options);
+  }
+
+  // Job `id` is done in the log, with `trials` records of its run.
+  void expect_done_in_log(uint64_t id, uint64_t trials) {
+    auto db = tuning_db::Database::open(log_, {.create = false});
+    const auto row = tuning_db::JobStore(db).get(static_cast<int64_t>(id));
+    ASSERT_TRUE(row.has_value());
+    EXPECT_EQ(row->state, tuning_db::JobState::kDone);
+    EXPECT_EQ(tuning_db::RunStore(db).count_records(row->run_id), static_cast<int64_t>(trials));
+  }
+
+  // The log's records, each config at most once (what every test here requires).
+  std::vector<tuning_db::Record> records_once() {
+    const auto records = testing::log_records(log_);
+    std::set<int64_t> configs;
+    for (const auto& r : records)
+      EXPECT_TRUE(configs.insert(r.config_index).second)
+          << "config " << r.config_index << " was recorded twice";
+    return records;
+  }
+
+  testing::TempDir temp_;
+  tuning_db::testing::PostgresServer* postgres_ = nullptr;
+  std::string log_;
+};
+
+TEST_F(PostgresService, OneServerRunsAJobWithADeviceWorkerToTheEnd) {
+  std::string address;
+  auto server = start_server("server", address);
+  ASSERT_FALSE(address.empty()) << err_of("server");
+  Child worker({KTUNE_BIN, "worker", "--server", address, "--key", "k", "--runner",
+                KTUNE_RUNNER_PATH, "--slots", "1"},
+               temp_.path / "worker.out", temp_.path / "worker.err");
+  auto client = client_of(address);
+  ASSERT_TRUE(wait_until([&] { return client->devices().size() == 1; }, 20))
+      << read_file(temp_.path / "worker.err");
+
+  constexpr uint64_t kTrials = 12;
+  const uint64_t id = client->submit(matmul_job("k", kTrials)).id;
+  const JobEvent last = client->watch(id);
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
+  EXPECT_EQ(last.job.done, kTrials);
+
+  // The trials and the fallback config, each once, all of the job's run but the fallback.
+  EXPECT_EQ(records_once().size(), kTrials + 1);
+  expect_done_in_log(id, kTrials);
+  // The server names its log.
+  EXPECT_NE(read_file(temp_.path / "server.err").find("log postgresql://"), std::string::npos)
+      << read_file(temp_.path / "server.err");
+}
+
+TEST_F(PostgresService, TwoServersOnOneLogTuneTheSameWorkloadWithoutMeasuringAConfigTwice) {
+  std::string address_a, address_b;
+  auto a = start_server("a", address_a);
+  ASSERT_FALSE(address_a.empty()) << err_of("a");
+  auto b = start_server("b", address_b);
+  ASSERT_FALSE(address_b.empty()) << err_of("b");
+  auto device_a = device(address_a);
+  auto device_b = device(address_b);
+  auto client_a = client_of(address_a);
+  auto client_b = client_of(address_b);
+  ASSERT_TRUE(wait_until(
+      [&] { return client_a->devices().size() == 1 && client_b->devices().size() == 1; }, 20));
+
+  // The same search (random, same seed) on both: every config one proposes, the other does too.
+  constexpr uint64_t kTrials = 48;
+  const uint64_t on_a = client_a->submit(matmul_job("cpu", kTrials)).id;
+  const uint64_t on_b = client_b->submit(matmul_job("cpu", kTrials)).id;
+  EXPECT_NE(on_a, on_b);
+  const JobEvent end_a = client_a->watch(on_a);
+  const JobEvent end_b = client_b->watch(on_b);
+  ASSERT_EQ(end_a.job.state, tuning_db::JobState::kDone) << end_a.job.message;
+  ASSERT_EQ(end_b.job.state, tuning_db::JobState::kDone) << end_b.job.message;
+  EXPECT_EQ(end_a.job.done, kTrials);
+  EXPECT_EQ(end_b.job.done, kTrials);
+
+  // Every measurement is a record, once: the two jobs' trials and one fallback config.
+  const auto records = records_once();
+  EXPECT_EQ(records.size(), 2 * kTrials + 1);
+  // Measured again on purpose: the fallback config, which each job measures for its own
+  // speed-up (one of them logs it), and the best configs, which each job re-times at its end.
+  std::set<int64_t> again;
+  for (const auto& r : records)
+    if (r.tuner == "fallback" || !r.retimed_costs.empty()) again.insert(r.config_index);
+  EXPECT_GE(again.size(), 2u);
+  // Every other config reached one device, once.
+  std::set<int64_t> sent;
+  for (const auto* d : {device_a.get(), device_b.get()}) {
+    EXPECT_GT(d->received(), 0u);
+    for (uint64_t config : d->configs()) {
+      const auto index = static_cast<int64_t>(config);
+      EXPECT_TRUE(sent.insert(index).second || again.count(index) > 0)
+          << "config " << config << " was measured twice";
+    }
+  }
+  EXPECT_EQ(sent.size(), records.size());
+}
+
+TEST_F(PostgresService, AServerTakesOverTheJobOfAServerThatDied) {
+  std::string address_a, address_b;
+  auto a = start_server("a", address_a);
+  ASSERT_FALSE(address_a.empty()) << err_of("a");
+  auto device_a = device(address_a);
+  auto client_a = client_of(address_a);
+  ASSERT_TRUE(wait_until([&] { return client_a->devices().size() == 1; }, 20));
+  constexpr uint64_t kTrials = 120;
+  const uint64_t id = client_a->submit(matmul_job("cpu", kTrials)).id;
+  ASSERT_TRUE(wait_until([&] { return client_a->job(id).done >= 16; }, 60));
+
+  // A second server sees the job running on the first and leaves it there.
+  auto b = start_server("b", address_b);
+  ASSERT_FALSE(address_b.empty()) << err_of("b");
+  auto device_b = device(address_b);
+  auto client_b = client_of(address_b);
+  ASSERT_TRUE(wait_until(
+      [&] { return client_b->job(id).message == "run by another server of this log"; }, 20))
+      << client_b->job(id).message;
+  try {
+    client_b->cancel(id);
+    ADD_FAILURE() << "a job of another server was cancelled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("run by another server of this log"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(device_b->received(), 0u);
+  EXPECT_FALSE(client_a->job(id).finished());
+
+  // The first dies mid-job: the second takes the job over and ends it, with the trials left.
+  a->kill(SIGKILL);
+  const JobEvent last = client_b->watch(id);
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
+  EXPECT_EQ(last.job.done, kTrials);
+  EXPECT_GT(device_b->received(), 0u);
+  EXPECT_EQ(records_once().size(), kTrials + 1);
+  expect_done_in_log(id, kTrials);
+}
+
+// As the SQLite log that cannot be written (storage_fault_test), for PostgreSQL going away.
+TEST_F(PostgresService, PostgreSQLStoppingMidJobFailsItInOneLineAndARestartResumesIt) {
+  std::string address;
+  auto server = start_server("server", address);
+  ASSERT_FALSE(address.empty()) << err_of("server");
+  const std::string port = address.substr(address.rfind(':') + 1);
+  auto quick = device(address);
+  auto client = client_of(address);
+  ASSERT_TRUE(wait_until([&] { return client->devices().size() == 1; }, 20));
+  constexpr uint64_t kTrials = 120;
+  const uint64_t id = client->submit(matmul_job("cpu", kTrials)).id;
+  Child watcher({KTUNE_BIN, "jobs", "watch", std::to_string(id), "--json", "--server", address},
+                temp_.path / "watch.out", temp_.path / "watch.err");
+  ASSERT_TRUE(wait_until([&] { return client->job(id).done >= 16; }, 60));
+
+  // PostgreSQL goes away mid-job: the job fails with the reason, the server goes on serving.
+  postgres_->stop();
+  ASSERT_TRUE(wait_until([&] { return client->job(id).finished(); }, 60));
+  const JobStatus failed = client->job(id);
+  EXPECT_EQ(failed.state, tuning_db::JobState::kFailed);
+  EXPECT_NE(failed.message.find("the tuning log failed"), std::string::npos) << failed.message;
+  EXPECT_LT(failed.done, kTrials);
+  EXPECT_EQ(watcher.wait(20), 1) << read_file(temp_.path / "watch.err");
+  const std::string said = read_file(temp_.path / "watch.err");
+  EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
+  EXPECT_NE(said.find("failed: the tuning log failed"), std::string::npos) << said;
+  ::kill(server->pid, SIGTERM);
+  EXPECT_EQ(server->wait(10), 0) << err_of("server");
+  server.reset();
+
+  // PostgreSQL back, the server restarted: it resumes the job from the records the log holds.
+  postgres_->start();
+  server = start_server("server", address, port);
+  ASSERT_FALSE(address.empty()) << err_of("server");
+  const JobEvent last = client->watch(id);
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
+  EXPECT_EQ(last.job.done, kTrials);
+  EXPECT_EQ(records_once().size(), kTrials + 1);
+}
+
+}  // namespace
+}  // namespace ktune::rpc_runner
