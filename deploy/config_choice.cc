@@ -1,10 +1,9 @@
 // choose_config(): best record, else the nearest tuned workload's config, else the fallback.
 #include "deploy/config_choice.h"
 
-#include <filesystem>
-#include <system_error>
 
 #include "support/error.h"
+#include "tuning_db/database.h"
 
 namespace ktune {
 
@@ -47,16 +46,8 @@ class Lookup {
  public:
   Lookup(const HistorySource& from, const Workload& w) : from_(from), w_(w) {}
 
-  // Whether the log file exists (a server always does). Throws Error(kIo) when it cannot be told.
-  bool exists() const {
-    if (from_.is_server()) return true;
-    std::error_code ec;
-    const bool found = std::filesystem::exists(from_.db_path(), ec);
-    if (ec)
-      throw Error(ErrorKind::kIo,
-                  "cannot look at the tuning log " + from_.db_path() + ": " + ec.message());
-    return found;
-  }
+  // Whether the log exists (a server's always does). Throws Error(kIo) when it cannot be told.
+  bool exists() const { return from_.is_server() || tuning_db::log_exists(from_.db_path()); }
 
   std::optional<tuning_db::Record> best() const {
     return from_.is_server()

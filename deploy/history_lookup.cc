@@ -56,7 +56,7 @@ std::string default_kernel_symbol(const std::string& template_name) {
 namespace {
 
 tuning_db::Database open_log(const std::string& db_path) {
-  if (!std::filesystem::exists(db_path))
+  if (!tuning_db::log_exists(db_path))
     throw Error(ErrorKind::kNotFound, "no tuning log at " + db_path);
   tuning_db::OpenOptions open;
   open.read_only = true;  // a build machine may only read the log

@@ -97,7 +97,7 @@ void add_report(CLI::App& app) {
   auto* cmd = app.add_subcommand("report",
                                  "Write one self-contained HTML page of a tuning log (curves, "
                                  "errors, top configs, model runs)");
-  cmd->add_option("--db", o->db, "Tuning log (SQLite), read only");
+  cmd->add_option("--db", o->db, "Tuning log (SQLite file or postgresql:// URL), read only");
   add_client_flags(cmd, o->server, false)
       ->description("Report on this tuning server's log (HOST:PORT) instead of --db");
   cmd->add_option("-o,--out", o->out,

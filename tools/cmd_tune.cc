@@ -102,11 +102,11 @@ void run_tune(TuneCommandOptions o) {
     std::cout << summary.dump(2) << "\n";
   } else {
     print_tune_summary(summary, std::cout);
-    std::cout << "log:      " << o.db << "\n";
+    std::cout << "log:      " << db.path() << "\n";
   }
   if (!report.result.best_config)
     throw Error(ErrorKind::kRun, "no config succeeded (" + summary["errors"].dump() +
-                                     "); every result is in " + o.db);
+                                     "); every result is in " + db.path());
 }
 
 void add_tune(CLI::App& app) {
@@ -134,7 +134,7 @@ void add_tune(CLI::App& app) {
       ->capture_default_str()
       ->check(finite_in(0, 1e9));
   cmd->add_option("--db", o->db,
-                  "Tuning log (SQLite); configs already in it are not measured again")
+                  "Tuning log (SQLite file or postgresql:// URL); configs already in it are not measured again")
       ->capture_default_str();
   cmd->add_option("--seed", s.seed, "Seed of the search and of the generated inputs")
       ->capture_default_str()

@@ -275,7 +275,7 @@ void add_tune_model(CLI::App& app) {
   cmd->add_option("--target", o->target, "Target: host")->capture_default_str();
   CLI::Option* db =
       cmd->add_option("--db", o->db,
-                      "Tuning log (SQLite); what it holds is resumed, not measured again")
+                      "Tuning log (SQLite file or postgresql:// URL); what it holds is resumed, not measured again")
           ->capture_default_str();
   cmd->add_option("--trials", s.trials, "New configs to measure, all tasks together (1 to 10^7)")
       ->capture_default_str()

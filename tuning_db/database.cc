@@ -386,6 +386,15 @@ sql::Connection open_postgres_log(const std::string& url, const OpenOptions& opt
 
 }  // namespace
 
+bool log_exists(const std::string& location) {
+  if (sql::is_postgres_url(location)) return true;
+  std::error_code ec;
+  const bool found = std::filesystem::exists(location, ec);
+  if (ec)
+    throw Error(ErrorKind::kIo, "cannot look at the tuning log " + location + ": " + ec.message());
+  return found;
+}
+
 Database Database::open(const std::string& path, const OpenOptions& options) {
   if (sql::is_postgres_url(path)) {
     auto impl = std::make_unique<Impl>();

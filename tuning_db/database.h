@@ -122,6 +122,11 @@ struct CheckReport {
       invalid_examples;  // the first few: "record <id> (<workload>, config <i>): <why>"
 };
 
+// Whether a tuning log may be at `location` without opening it: a postgresql:// or postgres://
+// URL always may (opening it says otherwise), a path when the file exists. Throws Error(kIo)
+// when the file system cannot tell.
+bool log_exists(const std::string& location);
+
 // The tuning log.
 //
 // Thread-safety: one Database per thread. A Database owns one connection (SQLite's opened

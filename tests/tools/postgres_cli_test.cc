@@ -181,6 +181,19 @@ TEST_F(PostgresCli, TuneReportAndDbCommandsWorkOnAUrl) {
   EXPECT_EQ(best_json["id"], top_record->id);
   EXPECT_DOUBLE_EQ(best_json["mean_cost_s"].get<double>(), top_record->cost());
 
+  // What a build asks: `ktune best` prints the logged best, `ktune build --require-tuned` builds
+  // it (a record of the log, not the fallback).
+  const auto best_cmd = ktune("best " + workload + " --json --db " + quote(url));
+  ASSERT_EQ(best_cmd.status, 0) << best_cmd.out;
+  const json best_cmd_json = json::parse(best_cmd.out)["best"];
+  EXPECT_EQ(best_cmd_json["config"]["index"], top_record->config_index) << best_cmd.out;
+  EXPECT_DOUBLE_EQ(best_cmd_json["mean_cost_s"].get<double>(), top_record->cost());
+  const std::string object = dir_.file("mm.o");
+  const auto built = ktune("build " + workload + " --require-tuned --db " + quote(url) + " -o " +
+                           quote(object) + " --header " + quote(dir_.file("mm.h")));
+  ASSERT_EQ(built.status, 0) << built.out << built.err;
+  EXPECT_TRUE(std::filesystem::exists(object));
+
   const std::string page = dir_.file("report.html");
   const auto report = ktune("report --db " + quote(url) + " -o " + quote(page), true);
   ASSERT_EQ(report.status, 0) << report.err;
