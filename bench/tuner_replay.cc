@@ -5,8 +5,12 @@
 //          (default: bench/landscapes/*.txt; --max-fit-rows: the xgb tuner's bound on the rows a
 //          fit sees, 0 = all, e.g. to compare a bound that binds within a replay with none)
 //        tuner_replay --record <out.txt> --db <log.db> <template> k=v...
-//          writes the landscape of a workload from a tuning log made on this machine, e.g. by
-//          `ktune tune matmul M=512 N=512 K=512 --tuner random --trials 4000 --db log.db`.
+//          writes the landscape of a workload from a tuning log made on this machine. The two of
+//          bench/landscapes were recorded so (4000 random configs each, then --record with the
+//          same template and arguments):
+//            ktune tune matmul M=512 N=512 K=512 --tuner random --trials 4000 --db log.db
+//            ktune tune conv2d N=1 C=64 H=28 W=28 K=64 R=3 S=3 stride=1 pad=1 dilation=1
+//                --tuner random --trials 4000 --db log.db
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
