@@ -1,5 +1,5 @@
-// Defines ConfigSpace: the knobs of a template with mixed-radix indexing, per-config constraints,
-// sampling and features.
+// Defines ConfigSpace (the knobs of a template with mixed-radix indexing, per-config constraints,
+// sampling and features) and ConfigSet (config indices that sampling excludes cheaply).
 #pragma once
 
 #include <cstdint>
