@@ -1,10 +1,16 @@
 // Benchmark: how many trials each tuner needs to reach 95% of the best throughput of a measured
 // landscape, replayed (no kernel runs), over 10 seeds. Last line:
 //   xgb_over_random <median trials of xgb / median trials of random, the worst landscape's>
-// Usage: tuner_replay [--seeds N] [landscape files...]   (default: bench/landscapes/*.txt)
+// Usage: tuner_replay [--seeds N] [--max-fit-rows N] [landscape files...]
+//          (default: bench/landscapes/*.txt; --max-fit-rows: the xgb tuner's bound on the rows a
+//          fit sees, 0 = all, e.g. to compare a bound that binds within a replay with none)
 //        tuner_replay --record <out.txt> --db <log.db> <template> k=v...
-//          writes the landscape of a workload from a tuning log made on this machine, e.g. by
-//          `ktune tune matmul M=512 N=512 K=512 --tuner random --trials 4000 --db log.db`.
+//          writes the landscape of a workload from a tuning log made on this machine. The two of
+//          bench/landscapes were recorded so (4000 random configs each, then --record with the
+//          same template and arguments):
+//            ktune tune matmul M=512 N=512 K=512 --tuner random --trials 4000 --db log.db
+//            ktune tune conv2d N=1 C=64 H=28 W=28 K=64 R=3 S=3 stride=1 pad=1 dilation=1
+//                --tuner random --trials 4000 --db log.db
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +36,9 @@ using namespace ktune;
 constexpr double kFraction = 0.95;
 constexpr size_t kBatch = 16;  // `ktune tune`'s default batch size
 
+// The xgb tuner's bound on fit rows; nullopt = its default.
+std::optional<size_t> max_fit_rows;
+
 std::unique_ptr<tuner::Tuner> make_tuner(const std::string& name, const schedule_space::Task& task,
                                          uint64_t seed) {
   if (name == "random") return std::make_unique<tuner::RandomTuner>(task.space(), seed);
@@ -39,6 +49,7 @@ std::unique_ptr<tuner::Tuner> make_tuner(const std::string& name, const schedule
   }
   tuner::XGBTunerParams params;
   params.search.seed = seed;
+  if (max_fit_rows) params.search.max_fit_rows = *max_fit_rows;
   return std::make_unique<tuner::XGBTuner>(task, params);
 }
 
@@ -137,6 +148,8 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       if (std::strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) {
         seeds = std::stoi(argv[++i]);
+      } else if (std::strcmp(argv[i], "--max-fit-rows") == 0 && i + 1 < argc) {
+        max_fit_rows = std::stoul(argv[++i]);
       } else {
         paths.push_back(argv[i]);
       }

@@ -235,45 +235,73 @@ class RemainingValid {
   std::vector<size_t> gone_;  // per excluded valid index: its position less the ones before it
 };
 
+// The first n of a partial Fisher-Yates shuffle of `pool` (size() and at(position), ascending):
+// a uniform sample without replacement. Only the positions it swapped are stored.
+template <typename Pool>
+std::vector<uint64_t> partial_shuffle(const Pool& pool, size_t n, std::mt19937_64& rng) {
+  std::unordered_map<size_t, uint64_t> swapped;
+  auto value = [&](size_t pos) {
+    auto it = swapped.find(pos);
+    return it == swapped.end() ? pool.at(pos) : it->second;
+  };
+  const size_t take = std::min(n, pool.size());
+  std::vector<uint64_t> out;
+  out.reserve(take);
+  for (size_t i = 0; i < take; ++i) {
+    std::uniform_int_distribution<size_t> pick(i, pool.size() - 1);
+    const size_t j = pick(rng);
+    const uint64_t chosen = value(j);
+    if (j != i) swapped[j] = value(i);
+    out.push_back(chosen);
+  }
+  return out;
+}
+
 }  // namespace
 
-std::vector<uint64_t> ConfigSpace::sample(size_t n, std::mt19937_64& rng,
-                                          const std::unordered_set<uint64_t>& exclude) const {
+template <typename Excluded>
+std::vector<uint64_t> ConfigSpace::sample_rejecting(size_t n, std::mt19937_64& rng,
+                                                    const Excluded& excluded) const {
   std::vector<uint64_t> out;
-  if (n == 0) return out;
-  if (const ValidSet* set = valid_set()) {
-    // Partial Fisher-Yates over the remaining valid indices: the first n positions are a uniform
-    // sample without replacement. Only the positions it swapped are stored.
-    const RemainingValid pool(set->indices, set->valid, exclude);
-    std::unordered_map<size_t, uint64_t> swapped;
-    auto value = [&](size_t pos) {
-      auto it = swapped.find(pos);
-      return it == swapped.end() ? pool.at(pos) : it->second;
-    };
-    const size_t take = std::min(n, pool.size());
-    out.reserve(take);
-    for (size_t i = 0; i < take; ++i) {
-      std::uniform_int_distribution<size_t> pick(i, pool.size() - 1);
-      const size_t j = pick(rng);
-      const uint64_t chosen = value(j);
-      if (j != i) swapped[j] = value(i);
-      out.push_back(chosen);
-    }
-    return out;
-  }
   std::vector<uint64_t> digits;
   std::unordered_set<uint64_t> taken;
   std::uniform_int_distribution<uint64_t> draw(0, size_ - 1);
   const size_t budget = kSampleTriesBase + kSampleTriesPerPick * n;
   for (size_t t = 0; t < budget && out.size() < n; ++t) {
     const uint64_t i = draw(rng);
-    if (exclude.count(i) || taken.count(i)) continue;
+    if (excluded.count(i) || taken.count(i)) continue;
     decompose(i, digits);
     if (!valid_digits(digits)) continue;
     taken.insert(i);
     out.push_back(i);
   }
   return out;
+}
+
+std::vector<uint64_t> ConfigSpace::sample(size_t n, std::mt19937_64& rng,
+                                          const std::unordered_set<uint64_t>& exclude) const {
+  if (n == 0) return {};
+  if (const ValidSet* set = valid_set())
+    return partial_shuffle(RemainingValid(set->indices, set->valid, exclude), n, rng);
+  return sample_rejecting(n, rng, exclude);
+}
+
+std::vector<uint64_t> ConfigSpace::sample(size_t n, std::mt19937_64& rng,
+                                          const ConfigSet& exclude) const {
+  if (n == 0) return {};
+  const ValidSet* set = valid_set();
+  if (set && exclude.valid_.get() != set) return sample(n, rng, exclude.indices());
+  if (set) {
+    // The remaining valid indices, addressed through the set's tree.
+    struct Pool {
+      const ConfigSet& exclude;
+      const std::vector<uint32_t>& valid;
+      size_t size() const { return exclude.remaining(); }
+      uint64_t at(size_t j) const { return valid[exclude.remaining_position(j)]; }
+    };
+    return partial_shuffle(Pool{exclude, set->indices}, n, rng);
+  }
+  return sample_rejecting(n, rng, exclude.indices());
 }
 
 uint64_t ConfigSpace::neighbour(uint64_t index, std::mt19937_64& rng) const {
@@ -306,6 +334,45 @@ std::vector<float> ConfigSpace::knob_features(uint64_t index) const {
   out.reserve(feature_length_);
   for (size_t i = 0; i < knobs_.size(); ++i) knobs_[i]->append_features(digits[i], out);
   return out;
+}
+
+ConfigSet::ConfigSet(const ConfigSpace& space) {
+  if (!space.valid_set()) return;
+  valid_ = space.valid_set_;
+  // Every valid position starts as remaining: a Fenwick tree of ones.
+  const size_t n = valid_->indices.size();
+  tree_.resize(n + 1);
+  for (size_t i = 1; i <= n; ++i) tree_[i] = static_cast<uint32_t>(i & (~i + 1));
+}
+
+bool ConfigSet::insert(uint64_t index) {
+  if (!indices_.insert(index).second) return false;
+  if (!valid_ || index >= valid_->valid.size() || !valid_->valid[index]) return true;
+  const std::vector<uint32_t>& valid = valid_->indices;
+  const auto pos = static_cast<size_t>(
+      std::lower_bound(valid.begin(), valid.end(), static_cast<uint32_t>(index)) - valid.begin());
+  for (size_t i = pos + 1; i < tree_.size(); i += i & (~i + 1)) --tree_[i];
+  ++excluded_valid_;
+  return true;
+}
+
+size_t ConfigSet::remaining() const {
+  return valid_ ? valid_->indices.size() - excluded_valid_ : 0;
+}
+
+size_t ConfigSet::remaining_position(size_t j) const {
+  // Descends the tree to the last position before which at most j valid indices remain.
+  size_t pos = 0;
+  size_t left = j + 1;
+  size_t step = 1;
+  while (step * 2 < tree_.size()) step *= 2;
+  for (; step > 0; step /= 2) {
+    if (pos + step < tree_.size() && tree_[pos + step] < left) {
+      pos += step;
+      left -= tree_[pos];
+    }
+  }
+  return pos;
 }
 
 std::string ConfigSpace::describe() const {

@@ -1,5 +1,5 @@
-// Defines ConfigSpace: the knobs of a template with mixed-radix indexing, per-config constraints,
-// sampling and features.
+// Defines ConfigSpace (the knobs of a template with mixed-radix indexing, per-config constraints,
+// sampling and features) and ConfigSet (config indices that sampling excludes cheaply).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@
 namespace ktune::schedule_space {
 
 class ConfigSpace;
+class ConfigSet;
 
 // Read access to the entities of one config, by knob name, whether the config is an index of a
 // space or a Config read from JSON. What constraint predicates see.
@@ -110,6 +111,10 @@ class ConfigSpace {
   // draws, so a very sparse valid set may yield fewer than n.
   std::vector<uint64_t> sample(size_t n, std::mt19937_64& rng,
                                const std::unordered_set<uint64_t>& exclude = {}) const;
+  // The same draws as sample(n, rng, exclude.indices()), at O(n log size) per call in a small
+  // space: for a caller that samples many times while its exclude set grows (a tuner's visited
+  // configs).
+  std::vector<uint64_t> sample(size_t n, std::mt19937_64& rng, const ConfigSet& exclude) const;
   // A valid config that differs from `index` in one knob, chosen at random; `index` itself when
   // none was found in kNeighbourTries attempts (or every knob has one value). In a small space
   // the kept valid set answers the constraint checks.
@@ -129,6 +134,11 @@ class ConfigSpace {
   static constexpr int kNeighbourTries = 64;
 
  private:
+  friend class ConfigSet;
+  template <typename Excluded>
+  std::vector<uint64_t> sample_rejecting(size_t n, std::mt19937_64& rng,
+                                         const Excluded& excluded) const;
+
   // The valid indices of a space of at most kEnumerateLimit configs, ascending, and the same as
   // a bitmap over the space. Enumerated on first use: a model-based tuner samples and checks
   // neighbours thousands of times per batch, and each enumeration checks every constraint of
@@ -160,6 +170,35 @@ class ConfigSpace {
   std::vector<size_t> movable_;  // knobs with more than one candidate (neighbour's moves)
   uint64_t size_ = 1;
   size_t feature_length_ = 0;
+};
+
+// A set of config indices of one space that sample() excludes without re-reading it per draw:
+// in a small space the set keeps, per valid index, whether it is excluded, in a Fenwick tree,
+// so that the j-th remaining valid index is found in O(log size). The space must outlive it;
+// knobs or constraints added to the space after the set was made leave the set correct but
+// slow (sample() then reads it like an unordered set).
+class ConfigSet {
+ public:
+  explicit ConfigSet(const ConfigSpace& space);
+
+  // Adds `index` (any value, in the space or not); false when it was already there.
+  bool insert(uint64_t index);
+  bool contains(uint64_t index) const { return indices_.count(index) != 0; }
+  size_t size() const { return indices_.size(); }
+  const std::unordered_set<uint64_t>& indices() const { return indices_; }
+
+ private:
+  friend class ConfigSpace;
+  // Valid indices not in the set; and the position among the valid indices of the j-th of them.
+  size_t remaining() const;
+  size_t remaining_position(size_t j) const;
+
+  std::unordered_set<uint64_t> indices_;
+  // The space's valid set when it was enumerated (nullptr for a large space), and per valid
+  // position a Fenwick tree of 1 = not in this set.
+  std::shared_ptr<const ConfigSpace::ValidSet> valid_;
+  std::vector<uint32_t> tree_;
+  size_t excluded_valid_ = 0;
 };
 
 }  // namespace ktune::schedule_space

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "cost_model/loop_features.h"
 #include "cost_model/ranking_metrics.h"
@@ -34,6 +35,7 @@ ModelBasedTuner::ModelBasedTuner(const schedule_space::ConfigSpace& space,
       features_(features),
       params_(params),
       rng_(params.seed),
+      visited_(space),
       annealing_(space_moves(space), seeded(params.annealing, params.seed)) {
   if (params_.plan_size == 0) {
     throw Error(ErrorKind::kInvalidArgument, "model-based tuner: plan_size must be positive");
@@ -57,7 +59,7 @@ std::vector<schedule_space::Config> ModelBasedTuner::next_batch(size_t n) {
     uint64_t index = space_.size();
     while (plan_pos_ < model_slots && index == space_.size()) {
       uint64_t c = plan_[plan_pos_++];
-      if (visited_.count(c) == 0) index = c;
+      if (!visited_.contains(c)) index = c;
     }
     if (index == space_.size()) {
       if (plan_pos_ < plan_.size()) ++plan_pos_;  // an exploration slot of the plan
@@ -140,7 +142,7 @@ void ModelBasedTuner::seed_plan(const std::vector<ScoredIndex>& plan) {
   seen_predicted_.clear();
   seen_cost_.clear();
   for (const ScoredIndex& c : plan) {
-    if (c.index >= space_.size() || visited_.count(c.index) != 0) continue;
+    if (c.index >= space_.size() || visited_.contains(c.index)) continue;
     if (!predicted_.emplace(c.index, c.score).second) continue;
     plan_.push_back(c.index);
   }
@@ -170,9 +172,30 @@ void ModelBasedTuner::refit() {
 
   RefitStats stats;
   stats.trials = measured_.size();
+  stats.fit_rows = std::min(measured_.size(), params_.max_fit_rows > 0 ? params_.max_fit_rows
+                                                                       : measured_.size());
   auto start = std::chrono::steady_clock::now();
-  cost_model::FeatureMatrix x = features_.extract(measured_);
-  model_.fit(x, cost_model::throughput_labels(measured_costs_));
+  if (measured_x_.rows < measured_.size()) {
+    const std::vector<uint64_t> fresh(measured_.begin() + static_cast<ptrdiff_t>(measured_x_.rows),
+                                      measured_.end());
+    const cost_model::FeatureMatrix x = features_.extract(fresh);
+    measured_x_.cols = x.cols;
+    measured_x_.data.insert(measured_x_.data.end(), x.data.begin(), x.data.end());
+    measured_x_.rows += x.rows;
+  }
+  const std::vector<size_t> rows = fit_rows();
+  if (rows.size() == measured_.size()) {
+    model_.fit(measured_x_, cost_model::throughput_labels(measured_costs_));
+  } else {
+    cost_model::FeatureMatrix x(rows.size(), measured_x_.cols);
+    std::vector<double> costs(rows.size());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const auto src = measured_x_.row(rows[r]);
+      std::copy(src.begin(), src.end(), x.row(r).begin());
+      costs[r] = measured_costs_[rows[r]];
+    }
+    model_.fit(x, cost_model::throughput_labels(costs));
+  }
   stats.fit_s = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
@@ -180,7 +203,7 @@ void ModelBasedTuner::refit() {
     return model_.predict(features_.extract(indices));
   };
   std::vector<ScoredIndex> candidates = annealing_.find_maximums(
-      params_.plan_size * std::max<size_t>(1, params_.candidate_factor), score, visited_);
+      params_.plan_size * std::max<size_t>(1, params_.candidate_factor), score, visited_.indices());
   std::vector<float> scores;
   std::vector<std::vector<uint64_t>> digits;
   scores.reserve(candidates.size());
@@ -205,6 +228,31 @@ void ModelBasedTuner::refit() {
   refits_.push_back(stats);
   spdlog::debug("xgb tuner: refit on {} trials in {:.3f} s, search {:.3f} s, plan of {}",
                 stats.trials, stats.fit_s, stats.search_s, plan_.size());
+}
+
+std::vector<size_t> ModelBasedTuner::fit_rows() {
+  const size_t n = measured_.size();
+  std::vector<size_t> rows(n);
+  std::iota(rows.begin(), rows.end(), size_t{0});
+  const size_t cap = params_.max_fit_rows;
+  if (cap == 0 || n <= cap) return rows;
+  // The best half of the cap (ties: the earlier result), so the top of the ranking that the
+  // plan is drawn from is always learnt; the rest a uniform sample of the others, failures
+  // included, so the model still sees the whole space.
+  const size_t best = cap / 2;
+  auto cost = [&](size_t r) {
+    const double c = measured_costs_[r];
+    return std::isfinite(c) && c > 0 ? c : std::numeric_limits<double>::infinity();
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](size_t a, size_t b) { return cost(a) < cost(b); });
+  std::mt19937_64 rng(params_.seed ^ (0x6a09e667f3bcc909ull * (refits_.size() + 1)));
+  for (size_t i = best; i < cap; ++i) {
+    std::uniform_int_distribution<size_t> pick(i, n - 1);
+    std::swap(rows[i], rows[pick(rng)]);
+  }
+  rows.resize(cap);
+  std::sort(rows.begin(), rows.end());
+  return rows;
 }
 
 XGBTuner::XGBTuner(const schedule_space::Task& task, XGBTunerParams params)

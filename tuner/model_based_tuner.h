@@ -31,6 +31,11 @@ struct ModelTunerParams {
   size_t first_fit = 0;         // random results before the first fit (0 = plan_size)
   double epsilon = 0.05;        // share of each plan taken at random (exploration), rounded
   size_t candidate_factor = 2;  // annealing keeps plan_size * this; the pick keeps plan_size
+  // Rows a fit sees at most (0 = every result): beyond, the best half of them and a seeded
+  // uniform sample of the other results. A fit's cost grows with its rows, and a job that
+  // resumes a workload's long random phase would otherwise refit on every logged record after
+  // every batch.
+  size_t max_fit_rows = 4096;
   AnnealingParams annealing{};  // its seed is replaced by one derived from `seed`
   PickParams pick{};
   uint64_t seed = 0;
@@ -38,7 +43,8 @@ struct ModelTunerParams {
 
 // One refit, for telemetry: the model's quality on the configs measured after it.
 struct RefitStats {
-  size_t trials = 0;                       // measurements the model was fitted on
+  size_t trials = 0;                       // measurements received by the time of the fit
+  size_t fit_rows = 0;                     // of them, the rows the model was fitted on
   double fit_s = 0;                        // wall time of the fit
   double search_s = 0;                     // wall time of annealing + pick
   std::optional<double> rank_correlation;  // Spearman(predicted, measured throughput) on the
@@ -83,10 +89,12 @@ class ModelBasedTuner final : public Tuner {
   // Results received so far (resumed ones included).
   size_t measured() const { return measured_.size(); }
   // Configs proposed or measured so far.
-  const std::unordered_set<uint64_t>& visited() const { return visited_; }
+  const std::unordered_set<uint64_t>& visited() const { return visited_.indices(); }
 
  private:
   void refit();
+  // Positions in measured_ of the rows the next fit sees (all of them up to max_fit_rows).
+  std::vector<size_t> fit_rows();
   uint64_t random_config();  // a valid unvisited config, or space size when none is left
   void track_prediction(const std::vector<uint64_t>& indices);
 
@@ -95,11 +103,12 @@ class ModelBasedTuner final : public Tuner {
   cost_model::FeatureExtractor& features_;
   ModelTunerParams params_;
   std::mt19937_64 rng_;
+  schedule_space::ConfigSet visited_;  // proposed or measured
   SimulatedAnnealing annealing_;
 
-  std::unordered_set<uint64_t> visited_;  // proposed or measured
   std::vector<uint64_t> measured_;        // measured indices, in arrival order
   std::vector<double> measured_costs_;    // mean cost, +inf when failed
+  cost_model::FeatureMatrix measured_x_;  // features of measured_'s first rows, extracted once
   size_t fitted_at_ = 0;                  // measured_.size() at the last fit
   std::vector<uint64_t> plan_;
   size_t plan_pos_ = 0;

@@ -137,6 +137,70 @@ TEST(ConfigSpace, SampleSmallSpaceDrawsAsTheEnumeratedShuffle) {
   EXPECT_TRUE(s.sample(1, rng, exclude).empty());  // every valid config is excluded by now
 }
 
+// A ConfigSet must draw exactly what the unordered set it holds draws, while both grow.
+void expect_config_set_draws_as_unordered(const ConfigSpace& s, ConfigSet& set,
+                                          const std::vector<size_t>& sizes, uint64_t seed) {
+  std::mt19937_64 rng(seed), ref_rng(seed);
+  for (size_t n : sizes) {
+    const auto got = s.sample(n, rng, set);
+    const std::unordered_set<uint64_t> copy = set.indices();
+    ASSERT_EQ(got, s.sample(n, ref_rng, copy)) << n << " drawn with " << set.size() << " excluded";
+    for (uint64_t i : got) EXPECT_TRUE(set.insert(i));
+  }
+}
+
+TEST(ConfigSpace, SampleWithConfigSetDrawsAsWithTheUnorderedSet) {
+  ConfigSpace s = small_space();
+  s.define_knob("vec", std::vector<int64_t>{1, 2, 4, 8, 16});  // 120 configs
+  s.add_constraint("unroll16 needs small tile", [](const EntityView& v) {
+    return v["unroll"].as_int() != 16 || v["tile"].values[1] <= 2;
+  });
+  ConfigSet set(s);
+  // Valid and invalid indices, one outside the space, and a repeat.
+  for (uint64_t i : {0, 3, 8, 9, 10, 11, 50, 77, 119, 5000}) EXPECT_TRUE(set.insert(i));
+  EXPECT_FALSE(set.insert(50));
+  EXPECT_TRUE(set.contains(77));
+  EXPECT_FALSE(set.contains(78));
+  EXPECT_EQ(set.size(), 10u);
+  expect_config_set_draws_as_unordered(s, set, {1, 1, 5, 30, 1, 200}, 11);
+  std::mt19937_64 rng(1);
+  EXPECT_TRUE(s.sample(1, rng, set).empty());  // every valid config is in the set by now
+}
+
+TEST(ConfigSpace, SampleWithALargeConfigSetDrawsAsWithTheUnorderedSet) {
+  // 2^15 configs, about a third invalid; most of the valid ones excluded one draw at a time,
+  // as a tuner's visited set grows.
+  ConfigSpace s("wide");
+  for (int k = 0; k < 5; ++k) s.define_knob("k" + std::to_string(k), std::vector<int64_t>(8, k));
+  s.add_constraint("k0 + k1 < 11", [](const EntityView& v) {
+    return v.index() % 8 + v.index() / 8 % 8 < 11;
+  });
+  ASSERT_EQ(s.size(), 32768u);
+  ConfigSet set(s);
+  std::mt19937_64 fill(3);
+  for (uint64_t i : s.sample(20000, fill)) set.insert(i);
+  std::vector<size_t> sizes(100, 1);
+  sizes.push_back(250);
+  expect_config_set_draws_as_unordered(s, set, sizes, 5);
+}
+
+TEST(ConfigSpace, ConfigSetOfAnOlderSpaceOrAHugeOneStillExcludes) {
+  ConfigSpace s = small_space();
+  ConfigSet set(s);  // made before the constraint: its tree counts configs now invalid
+  for (uint64_t i : {1, 2, 5}) set.insert(i);
+  s.add_constraint("no nt", [](const EntityView& v) { return v["layout"].as_string() == "nn"; });
+  expect_config_set_draws_as_unordered(s, set, {1, 3, 100}, 9);
+  EXPECT_EQ(set.size(), 12u);  // the three, then the 9 other valid ones
+
+  ConfigSpace huge;
+  for (int i = 0; i < 5; ++i)
+    huge.define_knob("k" + std::to_string(i), std::vector<int64_t>(1024, i));
+  ConfigSet visited(huge);  // rejection sampling: the set is read per draw
+  std::mt19937_64 rng(2);
+  for (uint64_t i : huge.sample(50, rng)) visited.insert(i);
+  expect_config_set_draws_as_unordered(huge, visited, {1, 20, 1}, 4);
+}
+
 TEST(ConfigSpace, SmallSpaceChecksEachConfigOnce) {
   ConfigSpace s = small_space();
   int checks = 0;

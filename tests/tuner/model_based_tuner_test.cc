@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <random>
+#include <span>
 
 #include "cost_model/xgboost_model.h"
 #include "schedule_space/config_space.h"
@@ -146,6 +149,122 @@ TEST(ModelBasedTuner, SameSeedSameSearch) {
     return next;
   };
   EXPECT_EQ(proposals(4), proposals(4));
+}
+
+// Keeps what it was last fitted on; predicts the first feature (a fixed, valid ranking).
+class RecordingModel final : public cost_model::CostModel {
+ public:
+  std::string name() const override { return "recording"; }
+  void fit(const cost_model::FeatureMatrix& x, std::span<const float> labels,
+           std::span<const uint32_t>) override {
+    x_ = x;
+    labels_.assign(labels.begin(), labels.end());
+    ++fits_;
+  }
+  std::vector<float> predict(const cost_model::FeatureMatrix& x) const override {
+    std::vector<float> out(x.rows);
+    for (size_t r = 0; r < x.rows; ++r) out[r] = x.row(r)[0];
+    return out;
+  }
+  bool fitted() const override { return fits_ > 0; }
+  std::vector<uint8_t> save() const override { return {}; }
+  void load(std::span<const uint8_t>) override {}
+
+  cost_model::FeatureMatrix x_;
+  std::vector<float> labels_;
+  int fits_ = 0;
+};
+
+// Feeds `n` results of random configs (costs from synthetic_cost) in batches; returns them.
+std::vector<std::pair<uint64_t, double>> feed_random(ModelBasedTuner& tuner,
+                                                    const schedule_space::ConfigSpace& space,
+                                                    size_t n, size_t batch, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::pair<uint64_t, double>> fed;
+  const std::vector<uint64_t> indices = space.sample(n, rng);
+  for (size_t b = 0; b < indices.size(); b += batch) {
+    std::vector<MeasureInput> inputs;
+    std::vector<MeasureResult> results;
+    for (size_t i = b; i < std::min(indices.size(), b + batch); ++i) {
+      const schedule_space::Config c = space.get(indices[i]);
+      const double cost = synthetic_cost(c);
+      inputs.push_back({nullptr, c});
+      results.push_back(cost > 0 ? make_ok_result({cost})
+                                 : make_error_result(ErrorKind::kBuild, "synthetic failure"));
+      fed.emplace_back(indices[i], cost > 0 ? cost : std::numeric_limits<double>::infinity());
+    }
+    tuner.update(inputs, results);
+  }
+  return fed;
+}
+
+TEST(ModelBasedTuner, FitsOnEveryResultUpToTheCapWithFeaturesInOrder) {
+  schedule_space::ConfigSpace space = make_space();
+  RecordingModel model;
+  cost_model::KnobFeatureExtractor features(space);
+  ModelBasedTuner tuner(space, model, features,
+                        ModelTunerParams{.plan_size = 40,
+                                         .max_fit_rows = 200,
+                                         .annealing = {.chains = 8, .steps = 5},
+                                         .seed = 6});
+  // Five refits (after 40, 80, ... 200 results): features extracted once per result must still be
+  // each row's own, in arrival order.
+  const auto fed = feed_random(tuner, space, 200, 40, 8);
+  ASSERT_EQ(tuner.refits().size(), 5u);
+  ASSERT_EQ(model.x_.rows, 200u);
+  EXPECT_EQ(tuner.refits().back().fit_rows, 200u);
+  for (size_t r = 0; r < fed.size(); ++r) {
+    const std::vector<float> want = space.knob_features(fed[r].first);
+    ASSERT_TRUE(std::equal(want.begin(), want.end(), model.x_.row(r).begin())) << r;
+  }
+}
+
+TEST(ModelBasedTuner, BeyondTheCapFitsOnTheBestHalfAndASampleOfTheRest) {
+  schedule_space::ConfigSpace space = make_space();
+  RecordingModel model;
+  cost_model::KnobFeatureExtractor features(space);
+  const ModelTunerParams params{.plan_size = 100,
+                                .first_fit = 1000,
+                                .max_fit_rows = 200,
+                                .annealing = {.chains = 8, .steps = 5},
+                                .seed = 7};
+  ModelBasedTuner tuner(space, model, features, params);
+  const auto fed = feed_random(tuner, space, 1000, 250, 9);
+  ASSERT_EQ(model.fits_, 1);
+  ASSERT_EQ(tuner.refits().size(), 1u);
+  EXPECT_EQ(tuner.refits()[0].trials, 1000u);
+  EXPECT_EQ(tuner.refits()[0].fit_rows, 200u);
+  ASSERT_EQ(model.x_.rows, 200u);
+
+  // Which fed results were fitted on: rows are matched by their features (the knob digits).
+  std::map<std::vector<float>, double> cost_of;
+  for (const auto& [index, cost] : fed) cost_of[space.knob_features(index)] = cost;
+  std::vector<double> fitted;
+  for (size_t r = 0; r < model.x_.rows; ++r) {
+    auto row = model.x_.row(r);
+    fitted.push_back(cost_of.at(std::vector<float>(row.begin(), row.end())));
+  }
+  std::vector<double> costs;
+  for (const auto& [index, cost] : fed) costs.push_back(cost);
+  std::sort(costs.begin(), costs.end());
+  std::vector<double> sorted_fitted = fitted;
+  std::sort(sorted_fitted.begin(), sorted_fitted.end());
+  // The 100 best of the 1000 all, then 100 drawn from the other 900: failures among them, and
+  // not just the next best.
+  for (size_t i = 0; i < 100; ++i) EXPECT_EQ(sorted_fitted[i], costs[i]) << i;
+  const size_t failures = static_cast<size_t>(
+      std::count(fitted.begin(), fitted.end(), std::numeric_limits<double>::infinity()));
+  EXPECT_GT(failures, 0u);
+  EXPECT_GT(sorted_fitted[199 - failures], costs[300]);
+  // Labels are throughput over the best fitted, which is the best of all.
+  EXPECT_EQ(*std::max_element(model.labels_.begin(), model.labels_.end()), 1.0f);
+
+  // The same seed fits on the same rows.
+  RecordingModel again;
+  cost_model::KnobFeatureExtractor features2(space);
+  ModelBasedTuner twin(space, again, features2, params);
+  feed_random(twin, space, 1000, 250, 9);
+  EXPECT_EQ(again.x_.data, model.x_.data);
 }
 
 TEST(CachedFeatureExtractor, ComputesEachRowOnceInParallel) {
