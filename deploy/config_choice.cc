@@ -1,7 +1,6 @@
 // choose_config(): best record, else the nearest tuned workload's config, else the fallback.
 #include "deploy/config_choice.h"
 
-
 #include "support/error.h"
 #include "tuning_db/database.h"
 

@@ -105,9 +105,13 @@ GeneratedStep describe_quantize(const frontend::Graph& g, const frontend::Node& 
   const te::DataType q = quantize ? (zero.empty() ? te::UInt(8) : quantized_type(g, n, zero))
                                   : quantized_type(g, n, x);
   const std::vector<int64_t> shape = shape_of(g, n, x);
-  const int64_t count = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-  GeneratedStep step{n.name, quantize ? "quantize_linear" : "dequantize_linear",
-                     {StepOperand{x, false, shape, {}}}, n.outputs.at(0), {}};
+  const int64_t count =
+      std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  GeneratedStep step{n.name,
+                     quantize ? "quantize_linear" : "dequantize_linear",
+                     {StepOperand{x, false, shape, {}}},
+                     n.outputs.at(0),
+                     {}};
   const float sc = s->second.f32.front();
   step.kernel = [quantize, q, sc, zp, count](const std::string& symbol) {
     return quantize ? quantize_linear(symbol, count, sc, zp, q)

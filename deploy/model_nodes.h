@@ -44,9 +44,9 @@ GeneratedStep describe_layer_norm(const frontend::Graph& g, const frontend::Laye
 // kernels (ElementwiseOp): Add, Sub, Mul, Div with a constant or a broadcast operand (a one-element
 // constant second operand becomes an immediate), Pow by a scalar constant, Softmax over the last
 // axis, Transpose, QuantizeLinear and DequantizeLinear of an activation with a per-tensor scale
-// and zero point (quantize_linear, dequantize_linear). nullopt for any other node. Throws Error(kUnsupported) naming the node for a
-// form of these it does not build (shapes that do not broadcast, an axis other than the last, a
-// non-float constant).
+// and zero point (quantize_linear, dequantize_linear). nullopt for any other node. Throws
+// Error(kUnsupported) naming the node for a form of these it does not build (shapes that do not
+// broadcast, an axis other than the last, a non-float constant).
 std::optional<GeneratedStep> describe_node(const frontend::Graph& g, const frontend::Node& n,
                                            const Constants& constants);
 

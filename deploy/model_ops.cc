@@ -136,7 +136,8 @@ te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, float 
   te::Tensor out = te::compute(
       {count},
       [&](te::Var i) {
-        const te::Expr centered = te::cast(te::Int(32), x(i)) - te::Expr(static_cast<int32_t>(zero_point));
+        const te::Expr centered =
+            te::cast(te::Int(32), x(i)) - te::Expr(static_cast<int32_t>(zero_point));
         return te::cast(te::Float(32), centered) * f(scale);
       },
       "out");

@@ -65,9 +65,10 @@ class Planner {
     for (const auto& io : {g_.inputs, g_.outputs})
       for (const std::string& name : io)
         if (dtype_of(name) != te::Float(32))
-          throw Error(ErrorKind::kUnsupported,
-                      "graph input or output '" + name + "' is " + g_.type(name) +
-                          ": a model library takes and returns float32 (quantize inside the model)");
+          throw Error(
+              ErrorKind::kUnsupported,
+              "graph input or output '" + name + "' is " + g_.type(name) +
+                  ": a model library takes and returns float32 (quantize inside the model)");
     for (size_t i = 0; i < g_.inputs.size(); ++i) {
       PlanTensor t{g_.inputs[i], known_shape(g_.inputs[i]), 0, Storage::kInput,
                    static_cast<int64_t>(i)};
@@ -310,8 +311,7 @@ class Planner {
     s.layer = n.name;
     s.kind = "elementwise";
     s.symbol = symbol(op.op);
-    s.func = elementwise(s.symbol, op,
-                         plan_.tensors[args.back()].elements());
+    s.func = elementwise(s.symbol, op, plan_.tensors[args.back()].elements());
     s.args = std::move(args);
     plan_.steps.push_back(std::move(s));
   }
@@ -547,8 +547,9 @@ class Planner {
   // s_x * s_w[k] / s_y in float32.
   void bind_quantized_conv(PlanStep& s, const frontend::Node& conv,
                            const std::vector<te::Tensor>& args) {
-    auto q = std::find_if(tasks_.quantized_convs.begin(), tasks_.quantized_convs.end(),
-                          [&](const frontend::QuantizedConv& c) { return &g_.nodes[c.conv] == &conv; });
+    auto q =
+        std::find_if(tasks_.quantized_convs.begin(), tasks_.quantized_convs.end(),
+                     [&](const frontend::QuantizedConv& c) { return &g_.nodes[c.conv] == &conv; });
     if (q == tasks_.quantized_convs.end())
       throw Error(ErrorKind::kInternal, "node '" + conv.name + "': no quantized conv pattern");
     const auto& w = integer_constant(conv, q->weight);
@@ -563,7 +564,8 @@ class Planner {
     const double zx = q->data_zero_point.empty() ? 0 : value(q->data_zero_point);
     const float sx = static_cast<float>(value(q->data_scale));
     const float sy = static_cast<float>(value(q->out_scale));
-    const int32_t zy = q->out_zero_point.empty() ? 0 : static_cast<int32_t>(value(q->out_zero_point));
+    const int32_t zy =
+        q->out_zero_point.empty() ? 0 : static_cast<int32_t>(value(q->out_zero_point));
     const std::vector<float>& sw = constant(conv, q->weight_scale).f32;
     std::vector<int8_t> packed(static_cast<size_t>(kb * cb * R * S * icb * kOcb), 0);
     std::vector<int32_t> bias(static_cast<size_t>(kb * kOcb), 0);
@@ -584,10 +586,12 @@ class Planner {
             sum += v;
             packed[static_cast<size_t>(
                 (((((k / kOcb * cb + c / icb) * R + r) * S + x) * (icb / 4) + c % icb / 4) * kOcb +
-                 k % kOcb) * 4 + c % 4)] = static_cast<int8_t>(v);
+                 k % kOcb) *
+                    4 +
+                c % 4)] = static_cast<int8_t>(v);
           }
-      bias[static_cast<size_t>(k)] =
-          static_cast<int32_t>((b ? (*b)[static_cast<size_t>(k)] : 0) - static_cast<int64_t>(zx) * sum);
+      bias[static_cast<size_t>(k)] = static_cast<int32_t>((b ? (*b)[static_cast<size_t>(k)] : 0) -
+                                                          static_cast<int64_t>(zx) * sum);
       scale[static_cast<size_t>(k)] = sx * sw[sw.size() == 1 ? 0 : static_cast<size_t>(k)] / sy;
     }
     for (const te::Tensor& a : args) {
@@ -601,8 +605,8 @@ class Planner {
       else if (n == "scale")
         s.args.push_back(weight(conv.name + "@scale", a.shape(), scale));
       else if (n == "zero_point")
-        s.args.push_back(weight(conv.name + "@zero_point", a.shape(), std::vector<int32_t>{zy},
-                                te::Int(32)));
+        s.args.push_back(
+            weight(conv.name + "@zero_point", a.shape(), std::vector<int32_t>{zy}, te::Int(32)));
       else if (&a == &args.back())
         s.args.push_back(define(q->output, kOcb));
       else
@@ -614,7 +618,8 @@ class Planner {
   const frontend::ConstantValue& integer_constant(const frontend::Node& n,
                                                   const std::string& tensor) const {
     auto it = constants_.find(tensor);
-    if (it == constants_.end() || static_cast<int64_t>(it->second.i64.size()) != product(it->second.shape))
+    if (it == constants_.end() ||
+        static_cast<int64_t>(it->second.i64.size()) != product(it->second.shape))
       throw unsupported(n, "input '" + tensor + "' is not an integer constant");
     return it->second;
   }

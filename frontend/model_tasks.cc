@@ -70,7 +70,8 @@ std::string generated_kernel(const Node& n, const Graph& g) {
   if (kViews.count(n.op)) return "view";
   if (kElementwise.count(n.op)) return "elementwise";
   if (n.op == "QuantizeLinear") return "quantize";
-  if (n.op == "DequantizeLinear") return g.constants.count(n.inputs.at(0)) ? "folded" : "dequantize";
+  if (n.op == "DequantizeLinear")
+    return g.constants.count(n.inputs.at(0)) ? "folded" : "dequantize";
   if (n.op == "Transpose") return "transpose";
   if (n.op == "Softmax") {
     // Before opset 13 Softmax normalizes the input flattened from `axis` on: the last axis alone

@@ -84,16 +84,26 @@ std::vector<int64_t> dims_of(const onnx::TypeProto& type) {
 // The element type's name as Graph::types keeps it ("" when the type says none).
 std::string type_name(int32_t elem_type) {
   switch (elem_type) {
-    case onnx::TensorProto::FLOAT: return "float32";
-    case onnx::TensorProto::DOUBLE: return "float64";
-    case onnx::TensorProto::FLOAT16: return "float16";
-    case onnx::TensorProto::BFLOAT16: return "bfloat16";
-    case onnx::TensorProto::UINT8: return "uint8";
-    case onnx::TensorProto::INT8: return "int8";
-    case onnx::TensorProto::INT32: return "int32";
-    case onnx::TensorProto::INT64: return "int64";
-    case onnx::TensorProto::BOOL: return "bool";
-    default: return elem_type == onnx::TensorProto::UNDEFINED ? "" : "other";
+    case onnx::TensorProto::FLOAT:
+      return "float32";
+    case onnx::TensorProto::DOUBLE:
+      return "float64";
+    case onnx::TensorProto::FLOAT16:
+      return "float16";
+    case onnx::TensorProto::BFLOAT16:
+      return "bfloat16";
+    case onnx::TensorProto::UINT8:
+      return "uint8";
+    case onnx::TensorProto::INT8:
+      return "int8";
+    case onnx::TensorProto::INT32:
+      return "int32";
+    case onnx::TensorProto::INT64:
+      return "int64";
+    case onnx::TensorProto::BOOL:
+      return "bool";
+    default:
+      return elem_type == onnx::TensorProto::UNDEFINED ? "" : "other";
   }
 }
 

@@ -97,11 +97,11 @@ struct ConstantValue {
                              // quantized weights, zero points)
 };
 
-// Reads the values of every FLOAT, INT64, INT32, INT8 and UINT8 constant of the ONNX model at `path`
-// (initializers and Constant nodes' `value`), by tensor name; what a model build packs. Constants
-// of other types are left out (a build that needs one says so). Throws like load_onnx for a file
-// that is not a model, and Error(kInvalidArgument) naming a tensor whose data does not match its
-// shape or that refers to external data.
+// Reads the values of every FLOAT, INT64, INT32, INT8 and UINT8 constant of the ONNX model at
+// `path` (initializers and Constant nodes' `value`), by tensor name; what a model build packs.
+// Constants of other types are left out (a build that needs one says so). Throws like load_onnx for
+// a file that is not a model, and Error(kInvalidArgument) naming a tensor whose data does not match
+// its shape or that refers to external data.
 std::map<std::string, ConstantValue> load_constant_values(const std::string& path);
 
 // "1x3x224x224" (-1 prints as "?").

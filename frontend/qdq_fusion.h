@@ -23,7 +23,7 @@ struct QuantizedConv {
   std::vector<size_t> prologue;
   std::vector<size_t> epilogue;  // [Relu,] QuantizeLinear, in order
   bool relu = false;
-  std::string data, data_scale, data_zero_point;  // the uint8 activation; zero point "" = 0
+  std::string data, data_scale, data_zero_point;        // the uint8 activation; zero point "" = 0
   std::string weight, weight_scale, weight_zero_point;  // int8 constant [K, C, R, S]
   std::string bias;  // int32 constant [K] in the scale data_scale * weight_scale ("" = none)
   std::string out_scale, out_zero_point;  // the QuantizeLinear's

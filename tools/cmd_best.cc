@@ -104,7 +104,8 @@ void add_best(CLI::App& app) {
                   "Workload arguments key=value (omitted ones take their defaults)");
   cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...'")
       ->capture_default_str();
-  cmd->add_option("--db", o->db, "Tuning log (SQLite file or postgresql:// URL)")->capture_default_str();
+  cmd->add_option("--db", o->db, "Tuning log (SQLite file or postgresql:// URL)")
+      ->capture_default_str();
   add_client_flags(cmd, o->server, false)
       ->description("Ask this tuning server's log (HOST:PORT) instead of --db");
   cmd->add_option("--device-key", o->device_key,

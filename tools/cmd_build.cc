@@ -343,8 +343,9 @@ void add_build(CLI::App& app) {
   cmd->add_option("--target", o->source.target,
                   "Target: host or 'llvm -mtriple=... -mcpu=...' (any LLVM target)")
       ->capture_default_str();
-  cmd->add_option("--db", o->source.db,
-                  "Tuning log (SQLite file or postgresql:// URL); a missing log means the fallback config")
+  cmd->add_option(
+         "--db", o->source.db,
+         "Tuning log (SQLite file or postgresql:// URL); a missing log means the fallback config")
       ->capture_default_str();
   add_client_flags(cmd, o->source.server, false)
       ->description("Ask this tuning server's log (HOST:PORT) instead of --db");

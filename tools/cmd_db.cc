@@ -434,7 +434,8 @@ void run_remove(const DbArgs& args, int64_t (Database::*remove)(), const char* w
 
 void add_db_command(CLI::App& app) {
   auto args = std::make_shared<DbArgs>();
-  CLI::App* db = app.add_subcommand("db", "Inspect and maintain a tuning log (SQLite or PostgreSQL)");
+  CLI::App* db =
+      app.add_subcommand("db", "Inspect and maintain a tuning log (SQLite or PostgreSQL)");
   db->require_subcommand(1);
 
   auto common = [&](CLI::App* sub) {

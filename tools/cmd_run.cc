@@ -247,7 +247,9 @@ void add_run(CLI::App& app) {
   cmd->add_option("model", o->model, "ONNX model file")->required();
   cmd->add_option("--input", o->inputs, "Shape of a graph input, name=1x3x224x224");
   cmd->add_option("--target", o->target, "Target (host: it runs here)")->capture_default_str();
-  cmd->add_option("--db", o->db, "Tuning log (SQLite file or postgresql:// URL); a missing log means fallback configs")
+  cmd->add_option(
+         "--db", o->db,
+         "Tuning log (SQLite file or postgresql:// URL); a missing log means fallback configs")
       ->capture_default_str();
   add_client_flags(cmd, o->server, false)
       ->description("Ask this tuning server's log (HOST:PORT) instead of --db");

@@ -186,7 +186,8 @@ void add_server(CLI::App& app) {
   cmd->add_option("--port", s.port, "Port to listen on (0 = any free port)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
-  cmd->add_option("--db", s.db_path, "The tuning log: a SQLite file (one server per file) or a "
+  cmd->add_option("--db", s.db_path,
+                  "The tuning log: a SQLite file (one server per file) or a "
                   "postgresql:// URL (servers may share it)")
       ->capture_default_str();
   cmd->add_option("--token-file", s.token_file,

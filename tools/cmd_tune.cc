@@ -134,7 +134,8 @@ void add_tune(CLI::App& app) {
       ->capture_default_str()
       ->check(finite_in(0, 1e9));
   cmd->add_option("--db", o->db,
-                  "Tuning log (SQLite file or postgresql:// URL); configs already in it are not measured again")
+                  "Tuning log (SQLite file or postgresql:// URL); configs already in it are not "
+                  "measured again")
       ->capture_default_str();
   cmd->add_option("--seed", s.seed, "Seed of the search and of the generated inputs")
       ->capture_default_str()

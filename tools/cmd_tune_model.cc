@@ -273,10 +273,10 @@ void add_tune_model(CLI::App& app) {
       "--input", o->inputs,
       "Shape of a graph input, name=1x3x224x224 (fills symbolic dimensions, overrides fixed ones)");
   cmd->add_option("--target", o->target, "Target: host")->capture_default_str();
-  CLI::Option* db =
-      cmd->add_option("--db", o->db,
-                      "Tuning log (SQLite file or postgresql:// URL); what it holds is resumed, not measured again")
-          ->capture_default_str();
+  CLI::Option* db = cmd->add_option("--db", o->db,
+                                    "Tuning log (SQLite file or postgresql:// URL); what it holds "
+                                    "is resumed, not measured again")
+                        ->capture_default_str();
   cmd->add_option("--trials", s.trials, "New configs to measure, all tasks together (1 to 10^7)")
       ->capture_default_str()
       ->check(finite_in(1, 1e7));

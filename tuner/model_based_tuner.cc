@@ -172,8 +172,8 @@ void ModelBasedTuner::refit() {
 
   RefitStats stats;
   stats.trials = measured_.size();
-  stats.fit_rows = std::min(measured_.size(), params_.max_fit_rows > 0 ? params_.max_fit_rows
-                                                                       : measured_.size());
+  stats.fit_rows = std::min(measured_.size(),
+                            params_.max_fit_rows > 0 ? params_.max_fit_rows : measured_.size());
   auto start = std::chrono::steady_clock::now();
   if (measured_x_.rows < measured_.size()) {
     const std::vector<uint64_t> fresh(measured_.begin() + static_cast<ptrdiff_t>(measured_x_.rows),

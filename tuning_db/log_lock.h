@@ -8,9 +8,10 @@ namespace ktune::tuning_db {
 // An exclusive advisory lock (flock) on the sidecar file "<log>.lock", held from construction to
 // destruction. Two servers on one SQLite log would both run every unfinished job of it; the
 // second one refuses to start instead. A PostgreSQL log takes no lock: servers may share it, each
-// job being held by the one server that runs it (JobStore::try_hold). Commands that only read or add records (best, db stats, build, tune)
-// do not take it: SQLite's own locking lets them work beside the server. The lock goes with the
-// process, so a server that was killed leaves nothing to clean up. Movable, not copyable.
+// job being held by the one server that runs it (JobStore::try_hold). Commands that only read or
+// add records (best, db stats, build, tune) do not take it: SQLite's own locking lets them work
+// beside the server. The lock goes with the process, so a server that was killed leaves nothing to
+// clean up. Movable, not copyable.
 class LogLock {
  public:
   // Takes the lock without waiting and writes this process's id into the sidecar. Throws

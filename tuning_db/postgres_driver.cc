@@ -324,11 +324,13 @@ class PgConnection final : public ConnectionDriver {
     struct Reference {
       const char *table, *column, *target;
     };
-    const Reference references[] = {
-        {"records", "workload_id", "workloads"}, {"records", "target_id", "targets"},
-        {"records", "device_id", "devices"},     {"records", "run_id", "runs"},
-        {"models", "target_id", "targets"},      {"run_batches", "run_id", "runs"},
-        {"jobs", "run_id", "runs"}};
+    const Reference references[] = {{"records", "workload_id", "workloads"},
+                                    {"records", "target_id", "targets"},
+                                    {"records", "device_id", "devices"},
+                                    {"records", "run_id", "runs"},
+                                    {"models", "target_id", "targets"},
+                                    {"run_batches", "run_id", "runs"},
+                                    {"jobs", "run_id", "runs"}};
     for (const auto& [table, column, target] : references) {
       if (!has_object("table", table)) continue;
       PgStatement s(*this, std::string("SELECT x.") + column + " FROM " + table + " x WHERE x." +
@@ -338,9 +340,9 @@ class PgConnection final : public ConnectionDriver {
         problems.push_back(std::string("foreign key: a row of table ") + table +
                            " references a missing " + target + " row " + s.column_text(0));
     }
-    if (const int64_t failures = query_int(
-            "SELECT coalesce(checksum_failures, 0) FROM pg_stat_database "
-            "WHERE datname = current_database()");
+    if (const int64_t failures =
+            query_int("SELECT coalesce(checksum_failures, 0) FROM pg_stat_database "
+                      "WHERE datname = current_database()");
         failures > 0)
       problems.push_back("integrity: " + std::to_string(failures) +
                          " page checksum failures in this database");
@@ -420,7 +422,8 @@ std::unique_ptr<ConnectionDriver> open_postgres(const std::string& url) {
   if (!conn || PQstatus(conn) != CONNECTION_OK) {
     const std::string message = one_line(conn ? PQerrorMessage(conn) : "out of memory");
     if (conn) PQfinish(conn);
-    throw Error(ErrorKind::kDatabase, "cannot open tuning log '" + shown_location(url) + "': " + message);
+    throw Error(ErrorKind::kDatabase,
+                "cannot open tuning log '" + shown_location(url) + "': " + message);
   }
   // Notices (a ROLLBACK outside a transaction, ...) are not for the user's terminal.
   PQsetNoticeProcessor(conn, silent, nullptr);

@@ -22,8 +22,7 @@ std::string shown_location(std::string_view location) {
   const size_t colon = out.find(':', scheme);
   if (at != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
   // ?password=PASSWORD&...
-  for (size_t p = out.find("password="); p != std::string::npos;
-       p = out.find("password=", p + 1)) {
+  for (size_t p = out.find("password="); p != std::string::npos; p = out.find("password=", p + 1)) {
     if (p == 0 || (out[p - 1] != '?' && out[p - 1] != '&')) continue;
     const size_t value = p + 9;
     const size_t end = std::min(out.find('&', value), out.size());

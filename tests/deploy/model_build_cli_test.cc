@@ -78,10 +78,10 @@ class ModelBuild : public ::testing::Test {
   // (a failed expectation) when it fails.
   std::vector<float> run_in_process(const std::string& onnx, const std::string& in) const {
     const std::string out = path("jit.bin");
-    const auto r = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
-                             " --runs 1 --warmup 0 --input-file " + quote(in) + " --output-file " +
-                             quote(out),
-                         true);
+    const auto r =
+        ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
+                  " --runs 1 --warmup 0 --input-file " + quote(in) + " --output-file " + quote(out),
+              true);
     EXPECT_EQ(r.status, 0) << onnx << ": " << r.err;
     return r.status == 0 ? floats(out) : std::vector<float>{};
   }
@@ -286,9 +286,9 @@ TEST_F(ModelBuild, QdqModelsRunInt8AndMatchOnnxRuntime) {
   const double in_process = error(run_in_process(onnx, in), ref);
   EXPECT_LE(in_process, kTolerance);
 
-  const auto nodes = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
-                               " --check-nodes --tolerance 1e-5",
-                           true);
+  const auto nodes = ktune(
+      "run " + quote(onnx) + " --db " + quote(path("none.db")) + " --check-nodes --tolerance 1e-5",
+      true);
   EXPECT_EQ(nodes.status, 0) << nodes.out << nodes.err;
 
   const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) +
@@ -314,7 +314,8 @@ TEST_F(ModelBuild, QdqModelsRunInt8AndMatchOnnxRuntime) {
   std::sort(sorted.begin(), sorted.end());
   double step = INFINITY;
   for (size_t i = 1; i < sorted.size(); ++i)
-    if (sorted[i] > sorted[i - 1]) step = std::min(step, static_cast<double>(sorted[i] - sorted[i - 1]));
+    if (sorted[i] > sorted[i - 1])
+      step = std::min(step, static_cast<double>(sorted[i] - sorted[i - 1]));
   int64_t apart = 0;
   double worst_steps = 0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -324,8 +325,9 @@ TEST_F(ModelBuild, QdqModelsRunInt8AndMatchOnnxRuntime) {
   }
   EXPECT_LE(worst_steps, 1.01);
   EXPECT_LE(apart, static_cast<int64_t>(got.size()) * 3 / 10);
-  std::printf("resnet18_qdq: %lld of %zu outputs one step (%.4f) from ONNX Runtime's, max %.2f steps\n",
-              static_cast<long long>(apart), got.size(), step, worst_steps);
+  std::printf(
+      "resnet18_qdq: %lld of %zu outputs one step (%.4f) from ONNX Runtime's, max %.2f steps\n",
+      static_cast<long long>(apart), got.size(), step, worst_steps);
 }
 
 // One BERT encoder layer (attention with a mask, decomposed LayerNorms, Erf-form GELU) at 1x8x32:

@@ -254,8 +254,8 @@ TEST(ModelOps, QuantizeAndDequantizeLinearAsOnnx) {
   // Ties at x / scale = k + 0.5 (round to even), and values past either end of the range.
   std::vector<float> x = {0.25f, 0.75f, 1.25f, -0.25f, -0.75f, 100.0f, -100.0f, 0.0f, 3.0f, -3.3f};
   x.resize(37, 0.3f);  // past one vector of lanes
-  for (const auto& [type, zp, lo, hi] :
-       {std::tuple{te::UInt(8), int64_t{128}, 0.0, 255.0}, std::tuple{te::Int(8), int64_t{-3}, -128.0, 127.0}}) {
+  for (const auto& [type, zp, lo, hi] : {std::tuple{te::UInt(8), int64_t{128}, 0.0, 255.0},
+                                         std::tuple{te::Int(8), int64_t{-3}, -128.0, 127.0}}) {
     const int64_t n = static_cast<int64_t>(x.size());
     const codegen::Kernel q = codegen::Kernel::load(
         codegen::build(quantize_linear("q", n, scale, zp, type), codegen::Target::host()));
@@ -274,7 +274,7 @@ TEST(ModelOps, QuantizeAndDequantizeLinearAsOnnx) {
                          static_cast<double>(zp),
                      lo, hi);
       const double got = type == te::UInt(8) ? static_cast<unsigned char*>(qp)[i]
-                                              : static_cast<signed char*>(qp)[i];
+                                             : static_cast<signed char*>(qp)[i];
       EXPECT_EQ(got, want) << type.str() << " element " << i << " x=" << x[static_cast<size_t>(i)];
       EXPECT_EQ(out.data()[i], static_cast<float>(want - static_cast<double>(zp)) * scale)
           << type.str() << " element " << i;

@@ -172,9 +172,8 @@ TEST(ConfigSpace, SampleWithALargeConfigSetDrawsAsWithTheUnorderedSet) {
   // as a tuner's visited set grows.
   ConfigSpace s("wide");
   for (int k = 0; k < 5; ++k) s.define_knob("k" + std::to_string(k), std::vector<int64_t>(8, k));
-  s.add_constraint("k0 + k1 < 11", [](const EntityView& v) {
-    return v.index() % 8 + v.index() / 8 % 8 < 11;
-  });
+  s.add_constraint("k0 + k1 < 11",
+                   [](const EntityView& v) { return v.index() % 8 + v.index() / 8 % 8 < 11; });
   ASSERT_EQ(s.size(), 32768u);
   ConfigSet set(s);
   std::mt19937_64 fill(3);

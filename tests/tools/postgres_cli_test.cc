@@ -146,11 +146,11 @@ TEST_F(PostgresCli, MigrateSqliteToPostgresAndBackKeepsEverything) {
       ktune("db migrate --from " + quote(a) + " --to " + quote(url) + " --append --json");
   ASSERT_EQ(appended.status, 0) << appended.out;
   expect_counts(json::parse(appended.out), {{"records", 0},
-                                             {"records_present", 7},
-                                             {"runs", 0},
-                                             {"runs_present", 1},
-                                             {"models_present", 1},
-                                             {"jobs_present", 2}});
+                                            {"records_present", 7},
+                                            {"runs", 0},
+                                            {"runs_present", 1},
+                                            {"models_present", 1},
+                                            {"jobs_present", 2}});
   EXPECT_EQ(ktune("db export --db " + quote(url)).out, exported_a.out);
 
   // A log into itself, and a source that does not exist: one line each.

@@ -177,8 +177,8 @@ class RecordingModel final : public cost_model::CostModel {
 
 // Feeds `n` results of random configs (costs from synthetic_cost) in batches; returns them.
 std::vector<std::pair<uint64_t, double>> feed_random(ModelBasedTuner& tuner,
-                                                    const schedule_space::ConfigSpace& space,
-                                                    size_t n, size_t batch, uint64_t seed) {
+                                                     const schedule_space::ConfigSpace& space,
+                                                     size_t n, size_t batch, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<std::pair<uint64_t, double>> fed;
   const std::vector<uint64_t> indices = space.sample(n, rng);
@@ -202,11 +202,10 @@ TEST(ModelBasedTuner, FitsOnEveryResultUpToTheCapWithFeaturesInOrder) {
   schedule_space::ConfigSpace space = make_space();
   RecordingModel model;
   cost_model::KnobFeatureExtractor features(space);
-  ModelBasedTuner tuner(space, model, features,
-                        ModelTunerParams{.plan_size = 40,
-                                         .max_fit_rows = 200,
-                                         .annealing = {.chains = 8, .steps = 5},
-                                         .seed = 6});
+  ModelBasedTuner tuner(
+      space, model, features,
+      ModelTunerParams{
+          .plan_size = 40, .max_fit_rows = 200, .annealing = {.chains = 8, .steps = 5}, .seed = 6});
   // Five refits (after 40, 80, ... 200 results): features extracted once per result must still be
   // each row's own, in arrival order.
   const auto fed = feed_random(tuner, space, 200, 40, 8);

@@ -54,8 +54,8 @@ class PostgresServer {
       gid_ = pw->pw_gid;
       if (::chown(dir_.c_str(), uid_, gid_) != 0) throw std::runtime_error("chown failed");
     }
-    run({(bin_ / "initdb").string(), "-D", (dir_ / "data").string(), "-U", "ktune", "-A",
-         "trust", "-E", "UTF8", "--locale=C", "--no-sync"});
+    run({(bin_ / "initdb").string(), "-D", (dir_ / "data").string(), "-U", "ktune", "-A", "trust",
+         "-E", "UTF8", "--locale=C", "--no-sync"});
     start();
   }
 
