@@ -14,6 +14,7 @@
 #include "support/error.h"
 #include "tuner/tuning_session.h"
 #include "tuning_db/run_store.h"
+#include "tuning_db/sql.h"
 
 namespace ktune::rpc_runner {
 
@@ -69,27 +70,64 @@ JobManager::JobManager(std::string db_path, DevicePool& pool, ServerMetrics* met
       metrics_(metrics),
       db_(tuning_db::Database::open(db_path_)) {
   // Every job of the log, finished ones included, so `ktune jobs --all` shows the history.
-  for (const tuning_db::JobRow& row : job_rows_.all()) {
-    auto job = std::make_unique<Job>();
+  for (const tuning_db::JobRow& row : job_rows_.all())
+    jobs_.emplace(static_cast<uint64_t>(row.id), job_of_row(row));
+}
+
+std::unique_ptr<JobManager::Job> JobManager::job_of_row(const tuning_db::JobRow& row) {
+  auto job = std::make_unique<Job>();
+  try {
+    job->spec = JobSpec::from_json(row.spec);
+  } catch (const Error& e) {
+    spdlog::warn("job {} of the log has an unreadable spec ({}); it is left as it is", row.id,
+                 e.what());
+  }
+  JobStatus& s = job->status;
+  s.id = static_cast<uint64_t>(row.id);
+  s.workload = job->spec.label();
+  s.model = job->spec.is_model();
+  s.device_key = row.device_key;
+  s.trials = job->spec.session.trials;
+  s.priority = row.priority;
+  s.owner = row.owner;
+  s.client = row.client;
+  s.tuner = job->spec.session.tuner;
+  s.created_at = row.created_at;
+  take_row(*job, row);
+  return job;
+}
+
+void JobManager::watch_log() {
+  bool warned = false;
+  while (!stopping_) {
+    for (int i = 0; i < 20 && !stopping_; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (stopping_) return;
     try {
-      job->spec = JobSpec::from_json(row.spec);
-    } catch (const Error& e) {
-      spdlog::warn("job {} of the log has an unreadable spec ({}); it is left as it is", row.id,
-                   e.what());
+      std::lock_guard adopt(adopt_mu_);
+      std::vector<std::unique_ptr<Job>> found;
+      {
+        std::lock_guard db_lock(db_mu_);
+        const std::vector<tuning_db::JobRow> rows = job_rows_.all();
+        std::lock_guard lock(mu_);
+        for (const tuning_db::JobRow& row : rows)
+          if (!jobs_.count(static_cast<uint64_t>(row.id))) found.push_back(job_of_row(row));
+      }
+      // Finished ones too, so that `ktune jobs --all` shows them here as well.
+      std::lock_guard lock(mu_);
+      for (auto& job : found) {
+        Job* j = job.get();
+        jobs_.emplace(j->status.id, std::move(job));
+        if (j->status.finished()) continue;
+        spdlog::info("job {} ({}, key {}): submitted to another server of this log", j->status.id,
+                     j->status.workload, j->status.device_key);
+        j->thread = std::thread([this, j] { run(*j); });
+      }
+      warned = false;
+    } catch (const std::exception& e) {
+      if (!warned) spdlog::warn("cannot look for other servers' jobs in the log: {}", e.what());
+      warned = true;
     }
-    JobStatus& s = job->status;
-    s.id = static_cast<uint64_t>(row.id);
-    s.workload = job->spec.label();
-    s.model = job->spec.is_model();
-    s.device_key = row.device_key;
-    s.trials = job->spec.session.trials;
-    s.priority = row.priority;
-    s.owner = row.owner;
-    s.client = row.client;
-    s.tuner = job->spec.session.tuner;
-    s.created_at = row.created_at;
-    take_row(*job, row);
-    jobs_.emplace(s.id, std::move(job));
   }
 }
 
@@ -125,12 +163,15 @@ size_t JobManager::resume_unfinished() {
     job->thread = std::thread([this, j] { run(*j); });
     ++n;
   }
+  if (tuning_db::sql::is_postgres_url(db_path_) && !watcher_.joinable())
+    watcher_ = std::thread([this] { watch_log(); });
   return n;
 }
 
 JobStatus JobManager::submit(const JobSpec& spec, const std::string& client) {
   spec.validate();
   if (stopping_) throw Error(ErrorKind::kUnsupported, "the server is shutting down");
+  std::lock_guard adopt(adopt_mu_);
   tuning_db::JobRow row;
   row.spec = spec.to_json();
   row.device_key = spec.session.device_key;
@@ -221,6 +262,7 @@ void JobManager::unsubscribe(uint64_t id, uint64_t token) {
 
 void JobManager::shutdown() {
   stopping_ = true;
+  if (watcher_.joinable()) watcher_.join();
   std::vector<std::thread*> threads;
   {
     std::lock_guard lock(mu_);

@@ -40,8 +40,8 @@ Error unknown_job(uint64_t id);
 // log (Error(kDatabase): a full disk, an I/O error) fails for its clients with the reason, and
 // its row stays queued or running, with that reason when the log takes it: the next server
 // resumes it. Servers may share a PostgreSQL log: a job is run by the server that holds it (the
-// one it was submitted to), and another server that knows it takes it over when that one stops;
-// claims keep their measurements apart. Thread-safe.
+// one it was submitted to), and the others, which learn of it from the log, take it over when that
+// one stops; claims keep their measurements apart. Thread-safe.
 class JobManager {
  public:
   using Listener = std::function<void(const JobEvent&)>;
@@ -55,7 +55,9 @@ class JobManager {
   JobManager(const JobManager&) = delete;
   JobManager& operator=(const JobManager&) = delete;
 
-  // Starts a thread for every queued or running job of the log. Returns how many.
+  // Starts a thread for every queued or running job of the log. Returns how many. On a
+  // PostgreSQL log it also starts watching the log for jobs that other servers take later, so
+  // that this one can take them over too (watch_log).
   size_t resume_unfinished();
   // Validates and stores the job as the client's (its name in the token file; "" = none; its
   // records carry it), and starts it. Returns its status. Throws Error(kInvalidArgument) for a
@@ -90,6 +92,11 @@ class JobManager {
   // takes the row as the other left it. Returns false when this server stops first or the job
   // ended meanwhile.
   bool hold(Job& job);
+  // A job of the log's row as this server knows it (not yet shared). Needs db_mu_.
+  std::unique_ptr<Job> job_of_row(const tuning_db::JobRow& row);
+  // Every second until shutdown: adopts each unfinished job of the log that this server does not
+  // know (one submitted to another server sharing the log), whose thread then waits in hold().
+  void watch_log();
   // Sets the job's run, summaries and status (state, target, done, best, message) from its row.
   // Needs mu_ and db_mu_ when the job is shared with other threads.
   void take_row(Job& job, const tuning_db::JobRow& row);
@@ -124,6 +131,10 @@ class JobManager {
   mutable std::mutex mu_;  // guards jobs_ and every Job's status, listeners, summary
   std::map<uint64_t, std::unique_ptr<Job>> jobs_;
   std::atomic<bool> stopping_{false};
+  // Held by submit from its row to its entry in jobs_, and by watch_log's scan: a job submitted
+  // here is never taken for another server's.
+  std::mutex adopt_mu_;
+  std::thread watcher_;
   uint64_t next_token_ = 1;
 };
 
