@@ -6,15 +6,12 @@
 #include <filesystem>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
-#include "tests/cli_util.h"
+#include "tests/tools/tune_cli_util.h"
 
 namespace ktune {
 namespace {
 
 namespace fs = std::filesystem;
-using testing_cli::ktune;
 using testing_cli::quote;
 
 TEST(Bf16Cli, TuneLogsEveryTrial) {
@@ -22,23 +19,9 @@ TEST(Bf16Cli, TuneLogsEveryTrial) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string db = quote((dir / "log.db").string());
-  const auto tune = ktune(
-      "tune matmul_bf16 M=24 N=40 K=37 epilogue=bias_relu --trials 8 --number 1 --repeat 1 "
-      "--min-repeat-ms 0 --db " +
-          db,
-      true);
-  ASSERT_EQ(tune.status, 0) << tune.err;
-
-  const auto stats = ktune("db stats --json --db " + db, true);
-  ASSERT_EQ(stats.status, 0) << stats.err;
-  const auto j = nlohmann::json::parse(stats.out);
-  ASSERT_EQ(j["per_workload"].size(), 1u) << stats.out;
-  const auto& w = j["per_workload"][0];
-  EXPECT_EQ(w["workload"], "matmul_bf16(M=24,N=40,K=37,epilogue=bias_relu)");
-  // The 8 trials and the fallback, all measured and matching the reference.
-  EXPECT_EQ(w["records"], 9) << stats.out;
-  EXPECT_EQ(w["ok_records"], 9) << stats.out;
-  EXPECT_EQ(j["failed_records"], 0) << stats.out;
+  testing_cli::expect_tune_logs_every_trial(
+      "matmul_bf16 M=24 N=40 K=37 epilogue=bias_relu",
+      "matmul_bf16(M=24,N=40,K=37,epilogue=bias_relu)", 8, db);
   fs::remove_all(dir);
 }
 

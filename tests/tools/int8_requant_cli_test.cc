@@ -10,9 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
-#include "tests/cli_util.h"
+#include "tests/tools/tune_cli_util.h"
 
 namespace ktune {
 namespace {
@@ -36,23 +34,8 @@ TEST(Int8RequantCli, TuneLogsEveryTrialAndBuildWritesAUint8Kernel) {
   const std::string db = quote((dir / "log.db").string());
   const std::string workload = "matmul_u8s8s32 M=24 N=40 K=36 out=u8 scale=per_channel relu=1";
 
-  const auto tune = ktune("tune " + workload +
-                              " --trials 8 --number 1 --repeat 1 "
-                              "--min-repeat-ms 0 --db " +
-                              db,
-                          true);
-  ASSERT_EQ(tune.status, 0) << tune.err;
-
-  const auto stats = ktune("db stats --json --db " + db, true);
-  ASSERT_EQ(stats.status, 0) << stats.err;
-  const auto j = nlohmann::json::parse(stats.out);
-  ASSERT_EQ(j["per_workload"].size(), 1u) << stats.out;
-  const auto& w = j["per_workload"][0];
-  EXPECT_EQ(w["workload"], "matmul_u8s8s32(M=24,N=40,K=36,out=u8,scale=per_channel,relu=1)");
-  // The 8 trials and the fallback, all measured.
-  EXPECT_EQ(w["records"], 9) << stats.out;
-  EXPECT_EQ(w["ok_records"], 9) << stats.out;
-  EXPECT_EQ(j["failed_records"], 0) << stats.out;
+  ASSERT_NO_FATAL_FAILURE(testing_cli::expect_tune_logs_every_trial(
+      workload, "matmul_u8s8s32(M=24,N=40,K=36,out=u8,scale=per_channel,relu=1)", 8, db));
 
   const fs::path obj = dir / "k.o", header = dir / "k.h";
   const auto build = ktune("build " + workload + " --db " + db + " -o " + quote(obj.string()) +
@@ -70,27 +53,14 @@ TEST(Int8RequantCli, TuneLogsEveryTrialAndBuildWritesAUint8Kernel) {
   fs::remove_all(dir);
 }
 
-// `tune <workload> --trials <trials>` logs the trials and the fallback as correct records (the
-// runner checks each against the task's reference) of the workload keyed `key`.
+// As testing_cli::expect_tune_logs_every_trial, in a folder of its own.
 void expect_tune_logs_every_trial(const std::string& workload, const std::string& key, int trials) {
   const fs::path dir =
       fs::temp_directory_path() / ("ktune_int8_conv_cli_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string db = quote((dir / "log.db").string());
-  const auto tune = ktune("tune " + workload + " --trials " + std::to_string(trials) +
-                              " --number 1 --repeat 1 --min-repeat-ms 0 --db " + db,
-                          true);
-  ASSERT_EQ(tune.status, 0) << tune.err;
-  const auto stats = ktune("db stats --json --db " + db, true);
-  ASSERT_EQ(stats.status, 0) << stats.err;
-  const auto j = nlohmann::json::parse(stats.out);
-  ASSERT_EQ(j["per_workload"].size(), 1u) << stats.out;
-  const auto& w = j["per_workload"][0];
-  EXPECT_EQ(w["workload"], key);
-  EXPECT_EQ(w["records"], trials + 1) << stats.out;
-  EXPECT_EQ(w["ok_records"], trials + 1) << stats.out;
-  EXPECT_EQ(j["failed_records"], 0) << stats.out;
+  testing_cli::expect_tune_logs_every_trial(workload, key, trials,
+                                            quote((dir / "log.db").string()));
   fs::remove_all(dir);
 }
 
