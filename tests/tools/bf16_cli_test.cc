@@ -19,9 +19,9 @@ TEST(Bf16Cli, TuneLogsEveryTrial) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string db = quote((dir / "log.db").string());
-  testing_cli::expect_tune_logs_every_trial(
-      "matmul_bf16 M=24 N=40 K=37 epilogue=bias_relu",
-      "matmul_bf16(M=24,N=40,K=37,epilogue=bias_relu)", 8, db);
+  testing_cli::expect_tune_logs_every_trial("matmul_bf16 M=24 N=40 K=37 epilogue=bias_relu",
+                                            "matmul_bf16(M=24,N=40,K=37,epilogue=bias_relu)", 8,
+                                            db);
   fs::remove_all(dir);
 }
 
