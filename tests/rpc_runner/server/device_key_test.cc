@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -107,13 +108,22 @@ TEST(DeviceKey, AJobsBestConfigsAreRetimedAndTheRetimedFigureIsServed) {
   const auto summary = nlohmann::json::parse(last.summary_json);
   ASSERT_TRUE(summary.contains("retimed")) << summary.dump();
   EXPECT_EQ(summary["retimed"]["rounds"], 3);
-  EXPECT_EQ(summary["retimed"]["configs"].size(), 5u);
+  // Five configs, and five more per further pass (when every one of them was demoted).
+  EXPECT_GE(summary["retimed"]["configs"].size(), 5u);
+  std::set<int64_t> retimed;
+  for (const auto& c : summary["retimed"]["configs"]) retimed.insert(c["config"].get<int64_t>());
 
-  // The server's log holds the rounds; QueryBest ranks and serves by their median.
+  // The server's log holds the rounds; QueryBest ranks and serves by their median. A re-timed
+  // config that came out slower may rank below one that was never re-timed; the best never does.
   const std::string host = codegen::Target::host().str();
   const auto best = client.best(last.job.workload, host, "cpu", 5);
   ASSERT_EQ(best.size(), 5u);
+  EXPECT_EQ(retimed.count(best.front().config_index), 1u) << best.front().config_index;
   for (const auto& r : best) {
+    if (retimed.count(r.config_index) == 0) {
+      EXPECT_TRUE(r.retimed_costs.empty()) << r.config_index;
+      continue;
+    }
     EXPECT_EQ(r.retimed_costs.size(), 3u) << r.config_index;
     EXPECT_DOUBLE_EQ(r.cost(), tuning_db::median(r.retimed_costs));
   }
