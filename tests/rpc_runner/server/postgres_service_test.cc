@@ -68,6 +68,28 @@ class PostgresService : public ::testing::Test {
     return std::make_unique<ServiceClient>(options);
   }
 
+  // One server on the log with its device ("cpu") and a client.
+  struct Served {
+    std::string address;
+    std::unique_ptr<Child> server;
+    std::unique_ptr<testing::FakePeer> device;
+    std::unique_ptr<ServiceClient> client;
+  };
+  // Starts servers "a" and "b" on the log, each with its device attached; fails the test (the
+  // caller's ASSERT_NO_FATAL_FAILURE returns) when one does not come up.
+  void start_two(Served& a, Served& b) {
+    for (auto [name, s] : {std::pair<const char*, Served*>{"a", &a}, {"b", &b}}) {
+      s->server = start_server(name, s->address);
+      ASSERT_FALSE(s->address.empty()) << err_of(name);
+    }
+    for (Served* s : {&a, &b}) {
+      s->device = device(s->address);
+      s->client = client_of(s->address);
+    }
+    ASSERT_TRUE(wait_until(
+        [&] { return a.client->devices().size() == 1 && b.client->devices().size() == 1; }, 20));
+  }
+
   // Job `id` is done in the log, with `trials` records of its run.
   void expect_done_in_log(uint64_t id, uint64_t trials) {
     auto db = tuning_db::Database::open(log_, {.create = false});
@@ -118,17 +140,12 @@ TEST_F(PostgresService, OneServerRunsAJobWithADeviceWorkerToTheEnd) {
 }
 
 TEST_F(PostgresService, TwoServersOnOneLogTuneTheSameWorkloadWithoutMeasuringAConfigTwice) {
-  std::string address_a, address_b;
-  auto a = start_server("a", address_a);
-  ASSERT_FALSE(address_a.empty()) << err_of("a");
-  auto b = start_server("b", address_b);
-  ASSERT_FALSE(address_b.empty()) << err_of("b");
-  auto device_a = device(address_a);
-  auto device_b = device(address_b);
-  auto client_a = client_of(address_a);
-  auto client_b = client_of(address_b);
-  ASSERT_TRUE(wait_until(
-      [&] { return client_a->devices().size() == 1 && client_b->devices().size() == 1; }, 20));
+  Served a, b;
+  ASSERT_NO_FATAL_FAILURE(start_two(a, b));
+  auto& device_a = a.device;
+  auto& device_b = b.device;
+  auto& client_a = a.client;
+  auto& client_b = b.client;
 
   // The same search (random, same seed) on both: every config one proposes, the other does too.
   constexpr uint64_t kTrials = 48;
@@ -166,17 +183,11 @@ TEST_F(PostgresService, TwoServersOnOneLogTuneTheSameWorkloadWithoutMeasuringACo
 
 TEST_F(PostgresService, AServerTakesOverTheJobOfAServerThatDied) {
   // Both servers run before the job is submitted: the second learns of it from the log.
-  std::string address_a, address_b;
-  auto a = start_server("a", address_a);
-  ASSERT_FALSE(address_a.empty()) << err_of("a");
-  auto b = start_server("b", address_b);
-  ASSERT_FALSE(address_b.empty()) << err_of("b");
-  auto device_a = device(address_a);
-  auto client_a = client_of(address_a);
-  auto device_b = device(address_b);
-  auto client_b = client_of(address_b);
-  ASSERT_TRUE(wait_until([&] { return client_a->devices().size() == 1; }, 20));
-  ASSERT_TRUE(wait_until([&] { return client_b->devices().size() == 1; }, 20));
+  Served a, b;
+  ASSERT_NO_FATAL_FAILURE(start_two(a, b));
+  auto& device_b = b.device;
+  auto& client_a = a.client;
+  auto& client_b = b.client;
   constexpr uint64_t kTrials = 120;
   const uint64_t id = client_a->submit(matmul_job("cpu", kTrials)).id;
   ASSERT_TRUE(wait_until([&] { return client_a->job(id).done >= 16; }, 60));
@@ -206,7 +217,7 @@ TEST_F(PostgresService, AServerTakesOverTheJobOfAServerThatDied) {
   EXPECT_FALSE(client_a->job(id).finished());
 
   // The first dies mid-job: the second takes the job over and ends it, with the trials left.
-  a->kill(SIGKILL);
+  a.server->kill(SIGKILL);
   const JobEvent last = client_b->watch(id);
   ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   EXPECT_EQ(last.job.done, kTrials);
