@@ -88,6 +88,8 @@ ArgSpec int_arg(const char* name, const char* def, const char* doc, int64_t min_
   return {.name = name, .default_value = def, .doc = doc, .min_value = min_value};
 }
 
+namespace {
+
 int64_t window_out_extent(const std::string& tmpl, int64_t in, int64_t window, int64_t stride,
                           int64_t pad, int64_t dilation) {
   const int64_t span = dilation * (window - 1) + 1;
@@ -96,6 +98,24 @@ int64_t window_out_extent(const std::string& tmpl, int64_t in, int64_t window, i
                                                  " does not fit the padded input of " +
                                                  std::to_string(in + 2 * pad));
   return (in + 2 * pad - span) / stride + 1;
+}
+
+}  // namespace
+
+Window window_of(const std::string& tmpl, const WorkloadArgs& a, bool has_dilation) {
+  Window win{};
+  win.n = a.get_int("N");
+  win.c = a.get_int("C");
+  win.h = a.get_int("H");
+  win.w = a.get_int("W");
+  win.r = a.get_int("R");
+  win.s = a.get_int("S");
+  win.stride = a.get_int("stride");
+  win.pad = a.get_int("pad");
+  win.dilation = has_dilation ? a.get_int("dilation") : 1;
+  win.oh = window_out_extent(tmpl, win.h, win.r, win.stride, win.pad, win.dilation);
+  win.ow = window_out_extent(tmpl, win.w, win.s, win.stride, win.pad, win.dilation);
+  return win;
 }
 
 int64_t largest_divisor_at_most(int64_t n, int64_t cap) {

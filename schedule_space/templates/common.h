@@ -40,10 +40,15 @@ Config pick_fallback(const ConfigSpace& space, const std::vector<uint64_t>& digi
 // An integer argument (min_value 1 unless given).
 ArgSpec int_arg(const char* name, const char* def, const char* doc, int64_t min_value = 1);
 
-// Output extent of a sliding window over `in` (padded by `pad` on both sides). Throws
-// Error(kInvalidArgument), naming template `tmpl`, when the window does not fit.
-int64_t window_out_extent(const std::string& tmpl, int64_t in, int64_t window, int64_t stride,
-                          int64_t pad, int64_t dilation);
+// The sliding window of a convolution or pool: batch, channels, input extents, window extents,
+// stride, padding (on both sides), dilation, and the output extents they give.
+struct Window {
+  int64_t n, c, h, w, r, s, stride, pad, dilation, oh, ow;
+};
+// The Window of a workload's arguments N, C, H, W, R, S, stride, pad and, when `has_dilation`,
+// dilation (else 1). Throws Error(kInvalidArgument), naming template `tmpl`, when the window does
+// not fit the padded input.
+Window window_of(const std::string& tmpl, const WorkloadArgs& a, bool has_dilation = true);
 
 // Largest divisor of n that is <= cap (>= 1).
 int64_t largest_divisor_at_most(int64_t n, int64_t cap);

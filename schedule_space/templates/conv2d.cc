@@ -15,26 +15,16 @@ constexpr int64_t kMaxRegisterChannels = 16;
 constexpr int64_t kMaxRegisterRows = 8;
 constexpr int64_t kMaxUnrolledTile = 32;
 
-struct ConvShape {
-  int64_t n, c, h, w, k, r, s, stride, pad, dilation, oh, ow;
+struct ConvShape : Window {
+  int64_t k;
 };
 
 ConvShape conv_shape(const std::string& tmpl, const WorkloadArgs& a, bool depthwise, bool pool) {
-  ConvShape s{};
-  s.n = a.get_int("N");
-  s.c = a.get_int("C");
-  s.h = a.get_int("H");
-  s.w = a.get_int("W");
-  s.k = depthwise || pool ? s.c : a.get_int("K");
-  s.r = a.get_int("R");
-  s.s = a.get_int("S");
-  s.stride = a.get_int("stride");
-  s.pad = a.get_int("pad");
-  s.dilation = pool ? 1 : a.get_int("dilation");
-  if (pool && (s.pad >= s.r || s.pad >= s.s))
+  if (pool && (a.get_int("pad") >= a.get_int("R") || a.get_int("pad") >= a.get_int("S")))
     throw Error(ErrorKind::kInvalidArgument, tmpl + ": pad must be smaller than the window");
-  s.oh = window_out_extent(tmpl, s.h, s.r, s.stride, s.pad, s.dilation);
-  s.ow = window_out_extent(tmpl, s.w, s.s, s.stride, s.pad, s.dilation);
+  ConvShape s{};
+  static_cast<Window&>(s) = window_of(tmpl, a, /*has_dilation=*/!pool);
+  s.k = depthwise || pool ? s.c : a.get_int("K");
   return s;
 }
 

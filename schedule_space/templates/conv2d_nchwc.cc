@@ -16,8 +16,8 @@ constexpr const char* kName = "conv2d_nchwc";
 
 // Channel blocks: ic_block and oc_block of 0 (the default) are auto_channel_block's choice.
 
-struct Shape {
-  int64_t n, c, h, w, k, r, s, stride, pad, dilation, icb, ocb, oh, ow;
+struct Shape : Window {
+  int64_t k, icb, ocb;
   Epilogue epilogue;  // what follows the convolution in the same tile loop
   // Blocks, the last one partly padding when the channels are not a block multiple.
   int64_t cblocks() const { return ceil_div(c, icb); }
@@ -28,23 +28,13 @@ struct Shape {
 // not fit.
 Shape shape_of(const WorkloadArgs& a) {
   Shape s{};
-  s.n = a.get_int("N");
-  s.c = a.get_int("C");
-  s.h = a.get_int("H");
-  s.w = a.get_int("W");
+  static_cast<Window&>(s) = window_of(kName, a);
   s.k = a.get_int("K");
-  s.r = a.get_int("R");
-  s.s = a.get_int("S");
-  s.stride = a.get_int("stride");
-  s.pad = a.get_int("pad");
-  s.dilation = a.get_int("dilation");
   s.icb = a.get_int("ic_block");
   s.ocb = a.get_int("oc_block");
   if (s.icb == 0) s.icb = auto_channel_block(s.c);
   if (s.ocb == 0) s.ocb = auto_channel_block(s.k);
   s.epilogue = epilogue_of(a);
-  s.oh = window_out_extent(kName, s.h, s.r, s.stride, s.pad, s.dilation);
-  s.ow = window_out_extent(kName, s.w, s.s, s.stride, s.pad, s.dilation);
   return s;
 }
 

@@ -30,8 +30,8 @@ constexpr const char* kName = "conv2d_winograd_nchwc";
 constexpr int64_t kMaxTileK = 4;
 constexpr int64_t kMaxTileP = 16;
 
-struct Shape {
-  int64_t n, c, h, w, k, pad, icb, ocb, m, alpha, oh, ow;
+struct Shape : Window {
+  int64_t k, icb, ocb, m, alpha;
   Epilogue epilogue;
   int64_t cblocks() const { return ceil_div(c, icb); }
   int64_t kblocks() const { return ceil_div(k, ocb); }
@@ -43,17 +43,12 @@ struct Shape {
 // The shape of a workload (blocks resolved); throws Error(kInvalidArgument) for a window other
 // than 3 x 3 at stride 1 and dilation 1, a bad m, or an input smaller than the window.
 Shape shape_of(const WorkloadArgs& a) {
-  if (a.get_int("R") != 3 || a.get_int("S") != 3 || a.get_int("stride") != 1 ||
-      a.get_int("dilation") != 1)
+  Shape s{};
+  static_cast<Window&>(s) = window_of(kName, a);
+  if (s.r != 3 || s.s != 3 || s.stride != 1 || s.dilation != 1)
     throw Error(ErrorKind::kInvalidArgument,
                 std::string(kName) + ": only a 3x3 window at stride 1 and dilation 1");
-  Shape s{};
-  s.n = a.get_int("N");
-  s.c = a.get_int("C");
-  s.h = a.get_int("H");
-  s.w = a.get_int("W");
   s.k = a.get_int("K");
-  s.pad = a.get_int("pad");
   s.icb = a.get_int("ic_block");
   s.ocb = a.get_int("oc_block");
   if (s.icb == 0) s.icb = auto_channel_block(s.c);
@@ -61,8 +56,6 @@ Shape shape_of(const WorkloadArgs& a) {
   s.m = a.get_int("m");
   s.alpha = winograd_matrices(s.m).alpha;
   s.epilogue = epilogue_of(a);
-  s.oh = window_out_extent(kName, s.h, 3, 1, s.pad, 1);
-  s.ow = window_out_extent(kName, s.w, 3, 1, s.pad, 1);
   return s;
 }
 

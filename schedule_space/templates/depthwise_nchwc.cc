@@ -14,28 +14,18 @@ namespace {
 
 constexpr const char* kName = "depthwise_conv2d_nchwc";
 
-struct Shape {
-  int64_t n, c, h, w, r, s, stride, pad, dilation, block, oh, ow;
+struct Shape : Window {
+  int64_t block;
   Epilogue epilogue;  // what follows the convolution in the same tile loop
   int64_t blocks() const { return ceil_div(c, block); }
 };
 
 Shape shape_of(const WorkloadArgs& a) {
   Shape s{};
-  s.n = a.get_int("N");
-  s.c = a.get_int("C");
-  s.h = a.get_int("H");
-  s.w = a.get_int("W");
-  s.r = a.get_int("R");
-  s.s = a.get_int("S");
-  s.stride = a.get_int("stride");
-  s.pad = a.get_int("pad");
-  s.dilation = a.get_int("dilation");
+  static_cast<Window&>(s) = window_of(kName, a);
   s.block = a.get_int("block");
   if (s.block == 0) s.block = auto_channel_block(s.c);  // as conv2d_nchwc's output block
   s.epilogue = epilogue_of(a);
-  s.oh = window_out_extent(kName, s.h, s.r, s.stride, s.pad, s.dilation);
-  s.ow = window_out_extent(kName, s.w, s.s, s.stride, s.pad, s.dilation);
   return s;
 }
 

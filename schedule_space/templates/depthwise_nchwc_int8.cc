@@ -18,8 +18,7 @@ constexpr const char* kName = "depthwise_conv2d_nchwc_u8s8s32";
 // Channels per block: 16 int32 lanes, the block of conv2d_nchwc_u8s8s32's output.
 constexpr int64_t kBlock = 16;
 
-struct Shape {
-  int64_t n, c, h, w, r, s, stride, pad, dilation, oh, ow;
+struct Shape : Window {
   int64_t data_zero_point;  // the padding value
   Requant rq;
   int64_t blocks() const { return ceil_div(c, kBlock); }
@@ -28,19 +27,9 @@ struct Shape {
 
 Shape shape_of(const WorkloadArgs& a) {
   Shape s{};
-  s.n = a.get_int("N");
-  s.c = a.get_int("C");
-  s.h = a.get_int("H");
-  s.w = a.get_int("W");
-  s.r = a.get_int("R");
-  s.s = a.get_int("S");
-  s.stride = a.get_int("stride");
-  s.pad = a.get_int("pad");
-  s.dilation = a.get_int("dilation");
+  static_cast<Window&>(s) = window_of(kName, a);
   s.data_zero_point = a.get_int("data_zero_point");
   s.rq = requant_of(a);
-  s.oh = window_out_extent(kName, s.h, s.r, s.stride, s.pad, s.dilation);
-  s.ow = window_out_extent(kName, s.w, s.s, s.stride, s.pad, s.dilation);
   return s;
 }
 

@@ -21,15 +21,8 @@ DotConv dot_conv_of(const std::string& tmpl, const WorkloadArgs& a, int64_t dept
                     te::DataType data, te::DataType weight, te::DataType acc,
                     const te::Expr& pad_value) {
   DotConv s{};
-  s.n = a.get_int("N");
-  s.c = a.get_int("C");
-  s.h = a.get_int("H");
-  s.w = a.get_int("W");
+  static_cast<Window&>(s) = window_of(tmpl, a, /*has_dilation=*/false);
   s.k = a.get_int("K");
-  s.r = a.get_int("R");
-  s.s = a.get_int("S");
-  s.stride = a.get_int("stride");
-  s.pad = a.get_int("pad");
   s.icb = a.get_int("ic_block");
   s.depth = depth;
   s.data = data, s.weight = weight, s.acc = acc;
@@ -44,8 +37,6 @@ DotConv dot_conv_of(const std::string& tmpl, const WorkloadArgs& a, int64_t dept
     throw Error(ErrorKind::kInvalidArgument, tmpl + ": ic_block=" + std::to_string(s.icb) +
                                                  " must be a multiple of " + d +
                                                  " that divides C=" + std::to_string(s.c));
-  s.oh = window_out_extent(tmpl, s.h, s.r, s.stride, s.pad, 1);
-  s.ow = window_out_extent(tmpl, s.w, s.s, s.stride, s.pad, 1);
   return s;
 }
 

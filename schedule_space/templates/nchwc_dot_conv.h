@@ -11,6 +11,7 @@
 #include "schedule_space/config.h"
 #include "schedule_space/config_space.h"
 #include "schedule_space/template_registry.h"
+#include "schedule_space/templates/common.h"
 #include "schedule_space/templates/nchwc_conv_space.h"
 #include "schedule_space/workload.h"
 #include "te/schedule.h"
@@ -25,8 +26,8 @@ constexpr int64_t kDotLanes = 16;
 // Data I[N][C/icb][H][W][icb], weights W[K/16][C/icb][R][S][icb/depth][16][depth] (input channel
 // c, output channel k at [k/16][c/icb][r][s][c%icb/depth][k%16][c%depth]), accumulator
 // [N][K/16][OH][OW][16]. The reduction runs over whole blocks of whole depth-channel groups.
-struct DotConv {
-  int64_t n, c, h, w, k, r, s, stride, pad, icb, oh, ow;
+struct DotConv : Window {  // dilation 1
+  int64_t k, icb;
   int64_t depth;              // channels per dot group
   te::DataType data, weight;  // element types of I and W
   te::DataType acc;           // the accumulator's
