@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cli.h"
 #include "bench/library_race.h"
 #include "codegen/codegen_llvm.h"
 #include "codegen/target.h"
@@ -30,23 +31,12 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--config" || a == "--rounds") {
-      if (i + 1 >= argc) throw Error(ErrorKind::kInvalidArgument, "missing value after " + a);
-      if (a == "--config")
-        o.configs.push_back(argv[++i]);
-      else
-        o.rounds = std::stoi(argv[++i]);
-    } else if (o.template_name.empty()) {
-      o.template_name = a;
-    } else {
-      o.args.push_back(a);
-    }
-  }
-  if (o.template_name.empty() || o.configs.empty() || o.rounds < 1)
-    throw Error(ErrorKind::kInvalidArgument,
-                "usage: config_race [--rounds R] TEMPLATE KEY=VALUE... --config JSON...");
+  CLI::App app{"Configs of one workload built and timed interleaved on one thread"};
+  app.add_option("template", o.template_name, "Template name")->required();
+  app.add_option("args", o.args, "The workload's KEY=VALUE arguments");
+  app.add_option("--config", o.configs, "A config as JSON (repeat for each)")->required();
+  app.add_option("--rounds", o.rounds, "Interleaved timing rounds")->check(CLI::PositiveNumber);
+  bench::parse_or_exit(app, argc, argv);
   return o;
 }
 

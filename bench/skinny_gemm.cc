@@ -19,6 +19,7 @@
 
 #include <cblas.h>
 
+#include "bench/cli.h"
 #include "bench/library_race.h"
 #include "bench/openblas_best.h"
 #include "codegen/target.h"
@@ -78,24 +79,11 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--trials")
-      o.trials = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--rounds")
-      o.rounds = std::atoi(argv[i + 1]);
-    else if (a == "--seed")
-      o.seed = std::strtoull(argv[i + 1], nullptr, 10);
-    else {
-      std::fprintf(stderr, "skinny_gemm: unknown option %s (known: --trials, --rounds, --seed)\n",
-                   a.c_str());
-      std::exit(1);
-    }
-  }
-  if (o.trials < 1 || o.trials > 1000 || o.rounds < 1) {
-    std::fprintf(stderr, "skinny_gemm: --trials must be 1..1000 and --rounds positive\n");
-    std::exit(1);
-  }
+  CLI::App app{"Skinny and small matmuls: tuned kernels against OpenBLAS, one thread"};
+  app.add_option("--trials", o.trials, "Tuning trials per shape")->check(CLI::Range(1, 1000));
+  app.add_option("--rounds", o.rounds, "Interleaved timing rounds")->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed, "Seed of the searches");
+  bench::parse_or_exit(app, argc, argv);
   return o;
 }
 
