@@ -111,7 +111,8 @@ TEST(MatmulInt8Test, ObjectHoldsVpdpbusdOnlyWithVnni) {
 // per tile, a vector over all their columns indexed the accumulator through j/16 and j%16, and
 // LLVM gathered it (measured ~10% of the BERT products' time).
 TEST(MatmulInt8Test, EpilogueReadsTheAccumulatorWithoutGathers) {
-  const codegen::Target target = codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4");
+  const codegen::Target target =
+      codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4");
   const Task task = Task::create("matmul_u8s8s32", {{"M", "32"}, {"N", "128"}, {"K", "64"}},
                                  testing::traits_of(target));
   Config cfg = task.fallback_config();
