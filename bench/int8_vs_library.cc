@@ -12,14 +12,23 @@
 // (every format its choice, reorders outside the timing) and ktune's float32 conv2d_nchwc raced
 // against oneDNN's float32 convolution; GOP/s count 2*K*OH*OW*C*R*S. The conv ratios join the
 // geomeans, and `int8_conv_over_onednn_geomean` / `int8_conv_over_fp32_geomean` give them alone.
-// Then `int8_over_fp32_geomean <x>` and `int8_over_onednn_geomean <x>`.
+// Then `int8_over_fp32_geomean <x>` and `int8_over_onednn_geomean <x>`. Each row also gives
+// both int8 sides as a share of the VNNI peak, 4x one core's fp32 FMA rate (bench/fma_peak.h)
+// times the threads: vpdpbusd does 64 multiply-adds where an fp32 FMA does 16.
+//
+// The depthwise rows (their own group, not in those geomeans) do the same for
+// depthwise_conv2d_nchwc_u8s8s32 on MobileNetV2's 3x3 depthwise layers (stride 1 and 2, pad 1)
+// against oneDNN's u8 x s8 -> s32 grouped convolution and ktune's float32 depthwise_conv2d_nchwc
+// raced against oneDNN's float32 one; GOP/s count 2*C*OH*OW*R*S. Last lines
+// `int8_dw_over_fp32_geomean <x>` and `int8_dw_over_onednn_geomean <x>`.
 //
 // bfloat16 rows follow: matmul_bf16 (vdpbf16ps where the CPU has it) tuned the same way, checked
 // against oneDNN's bf16 x bf16 -> f32 matmul on the same A and B (within the bound of two float32
 // summation orders) and timed interleaved with it, and ktune's float32 matmul raced on the shape.
 // Last lines: `bf16_over_fp32 <x>` and `bf16_over_onednn <x>` (geomeans).
 //
-// Usage: int8_vs_library [--trials N] [--rounds R] [--threads N] [--only gemm|conv|bf16]
+// Usage: int8_vs_library [--trials N] [--rounds R] [--threads N]
+//        [--only gemm|conv|depthwise|bf16]
 // (the bf16 rows race the float32 matmul themselves).
 #include <algorithm>
 #include <cmath>
@@ -36,6 +45,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "bench/cli.h"
+#include "bench/fma_peak.h"
 #include "bench/library_race.h"
 #include "codegen/target.h"
 #include "schedule_space/task.h"
@@ -50,7 +60,7 @@ struct Options {
   size_t trials = 192;
   int rounds = 15;
   int threads = 1;
-  std::string only;  // "gemm", "conv" or "bf16": those rows alone
+  std::string only;  // "gemm", "conv", "depthwise" or "bf16": those rows alone
 };
 
 struct Shape {
@@ -182,6 +192,98 @@ Row bench_shape(const Shape& s, const schedule_space::TargetTraits& traits, cons
   return row;
 }
 
+// oneDNN's u8 x s8 -> s32 convolution on the caller's NCHW data and OIHW (or, grouped, GOIHW)
+// weights, every format its choice; the reorders to those formats happen here, untimed.
+class OnednnConv {
+ public:
+  OnednnConv(const dnnl::memory::dims& x_dims, const dnnl::memory::dims& w_dims,
+             const dnnl::memory::dims& o_dims, int64_t stride, int64_t pad, void* x, void* w,
+             void* o)
+      : eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
+    const dnnl::convolution_forward::primitive_desc pd(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                        dnnl::algorithm::convolution_direct,
+                                        dnnl::memory::desc(x_dims, dt::u8, tag::any),
+                                        dnnl::memory::desc(w_dims, dt::s8, tag::any),
+                                        dnnl::memory::desc(o_dims, dt::s32, tag::any),
+                                        {stride, stride}, {pad, pad}, {pad, pad}),
+        eng_);
+    impl_ = pd.impl_info_str();
+    const tag w_tag = w_dims.size() == 5 ? tag::goihw : tag::oihw;
+    dnnl::memory x_user({x_dims, dt::u8, tag::nchw}, eng_, x),
+        w_user({w_dims, dt::s8, w_tag}, eng_, w);
+    o_user_ = dnnl::memory({o_dims, dt::s32, tag::nchw}, eng_, o);
+    x_ = dnnl::memory(pd.src_desc(), eng_);
+    w_ = dnnl::memory(pd.weights_desc(), eng_);
+    o_ = dnnl::memory(pd.dst_desc(), eng_);
+    dnnl::reorder(x_user, x_).execute(strm_, x_user, x_);
+    dnnl::reorder(w_user, w_).execute(strm_, w_user, w_);
+    strm_.wait();
+    prim_ = dnnl::convolution_forward(pd);
+  }
+  void run() {
+    prim_.execute(strm_, {{DNNL_ARG_SRC, x_}, {DNNL_ARG_WEIGHTS, w_}, {DNNL_ARG_DST, o_}});
+    strm_.wait();
+  }
+  // The last run's output in the caller's NCHW buffer.
+  void output_to_user() {
+    dnnl::reorder(o_, o_user_).execute(strm_, o_, o_user_);
+    strm_.wait();
+  }
+  const std::string& impl() const { return impl_; }
+
+ private:
+  dnnl::engine eng_;
+  dnnl::stream strm_;
+  dnnl::memory x_, w_, o_, o_user_;
+  dnnl::convolution_forward prim_;
+  std::string impl_;
+};
+
+// Whether ktune's [K/16][P][16] int32 output equals oneDNN's [K][P] (P pixels).
+bool same_blocked(const uint8_t* ktune, const uint8_t* onednn, int64_t K, int64_t P) {
+  const auto* got = reinterpret_cast<const int32_t*>(ktune);
+  const auto* want = reinterpret_cast<const int32_t*>(onednn);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t p = 0; p < P; ++p)
+      if (got[((k / 16) * P + p) * 16 + k % 16] != want[k * P + p]) return false;
+  return true;
+}
+
+// A convolution's data, weights and output buffers.
+struct ConvBuffers {
+  Bytes &x, &w, &out;
+};
+
+// The int8 conv `task` tuned on ktune's blocked buffers, then checked against and timed with
+// oneDNN's convolution of the NCHW ones (`dims`: data, weights, output) into row.
+void race_conv(const schedule_space::Task& task, const ConvBuffers& ktune, const ConvBuffers& nchw,
+               const std::vector<dnnl::memory::dims>& dims, int64_t stride, int64_t pad, double ops,
+               const Options& o, Row& row) {
+  const std::vector<void*> kargs = {ktune.x.p, ktune.w.p, ktune.out.p};
+  const codegen::Kernel kernel = tune_fastest(task, kargs, o, row);
+  OnednnConv onednn(dims[0], dims[1], dims[2], stride, pad, nchw.x.p, nchw.w.p, nchw.out.p);
+  row.onednn_impl = onednn.impl();
+  auto same = [&] {
+    onednn.output_to_user();
+    return same_blocked(ktune.out.p, nchw.out.p, dims[2][1], dims[2][2] * dims[2][3]);
+  };
+  check_and_time(
+      kernel, kargs, ktune.out, [&] { onednn.run(); }, same, ops, o, row);
+}
+
+// The arguments C, H, W, K (when k > 0), R, S, stride and pad of a square layer.
+std::vector<std::string> conv_args(int64_t C, int64_t H, int64_t K, int64_t R, int64_t stride,
+                                   int64_t pad) {
+  std::vector<std::string> a = {"C=" + std::to_string(C), "H=" + std::to_string(H),
+                                "W=" + std::to_string(H)};
+  if (K > 0) a.push_back("K=" + std::to_string(K));
+  for (const std::string& kv : {"R=" + std::to_string(R), "S=" + std::to_string(R),
+                                "stride=" + std::to_string(stride), "pad=" + std::to_string(pad)})
+    a.push_back(kv);
+  return a;
+}
+
 // A ResNet conv layer, batch 1, stride 1, square, padded to keep its size (pad R/2).
 struct ConvShape {
   const char* name;
@@ -193,10 +295,7 @@ Row bench_conv(const ConvShape& s, const schedule_space::TargetTraits& traits, c
   row.name = s.name;
   const int64_t H = s.H, C = s.C, K = s.K, R = s.R, pad = s.R / 2;
   const double ops = 2.0 * static_cast<double>(K * H * H) * static_cast<double>(C * R * R);
-  const std::vector<std::string> args = {"C=" + std::to_string(C),    "H=" + std::to_string(H),
-                                         "W=" + std::to_string(H),    "K=" + std::to_string(K),
-                                         "R=" + std::to_string(R),    "S=" + std::to_string(R),
-                                         "pad=" + std::to_string(pad)};
+  const std::vector<std::string> args = conv_args(C, H, K, R, 1, pad);
   const auto int8_task = schedule_space::Task::create(
       "conv2d_nchwc_u8s8s32", schedule_space::parse_workload_args("conv2d_nchwc_u8s8s32", args),
       traits);
@@ -221,60 +320,70 @@ Row bench_conv(const ConvShape& s, const schedule_space::TargetTraits& traits, c
   Bytes o_ktune(static_cast<size_t>(kb * 16 * H * H * 4)),
       o_dnnl(static_cast<size_t>(K * H * H * 4));
 
-  const std::vector<void*> kargs = {xb.p, wb.p, o_ktune.p};
-  const codegen::Kernel kernel = tune_fastest(int8_task, kargs, o, row);
-
-  // oneDNN: u8 x s8 -> s32 convolution in the formats it picks; the reorders are untimed.
-  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  dnnl::stream strm(eng);
-  const dnnl::memory::dims x_dims = {1, C, H, H}, w_dims = {K, C, R, R}, o_dims = {1, K, H, H};
-  const dnnl::convolution_forward::primitive_desc pd(
-      dnnl::convolution_forward::desc(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-          dnnl::memory::desc(x_dims, dt::u8, tag::any),
-          dnnl::memory::desc(w_dims, dt::s8, tag::any),
-          dnnl::memory::desc(o_dims, dt::s32, tag::any), {1, 1}, {pad, pad}, {pad, pad}),
-      eng);
-  row.onednn_impl = pd.impl_info_str();
-  dnnl::memory x_user({x_dims, dt::u8, tag::nchw}, eng, x.p), x_mem(pd.src_desc(), eng);
-  dnnl::memory w_user({w_dims, dt::s8, tag::oihw}, eng, w.p), w_mem(pd.weights_desc(), eng);
-  dnnl::memory o_user({o_dims, dt::s32, tag::nchw}, eng, o_dnnl.p), o_mem(pd.dst_desc(), eng);
-  dnnl::reorder(x_user, x_mem).execute(strm, x_user, x_mem);
-  dnnl::reorder(w_user, w_mem).execute(strm, w_user, w_mem);
-  strm.wait();
-  const dnnl::convolution_forward prim(pd);
-  auto onednn = [&] {
-    prim.execute(strm, {{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, o_mem}});
-    strm.wait();
-  };
-  auto same = [&] {
-    dnnl::reorder(o_mem, o_user).execute(strm, o_mem, o_user);
-    strm.wait();
-    const auto* got = reinterpret_cast<const int32_t*>(o_ktune.p);
-    const auto* want = reinterpret_cast<const int32_t*>(o_dnnl.p);
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t p = 0; p < H * H; ++p)
-        if (got[((k / 16) * H * H + p) * 16 + k % 16] != want[k * H * H + p]) return false;
-    return true;
-  };
-  check_and_time(kernel, kargs, o_ktune, onednn, same, ops, o, row);
+  race_conv(int8_task, {xb, wb, o_ktune}, {x, w, o_dnnl},
+            {{1, C, H, H}, {K, C, R, R}, {1, K, H, H}}, 1, pad, ops, o, row);
   race_fp32("conv2d_nchwc", args, traits, o, row);
   return row;
 }
 
-// Prints a table of rows (`fp32_library` heads the float32 library's column) and appends each
-// row's int8 / oneDNN and int8 / fp32 ratios to `vs_dnnl` and `vs_fp32`.
-void print_rows(const char* fp32_library, const std::vector<Row>& rows,
+// A MobileNetV2 depthwise layer: C channels, H x H input, 3 x 3 window, pad 1, stride 1 or 2.
+struct DepthwiseShape {
+  const char* name;
+  int64_t C, H, stride;
+};
+
+Row bench_depthwise(const DepthwiseShape& s, const schedule_space::TargetTraits& traits,
+                    const Options& o) {
+  Row row;
+  row.name = s.name;
+  const int64_t C = s.C, H = s.H, R = 3, pad = 1, OH = (H + 2 * pad - R) / s.stride + 1;
+  const int64_t cb = (C + 15) / 16;
+  const double ops = 2.0 * static_cast<double>(C * OH * OH) * static_cast<double>(R * R);
+  const std::vector<std::string> args = conv_args(C, H, 0, R, s.stride, pad);
+  const auto int8_task = schedule_space::Task::create(
+      "depthwise_conv2d_nchwc_u8s8s32",
+      schedule_space::parse_workload_args("depthwise_conv2d_nchwc_u8s8s32", args), traits);
+
+  // The same data (u8, NCHW) and weights (s8, C x R x S) for both sides, and ktune's blocked
+  // copies I[C/16][H][W][16], W[C/16][R][S][16] (channels past C zero).
+  std::mt19937_64 rng(7);
+  Bytes x(static_cast<size_t>(C * H * H)), w(static_cast<size_t>(C * R * R));
+  for (size_t i = 0; i < x.n; ++i) x.p[i] = static_cast<uint8_t>(rng());
+  for (size_t i = 0; i < w.n; ++i) w.p[i] = static_cast<uint8_t>(rng());
+  Bytes xb(static_cast<size_t>(cb * 16 * H * H)), wb(static_cast<size_t>(cb * 16 * R * R));
+  std::memset(xb.p, 0, xb.n);
+  std::memset(wb.p, 0, wb.n);
+  for (int64_t c = 0; c < C; ++c) {
+    for (int64_t p = 0; p < H * H; ++p)
+      xb.p[((c / 16) * H * H + p) * 16 + c % 16] = x.p[c * H * H + p];
+    for (int64_t t = 0; t < R * R; ++t)
+      wb.p[((c / 16) * R * R + t) * 16 + c % 16] = w.p[c * R * R + t];
+  }
+  Bytes o_ktune(static_cast<size_t>(cb * 16 * OH * OH * 4)),
+      o_dnnl(static_cast<size_t>(C * OH * OH * 4));
+
+  race_conv(int8_task, {xb, wb, o_ktune}, {x, w, o_dnnl},
+            {{1, C, H, H}, {C, 1, 1, R, R}, {1, C, OH, OH}}, s.stride, pad, ops, o, row);
+  race_fp32("depthwise_conv2d_nchwc", args, traits, o, row);
+  return row;
+}
+
+// Prints a table of rows (`fp32_library` heads the float32 library's column; `peak` is the VNNI
+// peak in GOP/s) and appends each row's int8 / oneDNN and int8 / fp32 ratios to `vs_dnnl` and
+// `vs_fp32`.
+void print_rows(const char* fp32_library, const std::vector<Row>& rows, double peak,
                 std::vector<double>& vs_dnnl, std::vector<double>& vs_fp32) {
   if (rows.empty()) return;
-  std::printf("%-24s %7s %9s %10s %9s %10s %8s %8s  %s\n", "shape", "trials", "int8_GOP/s",
-              "oneDNN_s8", "fp32_GF/s", fp32_library, "vs_dnnl", "vs_fp32", "oneDNN impl");
+  std::printf("%-24s %7s %9s %10s %9s %10s %8s %8s %6s %6s  %s\n", "shape", "trials", "int8_GOP/s",
+              "oneDNN_s8", "fp32_GF/s", fp32_library, "vs_dnnl", "vs_fp32", "%peak", "dnnl%",
+              "oneDNN impl");
   for (const Row& r : rows) {
     vs_dnnl.push_back(r.int8_gops / r.onednn_gops);
     vs_fp32.push_back(r.int8_gops / r.fp32_gops);
-    std::printf("%-24s %7zu %9.1f %10.1f %9.1f %10.1f %8.3f %8.3f  %s\n", r.name.c_str(),
-                r.measured, r.int8_gops, r.onednn_gops, r.fp32_gops, r.fp32_library_gops,
-                vs_dnnl.back(), vs_fp32.back(), r.onednn_impl.c_str());
+    std::printf("%-24s %7zu %9.1f %10.1f %9.1f %10.1f %8.3f %8.3f %6.1f %6.1f  %s\n",
+                r.name.c_str(), r.measured, r.int8_gops, r.onednn_gops, r.fp32_gops,
+                r.fp32_library_gops, vs_dnnl.back(), vs_fp32.back(), 100 * r.int8_gops / peak,
+                100 * r.onednn_gops / peak, r.onednn_impl.c_str());
   }
 }
 
@@ -452,7 +561,7 @@ Options parse(int argc, char** argv) {
   app.add_option("--rounds", o.rounds, "Interleaved timing rounds")->check(CLI::PositiveNumber);
   app.add_option("--threads", o.threads, "Threads")->check(CLI::Range(1, 256));
   app.add_option("--only", o.only, "Those rows alone")
-      ->check(CLI::IsMember({"gemm", "conv", "bf16"}));
+      ->check(CLI::IsMember({"gemm", "conv", "depthwise", "bf16"}));
   bench::parse_or_exit(app, argc, argv);
   return o;
 }
@@ -485,9 +594,22 @@ int main(int argc, char** argv) {
                                           {"resnet50 1x1 C256 56x56", 256, 56, 64, 1}};
     if (o.only.empty() || o.only == "conv")
       for (const ConvShape& s : convs) conv_rows.push_back(bench_conv(s, traits, o));
-    std::vector<double> vs_dnnl, vs_fp32, conv_dnnl, conv_fp32;
-    print_rows("OpenBLAS", gemm_rows, vs_dnnl, vs_fp32);
-    print_rows("oneDNN_f32", conv_rows, conv_dnnl, conv_fp32);
+    const std::vector<DepthwiseShape> depthwise = {{"mbv2 dw C32 112x112 s1", 32, 112, 1},
+                                                   {"mbv2 dw C96 112x112 s2", 96, 112, 2},
+                                                   {"mbv2 dw C144 56x56 s1", 144, 56, 1},
+                                                   {"mbv2 dw C384 14x14 s1", 384, 14, 1},
+                                                   {"mbv2 dw C960 7x7 s1", 960, 7, 1}};
+    std::vector<Row> dw_rows;
+    if (o.only.empty() || o.only == "depthwise")
+      for (const DepthwiseShape& s : depthwise) dw_rows.push_back(bench_depthwise(s, traits, o));
+    // vpdpbusd: 64 multiply-adds where an fp32 FMA does 16, at the same rate.
+    const bool int8_rows = !gemm_rows.empty() || !conv_rows.empty() || !dw_rows.empty();
+    const double peak = int8_rows ? 4 * bench::fma_peak_gflops(0.5) * o.threads : 0;
+    if (int8_rows)
+      std::printf("VNNI peak %.1f GOP/s (4x the fp32 FMA rate x %d threads)\n", peak, o.threads);
+    std::vector<double> vs_dnnl, vs_fp32, conv_dnnl, conv_fp32, dw_dnnl, dw_fp32;
+    print_rows("OpenBLAS", gemm_rows, peak, vs_dnnl, vs_fp32);
+    print_rows("oneDNN_f32", conv_rows, peak, conv_dnnl, conv_fp32);
     if (!conv_rows.empty()) {
       std::printf("int8_conv_over_fp32_geomean %.3f\n", bench::geomean(conv_fp32));
       std::printf("int8_conv_over_onednn_geomean %.3f\n", bench::geomean(conv_dnnl));
@@ -497,6 +619,11 @@ int main(int argc, char** argv) {
     if (!gemm_rows.empty() || !conv_rows.empty()) {
       std::printf("int8_over_fp32_geomean %.3f\n", bench::geomean(vs_fp32));
       std::printf("int8_over_onednn_geomean %.3f\n", bench::geomean(vs_dnnl));
+    }
+    print_rows("oneDNN_f32", dw_rows, peak, dw_dnnl, dw_fp32);
+    if (!dw_rows.empty()) {
+      std::printf("int8_dw_over_fp32_geomean %.3f\n", bench::geomean(dw_fp32));
+      std::printf("int8_dw_over_onednn_geomean %.3f\n", bench::geomean(dw_dnnl));
     }
     std::fflush(stdout);
     if (o.only.empty() || o.only == "bf16") report_bf16(shapes, {}, traits, o);

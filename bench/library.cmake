@@ -16,7 +16,8 @@ if(TARGET ktune_tuner_model AND TARGET ktune_server AND TARGET ktune_baselines)
   target_compile_definitions(ktune_bench_race PRIVATE KTUNE_RUNNER_PATH="$<TARGET_FILE:ktune-runner>")
   add_dependencies(ktune_bench_race ktune-runner)
 
-  ktune_bench(int8_vs_library SOURCES ${CMAKE_CURRENT_LIST_DIR}/int8_vs_library.cc LIBS ktune_bench_race)
+  ktune_bench(int8_vs_library SOURCES ${CMAKE_CURRENT_LIST_DIR}/int8_vs_library.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fma_peak.cc LIBS ktune_bench_race)
   ktune_bench(config_race SOURCES ${CMAKE_CURRENT_LIST_DIR}/config_race.cc LIBS ktune_bench_race)
   ktune_bench(tuned_vs_library SOURCES ${CMAKE_CURRENT_LIST_DIR}/tuned_vs_library.cc
     ${CMAKE_CURRENT_LIST_DIR}/fma_peak.cc LIBS ktune_bench_race)

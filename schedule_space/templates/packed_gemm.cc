@@ -124,14 +124,19 @@ void schedule_packed(te::Schedule& sch, const PackedGemm& g, const te::Tensor& c
   const int64_t blocks = cfg["tile_nb"].split_factors(g.NB).back();
   auto [io, ii] = cs.split(cs.axis(0), rows);
   auto [jo, ji] = cs.split(cs.axis(1), blocks * 16);
+  // One 16-lane vector per block: the accumulator's element (i, j/16, j%16) is then a plain
+  // vector load (a vector over several blocks indexes it through j/16 and j%16, which LLVM
+  // turns into gathers).
+  auto [jb, jl] = cs.split(ji, 16);
   const bool cols_outer = cfg["cols_outer"].as_int() != 0;
   if (cols_outer)
-    cs.reorder({jo, io, ii, ji});
+    cs.reorder({jo, io, ii, jb, jl});
   else
-    cs.reorder({io, jo, ii, ji});
+    cs.reorder({io, jo, ii, jb, jl});
   const te::IterVar outer = cols_outer ? jo : io, inner = cols_outer ? io : jo;
   if (cfg["parallel"].as_int() != 0) cs.parallel(outer);
-  cs.vectorize(ji);
+  cs.unroll(jb);
+  cs.vectorize(jl);
 
   te::Stage as = sch[acc];
   as.compute_at(cs, inner);
