@@ -2,10 +2,13 @@
 // standalone runtime) against ONNX Runtime 1.30 (npm onnxruntime-node, CPU) on the same machine,
 // the same input and the same thread count, timed in interleaved rounds. Each model is first
 // tuned by `ktune tune-model` with the stated budget (a log already in --db-dir is reused).
+// The quantized models (--int8-models: ResNet-18 in ONNX Runtime's QDQ form, whose convs and Gemm
+// ktune runs as int8 kernels) run the same way, ONNX Runtime on the same QDQ file (its QLinearConv
+// and QGemm kernels).
 //
 //   build/bench/model_vs_ort [--models resnet18,mobilenetv2,bert_layer] [--threads 1,2]
-//                            [--trials 4000] [--flush-cache bert_layer] [--db-dir DIR]
-//                            [--rounds 15] [--runs 4]
+//                            [--int8-models resnet18_qdq] [--trials 4000]
+//                            [--flush-cache bert_layer] [--db-dir DIR] [--rounds 15] [--runs 4]
 //
 // --flush-cache names the models tuned with `tune-model --flush-cache` ("none" for none): the BERT
 // layer by default. Its matmuls read 28 MB of weights per run, which a model run finds in memory,
@@ -24,8 +27,9 @@
 // (warm caches) plus the layout and generated ones. Two-thread figures depend on where the host
 // placed the VM's vCPUs: the inter-core round trip is printed before and after each model's
 // two-thread rounds (bench/core_latency.h).
-// Last line: model_over_ort, the geometric mean of ktune latency / ONNX Runtime latency over every
-// model and thread count (below 1: ktune faster).
+// Then model_over_ort_int8, the geometric mean of ktune latency / ONNX Runtime latency over the
+// quantized models and thread counts. Last line: model_over_ort, the same over every float model
+// and thread count (below 1: ktune faster).
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -201,6 +205,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> models = {"resnet18", "mobilenetv2", "bert_layer"};
+  std::vector<std::string> int8_models = {"resnet18_qdq"};
   std::vector<int> threads = {1, 2};
   int trials = 4000, rounds = 15, runs = 4;
   std::string db_dir = "model_vs_ort_logs";
@@ -216,6 +221,8 @@ int main(int argc, char** argv) {
     };
     if (a == "--models")
       models = split(value(), ',');
+    else if (a == "--int8-models")
+      int8_models = split(value(), ',');
     else if (a == "--threads") {
       threads.clear();
       for (const auto& t : split(value(), ',')) threads.push_back(std::stoi(t));
@@ -245,17 +252,23 @@ int main(int argc, char** argv) {
       fs::temp_directory_path() / ("ktune_model_vs_ort_" + std::to_string(::getpid()));
   fs::create_directories(work);
   fs::create_directories(db_dir);
+  std::string only;
+  for (const auto& list : {models, int8_models})
+    for (const std::string& m : list) only += (only.empty() ? "" : ",") + m + ".onnx";
   run("/usr/bin/python3 " + quote(std::string(KTUNE_SOURCE_DIR) + "/scripts/make-test-models") +
-      " " + quote(work.string()));
+      " " + quote(work.string()) + " --only " + quote(only));
   ::setenv("NODE_PATH", (fs::path(ort_dir) / "node_modules").c_str(), 1);
 
   std::cout << fmt::format("{:<12} {:>3} {:>10} {:>10} {:>8} {:>9} {:>10} {:>10} {:>9} {:>10}\n",
                            "model", "thr", "ktune ms", "ORT ms", "ktune/ORT", "max err", "steady",
                            "estimate", "run/est", "run/alone");
-  double log_sum = 0;
-  int count = 0;
+  double log_sum = 0, int8_log_sum = 0;
+  int count = 0, int8_count = 0;
   std::map<int, std::pair<double, int>> by_threads;  // log sum and count per thread count
-  for (const std::string& m : models) {
+  std::vector<std::string> all = models;
+  all.insert(all.end(), int8_models.begin(), int8_models.end());
+  for (const std::string& m : all) {
+    const bool int8 = std::find(int8_models.begin(), int8_models.end(), m) != int8_models.end();
     const std::string onnx = (work / (m + ".onnx")).string();
     if (!fs::exists(onnx)) {
       std::cout << m << ": not measured (scripts/make-test-models writes no " << m << ".onnx)\n";
@@ -341,6 +354,11 @@ int main(int argc, char** argv) {
         std::cout << fmt::format(
             "{:<12} {:>3} inter-core round trip {:.0f} ns before, {:.0f} after\n", m, t,
             trip_before, ktune::bench::core_round_trip_ns());
+      if (int8) {
+        int8_log_sum += std::log(km / om);
+        ++int8_count;
+        continue;
+      }
       log_sum += std::log(km / om);
       ++count;
       by_threads[t].first += std::log(km / om);
@@ -353,7 +371,9 @@ int main(int argc, char** argv) {
                                flush ? " --flush-cache" : "", tune_min);
   }
   fs::remove_all(work);
-  if (count == 0) return 1;
+  if (int8_count > 0)
+    std::cout << fmt::format("model_over_ort_int8 {:.3f}\n", std::exp(int8_log_sum / int8_count));
+  if (count == 0) return int8_count > 0 ? 0 : 1;
   for (const auto& [t, sum] : by_threads)
     std::cout << fmt::format("model_over_ort at {} thread{}: {:.3f}\n", t, t == 1 ? "" : "s",
                              std::exp(sum.first / sum.second));

@@ -84,7 +84,7 @@ te::DataType quantized_type(const frontend::Graph& g, const frontend::Node& n,
 }
 
 // QuantizeLinear (float32 -> uint8/int8) or DequantizeLinear (uint8/int8 -> float32) of an
-// activation, with a one-element scale and zero point.
+// activation, per tensor or per axis (the scales and zero points then the kernel's constants).
 GeneratedStep describe_quantize(const frontend::Graph& g, const frontend::Node& n,
                                 const Constants& constants) {
   const bool quantize = n.op == "QuantizeLinear";
@@ -92,14 +92,14 @@ GeneratedStep describe_quantize(const frontend::Graph& g, const frontend::Node& 
   const std::string scale = n.inputs.size() > 1 ? n.inputs[1] : "";
   const std::string zero = n.inputs.size() > 2 ? n.inputs[2] : "";
   auto s = constants.find(scale);
-  if (s == constants.end() || s->second.f32.size() != 1)
-    throw unsupported(n, "a scale that is not one float32 constant (per-axis activations)");
-  int64_t zp = 0;
+  if (s == constants.end() || s->second.f32.empty())
+    throw unsupported(n, "a scale that is not a float32 constant");
+  QuantParams p{s->second.f32, std::vector<int64_t>(s->second.f32.size(), 0), 1};
   if (!zero.empty()) {
     auto z = constants.find(zero);
-    if (z == constants.end() || z->second.i64.size() != 1)
-      throw unsupported(n, "a zero point that is not one constant");
-    zp = z->second.i64.front();
+    if (z == constants.end() || z->second.i64.size() != p.scale.size())
+      throw unsupported(n, "a zero point that is no constant of the scale's extent");
+    p.zero_point = z->second.i64;
   }
   // QuantizeLinear without a zero point quantizes to uint8.
   const te::DataType q = quantize ? (zero.empty() ? te::UInt(8) : quantized_type(g, n, zero))
@@ -112,10 +112,21 @@ GeneratedStep describe_quantize(const frontend::Graph& g, const frontend::Node& 
                      {StepOperand{x, false, shape, {}}},
                      n.outputs.at(0),
                      {}};
-  const float sc = s->second.f32.front();
-  step.kernel = [quantize, q, sc, zp, count](const std::string& symbol) {
-    return quantize ? quantize_linear(symbol, count, sc, zp, q)
-                    : dequantize_linear(symbol, count, sc, zp, q);
+  if (p.per_axis()) {
+    int64_t axis = n.int_or("axis", 1);
+    if (axis < 0) axis += static_cast<int64_t>(shape.size());
+    if (axis < 0 || axis >= static_cast<int64_t>(shape.size()) ||
+        shape[static_cast<size_t>(axis)] != static_cast<int64_t>(p.scale.size()))
+      throw unsupported(n, "a scale that does not match its axis");
+    for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) p.inner *= shape[d];
+    const std::vector<int64_t> extent = {static_cast<int64_t>(p.scale.size())};
+    step.inputs.push_back(StepOperand{scale, true, extent, p.scale});
+    step.inputs.push_back(
+        StepOperand{n.name + "@zero_point", true, extent,
+                    std::vector<float>(p.zero_point.begin(), p.zero_point.end())});
+  }
+  step.kernel = [quantize, q, p, count](const std::string& symbol) {
+    return quantize ? quantize_linear(symbol, count, p, q) : dequantize_linear(symbol, count, p, q);
   };
   return step;
 }

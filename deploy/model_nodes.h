@@ -43,10 +43,10 @@ GeneratedStep describe_layer_norm(const frontend::Graph& g, const frontend::Laye
 // The kernel of node `n` when it is one a model build generates beyond the same-shape elementwise
 // kernels (ElementwiseOp): Add, Sub, Mul, Div with a constant or a broadcast operand (a one-element
 // constant second operand becomes an immediate), Pow by a scalar constant, Softmax over the last
-// axis, Transpose, QuantizeLinear and DequantizeLinear of an activation with a per-tensor scale
-// and zero point (quantize_linear, dequantize_linear). nullopt for any other node. Throws
-// Error(kUnsupported) naming the node for a form of these it does not build (shapes that do not
-// broadcast, an axis other than the last, a non-float constant).
+// axis, Transpose, QuantizeLinear and DequantizeLinear of an activation with a scale and zero
+// point per tensor or per axis (quantize_linear, dequantize_linear). nullopt for any other node.
+// Throws Error(kUnsupported) naming the node for a form of these it does not build (shapes that do
+// not broadcast, an axis other than the last, a non-float constant).
 std::optional<GeneratedStep> describe_node(const frontend::Graph& g, const frontend::Node& n,
                                            const Constants& constants);
 

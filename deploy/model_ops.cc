@@ -3,7 +3,9 @@
 // it is contiguous.
 #include "deploy/model_ops.h"
 
+#include <functional>
 #include <set>
+#include <utility>
 
 #include "schedule_space/templates/epilogue.h"
 #include "support/error.h"
@@ -110,38 +112,74 @@ te::LoweredFunc flat(const std::string& name, const std::vector<te::Tensor>& inp
 
 }  // namespace
 
-te::LoweredFunc quantize_linear(const std::string& name, int64_t count, float scale,
-                                int64_t zero_point, te::DataType type) {
+namespace {
+
+// Element i's scale and zero point (float32): constants per tensor, read from the kernel's scale
+// and zero_point arguments per axis.
+struct QuantOperands {
+  std::vector<te::Tensor> args;  // [scale, zero_point] per axis
+  std::function<std::pair<te::Expr, te::Expr>(const te::Var&)> at;
+};
+
+QuantOperands quant_operands(const QuantParams& p) {
+  QuantOperands q;
+  if (!p.per_axis()) {
+    const float scale = p.scale.at(0), zero = static_cast<float>(p.zero_point.at(0));
+    q.at = [scale, zero](const te::Var&) { return std::pair{f(scale), f(zero)}; };
+    return q;
+  }
+  const int64_t channels = static_cast<int64_t>(p.scale.size()), inner = p.inner;
+  q.args = {te::placeholder({channels}, te::Float(32), "scale"),
+            te::placeholder({channels}, te::Float(32), "zero_point")};
+  q.at = [s = q.args[0], z = q.args[1], channels, inner](const te::Var& i) {
+    const te::Expr c = i / te::Expr(inner) % te::Expr(channels);
+    return std::pair{s(c), z(c)};
+  };
+  return q;
+}
+
+}  // namespace
+
+te::LoweredFunc quantize_linear(const std::string& name, int64_t count, const QuantParams& p,
+                                te::DataType type) {
   const bool u8 = type == te::UInt(8);
   if (!u8 && type != te::Int(8))
     throw Error(ErrorKind::kUnsupported, "QuantizeLinear to " + type.str() + " is not built");
+  const QuantOperands q = quant_operands(p);
   te::Tensor x = te::placeholder({count}, te::Float(32), "x");
   te::Tensor out = te::compute(
       {count},
       [&](te::Var i) {
+        const auto [scale, zero] = q.at(i);
         // Clamped in float, so that the conversion to int32 never overflows.
-        const te::Expr y = te::round_even(x(i) / f(scale)) + f(static_cast<float>(zero_point));
+        const te::Expr y = te::round_even(x(i) / scale) + zero;
         const te::Expr c = te::min(te::max(y, f(u8 ? 0.0f : -128.0f)), f(u8 ? 255.0f : 127.0f));
         return te::cast(type, te::cast(te::Int(32), c));
       },
       "out");
-  return flat(name, {x}, out, count);
+  std::vector<te::Tensor> inputs = {x};
+  inputs.insert(inputs.end(), q.args.begin(), q.args.end());
+  return flat(name, inputs, out, count);
 }
 
-te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, float scale,
-                                  int64_t zero_point, te::DataType type) {
+te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, const QuantParams& p,
+                                  te::DataType type) {
   if (type != te::UInt(8) && type != te::Int(8))
     throw Error(ErrorKind::kUnsupported, "DequantizeLinear of " + type.str() + " is not built");
+  const QuantOperands q = quant_operands(p);
   te::Tensor x = te::placeholder({count}, type, "x");
   te::Tensor out = te::compute(
       {count},
       [&](te::Var i) {
-        const te::Expr centered =
-            te::cast(te::Int(32), x(i)) - te::Expr(static_cast<int32_t>(zero_point));
-        return te::cast(te::Float(32), centered) * f(scale);
+        const auto [scale, zero] = q.at(i);
+        // The zero point in int32 as ONNX subtracts it (a float32 copy of an 8-bit value is exact).
+        const te::Expr centered = te::cast(te::Int(32), x(i)) - te::cast(te::Int(32), zero);
+        return te::cast(te::Float(32), centered) * scale;
       },
       "out");
-  return flat(name, {x}, out, count);
+  std::vector<te::Tensor> inputs = {x};
+  inputs.insert(inputs.end(), q.args.begin(), q.args.end());
+  return flat(name, inputs, out, count);
 }
 
 te::LoweredFunc elementwise(const std::string& name, const ElementwiseOp& op, int64_t count) {

@@ -36,15 +36,25 @@ te::LoweredFunc from_blocked(const std::string& name, const std::vector<int64_t>
 // operation is_elementwise does not know.
 te::LoweredFunc elementwise(const std::string& name, const ElementwiseOp& op, int64_t count);
 
-// ONNX QuantizeLinear of `count` float32 elements with one scale and zero point: out =
-// saturate(round_half_even(x / scale) + zero_point) of `type` (uint8 or int8), as ONNX Runtime
-// computes it (a float32 division).
-te::LoweredFunc quantize_linear(const std::string& name, int64_t count, float scale,
-                                int64_t zero_point, te::DataType type);
+// The scale and zero point of a QuantizeLinear or DequantizeLinear: one each (per tensor), or one
+// per channel (ONNX's per-axis form), element i's channel being i / inner % channels.
+struct QuantParams {
+  std::vector<float> scale;
+  std::vector<int64_t> zero_point;  // as many as scale
+  int64_t inner = 1;                // elements per step along the axis (the extents after it)
+  bool per_axis() const { return scale.size() > 1; }
+};
+
+// ONNX QuantizeLinear of `count` float32 elements: out = saturate(round_half_even(x / scale) +
+// zero_point) of `type` (uint8 or int8), as ONNX Runtime computes it (a float32 division).
+// Arguments x, out; per axis x, scale (float32 [channels]), zero_point (its values as float32
+// [channels]), out.
+te::LoweredFunc quantize_linear(const std::string& name, int64_t count, const QuantParams& p,
+                                te::DataType type);
 // ONNX DequantizeLinear of `count` elements of `type` (uint8 or int8): out = float32(x -
-// zero_point) * scale.
-te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, float scale,
-                                  int64_t zero_point, te::DataType type);
+// zero_point) * scale. Arguments as quantize_linear's.
+te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, const QuantParams& p,
+                                  te::DataType type);
 
 // out = a op b with numpy broadcasting (shapes aligned at their last axes, an extent 1 repeats):
 // `op` is add, sub, mul or div; arguments a, b, out (shape `out`). Throws Error(kInvalidArgument)

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 
+#include "deploy/int8_packing.h"
 #include "deploy/model_nodes.h"
 #include "deploy/model_ops.h"
 #include "deploy/model_pool.h"
@@ -456,8 +457,8 @@ class Planner {
     const schedule_space::Instantiated inst = run.instantiate(s.choice->config);
     s.func = te::lower(inst.schedule, inst.args, s.symbol);
 
-    if (tmpl == "conv2d_nchwc_u8s8s32")
-      bind_quantized_conv(s, anchor, inst.args);
+    if (tmpl == "conv2d_nchwc_u8s8s32" || tmpl == "matmul_u8s8s32")
+      bind_quantized(s, anchor, inst.args);
     else if (tmpl == "conv2d_nchwc" || tmpl == "depthwise_conv2d_nchwc")
       bind_conv(s, anchor, occ, out_name, inst.args);
     else if (tmpl == "matmul" || tmpl == "dense_bias_relu" || tmpl == "batch_matmul")
@@ -540,77 +541,78 @@ class Planner {
       throw unsupported(conv, "a bias without a fused bias epilogue");
   }
 
-  // The int8 conv of a QuantizedConv: the uint8 data blocked as the kernel reads it, the int8
-  // weights packed, and the requantize epilogue's inputs. The kernel convolves the data with the
-  // padding taps at the data's zero point zx, i.e. computes conv(x - zx) + zx * sum(w): the int32
-  // bias takes -zx * sum(w[k]) per output channel. The scale is ONNX Runtime's QLinearConv one,
-  // s_x * s_w[k] / s_y in float32.
-  void bind_quantized_conv(PlanStep& s, const frontend::Node& conv,
-                           const std::vector<te::Tensor>& args) {
+  // The int8 kernel of a QuantizedOp: the uint8 data (blocked as a conv reads it), the int8
+  // weights packed, and the requantize epilogue's inputs. With the data's zero point zx the
+  // kernel's int32 sum is that of x * w, i.e. (x - zx) * w + zx * sum(w): the bias takes
+  // -zx * sum(w[k]) per output channel (a conv's padding taps read zx, so the same holds at the
+  // borders). The scale is ONNX Runtime's, s_x * s_w[k] / s_y in float32.
+  void bind_quantized(PlanStep& s, const frontend::Node& anchor,
+                      const std::vector<te::Tensor>& args) {
     auto q =
-        std::find_if(tasks_.quantized_convs.begin(), tasks_.quantized_convs.end(),
-                     [&](const frontend::QuantizedConv& c) { return &g_.nodes[c.conv] == &conv; });
-    if (q == tasks_.quantized_convs.end())
-      throw Error(ErrorKind::kInternal, "node '" + conv.name + "': no quantized conv pattern");
-    const auto& w = integer_constant(conv, q->weight);
-    const int64_t K = w.shape.at(0), C = w.shape.at(1), R = w.shape.at(2), S = w.shape.at(3);
-    const int64_t icb = s.task->args().get_int("ic_block");
-    const int64_t kOcb = 16;  // the template's output block: the 16 int32 lanes of one vpdpbusd
-    const int64_t kb = (K + kOcb - 1) / kOcb, cb = C / icb;
+        std::find_if(tasks_.quantized.begin(), tasks_.quantized.end(),
+                     [&](const frontend::QuantizedOp& o) { return &g_.nodes[o.node] == &anchor; });
+    if (q == tasks_.quantized.end())
+      throw Error(ErrorKind::kInternal, "node '" + anchor.name + "': no quantized operator");
+    const auto& w = integer_constant(anchor, q->weight);
+    // Output channels: a conv's K of [K, C, R, S], a matrix product's N of [N, K] or [K, N].
+    const bool channels_first = q->conv || q->nt;
+    const int64_t channels = w.shape.at(channels_first ? 0 : 1);
+    const int64_t per_channel = product(w.shape) / channels;
     if (!q->weight_zero_point.empty())
-      for (int64_t z : integer_constant(conv, q->weight_zero_point).i64)
-        if (z != 0) throw unsupported(conv, "the weights' zero point is not 0");
-    const auto value = [&](const std::string& t) { return scalar_constant(conv, t); };
-    const double zx = q->data_zero_point.empty() ? 0 : value(q->data_zero_point);
+      for (int64_t z : integer_constant(anchor, q->weight_zero_point).i64)
+        if (z != 0) throw unsupported(anchor, "the weights' zero point is not 0");
+    const auto value = [&](const std::string& t) { return scalar_constant(anchor, t); };
+    const int64_t zx = q->data_zero_point.empty() ? 0 : std::llround(value(q->data_zero_point));
     const float sx = static_cast<float>(value(q->data_scale));
     const float sy = static_cast<float>(value(q->out_scale));
     const int32_t zy =
         q->out_zero_point.empty() ? 0 : static_cast<int32_t>(value(q->out_zero_point));
-    const std::vector<float>& sw = constant(conv, q->weight_scale).f32;
-    std::vector<int8_t> packed(static_cast<size_t>(kb * cb * R * S * icb * kOcb), 0);
-    std::vector<int32_t> bias(static_cast<size_t>(kb * kOcb), 0);
-    std::vector<float> scale(static_cast<size_t>(kb * kOcb), 0.0f);
+    const std::vector<float>& sw = constant(anchor, q->weight_scale).f32;
     const std::vector<int64_t>* b =
-        q->bias.empty() ? nullptr : &integer_constant(conv, q->bias).i64;
-    if (b && static_cast<int64_t>(b->size()) != K)
-      throw unsupported(conv, "a bias of another channel count");
-    if (sw.size() != 1 && static_cast<int64_t>(sw.size()) != K)
-      throw unsupported(conv, "a weight scale of another channel count");
-    for (int64_t k = 0; k < K; ++k) {
-      int64_t sum = 0;
-      // [K/16][C/icb][R][S][icb/4][16][4]
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t r = 0; r < R; ++r)
-          for (int64_t x = 0; x < S; ++x) {
-            const int64_t v = w.i64[static_cast<size_t>(((k * C + c) * R + r) * S + x)];
-            sum += v;
-            packed[static_cast<size_t>(
-                (((((k / kOcb * cb + c / icb) * R + r) * S + x) * (icb / 4) + c % icb / 4) * kOcb +
-                 k % kOcb) *
-                    4 +
-                c % 4)] = static_cast<int8_t>(v);
-          }
-      bias[static_cast<size_t>(k)] = static_cast<int32_t>((b ? (*b)[static_cast<size_t>(k)] : 0) -
-                                                          static_cast<int64_t>(zx) * sum);
-      scale[static_cast<size_t>(k)] = sx * sw[sw.size() == 1 ? 0 : static_cast<size_t>(k)] / sy;
+        q->bias.empty() ? nullptr : &integer_constant(anchor, q->bias).i64;
+    if (b && static_cast<int64_t>(b->size()) != channels)
+      throw unsupported(anchor, "a bias of another channel count");
+    if (sw.size() != 1 && static_cast<int64_t>(sw.size()) != channels)
+      throw unsupported(anchor, "a weight scale of another channel count");
+    std::vector<int64_t> sum(static_cast<size_t>(channels), 0);
+    for (size_t i = 0; i < w.i64.size(); ++i)
+      sum[static_cast<size_t>(channels_first ? static_cast<int64_t>(i) / per_channel
+                                             : static_cast<int64_t>(i) % channels)] += w.i64[i];
+    std::vector<int32_t> bias(sum.size());
+    std::vector<float> scale(sum.size());
+    for (size_t k = 0; k < sum.size(); ++k) {
+      bias[k] = static_cast<int32_t>((b ? (*b)[k] : 0) - zx * sum[k]);
+      scale[k] = sx * sw[sw.size() == 1 ? 0 : k] / sy;
     }
+    // A conv's data and output are channel-blocked (16 output channels per block); a matrix
+    // product's are rows in ONNX's layout.
+    const int64_t icb = q->conv ? s.task->args().get_int("ic_block") : 0;
+    const int64_t out_block = q->conv ? 16 : 0;
+    const std::vector<int8_t> packed =
+        q->conv ? pack_conv_u8s8(w.i64, channels, w.shape.at(1), w.shape.at(2), w.shape.at(3), icb)
+                : pack_gemm_b_u8s8(w.i64, per_channel, channels, q->nt);
+    // The epilogue's per-channel inputs, zero past the last channel of a padded block.
+    const auto padded = [](auto v, const te::Tensor& a) {
+      v.resize(static_cast<size_t>(a.num_elements()));
+      return v;
+    };
     for (const te::Tensor& a : args) {
       const std::string& n = a.name();
-      if (n == "I")
+      if (n == "I" || n == "A")
         s.args.push_back(form(q->data, icb));
-      else if (n == "W")
+      else if (n == "W" || n == "B")
         s.args.push_back(weight(q->weight + "@packed", a.shape(), packed, te::Int(8)));
       else if (n == "bias")
-        s.args.push_back(weight(conv.name + "@bias", a.shape(), bias, te::Int(32)));
+        s.args.push_back(weight(anchor.name + "@bias", a.shape(), padded(bias, a), te::Int(32)));
       else if (n == "scale")
-        s.args.push_back(weight(conv.name + "@scale", a.shape(), scale));
+        s.args.push_back(weight(anchor.name + "@scale", a.shape(), padded(scale, a)));
       else if (n == "zero_point")
         s.args.push_back(
-            weight(conv.name + "@zero_point", a.shape(), std::vector<int32_t>{zy}, te::Int(32)));
+            weight(anchor.name + "@zero_point", a.shape(), std::vector<int32_t>{zy}, te::Int(32)));
       else if (&a == &args.back())
-        s.args.push_back(define(q->output, kOcb));
+        s.args.push_back(define(q->output, out_block));
       else
-        throw unsupported(conv, "kernel argument '" + n + "' has no binding");
+        throw unsupported(anchor, "kernel argument '" + n + "' has no binding");
     }
   }
 

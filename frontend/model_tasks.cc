@@ -92,11 +92,11 @@ class Extractor {
         target_(target),
         fuser_(graph),
         layer_norms_(find_layer_norms(graph)),
-        quantized_(find_quantized_convs(graph)) {
-    // An int8 conv's DequantizeLinear, Relu and QuantizeLinear nodes are its own.
-    for (size_t k = 0; k < quantized_.convs.size(); ++k) {
-      const QuantizedConv& q = quantized_.convs[k];
-      quantized_at_[q.conv] = k;
+        quantized_(find_quantized_ops(graph)) {
+    // An int8 operator's DequantizeLinear, Relu and QuantizeLinear nodes are its own.
+    for (size_t k = 0; k < quantized_.ops.size(); ++k) {
+      const QuantizedOp& q = quantized_.ops[k];
+      quantized_at_[q.node] = k;
       for (size_t n : q.prologue) fuser_.exclude(n);
       for (size_t n : q.epilogue) fuser_.exclude(n);
     }
@@ -184,7 +184,7 @@ class Extractor {
       }
     }
     result.layer_norms = layer_norms_;
-    result.quantized_convs = quantized_.convs;
+    result.quantized = quantized_.ops;
     return result;
   }
 
@@ -192,7 +192,9 @@ class Extractor {
   std::variant<Candidate, NotMapped, std::monostate> map_anchor(size_t i) {
     const Node& n = g_.nodes[i];
     if (!n.domain.empty()) return std::monostate{};
-    if (n.op == "Conv" && quantized_at_.count(i)) return map_quantized_conv(i);
+    if (quantized_at_.count(i)) return map_quantized(i);
+    if (auto r = quantized_.refused.find(i); r != quantized_.refused.end())
+      return NotMapped{"not int8: " + r->second};
     if (n.op == "Conv") return map_conv(i);
     if (n.op == "Gemm" || n.op == "MatMul") return map_gemm(i);
     if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "GlobalAveragePool" ||
@@ -201,10 +203,12 @@ class Extractor {
     return std::monostate{};
   }
 
-  std::variant<Candidate, NotMapped, std::monostate> map_conv(size_t i) {
+  // A Conv, or the conv of an int8 operator `q` (its data and weights; nothing fused here).
+  std::variant<Candidate, NotMapped, std::monostate> map_conv(size_t i,
+                                                              const QuantizedOp* q = nullptr) {
     const Node& n = g_.nodes[i];
-    const auto x = g_.shape(n.inputs[0]);
-    const auto w = g_.shape(n.inputs[1]);
+    const auto x = g_.shape(q ? q->data : n.inputs[0]);
+    const auto w = g_.shape(q ? q->weight : n.inputs[1]);
     const auto y = g_.shape(n.outputs[0]);
     if (!x || !w || !y) return NotMapped{"shape not inferred"};
     if (x->size() != 4) return NotMapped{"only 2-D convolution"};
@@ -275,28 +279,36 @@ class Extractor {
       c.flop = 2.0 * N * (K / group) * OH * OW * (C / group) * R * S;
       c.note = "grouped conv: one of " + i2s(group) + " groups";
     }
-    c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kConv);
-    if (auto q = quantized_.not_fused.find(i); q != quantized_.not_fused.end())
-      c.note += (c.note.empty() ? "" : "; ") + std::string("float32, not int8: ") + q->second;
+    if (!q) c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kConv);
+    note_not_int8(i, c);
     return c;
   }
 
-  // The int8 conv of a QuantizedConv: the float conv's shape, the data's zero point (the padding
-  // value) and the requantize epilogue (per-channel scale, Relu as a clamp at the zero point).
-  std::variant<Candidate, NotMapped, std::monostate> map_quantized_conv(size_t i) {
-    std::variant<Candidate, NotMapped, std::monostate> mapped = map_conv(i);
+  // A Conv, Gemm or MatMul with dequantized inputs that runs in float32 says why.
+  void note_not_int8(size_t i, Candidate& c) const {
+    if (auto q = quantized_.not_fused.find(i); q != quantized_.not_fused.end())
+      c.note += (c.note.empty() ? "" : "; ") + std::string("float32, not int8: ") + q->second;
+  }
+
+  // The int8 kernel of a QuantizedOp: the operator's shape and the requantize epilogue
+  // (per-channel scale, Relu as a clamp at the zero point). A conv takes the data's zero point
+  // (the padding value) as an argument; a matrix product's is folded into its bias.
+  std::variant<Candidate, NotMapped, std::monostate> map_quantized(size_t i) {
+    const QuantizedOp& q = quantized_.ops[quantized_at_.at(i)];
+    std::variant<Candidate, NotMapped, std::monostate> mapped =
+        q.conv ? map_conv(i, &q) : map_quantized_matmul(q);
     auto* c = std::get_if<Candidate>(&mapped);
     if (!c) return mapped;
-    const QuantizedConv& q = quantized_.convs[quantized_at_.at(i)];
-    // map_conv fuses nothing: the Conv's only reader is the Relu or QuantizeLinear excluded above.
-    c->template_name = "conv2d_nchwc_u8s8s32";
     c->substitute.clear();
     c->alternatives.clear();
     c->dtype.clear();
-    c->args.erase("dilation");  // the int8 template has none (find_quantized_convs requires 1)
-    const int64_t zero_point =
-        q.data_zero_point.empty() ? 0 : std::llround(g_.values.at(q.data_zero_point).front());
-    c->args["data_zero_point"] = i2s(zero_point);
+    if (q.conv) {
+      c->template_name = "conv2d_nchwc_u8s8s32";
+      c->args.erase("dilation");  // the int8 template has none (find_quantized_ops requires 1)
+      const int64_t zero_point =
+          q.data_zero_point.empty() ? 0 : std::llround(g_.values.at(q.data_zero_point).front());
+      c->args["data_zero_point"] = i2s(zero_point);
+    }
     c->args["out"] = "u8";
     c->args["scale"] = "per_channel";
     c->args["relu"] = q.relu ? "1" : "0";
@@ -304,6 +316,26 @@ class Extractor {
     c->prologue = q.prologue;
     c->note = "int8: requantized to uint8";
     return mapped;
+  }
+
+  // matmul_u8s8s32 of the data's rows (every axis but the last) times the weights.
+  std::variant<Candidate, NotMapped, std::monostate> map_quantized_matmul(const QuantizedOp& q) {
+    const Node& n = g_.nodes[q.node];
+    const auto a = g_.shape(q.data);
+    const auto b = g_.shape(q.weight);
+    if (!a || !b) return NotMapped{"shape not inferred"};
+    int64_t M = 1;
+    for (size_t d = 0; d + 1 < a->size(); ++d) M *= (*a)[d];
+    const int64_t K = a->back(), N = q.nt ? (*b)[0] : (*b)[1];
+    if (K != (q.nt ? (*b)[1] : (*b)[0]))
+      throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (" + n.op +
+                                                   "): operand shapes " + shape_text(*a) + " and " +
+                                                   shape_text(*b) + " do not multiply");
+    Candidate c;
+    c.template_name = "matmul_u8s8s32";
+    c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}};
+    c.flop = 2.0 * M * N * K;
+    return c;
   }
 
   std::variant<Candidate, NotMapped, std::monostate> map_gemm(size_t i) {
@@ -350,6 +382,7 @@ class Extractor {
       c.epilogue.steps.clear();
       c.note = "bias and relu built into the template";
     }
+    note_not_int8(i, c);
     return c;
   }
 
@@ -417,8 +450,8 @@ class Extractor {
   EpilogueFuser fuser_;
   std::vector<LayerNormGroup> layer_norms_;
   std::map<size_t, size_t> in_layer_norm_;  // node -> its group
-  QuantizedConvs quantized_;
-  std::map<size_t, size_t> quantized_at_;  // conv node -> its QuantizedConv
+  QuantizedOps quantized_;
+  std::map<size_t, size_t> quantized_at_;  // anchor node -> its QuantizedOp
 };
 
 // Sets status, refused and tunable by asking the templates (Task::create) for the listed form,

@@ -77,7 +77,7 @@ struct TaskOccurrence {
   size_t task = 0;            // index into ModelTasks::tasks
   size_t node = 0;            // the anchor node (Conv, Gemm, MatMul, pooling)
   std::vector<size_t> fused;  // nodes fused into its epilogue (BatchNormalization, Add, Relu, ...)
-  // Nodes before the anchor that it absorbs (the DequantizeLinear nodes of an int8 conv).
+  // Nodes before the anchor that it absorbs (the DequantizeLinear nodes of an int8 operator).
   std::vector<size_t> prologue;
   // The names of the anchor, the fused and the prologue nodes, '+'-joined ("conv1+bn1+relu1"):
   // the layer as a model build labels its step.
@@ -91,8 +91,9 @@ struct ModelTasks {
   std::vector<TaskOccurrence> occurrences;  // in graph order; not part of to_json
   std::vector<LayerNormGroup>
       layer_norms;  // listed as unsupported "LayerNorm"; not part of to_json
-  // The int8 convs (tasks of conv2d_nchwc_u8s8s32, by anchor node); not part of to_json.
-  std::vector<QuantizedConv> quantized_convs;
+  // The int8 operators (tasks of conv2d_nchwc_u8s8s32 and matmul_u8s8s32, by anchor node); not
+  // part of to_json.
+  std::vector<QuantizedOp> quantized;
   // Sum over tasks (alternatives excluded: they compute the same) of count x flop.
   double total_flop() const;
   // The alternatives of tasks[task] (indexes; ModelTask::alternative_of == task).
@@ -109,9 +110,11 @@ struct ModelTasks {
 // (max_pool2d / avg_pool2d). What follows a conv or matmul is fused as its epilogue (see
 // EpilogueFuser::fuse): BatchNormalization folded into a bias, a bias Add, a residual Add, and
 // Relu, Clip (relu6 or bounds), HardSwish, HardSigmoid-Mul or Sigmoid-Mul (silu), the Erf form of
-// GELU (gelu_erf). In a QDQ model, DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear
-// (QuantizedConv) is one conv2d_nchwc_u8s8s32 task with its requantize epilogue; a Conv with
-// dequantized inputs that does not fuse runs in float32 and its note says why; other
+// GELU (gelu_erf). In a quantized model, DequantizeLinear -> Conv | Gemm | MatMul [-> Relu] ->
+// QuantizeLinear, and QLinearConv and QLinearMatMul (QuantizedOp), are one conv2d_nchwc_u8s8s32 or
+// matmul_u8s8s32 task with its requantize epilogue; a Conv, Gemm or MatMul with dequantized inputs
+// that does not take that form runs in float32 and its note says why (a QLinearConv or
+// QLinearMatMul that does not is an UnsupportedOp with the reason); other
 // QuantizeLinear and DequantizeLinear nodes are generated kernels ("quantize", "dequantize"; a
 // DequantizeLinear of a constant is folded at build time: "folded").
 // Identical workloads are merged with a count. Every other node is an

@@ -66,6 +66,14 @@ void check_operator_sets(const std::string& path, const onnx::ModelProto& model)
     const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     auto version = versions.find(domain);
     const int max_version = version == versions.end() ? 0 : static_cast<int>(version->second);
+    // ONNX Runtime's quantizer writes contrib operators in its QOperator form (QLinearAdd,
+    // QLinearGlobalAveragePool, ...): its QDQ form of the same model is plain ONNX.
+    if (domain == "com.microsoft" && node.op_type().rfind("QLinear", 0) == 0)
+      throw Error(ErrorKind::kUnsupported,
+                  path + ": operator 'com.microsoft::" + node.op_type() +
+                      "' is an ONNX Runtime contrib operator of the QOperator form; ktune reads "
+                      "QLinearConv and QLinearMatMul of it, and every operator of the QDQ form "
+                      "(quantize with QuantFormat.QDQ)");
     if (onnx::OpSchemaRegistry::Schema(node.op_type(), max_version, domain) == nullptr)
       throw Error(ErrorKind::kUnsupported,
                   path + ": operator '" + (domain.empty() ? "" : domain + "::") + node.op_type() +

@@ -1,5 +1,6 @@
-// find_quantized_convs(): matches DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear around each
-// Conv, checking the types, scales and zero points the int8 kernel computes with.
+// find_quantized_ops(): describes each quantized Conv, Gemm or MatMul (from its DequantizeLinear
+// and QuantizeLinear neighbours, or from a QLinearConv's or QLinearMatMul's inputs) and checks
+// the types, scales and zero points the int8 kernel computes with.
 #include "frontend/qdq_fusion.h"
 
 #include <optional>
@@ -7,6 +8,14 @@
 
 namespace ktune::frontend {
 namespace {
+
+bool is_anchor(const Node& n) {
+  return n.domain.empty() && (n.op == "Conv" || n.op == "Gemm" || n.op == "MatMul");
+}
+
+bool is_qoperator(const Node& n) {
+  return n.domain.empty() && (n.op == "QLinearConv" || n.op == "QLinearMatMul");
+}
 
 class Matcher {
  public:
@@ -18,17 +27,19 @@ class Matcher {
     }
   }
 
-  QuantizedConvs run() const {
-    QuantizedConvs found;
+  QuantizedOps run() const {
+    QuantizedOps found;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
-      if (n.op != "Conv" || !n.domain.empty() || !dequantize(n.inputs.at(0))) continue;
-      QuantizedConv q;
-      std::string why = match(i, q);
+      const bool qdq = is_anchor(n) && dequantize(n.inputs.at(0));
+      if (!qdq && !is_qoperator(n)) continue;
+      QuantizedOp q;
+      std::string why = qdq ? describe_qdq(i, q) : describe_qoperator(i, q);
+      if (why.empty()) why = check(q);
       if (why.empty())
-        found.convs.push_back(std::move(q));
+        found.ops.push_back(std::move(q));
       else
-        found.not_fused[i] = why;
+        (qdq ? found.not_fused : found.refused)[i] = why;
     }
     return found;
   }
@@ -51,7 +62,7 @@ class Matcher {
     return c->second.front();
   }
 
-  std::string input(const Node& n, size_t k) const {
+  static std::string input(const Node& n, size_t k) {
     return n.inputs.size() > k ? n.inputs[k] : std::string();
   }
 
@@ -61,76 +72,125 @@ class Matcher {
     return g_.constants.count(tensor) && v != g_.values.end() && v->second.size() == 1;
   }
 
-  // "" when the pattern holds (and fills q), else why not.
-  std::string match(size_t i, QuantizedConv& q) const {
-    const Node& conv = g_.nodes[i];
-    q.conv = i;
-    const Node& dx = g_.nodes[*dequantize(conv.inputs[0])];
+  // The tensors of the QDQ form, from the DequantizeLinear nodes before the anchor and the
+  // [Relu ->] QuantizeLinear after it: "" when they are there, else why not.
+  std::string describe_qdq(size_t i, QuantizedOp& q) const {
+    const Node& n = g_.nodes[i];
+    q.node = i;
+    q.conv = n.op == "Conv";
+    q.nt = n.op == "Gemm" && n.int_or("transB", 0) != 0;
+    const Node& dx = g_.nodes[*dequantize(n.inputs.at(0))];
     q.data = dx.inputs.at(0);
     q.data_scale = input(dx, 1);
     q.data_zero_point = input(dx, 2);
-    if (g_.type(q.data) != "uint8") return "the data is " + g_.type(q.data) + ", not uint8";
-    if (!scalar(q.data_scale) || (!q.data_zero_point.empty() && !scalar(q.data_zero_point)))
-      return "the data's scale or zero point is not one constant";
-
-    const auto dw = dequantize(conv.inputs.at(1));
+    const auto dw = dequantize(input(n, 1));
     if (!dw) return "the weights are not dequantized";
     const Node& w = g_.nodes[*dw];
     q.weight = w.inputs.at(0);
     q.weight_scale = input(w, 1);
     q.weight_zero_point = input(w, 2);
-    const auto wshape = g_.shape(q.weight);
-    if (!g_.constants.count(q.weight) || g_.type(q.weight) != "int8" || !wshape ||
-        wshape->size() != 4)
-      return "the weights are not a 4-D int8 constant";
-    const int64_t K = (*wshape)[0];
-    const auto sshape = g_.shape(q.weight_scale);
-    int64_t scales = 1;
-    for (int64_t d : sshape.value_or(std::vector<int64_t>{})) scales *= d;
-    if (!g_.constants.count(q.weight_scale) || !sshape ||
-        !(scales == 1 || (scales == K && w.int_or("axis", 1) == 0)))
-      return "the weights' scale is neither one value nor one per output channel (axis 0)";
-    // Zero points past Graph::kMaxValueElements are checked by the model build.
-    if (auto z = g_.values.find(q.weight_zero_point); z != g_.values.end())
-      for (double v : z->second)
-        if (v != 0) return "the weights' zero point is not 0";
-
-    if (!input(conv, 2).empty()) {
-      const auto db = dequantize(conv.inputs[2]);
+    if (!weight_scale_on_output_channels(q, w.int_or("axis", 1)))
+      return "the weights' scale is neither one value nor one per output channel";
+    if (!input(n, 2).empty()) {
+      const auto db = dequantize(n.inputs[2]);
       if (!db) return "the bias is not a dequantized int32 constant";
       q.bias = g_.nodes[*db].inputs.at(0);
-      if (!g_.constants.count(q.bias) || g_.type(q.bias) != "int32")
-        return "the bias is not a dequantized int32 constant";
     }
-    if (conv.int_or("group", 1) != 1) return "a grouped conv (the int8 template has no groups)";
-    for (int64_t d : conv.ints("dilations", {1, 1}))
-      if (d != 1) return "a dilated conv (the int8 template has no dilation)";
-    const auto x = g_.shape(conv.inputs[0]);
-    if (!x || x->size() != 4 || (*x)[1] % 4 != 0)
-      return "input channels not a multiple of 4 (the int8 template's 4-channel groups)";
 
-    // Conv [-> Relu] -> QuantizeLinear, each the only reader of what precedes it.
-    auto next = only_reader(conv.outputs.at(0));
+    // The anchor [-> Relu] -> QuantizeLinear, each the only reader of what precedes it.
+    auto next = only_reader(n.outputs.at(0));
     if (next && g_.nodes[*next].op == "Relu") {
       q.relu = true;
       q.epilogue.push_back(*next);
       next = only_reader(g_.nodes[*next].outputs.at(0));
     }
     if (!next || g_.nodes[*next].op != "QuantizeLinear")
-      return "its output is not quantized by one QuantizeLinear (it runs in float32)";
+      return "its output is not quantized by one QuantizeLinear";
     const Node& qn = g_.nodes[*next];
     q.epilogue.push_back(*next);
     q.out_scale = input(qn, 1);
     q.out_zero_point = input(qn, 2);
     q.output = qn.outputs.at(0);
-    if (g_.type(q.output) != "uint8") return "the output is quantized to " + g_.type(q.output);
-    if (!scalar(q.out_scale) || (!q.out_zero_point.empty() && !scalar(q.out_zero_point)))
-      return "the output's scale or zero point is not one constant";
 
     // The weights' and bias' DequantizeLinear nodes are the kernel's; the data's too when no other
     // node reads the float data.
-    for (const std::string& t : {conv.inputs[0], conv.inputs[1], input(conv, 2)})
+    for (const std::string& t : {n.inputs[0], n.inputs[1], input(n, 2)})
       if (!t.empty() && only_reader(t)) q.prologue.push_back(*dequantize(t));
+    return "";
+  }
+
+  // The tensors of the QOperator form: QLinearConv(x, x_scale, x_zero_point, w, w_scale,
+  // w_zero_point, y_scale, y_zero_point[, B]) and QLinearMatMul(a, ..., b, ..., y, ...), whose
+  // per-channel weight scale is along the output channels by definition.
+  std::string describe_qoperator(size_t i, QuantizedOp& q) const {
+    const Node& n = g_.nodes[i];
+    q.node = i;
+    q.conv = n.op == "QLinearConv";
+    q.data = input(n, 0);
+    q.data_scale = input(n, 1);
+    q.data_zero_point = input(n, 2);
+    q.weight = input(n, 3);
+    q.weight_scale = input(n, 4);
+    q.weight_zero_point = input(n, 5);
+    q.out_scale = input(n, 6);
+    q.out_zero_point = input(n, 7);
+    q.bias = input(n, 8);
+    q.output = n.outputs.at(0);
+    if (!weight_scale_on_output_channels(q, q.conv ? 0 : 1))
+      return "the weights' scale is neither one value nor one per output channel";
+    return "";
+  }
+
+  // Whether the weights' scale is one value or one per output channel (along `axis` of the
+  // weights: 0 for a conv's [K, C, R, S] and a Gemm's [N, K], 1 for [K, N]).
+  bool weight_scale_on_output_channels(const QuantizedOp& q, int64_t axis) const {
+    const auto wshape = g_.shape(q.weight);
+    const auto sshape = g_.shape(q.weight_scale);
+    if (!wshape || !sshape || !g_.constants.count(q.weight_scale)) return false;
+    int64_t scales = 1;
+    for (int64_t d : *sshape) scales *= d;
+    if (scales == 1) return true;
+    if (axis < 0) axis += static_cast<int64_t>(wshape->size());
+    const int64_t out_axis = q.conv || q.nt ? 0 : 1;
+    return axis == out_axis && static_cast<size_t>(axis) < wshape->size() &&
+           scales == (*wshape)[static_cast<size_t>(axis)];
+  }
+
+  // "" when the described tensors are what the int8 kernel computes with, else why not.
+  std::string check(const QuantizedOp& q) const {
+    const Node& n = g_.nodes[q.node];
+    if (g_.type(q.data) != "uint8") return "the data is " + g_.type(q.data) + ", not uint8";
+    if (!scalar(q.data_scale) || (!q.data_zero_point.empty() && !scalar(q.data_zero_point)))
+      return "the data's scale or zero point is not one value (per-axis data)";
+    const auto wshape = g_.shape(q.weight);
+    const size_t rank = q.conv ? 4 : 2;
+    if (!g_.constants.count(q.weight) || g_.type(q.weight) != "int8" || !wshape ||
+        wshape->size() != rank)
+      return std::string("the weights are not a ") + (q.conv ? "4-D" : "2-D") + " int8 constant";
+    // Zero points past Graph::kMaxValueElements are checked by the model build.
+    if (auto z = g_.values.find(q.weight_zero_point); z != g_.values.end())
+      for (double v : z->second)
+        if (v != 0) return "the weights' zero point is not 0";
+    if (!q.bias.empty() && (!g_.constants.count(q.bias) || g_.type(q.bias) != "int32"))
+      return "the bias is not an int32 constant";
+    if (g_.type(q.output) != "uint8") return "the output is quantized to " + g_.type(q.output);
+    if (!scalar(q.out_scale) || (!q.out_zero_point.empty() && !scalar(q.out_zero_point)))
+      return "the output's scale or zero point is not one value";
+    const auto x = g_.shape(q.data);
+    if (q.conv) {
+      if (n.int_or("group", 1) != 1) return "a grouped conv (the int8 template has no groups)";
+      for (int64_t d : n.ints("dilations", {1, 1}))
+        if (d != 1) return "a dilated conv (the int8 template has no dilation)";
+      if (!x || x->size() != 4 || (*x)[1] % 4 != 0)
+        return "input channels not a multiple of 4 (the int8 template's 4-channel groups)";
+      return "";
+    }
+    if (n.op == "Gemm") {
+      if (n.int_or("transA", 0) != 0) return "a transposed A";
+      if (n.float_or("alpha", 1.0) != 1.0 || n.float_or("beta", 1.0) != 1.0)
+        return "alpha or beta other than 1";
+    }
+    if (!x || x->size() < 2) return "the data is not a matrix or a batch of rows";
     return "";
   }
 
@@ -142,6 +202,6 @@ class Matcher {
 
 }  // namespace
 
-QuantizedConvs find_quantized_convs(const Graph& g) { return Matcher(g).run(); }
+QuantizedOps find_quantized_ops(const Graph& g) { return Matcher(g).run(); }
 
 }  // namespace ktune::frontend

@@ -1,6 +1,7 @@
-// Defines QuantizedConv, a DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear pattern of a QDQ
-// model that runs as one int8 conv (conv2d_nchwc_u8s8s32 with its requantize epilogue), and
-// find_quantized_convs, which finds them and says why a Conv with dequantized inputs does not fuse.
+// Defines QuantizedOp, a Conv, Gemm or MatMul of a quantized model that runs as one int8 kernel
+// (conv2d_nchwc_u8s8s32 or matmul_u8s8s32 with its requantize epilogue), and find_quantized_ops,
+// which finds them in both forms ONNX Runtime's quantizer writes (QDQ and QOperator) and says why
+// an operator with quantized inputs does not run in int8.
 #pragma once
 
 #include <cstddef>
@@ -12,32 +13,41 @@
 
 namespace ktune::frontend {
 
-// The pattern ONNX Runtime's quantizer writes around a Conv (per-tensor uint8 activations,
-// per-channel int8 weights), as ONNX Runtime itself runs it (QLinearConv):
-//   DQ(x uint8) + DQ(w int8, zero point 0, scale per output channel or one) [+ DQ(bias int32)]
-//   -> Conv (group 1) [-> Relu] -> Q (uint8, per tensor).
-struct QuantizedConv {
-  size_t conv = 0;
-  // The DequantizeLinear nodes the int8 kernel absorbs: the weights', the bias', and the data's
-  // when the conv is its only reader (another reader keeps it as a generated kernel).
+// The arithmetic ONNX Runtime runs in int8 (QLinearConv, QLinearMatMul, QGemm): per-tensor uint8
+// data, int8 constant weights with zero point 0 and one scale or one per output channel, an
+// optional int32 bias in the scale s_data * s_weight, output requantized to uint8 per tensor.
+// Two forms describe it:
+//   QDQ:       DQ(x uint8) + DQ(w int8) [+ DQ(bias int32)] -> Conv | Gemm | MatMul [-> Relu]
+//              -> QuantizeLinear (uint8)
+//   QOperator: QLinearConv (with its bias) or QLinearMatMul, the tensors as its inputs.
+// Both become this one description; the model build and the task list read only it.
+struct QuantizedOp {
+  size_t node = 0;    // the anchor: Conv, Gemm, MatMul, QLinearConv or QLinearMatMul
+  bool conv = false;  // a convolution (weights [K, C, R, S]); else a matrix product
+  bool nt = false;    // a matrix product's weights stored as [N, K] (Gemm transB=1)
+  // The DequantizeLinear nodes the int8 kernel absorbs (QDQ): the weights', the bias', and the
+  // data's when the anchor is its only reader (another reader keeps it as a generated kernel).
   std::vector<size_t> prologue;
-  std::vector<size_t> epilogue;  // [Relu,] QuantizeLinear, in order
+  std::vector<size_t> epilogue;  // [Relu,] QuantizeLinear, in order (QDQ)
   bool relu = false;
   std::string data, data_scale, data_zero_point;        // the uint8 activation; zero point "" = 0
-  std::string weight, weight_scale, weight_zero_point;  // int8 constant [K, C, R, S]
-  std::string bias;  // int32 constant [K] in the scale data_scale * weight_scale ("" = none)
-  std::string out_scale, out_zero_point;  // the QuantizeLinear's
-  std::string output;                     // its uint8 output
+  std::string weight, weight_scale, weight_zero_point;  // int8 constant
+  std::string bias;  // int32 constant [channels] in the scale data_scale * weight_scale ("" = none)
+  std::string out_scale, out_zero_point;  // the output's
+  std::string output;                     // the uint8 output
 };
 
-struct QuantizedConvs {
-  std::vector<QuantizedConv> convs;
-  // A Conv that reads a DequantizeLinear output but does not fuse: why (it runs in float32).
+struct QuantizedOps {
+  std::vector<QuantizedOp> ops;
+  // A Conv, Gemm or MatMul that reads a DequantizeLinear output but does not run in int8: why
+  // (it runs in float32).
   std::map<size_t, std::string> not_fused;
+  // A QLinearConv or QLinearMatMul that cannot run in int8 (no float path): why.
+  std::map<size_t, std::string> refused;
 };
 
-// Finds the QuantizedConv patterns of `g`. A Conv whose data is no DequantizeLinear output is
-// neither (a float conv).
-QuantizedConvs find_quantized_convs(const Graph& g);
+// Finds the QuantizedOp patterns of `g`. A Conv, Gemm or MatMul whose data is no
+// DequantizeLinear output is neither (a float operator).
+QuantizedOps find_quantized_ops(const Graph& g);
 
 }  // namespace ktune::frontend

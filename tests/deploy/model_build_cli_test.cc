@@ -99,6 +99,54 @@ class ModelBuild : public ::testing::Test {
     return max_diff / max_ref;
   }
 
+  // `ktune run --check-nodes` (untuned): every step of the model within 1e-5 of its reference.
+  void expect_steps_match_references(const std::string& onnx) const {
+    const auto nodes = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
+                                 " --check-nodes --tolerance 1e-5",
+                             true);
+    EXPECT_EQ(nodes.status, 0) << nodes.out << nodes.err;
+  }
+
+  // The model's outputs from `ktune build --model` (untuned) linked into program(); empty (a
+  // failed expectation) when the build or the program fails.
+  std::vector<float> run_linked(const std::string& onnx, const std::string& in) const {
+    const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) +
+                                 " -o " + quote(path("libnet.a")) + " --header " +
+                                 quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
+                             true);
+    EXPECT_EQ(built.status, 0) << built.err;
+    if (built.status != 0) return {};
+    const auto ran =
+        shell(quote(program("net", false)) + " " + quote(in) + " " + quote(path("out.bin")));
+    EXPECT_EQ(ran.status, 0) << ran.err;
+    return ran.status == 0 ? floats(path("out.bin")) : std::vector<float>{};
+  }
+
+  // How far a dequantized output is from ONNX Runtime's, in steps of its DequantizeLinear's scale
+  // (the smallest gap between two of ONNX Runtime's values): the largest distance and how many
+  // elements are apart at all.
+  struct Steps {
+    double worst = 0;
+    int64_t apart = 0;
+    double step = INFINITY;
+  };
+  static Steps steps_apart(const std::vector<float>& got, const std::vector<float>& ref) {
+    Steps r;
+    EXPECT_EQ(got.size(), ref.size());
+    if (got.size() != ref.size()) return {INFINITY, static_cast<int64_t>(ref.size()), 0};
+    std::vector<float> sorted = ref;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 1; i < sorted.size(); ++i)
+      if (sorted[i] > sorted[i - 1])
+        r.step = std::min(r.step, static_cast<double>(sorted[i] - sorted[i - 1]));
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double d = std::abs(static_cast<double>(got[i]) - ref[i]) / r.step;
+      r.worst = std::isnan(d) ? INFINITY : std::max(r.worst, d);
+      r.apart += d > 0.01;
+    }
+    return r;
+  }
+
   // A C program that runs the model in two contexts on two threads (each must give the same bits),
   // reading the inputs file and writing the outputs file; with a weights file as argv[3]. `cc` is
   // the compiler command (a cross compiler's with -static for a program run under qemu).
@@ -269,15 +317,16 @@ TEST_F(ModelBuild, EveryCnnTestModelMatchesOnnxRuntime) {
 // small_qdq (QuantizeLinear on the input, five DQ -> Conv [-> Relu] -> Q blocks as int8 convs, a
 // residual Add in float between DQ and Q, a final DQ and global pool): `ktune run`, `ktune run
 // --check-nodes` (each int8 step exactly its template's reference) and the linked C program; and
-// resnet18_qdq through `ktune run` (19 int8 convs, the 3-channel stem and the Gemm in float32).
-// The int8 convs compute ONNX Runtime's QLinearConv arithmetic (int32 accumulation, the float32
-// product by s_x * s_w / s_y rounded half to even): small_qdq's uint8 values all match and its
-// outputs differ only by the float32 sum order of the final pool (kTolerance). What ktune computes
-// in float where ONNX Runtime runs a quantized kernel of its own (the float stem conv against
-// QLinearConv, QLinearAdd, QGemm) may round a value one uint8 step apart, and one step in the
-// pooled features moves every logit of the Gemm a little: resnet18_qdq's output may differ by one
-// step of its DequantizeLinear's scale, never more, on up to 30% of its elements (20% measured on
-// this input; none on others).
+// resnet18_qdq through `ktune run` and linked (19 int8 convs, the Gemm as an int8 matmul, the
+// 3-channel stem in float32). The int8 kernels compute ONNX Runtime's QLinearConv / QGemm
+// arithmetic (int32 accumulation, the float32 product by s_x * s_w / s_y rounded half to even):
+// small_qdq's uint8 values all match and its outputs differ only by the float32 sum order of the
+// final pool (kTolerance). What ktune computes in float where ONNX Runtime runs a quantized kernel
+// of its own (the float stem conv against QLinearConv, QLinearAdd, the pool) may round a value one
+// uint8 step apart, and what follows carries such a step on: one step in the pooled features moves
+// every logit a little, so resnet18_qdq's output (the Gemm's uint8 output, dequantized) may differ
+// by one step of its DequantizeLinear's scale, never more, on up to 30% of its elements (20% on
+// this input, as many as when the Gemm ran in float32; none on another input).
 TEST_F(ModelBuild, QdqModelsRunInt8AndMatchOnnxRuntime) {
   const std::string onnx = model("small_qdq.onnx");
   const std::string in = inputs(8 * 16 * 16, 3);
@@ -286,20 +335,9 @@ TEST_F(ModelBuild, QdqModelsRunInt8AndMatchOnnxRuntime) {
   const double in_process = error(run_in_process(onnx, in), ref);
   EXPECT_LE(in_process, kTolerance);
 
-  const auto nodes = ktune(
-      "run " + quote(onnx) + " --db " + quote(path("none.db")) + " --check-nodes --tolerance 1e-5",
-      true);
-  EXPECT_EQ(nodes.status, 0) << nodes.out << nodes.err;
+  expect_steps_match_references(onnx);
 
-  const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) +
-                               " -o " + quote(path("libnet.a")) + " --header " +
-                               quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
-                           true);
-  ASSERT_EQ(built.status, 0) << built.err;
-  const auto ran =
-      shell(quote(program("net", false)) + " " + quote(in) + " " + quote(path("out.bin")));
-  ASSERT_EQ(ran.status, 0) << ran.err;
-  const double linked = error(floats(path("out.bin")), ref);
+  const double linked = error(run_linked(onnx, in), ref);
   EXPECT_LE(linked, kTolerance);
   std::printf("small_qdq: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked,
               in_process);
@@ -307,27 +345,69 @@ TEST_F(ModelBuild, QdqModelsRunInt8AndMatchOnnxRuntime) {
   const std::string resnet = model("resnet18_qdq.onnx");
   const std::string resnet_in = inputs(3 * 224 * 224, 4);
   const std::vector<float> resnet_ref = ort(resnet, resnet_in);
-  const std::vector<float> got = run_in_process(resnet, resnet_in);
-  ASSERT_EQ(got.size(), resnet_ref.size());
-  // The output's step: the smallest gap between two of ONNX Runtime's (dequantized) values.
-  std::vector<float> sorted = resnet_ref;
-  std::sort(sorted.begin(), sorted.end());
-  double step = INFINITY;
-  for (size_t i = 1; i < sorted.size(); ++i)
-    if (sorted[i] > sorted[i - 1])
-      step = std::min(step, static_cast<double>(sorted[i] - sorted[i - 1]));
-  int64_t apart = 0;
-  double worst_steps = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double d = std::abs(static_cast<double>(got[i]) - resnet_ref[i]) / step;
-    worst_steps = std::isnan(d) ? INFINITY : std::max(worst_steps, d);
-    apart += d > 0.01;
+  const auto listed = ktune("tasks " + quote(resnet), true);
+  ASSERT_EQ(listed.status, 0) << listed.err;
+  EXPECT_NE(listed.out.find("matmul_u8s8s32(M=1,N=1000,K=512"), std::string::npos) << listed.out;
+  const Steps jit = steps_apart(run_in_process(resnet, resnet_in), resnet_ref);
+  const Steps linked_steps = steps_apart(run_linked(resnet, resnet_in), resnet_ref);
+  for (const Steps& s : {jit, linked_steps}) {
+    EXPECT_LE(s.worst, 1.01);
+    EXPECT_LE(s.apart, static_cast<int64_t>(resnet_ref.size()) * 3 / 10);
   }
-  EXPECT_LE(worst_steps, 1.01);
-  EXPECT_LE(apart, static_cast<int64_t>(got.size()) * 3 / 10);
   std::printf(
-      "resnet18_qdq: %lld of %zu outputs one step (%.4f) from ONNX Runtime's, max %.2f steps\n",
-      static_cast<long long>(apart), got.size(), step, worst_steps);
+      "resnet18_qdq: %lld (in process) and %lld (linked) of %zu outputs one step (%.4f) from ONNX "
+      "Runtime's, max %.2f and %.2f steps\n",
+      static_cast<long long>(jit.apart), static_cast<long long>(linked_steps.apart),
+      resnet_ref.size(), jit.step, jit.worst, linked_steps.worst);
+}
+
+// small_qop, the QOperator form (QLinearConv and QLinearMatMul nodes, a float residual Add between
+// DequantizeLinear and QuantizeLinear): the same int8 kernels as the QDQ form, through `ktune run`,
+// `ktune run --check-nodes` and the linked program. Its output is the QLinearMatMul's uint8 output
+// dequantized: within one step of ONNX Runtime's, on at most 2 of its 24 elements.
+TEST_F(ModelBuild, QOperatorModelRunsInt8AndMatchesOnnxRuntime) {
+  const std::string onnx = model("small_qop.onnx");
+  const std::string in = inputs(8 * 16 * 16, 3);
+  const std::vector<float> ref = ort(onnx, in);
+  ASSERT_EQ(ref.size(), 24u);
+  const Steps jit = steps_apart(run_in_process(onnx, in), ref);
+
+  expect_steps_match_references(onnx);
+
+  const Steps linked = steps_apart(run_linked(onnx, in), ref);
+  for (const Steps& s : {jit, linked}) {
+    EXPECT_LE(s.worst, 1.01);
+    EXPECT_LE(s.apart, 2);
+  }
+  std::printf(
+      "small_qop: %lld (in process) and %lld (linked) of 24 outputs one step from ONNX "
+      "Runtime's, max %.2f and %.2f steps\n",
+      static_cast<long long>(jit.apart), static_cast<long long>(linked.apart), jit.worst,
+      linked.worst);
+}
+
+// qdq_per_axis: the input quantized and dequantized per channel (generated kernels reading their
+// scales and zero points per channel), then DQ(w) -> Conv -> Relu -> Q -> DQ, whose data is not the
+// int8 kernel's per-tensor data: `ktune tasks` says why the conv runs in float32, and `ktune run`
+// matches ONNX Runtime (which runs the float path too) within one output step on at most 1% of the
+// elements (a float sum order that rounds a value near a half the other way).
+TEST_F(ModelBuild, PerAxisQdqRunsInFloatAndMatchesOnnxRuntime) {
+  const std::string onnx = model("qdq_per_axis.onnx");
+  const auto listed = ktune("tasks --json " + quote(onnx), true);
+  ASSERT_EQ(listed.status, 0) << listed.err;
+  const nlohmann::json tasks = nlohmann::json::parse(listed.out);
+  ASSERT_GE(tasks["tasks"].size(), 1u) << listed.out;  // and its Winograd alternative
+  EXPECT_EQ(tasks["tasks"][0]["template"], "conv2d_nchwc");
+  EXPECT_EQ(tasks["tasks"][0]["note"],
+            "float32, not int8: the data's scale or zero point is not one value (per-axis data)");
+  const std::string in = inputs(8 * 8 * 8, 6);
+  const std::vector<float> ref = ort(onnx, in);
+  ASSERT_EQ(ref.size(), 16u * 8 * 8);
+  const Steps jit = steps_apart(run_in_process(onnx, in), ref);
+  EXPECT_LE(jit.worst, 1.01);
+  EXPECT_LE(jit.apart, static_cast<int64_t>(ref.size()) / 100);
+  std::printf("qdq_per_axis: %lld of %zu outputs one step from ONNX Runtime's, max %.2f steps\n",
+              static_cast<long long>(jit.apart), ref.size(), jit.worst);
 }
 
 // One BERT encoder layer (attention with a mask, decomposed LayerNorms, Erf-form GELU) at 1x8x32:

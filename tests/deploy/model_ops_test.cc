@@ -258,9 +258,9 @@ TEST(ModelOps, QuantizeAndDequantizeLinearAsOnnx) {
                                          std::tuple{te::Int(8), int64_t{-3}, -128.0, 127.0}}) {
     const int64_t n = static_cast<int64_t>(x.size());
     const codegen::Kernel q = codegen::Kernel::load(
-        codegen::build(quantize_linear("q", n, scale, zp, type), codegen::Target::host()));
+        codegen::build(quantize_linear("q", n, {{scale}, {zp}}, type), codegen::Target::host()));
     const codegen::Kernel dq = codegen::Kernel::load(
-        codegen::build(dequantize_linear("dq", n, scale, zp, type), codegen::Target::host()));
+        codegen::build(dequantize_linear("dq", n, {{scale}, {zp}}, type), codegen::Target::host()));
     Buffer in(n), out(n);
     std::copy(x.begin(), x.end(), in.data());
     std::vector<unsigned char> bytes(static_cast<size_t>(n) + 64, 0xA5);
@@ -279,6 +279,36 @@ TEST(ModelOps, QuantizeAndDequantizeLinearAsOnnx) {
       EXPECT_EQ(out.data()[i], static_cast<float>(want - static_cast<double>(zp)) * scale)
           << type.str() << " element " << i;
     }
+  }
+}
+
+// Per axis: element i of a [2, 3, 5] tensor quantized along axis 1 takes channel i / 5 % 3's scale
+// and zero point, read from the kernel's scale and zero_point arguments.
+TEST(ModelOps, QuantizeAndDequantizeLinearPerAxisAsOnnx) {
+  const QuantParams p{{0.5f, 0.25f, 2.0f}, {128, 0, 255}, 5};
+  const int64_t n = 2 * 3 * 5;
+  const codegen::Kernel q = codegen::Kernel::load(
+      codegen::build(quantize_linear("q", n, p, te::UInt(8)), codegen::Target::host()));
+  const codegen::Kernel dq = codegen::Kernel::load(
+      codegen::build(dequantize_linear("dq", n, p, te::UInt(8)), codegen::Target::host()));
+  Buffer in(n), scale(3), zero(3), out(n);
+  for (int64_t i = 0; i < n; ++i) in.data()[i] = 0.3f * static_cast<float>(i - 12);
+  for (int64_t c = 0; c < 3; ++c) {
+    scale.data()[c] = p.scale[static_cast<size_t>(c)];
+    zero.data()[c] = static_cast<float>(p.zero_point[static_cast<size_t>(c)]);
+  }
+  std::vector<unsigned char> bytes(static_cast<size_t>(n) + 64, 0xA5);
+  void* qp = bytes.data() + (64 - reinterpret_cast<uintptr_t>(bytes.data()) % 64) % 64;
+  ASSERT_EQ(q.run({in.data(), scale.data(), zero.data(), qp}), 0);
+  std::fill(out.data(), out.data() + n, NAN);
+  ASSERT_EQ(dq.run({qp, scale.data(), zero.data(), out.data()}), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t c = static_cast<size_t>(i / 5 % 3);
+    const double zp = static_cast<double>(p.zero_point[c]);
+    const double want =
+        std::clamp(std::nearbyint(static_cast<double>(in.data()[i]) / p.scale[c]) + zp, 0.0, 255.0);
+    EXPECT_EQ(static_cast<unsigned char*>(qp)[i], want) << "element " << i;
+    EXPECT_EQ(out.data()[i], static_cast<float>(want - zp) * p.scale[c]) << "element " << i;
   }
 }
 

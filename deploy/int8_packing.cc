@@ -1,0 +1,46 @@
+// Packs int8 weights into the int8 templates' layouts.
+#include "deploy/int8_packing.h"
+
+#include <cstddef>
+
+namespace ktune::deploy {
+namespace {
+
+constexpr int64_t kLanes = 16;  // int32 lanes of one dot instruction: output channels per block
+constexpr int64_t kDepth = 4;   // int8 products each lane sums
+
+int64_t blocks(int64_t n, int64_t b) { return (n + b - 1) / b; }
+
+}  // namespace
+
+std::vector<int8_t> pack_conv_u8s8(const std::vector<int64_t>& w, int64_t K, int64_t C, int64_t R,
+                                   int64_t S, int64_t icb) {
+  const int64_t cb = C / icb;
+  std::vector<int8_t> packed(static_cast<size_t>(blocks(K, kLanes) * cb * R * S * icb * kLanes), 0);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t x = 0; x < S; ++x)
+          packed[static_cast<size_t>(
+              (((((k / kLanes * cb + c / icb) * R + r) * S + x) * (icb / kDepth) +
+                c % icb / kDepth) *
+                   kLanes +
+               k % kLanes) *
+                  kDepth +
+              c % kDepth)] =
+              static_cast<int8_t>(w[static_cast<size_t>(((k * C + c) * R + r) * S + x)]);
+  return packed;
+}
+
+std::vector<int8_t> pack_gemm_b_u8s8(const std::vector<int64_t>& w, int64_t K, int64_t N, bool nt) {
+  const int64_t kb = blocks(K, kDepth);
+  std::vector<int8_t> packed(static_cast<size_t>(blocks(N, kLanes) * kb * kLanes * kDepth), 0);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j)
+      packed[static_cast<size_t>(((j / kLanes * kb + k / kDepth) * kLanes + j % kLanes) * kDepth +
+                                 k % kDepth)] =
+          static_cast<int8_t>(w[static_cast<size_t>(nt ? j * K + k : k * N + j)]);
+  return packed;
+}
+
+}  // namespace ktune::deploy
