@@ -6,11 +6,17 @@
 
 #include <pqxx/pqxx>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <optional>
+#include <set>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -24,11 +30,16 @@ namespace {
 enum class Param { kNull, kInt8, kFloat8, kText, kBytea };
 constexpr std::string_view cast_of(Param type) {
   switch (type) {
-    case Param::kInt8: return "::int8";
-    case Param::kFloat8: return "::float8";
-    case Param::kText: return "::text";
-    case Param::kBytea: return "::bytea";
-    case Param::kNull: break;
+    case Param::kInt8:
+      return "::int8";
+    case Param::kFloat8:
+      return "::float8";
+    case Param::kText:
+      return "::text";
+    case Param::kBytea:
+      return "::bytea";
+    case Param::kNull:
+      break;
   }
   return "";
 }
@@ -201,20 +212,14 @@ class Silent final : public pqxx::errorhandler {
 
 class PgConnection final : public ConnectionDriver {
  public:
-  PgConnection(const std::string& url, std::string location) : location_(std::move(location)) {
+  PgConnection(std::string url, std::string location)
+      : url_(std::move(url)), location_(std::move(location)) {
     try {
-      conn_ = std::make_unique<pqxx::connection>(url);
+      connect();
     } catch (const std::exception& e) {
       throw Error(ErrorKind::kDatabase,
                   "cannot open tuning log '" + location_ + "': " + one_line(e.what()));
     }
-    silent_ = std::make_unique<Silent>(*conn_);
-    // This driver keeps the session's state (settings, holds): libpqxx must not reconnect behind
-    // its back.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    conn_->inhibit_reactivation(true);
-#pragma GCC diagnostic pop
   }
   ~PgConnection() override { tx_.reset(); }
 
@@ -227,7 +232,7 @@ class PgConnection final : public ConnectionDriver {
     for (Param t : types) key += static_cast<char>('0' + static_cast<int>(t));
     std::vector<const char*> params(values.size());
     for (size_t i = 0; i < values.size(); ++i) params[i] = values[i] ? values[i]->c_str() : nullptr;
-    return guard(sql, [&] {
+    return guard(sql, Step::kStatement, [&] {
       auto it = prepared_.find(key);
       if (it == prepared_.end()) {
         const std::string name = "ktune_" + std::to_string(prepared_.size());
@@ -250,7 +255,8 @@ class PgConnection final : public ConnectionDriver {
   }
   void exec(std::string_view sql) override {
     const std::string text(sql);
-    guard(text, [&] { return in_work([&](pqxx::transaction_base& t) { return t.exec(text); }); });
+    guard(text, Step::kStatement,
+          [&] { return in_work([&](pqxx::transaction_base& t) { return t.exec(text); }); });
   }
   int64_t last_insert_id() override { return query_int("SELECT lastval()"); }
   int64_t changes() const override { return changes_; }
@@ -258,7 +264,7 @@ class PgConnection final : public ConnectionDriver {
     return last_state_ == kLockNotAvailable || last_state_ == kDeadlock;
   }
   void begin(TransactionMode mode) override {
-    guard("BEGIN", [&] {
+    guard("BEGIN", Step::kBegin, [&] {
       if (mode == TransactionMode::kDeferred)
         tx_ = std::make_unique<pqxx::transaction<pqxx::repeatable_read>>(*conn_);
       else
@@ -275,7 +281,7 @@ class PgConnection final : public ConnectionDriver {
     }
   }
   void commit() override {
-    guard("COMMIT", [&] {
+    guard("COMMIT", Step::kCommit, [&] {
       std::unique_ptr<pqxx::transaction_base> tx = std::move(tx_);
       tx->commit();
       return pqxx::result();
@@ -290,9 +296,16 @@ class PgConnection final : public ConnectionDriver {
   }
   void set_busy_timeout(int ms) override {
     // 0 would mean "wait forever" here, where SQLite's 0 means "do not wait".
-    exec("SET lock_timeout = " + std::to_string(std::max(1, ms)));
+    exec(settings_.emplace_back("SET lock_timeout = " + std::to_string(std::max(1, ms))));
   }
-  void set_read_only() override { exec("SET default_transaction_read_only = on"); }
+  void set_read_only() override {
+    exec(settings_.emplace_back("SET default_transaction_read_only = on"));
+  }
+  void set_reconnect_for(double seconds, std::function<bool()> stop) override {
+    reconnect_for_s_ = std::max(0.0, seconds);
+    stop_waiting_ = std::move(stop);
+  }
+  Lost last_error_lost() const override { return lost_; }
 
   // SQLite's INTEGER is 64 bits, REAL a double, and TEXT compares bytewise: on PostgreSQL
   // BIGINT, DOUBLE PRECISION and TEXT COLLATE "C" (so ORDER BY gives SQLite's order); an
@@ -424,15 +437,99 @@ class PgConnection final : public ConnectionDriver {
   // A session-level advisory lock of the two-key form, which PostgreSQL keeps apart from the
   // one-key write lock above.
   bool try_hold(int32_t space, int32_t key) override {
-    return query_int("SELECT pg_try_advisory_lock(" + std::to_string(space) + ", " +
-                     std::to_string(key) + ")") == 1;
+    const bool held = query_int(hold_sql(space, key)) == 1;
+    if (held) holds_.insert({space, key});
+    return held;
   }
   void release_hold(int32_t space, int32_t key) override {
+    holds_.erase({space, key});
     exec("SELECT pg_advisory_unlock(" + std::to_string(space) + ", " + std::to_string(key) + ")");
   }
 
-
  private:
+  // Where in a transaction a statement runs: what a lost connection did to it.
+  enum class Step { kBegin, kStatement, kCommit };
+
+  static std::string hold_sql(int32_t space, int32_t key) {
+    return "SELECT pg_try_advisory_lock(" + std::to_string(space) + ", " + std::to_string(key) +
+           ")";
+  }
+  // A new connection to the server, with this connection's settings and holds.
+  void connect() {
+    tx_.reset();
+    silent_.reset();
+    conn_.reset();
+    prepared_.clear();
+    conn_ = std::make_unique<pqxx::connection>(url_);
+    silent_ = std::make_unique<Silent>(*conn_);
+    // This driver keeps the session's state (settings, holds) and reconnects itself: libpqxx
+    // must not reconnect behind its back.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    conn_->inhibit_reactivation(true);
+#pragma GCC diagnostic pop
+    pqxx::nontransaction session(*conn_);
+    // Text columns hold UTF-8 (JSON, keys); notices below warnings are not for the user.
+    session.exec("SET client_encoding = 'UTF8'; SET client_min_messages = warning");
+    for (const std::string& setting : settings_) session.exec(setting);
+    for (auto it = holds_.begin(); it != holds_.end();) {
+      const auto [space, key] = *it;
+      if (session.exec(hold_sql(space, key))[0][0].as<bool>()) {
+        ++it;
+        continue;
+      }
+      spdlog::warn(
+          "tuning log '{}': the hold ({}, {}) went to another connection while this one "
+          "was lost",
+          location_, space, key);
+      it = holds_.erase(it);
+    }
+  }
+  // Connects again, retrying with growing pauses until reconnect_for_s_ has passed; then throws
+  // Error(kDatabase) with the last reason.
+  void reconnect() {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    const auto give_up = start + std::chrono::duration<double>(reconnect_for_s_);
+    spdlog::warn(
+        "tuning log '{}': the connection to PostgreSQL was lost; reconnecting for up to "
+        "{} s",
+        location_, reconnect_for_s_);
+    auto pause = std::chrono::milliseconds(100);
+    for (;;) {
+      std::string why;
+      try {
+        connect();
+        broken_ = false;
+        spdlog::info("tuning log '{}': reconnected after {:.1f} s", location_,
+                     std::chrono::duration<double>(Clock::now() - start).count());
+        return;
+      } catch (const std::exception& e) {
+        why = one_line(e.what());
+      }
+      if (Clock::now() + pause > give_up)
+        throw Error(ErrorKind::kDatabase, "tuning log '" + location_ +
+                                              "': lost the connection to PostgreSQL, which did not "
+                                              "come back within " +
+                                              format_seconds(reconnect_for_s_) + " s: " + why);
+      // In slices, so that a stop ends the wait at once.
+      for (auto slept = std::chrono::milliseconds(0); slept < pause;
+           slept += std::chrono::milliseconds(50)) {
+        if (stop_waiting_ && stop_waiting_())
+          throw Error(ErrorKind::kDatabase, "tuning log '" + location_ +
+                                                "': lost the connection to PostgreSQL, and "
+                                                "stopped waiting for it: " +
+                                                why);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      pause = std::min(pause * 2, std::chrono::milliseconds(2000));
+    }
+  }
+  static std::string format_seconds(double s) {
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, s);
+    return std::string(buf, end);
+  }
   // Runs `statement` on the open transaction, or on its own (autocommit) outside one.
   template <class Statement>
   pqxx::result in_work(Statement&& statement) {
@@ -440,24 +537,55 @@ class PgConnection final : public ConnectionDriver {
     pqxx::nontransaction alone(*conn_);
     return statement(alone);
   }
-  // Runs `body` (libpqxx calls for statement `sql`), keeping its count of changed rows; turns a
-  // failure into Error(kDatabase) with the server's message.
+  // Runs `body` (libpqxx calls for statement `sql`, at `step` of a transaction), keeping its
+  // count of changed rows; turns a failure into Error(kDatabase) with the server's message. A
+  // lost connection (see set_reconnect_for) is waited for and the statement run again when no
+  // transaction is open; inside one, the transaction is gone and the failure says so (lost_).
   template <class Body>
-  pqxx::result guard(const std::string& sql, Body&& body) {
-    try {
-      pqxx::result result = body();
-      changes_ = static_cast<int64_t>(result.affected_rows());
+  pqxx::result guard(const std::string& sql, Step step, Body&& body) {
+    lost_ = Lost::kNo;
+    for (;;) {
+      std::string lost_because;
+      try {
+        if (broken_) {
+          if (reconnect_for_s_ <= 0) fail(sql, "the connection to PostgreSQL was lost");
+          reconnect();
+        }
+        pqxx::result result = body();
+        changes_ = static_cast<int64_t>(result.affected_rows());
+        last_state_.clear();
+        return result;
+      } catch (const pqxx::broken_connection& e) {
+        lost_because = e.what();
+      } catch (const pqxx::in_doubt_error& e) {
+        lost_because = e.what();
+      } catch (const pqxx::sql_error& e) {
+        // The server's last words before it closed the connection (it was shut down) come as an
+        // error of the statement.
+        if (conn_->is_open()) {
+          last_state_ = e.sqlstate();
+          fail(sql, e.what());
+        }
+        lost_because = e.what();
+      } catch (const pqxx::deadlock_detected& e) {
+        last_state_ = std::string(kDeadlock);
+        fail(sql, e.what());
+      } catch (const pqxx::failure& e) {
+        if (conn_->is_open()) {
+          last_state_.clear();
+          fail(sql, e.what());
+        }
+        lost_because = e.what();
+      }
+      broken_ = true;
       last_state_.clear();
-      return result;
-    } catch (const pqxx::sql_error& e) {
-      last_state_ = e.sqlstate();
-      fail(sql, e.what());
-    } catch (const pqxx::deadlock_detected& e) {
-      last_state_ = std::string(kDeadlock);
-      fail(sql, e.what());
-    } catch (const pqxx::failure& e) {
-      last_state_.clear();
-      fail(sql, e.what());
+      const bool in_transaction = tx_ || step == Step::kCommit;
+      tx_.reset();
+      if (reconnect_for_s_ <= 0) fail(sql, lost_because);
+      if (in_transaction) {
+        lost_ = step == Step::kCommit ? Lost::kAtCommit : Lost::kBeforeCommit;
+        fail(sql, "the connection to PostgreSQL was lost mid-transaction: " + lost_because);
+      }
     }
   }
   [[noreturn]] void fail(const std::string& sql, const std::string& message) {
@@ -480,12 +608,20 @@ class PgConnection final : public ConnectionDriver {
     return s.step() ? std::strtoll(s.column_text(0).c_str(), nullptr, 10) : 0;
   }
 
+  const std::string url_;  // as given, password included: what reconnect() dials
   std::string location_;
   std::unique_ptr<pqxx::connection> conn_;
   std::unique_ptr<Silent> silent_;
   std::unique_ptr<pqxx::transaction_base> tx_;  // the open transaction, if any
   // Statements prepared on this connection: their text and parameter types -> their name.
   std::unordered_map<std::string, std::string> prepared_;
+  // What every new connection is set up with again: SET statements, and the holds it has.
+  std::vector<std::string> settings_;
+  std::set<std::pair<int32_t, int32_t>> holds_;
+  double reconnect_for_s_ = 0;
+  std::function<bool()> stop_waiting_;  // ends a wait for the server when it returns true
+  bool broken_ = false;  // the connection was lost: the next statement reconnects first
+  Lost lost_ = Lost::kNo;
   int64_t changes_ = 0;
   std::string last_state_;  // SQLSTATE of the last failure, "" after a success
 };
@@ -498,10 +634,7 @@ bool PgStatement::step() {
 }  // namespace
 
 std::unique_ptr<ConnectionDriver> open_postgres(const std::string& url) {
-  auto driver = std::make_unique<PgConnection>(url, shown_location(url));
-  // Text columns hold UTF-8 (JSON, keys); notices below warnings are not for the user.
-  driver->exec("SET client_encoding = 'UTF8'; SET client_min_messages = warning");
-  return driver;
+  return std::make_unique<PgConnection>(url, shown_location(url));
 }
 
 }  // namespace ktune::tuning_db::sql
