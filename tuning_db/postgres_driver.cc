@@ -68,8 +68,12 @@ std::string one_line(std::string message) {
   return out;
 }
 
-// The highest N of the ?N parameters of `sql` (outside quoted text).
-int highest_parameter(std::string_view sql) {
+// `sql` with ?N written $N and cast to the type parameter N is bound with (types[N - 1]; none past
+// the end of `types`), outside quoted text: the server then plans it with those types, as SQLite
+// takes any. And the highest N.
+std::pair<std::string, int> translate(std::string_view sql, const std::vector<Param>& types) {
+  std::string out;
+  out.reserve(sql.size() + 8 * types.size());
   int highest = 0;
   char quote = 0;
   for (size_t i = 0; i < sql.size(); ++i) {
@@ -81,29 +85,8 @@ int highest_parameter(std::string_view sql) {
     } else if (c == '?' && i + 1 < sql.size() &&
                std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
       int n = 0;
-      std::from_chars(sql.data() + i + 1, sql.data() + sql.size(), n);
-      highest = std::max(highest, n);
-    }
-  }
-  return highest;
-}
-
-// `sql` with ?N written $N and cast to the type parameter N is bound with (types[N - 1]), outside
-// quoted text: the server then plans it with those types, as SQLite takes any.
-std::string translate(std::string_view sql, const std::vector<Param>& types) {
-  std::string out;
-  out.reserve(sql.size() + 8 * types.size());
-  char quote = 0;
-  for (size_t i = 0; i < sql.size(); ++i) {
-    const char c = sql[i];
-    if (quote) {
-      if (c == quote) quote = 0;
-    } else if (c == '\'' || c == '"') {
-      quote = c;
-    } else if (c == '?' && i + 1 < sql.size() &&
-               std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
-      int n = 0;
       auto [end, ec] = std::from_chars(sql.data() + i + 1, sql.data() + sql.size(), n);
+      highest = std::max(highest, n);
       out += '$';
       out.append(sql.data() + i + 1, end);
       if (n >= 1 && n <= static_cast<int>(types.size()))
@@ -113,7 +96,7 @@ std::string translate(std::string_view sql, const std::vector<Param>& types) {
     }
     out += c;
   }
-  return out;
+  return {out, highest};
 }
 
 class PgConnection;
@@ -121,7 +104,7 @@ class PgConnection;
 class PgStatement final : public StatementDriver {
  public:
   PgStatement(PgConnection& conn, std::string_view sql) : conn_(conn), sql_(sql) {
-    const auto n = static_cast<size_t>(highest_parameter(sql));
+    const auto n = static_cast<size_t>(translate(sql, {}).second);
     values_.resize(n);
     types_.assign(n, Param::kNull);
   }
@@ -236,7 +219,7 @@ class PgConnection final : public ConnectionDriver {
       auto it = prepared_.find(key);
       if (it == prepared_.end()) {
         const std::string name = "ktune_" + std::to_string(prepared_.size());
-        conn_->prepare(name, translate(sql, types));
+        conn_->prepare(name, translate(sql, types).first);
         it = prepared_.emplace(std::move(key), name).first;
       }
       const std::string& name = it->second;

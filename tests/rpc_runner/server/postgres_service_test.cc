@@ -93,6 +93,27 @@ class PostgresService : public ::testing::Test {
         [&] { return a.client->devices().size() == 1 && b.client->devices().size() == 1; }, 20));
   }
 
+  // A job of kMidJobTrials trials on one server (which waits `db_retry_s` for PostgreSQL) with its
+  // device, followed by `ktune jobs watch`: started, and 16 trials into it.
+  static constexpr uint64_t kMidJobTrials = 120;
+  struct MidJob : Served {
+    uint64_t id = 0;
+    std::unique_ptr<Child> watcher;
+  };
+  void start_mid_job(MidJob& m, const std::string& db_retry_s) {
+    m.server = start_server("server", m.address, "0", db_retry_s);
+    ASSERT_FALSE(m.address.empty()) << err_of("server");
+    m.device = device(m.address);
+    m.client = client_of(m.address);
+    ASSERT_TRUE(wait_until([&] { return m.client->devices().size() == 1; }, 20));
+    m.id = m.client->submit(matmul_job("cpu", kMidJobTrials)).id;
+    m.watcher = std::make_unique<Child>(
+        std::vector<std::string>{KTUNE_BIN, "jobs", "watch", std::to_string(m.id), "--json",
+                                 "--server", m.address},
+        temp_.path / "watch.out", temp_.path / "watch.err");
+    ASSERT_TRUE(wait_until([&] { return m.client->job(m.id).done >= 16; }, 60));
+  }
+
   // Job `id` is done in the log, with `trials` records of its run.
   void expect_done_in_log(uint64_t id, uint64_t trials) {
     auto db = tuning_db::Database::open(log_, {.create = false});
@@ -245,17 +266,11 @@ TEST_F(PostgresService, AServerTakesOverTheJobOfAServerThatDied) {
 // PostgreSQL stopped by its administrator mid-job and started again a few seconds later: the job
 // waits for it and goes on, every trial logged once, and a client watching it sees no error.
 TEST_F(PostgresService, PostgreSQLStoppingMidJobPausesTheJobUntilItIsBack) {
-  std::string address;
-  auto server = start_server("server", address);
-  ASSERT_FALSE(address.empty()) << err_of("server");
-  auto quick = device(address);
-  auto client = client_of(address);
-  ASSERT_TRUE(wait_until([&] { return client->devices().size() == 1; }, 20));
-  constexpr uint64_t kTrials = 120;
-  const uint64_t id = client->submit(matmul_job("cpu", kTrials)).id;
-  Child watcher({KTUNE_BIN, "jobs", "watch", std::to_string(id), "--json", "--server", address},
-                temp_.path / "watch.out", temp_.path / "watch.err");
-  ASSERT_TRUE(wait_until([&] { return client->job(id).done >= 16; }, 60));
+  MidJob m;
+  ASSERT_NO_FATAL_FAILURE(start_mid_job(m, "60"));
+  auto& client = m.client;
+  const uint64_t id = m.id;
+  constexpr uint64_t kTrials = kMidJobTrials;
 
   postgres_->stop("fast");
   std::this_thread::sleep_for(std::chrono::seconds(4));
@@ -268,7 +283,7 @@ TEST_F(PostgresService, PostgreSQLStoppingMidJobPausesTheJobUntilItIsBack) {
   const JobEvent last = client->watch(id);
   ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
   EXPECT_EQ(last.job.done, kTrials);
-  EXPECT_EQ(watcher.wait(60), 0) << read_file(temp_.path / "watch.err");
+  EXPECT_EQ(m.watcher->wait(60), 0) << read_file(temp_.path / "watch.err");
   EXPECT_EQ(read_file(temp_.path / "watch.err"), "");
   // Every trial once, in the job's run, and the fallback config.
   EXPECT_EQ(records_once().size(), kTrials + 1);
@@ -282,18 +297,14 @@ TEST_F(PostgresService, PostgreSQLStoppingMidJobPausesTheJobUntilItIsBack) {
 // than the server waits for it.
 TEST_F(PostgresService,
        PostgreSQLAwayLongerThanTheRetryBoundFailsTheJobInOneLineAndARestartResumesIt) {
-  std::string address;
-  auto server = start_server("server", address, "0", "2");
-  ASSERT_FALSE(address.empty()) << err_of("server");
+  MidJob m;
+  ASSERT_NO_FATAL_FAILURE(start_mid_job(m, "2"));
+  auto& server = m.server;
+  auto& client = m.client;
+  std::string& address = m.address;
   const std::string port = address.substr(address.rfind(':') + 1);
-  auto quick = device(address);
-  auto client = client_of(address);
-  ASSERT_TRUE(wait_until([&] { return client->devices().size() == 1; }, 20));
-  constexpr uint64_t kTrials = 120;
-  const uint64_t id = client->submit(matmul_job("cpu", kTrials)).id;
-  Child watcher({KTUNE_BIN, "jobs", "watch", std::to_string(id), "--json", "--server", address},
-                temp_.path / "watch.out", temp_.path / "watch.err");
-  ASSERT_TRUE(wait_until([&] { return client->job(id).done >= 16; }, 60));
+  const uint64_t id = m.id;
+  constexpr uint64_t kTrials = kMidJobTrials;
 
   // PostgreSQL goes away mid-job: the job fails with the reason, the server goes on serving.
   postgres_->stop();
@@ -304,7 +315,7 @@ TEST_F(PostgresService,
   EXPECT_NE(failed.message.find("did not come back within 2 s"), std::string::npos)
       << failed.message;
   EXPECT_LT(failed.done, kTrials);
-  EXPECT_EQ(watcher.wait(20), 1) << read_file(temp_.path / "watch.err");
+  EXPECT_EQ(m.watcher->wait(20), 1) << read_file(temp_.path / "watch.err");
   const std::string said = read_file(temp_.path / "watch.err");
   EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
   EXPECT_NE(said.find("failed: the tuning log failed"), std::string::npos) << said;
