@@ -190,6 +190,11 @@ void add_server(CLI::App& app) {
                   "The tuning log: a SQLite file (one server per file) or a "
                   "postgresql:// URL (servers may share it)")
       ->capture_default_str();
+  cmd->add_option("--db-retry-s", s.db_retry_s,
+                  "A PostgreSQL log that goes away is waited for this long (its jobs pause) "
+                  "before its jobs fail, s (0 = at once)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("--token-file", s.token_file,
                   "Lines 'worker: TOKEN', 'admin: TOKEN' and 'client NAME: TOKEN' (each token "
                   ">= 16 chars; an older file's 'client: TOKEN' is the admin's)")

@@ -55,66 +55,68 @@ std::vector<int64_t> ClaimStore::claim(std::string_view workload_key, const Targ
   if (indices.empty()) return granted;
   const double now = now_seconds();
   // Immediate: the look at the records and claims and the insert are one step for every writer.
-  sql::Transaction txn(impl_.conn);
-  {
-    auto s = impl_.use("DELETE FROM claims WHERE expires_at < ?1");
-    s->bind(1, now);
-    s->run();
-  }
-  const auto workload = impl_.workload_id(workload_key);
-  const std::vector<int64_t> targets = impl_.target_ids(target);
-  for (int64_t index : indices) {
-    bool measured = false;
-    for (size_t t = 0; workload && t < targets.size() && !measured; ++t) {
-      auto s = impl_.use(
-          "SELECT 1 FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 AND "
-          "r.config_index = ?3 "
-          "AND r.emulated = ?4 LIMIT 1");
-      s->bind(1, *workload).bind(2, targets[t]).bind(3, index).bind(4, int64_t{emulated});
-      measured = s->step();
-    }
-    if (measured) continue;
+  // Run again after a lost connection, it grants this owner's claims again.
+  sql::with_transaction(impl_.conn, sql::TransactionMode::kImmediate, [&](bool) {
+    granted.clear();
     {
-      auto s = impl_.use(
-          "SELECT owner, host, pid FROM claims WHERE workload_key = ?1 AND target = ?2 AND "
-          "emulated = ?4 "
-          "AND config_index = ?3");
-      s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, int64_t{emulated});
-      if (s->step() && s->column_text(0) != owner.id &&
-          !(s->column_text(1) == owner.host && process_gone(s->column_int(2))))
-        continue;  // another live run measures it
+      auto s = impl_.use("DELETE FROM claims WHERE expires_at < ?1");
+      s->bind(1, now);
+      s->run();
     }
-    auto s = impl_.use(
-        "INSERT INTO claims(workload_key, target, config_index, owner, host, pid, expires_at, "
-        "emulated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
-        "ON CONFLICT(workload_key, target, emulated, config_index) DO UPDATE SET "
-        "owner = excluded.owner, host = excluded.host, pid = excluded.pid, "
-        "expires_at = excluded.expires_at");
-    s->bind(1, workload_key)
-        .bind(2, target.target)
-        .bind(3, index)
-        .bind(4, owner.id)
-        .bind(5, owner.host);
-    s->bind(6, owner.pid).bind(7, now + ttl_s).bind(8, int64_t{emulated});
-    s->run();
-    granted.push_back(index);
-  }
-  txn.commit();
+    const auto workload = impl_.workload_id(workload_key);
+    const std::vector<int64_t> targets = impl_.target_ids(target);
+    for (int64_t index : indices) {
+      bool measured = false;
+      for (size_t t = 0; workload && t < targets.size() && !measured; ++t) {
+        auto s = impl_.use(
+            "SELECT 1 FROM records r WHERE r.workload_id = ?1 AND r.target_id = ?2 AND "
+            "r.config_index = ?3 "
+            "AND r.emulated = ?4 LIMIT 1");
+        s->bind(1, *workload).bind(2, targets[t]).bind(3, index).bind(4, int64_t{emulated});
+        measured = s->step();
+      }
+      if (measured) continue;
+      {
+        auto s = impl_.use(
+            "SELECT owner, host, pid FROM claims WHERE workload_key = ?1 AND target = ?2 AND "
+            "emulated = ?4 "
+            "AND config_index = ?3");
+        s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, int64_t{emulated});
+        if (s->step() && s->column_text(0) != owner.id &&
+            !(s->column_text(1) == owner.host && process_gone(s->column_int(2))))
+          continue;  // another live run measures it
+      }
+      auto s = impl_.use(
+          "INSERT INTO claims(workload_key, target, config_index, owner, host, pid, expires_at, "
+          "emulated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+          "ON CONFLICT(workload_key, target, emulated, config_index) DO UPDATE SET "
+          "owner = excluded.owner, host = excluded.host, pid = excluded.pid, "
+          "expires_at = excluded.expires_at");
+      s->bind(1, workload_key)
+          .bind(2, target.target)
+          .bind(3, index)
+          .bind(4, owner.id)
+          .bind(5, owner.host);
+      s->bind(6, owner.pid).bind(7, now + ttl_s).bind(8, int64_t{emulated});
+      s->run();
+      granted.push_back(index);
+    }
+  });
   return granted;
 }
 
 void ClaimStore::release(const ClaimOwner& owner, std::string_view workload_key,
                          const TargetKey& target, const std::vector<int64_t>& indices) {
   if (indices.empty()) return;
-  sql::Transaction txn(impl_.conn);
-  for (int64_t index : indices) {
-    auto s = impl_.use(
-        "DELETE FROM claims WHERE workload_key = ?1 AND target = ?2 AND config_index = ?3 AND "
-        "owner = ?4");
-    s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, owner.id);
-    s->run();
-  }
-  txn.commit();
+  sql::with_transaction(impl_.conn, sql::TransactionMode::kImmediate, [&](bool) {
+    for (int64_t index : indices) {
+      auto s = impl_.use(
+          "DELETE FROM claims WHERE workload_key = ?1 AND target = ?2 AND config_index = ?3 AND "
+          "owner = ?4");
+      s->bind(1, workload_key).bind(2, target.target).bind(3, index).bind(4, owner.id);
+      s->run();
+    }
+  });
 }
 
 int64_t ClaimStore::release_all(const ClaimOwner& owner) {

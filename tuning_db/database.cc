@@ -400,6 +400,7 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
     auto impl = std::make_unique<Impl>();
     impl->record_check = options.record_check ? options.record_check : default_record_check();
     impl->conn = open_postgres_log(path, options, impl->opened_version);
+    impl->conn.driver().set_reconnect_for(options.reconnect_for_s, options.stop_waiting);
     if (options.read_only) {
       impl->has_emulated = impl->opened_version >= kEmulatedSchemaVersion;
       impl->has_tenants = impl->opened_version >= kTenantsSchemaVersion;
@@ -474,10 +475,16 @@ std::vector<int64_t> Database::add(const std::vector<Record>& records) {
   ids.reserve(records.size());
   if (records.empty()) return ids;
   double created_at = now_seconds();
-  sql::Transaction txn(impl_->conn);
-  impl_->begin_batch();
-  for (const Record& r : records) ids.push_back(impl_->insert(r, created_at));
-  txn.commit();
+  // Run again after a lost connection whose commit may have been applied, it skips the records
+  // the log holds (the same measurement: held()), so nothing is added twice.
+  sql::with_transaction(impl_->conn, sql::TransactionMode::kImmediate, [&](bool again) {
+    ids.clear();
+    impl_->begin_batch();
+    for (const Record& r : records) {
+      const auto held = again ? impl_->held(r) : std::nullopt;
+      ids.push_back(held ? held->id : impl_->insert(r, created_at));
+    }
+  });
   return ids;
 }
 
@@ -487,21 +494,21 @@ void Database::retime(int64_t record_id, const std::vector<double>& rounds) {
   for (double c : rounds)
     if (!std::isfinite(c) || c < 0)
       throw Error(ErrorKind::kInvalidArgument, "re-timed costs must be finite and non-negative");
-  sql::Transaction txn(impl_->conn);
-  Record r;
-  {
-    auto s = impl_->use(std::string(kRecordColumns) + "AND r.id = ?1");
-    s->bind(1, record_id);
-    if (!s->step())
-      throw Error(ErrorKind::kNotFound, "no record " + std::to_string(record_id) + " to re-time");
-    r = Impl::read_record(*s);
-  }
-  if (!r.ok())
-    throw Error(ErrorKind::kInvalidArgument,
-                "record " + std::to_string(record_id) + " failed; only a timing can be re-timed");
-  r.retimed_costs = rounds;
-  impl_->write_retiming(record_id, r);
-  txn.commit();
+  sql::with_transaction(impl_->conn, sql::TransactionMode::kImmediate, [&](bool) {
+    Record r;
+    {
+      auto s = impl_->use(std::string(kRecordColumns) + "AND r.id = ?1");
+      s->bind(1, record_id);
+      if (!s->step())
+        throw Error(ErrorKind::kNotFound, "no record " + std::to_string(record_id) + " to re-time");
+      r = Impl::read_record(*s);
+    }
+    if (!r.ok())
+      throw Error(ErrorKind::kInvalidArgument,
+                  "record " + std::to_string(record_id) + " failed; only a timing can be re-timed");
+    r.retimed_costs = rounds;
+    impl_->write_retiming(record_id, r);
+  });
 }
 
 std::vector<Record> Database::top_k(std::string_view workload_key, const TargetKey& target,

@@ -39,6 +39,14 @@ struct OpenOptions {
   // import_jsonl rejects them, check() reports them and remove_invalid() deletes them. Null: the
   // process default (default_record_check()); with none installed, records are not checked.
   std::shared_ptr<const RecordCheck> record_check = nullptr;
+  // PostgreSQL: how long to wait for the server when the connection to it is lost (a restart, a
+  // failover) before a call fails; a write cut by the loss runs again on the new connection,
+  // adding nothing twice (sql::ConnectionDriver::set_reconnect_for). 0: a lost connection fails
+  // the call. No effect on SQLite.
+  double reconnect_for_s = 0;
+  // While waiting for the server: when it returns true, the wait ends and the call fails (a server
+  // that is stopping). Empty: the wait runs its course.
+  std::function<bool()> stop_waiting = nullptr;
 };
 
 // Which records best/top_k serve.

@@ -72,33 +72,38 @@ JobStore::JobStore(Database& db) : impl_(*db.impl_) {}
 
 int64_t JobStore::add(const JobRow& job, bool hold) {
   if (job.device_key.empty()) throw Error(ErrorKind::kInvalidArgument, "a job needs a device key");
-  sql::Transaction txn(impl_.conn);
-  auto s = impl_.use(
-      "INSERT INTO jobs(spec, device_key, priority, owner, state, run_id, target, message, "
-      "summary, created_at, updated_at, finished_at, client) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)");
-  const double now = now_seconds();
-  s->bind(1, job.spec.dump())
-      .bind(2, job.device_key)
-      .bind(3, int64_t{job.priority})
-      .bind(4, job.owner);
-  s->bind(5, to_string(job.state));
-  if (job.run_id)
-    s->bind(6, job.run_id);
-  else
-    s->bind_null(6);
-  s->bind(7, job.target).bind(8, job.message).bind(9, job.summary).bind(10, now);
-  if (is_terminal(job.state))
-    s->bind(11, now);
-  else
-    s->bind_null(11);
-  s->bind(12, job.client);
-  s->run();
-  const int64_t id = impl_.conn.last_insert_rowid();
-  if (hold && !try_hold(id))
-    throw Error(ErrorKind::kInternal, "job " + std::to_string(id) + " is held before it exists");
-  txn.commit();
-  return id;
+  // A commit cut by a lost connection may have stored the job: it is not stored again.
+  return sql::with_transaction(impl_.conn, sql::TransactionMode::kImmediate, [&](bool again) {
+    if (again)
+      throw Error(ErrorKind::kDatabase, "tuning log '" + impl_.conn.path() +
+                                            "': the connection was lost while a job was stored; "
+                                            "it may be in the log (ktune jobs --all)");
+    auto s = impl_.use(
+        "INSERT INTO jobs(spec, device_key, priority, owner, state, run_id, target, message, "
+        "summary, created_at, updated_at, finished_at, client) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)");
+    const double now = now_seconds();
+    s->bind(1, job.spec.dump())
+        .bind(2, job.device_key)
+        .bind(3, int64_t{job.priority})
+        .bind(4, job.owner);
+    s->bind(5, to_string(job.state));
+    if (job.run_id)
+      s->bind(6, job.run_id);
+    else
+      s->bind_null(6);
+    s->bind(7, job.target).bind(8, job.message).bind(9, job.summary).bind(10, now);
+    if (is_terminal(job.state))
+      s->bind(11, now);
+    else
+      s->bind_null(11);
+    s->bind(12, job.client);
+    s->run();
+    const int64_t id = impl_.conn.last_insert_rowid();
+    if (hold && !try_hold(id))
+      throw Error(ErrorKind::kInternal, "job " + std::to_string(id) + " is held before it exists");
+    return id;
+  });
 }
 
 bool JobStore::try_hold(int64_t id) {
@@ -139,6 +144,14 @@ std::optional<JobRow> JobStore::get(int64_t id) {
   s->bind(1, id);
   if (!s->step()) return std::nullopt;
   return read_job(*s);
+}
+
+std::vector<JobRow> JobStore::since(int64_t after) {
+  auto s = impl_.use(std::string(kJobColumns) + "WHERE id > ?1 ORDER BY id");
+  s->bind(1, after);
+  std::vector<JobRow> out;
+  while (s->step()) out.push_back(read_job(*s));
+  return out;
 }
 
 std::vector<JobRow> JobStore::all(bool unfinished_only) {

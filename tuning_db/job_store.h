@@ -71,6 +71,10 @@ class JobStore {
   std::optional<JobRow> get(int64_t id);
   // Every job (or only the queued and running ones), by id. Throws as get().
   std::vector<JobRow> all(bool unfinished_only = false);
+  // The jobs of id above `after`, by id: those stored since a reader saw job `after` (ids grow in
+  // the order jobs are stored, since add() holds the log's write lock). One look-up of the primary
+  // key, whatever the jobs table holds. Throws as get().
+  std::vector<JobRow> since(int64_t after);
 
  private:
   Database::Impl& impl_;

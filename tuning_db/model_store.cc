@@ -14,16 +14,16 @@ void ModelStore::save(const ModelInfo& info, std::span<const uint8_t> blob) {
   if (info.name.empty() || info.scope.empty() || info.target.target.empty()) {
     throw Error(ErrorKind::kInvalidArgument, "a saved model needs a name, a scope and a target");
   }
-  sql::Transaction txn(impl_.conn);
-  int64_t target = impl_.ensure_target(info.target);
-  auto s = impl_.use(
-      "INSERT INTO models(name, scope, target_id, blob, metadata, created_at) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name, scope, target_id) DO UPDATE SET "
-      "blob = excluded.blob, metadata = excluded.metadata, created_at = excluded.created_at");
-  s->bind(1, info.name).bind(2, info.scope).bind(3, target).bind_blob(4, blob);
-  s->bind(5, info.metadata.dump()).bind(6, now_seconds());
-  s->run();
-  txn.commit();
+  sql::with_transaction(impl_.conn, sql::TransactionMode::kImmediate, [&](bool) {
+    int64_t target = impl_.ensure_target(info.target);
+    auto s = impl_.use(
+        "INSERT INTO models(name, scope, target_id, blob, metadata, created_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name, scope, target_id) DO UPDATE SET "
+        "blob = excluded.blob, metadata = excluded.metadata, created_at = excluded.created_at");
+    s->bind(1, info.name).bind(2, info.scope).bind(3, target).bind_blob(4, blob);
+    s->bind(5, info.metadata.dump()).bind(6, now_seconds());
+    s->run();
+  });
 }
 
 std::optional<SavedModel> ModelStore::load(std::string_view name, std::string_view scope,

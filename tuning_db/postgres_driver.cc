@@ -1,32 +1,55 @@
-// The PostgreSQL driver, over libpq: ?N parameters become $N, every statement runs with typed
-// parameters and text results, and the PostgreSQL side of every backend difference (the schema
-// version in the meta table, an advisory lock for the one writer, DDL types).
+// The PostgreSQL driver, over libpqxx: ?N parameters become $N cast to the type each is bound with,
+// every statement is prepared once per connection, and the PostgreSQL side of every backend
+// difference (the schema version in the meta table, an advisory lock for the one writer, DDL
+// types).
 #include "tuning_db/postgres_driver.h"
 
-#include <libpq-fe.h>
+#include <pqxx/pqxx>
+
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <optional>
+#include <set>
+#include <thread>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "support/error.h"
 
 namespace ktune::tuning_db::sql {
 namespace {
 
-// Type oids of the parameters (pg_type.h is a server header).
-constexpr Oid kInt8 = 20, kText = 25, kBytea = 17, kFloat8 = 701;
+// The type a parameter is bound with, written as the cast that tells the server.
+enum class Param { kNull, kInt8, kFloat8, kText, kBytea };
+constexpr std::string_view cast_of(Param type) {
+  switch (type) {
+    case Param::kInt8:
+      return "::int8";
+    case Param::kFloat8:
+      return "::float8";
+    case Param::kText:
+      return "::text";
+    case Param::kBytea:
+      return "::bytea";
+    case Param::kNull:
+      break;
+  }
+  return "";
+}
 // The advisory lock every write transaction takes first ("ktun"): one writer at a time on the
 // log, as BEGIN IMMEDIATE gives on SQLite. Advisory locks are per database.
 constexpr int64_t kWriteLock = 0x6b74756e;
 // SQLSTATEs of a lock not granted in time and of a deadlock.
 constexpr std::string_view kLockNotAvailable = "55P03", kDeadlock = "40P01";
 
-// libpq's message on one line: its lines (a hint, a DETAIL) joined by "; ", no trailing space.
+// A server message on one line: its lines (a hint, a DETAIL) joined by "; ", no trailing space.
 std::string one_line(std::string message) {
   std::string out;
   bool gap = false;
@@ -45,10 +68,12 @@ std::string one_line(std::string message) {
   return out;
 }
 
-// `sql` with ?N written $N (outside quoted text), and the highest N.
-std::pair<std::string, int> translate(std::string_view sql) {
+// `sql` with ?N written $N and cast to the type parameter N is bound with (types[N - 1]; none past
+// the end of `types`), outside quoted text: the server then plans it with those types, as SQLite
+// takes any. And the highest N.
+std::pair<std::string, int> translate(std::string_view sql, const std::vector<Param>& types) {
   std::string out;
-  out.reserve(sql.size());
+  out.reserve(sql.size() + 8 * types.size());
   int highest = 0;
   char quote = 0;
   for (size_t i = 0; i < sql.size(); ++i) {
@@ -64,6 +89,8 @@ std::pair<std::string, int> translate(std::string_view sql) {
       highest = std::max(highest, n);
       out += '$';
       out.append(sql.data() + i + 1, end);
+      if (n >= 1 && n <= static_cast<int>(types.size()))
+        out += cast_of(types[static_cast<size_t>(n - 1)]);
       i = static_cast<size_t>(end - sql.data()) - 1;
       continue;
     }
@@ -76,131 +103,130 @@ class PgConnection;
 
 class PgStatement final : public StatementDriver {
  public:
-  PgStatement(PgConnection& conn, std::string_view sql) : conn_(conn) {
-    auto [text, n] = translate(sql);
-    sql_ = std::move(text);
-    values_.resize(static_cast<size_t>(n));
-    types_.assign(static_cast<size_t>(n), 0);
-    formats_.assign(static_cast<size_t>(n), 0);
+  PgStatement(PgConnection& conn, std::string_view sql) : conn_(conn), sql_(sql) {
+    const auto n = static_cast<size_t>(translate(sql, {}).second);
+    values_.resize(n);
+    types_.assign(n, Param::kNull);
   }
-  ~PgStatement() override { clear_result(); }
 
-  void bind(int index, int64_t value) override { set(index, std::to_string(value), kInt8, 0); }
+  void bind(int index, int64_t value) override { set(index, std::to_string(value), Param::kInt8); }
   void bind(int index, double value) override {
     // The shortest text that reads back as the same double.
     char buf[32];
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-    set(index, std::string(buf, end), kFloat8, 0);
+    set(index, std::string(buf, end), Param::kFloat8);
   }
   void bind(int index, std::string_view value) override {
-    set(index, std::string(value), kText, 0);
+    set(index, std::string(value), Param::kText);
   }
   void bind_blob(int index, std::span<const uint8_t> value) override {
-    set(index, std::string(value.begin(), value.end()), kBytea, 1);
+    // bytea's hex input form: text parameters throughout, whatever the bytes.
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string text = "\\x";
+    text.reserve(2 + 2 * value.size());
+    for (uint8_t b : value) {
+      text += kHex[b >> 4];
+      text += kHex[b & 15];
+    }
+    set(index, std::move(text), Param::kBytea);
   }
   void bind_null(int index) override {
     slot(index);
     values_[static_cast<size_t>(index - 1)].reset();
-    types_[static_cast<size_t>(index - 1)] = 0;
+    types_[static_cast<size_t>(index - 1)] = Param::kNull;
   }
   bool step() override;
   void reset() override {
-    clear_result();
+    result_.reset();
+    row_ = -1;
     for (auto& v : values_) v.reset();
   }
-  bool is_null(int column) const override { return PQgetisnull(result_, row_, column) != 0; }
+  bool is_null(int column) const override { return field(column).is_null(); }
   int64_t column_int(int column) const override {
-    const char* text = PQgetvalue(result_, row_, column);
+    const char* text = field(column).c_str();
     // A boolean expression reads as 1 or 0, as on SQLite.
     if (text[0] == 't' && text[1] == 0) return 1;
     if (text[0] == 'f' && text[1] == 0) return 0;
     return std::strtoll(text, nullptr, 10);
   }
   double column_double(int column) const override {
-    return std::strtod(PQgetvalue(result_, row_, column), nullptr);
+    return std::strtod(field(column).c_str(), nullptr);
   }
   std::string column_text(int column) const override {
-    return std::string(PQgetvalue(result_, row_, column),
-                       static_cast<size_t>(PQgetlength(result_, row_, column)));
+    const pqxx::field f = field(column);
+    return std::string(f.c_str(), f.size());
   }
   std::vector<uint8_t> column_blob(int column) const override {
-    size_t n = 0;
-    unsigned char* bytes = PQunescapeBytea(
-        reinterpret_cast<const unsigned char*>(PQgetvalue(result_, row_, column)), &n);
-    if (!bytes) throw Error(ErrorKind::kDatabase, "cannot decode a bytea value");
-    std::vector<uint8_t> out(bytes, bytes + n);
-    PQfreemem(bytes);
-    return out;
+    const pqxx::binarystring bytes(field(column));
+    return std::vector<uint8_t>(bytes.data(), bytes.data() + bytes.size());
   }
 
  private:
+  pqxx::field field(int column) const {
+    return (*result_)[static_cast<pqxx::result::size_type>(row_)]
+                     [static_cast<pqxx::row::size_type>(column)];
+  }
   void slot(int index) const {
     if (index < 1 || index > static_cast<int>(values_.size()))
       throw Error(ErrorKind::kInternal, "parameter ?" + std::to_string(index) + " is not in '" +
                                             sql_.substr(0, 60) + "'");
   }
-  void set(int index, std::string value, Oid type, int format) {
+  void set(int index, std::string value, Param type) {
     slot(index);
     const auto i = static_cast<size_t>(index - 1);
     values_[i] = std::move(value);
     types_[i] = type;
-    formats_[i] = format;
-  }
-  void clear_result() {
-    if (result_) PQclear(result_);
-    result_ = nullptr;
-    row_ = -1;
   }
 
   PgConnection& conn_;
   std::string sql_;
   std::vector<std::optional<std::string>> values_;
-  std::vector<Oid> types_;
-  std::vector<int> formats_;
-  PGresult* result_ = nullptr;  // all rows of the executed statement
+  std::vector<Param> types_;
+  std::optional<pqxx::result> result_;  // all rows of the executed statement
   int row_ = -1;
+};
+
+// Notices (a warning of the server, ...) are not for the user's terminal.
+class Silent final : public pqxx::errorhandler {
+ public:
+  using pqxx::errorhandler::errorhandler;
+  bool operator()(const char[]) noexcept override { return false; }
 };
 
 class PgConnection final : public ConnectionDriver {
  public:
-  PgConnection(PGconn* conn, std::string location) : conn_(conn), location_(std::move(location)) {}
-  ~PgConnection() override { PQfinish(conn_); }
-
-  // Runs a statement; returns its result (tuples or command), or throws Error(kDatabase). One
-  // with parameters is prepared on this connection the first time its text is run with these
-  // parameter types, and executed by name from then on: the server parses and plans it once.
-  PGresult* run(std::string_view sql, int n, const Oid* types, const char* const* values,
-                const int* lengths, const int* formats) {
-    if (n == 0 && !types) return checked(PQexec(conn_, std::string(sql).c_str()), sql);
-    std::string key(sql);
-    key.append(reinterpret_cast<const char*>(types), sizeof(Oid) * static_cast<size_t>(n));
-    auto it = prepared_.find(key);
-    if (it == prepared_.end()) {
-      const std::string name = "ktune_" + std::to_string(prepared_.size());
-      PQclear(checked(PQprepare(conn_, name.c_str(), std::string(sql).c_str(), n, types), sql));
-      it = prepared_.emplace(std::move(key), name).first;
+  PgConnection(std::string url, std::string location)
+      : url_(std::move(url)), location_(std::move(location)) {
+    try {
+      connect();
+    } catch (const std::exception& e) {
+      throw Error(ErrorKind::kDatabase,
+                  "cannot open tuning log '" + location_ + "': " + one_line(e.what()));
     }
-    return checked(PQexecPrepared(conn_, it->second.c_str(), n, values, lengths, formats, 0), sql);
   }
+  ~PgConnection() override { tx_.reset(); }
 
-  // `res` when it succeeded; else throws Error(kDatabase) with the server's message.
-  PGresult* checked(PGresult* res, std::string_view sql) {
-    const ExecStatusType status = PQresultStatus(res);
-    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
-      const char* tuples = PQcmdTuples(res);
-      changes_ = tuples[0] ? std::strtoll(tuples, nullptr, 10) : 0;
-      last_state_.clear();
-      return res;
-    }
-    const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-    last_state_ = state ? state : "";
-    const std::string message = one_line(res ? PQresultErrorMessage(res) : PQerrorMessage(conn_));
-    if (res) PQclear(res);
-    std::string hint;
-    if (last_error_was_busy())
-      hint = " (another connection holds the log's lock beyond the busy timeout)";
-    throw Error(ErrorKind::kDatabase, "tuning log '" + location_ + "': '" +
-                                          std::string(sql.substr(0, 60)) + "': " + message + hint);
+  // Runs a statement with parameters: prepared on this connection the first time its text is run
+  // with these parameter types, executed by name from then on (the server parses and plans it
+  // once). Throws Error(kDatabase).
+  pqxx::result run(const std::string& sql, const std::vector<Param>& types,
+                   const std::vector<std::optional<std::string>>& values) {
+    std::string key = sql;
+    for (Param t : types) key += static_cast<char>('0' + static_cast<int>(t));
+    std::vector<const char*> params(values.size());
+    for (size_t i = 0; i < values.size(); ++i) params[i] = values[i] ? values[i]->c_str() : nullptr;
+    return guard(sql, Step::kStatement, [&] {
+      auto it = prepared_.find(key);
+      if (it == prepared_.end()) {
+        const std::string name = "ktune_" + std::to_string(prepared_.size());
+        conn_->prepare(name, translate(sql, types).first);
+        it = prepared_.emplace(std::move(key), name).first;
+      }
+      const std::string& name = it->second;
+      return in_work([&](pqxx::transaction_base& t) {
+        return t.exec_prepared(name, pqxx::prepare::make_dynamic_params(params));
+      });
+    });
   }
 
   Backend backend() const override { return Backend::kPostgres; }
@@ -211,7 +237,9 @@ class PgConnection final : public ConnectionDriver {
     return std::make_unique<PgStatement>(*this, sql);
   }
   void exec(std::string_view sql) override {
-    PQclear(run(sql, 0, nullptr, nullptr, nullptr, nullptr));
+    const std::string text(sql);
+    guard(text, Step::kStatement,
+          [&] { return in_work([&](pqxx::transaction_base& t) { return t.exec(text); }); });
   }
   int64_t last_insert_id() override { return query_int("SELECT lastval()"); }
   int64_t changes() const override { return changes_; }
@@ -219,12 +247,15 @@ class PgConnection final : public ConnectionDriver {
     return last_state_ == kLockNotAvailable || last_state_ == kDeadlock;
   }
   void begin(TransactionMode mode) override {
-    if (mode == TransactionMode::kDeferred) {
-      exec("BEGIN ISOLATION LEVEL REPEATABLE READ");
-      return;
-    }
-    // READ COMMITTED: each statement after the lock sees every write committed before it.
-    exec("BEGIN");
+    guard("BEGIN", Step::kBegin, [&] {
+      if (mode == TransactionMode::kDeferred)
+        tx_ = std::make_unique<pqxx::transaction<pqxx::repeatable_read>>(*conn_);
+      else
+        // READ COMMITTED: each statement after the lock sees every write committed before it.
+        tx_ = std::make_unique<pqxx::work>(*conn_);
+      return pqxx::result();
+    });
+    if (mode == TransactionMode::kDeferred) return;
     try {
       exec("SELECT pg_advisory_xact_lock(" + std::to_string(kWriteLock) + ")");
     } catch (...) {
@@ -232,13 +263,32 @@ class PgConnection final : public ConnectionDriver {
       throw;
     }
   }
-  void commit() override { exec("COMMIT"); }
-  void rollback() noexcept override { PQclear(PQexec(conn_, "ROLLBACK")); }
+  void commit() override {
+    guard("COMMIT", Step::kCommit, [&] {
+      std::unique_ptr<pqxx::transaction_base> tx = std::move(tx_);
+      tx->commit();
+      return pqxx::result();
+    });
+  }
+  void rollback() noexcept override {
+    try {
+      if (tx_) tx_->abort();
+    } catch (...) {
+    }
+    tx_.reset();
+  }
   void set_busy_timeout(int ms) override {
     // 0 would mean "wait forever" here, where SQLite's 0 means "do not wait".
-    exec("SET lock_timeout = " + std::to_string(std::max(1, ms)));
+    exec(settings_.emplace_back("SET lock_timeout = " + std::to_string(std::max(1, ms))));
   }
-  void set_read_only() override { exec("SET default_transaction_read_only = on"); }
+  void set_read_only() override {
+    exec(settings_.emplace_back("SET default_transaction_read_only = on"));
+  }
+  void set_reconnect_for(double seconds, std::function<bool()> stop) override {
+    reconnect_for_s_ = std::max(0.0, seconds);
+    stop_waiting_ = std::move(stop);
+  }
+  Lost last_error_lost() const override { return lost_; }
 
   // SQLite's INTEGER is 64 bits, REAL a double, and TEXT compares bytewise: on PostgreSQL
   // BIGINT, DOUBLE PRECISION and TEXT COLLATE "C" (so ORDER BY gives SQLite's order); an
@@ -370,14 +420,164 @@ class PgConnection final : public ConnectionDriver {
   // A session-level advisory lock of the two-key form, which PostgreSQL keeps apart from the
   // one-key write lock above.
   bool try_hold(int32_t space, int32_t key) override {
-    return query_int("SELECT pg_try_advisory_lock(" + std::to_string(space) + ", " +
-                     std::to_string(key) + ")") == 1;
+    const bool held = query_int(hold_sql(space, key)) == 1;
+    if (held) holds_.insert({space, key});
+    return held;
   }
   void release_hold(int32_t space, int32_t key) override {
+    holds_.erase({space, key});
     exec("SELECT pg_advisory_unlock(" + std::to_string(space) + ", " + std::to_string(key) + ")");
   }
 
  private:
+  // Where in a transaction a statement runs: what a lost connection did to it.
+  enum class Step { kBegin, kStatement, kCommit };
+
+  static std::string hold_sql(int32_t space, int32_t key) {
+    return "SELECT pg_try_advisory_lock(" + std::to_string(space) + ", " + std::to_string(key) +
+           ")";
+  }
+  // A new connection to the server, with this connection's settings and holds.
+  void connect() {
+    tx_.reset();
+    silent_.reset();
+    conn_.reset();
+    prepared_.clear();
+    conn_ = std::make_unique<pqxx::connection>(url_);
+    silent_ = std::make_unique<Silent>(*conn_);
+    // This driver keeps the session's state (settings, holds) and reconnects itself: libpqxx
+    // must not reconnect behind its back.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    conn_->inhibit_reactivation(true);
+#pragma GCC diagnostic pop
+    pqxx::nontransaction session(*conn_);
+    // Text columns hold UTF-8 (JSON, keys); notices below warnings are not for the user.
+    session.exec("SET client_encoding = 'UTF8'; SET client_min_messages = warning");
+    for (const std::string& setting : settings_) session.exec(setting);
+    for (auto it = holds_.begin(); it != holds_.end();) {
+      const auto [space, key] = *it;
+      if (session.exec(hold_sql(space, key))[0][0].as<bool>()) {
+        ++it;
+        continue;
+      }
+      spdlog::warn(
+          "tuning log '{}': the hold ({}, {}) went to another connection while this one "
+          "was lost",
+          location_, space, key);
+      it = holds_.erase(it);
+    }
+  }
+  // Connects again, retrying with growing pauses until reconnect_for_s_ has passed; then throws
+  // Error(kDatabase) with the last reason.
+  void reconnect() {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    const auto give_up = start + std::chrono::duration<double>(reconnect_for_s_);
+    spdlog::warn(
+        "tuning log '{}': the connection to PostgreSQL was lost; reconnecting for up to "
+        "{} s",
+        location_, reconnect_for_s_);
+    auto pause = std::chrono::milliseconds(100);
+    for (;;) {
+      std::string why;
+      try {
+        connect();
+        broken_ = false;
+        spdlog::info("tuning log '{}': reconnected after {:.1f} s", location_,
+                     std::chrono::duration<double>(Clock::now() - start).count());
+        return;
+      } catch (const std::exception& e) {
+        why = one_line(e.what());
+      }
+      if (Clock::now() + pause > give_up)
+        throw Error(ErrorKind::kDatabase, "tuning log '" + location_ +
+                                              "': lost the connection to PostgreSQL, which did not "
+                                              "come back within " +
+                                              format_seconds(reconnect_for_s_) + " s: " + why);
+      // In slices, so that a stop ends the wait at once.
+      for (auto slept = std::chrono::milliseconds(0); slept < pause;
+           slept += std::chrono::milliseconds(50)) {
+        if (stop_waiting_ && stop_waiting_())
+          throw Error(ErrorKind::kDatabase, "tuning log '" + location_ +
+                                                "': lost the connection to PostgreSQL, and "
+                                                "stopped waiting for it: " +
+                                                why);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      pause = std::min(pause * 2, std::chrono::milliseconds(2000));
+    }
+  }
+  static std::string format_seconds(double s) {
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, s);
+    return std::string(buf, end);
+  }
+  // Runs `statement` on the open transaction, or on its own (autocommit) outside one.
+  template <class Statement>
+  pqxx::result in_work(Statement&& statement) {
+    if (tx_) return statement(*tx_);
+    pqxx::nontransaction alone(*conn_);
+    return statement(alone);
+  }
+  // Runs `body` (libpqxx calls for statement `sql`, at `step` of a transaction), keeping its
+  // count of changed rows; turns a failure into Error(kDatabase) with the server's message. A
+  // lost connection (see set_reconnect_for) is waited for and the statement run again when no
+  // transaction is open; inside one, the transaction is gone and the failure says so (lost_).
+  template <class Body>
+  pqxx::result guard(const std::string& sql, Step step, Body&& body) {
+    lost_ = Lost::kNo;
+    for (;;) {
+      std::string lost_because;
+      try {
+        if (broken_) {
+          if (reconnect_for_s_ <= 0) fail(sql, "the connection to PostgreSQL was lost");
+          reconnect();
+        }
+        pqxx::result result = body();
+        changes_ = static_cast<int64_t>(result.affected_rows());
+        last_state_.clear();
+        return result;
+      } catch (const pqxx::broken_connection& e) {
+        lost_because = e.what();
+      } catch (const pqxx::in_doubt_error& e) {
+        lost_because = e.what();
+      } catch (const pqxx::sql_error& e) {
+        // The server's last words before it closed the connection (it was shut down) come as an
+        // error of the statement.
+        if (conn_->is_open()) {
+          last_state_ = e.sqlstate();
+          fail(sql, e.what());
+        }
+        lost_because = e.what();
+      } catch (const pqxx::deadlock_detected& e) {
+        last_state_ = std::string(kDeadlock);
+        fail(sql, e.what());
+      } catch (const pqxx::failure& e) {
+        if (conn_->is_open()) {
+          last_state_.clear();
+          fail(sql, e.what());
+        }
+        lost_because = e.what();
+      }
+      broken_ = true;
+      last_state_.clear();
+      const bool in_transaction = tx_ || step == Step::kCommit;
+      tx_.reset();
+      if (reconnect_for_s_ <= 0) fail(sql, lost_because);
+      if (in_transaction) {
+        lost_ = step == Step::kCommit ? Lost::kAtCommit : Lost::kBeforeCommit;
+        fail(sql, "the connection to PostgreSQL was lost mid-transaction: " + lost_because);
+      }
+    }
+  }
+  [[noreturn]] void fail(const std::string& sql, const std::string& message) {
+    std::string hint;
+    if (last_error_was_busy())
+      hint = " (another connection holds the log's lock beyond the busy timeout)";
+    throw Error(ErrorKind::kDatabase, "tuning log '" + location_ + "': '" + sql.substr(0, 60) +
+                                          "': " + one_line(message) + hint);
+  }
   int64_t query_int(std::string_view sql) {
     PgStatement s(*this, sql);
     return s.step() && !s.is_null(0) ? s.column_int(0) : 0;
@@ -391,46 +591,33 @@ class PgConnection final : public ConnectionDriver {
     return s.step() ? std::strtoll(s.column_text(0).c_str(), nullptr, 10) : 0;
   }
 
-  PGconn* conn_;
+  const std::string url_;  // as given, password included: what reconnect() dials
   std::string location_;
+  std::unique_ptr<pqxx::connection> conn_;
+  std::unique_ptr<Silent> silent_;
+  std::unique_ptr<pqxx::transaction_base> tx_;  // the open transaction, if any
   // Statements prepared on this connection: their text and parameter types -> their name.
   std::unordered_map<std::string, std::string> prepared_;
+  // What every new connection is set up with again: SET statements, and the holds it has.
+  std::vector<std::string> settings_;
+  std::set<std::pair<int32_t, int32_t>> holds_;
+  double reconnect_for_s_ = 0;
+  std::function<bool()> stop_waiting_;  // ends a wait for the server when it returns true
+  bool broken_ = false;  // the connection was lost: the next statement reconnects first
+  Lost lost_ = Lost::kNo;
   int64_t changes_ = 0;
   std::string last_state_;  // SQLSTATE of the last failure, "" after a success
 };
 
 bool PgStatement::step() {
-  if (!result_) {
-    std::vector<const char*> values(values_.size());
-    std::vector<int> lengths(values_.size());
-    for (size_t i = 0; i < values_.size(); ++i) {
-      values[i] = values_[i] ? values_[i]->data() : nullptr;
-      lengths[i] = values_[i] ? static_cast<int>(values_[i]->size()) : 0;
-    }
-    result_ = conn_.run(sql_, static_cast<int>(values_.size()), types_.data(), values.data(),
-                        lengths.data(), formats_.data());
-  }
-  return ++row_ < PQntuples(result_);
+  if (!result_) result_ = conn_.run(sql_, types_, values_);
+  return ++row_ < static_cast<int>(result_->size());
 }
-
-void silent(void*, const char*) {}
 
 }  // namespace
 
 std::unique_ptr<ConnectionDriver> open_postgres(const std::string& url) {
-  PGconn* conn = PQconnectdb(url.c_str());
-  if (!conn || PQstatus(conn) != CONNECTION_OK) {
-    const std::string message = one_line(conn ? PQerrorMessage(conn) : "out of memory");
-    if (conn) PQfinish(conn);
-    throw Error(ErrorKind::kDatabase,
-                "cannot open tuning log '" + shown_location(url) + "': " + message);
-  }
-  // Notices (a ROLLBACK outside a transaction, ...) are not for the user's terminal.
-  PQsetNoticeProcessor(conn, silent, nullptr);
-  auto driver = std::make_unique<PgConnection>(conn, shown_location(url));
-  // Text columns hold UTF-8 (JSON, keys); notices below warnings are not for the user.
-  driver->exec("SET client_encoding = 'UTF8'; SET client_min_messages = warning");
-  return driver;
+  return std::make_unique<PgConnection>(url, shown_location(url));
 }
 
 }  // namespace ktune::tuning_db::sql

@@ -1,4 +1,4 @@
-// Defines the PostgreSQL driver of the tuning log's SQL layer (over libpq): a log in a database.
+// Defines the PostgreSQL driver of the tuning log's SQL layer (over libpqxx): a log in a database.
 #pragma once
 
 #include <memory>

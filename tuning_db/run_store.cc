@@ -11,13 +11,17 @@ using nlohmann::json;
 RunStore::RunStore(Database& db) : impl_(*db.impl_) {}
 
 int64_t RunStore::begin(const RunInfo& run) {
-  auto s = impl_.use(
-      "INSERT INTO runs(tuner, workload_key, target, options, started_at) "
-      "VALUES (?1, ?2, ?3, ?4, ?5)");
-  s->bind(1, run.tuner).bind(2, run.workload_key).bind(3, run.target);
-  s->bind(4, run.options.dump()).bind(5, now_seconds());
-  s->run();
-  return impl_.conn.last_insert_rowid();
+  // One transaction, so that the id read is the row's even when a lost connection runs it again.
+  // (A commit cut by the loss may leave a run without records behind.)
+  return sql::with_transaction(impl_.conn, sql::TransactionMode::kImmediate, [&](bool) {
+    auto s = impl_.use(
+        "INSERT INTO runs(tuner, workload_key, target, options, started_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5)");
+    s->bind(1, run.tuner).bind(2, run.workload_key).bind(3, run.target);
+    s->bind(4, run.options.dump()).bind(5, now_seconds());
+    s->run();
+    return impl_.conn.last_insert_rowid();
+  });
 }
 
 void RunStore::finish(int64_t run_id) {
@@ -30,26 +34,26 @@ void RunStore::finish(int64_t run_id) {
 }
 
 void RunStore::add_batch_quality(int64_t run_id, const BatchQuality& quality) {
-  sql::Transaction txn(impl_.conn);
-  {
-    auto s = impl_.use("SELECT 1 FROM runs WHERE id = ?1");
-    s->bind(1, run_id);
-    if (!s->step()) throw Error(ErrorKind::kNotFound, "no tuning run " + std::to_string(run_id));
-  }
-  auto s = impl_.use(
-      "INSERT INTO run_batches(run_id, batch, n_records, rank_correlation, recorded_at) "
-      "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(run_id, batch) DO UPDATE SET "
-      "n_records = excluded.n_records, rank_correlation = excluded.rank_correlation, "
-      "recorded_at = excluded.recorded_at");
-  s->bind(1, run_id).bind(2, quality.batch).bind(3, quality.records);
-  if (quality.rank_correlation) {
-    s->bind(4, *quality.rank_correlation);
-  } else {
-    s->bind_null(4);
-  }
-  s->bind(5, now_seconds());
-  s->run();
-  txn.commit();
+  sql::with_transaction(impl_.conn, sql::TransactionMode::kImmediate, [&](bool) {
+    {
+      auto s = impl_.use("SELECT 1 FROM runs WHERE id = ?1");
+      s->bind(1, run_id);
+      if (!s->step()) throw Error(ErrorKind::kNotFound, "no tuning run " + std::to_string(run_id));
+    }
+    auto s = impl_.use(
+        "INSERT INTO run_batches(run_id, batch, n_records, rank_correlation, recorded_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(run_id, batch) DO UPDATE SET "
+        "n_records = excluded.n_records, rank_correlation = excluded.rank_correlation, "
+        "recorded_at = excluded.recorded_at");
+    s->bind(1, run_id).bind(2, quality.batch).bind(3, quality.records);
+    if (quality.rank_correlation) {
+      s->bind(4, *quality.rank_correlation);
+    } else {
+      s->bind_null(4);
+    }
+    s->bind(5, now_seconds());
+    s->run();
+  });
 }
 
 std::vector<BatchQuality> RunStore::batch_quality(int64_t run_id) {

@@ -3,11 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
+
+#include "support/error.h"
 
 namespace ktune::tuning_db::sql {
 
@@ -22,6 +26,13 @@ std::string shown_location(std::string_view location);
 enum class TransactionMode {
   kDeferred,   // reads: one consistent snapshot
   kImmediate,  // writes: one writer at a time on the whole log, taken at BEGIN
+};
+
+// What losing the connection to the server did to the transaction of the statement that failed.
+enum class Lost {
+  kNo,            // the connection was not lost (or the driver does not reconnect)
+  kBeforeCommit,  // lost inside a transaction, which therefore did not commit
+  kAtCommit,      // lost while committing: the transaction may have committed
 };
 
 // One prepared statement of a backend. Shared SQL writes parameters as ?1, ?2, ...; a driver
@@ -68,6 +79,16 @@ class ConnectionDriver {
   virtual void set_busy_timeout(int ms) = 0;
   // No write of this connection can succeed from now on.
   virtual void set_read_only() = 0;
+  // How long to wait for the server to come back when the connection to it is lost (PostgreSQL
+  // stopped or restarted; no effect on SQLite). A statement outside a transaction, and the BEGIN
+  // of one, then wait for a new connection, retrying with growing pauses, and run on it (with this
+  // connection's settings and holds taken again); past the bound they fail. A transaction the loss
+  // cut fails (last_error_lost()). 0, the default: a lost connection fails the statement. When
+  // `stop` (may be empty) returns true, a wait ends at once and the statement fails.
+  virtual void set_reconnect_for(double seconds, std::function<bool()> stop) = 0;
+  // Whether the last failure was the loss of the connection inside a transaction of a driver that
+  // reconnects (see set_reconnect_for): the transaction is gone, and may run again.
+  virtual Lost last_error_lost() const = 0;
 
   // The schema's DDL, written with SQLite's types, in this backend's types.
   virtual std::string ddl(std::string_view sqlite_ddl) const = 0;
@@ -185,5 +206,35 @@ class Transaction {
   Connection& conn_;
   bool done_ = false;
 };
+
+// Runs `body(again)` in a transaction of `mode` and commits it. When the connection is lost
+// meanwhile and its driver reconnects (ConnectionDriver::set_reconnect_for), runs it again, in a
+// new transaction on the new connection; `again` is then true if an earlier attempt's commit may
+// have been applied, so that a body that inserts rows skips those the log holds already. Returns
+// what `body` returns. Throws what `body` or the commit throws otherwise.
+template <class Body>
+auto with_transaction(Connection& conn, TransactionMode mode, Body&& body) {
+  // A connection that keeps breaking mid-transaction gets this many attempts.
+  constexpr int kAttempts = 10;
+  bool again = false;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      Transaction txn(conn, mode);
+      if constexpr (std::is_void_v<decltype(body(again))>) {
+        body(again);
+        txn.commit();
+        return;
+      } else {
+        auto result = body(again);
+        txn.commit();
+        return result;
+      }
+    } catch (const Error& e) {
+      const Lost lost = conn.driver().last_error_lost();
+      if (e.kind() != ErrorKind::kDatabase || lost == Lost::kNo || attempt == kAttempts) throw;
+      again = again || lost == Lost::kAtCommit;
+    }
+  }
+}
 
 }  // namespace ktune::tuning_db::sql

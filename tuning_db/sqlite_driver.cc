@@ -129,6 +129,9 @@ class SqliteConnection final : public ConnectionDriver {
     // A failed ROLLBACK (no transaction active after an automatic rollback) is harmless here.
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
+  // A file has no connection to lose.
+  void set_reconnect_for(double, std::function<bool()>) override {}
+  Lost last_error_lost() const override { return Lost::kNo; }
   void set_busy_timeout(int ms) override {
     exec("PRAGMA busy_timeout = " + std::to_string(std::max(0, ms)));
   }

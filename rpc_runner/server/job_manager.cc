@@ -53,6 +53,9 @@ double best_of(const std::string& summary_json) {
   return j["best"].value("gflops", 0.0);
 }
 
+// The message of a job that another server of the log runs.
+constexpr const char* kRunElsewhere = "run by another server of this log";
+
 FleetMeasurerOptions fleet_options(const JobSpec& spec) {
   FleetMeasurerOptions fleet;
   fleet.measure = spec.measure;
@@ -64,14 +67,19 @@ Error unknown_job(uint64_t id) {
   return Error(ErrorKind::kNotFound, "no job " + std::to_string(id));
 }
 
-JobManager::JobManager(std::string db_path, DevicePool& pool, ServerMetrics* metrics)
+JobManager::JobManager(std::string db_path, DevicePool& pool, ServerMetrics* metrics,
+                       double db_retry_s)
     : db_path_(std::move(db_path)),
+      db_options_{.reconnect_for_s = db_retry_s,
+                  .stop_waiting = [this] { return stopping_.load(); }},
       pool_(pool),
       metrics_(metrics),
-      db_(tuning_db::Database::open(db_path_)) {
+      db_(tuning_db::Database::open(db_path_, db_options_)) {
   // Every job of the log, finished ones included, so `ktune jobs --all` shows the history.
-  for (const tuning_db::JobRow& row : job_rows_.all())
+  for (const tuning_db::JobRow& row : job_rows_.all()) {
     jobs_.emplace(static_cast<uint64_t>(row.id), job_of_row(row));
+    last_seen_ = std::max(last_seen_, row.id);
+  }
 }
 
 std::unique_ptr<JobManager::Job> JobManager::job_of_row(const tuning_db::JobRow& row) {
@@ -93,7 +101,7 @@ std::unique_ptr<JobManager::Job> JobManager::job_of_row(const tuning_db::JobRow&
   s.client = row.client;
   s.tuner = job->spec.session.tuner;
   s.created_at = row.created_at;
-  take_row(*job, row);
+  take_row(*job, row, run_records(row));
   return job;
 }
 
@@ -108,10 +116,13 @@ void JobManager::watch_log() {
       std::vector<std::unique_ptr<Job>> found;
       {
         std::lock_guard db_lock(db_mu_);
-        const std::vector<tuning_db::JobRow> rows = job_rows_.all();
+        refresh_elsewhere();
+        const std::vector<tuning_db::JobRow> rows = job_rows_.since(last_seen_);
         std::lock_guard lock(mu_);
-        for (const tuning_db::JobRow& row : rows)
+        for (const tuning_db::JobRow& row : rows) {
+          last_seen_ = std::max(last_seen_, row.id);
           if (!jobs_.count(static_cast<uint64_t>(row.id))) found.push_back(job_of_row(row));
+        }
       }
       // Finished ones too, so that `ktune jobs --all` shows them here as well.
       std::lock_guard lock(mu_);
@@ -131,7 +142,37 @@ void JobManager::watch_log() {
   }
 }
 
-void JobManager::take_row(Job& job, const tuning_db::JobRow& row) {
+void JobManager::refresh_elsewhere() {
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, job] : jobs_)
+      if (job->elsewhere) ids.push_back(id);
+  }
+  for (uint64_t id : ids) {
+    // Read before mu_ is taken: a log that is slow to answer does not hold up status calls.
+    const std::optional<tuning_db::JobRow> row = job_rows_.get(static_cast<int64_t>(id));
+    if (!row) continue;
+    const uint64_t records = run_records(*row);
+    std::lock_guard lock(mu_);
+    Job& job = *jobs_.at(id);
+    // Taken over meanwhile: its own thread has the row.
+    if (!job.elsewhere) continue;
+    const JobStatus before = job.status;
+    take_row(job, *row, records);
+    // While it runs there, its message says where it runs; its end is told as the log has it.
+    if (!job.status.finished()) job.status.message = kRunElsewhere;
+    if (job.status.state != before.state || job.status.done != before.done ||
+        job.status.message != before.message || job.status.best_gflops != before.best_gflops)
+      publish(job, std::nullopt);
+  }
+}
+
+uint64_t JobManager::run_records(const tuning_db::JobRow& row) {
+  return row.run_id ? static_cast<uint64_t>(tuning_db::RunStore(db_).count_records(row.run_id)) : 0;
+}
+
+void JobManager::take_row(Job& job, const tuning_db::JobRow& row, uint64_t records) {
   job.run_id = row.run_id;
   job.summary_json = row.summary;
   job.model_report.clear();
@@ -144,8 +185,7 @@ void JobManager::take_row(Job& job, const tuning_db::JobRow& row) {
   if (job.spec.is_model())
     s.done = model_done(job.model_report.empty() ? job.summary_json : job.model_report);
   else
-    s.done =
-        row.run_id ? static_cast<uint64_t>(tuning_db::RunStore(db_).count_records(row.run_id)) : 0;
+    s.done = records;
   s.best_gflops = best_of(row.summary);
   s.message = row.message;
 }
@@ -368,7 +408,7 @@ bool JobManager::hold(Job& job) {
       spdlog::info("job {}: run by another server of this log; taken over if that one stops", id);
       std::lock_guard lock(mu_);
       job.elsewhere = true;
-      job.status.message = "run by another server of this log";
+      job.status.message = kRunElsewhere;
       publish(job, std::nullopt);
       waited = true;
     }
@@ -381,10 +421,11 @@ bool JobManager::hold(Job& job) {
   // Where the other server left it.
   std::lock_guard db_lock(db_mu_);
   const std::optional<tuning_db::JobRow> row = job_rows_.get(id);
+  const uint64_t records = row ? run_records(*row) : 0;
   std::lock_guard lock(mu_);
   job.elsewhere = false;
   if (!row) return false;
-  take_row(job, *row);
+  take_row(job, *row, records);
   publish(job, std::nullopt);
   if (job.status.finished()) return false;
   spdlog::info("job {}: taken over from the server that ran it, {} of {} trials done", id,
@@ -414,7 +455,7 @@ void JobManager::run_session(Job& job) {
                                              spec.session.device_key + "'");
   const auto traits = schedule_space::make_target_traits(
       target.str(), target.triple(), target.vector_bits(), std::max(device->cores, 1));
-  auto db = tuning_db::Database::open(db_path_);
+  auto db = tuning_db::Database::open(db_path_, db_options_);
   const tuning_db::TargetKey target_key{target.str(), codegen::llvm_version()};
   if (spec.is_model()) return run_model(job, traits, db, target_key, stop);
   const auto task = schedule_space::Task::create(spec.template_name, spec.args, traits);

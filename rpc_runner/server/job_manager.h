@@ -47,9 +47,12 @@ class JobManager {
   using Listener = std::function<void(const JobEvent&)>;
 
   // db_path: the server's log (each job thread opens its own connection). metrics (may be null;
-  // must outlive the manager) gets every batch the jobs write to the log. Throws
+  // must outlive the manager) gets every batch the jobs write to the log. db_retry_s: how long
+  // every connection to a PostgreSQL log waits for the server when it goes away
+  // (tuning_db::OpenOptions::reconnect_for_s): the jobs pause meanwhile, and fail past it. Throws
   // Error(kDatabase) when the log cannot be opened.
-  JobManager(std::string db_path, DevicePool& pool, ServerMetrics* metrics = nullptr);
+  JobManager(std::string db_path, DevicePool& pool, ServerMetrics* metrics = nullptr,
+             double db_retry_s = 0);
   // Stops (see shutdown()).
   ~JobManager();
   JobManager(const JobManager&) = delete;
@@ -94,12 +97,21 @@ class JobManager {
   bool hold(Job& job);
   // A job of the log's row as this server knows it (not yet shared). Needs db_mu_.
   std::unique_ptr<Job> job_of_row(const tuning_db::JobRow& row);
-  // Every second until shutdown: adopts each unfinished job of the log that this server does not
-  // know (one submitted to another server sharing the log), whose thread then waits in hold().
+  // Every second until shutdown: adopts each job stored in the log since the last look that this
+  // server does not know (one submitted to another server sharing the log; an unfinished one's
+  // thread then waits in hold()), and refreshes the jobs that other servers run from their rows
+  // (refresh_elsewhere). It reads only those rows: the new ones, by id, and the ones run elsewhere.
   void watch_log();
-  // Sets the job's run, summaries and status (state, target, done, best, message) from its row.
-  // Needs mu_ and db_mu_ when the job is shared with other threads.
-  void take_row(Job& job, const tuning_db::JobRow& row);
+  // Sets the status of every job that another server runs from its row and records (its state,
+  // trials done, best, target), as that server left them a moment ago, and tells its listeners.
+  // Needs db_mu_.
+  void refresh_elsewhere();
+  // Sets the job's run, summaries and status (state, target, done, best, message) from its row
+  // and the count of its run's records (run_records). Needs mu_ when the job is shared with other
+  // threads.
+  void take_row(Job& job, const tuning_db::JobRow& row, uint64_t records);
+  // How many records the run of the job's row has (0 before it has a run). Needs db_mu_.
+  uint64_t run_records(const tuning_db::JobRow& row);
   void run_session(Job& job);
   void run_model(Job& job, const schedule_space::TargetTraits& traits, tuning_db::Database& db,
                  const tuning_db::TargetKey& target, const std::function<bool()>& stop);
@@ -123,6 +135,7 @@ class JobManager {
   Job& start(JobStatus status, JobSpec spec, int64_t run_id);
 
   const std::string db_path_;
+  const tuning_db::OpenOptions db_options_;
   DevicePool& pool_;
   ServerMetrics* const metrics_;
   std::mutex db_mu_;  // guards db_ and job_rows_ (sessions use their own connections)
@@ -134,6 +147,9 @@ class JobManager {
   // Held by submit from its row to its entry in jobs_, and by watch_log's scan: a job submitted
   // here is never taken for another server's.
   std::mutex adopt_mu_;
+  // The highest job id this server has seen in the log (guarded by adopt_mu_): watch_log reads
+  // the rows above it.
+  int64_t last_seen_ = 0;
   std::thread watcher_;
   uint64_t next_token_ = 1;
 };

@@ -343,8 +343,9 @@ class TuningService final : public rpc::Tuning::CallbackService {
         submissions_(options.max_jobs_per_minute),
         metrics_([this] { return snapshot(); }),
         pool_(options.worker_timeout_s, options.deadline_margin_s, &metrics_),
-        jobs_(options.db_path, pool_, &metrics_),
-        queries_(tuning_db::Database::open(options.db_path)),
+        jobs_(options.db_path, pool_, &metrics_, options.db_retry_s),
+        queries_(
+            tuning_db::Database::open(options.db_path, {.reconnect_for_s = options.db_retry_s})),
         reaper_([this] { reap(); }) {}
 
   ~TuningService() override { stop(); }

@@ -16,6 +16,9 @@ struct TuningServerOptions {
   std::string host = "127.0.0.1";           // address to listen on ("0.0.0.0" = every interface)
   int port = 9190;                          // 0 = any free port (see TuningServer::port())
   std::string db_path = "ktune-server.db";  // the tuning log the server owns
+  // A PostgreSQL log that goes away (stopped, restarted) is waited for this long, its jobs paused,
+  // before they fail (and resume when the server restarts); 0 = a lost connection fails them.
+  double db_retry_s = 60;
   // "worker: T", "admin: T", "client NAME: T" lines (load_server_security); "" = no tokens
   std::string token_file;
   bool allow_readable_token = false;  // accept a token file group or others may read

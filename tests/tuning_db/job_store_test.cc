@@ -124,6 +124,29 @@ TEST_P(JobStoreOn, UnknownJobsAndEmptyDeviceKeysAreRefused) {
   EXPECT_TRUE(jobs.all().empty());
 }
 
+// What a server watching a shared log reads each time: the jobs stored since its last look, by id,
+// whichever connection stored them and whatever state they reached.
+TEST_P(JobStoreOn, SinceGivesTheJobsStoredAfterAnIdInOrder) {
+  const std::string path = fresh("jobs.db");
+  Database db = Database::open(path);
+  Database other = Database::open(path);
+  JobStore mine(db), theirs(other);
+  JobRow row;
+  row.device_key = "x86";
+  const int64_t a = mine.add(row);
+  const int64_t b = theirs.add(row);
+  theirs.update(b, JobState::kDone, "");
+  EXPECT_TRUE(mine.since(b).empty());
+  const std::vector<JobRow> after_a = mine.since(a);
+  ASSERT_EQ(after_a.size(), 1u);
+  EXPECT_EQ(after_a[0].id, b);
+  EXPECT_EQ(after_a[0].state, JobState::kDone);
+  const int64_t c = theirs.add(row);
+  std::vector<int64_t> ids;
+  for (const JobRow& r : mine.since(0)) ids.push_back(r.id);
+  EXPECT_EQ(ids, (std::vector<int64_t>{a, b, c}));
+}
+
 // Servers sharing a PostgreSQL log: a job is held by one connection at a time, from its
 // insertion, until released or that connection closes. A SQLite log has one server: every hold
 // is granted.

@@ -67,10 +67,10 @@ class PostgresServer {
          "-k " + dir_.string() + " -c listen_addresses= -F", "start"});
     started_ = true;
   }
-  // Stops the cluster at once, closing every connection (a server that goes away mid-use).
-  void stop() {
-    run({(bin_ / "pg_ctl").string(), "-D", (dir_ / "data").string(), "-m", "immediate", "-w",
-         "stop"});
+  // Stops the cluster, closing every connection (a server that goes away mid-use): at once
+  // ("immediate", as a crash), or "fast" (an administrator's stop: transactions rolled back).
+  void stop(const std::string& mode = "immediate") {
+    run({(bin_ / "pg_ctl").string(), "-D", (dir_ / "data").string(), "-m", mode, "-w", "stop"});
     started_ = false;
   }
   ~PostgresServer() {
