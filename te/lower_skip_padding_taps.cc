@@ -18,16 +18,14 @@
 //    variables: its minimum over the nest's constant ranges is a test on the enclosing variables
 //    alone. The nest becomes if (test) { nest without those guards } else { nest }. A conjunct
 //    that no enclosing value can satisfy for the whole nest (a 7-wide tile always touches both
-//    column borders) stays a guard in both copies.
-// 3. Cut the border tiles by tap. The outermost loop whose guards depend only on the enclosing
-//    loops and on unrolled loops inside it (in a border tile, the reduction loop below the window
-//    loops) becomes a chain of versions, one per interval of the register tile's copies that a
-//    tap reaches (see CutTiles): every version runs unguarded, so a border tile keeps no branch
-//    in its innermost loop and still multiplies only the valid taps. With a branch per copy there
-//    instead, conv2d_nchwc on a 14 x 14 output (every tile a border tile) ran at 0.63x the speed
-//    of the same schedule without the pass.
+//    column borders) stays a guard in both copies; the unroll pass then folds it away in every
+//    copy of an unrolled tile where it is decided, so only the border taps keep a branch.
+//    Finer splits (per window row, inside the reduction) would put the test in the hot loop and
+//    duplicate the tile there: not done. So a border tile keeps a branch per copy of its register
+//    tile inside the innermost reduction loop; where border tiles are a large share (two-row
+//    tiles of a 14 x 14 output) padding once stays faster, which is why the templates keep
+//    pad_inline as a knob.
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -181,7 +179,6 @@ struct Guard {
   std::vector<Expr> conjuncts;
   std::vector<std::pair<Var, std::pair<int64_t, int64_t>>> ranges;
   const BufferNode* accumulator = nullptr;
-  bool branch = false;  // an If around the update (not a Select of lanes inside it)
 };
 
 // Scans a loop nest: its guards, the accumulators it initializes, the variables it binds.
@@ -191,7 +188,6 @@ class NestScan : public IRVisitor {
   std::vector<Guard> found;
   std::unordered_set<const BufferNode*> initialized;
   std::unordered_set<const VarNode*> bound;
-  int stores = 0, guarded_stores = 0;  // guarded: the whole store under a guard's If
 
  protected:
   void visit(const For* op) override {
@@ -213,15 +209,11 @@ class NestScan : public IRVisitor {
   }
   void visit(const IfThenElse* op) override {
     if (known_.count(op->condition.get())) {
-      if (const Store* st = op->then_case.as<Store>()) {
-        add(op->condition, st->buffer.get(), true);
-        ++guarded_stores;
-      }
+      if (const Store* st = op->then_case.as<Store>()) add(op->condition, st->buffer.get());
     }
     IRVisitor::visit(op);
   }
   void visit(const Store* op) override {
-    ++stores;
     bool reads_self = false;
     class Reads : public IRVisitor {
      public:
@@ -245,14 +237,13 @@ class NestScan : public IRVisitor {
     store_ = nullptr;
   }
   void visit(const Select* op) override {
-    if (store_ && known_.count(op->condition.get())) add(op->condition, store_, false);
+    if (store_ && known_.count(op->condition.get())) add(op->condition, store_);
     IRVisitor::visit(op);
   }
 
  private:
-  void add(const Expr& c, const BufferNode* acc, bool branch) {
+  void add(const Expr& c, const BufferNode* acc) {
     Guard g;
-    g.branch = branch;
     conjuncts(c, &g.conjuncts);
     g.ranges = ranges_;
     g.accumulator = acc;
@@ -303,11 +294,9 @@ std::optional<Expr> minimum(
 // Removes the conjuncts with the given keys from the recorded guards.
 class DropConjuncts : public IRMutator {
  public:
-  // The guards it rewrites stay guards (added to `guards`, kept in `alive` so that no other
-  // expression takes their address): the tile cuts below still find them.
-  DropConjuncts(std::unordered_set<const ExprNode*>& guards, std::vector<Expr>& alive,
+  DropConjuncts(const std::unordered_set<const ExprNode*>& guards,
                 const std::unordered_set<std::string>& proven)
-      : guards_(guards), alive_(alive), proven_(proven) {}
+      : guards_(guards), proven_(proven) {}
   using IRMutator::mutate;
 
  protected:
@@ -330,15 +319,9 @@ class DropConjuncts : public IRMutator {
     conjuncts(c, &all);
     for (const Expr& x : all)
       if (!proven_.count(structural_key(x))) kept.push_back(x);
-    const Expr r = conjunction(kept);
-    if (r.defined()) {
-      guards_.insert(r.get());
-      alive_.push_back(r);
-    }
-    return r;
+    return conjunction(kept);
   }
-  std::unordered_set<const ExprNode*>& guards_;
-  std::vector<Expr>& alive_;
+  const std::unordered_set<const ExprNode*>& guards_;
   const std::unordered_set<std::string>& proven_;
 };
 
@@ -366,36 +349,10 @@ std::vector<Var> vars_of(const Expr& e) {
 // value passes it.
 constexpr int64_t kMaxTestPoints = 4096;
 
-// Whether `holds` is true for some values of `vars` in `ranges` (given as substitutions); true
-// when that is not known (a variable without a range, more than kMaxTestPoints values).
-bool some_point(const std::vector<Var>& vars, const VarRanges& ranges,
-                const std::function<bool(const std::vector<std::pair<Var, Expr>>&)>& holds) {
-  std::vector<std::pair<int64_t, int64_t>> r;
-  int64_t points = 1;
-  for (const Var& v : vars) {
-    auto it = ranges.find(v.get());
-    if (it == ranges.end()) return true;
-    r.push_back(it->second);
-    points *= it->second.second - it->second.first + 1;
-    if (points > kMaxTestPoints) return true;
-  }
-  std::vector<int64_t> at(vars.size());
-  for (size_t i = 0; i < vars.size(); ++i) at[i] = r[i].first;
-  for (int64_t p = 0; p < points; ++p) {
-    std::vector<std::pair<Var, Expr>> map;
-    for (size_t i = 0; i < vars.size(); ++i)
-      map.emplace_back(vars[i], make_const(vars[i].dtype(), static_cast<double>(at[i])));
-    if (holds(map)) return true;
-    for (size_t i = 0; i < vars.size() && ++at[i] > r[i].second; ++i) at[i] = r[i].first;
-  }
-  return false;
-}
-
 // Step 2: unswitches each accumulation nest on its guards.
 class Unswitch : public IRMutator {
  public:
-  Unswitch(std::unordered_set<const ExprNode*>& guards, std::vector<Expr>& alive)
-      : guards_(guards), alive_(alive) {}
+  explicit Unswitch(const std::unordered_set<const ExprNode*>& guards) : guards_(guards) {}
   using IRMutator::mutate;
 
  protected:
@@ -441,7 +398,7 @@ class Unswitch : public IRMutator {
       outer_.erase(op->var.get());
       return r;
     }
-    Stmt interior = DropConjuncts(guards_, alive_, proven).mutate(s);
+    Stmt interior = DropConjuncts(guards_, proven).mutate(s);
     return test.empty() ? interior : IfThenElse::make(conjunction(test), interior, s);
   }
 
@@ -474,14 +431,34 @@ class Unswitch : public IRMutator {
   // true when that is not known (a variable without a range, too many values).
   bool satisfiable(const std::vector<std::pair<std::string, Expr>>& tests,
                    const std::vector<size_t>& members, const std::vector<Var>& vars) const {
-    return some_point(vars, outer_, [&](const std::vector<std::pair<Var, Expr>>& at) {
+    std::vector<std::pair<int64_t, int64_t>> r;
+    int64_t points = 1;
+    for (const Var& v : vars) {
+      auto it = outer_.find(v.get());
+      if (it == outer_.end()) return true;
+      r.push_back(it->second);
+      points *= it->second.second - it->second.first + 1;
+      if (points > kMaxTestPoints) return true;
+    }
+    std::vector<int64_t> at(vars.size());
+    for (size_t i = 0; i < vars.size(); ++i) at[i] = r[i].first;
+    for (int64_t p = 0; p < points; ++p) {
+      std::vector<std::pair<Var, Expr>> map;
+      for (size_t i = 0; i < vars.size(); ++i)
+        map.emplace_back(vars[i], make_const(vars[i].dtype(), static_cast<double>(at[i])));
+      bool pass = true;
       for (size_t m : members) {
-        const Expr value = simplify(substitute(tests[m].second, at));  // outlives v
+        const Expr value = simplify(substitute(tests[m].second, map));  // outlives v
         const int64_t* v = as_const_int(value);
-        if (v && *v < 0) return false;
+        if (!v || *v < 0) {
+          pass = pass && v == nullptr;
+          if (!pass) break;
+        }
       }
-      return true;
-    });
+      if (pass) return true;
+      for (size_t i = 0; i < vars.size() && ++at[i] > r[i].second; ++i) at[i] = r[i].first;
+    }
+    return false;
   }
 
   static bool binds(const std::unordered_set<const VarNode*>& bound, const Expr& e) {
@@ -489,228 +466,7 @@ class Unswitch : public IRMutator {
       if (bound.count(v.get())) return true;
     return false;
   }
-  std::unordered_set<const ExprNode*>& guards_;
-  std::vector<Expr>& alive_;
-  VarRanges outer_;
-};
-
-// Beyond this many versions of one border nest, code size wins: the other conjuncts stay guards.
-constexpr int64_t kMaxVersions = 16;
-
-// The unrolled loops inside a statement: variable -> (min, extent).
-using TileRanges = std::unordered_map<const VarNode*, std::pair<int64_t, int64_t>>;
-
-TileRanges unrolled_loops(const Stmt& s) {
-  class Collect : public IRVisitor {
-   public:
-    TileRanges loops;
-
-   protected:
-    void visit(const For* op) override {
-      const int64_t* m = as_const_int(op->min);
-      const int64_t* x = as_const_int(op->extent);
-      if (op->for_kind == ForKind::kUnrolled && m && x) loops[op->var.get()] = {*m, *x};
-      IRVisitor::visit(op);
-    }
-  };
-  Collect c;
-  c.visit_stmt(s);
-  return c.loops;
-}
-
-// Sets the range of the loop over `var`.
-class SetRange : public IRMutator {
- public:
-  SetRange(const VarNode* var, std::pair<int64_t, int64_t> range) : var_(var), range_(range) {}
-  using IRMutator::mutate;
-
- protected:
-  Stmt visit(const For* op, const Stmt& s) override {
-    if (op->var.get() != var_) return IRMutator::visit(op, s);
-    const DataType t = op->var.dtype();
-    return For::make(op->var, make_const(t, static_cast<double>(range_.first)),
-                     make_const(t, static_cast<double>(range_.second)), op->for_kind,
-                     mutate(op->body));
-  }
-
- private:
-  const VarNode* var_;
-  std::pair<int64_t, int64_t> range_;
-};
-
-// Step 3: cuts the register tiles of border nests by tap. Where every guard of a loop nest
-// depends, besides the enclosing loops, only on unrolled loops inside it (the copies of a register
-// tile: the nest is the innermost reduction loop of a border tile), the copies that a conjunct
-// e >= 0 lets through are an interval of one unrolled loop u. The nest becomes the chain
-//   if (e at the first copy >= 0) {every copy} else if (e at the second >= 0) {copies 1..}
-//   ... else {nothing}
-// (from the last copy when e falls with u), each version with u's range cut and the conjunct
-// gone, so after unrolling every version runs unguarded: a border tile computes exactly its
-// valid taps without a branch in the innermost loop. Versions that no enclosing value reaches are
-// left out (a padding of p gives at most p + 1 per conjunct); a conjunct of the enclosing loops
-// alone gives {the nest} or {nothing}.
-class CutTiles : public IRMutator {
- public:
-  CutTiles(std::unordered_set<const ExprNode*>& guards, std::vector<Expr>& alive)
-      : guards_(guards), alive_(alive) {}
-  using IRMutator::mutate;
-
- protected:
-  Stmt visit(const For* op, const Stmt& s) override {
-    if (op->for_kind == ForKind::kSerial || op->for_kind == ForKind::kUnrolled) {
-      if (std::optional<Stmt> cut = cut_nest(s)) return *cut;
-    }
-    const int64_t* m = as_const_int(op->min);
-    const int64_t* x = as_const_int(op->extent);
-    if (m && x) outer_[op->var.get()] = {*m, *m + *x - 1};
-    Stmt r = IRMutator::visit(op, s);
-    outer_.erase(op->var.get());
-    return r;
-  }
-
- private:
-  // One conjunct to cut on: e >= 0, affine in the unrolled loop u with slope `slope` (u
-  // undefined: e uses the enclosing loops only).
-  struct Cut {
-    std::string key;
-    Expr e;
-    Var u;
-    int64_t slope = 0;
-  };
-
-  std::optional<Stmt> cut_nest(const Stmt& s) {
-    NestScan scan(guards_);
-    scan.visit_stmt(s);
-    if (scan.found.empty() || !scan.initialized.empty() || scan.stores != scan.guarded_stores)
-      return std::nullopt;
-    const TileRanges tile = unrolled_loops(s);
-    // Conjuncts common to every guarding If, in the order of the first; none may use a loop of
-    // the nest other than the tile's.
-    std::vector<Expr> common;
-    std::unordered_map<std::string, int> count;
-    int branches = 0;
-    for (const Guard& g : scan.found) {
-      if (!g.branch) continue;
-      ++branches;
-      std::unordered_set<std::string> keys;
-      for (const Expr& c : g.conjuncts) {
-        for (const Var& v : vars_of(c))
-          if (scan.bound.count(v.get()) && !tile.count(v.get())) return std::nullopt;
-        const std::string key = structural_key(c);
-        if (!keys.insert(key).second) continue;
-        if (++count[key] == 1 && branches == 1) common.push_back(c);
-      }
-    }
-    std::vector<Cut> cuts;
-    int64_t versions = 1;
-    for (const Expr& c : common) {
-      const std::string key = structural_key(c);
-      if (count[key] != branches) continue;
-      const std::optional<Cut> cut = cut_of(c, key, tile);
-      if (!cut) continue;
-      const int64_t n = reached(*cut, tile).first.size();
-      if (versions * n > kMaxVersions) continue;
-      versions *= std::max<int64_t>(n, 1);
-      cuts.push_back(*cut);
-    }
-    if (cuts.empty()) return std::nullopt;
-    return build(s, cuts, 0, tile);
-  }
-
-  static std::optional<Cut> cut_of(const Expr& c, const std::string& key, const TileRanges& tile) {
-    const std::optional<Expr> e = as_nonnegative(c);
-    if (!e) return std::nullopt;
-    Cut cut{key, *e, Var(), 0};
-    for (const Var& v : vars_of(*e)) {
-      if (!tile.count(v.get())) continue;
-      if (cut.u.defined()) return std::nullopt;  // two loops of the tile
-      cut.u = v;
-    }
-    if (!cut.u.defined()) return cut;
-    const DataType t = cut.u.dtype();
-    const Expr at0 = simplify(substitute(*e, {{cut.u, make_zero(t)}}));
-    const Expr at1 = simplify(substitute(*e, {{cut.u, make_const(t, 1)}}));
-    const Expr slope = simplify(Sub::make(at1, at0));
-    const int64_t* k = as_const_int(slope);
-    if (!k || *k == 0) return std::nullopt;
-    const Expr rest = simplify(Sub::make(*e, Add::make(at0, Mul::make(slope, cut.u))));
-    if (!is_const_int(rest, 0)) return std::nullopt;
-    cut.slope = *k;
-    return cut;
-  }
-
-  // (min, extent) of the cut's loop; one copy for a conjunct of the enclosing loops alone.
-  static std::pair<int64_t, int64_t> range_of(const Cut& c, const TileRanges& tile) {
-    return c.u.defined() ? tile.at(c.u.get()) : std::make_pair<int64_t, int64_t>(0, 1);
-  }
-
-  // The range of u in version k (the first k copies on the failing side left out).
-  static std::pair<int64_t, int64_t> version_range(const Cut& c, std::pair<int64_t, int64_t> r,
-                                                   int64_t k) {
-    return c.slope > 0 ? std::make_pair(r.first + k, r.second - k)
-                       : std::make_pair(r.first, r.second - k);
-  }
-
-  // The condition of version k: the conjunct at the first copy it keeps.
-  static Expr condition(const Cut& c, std::pair<int64_t, int64_t> r, int64_t k) {
-    if (!c.u.defined()) return simplify(GE::make(c.e, make_zero(c.e.dtype())));
-    const int64_t at = c.slope > 0 ? r.first + k : r.first + r.second - 1 - k;
-    const Expr e = substitute(c.e, {{c.u, make_const(c.u.dtype(), static_cast<double>(at))}});
-    return simplify(GE::make(e, make_zero(c.e.dtype())));
-  }
-
-  // The versions some enclosing value reaches, and whether "nothing" is reached.
-  std::pair<std::vector<int64_t>, bool> reached(const Cut& c, const TileRanges& tile) const {
-    const std::pair<int64_t, int64_t> r = range_of(c, tile);
-    std::vector<Var> vars;
-    for (const Var& v : vars_of(c.e))
-      if (!c.u.defined() || v.get() != c.u.get()) vars.push_back(v);
-    auto value = [](const Expr& cond, const std::vector<std::pair<Var, Expr>>& at) {
-      const Expr v = simplify(substitute(cond, at));
-      const int64_t* i = as_const_int(v);
-      return i ? std::optional<bool>(*i != 0) : std::nullopt;
-    };
-    std::vector<int64_t> ks;
-    for (int64_t k = 0; k < r.second; ++k) {
-      const Expr cond = condition(c, r, k);
-      const Expr before = k > 0 ? condition(c, r, k - 1) : Expr();
-      if (some_point(vars, outer_, [&](const std::vector<std::pair<Var, Expr>>& at) {
-            return value(cond, at) != false && (!before.defined() || value(before, at) != true);
-          }))
-        ks.push_back(k);
-    }
-    const Expr last = condition(c, r, r.second - 1);
-    const bool nothing = some_point(vars, outer_, [&](const std::vector<std::pair<Var, Expr>>& at) {
-      return value(last, at) != true;
-    });
-    return {ks, nothing};
-  }
-
-  Stmt build(const Stmt& s, const std::vector<Cut>& cuts, size_t i, const TileRanges& tile) {
-    if (i == cuts.size()) return s;
-    const Cut& c = cuts[i];
-    const auto [ks, nothing] = reached(c, tile);
-    if (ks.empty()) return s;  // not expected: the nest never runs
-    const std::pair<int64_t, int64_t> r = range_of(c, tile);
-    const Stmt dropped = DropConjuncts(guards_, alive_, {c.key}).mutate(s);
-    Stmt chain;  // undefined: nothing
-    bool last = !nothing;
-    for (auto k = ks.rbegin(); k != ks.rend(); ++k) {
-      TileRanges cut_tile = tile;
-      Stmt version = dropped;
-      if (c.u.defined()) {
-        cut_tile[c.u.get()] = version_range(c, r, *k);
-        version = SetRange(c.u.get(), cut_tile[c.u.get()]).mutate(version);
-      }
-      version = build(version, cuts, i + 1, cut_tile);
-      chain = last ? version : IfThenElse::make(condition(c, r, *k), version, chain);
-      last = false;
-    }
-    return chain;
-  }
-
-  std::unordered_set<const ExprNode*>& guards_;
-  std::vector<Expr>& alive_;
+  const std::unordered_set<const ExprNode*>& guards_;
   VarRanges outer_;
 };
 
@@ -720,9 +476,8 @@ Stmt skip_padding_taps(const Stmt& s) {
   GuardTaps g;
   Stmt guarded = g.mutate(s);
   if (g.guards.empty()) return s;
-  std::vector<Expr> alive;  // the guards the steps rewrite
-  Stmt unswitched = Unswitch(g.guards, alive).mutate(guarded);
-  return CutTiles(g.guards, alive).mutate(unswitched);
+  Unswitch u(g.guards);
+  return u.mutate(guarded);
 }
 
 }  // namespace ktune::te
