@@ -48,6 +48,7 @@
 #include "bench/fma_peak.h"
 #include "bench/library_race.h"
 #include "codegen/target.h"
+#include "deploy/int8_packing.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
 #include "te/bfloat16.h"
@@ -78,15 +79,6 @@ struct Bytes {
   size_t n;
   uint8_t* p;
 };
-
-// B (K x N, int8, row-major) in ktune's [N/16][K/4][16][4] blocks, the padding zero.
-void pack_b(const int8_t* b, int64_t K, int64_t N, int8_t* out) {
-  const int64_t nb = (N + 15) / 16, kb = (K + 3) / 4;
-  std::memset(out, 0, static_cast<size_t>(nb * kb * 64));
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < N; ++j)
-      out[((j / 16) * kb + k / 4) * 64 + (j % 16) * 4 + k % 4] = b[k * N + j];
-}
 
 struct Row {
   std::string name, onednn_impl;
@@ -162,8 +154,12 @@ Row bench_shape(const Shape& s, const schedule_space::TargetTraits& traits, cons
   Bytes a(static_cast<size_t>(s.M * s.K)), b(static_cast<size_t>(s.K * s.N));
   for (size_t i = 0; i < a.n; ++i) a.p[i] = static_cast<uint8_t>(rng());
   for (size_t i = 0; i < b.n; ++i) b.p[i] = static_cast<uint8_t>(rng());
-  Bytes packed(static_cast<size_t>((s.N + 15) / 16 * ((s.K + 3) / 4) * 64));
-  pack_b(reinterpret_cast<const int8_t*>(b.p), s.K, s.N, reinterpret_cast<int8_t*>(packed.p));
+  // B in the layout a model build hands the template (deploy's packing, one definition).
+  std::vector<int64_t> b_values(b.n);
+  for (size_t i = 0; i < b.n; ++i) b_values[i] = static_cast<int8_t>(b.p[i]);
+  const std::vector<int8_t> b_packed = deploy::pack_gemm_b_u8s8(b_values, s.K, s.N, false);
+  Bytes packed(b_packed.size());
+  std::memcpy(packed.p, b_packed.data(), b_packed.size());
   Bytes c_ktune(static_cast<size_t>(s.M * s.N * 4)), c_dnnl(static_cast<size_t>(s.M * s.N * 4));
 
   const std::vector<void*> kargs = {a.p, packed.p, c_ktune.p};
