@@ -192,13 +192,6 @@ int64_t vectors_per_block(int64_t ocb, int64_t lanes) { return (ocb + lanes - 1)
 //   pad_inline 0/1 (with a pad stage only): pad inside the input transform, or once
 //   parallel 0/1 (only 0 on one core): each stage's outer loop (input transform: its outer
 //     loop; product: the alpha^2 fused; output transform: batch, k blocks and tile rows fused)
-//   c_outer  0: each register tile reduces over all input channels, then the next tile;
-//     1: the accumulators of a whole row of register tiles (all tiles of tile_k k blocks with
-//     gemm_order 0, all k blocks of tile_p tiles with 1) live in memory and tile_c's outer loop
-//     runs outside that row, so the block of U (or V) that tile_c's inner loop reads stays in L1
-//     while every register tile of the row uses it, and the first read of each U block is spread
-//     over the whole product instead of bunched in the row's first tile. Configs logged before
-//     the knob mean 0.
 // Constraint: the product's accumulators (tile_k inner x vectors per oc block x tile_p inner)
 // fit TargetTraits::accumulator_budget, as in conv2d_nchwc.
 void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, ConfigSpace& space) {
@@ -215,8 +208,6 @@ void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, C
   space.define_knob("pad_inline", padded ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
   space.define_knob("parallel",
                     target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  space.define_knob("c_outer", std::vector<int64_t>{0, 1});
-  space.set_legacy_value("c_outer", 0);
   space.add_constraint(
       "register tile fits the vector registers", [vectors, target](const EntityView& v) {
         const int64_t weights = v["tile_k"].values.back() * vectors;
@@ -241,7 +232,6 @@ Config fallback(const Shape& sh, int dtype_bits, const TargetTraits& target,
   d[5] = closest_int(space.knob(5), 0);
   d[6] = closest_int(space.knob(6), 0);
   d[7] = closest_int(space.knob(7), target.cores > 1 ? 1 : 0);
-  d[8] = closest_int(space.knob(8), 0);
   return pick_fallback(space, d);
 }
 
@@ -288,24 +278,14 @@ Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
   if (par) prod.parallel(en);
   prod.vectorize(prod.axis(4));
   te::Stage acc = s[acc_t];
+  acc.compute_at(prod, k_outer ? ps[0] : ks[0]);
   auto [ci, lane] = acc.split(acc.reduce_axis(0), sh.icb);
   const auto cs = split2(acc, ci, cfg["tile_c"], sh.cblocks(), "tile_c");
   // Tiles outside the k blocks in the tile: each broadcast input feeds tile_k FMAs back to back.
-  te::IterVar acc_k = acc.axis(2), acc_p = acc.axis(3);
-  if (cfg["c_outer"].as_int() == 0) {
-    acc.compute_at(prod, k_outer ? ps[0] : ks[0]);
-    acc.reorder({acc.axis(0), acc.axis(1), cs[0], cs[1], lane, acc_p, acc_k, acc.axis(4)});
-  } else {
-    // Attached at the row's loop: the accumulators span the row, split back into register
-    // tiles inside tile_c's outer loop.
-    acc.compute_at(prod, k_outer ? ks[0] : ps[0]);
-    const int64_t inner = k_outer ? cfg["tile_p"].values.back() : cfg["tile_k"].values.back();
-    auto [row, tile] = acc.split(k_outer ? acc_p : acc_k, inner);
-    (k_outer ? acc_p : acc_k) = tile;
-    acc.reorder({acc.axis(0), acc.axis(1), cs[0], row, cs[1], lane, acc_p, acc_k, acc.axis(4)});
-  }
-  acc.unroll(acc_k);
-  acc.unroll(acc_p);
+  acc.reorder(
+      {acc.axis(0), acc.axis(1), cs[0], cs[1], lane, acc.axis(3), acc.axis(2), acc.axis(4)});
+  acc.unroll(acc.axis(2));
+  acc.unroll(acc.axis(3));
   acc.vectorize(acc.axis(4));
   unroll_if(acc, lane, cfg["unroll_cb"].as_int() != 0);
 

@@ -287,58 +287,6 @@ TEST(Winograd, KernelsMatchDirectConvolutionWithinTolerancePerM) {
   }
 }
 
-// `base` with int knob `name` set to `value`.
-Config with_value(const Task& task, const Config& base, const std::string& name, int64_t value) {
-  std::vector<Entity> entities = base.entities();
-  for (Entity& e : entities)
-    if (e.name == name) e.values = {value};
-  const Config c(base.template_name(), 0, entities);
-  return Config(base.template_name(), task.space().index_of(c), entities);
-}
-
-// c_outer = 1 (the accumulators of a row of register tiles in memory, the channel loop outside
-// the row) with either gemm_order, on the odd shapes of every m: the same numbers.
-TEST(Winograd, ChannelLoopOutsideARowOfRegisterTilesKeepsTheNumbers) {
-  const codegen::Target target = codegen::Target::host();
-  std::mt19937_64 pick(12);
-  for (int64_t m : {2, 4, 6}) {
-    for (const Case& c : cases_for(m)) {
-      const Task task =
-          Task::create(kName, parse_workload_args(kName, c.words), host_traits(target));
-      std::vector<Config> configs;
-      for (int64_t order : {0, 1})
-        configs.push_back(with_value(
-            task, with_value(task, task.fallback_config(), "gemm_order", order), "c_outer", 1));
-      for (uint64_t i : task.space().sample(2, pick))
-        configs.push_back(with_value(task, task.space().get(i), "c_outer", 1));
-      for (const Config& cfg : configs) ASSERT_EQ(cfg["c_outer"].as_int(), 1);
-      const double err = worst_error(c, m, winograd_matrices(m), configs, task, target);
-      std::printf("  c_outer 1, %s: %.3g\n", task.workload_key().c_str(), err);
-    }
-  }
-}
-
-// A config logged before c_outer existed lowers to the schedule c_outer = 0 gives (and not to
-// c_outer = 1's).
-TEST(Winograd, ConfigsWithoutCOuterKeepTheirSchedule) {
-  const Task task = Task::create(
-      kName, parse_workload_args(kName, {"C=32", "H=7", "W=7", "K=32", "pad=1", "m=2"}),
-      host_traits(codegen::Target::host()));
-  const auto lowered = [&](const Config& cfg) {
-    const Instantiated inst = task.instantiate(cfg);
-    return te::to_string(te::lower(inst.schedule, inst.args, "wino").body);
-  };
-  const Config now = with_value(task, task.fallback_config(), "c_outer", 0);
-  std::vector<Entity> old_entities;
-  for (const Entity& e : now.entities())
-    if (e.name != "c_outer") old_entities.push_back(e);
-  ASSERT_EQ(old_entities.size() + 1, now.entities().size());
-  const Config old(kName, now.index(), old_entities);
-  EXPECT_EQ(task.space().index_of(old), now.index());
-  EXPECT_EQ(lowered(old), lowered(now));
-  EXPECT_NE(lowered(old), lowered(with_value(task, now, "c_outer", 1)));
-}
-
 // The tolerance catches a wrong transform: one entry of G changed in the weight transform.
 TEST(Winograd, AWrongGEntryFailsTheTolerance) {
   const codegen::Target target = codegen::Target::host();
