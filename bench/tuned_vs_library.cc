@@ -26,6 +26,9 @@
 // input (bench/useful_work.h), and the useful GFLOP/s as a share of the FMA peak (bench/fma_peak.h,
 // per thread times the threads).
 //
+// --only NAME_PART (with --winograd, --threads N > 1 or --direct-3x3): only the workloads whose
+// name contains it (e.g. 7x7).
+//
 // Usage: tuned_vs_library [--trials N] [--conv-trials N] [--seed S] [--rounds R] [--threads N]
 //                         [--winograd M | --direct-3x3] [--only NAME_PART]
 #include <algorithm>
@@ -287,6 +290,11 @@ Options parse(int argc, char** argv) {
                  "With --winograd, --threads or --direct-3x3: only the workloads whose name "
                  "contains this (e.g. 7x7)");
   bench::parse_or_exit(app, argc, argv);
+  if (!o.only.empty() && o.winograd == 0 && o.threads == 1 && !o.direct_3x3) {
+    std::fprintf(stderr,
+                 "tuned_vs_library: --only needs --winograd, --threads N > 1 or --direct-3x3\n");
+    std::exit(1);
+  }
   return o;
 }
 
