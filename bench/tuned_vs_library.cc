@@ -26,8 +26,11 @@
 // input (bench/useful_work.h), and the useful GFLOP/s as a share of the FMA peak (bench/fma_peak.h,
 // per thread times the threads).
 //
+// --only NAME_PART (with --winograd, --threads N > 1 or --direct-3x3): only the workloads whose
+// name contains it (e.g. 7x7).
+//
 // Usage: tuned_vs_library [--trials N] [--conv-trials N] [--seed S] [--rounds R] [--threads N]
-//                         [--winograd M | --direct-3x3]
+//                         [--winograd M | --direct-3x3] [--only NAME_PART]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -70,6 +73,7 @@ struct Options {
   int threads = 1;
   int winograd = 0;  // m of the Winograd rows; 0: the default benchmark
   bool direct_3x3 = false;
+  std::string only;  // with --winograd / --threads / --direct-3x3: rows whose name contains this
 };
 
 double max_abs_diff(const float* a, const float* b, size_t n) {
@@ -282,7 +286,15 @@ Options parse(int argc, char** argv) {
   auto* winograd = app.add_option("--winograd", o.winograd, "Winograd rows of this m")
                        ->check(CLI::IsMember({2, 4, 6}));
   app.add_flag("--direct-3x3", o.direct_3x3, "The direct 3x3 rows")->excludes(winograd);
+  app.add_option("--only", o.only,
+                 "With --winograd, --threads or --direct-3x3: only the workloads whose name "
+                 "contains this (e.g. 7x7)");
   bench::parse_or_exit(app, argc, argv);
+  if (!o.only.empty() && o.winograd == 0 && o.threads == 1 && !o.direct_3x3) {
+    std::fprintf(stderr,
+                 "tuned_vs_library: --only needs --winograd, --threads N > 1 or --direct-3x3\n");
+    std::exit(1);
+  }
   return o;
 }
 
@@ -316,6 +328,13 @@ void print_race_table(const std::vector<std::string>& names,
   }
 }
 
+// --only matched no workload: one line, exit status 1.
+int no_rows(const Options& o) {
+  std::fprintf(stderr, "tuned_vs_library: --only '%s' names no workload of this run\n",
+               o.only.c_str());
+  return 1;
+}
+
 bench::RaceOptions race_options(const Options& o) {
   bench::RaceOptions ro;
   ro.trials = o.trials;
@@ -334,7 +353,7 @@ int run_winograd(const codegen::Target& host, const Options& o) {
   std::vector<bench::RaceResult> rows;
   std::vector<double> ratios, useful;
   for (const bench::Workload& w : bench::resnet_and_matmul_workloads()) {
-    if (w.template_name != "conv2d_nchwc") continue;
+    if (w.template_name != "conv2d_nchwc" || w.name.find(o.only) == std::string::npos) continue;
     const auto direct = schedule_space::Task::create(
         w.template_name, schedule_space::parse_workload_args(w.template_name, w.args), traits);
     std::vector<std::string> args = w.args;
@@ -351,6 +370,7 @@ int run_winograd(const codegen::Target& host, const Options& o) {
     std::fprintf(stderr, "  %s: %s\n", names.back().c_str(),
                  rows.back().config.to_json_string().c_str());
   }
+  if (rows.empty()) return no_rows(o);
   print_race_table(names, rows, useful, o.threads);
   std::printf("winograd_vs_onednn_direct_geomean %.3f\n", bench::geomean(ratios));
   return 0;
@@ -368,6 +388,7 @@ int run_threaded(const codegen::Target& host, const Options& o) {
   std::vector<double> ratios, useful;
   for (const bench::Workload& w :
        o.direct_3x3 ? bench::resnet_3x3_workloads() : bench::resnet_and_matmul_workloads()) {
+    if (w.name.find(o.only) == std::string::npos) continue;
     const auto task = schedule_space::Task::create(
         w.template_name, schedule_space::parse_workload_args(w.template_name, w.args), traits);
     useful.push_back(bench::useful_share(task));
@@ -376,6 +397,7 @@ int run_threaded(const codegen::Target& host, const Options& o) {
     names.push_back(w.name);
     std::fprintf(stderr, "  %s: %s\n", w.name.c_str(), rows.back().config.to_json_string().c_str());
   }
+  if (rows.empty()) return no_rows(o);
   print_race_table(names, rows, useful, o.threads);
   if (o.direct_3x3) {
     const auto worst = std::min_element(ratios.begin(), ratios.end());
