@@ -146,6 +146,12 @@ void Planner::bind_conv(PlanStep& s, const frontend::Node& conv,
                         const frontend::TaskOccurrence& occ, const std::string& out_name,
                         const std::vector<te::Tensor>& args) {
   const bool depthwise = s.task->template_name() == "depthwise_conv2d_nchwc";
+  // The task of a conv of 2 to C-1 groups is one group's: its weights and data would need a
+  // per-group binding, which is not built.
+  if (conv.int_or("group", 1) != 1 && !depthwise)
+    throw unsupported(conv,
+                      "a grouped conv (model builds run convs of one group and depthwise "
+                      "convs)");
   const bool winograd = s.task->template_name() == "conv2d_winograd_nchwc";
   const auto& w = constant(conv, conv.inputs.at(1));
   const int64_t K = w.shape.at(0), C = depthwise ? K : w.shape.at(1), R = w.shape.at(2),

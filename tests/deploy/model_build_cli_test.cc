@@ -325,7 +325,8 @@ TEST_F(ModelBuild, EveryCnnTestModelMatchesOnnxRuntime) {
 // otherwise (its QLinearAdd in fixed point, the global pool) a value may land one uint8 step
 // apart, and what follows carries such a step on: one step in the pooled features moves every
 // logit a little, so resnet18_qdq's output (the Gemm's uint8 output, dequantized) may differ by
-// one step of its DequantizeLinear's scale, never more, on up to 30% of its elements.
+// one step of its DequantizeLinear's scale, never more, on up to 10% of its elements (none on
+// this input).
 TEST_F(ModelBuild, QdqModelsRunInt8AndMatchOnnxRuntime) {
   const std::string onnx = model("small_qdq.onnx");
   const std::string in = inputs(8 * 16 * 16, 3);
@@ -351,7 +352,7 @@ TEST_F(ModelBuild, QdqModelsRunInt8AndMatchOnnxRuntime) {
   const Steps linked_steps = steps_apart(run_linked(resnet, resnet_in), resnet_ref);
   for (const Steps& s : {jit, linked_steps}) {
     EXPECT_LE(s.worst, 1.01);
-    EXPECT_LE(s.apart, static_cast<int64_t>(resnet_ref.size()) * 3 / 10);
+    EXPECT_LE(s.apart, static_cast<int64_t>(resnet_ref.size()) / 10);
   }
   std::printf(
       "resnet18_qdq: %lld (in process) and %lld (linked) of %zu outputs one step (%.4f) from ONNX "
@@ -386,8 +387,8 @@ TEST_F(ModelBuild, QOperatorModelRunsInt8AndMatchesOnnxRuntime) {
 }
 
 // qdq_mobile, a quantized MobileNet-like block: the depthwise convs as
-// depthwise_conv2d_nchwc_u8s8s32 (24 channels: a partial block of 16), the conv of 2 groups in
-// float32 (`ktune tasks` says why), the residual Add as a uint8 add. Its output is the add's uint8
+// depthwise_conv2d_nchwc_u8s8s32 (24 channels: a partial block of 16), the residual Add as a
+// uint8 add. Its output is the add's uint8
 // output dequantized: within one step of ONNX Runtime's (whose QLinearAdd rounds in fixed point),
 // on at most 2% of the elements; each step exactly its reference (`ktune run --check-nodes`).
 TEST_F(ModelBuild, QdqDepthwiseRunsInt8AndMatchesOnnxRuntime) {
@@ -395,8 +396,6 @@ TEST_F(ModelBuild, QdqDepthwiseRunsInt8AndMatchesOnnxRuntime) {
   const auto listed = ktune("tasks " + quote(onnx), true);
   ASSERT_EQ(listed.status, 0) << listed.err;
   EXPECT_NE(listed.out.find("depthwise_conv2d_nchwc_u8s8s32(N=1,C=24,H=16,W=16"), std::string::npos)
-      << listed.out;
-  EXPECT_NE(listed.out.find("a grouped conv other than depthwise"), std::string::npos)
       << listed.out;
   const std::string in = inputs(16 * 16 * 16, 7);
   const std::vector<float> ref = ort(onnx, in);

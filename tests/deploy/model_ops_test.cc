@@ -249,7 +249,9 @@ std::vector<uint8_t> run_bytes(const te::LoweredFunc& f,
   for (size_t i = 0; i < f.args.size(); ++i) {
     const size_t n = static_cast<size_t>(f.args[i].num_elements());
     bufs.emplace_back(n + 64, 0xA5);
-    if (i < inputs.size()) EXPECT_EQ(inputs[i].size(), n) << "argument " << i;
+    if (i < inputs.size()) {
+      EXPECT_EQ(inputs[i].size(), n) << "argument " << i;
+    }
   }
   for (size_t i = 0; i < bufs.size(); ++i) {
     uint8_t* p = bufs[i].data() + (64 - reinterpret_cast<uintptr_t>(bufs[i].data()) % 64) % 64;
@@ -270,7 +272,8 @@ std::vector<uint8_t> random_bytes(int64_t n, uint64_t seed) {
 }
 
 // The uint8 add: ((a - za) * sa + (b - zb) * sb) / sc rounded half to even, plus zc, saturated,
-// clamped at zc with relu; every element, both ends of the range reached.
+// clamped at zc with relu; every element within one step, at most 1% one step apart, both ends
+// of the range reached.
 TEST(ModelOps, QuantizedAddAsDequantizeAddQuantize) {
   const int64_t n = 1000;  // past one parallel chunk's lanes, not a multiple of 16
   const std::vector<uint8_t> a = random_bytes(n, 1), b = random_bytes(n, 2);
@@ -285,16 +288,23 @@ TEST(ModelOps, QuantizedAddAsDequantizeAddQuantize) {
     op.relu = relu;
     const std::vector<uint8_t> got = run_bytes(quantized_add("qadd", n, op), {a, b});
     ASSERT_EQ(got.size(), static_cast<size_t>(n));
-    int saturated = 0;
+    int saturated = 0, off = 0;
     for (size_t i = 0; i < got.size(); ++i) {
       const float va = static_cast<float>(a[i] - op.a_zero) * op.a_scale;
       const float vb = static_cast<float>(b[i] - op.b_zero) * op.b_scale;
       float y = std::nearbyint((va + vb) / op.out_scale) + static_cast<float>(op.out_zero);
       y = std::clamp(y, relu ? static_cast<float>(op.out_zero) : 0.0f, 255.0f);
       saturated += y == 255.0f || y == 0.0f;
-      EXPECT_EQ(got[i], static_cast<uint8_t>(y)) << "element " << i << " relu " << relu;
+      const int apart = std::abs(static_cast<int>(got[i]) - static_cast<int>(y));
+      EXPECT_LE(apart, 1) << "element " << i << " relu " << relu;
+      off += apart != 0;
     }
-    if (!relu) EXPECT_GT(saturated, 0);
+    // The kernel may fuse the multiply and the add (one rounding less): a sum within an ulp of a
+    // half rounds to the other neighbour, one step apart.
+    EXPECT_LE(off, n / 100) << "relu " << relu;
+    if (!relu) {
+      EXPECT_GT(saturated, 0);
+    }
   }
 }
 

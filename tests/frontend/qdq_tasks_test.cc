@@ -122,29 +122,25 @@ TEST(QdqTasks, ResNet18QdqRunsEveryConvInInt8) {
 }
 
 // A MobileNet-like block: the depthwise convs (one with 24 channels, a partial block) are
-// depthwise_conv2d_nchwc_u8s8s32 tasks; the conv of 2 groups runs in float32 and says why.
-TEST(QdqTasks, QdqMobileRunsDepthwiseInInt8AndGroupedInFloat) {
+// depthwise_conv2d_nchwc_u8s8s32 tasks, the residual Add a uint8 add.
+TEST(QdqTasks, QdqMobileRunsDepthwiseInInt8) {
   const Graph g = load_onnx(model("qdq_mobile.onnx"));
   const ModelTasks m = extract_tasks(g, avx512());
   std::map<std::string, int64_t> by_template;
   for (const TaskOccurrence& occ : m.occurrences) {
     const ModelTask& t = m.tasks[occ.task];
     ++by_template[t.template_name];
+    EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
     if (t.template_name == "depthwise_conv2d_nchwc_u8s8s32") {
-      EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
       EXPECT_EQ(t.args.at("C"), "24");
       EXPECT_EQ(t.args.at("relu"), "1");
       EXPECT_EQ(t.args.at("out"), "u8");
-    } else if (t.template_name == "conv2d_nchwc") {
-      EXPECT_EQ(t.note,
-                "grouped conv: one of 2 groups; float32, not int8: a grouped conv other than "
-                "depthwise (the int8 templates have no groups)");
+      EXPECT_EQ(occ.prologue.size(), 3u) << occ.layer;
     }
   }
-  EXPECT_EQ(by_template["depthwise_conv2d_nchwc_u8s8s32"], 2);
-  EXPECT_EQ(by_template["conv2d_nchwc_u8s8s32"], 2);
-  EXPECT_EQ(by_template["conv2d_nchwc"], 1);
-  EXPECT_EQ(m.quantized.size(), 4u);
+  EXPECT_EQ(by_template, (std::map<std::string, int64_t>{{"conv2d_nchwc_u8s8s32", 3},
+                                                         {"depthwise_conv2d_nchwc_u8s8s32", 2}}));
+  EXPECT_EQ(m.quantized.size(), 5u);
   EXPECT_EQ(generated(m, "Add"), (std::map<std::string, int64_t>{{"quantized_add", 1}}));
 }
 
