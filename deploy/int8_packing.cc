@@ -14,8 +14,8 @@ int64_t blocks(int64_t n, int64_t b) { return (n + b - 1) / b; }
 }  // namespace
 
 std::vector<int8_t> pack_conv_u8s8(const std::vector<int64_t>& w, int64_t K, int64_t C, int64_t R,
-                                   int64_t S, int64_t icb) {
-  const int64_t cb = C / icb;
+                                   int64_t S, int64_t icb, int64_t CP) {
+  const int64_t cb = CP / icb;
   std::vector<int8_t> packed(static_cast<size_t>(blocks(K, kLanes) * cb * R * S * icb * kLanes), 0);
   for (int64_t k = 0; k < K; ++k)
     for (int64_t c = 0; c < C; ++c)
@@ -29,6 +29,17 @@ std::vector<int8_t> pack_conv_u8s8(const std::vector<int64_t>& w, int64_t K, int
                   kDepth +
               c % kDepth)] =
               static_cast<int8_t>(w[static_cast<size_t>(((k * C + c) * R + r) * S + x)]);
+  return packed;
+}
+
+std::vector<int8_t> pack_depthwise_u8s8(const std::vector<int64_t>& w, int64_t C, int64_t R,
+                                        int64_t S) {
+  std::vector<int8_t> packed(static_cast<size_t>(blocks(C, kLanes) * R * S * kLanes), 0);
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t x = 0; x < S; ++x)
+        packed[static_cast<size_t>(((c / kLanes * R + r) * S + x) * kLanes + c % kLanes)] =
+            static_cast<int8_t>(w[static_cast<size_t>((c * R + r) * S + x)]);
   return packed;
 }
 

@@ -3,6 +3,7 @@
 // it is contiguous.
 #include "deploy/model_ops.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <utility>
@@ -180,6 +181,26 @@ te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, const 
   std::vector<te::Tensor> inputs = {x};
   inputs.insert(inputs.end(), q.args.begin(), q.args.end());
   return flat(name, inputs, out, count);
+}
+
+te::LoweredFunc quantized_add(const std::string& name, int64_t count, const QuantizedAddOp& op) {
+  te::Tensor a = te::placeholder({count}, te::UInt(8), "a");
+  te::Tensor b = te::placeholder({count}, te::UInt(8), "b");
+  const auto real = [](const te::Tensor& t, const te::Var& i, int32_t zero, float scale) {
+    return te::cast(te::Float(32), te::cast(te::Int(32), t(i)) - te::Expr(zero)) * f(scale);
+  };
+  const float lo = op.relu ? static_cast<float>(std::max(op.out_zero, 0)) : 0.0f;
+  te::Tensor out = te::compute(
+      {count},
+      [&](te::Var i) {
+        const te::Expr sum = real(a, i, op.a_zero, op.a_scale) + real(b, i, op.b_zero, op.b_scale);
+        const te::Expr y =
+            te::round_even(sum / f(op.out_scale)) + f(static_cast<float>(op.out_zero));
+        const te::Expr c = te::min(te::max(y, f(lo)), f(255.0f));
+        return te::cast(te::UInt(8), te::cast(te::Int(32), c));
+      },
+      "out");
+  return flat(name, {a, b}, out, count);
 }
 
 te::LoweredFunc elementwise(const std::string& name, const ElementwiseOp& op, int64_t count) {

@@ -56,6 +56,18 @@ te::LoweredFunc quantize_linear(const std::string& name, int64_t count, const Qu
 te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, const QuantParams& p,
                                   te::DataType type);
 
+// The residual Add of two uint8 tensors as ONNX Runtime computes QLinearAdd (the float32 form of
+// DQ + DQ -> Add -> Q): out = saturate(round_half_even(((a - a_zero) * a_scale + (b - b_zero) *
+// b_scale) / out_scale) + out_zero), clamped below at out_zero with relu (a Relu before the
+// QuantizeLinear).
+struct QuantizedAddOp {
+  float a_scale = 1, b_scale = 1, out_scale = 1;
+  int32_t a_zero = 0, b_zero = 0, out_zero = 0;
+  bool relu = false;
+};
+// `count` uint8 elements of a and b -> `count` uint8 elements; arguments a, b, out.
+te::LoweredFunc quantized_add(const std::string& name, int64_t count, const QuantizedAddOp& op);
+
 // out = a op b with numpy broadcasting (shapes aligned at their last axes, an extent 1 repeats):
 // `op` is add, sub, mul or div; arguments a, b, out (shape `out`). Throws Error(kInvalidArgument)
 // for shapes that do not broadcast to `out`, Error(kUnsupported) for another op or rank > 6.

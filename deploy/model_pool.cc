@@ -1,5 +1,6 @@
 // pool_blocked(): a window reduction per (row, column) with the channel block as the vector lanes,
-// the batch and channel blocks in parallel.
+// the batch and channel blocks in parallel; uint8 max pools pad with 0, which never wins a max
+// over a window holding one real element.
 #include "deploy/model_pool.h"
 
 #include <limits>
@@ -18,11 +19,17 @@ te::LoweredFunc pool_blocked(const std::string& name, const BlockedPool& p) {
     throw Error(ErrorKind::kInvalidArgument, name + ": the pooling window does not fit the input");
   const int64_t oh = (h + 2 * p.pad - p.r) / p.stride + 1,
                 ow = (w + 2 * p.pad - p.s) / p.stride + 1;
-  te::Tensor in = te::placeholder({n, blocks, h, w, p.block}, te::Float(32), "in");
+  const bool u8 = p.dtype == te::UInt(8);
+  if (!u8 && p.dtype != te::Float(32))
+    throw Error(ErrorKind::kUnsupported, name + ": pooling of " + p.dtype.str() + " is not built");
+  if (u8 && !p.max)
+    throw Error(ErrorKind::kUnsupported, name + ": average pooling of uint8 is not built");
+  te::Tensor in = te::placeholder({n, blocks, h, w, p.block}, p.dtype, "in");
   te::IterVar kr = te::reduce_axis({0, p.r}, "kr"), ks = te::reduce_axis({0, p.s}, "ks");
   // Taps in the padding read a clamped element and are replaced: -inf never wins a max, 0 adds
   // nothing to a sum.
-  const float pad_value = p.max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  const te::Expr pad_value = u8 ? te::cast(te::UInt(8), te::Expr(0))
+                                : te::Expr(p.max ? -std::numeric_limits<float>::infinity() : 0.0f);
   te::Tensor acc = te::compute(
       {n, blocks, oh, ow, p.block},
       [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
@@ -33,7 +40,7 @@ te::LoweredFunc pool_blocked(const std::string& name, const BlockedPool& p) {
           v = te::select(inside,
                          in(i, cb, te::min(te::max(iy, te::Expr(int64_t{0})), te::Expr(h - 1)),
                             te::min(te::max(ix, te::Expr(int64_t{0})), te::Expr(w - 1)), l),
-                         te::Expr(pad_value));
+                         pad_value);
         }
         return p.max ? te::max(v, {kr, ks}) : te::sum(v, {kr, ks});
       },
@@ -58,6 +65,40 @@ te::LoweredFunc pool_blocked(const std::string& name, const BlockedPool& p) {
   };
   schedule(acc, true);
   if (!p.max) schedule(out, false);
+  return te::lower(s, {in, out}, name);
+}
+
+te::LoweredFunc global_average_pool_u8(const std::string& name, const QuantizedGlobalPool& p) {
+  const int64_t n = p.nchw.at(0), c = p.nchw.at(1), h = p.nchw.at(2), w = p.nchw.at(3);
+  const int64_t blocks = (c + p.block - 1) / p.block;
+  te::Tensor in = te::placeholder({n, blocks, h, w, p.block}, te::UInt(8), "in");
+  te::IterVar ky = te::reduce_axis({0, h}, "ky"), kx = te::reduce_axis({0, w}, "kx");
+  te::Tensor sum = te::compute(
+      {n, blocks, 1, 1, p.block},
+      [&](te::Var i, te::Var cb, te::Var, te::Var, te::Var l) {
+        return te::sum(te::cast(te::Int(32), in(i, cb, ky, kx, l)), {ky, kx});
+      },
+      "sum");
+  const float factor = p.x_scale / (static_cast<float>(h * w) * p.y_scale);
+  const int32_t offset = static_cast<int32_t>(h * w) * p.x_zero;
+  te::Tensor out = te::compute(
+      {n, blocks, 1, 1, p.block},
+      [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
+        const te::Expr centered = te::cast(te::Float(32), sum(i, cb, y, x, l) - te::Expr(offset));
+        const te::Expr v =
+            te::round_even(centered * te::Expr(factor)) + te::Expr(static_cast<float>(p.y_zero));
+        const te::Expr clamped = te::min(te::max(v, te::Expr(0.0f)), te::Expr(255.0f));
+        return te::cast(te::UInt(8), te::cast(te::Int(32), clamped));
+      },
+      "out");
+  // As pool_blocked schedules an average: the lanes innermost, batch x channel blocks in parallel.
+  te::Schedule s = te::create_schedule({out});
+  for (const te::Tensor& t : {sum, out}) {
+    te::Stage st = s[t];
+    if (t.same_as(sum)) st.reorder({st.reduce_axis(0), st.reduce_axis(1), st.axis(4)});
+    st.vectorize(st.axis(4));
+    st.parallel(st.fuse(st.axis(0), st.axis(1)));
+  }
   return te::lower(s, {in, out}, name);
 }
 

@@ -1,5 +1,6 @@
-// Declares pool_blocked(): max and average pooling computed directly in the channel-blocked NCHWc
-// layout, so a pool between blocked convolutions needs no layout conversion.
+// Declares pool_blocked() and global_average_pool_u8(): max and average pooling computed directly
+// in the channel-blocked NCHWc layout, so a pool between blocked convolutions needs no layout
+// conversion.
 #pragma once
 
 #include <cstdint>
@@ -15,11 +16,24 @@ struct BlockedPool {
   std::vector<int64_t> nchw;  // the input's logical shape
   int64_t block = 16;         // lanes of a channel block
   int64_t r = 1, s = 1, stride = 1, pad = 0;
+  // float32, or uint8 for a max pool of quantized data (a max commutes with the quantization).
+  te::DataType dtype = te::Float(32);
 };
 
 // In [n][ceil(c/b)][h][w][b] -> out [n][ceil(c/b)][oh][ow][b], oh = (h + 2 pad - r) / stride + 1.
 // The lanes past c stay zero when the input's are. Throws Error(kInvalidArgument) for a window
-// that does not fit.
+// that does not fit, Error(kUnsupported) for an average pool of uint8.
 te::LoweredFunc pool_blocked(const std::string& name, const BlockedPool& p);
+
+// ONNX Runtime's QLinearGlobalAveragePool on uint8 NCHWc data: In [n][ceil(c/b)][h][w][b] -> out
+// [n][ceil(c/b)][1][1][b], out = saturate(round_half_even((sum - h*w*x_zero) * x_scale / (h*w *
+// y_scale)) + y_zero), the sum in int32, the factor one float32.
+struct QuantizedGlobalPool {
+  std::vector<int64_t> nchw;  // the input's logical shape
+  int64_t block = 16;
+  float x_scale = 1, y_scale = 1;
+  int32_t x_zero = 0, y_zero = 0;
+};
+te::LoweredFunc global_average_pool_u8(const std::string& name, const QuantizedGlobalPool& p);
 
 }  // namespace ktune::deploy

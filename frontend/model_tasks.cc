@@ -100,6 +100,26 @@ class Extractor {
       for (size_t n : q.prologue) fuser_.exclude(n);
       for (size_t n : q.epilogue) fuser_.exclude(n);
     }
+    // So are a uint8 Add's and a uint8 max pool's (generated kernels, listed at their operator).
+    for (const QuantizedAdd& a : quantized_.adds) {
+      generated_at_[a.node] = {g_.nodes[a.node].op == "QLinearAdd"
+                                   ? "int8 add (QLinearAdd)"
+                                   : "int8 add (DequantizeLinear pair, Add, QuantizeLinear)",
+                               "quantized_add"};
+      fuser_.exclude(a.node);
+      for (size_t n : a.prologue) fuser_.exclude(n);
+      for (size_t n : a.epilogue) fuser_.exclude(n);
+    }
+    for (const QuantizedMaxPool& p : quantized_.max_pools) {
+      generated_at_[p.node] = {
+          "uint8 max pool (between DequantizeLinear and QuantizeLinear of "
+          "one scale)",
+          "max_pool_u8"};
+      for (size_t n : {p.node, p.dequantize, p.quantize}) fuser_.exclude(n);
+    }
+    for (const QuantizedGlobalAveragePool& p : quantized_.global_pools)
+      generated_at_[p.node] = {"uint8 global average pool (QLinearGlobalAveragePool)",
+                               "global_average_pool_u8"};
     // A LayerNorm stays whole: no anchor takes its nodes into an epilogue.
     for (size_t k = 0; k < layer_norms_.size(); ++k)
       for (size_t n : layer_norms_[k].nodes) {
@@ -131,8 +151,12 @@ class Extractor {
         add_unsupported("LayerNorm", layer, "no template", "layer_norm");
         continue;
       }
-      if (fuser_.fused(i)) continue;
       const Node& node = g_.nodes[i];
+      if (auto gen = generated_at_.find(i); gen != generated_at_.end()) {
+        add_unsupported(node.op, node.name, gen->second.first, gen->second.second);
+        continue;
+      }
+      if (fuser_.fused(i)) continue;
       std::variant<Candidate, NotMapped, std::monostate> mapped = map_anchor(i);
       if (std::holds_alternative<std::monostate>(mapped)) {
         add_unsupported(node.op, node.name, reason_without_template(node.op),
@@ -185,16 +209,19 @@ class Extractor {
     }
     result.layer_norms = layer_norms_;
     result.quantized = quantized_.ops;
+    result.quantized_adds = quantized_.adds;
+    result.quantized_max_pools = quantized_.max_pools;
+    result.quantized_global_pools = quantized_.global_pools;
     return result;
   }
 
  private:
   std::variant<Candidate, NotMapped, std::monostate> map_anchor(size_t i) {
     const Node& n = g_.nodes[i];
-    if (!n.domain.empty()) return std::monostate{};
-    if (quantized_at_.count(i)) return map_quantized(i);
     if (auto r = quantized_.refused.find(i); r != quantized_.refused.end())
       return NotMapped{"not int8: " + r->second};
+    if (!n.domain.empty()) return std::monostate{};
+    if (quantized_at_.count(i)) return map_quantized(i);
     if (n.op == "Conv") return map_conv(i);
     if (n.op == "Gemm" || n.op == "MatMul") return map_gemm(i);
     if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "GlobalAveragePool" ||
@@ -302,19 +329,29 @@ class Extractor {
     c->substitute.clear();
     c->alternatives.clear();
     c->dtype.clear();
+    const bool s8 = g_.type(q.output) == "int8";
+    c->note = s8 ? "int8: requantized to int8" : "int8: requantized to uint8";
+    if (q.float_bias) c->note += "; float32 bias rounded to the accumulator's scale";
     if (q.conv) {
-      c->template_name = "conv2d_nchwc_u8s8s32";
-      c->args.erase("dilation");  // the int8 template has none (find_quantized_ops requires 1)
+      c->template_name = q.depthwise ? "depthwise_conv2d_nchwc_u8s8s32" : "conv2d_nchwc_u8s8s32";
+      // conv2d_nchwc_u8s8s32 has no dilation (find_quantized_ops requires 1), and takes input
+      // channels in groups of 4: the padded ones read zero weights.
+      if (!q.depthwise) {
+        c->args.erase("dilation");
+        const int64_t C = std::stoll(c->args.at("C"));
+        c->args["C"] = i2s(int8_conv_channels(C));
+        if (C % 4 != 0)
+          c->note += "; input channels padded from " + i2s(C) + " to " + i2s(int8_conv_channels(C));
+      }
       const int64_t zero_point =
           q.data_zero_point.empty() ? 0 : std::llround(g_.values.at(q.data_zero_point).front());
       c->args["data_zero_point"] = i2s(zero_point);
     }
-    c->args["out"] = "u8";
+    c->args["out"] = s8 ? "s8" : "u8";
     c->args["scale"] = "per_channel";
     c->args["relu"] = q.relu ? "1" : "0";
     c->epilogue = FusedEpilogue{"", {}, q.epilogue};
     c->prologue = q.prologue;
-    c->note = "int8: requantized to uint8";
     return mapped;
   }
 
@@ -452,6 +489,8 @@ class Extractor {
   std::map<size_t, size_t> in_layer_norm_;  // node -> its group
   QuantizedOps quantized_;
   std::map<size_t, size_t> quantized_at_;  // anchor node -> its QuantizedOp
+  // A uint8 operator a model build generates: node -> (reason, generated kernel).
+  std::map<size_t, std::pair<std::string, std::string>> generated_at_;
 };
 
 // Sets status, refused and tunable by asking the templates (Task::create) for the listed form,

@@ -94,6 +94,12 @@ struct ModelTasks {
   // The int8 operators (tasks of conv2d_nchwc_u8s8s32 and matmul_u8s8s32, by anchor node); not
   // part of to_json.
   std::vector<QuantizedOp> quantized;
+  // The uint8 Adds and max pools a model build generates (listed as unsupported "Add" and
+  // "MaxPool" with generated "quantized_add" and "max_pool_u8"); not part of to_json.
+  std::vector<QuantizedAdd> quantized_adds;
+  std::vector<QuantizedMaxPool> quantized_max_pools;
+  // com.microsoft QLinearGlobalAveragePool nodes (generated "global_average_pool_u8").
+  std::vector<QuantizedGlobalAveragePool> quantized_global_pools;
   // Sum over tasks (alternatives excluded: they compute the same) of count x flop.
   double total_flop() const;
   // The alternatives of tasks[task] (indexes; ModelTask::alternative_of == task).
@@ -111,12 +117,17 @@ struct ModelTasks {
 // EpilogueFuser::fuse): BatchNormalization folded into a bias, a bias Add, a residual Add, and
 // Relu, Clip (relu6 or bounds), HardSwish, HardSigmoid-Mul or Sigmoid-Mul (silu), the Erf form of
 // GELU (gelu_erf). In a quantized model, DequantizeLinear -> Conv | Gemm | MatMul [-> Relu] ->
-// QuantizeLinear, and QLinearConv and QLinearMatMul (QuantizedOp), are one conv2d_nchwc_u8s8s32 or
-// matmul_u8s8s32 task with its requantize epilogue; a Conv, Gemm or MatMul with dequantized inputs
-// that does not take that form runs in float32 and its note says why (a QLinearConv or
-// QLinearMatMul that does not is an UnsupportedOp with the reason); other
-// QuantizeLinear and DequantizeLinear nodes are generated kernels ("quantize", "dequantize"; a
-// DequantizeLinear of a constant is folded at build time: "folded").
+// QuantizeLinear, and QLinearConv and QLinearMatMul (QuantizedOp), are one conv2d_nchwc_u8s8s32
+// (input channels padded to a multiple of 4), depthwise_conv2d_nchwc_u8s8s32 or matmul_u8s8s32
+// task with its requantize epilogue; a Conv, Gemm or MatMul with dequantized inputs that does not
+// take that form runs in float32 and its note says why (a QLinearConv or QLinearMatMul that does
+// not is an UnsupportedOp with the reason). DQ + DQ -> Add [-> Relu] -> Q of uint8 tensors
+// (QuantizedAdd) is an UnsupportedOp "Add" generated as "quantized_add" (com.microsoft QLinearAdd
+// too), DQ -> MaxPool -> Q of one scale (QuantizedMaxPool) a "MaxPool" generated as "max_pool_u8",
+// com.microsoft QLinearGlobalAveragePool one generated as "global_average_pool_u8"; other
+// QuantizeLinear and
+// DequantizeLinear nodes are generated kernels ("quantize", "dequantize"; a DequantizeLinear of a
+// constant is folded at build time: "folded").
 // Identical workloads are merged with a count. Every other node is an
 // UnsupportedOp (a LayerNormGroup is one, "LayerNorm"), with the generated kernel a model build
 // computes it with, if any: nothing is dropped. Each task is tried with Task::create (typed errors

@@ -14,6 +14,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "frontend/contrib_ops.h"
 #include "support/error.h"
 #include "support/json_input.h"
 
@@ -66,14 +67,15 @@ void check_operator_sets(const std::string& path, const onnx::ModelProto& model)
     const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     auto version = versions.find(domain);
     const int max_version = version == versions.end() ? 0 : static_cast<int>(version->second);
-    // ONNX Runtime's quantizer writes contrib operators in its QOperator form (QLinearAdd,
-    // QLinearGlobalAveragePool, ...): its QDQ form of the same model is plain ONNX.
-    if (domain == "com.microsoft" && node.op_type().rfind("QLinear", 0) == 0)
+    // ONNX Runtime's quantizer writes contrib operators in its QOperator form: ktune knows two
+    // (register_contrib_schemas); its QDQ form of the same model is plain ONNX.
+    if (domain == "com.microsoft" && node.op_type().rfind("QLinear", 0) == 0 &&
+        node.op_type() != "QLinearAdd" && node.op_type() != "QLinearGlobalAveragePool")
       throw Error(ErrorKind::kUnsupported,
                   path + ": operator 'com.microsoft::" + node.op_type() +
                       "' is an ONNX Runtime contrib operator of the QOperator form; ktune reads "
-                      "QLinearConv and QLinearMatMul of it, and every operator of the QDQ form "
-                      "(quantize with QuantFormat.QDQ)");
+                      "QLinearConv, QLinearMatMul, QLinearAdd and QLinearGlobalAveragePool of it, "
+                      "and every operator of the QDQ form (quantize with QuantFormat.QDQ)");
     if (onnx::OpSchemaRegistry::Schema(node.op_type(), max_version, domain) == nullptr)
       throw Error(ErrorKind::kUnsupported,
                   path + ": operator '" + (domain.empty() ? "" : domain + "::") + node.op_type() +
@@ -309,6 +311,7 @@ InputShape parse_input_shape(const std::string& text) {
 
 Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) {
   onnx::ModelProto model = read_model(path);
+  register_contrib_schemas();
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <set>
+#include <tuple>
 
 namespace ktune::frontend {
 namespace {
@@ -40,6 +41,28 @@ class Matcher {
         found.ops.push_back(std::move(q));
       else
         (qdq ? found.not_fused : found.refused)[i] = why;
+    }
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (n.domain == "com.microsoft" && n.op == "QLinearAdd") {
+        QuantizedAdd add;
+        if (const std::string why = describe_qlinear_add(i, add); why.empty())
+          found.adds.push_back(std::move(add));
+        else
+          found.refused[i] = why;
+      } else if (n.domain == "com.microsoft" && n.op == "QLinearGlobalAveragePool") {
+        QuantizedGlobalAveragePool pool;
+        if (const std::string why = describe_qlinear_global_pool(i, pool); why.empty())
+          found.global_pools.push_back(std::move(pool));
+        else
+          found.refused[i] = why;
+      }
+      if (!n.domain.empty()) continue;
+      if (n.op == "Add") {
+        if (auto add = describe_add(i)) found.adds.push_back(std::move(*add));
+      } else if (n.op == "MaxPool") {
+        if (auto pool = describe_max_pool(i)) found.max_pools.push_back(*pool);
+      }
     }
     return found;
   }
@@ -89,12 +112,13 @@ class Matcher {
     q.weight = w.inputs.at(0);
     q.weight_scale = input(w, 1);
     q.weight_zero_point = input(w, 2);
+    q.depthwise = q.conv && depthwise(n, q.data, q.weight);
     if (!weight_scale_on_output_channels(q, w.int_or("axis", 1)))
       return "the weights' scale is neither one value nor one per output channel";
     if (!input(n, 2).empty()) {
       const auto db = dequantize(n.inputs[2]);
-      if (!db) return "the bias is not a dequantized int32 constant";
-      q.bias = g_.nodes[*db].inputs.at(0);
+      q.float_bias = !db;
+      q.bias = db ? g_.nodes[*db].inputs.at(0) : n.inputs[2];
     }
 
     // The anchor [-> Relu] -> QuantizeLinear, each the only reader of what precedes it.
@@ -115,8 +139,144 @@ class Matcher {
     // The weights' and bias' DequantizeLinear nodes are the kernel's; the data's too when no other
     // node reads the float data.
     for (const std::string& t : {n.inputs[0], n.inputs[1], input(n, 2)})
-      if (!t.empty() && only_reader(t)) q.prologue.push_back(*dequantize(t));
+      if (auto d = t.empty() ? std::nullopt : dequantize(t); d && only_reader(t))
+        q.prologue.push_back(*d);
     return "";
+  }
+
+  // Whether conv `n` of data `x` and weights `w` has one channel per group (group == C == K).
+  bool depthwise(const Node& n, const std::string& x, const std::string& w) const {
+    const int64_t group = n.int_or("group", 1);
+    const auto xs = g_.shape(x), ws = g_.shape(w);
+    return group > 1 && xs && ws && xs->size() == 4 && ws->size() == 4 && (*xs)[1] == group &&
+           (*ws)[0] == group && (*ws)[1] == 1;
+  }
+
+  // A uint8 operand of an int8 elementwise operator: a DequantizeLinear per tensor of uint8 data.
+  std::optional<size_t> uint8_dequantize(const std::string& tensor) const {
+    const auto d = dequantize(tensor);
+    if (!d) return std::nullopt;
+    const Node& n = g_.nodes[*d];
+    const std::string zp = input(n, 2);
+    if (g_.type(n.inputs.at(0)) != "uint8" || g_.constants.count(n.inputs.at(0)) ||
+        !scalar(input(n, 1)) || (!zp.empty() && !scalar(zp)))
+      return std::nullopt;
+    return d;
+  }
+
+  // A QuantizeLinear per tensor to uint8 that is the only reader of `tensor`.
+  std::optional<size_t> uint8_quantize_of(const std::string& tensor) const {
+    const auto q = only_reader(tensor);
+    if (!q) return std::nullopt;
+    const Node& n = g_.nodes[*q];
+    const std::string zp = input(n, 2);
+    if (n.op != "QuantizeLinear" || !n.domain.empty() || g_.type(n.outputs.at(0)) != "uint8" ||
+        !scalar(input(n, 1)) || (!zp.empty() && !scalar(zp)))
+      return std::nullopt;
+    return q;
+  }
+
+  // DQ(a) + DQ(b) -> Add [-> Relu] -> Q of uint8 tensors, per tensor, with operands of one shape.
+  std::optional<QuantizedAdd> describe_add(size_t i) const {
+    const Node& n = g_.nodes[i];
+    if (n.inputs.size() != 2) return std::nullopt;
+    const auto da = uint8_dequantize(n.inputs[0]), db = uint8_dequantize(n.inputs[1]);
+    const auto sa = g_.shape(n.inputs[0]), sb = g_.shape(n.inputs[1]);
+    if (!da || !db || !sa || !sb || *sa != *sb) return std::nullopt;
+    QuantizedAdd q;
+    q.node = i;
+    auto next = only_reader(n.outputs.at(0));
+    if (next && g_.nodes[*next].op == "Relu" && g_.nodes[*next].domain.empty()) {
+      q.relu = true;
+      q.epilogue.push_back(*next);
+    }
+    const auto qn = uint8_quantize_of(q.relu ? g_.nodes[*next].outputs.at(0) : n.outputs.at(0));
+    if (!qn) return std::nullopt;
+    q.epilogue.push_back(*qn);
+    const Node& a = g_.nodes[*da];
+    const Node& b = g_.nodes[*db];
+    q.a = a.inputs.at(0);
+    q.a_scale = input(a, 1);
+    q.a_zero_point = input(a, 2);
+    q.b = b.inputs.at(0);
+    q.b_scale = input(b, 1);
+    q.b_zero_point = input(b, 2);
+    q.out_scale = input(g_.nodes[*qn], 1);
+    q.out_zero_point = input(g_.nodes[*qn], 2);
+    q.output = g_.nodes[*qn].outputs.at(0);
+    for (size_t d : {*da, *db})
+      if (only_reader(g_.nodes[d].outputs.at(0))) q.prologue.push_back(d);
+    return q;
+  }
+
+  // "" when `tensor` is uint8 with a per-tensor scale and zero point, else why not.
+  std::string uint8_per_tensor(const std::string& tensor, const std::string& scale,
+                               const std::string& zero_point) const {
+    if (g_.type(tensor) != "uint8") return "'" + tensor + "' is " + g_.type(tensor) + ", not uint8";
+    if (!scalar(scale) || (!zero_point.empty() && !scalar(zero_point)))
+      return "the scale or zero point of '" + tensor + "' is not one value";
+    return "";
+  }
+
+  // QLinearAdd(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point).
+  std::string describe_qlinear_add(size_t i, QuantizedAdd& q) const {
+    const Node& n = g_.nodes[i];
+    q.node = i;
+    q.a = input(n, 0);
+    q.a_scale = input(n, 1);
+    q.a_zero_point = input(n, 2);
+    q.b = input(n, 3);
+    q.b_scale = input(n, 4);
+    q.b_zero_point = input(n, 5);
+    q.out_scale = input(n, 6);
+    q.out_zero_point = input(n, 7);
+    q.output = n.outputs.at(0);
+    for (const auto& [t, s, z] :
+         {std::tuple{q.a, q.a_scale, q.a_zero_point}, std::tuple{q.b, q.b_scale, q.b_zero_point},
+          std::tuple{q.output, q.out_scale, q.out_zero_point}})
+      if (std::string why = uint8_per_tensor(t, s, z); !why.empty()) return why;
+    if (g_.constants.count(q.a) || g_.constants.count(q.b)) return "a constant operand";
+    const auto sa = g_.shape(q.a), sb = g_.shape(q.b);
+    if (!sa || !sb || *sa != *sb) return "operands of different shapes (broadcasting is not built)";
+    return "";
+  }
+
+  // QLinearGlobalAveragePool(x, x_scale, x_zero_point, y_scale, y_zero_point) of NCHW data.
+  std::string describe_qlinear_global_pool(size_t i, QuantizedGlobalAveragePool& q) const {
+    const Node& n = g_.nodes[i];
+    q.node = i;
+    q.data = input(n, 0);
+    q.data_scale = input(n, 1);
+    q.data_zero_point = input(n, 2);
+    q.out_scale = input(n, 3);
+    q.out_zero_point = input(n, 4);
+    q.output = n.outputs.at(0);
+    for (const auto& [t, s, z] : {std::tuple{q.data, q.data_scale, q.data_zero_point},
+                                  std::tuple{q.output, q.out_scale, q.out_zero_point}})
+      if (std::string why = uint8_per_tensor(t, s, z); !why.empty()) return why;
+    if (n.int_or("channels_last", 0) != 0) return "channels last (NHWC) data";
+    const auto x = g_.shape(q.data);
+    if (!x || x->size() != 4) return "data that is not 4-D";
+    return "";
+  }
+
+  // The value of a per-tensor scale or zero point ("" reads as 0).
+  double value(const std::string& tensor) const {
+    return tensor.empty() ? 0.0 : g_.values.at(tensor).front();
+  }
+
+  // DQ(x) -> MaxPool -> Q with the DequantizeLinear's scale and zero point.
+  std::optional<QuantizedMaxPool> describe_max_pool(size_t i) const {
+    const Node& n = g_.nodes[i];
+    const auto d = uint8_dequantize(n.inputs.at(0));
+    if (!d || !only_reader(n.inputs.at(0)) || n.outputs.size() != 1) return std::nullopt;
+    const auto qn = uint8_quantize_of(n.outputs.at(0));
+    if (!qn) return std::nullopt;
+    const Node& dq = g_.nodes[*d];
+    const Node& q = g_.nodes[*qn];
+    if (value(input(dq, 1)) != value(input(q, 1)) || value(input(dq, 2)) != value(input(q, 2)))
+      return std::nullopt;
+    return QuantizedMaxPool{i, *d, *qn, dq.inputs.at(0), q.outputs.at(0)};
   }
 
   // The tensors of the QOperator form: QLinearConv(x, x_scale, x_zero_point, w, w_scale,
@@ -132,6 +292,7 @@ class Matcher {
     q.weight = input(n, 3);
     q.weight_scale = input(n, 4);
     q.weight_zero_point = input(n, 5);
+    q.depthwise = q.conv && depthwise(n, q.data, q.weight);
     q.out_scale = input(n, 6);
     q.out_zero_point = input(n, 7);
     q.bias = input(n, 8);
@@ -171,18 +332,23 @@ class Matcher {
     if (auto z = g_.values.find(q.weight_zero_point); z != g_.values.end())
       for (double v : z->second)
         if (v != 0) return "the weights' zero point is not 0";
-    if (!q.bias.empty() && (!g_.constants.count(q.bias) || g_.type(q.bias) != "int32"))
-      return "the bias is not an int32 constant";
-    if (g_.type(q.output) != "uint8") return "the output is quantized to " + g_.type(q.output);
+    if (!q.bias.empty() &&
+        (!g_.constants.count(q.bias) || g_.type(q.bias) != (q.float_bias ? "float32" : "int32")))
+      return "the bias is neither a dequantized int32 constant nor a float32 constant";
+    if (g_.type(q.output) != "uint8" && g_.type(q.output) != "int8")
+      return "the output is quantized to " + g_.type(q.output);
     if (!scalar(q.out_scale) || (!q.out_zero_point.empty() && !scalar(q.out_zero_point)))
       return "the output's scale or zero point is not one value";
     const auto x = g_.shape(q.data);
     if (q.conv) {
-      if (n.int_or("group", 1) != 1) return "a grouped conv (the int8 template has no groups)";
+      if (!x || x->size() != 4) return "not a 2-D convolution";
+      // Depthwise: depthwise_conv2d_nchwc_u8s8s32. Otherwise conv2d_nchwc_u8s8s32, whose input
+      // channels come in groups of 4: a model build pads them with zero weights.
+      if (q.depthwise) return "";
+      if (n.int_or("group", 1) != 1)
+        return "a grouped conv other than depthwise (the int8 templates have no groups)";
       for (int64_t d : n.ints("dilations", {1, 1}))
         if (d != 1) return "a dilated conv (the int8 template has no dilation)";
-      if (!x || x->size() != 4 || (*x)[1] % 4 != 0)
-        return "input channels not a multiple of 4 (the int8 template's 4-channel groups)";
       return "";
     }
     if (n.op == "Gemm") {

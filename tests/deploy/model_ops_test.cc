@@ -1,6 +1,7 @@
 // Tests of the generated kernels of model builds (LayerNorm, Softmax, Transpose, broadcasting and
-// scalar elementwise operators, erf and GELU): compiled for the host and compared with plain C++
-// loops, outputs NaN-filled before each run.
+// scalar elementwise operators, erf and GELU, quantize, dequantize, the uint8 add and max pool):
+// compiled for the host and compared with plain C++ loops, outputs NaN-filled (float) or
+// 0xA5-filled (uint8) before each run.
 #include "deploy/model_ops.h"
 
 #include <gtest/gtest.h>
@@ -235,6 +236,112 @@ TEST(ModelOps, ScalarAndUnaryElementwise) {
   std::vector<double> roots;
   for (float v : positive) roots.push_back(std::sqrt(static_cast<double>(v)));
   EXPECT_LE(worst(run(elementwise("ew", ElementwiseOp{"sqrt"}, n), {positive}), roots), 1e-7);
+}
+
+// Compiles `f` for the host and runs it on byte buffers (uint8 inputs, in order); returns the
+// uint8 output (the last argument), which starts as 0xA5 (an element never written shows unless
+// its value is that byte).
+std::vector<uint8_t> run_bytes(const te::LoweredFunc& f,
+                               const std::vector<std::vector<uint8_t>>& inputs) {
+  const codegen::Kernel k = codegen::Kernel::load(codegen::build(f, codegen::Target::host()));
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<void*> ptrs;
+  for (size_t i = 0; i < f.args.size(); ++i) {
+    const size_t n = static_cast<size_t>(f.args[i].num_elements());
+    bufs.emplace_back(n + 64, 0xA5);
+    if (i < inputs.size()) {
+      EXPECT_EQ(inputs[i].size(), n) << "argument " << i;
+    }
+  }
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    uint8_t* p = bufs[i].data() + (64 - reinterpret_cast<uintptr_t>(bufs[i].data()) % 64) % 64;
+    if (i < inputs.size()) std::copy(inputs[i].begin(), inputs[i].end(), p);
+    ptrs.push_back(p);
+  }
+  EXPECT_EQ(k.run(ptrs), 0);
+  const uint8_t* out = static_cast<uint8_t*>(ptrs.back());
+  return {out, out + f.args.back().num_elements()};
+}
+
+std::vector<uint8_t> random_bytes(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> u(0, 255);
+  std::vector<uint8_t> v(static_cast<size_t>(n));
+  for (uint8_t& x : v) x = static_cast<uint8_t>(u(rng));
+  return v;
+}
+
+// The uint8 add: ((a - za) * sa + (b - zb) * sb) / sc rounded half to even, plus zc, saturated,
+// clamped at zc with relu; every element within one step, at most 1% one step apart, both ends
+// of the range reached.
+TEST(ModelOps, QuantizedAddAsDequantizeAddQuantize) {
+  const int64_t n = 1000;  // past one parallel chunk's lanes, not a multiple of 16
+  const std::vector<uint8_t> a = random_bytes(n, 1), b = random_bytes(n, 2);
+  for (const bool relu : {false, true}) {
+    QuantizedAddOp op;
+    op.a_scale = 0.031f;
+    op.a_zero = 3;
+    op.b_scale = 0.017f;
+    op.b_zero = 140;
+    op.out_scale = 0.02f;
+    op.out_zero = 90;
+    op.relu = relu;
+    const std::vector<uint8_t> got = run_bytes(quantized_add("qadd", n, op), {a, b});
+    ASSERT_EQ(got.size(), static_cast<size_t>(n));
+    int saturated = 0, off = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const float va = static_cast<float>(a[i] - op.a_zero) * op.a_scale;
+      const float vb = static_cast<float>(b[i] - op.b_zero) * op.b_scale;
+      float y = std::nearbyint((va + vb) / op.out_scale) + static_cast<float>(op.out_zero);
+      y = std::clamp(y, relu ? static_cast<float>(op.out_zero) : 0.0f, 255.0f);
+      saturated += y == 255.0f || y == 0.0f;
+      const int apart = std::abs(static_cast<int>(got[i]) - static_cast<int>(y));
+      EXPECT_LE(apart, 1) << "element " << i << " relu " << relu;
+      off += apart != 0;
+    }
+    // The kernel may fuse the multiply and the add (one rounding less): a sum within an ulp of a
+    // half rounds to the other neighbour, one step apart.
+    EXPECT_LE(off, n / 100) << "relu " << relu;
+    if (!relu) {
+      EXPECT_GT(saturated, 0);
+    }
+  }
+}
+
+// A uint8 max pool on NCHWc data against loops: padding (never a maximum), stride 2, a padded
+// last block.
+TEST(ModelPool, BlockedUint8MaxPoolMatchesLoops) {
+  const int64_t n = 1, c = 19, h = 9, w = 11, block = 16, r = 3, stride = 2, pad = 1;
+  const int64_t blocks = (c + block - 1) / block;
+  const int64_t oh = (h + 2 * pad - r) / stride + 1, ow = (w + 2 * pad - r) / stride + 1;
+  const std::vector<uint8_t> in = random_bytes(n * blocks * h * w * block, 3);
+  BlockedPool pool{true, {n, c, h, w}, block, r, r, stride, pad};
+  pool.dtype = te::UInt(8);
+  const std::vector<uint8_t> got = run_bytes(pool_blocked("pool", pool), {in});
+  ASSERT_EQ(got.size(), static_cast<size_t>(n * blocks * oh * ow * block));
+  for (int64_t cb = 0; cb < blocks; ++cb)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x)
+        for (int64_t l = 0; l < block; ++l) {
+          int want = -1;
+          for (int64_t i = 0; i < r; ++i)
+            for (int64_t j = 0; j < r; ++j) {
+              const int64_t iy = y * stride + i - pad, ix = x * stride + j - pad;
+              if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                want = std::max<int>(want,
+                                     in[static_cast<size_t>(((cb * h + iy) * w + ix) * block + l)]);
+            }
+          EXPECT_EQ(got[static_cast<size_t>(((cb * oh + y) * ow + x) * block + l)], want)
+              << "block " << cb << " (" << y << ", " << x << ") lane " << l;
+        }
+  BlockedPool average = pool;
+  average.max = false;
+  try {
+    pool_blocked("avg", average);
+    FAIL() << "built an average pool of uint8";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << e.what();
+  }
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // Task extraction on the quantized models of scripts/make-test-models: each DequantizeLinear ->
 // Conv | Gemm [-> Relu] -> QuantizeLinear, and each QLinearConv and QLinearMatMul, is one
-// conv2d_nchwc_u8s8s32 or matmul_u8s8s32 task with its requantize epilogue and its
-// DequantizeLinear nodes absorbed; a Conv that does not fuse runs in float32 and says why; the
-// other QuantizeLinear / DequantizeLinear nodes are listed with their generated kernels.
+// conv2d_nchwc_u8s8s32, depthwise_conv2d_nchwc_u8s8s32 or matmul_u8s8s32 task with its requantize
+// epilogue and its DequantizeLinear nodes absorbed; a Conv that does not fuse runs in float32 and
+// says why; uint8 residual Adds and max pools are generated uint8 kernels; the other
+// QuantizeLinear / DequantizeLinear nodes are listed with their generated kernels.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -60,14 +61,24 @@ TEST(QdqTasks, SmallQdqRunsEveryConvInInt8) {
   const auto first = m.tasks[m.occurrences.front().task];
   EXPECT_EQ(first.args.at("data_zero_point"), "128") << first.key();
   EXPECT_EQ(first.args.at("C"), "8");
-  // The input's QuantizeLinear; the residual's two DequantizeLinear (c1 is also the next conv's
-  // data, so its DequantizeLinear stays), the final one before the pool.
-  EXPECT_EQ(generated(m, "QuantizeLinear"), (std::map<std::string, int64_t>{{"quantize", 2}}));
-  EXPECT_EQ(generated(m, "DequantizeLinear")["dequantize"], 3);
-  EXPECT_EQ(generated(m, "DequantizeLinear").count("folded"), 0u);
+  // The input's QuantizeLinear and the final DequantizeLinear before the pool; the residual's
+  // DequantizeLinear pair, Add, Relu and QuantizeLinear are one uint8 add.
+  EXPECT_EQ(generated(m, "QuantizeLinear"), (std::map<std::string, int64_t>{{"quantize", 1}}));
+  EXPECT_EQ(generated(m, "DequantizeLinear"), (std::map<std::string, int64_t>{{"dequantize", 1}}));
+  EXPECT_EQ(generated(m, "Add"), (std::map<std::string, int64_t>{{"quantized_add", 1}}));
+  EXPECT_EQ(generated(m, "Relu").size(), 0u);
+  ASSERT_EQ(m.quantized_adds.size(), 1u);
+  const QuantizedAdd& add = m.quantized_adds.front();
+  EXPECT_TRUE(add.relu);
+  EXPECT_EQ(add.prologue.size(), 2u);
+  ASSERT_EQ(add.epilogue.size(), 2u);
+  EXPECT_EQ(g.nodes[add.epilogue[0]].op, "Relu");
+  EXPECT_EQ(g.nodes[add.epilogue[1]].op, "QuantizeLinear");
+  EXPECT_EQ(g.type(add.a), "uint8");
+  EXPECT_EQ(g.type(add.output), "uint8");
 }
 
-TEST(QdqTasks, ResNet18QdqRunsInt8ButTheStem) {
+TEST(QdqTasks, ResNet18QdqRunsEveryConvInInt8) {
   const Graph g = load_onnx(model("resnet18_qdq.onnx"));
   const ModelTasks m = extract_tasks(g, avx512());
   int64_t int8 = 0, float_convs = 0, gemms = 0;
@@ -87,17 +98,75 @@ TEST(QdqTasks, ResNet18QdqRunsInt8ButTheStem) {
       EXPECT_EQ(g.nodes[occ.fused.front()].op, "QuantizeLinear");
     } else if (g.nodes[occ.node].op == "Conv") {
       ++float_convs;
-      EXPECT_NE(t.note.find("float32, not int8: input channels not a multiple of 4"),
-                std::string::npos)
-          << t.note;
     }
   }
-  EXPECT_EQ(int8, 19);  // 16 block convs and 3 projections; the stem (3 channels) in float32
-  EXPECT_EQ(float_convs, 1);
+  // 16 block convs, 3 projections and the stem, whose 3 input channels are padded to 4.
+  EXPECT_EQ(int8, 20);
+  EXPECT_EQ(float_convs, 0);
   EXPECT_EQ(gemms, 1);
-  EXPECT_EQ(m.quantized.size(), 20u);
-  // The stem's weights and bias are folded (2 DequantizeLinear of constants); the Gemm's are its.
-  EXPECT_EQ(generated(m, "DequantizeLinear")["folded"], 2);
+  EXPECT_EQ(m.quantized.size(), 21u);
+  const ModelTask& stem = m.tasks[m.occurrences.front().task];
+  EXPECT_EQ(stem.args.at("C"), "4") << stem.key();
+  EXPECT_EQ(stem.note, "int8: requantized to uint8; input channels padded from 3 to 4");
+  // Every weight and bias DequantizeLinear is an int8 kernel's. The 8 residual Adds (each with its
+  // DequantizeLinear pair, Relu and QuantizeLinear) are uint8 adds, the max pool between DQ and Q
+  // of one scale a uint8 pool; what remains is the input's QuantizeLinear and the global pool's
+  // DequantizeLinear and QuantizeLinear, and the output's DequantizeLinear.
+  EXPECT_EQ(generated(m, "DequantizeLinear"), (std::map<std::string, int64_t>{{"dequantize", 2}}));
+  EXPECT_EQ(generated(m, "QuantizeLinear"), (std::map<std::string, int64_t>{{"quantize", 2}}));
+  EXPECT_EQ(generated(m, "Add"), (std::map<std::string, int64_t>{{"quantized_add", 8}}));
+  EXPECT_EQ(generated(m, "MaxPool"), (std::map<std::string, int64_t>{{"max_pool_u8", 1}}));
+  EXPECT_EQ(generated(m, "Relu").size(), 0u);
+  EXPECT_EQ(m.quantized_adds.size(), 8u);
+  EXPECT_EQ(m.quantized_max_pools.size(), 1u);
+}
+
+// A MobileNet-like block: the depthwise convs (one with 24 channels, a partial block) are
+// depthwise_conv2d_nchwc_u8s8s32 tasks, the residual Add a uint8 add.
+TEST(QdqTasks, QdqMobileRunsDepthwiseInInt8) {
+  const Graph g = load_onnx(model("qdq_mobile.onnx"));
+  const ModelTasks m = extract_tasks(g, avx512());
+  std::map<std::string, int64_t> by_template;
+  for (const TaskOccurrence& occ : m.occurrences) {
+    const ModelTask& t = m.tasks[occ.task];
+    ++by_template[t.template_name];
+    EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
+    if (t.template_name == "depthwise_conv2d_nchwc_u8s8s32") {
+      EXPECT_EQ(t.args.at("C"), "24");
+      EXPECT_EQ(t.args.at("relu"), "1");
+      EXPECT_EQ(t.args.at("out"), "u8");
+      EXPECT_EQ(occ.prologue.size(), 3u) << occ.layer;
+    }
+  }
+  EXPECT_EQ(by_template, (std::map<std::string, int64_t>{{"conv2d_nchwc_u8s8s32", 3},
+                                                         {"depthwise_conv2d_nchwc_u8s8s32", 2}}));
+  EXPECT_EQ(m.quantized.size(), 5u);
+  EXPECT_EQ(generated(m, "Add"), (std::map<std::string, int64_t>{{"quantized_add", 1}}));
+}
+
+// A float32 bias (no DequantizeLinear) and an int8 output are the int8 kernels' too: the first
+// conv's bias is rounded to its accumulator's scale, the second conv requantizes to int8.
+TEST(QdqTasks, FloatBiasAndInt8OutputRunInInt8) {
+  const Graph g = load_onnx(model("qdq_s8_bias.onnx"));
+  const ModelTasks m = extract_tasks(g, avx512());
+  ASSERT_EQ(m.quantized.size(), 2u);
+  EXPECT_TRUE(m.quantized[0].float_bias);
+  EXPECT_FALSE(m.quantized[1].float_bias);
+  ASSERT_EQ(m.occurrences.size(), 2u);
+  const ModelTask& first = m.tasks[m.occurrences[0].task];
+  const ModelTask& second = m.tasks[m.occurrences[1].task];
+  EXPECT_EQ(first.status, TaskStatus::kOk) << first.key() << ": " << first.refused;
+  EXPECT_EQ(second.status, TaskStatus::kOk) << second.key() << ": " << second.refused;
+  EXPECT_EQ(first.note,
+            "int8: requantized to uint8; float32 bias rounded to the accumulator's scale");
+  EXPECT_EQ(first.args.at("out"), "u8");
+  EXPECT_EQ(first.args.at("relu"), "1");
+  EXPECT_EQ(second.note, "int8: requantized to int8");
+  EXPECT_EQ(second.args.at("out"), "s8");
+  EXPECT_EQ(second.args.at("relu"), "0");
+  // The weights' DequantizeLinear of both, the second's bias' and data's.
+  EXPECT_EQ(m.occurrences[0].prologue.size(), 2u);
+  EXPECT_EQ(m.occurrences[1].prologue.size(), 3u);
 }
 
 // Data quantized per channel is not the int8 kernels' per-tensor data: the conv runs in float32
@@ -143,16 +212,36 @@ TEST(QdqTasks, SmallQopRunsEveryQLinearOperatorInInt8) {
   EXPECT_EQ(last.key(), "matmul_u8s8s32(M=1,N=24,K=32,out=u8,scale=per_channel,relu=0)");
 }
 
-// ONNX Runtime's contrib operators of the QOperator form (QLinearAdd, ...) are refused at load
-// with what ktune reads instead.
-TEST(QdqTasks, ContribQLinearOperatorIsRefusedWithTheReason) {
+// ONNX Runtime's contrib operators QLinearAdd and QLinearGlobalAveragePool (domain com.microsoft)
+// load with their shapes and are generated uint8 kernels.
+TEST(QdqTasks, ContribQLinearAddAndGlobalPoolAreGenerated) {
+  const Graph g = load_onnx(model("qop_contrib.onnx"));
+  EXPECT_EQ(g.shape("sum"), (std::vector<int64_t>{1, 24, 8, 8}));
+  EXPECT_EQ(g.type("sum"), "uint8");
+  EXPECT_EQ(g.shape("pooled"), (std::vector<int64_t>{1, 24, 1, 1}));
+  const ModelTasks m = extract_tasks(g, avx512());
+  EXPECT_TRUE(m.tasks.empty());
+  EXPECT_EQ(generated(m, "QLinearAdd"), (std::map<std::string, int64_t>{{"quantized_add", 1}}));
+  EXPECT_EQ(generated(m, "QLinearGlobalAveragePool"),
+            (std::map<std::string, int64_t>{{"global_average_pool_u8", 1}}));
+  ASSERT_EQ(m.quantized_adds.size(), 1u);
+  EXPECT_TRUE(m.quantized_adds[0].prologue.empty() && m.quantized_adds[0].epilogue.empty());
+  EXPECT_FALSE(m.quantized_adds[0].relu);
+  EXPECT_EQ(m.quantized_global_pools.size(), 1u);
+}
+
+// Other contrib operators of the QOperator form are refused at load with what ktune reads
+// instead.
+TEST(QdqTasks, OtherContribQLinearOperatorIsRefusedWithTheReason) {
   try {
-    load_onnx(model("qop_contrib.onnx"));
-    FAIL() << "loaded a model with com.microsoft::QLinearAdd";
+    load_onnx(model("qop_refused.onnx"));
+    FAIL() << "loaded a model with com.microsoft::QLinearLeakyRelu";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("'com.microsoft::QLinearAdd' is an ONNX Runtime contrib "
-                                         "operator of the QOperator form"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "'com.microsoft::QLinearLeakyRelu' is an ONNX Runtime contrib operator of the "
+                  "QOperator form; ktune reads QLinearConv, QLinearMatMul, QLinearAdd and "
+                  "QLinearGlobalAveragePool of it"),
               std::string::npos)
         << e.what();
   }

@@ -1,0 +1,155 @@
+// Defines Planner, the state of one plan_model call (model_plan.h): the graph walk and tensor
+// forms (model_plan.cc), the tuned tasks (model_plan_tasks.cc) and the int8 path of a quantized
+// model (model_plan_int8.cc). Private to those files.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/target.h"
+#include "deploy/model_nodes.h"
+#include "deploy/model_plan.h"
+#include "frontend/model_tasks.h"
+#include "support/error.h"
+
+namespace ktune::deploy {
+
+class Planner {
+ public:
+  Planner(const frontend::Graph& g, const std::map<std::string, frontend::ConstantValue>& constants,
+          const std::string& name, const PlanOptions& options);
+
+  ModelPlan run();
+
+  static int64_t product(const std::vector<int64_t>& v) {
+    int64_t p = 1;
+    for (int64_t d : v) p *= d;
+    return p;
+  }
+
+ private:
+  static constexpr int64_t kAlign = 64;
+  static int64_t align_up(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+  // Whether every tensor that node i and the nodes it absorbs (group_) read from outside exists.
+  bool ready(size_t i) const;
+
+  void plan_node(size_t i, const frontend::TaskOccurrence* occ);
+
+  Error unsupported(const frontend::Node& n, const std::string& why) const;
+
+  std::string reason_of(const frontend::Node& n) const;
+
+  std::vector<int64_t> known_shape(const std::string& tensor) const;
+
+  const frontend::ConstantValue& constant(const frontend::Node& n, const std::string& tensor) const;
+
+  std::string symbol(const std::string& what) const;
+
+  int64_t add(PlanTensor t);
+
+  // A packed weight: its bytes appended to the weights, 64-byte aligned.
+  template <typename T>
+  int64_t weight(const std::string& name, std::vector<int64_t> shape, const std::vector<T>& data,
+                 te::DataType dtype = te::Float(32)) {
+    PlanTensor t{name, std::move(shape), 0, Storage::kWeights};
+    t.dtype = dtype;
+    t.offset = static_cast<int64_t>(plan_.weights.size());
+    plan_.weights.resize(
+        static_cast<size_t>(align_up(t.offset + static_cast<int64_t>(data.size() * sizeof(T)))));
+    std::memcpy(plan_.weights.data() + t.offset, data.data(), data.size() * sizeof(T));
+    return add(std::move(t));
+  }
+
+  // The tensor holding `onnx` in layout `block`, converting (one kernel per conversion, made once)
+  // from the form that exists.
+  int64_t form(const std::string& onnx, int64_t block);
+
+  // The element type of tensor `onnx`: float32 unless the graph says uint8, int8 or int32.
+  te::DataType dtype_of(const std::string& onnx) const;
+
+  // A new tensor for the value `onnx`, which becomes its current form.
+  int64_t define(const std::string& onnx, int64_t block);
+
+  void plan_view(const frontend::Node& n);
+
+  void plan_elementwise(const frontend::Node& n);
+
+  // A generated kernel on ONNX's layout: constants packed into the weights, activations converted
+  // from a blocked layout where one is.
+  void plan_generated(const GeneratedStep& g);
+
+  // What the nodes fused into a task add to its operator, per output channel: y = scale * op +
+  // shift (BatchNormalization, bias Adds; the scale folds into the weights), and the residual
+  // tensor.
+  struct Affine {
+    std::vector<float> scale, shift;
+    bool shifted = false;  // a bias or BN: the kernel needs its bias argument
+    std::string residual;  // "" = none
+  };
+
+  Affine fused_affine(const frontend::Node& anchor, const frontend::TaskOccurrence& occ,
+                      int64_t channels, const std::string& anchor_bias);
+
+  void plan_task(const frontend::TaskOccurrence& occ);
+
+  void bind_conv(PlanStep& s, const frontend::Node& conv, const frontend::TaskOccurrence& occ,
+                 const std::string& out_name, const std::vector<te::Tensor>& args);
+
+  // The int8 kernel of a QuantizedOp: the uint8 data (blocked as a conv reads it), the int8
+  // weights packed, and the requantize epilogue's inputs. With the data's zero point zx the
+  // kernel's int32 sum is that of x * w, i.e. (x - zx) * w + zx * sum(w): the bias takes
+  // -zx * sum(w[k]) per output channel (a conv's padding taps read zx, so the same holds at the
+  // borders). The scale is ONNX Runtime's, s_x * s_w[k] / s_y in float32.
+  void bind_quantized(PlanStep& s, const frontend::Node& anchor,
+                      const std::vector<te::Tensor>& args);
+
+  // An integer constant (int8, uint8, int32, int64 values).
+  const frontend::ConstantValue& integer_constant(const frontend::Node& n,
+                                                  const std::string& tensor) const;
+
+  // The value of a one-element constant, float or integer ("" reads as 0).
+  double scalar_constant(const frontend::Node& n, const std::string& tensor) const;
+
+  // A uint8 Add as one generated kernel (quantized_add) on its operands' layout: the first
+  // operand's, blocked or not, the second converted to it.
+  void plan_quantized_add(const frontend::QuantizedAdd& a);
+
+  // A uint8 max pool as one generated kernel in the channel-blocked layout (the data's block, or
+  // conv2d_nchwc_u8s8s32's 16 when the data is in ONNX's layout).
+  void plan_quantized_max_pool(const frontend::QuantizedMaxPool& p);
+
+  // A QLinearGlobalAveragePool as one generated kernel in the channel-blocked layout, as the max
+  // pool chooses it.
+  void plan_quantized_global_pool(const frontend::QuantizedGlobalAveragePool& p);
+
+  // The block a generated uint8 pool of `data` runs in: its current one, else the int8 convs'.
+  int64_t uint8_pool_block(const std::string& data) const;
+
+  void bind_gemm(PlanStep& s, const frontend::Node& gemm, const frontend::TaskOccurrence& occ,
+                 const std::string& out_name, const std::vector<te::Tensor>& args);
+
+  const frontend::Graph& g_;
+  const std::map<std::string, frontend::ConstantValue> constants_;  // with folded DequantizeLinear
+  const PlanOptions& options_;
+  codegen::Target target_;
+  frontend::ModelTasks tasks_;
+  ModelPlan plan_;
+  std::map<std::string, int64_t> current_;  // ONNX tensor -> its latest form
+  std::map<std::pair<std::string, int64_t>, int64_t>
+      forms_;  // (ONNX tensor, block) -> converted copy
+  std::map<size_t, const frontend::LayerNormGroup*> layer_norm_at_;  // first node -> its group
+  // A node planned with others (a task's fused and prologue nodes, a uint8 Add's or max pool's
+  // Q/DQ nodes): node -> those others, whose inputs must exist before it is planned.
+  std::map<size_t, std::vector<size_t>> group_;
+  std::map<size_t, const frontend::QuantizedAdd*> quantized_add_at_;
+  std::map<size_t, const frontend::QuantizedMaxPool*> quantized_max_pool_at_;
+  std::map<size_t, const frontend::QuantizedGlobalAveragePool*> quantized_global_pool_at_;
+};
+
+}  // namespace ktune::deploy
