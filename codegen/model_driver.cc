@@ -36,6 +36,7 @@ void check(const DriverSpec& spec) {
   };
   if (spec.name.empty()) throw bad("no name");
   for (const DriverCall& call : spec.calls) {
+    if (call.max_threads < 0) throw bad("a negative thread cap for " + call.kernel);
     for (const DriverArg& a : call.args) {
       if (a.offset < 0) throw bad("negative offset in the call of " + call.kernel);
       switch (a.base) {
@@ -234,6 +235,10 @@ class DriverWriter {
     auto* f = llvm::Function::Create(llvm::FunctionType::get(i32_, params, false),
                                      llvm::Function::ExternalLinkage, spec_.name + "_run", *m_);
     auto* kernel_ty = llvm::FunctionType::get(i32_, {ptr_}, false);
+    // Declared only when a call is capped: an uncapped library links with any ktune runtime.
+    llvm::FunctionCallee set_cap;
+    for (const DriverCall& call : spec_.calls)
+      if (call.max_threads > 0) set_cap = libc("ktune_set_thread_cap", i32_, {i32_});
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     auto* unaligned = llvm::BasicBlock::Create(ctx_, "unaligned", f);
     b_.SetInsertPoint(entry);
@@ -283,7 +288,11 @@ class DriverWriter {
         b_.CreateStore(p, b_.CreateGEP(ptr_, args, i64c(a)));
       }
       llvm::FunctionCallee kernel = m_->getOrInsertFunction(call.kernel, kernel_ty);
+      llvm::Value* previous_cap = nullptr;
+      if (call.max_threads > 0)
+        previous_cap = b_.CreateCall(set_cap, {llvm::ConstantInt::get(i32_, call.max_threads)});
       llvm::Value* rc = b_.CreateCall(kernel, {args});
+      if (previous_cap) b_.CreateCall(set_cap, {previous_cap});
       auto* next = llvm::BasicBlock::Create(ctx_, "next", f);
       status->addIncoming(rc, b_.GetInsertBlock());
       b_.CreateCondBr(b_.CreateICmpNE(rc, llvm::ConstantInt::get(i32_, 0)), failed, next);

@@ -22,6 +22,10 @@ struct DriverArg {
 struct DriverCall {
   std::string kernel;           // entry symbol, kernel ABI: int32_t kernel(void* const* args)
   std::vector<DriverArg> args;  // in the kernel's argument order
+  // At most this many threads for the kernel's parallel loops (0: the runtime's count): the driver
+  // sets ktune_set_thread_cap around the call, so a library with a capped call needs a runtime
+  // that has it.
+  int max_threads = 0;
 };
 
 // What a model library's entry points do. Every offset is a multiple of 64.

@@ -15,6 +15,14 @@
  *                                       returns 0, or -1 (nothing changed) when n < 1.
  *   int ktune_get_num_threads(void);    the current count; the default is the number of CPUs in
  *                                       the process's affinity mask (taskset, cgroups cpusets).
+ *   int ktune_set_thread_cap(int n);    caps the loops this thread starts at n threads (0: no
+ *                                       cap); returns the previous cap. A model library sets it
+ *                                       around a step measured faster on fewer threads (a small
+ *                                       layer whose chunks cost less than waking a worker on a
+ *                                       far core); per calling thread, so other threads' contexts
+ *                                       keep their own. A cap of 1 runs the loop on the caller
+ *                                       even with a plugged parallel-for; a larger one is a hint
+ *                                       the plug does not see.
  *   void* ktune_workspace_alloc(int64_t bytes); void ktune_workspace_free(void* ptr);
  *     What kernels call for their temporaries above codegen's stack limit (see Workspaces below).
  *   void ktune_set_parallel_for(ktune_parallel_for_fn fn);
@@ -115,6 +123,7 @@ static struct {
                 .done = PTHREAD_COND_INITIALIZER};
 
 static _Thread_local int ktune_inside_loop; /* set on workers and on a caller running chunks */
+static _Thread_local int ktune_thread_cap;  /* ktune_set_thread_cap: 0 = none */
 
 static int ktune_default_threads(void) {
   long n = 0;
@@ -142,6 +151,12 @@ int ktune_set_num_threads(int n) {
 int ktune_get_num_threads(void) {
   pthread_once(&ktune_pool.once, ktune_init_threads);
   return atomic_load(&ktune_pool.threads);
+}
+
+int ktune_set_thread_cap(int n) {
+  const int previous = ktune_thread_cap;
+  ktune_thread_cap = n < 0 ? 0 : n;
+  return previous;
 }
 
 void ktune_set_parallel_for(ktune_parallel_for_fn fn) { atomic_store(&ktune_pool.plug, fn); }
@@ -289,10 +304,12 @@ static int32_t ktune_serial(int64_t extent, ktune_parallel_body body, void* clos
 }
 
 int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closure) {
+  if (ktune_thread_cap == 1) return ktune_serial(extent, body, closure);
   const ktune_parallel_for_fn plug = atomic_load(&ktune_pool.plug);
   if (plug) return plug(extent, body, closure);
   if (extent <= 0) return 0;
   int64_t n = ktune_get_num_threads();
+  if (ktune_thread_cap > 0 && n > ktune_thread_cap) n = ktune_thread_cap;
   if (n > extent) n = extent;
   if (n <= 1 || ktune_inside_loop) return ktune_serial(extent, body, closure);
 

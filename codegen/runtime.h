@@ -17,6 +17,10 @@ int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closu
 int ktune_set_num_threads(int n);
 // The current thread count; the default is the number of CPUs in the process's affinity mask.
 int ktune_get_num_threads(void);
+// Caps the loops the calling thread starts at n threads (0: no cap; a cap of 1 runs them on the
+// caller) and returns the previous cap: what a model library sets around a step measured faster
+// on fewer threads. Per thread: other threads' loops keep their own.
+int ktune_set_thread_cap(int n);
 // A kernel's temporary buffer above codegen's stack limit (64-byte aligned, NULL when out of
 // memory), and its release: each thread keeps the blocks its kernels released and hands them out
 // again, so repeated runs allocate nothing (TVM's TVMBackendAllocWorkspace). Defined in

@@ -2,16 +2,20 @@
 #include "deploy/model_build.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "codegen/archive.h"
 #include "codegen/codegen_llvm.h"
 #include "codegen/model_driver.h"
+#include "codegen/runtime.h"
 #include "codegen/target.h"
 #include "deploy/kernel_header.h"
 #include "support/error.h"
+#include "tuning_db/database.h"
 
 namespace ktune::deploy {
 namespace {
@@ -61,14 +65,8 @@ float* aligned_floats(int64_t bytes) {
   return static_cast<float*>(p);
 }
 
-}  // namespace
-
-BuiltModel build_model(ModelPlan plan, const std::string& target, bool embed_weights) {
-  const codegen::Target t = codegen::Target::parse(target);
-  std::vector<te::LoweredFunc> funcs;
-  for (const PlanStep& s : plan.steps) funcs.push_back(s.func);
-  BuiltModel m;
-  m.kernels = codegen::build_all(funcs, t);
+// The driver of `plan`: its kernels called in order on the arena, the weights and the buffers.
+codegen::Artifact driver(const ModelPlan& plan, const codegen::Target& t, bool embed_weights) {
   codegen::DriverSpec spec;
   spec.name = plan.name;
   spec.num_inputs = static_cast<int>(plan.inputs.size());
@@ -77,11 +75,80 @@ BuiltModel build_model(ModelPlan plan, const std::string& target, bool embed_wei
   spec.weights = plan.weights;
   spec.embed_weights = embed_weights;
   for (const PlanStep& s : plan.steps) {
-    codegen::DriverCall call{s.symbol, {}};
+    codegen::DriverCall call{s.symbol, {}, s.max_threads};
     for (int64_t id : s.args) call.args.push_back(driver_arg(plan, id));
     spec.calls.push_back(std::move(call));
   }
-  m.driver = codegen::build_model_driver(spec, t);
+  return codegen::build_model_driver(spec, t);
+}
+
+// The stored per-step thread counts `request` asks for, from its log; nullopt when there are none
+// (a server's log, a missing log, a log without a choice for the model).
+std::optional<tuning_db::StepThreadsRow> stored_step_threads(const ModelRequest& request,
+                                                             const std::string& key,
+                                                             const std::string& target) {
+  const HistorySource& from = request.plan.history;
+  if (request.step_threads < 0 || from.is_server() || !tuning_db::log_exists(from.db_path()))
+    return std::nullopt;
+  tuning_db::OpenOptions open;
+  open.read_only = true;
+  tuning_db::Database db = tuning_db::Database::open(from.db_path(), open);
+  tuning_db::StepThreadsStore store(db);
+  std::optional<tuning_db::StepThreadsRow> row;
+  if (request.step_threads > 0) row = store.find(key, target, request.step_threads);
+  return row ? row : store.find(key, target);
+}
+
+// Sets the calling thread's cap of parallel loops for its lifetime (none for max_threads 0).
+class ThreadCap {
+ public:
+  explicit ThreadCap(int max_threads)
+      : set_(max_threads > 0), previous_(set_ ? ktune_set_thread_cap(max_threads) : 0) {}
+  ~ThreadCap() {
+    if (set_) ktune_set_thread_cap(previous_);
+  }
+  ThreadCap(const ThreadCap&) = delete;
+  ThreadCap& operator=(const ThreadCap&) = delete;
+
+ private:
+  bool set_;
+  int previous_;
+};
+
+}  // namespace
+
+std::string model_key(const frontend::Graph& graph) {
+  std::string text;
+  for (const frontend::Node& n : graph.nodes) {
+    text += n.domain + "::" + n.op + "\n";
+    for (const std::string& t : n.inputs) text += "<" + t + "\n";
+    for (const std::string& t : n.outputs) text += ">" + t + "\n";
+  }
+  for (const auto& [name, shape] : graph.shapes) text += name + ":" + dims(shape) + "\n";
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(
+                    codegen::weights_hash(std::vector<uint8_t>(text.begin(), text.end()))));
+  return "onnx-" + std::string(hex);
+}
+
+int apply_step_threads(ModelPlan& plan, const tuning_db::StepThreadsRow& choice) {
+  int capped = 0;
+  for (size_t k = 0; k < plan.steps.size() && k < choice.steps.size(); ++k) {
+    PlanStep& s = plan.steps[k];
+    s.max_threads = s.layer == choice.steps[k].layer ? choice.steps[k].max_threads : 0;
+    capped += s.max_threads > 0 ? 1 : 0;
+  }
+  return capped;
+}
+
+BuiltModel build_model(ModelPlan plan, const std::string& target, bool embed_weights) {
+  const codegen::Target t = codegen::Target::parse(target);
+  std::vector<te::LoweredFunc> funcs;
+  for (const PlanStep& s : plan.steps) funcs.push_back(s.func);
+  BuiltModel m;
+  m.kernels = codegen::build_all(funcs, t);
+  m.driver = driver(plan, t, embed_weights);
   m.plan = std::move(plan);
   m.embed_weights = embed_weights;
   return m;
@@ -97,7 +164,33 @@ BuiltModel build_model(const ModelRequest& r) {
   if (plan.history.is_server())
     plan.target =
         device_key_target(plan.history.server_options(), plan.history.device_key(), plan.target);
-  return build_model(plan_model(graph, constants, r.name, plan), plan.target, r.embed_weights);
+  ModelPlan planned = plan_model(graph, constants, r.name, plan);
+  const std::string key = model_key(graph);
+  const std::string target = codegen::Target::parse(plan.target).str();
+  int measured_at = 0;
+  if (const auto choice = stored_step_threads(r, key, target))
+    if (apply_step_threads(planned, *choice) > 0) measured_at = choice->threads;
+  BuiltModel m = build_model(std::move(planned), plan.target, r.embed_weights);
+  m.model_key = key;
+  m.step_threads_at = measured_at;
+  return m;
+}
+
+BuiltModel with_step_threads(const BuiltModel& model, const std::vector<int>& max_threads,
+                             int measured_at) {
+  if (max_threads.size() != model.plan.steps.size())
+    throw Error(ErrorKind::kInvalidArgument,
+                std::to_string(max_threads.size()) + " thread counts for a model of " +
+                    std::to_string(model.plan.steps.size()) + " steps");
+  BuiltModel m = model;
+  bool any = false;
+  for (size_t k = 0; k < max_threads.size(); ++k) {
+    m.plan.steps[k].max_threads = max_threads[k];
+    any = any || max_threads[k] > 0;
+  }
+  m.step_threads_at = any ? measured_at : 0;
+  m.driver = driver(m.plan, codegen::Target::parse(m.driver.target), m.embed_weights);
+  return m;
 }
 
 std::vector<uint8_t> model_library(const BuiltModel& model) {
@@ -164,10 +257,19 @@ std::string model_header(const BuiltModel& model, const std::string& header_name
   h << "/* The runtime's threads for parallel loops (the caller counts as one): 0, or -1 when n < "
        "1. */\n"
     << "int ktune_set_num_threads(int n);\n\n";
+  if (model.step_threads_at > 0)
+    h << "/* Steps marked [1 thread] below run on one thread whatever ktune_set_num_threads says:\n"
+      << " * timed in the model's order at " << model.step_threads_at
+      << " threads and at one, they ran clearly faster on one\n"
+      << " * (the wake-up of a worker on another core cost more than their share of the work).\n"
+      << " * So they need a runtime with ktune_set_thread_cap (any runtime of this ktune). */\n"
+      << "#define " << p.name << "_STEP_THREADS_MEASURED_AT " << model.step_threads_at << "\n\n";
   h << "/* Layers (" << p.steps.size() << " kernels):\n";
   for (const PlanStep& s : p.steps) {
     h << " *   " << s.symbol << ": " << s.layer;
     if (s.task) h << " = " << s.task->workload_key() << " [" << source_name(s) << "]";
+    if (s.max_threads > 0)
+      h << " [" << s.max_threads << (s.max_threads == 1 ? " thread]" : " threads]");
     h << "\n";
   }
   h << " */\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
@@ -241,6 +343,7 @@ std::vector<void*> ModelRunner::step_buffers(size_t step, const std::vector<cons
 }
 
 void ModelRunner::run_step(size_t step, const std::vector<void*>& args) {
+  const ThreadCap cap(plan_.steps.at(step).max_threads);
   const int32_t rc = kernels_.at(step)(args.data());
   if (rc != 0)
     throw Error(ErrorKind::kRun, plan_.steps[step].symbol + " returned " + std::to_string(rc));

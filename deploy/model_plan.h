@@ -49,6 +49,9 @@ struct PlanStep {
   // whose work this generated kernel does instead (no choice).
   std::optional<schedule_space::Task> task;
   std::optional<ConfigChoice> choice;
+  // At most this many threads for its parallel loops (0: the runtime's count): a step measured
+  // faster on one thread in the model's context (measure_step_threads).
+  int max_threads = 0;
 };
 
 struct ModelPlan {

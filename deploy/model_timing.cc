@@ -1,4 +1,4 @@
-// ModelBuffers and time_model().
+// ModelBuffers, time_model() and measure_step_threads().
 #include "deploy/model_timing.h"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "codegen/runtime.h"
 #include "support/error.h"
 
 namespace ktune::deploy {
@@ -116,6 +117,71 @@ ModelTiming time_model(ModelRunner& runner, const ModelPlan& plan, const ModelBu
   t.min_s = seconds.front();
   t.max_s = seconds.back();
   return t;
+}
+
+tuning_db::StepThreadsRow measure_step_threads(const BuiltModel& model, const ModelBuffers& buffers,
+                                               const StepThreadsOptions& o) {
+  if (o.threads < 2 || o.rounds < 1 || o.runs < 1 || !(o.margin >= 0 && o.margin < 1))
+    throw Error(ErrorKind::kInvalidArgument,
+                "step threads need threads >= 2, rounds and runs >= 1, a margin in [0, 1)");
+  const size_t steps = model.plan.steps.size();
+  const BuiltModel uncapped = with_step_threads(model, std::vector<int>(steps, 0), 0);
+  ModelRunner runner(uncapped);
+  const std::vector<const float*>& in = buffers.inputs();
+  const std::vector<float*>& out = buffers.outputs();
+
+  // Per step, in the model's order: a pass at `threads`, a pass at one, in turns. Each pass
+  // starts after the other one, so both see the caches a run of the model leaves.
+  const int counts[2] = {o.threads, 1};
+  std::vector<std::vector<double>> at[2] = {std::vector<std::vector<double>>(steps),
+                                            std::vector<std::vector<double>>(steps)};
+  for (int warm = 0; warm < 2; ++warm)
+    for (int c : counts) {
+      codegen::set_num_threads(c);
+      runner.run_layers(in, out);
+    }
+  for (int r = 0; r < o.rounds; ++r)
+    for (int i = 0; i < 2; ++i) {
+      const int which = (r + i) % 2;
+      codegen::set_num_threads(counts[which]);
+      const std::vector<double> s = runner.run_layers(in, out);
+      for (size_t k = 0; k < steps; ++k) at[which][k].push_back(s[k]);
+    }
+  codegen::set_num_threads(o.threads);
+
+  tuning_db::StepThreadsRow row;
+  row.model_key = model.model_key;
+  row.target = model.driver.target;
+  row.threads = o.threads;
+  std::vector<int> caps(steps, 0);
+  for (size_t k = 0; k < steps; ++k) {
+    const double all = median(at[0][k]), one = median(at[1][k]);
+    caps[k] = one < (1 - o.margin) * all ? 1 : 0;
+    row.steps.push_back({model.plan.steps[k].layer, caps[k], all, one});
+  }
+  if (std::count(caps.begin(), caps.end(), 1) == 0) return row;
+
+  // End to end, the capped model and the uncapped one in turns.
+  const BuiltModel capped = with_step_threads(model, caps, o.threads);
+  ModelRunner capped_runner(capped);
+  ModelRunner* runners[2] = {&runner, &capped_runner};
+  std::vector<double> seconds[2];
+  for (ModelRunner* m : runners) m->run(in, out);
+  for (int r = 0; r < o.rounds; ++r)
+    for (int i = 0; i < 2; ++i) {
+      const int which = (r + i) % 2;
+      for (int n = 0; n < o.runs; ++n) {
+        const auto start = std::chrono::steady_clock::now();
+        runners[which]->run(in, out);
+        seconds[which].push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+    }
+  row.uncapped_s = median(seconds[0]);
+  row.capped_s = median(seconds[1]);
+  if (row.capped_s > row.uncapped_s)
+    for (tuning_db::StepThreadsStep& s : row.steps) s.max_threads = 0;
+  return row;
 }
 
 }  // namespace ktune::deploy

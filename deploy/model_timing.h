@@ -1,5 +1,6 @@
-// Defines ModelBuffers (a model's inputs and outputs, 64-byte aligned) and time_model(): a built
-// model timed end to end and per layer, as `ktune run` and `ktune tune-model` report it.
+// Defines ModelBuffers (a model's inputs and outputs, 64-byte aligned), time_model(): a built
+// model timed end to end and per layer, as `ktune run` and `ktune tune-model` report it, and
+// measure_step_threads(): each step's thread count chosen from timings in the model's order.
 #pragma once
 
 #include <cstdint>
@@ -53,5 +54,28 @@ struct ModelTiming {
 // time. Throws what ModelRunner throws; Error(kInvalidArgument) for runs < 1 or warmup < 0.
 ModelTiming time_model(ModelRunner& runner, const ModelPlan& plan, const ModelBuffers& buffers,
                        int warmup, int runs);
+
+// How measure_step_threads times a model.
+struct StepThreadsOptions {
+  int threads = 2;  // the run's thread count (> 1)
+  int rounds = 15;  // rounds of the per-step passes, and of the end to end runs
+  int runs = 4;     // end to end runs per model and round
+  // A step runs on one thread when its median there is below (1 - margin) x its median at
+  // `threads`: clearly faster, not a difference within the timings' spread.
+  double margin = 0.1;
+};
+
+// Chooses how many threads each step of `model` runs on at options.threads threads. In each round
+// the model runs one step at a time (time_model's per-step timing) at options.threads threads and
+// at one, in turns (which goes first alternates); a step whose median at one thread is clearly
+// below its median at options.threads is capped at one. Then the capped model and the uncapped
+// one run end to end in turns, options.runs runs each per round; the caps are kept only when the
+// capped model's median is not above the uncapped one's (else every max_threads is 0). Returns
+// the choice with every step's medians and the two end to end medians (0 when no step was
+// capped), keyed by the model's model_key and target. The runtime's thread count is options.threads
+// afterwards. Throws Error(kInvalidArgument) for threads < 2, rounds or runs < 1, or a margin
+// outside [0, 1), and what ModelRunner and with_step_threads throw.
+tuning_db::StepThreadsRow measure_step_threads(const BuiltModel& model, const ModelBuffers& buffers,
+                                               const StepThreadsOptions& options);
 
 }  // namespace ktune::deploy

@@ -41,6 +41,7 @@ struct BuildCmdOptions {
   std::optional<std::string> model;    // a whole-model build of this ONNX file
   std::vector<std::string> inputs;     // --input NAME=SHAPE of the model
   std::string weights = "embed";       // --weights embed | FILE
+  int threads = 0;                     // --threads: the log's step thread counts to ship
   bool require_tuned = false;
   bool json = false;
 };
@@ -176,6 +177,7 @@ void run_build_model(const BuildCmdOptions& o) {
   r.plan.history.include_emulated = o.source.emulated;
   r.plan.require_tuned = o.require_tuned;
   r.embed_weights = o.weights == "embed";
+  r.step_threads = o.threads;
   const deploy::BuiltModel m = deploy::build_model(r);
   const std::string lib_path = o.output.value_or("lib" + r.name + ".a");
   const std::string header_path = o.header.value_or(r.name + ".h");
@@ -191,8 +193,9 @@ void run_build_model(const BuildCmdOptions& o) {
   if (o.runtime) files.push_back({*o.runtime, std::string(deploy::standalone_runtime_source())});
   check_not_the_log(files, o.source.db);
   deploy::write_files_atomically(files);
-  int tuned = 0, nearest = 0, fallback = 0;
+  int tuned = 0, nearest = 0, fallback = 0, one_thread = 0;
   for (const auto& s : m.plan.steps) {
+    one_thread += s.max_threads == 1 ? 1 : 0;
     if (!s.choice) continue;
     switch (s.choice->source) {
       case deploy::ConfigChoice::Source::kTuned:
@@ -217,7 +220,9 @@ void run_build_model(const BuildCmdOptions& o) {
                                 {"arena_bytes", m.plan.arena_bytes},
                                 {"weights_bytes", m.plan.weights.size()},
                                 {"weights", r.embed_weights ? nlohmann::json("embedded")
-                                                            : nlohmann::json(o.weights)}}
+                                                            : nlohmann::json(o.weights)},
+                                {"one_thread_steps", one_thread},
+                                {"step_threads_measured_at", m.step_threads_at}}
                      .dump(2)
               << "\n";
     return;
@@ -229,6 +234,9 @@ void run_build_model(const BuildCmdOptions& o) {
             << " tuned, " << nearest << " nearest tuned shape, " << fallback << " fallback), arena "
             << m.plan.arena_bytes << " bytes (without reuse " << m.plan.tensor_bytes_total
             << "), weights " << m.plan.weights.size() << " bytes\n";
+  if (m.step_threads_at > 0)
+    std::cout << "threads: " << one_thread << " steps on one thread (the log's choice measured at "
+              << m.step_threads_at << " threads)\n";
 }
 
 void run_build(const BuildCmdOptions& o) {
@@ -336,6 +344,12 @@ void add_build(CLI::App& app) {
                   "<name>_create/_run/_destroy run every layer on its tuned kernel, and its header")
       ->expected(1);
   cmd->add_option("--input", o->inputs, "With --model: shape of a graph input, name=1x3x224x224");
+  cmd->add_option("--threads", o->threads,
+                  "With --model: the thread count the library will run at; ships the steps' "
+                  "thread counts the log measured at it (`ktune tune-model`), else those measured "
+                  "at the most threads (0: those; -1: none, every step on every thread)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 256));
   cmd->add_option("--weights", o->weights,
                   "With --model: embed (in the library) or a file that <name>_create reads "
                   "(checked by size and hash)")

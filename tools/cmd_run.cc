@@ -1,6 +1,7 @@
 // `ktune run model.onnx [--db PATH | --server HOST:PORT --device-key K] [--threads N] [--runs N]
-// [--check | --check-nodes]`: the model built as `ktune build --model` builds it, loaded in this
-// process and timed end to end and per layer, or checked step by step against te's reference.
+// [--check | --check-nodes] [--step-threads stored|measure|off]`: the model built as `ktune build
+// --model` builds it, loaded in this process and timed end to end and per layer, or checked step by
+// step against te's reference.
 #include <unistd.h>
 #include <algorithm>
 #include <cmath>
@@ -50,6 +51,9 @@ struct RunCmdOptions {
   double tolerance =
       1e-4;  // --check: max |ktune - ORT| over max |ORT|, per output; --check-nodes: per step
   bool json = false;
+  // The steps' thread counts: "stored" (the log's choice), "measure" (chosen here and now, the log
+  // untouched) or "off" (every step on every thread).
+  std::string step_threads = "stored";
 };
 
 std::string read_file(const std::string& path) {
@@ -115,9 +119,24 @@ void check_nodes(const RunCmdOptions& o, const deploy::BuiltModel& m, deploy::Mo
                       c.step, c.layer, c.max_error, c.nan_left ? " and left NaN" : ""));
 }
 
+// What measure_step_threads chose, in one line.
+std::string step_threads_summary(const tuning_db::StepThreadsRow& row) {
+  int one = 0;
+  for (const auto& s : row.steps) one += s.max_threads == 1 ? 1 : 0;
+  if (row.capped_s == 0) return "measured now: no step clearly faster on one thread";
+  return fmt::format(
+      "measured now: {} steps on one thread; end to end {:.4f} ms with them against {:.4f} ms all "
+      "at {} threads{}",
+      one, row.capped_s * 1e3, row.uncapped_s * 1e3, row.threads,
+      one == 0 ? " (not faster: every step at every thread)" : "");
+}
+
 void run_model(const RunCmdOptions& o) {
   if (o.runs < 1 || o.warmup < 0)
     throw Error(ErrorKind::kInvalidArgument, "--runs must be >= 1 and --warmup >= 0");
+  if (o.step_threads != "stored" && o.step_threads != "measure" && o.step_threads != "off")
+    throw Error(ErrorKind::kInvalidArgument,
+                "--step-threads takes stored, measure or off, not '" + o.step_threads + "'");
   deploy::ModelRequest r;
   r.model_path = o.model;
   for (const auto& text : o.inputs) r.inputs.push_back(frontend::parse_input_shape(text));
@@ -126,10 +145,24 @@ void run_model(const RunCmdOptions& o) {
   r.plan.history = o.server.server.empty() ? HistorySource::log(o.db)
                                            : HistorySource::server(o.server, o.device_key);
   if (o.threads > 0) codegen::set_num_threads(o.threads);
-  const deploy::BuiltModel m = deploy::build_model(r);
-  deploy::ModelRunner runner(m);
+  const int threads = codegen::num_threads();
+  r.step_threads = o.step_threads == "stored" ? threads : -1;
+  deploy::BuiltModel m = deploy::build_model(r);
   deploy::ModelBuffers buffers(m.plan, o.seed);
   if (!o.input_file.empty()) buffers.set_inputs(read_file(o.input_file));
+  std::string step_threads_note;
+  if (o.step_threads == "measure" && threads > 1 && !o.check_nodes) {
+    deploy::StepThreadsOptions how;
+    how.threads = threads;
+    const tuning_db::StepThreadsRow row = deploy::measure_step_threads(m, buffers, how);
+    std::vector<int> caps;
+    for (const auto& s : row.steps) caps.push_back(s.max_threads);
+    m = deploy::with_step_threads(m, caps, threads);
+    step_threads_note = step_threads_summary(row);
+  } else if (m.step_threads_at > 0) {
+    step_threads_note = fmt::format("the log's choice, measured at {} threads", m.step_threads_at);
+  }
+  deploy::ModelRunner runner(m);
   if (o.check_nodes) {
     check_nodes(o, m, runner, buffers);
     if (!o.output_file.empty()) write_file(o.output_file, buffers.output_bytes());
@@ -183,6 +216,7 @@ void run_model(const RunCmdOptions& o) {
       const auto& s = m.plan.steps[k];
       layers.push_back({{"layer", s.layer},
                         {"kind", s.kind},
+                        {"threads", s.max_threads > 0 ? s.max_threads : threads},
                         {"kernel", s.symbol},
                         {"workload", s.task ? s.task->workload_key() : ""},
                         {"ms", layer_s[k] * 1e3}});
@@ -193,6 +227,7 @@ void run_model(const RunCmdOptions& o) {
                                 {"min_ms", timing.min_s * 1e3},
                                 {"max_ms", timing.max_s * 1e3},
                                 {"threads", codegen::num_threads()},
+                                {"step_threads", step_threads_note},
                                 {"outputs_finite", finite},
                                 {"layers", layers},
                                 {"check_error",
@@ -208,7 +243,8 @@ void run_model(const RunCmdOptions& o) {
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return layer_s[a] > layer_s[b]; });
-  std::cout << fmt::format("{:>9} {:>6}  {:<11} {}\n", "ms", "share", "kind", "layer");
+  if (!step_threads_note.empty()) std::cout << fmt::format("step threads: {}\n", step_threads_note);
+  std::cout << fmt::format("{:>9} {:>6} {:>3}  {:<11} {}\n", "ms", "share", "thr", "kind", "layer");
   for (size_t k : order) {
     const auto& s = m.plan.steps[k];
     std::string source;
@@ -216,9 +252,9 @@ void run_model(const RunCmdOptions& o) {
       source = s.choice->source == deploy::ConfigChoice::Source::kTuned     ? " [tuned]"
                : s.choice->source == deploy::ConfigChoice::Source::kNearest ? " [nearest]"
                                                                             : " [fallback]";
-    std::cout << fmt::format("{:9.4f} {:5.1f}%  {:<11} {}{}\n", layer_s[k] * 1e3,
-                             layers_total > 0 ? 100 * layer_s[k] / layers_total : 0.0, s.kind,
-                             s.layer, source);
+    std::cout << fmt::format("{:9.4f} {:5.1f}% {:>3}  {:<11} {}{}\n", layer_s[k] * 1e3,
+                             layers_total > 0 ? 100 * layer_s[k] / layers_total : 0.0,
+                             s.max_threads > 0 ? s.max_threads : threads, s.kind, s.layer, source);
   }
   std::cout << fmt::format(
       "latency: median {:.4f} ms, min {:.4f}, max {:.4f} over {} runs ({} warm-up); layers one at "
@@ -257,6 +293,12 @@ void add_run(CLI::App& app) {
                   "With --server: only records measured on devices of this key");
   cmd->add_option("--threads", o->threads,
                   "Threads of the parallel loops (default: the CPUs of this process)");
+  cmd->add_option("--step-threads", o->step_threads,
+                  "Threads of each step: stored (those the log measured for this model, target "
+                  "and --threads, or at the most threads), measure (chosen now: each step timed in "
+                  "the model's order at --threads and at one; the log is not written), or off "
+                  "(every step on every thread)")
+      ->capture_default_str();
   cmd->add_option("--runs", o->runs, "Timed runs")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "codegen/runtime.h"
 #include "codegen/target.h"
 #include "deploy/model_build.h"
 #include "deploy/model_timing.h"
@@ -27,6 +28,7 @@
 #include "tuner/model_tuning.h"
 #include "tuning_db/database.h"
 #include "tuning_db/report.h"
+#include "tuning_db/step_threads_store.h"
 
 namespace ktune::tools {
 namespace {
@@ -38,6 +40,7 @@ struct TuneModelOptions {
   std::string db = "ktune.db";
   tuner::ModelTuningOptions tuning;
   size_t threads = 0;
+  int model_threads = 0;  // the built model's run; 0 = the CPUs of this process
   double timeout_s = 10;
   bool no_check = false;
   bool flush_cache = false;
@@ -147,8 +150,13 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
 // tuning times it, a kernel keeps its weights in cache: ResNet-18's 512-channel convolutions ran
 // 1.3x their tuned time in the model.) The tuned kernels' own sum is kept beside it. A model that
 // cannot be built says why.
+//
+// At a count above one the steps' thread counts are then chosen (measure_step_threads: each step
+// timed in the model's order at that count and at one) and stored in the log, where `build
+// --model` and `ktune run` find them.
 void add_built_model(const TuneModelOptions& o, const std::vector<frontend::InputShape>& inputs,
-                     const tuner::ModelTuningReport& report, nlohmann::json& j) {
+                     const tuner::ModelTuningReport& report, tuning_db::Database& db,
+                     nlohmann::json& j) {
   j["estimated_s"] = report.tuned_s;
   try {
     deploy::ModelRequest r;
@@ -157,6 +165,9 @@ void add_built_model(const TuneModelOptions& o, const std::vector<frontend::Inpu
     r.name = "ktune_tuned_model";
     r.plan.target = o.target;
     r.plan.history = HistorySource::log(o.db);
+    if (o.model_threads > 0) codegen::set_num_threads(o.model_threads);
+    const int threads = codegen::num_threads();
+    r.step_threads = threads;
     const deploy::BuiltModel m = deploy::build_model(r);
     deploy::ModelRunner runner(m);
     const deploy::ModelBuffers buffers(m.plan, o.tuning.scheduler.seed);
@@ -175,7 +186,24 @@ void add_built_model(const TuneModelOptions& o, const std::vector<frontend::Inpu
                         {"kernels", m.plan.steps.size()},
                         {"task_kernels_s", t.task_s()},
                         {"other_kernels_s", t.other_s()},
-                        {"tuned_kernels_s", report.tuned_s - replaced_s + t.other_s()}};
+                        {"tuned_kernels_s", report.tuned_s - replaced_s + t.other_s()},
+                        {"threads", threads},
+                        {"step_threads_measured_at", m.step_threads_at}};
+    if (threads > 1) {
+      deploy::StepThreadsOptions how;
+      how.threads = threads;
+      const tuning_db::StepThreadsRow row = deploy::measure_step_threads(m, buffers, how);
+      tuning_db::StepThreadsStore(db).save(row);
+      nlohmann::json one = nlohmann::json::array();
+      for (const auto& s : row.steps)
+        if (s.max_threads == 1)
+          one.push_back({{"layer", s.layer}, {"all_s", s.all_s}, {"one_s", s.one_s}});
+      j["step_threads"] = {{"threads", threads},
+                           {"one_thread", one},
+                           {"capped_s", row.capped_s},
+                           {"uncapped_s", row.uncapped_s},
+                           {"margin", how.margin}};
+    }
   } catch (const Error& e) {
     j["built_model"] = {{"error", e.what()}};
   }
@@ -204,6 +232,25 @@ void print_built_model(const nlohmann::json& j) {
       "the tuned kernels timed alone (warm caches, as tuning times them): %.4f ms with the same "
       "layout and generated kernels; measured / that %.3f\n",
       alone * 1e3, run / alone);
+  if (!j.contains("step_threads")) return;
+  const nlohmann::json& st = j["step_threads"];
+  const size_t one = st["one_thread"].size();
+  const double capped = st["capped_s"].get<double>(), uncapped = st["uncapped_s"].get<double>();
+  if (capped == 0)
+    std::printf(
+        "step threads at %d: every step at least %.0f%% slower on one thread; all kept at %d\n",
+        st["threads"].get<int>(), 100 * st["margin"].get<double>(), st["threads"].get<int>());
+  else if (one == 0)
+    std::printf(
+        "step threads at %d: the steps faster on one thread made the model slower end to end "
+        "(%.4f ms against %.4f); all kept at %d\n",
+        st["threads"].get<int>(), capped * 1e3, uncapped * 1e3, st["threads"].get<int>());
+  else
+    std::printf(
+        "step threads at %d: %zu steps on one thread (at least %.0f%% faster there), end to end "
+        "%.4f ms against %.4f all at %d; stored in the log for build --model\n",
+        st["threads"].get<int>(), one, 100 * st["margin"].get<double>(), capped * 1e3,
+        uncapped * 1e3, st["threads"].get<int>());
 }
 
 void run_tune_model(TuneModelOptions o) {
@@ -251,7 +298,7 @@ void run_tune_model(TuneModelOptions o) {
     libraries = add_library_times(tasks, report, HistorySource::log(o.db), traits.cores,
                                   o.library_rounds, j);
   j["log"] = o.db;
-  if (!o.no_model_run) add_built_model(o, inputs, report, j);
+  if (!o.no_model_run) add_built_model(o, inputs, report, db, j);
   // The summary (per-layer table with the library ratios) goes into the log for `ktune report`.
   tuning_db::record_model_run(db, tasks.model, target.str(), j);
   print_end(o, report, j, libraries ? &*libraries : nullptr, "");
@@ -314,6 +361,12 @@ void add_tune_model(CLI::App& app) {
       ->check(finite_in(1, 1000));
   cmd->add_flag("--no-model-run", o->no_model_run,
                 "Do not build the tuned model and time it end to end at the end");
+  cmd->add_option("--model-threads", o->model_threads,
+                  "Threads the built model is timed at (0 = the CPUs of this process); above one, "
+                  "each step's thread count is chosen there and stored in the log (for build "
+                  "--model and run)")
+      ->capture_default_str()
+      ->check(finite_in(0, 256));
   cmd->add_flag("--json", o->json, "Print the result as JSON (no live table)");
   add_client_flags(cmd, o->server, false)
       ->description(

@@ -263,6 +263,7 @@ class Database {
   friend class ModelStore;
   friend class RunStore;
   friend class JobStore;
+  friend class StepThreadsStore;
   struct Impl;
   explicit Database(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -1,8 +1,9 @@
 // The tuning log's schema: version 1 (the log itself), version 2 (tuning-run telemetry),
 // version 3 (the tuning server's jobs), version 4 (claims of configs being measured),
 // version 5 (records and claims of emulated devices told apart), version 6 (tenants: the
-// client of every job and record, the worker of every record) and version 7 (records
-// re-timed, and the flag of a noisy timing).
+// client of every job and record, the worker of every record), version 7 (records
+// re-timed, and the flag of a noisy timing) and version 8 (per-step thread counts of built
+// models).
 #include "tuning_db/schema.h"
 
 #include <spdlog/spdlog.h>
@@ -165,11 +166,26 @@ ALTER TABLE records ADD COLUMN worker TEXT NOT NULL DEFAULT '';
 ALTER TABLE records ADD COLUMN retimed_costs TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE records ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 7 -> 8 (kStepThreadsSchemaVersion): the thread count of each step of a built model, chosen
+    // by timing its steps in the model's order at `threads` and at one thread (a model is its
+    // graph and input shapes, model_key; target is the target string). steps is a JSON array, one
+    // object per step of the plan: layer, max_threads (0 = all), all_s and one_s (medians).
+    R"sql(
+CREATE TABLE step_threads(
+  model_key TEXT NOT NULL,
+  target TEXT NOT NULL,
+  threads INTEGER NOT NULL,
+  steps TEXT NOT NULL,
+  uncapped_s REAL NOT NULL DEFAULT 0,
+  capped_s REAL NOT NULL DEFAULT 0,
+  measured_at REAL NOT NULL,
+  PRIMARY KEY(model_key, target, threads));
+)sql",
 };
 
-constexpr std::array<std::string_view, 10> kTables = {
-    "meta",   "workloads", "targets",     "devices", "records",
-    "models", "runs",      "run_batches", "jobs",    "claims"};
+constexpr std::array<std::string_view, 11> kTables = {
+    "meta", "workloads",   "targets", "devices", "records",     "models",
+    "runs", "run_batches", "jobs",    "claims",  "step_threads"};
 constexpr std::array<std::string_view, 5> kIndexes = {"workloads_by_template", "records_best",
                                                       "records_by_config", "records_by_run",
                                                       "claims_by_owner"};

@@ -1,7 +1,8 @@
 // Tests of codegen/parallel_runtime.c through tests/runtime/runtime_stress.c: 10,000 parallel
 // loops at 1..4 threads and from two application threads (every iteration exactly once, every
-// sum right, error codes and nested loops), a plugged parallel-for, ThreadSanitizer on the same
-// program, and the default thread count following the affinity mask.
+// sum right, error codes and nested loops), a plugged parallel-for, thread caps (the chunks a
+// capped loop runs in, per calling thread), ThreadSanitizer on the same program, and the default
+// thread count following the affinity mask.
 #include <gtest/gtest.h>
 
 #include <sched.h>
@@ -38,7 +39,7 @@ void expect_all_right(const ktune::testing_cli::Output& out, long loops, bool ts
       "two application threads, threads 3: " + std::to_string(2 * loops) + " loops, 0 wrong",
       "plugged parallel-for: " + std::to_string(loops / 10 + 1) + " loops, 0 wrong",
   };
-  ASSERT_EQ(lines.size(), want.size() + 5) << out.out;
+  ASSERT_EQ(lines.size(), want.size() + 6) << out.out;
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(lines[i], want[i]);
   // Every loop goes through the plug, and nested loops inside its bodies too.
   long plug_calls = 0;
@@ -54,6 +55,11 @@ void expect_all_right(const ktune::testing_cli::Output& out, long loops, bool ts
   ASSERT_EQ(
       std::sscanf(lines[want.size() + 3].c_str(), "chunks run by workers %ld", &worker_chunks), 1);
   EXPECT_GT(worker_chunks, 0) << "the pool's workers ran nothing";
+  // Extent 37 at 4 threads: 16 chunks; capped at 2: 8; at 1: one call on the caller (even with a
+  // plug, which is not called); a new thread has no cap; the cap set is the one returned after.
+  EXPECT_EQ(lines[want.size() + 4],
+            "thread caps: 16 chunks uncapped, 8 at cap 2, 1 at cap 1 (0 off the caller), 16 on "
+            "another thread, 1 plugged at cap 1 (0 plug calls), caps 0 then 1");
   EXPECT_EQ(lines.back(), "PASS");
 }
 

@@ -1,6 +1,7 @@
 /* Stress program of codegen/parallel_runtime.c (linked with it, built plainly and under
  * -fsanitize=thread): many parallel loops at 1..4 threads, from two application threads at once,
- * nested, with error codes, with a plugged parallel-for and in the child of a fork. Every iteration
+ * nested, with error codes, with a plugged parallel-for, under thread caps and in the child of a
+ * fork. Every iteration
  * must run exactly once (a per-iteration hit counter, checked and reset after each loop) and every
  * loop's sum must match. Prints one line per check and "PASS"; on a failure prints "FAIL ..." and
  * exits 1.
@@ -22,6 +23,7 @@ int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closu
 int ktune_set_num_threads(int n);
 int ktune_get_num_threads(void);
 void ktune_set_parallel_for(ktune_parallel_for_fn fn);
+int ktune_set_thread_cap(int n);
 
 enum { kMaxExtent = 37 };
 
@@ -118,6 +120,30 @@ static int32_t serial_plug(int64_t extent, ktune_parallel_body b, void* closure)
   return rc;
 }
 
+/* The body calls of one loop of extent 37 (one per chunk: 4 per thread), and those that ran on a
+ * thread other than the loop's caller. */
+static atomic_int chunk_calls, chunks_off_caller;
+
+static int32_t count_body(int64_t begin, int64_t end, void* closure) {
+  (void)begin;
+  (void)end;
+  atomic_fetch_add(&chunk_calls, 1);
+  if (!pthread_equal(pthread_self(), *(pthread_t*)closure)) atomic_fetch_add(&chunks_off_caller, 1);
+  return 0;
+}
+
+static int chunks_of_loop(void) {
+  pthread_t self = pthread_self();
+  atomic_store(&chunk_calls, 0);
+  ktune_parallel_for(37, count_body, &self);
+  return atomic_load(&chunk_calls);
+}
+
+static void* chunks_on_new_thread(void* out) {
+  *(int*)out = chunks_of_loop();
+  return NULL;
+}
+
 static int failures;
 
 static void report(const char* what, long loops, long bad) {
@@ -192,6 +218,30 @@ int main(int argc, char** argv) {
     printf("FAIL no chunk ran on a worker\n");
     ++failures;
   }
+  /* Thread caps: per calling thread; a cap of 1 runs the loop as one call on the caller, even
+   * with a plugged parallel-for. */
+  ktune_set_num_threads(4);
+  const int uncapped = chunks_of_loop();
+  const int no_cap = ktune_set_thread_cap(2);
+  const int at_two = chunks_of_loop();
+  ktune_set_thread_cap(1);
+  atomic_store(&chunks_off_caller, 0);
+  const int at_one = chunks_of_loop();
+  const int off_caller = atomic_load(&chunks_off_caller);
+  int other_thread = 0;
+  pthread_t other;
+  if (pthread_create(&other, NULL, chunks_on_new_thread, &other_thread) == 0)
+    pthread_join(other, NULL);
+  const long plug_before = atomic_load(&plug_calls);
+  ktune_set_parallel_for(serial_plug);
+  const int plugged_at_one = chunks_of_loop();
+  ktune_set_parallel_for(NULL);
+  const int cap_was = ktune_set_thread_cap(no_cap);
+  printf(
+      "thread caps: %d chunks uncapped, %d at cap 2, %d at cap 1 (%d off the caller), %d on "
+      "another thread, %d plugged at cap 1 (%ld plug calls), caps %d then %d\n",
+      uncapped, at_two, at_one, off_caller, other_thread, plugged_at_one,
+      atomic_load(&plug_calls) - plug_before, no_cap, cap_was);
   if (failures) return 1;
   printf("PASS\n");
   return 0;
