@@ -174,19 +174,23 @@ TEST(PaddingTaps, StrideDilationBorderTilesMatchReference) {
   ASSERT_EQ(workload["pad"], "2");
   const Task task = Task::create("conv2d", workload, host_traits(target));
   const Oracle oracle(task, 7);
-  for (const char* tile_c : {"1", "2"}) {
-    const Config cfg = Config::from_json_string(
-        std::string(R"({"entity":[["tile_k","sp",[-1,1]],["tile_oh","sp",[-1,3]],)") +
-        R"(["tile_ow","sp",[-1,1]],["tile_c","sp",[-1,)" + tile_c +
-        R"(]],["reduce_order","ot",0],["unroll_rs","ot",1],["pad_inline","ot",1],)" +
-        R"(["parallel","ot",0],["skip_taps","ot",1]],"template":"conv2d"})");
+  int checked = 0;
+  for (uint64_t i = 0; i < task.space().size(); ++i) {
+    if (!task.space().is_valid(i)) continue;
+    const Config cfg = task.space().get(i);
+    auto inner = [&](const char* split) { return cfg[split].values.back(); };
+    if (inner("tile_oh") != 3 || inner("tile_ow") != 1 || inner("tile_k") != 1 ||
+        cfg["unroll_rs"].as_int() != 1 || cfg["pad_inline"].as_int() != 1 ||
+        cfg["skip_taps"].as_int() != 1)
+      continue;
     SCOPED_TRACE(cfg.to_json_string());
-    ASSERT_TRUE(task.space().is_valid(task.space().index_of(cfg)));
     const codegen::Kernel k = compile(task.instantiate(cfg), "conv2d", target);
     const double err =
         oracle.check([&](const std::vector<void*>& args) { EXPECT_EQ(k.run(args), 0); });
     EXPECT_LT(err, 1e-4);
+    ++checked;
   }
+  EXPECT_GE(checked, 6);  // the six that were wrong among tile_c, reduce_order, parallel
 }
 
 // Times the fallback, `n_random` seeded random configs and the plain schedule of a task on the
