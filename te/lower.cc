@@ -7,6 +7,7 @@
 
 #include "te/ir_printer.h"
 #include "te/ir_visitor.h"
+#include "te/lower_padding_guards.h"
 #include "te/lower_passes.h"
 #include "te/simplify.h"
 
@@ -55,8 +56,11 @@ LoweredFunc lower(const Schedule& sched, const std::vector<Tensor>& args, const 
     after("tensorize", s);
   }
   if (options.skip_padding_taps && sched.node().skip_padding_taps) {
-    s = simplify(skip_padding_taps(s));
+    PaddingGuards guards;
+    s = skip_padding_taps(s, guards);
     after("skip_padding_taps", s);
+    s = simplify(cut_border_tiles(s, guards));
+    after("cut_border_tiles", s);
   }
   s = clamp_select_loads(s, f.args);
   after("clamp_select_loads", s);

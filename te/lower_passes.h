@@ -8,6 +8,8 @@
 
 namespace ktune::te {
 
+struct PaddingGuards;  // te/lower_padding_guards.h
+
 // Schedule -> loop nests with Realize/BufferLoad/BufferStore: inlining, bounds inference for
 // compute_at stages, split/fuse index reconstruction with guards, reduction init/update.
 // Fills *args (one BufferArg per tensor of `tensors`, in order). Throws ktune::Error
@@ -28,8 +30,15 @@ Stmt tensorize(const Stmt& s, const Schedule& sched);
 // Turns each reduction update over a bounds Select that makes it a no-op (an inlined padding:
 // acc + select(c, x, 0) * w, max(acc, select(c, x, lowest))) into a guarded update that skips the
 // padding taps, and unswitches each accumulation nest on those guards so that its interior
-// iterations run without them. Conditions on a vectorized loop's variable stay Selects.
-Stmt skip_padding_taps(const Stmt& s);
+// iterations run without them. Conditions on a vectorized loop's variable stay Selects. Records
+// the guards it leaves in `guards` (empty when there is no such update).
+Stmt skip_padding_taps(const Stmt& s, PaddingGuards& guards);
+
+// Cuts each border nest that skip_padding_taps left guarded (its guards depend only on the
+// enclosing loops and on the unrolled copies of a register tile inside it) into a chain of
+// unguarded versions, one per interval of copies that a tap reaches. Runs on skip_padding_taps'
+// output, before anything rebuilds its expressions (the guards are known by node identity).
+Stmt cut_border_tiles(const Stmt& s, PaddingGuards& guards);
 
 // Clamps the index of every Load under a Select operand that is not provably in bounds, so that
 // eager evaluation of both operands never reads out of bounds.

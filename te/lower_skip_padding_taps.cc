@@ -18,14 +18,10 @@
 //    variables: its minimum over the nest's constant ranges is a test on the enclosing variables
 //    alone. The nest becomes if (test) { nest without those guards } else { nest }. A conjunct
 //    that no enclosing value can satisfy for the whole nest (a 7-wide tile always touches both
-//    column borders) stays a guard in both copies; the unroll pass then folds it away in every
-//    copy of an unrolled tile where it is decided, so only the border taps keep a branch.
-//    Finer splits (per window row, inside the reduction) would put the test in the hot loop and
-//    duplicate the tile there: not done. So a border tile keeps a branch per copy of its register
-//    tile inside the innermost reduction loop; where border tiles are a large share (two-row
-//    tiles of a 14 x 14 output) padding once stays faster, which is why the templates keep
-//    pad_inline as a knob.
+//    column borders) stays a guard in both copies.
+// The guards left are handed on (PaddingGuards): cut_border_tiles removes those of border tiles.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -33,6 +29,7 @@
 #include <vector>
 
 #include "te/ir_visitor.h"
+#include "te/lower_padding_guards.h"
 #include "te/lower_passes.h"
 #include "te/simplify.h"
 
@@ -40,20 +37,15 @@ namespace ktune::te {
 
 namespace {
 
-void conjuncts(const Expr& c, std::vector<Expr>* out) {
-  if (const And* a = c.as<And>()) {
-    conjuncts(a->a, out);
-    conjuncts(a->b, out);
-    return;
-  }
-  out->push_back(c);
-}
-
-Expr conjunction(const std::vector<Expr>& cs) {
-  Expr r;
-  for (const Expr& c : cs) r = r.defined() ? And::make(r, c) : c;
-  return r;
-}
+using padding::as_nonnegative;
+using padding::conjunction;
+using padding::conjuncts;
+using padding::DropConjuncts;
+using padding::Guard;
+using padding::NestScan;
+using padding::some_point;
+using padding::vars_of;
+using padding::with_loop_range;
 
 bool is_const_float(const Expr& e, double v) {
   if (const FloatImm* f = e.as<FloatImm>()) return f->value == v;
@@ -125,7 +117,7 @@ std::optional<std::pair<NodeKind, Expr>> update_operand(const Store* st) {
 // Step 1: guards the taps; records the conditions it creates (If and lane Select conditions).
 class GuardTaps : public IRMutator {
  public:
-  std::unordered_set<const ExprNode*> guards;
+  explicit GuardTaps(PaddingGuards& guards) : guards_(guards) {}
   using IRMutator::mutate;
 
  protected:
@@ -152,7 +144,7 @@ class GuardTaps : public IRMutator {
       Expr kept = sel->true_value;
       if (!lane.empty()) {
         const Expr lc = conjunction(lane);
-        guards.insert(lc.get());
+        guards_.add(lc);
         kept = Select::make(lc, sel->true_value, sel->false_value);
       }
       value = ReplaceSelect(sel, kept).mutate(value);
@@ -160,7 +152,7 @@ class GuardTaps : public IRMutator {
     }
     if (uniform.empty()) return s;
     const Expr c = conjunction(uniform);
-    guards.insert(c.get());
+    guards_.add(c);
     return IfThenElse::make(c, Store::make(op->buffer, value, op->index));
   }
 
@@ -170,106 +162,9 @@ class GuardTaps : public IRMutator {
       if (uses_var(c, v)) return true;
     return false;
   }
+  PaddingGuards& guards_;
   std::vector<Var> lanes_;
 };
-
-// One guard inside a candidate nest: its conjuncts, the constant ranges of the loops around it
-// inside the nest, and the accumulator it guards.
-struct Guard {
-  std::vector<Expr> conjuncts;
-  std::vector<std::pair<Var, std::pair<int64_t, int64_t>>> ranges;
-  const BufferNode* accumulator = nullptr;
-};
-
-// Scans a loop nest: its guards, the accumulators it initializes, the variables it binds.
-class NestScan : public IRVisitor {
- public:
-  explicit NestScan(const std::unordered_set<const ExprNode*>& guards) : known_(guards) {}
-  std::vector<Guard> found;
-  std::unordered_set<const BufferNode*> initialized;
-  std::unordered_set<const VarNode*> bound;
-
- protected:
-  void visit(const For* op) override {
-    bound.insert(op->var.get());
-    const int64_t* m = as_const_int(op->min);
-    const int64_t* x = as_const_int(op->extent);
-    const bool ranged = m && x && *x > 0;
-    if (ranged) ranges_.push_back({op->var, {*m, *m + *x - 1}});
-    IRVisitor::visit(op);
-    if (ranged) ranges_.pop_back();
-  }
-  void visit(const LetStmt* op) override {
-    bound.insert(op->var.get());
-    IRVisitor::visit(op);
-  }
-  void visit(const Let* op) override {
-    bound.insert(op->var.get());
-    IRVisitor::visit(op);
-  }
-  void visit(const IfThenElse* op) override {
-    if (known_.count(op->condition.get())) {
-      if (const Store* st = op->then_case.as<Store>()) add(op->condition, st->buffer.get());
-    }
-    IRVisitor::visit(op);
-  }
-  void visit(const Store* op) override {
-    bool reads_self = false;
-    class Reads : public IRVisitor {
-     public:
-      explicit Reads(const BufferNode* b) : b_(b) {}
-      bool hit = false;
-
-     protected:
-      void visit(const Load* l) override {
-        hit = hit || l->buffer.get() == b_;
-        IRVisitor::visit(l);
-      }
-
-     private:
-      const BufferNode* b_;
-    } reads(op->buffer.get());
-    reads.visit_expr(op->value);
-    reads_self = reads.hit;
-    if (!reads_self) initialized.insert(op->buffer.get());
-    store_ = op->buffer.get();
-    IRVisitor::visit(op);
-    store_ = nullptr;
-  }
-  void visit(const Select* op) override {
-    if (store_ && known_.count(op->condition.get())) add(op->condition, store_);
-    IRVisitor::visit(op);
-  }
-
- private:
-  void add(const Expr& c, const BufferNode* acc) {
-    Guard g;
-    conjuncts(c, &g.conjuncts);
-    g.ranges = ranges_;
-    g.accumulator = acc;
-    found.push_back(std::move(g));
-  }
-  const std::unordered_set<const ExprNode*>& known_;
-  std::vector<std::pair<Var, std::pair<int64_t, int64_t>>> ranges_;
-  const BufferNode* store_ = nullptr;
-};
-
-// An integer comparison as e >= 0, or nullopt.
-std::optional<Expr> as_nonnegative(const Expr& c) {
-  auto diff = [](const Expr& a, const Expr& b, int64_t minus) -> std::optional<Expr> {
-    if (!a.dtype().is_int() || !b.dtype().is_int() || a.dtype().is_vector() ||
-        b.dtype().is_vector())
-      return std::nullopt;
-    Expr d = Sub::make(a, b);
-    if (minus) d = Sub::make(d, make_const(d.dtype(), static_cast<double>(minus)));
-    return simplify(d);
-  };
-  if (const GE* o = c.as<GE>()) return diff(o->a, o->b, 0);
-  if (const GT* o = c.as<GT>()) return diff(o->a, o->b, 1);
-  if (const LE* o = c.as<LE>()) return diff(o->b, o->a, 0);
-  if (const LT* o = c.as<LT>()) return diff(o->b, o->a, 1);
-  return std::nullopt;
-}
 
 // The minimum of e over the ranges when e is affine in each ranged variable (constant
 // coefficients), or nullopt.
@@ -291,68 +186,10 @@ std::optional<Expr> minimum(
   return e;
 }
 
-// Removes the conjuncts with the given keys from the recorded guards.
-class DropConjuncts : public IRMutator {
- public:
-  DropConjuncts(const std::unordered_set<const ExprNode*>& guards,
-                const std::unordered_set<std::string>& proven)
-      : guards_(guards), proven_(proven) {}
-  using IRMutator::mutate;
-
- protected:
-  Stmt visit(const IfThenElse* op, const Stmt& s) override {
-    if (!guards_.count(op->condition.get())) return IRMutator::visit(op, s);
-    const Expr c = keep(op->condition);
-    Stmt then_case = mutate(op->then_case);
-    return c.defined() ? IfThenElse::make(c, then_case) : then_case;
-  }
-  Expr visit(const Select* op, const Expr& e) override {
-    if (!guards_.count(op->condition.get())) return IRMutator::visit(op, e);
-    const Expr c = keep(op->condition);
-    Expr t = mutate(op->true_value);
-    return c.defined() ? Select::make(c, t, mutate(op->false_value)) : t;
-  }
-
- private:
-  Expr keep(const Expr& c) const {
-    std::vector<Expr> all, kept;
-    conjuncts(c, &all);
-    for (const Expr& x : all)
-      if (!proven_.count(structural_key(x))) kept.push_back(x);
-    return conjunction(kept);
-  }
-  const std::unordered_set<const ExprNode*>& guards_;
-  const std::unordered_set<std::string>& proven_;
-};
-
-// The variables an expression uses.
-std::vector<Var> vars_of(const Expr& e) {
-  class Collect : public IRVisitor {
-   public:
-    std::vector<Var> vars;
-    void visit_expr(const Expr& e) override {
-      if (const VarNode* v = e.as<VarNode>()) {
-        for (const Var& x : vars)
-          if (x.get() == v) return;
-        vars.push_back(Var::from_expr(e));
-        return;
-      }
-      IRVisitor::visit_expr(e);
-    }
-  };
-  Collect c;
-  c.visit_expr(e);
-  return c.vars;
-}
-
-// Beyond this many values of the enclosing variables, a test is kept without checking that some
-// value passes it.
-constexpr int64_t kMaxTestPoints = 4096;
-
 // Step 2: unswitches each accumulation nest on its guards.
 class Unswitch : public IRMutator {
  public:
-  explicit Unswitch(const std::unordered_set<const ExprNode*>& guards) : guards_(guards) {}
+  explicit Unswitch(PaddingGuards& guards) : guards_(guards) {}
   using IRMutator::mutate;
 
  protected:
@@ -391,12 +228,7 @@ class Unswitch : public IRMutator {
         test.push_back(GE::make(lo, make_zero(lo.dtype())));
     }
     if (proven.empty()) {
-      const int64_t* m = as_const_int(op->min);
-      const int64_t* x = as_const_int(op->extent);
-      if (m && x) outer_[op->var.get()] = {*m, *m + *x - 1};
-      Stmt r = IRMutator::visit(op, s);
-      outer_.erase(op->var.get());
-      return r;
+      return with_loop_range(outer_, op, [&] { return IRMutator::visit(op, s); });
     }
     Stmt interior = DropConjuncts(guards_, proven).mutate(s);
     return test.empty() ? interior : IfThenElse::make(conjunction(test), interior, s);
@@ -431,34 +263,14 @@ class Unswitch : public IRMutator {
   // true when that is not known (a variable without a range, too many values).
   bool satisfiable(const std::vector<std::pair<std::string, Expr>>& tests,
                    const std::vector<size_t>& members, const std::vector<Var>& vars) const {
-    std::vector<std::pair<int64_t, int64_t>> r;
-    int64_t points = 1;
-    for (const Var& v : vars) {
-      auto it = outer_.find(v.get());
-      if (it == outer_.end()) return true;
-      r.push_back(it->second);
-      points *= it->second.second - it->second.first + 1;
-      if (points > kMaxTestPoints) return true;
-    }
-    std::vector<int64_t> at(vars.size());
-    for (size_t i = 0; i < vars.size(); ++i) at[i] = r[i].first;
-    for (int64_t p = 0; p < points; ++p) {
-      std::vector<std::pair<Var, Expr>> map;
-      for (size_t i = 0; i < vars.size(); ++i)
-        map.emplace_back(vars[i], make_const(vars[i].dtype(), static_cast<double>(at[i])));
-      bool pass = true;
+    return some_point(vars, outer_, [&](const std::vector<std::pair<Var, Expr>>& at) {
       for (size_t m : members) {
-        const Expr value = simplify(substitute(tests[m].second, map));  // outlives v
+        const Expr value = simplify(substitute(tests[m].second, at));  // outlives v
         const int64_t* v = as_const_int(value);
-        if (!v || *v < 0) {
-          pass = pass && v == nullptr;
-          if (!pass) break;
-        }
+        if (v && *v < 0) return false;
       }
-      if (pass) return true;
-      for (size_t i = 0; i < vars.size() && ++at[i] > r[i].second; ++i) at[i] = r[i].first;
-    }
-    return false;
+      return true;
+    });
   }
 
   static bool binds(const std::unordered_set<const VarNode*>& bound, const Expr& e) {
@@ -466,18 +278,16 @@ class Unswitch : public IRMutator {
       if (bound.count(v.get())) return true;
     return false;
   }
-  const std::unordered_set<const ExprNode*>& guards_;
+  PaddingGuards& guards_;
   VarRanges outer_;
 };
 
 }  // namespace
 
-Stmt skip_padding_taps(const Stmt& s) {
-  GuardTaps g;
-  Stmt guarded = g.mutate(s);
-  if (g.guards.empty()) return s;
-  Unswitch u(g.guards);
-  return u.mutate(guarded);
+Stmt skip_padding_taps(const Stmt& s, PaddingGuards& guards) {
+  Stmt guarded = GuardTaps(guards).mutate(s);
+  if (guards.conditions.empty()) return s;
+  return Unswitch(guards).mutate(guarded);
 }
 
 }  // namespace ktune::te
