@@ -5,9 +5,12 @@
 // reduction nest (the outermost loop whose stores are all guarded updates, so the accumulator's
 // initialization stays outside), each comparison holds everywhere when its extreme over the
 // nest's constant ranges does, a test on the enclosing variables alone: the nest becomes
-// if (test) { nest without guards } else { nest }. The guarded copy keeps its branches; the
+// if (test) { nest without those comparisons } else { nest }. A comparison that no tile
+// satisfies throughout (a tile as wide as the output meets both column borders) stays in both
+// copies, so the rows of such tiles still unswitch. The guarded copy keeps its branches; the
 // unroll pass folds those an unrolled copy decides.
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include "te/bound.h"
@@ -85,12 +88,24 @@ std::optional<Expr> holds_throughout(const Expr& c, const VarRanges& nest) {
   return std::nullopt;
 }
 
-class DropGuards : public IRMutator {
+// Removes the conjuncts in `dropped` from the tap guards, and guards left without any.
+class DropConjuncts : public IRMutator {
+ public:
+  explicit DropConjuncts(const std::unordered_set<const ExprNode*>& dropped) : dropped_(dropped) {}
+
  protected:
   Stmt visit(const IfThenElse* op, const Stmt& s) override {
-    if (is_tap_guard(op)) return op->then_case;
-    return IRMutator::visit(op, s);
+    if (!is_tap_guard(op)) return IRMutator::visit(op, s);
+    std::vector<Expr> cs;
+    conjuncts(op->condition, &cs);
+    Expr kept;
+    for (const Expr& c : cs)
+      if (!dropped_.count(c.get())) kept = kept.defined() ? And::make(kept, c) : c;
+    return kept.defined() ? IfThenElse::make(kept, op->then_case) : op->then_case;
   }
+
+ private:
+  const std::unordered_set<const ExprNode*>& dropped_;
 };
 
 class Unswitcher : public IRMutator {
@@ -100,19 +115,24 @@ class Unswitcher : public IRMutator {
     scan.visit_stmt(s);
     if (scan.conditions.empty()) return s;
     if (!scan.only_guarded || !scan.constant_loops) return IRMutator::visit(op, s);
+    // The conjuncts some tile satisfies throughout leave the unswitched copy; one that no tile
+    // does (a tile as wide as the output touches both column borders) stays in both copies.
     Expr test;
+    std::unordered_set<const ExprNode*> dropped;
     for (const Expr& guard : scan.conditions) {
       std::vector<Expr> cs;
       conjuncts(guard, &cs);
       for (const Expr& c : cs) {
         const std::optional<Expr> t = holds_throughout(c, scan.nest);
-        if (!t) return s;
-        test = test.defined() ? And::make(test, *t) : *t;
+        if (!t) continue;
+        const Expr st = simplify(*t);
+        if (is_const_int(st, 0)) continue;
+        dropped.insert(c.get());
+        test = test.defined() ? And::make(test, st) : st;
       }
     }
-    test = simplify(test);
-    if (is_const_int(test, 0)) return s;
-    return IfThenElse::make(test, DropGuards().mutate(s), s);
+    if (!test.defined()) return s;
+    return IfThenElse::make(simplify(test), DropConjuncts(dropped).mutate(s), s);
   }
 };
 
