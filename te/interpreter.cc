@@ -206,6 +206,7 @@ class Interp {
       }
       case NodeKind::kCall: {
         const Call* op = e.as<Call>();
+        if (op->op == CallOp::kDotU8S8 || op->op == CallOp::kDotBF16) ++counts.dot_calls;
         if (op->op == CallOp::kDotU8S8) return dot_u8s8(op);
         if (op->op == CallOp::kDotBF16) return dot_bf16(op);
         Value a = eval(op->args[0]);
@@ -431,7 +432,10 @@ void interpret(const LoweredFunc& f, const std::vector<void*>& args, InterpretCo
         BufferSlot{args[i], f.args[i].num_elements(), f.args[i].dtype};
   }
   in.exec(f.body);
-  if (counts) counts->float_muls += in.counts.float_muls;
+  if (counts) {
+    counts->float_muls += in.counts.float_muls;
+    counts->dot_calls += in.counts.dot_calls;
+  }
 }
 
 void interpret(const LoweredFunc& f, const std::vector<HostBuffer*>& args,

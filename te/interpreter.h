@@ -12,9 +12,11 @@
 namespace ktune::te {
 
 // What an interpretation executed: floating-point multiplications, one per lane (the
-// multiply-adds of a convolution or a matmul, in a product of a load and a weight).
+// multiply-adds of a convolution or a matmul, in a product of a load and a weight), and dot
+// instructions (a tensor intrinsic's call, whatever its lanes).
 struct InterpretCounts {
   int64_t float_muls = 0;
+  int64_t dot_calls = 0;
 };
 
 // Runs f on raw buffers in signature order (the kernel ABI: args[i] points at f.args[i]'s dense

@@ -54,6 +54,8 @@ LoweredFunc lower(const Schedule& sched, const std::vector<Tensor>& args, const 
                   [](const StageNode& st) { return !st.tensorized.empty(); })) {
     s = tensorize(s, sched);
     after("tensorize", s);
+    s = simplify(unswitch_tap_guards(s));
+    after("unswitch_tap_guards", s);
   }
   if (options.skip_padding_taps && sched.node().skip_padding_taps) {
     PaddingGuards guards;

@@ -23,9 +23,16 @@ Stmt storage_flatten(const Stmt& s, const std::vector<BufferArg>& args);
 
 // Replaces each loop nest that a stage tensorized (Stage::tensorize) by its intrinsic's statement,
 // after checking that the nest computes the intrinsic's update: loop extents, the strides of every
-// read and of the store, dtypes. The reduction's init nest (a constant store) stays. Throws
-// ktune::Error(kInvalidSchedule) saying what differs, or that the loop is gone.
+// read and of the store, dtypes. The reduction's init nest (a constant store) stays. A factor
+// read select(c, x, 0) with c the same for the whole nest (an inlined zero padding) is read as x
+// under if (c): the taps of the padding are skipped. Throws ktune::Error(kInvalidSchedule) saying
+// what differs, or that the loop is gone.
 Stmt tensorize(const Stmt& s, const Schedule& sched);
+
+// Unswitches the guarded intrinsic statements that tensorize leaves: the outermost loop whose
+// every store is such an update (a tile's reduction nest) becomes if (every guard holds for
+// every iteration) { the nest without guards } else { the nest }.
+Stmt unswitch_tap_guards(const Stmt& s);
 
 // Turns each reduction update over a bounds Select that makes it a no-op (an inlined padding:
 // acc + select(c, x, 0) * w, max(acc, select(c, x, lowest))) into a guarded update that skips the

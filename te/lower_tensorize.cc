@@ -127,7 +127,25 @@ class Matcher {
            to_string(red_->source) + ")");
     std::vector<Expr> offsets;
     for (size_t i = 0; i < offsets_.size(); ++i) offsets.push_back(offsets_[i]);
-    return in_.emit(buffers_, offsets);
+    const Stmt update = in_.emit(buffers_, offsets);
+    return guard_.defined() ? IfThenElse::make(guard_, update) : update;
+  }
+
+  static bool is_zero(const Expr& e) {
+    if (const FloatImm* f = e.as<FloatImm>()) return f->value == 0;
+    return is_const_int(e, 0);
+  }
+
+  // A factor read select(c, x, 0) whose condition no loop of the nest changes (an inlined
+  // padding: c says the tap is inside the input) makes the whole update a no-op where c fails:
+  // the nest reads x, and the intrinsic runs under if (c).
+  Expr skip_zero_select(const Expr& e) {
+    const Select* sel = e.as<Select>();
+    if (!sel || !is_zero(simplify(sel->false_value))) return e;
+    for (const Var& v : vars_)
+      if (uses_var(sel->condition, v)) return e;
+    guard_ = guard_.defined() ? And::make(guard_, sel->condition) : sel->condition;
+    return sel->true_value;
   }
 
   static bool is_acc(const Expr& e, const Store* st) {
@@ -165,9 +183,10 @@ class Matcher {
 
   // Structural match of the intrinsic's source `p` with the nest's `e` (Add and Mul in either
   // operand order). Bindings made by a failed try are undone.
-  bool match(const Expr& p, const Expr& e) {
+  // `factor`: p is a factor of a product (through casts), where a zero read zeroes the update.
+  bool match(const Expr& p, const Expr& e, bool factor = false) {
     if (const TensorRead* r = p.as<TensorRead>()) {
-      const Load* l = e.as<Load>();
+      const Load* l = (factor ? skip_zero_select(e) : e).as<Load>();
       if (!l) return why(to_string(e) + " is not a load");
       size_t i = 0;
       while (i < in_.inputs.size() && in_.inputs[i].get() != r->tensor.get()) ++i;
@@ -182,13 +201,13 @@ class Matcher {
       return why(to_string(e) + " is not like " + to_string(p));
     switch (p.kind()) {
       case NodeKind::kCast:
-        return match(p.as<Cast>()->value, e.as<Cast>()->value);
+        return match(p.as<Cast>()->value, e.as<Cast>()->value, factor);
       case NodeKind::kIntImm:
         return p.as<IntImm>()->value == e.as<IntImm>()->value || why("a different constant");
       case NodeKind::kAdd:
         return match_pair<Add>(p, e, true);
       case NodeKind::kMul:
-        return match_pair<Mul>(p, e, true);
+        return match_pair<Mul>(p, e, true, true);
       case NodeKind::kSub:
         return match_pair<Sub>(p, e, false);
       default:
@@ -197,18 +216,21 @@ class Matcher {
   }
 
   template <typename T>
-  bool match_pair(const Expr& p, const Expr& e, bool commutes) {
+  bool match_pair(const Expr& p, const Expr& e, bool commutes, bool factors = false) {
     const T* x = p.as<T>();
     const T* y = e.as<T>();
     const auto saved_b = buffers_;
     const auto saved_o = offsets_;
-    if (match(x->a, y->a) && match(x->b, y->b)) return true;
+    const Expr saved_g = guard_;
+    if (match(x->a, y->a, factors) && match(x->b, y->b, factors)) return true;
     const std::string first = why_;
     buffers_ = saved_b;
     offsets_ = saved_o;
-    if (commutes && match(x->a, y->b) && match(x->b, y->a)) return true;
+    guard_ = saved_g;
+    if (commutes && match(x->a, y->b, factors) && match(x->b, y->a, factors)) return true;
     buffers_ = saved_b;
     offsets_ = saved_o;
+    guard_ = saved_g;
     return why(first);  // the operands in their written order explain best what differs
   }
 
@@ -226,6 +248,7 @@ class Matcher {
   std::vector<Var> vars_;  // the nest's loops, outermost first
   std::vector<Buffer> buffers_;
   std::vector<Expr> offsets_;
+  Expr guard_;  // the conditions of the zero selects read through, or undefined
   std::string why_;
 };
 

@@ -2,6 +2,7 @@
 
 #include "schedule_space/templates/common.h"
 #include "support/error.h"
+#include "te/simplify.h"
 
 namespace ktune::schedule_space::templates {
 
@@ -129,6 +130,30 @@ te::Tensor output_stage(const DotConv& d, const DotConvEpilogue& e, const te::Te
       "conv");
 }
 
+// Whether the padding taps can be skipped: the padding is there, is zero (a zero tap adds nothing;
+// a data zero point would add zero_point * w per tap, which the requantize bias counts for every
+// tap), and the intrinsic reads it (tensorize guards the dot; the widening code would keep a
+// select per tap).
+bool can_skip_taps(const DotConv& d, bool has_intrin) {
+  if (d.pad == 0 || !has_intrin) return false;
+  const te::Expr v = te::simplify(d.pad_value);
+  if (const te::FloatImm* f = v.as<te::FloatImm>()) return f->value == 0;
+  return te::is_const_int(v, 0);
+}
+
+// The knob after the NCHWc conv space's: skip_taps 0/1 (where can_skip_taps): inline the padding
+// into the reduction and run the dot only for the taps inside the input (interior tiles without
+// a guard), or pad once. Configs logged before it mean 0.
+void define_skip_taps_knob(ConfigSpace& space, bool skippable) {
+  space.define_knob("skip_taps", skippable ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  space.set_legacy_value("skip_taps", 0);
+}
+
+bool skips_taps(const Config& cfg) {
+  const Entity* e = cfg.find("skip_taps");
+  return e && e->as_int() != 0;
+}
+
 // Schedules `out` (reading accumulator `acc` at its element) as the NCHWc conv space says.
 void schedule_dot_conv(te::Schedule& s, const DotConv& d, const DotConvInputs& t,
                        const te::Tensor& out, const te::Tensor& acc_t, const Config& cfg,
@@ -154,7 +179,8 @@ void schedule_dot_conv(te::Schedule& s, const DotConv& d, const DotConvInputs& t
     acc.unroll(ll);
     acc.vectorize(acc.axis(4));
   }
-  if (d.pad > 0) schedule_blocked_pad(s[t.padded], false, cfg["parallel"].as_int() != 0);
+  if (d.pad > 0)
+    schedule_blocked_pad(s[t.padded], skips_taps(cfg), cfg["parallel"].as_int() != 0);
 }
 
 // Kernel ABI order: I, W, the epilogue's inputs, O.
@@ -192,9 +218,11 @@ void set_dot_conv_template(TemplateDef& d, DotConvParts (*parts_of)(const Worklo
     const DotConvParts p = parts_of(a);
     return compute(p.conv, p.in, p.epilogue);
   };
-  d.define = [parts_of](const WorkloadArgs& a, const TargetTraits& target, ConfigSpace& space) {
-    define_nchwc_conv_space(dims_of(parts_of(a).conv, target), {.unroll_inner = "unroll_cq"},
-                            target, space);
+  d.define = [parts_of, has_intrin](const WorkloadArgs& a, const TargetTraits& target,
+                                     ConfigSpace& space) {
+    const DotConv c = parts_of(a).conv;
+    define_nchwc_conv_space(dims_of(c, target), {.unroll_inner = "unroll_cq"}, target, space);
+    define_skip_taps_knob(space, can_skip_taps(c, has_intrin(target)));
   };
   d.fallback = [parts_of](const WorkloadArgs& a, const TargetTraits& target,
                           const ConfigSpace& space) {

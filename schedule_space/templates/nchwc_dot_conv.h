@@ -81,10 +81,12 @@ struct DotConvParts {
 // Sets d's compute, define, fallback and apply from the workload's parts (`parts_of`). compute:
 // the reference accumulator (one reduction over the C channels), then the epilogue. The space:
 // the shared NCHWc conv space with unroll_cq, the icb/depth loop of channel groups, as the inner
-// unroll, one 16-lane accumulator per oc block. apply: the output stage tiled as the space says,
-// the accumulator's 16 lanes tensorized with intrin() where has_intrin(target), else vectorized
-// under the unrolled group; the padded input computed once (the intrinsic reads plain loads,
-// not a guarded select).
+// unroll, one 16-lane accumulator per oc block, then skip_taps (0/1, {0} unless the padding is
+// zero and has_intrin(target); configs without it mean 0). apply: the output stage tiled as the
+// space says, the accumulator's 16 lanes tensorized with intrin() where has_intrin(target), else
+// vectorized under the unrolled group; the padded input computed once, or with skip_taps inlined
+// so that tensorize runs the dot only for the taps inside the input (unguarded in the tiles
+// whose taps all are).
 void set_dot_conv_template(TemplateDef& d, DotConvParts (*parts_of)(const WorkloadArgs&),
                            const te::TensorIntrin& (*intrin)(),
                            bool (*has_intrin)(const TargetTraits&));

@@ -1,5 +1,7 @@
-// Tests conv2d_nchwc_u8s8s32 on odd shapes (H, W odd, pad 0-2, stride 1-2, K not a multiple of 16,
-// a data zero point as padding), its fallback and sampled configs, tensorized with vpdpbusd on an
+// Tests conv2d_nchwc_u8s8s32 on odd shapes (H, W odd, pad 0-3, stride 1-2, K not a multiple of 16,
+// a data zero point as padding), its fallback and sampled configs, each with and without
+// skip_taps where the space has it, and the dots run with skip_taps counted against the taps
+// inside the input, tensorized with vpdpbusd on an
 // AVX-512 VNNI host and in widening vector code on x86-64-v3: the int32 output bit-exactly against
 // a plain C++ convolution of the blocked layouts, the requantized one within one unit of nearbyint
 // in double (exact away from float32's rounding near a half) and bit-exactly against te's
@@ -18,6 +20,9 @@
 #include "codegen/runtime.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
+#include "te/ir_printer.h"
+#include "te/ir_visitor.h"
+#include "te/lower.h"
 #include "tests/schedule_space/reference_util.h"
 
 namespace ktune::schedule_space {
@@ -38,6 +43,8 @@ const Case kCases[] = {
     {1, 16, 6, 5, 48, 3, 1, 0, 0},
     {1, 8, 7, 5, 24, 3, 1, 1, 9, "u8", true, true},
     {1, 12, 5, 9, 16, 3, 2, 2, 0, "s8", false, false},
+    {1, 8, 7, 5, 20, 3, 2, 3, 0},
+    {1, 16, 5, 7, 16, 3, 1, 3, 0, "u8", false, true},
 };
 
 const Case kDepthwiseCases[] = {
@@ -166,6 +173,19 @@ Expected depthwise_reference(const Case& c, const std::vector<te::HostBuffer>& i
       });
 }
 
+// Whether the space offers skip_taps 1.
+bool can_skip(const Task& task) {
+  const int64_t at = task.space().knob_position("skip_taps");
+  return at >= 0 && task.space().knob_sizes()[at] == 2;
+}
+
+// cfg with skip_taps = v.
+Config with_skip_taps(const Task& task, const Config& cfg, int64_t v) {
+  std::vector<uint64_t> digits = task.space().knob_indices(cfg.index());
+  digits[task.space().knob_position("skip_taps")] = static_cast<uint64_t>(v);
+  return task.space().get(task.space().index_of(digits));
+}
+
 void check_case(const Case& c, const codegen::Target& target) {
   const Task task = task_of(c, testing::traits_of(target));
   const std::string what = target.str() + " " + task.workload_key();
@@ -182,6 +202,9 @@ void check_case(const Case& c, const codegen::Target& target) {
   std::mt19937_64 rng(9);
   std::vector<Config> configs = {task.fallback_config()};
   for (uint64_t i : task.space().sample(3, rng)) configs.push_back(task.space().get(i));
+  if (can_skip(task))
+    for (size_t i = 0, n = configs.size(); i < n; ++i)
+      configs.push_back(with_skip_taps(task, configs[i], 1 - configs[i]["skip_taps"].as_int()));
   for (const Config& cfg : configs) {
     const Instantiated inst = task.instantiate(cfg);
     codegen::Kernel k =
@@ -253,6 +276,107 @@ TEST(Conv2dNchwcInt8Test, TensorizedOnTheHostIsExact) {
 
 TEST(Conv2dNchwcInt8Test, WideningFallbackOnX86V3IsExact) {
   check_target(codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3"), false);
+}
+
+// The dots te's interpreter runs: with skip_taps one per input channel group, output channel
+// block and tap inside the input (the reference's count), without it one per tap; outputs equal.
+TEST(Conv2dNchwcInt8Test, SkipTapsRunsOneDotPerTapInside) {
+  const codegen::Target vnni = codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4");
+  int checked = 0;
+  for (const Case& c : kCases) {
+    const Task task = task_of(c, testing::traits_of(vnni));
+    const std::string what = task.workload_key();
+    ASSERT_EQ(can_skip(task), c.pad > 0 && c.zp == 0) << what;
+    if (!can_skip(task)) continue;
+    const int64_t oh = (c.h + 2 * c.pad - c.r) / c.stride + 1;
+    const int64_t ow = (c.w + 2 * c.pad - c.r) / c.stride + 1;
+    int64_t inside = 0;
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x)
+        for (int64_t r = 0; r < c.r; ++r)
+          for (int64_t s = 0; s < c.r; ++s) {
+            const int64_t iy = y * c.stride + r - c.pad, ix = x * c.stride + s - c.pad;
+            inside += iy >= 0 && iy < c.h && ix >= 0 && ix < c.w;
+          }
+    const int64_t per_tap = c.n * ((c.k + 15) / 16) * (c.c / 4);
+    const std::vector<te::HostBuffer> in = inputs_of(task, c);
+    std::mt19937_64 rng(11);
+    std::vector<Config> configs = {task.fallback_config()};
+    for (uint64_t i : task.space().sample(4, rng)) configs.push_back(task.space().get(i));
+    for (const Config& base : configs) {
+      std::vector<te::HostBuffer> outs;
+      for (int64_t skip : {0, 1}) {
+        const Config cfg = with_skip_taps(task, base, skip);
+        const Instantiated inst = task.instantiate(cfg);
+        std::vector<te::HostBuffer> bufs;
+        for (const auto& b : in) {
+          bufs.emplace_back(b.shape(), b.dtype());
+          std::memcpy(bufs.back().data(), b.data(), b.bytes());
+        }
+        const te::Tensor& o = inst.args.back();
+        bufs.emplace_back(o.shape(), o.dtype());
+        std::memset(bufs.back().data(), 0x5A, bufs.back().bytes());
+        std::vector<te::HostBuffer*> ptrs;
+        for (auto& b : bufs) ptrs.push_back(&b);
+        te::InterpretCounts counts;
+        te::interpret(te::lower(inst.schedule, inst.args, "k"), ptrs, &counts);
+        EXPECT_EQ(counts.dot_calls, per_tap * (skip ? inside : oh * ow * c.r * c.r))
+            << what << " " << cfg.to_json_string();
+        outs.push_back(std::move(bufs.back()));
+      }
+      ASSERT_EQ(std::memcmp(outs[0].data(), outs[1].data(), outs[0].bytes()), 0)
+          << what << " " << base.to_json_string();
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20);
+}
+
+// Counts the unswitched nests: if (test) {dots, no guard} else {guarded dots}.
+class UnswitchCount : public te::IRVisitor {
+ public:
+  int unguarded = 0;
+  int guards = 0;
+
+ protected:
+  void visit(const te::IfThenElse* op) override {
+    ++guards;
+    if (op->else_case.defined()) {
+      UnswitchCount then;
+      then.visit_stmt(op->then_case);
+      if (then.guards == 0 && then.dots > 0) ++unguarded;
+    }
+    te::IRVisitor::visit(op);
+  }
+  void visit(const te::Call* op) override {
+    dots += op->op == te::CallOp::kDotU8S8;
+    te::IRVisitor::visit(op);
+  }
+
+ private:
+  int dots = 0;
+};
+
+// With skip_taps the tiles of a 14 x 14 output whose taps are all inside run their dots without a
+// guard; without it no dot is guarded.
+TEST(Conv2dNchwcInt8Test, SkipTapsRunsInteriorTilesUnguarded) {
+  const codegen::Target vnni = codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4");
+  const Task task = task_of({1, 16, 14, 14, 32, 3, 1, 1, 0}, testing::traits_of(vnni));
+  for (int64_t skip : {0, 1}) {
+    const Instantiated inst = task.instantiate(with_skip_taps(task, task.fallback_config(), skip));
+    te::Stmt after;
+    te::LowerOptions o;
+    o.on_pass = [&](const std::string& pass, const te::Stmt& s) {
+      if (pass == "tensorize" || pass == "unswitch_tap_guards") after = s;
+    };
+    te::lower(inst.schedule, inst.args, "k", o);
+    UnswitchCount n;
+    n.visit_stmt(after);
+    EXPECT_EQ(n.unguarded, skip) << to_string(after);
+    if (!skip) {
+      EXPECT_EQ(n.guards, 0) << to_string(after);
+    }
+  }
 }
 
 TEST(Conv2dNchwcInt8Test, ObjectHoldsVpdpbusdOnlyWithVnni) {
