@@ -4,8 +4,6 @@
 // comes back when the server went away, with its settings and holds.
 #include "tuning_db/postgres_driver.h"
 
-#include <unistd.h>
-
 #include <pqxx/pqxx>
 
 #include <spdlog/spdlog.h>
@@ -341,7 +339,7 @@ class PgConnection final : public ConnectionDriver {
     silent_.reset();
     conn_.reset();
     prepared_.clear();
-    conn_ = std::make_unique<pqxx::connection>(with_application_name(url_));
+    conn_ = std::make_unique<pqxx::connection>(url_);
     silent_ = std::make_unique<Silent>(*conn_);
     // This driver keeps the session's state (settings, holds) and reconnects itself: libpqxx
     // must not reconnect behind its back.
@@ -364,8 +362,8 @@ class PgConnection final : public ConnectionDriver {
     }
   }
   // The connection that holds the lock (space, key) of this database, as pg_stat_activity shows
-  // it: its application name (ktune's connections name their host and process), client address
-  // and backend pid. "" when no one holds it or the server does not say.
+  // it: its application name (when it set one), client address and backend pid. "" when no one
+  // holds it or the server does not say.
   static std::string holder_of(pqxx::nontransaction& session, int32_t space, int32_t key) {
     pqxx::result r;
     try {
@@ -384,18 +382,6 @@ class PgConnection final : public ConnectionDriver {
     std::string name = r[0][0].c_str();
     return (name.empty() ? std::string("a connection") : name) + " (client " + r[0][1].c_str() +
            ", backend pid " + r[0][2].c_str() + ")";
-  }
-  // url_ with the name this process's connections show in pg_stat_activity ("ktune:HOST:PID"),
-  // unless the URL names one itself.
-  static std::string with_application_name(const std::string& url) {
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
-    std::string name = std::string("ktune:") + host + ":" + std::to_string(::getpid());
-    // Only what a URL's query value may hold as it is.
-    for (char& c : name)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != ':' && c != '.' && c != '-') c = '_';
-    return url + (url.find('?') == std::string::npos ? "?" : "&") +
-           "fallback_application_name=" + name;
   }
   // Connects again, retrying with growing pauses until reconnect_for_s_ has passed; then throws
   // Error(kDatabase) with the last reason.
