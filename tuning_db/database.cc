@@ -401,6 +401,7 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
     impl->record_check = options.record_check ? options.record_check : default_record_check();
     impl->conn = open_postgres_log(path, options, impl->opened_version);
     impl->conn.driver().set_reconnect_for(options.reconnect_for_s, options.stop_waiting);
+    impl->conn.driver().set_after_reconnect(options.after_reconnect);
     if (options.read_only) {
       impl->has_emulated = impl->opened_version >= kEmulatedSchemaVersion;
       impl->has_tenants = impl->opened_version >= kTenantsSchemaVersion;

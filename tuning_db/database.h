@@ -47,6 +47,9 @@ struct OpenOptions {
   // While waiting for the server: when it returns true, the wait ends and the call fails (a server
   // that is stopping). Empty: the wait runs its course.
   std::function<bool()> stop_waiting = nullptr;
+  // Called after the connection came back, before anything runs on it; throwing fails the call
+  // (sql::ConnectionDriver::set_after_reconnect). Empty: none.
+  std::function<void()> after_reconnect = nullptr;
 };
 
 // Which records best/top_k serve.

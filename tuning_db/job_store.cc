@@ -114,6 +114,15 @@ void JobStore::release(int64_t id) {
   impl_.conn.driver().release_hold(kJobHolds, static_cast<int32_t>(id));
 }
 
+std::vector<std::pair<int64_t, std::string>> JobStore::lost_holds() {
+  std::vector<std::pair<int64_t, std::string>> out;
+  for (sql::LostHold& lost : impl_.conn.driver().lost_holds())
+    if (lost.space == kJobHolds)
+      out.emplace_back(static_cast<int64_t>(static_cast<uint32_t>(lost.key)),
+                       std::move(lost.holder));
+  return out;
+}
+
 void JobStore::update(int64_t id, JobState state, std::string_view message, int64_t run_id) {
   auto s = impl_.use(
       "UPDATE jobs SET state = ?2, message = ?3, run_id = CASE WHEN ?4 = 0 THEN run_id ELSE ?4 "

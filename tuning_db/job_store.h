@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tuning_db/database.h"
@@ -59,6 +60,10 @@ class JobStore {
   // On SQLite always true: one server has the whole file (LogLock). Throws Error(kDatabase).
   bool try_hold(int64_t id);
   void release(int64_t id);
+  // The jobs whose holds this connection lost since the last call (PostgreSQL: the connection
+  // broke, and another server took them before it came back), each with who holds it now as
+  // PostgreSQL describes that connection ("" when unknown). This server must stop running them.
+  std::vector<std::pair<int64_t, std::string>> lost_holds();
   // Sets a job's state and message (and its run when run_id is not 0); a terminal state sets
   // finished_at. Throws Error(kNotFound) for an unknown id.
   void update(int64_t id, JobState state, std::string_view message, int64_t run_id = 0);

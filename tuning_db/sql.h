@@ -35,6 +35,14 @@ enum class Lost {
   kAtCommit,      // lost while committing: the transaction may have committed
 };
 
+// A hold (ConnectionDriver::try_hold) that a connection had and lost: the connection broke, and
+// another connection took the lock before this one came back.
+struct LostHold {
+  int32_t space = 0, key = 0;
+  // Who holds it now, as the server describes that connection ("" when it does not say).
+  std::string holder;
+};
+
 // One prepared statement of a backend. Shared SQL writes parameters as ?1, ?2, ...; a driver
 // translates them to its own form. Bind indices start at 1, column indices at 0.
 class StatementDriver {
@@ -89,6 +97,9 @@ class ConnectionDriver {
   // Whether the last failure was the loss of the connection inside a transaction of a driver that
   // reconnects (see set_reconnect_for): the transaction is gone, and may run again.
   virtual Lost last_error_lost() const = 0;
+  // Called after every reconnect, before anything runs on the new connection: a check that throws
+  // fails the statement instead (an owner that may not write any more). Empty: none.
+  virtual void set_after_reconnect(std::function<void()> check) = 0;
 
   // The schema's DDL, written with SQLite's types, in this backend's types.
   virtual std::string ddl(std::string_view sqlite_ddl) const = 0;
@@ -110,6 +121,9 @@ class ConnectionDriver {
   // where one server holds the whole file (LogLock), every hold is granted at once.
   virtual bool try_hold(int32_t space, int32_t key) = 0;
   virtual void release_hold(int32_t space, int32_t key) = 0;
+  // The holds this connection lost at reconnects since the last call, each once. A reconnect
+  // takes every hold again; one that another connection took meanwhile is no longer this one's.
+  virtual std::vector<LostHold> lost_holds() = 0;
 };
 
 // A connection to the log at `location`. Movable, not copyable. Not thread-safe: use one

@@ -132,6 +132,7 @@ class SqliteConnection final : public ConnectionDriver {
   // A file has no connection to lose.
   void set_reconnect_for(double, std::function<bool()>) override {}
   Lost last_error_lost() const override { return Lost::kNo; }
+  void set_after_reconnect(std::function<void()>) override {}
   void set_busy_timeout(int ms) override {
     exec("PRAGMA busy_timeout = " + std::to_string(std::max(0, ms)));
   }
@@ -154,6 +155,7 @@ class SqliteConnection final : public ConnectionDriver {
   // A SQLite log has one server (its LogLock): nothing to hold apart within it.
   bool try_hold(int32_t, int32_t) override { return true; }
   void release_hold(int32_t, int32_t) override {}
+  std::vector<LostHold> lost_holds() override { return {}; }
   std::vector<std::string> integrity_problems() override {
     std::vector<std::string> problems;
     {

@@ -8,6 +8,7 @@
 
 #include "codegen/target.h"
 #include "rpc_runner/server/fleet_measurer.h"
+#include "rpc_runner/server/managed_job.h"
 #include "rpc_runner/server/model_job.h"
 #include "rpc_runner/server/server_metrics.h"
 #include "schedule_space/task.h"
@@ -17,24 +18,6 @@
 #include "tuning_db/sql.h"
 
 namespace ktune::rpc_runner {
-
-struct JobManager::Job {
-  JobSpec spec;
-  JobStatus status;
-  int64_t run_id = 0;
-  std::atomic<bool> cancel{false};
-  std::map<uint64_t, Listener> listeners;  // guarded by mu_
-  std::string summary_json;                // guarded by mu_: set when done
-  // Model jobs: the latest tuner::model_summary_json (guarded by mu_), kept in the log's summary
-  // column while the job runs so that a restarted server knows the trials done.
-  std::string model_report;
-  // Whether this server's connection holds the job (tuning_db::JobStore::try_hold). Set by submit
-  // before the thread starts, then by the thread only.
-  bool held = false;
-  // Whether another server of the log runs it (guarded by mu_): this one then waits to take it.
-  bool elsewhere = false;
-  std::thread thread;
-};
 
 namespace {
 
@@ -52,9 +35,6 @@ double best_of(const std::string& summary_json) {
   if (j.is_discarded() || !j.contains("best")) return 0;
   return j["best"].value("gflops", 0.0);
 }
-
-// The message of a job that another server of the log runs.
-constexpr const char* kRunElsewhere = "run by another server of this log";
 
 FleetMeasurerOptions fleet_options(const JobSpec& spec) {
   FleetMeasurerOptions fleet;
@@ -103,69 +83,6 @@ std::unique_ptr<JobManager::Job> JobManager::job_of_row(const tuning_db::JobRow&
   s.created_at = row.created_at;
   take_row(*job, row, run_records(row));
   return job;
-}
-
-void JobManager::watch_log() {
-  bool warned = false;
-  while (!stopping_) {
-    for (int i = 0; i < 20 && !stopping_; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (stopping_) return;
-    try {
-      std::lock_guard adopt(adopt_mu_);
-      std::vector<std::unique_ptr<Job>> found;
-      {
-        std::lock_guard db_lock(db_mu_);
-        refresh_elsewhere();
-        const std::vector<tuning_db::JobRow> rows = job_rows_.since(last_seen_);
-        std::lock_guard lock(mu_);
-        for (const tuning_db::JobRow& row : rows) {
-          last_seen_ = std::max(last_seen_, row.id);
-          if (!jobs_.count(static_cast<uint64_t>(row.id))) found.push_back(job_of_row(row));
-        }
-      }
-      // Finished ones too, so that `ktune jobs --all` shows them here as well.
-      std::lock_guard lock(mu_);
-      for (auto& job : found) {
-        Job* j = job.get();
-        jobs_.emplace(j->status.id, std::move(job));
-        if (j->status.finished()) continue;
-        spdlog::info("job {} ({}, key {}): submitted to another server of this log", j->status.id,
-                     j->status.workload, j->status.device_key);
-        j->thread = std::thread([this, j] { run(*j); });
-      }
-      warned = false;
-    } catch (const std::exception& e) {
-      if (!warned) spdlog::warn("cannot look for other servers' jobs in the log: {}", e.what());
-      warned = true;
-    }
-  }
-}
-
-void JobManager::refresh_elsewhere() {
-  std::vector<uint64_t> ids;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [id, job] : jobs_)
-      if (job->elsewhere) ids.push_back(id);
-  }
-  for (uint64_t id : ids) {
-    // Read before mu_ is taken: a log that is slow to answer does not hold up status calls.
-    const std::optional<tuning_db::JobRow> row = job_rows_.get(static_cast<int64_t>(id));
-    if (!row) continue;
-    const uint64_t records = run_records(*row);
-    std::lock_guard lock(mu_);
-    Job& job = *jobs_.at(id);
-    // Taken over meanwhile: its own thread has the row.
-    if (!job.elsewhere) continue;
-    const JobStatus before = job.status;
-    take_row(job, *row, records);
-    // While it runs there, its message says where it runs; its end is told as the log has it.
-    if (!job.status.finished()) job.status.message = kRunElsewhere;
-    if (job.status.state != before.state || job.status.done != before.done ||
-        job.status.message != before.message || job.status.best_gflops != before.best_gflops)
-      publish(job, std::nullopt);
-  }
 }
 
 uint64_t JobManager::run_records(const tuning_db::JobRow& row) {
@@ -354,38 +271,20 @@ void JobManager::end(Job& job, tuning_db::JobState shown, tuning_db::JobState st
 void JobManager::run(Job& job) {
   const uint64_t id = job.status.id;
   bool row_ended = true;  // whether the job's row took a terminal state
-  try {
-    if (!hold(job)) return;
-    run_session(job);
-  } catch (const std::exception& e) {
-    if (!stopping_) {
-      const auto* error = dynamic_cast<const Error*>(&e);
-      if (job.cancel) {
-        end(job, tuning_db::JobState::kCancelled, tuning_db::JobState::kCancelled,
-            "cancelled by a client");
-      } else if (error && error->kind() == ErrorKind::kDatabase) {
-        // The log failed (a full disk, an I/O error): the server's fault, not the job's. Its
-        // clients see it fail; its row keeps the state it had, so that a server restarted with
-        // a writable log resumes it from the records the log holds.
-        const std::string message = std::string(
-                                        "the tuning log failed (the job resumes when the "
-                                        "server restarts with a writable log): ") +
-                                    e.what();
-        spdlog::error("job {} failed: {}", id, message);
-        tuning_db::JobState stored;
-        {
-          std::lock_guard lock(mu_);
-          stored = job.status.state;
-        }
-        end(job, tuning_db::JobState::kFailed, stored, message);
-        row_ended = false;
-      } else {
-        spdlog::error("job {} failed: {}", id, e.what());
-        end(job, tuning_db::JobState::kFailed, tuning_db::JobState::kFailed, e.what());
-      }
+  for (;;) {
+    try {
+      if (!hold(job)) return;
+      run_session(job);
+    } catch (const std::exception& e) {
+      if (!stopping_ && !job.taken_away) row_ended = fail(job, e);
     }
+    pool_.close_job(id);
+    if (!job.taken_away) break;
+    // Another server runs it now: this one writes nothing more for it, and waits to take it over
+    // again should that one stop.
+    job.taken_away = false;
+    job.held = false;
   }
-  pool_.close_job(id);
   // An unfinished job stays held until this server stops: another one takes it over then.
   if (stopping_ || !row_ended || !job.held) return;
   try {
@@ -396,47 +295,42 @@ void JobManager::run(Job& job) {
   }
 }
 
-bool JobManager::hold(Job& job) {
-  const auto id = static_cast<int64_t>(job.status.id);
-  bool waited = false;
-  for (;;) {
-    {
-      std::lock_guard lock(db_mu_);
-      if (job.held || job_rows_.try_hold(id)) break;
-    }
-    if (!waited) {
-      spdlog::info("job {}: run by another server of this log; taken over if that one stops", id);
-      std::lock_guard lock(mu_);
-      job.elsewhere = true;
-      job.status.message = kRunElsewhere;
-      publish(job, std::nullopt);
-      waited = true;
-    }
-    for (int i = 0; i < 20 && !stopping_; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (stopping_) return false;
+bool JobManager::fail(Job& job, const std::exception& e) {
+  const uint64_t id = job.status.id;
+  const auto* error = dynamic_cast<const Error*>(&e);
+  if (job.cancel) {
+    end(job, tuning_db::JobState::kCancelled, tuning_db::JobState::kCancelled,
+        "cancelled by a client");
+    return true;
   }
-  job.held = true;
-  if (!waited) return true;
-  // Where the other server left it.
-  std::lock_guard db_lock(db_mu_);
-  const std::optional<tuning_db::JobRow> row = job_rows_.get(id);
-  const uint64_t records = row ? run_records(*row) : 0;
-  std::lock_guard lock(mu_);
-  job.elsewhere = false;
-  if (!row) return false;
-  take_row(job, *row, records);
-  publish(job, std::nullopt);
-  if (job.status.finished()) return false;
-  spdlog::info("job {}: taken over from the server that ran it, {} of {} trials done", id,
-               job.status.done, job.status.trials);
+  if (error && error->kind() == ErrorKind::kDatabase) {
+    // The log failed (a full disk, an I/O error): the server's fault, not the job's. Its clients
+    // see it fail; its row keeps the state it had, so that a server restarted with a writable log
+    // resumes it from the records the log holds.
+    const std::string message = std::string(
+                                    "the tuning log failed (the job resumes when the server "
+                                    "restarts with a writable log): ") +
+                                e.what();
+    spdlog::error("job {} failed: {}", id, message);
+    tuning_db::JobState stored;
+    {
+      std::lock_guard lock(mu_);
+      stored = job.status.state;
+    }
+    end(job, tuning_db::JobState::kFailed, stored, message);
+    return false;
+  }
+  spdlog::error("job {} failed: {}", id, e.what());
+  end(job, tuning_db::JobState::kFailed, tuning_db::JobState::kFailed, e.what());
   return true;
 }
 
 void JobManager::run_session(Job& job) {
   const JobSpec& spec = job.spec;
   const uint64_t id = job.status.id;
-  auto stop = [this, &job] { return stopping_.load() || job.cancel.load(); };
+  auto stop = [this, &job] {
+    return stopping_.load() || job.cancel.load() || job.taken_away.load();
+  };
 
   if (pool_.workers_of(spec.session.device_key) == 0)
     set_state(job, tuning_db::JobState::kQueued,
@@ -455,7 +349,10 @@ void JobManager::run_session(Job& job) {
                                              spec.session.device_key + "'");
   const auto traits = schedule_space::make_target_traits(
       target.str(), target.triple(), target.vector_bits(), std::max(device->cores, 1));
-  auto db = tuning_db::Database::open(db_path_, db_options_);
+  // Its connection writes nothing after a reconnect that finds the job taken by another server.
+  tuning_db::OpenOptions db_options = db_options_;
+  db_options.after_reconnect = [this, &job] { confirm_held(job); };
+  auto db = tuning_db::Database::open(db_path_, db_options);
   const tuning_db::TargetKey target_key{target.str(), codegen::llvm_version()};
   if (spec.is_model()) return run_model(job, traits, db, target_key, stop);
   const auto task = schedule_space::Task::create(spec.template_name, spec.args, traits);
@@ -488,7 +385,8 @@ void JobManager::run_session(Job& job) {
     job.status.best_gflops = std::max(job.status.best_gflops, p.best_gflops);
     publish(job, shown);
   });
-  if (stopping_) return;  // the next server resumes it
+  // Stopping: the next server resumes it; taken away: the other server runs it.
+  if (stopping_ || job.taken_away) return;
   const std::string summary = tuner::summary_json(task, target_key, report).dump();
   {
     std::lock_guard lock(db_mu_);
@@ -569,7 +467,8 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
                       job.status.done = r.value("done", done_before);
                       publish(job, std::nullopt);
                     });
-  if (stopping_) return;  // the next server resumes it
+  // Stopping: the next server resumes it; taken away: the other server runs it.
+  if (stopping_ || job.taken_away) return;
   const std::string summary = result.summary.dump();
   {
     std::lock_guard lock(db_mu_);

@@ -41,7 +41,9 @@ Error unknown_job(uint64_t id);
 // its row stays queued or running, with that reason when the log takes it: the next server
 // resumes it. Servers may share a PostgreSQL log: a job is run by the server that holds it (the
 // one it was submitted to), and the others, which learn of it from the log, take it over when that
-// one stops; claims keep their measurements apart. Thread-safe.
+// one stops; claims keep their measurements apart. A server whose connection to the log was lost
+// long enough for another to take its job over stops running it when it comes back (nothing more
+// is measured or written for it there) and shows it as run elsewhere. Thread-safe.
 class JobManager {
  public:
   using Listener = std::function<void(const JobEvent&)>;
@@ -90,6 +92,15 @@ class JobManager {
   struct Job;
   // The job's thread body.
   void run(Job& job);
+  // Ends the job for a failure of its run (the log's, a cancel's, the job's own). Returns whether
+  // its row took a terminal state: a failed log leaves it as it was, for the next server.
+  bool fail(Job& job, const std::exception& e);
+  // Marks every job whose hold the manager's connection lost (another server took it while the
+  // connection was lost) as taken away, and says so. Needs db_mu_.
+  void note_lost_holds();
+  // Called after the job's own connection to the log came back: throws Error(kDatabase) when
+  // another server took the job meanwhile, so that nothing more is written for it here.
+  void confirm_held(Job& job);
   // Waits until this server holds the job: of the servers sharing a log (PostgreSQL), the one
   // that holds a job runs it, and the others wait to take it over should that one stop. Then
   // takes the row as the other left it. Returns false when this server stops first or the job

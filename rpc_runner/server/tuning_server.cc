@@ -8,6 +8,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -344,14 +345,16 @@ class TuningService final : public rpc::Tuning::CallbackService {
         metrics_([this] { return snapshot(); }),
         pool_(options.worker_timeout_s, options.deadline_margin_s, &metrics_),
         jobs_(options.db_path, pool_, &metrics_, options.db_retry_s),
-        queries_(
-            tuning_db::Database::open(options.db_path, {.reconnect_for_s = options.db_retry_s})),
+        queries_(tuning_db::Database::open(
+            options.db_path, {.reconnect_for_s = options.db_retry_s,
+                              .stop_waiting = [this] { return closing_.load(); }})),
         reaper_([this] { reap(); }) {}
 
   ~TuningService() override { stop(); }
 
   // Stops the metrics endpoint, the jobs and the heartbeat clock. Idempotent.
   void stop() {
+    closing_ = true;
     metrics_.stop_serving();
     {
       std::lock_guard lock(reap_mu_);
@@ -566,6 +569,8 @@ class TuningService final : public rpc::Tuning::CallbackService {
   ServerMetrics metrics_;  // before pool_ and jobs_, which feed it
   DevicePool pool_;
   JobManager jobs_;
+  // Set by stop(): a query waiting for a PostgreSQL log that went away stops waiting.
+  std::atomic<bool> closing_{false};
   std::mutex queries_mu_;
   tuning_db::Database queries_;  // guarded by queries_mu_
   std::mutex reap_mu_;

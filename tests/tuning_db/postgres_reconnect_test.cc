@@ -1,13 +1,15 @@
 // Tests of a PostgreSQL log whose server goes away and comes back (a cluster of the test's own,
 // stopped and started): a Database that waits for it adds records across the gap, each once, and
-// keeps its settings and job holds; one that does not wait, or waits less than the gap, fails
-// with one line that says so.
+// keeps its settings and job holds; a write cut mid-transaction or while committing (applied or
+// not) runs again and adds each record once; one that does not wait, or waits less than the gap,
+// fails with one line that says so.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <future>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,6 +77,41 @@ TEST_F(PostgresReconnect, ADatabaseThatWaitsAddsAcrossTheGapEachRecordOnceAndKee
   EXPECT_TRUE(JobStore(other).try_hold(id));
 }
 
+// A hold that another connection took while this one was lost is no longer this one's: the
+// reconnect reports it, once, with its holder as PostgreSQL shows it; the other holds come back.
+// A check after the reconnect that throws fails the call before it writes.
+TEST_F(PostgresReconnect, AHoldTakenWhileTheConnectionWasLostIsReportedAndACheckCanRefuseTheCall) {
+  bool refuse = false;
+  Database db = Database::open(log_, {.reconnect_for_s = 30, .after_reconnect = [&] {
+                                        if (refuse) throw Error(ErrorKind::kDatabase, "refused");
+                                      }});
+  JobStore jobs(db);
+  JobRow row;
+  row.device_key = "x86";
+  const int64_t lost = jobs.add(row, /*hold=*/true);
+  const int64_t kept = jobs.add(row, /*hold=*/true);
+  db.add(records(0, 5));
+  server_->stop("fast");
+  server_->start();
+  Database other = Database::open(log_, {.create = false});
+  ASSERT_TRUE(JobStore(other).try_hold(lost));
+
+  refuse = true;
+  try {
+    db.add(records(5, 10));
+    ADD_FAILURE() << "the check after the reconnect did not refuse the write";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "refused");
+  }
+  EXPECT_EQ(logged(), 5);
+  const auto reported = jobs.lost_holds();
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_EQ(reported[0].first, lost);
+  EXPECT_NE(reported[0].second.find("backend pid"), std::string::npos) << reported[0].second;
+  EXPECT_TRUE(jobs.lost_holds().empty());
+  EXPECT_FALSE(JobStore(other).try_hold(kept));
+}
+
 // A connection cut inside a write transaction (its server process ended while it waited for the
 // log's write lock): the transaction runs again on a new connection, and its records are added
 // once.
@@ -89,10 +126,78 @@ TEST_F(PostgresReconnect, AWriteCutMidTransactionRunsAgainAndAddsItsRecordsOnce)
       "query LIKE '%pg_advisory_xact_lock%'";
   for (int i = 0; i < 200 && admin.query_int("SELECT count(*) " + waiting) == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_EQ(admin.query_int("SELECT count(pg_terminate_backend(pid)) " + waiting), 1);
+  ASSERT_EQ(admin.query_int("SELECT count(pg_terminate_backend(pid)) " + waiting), 1)
+      << admin.query_text(
+             "SELECT string_agg(coalesce(wait_event_type, '-') || ' ' || state || ' ' || query, "
+             "' | ') FROM pg_stat_activity WHERE pid != pg_backend_pid()");
   writer->commit();
   writer.reset();
   EXPECT_EQ(writing.get(), 5u);
+  EXPECT_EQ(logged(), 10);
+}
+
+// Polls `condition` every 50 ms for up to `seconds`; returns whether it held.
+template <class Condition>
+bool within(double seconds, Condition&& condition) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+// A connection cut while committing, after the commit was applied: the server had committed the
+// write locally and waited for a synchronous standby that never comes (synchronous_standby_names
+// names none), when the backend was terminated. The outcome is unknown to the writer, which runs
+// the write again and finds every record of it in the log: each is there once.
+TEST_F(PostgresReconnect, ACommitAppliedButCutRunsAgainAndAddsNothingTwice) {
+  Database db = Database::open(log_, {.reconnect_for_s = 30});
+  db.add(records(0, 5));
+  sql::Connection admin = sql::Connection::open(log_, false);
+  admin.exec("ALTER SYSTEM SET synchronous_standby_names = 'nobody'");
+  admin.exec("SELECT pg_reload_conf()");
+  ASSERT_TRUE(within(10, [&] {
+    return admin.query_text("SHOW synchronous_standby_names") == "nobody";
+  }));
+  auto writing = std::async(std::launch::async, [&] { return db.add(records(5, 10)); });
+  const std::string waiting =
+      "FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND pid != pg_backend_pid()";
+  ASSERT_TRUE(within(20, [&] { return admin.query_int("SELECT count(*) " + waiting) == 1; }));
+  ASSERT_EQ(admin.query_int("SELECT count(pg_terminate_backend(pid)) " + waiting), 1);
+  // Applied: its records are in the log, while a run again could not have committed (its commit
+  // would wait for the standby as well).
+  EXPECT_TRUE(within(10, [&] { return admin.query_int("SELECT count(*) FROM records") == 10; }));
+  admin.exec("ALTER SYSTEM RESET synchronous_standby_names");
+  admin.exec("SELECT pg_reload_conf()");
+  const std::vector<int64_t> ids = writing.get();
+  EXPECT_EQ(ids.size(), 5u);
+  EXPECT_EQ(std::set<int64_t>(ids.begin(), ids.end()).size(), 5u);
+  EXPECT_EQ(logged(), 10);
+  EXPECT_NE(server_->server_log().find("committed locally"), std::string::npos)
+      << server_->server_log();
+}
+
+// A connection cut while committing, before the commit was applied (a deferred trigger the test
+// made keeps COMMIT waiting): the write runs again and adds its records, each once.
+TEST_F(PostgresReconnect, ACommitCutBeforeItAppliedRunsAgainAndAddsEachRecordOnce) {
+  Database db = Database::open(log_, {.reconnect_for_s = 30});
+  db.add(records(0, 5));
+  sql::Connection admin = sql::Connection::open(log_, false);
+  admin.exec(
+      "CREATE TABLE cut_at_commit(x int); INSERT INTO cut_at_commit VALUES (1);"
+      "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+      "IF EXISTS (SELECT 1 FROM cut_at_commit) THEN PERFORM pg_sleep(60); END IF; RETURN NULL; "
+      "END $$;"
+      "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON records DEFERRABLE INITIALLY "
+      "DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()");
+  auto writing = std::async(std::launch::async, [&] { return db.add(records(5, 10)); });
+  const std::string waiting =
+      "FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND pid != pg_backend_pid()";
+  ASSERT_TRUE(within(20, [&] { return admin.query_int("SELECT count(*) " + waiting) == 1; }));
+  admin.exec("DELETE FROM cut_at_commit");  // the run again commits at once
+  ASSERT_EQ(admin.query_int("SELECT count(pg_terminate_backend(pid)) " + waiting), 1);
+  EXPECT_EQ(writing.get().size(), 5u);
   EXPECT_EQ(logged(), 10);
 }
 

@@ -5,12 +5,18 @@
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,7 +48,8 @@ class PostgresServer {
   }
 
   // Starts a cluster; throws std::runtime_error with the server's log when it cannot.
-  explicit PostgresServer(const std::filesystem::path& bin) : bin_(bin) {
+  // wal_segment_mb: the size of its WAL files (initdb --wal-segsize; 0 = PostgreSQL's 16 MB).
+  explicit PostgresServer(const std::filesystem::path& bin, int wal_segment_mb = 0) : bin_(bin) {
     char tmpl[] = "/tmp/ktune-pg-XXXXXX";
     if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
     dir_ = tmpl;
@@ -54,8 +61,11 @@ class PostgresServer {
       gid_ = pw->pw_gid;
       if (::chown(dir_.c_str(), uid_, gid_) != 0) throw std::runtime_error("chown failed");
     }
-    run({(bin_ / "initdb").string(), "-D", (dir_ / "data").string(), "-U", "ktune", "-A", "trust",
-         "-E", "UTF8", "--locale=C", "--no-sync"});
+    std::vector<std::string> initdb = {(bin_ / "initdb").string(), "-D", (dir_ / "data").string(),
+                                       "-U", "ktune", "-A", "trust", "-E", "UTF8", "--locale=C",
+                                       "--no-sync"};
+    if (wal_segment_mb > 0) initdb.push_back("--wal-segsize=" + std::to_string(wal_segment_mb));
+    run(initdb);
     start();
   }
 
@@ -73,6 +83,51 @@ class PostgresServer {
     run({(bin_ / "pg_ctl").string(), "-D", (dir_ / "data").string(), "-m", mode, "-w", "stop"});
     started_ = false;
   }
+  // Sets the file-size limit (RLIMIT_FSIZE) of the running cluster: its postmaster and every
+  // process it started (backends of open connections included). PostgreSQL ignores SIGXFSZ, so a
+  // write past the limit fails as on a full disk ("could not extend file"). RLIM_INFINITY lifts
+  // it. Throws std::runtime_error when a process cannot take it.
+  void limit_file_size(rlim_t bytes) const {
+    std::ifstream pid_file(dir_ / "data" / "postmaster.pid");
+    pid_t postmaster = 0;
+    if (!(pid_file >> postmaster)) throw std::runtime_error("no postmaster.pid: not running");
+    std::vector<pid_t> pids = {postmaster};
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      // /proc/PID/stat: "PID (COMM) STATE PPID ...", COMM possibly with spaces and parentheses.
+      std::ifstream stat(entry.path() / "stat");
+      std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+      const size_t close = text.rfind(')');
+      if (close == std::string::npos) continue;
+      char state = 0;
+      pid_t parent = 0;
+      if (std::sscanf(text.c_str() + close + 1, " %c %d", &state, &parent) == 2 &&
+          parent == postmaster)
+        pids.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+    // As the cluster's user: root without CAP_SYS_RESOURCE may not change another user's limits.
+    const pid_t child = ::fork();
+    if (child == 0) {
+      if (uid_ != 0 && (::setgroups(0, nullptr) != 0 || ::setgid(gid_) != 0 || ::setuid(uid_) != 0))
+        ::_exit(126);
+      const rlimit limit{bytes, RLIM_INFINITY};
+      for (pid_t pid : pids)
+        if (::prlimit(pid, RLIMIT_FSIZE, &limit, nullptr) != 0 && errno != ESRCH) ::_exit(1);
+      ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      throw std::runtime_error("cannot set the file-size limit of the PostgreSQL processes");
+  }
+  // The cluster's own log (what its server processes said).
+  std::string server_log() const {
+    std::ifstream in(dir_ / "server.log");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+
   ~PostgresServer() {
     // A forked child that exits normally must not stop its parent's server.
     if (::getpid() != owner_) return;

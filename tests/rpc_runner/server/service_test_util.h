@@ -78,6 +78,15 @@ bool wait_until(Pred pred, double timeout_s) {
   return pred();
 }
 
+// The lines of `text` that are not empty.
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(line);
+  return out;
+}
+
 // Every record of the log at db_path (or of one workload), read with a connection of our own.
 inline std::vector<tuning_db::Record> log_records(const std::string& db_path,
                                                   const std::string& workload = "") {

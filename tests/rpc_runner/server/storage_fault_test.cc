@@ -32,19 +32,11 @@ namespace ktune::rpc_runner {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::lines_of;
 using testing::matmul_job;
 using testing::wait_until;
 using testing_process::Child;
 using testing_process::read_file;
-
-// The lines of `text` that are not empty.
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(line);
-  return out;
-}
 
 class StorageFault : public ::testing::Test {
  protected:
