@@ -368,13 +368,13 @@ class PgConnection final : public ConnectionDriver {
     pqxx::result r;
     try {
       r = session.exec(
-        "SELECT a.application_name, coalesce(host(a.client_addr), 'local'), a.pid "
-        "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-        "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND "
-        "l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND "
-        "l.classid = " +
-        std::to_string(static_cast<uint32_t>(space)) +
-        "::oid AND l.objid = " + std::to_string(static_cast<uint32_t>(key)) + "::oid LIMIT 1");
+          "SELECT a.application_name, coalesce(host(a.client_addr), 'local'), a.pid "
+          "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+          "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND "
+          "l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND "
+          "l.classid = " +
+          std::to_string(static_cast<uint32_t>(space)) +
+          "::oid AND l.objid = " + std::to_string(static_cast<uint32_t>(key)) + "::oid LIMIT 1");
     } catch (const pqxx::sql_error&) {
       return "";  // not this role's to see
     }
@@ -523,7 +523,7 @@ class PgConnection final : public ConnectionDriver {
   std::set<std::pair<int32_t, int32_t>> holds_;
   std::vector<LostHold> lost_holds_;  // taken by another connection at a reconnect, not yet told
   double reconnect_for_s_ = 0;
-  std::function<bool()> stop_waiting_;  // ends a wait for the server when it returns true
+  std::function<bool()> stop_waiting_;     // ends a wait for the server when it returns true
   std::function<void()> after_reconnect_;  // may throw to stop a reconnected statement
   bool broken_ = false;  // the connection was lost: the next statement reconnects first
   Lost lost_ = Lost::kNo;

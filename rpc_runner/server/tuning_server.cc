@@ -345,9 +345,9 @@ class TuningService final : public rpc::Tuning::CallbackService {
         metrics_([this] { return snapshot(); }),
         pool_(options.worker_timeout_s, options.deadline_margin_s, &metrics_),
         jobs_(options.db_path, pool_, &metrics_, options.db_retry_s),
-        queries_(tuning_db::Database::open(
-            options.db_path, {.reconnect_for_s = options.db_retry_s,
-                              .stop_waiting = [this] { return closing_.load(); }})),
+        queries_(tuning_db::Database::open(options.db_path,
+                                           {.reconnect_for_s = options.db_retry_s,
+                                            .stop_waiting = [this] { return closing_.load(); }})),
         reaper_([this] { reap(); }) {}
 
   ~TuningService() override { stop(); }

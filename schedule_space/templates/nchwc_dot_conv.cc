@@ -179,8 +179,7 @@ void schedule_dot_conv(te::Schedule& s, const DotConv& d, const DotConvInputs& t
     acc.unroll(ll);
     acc.vectorize(acc.axis(4));
   }
-  if (d.pad > 0)
-    schedule_blocked_pad(s[t.padded], skips_taps(cfg), cfg["parallel"].as_int() != 0);
+  if (d.pad > 0) schedule_blocked_pad(s[t.padded], skips_taps(cfg), cfg["parallel"].as_int() != 0);
 }
 
 // Kernel ABI order: I, W, the epilogue's inputs, O.
@@ -219,7 +218,7 @@ void set_dot_conv_template(TemplateDef& d, DotConvParts (*parts_of)(const Worklo
     return compute(p.conv, p.in, p.epilogue);
   };
   d.define = [parts_of, has_intrin](const WorkloadArgs& a, const TargetTraits& target,
-                                     ConfigSpace& space) {
+                                    ConfigSpace& space) {
     const DotConv c = parts_of(a).conv;
     define_nchwc_conv_space(dims_of(c, target), {.unroll_inner = "unroll_cq"}, target, space);
     define_skip_taps_knob(space, can_skip_taps(c, has_intrin(target)));

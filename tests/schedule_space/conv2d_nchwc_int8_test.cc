@@ -281,7 +281,8 @@ TEST(Conv2dNchwcInt8Test, WideningFallbackOnX86V3IsExact) {
 // The dots te's interpreter runs: with skip_taps one per input channel group, output channel
 // block and tap inside the input (the reference's count), without it one per tap; outputs equal.
 TEST(Conv2dNchwcInt8Test, SkipTapsRunsOneDotPerTapInside) {
-  const codegen::Target vnni = codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4");
+  const codegen::Target vnni =
+      codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4");
   int checked = 0;
   for (const Case& c : kCases) {
     const Task task = task_of(c, testing::traits_of(vnni));
@@ -360,7 +361,8 @@ class UnswitchCount : public te::IRVisitor {
 // With skip_taps the tiles of a 14 x 14 output whose taps are all inside run their dots without a
 // guard; without it no dot is guarded.
 TEST(Conv2dNchwcInt8Test, SkipTapsRunsInteriorTilesUnguarded) {
-  const codegen::Target vnni = codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4");
+  const codegen::Target vnni =
+      codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4");
   const Task task = task_of({1, 16, 14, 14, 32, 3, 1, 1, 0}, testing::traits_of(vnni));
   for (int64_t skip : {0, 1}) {
     const Instantiated inst = task.instantiate(with_skip_taps(task, task.fallback_config(), skip));

@@ -157,9 +157,8 @@ TEST_F(PostgresReconnect, ACommitAppliedButCutRunsAgainAndAddsNothingTwice) {
   sql::Connection admin = sql::Connection::open(log_, false);
   admin.exec("ALTER SYSTEM SET synchronous_standby_names = 'nobody'");
   admin.exec("SELECT pg_reload_conf()");
-  ASSERT_TRUE(within(10, [&] {
-    return admin.query_text("SHOW synchronous_standby_names") == "nobody";
-  }));
+  ASSERT_TRUE(
+      within(10, [&] { return admin.query_text("SHOW synchronous_standby_names") == "nobody"; }));
   auto writing = std::async(std::launch::async, [&] { return db.add(records(5, 10)); });
   const std::string waiting =
       "FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND pid != pg_backend_pid()";

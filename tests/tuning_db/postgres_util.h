@@ -61,8 +61,16 @@ class PostgresServer {
       gid_ = pw->pw_gid;
       if (::chown(dir_.c_str(), uid_, gid_) != 0) throw std::runtime_error("chown failed");
     }
-    std::vector<std::string> initdb = {(bin_ / "initdb").string(), "-D", (dir_ / "data").string(),
-                                       "-U", "ktune", "-A", "trust", "-E", "UTF8", "--locale=C",
+    std::vector<std::string> initdb = {(bin_ / "initdb").string(),
+                                       "-D",
+                                       (dir_ / "data").string(),
+                                       "-U",
+                                       "ktune",
+                                       "-A",
+                                       "trust",
+                                       "-E",
+                                       "UTF8",
+                                       "--locale=C",
                                        "--no-sync"};
     if (wal_segment_mb > 0) initdb.push_back("--wal-segsize=" + std::to_string(wal_segment_mb));
     run(initdb);

@@ -147,10 +147,9 @@ TEST_F(PostgresFault, AServerStoppedWhilePostgreSQLIsAwayStopsAtOnceAndARestartR
   EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(5));
   // It says that it shuts down, once; the job did not fail (its row waits for the next server).
   const auto said = lines_of(err_of("server"));
-  EXPECT_EQ(std::count_if(said.begin(), said.end(),
-                          [](const std::string& l) {
-                            return l.find("SIGTERM: shutting down") != l.npos;
-                          }),
+  EXPECT_EQ(std::count_if(
+                said.begin(), said.end(),
+                [](const std::string& l) { return l.find("SIGTERM: shutting down") != l.npos; }),
             1)
       << err_of("server");
   EXPECT_EQ(err_of("server").find("failed"), std::string::npos) << err_of("server");
@@ -207,8 +206,7 @@ TEST_F(PostgresFault, AServerBackAfterAnotherTookItsJobStopsRunningIt) {
   // a back: it stops running the job, in one line naming the job and its holder.
   admin.exec("ALTER ROLE server_a LOGIN");
   const std::string line_start = "job " + std::to_string(id) + ": another server of this log";
-  ASSERT_TRUE(
-      wait_until([&] { return err_of("a").find(line_start) != std::string::npos; }, 30))
+  ASSERT_TRUE(wait_until([&] { return err_of("a").find(line_start) != std::string::npos; }, 30))
       << err_of("a");
   const auto said = lines_of(err_of("a"));
   const auto line = std::find_if(said.begin(), said.end(), [&](const std::string& l) {
@@ -216,9 +214,10 @@ TEST_F(PostgresFault, AServerBackAfterAnotherTookItsJobStopsRunningIt) {
   });
   ASSERT_NE(line, said.end());
   EXPECT_NE(line->find("held by "), std::string::npos) << *line;
-  EXPECT_EQ(std::count_if(said.begin(), said.end(),
-                          [&](const std::string& l) { return l.find(line_start) != std::string::npos; }),
-            1)
+  EXPECT_EQ(
+      std::count_if(said.begin(), said.end(),
+                    [&](const std::string& l) { return l.find(line_start) != std::string::npos; }),
+      1)
       << err_of("a");
 
   // The job ends done under b; a's client sees it run elsewhere, then end.

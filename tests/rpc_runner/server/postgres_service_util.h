@@ -45,8 +45,8 @@ class PostgresService : public ::testing::Test {
     std::filesystem::remove(temp_.path / (name + ".out"));
     auto server = std::make_unique<Child>(
         std::vector<std::string>{KTUNE_BIN, "server", "--port", port, "--db",
-                                 db.empty() ? log_ : db, "--heartbeat",
-                                 "0.5", "--worker-timeout", "5", "--db-retry-s", db_retry_s},
+                                 db.empty() ? log_ : db, "--heartbeat", "0.5", "--worker-timeout",
+                                 "5", "--db-retry-s", db_retry_s},
         temp_.path / (name + ".out"), temp_.path / (name + ".err"));
     address = testing_process::wait_for_address(temp_.path / (name + ".out"));
     return server;
@@ -134,6 +134,5 @@ class PostgresService : public ::testing::Test {
   tuning_db::testing::PostgresServer* postgres_ = nullptr;
   std::string log_;
 };
-
 
 }  // namespace ktune::rpc_runner::testing
