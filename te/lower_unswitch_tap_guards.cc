@@ -15,12 +15,15 @@
 
 #include "te/bound.h"
 #include "te/ir_visitor.h"
+#include "te/lower_padding_guards.h"
 #include "te/lower_passes.h"
 #include "te/simplify.h"
 
 namespace ktune::te {
 
 namespace {
+
+using padding::conjuncts;
 
 // A tap guard: if (c) with no else around the store of an intrinsic's call.
 bool is_tap_guard(const IfThenElse* g) {
@@ -56,15 +59,6 @@ class GuardScan : public IRVisitor {
   }
   void visit(const Store*) override { only_guarded = false; }
 };
-
-void conjuncts(const Expr& c, std::vector<Expr>* out) {
-  if (const And* a = c.as<And>()) {
-    conjuncts(a->a, out);
-    conjuncts(a->b, out);
-    return;
-  }
-  out->push_back(c);
-}
 
 // The test on the enclosing variables that c holds for every value of the nest's variables,
 // or nullopt when c is not a comparison the interval analysis bounds.
