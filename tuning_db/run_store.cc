@@ -12,13 +12,24 @@ RunStore::RunStore(Database& db) : impl_(*db.impl_) {}
 
 int64_t RunStore::begin(const RunInfo& run) {
   // One transaction, so that the id read is the row's even when a lost connection runs it again.
-  // (A commit cut by the loss may leave a run without records behind.)
-  return sql::with_transaction(impl_.conn, sql::TransactionMode::kImmediate, [&](bool) {
+  // A commit cut by the loss may have stored the run: the run again finds it by what it wrote
+  // (the start time is read once, outside) instead of storing a second one.
+  const std::string options = run.options.dump();
+  const double started_at = now_seconds();
+  return sql::with_transaction(impl_.conn, sql::TransactionMode::kImmediate, [&](bool again) {
+    if (again) {
+      auto s = impl_.use(
+          "SELECT id FROM runs WHERE tuner = ?1 AND workload_key = ?2 AND target = ?3 AND "
+          "options = ?4 AND started_at = ?5 ORDER BY id DESC LIMIT 1");
+      s->bind(1, run.tuner).bind(2, run.workload_key).bind(3, run.target);
+      s->bind(4, options).bind(5, started_at);
+      if (s->step()) return s->column_int(0);
+    }
     auto s = impl_.use(
         "INSERT INTO runs(tuner, workload_key, target, options, started_at) "
         "VALUES (?1, ?2, ?3, ?4, ?5)");
     s->bind(1, run.tuner).bind(2, run.workload_key).bind(3, run.target);
-    s->bind(4, run.options.dump()).bind(5, now_seconds());
+    s->bind(4, options).bind(5, started_at);
     s->run();
     return impl_.conn.last_insert_rowid();
   });

@@ -19,6 +19,7 @@
 #include "tests/tuning_db/test_util.h"
 #include "tuning_db/database.h"
 #include "tuning_db/job_store.h"
+#include "tuning_db/run_store.h"
 #include "tuning_db/sql.h"
 
 namespace ktune::tuning_db {
@@ -121,13 +122,16 @@ TEST_F(PostgresReconnect, AWriteCutMidTransactionRunsAgainAndAddsItsRecordsOnce)
   sql::Connection admin = sql::Connection::open(log_, false);
   std::optional<sql::Transaction> writer(std::in_place, admin);  // holds the log's write lock
   auto writing = std::async(std::launch::async, [&] { return db.add(records(5, 10)).size(); });
+  // Watched from a connection of its own: inside the holder's transaction pg_stat_activity would
+  // stay what its first read saw (PostgreSQL keeps one snapshot of it per transaction).
+  sql::Connection watcher = sql::Connection::open(log_, false);
   const std::string waiting =
       "FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid != pg_backend_pid() AND "
       "query LIKE '%pg_advisory_xact_lock%'";
-  for (int i = 0; i < 200 && admin.query_int("SELECT count(*) " + waiting) == 0; ++i)
+  for (int i = 0; i < 400 && watcher.query_int("SELECT count(*) " + waiting) == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_EQ(admin.query_int("SELECT count(pg_terminate_backend(pid)) " + waiting), 1)
-      << admin.query_text(
+  ASSERT_EQ(watcher.query_int("SELECT count(pg_terminate_backend(pid)) " + waiting), 1)
+      << watcher.query_text(
              "SELECT string_agg(coalesce(wait_event_type, '-') || ' ' || state || ' ' || query, "
              "' | ') FROM pg_stat_activity WHERE pid != pg_backend_pid()");
   writer->commit();
@@ -147,6 +151,24 @@ bool within(double seconds, Condition&& condition) {
   return true;
 }
 
+// Makes every commit wait, once applied locally, for a synchronous standby that never comes
+// (on), or no longer (off).
+void wait_for_a_standby(sql::Connection& admin, bool on) {
+  admin.exec(on ? "ALTER SYSTEM SET synchronous_standby_names = 'nobody'"
+                : "ALTER SYSTEM RESET synchronous_standby_names");
+  admin.exec("SELECT pg_reload_conf()");
+  ASSERT_TRUE(within(
+      10, [&] { return (admin.query_text("SHOW synchronous_standby_names") == "nobody") == on; }));
+}
+
+// Terminates the one backend that waits for the standby, once it does.
+void cut_the_waiting_commit(sql::Connection& admin) {
+  const std::string waiting =
+      "FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND pid != pg_backend_pid()";
+  ASSERT_TRUE(within(20, [&] { return admin.query_int("SELECT count(*) " + waiting) == 1; }));
+  ASSERT_EQ(admin.query_int("SELECT count(pg_terminate_backend(pid)) " + waiting), 1);
+}
+
 // A connection cut while committing, after the commit was applied: the server had committed the
 // write locally and waited for a synchronous standby that never comes (synchronous_standby_names
 // names none), when the backend was terminated. The outcome is unknown to the writer, which runs
@@ -155,26 +177,36 @@ TEST_F(PostgresReconnect, ACommitAppliedButCutRunsAgainAndAddsNothingTwice) {
   Database db = Database::open(log_, {.reconnect_for_s = 30});
   db.add(records(0, 5));
   sql::Connection admin = sql::Connection::open(log_, false);
-  admin.exec("ALTER SYSTEM SET synchronous_standby_names = 'nobody'");
-  admin.exec("SELECT pg_reload_conf()");
-  ASSERT_TRUE(
-      within(10, [&] { return admin.query_text("SHOW synchronous_standby_names") == "nobody"; }));
+  wait_for_a_standby(admin, true);
   auto writing = std::async(std::launch::async, [&] { return db.add(records(5, 10)); });
-  const std::string waiting =
-      "FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND pid != pg_backend_pid()";
-  ASSERT_TRUE(within(20, [&] { return admin.query_int("SELECT count(*) " + waiting) == 1; }));
-  ASSERT_EQ(admin.query_int("SELECT count(pg_terminate_backend(pid)) " + waiting), 1);
+  cut_the_waiting_commit(admin);
   // Applied: its records are in the log, while a run again could not have committed (its commit
   // would wait for the standby as well).
   EXPECT_TRUE(within(10, [&] { return admin.query_int("SELECT count(*) FROM records") == 10; }));
-  admin.exec("ALTER SYSTEM RESET synchronous_standby_names");
-  admin.exec("SELECT pg_reload_conf()");
+  wait_for_a_standby(admin, false);
   const std::vector<int64_t> ids = writing.get();
   EXPECT_EQ(ids.size(), 5u);
   EXPECT_EQ(std::set<int64_t>(ids.begin(), ids.end()).size(), 5u);
   EXPECT_EQ(logged(), 10);
   EXPECT_NE(server_->server_log().find("committed locally"), std::string::npos)
       << server_->server_log();
+}
+
+// The same cut when a tuning run begins: the run again finds the run row the cut commit stored
+// and gives its id, instead of storing a second run.
+TEST_F(PostgresReconnect, ARunBegunWhoseCommitWasAppliedButCutIsStoredOnce) {
+  Database db = Database::open(log_, {.reconnect_for_s = 30});
+  sql::Connection admin = sql::Connection::open(log_, false);
+  wait_for_a_standby(admin, true);
+  auto beginning = std::async(std::launch::async, [&] {
+    return RunStore(db).begin({.tuner = "xgb", .workload_key = "matmul_64", .target = "llvm"});
+  });
+  cut_the_waiting_commit(admin);
+  EXPECT_TRUE(within(10, [&] { return admin.query_int("SELECT count(*) FROM runs") == 1; }));
+  wait_for_a_standby(admin, false);
+  const int64_t id = beginning.get();
+  EXPECT_EQ(admin.query_int("SELECT count(*) FROM runs"), 1);
+  EXPECT_EQ(admin.query_int("SELECT id FROM runs"), id);
 }
 
 // A connection cut while committing, before the commit was applied (a deferred trigger the test
