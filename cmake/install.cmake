@@ -58,7 +58,8 @@ set(KTUNE_PRIVATE_HEADERS
   rpc_runner/protocol/credentials.h rpc_runner/server/device_pool.h rpc_runner/server/fleet_measurer.h
   rpc_runner/server/job_manager.h rpc_runner/worker/prebuilt_runner.h rpc_runner/protocol/service_convert.h
   rpc_runner/worker/worker_session.h rpc_runner/server/model_job.h rpc_runner/protocol/measure_convert.h
-  rpc_runner/protocol/peer_checks.h rpc_runner/worker/simulated_fleet.h)
+  rpc_runner/protocol/peer_checks.h rpc_runner/worker/simulated_fleet.h rpc_runner/server/managed_job.h
+  deploy/model_planner.h)
 foreach(module support te codegen schedule_space frontend cost_model tuning_db tuner rpc_runner deploy)
   file(GLOB_RECURSE headers RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${module}/*.h)
   foreach(header IN LISTS headers)
