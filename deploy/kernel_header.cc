@@ -34,7 +34,8 @@ constexpr std::string_view kReservedWords[] = {
     // <stdint.h> types the header uses and the runtime API it declares.
     "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "ktune_parallel_for",
     "ktune_parallel_body", "ktune_parallel_for_fn", "ktune_set_num_threads", "ktune_get_num_threads",
-    "ktune_set_parallel_for", "KTUNE_RUNTIME_API_",
+    "ktune_set_parallel_for", "ktune_set_thread_cap", "ktune_workspace_alloc", "ktune_workspace_free",
+    "KTUNE_RUNTIME_API_",
 };
 // clang-format on
 

@@ -62,8 +62,9 @@ int compile(const std::string& compiler, const std::string& header, const std::s
 TEST(KernelHeader, CIdentifiers) {
   for (const char* good : {"a", "_x", "ktune_matmul", "A1", "run_2", "Int"})
     EXPECT_TRUE(is_c_identifier(good)) << good;
-  for (const char* bad : {"", "1a", "a-b", "a b", "a.b", "int", "float", "class", "restrict",
-                          "int32_t", "uint8_t", "ktune_parallel_for", "caf\xc3\xa9"})
+  for (const char* bad :
+       {"", "1a", "a-b", "a b", "a.b", "int", "float", "class", "restrict", "int32_t", "uint8_t",
+        "ktune_parallel_for", "ktune_set_thread_cap", "ktune_workspace_alloc", "caf\xc3\xa9"})
     EXPECT_FALSE(is_c_identifier(bad)) << bad;
 }
 
