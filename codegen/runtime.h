@@ -21,6 +21,10 @@ int ktune_get_num_threads(void);
 // caller) and returns the previous cap: what a model library sets around a step measured faster
 // on fewer threads. Per thread: other threads' loops keep their own.
 int ktune_set_thread_cap(int n);
+// 1 (the default, or 0 with KTUNE_BIND_THREADS=0 in the environment): each worker of the pool is
+// bound to a CPU of its own, the caller left to the rest of the affinity mask; 0: workers run
+// anywhere in the mask. Applies to running workers too; returns the previous setting.
+int ktune_set_thread_binding(int on);
 // A kernel's temporary buffer above codegen's stack limit (64-byte aligned, NULL when out of
 // memory), and its release: each thread keeps the blocks its kernels released and hands them out
 // again, so repeated runs allocate nothing (TVM's TVMBackendAllocWorkspace). Defined in

@@ -34,7 +34,8 @@ constexpr std::string_view kReservedWords[] = {
     // <stdint.h> types the header uses and the runtime API it declares.
     "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "ktune_parallel_for",
     "ktune_parallel_body", "ktune_parallel_for_fn", "ktune_set_num_threads", "ktune_get_num_threads",
-    "ktune_set_parallel_for", "ktune_set_thread_cap", "ktune_workspace_alloc", "ktune_workspace_free",
+    "ktune_set_parallel_for", "ktune_set_thread_cap", "ktune_set_thread_binding", "ktune_workspace_alloc",
+    "ktune_workspace_free",
     "KTUNE_RUNTIME_API_",
 };
 // clang-format on
@@ -50,7 +51,9 @@ constexpr const char* kRuntimeApi =
  * comment). Threads default to the CPUs the process may use; the count applies to the next
  * parallel loop. ktune_set_parallel_for(fn) makes every loop call fn (OpenMP, TBB, the
  * program's own pool) instead; fn must run body over chunks that cover [0, extent) exactly once
- * and return 0 when every chunk returned 0, else a non-zero code; NULL restores the built-in pool. */
+ * and return 0 when every chunk returned 0, else a non-zero code; NULL restores the built-in pool.
+ * The pool's workers are bound to CPUs of their own (ktune_set_thread_binding(0), or
+ * KTUNE_BIND_THREADS=0 in the environment, lets them run anywhere); it returns the previous. */
 #ifndef KTUNE_RUNTIME_API_
 #define KTUNE_RUNTIME_API_
 typedef int32_t (*ktune_parallel_body)(int64_t begin, int64_t end, void* closure);
@@ -59,6 +62,7 @@ int32_t ktune_parallel_for(int64_t extent, ktune_parallel_body body, void* closu
 int ktune_set_num_threads(int n); /* 0, or -1 when n < 1 */
 int ktune_get_num_threads(void);
 void ktune_set_parallel_for(ktune_parallel_for_fn fn);
+int ktune_set_thread_binding(int on);
 #endif
 
 )";

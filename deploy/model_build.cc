@@ -256,7 +256,11 @@ std::string model_header(const BuiltModel& model, const std::string& header_name
   h << "void " << p.name << "_destroy(void* ctx);\n\n";
   h << "/* The runtime's threads for parallel loops (the caller counts as one): 0, or -1 when n < "
        "1. */\n"
-    << "int ktune_set_num_threads(int n);\n\n";
+    << "int ktune_set_num_threads(int n);\n"
+    << "/* 1 (the default): the runtime's workers are bound to CPUs of their own; 0: anywhere in "
+       "the\n * affinity mask (as KTUNE_BIND_THREADS=0 in the environment). Returns the previous. "
+       "*/\n"
+    << "int ktune_set_thread_binding(int on);\n\n";
   if (model.step_threads_at > 0)
     h << "/* Steps marked [1 thread] below run on one thread whatever ktune_set_num_threads says:\n"
       << " * timed in the model's order at " << model.step_threads_at

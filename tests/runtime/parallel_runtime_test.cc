@@ -2,7 +2,7 @@
 // loops at 1..4 threads and from two application threads (every iteration exactly once, every
 // sum right, error codes and nested loops), a plugged parallel-for, thread caps (the chunks a
 // capped loop runs in, per calling thread), ThreadSanitizer on the same program, and the default
-// thread count following the affinity mask.
+// thread count following the affinity mask, and workers bound to CPUs of their own.
 #include <gtest/gtest.h>
 
 #include <sched.h>
@@ -91,6 +91,26 @@ TEST(RuntimeStandalone, DefaultThreadsAreTheCpusOfTheAffinityMask) {
             "default_threads 2\n");
   EXPECT_EQ(shell(quote(RUNTIME_STRESS) + " --default").out,
             "default_threads " + std::to_string(CPU_COUNT(&set)) + "\n");
+}
+
+// Worker k is bound to the (k+2)-th CPU of the process's mask (the caller keeps the rest);
+// ktune_set_thread_binding(0) gives every worker the whole mask again, and KTUNE_BIND_THREADS=0
+// starts them unbound. A mask of one CPU starts no worker.
+TEST(RuntimeStandalone, WorkersAreBoundToACpuOfTheirOwnUnlessTurnedOff) {
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  if (CPU_COUNT(&set) < 2) GTEST_SKIP() << "one CPU: no worker to bind";
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  const std::string a = std::to_string(cpus[0]), b = std::to_string(cpus[1]);
+  const std::string taskset = "taskset -c " + a + "," + b + " ";
+  EXPECT_EQ(
+      shell(taskset + quote(RUNTIME_STRESS) + " --binding").out,
+      "worker on " + b + "; unbound on " + a + "," + b + "; bound on " + b + "; returned 1 0\n");
+  EXPECT_EQ(shell("KTUNE_BIND_THREADS=0 " + taskset + quote(RUNTIME_STRESS) + " --binding").out,
+            "worker on " + a + "," + b + "; unbound on " + a + "," + b + "; bound on " + b +
+                "; returned 0 0\n");
 }
 
 }  // namespace

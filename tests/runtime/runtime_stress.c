@@ -7,8 +7,12 @@
  * exits 1.
  *
  * Usage: runtime_stress [loops]        all checks, `loops` loops each (default 10000)
- *        runtime_stress --default      prints ktune_get_num_threads() before any set */
+ *        runtime_stress --default      prints ktune_get_num_threads() before any set
+ *        runtime_stress --binding      prints the CPUs a worker may run on: as started, after
+ *                                      ktune_set_thread_binding(0), after (1) again */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +28,7 @@ int ktune_set_num_threads(int n);
 int ktune_get_num_threads(void);
 void ktune_set_parallel_for(ktune_parallel_for_fn fn);
 int ktune_set_thread_cap(int n);
+int ktune_set_thread_binding(int on);
 
 enum { kMaxExtent = 37 };
 
@@ -144,6 +149,48 @@ static void* chunks_on_new_thread(void* out) {
   return NULL;
 }
 
+/* --binding: a loop of extent 2 at 2 threads whose chunks each wait (up to 5 s) until both are
+ * running, so one of them runs on the worker; that one records the CPUs its thread may use. */
+static atomic_int binding_entered;
+static char worker_cpus[256];
+
+static int32_t binding_body(int64_t begin, int64_t end, void* closure) {
+  (void)begin;
+  (void)end;
+  atomic_fetch_add(&binding_entered, 1);
+  for (int i = 0; i < 5000 && atomic_load(&binding_entered) < 2; ++i) usleep(1000);
+  if (pthread_equal(pthread_self(), *(pthread_t*)closure)) return 0;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  size_t used = 0;
+  worker_cpus[0] = '\0';
+  for (int cpu = 0; cpu < CPU_SETSIZE && used + 8 < sizeof worker_cpus; ++cpu)
+    if (CPU_ISSET(cpu, &set))
+      used += (size_t)snprintf(worker_cpus + used, sizeof worker_cpus - used, "%s%d",
+                               used ? "," : "", cpu);
+  return 0;
+}
+
+static const char* binding_worker_cpus(void) {
+  pthread_t self = pthread_self();
+  atomic_store(&binding_entered, 0);
+  strcpy(worker_cpus, "none");
+  if (ktune_parallel_for(2, binding_body, &self) != 0) strcpy(worker_cpus, "error");
+  return worker_cpus;
+}
+
+static int print_binding(void) {
+  ktune_set_num_threads(2);
+  char started[256], unbound[256];
+  snprintf(started, sizeof started, "%s", binding_worker_cpus());
+  const int was = ktune_set_thread_binding(0);
+  snprintf(unbound, sizeof unbound, "%s", binding_worker_cpus());
+  const int then = ktune_set_thread_binding(1);
+  printf("worker on %s; unbound on %s; bound on %s; returned %d %d\n", started, unbound,
+         binding_worker_cpus(), was, then);
+  return 0;
+}
+
 static int failures;
 
 static void report(const char* what, long loops, long bad) {
@@ -159,6 +206,7 @@ int main(int argc, char** argv) {
     printf("default_threads %d\n", ktune_get_num_threads());
     return 0;
   }
+  if (argc == 2 && strcmp(argv[1], "--binding") == 0) return print_binding();
   const long loops = argc > 1 ? atol(argv[1]) : 10000;
   char what[64];
   for (int t = 1; t <= 4; ++t) {
