@@ -95,7 +95,7 @@ TEST(RuntimeStandalone, DefaultThreadsAreTheCpusOfTheAffinityMask) {
 
 // Worker k is bound to the (k+2)-th CPU of the process's mask (the caller keeps the rest);
 // ktune_set_thread_binding(0) gives every worker the whole mask again, and KTUNE_BIND_THREADS=0
-// starts them unbound. A mask of one CPU starts no worker.
+// starts them unbound.
 TEST(RuntimeStandalone, WorkersAreBoundToACpuOfTheirOwnUnlessTurnedOff) {
   cpu_set_t set;
   ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
@@ -105,12 +105,16 @@ TEST(RuntimeStandalone, WorkersAreBoundToACpuOfTheirOwnUnlessTurnedOff) {
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
   const std::string a = std::to_string(cpus[0]), b = std::to_string(cpus[1]);
   const std::string taskset = "taskset -c " + a + "," + b + " ";
-  EXPECT_EQ(
-      shell(taskset + quote(RUNTIME_STRESS) + " --binding").out,
-      "worker on " + b + "; unbound on " + a + "," + b + "; bound on " + b + "; returned 1 0\n");
+  // A loop's caller found on the worker's CPU is moved to the other (its mask kept as it was);
+  // one whose mask is the worker's CPU alone stays there.
+  const std::string caller = "caller from " + b + " ran on " + a + ", mask " + a + "," + b +
+                             "; pinned there ran on " + b + ", mask " + b + "\n";
+  EXPECT_EQ(shell(taskset + quote(RUNTIME_STRESS) + " --binding").out,
+            "worker on " + b + "; unbound on " + a + "," + b + "; bound on " + b +
+                "; returned 1 0\n" + caller);
   EXPECT_EQ(shell("KTUNE_BIND_THREADS=0 " + taskset + quote(RUNTIME_STRESS) + " --binding").out,
             "worker on " + a + "," + b + "; unbound on " + a + "," + b + "; bound on " + b +
-                "; returned 0 0\n");
+                "; returned 0 0\n" + caller);
 }
 
 }  // namespace

@@ -153,6 +153,7 @@ static void* chunks_on_new_thread(void* out) {
  * running, so one of them runs on the worker; that one records the CPUs its thread may use. */
 static atomic_int binding_entered;
 static char worker_cpus[256];
+static void cpus_of(const cpu_set_t* set, char* out, size_t size);
 
 static int32_t binding_body(int64_t begin, int64_t end, void* closure) {
   (void)begin;
@@ -162,13 +163,45 @@ static int32_t binding_body(int64_t begin, int64_t end, void* closure) {
   if (pthread_equal(pthread_self(), *(pthread_t*)closure)) return 0;
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  size_t used = 0;
-  worker_cpus[0] = '\0';
-  for (int cpu = 0; cpu < CPU_SETSIZE && used + 8 < sizeof worker_cpus; ++cpu)
-    if (CPU_ISSET(cpu, &set))
-      used += (size_t)snprintf(worker_cpus + used, sizeof worker_cpus - used, "%s%d",
-                               used ? "," : "", cpu);
+  cpus_of(&set, worker_cpus, sizeof worker_cpus);
   return 0;
+}
+
+static atomic_int binding_caller_cpu;
+
+static int32_t caller_cpu_body(int64_t begin, int64_t end, void* closure) {
+  (void)end;
+  if (begin == 0 && pthread_equal(pthread_self(), *(pthread_t*)closure))
+    atomic_store(&binding_caller_cpu, sched_getcpu());
+  return binding_body(begin, end, closure);
+}
+
+static void cpus_of(const cpu_set_t* set, char* out, size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (int cpu = 0; cpu < CPU_SETSIZE && used + 8 < size; ++cpu)
+    if (CPU_ISSET(cpu, set))
+      used += (size_t)snprintf(out + used, size - used, "%s%d", used ? "," : "", cpu);
+}
+
+/* Puts the calling thread on `cpu` (by a mask of it alone), then gives it `mask`, runs a loop of
+ * two threads and returns the CPU its first chunk ran on (the caller claims chunk 0 first); the
+ * mask the thread has afterwards goes to `after`. */
+static int caller_cpu_in_loop(int cpu, const cpu_set_t* mask, char* after, size_t size) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  pthread_t self = pthread_self();
+  if (pthread_setaffinity_np(self, sizeof one, &one) != 0 ||
+      pthread_setaffinity_np(self, sizeof *mask, mask) != 0)
+    return -2;
+  atomic_store(&binding_entered, 0);
+  atomic_store(&binding_caller_cpu, -1);
+  if (ktune_parallel_for(2, caller_cpu_body, &self) != 0) return -3;
+  cpu_set_t now;
+  if (pthread_getaffinity_np(self, sizeof now, &now) != 0) return -4;
+  cpus_of(&now, after, size);
+  return atomic_load(&binding_caller_cpu);
 }
 
 static const char* binding_worker_cpus(void) {
@@ -188,6 +221,21 @@ static int print_binding(void) {
   const int then = ktune_set_thread_binding(1);
   printf("worker on %s; unbound on %s; bound on %s; returned %d %d\n", started, unbound,
          binding_worker_cpus(), was, then);
+  /* A caller found on the worker's CPU runs the loop elsewhere in its mask, and keeps its mask;
+   * a caller whose mask is that CPU alone stays. */
+  cpu_set_t process, worker_only;
+  if (sched_getaffinity(0, sizeof process, &process) != 0) return 1;
+  CPU_ZERO(&worker_only);
+  int second = -1;
+  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE && second < 0; ++cpu)
+    if (CPU_ISSET(cpu, &process) && seen++ == 1) second = cpu;
+  if (second < 0) return 1;
+  CPU_SET(second, &worker_only);
+  char after_full[256], after_one[256];
+  const int moved = caller_cpu_in_loop(second, &process, after_full, sizeof after_full);
+  const int stayed = caller_cpu_in_loop(second, &worker_only, after_one, sizeof after_one);
+  printf("caller from %d ran on %d, mask %s; pinned there ran on %d, mask %s\n", second, moved,
+         after_full, stayed, after_one);
   return 0;
 }
 
