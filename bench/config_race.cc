@@ -1,15 +1,19 @@
 // Benchmark: given configs of one workload, built and timed interleaved on ONE thread in this
 // process (rounds of at least 2 ms, median), each checked against the reference from NaN-filled
 // outputs. For comparing schedules a space offers (is form A faster than form B?) without the
-// tuner's sampling in the way. Prints one row per config and, last, `config_race_best <index>`.
+// tuner's sampling in the way. With --library, the library's operator for the task
+// (baselines::library_op, one thread) runs in the same rounds and each config also gets its ratio
+// to it. Prints one row per config and, last, `config_race_best <index>`.
 //
-// Usage: config_race [--rounds R] TEMPLATE KEY=VALUE... --config JSON [--config JSON ...]
+// Usage: config_race [--rounds R] [--library] TEMPLATE KEY=VALUE... --config JSON [--config ...]
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "baselines/library_baseline.h"
 #include "bench/cli.h"
 #include "bench/library_race.h"
 #include "codegen/codegen_llvm.h"
@@ -27,6 +31,7 @@ struct Options {
   std::vector<std::string> args;
   std::vector<std::string> configs;
   int rounds = 15;
+  bool library = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -36,6 +41,7 @@ Options parse(int argc, char** argv) {
   app.add_option("args", o.args, "The workload's KEY=VALUE arguments");
   app.add_option("--config", o.configs, "A config as JSON (repeat for each)")->required();
   app.add_option("--rounds", o.rounds, "Interleaved timing rounds")->check(CLI::PositiveNumber);
+  app.add_flag("--library", o.library, "Race the library's operator in the same rounds");
   bench::parse_or_exit(app, argc, argv);
   return o;
 }
@@ -76,13 +82,25 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < kernels.size(); ++k) {
       runs.push_back([&kernels, &args, &status, k] { status |= kernels[k].run(args[k]); });
     }
+    std::optional<baselines::LibraryOp> lib;
+    if (o.library) {
+      lib = baselines::library_op(task, 1);
+      if (!lib) throw Error(ErrorKind::kUnsupported, "no library operator for " + o.template_name);
+      bench::set_all_threads(1);
+      runs.push_back(lib->run);
+    }
     const std::vector<double> s = bench::time_interleaved(runs, o.rounds, 0, 2e-3);
     if (status != 0) throw Error(ErrorKind::kRun, "a kernel returned an error");
     std::printf("%s, 1 thread, %d rounds, load average %s\n", task.workload_key().c_str(), o.rounds,
                 bench::load_average().c_str());
+    if (lib)
+      std::printf("library %9.1f GFLOP/s  %s\n", task.flop() / s.back() * 1e-9,
+                  lib->library.c_str());
     size_t best = 0;
-    for (size_t k = 0; k < s.size(); ++k) {
-      std::printf("%2zu %9.1f GFLOP/s  %s\n", k, task.flop() / s[k] * 1e-9, o.configs[k].c_str());
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      std::printf("%2zu %9.1f GFLOP/s", k, task.flop() / s[k] * 1e-9);
+      if (lib) std::printf(" %6.3f of the library", s.back() / s[k]);
+      std::printf("  %s\n", o.configs[k].c_str());
       if (s[k] < s[best]) best = k;
     }
     std::printf("config_race_best %zu\n", best);
