@@ -51,6 +51,13 @@ struct QuantParams {
 // [channels]), out.
 te::LoweredFunc quantize_linear(const std::string& name, int64_t count, const QuantParams& p,
                                 te::DataType type);
+
+// QuantizeLinear per tensor of NCHW float32 data [n, c, h, w] straight into NCHWc [n,
+// ceil(c/block), h, w, block] of `type` (the padding lanes zero): quantize_linear's arithmetic and
+// to_blocked's layout in one pass. Arguments x, out.
+te::LoweredFunc quantize_linear_blocked(const std::string& name, const std::vector<int64_t>& nchw,
+                                        int64_t block, float scale, int64_t zero_point,
+                                        te::DataType type);
 // ONNX DequantizeLinear of `count` elements of `type` (uint8 or int8): out = float32(x -
 // zero_point) * scale. Arguments as quantize_linear's.
 te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, const QuantParams& p,
