@@ -163,6 +163,35 @@ te::LoweredFunc quantize_linear(const std::string& name, int64_t count, const Qu
   return flat(name, inputs, out, count);
 }
 
+te::LoweredFunc quantize_linear_blocked(const std::string& name, const std::vector<int64_t>& nchw,
+                                        int64_t block, float scale, int64_t zero_point,
+                                        te::DataType type) {
+  const bool u8 = type == te::UInt(8);
+  if (!u8 && type != te::Int(8))
+    throw Error(ErrorKind::kUnsupported, "QuantizeLinear to " + type.str() + " is not built");
+  const int64_t n = nchw.at(0), c = nchw.at(1), h = nchw.at(2), w = nchw.at(3);
+  const int64_t blocks = (c + block - 1) / block;
+  te::Tensor x = te::placeholder({n, c, h, w}, te::Float(32), "x");
+  te::Tensor out = te::compute(
+      {n, blocks, h, w, block},
+      [&](te::Var i, te::Var cb, te::Var y, te::Var col, te::Var l) {
+        const te::Expr ch = cb * block + l;
+        // quantize_linear's arithmetic on the element of channel ch (the clamp keeps the read in
+        // bounds); the padding lanes are zeros, as to_blocked writes them.
+        const te::Expr v = x(i, te::min(ch, te::Expr(c - 1)), y, col);
+        const te::Expr q = te::round_even(v / f(scale)) + f(static_cast<float>(zero_point));
+        const te::Expr clamped =
+            te::min(te::max(q, f(u8 ? 0.0f : -128.0f)), f(u8 ? 255.0f : 127.0f));
+        return te::select(ch < c, te::cast(type, te::cast(te::Int(32), clamped)),
+                          te::cast(type, te::Expr(0)));
+      },
+      "out");
+  te::Schedule s = te::create_schedule({out});
+  // Rows in parallel: a 3-channel input is one block, too few iterations for the threads.
+  s[out].parallel(s[out].fuse(s[out].fuse(s[out].axis(0), s[out].axis(1)), s[out].axis(2)));
+  return te::lower(s, {x, out}, name);
+}
+
 te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, const QuantParams& p,
                                   te::DataType type) {
   if (type != te::UInt(8) && type != te::Int(8))
@@ -186,17 +215,22 @@ te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, const 
 te::LoweredFunc quantized_add(const std::string& name, int64_t count, const QuantizedAddOp& op) {
   te::Tensor a = te::placeholder({count}, te::UInt(8), "a");
   te::Tensor b = te::placeholder({count}, te::UInt(8), "b");
-  const auto real = [](const te::Tensor& t, const te::Var& i, int32_t zero, float scale) {
-    return te::cast(te::Float(32), te::cast(te::Int(32), t(i)) - te::Expr(zero)) * f(scale);
+  // ((a - za) * sa + (b - zb) * sb) / so + zo as a * ka + b * kb + k, without a division per
+  // element. The constants fold in double; every 8-bit value is exact in float32, so the result
+  // differs from the division's only where the sum lies within a few ulps of a half.
+  const double ka = static_cast<double>(op.a_scale) / op.out_scale;
+  const double kb = static_cast<double>(op.b_scale) / op.out_scale;
+  const double k = op.out_zero - op.a_zero * ka - op.b_zero * kb;
+  const auto real = [](const te::Tensor& t, const te::Var& i) {
+    return te::cast(te::Float(32), te::cast(te::Int(32), t(i)));
   };
   const float lo = op.relu ? static_cast<float>(std::max(op.out_zero, 0)) : 0.0f;
   te::Tensor out = te::compute(
       {count},
       [&](te::Var i) {
-        const te::Expr sum = real(a, i, op.a_zero, op.a_scale) + real(b, i, op.b_zero, op.b_scale);
-        const te::Expr y =
-            te::round_even(sum / f(op.out_scale)) + f(static_cast<float>(op.out_zero));
-        const te::Expr c = te::min(te::max(y, f(lo)), f(255.0f));
+        const te::Expr y = real(a, i) * f(static_cast<float>(ka)) +
+                           (real(b, i) * f(static_cast<float>(kb)) + f(static_cast<float>(k)));
+        const te::Expr c = te::min(te::max(te::round_even(y), f(lo)), f(255.0f));
         return te::cast(te::UInt(8), te::cast(te::Int(32), c));
       },
       "out");

@@ -51,6 +51,13 @@ struct QuantParams {
 // [channels]), out.
 te::LoweredFunc quantize_linear(const std::string& name, int64_t count, const QuantParams& p,
                                 te::DataType type);
+
+// QuantizeLinear per tensor of NCHW float32 data [n, c, h, w] straight into NCHWc [n,
+// ceil(c/block), h, w, block] of `type` (the padding lanes zero): quantize_linear's arithmetic and
+// to_blocked's layout in one pass. Arguments x, out.
+te::LoweredFunc quantize_linear_blocked(const std::string& name, const std::vector<int64_t>& nchw,
+                                        int64_t block, float scale, int64_t zero_point,
+                                        te::DataType type);
 // ONNX DequantizeLinear of `count` elements of `type` (uint8 or int8): out = float32(x -
 // zero_point) * scale. Arguments as quantize_linear's.
 te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, const QuantParams& p,
@@ -59,7 +66,8 @@ te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, const 
 // The residual Add of two uint8 tensors as ONNX Runtime computes QLinearAdd (the float32 form of
 // DQ + DQ -> Add -> Q): out = saturate(round_half_even(((a - a_zero) * a_scale + (b - b_zero) *
 // b_scale) / out_scale) + out_zero), clamped below at out_zero with relu (a Relu before the
-// QuantizeLinear).
+// QuantizeLinear). Computed as a * ka + b * kb + k with the scales and zero points folded into
+// ka, kb and k (no division): a sum within a few ulps of a half may round to the other neighbour.
 struct QuantizedAddOp {
   float a_scale = 1, b_scale = 1, out_scale = 1;
   int32_t a_zero = 0, b_zero = 0, out_zero = 0;

@@ -163,6 +163,8 @@ void Planner::plan_node(size_t i, const frontend::TaskOccurrence* occ) {
     plan_quantized_global_pool(*gp->second);
   } else if (auto ln = layer_norm_at_.find(i); ln != layer_norm_at_.end()) {
     plan_generated(describe_layer_norm(g_, *ln->second, constants_));
+  } else if (n.op == "QuantizeLinear" && n.domain.empty() && plan_blocked_quantize(n)) {
+    // planned in the int8 convs' layout
   } else if (is_view(n.op)) {
     plan_view(n);
   } else if (auto step = describe_node(g_, n, constants_)) {

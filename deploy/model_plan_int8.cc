@@ -99,6 +99,51 @@ void Planner::bind_quantized(PlanStep& s, const frontend::Node& anchor,
   }
 }
 
+int64_t Planner::int8_data_block(const std::string& tensor) const {
+  int64_t block = 0;
+  for (const frontend::QuantizedOp& q : tasks_.quantized) {
+    if (q.data != tensor) continue;
+    if (!q.conv) return 0;  // a matrix product reads rows in ONNX's layout
+    int64_t b = kInt8Block;
+    if (!q.depthwise) {
+      auto occ = std::find_if(tasks_.occurrences.begin(), tasks_.occurrences.end(),
+                              [&](const frontend::TaskOccurrence& o) { return o.node == q.node; });
+      if (occ == tasks_.occurrences.end() || !tasks_.tasks[occ->task].tunable) return 0;
+      b = tasks_.tasks[occ->task].tunable->args().get_int("ic_block");
+    }
+    if (block != 0 && b != block) return 0;
+    block = b;
+  }
+  return block;
+}
+
+bool Planner::plan_blocked_quantize(const frontend::Node& n) {
+  const std::string& x = n.inputs.at(0);
+  const std::string& out = n.outputs.at(0);
+  const std::string scale = n.inputs.size() > 1 ? n.inputs[1] : "";
+  const std::string zero = n.inputs.size() > 2 ? n.inputs[2] : "";
+  const auto s = constants_.find(scale);
+  const auto z = constants_.find(zero);
+  const auto shape = g_.shape(x);
+  if (s == constants_.end() || s->second.f32.size() != 1 ||
+      (!zero.empty() && (z == constants_.end() || z->second.i64.size() != 1)) || !shape ||
+      shape->size() != 4 || dtype_of(x) != te::Float(32) || !current_.count(x))
+    return false;
+  // Without a zero point QuantizeLinear quantizes to uint8 (dtype_of reads "" as float32).
+  const te::DataType type = zero.empty() ? te::UInt(8) : dtype_of(out);
+  const int64_t block = int8_data_block(out);
+  if (block == 0 || (type != te::UInt(8) && type != te::Int(8))) return false;
+  PlanStep st;
+  st.layer = n.name;
+  st.kind = "elementwise";
+  st.symbol = symbol("quantize_linear_blocked");
+  st.func = quantize_linear_blocked(st.symbol, *shape, block, s->second.f32.front(),
+                                    zero.empty() ? 0 : z->second.i64.front(), type);
+  st.args = {form(x, 0), define(out, block)};
+  plan_.steps.push_back(std::move(st));
+  return true;
+}
+
 const frontend::ConstantValue& Planner::integer_constant(const frontend::Node& n,
                                                          const std::string& tensor) const {
   auto it = constants_.find(tensor);

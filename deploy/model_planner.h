@@ -109,6 +109,16 @@ class Planner {
   void bind_quantized(PlanStep& s, const frontend::Node& anchor,
                       const std::vector<te::Tensor>& args);
 
+  // The block the int8 convs that read `tensor` take their data in (conv2d_nchwc_u8s8s32's
+  // ic_block, depthwise_conv2d_nchwc_u8s8s32's 16), or 0 when no int8 conv reads it or two read it
+  // in different blocks.
+  int64_t int8_data_block(const std::string& tensor) const;
+
+  // A QuantizeLinear per tensor of 4-D float32 data whose output only int8 convs read, in one
+  // kernel that writes their blocked layout (quantize_linear_blocked): false, planning nothing,
+  // for any other.
+  bool plan_blocked_quantize(const frontend::Node& n);
+
   // An integer constant (int8, uint8, int32, int64 values).
   const frontend::ConstantValue& integer_constant(const frontend::Node& n,
                                                   const std::string& tensor) const;

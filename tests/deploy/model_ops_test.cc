@@ -389,6 +389,44 @@ TEST(ModelOps, QuantizeAndDequantizeLinearAsOnnx) {
   }
 }
 
+// QuantizeLinear straight into NCHWc: 3 channels in one block of 4 (the stem of a quantized CNN)
+// and 19 in blocks of 16 (a padded last block), uint8 and int8, ties and both ends of the range;
+// every element of the blocked output (written over 0xA5) equals the quantized input element of
+// its channel, every padding lane zero.
+TEST(ModelOps, QuantizeLinearBlockedAsQuantizeThenBlock) {
+  const float scale = 0.5f;
+  for (const auto& [c, block] : {std::pair<int64_t, int64_t>{3, 4}, {19, 16}}) {
+    for (const auto& [type, zp, lo, hi] : {std::tuple{te::UInt(8), int64_t{128}, 0.0, 255.0},
+                                           std::tuple{te::Int(8), int64_t{-3}, -128.0, 127.0}}) {
+      const int64_t n = 1, h = 5, w = 7, blocks = (c + block - 1) / block;
+      std::vector<float> x = random(n * c * h * w, 11, -80.0f, 80.0f);
+      for (size_t i = 0; i < 6; ++i) x[i * 7] = 0.25f + 0.5f * static_cast<float>(i);  // ties
+      const codegen::Kernel k = codegen::Kernel::load(
+          codegen::build(quantize_linear_blocked("qb", {n, c, h, w}, block, scale, zp, type),
+                         codegen::Target::host()));
+      Buffer in(n * c * h * w);
+      std::copy(x.begin(), x.end(), in.data());
+      std::vector<unsigned char> bytes(static_cast<size_t>(n * blocks * h * w * block) + 64, 0xA5);
+      void* qp = bytes.data() + (64 - reinterpret_cast<uintptr_t>(bytes.data()) % 64) % 64;
+      ASSERT_EQ(k.run({in.data(), qp}), 0);
+      for (int64_t cb = 0; cb < blocks; ++cb)
+        for (int64_t y = 0; y < h; ++y)
+          for (int64_t q = 0; q < w; ++q)
+            for (int64_t l = 0; l < block; ++l) {
+              const int64_t ch = cb * block + l, at = ((cb * h + y) * w + q) * block + l;
+              const double v = ch < c ? x[static_cast<size_t>((ch * h + y) * w + q)] : 0.0;
+              const double want =
+                  ch < c ? std::clamp(std::nearbyint(v / scale) + static_cast<double>(zp), lo, hi)
+                         : 0.0;
+              const double got = type == te::UInt(8) ? static_cast<unsigned char*>(qp)[at]
+                                                     : static_cast<signed char*>(qp)[at];
+              EXPECT_EQ(got, want)
+                  << type.str() << " C=" << c << " channel " << ch << " at " << y << "," << q;
+            }
+    }
+  }
+}
+
 // Per axis: element i of a [2, 3, 5] tensor quantized along axis 1 takes channel i / 5 % 3's scale
 // and zero point, read from the kernel's scale and zero_point arguments.
 TEST(ModelOps, QuantizeAndDequantizeLinearPerAxisAsOnnx) {
