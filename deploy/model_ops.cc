@@ -215,22 +215,17 @@ te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, const 
 te::LoweredFunc quantized_add(const std::string& name, int64_t count, const QuantizedAddOp& op) {
   te::Tensor a = te::placeholder({count}, te::UInt(8), "a");
   te::Tensor b = te::placeholder({count}, te::UInt(8), "b");
-  // ((a - za) * sa + (b - zb) * sb) / so + zo as a * ka + b * kb + k, without a division per
-  // element. The constants fold in double; every 8-bit value is exact in float32, so the result
-  // differs from the division's only where the sum lies within a few ulps of a half.
-  const double ka = static_cast<double>(op.a_scale) / op.out_scale;
-  const double kb = static_cast<double>(op.b_scale) / op.out_scale;
-  const double k = op.out_zero - op.a_zero * ka - op.b_zero * kb;
-  const auto real = [](const te::Tensor& t, const te::Var& i) {
-    return te::cast(te::Float(32), te::cast(te::Int(32), t(i)));
+  const auto real = [](const te::Tensor& t, const te::Var& i, int32_t zero, float scale) {
+    return te::cast(te::Float(32), te::cast(te::Int(32), t(i)) - te::Expr(zero)) * f(scale);
   };
   const float lo = op.relu ? static_cast<float>(std::max(op.out_zero, 0)) : 0.0f;
   te::Tensor out = te::compute(
       {count},
       [&](te::Var i) {
-        const te::Expr y = real(a, i) * f(static_cast<float>(ka)) +
-                           (real(b, i) * f(static_cast<float>(kb)) + f(static_cast<float>(k)));
-        const te::Expr c = te::min(te::max(te::round_even(y), f(lo)), f(255.0f));
+        const te::Expr sum = real(a, i, op.a_zero, op.a_scale) + real(b, i, op.b_zero, op.b_scale);
+        const te::Expr y =
+            te::round_even(sum / f(op.out_scale)) + f(static_cast<float>(op.out_zero));
+        const te::Expr c = te::min(te::max(y, f(lo)), f(255.0f));
         return te::cast(te::UInt(8), te::cast(te::Int(32), c));
       },
       "out");

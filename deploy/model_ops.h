@@ -66,8 +66,7 @@ te::LoweredFunc dequantize_linear(const std::string& name, int64_t count, const 
 // The residual Add of two uint8 tensors as ONNX Runtime computes QLinearAdd (the float32 form of
 // DQ + DQ -> Add -> Q): out = saturate(round_half_even(((a - a_zero) * a_scale + (b - b_zero) *
 // b_scale) / out_scale) + out_zero), clamped below at out_zero with relu (a Relu before the
-// QuantizeLinear). Computed as a * ka + b * kb + k with the scales and zero points folded into
-// ka, kb and k (no division): a sum within a few ulps of a half may round to the other neighbour.
+// QuantizeLinear).
 struct QuantizedAddOp {
   float a_scale = 1, b_scale = 1, out_scale = 1;
   int32_t a_zero = 0, b_zero = 0, out_zero = 0;
