@@ -320,13 +320,17 @@ int main(int argc, char** argv) {
               "--threads", std::to_string(t), "--serve"});
       k.time(runs);  // warm-up
       o.time(runs);
-      std::vector<double> kt, ot;
+      std::vector<double> kt, ot, steady_runs;
       // A pause after each batch: ONNX Runtime's intra-op workers keep spinning after a run (and
       // ktune's for 200 us), and spinning threads of one peer would take the CPUs the other's
       // threads need.
       auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); };
       for (int r = 0; r < rounds; ++r) {
         for (double v : k.time(runs)) kt.push_back(v);
+        // Then as many back to back (warm, ONNX Runtime idle), as tune-model timed the kernels for
+        // its estimate: taken in every round, so a slow minute of the host weighs on both medians
+        // alike instead of on a block of its own.
+        for (double v : k.time(runs)) steady_runs.push_back(v);
         pause();
         for (double v : o.time(runs)) ot.push_back(v);
         pause();
@@ -339,9 +343,7 @@ int main(int argc, char** argv) {
       }
       const double err = a.size() == b.size() && max_ref > 0 ? max_diff / max_ref : INFINITY;
       const double km = median(kt), om = median(ot);
-      // Back to back, as tune-model timed the kernels for its estimate (ONNX Runtime is idle).
-      k.time(3);
-      const double steady = median(k.time(std::max(30, runs * 5)));
+      const double steady = median(steady_runs);
       // tune-model measures at the runtime's default thread count (every CPU): its estimate is of
       // a run at that count, and says nothing of the others.
       const bool tuned_count = t == static_cast<int>(std::thread::hardware_concurrency());
