@@ -193,6 +193,12 @@ BuiltModel with_step_threads(const BuiltModel& model, const std::vector<int>& ma
   return m;
 }
 
+BuiltModel with_step_threads(const BuiltModel& model, const tuning_db::StepThreadsRow& choice) {
+  std::vector<int> caps;
+  for (const tuning_db::StepThreadsStep& s : choice.steps) caps.push_back(s.max_threads);
+  return with_step_threads(model, caps, choice.threads);
+}
+
 std::vector<uint8_t> model_library(const BuiltModel& model) {
   std::vector<codegen::Artifact> objects = model.kernels;
   objects.push_back(model.driver);

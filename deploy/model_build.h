@@ -60,6 +60,9 @@ BuiltModel build_model(ModelPlan plan, const std::string& target, bool embed_wei
 // Error(kInvalidArgument) for a count that is not one per step, and what build_model_driver throws.
 BuiltModel with_step_threads(const BuiltModel& model, const std::vector<int>& max_threads,
                              int measured_at);
+// The same model with the caps of a measured choice (each step's max_threads, measured at
+// choice.threads). Throws as the one above.
+BuiltModel with_step_threads(const BuiltModel& model, const tuning_db::StepThreadsRow& choice);
 
 // The static library: the kernels and the driver, one object each.
 std::vector<uint8_t> model_library(const BuiltModel& model);

@@ -1,4 +1,4 @@
-// ModelBuffers, time_model() and measure_step_threads().
+// ModelBuffers, time_model(), measure_step_threads() and measure_step_threads_here().
 #include "deploy/model_timing.h"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <random>
 
 #include "codegen/runtime.h"
+#include "codegen/target.h"
 #include "support/error.h"
 
 namespace ktune::deploy {
@@ -182,6 +183,21 @@ tuning_db::StepThreadsRow measure_step_threads(const BuiltModel& model, const Mo
   if (row.capped_s > row.uncapped_s)
     for (tuning_db::StepThreadsStep& s : row.steps) s.max_threads = 0;
   return row;
+}
+
+StepThreadsMeasured measure_step_threads_here(const BuiltModel& model,
+                                              const StepThreadsOptions& options, uint64_t seed) {
+  const codegen::Target target = codegen::Target::parse(model.driver.target);
+  if (!target.is_host_compatible())
+    throw Error(ErrorKind::kUnsupported,
+                "the steps' threads are measured by running the model here, and its target '" +
+                    target.str() +
+                    "' cannot run on this machine: build on a machine of the target");
+  const ModelBuffers buffers(model.plan, seed);
+  StepThreadsMeasured out;
+  out.choice = measure_step_threads(model, buffers, options);
+  out.model = with_step_threads(model, out.choice);
+  return out;
 }
 
 }  // namespace ktune::deploy

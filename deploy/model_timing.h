@@ -78,4 +78,17 @@ struct StepThreadsOptions {
 tuning_db::StepThreadsRow measure_step_threads(const BuiltModel& model, const ModelBuffers& buffers,
                                                const StepThreadsOptions& options);
 
+// A model whose steps' thread counts were measured where it was built, and what was measured.
+struct StepThreadsMeasured {
+  BuiltModel model;  // with the choice applied (with_step_threads)
+  tuning_db::StepThreadsRow choice;
+};
+
+// measure_step_threads on inputs of `seed`, in this process, and the model with the choice
+// applied: how a model tuned elsewhere (a server's devices) gets its step thread counts on a
+// machine of its target at build time. Throws Error(kUnsupported) when the model's target cannot
+// run in this process, and what measure_step_threads throws.
+StepThreadsMeasured measure_step_threads_here(const BuiltModel& model,
+                                              const StepThreadsOptions& options, uint64_t seed);
+
 }  // namespace ktune::deploy

@@ -18,6 +18,7 @@
 #include "deploy/kernel_header.h"
 #include "deploy/kernel_manifest.h"
 #include "deploy/model_build.h"
+#include "deploy/model_timing.h"
 #include "deploy/output_files.h"
 #include "deploy/standalone_runtime.h"
 #include "frontend/onnx_graph.h"
@@ -42,6 +43,7 @@ struct BuildCmdOptions {
   std::vector<std::string> inputs;     // --input NAME=SHAPE of the model
   std::string weights = "embed";       // --weights embed | FILE
   int threads = 0;                     // --threads: the log's step thread counts to ship
+  bool measure_steps = false;          // --measure-steps: measure them here at --threads instead
   bool require_tuned = false;
   bool json = false;
 };
@@ -156,6 +158,35 @@ std::string model_name(const BuildCmdOptions& o) {
   return stem;
 }
 
+// What --measure-steps measured, for --json: every step's medians and the end to end ones.
+nlohmann::json measured_json(const tuning_db::StepThreadsRow& row) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : row.steps)
+    steps.push_back({{"layer", s.layer},
+                     {"max_threads", s.max_threads},
+                     {"all_s", s.all_s},
+                     {"one_s", s.one_s}});
+  return {{"measured_here", true},
+          {"threads", row.threads},
+          {"capped_s", row.capped_s},
+          {"uncapped_s", row.uncapped_s},
+          {"steps", steps}};
+}
+
+// What --measure-steps chose, in one line.
+std::string measured_line(const tuning_db::StepThreadsRow& row, int one_thread) {
+  if (row.capped_s == 0)
+    return fmt::format("measured here at {}: no step clearly faster on one thread", row.threads);
+  if (one_thread == 0)
+    return fmt::format(
+        "measured here at {}: the steps faster on one thread made the model slower end to end "
+        "({:.4f} ms against {:.4f}); every step on every thread",
+        row.threads, row.capped_s * 1e3, row.uncapped_s * 1e3);
+  return fmt::format(
+      "{} steps on one thread (measured here at {}: end to end {:.4f} ms against {:.4f} all at {})",
+      one_thread, row.threads, row.capped_s * 1e3, row.uncapped_s * 1e3, row.threads);
+}
+
 // `ktune build --model`: the whole graph as one static library, its header, and the weights file
 // when they are not embedded.
 void run_build_model(const BuildCmdOptions& o) {
@@ -177,8 +208,20 @@ void run_build_model(const BuildCmdOptions& o) {
   r.plan.history.include_emulated = o.source.emulated;
   r.plan.require_tuned = o.require_tuned;
   r.embed_weights = o.weights == "embed";
-  r.step_threads = o.threads;
-  const deploy::BuiltModel m = deploy::build_model(r);
+  if (o.measure_steps && o.threads < 2)
+    throw Error(ErrorKind::kInvalidArgument,
+                "--measure-steps needs --threads N above 1 (the thread count the library will run "
+                "at)");
+  r.step_threads = o.measure_steps ? -1 : o.threads;
+  deploy::BuiltModel m = deploy::build_model(r);
+  std::optional<tuning_db::StepThreadsRow> measured;
+  if (o.measure_steps) {
+    deploy::StepThreadsOptions how;
+    how.threads = o.threads;
+    deploy::StepThreadsMeasured here = deploy::measure_step_threads_here(m, how, 0);
+    m = std::move(here.model);
+    measured = std::move(here.choice);
+  }
   const std::string lib_path = o.output.value_or("lib" + r.name + ".a");
   const std::string header_path = o.header.value_or(r.name + ".h");
   const std::vector<uint8_t> lib = deploy::model_library(m);
@@ -222,7 +265,9 @@ void run_build_model(const BuildCmdOptions& o) {
                                 {"weights", r.embed_weights ? nlohmann::json("embedded")
                                                             : nlohmann::json(o.weights)},
                                 {"one_thread_steps", one_thread},
-                                {"step_threads_measured_at", m.step_threads_at}}
+                                {"step_threads_measured_at", m.step_threads_at},
+                                {"step_threads",
+                                 measured ? measured_json(*measured) : nlohmann::json(nullptr)}}
                      .dump(2)
               << "\n";
     return;
@@ -234,13 +279,17 @@ void run_build_model(const BuildCmdOptions& o) {
             << " tuned, " << nearest << " nearest tuned shape, " << fallback << " fallback), arena "
             << m.plan.arena_bytes << " bytes (without reuse " << m.plan.tensor_bytes_total
             << "), weights " << m.plan.weights.size() << " bytes\n";
-  if (m.step_threads_at > 0)
+  if (measured)
+    std::cout << "threads: " << measured_line(*measured, one_thread) << "\n";
+  else if (m.step_threads_at > 0)
     std::cout << "threads: " << one_thread << " steps on one thread (the log's choice measured at "
               << m.step_threads_at << " threads)\n";
 }
 
 void run_build(const BuildCmdOptions& o) {
   if (o.model) return run_build_model(o);
+  if (o.measure_steps)
+    throw Error(ErrorKind::kInvalidArgument, "--measure-steps applies to a --model build");
   const std::vector<deploy::KernelRequest> requests = requests_of(o);
   const std::vector<deploy::BuiltKernel> kernels = deploy::build_kernels(requests, o.source);
 
@@ -350,6 +399,11 @@ void add_build(CLI::App& app) {
                   "at the most threads (0: those; -1: none, every step on every thread)")
       ->capture_default_str()
       ->check(CLI::Range(-1, 256));
+  cmd->add_flag("--measure-steps", o->measure_steps,
+                "With --model and --threads N above 1: measure each step's thread count here, at "
+                "N threads and at one in the model's order, and ship that (this machine must be "
+                "one of the target: how a model tuned on a server's devices gets them; the log "
+                "is not written)");
   cmd->add_option("--weights", o->weights,
                   "With --model: embed (in the library) or a file that <name>_create reads "
                   "(checked by size and hash)")

@@ -401,24 +401,27 @@ void run_migrate(const DbArgs& args) {
                       {"models", r.models},
                       {"models_present", r.models_present},
                       {"jobs", r.jobs},
-                      {"jobs_present", r.jobs_present}}
+                      {"jobs_present", r.jobs_present},
+                      {"step_threads", r.step_threads},
+                      {"step_threads_present", r.step_threads_present}}
                      .dump(2)
               << "\n";
     return;
   }
   auto line = [](const char* what, int64_t added, int64_t present) {
-    std::cout << "  " << std::left << std::setw(9) << what << added;
+    std::cout << "  " << std::left << std::setw(14) << what << added;
     if (present > 0) std::cout << " (" << present << " held already, not copied again)";
     std::cout << "\n";
   };
   std::cout << "copied " << from.path() << " into " << to.path() << "\n";
   line("records", r.records, r.records_present);
   if (r.records_retimed > 0)
-    std::cout << "           " << r.records_retimed
+    std::cout << "                " << r.records_retimed
               << " of those held gained the source's re-timing\n";
   line("runs", r.runs, r.runs_present);
   line("models", r.models, r.models_present);
   line("jobs", r.jobs, r.jobs_present);
+  line("step threads", r.step_threads, r.step_threads_present);
 }
 
 // db remove-failed / remove-invalid: `what` names the removed records in the human output.

@@ -155,9 +155,7 @@ void run_model(const RunCmdOptions& o) {
     deploy::StepThreadsOptions how;
     how.threads = threads;
     const tuning_db::StepThreadsRow row = deploy::measure_step_threads(m, buffers, how);
-    std::vector<int> caps;
-    for (const auto& s : row.steps) caps.push_back(s.max_threads);
-    m = deploy::with_step_threads(m, caps, threads);
+    m = deploy::with_step_threads(m, row);
     step_threads_note = step_threads_summary(row);
   } else if (m.step_threads_at > 0) {
     step_threads_note = fmt::format("the log's choice, measured at {} threads", m.step_threads_at);

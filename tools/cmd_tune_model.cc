@@ -54,7 +54,13 @@ struct TuneModelOptions {
   int priority = 1;
   bool detach = false;
   bool db_given = false;
+  bool model_threads_given = false;
 };
+
+// Where a server-tuned model's steps get their thread counts.
+constexpr const char* kServerStepThreads =
+    "`ktune build --model MODEL --server ... --device-key KEY --threads N --measure-steps` "
+    "measures them on a machine of the devices' target and ships them";
 
 // Prints the run's end: the summary as JSON, or the final table and its closing lines.
 void print_end(const TuneModelOptions& o, const tuner::ModelTuningReport& report,
@@ -83,7 +89,9 @@ void warn_small_budget(const TuneModelOptions& o, const frontend::ModelTasks& ta
 
 // The model as a job of the server: the server rebuilds the tasks for its devices and tunes them
 // with its own log; this process follows the job and times the libraries only when it is a
-// machine of the devices' target.
+// machine of the devices' target. The job does not run the model (the server has its tasks, not
+// its graph and weights): its steps' thread counts are measured where it is built, on a machine
+// of the devices' target (`ktune build --model --threads N --measure-steps`).
 void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks) {
   if (o.tuning.session.device_key.empty())
     throw Error(ErrorKind::kInvalidArgument,
@@ -91,6 +99,12 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   if (o.db_given)
     throw Error(ErrorKind::kInvalidArgument,
                 "--db and --server exclude each other (the server owns its log)");
+  if (o.model_threads_given)
+    throw Error(ErrorKind::kInvalidArgument,
+                "--model-threads applies to a local run: a server's model job does not run the "
+                "model; measure its steps' threads on a machine of the devices' target with "
+                "`ktune build --model ... --server ... --device-key ... --threads N "
+                "--measure-steps`");
   rpc_runner::JobSpec job;
   job.model = frontend::to_json(tasks);
   job.target = o.target;
@@ -136,11 +150,14 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
                           here.cores(), o.library_rounds, j);
   else
     note = "not measured (the devices are " + last.job.target + ")";
+  j["step_threads"] = {{"measured", false}, {"how", kServerStepThreads}};
   print_end(o, report, j, libraries ? &*libraries : nullptr, note);
-  if (!o.json)
+  if (!o.json) {
     std::printf(
         "job: %llu (%s) on key %s; log: the server's\n", static_cast<unsigned long long>(*id),
         std::string(tuning_db::to_string(last.job.state)).c_str(), job.session.device_key.c_str());
+    std::printf("step threads: not measured by the job; %s\n", kServerStepThreads);
+  }
 }
 
 // The model as `build --model` ships it from this log, built and timed here end to end and
@@ -361,12 +378,14 @@ void add_tune_model(CLI::App& app) {
       ->check(finite_in(1, 1000));
   cmd->add_flag("--no-model-run", o->no_model_run,
                 "Do not build the tuned model and time it end to end at the end");
-  cmd->add_option("--model-threads", o->model_threads,
-                  "Threads the built model is timed at (0 = the CPUs of this process); above one, "
-                  "each step's thread count is chosen there and stored in the log (for build "
-                  "--model and run)")
-      ->capture_default_str()
-      ->check(finite_in(0, 256));
+  CLI::Option* model_threads =
+      cmd->add_option(
+             "--model-threads", o->model_threads,
+             "Threads the built model is timed at (0 = the CPUs of this process); above one, "
+             "each step's thread count is chosen there and stored in the log (for build "
+             "--model and run)")
+          ->capture_default_str()
+          ->check(finite_in(0, 256));
   cmd->add_flag("--json", o->json, "Print the result as JSON (no live table)");
   add_client_flags(cmd, o->server, false)
       ->description(
@@ -378,8 +397,9 @@ void add_tune_model(CLI::App& app) {
       ->check(finite_in(1, 100));
   cmd->add_flag("--detach", o->detach,
                 "With --server: print the job id and return; `ktune jobs watch ID` follows it");
-  cmd->callback([o, db] {
+  cmd->callback([o, db, model_threads] {
     o->db_given = db->count() > 0;
+    o->model_threads_given = model_threads->count() > 0;
     run_tune_model(*o);
   });
 }

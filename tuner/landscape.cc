@@ -7,7 +7,7 @@
 
 namespace ktune::tuner {
 
-schedule_space::Task Landscape::task() const {
+schedule_space::Task Landscape::space_task() const {
   std::map<std::string, std::string> args;
   for (const auto& [name, value] : header.at("args").items())
     args[name] = value.is_string() ? value.get<std::string>() : value.dump();
@@ -23,12 +23,16 @@ schedule_space::Task Landscape::task() const {
                 "the landscape of " + header.at("workload").get<std::string>() +
                     " was recorded with another version of its template; record it again");
   }
+  return task;
+}
+
+schedule_space::Task Landscape::task() const {
   // The predicate reads the map directly: the landscape outlives the task in tuner_replay.
   const auto* recorded = &points;
-  return task.with_constraint("config is in the recorded landscape",
-                              [recorded](const schedule_space::EntityView& config) {
-                                return recorded->count(config.index()) > 0;
-                              });
+  return space_task().with_constraint("config is in the recorded landscape",
+                                      [recorded](const schedule_space::EntityView& config) {
+                                        return recorded->count(config.index()) > 0;
+                                      });
 }
 
 double Landscape::best_gflops() const {

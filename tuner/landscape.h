@@ -34,6 +34,8 @@ struct Landscape {
   // tuner searches exactly the measured set). Throws Error(kInvalidArgument) when the template
   // changed since the recording (another space size or workload key).
   schedule_space::Task task() const;
+  // The same task over its whole space (configs not recorded included). Throws as task().
+  schedule_space::Task space_task() const;
   double best_gflops() const;
   // How many configs reach `fraction` of the best throughput.
   size_t count_within(double fraction) const;

@@ -24,7 +24,7 @@ bool same_log(const std::string& a, const std::string& b) {
 // What the target holds of what copy_log writes, for the refusal of a non-empty target.
 std::string contents(sql::Connection& conn) {
   std::string out;
-  for (const char* table : {"records", "runs", "models", "jobs"}) {
+  for (const char* table : {"records", "runs", "models", "jobs", "step_threads"}) {
     const int64_t n = conn.query_int(std::string("SELECT count(*) FROM ") + table);
     if (n > 0) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + table;
   }
@@ -199,6 +199,27 @@ CopyReport copy_log(Database& from, Database& to, bool append) {
       add->bind(13, s->column_text(12));
       add->run();
       ++report.jobs;
+    }
+    txn.commit();
+  }
+
+  // Step thread choices, with the time they were measured; the target's stays where it has one of
+  // the same model, target and thread count. A source of a schema before the table has none.
+  if (src.conn.driver().has_object("table", "step_threads")) {
+    sql::Transaction txn(dst.conn);
+    auto s = src.use(
+        "SELECT model_key, target, threads, steps, uncapped_s, capped_s, measured_at "
+        "FROM step_threads ORDER BY model_key, target, threads");
+    while (s->step()) {
+      auto add = dst.use(
+          "INSERT INTO step_threads(model_key, target, threads, steps, uncapped_s, capped_s, "
+          "measured_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+          "ON CONFLICT(model_key, target, threads) DO NOTHING");
+      add->bind(1, s->column_text(0)).bind(2, s->column_text(1)).bind(3, s->column_int(2));
+      add->bind(4, s->column_text(3)).bind(5, s->column_double(4)).bind(6, s->column_double(5));
+      add->bind(7, s->column_double(6));
+      add->run();
+      (dst.conn.changes() > 0 ? report.step_threads : report.step_threads_present) += 1;
     }
     txn.commit();
   }

@@ -20,16 +20,20 @@ struct CopyReport {
   int64_t models_present = 0;
   int64_t jobs = 0;
   int64_t jobs_present = 0;
+  int64_t step_threads = 0;
+  int64_t step_threads_present = 0;
 };
 
-// Copies every record (with its re-timing), run (with its batches' model quality), saved model
-// and job of `from` into `to`; records, jobs and batches keep their runs (ids are the target's).
+// Copies every record (with its re-timing), run (with its batches' model quality), saved model,
+// job and step thread choice of `from` into `to`; records, jobs and batches keep their runs (ids
+// are the target's), step thread choices the time they were measured.
 // Claims are not copied: they belong to the runs measuring now. The target must hold none of
 // these unless `append`; then what it holds already is kept and not copied again: a record of the
 // same measurement (as import: it gains the source's re-timing when it has none), a run of the
 // same tuner, workload, target and start, a model of the same name, scope and target (the
-// target's stays), a job of the same spec and creation time. Records are written in
-// transactions of a few thousand; the rest in one each. `from` may be opened read-only.
+// target's stays), a job of the same spec and creation time, a step thread choice of the same
+// model, target and thread count (the target's stays). Records are written in transactions of a
+// few thousand; the rest in one each. `from` may be opened read-only.
 // Throws Error(kInvalidArgument) for a non-empty target without `append` or both being one log,
 // Error(kDatabase).
 CopyReport copy_log(Database& from, Database& to, bool append);

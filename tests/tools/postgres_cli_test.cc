@@ -1,7 +1,7 @@
 // End-to-end tests of the commands on a PostgreSQL log (a throwaway cluster of the test's own):
-// `ktune db migrate` SQLite -> PostgreSQL -> SQLite keeps every record, re-timing, run, model and
-// job, refuses a non-empty target without --append and counts what --append finds held; `ktune
-// tune`, `report` and `db stats/check/export/best/top` on a postgresql:// URL.
+// `ktune db migrate` SQLite -> PostgreSQL -> SQLite keeps every record, re-timing, run, model,
+// job and step thread choice, refuses a non-empty target without --append and counts what --append
+// finds held; `ktune tune`, `report` and `db stats/check/export/best/top` on a postgresql:// URL.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include "tuning_db/job_store.h"
 #include "tuning_db/model_store.h"
 #include "tuning_db/run_store.h"
+#include "tuning_db/step_threads_store.h"
 
 namespace ktune::tuning_db {
 namespace {
@@ -47,7 +48,8 @@ void expect_counts(const json& counts, const std::map<std::string, int64_t>& exp
 }
 
 // A SQLite log with a bit of everything: 5 records of a run (one failed, one re-timed) and 2 of
-// no run, the run's batch quality, a saved model, a finished job of the run and a queued one.
+// no run, the run's batch quality, a saved model, a finished job of the run and a queued one, a
+// model's step thread choice.
 void write_source(const std::string& path) {
   Database db = Database::open(path);
   RunStore runs(db);
@@ -80,6 +82,14 @@ void write_source(const std::string& path) {
   queued.device_key = "arm";
   queued.client = "alice";
   jobs.add(queued);
+  StepThreadsRow steps;
+  steps.model_key = "onnx-0123456789abcdef";
+  steps.target = testing::kHost.target;
+  steps.threads = 2;
+  steps.steps = {{"conv1", 1, 2.5e-5, 9.0e-6}, {"fc", 0, 1.25e-4, 2.0e-4}};
+  steps.uncapped_s = 2.75e-3;
+  steps.capped_s = 2.5e-3;
+  StepThreadsStore(db).save(steps);
 }
 
 TEST_F(PostgresCli, MigrateSqliteToPostgresAndBackKeepsEverything) {
@@ -94,10 +104,11 @@ TEST_F(PostgresCli, MigrateSqliteToPostgresAndBackKeepsEverything) {
                                          {"runs", 1},
                                          {"run_batches", 2},
                                          {"models", 1},
-                                         {"jobs", 2}});
+                                         {"jobs", 2},
+                                         {"step_threads", 1}});
   const auto back = ktune("db migrate --from " + quote(url) + " --to " + quote(b), true);
   ASSERT_EQ(back.status, 0) << back.err;
-  EXPECT_NE(back.out.find("records  7\n"), std::string::npos) << back.out;
+  EXPECT_NE(back.out.find("records       7\n"), std::string::npos) << back.out;
 
   // The same records (re-timings included) on all three, in the same order.
   const auto exported_a = ktune("db export --db " + quote(a));
@@ -132,13 +143,21 @@ TEST_F(PostgresCli, MigrateSqliteToPostgresAndBackKeepsEverything) {
   EXPECT_EQ(jobs[1].run_id, 0);
   EXPECT_EQ(jobs[1].client, "alice");
   EXPECT_EQ(copy.stats().retimed_records, 1);
+  const auto steps = StepThreadsStore(copy).find("onnx-0123456789abcdef", testing::kHost.target);
+  ASSERT_TRUE(steps.has_value());
+  EXPECT_EQ(steps->threads, 2);
+  ASSERT_EQ(steps->steps.size(), 2u);
+  EXPECT_EQ(steps->steps[0].layer, "conv1");
+  EXPECT_EQ(steps->steps[0].max_threads, 1);
+  EXPECT_DOUBLE_EQ(steps->steps[1].one_s, 2.0e-4);
+  EXPECT_DOUBLE_EQ(steps->capped_s, 2.5e-3);
 
   // A target that holds a log is refused in one line, unless --append: then what it holds is
   // counted and not copied again.
   const auto refused = ktune("db migrate --from " + quote(a) + " --to " + quote(url), true);
   EXPECT_EQ(refused.status, 1);
   EXPECT_EQ(lines_of(refused.err), 1) << refused.err;
-  EXPECT_NE(refused.err.find("is not empty (7 records, 1 runs, 1 models, 2 jobs)"),
+  EXPECT_NE(refused.err.find("is not empty (7 records, 1 runs, 1 models, 2 jobs, 1 step_threads)"),
             std::string::npos)
       << refused.err;
   EXPECT_NE(refused.err.find("--append"), std::string::npos) << refused.err;
@@ -150,7 +169,8 @@ TEST_F(PostgresCli, MigrateSqliteToPostgresAndBackKeepsEverything) {
                                             {"runs", 0},
                                             {"runs_present", 1},
                                             {"models_present", 1},
-                                            {"jobs_present", 2}});
+                                            {"jobs_present", 2},
+                                            {"step_threads_present", 1}});
   EXPECT_EQ(ktune("db export --db " + quote(url)).out, exported_a.out);
 
   // A log into itself, and a source that does not exist: one line each.

@@ -3,7 +3,8 @@
 // model's tasks lands in the server's log, a second job resumes from it (no config twice), the
 // summary is in the log for `ktune report`, `ktune jobs` lists model jobs, cancel ends one, and
 // a wrong token or an unreachable server is one line, exit 1, nothing recorded; a server killed
-// mid-job resumes it.
+// mid-job resumes it; the steps' thread counts of a server-tuned model are measured by `ktune build
+// --model --server --threads N --measure-steps` on this machine (the devices' target) and shipped.
 #include <unistd.h>
 
 #include <chrono>
@@ -204,6 +205,99 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
   expect_one_line_error(testing_cli::ktune("tune-model " + model + srv, true), "--device-key");
   expect_one_line_error(
       testing_cli::ktune("tune-model " + model + " --device-key k --db x.db" + srv, true), "--db");
+  worker.kill(SIGKILL);
+  server.kill(SIGKILL);
+  fs::remove_all(dir);
+}
+
+// A model tuned on the fleet gets its steps' thread counts where it is built: the job does not run
+// the model (--model-threads is refused in one line, the summary says how), and `ktune build
+// --model --server --device-key --threads 2 --measure-steps` times each step here at 2 threads
+// and at one and ships its choice: the steps it caps are those clearly faster on one thread, and
+// the header marks exactly those.
+TEST(ModelJobCli, AServerTunedModelGetsItsStepThreadsMeasuredWhereItIsBuilt) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("ktune_model_job_steps_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = (dir / "server.db").string();
+  const std::string ktune = KTUNE_BIN;
+  Child server({ktune, "server", "--port", "0", "--db", db}, dir / "server.out",
+               dir / "server.err");
+  const std::string address = testing_process::wait_for_address(dir / "server.out");
+  ASSERT_FALSE(address.empty()) << read_file(dir / "server.err");
+  Child worker({ktune, "worker", "--server", address, "--key", "k", "--runner", KTUNE_RUNNER_PATH,
+                "--slots", "2"},
+               dir / "worker.out", dir / "worker.err");
+  const std::string srv = " --server " + address;
+  const std::string model = quote(testing_models::model("small_cnn.onnx"));
+  const std::string cmd =
+      "tune-model " + model + " --tuner random --batch-size 4 --no-libraries --device-key k" + srv;
+
+  expect_one_line_error(testing_cli::ktune(cmd + " --trials 28 --model-threads 2", true),
+                        "--measure-steps");
+  const auto tuned = testing_cli::ktune(cmd + " --trials 28 --json");
+  ASSERT_EQ(tuned.status, 0) << tuned.out << tuned.err;
+  const auto summary = nlohmann::json::parse(tuned.out);
+  EXPECT_EQ(summary["done"], 28);
+  EXPECT_EQ(summary["step_threads"]["measured"], false);
+  EXPECT_NE(summary["step_threads"]["how"].get<std::string>().find("--measure-steps"),
+            std::string::npos);
+
+  const std::string lib = (dir / "libsmall.a").string(), header = (dir / "small.h").string();
+  const std::string build = "build --model " + model + " --device-key k" + srv + " -o " +
+                            quote(lib) + " --header " + quote(header) + " --name small";
+  // Without a count above one there is nothing to measure at; only models measure steps.
+  expect_one_line_error(testing_cli::ktune(build + " --measure-steps", true), "--threads");
+  expect_one_line_error(testing_cli::ktune("build matmul --measure-steps --threads 2", true),
+                        "--model");
+  EXPECT_FALSE(fs::exists(lib));
+
+  const auto built = testing_cli::ktune(build + " --threads 2 --measure-steps --json");
+  ASSERT_EQ(built.status, 0) << built.out << built.err;
+  const auto j = nlohmann::json::parse(built.out);
+  EXPECT_GT(j["tuned"].get<int>(), 0) << built.out;  // the server's records, not fallbacks only
+  const nlohmann::json& st = j["step_threads"];
+  ASSERT_TRUE(st.is_object()) << built.out;
+  EXPECT_EQ(st["measured_here"], true);
+  EXPECT_EQ(st["threads"], 2);
+  ASSERT_EQ(st["steps"].size(), j["kernels"].get<size_t>());
+  int capped = 0, faster = 0;
+  for (const auto& s : st["steps"]) {
+    const double all = s["all_s"].get<double>(), one = s["one_s"].get<double>();
+    EXPECT_GT(all, 0) << s.dump();
+    EXPECT_GT(one, 0) << s.dump();
+    faster += one < 0.9 * all ? 1 : 0;
+    capped += s["max_threads"].get<int>() == 1 ? 1 : 0;
+    // A step is capped only when clearly faster on one thread.
+    if (s["max_threads"].get<int>() == 1) {
+      EXPECT_LT(one, 0.9 * all) << s.dump();
+    }
+  }
+  // The caps stay when the capped model was not slower end to end; otherwise none is shipped.
+  if (faster == 0) {
+    EXPECT_EQ(st["capped_s"], 0);
+    EXPECT_EQ(capped, 0);
+  } else {
+    EXPECT_GT(st["capped_s"].get<double>(), 0);
+    EXPECT_GT(st["uncapped_s"].get<double>(), 0);
+    EXPECT_EQ(capped, st["capped_s"].get<double>() <= st["uncapped_s"].get<double>() ? faster : 0);
+  }
+  EXPECT_EQ(j["one_thread_steps"], capped);
+  EXPECT_EQ(j["step_threads_measured_at"], capped > 0 ? 2 : 0);
+  const std::string text = read_file(header);
+  size_t marked = 0;  // layer lines of the header's list marked so
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    marked += line.rfind(" *   ", 0) == 0 && line.find("[1 thread]") != std::string::npos;
+  EXPECT_EQ(marked, static_cast<size_t>(capped)) << text;
+  EXPECT_EQ(text.find("small_STEP_THREADS_MEASURED_AT 2") != std::string::npos, capped > 0) << text;
+  EXPECT_TRUE(fs::exists(lib));
+
+  // The text output says where the choice came from.
+  const auto again = testing_cli::ktune(build + " --threads 2 --measure-steps", true);
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.out.find("measured here at 2"), std::string::npos) << again.out;
   worker.kill(SIGKILL);
   server.kill(SIGKILL);
   fs::remove_all(dir);
