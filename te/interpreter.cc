@@ -277,7 +277,11 @@ class Interp {
     Value r;
     r.lanes = a.lanes;
     DataType t = op->a.dtype().element_of();
-    if (T::kKind == NodeKind::kMul && t.is_float()) counts.float_muls += r.lanes;
+    if (t.is_float()) {
+      if (T::kKind == NodeKind::kMul) counts.float_muls += r.lanes;
+      if (T::kKind == NodeKind::kAdd) counts.float_adds += r.lanes;
+      if (T::kKind == NodeKind::kMin || T::kKind == NodeKind::kMax) counts.float_min_max += r.lanes;
+    }
     for (int l = 0; l < r.lanes; ++l) r.v[l] = scalar_binary(T::kKind, t, a.v[l], b.v[l]);
     return r;
   }
@@ -434,6 +438,8 @@ void interpret(const LoweredFunc& f, const std::vector<void*>& args, InterpretCo
   in.exec(f.body);
   if (counts) {
     counts->float_muls += in.counts.float_muls;
+    counts->float_adds += in.counts.float_adds;
+    counts->float_min_max += in.counts.float_min_max;
     counts->dot_calls += in.counts.dot_calls;
   }
 }

@@ -11,11 +11,13 @@
 
 namespace ktune::te {
 
-// What an interpretation executed: floating-point multiplications, one per lane (the
-// multiply-adds of a convolution or a matmul, in a product of a load and a weight), and dot
+// What an interpretation executed: floating-point multiplications, additions and min/max, one
+// per lane (the multiply-adds of a convolution or a matmul, the taps of a pooling window), and dot
 // instructions (a tensor intrinsic's call, whatever its lanes).
 struct InterpretCounts {
   int64_t float_muls = 0;
+  int64_t float_adds = 0;
+  int64_t float_min_max = 0;
   int64_t dot_calls = 0;
 };
 

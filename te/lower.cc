@@ -49,17 +49,19 @@ LoweredFunc lower(const Schedule& sched, const std::vector<Tensor>& args, const 
   after("storage_flatten", s);
   s = simplify(s);
   after("simplify", s);
+  // The guards that skip the taps of inlined paddings: tensorize's around an intrinsic, and
+  // skip_padding_taps' around a scalar or vector update. One unswitch and one cut serve both.
+  PaddingGuards guards;
   const auto& stages = sched.node().stages;
   if (std::any_of(stages.begin(), stages.end(),
                   [](const StageNode& st) { return !st.tensorized.empty(); })) {
-    s = tensorize(s, sched);
+    s = tensorize(s, sched, guards);
     after("tensorize", s);
-    s = simplify(unswitch_tap_guards(s));
-    after("unswitch_tap_guards", s);
   }
-  if (options.skip_padding_taps && sched.node().skip_padding_taps) {
-    PaddingGuards guards;
-    s = skip_padding_taps(s, guards);
+  const bool skip_taps = options.skip_padding_taps && sched.node().skip_padding_taps;
+  if (skip_taps) s = guard_padding_taps(s, guards);
+  if (skip_taps || !guards.conditions.empty()) {
+    s = unswitch_padding_guards(s, guards);
     after("skip_padding_taps", s);
     s = simplify(cut_border_tiles(s, guards));
     after("cut_border_tiles", s);

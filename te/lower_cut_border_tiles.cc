@@ -28,6 +28,7 @@ using padding::as_nonnegative;
 using padding::DropConjuncts;
 using padding::Guard;
 using padding::NestScan;
+using padding::slope_in;
 using padding::some_point;
 using padding::vars_of;
 using padding::with_loop_range;
@@ -182,14 +183,8 @@ class CutTiles : public IRMutator {
       cut.u = v;
     }
     if (!cut.u.defined()) return cut;
-    const DataType t = cut.u.dtype();
-    const Expr at0 = simplify(substitute(*e, {{cut.u, make_zero(t)}}));
-    const Expr at1 = simplify(substitute(*e, {{cut.u, make_const(t, 1)}}));
-    const Expr slope = simplify(Sub::make(at1, at0));
-    const int64_t* k = as_const_int(slope);
+    const std::optional<int64_t> k = slope_in(*e, cut.u);
     if (!k || *k == 0) return std::nullopt;
-    const Expr rest = simplify(Sub::make(*e, Add::make(at0, Mul::make(slope, cut.u))));
-    if (!is_const_int(rest, 0)) return std::nullopt;
     cut.slope = *k;
     return cut;
   }

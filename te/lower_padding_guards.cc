@@ -43,6 +43,18 @@ std::optional<Expr> as_nonnegative(const Expr& c) {
   return std::nullopt;
 }
 
+std::optional<int64_t> slope_in(const Expr& e, const Var& v) {
+  const DataType t = v.dtype();
+  const Expr at0 = simplify(substitute(e, {{v, make_zero(t)}}));
+  const Expr at1 = simplify(substitute(e, {{v, make_const(t, 1)}}));
+  const Expr slope = simplify(Sub::make(at1, at0));
+  const int64_t* k = as_const_int(slope);
+  if (!k) return std::nullopt;
+  const Expr rest = simplify(Sub::make(e, Add::make(at0, Mul::make(slope, v))));
+  if (!is_const_int(rest, 0)) return std::nullopt;
+  return *k;
+}
+
 std::vector<Var> vars_of(const Expr& e) {
   class Collect : public IRVisitor {
    public:

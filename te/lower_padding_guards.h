@@ -1,5 +1,5 @@
-// Defines PaddingGuards, the guarded tap updates that skip_padding_taps leaves for
-// cut_border_tiles, and the nest scan and conjunct helpers that both passes share.
+// Defines PaddingGuards, the guarded tap updates that tensorize and skip_padding_taps leave for
+// the unswitch and cut_border_tiles, and the nest scan and conjunct helpers those passes share.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,8 @@
 namespace ktune::te {
 
 // The conditions (by node identity) of the guarded tap updates: If conditions around an update
-// and lane Select conditions inside one. The passes rewrite guards without a structural match, so
+// (skip_padding_taps' around a scalar or vector update, tensorize's around an intrinsic's) and
+// lane Select conditions inside one. The passes rewrite guards without a structural match, so
 // the nodes are kept alive here: no other expression can take their address.
 struct PaddingGuards {
   std::unordered_set<const ExprNode*> conditions;
@@ -42,6 +43,8 @@ void conjuncts(const Expr& c, std::vector<Expr>* out);
 Expr conjunction(const std::vector<Expr>& cs);
 // An integer comparison as e >= 0, or nullopt.
 std::optional<Expr> as_nonnegative(const Expr& c);
+// The coefficient k when e = e0 + k * v with k constant and e0 free of v, or nullopt.
+std::optional<int64_t> slope_in(const Expr& e, const Var& v);
 // The variables an expression uses.
 std::vector<Var> vars_of(const Expr& e);
 

@@ -25,26 +25,27 @@ Stmt storage_flatten(const Stmt& s, const std::vector<BufferArg>& args);
 // after checking that the nest computes the intrinsic's update: loop extents, the strides of every
 // read and of the store, dtypes. The reduction's init nest (a constant store) stays. A factor
 // read select(c, x, 0) with c the same for the whole nest (an inlined zero padding) is read as x
-// under if (c): the taps of the padding are skipped. Throws ktune::Error(kInvalidSchedule) saying
-// what differs, or that the loop is gone.
-Stmt tensorize(const Stmt& s, const Schedule& sched);
+// under if (c): the taps of the padding are skipped, and c is recorded in `guards` for
+// unswitch_padding_guards. Throws ktune::Error(kInvalidSchedule) saying what differs, or that the
+// loop is gone.
+Stmt tensorize(const Stmt& s, const Schedule& sched, PaddingGuards& guards);
 
-// Unswitches the guarded intrinsic statements that tensorize leaves: the outermost loop whose
-// every store is such an update (a tile's reduction nest) becomes if (every guard holds for
-// every iteration) { the nest without guards } else { the nest }.
-Stmt unswitch_tap_guards(const Stmt& s);
+// The skip_padding_taps pass, in two steps (te/lower_skip_padding_taps.cc).
+// 1. Turns each reduction update over a bounds Select that makes it a no-op (an inlined padding:
+//    acc + select(c, x, 0) * w, max(acc, select(c, x, lowest))) into a guarded update that skips
+//    the padding taps. Conditions on a vectorized loop's variable stay Selects. Records the guards
+//    in `guards`.
+Stmt guard_padding_taps(const Stmt& s, PaddingGuards& guards);
+// 2. Unswitches each accumulation nest on the guards recorded in `guards` (step 1's and
+//    tensorize's) so that its interior iterations run without them; the guards it leaves stay
+//    recorded (none recorded: s unchanged).
+Stmt unswitch_padding_guards(const Stmt& s, PaddingGuards& guards);
 
-// Turns each reduction update over a bounds Select that makes it a no-op (an inlined padding:
-// acc + select(c, x, 0) * w, max(acc, select(c, x, lowest))) into a guarded update that skips the
-// padding taps, and unswitches each accumulation nest on those guards so that its interior
-// iterations run without them. Conditions on a vectorized loop's variable stay Selects. Records
-// the guards it leaves in `guards` (empty when there is no such update).
-Stmt skip_padding_taps(const Stmt& s, PaddingGuards& guards);
-
-// Cuts each border nest that skip_padding_taps left guarded (its guards depend only on the
+// Cuts each border nest that unswitch_padding_guards left guarded (its guards depend only on the
 // enclosing loops and on the unrolled copies of a register tile inside it) into a chain of
-// unguarded versions, one per interval of copies that a tap reaches. Runs on skip_padding_taps'
-// output, before anything rebuilds its expressions (the guards are known by node identity).
+// unguarded versions, one per interval of copies that a tap reaches. Runs on
+// unswitch_padding_guards' output, before anything rebuilds its expressions (the guards are known
+// by node identity).
 Stmt cut_border_tiles(const Stmt& s, PaddingGuards& guards);
 
 // Clamps the index of every Load under a Select operand that is not provably in bounds, so that

@@ -11,14 +11,15 @@
 //    the padding are skipped, not multiplied by zero (0 * w is taken as 0 even for w = inf: the
 //    padding is not data). Conjuncts of c that depend on a vectorized loop's variable (NCHW
 //    columns are lanes) stay a Select: a vector cannot skip some of its lanes.
-// 2. Unswitch the guards once per accumulation. At the outermost loop around an update that does
-//    not also hold that accumulator's initialization (the loops of one reduction: the tile's
-//    reduction nest under compute_at, or the window loops of one output pixel), the condition
-//    "every guard holds for every iteration of this nest" is, per conjunct, affine in the loop
-//    variables: its minimum over the nest's constant ranges is a test on the enclosing variables
-//    alone. The nest becomes if (test) { nest without those guards } else { nest }. A conjunct
-//    that no enclosing value can satisfy for the whole nest (a 7-wide tile always touches both
-//    column borders) stays a guard in both copies.
+// 2. Unswitch the guards once per accumulation: step 1's, and those tensorize leaves around an
+//    intrinsic's update (if (c) dot, for an inlined zero padding), recorded alike. At the
+//    outermost loop around an update that does not also hold that accumulator's initialization
+//    (the loops of one reduction: the tile's reduction nest under compute_at, or the window loops
+//    of one output pixel), the condition "every guard holds for every iteration of this nest" is,
+//    per conjunct, affine in the loop variables: its minimum over the nest's constant ranges is a
+//    test on the enclosing variables alone. The nest becomes if (test) { nest without those
+//    guards } else { nest }. A conjunct that no enclosing value can satisfy for the whole nest (a
+//    7-wide tile always touches both column borders) stays a guard in both copies.
 // The guards left are handed on (PaddingGuards): cut_border_tiles removes those of border tiles.
 #include <cstdint>
 #include <functional>
@@ -43,6 +44,7 @@ using padding::conjuncts;
 using padding::DropConjuncts;
 using padding::Guard;
 using padding::NestScan;
+using padding::slope_in;
 using padding::some_point;
 using padding::vars_of;
 using padding::with_loop_range;
@@ -172,16 +174,10 @@ std::optional<Expr> minimum(
     Expr e, const std::vector<std::pair<Var, std::pair<int64_t, int64_t>>>& ranges) {
   for (const auto& [v, r] : ranges) {
     if (!uses_var(e, v)) continue;
-    const DataType t = v.dtype();
-    const Expr at0 = simplify(substitute(e, {{v, make_zero(t)}}));
-    const Expr at1 = simplify(substitute(e, {{v, make_const(t, 1)}}));
-    const Expr slope = simplify(Sub::make(at1, at0));
-    const int64_t* k = as_const_int(slope);
+    const std::optional<int64_t> k = slope_in(e, v);
     if (!k) return std::nullopt;
-    const Expr rest = simplify(Sub::make(e, Add::make(at0, Mul::make(slope, v))));
-    if (!is_const_int(rest, 0)) return std::nullopt;
     const int64_t at = *k >= 0 ? r.first : r.second;
-    e = simplify(substitute(e, {{v, make_const(t, static_cast<double>(at))}}));
+    e = simplify(substitute(e, {{v, make_const(v.dtype(), static_cast<double>(at))}}));
   }
   return e;
 }
@@ -284,10 +280,13 @@ class Unswitch : public IRMutator {
 
 }  // namespace
 
-Stmt skip_padding_taps(const Stmt& s, PaddingGuards& guards) {
-  Stmt guarded = GuardTaps(guards).mutate(s);
+Stmt guard_padding_taps(const Stmt& s, PaddingGuards& guards) {
+  return GuardTaps(guards).mutate(s);
+}
+
+Stmt unswitch_padding_guards(const Stmt& s, PaddingGuards& guards) {
   if (guards.conditions.empty()) return s;
-  return Unswitch(guards).mutate(guarded);
+  return Unswitch(guards).mutate(s);
 }
 
 }  // namespace ktune::te

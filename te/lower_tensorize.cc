@@ -5,6 +5,7 @@
 #include "support/error.h"
 #include "te/ir_printer.h"
 #include "te/ir_visitor.h"
+#include "te/lower_padding_guards.h"
 #include "te/lower_passes.h"
 #include "te/simplify.h"
 
@@ -41,8 +42,9 @@ Expr at_unit(const Expr& e, const std::vector<Var>& vars, int which) {
 // pair with the nest's loops from the outside in, its input reads with the nest's loads.
 class Matcher {
  public:
-  Matcher(const Stmt& loop, const std::string& stage, const TensorIntrin& intrin)
-      : loop_(loop), stage_(stage), in_(intrin) {
+  Matcher(const Stmt& loop, const std::string& stage, const TensorIntrin& intrin,
+          PaddingGuards& guards)
+      : loop_(loop), stage_(stage), in_(intrin), guards_(guards) {
     const TensorNode& out = *in_.output.get();
     red_ = out.body.as<Reduce>();
     if (!red_ || red_->op != ReduceOp::kSum)
@@ -128,7 +130,9 @@ class Matcher {
     std::vector<Expr> offsets;
     for (size_t i = 0; i < offsets_.size(); ++i) offsets.push_back(offsets_[i]);
     const Stmt update = in_.emit(buffers_, offsets);
-    return guard_.defined() ? IfThenElse::make(guard_, update) : update;
+    if (!guard_.defined()) return update;
+    guards_.add(guard_);
+    return IfThenElse::make(guard_, update);
   }
 
   static bool is_zero(const Expr& e) {
@@ -242,6 +246,7 @@ class Matcher {
   const Stmt loop_;
   const std::string stage_;
   const TensorIntrin& in_;
+  PaddingGuards& guards_;
   const Reduce* red_ = nullptr;
   std::vector<Var> axes_;  // the intrinsic's, spatial then reduction
   std::vector<int64_t> extents_;
@@ -254,26 +259,27 @@ class Matcher {
 
 class Tensorizer : public IRMutator {
  public:
-  explicit Tensorizer(std::unordered_map<const VarNode*, Request>& requests)
-      : requests_(requests) {}
+  Tensorizer(std::unordered_map<const VarNode*, Request>& requests, PaddingGuards& guards)
+      : requests_(requests), guards_(guards) {}
   using IRMutator::mutate;
 
  protected:
   Stmt visit(const For* op, const Stmt& s) override {
     auto it = requests_.find(op->var.get());
     if (it == requests_.end()) return IRMutator::visit(op, s);
-    Stmt out = Matcher(s, it->second.stage, *it->second.intrin).run();
+    Stmt out = Matcher(s, it->second.stage, *it->second.intrin, guards_).run();
     if (!out.same_as(s)) it->second.done = true;
     return out;
   }
 
  private:
   std::unordered_map<const VarNode*, Request>& requests_;
+  PaddingGuards& guards_;
 };
 
 }  // namespace
 
-Stmt tensorize(const Stmt& s, const Schedule& sched) {
+Stmt tensorize(const Stmt& s, const Schedule& sched, PaddingGuards& guards) {
   std::unordered_map<const VarNode*, Request> requests;
   std::unordered_map<const VarNode*, std::string> names;
   for (const StageNode& st : sched.node().stages) {
@@ -281,7 +287,7 @@ Stmt tensorize(const Stmt& s, const Schedule& sched) {
     for (const IterVar& l : st.leaves) names[l.var.get()] = l.name();
   }
   if (requests.empty()) return s;
-  Tensorizer t(requests);
+  Tensorizer t(requests, guards);
   Stmt out = t.mutate(s);
   for (const auto& [var, r] : requests) {
     if (r.done) continue;

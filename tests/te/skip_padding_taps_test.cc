@@ -8,11 +8,11 @@
 
 #include "te/interpreter.h"
 #include "te/ir_printer.h"
-#include "te/ir_visitor.h"
 #include "te/lower.h"
 #include "te/schedule.h"
 #include "tests/te/poison.h"
 #include "tests/te/te_ops.h"
+#include "tests/te/unrolled_guards.h"
 
 namespace ktune::te {
 namespace {
@@ -84,32 +84,6 @@ struct Outcome {
   int guards_in_tiles = 0;  // after cut_border_tiles: Ifs inside unrolled loops
 };
 
-// Counts the Ifs inside unrolled loops.
-int ifs_in_unrolled_loops(const Stmt& s) {
-  class Count : public IRVisitor {
-   public:
-    int ifs = 0;
-
-   protected:
-    void visit(const For* op) override {
-      const bool tile = op->for_kind == ForKind::kUnrolled;
-      depth_ += tile;
-      IRVisitor::visit(op);
-      depth_ -= tile;
-    }
-    void visit(const IfThenElse* op) override {
-      ifs += depth_ > 0;
-      IRVisitor::visit(op);
-    }
-
-   private:
-    int depth_ = 0;
-  };
-  Count c;
-  c.visit_stmt(s);
-  return c.ifs;
-}
-
 Outcome run(const testing::OpDef& op, const Schedule& s, const std::vector<HostBuffer>& inputs,
             bool skip) {
   LowerOptions o;
@@ -119,7 +93,7 @@ Outcome run(const testing::OpDef& op, const Schedule& s, const std::vector<HostB
   o.on_pass = [&](const std::string& pass, const Stmt& st) {
     if (pass != "cut_border_tiles") return;
     after_pass = to_string(st);
-    guards_in_tiles = ifs_in_unrolled_loops(st);
+    guards_in_tiles = testing::ifs_in_unrolled_loops(st);
   };
   const LoweredFunc f = lower(s, op.args(), "f", o);
   Outcome r{HostBuffer(op.outputs[0].shape(), op.outputs[0].dtype()), 0, after_pass, to_string(f),
