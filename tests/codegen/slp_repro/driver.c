@@ -26,7 +26,8 @@ int main(void) {
             for (int r = 0; r < R; ++r)
               for (int s = 0; s < S; ++s) {
                 const int iy = 2 * y + 2 * r - 2, ix = 2 * x + 2 * s - 2;
-                if (iy >= 0 && iy < H && ix >= 0 && ix < W) ref += in[n][c][iy][ix] * wt[k][c][r][s];
+                if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+                  ref += in[n][c][iy][ix] * wt[k][c][r][s];
               }
           if (!(out[n][k][y][x] == ref)) {
             printf("out[%d][%d][%d][%d] = %g, expected %g\n", n, k, y, x, out[n][k][y][x], ref);
