@@ -170,10 +170,11 @@ static void ktune_init_threads(void) {
   atomic_compare_exchange_strong(&ktune_pool.bind, &unset, !(env && strcmp(env, "0") == 0));
 }
 
-/* Binds worker k's thread (or a worker about to start, through attr) as the setting says: to the
- * (k+2)-th CPU of the mask, or to the whole mask when unbound or beyond the mask's CPUs. Under
- * bind_mu. A failure leaves the thread where it was: binding is a placement hint. */
-static void ktune_bind_worker(int k, pthread_t* thread, pthread_attr_t* attr) {
+/* Binds worker k's thread as the setting says: to the (k+2)-th CPU of the mask, or to the whole
+ * mask when unbound or beyond the mask's CPUs. Under bind_mu. pthread_setaffinity_np on the
+ * created thread, not the attribute form, which musl lacks. A failure leaves the thread where it
+ * was: binding is a placement hint. */
+static void ktune_bind_worker(int k, pthread_t thread) {
 #if defined(__linux__) && defined(CPU_COUNT)
   cpu_set_t set = ktune_pool.mask;
   int bound = -1;
@@ -183,13 +184,11 @@ static void ktune_bind_worker(int k, pthread_t* thread, pthread_attr_t* attr) {
       if (CPU_ISSET(cpu, &ktune_pool.mask) && seen++ == k + 1) bound = cpu;
     CPU_SET(bound, &set);
   }
-  if (attr) pthread_attr_setaffinity_np(attr, sizeof set, &set);
-  if (thread) pthread_setaffinity_np(*thread, sizeof set, &set);
+  pthread_setaffinity_np(thread, sizeof set, &set);
   atomic_store(&ktune_pool.bound_cpu[k], bound);
 #else
   (void)k;
   (void)thread;
-  (void)attr;
 #endif
 }
 
@@ -226,8 +225,7 @@ int ktune_set_thread_binding(int on) {
   pthread_mutex_lock(&ktune_pool.bind_mu);
   const int previous = atomic_exchange(&ktune_pool.bind, on ? 1 : 0);
   if (previous != (on ? 1 : 0))
-    for (int k = 0; k < ktune_pool.bound_workers; ++k)
-      ktune_bind_worker(k, &ktune_pool.handles[k], NULL);
+    for (int k = 0; k < ktune_pool.bound_workers; ++k) ktune_bind_worker(k, ktune_pool.handles[k]);
   pthread_mutex_unlock(&ktune_pool.bind_mu);
   return previous;
 }
@@ -383,14 +381,15 @@ static void ktune_ensure_workers(int n) {
         KTUNE_GENERATION(atomic_load(&ktune_pool.loop));
     int ok = pthread_attr_init(&attr) == 0;
     if (ok) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    /* Bound from its first instruction (the attribute), and recorded under the same lock, so a
-     * concurrent ktune_set_thread_binding sees every worker with the setting it was started with.
-     */
+    /* Started, bound and recorded under one lock, so a concurrent ktune_set_thread_binding sees
+     * every worker with the setting it was bound with. */
     pthread_mutex_lock(&ktune_pool.bind_mu);
-    if (ok) ktune_bind_worker(ktune_pool.workers, NULL, &attr);
     ok = ok &&
          pthread_create(&thread, &attr, ktune_worker, (void*)(intptr_t)ktune_pool.workers) == 0;
-    if (ok) ktune_pool.handles[ktune_pool.bound_workers++] = thread;
+    if (ok) {
+      ktune_bind_worker(ktune_pool.workers, thread);
+      ktune_pool.handles[ktune_pool.bound_workers++] = thread;
+    }
     pthread_mutex_unlock(&ktune_pool.bind_mu);
     pthread_attr_destroy(&attr);
     if (!ok) return; /* fewer threads: the loop runs in fewer chunks */
