@@ -211,6 +211,9 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
   } else if (!libraries_note.empty()) {
     std::fprintf(out, "libraries: %s\n", libraries_note.c_str());
   }
+  if (report.out_of_time)
+    std::fprintf(out, "time budget: the search stopped at it after %zu of %zu trials\n",
+                 report.trials, budget);
   size_t unreached = 0;
   for (const auto& t : report.tasks) unreached += t.trials == 0 ? 1 : 0;
   if (unreached > 0)

@@ -3,6 +3,7 @@
 #include "tuner/model_tuning.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -219,6 +220,7 @@ ModelTuning::~ModelTuning() = default;
 ModelTuningReport ModelTuning::report() const {
   ModelTuningReport r;
   r.not_tuned = not_tuned_;
+  r.out_of_time = out_of_time_;
   r.steps = steps_;
   for (const auto& tuner : tuners_) {
     r.trials += tuner->trials();
@@ -261,6 +263,7 @@ void sum_latencies(ModelTuningReport& r) {
 }
 
 ModelTuningReport ModelTuning::run(const std::function<void(const ModelTuningReport&)>& on_step) {
+  const auto start = std::chrono::steady_clock::now();
   // Every task's untuned fallback in one batch (the measurer builds them in parallel), in this
   // run, so the model's fallback latency covers the same tasks as its tuned estimate.
   std::vector<MeasureInput> fallbacks;
@@ -280,11 +283,18 @@ ModelTuningReport ModelTuning::run(const std::function<void(const ModelTuningRep
     scheduled.push_back({task.workload_key(), weights_[k], task.flop(), task.template_name(),
                          choice.get(), choice->size()});
   }
-  TaskScheduler scheduler(std::move(scheduled), options_.scheduler);
+  // The time budget counts from here: the fallbacks' measurement is part of the search.
+  TaskSchedulerOptions scheduler_options = options_.scheduler;
+  if (scheduler_options.time_budget_s > 0)
+    scheduler_options.time_budget_s = std::max(
+        1e-9, scheduler_options.time_budget_s -
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  TaskScheduler scheduler(std::move(scheduled), scheduler_options);
   scheduler.run([&](const SchedulerStep& step) {
     steps_.push_back(step);
     if (on_step) on_step(report());
   });
+  out_of_time_ = scheduler.out_of_time();
   for (const auto& tuner : tuners_) tuner->retime();
   return report();
 }
@@ -300,11 +310,9 @@ void label_layers(ModelTuningReport& report, const frontend::ModelTasks& tasks) 
 }
 
 nlohmann::json to_json(const ModelTuningReport& r) {
-  nlohmann::json j{{"trials", r.trials},
-                   {"tuned_s", seconds_or_null(r.tuned_s)},
-                   {"fallback_s", r.fallback_s},
-                   {"not_tuned", r.not_tuned},
-                   {"cancelled", r.cancelled}};
+  nlohmann::json j{{"trials", r.trials},         {"tuned_s", seconds_or_null(r.tuned_s)},
+                   {"fallback_s", r.fallback_s}, {"not_tuned", r.not_tuned},
+                   {"cancelled", r.cancelled},   {"out_of_time", r.out_of_time}};
   if (std::isfinite(r.tuned_s) && r.tuned_s > 0 && r.fallback_s > 0)
     j["speedup_over_fallback"] = r.fallback_s / r.tuned_s;
   j["tasks"] = nlohmann::json::array();
@@ -351,6 +359,7 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j) {
     r.fallback_s = j.at("fallback_s").get<double>();
     r.not_tuned = count(j.at("not_tuned"));
     r.cancelled = j.value("cancelled", false);
+    r.out_of_time = j.value("out_of_time", false);
     for (const auto& t : j.at("tasks")) {
       TaskProgress p{t.at("key").get<std::string>(),
                      t.at("tuned_as").get<std::string>(),

@@ -60,6 +60,8 @@ struct ModelTuningReport {
   std::vector<std::string> workloads;
   std::vector<double> workload_best_s;
   bool cancelled = false;  // the sessions' should_stop ended the run early
+  // The scheduler's time budget ended the search with trials of the budget left.
+  bool out_of_time = false;
 };
 
 // One thread. The tasks, db and measurer must outlive it.
@@ -93,6 +95,7 @@ class ModelTuning {
   // of its alternatives (alternatives share their task's allocations).
   std::vector<std::unique_ptr<ChoiceTuner>> choices_;
   size_t not_tuned_ = 0;
+  bool out_of_time_ = false;
   std::vector<SchedulerStep> steps_;
 };
 
@@ -105,6 +108,7 @@ void sum_latencies(ModelTuningReport& report);
 void label_layers(ModelTuningReport& report, const frontend::ModelTasks& tasks);
 
 // The report as JSON: {trials, tuned_s, fallback_s, speedup_over_fallback, not_tuned, cancelled,
+// out_of_time,
 // tasks: [{key, tuned_as, count, gflop, trials, best_s, fallback_s, share, layers,
 // alternative_of (when not "")}],
 // workloads: [{key, best_s}], step: the last SchedulerStep {task, measured, total}}. A latency

@@ -3,6 +3,7 @@
 #include "tuner/task_scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "support/error.h"
@@ -28,6 +29,8 @@ void validate(const TaskSchedulerOptions& o) {
     throw Error(ErrorKind::kInvalidArgument, "beta must be positive");
   if (o.backward_window == 0)
     throw Error(ErrorKind::kInvalidArgument, "the backward window must be at least 1");
+  if (!(o.time_budget_s >= 0) || !std::isfinite(o.time_budget_s))
+    throw Error(ErrorKind::kInvalidArgument, "the time budget must be 0 (none) or positive");
 }
 
 TaskScheduler::TaskScheduler(std::vector<ScheduledTask> tasks, TaskSchedulerOptions options)
@@ -119,9 +122,17 @@ size_t TaskScheduler::pick_next() {
 
 std::vector<SchedulerStep> TaskScheduler::run(
     const std::function<void(const SchedulerStep&)>& on_step) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
   std::vector<SchedulerStep> steps;
   size_t total = 0;
+  out_of_time_ = false;
   while (total < options_.trials) {
+    if (options_.time_budget_s > 0 &&
+        std::chrono::duration<double>(Clock::now() - start).count() >= options_.time_budget_s) {
+      out_of_time_ = true;
+      break;
+    }
     const size_t i = pick_next();
     if (i >= tasks_.size()) break;
     const size_t measured =

@@ -43,6 +43,9 @@ struct TaskSchedulerOptions {
   std::string strategy = "gradient";  // gradient (Ansor) or round_robin (an equal split)
   size_t trials = 1000;               // the whole budget, all tasks together
   size_t batch_size = 16;             // trials per allocation
+  // Wall-clock budget in seconds (0: none): no allocation starts once this much time has passed
+  // since run() began, so the run ends within about one allocation of it.
+  double time_budget_s = 0;
   // Gradient strategy (Ansor's defaults): the weight of the backward (observed) gradient against
   // the forward (optimistic) one, the number of past allocations it looks back over, and how much
   // slower than its group's best throughput a task is expected to be able to get (beta).
@@ -71,9 +74,11 @@ class TaskScheduler {
   TaskScheduler(std::vector<ScheduledTask> tasks, TaskSchedulerOptions options);
 
   // Warm-up (each task's `warmup` allocations, in order), then allocations by the strategy until
-  // the budget is spent or no task can give more. on_step (may be empty) sees every allocation.
-  // Returns the steps. Throws what a TaskTuner throws.
+  // the trial or time budget is spent or no task can give more. on_step (may be empty) sees every
+  // allocation. Returns the steps. Throws what a TaskTuner throws.
   std::vector<SchedulerStep> run(const std::function<void(const SchedulerStep&)>& on_step = {});
+  // Whether the last run() ended on the time budget (with trials of the trial budget left).
+  bool out_of_time() const { return out_of_time_; }
 
   // The task the next allocation goes to (the warm-up's next task first), or nullopt-like
   // tasks().size() when every task is exhausted.
@@ -96,6 +101,7 @@ class TaskScheduler {
   std::vector<std::vector<double>> history_;
   std::vector<bool> exhausted_;
   size_t next_round_robin_ = 0;
+  bool out_of_time_ = false;
   std::mt19937_64 rng_;
 };
 

@@ -214,6 +214,30 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   fs::remove(db);
 }
 
+TEST(TuneModelCli, TheTimeBudgetEndsTheSearchAndSaysSo) {
+  const std::string db =
+      (fs::temp_directory_path() / ("ktune_tune_model_time_" + std::to_string(::getpid()) + ".db"))
+          .string();
+  fs::remove(db);
+  // 6 ms of search: spent by the fallbacks' measurement before the first batch.
+  const std::string cmd = "tune-model " + quote(model("small_cnn.onnx")) +
+                          " --tuner random --batch-size 4 --trials 100000 --time-budget 0.0001 "
+                          "--no-libraries --no-model-run --db " +
+                          quote(db);
+  const auto j_run = ktune(cmd + " --json");
+  ASSERT_EQ(j_run.status, 0) << j_run.err;
+  const auto j = nlohmann::json::parse(j_run.out);
+  EXPECT_TRUE(j["out_of_time"].get<bool>());
+  EXPECT_EQ(j["trials"], 0);
+  EXPECT_FALSE(j["cancelled"].get<bool>());
+  const auto text = ktune(cmd);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("time budget: the search stopped at it after 0 of 100000 trials"),
+            std::string::npos)
+      << text.out;
+  fs::remove(db);
+}
+
 TEST(TuneModelCli, BadInputIsOneLineAndNoLog) {
   const std::string db =
       (fs::temp_directory_path() / ("ktune_tune_model_bad_" + std::to_string(::getpid()) + ".db"))
@@ -223,7 +247,8 @@ TEST(TuneModelCli, BadInputIsOneLineAndNoLog) {
        {quote(model("not_onnx.onnx")), quote(model("resnet18_dynamic.onnx")),
         quote(model("small_cnn.onnx")) + " --strategy fastest",
         quote(model("small_cnn.onnx")) + " --trials 0",
-        quote(model("small_cnn.onnx")) + " --library-rounds 0"}) {
+        quote(model("small_cnn.onnx")) + " --library-rounds 0",
+        quote(model("small_cnn.onnx")) + " --time-budget -1"}) {
     const auto r = ktune("tune-model " + args + " --db " + quote(db), true);
     EXPECT_EQ(r.status, 1) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;

@@ -3,9 +3,11 @@
 // where the gradient strategy spends its trials.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "support/error.h"
@@ -138,6 +140,44 @@ TEST(TaskScheduler, ExhaustedTasksAreSkipped) {
   EXPECT_EQ(done.run().back().total, 7u);
 }
 
+// Each allocation takes `ms` of wall time.
+class SlowTuner : public CurveTuner {
+ public:
+  explicit SlowTuner(int ms) : CurveTuner(1, 0.1, 10), ms_(ms) {}
+  size_t tune(size_t n) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms_));
+    return CurveTuner::tune(n);
+  }
+
+ private:
+  int ms_;
+};
+
+TEST(TaskScheduler, TheTimeBudgetEndsTheSearchWithTrialsLeft) {
+  // 20 ms per allocation against 0.2 s: the trial budget would take 1000 s.
+  SlowTuner a(20), b(20);
+  TaskSchedulerOptions o = options("gradient", 500000);
+  o.time_budget_s = 0.2;
+  TaskScheduler s({{"a", 1, 1e9, "g", &a}, {"b", 1, 1e9, "g", &b}}, o);
+  const auto start = std::chrono::steady_clock::now();
+  const auto steps = s.run();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(s.out_of_time());
+  ASSERT_FALSE(steps.empty());
+  EXPECT_LT(steps.back().total, 500000u);
+  EXPECT_EQ(a.trials() + b.trials(), steps.back().total);
+  // Ended within one allocation of the budget (generous for a loaded machine, far below 1000 s).
+  EXPECT_GE(took, 0.2);
+  EXPECT_LT(took, 5.0);
+
+  // Without a budget the same run spends every trial and says it was not out of time.
+  CurveTuner c(1, 0.1, 10);
+  TaskScheduler all({{"c", 1, 1e9, "g", &c}}, options("gradient", 100));
+  EXPECT_EQ(all.run().back().total, 100u);
+  EXPECT_FALSE(all.out_of_time());
+}
+
 TEST(TaskScheduler, BadOptionsAreTypedErrors) {
   CurveTuner a(1, 0.1, 10);
   auto expect_invalid = [&](TaskSchedulerOptions o, std::vector<ScheduledTask> tasks) {
@@ -155,6 +195,11 @@ TEST(TaskScheduler, BadOptionsAreTypedErrors) {
   TaskSchedulerOptions bad_alpha = options("gradient", 10);
   bad_alpha.alpha = 1.5;
   expect_invalid(bad_alpha, one);
+  TaskSchedulerOptions bad_budget = options("gradient", 10);
+  bad_budget.time_budget_s = -1;
+  expect_invalid(bad_budget, one);
+  bad_budget.time_budget_s = std::numeric_limits<double>::infinity();
+  expect_invalid(bad_budget, one);
   expect_invalid(options("gradient", 10), {});
   expect_invalid(options("gradient", 10), {{"a", 0, 1, "g", &a}});
   expect_invalid(options("gradient", 10), {{"a", 1, 1, "g", nullptr}});
