@@ -7,7 +7,7 @@
 // and QGemm kernels).
 //
 //   build/bench/model_vs_ort [--models resnet18,mobilenetv2,bert_layer] [--threads 1,2]
-//                            [--int8-models resnet18_qdq] [--trials 4000] [--time-budget 9]
+//                            [--int8-models resnet18_qdq] [--trials 4000] [--time-budget 7]
 //                            [--flush-cache bert_layer] [--db-dir DIR] [--rounds 15] [--runs 4]
 //
 // The budget is --trials new configs or --time-budget minutes of search, whichever ends first
@@ -21,15 +21,17 @@
 // weights, activations hot from the layer before) lost with it: 1.74-1.85 ms against 1.56.
 //
 // Prints per model and thread count: ktune's and ONNX Runtime's median latency, their ratio,
-// the outputs' max difference relative to ONNX Runtime's magnitude, and tune-model's estimate
-// against the measured latency (run/est) at the thread count tune-model measured at (all CPUs):
-// the estimate is the built model's kernels timed one by one in the model's order, back to back,
-// so run/est divides the linked program's median of back-to-back runs ("steady") by it, not the
-// interleaved median (whose runs follow a pause and ONNX Runtime's runs, with cold caches and
-// sleeping workers); run/alone compares the steady median with the tuned kernels timed alone
-// (warm caches) plus the layout and generated ones. Two-thread figures depend on where the host
-// placed the VM's vCPUs: the inter-core round trip is printed before and after each model's
-// two-thread rounds (bench/core_latency.h).
+// the outputs' max difference relative to ONNX Runtime's magnitude, the linked program's median
+// of back-to-back runs ("steady") and the estimate of it: tune-model's estimate (the built model's
+// kernels timed one by one in the model's order, summed) taken again in every round by `ktune run
+// --serve` on the same log, right after the steady runs, so that run/est compares what the
+// estimate counts with what the linked program runs and not two moments of the host (a two-thread
+// run on this VM moves by 10-20% as the host moves its vCPUs: the inter-core round trip is printed
+// before and after each model's two-thread rounds, bench/core_latency.h). run/alone compares the
+// steady median with the tuned kernels timed alone (warm caches, as tuning times them) plus the
+// layout and generated ones, at the thread count tune-model ran at. After each model: tune-model's
+// wall time and trials, and its own estimate and run at the end of tuning.
+// The line run_over_estimate gives the range of run/est over the models and thread counts.
 // Then model_over_ort_int8, the geometric mean of ktune latency / ONNX Runtime latency over the
 // quantized models and thread counts. Last line: model_over_ort, the same over every float model
 // and thread count (below 1: ktune faster).
@@ -95,6 +97,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 // A child process that answers a line "N" on stdin with N run times (ms) on one line of stdout.
+// (`ktune run --serve` answers with N layer-by-layer runs' sums.)
 class Peer {
  public:
   explicit Peer(const std::vector<std::string>& argv) {
@@ -128,6 +131,12 @@ class Peer {
     std::fclose(from_);
     int status;
     ::waitpid(pid_, &status, 0);
+  }
+  // For `ktune run --serve`: the thread count of the runs that follow.
+  void threads(int t) {
+    std::fprintf(to_, "threads %d\n", t);
+    std::fflush(to_);
+    if (line() != "ok") std::exit(1);
   }
   std::vector<double> time(int runs) {
     std::fprintf(to_, "%d\n", runs);
@@ -211,7 +220,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> int8_models = {"resnet18_qdq"};
   std::vector<int> threads = {1, 2};
   int trials = 4000, rounds = 15, runs = 4;
-  double time_budget_min = 9;
+  double time_budget_min = 7;
   std::string db_dir = "model_vs_ort_logs";
   std::vector<std::string> flushed = {"bert_layer"};
   for (int i = 1; i < argc; ++i) {
@@ -271,6 +280,7 @@ int main(int argc, char** argv) {
   double log_sum = 0, int8_log_sum = 0;
   int count = 0, int8_count = 0;
   std::map<int, std::pair<double, int>> by_threads;  // log sum and count per thread count
+  std::vector<double> run_over_estimate;             // per model and thread count
   std::vector<std::string> all = models;
   all.insert(all.end(), int8_models.begin(), int8_models.end());
   for (const std::string& m : all) {
@@ -281,22 +291,23 @@ int main(int argc, char** argv) {
       continue;
     }
     const std::string db = (fs::path(db_dir) / (m + ".db")).string();
-    // Tune with the budget into a new log; a log from an earlier run is reused (one more trial
-    // only, for tune-model's estimate of what the log ships).
+    // Tune with the budget into a new log; a log from an earlier run is reused as it is.
     const bool reuse = fs::exists(db);
     const bool flush = std::find(flushed.begin(), flushed.end(), m) != flushed.end();
     const auto start = std::chrono::steady_clock::now();
     const std::string tuned =
-        run(quote(ktune) + " tune-model " + quote(onnx) + " --db " + quote(db) + " --trials " +
-            std::to_string(reuse ? 1 : trials) +
-            (reuse ? "" : " --time-budget " + fmt::format("{}", time_budget_min)) +
-            (flush ? " --flush-cache" : "") + " --no-libraries --json 2>/dev/null");
+        reuse ? "{}"
+              : run(quote(ktune) + " tune-model " + quote(onnx) + " --db " + quote(db) +
+                    " --trials " + std::to_string(trials) + " --time-budget " +
+                    fmt::format("{}", time_budget_min) + (flush ? " --flush-cache" : "") +
+                    " --no-libraries --json 2>/dev/null");
     const double tune_min =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
     const nlohmann::json summary = nlohmann::json::parse(tuned.substr(tuned.find('{')));
-    const double estimate_ms = summary.value("estimated_s", 0.0) * 1e3;
-    const double alone_ms =
-        summary.value("built_model", nlohmann::json::object()).value("tuned_kernels_s", 0.0) * 1e3;
+    const nlohmann::json built = summary.value("built_model", nlohmann::json::object());
+    const double tune_estimate_ms = summary.value("estimated_s", 0.0) * 1e3;
+    const double tune_run_ms = built.value("measured_s", 0.0) * 1e3;
+    const double alone_ms = built.value("tuned_kernels_s", 0.0) * 1e3;
     const fs::path dir = work / m;
     fs::create_directories(dir);
     run(quote(ktune) + " build --model " + quote(onnx) + " --db " + quote(db) + " --name " + m +
@@ -319,25 +330,31 @@ int main(int argc, char** argv) {
     std::ofstream(in_path, std::ios::binary)
         .write(reinterpret_cast<const char*>(input.data()), elements * 4);
 
+    // tune-model's estimate taken again in the rounds: `ktune run --serve` builds the same model
+    // from the log in its process and runs it one step at a time.
+    Peer e({ktune, "run", onnx, "--db", db, "--input-file", in_path, "--serve"});
     for (int t : threads) {
       const double trip_before = t > 1 ? ktune::bench::core_round_trip_ns() : 0;
       const std::string ours = (dir / "ktune.out").string(), theirs = (dir / "ort.out").string();
       Peer k({(dir / "main").string(), in_path, ours, std::to_string(t)});
       Peer o({"node", std::string(KTUNE_SOURCE_DIR) + "/scripts/ort-run.js", onnx, in_path, theirs,
               "--threads", std::to_string(t), "--serve"});
+      e.threads(t);
       k.time(runs);  // warm-up
       o.time(runs);
-      std::vector<double> kt, ot, steady_runs;
+      e.time(runs);
+      std::vector<double> kt, ot, steady_runs, estimates;
       // A pause after each batch: ONNX Runtime's intra-op workers keep spinning after a run (and
       // ktune's for 200 us), and spinning threads of one peer would take the CPUs the other's
       // threads need.
       auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); };
       for (int r = 0; r < rounds; ++r) {
         for (double v : k.time(runs)) kt.push_back(v);
-        // Then as many back to back (warm, ONNX Runtime idle), as tune-model timed the kernels for
-        // its estimate: taken in every round, so a slow minute of the host weighs on both medians
-        // alike instead of on a block of its own.
+        // Then as many back to back (warm, ONNX Runtime idle), as the estimate times the kernels:
+        // taken in every round, so a slow minute of the host weighs on both medians alike instead
+        // of on a block of its own; the estimate's layer-by-layer runs right after.
         for (double v : k.time(runs)) steady_runs.push_back(v);
+        for (double v : e.time(runs)) estimates.push_back(v);
         pause();
         for (double v : o.time(runs)) ot.push_back(v);
         pause();
@@ -350,15 +367,15 @@ int main(int argc, char** argv) {
       }
       const double err = a.size() == b.size() && max_ref > 0 ? max_diff / max_ref : INFINITY;
       const double km = median(kt), om = median(ot);
-      const double steady = median(steady_runs);
-      // tune-model measures at the runtime's default thread count (every CPU): its estimate is of
-      // a run at that count, and says nothing of the others.
+      const double steady = median(steady_runs), estimate = median(estimates);
+      // tune-model times its kernels alone at the runtime's default thread count (every CPU).
       const bool tuned_count = t == static_cast<int>(std::thread::hardware_concurrency());
       std::cout << fmt::format(
-          "{:<12} {:>3} {:>10.3f} {:>10.3f} {:>8.3f} {:>9.1e} {:>10.3f} {:>10} {:>9} {:>10}\n", m,
-          t, km, om, km / om, err, steady, tuned_count ? fmt::format("{:.3f}", estimate_ms) : "-",
-          tuned_count ? fmt::format("{:.3f}", steady / estimate_ms) : "-",
+          "{:<12} {:>3} {:>10.3f} {:>10.3f} {:>8.3f} {:>9.1e} {:>10.3f} {:>10.3f} {:>9.3f} "
+          "{:>10}\n",
+          m, t, km, om, km / om, err, steady, estimate, steady / estimate,
           tuned_count && alone_ms > 0 ? fmt::format("{:.3f}", steady / alone_ms) : "-");
+      run_over_estimate.push_back(steady / estimate);
       if (t > 1)
         std::cout << fmt::format(
             "{:<12} {:>3} inter-core round trip {:.0f} ns before, {:.0f} after\n", m, t,
@@ -373,15 +390,24 @@ int main(int argc, char** argv) {
       by_threads[t].first += std::log(km / om);
       ++by_threads[t].second;
     }
-    if (reuse)
-      std::cout << fmt::format("{}: tuned by an earlier run ({}; 1 more trial now)\n", m, db);
-    else
+    if (reuse) {
+      std::cout << fmt::format("{}: tuned by an earlier run ({})\n", m, db);
+      continue;
+    }
+    std::cout << fmt::format(
+        "{}: tune-model --trials {} --time-budget {}{} took {:.1f} min ({} trials{})\n", m, trials,
+        time_budget_min, flush ? " --flush-cache" : "", tune_min, summary.value("trials", 0),
+        summary.value("out_of_time", false) ? ", out of time" : "");
+    if (tune_estimate_ms > 0)
       std::cout << fmt::format(
-          "{}: tune-model --trials {} --time-budget {}{} took {:.1f} min ({} trials{})\n", m,
-          trials, time_budget_min, flush ? " --flush-cache" : "", tune_min,
-          summary.value("trials", 0), summary.value("out_of_time", false) ? ", out of time" : "");
+          "{}: tune-model's own estimate {:.3f} ms at {} threads, its run {:.3f} ms ({:.3f})\n", m,
+          tune_estimate_ms, built.value("threads", 0), tune_run_ms, tune_run_ms / tune_estimate_ms);
   }
   fs::remove_all(work);
+  if (!run_over_estimate.empty())
+    std::cout << fmt::format("run_over_estimate from {:.3f} to {:.3f}\n",
+                             *std::min_element(run_over_estimate.begin(), run_over_estimate.end()),
+                             *std::max_element(run_over_estimate.begin(), run_over_estimate.end()));
   if (int8_count > 0)
     std::cout << fmt::format("model_over_ort_int8 {:.3f}\n", std::exp(int8_log_sum / int8_count));
   if (count == 0) return int8_count > 0 ? 0 : 1;

@@ -1,5 +1,6 @@
 // `ktune run model.onnx [--db PATH | --server HOST:PORT --device-key K] [--threads N] [--runs N]
-// [--check | --check-nodes] [--step-threads stored|measure|off]`: the model built as `ktune build
+// [--check | --check-nodes | --serve] [--step-threads stored|measure|off]`: the model built as
+// `ktune build
 // --model` builds it, loaded in this process and timed end to end and per layer, or checked step by
 // step against te's reference.
 #include <unistd.h>
@@ -51,6 +52,7 @@ struct RunCmdOptions {
   double tolerance =
       1e-4;  // --check: max |ktune - ORT| over max |ORT|, per output; --check-nodes: per step
   bool json = false;
+  bool serve = false;  // answer timing requests on stdin instead of timing once
   // The steps' thread counts: "stored" (the log's choice), "measure" (chosen here and now, the log
   // untouched) or "off" (every step on every thread).
   std::string step_threads = "stored";
@@ -131,6 +133,29 @@ std::string step_threads_summary(const tuning_db::StepThreadsRow& row) {
       one == 0 ? " (not faster: every step at every thread)" : "");
 }
 
+// --serve: "ready", then per line of stdin, "threads T" sets the thread count (answers "ok") and
+// "N" runs the model N times one step at a time, answering the N sums of the steps' times in ms on
+// one line: the estimate tune-model takes, for a benchmark to take it in the same rounds as the
+// runs it estimates (a two-thread run on a VM moves by 10-20% as the host moves its vCPUs).
+void serve_layer_timing(deploy::ModelRunner& runner, const deploy::ModelBuffers& buffers) {
+  std::cout << "ready" << std::endl;
+  for (std::string line; std::getline(std::cin, line);) {
+    if (line.rfind("threads ", 0) == 0) {
+      codegen::set_num_threads(std::stoi(line.substr(8)));
+      std::cout << "ok" << std::endl;
+      continue;
+    }
+    const int n = std::stoi(line);
+    std::string answer;
+    for (int i = 0; i < n; ++i) {
+      double sum = 0;
+      for (double s : runner.run_layers(buffers.inputs(), buffers.outputs())) sum += s;
+      answer += fmt::format("{}{:.6f}", i ? " " : "", sum * 1e3);
+    }
+    std::cout << answer << std::endl;
+  }
+}
+
 void run_model(const RunCmdOptions& o) {
   if (o.runs < 1 || o.warmup < 0)
     throw Error(ErrorKind::kInvalidArgument, "--runs must be >= 1 and --warmup >= 0");
@@ -166,6 +191,7 @@ void run_model(const RunCmdOptions& o) {
     if (!o.output_file.empty()) write_file(o.output_file, buffers.output_bytes());
     return;
   }
+  if (o.serve) return serve_layer_timing(runner, buffers);
   const deploy::ModelTiming timing = deploy::time_model(runner, m.plan, buffers, o.warmup, o.runs);
   const std::vector<double>& layer_s = timing.step_s;
   const double layers_total = timing.task_s() + timing.other_s();
@@ -318,7 +344,12 @@ void add_run(CLI::App& app) {
                   "with --check-nodes: per step")
       ->capture_default_str();
   auto* json = cmd->add_flag("--json", o->json, "Print the figures as JSON");
+  auto* serve = cmd->add_flag("--serve", o->serve,
+                              "For benchmarks: print ready, then answer each line of stdin, "
+                              "'threads T' (sets the thread count) or 'N' (N runs one step at a "
+                              "time: the sums of their steps' times in ms, on one line)");
   check_nodes_flag->excludes(check)->excludes(json);
+  serve->excludes(check)->excludes(json)->excludes(check_nodes_flag);
   cmd->callback([o] { run_model(*o); });
 }
 

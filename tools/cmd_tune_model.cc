@@ -173,9 +173,10 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
 // 1.3x their tuned time in the model.) The tuned kernels' own sum is kept beside it. A model that
 // cannot be built says why.
 //
-// At a count above one the steps' thread counts are then chosen (measure_step_threads: each step
+// At a count above one the steps' thread counts are chosen first (measure_step_threads: each step
 // timed in the model's order at that count and at one) and stored in the log, where `build
-// --model` and `ktune run` find them.
+// --model` and `ktune run` find them; the timing is then of the model with that choice, the one
+// a build ships.
 // Rounds of the built model's timing: its estimate is a sum of per-step medians, and with ten
 // the sum of a two-thread BERT layer moved by 8% between runs a minute apart.
 constexpr int kModelRuns = 30;
@@ -194,9 +195,26 @@ void add_built_model(const TuneModelOptions& o, const std::vector<frontend::Inpu
     if (o.model_threads > 0) codegen::set_num_threads(o.model_threads);
     const int threads = codegen::num_threads();
     r.step_threads = threads;
-    const deploy::BuiltModel m = deploy::build_model(r);
-    deploy::ModelRunner runner(m);
+    deploy::BuiltModel m = deploy::build_model(r);
     const deploy::ModelBuffers buffers(m.plan, o.tuning.scheduler.seed);
+    // The steps' thread counts first, so that the estimate is of the model a build ships.
+    if (threads > 1) {
+      deploy::StepThreadsOptions how;
+      how.threads = threads;
+      const tuning_db::StepThreadsRow row = deploy::measure_step_threads(m, buffers, how);
+      tuning_db::StepThreadsStore(db).save(row);
+      m = deploy::with_step_threads(m, row);
+      nlohmann::json one = nlohmann::json::array();
+      for (const auto& s : row.steps)
+        if (s.max_threads == 1)
+          one.push_back({{"layer", s.layer}, {"all_s", s.all_s}, {"one_s", s.one_s}});
+      j["step_threads"] = {{"threads", threads},
+                           {"one_thread", one},
+                           {"capped_s", row.capped_s},
+                           {"uncapped_s", row.uncapped_s},
+                           {"margin", how.margin}};
+    }
+    deploy::ModelRunner runner(m);
     const deploy::ModelTiming t = deploy::time_model(runner, m.plan, buffers, 2, kModelRuns);
     // A task the build runs as a generated kernel instead (a pool on blocked data) leaves the
     // tuned sum; the generated kernel's measured time enters it with the others.
@@ -215,22 +233,7 @@ void add_built_model(const TuneModelOptions& o, const std::vector<frontend::Inpu
                         {"other_kernels_s", t.other_s()},
                         {"tuned_kernels_s", report.tuned_s - replaced_s + t.other_s()},
                         {"threads", threads},
-                        {"step_threads_measured_at", m.step_threads_at}};
-    if (threads > 1) {
-      deploy::StepThreadsOptions how;
-      how.threads = threads;
-      const tuning_db::StepThreadsRow row = deploy::measure_step_threads(m, buffers, how);
-      tuning_db::StepThreadsStore(db).save(row);
-      nlohmann::json one = nlohmann::json::array();
-      for (const auto& s : row.steps)
-        if (s.max_threads == 1)
-          one.push_back({{"layer", s.layer}, {"all_s", s.all_s}, {"one_s", s.one_s}});
-      j["step_threads"] = {{"threads", threads},
-                           {"one_thread", one},
-                           {"capped_s", row.capped_s},
-                           {"uncapped_s", row.uncapped_s},
-                           {"margin", how.margin}};
-    }
+                        {"step_threads_measured_at", threads > 1 ? threads : m.step_threads_at}};
   } catch (const Error& e) {
     j["built_model"] = {{"error", e.what()}};
   }

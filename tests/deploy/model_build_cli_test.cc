@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -224,6 +225,34 @@ TEST_F(ModelBuild, SmallCnnLinkedAndInProcessMatchOnnxRuntime) {
   EXPECT_NE(jit.out.find("latency: median"), std::string::npos) << jit.out;
   std::printf("small_cnn: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked,
               in_process);
+}
+
+// `ktune run --serve` (a benchmark's estimate taken in its own rounds): "ready", then "ok" for a
+// thread count and N positive sums for "N", and the outputs it leaves match ONNX Runtime's.
+TEST_F(ModelBuild, RunServesLayerByLayerTimings) {
+  const std::string onnx = model("small_cnn.onnx");
+  const std::string in = inputs(16 * 16 * 16, 1);
+  const auto served = shell("printf 'threads 1\\n3\\nthreads 2\\n2\\n' | " +
+                            std::string(KTUNE_BINARY) + " run " + quote(onnx) + " --db " +
+                            quote(path("none.db")) + " --input-file " + quote(in) + " --serve");
+  ASSERT_EQ(served.status, 0) << served.out;
+  std::istringstream lines(served.out);
+  std::vector<std::string> got;
+  for (std::string l; std::getline(lines, l);) got.push_back(l);
+  ASSERT_EQ(got.size(), 5u) << served.out;
+  EXPECT_EQ(got[0], "ready");
+  EXPECT_EQ(got[1], "ok");
+  EXPECT_EQ(got[3], "ok");
+  for (const auto& [line, n] : {std::pair{got[2], 3}, std::pair{got[4], 2}}) {
+    std::istringstream numbers(line);
+    int count = 0;
+    for (double ms; numbers >> ms; ++count) EXPECT_TRUE(ms > 0 && std::isfinite(ms)) << line;
+    EXPECT_EQ(count, n) << line;
+  }
+  // Bad input: --serve with --json is refused in one line.
+  const auto both =
+      ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) + " --serve --json", true);
+  EXPECT_NE(both.status, 0);
 }
 
 // A 3x3 stride-1 conv whose Winograd alternative is tuned (and the direct conv not) runs as
