@@ -177,7 +177,7 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
 // timed in the model's order at that count and at one) and stored in the log, where `build
 // --model` and `ktune run` find them; the timing is then of the model with that choice, the one
 // a build ships.
-// Rounds of the built model's timing: its estimate is a sum of per-step medians, and with ten
+// Runs of the built model's timing: its estimate is a sum of per-step medians, and with ten
 // the sum of a two-thread BERT layer moved by 8% between runs a minute apart.
 constexpr int kModelRuns = 30;
 
