@@ -54,4 +54,23 @@ std::vector<int8_t> pack_gemm_b_u8s8(const std::vector<int64_t>& w, int64_t K, i
   return packed;
 }
 
+std::optional<FoldedWeights> fold_zero_points(const std::vector<int64_t>& w, int64_t channels,
+                                              bool channels_first,
+                                              const std::vector<int64_t>& w_zero, int64_t x_zero,
+                                              const std::vector<int64_t>& bias) {
+  const int64_t per_channel = static_cast<int64_t>(w.size()) / channels;
+  FoldedWeights f{w, std::vector<int32_t>(static_cast<size_t>(channels))};
+  std::vector<int64_t> sum(static_cast<size_t>(channels), 0);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const auto k = static_cast<size_t>(channels_first ? static_cast<int64_t>(i) / per_channel
+                                                      : static_cast<int64_t>(i) % channels);
+    if (!w_zero.empty()) f.w[i] -= w_zero[w_zero.size() == 1 ? 0 : k];
+    if (f.w[i] < -128 || f.w[i] > 127) return std::nullopt;
+    sum[k] += f.w[i];
+  }
+  for (size_t k = 0; k < sum.size(); ++k)
+    f.bias[k] = static_cast<int32_t>((bias.empty() ? 0 : bias[k]) - x_zero * sum[k]);
+  return f;
+}
+
 }  // namespace ktune::deploy

@@ -86,7 +86,11 @@ ModelPlan Planner::run() {
     quantized_max_pool_at_[p.node] = &p;
     absorb(p.node, {p.dequantize, p.quantize});
   }
-  for (const auto& p : tasks_.quantized_global_pools) quantized_global_pool_at_[p.node] = &p;
+  for (const auto& p : tasks_.quantized_global_pools) {
+    quantized_global_pool_at_[p.node] = &p;
+    absorb(p.node, p.prologue);
+    absorb(p.node, p.epilogue);
+  }
   // A DequantizeLinear of a constant is a constant (with_folded_dequantize): no kernel.
   for (size_t i = 0; i < g_.nodes.size(); ++i)
     if (g_.nodes[i].op == "DequantizeLinear" && constants_.count(g_.nodes[i].outputs.at(0)))

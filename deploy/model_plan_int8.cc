@@ -28,9 +28,11 @@ void Planner::bind_quantized(PlanStep& s, const frontend::Node& anchor,
   const bool channels_first = q->conv || q->nt;
   const int64_t channels = w.shape.at(channels_first ? 0 : 1);
   const int64_t per_channel = product(w.shape) / channels;
-  if (!q->weight_zero_point.empty())
-    for (int64_t z : integer_constant(anchor, q->weight_zero_point).i64)
-      if (z != 0) throw unsupported(anchor, "the weights' zero point is not 0");
+  const std::vector<int64_t> no_zero;
+  const std::vector<int64_t>& zw =
+      q->weight_zero_point.empty() ? no_zero : integer_constant(anchor, q->weight_zero_point).i64;
+  if (zw.size() > 1 && static_cast<int64_t>(zw.size()) != channels)
+    throw unsupported(anchor, "a weight zero point of another channel count");
   const auto value = [&](const std::string& t) { return scalar_constant(anchor, t); };
   const int64_t zx = q->data_zero_point.empty() ? 0 : std::llround(value(q->data_zero_point));
   const float sx = static_cast<float>(value(q->data_scale));
@@ -52,28 +54,26 @@ void Planner::bind_quantized(PlanStep& s, const frontend::Node& anchor,
                                                   : &integer_constant(anchor, q->bias).i64;
   if (b && static_cast<int64_t>(b->size()) != channels)
     throw unsupported(anchor, "a bias of another channel count");
-  std::vector<int64_t> sum(static_cast<size_t>(channels), 0);
-  for (size_t i = 0; i < w.i64.size(); ++i)
-    sum[static_cast<size_t>(channels_first ? static_cast<int64_t>(i) / per_channel
-                                           : static_cast<int64_t>(i) % channels)] += w.i64[i];
-  std::vector<int32_t> bias(sum.size());
-  std::vector<float> scale(sum.size());
-  for (size_t k = 0; k < sum.size(); ++k) {
-    bias[k] = static_cast<int32_t>((b ? (*b)[k] : 0) - zx * sum[k]);
-    scale[k] = sx * sw[sw.size() == 1 ? 0 : k] / sy;
-  }
+  // The kernel runs on the weights less their zero point (exact when they fit int8, which
+  // find_quantized_ops checked from their range) with both zero points folded into the bias.
+  const std::optional<FoldedWeights> folded =
+      fold_zero_points(w.i64, channels, channels_first, zw, zx, b ? *b : no_zero);
+  if (!folded) throw unsupported(anchor, "a weight minus its zero point is past int8");
+  const std::vector<int32_t>& bias = folded->bias;
+  std::vector<float> scale(bias.size());
+  for (size_t k = 0; k < scale.size(); ++k) scale[k] = sx * sw[sw.size() == 1 ? 0 : k] / sy;
   // A conv's data and output are channel-blocked (16 output channels per block; a depthwise
   // conv's data in blocks of 16 too); a matrix product's are rows in ONNX's layout.
   const int64_t icb = q->depthwise ? kInt8Block : q->conv ? s.task->args().get_int("ic_block") : 0;
   const int64_t out_block = q->conv ? kInt8Block : 0;
   std::vector<int8_t> packed;
   if (q->depthwise)
-    packed = pack_depthwise_u8s8(w.i64, channels, w.shape.at(2), w.shape.at(3));
+    packed = pack_depthwise_u8s8(folded->w, channels, w.shape.at(2), w.shape.at(3));
   else if (q->conv)
-    packed = pack_conv_u8s8(w.i64, channels, w.shape.at(1), w.shape.at(2), w.shape.at(3), icb,
+    packed = pack_conv_u8s8(folded->w, channels, w.shape.at(1), w.shape.at(2), w.shape.at(3), icb,
                             s.task->args().get_int("C"));
   else
-    packed = pack_gemm_b_u8s8(w.i64, per_channel, channels, q->nt);
+    packed = pack_gemm_b_u8s8(folded->w, per_channel, channels, q->nt);
   // The epilogue's per-channel inputs, zero past the last channel of a padded block.
   const auto padded = [](auto v, const te::Tensor& a) {
     v.resize(static_cast<size_t>(a.num_elements()));
@@ -84,7 +84,8 @@ void Planner::bind_quantized(PlanStep& s, const frontend::Node& anchor,
     if (n == "I" || n == "A")
       s.args.push_back(form(q->data, icb));
     else if (n == "W" || n == "B")
-      s.args.push_back(weight(q->weight + "@packed", a.shape(), packed, te::Int(8)));
+      s.args.push_back(
+          weight(q->weight + "@packed" + q->weight_zero_point, a.shape(), packed, te::Int(8)));
     else if (n == "bias")
       s.args.push_back(weight(anchor.name + "@bias", a.shape(), padded(bias, a), te::Int(32)));
     else if (n == "scale")
@@ -234,6 +235,8 @@ void Planner::plan_quantized_global_pool(const frontend::QuantizedGlobalAverageP
   pool.y_zero = static_cast<int32_t>(value(p.out_zero_point));
   PlanStep s;
   s.layer = n.name;
+  for (size_t k : p.prologue) s.layer = g_.nodes[k].name + "+" + s.layer;
+  for (size_t k : p.epilogue) s.layer += "+" + g_.nodes[k].name;
   s.kind = "pool";
   s.symbol = symbol("global_average_pool_u8_nchwc");
   s.func = global_average_pool_u8(s.symbol, pool);

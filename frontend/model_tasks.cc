@@ -117,9 +117,15 @@ class Extractor {
           "max_pool_u8"};
       for (size_t n : {p.node, p.dequantize, p.quantize}) fuser_.exclude(n);
     }
-    for (const QuantizedGlobalAveragePool& p : quantized_.global_pools)
-      generated_at_[p.node] = {"uint8 global average pool (QLinearGlobalAveragePool)",
+    for (const QuantizedGlobalAveragePool& p : quantized_.global_pools) {
+      generated_at_[p.node] = {g_.nodes[p.node].op == "QLinearGlobalAveragePool"
+                                   ? "uint8 global average pool (QLinearGlobalAveragePool)"
+                                   : "uint8 global average pool (between DequantizeLinear and "
+                                     "QuantizeLinear)",
                                "global_average_pool_u8"};
+      for (size_t n : p.prologue) fuser_.exclude(n);
+      for (size_t n : p.epilogue) fuser_.exclude(n);
+    }
     // A LayerNorm stays whole: no anchor takes its nodes into an epilogue.
     for (size_t k = 0; k < layer_norms_.size(); ++k)
       for (size_t n : layer_norms_[k].nodes) {

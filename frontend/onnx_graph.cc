@@ -2,6 +2,7 @@
 // Graph.
 #include "frontend/onnx_graph.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
@@ -228,6 +229,22 @@ std::optional<std::vector<double>> small_values(const onnx::TensorProto& t) {
   return out;
 }
 
+// The least and greatest element of an int8 or uint8 tensor with data in the model, else nullopt.
+std::optional<std::pair<int64_t, int64_t>> byte_range(const onnx::TensorProto& t) {
+  const bool s8 = t.data_type() == onnx::TensorProto::INT8;
+  if ((!s8 && t.data_type() != onnx::TensorProto::UINT8) ||
+      t.data_location() == onnx::TensorProto::EXTERNAL)
+    return std::nullopt;
+  std::vector<int64_t> v;
+  if (t.has_raw_data())
+    for (char c : t.raw_data()) v.push_back(s8 ? static_cast<int8_t>(c) : static_cast<uint8_t>(c));
+  else
+    v.assign(t.int32_data().begin(), t.int32_data().end());
+  if (v.empty()) return std::nullopt;
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return std::pair{*lo, *hi};
+}
+
 Attribute attribute_of(const onnx::AttributeProto& a) {
   Attribute out;
   if (a.has_i()) out.ints.push_back(a.i());
@@ -327,6 +344,7 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
     graph.shapes[init.name()] = std::vector<int64_t>(init.dims().begin(), init.dims().end());
     if (const std::string t = type_name(init.data_type()); !t.empty()) graph.types[init.name()] = t;
     if (auto v = small_values(init)) graph.values[init.name()] = std::move(*v);
+    if (auto r = byte_range(init)) graph.byte_ranges[init.name()] = *r;
   }
   if (set_input_shapes(path, *model.mutable_graph(), graph.constants, inputs)) {
     // Shapes stored for the old input would contradict the new ones: inference recomputes them.
@@ -375,6 +393,7 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
         if (node.outputs.size() != 1) break;
         if (a.name() == "value" && a.has_t()) {
           if (auto v = small_values(a.t())) graph.values[node.outputs[0]] = std::move(*v);
+          if (auto r = byte_range(a.t())) graph.byte_ranges[node.outputs[0]] = *r;
         } else if (a.name() == "value_float" && a.has_f()) {
           graph.values[node.outputs[0]] = {a.f()};
         }

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ktune::frontend {
@@ -53,6 +54,9 @@ struct Graph {
   // as Clip's bounds, which a fused epilogue takes as arguments), as doubles.
   std::map<std::string, std::vector<double>> values;
   static constexpr int64_t kMaxValueElements = 16;
+  // The least and greatest element of each int8 or uint8 initializer (quantized weights, zero
+  // points): whether weights minus their zero point fit int8 without reading the weights.
+  std::map<std::string, std::pair<int64_t, int64_t>> byte_ranges;
   // The shape of each tensor shape inference could resolve; a dimension it could not resolve
   // is -1. Tensors without any shape information are absent.
   std::map<std::string, std::vector<int64_t>> shapes;

@@ -7,6 +7,8 @@
 #include <set>
 #include <tuple>
 
+#include "support/error.h"
+
 namespace ktune::frontend {
 namespace {
 
@@ -62,6 +64,8 @@ class Matcher {
         if (auto add = describe_add(i)) found.adds.push_back(std::move(*add));
       } else if (n.op == "MaxPool") {
         if (auto pool = describe_max_pool(i)) found.max_pools.push_back(*pool);
+      } else if (n.op == "GlobalAveragePool") {
+        if (auto pool = describe_global_pool(i)) found.global_pools.push_back(std::move(*pool));
       }
     }
     return found;
@@ -260,6 +264,30 @@ class Matcher {
     return "";
   }
 
+  // DQ(x uint8) -> GlobalAveragePool -> Q(uint8) of 4-D data, every scale and zero point a
+  // per-tensor constant (else the pool runs in float32 between them).
+  std::optional<QuantizedGlobalAveragePool> describe_global_pool(size_t i) const {
+    const Node& n = g_.nodes[i];
+    const auto d = uint8_dequantize(n.inputs.at(0));
+    const auto x = d ? g_.shape(g_.nodes[*d].inputs.at(0)) : std::nullopt;
+    if (!x || x->size() != 4 || n.outputs.size() != 1) return std::nullopt;
+    const auto qn = uint8_quantize_of(n.outputs.at(0));
+    if (!qn) return std::nullopt;
+    const Node& dq = g_.nodes[*d];
+    const Node& q = g_.nodes[*qn];
+    QuantizedGlobalAveragePool p;
+    p.node = i;
+    if (only_reader(n.inputs.at(0))) p.prologue.push_back(*d);
+    p.epilogue.push_back(*qn);
+    p.data = dq.inputs.at(0);
+    p.data_scale = input(dq, 1);
+    p.data_zero_point = input(dq, 2);
+    p.out_scale = input(q, 1);
+    p.out_zero_point = input(q, 2);
+    p.output = q.outputs.at(0);
+    return p;
+  }
+
   // The value of a per-tensor scale or zero point ("" reads as 0).
   double value(const std::string& tensor) const {
     return tensor.empty() ? 0.0 : g_.values.at(tensor).front();
@@ -317,6 +345,54 @@ class Matcher {
            scales == (*wshape)[static_cast<size_t>(axis)];
   }
 
+  // The element count of a tensor of known shape, else -1.
+  int64_t elements(const std::string& tensor) const {
+    const auto s = g_.shape(tensor);
+    if (!s) return -1;
+    int64_t n = 1;
+    for (int64_t d : *s) n *= d;
+    return n;
+  }
+
+  // "" when every weight minus its zero point fits int8, so that the model build runs the int8
+  // kernel on w - z_w (exact: sum (x - z_x)(w - z_w) is then the kernel's sum with the data's
+  // zero point folded into the bias as today), else why not. Decided from the ranges of the
+  // weights and of the zero points (per tensor or per output channel): u8 weights of zero point
+  // 128 always fit. Throws Error(kInvalidArgument) naming the node for a zero point that is not
+  // of the weights' type or of the scale's extent.
+  std::string weight_zero_point_fits(const QuantizedOp& q) const {
+    const Node& n = g_.nodes[q.node];
+    const std::string wtype = g_.type(q.weight);
+    std::pair<int64_t, int64_t> zr{0, 0};
+    if (!q.weight_zero_point.empty()) {
+      const std::string& z = q.weight_zero_point;
+      const auto bad = [&](const std::string& why) {
+        return Error(
+            ErrorKind::kInvalidArgument,
+            "node '" + n.name + "' (" + n.op + "): the weights' zero point '" + z + "' " + why);
+      };
+      if (g_.type(z) != wtype)
+        throw bad("is " + (g_.type(z).empty() ? std::string("of unknown type") : g_.type(z)) +
+                  ", not " + wtype + " as the weights");
+      const int64_t count = elements(z);
+      if (count != 1 && count != elements(q.weight_scale))
+        throw bad("has " + std::to_string(count) + " elements, the scale " +
+                  std::to_string(elements(q.weight_scale)));
+      const auto r = g_.byte_ranges.find(z);
+      if (!g_.constants.count(z) || r == g_.byte_ranges.end())
+        return "the weights' zero point is not a constant";
+      zr = r->second;
+    }
+    const auto w = g_.byte_ranges.find(q.weight);
+    if (w == g_.byte_ranges.end()) return "the weights' values are not in the model";
+    const int64_t lo = w->second.first - zr.second, hi = w->second.second - zr.first;
+    if (lo < -128 || hi > 127)
+      return "the weights minus their zero point span [" + std::to_string(lo) + ", " +
+             std::to_string(hi) +
+             "], past int8 (the input window sums such weights need are not built)";
+    return "";
+  }
+
   // "" when the described tensors are what the int8 kernel computes with, else why not.
   std::string check(const QuantizedOp& q) const {
     const Node& n = g_.nodes[q.node];
@@ -325,13 +401,12 @@ class Matcher {
       return "the data's scale or zero point is not one value (per-axis data)";
     const auto wshape = g_.shape(q.weight);
     const size_t rank = q.conv ? 4 : 2;
-    if (!g_.constants.count(q.weight) || g_.type(q.weight) != "int8" || !wshape ||
+    const std::string wtype = g_.type(q.weight);
+    if (!g_.constants.count(q.weight) || (wtype != "int8" && wtype != "uint8") || !wshape ||
         wshape->size() != rank)
-      return std::string("the weights are not a ") + (q.conv ? "4-D" : "2-D") + " int8 constant";
-    // Zero points past Graph::kMaxValueElements are checked by the model build.
-    if (auto z = g_.values.find(q.weight_zero_point); z != g_.values.end())
-      for (double v : z->second)
-        if (v != 0) return "the weights' zero point is not 0";
+      return std::string("the weights are not a ") + (q.conv ? "4-D" : "2-D") +
+             " int8 or uint8 constant";
+    if (std::string why = weight_zero_point_fits(q); !why.empty()) return why;
     if (!q.bias.empty() &&
         (!g_.constants.count(q.bias) || g_.type(q.bias) != (q.float_bias ? "float32" : "int32")))
       return "the bias is neither a dequantized int32 constant nor a float32 constant";

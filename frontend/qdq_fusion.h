@@ -16,7 +16,8 @@
 namespace ktune::frontend {
 
 // The arithmetic ONNX Runtime runs in int8 (QLinearConv, QLinearMatMul, QGemm): per-tensor uint8
-// data, int8 constant weights with zero point 0 and one scale or one per output channel, an
+// data, int8 or uint8 constant weights with a zero point and a scale per tensor or per output
+// channel (weights minus zero point within int8: the model build subtracts it), an
 // optional int32 bias in the scale s_data * s_weight, output requantized to uint8 or int8 per
 // tensor.
 // Two forms describe it:
@@ -35,7 +36,7 @@ struct QuantizedOp {
   std::vector<size_t> epilogue;  // [Relu,] QuantizeLinear, in order (QDQ)
   bool relu = false;
   std::string data, data_scale, data_zero_point;        // the uint8 activation; zero point "" = 0
-  std::string weight, weight_scale, weight_zero_point;  // int8 constant
+  std::string weight, weight_scale, weight_zero_point;  // int8 or uint8 constant; "" = 0
   // int32 constant [channels] in the scale data_scale * weight_scale ("" = none), or with
   // float_bias a float32 constant (a QDQ Conv or Gemm whose bias is no DequantizeLinear output),
   // which the int8 kernel takes rounded to that scale.
@@ -70,10 +71,13 @@ struct QuantizedMaxPool {
   std::string output;  // uint8
 };
 
-// com.microsoft QLinearGlobalAveragePool of uint8 NCHW data (channels_last = 0), per tensor: the
-// spatial mean of the dequantized data, quantized.
+// The spatial mean of dequantized uint8 NCHW data, quantized to uint8, per tensor. Two forms:
+//   QDQ:       DQ(x uint8) -> GlobalAveragePool -> QuantizeLinear (uint8)
+//   QOperator: com.microsoft QLinearGlobalAveragePool (channels_last = 0)
 struct QuantizedGlobalAveragePool {
-  size_t node = 0;
+  size_t node = 0;               // the GlobalAveragePool or QLinearGlobalAveragePool
+  std::vector<size_t> prologue;  // the DequantizeLinear when only the pool reads it (QDQ)
+  std::vector<size_t> epilogue;  // the QuantizeLinear (QDQ)
   std::string data, data_scale, data_zero_point;  // zero point "" = 0
   std::string out_scale, out_zero_point;
   std::string output;  // uint8 [N, C, 1, 1]

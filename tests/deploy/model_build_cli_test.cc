@@ -476,6 +476,33 @@ TEST_F(ModelBuild, ContribQLinearAddAndGlobalPoolMatchOnnxRuntime) {
               static_cast<long long>(jit.apart), jit.step, jit.worst);
 }
 
+// qdq_zp and qop_zp: weights with zero points other than 0 (uint8 of zero point 128, int8 and uint8
+// with one per channel) as int8 kernels on the weights less their zero point; in qdq_zp also a
+// uint8 DQ -> GlobalAveragePool -> Q and a conv whose uint8 weights leave int8 of their zero point
+// (float32). Through `ktune run`, `--check-nodes` and the linked program: the output (the
+// matrix product's uint8 output dequantized) within one step of ONNX Runtime's, on at most 2 of
+// its 24 elements.
+TEST_F(ModelBuild, WeightZeroPointsRunInt8AndMatchOnnxRuntime) {
+  for (const char* name : {"qdq_zp.onnx", "qop_zp.onnx"}) {
+    const std::string onnx = model(name);
+    const std::string in = inputs(8 * 8 * 8, 10);
+    const std::vector<float> ref = ort(onnx, in);
+    ASSERT_EQ(ref.size(), 24u) << name;
+    const Steps jit = steps_apart(run_in_process(onnx, in), ref);
+    expect_steps_match_references(onnx);
+    const Steps linked = steps_apart(run_linked(onnx, in), ref);
+    for (const Steps& s : {jit, linked}) {
+      EXPECT_LE(s.worst, 1.01) << name;
+      EXPECT_LE(s.apart, 2) << name;
+    }
+    std::printf(
+        "%s: %lld (in process) and %lld (linked) of 24 outputs one step (%.4f) from ONNX "
+        "Runtime's, max %.2f and %.2f steps\n",
+        name, static_cast<long long>(jit.apart), static_cast<long long>(linked.apart), jit.step,
+        jit.worst, linked.worst);
+  }
+}
+
 // qdq_per_axis: the input quantized and dequantized per channel (generated kernels reading their
 // scales and zero points per channel), then DQ(w) -> Conv -> Relu -> Q -> DQ, whose data is not the
 // int8 kernel's per-tensor data: `ktune tasks` says why the conv runs in float32, and `ktune run`
@@ -641,6 +668,9 @@ TEST_F(ModelBuild, BadInputIsOneLineAndWritesNothing) {
       {"not_onnx.onnx", "", "not an ONNX model"},
       {"truncated.onnx", "", "truncated.onnx"},
       {"small_cnn.onnx", " --name 9lives", "not a C identifier"},
+      // A weight zero point of int8 for uint8 weights, and of 3 values for 16 channels.
+      {"qop_zp_type.onnx", "", "qlinearconv_"},
+      {"qop_zp_shape.onnx", "", "node 'qlinearconv_"},
   };
   for (const Case& c : cases) {
     const auto r = ktune("build --model " + quote(model(c.model)) + c.extra + " --db " +

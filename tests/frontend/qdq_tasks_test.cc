@@ -212,6 +212,72 @@ TEST(QdqTasks, SmallQopRunsEveryQLinearOperatorInInt8) {
   EXPECT_EQ(last.key(), "matmul_u8s8s32(M=1,N=24,K=32,out=u8,scale=per_channel,relu=0)");
 }
 
+// Weights with zero points other than 0: uint8 of zero point 128 and int8 and uint8 with a zero
+// point per channel are int8 tasks (the model build subtracts the zero point); uint8 weights over
+// [0, 255] of another zero point run in float32 and say why; DQ -> GlobalAveragePool -> Q is a
+// uint8 pool that absorbs both.
+TEST(QdqTasks, WeightZeroPointsRunInInt8WhereTheyFit) {
+  const Graph g = load_onnx(model("qdq_zp.onnx"));
+  const ModelTasks m = extract_tasks(g, avx512());
+  ASSERT_EQ(m.quantized.size(), 3u);
+  EXPECT_EQ(g.type(m.quantized[0].weight), "uint8");
+  EXPECT_EQ(g.type(m.quantized[1].weight), "int8");
+  EXPECT_EQ(g.type(m.quantized[2].weight), "uint8");
+  std::map<std::string, int64_t> by_template;
+  for (const TaskOccurrence& occ : m.occurrences) {
+    const ModelTask& t = m.tasks[occ.task];
+    ++by_template[t.template_name];
+    EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
+    if (t.template_name == "conv2d_nchwc") {
+      EXPECT_EQ(t.note.rfind("float32, not int8: the weights minus their zero point span [", 0), 0u)
+          << t.note;
+    }
+  }
+  EXPECT_EQ(by_template,
+            (std::map<std::string, int64_t>{
+                {"conv2d_nchwc", 1}, {"conv2d_nchwc_u8s8s32", 2}, {"matmul_u8s8s32", 1}}));
+  ASSERT_EQ(m.quantized_global_pools.size(), 1u);
+  const QuantizedGlobalAveragePool& pool = m.quantized_global_pools.front();
+  ASSERT_EQ(pool.prologue.size(), 1u);
+  ASSERT_EQ(pool.epilogue.size(), 1u);
+  EXPECT_EQ(g.nodes[pool.prologue[0]].op, "DequantizeLinear");
+  EXPECT_EQ(g.nodes[pool.epilogue[0]].op, "QuantizeLinear");
+  EXPECT_EQ(g.type(pool.data), "uint8");
+  EXPECT_EQ(generated(m, "GlobalAveragePool"),
+            (std::map<std::string, int64_t>{{"global_average_pool_u8", 1}}));
+}
+
+// The QOperator form of the same zero points: every QLinear operator an int8 task.
+TEST(QdqTasks, QOperatorWeightZeroPointsRunInInt8) {
+  const Graph g = load_onnx(model("qop_zp.onnx"));
+  const ModelTasks m = extract_tasks(g, avx512());
+  ASSERT_EQ(m.quantized.size(), 3u);
+  for (const auto& u : m.unsupported)
+    EXPECT_EQ(u.op.rfind("QLinear", 0), std::string::npos) << u.op << ": " << u.reason;
+  for (const TaskOccurrence& occ : m.occurrences) {
+    const ModelTask& t = m.tasks[occ.task];
+    if (g.nodes[occ.node].op == "GlobalAveragePool") continue;
+    EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
+    EXPECT_NE(t.template_name.find("u8s8s32"), std::string::npos) << t.key();
+  }
+}
+
+// A weight zero point of 3 values for 16 output channels: one error naming the node.
+TEST(QdqTasks, WeightZeroPointOfTheWrongShapeIsAnError) {
+  const Graph g = load_onnx(model("qop_zp_shape.onnx"));
+  try {
+    extract_tasks(g, avx512());
+    FAIL() << "took a weight zero point of 3 values for 16 channels";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("(QLinearConv): the weights' zero point"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("has 3 elements, the scale 16"), std::string::npos)
+        << e.what();
+  }
+}
+
 // ONNX Runtime's contrib operators QLinearAdd and QLinearGlobalAveragePool (domain com.microsoft)
 // load with their shapes and are generated uint8 kernels.
 TEST(QdqTasks, ContribQLinearAddAndGlobalPoolAreGenerated) {
