@@ -1,18 +1,23 @@
-// Benchmark: given configs of one workload, built and timed interleaved on ONE thread in this
-// process (rounds of at least 2 ms, median), each checked against the reference from NaN-filled
-// outputs. For comparing schedules a space offers (is form A faster than form B?) without the
-// tuner's sampling in the way. With --library, the library's operator for the task
-// (baselines::library_op, one thread) runs in the same rounds and each config also gets its ratio
-// to it. Prints one row per config and, last, `config_race_best <index>`.
+// Benchmark: given configs of one workload, built and timed interleaved in this process (one
+// thread: rounds of at least 2 ms; --threads N > 1: the task's space for N cores, rounds paced as
+// in the library races, baselines::race_pacing; median), each checked against the reference from
+// NaN-filled outputs. For comparing schedules a space offers (is form A faster than form B?)
+// without the tuner's sampling in the way. --fallback races the task's fallback config (for the
+// same cores) as config 0. With --library, the library's operator for the task
+// (baselines::library_op, at the same threads) runs in the same rounds and each config also gets
+// its ratio to it. Prints one row per config and, last, `config_race_best <index>`.
 //
-// Usage: config_race [--rounds R] [--library] TEMPLATE KEY=VALUE... --config JSON [--config ...]
+// Usage: config_race [--rounds R] [--threads N] [--library] [--fallback] TEMPLATE KEY=VALUE...
+//                    [--config JSON ...]   (at least one config or --fallback)
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "baselines/interleaved.h"
 #include "baselines/library_baseline.h"
 #include "bench/cli.h"
 #include "bench/library_race.h"
@@ -31,18 +36,27 @@ struct Options {
   std::vector<std::string> args;
   std::vector<std::string> configs;
   int rounds = 15;
+  int threads = 1;
   bool library = false;
+  bool fallback = false;
 };
 
 Options parse(int argc, char** argv) {
   Options o;
-  CLI::App app{"Configs of one workload built and timed interleaved on one thread"};
+  CLI::App app{"Configs of one workload built and timed interleaved"};
   app.add_option("template", o.template_name, "Template name")->required();
   app.add_option("args", o.args, "The workload's KEY=VALUE arguments");
-  app.add_option("--config", o.configs, "A config as JSON (repeat for each)")->required();
+  app.add_option("--config", o.configs, "A config as JSON (repeat for each)");
   app.add_option("--rounds", o.rounds, "Interleaved timing rounds")->check(CLI::PositiveNumber);
+  app.add_option("--threads", o.threads, "Threads of the kernels and the library")
+      ->check(CLI::Range(1, 256));
   app.add_flag("--library", o.library, "Race the library's operator in the same rounds");
+  app.add_flag("--fallback", o.fallback, "Race the task's fallback config as config 0");
   bench::parse_or_exit(app, argc, argv);
+  if (o.configs.empty() && !o.fallback) {
+    std::fprintf(stderr, "config_race: give at least one --config or --fallback\n");
+    std::exit(1);
+  }
   return o;
 }
 
@@ -50,13 +64,14 @@ Options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
-    const Options o = parse(argc, argv);
+    Options o = parse(argc, argv);
     const codegen::Target host = codegen::Target::host();
-    const auto traits =
-        schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(), 1);
+    const auto traits = schedule_space::make_target_traits(host.str(), host.triple(),
+                                                           host.vector_bits(), o.threads);
     const auto task = schedule_space::Task::create(
         o.template_name, schedule_space::parse_workload_args(o.template_name, o.args), traits);
-    bench::set_all_threads(1);
+    if (o.fallback) o.configs.insert(o.configs.begin(), task.fallback_config().to_json_string());
+    bench::set_all_threads(o.threads);
     std::vector<codegen::Kernel> kernels;
     for (const std::string& c : o.configs)
       kernels.push_back(bench::load_kernel(task, schedule_space::Config::from_json_string(c)));
@@ -84,15 +99,18 @@ int main(int argc, char** argv) {
     }
     std::optional<baselines::LibraryOp> lib;
     if (o.library) {
-      lib = baselines::library_op(task, 1);
+      lib = baselines::library_op(task, o.threads);
       if (!lib) throw Error(ErrorKind::kUnsupported, "no library operator for " + o.template_name);
-      bench::set_all_threads(1);
+      bench::set_all_threads(o.threads);
       runs.push_back(lib->run);
     }
-    const std::vector<double> s = bench::time_interleaved(runs, o.rounds, 0, 2e-3);
+    const baselines::RoundPacing pacing =
+        o.threads > 1 ? baselines::race_pacing(o.threads) : baselines::RoundPacing{0, 2e-3};
+    const std::vector<double> s =
+        bench::time_interleaved(runs, o.rounds, pacing.settle_s, pacing.min_round_s);
     if (status != 0) throw Error(ErrorKind::kRun, "a kernel returned an error");
-    std::printf("%s, 1 thread, %d rounds, load average %s\n", task.workload_key().c_str(), o.rounds,
-                bench::load_average().c_str());
+    std::printf("%s, %d thread%s, %d rounds, load average %s\n", task.workload_key().c_str(),
+                o.threads, o.threads > 1 ? "s" : "", o.rounds, bench::load_average().c_str());
     if (lib)
       std::printf("library %9.1f GFLOP/s  %s\n", task.flop() / s.back() * 1e-9,
                   lib->library.c_str());

@@ -60,6 +60,19 @@ uint64_t closest_split(const Knob& knob, const std::vector<int64_t>& inner) {
   return best;
 }
 
+uint64_t widest_split_at_most(const Knob& knob, int64_t cap) {
+  uint64_t best = 0;
+  int64_t best_f = 0;
+  for (uint64_t i = 0; i < knob.size(); ++i) {
+    const int64_t f = knob.entity(i).values.back();
+    if (f <= cap && f > best_f) {
+      best_f = f;
+      best = i;
+    }
+  }
+  return best;
+}
+
 uint64_t closest_int(const Knob& knob, int64_t v) {
   uint64_t best = 0;
   int64_t best_d = std::numeric_limits<int64_t>::max();

@@ -31,6 +31,9 @@ void unroll_if(te::Stage stage, const te::IterVar& loop, bool on);
 // Fallback picking: the candidate of a split knob whose inner factors are closest to `inner`
 // (log distance, ties to the earlier candidate).
 uint64_t closest_split(const Knob& knob, const std::vector<int64_t>& inner);
+// The candidate of a split knob with the largest innermost factor <= cap (ties to the earlier
+// candidate); candidate 0 when none is.
+uint64_t widest_split_at_most(const Knob& knob, int64_t cap);
 // The candidate of an int knob closest to v.
 uint64_t closest_int(const Knob& knob, int64_t v);
 // The config of the digits chosen per knob by `pick` if it is valid; otherwise the first valid

@@ -124,6 +124,38 @@ void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, C
   define_skip_taps(space, sh.pad > 0);
 }
 
+// Strided 3x3 windows on x86 with 32 vector registers and one vector per oc block (AVX-512,
+// float32): one oc block x two rows x the columns that fill all but four registers (2 x 14 on
+// ResNet-18's stride-2 28x28 and 14x14 outputs), the ic_block lane loop unrolled and the padding
+// taps skipped. On a stride-2 ResNet-18 layer config_race --library put that tile at 1.02-1.06x
+// oneDNN, and two or more oc blocks with the lane loop unrolled at 0.65-0.73x; the general
+// fallback (2 x 2 x 7, rolled, padded once) differs from it in the oc blocks, the columns,
+// unroll_cb and skip_taps. Rows take a tail where the output height has few divisors (7 rows:
+// 2 + 2 + 2 + 1), as the space offers them.
+bool strided_tile(const Shape& sh, const NchwcConvDims& d, const TargetTraits& target) {
+  return sh.stride > 1 && sh.r == 3 && sh.s == 3 && !target.is_aarch64() &&
+         target.vector_registers() == 32 && d.vectors == 1;
+}
+
+// The shared fallback (nchwc_conv_fallback), with strided_tile's tile where it applies.
+Config fallback(const Shape& sh, int dtype_bits, const TargetTraits& target,
+                const ConfigSpace& space) {
+  const NchwcConvDims d = dims_of(sh, dtype_bits, target);
+  std::vector<uint64_t> digits = nchwc_conv_fallback_digits(d, target, space);
+  if (strided_tile(sh, d, target)) {
+    digits[0] = closest_split(space.knob(0), {1});
+    digits[1] = closest_split(space.knob(1), {2});
+    const int64_t rows = space.knob(1).entity(digits[1]).values.back();
+    digits[2] = widest_split_at_most(space.knob(2), (target.vector_registers() - 4) / rows);
+    // Without padding pad_inline and skip_taps offer only 0.
+    for (const char* knob : {"unroll_cb", "pad_inline", "skip_taps"}) {
+      const auto at = static_cast<size_t>(space.knob_position(knob));
+      digits[at] = closest_int(space.knob(at), 1);
+    }
+  }
+  return pick_fallback(space, digits);
+}
+
 Instantiated apply(const WorkloadArgs& a, const TargetTraits& target, const Config& cfg) {
   const Shape sh = shape_of(a);
   const int dtype_bits = dtype_of(a.get("dtype")).bits;
@@ -205,8 +237,7 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
     define_space(shape_of(a), dtype_of(a.get("dtype")).bits, target, space);
   };
   d.fallback = [](const WorkloadArgs& a, const TargetTraits& target, const ConfigSpace& space) {
-    return nchwc_conv_fallback(dims_of(shape_of(a), dtype_of(a.get("dtype")).bits, target), target,
-                               space);
+    return fallback(shape_of(a), dtype_of(a.get("dtype")).bits, target, space);
   };
   d.apply = [](const WorkloadArgs& a, const TargetTraits& target, const Config& cfg) {
     return apply(a, target, cfg);

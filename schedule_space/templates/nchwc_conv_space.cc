@@ -68,8 +68,8 @@ void define_nchwc_conv_space(const NchwcConvDims& d, const NchwcKnobs& k,
 // FMA), 2 x 2 x 7 ~3% ahead of 2 x 1 x 14 on 56 x 56 (Zen 4); with few register blocks (AVX2
 // with 16-wide oc blocks) columns alone fill them. The inner loop stays rolled: unrolled 16x the
 // tile's FMAs it measured ~5% slower (code size), LLVM unrolls it a little.
-Config nchwc_conv_fallback(const NchwcConvDims& d, const TargetTraits& target,
-                           const ConfigSpace& space) {
+std::vector<uint64_t> nchwc_conv_fallback_digits(const NchwcConvDims& d, const TargetTraits& target,
+                                                 const ConfigSpace& space) {
   int64_t koi = 1, ohi = 1, owi = 1;
   if (target.is_aarch64()) {
     aarch64_register_blocks(d, target, koi, ohi, owi);
@@ -89,7 +89,12 @@ Config nchwc_conv_fallback(const NchwcConvDims& d, const TargetTraits& target,
   digits[3] = closest_split(space.knob(3), {d.cblocks});
   const auto par = static_cast<size_t>(space.knob_position("parallel"));
   digits[par] = closest_int(space.knob(par), target.cores > 1 ? 1 : 0);
-  return pick_fallback(space, digits);
+  return digits;
+}
+
+Config nchwc_conv_fallback(const NchwcConvDims& d, const TargetTraits& target,
+                           const ConfigSpace& space) {
+  return pick_fallback(space, nchwc_conv_fallback_digits(d, target, space));
 }
 
 te::IterVar schedule_nchwc_output(te::Stage out, const Config& cfg, const NchwcConvDims& d,

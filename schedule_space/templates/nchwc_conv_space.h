@@ -53,6 +53,10 @@ void define_nchwc_conv_space(const NchwcConvDims& d, const NchwcKnobs& k,
 // more than one core; every other knob at its first value.
 Config nchwc_conv_fallback(const NchwcConvDims& d, const TargetTraits& target,
                            const ConfigSpace& space);
+// The digits (one per knob) nchwc_conv_fallback picks, for a template that changes some of them
+// before pick_fallback.
+std::vector<uint64_t> nchwc_conv_fallback_digits(const NchwcConvDims& d, const TargetTraits& target,
+                                                 const ConfigSpace& space);
 
 // Splits the output stage's (ko, oh, ow) axes by the tile knobs into (outer, inner), orders
 // (batch, ko outer, oh outer, ow outer, ko inner, oh inner, ow inner, lane), fuses the first three

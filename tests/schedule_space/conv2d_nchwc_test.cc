@@ -439,5 +439,113 @@ TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
   }
 }
 
+// Strided 3x3 layers on AVX-512 fall back to one oc block x two rows (a tail where the height has
+// few divisors) x the columns that fill 28 accumulators, the lane loop unrolled and the padding
+// taps skipped; stride 1, other windows and AVX2 keep the general tile.
+TEST(Conv2dNchwc, StridedFallbackIsOneBlockTwoRowsSkippingTaps) {
+  struct Case {
+    std::vector<std::string> words;
+    int64_t ko, oh, ow, ci;
+  };
+  const std::vector<Case> cases = {
+      {{"C=64", "H=56", "W=56", "K=128", "stride=2", "pad=1"}, 1, 2, 14, 4},
+      {{"C=128", "H=28", "W=28", "K=256", "stride=2", "pad=1"}, 1, 2, 14, 8},
+      {{"C=256", "H=14", "W=14", "K=512", "stride=2", "pad=1"}, 1, 2, 7, 16},  // 7 rows: a tail
+      {{"C=20", "H=13", "W=15", "K=40", "stride=2", "pad=1"}, 1, 2, 8, 3},     // 7 x 8 outputs
+  };
+  for (int cores : {1, 2}) {
+    for (const Case& c : cases) {
+      const Task task = Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", c.words),
+                                     avx512_traits(cores));
+      const Config& fb = task.fallback_config();
+      const std::string what = task.workload_key() + " " + fb.to_json_string();
+      EXPECT_TRUE(task.space().is_valid(task.space().index_of(fb))) << what;
+      EXPECT_EQ(fb["tile_ko"].values.back(), c.ko) << what;
+      EXPECT_EQ(fb["tile_oh"].values.back(), c.oh) << what;
+      EXPECT_EQ(fb["tile_ow"].values.back(), c.ow) << what;
+      EXPECT_EQ(fb["tile_ci"].values.back(), c.ci) << what;
+      EXPECT_EQ(fb["unroll_cb"].as_int(), 1) << what;
+      EXPECT_EQ(fb["pad_inline"].as_int(), 1) << what;
+      EXPECT_EQ(fb["skip_taps"].as_int(), 1) << what;
+      EXPECT_EQ(fb["reduce_order"].as_int(), 0) << what;
+      EXPECT_EQ(fb["unroll_s"].as_int(), 0) << what;
+      EXPECT_EQ(fb["parallel"].as_int(), cores > 1 ? 1 : 0) << what;
+    }
+  }
+  // Without padding there are no taps to skip: the padding knobs stay 0.
+  const Task unpadded = Task::create(
+      "conv2d_nchwc",
+      parse_workload_args("conv2d_nchwc", {"C=64", "H=57", "W=57", "K=128", "stride=2"}),
+      avx512_traits(1));
+  EXPECT_EQ(unpadded.fallback_config()["tile_ko"].values.back(), 1);
+  EXPECT_EQ(unpadded.fallback_config()["tile_ow"].values.back(), 14);
+  EXPECT_EQ(unpadded.fallback_config()["unroll_cb"].as_int(), 1);
+  EXPECT_EQ(unpadded.fallback_config()["skip_taps"].as_int(), 0);
+  EXPECT_EQ(unpadded.fallback_config()["pad_inline"].as_int(), 0);
+  // The general tile: stride 1, a 1x1 window, and AVX2 (two vectors per 16-wide oc block).
+  TargetTraits avx2 = avx512_traits(1);
+  avx2.vector_bits = 256;
+  const std::vector<std::pair<std::vector<std::string>, TargetTraits>> general = {
+      {{"C=64", "H=28", "W=28", "K=128", "pad=1"}, avx512_traits(1)},
+      {{"C=64", "H=56", "W=56", "K=128", "R=1", "S=1", "stride=2"}, avx512_traits(1)},
+      {{"C=64", "H=56", "W=56", "K=128", "stride=2", "pad=1"}, avx2},
+  };
+  for (const auto& [words, traits] : general) {
+    const Task task =
+        Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", words), traits);
+    const Config& fb = task.fallback_config();
+    EXPECT_EQ(fb["unroll_cb"].as_int(), 0) << task.workload_key();
+    EXPECT_EQ(fb["skip_taps"].as_int(), 0) << task.workload_key();
+    EXPECT_EQ(fb["pad_inline"].as_int(), 0) << task.workload_key();
+    if (traits.vector_bits == 512) {
+      EXPECT_EQ(fb["tile_ko"].values.back(), 2) << task.workload_key();
+    }
+  }
+}
+
+// The strided fallback on odd shapes (rows with a tail, a partial input channel block, an
+// epilogue), on AVX-512's space: compiled for the host and interpreted, outputs from NaN against
+// the reference; the interpreter multiplies only the taps inside the input.
+TEST(Conv2dNchwc, StridedFallbackMatchesTheReference) {
+  struct Case {
+    std::vector<std::string> words;
+    int64_t h, w, c, k;  // k: output channels including the last block's padding lanes
+  };
+  const std::vector<Case> cases = {
+      {{"C=20", "H=13", "W=15", "K=40", "stride=2", "pad=1"}, 13, 15, 20, 40},
+      {{"C=16", "H=9", "W=27", "K=16", "stride=2", "pad=1", "epilogue=bias_relu"}, 9, 27, 16, 16},
+      {{"C=12", "H=25", "W=28", "K=20", "stride=2", "pad=1", "ic_block=8", "oc_block=16"},
+       25,
+       28,
+       12,
+       32},
+  };
+  const codegen::Target host = codegen::Target::host();
+  for (const Case& c : cases) {
+    const Task task = Task::create("conv2d_nchwc", parse_workload_args("conv2d_nchwc", c.words),
+                                   avx512_traits(2));
+    const Config& fb = task.fallback_config();
+    const std::string what = task.workload_key() + " " + fb.to_json_string();
+    ASSERT_EQ(fb["skip_taps"].as_int(), 1) << what;
+    ASSERT_EQ(fb["tile_oh"].values.back(), 2) << what;
+    const int64_t oh = (c.h + 2 - 3) / 2 + 1;
+    ASSERT_NE(oh % 2, 0) << what;  // the row tiles leave a tail
+    const testing::Oracle oracle(task, 5);
+    const Instantiated inst = task.instantiate(fb);
+    const te::LoweredFunc f = te::lower(inst.schedule, inst.args, "conv2d_nchwc");
+    te::InterpretCounts counts;
+    const double interpreted =
+        oracle.check([&](const std::vector<void*>& args) { te::interpret(f, args, &counts); });
+    EXPECT_LT(interpreted, 1e-4) << what;
+    EXPECT_EQ(counts.float_muls, c.c * c.k * valid_taps(c.h, c.w, 3, 3, 2, 1, 1)) << what;
+    const codegen::Kernel kernel = codegen::Kernel::load(codegen::build(f, host));
+    int status = 0;
+    const double compiled =
+        oracle.check([&](const std::vector<void*>& args) { status = kernel.run(args); });
+    EXPECT_EQ(status, 0) << what;
+    EXPECT_LT(compiled, 1e-4) << what;
+  }
+}
+
 }  // namespace
 }  // namespace ktune::schedule_space
