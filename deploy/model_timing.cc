@@ -1,4 +1,5 @@
-// ModelBuffers, time_model(), measure_step_threads() and measure_step_threads_here().
+// ModelBuffers, time_model(), measure_step_threads(), step_threads_summary() and
+// measure_step_threads_here().
 #include "deploy/model_timing.h"
 
 #include <algorithm>
@@ -7,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+
+#include <fmt/format.h>
 
 #include "codegen/runtime.h"
 #include "codegen/target.h"
@@ -187,6 +190,25 @@ tuning_db::StepThreadsRow measure_step_threads(const BuiltModel& model, const Mo
   if (row.capped_s > row.uncapped_s)
     for (tuning_db::StepThreadsStep& s : row.steps) s.max_threads = 0;
   return row;
+}
+
+std::string step_threads_summary(const tuning_db::StepThreadsRow& row) {
+  const auto one =
+      std::count_if(row.steps.begin(), row.steps.end(),
+                    [](const tuning_db::StepThreadsStep& s) { return s.max_threads == 1; });
+  const std::string at = fmt::format("at {} threads: ", row.threads);
+  // measure_step_threads times the model end to end only when some step was capped.
+  if (row.capped_s == 0)
+    return at + "no step clearly faster on one thread; every step on every thread";
+  if (one == 0)
+    return at + fmt::format(
+                    "the steps faster on one thread made the model slower end to end ({:.4f} ms "
+                    "with them against {:.4f} ms without); every step on every thread",
+                    row.capped_s * 1e3, row.uncapped_s * 1e3);
+  return at + fmt::format(
+                  "{} steps on one thread; end to end {:.4f} ms with them against {:.4f} ms "
+                  "all at {} threads",
+                  one, row.capped_s * 1e3, row.uncapped_s * 1e3, row.threads);
 }
 
 StepThreadsMeasured measure_step_threads_here(const BuiltModel& model,

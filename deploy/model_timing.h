@@ -1,6 +1,7 @@
 // Defines ModelBuffers (a model's inputs and outputs, 64-byte aligned), time_model(): a built
-// model timed end to end and per layer, as `ktune run` and `ktune tune-model` report it, and
-// measure_step_threads(): each step's thread count chosen from timings in the model's order.
+// model timed end to end and per layer, as `ktune run` and `ktune tune-model` report it,
+// measure_step_threads(): each step's thread count chosen from timings in the model's order, and
+// step_threads_summary(): that choice in one line.
 #pragma once
 
 #include <cstdint>
@@ -77,6 +78,12 @@ struct StepThreadsOptions {
 // outside [0, 1), and what ModelRunner and with_step_threads throw.
 tuning_db::StepThreadsRow measure_step_threads(const BuiltModel& model, const ModelBuffers& buffers,
                                                const StepThreadsOptions& options);
+
+// What a measure_step_threads choice says, in one line, the same for every command that shows
+// one (each says where it was measured): the thread count it was measured at, and either how
+// many steps run on one thread with the two end to end medians that kept them, or why every step
+// stays on every thread (none clearly faster on one, or the capped model slower end to end).
+std::string step_threads_summary(const tuning_db::StepThreadsRow& row);
 
 // A model whose steps' thread counts were measured where it was built, and what was measured.
 struct StepThreadsMeasured {

@@ -173,20 +173,6 @@ nlohmann::json measured_json(const tuning_db::StepThreadsRow& row) {
           {"steps", steps}};
 }
 
-// What --measure-steps chose, in one line.
-std::string measured_line(const tuning_db::StepThreadsRow& row, int one_thread) {
-  if (row.capped_s == 0)
-    return fmt::format("measured here at {}: no step clearly faster on one thread", row.threads);
-  if (one_thread == 0)
-    return fmt::format(
-        "measured here at {}: the steps faster on one thread made the model slower end to end "
-        "({:.4f} ms against {:.4f}); every step on every thread",
-        row.threads, row.capped_s * 1e3, row.uncapped_s * 1e3);
-  return fmt::format(
-      "{} steps on one thread (measured here at {}: end to end {:.4f} ms against {:.4f} all at {})",
-      one_thread, row.threads, row.capped_s * 1e3, row.uncapped_s * 1e3, row.threads);
-}
-
 // `ktune build --model`: the whole graph as one static library, its header, and the weights file
 // when they are not embedded.
 void run_build_model(const BuildCmdOptions& o) {
@@ -280,7 +266,7 @@ void run_build_model(const BuildCmdOptions& o) {
             << m.plan.arena_bytes << " bytes (without reuse " << m.plan.tensor_bytes_total
             << "), weights " << m.plan.weights.size() << " bytes\n";
   if (measured)
-    std::cout << "threads: " << measured_line(*measured, one_thread) << "\n";
+    std::cout << "threads: measured here " << deploy::step_threads_summary(*measured) << "\n";
   else if (m.step_threads_at > 0)
     std::cout << "threads: " << one_thread << " steps on one thread (the log's choice measured at "
               << m.step_threads_at << " threads)\n";

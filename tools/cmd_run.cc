@@ -121,18 +121,6 @@ void check_nodes(const RunCmdOptions& o, const deploy::BuiltModel& m, deploy::Mo
                       c.step, c.layer, c.max_error, c.nan_left ? " and left NaN" : ""));
 }
 
-// What measure_step_threads chose, in one line.
-std::string step_threads_summary(const tuning_db::StepThreadsRow& row) {
-  int one = 0;
-  for (const auto& s : row.steps) one += s.max_threads == 1 ? 1 : 0;
-  if (row.capped_s == 0) return "measured now: no step clearly faster on one thread";
-  return fmt::format(
-      "measured now: {} steps on one thread; end to end {:.4f} ms with them against {:.4f} ms all "
-      "at {} threads{}",
-      one, row.capped_s * 1e3, row.uncapped_s * 1e3, row.threads,
-      one == 0 ? " (not faster: every step at every thread)" : "");
-}
-
 // --serve: "ready", then per line of stdin, "threads T" sets the thread count (answers "ok") and
 // "N" runs the model N times one step at a time, answering the N sums of the steps' times in ms on
 // one line: the estimate tune-model takes, for a benchmark to take it in the same rounds as the
@@ -181,7 +169,7 @@ void run_model(const RunCmdOptions& o) {
     how.threads = threads;
     const tuning_db::StepThreadsRow row = deploy::measure_step_threads(m, buffers, how);
     m = deploy::with_step_threads(m, row);
-    step_threads_note = step_threads_summary(row);
+    step_threads_note = "measured now " + deploy::step_threads_summary(row);
   } else if (m.step_threads_at > 0) {
     step_threads_note = fmt::format("the log's choice, measured at {} threads", m.step_threads_at);
   }

@@ -176,14 +176,15 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
 // At a count above one the steps' thread counts are chosen first (measure_step_threads: each step
 // timed in the model's order at that count and at one) and stored in the log, where `build
 // --model` and `ktune run` find them; the timing is then of the model with that choice, the one
-// a build ships.
+// a build ships. That choice is returned.
 // Runs of the built model's timing: its estimate is a sum of per-step medians, and with ten
 // the sum of a two-thread BERT layer moved by 8% between runs a minute apart.
 constexpr int kModelRuns = 30;
 
-void add_built_model(const TuneModelOptions& o, const std::vector<frontend::InputShape>& inputs,
-                     const tuner::ModelTuningReport& report, tuning_db::Database& db,
-                     nlohmann::json& j) {
+std::optional<tuning_db::StepThreadsRow> add_built_model(
+    const TuneModelOptions& o, const std::vector<frontend::InputShape>& inputs,
+    const tuner::ModelTuningReport& report, tuning_db::Database& db, nlohmann::json& j) {
+  std::optional<tuning_db::StepThreadsRow> chosen;
   j["estimated_s"] = report.tuned_s;
   try {
     deploy::ModelRequest r;
@@ -213,6 +214,7 @@ void add_built_model(const TuneModelOptions& o, const std::vector<frontend::Inpu
                            {"capped_s", row.capped_s},
                            {"uncapped_s", row.uncapped_s},
                            {"margin", how.margin}};
+      chosen = row;
     }
     deploy::ModelRunner runner(m);
     const deploy::ModelTiming t = deploy::time_model(runner, m.plan, buffers, 2, kModelRuns);
@@ -237,10 +239,12 @@ void add_built_model(const TuneModelOptions& o, const std::vector<frontend::Inpu
   } catch (const Error& e) {
     j["built_model"] = {{"error", e.what()}};
   }
+  return chosen;
 }
 
-// The closing lines on the built model.
-void print_built_model(const nlohmann::json& j) {
+// The closing lines on the built model, and on its steps' thread counts when they were measured.
+void print_built_model(const nlohmann::json& j,
+                       const std::optional<tuning_db::StepThreadsRow>& step_threads) {
   if (!j.contains("built_model")) return;
   const nlohmann::json& b = j["built_model"];
   if (b.contains("error")) {
@@ -262,25 +266,9 @@ void print_built_model(const nlohmann::json& j) {
       "the tuned kernels timed alone (warm caches, as tuning times them): %.4f ms with the same "
       "layout and generated kernels; measured / that %.3f\n",
       alone * 1e3, run / alone);
-  if (!j.contains("step_threads")) return;
-  const nlohmann::json& st = j["step_threads"];
-  const size_t one = st["one_thread"].size();
-  const double capped = st["capped_s"].get<double>(), uncapped = st["uncapped_s"].get<double>();
-  if (capped == 0)
-    std::printf(
-        "step threads at %d: every step at least %.0f%% slower on one thread; all kept at %d\n",
-        st["threads"].get<int>(), 100 * st["margin"].get<double>(), st["threads"].get<int>());
-  else if (one == 0)
-    std::printf(
-        "step threads at %d: the steps faster on one thread made the model slower end to end "
-        "(%.4f ms against %.4f); all kept at %d\n",
-        st["threads"].get<int>(), capped * 1e3, uncapped * 1e3, st["threads"].get<int>());
-  else
-    std::printf(
-        "step threads at %d: %zu steps on one thread (at least %.0f%% faster there), end to end "
-        "%.4f ms against %.4f all at %d; stored in the log for build --model\n",
-        st["threads"].get<int>(), one, 100 * st["margin"].get<double>(), capped * 1e3,
-        uncapped * 1e3, st["threads"].get<int>());
+  if (step_threads)
+    std::printf("step threads: measured %s; stored in the log for build --model and run\n",
+                deploy::step_threads_summary(*step_threads).c_str());
 }
 
 void run_tune_model(TuneModelOptions o) {
@@ -329,12 +317,13 @@ void run_tune_model(TuneModelOptions o) {
     libraries = add_library_times(tasks, report, HistorySource::log(o.db), traits.cores,
                                   o.library_rounds, j);
   j["log"] = o.db;
-  if (!o.no_model_run) add_built_model(o, inputs, report, db, j);
+  std::optional<tuning_db::StepThreadsRow> step_threads;
+  if (!o.no_model_run) step_threads = add_built_model(o, inputs, report, db, j);
   // The summary (per-layer table with the library ratios) goes into the log for `ktune report`.
   tuning_db::record_model_run(db, tasks.model, target.str(), j);
   print_end(o, report, j, libraries ? &*libraries : nullptr, "");
   if (!o.json) {
-    print_built_model(j);
+    print_built_model(j, step_threads);
     std::printf("log: %s\n", o.db.c_str());
   }
 }

@@ -2,7 +2,7 @@
 // plugged parallel-for counts the loops that reach it) and the outputs stay bit for bit those of
 // the uncapped model; measure_step_threads' choice; a choice stored in the log applied by
 // build_model and shipped by `ktune build --model` (the header, and a C program linked with the
-// standalone runtime giving the uncapped outputs).
+// standalone runtime giving the uncapped outputs); the one line that says what a choice holds.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -175,6 +175,32 @@ TEST_F(StepThreads, TheMeasuredChoiceCoversEveryStepInOrder) {
       EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
     }
   }
+}
+
+// The one line every command prints for a choice: its thread count, the steps on one thread and
+// the end to end medians that kept them, or why every step stays on every thread.
+TEST(StepThreadsSummary, SaysWhatTheRowHolds) {
+  tuning_db::StepThreadsRow row;
+  row.threads = 4;
+  row.steps = {{"a", 1, 2e-5, 1e-5}, {"b", 0, 1e-5, 2e-5}, {"c", 1, 3e-5, 1e-5}};
+  row.capped_s = 1.25e-3;
+  row.uncapped_s = 1.5e-3;
+  EXPECT_EQ(step_threads_summary(row),
+            "at 4 threads: 2 steps on one thread; end to end 1.2500 ms with them against 1.5000 ms "
+            "all at 4 threads");
+  // The caps undone: measured end to end, slower.
+  tuning_db::StepThreadsRow slower = row;
+  for (auto& s : slower.steps) s.max_threads = 0;
+  slower.capped_s = 1.75e-3;
+  EXPECT_EQ(step_threads_summary(slower),
+            "at 4 threads: the steps faster on one thread made the model slower end to end "
+            "(1.7500 ms with them against 1.5000 ms without); every step on every thread");
+  // No step capped: no end to end timing.
+  tuning_db::StepThreadsRow none = slower;
+  none.threads = 2;
+  none.capped_s = none.uncapped_s = 0;
+  EXPECT_EQ(step_threads_summary(none),
+            "at 2 threads: no step clearly faster on one thread; every step on every thread");
 }
 
 TEST_F(StepThreads, AStoredChoiceIsAppliedByBuildModelAndShippedByBuildModelCli) {

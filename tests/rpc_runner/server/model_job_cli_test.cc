@@ -297,7 +297,8 @@ TEST(ModelJobCli, AServerTunedModelGetsItsStepThreadsMeasuredWhereItIsBuilt) {
   // The text output says where the choice came from.
   const auto again = testing_cli::ktune(build + " --threads 2 --measure-steps", true);
   ASSERT_EQ(again.status, 0) << again.err;
-  EXPECT_NE(again.out.find("measured here at 2"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("threads: measured here at 2 threads: "), std::string::npos)
+      << again.out;
   worker.kill(SIGKILL);
   server.kill(SIGKILL);
   fs::remove_all(dir);
