@@ -30,14 +30,12 @@
 // Usage: int8_vs_library [--trials N] [--rounds R] [--threads N]
 //        [--only gemm|conv|depthwise|bf16]
 // (the bf16 rows race the float32 matmul themselves).
-#include <algorithm>
-#include <cmath>
+//
+// The shared pieces are in bench/int8_race.h, oneDNN's operators in bench/int8_onednn.h and the
+// bfloat16 rows in bench/int8_bf16.cc.
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -46,108 +44,44 @@
 
 #include "bench/cli.h"
 #include "bench/fma_peak.h"
+#include "bench/int8_onednn.h"
+#include "bench/int8_race.h"
 #include "bench/library_race.h"
 #include "codegen/target.h"
 #include "deploy/int8_packing.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
-#include "te/bfloat16.h"
 
 namespace {
 
 using namespace ktune;  // NOLINT: a benchmark program, not a library
-
-struct Options {
-  size_t trials = 192;
-  int rounds = 15;
-  int threads = 1;
-  std::string only;  // "gemm", "conv", "depthwise" or "bf16": those rows alone
-};
-
-struct Shape {
-  const char* name;
-  int64_t M, N, K;
-};
-
-// 64-byte aligned bytes (the kernel ABI).
-struct Bytes {
-  explicit Bytes(size_t n)
-      : n(n), p(static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64))) {}
-  ~Bytes() { std::free(p); }
-  Bytes(const Bytes&) = delete;
-  Bytes& operator=(const Bytes&) = delete;
-  size_t n;
-  uint8_t* p;
-};
-
-struct Row {
-  std::string name, onednn_impl;
-  double int8_gops = 0, onednn_gops = 0, fp32_gops = 0, fp32_library_gops = 0;
-  size_t measured = 0;
-  bool exact = false;
-};
-
-// `task` (int8) tuned, its five best configs re-timed in this process on `kargs`: the fastest.
-codegen::Kernel tune_fastest(const schedule_space::Task& task, const std::vector<void*>& kargs,
-                             const Options& o, Row& row) {
-  const bench::TuneRun run = bench::tune_finalists(task, o.trials, 1, o.threads, 5);
-  row.measured = run.measured;
-  std::vector<codegen::Kernel> kernels;
-  for (const auto& cfg : run.finalists) kernels.push_back(bench::load_kernel(task, cfg));
-  std::vector<std::function<void()>> finalists;
-  for (const auto& k : kernels) finalists.push_back([&k, &kargs] { k.run(kargs); });
-  const std::vector<double> f = bench::time_interleaved(finalists, o.rounds, 0, 2e-3);
-  const size_t pick = static_cast<size_t>(std::min_element(f.begin(), f.end()) - f.begin());
-  std::fprintf(stderr, "  %s: %s\n", row.name.c_str(),
-               run.finalists[pick].to_json_string().c_str());
-  return std::move(kernels[pick]);
-}
-
-// Runs ktune's kernel into `out` (pre-filled with 0xff) and oneDNN once, throws
-// Error(kWrongAnswer) unless `same` finds the results equal, then times the two interleaved.
-void check_and_time(const codegen::Kernel& kernel, const std::vector<void*>& kargs, Bytes& out,
-                    const std::function<void()>& onednn, const std::function<bool()>& same,
-                    double ops, const Options& o, Row& row) {
-  std::memset(out.p, 0xff, out.n);
-  if (kernel.run(kargs) != 0) throw Error(ErrorKind::kRun, "the int8 kernel failed");
-  onednn();
-  row.exact = same();
-  if (!row.exact)
-    throw Error(ErrorKind::kWrongAnswer, row.name + ": ktune's int32 result differs from oneDNN's");
-  const std::vector<double> t =
-      bench::time_interleaved({[&] { kernel.run(kargs); }, onednn}, o.rounds,
-                              o.threads > 1 ? 0.15 : 0.05, o.threads > 1 ? 20e-3 : 2e-3);
-  row.int8_gops = ops / t[0] * 1e-9;
-  row.onednn_gops = ops / t[1] * 1e-9;
-}
+using bench::int8::Bytes;
+using bench::int8::check_and_time;
+using bench::int8::gemm_args;
+using bench::int8::Options;
+using bench::int8::race_fp32;
+using bench::int8::report_bf16;
+using bench::int8::Row;
+using bench::int8::Shape;
+using bench::int8::task_of;
+using bench::int8::tune_int8;
 
 // ktune's float32 kernel of the shape (`name` with `args`) raced against its library with the
-// same budget.
-void race_fp32(const std::string& name, const std::vector<std::string>& args,
-               const schedule_space::TargetTraits& traits, const Options& o, Row& row) {
-  const auto task =
-      schedule_space::Task::create(name, schedule_space::parse_workload_args(name, args), traits);
-  bench::RaceOptions ro;
-  ro.trials = o.trials;
-  ro.rounds = o.rounds;
-  ro.threads = o.threads;
-  const bench::RaceResult fp32 = bench::race(task, ro);
+// same budget, into row.
+void race_fp32_into(const std::string& name, const std::vector<std::string>& args,
+                    const schedule_space::TargetTraits& traits, const Options& o, Row& row) {
+  const bench::RaceResult fp32 = race_fp32(task_of(name, args, traits), o);
   row.fp32_gops = fp32.ktune_gflops;
   row.fp32_library_gops = fp32.library_gflops;
 }
-
-using dt = dnnl::memory::data_type;
-using tag = dnnl::memory::format_tag;
 
 Row bench_shape(const Shape& s, const schedule_space::TargetTraits& traits, const Options& o) {
   Row row;
   row.name = s.name;
   const double ops =
       2.0 * static_cast<double>(s.M) * static_cast<double>(s.N) * static_cast<double>(s.K);
-  const std::vector<std::string> args = {"M=" + std::to_string(s.M), "N=" + std::to_string(s.N),
-                                         "K=" + std::to_string(s.K)};
-  const auto int8_task = schedule_space::Task::create(
-      "matmul_u8s8s32", schedule_space::parse_workload_args("matmul_u8s8s32", args), traits);
+  const std::vector<std::string> args = gemm_args(s);
+  const auto int8_task = task_of("matmul_u8s8s32", args, traits);
 
   // The same A and B for both sides: A over the whole u8 range, B over the whole s8 range.
   std::mt19937_64 rng(7);
@@ -163,78 +97,18 @@ Row bench_shape(const Shape& s, const schedule_space::TargetTraits& traits, cons
   Bytes c_ktune(static_cast<size_t>(s.M * s.N * 4)), c_dnnl(static_cast<size_t>(s.M * s.N * 4));
 
   const std::vector<void*> kargs = {a.p, packed.p, c_ktune.p};
-  const codegen::Kernel kernel = tune_fastest(int8_task, kargs, o, row);
+  const codegen::Kernel kernel = tune_int8(int8_task, kargs, o, row);
 
   // oneDNN: u8 x s8 -> s32 matmul, weights reordered to the format it asks for.
-  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  dnnl::stream strm(eng);
-  const dnnl::memory::desc a_md({s.M, s.K}, dt::u8, tag::ab), c_md({s.M, s.N}, dt::s32, tag::ab);
-  const dnnl::matmul::primitive_desc pd(
-      dnnl::matmul::desc(a_md, dnnl::memory::desc({s.K, s.N}, dt::s8, tag::any), c_md), eng);
-  row.onednn_impl = pd.impl_info_str();
-  dnnl::memory a_mem(a_md, eng, a.p), c_mem(c_md, eng, c_dnnl.p);
-  dnnl::memory b_user({{s.K, s.N}, dt::s8, tag::ab}, eng, b.p), b_mem(pd.weights_desc(), eng);
-  dnnl::reorder(b_user, b_mem).execute(strm, b_user, b_mem);
-  strm.wait();
-  const dnnl::matmul prim(pd);
-  auto onednn = [&] {
-    prim.execute(strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
-    strm.wait();
-  };
+  using dt = dnnl::memory::data_type;
+  bench::OnednnMatmul onednn(s.M, s.N, s.K, dt::u8, dt::s8, dt::s32, a.p, b.p, c_dnnl.p);
+  row.onednn_impl = onednn.impl();
   check_and_time(
-      kernel, kargs, c_ktune, onednn,
+      kernel, kargs, c_ktune, [&] { onednn.run(); },
       [&] { return std::memcmp(c_ktune.p, c_dnnl.p, c_ktune.n) == 0; }, ops, o, row);
-  race_fp32("matmul", args, traits, o, row);
+  race_fp32_into("matmul", args, traits, o, row);
   return row;
 }
-
-// oneDNN's u8 x s8 -> s32 convolution on the caller's NCHW data and OIHW (or, grouped, GOIHW)
-// weights, every format its choice; the reorders to those formats happen here, untimed.
-class OnednnConv {
- public:
-  OnednnConv(const dnnl::memory::dims& x_dims, const dnnl::memory::dims& w_dims,
-             const dnnl::memory::dims& o_dims, int64_t stride, int64_t pad, void* x, void* w,
-             void* o)
-      : eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
-    const dnnl::convolution_forward::primitive_desc pd(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                        dnnl::algorithm::convolution_direct,
-                                        dnnl::memory::desc(x_dims, dt::u8, tag::any),
-                                        dnnl::memory::desc(w_dims, dt::s8, tag::any),
-                                        dnnl::memory::desc(o_dims, dt::s32, tag::any),
-                                        {stride, stride}, {pad, pad}, {pad, pad}),
-        eng_);
-    impl_ = pd.impl_info_str();
-    const tag w_tag = w_dims.size() == 5 ? tag::goihw : tag::oihw;
-    dnnl::memory x_user({x_dims, dt::u8, tag::nchw}, eng_, x),
-        w_user({w_dims, dt::s8, w_tag}, eng_, w);
-    o_user_ = dnnl::memory({o_dims, dt::s32, tag::nchw}, eng_, o);
-    x_ = dnnl::memory(pd.src_desc(), eng_);
-    w_ = dnnl::memory(pd.weights_desc(), eng_);
-    o_ = dnnl::memory(pd.dst_desc(), eng_);
-    dnnl::reorder(x_user, x_).execute(strm_, x_user, x_);
-    dnnl::reorder(w_user, w_).execute(strm_, w_user, w_);
-    strm_.wait();
-    prim_ = dnnl::convolution_forward(pd);
-  }
-  void run() {
-    prim_.execute(strm_, {{DNNL_ARG_SRC, x_}, {DNNL_ARG_WEIGHTS, w_}, {DNNL_ARG_DST, o_}});
-    strm_.wait();
-  }
-  // The last run's output in the caller's NCHW buffer.
-  void output_to_user() {
-    dnnl::reorder(o_, o_user_).execute(strm_, o_, o_user_);
-    strm_.wait();
-  }
-  const std::string& impl() const { return impl_; }
-
- private:
-  dnnl::engine eng_;
-  dnnl::stream strm_;
-  dnnl::memory x_, w_, o_, o_user_;
-  dnnl::convolution_forward prim_;
-  std::string impl_;
-};
 
 // Whether ktune's [K/16][P][16] int32 output equals oneDNN's [K][P] (P pixels).
 bool same_blocked(const uint8_t* ktune, const uint8_t* onednn, int64_t K, int64_t P) {
@@ -257,8 +131,8 @@ void race_conv(const schedule_space::Task& task, const ConvBuffers& ktune, const
                const std::vector<dnnl::memory::dims>& dims, int64_t stride, int64_t pad, double ops,
                const Options& o, Row& row) {
   const std::vector<void*> kargs = {ktune.x.p, ktune.w.p, ktune.out.p};
-  const codegen::Kernel kernel = tune_fastest(task, kargs, o, row);
-  OnednnConv onednn(dims[0], dims[1], dims[2], stride, pad, nchw.x.p, nchw.w.p, nchw.out.p);
+  const codegen::Kernel kernel = tune_int8(task, kargs, o, row);
+  bench::OnednnConv onednn(dims[0], dims[1], dims[2], stride, pad, nchw.x.p, nchw.w.p, nchw.out.p);
   row.onednn_impl = onednn.impl();
   auto same = [&] {
     onednn.output_to_user();
@@ -292,9 +166,7 @@ Row bench_conv(const ConvShape& s, const schedule_space::TargetTraits& traits, c
   const int64_t H = s.H, C = s.C, K = s.K, R = s.R, pad = s.R / 2;
   const double ops = 2.0 * static_cast<double>(K * H * H) * static_cast<double>(C * R * R);
   const std::vector<std::string> args = conv_args(C, H, K, R, 1, pad);
-  const auto int8_task = schedule_space::Task::create(
-      "conv2d_nchwc_u8s8s32", schedule_space::parse_workload_args("conv2d_nchwc_u8s8s32", args),
-      traits);
+  const auto int8_task = task_of("conv2d_nchwc_u8s8s32", args, traits);
   const int64_t icb = int8_task.args().get_int("ic_block"), cb = C / icb, kb = (K + 15) / 16;
 
   // The same data (u8, NCHW) and weights (s8, OIHW) for both sides, and ktune's blocked copies:
@@ -318,7 +190,7 @@ Row bench_conv(const ConvShape& s, const schedule_space::TargetTraits& traits, c
 
   race_conv(int8_task, {xb, wb, o_ktune}, {x, w, o_dnnl},
             {{1, C, H, H}, {K, C, R, R}, {1, K, H, H}}, 1, pad, ops, o, row);
-  race_fp32("conv2d_nchwc", args, traits, o, row);
+  race_fp32_into("conv2d_nchwc", args, traits, o, row);
   return row;
 }
 
@@ -336,9 +208,7 @@ Row bench_depthwise(const DepthwiseShape& s, const schedule_space::TargetTraits&
   const int64_t cb = (C + 15) / 16;
   const double ops = 2.0 * static_cast<double>(C * OH * OH) * static_cast<double>(R * R);
   const std::vector<std::string> args = conv_args(C, H, 0, R, s.stride, pad);
-  const auto int8_task = schedule_space::Task::create(
-      "depthwise_conv2d_nchwc_u8s8s32",
-      schedule_space::parse_workload_args("depthwise_conv2d_nchwc_u8s8s32", args), traits);
+  const auto int8_task = task_of("depthwise_conv2d_nchwc_u8s8s32", args, traits);
 
   // The same data (u8, NCHW) and weights (s8, C x R x S) for both sides, and ktune's blocked
   // copies I[C/16][H][W][16], W[C/16][R][S][16] (channels past C zero).
@@ -360,7 +230,7 @@ Row bench_depthwise(const DepthwiseShape& s, const schedule_space::TargetTraits&
 
   race_conv(int8_task, {xb, wb, o_ktune}, {x, w, o_dnnl},
             {{1, C, H, H}, {C, 1, 1, R, R}, {1, C, OH, OH}}, s.stride, pad, ops, o, row);
-  race_fp32("depthwise_conv2d_nchwc", args, traits, o, row);
+  race_fp32_into("depthwise_conv2d_nchwc", args, traits, o, row);
   return row;
 }
 
@@ -381,173 +251,6 @@ void print_rows(const char* fp32_library, const std::vector<Row>& rows, double p
                 r.fp32_library_gops, vs_dnnl.back(), vs_fp32.back(), 100 * r.int8_gops / peak,
                 100 * r.onednn_gops / peak, r.onednn_impl.c_str());
   }
-}
-
-// The task of GEMM template `tmpl` (matmul, matmul_bf16) on the shape.
-schedule_space::Task gemm_task(const std::string& tmpl, const Shape& s,
-                               const schedule_space::TargetTraits& traits) {
-  const std::vector<std::string> args = {"M=" + std::to_string(s.M), "N=" + std::to_string(s.N),
-                                         "K=" + std::to_string(s.K)};
-  return schedule_space::Task::create(tmpl, schedule_space::parse_workload_args(tmpl, args),
-                                      traits);
-}
-
-// ktune's float32 matmul of the shape raced against OpenBLAS: {ktune, OpenBLAS} GFLOP/s.
-std::pair<double, double> fp32_race(const Shape& s, const schedule_space::TargetTraits& traits,
-                                    const Options& o) {
-  const auto task = gemm_task("matmul", s, traits);
-  bench::RaceOptions ro;
-  ro.trials = o.trials;
-  ro.rounds = o.rounds;
-  ro.threads = o.threads;
-  const bench::RaceResult r = bench::race(task, ro);
-  return {r.ktune_gflops, r.library_gflops};
-}
-
-// oneDNN's matmul C[M,N] = A[M,K] B[K,N] (row-major, of the given types) on the caller's
-// buffers, its weights reordered once to the format it asks for.
-class OnednnMatmul {
- public:
-  OnednnMatmul(const Shape& s, dnnl::memory::data_type src, dnnl::memory::data_type weights,
-               dnnl::memory::data_type dst, void* a, void* b, void* c)
-      : eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
-    using tag = dnnl::memory::format_tag;
-    const dnnl::memory::desc a_md({s.M, s.K}, src, tag::ab), c_md({s.M, s.N}, dst, tag::ab);
-    const dnnl::matmul::primitive_desc pd(
-        dnnl::matmul::desc(a_md, dnnl::memory::desc({s.K, s.N}, weights, tag::any), c_md), eng_);
-    impl_ = pd.impl_info_str();
-    a_ = dnnl::memory(a_md, eng_, a);
-    c_ = dnnl::memory(c_md, eng_, c);
-    dnnl::memory b_user({{s.K, s.N}, weights, tag::ab}, eng_, b);
-    b_ = dnnl::memory(pd.weights_desc(), eng_);
-    dnnl::reorder(b_user, b_).execute(strm_, b_user, b_);
-    strm_.wait();
-    prim_ = dnnl::matmul(pd);
-  }
-  void run() {
-    prim_.execute(strm_, {{DNNL_ARG_SRC, a_}, {DNNL_ARG_WEIGHTS, b_}, {DNNL_ARG_DST, c_}});
-    strm_.wait();
-  }
-  const std::string& impl() const { return impl_; }
-
- private:
-  dnnl::engine eng_;
-  dnnl::stream strm_;
-  dnnl::memory a_, b_, c_;
-  dnnl::matmul prim_;
-  std::string impl_;
-};
-
-struct Bf16Row {
-  std::string name, onednn_impl;
-  double bf16_gflops = 0, onednn_gflops = 0, fp32_gflops = 0;
-  size_t measured = 0;
-  double worst = 0;  // largest |ktune - oneDNN| over its bound
-};
-
-// B (K x N, bfloat16 bits, row-major) in matmul_bf16's [N/16][K/2][16][2] blocks, padding zero.
-void pack_b_bf16(const uint16_t* b, int64_t K, int64_t N, uint16_t* out) {
-  const int64_t nb = (N + 15) / 16, kb = (K + 1) / 2;
-  std::memset(out, 0, static_cast<size_t>(nb * kb * 32) * 2);
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < N; ++j)
-      out[((j / 16) * kb + k / 2) * 32 + (j % 16) * 2 + k % 2] = b[k * N + j];
-}
-
-// Largest |x - y| over its bound: both sum the same exact products in float32 in some order, so
-// each is within gamma_K * sum_k |a_k b_k| of the exact sum (u = 2^-24); > 1 is a wrong answer.
-double worst_over_bound(const Shape& s, const uint16_t* a, const uint16_t* b, const float* x,
-                        const float* y) {
-  const double u = std::ldexp(1.0, -24);
-  const double gamma = static_cast<double>(s.K + 1) * u / (1 - static_cast<double>(s.K + 1) * u);
-  std::vector<double> abs_sum(static_cast<size_t>(s.N));
-  double worst = 0;
-  for (int64_t i = 0; i < s.M; ++i) {
-    std::fill(abs_sum.begin(), abs_sum.end(), 0.0);
-    for (int64_t k = 0; k < s.K; ++k) {
-      const double ak = std::fabs(te::bfloat16_to_float(a[i * s.K + k]));
-      for (int64_t j = 0; j < s.N; ++j)
-        abs_sum[j] += ak * std::fabs(te::bfloat16_to_float(b[k * s.N + j]));
-    }
-    for (int64_t j = 0; j < s.N; ++j) {
-      const double d = std::fabs(double{x[i * s.N + j]} - double{y[i * s.N + j]});
-      if (!std::isfinite(d)) return std::numeric_limits<double>::infinity();
-      worst = std::max(worst, d / (2 * gamma * abs_sum[j] + 1e-30));
-    }
-  }
-  return worst;
-}
-
-Bf16Row bench_bf16_shape(const Shape& s, const schedule_space::TargetTraits& traits,
-                         const Options& o) {
-  Bf16Row row;
-  row.name = s.name;
-  const double ops =
-      2.0 * static_cast<double>(s.M) * static_cast<double>(s.N) * static_cast<double>(s.K);
-  const auto task = gemm_task("matmul_bf16", s, traits);
-
-  // The same A and B for both sides: uniform in [-1, 1), rounded to bfloat16.
-  std::mt19937_64 rng(9);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  Bytes a(static_cast<size_t>(s.M * s.K) * 2), b(static_cast<size_t>(s.K * s.N) * 2);
-  auto* a16 = reinterpret_cast<uint16_t*>(a.p);
-  auto* b16 = reinterpret_cast<uint16_t*>(b.p);
-  for (int64_t i = 0; i < s.M * s.K; ++i) a16[i] = te::float_to_bfloat16(d(rng));
-  for (int64_t i = 0; i < s.K * s.N; ++i) b16[i] = te::float_to_bfloat16(d(rng));
-  Bytes packed(static_cast<size_t>((s.N + 15) / 16 * ((s.K + 1) / 2) * 32) * 2);
-  pack_b_bf16(b16, s.K, s.N, reinterpret_cast<uint16_t*>(packed.p));
-  Bytes c_ktune(static_cast<size_t>(s.M * s.N * 4)), c_dnnl(static_cast<size_t>(s.M * s.N * 4));
-
-  const std::vector<void*> kargs = {a.p, packed.p, c_ktune.p};
-  const bench::FastestKernel fastest =
-      bench::tune_fastest(task, o.trials, o.threads, o.rounds, kargs);
-  const codegen::Kernel& kernel = fastest.kernel;
-  row.measured = fastest.measured;
-  std::fprintf(stderr, "  bf16 %s: %s\n", s.name, fastest.config.to_json_string().c_str());
-
-  using dt = dnnl::memory::data_type;
-  OnednnMatmul onednn(s, dt::bf16, dt::bf16, dt::f32, a.p, b.p, c_dnnl.p);
-  row.onednn_impl = onednn.impl();
-
-  std::memset(c_ktune.p, 0xff, c_ktune.n);
-  if (kernel.run(kargs) != 0) throw Error(ErrorKind::kRun, "the bf16 kernel failed");
-  onednn.run();
-  row.worst = worst_over_bound(s, a16, b16, reinterpret_cast<const float*>(c_ktune.p),
-                               reinterpret_cast<const float*>(c_dnnl.p));
-  if (!(row.worst <= 1))
-    throw Error(ErrorKind::kWrongAnswer, std::string(s.name) +
-                                             ": ktune's bf16 result differs from oneDNN's beyond "
-                                             "the summation-order bound");
-  const std::vector<double> t =
-      bench::time_interleaved({[&] { kernel.run(kargs); }, [&] { onednn.run(); }}, o.rounds,
-                              o.threads > 1 ? 0.15 : 0.05, o.threads > 1 ? 20e-3 : 2e-3);
-  row.bf16_gflops = ops / t[0] * 1e-9;
-  row.onednn_gflops = ops / t[1] * 1e-9;
-  return row;
-}
-
-// The bf16 rows and the last two lines; fp32_gflops[i] is ktune's float32 figure of shapes[i]
-// (raced here when empty).
-void report_bf16(const std::vector<Shape>& shapes, std::vector<double> fp32_gflops,
-                 const schedule_space::TargetTraits& traits, const Options& o) {
-  std::vector<Bf16Row> rows;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    rows.push_back(bench_bf16_shape(shapes[i], traits, o));
-    rows.back().fp32_gflops =
-        i < fp32_gflops.size() ? fp32_gflops[i] : fp32_race(shapes[i], traits, o).first;
-  }
-  std::printf("%-24s %7s %10s %11s %9s %8s %8s %9s  %s\n", "shape", "trials", "bf16_GF/s",
-              "oneDNN_bf16", "fp32_GF/s", "vs_dnnl", "vs_fp32", "err/bound", "oneDNN impl");
-  std::vector<double> vs_dnnl, vs_fp32;
-  for (const Bf16Row& r : rows) {
-    vs_dnnl.push_back(r.bf16_gflops / r.onednn_gflops);
-    vs_fp32.push_back(r.bf16_gflops / r.fp32_gflops);
-    std::printf("%-24s %7zu %10.1f %11.1f %9.1f %8.3f %8.3f %9.3f  %s\n", r.name.c_str(),
-                r.measured, r.bf16_gflops, r.onednn_gflops, r.fp32_gflops, vs_dnnl.back(),
-                vs_fp32.back(), r.worst, r.onednn_impl.c_str());
-  }
-  std::printf("bf16_over_fp32 %.3f\n", bench::geomean(vs_fp32));
-  std::printf("bf16_over_onednn %.3f\n", bench::geomean(vs_dnnl));
 }
 
 Options parse(int argc, char** argv) {

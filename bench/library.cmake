@@ -2,7 +2,8 @@
 # (bench/library_race.h, with baselines/ for the libraries' operators);
 # build/bench/tuned_vs_library (matmul and conv2d, 1 thread; --threads N: six workloads at N)
 # and build/bench/shape_zoo (shapes of real networks, 1 thread) use it, and so does skinny.cmake;
-# build/bench/int8_vs_library races the int8 GEMM against oneDNN's u8s8s32 matmul.
+# build/bench/int8_vs_library races the int8 GEMM, convolutions and the bf16 GEMM against oneDNN
+# (bench/int8_race.h, bench/int8_onednn.h).
 # oneDNN here uses the OpenMP runtime: OpenMP sets its threads.
 if(TARGET ktune_tuner_model AND TARGET ktune_server AND TARGET ktune_baselines)
   find_package(OpenMP COMPONENTS CXX)
@@ -17,7 +18,8 @@ if(TARGET ktune_tuner_model AND TARGET ktune_server AND TARGET ktune_baselines)
   add_dependencies(ktune_bench_race ktune-runner)
 
   ktune_bench(int8_vs_library SOURCES ${CMAKE_CURRENT_LIST_DIR}/int8_vs_library.cc
-    ${CMAKE_CURRENT_LIST_DIR}/fma_peak.cc LIBS ktune_bench_race)
+    ${CMAKE_CURRENT_LIST_DIR}/int8_race.cc ${CMAKE_CURRENT_LIST_DIR}/int8_onednn.cc
+    ${CMAKE_CURRENT_LIST_DIR}/int8_bf16.cc ${CMAKE_CURRENT_LIST_DIR}/fma_peak.cc LIBS ktune_bench_race)
   ktune_bench(config_race SOURCES ${CMAKE_CURRENT_LIST_DIR}/config_race.cc LIBS ktune_bench_race)
   ktune_bench(tuned_vs_library SOURCES ${CMAKE_CURRENT_LIST_DIR}/tuned_vs_library.cc
     ${CMAKE_CURRENT_LIST_DIR}/fma_peak.cc LIBS ktune_bench_race)
