@@ -5,8 +5,9 @@
 // AVX-512 VNNI host and in widening vector code on x86-64-v3: the int32 output bit-exactly against
 // a plain C++ convolution of the blocked layouts, the requantized one within one unit of nearbyint
 // in double (exact away from float32's rounding near a half) and bit-exactly against te's
-// interpreter. Outputs start as a sentinel. depthwise_conv2d_nchwc_u8s8s32 likewise (widening code
-// on both targets), against a plain C++ depthwise convolution.
+// interpreter. Outputs start as a sentinel. depthwise_conv2d_nchwc_u8s8s32 likewise, each config
+// with and without dot_taps where the space has it (a window row per vpdpbusd on an AVX-512 VNNI
+// host; widening code otherwise and on x86-64-v3), against a plain C++ depthwise convolution.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -186,6 +187,20 @@ Config with_skip_taps(const Task& task, const Config& cfg, int64_t v) {
   return task.space().get(task.space().index_of(digits));
 }
 
+// Whether the space offers dot_taps 1.
+bool offers_dot_taps(const Task& task) {
+  const int64_t at = task.space().knob_position("dot_taps");
+  return at >= 0 && task.space().knob_sizes()[at] == 2;
+}
+
+// cfg with dot_taps = v (and with 1, unroll_s 0, which dot_taps 1 takes).
+Config with_dot_taps(const Task& task, const Config& cfg, int64_t v) {
+  std::vector<uint64_t> digits = task.space().knob_indices(cfg.index());
+  digits[task.space().knob_position("dot_taps")] = static_cast<uint64_t>(v);
+  if (v) digits[task.space().knob_position("unroll_s")] = 0;
+  return task.space().get(task.space().index_of(digits));
+}
+
 void check_case(const Case& c, const codegen::Target& target) {
   const Task task = task_of(c, testing::traits_of(target));
   const std::string what = target.str() + " " + task.workload_key();
@@ -205,6 +220,9 @@ void check_case(const Case& c, const codegen::Target& target) {
   if (can_skip(task))
     for (size_t i = 0, n = configs.size(); i < n; ++i)
       configs.push_back(with_skip_taps(task, configs[i], 1 - configs[i]["skip_taps"].as_int()));
+  if (offers_dot_taps(task))
+    for (size_t i = 0, n = configs.size(); i < n; ++i)
+      configs.push_back(with_dot_taps(task, configs[i], 1 - configs[i]["dot_taps"].as_int()));
   for (const Config& cfg : configs) {
     const Instantiated inst = task.instantiate(cfg);
     codegen::Kernel k =
@@ -242,10 +260,17 @@ void check_target(const codegen::Target& target, bool expect_vnni) {
   for (const Case& c : kCases) check_case(c, target);
 }
 
-// Widening multiply-adds on every target (no dot instruction: nothing to sum across channels).
+// dot_taps offered on an AVX-512 VNNI host for windows 2 to 4 wide, not on x86-64-v3.
 TEST(DepthwiseNchwcInt8Test, HostAndX86V3AreExact) {
-  for (const char* t : {"host", "llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3"})
-    for (const Case& c : kDepthwiseCases) check_case(c, codegen::Target::parse(t));
+  for (const char* t : {"host", "llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3"}) {
+    const codegen::Target target = codegen::Target::parse(t);
+    const bool vnni = testing::traits_of(target).int8_dot_insn == "vpdpbusd";
+    for (const Case& c : kDepthwiseCases) {
+      const bool fits = c.r >= 2 && c.r <= 4;
+      EXPECT_EQ(offers_dot_taps(task_of(c, testing::traits_of(target))), vnni && fits) << t;
+      check_case(c, target);
+    }
+  }
 }
 
 TEST(DepthwiseNchwcInt8Test, LayoutsAndBadShapes) {
