@@ -41,14 +41,6 @@ Config depthwise_fallback(int64_t ow, const TargetTraits& target, const ConfigSp
   set("pad_inline", 1);
   set("parallel", target.cores > 1 ? 1 : 0);
   set("skip_taps", 1);  // only with pad_inline 1 and padding
-  // Where offered (the int8 template on AVX-512 VNNI): a window row per dot instruction, which
-  // takes unroll_s 0.
-  set("dot_taps", 1);
-  const int64_t dot = space.knob_position("dot_taps");
-  if (dot >= 0) {
-    const auto at = static_cast<size_t>(dot);
-    if (space.knob(at).entity(d[at]).as_int() == 1) set("unroll_s", 0);
-  }
   return pick_fallback(space, d);
 }
 
