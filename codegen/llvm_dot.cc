@@ -40,8 +40,9 @@ llvm::Value* lane_bytes(llvm::IRBuilder<>& b, llvm::Value* v, unsigned n, bool z
   return b.CreateShuffleVector(v, llvm::Constant::getNullValue(v->getType()), order);
 }
 
-// dot_u8s8's form: a read by every lane (four bytes), else rows of a byte per lane.
-bool broadcast(llvm::Value* a, llvm::Value* bytes) { return a->getType() != bytes->getType(); }
+// Whether a dot_u8s8 is in the broadcast form (a's four bytes read by every lane), not the rows
+// form (a and b both rows of a byte per lane, so of one type).
+bool is_broadcast(llvm::Value* a, llvm::Value* bytes) { return a->getType() != bytes->getType(); }
 
 // vpdpbusd reads its operands as 16 dwords: the four bytes of a in every dword (the broadcast),
 // b's 64 bytes as they are; in the rows form each lane's bytes of both, transposed.
@@ -50,7 +51,7 @@ llvm::Value* emit_vpdpbusd(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* 
   llvm::Type* i32 = b.getInt32Ty();
   auto* v16 = llvm::FixedVectorType::get(i32, 16);
   llvm::Value* a_all;
-  if (broadcast(a, bytes)) {
+  if (is_broadcast(a, bytes)) {
     a_all = b.CreateVectorSplat(16, b.CreateBitCast(a, i32));
   } else {
     a_all = b.CreateBitCast(lane_bytes(b, a, 16, false), v16);
@@ -108,7 +109,7 @@ llvm::Value* emit_widening(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* 
   std::vector<int> repeat(4 * n);
   for (unsigned i = 0; i < 4 * n; ++i) repeat[i] = static_cast<int>(i % 4);
   llvm::Value* a_all;
-  if (broadcast(a, bytes)) {
+  if (is_broadcast(a, bytes)) {
     a_all = b.CreateShuffleVector(b.CreateZExt(a, llvm::FixedVectorType::get(i32, 4)), repeat);
   } else {
     a_all = b.CreateZExt(lane_bytes(b, a, n, false), wide);
@@ -132,7 +133,9 @@ llvm::Value* emit_dot_u8s8(llvm::IRBuilder<>& b, const llvm::TargetMachine& tm, 
   const llvm::Triple& triple = tm.getTargetTriple();
   if (n == 16 && has_features(tm, triple.isX86(), "+avx512vnni,+avx512f"))
     return emit_vpdpbusd(b, acc, a, bytes);
-  if (!broadcast(a, bytes)) return emit_widening(b, acc, a, bytes);  // the rows form elsewhere
+  // The rows form off VNNI: widening code, right on every backend (only a VNNI space offers the
+  // depthwise dot_taps that emits it; NEON's dots would need the same transposes).
+  if (!is_broadcast(a, bytes)) return emit_widening(b, acc, a, bytes);
   if (n % 4 == 0 && has_features(tm, triple.isAArch64(), "+neon,+i8mm"))
     return emit_neon_dot(b, true, acc, a, bytes);
   if (n % 4 == 0 && has_features(tm, triple.isAArch64(), "+neon,+dotprod"))

@@ -33,8 +33,8 @@ const TensorIntrin& dot_16x4_u8s8s32();
 // (16k contiguous bytes each): per lane j, k products of its own bytes, as a depthwise
 // convolution's k taps of one window row over 16 channels (a channel-blocked image's k
 // neighbouring pixels, the weights' k taps). Emitted as dot_u8s8's rows form: on AVX-512 VNNI a
-// byte transpose of each operand (vpermb with AVX-512 VBMI) and one vpdpbusd; on AArch64 the
-// transposes and four usdot or sdot. Throws Error(kInternal) for k outside 1..4.
+// byte transpose of each operand (vpermb with AVX-512 VBMI) and one vpdpbusd; elsewhere, AArch64
+// included, the transposes and widening multiply-adds. Throws Error(kInternal) for k outside 1..4.
 const TensorIntrin& dot_lanes_u8s8s32(int k);
 
 // C[16] (float32) += sum_k A[k] * B[j][k], k < 2: A is bfloat16[2] (one dword, read by all 16

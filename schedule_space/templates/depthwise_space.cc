@@ -1,3 +1,4 @@
+// Implements the channel-blocked depthwise space: knobs, fallback and schedule (depthwise_space.h).
 #include "schedule_space/templates/depthwise_space.h"
 
 #include <vector>

@@ -36,11 +36,11 @@ void define_depthwise_space(int64_t oh, int64_t ow, int64_t vectors, const Depth
                             const TargetTraits& target, ConfigSpace& space);
 
 // One row of up to 8 columns (each weight vector of a tap feeds 8 FMAs), the window column loop
-// unrolled, parallel on more than one core; dot_taps 0; pad_inline and skip_taps 1 where the
-// space has them
-// (te skips the padding taps and runs interior tiles unguarded: measured 1.9-2.7x the padded
-// copy's speed on MobileNetV2's 3x3 layers, stride 1 and 2, one core, where the copy costs as
-// much as the FMAs).
+// unrolled, parallel on more than one core; dot_taps 0 where the space has it (no figure yet
+// shows the vpdpbusd rows faster than the widening code); pad_inline and skip_taps 1 where the
+// space has them (te skips the padding taps and runs interior tiles unguarded: measured 1.9-2.7x
+// the padded copy's speed on MobileNetV2's 3x3 layers, stride 1 and 2, one core, where the copy
+// costs as much as the FMAs).
 Config depthwise_fallback(int64_t ow, const TargetTraits& target, const ConfigSpace& space);
 
 // Schedules the output stage `out` [N][C/b][OH][OW][b] and its accumulator `acc` (reduction
