@@ -27,13 +27,36 @@ llvm::Type* with_element(llvm::Type* t, llvm::Type* elem) {
   return elem;
 }
 
+// The four bytes each of n lanes reads from v, a dot_u8s8 operand in its rows form (k rows of n
+// bytes), lane by lane: byte 4j + q is row q's column j; for q >= k zero (`zero`), else any byte
+// of v (where the other operand is zero). A byte transpose (one vpermb with AVX-512 VBMI).
+llvm::Value* lane_bytes(llvm::IRBuilder<>& b, llvm::Value* v, unsigned n, bool zero) {
+  const unsigned size = llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements();
+  const unsigned k = size / n;
+  std::vector<int> order(4 * n);
+  for (unsigned j = 0; j < n; ++j)
+    for (unsigned q = 0; q < 4; ++q)
+      order[4 * j + q] = static_cast<int>(q < k ? q * n + j : zero ? size : j);
+  return b.CreateShuffleVector(v, llvm::Constant::getNullValue(v->getType()), order);
+}
+
+// Whether a dot_u8s8 is in the broadcast form (a's four bytes read by every lane), not the rows
+// form (a and b both rows of a byte per lane, so of one type).
+bool is_broadcast(llvm::Value* a, llvm::Value* bytes) { return a->getType() != bytes->getType(); }
+
 // vpdpbusd reads its operands as 16 dwords: the four bytes of a in every dword (the broadcast),
-// b's 64 bytes as they are.
+// b's 64 bytes as they are; in the rows form each lane's bytes of both, transposed.
 llvm::Value* emit_vpdpbusd(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a,
                            llvm::Value* bytes) {
   llvm::Type* i32 = b.getInt32Ty();
   auto* v16 = llvm::FixedVectorType::get(i32, 16);
-  llvm::Value* a_all = b.CreateVectorSplat(16, b.CreateBitCast(a, i32));
+  llvm::Value* a_all;
+  if (is_broadcast(a, bytes)) {
+    a_all = b.CreateVectorSplat(16, b.CreateBitCast(a, i32));
+  } else {
+    a_all = b.CreateBitCast(lane_bytes(b, a, 16, false), v16);
+    bytes = lane_bytes(b, bytes, 16, true);
+  }
   llvm::Module* m = b.GetInsertBlock()->getModule();
   llvm::Function* f = llvm::Intrinsic::getDeclaration(m, llvm::Intrinsic::x86_avx512_vpdpbusd_512);
   return b.CreateCall(f, {acc, a_all, b.CreateBitCast(bytes, v16)});
@@ -85,8 +108,13 @@ llvm::Value* emit_widening(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* 
   auto* wide = llvm::FixedVectorType::get(i32, 4 * n);
   std::vector<int> repeat(4 * n);
   for (unsigned i = 0; i < 4 * n; ++i) repeat[i] = static_cast<int>(i % 4);
-  llvm::Value* a32 = b.CreateZExt(a, llvm::FixedVectorType::get(i32, 4));
-  llvm::Value* a_all = b.CreateShuffleVector(a32, repeat);
+  llvm::Value* a_all;
+  if (is_broadcast(a, bytes)) {
+    a_all = b.CreateShuffleVector(b.CreateZExt(a, llvm::FixedVectorType::get(i32, 4)), repeat);
+  } else {
+    a_all = b.CreateZExt(lane_bytes(b, a, n, false), wide);
+    bytes = lane_bytes(b, bytes, n, true);
+  }
   llvm::Value* prod = b.CreateMul(a_all, b.CreateSExt(bytes, wide));
   llvm::Value* sum = acc;
   for (unsigned q = 0; q < 4; ++q) {
@@ -105,6 +133,9 @@ llvm::Value* emit_dot_u8s8(llvm::IRBuilder<>& b, const llvm::TargetMachine& tm, 
   const llvm::Triple& triple = tm.getTargetTriple();
   if (n == 16 && has_features(tm, triple.isX86(), "+avx512vnni,+avx512f"))
     return emit_vpdpbusd(b, acc, a, bytes);
+  // The rows form off VNNI: widening code, right on every backend (only a VNNI space offers the
+  // depthwise dot_taps that emits it; NEON's dots would need the same transposes).
+  if (!is_broadcast(a, bytes)) return emit_widening(b, acc, a, bytes);
   if (n % 4 == 0 && has_features(tm, triple.isAArch64(), "+neon,+i8mm"))
     return emit_neon_dot(b, true, acc, a, bytes);
   if (n % 4 == 0 && has_features(tm, triple.isAArch64(), "+neon,+dotprod"))

@@ -110,14 +110,20 @@ class Interp {
     }
   }
 
-  // dot_u8s8 (see CallOp): sums of unsigned-by-signed byte products, wrapped to int32.
+  // dot_u8s8 (see CallOp): sums of unsigned-by-signed byte products, wrapped to int32; a of 4
+  // bytes with b of 4 per lane, or a and b of k rows of a byte per lane.
   Value dot_u8s8(const Call* op) {
     Value acc = eval(op->args[0]), a = eval(op->args[1]), b = eval(op->args[2]);
     Value r;
     r.lanes = acc.lanes;
+    const bool rows = a.lanes == b.lanes;  // with one lane the two forms agree
+    const int k = rows ? b.lanes / acc.lanes : 4;
     for (int l = 0; l < r.lanes; ++l) {
       Scalar s = acc.v[l];
-      for (int q = 0; q < 4; ++q) s.i += a.v[q].i * b.v[4 * l + q].i;
+      for (int q = 0; q < k; ++q) {
+        const int at = q * r.lanes + l;
+        s.i += rows ? a.v[at].i * b.v[at].i : a.v[q].i * b.v[4 * l + q].i;
+      }
       r.v[l] = scalar_normalize(Int(32), s);
     }
     return r;

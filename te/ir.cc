@@ -155,9 +155,12 @@ Expr Call::make(CallOp op, std::vector<Expr> args) {
     internal("pow operand types differ");
   if (op == CallOp::kDotU8S8) {
     const int n = args[0].dtype().lanes;
-    if (args[0].dtype() != Int(32, n) || args[1].dtype() != UInt(8, 4) ||
-        args[2].dtype() != Int(8, 4 * n))
-      internal("dot_u8s8 takes int32 x n, uint8 x 4 and int8 x 4n");
+    const int k = args[1].dtype().lanes / n;
+    const bool broadcast = args[1].dtype() == UInt(8, 4) && args[2].dtype() == Int(8, 4 * n);
+    const bool rows =
+        k >= 1 && k <= 4 && args[1].dtype() == UInt(8, k * n) && args[2].dtype() == Int(8, k * n);
+    if (args[0].dtype() != Int(32, n) || !(broadcast || rows))
+      internal("dot_u8s8 takes int32 x n and uint8 x 4, int8 x 4n or uint8, int8 x kn (k <= 4)");
   }
   if (op == CallOp::kDotBF16) {
     const int n = args[0].dtype().lanes;

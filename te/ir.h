@@ -306,9 +306,9 @@ struct Cast : ExprNode {
 // Math intrinsics on floats (abs also on ints). pow takes two arguments, the rest one.
 // sigmoid(x) = 1 / (1 + exp(-x)). round_even(x) rounds to the nearest integer, halves to even
 // (IEEE roundTiesToEven: nearbyint under the default rounding mode, ONNX's QuantizeLinear).
-// dot_u8s8(acc, a, b), a tensor intrinsic's body (te/tensor_intrin.h): acc is int32 x n, a is
-// uint8 x 4, b is int8 x 4n; lane l of the result is acc[l] + sum_q a[q] * b[4l + q] in int32
-// with wrap-around (x86's vpdpbusd, whose products and sums cannot saturate in int32).
+// dot_u8s8(acc, a, b), a tensor intrinsic's body (te/tensor_intrin.h): acc int32 x n; a uint8 x 4,
+// b int8 x 4n: lane l is acc[l] + sum_q a[q] * b[4l + q]; or a uint8, b int8 x kn (k <= 4 rows of
+// n): acc[l] + sum_{q<k} a[qn + l] * b[qn + l]; int32, wrapping (vpdpbusd's sums cannot saturate).
 // dot_bf16(acc, a, b): acc is float32 x n, a bfloat16 x 2, b bfloat16 x 2n; lane l of the result
 // is (acc[l] + a[1] * b[2l + 1]) + a[0] * b[2l] in float32, each sum rounded once (x86's
 // vdpbf16ps, in its order; a product of two bfloat16 values is exact in float32). vdpbf16ps

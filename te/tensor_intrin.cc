@@ -1,18 +1,22 @@
 // Implements the tensor intrinsics te knows.
 #include "te/tensor_intrin.h"
 
+#include <string>
+
+#include "support/error.h"
+
 namespace ktune::te {
 
 namespace {
 
-// The update: dot(acc, a's `depth` elements read by every lane, b's 16 x depth) into c's 16 lanes.
-Stmt emit_dot16(CallOp dot, int depth, const std::vector<Buffer>& buf,
+// The update: dot(acc, a's `a_lanes` elements, b's `b_lanes`) into c's 16 lanes.
+Stmt emit_dot16(CallOp dot, int a_lanes, int b_lanes, const std::vector<Buffer>& buf,
                 const std::vector<Expr>& off) {
   const Expr one = IntImm::make(1);
   const Expr c_index = Ramp::make(off[2], one, 16);
   const Expr value = Call::make(
-      dot, {Load::make(buf[2], c_index), Load::make(buf[0], Ramp::make(off[0], one, depth)),
-            Load::make(buf[1], Ramp::make(off[1], one, 16 * depth))});
+      dot, {Load::make(buf[2], c_index), Load::make(buf[0], Ramp::make(off[0], one, a_lanes)),
+            Load::make(buf[1], Ramp::make(off[1], one, b_lanes))});
   return Store::make(buf[2], value, c_index);
 }
 
@@ -26,7 +30,22 @@ TensorIntrin make_dot_16x4_u8s8s32() {
   in.output = compute(
       {16}, [&](Var j) { return sum(cast(Int(32), a(k)) * cast(Int(32), b(j, k)), k); }, "c");
   in.emit = [](const std::vector<Buffer>& buf, const std::vector<Expr>& off) {
-    return emit_dot16(CallOp::kDotU8S8, 4, buf, off);
+    return emit_dot16(CallOp::kDotU8S8, 4, 64, buf, off);
+  };
+  return in;
+}
+
+TensorIntrin make_dot_lanes_u8s8s32(int k) {
+  TensorIntrin in;
+  in.name = "dot_lanes_u8s8s32_k" + std::to_string(k);
+  const Tensor a = placeholder({k, 16}, UInt(8), "a");
+  const Tensor b = placeholder({k, 16}, Int(8), "b");
+  const IterVar q = reduce_axis({0, k}, "q");
+  in.inputs = {a, b};
+  in.output = compute(
+      {16}, [&](Var j) { return sum(cast(Int(32), a(q, j)) * cast(Int(32), b(q, j)), q); }, "c");
+  in.emit = [k](const std::vector<Buffer>& buf, const std::vector<Expr>& off) {
+    return emit_dot16(CallOp::kDotU8S8, 16 * k, 16 * k, buf, off);
   };
   return in;
 }
@@ -41,7 +60,7 @@ TensorIntrin make_dot_16x2_bf16f32() {
   in.output = compute(
       {16}, [&](Var j) { return sum(cast(Float(32), a(k)) * cast(Float(32), b(j, k)), k); }, "c");
   in.emit = [](const std::vector<Buffer>& buf, const std::vector<Expr>& off) {
-    return emit_dot16(CallOp::kDotBF16, 2, buf, off);
+    return emit_dot16(CallOp::kDotBF16, 2, 32, buf, off);
   };
   return in;
 }
@@ -51,6 +70,14 @@ TensorIntrin make_dot_16x2_bf16f32() {
 const TensorIntrin& dot_16x4_u8s8s32() {
   static const TensorIntrin intrin = make_dot_16x4_u8s8s32();
   return intrin;
+}
+
+const TensorIntrin& dot_lanes_u8s8s32(int k) {
+  static const TensorIntrin intrins[4] = {make_dot_lanes_u8s8s32(1), make_dot_lanes_u8s8s32(2),
+                                          make_dot_lanes_u8s8s32(3), make_dot_lanes_u8s8s32(4)};
+  if (k < 1 || k > 4)
+    throw Error(ErrorKind::kInternal, "dot_lanes_u8s8s32: k=" + std::to_string(k) + " not in 1..4");
+  return intrins[k - 1];
 }
 
 const TensorIntrin& dot_16x2_bf16f32() {

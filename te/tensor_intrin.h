@@ -1,5 +1,5 @@
 // Defines TensorIntrin: a small compute that one machine instruction performs whole, and the
-// intrinsics te knows (dot_16x4_u8s8s32, dot_16x2_bf16f32).
+// intrinsics te knows (dot_16x4_u8s8s32, dot_lanes_u8s8s32, dot_16x2_bf16f32).
 #pragma once
 
 #include <functional>
@@ -28,6 +28,14 @@ struct TensorIntrin {
 // B int8[16][4] (64 contiguous bytes). Emitted as dot_u8s8: vpdpbusd on AVX-512 VNNI; on AArch64
 // four usdot (i8mm) or sdot (dotprod), one per 16 bytes = 4 columns x 4 k, a NEON register each.
 const TensorIntrin& dot_16x4_u8s8s32();
+
+// C[16] (int32) += sum_q A[q][j] * B[q][j], q < k (1 <= k <= 4): A is uint8[k][16], B int8[k][16]
+// (16k contiguous bytes each): per lane j, k products of its own bytes, as a depthwise
+// convolution's k taps of one window row over 16 channels (a channel-blocked image's k
+// neighbouring pixels, the weights' k taps). Emitted as dot_u8s8's rows form: on AVX-512 VNNI a
+// byte transpose of each operand (vpermb with AVX-512 VBMI) and one vpdpbusd; elsewhere, AArch64
+// included, the transposes and widening multiply-adds. Throws Error(kInternal) for k outside 1..4.
+const TensorIntrin& dot_lanes_u8s8s32(int k);
 
 // C[16] (float32) += sum_k A[k] * B[j][k], k < 2: A is bfloat16[2] (one dword, read by all 16
 // lanes), B bfloat16[16][2] (64 contiguous bytes). Emitted as dot_bf16 (vdpbf16ps on AVX-512

@@ -1,15 +1,17 @@
 // The int8 channel-blocked depthwise conv2d depthwise_conv2d_nchwc_u8s8s32: uint8 data
 // [N][C/16][H][W][16] (conv2d_nchwc_u8s8s32's output layout), int8 weights [C/16][R][S][16],
-// int32 accumulators; optionally requantized to uint8 or int8 in the tile loop. Widening
-// multiply-adds (each lane's products summed over the window only): a depthwise convolution has
-// no reduction over channels, so there is nothing for a dot instruction (vpdpbusd, sdot) to sum
-// across the four bytes of a lane. Its space and schedule are depthwise_conv2d_nchwc's
-// (depthwise_space.h).
+// int32 accumulators; optionally requantized to uint8 or int8 in the tile loop. A depthwise
+// convolution has no reduction over channels, so a dot instruction's four bytes per lane can only
+// sum taps: with the dot_taps knob (AVX-512 VNNI, windows 2 to 4 wide, no dilation) the taps of a
+// window row run as one vpdpbusd per register of the tile, the row's pixels and weights
+// transposed to four bytes per channel (dot_lanes_u8s8s32); otherwise widening multiply-adds.
+// Its space and schedule are depthwise_conv2d_nchwc's (depthwise_space.h).
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/common.h"
 #include "schedule_space/templates/depthwise_space.h"
 #include "schedule_space/templates/requant.h"
 #include "support/error.h"
+#include "te/tensor_intrin.h"
 
 namespace ktune::schedule_space::templates {
 namespace {
@@ -88,18 +90,42 @@ Tensors make_tensors(const Shape& sh) {
   return t;
 }
 
+// Whether a window row fits one dot: 2 to 4 taps (a lane's four bytes; one tap has nothing to
+// sum) read from neighbouring pixels.
+bool row_fits_dot(const Shape& sh) { return sh.s >= 2 && sh.s <= 4 && sh.dilation == 1; }
+
+// Whether the space offers dot_taps: vpdpbusd (16 lanes, the block) and a row that fits.
+bool offers_dot_taps(const Shape& sh, const TargetTraits& target) {
+  return target.int8_dot_insn == "vpdpbusd" && row_fits_dot(sh);
+}
+
 // The shared depthwise space without pad_inline: the padding is computed once, since with a
-// data zero point the padding taps are not zero, and te skips taps only of a zero padding.
+// data zero point the padding taps are not zero, and te skips taps only of a zero padding. Then
+// dot_taps 0/1 (where offered; configs logged before it mean 0): a window row's taps in one dot
+// instruction, which leaves unroll_s nothing to unroll (so dot_taps 1 takes unroll_s 0).
 void define_space(const Shape& sh, const TargetTraits& target, ConfigSpace& space) {
   define_depthwise_space(sh.oh, sh.ow, ceil_div(kBlock, target.vector_lanes(32)), {}, target,
                          space);
+  const bool dot = offers_dot_taps(sh, target);
+  space.define_knob("dot_taps", dot ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  space.set_legacy_value("dot_taps", 0);
+  if (dot)
+    space.add_constraint("dot_taps runs a window row in one instruction", [](const EntityView& v) {
+      return v["dot_taps"].as_int() == 0 || v["unroll_s"].as_int() == 0;
+    });
 }
 
 Instantiated apply(const Shape& sh, const Config& cfg) {
   Tensors t = make_tensors(sh);
   te::Schedule s = te::create_schedule({t.out});
   const te::Tensor acc = t.acc.defined() ? t.acc : s.cache_write(t.out, "local");
-  schedule_depthwise(s, t.out, acc, sh.oh, sh.ow, cfg, kName);
+  const Entity* dot = cfg.find("dot_taps");
+  const bool row_dot = dot && dot->as_int() != 0;
+  if (row_dot && !row_fits_dot(sh))
+    throw Error(ErrorKind::kInstantiation,
+                std::string(kName) + ": dot_taps needs a window 2 to 4 wide without dilation");
+  schedule_depthwise(s, t.out, acc, sh.oh, sh.ow, cfg, kName,
+                     row_dot ? &te::dot_lanes_u8s8s32(static_cast<int>(sh.s)) : nullptr);
   if (sh.pad > 0) schedule_blocked_pad(s[t.padded], false, cfg["parallel"].as_int() != 0);
   return Instantiated{s, t.args};
 }
@@ -112,8 +138,8 @@ void register_depthwise_nchwc_int8_template(TemplateRegistry& r) {
   d.doc =
       "int8 channel-blocked depthwise conv2d: O[N,C/16,OH,OW,16] (int32) = sum_{r,s} "
       "I[N,C/16,H,W,16] (uint8) * W[C/16,R,S,16] (int8) (stride, pad with data_zero_point, "
-      "dilation; output lanes past C zero): widening multiply-adds; out=u8|s8 requantizes with "
-      "bias, scale, zero_point";
+      "dilation; output lanes past C zero): a window row's taps per vpdpbusd (dot_taps) or "
+      "widening multiply-adds; out=u8|s8 requantizes with bias, scale, zero_point";
   d.args = {int_arg("N", "1", "batch"),
             int_arg("C", "", "channels"),
             int_arg("H", "", "input height"),

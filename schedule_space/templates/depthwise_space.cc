@@ -1,3 +1,4 @@
+// Implements the channel-blocked depthwise space: knobs, fallback and schedule (depthwise_space.h).
 #include "schedule_space/templates/depthwise_space.h"
 
 #include <vector>
@@ -45,7 +46,8 @@ Config depthwise_fallback(int64_t ow, const TargetTraits& target, const ConfigSp
 }
 
 void schedule_depthwise(te::Schedule& s, const te::Tensor& out_t, const te::Tensor& acc_t,
-                        int64_t oh, int64_t ow, const Config& cfg, const std::string& tmpl) {
+                        int64_t oh, int64_t ow, const Config& cfg, const std::string& tmpl,
+                        const te::TensorIntrin* row_dot) {
   te::Stage out = s[out_t];
   const auto ys = apply_split(out, out.axis(2), cfg["tile_oh"], oh);
   const auto xs = apply_split(out, out.axis(3), cfg["tile_ow"], ow);
@@ -60,11 +62,16 @@ void schedule_depthwise(te::Schedule& s, const te::Tensor& out_t, const te::Tens
   te::Stage acc = s[acc_t];
   acc.compute_at(out, xs[0]);
   const te::IterVar r = acc.reduce_axis(0), sx = acc.reduce_axis(1);
-  acc.reorder({acc.axis(0), acc.axis(1), r, sx, acc.axis(2), acc.axis(3), acc.axis(4)});
+  if (row_dot) {
+    acc.reorder({acc.axis(0), acc.axis(1), r, acc.axis(2), acc.axis(3), acc.axis(4), sx});
+    acc.tensorize(acc.axis(4), *row_dot);
+  } else {
+    acc.reorder({acc.axis(0), acc.axis(1), r, sx, acc.axis(2), acc.axis(3), acc.axis(4)});
+    acc.vectorize(acc.axis(4));
+    unroll_if(acc, sx, cfg["unroll_s"].as_int() != 0);
+  }
   acc.unroll(acc.axis(2));
   acc.unroll(acc.axis(3));
-  acc.vectorize(acc.axis(4));
-  unroll_if(acc, sx, cfg["unroll_s"].as_int() != 0);
   if (const Entity* e = cfg.find("unroll_r")) unroll_if(acc, r, e->as_int() != 0);
 }
 

@@ -11,6 +11,7 @@
 #include "schedule_space/workload.h"
 #include "te/schedule.h"
 #include "te/tensor.h"
+#include "te/tensor_intrin.h"
 
 namespace ktune::schedule_space::templates {
 
@@ -35,17 +36,22 @@ void define_depthwise_space(int64_t oh, int64_t ow, int64_t vectors, const Depth
                             const TargetTraits& target, ConfigSpace& space);
 
 // One row of up to 8 columns (each weight vector of a tap feeds 8 FMAs), the window column loop
-// unrolled, parallel on more than one core; pad_inline and skip_taps 1 where the space has them
-// (te skips the padding taps and runs interior tiles unguarded: measured 1.9-2.7x the padded
-// copy's speed on MobileNetV2's 3x3 layers, stride 1 and 2, one core, where the copy costs as
-// much as the FMAs).
+// unrolled, parallel on more than one core; dot_taps 0 where the space has it (no figure yet
+// shows the vpdpbusd rows faster than the widening code); pad_inline and skip_taps 1 where the
+// space has them (te skips the padding taps and runs interior tiles unguarded: measured 1.9-2.7x
+// the padded copy's speed on MobileNetV2's 3x3 layers, stride 1 and 2, one core, where the copy
+// costs as much as the FMAs).
 Config depthwise_fallback(int64_t ow, const TargetTraits& target, const ConfigSpace& space);
 
 // Schedules the output stage `out` [N][C/b][OH][OW][b] and its accumulator `acc` (reduction
 // axes r, s) as the config says: the register tile's (y, x) accumulators unrolled and the block
 // vectorized innermost, the window loops outside, so every accumulator stays a register for the
-// whole window. Throws Error(kInstantiation), naming `tmpl`, for splits not in 2.
+// whole window. With `row_dot` (an intrinsic over a block's lanes and a window row's taps, which
+// the knobs' unroll_s then leaves alone), only the window rows stay outside: the block's lanes,
+// then the row's taps, tensorized under the tile. Throws Error(kInstantiation), naming `tmpl`,
+// for splits not in 2.
 void schedule_depthwise(te::Schedule& s, const te::Tensor& out, const te::Tensor& acc, int64_t oh,
-                        int64_t ow, const Config& cfg, const std::string& tmpl);
+                        int64_t ow, const Config& cfg, const std::string& tmpl,
+                        const te::TensorIntrin* row_dot = nullptr);
 
 }  // namespace ktune::schedule_space::templates

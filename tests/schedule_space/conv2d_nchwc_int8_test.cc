@@ -5,8 +5,10 @@
 // AVX-512 VNNI host and in widening vector code on x86-64-v3: the int32 output bit-exactly against
 // a plain C++ convolution of the blocked layouts, the requantized one within one unit of nearbyint
 // in double (exact away from float32's rounding near a half) and bit-exactly against te's
-// interpreter. Outputs start as a sentinel. depthwise_conv2d_nchwc_u8s8s32 likewise (widening code
-// on both targets), against a plain C++ depthwise convolution.
+// interpreter. Outputs start as a sentinel. depthwise_conv2d_nchwc_u8s8s32 likewise (windows 1 to
+// 5 wide), each config with and without dot_taps where the space has it (a window row per
+// vpdpbusd on an AVX-512 VNNI host), and its dot_taps configs built for x86 targets without VNNI
+// (widening code), against a plain C++ depthwise convolution.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include "te/ir_visitor.h"
 #include "te/lower.h"
 #include "tests/schedule_space/reference_util.h"
+#include "tests/schedule_space/template_cases.h"
 
 namespace ktune::schedule_space {
 namespace {
@@ -54,6 +57,8 @@ const Case kDepthwiseCases[] = {
     {1, 32, 11, 9, 32, 3, 2, 1, 128, "u8", true, true, true},
     {1, 24, 6, 5, 24, 5, 1, 2, 9, "s8", false, false, true},
     {1, 40, 7, 7, 40, 3, 1, 1, 0, "u8", false, false, true},
+    {1, 16, 7, 6, 16, 2, 2, 1, 0, "s32", false, false, true},
+    {1, 24, 9, 8, 24, 4, 1, 1, 5, "u8", true, false, true},
 };
 
 Task task_of(const Case& c, const TargetTraits& traits) {
@@ -181,13 +186,40 @@ bool can_skip(const Task& task) {
 
 // cfg with skip_taps = v.
 Config with_skip_taps(const Task& task, const Config& cfg, int64_t v) {
-  std::vector<uint64_t> digits = task.space().knob_indices(cfg.index());
-  digits[task.space().knob_position("skip_taps")] = static_cast<uint64_t>(v);
-  return task.space().get(task.space().index_of(digits));
+  return testing::with_knobs(task, cfg, {{"skip_taps", static_cast<uint64_t>(v)}});
 }
 
-void check_case(const Case& c, const codegen::Target& target) {
-  const Task task = task_of(c, testing::traits_of(target));
+// Whether the space offers dot_taps 1.
+bool offers_dot_taps(const Task& task) {
+  const int64_t at = task.space().knob_position("dot_taps");
+  return at >= 0 && task.space().knob_sizes()[at] == 2;
+}
+
+// cfg with dot_taps = v (and with 1, unroll_s 0, which dot_taps 1 takes).
+Config with_dot_taps(const Task& task, const Config& cfg, int64_t v) {
+  if (v == 0) return testing::with_knobs(task, cfg, {{"dot_taps", 0}});
+  return testing::with_knobs(task, cfg, {{"dot_taps", 1}, {"unroll_s", 0}});
+}
+
+// The fallback and three sampled configs, each with and without skip_taps and dot_taps where the
+// space offers them.
+std::vector<Config> configs_of(const Task& task) {
+  std::mt19937_64 rng(9);
+  std::vector<Config> configs = {task.fallback_config()};
+  for (uint64_t i : task.space().sample(3, rng)) configs.push_back(task.space().get(i));
+  if (can_skip(task))
+    for (size_t i = 0, n = configs.size(); i < n; ++i)
+      configs.push_back(with_skip_taps(task, configs[i], 1 - configs[i]["skip_taps"].as_int()));
+  if (offers_dot_taps(task))
+    for (size_t i = 0, n = configs.size(); i < n; ++i)
+      configs.push_back(with_dot_taps(task, configs[i], 1 - configs[i]["dot_taps"].as_int()));
+  return configs;
+}
+
+// Builds each config for `target` and checks its outputs against te's interpreter and the
+// reference.
+void check_configs(const Case& c, const Task& task, const codegen::Target& target,
+                   const std::vector<Config>& configs) {
   const std::string what = target.str() + " " + task.workload_key();
   const std::vector<te::HostBuffer> in = inputs_of(task, c);
   const Expected want =
@@ -198,13 +230,6 @@ void check_case(const Case& c, const codegen::Target& target) {
   const std::vector<te::HostBuffer> evaluated = te::evaluate(def.outputs, bound);
   const te::HostBuffer& interp = evaluated[0];
   ASSERT_EQ(static_cast<size_t>(interp.num_elements()), want.value.size()) << what;
-
-  std::mt19937_64 rng(9);
-  std::vector<Config> configs = {task.fallback_config()};
-  for (uint64_t i : task.space().sample(3, rng)) configs.push_back(task.space().get(i));
-  if (can_skip(task))
-    for (size_t i = 0, n = configs.size(); i < n; ++i)
-      configs.push_back(with_skip_taps(task, configs[i], 1 - configs[i]["skip_taps"].as_int()));
   for (const Config& cfg : configs) {
     const Instantiated inst = task.instantiate(cfg);
     codegen::Kernel k =
@@ -237,15 +262,61 @@ void check_case(const Case& c, const codegen::Target& target) {
   }
 }
 
+void check_case(const Case& c, const codegen::Target& target) {
+  const Task task = task_of(c, testing::traits_of(target));
+  check_configs(c, task, target, configs_of(task));
+}
+
 void check_target(const codegen::Target& target, bool expect_vnni) {
   ASSERT_EQ(testing::traits_of(target).int8_dot, expect_vnni) << target.str();
   for (const Case& c : kCases) check_case(c, target);
 }
 
-// Widening multiply-adds on every target (no dot instruction: nothing to sum across channels).
+// dot_taps offered on an AVX-512 VNNI host for windows 2 to 4 wide, not on x86-64-v3.
 TEST(DepthwiseNchwcInt8Test, HostAndX86V3AreExact) {
-  for (const char* t : {"host", "llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3"})
-    for (const Case& c : kDepthwiseCases) check_case(c, codegen::Target::parse(t));
+  for (const char* t : {"host", "llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3"}) {
+    const codegen::Target target = codegen::Target::parse(t);
+    const bool vnni = testing::traits_of(target).int8_dot_insn == "vpdpbusd";
+    for (const Case& c : kDepthwiseCases) {
+      const bool fits = c.r >= 2 && c.r <= 4;
+      EXPECT_EQ(offers_dot_taps(task_of(c, testing::traits_of(target))), vnni && fits) << t;
+      check_case(c, target);
+    }
+  }
+}
+
+// dot_taps is offered on AVX-512 VNNI alone, but its configs build for any target (a config tuned
+// on one machine, built for another): dot_u8s8's rows form becomes widening code on AVX-512
+// without VNNI (znver4 with it turned off; skylake-avx512, without VBMI's byte permute too) and
+// on AVX2 (x86-64-v3), run where the host can, bit-exactly; vpdpbusd only where the target has it.
+TEST(DepthwiseNchwcInt8Test, DotTapsWithoutVnniAreExact) {
+  const codegen::Target vnni =
+      codegen::Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4");
+  const char* const others[] = {"llvm -mtriple=x86_64-linux-gnu -mcpu=znver4 -mattr=-avx512vnni",
+                                "llvm -mtriple=x86_64-linux-gnu -mcpu=skylake-avx512",
+                                "llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3"};
+  size_t run = 0;
+  for (const Case& c : kDepthwiseCases) {
+    const Task task = task_of(c, testing::traits_of(vnni));
+    if (!offers_dot_taps(task)) continue;
+    std::vector<Config> dot;
+    for (const Config& cfg : configs_of(task))
+      if (cfg["dot_taps"].as_int() != 0) dot.push_back(cfg);
+    ASSERT_GE(dot.size(), 4u) << task.workload_key();
+    const Instantiated inst = task.instantiate(dot[0]);
+    const te::LoweredFunc lowered = te::lower(inst.schedule, inst.args, "k");
+    EXPECT_NE(codegen::emit_assembly(lowered, vnni).find("vpdpbusd"), std::string::npos)
+        << task.workload_key();
+    for (const char* key : others) {
+      const codegen::Target t = codegen::Target::parse(key);
+      ASSERT_EQ(testing::traits_of(t).int8_dot_insn, "") << key;
+      EXPECT_EQ(codegen::emit_assembly(lowered, t).find("vpdpbusd"), std::string::npos) << key;
+      if (!t.is_host_compatible()) continue;
+      check_configs(c, task, t, dot);
+      run += dot.size();
+    }
+  }
+  if (run == 0) GTEST_SKIP() << "the host runs none of the targets without VNNI";
 }
 
 TEST(DepthwiseNchwcInt8Test, LayoutsAndBadShapes) {

@@ -4,10 +4,12 @@
 // requantize epilogue, fallback and sampled configs) equals te's integer reference bit-exactly
 // under qemu-aarch64-static, its output pre-filled with a byte pattern. conv2d_nchwc_u8s8s32
 // likewise: sdot on Cortex-A76, usdot on Neoverse V1, odd shapes, pads, strides, zero points.
+// depthwise_conv2d_nchwc_u8s8s32's dot_taps configs (an AVX-512 VNNI space's) on Cortex-A76.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <regex>
@@ -17,6 +19,7 @@
 #include "codegen/codegen_llvm.h"
 #include "schedule_space/task.h"
 #include "tests/schedule_space/reference_util.h"
+#include "tests/schedule_space/template_cases.h"
 
 namespace ktune::schedule_space {
 namespace {
@@ -135,9 +138,10 @@ TEST(MatmulInt8Aarch64, ObjectsHoldTheTargetsDotInstruction) {
   EXPECT_EQ(count(text, kVectorSpill), 0) << text;
 }
 
-// Builds the fallback and sampled configs of every task (for `target`), runs them under qemu
-// and compares each output with the reference byte for byte.
-void check_under_qemu(const char* target, const std::vector<Task>& tasks, uint64_t seed) {
+// Builds the fallback and sampled configs of every task (for `target`; each through `adjust` when
+// given), runs them under qemu and compares each output with the reference byte for byte.
+void check_under_qemu(const char* target, const std::vector<Task>& tasks, uint64_t seed,
+                      const std::function<Config(const Task&, const Config&)>& adjust = {}) {
   const codegen::Target t = codegen::Target::parse(target);
   std::mt19937_64 rng(seed);
   std::vector<testing::Case> cases;
@@ -148,7 +152,7 @@ void check_under_qemu(const char* target, const std::vector<Task>& tasks, uint64
     std::vector<Config> configs = {task->fallback_config()};
     for (uint64_t i : task->space().sample(2, rng)) configs.push_back(task->space().get(i));
     for (const Config& c : configs) {
-      cases.push_back({task, ref, c});
+      cases.push_back({task, ref, adjust ? adjust(*task, c) : c});
       artifacts.push_back(
           testing::build_case(cases.back(), t, "int8_" + std::to_string(cases.size())));
     }
@@ -256,6 +260,43 @@ TEST(Conv2dNchwcInt8Aarch64, SdotKernelsMatchReferenceUnderQemu) {
 
 TEST(Conv2dNchwcInt8Aarch64, UsdotKernelsMatchReferenceUnderQemu) {
   check_under_qemu(kV1, conv_tasks(kV1), 500);
+}
+
+// depthwise_conv2d_nchwc_u8s8s32 with dot_taps 1, its space taken on an AVX-512 VNNI target (the
+// only one that offers it: a config tuned there, built here), windows 2 to 4 wide, pads, strides,
+// zero points: dot_u8s8's rows form, which becomes widening NEON code even where sdot exists.
+std::vector<Task> depthwise_dot_tasks() {
+  const std::vector<std::map<std::string, std::string>> workloads = {
+      {{"C", "20"}, {"H", "9"}, {"W", "7"}, {"pad", "1"}},
+      {{"C", "16"},
+       {"H", "7"},
+       {"W", "6"},
+       {"R", "2"},
+       {"S", "2"},
+       {"stride", "2"},
+       {"pad", "1"},
+       {"data_zero_point", "3"}},
+      {{"C", "24"},
+       {"H", "9"},
+       {"W", "8"},
+       {"R", "4"},
+       {"S", "4"},
+       {"pad", "1"},
+       {"data_zero_point", "5"},
+       {"out", "u8"},
+       {"scale", "per_channel"}}};
+  std::vector<Task> tasks;
+  for (const auto& w : workloads)
+    tasks.push_back(Task::create("depthwise_conv2d_nchwc_u8s8s32", w,
+                                 traits("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4")));
+  return tasks;
+}
+
+TEST(DepthwiseNchwcInt8Aarch64, DotTapsKernelsMatchReferenceUnderQemu) {
+  // dot_taps 1 takes unroll_s 0.
+  check_under_qemu(kA76, depthwise_dot_tasks(), 600, [](const Task& task, const Config& cfg) {
+    return testing::with_knobs(task, cfg, {{"dot_taps", 1}, {"unroll_s", 0}});
+  });
 }
 
 }  // namespace

@@ -105,12 +105,6 @@ std::vector<Case> cases() {
   return out;
 }
 
-Config with_knob(const Task& task, const Config& cfg, const std::string& knob, uint64_t digit) {
-  std::vector<uint64_t> digits = task.space().knob_indices(cfg.index());
-  digits[task.space().knob_position(knob)] = digit;
-  return task.space().get(task.space().index_of(digits));
-}
-
 // Every case's fallback and sampled configs with the padding inlined, with skip_taps 1 and 0.
 // With it, the taps executed are the valid taps, or with columns in vectors the taps whose row is
 // inside; without it, every tap the simplifier did not find in the padding. Outputs match the
@@ -128,12 +122,14 @@ TEST(NchwPaddingTaps, InlinedPaddingRunsOnlyTheTapsInside) {
     for (uint64_t i : task.space().sample(6, rng)) configs.push_back(task.space().get(i));
     int case_unswitched = 0;
     for (const Config& sampled : configs) {
-      const Config inlined = c.window.pad > 0 ? with_knob(task, sampled, "pad_inline", 1) : sampled;
+      const Config inlined =
+          c.window.pad > 0 ? testing::with_knobs(task, sampled, {{"pad_inline", 1}}) : sampled;
       const bool vector_cols = inlined["tile_ow"].values.back() > 1;
       int64_t skipped = -1;
       for (const int64_t skip : {1, 0}) {
         if (skip && c.window.pad == 0) continue;  // no skip_taps without padding
-        const Config cfg = with_knob(task, inlined, "skip_taps", skip);
+        const Config cfg =
+            testing::with_knobs(task, inlined, {{"skip_taps", static_cast<uint64_t>(skip)}});
         SCOPED_TRACE(task.workload_key() + " " + cfg.to_json_string());
         const Instantiated inst = task.instantiate(cfg);
         std::string unswitch_ir;

@@ -1,5 +1,5 @@
-// Defines the small template instances the template tests enumerate, and the reference-check helper
-// they share.
+// Defines the small template instances the template tests enumerate, and the reference-check and
+// config helpers they share.
 #pragma once
 
 #include <algorithm>
@@ -37,6 +37,15 @@ struct TemplateCase {
   std::string template_name;
   std::map<std::string, std::string> args;
 };
+
+// cfg with each named knob at the given candidate position (its digit in
+// ConfigSpace::knob_indices), every other knob kept.
+inline Config with_knobs(const Task& task, const Config& cfg,
+                         const std::map<std::string, uint64_t>& digits) {
+  std::vector<uint64_t> d = task.space().knob_indices(cfg.index());
+  for (const auto& [knob, digit] : digits) d[task.space().knob_position(knob)] = digit;
+  return task.space().get(task.space().index_of(d));
+}
 
 // A 128-bit, 2-core target: 4 float lanes, so small shapes still have several vector widths.
 inline TargetTraits small_target() {
