@@ -52,7 +52,8 @@ struct ModelTiming {
 };
 
 // Runs the model `warmup` times, then `runs` times end to end, then once and `runs` times one
-// layer at a time. Throws what ModelRunner throws; Error(kInvalidArgument) for runs < 1 or warmup < 0.
+// layer at a time. Throws what ModelRunner throws; Error(kInvalidArgument) for runs < 1 or warmup <
+// 0.
 ModelTiming time_model(ModelRunner& runner, const ModelPlan& plan, const ModelBuffers& buffers,
                        int warmup, int runs);
 
