@@ -1,8 +1,7 @@
 // `ktune run model.onnx [--db PATH | --server HOST:PORT --device-key K] [--threads N] [--runs N]
 // [--check | --check-nodes | --serve] [--step-threads stored|measure|off]`: the model built as
-// `ktune build
-// --model` builds it, loaded in this process and timed end to end and per layer, or checked step by
-// step against te's reference.
+// `ktune build --model` builds it, loaded in this process and timed end to end and per layer,
+// checked step by step against te's reference, or serving layer-by-layer timings to a benchmark.
 #include <unistd.h>
 #include <algorithm>
 #include <cmath>

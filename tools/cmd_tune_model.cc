@@ -1,8 +1,7 @@
 // `ktune tune-model model.onnx [--trials N] [--time-budget MIN] [--db PATH | --server HOST:PORT
-// --device-key K]
-// [--input name=DIMS]`: tune every task of a model under one budget (ModelTuning here, or a model
-// job of a tuning server), with a live table by layer and the estimated model latency against the
-// untuned fallbacks and the libraries.
+// --device-key K] [--input name=DIMS]`: tune every task of a model under one budget (ModelTuning
+// here, or a model job of a tuning server), with a live table by layer and the estimated model
+// latency against the untuned fallbacks and the libraries.
 #include <cstdio>
 #include <iostream>
 #include <memory>
