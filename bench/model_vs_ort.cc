@@ -168,12 +168,12 @@ std::string timing_program(const std::string& name) {
          "int main(int argc, char** argv) {\n"
          "  if (argc != 4) return 9;\n"
          "  ktune_set_num_threads(atoi(argv[3]));\n"
-         "  float* in = aligned_alloc(64, (" +
+         "  float* in = aligned_alloc(4096, (" +
          name +
-         "_INPUT0_ELEMENTS * 4 + 63) / 64 * 64);\n"
-         "  float* out = aligned_alloc(64, (" +
+         "_INPUT0_ELEMENTS * 4 + 4095) / 4096 * 4096);\n"
+         "  float* out = aligned_alloc(4096, (" +
          name +
-         "_OUTPUT0_ELEMENTS * 4 + 63) / 64 * 64);\n"
+         "_OUTPUT0_ELEMENTS * 4 + 4095) / 4096 * 4096);\n"
          "  FILE* f = fopen(argv[1], \"rb\");\n"
          "  if (!f || fread(in, 4, " +
          name + "_INPUT0_ELEMENTS, f) != " + name +

@@ -26,8 +26,10 @@ constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
 constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
 constexpr int64_t kAlign = 64;
 
-int64_t round_up(int64_t v) {
-  return std::max<int64_t>(kAlign, (v + kAlign - 1) / kAlign * kAlign);
+// A size for aligned_alloc(kModelPageAlign, ...): a whole number of pages, at least one.
+int64_t round_up_pages(int64_t v) {
+  return std::max<int64_t>(kModelPageAlign,
+                           (v + kModelPageAlign - 1) / kModelPageAlign * kModelPageAlign);
 }
 
 void check(const DriverSpec& spec) {
@@ -110,7 +112,7 @@ class DriverWriter {
     auto* g =
         new llvm::GlobalVariable(*m_, data->getType(), true, llvm::GlobalValue::PrivateLinkage,
                                  data, spec_.name + "_weights");
-    g->setAlignment(llvm::Align(kAlign));
+    g->setAlignment(llvm::Align(kModelPageAlign));
     return g;
   }
 
@@ -142,8 +144,8 @@ class DriverWriter {
     b_.CreateStore(null, field(c, 0));
     b_.CreateStore(null, field(c, 1));
     b_.CreateStore(null, field(c, 2));
-    llvm::Value* arena =
-        b_.CreateCall(aligned_alloc_fn, {i64c(kAlign), i64c(round_up(spec_.arena_bytes))});
+    llvm::Value* arena = b_.CreateCall(
+        aligned_alloc_fn, {i64c(kModelPageAlign), i64c(round_up_pages(spec_.arena_bytes))});
     b_.CreateStore(arena, field(c, 0));
     b_.CreateCondBr(b_.CreateICmpEQ(arena, null), fail, have_arena);
 
@@ -185,7 +187,8 @@ class DriverWriter {
     b_.CreateCondBr(b_.CreateICmpEQ(file, null), fail, opened);
 
     b_.SetInsertPoint(opened);
-    llvm::Value* buf = b_.CreateCall(aligned_alloc_fn, {i64c(kAlign), i64c(round_up(size))});
+    llvm::Value* buf =
+        b_.CreateCall(aligned_alloc_fn, {i64c(kModelPageAlign), i64c(round_up_pages(size))});
     b_.CreateStore(buf, field(c, 2));
     b_.CreateCondBr(b_.CreateICmpEQ(buf, null), close_fail, allocated);
 

@@ -39,6 +39,14 @@ struct DriverSpec {
   std::vector<DriverCall> calls;
 };
 
+// Where a model's arena and weights start: on a page boundary in every process that runs the model
+// (the embedded weights, the ones read from a file, the arena of each context, and the copies
+// `ktune run` times layer by layer). Every tensor then sits at the same offset within its page
+// wherever the model runs: a BERT encoder layer's run moved by up to 11% with nothing but the
+// weights' offset within their first page (loads and stores meeting at one page offset), so an
+// estimate taken in ktune's process and a linked program disagreed by that much.
+inline constexpr int64_t kModelPageAlign = 4096;
+
 // FNV-1a (64-bit) of bytes: the check of an external weights file against the model it was built
 // for.
 uint64_t weights_hash(const std::vector<uint8_t>& bytes);

@@ -55,10 +55,11 @@ std::string source_name(const PlanStep& s) {
   return "";
 }
 
-// A buffer aligned as the kernel ABI wants.
-float* aligned_floats(int64_t bytes) {
-  void* p =
-      std::aligned_alloc(64, static_cast<size_t>((std::max<int64_t>(bytes, 64) + 63) / 64 * 64));
+// A buffer that starts on a page, as the driver's arena and weights do (codegen::kModelPageAlign).
+float* page_aligned_floats(int64_t bytes) {
+  constexpr int64_t page = codegen::kModelPageAlign;
+  void* p = std::aligned_alloc(
+      page, static_cast<size_t>((std::max<int64_t>(bytes, page) + page - 1) / page * page));
   if (!p)
     throw Error(ErrorKind::kIo,
                 "out of memory for a model arena of " + std::to_string(bytes) + " bytes");
@@ -220,7 +221,9 @@ std::string model_header(const BuiltModel& model, const std::string& header_name
     << " * Link lib" << p.name
     << ".a and ktune's runtime (`ktune build --model ... --runtime FILE`, or any\n"
     << " * other ktune-built library's runtime). Buffers are float32, NCHW, 64-byte aligned\n"
-    << " * (aligned_alloc(64, ...)). Contexts are independent: threads may each run their own. */\n"
+    << " * (aligned_alloc(64, ...)); buffers that start on a page (aligned_alloc(4096, ...)) are\n"
+    << " * laid out as ktune timed them. Contexts are independent: threads may each run their own. "
+       "*/\n"
     << "#ifndef " << guard << "\n#define " << guard
     << "\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
     << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
@@ -326,8 +329,8 @@ void ModelRunner::run(const std::vector<const float*>& inputs, const std::vector
 std::vector<void*> ModelRunner::step_buffers(size_t step, const std::vector<const float*>& inputs,
                                              const std::vector<float*>& outputs) {
   if (!arena_) {
-    arena_ = aligned_floats(plan_.arena_bytes);
-    weights_ = aligned_floats(static_cast<int64_t>(plan_.weights.size()));
+    arena_ = page_aligned_floats(plan_.arena_bytes);
+    weights_ = page_aligned_floats(static_cast<int64_t>(plan_.weights.size()));
     std::memcpy(weights_, plan_.weights.data(), plan_.weights.size());
   }
   std::vector<void*> args;

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/model_driver.h"
 #include "codegen/runtime.h"
 #include "codegen/target.h"
 #include "support/error.h"
@@ -33,8 +34,11 @@ ModelBuffers::ModelBuffers(const ModelPlan& plan, uint64_t seed) {
   const auto allocate = [&](int64_t id) {
     const int64_t count =
         plan.tensors[static_cast<size_t>(id)].bytes() / static_cast<int64_t>(sizeof(float));
-    float* p = static_cast<float*>(
-        std::aligned_alloc(64, static_cast<size_t>((count * 4 + 63) / 64 * 64)));
+    // On a page, as the driver's arena and weights (codegen::kModelPageAlign): the same offsets
+    // within a page in every run.
+    constexpr int64_t page = codegen::kModelPageAlign;
+    float* p = static_cast<float*>(std::aligned_alloc(
+        page, static_cast<size_t>((std::max<int64_t>(count * 4, page) + page - 1) / page * page)));
     if (!p) throw Error(ErrorKind::kIo, "out of memory for a model buffer");
     storage_.emplace_back(p);
     return std::make_pair(p, count);

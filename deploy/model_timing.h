@@ -1,5 +1,5 @@
-// Defines ModelBuffers (a model's inputs and outputs, 64-byte aligned), time_model(): a built
-// model timed end to end and per layer, as `ktune run` and `ktune tune-model` report it,
+// Defines ModelBuffers (a model's inputs and outputs, each starting on a page), time_model(): a
+// built model timed end to end and per layer, as `ktune run` and `ktune tune-model` report it,
 // measure_step_threads(): each step's thread count chosen from timings in the model's order, and
 // step_threads_summary(): that choice in one line.
 #pragma once

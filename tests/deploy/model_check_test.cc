@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/model_driver.h"
 #include "codegen/runtime.h"
 #include "deploy/model_check.h"
 #include "deploy/model_timing.h"
@@ -132,6 +133,57 @@ TEST_P(ModelCheck, CorruptedStepIsTheOneReported) {
       }
     }
   }
+}
+
+// The alignment of the section of a relocatable ELF64 object (little-endian) that holds `bytes`
+// bytes or more: the driver's weights are its one section that large. 0 when there is none.
+uint64_t alignment_of_section_holding(const std::vector<uint8_t>& elf, uint64_t bytes) {
+  const auto u64 = [&](size_t at) {
+    uint64_t v = 0;
+    std::memcpy(&v, elf.data() + at, 8);
+    return v;
+  };
+  const auto u16 = [&](size_t at) {
+    uint16_t v = 0;
+    std::memcpy(&v, elf.data() + at, 2);
+    return v;
+  };
+  const uint64_t shoff = u64(0x28);
+  for (uint16_t i = 0; i < u16(0x3c); ++i) {
+    const size_t header = shoff + size_t{i} * u16(0x3a);
+    if (u64(header + 0x20) >= bytes) return u64(header + 0x30);  // sh_size, sh_addralign
+  }
+  return 0;
+}
+
+// Every tensor sits at the same offset within its page wherever the model runs: the driver's
+// embedded weights start on a page, and so do the arena and weights `ktune run` times layer by
+// layer and the buffers it passes (a linked program and ktune's estimate read one layout).
+TEST_P(ModelCheck, WeightsArenaAndBuffersStartOnAPage) {
+  const BuiltModel m = build(GetParam());
+  ASSERT_GE(m.plan.weights.size(), size_t{4096});
+  EXPECT_EQ(alignment_of_section_holding(m.driver.object, m.plan.weights.size()),
+            uint64_t{codegen::kModelPageAlign});
+  ModelRunner runner(m);
+  ModelBuffers buffers(m.plan, 7);
+  for (const float* p : buffers.inputs())
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % codegen::kModelPageAlign, 0u);
+  for (const float* p : buffers.outputs())
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % codegen::kModelPageAlign, 0u);
+  int placed = 0;
+  for (size_t i = 0; i < m.plan.steps.size(); ++i) {
+    const auto args = runner.step_buffers(i, buffers.inputs(), buffers.outputs());
+    for (size_t a = 0; a < args.size(); ++a) {
+      const PlanTensor* t = &m.plan.tensors[static_cast<size_t>(m.plan.steps[i].args[a])];
+      if (t->alias_of >= 0) t = &m.plan.tensors[static_cast<size_t>(t->alias_of)];
+      if (t->storage != Storage::kArena && t->storage != Storage::kWeights) continue;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(args[a]) % codegen::kModelPageAlign,
+                static_cast<uintptr_t>(t->offset) % codegen::kModelPageAlign)
+          << m.plan.steps[i].layer;
+      ++placed;
+    }
+  }
+  EXPECT_GT(placed, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
