@@ -439,9 +439,27 @@ TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
   }
 }
 
+// Stride 1, padded 3x3, AVX-512: the general tile (2 oc blocks x 2 rows x 7 columns) with the
+// padding inlined and its taps skipped, on ResNet-18's four output sizes.
+TEST(Conv2dNchwc, Stride1PaddedFallbackSkipsTaps) {
+  for (const char* h : {"56", "28", "14", "7"}) {
+    const Task task =
+        Task::create("conv2d_nchwc",
+                     parse_workload_args("conv2d_nchwc", {"C=64", std::string("H=") + h,
+                                                          std::string("W=") + h, "K=128", "pad=1"}),
+                     avx512_traits(1));
+    const Config& fb = task.fallback_config();
+    EXPECT_EQ(fb["tile_ko"].values.back(), 2) << task.workload_key();
+    EXPECT_EQ(fb["tile_ow"].values.back(), 7) << task.workload_key();
+    EXPECT_EQ(fb["skip_taps"].as_int(), 1) << task.workload_key();
+    EXPECT_EQ(fb["pad_inline"].as_int(), 1) << task.workload_key();
+    EXPECT_EQ(fb["unroll_cb"].as_int(), 0) << task.workload_key();
+  }
+}
+
 // Strided 3x3 layers on AVX-512 fall back to one oc block x two rows (a tail where the height has
 // few divisors) x the columns that fill 28 accumulators, the lane loop unrolled and the padding
-// taps skipped; stride 1, other windows and AVX2 keep the general tile.
+// taps skipped; stride 1, other windows and AVX2 keep the general tile's size.
 TEST(Conv2dNchwc, StridedFallbackIsOneBlockTwoRowsSkippingTaps) {
   struct Case {
     std::vector<std::string> words;
@@ -482,11 +500,11 @@ TEST(Conv2dNchwc, StridedFallbackIsOneBlockTwoRowsSkippingTaps) {
   EXPECT_EQ(unpadded.fallback_config()["unroll_cb"].as_int(), 1);
   EXPECT_EQ(unpadded.fallback_config()["skip_taps"].as_int(), 0);
   EXPECT_EQ(unpadded.fallback_config()["pad_inline"].as_int(), 0);
-  // The general tile: stride 1, a 1x1 window, and AVX2 (two vectors per 16-wide oc block).
+  // The general tile: a 1x1 window, and AVX2 (two vectors per 16-wide oc block).
   TargetTraits avx2 = avx512_traits(1);
   avx2.vector_bits = 256;
   const std::vector<std::pair<std::vector<std::string>, TargetTraits>> general = {
-      {{"C=64", "H=28", "W=28", "K=128", "pad=1"}, avx512_traits(1)},
+      {{"C=64", "H=28", "W=28", "K=128", "pad=1"}, avx2},
       {{"C=64", "H=56", "W=56", "K=128", "R=1", "S=1", "stride=2"}, avx512_traits(1)},
       {{"C=64", "H=56", "W=56", "K=128", "stride=2", "pad=1"}, avx2},
   };
