@@ -1,6 +1,7 @@
 // Declares input_window_sums() and input_row_sums(): the per-position sums of uint8 data less its
 // zero point that an int8 conv or matrix product adds to its accumulator when its weights are
-// shifted by a constant other than their zero point (InputSums, schedule_space/templates/requant.h).
+// shifted by a constant other than their zero point (InputSums,
+// schedule_space/templates/requant.h).
 #pragma once
 
 #include <cstdint>

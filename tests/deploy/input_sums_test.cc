@@ -20,11 +20,11 @@
 #include "deploy/input_sums.h"
 #include "deploy/int8_packing.h"
 #include "schedule_space/task.h"
+#include "schedule_space/workload.h"
+#include "support/error.h"
 #include "te/host_buffer.h"
 #include "te/interpreter.h"
 #include "te/lower.h"
-#include "support/error.h"
-#include "schedule_space/workload.h"
 
 namespace ktune::deploy {
 namespace {
@@ -73,7 +73,7 @@ struct ConvCase {
 };
 
 const ConvCase kConvCases[] = {
-    {1, 6, 8, 8, 16, 3, 1, 1, 77, 8},    // channels padded to 8 (lanes 6, 7 not summed)
+    {1, 6, 8, 8, 16, 3, 1, 1, 77, 8},     // channels padded to 8 (lanes 6, 7 not summed)
     {2, 16, 7, 9, 20, 3, 2, 1, 128, 16},  // K past a block multiple, stride 2
     {1, 8, 9, 7, 16, 3, 1, 2, 0, 8},      // zero data zero point, wide padding
     {1, 12, 5, 5, 32, 1, 1, 0, 250, 4},   // 1x1, 3 blocks of 4
@@ -166,13 +166,18 @@ std::vector<schedule_space::Config> configs_of(const schedule_space::Task& task)
 void check_corrected_conv(const ConvCase& c, const codegen::Target& target) {
   std::mt19937_64 rng(static_cast<uint64_t>(c.c * 131 + c.k));
   const int64_t cp = (c.c + 3) / 4 * 4;  // the template's channels: groups of 4
-  const std::map<std::string, std::string> args = {
-      {"N", std::to_string(c.n)},     {"C", std::to_string(cp)},
-      {"H", std::to_string(c.h)},     {"W", std::to_string(c.w)},
-      {"K", std::to_string(c.k)},     {"R", std::to_string(c.r)},
-      {"S", std::to_string(c.r)},     {"stride", std::to_string(c.stride)},
-      {"pad", std::to_string(c.pad)}, {"ic_block", std::to_string(c.block)},
-      {"data_zero_point", std::to_string(c.zx)}, {"input_sums", "1"}};
+  const std::map<std::string, std::string> args = {{"N", std::to_string(c.n)},
+                                                   {"C", std::to_string(cp)},
+                                                   {"H", std::to_string(c.h)},
+                                                   {"W", std::to_string(c.w)},
+                                                   {"K", std::to_string(c.k)},
+                                                   {"R", std::to_string(c.r)},
+                                                   {"S", std::to_string(c.r)},
+                                                   {"stride", std::to_string(c.stride)},
+                                                   {"pad", std::to_string(c.pad)},
+                                                   {"ic_block", std::to_string(c.block)},
+                                                   {"data_zero_point", std::to_string(c.zx)},
+                                                   {"input_sums", "1"}};
   const schedule_space::Task task =
       schedule_space::Task::create("conv2d_nchwc_u8s8s32", args, traits_of(target));
   ASSERT_NE(task.workload_key().find("input_sums=1"), std::string::npos);
@@ -184,8 +189,7 @@ void check_corrected_conv(const ConvCase& c, const codegen::Target& target) {
   ASSERT_TRUE(folded.has_value());
   const int64_t kb = (c.k + 15) / 16;
   te::HostBuffer data = blocked_data({c.n, c.c, c.h, c.w}, c.block, 11);
-  const std::vector<int8_t> packed =
-      pack_conv_u8s8(folded->w, c.k, c.c, c.r, c.r, c.block, cp);
+  const std::vector<int8_t> packed = pack_conv_u8s8(folded->w, c.k, c.c, c.r, c.r, c.block, cp);
   te::HostBuffer weights({kb, cp / c.block, c.r, c.r, c.block / 4, 16, 4}, te::Int(8));
   std::memcpy(weights.data(), packed.data(), packed.size());
   const int64_t oh = (c.h + 2 * c.pad - c.r) / c.stride + 1,
@@ -195,7 +199,8 @@ void check_corrected_conv(const ConvCase& c, const codegen::Target& target) {
   te::HostBuffer sums({c.n, oh, ow}, te::Int(32));
   std::memcpy(sums.data(), window.data(), window.size() * sizeof(int32_t));
   te::HostBuffer coef({kb, 16}, te::Int(32));
-  for (int64_t k = 0; k < kb * 16; ++k) coef.set(k, k < c.k ? shift - zw[static_cast<size_t>(k)] : 0);
+  for (int64_t k = 0; k < kb * 16; ++k)
+    coef.set(k, k < c.k ? shift - zw[static_cast<size_t>(k)] : 0);
 
   // The integer reference of the quantized conv.
   const std::vector<int64_t> nchw = {c.n, c.c, c.h, c.w};
@@ -221,7 +226,8 @@ void check_corrected_conv(const ConvCase& c, const codegen::Target& target) {
   const auto check = [&](const std::vector<int32_t>& got, const std::string& what) {
     ASSERT_EQ(got.size(), want.size()) << what;
     for (size_t i = 0; i < got.size(); ++i) {
-      const int64_t k = static_cast<int64_t>(i) / 16 / ow / oh % kb * 16 + static_cast<int64_t>(i) % 16;
+      const int64_t k =
+          static_cast<int64_t>(i) / 16 / ow / oh % kb * 16 + static_cast<int64_t>(i) % 16;
       const int64_t bias = k < c.k ? folded->bias[static_cast<size_t>(k)] : 0;
       ASSERT_EQ(got[i] + bias, want[i]) << what << " element " << i;
     }
@@ -279,11 +285,12 @@ TEST(InputSums, CorrectedMatmulAccumulatorsAreExact) {
         run(input_row_sums("row_sums", M, K, static_cast<int32_t>(zx)), target, {&a}, {M});
     te::HostBuffer sums({M}, te::Int(32));
     std::memcpy(sums.data(), rows.data(), rows.size() * sizeof(int32_t));
-    const schedule_space::Task task = schedule_space::Task::create(
-        "matmul_u8s8s32",
-        {{"M", std::to_string(M)}, {"N", std::to_string(N)}, {"K", std::to_string(K)},
-         {"input_sums", "1"}},
-        traits_of(target));
+    const schedule_space::Task task = schedule_space::Task::create("matmul_u8s8s32",
+                                                                   {{"M", std::to_string(M)},
+                                                                    {"N", std::to_string(N)},
+                                                                    {"K", std::to_string(K)},
+                                                                    {"input_sums", "1"}},
+                                                                   traits_of(target));
     for (const schedule_space::Config& cfg : configs_of(task)) {
       const schedule_space::Instantiated inst = task.instantiate(cfg);
       const std::vector<int32_t> got =
