@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "deploy/input_sums.h"
 #include "deploy/int8_packing.h"
 #include "deploy/model_ops.h"
 #include "deploy/model_planner.h"
@@ -55,10 +56,18 @@ void Planner::bind_quantized(PlanStep& s, const frontend::Node& anchor,
   if (b && static_cast<int64_t>(b->size()) != channels)
     throw unsupported(anchor, "a bias of another channel count");
   // The kernel runs on the weights less their zero point (exact when they fit int8, which
-  // find_quantized_ops checked from their range) with both zero points folded into the bias.
-  const std::optional<FoldedWeights> folded =
-      fold_zero_points(w.i64, channels, channels_first, zw, zx, b ? *b : no_zero);
+  // find_quantized_ops checked from their range) with both zero points folded into the bias; or,
+  // with input sums, on the weights less the shift, the data's zero point folded into the bias
+  // and (shift - z_w[k]) the coefficient of the input sums.
+  const std::vector<int64_t> shift{q->weight_shift};
+  const std::optional<FoldedWeights> folded = fold_zero_points(
+      w.i64, channels, channels_first, q->input_sums ? shift : zw, zx, b ? *b : no_zero);
   if (!folded) throw unsupported(anchor, "a weight minus its zero point is past int8");
+  std::vector<int32_t> sum_coef;
+  if (q->input_sums)
+    for (int64_t k = 0; k < channels; ++k)
+      sum_coef.push_back(static_cast<int32_t>(
+          q->weight_shift - (zw.empty() ? 0 : zw[zw.size() == 1 ? 0 : static_cast<size_t>(k)])));
   const std::vector<int32_t>& bias = folded->bias;
   std::vector<float> scale(bias.size());
   for (size_t k = 0; k < scale.size(); ++k) scale[k] = sx * sw[sw.size() == 1 ? 0 : k] / sy;
@@ -93,11 +102,42 @@ void Planner::bind_quantized(PlanStep& s, const frontend::Node& anchor,
     else if (n == "zero_point")
       s.args.push_back(
           weight(anchor.name + "@zero_point", a.shape(), std::vector<int32_t>{zy}, te::Int(32)));
+    else if (n == "input_sum")
+      s.args.push_back(plan_input_sums(anchor, *q, s.task->args(), icb, a.shape()));
+    else if (n == "sum_coef")
+      s.args.push_back(
+          weight(anchor.name + "@sum_coef", a.shape(), padded(sum_coef, a), te::Int(32)));
     else if (&a == &args.back())
       s.args.push_back(define(q->output, out_block));
     else
       throw unsupported(anchor, "kernel argument '" + n + "' has no binding");
   }
+}
+
+int64_t Planner::plan_input_sums(const frontend::Node& anchor, const frontend::QuantizedOp& q,
+                                 const schedule_space::WorkloadArgs& a, int64_t block,
+                                 const std::vector<int64_t>& shape) {
+  const int32_t zx = static_cast<int32_t>(std::llround(scalar_constant(anchor, q.data_zero_point)));
+  PlanStep st;
+  st.layer = anchor.name;
+  st.kind = "elementwise";
+  PlanTensor sums{anchor.name + "@input_sums", shape, 0};
+  sums.dtype = te::Int(32);
+  if (q.conv) {
+    InputWindowSums p{
+        known_shape(q.data), block, a.get_int("R"), a.get_int("S"), a.get_int("stride"),
+        a.get_int("pad"),    zx};
+    st.symbol = symbol("input_window_sums");
+    st.func = input_window_sums(st.symbol, p);
+  } else {
+    const std::vector<int64_t> x = known_shape(q.data);
+    st.symbol = symbol("input_row_sums");
+    st.func = input_row_sums(st.symbol, product(x) / x.back(), x.back(), zx);
+  }
+  const int64_t out = add(std::move(sums));
+  st.args = {form(q.data, block), out};
+  plan_.steps.push_back(std::move(st));
+  return out;
 }
 
 int64_t Planner::int8_data_block(const std::string& tensor) const {

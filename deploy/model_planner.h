@@ -102,12 +102,20 @@ class Planner {
                  const std::string& out_name, const std::vector<te::Tensor>& args);
 
   // The int8 kernel of a QuantizedOp: the uint8 data (blocked as a conv reads it), the int8
-  // weights packed, and the requantize epilogue's inputs. With the data's zero point zx the
-  // kernel's int32 sum is that of x * w, i.e. (x - zx) * w + zx * sum(w): the bias takes
-  // -zx * sum(w[k]) per output channel (a conv's padding taps read zx, so the same holds at the
-  // borders). The scale is ONNX Runtime's, s_x * s_w[k] / s_y in float32.
+  // weights packed, the requantize epilogue's inputs and the input sums' (plan_input_sums). With
+  // the data's zero point zx the kernel's int32 sum is that of x * w, i.e. (x - zx) * w + zx *
+  // sum(w): the bias takes -zx * sum(w[k]) per output channel (a conv's padding taps read zx, so
+  // the same holds at the borders). The scale is ONNX Runtime's, s_x * s_w[k] / s_y in float32.
   void bind_quantized(PlanStep& s, const frontend::Node& anchor,
                       const std::vector<te::Tensor>& args);
+
+  // The input sums of a QuantizedOp with input_sums (int32 of `shape`), computed by a generated
+  // kernel planned here (before the int8 kernel that reads them): a conv's input window sums
+  // (input_window_sums, on the data in `block` as the conv reads it; the window from the task's
+  // arguments `a`), a matrix product's row sums (input_row_sums).
+  int64_t plan_input_sums(const frontend::Node& anchor, const frontend::QuantizedOp& q,
+                          const schedule_space::WorkloadArgs& a, int64_t block,
+                          const std::vector<int64_t>& shape);
 
   // The block the int8 convs that read `tensor` take their data in (conv2d_nchwc_u8s8s32's
   // ic_block, depthwise_conv2d_nchwc_u8s8s32's 16), or 0 when no int8 conv reads it or two read it

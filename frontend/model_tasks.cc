@@ -353,6 +353,11 @@ class Extractor {
           q.data_zero_point.empty() ? 0 : std::llround(g_.values.at(q.data_zero_point).front());
       c->args["data_zero_point"] = i2s(zero_point);
     }
+    if (q.input_sums) {
+      c->args["input_sums"] = "1";
+      c->note += "; weights shifted by " + i2s(q.weight_shift) + " into int8, the " +
+                 (q.conv ? "input window sums" : "row sums of A") + " correcting";
+    }
     c->args["out"] = s8 ? "s8" : "u8";
     c->args["scale"] = "per_channel";
     c->args["relu"] = q.relu ? "1" : "0";

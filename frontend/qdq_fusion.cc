@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <variant>
 
 #include "support/error.h"
 
@@ -354,13 +355,14 @@ class Matcher {
     return n;
   }
 
-  // "" when every weight minus its zero point fits int8, so that the model build runs the int8
+  // Whether every weight minus its zero point fits int8, so that the model build runs the int8
   // kernel on w - z_w (exact: sum (x - z_x)(w - z_w) is then the kernel's sum with the data's
-  // zero point folded into the bias as today), else why not. Decided from the ranges of the
-  // weights and of the zero points (per tensor or per output channel): u8 weights of zero point
-  // 128 always fit. Throws Error(kInvalidArgument) naming the node for a zero point that is not
-  // of the weights' type or of the scale's extent.
-  std::string weight_zero_point_fits(const QuantizedOp& q) const {
+  // zero point folded into the bias), or "" when the zero point is no constant or the weights'
+  // values are not in the model (why). Decided from the ranges of the weights and of the zero
+  // points (per tensor or per output channel): u8 weights of zero point 128 always fit. Throws
+  // Error(kInvalidArgument) naming the node for a zero point that is not of the weights' type or
+  // of the scale's extent.
+  std::variant<bool, std::string> weight_zero_point_fits(const QuantizedOp& q) const {
     const Node& n = g_.nodes[q.node];
     const std::string wtype = g_.type(q.weight);
     std::pair<int64_t, int64_t> zr{0, 0};
@@ -386,15 +388,27 @@ class Matcher {
     const auto w = g_.byte_ranges.find(q.weight);
     if (w == g_.byte_ranges.end()) return "the weights' values are not in the model";
     const int64_t lo = w->second.first - zr.second, hi = w->second.second - zr.first;
-    if (lo < -128 || hi > 127)
-      return "the weights minus their zero point span [" + std::to_string(lo) + ", " +
-             std::to_string(hi) +
-             "], past int8 (the input window sums such weights need are not built)";
+    return lo >= -128 && hi <= 127;
+  }
+
+  // "" when the weights run in int8: less their zero point, or else (q.input_sums) less a shift
+  // into int8 with the input sums correction (not built for a depthwise conv, whose sums would be
+  // per channel); else why not.
+  std::string shift_weights(QuantizedOp& q) const {
+    const std::variant<bool, std::string> fits = weight_zero_point_fits(q);
+    if (const auto* why = std::get_if<std::string>(&fits)) return *why;
+    if (std::get<bool>(fits)) return "";
+    if (q.depthwise)
+      return "a depthwise conv whose weights minus their zero point are past int8 (its "
+             "per-channel input window sums are not built)";
+    q.input_sums = true;
+    q.weight_shift = g_.type(q.weight) == "uint8" ? 128 : 0;
     return "";
   }
 
-  // "" when the described tensors are what the int8 kernel computes with, else why not.
-  std::string check(const QuantizedOp& q) const {
+  // "" when the described tensors are what the int8 kernel computes with (shift_weights), else
+  // why not.
+  std::string check(QuantizedOp& q) const {
     const Node& n = g_.nodes[q.node];
     if (g_.type(q.data) != "uint8") return "the data is " + g_.type(q.data) + ", not uint8";
     if (!scalar(q.data_scale) || (!q.data_zero_point.empty() && !scalar(q.data_zero_point)))
@@ -406,7 +420,7 @@ class Matcher {
         wshape->size() != rank)
       return std::string("the weights are not a ") + (q.conv ? "4-D" : "2-D") +
              " int8 or uint8 constant";
-    if (std::string why = weight_zero_point_fits(q); !why.empty()) return why;
+    if (std::string why = shift_weights(q); !why.empty()) return why;
     if (!q.bias.empty() &&
         (!g_.constants.count(q.bias) || g_.type(q.bias) != (q.float_bias ? "float32" : "int32")))
       return "the bias is neither a dequantized int32 constant nor a float32 constant";

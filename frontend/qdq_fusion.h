@@ -17,7 +17,8 @@ namespace ktune::frontend {
 
 // The arithmetic ONNX Runtime runs in int8 (QLinearConv, QLinearMatMul, QGemm): per-tensor uint8
 // data, int8 or uint8 constant weights with a zero point and a scale per tensor or per output
-// channel (weights minus zero point within int8: the model build subtracts it), an
+// channel (weights minus zero point within int8: the model build subtracts it; else shifted into
+// int8 with the input sums correction), an
 // optional int32 bias in the scale s_data * s_weight, output requantized to uint8 or int8 per
 // tensor.
 // Two forms describe it:
@@ -37,6 +38,12 @@ struct QuantizedOp {
   bool relu = false;
   std::string data, data_scale, data_zero_point;        // the uint8 activation; zero point "" = 0
   std::string weight, weight_scale, weight_zero_point;  // int8 or uint8 constant; "" = 0
+  // Whether some weight minus its zero point is past int8: the kernel then runs on the weights
+  // less weight_shift (128 for uint8 weights, 0 for int8) and adds (weight_shift - z_w[k]) times
+  // the data's sums less its zero point per output position (a conv's input windows, a matrix
+  // product's rows): InputSums of schedule_space/templates/requant.h.
+  bool input_sums = false;
+  int64_t weight_shift = 0;
   // int32 constant [channels] in the scale data_scale * weight_scale ("" = none), or with
   // float_bias a float32 constant (a QDQ Conv or Gemm whose bias is no DequantizeLinear output),
   // which the int8 kernel takes rounded to that scale.

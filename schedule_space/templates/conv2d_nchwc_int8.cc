@@ -36,7 +36,7 @@ Shape shape_of(const WorkloadArgs& a) {
 // [N][ceil(K/16)][OH][OW][16] int32 or the requantized type. The padding taps read
 // data_zero_point (the data's zero point, so that the convolution of x - zero_point is this one
 // less zero_point * sum(W), a per-channel constant). Output lanes past K are zeros. The epilogue
-// requantizes.
+// requantizes, after adding sum_coef[k] * input_sum[n][y][x] with input_sums=1 (InputSums).
 DotConvParts parts_of(const WorkloadArgs& a) {
   const Shape sh = shape_of(a);
   DotConvParts t;
@@ -44,10 +44,14 @@ DotConvParts parts_of(const WorkloadArgs& a) {
   t.in = dot_conv_inputs(sh.conv);
   const RequantInputs rq = requant_inputs(sh.rq, {sh.conv.kblocks(), kDotLanes});
   rq.append_to(t.epilogue.inputs);
+  const InputSums sums = input_sums(input_sums_on(a), {sh.conv.n, sh.conv.oh, sh.conv.ow},
+                                    {sh.conv.kblocks(), kDotLanes});
+  sums.append_to(t.epilogue.inputs);
   t.epilogue.out = sh.rq.on() ? sh.rq.out : te::Int(32);
-  t.epilogue.none = !sh.rq.on();
-  t.epilogue.value = [q = sh.rq, rq](const te::Expr& acc, const std::vector<te::Var>& at) {
-    return requant_value(q, rq, acc, {at[1], at[4]});
+  t.epilogue.none = !sh.rq.on() && !sums.on();
+  t.epilogue.value = [q = sh.rq, rq, sums](const te::Expr& acc, const std::vector<te::Var>& at) {
+    return requant_value(q, rq, with_input_sums(sums, acc, {at[1], at[4]}, {at[0], at[2], at[3]}),
+                         {at[1], at[4]});
   };
   return t;
 }
@@ -61,13 +65,14 @@ void register_conv_nchwc_int8_template(TemplateRegistry& r) {
       "int8 channel-blocked conv2d: O[N,K/16,OH,OW,16] (int32) = sum I[N,C/icb,H,W,icb] (uint8) * "
       "W[K/16,C/icb,R,S,icb/4,16,4] (int8) (stride, pad with data_zero_point; output lanes past K "
       "zero): VNNI on AVX-512, widening multiply-adds elsewhere; out=u8|s8 requantizes with bias, "
-      "scale, zero_point";
+      "scale, zero_point; input_sums=1 adds sum_coef[k] * input_sum[n,y,x] first";
   d.args = dot_conv_args(4, "padding (both sides, both axes), filled with data_zero_point");
   ArgSpec zp = int_arg("data_zero_point", "0", "the uint8 value of the padding taps", 0);
   zp.max_value = 255;
   zp.key_omits_default = true;
   d.args.push_back(zp);
   for (ArgSpec& a : requant_args("[K/16,16]")) d.args.push_back(std::move(a));
+  d.args.push_back(input_sums_arg("[N,OH,OW]", "[K/16,16]"));
   d.resolve = [](WorkloadArgs& a) {
     if (a.get_int("ic_block") == 0) a.set_int("ic_block", auto_dot_block(a.get_int("C"), 4));
   };

@@ -18,27 +18,37 @@ te::Expr widened_product(const te::Expr& a, const te::Expr& b) {
 struct Shape {
   PackedGemm g;  // B in 16 x 4 blocks
   Requant rq;
+  bool input_sums = false;
 };
 
 Shape shape_of(const WorkloadArgs& w) {
   const int64_t M = w.get_int("M"), N = w.get_int("N"), K = w.get_int("K");
-  return {packed_gemm(M, N, K, 4, widened_product), requant_of(w)};
+  return {packed_gemm(M, N, K, 4, widened_product), requant_of(w), input_sums_on(w)};
 }
 
 // B[NB][KB][16][4] (packed_gemm.h): the 16 columns x 4 rows one vpdpbusd reads are 64 contiguous
 // bytes, and each 16 of them the 4 columns x 4 rows one NEON sdot/usdot reads: one layout, and so
 // one kernel ABI, for every target. With the epilogue: bias int32 [N], scale float32 [1] or [N],
-// zero_point int32 [1] (the output's).
+// zero_point int32 [1] (the output's); with input_sums=1 input_sum int32 [M] (the rows of A less
+// their zero point, summed) and sum_coef int32 [N] (InputSums).
 struct Int8Tensors {
   te::Tensor a, b, c;
   RequantInputs rq;
+  InputSums sums;
 
   // Kernel ABI order: A, B, the epilogue's inputs, C.
   std::vector<te::Tensor> args() const {
     std::vector<te::Tensor> v = {a, b};
     rq.append_to(v);
+    sums.append_to(v);
     v.push_back(c);
     return v;
+  }
+
+  // Output element (i, j) from its accumulator.
+  te::Expr value(const Requant& q, const te::Expr& acc, const te::Expr& i,
+                 const te::Expr& j) const {
+    return requant_value(q, rq, with_input_sums(sums, acc, {j}, {i}), {j});
   }
 };
 
@@ -47,19 +57,20 @@ Int8Tensors int8_inputs(const Shape& s) {
   t.a = te::placeholder({s.g.M, s.g.K}, te::UInt(8), "A");
   t.b = te::placeholder({s.g.NB, s.g.KB, 16, 4}, te::Int(8), "B");
   t.rq = requant_inputs(s.rq, {s.g.N});
+  t.sums = input_sums(s.input_sums, {s.g.M}, {s.g.N});
   return t;
 }
 
 Int8Tensors reference_tensors(const Shape& s) {
   Int8Tensors t = int8_inputs(s);
-  const te::Tensor acc = packed_reference(s.g, t.a, t.b, s.rq.on() ? "C_acc" : "C");
-  if (!s.rq.on()) {
+  const bool staged = s.rq.on() || s.input_sums;
+  const te::Tensor acc = packed_reference(s.g, t.a, t.b, staged ? "C_acc" : "C");
+  if (!staged) {
     t.c = acc;
     return t;
   }
   t.c = te::compute(
-      {s.g.M, s.g.N},
-      [&](te::Var i, te::Var j) { return requant_value(s.rq, t.rq, acc(i, j), {j}); }, "C");
+      {s.g.M, s.g.N}, [&](te::Var i, te::Var j) { return t.value(s.rq, acc(i, j), i, j); }, "C");
   return t;
 }
 
@@ -71,10 +82,7 @@ Instantiated apply(const Shape& s, const TargetTraits& target, const Config& cfg
   // The epilogue reads the accumulator tile where it was computed (acc is computed at the tile).
   in.c = te::compute(
       {s.g.M, s.g.N},
-      [&](te::Var i, te::Var j) {
-        return requant_value(s.rq, in.rq, acc(i, j / f16, j % f16), {j});
-      },
-      "C");
+      [&](te::Var i, te::Var j) { return in.value(s.rq, acc(i, j / f16, j % f16), i, j); }, "C");
   te::Schedule sch = te::create_schedule({in.c});
   schedule_packed(sch, s.g, in.c, acc, in.a, ap, cfg,
                   target.int8_dot ? &te::dot_16x4_u8s8s32() : nullptr);
@@ -89,9 +97,10 @@ void register_matmul_int8_template(TemplateRegistry& r) {
   d.doc =
       "C[M,N] (int32) = A[M,K] (uint8) * B (int8 [N/16][K/4][16][4], padded): VNNI on AVX-512, "
       "sdot/usdot on AArch64 dotprod/i8mm, widening multiply-adds elsewhere; out=u8|s8 requantizes "
-      "with bias, scale, zero_point";
+      "with bias, scale, zero_point; input_sums=1 adds sum_coef[j] * input_sum[i] first";
   d.args = packed_gemm_args();
   for (ArgSpec& a : requant_args("[N]")) d.args.push_back(std::move(a));
+  d.args.push_back(input_sums_arg("[M]", "[N]"));
   d.check = [](const WorkloadArgs& w) { check_requant("matmul_u8s8s32", w); };
   d.compute = [](const WorkloadArgs& w) {
     const Int8Tensors t = reference_tensors(shape_of(w));

@@ -78,4 +78,41 @@ te::Expr requant_value(const Requant& rq, const RequantInputs& in, const te::Exp
   return te::cast(rq.out, te::cast(te::Int(32), y));
 }
 
+void InputSums::append_to(std::vector<te::Tensor>& args) const {
+  if (on()) args.insert(args.end(), {sum, coef});
+}
+
+ArgSpec input_sums_arg(const std::string& positions, const std::string& channels) {
+  return {.name = "input_sums",
+          .type = ArgSpec::Type::kInt,
+          .default_value = "0",
+          .doc = "1: inputs input_sum int32 " + positions +
+                 " (the data's sums less its zero "
+                 "point per output position) and sum_coef int32 " +
+                 channels +
+                 " (c - z_w per output channel); the accumulator gains sum_coef * input_sum "
+                 "(weights shifted by c since w - z_w is past int8)",
+          .min_value = 0,
+          .max_value = 1,
+          .key_omits_default = true};
+}
+
+bool input_sums_on(const WorkloadArgs& a) { return a.get_int("input_sums") != 0; }
+
+InputSums input_sums(bool on, const std::vector<int64_t>& position_shape,
+                     const std::vector<int64_t>& channel_shape) {
+  InputSums t;
+  if (!on) return t;
+  t.sum = te::placeholder(position_shape, te::Int(32), "input_sum");
+  t.coef = te::placeholder(channel_shape, te::Int(32), "sum_coef");
+  return t;
+}
+
+te::Expr with_input_sums(const InputSums& in, const te::Expr& acc,
+                         const std::vector<te::Expr>& channel,
+                         const std::vector<te::Expr>& position) {
+  if (!in.on()) return acc;
+  return acc + in.coef.read(channel) * in.sum.read(position);
+}
+
 }  // namespace ktune::schedule_space::templates

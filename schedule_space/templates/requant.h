@@ -1,5 +1,6 @@
 // Defines Requant, the requantize epilogue of the int8 templates (ONNX QuantizeLinear after an
-// int32 bias), with its workload arguments and input tensors.
+// int32 bias), with its workload arguments and input tensors, and InputSums, the correction for
+// weights whose zero point does not fit int8 that the epilogue adds before it.
 #pragma once
 
 #include <string>
@@ -45,5 +46,34 @@ RequantInputs requant_inputs(const Requant& rq, const std::vector<int64_t>& chan
 // index of channel_shape): `acc` itself when the epilogue is off, else requantized.
 te::Expr requant_value(const Requant& rq, const RequantInputs& in, const te::Expr& acc,
                        const std::vector<te::Expr>& channel);
+
+// Weights w with a zero point z_w such that some w - z_w is past int8 run as w - c for a shift c
+// that fits (128 for uint8 weights): sum (x - z_x)(w - z_w) = sum (x - z_x)(w - c) + (c - z_w) *
+// sum (x - z_x). The kernel computes the first sum; with input_sums=1 the epilogue adds the second
+// as coef[channel] * sum[position]: `sum` int32 the data's sums less their zero point per output
+// position (a conv's input windows, a matrix product's rows of A), `coef` int32 c - z_w per output
+// channel. Undefined tensors when off.
+struct InputSums {
+  te::Tensor sum, coef;
+  bool on() const { return sum.defined(); }
+  // Appends the defined ones to `args` in kernel-argument order (input_sum, sum_coef).
+  void append_to(std::vector<te::Tensor>& args) const;
+};
+
+// The argument input_sums (0/1, left out of the key at 0); `positions` and `channels` say the
+// shapes of the sum and coef inputs, e.g. "[N,OH,OW]", "[K/16,16]".
+ArgSpec input_sums_arg(const std::string& positions, const std::string& channels);
+
+// Whether a workload with input_sums_arg has input_sums=1.
+bool input_sums_on(const WorkloadArgs& a);
+
+// The inputs when `on`: sum of `position_shape`, coef of `channel_shape`.
+InputSums input_sums(bool on, const std::vector<int64_t>& position_shape,
+                     const std::vector<int64_t>& channel_shape);
+
+// The accumulator with the correction: acc + coef[channel] * sum[position] (acc when off).
+te::Expr with_input_sums(const InputSums& in, const te::Expr& acc,
+                         const std::vector<te::Expr>& channel,
+                         const std::vector<te::Expr>& position);
 
 }  // namespace ktune::schedule_space::templates

@@ -214,28 +214,37 @@ TEST(QdqTasks, SmallQopRunsEveryQLinearOperatorInInt8) {
 
 // Weights with zero points other than 0: uint8 of zero point 128 and int8 and uint8 with a zero
 // point per channel are int8 tasks (the model build subtracts the zero point); uint8 weights over
-// [0, 255] of another zero point run in float32 and say why; DQ -> GlobalAveragePool -> Q is a
-// uint8 pool that absorbs both.
-TEST(QdqTasks, WeightZeroPointsRunInInt8WhereTheyFit) {
+// [0, 255] of another zero point are an int8 task with input sums (weights less 128, the input
+// window sums correcting); DQ -> GlobalAveragePool -> Q is a uint8 pool that absorbs both.
+TEST(QdqTasks, WeightZeroPointsRunInInt8) {
   const Graph g = load_onnx(model("qdq_zp.onnx"));
   const ModelTasks m = extract_tasks(g, avx512());
-  ASSERT_EQ(m.quantized.size(), 3u);
+  ASSERT_EQ(m.quantized.size(), 4u);
   EXPECT_EQ(g.type(m.quantized[0].weight), "uint8");
   EXPECT_EQ(g.type(m.quantized[1].weight), "int8");
   EXPECT_EQ(g.type(m.quantized[2].weight), "uint8");
+  for (size_t k : {0, 1, 3}) EXPECT_FALSE(m.quantized[k].input_sums) << k;
+  EXPECT_TRUE(m.quantized[2].input_sums);
+  EXPECT_EQ(m.quantized[2].weight_shift, 128);
   std::map<std::string, int64_t> by_template;
+  int64_t with_sums = 0;
   for (const TaskOccurrence& occ : m.occurrences) {
     const ModelTask& t = m.tasks[occ.task];
     ++by_template[t.template_name];
     EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
-    if (t.template_name == "conv2d_nchwc") {
-      EXPECT_EQ(t.note.rfind("float32, not int8: the weights minus their zero point span [", 0), 0u)
-          << t.note;
-    }
+    if (t.key().find("input_sums=1") == std::string::npos) continue;
+    ++with_sums;
+    EXPECT_EQ(t.key().rfind("conv2d_nchwc_u8s8s32(N=1,C=16,H=8,W=8,K=16,R=1,S=1,", 0), 0u)
+        << t.key();
+    EXPECT_NE(t.key().find(",out=u8,scale=per_channel,relu=1,input_sums=1)"), std::string::npos)
+        << t.key();
+    EXPECT_NE(t.note.find("weights shifted by 128 into int8, the input window sums correcting"),
+              std::string::npos)
+        << t.note;
   }
+  EXPECT_EQ(with_sums, 1);
   EXPECT_EQ(by_template,
-            (std::map<std::string, int64_t>{
-                {"conv2d_nchwc", 1}, {"conv2d_nchwc_u8s8s32", 2}, {"matmul_u8s8s32", 1}}));
+            (std::map<std::string, int64_t>{{"conv2d_nchwc_u8s8s32", 3}, {"matmul_u8s8s32", 1}}));
   ASSERT_EQ(m.quantized_global_pools.size(), 1u);
   const QuantizedGlobalAveragePool& pool = m.quantized_global_pools.front();
   ASSERT_EQ(pool.prologue.size(), 1u);
@@ -259,6 +268,34 @@ TEST(QdqTasks, QOperatorWeightZeroPointsRunInInt8) {
     if (g.nodes[occ.node].op == "GlobalAveragePool") continue;
     EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
     EXPECT_NE(t.template_name.find("u8s8s32"), std::string::npos) << t.key();
+  }
+}
+
+// uint8 weights whose w - z_w is past int8 in both forms (a conv of 6 channels, a stride-2 conv of
+// zero point 122, a matrix product): every one an int8 task with input_sums=1, no QLinear operator
+// refused.
+TEST(QdqTasks, WeightsPastInt8OfTheirZeroPointRunWithInputSums) {
+  for (const char* name : {"qdq_zp_wide.onnx", "qop_zp_wide.onnx"}) {
+    const Graph g = load_onnx(model(name));
+    const ModelTasks m = extract_tasks(g, avx512());
+    ASSERT_EQ(m.quantized.size(), 3u) << name;
+    for (const QuantizedOp& q : m.quantized) {
+      EXPECT_TRUE(q.input_sums) << name;
+      EXPECT_EQ(q.weight_shift, 128) << name;
+    }
+    for (const auto& u : m.unsupported)
+      EXPECT_EQ(u.op.rfind("QLinear", 0), std::string::npos) << name << u.op << ": " << u.reason;
+    std::map<std::string, int64_t> by_template;
+    for (const TaskOccurrence& occ : m.occurrences) {
+      const ModelTask& t = m.tasks[occ.task];
+      if (g.nodes[occ.node].op == "GlobalAveragePool") continue;
+      ++by_template[t.template_name];
+      EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
+      EXPECT_NE(t.key().find(",input_sums=1)"), std::string::npos) << t.key();
+    }
+    EXPECT_EQ(by_template,
+              (std::map<std::string, int64_t>{{"conv2d_nchwc_u8s8s32", 2}, {"matmul_u8s8s32", 1}}))
+        << name;
   }
 }
 
