@@ -264,20 +264,22 @@ class Matcher {
     return "";
   }
 
-  // DQ(x uint8) -> GlobalAveragePool -> Q(uint8) of 4-D data, every scale and zero point a
-  // per-tensor constant (else the pool runs in float32 between them).
+  // DQ(x uint8) -> GlobalAveragePool [-> Flatten | Reshape] -> Q(uint8) of 4-D data, every scale
+  // and zero point a per-tensor constant (else the pool runs in float32 between them).
   std::optional<QuantizedGlobalAveragePool> describe_global_pool(size_t i) const {
     const Node& n = g_.nodes[i];
     const auto d = uint8_dequantize(n.inputs.at(0));
     const auto x = d ? g_.shape(g_.nodes[*d].inputs.at(0)) : std::nullopt;
     if (!x || x->size() != 4 || n.outputs.size() != 1) return std::nullopt;
-    const auto qn = uint8_quantize_of(n.outputs.at(0));
+    const auto view = pooled_view(n.outputs.at(0), (*x)[0], (*x)[1]);
+    const auto qn = uint8_quantize_of(view ? g_.nodes[*view].outputs.at(0) : n.outputs.at(0));
     if (!qn) return std::nullopt;
     const Node& dq = g_.nodes[*d];
     const Node& q = g_.nodes[*qn];
     QuantizedGlobalAveragePool p;
     p.node = i;
     if (only_reader(n.inputs.at(0))) p.prologue.push_back(*d);
+    if (view) p.epilogue.push_back(*view);
     p.epilogue.push_back(*qn);
     p.data = dq.inputs.at(0);
     p.data_scale = input(dq, 1);
@@ -286,6 +288,21 @@ class Matcher {
     p.out_zero_point = input(q, 2);
     p.output = q.outputs.at(0);
     return p;
+  }
+
+  // The Flatten or Reshape that alone reads the pooled `tensor` of n x c channels, when it makes
+  // it [n, c] or [n, c, 1, 1] (a view of the same values in the same order).
+  std::optional<size_t> pooled_view(const std::string& tensor, int64_t n, int64_t c) const {
+    const auto v = only_reader(tensor);
+    if (!v) return std::nullopt;
+    const Node& view = g_.nodes[*v];
+    if (!view.domain.empty() || (view.op != "Flatten" && view.op != "Reshape") ||
+        view.outputs.size() != 1)
+      return std::nullopt;
+    const auto s = g_.shape(view.outputs[0]);
+    if (!s || (*s != std::vector<int64_t>{n, c} && *s != std::vector<int64_t>{n, c, 1, 1}))
+      return std::nullopt;
+    return v;
   }
 
   // The value of a per-tensor scale or zero point ("" reads as 0).

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "frontend/model_tasks.h"
 #include "frontend/onnx_graph.h"
@@ -110,15 +111,25 @@ TEST(QdqTasks, ResNet18QdqRunsEveryConvInInt8) {
   EXPECT_EQ(stem.note, "int8: requantized to uint8; input channels padded from 3 to 4");
   // Every weight and bias DequantizeLinear is an int8 kernel's. The 8 residual Adds (each with its
   // DequantizeLinear pair, Relu and QuantizeLinear) are uint8 adds, the max pool between DQ and Q
-  // of one scale a uint8 pool; what remains is the input's QuantizeLinear and the global pool's
-  // DequantizeLinear and QuantizeLinear, and the output's DequantizeLinear.
-  EXPECT_EQ(generated(m, "DequantizeLinear"), (std::map<std::string, int64_t>{{"dequantize", 2}}));
-  EXPECT_EQ(generated(m, "QuantizeLinear"), (std::map<std::string, int64_t>{{"quantize", 2}}));
+  // of one scale a uint8 pool, and so is DQ -> GlobalAveragePool -> Flatten -> Q (the Flatten a
+  // view of its output); what remains is the input's QuantizeLinear and the output's
+  // DequantizeLinear.
+  EXPECT_EQ(generated(m, "DequantizeLinear"), (std::map<std::string, int64_t>{{"dequantize", 1}}));
+  EXPECT_EQ(generated(m, "QuantizeLinear"), (std::map<std::string, int64_t>{{"quantize", 1}}));
   EXPECT_EQ(generated(m, "Add"), (std::map<std::string, int64_t>{{"quantized_add", 8}}));
   EXPECT_EQ(generated(m, "MaxPool"), (std::map<std::string, int64_t>{{"max_pool_u8", 1}}));
+  EXPECT_EQ(generated(m, "GlobalAveragePool"),
+            (std::map<std::string, int64_t>{{"global_average_pool_u8", 1}}));
+  EXPECT_TRUE(generated(m, "Flatten").empty());
   EXPECT_EQ(generated(m, "Relu").size(), 0u);
   EXPECT_EQ(m.quantized_adds.size(), 8u);
   EXPECT_EQ(m.quantized_max_pools.size(), 1u);
+  ASSERT_EQ(m.quantized_global_pools.size(), 1u);
+  const QuantizedGlobalAveragePool& pool = m.quantized_global_pools.front();
+  ASSERT_EQ(pool.epilogue.size(), 2u);
+  EXPECT_EQ(g.nodes[pool.epilogue[0]].op, "Flatten");
+  EXPECT_EQ(g.nodes[pool.epilogue[1]].op, "QuantizeLinear");
+  EXPECT_EQ(g.shape(pool.output), (std::vector<int64_t>{1, 512}));
 }
 
 // A MobileNet-like block: the depthwise convs (one with 24 channels, a partial block) are
