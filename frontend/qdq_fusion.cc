@@ -3,6 +3,8 @@
 // the types, scales and zero points the int8 kernel computes with.
 #include "frontend/qdq_fusion.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -374,13 +376,15 @@ class Matcher {
   // "" when every weight minus its zero point fits int8, so that the model build runs the int8
   // kernel on w - z_w (exact: sum (x - z_x)(w - z_w) is then the kernel's sum with the data's
   // zero point folded into the bias as today), else why not. Decided from the ranges of the
-  // weights and of the zero points (per tensor or per output channel): u8 weights of zero point
-  // 128 always fit. Throws Error(kInvalidArgument) naming the node for a zero point that is not
-  // of the weights' type or of the scale's extent.
+  // weights and of the zero points, per tensor, or per output channel when the zero point is (each
+  // channel's weights against its own zero point, what the model build's fold_zero_points checks
+  // weight by weight): u8 weights of zero point 128 always fit. Throws Error(kInvalidArgument)
+  // naming the node for a zero point that is not of the weights' type or of the scale's extent.
   std::string weight_zero_point_fits(const QuantizedOp& q) const {
     const Node& n = g_.nodes[q.node];
     const std::string wtype = g_.type(q.weight);
-    std::pair<int64_t, int64_t> zr{0, 0};
+    const ByteRanges no_zero_point;
+    const ByteRanges* z_ranges = &no_zero_point;
     if (!q.weight_zero_point.empty()) {
       const std::string& z = q.weight_zero_point;
       const auto bad = [&](const std::string& why) {
@@ -398,11 +402,25 @@ class Matcher {
       const auto r = g_.byte_ranges.find(z);
       if (!g_.constants.count(z) || r == g_.byte_ranges.end())
         return "the weights' zero point is not a constant";
-      zr = r->second;
+      z_ranges = &r->second;
     }
     const auto w = g_.byte_ranges.find(q.weight);
     if (w == g_.byte_ranges.end()) return "the weights' values are not in the model";
-    const int64_t lo = w->second.first - zr.second, hi = w->second.second - zr.first;
+    // (weight range, zero point range) pairs: the whole tensors', or each output channel's when
+    // the zero point has one per channel (weight_scale_on_output_channels put them on that axis).
+    std::vector<std::pair<ByteRanges::Range, ByteRanges::Range>> pairs;
+    const auto& channels = q.conv || q.nt ? w->second.axis0 : w->second.axis1;
+    if (z_ranges->axis0.size() > 1 && channels.size() == z_ranges->axis0.size()) {
+      for (size_t k = 0; k < channels.size(); ++k)
+        pairs.push_back({channels[k], z_ranges->axis0[k]});
+    } else {
+      pairs.push_back({w->second.whole, z_ranges->whole});
+    }
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const auto& [wr, zr] : pairs) {
+      lo = std::min(lo, wr.first - zr.second);
+      hi = std::max(hi, wr.second - zr.first);
+    }
     if (lo < -128 || hi > 127)
       return "the weights minus their zero point span [" + std::to_string(lo) + ", " +
              std::to_string(hi) +

@@ -482,11 +482,12 @@ TEST_F(ModelBuild, ContribQLinearAddAndGlobalPoolMatchOnnxRuntime) {
 // qdq_zp and qop_zp: weights with zero points other than 0 (uint8 of zero point 128, int8 and uint8
 // with one per channel) as int8 kernels on the weights less their zero point; in qdq_zp also a
 // uint8 DQ -> GlobalAveragePool -> Q and a conv whose uint8 weights leave int8 of their zero point
-// (float32). Through `ktune run`, `--check-nodes` and the linked program: the output (the
+// (float32); qdq_zp_channels: zero points per channel spread over [28, 227] that fit int8 channel
+// by channel only. Through `ktune run`, `--check-nodes` and the linked program: the output (the
 // matrix product's uint8 output dequantized) within one step of ONNX Runtime's, on at most 2 of
 // its 24 elements.
 TEST_F(ModelBuild, WeightZeroPointsRunInt8AndMatchOnnxRuntime) {
-  for (const char* name : {"qdq_zp.onnx", "qop_zp.onnx"}) {
+  for (const char* name : {"qdq_zp.onnx", "qop_zp.onnx", "qdq_zp_channels.onnx"}) {
     const std::string onnx = model(name);
     const std::string in = inputs(8 * 8 * 8, 10);
     const std::vector<float> ref = ort(onnx, in);

@@ -258,6 +258,39 @@ TEST(QdqTasks, WeightZeroPointsRunInInt8WhereTheyFit) {
             (std::map<std::string, int64_t>{{"global_average_pool_u8", 1}}));
 }
 
+// uint8 weights with a zero point per output channel spread over [28, 227]: each channel's weights
+// lie within int8 of its own zero point, the whole tensor's range less the zero points' range does
+// not (the check goes channel by channel, from the per-channel ranges read at load): the conv
+// (channels along axis 0) and the MatMul (columns, axis 1) are int8 tasks.
+TEST(QdqTasks, PerChannelZeroPointsFitChannelByChannel) {
+  const Graph g = load_onnx(model("qdq_zp_channels.onnx"));
+  const ModelTasks m = extract_tasks(g, avx512());
+  ASSERT_EQ(m.quantized.size(), 2u);
+  for (const QuantizedOp& q : m.quantized) {
+    const ByteRanges& w = g.byte_ranges.at(q.weight);
+    const ByteRanges& z = g.byte_ranges.at(q.weight_zero_point);
+    // Not by the whole ranges: w - z reaches past -128 there.
+    EXPECT_LT(w.whole.first - z.whole.second, -128) << q.weight;
+    const auto& channels = q.conv ? w.axis0 : w.axis1;
+    ASSERT_EQ(channels.size(), z.axis0.size()) << q.weight;
+    for (size_t k = 0; k < channels.size(); ++k) {
+      EXPECT_EQ(z.axis0[k].first, z.axis0[k].second);  // one zero point per channel
+      EXPECT_GE(channels[k].first - z.axis0[k].first, -128) << q.weight << " channel " << k;
+      EXPECT_LE(channels[k].second - z.axis0[k].first, 127) << q.weight << " channel " << k;
+    }
+  }
+  EXPECT_EQ(g.shape(m.quantized[0].weight), (std::vector<int64_t>{16, 8, 3, 3}));
+  EXPECT_EQ(g.shape(m.quantized[1].weight), (std::vector<int64_t>{16, 24}));
+  std::map<std::string, int64_t> by_template;
+  for (const TaskOccurrence& occ : m.occurrences) {
+    const ModelTask& t = m.tasks[occ.task];
+    ++by_template[t.template_name];
+    EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
+  }
+  EXPECT_EQ(by_template,
+            (std::map<std::string, int64_t>{{"conv2d_nchwc_u8s8s32", 1}, {"matmul_u8s8s32", 1}}));
+}
+
 // The QOperator form of the same zero points: every QLinear operator an int8 task.
 TEST(QdqTasks, QOperatorWeightZeroPointsRunInInt8) {
   const Graph g = load_onnx(model("qop_zp.onnx"));
