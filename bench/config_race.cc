@@ -1,11 +1,13 @@
 // Benchmark: given configs of one workload, built and timed interleaved in this process (one
 // thread: rounds of at least 2 ms; --threads N > 1: the task's space for N cores, rounds paced as
 // in the library races, baselines::race_pacing; median), each checked against the reference from
-// NaN-filled outputs. For comparing schedules a space offers (is form A faster than form B?)
-// without the tuner's sampling in the way. --fallback races the task's fallback config (for the
-// same cores) as config 0. With --library, the library's operator for the task
-// (baselines::library_op, at the same threads) runs in the same rounds and each config also gets
-// its ratio to it. Prints one row per config and, last, `config_race_best <index>`.
+// unwritten (0xff, NaN for float32) outputs on the runner's input data: float32 outputs within
+// 1e-4, integer outputs (the int8 templates' u8, s8 and s32) bit-exactly. For comparing schedules a
+// space offers (is form A faster than form B?) without the tuner's sampling in the way. --fallback
+// races the task's fallback config (for the same cores) as config 0. With --library, the library's
+// operator for the task (baselines::library_op, at the same threads) runs in the same rounds and
+// each config also gets its ratio to it. Prints one row per config and, last, `config_race_best
+// <index>`.
 //
 // Usage: config_race [--rounds R] [--threads N] [--library] [--fallback] TEMPLATE KEY=VALUE...
 //                    [--config JSON ...]   (at least one config or --fallback)
@@ -81,7 +83,7 @@ int main(int argc, char** argv) {
         codegen::build(rpc_runner::lower_reference(task), codegen::Target::host()));
     if (reference.run(bench::pointers(ref)) != 0)
       throw Error(ErrorKind::kRun, "the reference failed");
-    std::vector<std::vector<std::unique_ptr<bench::AlignedFloats>>> bufs;
+    std::vector<std::vector<std::unique_ptr<bench::Bytes>>> bufs;
     std::vector<std::vector<void*>> args;  // built once: the timed calls allocate nothing
     std::vector<std::function<void()>> runs;
     int status = 0;

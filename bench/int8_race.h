@@ -1,11 +1,10 @@
-// Defines what int8_vs_library's row groups share: its options, the GEMM shapes, aligned bytes,
-// an int8 row, the int8 kernel tuned and raced against oneDNN, ktune's float32 kernel raced
-// against its library; and declares report_bf16, the bfloat16 group (bench/int8_bf16.cc).
+// Defines what int8_vs_library's row groups share: its options, the GEMM shapes, an int8 row, the
+// int8 kernel tuned and raced against oneDNN, ktune's float32 kernel raced against its library;
+// and declares report_bf16, the bfloat16 group (bench/int8_bf16.cc).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -26,17 +25,6 @@ struct Options {
 struct Shape {
   const char* name;
   int64_t M, N, K;
-};
-
-// 64-byte aligned bytes (the kernel ABI).
-struct Bytes {
-  explicit Bytes(size_t n)
-      : n(n), p(static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64))) {}
-  ~Bytes() { std::free(p); }
-  Bytes(const Bytes&) = delete;
-  Bytes& operator=(const Bytes&) = delete;
-  size_t n;
-  uint8_t* p;
 };
 
 // One int8 row: ktune's int8 kernel, oneDNN's, ktune's float32 kernel and its library.

@@ -55,7 +55,7 @@
 namespace {
 
 using namespace ktune;  // NOLINT: a benchmark program, not a library
-using bench::int8::Bytes;
+using bench::Bytes;
 using bench::int8::check_and_time;
 using bench::int8::gemm_args;
 using bench::int8::Options;

@@ -9,7 +9,7 @@ if(TARGET ktune_tuner_model AND TARGET ktune_server AND TARGET ktune_baselines)
   find_package(OpenMP COMPONENTS CXX)
   add_library(ktune_bench_race STATIC ${CMAKE_CURRENT_LIST_DIR}/library_race.cc)
   target_include_directories(ktune_bench_race PUBLIC ${PROJECT_SOURCE_DIR})
-  target_link_libraries(ktune_bench_race PUBLIC ktune_tuner_model ktune_local_runner ktune_deploy ktune_baselines ktune_codegen ktune_te
+  target_link_libraries(ktune_bench_race PUBLIC ktune_tuner_model ktune_local_runner ktune_runner_core ktune_deploy ktune_baselines ktune_codegen ktune_te
     PkgConfig::OPENBLAS DNNL::dnnl PRIVATE ktune_warnings)
   if(OpenMP_CXX_FOUND)
     target_link_libraries(ktune_bench_race PUBLIC OpenMP::OpenMP_CXX)

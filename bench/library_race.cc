@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -21,6 +22,7 @@
 #include "codegen/codegen_llvm.h"
 #include "codegen/runtime.h"
 #include "codegen/target.h"
+#include "rpc_runner/runner/input_data.h"
 #include "rpc_runner/runner/local_runner.h"
 #include "rpc_runner/runner/reference.h"
 #include "support/error.h"
@@ -38,42 +40,68 @@ double seconds_since(Clock::time_point start) {
 
 }  // namespace
 
-std::vector<std::unique_ptr<AlignedFloats>> make_buffers(const std::vector<codegen::ArgSpec>& sig,
-                                                         uint64_t seed) {
-  std::vector<std::unique_ptr<AlignedFloats>> bufs;
+namespace {
+
+bool is_integer(const std::string& dtype) {
+  return dtype.rfind("int", 0) == 0 || dtype.rfind("uint", 0) == 0 || dtype == "bool";
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Bytes>> make_buffers(const std::vector<codegen::ArgSpec>& sig,
+                                                 uint64_t seed) {
+  std::vector<std::unique_ptr<Bytes>> bufs;
   for (size_t i = 0; i < sig.size(); ++i) {
-    if (sig[i].dtype != "float32")
-      throw Error(ErrorKind::kUnsupported, "the race handles float32 kernels only");
-    bufs.push_back(std::make_unique<AlignedFloats>(static_cast<size_t>(sig[i].num_elements())));
-    if (sig[i].is_output)
-      std::fill(bufs.back()->p, bufs.back()->p + bufs.back()->n, std::nanf(""));
-    else
-      fill_random(*bufs.back(), seed + i);
+    if (sig[i].is_output && sig[i].dtype != "float32" && !is_integer(sig[i].dtype))
+      throw Error(ErrorKind::kUnsupported,
+                  "the race compares float32 and integer outputs, not " + sig[i].dtype);
+    bufs.push_back(std::make_unique<Bytes>(
+        static_cast<size_t>(sig[i].num_elements() * sig[i].element_bytes())));
+    if (!sig[i].is_output)
+      rpc_runner::fill_input(bufs.back()->p, bufs.back()->n, sig[i].dtype, seed, i);
   }
+  reset_outputs(sig, bufs);
   return bufs;
 }
 
+void reset_outputs(const std::vector<codegen::ArgSpec>& sig,
+                   const std::vector<std::unique_ptr<Bytes>>& bufs) {
+  for (size_t i = 0; i < sig.size(); ++i)
+    if (sig[i].is_output) std::memset(bufs[i]->p, 0xff, bufs[i]->n);
+}
+
 double relative_error(const std::vector<codegen::ArgSpec>& sig,
-                      const std::vector<std::unique_ptr<AlignedFloats>>& out,
-                      const std::vector<std::unique_ptr<AlignedFloats>>& ref) {
+                      const std::vector<std::unique_ptr<Bytes>>& out,
+                      const std::vector<std::unique_ptr<Bytes>>& ref) {
   double err = 0, scale = 1;
   for (size_t i = 0; i < sig.size(); ++i) {
     if (!sig[i].is_output) continue;
-    for (size_t j = 0; j < out[i]->n; ++j) {
-      const double d = std::fabs(static_cast<double>(out[i]->p[j]) - ref[i]->p[j]);
+    if (sig[i].dtype != "float32") {
+      if (std::memcmp(out[i]->p, ref[i]->p, ref[i]->n) != 0) return INFINITY;
+      continue;
+    }
+    const auto* o = reinterpret_cast<const float*>(out[i]->p);
+    const auto* r = reinterpret_cast<const float*>(ref[i]->p);
+    for (size_t j = 0; j < ref[i]->n / sizeof(float); ++j) {
+      const double d = std::fabs(static_cast<double>(o[j]) - r[j]);
       if (std::isnan(d)) return INFINITY;
       err = std::max(err, d);
-      scale = std::max(scale, static_cast<double>(std::fabs(ref[i]->p[j])));
+      scale = std::max(scale, static_cast<double>(std::fabs(r[j])));
     }
   }
   return err / scale;
 }
 
-std::vector<void*> pointers(const std::vector<std::unique_ptr<AlignedFloats>>& bufs) {
+std::vector<void*> pointers(const std::vector<std::unique_ptr<Bytes>>& bufs) {
   std::vector<void*> p;
   for (const auto& b : bufs) p.push_back(b->p);
   return p;
 }
+
+Bytes::Bytes(size_t n)
+    : n(n),
+      p(static_cast<uint8_t*>(std::aligned_alloc(64, (std::max<size_t>(n, 1) + 63) / 64 * 64))) {}
+Bytes::~Bytes() { std::free(p); }
 
 AlignedFloats::AlignedFloats(size_t n)
     : n(n),
@@ -191,14 +219,13 @@ RaceResult race(const schedule_space::Task& task, const RaceOptions& o) {
     throw Error(ErrorKind::kRun,
                 task.workload_key() + ": a tuned kernel returned " + std::to_string(status));
 
-  // The reference on the same inputs; the raced kernel's outputs start as NaN again.
+  // The reference on the same inputs; the raced kernel's outputs start unwritten (0xff) again.
   const codegen::Kernel reference = codegen::Kernel::load(
       codegen::build(rpc_runner::lower_reference(task), codegen::Target::host()));
   const auto ref_bufs = make_buffers(sig, o.seed);
   if (reference.run(pointers(ref_bufs)) != 0)
     throw Error(ErrorKind::kRun, task.workload_key() + ": the reference failed");
-  for (size_t i = 0; i < sig.size(); ++i)
-    if (sig[i].is_output) std::fill(bufs[i]->p, bufs[i]->p + bufs[i]->n, std::nanf(""));
+  reset_outputs(sig, bufs);
   if (kernels[pick].run(args) != 0)
     throw Error(ErrorKind::kRun, task.workload_key() + ": the tuned kernel failed");
   const double err = relative_error(sig, bufs, ref_bufs);

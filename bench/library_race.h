@@ -25,19 +25,35 @@ struct AlignedFloats {
   float* p;
 };
 
+// 64-byte aligned bytes (the kernel ABI) of any element type.
+struct Bytes {
+  explicit Bytes(size_t n);
+  ~Bytes();
+  Bytes(const Bytes&) = delete;
+  Bytes& operator=(const Bytes&) = delete;
+  size_t n;
+  uint8_t* p;
+};
+
 // Uniform values in [-1, 1) from `seed`.
 void fill_random(AlignedFloats& a, uint64_t seed);
 
-// One buffer per kernel argument (float32 only), inputs random from `seed`, outputs NaN.
-// Throws Error(kUnsupported) for another dtype.
-std::vector<std::unique_ptr<AlignedFloats>> make_buffers(const std::vector<codegen::ArgSpec>& sig,
-                                                         uint64_t seed);
-// max |out - ref| / max(1, max |ref|) over every output buffer; infinity when an output holds NaN.
+// One buffer per kernel argument: inputs the runner's data from `seed` (rpc_runner::fill_input:
+// floats in [-1, 1), int8 / uint8 over the whole byte, other integers small), outputs filled with
+// 0xff bytes (NaN for float32, so an element left unwritten shows). Throws Error(kUnsupported) for
+// an output neither float32 nor an integer.
+std::vector<std::unique_ptr<Bytes>> make_buffers(const std::vector<codegen::ArgSpec>& sig,
+                                                 uint64_t seed);
+// Sets every output buffer to 0xff bytes again (make_buffers' outputs).
+void reset_outputs(const std::vector<codegen::ArgSpec>& sig,
+                   const std::vector<std::unique_ptr<Bytes>>& bufs);
+// max |out - ref| / max(1, max |ref|) over the float32 output buffers; infinity when one holds
+// NaN or an integer output differs from its reference in any element (integers compare exactly).
 double relative_error(const std::vector<codegen::ArgSpec>& sig,
-                      const std::vector<std::unique_ptr<AlignedFloats>>& out,
-                      const std::vector<std::unique_ptr<AlignedFloats>>& ref);
+                      const std::vector<std::unique_ptr<Bytes>>& out,
+                      const std::vector<std::unique_ptr<Bytes>>& ref);
 // The buffers' data pointers, in argument order (a kernel's run() arguments).
-std::vector<void*> pointers(const std::vector<std::unique_ptr<AlignedFloats>>& bufs);
+std::vector<void*> pointers(const std::vector<std::unique_ptr<Bytes>>& bufs);
 
 // Sets the threads of ktune's parallel loops, OpenBLAS and OpenMP (oneDNN's runtime) to `threads`.
 void set_all_threads(int threads);

@@ -227,6 +227,15 @@ int64_t Planner::form(const std::string& onnx, int64_t block) {
   if (have.block == block) return cur->second;
   auto made = forms_.find({onnx, block});
   if (made != forms_.end()) return made->second;
+  if (block == 0 && blocked_is_nchw(have)) {
+    // The same bytes read in ONNX's layout: a view, no kernel.
+    PlanTensor t{onnx, have.shape, 0};
+    t.dtype = have.dtype;
+    t.alias_of = have.alias_of >= 0 ? have.alias_of : cur->second;
+    const int64_t to = add(t);
+    forms_[{onnx, block}] = to;
+    return to;
+  }
   if (have.shape.size() != 4)
     throw Error(ErrorKind::kUnsupported, "tensor '" + onnx + "' is not 4-D and cannot be blocked");
   int64_t from = cur->second;
@@ -264,9 +273,16 @@ int64_t Planner::define(const std::string& onnx, int64_t block) {
   return id;
 }
 
-void Planner::plan_view(const frontend::Node& n) {
-  const int64_t src = form(n.inputs.at(0), 0);
-  PlanTensor t{n.outputs.at(0), known_shape(n.outputs.at(0))};
+bool Planner::blocked_is_nchw(const PlanTensor& t) {
+  return t.block > 0 && t.shape.size() == 4 && t.shape[2] == 1 && t.shape[3] == 1 &&
+         (t.shape[0] == 1 || t.shape[1] % t.block == 0);
+}
+
+void Planner::plan_view(const frontend::Node& n) { view(n.inputs.at(0), n.outputs.at(0), n); }
+
+void Planner::view(const std::string& from, const std::string& to, const frontend::Node& n) {
+  const int64_t src = form(from, 0);
+  PlanTensor t{to, known_shape(to)};
   t.dtype = plan_.tensors[src].dtype;
   t.alias_of = plan_.tensors[src].alias_of >= 0 ? plan_.tensors[src].alias_of : src;
   if (product(t.shape) != product(plan_.tensors[src].shape))

@@ -280,8 +280,20 @@ void Planner::plan_quantized_global_pool(const frontend::QuantizedGlobalAverageP
   s.kind = "pool";
   s.symbol = symbol("global_average_pool_u8_nchwc");
   s.func = global_average_pool_u8(s.symbol, pool);
-  s.args = {form(p.data, pool.block), define(p.output, pool.block)};
+  s.args = {form(p.data, pool.block)};
+  if (p.epilogue.size() < 2) {
+    s.args.push_back(define(p.output, pool.block));
+    plan_.steps.push_back(std::move(s));
+    return;
+  }
+  // The pooled [N, C, 1, 1] under the view's input name; the QuantizeLinear's output its view.
+  const frontend::Node& v = g_.nodes[p.epilogue.front()];
+  PlanTensor pooled{v.inputs.at(0), {pool.nchw[0], pool.nchw[1], 1, 1}, pool.block};
+  pooled.dtype = te::UInt(8);
+  s.args.push_back(add(pooled));
+  current_[pooled.name] = s.args.back();
   plan_.steps.push_back(std::move(s));
+  view(pooled.name, p.output, v);
 }
 
 }  // namespace ktune::deploy

@@ -76,7 +76,14 @@ class Planner {
   // A new tensor for the value `onnx`, which becomes its current form.
   int64_t define(const std::string& onnx, int64_t block);
 
+  // Whether a channel-blocked tensor holds its values in ONNX's order already: [N, C, 1, 1] with
+  // one image or whole blocks (a pooled tensor), its padded lanes past the end.
+  static bool blocked_is_nchw(const PlanTensor& t);
+
   void plan_view(const frontend::Node& n);
+
+  // `to` (of its graph shape) as a view of `from` in ONNX's layout; node `n` names an error.
+  void view(const std::string& from, const std::string& to, const frontend::Node& n);
 
   void plan_elementwise(const frontend::Node& n);
 
@@ -142,8 +149,9 @@ class Planner {
   // conv2d_nchwc_u8s8s32's 16 when the data is in ONNX's layout).
   void plan_quantized_max_pool(const frontend::QuantizedMaxPool& p);
 
-  // A QLinearGlobalAveragePool as one generated kernel in the channel-blocked layout, as the max
-  // pool chooses it.
+  // A uint8 global average pool as one generated kernel in the channel-blocked layout, as the max
+  // pool chooses it; a Flatten or Reshape before its QuantizeLinear makes the output a view of
+  // the pooled [N, C, 1, 1] (no copy when blocked_is_nchw).
   void plan_quantized_global_pool(const frontend::QuantizedGlobalAveragePool& p);
 
   // The block a generated uint8 pool of `data` runs in: its current one, else the int8 convs'.

@@ -118,11 +118,13 @@ class Extractor {
       for (size_t n : {p.node, p.dequantize, p.quantize}) fuser_.exclude(n);
     }
     for (const QuantizedGlobalAveragePool& p : quantized_.global_pools) {
-      generated_at_[p.node] = {g_.nodes[p.node].op == "QLinearGlobalAveragePool"
-                                   ? "uint8 global average pool (QLinearGlobalAveragePool)"
-                                   : "uint8 global average pool (between DequantizeLinear and "
-                                     "QuantizeLinear)",
-                               "global_average_pool_u8"};
+      std::string how = g_.nodes[p.node].op == "QLinearGlobalAveragePool"
+                            ? "uint8 global average pool (QLinearGlobalAveragePool)"
+                            : "uint8 global average pool (between DequantizeLinear and "
+                              "QuantizeLinear)";
+      if (p.epilogue.size() == 2)  // a Flatten or Reshape before the QuantizeLinear
+        how.insert(how.size() - 1, ", its " + g_.nodes[p.epilogue.front()].op + " a view");
+      generated_at_[p.node] = {how, "global_average_pool_u8"};
       for (size_t n : p.prologue) fuser_.exclude(n);
       for (size_t n : p.epilogue) fuser_.exclude(n);
     }

@@ -98,7 +98,8 @@ struct ModelTasks {
   // "MaxPool" with generated "quantized_add" and "max_pool_u8"); not part of to_json.
   std::vector<QuantizedAdd> quantized_adds;
   std::vector<QuantizedMaxPool> quantized_max_pools;
-  // com.microsoft QLinearGlobalAveragePool nodes (generated "global_average_pool_u8").
+  // The uint8 global average pools (DQ -> GlobalAveragePool [-> Flatten | Reshape] -> Q and
+  // com.microsoft QLinearGlobalAveragePool; generated "global_average_pool_u8").
   std::vector<QuantizedGlobalAveragePool> quantized_global_pools;
   // Sum over tasks (alternatives excluded: they compute the same) of count x flop.
   double total_flop() const;
@@ -124,8 +125,9 @@ struct ModelTasks {
 // not is an UnsupportedOp with the reason). DQ + DQ -> Add [-> Relu] -> Q of uint8 tensors
 // (QuantizedAdd) is an UnsupportedOp "Add" generated as "quantized_add" (com.microsoft QLinearAdd
 // too), DQ -> MaxPool -> Q of one scale (QuantizedMaxPool) a "MaxPool" generated as "max_pool_u8",
-// com.microsoft QLinearGlobalAveragePool one generated as "global_average_pool_u8"; other
-// QuantizeLinear and
+// DQ -> GlobalAveragePool [-> Flatten | Reshape] -> Q and com.microsoft QLinearGlobalAveragePool
+// (QuantizedGlobalAveragePool) a "GlobalAveragePool" or "QLinearGlobalAveragePool" generated as
+// "global_average_pool_u8" (the view a rename of its output); other QuantizeLinear and
 // DequantizeLinear nodes are generated kernels ("quantize", "dequantize"; a DequantizeLinear of a
 // constant is folded at build time: "folded").
 // Identical workloads are merged with a count. Every other node is an

@@ -229,8 +229,8 @@ std::optional<std::vector<double>> small_values(const onnx::TensorProto& t) {
   return out;
 }
 
-// The least and greatest element of an int8 or uint8 tensor with data in the model, else nullopt.
-std::optional<std::pair<int64_t, int64_t>> byte_range(const onnx::TensorProto& t) {
+// The ranges of an int8 or uint8 tensor with data in the model (ByteRanges), else nullopt.
+std::optional<ByteRanges> byte_range(const onnx::TensorProto& t) {
   const bool s8 = t.data_type() == onnx::TensorProto::INT8;
   if ((!s8 && t.data_type() != onnx::TensorProto::UINT8) ||
       t.data_location() == onnx::TensorProto::EXTERNAL)
@@ -240,9 +240,28 @@ std::optional<std::pair<int64_t, int64_t>> byte_range(const onnx::TensorProto& t
     for (char c : t.raw_data()) v.push_back(s8 ? static_cast<int8_t>(c) : static_cast<uint8_t>(c));
   else
     v.assign(t.int32_data().begin(), t.int32_data().end());
-  if (v.empty()) return std::nullopt;
+  const std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  if (v.empty() || static_cast<int64_t>(v.size()) != n) return std::nullopt;
+  ByteRanges r;
   const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return std::pair{*lo, *hi};
+  r.whole = {*lo, *hi};
+  // Element i lies in slice (i / inner0) of the first axis and ((i / inner1) % d1) of the second.
+  const int64_t d0 = dims.empty() ? 1 : dims[0];
+  const int64_t d1 = dims.size() >= 2 ? dims[1] : 0;
+  const int64_t inner0 = n / std::max<int64_t>(d0, 1);
+  const int64_t inner1 = d1 > 0 ? inner0 / d1 : 0;
+  const auto widen = [](ByteRanges::Range& range, int64_t x) {
+    range = {std::min(range.first, x), std::max(range.second, x)};
+  };
+  r.axis0.assign(static_cast<size_t>(d0), {INT64_MAX, INT64_MIN});
+  r.axis1.assign(static_cast<size_t>(d1), {INT64_MAX, INT64_MIN});
+  for (int64_t i = 0; i < n; ++i) {
+    widen(r.axis0[static_cast<size_t>(i / inner0)], v[static_cast<size_t>(i)]);
+    if (d1 > 0) widen(r.axis1[static_cast<size_t>(i / inner1 % d1)], v[static_cast<size_t>(i)]);
+  }
+  return r;
 }
 
 Attribute attribute_of(const onnx::AttributeProto& a) {

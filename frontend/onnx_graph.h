@@ -43,6 +43,16 @@ struct Node {
   double float_or(const std::string& key, double fallback) const;
 };
 
+// The least and greatest element of an int8 or uint8 constant: of the whole tensor, and of each
+// slice along its first axis and (rank >= 2) its second, where weights have their output channels
+// (a conv's [K, C, R, S] and a Gemm's [N, K] along the first, a MatMul's [K, N] along the second).
+// A 1-D tensor's slices along its first axis are its elements (per-channel zero points).
+struct ByteRanges {
+  using Range = std::pair<int64_t, int64_t>;
+  Range whole{0, 0};
+  std::vector<Range> axis0, axis1;  // axis1 empty below rank 2
+};
+
 // A model after shape inference. Value type, no ONNX types.
 struct Graph {
   std::string name;
@@ -54,9 +64,9 @@ struct Graph {
   // as Clip's bounds, which a fused epilogue takes as arguments), as doubles.
   std::map<std::string, std::vector<double>> values;
   static constexpr int64_t kMaxValueElements = 16;
-  // The least and greatest element of each int8 or uint8 initializer (quantized weights, zero
-  // points): whether weights minus their zero point fit int8 without reading the weights.
-  std::map<std::string, std::pair<int64_t, int64_t>> byte_ranges;
+  // The ranges of each int8 or uint8 constant (quantized weights, zero points): whether weights
+  // minus their zero point fit int8 without reading the weights.
+  std::map<std::string, ByteRanges> byte_ranges;
   // The shape of each tensor shape inference could resolve; a dimension it could not resolve
   // is -1. Tensors without any shape information are absent.
   std::map<std::string, std::vector<int64_t>> shapes;

@@ -3,6 +3,8 @@
 // the types, scales and zero points the int8 kernel computes with.
 #include "frontend/qdq_fusion.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -265,20 +267,22 @@ class Matcher {
     return "";
   }
 
-  // DQ(x uint8) -> GlobalAveragePool -> Q(uint8) of 4-D data, every scale and zero point a
-  // per-tensor constant (else the pool runs in float32 between them).
+  // DQ(x uint8) -> GlobalAveragePool [-> Flatten | Reshape] -> Q(uint8) of 4-D data, every scale
+  // and zero point a per-tensor constant (else the pool runs in float32 between them).
   std::optional<QuantizedGlobalAveragePool> describe_global_pool(size_t i) const {
     const Node& n = g_.nodes[i];
     const auto d = uint8_dequantize(n.inputs.at(0));
     const auto x = d ? g_.shape(g_.nodes[*d].inputs.at(0)) : std::nullopt;
     if (!x || x->size() != 4 || n.outputs.size() != 1) return std::nullopt;
-    const auto qn = uint8_quantize_of(n.outputs.at(0));
+    const auto view = pooled_view(n.outputs.at(0), (*x)[0], (*x)[1]);
+    const auto qn = uint8_quantize_of(view ? g_.nodes[*view].outputs.at(0) : n.outputs.at(0));
     if (!qn) return std::nullopt;
     const Node& dq = g_.nodes[*d];
     const Node& q = g_.nodes[*qn];
     QuantizedGlobalAveragePool p;
     p.node = i;
     if (only_reader(n.inputs.at(0))) p.prologue.push_back(*d);
+    if (view) p.epilogue.push_back(*view);
     p.epilogue.push_back(*qn);
     p.data = dq.inputs.at(0);
     p.data_scale = input(dq, 1);
@@ -287,6 +291,21 @@ class Matcher {
     p.out_zero_point = input(q, 2);
     p.output = q.outputs.at(0);
     return p;
+  }
+
+  // The Flatten or Reshape that alone reads the pooled `tensor` of n x c channels, when it makes
+  // it [n, c] or [n, c, 1, 1] (a view of the same values in the same order).
+  std::optional<size_t> pooled_view(const std::string& tensor, int64_t n, int64_t c) const {
+    const auto v = only_reader(tensor);
+    if (!v) return std::nullopt;
+    const Node& view = g_.nodes[*v];
+    if (!view.domain.empty() || (view.op != "Flatten" && view.op != "Reshape") ||
+        view.outputs.size() != 1)
+      return std::nullopt;
+    const auto s = g_.shape(view.outputs[0]);
+    if (!s || (*s != std::vector<int64_t>{n, c} && *s != std::vector<int64_t>{n, c, 1, 1}))
+      return std::nullopt;
+    return v;
   }
 
   // The value of a per-tensor scale or zero point ("" reads as 0).
@@ -359,13 +378,15 @@ class Matcher {
   // kernel on w - z_w (exact: sum (x - z_x)(w - z_w) is then the kernel's sum with the data's
   // zero point folded into the bias), or "" when the zero point is no constant or the weights'
   // values are not in the model (why). Decided from the ranges of the weights and of the zero
-  // points (per tensor or per output channel): u8 weights of zero point 128 always fit. Throws
-  // Error(kInvalidArgument) naming the node for a zero point that is not of the weights' type or
-  // of the scale's extent.
+  // points, per tensor, or per output channel when the zero point is (each channel's weights
+  // against its own zero point, what the model build's fold_zero_points checks weight by weight):
+  // u8 weights of zero point 128 always fit. Throws Error(kInvalidArgument) naming the node for a
+  // zero point that is not of the weights' type or of the scale's extent.
   std::variant<bool, std::string> weight_zero_point_fits(const QuantizedOp& q) const {
     const Node& n = g_.nodes[q.node];
     const std::string wtype = g_.type(q.weight);
-    std::pair<int64_t, int64_t> zr{0, 0};
+    const ByteRanges no_zero_point;
+    const ByteRanges* z_ranges = &no_zero_point;
     if (!q.weight_zero_point.empty()) {
       const std::string& z = q.weight_zero_point;
       const auto bad = [&](const std::string& why) {
@@ -383,11 +404,25 @@ class Matcher {
       const auto r = g_.byte_ranges.find(z);
       if (!g_.constants.count(z) || r == g_.byte_ranges.end())
         return "the weights' zero point is not a constant";
-      zr = r->second;
+      z_ranges = &r->second;
     }
     const auto w = g_.byte_ranges.find(q.weight);
     if (w == g_.byte_ranges.end()) return "the weights' values are not in the model";
-    const int64_t lo = w->second.first - zr.second, hi = w->second.second - zr.first;
+    // (weight range, zero point range) pairs: the whole tensors', or each output channel's when
+    // the zero point has one per channel (weight_scale_on_output_channels put them on that axis).
+    std::vector<std::pair<ByteRanges::Range, ByteRanges::Range>> pairs;
+    const auto& channels = q.conv || q.nt ? w->second.axis0 : w->second.axis1;
+    if (z_ranges->axis0.size() > 1 && channels.size() == z_ranges->axis0.size()) {
+      for (size_t k = 0; k < channels.size(); ++k)
+        pairs.push_back({channels[k], z_ranges->axis0[k]});
+    } else {
+      pairs.push_back({w->second.whole, z_ranges->whole});
+    }
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const auto& [wr, zr] : pairs) {
+      lo = std::min(lo, wr.first - zr.second);
+      hi = std::max(hi, wr.second - zr.first);
+    }
     return lo >= -128 && hi <= 127;
   }
 

@@ -79,15 +79,18 @@ struct QuantizedMaxPool {
 };
 
 // The spatial mean of dequantized uint8 NCHW data, quantized to uint8, per tensor. Two forms:
-//   QDQ:       DQ(x uint8) -> GlobalAveragePool -> QuantizeLinear (uint8)
+//   QDQ:       DQ(x uint8) -> GlobalAveragePool [-> Flatten | Reshape] -> QuantizeLinear (uint8)
 //   QOperator: com.microsoft QLinearGlobalAveragePool (channels_last = 0)
+// A Flatten or Reshape between the pool and the QuantizeLinear (to [N, C] or [N, C, 1, 1], each
+// node the only reader of what precedes it) only renames the pooled values: the output is the
+// uint8 pool's, in the view's shape.
 struct QuantizedGlobalAveragePool {
   size_t node = 0;               // the GlobalAveragePool or QLinearGlobalAveragePool
   std::vector<size_t> prologue;  // the DequantizeLinear when only the pool reads it (QDQ)
-  std::vector<size_t> epilogue;  // the QuantizeLinear (QDQ)
+  std::vector<size_t> epilogue;  // [the Flatten or Reshape,] the QuantizeLinear (QDQ)
   std::string data, data_scale, data_zero_point;  // zero point "" = 0
   std::string out_scale, out_zero_point;
-  std::string output;  // uint8 [N, C, 1, 1]
+  std::string output;  // uint8 [N, C, 1, 1], or [N, C] after a Flatten or Reshape
 };
 
 struct QuantizedOps {

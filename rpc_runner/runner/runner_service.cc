@@ -8,7 +8,6 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <random>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -17,8 +16,8 @@
 #include "codegen/generated_call.h"
 #include "codegen/runtime.h"
 #include "codegen/shared_object.h"
+#include "rpc_runner/runner/input_data.h"
 #include "rpc_runner/runner/runner_protocol.h"
-#include "te/bfloat16.h"
 
 namespace ktune::rpc_runner {
 namespace {
@@ -41,46 +40,6 @@ struct Buffer {
   }
 };
 
-// Floats uniform in [-1, 1); integers uniform in [lo, hi].
-template <typename T>
-void fill_typed(Buffer& b, std::mt19937_64& rng, bool floating, int lo = 0, int hi = 15) {
-  T* p = reinterpret_cast<T*>(b.data.get());
-  size_t n = b.bytes / sizeof(T);
-  if (floating) {
-    std::uniform_real_distribution<double> d(-1.0, 1.0);
-    for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(d(rng));
-  } else {
-    std::uniform_int_distribution<int> d(lo, hi);
-    for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(d(rng));
-  }
-}
-
-// Inputs depend only on the seed, the position and the arg's dtype/size, so the reference and
-// every candidate of a task see the same data.
-void fill_input(Buffer& b, const std::string& dtype, uint64_t seed, size_t position) {
-  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + position + 1);
-  if (dtype == "float32") return fill_typed<float>(b, rng, true);
-  if (dtype == "float64") return fill_typed<double>(b, rng, true);
-  if (dtype == "int32") return fill_typed<int32_t>(b, rng, false);
-  if (dtype == "int64") return fill_typed<int64_t>(b, rng, false);
-  if (dtype == "int16") return fill_typed<int16_t>(b, rng, false);
-  // Quantized data spans the whole byte: the extremes are where an int8 kernel that widens or
-  // saturates wrongly differs (255 * -128 products, sums beyond int16).
-  if (dtype == "int8") return fill_typed<int8_t>(b, rng, false, -128, 127);
-  if (dtype == "uint8") return fill_typed<uint8_t>(b, rng, false, 0, 255);
-  if (dtype == "bool") return fill_typed<uint8_t>(b, rng, false);
-  if (dtype == "uint32") return fill_typed<uint32_t>(b, rng, false);
-  if (dtype == "bfloat16") {
-    // Floats in [-1, 1) rounded to bfloat16, as float32 data is made.
-    std::uniform_real_distribution<double> d(-1.0, 1.0);
-    auto* p = reinterpret_cast<uint16_t*>(b.data.get());
-    for (size_t i = 0; i < b.bytes / 2; ++i)
-      p[i] = te::float_to_bfloat16(static_cast<float>(d(rng)));
-    return;
-  }
-  throw Error(ErrorKind::kUnknown, "runner: unsupported dtype " + dtype);
-}
-
 struct Workspace {
   codegen::Artifact artifact;
   std::vector<Buffer> buffers;
@@ -97,7 +56,7 @@ Workspace prepare(const std::vector<uint8_t>& blob, uint64_t seed) {
     if (spec.is_output)
       std::memset(b.data.get(), 0xFF, b.bytes);  // NaN / -1: an unwritten output is caught
     else
-      fill_input(b, spec.dtype, seed, i);
+      fill_input(b.data.get(), b.bytes, spec.dtype, seed, i);
     ws.args.push_back(b.data.get());
   }
   return ws;

@@ -347,15 +347,15 @@ TEST_F(ModelBuild, EveryCnnTestModelMatchesOnnxRuntime) {
 // residual DQ + DQ -> Add -> Relu -> Q as a uint8 add, a final DQ and global pool): `ktune run`,
 // `ktune run --check-nodes` (each step exactly its reference) and the linked C program; and
 // resnet18_qdq through `ktune run` and linked (20 int8 convs, the 3-channel stem's padded to 4,
-// uint8 adds and max pool, the Gemm as an int8 matmul). The int8 kernels compute ONNX Runtime's
-// QLinearConv / QGemm arithmetic (int32 accumulation, the float32 product by s_x * s_w / s_y
-// rounded half to even) and the uint8 add the float32 form of QLinearAdd: small_qdq's outputs
-// differ only by the float32 sum order of the final pool (kTolerance). Where ONNX Runtime rounds
-// otherwise (its QLinearAdd in fixed point, the global pool) a value may land one uint8 step
-// apart, and what follows carries such a step on: one step in the pooled features moves every
-// logit a little, so resnet18_qdq's output (the Gemm's uint8 output, dequantized) may differ by
-// one step of its DequantizeLinear's scale, never more, on up to 10% of its elements (none on
-// this input).
+// uint8 adds, max pool and global pool (its Flatten a view), the Gemm as an int8 matmul). The int8
+// kernels compute ONNX Runtime's QLinearConv / QGemm arithmetic (int32 accumulation, the float32
+// product by s_x * s_w / s_y rounded half to even) and the uint8 add the float32 form of
+// QLinearAdd: small_qdq's outputs differ only by the float32 sum order of the final pool
+// (kTolerance). Where ONNX Runtime rounds otherwise (its QLinearAdd in fixed point, the global
+// pool) a value may land one uint8 step apart, and what follows carries such a step on: one step in
+// the pooled features moves every logit a little, so resnet18_qdq's output (the Gemm's uint8
+// output, dequantized) may differ by one step of its DequantizeLinear's scale, never more, on up to
+// 10% of its elements (none on this input).
 TEST_F(ModelBuild, QdqModelsRunInt8AndMatchOnnxRuntime) {
   const std::string onnx = model("small_qdq.onnx");
   const std::string in = inputs(8 * 16 * 16, 3);
@@ -377,6 +377,9 @@ TEST_F(ModelBuild, QdqModelsRunInt8AndMatchOnnxRuntime) {
   const auto listed = ktune("tasks " + quote(resnet), true);
   ASSERT_EQ(listed.status, 0) << listed.err;
   EXPECT_NE(listed.out.find("matmul_u8s8s32(M=1,N=1000,K=512"), std::string::npos) << listed.out;
+  // DQ -> GlobalAveragePool -> Flatten -> Q: the uint8 pool, the Flatten a view of its output.
+  EXPECT_NE(listed.out.find("global_average_pool_u8"), std::string::npos) << listed.out;
+  EXPECT_EQ(listed.out.find("avg_pool2d"), std::string::npos) << listed.out;
   const Steps jit = steps_apart(run_in_process(resnet, resnet_in), resnet_ref);
   const Steps linked_steps = steps_apart(run_linked(resnet, resnet_in), resnet_ref);
   for (const Steps& s : {jit, linked_steps}) {
@@ -481,11 +484,13 @@ TEST_F(ModelBuild, ContribQLinearAddAndGlobalPoolMatchOnnxRuntime) {
 // uint8 DQ -> GlobalAveragePool -> Q and a conv whose uint8 weights leave int8 of their zero point
 // (weights less 128 and the input window sums). qdq_zp_wide and qop_zp_wide: only such weights
 // (two convs, one of 6 input channels and one of stride 2, and a matrix product: window and row
-// sums), in QDQ and QOperator form. Through `ktune run`, `--check-nodes` and the linked program:
-// the output (the matrix product's uint8 output dequantized) within one step of ONNX Runtime's,
-// on at most 2 of its 24 elements.
+// sums), in QDQ and QOperator form. qdq_zp_channels: zero points per channel spread over [28, 227]
+// that fit int8 channel by channel only. Through `ktune run`, `--check-nodes` and the linked
+// program: the output (the matrix product's uint8 output dequantized) within one step of ONNX
+// Runtime's, on at most 2 of its 24 elements.
 TEST_F(ModelBuild, WeightZeroPointsRunInt8AndMatchOnnxRuntime) {
-  for (const char* name : {"qdq_zp.onnx", "qop_zp.onnx", "qdq_zp_wide.onnx", "qop_zp_wide.onnx"}) {
+  for (const char* name : {"qdq_zp.onnx", "qop_zp.onnx", "qdq_zp_wide.onnx", "qop_zp_wide.onnx",
+                           "qdq_zp_channels.onnx"}) {
     const std::string onnx = model(name);
     const std::string in =
         inputs((std::string(name).find("wide") != std::string::npos ? 6 : 8) * 8 * 8, 10);
@@ -504,6 +509,33 @@ TEST_F(ModelBuild, WeightZeroPointsRunInt8AndMatchOnnxRuntime) {
         name, static_cast<long long>(jit.apart), static_cast<long long>(linked.apart), jit.step,
         jit.worst, linked.worst);
   }
+}
+
+// qdq_pool_view: DQ -> GlobalAveragePool -> Reshape [1, 40] -> Q as the uint8 pool, whose 40
+// channels (two and a half blocks of 16) the Reshape reads as rows without a copy, into a uint8
+// MatMul. Its output (the matrix product's uint8 output dequantized) within one step of ONNX
+// Runtime's on at most 2 of its 24 elements; each step exactly its reference.
+TEST_F(ModelBuild, PoolBeforeAViewRunsUint8AndMatchesOnnxRuntime) {
+  const std::string onnx = model("qdq_pool_view.onnx");
+  const auto listed = ktune("tasks " + quote(onnx), true);
+  ASSERT_EQ(listed.status, 0) << listed.err;
+  EXPECT_NE(listed.out.find("global_average_pool_u8"), std::string::npos) << listed.out;
+  EXPECT_EQ(listed.out.find("avg_pool2d"), std::string::npos) << listed.out;
+  const std::string in = inputs(8 * 8 * 8, 11);
+  const std::vector<float> ref = ort(onnx, in);
+  ASSERT_EQ(ref.size(), 24u);
+  const Steps jit = steps_apart(run_in_process(onnx, in), ref);
+  expect_steps_match_references(onnx);
+  const Steps linked = steps_apart(run_linked(onnx, in), ref);
+  for (const Steps& s : {jit, linked}) {
+    EXPECT_LE(s.worst, 1.01);
+    EXPECT_LE(s.apart, 2);
+  }
+  std::printf(
+      "qdq_pool_view: %lld (in process) and %lld (linked) of 24 outputs one step (%.4f) from ONNX "
+      "Runtime's, max %.2f and %.2f steps\n",
+      static_cast<long long>(jit.apart), static_cast<long long>(linked.apart), jit.step, jit.worst,
+      linked.worst);
 }
 
 // qdq_per_axis: the input quantized and dequantized per channel (generated kernels reading their

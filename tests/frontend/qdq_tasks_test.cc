@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "frontend/model_tasks.h"
 #include "frontend/onnx_graph.h"
@@ -110,15 +111,25 @@ TEST(QdqTasks, ResNet18QdqRunsEveryConvInInt8) {
   EXPECT_EQ(stem.note, "int8: requantized to uint8; input channels padded from 3 to 4");
   // Every weight and bias DequantizeLinear is an int8 kernel's. The 8 residual Adds (each with its
   // DequantizeLinear pair, Relu and QuantizeLinear) are uint8 adds, the max pool between DQ and Q
-  // of one scale a uint8 pool; what remains is the input's QuantizeLinear and the global pool's
-  // DequantizeLinear and QuantizeLinear, and the output's DequantizeLinear.
-  EXPECT_EQ(generated(m, "DequantizeLinear"), (std::map<std::string, int64_t>{{"dequantize", 2}}));
-  EXPECT_EQ(generated(m, "QuantizeLinear"), (std::map<std::string, int64_t>{{"quantize", 2}}));
+  // of one scale a uint8 pool, and so is DQ -> GlobalAveragePool -> Flatten -> Q (the Flatten a
+  // view of its output); what remains is the input's QuantizeLinear and the output's
+  // DequantizeLinear.
+  EXPECT_EQ(generated(m, "DequantizeLinear"), (std::map<std::string, int64_t>{{"dequantize", 1}}));
+  EXPECT_EQ(generated(m, "QuantizeLinear"), (std::map<std::string, int64_t>{{"quantize", 1}}));
   EXPECT_EQ(generated(m, "Add"), (std::map<std::string, int64_t>{{"quantized_add", 8}}));
   EXPECT_EQ(generated(m, "MaxPool"), (std::map<std::string, int64_t>{{"max_pool_u8", 1}}));
+  EXPECT_EQ(generated(m, "GlobalAveragePool"),
+            (std::map<std::string, int64_t>{{"global_average_pool_u8", 1}}));
+  EXPECT_TRUE(generated(m, "Flatten").empty());
   EXPECT_EQ(generated(m, "Relu").size(), 0u);
   EXPECT_EQ(m.quantized_adds.size(), 8u);
   EXPECT_EQ(m.quantized_max_pools.size(), 1u);
+  ASSERT_EQ(m.quantized_global_pools.size(), 1u);
+  const QuantizedGlobalAveragePool& pool = m.quantized_global_pools.front();
+  ASSERT_EQ(pool.epilogue.size(), 2u);
+  EXPECT_EQ(g.nodes[pool.epilogue[0]].op, "Flatten");
+  EXPECT_EQ(g.nodes[pool.epilogue[1]].op, "QuantizeLinear");
+  EXPECT_EQ(g.shape(pool.output), (std::vector<int64_t>{1, 512}));
 }
 
 // A MobileNet-like block: the depthwise convs (one with 24 channels, a partial block) are
@@ -254,6 +265,39 @@ TEST(QdqTasks, WeightZeroPointsRunInInt8) {
   EXPECT_EQ(g.type(pool.data), "uint8");
   EXPECT_EQ(generated(m, "GlobalAveragePool"),
             (std::map<std::string, int64_t>{{"global_average_pool_u8", 1}}));
+}
+
+// uint8 weights with a zero point per output channel spread over [28, 227]: each channel's weights
+// lie within int8 of its own zero point, the whole tensor's range less the zero points' range does
+// not (the check goes channel by channel, from the per-channel ranges read at load): the conv
+// (channels along axis 0) and the MatMul (columns, axis 1) are int8 tasks.
+TEST(QdqTasks, PerChannelZeroPointsFitChannelByChannel) {
+  const Graph g = load_onnx(model("qdq_zp_channels.onnx"));
+  const ModelTasks m = extract_tasks(g, avx512());
+  ASSERT_EQ(m.quantized.size(), 2u);
+  for (const QuantizedOp& q : m.quantized) {
+    const ByteRanges& w = g.byte_ranges.at(q.weight);
+    const ByteRanges& z = g.byte_ranges.at(q.weight_zero_point);
+    // Not by the whole ranges: w - z reaches past -128 there.
+    EXPECT_LT(w.whole.first - z.whole.second, -128) << q.weight;
+    const auto& channels = q.conv ? w.axis0 : w.axis1;
+    ASSERT_EQ(channels.size(), z.axis0.size()) << q.weight;
+    for (size_t k = 0; k < channels.size(); ++k) {
+      EXPECT_EQ(z.axis0[k].first, z.axis0[k].second);  // one zero point per channel
+      EXPECT_GE(channels[k].first - z.axis0[k].first, -128) << q.weight << " channel " << k;
+      EXPECT_LE(channels[k].second - z.axis0[k].first, 127) << q.weight << " channel " << k;
+    }
+  }
+  EXPECT_EQ(g.shape(m.quantized[0].weight), (std::vector<int64_t>{16, 8, 3, 3}));
+  EXPECT_EQ(g.shape(m.quantized[1].weight), (std::vector<int64_t>{16, 24}));
+  std::map<std::string, int64_t> by_template;
+  for (const TaskOccurrence& occ : m.occurrences) {
+    const ModelTask& t = m.tasks[occ.task];
+    ++by_template[t.template_name];
+    EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
+  }
+  EXPECT_EQ(by_template,
+            (std::map<std::string, int64_t>{{"conv2d_nchwc_u8s8s32", 1}, {"matmul_u8s8s32", 1}}));
 }
 
 // The QOperator form of the same zero points: every QLinear operator an int8 task.
