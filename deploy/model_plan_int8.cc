@@ -56,8 +56,11 @@ void Planner::bind_quantized(PlanStep& s, const frontend::Node& anchor,
     throw unsupported(anchor, "a bias of another channel count");
   // The kernel runs on the weights less their zero point (exact when they fit int8, which
   // find_quantized_ops checked from their range) with both zero points folded into the bias.
-  const std::optional<FoldedWeights> folded =
-      fold_zero_points(w.i64, channels, channels_first, zw, zx, b ? *b : no_zero);
+  // A kernel with shift_data multiplies x - 128, data of zero point zx - 128: that fold adds
+  // the 128 * sum w the products leave out.
+  const bool shifted = s.task->args().get_int("shift_data") != 0;
+  const std::optional<FoldedWeights> folded = fold_zero_points(
+      w.i64, channels, channels_first, zw, shifted ? zx - 128 : zx, b ? *b : no_zero);
   if (!folded) throw unsupported(anchor, "a weight minus its zero point is past int8");
   const std::vector<int32_t>& bias = folded->bias;
   std::vector<float> scale(bias.size());

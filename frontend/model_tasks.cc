@@ -353,6 +353,9 @@ class Extractor {
           q.data_zero_point.empty() ? 0 : std::llround(g_.values.at(q.data_zero_point).front());
       c->args["data_zero_point"] = i2s(zero_point);
     }
+    // On AArch64 with sdot but not usdot the products take the data less 128 (sdot's int8), the
+    // compensation folded into the bias where the weights are packed (bind_quantized).
+    if (target_.int8_dot_insn == "sdot") c->args["shift_data"] = "1";
     c->args["out"] = s8 ? "s8" : "u8";
     c->args["scale"] = "per_channel";
     c->args["relu"] = q.relu ? "1" : "0";

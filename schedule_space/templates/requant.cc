@@ -78,4 +78,21 @@ te::Expr requant_value(const Requant& rq, const RequantInputs& in, const te::Exp
   return te::cast(rq.out, te::cast(te::Int(32), y));
 }
 
+ArgSpec shift_data_arg() {
+  return {.name = "shift_data",
+          .type = ArgSpec::Type::kInt,
+          .default_value = "0",
+          .doc =
+              "1: the products take data x - 128 (sdot's int8 without a compensation; "
+              "128 * sum(w) belongs in the bias)",
+          .min_value = 0,
+          .max_value = 1,
+          .key_omits_default = true};
+}
+
+bool int8_dot_multiplies(const TargetTraits& target, bool shift) {
+  if (shift) return target.int8_dot_insn == "sdot" || target.int8_dot_insn == "usdot";
+  return target.int8_dot;
+}
+
 }  // namespace ktune::schedule_space::templates

@@ -1,5 +1,5 @@
 // Defines Requant, the requantize epilogue of the int8 templates (ONNX QuantizeLinear after an
-// int32 bias), with its workload arguments and input tensors.
+// int32 bias), with its workload arguments and input tensors, and their shift_data argument.
 #pragma once
 
 #include <string>
@@ -45,5 +45,18 @@ RequantInputs requant_inputs(const Requant& rq, const std::vector<int64_t>& chan
 // index of channel_shape): `acc` itself when the epilogue is off, else requantized.
 te::Expr requant_value(const Requant& rq, const RequantInputs& in, const te::Expr& acc,
                        const std::vector<te::Expr>& channel);
+
+// The argument shift_data (0/1, left out of the key at 0): with 1 the products read every uint8
+// data value x as x - 128 (te::u8_factor: the int8 with x's sign bit flipped, which AArch64's
+// sdot multiplies), so the sdot kernels need no compensation per product. The accumulator is then
+// sum (x - 128) * w: what it lacks of sum x * w, 128 * sum w per output channel, depends on the
+// weights alone and belongs in the requantize bias, computed once where the weights are packed (a
+// model build folds it with the data's zero point). The padding value is shifted as well.
+ArgSpec shift_data_arg();
+
+// Whether `target` has an int8 dot instruction that multiplies the data as the products read it:
+// uint8 (vpdpbusd, usdot, or sdot with a compensation per product) or, with `shift`, int8 (sdot;
+// i8mm targets have it too).
+bool int8_dot_multiplies(const TargetTraits& target, bool shift);
 
 }  // namespace ktune::schedule_space::templates
