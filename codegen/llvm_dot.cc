@@ -1,6 +1,6 @@
-// Emits dot_u8s8 (vpdpbusd on AVX-512 VNNI, usdot (i8mm) or sdot (dotprod) on AArch64) and
-// dot_bf16 (vdpbf16ps on AVX-512 BF16), portable widening code elsewhere, and the bfloat16
-// conversions.
+// Emits dot_u8s8 (vpdpbusd on AVX-512 VNNI, usdot (i8mm) or sdot (dotprod) on AArch64),
+// dot_s8s8 (sdot on AArch64 dotprod), dot_bf16 (vdpbf16ps on AVX-512 BF16), portable widening code
+// elsewhere, and the bfloat16 conversions.
 #include "codegen/llvm_dot.h"
 
 #include <vector>
@@ -62,25 +62,43 @@ llvm::Value* emit_vpdpbusd(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* 
   return b.CreateCall(f, {acc, a_all, b.CreateBitCast(bytes, v16)});
 }
 
-// One NEON dot instruction per 4 lanes: lane l of group g sums four products of a's bytes with
-// b's bytes 16g + 4l .. 16g + 4l + 3, which is exactly the group's 16 bytes (so b needs no
-// shuffle). usdot (i8mm) multiplies u8 by s8 as dot_u8s8 does. sdot (dotprod) is s8 x s8 only:
-// it reads a xor 0x80 = a - 128 as s8, and the lost 128 * sum_q b[4l + q] comes back as the
-// subtraction of sdot(0, b, -128), which depends on b alone (LLVM shares it between the rows of
-// an unrolled register tile that read the same B block). Both wrap in int32 as dot_u8s8 does.
-llvm::Value* emit_neon_dot(llvm::IRBuilder<>& b, bool usdot, llvm::Value* acc, llvm::Value* a,
+// How a NEON dot instruction multiplies a dot call's bytes.
+enum class NeonDot {
+  kUsdot,            // i8mm: u8 x s8, as dot_u8s8
+  kSdot,             // dotprod: s8 x s8, as dot_s8s8
+  kSdotCompensated,  // dotprod for dot_u8s8: a - 128 as s8, the product compensated (below)
+};
+
+// One NEON dot instruction per 4 lanes: lane l of group g sums four products of its four bytes
+// of a (the broadcast form: a's four bytes, in every lane; the rows form: lane_bytes of a) with
+// b's bytes 16g + 4l .. 16g + 4l + 3, which is exactly the group's 16 bytes (so b in the
+// broadcast form needs no shuffle). kSdotCompensated reads a xor 0x80 = a - 128 as s8, and the lost
+// 128 * sum_q b[4l + q] comes back as the subtraction of sdot(0, b, -128), which depends on b
+// alone (LLVM shares it between the rows of an unrolled register tile that read the same B block)
+// but still runs with every step of the reduction: the templates avoid it by the shift in their
+// compute (shift_data), whose compensation the caller folds into the bias once. All wrap in
+// int32 as the dot calls do.
+llvm::Value* emit_neon_dot(llvm::IRBuilder<>& b, NeonDot kind, llvm::Value* acc, llvm::Value* a,
                            llvm::Value* bytes) {
   const unsigned n = llvm::cast<llvm::FixedVectorType>(acc->getType())->getNumElements();
-  llvm::Type* i8 = b.getInt8Ty();
   auto* v4i32 = llvm::FixedVectorType::get(b.getInt32Ty(), 4);
-  auto* v16i8 = llvm::FixedVectorType::get(i8, 16);
+  auto* v16i8 = llvm::FixedVectorType::get(b.getInt8Ty(), 16);
   llvm::Module* m = b.GetInsertBlock()->getModule();
+  const bool usdot = kind == NeonDot::kUsdot;
   llvm::Function* dot = llvm::Intrinsic::getDeclaration(
       m, usdot ? llvm::Intrinsic::aarch64_neon_usdot : llvm::Intrinsic::aarch64_neon_sdot,
       {v4i32, v16i8});
-  if (!usdot) a = b.CreateXor(a, b.CreateVectorSplat(4, b.getInt8(0x80)));
+  const bool broadcast = is_broadcast(a, bytes);
+  if (!broadcast) {
+    a = lane_bytes(b, a, n, false);
+    bytes = lane_bytes(b, bytes, n, true);
+  }
+  const unsigned a_bytes = llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements();
+  if (kind == NeonDot::kSdotCompensated)
+    a = b.CreateXor(a, b.CreateVectorSplat(a_bytes, b.getInt8(0x80)));
   llvm::Value* a_all =
-      b.CreateBitCast(b.CreateVectorSplat(4, b.CreateBitCast(a, b.getInt32Ty())), v16i8);
+      broadcast ? b.CreateBitCast(b.CreateVectorSplat(4, b.CreateBitCast(a, b.getInt32Ty())), v16i8)
+                : nullptr;
   llvm::Value* minus128 = b.CreateVectorSplat(16, b.getInt8(0x80));
   std::vector<llvm::Value*> groups;
   for (unsigned g = 0; g < n / 4; ++g) {
@@ -89,9 +107,10 @@ llvm::Value* emit_neon_dot(llvm::IRBuilder<>& b, bool usdot, llvm::Value* acc, l
     for (unsigned q = 0; q < 16; ++q) bytes_of[q] = static_cast<int>(16 * g + q);
     llvm::Value* acc_g = b.CreateShuffleVector(acc, lanes);
     llvm::Value* b_g = b.CreateShuffleVector(bytes, bytes_of);
+    llvm::Value* a_g = broadcast ? a_all : b.CreateShuffleVector(a, bytes_of);
     llvm::Value* sum =
-        usdot ? b.CreateCall(dot, {acc_g, a_all, b_g}) : b.CreateCall(dot, {acc_g, b_g, a_all});
-    if (!usdot) {
+        usdot ? b.CreateCall(dot, {acc_g, a_g, b_g}) : b.CreateCall(dot, {acc_g, b_g, a_g});
+    if (kind == NeonDot::kSdotCompensated) {
       llvm::Value* zero = llvm::Constant::getNullValue(v4i32);
       sum = b.CreateSub(sum, b.CreateCall(dot, {zero, b_g, minus128}));
     }
@@ -100,19 +119,23 @@ llvm::Value* emit_neon_dot(llvm::IRBuilder<>& b, bool usdot, llvm::Value* acc, l
   return llvm::concatenateVectors(b, groups);
 }
 
-// acc + the widened products summed in fours: a sum of four shuffles, which any backend handles.
-llvm::Value* emit_widening(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a,
+// acc + the widened products summed in fours (a widened as signed with `s8`): a sum of four
+// shuffles, which any backend handles.
+llvm::Value* emit_widening(llvm::IRBuilder<>& b, bool s8, llvm::Value* acc, llvm::Value* a,
                            llvm::Value* bytes) {
   const unsigned n = llvm::cast<llvm::FixedVectorType>(acc->getType())->getNumElements();
   llvm::Type* i32 = b.getInt32Ty();
   auto* wide = llvm::FixedVectorType::get(i32, 4 * n);
+  const auto widen = [&](llvm::Value* v, llvm::Type* t) {
+    return s8 ? b.CreateSExt(v, t) : b.CreateZExt(v, t);
+  };
   std::vector<int> repeat(4 * n);
   for (unsigned i = 0; i < 4 * n; ++i) repeat[i] = static_cast<int>(i % 4);
   llvm::Value* a_all;
   if (is_broadcast(a, bytes)) {
-    a_all = b.CreateShuffleVector(b.CreateZExt(a, llvm::FixedVectorType::get(i32, 4)), repeat);
+    a_all = b.CreateShuffleVector(widen(a, llvm::FixedVectorType::get(i32, 4)), repeat);
   } else {
-    a_all = b.CreateZExt(lane_bytes(b, a, n, false), wide);
+    a_all = widen(lane_bytes(b, a, n, false), wide);
     bytes = lane_bytes(b, bytes, n, true);
   }
   llvm::Value* prod = b.CreateMul(a_all, b.CreateSExt(bytes, wide));
@@ -127,20 +150,18 @@ llvm::Value* emit_widening(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* 
 
 }  // namespace
 
-llvm::Value* emit_dot_u8s8(llvm::IRBuilder<>& b, const llvm::TargetMachine& tm, llvm::Value* acc,
-                           llvm::Value* a, llvm::Value* bytes) {
+llvm::Value* emit_dot_bytes(llvm::IRBuilder<>& b, const llvm::TargetMachine& tm, bool s8,
+                            llvm::Value* acc, llvm::Value* a, llvm::Value* bytes) {
   const unsigned n = llvm::cast<llvm::FixedVectorType>(acc->getType())->getNumElements();
   const llvm::Triple& triple = tm.getTargetTriple();
-  if (n == 16 && has_features(tm, triple.isX86(), "+avx512vnni,+avx512f"))
+  if (!s8 && n == 16 && has_features(tm, triple.isX86(), "+avx512vnni,+avx512f"))
     return emit_vpdpbusd(b, acc, a, bytes);
-  // The rows form off VNNI: widening code, right on every backend (only a VNNI space offers the
-  // depthwise dot_taps that emits it; NEON's dots would need the same transposes).
-  if (!is_broadcast(a, bytes)) return emit_widening(b, acc, a, bytes);
-  if (n % 4 == 0 && has_features(tm, triple.isAArch64(), "+neon,+i8mm"))
-    return emit_neon_dot(b, true, acc, a, bytes);
-  if (n % 4 == 0 && has_features(tm, triple.isAArch64(), "+neon,+dotprod"))
-    return emit_neon_dot(b, false, acc, a, bytes);
-  return emit_widening(b, acc, a, bytes);
+  const bool neon = n % 4 == 0;
+  if (!s8 && neon && has_features(tm, triple.isAArch64(), "+neon,+i8mm"))
+    return emit_neon_dot(b, NeonDot::kUsdot, acc, a, bytes);
+  if (neon && has_features(tm, triple.isAArch64(), "+neon,+dotprod"))
+    return emit_neon_dot(b, s8 ? NeonDot::kSdot : NeonDot::kSdotCompensated, acc, a, bytes);
+  return emit_widening(b, s8, acc, a, bytes);
 }
 
 llvm::Value* emit_dot_bf16(llvm::IRBuilder<>& b, const llvm::TargetMachine& tm, llvm::Value* acc,

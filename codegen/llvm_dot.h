@@ -9,14 +9,15 @@ class TargetMachine;
 
 namespace ktune::codegen {
 
-// acc (<n x i32>) + the sums of four u8 x s8 products per lane: a is <4 x i8> (unsigned), b is
-// <4n x i8> (signed); or, the rows form, a and b are <kn x i8>, k <= 4 rows of a byte per lane
-// (transposed to four bytes per lane by byte shuffles, b's missing rows zero). With 16 lanes on a
-// target with AVX-512 VNNI: one vpdpbusd; the broadcast form with 4k lanes on AArch64: k usdot
-// (i8mm), or k sdot with a compensation each (dotprod); otherwise the widening multiply and a sum
-// of four shuffles, which any backend handles. All wrap in int32.
-llvm::Value* emit_dot_u8s8(llvm::IRBuilder<>& b, const llvm::TargetMachine& tm, llvm::Value* acc,
-                           llvm::Value* a, llvm::Value* bytes);
+// acc (<n x i32>) + the sums of four byte products per lane, a's bytes unsigned (dot_u8s8) or,
+// with `s8`, signed (dot_s8s8), b's signed: a is <4 x i8>, b <4n x i8>; or, the rows form, a and
+// b are <kn x i8>, k <= 4 rows of a byte per lane (transposed to four bytes per lane by byte
+// shuffles, b's missing rows zero). Unsigned a with 16 lanes on a target with AVX-512 VNNI: one
+// vpdpbusd. With 4k lanes on AArch64: k usdot (i8mm, unsigned a), or k sdot (dotprod; unsigned a
+// shifted by 128 into s8 and each sdot compensated by another); otherwise the widening multiply
+// and a sum of four shuffles, which any backend handles. All wrap in int32.
+llvm::Value* emit_dot_bytes(llvm::IRBuilder<>& b, const llvm::TargetMachine& tm, bool s8,
+                            llvm::Value* acc, llvm::Value* a, llvm::Value* bytes);
 
 // Codegen holds bfloat16 values as their bits (i16 lanes).
 //

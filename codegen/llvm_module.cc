@@ -495,9 +495,11 @@ class Translator {
       fail(std::string("call ") + te::call_op_name(c->op) + " without arguments");
     const DataType t = c->args[0].dtype();
     llvm::Value* x = emit(c->args[0]);
-    if (c->op == te::CallOp::kDotU8S8) {
-      if (c->args.size() != 3) fail("dot_u8s8 takes three arguments");
-      return emit_dot_u8s8(builder_, tm_, x, emit(c->args[1]), emit(c->args[2]));
+    if (c->op == te::CallOp::kDotU8S8 || c->op == te::CallOp::kDotS8S8) {
+      if (c->args.size() != 3)
+        fail(std::string(te::call_op_name(c->op)) + " takes three arguments");
+      const bool s8 = c->op == te::CallOp::kDotS8S8;
+      return emit_dot_bytes(builder_, tm_, s8, x, emit(c->args[1]), emit(c->args[2]));
     }
     if (c->op == te::CallOp::kDotBF16) {
       if (c->args.size() != 3) fail("dot_bf16 takes three arguments");
@@ -535,6 +537,7 @@ class Translator {
         return builder_.CreateFDiv(one, builder_.CreateFAdd(one, e));
       }
       case te::CallOp::kDotU8S8:
+      case te::CallOp::kDotS8S8:
       case te::CallOp::kDotBF16:
         break;  // handled above
     }

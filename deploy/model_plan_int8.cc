@@ -58,10 +58,14 @@ void Planner::bind_quantized(PlanStep& s, const frontend::Node& anchor,
   // The kernel runs on the weights less their zero point (exact when they fit int8, which
   // find_quantized_ops checked from their range) with both zero points folded into the bias; or,
   // with input sums, on the weights less the shift, the data's zero point folded into the bias
-  // and (shift - z_w[k]) the coefficient of the input sums.
+  // and (shift - z_w[k]) the coefficient of the input sums. A kernel with shift_data multiplies
+  // x - 128, data of zero point zx - 128: that fold adds the 128 * sum w the products leave out
+  // (the input sums stay sums of x - zx).
+  const bool shifted = s.task->args().get_int("shift_data") != 0;
   const std::vector<int64_t> shift{q->weight_shift};
-  const std::optional<FoldedWeights> folded = fold_zero_points(
-      w.i64, channels, channels_first, q->input_sums ? shift : zw, zx, b ? *b : no_zero);
+  const std::optional<FoldedWeights> folded =
+      fold_zero_points(w.i64, channels, channels_first, q->input_sums ? shift : zw,
+                       shifted ? zx - 128 : zx, b ? *b : no_zero);
   if (!folded) throw unsupported(anchor, "a weight minus its zero point is past int8");
   std::vector<int32_t> sum_coef;
   if (q->input_sums)

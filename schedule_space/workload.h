@@ -35,7 +35,9 @@ struct TargetTraits {
   //   "vpdpbusd": x86-64 AVX-512 VNNI, u8 x s8, 16 lanes;
   //   "usdot":    AArch64 i8mm, u8 x s8, 4 lanes;
   //   "sdot":     AArch64 dotprod, s8 x s8, 4 lanes: u8 operands are shifted by 128 and the
-  //               product compensated (codegen/llvm_dot.cc), an extra sdot per B vector;
+  //               product compensated (codegen/llvm_dot.cc), an extra sdot per B vector, or,
+  //               with the int8 templates' shift_data, the products take x - 128 and the
+  //               compensation is the caller's (a model build folds it into the bias);
   //   "":         none, widening multiply-adds.
   bool int8_dot = false;
   std::string int8_dot_insn;

@@ -110,9 +110,10 @@ class Interp {
     }
   }
 
-  // dot_u8s8 (see CallOp): sums of unsigned-by-signed byte products, wrapped to int32; a of 4
-  // bytes with b of 4 per lane, or a and b of k rows of a byte per lane.
-  Value dot_u8s8(const Call* op) {
+  // dot_u8s8 and dot_s8s8 (see CallOp): sums of byte products (a's values unsigned or signed as
+  // its type says), wrapped to int32; a of 4 bytes with b of 4 per lane, or a and b of k rows of a
+  // byte per lane.
+  Value dot_bytes(const Call* op) {
     Value acc = eval(op->args[0]), a = eval(op->args[1]), b = eval(op->args[2]);
     Value r;
     r.lanes = acc.lanes;
@@ -212,8 +213,9 @@ class Interp {
       }
       case NodeKind::kCall: {
         const Call* op = e.as<Call>();
-        if (op->op == CallOp::kDotU8S8 || op->op == CallOp::kDotBF16) ++counts.dot_calls;
-        if (op->op == CallOp::kDotU8S8) return dot_u8s8(op);
+        const bool byte_dot = op->op == CallOp::kDotU8S8 || op->op == CallOp::kDotS8S8;
+        if (byte_dot || op->op == CallOp::kDotBF16) ++counts.dot_calls;
+        if (byte_dot) return dot_bytes(op);
         if (op->op == CallOp::kDotBF16) return dot_bf16(op);
         Value a = eval(op->args[0]);
         Value b = op->args.size() > 1 ? eval(op->args[1]) : Value{};

@@ -141,6 +141,8 @@ const char* call_op_name(CallOp op) {
       return "sigmoid";
     case CallOp::kDotU8S8:
       return "dot_u8s8";
+    case CallOp::kDotS8S8:
+      return "dot_s8s8";
     case CallOp::kDotBF16:
       return "dot_bf16";
   }
@@ -148,19 +150,23 @@ const char* call_op_name(CallOp op) {
 }
 
 Expr Call::make(CallOp op, std::vector<Expr> args) {
-  const bool dot = op == CallOp::kDotU8S8 || op == CallOp::kDotBF16;
+  const bool byte_dot = op == CallOp::kDotU8S8 || op == CallOp::kDotS8S8;
+  const bool dot = byte_dot || op == CallOp::kDotBF16;
   size_t want = op == CallOp::kPow ? 2 : dot ? 3 : 1;
   if (args.size() != want) internal(std::string("wrong arity for ") + call_op_name(op));
   if (op == CallOp::kPow && args[0].dtype() != args[1].dtype())
     internal("pow operand types differ");
-  if (op == CallOp::kDotU8S8) {
+  if (byte_dot) {
     const int n = args[0].dtype().lanes;
     const int k = args[1].dtype().lanes / n;
-    const bool broadcast = args[1].dtype() == UInt(8, 4) && args[2].dtype() == Int(8, 4 * n);
+    const bool s8 = op == CallOp::kDotS8S8;
+    const auto a_type = [&](int lanes) { return s8 ? Int(8, lanes) : UInt(8, lanes); };
+    const bool broadcast = args[1].dtype() == a_type(4) && args[2].dtype() == Int(8, 4 * n);
     const bool rows =
-        k >= 1 && k <= 4 && args[1].dtype() == UInt(8, k * n) && args[2].dtype() == Int(8, k * n);
+        k >= 1 && k <= 4 && args[1].dtype() == a_type(k * n) && args[2].dtype() == Int(8, k * n);
     if (args[0].dtype() != Int(32, n) || !(broadcast || rows))
-      internal("dot_u8s8 takes int32 x n and uint8 x 4, int8 x 4n or uint8, int8 x kn (k <= 4)");
+      internal(std::string(call_op_name(op)) + " takes int32 x n and " + (s8 ? "int8" : "uint8") +
+               " x 4, int8 x 4n or " + (s8 ? "int8" : "uint8") + ", int8 x kn (k <= 4)");
   }
   if (op == CallOp::kDotBF16) {
     const int n = args[0].dtype().lanes;

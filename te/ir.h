@@ -309,6 +309,7 @@ struct Cast : ExprNode {
 // dot_u8s8(acc, a, b), a tensor intrinsic's body (te/tensor_intrin.h): acc int32 x n; a uint8 x 4,
 // b int8 x 4n: lane l is acc[l] + sum_q a[q] * b[4l + q]; or a uint8, b int8 x kn (k <= 4 rows of
 // n): acc[l] + sum_{q<k} a[qn + l] * b[qn + l]; int32, wrapping (vpdpbusd's sums cannot saturate).
+// dot_s8s8(acc, a, b): dot_u8s8 with a int8 (either form), what AArch64's sdot multiplies.
 // dot_bf16(acc, a, b): acc is float32 x n, a bfloat16 x 2, b bfloat16 x 2n; lane l of the result
 // is (acc[l] + a[1] * b[2l + 1]) + a[0] * b[2l] in float32, each sum rounded once (x86's
 // vdpbf16ps, in its order; a product of two bfloat16 values is exact in float32). vdpbf16ps
@@ -325,6 +326,7 @@ enum class CallOp : uint8_t {
   kRoundEven,
   kSigmoid,
   kDotU8S8,
+  kDotS8S8,
   kDotBF16
 };
 const char* call_op_name(CallOp op);
@@ -335,7 +337,7 @@ struct Call : ExprNode {
   std::vector<Expr> args;
   Call(DataType t, CallOp o, std::vector<Expr> a) : ExprNode(kKind, t), op(o), args(std::move(a)) {}
   // The result has the type of args[0]; throws ktune::Error(kInternal) on a wrong arity (or
-  // wrong operand types of dot_u8s8 or dot_bf16).
+  // wrong operand types of dot_u8s8, dot_s8s8 or dot_bf16).
   static Expr make(CallOp op, std::vector<Expr> args);
 };
 

@@ -166,7 +166,7 @@ Scalar scalar_cast(DataType to, DataType from, Scalar v) {
 
 Scalar scalar_call(CallOp op, DataType t, Scalar a, Scalar b) {
   Scalar r;
-  if (op == CallOp::kDotU8S8 || op == CallOp::kDotBF16)
+  if (op == CallOp::kDotU8S8 || op == CallOp::kDotS8S8 || op == CallOp::kDotBF16)
     throw Error(ErrorKind::kInternal,
                 std::string("scalar_call: ") + call_op_name(op) + " works on vectors only");
   if (!t.is_float()) {
@@ -207,6 +207,7 @@ Scalar scalar_call(CallOp op, DataType t, Scalar a, Scalar b) {
       r.f = 1.0 / (1.0 + std::exp(-x));
       break;
     case CallOp::kDotU8S8:
+    case CallOp::kDotS8S8:
     case CallOp::kDotBF16:
       break;  // refused above
   }

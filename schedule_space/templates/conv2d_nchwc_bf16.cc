@@ -73,8 +73,9 @@ void register_conv_nchwc_bf16_template(TemplateRegistry& r) {
     const DotConv& c = sh.conv;
     return direct_conv_flop(c.n, c.k, c.oh, c.ow, c.c, c.r * c.s, sh.epilogue.flop());
   };
-  set_dot_conv_template(d, parts_of, te::dot_16x2_bf16f32,
-                        [](const TargetTraits& t) { return t.bf16_dot; });
+  set_dot_conv_template(
+      d, parts_of, [](const DotConv&) -> const te::TensorIntrin& { return te::dot_16x2_bf16f32(); },
+      [](const TargetTraits& t, const DotConv&) { return t.bf16_dot; });
   r.add(std::move(d));
 }
 

@@ -1,8 +1,9 @@
 // The int8 channel-blocked conv2d conv2d_nchwc_u8s8s32 (TVM's conv2d_NCHWc_int8): uint8 data
 // [N][C/icb][H][W][icb], int8 weights [K/16][C/icb][R][S][icb/4][16][4], int32 accumulators,
 // tensorized with dot_16x4_u8s8s32 on AVX-512 VNNI and AArch64 dotprod/i8mm, widening vector code
-// elsewhere; optionally requantized to uint8 or int8 in the tile loop. The convolution, space and
-// schedule are DotConv's (nchwc_dot_conv.h).
+// elsewhere; optionally requantized to uint8 or int8 in the tile loop. With shift_data the
+// products read the data less 128 (requant.h): AArch64 dotprod's sdot without a compensation. The
+// convolution, space and schedule are DotConv's (nchwc_dot_conv.h).
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/common.h"
 #include "schedule_space/templates/nchwc_dot_conv.h"
@@ -28,6 +29,7 @@ Shape shape_of(const WorkloadArgs& a) {
   s.data_zero_point = a.get_int("data_zero_point");
   s.conv = dot_conv_of(kName, a, 4, te::UInt(8), te::Int(8), te::Int(32),
                        te::cast(te::UInt(8), te::Expr(s.data_zero_point)));
+  s.conv.shift_data = a.get_int("shift_data") != 0;
   s.rq = requant_of(a);
   return s;
 }
@@ -64,8 +66,9 @@ void register_conv_nchwc_int8_template(TemplateRegistry& r) {
   d.doc =
       "int8 channel-blocked conv2d: O[N,K/16,OH,OW,16] (int32) = sum I[N,C/icb,H,W,icb] (uint8) * "
       "W[K/16,C/icb,R,S,icb/4,16,4] (int8) (stride, pad with data_zero_point; output lanes past K "
-      "zero): VNNI on AVX-512, widening multiply-adds elsewhere; out=u8|s8 requantizes with bias, "
-      "scale, zero_point; input_sums=1 adds sum_coef[k] * input_sum[n,y,x] first";
+      "zero): VNNI on AVX-512, sdot/usdot on AArch64 dotprod/i8mm, widening multiply-adds "
+      "elsewhere; out=u8|s8 requantizes with bias, scale, zero_point; input_sums=1 adds "
+      "sum_coef[k] * input_sum[n,y,x] first; shift_data: products of I - 128";
   d.args = dot_conv_args(4, "padding (both sides, both axes), filled with data_zero_point");
   ArgSpec zp = int_arg("data_zero_point", "0", "the uint8 value of the padding taps", 0);
   zp.max_value = 255;
@@ -73,6 +76,7 @@ void register_conv_nchwc_int8_template(TemplateRegistry& r) {
   d.args.push_back(zp);
   for (ArgSpec& a : requant_args("[K/16,16]")) d.args.push_back(std::move(a));
   d.args.push_back(input_sums_arg("[N,OH,OW]", "[K/16,16]"));
+  d.args.push_back(shift_data_arg());
   d.resolve = [](WorkloadArgs& a) {
     if (a.get_int("ic_block") == 0) a.set_int("ic_block", auto_dot_block(a.get_int("C"), 4));
   };
@@ -84,8 +88,12 @@ void register_conv_nchwc_int8_template(TemplateRegistry& r) {
     const DotConv c = shape_of(a).conv;
     return direct_conv_flop(c.n, c.k, c.oh, c.ow, c.c, c.r * c.s, 0);
   };
-  set_dot_conv_template(d, parts_of, te::dot_16x4_u8s8s32,
-                        [](const TargetTraits& t) { return t.int8_dot; });
+  set_dot_conv_template(
+      d, parts_of,
+      [](const DotConv& c) -> const te::TensorIntrin& {
+        return te::dot_16x4_u8s8s32(c.shift_data);
+      },
+      [](const TargetTraits& t, const DotConv& c) { return int8_dot_multiplies(t, c.shift_data); });
   r.add(std::move(d));
 }
 

@@ -2,10 +2,12 @@
 // [N][C/16][H][W][16] (conv2d_nchwc_u8s8s32's output layout), int8 weights [C/16][R][S][16],
 // int32 accumulators; optionally requantized to uint8 or int8 in the tile loop. A depthwise
 // convolution has no reduction over channels, so a dot instruction's four bytes per lane can only
-// sum taps: with the dot_taps knob (AVX-512 VNNI, windows 2 to 4 wide, no dilation) the taps of a
-// window row run as one vpdpbusd per register of the tile, the row's pixels and weights
-// transposed to four bytes per channel (dot_lanes_u8s8s32); otherwise widening multiply-adds.
-// Its space and schedule are depthwise_conv2d_nchwc's (depthwise_space.h).
+// sum taps: with the dot_taps knob (windows 2 to 4 wide, no dilation) the taps of a window row run
+// as one dot per register of the tile, the row's pixels and weights transposed to four bytes per
+// channel (dot_lanes_u8s8s32): one vpdpbusd on AVX-512 VNNI, four usdot on AArch64 i8mm, or, with
+// shift_data (the data less 128, whose compensation the bias carries), four sdot on AArch64
+// dotprod; otherwise widening multiply-adds. Its space and schedule are depthwise_conv2d_nchwc's
+// (depthwise_space.h).
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/common.h"
 #include "schedule_space/templates/depthwise_space.h"
@@ -22,6 +24,7 @@ constexpr int64_t kBlock = 16;
 
 struct Shape : Window {
   int64_t data_zero_point;  // the padding value
+  bool shift_data;          // the products read x - 128 (requant.h)
   Requant rq;
   int64_t blocks() const { return ceil_div(c, kBlock); }
   std::vector<int64_t> out_shape() const { return {n, blocks(), oh, ow, kBlock}; }
@@ -31,6 +34,7 @@ Shape shape_of(const WorkloadArgs& a) {
   Shape s{};
   static_cast<Window&>(s) = window_of(kName, a);
   s.data_zero_point = a.get_int("data_zero_point");
+  s.shift_data = a.get_int("shift_data") != 0;
   s.rq = requant_of(a);
   return s;
 }
@@ -44,8 +48,9 @@ struct Tensors {
 // I uint8 [N][ceil(C/16)][H][W][16], W int8 [ceil(C/16)][R][S][16], the epilogue's bias and
 // scale [ceil(C/16)][16], O [N][ceil(C/16)][OH][OW][16] int32 or the requantized type. Channel c
 // sits in block c / 16, lane c % 16. The padding taps read data_zero_point; output lanes past C
-// are zeros. acc: the reduction when an output stage follows it (requantize, zeroed lanes),
-// undefined when the output is the reduction itself.
+// are zeros. With shift_data every product reads x - 128, padding taps included. acc: the
+// reduction when an output stage follows it (requantize, zeroed lanes), undefined when the output
+// is the reduction itself.
 Tensors make_tensors(const Shape& sh) {
   Tensors t;
   const te::Tensor in = te::placeholder({sh.n, sh.blocks(), sh.h, sh.w, kBlock}, te::UInt(8), "I");
@@ -65,9 +70,10 @@ Tensors make_tensors(const Shape& sh) {
   const te::Tensor acc = te::compute(
       sh.out_shape(),
       [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var l) {
-        return te::sum(te::cast(te::Int(32), p(n, c, y * st + r.var * d, x * st + s.var * d, l)) *
-                           te::cast(te::Int(32), w(c, r.var, s.var, l)),
-                       {r, s});
+        return te::sum(
+            te::u8_factor(p(n, c, y * st + r.var * d, x * st + s.var * d, l), sh.shift_data) *
+                te::cast(te::Int(32), w(c, r.var, s.var, l)),
+            {r, s});
       },
       staged ? "dwconv_acc" : "dwconv");
   if (!staged) {
@@ -94,9 +100,15 @@ Tensors make_tensors(const Shape& sh) {
 // sum) read from neighbouring pixels.
 bool row_fits_dot(const Shape& sh) { return sh.s >= 2 && sh.s <= 4 && sh.dilation == 1; }
 
-// Whether the space offers dot_taps: vpdpbusd (16 lanes, the block) and a row that fits.
+// Whether the space offers dot_taps: a row that fits and an instruction that multiplies the
+// data as the products read it: vpdpbusd (16 lanes, the block) and usdot take uint8, sdot int8
+// (shift_data; without it each sdot would need another for its compensation, so the rows form
+// is not offered there, though it builds).
 bool offers_dot_taps(const Shape& sh, const TargetTraits& target) {
-  return target.int8_dot_insn == "vpdpbusd" && row_fits_dot(sh);
+  const std::string& insn = target.int8_dot_insn;
+  const bool multiplies =
+      sh.shift_data ? int8_dot_multiplies(target, true) : insn == "vpdpbusd" || insn == "usdot";
+  return multiplies && row_fits_dot(sh);
 }
 
 // The shared depthwise space without pad_inline: the padding is computed once, since with a
@@ -124,8 +136,9 @@ Instantiated apply(const Shape& sh, const Config& cfg) {
   if (row_dot && !row_fits_dot(sh))
     throw Error(ErrorKind::kInstantiation,
                 std::string(kName) + ": dot_taps needs a window 2 to 4 wide without dilation");
-  schedule_depthwise(s, t.out, acc, sh.oh, sh.ow, cfg, kName,
-                     row_dot ? &te::dot_lanes_u8s8s32(static_cast<int>(sh.s)) : nullptr);
+  schedule_depthwise(
+      s, t.out, acc, sh.oh, sh.ow, cfg, kName,
+      row_dot ? &te::dot_lanes_u8s8s32(static_cast<int>(sh.s), sh.shift_data) : nullptr);
   if (sh.pad > 0) schedule_blocked_pad(s[t.padded], false, cfg["parallel"].as_int() != 0);
   return Instantiated{s, t.args};
 }
@@ -138,8 +151,9 @@ void register_depthwise_nchwc_int8_template(TemplateRegistry& r) {
   d.doc =
       "int8 channel-blocked depthwise conv2d: O[N,C/16,OH,OW,16] (int32) = sum_{r,s} "
       "I[N,C/16,H,W,16] (uint8) * W[C/16,R,S,16] (int8) (stride, pad with data_zero_point, "
-      "dilation; output lanes past C zero): a window row's taps per vpdpbusd (dot_taps) or "
-      "widening multiply-adds; out=u8|s8 requantizes with bias, scale, zero_point";
+      "dilation; output lanes past C zero): a window row's taps per vpdpbusd, usdot or, with "
+      "shift_data (products of x - 128), sdot (dot_taps) or widening multiply-adds; out=u8|s8 "
+      "requantizes with bias, scale, zero_point";
   d.args = {int_arg("N", "1", "batch"),
             int_arg("C", "", "channels"),
             int_arg("H", "", "input height"),
@@ -154,6 +168,7 @@ void register_depthwise_nchwc_int8_template(TemplateRegistry& r) {
   zp.key_omits_default = true;
   d.args.push_back(zp);
   for (ArgSpec& a : requant_args("[C/16,16]")) d.args.push_back(std::move(a));
+  d.args.push_back(shift_data_arg());
   d.check = [](const WorkloadArgs& a) {
     check_requant(kName, a);
     shape_of(a);

@@ -1,7 +1,8 @@
 // The int8 GEMM template matmul_u8s8s32: C[M,N] (int32) = A[M,K] (uint8) * B (int8, packed in
 // 16 x 4 blocks), tensorized with dot_16x4_u8s8s32 where the target has an int8 dot instruction
 // (AVX-512 VNNI, AArch64 dotprod or i8mm), widening vector code elsewhere; optionally requantized
-// to uint8 or int8 in the tile loop.
+// to uint8 or int8 in the tile loop. With shift_data the products read A less 128 (requant.h):
+// AArch64 dotprod's sdot without a compensation.
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/common.h"
 #include "schedule_space/templates/packed_gemm.h"
@@ -11,10 +12,6 @@
 namespace ktune::schedule_space::templates {
 namespace {
 
-te::Expr widened_product(const te::Expr& a, const te::Expr& b) {
-  return te::cast(te::Int(32), a) * te::cast(te::Int(32), b);
-}
-
 struct Shape {
   PackedGemm g;  // B in 16 x 4 blocks
   Requant rq;
@@ -23,7 +20,12 @@ struct Shape {
 
 Shape shape_of(const WorkloadArgs& w) {
   const int64_t M = w.get_int("M"), N = w.get_int("N"), K = w.get_int("K");
-  return {packed_gemm(M, N, K, 4, widened_product), requant_of(w), input_sums_on(w)};
+  const bool shift = w.get_int("shift_data") != 0;
+  PackedGemm g = packed_gemm(M, N, K, 4, [shift](const te::Expr& a, const te::Expr& b) {
+    return te::u8_factor(a, shift) * te::cast(te::Int(32), b);
+  });
+  g.shift = shift;
+  return {g, requant_of(w), input_sums_on(w)};
 }
 
 // B[NB][KB][16][4] (packed_gemm.h): the 16 columns x 4 rows one vpdpbusd reads are 64 contiguous
@@ -76,7 +78,9 @@ Int8Tensors reference_tensors(const Shape& s) {
 
 Instantiated apply(const Shape& s, const TargetTraits& target, const Config& cfg) {
   Int8Tensors in = int8_inputs(s);
-  const auto product = packed_product(s.g, in.a, in.b, te::cast(te::UInt(8), te::Expr(0)));
+  // A's columns past K: a zero product (shifted data reads 128 as zero).
+  const auto product =
+      packed_product(s.g, in.a, in.b, te::cast(te::UInt(8), te::Expr(s.g.shift ? 128 : 0)));
   const te::Tensor acc = product.first, ap = product.second;
   const te::Expr f16(16);
   // The epilogue reads the accumulator tile where it was computed (acc is computed at the tile).
@@ -84,8 +88,9 @@ Instantiated apply(const Shape& s, const TargetTraits& target, const Config& cfg
       {s.g.M, s.g.N},
       [&](te::Var i, te::Var j) { return in.value(s.rq, acc(i, j / f16, j % f16), i, j); }, "C");
   te::Schedule sch = te::create_schedule({in.c});
-  schedule_packed(sch, s.g, in.c, acc, in.a, ap, cfg,
-                  target.int8_dot ? &te::dot_16x4_u8s8s32() : nullptr);
+  schedule_packed(
+      sch, s.g, in.c, acc, in.a, ap, cfg,
+      int8_dot_multiplies(target, s.g.shift) ? &te::dot_16x4_u8s8s32(s.g.shift) : nullptr);
   return Instantiated{sch, in.args()};
 }
 
@@ -97,10 +102,12 @@ void register_matmul_int8_template(TemplateRegistry& r) {
   d.doc =
       "C[M,N] (int32) = A[M,K] (uint8) * B (int8 [N/16][K/4][16][4], padded): VNNI on AVX-512, "
       "sdot/usdot on AArch64 dotprod/i8mm, widening multiply-adds elsewhere; out=u8|s8 requantizes "
-      "with bias, scale, zero_point; input_sums=1 adds sum_coef[j] * input_sum[i] first";
+      "with bias, scale, zero_point; input_sums=1 adds sum_coef[j] * input_sum[i] first; "
+      "shift_data: products of A - 128";
   d.args = packed_gemm_args();
   for (ArgSpec& a : requant_args("[N]")) d.args.push_back(std::move(a));
   d.args.push_back(input_sums_arg("[M]", "[N]"));
+  d.args.push_back(shift_data_arg());
   d.check = [](const WorkloadArgs& w) { check_requant("matmul_u8s8s32", w); };
   d.compute = [](const WorkloadArgs& w) {
     const Int8Tensors t = reference_tensors(shape_of(w));

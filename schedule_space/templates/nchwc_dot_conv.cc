@@ -7,7 +7,7 @@
 namespace ktune::schedule_space::templates {
 
 te::Expr DotConv::product(const te::Expr& d, const te::Expr& wt) const {
-  return te::cast(acc, d) * te::cast(acc, wt);
+  return (shift_data ? te::u8_factor(d, true) : te::cast(acc, d)) * te::cast(acc, wt);
 }
 
 int64_t auto_dot_block(int64_t c, int64_t depth) {
@@ -132,10 +132,10 @@ te::Tensor output_stage(const DotConv& d, const DotConvEpilogue& e, const te::Te
 
 // Whether the padding taps can be skipped: the padding is there, is zero (a zero tap adds nothing;
 // a data zero point would add zero_point * w per tap, which the requantize bias counts for every
-// tap), and the intrinsic reads it (tensorize guards the dot; the widening code would keep a
-// select per tap).
+// tap), the data is not shifted (a shifted zero tap adds -128 * w), and the intrinsic reads it
+// (tensorize guards the dot; the widening code would keep a select per tap).
 bool can_skip_taps(const DotConv& d, bool has_intrin) {
-  if (d.pad == 0 || !has_intrin) return false;
+  if (d.pad == 0 || d.shift_data || !has_intrin) return false;
   const te::Expr v = te::simplify(d.pad_value);
   if (const te::FloatImm* f = v.as<te::FloatImm>()) return f->value == 0;
   return te::is_const_int(v, 0);
@@ -211,8 +211,8 @@ Instantiated apply(const DotConv& d, const DotConvInputs& t, const DotConvEpilog
 }  // namespace
 
 void set_dot_conv_template(TemplateDef& d, DotConvParts (*parts_of)(const WorkloadArgs&),
-                           const te::TensorIntrin& (*intrin)(),
-                           bool (*has_intrin)(const TargetTraits&)) {
+                           const te::TensorIntrin& (*intrin)(const DotConv&),
+                           bool (*has_intrin)(const TargetTraits&, const DotConv&)) {
   d.compute = [parts_of](const WorkloadArgs& a) {
     const DotConvParts p = parts_of(a);
     return compute(p.conv, p.in, p.epilogue);
@@ -221,7 +221,7 @@ void set_dot_conv_template(TemplateDef& d, DotConvParts (*parts_of)(const Worklo
                                     ConfigSpace& space) {
     const DotConv c = parts_of(a).conv;
     define_nchwc_conv_space(dims_of(c, target), {.unroll_inner = "unroll_cq"}, target, space);
-    define_skip_taps_knob(space, can_skip_taps(c, has_intrin(target)));
+    define_skip_taps_knob(space, can_skip_taps(c, has_intrin(target, c)));
   };
   d.fallback = [parts_of](const WorkloadArgs& a, const TargetTraits& target,
                           const ConfigSpace& space) {
@@ -231,8 +231,8 @@ void set_dot_conv_template(TemplateDef& d, DotConvParts (*parts_of)(const Worklo
   d.apply = [parts_of, intrin, has_intrin, name](const WorkloadArgs& a, const TargetTraits& target,
                                                  const Config& cfg) {
     const DotConvParts p = parts_of(a);
-    return apply(p.conv, p.in, p.epilogue, cfg, target, has_intrin(target) ? &intrin() : nullptr,
-                 name);
+    return apply(p.conv, p.in, p.epilogue, cfg, target,
+                 has_intrin(target, p.conv) ? &intrin(p.conv) : nullptr, name);
   };
 }
 

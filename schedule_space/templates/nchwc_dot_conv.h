@@ -32,6 +32,7 @@ struct DotConv : Window {  // dilation 1
   te::DataType data, weight;  // element types of I and W
   te::DataType acc;           // the accumulator's
   te::Expr pad_value;         // the padding taps' value, of type data
+  bool shift_data = false;    // uint8 data: the products read x - 128 (requant.h)
   int64_t cblocks() const { return c / icb; }
   int64_t kblocks() const { return (k + kDotLanes - 1) / kDotLanes; }
   std::vector<int64_t> out_shape() const { return {n, kblocks(), oh, ow, kDotLanes}; }
@@ -82,13 +83,14 @@ struct DotConvParts {
 // the reference accumulator (one reduction over the C channels), then the epilogue. The space:
 // the shared NCHWc conv space with unroll_cq, the icb/depth loop of channel groups, as the inner
 // unroll, one 16-lane accumulator per oc block, then skip_taps (0/1, {0} unless the padding is
-// zero and has_intrin(target); configs without it mean 0). apply: the output stage tiled as the
-// space says, the accumulator's 16 lanes tensorized with intrin() where has_intrin(target), else
+// zero, the data unshifted and has_intrin; configs without it mean 0). apply: the output stage
+// tiled as the space says, the accumulator's 16 lanes tensorized with intrin(conv) where
+// has_intrin(target, conv), else
 // vectorized under the unrolled group; the padded input computed once, or with skip_taps inlined
 // so that tensorize runs the dot only for the taps inside the input (unguarded in the tiles
 // whose taps all are).
 void set_dot_conv_template(TemplateDef& d, DotConvParts (*parts_of)(const WorkloadArgs&),
-                           const te::TensorIntrin& (*intrin)(),
-                           bool (*has_intrin)(const TargetTraits&));
+                           const te::TensorIntrin& (*intrin)(const DotConv&),
+                           bool (*has_intrin)(const TargetTraits&, const DotConv&));
 
 }  // namespace ktune::schedule_space::templates

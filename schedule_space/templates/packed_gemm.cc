@@ -17,11 +17,12 @@ constexpr int64_t kFallbackInnerK = 16;
 // Whether a rows x blocks register tile fits the vector registers. x86-64 counts one register
 // per block (AVX-512; B is read from memory by the multiply-add). On AArch64 a block is four
 // NEON registers, its B operand four more that every row of the tile reads, and for int8 with
-// sdot four more for B's compensation (codegen/llvm_dot.cc), also shared by the rows.
+// sdot on unshifted data four more for B's compensation (codegen/llvm_dot.cc), also shared by
+// the rows.
 bool tile_fits(const PackedGemm& g, const TargetTraits& t, int64_t rows, int64_t blocks) {
   if (!t.is_aarch64()) return rows * blocks <= t.accumulator_budget(1);
   const int64_t per_block = 16 / t.vector_lanes(32);
-  const bool compensated = g.depth == 4 && t.int8_dot_insn == "sdot";
+  const bool compensated = g.depth == 4 && !g.shift && t.int8_dot_insn == "sdot";
   const int64_t operands = blocks * per_block * (compensated ? 2 : 1);
   return rows * blocks * per_block <= t.accumulator_budget(operands);
 }

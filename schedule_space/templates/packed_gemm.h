@@ -25,6 +25,8 @@ struct PackedGemm {
   int64_t NB, KB;  // 16-column and depth-deep blocks
   // The product of an element of A and one of B in the accumulator's type.
   std::function<te::Expr(const te::Expr&, const te::Expr&)> product;
+  // int8: the product reads A's uint8 as x - 128 (shift_data), so sdot needs no compensation.
+  bool shift = false;
 };
 
 PackedGemm packed_gemm(int64_t M, int64_t N, int64_t K, int64_t depth,

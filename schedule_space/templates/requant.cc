@@ -97,6 +97,18 @@ ArgSpec input_sums_arg(const std::string& positions, const std::string& channels
           .key_omits_default = true};
 }
 
+ArgSpec shift_data_arg() {
+  return {.name = "shift_data",
+          .type = ArgSpec::Type::kInt,
+          .default_value = "0",
+          .doc =
+              "1: the products take data x - 128 (sdot's int8 without a compensation; "
+              "128 * sum(w) belongs in the bias)",
+          .min_value = 0,
+          .max_value = 1,
+          .key_omits_default = true};
+}
+
 bool input_sums_on(const WorkloadArgs& a) { return a.get_int("input_sums") != 0; }
 
 InputSums input_sums(bool on, const std::vector<int64_t>& position_shape,
@@ -113,6 +125,11 @@ te::Expr with_input_sums(const InputSums& in, const te::Expr& acc,
                          const std::vector<te::Expr>& position) {
   if (!in.on()) return acc;
   return acc + in.coef.read(channel) * in.sum.read(position);
+}
+
+bool int8_dot_multiplies(const TargetTraits& target, bool shift) {
+  if (shift) return target.int8_dot_insn == "sdot" || target.int8_dot_insn == "usdot";
+  return target.int8_dot;
 }
 
 }  // namespace ktune::schedule_space::templates

@@ -1,6 +1,7 @@
 // Defines Requant, the requantize epilogue of the int8 templates (ONNX QuantizeLinear after an
-// int32 bias), with its workload arguments and input tensors, and InputSums, the correction for
-// weights whose zero point does not fit int8 that the epilogue adds before it.
+// int32 bias), with its workload arguments and input tensors; InputSums, the correction for
+// weights whose zero point does not fit int8 that the epilogue adds before it; and the shift_data
+// argument.
 #pragma once
 
 #include <string>
@@ -75,5 +76,18 @@ InputSums input_sums(bool on, const std::vector<int64_t>& position_shape,
 te::Expr with_input_sums(const InputSums& in, const te::Expr& acc,
                          const std::vector<te::Expr>& channel,
                          const std::vector<te::Expr>& position);
+
+// The argument shift_data (0/1, left out of the key at 0): with 1 the products read every uint8
+// data value x as x - 128 (te::u8_factor: the int8 with x's sign bit flipped, which AArch64's
+// sdot multiplies), so the sdot kernels need no compensation per product. The accumulator is then
+// sum (x - 128) * w: what it lacks of sum x * w, 128 * sum w per output channel, depends on the
+// weights alone and belongs in the requantize bias, computed once where the weights are packed (a
+// model build folds it with the data's zero point). The padding value is shifted as well.
+ArgSpec shift_data_arg();
+
+// Whether `target` has an int8 dot instruction that multiplies the data as the products read it:
+// uint8 (vpdpbusd, usdot, or sdot with a compensation per product) or, with `shift`, int8 (sdot;
+// i8mm targets have it too).
+bool int8_dot_multiplies(const TargetTraits& target, bool shift);
 
 }  // namespace ktune::schedule_space::templates

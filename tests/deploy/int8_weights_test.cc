@@ -2,7 +2,8 @@
 // bias (sum x w' + bias, padding taps reading the data's zero point) is bit-exactly the integer
 // reference sum (x - z_x)(w - z_w) + b (padding taps adding nothing), for uint8 weights of zero
 // point 128, int8 and uint8 weights with a zero point per channel, in a conv's [K, C, R, S] and a
-// matrix's [K, N] layouts; weights whose difference from the zero point leaves int8 are refused.
+// matrix's [K, N] layouts, and for data read less 128 (shift_data); weights whose difference from
+// the zero point leaves int8 are refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -92,6 +93,44 @@ TEST(Int8Weights, FoldedMatmulAccumulatorIsTheIntegerReference) {
       }
       ASSERT_EQ(kernel, reference) << m << "," << n;
     }
+}
+
+// A kernel with shift_data multiplies x - 128: folded with the data's zero point less 128, its
+// accumulator sum (x - 128) w' + bias is the integer reference too (what a model build does on
+// AArch64 dotprod); folded with the zero point itself it is off by 128 * sum w' per channel.
+TEST(Int8Weights, ShiftedDataFoldsTheCompensationIntoTheBias) {
+  constexpr int64_t K = 5, C = 3, R = 3, S = 3, H = 4, W = 6, P = 1;
+  std::mt19937_64 rng(7);
+  const std::vector<int64_t> zw = {-3, 0, 9, 1, -12};
+  std::vector<int64_t> w = random(K * C * R * S, -100, 100, rng);
+  const std::vector<int64_t> x = random(C * H * W, 0, 255, rng);
+  const std::vector<int64_t> b = random(K, -5000, 5000, rng);
+  for (int64_t zx : {0, 77, 128, 255}) {
+    const auto f = fold_zero_points(w, K, true, zw, zx - 128, b);
+    const auto unshifted = fold_zero_points(w, K, true, zw, zx, b);
+    ASSERT_TRUE(f.has_value() && unshifted.has_value());
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t sum_w = 0;
+      for (int64_t i = 0; i < C * R * S; ++i) sum_w += f->w[static_cast<size_t>(k * C * R * S + i)];
+      EXPECT_EQ(f->bias[k] - unshifted->bias[k], 128 * sum_w) << k;
+      for (int64_t oy = 0; oy < H; ++oy)
+        for (int64_t ox = 0; ox < W; ++ox) {
+          int64_t kernel = f->bias[k], reference = b[k];
+          for (int64_t ch = 0; ch < C; ++ch)
+            for (int64_t r = 0; r < R; ++r)
+              for (int64_t s = 0; s < S; ++s) {
+                const int64_t y = oy + r - P, xx = ox + s - P;
+                const bool inside = y >= 0 && y < H && xx >= 0 && xx < W;
+                const int64_t xv = inside ? x[(ch * H + y) * W + xx] : zx;
+                const size_t wi = ((k * C + ch) * R + r) * S + s;
+                kernel += (xv - 128) * f->w[wi];
+                if (inside) reference += (xv - zx) * (w[wi] - zw[k]);
+              }
+          ASSERT_EQ(static_cast<int32_t>(kernel), reference)
+              << "zx " << zx << " k " << k << " at " << oy << "," << ox;
+        }
+    }
+  }
 }
 
 // uint8 weights over [0, 255] with zero point 60: w - 60 reaches 195, past int8.

@@ -660,6 +660,55 @@ TEST_F(ModelBuild, ModelsCrossBuiltForAArch64MatchOnnxRuntime) {
   }
 }
 
+// Quantized models cross-built for Cortex-A76 (AArch64 dotprod): the int8 kernels take
+// shift_data (sdot of the data less 128, the compensation folded into the packed bias), run
+// under qemu; their dequantized outputs within one step of ONNX Runtime's on the host, as the
+// host builds' are (qdq_mobile: depthwise, 1x1 and 3x3 convs; small_qop: QLinearConv and
+// QLinearMatMul).
+TEST_F(ModelBuild, QuantizedModelsCrossBuiltForDotprodMatchOnnxRuntime) {
+  if (std::system("command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && "
+                  "command -v qemu-aarch64-static >/dev/null 2>&1") != 0)
+    GTEST_SKIP()
+        << "no aarch64-linux-gnu-gcc or qemu-aarch64-static: nothing to run the AArch64 build on";
+  const std::string target = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76";
+  struct Case {
+    const char* model;
+    const char* task;  // a task the model lists, with shift_data
+    int64_t input, output, apart;
+  };
+  for (const Case& c : {Case{"qdq_mobile.onnx", "depthwise_conv2d_nchwc_u8s8s32(N=1,C=24,H=16,W=16",
+                             16 * 16 * 16, 16 * 8 * 8, 16 * 8 * 8 / 50},
+                        Case{"small_qop.onnx", "matmul_u8s8s32(", 8 * 16 * 16, 24, 2}}) {
+    const std::string onnx = model(c.model);
+    const auto listed = ktune("tasks " + quote(onnx) + " --target " + quote(target), true);
+    ASSERT_EQ(listed.status, 0) << listed.err;
+    const size_t at = listed.out.find(c.task);
+    ASSERT_NE(at, std::string::npos) << listed.out;
+    EXPECT_NE(listed.out.find("shift_data=1", at), std::string::npos) << listed.out;
+    const std::string in = inputs(c.input, 5);
+    const std::vector<float> ref = ort(onnx, in);
+    ASSERT_EQ(ref.size(), static_cast<size_t>(c.output)) << c.model;
+    const auto built =
+        ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " --target " +
+                  quote(target) + " --name net -o " + quote(path("libnet.a")) + " --header " +
+                  quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
+              true);
+    ASSERT_EQ(built.status, 0) << c.model << ": " << built.err;
+    const std::string exe = program("net", false, "aarch64-linux-gnu-gcc -static");
+    fs::remove(path("out.bin"));
+    const auto ran =
+        shell("qemu-aarch64-static " + quote(exe) + " " + quote(in) + " " + quote(path("out.bin")));
+    ASSERT_EQ(ran.status, 0) << c.model << ": " << ran.err;
+    const Steps s = steps_apart(floats(path("out.bin")), ref);
+    EXPECT_LE(s.worst, 1.01) << c.model;
+    EXPECT_LE(s.apart, c.apart) << c.model;
+    std::printf(
+        "%s on Cortex-A76 (qemu): %lld of %zu outputs one step (%.4f) from ONNX Runtime's, "
+        "max %.2f steps\n",
+        c.model, static_cast<long long>(s.apart), ref.size(), s.step, s.worst);
+  }
+}
+
 TEST_F(ModelBuild, ExternalWeightsFileIsCheckedByHash) {
   const std::string onnx = model("small_cnn.onnx");
   const std::string in = inputs(16 * 16 * 16, 2);
