@@ -2,6 +2,8 @@
 // parallel.
 #include "deploy/input_sums.h"
 
+#include "deploy/model_pool.h"
+
 #include "support/error.h"
 #include "te/lower.h"
 #include "te/schedule.h"
@@ -12,10 +14,8 @@ namespace ktune::deploy {
 te::LoweredFunc input_window_sums(const std::string& name, const InputWindowSums& p) {
   const int64_t n = p.nchw.at(0), c = p.nchw.at(1), h = p.nchw.at(2), w = p.nchw.at(3);
   const int64_t blocks = (c + p.block - 1) / p.block;
-  if (p.r < 1 || p.s < 1 || p.stride < 1 || p.pad < 0 || h + 2 * p.pad < p.r || w + 2 * p.pad < p.s)
-    throw Error(ErrorKind::kInvalidArgument, name + ": the window does not fit the input");
-  const int64_t oh = (h + 2 * p.pad - p.r) / p.stride + 1,
-                ow = (w + 2 * p.pad - p.s) / p.stride + 1;
+  const auto [oh, ow] =
+      window_output(name + ": the window does not fit the input", h, w, p.r, p.s, p.stride, p.pad);
   const te::Expr zero(p.zero_point);
   te::Tensor in = te::placeholder({n, blocks, h, w, p.block}, te::UInt(8), "in");
   // Per input pixel: the channels' sum less c zero points (the lanes past c are not summed).

@@ -12,13 +12,18 @@
 
 namespace ktune::deploy {
 
+WindowOutput window_output(const std::string& what, int64_t h, int64_t w, int64_t r, int64_t s,
+                           int64_t stride, int64_t pad) {
+  if (r < 1 || s < 1 || stride < 1 || pad < 0 || h + 2 * pad < r || w + 2 * pad < s)
+    throw Error(ErrorKind::kInvalidArgument, what);
+  return {(h + 2 * pad - r) / stride + 1, (w + 2 * pad - s) / stride + 1};
+}
+
 te::LoweredFunc pool_blocked(const std::string& name, const BlockedPool& p) {
   const int64_t n = p.nchw.at(0), c = p.nchw.at(1), h = p.nchw.at(2), w = p.nchw.at(3);
   const int64_t blocks = (c + p.block - 1) / p.block;
-  if (p.r < 1 || p.s < 1 || p.stride < 1 || p.pad < 0 || h + 2 * p.pad < p.r || w + 2 * p.pad < p.s)
-    throw Error(ErrorKind::kInvalidArgument, name + ": the pooling window does not fit the input");
-  const int64_t oh = (h + 2 * p.pad - p.r) / p.stride + 1,
-                ow = (w + 2 * p.pad - p.s) / p.stride + 1;
+  const auto [oh, ow] = window_output(name + ": the pooling window does not fit the input", h, w,
+                                      p.r, p.s, p.stride, p.pad);
   const bool u8 = p.dtype == te::UInt(8);
   if (!u8 && p.dtype != te::Float(32))
     throw Error(ErrorKind::kUnsupported, name + ": pooling of " + p.dtype.str() + " is not built");

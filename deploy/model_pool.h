@@ -1,6 +1,6 @@
 // Declares pool_blocked() and global_average_pool_u8(): max and average pooling computed directly
 // in the channel-blocked NCHWc layout, so a pool between blocked convolutions needs no layout
-// conversion.
+// conversion; and window_output(), the output size of a window over a padded input.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,16 @@
 #include "te/ir.h"
 
 namespace ktune::deploy {
+
+// The output rows and columns of an r x s window with square stride and padding over an h x w
+// input: (h + 2 pad - r) / stride + 1, and the same for w. Throws Error(kInvalidArgument) with
+// `what` ("<kernel>: the window does not fit the input") for a window that does not fit or a bad
+// stride or padding.
+struct WindowOutput {
+  int64_t oh = 0, ow = 0;
+};
+WindowOutput window_output(const std::string& what, int64_t h, int64_t w, int64_t r, int64_t s,
+                           int64_t stride, int64_t pad);
 
 struct BlockedPool {
   bool max = true;            // false: average, the padding counted as zeros (count_include_pad)
