@@ -2,7 +2,10 @@
 // library needs no C compiler at build time and cross-compiles like its kernels.
 #include "codegen/model_driver.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 
 #include <llvm/IR/Constants.h>
@@ -25,12 +28,6 @@ namespace {
 constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
 constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
 constexpr int64_t kAlign = 64;
-
-// A size for aligned_alloc(kModelPageAlign, ...): a whole number of pages, at least one.
-int64_t round_up_pages(int64_t v) {
-  return std::max<int64_t>(kModelPageAlign,
-                           (v + kModelPageAlign - 1) / kModelPageAlign * kModelPageAlign);
-}
 
 void check(const DriverSpec& spec) {
   const auto bad = [&](const std::string& why) {
@@ -116,6 +113,18 @@ class DriverWriter {
     return g;
   }
 
+  // aligned_alloc as model_buffer_placement says, and for a huge buffer madvise before anything
+  // touches it (madvise of a NULL buffer fails harmlessly; the caller checks the pointer).
+  llvm::Value* allocate(int64_t bytes) {
+    const ModelBufferPlacement p = model_buffer_placement(bytes);
+    auto aligned_alloc_fn = libc("aligned_alloc", ptr_, {i64_, i64_});
+    llvm::Value* buf = b_.CreateCall(aligned_alloc_fn, {i64c(p.align), i64c(p.size)});
+    if (p.huge)
+      b_.CreateCall(libc("madvise", i32_, {ptr_, i64_, i32_}),
+                    {buf, i64c(p.size), llvm::ConstantInt::get(i32_, kMadvHugePage)});
+    return buf;
+  }
+
   void write_create() {
     const bool external = !spec_.embed_weights;
     auto* fty = llvm::FunctionType::get(
@@ -123,7 +132,6 @@ class DriverWriter {
     auto* f =
         llvm::Function::Create(fty, llvm::Function::ExternalLinkage, spec_.name + "_create", *m_);
     auto malloc_fn = libc("malloc", ptr_, {i64_});
-    auto aligned_alloc_fn = libc("aligned_alloc", ptr_, {i64_, i64_});
     auto free_fn = libc("free", llvm::Type::getVoidTy(ctx_), {ptr_});
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     auto* fail = llvm::BasicBlock::Create(ctx_, "fail", f);
@@ -144,18 +152,19 @@ class DriverWriter {
     b_.CreateStore(null, field(c, 0));
     b_.CreateStore(null, field(c, 1));
     b_.CreateStore(null, field(c, 2));
-    llvm::Value* arena = b_.CreateCall(
-        aligned_alloc_fn, {i64c(kModelPageAlign), i64c(round_up_pages(spec_.arena_bytes))});
+    llvm::Value* arena = allocate(spec_.arena_bytes);
     b_.CreateStore(arena, field(c, 0));
     b_.CreateCondBr(b_.CreateICmpEQ(arena, null), fail, have_arena);
 
     b_.SetInsertPoint(have_arena);
-    if (!external) {
+    if (external) {
+      read_weights(f, c, fail);
+    } else if (model_buffer_placement(static_cast<int64_t>(spec_.weights.size())).huge) {
+      copy_weights(f, c, fail);
+    } else {
       b_.CreateStore(spec_.weights.empty() ? static_cast<llvm::Value*>(null) : embedded_weights(),
                      field(c, 1));
       b_.CreateRet(c);
-    } else {
-      read_weights(f, c, fail);
     }
 
     // Frees what was allocated (free(NULL) is a no-op) and returns NULL.
@@ -166,6 +175,21 @@ class DriverWriter {
     b_.CreateRet(null);
   }
 
+  // Copies the embedded weights into a buffer on huge pages (kModelHugePage), stores it in the
+  // context and returns it; else branches to fail.
+  void copy_weights(llvm::Function* f, llvm::Value* c, llvm::BasicBlock* fail) {
+    const int64_t size = static_cast<int64_t>(spec_.weights.size());
+    auto* copied = llvm::BasicBlock::Create(ctx_, "copy", f);
+    llvm::Value* buf = allocate(size);
+    b_.CreateStore(buf, field(c, 2));
+    b_.CreateCondBr(b_.CreateICmpEQ(buf, llvm::ConstantPointerNull::get(ptr_)), fail, copied);
+    b_.SetInsertPoint(copied);
+    b_.CreateMemCpy(buf, llvm::MaybeAlign(kModelHugePage), embedded_weights(),
+                    llvm::MaybeAlign(kModelPageAlign), i64c(static_cast<uint64_t>(size)));
+    b_.CreateStore(buf, field(c, 1));
+    b_.CreateRet(c);
+  }
+
   // Reads the weights file named by f's argument into an aligned buffer, checks its size (one byte
   // more must not exist) and hash, stores it in the context and returns it; else branches to fail.
   void read_weights(llvm::Function* f, llvm::Value* c, llvm::BasicBlock* fail) {
@@ -174,7 +198,6 @@ class DriverWriter {
     auto fopen_fn = libc("fopen", ptr_, {ptr_, ptr_});
     auto fread_fn = libc("fread", i64_, {ptr_, i64_, i64_, ptr_});
     auto fclose_fn = libc("fclose", i32_, {ptr_});
-    auto aligned_alloc_fn = libc("aligned_alloc", ptr_, {i64_, i64_});
     auto* null = llvm::ConstantPointerNull::get(ptr_);
     auto* opened = llvm::BasicBlock::Create(ctx_, "opened", f);
     auto* allocated = llvm::BasicBlock::Create(ctx_, "allocated", f);
@@ -187,8 +210,7 @@ class DriverWriter {
     b_.CreateCondBr(b_.CreateICmpEQ(file, null), fail, opened);
 
     b_.SetInsertPoint(opened);
-    llvm::Value* buf =
-        b_.CreateCall(aligned_alloc_fn, {i64c(kModelPageAlign), i64c(round_up_pages(size))});
+    llvm::Value* buf = allocate(size);
     b_.CreateStore(buf, field(c, 2));
     b_.CreateCondBr(b_.CreateICmpEQ(buf, null), close_fail, allocated);
 
@@ -352,6 +374,25 @@ class DriverWriter {
 };
 
 }  // namespace
+
+ModelBufferPlacement model_buffer_placement(int64_t bytes) {
+  ModelBufferPlacement p;
+  p.huge = bytes >= kModelHugePage;
+  p.align = p.huge ? kModelHugePage : kModelPageAlign;
+  p.size = std::max<int64_t>(p.align, (bytes + p.align - 1) / p.align * p.align);
+  return p;
+}
+
+void* allocate_model_buffer(int64_t bytes) {
+  const ModelBufferPlacement p = model_buffer_placement(bytes);
+  void* b = std::aligned_alloc(static_cast<size_t>(p.align), static_cast<size_t>(p.size));
+  if (!b)
+    throw Error(ErrorKind::kIo,
+                "out of memory for a model buffer of " + std::to_string(bytes) + " bytes");
+  // Advice only: a kernel without transparent huge pages refuses it, and the buffer still works.
+  if (p.huge) (void)madvise(b, static_cast<size_t>(p.size), kMadvHugePage);
+  return b;
+}
 
 uint64_t weights_hash(const std::vector<uint8_t>& bytes) {
   uint64_t h = kFnvOffset;

@@ -55,17 +55,6 @@ std::string source_name(const PlanStep& s) {
   return "";
 }
 
-// A buffer that starts on a page, as the driver's arena and weights do (codegen::kModelPageAlign).
-float* page_aligned_floats(int64_t bytes) {
-  constexpr int64_t page = codegen::kModelPageAlign;
-  void* p = std::aligned_alloc(
-      page, static_cast<size_t>((std::max<int64_t>(bytes, page) + page - 1) / page * page));
-  if (!p)
-    throw Error(ErrorKind::kIo,
-                "out of memory for a model arena of " + std::to_string(bytes) + " bytes");
-  return static_cast<float*>(p);
-}
-
 // The driver of `plan`: its kernels called in order on the arena, the weights and the buffers.
 codegen::Artifact driver(const ModelPlan& plan, const codegen::Target& t, bool embed_weights) {
   codegen::DriverSpec spec;
@@ -251,7 +240,11 @@ std::string model_header(const BuiltModel& model, const std::string& header_name
   };
   io("INPUT", p.inputs, true);
   io("OUTPUT", p.outputs, false);
-  h << "\n/* A context with its own arena; NULL when out of memory";
+  const bool own_weights =
+      codegen::model_buffer_placement(static_cast<int64_t>(p.weights.size())).huge;
+  h << "\n/* A context with its own arena"
+    << (model.embed_weights && own_weights ? " and its own copy of the weights" : "")
+    << " (buffers of 2 MiB or more on huge pages); NULL when out of memory";
   if (!model.embed_weights)
     h << " or when weights_file cannot be read, or is not the one this library was built with "
          "(size "
@@ -329,8 +322,11 @@ void ModelRunner::run(const std::vector<const float*>& inputs, const std::vector
 std::vector<void*> ModelRunner::step_buffers(size_t step, const std::vector<const float*>& inputs,
                                              const std::vector<float*>& outputs) {
   if (!arena_) {
-    arena_ = page_aligned_floats(plan_.arena_bytes);
-    weights_ = page_aligned_floats(static_cast<int64_t>(plan_.weights.size()));
+    // Placed as the driver places its own (codegen::model_buffer_placement), so the layers are
+    // timed on the memory layout a linked program runs on.
+    arena_ = static_cast<float*>(codegen::allocate_model_buffer(plan_.arena_bytes));
+    weights_ = static_cast<float*>(
+        codegen::allocate_model_buffer(static_cast<int64_t>(plan_.weights.size())));
     std::memcpy(weights_, plan_.weights.data(), plan_.weights.size());
   }
   std::vector<void*> args;

@@ -34,12 +34,8 @@ ModelBuffers::ModelBuffers(const ModelPlan& plan, uint64_t seed) {
   const auto allocate = [&](int64_t id) {
     const int64_t count =
         plan.tensors[static_cast<size_t>(id)].bytes() / static_cast<int64_t>(sizeof(float));
-    // On a page, as the driver's arena and weights (codegen::kModelPageAlign): the same offsets
-    // within a page in every run.
-    constexpr int64_t page = codegen::kModelPageAlign;
-    float* p = static_cast<float*>(std::aligned_alloc(
-        page, static_cast<size_t>((std::max<int64_t>(count * 4, page) + page - 1) / page * page)));
-    if (!p) throw Error(ErrorKind::kIo, "out of memory for a model buffer");
+    // Placed as the driver places its arena (codegen::model_buffer_placement).
+    float* p = static_cast<float*>(codegen::allocate_model_buffer(count * 4));
     storage_.emplace_back(p);
     return std::make_pair(p, count);
   };
