@@ -180,6 +180,17 @@ TuneRun tune_finalists(const schedule_space::Task& task, size_t trials, uint64_t
     run.finalists.push_back(measured[i].second);
     run.runner_seconds.push_back(measured[i].first);
   }
+  // The fallback always races too, as retime_best re-times it beside the best.
+  const auto fallback = std::find_if(measured.begin(), measured.end(), [&](const auto& m) {
+    return m.second.index() == task.fallback_config().index();
+  });
+  const bool kept = std::any_of(run.finalists.begin(), run.finalists.end(), [&](const auto& c) {
+    return c.index() == task.fallback_config().index();
+  });
+  if (fallback != measured.end() && !kept) {
+    run.finalists.push_back(fallback->second);
+    run.runner_seconds.push_back(fallback->first);
+  }
   return run;
 }
 

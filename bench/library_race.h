@@ -77,9 +77,10 @@ struct TuneRun {
 // Tunes `task` with the xgb tuner for `trials` through the local runner at `threads` run threads
 // (the task's traits should say as many cores). The fallback config is measured first and
 // handed to the tuner as a past measurement, so it is always among the candidates. Returns the
-// `keep` fastest successful configs. `number` is the runner's runs per timing (the finalists
-// are re-timed in-process afterwards, so tuning only needs a ranking). Throws Error(kRun) when
-// no config succeeded.
+// `keep` fastest successful configs, and the fallback after them when it is not one of them (it
+// always races, as retime_best always re-times it). `number` is the runner's runs per timing (the
+// finalists are re-timed in-process afterwards, so tuning only needs a ranking). Throws Error(kRun)
+// when no config succeeded.
 TuneRun tune_finalists(const schedule_space::Task& task, size_t trials, uint64_t seed, int threads,
                        size_t keep, int number = 2);
 

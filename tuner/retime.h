@@ -31,6 +31,12 @@ struct RetimedConfig {
   bool noisy = false;  // the rounds spread more than tuning_db::kNoisySpread
 };
 
+// The fallback config is re-timed beside the best when its record is among this many records
+// past them: a first timing can rank it below configs that do not run as fast side by side (a
+// two-thread 14x14 conv's tuned best raced at 0.88 of oneDNN, its fallback at 0.98), and a build
+// should be served whichever is faster.
+constexpr int64_t kFallbackWindow = 64;
+
 // At most this many passes (see retime_best).
 constexpr int kMaxRetimePasses = 3;
 
@@ -48,15 +54,16 @@ struct RetimeReport {
 };
 
 // Times the `options.top` best real records of the task's workload on `target` (this toolchain
-// when target.llvm_version is set) measured on devices of options.device_key again with
-// `measurer`: `options.rounds` rounds, each one measure() call of all of them in an order rotated
-// by one per round (so that none is always first or last), and stores each record's rounds
-// (Database::retime): their median is then the figure best/top_k rank by. When the best is then
-// a record not re-timed (every chosen one was demoted), another pass re-times the new top
-// options.top, up to kMaxRetimePasses passes, so that the best served has been re-timed. A config
-// whose rounds all fail keeps its figure (with a warning); failed rounds are left out of the
-// median. Records whose config this ktune cannot rebuild are passed over. Returns what was re-timed
-// (empty when the log holds no such record). Throws what the measurer and the log throw.
+// when target.llvm_version is set) measured on devices of options.device_key, and the fallback
+// config's record (see kFallbackWindow), again with `measurer`: `options.rounds` rounds, each one
+// measure() call of all of them in an order rotated by one per round (so that none is always first
+// or last), and stores each record's rounds (Database::retime): their median is then the figure
+// best/top_k rank by. When the best is then a record not re-timed (every chosen one was demoted),
+// another pass re-times the new top options.top, up to kMaxRetimePasses passes, so that the best
+// served has been re-timed. A config whose rounds all fail keeps its figure (with a warning);
+// failed rounds are left out of the median. Records whose config this ktune cannot rebuild are
+// passed over. Returns what was re-timed (empty when the log holds no such record). Throws what the
+// measurer and the log throw.
 RetimeReport retime_best(tuning_db::Database& db, const schedule_space::Task& task,
                          Measurer& measurer, const tuning_db::TargetKey& target,
                          const RetimeOptions& options);
