@@ -100,8 +100,7 @@ TEST(ModelDriver, BufferPlacement) {
 
 TEST(ModelDriver, LargeEmbeddedWeightsAreCopiedToHugePages) {
   const Library l(spec("big", 3 << 20, (3 << 20) + 192, true));
-  auto* ctx = static_cast<Context*>(
-      reinterpret_cast<void* (*)()>(l.lib.symbol("big_create"))());
+  auto* ctx = static_cast<Context*>(reinterpret_cast<void* (*)()>(l.lib.symbol("big_create"))());
   ASSERT_NE(ctx, nullptr);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(ctx->arena) % kModelHugePage, 0u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(ctx->weights) % kModelHugePage, 0u);
@@ -116,8 +115,7 @@ TEST(ModelDriver, LargeEmbeddedWeightsAreCopiedToHugePages) {
 
 TEST(ModelDriver, SmallEmbeddedWeightsStayInPlaceOnAPage) {
   const Library l(spec("small", 5000, 9000, true));
-  auto* ctx = static_cast<Context*>(
-      reinterpret_cast<void* (*)()>(l.lib.symbol("small_create"))());
+  auto* ctx = static_cast<Context*>(reinterpret_cast<void* (*)()>(l.lib.symbol("small_create"))());
   ASSERT_NE(ctx, nullptr);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(ctx->arena) % kModelPageAlign, 0u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(ctx->weights) % kModelPageAlign, 0u);
