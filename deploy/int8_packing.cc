@@ -11,6 +11,17 @@ constexpr int64_t kDepth = 4;   // int8 products each lane sums
 
 int64_t blocks(int64_t n, int64_t b) { return (n + b - 1) / b; }
 
+template <typename T>
+std::vector<T> pack_depthwise(const std::vector<int64_t>& w, int64_t C, int64_t R, int64_t S) {
+  std::vector<T> packed(static_cast<size_t>(blocks(C, kLanes) * R * S * kLanes), 0);
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t x = 0; x < S; ++x)
+        packed[static_cast<size_t>(((c / kLanes * R + r) * S + x) * kLanes + c % kLanes)] =
+            static_cast<T>(w[static_cast<size_t>((c * R + r) * S + x)]);
+  return packed;
+}
+
 }  // namespace
 
 std::vector<int8_t> pack_conv_u8s8(const std::vector<int64_t>& w, int64_t K, int64_t C, int64_t R,
@@ -34,13 +45,12 @@ std::vector<int8_t> pack_conv_u8s8(const std::vector<int64_t>& w, int64_t K, int
 
 std::vector<int8_t> pack_depthwise_u8s8(const std::vector<int64_t>& w, int64_t C, int64_t R,
                                         int64_t S) {
-  std::vector<int8_t> packed(static_cast<size_t>(blocks(C, kLanes) * R * S * kLanes), 0);
-  for (int64_t c = 0; c < C; ++c)
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t x = 0; x < S; ++x)
-        packed[static_cast<size_t>(((c / kLanes * R + r) * S + x) * kLanes + c % kLanes)] =
-            static_cast<int8_t>(w[static_cast<size_t>((c * R + r) * S + x)]);
-  return packed;
+  return pack_depthwise<int8_t>(w, C, R, S);
+}
+
+std::vector<int16_t> pack_depthwise_s16(const std::vector<int64_t>& w, int64_t C, int64_t R,
+                                        int64_t S) {
+  return pack_depthwise<int16_t>(w, C, R, S);
 }
 
 std::vector<int8_t> pack_gemm_b_u8s8(const std::vector<int64_t>& w, int64_t K, int64_t N, bool nt) {
@@ -57,7 +67,8 @@ std::vector<int8_t> pack_gemm_b_u8s8(const std::vector<int64_t>& w, int64_t K, i
 std::optional<FoldedWeights> fold_zero_points(const std::vector<int64_t>& w, int64_t channels,
                                               bool channels_first,
                                               const std::vector<int64_t>& w_zero, int64_t x_zero,
-                                              const std::vector<int64_t>& bias) {
+                                              const std::vector<int64_t>& bias, int weight_bits) {
+  const int64_t hi = (int64_t{1} << (weight_bits - 1)) - 1;
   const int64_t per_channel = static_cast<int64_t>(w.size()) / channels;
   FoldedWeights f{w, std::vector<int32_t>(static_cast<size_t>(channels))};
   std::vector<int64_t> sum(static_cast<size_t>(channels), 0);
@@ -65,7 +76,7 @@ std::optional<FoldedWeights> fold_zero_points(const std::vector<int64_t>& w, int
     const auto k = static_cast<size_t>(channels_first ? static_cast<int64_t>(i) / per_channel
                                                       : static_cast<int64_t>(i) % channels);
     if (!w_zero.empty()) f.w[i] -= w_zero[w_zero.size() == 1 ? 0 : k];
-    if (f.w[i] < -128 || f.w[i] > 127) return std::nullopt;
+    if (f.w[i] < -hi - 1 || f.w[i] > hi) return std::nullopt;
     sum[k] += f.w[i];
   }
   for (size_t k = 0; k < sum.size(); ++k)

@@ -17,8 +17,10 @@ std::vector<int8_t> pack_conv_u8s8(const std::vector<int64_t>& w, int64_t K, int
                                    int64_t S, int64_t icb, int64_t CP);
 
 // depthwise_conv2d_nchwc_u8s8s32's W: the int8 filter w[C][1][R][S] as [C/16][R][S][16], the
-// last block padded with zeros.
+// last block padded with zeros; _s16 the same of int16 weights (weights=s16).
 std::vector<int8_t> pack_depthwise_u8s8(const std::vector<int64_t>& w, int64_t C, int64_t R,
+                                        int64_t S);
+std::vector<int16_t> pack_depthwise_s16(const std::vector<int64_t>& w, int64_t C, int64_t R,
                                         int64_t S);
 
 // matmul_u8s8s32's B (packed_gemm.h): the K x N int8 matrix, given as w[K][N] or, with `nt`, as
@@ -36,10 +38,12 @@ struct FoldedWeights {
 // Folds the zero points of weights `w` (int8 or uint8 values) into FoldedWeights. `channels`
 // output channels, the outermost axis of w when `channels_first` (a conv's [K, C, R, S], a
 // matrix's [N, K]) else the innermost ([K, N]); `w_zero` one value or one per channel (empty:
-// 0); `bias` empty or one per channel. nullopt when some w' is past int8 (the kernel's operand).
+// 0); `bias` empty or one per channel. nullopt when some w' is past the signed integer of
+// `weight_bits` bits the kernel takes (int8, or int16 for depthwise weights=s16).
 std::optional<FoldedWeights> fold_zero_points(const std::vector<int64_t>& w, int64_t channels,
                                               bool channels_first,
                                               const std::vector<int64_t>& w_zero, int64_t x_zero,
-                                              const std::vector<int64_t>& bias);
+                                              const std::vector<int64_t>& bias,
+                                              int weight_bits = 8);
 
 }  // namespace ktune::deploy

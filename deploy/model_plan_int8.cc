@@ -60,13 +60,19 @@ void Planner::bind_quantized(PlanStep& s, const frontend::Node& anchor,
   // with input sums, on the weights less the shift, the data's zero point folded into the bias
   // and (shift - z_w[k]) the coefficient of the input sums. A kernel with shift_data multiplies
   // x - 128, data of zero point zx - 128: that fold adds the 128 * sum w the products leave out
-  // (the input sums stay sums of x - zx).
+  // (the input sums stay sums of x - zx). A depthwise kernel with weights=s16 takes w - z_w as
+  // int16 (its W says so).
+  const bool s16 = std::any_of(args.begin(), args.end(), [](const te::Tensor& a) {
+    return a.name() == "W" && a.dtype() == te::Int(16);
+  });
   const bool shifted = s.task->args().get_int("shift_data") != 0;
   const std::vector<int64_t> shift{q->weight_shift};
   const std::optional<FoldedWeights> folded =
       fold_zero_points(w.i64, channels, channels_first, q->input_sums ? shift : zw,
-                       shifted ? zx - 128 : zx, b ? *b : no_zero);
-  if (!folded) throw unsupported(anchor, "a weight minus its zero point is past int8");
+                       shifted ? zx - 128 : zx, b ? *b : no_zero, s16 ? 16 : 8);
+  if (!folded)
+    throw unsupported(
+        anchor, std::string("a weight minus its zero point is past ") + (s16 ? "int16" : "int8"));
   std::vector<int32_t> sum_coef;
   if (q->input_sums)
     for (int64_t k = 0; k < channels; ++k)
@@ -80,7 +86,10 @@ void Planner::bind_quantized(PlanStep& s, const frontend::Node& anchor,
   const int64_t icb = q->depthwise ? kInt8Block : q->conv ? s.task->args().get_int("ic_block") : 0;
   const int64_t out_block = q->conv ? kInt8Block : 0;
   std::vector<int8_t> packed;
-  if (q->depthwise)
+  std::vector<int16_t> packed_s16;
+  if (s16)
+    packed_s16 = pack_depthwise_s16(folded->w, channels, w.shape.at(2), w.shape.at(3));
+  else if (q->depthwise)
     packed = pack_depthwise_u8s8(folded->w, channels, w.shape.at(2), w.shape.at(3));
   else if (q->conv)
     packed = pack_conv_u8s8(folded->w, channels, w.shape.at(1), w.shape.at(2), w.shape.at(3), icb,
@@ -96,6 +105,9 @@ void Planner::bind_quantized(PlanStep& s, const frontend::Node& anchor,
     const std::string& n = a.name();
     if (n == "I" || n == "A")
       s.args.push_back(form(q->data, icb));
+    else if (n == "W" && s16)
+      s.args.push_back(weight(q->weight + "@packed_s16" + q->weight_zero_point, a.shape(),
+                              packed_s16, te::Int(16)));
     else if (n == "W" || n == "B")
       s.args.push_back(
           weight(q->weight + "@packed" + q->weight_zero_point, a.shape(), packed, te::Int(8)));

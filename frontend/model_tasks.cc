@@ -360,10 +360,15 @@ class Extractor {
       c->note += "; weights shifted by " + i2s(q.weight_shift) + " into int8, the " +
                  (q.conv ? "input window sums" : "row sums of A") + " correcting";
     }
+    if (q.s16_weights) {
+      c->args["weights"] = "s16";
+      c->note += "; weights less their zero point past int8, taken as int16";
+    }
 
     // On AArch64 with sdot but not usdot the products take the data less 128 (sdot's int8), the
-    // compensation folded into the bias where the weights are packed (bind_quantized).
-    if (target_.int8_dot_insn == "sdot") c->args["shift_data"] = "1";
+    // compensation folded into the bias where the weights are packed (bind_quantized); int16
+    // weights run no dot.
+    if (target_.int8_dot_insn == "sdot" && !q.s16_weights) c->args["shift_data"] = "1";
     c->args["out"] = s8 ? "s8" : "u8";
     c->args["scale"] = "per_channel";
     c->args["relu"] = q.relu ? "1" : "0";

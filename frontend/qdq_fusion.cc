@@ -426,16 +426,18 @@ class Matcher {
     return lo >= -128 && hi <= 127;
   }
 
-  // "" when the weights run in int8: less their zero point, or else (q.input_sums) less a shift
-  // into int8 with the input sums correction (not built for a depthwise conv, whose sums would be
-  // per channel); else why not.
+  // "" when the weights run in int8: less their zero point, or else less a shift into int8 with
+  // the input sums correction (q.input_sums), or for a depthwise conv less their zero point as
+  // int16 (q.s16_weights: its widening multiply-adds take int16 weights at no cost, where the
+  // sums would be per channel and cost a pass of their own); else why not.
   std::string shift_weights(QuantizedOp& q) const {
     const std::variant<bool, std::string> fits = weight_zero_point_fits(q);
     if (const auto* why = std::get_if<std::string>(&fits)) return *why;
     if (std::get<bool>(fits)) return "";
-    if (q.depthwise)
-      return "a depthwise conv whose weights minus their zero point are past int8 (its "
-             "per-channel input window sums are not built)";
+    if (q.depthwise) {
+      q.s16_weights = true;
+      return "";
+    }
     q.input_sums = true;
     q.weight_shift = g_.type(q.weight) == "uint8" ? 128 : 0;
     return "";

@@ -18,7 +18,7 @@ namespace ktune::frontend {
 // The arithmetic ONNX Runtime runs in int8 (QLinearConv, QLinearMatMul, QGemm): per-tensor uint8
 // data, int8 or uint8 constant weights with a zero point and a scale per tensor or per output
 // channel (weights minus zero point within int8: the model build subtracts it; else shifted into
-// int8 with the input sums correction), an
+// int8 with the input sums correction, or for a depthwise conv taken as int16), an
 // optional int32 bias in the scale s_data * s_weight, output requantized to uint8 or int8 per
 // tensor.
 // Two forms describe it:
@@ -44,6 +44,10 @@ struct QuantizedOp {
   // product's rows): InputSums of schedule_space/templates/requant.h.
   bool input_sums = false;
   int64_t weight_shift = 0;
+  // A depthwise conv whose weights minus their zero point are past int8: its kernel takes w - z_w
+  // as int16 (depthwise_conv2d_nchwc_u8s8s32 weights=s16; at most 255 in magnitude), exact, no
+  // input sums.
+  bool s16_weights = false;
   // int32 constant [channels] in the scale data_scale * weight_scale ("" = none), or with
   // float_bias a float32 constant (a QDQ Conv or Gemm whose bias is no DequantizeLinear output),
   // which the int8 kernel takes rounded to that scale.

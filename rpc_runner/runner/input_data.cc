@@ -33,9 +33,10 @@ void fill_input(void* data, size_t bytes, const std::string& dtype, uint64_t see
   if (dtype == "float64") return fill_typed<double>(data, bytes, rng, true);
   if (dtype == "int32") return fill_typed<int32_t>(data, bytes, rng, false);
   if (dtype == "int64") return fill_typed<int64_t>(data, bytes, rng, false);
-  if (dtype == "int16") return fill_typed<int16_t>(data, bytes, rng, false);
   // Quantized data spans the whole byte: the extremes are where an int8 kernel that widens or
-  // saturates wrongly differs (255 * -128 products, sums beyond int16).
+  // saturates wrongly differs (255 * -128 products, sums beyond int16). int16 holds uint8 weights
+  // less their zero point (depthwise weights=s16): [-255, 255].
+  if (dtype == "int16") return fill_typed<int16_t>(data, bytes, rng, false, -255, 255);
   if (dtype == "int8") return fill_typed<int8_t>(data, bytes, rng, false, -128, 127);
   if (dtype == "uint8") return fill_typed<uint8_t>(data, bytes, rng, false, 0, 255);
   if (dtype == "bool") return fill_typed<uint8_t>(data, bytes, rng, false);

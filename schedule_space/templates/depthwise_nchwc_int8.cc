@@ -8,6 +8,14 @@
 // shift_data (the data less 128, whose compensation the bias carries), four sdot on AArch64
 // dotprod; otherwise widening multiply-adds. Its space and schedule are depthwise_conv2d_nchwc's
 // (depthwise_space.h).
+// weights=s16 takes W as int16: a depthwise conv whose uint8 weights less their zero point are
+// past int8 (at most 255 in magnitude) runs on w - z_w exactly. The widening code sign-extends
+// each weight vector to 32-bit lanes whatever its type, so int16 costs only its bytes: the same
+// vpdpwssd (AVX-512 VNNI) or vpmaddwd (AVX2) per tap, vpmovsxwd for vpmovsxbd, and on AArch64 the
+// same mla with one sxtl step fewer per weight vector. The alternative, int8 weights less a shift
+// with a correction (c - z_w[k]) * sum_taps (x - z_x) per channel, would need those sums from a
+// pass as costly as the conv itself (unlike a dense conv's, they differ per channel). dot_taps
+// multiplies int8 weights and is not offered with s16; shift_data, which serves sdot, is refused.
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/common.h"
 #include "schedule_space/templates/depthwise_space.h"
@@ -25,6 +33,7 @@ constexpr int64_t kBlock = 16;
 struct Shape : Window {
   int64_t data_zero_point;  // the padding value
   bool shift_data;          // the products read x - 128 (requant.h)
+  bool s16_weights;         // weights=s16: W is int16
   Requant rq;
   int64_t blocks() const { return ceil_div(c, kBlock); }
   std::vector<int64_t> out_shape() const { return {n, blocks(), oh, ow, kBlock}; }
@@ -35,6 +44,7 @@ Shape shape_of(const WorkloadArgs& a) {
   static_cast<Window&>(s) = window_of(kName, a);
   s.data_zero_point = a.get_int("data_zero_point");
   s.shift_data = a.get_int("shift_data") != 0;
+  s.s16_weights = a.get("weights") == "s16";
   s.rq = requant_of(a);
   return s;
 }
@@ -45,16 +55,17 @@ struct Tensors {
   te::Tensor padded, acc, out;  // padded: the input itself without padding
 };
 
-// I uint8 [N][ceil(C/16)][H][W][16], W int8 [ceil(C/16)][R][S][16], the epilogue's bias and
-// scale [ceil(C/16)][16], O [N][ceil(C/16)][OH][OW][16] int32 or the requantized type. Channel c
-// sits in block c / 16, lane c % 16. The padding taps read data_zero_point; output lanes past C
-// are zeros. With shift_data every product reads x - 128, padding taps included. acc: the
-// reduction when an output stage follows it (requantize, zeroed lanes), undefined when the output
-// is the reduction itself.
+// I uint8 [N][ceil(C/16)][H][W][16], W int8 (int16 with weights=s16) [ceil(C/16)][R][S][16],
+// the epilogue's bias and scale [ceil(C/16)][16], O [N][ceil(C/16)][OH][OW][16] int32 or the
+// requantized type. Channel c sits in block c / 16, lane c % 16. The padding taps read
+// data_zero_point; output lanes past C are zeros. With shift_data every product reads x - 128,
+// padding taps included. acc: the reduction when an output stage follows it (requantize, zeroed
+// lanes), undefined when the output is the reduction itself.
 Tensors make_tensors(const Shape& sh) {
   Tensors t;
   const te::Tensor in = te::placeholder({sh.n, sh.blocks(), sh.h, sh.w, kBlock}, te::UInt(8), "I");
-  const te::Tensor w = te::placeholder({sh.blocks(), sh.r, sh.s, kBlock}, te::Int(8), "W");
+  const te::Tensor w = te::placeholder({sh.blocks(), sh.r, sh.s, kBlock},
+                                       sh.s16_weights ? te::Int(16) : te::Int(8), "W");
   const RequantInputs rq = requant_inputs(sh.rq, {sh.blocks(), kBlock});
   t.args = {in, w};
   rq.append_to(t.args);
@@ -105,6 +116,7 @@ bool row_fits_dot(const Shape& sh) { return sh.s >= 2 && sh.s <= 4 && sh.dilatio
 // (shift_data; without it each sdot would need another for its compensation, so the rows form
 // is not offered there, though it builds).
 bool offers_dot_taps(const Shape& sh, const TargetTraits& target) {
+  if (sh.s16_weights) return false;
   const std::string& insn = target.int8_dot_insn;
   const bool multiplies =
       sh.shift_data ? int8_dot_multiplies(target, true) : insn == "vpdpbusd" || insn == "usdot";
@@ -136,6 +148,9 @@ Instantiated apply(const Shape& sh, const Config& cfg) {
   if (row_dot && !row_fits_dot(sh))
     throw Error(ErrorKind::kInstantiation,
                 std::string(kName) + ": dot_taps needs a window 2 to 4 wide without dilation");
+  if (row_dot && sh.s16_weights)
+    throw Error(ErrorKind::kInstantiation,
+                std::string(kName) + ": dot_taps multiplies int8 weights, not weights=s16");
   schedule_depthwise(
       s, t.out, acc, sh.oh, sh.ow, cfg, kName,
       row_dot ? &te::dot_lanes_u8s8s32(static_cast<int>(sh.s), sh.shift_data) : nullptr);
@@ -150,10 +165,10 @@ void register_depthwise_nchwc_int8_template(TemplateRegistry& r) {
   d.name = kName;
   d.doc =
       "int8 channel-blocked depthwise conv2d: O[N,C/16,OH,OW,16] (int32) = sum_{r,s} "
-      "I[N,C/16,H,W,16] (uint8) * W[C/16,R,S,16] (int8) (stride, pad with data_zero_point, "
-      "dilation; output lanes past C zero): a window row's taps per vpdpbusd, usdot or, with "
-      "shift_data (products of x - 128), sdot (dot_taps) or widening multiply-adds; out=u8|s8 "
-      "requantizes with bias, scale, zero_point";
+      "I[N,C/16,H,W,16] (uint8) * W[C/16,R,S,16] (int8, or int16 with weights=s16) (stride, pad "
+      "with data_zero_point, dilation; output lanes past C zero): a window row's taps per "
+      "vpdpbusd, usdot or, with shift_data (products of x - 128), sdot (dot_taps) or widening "
+      "multiply-adds; out=u8|s8 requantizes with bias, scale, zero_point";
   d.args = {int_arg("N", "1", "batch"),
             int_arg("C", "", "channels"),
             int_arg("H", "", "input height"),
@@ -169,9 +184,20 @@ void register_depthwise_nchwc_int8_template(TemplateRegistry& r) {
   d.args.push_back(zp);
   for (ArgSpec& a : requant_args("[C/16,16]")) d.args.push_back(std::move(a));
   d.args.push_back(shift_data_arg());
+  d.args.push_back({.name = "weights",
+                    .type = ArgSpec::Type::kString,
+                    .default_value = "s8",
+                    .doc = "W's type: s8, or s16 for weights less their zero point past int8 "
+                           "(widening multiply-adds alone, no dot_taps)",
+                    .choices = {"s8", "s16"},
+                    .key_omits_default = true});
   d.check = [](const WorkloadArgs& a) {
     check_requant(kName, a);
-    shape_of(a);
+    const Shape sh = shape_of(a);
+    if (sh.s16_weights && sh.shift_data)
+      throw Error(
+          ErrorKind::kInvalidArgument,
+          std::string(kName) + ": shift_data serves sdot on int8 weights; weights=s16 runs no dot");
   };
   d.compute = [](const WorkloadArgs& a) {
     const Tensors t = make_tensors(shape_of(a));

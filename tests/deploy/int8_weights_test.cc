@@ -3,7 +3,7 @@
 // reference sum (x - z_x)(w - z_w) + b (padding taps adding nothing), for uint8 weights of zero
 // point 128, int8 and uint8 weights with a zero point per channel, in a conv's [K, C, R, S] and a
 // matrix's [K, N] layouts, and for data read less 128 (shift_data); weights whose difference from
-// the zero point leaves int8 are refused.
+// the zero point leaves int8 are refused, and taken by int16 weights.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -138,6 +138,24 @@ TEST(Int8Weights, WeightsPastInt8OfTheirZeroPointAreRefused) {
   EXPECT_FALSE(fold_zero_points({0, 255, 60, 61}, 2, true, {60}, 0, {}).has_value());
   EXPECT_FALSE(fold_zero_points({0, 200}, 1, true, {}, 0, {}).has_value());  // uint8, no zero point
   EXPECT_TRUE(fold_zero_points({0, 255}, 1, true, {128}, 0, {}).has_value());
+}
+
+// The int16 weights of a depthwise kernel (weights=s16) take them: uint8 weights over [0, 255] of
+// zero points 0 and 255 per channel (w' 255 and -255) with z_x 9 fold into w - z_w and the bias
+// b - 9 * sum w', packed as [C/16][R][S][16] with the lanes past C zero.
+TEST(Int8Weights, Int16WeightsTakeTheWholeDifference) {
+  const std::vector<int64_t> w = {255, 0, 7, 0, 255, 200};  // [C=3][1][1][2]
+  const auto f = fold_zero_points(w, 3, true, {0, 255, 100}, 9, {5, 6, 7}, 16);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->w, (std::vector<int64_t>{255, 0, -248, -255, 155, 100}));
+  EXPECT_EQ(f->bias, (std::vector<int32_t>{5 - 9 * 255, 6 - 9 * (-503), 7 - 9 * 255}));
+  const std::vector<int16_t> packed = pack_depthwise_s16(f->w, 3, 1, 2);
+  ASSERT_EQ(packed.size(), 32u);
+  for (size_t i = 0; i < packed.size(); ++i) {
+    const size_t s = i / 16, c = i % 16;
+    EXPECT_EQ(packed[i], c < 3 ? f->w[c * 2 + s] : 0) << i;
+  }
+  EXPECT_FALSE(fold_zero_points(w, 3, true, {0, 255, 100}, 9, {}).has_value());  // int8
 }
 
 }  // namespace

@@ -446,6 +446,48 @@ TEST_F(ModelBuild, QdqDepthwiseRunsInt8AndMatchesOnnxRuntime) {
       jit.worst, linked.worst);
 }
 
+// qdq_mobile_zp_wide and qop_mobile_zp_wide: depthwise convs (24 channels, stride 1 and 2) whose
+// uint8 weights less their zero point are past int8, of one zero point (122) and of one per
+// channel, in QDQ and QOperator form. `ktune tasks` lists both as depthwise_conv2d_nchwc_u8s8s32
+// with weights=s16 (no conv left in float32); through `ktune run`, `--check-nodes` and the linked
+// program the output within one step of ONNX Runtime's on at most 2% of the elements.
+TEST_F(ModelBuild, DepthwiseWeightsPastInt8RunInt16AndMatchOnnxRuntime) {
+  for (const char* name : {"qdq_mobile_zp_wide.onnx", "qop_mobile_zp_wide.onnx"}) {
+    const std::string onnx = model(name);
+    const auto listed = ktune("tasks " + quote(onnx), true);
+    ASSERT_EQ(listed.status, 0) << listed.err;
+    for (const char* stride : {"1", "2"}) {
+      const size_t at = listed.out.find(
+          std::string("depthwise_conv2d_nchwc_u8s8s32(N=1,C=24,H=16,W=16,R=3,S=3,stride=") +
+          stride + ",pad=1,");
+      ASSERT_NE(at, std::string::npos) << name << " stride " << stride << "\n" << listed.out;
+      const size_t end = listed.out.find(')', at);
+      EXPECT_NE(listed.out.substr(at, end - at).find(",weights=s16"), std::string::npos)
+          << name << "\n"
+          << listed.out;
+    }
+    EXPECT_NE(listed.out.find("weights less their zero point past int8, taken as int16"),
+              std::string::npos)
+        << listed.out;
+    EXPECT_EQ(listed.out.find("float32, not int8"), std::string::npos) << listed.out;
+    const std::string in = inputs(16 * 16 * 16, 12);
+    const std::vector<float> ref = ort(onnx, in);
+    ASSERT_EQ(ref.size(), 16u * 8 * 8) << name;
+    const Steps jit = steps_apart(run_in_process(onnx, in), ref);
+    expect_steps_match_references(onnx);
+    const Steps linked = steps_apart(run_linked(onnx, in), ref);
+    for (const Steps& st : {jit, linked}) {
+      EXPECT_LE(st.worst, 1.01) << name;
+      EXPECT_LE(st.apart, static_cast<int64_t>(ref.size()) / 50) << name;
+    }
+    std::printf(
+        "%s: %lld (in process) and %lld (linked) of %zu outputs one step (%.4f) from ONNX "
+        "Runtime's, max %.2f and %.2f steps\n",
+        name, static_cast<long long>(jit.apart), static_cast<long long>(linked.apart), ref.size(),
+        jit.step, jit.worst, linked.worst);
+  }
+}
+
 // qdq_s8_bias: a float32 bias (rounded to the accumulator's scale) and an int8 output
 // (requantized to int8, then a generated DequantizeLinear of int8). Within one step of ONNX
 // Runtime's output on at most 2% of the elements; each step exactly its reference.
@@ -664,7 +706,8 @@ TEST_F(ModelBuild, ModelsCrossBuiltForAArch64MatchOnnxRuntime) {
 // shift_data (sdot of the data less 128, the compensation folded into the packed bias), run
 // under qemu; their dequantized outputs within one step of ONNX Runtime's on the host, as the
 // host builds' are (qdq_mobile: depthwise, 1x1 and 3x3 convs; small_qop: QLinearConv and
-// QLinearMatMul).
+// QLinearMatMul). The depthwise convs of qdq_mobile_zp_wide and qop_mobile_zp_wide take int16
+// weights (weights=s16, widening code without shift_data) and match as well.
 TEST_F(ModelBuild, QuantizedModelsCrossBuiltForDotprodMatchOnnxRuntime) {
   if (std::system("command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && "
                   "command -v qemu-aarch64-static >/dev/null 2>&1") != 0)
@@ -673,18 +716,25 @@ TEST_F(ModelBuild, QuantizedModelsCrossBuiltForDotprodMatchOnnxRuntime) {
   const std::string target = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76";
   struct Case {
     const char* model;
-    const char* task;  // a task the model lists, with shift_data
+    const char* task;  // a task the model lists, with shift_data or (s16) weights=s16
     int64_t input, output, apart;
+    bool s16 = false;
   };
-  for (const Case& c : {Case{"qdq_mobile.onnx", "depthwise_conv2d_nchwc_u8s8s32(N=1,C=24,H=16,W=16",
-                             16 * 16 * 16, 16 * 8 * 8, 16 * 8 * 8 / 50},
-                        Case{"small_qop.onnx", "matmul_u8s8s32(", 8 * 16 * 16, 24, 2}}) {
+  const char* const depthwise = "depthwise_conv2d_nchwc_u8s8s32(N=1,C=24,H=16,W=16";
+  for (const Case& c :
+       {Case{"qdq_mobile.onnx", depthwise, 16 * 16 * 16, 16 * 8 * 8, 16 * 8 * 8 / 50},
+        Case{"small_qop.onnx", "matmul_u8s8s32(", 8 * 16 * 16, 24, 2},
+        Case{"qdq_mobile_zp_wide.onnx", depthwise, 16 * 16 * 16, 16 * 8 * 8, 16 * 8 * 8 / 50, true},
+        Case{"qop_mobile_zp_wide.onnx", depthwise, 16 * 16 * 16, 16 * 8 * 8, 16 * 8 * 8 / 50,
+             true}}) {
     const std::string onnx = model(c.model);
     const auto listed = ktune("tasks " + quote(onnx) + " --target " + quote(target), true);
     ASSERT_EQ(listed.status, 0) << listed.err;
     const size_t at = listed.out.find(c.task);
     ASSERT_NE(at, std::string::npos) << listed.out;
-    EXPECT_NE(listed.out.find("shift_data=1", at), std::string::npos) << listed.out;
+    const std::string key = listed.out.substr(at, listed.out.find(')', at) - at);
+    EXPECT_EQ(key.find("shift_data=1") != std::string::npos, !c.s16) << key;
+    EXPECT_EQ(key.find("weights=s16") != std::string::npos, c.s16) << key;
     const std::string in = inputs(c.input, 5);
     const std::vector<float> ref = ort(onnx, in);
     ASSERT_EQ(ref.size(), static_cast<size_t>(c.output)) << c.model;

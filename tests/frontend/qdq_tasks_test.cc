@@ -343,6 +343,47 @@ TEST(QdqTasks, WeightsPastInt8OfTheirZeroPointRunWithInputSums) {
   }
 }
 
+// Depthwise convs whose uint8 weights less their zero point are past int8 (zero point 122, and one
+// per channel) in both forms: int8 tasks of depthwise_conv2d_nchwc_u8s8s32 with weights=s16 (w -
+// z_w as int16, no input sums), the 1x1 convs around them unchanged, no QLinear operator refused.
+// On Cortex-A76 (sdot) the int16 weights run no dot: no shift_data, which the 1x1 convs take.
+TEST(QdqTasks, DepthwiseWeightsPastInt8RunWithInt16Weights) {
+  const auto a76 = schedule_space::make_target_traits(
+      "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76", "aarch64-linux-gnu", 128, 4);
+  ASSERT_EQ(a76.int8_dot_insn, "sdot");
+  for (const char* name : {"qdq_mobile_zp_wide.onnx", "qop_mobile_zp_wide.onnx"}) {
+    const Graph g = load_onnx(model(name));
+    for (const auto& traits : {avx512(), a76}) {
+      const ModelTasks m = extract_tasks(g, traits);
+      ASSERT_EQ(m.quantized.size(), 4u) << name;
+      int wide = 0;
+      for (const QuantizedOp& q : m.quantized) {
+        EXPECT_FALSE(q.input_sums) << name;
+        EXPECT_EQ(q.s16_weights, q.depthwise) << name;
+        wide += q.s16_weights;
+      }
+      EXPECT_EQ(wide, 2) << name;
+      for (const auto& u : m.unsupported)
+        EXPECT_EQ(u.op.rfind("QLinear", 0), std::string::npos) << name << u.op << ": " << u.reason;
+      std::map<std::string, int64_t> by_template;
+      for (const TaskOccurrence& occ : m.occurrences) {
+        const ModelTask& t = m.tasks[occ.task];
+        ++by_template[t.template_name];
+        EXPECT_EQ(t.status, TaskStatus::kOk) << t.key() << ": " << t.refused;
+        const bool depthwise = t.template_name == "depthwise_conv2d_nchwc_u8s8s32";
+        EXPECT_EQ(t.key().find(",weights=s16)") != std::string::npos, depthwise) << t.key();
+        EXPECT_EQ(t.key().find("shift_data=1") != std::string::npos,
+                  !depthwise && traits.int8_dot_insn == "sdot")
+            << t.key();
+      }
+      EXPECT_EQ(by_template,
+                (std::map<std::string, int64_t>{{"conv2d_nchwc_u8s8s32", 2},
+                                                {"depthwise_conv2d_nchwc_u8s8s32", 2}}))
+          << name;
+    }
+  }
+}
+
 // A weight zero point of 3 values for 16 output channels: one error naming the node.
 TEST(QdqTasks, WeightZeroPointOfTheWrongShapeIsAnError) {
   const Graph g = load_onnx(model("qop_zp_shape.onnx"));

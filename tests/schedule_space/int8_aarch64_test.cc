@@ -8,7 +8,9 @@
 // sdot on Cortex-A76 and Neoverse N1. depthwise_conv2d_nchwc_u8s8s32's dot_taps (a window row's
 // taps per dot): offered with shift_data on dotprod (sdot, no compensation), its configs in
 // sdot, bit-exact on Cortex-A76 and Neoverse N1, and bit-exact without sdot on Cortex-A53 and
-// Cortex-A72; an AVX-512 VNNI space's dot_taps configs (unshifted) bit-exact on Cortex-A76.
+// Cortex-A72; an AVX-512 VNNI space's dot_taps configs (unshifted) bit-exact on Cortex-A76. Its
+// int16 weights (weights=s16, over [-255, 255]): widening code of as many mla as int8 weights
+// take, bit-exact on Cortex-A76 and Cortex-A72.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -96,7 +98,9 @@ std::shared_ptr<const testing::Reference> reference(const Task& task, uint64_t s
   ref->inputs.reserve(n_in);
   for (size_t i = 0; i < n_in; ++i) {
     ref->inputs.emplace_back(def.args[i].shape(), def.args[i].dtype());
-    ref->inputs.back().fill_random(seed + i, lo[i], hi[i]);
+    // int16 weights (depthwise weights=s16) hold uint8 weights less their zero point.
+    const bool s16 = def.args[i].dtype() == te::Int(16);
+    ref->inputs.back().fill_random(seed + i, s16 ? -255 : lo[i], s16 ? 255 : hi[i]);
   }
   for (size_t i = 0; i < n_in; ++i) in.emplace_back(def.args[i], &ref->inputs[i]);
   ref->outputs = te::evaluate(def.outputs, in);
@@ -436,6 +440,31 @@ TEST(DepthwiseNchwcInt8Aarch64, DotTapsKernelsMatchReferenceUnderQemu) {
   const char* const kZen4 = "llvm -mtriple=x86_64-linux-gnu -mcpu=znver4";
   check_under_qemu(kA76, depthwise_tasks(kZen4, false), 600, with_dot_taps);
   check_under_qemu(kV1, depthwise_tasks(kZen4, false), 650, with_dot_taps);
+}
+
+// weights=s16, the int16 weights of uint8 weights less their zero point past int8: widening
+// NEON code with as many mla as the int8 weights' fallback (no sdot: dot_taps is not offered),
+// and every kernel (the dot workloads' shapes, windows 2 to 4, with int16 weights) bit-exact
+// under qemu on Cortex-A76 and Cortex-A72.
+TEST(DepthwiseNchwcInt8Aarch64, Int16WeightsKernelsMatchReferenceUnderQemu) {
+  const std::regex mla(R"(\bmla\s+v\d+\.4s)");
+  std::map<std::string, std::string> a = {{"C", "32"},  {"H", "14"},   {"W", "14"},
+                                          {"pad", "1"}, {"out", "u8"}, {"scale", "per_channel"}};
+  const std::string plain = testing::fallback_assembly("depthwise_conv2d_nchwc_u8s8s32", a, kA76);
+  a["weights"] = "s16";
+  const std::string wide = testing::fallback_assembly("depthwise_conv2d_nchwc_u8s8s32", a, kA76);
+  EXPECT_GT(count(wide, mla), 0);
+  EXPECT_EQ(count(wide, mla), count(plain, mla));
+  EXPECT_EQ(count(wide, kSdot), 0);
+  uint64_t seed = 1000;
+  for (const char* target : {kA76, kA72}) {
+    std::vector<Task> tasks;
+    for (auto w : depthwise_dot_workloads(false)) {
+      w["weights"] = "s16";
+      tasks.push_back(Task::create("depthwise_conv2d_nchwc_u8s8s32", w, traits(target)));
+    }
+    check_under_qemu(target, tasks, seed += 10);
+  }
 }
 
 }  // namespace
