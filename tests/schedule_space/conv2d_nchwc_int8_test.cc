@@ -273,14 +273,18 @@ void check_target(const codegen::Target& target, bool expect_vnni) {
   for (const Case& c : kCases) check_case(c, target);
 }
 
-// dot_taps offered on an AVX-512 VNNI host for windows 2 to 4 wide, not on x86-64-v3.
+// dot_taps offered (and the fallback's) on an AVX-512 VNNI host for windows 2 to 4 wide, not on
+// x86-64-v3.
 TEST(DepthwiseNchwcInt8Test, HostAndX86V3AreExact) {
   for (const char* t : {"host", "llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3"}) {
     const codegen::Target target = codegen::Target::parse(t);
     const bool vnni = testing::traits_of(target).int8_dot_insn == "vpdpbusd";
     for (const Case& c : kDepthwiseCases) {
       const bool fits = c.r >= 2 && c.r <= 4;
-      EXPECT_EQ(offers_dot_taps(task_of(c, testing::traits_of(target))), vnni && fits) << t;
+      const Task task = task_of(c, testing::traits_of(target));
+      EXPECT_EQ(offers_dot_taps(task), vnni && fits) << t;
+      // The fallback runs a window row per vpdpbusd wherever the space offers it.
+      EXPECT_EQ(task.fallback_config()["dot_taps"].as_int(), vnni && fits ? 1 : 0) << t;
       check_case(c, target);
     }
   }
