@@ -44,6 +44,37 @@ llvm::Value* lane_bytes(llvm::IRBuilder<>& b, llvm::Value* v, unsigned n, bool z
 // form (a and b both rows of a byte per lane, so of one type).
 bool is_broadcast(llvm::Value* a, llvm::Value* bytes) { return a->getType() != bytes->getType(); }
 
+// A rows-form operand v (k rows of 16 bytes) as 64 bytes, the bytes past 16k zero. A load of v
+// becomes a masked load of 64 bytes (one zero-masked vmovdqu8, which cannot fault past v): a
+// 16k-byte vector that is not a power of two would otherwise be loaded in pieces and the
+// transpose lowered byte by byte.
+llvm::Value* widen_rows(llvm::IRBuilder<>& b, llvm::Value* v) {
+  const unsigned size = llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements();
+  if (size == 64) return v;
+  auto* v64 = llvm::FixedVectorType::get(b.getInt8Ty(), 64);
+  llvm::Value* zero = llvm::Constant::getNullValue(v64);
+  if (auto* load = llvm::dyn_cast<llvm::LoadInst>(v); load && load->isSimple()) {
+    std::vector<llvm::Constant*> mask(64);
+    for (unsigned i = 0; i < 64; ++i) mask[i] = b.getInt1(i < size);
+    return b.CreateMaskedLoad(v64, load->getPointerOperand(), load->getAlign(),
+                              llvm::ConstantVector::get(mask), zero);
+  }
+  std::vector<int> concat(64);
+  for (unsigned i = 0; i < 64; ++i) concat[i] = static_cast<int>(i < size ? i : size);
+  return b.CreateShuffleVector(v, llvm::Constant::getNullValue(v->getType()), concat);
+}
+
+// The rows-form operand v transposed to four bytes per lane (lane_bytes, the rows past k zero)
+// as one single-source 64-byte shuffle of widen_rows(v): one vpermb with AVX-512 VBMI.
+llvm::Value* lane_bytes_x86(llvm::IRBuilder<>& b, llvm::Value* v) {
+  const unsigned k = llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements() / 16;
+  std::vector<int> order(64);
+  for (unsigned j = 0; j < 16; ++j)
+    for (unsigned q = 0; q < 4; ++q)
+      order[4 * j + q] = static_cast<int>(q < k ? q * 16 + j : 16 * k);
+  return b.CreateShuffleVector(widen_rows(b, v), order);
+}
+
 // vpdpbusd reads its operands as 16 dwords: the four bytes of a in every dword (the broadcast),
 // b's 64 bytes as they are; in the rows form each lane's bytes of both, transposed.
 llvm::Value* emit_vpdpbusd(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a,
@@ -54,8 +85,8 @@ llvm::Value* emit_vpdpbusd(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* 
   if (is_broadcast(a, bytes)) {
     a_all = b.CreateVectorSplat(16, b.CreateBitCast(a, i32));
   } else {
-    a_all = b.CreateBitCast(lane_bytes(b, a, 16, false), v16);
-    bytes = lane_bytes(b, bytes, 16, true);
+    a_all = b.CreateBitCast(lane_bytes_x86(b, a), v16);
+    bytes = lane_bytes_x86(b, bytes);
   }
   llvm::Module* m = b.GetInsertBlock()->getModule();
   llvm::Function* f = llvm::Intrinsic::getDeclaration(m, llvm::Intrinsic::x86_avx512_vpdpbusd_512);

@@ -1,4 +1,5 @@
-// `ktune lower <template> key=value... [--config JSON]`: the lowered loop IR of one config.
+// `ktune lower <template> key=value... [--config JSON] [--asm]`: the lowered loop IR (or the
+// target assembly) of one config.
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codegen/codegen_llvm.h"
 #include "codegen/target.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
@@ -29,6 +31,7 @@ struct LowerCmdOptions {
   int64_t index = kNoIndex;  // a config index of the space
   bool reference = false;    // the plain reference schedule
   bool json = false;
+  bool assembly = false;  // the target assembly instead of the loop IR
 };
 
 void run_lower(const LowerCmdOptions& o) {
@@ -57,6 +60,10 @@ void run_lower(const LowerCmdOptions& o) {
   const schedule_space::Instantiated inst =
       o.reference ? task.reference() : task.instantiate(config);
   const te::LoweredFunc f = te::lower(inst.schedule, inst.args, o.template_name);
+  if (o.assembly) {
+    std::cout << codegen::emit_assembly(f, target);
+    return;
+  }
   if (o.json) {
     nlohmann::json j = {{"workload", task.workload_key()}, {"ir", te::to_string(f)}};
     if (!o.reference) j["config"] = config.to_json();
@@ -81,7 +88,9 @@ void add_lower(CLI::App& app) {
   auto* config = cmd->add_option("--config", o->config, "Config JSON, or @file");
   cmd->add_option("--index", o->index, "Config index in the space")->excludes(config);
   cmd->add_flag("--reference", o->reference, "Lower the plain reference schedule instead");
-  cmd->add_flag("--json", o->json, "Print JSON");
+  auto* json = cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->add_flag("--asm", o->assembly, "Print the target assembly instead of the loop IR")
+      ->excludes(json);
   cmd->callback([o] { run_lower(*o); });
 }
 

@@ -29,13 +29,38 @@ void define_depthwise_space(int64_t oh, int64_t ow, int64_t vectors, const Depth
       });
 }
 
-Config depthwise_fallback(int64_t ow, const TargetTraits& target, const ConfigSpace& space) {
-  std::vector<uint64_t> d(space.num_knobs(), 0);
+namespace {
+
+// Fallback digits: every knob at its first candidate until `set`.
+struct Digits {
+  const ConfigSpace& space;
+  std::vector<uint64_t> d = std::vector<uint64_t>(space.num_knobs(), 0);
   // Sets knob `name` (when the space has it) to the candidate closest to v.
-  const auto set = [&](const char* name, int64_t v) {
+  void set(const char* name, int64_t v) {
     const int64_t at = space.knob_position(name);
     if (at >= 0) d[static_cast<size_t>(at)] = closest_int(space.knob(static_cast<size_t>(at)), v);
-  };
+  }
+};
+
+}  // namespace
+
+Config depthwise_dot_fallback(int64_t oh, int64_t ow, const TargetTraits& target,
+                              const ConfigSpace& space) {
+  Digits g{space};
+  const int64_t rows = largest_divisor_at_most(oh, kMaxTileOh);
+  g.d[0] = closest_split(space.knob(0), {rows});
+  g.d[1] = closest_split(space.knob(1), {largest_divisor_at_most(ow, 16 / rows)});
+  g.set("unroll_s", 0);
+  g.set("parallel", target.cores > 1 ? 1 : 0);
+  g.set("unroll_r", 1);
+  g.set("dot_taps", 1);
+  return pick_fallback(space, g.d);
+}
+
+Config depthwise_fallback(int64_t ow, const TargetTraits& target, const ConfigSpace& space) {
+  Digits g{space};
+  std::vector<uint64_t>& d = g.d;
+  const auto set = [&g](const char* name, int64_t v) { g.set(name, v); };
   d[0] = closest_split(space.knob(0), {1});
   d[1] = closest_split(space.knob(1), {largest_divisor_at_most(ow, 8)});
   set("unroll_s", 1);

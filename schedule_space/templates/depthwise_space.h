@@ -36,12 +36,22 @@ void define_depthwise_space(int64_t oh, int64_t ow, int64_t vectors, const Depth
                             const TargetTraits& target, ConfigSpace& space);
 
 // One row of up to 8 columns (each weight vector of a tap feeds 8 FMAs), the window column loop
-// unrolled, parallel on more than one core; dot_taps 0 where the space has it (no figure yet
-// shows the vpdpbusd rows faster than the widening code); pad_inline and skip_taps 1 where the
+// unrolled, parallel on more than one core; dot_taps 0 where the space has it (see
+// depthwise_dot_fallback for the spaces that take dot_taps 1); pad_inline and skip_taps 1 where the
 // space has them (te skips the padding taps and runs interior tiles unguarded: measured 1.9-2.7x
 // the padded copy's speed on MobileNetV2's 3x3 layers, stride 1 and 2, one core, where the copy
 // costs as much as the FMAs).
 Config depthwise_fallback(int64_t ow, const TargetTraits& target, const ConfigSpace& space);
+
+// The fallback of a space whose dot_taps runs a window row per dot instruction (dot_taps 1):
+// up to 16 accumulators as the largest divisor of the output rows up to 4 by the largest divisor
+// of the columns that fills them, the window rows unrolled (the output rows of the tile that
+// read an input row share its load and transpose), unroll_s 0, parallel on more than one core;
+// measured 1.4-1.9x depthwise_fallback's speed on MobileNetV2's 3x3 layers (vpdpbusd, one
+// thread, int32 output), where the widening code runs 16 multiply-adds per instruction and a
+// row's dot 48.
+Config depthwise_dot_fallback(int64_t oh, int64_t ow, const TargetTraits& target,
+                              const ConfigSpace& space);
 
 // Schedules the output stage `out` [N][C/b][OH][OW][b] and its accumulator `acc` (reduction
 // axes r, s) as the config says: the register tile's (y, x) accumulators unrolled and the block

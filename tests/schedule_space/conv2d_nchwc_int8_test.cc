@@ -59,6 +59,7 @@ const Case kDepthwiseCases[] = {
     {1, 40, 7, 7, 40, 3, 1, 1, 0, "u8", false, false, true},
     {1, 16, 7, 6, 16, 2, 2, 1, 0, "s32", false, false, true},
     {1, 24, 9, 8, 24, 4, 1, 1, 5, "u8", true, false, true},
+    {1, 20, 8, 7, 20, 3, 1, 1, 200, "s32", false, false, true},
 };
 
 Task task_of(const Case& c, const TargetTraits& traits) {
@@ -272,14 +273,18 @@ void check_target(const codegen::Target& target, bool expect_vnni) {
   for (const Case& c : kCases) check_case(c, target);
 }
 
-// dot_taps offered on an AVX-512 VNNI host for windows 2 to 4 wide, not on x86-64-v3.
+// dot_taps offered (and the fallback's) on an AVX-512 VNNI host for windows 2 to 4 wide, not on
+// x86-64-v3.
 TEST(DepthwiseNchwcInt8Test, HostAndX86V3AreExact) {
   for (const char* t : {"host", "llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3"}) {
     const codegen::Target target = codegen::Target::parse(t);
     const bool vnni = testing::traits_of(target).int8_dot_insn == "vpdpbusd";
     for (const Case& c : kDepthwiseCases) {
       const bool fits = c.r >= 2 && c.r <= 4;
-      EXPECT_EQ(offers_dot_taps(task_of(c, testing::traits_of(target))), vnni && fits) << t;
+      const Task task = task_of(c, testing::traits_of(target));
+      EXPECT_EQ(offers_dot_taps(task), vnni && fits) << t;
+      // The fallback runs a window row per vpdpbusd wherever the space offers it.
+      EXPECT_EQ(task.fallback_config()["dot_taps"].as_int(), vnni && fits ? 1 : 0) << t;
       check_case(c, target);
     }
   }
@@ -305,8 +310,12 @@ TEST(DepthwiseNchwcInt8Test, DotTapsWithoutVnniAreExact) {
     ASSERT_GE(dot.size(), 4u) << task.workload_key();
     const Instantiated inst = task.instantiate(dot[0]);
     const te::LoweredFunc lowered = te::lower(inst.schedule, inst.args, "k");
-    EXPECT_NE(codegen::emit_assembly(lowered, vnni).find("vpdpbusd"), std::string::npos)
-        << task.workload_key();
+    const std::string vnni_asm = codegen::emit_assembly(lowered, vnni);
+    EXPECT_NE(vnni_asm.find("vpdpbusd"), std::string::npos) << task.workload_key();
+    // A row's bytes are transposed by one vpermb of a masked 64-byte load, never byte by byte
+    // (LLVM's lowering of a 48-byte shuffle).
+    EXPECT_NE(vnni_asm.find("vpermb"), std::string::npos) << task.workload_key();
+    EXPECT_EQ(vnni_asm.find("vpinsrb"), std::string::npos) << task.workload_key();
     for (const char* key : others) {
       const codegen::Target t = codegen::Target::parse(key);
       ASSERT_EQ(testing::traits_of(t).int8_dot_insn, "") << key;
