@@ -5,12 +5,14 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "baselines/placed_memories.h"
 #include "codegen/runtime.h"
 #include "support/error.h"
 #include "te/host_buffer.h"
@@ -21,11 +23,10 @@ namespace {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-// Memory of `desc` with arbitrary contents (the time does not depend on the values).
-dnnl::memory filled(const dnnl::memory::desc& desc, const dnnl::engine& eng) {
-  dnnl::memory m(desc, eng);
+// Fills m with arbitrary contents (the time does not depend on the values).
+dnnl::memory filled(dnnl::memory m) {
   auto* p = static_cast<float*>(m.get_data_handle());
-  const size_t n = desc.get_size() / sizeof(float);
+  const size_t n = m.get_desc().get_size() / sizeof(float);
   for (size_t i = 0; i < n; ++i) p[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
   return m;
 }
@@ -68,12 +69,15 @@ LibraryOp conv_op(const schedule_space::WorkloadArgs& a, bool depthwise) {
   struct State {
     dnnl::engine eng;
     dnnl::stream strm;
+    PlacedMemories placed;
     dnnl::memory s, w, d;
     dnnl::convolution_forward conv;
   };
-  auto p = std::make_shared<State>(
-      State{eng, dnnl::stream(eng), filled(pd.src_desc(), eng), filled(pd.weights_desc(), eng),
-            dnnl::memory(pd.dst_desc(), eng), dnnl::convolution_forward(pd)});
+  auto p = std::make_shared<State>(State{eng, dnnl::stream(eng), {}, {}, {}, {}, {}});
+  p->s = filled(p->placed.make(pd.src_desc(), eng));
+  p->w = filled(p->placed.make(pd.weights_desc(), eng));
+  p->d = p->placed.make(pd.dst_desc(), eng);
+  p->conv = dnnl::convolution_forward(pd);
   return {onednn_name(pd.impl_info_str()), layout_name(pd.src_desc()), [p] {
             p->conv.execute(p->strm,
                             {{DNNL_ARG_SRC, p->s}, {DNNL_ARG_WEIGHTS, p->w}, {DNNL_ARG_DST, p->d}});
@@ -98,12 +102,14 @@ LibraryOp pool_op(const schedule_space::WorkloadArgs& a, bool max) {
   struct State {
     dnnl::engine eng;
     dnnl::stream strm;
+    PlacedMemories placed;
     dnnl::memory s, d;
     dnnl::pooling_forward pool;
   };
-  auto p =
-      std::make_shared<State>(State{eng, dnnl::stream(eng), filled(pd.src_desc(), eng),
-                                    dnnl::memory(pd.dst_desc(), eng), dnnl::pooling_forward(pd)});
+  auto p = std::make_shared<State>(State{eng, dnnl::stream(eng), {}, {}, {}, {}});
+  p->s = filled(p->placed.make(pd.src_desc(), eng));
+  p->d = p->placed.make(pd.dst_desc(), eng);
+  p->pool = dnnl::pooling_forward(pd);
   return {onednn_name(pd.impl_info_str()), "nchw", [p] {
             p->pool.execute(p->strm, {{DNNL_ARG_SRC, p->s}, {DNNL_ARG_DST, p->d}});
             p->strm.wait();
@@ -115,28 +121,35 @@ LibraryOp pool_op(const schedule_space::WorkloadArgs& a, bool max) {
 LibraryOp gemm_op(const schedule_space::WorkloadArgs& a, bool b_transposed) {
   const int M = static_cast<int>(a.get_int("M")), N = static_cast<int>(a.get_int("N")),
             K = static_cast<int>(a.get_int("K"));
+  // Placed as the tuned kernel's buffers (support/placed_buffer.h).
   struct Buffers {
-    std::vector<float> A, B, C;
+    PlacedBuffer a, b, c;
+    float* A() const { return static_cast<float*>(a.get()); }
+    float* B() const { return static_cast<float*>(b.get()); }
+    float* C() const { return static_cast<float*>(c.get()); }
   };
-  auto b = std::make_shared<Buffers>(Buffers{std::vector<float>(static_cast<size_t>(M) * K, 0.5f),
-                                             std::vector<float>(static_cast<size_t>(K) * N, 0.25f),
-                                             std::vector<float>(static_cast<size_t>(M) * N)});
+  const auto floats = [](int64_t n, float v) {
+    PlacedBuffer p = make_placed(n * 4);
+    std::fill_n(static_cast<float*>(p.get()), n, v);
+    return p;
+  };
+  auto b = std::make_shared<Buffers>(Buffers{
+      floats(int64_t{M} * K, 0.5f), floats(int64_t{K} * N, 0.25f), floats(int64_t{M} * N, 0)});
   const std::string core = std::string("OpenBLAS ") + openblas_get_corename();
   if (M == 1) {
     // y[N] = x[K] B: B^T x for B [K,N], B x for B [N,K].
     return {core + " sgemv", "row-major", [b, N, K, b_transposed] {
               if (b_transposed)
-                cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, b->B.data(), K, b->A.data(), 1,
-                            0.0f, b->C.data(), 1);
+                cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, b->B(), K, b->A(), 1, 0.0f,
+                            b->C(), 1);
               else
-                cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, b->B.data(), N, b->A.data(), 1,
-                            0.0f, b->C.data(), 1);
+                cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, b->B(), N, b->A(), 1, 0.0f,
+                            b->C(), 1);
             }};
   }
   return {core + " sgemm", "row-major", [b, M, N, K, b_transposed] {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, M, N,
-                        K, 1.0f, b->A.data(), K, b->B.data(), b_transposed ? K : N, 0.0f,
-                        b->C.data(), N);
+                        K, 1.0f, b->A(), K, b->B(), b_transposed ? K : N, 0.0f, b->C(), N);
           }};
 }
 

@@ -16,7 +16,7 @@ OnednnMatmul::OnednnMatmul(int64_t M, int64_t N, int64_t K, dt src, dt weights, 
   a_ = dnnl::memory(a_md, eng_, a);
   c_ = dnnl::memory(c_md, eng_, c);
   dnnl::memory b_user({{K, N}, weights, tag::ab}, eng_, b);
-  b_ = dnnl::memory(pd.weights_desc(), eng_);
+  b_ = placed_.make(pd.weights_desc(), eng_);
   dnnl::reorder(b_user, b_).execute(strm_, b_user, b_);
   strm_.wait();
   prim_ = dnnl::matmul(pd);
@@ -43,9 +43,9 @@ OnednnConv::OnednnConv(const dnnl::memory::dims& x_dims, const dnnl::memory::dim
   dnnl::memory x_user({x_dims, dt::u8, tag::nchw}, eng_, x),
       w_user({w_dims, dt::s8, w_tag}, eng_, w);
   o_user_ = dnnl::memory({o_dims, dt::s32, tag::nchw}, eng_, o);
-  x_ = dnnl::memory(pd.src_desc(), eng_);
-  w_ = dnnl::memory(pd.weights_desc(), eng_);
-  o_ = dnnl::memory(pd.dst_desc(), eng_);
+  x_ = placed_.make(pd.src_desc(), eng_);
+  w_ = placed_.make(pd.weights_desc(), eng_);
+  o_ = placed_.make(pd.dst_desc(), eng_);
   dnnl::reorder(x_user, x_).execute(strm_, x_user, x_);
   dnnl::reorder(w_user, w_).execute(strm_, w_user, w_);
   strm_.wait();

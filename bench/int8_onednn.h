@@ -7,10 +7,13 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "baselines/placed_memories.h"
+
 namespace ktune::bench {
 
 // oneDNN's matmul C[M,N] = A[M,K] B[K,N] (row-major, of the given types) on the caller's
-// buffers, its weights reordered once to the format it asks for (here, untimed).
+// buffers, its weights reordered once (into a buffer placed as the caller's should be,
+// support/placed_buffer.h) to the format it asks for (here, untimed).
 class OnednnMatmul {
  public:
   OnednnMatmul(int64_t M, int64_t N, int64_t K, dnnl::memory::data_type src,
@@ -24,6 +27,7 @@ class OnednnMatmul {
  private:
   dnnl::engine eng_;
   dnnl::stream strm_;
+  baselines::PlacedMemories placed_;  // b_'s buffer
   dnnl::memory a_, b_, c_;
   dnnl::matmul prim_;
   std::string impl_;
@@ -46,6 +50,7 @@ class OnednnConv {
  private:
   dnnl::engine eng_;
   dnnl::stream strm_;
+  baselines::PlacedMemories placed_;  // x_'s, w_'s and o_'s buffers
   dnnl::memory x_, w_, o_, o_user_;
   dnnl::convolution_forward prim_;
   std::string impl_;

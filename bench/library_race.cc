@@ -26,6 +26,7 @@
 #include "rpc_runner/runner/local_runner.h"
 #include "rpc_runner/runner/reference.h"
 #include "support/error.h"
+#include "support/placed_buffer.h"
 #include "tuner/model_based_tuner.h"
 #include "tuner/tune.h"
 
@@ -99,14 +100,11 @@ std::vector<void*> pointers(const std::vector<std::unique_ptr<Bytes>>& bufs) {
 }
 
 Bytes::Bytes(size_t n)
-    : n(n),
-      p(static_cast<uint8_t*>(std::aligned_alloc(64, (std::max<size_t>(n, 1) + 63) / 64 * 64))) {}
+    : n(n), p(static_cast<uint8_t*>(allocate_placed(static_cast<int64_t>(n), 64))) {}
 Bytes::~Bytes() { std::free(p); }
 
 AlignedFloats::AlignedFloats(size_t n)
-    : n(n),
-      p(static_cast<float*>(
-          std::aligned_alloc(64, (std::max<size_t>(n, 1) * sizeof(float) + 63) / 64 * 64))) {}
+    : n(n), p(static_cast<float*>(allocate_placed(static_cast<int64_t>(n * sizeof(float)), 64))) {}
 AlignedFloats::~AlignedFloats() { std::free(p); }
 
 void fill_random(AlignedFloats& a, uint64_t seed) {

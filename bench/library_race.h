@@ -15,7 +15,8 @@
 
 namespace ktune::bench {
 
-// 64-byte aligned floats (the kernel ABI); std::vector's are not aligned enough.
+// 64-byte aligned floats (the kernel ABI), a large buffer on huge pages (support/placed_buffer.h);
+// std::vector's are not aligned enough.
 struct AlignedFloats {
   explicit AlignedFloats(size_t n);
   ~AlignedFloats();
@@ -25,7 +26,7 @@ struct AlignedFloats {
   float* p;
 };
 
-// 64-byte aligned bytes (the kernel ABI) of any element type.
+// 64-byte aligned bytes (the kernel ABI) of any element type, placed as AlignedFloats.
 struct Bytes {
   explicit Bytes(size_t n);
   ~Bytes();

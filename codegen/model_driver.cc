@@ -2,8 +2,6 @@
 // library needs no C compiler at build time and cross-compiles like its kernels.
 #include "codegen/model_driver.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
@@ -374,25 +372,6 @@ class DriverWriter {
 };
 
 }  // namespace
-
-ModelBufferPlacement model_buffer_placement(int64_t bytes) {
-  ModelBufferPlacement p;
-  p.huge = bytes >= kModelHugePage;
-  p.align = p.huge ? kModelHugePage : kModelPageAlign;
-  p.size = std::max<int64_t>(p.align, (bytes + p.align - 1) / p.align * p.align);
-  return p;
-}
-
-void* allocate_model_buffer(int64_t bytes) {
-  const ModelBufferPlacement p = model_buffer_placement(bytes);
-  void* b = std::aligned_alloc(static_cast<size_t>(p.align), static_cast<size_t>(p.size));
-  if (!b)
-    throw Error(ErrorKind::kIo,
-                "out of memory for a model buffer of " + std::to_string(bytes) + " bytes");
-  // Advice only: a kernel without transparent huge pages refuses it, and the buffer still works.
-  if (p.huge) (void)madvise(b, static_cast<size_t>(p.size), kMadvHugePage);
-  return b;
-}
 
 uint64_t weights_hash(const std::vector<uint8_t>& bytes) {
   uint64_t h = kFnvOffset;

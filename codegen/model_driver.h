@@ -8,6 +8,7 @@
 
 #include "codegen/artifact.h"
 #include "codegen/target.h"
+#include "support/placed_buffer.h"
 
 namespace ktune::codegen {
 
@@ -47,26 +48,23 @@ struct DriverSpec {
 // estimate taken in ktune's process and a linked program disagreed by that much.
 inline constexpr int64_t kModelPageAlign = 4096;
 
-// A buffer of at least this size starts on a 2 MiB boundary and is advised to transparent huge
-// pages (madvise MADV_HUGEPAGE) before its first touch; embedded weights that large are copied
-// into such a buffer at create. ResNet-18's 46 MB of weights over 4 KiB pages miss the TLB: on huge
-// pages its layers ran 3% faster, and their sum moved by 2% across processes instead of 5%.
-inline constexpr int64_t kModelHugePage = int64_t{2} << 20;
+// A model buffer of kModelHugePage bytes or more is placed on huge pages by the rule every
+// timed or shipped buffer follows (support/placed_buffer.h); embedded weights that large are
+// copied into such a buffer at create. ResNet-18's 46 MB of weights over 4 KiB pages miss the TLB.
+inline constexpr int64_t kModelHugePage = kHugePageBytes;
 
-// How a model buffer of `bytes` is placed (the driver's create and ktune's own copies alike).
-struct ModelBufferPlacement {
-  int64_t align = kModelPageAlign;  // where it starts
-  int64_t size = kModelPageAlign;   // what is allocated: a whole number of align, at least one
-  bool huge = false;                // advised to huge pages
-};
-ModelBufferPlacement model_buffer_placement(int64_t bytes);
+// How a model buffer of `bytes` is placed (the driver's create and ktune's own copies alike): the
+// shared rule with the page as the smallest alignment.
+using ModelBufferPlacement = BufferPlacement;
+inline ModelBufferPlacement model_buffer_placement(int64_t bytes) {
+  return buffer_placement(bytes, kModelPageAlign);
+}
 
 // An uninitialised buffer of `bytes`, placed and advised as the driver's (before anything touches
 // it); free() it. Throws Error(kIo) when out of memory.
-void* allocate_model_buffer(int64_t bytes);
-
-// madvise's MADV_HUGEPAGE on Linux (x86-64 and AArch64 alike), which the driver calls.
-inline constexpr int kMadvHugePage = 14;
+inline void* allocate_model_buffer(int64_t bytes) {
+  return allocate_placed(bytes, kModelPageAlign);
+}
 
 // FNV-1a (64-bit) of bytes: the check of an external weights file against the model it was built
 // for.

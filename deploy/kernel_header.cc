@@ -182,7 +182,10 @@ std::string kernel_header(const std::string& symbol, const codegen::Artifact& ar
     << " * source:   " << comment_safe(provenance.source) << "\n"
     << " *\n"
     << " * Arguments, in call order (dense, row-major; every buffer " << kKernelBufferAlignment
-    << "-byte aligned, e.g. aligned_alloc(" << kKernelBufferAlignment << ", bytes)):\n";
+    << "-byte aligned, e.g. aligned_alloc(" << kKernelBufferAlignment
+    << ", bytes); ktune timed one\n"
+    << " * of 2 MiB or more on a 2 MiB boundary advised to huge pages, madvise(p, size,\n"
+    << " * MADV_HUGEPAGE) before its first touch):\n";
   for (size_t i = 0; i < n; ++i) {
     const auto& a = artifact.signature[i];
     h << " *   " << i << " " << comment_safe(params[i]) << ": " << shape_text(a) << ", "

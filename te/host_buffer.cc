@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "support/error.h"
+#include "support/placed_buffer.h"
 #include "te/scalar_ops.h"
 
 namespace ktune::te {
@@ -21,11 +22,10 @@ HostBuffer::HostBuffer(std::vector<int64_t> shape, DataType dtype)
     if (d < 0) throw Error(ErrorKind::kInvalidArgument, "HostBuffer with a negative extent");
     n_ *= d;
   }
-  size_t bytes = (static_cast<size_t>(n_) * dtype.bytes() + 63) / 64 * 64;
-  if (bytes == 0) bytes = 64;
-  void* p = std::aligned_alloc(64, bytes);
-  if (!p) throw Error(ErrorKind::kInternal, "HostBuffer: out of memory");
-  std::memset(p, 0, bytes);
+  // Placed as every buffer a kernel is timed with (a large one on huge pages).
+  const BufferPlacement placed = buffer_placement(n_ * dtype.bytes(), 64);
+  void* p = allocate_placed(n_ * dtype.bytes(), 64);
+  std::memset(p, 0, static_cast<size_t>(placed.size));
   data_.reset(p);
 }
 

@@ -18,26 +18,27 @@
 #include "codegen/shared_object.h"
 #include "rpc_runner/runner/input_data.h"
 #include "rpc_runner/runner/runner_protocol.h"
+#include "support/placed_buffer.h"
 
 namespace ktune::rpc_runner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A 64-byte aligned byte buffer (the kernel ABI's alignment).
+// A 64-byte aligned byte buffer (the kernel ABI's alignment), a large one on huge pages as a
+// model's weights and arena are (support/placed_buffer.h): what is timed is what ships.
 struct Buffer {
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, Free> data;
+  PlacedBuffer data;
   size_t bytes = 0;
 
   explicit Buffer(size_t n) : bytes(n) {
-    size_t rounded = std::max<size_t>(64, (n + 63) / 64 * 64);
-    data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
-    if (!data)
-      throw Error(ErrorKind::kRun, "out of memory allocating " + std::to_string(n) + " bytes");
+    try {
+      data = make_placed(static_cast<int64_t>(n));
+    } catch (const Error& e) {
+      throw Error(ErrorKind::kRun, e.what());
+    }
   }
+  uint8_t* get() const { return static_cast<uint8_t*>(data.get()); }
 };
 
 struct Workspace {
@@ -54,10 +55,10 @@ Workspace prepare(const std::vector<uint8_t>& blob, uint64_t seed) {
     ws.buffers.emplace_back(static_cast<size_t>(spec.num_elements() * spec.element_bytes()));
     Buffer& b = ws.buffers.back();
     if (spec.is_output)
-      std::memset(b.data.get(), 0xFF, b.bytes);  // NaN / -1: an unwritten output is caught
+      std::memset(b.get(), 0xFF, b.bytes);  // NaN / -1: an unwritten output is caught
     else
-      fill_input(b.data.get(), b.bytes, spec.dtype, seed, i);
-    ws.args.push_back(b.data.get());
+      fill_input(b.get(), b.bytes, spec.dtype, seed, i);
+    ws.args.push_back(b.get());
   }
   return ws;
 }
@@ -102,10 +103,10 @@ std::string compare(const std::string& dtype, const Buffer& got, const std::vect
                     double rtol, double atol) {
   if (got.bytes != ref.size()) return "output size differs from the reference";
   if (dtype == "float32")
-    return compare_typed<float>(got.data.get(), ref.data(), ref.size(), rtol, atol, true);
+    return compare_typed<float>(got.get(), ref.data(), ref.size(), rtol, atol, true);
   if (dtype == "float64")
-    return compare_typed<double>(got.data.get(), ref.data(), ref.size(), rtol, atol, true);
-  if (std::memcmp(got.data.get(), ref.data(), ref.size()) == 0) return "";
+    return compare_typed<double>(got.get(), ref.data(), ref.size(), rtol, atol, true);
+  if (std::memcmp(got.get(), ref.data(), ref.size()) == 0) return "";
   return "integer output differs from the reference";
 }
 
@@ -152,7 +153,7 @@ class Service {
     for (size_t i = 0; i < ws.buffers.size(); ++i) {
       if (!ref.signature[i].is_output) continue;
       const Buffer& b = ws.buffers[i];
-      ref.outputs.emplace_back(b.data.get(), b.data.get() + b.bytes);
+      ref.outputs.emplace_back(b.get(), b.get() + b.bytes);
     }
     references_[request.reference_key] = std::move(ref);
   }

@@ -97,7 +97,8 @@ struct Tensors {
   }
 };
 
-// I[N][C/icb][H][W][icb], U[alpha][alpha][K/ocb][C/icb][icb][ocb], bias[K/ocb][ocb], residual
+// I[N][C/icb][H][W][icb], U[alpha][alpha][K/ub][C/icb][icb][ub] (winograd_weight_shape),
+// bias[K/ocb][ocb], residual
 // and O [N][K/ocb][OH][OW][ocb] (blocks rounded up as in conv2d_nchwc: the reduction runs over
 // exactly C channels, output lanes past K are zeros). Tile t = (n * tiles_h + ty) * tiles_w + tx.
 Tensors make_tensors(const WorkloadArgs& a) {
@@ -142,12 +143,16 @@ Tensors make_tensors(const WorkloadArgs& a) {
   const te::Tensor v = t.v, u = t.u;
   const te::IterVar rc = te::reduce_axis({0, sh.c}, "rc");
   const te::Expr icb(sh.icb);
+  // Oc block kb's lanes in U's rows of ub = pair * ocb lanes (winograd_u_block).
+  const int64_t pair = winograd_u_block(sh.k, sh.ocb) / sh.ocb;
   t.prod = te::compute(
       {al, al, sh.kblocks(), tiles, sh.ocb},
       [&](te::Var e, te::Var nu, te::Var kb, te::Var p, te::Var l) {
-        return te::sum(
-            u(e, nu, kb, rc.var / icb, rc.var % icb, l) * v(e, nu, rc.var / icb, p, rc.var % icb),
-            {rc});
+        const te::Expr row = pair == 1 ? te::Expr(kb) : kb / te::Expr(pair);
+        const te::Expr lane = pair == 1 ? te::Expr(l) : kb % te::Expr(pair) * te::Expr(sh.ocb) + l;
+        return te::sum(u(e, nu, row, rc.var / icb, rc.var % icb, lane) *
+                           v(e, nu, rc.var / icb, p, rc.var % icb),
+                       {rc});
       },
       "winograd_m");
   const te::Tensor prod = t.prod;
@@ -215,8 +220,9 @@ void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, C
       });
 }
 
-// Two k blocks (each broadcast feeds two FMAs) and as many tiles as the accumulator budget
-// leaves, all input channels in one pass, padding done once, k blocks outside the tiles.
+// Two k blocks (each broadcast feeds two FMAs; a row of U when they pair up) and as many tiles
+// as the accumulator budget leaves (the widest split within it: the closest one may exceed it), all
+// input channels in one pass, padding done once, k blocks outside the tiles.
 Config fallback(const Shape& sh, int dtype_bits, const TargetTraits& target,
                 const ConfigSpace& space) {
   const int64_t vectors = vectors_per_block(sh.ocb, target.vector_lanes(dtype_bits));
@@ -225,7 +231,7 @@ Config fallback(const Shape& sh, int dtype_bits, const TargetTraits& target,
   const int64_t pi = std::clamp<int64_t>(budget, 1, kMaxTileP);
   std::vector<uint64_t> d(space.num_knobs(), 0);
   d[0] = closest_split(space.knob(0), {ki});
-  d[1] = closest_split(space.knob(1), {std::min(pi, sh.tiles())});
+  d[1] = widest_split_at_most(space.knob(1), std::min(pi, sh.tiles()));
   d[2] = closest_split(space.knob(2), {sh.cblocks()});
   d[3] = closest_int(space.knob(3), 0);
   d[4] = closest_int(space.knob(4), 0);
@@ -315,8 +321,9 @@ void register_conv_winograd_nchwc_template(TemplateRegistry& r) {
   d.name = kName;
   d.doc =
       "Winograd F(m x m, 3 x 3) conv2d on conv2d_nchwc's layouts: O[N,K/ocb,OH,OW,ocb] from "
-      "I[N,C/icb,H,W,icb] and transformed weights U[alpha,alpha,K/ocb,C/icb,icb,ocb] "
-      "(alpha = m + 2, U = G g G^T from winograd_transform_weights); 3x3, stride 1, dilation 1; "
+      "I[N,C/icb,H,W,icb] and transformed weights U[alpha,alpha,K/ub,C/icb,icb,ub] "
+      "(alpha = m + 2, ub = 2 ocb for an even number of oc blocks else ocb, U = G g G^T from "
+      "winograd_transform_weights); 3x3, stride 1, dilation 1; "
       "epilogue as conv2d_nchwc; FLOPs are the direct convolution's. m is a workload argument, "
       "not a knob (U's shape depends on it): a model tries one task per m and keeps the fastest";
   d.args = {

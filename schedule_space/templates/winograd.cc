@@ -98,12 +98,17 @@ const WinogradMatrices& winograd_matrices(int64_t m) {
   }
 }
 
+int64_t winograd_u_block(int64_t k, int64_t oc_block) {
+  return ceil_div(k, oc_block) % 2 == 0 ? 2 * oc_block : oc_block;
+}
+
 std::vector<int64_t> winograd_weight_shape(int64_t k, int64_t c, int64_t m, int64_t ic_block,
                                            int64_t oc_block) {
   const int64_t alpha = winograd_matrices(m).alpha;
   if (k < 1 || c < 1 || ic_block < 1 || oc_block < 1)
     throw Error(ErrorKind::kInvalidArgument, "winograd: channels and blocks must be positive");
-  return {alpha, alpha, ceil_div(k, oc_block), ceil_div(c, ic_block), ic_block, oc_block};
+  const int64_t ub = winograd_u_block(k, oc_block);
+  return {alpha, alpha, ceil_div(k, ub), ceil_div(c, ic_block), ic_block, ub};
 }
 
 std::vector<float> winograd_transform_weights(const float* weights, int64_t k, int64_t c, int64_t m,
@@ -115,8 +120,8 @@ std::vector<float> winograd_transform_weights(const WinogradMatrices& w, const f
                                               int64_t k, int64_t c, int64_t ic_block,
                                               int64_t oc_block) {
   const std::vector<int64_t> shape = winograd_weight_shape(k, c, w.m, ic_block, oc_block);
-  const int64_t a = w.alpha, kblocks = shape[2], cblocks = shape[3];
-  std::vector<float> u(static_cast<size_t>(a * a * kblocks * cblocks * ic_block * oc_block), 0.0f);
+  const int64_t a = w.alpha, krows = shape[2], cblocks = shape[3], ub = shape[5];
+  std::vector<float> u(static_cast<size_t>(a * a * krows * cblocks * ic_block * ub), 0.0f);
   std::vector<double> gg(static_cast<size_t>(a * 3));  // G g, alpha x 3
   for (int64_t ko = 0; ko < k; ++ko) {
     for (int64_t ci = 0; ci < c; ++ci) {
@@ -132,10 +137,10 @@ std::vector<float> winograd_transform_weights(const WinogradMatrices& w, const f
           double acc = 0;
           for (int64_t s = 0; s < 3; ++s) acc += gg[e * 3 + s] * w.g_at(n, s);
           const int64_t at =
-              ((((e * a + n) * kblocks + ko / oc_block) * cblocks + ci / ic_block) * ic_block +
+              ((((e * a + n) * krows + ko / ub) * cblocks + ci / ic_block) * ic_block +
                ci % ic_block) *
-                  oc_block +
-              ko % oc_block;
+                  ub +
+              ko % ub;
           u[static_cast<size_t>(at)] = static_cast<float>(acc);
         }
     }

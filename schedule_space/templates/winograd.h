@@ -24,8 +24,15 @@ struct WinogradMatrices {
 // The matrices of F(m, 3) for m in {2, 4, 6}; throws Error(kInvalidArgument) for another m.
 const WinogradMatrices& winograd_matrices(int64_t m);
 
-// The shape of U for K output and C input channels in blocks of oc_block and ic_block:
-// [alpha][alpha][ceil(K/ocb)][ceil(C/icb)][icb][ocb].
+// The output channels in one row of U: two oc blocks when the blocks pair up (an even number of
+// them), else one. A product's register tile of two oc blocks then reads one contiguous row per
+// input channel, one stream instead of two 32 KiB apart: on ResNet-18's 7x7 C512 layer, whose U
+// (16.8 MB for F(2x2)) streams from memory, the product ran 10-15% faster so.
+int64_t winograd_u_block(int64_t k, int64_t oc_block);
+
+// The shape of U for K output and C input channels in blocks of oc_block and ic_block, with
+// ub = winograd_u_block(K, oc_block): [alpha][alpha][ceil(K/ub)][ceil(C/icb)][icb][ub]. Output
+// channel o sits in row o / ub at lane o % ub.
 std::vector<int64_t> winograd_weight_shape(int64_t k, int64_t c, int64_t m, int64_t ic_block,
                                            int64_t oc_block);
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "codegen/shared_object.h"
+#include "tests/support/huge_pages.h"
 
 namespace ktune::codegen {
 namespace {
@@ -41,30 +42,8 @@ std::vector<uint8_t> pattern(int64_t bytes) {
   return v;
 }
 
-// Whether the mapping holding p carries madvise(MADV_HUGEPAGE) ("hg" in its VmFlags).
-bool advised_huge(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    uintptr_t lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
-      inside = lo <= at && at < hi;
-    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
-      std::istringstream flags(line.substr(8));
-      std::string f;
-      while (flags >> f)
-        if (f == "hg") return true;
-      return false;
-    }
-  }
-  return false;
-}
-
-bool kernel_has_huge_pages() {
-  return std::filesystem::exists("/sys/kernel/mm/transparent_hugepage/enabled");
-}
+using testing::advised_huge;
+using testing::kernel_has_huge_pages;
 
 // A model library with no kernel calls: only its create, run and destroy.
 struct Library {

@@ -99,8 +99,14 @@ TEST(Winograd, FlopsAreTheDirectConvolutionsAndUIsTheWeightArgument) {
   EXPECT_DOUBLE_EQ(task.flop(), 2.0 * 64 * 56 * 56 * 64 * 9);
   const ComputeDef def = task.template_def().compute(task.args());
   ASSERT_EQ(def.args.size(), 3u);
-  EXPECT_EQ(def.args[1].shape(), (std::vector<int64_t>{8, 8, 4, 4, 16, 16}));
+  // Four oc blocks pair up: two rows of 32 output channels each.
+  EXPECT_EQ(def.args[1].shape(), (std::vector<int64_t>{8, 8, 2, 4, 16, 32}));
   EXPECT_EQ(def.args[1].shape(), templates::winograd_weight_shape(64, 64, 6, 16, 16));
+  // Three do not: a row per oc block.
+  EXPECT_EQ(templates::winograd_weight_shape(48, 64, 2, 16, 16),
+            (std::vector<int64_t>{4, 4, 3, 4, 16, 16}));
+  EXPECT_EQ(templates::winograd_u_block(33, 16), 16);
+  EXPECT_EQ(templates::winograd_u_block(64, 8), 16);
   EXPECT_EQ(def.args[2].shape(), (std::vector<int64_t>{1, 4, 56, 56, 16}));
 }
 
@@ -178,12 +184,14 @@ Problem::Problem(const Case& c, const Task& task, const WinogradMatrices& wm) {
   const std::vector<float> uw =
       templates::winograd_transform_weights(wm, wt.data(), c.k, c.c, icb, ocb);
   EXPECT_EQ(static_cast<int64_t>(uw.size()), bufs[1].num_elements());
-  const int64_t cbs = (c.c + icb - 1) / icb, kbs = (c.k + ocb - 1) / ocb;
+  // U's rows hold ub output channels (two oc blocks when they pair up).
+  const int64_t ub = templates::winograd_u_block(c.k, ocb);
+  const int64_t cbs = (c.c + icb - 1) / icb, krows = (c.k + ub - 1) / ub;
   for (int64_t en = 0; en < wm.alpha * wm.alpha; ++en)
     for (int64_t k = 0; k < c.k; ++k)
       for (int64_t ch = 0; ch < c.c; ++ch) {
         const int64_t at =
-            (((en * kbs + k / ocb) * cbs + ch / icb) * icb + ch % icb) * ocb + k % ocb;
+            (((en * krows + k / ub) * cbs + ch / icb) * icb + ch % icb) * ub + k % ub;
         bufs[1].set(at, uw[at]);
       }
   size_t next = 2;
@@ -245,7 +253,8 @@ double worst_error(const Case& c, int64_t m, const WinogradMatrices& wm,
 std::vector<Case> cases_for(int64_t m) {
   const std::string ms = "m=" + std::to_string(m);
   return {
-      // H, W not multiples of m; C and K not multiples of the blocks.
+      // H, W not multiples of m; C and K not multiples of the blocks (two oc blocks: U's rows
+      // pair them).
       {{"C=20", "H=11", "W=13", "K=21", "pad=1", "ic_block=8", "oc_block=16", ms,
         "epilogue=bias_relu"},
        20,
@@ -264,6 +273,8 @@ std::vector<Case> cases_for(int64_t m) {
        "bias_add_relu"},
       // Exact tiles with padding, default blocks, a wide reduction (the error grows with C).
       {{"C=128", "H=10", "W=10", "K=32", "pad=1", ms}, 128, 32, 10, 10, 1, "none"},
+      // Three oc blocks (the last one partial): U's rows are not paired.
+      {{"C=16", "H=6", "W=7", "K=40", "pad=1", ms}, 16, 40, 6, 7, 1, "none"},
   };
 }
 
