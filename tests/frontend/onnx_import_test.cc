@@ -91,23 +91,31 @@ ModelTasks without_alternatives(const ModelTasks& all) {
 
 void expect_resnet18_tasks(const ModelTasks& all, int64_t n) {
   // Each of the 8 workloads of 3x3 stride-1 convs has Winograd as another algorithm, right after
-  // it, with its count, its layers and its (direct) FLOPs.
+  // it, with its count, its layers and its (direct) FLOPs: F(4x4) on outputs of 14 and more, and
+  // F(2x2) then F(4x4) on the 7x7 outputs.
   int alternatives = 0;
+  size_t primary = 0;
   for (size_t i = 0; i < all.tasks.size(); ++i) {
     const ModelTask& t = all.tasks[i];
-    if (!t.alternative_of) continue;
+    if (!t.alternative_of) {
+      primary = i;
+      continue;
+    }
     ++alternatives;
-    ASSERT_EQ(*t.alternative_of, i - 1) << t.key();
-    const ModelTask& of = all.tasks[i - 1];
+    ASSERT_EQ(*t.alternative_of, primary) << t.key();
+    const ModelTask& of = all.tasks[primary];
     EXPECT_EQ(t.template_name, "conv2d_winograd_nchwc");
     EXPECT_EQ(of.args.at("R"), "3");
     EXPECT_EQ(of.args.at("stride"), "1");
+    const bool small = of.args.at("H") == "7";
+    EXPECT_EQ(t.args.at("m"), small && i == primary + 1 ? "2" : "4") << t.key();
+    EXPECT_LE(i, primary + (small ? 2 : 1)) << t.key();
     EXPECT_EQ(t.count, of.count);
     EXPECT_EQ(t.layers, of.layers);
     EXPECT_DOUBLE_EQ(t.flop, of.flop);
     EXPECT_EQ(t.status, TaskStatus::kOk) << t.refused;
   }
-  EXPECT_EQ(alternatives, 8);
+  EXPECT_EQ(alternatives, 10);
   const ModelTasks m = without_alternatives(all);
   EXPECT_DOUBLE_EQ(all.total_flop(), m.total_flop());
   const std::vector<ConvRow> convs = resnet18_convs();
