@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <map>
-#include <random>
 #include <string>
 
 #include "schedule_space/task.h"
@@ -106,9 +105,7 @@ void check_case(const Case& c, const codegen::Target& target) {
   const Expected want = expected(c, task.args().get_int("ic_block"), ref.inputs);
   ASSERT_EQ(static_cast<size_t>(ref.outputs[0].num_elements()), want.value.size()) << what;
 
-  std::mt19937_64 rng(9);
-  std::vector<Config> configs = {task.fallback_config()};
-  for (uint64_t i : task.space().sample(3, rng)) configs.push_back(task.space().get(i));
+  const std::vector<Config> configs = testing::fallback_and_sampled(task, 3, 9);
   for (const Config& cfg : configs)
     testing::run_on_host(task, cfg, target, ref, [&](const std::vector<te::HostBuffer>& bufs) {
       const te::HostBuffer& out = bufs.back();

@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <random>
 #include <string>
 
 #include "codegen/kernel.h"
@@ -205,9 +204,7 @@ Config with_dot_taps(const Task& task, const Config& cfg, int64_t v) {
 // The fallback and three sampled configs, each with and without skip_taps and dot_taps where the
 // space offers them.
 std::vector<Config> configs_of(const Task& task) {
-  std::mt19937_64 rng(9);
-  std::vector<Config> configs = {task.fallback_config()};
-  for (uint64_t i : task.space().sample(3, rng)) configs.push_back(task.space().get(i));
+  std::vector<Config> configs = testing::fallback_and_sampled(task, 3, 9);
   if (can_skip(task))
     for (size_t i = 0, n = configs.size(); i < n; ++i)
       configs.push_back(with_skip_taps(task, configs[i], 1 - configs[i]["skip_taps"].as_int()));
@@ -381,9 +378,7 @@ TEST(Conv2dNchwcInt8Test, SkipTapsRunsOneDotPerTapInside) {
           }
     const int64_t per_tap = c.n * ((c.k + 15) / 16) * (c.c / 4);
     const std::vector<te::HostBuffer> in = inputs_of(task, c);
-    std::mt19937_64 rng(11);
-    std::vector<Config> configs = {task.fallback_config()};
-    for (uint64_t i : task.space().sample(4, rng)) configs.push_back(task.space().get(i));
+    const std::vector<Config> configs = testing::fallback_and_sampled(task, 4, 11);
     for (const Config& base : configs) {
       std::vector<te::HostBuffer> outs;
       for (int64_t skip : {0, 1}) {

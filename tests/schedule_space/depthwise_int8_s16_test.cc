@@ -132,9 +132,7 @@ void check_case(const Case& c, const codegen::Target& target) {
   const testing::Reference ref = reference_of(task, c);
   const Expected want = expected_of(c, ref.inputs);
   ASSERT_EQ(static_cast<size_t>(ref.outputs[0].num_elements()), want.value.size());
-  std::mt19937_64 rng(7);
-  std::vector<Config> configs = {task.fallback_config()};
-  for (uint64_t i : task.space().sample(3, rng)) configs.push_back(task.space().get(i));
+  const std::vector<Config> configs = testing::fallback_and_sampled(task, 3, 7);
   for (const Config& cfg : configs)
     testing::run_on_host(task, cfg, target, ref, [&](const std::vector<te::HostBuffer>& bufs) {
       const te::HostBuffer& out = bufs.back();

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <random>
 
 #include "codegen/kernel.h"
 #include "codegen/runtime.h"
@@ -118,10 +117,7 @@ void check_case(const Case& c, const codegen::Target& target) {
   const std::vector<te::HostBuffer> evaluated = te::evaluate(def.outputs, bound);
   const te::HostBuffer& interp = evaluated[0];
 
-  std::mt19937_64 rng(3);
-  std::vector<Config> configs = {task.fallback_config()};
-  for (uint64_t i : task.space().sample(3, rng)) configs.push_back(task.space().get(i));
-  for (const Config& cfg : configs) {
+  for (const Config& cfg : testing::fallback_and_sampled(task, 3, 3)) {
     const Instantiated inst = task.instantiate(cfg);
     codegen::Kernel k =
         codegen::Kernel::load(codegen::build(te::lower(inst.schedule, inst.args, "k"), target));

@@ -1,6 +1,6 @@
 // Defines the reference check shared by template tests that build kernels: seeded inputs, the
-// compute's outputs, NaN-filled run buffers, host runs, AArch64 batches under qemu, refused
-// workloads, and the int8 requantization in double.
+// compute's outputs, NaN-filled run buffers, the configs to run, host runs, AArch64 batches under
+// qemu, refused workloads, and the int8 requantization in double.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -86,6 +87,15 @@ inline double max_error(const std::vector<te::HostBuffer>& bufs, const Reference
   for (size_t o = 0; o < ref.outputs.size(); ++o)
     err = std::max(err, te::max_relative_error(bufs[ref.inputs.size() + o], ref.outputs[o]));
   return err;
+}
+
+// The task's fallback config and `sampled` configs drawn from its space by a generator seeded
+// `seed`: the configs a template's correctness test runs.
+inline std::vector<Config> fallback_and_sampled(const Task& task, size_t sampled, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Config> configs = {task.fallback_config()};
+  for (uint64_t i : task.space().sample(sampled, rng)) configs.push_back(task.space().get(i));
+  return configs;
 }
 
 // Builds config `cfg` of `task` for `target` (one this host runs), runs it on fresh buffers of
