@@ -34,6 +34,7 @@
 #include "codegen/target.h"
 #include "rpc_runner/runner/local_runner.h"
 #include "schedule_space/task.h"
+#include "support/placed_buffer.h"
 #include "tuner/tuning_session.h"
 #include "tuning_db/database.h"
 
@@ -102,10 +103,11 @@ std::string program(const std::vector<nlohmann::json>& builds) {
   c << "static double now(void) {\n  struct timespec t;\n  clock_gettime(CLOCK_MONOTONIC, &t);\n"
     << "  return t.tv_sec + t.tv_nsec * 1e-9;\n}\n"
     // Placed as the kernel's header asks and as ktune timed it (support/placed_buffer.h).
-    << "static void* buffer(size_t bytes) {\n  const size_t huge = (size_t)2 << 20;\n"
+    << "static void* buffer(size_t bytes) {\n  const size_t huge = " << kHugePageBytes << ";\n"
     << "  const size_t align = bytes >= huge ? huge : 64;\n"
-    << "  float* p = aligned_alloc(align, (bytes + align - 1) / align * align);\n"
-    << "  if (bytes >= huge) madvise(p, (bytes + align - 1) / align * align, MADV_HUGEPAGE);\n"
+    << "  const size_t size = (bytes + align - 1) / align * align;\n"
+    << "  float* p = aligned_alloc(align, size);\n"
+    << "  if (bytes >= huge) madvise(p, size, MADV_HUGEPAGE);\n"
     << "  for (size_t i = 0; i < bytes / sizeof(float); ++i) p[i] = (float)((i * 2654435761u) % "
        "1000) / 500.0f - 1.0f;\n"
     << "  return p;\n}\n"

@@ -23,9 +23,9 @@ HostBuffer::HostBuffer(std::vector<int64_t> shape, DataType dtype)
     n_ *= d;
   }
   // Placed as every buffer a kernel is timed with (a large one on huge pages).
-  const BufferPlacement placed = buffer_placement(n_ * dtype.bytes(), 64);
-  void* p = allocate_placed(n_ * dtype.bytes(), 64);
-  std::memset(p, 0, static_cast<size_t>(placed.size));
+  const int64_t bytes = n_ * dtype.bytes();
+  void* p = allocate_placed(bytes, 64);
+  std::memset(p, 0, static_cast<size_t>(bytes));
   data_.reset(p);
 }
 

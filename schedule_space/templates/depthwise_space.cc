@@ -59,15 +59,13 @@ Config depthwise_dot_fallback(int64_t oh, int64_t ow, const TargetTraits& target
 
 Config depthwise_fallback(int64_t ow, const TargetTraits& target, const ConfigSpace& space) {
   Digits g{space};
-  std::vector<uint64_t>& d = g.d;
-  const auto set = [&g](const char* name, int64_t v) { g.set(name, v); };
-  d[0] = closest_split(space.knob(0), {1});
-  d[1] = closest_split(space.knob(1), {largest_divisor_at_most(ow, 8)});
-  set("unroll_s", 1);
-  set("pad_inline", 1);
-  set("parallel", target.cores > 1 ? 1 : 0);
-  set("skip_taps", 1);  // only with pad_inline 1 and padding
-  return pick_fallback(space, d);
+  g.d[0] = closest_split(space.knob(0), {1});
+  g.d[1] = closest_split(space.knob(1), {largest_divisor_at_most(ow, 8)});
+  g.set("unroll_s", 1);
+  g.set("pad_inline", 1);
+  g.set("parallel", target.cores > 1 ? 1 : 0);
+  g.set("skip_taps", 1);  // only with pad_inline 1 and padding
+  return pick_fallback(space, g.d);
 }
 
 void schedule_depthwise(te::Schedule& s, const te::Tensor& out_t, const te::Tensor& acc_t,
