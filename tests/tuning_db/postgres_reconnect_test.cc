@@ -151,22 +151,47 @@ bool within(double seconds, Condition&& condition) {
   return true;
 }
 
-// Makes every commit wait, once applied locally, for a synchronous standby that never comes
-// (on), or no longer (off).
-void wait_for_a_standby(sql::Connection& admin, bool on) {
+// The backends, other than the admin's, whose commit waits for a synchronous standby.
+const std::string kWaitingForTheStandby =
+    "FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND pid != pg_backend_pid()";
+
+// Makes every commit to `log` wait, once applied locally, for a synchronous standby that never
+// comes (on), or no longer (off). Whether commits wait is published by the checkpointer when it
+// reloads the configuration, which can be well after the admin's backend shows the setting; so
+// for `on`, a probe commit on a connection of its own must be seen waiting (it is then cut)
+// before the test's write starts. For `off`, a commit still waiting is released when the
+// checkpointer catches up.
+void wait_for_a_standby(const std::string& log, sql::Connection& admin, bool on) {
+  admin.exec("CREATE TABLE IF NOT EXISTS standby_probe(x int)");
   admin.exec(on ? "ALTER SYSTEM SET synchronous_standby_names = 'nobody'"
                 : "ALTER SYSTEM RESET synchronous_standby_names");
   admin.exec("SELECT pg_reload_conf()");
   ASSERT_TRUE(within(
       10, [&] { return (admin.query_text("SHOW synchronous_standby_names") == "nobody") == on; }));
+  if (!on) return;
+  for (int probe = 0; probe < 30; ++probe) {
+    auto committing = std::async(std::launch::async, [&] {
+      sql::Connection connection = sql::Connection::open(log, false);
+      try {
+        connection.exec("INSERT INTO standby_probe VALUES (1)");
+      } catch (const Error&) {
+        // cut while it waited
+      }
+    });
+    const bool waited =
+        within(1, [&] { return admin.query_int("SELECT count(*) " + kWaitingForTheStandby) == 1; });
+    if (waited) admin.query_int("SELECT count(pg_terminate_backend(pid)) " + kWaitingForTheStandby);
+    committing.get();
+    if (waited) return;
+  }
+  FAIL() << "no commit waited for the standby in 30 probes";
 }
 
 // Terminates the one backend that waits for the standby, once it does.
 void cut_the_waiting_commit(sql::Connection& admin) {
-  const std::string waiting =
-      "FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND pid != pg_backend_pid()";
-  ASSERT_TRUE(within(20, [&] { return admin.query_int("SELECT count(*) " + waiting) == 1; }));
-  ASSERT_EQ(admin.query_int("SELECT count(pg_terminate_backend(pid)) " + waiting), 1);
+  ASSERT_TRUE(
+      within(20, [&] { return admin.query_int("SELECT count(*) " + kWaitingForTheStandby) == 1; }));
+  ASSERT_EQ(admin.query_int("SELECT count(pg_terminate_backend(pid)) " + kWaitingForTheStandby), 1);
 }
 
 // A connection cut while committing, after the commit was applied: the server had committed the
@@ -177,19 +202,24 @@ TEST_F(PostgresReconnect, ACommitAppliedButCutRunsAgainAndAddsNothingTwice) {
   Database db = Database::open(log_, {.reconnect_for_s = 30});
   db.add(records(0, 5));
   sql::Connection admin = sql::Connection::open(log_, false);
-  wait_for_a_standby(admin, true);
+  wait_for_a_standby(log_, admin, true);
   auto writing = std::async(std::launch::async, [&] { return db.add(records(5, 10)); });
   cut_the_waiting_commit(admin);
   // Applied: its records are in the log, while a run again could not have committed (its commit
   // would wait for the standby as well).
   EXPECT_TRUE(within(10, [&] { return admin.query_int("SELECT count(*) FROM records") == 10; }));
-  wait_for_a_standby(admin, false);
+  wait_for_a_standby(log_, admin, false);
   const std::vector<int64_t> ids = writing.get();
   EXPECT_EQ(ids.size(), 5u);
   EXPECT_EQ(std::set<int64_t>(ids.begin(), ids.end()).size(), 5u);
   EXPECT_EQ(logged(), 10);
-  EXPECT_NE(server_->server_log().find("committed locally"), std::string::npos)
-      << server_->server_log();
+  // Cut after it committed locally, as the probe commit before it.
+  const std::string server_log = server_->server_log();
+  int cut_after_applied = 0;
+  for (size_t at = server_log.find("committed locally"); at != std::string::npos;
+       at = server_log.find("committed locally", at + 1))
+    ++cut_after_applied;
+  EXPECT_EQ(cut_after_applied, 2) << server_log;
 }
 
 // The same cut when a tuning run begins: the run again finds the run row the cut commit stored
@@ -197,13 +227,13 @@ TEST_F(PostgresReconnect, ACommitAppliedButCutRunsAgainAndAddsNothingTwice) {
 TEST_F(PostgresReconnect, ARunBegunWhoseCommitWasAppliedButCutIsStoredOnce) {
   Database db = Database::open(log_, {.reconnect_for_s = 30});
   sql::Connection admin = sql::Connection::open(log_, false);
-  wait_for_a_standby(admin, true);
+  wait_for_a_standby(log_, admin, true);
   auto beginning = std::async(std::launch::async, [&] {
     return RunStore(db).begin({.tuner = "xgb", .workload_key = "matmul_64", .target = "llvm"});
   });
   cut_the_waiting_commit(admin);
   EXPECT_TRUE(within(10, [&] { return admin.query_int("SELECT count(*) FROM runs") == 1; }));
-  wait_for_a_standby(admin, false);
+  wait_for_a_standby(log_, admin, false);
   const int64_t id = beginning.get();
   EXPECT_EQ(admin.query_int("SELECT count(*) FROM runs"), 1);
   EXPECT_EQ(admin.query_int("SELECT id FROM runs"), id);
