@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -150,6 +151,18 @@ class ModelTuning::ChoiceTuner final : public TaskTuner {
   }
   const SessionTuner& task() const { return *members_.front(); }
   size_t size() const { return members_.size(); }
+  // The scheduler's group (tasks alike in throughput): the members' templates. A task that may
+  // run another algorithm is not alike to one that runs its template only: Winograd's latency
+  // over the direct convolution's FLOPs would set every direct conv's expected throughput (the
+  // gradient's beta bound) far above what it can reach, and the scheduler would pour the budget
+  // into the slowest direct conv.
+  std::string group() const {
+    std::string group = members_.front()->task().template_name();
+    std::set<std::string> others;
+    for (size_t k = 1; k < members_.size(); ++k) others.insert(members_[k]->task().template_name());
+    for (const std::string& name : others) group += "|" + name;
+    return group;
+  }
 
  private:
   size_t try_member(size_t k, size_t n) {
@@ -280,7 +293,7 @@ ModelTuningReport ModelTuning::run(const std::function<void(const ModelTuningRep
         std::find_if(tuners_.begin(), tuners_.end(),
                      [&](const auto& t) { return t.get() == &choice->task(); }) -
         tuners_.begin());
-    scheduled.push_back({task.workload_key(), weights_[k], task.flop(), task.template_name(),
+    scheduled.push_back({task.workload_key(), weights_[k], task.flop(), choice->group(),
                          choice.get(), choice->size()});
   }
   // The time budget counts from here: the fallbacks' measurement is part of the search.

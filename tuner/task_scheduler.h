@@ -33,7 +33,7 @@ struct ScheduledTask {
   double weight = 1;
   double flop = 0;  // of one run
   std::string
-      group;  // tasks of one group are alike (same template): the forward estimate compares them
+      group;  // tasks of one group are alike (same templates): the forward estimate compares them
   TaskTuner* tuner = nullptr;  // not owned; outlives the scheduler
   // Allocations of its warm-up: one, or one per algorithm for a task tuned with its alternatives.
   size_t warmup = 1;

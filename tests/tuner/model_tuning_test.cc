@@ -24,7 +24,8 @@
 namespace ktune::tuner {
 namespace {
 
-// Cost of a config: 1 ms / (1 + index % 9), + 1 us per workload position so workloads differ.
+// Cost of a config: 1 ms / (1 + index % 9), + 1 us per workload position so workloads differ,
+// times the workload's scale.
 class FakeMeasurer : public Measurer {
  public:
   std::vector<MeasureResult> measure(const std::vector<MeasureInput>& inputs) override {
@@ -32,8 +33,9 @@ class FakeMeasurer : public Measurer {
     std::vector<MeasureResult> out;
     for (const auto& in : inputs) {
       const std::string& key = in.task->workload_key();
-      const double cost = 1e-3 / static_cast<double>(1 + in.config.index() % 9) +
-                          1e-6 * static_cast<double>(key.size() % 5);
+      const double cost = (1e-3 / static_cast<double>(1 + in.config.index() % 9) +
+                           1e-6 * static_cast<double>(key.size() % 5)) *
+                          (scale.count(key) ? scale.at(key) : 1.0);
       if (!first_batch_done) {
         fallback[key] = cost;
       } else {
@@ -45,6 +47,7 @@ class FakeMeasurer : public Measurer {
     first_batch_done = true;
     return out;
   }
+  std::map<std::string, double> scale;  // a workload's costs times this (default 1)
   bool first_batch_done = false;
   std::vector<size_t> batches;
   std::map<std::string, double> fallback, best;
@@ -263,6 +266,51 @@ TEST(ModelTuning, AlternativesShareTheirTasksAllocationsAndTheEstimateTakesTheFa
   EXPECT_NEAR(frontend::tasks_from_json(j, traits).total_flop(), flop, 1.0);
   j["tasks"][0]["alternative_of"] = 3;
   EXPECT_THROW(frontend::tasks_from_json(j, traits), Error);
+  std::filesystem::remove(path);
+}
+
+// A task with a much faster alternative (another algorithm, its latency over the task's FLOPs) is
+// grouped apart from the other tasks of its template: its throughput does not set what they are
+// expected to reach, so the budget is not poured into one of them.
+TEST(ModelTuning, AFasterAlternativeDoesNotSetTheExpectedThroughputOfTasksWithoutOne) {
+  // The small CNN with a Gemm of 64 x 64 x 64, whose space is not spent in a few batches.
+  const auto traits = schedule_space::make_target_traits("test-target", "x86_64-linux-gnu", 512, 1);
+  nlohmann::json j = frontend::to_json(small_cnn_tasks());
+  for (auto& t : j["tasks"])
+    if (t["template"] == "matmul") t["args"]["M"] = t["args"]["N"] = t["args"]["K"] = "64";
+  frontend::ModelTasks tasks = frontend::tasks_from_json(j, traits);
+  std::vector<size_t> convs;
+  size_t other = 0;
+  for (size_t i = 0; i < tasks.tasks.size(); ++i) {
+    if (!tasks.tasks[i].tunable) continue;
+    if (tasks.tasks[i].tunable->template_name() == "conv2d_nchwc")
+      convs.push_back(i);
+    else if (other == 0)
+      other = i;
+  }
+  ASSERT_EQ(convs.size(), 2u);
+  ASSERT_GT(other, 0u);
+  // Stand-in: the first task of another template is the first conv's alternative, 20x faster.
+  tasks.tasks[other].alternative_of = convs[0];
+  tasks.tasks[other].count = tasks.tasks[convs[0]].count;
+  const std::string path = fresh_log("ktune_model_alternative_groups");
+  auto db = tuning_db::Database::open(path);
+  FakeMeasurer fake;
+  fake.scale[tasks.tasks[other].tunable->workload_key()] = 0.05;
+  const size_t budget = 200;
+  ModelTuning tuning(tasks, db, fake, {"test-target", "19"}, random_options(budget));
+  const ModelTuningReport r = tuning.run();
+  ASSERT_EQ(r.trials, budget);
+  // Four scheduler tasks: the first conv with its alternative, the second conv, the Gemm and the
+  // global pool (a small space). The second conv and the Gemm take about as long and share the
+  // budget; grouped with the alternative, the second conv would be expected to reach a tenth of
+  // its latency and take nearly every allocation.
+  ASSERT_EQ(r.workloads.size(), 4u);
+  size_t gemm = 0;
+  for (const auto& [key, n] : fake.trials)
+    if (key.rfind("matmul", 0) == 0) gemm = n;
+  EXPECT_LT(fake.trials[tasks.tasks[convs[1]].tunable->workload_key()], budget * 3 / 4);
+  EXPECT_GT(gemm, budget / 4);
   std::filesystem::remove(path);
 }
 
