@@ -169,7 +169,9 @@ void wait_for_a_standby(const std::string& log, sql::Connection& admin, bool on)
   ASSERT_TRUE(within(
       10, [&] { return (admin.query_text("SHOW synchronous_standby_names") == "nobody") == on; }));
   if (!on) return;
-  for (int probe = 0; probe < 30; ++probe) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
     auto committing = std::async(std::launch::async, [&] {
       sql::Connection connection = sql::Connection::open(log, false);
       try {
@@ -178,13 +180,17 @@ void wait_for_a_standby(const std::string& log, sql::Connection& admin, bool on)
         // cut while it waited
       }
     });
-    const bool waited =
-        within(1, [&] { return admin.query_int("SELECT count(*) " + kWaitingForTheStandby) == 1; });
-    if (waited) admin.query_int("SELECT count(pg_terminate_backend(pid)) " + kWaitingForTheStandby);
+    // Until the probe returns: committed without waiting, or cut once seen waiting.
+    bool waited = false;
+    while (committing.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+      if (admin.query_int("SELECT count(*) " + kWaitingForTheStandby) != 1) continue;
+      admin.query_int("SELECT count(pg_terminate_backend(pid)) " + kWaitingForTheStandby);
+      waited = true;
+    }
     committing.get();
     if (waited) return;
   }
-  FAIL() << "no commit waited for the standby in 30 probes";
+  FAIL() << "no commit waited for the standby in 20 s";
 }
 
 // Terminates the one backend that waits for the standby, once it does.
