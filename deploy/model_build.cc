@@ -14,6 +14,7 @@
 #include "codegen/runtime.h"
 #include "codegen/target.h"
 #include "deploy/kernel_header.h"
+#include "frontend/graph_passes.h"
 #include "support/error.h"
 #include "tuning_db/database.h"
 
@@ -147,14 +148,14 @@ BuiltModel build_model(ModelPlan plan, const std::string& target, bool embed_wei
 BuiltModel build_model(const ModelRequest& r) {
   if (!is_c_identifier(r.name))
     throw Error(ErrorKind::kInvalidArgument, "model name '" + r.name + "' is not a C identifier");
-  const frontend::Graph graph = frontend::load_onnx(r.model_path, r.inputs);
-  const auto constants = frontend::load_constant_values(r.model_path);
+  const frontend::Model model = frontend::load_model(r.model_path, r.inputs);
+  const frontend::Graph& graph = model.graph;
   PlanOptions plan = r.plan;
   // Over a server with a device key, "host" means the key's devices' target.
   if (plan.history.is_server())
     plan.target =
         device_key_target(plan.history.server_options(), plan.history.device_key(), plan.target);
-  ModelPlan planned = plan_model(graph, constants, r.name, plan);
+  ModelPlan planned = plan_model(graph, model.constants, r.name, plan);
   const std::string key = model_key(graph);
   const std::string target = codegen::Target::parse(plan.target).str();
   int measured_at = 0;

@@ -111,7 +111,7 @@ ModelPlan Planner::run() {
       for (auto it = waiting.begin(); it != waiting.end(); ++it) {
         auto a = anchors.find(*it);
         if (!ready(*it)) continue;
-        plan_node(*it, a == anchors.end() ? nullptr : a->second);
+        plan_or_block(*it, a == anchors.end() ? nullptr : a->second);
         waiting.erase(it);
         progress = true;
         break;
@@ -122,6 +122,10 @@ ModelPlan Planner::run() {
     const frontend::Node& n = g_.nodes[waiting.front()];
     throw Error(ErrorKind::kInvalidArgument,
                 "node '" + n.name + "' (" + n.op + ") reads a tensor that no node computes");
+  }
+  if (!blocked_.empty()) {
+    if (options_.verdict_only) return std::move(plan_);
+    throw Error(ErrorKind::kUnsupported, blocked_text(blocked_));
   }
   for (size_t j = 0; j < g_.outputs.size(); ++j) {
     const int64_t from = form(g_.outputs[j], 0);
@@ -155,6 +159,30 @@ bool Planner::ready(size_t i) const {
   return true;
 }
 
+void Planner::plan_or_block(size_t i, const frontend::TaskOccurrence* occ) {
+  try {
+    plan_node(i, occ);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUnsupported) throw;
+    const frontend::Node& n = g_.nodes[i];
+    std::string why = e.what();
+    const std::string prefix = "node '" + n.name + "' (" + n.op + "): ";
+    if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+    blocked_.push_back({n.name, n.op, why});
+    // What it and the nodes it absorbs would define exists, so that every node after it is
+    // planned too and the refusal lists them all.
+    std::vector<size_t> nodes = {i};
+    if (auto g = group_.find(i); g != group_.end())
+      nodes.insert(nodes.end(), g->second.begin(), g->second.end());
+    for (size_t k : nodes)
+      for (const std::string& out : g_.nodes[k].outputs)
+        if (!out.empty() && !current_.count(out) && g_.shape(out)) {
+          PlanTensor t{out, *g_.shape(out), 0};
+          current_[out] = add(std::move(t));
+        }
+  }
+}
+
 void Planner::plan_node(size_t i, const frontend::TaskOccurrence* occ) {
   const frontend::Node& n = g_.nodes[i];
   if (occ) {
@@ -171,10 +199,17 @@ void Planner::plan_node(size_t i, const frontend::TaskOccurrence* occ) {
     // planned in the int8 convs' layout
   } else if (is_view(n.op)) {
     plan_view(n);
+  } else if (plan_channel_broadcast(n)) {
+    // one pass in the channel-blocked layout
   } else if (auto step = describe_node(g_, n, constants_)) {
     plan_generated(*step);
   } else if (!elementwise_of(n.op).empty()) {
     plan_elementwise(n);
+  } else if ((n.op == "MaxPool" || n.op == "AveragePool") && n.domain.empty() &&
+             n.outputs.size() == 1) {
+    plan_pool(n);
+  } else if (n.op == "DepthToSpace" && n.domain.empty()) {
+    plan_depth_to_space(n);
   } else {
     throw unsupported(n, reason_of(n));
   }
@@ -187,7 +222,8 @@ Error Planner::unsupported(const frontend::Node& n, const std::string& why) cons
 std::string Planner::reason_of(const frontend::Node& n) const {
   for (const auto& u : tasks_.unsupported)
     if (u.op == n.op && std::find(u.layers.begin(), u.layers.end(), n.name) != u.layers.end())
-      return u.reason;
+      return u.reason == "no template" ? "no template or generated kernel computes " + n.op
+                                       : u.reason;
   return "no kernel for this operator";
 }
 
@@ -347,6 +383,26 @@ int64_t PlanTensor::elements() const {
 }
 
 int64_t PlanTensor::bytes() const { return elements() * dtype.bytes(); }
+
+std::string blocked_text(const std::vector<BlockedNode>& blocked) {
+  std::string text = std::to_string(blocked.size()) +
+                     (blocked.size() == 1 ? " node cannot" : " nodes cannot") + " be built:";
+  for (const BlockedNode& b : blocked)
+    text += " node '" + b.node + "' (" + b.op + "): " + b.reason + ";";
+  text.pop_back();
+  return text;
+}
+
+std::vector<BlockedNode> plan_verdict(
+    const frontend::Graph& graph, const std::map<std::string, frontend::ConstantValue>& constants,
+    const std::string& target) {
+  PlanOptions options;
+  options.target = target;
+  options.verdict_only = true;
+  Planner planner(graph, constants, "verdict", options);
+  planner.run();
+  return planner.blocked();
+}
 
 ModelPlan plan_model(const frontend::Graph& graph,
                      const std::map<std::string, frontend::ConstantValue>& constants,

@@ -69,6 +69,13 @@ struct PlanOptions {
   std::string target = "host";  // "host" or a TVM-style target string
   HistorySource history = HistorySource::log("ktune.db");
   bool require_tuned = false;  // a task without its own record is an error
+  // Plan every task on its fallback config without reading `history`: what plan_verdict needs.
+  bool verdict_only = false;
+};
+
+// A node that a model build has no path for, and why.
+struct BlockedNode {
+  std::string node, op, reason;
 };
 
 // Plans `graph` (every shape known; `constants` its weights, frontend::load_constant_values) as
@@ -77,12 +84,25 @@ struct PlanOptions {
 // a layout conversion, an elementwise kernel, or a view; channel-blocked layouts are kept between
 // blocked operators and converted only where an operator needs another; weights are packed into
 // each kernel's layout; intermediate tensors share one arena by liveness.
-// Throws Error(kUnsupported) naming the node for an operator or form with no path in a model
-// build, Error(kInvalidArgument) for a tensor without a known shape or a missing weight,
-// Error(kNotFound) with require_tuned for a task without a record, and what choose_config throws.
+// Throws Error(kUnsupported) naming every node of an operator or form with no path in a model
+// build (each as plan_verdict lists it), Error(kInvalidArgument) for a tensor without a known shape
+// or a missing weight, Error(kNotFound) with require_tuned for a task without a record, and what
+// choose_config throws.
 ModelPlan plan_model(const frontend::Graph& graph,
                      const std::map<std::string, frontend::ConstantValue>& constants,
                      const std::string& name, const PlanOptions& options);
+
+// The nodes of `graph` that a model build for `target` cannot compute: plan_model run to the end
+// (every task on its fallback config, nothing compiled, no log read), each refusal collected and
+// the nodes after it planned on as if it had been built. Empty: the model builds. Throws what
+// plan_model throws besides Error(kUnsupported).
+std::vector<BlockedNode> plan_verdict(
+    const frontend::Graph& graph, const std::map<std::string, frontend::ConstantValue>& constants,
+    const std::string& target);
+
+// "2 nodes cannot be built: node 'a' (Resize): why; node 'b' (...): why", the one line every
+// refusal of a model gives.
+std::string blocked_text(const std::vector<BlockedNode>& blocked);
 
 // Places every arena tensor of `plan` (sets its offset, arena_bytes and tensor_bytes_total): each
 // lives from the step that first uses it to the last step that reads it or a view of it, and

@@ -106,10 +106,17 @@ void Planner::plan_task(const frontend::TaskOccurrence& occ) {
   ChoiceOptions how;
   how.missing_log_is_untuned = true;
   s.task = task;
-  s.choice = choose_config(options_.history, Workload{target_, task}, how);
+  if (options_.verdict_only) {
+    // No log: whether the model builds does not depend on which config a task runs.
+    s.choice = ConfigChoice{};
+    s.choice->config = task.fallback_config();
+  } else {
+    s.choice = choose_config(options_.history, Workload{target_, task}, how);
+  }
   // Another algorithm for the same layers (Winograd for a 3x3 conv) runs when its best record
   // measured faster than the task's (an untuned alternative never replaces the task).
-  for (size_t a : tasks_.alternatives_of(occ.task)) {
+  for (size_t a :
+       options_.verdict_only ? std::vector<size_t>{} : tasks_.alternatives_of(occ.task)) {
     const frontend::ModelTask& alt = tasks_.tasks[a];
     if (!alt.tunable) continue;
     ConfigChoice c = choose_config(options_.history, Workload{target_, *alt.tunable}, how);
@@ -199,7 +206,8 @@ void Planner::bind_conv(PlanStep& s, const frontend::Node& conv,
   for (const te::Tensor& a : args) {
     const std::string& n = a.name();
     if (n == "I")
-      s.args.push_back(form(conv.inputs.at(0), icb));
+      s.args.push_back(occ.input_pads.empty() ? form(conv.inputs.at(0), icb)
+                                              : padded_input(conv, occ.input_pads, icb));
     else if (n == "W")
       s.args.push_back(weight(conv.inputs.at(1) + "@packed", a.shape(), packed));
     else if (n == "U")

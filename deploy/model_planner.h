@@ -24,7 +24,10 @@ class Planner {
   Planner(const frontend::Graph& g, const std::map<std::string, frontend::ConstantValue>& constants,
           const std::string& name, const PlanOptions& options);
 
+  // The plan; with PlanOptions::verdict_only, what could be planned (blocked() says what not).
+  // Throws Error(kUnsupported) listing every blocked node otherwise.
   ModelPlan run();
+  const std::vector<BlockedNode>& blocked() const { return blocked_; }
 
   static int64_t product(const std::vector<int64_t>& v) {
     int64_t p = 1;
@@ -40,6 +43,9 @@ class Planner {
   bool ready(size_t i) const;
 
   void plan_node(size_t i, const frontend::TaskOccurrence* occ);
+
+  // plan_node, a refusal (Error(kUnsupported)) recorded in blocked_ instead of thrown.
+  void plan_or_block(size_t i, const frontend::TaskOccurrence* occ);
 
   Error unsupported(const frontend::Node& n, const std::string& why) const;
 
@@ -104,6 +110,23 @@ class Planner {
                       int64_t channels, const std::string& anchor_bias);
 
   void plan_task(const frontend::TaskOccurrence& occ);
+
+  // An Add, Sub, Mul or Div of a channel-blocked [N, C, H, W] activation and a per-channel
+  // vector as one kernel in that layout (model_plan_broadcast.cc); false, planning nothing, for
+  // any other node.
+  bool plan_channel_broadcast(const frontend::Node& n);
+
+  // DepthToSpace as one generated kernel between channel-blocked layouts (model_plan_shuffle.cc).
+  void plan_depth_to_space(const frontend::Node& n);
+
+  // A MaxPool or AveragePool without a task: a generated pool in the channel-blocked layout (its
+  // input's block, else 16) with the window as the node gives it (model_plan_windows.cc).
+  void plan_pool(const frontend::Node& n);
+
+  // The input of `conv` in `block` with `pads` (top, left, bottom, right) of zeros around, made by
+  // a generated kernel planned here: the input of a conv whose padding differs between the ends
+  // (model_plan_windows.cc).
+  int64_t padded_input(const frontend::Node& conv, const std::vector<int64_t>& pads, int64_t block);
 
   void bind_conv(PlanStep& s, const frontend::Node& conv, const frontend::TaskOccurrence& occ,
                  const std::string& out_name, const std::vector<te::Tensor>& args);
@@ -176,6 +199,7 @@ class Planner {
   std::map<size_t, const frontend::QuantizedAdd*> quantized_add_at_;
   std::map<size_t, const frontend::QuantizedMaxPool*> quantized_max_pool_at_;
   std::map<size_t, const frontend::QuantizedGlobalAveragePool*> quantized_global_pool_at_;
+  std::vector<BlockedNode> blocked_;  // the nodes refused so far, in planning order
 };
 
 }  // namespace ktune::deploy

@@ -3,6 +3,7 @@
 // over a window holding one real element.
 #include "deploy/model_pool.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "support/error.h"
@@ -22,29 +23,43 @@ WindowOutput window_output(const std::string& what, int64_t h, int64_t w, int64_
 te::LoweredFunc pool_blocked(const std::string& name, const BlockedPool& p) {
   const int64_t n = p.nchw.at(0), c = p.nchw.at(1), h = p.nchw.at(2), w = p.nchw.at(3);
   const int64_t blocks = (c + p.block - 1) / p.block;
-  const auto [oh, ow] = window_output(name + ": the pooling window does not fit the input", h, w,
-                                      p.r, p.s, p.stride, p.pad);
+  PoolWindow win;
+  if (p.window) {
+    win = *p.window;
+    if (win.r < 1 || win.s < 1 || win.stride_h < 1 || win.stride_w < 1 || win.oh < 1 ||
+        win.ow < 1 || std::min({win.pad_top, win.pad_left, win.pad_bottom, win.pad_right}) < 0)
+      throw Error(ErrorKind::kInvalidArgument, name + ": a pooling window of bad extents");
+  } else {
+    const auto [oh, ow] = window_output(name + ": the pooling window does not fit the input", h, w,
+                                        p.r, p.s, p.stride, p.pad);
+    win = {p.r, p.s, p.stride, p.stride, p.pad, p.pad, p.pad, p.pad, oh, ow, true};
+  }
   const bool u8 = p.dtype == te::UInt(8);
   if (!u8 && p.dtype != te::Float(32))
     throw Error(ErrorKind::kUnsupported, name + ": pooling of " + p.dtype.str() + " is not built");
   if (u8 && !p.max)
     throw Error(ErrorKind::kUnsupported, name + ": average pooling of uint8 is not built");
   te::Tensor in = te::placeholder({n, blocks, h, w, p.block}, p.dtype, "in");
-  te::IterVar kr = te::reduce_axis({0, p.r}, "kr"), ks = te::reduce_axis({0, p.s}, "ks");
-  // Taps in the padding read a clamped element and are replaced: -inf never wins a max, 0 adds
-  // nothing to a sum.
+  te::IterVar kr = te::reduce_axis({0, win.r}, "kr"), ks = te::reduce_axis({0, win.s}, "ks");
+  // Taps in the padding (or past the input under ceil_mode) read a clamped element and are
+  // replaced: -inf never wins a max, 0 adds nothing to a sum.
   const te::Expr pad_value = u8 ? te::cast(te::UInt(8), te::Expr(0))
                                 : te::Expr(p.max ? -std::numeric_limits<float>::infinity() : 0.0f);
+  const bool guarded = win.pad_top > 0 || win.pad_left > 0 ||
+                       (win.oh - 1) * win.stride_h + win.r > h + win.pad_top ||
+                       (win.ow - 1) * win.stride_w + win.s > w + win.pad_left;
+  const te::Expr zero(int64_t{0});
   te::Tensor acc = te::compute(
-      {n, blocks, oh, ow, p.block},
+      {n, blocks, win.oh, win.ow, p.block},
       [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
-        te::Expr iy = y * p.stride + kr - p.pad, ix = x * p.stride + ks - p.pad;
+        te::Expr iy = y * win.stride_h + kr - win.pad_top,
+                 ix = x * win.stride_w + ks - win.pad_left;
         te::Expr v = in(i, cb, iy, ix, l);
-        if (p.pad > 0) {
+        if (guarded) {
           te::Expr inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
           v = te::select(inside,
-                         in(i, cb, te::min(te::max(iy, te::Expr(int64_t{0})), te::Expr(h - 1)),
-                            te::min(te::max(ix, te::Expr(int64_t{0})), te::Expr(w - 1)), l),
+                         in(i, cb, te::min(te::max(iy, zero), te::Expr(h - 1)),
+                            te::min(te::max(ix, zero), te::Expr(w - 1)), l),
                          pad_value);
         }
         return p.max ? te::max(v, {kr, ks}) : te::sum(v, {kr, ks});
@@ -52,11 +67,21 @@ te::LoweredFunc pool_blocked(const std::string& name, const BlockedPool& p) {
       p.max ? "out" : "sum");
   te::Tensor out = acc;
   if (!p.max) {
-    const float scale = 1.0f / static_cast<float>(p.r * p.s);
     out = te::compute(
-        {n, blocks, oh, ow, p.block},
+        {n, blocks, win.oh, win.ow, p.block},
         [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
-          return acc(i, cb, y, x, l) * te::Expr(scale);
+          // ONNX Runtime's divisor: the window clipped to the padded input, then (without
+          // count_include_pad) to the input.
+          te::Expr y0 = y * win.stride_h - win.pad_top, x0 = x * win.stride_w - win.pad_left;
+          te::Expr y1 = te::min(y0 + win.r, te::Expr(h + win.pad_bottom));
+          te::Expr x1 = te::min(x0 + win.s, te::Expr(w + win.pad_right));
+          if (!win.count_include_pad) {
+            y0 = te::max(y0, zero);
+            x0 = te::max(x0, zero);
+            y1 = te::min(y1, te::Expr(h));
+            x1 = te::min(x1, te::Expr(w));
+          }
+          return acc(i, cb, y, x, l) / te::cast(te::Float(32), (y1 - y0) * (x1 - x0));
         },
         "out");
   }

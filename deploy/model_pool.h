@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,18 @@ struct WindowOutput {
 WindowOutput window_output(const std::string& what, int64_t h, int64_t w, int64_t r, int64_t s,
                            int64_t stride, int64_t pad);
 
+// ONNX's 2-D pooling window in general: per-axis kernel, strides and padding at each end, the
+// output extent (ceil_mode adds a last row or column whose window runs past the padded input), and
+// what an average divides by.
+struct PoolWindow {
+  int64_t r = 1, s = 1, stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t oh = 0, ow = 0;
+  // An average divides by its window clipped to the padded input (true) or to the input (false),
+  // as ONNX Runtime does.
+  bool count_include_pad = true;
+};
+
 struct BlockedPool {
   bool max = true;            // false: average, the padding counted as zeros (count_include_pad)
   std::vector<int64_t> nchw;  // the input's logical shape
@@ -28,11 +41,14 @@ struct BlockedPool {
   int64_t r = 1, s = 1, stride = 1, pad = 0;
   // float32, or uint8 for a max pool of quantized data (a max commutes with the quantization).
   te::DataType dtype = te::Float(32);
+  // Set: the window, replacing r, s, stride and pad (a pool the templates do not take).
+  std::optional<PoolWindow> window = std::nullopt;
 };
 
-// In [n][ceil(c/b)][h][w][b] -> out [n][ceil(c/b)][oh][ow][b], oh = (h + 2 pad - r) / stride + 1.
-// The lanes past c stay zero when the input's are. Throws Error(kInvalidArgument) for a window
-// that does not fit, Error(kUnsupported) for an average pool of uint8.
+// In [n][ceil(c/b)][h][w][b] -> out [n][ceil(c/b)][oh][ow][b], oh = (h + 2 pad - r) / stride + 1
+// (or the window's). The lanes past c stay zero when the input's are. Throws
+// Error(kInvalidArgument) for a window that does not fit, Error(kUnsupported) for an average pool
+// of uint8.
 te::LoweredFunc pool_blocked(const std::string& name, const BlockedPool& p);
 
 // ONNX Runtime's QLinearGlobalAveragePool on uint8 NCHWc data: In [n][ceil(c/b)][h][w][b] -> out

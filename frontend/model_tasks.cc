@@ -29,11 +29,14 @@ struct Candidate {
   std::vector<Candidate> alternatives;  // other algorithms for the same node (ModelTask's)
   std::string dtype = "float32";        // the dtype argument ("" = the template takes none)
   std::vector<size_t> prologue;         // TaskOccurrence::prologue
+  std::vector<int64_t> input_pads;      // TaskOccurrence::input_pads
 };
 
-// An anchor that cannot become a task: the reason goes to the unsupported list.
+// An anchor that cannot become a task: the reason goes to the unsupported list, with the
+// generated kernel a model build computes it with ("" = none).
 struct NotMapped {
   std::string reason;
+  std::string generated = "";
 };
 
 std::string i2s(int64_t v) { return std::to_string(v); }
@@ -76,6 +79,7 @@ std::string generated_kernel(const Node& n, const Graph& g) {
   if (n.op == "DequantizeLinear")
     return g.constants.count(n.inputs.at(0)) ? "folded" : "dequantize";
   if (n.op == "Transpose") return "transpose";
+  if (n.op == "DepthToSpace") return "depth_to_space";
   if (n.op == "Softmax") {
     // Before opset 13 Softmax normalizes the input flattened from `axis` on: the last axis alone
     // only when axis is the last.
@@ -175,7 +179,7 @@ class Extractor {
         continue;
       }
       if (auto* nm = std::get_if<NotMapped>(&mapped)) {
-        add_unsupported(node.op, node.name, nm->reason, "");
+        add_unsupported(node.op, node.name, nm->reason, nm->generated);
         continue;
       }
       Candidate c = std::get<Candidate>(mapped);
@@ -187,7 +191,7 @@ class Extractor {
       }
       ModelTask& task = result.tasks[it->second];
       task.count += c.multiplicity;
-      TaskOccurrence occ{it->second, i, c.epilogue.nodes, c.prologue, node.name};
+      TaskOccurrence occ{it->second, i, c.epilogue.nodes, c.prologue, node.name, c.input_pads};
       task.layers.push_back(node.name);
       for (size_t f : c.epilogue.nodes) {
         task.layers.push_back(g_.nodes[f].name);
@@ -269,11 +273,22 @@ class Extractor {
     } else if (auto_pad == "VALID") {
       pads.assign(4, 0);
     }
-    if (!all_equal(strides) || !all_equal(dilations))
-      return NotMapped{"different strides or dilations per axis"};
-    if (!all_equal(pads)) return NotMapped{"asymmetric padding"};
-    const int64_t N = (*x)[0], C = (*x)[1], H = (*x)[2], W = (*x)[3], K = (*w)[0], OH = (*y)[2],
-                  OW = (*y)[3];
+    if (!all_equal(dilations)) return NotMapped{"different dilations per axis"};
+    // conv2d_nchwc takes a column stride of its own (stride_w); the other templates one stride.
+    const bool stride_per_axis = !all_equal(strides);
+    if (stride_per_axis && (q || group != 1))
+      return NotMapped{"different strides per axis (convs of one group in float32 take them)"};
+    // Padding that differs between the ends: a generated kernel pads the input, the conv pads
+    // nothing (the int8 path binds its data unpadded).
+    std::vector<int64_t> input_pads;
+    if (!all_equal(pads)) {
+      if (q) return NotMapped{"asymmetric padding (int8)"};
+      input_pads = pads;
+      pads.assign(4, 0);
+    }
+    const int64_t N = (*x)[0], C = (*x)[1], K = (*w)[0], OH = (*y)[2], OW = (*y)[3];
+    const int64_t H = (*x)[2] + (input_pads.empty() ? 0 : input_pads[0] + input_pads[2]);
+    const int64_t W = (*x)[3] + (input_pads.empty() ? 0 : input_pads[1] + input_pads[3]);
     // ONNX's shape inference does not compare a conv's input channels with its weights (a wrong
     // --input passes it): a model that cannot run is bad input, not a task.
     if (group < 1 || C != (*w)[1] * group || K % group != 0)
@@ -291,8 +306,9 @@ class Extractor {
       c.substitute = "conv2d";
       c.args["C"] = i2s(C);
       c.args["K"] = i2s(K);
+      if (stride_per_axis) c.args["stride_w"] = i2s(strides[1]);
       c.flop = 2.0 * N * K * OH * OW * C * R * S;
-      if (R == 3 && S == 3 && strides[0] == 1 && dilations[0] == 1)
+      if (R == 3 && S == 3 && strides[0] == 1 && !stride_per_axis && dilations[0] == 1)
         for (int64_t m : winograd_tiles(OH, OW)) {
           Candidate w = c;
           w.template_name = "conv2d_winograd_nchwc";
@@ -318,6 +334,13 @@ class Extractor {
       c.note = "grouped conv: one of " + i2s(group) + " groups";
     }
     if (!q) c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kConv);
+    if (!input_pads.empty()) {
+      c.input_pads = input_pads;
+      c.note += std::string(c.note.empty() ? "" : "; ") + "padding " + i2s(input_pads[0]) + "," +
+                i2s(input_pads[1]) + "," + i2s(input_pads[2]) + "," + i2s(input_pads[3]) +
+                " (top, left, bottom, right) by a generated kernel before it";
+      for (Candidate& alt : c.alternatives) alt.input_pads = input_pads;
+    }
     note_not_int8(i, c);
     return c;
   }
@@ -410,8 +433,12 @@ class Extractor {
     if (n.op == "Gemm") {
       if (n.int_or("transA", 0) != 0) return NotMapped{"transposed A"};
       const bool nt = n.int_or("transB", 0) != 0;
+      if (a->size() != 2 || b->size() != 2)
+        throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Gemm): operands of " +
+                                                     shape_text(*a) + " and " + shape_text(*b) +
+                                                     " are not matrices");
       const int64_t M = (*a)[0], K = (*a)[1], N = nt ? (*b)[0] : (*b)[1];
-      if (a->size() != 2 || b->size() != 2 || K != (nt ? (*b)[1] : (*b)[0]))
+      if (K != (nt ? (*b)[1] : (*b)[0]))
         throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Gemm): operand shapes " +
                                                      shape_text(*a) + " and " + shape_text(*b) +
                                                      " do not multiply");
@@ -451,8 +478,8 @@ class Extractor {
   std::variant<Candidate, NotMapped, std::monostate> map_pool(const Node& n) {
     const auto x = g_.shape(n.inputs[0]);
     const auto y = g_.shape(n.outputs[0]);
-    if (!x || !y) return NotMapped{"shape not inferred"};
-    if (x->size() != 4) return NotMapped{"only 2-D pooling"};
+    if (!x || !y) return NotMapped{"shape not inferred", ""};
+    if (x->size() != 4) return NotMapped{"only 2-D pooling", ""};
     const bool global = n.op.rfind("Global", 0) == 0;
     const bool max = n.op.find("Max") != std::string::npos;
     const int64_t N = (*x)[0], C = (*x)[1], H = (*x)[2], W = (*x)[3], OH = (*y)[2], OW = (*y)[3];
@@ -460,19 +487,23 @@ class Extractor {
     std::vector<int64_t> strides = global ? std::vector<int64_t>{1, 1} : n.ints("strides", {1, 1});
     std::vector<int64_t> pads =
         global ? std::vector<int64_t>{0, 0, 0, 0} : n.ints("pads", {0, 0, 0, 0});
-    if (kernel.size() != 2) return NotMapped{"only 2-D pooling"};
-    if (n.text_or("auto_pad", "NOTSET") != "NOTSET" && n.text_or("auto_pad", "NOTSET") != "VALID")
-      return NotMapped{"auto_pad SAME"};
-    if (!all_equal(strides) || !all_equal(n.ints("dilations", {1, 1})) ||
-        n.ints("dilations", {1, 1})[0] != 1)
-      return NotMapped{"different strides per axis or dilation"};
-    if (!all_equal(pads)) return NotMapped{"asymmetric padding"};
+    if (kernel.size() != 2) return NotMapped{"only 2-D pooling", ""};
+    const std::vector<int64_t> dilations = n.ints("dilations", {1, 1});
+    if (dilations != std::vector<int64_t>{1, 1}) return NotMapped{"dilated pooling", ""};
+    // What the templates do not take, a generated pool in the channel-blocked layout computes
+    // (deploy's pool_blocked with a PoolWindow): the window as ONNX gives it.
+    const std::string auto_pad = n.text_or("auto_pad", "NOTSET");
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")
+      return NotMapped{"auto_pad " + auto_pad.substr(0, 4), "pool"};
+    if (strides.size() != 2 || pads.size() != 4) return NotMapped{"malformed window", ""};
+    if (!all_equal(strides)) return NotMapped{"different strides per axis", "pool"};
+    if (!all_equal(pads)) return NotMapped{"asymmetric padding", "pool"};
     if (!max && pads[0] > 0 && n.int_or("count_include_pad", 0) == 0)
-      return NotMapped{"average excluding padding (count_include_pad=0)"};
+      return NotMapped{"average excluding padding (count_include_pad=0)", "pool"};
     // ceil_mode may add an output row the floor formula of the templates does not have.
     if (OH != (H + 2 * pads[0] - kernel[0]) / strides[0] + 1 ||
         OW != (W + 2 * pads[0] - kernel[1]) / strides[0] + 1)
-      return NotMapped{"ceil_mode output extent"};
+      return NotMapped{"ceil_mode output extent", "pool"};
     Candidate c;
     c.template_name = max ? "max_pool2d" : "avg_pool2d";
     c.args = {{"N", i2s(N)},

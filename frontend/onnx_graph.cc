@@ -264,6 +264,62 @@ std::optional<ByteRanges> byte_range(const onnx::TensorProto& t) {
   return r;
 }
 
+// The `count` values of a tensor's data: its raw bytes (little-endian Stored), else its typed
+// field.
+template <typename Stored, typename Out, typename Typed>
+std::vector<Out> values_of(const std::string& raw, const Typed& typed, int64_t count,
+                           const std::function<Error(const std::string&)>& bad) {
+  std::vector<Out> out;
+  if (!raw.empty()) {
+    if (raw.size() != static_cast<size_t>(count) * sizeof(Stored))
+      throw bad("raw data does not match the shape");
+    std::vector<Stored> tmp(static_cast<size_t>(count));
+    std::memcpy(tmp.data(), raw.data(), raw.size());
+    out.assign(tmp.begin(), tmp.end());
+  } else {
+    out.assign(typed.begin(), typed.end());
+  }
+  if (static_cast<int64_t>(out.size()) != count) throw bad("data does not match the shape");
+  return out;
+}
+
+// The value of one tensor, or nullopt for a type a build does not read.
+std::optional<ConstantValue> value_of(const std::string& path, const onnx::TensorProto& t) {
+  ConstantValue v;
+  v.shape.assign(t.dims().begin(), t.dims().end());
+  int64_t count = 1;
+  for (int64_t d : v.shape) count *= d;
+  const std::function<Error(const std::string&)> bad = [&](const std::string& why) {
+    return Error(ErrorKind::kInvalidArgument, path + ": constant '" + t.name() + "': " + why);
+  };
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) throw bad("external data is not supported");
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      v.f32 = values_of<float, float>(t.raw_data(), t.float_data(), count, bad);
+      return v;
+    case onnx::TensorProto::DOUBLE:
+      v.f32 = values_of<double, float>(t.raw_data(), t.double_data(), count, bad);
+      return v;
+    case onnx::TensorProto::BOOL:  // Where's conditions, folded with the shapes they select
+      v.i64 = values_of<uint8_t, int64_t>(t.raw_data(), t.int32_data(), count, bad);
+      return v;
+    case onnx::TensorProto::INT64:
+      v.i64 = values_of<int64_t, int64_t>(t.raw_data(), t.int64_data(), count, bad);
+      return v;
+    case onnx::TensorProto::INT32:
+      v.i64 = values_of<int32_t, int64_t>(t.raw_data(), t.int32_data(), count, bad);
+      return v;
+    case onnx::TensorProto::INT8:
+      v.i64 = values_of<int8_t, int64_t>(t.raw_data(), t.int32_data(), count, bad);
+      return v;
+    case onnx::TensorProto::UINT8:
+      v.i64 = values_of<uint8_t, int64_t>(t.raw_data(), t.int32_data(), count, bad);
+      return v;
+    default:
+      return std::nullopt;
+  }
+}
+
 Attribute attribute_of(const onnx::AttributeProto& a) {
   Attribute out;
   if (a.has_i()) out.ints.push_back(a.i());
@@ -271,6 +327,7 @@ Attribute attribute_of(const onnx::AttributeProto& a) {
   if (a.has_f()) out.floats.push_back(a.f());
   out.floats.insert(out.floats.end(), a.floats().begin(), a.floats().end());
   if (a.has_s()) out.text = a.s();
+  if (a.has_t()) out.tensor = value_of("attribute '" + a.name() + "'", a.t());
   return out;
 }
 
@@ -345,8 +402,77 @@ InputShape parse_input_shape(const std::string& text) {
   return shape;
 }
 
-Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) {
-  onnx::ModelProto model = read_model(path);
+namespace {
+
+void record_initializer(Graph& graph, const onnx::TensorProto& init) {
+  graph.constants.insert(init.name());
+  graph.shapes[init.name()] = std::vector<int64_t>(init.dims().begin(), init.dims().end());
+  if (const std::string t = type_name(init.data_type()); !t.empty()) graph.types[init.name()] = t;
+  if (auto v = small_values(init)) graph.values[init.name()] = std::move(*v);
+  if (auto r = byte_range(init)) graph.byte_ranges[init.name()] = *r;
+}
+
+// The shapes and types shape inference left in a (sub)graph's value_info and outputs.
+void record_value_info(Graph& graph, const onnx::GraphProto& g) {
+  for (const auto& v : g.value_info()) {
+    graph.shapes[v.name()] = dims_of(v.type());
+    record_type(graph, v);
+  }
+  for (const auto& v : g.output()) {
+    record_type(graph, v);
+    if (v.type().tensor_type().has_shape()) graph.shapes[v.name()] = dims_of(v.type());
+  }
+}
+
+// The node as Graph keeps it. A Constant node's output joins graph.constants (weights may come
+// from Constant nodes instead of initializers: some exporters do that); a subgraph attribute
+// becomes a Branch, its tensors recorded in `graph`'s maps.
+Node node_of(const onnx::NodeProto& n, int index, Graph& graph) {
+  Node node;
+  node.op = n.op_type();
+  node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
+  node.name = n.name().empty() ? n.op_type() + "#" + std::to_string(index) : n.name();
+  node.inputs.assign(n.input().begin(), n.input().end());
+  node.outputs.assign(n.output().begin(), n.output().end());
+  node.onnx = n.SerializeAsString();
+  for (const auto& a : n.attribute()) {
+    if (a.has_g()) {
+      Branch b{a.name(), {}, {}};
+      for (const auto& init : a.g().initializer()) record_initializer(graph, init);
+      record_value_info(graph, a.g());
+      int k = 0;
+      for (const auto& inner : a.g().node()) b.nodes.push_back(node_of(inner, k++, graph));
+      for (const auto& out : a.g().output()) b.outputs.push_back(out.name());
+      node.branches.push_back(std::move(b));
+      continue;
+    }
+    node.attrs[a.name()] = attribute_of(a);
+  }
+  if (node.op == "Constant" && node.domain.empty() && node.outputs.size() == 1) {
+    const std::string& out = node.outputs[0];
+    graph.constants.insert(out);
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "value" && a.has_t()) {
+        if (auto v = small_values(a.t())) graph.values[out] = std::move(*v);
+        if (auto r = byte_range(a.t())) graph.byte_ranges[out] = *r;
+      } else if (a.name() == "value_float" || a.name() == "value_floats") {
+        graph.values[out].assign(a.floats().begin(), a.floats().end());
+        if (a.has_f()) graph.values[out] = {a.f()};
+      } else if (a.name() == "value_int" || a.name() == "value_ints") {
+        graph.values[out].assign(a.ints().begin(), a.ints().end());
+        if (a.has_i()) graph.values[out] = {static_cast<double>(a.i())};
+      }
+    }
+    if (graph.values.count(out) &&
+        static_cast<int64_t>(graph.values[out].size()) > Graph::kMaxValueElements)
+      graph.values.erase(out);
+  }
+  return node;
+}
+
+// Reads, checks and infers the shapes of the model at `path` (load_onnx's contract) into a Graph.
+Graph graph_of(const std::string& path, onnx::ModelProto& model,
+               const std::vector<InputShape>& inputs) {
   register_contrib_schemas();
   try {
     onnx::checker::check_model(model);
@@ -358,13 +484,7 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
 
   Graph graph;
   graph.name = model.graph().name();
-  for (const auto& init : model.graph().initializer()) {
-    graph.constants.insert(init.name());
-    graph.shapes[init.name()] = std::vector<int64_t>(init.dims().begin(), init.dims().end());
-    if (const std::string t = type_name(init.data_type()); !t.empty()) graph.types[init.name()] = t;
-    if (auto v = small_values(init)) graph.values[init.name()] = std::move(*v);
-    if (auto r = byte_range(init)) graph.byte_ranges[init.name()] = *r;
-  }
+  for (const auto& init : model.graph().initializer()) record_initializer(graph, init);
   if (set_input_shapes(path, *model.mutable_graph(), graph.constants, inputs)) {
     // Shapes stored for the old input would contradict the new ones: inference recomputes them.
     model.mutable_graph()->clear_value_info();
@@ -380,116 +500,202 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
                 path + ": shape inference failed: " + first_line(e.what()));
   }
 
-  for (const auto& opset : model.opset_import())
-    if (opset.domain().empty() || opset.domain() == "ai.onnx") graph.opset = opset.version();
+  for (const auto& opset : model.opset_import()) {
+    const std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
+    graph.opsets[domain] = opset.version();
+    if (domain.empty()) graph.opset = opset.version();
+  }
+  graph.ir_version = model.ir_version();
   for (const auto& v : model.graph().input()) {
     if (!graph.constants.count(v.name())) graph.inputs.push_back(v.name());
     graph.shapes[v.name()] = dims_of(v.type());
     record_type(graph, v);
   }
-  for (const auto& v : model.graph().value_info()) {
-    graph.shapes[v.name()] = dims_of(v.type());
-    record_type(graph, v);
-  }
-  for (const auto& v : model.graph().output()) {
-    graph.outputs.push_back(v.name());
-    record_type(graph, v);
-    if (v.type().tensor_type().has_shape()) graph.shapes[v.name()] = dims_of(v.type());
-  }
+  record_value_info(graph, model.graph());
+  for (const auto& v : model.graph().output()) graph.outputs.push_back(v.name());
   int index = 0;
-  for (const auto& n : model.graph().node()) {
-    Node node;
-    node.op = n.op_type();
-    node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    node.name = n.name().empty() ? n.op_type() + "#" + std::to_string(index) : n.name();
-    node.inputs.assign(n.input().begin(), n.input().end());
-    node.outputs.assign(n.output().begin(), n.output().end());
-    for (const auto& a : n.attribute()) node.attrs[a.name()] = attribute_of(a);
-    // Weights may come from Constant nodes instead of initializers (some exporters do that).
-    if (node.op == "Constant" && node.domain.empty()) {
-      graph.constants.insert(node.outputs.begin(), node.outputs.end());
-      for (const auto& a : n.attribute()) {
-        if (node.outputs.size() != 1) break;
-        if (a.name() == "value" && a.has_t()) {
-          if (auto v = small_values(a.t())) graph.values[node.outputs[0]] = std::move(*v);
-          if (auto r = byte_range(a.t())) graph.byte_ranges[node.outputs[0]] = *r;
-        } else if (a.name() == "value_float" && a.has_f()) {
-          graph.values[node.outputs[0]] = {a.f()};
-        }
-      }
-    }
-    graph.nodes.push_back(std::move(node));
-    ++index;
-  }
+  for (const auto& n : model.graph().node()) graph.nodes.push_back(node_of(n, index++, graph));
   return graph;
 }
 
-namespace {
-
-// The `count` values of a tensor's data: its raw bytes (little-endian Stored), else its typed
-// field.
-template <typename Stored, typename Out, typename Typed>
-std::vector<Out> values_of(const std::string& raw, const Typed& typed, int64_t count,
-                           const std::function<Error(const std::string&)>& bad) {
-  std::vector<Out> out;
-  if (!raw.empty()) {
-    if (raw.size() != static_cast<size_t>(count) * sizeof(Stored))
-      throw bad("raw data does not match the shape");
-    std::vector<Stored> tmp(static_cast<size_t>(count));
-    std::memcpy(tmp.data(), raw.data(), raw.size());
-    out.assign(tmp.begin(), tmp.end());
-  } else {
-    out.assign(typed.begin(), typed.end());
+// A Constant node's value in any of its attribute forms, or nullopt for a type a build does not
+// read.
+std::optional<ConstantValue> constant_node_value(const std::string& path,
+                                                 const onnx::NodeProto& n) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == "value" && a.has_t()) return value_of(path, a.t());
+    ConstantValue v;
+    if (a.name() == "value_float") v.f32 = {a.f()};
+    if (a.name() == "value_floats") {
+      v.f32.assign(a.floats().begin(), a.floats().end());
+      v.shape = {a.floats_size()};
+    }
+    if (a.name() == "value_int") v.i64 = {a.i()};
+    if (a.name() == "value_ints") {
+      v.i64.assign(a.ints().begin(), a.ints().end());
+      v.shape = {a.ints_size()};
+    }
+    if (!v.f32.empty() || !v.i64.empty() || !v.shape.empty()) return v;
   }
-  if (static_cast<int64_t>(out.size()) != count) throw bad("data does not match the shape");
-  return out;
+  return std::nullopt;
 }
 
-// The value of one tensor, or nullopt for a type a build does not read.
-std::optional<ConstantValue> value_of(const std::string& path, const onnx::TensorProto& t) {
-  ConstantValue v;
-  v.shape.assign(t.dims().begin(), t.dims().end());
-  int64_t count = 1;
-  for (int64_t d : v.shape) count *= d;
-  const std::function<Error(const std::string&)> bad = [&](const std::string& why) {
-    return Error(ErrorKind::kInvalidArgument, path + ": constant '" + t.name() + "': " + why);
-  };
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) throw bad("external data is not supported");
-  switch (t.data_type()) {
-    case onnx::TensorProto::FLOAT:
-      v.f32 = values_of<float, float>(t.raw_data(), t.float_data(), count, bad);
-      return v;
-    case onnx::TensorProto::INT64:
-      v.i64 = values_of<int64_t, int64_t>(t.raw_data(), t.int64_data(), count, bad);
-      return v;
-    case onnx::TensorProto::INT32:
-      v.i64 = values_of<int32_t, int64_t>(t.raw_data(), t.int32_data(), count, bad);
-      return v;
-    case onnx::TensorProto::INT8:
-      v.i64 = values_of<int8_t, int64_t>(t.raw_data(), t.int32_data(), count, bad);
-      return v;
-    case onnx::TensorProto::UINT8:
-      v.i64 = values_of<uint8_t, int64_t>(t.raw_data(), t.int32_data(), count, bad);
-      return v;
-    default:
-      return std::nullopt;
+void collect_constants(const std::string& path, const onnx::GraphProto& g, Constants& values) {
+  for (const auto& init : g.initializer())
+    if (auto v = value_of(path, init)) values[init.name()] = std::move(*v);
+  for (const auto& n : g.node()) {
+    if (n.op_type() == "Constant" && n.output_size() == 1)
+      if (auto v = constant_node_value(path, n)) values[n.output(0)] = std::move(*v);
+    for (const auto& a : n.attribute())
+      if (a.has_g()) collect_constants(path, a.g(), values);
   }
 }
 
 }  // namespace
 
-std::map<std::string, ConstantValue> load_constant_values(const std::string& path) {
+Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) {
+  onnx::ModelProto model = read_model(path);
+  return graph_of(path, model, inputs);
+}
+
+Constants load_constant_values(const std::string& path) {
   const onnx::ModelProto model = read_model(path);
-  std::map<std::string, ConstantValue> values;
-  for (const auto& init : model.graph().initializer())
-    if (auto v = value_of(path, init)) values[init.name()] = std::move(*v);
-  for (const auto& n : model.graph().node()) {
-    if (n.op_type() != "Constant" || n.output_size() != 1) continue;
-    for (const auto& a : n.attribute())
-      if (a.name() == "value" && a.has_t())
-        if (auto v = value_of(path, a.t())) values[n.output(0)] = std::move(*v);
-  }
+  Constants values;
+  collect_constants(path, model.graph(), values);
   return values;
+}
+
+Model read_onnx(const std::string& path, const std::vector<InputShape>& inputs) {
+  onnx::ModelProto model = read_model(path);
+  Model m;
+  collect_constants(path, model.graph(), m.constants);
+  m.graph = graph_of(path, model, inputs);
+  return m;
+}
+
+namespace {
+
+int32_t onnx_type(const std::string& name) {
+  static const std::map<std::string, int32_t> kTypes = {
+      {"float32", onnx::TensorProto::FLOAT},   {"float64", onnx::TensorProto::DOUBLE},
+      {"float16", onnx::TensorProto::FLOAT16}, {"bfloat16", onnx::TensorProto::BFLOAT16},
+      {"uint8", onnx::TensorProto::UINT8},     {"int8", onnx::TensorProto::INT8},
+      {"int32", onnx::TensorProto::INT32},     {"int64", onnx::TensorProto::INT64},
+      {"bool", onnx::TensorProto::BOOL}};
+  auto it = kTypes.find(name);
+  return it == kTypes.end() ? onnx::TensorProto::UNDEFINED : it->second;
+}
+
+void set_value_info(onnx::ValueInfoProto& v, const Graph& g, const std::string& name,
+                    bool with_shape) {
+  v.set_name(name);
+  auto* tensor = v.mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(onnx_type(g.type(name)));
+  auto s = g.shapes.find(name);
+  if (!with_shape || s == g.shapes.end()) return;
+  auto* shape = tensor->mutable_shape();
+  for (int64_t d : s->second) {
+    auto* dim = shape->add_dim();
+    if (d >= 0) dim->set_dim_value(d);
+  }
+}
+
+// A constant as an initializer: the values a shape computation reads (shapes, axes, scales).
+// Weights are declared as inputs of their type and shape instead: inference needs no more.
+void add_constant(onnx::GraphProto& graph, const Model& m, const std::string& name) {
+  constexpr size_t kMaxData = 4096;
+  const ConstantValue& c = m.constants.at(name);
+  const int32_t type = onnx_type(m.graph.type(name));
+  if (type == onnx::TensorProto::UNDEFINED || c.f32.size() + c.i64.size() > kMaxData) {
+    onnx::ValueInfoProto v;
+    set_value_info(v, m.graph, name, true);
+    v.mutable_type()->mutable_tensor_type()->clear_shape();
+    for (int64_t d : c.shape)
+      v.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    if (type == onnx::TensorProto::UNDEFINED)
+      v.mutable_type()->mutable_tensor_type()->set_elem_type(
+          c.f32.empty() ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT);
+    *graph.add_input() = std::move(v);
+    return;
+  }
+  onnx::TensorProto* t = graph.add_initializer();
+  t->set_name(name);
+  t->set_data_type(type);
+  for (int64_t d : c.shape) t->add_dims(d);
+  switch (type) {
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+      t->set_data_type(onnx::TensorProto::FLOAT);
+      for (float v : c.f32) t->add_float_data(v);
+      break;
+    case onnx::TensorProto::DOUBLE:
+      for (float v : c.f32) t->add_double_data(v);
+      break;
+    case onnx::TensorProto::INT64:
+      for (int64_t v : c.i64) t->add_int64_data(v);
+      break;
+    default:  // INT32, INT8, UINT8 and BOOL live in int32_data
+      for (int64_t v : c.i64) t->add_int32_data(static_cast<int32_t>(v));
+  }
+}
+
+}  // namespace
+
+void infer_shapes(Model& m) {
+  Graph& g = m.graph;
+  onnx::ModelProto model;
+  model.set_ir_version(g.ir_version > 0 ? g.ir_version : static_cast<int64_t>(onnx::IR_VERSION));
+  std::map<std::string, int64_t> opsets = g.opsets;
+  if (opsets.empty()) opsets[""] = g.opset;  // a graph made in code, not read
+  for (const auto& [domain, version] : opsets) {
+    auto* opset = model.add_opset_import();
+    opset->set_domain(domain);
+    opset->set_version(version);
+  }
+  onnx::GraphProto& graph = *model.mutable_graph();
+  graph.set_name(g.name);
+  for (const std::string& in : g.inputs) set_value_info(*graph.add_input(), g, in, true);
+  std::set<std::string> added;
+  for (const Node& n : g.nodes) {
+    onnx::NodeProto& p = *graph.add_node();
+    if (!n.onnx.empty() && !p.ParseFromString(n.onnx))
+      throw Error(ErrorKind::kInternal, "node '" + n.name + "': its ONNX form does not parse");
+    if (n.onnx.empty()) {
+      // Made by a pass: an operator without attributes (an Identity).
+      if (!n.attrs.empty())
+        throw Error(ErrorKind::kInternal, "node '" + n.name + "' has no ONNX form to infer");
+      p.set_op_type(n.op);
+      p.set_domain(n.domain);
+      p.set_name(n.name);
+    }
+    p.clear_input();
+    p.clear_output();
+    for (const std::string& in : n.inputs) p.add_input(in);
+    for (const std::string& out : n.outputs) p.add_output(out);
+    std::vector<std::string> read = n.inputs;
+    for (const Branch& b : n.branches)
+      for (const Node& inner : b.nodes)
+        read.insert(read.end(), inner.inputs.begin(), inner.inputs.end());
+    for (const std::string& in : read)
+      if (m.constants.count(in) && added.insert(in).second) add_constant(graph, m, in);
+  }
+  for (const std::string& out : g.outputs) set_value_info(*graph.add_output(), g, out, false);
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1, /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "model '" + g.name +
+                    "': shape inference after the clean-up failed: " + first_line(e.what()));
+  }
+  record_value_info(g, model.graph());
+}
+
+const Branch* Node::branch(const std::string& key) const {
+  for (const Branch& b : branches)
+    if (b.name == key) return &b;
+  return nullptr;
 }
 
 }  // namespace ktune::frontend

@@ -18,12 +18,24 @@
 
 namespace ktune::frontend {
 
-// One attribute of a node: what ONNX's ints/int/floats/float/string attributes hold.
+// The value of a constant tensor (an initializer or a Constant node's output).
+struct ConstantValue {
+  std::vector<int64_t> shape;
+  std::vector<float> f32;    // FLOAT tensors
+  std::vector<int64_t> i64;  // INT64, INT32, INT8 and UINT8 tensors (shapes, axes, pads,
+                             // quantized weights, zero points)
+};
+
+// One attribute of a node: what ONNX's ints/int/floats/float/string/tensor attributes hold.
 struct Attribute {
   std::vector<int64_t> ints;  // INT (one element) or INTS
   std::vector<float> floats;  // FLOAT (one element) or FLOATS
   std::string text;           // STRING
+  // TENSOR of a type ConstantValue holds (ConstantOfShape's value, a Constant's value).
+  std::optional<ConstantValue> tensor = std::nullopt;
 };
+
+struct Branch;
 
 struct Node {
   std::string op;      // "Conv"
@@ -32,6 +44,11 @@ struct Node {
   std::vector<std::string> inputs;  // tensor names ("" = an omitted optional input)
   std::vector<std::string> outputs;
   std::map<std::string, Attribute> attrs;
+  // Subgraph attributes (If's then_branch and else_branch), in the node's attribute order.
+  std::vector<Branch> branches = {};
+  // The ONNX NodeProto it was read from, serialized, with its attributes as ONNX types them
+  // (infer_shapes runs ONNX's shape inference on it again); "" for a node a pass made.
+  std::string onnx = "";
 
   // The attribute's ints, or `fallback` when absent.
   std::vector<int64_t> ints(const std::string& key, std::vector<int64_t> fallback = {}) const;
@@ -41,6 +58,17 @@ struct Node {
   std::string text_or(const std::string& key, std::string fallback) const;
   // The attribute's first float, or `fallback` when absent.
   double float_or(const std::string& key, double fallback) const;
+  // The branch attribute `key` (If's "then_branch"), or nullptr.
+  const Branch* branch(const std::string& key) const;
+};
+
+// A subgraph attribute: its nodes (which may read the enclosing graph's tensors) and its outputs.
+// Its tensors' shapes and types are in the enclosing Graph's maps (ONNX names are unique across
+// a model's subgraphs).
+struct Branch {
+  std::string name;  // the attribute: "then_branch", "else_branch"
+  std::vector<Node> nodes;
+  std::vector<std::string> outputs;
 };
 
 // The least and greatest element of an int8 or uint8 constant: of the whole tensor, and of each
@@ -74,6 +102,10 @@ struct Graph {
   // "int64", ... (ONNX's type names, lower case, with the width).
   std::map<std::string, std::string> types;
   int64_t opset = 0;  // the default domain's opset
+  // Every operator set the model imports (domain "" = ai.onnx) and its IR version: what
+  // infer_shapes gives ONNX again.
+  std::map<std::string, int64_t> opsets;
+  int64_t ir_version = 0;
 
   // The shape of `tensor` when fully known (no -1), else nullopt.
   std::optional<std::vector<int64_t>> shape(const std::string& tensor) const;
@@ -103,20 +135,32 @@ InputShape parse_input_shape(const std::string& text);
 //                     describes (a custom domain).
 Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs = {});
 
-// The value of a constant tensor (an initializer or a Constant node's output).
-struct ConstantValue {
-  std::vector<int64_t> shape;
-  std::vector<float> f32;    // FLOAT tensors
-  std::vector<int64_t> i64;  // INT64, INT32, INT8 and UINT8 tensors (shapes, axes, pads,
-                             // quantized weights, zero points)
+// Constant tensors by name (weights, shapes, scalars).
+using Constants = std::map<std::string, ConstantValue>;
+
+// A model as read: its graph and the values of its constants.
+struct Model {
+  Graph graph;
+  Constants constants;
 };
 
+// Runs ONNX's shape inference (strict, with data propagation) again on `model` as the clean-up
+// passes left it, its constants known: shapes that depended on shape arithmetic (a Concat with
+// a folded operand, a Reshape to a folded target, an If inlined) are then known. Every tensor's
+// shape and type in model.graph is replaced by what it infers. Throws Error(kInvalidArgument)
+// naming the model when inference fails.
+void infer_shapes(Model& model);
+
+// load_onnx and load_constant_values of one parse of the file at `path`.
+Model read_onnx(const std::string& path, const std::vector<InputShape>& inputs = {});
+
 // Reads the values of every FLOAT, INT64, INT32, INT8 and UINT8 constant of the ONNX model at
-// `path` (initializers and Constant nodes' `value`), by tensor name; what a model build packs.
+// `path` (initializers and Constant nodes' value, value_float(s) and value_int(s), in subgraphs
+// too), by tensor name; what a model build packs.
 // Constants of other types are left out (a build that needs one says so). Throws like load_onnx for
 // a file that is not a model, and Error(kInvalidArgument) naming a tensor whose data does not match
 // its shape or that refers to external data.
-std::map<std::string, ConstantValue> load_constant_values(const std::string& path);
+Constants load_constant_values(const std::string& path);
 
 // "1x3x224x224" (-1 prints as "?").
 std::string shape_text(const std::vector<int64_t>& dims);

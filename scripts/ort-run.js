@@ -3,11 +3,11 @@
 // file and writes its float32 outputs to another: the independent reference of ktune's model
 // builds, and the peer bench/model_vs_ort races.
 //
-//   node ort-run.js MODEL INPUTS OUTPUTS [--threads N] [--time RUNS] [--serve]
+//   node ort-run.js MODEL INPUTS OUTPUTS [--threads N] [--time RUNS] [--serve] [--input NAME=DIMS]...
 //
 // INPUTS holds every graph input, in the graph's order, as raw little-endian float32 (NCHW as the
-// model declares it); OUTPUTS receives every output the same way. Shapes come from the model;
-// a symbolic dimension is taken as 1. With --time RUNS it also runs RUNS more times and prints
+// model declares it); OUTPUTS receives every output the same way. Shapes come from the model (a
+// symbolic dimension is taken as 1), or from --input NAME=1x3x320x320 as ktune takes them. With --time RUNS it also runs RUNS more times and prints
 // one JSON line {"median_ms":..,"min_ms":..,"max_ms":..}. With --serve, after writing OUTPUTS it
 // prints "ready" and then answers each line N of stdin with the N run times in ms on one line
 // (space-separated), so a benchmark can interleave rounds with another program's; it exits at
@@ -20,8 +20,13 @@ async function main() {
   const argv = process.argv.slice(2);
   const positional = [];
   let threads = 1, timeRuns = 0, serve = false;
+  const given = {};
   for (let i = 0; i < argv.length; ++i) {
-    if (argv[i] === '--threads') threads = parseInt(argv[++i], 10);
+    if (argv[i] === '--input') {
+      const text = argv[++i];
+      const eq = text.lastIndexOf('=');
+      given[text.slice(0, eq)] = text.slice(eq + 1).split('x').map((d) => parseInt(d, 10));
+    } else if (argv[i] === '--threads') threads = parseInt(argv[++i], 10);
     else if (argv[i] === '--time') timeRuns = parseInt(argv[++i], 10);
     else if (argv[i] === '--serve') serve = true;
     else positional.push(argv[i]);
@@ -36,7 +41,7 @@ async function main() {
   const feeds = {};
   let at = 0;
   for (const meta of session.inputMetadata) {
-    const dims = meta.shape.map((d) => (typeof d === 'number' && d > 0 ? d : 1));
+    const dims = given[meta.name] || meta.shape.map((d) => (typeof d === 'number' && d > 0 ? d : 1));
     const n = dims.reduce((a, b) => a * b, 1);
     if (at + n > data.length) throw new Error(`inputs file too short for input '${meta.name}'`);
     feeds[meta.name] = new ort.Tensor('float32', data.slice(at, at + n), dims);

@@ -86,9 +86,11 @@ std::string ort_outputs(const RunCmdOptions& o, const std::string& inputs_path, 
                                           " has no ort-run.js and node_modules/onnxruntime-node "
                                           "(scripts/setup installs them; or --ort DIR)");
   const std::string out = inputs_path + ".ort";
-  const std::string cmd = "NODE_PATH='" + (dir / "node_modules").string() + "' node '" +
-                          (dir / "ort-run.js").string() + "' '" + o.model + "' '" + inputs_path +
-                          "' '" + out + "' --threads " + std::to_string(threads);
+  std::string cmd = "NODE_PATH='" + (dir / "node_modules").string() + "' node '" +
+                    (dir / "ort-run.js").string() + "' '" + o.model + "' '" + inputs_path + "' '" +
+                    out + "' --threads " + std::to_string(threads);
+  // The shapes ktune built for, where the model leaves dimensions symbolic.
+  for (const std::string& input : o.inputs) cmd += " --input '" + input + "'";
   if (std::system(cmd.c_str()) != 0)
     throw Error(ErrorKind::kRun, "ONNX Runtime failed on " + o.model);
   std::string bytes = read_file(out);

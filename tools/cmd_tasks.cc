@@ -1,5 +1,5 @@
-// `ktune tasks model.onnx [--input name=DIMS] [--json]`: the tuning tasks of an ONNX model and the
-// operators without a template.
+// `ktune tasks model.onnx [--input name=DIMS] [--json] [--dump-graph]`: the tuning tasks of an
+// ONNX model, the operators without a template, and whether a model build takes it.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -9,8 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/target.h"
+#include "deploy/model_plan.h"
+#include "frontend/graph_passes.h"
 #include "frontend/model_tasks.h"
 #include "frontend/onnx_graph.h"
+#include "support/error.h"
 #include "tools/commands.h"
 
 namespace ktune::tools {
@@ -21,6 +24,7 @@ struct TasksOptions {
   std::vector<std::string> inputs;
   std::string target = "host";
   bool json = false;
+  bool dump_graph = false;
 };
 
 std::string fixed(double v, int digits) {
@@ -68,24 +72,62 @@ void print_table(const frontend::ModelTasks& m) {
   }
 }
 
+// The verdict: how many nodes a model build computes, and every node it cannot.
+void print_verdict(size_t nodes, const std::vector<deploy::BlockedNode>& blocked) {
+  std::printf("\ncovered %zu of %zu nodes\n", nodes - blocked.size(), nodes);
+  if (blocked.empty()) {
+    std::printf("verdict: buildable\n");
+    return;
+  }
+  std::printf("verdict: not buildable, %zu %s no path in a model build:\n", blocked.size(),
+              blocked.size() == 1 ? "node has" : "nodes have");
+  for (const auto& b : blocked)
+    std::printf("  %s (%s): %s\n", b.node.c_str(), b.op.c_str(), b.reason.c_str());
+}
+
 void run_tasks(const TasksOptions& o) {
   std::vector<frontend::InputShape> inputs;
   for (const auto& text : o.inputs) inputs.push_back(frontend::parse_input_shape(text));
   const codegen::Target target = codegen::Target::parse(o.target);
   const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
                                                          target.vector_bits(), target.cores());
-  const frontend::ModelTasks tasks =
-      frontend::extract_tasks(frontend::load_onnx(o.model, inputs), traits);
-  if (o.json)
-    std::cout << frontend::to_json(tasks).dump(2) << "\n";
-  else
+  frontend::PassObserver dump;
+  if (o.dump_graph)
+    dump = [](const std::string& pass, const frontend::Model& m) {
+      std::fprintf(stderr, "graph after %s: %s", pass.c_str(), frontend::graph_text(m).c_str());
+    };
+  const frontend::Model model = frontend::load_model(o.model, inputs, dump);
+  const frontend::ModelTasks tasks = frontend::extract_tasks(model.graph, traits);
+  const std::vector<deploy::BlockedNode> blocked =
+      deploy::plan_verdict(model.graph, model.constants, target.str());
+  const size_t nodes = model.graph.nodes.size();
+  if (o.json) {
+    nlohmann::json j = frontend::to_json(tasks);
+    j["nodes"] = nodes;
+    j["covered"] = nodes - blocked.size();
+    j["buildable"] = blocked.empty();
+    j["blocking"] = nlohmann::json::array();
+    for (const auto& b : blocked)
+      j["blocking"].push_back({{"node", b.node}, {"op", b.op}, {"reason", b.reason}});
+    std::cout << j.dump(2) << "\n";
+  } else {
     print_table(tasks);
+    print_verdict(nodes, blocked);
+  }
+  // A model that cannot be built is a failed check, for a script as for a user.
+  if (!blocked.empty())
+    throw Error(ErrorKind::kUnsupported, o.model +
+                                             " cannot be built: " + std::to_string(blocked.size()) +
+                                             (blocked.size() == 1 ? " node has" : " nodes have") +
+                                             " no path in a model build (listed above)");
 }
 
 void add_tasks(CLI::App& app) {
   auto o = std::make_shared<TasksOptions>();
   auto* cmd = app.add_subcommand(
-      "tasks", "List the tuning tasks of an ONNX model (shapes inferred, epilogues fused)");
+      "tasks",
+      "List the tuning tasks of an ONNX model (shapes inferred, epilogues fused) and whether a "
+      "model build takes it (exit status 1 when not)");
   cmd->add_option("model", o->model, "ONNX model file")->required();
   cmd->add_option(
       "--input", o->inputs,
@@ -93,6 +135,8 @@ void add_tasks(CLI::App& app) {
   cmd->add_option("--target", o->target, "Target: host or 'llvm -mtriple=... -mcpu=...'")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->add_flag("--dump-graph", o->dump_graph,
+                "Print the graph to stderr after reading and after each clean-up pass");
   cmd->callback([o] { run_tasks(*o); });
 }
 

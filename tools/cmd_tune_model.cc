@@ -15,7 +15,9 @@
 #include "codegen/runtime.h"
 #include "codegen/target.h"
 #include "deploy/model_build.h"
+#include "deploy/model_plan.h"
 #include "deploy/model_timing.h"
+#include "frontend/graph_passes.h"
 #include "frontend/model_tasks.h"
 #include "frontend/onnx_graph.h"
 #include "rpc_runner/client/service_client.h"
@@ -285,8 +287,14 @@ void run_tune_model(TuneModelOptions o) {
         "target '" + target.str() + "' cannot run on this host; tune it on a device with --server");
   const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
                                                          target.vector_bits(), target.cores());
-  const frontend::ModelTasks tasks =
-      frontend::extract_tasks(frontend::load_onnx(o.model, inputs), traits);
+  const frontend::Model model = frontend::load_model(o.model, inputs);
+  // Nothing is measured for a model that cannot be built: every refusal at once, before tuning.
+  if (const auto blocked = deploy::plan_verdict(model.graph, model.constants, target.str());
+      !blocked.empty())
+    throw Error(ErrorKind::kUnsupported,
+                o.model + " cannot be tuned as a model: " + deploy::blocked_text(blocked) +
+                    " (ktune tasks lists them)");
+  const frontend::ModelTasks tasks = frontend::extract_tasks(model.graph, traits);
   o.tuning.session.seed = o.tuning.scheduler.seed;
   o.tuning.session.transfer = !o.no_transfer;
   o.tuning.scheduler.time_budget_s = o.time_budget_min * 60;

@@ -101,6 +101,12 @@ ArgSpec int_arg(const char* name, const char* def, const char* doc, int64_t min_
   return {.name = name, .default_value = def, .doc = doc, .min_value = min_value};
 }
 
+ArgSpec stride_w_arg() {
+  ArgSpec a = int_arg("stride_w", "0", "column stride when it differs from stride (0: stride)", 0);
+  a.key_omits_default = true;
+  return a;
+}
+
 namespace {
 
 int64_t window_out_extent(const std::string& tmpl, int64_t in, int64_t window, int64_t stride,
@@ -126,8 +132,11 @@ Window window_of(const std::string& tmpl, const WorkloadArgs& a, bool has_dilati
   win.stride = a.get_int("stride");
   win.pad = a.get_int("pad");
   win.dilation = has_dilation ? a.get_int("dilation") : 1;
+  win.stride_w = win.stride;
+  for (const auto& [name, value] : a.values())
+    if (name == "stride_w" && a.get_int(name) > 0) win.stride_w = a.get_int(name);
   win.oh = window_out_extent(tmpl, win.h, win.r, win.stride, win.pad, win.dilation);
-  win.ow = window_out_extent(tmpl, win.w, win.s, win.stride, win.pad, win.dilation);
+  win.ow = window_out_extent(tmpl, win.w, win.s, win.stride_w, win.pad, win.dilation);
   return win;
 }
 

@@ -43,14 +43,20 @@ Config pick_fallback(const ConfigSpace& space, const std::vector<uint64_t>& digi
 // An integer argument (min_value 1 unless given).
 ArgSpec int_arg(const char* name, const char* def, const char* doc, int64_t min_value = 1);
 
+// stride_w, the column stride of a window whose strides differ per axis (ONNX's strides [2, 1]
+// of text recognizers): 0, the default, is `stride`'s, and leaves the workload key as it was.
+ArgSpec stride_w_arg();
+
 // The sliding window of a convolution or pool: batch, channels, input extents, window extents,
-// stride, padding (on both sides), dilation, and the output extents they give.
+// stride (rows; stride_w the columns'), padding (on both sides), dilation, and the output extents
+// they give.
 struct Window {
-  int64_t n, c, h, w, r, s, stride, pad, dilation, oh, ow;
+  int64_t n, c, h, w, r, s, stride, pad, dilation, oh, ow, stride_w;
 };
 // The Window of a workload's arguments N, C, H, W, R, S, stride, pad and, when `has_dilation`,
-// dilation (else 1). Throws Error(kInvalidArgument), naming template `tmpl`, when the window does
-// not fit the padded input.
+// dilation (else 1); stride_w from a stride_w argument when the template declares one and it is
+// not 0, else stride. Throws Error(kInvalidArgument), naming template `tmpl`, when the window
+// does not fit the padded input.
 Window window_of(const std::string& tmpl, const WorkloadArgs& a, bool has_dilation = true);
 
 // Largest divisor of n that is <= cap (>= 1).

@@ -76,14 +76,14 @@ Tensors make_tensors(const WorkloadArgs& a) {
   const te::IterVar r = te::reduce_axis({0, sh.r}, "r");
   const te::IterVar s = te::reduce_axis({0, sh.s}, "s");
   const te::Tensor w = t.weight;
-  const te::Expr st(sh.stride), d(sh.dilation), icb(sh.icb);
+  const te::Expr st(sh.stride), stw(sh.stride_w), d(sh.dilation), icb(sh.icb);
   const bool masked = sh.k % sh.ocb != 0;
   const bool staged = masked || !sh.epilogue.empty();
   const te::Tensor conv = te::compute(
       out_shape,
       [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
         return te::sum(
-            padded(n, rc.var / icb, y * st + r.var * d, x * st + s.var * d, rc.var % icb) *
+            padded(n, rc.var / icb, y * st + r.var * d, x * stw + s.var * d, rc.var % icb) *
                 w(ko, rc.var / icb, r.var, s.var, rc.var % icb, kb),
             {rc, r, s});
       },
@@ -218,7 +218,7 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
       int_arg("K", "", "output channels"),
       int_arg("R", "3", "kernel height"),
       int_arg("S", "3", "kernel width"),
-      int_arg("stride", "1", "stride (both axes)"),
+      int_arg("stride", "1", "stride (both axes, or the rows' with stride_w)"),
       int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
       int_arg("dilation", "1", "dilation (both axes)"),
       int_arg(
@@ -232,6 +232,7 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
        epilogue_args({.bias_doc = "bias[K/ocb,ocb]", .residual_doc = "residual like O"}))
     d.args.push_back(std::move(e));
   d.args.push_back(dtype_arg());
+  d.args.push_back(stride_w_arg());
   d.resolve = [](WorkloadArgs& a) {
     resolve_channel_blocks(a);
     resolve_epilogue(a);

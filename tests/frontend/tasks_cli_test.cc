@@ -1,8 +1,10 @@
-// Tests of `ktune tasks`: the ResNet-18 table and JSON, and bad input as one line on stderr with
-// exit status 1.
+// Tests of `ktune tasks`: the ResNet-18 table and JSON, the verdict (covered nodes, every node a
+// build refuses, exit status 1 then), the graph dumped after each clean-up pass, and bad input as
+// one line on stderr with exit status 1.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -59,6 +61,64 @@ TEST(TasksCli, ResNet18TableAndJson) {
   EXPECT_NE(text.out.find("another algorithm for #3"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("Flatten"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("epilogue=bias_add_relu"), std::string::npos) << text.out;
+}
+
+TEST(TasksCli, VerdictCountsCoveredNodes) {
+  const auto text = ktune("tasks " + quote(model("resnet18.onnx")));
+  ASSERT_EQ(text.status, 0) << text.err;
+  // 20 convs, 20 BatchNormalization, 17 Relu, 8 Add, 2 pools, Flatten, Gemm.
+  EXPECT_NE(text.out.find("\ncovered 69 of 69 nodes\nverdict: buildable\n"), std::string::npos)
+      << text.out;
+  const auto json = ktune("tasks " + quote(model("resnet18.onnx")) + " --json");
+  ASSERT_EQ(json.status, 0);
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["nodes"], 69);
+  EXPECT_EQ(j["covered"], 69);
+  EXPECT_EQ(j["buildable"], true);
+  EXPECT_TRUE(j["blocking"].empty());
+}
+
+// blocked_ops has three nodes no build computes (a conv of 2 groups, its Relu fused into it, a
+// conv dilated differently per axis, Hardmax): all three are listed with what each lacks, the
+// status is 1, the error one line.
+TEST(TasksCli, NotBuildableListsEveryBlockingNode) {
+  const auto r = ktune("tasks " + quote(model("blocked_ops.onnx")), true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("\ncovered 1 of 4 nodes\nverdict: not buildable, 3 nodes have no path in a "
+                       "model build:\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  conv_2 (Conv): a grouped conv"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  conv_5 (Conv): different dilations per axis"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  hardmax_6 (Hardmax): no template or generated kernel computes Hardmax"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("cannot be built: 3 nodes have no path"), std::string::npos) << r.err;
+
+  const auto json = ktune("tasks " + quote(model("blocked_ops.onnx")) + " --json", true);
+  EXPECT_EQ(json.status, 1);
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["buildable"], false);
+  EXPECT_EQ(j["nodes"], 4);
+  EXPECT_EQ(j["covered"], 1);
+  ASSERT_EQ(j["blocking"].size(), 3u);
+  std::set<std::string> nodes;
+  for (const auto& b : j["blocking"]) nodes.insert(b["node"].get<std::string>());
+  EXPECT_EQ(nodes, (std::set<std::string>{"conv_2", "conv_5", "hardmax_6"}));
+}
+
+TEST(TasksCli, DumpGraphPrintsTheGraphAfterEachPass) {
+  const auto r = ktune("tasks " + quote(model("resnet18.onnx")) + " --dump-graph", true);
+  ASSERT_EQ(r.status, 0);
+  for (const char* pass :
+       {"read", "fold_constants", "inline_constant_if", "remove_identities", "remove_dead_nodes"})
+    EXPECT_NE(r.err.find(std::string("graph after ") + pass + ": 69 nodes, 1 inputs, 1 outputs"),
+              std::string::npos)
+        << pass << ": " << r.err.substr(0, 2000);
+  EXPECT_NE(r.err.find("  output "), std::string::npos);
+  EXPECT_NE(r.err.find("Conv(input [1x3x224x224]"), std::string::npos) << r.err.substr(0, 2000);
 }
 
 TEST(TasksCli, SymbolicInputWithInputOption) {

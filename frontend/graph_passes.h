@@ -1,0 +1,62 @@
+// Declares the graph clean-up that runs between reading a model and extracting its tasks: each
+// pass, the pipeline (simplify_graph) and load_model, which reads a model and runs it.
+//
+// Exporters write graphs for a runtime that evaluates everything at run time: Constant nodes,
+// shape arithmetic (Shape -> Gather -> Unsqueeze -> Concat -> Reshape), Identity and Dropout,
+// If on a condition fixed by the input's shape. Once --input fixes every dimension all of that is
+// known at build time; the passes turn it into constants, so that what remains is the computation
+// the operator table maps.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx_graph.h"
+
+namespace ktune::frontend {
+
+// Called after each pass with its name and the model it left.
+using PassObserver = std::function<void(const std::string& pass, const Model& model)>;
+
+// Replaces each If whose condition is a constant by the nodes of the branch it takes (the
+// branch's outputs renamed to the If's). pass_inline_if.cc.
+void inline_constant_if(Model& model);
+
+// Evaluates every node whose inputs are all constants, and every Shape and Size of a tensor of
+// known shape, when its operator is one of the shape and arithmetic operators exporters use on
+// constants (constant_eval.h); its outputs become constants and the node goes. Constant nodes go
+// too (their values are in Model::constants). pass_fold_constants.cc.
+void fold_constants(Model& model);
+
+// Removes Identity, inference-mode Dropout and a Cast to the type its input already has: their
+// readers read the input instead (a graph output keeps its node, planned as a view).
+// pass_remove_identities.cc.
+void remove_identities(Model& model);
+
+// Removes the nodes whose outputs nobody reads and that are no graph output (the shape arithmetic
+// left behind, a Dropout's mask). pass_remove_dead_nodes.cc.
+void remove_dead_nodes(Model& model);
+
+// Rewrites each 1-D Conv, MaxPool and AveragePool (input [N, C, L], a Conv's weights constant)
+// as the 2-D one on [N, C, 1, L] between an Unsqueeze and a Squeeze, its padding explicit on the
+// columns. pass_lift_1d.cc.
+void lift_1d_windows(Model& model);
+
+// Rewrites each ConvTranspose whose kernel equals its stride (no padding, one group, constant
+// weights) as a 1x1 Conv to K*s*s channels and a DepthToSpace (CRD). pass_conv_transpose.cc.
+void conv_transpose_as_conv(Model& model);
+
+// The clean-up passes in order, `observe` (when set) called after each. graph_simplify.cc.
+void simplify_graph(Model& model, const PassObserver& observe = {});
+
+// read_onnx then simplify_graph: the model as the operator table and a model build read it.
+// Throws what read_onnx throws.
+Model load_model(const std::string& path, const std::vector<InputShape>& inputs = {},
+                 const PassObserver& observe = {});
+
+// The graph as text, one node a line with its inputs' and outputs' shapes (constants marked), for
+// `ktune tasks --dump-graph`.
+std::string graph_text(const Model& model);
+
+}  // namespace ktune::frontend

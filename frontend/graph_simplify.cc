@@ -1,0 +1,72 @@
+// Implements simplify_graph(): the clean-up pipeline, one pass per file, in order; and
+// load_model() and graph_text().
+#include <sstream>
+
+#include "frontend/graph_passes.h"
+
+namespace ktune::frontend {
+
+void simplify_graph(Model& model, const PassObserver& observe) {
+  auto after = [&](const char* pass) {
+    if (observe) observe(pass, model);
+  };
+  after("read");
+  // Folding first decides the conditions of If nodes (an Equal of two shape values); the branch
+  // taken may hold shape arithmetic of its own, so folding runs again after inlining.
+  fold_constants(model);
+  after("fold_constants");
+  inline_constant_if(model);
+  after("inline_constant_if");
+  fold_constants(model);
+  after("fold_constants");
+  remove_identities(model);
+  after("remove_identities");
+  remove_dead_nodes(model);
+  after("remove_dead_nodes");
+  infer_shapes(model);
+  after("infer_shapes");
+  lift_1d_windows(model);
+  after("lift_1d_windows");
+  conv_transpose_as_conv(model);
+  after("conv_transpose_as_conv");
+}
+
+Model load_model(const std::string& path, const std::vector<InputShape>& inputs,
+                 const PassObserver& observe) {
+  Model model = read_onnx(path, inputs);
+  simplify_graph(model, observe);
+  return model;
+}
+
+namespace {
+
+std::string tensor_text(const Model& m, const std::string& t) {
+  if (t.empty()) return "-";
+  std::string text = t;
+  auto s = m.graph.shapes.find(t);
+  text += " [" + (s == m.graph.shapes.end() ? std::string("?") : shape_text(s->second)) + "]";
+  if (m.graph.constants.count(t)) text += " const";
+  return text;
+}
+
+}  // namespace
+
+std::string graph_text(const Model& m) {
+  std::ostringstream out;
+  out << m.graph.nodes.size() << " nodes, " << m.graph.inputs.size() << " inputs, "
+      << m.graph.outputs.size() << " outputs\n";
+  for (const std::string& in : m.graph.inputs) out << "  input  " << tensor_text(m, in) << "\n";
+  for (const Node& n : m.graph.nodes) {
+    out << "  " << n.name << ": " << (n.domain.empty() ? "" : n.domain + "::") << n.op << "(";
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      out << (i ? ", " : "") << tensor_text(m, n.inputs[i]);
+    out << ") -> ";
+    for (size_t i = 0; i < n.outputs.size(); ++i)
+      out << (i ? ", " : "") << tensor_text(m, n.outputs[i]);
+    out << "\n";
+  }
+  for (const std::string& o : m.graph.outputs) out << "  output " << tensor_text(m, o) << "\n";
+  return out.str();
+}
+
+}  // namespace ktune::frontend

@@ -1,0 +1,286 @@
+// Tests of the graph clean-up passes (frontend/graph_passes.h), one test group per pass, on graphs
+// written here node by node: the values folded, the nodes left, the readers rewired.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "frontend/constant_eval.h"
+#include "frontend/graph_passes.h"
+
+namespace ktune::frontend {
+namespace {
+
+Node node(const std::string& op, std::vector<std::string> inputs, std::vector<std::string> outputs,
+          std::map<std::string, Attribute> attrs = {}) {
+  Node n;
+  n.op = op;
+  n.name = outputs.empty() ? op : outputs[0] + "_node";
+  n.inputs = std::move(inputs);
+  n.outputs = std::move(outputs);
+  n.attrs = std::move(attrs);
+  return n;
+}
+
+Attribute ints(std::vector<int64_t> v) { return Attribute{std::move(v), {}, {}, {}}; }
+
+ConstantValue i64(std::vector<int64_t> shape, std::vector<int64_t> v) {
+  return ConstantValue{std::move(shape), {}, std::move(v)};
+}
+
+// A model whose input "x" is [2, 8, 4, 4] float32, opset 13.
+Model with_input() {
+  Model m;
+  m.graph.opset = 13;
+  m.graph.inputs = {"x"};
+  m.graph.shapes["x"] = {2, 8, 4, 4};
+  m.graph.types["x"] = "float32";
+  return m;
+}
+
+void constant(Model& m, const std::string& name, ConstantValue v, const std::string& type) {
+  m.graph.constants.insert(name);
+  m.graph.shapes[name] = v.shape;
+  m.graph.types[name] = type;
+  m.constants[name] = std::move(v);
+}
+
+std::vector<std::string> ops(const Model& m) {
+  std::vector<std::string> out;
+  for (const Node& n : m.graph.nodes) out.push_back(n.op);
+  return out;
+}
+
+// torch's x.view(x.size(0), -1): Shape -> Gather(0) -> Unsqueeze -> Concat([-1]) -> Reshape. Every
+// node but the Reshape folds, and the Reshape's shape becomes the constant [2, 128].
+TEST(FoldConstants, ShapeSubgraphBecomesTheReshapeTarget) {
+  Model m = with_input();
+  constant(m, "zero", i64({}, {0}), "int64");
+  constant(m, "axes", i64({1}, {0}), "int64");
+  constant(m, "minus_one", i64({1}, {-1}), "int64");
+  m.graph.nodes = {node("Shape", {"x"}, {"s"}), node("Gather", {"s", "zero"}, {"n"}),
+                   node("Unsqueeze", {"n", "axes"}, {"n1"}),
+                   node("Concat", {"n1", "minus_one"}, {"target"}, {{"axis", ints({0})}}),
+                   node("Reshape", {"x", "target"}, {"y"})};
+  m.graph.outputs = {"y"};
+  for (auto [t, s] : {std::pair<const char*, std::vector<int64_t>>{"s", {4}},
+                      {"n", {}},
+                      {"n1", {1}},
+                      {"target", {2}},
+                      {"y", {2, 128}}}) {
+    m.graph.shapes[t] = s;
+    m.graph.types[t] = std::string(t) == "y" ? "float32" : "int64";
+  }
+  fold_constants(m);
+  EXPECT_EQ(ops(m), std::vector<std::string>{"Reshape"});
+  ASSERT_TRUE(m.constants.count("target"));
+  EXPECT_EQ(m.constants["target"].i64, (std::vector<int64_t>{2, -1}));
+  EXPECT_EQ(m.constants["target"].shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(m.constants["s"].i64, (std::vector<int64_t>{2, 8, 4, 4}));
+  EXPECT_TRUE(m.graph.constants.count("target"));
+  EXPECT_EQ(m.graph.values["target"], (std::vector<double>{2, -1}));
+}
+
+// Slice at opset 13 (inputs, a negative start, INT64_MAX as the end, a step of 2) and at opset 9
+// (attributes).
+TEST(FoldConstants, SliceReadsInputsFromOpset10AndAttributesBefore) {
+  Model m = with_input();
+  constant(m, "v", i64({6}, {10, 11, 12, 13, 14, 15}), "int64");
+  constant(m, "starts", i64({1}, {-5}), "int64");
+  constant(m, "ends", i64({1}, {INT64_MAX}), "int64");
+  constant(m, "axes", i64({1}, {0}), "int64");
+  constant(m, "steps", i64({1}, {2}), "int64");
+  m.graph.nodes = {node("Slice", {"v", "starts", "ends", "axes", "steps"}, {"a"})};
+  m.graph.types["a"] = "int64";
+  fold_constants(m);
+  EXPECT_TRUE(m.graph.nodes.empty());
+  EXPECT_EQ(m.constants["a"].i64, (std::vector<int64_t>{11, 13, 15}));
+
+  m.graph.opset = 9;
+  m.graph.nodes = {node("Slice", {"v"}, {"b"},
+                        {{"starts", ints({1})}, {"ends", ints({-1})}, {"axes", ints({0})}})};
+  m.graph.types["b"] = "int64";
+  fold_constants(m);
+  EXPECT_EQ(m.constants["b"].i64, (std::vector<int64_t>{11, 12, 13, 14}));
+  // Backwards: starts -1, ends -7 (past the front), step -2.
+  m.graph.opset = 13;
+  constant(m, "back_starts", i64({1}, {-1}), "int64");
+  constant(m, "back_ends", i64({1}, {-7}), "int64");
+  constant(m, "back_steps", i64({1}, {-2}), "int64");
+  m.graph.nodes = {node("Slice", {"v", "back_starts", "back_ends", "axes", "back_steps"}, {"c"})};
+  m.graph.types["c"] = "int64";
+  fold_constants(m);
+  EXPECT_EQ(m.constants["c"].i64, (std::vector<int64_t>{15, 13, 11}));
+}
+
+// ConstantOfShape, Range, Equal + Where, Expand, Cast, an integer Div (truncated) and a float one.
+TEST(FoldConstants, ArithmeticOnConstants) {
+  Model m = with_input();
+  constant(m, "shape", i64({2}, {2, 3}), "int64");
+  constant(m, "start", i64({}, {1}), "int64");
+  constant(m, "limit", i64({}, {8}), "int64");
+  constant(m, "delta", i64({}, {3}), "int64");
+  constant(m, "seven", i64({1}, {-7}), "int64");
+  constant(m, "two", i64({1}, {2}), "int64");
+  Attribute fill;
+  fill.tensor = ConstantValue{{1}, {2.5f}, {}};
+  m.graph.nodes = {
+      node("ConstantOfShape", {"shape"}, {"filled"}, {{"value", fill}}),
+      node("Range", {"start", "limit", "delta"}, {"range"}),
+      node("Equal", {"range", "start"}, {"is_one"}),
+      node("Where", {"is_one", "limit", "range"}, {"picked"}),
+      node("Expand", {"two", "shape"}, {"expanded"}),
+      node("Cast", {"range"}, {"as_float"}, {{"to", ints({1})}}),
+      node("Div", {"seven", "two"}, {"int_div"}),
+      node("Div", {"as_float", "two"}, {"float_div"}),
+  };
+  for (const char* t : {"range", "picked", "expanded", "int_div"}) m.graph.types[t] = "int64";
+  for (const char* t : {"filled", "as_float", "float_div"}) m.graph.types[t] = "float32";
+  m.graph.types["is_one"] = "bool";
+  fold_constants(m);
+  EXPECT_TRUE(m.graph.nodes.empty()) << m.graph.nodes.size() << " nodes left";
+  EXPECT_EQ(m.constants["filled"].f32, std::vector<float>(6, 2.5f));
+  EXPECT_EQ(m.constants["filled"].shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(m.constants["range"].i64, (std::vector<int64_t>{1, 4, 7}));
+  EXPECT_EQ(m.constants["is_one"].i64, (std::vector<int64_t>{1, 0, 0}));
+  EXPECT_EQ(m.constants["picked"].i64, (std::vector<int64_t>{8, 4, 7}));
+  EXPECT_EQ(m.constants["expanded"].i64, std::vector<int64_t>(6, 2));
+  EXPECT_EQ(m.constants["expanded"].shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(m.constants["int_div"].i64, (std::vector<int64_t>{-3}));
+  EXPECT_EQ(m.constants["float_div"].f32, (std::vector<float>{0.5f, 2.0f, 3.5f}));
+}
+
+// A node reading an activation stays; so does a graph output, and a node of a form the evaluator
+// does not compute (Gather of an index out of range).
+TEST(FoldConstants, LeavesActivationsOutputsAndBadForms) {
+  Model m = with_input();
+  constant(m, "v", i64({2}, {3, 4}), "int64");
+  constant(m, "nine", i64({}, {9}), "int64");
+  m.graph.nodes = {node("Relu", {"x"}, {"r"}), node("Gather", {"v", "nine"}, {"g"}),
+                   node("Neg", {"v"}, {"out"})};
+  m.graph.outputs = {"r", "out"};
+  fold_constants(m);
+  EXPECT_EQ(ops(m), (std::vector<std::string>{"Relu", "Gather", "Neg"}));
+}
+
+// Constant nodes go (their values are already read); Identity, a Dropout whose mask nobody reads
+// and a Cast to the same type are bypassed; an Identity producing a graph output stays.
+TEST(RemoveIdentities, ReadersReadTheInput) {
+  Model m = with_input();
+  constant(m, "c", i64({1}, {1}), "int64");
+  Node c = node("Constant", {}, {"c"});
+  m.graph.types["d"] = m.graph.types["cast"] = "float32";
+  m.graph.nodes = {c,
+                   node("Identity", {"x"}, {"i"}),
+                   node("Dropout", {"i"}, {"d", "mask"}),
+                   node("Cast", {"d"}, {"cast"}, {{"to", ints({1})}}),
+                   node("Relu", {"cast"}, {"r"}),
+                   node("Identity", {"r"}, {"out"})};
+  m.graph.outputs = {"out"};
+  fold_constants(m);
+  remove_identities(m);
+  EXPECT_EQ(ops(m), (std::vector<std::string>{"Relu", "Identity"}));
+  EXPECT_EQ(m.graph.nodes[0].inputs, std::vector<std::string>{"x"});
+  EXPECT_EQ(m.graph.nodes[1].inputs, std::vector<std::string>{"r"});
+}
+
+TEST(RemoveIdentities, DropoutInTrainingModeOrWithItsMaskReadStays) {
+  Model m = with_input();
+  constant(m, "on", i64({}, {1}), "bool");
+  m.graph.values["on"] = {1};
+  m.graph.nodes = {node("Dropout", {"x", "", "on"}, {"d"}), node("Dropout", {"d"}, {"e", "mask"}),
+                   node("Add", {"e", "mask"}, {"out"})};
+  m.graph.outputs = {"out"};
+  remove_identities(m);
+  EXPECT_EQ(ops(m), (std::vector<std::string>{"Dropout", "Dropout", "Add"}));
+}
+
+TEST(RemoveDeadNodes, KeepsOnlyWhatAnOutputNeeds) {
+  Model m = with_input();
+  m.graph.nodes = {node("Shape", {"x"}, {"s"}), node("Relu", {"x"}, {"r"}),
+                   node("Sigmoid", {"r"}, {"unused"}), node("Neg", {"r"}, {"out"})};
+  m.graph.outputs = {"out"};
+  remove_dead_nodes(m);
+  EXPECT_EQ(ops(m), (std::vector<std::string>{"Relu", "Neg"}));
+}
+
+// An If on a condition that folding decides (Equal of a shape value and 2) becomes its then
+// branch, its output renamed to the If's; a branch that passes an outer tensor on gets an
+// Identity, which remove_identities drops.
+TEST(InlineConstantIf, TheBranchTakenReplacesTheIf) {
+  Model m = with_input();
+  constant(m, "zero", i64({}, {0}), "int64");
+  constant(m, "two", i64({}, {2}), "int64");
+  Node cond_if = node("If", {"cond"}, {"y"});
+  cond_if.branches = {Branch{"then_branch", {node("Relu", {"x"}, {"then_y"})}, {"then_y"}},
+                      Branch{"else_branch", {node("Sigmoid", {"x"}, {"else_y"})}, {"else_y"}}};
+  m.graph.nodes = {node("Shape", {"x"}, {"s"}), node("Gather", {"s", "zero"}, {"batch"}),
+                   node("Equal", {"batch", "two"}, {"cond"}), cond_if, node("Neg", {"y"}, {"out"})};
+  m.graph.types["s"] = m.graph.types["batch"] = "int64";
+  m.graph.types["cond"] = "bool";
+  m.graph.outputs = {"out"};
+  simplify_graph(m);
+  EXPECT_EQ(ops(m), (std::vector<std::string>{"Relu", "Neg"}));
+  EXPECT_EQ(m.graph.nodes[0].outputs, std::vector<std::string>{"y"});
+
+  Model pass = with_input();
+  constant(pass, "no", i64({}, {0}), "bool");
+  Node if_node = node("If", {"no"}, {"y"});
+  if_node.branches = {Branch{"then_branch", {node("Relu", {"x"}, {"t"})}, {"t"}},
+                      Branch{"else_branch", {}, {"x"}}};
+  pass.graph.nodes = {if_node, node("Neg", {"y"}, {"out"})};
+  pass.graph.outputs = {"out"};
+  simplify_graph(pass);
+  EXPECT_EQ(ops(pass), std::vector<std::string>{"Neg"});
+  EXPECT_EQ(pass.graph.nodes[0].inputs, std::vector<std::string>{"x"});
+}
+
+// A 1-D conv (stride 2, padding 1 and 2) and max pool become 2-D ones on [N, C, 1, L] between
+// an Unsqueeze and a Squeeze; the weights gain a row axis, the padding lies on the columns.
+TEST(Lift1dWindows, ConvAndPoolBecome2dOnOneRow) {
+  Model m = with_input();
+  m.graph.inputs = {"a"};
+  m.graph.shapes["a"] = {1, 4, 10};
+  ConstantValue w{{8, 4, 3}, std::vector<float>(96, 0.5f), {}};
+  m.constants["w"] = w;
+  m.graph.constants.insert("w");
+  m.graph.shapes["w"] = {8, 4, 3};
+  m.graph.shapes["c"] = {1, 8, 6};
+  m.graph.shapes["p"] = {1, 8, 3};
+  m.graph.nodes = {
+      node("Conv", {"a", "w"}, {"c"}, {{"strides", ints({2})}, {"pads", ints({1, 2})}}),
+      node("MaxPool", {"c"}, {"p"}, {{"kernel_shape", ints({2})}, {"strides", ints({2})}})};
+  m.graph.outputs = {"p"};
+  lift_1d_windows(m);
+  EXPECT_EQ(ops(m), (std::vector<std::string>{"Unsqueeze", "Conv", "Squeeze", "Unsqueeze",
+                                              "MaxPool", "Squeeze"}));
+  const Node& conv = m.graph.nodes[1];
+  EXPECT_EQ(conv.inputs, (std::vector<std::string>{"a@2d", "w@2d"}));
+  EXPECT_EQ(conv.ints("kernel_shape"), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(conv.ints("strides"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(conv.ints("pads"), (std::vector<int64_t>{0, 1, 0, 2}));
+  EXPECT_EQ(m.constants["w@2d"].shape, (std::vector<int64_t>{8, 4, 1, 3}));
+  EXPECT_EQ(m.graph.shapes["c@2d"], (std::vector<int64_t>{1, 8, 1, 6}));
+  EXPECT_EQ(m.graph.nodes[2].outputs, std::vector<std::string>{"c"});
+  EXPECT_EQ(m.graph.nodes[4].ints("kernel_shape"), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(m.graph.nodes[4].ints("pads"), (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(m.graph.shapes["p@2d"], (std::vector<int64_t>{1, 8, 1, 3}));
+}
+
+TEST(SimplifyGraph, ObserverSeesEveryPassInOrder) {
+  Model m = with_input();
+  m.graph.nodes = {node("Relu", {"x"}, {"out"})};
+  m.graph.outputs = {"out"};
+  std::vector<std::string> passes;
+  simplify_graph(m, [&](const std::string& pass, const Model&) { passes.push_back(pass); });
+  EXPECT_EQ(passes, (std::vector<std::string>{"read", "fold_constants", "inline_constant_if",
+                                              "fold_constants", "remove_identities",
+                                              "remove_dead_nodes", "infer_shapes",
+                                              "lift_1d_windows", "conv_transpose_as_conv"}));
+  const std::string text = graph_text(m);
+  // infer_shapes gave the output, declared without a shape, its shape.
+  EXPECT_NE(text.find("out_node: Relu(x [2x8x4x4]) -> out [2x8x4x4]"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace ktune::frontend
