@@ -68,21 +68,33 @@ std::string generated_kernel(const Node& n, const Graph& g) {
   static const std::set<std::string> kViews = {"Flatten", "Reshape",   "Identity",
                                                "Squeeze", "Unsqueeze", "Dropout"};
   static const std::set<std::string> kElementwise = {
-      "Relu", "Clip", "Sigmoid", "HardSwish", "Add", "Sub", "Mul", "Div", "Erf", "Sqrt", "Pow"};
+      "Relu", "Clip",       "Sigmoid",  "HardSwish", "HardSigmoid", "LeakyRelu", "Elu",
+      "Selu", "Tanh",       "Softplus", "Mish",      "Exp",         "Log",       "Abs",
+      "Neg",  "Reciprocal", "Gelu",     "Add",       "Sub",         "Mul",       "Div",
+      "Max",  "Min",        "Sum",      "PRelu",     "Erf",         "Sqrt",      "Pow"};
+  // Data movement: one generated copy kernel per output (model_ops_data.cc).
+  static const std::map<std::string, std::string> kData = {
+      {"Concat", "concat"}, {"Split", "split"},   {"Slice", "slice"},
+      {"Pad", "pad"},       {"Resize", "resize"}, {"Upsample", "resize"}};
+  static const std::set<std::string> kReduce = {"ReduceSum", "ReduceMean", "ReduceMax",
+                                                "ReduceMin"};
   if (!n.domain.empty()) return "";
   if (kViews.count(n.op)) return "view";
   if (kElementwise.count(n.op)) return "elementwise";
+  if (auto d = kData.find(n.op); d != kData.end()) return d->second;
+  if (kReduce.count(n.op)) return "reduce";
   if (n.op == "QuantizeLinear") return "quantize";
   if (n.op == "DequantizeLinear")
     return g.constants.count(n.inputs.at(0)) ? "folded" : "dequantize";
   if (n.op == "Transpose") return "transpose";
-  if (n.op == "Softmax") {
-    // Before opset 13 Softmax normalizes the input flattened from `axis` on: the last axis alone
-    // only when axis is the last.
-    const auto s = g.shape(n.inputs.at(0));
-    const int64_t axis = n.int_or("axis", g.opset >= 13 ? -1 : 1);
-    if (s && (axis == -1 || axis == static_cast<int64_t>(s->size()) - 1)) return "softmax";
-  }
+  if (n.op == "Softmax") return "softmax";
+  if (n.op == "LogSoftmax") return "log_softmax";
+  // A BatchNormalization that no conv took: a scale and shift per channel.
+  if (n.op == "BatchNormalization") return "batch_norm";
+  // Gather of an activation at constant indices; a constant table (an embedding) is not built.
+  if (n.op == "Gather" && n.inputs.size() == 2 && !g.constants.count(n.inputs[0]) &&
+      g.constants.count(n.inputs[1]))
+    return "gather";
   return "";
 }
 
