@@ -420,10 +420,16 @@ class Extractor {
     Candidate c;
     bool has_bias = false;
     if (n.op == "Gemm") {
-      if (n.int_or("transA", 0) != 0) return NotMapped{"transposed A"};
+      // A transposed A is copied into [M, K] by a generated transpose before the product.
+      const bool ta = n.int_or("transA", 0) != 0;
       const bool nt = n.int_or("transB", 0) != 0;
-      const int64_t M = (*a)[0], K = (*a)[1], N = nt ? (*b)[0] : (*b)[1];
-      if (a->size() != 2 || b->size() != 2 || K != (nt ? (*b)[1] : (*b)[0]))
+      if (a->size() != 2 || b->size() != 2)
+        throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Gemm): operands " +
+                                                     shape_text(*a) + " and " + shape_text(*b) +
+                                                     " are not matrices");
+      const int64_t M = ta ? (*a)[1] : (*a)[0], K = ta ? (*a)[0] : (*a)[1],
+                    N = nt ? (*b)[0] : (*b)[1];
+      if (K != (nt ? (*b)[1] : (*b)[0]))
         throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Gemm): operand shapes " +
                                                      shape_text(*a) + " and " + shape_text(*b) +
                                                      " do not multiply");
@@ -431,8 +437,28 @@ class Extractor {
       c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", nt ? "nt" : "nn"}};
       c.flop = 2.0 * M * N * K;
       has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+    } else if (a->size() == 1 || b->size() == 1) {
+      // A matrix-vector product: [.., M, K] x [K] is the rows times a [K, 1] column (N = 1),
+      // [K] x [K, N] one row (M = 1); the output holds the same elements without that axis.
+      if (a->size() == 1 && b->size() > 2) return NotMapped{"a vector times a batch of matrices"};
+      const bool vector_b = b->size() == 1;
+      const int64_t K = a->back(), N = vector_b ? 1 : b->back();
+      int64_t M = 1;
+      if (vector_b)
+        for (size_t d = 0; d + 1 < a->size(); ++d) M *= (*a)[d];
+      if (K != (vector_b ? b->front() : (*b)[0]))
+        throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (MatMul): operand shapes " +
+                                                     shape_text(*a) + " and " + shape_text(*b) +
+                                                     " do not multiply");
+      c.template_name = "matmul";
+      c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nn"}};
+      c.flop = 2.0 * M * N * K;
+      // The output's last axis is M, not a column of N: a per-column epilogue would not apply.
+      if (vector_b) {
+        note_not_int8(i, c);
+        return c;
+      }
     } else {
-      if (a->size() < 2 || b->size() < 2) return NotMapped{"matrix-vector product"};
       const int64_t K = a->back(), N = b->back(), M = (*a)[a->size() - 2];
       int64_t batch = 1;
       for (size_t d = 0; d + 2 < a->size(); ++d) batch *= (*a)[d];
