@@ -81,12 +81,16 @@ std::string generated_kernel(const Node& n, const Graph& g) {
   if (!n.domain.empty()) return "";
   if (kViews.count(n.op)) return "view";
   if (kElementwise.count(n.op)) return "elementwise";
-  if (auto d = kData.find(n.op); d != kData.end()) return d->second;
-  if (kReduce.count(n.op)) return "reduce";
   if (n.op == "QuantizeLinear") return "quantize";
   if (n.op == "DequantizeLinear")
     return g.constants.count(n.inputs.at(0)) ? "folded" : "dequantize";
   if (n.op == "Transpose") return "transpose";
+  // The kernels below compute float32: the int64 tensors of a shape subgraph (Gather of a Shape,
+  // Concat of dimensions) need folding at build time instead.
+  const std::string type = n.outputs.empty() ? "" : g.type(n.outputs[0]);
+  if (!type.empty() && type != "float32") return "";
+  if (auto d = kData.find(n.op); d != kData.end()) return d->second;
+  if (kReduce.count(n.op)) return "reduce";
   if (n.op == "Softmax") return "softmax";
   if (n.op == "LogSoftmax") return "log_softmax";
   // A BatchNormalization that no conv took: a scale and shift per channel.
