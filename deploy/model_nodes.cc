@@ -2,13 +2,16 @@
 // (shapes, attributes, constants) and turned into one of model_ops' kernels.
 #include "deploy/model_nodes.h"
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 
+#include "deploy/model_nodes_internal.h"
 #include "deploy/model_ops.h"
 #include "support/error.h"
 
 namespace ktune::deploy {
-namespace {
+namespace nodes {
 
 Error unsupported(const frontend::Node& n, const std::string& why) {
   return Error(ErrorKind::kUnsupported, "node '" + n.name + "' (" + n.op + "): " + why);
@@ -21,54 +24,201 @@ std::vector<int64_t> shape_of(const frontend::Graph& g, const frontend::Node& n,
   return *s;
 }
 
-// The operand `tensor`: a float32 constant packed into the weights, or an activation.
+int64_t count_of(const std::vector<int64_t>& shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+}
+
 StepOperand operand(const frontend::Graph& g, const frontend::Node& n, const std::string& tensor,
                     const Constants& constants) {
   auto c = constants.find(tensor);
   if (c == constants.end()) return StepOperand{tensor, false, shape_of(g, n, tensor), {}};
-  const int64_t count = std::accumulate(c->second.shape.begin(), c->second.shape.end(), int64_t{1},
-                                        std::multiplies<>());
-  if (static_cast<int64_t>(c->second.f32.size()) != count)
+  if (static_cast<int64_t>(c->second.f32.size()) != count_of(c->second.shape))
     throw unsupported(n, "input '" + tensor + "' is not a float32 constant");
   return StepOperand{tensor, true, c->second.shape, c->second.f32};
 }
 
+std::optional<std::vector<int64_t>> int_input(const frontend::Node& n, size_t index,
+                                              const Constants& constants) {
+  if (index >= n.inputs.size() || n.inputs[index].empty()) return std::nullopt;
+  auto c = constants.find(n.inputs[index]);
+  if (c == constants.end() ||
+      static_cast<int64_t>(c->second.i64.size()) != count_of(c->second.shape))
+    throw unsupported(n, "input '" + n.inputs[index] + "' is not an integer constant");
+  return c->second.i64;
+}
+
+int64_t normalized_axis(const frontend::Node& n, int64_t axis, size_t rank) {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r)
+    throw unsupported(n, "axis " + std::to_string(axis) + " out of range");
+  return axis < 0 ? axis + r : axis;
+}
+
+GeneratedStep copy_step(const frontend::Graph& g, const frontend::Node& n, const std::string& input,
+                        const std::string& output) {
+  const std::vector<int64_t> shape = shape_of(g, n, input);
+  const int64_t count = count_of(shape);
+  GeneratedStep s{n.name, "copy", {StepOperand{input, false, shape, {}}}, output, {}};
+  s.kernel = [count](const std::string& symbol) {
+    return elementwise(symbol, ElementwiseOp{"copy"}, count);
+  };
+  return s;
+}
+
+}  // namespace nodes
+
+namespace {
+
+using nodes::count_of;
+using nodes::operand;
+using nodes::shape_of;
+using nodes::unsupported;
+
+// ONNX's elementwise operators with broadcasting: the kernel's op. Max, Min and Sum take any
+// number of operands.
 const std::map<std::string, std::string>& binary_ops() {
   static const std::map<std::string, std::string> kOps = {
-      {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}};
+      {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"},    {"Pow", "pow"},
+      {"Max", "max"}, {"Min", "min"}, {"Sum", "add"}, {"PRelu", "prelu"}};
   return kOps;
 }
 
 std::optional<GeneratedStep> describe_binary(const frontend::Graph& g, const frontend::Node& n,
                                              const Constants& constants) {
-  const std::string op = n.op == "Pow" ? "pow" : binary_ops().at(n.op);
+  const std::string op = binary_ops().at(n.op);
+  const bool variadic = n.op == "Max" || n.op == "Min" || n.op == "Sum";
+  const std::vector<int64_t> out = shape_of(g, n, n.outputs.at(0));
+  if (variadic && n.inputs.size() == 1) return nodes::copy_step(g, n, n.inputs[0], n.outputs[0]);
+  if (variadic && n.inputs.size() > 2) {
+    GeneratedStep s{n.name, op, {}, n.outputs.at(0), {}};
+    std::vector<std::vector<int64_t>> shapes;
+    for (const std::string& in : n.inputs) {
+      s.inputs.push_back(operand(g, n, in, constants));
+      shapes.push_back(s.inputs.back().shape);
+    }
+    s.kernel = [op, shapes, out](const std::string& symbol) {
+      return broadcast_nary(symbol, op, shapes, out);
+    };
+    return s;
+  }
   if (n.inputs.size() != 2) throw unsupported(n, "not two operands");
   StepOperand a = operand(g, n, n.inputs[0], constants), b = operand(g, n, n.inputs[1], constants);
-  const std::vector<int64_t> out = shape_of(g, n, n.outputs.at(0));
   // Two activations of one shape are the same-shape elementwise kernel's (which keeps a blocked
   // layout); not described here.
-  if (!a.constant && !b.constant && a.shape == b.shape && op != "pow") return std::nullopt;
+  const bool same_shape_kernel =
+      op == "add" || op == "sub" || op == "mul" || op == "div" || op == "max" || op == "min";
+  if (!a.constant && !b.constant && a.shape == b.shape && same_shape_kernel) return std::nullopt;
   if (a.constant && b.constant) throw unsupported(n, "both operands are constants");
   GeneratedStep s;
   s.layer = n.name;
   s.output = n.outputs.at(0);
-  if (b.constant && b.data.size() == 1 && a.shape == out) {
+  const bool has_scalar_form =
+      op == "add" || op == "sub" || op == "mul" || op == "div" || op == "pow";
+  if (has_scalar_form && b.constant && b.data.size() == 1 && a.shape == out) {
     // x op c: the constant is an immediate of the kernel.
     ElementwiseOp e{op + "_scalar"};
     e.value = b.data.front();
-    const int64_t count = std::accumulate(out.begin(), out.end(), int64_t{1}, std::multiplies<>());
+    const int64_t count = count_of(out);
     s.what = e.op;
     s.inputs = {a};
     s.kernel = [e, count](const std::string& symbol) { return elementwise(symbol, e, count); };
     return s;
   }
-  if (op == "pow") throw unsupported(n, "an exponent that is not one constant");
   if (broadcast_shape(a.shape, b.shape) != out)
     throw unsupported(n, "operand shapes that do not broadcast to the output's");
   s.what = op;
   s.inputs = {a, b};
   s.kernel = [op, sa = a.shape, sb = b.shape, out](const std::string& symbol) {
     return broadcast_binary(symbol, op, sa, sb, out);
+  };
+  return s;
+}
+
+// A BatchNormalization no conv took (after a ConvTranspose, a Concat, an Add): scale and shift per
+// channel, folded at build time in double precision.
+GeneratedStep describe_batch_norm(const frontend::Graph& g, const frontend::Node& n,
+                                  const Constants& constants) {
+  if (n.inputs.size() < 5) throw unsupported(n, "fewer than five inputs");
+  if (n.int_or("training_mode", 0) != 0) throw unsupported(n, "training mode");
+  const std::vector<int64_t> shape = shape_of(g, n, n.inputs[0]);
+  if (shape.size() < 2) throw unsupported(n, "an input without a channel axis");
+  const size_t channels = static_cast<size_t>(shape[1]);
+  std::vector<std::vector<float>> p;
+  for (size_t k = 1; k < 5; ++k) {
+    const StepOperand c = operand(g, n, n.inputs[k], constants);
+    if (!c.constant || c.data.size() != channels)
+      throw unsupported(n, "input '" + n.inputs[k] + "' is no constant of one value per channel");
+    p.push_back(c.data);
+  }
+  const double eps = n.float_or("epsilon", 1e-5);
+  std::vector<float> scale(channels), shift(channels);
+  for (size_t c = 0; c < channels; ++c) {
+    const double s = p[0][c] / std::sqrt(static_cast<double>(p[3][c]) + eps);
+    scale[c] = static_cast<float>(s);
+    shift[c] = static_cast<float>(p[1][c] - p[2][c] * s);
+  }
+  const std::vector<int64_t> extent = {shape[1]};
+  GeneratedStep step{n.name,
+                     "batch_norm",
+                     {StepOperand{n.inputs[0], false, shape, {}},
+                      StepOperand{n.name + "@scale", true, extent, scale},
+                      StepOperand{n.name + "@shift", true, extent, shift}},
+                     n.outputs.at(0),
+                     {}};
+  step.kernel = [shape](const std::string& symbol) { return channel_affine(symbol, shape); };
+  return step;
+}
+
+// Softmax and LogSoftmax: from opset 13 over one axis (default the last); before, over the input
+// flattened to 2-D at `axis` (default 1), i.e. the last axis of [before axis, from axis on].
+GeneratedStep describe_softmax(const frontend::Graph& g, const frontend::Node& n) {
+  const std::vector<int64_t> shape = shape_of(g, n, n.inputs.at(0));
+  const bool log = n.op == "LogSoftmax";
+  int64_t axis = nodes::normalized_axis(n, n.int_or("axis", g.opset >= 13 ? -1 : 1), shape.size());
+  std::vector<int64_t> kernel_shape = shape;
+  if (g.opset < 13) {
+    int64_t rows = 1, cols = 1;
+    for (size_t d = 0; d < shape.size(); ++d)
+      (static_cast<int64_t>(d) < axis ? rows : cols) *= shape[d];
+    kernel_shape = {rows, cols};
+    axis = 1;
+  }
+  GeneratedStep s{n.name,
+                  log ? "log_softmax" : "softmax",
+                  {StepOperand{n.inputs[0], false, shape, {}}},
+                  n.outputs.at(0),
+                  {}};
+  s.kernel = [kernel_shape, axis, log](const std::string& symbol) {
+    return softmax(symbol, kernel_shape, axis, log);
+  };
+  return s;
+}
+
+const std::map<std::string, std::string>& reduce_ops() {
+  static const std::map<std::string, std::string> kOps = {
+      {"ReduceSum", "sum"}, {"ReduceMean", "mean"}, {"ReduceMax", "max"}, {"ReduceMin", "min"}};
+  return kOps;
+}
+
+// A reduction: axes as an attribute (ReduceSum before opset 13, the others before 18) or as the
+// second input; none given reduces every axis, or copies with noop_with_empty_axes.
+GeneratedStep describe_reduce(const frontend::Graph& g, const frontend::Node& n,
+                              const Constants& constants) {
+  const std::vector<int64_t> shape = shape_of(g, n, n.inputs.at(0));
+  std::vector<int64_t> axes = n.ints("axes");
+  if (!n.attrs.count("axes")) axes = nodes::int_input(n, 1, constants).value_or(axes);
+  if (axes.empty() && n.int_or("noop_with_empty_axes", 0) != 0)
+    return nodes::copy_step(g, n, n.inputs[0], n.outputs.at(0));
+  if (axes.empty())
+    for (size_t d = 0; d < shape.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  for (int64_t& a : axes) a = nodes::normalized_axis(n, a, shape.size());
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  const std::string op = reduce_ops().at(n.op);
+  GeneratedStep s{
+      n.name, "reduce_" + op, {StepOperand{n.inputs[0], false, shape, {}}}, n.outputs.at(0), {}};
+  s.kernel = [op, shape, axes](const std::string& symbol) {
+    return reduce(symbol, op, shape, axes);
   };
   return s;
 }
@@ -203,22 +353,18 @@ GeneratedStep describe_layer_norm(const frontend::Graph& g, const frontend::Laye
   return s;
 }
 
-std::optional<GeneratedStep> describe_node(const frontend::Graph& g, const frontend::Node& n,
-                                           const Constants& constants) {
-  if (!n.domain.empty()) return std::nullopt;
-  if (binary_ops().count(n.op) || n.op == "Pow") return describe_binary(g, n, constants);
+std::vector<GeneratedStep> describe_node(const frontend::Graph& g, const frontend::Node& n,
+                                         const Constants& constants) {
+  if (!n.domain.empty()) return {};
+  const auto one = [](std::optional<GeneratedStep> step) {
+    return step ? std::vector<GeneratedStep>{std::move(*step)} : std::vector<GeneratedStep>{};
+  };
+  if (binary_ops().count(n.op)) return one(describe_binary(g, n, constants));
   if (n.op == "QuantizeLinear" || n.op == "DequantizeLinear")
-    return describe_quantize(g, n, constants);
-  if (n.op == "Softmax") {
-    const std::vector<int64_t> shape = shape_of(g, n, n.inputs.at(0));
-    const int64_t axis = n.int_or("axis", g.opset >= 13 ? -1 : 1);
-    if (axis != -1 && axis != static_cast<int64_t>(shape.size()) - 1)
-      throw unsupported(n, "an axis other than the last");
-    GeneratedStep s{
-        n.name, "softmax", {StepOperand{n.inputs[0], false, shape, {}}}, n.outputs.at(0), {}};
-    s.kernel = [shape](const std::string& symbol) { return softmax(symbol, shape); };
-    return s;
-  }
+    return one(describe_quantize(g, n, constants));
+  if (n.op == "BatchNormalization") return one(describe_batch_norm(g, n, constants));
+  if (n.op == "Softmax" || n.op == "LogSoftmax") return one(describe_softmax(g, n));
+  if (reduce_ops().count(n.op)) return one(describe_reduce(g, n, constants));
   if (n.op == "Transpose") {
     const std::vector<int64_t> shape = shape_of(g, n, n.inputs.at(0));
     std::vector<int64_t> reversed(shape.size());
@@ -230,9 +376,9 @@ std::optional<GeneratedStep> describe_node(const frontend::Graph& g, const front
     GeneratedStep s{
         n.name, "transpose", {StepOperand{n.inputs[0], false, shape, {}}}, n.outputs.at(0), {}};
     s.kernel = [shape, perm](const std::string& symbol) { return transpose(symbol, shape, perm); };
-    return s;
+    return {s};
   }
-  return std::nullopt;
+  return nodes::describe_data(g, n, constants);
 }
 
 }  // namespace ktune::deploy

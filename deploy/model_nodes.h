@@ -40,15 +40,21 @@ using Constants = std::map<std::string, frontend::ConstantValue>;
 GeneratedStep describe_layer_norm(const frontend::Graph& g, const frontend::LayerNormGroup& group,
                                   const Constants& constants);
 
-// The kernel of node `n` when it is one a model build generates beyond the same-shape elementwise
-// kernels (ElementwiseOp): Add, Sub, Mul, Div with a constant or a broadcast operand (a one-element
-// constant second operand becomes an immediate), Pow by a scalar constant, Softmax over the last
-// axis, Transpose, QuantizeLinear and DequantizeLinear of an activation with a scale and zero
-// point per tensor or per axis (quantize_linear, dequantize_linear). nullopt for any other node.
-// Throws Error(kUnsupported) naming the node for a form of these it does not build (shapes that do
-// not broadcast, an axis other than the last, a non-float constant).
-std::optional<GeneratedStep> describe_node(const frontend::Graph& g, const frontend::Node& n,
-                                           const Constants& constants);
+// The kernels of node `n` when it is one a model build generates beyond the same-shape
+// elementwise kernels (ElementwiseOp), in order (one per output of a Split, one step otherwise):
+// Add, Sub, Mul, Div, Max, Min, PRelu with a constant or a broadcast operand (a one-element
+// constant second operand of Add, Sub, Mul, Div becomes an immediate), Max, Min and Sum of more
+// than two operands, Pow by a constant or a tensor, BatchNormalization (per-channel scale and
+// shift), Softmax and LogSoftmax over any axis (the opset-13 axis, or the 2-D flattening before),
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin over any axes, Transpose, QuantizeLinear and
+// DequantizeLinear of an activation with a scale and zero point per tensor or per axis
+// (quantize_linear, dequantize_linear), Concat, Split, Slice, Pad (constant, reflect, edge),
+// Gather of constant indices, Resize and Upsample (nearest, linear) of the two last axes of 4-D
+// data. Empty for any other node. Throws Error(kUnsupported) naming the node for a form of these
+// it does not build (shapes that do not broadcast, a parameter that is no constant, a non-float
+// constant).
+std::vector<GeneratedStep> describe_node(const frontend::Graph& g, const frontend::Node& n,
+                                         const Constants& constants);
 
 // `constants` with the float32 value of every DequantizeLinear whose input is a constant (per
 // tensor or per axis), computed as ONNX Runtime does: (int32(x) - int32(zero_point)) * scale in

@@ -22,6 +22,11 @@ constexpr int64_t kChunk = 4096;  // elements per parallel iteration of a flat k
 
 te::Expr f(float v) { return te::Expr(v); }
 
+// log(1 + e^x) without overflow: max(x, 0) + log(1 + e^-|x|), the exp at most 1.
+te::Expr softplus(const te::Expr& x) {
+  return te::max(x, f(0)) + te::log(f(1) + te::exp(-te::abs(x)));
+}
+
 te::Expr apply(const ElementwiseOp& op, const te::Expr& x, const te::Expr& y) {
   if (op.op == "copy") return x;
   if (op.op == "relu") return te::max(x, f(0));
@@ -34,7 +39,27 @@ te::Expr apply(const ElementwiseOp& op, const te::Expr& x, const te::Expr& y) {
   if (op.op == "gelu_erf")
     return f(0.5) * x *
            (f(1) + schedule_space::templates::erf_expr(x * f(0.7071067811865476f), te::Float(32)));
+  // GELU's tanh approximation (ONNX Gelu with approximate="tanh"): sqrt(2 / pi) = 0.7978845608.
+  if (op.op == "gelu_tanh")
+    return f(0.5) * x * (f(1) + te::tanh(f(0.7978845608f) * (x + f(0.044715f) * x * x * x)));
   if (op.op == "sqrt") return te::sqrt(x);
+  if (op.op == "hardsigmoid") return te::min(te::max(f(op.alpha) * x + f(op.beta), f(0)), f(1));
+  if (op.op == "leaky_relu") return te::select(x < f(0), x * f(op.alpha), x);
+  if (op.op == "elu") return te::select(x < f(0), f(op.alpha) * (te::exp(x) - f(1)), x);
+  // ONNX's Selu: gamma (alpha e^x - alpha) for x <= 0, gamma x above.
+  if (op.op == "selu")
+    return te::select(x <= f(0), f(op.beta) * (f(op.alpha) * te::exp(x) - f(op.alpha)),
+                      f(op.beta) * x);
+  if (op.op == "tanh") return te::tanh(x);
+  if (op.op == "softplus") return softplus(x);
+  if (op.op == "mish") return x * te::tanh(softplus(x));
+  if (op.op == "exp") return te::exp(x);
+  if (op.op == "log") return te::log(x);
+  if (op.op == "abs") return te::abs(x);
+  if (op.op == "neg") return -x;
+  if (op.op == "reciprocal") return f(1) / x;
+  if (op.op == "max") return te::max(x, y);
+  if (op.op == "min") return te::min(x, y);
   if (op.op == "add") return x + y;
   if (op.op == "sub") return x - y;
   if (op.op == "mul") return x * y;
@@ -52,9 +77,12 @@ te::Expr apply(const ElementwiseOp& op, const te::Expr& x, const te::Expr& y) {
 
 bool is_elementwise(const std::string& op) {
   static const std::set<std::string> kOps = {
-      "copy",     "relu",       "clip",       "sigmoid",    "silu",       "hardswish",
-      "gelu_erf", "erf",        "sqrt",       "add",        "sub",        "mul",
-      "div",      "add_scalar", "sub_scalar", "mul_scalar", "div_scalar", "pow_scalar"};
+      "copy",       "relu",       "clip",      "sigmoid",    "silu",        "hardswish",
+      "gelu_erf",   "gelu_tanh",  "erf",       "sqrt",       "hardsigmoid", "leaky_relu",
+      "elu",        "selu",       "tanh",      "softplus",   "mish",        "exp",
+      "log",        "abs",        "neg",       "reciprocal", "add",         "sub",
+      "mul",        "div",        "max",       "min",        "add_scalar",  "sub_scalar",
+      "mul_scalar", "div_scalar", "pow_scalar"};
   return kOps.count(op) > 0;
 }
 

@@ -1,6 +1,8 @@
 // Declares the generated kernels of a model build: layout conversions between NCHW and the
-// channel-blocked NCHWc, copies, elementwise operators (with broadcasting), LayerNorm, Softmax and
-// Transpose, each a te compute with a plain parallel schedule.
+// channel-blocked NCHWc, copies, elementwise operators (with broadcasting), a per-channel affine
+// (BatchNormalization), LayerNorm, Softmax and LogSoftmax, reductions, Transpose, and the data
+// movement of Concat, Slice, Gather, Pad and Resize, each a te compute with a plain parallel
+// schedule.
 #pragma once
 
 #include <cstdint>
@@ -14,12 +16,20 @@ namespace ktune::deploy {
 
 // An elementwise operation of one or two operands of the same shape and layout.
 struct ElementwiseOp {
-  // relu, clip, sigmoid, hardswish, silu, gelu_erf, erf, sqrt, copy; add, sub, mul, div (two
-  // operands); add_scalar, sub_scalar, mul_scalar, div_scalar, pow_scalar (x op value).
+  // relu, clip, sigmoid, hardswish, silu, gelu_erf, gelu_tanh, erf, sqrt, copy; the ONNX
+  // activations hardsigmoid (min(max(alpha x + beta, 0), 1)), leaky_relu (alpha), elu (alpha),
+  // selu (alpha, and gamma in beta), tanh, softplus, mish, exp, log, abs, neg, reciprocal; add,
+  // sub, mul, div, max, min (two operands); add_scalar, sub_scalar, mul_scalar, div_scalar,
+  // pow_scalar (x op value).
   std::string op;
-  float min = 0, max = 0;  // clip's bounds
-  float value = 0;         // the *_scalar operations' constant
-  int operands() const { return op == "add" || op == "sub" || op == "mul" || op == "div" ? 2 : 1; }
+  float min = 0, max = 0;     // clip's bounds
+  float value = 0;            // the *_scalar operations' constant
+  float alpha = 0, beta = 0;  // the activations' attributes (ONNX's names; selu's gamma in beta)
+  int operands() const {
+    return op == "add" || op == "sub" || op == "mul" || op == "div" || op == "max" || op == "min"
+               ? 2
+               : 1;
+  }
 };
 
 // True when elementwise() implements `op`.
@@ -76,25 +86,92 @@ struct QuantizedAddOp {
 te::LoweredFunc quantized_add(const std::string& name, int64_t count, const QuantizedAddOp& op);
 
 // out = a op b with numpy broadcasting (shapes aligned at their last axes, an extent 1 repeats):
-// `op` is add, sub, mul or div; arguments a, b, out (shape `out`). Throws Error(kInvalidArgument)
-// for shapes that do not broadcast to `out`, Error(kUnsupported) for another op or rank > 6.
+// `op` is add, sub, mul, div, max, min, pow, or prelu (a < 0 ? a * b : a, b the slope); arguments
+// a, b, out (shape `out`). Throws Error(kInvalidArgument) for shapes that do not broadcast to
+// `out`, Error(kUnsupported) for another op or rank > 6.
 te::LoweredFunc broadcast_binary(const std::string& name, const std::string& op,
                                  const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                                  const std::vector<int64_t>& out);
+// The same over two or more operands, folded from the left ((a op b) op c ...): ONNX's variadic
+// Max, Min and Sum. Arguments the operands in order, then out.
+te::LoweredFunc broadcast_nary(const std::string& name, const std::string& op,
+                               const std::vector<std::vector<int64_t>>& operands,
+                               const std::vector<int64_t>& out);
+
+// out = x * scale[c] + shift[c], c the index along axis 1 of `shape` (rank >= 2): a
+// BatchNormalization in inference form with scale = gamma / sqrt(var + eps) and shift = beta -
+// mean * scale folded at build time. Arguments x, scale[C], shift[C], out.
+te::LoweredFunc channel_affine(const std::string& name, const std::vector<int64_t>& shape);
 
 // Normalization over the last axis of `shape`: out = (x - mean) / sqrt(var + eps) * gamma + beta,
 // with the biased variance (as LayerNormalization and its decomposed form compute it); arguments
 // x, gamma[last], beta[last], out.
 te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& shape, float eps);
 
-// Softmax over the last axis of `shape`, max-subtracted (exp never overflows): arguments x, out.
-te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& shape);
+// Softmax over axis `axis` of `shape` (negative counts from the end), max-subtracted (exp never
+// overflows); with `log`, LogSoftmax: x - max - log(sum of exp(x - max)). Arguments x, out.
+te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& shape,
+                        int64_t axis = -1, bool log = false);
+
+// ONNX ReduceSum, ReduceMean, ReduceMax, ReduceMin ("sum", "mean", "max", "min") of `shape` over
+// `axes` (each in [0, rank), any order); the output holds the kept axes in order (keepdims only
+// adds extents of 1). Arguments x, out. Throws Error(kInvalidArgument) for a bad axis,
+// Error(kUnsupported) for another op.
+te::LoweredFunc reduce(const std::string& name, const std::string& op,
+                       const std::vector<int64_t>& shape, const std::vector<int64_t>& axes);
 
 // out[i_0 .. i_r-1] = in[j] with j[perm[k]] = i_k (ONNX Transpose): arguments in (shape `in`),
 // out. Throws Error(kInvalidArgument) when perm is not a permutation of the axes,
 // Error(kUnsupported) past 6 axes.
 te::LoweredFunc transpose(const std::string& name, const std::vector<int64_t>& in,
                           const std::vector<int64_t>& perm);
+
+// Concatenation along `axis` of operands of shapes `inputs` (equal but along `axis`): arguments the
+// operands in order, then out.
+te::LoweredFunc concat(const std::string& name, const std::vector<std::vector<int64_t>>& inputs,
+                       int64_t axis);
+
+// out[i] = in[start + i * step] per axis (ONNX Slice with its starts, ends and steps resolved; a
+// Split's part): `out` the output's extents. Arguments in, out. Throws Error(kInvalidArgument)
+// when a read would leave `in`.
+te::LoweredFunc strided_slice(const std::string& name, const std::vector<int64_t>& in,
+                              const std::vector<int64_t>& start, const std::vector<int64_t>& step,
+                              const std::vector<int64_t>& out);
+
+// ONNX Gather of constant `indices` (each in [0, in[axis])) along `axis`: the output has in's
+// extents with in[axis] replaced by indices.size() (a scalar index: by 1, the same elements as
+// the output without that axis). Arguments in, out.
+te::LoweredFunc gather(const std::string& name, const std::vector<int64_t>& in, int64_t axis,
+                       const std::vector<int64_t>& indices);
+
+// ONNX Pad: the output has in[d] + begin[d] + end[d] along each axis (negative pads crop);
+// "constant" fills with `value`, "reflect" mirrors around the edge element (excluded), "edge"
+// repeats it. Arguments in, out.
+te::LoweredFunc pad(const std::string& name, const std::vector<int64_t>& in,
+                    const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
+                    const std::string& mode, float value);
+
+// How Resize reads one axis: for each output index, the two input indices and their weights
+// (linear; nearest reads index0 with weight 1), computed as ONNX Runtime does in float32.
+struct ResizeAxis {
+  std::vector<int64_t> index0, index1;
+  std::vector<float> weight0, weight1;
+};
+// The axis of extent `in` resized to `out` at `scale` (ONNX's scale: out / in when sizes are
+// given): mode "nearest" or "linear"; coordinate_transformation_mode half_pixel, asymmetric,
+// align_corners, pytorch_half_pixel or tf_half_pixel_for_nn; nearest_mode round_prefer_floor,
+// round_prefer_ceil, floor, ceil, or "simple" (opset 10: ceil when downsampling, else truncation).
+// Throws Error(kUnsupported) for another mode.
+ResizeAxis resize_axis(int64_t in, int64_t out, float scale, const std::string& mode,
+                       const std::string& coordinates, const std::string& nearest_mode);
+// Resize of NCHW `in` to [N, C, oh, ow]: nearest reads x(n, c, h0[y], w0[x]); linear weighs the
+// four neighbours. Arguments x, h_table [4, oh], w_table [4, ow] (rows index0, index1, weight0,
+// weight1 as float32, resize_table), out.
+te::LoweredFunc resize(const std::string& name, const std::vector<int64_t>& in, int64_t oh,
+                       int64_t ow, bool linear);
+// A ResizeAxis as resize's table argument: [4, out] float32, rows index0, index1, weight0,
+// weight1.
+std::vector<float> resize_table(const ResizeAxis& axis);
 
 // The shape a and b broadcast to (numpy rules), or nullopt when they do not.
 std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t>& a,

@@ -1,7 +1,8 @@
 // The generated kernels of a model build that index across elements: elementwise operators with
-// broadcasting, LayerNorm and Softmax over the last axis, Transpose. Each keeps the plain schedule
-// of the others: the leading axes fused and run in parallel, the innermost vectorized where the
-// reads along it are contiguous.
+// broadcasting, the per-channel affine of a BatchNormalization, LayerNorm, Softmax and LogSoftmax
+// over any axis, reductions over any axes, Transpose. Each keeps the plain schedule of the others:
+// the leading axes fused and run in parallel, the innermost vectorized where the reads along it
+// are contiguous.
 #include <algorithm>
 #include <functional>
 #include <numeric>
@@ -56,6 +57,10 @@ te::Expr binary(const std::string& op, const te::Expr& a, const te::Expr& b) {
   if (op == "sub") return a - b;
   if (op == "mul") return a * b;
   if (op == "div") return a / b;
+  if (op == "max") return te::max(a, b);
+  if (op == "min") return te::min(a, b);
+  if (op == "pow") return te::pow(a, b);
+  if (op == "prelu") return te::select(a < f(0), a * b, a);
   throw Error(ErrorKind::kUnsupported, "no broadcasting kernel for '" + op + "'");
 }
 
@@ -145,7 +150,18 @@ std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t>& 
 te::LoweredFunc broadcast_binary(const std::string& name, const std::string& op,
                                  const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                                  const std::vector<int64_t>& out) {
-  if (broadcast_shape(a, b) != out)
+  return broadcast_nary(name, op, {a, b}, out);
+}
+
+te::LoweredFunc broadcast_nary(const std::string& name, const std::string& op,
+                               const std::vector<std::vector<int64_t>>& operands,
+                               const std::vector<int64_t>& out) {
+  if (operands.size() < 2)
+    throw Error(ErrorKind::kInvalidArgument, "broadcast_nary: fewer than two operands");
+  std::optional<std::vector<int64_t>> shape = operands[0];
+  for (size_t k = 1; k < operands.size() && shape; ++k)
+    shape = broadcast_shape(*shape, operands[k]);
+  if (shape != out)
     throw Error(ErrorKind::kInvalidArgument,
                 "broadcast_binary: operand shapes do not broadcast to the output's");
   if (out.size() > kMaxRank)
@@ -154,18 +170,41 @@ te::LoweredFunc broadcast_binary(const std::string& name, const std::string& op,
   const auto stored = [](const std::vector<int64_t>& s) {
     return s.empty() ? std::vector<int64_t>{1} : s;
   };
-  te::Tensor ta = te::placeholder(stored(a), te::Float(32), "a");
-  te::Tensor tb = te::placeholder(stored(b), te::Float(32), "b");
+  std::vector<te::Tensor> args;
+  for (size_t k = 0; k < operands.size(); ++k)
+    args.push_back(te::placeholder(stored(operands[k]), te::Float(32),
+                                   std::string(1, static_cast<char>('a' + k))));
   te::Tensor to = te::compute(
       stored(out),
       [&](const std::vector<te::Var>& i) {
-        return binary(op, broadcast_read(ta, out.empty() ? out : a, i),
-                      broadcast_read(tb, out.empty() ? out : b, i));
+        te::Expr acc = broadcast_read(args[0], out.empty() ? out : operands[0], i);
+        for (size_t k = 1; k < args.size(); ++k)
+          acc = binary(op, acc, broadcast_read(args[k], out.empty() ? out : operands[k], i));
+        return acc;
       },
       "out");
   te::Schedule s = te::create_schedule({to});
   schedule_plain(s, to, true);
-  return te::lower(s, {ta, tb, to}, name);
+  args.push_back(to);
+  return te::lower(s, args, name);
+}
+
+te::LoweredFunc channel_affine(const std::string& name, const std::vector<int64_t>& shape) {
+  if (shape.size() < 2 || shape.size() > kMaxRank)
+    throw Error(ErrorKind::kUnsupported, "channel_affine: rank below 2 or above 6");
+  const int64_t channels = shape[1];
+  te::Tensor x = te::placeholder(shape, te::Float(32), "x");
+  te::Tensor scale = te::placeholder({channels}, te::Float(32), "scale");
+  te::Tensor shift = te::placeholder({channels}, te::Float(32), "shift");
+  te::Tensor out = te::compute(
+      shape,
+      [&](const std::vector<te::Var>& i) {
+        return x.read(std::vector<te::Expr>(i.begin(), i.end())) * scale(i[1]) + shift(i[1]);
+      },
+      "out");
+  te::Schedule s = te::create_schedule({out});
+  schedule_plain(s, out, true);
+  return te::lower(s, {x, scale, shift, out}, name);
 }
 
 te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& shape, float eps) {
@@ -204,8 +243,11 @@ te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& 
   return te::lower(s, {x, gamma, beta, out}, name);
 }
 
-te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& shape) {
-  const auto [rows, n] = rows_of(shape);
+namespace {
+
+// Softmax (or LogSoftmax) over the last axis of [rows, n]: the reductions in vector lanes
+// (row_reduce).
+te::LoweredFunc softmax_rows(const std::string& name, int64_t rows, int64_t n, bool log) {
   te::Tensor x = te::placeholder({rows, n}, te::Float(32), "x");
   Later later;
   te::Tensor top = row_reduce(
@@ -217,8 +259,14 @@ te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& sha
   te::Tensor total = row_reduce(
       &later, Combine::kSum, rows, n, [&](const te::Expr& r, const te::Expr& j) { return e(r, j); },
       "total");
+  // LogSoftmax: x - (max + log(sum)), the log once per row.
+  te::Tensor shift;
+  if (log)
+    shift = te::compute(
+        {rows}, [&](te::Var r) { return top(r) + te::log(total(r)); }, "shift");
   te::Tensor out = te::compute(
-      {rows, n}, [&](te::Var r, te::Var j) { return e(r, j) / total(r); }, "out");
+      {rows, n},
+      [&](te::Var r, te::Var j) { return log ? x(r, j) - shift(r) : e(r, j) / total(r); }, "out");
   te::Schedule s = te::create_schedule({out});
   for (const auto& step : later) step(s);
   if (rows * n >= kParallelMin) {
@@ -227,6 +275,107 @@ te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& sha
   }
   schedule_plain(s, e, true);
   schedule_plain(s, out, true);
+  return te::lower(s, {x, out}, name);
+}
+
+// The same over the middle axis of [outer, n, inner] (inner > 1): each reduction runs along the
+// strided axis, the inner axis contiguous.
+te::LoweredFunc softmax_middle(const std::string& name, int64_t outer, int64_t n, int64_t inner,
+                               bool log) {
+  te::Tensor x = te::placeholder({outer, n, inner}, te::Float(32), "x");
+  const te::IterVar k = te::reduce_axis({0, n}, "k");
+  te::Tensor top = te::compute(
+      {outer, inner}, [&](te::Var o, te::Var i) { return te::max(x(o, k.var, i), k); }, "top");
+  te::Tensor e = te::compute(
+      {outer, n, inner},
+      [&](te::Var o, te::Var j, te::Var i) { return te::exp(x(o, j, i) - top(o, i)); }, "e");
+  const te::IterVar t = te::reduce_axis({0, n}, "t");
+  te::Tensor total = te::compute(
+      {outer, inner}, [&](te::Var o, te::Var i) { return te::sum(e(o, t.var, i), t); }, "total");
+  te::Tensor out = te::compute(
+      {outer, n, inner},
+      [&](te::Var o, te::Var j, te::Var i) {
+        return log ? x(o, j, i) - top(o, i) - te::log(total(o, i)) : e(o, j, i) / total(o, i);
+      },
+      "out");
+  te::Schedule s = te::create_schedule({out});
+  schedule_plain(s, top, false);
+  schedule_plain(s, e, true);
+  schedule_plain(s, total, false);
+  schedule_plain(s, out, true);
+  return te::lower(s, {x, out}, name);
+}
+
+}  // namespace
+
+te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& shape, int64_t axis,
+                        bool log) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank == 0) return softmax_rows(name, 1, 1, log);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank)
+    throw Error(ErrorKind::kInvalidArgument, "softmax: axis out of range");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= shape[static_cast<size_t>(d)];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= shape[static_cast<size_t>(d)];
+  const int64_t n = shape[static_cast<size_t>(axis)];
+  return inner == 1 ? softmax_rows(name, outer, n, log)
+                    : softmax_middle(name, outer, n, inner, log);
+}
+
+te::LoweredFunc reduce(const std::string& name, const std::string& op,
+                       const std::vector<int64_t>& shape, const std::vector<int64_t>& axes) {
+  if (op != "sum" && op != "mean" && op != "max" && op != "min")
+    throw Error(ErrorKind::kUnsupported, "no reduction '" + op + "'");
+  if (shape.size() > kMaxRank) throw Error(ErrorKind::kUnsupported, "reduce: more than 6 axes");
+  std::vector<bool> reduced(shape.size(), false);
+  for (int64_t a : axes) {
+    if (a < 0 || a >= static_cast<int64_t>(shape.size()) || reduced[static_cast<size_t>(a)])
+      throw Error(ErrorKind::kInvalidArgument, "reduce: a bad or repeated axis");
+    reduced[static_cast<size_t>(a)] = true;
+  }
+  std::vector<int64_t> kept;
+  std::vector<te::IterVar> over;
+  int64_t count = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!reduced[d]) {
+      kept.push_back(shape[d]);
+    } else {
+      over.push_back(te::reduce_axis({0, shape[d]}, "r" + std::to_string(d)));
+      count *= shape[d];
+    }
+  }
+  if (kept.empty()) kept.push_back(1);  // every axis reduced: one element
+  te::Tensor x =
+      te::placeholder(shape.empty() ? std::vector<int64_t>{1} : shape, te::Float(32), "x");
+  te::Tensor out = te::compute(
+      kept,
+      [&](const std::vector<te::Var>& i) {
+        std::vector<te::Expr> at;
+        size_t next_kept = 0, next_over = 0;
+        for (size_t d = 0; d < shape.size(); ++d)
+          at.push_back(reduced[d] ? te::Expr(over[next_over++].var) : te::Expr(i[next_kept++]));
+        if (shape.empty()) at.push_back(te::Expr(0));
+        const te::Expr v = x.read(at);
+        if (over.empty()) return v;  // nothing to reduce: a copy
+        if (op == "max") return te::max(v, over);
+        if (op == "min") return te::min(v, over);
+        return te::sum(v, over);
+      },
+      op == "mean" ? "sum" : "out");
+  if (op == "mean" && !over.empty()) {
+    // The sum divided by the count, as ONNX Runtime computes the mean.
+    const te::Tensor sum = out;
+    out = te::compute(
+        kept,
+        [&](const std::vector<te::Var>& i) {
+          return sum.read(std::vector<te::Expr>(i.begin(), i.end())) / f(static_cast<float>(count));
+        },
+        "out");
+  }
+  te::Schedule s = te::create_schedule({out});
+  for (const te::Tensor& t : te::topo_order({out}))
+    if (!t.is_placeholder()) schedule_plain(s, t, false);
   return te::lower(s, {x, out}, name);
 }
 

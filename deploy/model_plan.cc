@@ -27,17 +27,34 @@ bool is_view(const std::string& op) {
 
 // The elementwise operator an ONNX op is, or "" when it is none.
 std::string elementwise_of(const std::string& op) {
-  if (op == "Relu") return "relu";
-  if (op == "Clip") return "clip";
-  if (op == "Sigmoid") return "sigmoid";
-  if (op == "HardSwish") return "hardswish";
-  if (op == "Add") return "add";
-  if (op == "Sub") return "sub";
-  if (op == "Mul") return "mul";
-  if (op == "Div") return "div";
-  if (op == "Erf") return "erf";
-  if (op == "Sqrt") return "sqrt";
-  return "";
+  static const std::map<std::string, std::string> kOps = {{"Relu", "relu"},
+                                                          {"Clip", "clip"},
+                                                          {"Sigmoid", "sigmoid"},
+                                                          {"HardSwish", "hardswish"},
+                                                          {"HardSigmoid", "hardsigmoid"},
+                                                          {"LeakyRelu", "leaky_relu"},
+                                                          {"Elu", "elu"},
+                                                          {"Selu", "selu"},
+                                                          {"Tanh", "tanh"},
+                                                          {"Softplus", "softplus"},
+                                                          {"Mish", "mish"},
+                                                          {"Exp", "exp"},
+                                                          {"Log", "log"},
+                                                          {"Abs", "abs"},
+                                                          {"Neg", "neg"},
+                                                          {"Reciprocal", "reciprocal"},
+                                                          {"Gelu", "gelu_erf"},
+                                                          {"Add", "add"},
+                                                          {"Sub", "sub"},
+                                                          {"Mul", "mul"},
+                                                          {"Div", "div"},
+                                                          {"Max", "max"},
+                                                          {"Min", "min"},
+                                                          {"Sum", "add"},
+                                                          {"Erf", "erf"},
+                                                          {"Sqrt", "sqrt"}};
+  auto it = kOps.find(op);
+  return it == kOps.end() ? "" : it->second;
 }
 
 }  // namespace
@@ -201,8 +218,8 @@ void Planner::plan_node(size_t i, const frontend::TaskOccurrence* occ) {
     plan_view(n);
   } else if (plan_channel_broadcast(n)) {
     // one pass in the channel-blocked layout
-  } else if (auto step = describe_node(g_, n, constants_)) {
-    plan_generated(*step);
+  } else if (auto steps = describe_node(g_, n, constants_); !steps.empty()) {
+    for (const GeneratedStep& step : steps) plan_generated(step);
   } else if (!elementwise_of(n.op).empty()) {
     plan_elementwise(n);
   } else if ((n.op == "MaxPool" || n.op == "AveragePool") && n.domain.empty() &&
@@ -339,6 +356,24 @@ void Planner::plan_elementwise(const frontend::Node& n) {
     };
     op.min = n.attrs.count("min") ? n.attrs.at("min").floats.at(0) : bound(1, op.min);
     op.max = n.attrs.count("max") ? n.attrs.at("max").floats.at(0) : bound(2, op.max);
+  }
+  // The activations' attributes, with ONNX's defaults.
+  if (op.op == "hardsigmoid") {
+    op.alpha = static_cast<float>(n.float_or("alpha", 0.2));
+    op.beta = static_cast<float>(n.float_or("beta", 0.5));
+  } else if (op.op == "leaky_relu") {
+    op.alpha = static_cast<float>(n.float_or("alpha", 0.01));
+  } else if (op.op == "elu") {
+    op.alpha = static_cast<float>(n.float_or("alpha", 1.0));
+  } else if (op.op == "selu") {
+    op.alpha = static_cast<float>(n.float_or("alpha", 1.67326319217681884765625));
+    op.beta = static_cast<float>(n.float_or("gamma", 1.05070102214813232421875));
+  } else if (op.op == "gelu_erf") {
+    const std::string approximate = n.text_or("approximate", "none");
+    if (approximate == "tanh")
+      op.op = "gelu_tanh";
+    else if (approximate != "none")
+      throw unsupported(n, "approximate='" + approximate + "'");
   }
   const std::string& first = n.inputs.at(0);
   if (current_.find(first) == current_.end())

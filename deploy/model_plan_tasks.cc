@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "deploy/model_ops.h"
 #include "deploy/model_planner.h"
 #include "deploy/model_pool.h"
 #include "schedule_space/templates/winograd.h"
@@ -21,6 +22,10 @@ Planner::Affine Planner::fused_affine(const frontend::Node& anchor,
     if (static_cast<int64_t>(b.f32.size()) != channels)
       throw unsupported(anchor, "a bias of another channel count");
     a.shift = b.f32;
+    // A Gemm's C enters as beta C.
+    const float beta = anchor.op == "Gemm" ? static_cast<float>(anchor.float_or("beta", 1.0)) : 1;
+    if (beta != 1.0f)
+      for (float& v : a.shift) v *= beta;
     a.shifted = true;
   }
   std::string chain = anchor.outputs.at(0);
@@ -238,15 +243,28 @@ void Planner::bind_gemm(PlanStep& s, const frontend::Node& gemm,
   const Affine affine = fused_affine(
       gemm, occ, columns, gemm.op == "Gemm" && gemm.inputs.size() > 2 ? gemm.inputs[2] : "");
   const std::string& residual = affine.residual;
-  if (gemm.op == "Gemm" && (gemm.attrs.count("alpha") || gemm.attrs.count("beta"))) {
-    const float alpha = gemm.attrs.count("alpha") ? gemm.attrs.at("alpha").floats.at(0) : 1.0f;
-    const float beta = gemm.attrs.count("beta") ? gemm.attrs.at("beta").floats.at(0) : 1.0f;
-    if (alpha != 1.0f || beta != 1.0f) throw unsupported(gemm, "alpha or beta other than 1");
-  }
+  // Gemm's alpha scales the product: folded into constant weights (beta into the bias,
+  // fused_affine).
+  const float alpha = gemm.op == "Gemm" ? static_cast<float>(gemm.float_or("alpha", 1.0)) : 1.0f;
+  if (alpha != 1.0f && !constants_.count(gemm.inputs.at(1)))
+    throw unsupported(gemm, "alpha other than 1 with a B that is no constant");
   for (const te::Tensor& a : args) {
     const std::string& n = a.name();
     const bool first = &a == &args.front();
-    if (first) {
+    if (first && gemm.op == "Gemm" && gemm.int_or("transA", 0) != 0) {
+      // A as [K, M]: transposed into [M, K] by a generated kernel before the product.
+      const std::vector<int64_t> shape = known_shape(gemm.inputs.at(0));
+      PlanTensor t{gemm.inputs[0] + "@T", {shape.at(1), shape.at(0)}};
+      const int64_t from = form(gemm.inputs[0], 0), to = add(t);
+      PlanStep step;
+      step.layer = gemm.name + " transA";
+      step.kind = "elementwise";
+      step.symbol = symbol("transpose");
+      step.func = transpose(step.symbol, shape, {1, 0});
+      step.args = {from, to};
+      plan_.steps.push_back(std::move(step));
+      s.args.push_back(to);
+    } else if (first) {
       s.args.push_back(form(gemm.inputs.at(0), 0));
     } else if (&a == &args.back()) {
       s.args.push_back(define(out_name, 0));
@@ -261,7 +279,11 @@ void Planner::bind_gemm(PlanStep& s, const frontend::Node& gemm,
         const auto& b = constant(gemm, gemm.inputs.at(1));
         if (product(b.shape) != a.num_elements())
           throw unsupported(gemm, "weights of an unexpected shape");
-        s.args.push_back(weight(gemm.inputs.at(1), a.shape(), b.f32));
+        std::vector<float> scaled = b.f32;
+        if (alpha != 1.0f)
+          for (float& v : scaled) v *= alpha;
+        s.args.push_back(
+            weight(gemm.inputs.at(1) + (alpha != 1.0f ? "@alpha" : ""), a.shape(), scaled));
       } else {
         s.args.push_back(form(gemm.inputs.at(1), 0));
       }

@@ -47,7 +47,9 @@ void lift_1d_windows(Model& model);
 // weights) as a 1x1 Conv to K*s*s channels and a DepthToSpace (CRD). pass_conv_transpose.cc.
 void conv_transpose_as_conv(Model& model);
 
-// The clean-up passes in order, `observe` (when set) called after each. graph_simplify.cc.
+// The clean-up passes in order, `observe` (when set) called after each: rounds of fold_constants,
+// inline_constant_if, remove_identities, remove_dead_nodes and infer_shapes until a round removes
+// no node, then lift_1d_windows and conv_transpose_as_conv. graph_simplify.cc.
 void simplify_graph(Model& model, const PassObserver& observe = {});
 
 // read_onnx then simplify_graph: the model as the operator table and a model build read it.

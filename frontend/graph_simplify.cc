@@ -1,5 +1,6 @@
 // Implements simplify_graph(): the clean-up pipeline, one pass per file, in order; and
 // load_model() and graph_text().
+#include <cstdint>
 #include <sstream>
 
 #include "frontend/graph_passes.h"
@@ -11,20 +12,22 @@ void simplify_graph(Model& model, const PassObserver& observe) {
     if (observe) observe(pass, model);
   };
   after("read");
-  // Folding first decides the conditions of If nodes (an Equal of two shape values); the branch
-  // taken may hold shape arithmetic of its own, so folding runs again after inlining.
-  fold_constants(model);
-  after("fold_constants");
-  inline_constant_if(model);
-  after("inline_constant_if");
-  fold_constants(model);
-  after("fold_constants");
-  remove_identities(model);
-  after("remove_identities");
-  remove_dead_nodes(model);
-  after("remove_dead_nodes");
-  infer_shapes(model);
-  after("infer_shapes");
+  // Each round's folding can decide more shapes (an Expand of a folded shape, an If's branch),
+  // which shape inference then gives the tensors after them, whose Shape nodes the next round
+  // folds: rounds run until one removes no node.
+  for (size_t before = SIZE_MAX; model.graph.nodes.size() < before;) {
+    before = model.graph.nodes.size();
+    fold_constants(model);
+    after("fold_constants");
+    inline_constant_if(model);
+    after("inline_constant_if");
+    remove_identities(model);
+    after("remove_identities");
+    remove_dead_nodes(model);
+    after("remove_dead_nodes");
+    infer_shapes(model);
+    after("infer_shapes");
+  }
   lift_1d_windows(model);
   after("lift_1d_windows");
   conv_transpose_as_conv(model);

@@ -71,7 +71,16 @@ std::string generated_kernel(const Node& n, const Graph& g) {
   static const std::set<std::string> kViews = {"Flatten", "Reshape",   "Identity",
                                                "Squeeze", "Unsqueeze", "Dropout"};
   static const std::set<std::string> kElementwise = {
-      "Relu", "Clip", "Sigmoid", "HardSwish", "Add", "Sub", "Mul", "Div", "Erf", "Sqrt", "Pow"};
+      "Relu", "Clip",       "Sigmoid",  "HardSwish", "HardSigmoid", "LeakyRelu", "Elu",
+      "Selu", "Tanh",       "Softplus", "Mish",      "Exp",         "Log",       "Abs",
+      "Neg",  "Reciprocal", "Gelu",     "Add",       "Sub",         "Mul",       "Div",
+      "Max",  "Min",        "Sum",      "PRelu",     "Erf",         "Sqrt",      "Pow"};
+  // Data movement: one generated copy kernel per output (model_ops_data.cc).
+  static const std::map<std::string, std::string> kData = {
+      {"Concat", "concat"}, {"Split", "split"},   {"Slice", "slice"},
+      {"Pad", "pad"},       {"Resize", "resize"}, {"Upsample", "resize"}};
+  static const std::set<std::string> kReduce = {"ReduceSum", "ReduceMean", "ReduceMax",
+                                                "ReduceMin"};
   if (!n.domain.empty()) return "";
   if (kViews.count(n.op)) return "view";
   if (kElementwise.count(n.op)) return "elementwise";
@@ -79,14 +88,21 @@ std::string generated_kernel(const Node& n, const Graph& g) {
   if (n.op == "DequantizeLinear")
     return g.constants.count(n.inputs.at(0)) ? "folded" : "dequantize";
   if (n.op == "Transpose") return "transpose";
+  // The kernels below compute float32: the int64 tensors of a shape subgraph (Gather of a Shape,
+  // Concat of dimensions) need folding at build time instead.
+  const std::string type = n.outputs.empty() ? "" : g.type(n.outputs[0]);
+  if (!type.empty() && type != "float32") return "";
+  if (auto d = kData.find(n.op); d != kData.end()) return d->second;
+  if (kReduce.count(n.op)) return "reduce";
   if (n.op == "DepthToSpace") return "depth_to_space";
-  if (n.op == "Softmax") {
-    // Before opset 13 Softmax normalizes the input flattened from `axis` on: the last axis alone
-    // only when axis is the last.
-    const auto s = g.shape(n.inputs.at(0));
-    const int64_t axis = n.int_or("axis", g.opset >= 13 ? -1 : 1);
-    if (s && (axis == -1 || axis == static_cast<int64_t>(s->size()) - 1)) return "softmax";
-  }
+  if (n.op == "Softmax") return "softmax";
+  if (n.op == "LogSoftmax") return "log_softmax";
+  // A BatchNormalization that no conv took: a scale and shift per channel.
+  if (n.op == "BatchNormalization") return "batch_norm";
+  // Gather of an activation at constant indices; a constant table (an embedding) is not built.
+  if (n.op == "Gather" && n.inputs.size() == 2 && !g.constants.count(n.inputs[0]) &&
+      g.constants.count(n.inputs[1]))
+    return "gather";
   return "";
 }
 
@@ -274,10 +290,11 @@ class Extractor {
       pads.assign(4, 0);
     }
     if (!all_equal(dilations)) return NotMapped{"different dilations per axis"};
-    // conv2d_nchwc takes a column stride of its own (stride_w); the other templates one stride.
+    // conv2d_nchwc and depthwise_conv2d_nchwc take a column stride of their own (stride_w).
     const bool stride_per_axis = !all_equal(strides);
-    if (stride_per_axis && (q || group != 1))
-      return NotMapped{"different strides per axis (convs of one group in float32 take them)"};
+    if (stride_per_axis && (q || (group != 1 && group != (*x)[1])))
+      return NotMapped{
+          "different strides per axis (float32 convs of one group and depthwise convs take them)"};
     // Padding that differs between the ends: a generated kernel pads the input, the conv pads
     // nothing (the int8 path binds its data unpadded).
     std::vector<int64_t> input_pads;
@@ -322,6 +339,7 @@ class Extractor {
       c.template_name = "depthwise_conv2d_nchwc";
       c.substitute = "depthwise_conv2d";
       c.args["C"] = i2s(C);
+      if (stride_per_axis) c.args["stride_w"] = i2s(strides[1]);
       c.flop = 2.0 * N * C * OH * OW * R * S;
     } else {
       // A grouped conv is `group` independent convs of C/group -> K/group channels.
@@ -431,13 +449,15 @@ class Extractor {
     Candidate c;
     bool has_bias = false;
     if (n.op == "Gemm") {
-      if (n.int_or("transA", 0) != 0) return NotMapped{"transposed A"};
+      // A transposed A is copied into [M, K] by a generated transpose before the product.
+      const bool ta = n.int_or("transA", 0) != 0;
       const bool nt = n.int_or("transB", 0) != 0;
       if (a->size() != 2 || b->size() != 2)
-        throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Gemm): operands of " +
+        throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Gemm): operands " +
                                                      shape_text(*a) + " and " + shape_text(*b) +
                                                      " are not matrices");
-      const int64_t M = (*a)[0], K = (*a)[1], N = nt ? (*b)[0] : (*b)[1];
+      const int64_t M = ta ? (*a)[1] : (*a)[0], K = ta ? (*a)[0] : (*a)[1],
+                    N = nt ? (*b)[0] : (*b)[1];
       if (K != (nt ? (*b)[1] : (*b)[0]))
         throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Gemm): operand shapes " +
                                                      shape_text(*a) + " and " + shape_text(*b) +
@@ -446,8 +466,28 @@ class Extractor {
       c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", nt ? "nt" : "nn"}};
       c.flop = 2.0 * M * N * K;
       has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+    } else if (a->size() == 1 || b->size() == 1) {
+      // A matrix-vector product: [.., M, K] x [K] is the rows times a [K, 1] column (N = 1),
+      // [K] x [K, N] one row (M = 1); the output holds the same elements without that axis.
+      if (a->size() == 1 && b->size() > 2) return NotMapped{"a vector times a batch of matrices"};
+      const bool vector_b = b->size() == 1;
+      const int64_t K = a->back(), N = vector_b ? 1 : b->back();
+      int64_t M = 1;
+      if (vector_b)
+        for (size_t d = 0; d + 1 < a->size(); ++d) M *= (*a)[d];
+      if (K != (vector_b ? b->front() : (*b)[0]))
+        throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (MatMul): operand shapes " +
+                                                     shape_text(*a) + " and " + shape_text(*b) +
+                                                     " do not multiply");
+      c.template_name = "matmul";
+      c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nn"}};
+      c.flop = 2.0 * M * N * K;
+      // The output's last axis is M, not a column of N: a per-column epilogue would not apply.
+      if (vector_b) {
+        note_not_int8(i, c);
+        return c;
+      }
     } else {
-      if (a->size() < 2 || b->size() < 2) return NotMapped{"matrix-vector product"};
       const int64_t K = a->back(), N = b->back(), M = (*a)[a->size() - 2];
       int64_t batch = 1;
       for (size_t d = 0; d + 2 < a->size(); ++d) batch *= (*a)[d];

@@ -67,7 +67,8 @@ struct UnsupportedOp {
   // Names of its nodes, one per occurrence (a LayerNorm group's nodes '+'-joined).
   std::vector<std::string> layers;
   // How a model build computes it without tuning: "view" (no kernel), "elementwise",
-  // "layer_norm", "softmax", "transpose"; "" when it cannot.
+  // "batch_norm", "layer_norm", "softmax", "log_softmax", "reduce", "transpose", "concat",
+  // "split", "slice", "pad", "gather", "resize"; "" when it cannot.
   std::string generated;
 };
 

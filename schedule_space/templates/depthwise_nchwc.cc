@@ -62,13 +62,13 @@ Tensors make_tensors(const WorkloadArgs& a) {
     t.padded = padded;
   }
   const te::IterVar r = te::reduce_axis({0, sh.r}, "r"), s = te::reduce_axis({0, sh.s}, "s");
-  const te::Expr st(sh.stride), d(sh.dilation);
+  const te::Expr st(sh.stride), stw(sh.stride_w), d(sh.dilation);
   const te::Tensor w = t.weight;
   const te::Tensor conv = te::compute(
       out_shape,
       [&](te::Var n, te::Var c, te::Var y, te::Var x, te::Var l) {
         return te::sum(
-            padded(n, c, y * st + r.var * d, x * st + s.var * d, l) * w(c, r.var, s.var, l),
+            padded(n, c, y * st + r.var * d, x * stw + s.var * d, l) * w(c, r.var, s.var, l),
             {r, s});
       },
       sh.epilogue.empty() ? "dwconv" : "dwconv_acc");
@@ -134,7 +134,7 @@ void register_depthwise_nchwc_template(TemplateRegistry& r) {
       int_arg("W", "", "input width"),
       int_arg("R", "3", "kernel height"),
       int_arg("S", "3", "kernel width"),
-      int_arg("stride", "1", "stride (both axes)"),
+      int_arg("stride", "1", "stride (both axes, or the rows' with stride_w)"),
       int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
       int_arg("dilation", "1", "dilation (both axes)"),
       int_arg(
@@ -144,6 +144,7 @@ void register_depthwise_nchwc_template(TemplateRegistry& r) {
   for (ArgSpec& e : epilogue_args({.bias_doc = "bias[C/b,b]", .residual_doc = "residual like O"}))
     d.args.push_back(std::move(e));
   d.args.push_back(dtype_arg());
+  d.args.push_back(stride_w_arg());
   d.resolve = [](WorkloadArgs& a) {
     if (a.get_int("block") == 0) a.set_int("block", auto_channel_block(a.get_int("C")));
     resolve_epilogue(a);

@@ -52,13 +52,22 @@ TEST_P(Corpus, BuildableAndMatchesOnnxRuntime) {
   for (const auto& e : r["check_error"]) EXPECT_LE(e.get<double>(), 1e-4) << m.file;
 }
 
-INSTANTIATE_TEST_SUITE_P(Exporters, Corpus,
-                         ::testing::Values(CorpusModel{"efficientnet_b0.onnx",
-                                                       "input=1x3x224x224"}),
-                         [](const ::testing::TestParamInfo<CorpusModel>& info) {
-                           std::string name = info.param.file;
-                           return name.substr(0, name.find('.'));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Exporters, Corpus,
+    ::testing::Values(CorpusModel{"mobilenetv3_small.onnx", "input=1x3x224x224"},
+                      CorpusModel{"mobilenetv3_large.onnx", "x=1x3x224x224"},
+                      CorpusModel{"efficientnet_b0.onnx", "input=1x3x224x224"},
+                      CorpusModel{"text_det_fpn.onnx", "x=1x3x320x320"},
+                      CorpusModel{"yolo_neck.onnx", "images=1x3x256x256"},
+                      CorpusModel{"text_rec.onnx", "x=1x3x32x320"},
+                      CorpusModel{"audio_cnn1d.onnx", "input_1:0=1x16000x1"},
+                      CorpusModel{"vit_tiny_block.onnx", "input=1x3x224x224"},
+                      CorpusModel{"exporter_patterns.onnx", "input=1x8x16x16"},
+                      CorpusModel{"exporter_patterns_opset9.onnx", "input.1=1x4x8x8"}),
+    [](const ::testing::TestParamInfo<CorpusModel>& info) {
+      std::string name = info.param.file;
+      return name.substr(0, name.find('.'));
+    });
 
 }  // namespace
 }  // namespace ktune

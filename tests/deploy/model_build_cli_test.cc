@@ -343,6 +343,43 @@ TEST_F(ModelBuild, EveryCnnTestModelMatchesOnnxRuntime) {
   }
 }
 
+// The per-operator models (scripts/make-test-models, op_*): every operator is one `ktune tasks`
+// lists with a generated kernel or as a task (none unsupported), and `ktune run --check` (in
+// process, untuned) matches ONNX Runtime on every output, each within kTolerance of its magnitude.
+TEST_F(ModelBuild, EveryOperatorTestModelMatchesOnnxRuntime) {
+  for (const char* name :
+       {"op_activations.onnx",      "op_binary.onnx",           "op_batchnorm.onnx",
+        "op_concat_split_v13.onnx", "op_concat_split_v11.onnx", "op_slice_v13.onnx",
+        "op_slice_v9.onnx",         "op_pad_v13.onnx",          "op_pad_v10.onnx",
+        "op_gather.onnx",           "op_softmax_v13.onnx",      "op_softmax_v11.onnx",
+        "op_reduce_v13.onnx",       "op_reduce_v11.onnx",       "op_resize_v13.onnx",
+        "op_resize_v11.onnx",       "op_resize_v10.onnx",       "op_resize_v9.onnx",
+        "op_matmul.onnx",           "op_clip_views_v13.onnx",   "op_clip_views_v9.onnx"}) {
+    const std::string onnx = model(name);
+    const auto tasks = ktune("tasks " + quote(onnx) + " --json", true);
+    ASSERT_EQ(tasks.status, 0) << name << ": " << tasks.err;
+    for (const auto& u : nlohmann::json::parse(tasks.out).at("unsupported"))
+      EXPECT_TRUE(u.contains("generated")) << name << ": " << u.dump();
+    const auto r = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
+                             " --runs 1 --warmup 0 --json --check --ort " + quote(KTUNE_ORT_DIR),
+                         true);
+    ASSERT_EQ(r.status, 0) << name << ": " << r.err;
+    const nlohmann::json report = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(report.at("outputs_finite").get<bool>()) << name;
+    const nlohmann::json errors = report.at("check_error");
+    ASSERT_TRUE(errors.is_array() && !errors.empty()) << name;
+    double largest = 0;
+    for (size_t k = 0; k < errors.size(); ++k) {
+      // NaN (an output never written) reads as null in JSON.
+      const double e = errors[k].is_number() ? errors[k].get<double>() : INFINITY;
+      EXPECT_LE(e, kTolerance) << name << " output " << k;
+      largest = std::max(largest, e);
+    }
+    std::printf("%s: %zu outputs, max error against ONNX Runtime %.2e\n", name, errors.size(),
+                largest);
+  }
+}
+
 // small_qdq (QuantizeLinear on the input, five DQ -> Conv [-> Relu] -> Q blocks as int8 convs, a
 // residual DQ + DQ -> Add -> Relu -> Q as a uint8 add, a final DQ and global pool): `ktune run`,
 // `ktune run --check-nodes` (each step exactly its reference) and the linked C program; and

@@ -273,10 +273,11 @@ TEST(SimplifyGraph, ObserverSeesEveryPassInOrder) {
   m.graph.outputs = {"out"};
   std::vector<std::string> passes;
   simplify_graph(m, [&](const std::string& pass, const Model&) { passes.push_back(pass); });
-  EXPECT_EQ(passes, (std::vector<std::string>{"read", "fold_constants", "inline_constant_if",
-                                              "fold_constants", "remove_identities",
-                                              "remove_dead_nodes", "infer_shapes",
-                                              "lift_1d_windows", "conv_transpose_as_conv"}));
+  // One round (it removes nothing), then the rewrites.
+  EXPECT_EQ(passes,
+            (std::vector<std::string>{"read", "fold_constants", "inline_constant_if",
+                                      "remove_identities", "remove_dead_nodes", "infer_shapes",
+                                      "lift_1d_windows", "conv_transpose_as_conv"}));
   const std::string text = graph_text(m);
   // infer_shapes gave the output, declared without a shape, its shape.
   EXPECT_NE(text.find("out_node: Relu(x [2x8x4x4]) -> out [2x8x4x4]"), std::string::npos) << text;

@@ -1,0 +1,244 @@
+// What generated kernels the data movement nodes become (Concat, Split, Slice, Pad, Gather,
+// Resize, Upsample): their parameters read in every opset's form (attributes in the older
+// opsets, constant inputs in the newer), resolved at build time into model_ops_data.cc's kernels.
+#include <algorithm>
+
+#include "deploy/model_nodes_internal.h"
+#include "deploy/model_ops.h"
+
+namespace ktune::deploy::nodes {
+namespace {
+
+StepOperand activation(const frontend::Graph& g, const frontend::Node& n,
+                       const std::string& tensor) {
+  return StepOperand{tensor, false, shape_of(g, n, tensor), {}};
+}
+
+GeneratedStep describe_concat(const frontend::Graph& g, const frontend::Node& n,
+                              const Constants& constants) {
+  const std::vector<int64_t> out = shape_of(g, n, n.outputs.at(0));
+  const int64_t axis = normalized_axis(n, n.int_or("axis", 0), out.size());
+  GeneratedStep s{n.name, "concat", {}, n.outputs.at(0), {}};
+  std::vector<std::vector<int64_t>> shapes;
+  for (const std::string& in : n.inputs) {
+    StepOperand o = operand(g, n, in, constants);
+    if (o.shape.size() != out.size()) throw unsupported(n, "operands of another rank");
+    if (o.shape[static_cast<size_t>(axis)] == 0) continue;  // an empty operand adds nothing
+    shapes.push_back(o.shape);
+    s.inputs.push_back(std::move(o));
+  }
+  s.kernel = [shapes, axis](const std::string& symbol) { return concat(symbol, shapes, axis); };
+  return s;
+}
+
+// A strided slice of `input` into `output` (start and step per axis, the extents the output's).
+GeneratedStep slice_step(const frontend::Graph& g, const frontend::Node& n,
+                         const std::string& input, const std::string& output,
+                         const std::vector<int64_t>& start, const std::vector<int64_t>& step,
+                         const std::vector<int64_t>& extents) {
+  const std::vector<int64_t> in = shape_of(g, n, input);
+  GeneratedStep s{n.name, "slice", {activation(g, n, input)}, output, {}};
+  s.kernel = [in, start, step, extents](const std::string& symbol) {
+    return strided_slice(symbol, in, start, step, extents);
+  };
+  return s;
+}
+
+// Split: each output a slice along the axis, its extent the output's inferred shape (which
+// encodes the split sizes of every opset: attribute, input, equal parts).
+std::vector<GeneratedStep> describe_split(const frontend::Graph& g, const frontend::Node& n) {
+  const std::vector<int64_t> in = shape_of(g, n, n.inputs.at(0));
+  const int64_t axis = normalized_axis(n, n.int_or("axis", 0), in.size());
+  const size_t a = static_cast<size_t>(axis);
+  std::vector<GeneratedStep> steps;
+  int64_t offset = 0;
+  for (const std::string& out : n.outputs) {
+    if (out.empty()) continue;
+    const std::vector<int64_t> extents = shape_of(g, n, out);
+    if (extents.size() != in.size()) throw unsupported(n, "an output of another rank");
+    std::vector<int64_t> start(in.size(), 0), step(in.size(), 1);
+    start[a] = offset;
+    offset += extents[a];
+    if (offset > in[a]) throw unsupported(n, "outputs longer than the input");
+    steps.push_back(slice_step(g, n, n.inputs[0], out, start, step, extents));
+  }
+  return steps;
+}
+
+// Slice: starts, ends, axes as attributes before opset 10; starts, ends, axes, steps as constant
+// inputs from 10 on. Negative starts and ends count from the end, both are clamped into the
+// axis (ONNX's rules, so INT64_MAX means "to the end" and a negative step runs backwards).
+GeneratedStep describe_slice(const frontend::Graph& g, const frontend::Node& n,
+                             const Constants& constants) {
+  const std::vector<int64_t> in = shape_of(g, n, n.inputs.at(0));
+  const std::vector<int64_t> out = shape_of(g, n, n.outputs.at(0));
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (g.opset < 10) {
+    starts = n.ints("starts");
+    ends = n.ints("ends");
+    axes = n.ints("axes");
+  } else {
+    starts = int_input(n, 1, constants).value_or(std::vector<int64_t>{});
+    ends = int_input(n, 2, constants).value_or(std::vector<int64_t>{});
+    axes = int_input(n, 3, constants).value_or(std::vector<int64_t>{});
+    steps = int_input(n, 4, constants).value_or(std::vector<int64_t>{});
+  }
+  if (axes.empty())
+    for (size_t d = 0; d < starts.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    throw unsupported(n, "starts, ends, axes and steps of different lengths");
+  std::vector<int64_t> start(in.size(), 0), step(in.size(), 1), extents = in;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    const size_t d = static_cast<size_t>(normalized_axis(n, axes[k], in.size()));
+    const int64_t dim = in[d], st = steps[k];
+    if (st == 0) throw unsupported(n, "a step of 0");
+    int64_t b = starts[k], e = ends[k];
+    if (b < 0) b += dim;
+    if (e < 0) e += dim;
+    if (st > 0) {
+      b = std::clamp<int64_t>(b, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+    } else {
+      b = std::clamp<int64_t>(b, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+    }
+    // ceil((e - b) / st), 0 when the range is empty.
+    const int64_t length = st > 0 ? std::max<int64_t>(0, (e - b + st - 1) / st)
+                                  : std::max<int64_t>(0, (b - e - st - 1) / -st);
+    start[d] = b;
+    step[d] = st;
+    extents[d] = length;
+  }
+  if (extents != out) throw unsupported(n, "the slice's extents differ from the inferred shape");
+  for (int64_t e : extents)
+    if (e == 0) throw unsupported(n, "an empty slice");
+  return slice_step(g, n, n.inputs[0], n.outputs[0], start, step, extents);
+}
+
+// Pad: pads (and the fill value) as attributes before opset 11, as inputs from 11 on (with the
+// axes they apply to from 18); [begin of each axis..., end of each axis...].
+GeneratedStep describe_pad(const frontend::Graph& g, const frontend::Node& n,
+                           const Constants& constants) {
+  const std::vector<int64_t> in = shape_of(g, n, n.inputs.at(0));
+  const std::string mode = n.text_or("mode", "constant");
+  std::vector<int64_t> pads;
+  float value = 0;
+  std::vector<int64_t> axes;
+  if (g.opset < 11) {
+    pads = n.ints("pads");
+    value = static_cast<float>(n.float_or("value", 0.0));
+  } else {
+    pads = int_input(n, 1, constants).value_or(std::vector<int64_t>{});
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      const StepOperand v = operand(g, n, n.inputs[2], constants);
+      if (!v.constant || v.data.size() != 1) throw unsupported(n, "a fill value that is no scalar");
+      value = v.data.front();
+    }
+    axes = int_input(n, 3, constants).value_or(std::vector<int64_t>{});
+  }
+  if (axes.empty())
+    for (size_t d = 0; d < in.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  if (pads.size() != 2 * axes.size()) throw unsupported(n, "pads of another length than 2 x axes");
+  std::vector<int64_t> begin(in.size(), 0), end(in.size(), 0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const size_t d = static_cast<size_t>(normalized_axis(n, axes[k], in.size()));
+    begin[d] = pads[k];
+    end[d] = pads[k + axes.size()];
+  }
+  GeneratedStep s{n.name, "pad", {activation(g, n, n.inputs[0])}, n.outputs.at(0), {}};
+  s.kernel = [in, begin, end, mode, value](const std::string& symbol) {
+    return pad(symbol, in, begin, end, mode, value);
+  };
+  return s;
+}
+
+// Gather of an activation at constant indices (any shape: the output holds them in order along
+// the axis), e.g. ViT's q, k, v from one tensor, or the class token.
+GeneratedStep describe_gather(const frontend::Graph& g, const frontend::Node& n,
+                              const Constants& constants) {
+  if (constants.count(n.inputs.at(0)))
+    throw unsupported(n, "a constant table (an embedding): indices that are activations");
+  const std::vector<int64_t> in = shape_of(g, n, n.inputs[0]);
+  const int64_t axis = normalized_axis(n, n.int_or("axis", 0), in.size());
+  std::vector<int64_t> indices = int_input(n, 1, constants).value_or(std::vector<int64_t>{});
+  if (indices.empty()) throw unsupported(n, "no indices");
+  for (int64_t& i : indices) {
+    const int64_t dim = in[static_cast<size_t>(axis)];
+    if (i < -dim || i >= dim) throw unsupported(n, "an index out of range");
+    if (i < 0) i += dim;
+  }
+  GeneratedStep s{n.name, "gather", {activation(g, n, n.inputs[0])}, n.outputs.at(0), {}};
+  s.kernel = [in, axis, indices](const std::string& symbol) {
+    return gather(symbol, in, axis, indices);
+  };
+  return s;
+}
+
+// Resize (opset 10: X, scales; 11 on: X, roi, scales, sizes) and Upsample (opset 9: X, scales) of
+// the last two axes of 4-D data. Before opset 11 the coordinates are asymmetric and nearest takes
+// the "simple" rounding.
+GeneratedStep describe_resize(const frontend::Graph& g, const frontend::Node& n,
+                              const Constants& constants) {
+  const std::vector<int64_t> in = shape_of(g, n, n.inputs.at(0));
+  const std::vector<int64_t> out = shape_of(g, n, n.outputs.at(0));
+  if (in.size() != 4 || out.size() != 4) throw unsupported(n, "not 4-D data");
+  if (in[0] != out[0] || in[1] != out[1]) throw unsupported(n, "a resize of the batch or channels");
+  const bool v11 = n.op == "Resize" && g.opset >= 11;
+  std::vector<float> scales =
+      n.attrs.count("scales") ? n.attrs.at("scales").floats : std::vector<float>{};
+  const size_t scales_at = v11 ? 2 : 1;
+  if (scales_at < n.inputs.size() && !n.inputs[scales_at].empty()) {
+    const StepOperand c = operand(g, n, n.inputs[scales_at], constants);
+    if (!c.constant) throw unsupported(n, "scales that are no constant");
+    scales = c.data;
+  }
+  if (scales.empty()) {
+    const auto sizes = v11 ? int_input(n, 3, constants) : std::nullopt;
+    if (!sizes || sizes->size() != 4) throw unsupported(n, "neither scales nor sizes of 4 values");
+    for (size_t d = 0; d < 4; ++d)
+      scales.push_back(static_cast<float>((*sizes)[d]) / static_cast<float>(in[d]));
+  }
+  if (scales.size() != 4) throw unsupported(n, "scales of another rank");
+  if (n.attrs.count("axes")) throw unsupported(n, "the axes attribute (opset 18)");
+  const std::string mode = n.text_or("mode", "nearest");
+  const std::string coordinates =
+      v11 ? n.text_or("coordinate_transformation_mode", "half_pixel") : "asymmetric";
+  const std::string nearest = v11 ? n.text_or("nearest_mode", "round_prefer_floor") : "simple";
+  std::vector<float> tables[2];
+  try {
+    for (int a = 0; a < 2; ++a)
+      tables[a] =
+          resize_table(resize_axis(in[static_cast<size_t>(2 + a)], out[static_cast<size_t>(2 + a)],
+                                   scales[static_cast<size_t>(2 + a)], mode, coordinates, nearest));
+  } catch (const Error& e) {
+    throw unsupported(n, e.what());
+  }
+  const int64_t oh = out[2], ow = out[3];
+  GeneratedStep s{
+      n.name,
+      "resize",
+      {activation(g, n, n.inputs[0]), StepOperand{n.name + "@h_table", true, {4, oh}, tables[0]},
+       StepOperand{n.name + "@w_table", true, {4, ow}, tables[1]}},
+      n.outputs.at(0),
+      {}};
+  s.kernel = [in, oh, ow, linear = mode == "linear"](const std::string& symbol) {
+    return resize(symbol, in, oh, ow, linear);
+  };
+  return s;
+}
+
+}  // namespace
+
+std::vector<GeneratedStep> describe_data(const frontend::Graph& g, const frontend::Node& n,
+                                         const Constants& constants) {
+  if (n.op == "Concat") return {describe_concat(g, n, constants)};
+  if (n.op == "Split") return describe_split(g, n);
+  if (n.op == "Slice") return {describe_slice(g, n, constants)};
+  if (n.op == "Pad") return {describe_pad(g, n, constants)};
+  if (n.op == "Gather") return {describe_gather(g, n, constants)};
+  if (n.op == "Resize" || n.op == "Upsample") return {describe_resize(g, n, constants)};
+  return {};
+}
+
+}  // namespace ktune::deploy::nodes
