@@ -380,6 +380,92 @@ TEST_F(ModelBuild, EveryOperatorTestModelMatchesOnnxRuntime) {
   }
 }
 
+// The value of `#define <name>_<what> N` in a model header (the element counts of its inputs and
+// outputs), or -1.
+int64_t header_define(const std::string& header, const std::string& what) {
+  std::ifstream in(header);
+  const std::string key = "_" + what + " ";
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("#define ", 0) == 0 && line.find(key) != std::string::npos &&
+        line.find(key) + key.size() < line.size())
+      return std::stoll(line.substr(line.find(key) + key.size()));
+  return -1;
+}
+
+// Per-operator models through `ktune build --model` linked into a C program of every output (all
+// in one buffer set, NaN-filled), for the host and, when the cross tools exist, for AArch64 under
+// qemu: the object-code path (libm's logf and powf, the runtime's threads) of the generated
+// kernels, each output within kTolerance of ONNX Runtime's.
+TEST_F(ModelBuild, OperatorTestModelsLinkedAndCrossBuiltMatchOnnxRuntime) {
+  std::vector<std::pair<std::string, std::string>> targets = {{"host", "cc"}};
+  if (std::system("command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && "
+                  "command -v qemu-aarch64-static >/dev/null 2>&1") == 0)
+    targets.push_back(
+        {"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", "aarch64-linux-gnu-gcc -static"});
+  for (const char* name : {"op_activations.onnx", "op_binary.onnx", "op_resize_v13.onnx",
+                           "op_softmax_v13.onnx", "op_gather.onnx", "op_matmul.onnx"}) {
+    const std::string onnx = model(name);
+    for (const auto& [target, cc] : targets) {
+      const auto built =
+          ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " --target " +
+                    quote(target) + " --name net -o " + quote(path("libnet.a")) + " --header " +
+                    quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
+                true);
+      ASSERT_EQ(built.status, 0) << name << " " << target << ": " << built.err;
+      const int64_t outputs = header_define(path("net.h"), "NUM_OUTPUTS");
+      ASSERT_GT(outputs, 0) << name;
+      std::vector<int64_t> sizes;
+      std::string args, list;
+      for (int64_t k = 0; k < outputs; ++k) {
+        sizes.push_back(header_define(path("net.h"), "OUTPUT" + std::to_string(k) + "_ELEMENTS"));
+        args += ", o[" + std::to_string(k) + "]";
+        list += (k ? ", " : "") + std::string("net_OUTPUT") + std::to_string(k) + "_ELEMENTS";
+      }
+      std::ofstream(path("main.c"))
+          << "#include <stdio.h>\n#include <stdlib.h>\n#include \"net.h\"\n"
+          << "static float* buffer(long n) { return aligned_alloc(64, (n * 4 + 63) / 64 * 64); }\n"
+          << "int main(int argc, char** argv) {\n  if (argc < 3) return 9;\n"
+          << "  const long sizes[] = {" << list << "};\n  float* o[" << outputs << "];\n"
+          << "  for (int k = 0; k < " << outputs << "; ++k) {\n    o[k] = buffer(sizes[k]);\n"
+          << "    for (long i = 0; i < sizes[k]; ++i) o[k][i] = 0.0f / 0.0f;\n  }\n"
+          << "  float* in = buffer(net_INPUT0_ELEMENTS);\n  FILE* f = fopen(argv[1], \"rb\");\n"
+          << "  if (!f || fread(in, 4, net_INPUT0_ELEMENTS, f) != net_INPUT0_ELEMENTS) return 8;\n"
+          << "  fclose(f);\n  void* ctx = net_create();\n  ktune_set_num_threads(2);\n"
+          << "  if (!ctx || net_run(ctx, in" << args << ") != 0) return 4;\n"
+          << "  f = fopen(argv[2], \"wb\");\n"
+          << "  for (int k = 0; k < " << outputs << "; ++k) fwrite(o[k], 4, sizes[k], f);\n"
+          << "  fclose(f);\n  net_destroy(ctx);\n  return 0;\n}\n";
+      const auto compiled =
+          shell(cc + " -O1 -std=c11 -I" + quote(dir_.string()) + " " + quote(path("main.c")) + " " +
+                    quote(path("runtime.c")) + " " + quote(path("libnet.a")) +
+                    " -lm -lpthread -o " + quote(path("main")),
+                true);
+      ASSERT_EQ(compiled.status, 0) << name << " " << target << ": " << compiled.err;
+      const std::string in = inputs(header_define(path("net.h"), "INPUT0_ELEMENTS"), 5);
+      const std::vector<float> ref = ort(onnx, in);
+      fs::remove(path("out.bin"));
+      const auto ran = shell((cc == "cc" ? "" : "qemu-aarch64-static ") + quote(path("main")) +
+                                 " " + quote(in) + " " + quote(path("out.bin")),
+                             true);
+      ASSERT_EQ(ran.status, 0) << name << " " << target << ": " << ran.err;
+      const std::vector<float> got = floats(path("out.bin"));
+      ASSERT_EQ(got.size(), ref.size()) << name << " " << target;
+      double largest = 0;
+      size_t at = 0;
+      for (int64_t k = 0; k < outputs; ++k) {
+        const size_t n = static_cast<size_t>(sizes[static_cast<size_t>(k)]);
+        const double e = error({got.begin() + at, got.begin() + at + n},
+                               {ref.begin() + at, ref.begin() + at + n});
+        EXPECT_LE(e, kTolerance) << name << " " << target << " output " << k;
+        largest = std::max(largest, e);
+        at += n;
+      }
+      std::printf("%s linked for %s: %lld outputs, max error against ONNX Runtime %.2e\n", name,
+                  target.c_str(), static_cast<long long>(outputs), largest);
+    }
+  }
+}
+
 // small_qdq (QuantizeLinear on the input, five DQ -> Conv [-> Relu] -> Q blocks as int8 convs, a
 // residual DQ + DQ -> Add -> Relu -> Q as a uint8 add, a final DQ and global pool): `ktune run`,
 // `ktune run --check-nodes` (each step exactly its reference) and the linked C program; and

@@ -89,6 +89,18 @@ TEST(ModelOpsNn, ActivationsMatchOnnxDefinitions) {
     for (float v : x) want.push_back(c.ref(v));
     EXPECT_LE(worst(run(elementwise("act", c.op, n), {x}), want), 2e-6) << c.op.op;
   }
+  // Tanh near 0 to 1e-6 of its value (not only of 1): x + x^3 ... where 1 - 2 / (e^2x + 1) cancels.
+  std::vector<float> near_zero;
+  for (float v = 1e-6f; v < 2.0f; v *= 1.37f) near_zero.insert(near_zero.end(), {v, -v});
+  const std::vector<float> tanh_got =
+      run(elementwise("tanh", ElementwiseOp{"tanh"}, static_cast<int64_t>(near_zero.size())),
+          {near_zero});
+  double tanh_relative = 0;
+  for (size_t i = 0; i < near_zero.size(); ++i) {
+    const double want = std::tanh(static_cast<double>(near_zero[i]));
+    tanh_relative = std::max(tanh_relative, std::fabs(tanh_got[i] - want) / std::fabs(want));
+  }
+  EXPECT_LE(tanh_relative, 1e-6);
   // Softplus far out: no overflow to inf above, no underflow to a wrong 0 below.
   const std::vector<float> far = {-100.0f, -30.0f, 30.0f, 100.0f};
   std::vector<double> far_want;
