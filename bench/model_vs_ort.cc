@@ -6,6 +6,12 @@
 // ktune runs as int8 kernels) run the same way, ONNX Runtime on the same QDQ file (its QLinearConv
 // and QGemm kernels).
 //
+// --models corpus names the exporter-faithful corpus of make-test-models (torch.onnx, paddle2onnx,
+// tf2onnx forms), each measured at the input shape kCorpusInputs gives its symbolic dimensions;
+// for each, the share of the built model's time in generated (untuned) kernels, from `ktune run
+// --json`, and the last line model_over_ort_corpus, the geometric mean over the corpus models and
+// thread counts.
+//
 //   build/bench/model_vs_ort [--models resnet18,mobilenetv2,bert_layer] [--threads 1,2]
 //                            [--int8-models resnet18_qdq] [--trials 4000] [--time-budget 7]
 //                            [--flush-cache bert_layer] [--db-dir DIR] [--rounds 15] [--runs 4]
@@ -87,6 +93,14 @@ std::string run(const std::string& cmd) {
   }
   return out;
 }
+
+// The input each model of the exporter corpus is measured at: its dimensions are symbolic, as
+// the exporters write them.
+const std::map<std::string, std::string> kCorpusInputs = {
+    {"mobilenetv3_small", "input=1x3x224x224"}, {"mobilenetv3_large", "x=1x3x224x224"},
+    {"efficientnet_b0", "input=1x3x224x224"},   {"text_det_fpn", "x=1x3x320x320"},
+    {"yolo_neck", "images=1x3x256x256"},        {"text_rec", "x=1x3x32x320"},
+    {"audio_cnn1d", "input_1:0=1x16000x1"},     {"vit_tiny_block", "input=1x3x224x224"}};
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> parts;
@@ -232,9 +246,13 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--models")
+    if (a == "--models") {
       models = split(value(), ',');
-    else if (a == "--int8-models")
+      if (models == std::vector<std::string>{"corpus"}) {
+        models.clear();
+        for (const auto& [m, input] : kCorpusInputs) models.push_back(m);
+      }
+    } else if (a == "--int8-models")
       int8_models = split(value(), ',');
     else if (a == "--threads") {
       threads.clear();
@@ -277,8 +295,8 @@ int main(int argc, char** argv) {
   std::cout << fmt::format("{:<12} {:>3} {:>10} {:>10} {:>8} {:>9} {:>10} {:>10} {:>9} {:>10}\n",
                            "model", "thr", "ktune ms", "ORT ms", "ktune/ORT", "max err", "steady",
                            "estimate", "run/est", "run/alone");
-  double log_sum = 0, int8_log_sum = 0;
-  int count = 0, int8_count = 0;
+  double log_sum = 0, int8_log_sum = 0, corpus_log_sum = 0;
+  int count = 0, int8_count = 0, corpus_count = 0;
   std::map<int, std::pair<double, int>> by_threads;  // log sum and count per thread count
   std::vector<double> run_over_estimate;             // per model and thread count
   std::vector<std::string> all = models;
@@ -291,14 +309,17 @@ int main(int argc, char** argv) {
       continue;
     }
     const std::string db = (fs::path(db_dir) / (m + ".db")).string();
+    const auto corpus = kCorpusInputs.find(m);
+    const std::string shape = corpus == kCorpusInputs.end() ? "" : corpus->second;
+    const std::string input_flag = shape.empty() ? "" : " --input " + quote(shape);
     // Tune with the budget into a new log; a log from an earlier run is reused as it is.
     const bool reuse = fs::exists(db);
     const bool flush = std::find(flushed.begin(), flushed.end(), m) != flushed.end();
     const auto start = std::chrono::steady_clock::now();
     const std::string tuned =
         reuse ? "{}"
-              : run(quote(ktune) + " tune-model " + quote(onnx) + " --db " + quote(db) +
-                    " --trials " + std::to_string(trials) + " --time-budget " +
+              : run(quote(ktune) + " tune-model " + quote(onnx) + input_flag + " --db " +
+                    quote(db) + " --trials " + std::to_string(trials) + " --time-budget " +
                     fmt::format("{}", time_budget_min) + (flush ? " --flush-cache" : "") +
                     " --no-libraries --json 2>/dev/null");
     const double tune_min =
@@ -310,8 +331,8 @@ int main(int argc, char** argv) {
     const double alone_ms = built.value("tuned_kernels_s", 0.0) * 1e3;
     const fs::path dir = work / m;
     fs::create_directories(dir);
-    run(quote(ktune) + " build --model " + quote(onnx) + " --db " + quote(db) + " --name " + m +
-        " -o " + quote((dir / ("lib" + m + ".a")).string()) + " --header " +
+    run(quote(ktune) + " build --model " + quote(onnx) + input_flag + " --db " + quote(db) +
+        " --name " + m + " -o " + quote((dir / ("lib" + m + ".a")).string()) + " --header " +
         quote((dir / (m + ".h")).string()) + " --runtime " + quote((dir / "runtime.c").string()));
     std::ofstream(dir / "main.c") << timing_program(m);
     run("cc -O2 -std=c11 -I" + quote(dir.string()) + " " + quote((dir / "main.c").string()) + " " +
@@ -332,13 +353,24 @@ int main(int argc, char** argv) {
 
     // tune-model's estimate taken again in the rounds: `ktune run --serve` builds the same model
     // from the log in its process and runs it one step at a time.
-    Peer e({ktune, "run", onnx, "--db", db, "--input-file", in_path, "--serve"});
+    std::vector<std::string> serve = {ktune, "run",          onnx,    "--db",
+                                      db,    "--input-file", in_path, "--serve"};
+    if (!shape.empty()) serve.insert(serve.end(), {"--input", shape});
+    Peer e(serve);
     for (int t : threads) {
       const double trip_before = t > 1 ? ktune::bench::core_round_trip_ns() : 0;
       const std::string ours = (dir / "ktune.out").string(), theirs = (dir / "ort.out").string();
       Peer k({(dir / "main").string(), in_path, ours, std::to_string(t)});
-      Peer o({"node", std::string(KTUNE_SOURCE_DIR) + "/scripts/ort-run.js", onnx, in_path, theirs,
-              "--threads", std::to_string(t), "--serve"});
+      std::vector<std::string> ort = {"node",
+                                      std::string(KTUNE_SOURCE_DIR) + "/scripts/ort-run.js",
+                                      onnx,
+                                      in_path,
+                                      theirs,
+                                      "--threads",
+                                      std::to_string(t),
+                                      "--serve"};
+      if (!shape.empty()) ort.insert(ort.end(), {"--input", shape});
+      Peer o(ort);
       e.threads(t);
       k.time(runs);  // warm-up
       o.time(runs);
@@ -390,8 +422,27 @@ int main(int argc, char** argv) {
       }
       log_sum += std::log(km / om);
       ++count;
+      if (!shape.empty()) {
+        corpus_log_sum += std::log(km / om);
+        ++corpus_count;
+      }
       by_threads[t].first += std::log(km / om);
       ++by_threads[t].second;
+    }
+    if (!shape.empty()) {
+      // How much of the model runs in generated kernels (layouts, elementwise, pools, data
+      // movement) rather than tuned tasks, layer by layer at the default thread count.
+      const nlohmann::json layers =
+          nlohmann::json::parse(run(quote(ktune) + " run " + quote(onnx) + input_flag + " --db " +
+                                    quote(db) + " --runs 20 --json"))["layers"];
+      double total = 0, generated = 0;
+      for (const auto& l : layers) {
+        total += l["ms"].get<double>();
+        if (l["kind"] != "task") generated += l["ms"].get<double>();
+      }
+      std::cout << fmt::format(
+          "{}: generated kernels {:.1f}% of the layers' time ({:.3f} of {:.3f} ms)\n", m,
+          total > 0 ? 100 * generated / total : 0.0, generated, total);
     }
     if (reuse) {
       std::cout << fmt::format("{}: tuned by an earlier run ({})\n", m, db);
@@ -418,5 +469,8 @@ int main(int argc, char** argv) {
     std::cout << fmt::format("model_over_ort at {} thread{}: {:.3f}\n", t, t == 1 ? "" : "s",
                              std::exp(sum.first / sum.second));
   std::cout << fmt::format("model_over_ort {:.3f}\n", std::exp(log_sum / count));
+  if (corpus_count > 0)
+    std::cout << fmt::format("model_over_ort_corpus {:.3f}\n",
+                             std::exp(corpus_log_sum / corpus_count));
   return 0;
 }

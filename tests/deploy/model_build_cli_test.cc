@@ -34,6 +34,9 @@ constexpr double kTolerance = 1e-4;
 
 class ModelBuild : public ::testing::Test {
  protected:
+  void linked_and_cross_built_match_ort(
+      const std::vector<std::pair<std::string, std::string>>& models);
+
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
            ("ktune_model_build_" + std::to_string(::getpid()) + "_" +
@@ -65,12 +68,14 @@ class ModelBuild : public ::testing::Test {
   }
 
   // ONNX Runtime's outputs of the model on the inputs file (scripts/ort-run.js, one thread).
-  std::vector<float> ort(const std::string& onnx, const std::string& in) const {
+  // `input`: the --input shape of a model with symbolic dimensions ("" = the model's own).
+  std::vector<float> ort(const std::string& onnx, const std::string& in,
+                         const std::string& input = "") const {
     const std::string out = path("ort.bin");
-    const auto r =
-        shell("NODE_PATH=" + quote(std::string(KTUNE_ORT_DIR) + "/node_modules") + " node " +
-              quote(std::string(KTUNE_SOURCE_DIR_PATH) + "/scripts/ort-run.js") + " " +
-              quote(onnx) + " " + quote(in) + " " + quote(out));
+    const auto r = shell(
+        "NODE_PATH=" + quote(std::string(KTUNE_ORT_DIR) + "/node_modules") + " node " +
+        quote(std::string(KTUNE_SOURCE_DIR_PATH) + "/scripts/ort-run.js") + " " + quote(onnx) +
+        " " + quote(in) + " " + quote(out) + (input.empty() ? "" : " --input " + quote(input)));
     EXPECT_EQ(r.status, 0) << r.err;
     return floats(out);
   }
@@ -396,20 +401,24 @@ int64_t header_define(const std::string& header, const std::string& what) {
 // in one buffer set, NaN-filled), for the host and, when the cross tools exist, for AArch64 under
 // qemu: the object-code path (libm's logf and powf, the runtime's threads) of the generated
 // kernels, each output within kTolerance of ONNX Runtime's.
-TEST_F(ModelBuild, OperatorTestModelsLinkedAndCrossBuiltMatchOnnxRuntime) {
+// The models linked into C programs of every output (outputs NaN-filled), for the host and, with
+// the cross compiler and qemu, for AArch64; each output against ONNX Runtime's. `models`: file
+// and --input shape ("" = the model's own).
+void ModelBuild::linked_and_cross_built_match_ort(
+    const std::vector<std::pair<std::string, std::string>>& models) {
   std::vector<std::pair<std::string, std::string>> targets = {{"host", "cc"}};
   if (std::system("command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && "
                   "command -v qemu-aarch64-static >/dev/null 2>&1") == 0)
     targets.push_back(
         {"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", "aarch64-linux-gnu-gcc -static"});
-  for (const char* name : {"op_activations.onnx", "op_binary.onnx", "op_resize_v13.onnx",
-                           "op_softmax_v13.onnx", "op_gather.onnx", "op_matmul.onnx"}) {
+  for (const auto& [name, input] : models) {
     const std::string onnx = model(name);
+    const std::string input_flag = input.empty() ? "" : " --input " + quote(input);
     for (const auto& [target, cc] : targets) {
       const auto built =
-          ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " --target " +
-                    quote(target) + " --name net -o " + quote(path("libnet.a")) + " --header " +
-                    quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
+          ktune("build --model " + quote(onnx) + input_flag + " --db " + quote(path("none.db")) +
+                    " --target " + quote(target) + " --name net -o " + quote(path("libnet.a")) +
+                    " --header " + quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
                 true);
       ASSERT_EQ(built.status, 0) << name << " " << target << ": " << built.err;
       const int64_t outputs = header_define(path("net.h"), "NUM_OUTPUTS");
@@ -442,7 +451,7 @@ TEST_F(ModelBuild, OperatorTestModelsLinkedAndCrossBuiltMatchOnnxRuntime) {
                 true);
       ASSERT_EQ(compiled.status, 0) << name << " " << target << ": " << compiled.err;
       const std::string in = inputs(header_define(path("net.h"), "INPUT0_ELEMENTS"), 5);
-      const std::vector<float> ref = ort(onnx, in);
+      const std::vector<float> ref = ort(onnx, in, input);
       fs::remove(path("out.bin"));
       const auto ran = shell((cc == "cc" ? "" : "qemu-aarch64-static ") + quote(path("main")) +
                                  " " + quote(in) + " " + quote(path("out.bin")),
@@ -460,10 +469,26 @@ TEST_F(ModelBuild, OperatorTestModelsLinkedAndCrossBuiltMatchOnnxRuntime) {
         largest = std::max(largest, e);
         at += n;
       }
-      std::printf("%s linked for %s: %lld outputs, max error against ONNX Runtime %.2e\n", name,
-                  target.c_str(), static_cast<long long>(outputs), largest);
+      std::printf("%s linked for %s: %lld outputs, max error against ONNX Runtime %.2e\n",
+                  name.c_str(), target.c_str(), static_cast<long long>(outputs), largest);
     }
   }
+}
+
+TEST_F(ModelBuild, OperatorTestModelsLinkedAndCrossBuiltMatchOnnxRuntime) {
+  linked_and_cross_built_match_ort({{"op_activations.onnx", ""},
+                                    {"op_binary.onnx", ""},
+                                    {"op_resize_v13.onnx", ""},
+                                    {"op_softmax_v13.onnx", ""},
+                                    {"op_gather.onnx", ""},
+                                    {"op_matmul.onnx", ""}});
+}
+
+// The two smallest models of the exporter corpus (tf2onnx's 1-D audio CNN, paddle2onnx's text
+// recognizer), their symbolic dimensions given with --input.
+TEST_F(ModelBuild, SmallestCorpusModelsLinkedAndCrossBuiltMatchOnnxRuntime) {
+  linked_and_cross_built_match_ort(
+      {{"audio_cnn1d.onnx", "input_1:0=1x16000x1"}, {"text_rec.onnx", "x=1x3x32x320"}});
 }
 
 // small_qdq (QuantizeLinear on the input, five DQ -> Conv [-> Relu] -> Q blocks as int8 convs, a

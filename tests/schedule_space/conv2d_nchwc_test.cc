@@ -331,11 +331,13 @@ TEST(Conv2dNchwc, HostFallbackIsCorrectAndFast) {
 
 // The blocked layouts with padding lanes, against a direct NCHW convolution written here (not the
 // template's compute): every padding lane of I, W, bias and residual holds NaN, which must never
-// reach an output; output padding lanes must be 0. Fallback and random configs, host build.
+// reach an output; output padding lanes must be 0. Fallback and random configs, host build. The
+// last case strides rows by 2 and columns by 1 (stride_w, text recognizers' strides [2, 1]).
 TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
   struct Case {
     std::vector<std::string> words;
     int64_t c, k, h, w, stride, pad;
+    int64_t stride_w = 0;  // 0: stride
   };
   const std::vector<Case> cases = {
       {{"C=3", "H=9", "W=11", "K=24", "stride=2", "pad=1", "epilogue=bias_relu"},
@@ -353,6 +355,14 @@ TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
        1,
        0},
       {{"C=17", "H=5", "W=5", "K=5", "pad=1"}, 17, 5, 5, 5, 1, 1},
+      {{"C=8", "H=9", "W=10", "K=16", "stride=2", "stride_w=1", "pad=1", "epilogue=bias_relu"},
+       8,
+       16,
+       9,
+       10,
+       2,
+       1,
+       1},
   };
   const codegen::Target target = codegen::Target::host();
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -361,8 +371,11 @@ TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
                                    host_traits(target));
     const int64_t icb = task.args().get_int("ic_block"), ocb = task.args().get_int("oc_block");
     const int64_t cbs = (c.c + icb - 1) / icb, kbs = (c.k + ocb - 1) / ocb;
-    const int64_t oh = (c.h + 2 * c.pad - 3) / c.stride + 1,
-                  ow = (c.w + 2 * c.pad - 3) / c.stride + 1;
+    const int64_t sw = c.stride_w > 0 ? c.stride_w : c.stride;
+    // stride_w is in the key only where it is given.
+    EXPECT_EQ(task.workload_key().find("stride_w=") != std::string::npos, c.stride_w > 0)
+        << task.workload_key();
+    const int64_t oh = (c.h + 2 * c.pad - 3) / c.stride + 1, ow = (c.w + 2 * c.pad - 3) / sw + 1;
     const std::string epilogue = task.args().get("epilogue");
     // Logical tensors, seeded.
     std::mt19937_64 rng(c.c * 100 + c.k);
@@ -379,7 +392,7 @@ TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
           for (int64_t ch = 0; ch < c.c; ++ch)
             for (int64_t r = 0; r < 3; ++r)
               for (int64_t q = 0; q < 3; ++q) {
-                const int64_t iy = y * c.stride + r - c.pad, ix = x * c.stride + q - c.pad;
+                const int64_t iy = y * c.stride + r - c.pad, ix = x * sw + q - c.pad;
                 if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
                 acc += in[(ch * c.h + iy) * c.w + ix] * wt[((k * c.c + ch) * 3 + r) * 3 + q];
               }
