@@ -185,12 +185,12 @@ void Planner::plan_or_block(size_t i, const frontend::TaskOccurrence* occ) {
     std::string why = e.what();
     const std::string prefix = "node '" + n.name + "' (" + n.op + "): ";
     if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
-    blocked_.push_back({n.name, n.op, why});
     // What it and the nodes it absorbs would define exists, so that every node after it is
     // planned too and the refusal lists them all.
     std::vector<size_t> nodes = {i};
     if (auto g = group_.find(i); g != group_.end())
       nodes.insert(nodes.end(), g->second.begin(), g->second.end());
+    blocked_.push_back({n.name, n.op, why, nodes.size()});
     for (size_t k : nodes)
       for (const std::string& out : g_.nodes[k].outputs)
         if (!out.empty() && !current_.count(out) && g_.shape(out)) {

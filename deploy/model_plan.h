@@ -76,6 +76,9 @@ struct PlanOptions {
 // A node that a model build has no path for, and why.
 struct BlockedNode {
   std::string node, op, reason;
+  // Graph nodes it stands for: itself and those it absorbs (its fused epilogue), none of which a
+  // build computes without it.
+  size_t nodes = 1;
 };
 
 // Plans `graph` (every shape known; `constants` its weights, frontend::load_constant_values) as

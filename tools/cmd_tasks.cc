@@ -1,5 +1,6 @@
 // `ktune tasks model.onnx [--input name=DIMS] [--json] [--dump-graph]`: the tuning tasks of an
 // ONNX model, the operators without a template, and whether a model build takes it.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -72,9 +73,15 @@ void print_table(const frontend::ModelTasks& m) {
   }
 }
 
+// The nodes a model build computes: all but the blocked ones and those they absorb.
+size_t covered_nodes(size_t nodes, const std::vector<deploy::BlockedNode>& blocked) {
+  for (const auto& b : blocked) nodes -= std::min(b.nodes, nodes);
+  return nodes;
+}
+
 // The verdict: how many nodes a model build computes, and every node it cannot.
 void print_verdict(size_t nodes, const std::vector<deploy::BlockedNode>& blocked) {
-  std::printf("\ncovered %zu of %zu nodes\n", nodes - blocked.size(), nodes);
+  std::printf("\ncovered %zu of %zu nodes\n", covered_nodes(nodes, blocked), nodes);
   if (blocked.empty()) {
     std::printf("verdict: buildable\n");
     return;
@@ -104,7 +111,7 @@ void run_tasks(const TasksOptions& o) {
   if (o.json) {
     nlohmann::json j = frontend::to_json(tasks);
     j["nodes"] = nodes;
-    j["covered"] = nodes - blocked.size();
+    j["covered"] = covered_nodes(nodes, blocked);
     j["buildable"] = blocked.empty();
     j["blocking"] = nlohmann::json::array();
     for (const auto& b : blocked)
