@@ -35,7 +35,16 @@ struct Attribute {
   std::optional<ConstantValue> tensor = std::nullopt;
 };
 
-struct Branch;
+struct Node;
+
+// A subgraph attribute: its nodes (which may read the enclosing graph's tensors) and its outputs.
+// Its tensors' shapes and types are in the enclosing Graph's maps (ONNX names are unique across
+// a model's subgraphs).
+struct Branch {
+  std::string name;  // the attribute: "then_branch", "else_branch"
+  std::vector<Node> nodes;
+  std::vector<std::string> outputs;
+};
 
 struct Node {
   std::string op;      // "Conv"
@@ -60,15 +69,6 @@ struct Node {
   double float_or(const std::string& key, double fallback) const;
   // The branch attribute `key` (If's "then_branch"), or nullptr.
   const Branch* branch(const std::string& key) const;
-};
-
-// A subgraph attribute: its nodes (which may read the enclosing graph's tensors) and its outputs.
-// Its tensors' shapes and types are in the enclosing Graph's maps (ONNX names are unique across
-// a model's subgraphs).
-struct Branch {
-  std::string name;  // the attribute: "then_branch", "else_branch"
-  std::vector<Node> nodes;
-  std::vector<std::string> outputs;
 };
 
 // The least and greatest element of an int8 or uint8 constant: of the whole tensor, and of each
