@@ -7,7 +7,7 @@
 // re-timed against the fallback, within timing noise of it or faster. The run's five best are
 // re-timed (a lucky timing during the run decides nothing), by the fastest of several
 // interleaved timings (load only slows a timing down), on one thread (two-thread timings of
-// this 0.2 ms kernel varied 2x between runner processes on this 2-core VM).
+// this 0.2 ms kernel vary 2x between runner processes on a 2-core VM).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -29,7 +29,8 @@ namespace ktune::rpc_runner {
 namespace {
 
 constexpr uint64_t kSeed = 42;
-// Allowed shortfall of the tuned best against the fallback: the worst seen in 23 runs was 7%.
+// Allowed shortfall of the tuned best against the fallback: timing noise on a 2-core VM reaches
+// 7%.
 constexpr double kNoise = 0.10;
 
 // The fastest timing of each config over `rounds` batches that time them back to back.
