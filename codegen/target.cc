@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -220,6 +221,24 @@ std::string Target::str() const {
   return s;
 }
 
+namespace {
+
+// x86 system instructions: LLVM emits them only for their intrinsics, which no ktune kernel calls,
+// so a host without them still runs the code. Virtual machines hide several (a Zen 5 guest may
+// lack rdseed, rdpid, xsaves, shstk and invpcid that -mcpu=znver4 implies), and a record tuned
+// on one CPU model must stay runnable on a newer one.
+bool never_emitted_by_kernels(const std::string& feature) {
+  static const std::set<std::string> kSystem = {
+      "clflushopt", "cldemote", "clwb",   "clzero",    "enqcmd",  "fsgsbase", "hreset",
+      "invpcid",    "kl",       "lwp",    "movdir64b", "movdiri", "mwaitx",   "pconfig",
+      "pku",        "ptwrite",  "rdpid",  "rdpru",     "rdrnd",   "rdseed",   "rtm",
+      "serialize",  "sgx",      "shstk",  "tsxldtrk",  "uintr",   "waitpkg",  "wbnoinvd",
+      "widekl",     "xsave",    "xsavec", "xsaveopt",  "xsaves"};
+  return kSystem.count(feature) > 0;
+}
+
+}  // namespace
+
 bool Target::is_host_compatible() const {
   initialize_llvm();
   llvm::Triple mine(triple_), host(llvm::sys::getProcessTriple());
@@ -227,7 +246,9 @@ bool Target::is_host_compatible() const {
   auto sti = subtarget(triple_, cpu_, feature_string());
   // Only ISA features the host reports matter; tuning flags in the table do not.
   for (const auto& kv : llvm::sys::getHostCPUFeatures()) {
-    if (!kv.second && has_feature(*sti, kv.getKey().str())) return false;
+    const std::string feature = kv.getKey().str();
+    if (!kv.second && has_feature(*sti, feature) && !never_emitted_by_kernels(feature))
+      return false;
   }
   return true;
 }

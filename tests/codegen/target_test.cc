@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <string>
+
 #include "support/error.h"
 
 namespace ktune::codegen {
@@ -59,6 +63,30 @@ TEST(TargetTest, HostIsDetectedAndCompatible) {
   }
 #endif
 }
+
+#if defined(__x86_64__)
+// A virtual machine may hide system instructions its CPU model implies; kernels never use them, so
+// a target that enables them still runs here. A compute feature the host lacks does not.
+TEST(TargetTest, SystemInstructionsDoNotMakeATargetForeign) {
+  const std::string host = Target::host().str();
+  auto plus = [&](const std::string& features) {
+    const auto at = host.find(" -mattr=");
+    return at == std::string::npos ? host + " -mattr=" + features
+                                   : host.substr(0, at + 8) + features + "," + host.substr(at + 8);
+  };
+  const Target system = Target::parse(plus("+rdseed,+rdpid,+xsaves,+shstk,+invpcid"));
+  EXPECT_TRUE(system.is_host_compatible()) << system.str();
+  EXPECT_EQ(system.cores(), Target::host().cores());
+  // AMX tiles: no AMD CPU has them; skipped on an Intel host that does.
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  const std::string flags((std::istreambuf_iterator<char>(cpuinfo)), {});
+  if (flags.find("amx_tile") == std::string::npos) {
+    const Target amx = Target::parse(plus("+amx-tile"));
+    EXPECT_FALSE(amx.is_host_compatible()) << amx.str();
+    EXPECT_EQ(amx.cores(), 1);
+  }
+}
+#endif
 
 TEST(TargetTest, UnknownTripleListsBackends) {
   std::string msg;
