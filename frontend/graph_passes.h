@@ -43,8 +43,9 @@ void remove_dead_nodes(Model& model);
 // columns. pass_lift_1d.cc.
 void lift_1d_windows(Model& model);
 
-// Rewrites each ConvTranspose whose kernel equals its stride (no padding, one group, constant
-// weights) as a 1x1 Conv to K*s*s channels and a DepthToSpace (CRD). pass_conv_transpose.cc.
+// Rewrites each ConvTranspose of one stride s on both axes (one group, no dilation, constant
+// weights) as a Conv to K*s*s channels of ceil(k/s) taps, a DepthToSpace (CRD) and, where its pads
+// crop the output, a Slice. pass_conv_transpose.cc.
 void conv_transpose_as_conv(Model& model);
 
 // The clean-up passes in order, `observe` (when set) called after each: rounds of fold_constants,

@@ -2,6 +2,8 @@
 // written here node by node: the values folded, the nodes left, the readers rewired.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -265,6 +267,142 @@ TEST(Lift1dWindows, ConvAndPoolBecome2dOnOneRow) {
   EXPECT_EQ(m.graph.nodes[4].ints("kernel_shape"), (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(m.graph.nodes[4].ints("pads"), (std::vector<int64_t>{0, 0, 0, 0}));
   EXPECT_EQ(m.graph.shapes["p@2d"], (std::vector<int64_t>{1, 8, 1, 3}));
+}
+
+// Reference loops: ONNX ConvTranspose (one group, no dilation), and the three nodes the pass
+// writes (Conv with pads, DepthToSpace CRD, Slice on axes 2 and 3), all on NCHW float32.
+using Tensor = std::vector<float>;
+
+Tensor conv_transpose_ref(const Tensor& x, const std::vector<int64_t>& xs, const ConstantValue& w,
+                          int64_t s, const std::vector<int64_t>& pads,
+                          const std::vector<int64_t>& ys) {
+  const int64_t C = xs[1], K = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+  Tensor y(static_cast<size_t>(ys[0] * ys[1] * ys[2] * ys[3]), 0.0f);
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t i = 0; i < xs[2]; ++i)
+      for (int64_t j = 0; j < xs[3]; ++j)
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t a = 0; a < kh; ++a)
+            for (int64_t b = 0; b < kw; ++b) {
+              const int64_t oh = i * s + a - pads[0], ow = j * s + b - pads[1];
+              if (oh < 0 || ow < 0 || oh >= ys[2] || ow >= ys[3]) continue;
+              y[static_cast<size_t>((k * ys[2] + oh) * ys[3] + ow)] +=
+                  x[static_cast<size_t>((c * xs[2] + i) * xs[3] + j)] *
+                  w.f32[static_cast<size_t>(((c * K + k) * kh + a) * kw + b)];
+            }
+  return y;
+}
+
+Tensor run_rewritten(const Model& m, const Tensor& x) {
+  std::map<std::string, Tensor> t{{"x", x}};
+  for (const Node& n : m.graph.nodes) {
+    const std::vector<int64_t> in = *m.graph.shape(n.inputs[0]);
+    const std::vector<int64_t> out = *m.graph.shape(n.outputs[0]);
+    const Tensor& a = t.at(n.inputs[0]);
+    Tensor o(static_cast<size_t>(out[0] * out[1] * out[2] * out[3]), NAN);
+    if (n.op == "Conv") {
+      const ConstantValue& w = m.constants.at(n.inputs[1]);
+      const std::vector<int64_t> p = n.ints("pads");
+      for (int64_t k = 0; k < out[1]; ++k)
+        for (int64_t i = 0; i < out[2]; ++i)
+          for (int64_t j = 0; j < out[3]; ++j) {
+            float sum = 0;
+            for (int64_t c = 0; c < in[1]; ++c)
+              for (int64_t r = 0; r < w.shape[2]; ++r)
+                for (int64_t q = 0; q < w.shape[3]; ++q) {
+                  const int64_t h = i + r - p[0], v = j + q - p[1];
+                  if (h >= 0 && v >= 0 && h < in[2] && v < in[3])
+                    sum += a[static_cast<size_t>((c * in[2] + h) * in[3] + v)] *
+                           w.f32[static_cast<size_t>(((k * in[1] + c) * w.shape[2] + r) *
+                                                         w.shape[3] +
+                                                     q)];
+                }
+            o[static_cast<size_t>((k * out[2] + i) * out[3] + j)] = sum;
+          }
+    } else if (n.op == "DepthToSpace") {
+      const int64_t s = n.ints("blocksize")[0];
+      for (int64_t c = 0; c < in[1]; ++c)
+        for (int64_t i = 0; i < in[2]; ++i)
+          for (int64_t j = 0; j < in[3]; ++j)
+            o[static_cast<size_t>(((c / (s * s)) * out[2] + i * s + c % (s * s) / s) * out[3] +
+                                  j * s + c % s)] =
+                a[static_cast<size_t>((c * in[2] + i) * in[3] + j)];
+    } else {
+      EXPECT_EQ(n.op, "Slice");
+      const std::vector<int64_t> starts = m.constants.at(n.inputs[1]).i64;
+      for (int64_t c = 0; c < out[1]; ++c)
+        for (int64_t i = 0; i < out[2]; ++i)
+          for (int64_t j = 0; j < out[3]; ++j)
+            o[static_cast<size_t>((c * out[2] + i) * out[3] + j)] = a[static_cast<size_t>(
+                (c * in[2] + i + starts[0]) * in[3] + j + starts[1])];
+    }
+    t[n.outputs[0]] = std::move(o);
+  }
+  return t.at(m.graph.outputs[0]);
+}
+
+// Transposed convs as decoders write them: torch's k=4 s=2 p=1, k=3 s=2 p=1 output_padding=1,
+// a U-Net's k=2 s=2 and a k=5 s=3 with uneven pads. Each becomes Conv -> DepthToSpace [-> Slice]
+// whose output equals the transposed conv's on a random input.
+TEST(ConvTransposeAsConv, EveryPhaseAndCropMatchesTheTransposedConv) {
+  struct Case {
+    int64_t k, s;
+    std::vector<int64_t> pads, output_padding;
+    size_t nodes;
+  };
+  for (const Case& c : {Case{4, 2, {1, 1, 1, 1}, {0, 0}, 3}, Case{3, 2, {1, 1, 1, 1}, {1, 1}, 3},
+                        Case{2, 2, {0, 0, 0, 0}, {0, 0}, 2}, Case{5, 3, {2, 0, 1, 3}, {1, 2}, 3}}) {
+    SCOPED_TRACE("k " + std::to_string(c.k) + " s " + std::to_string(c.s));
+    const std::vector<int64_t> xs = {1, 3, 5, 4};
+    const int64_t K = 2;
+    std::vector<int64_t> ys = {1, K, 0, 0};
+    for (int a = 0; a < 2; ++a)
+      ys[2 + a] = c.s * (xs[2 + a] - 1) + c.output_padding[a] + c.k - c.pads[a] - c.pads[a + 2];
+    Model m;
+    m.graph.opset = 13;
+    m.graph.inputs = {"x"};
+    m.graph.outputs = {"y"};
+    m.graph.shapes["x"] = xs;
+    m.graph.shapes["y"] = ys;
+    m.graph.types["x"] = m.graph.types["y"] = "float32";
+    ConstantValue w{{xs[1], K, c.k, c.k}, {}, {}};
+    for (int64_t i = 0; i < xs[1] * K * c.k * c.k; ++i)
+      w.f32.push_back(static_cast<float>((i * 37 % 23) - 11) / 8.0f);
+    const ConstantValue weights = w;
+    constant(m, "w", std::move(w), "float32");
+    m.graph.nodes = {node("ConvTranspose", {"x", "w"}, {"y"},
+                          {{"strides", ints({c.s, c.s})},
+                           {"pads", ints(c.pads)},
+                           {"output_padding", ints(c.output_padding)}})};
+    conv_transpose_as_conv(m);
+    ASSERT_EQ(m.graph.nodes.size(), c.nodes);
+    EXPECT_EQ(m.graph.nodes[0].op, "Conv");
+    EXPECT_EQ(m.graph.nodes[0].ints("kernel_shape"),
+              (std::vector<int64_t>{(c.k + c.s - 1) / c.s, (c.k + c.s - 1) / c.s}));
+    Tensor x;
+    for (int64_t i = 0; i < xs[1] * xs[2] * xs[3]; ++i)
+      x.push_back(static_cast<float>((i * 13 % 17) - 8) / 4.0f);
+    const Tensor want = conv_transpose_ref(x, xs, weights, c.s, c.pads, ys);
+    const Tensor got = run_rewritten(m, x);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << i;
+  }
+}
+
+// Not rewritten: two groups, a dilation, strides that differ per axis.
+TEST(ConvTransposeAsConv, LeavesWhatOneConvCannotExpress) {
+  for (const auto& attrs : std::vector<std::map<std::string, Attribute>>{
+           {{"strides", ints({2, 2})}, {"group", ints({2})}},
+           {{"strides", ints({2, 2})}, {"dilations", ints({2, 2})}},
+           {{"strides", ints({2, 1})}}}) {
+    Model m = with_input();
+    constant(m, "w", ConstantValue{{8, 4, 2, 2}, std::vector<float>(128, 1.0f), {}}, "float32");
+    m.graph.nodes = {node("ConvTranspose", {"x", "w"}, {"y"}, attrs)};
+    m.graph.outputs = {"y"};
+    m.graph.shapes["y"] = {2, 4, 8, 8};
+    conv_transpose_as_conv(m);
+    EXPECT_EQ(ops(m), std::vector<std::string>{"ConvTranspose"});
+  }
 }
 
 TEST(SimplifyGraph, ObserverSeesEveryPassInOrder) {
