@@ -191,6 +191,53 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::gelu_erf(const std::stri
   return std::nullopt;
 }
 
+std::optional<EpilogueFuser::Activation> EpilogueFuser::hardswish_arithmetic(
+    const std::string& tensor) const {
+  const auto readers = consumers(tensor);
+  if (!readers || readers->size() != 2 || consumers_.at(tensor).size() != 2) return std::nullopt;
+  const auto sole = [&](size_t n, const char* op) -> std::optional<size_t> {
+    const auto c = single_consumer(g_.nodes[n].outputs.at(0));
+    if (!c || g_.nodes[*c].op != op || !g_.nodes[*c].domain.empty()) return std::nullopt;
+    return c;
+  };
+  // The operand of binary node `n` other than `x`, when `x` is one of its two.
+  const auto other = [&](size_t n, const std::string& x) -> std::optional<std::string> {
+    const Node& node = g_.nodes[n];
+    if (node.inputs.size() != 2 || node.outputs.size() != 1 || !node.domain.empty())
+      return std::nullopt;
+    if (node.inputs[0] == x) return node.inputs[1];
+    if (node.inputs[1] == x) return node.inputs[0];
+    return std::nullopt;
+  };
+  const auto is = [&](const std::optional<std::string>& t, double want) {
+    const auto v = t ? scalar(*t) : std::nullopt;
+    return v && std::fabs(*v - want) <= 1e-6 * std::fabs(want);
+  };
+  for (int first = 0; first < 2; ++first) {
+    const size_t a = (*readers)[static_cast<size_t>(first)],
+                 m = (*readers)[static_cast<size_t>(1 - first)];
+    if (g_.nodes[a].op != "Add" || !is(other(a, tensor), 3.0)) continue;
+    const auto c = sole(a, "Clip");
+    const auto six = c ? clip(*c) : std::nullopt;
+    if (!six || six->step != "relu6" || g_.nodes[*c].inputs.at(0) != g_.nodes[a].outputs.at(0))
+      continue;
+    if (g_.nodes[m].op != "Mul" || other(m, tensor) != g_.nodes[*c].outputs.at(0) ||
+        single_consumer(g_.nodes[*c].outputs.at(0)) != m)
+      continue;
+    const std::string& product = g_.nodes[m].outputs.at(0);
+    const auto by = single_consumer(product);
+    if (!by) continue;
+    const Node& last = g_.nodes[*by];
+    const bool divides = last.op == "Div" && last.inputs.size() == 2 && last.inputs[0] == product &&
+                         is(last.inputs[1], 6.0);
+    if (last.domain.empty() && (divides || (last.op == "Mul" && is(other(*by, product), 1 / 6.0))))
+      // The Clip listed first: a model build takes fused Adds before an activation's first
+      // other node for a bias or a residual (deploy/model_plan_tasks.cc).
+      return Activation{"hardswish", {}, {*c, a, m, *by}};
+  }
+  return std::nullopt;
+}
+
 std::optional<EpilogueFuser::Activation> EpilogueFuser::activation(
     const std::string& tensor) const {
   if (const auto next = single_consumer(tensor)) {
@@ -202,6 +249,7 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::activation(
     return std::nullopt;
   }
   if (auto g = gelu_erf(tensor)) return g;
+  if (auto h = hardswish_arithmetic(tensor)) return h;
   return gated(tensor);
 }
 

@@ -72,6 +72,8 @@ class EpilogueFuser {
   std::optional<Activation> gated(const std::string& tensor) const;
   // GELU in the Erf form exporters write: x / sqrt(2) -> Erf -> + 1, times x, times 0.5.
   std::optional<Activation> gelu_erf(const std::string& tensor) const;
+  // HardSwish as paddle2onnx writes it: x + 3 -> Clip(0, 6), times x, / 6 (or * 1/6).
+  std::optional<Activation> hardswish_arithmetic(const std::string& tensor) const;
   // The value of a one-element constant.
   std::optional<double> scalar(const std::string& tensor) const;
 

@@ -58,11 +58,11 @@ void conv_transpose_as_conv(Model& model) {
     const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
     const ConstantValue* b =
         has_bias && model.constants.count(n.inputs[2]) ? &model.constants.at(n.inputs[2]) : nullptr;
-    const bool plain = w && x->size() == 4 && y->size() == 4 && w->shape.size() == 4 &&
-                       !w->f32.empty() && n.int_or("group", 1) == 1 &&
-                       (!has_bias || (b && !b->f32.empty())) &&
-                       n.ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1} &&
-                       n.text_or("auto_pad", "NOTSET") == "NOTSET" && !n.attrs.count("output_shape");
+    const bool plain =
+        w && x->size() == 4 && y->size() == 4 && w->shape.size() == 4 && !w->f32.empty() &&
+        n.int_or("group", 1) == 1 && (!has_bias || (b && !b->f32.empty())) &&
+        n.ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1} &&
+        n.text_or("auto_pad", "NOTSET") == "NOTSET" && !n.attrs.count("output_shape");
     const std::vector<int64_t> strides = plain ? n.ints("strides", {1, 1}) : std::vector<int64_t>{};
     // One block size for DepthToSpace: the same stride on both axes.
     const int64_t s = strides.size() == 2 && strides[0] == strides[1] ? strides[0] : 0;
@@ -146,8 +146,8 @@ void conv_transpose_as_conv(Model& model) {
     } else {
       for (const auto& [what, v] :
            {std::pair{"starts", starts}, std::pair{"ends", ends}, std::pair{"axes", axes}})
-        crop.inputs.push_back(add_constant(model, n.name + "/crop@" + what,
-                                           ConstantValue{{2}, {}, v}, "int64"));
+        crop.inputs.push_back(
+            add_constant(model, n.name + "/crop@" + what, ConstantValue{{2}, {}, v}, "int64"));
     }
     nodes.push_back(std::move(conv));
     nodes.push_back(std::move(shuffle));

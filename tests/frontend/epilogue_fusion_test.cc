@@ -129,6 +129,41 @@ TEST(EpilogueFusion, SiluNeedsItsInputToItself) {
   EXPECT_EQ(m.unsupported.size(), 3u);  // Sigmoid, Mul, Relu: elementwise, no template of their own
 }
 
+// HardSwish as paddle2onnx writes it, x * Clip(x + 3, 0, 6) / 6 (or * 1/6), fuses whole; with
+// another constant (+ 2) it is not a HardSwish and stays four generated nodes.
+TEST(EpilogueFusion, ArithmeticHardSwishFuses) {
+  for (const bool divide : {true, false}) {
+    GraphBuilder b(11);
+    const std::string conv = b.conv("x");
+    const std::string clip =
+        b.node("Clip",
+               {b.node("Add", {conv, b.constant("three", {}, {3.0})}, {1, 8, 6, 6}),
+                b.constant("zero", {}, {0.0}), b.constant("six", {}, {6.0})},
+               {1, 8, 6, 6});
+    const std::string product = b.node("Mul", {clip, conv}, {1, 8, 6, 6});
+    const std::string out =
+        divide ? b.node("Div", {product, b.constant("by", {}, {6.0})}, {1, 8, 6, 6})
+               : b.node("Mul", {b.constant("by", {}, {1 / 6.0}), product}, {1, 8, 6, 6});
+    const ModelTasks m = b.finish(out);
+    ASSERT_EQ(m.tasks.size(), 1u);
+    EXPECT_EQ(m.tasks[0].epilogue, "bias_hardswish") << divide;
+    EXPECT_EQ(m.tasks[0].layers.size(), 5u) << divide;
+    EXPECT_TRUE(m.unsupported.empty()) << divide;
+  }
+  GraphBuilder c(11);
+  const std::string conv = c.conv("x");
+  const std::string clip =
+      c.node("Clip",
+             {c.node("Add", {conv, c.constant("two", {}, {2.0})}, {1, 8, 6, 6}),
+              c.constant("zero", {}, {0.0}), c.constant("six", {}, {6.0})},
+             {1, 8, 6, 6});
+  const ModelTasks m = c.finish(
+      c.node("Div", {c.node("Mul", {conv, clip}, {1, 8, 6, 6}), c.constant("by", {}, {6.0})},
+             {1, 8, 6, 6}));
+  EXPECT_EQ(m.tasks.at(0).epilogue, "bias");
+  EXPECT_EQ(m.unsupported.size(), 4u);  // Add, Clip, Mul, Div
+}
+
 // Gemm's own bias and a MatMul's bias Add (as exporters write a Linear layer), then an activation.
 TEST(EpilogueFusion, GemmAndMatMulTakeBiasAndActivation) {
   GraphBuilder b(14, {4, 16});

@@ -313,9 +313,8 @@ Tensor run_rewritten(const Model& m, const Tensor& x) {
                   const int64_t h = i + r - p[0], v = j + q - p[1];
                   if (h >= 0 && v >= 0 && h < in[2] && v < in[3])
                     sum += a[static_cast<size_t>((c * in[2] + h) * in[3] + v)] *
-                           w.f32[static_cast<size_t>(((k * in[1] + c) * w.shape[2] + r) *
-                                                         w.shape[3] +
-                                                     q)];
+                           w.f32[static_cast<size_t>(
+                               ((k * in[1] + c) * w.shape[2] + r) * w.shape[3] + q)];
                 }
             o[static_cast<size_t>((k * out[2] + i) * out[3] + j)] = sum;
           }
@@ -333,8 +332,8 @@ Tensor run_rewritten(const Model& m, const Tensor& x) {
       for (int64_t c = 0; c < out[1]; ++c)
         for (int64_t i = 0; i < out[2]; ++i)
           for (int64_t j = 0; j < out[3]; ++j)
-            o[static_cast<size_t>((c * out[2] + i) * out[3] + j)] = a[static_cast<size_t>(
-                (c * in[2] + i + starts[0]) * in[3] + j + starts[1])];
+            o[static_cast<size_t>((c * out[2] + i) * out[3] + j)] =
+                a[static_cast<size_t>((c * in[2] + i + starts[0]) * in[3] + j + starts[1])];
     }
     t[n.outputs[0]] = std::move(o);
   }
