@@ -43,6 +43,12 @@ void remove_dead_nodes(Model& model);
 // columns. pass_lift_1d.cc.
 void lift_1d_windows(Model& model);
 
+// Moves each Squeeze of axis 2 of a [N, C, 1, L] tensor below the elementwise nodes that read it
+// (a constant operand of rank 2 or more gets the row axis too) and drops each Unsqueeze that
+// restores such a tensor, so lifted 1-D convs and pools read each other's 4-D outputs.
+// pass_sink_squeezes.cc.
+void sink_squeezes(Model& model);
+
 // Rewrites each ConvTranspose of one stride s on both axes (one group, no dilation, constant
 // weights) as a Conv to K*s*s channels of ceil(k/s) taps, a DepthToSpace (CRD) and, where its pads
 // crop the output, a Slice. pass_conv_transpose.cc.
@@ -50,7 +56,7 @@ void conv_transpose_as_conv(Model& model);
 
 // The clean-up passes in order, `observe` (when set) called after each: rounds of fold_constants,
 // inline_constant_if, remove_identities, remove_dead_nodes and infer_shapes until a round removes
-// no node, then lift_1d_windows and conv_transpose_as_conv. graph_simplify.cc.
+// no node, then lift_1d_windows, sink_squeezes and conv_transpose_as_conv. graph_simplify.cc.
 void simplify_graph(Model& model, const PassObserver& observe = {});
 
 // read_onnx then simplify_graph: the model as the operator table and a model build read it.

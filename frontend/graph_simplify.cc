@@ -30,6 +30,8 @@ void simplify_graph(Model& model, const PassObserver& observe) {
   }
   lift_1d_windows(model);
   after("lift_1d_windows");
+  sink_squeezes(model);
+  after("sink_squeezes");
   conv_transpose_as_conv(model);
   after("conv_transpose_as_conv");
 }

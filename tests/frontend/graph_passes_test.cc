@@ -404,6 +404,53 @@ TEST(ConvTransposeAsConv, LeavesWhatOneConvCannotExpress) {
   }
 }
 
+// Two lifted 1-D convs with a bias Add ([C, 1], as tf2onnx writes it) and a LeakyRelu between
+// them: the Squeeze sinks below both, the second conv's Unsqueeze goes, and the Add reads a [C, 1,
+// 1] copy of the bias, so conv -> Add -> LeakyRelu -> conv is 4-D throughout.
+TEST(SinkSqueezes, LiftedConvsReadEachOthersRows) {
+  Model m;
+  m.graph.opset = 13;
+  m.graph.inputs = {"a"};
+  m.graph.shapes["a"] = {1, 4, 10};
+  m.graph.types["a"] = "float32";
+  constant(m, "w1", ConstantValue{{8, 4, 3}, std::vector<float>(96, 0.5f), {}}, "float32");
+  constant(m, "w2", ConstantValue{{8, 8, 1}, std::vector<float>(64, 0.5f), {}}, "float32");
+  constant(m, "bias", ConstantValue{{8, 1}, std::vector<float>(8, 1.0f), {}}, "float32");
+  m.graph.nodes = {node("Conv", {"a", "w1"}, {"c1"}, {{"pads", ints({1, 1})}}),
+                   node("Add", {"c1", "bias"}, {"b1"}), node("LeakyRelu", {"b1"}, {"r1"}),
+                   node("Conv", {"r1", "w2"}, {"c2"})};
+  m.graph.outputs = {"c2"};
+  for (const char* t : {"c1", "b1", "r1", "c2"}) {
+    m.graph.shapes[t] = {1, 8, 10};
+    m.graph.types[t] = "float32";
+  }
+  lift_1d_windows(m);
+  sink_squeezes(m);
+  EXPECT_EQ(ops(m),
+            (std::vector<std::string>{"Unsqueeze", "Conv", "Add", "LeakyRelu", "Conv", "Squeeze"}));
+  const Graph& g = m.graph;
+  EXPECT_EQ(g.nodes[2].inputs[0], g.nodes[1].outputs[0]);
+  EXPECT_EQ(m.constants.at(g.nodes[2].inputs[1]).shape, (std::vector<int64_t>{8, 1, 1}));
+  EXPECT_EQ(g.shapes.at(g.nodes[3].outputs[0]), (std::vector<int64_t>{1, 8, 1, 10}));
+  EXPECT_EQ(g.nodes[4].inputs[0], g.nodes[3].outputs[0]);
+  EXPECT_EQ(g.nodes[5].outputs, std::vector<std::string>{"c2"});
+}
+
+// A Squeeze whose reader is not elementwise (a Softmax) stays where it is.
+TEST(SinkSqueezes, StopsAtOtherReaders) {
+  Model m;
+  m.graph.opset = 11;
+  m.graph.inputs = {"a"};
+  m.graph.shapes["a"] = {1, 4, 1, 10};
+  m.graph.types["a"] = "float32";
+  m.graph.nodes = {node("Squeeze", {"a"}, {"s"}, {{"axes", ints({2})}}),
+                   node("Softmax", {"s"}, {"y"})};
+  m.graph.shapes["s"] = m.graph.shapes["y"] = {1, 4, 10};
+  m.graph.outputs = {"y"};
+  sink_squeezes(m);
+  EXPECT_EQ(ops(m), (std::vector<std::string>{"Squeeze", "Softmax"}));
+}
+
 TEST(SimplifyGraph, ObserverSeesEveryPassInOrder) {
   Model m = with_input();
   m.graph.nodes = {node("Relu", {"x"}, {"out"})};
@@ -411,10 +458,10 @@ TEST(SimplifyGraph, ObserverSeesEveryPassInOrder) {
   std::vector<std::string> passes;
   simplify_graph(m, [&](const std::string& pass, const Model&) { passes.push_back(pass); });
   // One round (it removes nothing), then the rewrites.
-  EXPECT_EQ(passes,
-            (std::vector<std::string>{"read", "fold_constants", "inline_constant_if",
-                                      "remove_identities", "remove_dead_nodes", "infer_shapes",
-                                      "lift_1d_windows", "conv_transpose_as_conv"}));
+  EXPECT_EQ(passes, (std::vector<std::string>{"read", "fold_constants", "inline_constant_if",
+                                              "remove_identities", "remove_dead_nodes",
+                                              "infer_shapes", "lift_1d_windows", "sink_squeezes",
+                                              "conv_transpose_as_conv"}));
   const std::string text = graph_text(m);
   // infer_shapes gave the output, declared without a shape, its shape.
   EXPECT_NE(text.find("out_node: Relu(x [2x8x4x4]) -> out [2x8x4x4]"), std::string::npos) << text;
