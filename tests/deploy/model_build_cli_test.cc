@@ -462,16 +462,21 @@ void ModelBuild::linked_and_cross_built_match_ort(
       ASSERT_EQ(got.size(), ref.size()) << name << " " << target;
       double largest = 0;
       size_t at = 0;
+      std::string each;
       for (int64_t k = 0; k < outputs; ++k) {
         const size_t n = static_cast<size_t>(sizes[static_cast<size_t>(k)]);
         const double e = error({got.begin() + at, got.begin() + at + n},
                                {ref.begin() + at, ref.begin() + at + n});
         EXPECT_LE(e, kTolerance) << name << " " << target << " output " << k;
         largest = std::max(largest, e);
+        char text[32];
+        std::snprintf(text, sizeof text, "%s%.2e", k ? " " : "", e);
+        each += text;
         at += n;
       }
-      std::printf("%s linked for %s: %lld outputs, max error against ONNX Runtime %.2e\n",
-                  name.c_str(), target.c_str(), static_cast<long long>(outputs), largest);
+      std::printf("%s linked for %s: %lld outputs, max error against ONNX Runtime %.2e (%s)\n",
+                  name.c_str(), target.c_str(), static_cast<long long>(outputs), largest,
+                  each.c_str());
     }
   }
 }
