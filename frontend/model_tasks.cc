@@ -36,8 +36,8 @@ struct Candidate {
 struct NotMapped {
   std::string reason;
   std::string generated = "";
-  std::string layer =
-      "";  // the node and those its generated kernel fuses, '+'-joined ("" = the node)
+  // The node and the nodes its generated kernel fuses, '+'-joined ("" = the node alone).
+  std::string layer = "";
 };
 
 std::string i2s(int64_t v) { return std::to_string(v); }
@@ -312,7 +312,7 @@ class Extractor {
     }
     // conv2d_nchwc and depthwise_conv2d_nchwc take a column stride of their own (stride_w).
     const bool stride_per_axis = !all_equal(strides);
-    if (stride_per_axis && (q || (group != 1 && !depthwise)))
+    if (stride_per_axis && q)
       return NotMapped{
           "different strides per axis (float32 convs of one group and depthwise convs take them)"};
     // Padding that differs between the ends: a generated kernel pads the input, the conv pads
