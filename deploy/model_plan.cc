@@ -108,6 +108,10 @@ ModelPlan Planner::run() {
     absorb(p.node, p.prologue);
     absorb(p.node, p.epilogue);
   }
+  for (const auto& c : tasks_.generated_convs) {
+    generated_conv_at_[c.node] = &c;
+    absorb(c.node, c.epilogue.nodes);
+  }
   // A DequantizeLinear of a constant is a constant (with_folded_dequantize): no kernel.
   for (size_t i = 0; i < g_.nodes.size(); ++i)
     if (g_.nodes[i].op == "DequantizeLinear" && constants_.count(g_.nodes[i].outputs.at(0)))
@@ -204,6 +208,8 @@ void Planner::plan_node(size_t i, const frontend::TaskOccurrence* occ) {
   const frontend::Node& n = g_.nodes[i];
   if (occ) {
     plan_task(*occ);
+  } else if (auto c = generated_conv_at_.find(i); c != generated_conv_at_.end()) {
+    plan_conv_blocked(*c->second);
   } else if (auto a = quantized_add_at_.find(i); a != quantized_add_at_.end()) {
     plan_quantized_add(*a->second);
   } else if (auto p = quantized_max_pool_at_.find(i); p != quantized_max_pool_at_.end()) {

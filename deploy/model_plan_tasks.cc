@@ -12,7 +12,7 @@
 namespace ktune::deploy {
 
 Planner::Affine Planner::fused_affine(const frontend::Node& anchor,
-                                      const frontend::TaskOccurrence& occ, int64_t channels,
+                                      const std::vector<size_t>& fused, int64_t channels,
                                       const std::string& anchor_bias) {
   Affine a;
   a.scale.assign(static_cast<size_t>(channels), 1.0f);
@@ -30,7 +30,7 @@ Planner::Affine Planner::fused_affine(const frontend::Node& anchor,
   }
   std::string chain = anchor.outputs.at(0);
   bool activation = false;  // the activation's nodes (an Add inside gelu_erf) add nothing here
-  for (size_t j : occ.fused) {
+  for (size_t j : fused) {
     const frontend::Node& f = g_.nodes[j];
     activation = activation || (f.op != "BatchNormalization" && f.op != "Add");
     if (!activation && f.op == "BatchNormalization") {
@@ -158,17 +158,12 @@ void Planner::bind_conv(PlanStep& s, const frontend::Node& conv,
                         const frontend::TaskOccurrence& occ, const std::string& out_name,
                         const std::vector<te::Tensor>& args) {
   const bool depthwise = s.task->template_name() == "depthwise_conv2d_nchwc";
-  // The task of a conv of 2 to C-1 groups is one group's: its weights and data would need a
-  // per-group binding, which is not built.
-  if (conv.int_or("group", 1) != 1 && !depthwise)
-    throw unsupported(conv,
-                      "a grouped conv (model builds run convs of one group and depthwise "
-                      "convs)");
   const bool winograd = s.task->template_name() == "conv2d_winograd_nchwc";
   const auto& w = constant(conv, conv.inputs.at(1));
   const int64_t K = w.shape.at(0), C = depthwise ? K : w.shape.at(1), R = w.shape.at(2),
                 S = w.shape.at(3);
-  const Affine affine = fused_affine(conv, occ, K, conv.inputs.size() > 2 ? conv.inputs[2] : "");
+  const Affine affine =
+      fused_affine(conv, occ.fused, K, conv.inputs.size() > 2 ? conv.inputs[2] : "");
   const std::vector<float>& scale = affine.scale;
   const std::vector<float>& shift = affine.shift;
   const std::string& residual = affine.residual;
@@ -241,7 +236,7 @@ void Planner::bind_gemm(PlanStep& s, const frontend::Node& gemm,
       throw unsupported(gemm, "BatchNormalization after a matrix product");
   const int64_t columns = known_shape(gemm.outputs.at(0)).back();
   const Affine affine = fused_affine(
-      gemm, occ, columns, gemm.op == "Gemm" && gemm.inputs.size() > 2 ? gemm.inputs[2] : "");
+      gemm, occ.fused, columns, gemm.op == "Gemm" && gemm.inputs.size() > 2 ? gemm.inputs[2] : "");
   const std::string& residual = affine.residual;
   // Gemm's alpha scales the product: folded into constant weights (beta into the bias,
   // fused_affine).

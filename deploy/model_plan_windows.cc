@@ -1,9 +1,12 @@
 // The Planner's windows that the templates do not take as ONNX writes them: pools of any window
 // (per-axis strides, padding at each end, ceil_mode, averages without the padding) as generated
-// blocked pools, and a conv's input padded by a generated kernel where its padding differs
-// between the ends (the conv then pads nothing).
+// blocked pools, convs of 2 to C-1 groups or dilated differently per axis as generated blocked
+// convs, and a tuned conv's input padded by a generated kernel where its padding differs between
+// the ends (the conv then pads nothing).
 #include <algorithm>
+#include <string>
 
+#include "deploy/model_conv.h"
 #include "deploy/model_planner.h"
 #include "deploy/model_pool.h"
 #include "te/lower.h"
@@ -116,6 +119,71 @@ int64_t Planner::padded_input(const frontend::Node& conv, const std::vector<int6
   s.args = {from, to};
   plan_.steps.push_back(std::move(s));
   return to;
+}
+
+void Planner::plan_conv_blocked(const frontend::GeneratedConv& gc) {
+  const frontend::Node& conv = g_.nodes[gc.node];
+  const std::string& x = conv.inputs.at(0);
+  const frontend::ConstantValue& w = constant(conv, conv.inputs.at(1));
+  const std::vector<int64_t> in = known_shape(x), out = known_shape(conv.outputs.at(0));
+  const std::vector<int64_t> strides = conv.ints("strides", {1, 1});
+  const std::vector<int64_t> dilations = conv.ints("dilations", {1, 1});
+  if (in.size() != 4 || w.shape.size() != 4 || strides.size() != 2 || dilations.size() != 2 ||
+      gc.pads.size() != 4)
+    throw unsupported(conv, "a conv that is not 2-D");
+  // The block the producer wrote (no conversion before the conv), the same for the output.
+  auto cur = current_.find(x);
+  const int64_t block = cur != current_.end() && plan_.tensors[cur->second].block > 0
+                            ? plan_.tensors[cur->second].block
+                            : kBlock;
+  BlockedConv c;
+  c.nchw = in;
+  c.k = w.shape[0];
+  c.r = w.shape[2];
+  c.s = w.shape[3];
+  c.group = conv.int_or("group", 1);
+  c.stride_h = strides[0];
+  c.stride_w = strides[1];
+  c.dilation_h = dilations[0];
+  c.dilation_w = dilations[1];
+  c.pad_top = gc.pads[0];
+  c.pad_left = gc.pads[1];
+  c.oh = out.at(2);
+  c.ow = out.at(3);
+  c.in_block = c.out_block = block;
+  // The BatchNormalization's scale folds into the weights; its shift, the conv's bias and bias
+  // Adds make the bias; the activation is the fuser's.
+  const std::string bias_name = conv.inputs.size() > 2 ? conv.inputs[2] : "";
+  const Affine affine = fused_affine(conv, gc.epilogue.nodes, c.k, bias_name);
+  if (!gc.epilogue.steps.empty())
+    c.epilogue = schedule_space::templates::parse_epilogue(gc.epilogue.steps);
+  c.epilogue.bias = affine.shifted;
+  c.epilogue.residual = !affine.residual.empty();
+  if (auto lo = gc.epilogue.args.find("clip_min"); lo != gc.epilogue.args.end())
+    c.epilogue.clip_min = std::stod(lo->second);
+  if (auto hi = gc.epilogue.args.find("clip_max"); hi != gc.epilogue.args.end())
+    c.epilogue.clip_max = std::stod(hi->second);
+
+  PlanStep s;
+  s.layer = conv.name;
+  for (size_t f : gc.epilogue.nodes) s.layer += "+" + g_.nodes[f].name;
+  s.kind = "conv";
+  s.symbol = symbol("conv_nchwc");
+  s.flop = 2.0 * static_cast<double>(in[0] * c.k * c.oh * c.ow * (in[1] / c.group) * c.r * c.s);
+  s.func = conv_blocked(s.symbol, c);
+  s.args = {form(x, block), weight(conv.inputs[1] + "@blocked", s.func.args[1].shape,
+                                   pack_conv_blocked_weights(c, w.f32, affine.scale))};
+  if (c.epilogue.bias) {
+    std::vector<float> bias(static_cast<size_t>(s.func.args[2].num_elements()), 0.0f);
+    std::copy(affine.shift.begin(), affine.shift.end(), bias.begin());
+    s.args.push_back(weight(conv.name + "@bias", s.func.args[2].shape, bias));
+  }
+  if (c.epilogue.residual) s.args.push_back(form(affine.residual, block));
+  const std::string& out_name = gc.epilogue.nodes.empty()
+                                    ? conv.outputs[0]
+                                    : g_.nodes[gc.epilogue.nodes.back()].outputs.at(0);
+  s.args.push_back(define(out_name, block));
+  plan_.steps.push_back(std::move(s));
 }
 
 }  // namespace ktune::deploy

@@ -106,7 +106,8 @@ class Planner {
     std::string residual;  // "" = none
   };
 
-  Affine fused_affine(const frontend::Node& anchor, const frontend::TaskOccurrence& occ,
+  // `fused`: the nodes fused into the anchor, in the order they follow it.
+  Affine fused_affine(const frontend::Node& anchor, const std::vector<size_t>& fused,
                       int64_t channels, const std::string& anchor_bias);
 
   void plan_task(const frontend::TaskOccurrence& occ);
@@ -127,6 +128,10 @@ class Planner {
   // a generated kernel planned here: the input of a conv whose padding differs between the ends
   // (model_plan_windows.cc).
   int64_t padded_input(const frontend::Node& conv, const std::vector<int64_t>& pads, int64_t block);
+
+  // A Conv no template takes as one generated conv_blocked with its fused nodes, in the input's
+  // block (else 16) (model_plan_windows.cc).
+  void plan_conv_blocked(const frontend::GeneratedConv& c);
 
   void bind_conv(PlanStep& s, const frontend::Node& conv, const frontend::TaskOccurrence& occ,
                  const std::string& out_name, const std::vector<te::Tensor>& args);
@@ -199,6 +204,7 @@ class Planner {
   std::map<size_t, const frontend::QuantizedAdd*> quantized_add_at_;
   std::map<size_t, const frontend::QuantizedMaxPool*> quantized_max_pool_at_;
   std::map<size_t, const frontend::QuantizedGlobalAveragePool*> quantized_global_pool_at_;
+  std::map<size_t, const frontend::GeneratedConv*> generated_conv_at_;
   std::vector<BlockedNode> blocked_;  // the nodes refused so far, in planning order
 };
 

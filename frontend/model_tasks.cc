@@ -24,7 +24,6 @@ struct Candidate {
   std::string substitute;  // a template that computes the same with these args ("" = none)
   FusedEpilogue epilogue;
   double flop = 0;
-  int64_t multiplicity = 1;  // grouped convs: one task per group
   std::string note;
   std::vector<Candidate> alternatives;  // other algorithms for the same node (ModelTask's)
   std::string dtype = "float32";        // the dtype argument ("" = the template takes none)
@@ -37,6 +36,8 @@ struct Candidate {
 struct NotMapped {
   std::string reason;
   std::string generated = "";
+  // The node and the nodes its generated kernel fuses, '+'-joined ("" = the node alone).
+  std::string layer = "";
 };
 
 std::string i2s(int64_t v) { return std::to_string(v); }
@@ -195,7 +196,8 @@ class Extractor {
         continue;
       }
       if (auto* nm = std::get_if<NotMapped>(&mapped)) {
-        add_unsupported(node.op, node.name, nm->reason, nm->generated);
+        add_unsupported(node.op, nm->layer.empty() ? node.name : nm->layer, nm->reason,
+                        nm->generated);
         continue;
       }
       Candidate c = std::get<Candidate>(mapped);
@@ -206,7 +208,7 @@ class Extractor {
         result.tasks.push_back(std::move(t));
       }
       ModelTask& task = result.tasks[it->second];
-      task.count += c.multiplicity;
+      ++task.count;
       TaskOccurrence occ{it->second, i, c.epilogue.nodes, c.prologue, node.name, c.input_pads};
       task.layers.push_back(node.name);
       for (size_t f : c.epilogue.nodes) {
@@ -234,7 +236,7 @@ class Extractor {
           result.tasks.push_back(std::move(a));
         }
         ModelTask& listed = result.tasks[at->second];
-        listed.count += c.multiplicity;
+        ++listed.count;
         listed.layers = layers;
       }
     }
@@ -243,6 +245,7 @@ class Extractor {
     result.quantized_adds = quantized_.adds;
     result.quantized_max_pools = quantized_.max_pools;
     result.quantized_global_pools = quantized_.global_pools;
+    result.generated_convs = generated_convs_;
     return result;
   }
 
@@ -289,10 +292,27 @@ class Extractor {
     } else if (auto_pad == "VALID") {
       pads.assign(4, 0);
     }
-    if (!all_equal(dilations)) return NotMapped{"different dilations per axis"};
+    const int64_t N = (*x)[0], C = (*x)[1], K = (*w)[0], OH = (*y)[2], OW = (*y)[3];
+    // ONNX's shape inference does not compare a conv's input channels with its weights (a wrong
+    // --input passes it): a model that cannot run is bad input, not a task.
+    if (group < 1 || C != (*w)[1] * group || K % group != 0)
+      throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Conv): the input has " +
+                                                   i2s(C) + " channels, its weights take " +
+                                                   i2s((*w)[1] * group) + " (check --input)");
+    // What the float32 templates do not take, a generated conv computes: a task per group would
+    // need a per-group binding of data and weights, and no template dilates per axis.
+    const bool depthwise = group == C && K == C;
+    if (group != 1 && !depthwise) {
+      if (q) return NotMapped{"a grouped conv other than depthwise (int8)"};
+      return generated_conv(i, pads, "a conv of " + i2s(group) + " groups, not depthwise");
+    }
+    if (!all_equal(dilations)) {
+      if (q) return NotMapped{"different dilations per axis"};
+      return generated_conv(i, pads, "different dilations per axis");
+    }
     // conv2d_nchwc and depthwise_conv2d_nchwc take a column stride of their own (stride_w).
     const bool stride_per_axis = !all_equal(strides);
-    if (stride_per_axis && (q || (group != 1 && group != (*x)[1])))
+    if (stride_per_axis && q)
       return NotMapped{
           "different strides per axis (float32 convs of one group and depthwise convs take them)"};
     // Padding that differs between the ends: a generated kernel pads the input, the conv pads
@@ -303,15 +323,8 @@ class Extractor {
       input_pads = pads;
       pads.assign(4, 0);
     }
-    const int64_t N = (*x)[0], C = (*x)[1], K = (*w)[0], OH = (*y)[2], OW = (*y)[3];
     const int64_t H = (*x)[2] + (input_pads.empty() ? 0 : input_pads[0] + input_pads[2]);
     const int64_t W = (*x)[3] + (input_pads.empty() ? 0 : input_pads[1] + input_pads[3]);
-    // ONNX's shape inference does not compare a conv's input channels with its weights (a wrong
-    // --input passes it): a model that cannot run is bad input, not a task.
-    if (group < 1 || C != (*w)[1] * group || K % group != 0)
-      throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Conv): the input has " +
-                                                   i2s(C) + " channels, its weights take " +
-                                                   i2s((*w)[1] * group) + " (check --input)");
     Candidate c;
     c.args = {{"N", i2s(N)},         {"H", i2s(H)},
               {"W", i2s(W)},         {"R", i2s(R)},
@@ -333,23 +346,14 @@ class Extractor {
           w.args["m"] = i2s(m);
           c.alternatives.push_back(std::move(w));
         }
-    } else if (group == C && K == C) {
-      // The blocked layout's kernel (as conv2d_nchwc's output), with the epilogue; the NCHW
-      // template computes the same when it refuses.
+    } else {
+      // Depthwise: the blocked layout's kernel (as conv2d_nchwc's output), with the epilogue; the
+      // NCHW template computes the same when it refuses.
       c.template_name = "depthwise_conv2d_nchwc";
       c.substitute = "depthwise_conv2d";
       c.args["C"] = i2s(C);
       if (stride_per_axis) c.args["stride_w"] = i2s(strides[1]);
       c.flop = 2.0 * N * C * OH * OW * R * S;
-    } else {
-      // A grouped conv is `group` independent convs of C/group -> K/group channels.
-      c.template_name = "conv2d_nchwc";
-      c.substitute = "conv2d";
-      c.args["C"] = i2s(C / group);
-      c.args["K"] = i2s(K / group);
-      c.multiplicity = group;
-      c.flop = 2.0 * N * (K / group) * OH * OW * (C / group) * R * S;
-      c.note = "grouped conv: one of " + i2s(group) + " groups";
     }
     if (!q) c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kConv);
     if (!input_pads.empty()) {
@@ -361,6 +365,18 @@ class Extractor {
     }
     note_not_int8(i, c);
     return c;
+  }
+
+  // A float32 Conv no template takes, for the generated conv_blocked (GeneratedConv), with the
+  // epilogue the templates' would fuse.
+  NotMapped generated_conv(size_t i, const std::vector<int64_t>& pads, const std::string& reason) {
+    const Node& n = g_.nodes[i];
+    const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+    GeneratedConv c{i, fuser_.fuse(i, has_bias, AnchorKind::kConv), pads};
+    std::string layer = n.name;
+    for (size_t f : c.epilogue.nodes) layer += "+" + g_.nodes[f].name;
+    generated_convs_.push_back(std::move(c));
+    return NotMapped{reason, "conv_blocked", layer};
   }
 
   // A Conv, Gemm or MatMul with dequantized inputs that runs in float32 says why.
@@ -587,6 +603,7 @@ class Extractor {
   std::map<size_t, size_t> quantized_at_;  // anchor node -> its QuantizedOp
   // A uint8 operator a model build generates: node -> (reason, generated kernel).
   std::map<size_t, std::pair<std::string, std::string>> generated_at_;
+  std::vector<GeneratedConv> generated_convs_;
 };
 
 // Sets status, refused and tunable by asking the templates (Task::create) for the listed form,

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frontend/epilogue_fusion.h"
 #include "frontend/layer_norm.h"
 #include "frontend/onnx_graph.h"
 #include "frontend/qdq_fusion.h"
@@ -42,7 +43,7 @@ struct ModelTask {
   // Names of the nodes it stands for: per occurrence, the operator's node, then the nodes fused
   // into its epilogue.
   std::vector<std::string> layers;
-  std::string note;  // e.g. "grouped conv: 1 of 32 groups"
+  std::string note;  // e.g. "float32, not int8: ..."
   TaskStatus status = TaskStatus::kRefused;
   std::string
       substitute;  // a template that computes the same when `template_name` refuses ("" = none)
@@ -64,11 +65,13 @@ struct UnsupportedOp {
   std::string op;  // the ONNX operator, or "LayerNorm" for a LayerNormGroup
   int64_t count = 0;
   std::string reason;  // "no template", "layout only (no kernel)", "asymmetric padding", ...
-  // Names of its nodes, one per occurrence (a LayerNorm group's nodes '+'-joined).
+  // Names of its nodes, one per occurrence (a LayerNorm group's nodes '+'-joined, a generated
+  // conv's with the nodes it fuses).
   std::vector<std::string> layers;
   // How a model build computes it without tuning: "view" (no kernel), "elementwise",
   // "batch_norm", "layer_norm", "softmax", "log_softmax", "reduce", "transpose", "concat",
-  // "split", "slice", "pad", "gather", "resize"; "" when it cannot.
+  // "split", "slice", "pad", "gather", "resize", "pool", "conv_blocked" (a Conv with the nodes
+  // fused into it: GeneratedConv); "" when it cannot.
   std::string generated;
 };
 
@@ -88,6 +91,15 @@ struct TaskOccurrence {
   std::vector<int64_t> input_pads = {};
 };
 
+// A Conv no template takes (2 to C-1 groups, dilations that differ per axis): a model build
+// computes it with a generated kernel in the channel-blocked layout (deploy's conv_blocked), the
+// nodes its epilogue takes with it. Listed as an UnsupportedOp "Conv" generated "conv_blocked".
+struct GeneratedConv {
+  size_t node = 0;            // the Conv
+  FusedEpilogue epilogue;     // bias, BatchNormalization, residual Add, activation
+  std::vector<int64_t> pads;  // top, left, bottom, right (auto_pad resolved)
+};
+
 struct ModelTasks {
   std::string model;             // the graph's name
   std::vector<ModelTask> tasks;  // in order of first occurrence
@@ -105,6 +117,7 @@ struct ModelTasks {
   // The uint8 global average pools (DQ -> GlobalAveragePool [-> Flatten | Reshape] -> Q and
   // com.microsoft QLinearGlobalAveragePool; generated "global_average_pool_u8").
   std::vector<QuantizedGlobalAveragePool> quantized_global_pools;
+  std::vector<GeneratedConv> generated_convs;  // not part of to_json
   // Sum over tasks (alternatives excluded: they compute the same) of count x flop.
   double total_flop() const;
   // The alternatives of tasks[task] (indexes; ModelTask::alternative_of == task).
@@ -116,7 +129,8 @@ struct ModelTasks {
 
 // Extracts the tuning tasks of `graph` on `target`: Conv (groups = 1: conv2d_nchwc, with
 // conv2d_winograd_nchwc as an alternative for 3x3 stride 1; depthwise:
-// depthwise_conv2d_nchwc, other groups: conv2d_nchwc per group), Gemm / MatMul (matmul, or
+// depthwise_conv2d_nchwc; other groups and dilations that differ per axis: no task, a
+// GeneratedConv with its epilogue), Gemm / MatMul (matmul, or
 // dense_bias_relu for Gemm + bias + Relu), MaxPool / AveragePool / GlobalAveragePool
 // (max_pool2d / avg_pool2d). What follows a conv or matmul is fused as its epilogue (see
 // EpilogueFuser::fuse): BatchNormalization folded into a bias, a bias Add, a residual Add, and

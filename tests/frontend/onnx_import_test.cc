@@ -254,36 +254,40 @@ TEST(OnnxImport, MobileNetV2DepthwiseTasks) {
 TEST(OnnxImport, GroupedConvGemmMatMulAndStatedReasons) {
   // As builds read it: the Constant node that holds the BN's scale folded away.
   const ModelTasks m = extract_tasks(load_model(model("mixed_ops.onnx")).graph, avx512());
-  ASSERT_EQ(m.tasks.size(), 5u);
-  // Conv 32 -> 64, group 4: four independent convs of 8 -> 16 channels.
-  EXPECT_EQ(m.tasks[0].key(),
-            "conv2d_nchwc(N=1,C=8,H=16,W=16,K=16,R=3,S=3,stride=1,pad=1,dilation=1,"
-            "dtype=float32,epilogue=bias_relu)");  // the BN (scale from a Constant node) folded
-  EXPECT_EQ(m.tasks[0].count, 4);
-  EXPECT_DOUBLE_EQ(m.tasks[0].flop, 2.0 * 16 * 16 * 16 * 8 * 9);
+  ASSERT_EQ(m.tasks.size(), 4u);
+  // Conv 32 -> 64, group 4: no task (no template binds a group's data and weights), a generated
+  // conv with its BN (scale from a Constant node) and Relu.
+  ASSERT_EQ(m.generated_convs.size(), 1u);
+  EXPECT_EQ(m.generated_convs[0].epilogue.steps, "bias_relu");
+  EXPECT_EQ(m.generated_convs[0].epilogue.nodes.size(), 2u);
+  EXPECT_EQ(m.generated_convs[0].pads, (std::vector<int64_t>{1, 1, 1, 1}));
   // The 1x1 conv padded 0, 0, 1, 1 (top, left, bottom, right): its input padded to 17 x 17 by a
   // generated kernel, the task padding nothing.
-  EXPECT_EQ(m.tasks[1].key(),
+  EXPECT_EQ(m.tasks[0].key(),
             "conv2d_nchwc(N=1,C=64,H=17,W=17,K=64,R=1,S=1,stride=1,pad=0,dilation=1,"
             "dtype=float32)");
-  EXPECT_DOUBLE_EQ(m.tasks[1].flop, 2.0 * 64 * 17 * 17 * 64);
-  EXPECT_NE(m.tasks[1].note.find("padding 0,0,1,1"), std::string::npos) << m.tasks[1].note;
+  EXPECT_DOUBLE_EQ(m.tasks[0].flop, 2.0 * 64 * 17 * 17 * 64);
+  EXPECT_NE(m.tasks[0].note.find("padding 0,0,1,1"), std::string::npos) << m.tasks[0].note;
   bool padded = false;
   for (const TaskOccurrence& occ : m.occurrences)
-    if (occ.task == 1) padded = occ.input_pads == std::vector<int64_t>{0, 0, 1, 1};
+    if (occ.task == 0) padded = occ.input_pads == std::vector<int64_t>{0, 0, 1, 1};
   EXPECT_TRUE(padded);
-  EXPECT_EQ(m.tasks[2].key(),
+  EXPECT_EQ(m.tasks[1].key(),
             "avg_pool2d(N=1,C=64,H=16,W=16,R=16,S=16,stride=1,pad=0,dtype=float32)");
   // Gemm (transB) + bias + Relu is dense_bias_relu, whose epilogue is built in.
-  EXPECT_EQ(m.tasks[3].key(), "dense_bias_relu(M=1,N=32,K=64,dtype=float32)");
-  EXPECT_EQ(m.tasks[3].epilogue, "");
-  EXPECT_DOUBLE_EQ(m.tasks[3].flop, 2.0 * 32 * 64);
-  EXPECT_EQ(m.tasks[4].key(), "matmul(M=1,N=16,K=32,layout=nn,dtype=float32)");
-  ASSERT_EQ(m.unsupported.size(), 2u);
-  EXPECT_EQ(m.unsupported[0].op, "AveragePool");
-  EXPECT_EQ(m.unsupported[0].reason, "average excluding padding (count_include_pad=0)");
-  EXPECT_EQ(m.unsupported[0].generated, "pool");
-  EXPECT_EQ(m.unsupported[1].op, "Flatten");
+  EXPECT_EQ(m.tasks[2].key(), "dense_bias_relu(M=1,N=32,K=64,dtype=float32)");
+  EXPECT_EQ(m.tasks[2].epilogue, "");
+  EXPECT_DOUBLE_EQ(m.tasks[2].flop, 2.0 * 32 * 64);
+  EXPECT_EQ(m.tasks[3].key(), "matmul(M=1,N=16,K=32,layout=nn,dtype=float32)");
+  ASSERT_EQ(m.unsupported.size(), 3u);
+  EXPECT_EQ(m.unsupported[0].op, "Conv");
+  EXPECT_EQ(m.unsupported[0].reason, "a conv of 4 groups, not depthwise");
+  EXPECT_EQ(m.unsupported[0].generated, "conv_blocked");
+  EXPECT_EQ(m.unsupported[0].layers, (std::vector<std::string>{"conv_2+bn_7+relu_9"}));
+  EXPECT_EQ(m.unsupported[1].op, "AveragePool");
+  EXPECT_EQ(m.unsupported[1].reason, "average excluding padding (count_include_pad=0)");
+  EXPECT_EQ(m.unsupported[1].generated, "pool");
+  EXPECT_EQ(m.unsupported[2].op, "Flatten");
 }
 
 TEST(OnnxImport, BadFilesAreOneTypedError) {

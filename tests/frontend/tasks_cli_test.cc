@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 
@@ -78,36 +79,43 @@ TEST(TasksCli, VerdictCountsCoveredNodes) {
   EXPECT_TRUE(j["blocking"].empty());
 }
 
-// blocked_ops has three nodes no build computes (a conv of 2 groups, a conv dilated differently
-// per axis, Hardmax) and a fourth that goes with the first (its Relu, fused into it): the three
-// are listed with what each lacks, none of the four is covered, the status is 1, the error one
-// line.
+// blocked_ops: a conv of 2 groups with its Relu and a conv dilated differently per axis, which
+// generated convs compute (their Relu fused), then two nodes no build computes (Hardmax, Det): both
+// are listed with what each lacks, the three nodes before them are covered, the status is 1, the
+// error one line.
 TEST(TasksCli, NotBuildableListsEveryBlockingNode) {
   const auto r = ktune("tasks " + quote(model("blocked_ops.onnx")), true);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find("\ncovered 0 of 4 nodes\nverdict: not buildable, 3 nodes have no path in a "
+  EXPECT_NE(r.out.find("\ncovered 3 of 5 nodes\nverdict: not buildable, 2 nodes have no path in a "
                        "model build:\n"),
             std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("  conv_2 (Conv): a grouped conv"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("  conv_5 (Conv): different dilations per axis"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("  hardmax_6 (Hardmax): no template or generated kernel computes Hardmax"),
             std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("  det_7 (Det): no template or generated kernel computes Det"),
+            std::string::npos)
+      << r.out;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find("cannot be built: 3 nodes have no path"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot be built: 2 nodes have no path"), std::string::npos) << r.err;
 
   const auto json = ktune("tasks " + quote(model("blocked_ops.onnx")) + " --json", true);
   EXPECT_EQ(json.status, 1);
   const auto j = nlohmann::json::parse(json.out);
   EXPECT_EQ(j["buildable"], false);
-  EXPECT_EQ(j["nodes"], 4);
-  EXPECT_EQ(j["covered"], 0);
-  ASSERT_EQ(j["blocking"].size(), 3u);
+  EXPECT_EQ(j["nodes"], 5);
+  EXPECT_EQ(j["covered"], 3);
+  ASSERT_EQ(j["blocking"].size(), 2u);
   std::set<std::string> nodes;
   for (const auto& b : j["blocking"]) nodes.insert(b["node"].get<std::string>());
-  EXPECT_EQ(nodes, (std::set<std::string>{"conv_2", "conv_5", "hardmax_6"}));
+  EXPECT_EQ(nodes, (std::set<std::string>{"hardmax_6", "det_7"}));
+  // The convs are no tuning task: each is a generated conv_blocked, the grouped one with its Relu.
+  EXPECT_TRUE(j["tasks"].empty()) << j["tasks"].dump();
+  std::map<std::string, std::string> generated;
+  for (const auto& u : j["unsupported"])
+    for (const auto& layer : u["layers"]) generated[layer] = u.value("generated", "");
+  EXPECT_EQ(generated["conv_2+relu_3"], "conv_blocked") << j["unsupported"].dump();
+  EXPECT_EQ(generated["conv_5"], "conv_blocked") << j["unsupported"].dump();
 }
 
 TEST(TasksCli, DumpGraphPrintsTheGraphAfterEachPass) {
