@@ -139,27 +139,31 @@ std::optional<double> EpilogueFuser::scalar(const std::string& tensor) const {
   return v->second[0];
 }
 
+std::optional<size_t> EpilogueFuser::sole_reader(size_t n, const char* op) const {
+  const auto c = single_consumer(g_.nodes[n].outputs.at(0));
+  if (!c || g_.nodes[*c].op != op || !g_.nodes[*c].domain.empty()) return std::nullopt;
+  return c;
+}
+
+std::optional<std::string> EpilogueFuser::other_operand(size_t n, const std::string& x) const {
+  const Node& node = g_.nodes[n];
+  if (node.inputs.size() != 2 || node.outputs.size() != 1) return std::nullopt;
+  if (node.inputs[0] == x) return node.inputs[1];
+  if (node.inputs[1] == x) return node.inputs[0];
+  return std::nullopt;
+}
+
+bool EpilogueFuser::is(const std::optional<std::string>& tensor, double want) const {
+  const auto v = tensor ? scalar(*tensor) : std::nullopt;
+  return v && std::fabs(*v - want) <= 1e-6 * std::fabs(want);
+}
+
 std::optional<EpilogueFuser::Activation> EpilogueFuser::gelu_erf(const std::string& tensor) const {
   const auto readers = consumers(tensor);
   if (!readers || readers->size() != 2 || consumers_.at(tensor).size() != 2) return std::nullopt;
-  // The node reading `n`'s output when it is the only reader and `op` of the default domain.
-  const auto next = [&](size_t n, const char* op) -> std::optional<size_t> {
-    const auto c = single_consumer(g_.nodes[n].outputs.at(0));
-    if (!c || g_.nodes[*c].op != op || !g_.nodes[*c].domain.empty()) return std::nullopt;
-    return c;
-  };
-  // The operand of binary node `n` other than `x`, when `x` is one of its two.
-  const auto other = [&](size_t n, const std::string& x) -> std::optional<std::string> {
-    const Node& node = g_.nodes[n];
-    if (node.inputs.size() != 2 || node.outputs.size() != 1) return std::nullopt;
-    if (node.inputs[0] == x) return node.inputs[1];
-    if (node.inputs[1] == x) return node.inputs[0];
-    return std::nullopt;
-  };
-  const auto near = [&](const std::optional<std::string>& t, double want) {
-    const auto v = t ? scalar(*t) : std::nullopt;
-    return v && std::fabs(*v - want) <= 1e-6 * std::fabs(want);
-  };
+  const auto next = [&](size_t n, const char* op) { return sole_reader(n, op); };
+  const auto other = [&](size_t n, const std::string& x) { return other_operand(n, x); };
+  const auto near = [&](const std::optional<std::string>& t, double want) { return is(t, want); };
   constexpr double kSqrt2 = 1.4142135623730951;
   for (int first = 0; first < 2; ++first) {
     const size_t d = (*readers)[static_cast<size_t>(first)],
@@ -195,29 +199,14 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::hardswish_arithmetic(
     const std::string& tensor) const {
   const auto readers = consumers(tensor);
   if (!readers || readers->size() != 2 || consumers_.at(tensor).size() != 2) return std::nullopt;
-  const auto sole = [&](size_t n, const char* op) -> std::optional<size_t> {
-    const auto c = single_consumer(g_.nodes[n].outputs.at(0));
-    if (!c || g_.nodes[*c].op != op || !g_.nodes[*c].domain.empty()) return std::nullopt;
-    return c;
-  };
-  // The operand of binary node `n` other than `x`, when `x` is one of its two.
   const auto other = [&](size_t n, const std::string& x) -> std::optional<std::string> {
-    const Node& node = g_.nodes[n];
-    if (node.inputs.size() != 2 || node.outputs.size() != 1 || !node.domain.empty())
-      return std::nullopt;
-    if (node.inputs[0] == x) return node.inputs[1];
-    if (node.inputs[1] == x) return node.inputs[0];
-    return std::nullopt;
-  };
-  const auto is = [&](const std::optional<std::string>& t, double want) {
-    const auto v = t ? scalar(*t) : std::nullopt;
-    return v && std::fabs(*v - want) <= 1e-6 * std::fabs(want);
+    return g_.nodes[n].domain.empty() ? other_operand(n, x) : std::nullopt;
   };
   for (int first = 0; first < 2; ++first) {
     const size_t a = (*readers)[static_cast<size_t>(first)],
                  m = (*readers)[static_cast<size_t>(1 - first)];
     if (g_.nodes[a].op != "Add" || !is(other(a, tensor), 3.0)) continue;
-    const auto c = sole(a, "Clip");
+    const auto c = sole_reader(a, "Clip");
     const auto six = c ? clip(*c) : std::nullopt;
     if (!six || six->step != "relu6" || g_.nodes[*c].inputs.at(0) != g_.nodes[a].outputs.at(0))
       continue;

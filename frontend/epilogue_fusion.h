@@ -76,6 +76,12 @@ class EpilogueFuser {
   std::optional<Activation> hardswish_arithmetic(const std::string& tensor) const;
   // The value of a one-element constant.
   std::optional<double> scalar(const std::string& tensor) const;
+  // True when `tensor` is a one-element constant within 1e-6 (relative) of `want`.
+  bool is(const std::optional<std::string>& tensor, double want) const;
+  // The node reading node `n`'s output when it is the only reader and `op` of the default domain.
+  std::optional<size_t> sole_reader(size_t n, const char* op) const;
+  // The operand of binary node `n` other than `x`, when `x` is one of its two.
+  std::optional<std::string> other_operand(size_t n, const std::string& x) const;
 
   const Graph& g_;
   std::map<std::string, std::vector<size_t>> consumers_;

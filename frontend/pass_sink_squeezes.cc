@@ -14,8 +14,8 @@ namespace ktune::frontend {
 namespace {
 
 const std::set<std::string> kUnary = {
-    "Relu",  "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Elu", "Selu", "Softplus",
-    "Exp",   "Log",       "Abs",     "Neg",  "Reciprocal",  "Sqrt",      "Erf", "Clip"};
+    "Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Elu", "Selu", "Softplus",
+    "Exp",  "Log",       "Abs",     "Neg",  "Reciprocal",  "Sqrt",      "Erf", "Clip"};
 const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Max", "Min", "PRelu"};
 
 std::vector<int64_t> with_row(std::vector<int64_t> nlc) {
@@ -29,15 +29,14 @@ bool drops_row(const Graph& g, const Node& squeeze) {
     return false;
   const auto in = g.shape(squeeze.inputs.at(0));
   const auto out = g.shape(squeeze.outputs[0]);
-  return in && out && in->size() == 4 && (*in)[2] == 1 && out->size() == 3 &&
-         with_row(*out) == *in;
+  return in && out && in->size() == 4 && (*in)[2] == 1 && out->size() == 3 && with_row(*out) == *in;
 }
 
 }  // namespace
 
 void sink_squeezes(Model& model) {
   Graph& g = model.graph;
-  std::map<std::string, std::string> row_of;  // [N, C, L] tensor -> the [N, C, 1, L] one
+  std::map<std::string, std::string> row_of;   // [N, C, L] tensor -> the [N, C, 1, L] one
   std::map<std::string, std::string> renamed;  // an Unsqueeze's output -> the tensor it restores
   std::vector<Node> nodes;
   int counter = 0;
