@@ -131,7 +131,8 @@ struct XGBTunerParams {
   ModelTunerParams search{};
   cost_model::XGBoostParams model{};  // its seed is replaced by one derived from search.seed
   // Knob features by default: loop features lower every candidate before a refit, which on matmul
-  // 256 (a 15,120-config space) costs seconds on a 2-core machine, against well under 1 s for knobs.
+  // 256 (a 15,120-config space) costs seconds on a 2-core machine, against well under 1 s for
+  // knobs.
   FeatureKind features = FeatureKind::kKnob;
   size_t feature_threads = 2;  // threads extracting loop features (kLoop only)
 };
