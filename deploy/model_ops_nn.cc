@@ -21,6 +21,7 @@ constexpr int64_t kLanes = 16;
 // Below this many elements a kernel runs on one thread: waking the pool costs more than the work.
 constexpr int64_t kParallelMin = 4096;
 constexpr size_t kMaxRank = 6;  // ONNX models stay within it; the kernels are tested up to it
+constexpr int64_t kTile = 16;   // a transpose's tile: 16 floats, one cache line, on each side
 
 te::Expr f(float v) { return te::Expr(v); }
 
@@ -401,8 +402,31 @@ te::LoweredFunc transpose(const std::string& name, const std::vector<int64_t>& i
       },
       "out");
   te::Schedule s = te::create_schedule({out});
-  // Vector lanes along the last output axis read contiguously only when it is the input's last.
-  schedule_plain(s, out, perm.back() == static_cast<int64_t>(in.size()) - 1);
+  const int rank = out.ndim();
+  // q: where the input's last axis went. There, vector lanes along the last output axis read
+  // contiguously.
+  const int q = static_cast<int>(std::find(perm.begin(), perm.end(), rank - 1) - perm.begin());
+  if (q == rank - 1 || out_shape[static_cast<size_t>(q)] < kTile || out_shape.back() < kTile) {
+    schedule_plain(s, out, q == rank - 1);
+    return te::lower(s, {t, out}, name);
+  }
+  // Otherwise the writes run along the output's last axis and the reads along axis q: tiles of
+  // kTile x kTile of those two axes, so that each input line a tile reads is read whole while it
+  // is in cache (the plain loop reads each input line once per output row, one element a time).
+  te::Stage st = s[out];
+  auto [qo, qi] = st.split(st.axis(q), kTile);
+  auto [lo, li] = st.split(st.axis(rank - 1), kTile);
+  st.reorder({qo, lo, qi, li});
+  if (product(out_shape) >= kParallelMin) {
+    // The axes before q and q's tiles, fused: batch and channels alone may be one iteration.
+    te::IterVar outer = qo;
+    if (q > 0) {
+      outer = st.axis(0);
+      for (int d = 1; d < q; ++d) outer = st.fuse(outer, st.axis(d));
+      outer = st.fuse(outer, qo);
+    }
+    st.parallel(outer);
+  }
   return te::lower(s, {t, out}, name);
 }
 

@@ -224,6 +224,8 @@ void Planner::plan_node(size_t i, const frontend::TaskOccurrence* occ) {
     plan_view(n);
   } else if (plan_channel_broadcast(n)) {
     // one pass in the channel-blocked layout
+  } else if (plan_blocked_resize(n) || plan_blocked_batch_norm(n)) {
+    // in the layout its producer wrote
   } else if (auto steps = describe_node(g_, n, constants_); !steps.empty()) {
     for (const GeneratedStep& step : steps) plan_generated(step);
   } else if (!elementwise_of(n.op).empty()) {

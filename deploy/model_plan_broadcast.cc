@@ -2,7 +2,8 @@
 // [N, C, H, W] activation and a per-channel vector ([N, C, 1, 1] or [1, C, 1, 1] activation, or a
 // constant of C values: squeeze-excite's gate, a BatchNormalization written as Mul and Add). One
 // pass over the large operand in the layout its producer wrote, where the generated NCHW kernel
-// would convert it to NCHW and back around the operation.
+// would convert it to NCHW and back around the operation. A BatchNormalization no conv took (after
+// a transposed conv, a Concat) likewise.
 #include "deploy/model_planner.h"
 #include "te/lower.h"
 #include "te/schedule.h"
@@ -100,6 +101,50 @@ bool Planner::plan_channel_broadcast(const frontend::Node& n) {
                                                                 : "div"));
   step.func = te::lower(s, {a, v, o}, step.symbol);
   step.args = {big, vec_id, define(n.outputs[0], block)};
+  plan_.steps.push_back(std::move(step));
+  return true;
+}
+
+bool Planner::plan_blocked_batch_norm(const frontend::Node& n) {
+  if (!n.domain.empty() || n.op != "BatchNormalization" || n.outputs.empty()) return false;
+  auto cur = current_.find(n.inputs.at(0));
+  if (cur == current_.end() || plan_.tensors[cur->second].block == 0 ||
+      plan_.tensors[cur->second].shape.size() != 4 ||
+      !(plan_.tensors[cur->second].dtype == te::Float(32)))
+    return false;
+  // The scale and shift the NCHW step folds (and its refusals), packed per block: the padding
+  // lanes get scale and shift 0, so they stay zero.
+  const std::vector<GeneratedStep> steps = describe_node(g_, n, constants_);
+  if (steps.size() != 1 || steps[0].inputs.size() != 3) return false;
+  const int64_t block = plan_.tensors[cur->second].block;
+  const std::vector<int64_t> shape = plan_.tensors[cur->second].shape;
+  const int64_t N = shape[0], C = shape[1], H = shape[2], W = shape[3];
+  const int64_t blocks = (C + block - 1) / block;
+  std::vector<int64_t> packed;
+  for (size_t k = 1; k < 3; ++k) {
+    std::vector<float> v(static_cast<size_t>(blocks * block), 0.0f);
+    std::copy(steps[0].inputs[k].data.begin(), steps[0].inputs[k].data.end(), v.begin());
+    packed.push_back(
+        weight(steps[0].inputs[k].tensor + "@c" + std::to_string(block), {blocks, block}, v));
+  }
+  te::Tensor a = te::placeholder({N, blocks, H, W, block}, te::Float(32), "a");
+  te::Tensor scale = te::placeholder({blocks, block}, te::Float(32), "scale");
+  te::Tensor shift = te::placeholder({blocks, block}, te::Float(32), "shift");
+  te::Tensor o = te::compute(
+      {N, blocks, H, W, block},
+      [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
+        return a(i, cb, y, x, l) * scale(cb, l) + shift(cb, l);
+      },
+      "out");
+  te::Schedule s = te::create_schedule({o});
+  s[o].vectorize(s[o].axis(4));
+  s[o].parallel(s[o].fuse(s[o].axis(0), s[o].axis(1)));
+  PlanStep step;
+  step.layer = n.name;
+  step.kind = "elementwise";
+  step.symbol = symbol("channel_affine");
+  step.func = te::lower(s, {a, scale, shift, o}, step.symbol);
+  step.args = {cur->second, packed[0], packed[1], define(n.outputs[0], block)};
   plan_.steps.push_back(std::move(step));
   return true;
 }

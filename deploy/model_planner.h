@@ -117,8 +117,16 @@ class Planner {
   // any other node.
   bool plan_channel_broadcast(const frontend::Node& n);
 
+  // A BatchNormalization of float32 data in a channel-blocked layout as one kernel in that layout
+  // (model_plan_broadcast.cc); false, planning nothing, for data in ONNX's layout.
+  bool plan_blocked_batch_norm(const frontend::Node& n);
+
   // DepthToSpace as one generated kernel between channel-blocked layouts (model_plan_shuffle.cc).
   void plan_depth_to_space(const frontend::Node& n);
+
+  // A Resize or Upsample of float32 data in a channel-blocked layout as one generated kernel in
+  // that layout (model_plan_resize.cc); false, planning nothing, for data in ONNX's layout.
+  bool plan_blocked_resize(const frontend::Node& n);
 
   // A MaxPool or AveragePool without a task: a generated pool in the channel-blocked layout (its
   // input's block, else 16) with the window as the node gives it (model_plan_windows.cc).

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,13 +51,27 @@ void lift_1d_windows(Model& model);
 void sink_squeezes(Model& model);
 
 // Rewrites each ConvTranspose of one stride s on both axes (one group, no dilation, constant
-// weights) as a Conv to K*s*s channels of ceil(k/s) taps, a DepthToSpace (CRD) and, where its pads
+// weights) as a Conv to K*s*s channels of ceil(k/s) taps, a DepthToSpace (DCR) and, where its pads
 // crop the output, a Slice. pass_conv_transpose.cc.
 void conv_transpose_as_conv(Model& model);
 
+// Rewrites each float32 ReduceMean or ReduceMax over every spatial axis of [N, C, H, W] or
+// [N, C, L] (keepdims 0 or 1) as GlobalAveragePool or GlobalMaxPool on [N, C, H, W] (a 3-D input
+// read from before its row Squeeze, else through an Unsqueeze), then a Flatten or a Squeeze to the
+// reduction's shape. pass_reduce_as_pool.cc.
+void reduce_as_global_pool(Model& model);
+
+// The axes a Reduce* node reduces: its `axes` attribute or its second input (a constant in
+// Graph::values: ReduceSum from opset 13, the others from 18), made non-negative and sorted; every
+// axis when none is given, none with noop_with_empty_axes. Nullopt when the input's shape is
+// unknown, the axes input is not a known constant or an axis is out of range.
+// pass_reduce_as_pool.cc.
+std::optional<std::vector<int64_t>> reduce_axes(const Graph& g, const Node& n);
+
 // The clean-up passes in order, `observe` (when set) called after each: rounds of fold_constants,
 // inline_constant_if, remove_identities, remove_dead_nodes and infer_shapes until a round removes
-// no node, then lift_1d_windows, sink_squeezes and conv_transpose_as_conv. graph_simplify.cc.
+// no node, then lift_1d_windows, sink_squeezes, reduce_as_global_pool and
+// conv_transpose_as_conv. graph_simplify.cc.
 void simplify_graph(Model& model, const PassObserver& observe = {});
 
 // read_onnx then simplify_graph: the model as the operator table and a model build read it.

@@ -32,6 +32,8 @@ void simplify_graph(Model& model, const PassObserver& observe) {
   after("lift_1d_windows");
   sink_squeezes(model);
   after("sink_squeezes");
+  reduce_as_global_pool(model);
+  after("reduce_as_global_pool");
   conv_transpose_as_conv(model);
   after("conv_transpose_as_conv");
 }

@@ -6,6 +6,8 @@
 #include <optional>
 #include <set>
 
+#include "frontend/graph_passes.h"
+
 namespace ktune::frontend {
 namespace {
 
@@ -78,16 +80,9 @@ class Matcher {
     if (!shape || shape->empty() || node.inputs.empty() || node.inputs[0] != x ||
         node.int_or("keepdims", 1) != 1)
       return false;
-    std::vector<int64_t> axes = node.ints("axes");
-    if (node.inputs.size() > 1 && !node.inputs[1].empty()) {
-      // Opset 18: the axes are an input.
-      auto v = g_.values.find(node.inputs[1]);
-      if (v == g_.values.end()) return false;
-      axes.clear();
-      for (double a : v->second) axes.push_back(static_cast<int64_t>(a));
-    }
+    const auto axes = reduce_axes(g_, node);
     const int64_t rank = static_cast<int64_t>(shape->size());
-    return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
+    return axes && *axes == std::vector<int64_t>{rank - 1};
   }
 
   std::optional<LayerNormGroup> whole(size_t i) const {

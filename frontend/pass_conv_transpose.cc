@@ -1,10 +1,13 @@
 // conv_transpose_as_conv(): a ConvTranspose of stride s (the upsampling layers of segmentation and
-// detection decoders) as a Conv, a tuned task, followed by DepthToSpace (mode CRD) and, where the
+// detection decoders) as a Conv, a tuned task, followed by DepthToSpace (mode DCR) and, where the
 // transposed conv's pads crop its output, a Slice. Output pixel o = q*s + r (before the crop) sums
 // input pixels q - j times weight tap j*s + r, j in [0, M), M = ceil(k/s): for each phase r that is
 // an ordinary stride-1 conv of M taps (the taps flipped, the input padded by M - 1), so the s*s
 // phases are one Conv to K*s*s channels, and DepthToSpace interleaves them. Unlike a conv over a
-// zero-stuffed input, it computes no product with an inserted zero.
+// zero-stuffed input, it computes no product with an inserted zero. The channels go phase by
+// phase (DCR), so each phase's K channels are contiguous: in the channel-blocked layout an output
+// block reads whole input blocks when K is a multiple of the block, else two neighbouring ones,
+// where CRD's order would gather every lane from another block.
 #include "frontend/graph_passes.h"
 
 namespace ktune::frontend {
@@ -79,7 +82,7 @@ void conv_transpose_as_conv(Model& model) {
     }
     const int64_t C = w->shape[0], K = w->shape[1], blocks = s * s;
     const int64_t mh = ah->m, mw = aw->m;
-    // The conv's output channel k*s*s + rh*s + rw is output channel k at phase (rh, rw); its tap
+    // The conv's output channel (rh*s + rw)*K + k is output channel k at phase (rh, rw); its tap
     // (jh, jw) is the transposed conv's tap ((mh-1-jh)*s + rh, (mw-1-jw)*s + rw), zero past k.
     ConstantValue w1{{K * blocks, C, mh, mw},
                      std::vector<float>(static_cast<size_t>(K * blocks * C * mh * mw), 0.0f),
@@ -92,7 +95,7 @@ void conv_transpose_as_conv(Model& model) {
               for (int64_t jw = 0; jw < mw; ++jw) {
                 const int64_t th = (mh - 1 - jh) * s + rh, tw = (mw - 1 - jw) * s + rw;
                 if (th >= ah->taps || tw >= aw->taps) continue;
-                w1.f32[static_cast<size_t>(((((k * s + rh) * s + rw) * C + c) * mh + jh) * mw +
+                w1.f32[static_cast<size_t>(((((rh * s + rw) * K + k) * C + c) * mh + jh) * mw +
                                            jw)] =
                     w->f32[static_cast<size_t>(((c * K + k) * ah->taps + th) * aw->taps + tw)];
               }
@@ -103,8 +106,8 @@ void conv_transpose_as_conv(Model& model) {
     conv.inputs = {n.inputs[0], add_constant(model, n.inputs[1] + "@phases", std::move(w1), type)};
     if (has_bias) {
       ConstantValue b1{{K * blocks}, {}, {}};
-      for (int64_t k = 0; k < K; ++k)
-        for (int64_t r = 0; r < blocks; ++r) b1.f32.push_back(b->f32[static_cast<size_t>(k)]);
+      for (int64_t r = 0; r < blocks; ++r)
+        for (int64_t k = 0; k < K; ++k) b1.f32.push_back(b->f32[static_cast<size_t>(k)]);
       conv.inputs.push_back(add_constant(model, n.inputs[2] + "@phases", std::move(b1), type));
     }
     const std::string phases = n.outputs[0] + "@phases";
@@ -119,7 +122,7 @@ void conv_transpose_as_conv(Model& model) {
     shuffle.name = n.name + "/depth_to_space";
     shuffle.inputs = {phases};
     shuffle.attrs["blocksize"] = ints_attr({s});
-    shuffle.attrs["mode"] = Attribute{{}, {}, "CRD", {}};
+    shuffle.attrs["mode"] = Attribute{{}, {}, "DCR", {}};
     const std::vector<int64_t> full = {(*x)[0], K, ah->conv_out() * s, aw->conv_out() * s};
     if (full == *y) {
       shuffle.outputs = n.outputs;

@@ -72,7 +72,12 @@ TEST(ModelOps, TransposeMovesEveryElement) {
                                    {{3, 4, 5, 2}, {3, 1, 0, 2}},
                                    {{2, 1, 3, 2, 2, 3}, {5, 4, 3, 2, 1, 0}},
                                    {{7, 20}, {1, 0}},
-                                   {{9}, {0}}};
+                                   {{9}, {0}},
+                                   // Tiled (the input's last axis and the output's both 16 or
+                                   // more): YOLO's head, a matrix, an axis between the two.
+                                   {{1, 3, 85, 20, 18}, {0, 1, 3, 4, 2}},
+                                   {{40, 33}, {1, 0}},
+                                   {{2, 17, 5, 16}, {0, 3, 2, 1}}};
   for (const Case& c : cases) {
     const size_t rank = c.shape.size();
     const std::vector<float> x = random(count_of(c.shape), 5);

@@ -270,7 +270,8 @@ TEST(Lift1dWindows, ConvAndPoolBecome2dOnOneRow) {
 }
 
 // Reference loops: ONNX ConvTranspose (one group, no dilation), and the three nodes the pass
-// writes (Conv with pads, DepthToSpace CRD, Slice on axes 2 and 3), all on NCHW float32.
+// writes (Conv with pads, DepthToSpace in either mode, Slice on axes 2 and 3), all on NCHW
+// float32.
 using Tensor = std::vector<float>;
 
 Tensor conv_transpose_ref(const Tensor& x, const std::vector<int64_t>& xs, const ConstantValue& w,
@@ -319,13 +320,17 @@ Tensor run_rewritten(const Model& m, const Tensor& x) {
             o[static_cast<size_t>((k * out[2] + i) * out[3] + j)] = sum;
           }
     } else if (n.op == "DepthToSpace") {
-      const int64_t s = n.ints("blocksize")[0];
+      // Input channel c holds output channel k at phase (rh, rw): c = k*s*s + rh*s + rw (CRD) or
+      // (rh*s + rw)*K + k (DCR).
+      const int64_t s = n.ints("blocksize")[0], K = out[1];
+      const bool crd = n.text_or("mode", "DCR") == "CRD";
       for (int64_t c = 0; c < in[1]; ++c)
         for (int64_t i = 0; i < in[2]; ++i)
-          for (int64_t j = 0; j < in[3]; ++j)
-            o[static_cast<size_t>(((c / (s * s)) * out[2] + i * s + c % (s * s) / s) * out[3] +
-                                  j * s + c % s)] =
+          for (int64_t j = 0; j < in[3]; ++j) {
+            const int64_t k = crd ? c / (s * s) : c % K, phase = crd ? c % (s * s) : c / K;
+            o[static_cast<size_t>((k * out[2] + i * s + phase / s) * out[3] + j * s + phase % s)] =
                 a[static_cast<size_t>((c * in[2] + i) * in[3] + j)];
+          }
     } else {
       EXPECT_EQ(n.op, "Slice");
       const std::vector<int64_t> starts = m.constants.at(n.inputs[1]).i64;
@@ -451,6 +456,67 @@ TEST(SinkSqueezes, StopsAtOtherReaders) {
   EXPECT_EQ(ops(m), (std::vector<std::string>{"Squeeze", "Softmax"}));
 }
 
+// Global pooling as tf2onnx and paddle2onnx write it: a ReduceMean over H and W keeping them is
+// a GlobalAveragePool; a ReduceMax over [-1, -2] (opset 18: the axes an input) dropping them is
+// a GlobalMaxPool and a Flatten. A mean over the channels, or over H alone, stays a reduction.
+TEST(ReduceAsGlobalPool, SpatialReductionsBecomeGlobalPools) {
+  Model m = with_input();
+  m.graph.opset = 18;
+  constant(m, "hw", i64({2}, {-1, -2}), "int64");
+  m.graph.values["hw"] = {-1, -2};
+  m.graph.nodes = {node("ReduceMean", {"x"}, {"mean"}, {{"axes", ints({2, 3})}}),
+                   node("ReduceMax", {"x", "hw"}, {"max"}, {{"keepdims", ints({0})}}),
+                   node("ReduceMean", {"x"}, {"channels"}, {{"axes", ints({1})}}),
+                   node("ReduceMean", {"x"}, {"rows"}, {{"axes", ints({2})}})};
+  m.graph.outputs = {"mean", "max", "channels", "rows"};
+  m.graph.shapes["mean"] = {2, 8, 1, 1};
+  m.graph.shapes["max"] = {2, 8};
+  m.graph.shapes["channels"] = {2, 1, 4, 4};
+  m.graph.shapes["rows"] = {2, 8, 1, 4};
+  for (const char* t : {"mean", "max", "channels", "rows"}) m.graph.types[t] = "float32";
+  reduce_as_global_pool(m);
+  EXPECT_EQ(ops(m), (std::vector<std::string>{"GlobalAveragePool", "GlobalMaxPool", "Flatten",
+                                              "ReduceMean", "ReduceMean"}));
+  const Graph& g = m.graph;
+  EXPECT_EQ(g.nodes[0].inputs, std::vector<std::string>{"x"});
+  EXPECT_EQ(g.nodes[0].outputs, std::vector<std::string>{"mean"});
+  EXPECT_EQ(g.nodes[1].inputs, std::vector<std::string>{"x"});
+  EXPECT_EQ(g.shapes.at(g.nodes[1].outputs[0]), (std::vector<int64_t>{2, 8, 1, 1}));
+  EXPECT_EQ(g.nodes[2].inputs, g.nodes[1].outputs);
+  EXPECT_EQ(g.nodes[2].int_or("axis", 0), 1);
+  EXPECT_EQ(g.nodes[2].outputs, std::vector<std::string>{"max"});
+}
+
+// A 1-D global pool (Keras' GlobalAveragePooling1D after lifted convs): the mean over L of the
+// row Squeeze's output pools the [N, C, 1, L] tensor before it, and the Squeeze goes; a 3-D graph
+// input gets an Unsqueeze of the row, and keepdims 1 a Squeeze of the added column.
+TEST(ReduceAsGlobalPool, OneDimensionalMeansPoolTheRow) {
+  Model m;
+  m.graph.opset = 13;
+  m.graph.inputs = {"a", "b"};
+  m.graph.shapes["a"] = {1, 4, 1, 10};
+  m.graph.shapes["b"] = {1, 4, 10};
+  m.graph.types["a"] = m.graph.types["b"] = "float32";
+  m.graph.nodes = {node("Squeeze", {"a"}, {"s"}, {{"axes", ints({2})}}),
+                   node("ReduceMean", {"s"}, {"y"}, {{"axes", ints({2})}, {"keepdims", ints({0})}}),
+                   node("ReduceMean", {"b"}, {"z"}, {{"axes", ints({-1})}})};
+  m.graph.shapes["s"] = {1, 4, 10};
+  m.graph.shapes["y"] = {1, 4};
+  m.graph.shapes["z"] = {1, 4, 1};
+  for (const char* t : {"s", "y", "z"}) m.graph.types[t] = "float32";
+  m.graph.outputs = {"y", "z"};
+  reduce_as_global_pool(m);
+  EXPECT_EQ(ops(m), (std::vector<std::string>{"GlobalAveragePool", "Flatten", "Unsqueeze",
+                                              "GlobalAveragePool", "Squeeze"}));
+  const Graph& g = m.graph;
+  EXPECT_EQ(g.nodes[0].inputs, std::vector<std::string>{"a"});
+  EXPECT_EQ(g.nodes[1].outputs, std::vector<std::string>{"y"});
+  EXPECT_EQ(g.shapes.at(g.nodes[2].outputs[0]), (std::vector<int64_t>{1, 4, 1, 10}));
+  EXPECT_EQ(g.nodes[3].inputs, g.nodes[2].outputs);
+  EXPECT_EQ(g.nodes[4].ints("axes"), std::vector<int64_t>{3});
+  EXPECT_EQ(g.nodes[4].outputs, std::vector<std::string>{"z"});
+}
+
 TEST(SimplifyGraph, ObserverSeesEveryPassInOrder) {
   Model m = with_input();
   m.graph.nodes = {node("Relu", {"x"}, {"out"})};
@@ -461,7 +527,7 @@ TEST(SimplifyGraph, ObserverSeesEveryPassInOrder) {
   EXPECT_EQ(passes, (std::vector<std::string>{"read", "fold_constants", "inline_constant_if",
                                               "remove_identities", "remove_dead_nodes",
                                               "infer_shapes", "lift_1d_windows", "sink_squeezes",
-                                              "conv_transpose_as_conv"}));
+                                              "reduce_as_global_pool", "conv_transpose_as_conv"}));
   const std::string text = graph_text(m);
   // infer_shapes gave the output, declared without a shape, its shape.
   EXPECT_NE(text.find("out_node: Relu(x [2x8x4x4]) -> out [2x8x4x4]"), std::string::npos) << text;

@@ -1,9 +1,11 @@
 // Tests of `ktune tasks`: the ResNet-18 table and JSON, the verdict (covered nodes, every node a
 // build refuses, exit status 1 then), the graph dumped after each clean-up pass, and bad input as
-// one line on stderr with exit status 1.
+// one line on stderr with exit status 1; what scripts/make-test-models says it wrote.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -128,6 +130,29 @@ TEST(TasksCli, DumpGraphPrintsTheGraphAfterEachPass) {
         << pass << ": " << r.err.substr(0, 2000);
   EXPECT_NE(r.err.find("  output "), std::string::npos);
   EXPECT_NE(r.err.find("Conv(input [1x3x224x224]"), std::string::npos) << r.err.substr(0, 2000);
+}
+
+// The models' writer says what it wrote, and writes nothing when asked for a model it does not
+// know (one line naming it, exit status 2).
+TEST(TasksCli, TestModelWriterSaysWhatItWrote) {
+  const std::string dir = ::testing::TempDir() + "ktune_make_models_" + std::to_string(::getpid());
+  const std::string script = std::string("/usr/bin/python3 ") + KTUNE_SOURCE_DIR_PATH +
+                             "/scripts/make-test-models " + quote(dir);
+  const auto unknown = testing_cli::shell(script + " --only op_matmul.onnx,nope.onnx");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("error: no test model named nope.onnx"), std::string::npos)
+      << unknown.err;
+  EXPECT_EQ(std::count(unknown.err.begin(), unknown.err.end(), '\n'), 1) << unknown.err;
+  EXPECT_FALSE(std::filesystem::exists(dir));
+
+  const auto wrote = testing_cli::shell(script + " --only op_matmul.onnx,not_onnx.onnx");
+  ASSERT_EQ(wrote.status, 0) << wrote.err;
+  EXPECT_NE(wrote.out.find("wrote 2 files"), std::string::npos) << wrote.out;
+  EXPECT_NE(wrote.out.find("not_onnx.onnx, op_matmul.onnx"), std::string::npos) << wrote.out;
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 2u);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TasksCli, SymbolicInputWithInputOption) {
