@@ -18,6 +18,27 @@
 namespace ktune::deploy {
 namespace {
 
+// Channel-blocked data of `from` lanes in `to` lanes, in one pass (through NCHW it would take two):
+// output lane l of block cb is channel cb*to + l, lane ch % from of input block ch / from; the
+// lanes past c are zero.
+te::LoweredFunc reblocked(const std::string& name, const std::vector<int64_t>& nchw, int64_t from,
+                          int64_t to, te::DataType dtype) {
+  const int64_t n = nchw.at(0), c = nchw.at(1), h = nchw.at(2), w = nchw.at(3);
+  te::Tensor in = te::placeholder({n, (c + from - 1) / from, h, w, from}, dtype, "in");
+  te::Tensor out = te::compute(
+      {n, (c + to - 1) / to, h, w, to},
+      [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
+        // The clamp keeps the read in bounds; the select writes the padding lanes as zeros.
+        const te::Expr ch = te::min(cb * to + l, te::Expr(c - 1));
+        return te::select(cb * to + l < c, in(i, ch / from, y, x, ch % from),
+                          te::cast(dtype, te::Expr(0)));
+      },
+      "out");
+  te::Schedule s = te::create_schedule({out});
+  s[out].parallel(s[out].fuse(s[out].axis(0), s[out].axis(1)));
+  return te::lower(s, {in, out}, name);
+}
+
 // Ops that only reinterpret their input's bytes (in ONNX's layout).
 bool is_view(const std::string& op) {
   static const std::set<std::string> kViews = {"Flatten", "Reshape", "Identity",
@@ -299,17 +320,20 @@ int64_t Planner::form(const std::string& onnx, int64_t block) {
   }
   if (have.shape.size() != 4)
     throw Error(ErrorKind::kUnsupported, "tensor '" + onnx + "' is not 4-D and cannot be blocked");
-  int64_t from = cur->second;
-  if (have.block != 0 && block != 0) from = form(onnx, 0);  // re-blocking goes through NCHW
+  const int64_t from = cur->second, from_block = have.block;
   PlanTensor t{block ? onnx + "@c" + std::to_string(block) : onnx, have.shape, block};
   t.dtype = have.dtype;
-  const int64_t to = add(t);
+  const int64_t to = add(t);  // `have` may move with plan_.tensors from here on
   PlanStep s;
   s.layer = "layout " + onnx;
   s.kind = "layout";
   s.symbol = symbol(block ? "to_nchw" + std::to_string(block) + "c" : "to_nchw");
-  s.func = block ? to_blocked(s.symbol, t.shape, block, t.dtype)
-                 : from_blocked(s.symbol, t.shape, plan_.tensors[from].block, t.dtype);
+  if (from_block != 0 && block != 0)
+    s.func = reblocked(s.symbol, t.shape, from_block, block, t.dtype);
+  else if (block != 0)
+    s.func = to_blocked(s.symbol, t.shape, block, t.dtype);
+  else
+    s.func = from_blocked(s.symbol, t.shape, from_block, t.dtype);
   s.args = {from, to};
   plan_.steps.push_back(std::move(s));
   forms_[{onnx, block}] = to;

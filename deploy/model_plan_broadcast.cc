@@ -26,6 +26,16 @@ te::Expr apply(const std::string& op, const te::Expr& a, const te::Expr& b) {
   return a / b;
 }
 
+// A pass over channel-blocked data (args: inputs, then the output): the lanes vectorized, batch x
+// channel blocks in parallel.
+te::LoweredFunc lower_blocked_pass(const std::string& symbol, const std::vector<te::Tensor>& args) {
+  const te::Tensor& o = args.back();
+  te::Schedule s = te::create_schedule({o});
+  s[o].vectorize(s[o].axis(4));
+  s[o].parallel(s[o].fuse(s[o].axis(0), s[o].axis(1)));
+  return te::lower(s, args, symbol);
+}
+
 }  // namespace
 
 bool Planner::plan_channel_broadcast(const frontend::Node& n) {
@@ -89,9 +99,6 @@ bool Planner::plan_channel_broadcast(const frontend::Node& n) {
         return te::select(cb * block + l < C, r, te::Expr(0.0f));
       },
       "out");
-  te::Schedule s = te::create_schedule({o});
-  s[o].vectorize(s[o].axis(4));
-  s[o].parallel(s[o].fuse(s[o].axis(0), s[o].axis(1)));
   PlanStep step;
   step.layer = n.name;
   step.kind = "elementwise";
@@ -99,7 +106,7 @@ bool Planner::plan_channel_broadcast(const frontend::Node& n) {
                                                 : n.op == "Add" ? "add"
                                                 : n.op == "Sub" ? "sub"
                                                                 : "div"));
-  step.func = te::lower(s, {a, v, o}, step.symbol);
+  step.func = lower_blocked_pass(step.symbol, {a, v, o});
   step.args = {big, vec_id, define(n.outputs[0], block)};
   plan_.steps.push_back(std::move(step));
   return true;
@@ -136,14 +143,11 @@ bool Planner::plan_blocked_batch_norm(const frontend::Node& n) {
         return a(i, cb, y, x, l) * scale(cb, l) + shift(cb, l);
       },
       "out");
-  te::Schedule s = te::create_schedule({o});
-  s[o].vectorize(s[o].axis(4));
-  s[o].parallel(s[o].fuse(s[o].axis(0), s[o].axis(1)));
   PlanStep step;
   step.layer = n.name;
   step.kind = "elementwise";
   step.symbol = symbol("channel_affine");
-  step.func = te::lower(s, {a, scale, shift, o}, step.symbol);
+  step.func = lower_blocked_pass(step.symbol, {a, scale, shift, o});
   step.args = {cur->second, packed[0], packed[1], define(n.outputs[0], block)};
   plan_.steps.push_back(std::move(step));
   return true;
