@@ -299,7 +299,8 @@ TEST(OnnxImport, BadFilesAreOneTypedError) {
   EXPECT_NE(message.find("opset 999"), std::string::npos) << message;
   EXPECT_EQ(load_error(model("unknown_domain.onnx"), {}, &message), ErrorKind::kUnsupported);
   EXPECT_NE(message.find("com.example::FancyOp"), std::string::npos) << message;
-  EXPECT_EQ(load_error(model("missing.onnx"), {}, &message), ErrorKind::kNotFound);
+  EXPECT_EQ(load_error(testing_models::missing("missing.onnx"), {}, &message),
+            ErrorKind::kNotFound);
   for (const char* m :
        {"not_onnx.onnx", "truncated.onnx", "bad_opset.onnx", "unknown_domain.onnx"}) {
     load_error(model(m), {}, &message);

@@ -174,7 +174,7 @@ TEST(TasksCli, BadInputIsOneLine) {
       {quote(model("resnet18.onnx")) + " --input bogus", "expected name=DIMS"},
       {quote(model("resnet18.onnx")) + " --input input=1x4x224x224",
        "the input has 4 channels, its weights take 3"},
-      {quote(model("nothing_here.onnx")), "no such file"},
+      {quote(testing_models::missing("nothing_here.onnx")), "no such file"},
   };
   for (const auto& [args, message] : cases) {
     const auto r = ktune("tasks " + args, true);

@@ -1,5 +1,5 @@
 // Defines model(): the path of an ONNX test model of scripts/make-test-models, written on first
-// request into a temporary folder of the test process.
+// request into a temporary folder of the test process; missing(): a path there without a file.
 #pragma once
 
 #include <unistd.h>
@@ -72,5 +72,10 @@ class TestModels {
 };
 
 inline std::string model(const std::string& name) { return TestModels::get().path(name); }
+
+// A path in the models' folder where no file is (the script refuses names it does not know).
+inline std::string missing(const std::string& name) {
+  return std::filesystem::path(model("not_onnx.onnx")).parent_path() / name;
+}
 
 }  // namespace ktune::testing_models
