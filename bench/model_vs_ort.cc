@@ -171,9 +171,17 @@ class Peer {
   FILE* from_ = nullptr;
 };
 
-// The C program that runs the built model: the inputs from a file, the outputs written once, then
-// N runs per line of stdin, each timed with CLOCK_MONOTONIC.
-std::string timing_program(const std::string& name) {
+// The C program that runs the built model of `outputs` outputs: the input from a file, the first
+// output written once (what is compared with ONNX Runtime's), then N runs per line of stdin, each
+// timed with CLOCK_MONOTONIC.
+std::string timing_program(const std::string& name, int outputs) {
+  std::string more_outputs, more_args;  // the outputs after the first: YOLO's three scales
+  for (int k = 1; k < outputs; ++k) {
+    const std::string o = "out" + std::to_string(k);
+    more_outputs += "  float* " + o + " = aligned_alloc(4096, (" + name + "_OUTPUT" +
+                    std::to_string(k) + "_ELEMENTS * 4 + 4095) / 4096 * 4096);\n";
+    more_args += ", " + o;
+  }
   return "#define _POSIX_C_SOURCE 200809L\n#include <stdio.h>\n#include <stdlib.h>\n#include "
          "<time.h>\n#include \"" +
          name + ".h\"\n" +
@@ -187,7 +195,8 @@ std::string timing_program(const std::string& name) {
          "_INPUT0_ELEMENTS * 4 + 4095) / 4096 * 4096);\n"
          "  float* out = aligned_alloc(4096, (" +
          name +
-         "_OUTPUT0_ELEMENTS * 4 + 4095) / 4096 * 4096);\n"
+         "_OUTPUT0_ELEMENTS * 4 + 4095) / 4096 * 4096);\n" +
+         more_outputs +
          "  FILE* f = fopen(argv[1], \"rb\");\n"
          "  if (!f || fread(in, 4, " +
          name + "_INPUT0_ELEMENTS, f) != " + name +
@@ -198,7 +207,7 @@ std::string timing_program(const std::string& name) {
          "_create();\n"
          "  if (!ctx || " +
          name +
-         "_run(ctx, in, out) != 0) return 7;\n"
+         "_run(ctx, in, out" + more_args + ") != 0) return 7;\n"
          "  f = fopen(argv[2], \"wb\"); fwrite(out, 4, " +
          name +
          "_OUTPUT0_ELEMENTS, f); fclose(f);\n"
@@ -207,7 +216,7 @@ std::string timing_program(const std::string& name) {
          "  while (scanf(\"%d\", &n) == 1) {\n"
          "    for (int i = 0; i < n; ++i) { double t = now(); " +
          name +
-         "_run(ctx, in, out); printf(i ? \" %.6f\" : \"%.6f\", now() - t); }\n"
+         "_run(ctx, in, out" + more_args + "); printf(i ? \" %.6f\" : \"%.6f\", now() - t); }\n"
          "    printf(\"\\n\"); fflush(stdout);\n"
          "  }\n"
          "  " +
@@ -334,13 +343,16 @@ int main(int argc, char** argv) {
     run(quote(ktune) + " build --model " + quote(onnx) + input_flag + " --db " + quote(db) +
         " --name " + m + " -o " + quote((dir / ("lib" + m + ".a")).string()) + " --header " +
         quote((dir / (m + ".h")).string()) + " --runtime " + quote((dir / "runtime.c").string()));
-    std::ofstream(dir / "main.c") << timing_program(m);
+    std::ifstream header(dir / (m + ".h"));
+    std::string text((std::istreambuf_iterator<char>(header)), {});
+    int outputs = 1;
+    while (text.find(m + "_OUTPUT" + std::to_string(outputs) + "_ELEMENTS ") != std::string::npos)
+      ++outputs;
+    std::ofstream(dir / "main.c") << timing_program(m, outputs);
     run("cc -O2 -std=c11 -I" + quote(dir.string()) + " " + quote((dir / "main.c").string()) + " " +
         quote((dir / "runtime.c").string()) + " " + quote((dir / ("lib" + m + ".a")).string()) +
         " -lm -lpthread -o " + quote((dir / "main").string()));
     // One input for both, uniform in [-1, 1).
-    std::ifstream header(dir / (m + ".h"));
-    std::string text((std::istreambuf_iterator<char>(header)), {});
     const auto at = text.find(m + "_INPUT0_ELEMENTS ");
     const long elements = std::stol(text.substr(at + m.size() + 17));
     std::vector<float> input(static_cast<size_t>(elements));
