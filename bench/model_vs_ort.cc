@@ -194,9 +194,7 @@ std::string timing_program(const std::string& name, int outputs) {
          name +
          "_INPUT0_ELEMENTS * 4 + 4095) / 4096 * 4096);\n"
          "  float* out = aligned_alloc(4096, (" +
-         name +
-         "_OUTPUT0_ELEMENTS * 4 + 4095) / 4096 * 4096);\n" +
-         more_outputs +
+         name + "_OUTPUT0_ELEMENTS * 4 + 4095) / 4096 * 4096);\n" + more_outputs +
          "  FILE* f = fopen(argv[1], \"rb\");\n"
          "  if (!f || fread(in, 4, " +
          name + "_INPUT0_ELEMENTS, f) != " + name +
@@ -206,8 +204,8 @@ std::string timing_program(const std::string& name, int outputs) {
          name +
          "_create();\n"
          "  if (!ctx || " +
-         name +
-         "_run(ctx, in, out" + more_args + ") != 0) return 7;\n"
+         name + "_run(ctx, in, out" + more_args +
+         ") != 0) return 7;\n"
          "  f = fopen(argv[2], \"wb\"); fwrite(out, 4, " +
          name +
          "_OUTPUT0_ELEMENTS, f); fclose(f);\n"
@@ -215,8 +213,8 @@ std::string timing_program(const std::string& name, int outputs) {
          "  int n;\n"
          "  while (scanf(\"%d\", &n) == 1) {\n"
          "    for (int i = 0; i < n; ++i) { double t = now(); " +
-         name +
-         "_run(ctx, in, out" + more_args + "); printf(i ? \" %.6f\" : \"%.6f\", now() - t); }\n"
+         name + "_run(ctx, in, out" + more_args +
+         "); printf(i ? \" %.6f\" : \"%.6f\", now() - t); }\n"
          "    printf(\"\\n\"); fflush(stdout);\n"
          "  }\n"
          "  " +
