@@ -50,6 +50,10 @@ void lift_1d_windows(Model& model);
 // pass_sink_squeezes.cc.
 void sink_squeezes(Model& model);
 
+// True when `squeeze` drops axis 2 (of extent 1) of a 4-D tensor, whatever form its axes take (the
+// row a lifted 1-D window added). pass_sink_squeezes.cc.
+bool drops_row(const Graph& g, const Node& squeeze);
+
 // Rewrites each ConvTranspose of one stride s on both axes (one group, no dilation, constant
 // weights) as a Conv to K*s*s channels of ceil(k/s) taps, a DepthToSpace (DCR) and, where its pads
 // crop the output, a Slice. pass_conv_transpose.cc.

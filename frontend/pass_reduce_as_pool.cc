@@ -15,18 +15,6 @@ namespace {
 
 Attribute ints_attr(std::vector<int64_t> v) { return Attribute{std::move(v), {}, {}, {}}; }
 
-// A Squeeze of axis 2 alone (the attribute, or opset 13's constant input).
-bool squeezes_row(const Graph& g, const Node& n) {
-  if (!n.domain.empty() || n.op != "Squeeze" || n.inputs.empty()) return false;
-  std::vector<int64_t> axes = n.ints("axes");
-  if (n.inputs.size() > 1) {
-    auto v = g.values.find(n.inputs[1]);
-    if (v == g.values.end()) return false;
-    axes.assign(v->second.begin(), v->second.end());
-  }
-  return axes == std::vector<int64_t>{2};
-}
-
 Node make(const std::string& op, const std::string& name, const std::string& in,
           const std::string& out) {
   Node n;
@@ -97,8 +85,7 @@ void reduce_as_global_pool(Model& model) {
     if (x->size() == 3) {
       auto p = producer.find(rows);
       const Node* squeeze = p == producer.end() ? nullptr : &g.nodes[p->second];
-      const auto before = squeeze ? g.shape(squeeze->inputs[0]) : std::nullopt;
-      if (squeeze && squeezes_row(g, *squeeze) && before && before->size() == 4) {
+      if (squeeze && drops_row(g, *squeeze)) {
         rows = squeeze->inputs[0];
         if (readers[n.inputs[0]] == 1) dropped.insert(p->second);
       } else {

@@ -23,7 +23,8 @@ std::vector<int64_t> with_row(std::vector<int64_t> nlc) {
   return nlc;
 }
 
-// True when `squeeze` drops axis 2 (of extent 1) of a 4-D tensor, whatever form its axes take.
+}  // namespace
+
 bool drops_row(const Graph& g, const Node& squeeze) {
   if (squeeze.op != "Squeeze" || !squeeze.domain.empty() || squeeze.outputs.size() != 1)
     return false;
@@ -31,8 +32,6 @@ bool drops_row(const Graph& g, const Node& squeeze) {
   const auto out = g.shape(squeeze.outputs[0]);
   return in && out && in->size() == 4 && (*in)[2] == 1 && out->size() == 3 && with_row(*out) == *in;
 }
-
-}  // namespace
 
 void sink_squeezes(Model& model) {
   Graph& g = model.graph;
