@@ -89,6 +89,7 @@ std::shared_ptr<const RecordCheck::TaskEntry> RecordCheck::task_of(const Record&
 }
 
 std::string RecordCheck::problem(const Record& r) const {
+  ++asked_;
   const auto entry = task_of(r);
   if (!entry->task) return entry->problem;
   const schedule_space::Task& task = *entry->task;

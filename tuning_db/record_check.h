@@ -2,6 +2,8 @@
 // arguments, workload key, target, config), with its verdicts cached.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -32,6 +34,10 @@ class RecordCheck {
   // Returns "" when the record instantiates, else the reason (one line).
   std::string problem(const Record& record) const;
 
+  // How many records problem() was asked about: the log's readers check only the candidates they
+  // serve (best() one per call, not every record of the workload), which tests count here.
+  int64_t records_asked() const { return asked_.load(); }
+
  private:
   struct TaskEntry;
   std::shared_ptr<const TaskEntry> task_of(const Record& record) const;
@@ -42,6 +48,7 @@ class RecordCheck {
   mutable std::unordered_map<std::string, std::shared_ptr<const TaskEntry>> tasks_;
   // By workload key + target + config JSON: the verdict on a successful record's config.
   mutable std::unordered_map<std::string, std::string> configs_;
+  mutable std::atomic<int64_t> asked_{0};
 };
 
 // The check Database::open uses when OpenOptions::record_check is not set: none until a program
