@@ -15,8 +15,9 @@ int64_t align_up(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 }  // namespace
 
 // Liveness-based placement: each arena tensor lives from the step that writes it to the last
-// step that reads it or a view of it; larger tensors are placed first, each at the lowest
-// offset that no tensor live at the same time overlaps.
+// step that reads it or a view of it (a Concat's operand written in place is a view, so its
+// buffer lives from the first operand's producer); larger tensors are placed first, each at the
+// lowest offset that no tensor live at the same time overlaps.
 void place_in_arena(ModelPlan& plan) {
   const auto root = [&](int64_t id) {
     return plan.tensors[id].alias_of >= 0 ? plan.tensors[id].alias_of : id;
@@ -57,7 +58,7 @@ void place_in_arena(ModelPlan& plan) {
     placed.push_back(id);
   }
   for (PlanTensor& t : plan.tensors)
-    if (t.alias_of >= 0) t.offset = plan.tensors[t.alias_of].offset;
+    if (t.alias_of >= 0) t.offset = plan.tensors[t.alias_of].offset + t.view_offset;
 }
 
 }  // namespace ktune::deploy

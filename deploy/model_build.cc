@@ -22,13 +22,15 @@ namespace ktune::deploy {
 namespace {
 
 codegen::DriverArg driver_arg(const ModelPlan& plan, int64_t id) {
+  // A view's own offset (place_in_arena: its root's plus view_offset); its root's storage.
+  const int64_t offset = plan.tensors[static_cast<size_t>(id)].offset;
   const PlanTensor* t = &plan.tensors[static_cast<size_t>(id)];
   if (t->alias_of >= 0) t = &plan.tensors[static_cast<size_t>(t->alias_of)];
   switch (t->storage) {
     case Storage::kArena:
-      return {codegen::DriverArg::Base::kArena, t->offset};
+      return {codegen::DriverArg::Base::kArena, offset};
     case Storage::kWeights:
-      return {codegen::DriverArg::Base::kWeights, t->offset};
+      return {codegen::DriverArg::Base::kWeights, offset};
     case Storage::kInput:
       return {codegen::DriverArg::Base::kInput, t->index};
     case Storage::kOutput:
@@ -332,14 +334,15 @@ std::vector<void*> ModelRunner::step_buffers(size_t step, const std::vector<cons
   }
   std::vector<void*> args;
   for (int64_t id : plan_.steps.at(step).args) {
+    const int64_t offset = plan_.tensors[static_cast<size_t>(id)].offset;  // as driver_arg
     const PlanTensor* t = &plan_.tensors[static_cast<size_t>(id)];
     if (t->alias_of >= 0) t = &plan_.tensors[static_cast<size_t>(t->alias_of)];
     switch (t->storage) {
       case Storage::kArena:
-        args.push_back(reinterpret_cast<char*>(arena_) + t->offset);
+        args.push_back(reinterpret_cast<char*>(arena_) + offset);
         break;
       case Storage::kWeights:
-        args.push_back(reinterpret_cast<char*>(weights_) + t->offset);
+        args.push_back(reinterpret_cast<char*>(weights_) + offset);
         break;
       case Storage::kInput:
         args.push_back(const_cast<float*>(inputs.at(static_cast<size_t>(t->index))));

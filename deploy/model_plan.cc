@@ -247,6 +247,8 @@ void Planner::plan_node(size_t i, const frontend::TaskOccurrence* occ) {
     // one pass in the channel-blocked layout
   } else if (plan_blocked_resize(n) || plan_blocked_batch_norm(n)) {
     // in the layout its producer wrote
+  } else if (plan_concat_in_place(n) || plan_split_as_views(n)) {
+    // slices of one buffer
   } else if (auto steps = describe_node(g_, n, constants_); !steps.empty()) {
     for (const GeneratedStep& step : steps) plan_generated(step);
   } else if (!elementwise_of(n.op).empty()) {
@@ -314,6 +316,7 @@ int64_t Planner::form(const std::string& onnx, int64_t block) {
     PlanTensor t{onnx, have.shape, 0};
     t.dtype = have.dtype;
     t.alias_of = have.alias_of >= 0 ? have.alias_of : cur->second;
+    t.view_offset = have.view_offset;
     const int64_t to = add(t);
     forms_[{onnx, block}] = to;
     return to;
@@ -370,6 +373,7 @@ void Planner::view(const std::string& from, const std::string& to, const fronten
   PlanTensor t{to, known_shape(to)};
   t.dtype = plan_.tensors[src].dtype;
   t.alias_of = plan_.tensors[src].alias_of >= 0 ? plan_.tensors[src].alias_of : src;
+  t.view_offset = plan_.tensors[src].view_offset;
   if (product(t.shape) != product(plan_.tensors[src].shape))
     throw unsupported(n, "a view that changes the element count");
   current_[t.name] = add(t);

@@ -26,7 +26,9 @@ struct PlanTensor {
   Storage storage = Storage::kArena;
   int64_t index = 0;      // kInput, kOutput: which one
   int64_t alias_of = -1;  // a view (Reshape, Flatten, ...): the tensor whose bytes it shares
-  int64_t offset = 0;     // bytes into the arena (memory plan) or the weights
+  // A view: bytes from its root's start to its own (a Split's part, a Concat's operand).
+  int64_t view_offset = 0;
+  int64_t offset = 0;  // bytes into the arena (memory plan) or the weights; a view's, its own
   // The element type: float32, or uint8 / int8 / int32 on a quantized model's int8 path.
   te::DataType dtype = te::Float(32);
   // Elements it occupies (with the padded channel lanes of a blocked tensor).

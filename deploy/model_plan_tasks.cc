@@ -292,4 +292,23 @@ void Planner::bind_gemm(PlanStep& s, const frontend::Node& gemm,
     throw unsupported(gemm, "a bias without a fused bias epilogue");
 }
 
+int64_t Planner::conv_data_block(const std::string& tensor) const {
+  int64_t block = 0;
+  for (const frontend::TaskOccurrence& occ : tasks_.occurrences) {
+    const frontend::Node& anchor = g_.nodes[occ.node];
+    if (anchor.op != "Conv" || anchor.inputs.empty() || anchor.inputs[0] != tensor) continue;
+    const auto& task = tasks_.tasks[occ.task].tunable;
+    if (!task || !occ.input_pads.empty()) return 0;  // a padded copy is made anyway
+    const std::string& tmpl = task->template_name();
+    int64_t b = 0;
+    if (tmpl == "depthwise_conv2d_nchwc")
+      b = task->args().get_int("block");
+    else if (tmpl == "conv2d_nchwc")
+      b = task->args().get_int("ic_block");
+    if (b == 0 || (block != 0 && b != block)) return 0;
+    block = b;
+  }
+  return block;
+}
+
 }  // namespace ktune::deploy

@@ -121,6 +121,25 @@ class Planner {
   // (model_plan_broadcast.cc); false, planning nothing, for data in ONNX's layout.
   bool plan_blocked_batch_norm(const frontend::Node& n);
 
+  // The block the float convs that read `tensor` take their data in (conv2d_nchwc's ic_block,
+  // depthwise_conv2d_nchwc's block), or 0 when none reads it, one pads it first, or two read it in
+  // different blocks (model_plan_tasks.cc).
+  int64_t conv_data_block(const std::string& tensor) const;
+
+  // A Concat whose parts are contiguous slices of its output (one image's channels in the blocked
+  // layout, or behind leading 1s in ONNX's): each part's producer writes its slice (its tensor
+  // becomes a view of the output), a part that cannot is copied there (model_plan_concat.cc);
+  // false, planning nothing, for any other.
+  bool plan_concat_in_place(const frontend::Node& n);
+
+  // A Split whose outputs are contiguous slices of its input (as above): views, no kernel; false,
+  // planning nothing, for any other (model_plan_concat.cc).
+  bool plan_split_as_views(const frontend::Node& n);
+
+  // Makes arena tensor `root` and every view of it views of `onto`, `root` starting `offset` bytes
+  // into it (model_plan_concat.cc).
+  void place_in(int64_t root, int64_t onto, int64_t offset);
+
   // DepthToSpace as one generated kernel between channel-blocked layouts (model_plan_shuffle.cc).
   void plan_depth_to_space(const frontend::Node& n);
 

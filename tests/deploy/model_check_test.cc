@@ -97,7 +97,8 @@ TEST_P(ModelCheck, EveryStepMatchesItsReference) {
 }
 
 // A step whose output is changed after it ran is the one step reported, whatever its kind; the
-// steps after it read the changed values and, checked on those same values, pass.
+// steps after it read the changed values and, checked on those same values, pass (but a max pool
+// that a NaN reaches, see below).
 TEST_P(ModelCheck, CorruptedStepIsTheOneReported) {
   const BuiltModel m = build(GetParam());
   ModelRunner runner(m);
@@ -123,8 +124,18 @@ TEST_P(ModelCheck, CorruptedStepIsTheOneReported) {
             nan ? std::numeric_limits<float>::quiet_NaN() : out[count / 2] + 1 + magnitude;
       };
       const auto bad = failed(check_model_steps(runner, m, buffers.inputs(), buffers.outputs(), o));
-      ASSERT_EQ(bad.size(), 1u) << m.plan.steps[victim].layer;
-      EXPECT_EQ(bad[0].step, victim);
+      std::string reported;
+      for (const StepCheck& b : bad)
+        reported += " " + std::to_string(b.step) + " " + b.layer + " (" +
+                    std::to_string(b.max_error) + ", " + std::to_string(b.nan_left) + " NaN);";
+      ASSERT_FALSE(bad.empty()) << m.plan.steps[victim].layer;
+      EXPECT_EQ(bad[0].step, victim) << reported;
+      // A NaN may reach a max pool, whose kernel (maxnum) drops it where the reference keeps it:
+      // the only other steps a NaN may fail are pools.
+      for (size_t k = 1; k < bad.size(); ++k)
+        EXPECT_TRUE(nan && bad[k].kind == "pool")
+            << "corrupted " << victim << " " << m.plan.steps[victim].layer << ", reported"
+            << reported;
       if (nan) {
         EXPECT_EQ(bad[0].nan_left, 1);
       } else {
@@ -174,11 +185,12 @@ TEST_P(ModelCheck, WeightsArenaAndBuffersStartOnAPage) {
   for (size_t i = 0; i < m.plan.steps.size(); ++i) {
     const auto args = runner.step_buffers(i, buffers.inputs(), buffers.outputs());
     for (size_t a = 0; a < args.size(); ++a) {
-      const PlanTensor* t = &m.plan.tensors[static_cast<size_t>(m.plan.steps[i].args[a])];
+      const PlanTensor* view = &m.plan.tensors[static_cast<size_t>(m.plan.steps[i].args[a])];
+      const PlanTensor* t = view;
       if (t->alias_of >= 0) t = &m.plan.tensors[static_cast<size_t>(t->alias_of)];
       if (t->storage != Storage::kArena && t->storage != Storage::kWeights) continue;
       EXPECT_EQ(reinterpret_cast<uintptr_t>(args[a]) % codegen::kModelPageAlign,
-                static_cast<uintptr_t>(t->offset) % codegen::kModelPageAlign)
+                static_cast<uintptr_t>(view->offset) % codegen::kModelPageAlign)
           << m.plan.steps[i].layer;
       ++placed;
     }
@@ -188,13 +200,47 @@ TEST_P(ModelCheck, WeightsArenaAndBuffersStartOnAPage) {
 
 INSTANTIATE_TEST_SUITE_P(
     SmallModels, ModelCheck,
-    ::testing::Values("small_cnn.onnx", "small_mobile.onnx", "tiny_bert.onnx"),
+    ::testing::Values("small_cnn.onnx", "small_mobile.onnx", "tiny_bert.onnx",
+                      "op_concat_split_v13.onnx"),
     [](const auto& info) {
       return std::string(info.param).substr(0, std::string(info.param).find('.'));
     });
 
 size_t count_lines(const std::string& text) {
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// op_concat_split's C2f, SPPF and nesting Concats of channel-blocked data have no concat kernel:
+// their parts' producers write slices of the output (one part that the SPPF Concat holds already
+// is copied into the nesting one), and the C2f Split's outputs are views. The Concats along other
+// axes or with a constant part, and the Splits of a graph input or along H, keep their kernels.
+// EveryStepMatchesItsReference checks the values of this model step by step.
+TEST(ConcatInPlace, ChannelConcatsOfBlockedDataAreSlicesOfOneBuffer) {
+  const BuiltModel m = build("op_concat_split_v13.onnx");
+  int concats = 0, copies = 0, slices = 0;
+  for (const PlanStep& s : m.plan.steps) {
+    concats += ends_with(s.symbol, "_concat");
+    copies += ends_with(s.symbol, "_concat_part");
+    slices += ends_with(s.symbol, "_slice");
+  }
+  EXPECT_EQ(concats, 3);
+  EXPECT_EQ(copies, 1);
+  EXPECT_EQ(slices, 3 + 2 + 5);
+  // Parts placed past the start of a Concat's output: C2f's second half and bottleneck, SPPF's
+  // two pools, and within the nesting Concat the C2f's parts again (their root moved with it).
+  int placed = 0;
+  for (const PlanTensor& t : m.plan.tensors) {
+    if (t.alias_of < 0 || t.view_offset == 0) continue;
+    ++placed;
+    EXPECT_EQ(t.view_offset % 64, 0) << t.name;
+    EXPECT_LE(t.view_offset + t.bytes(), m.plan.tensors[static_cast<size_t>(t.alias_of)].bytes())
+        << t.name;
+  }
+  EXPECT_GE(placed, 4);
 }
 
 TEST(ModelCheckCli, CheckNodesPrintsEveryStepAndFailsPastTheTolerance) {
