@@ -24,9 +24,44 @@ namespace {
 te::LoweredFunc reblocked(const std::string& name, const std::vector<int64_t>& nchw, int64_t from,
                           int64_t to, te::DataType dtype) {
   const int64_t n = nchw.at(0), c = nchw.at(1), h = nchw.at(2), w = nchw.at(3);
-  te::Tensor in = te::placeholder({n, (c + from - 1) / from, h, w, from}, dtype, "in");
+  const int64_t in_blocks = (c + from - 1) / from, out_blocks = (c + to - 1) / to;
+  if (to > from && to % from == 0) {
+    // Whole input blocks side by side: the output seen as [n][ceil(c/to)][h][w][to/from][from]
+    // (the same bytes) copies vectors of `from` lanes; those past the input's blocks are zero.
+    te::Tensor in = te::placeholder({n, in_blocks, h, w, from}, dtype, "in");
+    te::Tensor out = te::compute(
+        {n, out_blocks, h, w, to / from, from},
+        [&](const std::vector<te::Var>& i) {
+          const te::Expr b = i[1] * (to / from) + i[4];
+          return te::select(b < in_blocks,
+                            in(i[0], te::min(b, te::Expr(in_blocks - 1)), i[2], i[3], i[5]),
+                            te::cast(dtype, te::Expr(0)));
+        },
+        "out");
+    te::Schedule s = te::create_schedule({out});
+    s[out].vectorize(s[out].axis(5));
+    s[out].parallel(s[out].fuse(s[out].axis(0), s[out].axis(1)));
+    return te::lower(s, {in, out}, name);
+  }
+  if (from > to && from % to == 0) {
+    // An input block split in `from/to` output blocks: the input seen as
+    // [n][ceil(c/from)][h][w][from/to][to], vectors of `to` lanes (the lanes past c are the
+    // input's, zero).
+    te::Tensor in = te::placeholder({n, in_blocks, h, w, from / to, to}, dtype, "in");
+    te::Tensor out = te::compute(
+        {n, out_blocks, h, w, to},
+        [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
+          return in(i, cb / (from / to), y, x, cb % (from / to), l);
+        },
+        "out");
+    te::Schedule s = te::create_schedule({out});
+    s[out].vectorize(s[out].axis(4));
+    s[out].parallel(s[out].fuse(s[out].axis(0), s[out].axis(1)));
+    return te::lower(s, {in, out}, name);
+  }
+  te::Tensor in = te::placeholder({n, in_blocks, h, w, from}, dtype, "in");
   te::Tensor out = te::compute(
-      {n, (c + to - 1) / to, h, w, to},
+      {n, out_blocks, h, w, to},
       [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
         // The clamp keeps the read in bounds; the select writes the padding lanes as zeros.
         const te::Expr ch = te::min(cb * to + l, te::Expr(c - 1));

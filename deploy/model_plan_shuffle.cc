@@ -1,6 +1,8 @@
 // The Planner's DepthToSpace: one generated kernel from the channel-blocked input to the
 // channel-blocked output, so that a ConvTranspose rewritten as a 1x1 conv and a DepthToSpace
 // (frontend's conv_transpose_as_conv) stays in the blocked layout between convs.
+#include <numeric>
+
 #include "deploy/model_planner.h"
 #include "te/lower.h"
 #include "te/schedule.h"
@@ -13,18 +15,40 @@ constexpr int64_t kBlock = 16;  // the lanes when the input has no block yet
 
 // In NCHWc of [n, c*s*s, h, w] -> out NCHWc of [n, c, h*s, w*s]: output channel k at (y, x) is
 // input channel k*s*s + (y%s)*s + x%s (CRD) or ((y%s)*s + x%s)*c + k (DCR) at (y/s, x/s); lanes
-// past c are zero. DCR with c a multiple of the block (the phases of a transposed conv,
-// frontend's conv_transpose_as_conv) moves whole blocks: a vector copy of each pixel's lanes.
+// past c are zero. In DCR order (the phases of a transposed conv, frontend's
+// conv_transpose_as_conv) runs of v = gcd(c, block) channels stay together: both tensors seen in
+// sub-blocks of v lanes ([..][block/v][v], the same bytes), each output sub-block is a vector copy
+// of one input sub-block.
 te::LoweredFunc depth_to_space_blocked(const std::string& name, const std::vector<int64_t>& in,
                                        int64_t block, int64_t s, bool crd) {
   const int64_t n = in.at(0), cin = in.at(1), h = in.at(2), w = in.at(3), c = cin / (s * s);
-  const bool whole_blocks = !crd && c % block == 0;
-  te::Tensor x = te::placeholder({n, (cin + block - 1) / block, h, w, block}, te::Float(32), "in");
+  const int64_t in_blocks = (cin + block - 1) / block, out_blocks = (c + block - 1) / block;
+  const int64_t v = std::gcd(c, block);
+  if (!crd && v >= 4) {
+    const int64_t r = block / v;  // sub-blocks per block
+    te::Tensor x = te::placeholder({n, in_blocks, h, w, r, v}, te::Float(32), "in");
+    te::Tensor out = te::compute(
+        {n, out_blocks, h * s, w * s, r, v},
+        [&](const std::vector<te::Var>& i) {
+          const te::Var &kb = i[1], &y = i[2], &xx = i[3], &j = i[4], &l = i[5];
+          // The sub-block's first channel, its input sub-block u; past c (the last block's
+          // padding), a clamped read made zero.
+          const te::Expr k = kb * block + j * v;
+          const te::Expr u = te::min(((y % s) * s + xx % s) * c + k, te::Expr(cin - v)) / v;
+          return te::select(k < c, x(i[0], u / r, y / s, xx / s, u % r, l), te::Expr(0.0f));
+        },
+        "out");
+    te::Schedule sch = te::create_schedule({out});
+    te::Stage st = sch[out];
+    st.vectorize(st.axis(5));
+    st.parallel(st.fuse(st.axis(0), st.axis(1)));
+    return te::lower(sch, {x, out}, name);
+  }
+  te::Tensor x = te::placeholder({n, in_blocks, h, w, block}, te::Float(32), "in");
   te::Tensor out = te::compute(
-      {n, (c + block - 1) / block, h * s, w * s, block},
+      {n, out_blocks, h * s, w * s, block},
       [&](te::Var i, te::Var kb, te::Var y, te::Var xx, te::Var l) {
         const te::Expr offset = (y % s) * s + xx % s;
-        if (whole_blocks) return x(i, offset * (c / block) + kb, y / s, xx / s, l);
         const te::Expr k = kb * block + l;
         te::Expr ch = crd ? k * (s * s) + offset : offset * c + k;
         ch = te::min(ch, te::Expr(cin - 1));  // the padding lanes read in bounds, then are zero
@@ -33,7 +57,6 @@ te::LoweredFunc depth_to_space_blocked(const std::string& name, const std::vecto
       "out");
   te::Schedule sch = te::create_schedule({out});
   te::Stage st = sch[out];
-  if (whole_blocks) st.vectorize(st.axis(4));
   st.parallel(st.fuse(st.axis(0), st.axis(1)));
   return te::lower(sch, {x, out}, name);
 }
