@@ -171,16 +171,19 @@ class Peer {
   FILE* from_ = nullptr;
 };
 
-// The C program that runs the built model of `outputs` outputs: the input from a file, the first
-// output written once (what is compared with ONNX Runtime's), then N runs per line of stdin, each
-// timed with CLOCK_MONOTONIC.
+// The C program that runs the built model of `outputs` outputs: the input from a file, the outputs
+// written once, concatenated in order (what is compared with ONNX Runtime's), then N runs per line
+// of stdin, each timed with CLOCK_MONOTONIC.
 std::string timing_program(const std::string& name, int outputs) {
   std::string more_outputs, more_args;  // the outputs after the first: YOLO's three scales
+  std::string more_writes;              // written after the first, as ort-run.js concatenates them
   for (int k = 1; k < outputs; ++k) {
-    const std::string o = "out" + std::to_string(k);
-    more_outputs += "  float* " + o + " = aligned_alloc(4096, (" + name + "_OUTPUT" +
-                    std::to_string(k) + "_ELEMENTS * 4 + 4095) / 4096 * 4096);\n";
+    const std::string o = "out" + std::to_string(k),
+                      elements = name + "_OUTPUT" + std::to_string(k) + "_ELEMENTS";
+    more_outputs +=
+        "  float* " + o + " = aligned_alloc(4096, (" + elements + " * 4 + 4095) / 4096 * 4096);\n";
     more_args += ", " + o;
+    more_writes += " fwrite(" + o + ", 4, " + elements + ", f);";
   }
   return "#define _POSIX_C_SOURCE 200809L\n#include <stdio.h>\n#include <stdlib.h>\n#include "
          "<time.h>\n#include \"" +
@@ -207,8 +210,8 @@ std::string timing_program(const std::string& name, int outputs) {
          name + "_run(ctx, in, out" + more_args +
          ") != 0) return 7;\n"
          "  f = fopen(argv[2], \"wb\"); fwrite(out, 4, " +
-         name +
-         "_OUTPUT0_ELEMENTS, f); fclose(f);\n"
+         name + "_OUTPUT0_ELEMENTS, f);" + more_writes +
+         " fclose(f);\n"
          "  printf(\"ready\\n\"); fflush(stdout);\n"
          "  int n;\n"
          "  while (scanf(\"%d\", &n) == 1) {\n"

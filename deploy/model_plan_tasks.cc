@@ -52,11 +52,13 @@ Planner::Affine Planner::fused_affine(const frontend::Node& anchor,
                (f.inputs.at(0) == chain || f.inputs.at(1) == chain)) {
       const std::string& other = f.inputs[0] == chain ? f.inputs[1] : f.inputs[0];
       if (constants_.count(other)) {
-        // A per-channel constant (the fuser checked that it broadcasts along the channel axis).
+        // A per-channel constant (the fuser checked that it broadcasts along the channel axis),
+        // or one value for every channel.
         const auto& c = constant(f, other);
-        if (static_cast<int64_t>(c.f32.size()) != channels)
+        const bool one = c.f32.size() == 1;
+        if (!one && static_cast<int64_t>(c.f32.size()) != channels)
           throw unsupported(f, "a bias of another channel count");
-        for (size_t k = 0; k < a.shift.size(); ++k) a.shift[k] += c.f32[k];
+        for (size_t k = 0; k < a.shift.size(); ++k) a.shift[k] += c.f32[one ? 0 : k];
         a.shifted = true;
       } else {
         a.residual = other;

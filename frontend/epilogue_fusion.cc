@@ -71,6 +71,8 @@ bool EpilogueFuser::per_channel(const std::string& tensor, const std::vector<int
                                 size_t axis) const {
   const auto s = g_.shape(tensor);
   if (!constant(tensor) || !s || s->size() > out.size() || axis >= out.size()) return false;
+  // One value (a scalar, [1, 1, 1, 1]) is the same for every channel.
+  if (std::all_of(s->begin(), s->end(), [](int64_t d) { return d == 1; })) return true;
   // Broadcasting aligns the trailing dimensions.
   const size_t lead = out.size() - s->size();
   for (size_t d = 0; d < s->size(); ++d) {
@@ -255,11 +257,14 @@ FusedEpilogue EpilogueFuser::fuse(size_t anchor, bool has_bias, AnchorKind kind)
     cur = g_.nodes[node].outputs.front();
     next = single_consumer(cur);
   };
-  if (next && g_.nodes[*next].op == "BatchNormalization" && g_.nodes[*next].inputs.front() == cur &&
-      g_.nodes[*next].outputs.size() == 1 &&
-      std::all_of(g_.nodes[*next].inputs.begin() + 1, g_.nodes[*next].inputs.end(),
-                  [&](const std::string& t) { return constant(t); })) {
-    // Inference-mode BN is a per-channel scale (folded into the weights) and shift (a bias).
+  // Inference-mode BN is a per-channel scale (folded into the weights) and shift (a bias).
+  const auto batch_norm = [&] {
+    return next && g_.nodes[*next].op == "BatchNormalization" &&
+           g_.nodes[*next].inputs.front() == cur && g_.nodes[*next].outputs.size() == 1 &&
+           std::all_of(g_.nodes[*next].inputs.begin() + 1, g_.nodes[*next].inputs.end(),
+                       [&](const std::string& t) { return constant(t); });
+  };
+  if (batch_norm()) {
     bias = true;
     take(*next);
   }
@@ -271,6 +276,8 @@ FusedEpilogue EpilogueFuser::fuse(size_t anchor, bool has_bias, AnchorKind kind)
     if (per_channel(other, *out_shape, channel_axis)) {
       bias = true;
       take(*next);
+      // A conv's separate bias, then its BN (paddle2onnx's transposed convs): one affine map.
+      if (kind == AnchorKind::kConv && batch_norm()) take(*next);
     }
   }
   if (next && g_.nodes[*next].op == "Add" && g_.nodes[*next].inputs.size() == 2) {

@@ -59,6 +59,12 @@ bool drops_row(const Graph& g, const Node& squeeze);
 // crop the output, a Slice. pass_conv_transpose.cc.
 void conv_transpose_as_conv(Model& model);
 
+// Moves a BatchNormalization of constant parameters and the unary activations (Relu, Clip,
+// Sigmoid, ...) that alone read a DCR DepthToSpace's output above it, onto its input (the BN's
+// parameters repeated per phase): a transposed conv's BN and activation then fuse into its phase
+// conv. pass_hoist_over_depth_to_space.cc.
+void hoist_over_depth_to_space(Model& model);
+
 // Rewrites each float32 ReduceMean or ReduceMax over every spatial axis of [N, C, H, W] or
 // [N, C, L] (keepdims 0 or 1) as GlobalAveragePool or GlobalMaxPool on [N, C, H, W] (a 3-D input
 // read from before its row Squeeze, else through an Unsqueeze), then a Flatten or a Squeeze to the
@@ -74,8 +80,8 @@ std::optional<std::vector<int64_t>> reduce_axes(const Graph& g, const Node& n);
 
 // The clean-up passes in order, `observe` (when set) called after each: rounds of fold_constants,
 // inline_constant_if, remove_identities, remove_dead_nodes and infer_shapes until a round removes
-// no node, then lift_1d_windows, sink_squeezes, reduce_as_global_pool and
-// conv_transpose_as_conv. graph_simplify.cc.
+// no node, then lift_1d_windows, sink_squeezes, reduce_as_global_pool, conv_transpose_as_conv
+// and hoist_over_depth_to_space. graph_simplify.cc.
 void simplify_graph(Model& model, const PassObserver& observe = {});
 
 // read_onnx then simplify_graph: the model as the operator table and a model build read it.

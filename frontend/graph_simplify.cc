@@ -36,6 +36,8 @@ void simplify_graph(Model& model, const PassObserver& observe) {
   after("reduce_as_global_pool");
   conv_transpose_as_conv(model);
   after("conv_transpose_as_conv");
+  hoist_over_depth_to_space(model);
+  after("hoist_over_depth_to_space");
 }
 
 Model load_model(const std::string& path, const std::vector<InputShape>& inputs,

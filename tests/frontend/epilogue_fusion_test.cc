@@ -164,6 +164,24 @@ TEST(EpilogueFusion, ArithmeticHardSwishFuses) {
   EXPECT_EQ(m.unsupported.size(), 4u);  // Add, Clip, Mul, Div
 }
 
+// A conv without a bias, its bias added separately, then a BatchNormalization and a Relu (a
+// transposed conv's phase conv as paddle2onnx's decoders write it): one epilogue.
+TEST(EpilogueFusion, SeparateBiasThenBatchNormFuse) {
+  GraphBuilder b(11);
+  const std::string conv = b.node("Conv", {"x", b.constant("w", {8, 8, 1, 1})}, {1, 8, 6, 6});
+  const std::string biased = b.node("Add", {conv, b.constant("bias", {1, 8, 1, 1})}, {1, 8, 6, 6});
+  const std::string bn = b.node("BatchNormalization",
+                                {biased, b.constant("s", {8}), b.constant("t", {8}),
+                                 b.constant("m", {8}), b.constant("v", {8})},
+                                {1, 8, 6, 6});
+  const ModelTasks m = b.finish(b.node("Relu", {bn}, {1, 8, 6, 6}));
+  ASSERT_EQ(m.tasks.size(), 1u);
+  EXPECT_EQ(m.tasks[0].epilogue, "bias_relu");
+  EXPECT_EQ(m.tasks[0].layers,
+            (std::vector<std::string>{"Conv_0", "Add_1", "BatchNormalization_2", "Relu_3"}));
+  EXPECT_TRUE(m.unsupported.empty());
+}
+
 // Gemm's own bias and a MatMul's bias Add (as exporters write a Linear layer), then an activation.
 TEST(EpilogueFusion, GemmAndMatMulTakeBiasAndActivation) {
   GraphBuilder b(14, {4, 16});

@@ -297,9 +297,11 @@ Tensor conv_transpose_ref(const Tensor& x, const std::vector<int64_t>& xs, const
 Tensor run_rewritten(const Model& m, const Tensor& x) {
   std::map<std::string, Tensor> t{{"x", x}};
   for (const Node& n : m.graph.nodes) {
-    const std::vector<int64_t> in = *m.graph.shape(n.inputs[0]);
+    // The activation operand: the first input, or the last after a constant (an Add's bias).
+    const std::string& x_in = m.constants.count(n.inputs[0]) ? n.inputs.back() : n.inputs[0];
+    const std::vector<int64_t> in = *m.graph.shape(x_in);
     const std::vector<int64_t> out = *m.graph.shape(n.outputs[0]);
-    const Tensor& a = t.at(n.inputs[0]);
+    const Tensor& a = t.at(x_in);
     Tensor o(static_cast<size_t>(out[0] * out[1] * out[2] * out[3]), NAN);
     if (n.op == "Conv") {
       const ConstantValue& w = m.constants.at(n.inputs[1]);
@@ -331,6 +333,27 @@ Tensor run_rewritten(const Model& m, const Tensor& x) {
             o[static_cast<size_t>((k * out[2] + i * s + phase / s) * out[3] + j * s + phase % s)] =
                 a[static_cast<size_t>((c * in[2] + i) * in[3] + j)];
           }
+    } else if (n.op == "BatchNormalization") {
+      const auto param = [&](size_t k, int64_t c) {
+        return m.constants.at(n.inputs[k]).f32.at(static_cast<size_t>(c));
+      };
+      const int64_t plane = out[2] * out[3];
+      for (int64_t c = 0; c < out[1]; ++c)
+        for (int64_t i = 0; i < plane; ++i)
+          o[static_cast<size_t>(c * plane + i)] =
+              param(1, c) * (a[static_cast<size_t>(c * plane + i)] - param(3, c)) /
+                  std::sqrt(param(4, c) + 1e-5f) +
+              param(2, c);
+    } else if (n.op == "Add") {
+      // A per-channel constant first, then the activation.
+      const std::vector<float>& shift = m.constants.at(n.inputs[0]).f32;
+      const int64_t plane = out[2] * out[3];
+      for (int64_t c = 0; c < out[1]; ++c)
+        for (int64_t i = 0; i < plane; ++i)
+          o[static_cast<size_t>(c * plane + i)] =
+              a[static_cast<size_t>(c * plane + i)] + shift[static_cast<size_t>(c)];
+    } else if (n.op == "Relu") {
+      for (size_t i = 0; i < o.size(); ++i) o[i] = std::max(a[i], 0.0f);
     } else {
       EXPECT_EQ(n.op, "Slice");
       const std::vector<int64_t> starts = m.constants.at(n.inputs[1]).i64;
@@ -390,6 +413,57 @@ TEST(ConvTransposeAsConv, EveryPhaseAndCropMatchesTheTransposedConv) {
     const Tensor got = run_rewritten(m, x);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << i;
+  }
+}
+
+// A decoder's ConvTranspose -> BatchNormalization -> Relu: both move above the DepthToSpace, the
+// BN's parameters repeated per phase, and the rewritten graph computes the same values. A BN whose
+// input another node reads too stays below it.
+TEST(HoistOverDepthToSpace, TransposedConvsBatchNormAndReluMoveOntoThePhaseConv) {
+  for (const bool shared : {false, true}) {
+    const std::vector<int64_t> xs = {1, 3, 4, 5}, ys = {1, 2, 8, 10};
+    Model m;
+    m.graph.opset = 13;
+    m.graph.inputs = {"x"};
+    m.graph.outputs = shared ? std::vector<std::string>{"y", "t"} : std::vector<std::string>{"y"};
+    for (const char* t : {"x", "t", "b", "y"}) m.graph.types[t] = "float32";
+    m.graph.shapes["x"] = xs;
+    m.graph.shapes["t"] = m.graph.shapes["b"] = m.graph.shapes["y"] = ys;
+    ConstantValue w{{3, 2, 2, 2}, {}, {}};
+    for (int64_t i = 0; i < 24; ++i) w.f32.push_back(static_cast<float>((i * 37 % 23) - 11) / 8.0f);
+    constant(m, "w", std::move(w), "float32");
+    constant(m, "scale", ConstantValue{{2}, {1.5f, -0.5f}, {}}, "float32");
+    constant(m, "bias", ConstantValue{{2}, {0.25f, -1.0f}, {}}, "float32");
+    constant(m, "mean", ConstantValue{{2}, {0.5f, -0.125f}, {}}, "float32");
+    constant(m, "var", ConstantValue{{2}, {2.0f, 0.75f}, {}}, "float32");
+    constant(m, "shift", ConstantValue{{1, 2, 1, 1}, {-0.75f, 0.5f}, {}}, "float32");
+    m.graph.shapes["a"] = ys;
+    m.graph.types["a"] = "float32";
+    m.graph.nodes = {node("ConvTranspose", {"x", "w"}, {"t"}, {{"strides", ints({2, 2})}}),
+                     node("Add", {"shift", "t"}, {"a"}),
+                     node("BatchNormalization", {"a", "scale", "bias", "mean", "var"}, {"b"}),
+                     node("Relu", {"b"}, {"y"})};
+    Tensor x;
+    for (int64_t i = 0; i < 60; ++i) x.push_back(static_cast<float>((i * 13 % 17) - 8) / 4.0f);
+    Model before = m;
+    conv_transpose_as_conv(before);
+    const Tensor want = run_rewritten(before, x);
+    conv_transpose_as_conv(m);
+    hoist_over_depth_to_space(m);
+    if (shared) {
+      EXPECT_EQ(ops(m), ops(before));
+      continue;
+    }
+    EXPECT_EQ(ops(m), (std::vector<std::string>{"Conv", "Add", "BatchNormalization", "Relu",
+                                                "DepthToSpace"}));
+    EXPECT_EQ(m.graph.nodes[1].inputs[1], m.graph.nodes[0].outputs[0]);
+    EXPECT_EQ(m.constants.at(m.graph.nodes[1].inputs[0]).shape, (std::vector<int64_t>{1, 8, 1, 1}));
+    EXPECT_EQ(m.constants.at(m.graph.nodes[2].inputs[1]).f32,
+              (std::vector<float>{1.5f, -0.5f, 1.5f, -0.5f, 1.5f, -0.5f, 1.5f, -0.5f}));
+    EXPECT_EQ(m.graph.nodes[4].outputs[0], "y");
+    const Tensor got = run_rewritten(m, x);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
   }
 }
 
@@ -524,10 +598,11 @@ TEST(SimplifyGraph, ObserverSeesEveryPassInOrder) {
   std::vector<std::string> passes;
   simplify_graph(m, [&](const std::string& pass, const Model&) { passes.push_back(pass); });
   // One round (it removes nothing), then the rewrites.
-  EXPECT_EQ(passes, (std::vector<std::string>{"read", "fold_constants", "inline_constant_if",
-                                              "remove_identities", "remove_dead_nodes",
-                                              "infer_shapes", "lift_1d_windows", "sink_squeezes",
-                                              "reduce_as_global_pool", "conv_transpose_as_conv"}));
+  EXPECT_EQ(passes,
+            (std::vector<std::string>{"read", "fold_constants", "inline_constant_if",
+                                      "remove_identities", "remove_dead_nodes", "infer_shapes",
+                                      "lift_1d_windows", "sink_squeezes", "reduce_as_global_pool",
+                                      "conv_transpose_as_conv", "hoist_over_depth_to_space"}));
   const std::string text = graph_text(m);
   // infer_shapes gave the output, declared without a shape, its shape.
   EXPECT_NE(text.find("out_node: Relu(x [2x8x4x4]) -> out [2x8x4x4]"), std::string::npos) << text;
