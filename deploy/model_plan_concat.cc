@@ -14,8 +14,6 @@
 namespace ktune::deploy {
 namespace {
 
-constexpr int64_t kAlign = 64;  // every kernel argument is 64-byte aligned (codegen/model_driver)
-
 // Bytes per unit of `axis` of a tensor of `shape` in layout `block` when a range of that axis is
 // one contiguous range of bytes, else 0: in ONNX's layout, when the dimensions before `axis` are
 // all 1; in the channel-blocked layout, the channel axis of one image (a unit is one channel of a
@@ -60,7 +58,8 @@ bool Planner::plan_concat_in_place(const frontend::Node& n) {
   for (const std::string& p : parts)
     if (dtype_of(p) != dtype) return false;
   // The parts' starts along the axis in `block`, and the bytes per unit; unit 0 when the parts
-  // are not contiguous slices there, or a start would break the 64-byte alignment, or a blocked
+  // are not contiguous slices there, or a start would break the 64-byte alignment of kernel
+  // arguments (codegen/model_driver), or a blocked
   // part other than the last does not fill whole blocks (its padding lanes would be the next
   // part's channels).
   std::vector<int64_t> starts;
