@@ -43,8 +43,8 @@ void hoist_over_depth_to_space(Model& model) {
                     model.constants.count(n.inputs[1]) && model.constants.count(n.inputs[2]) &&
                     model.constants.count(n.inputs[3]) && model.constants.count(n.inputs[4]);
     const bool unary = kUnary.count(n.op) > 0;
-    const bool binary = kBinary.count(n.op) && n.inputs.size() == 2 &&
-                        model.constants.count(n.inputs[1 - pos]);
+    const bool binary =
+        kBinary.count(n.op) && n.inputs.size() == 2 && model.constants.count(n.inputs[1 - pos]);
     if (s == shuffle_of.end() || !n.domain.empty() || n.outputs.size() != 1 || readers[in] != 1 ||
         !(bn || unary || binary)) {
       if (is_dcr_shuffle(n)) shuffle_of[n.outputs[0]] = nodes.size();
