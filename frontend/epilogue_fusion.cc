@@ -236,6 +236,7 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::activation(
     if (!n.domain.empty() || n.inputs.empty() || n.inputs[0] != tensor) return std::nullopt;
     if (n.op == "Relu") return Activation{"relu", {}, {*next}};
     if (n.op == "HardSwish") return Activation{"hardswish", {}, {*next}};
+    if (n.op == "Sigmoid") return Activation{"sigmoid", {}, {*next}};
     if (n.op == "Clip") return clip(*next);
     return std::nullopt;
   }

@@ -17,10 +17,10 @@ constexpr const char* kNone = "none";
 // Activation names, in the order the choices list them.
 const std::vector<std::pair<Activation, std::string>>& activation_names() {
   static const std::vector<std::pair<Activation, std::string>> names = {
-      {Activation::kRelu, "relu"},       {Activation::kRelu6, "relu6"},
-      {Activation::kClip, "clip"},       {Activation::kHardSwish, "hardswish"},
-      {Activation::kSilu, "silu"},       {Activation::kGelu, "gelu"},
-      {Activation::kGeluErf, "gelu_erf"}};
+      {Activation::kRelu, "relu"},        {Activation::kRelu6, "relu6"},
+      {Activation::kClip, "clip"},        {Activation::kHardSwish, "hardswish"},
+      {Activation::kSilu, "silu"},        {Activation::kGelu, "gelu"},
+      {Activation::kGeluErf, "gelu_erf"}, {Activation::kSigmoid, "sigmoid"}};
   return names;
 }
 
@@ -96,6 +96,9 @@ double Epilogue::flop() const {
     case Activation::kGeluErf:
       f += 20;
       break;
+    case Activation::kSigmoid:
+      f += 3;
+      break;
   }
   return f;
 }
@@ -129,6 +132,8 @@ te::Expr Epilogue::apply(te::Expr v, const te::Expr& bias_value, const te::Expr&
     }
     case Activation::kGeluErf:
       return c(0.5) * v * (c(1.0) + erf_expr(v * c(0.7071067811865476), dt));
+    case Activation::kSigmoid:
+      return te::sigmoid(v);
   }
   return v;
 }
@@ -159,7 +164,7 @@ Epilogue parse_epilogue(const std::string& name) {
     if (e.activation == Activation::kNone)
       invalid("epilogue '" + name +
               "': steps are bias, add, then one of relu, relu6, clip, hardswish, silu, gelu, "
-              "gelu_erf, joined by '_'");
+              "gelu_erf, sigmoid, joined by '_'");
   }
   if (e.empty()) invalid("epilogue '" + name + "' has no step");
   return e;
@@ -186,7 +191,7 @@ std::vector<ArgSpec> epilogue_args(const EpilogueOffer& offer) {
       "fused after the reduction, steps joined by '_': bias (" + offer.bias_doc + "), add (" +
       offer.residual_doc +
       "), then one of relu, relu6, clip (clip_min..clip_max), hardswish, silu, gelu (tanh form), "
-      "gelu_erf" +
+      "gelu_erf, sigmoid" +
       (offer.none ? "; or none" : "");
   return {{.name = "epilogue",
            .type = ArgSpec::Type::kString,

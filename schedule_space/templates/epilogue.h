@@ -22,12 +22,13 @@ enum class Activation {
   kSilu,       // x * sigmoid(x)
   kGelu,       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
   kGeluErf,    // 0.5 x (1 + erf(x / sqrt(2)))
+  kSigmoid,    // 1 / (1 + exp(-x))
 };
 
 // An epilogue: v = reduction; v += bias (per output channel); v += residual (a tensor shaped like
 // the output); v = activation(v). Its name lists the steps joined by '_' in that order ("none"
-// when there is none): bias, add (the residual), then relu, relu6, clip, hardswish, silu, gelu or
-// gelu_erf, e.g. "bias_add_relu". Value type.
+// when there is none): bias, add (the residual), then relu, relu6, clip, hardswish, silu, gelu,
+// gelu_erf or sigmoid, e.g. "bias_add_relu". Value type.
 struct Epilogue {
   bool bias = false;
   bool residual = false;

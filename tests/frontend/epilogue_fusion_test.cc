@@ -164,6 +164,16 @@ TEST(EpilogueFusion, ArithmeticHardSwishFuses) {
   EXPECT_EQ(m.unsupported.size(), 4u);  // Add, Clip, Mul, Div
 }
 
+// A Sigmoid that alone reads a conv's output (a squeeze-excite gate, a detector's score map) is
+// its epilogue's activation.
+TEST(EpilogueFusion, SigmoidAfterAConvFuses) {
+  GraphBuilder b(13);
+  const ModelTasks m = b.finish(b.node("Sigmoid", {b.conv("x")}, {1, 8, 6, 6}));
+  ASSERT_EQ(m.tasks.size(), 1u);
+  EXPECT_EQ(m.tasks[0].epilogue, "bias_sigmoid");
+  EXPECT_TRUE(m.unsupported.empty());
+}
+
 // A conv without a bias, its bias added separately, then a BatchNormalization and a Relu (a
 // transposed conv's phase conv as paddle2onnx's decoders write it): one epilogue.
 TEST(EpilogueFusion, SeparateBiasThenBatchNormFuse) {
@@ -196,11 +206,10 @@ TEST(EpilogueFusion, GemmAndMatMulTakeBiasAndActivation) {
   EXPECT_EQ(m.tasks[0].key(),
             "matmul(M=4,N=32,K=16,layout=nt,dtype=float32,epilogue=bias_hardswish)");
   EXPECT_EQ(m.tasks[0].status, TaskStatus::kOk);
-  EXPECT_EQ(m.tasks[1].key(), "matmul(M=4,N=8,K=32,layout=nn,dtype=float32,epilogue=bias)");
+  EXPECT_EQ(m.tasks[1].key(), "matmul(M=4,N=8,K=32,layout=nn,dtype=float32,epilogue=bias_sigmoid)");
   EXPECT_EQ(m.tasks[1].status, TaskStatus::kOk);
-  EXPECT_EQ(m.tasks[1].layers.size(), 2u);  // MatMul, Add
-  ASSERT_EQ(m.unsupported.size(), 1u);
-  EXPECT_EQ(m.unsupported[0].op, "Sigmoid");  // a sigmoid alone is no epilogue step
+  EXPECT_EQ(m.tasks[1].layers.size(), 3u);  // MatMul, Add, Sigmoid
+  EXPECT_TRUE(m.unsupported.empty());
 }
 
 }  // namespace

@@ -60,8 +60,8 @@ TEST(Epilogue, NamesParseBackAndKeepTheirMeaning) {
     EXPECT_EQ(templates::parse_epilogue(name).name(), name);
   // 4 prefixes (none, bias, add, bias_add) x 8 activations (none included), less the empty one, and
   // "none".
-  EXPECT_EQ(templates::epilogue_choices({}).size(), 32u);
-  EXPECT_EQ(templates::epilogue_choices({.none = false}).size(), 16u);
+  EXPECT_EQ(templates::epilogue_choices({}).size(), 36u);
+  EXPECT_EQ(templates::epilogue_choices({.none = false}).size(), 18u);
   const Epilogue br = templates::parse_epilogue("bias_relu");
   EXPECT_TRUE(br.bias && !br.residual && br.activation == Activation::kRelu);
   const Epilogue bar = templates::parse_epilogue("bias_add_relu");
@@ -171,7 +171,8 @@ const std::vector<EpilogueCase>& epilogue_cases() {
                                                   {"bias_silu", "", ""},
                                                   {"bias_gelu", "", ""},
                                                   {"bias_gelu_erf", "", ""},
-                                                  {"add_silu", "", ""}};
+                                                  {"add_silu", "", ""},
+                                                  {"bias_sigmoid", "", ""}};
   return cases;
 }
 
@@ -212,6 +213,7 @@ double activate(const Steps& s, double v) {
     return 0.5 * v *
            (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
   if (a == "gelu_erf") return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+  if (a == "sigmoid") return 1.0 / (1.0 + std::exp(-v));
   ADD_FAILURE() << "unknown activation " << a;
   return kNan;
 }
