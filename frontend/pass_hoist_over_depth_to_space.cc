@@ -14,10 +14,6 @@ namespace ktune::frontend {
 namespace {
 
 const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div"};
-const std::set<std::string> kUnary = {"Relu",        "LeakyRelu", "Sigmoid", "Tanh",
-                                      "HardSigmoid", "HardSwish", "Elu",     "Selu",
-                                      "Softplus",    "Clip",      "Abs",     "Neg"};
-
 bool is_dcr_shuffle(const Node& n) {
   return n.op == "DepthToSpace" && n.domain.empty() && n.text_or("mode", "DCR") == "DCR" &&
          n.outputs.size() == 1;
@@ -42,7 +38,7 @@ void hoist_over_depth_to_space(Model& model) {
     const bool bn = n.op == "BatchNormalization" && n.inputs.size() == 5 &&
                     model.constants.count(n.inputs[1]) && model.constants.count(n.inputs[2]) &&
                     model.constants.count(n.inputs[3]) && model.constants.count(n.inputs[4]);
-    const bool unary = kUnary.count(n.op) > 0;
+    const bool unary = unary_elementwise(n.op);
     const bool binary =
         kBinary.count(n.op) && n.inputs.size() == 2 && model.constants.count(n.inputs[1 - pos]);
     if (s == shuffle_of.end() || !n.domain.empty() || n.outputs.size() != 1 || readers[in] != 1 ||
