@@ -155,14 +155,9 @@ void Planner::plan_conv_blocked(const frontend::GeneratedConv& gc) {
   // Adds make the bias; the activation is the fuser's.
   const std::string bias_name = conv.inputs.size() > 2 ? conv.inputs[2] : "";
   const Affine affine = fused_affine(conv, gc.epilogue.nodes, c.k, bias_name);
-  if (!gc.epilogue.steps.empty())
-    c.epilogue = schedule_space::templates::parse_epilogue(gc.epilogue.steps);
+  c.epilogue = schedule_space::templates::epilogue_of(gc.epilogue.steps, gc.epilogue.args);
   c.epilogue.bias = affine.shifted;
   c.epilogue.residual = !affine.residual.empty();
-  if (auto lo = gc.epilogue.args.find("clip_min"); lo != gc.epilogue.args.end())
-    c.epilogue.clip_min = std::stod(lo->second);
-  if (auto hi = gc.epilogue.args.find("clip_max"); hi != gc.epilogue.args.end())
-    c.epilogue.clip_max = std::stod(hi->second);
 
   PlanStep s;
   s.layer = conv.name;

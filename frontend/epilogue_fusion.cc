@@ -238,6 +238,22 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::activation(
     if (n.op == "HardSwish") return Activation{"hardswish", {}, {*next}};
     if (n.op == "Sigmoid") return Activation{"sigmoid", {}, {*next}};
     if (n.op == "Clip") return clip(*next);
+    // The parameters ONNX's defaults leave out of the workload key.
+    auto param = [&](Activation& a, const char* arg, const char* attribute, double onnx_default) {
+      const std::string text = bound_text(n.float_or(attribute, onnx_default));
+      if (text != bound_text(onnx_default)) a.args[arg] = text;
+    };
+    if (n.op == "LeakyRelu") {
+      Activation a{"leaky_relu", {}, {*next}};
+      param(a, "leaky_alpha", "alpha", 0.01);
+      return a;
+    }
+    if (n.op == "HardSigmoid") {
+      Activation a{"hardsigmoid", {}, {*next}};
+      param(a, "hardsigmoid_alpha", "alpha", 0.2);
+      param(a, "hardsigmoid_beta", "beta", 0.5);
+      return a;
+    }
     return std::nullopt;
   }
   if (auto g = gelu_erf(tensor)) return g;

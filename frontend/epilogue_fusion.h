@@ -16,10 +16,12 @@ namespace ktune::frontend {
 // What follows an anchor node in one fused kernel.
 struct FusedEpilogue {
   // "" or the steps joined by '_', as schedule_space's epilogue argument names them: bias, add
-  // (a residual), then relu, relu6, clip, hardswish, silu or gelu_erf.
+  // (a residual), then relu, relu6, clip, hardswish, silu, gelu_erf, sigmoid, leaky_relu or
+  // hardsigmoid.
   std::string steps;
-  std::map<std::string, std::string>
-      args;                   // clip_min / clip_max of a clip step (finite bounds only)
+  // The activation's parameters that differ from ONNX's defaults: clip_min / clip_max (finite
+  // bounds only), leaky_alpha, hardsigmoid_alpha, hardsigmoid_beta.
+  std::map<std::string, std::string> args;
   std::vector<size_t> nodes;  // the fused nodes, in the order they follow the anchor
 };
 
@@ -39,10 +41,11 @@ class EpilogueFuser {
   // bias, its scale folds into the weights), an Add of a per-channel constant (a bias, when the
   // anchor has none yet), an Add of an independent tensor shaped like the output (the residual),
   // then one activation: Relu, Clip (bounds constant: initializers or Constant nodes from opset
-  // 11, attributes before; [0, 6] is relu6), HardSwish, x * HardSigmoid(x) with ONNX's
-  // HardSwish constants, x * Sigmoid(x) (silu), 0.5 x (1 + Erf(x / sqrt(2))) in the five nodes
-  // exporters write (gelu_erf). Each matched node must be the only reader of the
-  // tensor before it (x and Sigmoid(x) both read x in silu). Marks the matched nodes fused.
+  // 11, attributes before; [0, 6] is relu6), HardSwish, Sigmoid, LeakyRelu, HardSigmoid,
+  // x * HardSigmoid(x) with ONNX's HardSwish constants, x * Sigmoid(x) (silu), 0.5 x (1 + Erf(x /
+  // sqrt(2))) in the five nodes exporters write (gelu_erf). Each matched node must be the only
+  // reader of the tensor before it (x and Sigmoid(x) both read x in silu). Marks the matched nodes
+  // fused.
   FusedEpilogue fuse(size_t anchor, bool has_bias, AnchorKind kind);
 
   bool fused(size_t node) const { return fused_[node]; }

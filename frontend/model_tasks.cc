@@ -10,6 +10,7 @@
 
 #include "frontend/epilogue_fusion.h"
 #include "schedule_space/template_registry.h"
+#include "schedule_space/templates/epilogue.h"
 #include "support/error.h"
 
 namespace ktune::frontend {
@@ -623,7 +624,8 @@ void resolve(ModelTask& t, const schedule_space::TargetTraits& target) {
     }
   };
   Args bare = t.args;
-  for (const char* k : {"epilogue", "clip_min", "clip_max"}) bare.erase(k);
+  bare.erase("epilogue");
+  for (const std::string& k : schedule_space::templates::activation_arg_names()) bare.erase(k);
   if ((t.tunable = attempt(t.template_name, t.args))) {
     t.status = TaskStatus::kOk;
   } else if (!t.epilogue.empty() && (t.tunable = attempt(t.template_name, bare))) {
@@ -658,7 +660,9 @@ std::string ModelTask::key() const {
   // argument, then dtype and epilogue last: the same key whatever order a template declares them
   // in.
   std::string text = template_name + "(";
-  std::set<std::string> done = {"dtype", "epilogue", "clip_min", "clip_max"};
+  const std::vector<std::string>& params = schedule_space::templates::activation_arg_names();
+  std::set<std::string> done = {"dtype", "epilogue"};
+  done.insert(params.begin(), params.end());
   bool first = true;
   auto add = [&](const std::string& k) {
     auto it = args.find(k);
@@ -674,8 +678,7 @@ std::string ModelTask::key() const {
     if (!done.count(k)) add(k);
   add("dtype");
   add("epilogue");
-  add("clip_min");
-  add("clip_max");
+  for (const std::string& k : params) add(k);
   return text + ")";
 }
 

@@ -32,11 +32,11 @@ std::string to_string(TaskStatus status);
 // One distinct workload of the model.
 struct ModelTask {
   std::string template_name;  // what it should use: conv2d_nchwc, depthwise_conv2d_nchwc, ...
-  // What the model fixes: shape, dtype, "epilogue" when one is fused, and the bounds of a clip
-  // step ("clip_min", "clip_max", when finite).
+  // What the model fixes: shape, dtype, "epilogue" when one is fused, and its activation's
+  // parameters that differ from ONNX's defaults ("clip_min", "leaky_alpha", ...).
   std::map<std::string, std::string> args;
-  // "" or steps joined by '_': bias, add (residual), then relu, relu6, clip, hardswish, silu or
-  // gelu_erf, e.g. bias_add_relu.
+  // "" or steps joined by '_': bias, add (residual), then an activation (relu, relu6, clip,
+  // hardswish, silu, gelu_erf, sigmoid, leaky_relu, hardsigmoid), e.g. bias_add_relu.
   std::string epilogue;
   int64_t count = 0;  // occurrences in the model
   double flop = 0;    // of one occurrence (the operator; the epilogue is not counted)
@@ -134,20 +134,20 @@ struct ModelTasks {
 // dense_bias_relu for Gemm + bias + Relu), MaxPool / AveragePool / GlobalAveragePool
 // (max_pool2d / avg_pool2d). What follows a conv or matmul is fused as its epilogue (see
 // EpilogueFuser::fuse): BatchNormalization folded into a bias, a bias Add, a residual Add, and
-// Relu, Clip (relu6 or bounds), HardSwish, HardSigmoid-Mul or Sigmoid-Mul (silu), the Erf form of
-// GELU (gelu_erf). In a quantized model, DequantizeLinear -> Conv | Gemm | MatMul [-> Relu] ->
-// QuantizeLinear, and QLinearConv and QLinearMatMul (QuantizedOp), are one conv2d_nchwc_u8s8s32
-// (input channels padded to a multiple of 4), depthwise_conv2d_nchwc_u8s8s32 or matmul_u8s8s32
-// task with its requantize epilogue; a Conv, Gemm or MatMul with dequantized inputs that does not
-// take that form runs in float32 and its note says why (a QLinearConv or QLinearMatMul that does
-// not is an UnsupportedOp with the reason). DQ + DQ -> Add [-> Relu] -> Q of uint8 tensors
-// (QuantizedAdd) is an UnsupportedOp "Add" generated as "quantized_add" (com.microsoft QLinearAdd
-// too), DQ -> MaxPool -> Q of one scale (QuantizedMaxPool) a "MaxPool" generated as "max_pool_u8",
-// DQ -> GlobalAveragePool [-> Flatten | Reshape] -> Q and com.microsoft QLinearGlobalAveragePool
-// (QuantizedGlobalAveragePool) a "GlobalAveragePool" or "QLinearGlobalAveragePool" generated as
-// "global_average_pool_u8" (the view a rename of its output); other QuantizeLinear and
-// DequantizeLinear nodes are generated kernels ("quantize", "dequantize"; a DequantizeLinear of a
-// constant is folded at build time: "folded").
+// Relu, Clip (relu6 or bounds), HardSwish, Sigmoid, LeakyRelu, HardSigmoid, HardSigmoid-Mul or
+// Sigmoid-Mul (silu), the Erf form of GELU (gelu_erf). In a quantized model, DequantizeLinear ->
+// Conv | Gemm | MatMul [-> Relu] -> QuantizeLinear, and QLinearConv and QLinearMatMul
+// (QuantizedOp), are one conv2d_nchwc_u8s8s32 (input channels padded to a multiple of 4),
+// depthwise_conv2d_nchwc_u8s8s32 or matmul_u8s8s32 task with its requantize epilogue; a Conv, Gemm
+// or MatMul with dequantized inputs that does not take that form runs in float32 and its note says
+// why (a QLinearConv or QLinearMatMul that does not is an UnsupportedOp with the reason). DQ + DQ
+// -> Add [-> Relu] -> Q of uint8 tensors (QuantizedAdd) is an UnsupportedOp "Add" generated as
+// "quantized_add" (com.microsoft QLinearAdd too), DQ -> MaxPool -> Q of one scale
+// (QuantizedMaxPool) a "MaxPool" generated as "max_pool_u8", DQ -> GlobalAveragePool [-> Flatten |
+// Reshape] -> Q and com.microsoft QLinearGlobalAveragePool (QuantizedGlobalAveragePool) a
+// "GlobalAveragePool" or "QLinearGlobalAveragePool" generated as "global_average_pool_u8" (the view
+// a rename of its output); other QuantizeLinear and DequantizeLinear nodes are generated kernels
+// ("quantize", "dequantize"; a DequantizeLinear of a constant is folded at build time: "folded").
 // Identical workloads are merged with a count. Every other node is an
 // UnsupportedOp (a LayerNormGroup is one, "LayerNorm"), with the generated kernel a model build
 // computes it with, if any: nothing is dropped. Each task is tried with Task::create (typed errors

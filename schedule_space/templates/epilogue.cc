@@ -17,11 +17,53 @@ constexpr const char* kNone = "none";
 // Activation names, in the order the choices list them.
 const std::vector<std::pair<Activation, std::string>>& activation_names() {
   static const std::vector<std::pair<Activation, std::string>> names = {
-      {Activation::kRelu, "relu"},        {Activation::kRelu6, "relu6"},
-      {Activation::kClip, "clip"},        {Activation::kHardSwish, "hardswish"},
-      {Activation::kSilu, "silu"},        {Activation::kGelu, "gelu"},
-      {Activation::kGeluErf, "gelu_erf"}, {Activation::kSigmoid, "sigmoid"}};
+      {Activation::kRelu, "relu"},
+      {Activation::kRelu6, "relu6"},
+      {Activation::kClip, "clip"},
+      {Activation::kHardSwish, "hardswish"},
+      {Activation::kSilu, "silu"},
+      {Activation::kGelu, "gelu"},
+      {Activation::kGeluErf, "gelu_erf"},
+      {Activation::kSigmoid, "sigmoid"},
+      {Activation::kLeakyRelu, "leaky_relu"},
+      {Activation::kHardSigmoid, "hardsigmoid"}};
   return names;
+}
+
+// The activations' parameters: the argument that sets each, and where Epilogue keeps it (its
+// default there is the argument's).
+struct Param {
+  Activation activation;
+  std::string name;
+  double Epilogue::*field;
+  std::string doc;
+};
+
+const std::vector<Param>& params() {
+  static const std::vector<Param> all = {
+      {Activation::kClip, "clip_min", &Epilogue::clip_min,
+       "lower bound of the clip step (a number, -inf: none)"},
+      {Activation::kClip, "clip_max", &Epilogue::clip_max,
+       "upper bound of the clip step (a number, inf: none)"},
+      {Activation::kLeakyRelu, "leaky_alpha", &Epilogue::leaky_alpha,
+       "slope of the leaky_relu step below 0"},
+      {Activation::kHardSigmoid, "hardsigmoid_alpha", &Epilogue::hardsigmoid_alpha,
+       "slope of the hardsigmoid step"},
+      {Activation::kHardSigmoid, "hardsigmoid_beta", &Epilogue::hardsigmoid_beta,
+       "value of the hardsigmoid step at 0"}};
+  return all;
+}
+
+std::string name_of(Activation activation) {
+  for (const auto& [a, n] : activation_names())
+    if (a == activation) return n;
+  return kNone;
+}
+
+std::string activation_list() {
+  std::string text;
+  for (const auto& [a, n] : activation_names()) text += (text.empty() ? "" : ", ") + n;
+  return text;
 }
 
 [[noreturn]] void invalid(const std::string& message) {
@@ -37,11 +79,21 @@ std::optional<double> parse_bound(const std::string& text) {
   return v;
 }
 
-std::string bound_text(double v) {
+std::string number_text(double v) {
   char buf[64];
   auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
-  if (ec != std::errc()) invalid("clip bound cannot be printed");
+  if (ec != std::errc()) invalid("an activation parameter cannot be printed");
   return std::string(buf, ptr);
+}
+
+// A parameter's value from its text; throws naming the argument when it is not a number (only
+// clip's bounds may be infinite: no bound).
+double param_value(const Param& p, const std::string& text) {
+  const auto v = parse_bound(text);
+  if (!v || (p.activation != Activation::kClip && !std::isfinite(*v)))
+    invalid("argument " + p.name + "=" + text + " is not a" +
+            (p.activation == Activation::kClip ? "" : " finite") + " number");
+  return *v;
 }
 
 }  // namespace
@@ -65,8 +117,7 @@ std::string Epilogue::name() const {
   std::vector<std::string> steps;
   if (bias) steps.push_back("bias");
   if (residual) steps.push_back("add");
-  for (const auto& [a, n] : activation_names())
-    if (a == activation) steps.push_back(n);
+  if (activation != Activation::kNone) steps.push_back(name_of(activation));
   std::string text;
   for (const auto& s : steps) text += (text.empty() ? "" : "_") + s;
   return text;
@@ -98,6 +149,12 @@ double Epilogue::flop() const {
       break;
     case Activation::kSigmoid:
       f += 3;
+      break;
+    case Activation::kLeakyRelu:
+      f += 2;
+      break;
+    case Activation::kHardSigmoid:
+      f += 4;
       break;
   }
   return f;
@@ -134,6 +191,10 @@ te::Expr Epilogue::apply(te::Expr v, const te::Expr& bias_value, const te::Expr&
       return c(0.5) * v * (c(1.0) + erf_expr(v * c(0.7071067811865476), dt));
     case Activation::kSigmoid:
       return te::sigmoid(v);
+    case Activation::kLeakyRelu:
+      return te::select(v < c(0.0), v * c(leaky_alpha), v);
+    case Activation::kHardSigmoid:
+      return te::min(te::max(v * c(hardsigmoid_alpha) + c(hardsigmoid_beta), c(0.0)), c(1.0));
   }
   return v;
 }
@@ -162,9 +223,8 @@ Epilogue parse_epilogue(const std::string& name) {
     for (const auto& [a, n] : activation_names())
       if (rest == n) e.activation = a;
     if (e.activation == Activation::kNone)
-      invalid("epilogue '" + name +
-              "': steps are bias, add, then one of relu, relu6, clip, hardswish, silu, gelu, "
-              "gelu_erf, sigmoid, joined by '_'");
+      invalid("epilogue '" + name + "': steps are bias, add, then one of " + activation_list() +
+              ", joined by '_'");
   }
   if (e.empty()) invalid("epilogue '" + name + "' has no step");
   return e;
@@ -189,59 +249,74 @@ std::vector<std::string> epilogue_choices(const EpilogueOffer& offer) {
 std::vector<ArgSpec> epilogue_args(const EpilogueOffer& offer) {
   const std::string doc =
       "fused after the reduction, steps joined by '_': bias (" + offer.bias_doc + "), add (" +
-      offer.residual_doc +
-      "), then one of relu, relu6, clip (clip_min..clip_max), hardswish, silu, gelu (tanh form), "
-      "gelu_erf, sigmoid" +
+      offer.residual_doc + "), then one of " + activation_list() +
+      " (clip: clip_min..clip_max; gelu: the tanh form; leaky_relu: leaky_alpha; hardsigmoid: "
+      "hardsigmoid_alpha, hardsigmoid_beta)" +
       (offer.none ? "; or none" : "");
-  return {{.name = "epilogue",
-           .type = ArgSpec::Type::kString,
-           .default_value = offer.default_value,
-           .doc = doc,
-           .choices = epilogue_choices(offer),
-           .key_omits_default = true},
-          {.name = "clip_min",
-           .type = ArgSpec::Type::kString,
-           .default_value = "-inf",
-           .doc = "lower bound of the clip step (a number, -inf: none)",
-           .key_omits_default = true},
-          {.name = "clip_max",
-           .type = ArgSpec::Type::kString,
-           .default_value = "inf",
-           .doc = "upper bound of the clip step (a number, inf: none)",
-           .key_omits_default = true}};
+  std::vector<ArgSpec> args = {{.name = "epilogue",
+                                .type = ArgSpec::Type::kString,
+                                .default_value = offer.default_value,
+                                .doc = doc,
+                                .choices = epilogue_choices(offer),
+                                .key_omits_default = true}};
+  const Epilogue defaults;
+  for (const Param& p : params())
+    args.push_back({.name = p.name,
+                    .type = ArgSpec::Type::kString,
+                    .default_value = number_text(defaults.*p.field),
+                    .doc = p.doc,
+                    .key_omits_default = true});
+  return args;
 }
 
-Epilogue epilogue_of(const WorkloadArgs& a) {
-  Epilogue e = parse_epilogue(a.get("epilogue"));
-  if (e.activation == Activation::kClip) {
-    const auto lo = parse_bound(a.get("clip_min")), hi = parse_bound(a.get("clip_max"));
-    if (!lo || !hi) invalid("clip_min and clip_max must be numbers");
-    e.clip_min = *lo;
-    e.clip_max = *hi;
-  }
+const std::vector<std::string>& activation_arg_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const Param& p : params()) out.push_back(p.name);
+    return out;
+  }();
+  return names;
+}
+
+Epilogue epilogue_of(const std::string& steps, const std::map<std::string, std::string>& args) {
+  Epilogue e = parse_epilogue(steps.empty() ? kNone : steps);
+  for (const Param& p : params())
+    if (p.activation == e.activation)
+      if (auto it = args.find(p.name); it != args.end()) e.*p.field = param_value(p, it->second);
   return e;
 }
 
+Epilogue epilogue_of(const WorkloadArgs& a) { return epilogue_of(a.get("epilogue"), a.to_map()); }
+
+std::map<std::string, std::string> activation_args(const Epilogue& e) {
+  const Epilogue defaults;
+  std::map<std::string, std::string> out;
+  for (const Param& p : params())
+    if (p.activation == e.activation && e.*p.field != defaults.*p.field)
+      out[p.name] = number_text(e.*p.field);
+  return out;
+}
+
 void resolve_epilogue(WorkloadArgs& a) {
-  for (const char* name : {"clip_min", "clip_max"}) {
-    const std::string& text = a.get(name);
-    const auto v = parse_bound(text);
-    if (!v) invalid(std::string("argument ") + name + "=" + text + " is not a number");
-    a.set_string(name, bound_text(*v));
-  }
+  for (const Param& p : params()) a.set_string(p.name, number_text(param_value(p, a.get(p.name))));
 }
 
 void check_epilogue(const std::string& template_name, const WorkloadArgs& a) {
   const Epilogue e = parse_epilogue(a.get("epilogue"));
-  const auto lo = parse_bound(a.get("clip_min")), hi = parse_bound(a.get("clip_max"));
-  if (!lo || !hi) invalid(template_name + ": clip_min and clip_max must be numbers");
-  const bool bounded = *lo != -std::numeric_limits<double>::infinity() ||
-                       *hi != std::numeric_limits<double>::infinity();
-  if (e.activation != Activation::kClip && bounded)
-    invalid(
-        template_name +
-        ": clip_min and clip_max apply to an epilogue ending in clip, not to epilogue=" + e.name());
-  if (*lo > *hi)
+  const Epilogue defaults;
+  for (const Param& p : params()) {
+    double v = 0;
+    try {
+      v = param_value(p, a.get(p.name));
+    } catch (const Error& bad) {
+      invalid(template_name + ": " + bad.what());
+    }
+    if (p.activation != e.activation && v != defaults.*p.field)
+      invalid(template_name + ": " + p.name + " applies to an epilogue ending in " +
+              name_of(p.activation) + ", not to epilogue=" + e.name());
+  }
+  const Epilogue given = epilogue_of(a);
+  if (given.clip_min > given.clip_max)
     invalid(template_name + ": clip_min=" + a.get("clip_min") +
             " is above clip_max=" + a.get("clip_max"));
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,20 +16,22 @@ namespace ktune::schedule_space::templates {
 // The activation that ends an epilogue.
 enum class Activation {
   kNone,
-  kRelu,       // max(x, 0)
-  kRelu6,      // min(max(x, 0), 6)
-  kClip,       // min(max(x, clip_min), clip_max)
-  kHardSwish,  // x * relu6(x + 3) / 6
-  kSilu,       // x * sigmoid(x)
-  kGelu,       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-  kGeluErf,    // 0.5 x (1 + erf(x / sqrt(2)))
-  kSigmoid,    // 1 / (1 + exp(-x))
+  kRelu,         // max(x, 0)
+  kRelu6,        // min(max(x, 0), 6)
+  kClip,         // min(max(x, clip_min), clip_max)
+  kHardSwish,    // x * relu6(x + 3) / 6
+  kSilu,         // x * sigmoid(x)
+  kGelu,         // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  kGeluErf,      // 0.5 x (1 + erf(x / sqrt(2)))
+  kSigmoid,      // 1 / (1 + exp(-x))
+  kLeakyRelu,    // x >= 0 ? x : leaky_alpha x
+  kHardSigmoid,  // min(max(hardsigmoid_alpha x + hardsigmoid_beta, 0), 1)
 };
 
 // An epilogue: v = reduction; v += bias (per output channel); v += residual (a tensor shaped like
 // the output); v = activation(v). Its name lists the steps joined by '_' in that order ("none"
 // when there is none): bias, add (the residual), then relu, relu6, clip, hardswish, silu, gelu,
-// gelu_erf or sigmoid, e.g. "bias_add_relu". Value type.
+// gelu_erf, sigmoid, leaky_relu or hardsigmoid, e.g. "bias_add_relu". Value type.
 struct Epilogue {
   bool bias = false;
   bool residual = false;
@@ -36,6 +39,10 @@ struct Epilogue {
   // kClip's bounds; an infinite bound is no bound (ONNX Clip's missing min or max).
   double clip_min = -std::numeric_limits<double>::infinity();
   double clip_max = std::numeric_limits<double>::infinity();
+  // kLeakyRelu's slope and kHardSigmoid's line, at ONNX's defaults.
+  double leaky_alpha = 0.01;
+  double hardsigmoid_alpha = 0.2;
+  double hardsigmoid_beta = 0.5;
 
   bool empty() const { return !bias && !residual && activation == Activation::kNone; }
   // "none" or the steps joined by '_'.
@@ -51,9 +58,18 @@ struct Epilogue {
 // erf near 1), from exp, abs and select: what gelu_erf computes.
 te::Expr erf_expr(const te::Expr& x, te::DataType dt);
 
-// Parses an epilogue name (see Epilogue); clip bounds stay unbounded. Throws
+// Parses an epilogue name (see Epilogue); the activation's parameters keep their defaults. Throws
 // Error(kInvalidArgument) for a name that is not steps in that order.
 Epilogue parse_epilogue(const std::string& name);
+
+// The epilogue `steps` names with its activation's parameters from `args` (clip_min, clip_max,
+// leaky_alpha, hardsigmoid_alpha, hardsigmoid_beta; an absent one keeps its default, another
+// activation's are ignored). Throws Error(kInvalidArgument) for a value that is not a number.
+Epilogue epilogue_of(const std::string& steps, const std::map<std::string, std::string>& args);
+
+// The parameters of `e`'s activation that differ from their defaults, as epilogue_args name them
+// and resolve_epilogue writes them (the shortest text that reads back as the same double).
+std::map<std::string, std::string> activation_args(const Epilogue& e);
 
 // What a template's epilogue argument accepts.
 struct EpilogueOffer {
@@ -68,21 +84,25 @@ struct EpilogueOffer {
 std::vector<std::string> epilogue_choices(const EpilogueOffer& offer);
 
 // The arguments a template with an epilogue declares, in this order: epilogue, clip_min,
-// clip_max. All are left out of the workload key at their default (so keys of workloads
-// without them, logged before they existed, stay the same). clip_min / clip_max are numbers
-// ("-inf" and "inf" by default) that only an epilogue ending in clip may set.
+// clip_max, leaky_alpha, hardsigmoid_alpha, hardsigmoid_beta. All are left out of the workload
+// key at their default (so keys of workloads without them, logged before they existed, stay the
+// same). The parameters are numbers that only an epilogue ending in their activation may set
+// (clip_min / clip_max "-inf" and "inf" by default: no bound).
 std::vector<ArgSpec> epilogue_args(const EpilogueOffer& offer);
 
-// The epilogue of a workload with epilogue_args, clip bounds included.
+// The names of those parameters (every argument epilogue_args declares but "epilogue").
+const std::vector<std::string>& activation_arg_names();
+
+// The epilogue of a workload with epilogue_args, its activation's parameters included.
 Epilogue epilogue_of(const WorkloadArgs& a);
 
-// A template's resolve hook part: rewrites clip_min / clip_max in their shortest round-trip form
-// ("6.0" -> "6"), so one bound has one key. Throws Error(kInvalidArgument) naming the argument
-// when a value is not a number.
+// A template's resolve hook part: rewrites the activation parameters in their shortest
+// round-trip form ("6.0" -> "6"), so one value has one key. Throws Error(kInvalidArgument) naming
+// the argument when a value is not a number.
 void resolve_epilogue(WorkloadArgs& a);
 
-// A template's check hook part: throws Error(kInvalidArgument) when clip bounds are given
-// without a clip step, or clip_min > clip_max, or a bound is NaN.
+// A template's check hook part: throws Error(kInvalidArgument) when a parameter is set without
+// its activation, or clip_min > clip_max, or a value is NaN.
 void check_epilogue(const std::string& template_name, const WorkloadArgs& a);
 
 // The input tensors of an epilogue: bias (placeholder "bias" of `bias_shape`) and residual

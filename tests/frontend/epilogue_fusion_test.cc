@@ -174,6 +174,29 @@ TEST(EpilogueFusion, SigmoidAfterAConvFuses) {
   EXPECT_TRUE(m.unsupported.empty());
 }
 
+// LeakyRelu and HardSigmoid alone after a conv are its activation, their attributes as
+// parameters when they differ from ONNX's defaults (an audio CNN's slope 0.3; MobileNetV3's gate
+// as paddle2onnx writes it, alpha 1/6).
+TEST(EpilogueFusion, LeakyReluAndHardSigmoidFuseWithTheirAttributes) {
+  GraphBuilder b(13);
+  const std::string leaky = b.node("LeakyRelu", {b.conv("x")}, {1, 8, 6, 6});
+  const std::string slope =
+      b.node("LeakyRelu", {b.conv(leaky)}, {1, 8, 6, 6}, {{"alpha", f(0.3f)}});
+  const std::string gate = b.node("HardSigmoid", {b.conv(slope)}, {1, 8, 6, 6},
+                                  {{"alpha", f(1.0f / 6)}, {"beta", f(0.5f)}});
+  const ModelTasks m = b.finish(gate);
+  ASSERT_EQ(m.tasks.size(), 3u);
+  EXPECT_EQ(m.tasks[0].epilogue, "bias_leaky_relu");
+  EXPECT_EQ(m.tasks[0].args.count("leaky_alpha"), 0u);
+  EXPECT_EQ(m.tasks[1].args.at("leaky_alpha"), "0.3");
+  EXPECT_EQ(m.tasks[2].epilogue, "bias_hardsigmoid");
+  EXPECT_EQ(m.tasks[2].args.at("hardsigmoid_alpha"), "0.16666667");
+  EXPECT_EQ(m.tasks[2].args.count("hardsigmoid_beta"), 0u);
+  for (const ModelTask& t : m.tasks) EXPECT_EQ(t.status, TaskStatus::kOk) << t.refused;
+  EXPECT_NE(m.tasks[1].tunable->workload_key().find("leaky_alpha=0.3,"), std::string::npos);
+  EXPECT_TRUE(m.unsupported.empty());
+}
+
 // A conv without a bias, its bias added separately, then a BatchNormalization and a Relu (a
 // transposed conv's phase conv as paddle2onnx's decoders write it): one epilogue.
 TEST(EpilogueFusion, SeparateBiasThenBatchNormFuse) {

@@ -58,10 +58,10 @@ ErrorKind create_error(const std::string& tmpl, const Args& args) {
 TEST(Epilogue, NamesParseBackAndKeepTheirMeaning) {
   for (const auto& name : templates::epilogue_choices({}))
     EXPECT_EQ(templates::parse_epilogue(name).name(), name);
-  // 4 prefixes (none, bias, add, bias_add) x 8 activations (none included), less the empty one, and
-  // "none".
-  EXPECT_EQ(templates::epilogue_choices({}).size(), 36u);
-  EXPECT_EQ(templates::epilogue_choices({.none = false}).size(), 18u);
+  // 4 prefixes (none, bias, add, bias_add) x 11 activations (none included), less the empty one,
+  // and "none".
+  EXPECT_EQ(templates::epilogue_choices({}).size(), 44u);
+  EXPECT_EQ(templates::epilogue_choices({.none = false}).size(), 22u);
   const Epilogue br = templates::parse_epilogue("bias_relu");
   EXPECT_TRUE(br.bias && !br.residual && br.activation == Activation::kRelu);
   const Epilogue bar = templates::parse_epilogue("bias_add_relu");
@@ -70,6 +70,8 @@ TEST(Epilogue, NamesParseBackAndKeepTheirMeaning) {
   EXPECT_TRUE(b.bias && !b.residual && b.activation == Activation::kNone);
   EXPECT_EQ(templates::parse_epilogue("bias_gelu").activation, Activation::kGelu);
   EXPECT_EQ(templates::parse_epilogue("add_gelu_erf").activation, Activation::kGeluErf);
+  EXPECT_EQ(templates::parse_epilogue("bias_leaky_relu").activation, Activation::kLeakyRelu);
+  EXPECT_EQ(templates::parse_epilogue("hardsigmoid").activation, Activation::kHardSigmoid);
   EXPECT_TRUE(templates::parse_epilogue("none").empty());
   for (const char* bad :
        {"", "relu_bias", "bias_bias", "add_bias", "bias_relu_relu", "gelu_tanh", "bias_"}) {
@@ -150,29 +152,78 @@ TEST(Epilogue, ClipBoundsAreCanonicalAndChecked) {
             ErrorKind::kUnknown);
 }
 
+// leaky_relu's and hardsigmoid's parameters: canonical, left out of the key at ONNX's defaults,
+// refused on another activation or when not a finite number.
+TEST(Epilogue, ActivationParametersAreCanonicalAndChecked) {
+  const Args conv = {{"C", "8"}, {"H", "6"}, {"W", "6"}, {"K", "8"}, {"pad", "1"}};
+  auto with = [&](Args extra) {
+    Args a = conv;
+    a.insert(extra.begin(), extra.end());
+    return a;
+  };
+  const std::string head =
+      "conv2d_nchwc(N=1,C=8,H=6,W=6,K=8,R=3,S=3,stride=1,pad=1,dilation=1,ic_block=8,oc_block=8,";
+  EXPECT_EQ(key_of("conv2d_nchwc", with({{"epilogue", "bias_leaky_relu"}})),
+            head + "epilogue=bias_leaky_relu,dtype=float32)");
+  EXPECT_EQ(
+      key_of("conv2d_nchwc", with({{"epilogue", "bias_leaky_relu"}, {"leaky_alpha", "1e-2"}})),
+      head + "epilogue=bias_leaky_relu,dtype=float32)");
+  EXPECT_EQ(
+      key_of("conv2d_nchwc", with({{"epilogue", "bias_leaky_relu"}, {"leaky_alpha", "0.10"}})),
+      head + "epilogue=bias_leaky_relu,leaky_alpha=0.1,dtype=float32)");
+  EXPECT_EQ(key_of("conv2d_nchwc", with({{"epilogue", "hardsigmoid"},
+                                         {"hardsigmoid_alpha", "0.16666666666666666"},
+                                         {"hardsigmoid_beta", "0.5"}})),
+            head + "epilogue=hardsigmoid,hardsigmoid_alpha=0.16666666666666666,dtype=float32)");
+  EXPECT_EQ(create_error("conv2d_nchwc", with({{"epilogue", "bias_relu"}, {"leaky_alpha", "0.1"}})),
+            ErrorKind::kInvalidArgument);
+  EXPECT_EQ(create_error("conv2d_nchwc",
+                         with({{"epilogue", "bias_leaky_relu"}, {"hardsigmoid_beta", "0.1"}})),
+            ErrorKind::kInvalidArgument);
+  EXPECT_EQ(
+      create_error("conv2d_nchwc", with({{"epilogue", "bias_leaky_relu"}, {"leaky_alpha", "inf"}})),
+      ErrorKind::kInvalidArgument);
+  EXPECT_EQ(
+      create_error("conv2d_nchwc", with({{"epilogue", "hardsigmoid"}, {"hardsigmoid_alpha", "x"}})),
+      ErrorKind::kInvalidArgument);
+  // What a model build reads back from the fuser's arguments.
+  const Epilogue e = templates::epilogue_of(
+      "bias_hardsigmoid", {{"hardsigmoid_alpha", "0.25"}, {"leaky_alpha", "0.5"}});
+  EXPECT_EQ(e.hardsigmoid_alpha, 0.25);
+  EXPECT_EQ(e.hardsigmoid_beta, 0.5);
+  EXPECT_EQ(e.leaky_alpha, 0.01);  // another activation's parameter is not read
+  EXPECT_EQ(templates::activation_args(e), (Args{{"hardsigmoid_alpha", "0.25"}}));
+}
+
 // ----- numbers --------------------------------------------------------------------------------
 
 struct EpilogueCase {
-  std::string name, clip_min, clip_max;  // bounds "" = not given
+  std::string name;
+  Args params;  // the activation's parameters given (clip_min, leaky_alpha, ...)
 };
 
 const std::vector<EpilogueCase>& epilogue_cases() {
-  static const std::vector<EpilogueCase> cases = {{"none", "", ""},
-                                                  {"bias", "", ""},
-                                                  {"relu", "", ""},
-                                                  {"add", "", ""},
-                                                  {"bias_relu", "", ""},
-                                                  {"bias_relu6", "", ""},
-                                                  {"bias_clip", "-0.25", "0.5"},
-                                                  {"bias_clip", "", "0.75"},
-                                                  {"bias_add_relu", "", ""},
-                                                  {"bias_hardswish", "", ""},
-                                                  {"bias_add_hardswish", "", ""},
-                                                  {"bias_silu", "", ""},
-                                                  {"bias_gelu", "", ""},
-                                                  {"bias_gelu_erf", "", ""},
-                                                  {"add_silu", "", ""},
-                                                  {"bias_sigmoid", "", ""}};
+  static const std::vector<EpilogueCase> cases = {
+      {"none", {}},
+      {"bias", {}},
+      {"relu", {}},
+      {"add", {}},
+      {"bias_relu", {}},
+      {"bias_relu6", {}},
+      {"bias_clip", {{"clip_min", "-0.25"}, {"clip_max", "0.5"}}},
+      {"bias_clip", {{"clip_max", "0.75"}}},
+      {"bias_add_relu", {}},
+      {"bias_hardswish", {}},
+      {"bias_add_hardswish", {}},
+      {"bias_silu", {}},
+      {"bias_gelu", {}},
+      {"bias_gelu_erf", {}},
+      {"add_silu", {}},
+      {"bias_sigmoid", {}},
+      {"bias_leaky_relu", {}},
+      {"bias_add_leaky_relu", {{"leaky_alpha", "0.3"}}},
+      {"bias_hardsigmoid", {}},
+      {"add_hardsigmoid", {{"hardsigmoid_alpha", "0.4"}, {"hardsigmoid_beta", "0.25"}}}};
   return cases;
 }
 
@@ -180,7 +231,7 @@ const std::vector<EpilogueCase>& epilogue_cases() {
 struct Steps {
   bool bias, residual;
   std::string activation;  // "" or the last step
-  double lo, hi;
+  Args params;
 };
 
 Steps steps_of(const EpilogueCase& e) {
@@ -196,17 +247,22 @@ Steps steps_of(const EpilogueCase& e) {
   s.bias = take("bias");
   s.residual = take("add");
   s.activation = rest;
-  s.lo = e.clip_min.empty() ? -INFINITY : std::stod(e.clip_min);
-  s.hi = e.clip_max.empty() ? INFINITY : std::stod(e.clip_max);
+  s.params = e.params;
   return s;
 }
 
 double activate(const Steps& s, double v) {
   const std::string& a = s.activation;
+  // A parameter given, else ONNX's default.
+  auto param = [&](const char* name, double onnx_default) {
+    auto it = s.params.find(name);
+    return it == s.params.end() ? onnx_default : std::stod(it->second);
+  };
   if (a.empty()) return v;
   if (a == "relu") return std::max(v, 0.0);
   if (a == "relu6") return std::min(std::max(v, 0.0), 6.0);
-  if (a == "clip") return std::min(std::max(v, s.lo), s.hi);
+  if (a == "clip")
+    return std::min(std::max(v, param("clip_min", -INFINITY)), param("clip_max", INFINITY));
   if (a == "hardswish") return v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
   if (a == "silu") return v / (1.0 + std::exp(-v));
   if (a == "gelu")
@@ -214,6 +270,10 @@ double activate(const Steps& s, double v) {
            (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
   if (a == "gelu_erf") return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
   if (a == "sigmoid") return 1.0 / (1.0 + std::exp(-v));
+  if (a == "leaky_relu") return v < 0 ? param("leaky_alpha", 0.01) * v : v;
+  if (a == "hardsigmoid")
+    return std::clamp(param("hardsigmoid_alpha", 0.2) * v + param("hardsigmoid_beta", 0.5), 0.0,
+                      1.0);
   ADD_FAILURE() << "unknown activation " << a;
   return kNan;
 }
@@ -397,8 +457,7 @@ TEST_P(EpilogueNumbers, KernelsMatchPlainLoops) {
     if (tut.needs_bias && !s.bias) continue;
     Args args = tut.shape;
     args["epilogue"] = e.name;
-    if (!e.clip_min.empty()) args["clip_min"] = e.clip_min;
-    if (!e.clip_max.empty()) args["clip_max"] = e.clip_max;
+    args.insert(e.params.begin(), e.params.end());
     const Task task = Task::create(tut.tmpl, args, traits);
     SCOPED_TRACE(task.workload_key());
     Prepared p = tut.prepare(task, s);
