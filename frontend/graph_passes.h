@@ -39,9 +39,9 @@ void remove_identities(Model& model);
 // left behind, a Dropout's mask). pass_remove_dead_nodes.cc.
 void remove_dead_nodes(Model& model);
 
-// Rewrites each 1-D Conv, MaxPool and AveragePool (input [N, C, L], a Conv's weights constant)
-// as the 2-D one on [N, C, 1, L] between an Unsqueeze and a Squeeze, its padding explicit on the
-// columns. pass_lift_1d.cc.
+// Rewrites each 1-D Conv, ConvTranspose, MaxPool and AveragePool (input [N, C, L], a conv's
+// weights constant) as the 2-D one on [N, C, 1, L] between an Unsqueeze and a Squeeze, its padding
+// explicit on the columns. pass_lift_1d.cc.
 void lift_1d_windows(Model& model);
 
 // Moves each Squeeze of axis 2 of a [N, C, 1, L] tensor below the elementwise nodes that read it
@@ -59,9 +59,10 @@ bool unary_elementwise(const std::string& op);
 // row a lifted 1-D window added). pass_sink_squeezes.cc.
 bool drops_row(const Graph& g, const Node& squeeze);
 
-// Rewrites each ConvTranspose of one stride s on both axes (one group, no dilation, constant
-// weights) as a Conv to K*s*s channels of ceil(k/s) taps, a DepthToSpace (DCR) and, where its pads
-// crop the output, a Slice. pass_conv_transpose.cc.
+// Rewrites each 2-D ConvTranspose of strides (sh, sw) (any group count, no dilation, explicit
+// pads, constant weights) as a Conv to K*sh*sw channels of ceil(k/s) taps (of its groups), the
+// interleave of the phases (DepthToSpace DCR for one group and one stride, else Reshape, Transpose,
+// Reshape) and, where its pads crop the output, a Slice. pass_conv_transpose.cc.
 void conv_transpose_as_conv(Model& model);
 
 // Moves a BatchNormalization of constant parameters and the unary activations (Relu, Clip,

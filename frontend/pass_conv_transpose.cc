@@ -1,13 +1,15 @@
-// conv_transpose_as_conv(): a ConvTranspose of stride s (the upsampling layers of segmentation and
-// detection decoders) as a Conv, a tuned task, followed by DepthToSpace (mode DCR) and, where the
-// transposed conv's pads crop its output, a Slice. Output pixel o = q*s + r (before the crop) sums
-// input pixels q - j times weight tap j*s + r, j in [0, M), M = ceil(k/s): for each phase r that is
-// an ordinary stride-1 conv of M taps (the taps flipped, the input padded by M - 1), so the s*s
-// phases are one Conv to K*s*s channels, and DepthToSpace interleaves them. Unlike a conv over a
-// zero-stuffed input, it computes no product with an inserted zero. The channels go phase by
-// phase (DCR), so each phase's K channels are contiguous: in the channel-blocked layout an output
-// block reads whole input blocks when K is a multiple of the block, else two neighbouring ones,
-// where CRD's order would gather every lane from another block.
+// conv_transpose_as_conv(): a ConvTranspose of strides (sh, sw) (the upsampling layers of
+// segmentation and detection decoders, an audio decoder's 1-D ones lifted to 2-D) as a Conv, a
+// tuned task, followed by the interleave of its phases and, where the transposed conv's pads crop
+// its output, a Slice. Output pixel o = q*s + r (before the crop) sums input pixels q - j times
+// weight tap j*s + r, j in [0, M), M = ceil(k/s): for each phase r that is an ordinary stride-1
+// conv of M taps (the taps flipped, the input padded by M - 1), so the sh*sw phases are one Conv
+// to K*sh*sw channels. Unlike a conv over a zero-stuffed input, it computes no product with an
+// inserted zero. The channels go phase by phase within each group, so each phase's channels are
+// contiguous: in the channel-blocked layout an output block reads whole input blocks when K is a
+// multiple of the block, else two neighbouring ones, where CRD's order would gather every lane
+// from another block. One group and one stride: the interleave is DepthToSpace (DCR), which the
+// layout keeps; otherwise it is spelled as Reshape, Transpose, Reshape.
 #include "frontend/graph_passes.h"
 
 namespace ktune::frontend {
@@ -61,80 +63,125 @@ void conv_transpose_as_conv(Model& model) {
     const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
     const ConstantValue* b =
         has_bias && model.constants.count(n.inputs[2]) ? &model.constants.at(n.inputs[2]) : nullptr;
-    const bool plain =
-        w && x->size() == 4 && y->size() == 4 && w->shape.size() == 4 && !w->f32.empty() &&
-        n.int_or("group", 1) == 1 && (!has_bias || (b && !b->f32.empty())) &&
-        n.ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1} &&
-        n.text_or("auto_pad", "NOTSET") == "NOTSET" && !n.attrs.count("output_shape");
+    const int64_t group = n.int_or("group", 1);
+    const bool plain = w && x->size() == 4 && y->size() == 4 && w->shape.size() == 4 &&
+                       !w->f32.empty() && group >= 1 && (*x)[1] == w->shape[0] &&
+                       w->shape[0] % group == 0 && (!has_bias || (b && !b->f32.empty())) &&
+                       n.ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1} &&
+                       n.text_or("auto_pad", "NOTSET") == "NOTSET" &&
+                       !n.attrs.count("output_shape");
     const std::vector<int64_t> strides = plain ? n.ints("strides", {1, 1}) : std::vector<int64_t>{};
-    // One block size for DepthToSpace: the same stride on both axes.
-    const int64_t s = strides.size() == 2 && strides[0] == strides[1] ? strides[0] : 0;
     const std::vector<int64_t> pads = n.ints("pads", {0, 0, 0, 0});
     const std::vector<int64_t> output_padding = n.ints("output_padding", {0, 0});
     std::optional<Axis> ah, aw;
-    if (s >= 1 && pads.size() == 4 && output_padding.size() == 2) {
-      ah = axis_of((*x)[2], (*y)[2], w->shape[2], s, pads[0], pads[2], output_padding[0]);
-      aw = axis_of((*x)[3], (*y)[3], w->shape[3], s, pads[1], pads[3], output_padding[1]);
+    if (strides.size() == 2 && strides[0] >= 1 && strides[1] >= 1 && pads.size() == 4 &&
+        output_padding.size() == 2) {
+      ah = axis_of((*x)[2], (*y)[2], w->shape[2], strides[0], pads[0], pads[2], output_padding[0]);
+      aw = axis_of((*x)[3], (*y)[3], w->shape[3], strides[1], pads[1], pads[3], output_padding[1]);
     }
     if (!ah || !aw) {
       nodes.push_back(std::move(n));
       continue;
     }
-    const int64_t C = w->shape[0], K = w->shape[1], blocks = s * s;
+    const int64_t sh = strides[0], sw = strides[1], phases_n = sh * sw;
+    // Weights [C, K/group, kh, kw]: input channel c of group c / Cg feeds output channels
+    // g*Kg .. g*Kg + Kg - 1.
+    const int64_t C = w->shape[0], Kg = w->shape[1], Cg = C / group, K = Kg * group;
     const int64_t mh = ah->m, mw = aw->m;
-    // The conv's output channel (rh*s + rw)*K + k is output channel k at phase (rh, rw); its tap
-    // (jh, jw) is the transposed conv's tap ((mh-1-jh)*s + rh, (mw-1-jw)*s + rw), zero past k.
-    ConstantValue w1{{K * blocks, C, mh, mw},
-                     std::vector<float>(static_cast<size_t>(K * blocks * C * mh * mw), 0.0f),
+    // The conv's output channel ((g*P + rh*sw + rw)*Kg + kg) is output channel g*Kg + kg at phase
+    // (rh, rw); its tap (jh, jw) is the transposed conv's tap ((mh-1-jh)*sh + rh,
+    // (mw-1-jw)*sw + rw), zero past k.
+    ConstantValue w1{{K * phases_n, Cg, mh, mw},
+                     std::vector<float>(static_cast<size_t>(K * phases_n * Cg * mh * mw), 0.0f),
                      {}};
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t rh = 0; rh < s; ++rh)
-        for (int64_t rw = 0; rw < s; ++rw)
-          for (int64_t c = 0; c < C; ++c)
-            for (int64_t jh = 0; jh < mh; ++jh)
-              for (int64_t jw = 0; jw < mw; ++jw) {
-                const int64_t th = (mh - 1 - jh) * s + rh, tw = (mw - 1 - jw) * s + rw;
-                if (th >= ah->taps || tw >= aw->taps) continue;
-                w1.f32[static_cast<size_t>(((((rh * s + rw) * K + k) * C + c) * mh + jh) * mw +
-                                           jw)] =
-                    w->f32[static_cast<size_t>(((c * K + k) * ah->taps + th) * aw->taps + tw)];
-              }
+    for (int64_t g = 0; g < group; ++g)
+      for (int64_t rh = 0; rh < sh; ++rh)
+        for (int64_t rw = 0; rw < sw; ++rw)
+          for (int64_t kg = 0; kg < Kg; ++kg)
+            for (int64_t c = 0; c < Cg; ++c)
+              for (int64_t jh = 0; jh < mh; ++jh)
+                for (int64_t jw = 0; jw < mw; ++jw) {
+                  const int64_t th = (mh - 1 - jh) * sh + rh, tw = (mw - 1 - jw) * sw + rw;
+                  if (th >= ah->taps || tw >= aw->taps) continue;
+                  const int64_t o = (g * phases_n + rh * sw + rw) * Kg + kg;
+                  w1.f32[static_cast<size_t>(((o * Cg + c) * mh + jh) * mw + jw)] =
+                      w->f32[static_cast<size_t>(
+                          (((g * Cg + c) * Kg + kg) * ah->taps + th) * aw->taps + tw)];
+                }
     const std::string type = g.type(n.outputs[0]);
     Node conv;
     conv.op = "Conv";
     conv.name = n.name;
     conv.inputs = {n.inputs[0], add_constant(model, n.inputs[1] + "@phases", std::move(w1), type)};
     if (has_bias) {
-      ConstantValue b1{{K * blocks}, {}, {}};
-      for (int64_t r = 0; r < blocks; ++r)
-        for (int64_t k = 0; k < K; ++k) b1.f32.push_back(b->f32[static_cast<size_t>(k)]);
+      ConstantValue b1{{K * phases_n}, {}, {}};
+      for (int64_t g = 0; g < group; ++g)
+        for (int64_t r = 0; r < phases_n; ++r)
+          for (int64_t kg = 0; kg < Kg; ++kg)
+            b1.f32.push_back(b->f32[static_cast<size_t>(g * Kg + kg)]);
       conv.inputs.push_back(add_constant(model, n.inputs[2] + "@phases", std::move(b1), type));
     }
+    if (group > 1) conv.attrs["group"] = ints_attr({group});
     const std::string phases = n.outputs[0] + "@phases";
     conv.outputs = {phases};
     conv.attrs["kernel_shape"] = ints_attr({mh, mw});
     conv.attrs["pads"] = ints_attr({mh - 1, mw - 1, mh - 1 + ah->extra, mw - 1 + aw->extra});
-    g.shapes[phases] = {(*x)[0], K * blocks, ah->conv_out(), aw->conv_out()};
+    const int64_t N = (*x)[0], H = ah->conv_out(), W = aw->conv_out();
+    g.shapes[phases] = {N, K * phases_n, H, W};
     g.types[phases] = type;
+    nodes.push_back(std::move(conv));
 
-    Node shuffle;
-    shuffle.op = "DepthToSpace";
-    shuffle.name = n.name + "/depth_to_space";
-    shuffle.inputs = {phases};
-    shuffle.attrs["blocksize"] = ints_attr({s});
-    shuffle.attrs["mode"] = Attribute{{}, {}, "DCR", {}};
-    const std::vector<int64_t> full = {(*x)[0], K, ah->conv_out() * s, aw->conv_out() * s};
-    if (full == *y) {
-      shuffle.outputs = n.outputs;
-      nodes.push_back(std::move(conv));
-      nodes.push_back(std::move(shuffle));
-      continue;
-    }
-    // The transposed conv's pads: its output is a window of the interleaved phases.
-    const std::string uncropped = n.outputs[0] + "@uncropped";
-    shuffle.outputs = {uncropped};
+    const std::vector<int64_t> full = {N, K, H * sh, W * sw};
+    const std::string uncropped = full == *y ? n.outputs[0] : n.outputs[0] + "@uncropped";
     g.shapes[uncropped] = full;
     g.types[uncropped] = type;
+    if (group == 1 && sh == sw) {
+      Node shuffle;
+      shuffle.op = "DepthToSpace";
+      shuffle.name = n.name + "/depth_to_space";
+      shuffle.inputs = {phases};
+      shuffle.outputs = {uncropped};
+      shuffle.attrs["blocksize"] = ints_attr({sh});
+      shuffle.attrs["mode"] = Attribute{{}, {}, "DCR", {}};
+      nodes.push_back(std::move(shuffle));
+    } else {
+      // [N*group, sh, sw, Kg, H, W] -> [N*group, Kg, H, sh, W, sw] -> [N, K, H*sh, W*sw]: the batch
+      // and group axes stay outermost, so six axes do.
+      const std::vector<int64_t> split = {N * group, sh, sw, Kg, H, W},
+                                 moved = {N * group, Kg, H, sh, W, sw};
+      auto reshape = [&](const std::string& name, const std::string& in, const std::string& out,
+                         const std::vector<int64_t>& shape) {
+        Node r;
+        r.op = "Reshape";
+        r.name = n.name + "/" + name;
+        r.inputs = {in};
+        r.outputs = {out};
+        if (g.opset < 5) {  // the target shape is an attribute before opset 5
+          r.attrs["shape"] = ints_attr(shape);
+        } else {
+          r.inputs.push_back(add_constant(
+              model, r.name + "@shape",
+              ConstantValue{{static_cast<int64_t>(shape.size())}, {}, shape}, "int64"));
+        }
+        g.shapes[out] = shape;
+        g.types[out] = type;
+        nodes.push_back(std::move(r));
+      };
+      const std::string split_name = n.outputs[0] + "@split", moved_name = n.outputs[0] + "@moved";
+      reshape("split_phases", phases, split_name, split);
+      Node transpose;
+      transpose.op = "Transpose";
+      transpose.name = n.name + "/interleave";
+      transpose.inputs = {split_name};
+      transpose.outputs = {moved_name};
+      transpose.attrs["perm"] = ints_attr({0, 3, 4, 1, 5, 2});
+      g.shapes[moved_name] = moved;
+      g.types[moved_name] = type;
+      nodes.push_back(std::move(transpose));
+      reshape("merge_phases", moved_name, uncropped, full);
+    }
+    if (full == *y) continue;
+    // The transposed conv's pads: its output is a window of the interleaved phases.
     Node crop;
     crop.op = "Slice";
     crop.name = n.name + "/crop";
@@ -152,8 +199,6 @@ void conv_transpose_as_conv(Model& model) {
         crop.inputs.push_back(
             add_constant(model, n.name + "/crop@" + what, ConstantValue{{2}, {}, v}, "int64"));
     }
-    nodes.push_back(std::move(conv));
-    nodes.push_back(std::move(shuffle));
     nodes.push_back(std::move(crop));
   }
   g.nodes = std::move(nodes);

@@ -1,15 +1,17 @@
-// lift_1d_windows(): a 1-D Conv, MaxPool or AveragePool ([N, C, L]) becomes the 2-D one on
-// [N, C, 1, L] between an Unsqueeze and a Squeeze (views in a model build), so that the 2-D
-// templates and generated pools compute it. A window of one row at any row stride reads row 0
-// only, so the 1-D stride is taken on both axes (what the templates' single stride needs); the
-// padding lies on the columns only.
+// lift_1d_windows(): a 1-D Conv, ConvTranspose, MaxPool or AveragePool ([N, C, L]) becomes the
+// 2-D one on [N, C, 1, L] between an Unsqueeze and a Squeeze (views in a model build), so that the
+// 2-D templates, conv_transpose_as_conv and generated pools compute it. A window of one row at any
+// row stride reads row 0 only, so the 1-D stride is taken on both axes (what the templates' single
+// stride needs); the padding lies on the columns only. A ConvTranspose takes row stride 1: a
+// larger one would add phases whose taps all lie past its one row.
 #include "frontend/graph_passes.h"
 
 namespace ktune::frontend {
 namespace {
 
 bool is_window(const Node& n) {
-  return n.domain.empty() && (n.op == "Conv" || n.op == "MaxPool" || n.op == "AveragePool");
+  return n.domain.empty() &&
+         (n.op == "Conv" || n.op == "ConvTranspose" || n.op == "MaxPool" || n.op == "AveragePool");
 }
 
 Attribute ints_attr(std::vector<int64_t> v) { return Attribute{std::move(v), {}, {}, {}}; }
@@ -34,7 +36,8 @@ void lift_1d_windows(Model& model) {
   for (Node& n : g.nodes) {
     const auto x = is_window(n) ? g.shape(n.inputs.at(0)) : std::nullopt;
     const auto y = x ? g.shape(n.outputs.at(0)) : std::nullopt;
-    const bool conv = n.op == "Conv";
+    const bool transposed = n.op == "ConvTranspose";
+    const bool conv = n.op == "Conv" || transposed;
     const std::string w = conv && n.inputs.size() > 1 ? n.inputs[1] : "";
     const bool weights_known =
         !conv || (model.constants.count(w) && model.constants.at(w).shape.size() == 3);
@@ -46,6 +49,11 @@ void lift_1d_windows(Model& model) {
         conv ? model.constants.at(w).shape[2] : n.ints("kernel_shape", {1}).at(0);
     const int64_t stride = n.ints("strides", {1}).at(0);
     const int64_t dilation = n.ints("dilations", {1}).at(0);
+    // A ConvTranspose's auto_pad and output_shape stay 1-D: conv_transpose_as_conv takes neither.
+    if (transposed && (n.attrs.count("output_shape") || n.attrs.count("auto_pad"))) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
     const std::vector<int64_t> pads = pads_1d(n, (*x)[2], kernel, stride, dilation);
     const std::string in2 = n.inputs[0] + "@2d", out2 = n.outputs[0] + "@2d";
     g.shapes[in2] = {(*x)[0], (*x)[1], 1, (*x)[2]};
@@ -69,7 +77,9 @@ void lift_1d_windows(Model& model) {
     lifted.inputs[0] = in2;
     lifted.outputs = {out2};
     lifted.attrs["kernel_shape"] = ints_attr({1, kernel});
-    lifted.attrs["strides"] = ints_attr({stride, stride});
+    lifted.attrs["strides"] = ints_attr({transposed ? 1 : stride, stride});
+    if (transposed)
+      lifted.attrs["output_padding"] = ints_attr({0, n.ints("output_padding", {0})[0]});
     lifted.attrs["dilations"] = ints_attr({dilation, dilation});
     lifted.attrs["pads"] = ints_attr({0, pads[0], 0, pads[1]});
     lifted.attrs.erase("auto_pad");

@@ -275,23 +275,30 @@ TEST(Lift1dWindows, ConvAndPoolBecome2dOnOneRow) {
 using Tensor = std::vector<float>;
 
 Tensor conv_transpose_ref(const Tensor& x, const std::vector<int64_t>& xs, const ConstantValue& w,
-                          int64_t s, const std::vector<int64_t>& pads,
-                          const std::vector<int64_t>& ys) {
-  const int64_t C = xs[1], K = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+                          std::vector<int64_t> strides, const std::vector<int64_t>& pads,
+                          const std::vector<int64_t>& ys, int64_t group = 1) {
+  const int64_t C = xs[1], Kg = w.shape[1], kh = w.shape[2], kw = w.shape[3], Cg = C / group;
   Tensor y(static_cast<size_t>(ys[0] * ys[1] * ys[2] * ys[3]), 0.0f);
   for (int64_t c = 0; c < C; ++c)
     for (int64_t i = 0; i < xs[2]; ++i)
       for (int64_t j = 0; j < xs[3]; ++j)
-        for (int64_t k = 0; k < K; ++k)
+        for (int64_t kg = 0; kg < Kg; ++kg)
           for (int64_t a = 0; a < kh; ++a)
             for (int64_t b = 0; b < kw; ++b) {
-              const int64_t oh = i * s + a - pads[0], ow = j * s + b - pads[1];
+              const int64_t oh = i * strides[0] + a - pads[0], ow = j * strides[1] + b - pads[1];
               if (oh < 0 || ow < 0 || oh >= ys[2] || ow >= ys[3]) continue;
+              const int64_t k = (c / Cg) * Kg + kg;
               y[static_cast<size_t>((k * ys[2] + oh) * ys[3] + ow)] +=
                   x[static_cast<size_t>((c * xs[2] + i) * xs[3] + j)] *
-                  w.f32[static_cast<size_t>(((c * K + k) * kh + a) * kw + b)];
+                  w.f32[static_cast<size_t>(((c * Kg + kg) * kh + a) * kw + b)];
             }
   return y;
+}
+
+int64_t elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
 }
 
 Tensor run_rewritten(const Model& m, const Tensor& x) {
@@ -302,25 +309,41 @@ Tensor run_rewritten(const Model& m, const Tensor& x) {
     const std::vector<int64_t> in = *m.graph.shape(x_in);
     const std::vector<int64_t> out = *m.graph.shape(n.outputs[0]);
     const Tensor& a = t.at(x_in);
-    Tensor o(static_cast<size_t>(out[0] * out[1] * out[2] * out[3]), NAN);
+    Tensor o(static_cast<size_t>(elements(out)), NAN);
     if (n.op == "Conv") {
       const ConstantValue& w = m.constants.at(n.inputs[1]);
       const std::vector<int64_t> p = n.ints("pads");
+      const int64_t group = n.int_or("group", 1), Cg = in[1] / group, Kg = out[1] / group;
       for (int64_t k = 0; k < out[1]; ++k)
         for (int64_t i = 0; i < out[2]; ++i)
           for (int64_t j = 0; j < out[3]; ++j) {
             float sum = 0;
-            for (int64_t c = 0; c < in[1]; ++c)
+            for (int64_t cg = 0; cg < Cg; ++cg)
               for (int64_t r = 0; r < w.shape[2]; ++r)
                 for (int64_t q = 0; q < w.shape[3]; ++q) {
-                  const int64_t h = i + r - p[0], v = j + q - p[1];
+                  const int64_t h = i + r - p[0], v = j + q - p[1], c = (k / Kg) * Cg + cg;
                   if (h >= 0 && v >= 0 && h < in[2] && v < in[3])
                     sum += a[static_cast<size_t>((c * in[2] + h) * in[3] + v)] *
-                           w.f32[static_cast<size_t>(
-                               ((k * in[1] + c) * w.shape[2] + r) * w.shape[3] + q)];
+                           w.f32[static_cast<size_t>(((k * Cg + cg) * w.shape[2] + r) * w.shape[3] +
+                                                     q)];
                 }
             o[static_cast<size_t>((k * out[2] + i) * out[3] + j)] = sum;
           }
+    } else if (n.op == "Reshape") {
+      o = a;
+    } else if (n.op == "Transpose") {
+      // Output element (d0, .., d5) is input element at the axes perm names.
+      const std::vector<int64_t> perm = n.ints("perm");
+      std::vector<int64_t> in_stride(in.size(), 1);
+      for (size_t d = in.size() - 1; d > 0; --d) in_stride[d - 1] = in_stride[d] * in[d];
+      for (int64_t e = 0; e < elements(out); ++e) {
+        int64_t rest = e, from = 0;
+        for (size_t d = out.size(); d-- > 0;) {
+          from += (rest % out[d]) * in_stride[static_cast<size_t>(perm[d])];
+          rest /= out[d];
+        }
+        o[static_cast<size_t>(e)] = a[static_cast<size_t>(from)];
+      }
     } else if (n.op == "DepthToSpace") {
       // Input channel c holds output channel k at phase (rh, rw): c = k*s*s + rh*s + rw (CRD) or
       // (rh*s + rw)*K + k (DCR).
@@ -409,7 +432,59 @@ TEST(ConvTransposeAsConv, EveryPhaseAndCropMatchesTheTransposedConv) {
     Tensor x;
     for (int64_t i = 0; i < xs[1] * xs[2] * xs[3]; ++i)
       x.push_back(static_cast<float>((i * 13 % 17) - 8) / 4.0f);
-    const Tensor want = conv_transpose_ref(x, xs, weights, c.s, c.pads, ys);
+    const Tensor want = conv_transpose_ref(x, xs, weights, {c.s, c.s}, c.pads, ys);
+    const Tensor got = run_rewritten(m, x);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << i;
+  }
+}
+
+// Groups and per-axis strides: a grouped transposed conv (2 groups, and depthwise as bilinear
+// upsampling layers are initialised), strides 2x1 and 1x4 (a 1-D transposed conv lifted). Each
+// becomes a Conv of the same groups, Reshape, Transpose, Reshape [-> Slice], whose output equals
+// the transposed conv's.
+TEST(ConvTransposeAsConv, GroupsAndPerAxisStridesMatchTheTransposedConv) {
+  struct Case {
+    int64_t group, kh, kw, sh, sw;
+    std::vector<int64_t> pads, output_padding;
+  };
+  for (const Case& c :
+       {Case{2, 4, 4, 2, 2, {1, 1, 1, 1}, {0, 0}}, Case{4, 2, 2, 2, 2, {0, 0, 0, 0}, {0, 0}},
+        Case{1, 3, 3, 2, 1, {1, 1, 1, 1}, {1, 0}}, Case{2, 1, 8, 1, 4, {0, 2, 0, 2}, {0, 1}}}) {
+    SCOPED_TRACE("group " + std::to_string(c.group) + " strides " + std::to_string(c.sh) + "x" +
+                 std::to_string(c.sw));
+    const std::vector<int64_t> xs = {1, 4, 3, 5};
+    const int64_t Kg = c.group == 4 ? 1 : 3, K = Kg * c.group;
+    std::vector<int64_t> ys = {1, K, 0, 0};
+    const int64_t k[2] = {c.kh, c.kw}, st[2] = {c.sh, c.sw};
+    for (int a = 0; a < 2; ++a)
+      ys[2 + a] = st[a] * (xs[2 + a] - 1) + c.output_padding[a] + k[a] - c.pads[a] - c.pads[a + 2];
+    Model m;
+    m.graph.opset = 13;
+    m.graph.inputs = {"x"};
+    m.graph.outputs = {"y"};
+    m.graph.shapes["x"] = xs;
+    m.graph.shapes["y"] = ys;
+    m.graph.types["x"] = m.graph.types["y"] = "float32";
+    ConstantValue w{{xs[1], Kg, c.kh, c.kw}, {}, {}};
+    for (int64_t i = 0; i < elements(w.shape); ++i)
+      w.f32.push_back(static_cast<float>((i * 37 % 23) - 11) / 8.0f);
+    const ConstantValue weights = w;
+    constant(m, "w", std::move(w), "float32");
+    m.graph.nodes = {node("ConvTranspose", {"x", "w"}, {"y"},
+                          {{"group", ints({c.group})},
+                           {"strides", ints({c.sh, c.sw})},
+                           {"pads", ints(c.pads)},
+                           {"output_padding", ints(c.output_padding)}})};
+    conv_transpose_as_conv(m);
+    ASSERT_GE(m.graph.nodes.size(), 4u);
+    EXPECT_EQ(m.graph.nodes[0].op, "Conv");
+    EXPECT_EQ(m.graph.nodes[0].int_or("group", 1), c.group);
+    EXPECT_EQ(m.graph.nodes[2].op, "Transpose");
+    Tensor x;
+    for (int64_t i = 0; i < elements(xs); ++i)
+      x.push_back(static_cast<float>((i * 13 % 17) - 8) / 4.0f);
+    const Tensor want = conv_transpose_ref(x, xs, weights, {c.sh, c.sw}, c.pads, ys, c.group);
     const Tensor got = run_rewritten(m, x);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << i;
@@ -467,12 +542,12 @@ TEST(HoistOverDepthToSpace, TransposedConvsBatchNormAndReluMoveOntoThePhaseConv)
   }
 }
 
-// Not rewritten: two groups, a dilation, strides that differ per axis.
+// Not rewritten: a dilation, an output_shape, an auto_pad (the pads are then not the attribute's).
 TEST(ConvTransposeAsConv, LeavesWhatOneConvCannotExpress) {
   for (const auto& attrs : std::vector<std::map<std::string, Attribute>>{
-           {{"strides", ints({2, 2})}, {"group", ints({2})}},
            {{"strides", ints({2, 2})}, {"dilations", ints({2, 2})}},
-           {{"strides", ints({2, 1})}}}) {
+           {{"strides", ints({2, 2})}, {"output_shape", ints({8, 8})}},
+           {{"strides", ints({2, 2})}, {"auto_pad", Attribute{{}, {}, "SAME_UPPER", {}}}}}) {
     Model m = with_input();
     constant(m, "w", ConstantValue{{8, 4, 2, 2}, std::vector<float>(128, 1.0f), {}}, "float32");
     m.graph.nodes = {node("ConvTranspose", {"x", "w"}, {"y"}, attrs)};
