@@ -301,6 +301,18 @@ int64_t elements(const std::vector<int64_t>& shape) {
   return n;
 }
 
+// A float32 graph from input x to output y, opset 13, no node yet.
+Model x_to_y(const std::vector<int64_t>& xs, const std::vector<int64_t>& ys) {
+  Model m;
+  m.graph.opset = 13;
+  m.graph.inputs = {"x"};
+  m.graph.outputs = {"y"};
+  m.graph.shapes["x"] = xs;
+  m.graph.shapes["y"] = ys;
+  m.graph.types["x"] = m.graph.types["y"] = "float32";
+  return m;
+}
+
 Tensor run_rewritten(const Model& m, const Tensor& x) {
   std::map<std::string, Tensor> t{{"x", x}};
   for (const Node& n : m.graph.nodes) {
@@ -408,13 +420,7 @@ TEST(ConvTransposeAsConv, EveryPhaseAndCropMatchesTheTransposedConv) {
     std::vector<int64_t> ys = {1, K, 0, 0};
     for (int a = 0; a < 2; ++a)
       ys[2 + a] = c.s * (xs[2 + a] - 1) + c.output_padding[a] + c.k - c.pads[a] - c.pads[a + 2];
-    Model m;
-    m.graph.opset = 13;
-    m.graph.inputs = {"x"};
-    m.graph.outputs = {"y"};
-    m.graph.shapes["x"] = xs;
-    m.graph.shapes["y"] = ys;
-    m.graph.types["x"] = m.graph.types["y"] = "float32";
+    Model m = x_to_y(xs, ys);
     ConstantValue w{{xs[1], K, c.k, c.k}, {}, {}};
     for (int64_t i = 0; i < xs[1] * K * c.k * c.k; ++i)
       w.f32.push_back(static_cast<float>((i * 37 % 23) - 11) / 8.0f);
@@ -459,13 +465,7 @@ TEST(ConvTransposeAsConv, GroupsAndPerAxisStridesMatchTheTransposedConv) {
     const int64_t k[2] = {c.kh, c.kw}, st[2] = {c.sh, c.sw};
     for (int a = 0; a < 2; ++a)
       ys[2 + a] = st[a] * (xs[2 + a] - 1) + c.output_padding[a] + k[a] - c.pads[a] - c.pads[a + 2];
-    Model m;
-    m.graph.opset = 13;
-    m.graph.inputs = {"x"};
-    m.graph.outputs = {"y"};
-    m.graph.shapes["x"] = xs;
-    m.graph.shapes["y"] = ys;
-    m.graph.types["x"] = m.graph.types["y"] = "float32";
+    Model m = x_to_y(xs, ys);
     ConstantValue w{{xs[1], Kg, c.kh, c.kw}, {}, {}};
     for (int64_t i = 0; i < elements(w.shape); ++i)
       w.f32.push_back(static_cast<float>((i * 37 % 23) - 11) / 8.0f);
