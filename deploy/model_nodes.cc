@@ -8,6 +8,7 @@
 
 #include "deploy/model_nodes_internal.h"
 #include "deploy/model_ops.h"
+#include "frontend/operators.h"
 #include "support/error.h"
 
 namespace ktune::deploy {
@@ -74,18 +75,10 @@ using nodes::operand;
 using nodes::shape_of;
 using nodes::unsupported;
 
-// ONNX's elementwise operators with broadcasting: the kernel's op. Max, Min and Sum take any
-// number of operands.
-const std::map<std::string, std::string>& binary_ops() {
-  static const std::map<std::string, std::string> kOps = {
-      {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"},    {"Pow", "pow"},
-      {"Max", "max"}, {"Min", "min"}, {"Sum", "add"}, {"PRelu", "prelu"}};
-  return kOps;
-}
-
 std::optional<GeneratedStep> describe_binary(const frontend::Graph& g, const frontend::Node& n,
                                              const Constants& constants) {
-  const std::string op = binary_ops().at(n.op);
+  // The operator table's binary family: Max, Min and Sum take any number of operands.
+  const std::string op = frontend::operator_info(n.op)->kernel;
   const bool variadic = n.op == "Max" || n.op == "Min" || n.op == "Sum";
   const std::vector<int64_t> out = shape_of(g, n, n.outputs.at(0));
   if (variadic && n.inputs.size() == 1) return nodes::copy_step(g, n, n.inputs[0], n.outputs[0]);
@@ -194,12 +187,6 @@ GeneratedStep describe_softmax(const frontend::Graph& g, const frontend::Node& n
   return s;
 }
 
-const std::map<std::string, std::string>& reduce_ops() {
-  static const std::map<std::string, std::string> kOps = {
-      {"ReduceSum", "sum"}, {"ReduceMean", "mean"}, {"ReduceMax", "max"}, {"ReduceMin", "min"}};
-  return kOps;
-}
-
 // A reduction: axes as an attribute (ReduceSum before opset 13, the others before 18) or as the
 // second input; none given reduces every axis, or copies with noop_with_empty_axes.
 GeneratedStep describe_reduce(const frontend::Graph& g, const frontend::Node& n,
@@ -214,7 +201,7 @@ GeneratedStep describe_reduce(const frontend::Graph& g, const frontend::Node& n,
   for (int64_t& a : axes) a = nodes::normalized_axis(n, a, shape.size());
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  const std::string op = reduce_ops().at(n.op);
+  const std::string op = frontend::operator_info(n.op)->kernel;
   GeneratedStep s{
       n.name, "reduce_" + op, {StepOperand{n.inputs[0], false, shape, {}}}, n.outputs.at(0), {}};
   s.kernel = [op, shape, axes](const std::string& symbol) {
@@ -359,12 +346,14 @@ std::vector<GeneratedStep> describe_node(const frontend::Graph& g, const fronten
   const auto one = [](std::optional<GeneratedStep> step) {
     return step ? std::vector<GeneratedStep>{std::move(*step)} : std::vector<GeneratedStep>{};
   };
-  if (binary_ops().count(n.op)) return one(describe_binary(g, n, constants));
+  if (frontend::in_family(n.op, frontend::OpFamily::kBinary))
+    return one(describe_binary(g, n, constants));
   if (n.op == "QuantizeLinear" || n.op == "DequantizeLinear")
     return one(describe_quantize(g, n, constants));
   if (n.op == "BatchNormalization") return one(describe_batch_norm(g, n, constants));
   if (n.op == "Softmax" || n.op == "LogSoftmax") return one(describe_softmax(g, n));
-  if (reduce_ops().count(n.op)) return one(describe_reduce(g, n, constants));
+  if (frontend::in_family(n.op, frontend::OpFamily::kReduce))
+    return one(describe_reduce(g, n, constants));
   if (n.op == "Transpose") {
     const std::vector<int64_t> shape = shape_of(g, n, n.inputs.at(0));
     std::vector<int64_t> reversed(shape.size());

@@ -12,6 +12,7 @@
 #include "deploy/model_ops.h"
 #include "deploy/model_planner.h"
 #include "frontend/model_tasks.h"
+#include "frontend/operators.h"
 #include "support/error.h"
 #include "te/lower.h"
 
@@ -75,42 +76,14 @@ te::LoweredFunc reblocked(const std::string& name, const std::vector<int64_t>& n
 }
 
 // Ops that only reinterpret their input's bytes (in ONNX's layout).
-bool is_view(const std::string& op) {
-  static const std::set<std::string> kViews = {"Flatten", "Reshape", "Identity",
-                                               "Dropout", "Squeeze", "Unsqueeze"};
-  return kViews.count(op) > 0;
-}
+bool is_view(const std::string& op) { return frontend::in_family(op, frontend::OpFamily::kView); }
 
-// The elementwise operator an ONNX op is, or "" when it is none.
+// The elementwise kernel's operator an ONNX op is, or "" when it is none.
 std::string elementwise_of(const std::string& op) {
-  static const std::map<std::string, std::string> kOps = {{"Relu", "relu"},
-                                                          {"Clip", "clip"},
-                                                          {"Sigmoid", "sigmoid"},
-                                                          {"HardSwish", "hardswish"},
-                                                          {"HardSigmoid", "hardsigmoid"},
-                                                          {"LeakyRelu", "leaky_relu"},
-                                                          {"Elu", "elu"},
-                                                          {"Selu", "selu"},
-                                                          {"Tanh", "tanh"},
-                                                          {"Softplus", "softplus"},
-                                                          {"Mish", "mish"},
-                                                          {"Exp", "exp"},
-                                                          {"Log", "log"},
-                                                          {"Abs", "abs"},
-                                                          {"Neg", "neg"},
-                                                          {"Reciprocal", "reciprocal"},
-                                                          {"Gelu", "gelu_erf"},
-                                                          {"Add", "add"},
-                                                          {"Sub", "sub"},
-                                                          {"Mul", "mul"},
-                                                          {"Div", "div"},
-                                                          {"Max", "max"},
-                                                          {"Min", "min"},
-                                                          {"Sum", "add"},
-                                                          {"Erf", "erf"},
-                                                          {"Sqrt", "sqrt"}};
-  auto it = kOps.find(op);
-  return it == kOps.end() ? "" : it->second;
+  const frontend::OperatorInfo* info = frontend::operator_info(op);
+  const bool elementwise = info && (info->family == frontend::OpFamily::kUnary ||
+                                    info->family == frontend::OpFamily::kBinary);
+  return elementwise ? info->kernel : "";
 }
 
 }  // namespace

@@ -50,11 +50,6 @@ void lift_1d_windows(Model& model);
 // pass_sink_squeezes.cc.
 void sink_squeezes(Model& model);
 
-// True for the ONNX operators that map each element of one tensor on its own (Relu, Clip, Sigmoid,
-// Exp, ...; Clip's bounds are constants): they commute with moves of the elements.
-// pass_sink_squeezes.cc.
-bool unary_elementwise(const std::string& op);
-
 // True when `squeeze` drops axis 2 (of extent 1) of a 4-D tensor, whatever form its axes take (the
 // row a lifted 1-D window added). pass_sink_squeezes.cc.
 bool drops_row(const Graph& g, const Node& squeeze);

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "frontend/epilogue_fusion.h"
+#include "frontend/operators.h"
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/epilogue.h"
 #include "support/error.h"
@@ -60,52 +61,44 @@ bool all_equal(const std::vector<int64_t>& v) {
 // Why an operator without a template is listed: most need a kernel ktune cannot make; some need
 // none.
 std::string reason_without_template(const std::string& op) {
-  static const std::set<std::string> kLayout = {"Flatten", "Reshape",   "Identity",
-                                                "Squeeze", "Unsqueeze", "Dropout"};
-  if (kLayout.count(op)) return "layout only (no kernel)";
-  if (op == "Constant") return "constant (no kernel)";
-  if (op == "QuantizeLinear" || op == "DequantizeLinear") return "no template (per-tensor kernel)";
+  if (in_family(op, OpFamily::kView)) return "layout only (no kernel)";
+  if (in_family(op, OpFamily::kConstant)) return "constant (no kernel)";
+  if (in_family(op, OpFamily::kQuantize)) return "no template (per-tensor kernel)";
   return "no template";
 }
 
-// The generated kernel a model build computes a node with when no task covers it ("" = none).
+// The generated kernel a model build computes a node with when no task covers it ("" = none), by
+// the operator table.
 std::string generated_kernel(const Node& n, const Graph& g) {
-  static const std::set<std::string> kViews = {"Flatten", "Reshape",   "Identity",
-                                               "Squeeze", "Unsqueeze", "Dropout"};
-  static const std::set<std::string> kElementwise = {
-      "Relu", "Clip",       "Sigmoid",  "HardSwish", "HardSigmoid", "LeakyRelu", "Elu",
-      "Selu", "Tanh",       "Softplus", "Mish",      "Exp",         "Log",       "Abs",
-      "Neg",  "Reciprocal", "Gelu",     "Add",       "Sub",         "Mul",       "Div",
-      "Max",  "Min",        "Sum",      "PRelu",     "Erf",         "Sqrt",      "Pow"};
-  // Data movement: one generated copy kernel per output (model_ops_data.cc).
-  static const std::map<std::string, std::string> kData = {
-      {"Concat", "concat"}, {"Split", "split"},   {"Slice", "slice"},
-      {"Pad", "pad"},       {"Resize", "resize"}, {"Upsample", "resize"}};
-  static const std::set<std::string> kReduce = {"ReduceSum", "ReduceMean", "ReduceMax",
-                                                "ReduceMin"};
-  if (!n.domain.empty()) return "";
-  if (kViews.count(n.op)) return "view";
-  if (kElementwise.count(n.op)) return "elementwise";
-  if (n.op == "QuantizeLinear") return "quantize";
-  if (n.op == "DequantizeLinear")
-    return g.constants.count(n.inputs.at(0)) ? "folded" : "dequantize";
-  if (n.op == "Transpose") return "transpose";
+  const OperatorInfo* info = n.domain.empty() ? operator_info(n.op) : nullptr;
+  if (!info) return "";
+  switch (info->family) {
+    case OpFamily::kAnchor:
+    case OpFamily::kConstant:
+      return "";
+    case OpFamily::kView:
+      return "view";
+    case OpFamily::kUnary:
+    case OpFamily::kBinary:
+      return "elementwise";
+    case OpFamily::kQuantize:
+      return n.op == "DequantizeLinear" && g.constants.count(n.inputs.at(0)) ? "folded"
+                                                                             : info->kernel;
+    default:
+      break;
+  }
+  if (n.op == "Transpose") return info->kernel;
   // The kernels below compute float32: the int64 tensors of a shape subgraph (Gather of a Shape,
   // Concat of dimensions) need folding at build time instead.
   const std::string type = n.outputs.empty() ? "" : g.type(n.outputs[0]);
   if (!type.empty() && type != "float32") return "";
-  if (auto d = kData.find(n.op); d != kData.end()) return d->second;
-  if (kReduce.count(n.op)) return "reduce";
-  if (n.op == "DepthToSpace") return "depth_to_space";
-  if (n.op == "Softmax") return "softmax";
-  if (n.op == "LogSoftmax") return "log_softmax";
-  // A BatchNormalization that no conv took: a scale and shift per channel.
-  if (n.op == "BatchNormalization") return "batch_norm";
+  if (info->family == OpFamily::kReduce) return "reduce";
   // Gather of an activation at constant indices; a constant table (an embedding) is not built.
-  if (n.op == "Gather" && n.inputs.size() == 2 && !g.constants.count(n.inputs[0]) &&
-      g.constants.count(n.inputs[1]))
-    return "gather";
-  return "";
+  if (n.op == "Gather")
+    return n.inputs.size() == 2 && !g.constants.count(n.inputs[0]) && g.constants.count(n.inputs[1])
+               ? info->kernel
+               : "";
+  return info->kernel;
 }
 
 void resolve(ModelTask& t, const schedule_space::TargetTraits& target);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "frontend/graph_passes.h"
+#include "frontend/operators.h"
 
 namespace ktune::frontend {
 namespace {
@@ -38,7 +39,7 @@ void hoist_over_depth_to_space(Model& model) {
     const bool bn = n.op == "BatchNormalization" && n.inputs.size() == 5 &&
                     model.constants.count(n.inputs[1]) && model.constants.count(n.inputs[2]) &&
                     model.constants.count(n.inputs[3]) && model.constants.count(n.inputs[4]);
-    const bool unary = unary_elementwise(n.op);
+    const bool unary = in_family(n.op, OpFamily::kUnary);
     const bool binary =
         kBinary.count(n.op) && n.inputs.size() == 2 && model.constants.count(n.inputs[1 - pos]);
     if (s == shuffle_of.end() || !n.domain.empty() || n.outputs.size() != 1 || readers[in] != 1 ||

@@ -6,14 +6,12 @@
 // that undoes a Squeeze.
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "frontend/graph_passes.h"
+#include "frontend/operators.h"
 
 namespace ktune::frontend {
 namespace {
-
-const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Max", "Min", "PRelu"};
 
 std::vector<int64_t> with_row(std::vector<int64_t> nlc) {
   nlc.insert(nlc.begin() + 2, 1);
@@ -21,13 +19,6 @@ std::vector<int64_t> with_row(std::vector<int64_t> nlc) {
 }
 
 }  // namespace
-
-bool unary_elementwise(const std::string& op) {
-  static const std::set<std::string> kUnary = {
-      "Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Elu", "Selu", "Softplus",
-      "Exp",  "Log",       "Abs",     "Neg",  "Reciprocal",  "Sqrt",      "Erf", "Clip"};
-  return kUnary.count(op) > 0;
-}
 
 bool drops_row(const Graph& g, const Node& squeeze) {
   if (squeeze.op != "Squeeze" || !squeeze.domain.empty() || squeeze.outputs.size() != 1)
@@ -78,13 +69,14 @@ void sink_squeezes(Model& model) {
     }
     // An elementwise node whose tensor operands all have a [N, C, 1, L] form; a constant operand
     // gets a row axis too where broadcasting aligns it with C (rank 2 and up).
-    const bool elementwise =
-        n.domain.empty() && n.outputs.size() == 1 && !n.inputs.empty() &&
-        (unary_elementwise(n.op) || (kBinary.count(n.op) && n.inputs.size() == 2));
+    const bool elementwise = n.domain.empty() && n.outputs.size() == 1 && !n.inputs.empty() &&
+                             (in_family(n.op, OpFamily::kUnary) ||
+                              (in_family(n.op, OpFamily::kBinary) && n.inputs.size() == 2));
     const auto out = elementwise ? g.shape(n.outputs[0]) : std::nullopt;
     bool sinks = out && out->size() == 3;
     bool reads_row = false;
-    const size_t operands = unary_elementwise(n.op) ? 1 : 2;  // Clip's bounds stay as they are
+    const size_t operands =
+        in_family(n.op, OpFamily::kUnary) ? 1 : 2;  // Clip's bounds stay as they are
     for (size_t i = 0; sinks && i < operands; ++i) {
       const std::string& in = n.inputs[i];
       if (row_of.count(in)) {

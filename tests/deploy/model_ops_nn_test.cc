@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "deploy/model_ops.h"
+#include "frontend/operators.h"
 #include "support/error.h"
 #include "tests/deploy/model_ops_util.h"
 
@@ -122,6 +123,23 @@ TEST(ModelOpsNn, ActivationsMatchOnnxDefinitions) {
       want.push_back(op == "max" ? std::max(x[i], y[i]) : std::min(x[i], y[i]));
     EXPECT_EQ(worst(run(elementwise(op, ElementwiseOp{op}, n), {x, y}), want), 0.0) << op;
   }
+}
+
+// The operator table's elementwise rows name kernels that exist: each unary one an elementwise
+// kernel's op, each binary one a broadcasting kernel's (which lowers).
+TEST(ModelOpsNn, EveryElementwiseOperatorOfTheTableHasItsKernel) {
+  int unary = 0, binary = 0;
+  for (const frontend::OperatorInfo& info : frontend::operator_table()) {
+    if (info.family == frontend::OpFamily::kUnary) {
+      EXPECT_TRUE(is_elementwise(info.kernel)) << info.op << " -> " << info.kernel;
+      ++unary;
+    } else if (info.family == frontend::OpFamily::kBinary) {
+      EXPECT_NO_THROW(broadcast_binary("k", info.kernel, {2, 3}, {3}, {2, 3})) << info.op;
+      ++binary;
+    }
+  }
+  EXPECT_EQ(unary, 19);
+  EXPECT_EQ(binary, 9);
 }
 
 TEST(ModelOpsNn, MaxMinPreluPowBroadcast) {

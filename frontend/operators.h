@@ -1,0 +1,42 @@
+// Defines the operator table: each ONNX operator (default domain) ktune reads, its family, and the
+// generated kernel a model build computes a node of it with when no task covers it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ktune::frontend {
+
+// What an operator is to ktune. `ktune tasks` (model_tasks.cc), the graph passes and a model
+// build (deploy's planner) all read it here.
+enum class OpFamily {
+  kAnchor,     // a task's operator (Conv, Gemm, MatMul, pooling): model_tasks.cc maps it
+  kView,       // reinterprets its input's bytes: no kernel
+  kConstant,   // Constant: folded at build time
+  kUnary,      // maps each element on its own (parameters constant): an elementwise kernel
+  kBinary,     // elementwise with numpy broadcasting (Max, Min, Sum: any operand count)
+  kData,       // moves elements: concat, split, slice, pad, resize, transpose, gather, ...
+  kNormalize,  // per-channel or per-row arithmetic: batch_norm, softmax, log_softmax
+  kReduce,     // ReduceSum, ReduceMean, ReduceMax, ReduceMin on any axes
+  kQuantize,   // QuantizeLinear, DequantizeLinear
+};
+
+struct OperatorInfo {
+  std::string op;  // the ONNX operator
+  OpFamily family;
+  // The generated kernel's operator: the elementwise kernels' ("relu", "leaky_relu", "add"), a
+  // reduction's ("sum", "max"), or for the data, normalize and quantize families the kernel's
+  // name ("concat", "softmax", "quantize"); "" for anchors, views and constants.
+  std::string kernel;
+};
+
+// The entry of `op` (an operator of the default domain), or nullptr for one ktune does not read.
+const OperatorInfo* operator_info(const std::string& op);
+
+// True when `op` is in `family`.
+bool in_family(const std::string& op, OpFamily family);
+
+// Every entry, in the table's order (families together).
+const std::vector<OperatorInfo>& operator_table();
+
+}  // namespace ktune::frontend
