@@ -30,14 +30,13 @@ TEST(OperatorTable, TasksListTheFamilysGeneratedKernel) {
   struct Case {
     std::string op, generated, reason;
   };
-  for (const Case& c : {Case{"Mish", "elementwise", "no template"},
-                        Case{"Pow", "elementwise", "no template"},
-                        Case{"Flatten", "view", "layout only (no kernel)"},
-                        Case{"Softmax", "softmax", "no template"},
-                        Case{"ReduceMax", "reduce", "no template"},
-                        Case{"DepthToSpace", "depth_to_space", "no template"},
-                        Case{"QuantizeLinear", "quantize", "no template (per-tensor kernel)"},
-                        Case{"NonZero", "", "no template"}}) {
+  for (const Case& c :
+       {Case{"Mish", "elementwise", "no template"}, Case{"Pow", "elementwise", "no template"},
+        Case{"Flatten", "view", "layout only (no kernel)"},
+        Case{"Softmax", "softmax", "no template"}, Case{"ReduceMax", "reduce", "no template"},
+        Case{"DepthToSpace", "depth_to_space", "no template"},
+        Case{"QuantizeLinear", "quantize", "no template (per-tensor kernel)"},
+        Case{"NonZero", "", "no template"}}) {
     Graph g;
     g.name = "one";
     g.opset = 13;
