@@ -64,6 +64,9 @@ std::string reason_without_template(const std::string& op) {
   if (in_family(op, OpFamily::kView)) return "layout only (no kernel)";
   if (in_family(op, OpFamily::kConstant)) return "constant (no kernel)";
   if (in_family(op, OpFamily::kQuantize)) return "no template (per-tensor kernel)";
+  // conv_transpose_as_conv rewrote every other one into a Conv.
+  if (op == "ConvTranspose")
+    return "a transposed conv with dilations, output_shape or auto_pad (no phase conv)";
   return "no template";
 }
 
