@@ -83,7 +83,7 @@ struct BlockedNode {
   size_t nodes = 1;
 };
 
-// Plans `graph` (every shape known; `constants` its weights, frontend::load_constant_values) as
+// Plans `graph` (every shape known; `constants` its weights, frontend::read_onnx's) as
 // the library `name`: each node becomes a tuned task (the best record of its workload, else the
 // nearest tuned shape's config, else the fallback; epilogues and BatchNormalization folded in),
 // a layout conversion, an elementwise kernel, or a view; channel-blocked layouts are kept between

@@ -16,6 +16,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "frontend/contrib_ops.h"
+#include "frontend/opset_adapter.h"
 #include "support/error.h"
 #include "support/json_input.h"
 
@@ -474,6 +475,22 @@ Node node_of(const onnx::NodeProto& n, int index, Graph& graph) {
 Graph graph_of(const std::string& path, onnx::ModelProto& model,
                const std::vector<InputShape>& inputs) {
   register_contrib_schemas();
+  Graph graph;
+  graph.name = model.graph().name();
+  for (const auto& init : model.graph().initializer()) record_initializer(graph, init);
+  if (set_input_shapes(path, *model.mutable_graph(), graph.constants, inputs)) {
+    // Shapes stored for the old input would contradict the new ones: inference recomputes them.
+    model.mutable_graph()->clear_value_info();
+    // The outputs keep their rank (ONNX's checker requires a shape), their dimensions unknown.
+    for (auto& out : *model.mutable_graph()->mutable_output())
+      if (out.type().tensor_type().has_shape())
+        for (auto& d : *out.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+          d.Clear();
+  }
+  // A model of a newer opset is checked in the older opset's form (the library knows no other);
+  // the rewrite reads the input shapes just fixed.
+  const int before = model.graph().initializer_size();
+  lower_opset(path, model);
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
@@ -481,16 +498,9 @@ Graph graph_of(const std::string& path, onnx::ModelProto& model,
                 path + ": invalid ONNX model: " + first_line(e.what()));
   }
   check_operator_sets(path, model);
-
-  Graph graph;
-  graph.name = model.graph().name();
-  for (const auto& init : model.graph().initializer()) record_initializer(graph, init);
-  if (set_input_shapes(path, *model.mutable_graph(), graph.constants, inputs)) {
-    // Shapes stored for the old input would contradict the new ones: inference recomputes them.
-    model.mutable_graph()->clear_value_info();
-    for (auto& out : *model.mutable_graph()->mutable_output())
-      out.mutable_type()->mutable_tensor_type()->clear_shape();
-  }
+  // Initializers the rewrite added (split sizes, pads of every axis).
+  for (int k = before; k < model.graph().initializer_size(); ++k)
+    record_initializer(graph, model.graph().initializer(k));
   try {
     // Strict: a node whose shapes cannot be inferred is an error, not a silently unknown tensor.
     onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1, /*data_prop=*/true);
@@ -558,18 +568,12 @@ Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs) 
   return graph_of(path, model, inputs);
 }
 
-Constants load_constant_values(const std::string& path) {
-  const onnx::ModelProto model = read_model(path);
-  Constants values;
-  collect_constants(path, model.graph(), values);
-  return values;
-}
-
 Model read_onnx(const std::string& path, const std::vector<InputShape>& inputs) {
   onnx::ModelProto model = read_model(path);
   Model m;
-  collect_constants(path, model.graph(), m.constants);
   m.graph = graph_of(path, model, inputs);
+  // After graph_of: a model of a newer opset has gained initializers (opset_adapter.h).
+  collect_constants(path, model.graph(), m.constants);
   return m;
 }
 

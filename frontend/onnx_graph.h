@@ -131,8 +131,9 @@ InputShape parse_input_shape(const std::string& text);
 //                     an --input names no graph input or disagrees with its rank,
 //                     a graph input keeps a symbolic dimension (the message says which --input
 //                     to give), shape inference fails;
-//   kUnsupported      an opset newer than this ONNX library reads, or an operator no ONNX schema
-//                     describes (a custom domain).
+//   kUnsupported      an opset newer than ktune reads (opset_adapter.h: models of an opset newer
+//                     than the ONNX library's are read in its form, and some nodes have none),
+//                     or an operator no ONNX schema describes (a custom domain).
 Graph load_onnx(const std::string& path, const std::vector<InputShape>& inputs = {});
 
 // Constant tensors by name (weights, shapes, scalars).
@@ -151,16 +152,13 @@ struct Model {
 // naming the model when inference fails.
 void infer_shapes(Model& model);
 
-// load_onnx and load_constant_values of one parse of the file at `path`.
+// load_onnx, and the values of every FLOAT, INT64, INT32, INT8 and UINT8 constant of the model
+// (initializers, those opset_adapter.h added, and Constant nodes' value, value_float(s) and
+// value_int(s), in subgraphs too) by tensor name: what a model build packs. Constants of other
+// types are left out (a build that needs one says so). Throws like load_onnx, and
+// Error(kInvalidArgument) naming a tensor whose data does not match its shape or that refers to
+// external data.
 Model read_onnx(const std::string& path, const std::vector<InputShape>& inputs = {});
-
-// Reads the values of every FLOAT, INT64, INT32, INT8 and UINT8 constant of the ONNX model at
-// `path` (initializers and Constant nodes' value, value_float(s) and value_int(s), in subgraphs
-// too), by tensor name; what a model build packs.
-// Constants of other types are left out (a build that needs one says so). Throws like load_onnx for
-// a file that is not a model, and Error(kInvalidArgument) naming a tensor whose data does not match
-// its shape or that refers to external data.
-Constants load_constant_values(const std::string& path);
 
 // "1x3x224x224" (-1 prints as "?").
 std::string shape_text(const std::vector<int64_t>& dims);

@@ -41,10 +41,19 @@ void remove_identities(Model& model) {
   std::vector<Node> kept;
   for (Node& n : g.nodes) {
     for (std::string& in : n.inputs) in = source(in);
-    // A graph output keeps its node (a view in a model build): the model must define it.
-    if (passes_through(n, g, read) && !outputs.count(n.outputs[0])) {
-      renamed[n.outputs[0]] = n.inputs[0];
-      continue;
+    if (passes_through(n, g, read)) {
+      // A graph output keeps its node, as an Identity (a view in a model build): the model must
+      // define it.
+      if (outputs.count(n.outputs[0])) {
+        n.op = "Identity";
+        n.attrs.clear();
+        n.onnx.clear();
+        n.inputs.resize(1);
+        n.outputs.resize(1);
+      } else {
+        renamed[n.outputs[0]] = n.inputs[0];
+        continue;
+      }
     }
     kept.push_back(std::move(n));
   }

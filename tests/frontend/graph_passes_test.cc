@@ -186,6 +186,19 @@ TEST(RemoveIdentities, ReadersReadTheInput) {
   EXPECT_EQ(m.graph.nodes[1].inputs, std::vector<std::string>{"r"});
 }
 
+// A Cast to the same type that produces a graph output becomes an Identity (a view in a model
+// build), its attributes gone.
+TEST(RemoveIdentities, ACastToTheSameTypeGivingAnOutputBecomesAnIdentity) {
+  Model m = with_input();
+  m.graph.types["cast"] = "float32";
+  m.graph.nodes = {node("Cast", {"x"}, {"cast"}, {{"to", ints({1})}})};
+  m.graph.outputs = {"cast"};
+  remove_identities(m);
+  ASSERT_EQ(ops(m), (std::vector<std::string>{"Identity"}));
+  EXPECT_TRUE(m.graph.nodes[0].attrs.empty());
+  EXPECT_EQ(m.graph.nodes[0].inputs, std::vector<std::string>{"x"});
+}
+
 TEST(RemoveIdentities, DropoutInTrainingModeOrWithItsMaskReadStays) {
   Model m = with_input();
   constant(m, "on", i64({}, {1}), "bool");
