@@ -100,7 +100,8 @@ const std::map<std::string, std::string> kCorpusInputs = {
     {"mobilenetv3_small", "input=1x3x224x224"}, {"mobilenetv3_large", "x=1x3x224x224"},
     {"efficientnet_b0", "input=1x3x224x224"},   {"text_det_fpn", "x=1x3x320x320"},
     {"yolo_neck", "images=1x3x256x256"},        {"text_rec", "x=1x3x32x320"},
-    {"audio_cnn1d", "input_1:0=1x16000x1"},     {"vit_tiny_block", "input=1x3x224x224"}};
+    {"audio_cnn1d", "input_1:0=1x16000x1"},     {"vit_tiny_block", "input=1x3x224x224"},
+    {"efficientnet_b0_dynamo", "x=1x3x224x224"}};
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> parts;

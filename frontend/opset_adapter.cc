@@ -9,7 +9,8 @@
 //       expanded into scales or sizes of every axis;
 //       Mish -> x * Tanh(Softplus(x)); new operators (GroupNormalization, Col2Im, ...) are left
 //       for the reader's schema check.
-//   19  AveragePool dilations (all 1), Cast/CastLike/QuantizeLinear saturate (float8 only): dropped;
+//   19  AveragePool dilations (all 1), Cast/CastLike/QuantizeLinear saturate (float8 only):
+//   dropped;
 //       Pad's wrap mode and Resize's half_pixel_symmetric have no older form: refused;
 //       other changes add types (float8).
 //   20  Gelu -> its Erf form (x * (Erf(x / sqrt 2) + 1) * 0.5, which the epilogue fuser knows) or
@@ -134,8 +135,9 @@ class Lowering {
       std::string text;
       for (const std::string& r : refused_) text += (text.empty() ? "" : "; ") + r;
       throw Error(ErrorKind::kUnsupported,
-                  path_ + ": written for opset " + std::to_string(version_) + ", which ktune reads " +
-                      "by rewriting each node into opset " + std::to_string(library_opset) +
+                  path_ + ": written for opset " + std::to_string(version_) +
+                      ", which ktune reads " + "by rewriting each node into opset " +
+                      std::to_string(library_opset) +
                       " (its ONNX library's newest); no such form for " + text);
     }
   }
@@ -145,7 +147,8 @@ class Lowering {
     for (const auto& init : g.initializer()) constants_[init.name()] = init;
     for (const auto& n : g.node()) {
       if (n.op_type() == "Constant" && n.output_size() == 1) {
-        if (const auto* v = find_attr(n, "value"); v && v->has_t()) constants_[n.output(0)] = v->t();
+        if (const auto* v = find_attr(n, "value"); v && v->has_t())
+          constants_[n.output(0)] = v->t();
         if (const auto* v = find_attr(n, "value_ints"))
           constants_[n.output(0)] = ints_tensor({v->ints().begin(), v->ints().end()});
       }
@@ -217,8 +220,8 @@ class Lowering {
   // `n` in opset 17's form: itself rewritten, or the nodes that compute it.
   std::vector<onnx::NodeProto> lower_node(onnx::NodeProto& n, bool top) {
     static const std::set<std::string> kReduceAxesInput = {
-        "ReduceMax", "ReduceMin",       "ReduceMean",     "ReduceProd",     "ReduceL1",
-        "ReduceL2",  "ReduceLogSum",    "ReduceLogSumExp", "ReduceSumSquare"};
+        "ReduceMax", "ReduceMin",    "ReduceMean",      "ReduceProd",     "ReduceL1",
+        "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
     const std::string& op = n.op_type();
     if (kReduceAxesInput.count(op)) reduce_axes_attribute(n);
     if (op == "Split" && find_attr(n, "num_outputs")) {
@@ -296,23 +299,23 @@ class Lowering {
       // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
       out.push_back(make_node("Mul", {x, x}, tmp("square"), at + "/square"));
       out.push_back(make_node("Mul", {tmp("square"), x}, tmp("cube"), at + "/cube"));
-      out.push_back(make_node("Mul", {tmp("cube"), add_scalar(tmp("k"), 0.044715f)},
-                              tmp("cube_k"), at + "/cube_k"));
+      out.push_back(make_node("Mul", {tmp("cube"), add_scalar(tmp("k"), 0.044715f)}, tmp("cube_k"),
+                              at + "/cube_k"));
       out.push_back(make_node("Add", {x, tmp("cube_k")}, tmp("inner"), at + "/inner"));
-      out.push_back(make_node("Mul",
-                              {tmp("inner"), add_scalar(tmp("c"), std::sqrt(2.0f / std::numbers::pi_v<float>))},
-                              tmp("scaled"), at + "/scaled"));
+      out.push_back(make_node(
+          "Mul", {tmp("inner"), add_scalar(tmp("c"), std::sqrt(2.0f / std::numbers::pi_v<float>))},
+          tmp("scaled"), at + "/scaled"));
       out.push_back(make_node("Tanh", {tmp("scaled")}, tmp("tanh"), at + "/tanh"));
-      out.push_back(make_node("Add", {tmp("tanh"), add_scalar(tmp("one"), 1.0f)}, tmp("plus"),
-                              at + "/plus"));
+      out.push_back(
+          make_node("Add", {tmp("tanh"), add_scalar(tmp("one"), 1.0f)}, tmp("plus"), at + "/plus"));
       out.push_back(
           make_node("Mul", {x, add_scalar(tmp("half"), 0.5f)}, tmp("half_x"), at + "/half_x"));
       out.push_back(make_node("Mul", {tmp("half_x"), tmp("plus")}, y, at));
       return out;
     }
     // torch.onnx's form below opset 20: x * (Erf(x / sqrt 2) + 1) * 0.5.
-    out.push_back(make_node("Div", {x, add_scalar(tmp("sqrt2"), std::sqrt(2.0f))}, tmp("div"),
-                            at + "/div"));
+    out.push_back(
+        make_node("Div", {x, add_scalar(tmp("sqrt2"), std::sqrt(2.0f))}, tmp("div"), at + "/div"));
     out.push_back(make_node("Erf", {tmp("div")}, tmp("erf"), at + "/erf"));
     out.push_back(
         make_node("Add", {tmp("erf"), add_scalar(tmp("one"), 1.0f)}, tmp("plus"), at + "/plus"));

@@ -57,6 +57,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(CorpusModel{"mobilenetv3_small.onnx", "input=1x3x224x224"},
                       CorpusModel{"mobilenetv3_large.onnx", "x=1x3x224x224"},
                       CorpusModel{"efficientnet_b0.onnx", "input=1x3x224x224"},
+                      CorpusModel{"efficientnet_b0_dynamo.onnx", "x=1x3x224x224"},
                       CorpusModel{"text_det_fpn.onnx", "x=1x3x320x320"},
                       CorpusModel{"yolo_neck.onnx", "images=1x3x256x256"},
                       CorpusModel{"text_rec.onnx", "x=1x3x32x320"},
