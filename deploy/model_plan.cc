@@ -308,6 +308,13 @@ int64_t Planner::add(PlanTensor t) {
   return static_cast<int64_t>(plan_.tensors.size()) - 1;
 }
 
+int64_t Planner::written_block(const std::string& onnx) const {
+  auto cur = current_.find(onnx);
+  const int64_t block =
+      cur == current_.end() ? 0 : plan_.tensors[static_cast<size_t>(cur->second)].block;
+  return block > 0 ? block : kGeneratedBlock;
+}
+
 int64_t Planner::form(const std::string& onnx, int64_t block) {
   auto cur = current_.find(onnx);
   if (cur == current_.end()) {

@@ -11,8 +11,6 @@
 namespace ktune::deploy {
 namespace {
 
-constexpr int64_t kBlock = 16;  // the lanes when the input has no block yet
-
 // In NCHWc of [n, c*s*s, h, w] -> out NCHWc of [n, c, h*s, w*s]: output channel k at (y, x) is
 // input channel k*s*s + (y%s)*s + x%s (CRD) or ((y%s)*s + x%s)*c + k (DCR) at (y/s, x/s); lanes
 // past c are zero. In DCR order (the phases of a transposed conv, frontend's
@@ -70,10 +68,7 @@ void Planner::plan_depth_to_space(const frontend::Node& n) {
   const std::string mode = n.text_or("mode", "DCR");
   if (in.size() != 4 || s < 1 || in[1] % (s * s) != 0 || (mode != "DCR" && mode != "CRD"))
     throw unsupported(n, "a DepthToSpace of another form than 4-D DCR or CRD");
-  auto cur = current_.find(x);
-  const int64_t block = cur != current_.end() && plan_.tensors[cur->second].block > 0
-                            ? plan_.tensors[cur->second].block
-                            : kBlock;
+  const int64_t block = written_block(x);
   PlanStep step;
   step.layer = n.name;
   step.kind = "layout";

@@ -16,9 +16,6 @@
 namespace ktune::deploy {
 namespace {
 
-// The lanes of the channel-blocked layout a generated kernel takes when its input has none.
-constexpr int64_t kBlock = 16;
-
 // NCHWc [n][ceil(c/b)][h][w][b] -> the same with pads rows and columns of zeros around (`pads`:
 // top, left, bottom, right).
 te::LoweredFunc pad_blocked(const std::string& name, const std::vector<int64_t>& nchw,
@@ -77,10 +74,7 @@ void Planner::plan_pool(const frontend::Node& n) {
   BlockedPool pool;
   pool.max = n.op == "MaxPool";
   pool.nchw = in;
-  auto cur = current_.find(x);
-  pool.block = cur != current_.end() && plan_.tensors[cur->second].block > 0
-                   ? plan_.tensors[cur->second].block
-                   : kBlock;
+  pool.block = written_block(x);
   // The output extent is the one shape inference gave (ceil_mode included).
   pool.window = PoolWindow{kernel[0],
                            kernel[1],
@@ -131,11 +125,8 @@ void Planner::plan_conv_blocked(const frontend::GeneratedConv& gc) {
   if (in.size() != 4 || w.shape.size() != 4 || strides.size() != 2 || dilations.size() != 2 ||
       gc.pads.size() != 4)
     throw unsupported(conv, "a conv that is not 2-D");
-  // The block the producer wrote (no conversion before the conv), the same for the output.
-  auto cur = current_.find(x);
-  const int64_t block = cur != current_.end() && plan_.tensors[cur->second].block > 0
-                            ? plan_.tensors[cur->second].block
-                            : kBlock;
+  // The output in the input's block.
+  const int64_t block = written_block(x);
   BlockedConv c;
   c.nchw = in;
   c.k = w.shape[0];

@@ -82,6 +82,12 @@ class Planner {
   // A new tensor for the value `onnx`, which becomes its current form.
   int64_t define(const std::string& onnx, int64_t block);
 
+  // The channel block a generated kernel in the blocked layout (a pool, a DepthToSpace, a
+  // generated conv) reads `onnx` in: the one its producer wrote, so no conversion comes before
+  // it, else kGeneratedBlock (16: an AVX-512 register of float32).
+  static constexpr int64_t kGeneratedBlock = 16;
+  int64_t written_block(const std::string& onnx) const;
+
   // Whether a channel-blocked tensor holds its values in ONNX's order already: [N, C, 1, 1] with
   // one image or whole blocks (a pooled tensor), its padded lanes past the end.
   static bool blocked_is_nchw(const PlanTensor& t);
