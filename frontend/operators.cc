@@ -3,6 +3,8 @@
 
 #include <map>
 
+#include "frontend/onnx_graph.h"
+
 namespace ktune::frontend {
 
 const std::vector<OperatorInfo>& operator_table() {
@@ -94,6 +96,52 @@ const OperatorInfo* operator_info(const std::string& op) {
 bool in_family(const std::string& op, OpFamily family) {
   const OperatorInfo* info = operator_info(op);
   return info && info->family == family;
+}
+
+// Why an operator without a template is listed: most need a kernel ktune cannot make; some need
+// none.
+std::string reason_without_template(const std::string& op) {
+  if (in_family(op, OpFamily::kView)) return "layout only (no kernel)";
+  if (in_family(op, OpFamily::kConstant)) return "constant (no kernel)";
+  if (in_family(op, OpFamily::kQuantize)) return "no template (per-tensor kernel)";
+  // conv_transpose_as_conv rewrote every other one into a Conv.
+  if (op == "ConvTranspose")
+    return "a transposed conv with dilations, output_shape or auto_pad (no phase conv)";
+  return "no template";
+}
+
+// The generated kernel a model build computes a node with when no task covers it ("" = none), by
+// the operator table.
+std::string generated_kernel(const Node& n, const Graph& g) {
+  const OperatorInfo* info = n.domain.empty() ? operator_info(n.op) : nullptr;
+  if (!info) return "";
+  switch (info->family) {
+    case OpFamily::kAnchor:
+    case OpFamily::kConstant:
+      return "";
+    case OpFamily::kView:
+      return "view";
+    case OpFamily::kUnary:
+    case OpFamily::kBinary:
+      return "elementwise";
+    case OpFamily::kQuantize:
+      return n.op == "DequantizeLinear" && g.constants.count(n.inputs.at(0)) ? "folded"
+                                                                             : info->kernel;
+    default:
+      break;
+  }
+  if (n.op == "Transpose") return info->kernel;
+  // The kernels below compute float32: the int64 tensors of a shape subgraph (Gather of a Shape,
+  // Concat of dimensions) need folding at build time instead.
+  const std::string type = n.outputs.empty() ? "" : g.type(n.outputs[0]);
+  if (!type.empty() && type != "float32") return "";
+  if (info->family == OpFamily::kReduce) return "reduce";
+  // Gather of an activation at constant indices; a constant table (an embedding) is not built.
+  if (n.op == "Gather")
+    return n.inputs.size() == 2 && !g.constants.count(n.inputs[0]) && g.constants.count(n.inputs[1])
+               ? info->kernel
+               : "";
+  return info->kernel;
 }
 
 }  // namespace ktune::frontend

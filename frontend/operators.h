@@ -39,4 +39,16 @@ bool in_family(const std::string& op, OpFamily family);
 // Every entry, in the table's order (families together).
 const std::vector<OperatorInfo>& operator_table();
 
+struct Graph;
+struct Node;
+
+// Why `ktune tasks` lists an operator no task covers ("layout only (no kernel)", "no template").
+std::string reason_without_template(const std::string& op);
+
+// The generated kernel a model build computes node `n` of `g` with when no task covers it:
+// "view", "elementwise", "reduce", "folded" (a constant DequantizeLinear) or the table's kernel;
+// "" when none (an anchor, a constant, an operator ktune does not read, an int64 shape tensor, a
+// Gather of a constant table).
+std::string generated_kernel(const Node& n, const Graph& g);
+
 }  // namespace ktune::frontend

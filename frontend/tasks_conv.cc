@@ -1,0 +1,139 @@
+// The conv family's tasks: a Conv becomes conv2d_nchwc (with its Winograd alternatives) or
+// depthwise_conv2d_nchwc; groups and per-axis dilations a generated conv_blocked; asymmetric
+// padding a generated pad before the task.
+#include <algorithm>
+
+#include "frontend/task_extractor.h"
+#include "support/error.h"
+
+namespace ktune::frontend {
+
+namespace {
+
+// The Winograd output tiles (m of F(m x m, 3 x 3)) worth tuning for an OH x OW output: the larger
+// tile saves more multiplies but pads a small output to a multiple of m and has a larger U. From
+// 12 on F(4x4) wins; below, both are tuned: on ResNet-18's 7x7 C512 layer F(4x4) computes an 8x8
+// output with 44% fewer multiplies than F(2x2) but reads 37.7 MB of U against 16.8, and which is
+// faster depends on the machine's caches.
+std::vector<int64_t> winograd_tiles(int64_t oh, int64_t ow) {
+  if (std::min(oh, ow) >= 12) return {4};
+  return {2, 4};
+}
+
+}  // namespace
+
+// A Conv, or the conv of an int8 operator `q` (its data and weights; nothing fused here).
+Mapped TaskExtractor::map_conv(size_t i, const QuantizedOp* q) {
+  const Node& n = g_.nodes[i];
+  const auto x = g_.shape(q ? q->data : n.inputs[0]);
+  const auto w = g_.shape(q ? q->weight : n.inputs[1]);
+  const auto y = g_.shape(n.outputs[0]);
+  if (!x || !w || !y) return NotMapped{"shape not inferred"};
+  if (x->size() != 4) return NotMapped{"only 2-D convolution"};
+  const int64_t group = n.int_or("group", 1);
+  const auto strides = n.ints("strides", {1, 1});
+  const auto dilations = n.ints("dilations", {1, 1});
+  const int64_t R = (*w)[2], S = (*w)[3];
+  std::vector<int64_t> pads = n.ints("pads", {0, 0, 0, 0});
+  const std::string auto_pad = n.text_or("auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    // The padding that keeps ceil(in / stride) outputs, split over both sides.
+    pads.assign(4, 0);
+    for (int a = 0; a < 2; ++a) {
+      const int64_t in = (*x)[2 + a], k = a == 0 ? R : S, s = strides[a], d = dilations[a];
+      const int64_t total =
+          std::max<int64_t>(((in + s - 1) / s - 1) * s + (k - 1) * d + 1 - in, 0);
+      pads[a] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[a + 2] = total - pads[a];
+    }
+  } else if (auto_pad == "VALID") {
+    pads.assign(4, 0);
+  }
+  const int64_t N = (*x)[0], C = (*x)[1], K = (*w)[0], OH = (*y)[2], OW = (*y)[3];
+  // ONNX's shape inference does not compare a conv's input channels with its weights (a wrong
+  // --input passes it): a model that cannot run is bad input, not a task.
+  if (group < 1 || C != (*w)[1] * group || K % group != 0)
+    throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Conv): the input has " +
+                                                 i2s(C) + " channels, its weights take " +
+                                                 i2s((*w)[1] * group) + " (check --input)");
+  // What the float32 templates do not take, a generated conv computes: a task per group would
+  // need a per-group binding of data and weights, and no template dilates per axis.
+  const bool depthwise = group == C && K == C;
+  if (group != 1 && !depthwise) {
+    if (q) return NotMapped{"a grouped conv other than depthwise (int8)"};
+    return generated_conv(i, pads, "a conv of " + i2s(group) + " groups, not depthwise");
+  }
+  if (!all_equal(dilations)) {
+    if (q) return NotMapped{"different dilations per axis"};
+    return generated_conv(i, pads, "different dilations per axis");
+  }
+  // conv2d_nchwc and depthwise_conv2d_nchwc take a column stride of their own (stride_w).
+  const bool stride_per_axis = !all_equal(strides);
+  if (stride_per_axis && q)
+    return NotMapped{
+        "different strides per axis (float32 convs of one group and depthwise convs take them)"};
+  // Padding that differs between the ends: a generated kernel pads the input, the conv pads
+  // nothing (the int8 path binds its data unpadded).
+  std::vector<int64_t> input_pads;
+  if (!all_equal(pads)) {
+    if (q) return NotMapped{"asymmetric padding (int8)"};
+    input_pads = pads;
+    pads.assign(4, 0);
+  }
+  const int64_t H = (*x)[2] + (input_pads.empty() ? 0 : input_pads[0] + input_pads[2]);
+  const int64_t W = (*x)[3] + (input_pads.empty() ? 0 : input_pads[1] + input_pads[3]);
+  Candidate c;
+  c.args = {{"N", i2s(N)},         {"H", i2s(H)},
+            {"W", i2s(W)},         {"R", i2s(R)},
+            {"S", i2s(S)},         {"stride", i2s(strides[0])},
+            {"pad", i2s(pads[0])}, {"dilation", i2s(dilations[0])}};
+  const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+  if (group == 1) {
+    c.template_name = "conv2d_nchwc";
+    c.substitute = "conv2d";
+    c.args["C"] = i2s(C);
+    c.args["K"] = i2s(K);
+    if (stride_per_axis) c.args["stride_w"] = i2s(strides[1]);
+    c.flop = 2.0 * N * K * OH * OW * C * R * S;
+    if (R == 3 && S == 3 && strides[0] == 1 && !stride_per_axis && dilations[0] == 1)
+      for (int64_t m : winograd_tiles(OH, OW)) {
+        Candidate w = c;
+        w.template_name = "conv2d_winograd_nchwc";
+        w.substitute.clear();
+        w.args["m"] = i2s(m);
+        c.alternatives.push_back(std::move(w));
+      }
+  } else {
+    // Depthwise: the blocked layout's kernel (as conv2d_nchwc's output), with the epilogue; the
+    // NCHW template computes the same when it refuses.
+    c.template_name = "depthwise_conv2d_nchwc";
+    c.substitute = "depthwise_conv2d";
+    c.args["C"] = i2s(C);
+    if (stride_per_axis) c.args["stride_w"] = i2s(strides[1]);
+    c.flop = 2.0 * N * C * OH * OW * R * S;
+  }
+  if (!q) c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kConv);
+  if (!input_pads.empty()) {
+    c.input_pads = input_pads;
+    c.note += std::string(c.note.empty() ? "" : "; ") + "padding " + i2s(input_pads[0]) + "," +
+              i2s(input_pads[1]) + "," + i2s(input_pads[2]) + "," + i2s(input_pads[3]) +
+              " (top, left, bottom, right) by a generated kernel before it";
+    for (Candidate& alt : c.alternatives) alt.input_pads = input_pads;
+  }
+  note_not_int8(i, c);
+  return c;
+}
+
+// A float32 Conv no template takes, for the generated conv_blocked (GeneratedConv), with the
+// epilogue the templates' would fuse.
+NotMapped TaskExtractor::generated_conv(size_t i, const std::vector<int64_t>& pads, const std::string& reason) {
+  const Node& n = g_.nodes[i];
+  const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+  GeneratedConv c{i, fuser_.fuse(i, has_bias, AnchorKind::kConv), pads};
+  std::string layer = n.name;
+  for (size_t f : c.epilogue.nodes) layer += "+" + g_.nodes[f].name;
+  generated_convs_.push_back(std::move(c));
+  return NotMapped{reason, "conv_blocked", layer};
+}
+
+}  // namespace ktune::frontend

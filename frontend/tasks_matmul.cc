@@ -1,0 +1,102 @@
+// The matrix product family's tasks: Gemm (transA, transB) and MatMul (batched, broadcast,
+// matrix-vector) become matmul, batch_matmul or dense_bias_relu; an int8 one matmul_u8s8s32.
+#include "frontend/task_extractor.h"
+#include "support/error.h"
+
+namespace ktune::frontend {
+
+// matmul_u8s8s32 of the data's rows (every axis but the last) times the weights.
+Mapped TaskExtractor::map_quantized_matmul(const QuantizedOp& q) {
+  const Node& n = g_.nodes[q.node];
+  const auto a = g_.shape(q.data);
+  const auto b = g_.shape(q.weight);
+  if (!a || !b) return NotMapped{"shape not inferred"};
+  int64_t M = 1;
+  for (size_t d = 0; d + 1 < a->size(); ++d) M *= (*a)[d];
+  const int64_t K = a->back(), N = q.nt ? (*b)[0] : (*b)[1];
+  if (K != (q.nt ? (*b)[1] : (*b)[0]))
+    throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (" + n.op +
+                                                 "): operand shapes " + shape_text(*a) + " and " +
+                                                 shape_text(*b) + " do not multiply");
+  Candidate c;
+  c.template_name = "matmul_u8s8s32";
+  c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}};
+  c.flop = 2.0 * M * N * K;
+  return c;
+}
+
+Mapped TaskExtractor::map_gemm(size_t i) {
+  const Node& n = g_.nodes[i];
+  const auto a = g_.shape(n.inputs[0]);
+  const auto b = g_.shape(n.inputs[1]);
+  if (!a || !b) return NotMapped{"shape not inferred"};
+  Candidate c;
+  bool has_bias = false;
+  if (n.op == "Gemm") {
+    // A transposed A is copied into [M, K] by a generated transpose before the product.
+    const bool ta = n.int_or("transA", 0) != 0;
+    const bool nt = n.int_or("transB", 0) != 0;
+    if (a->size() != 2 || b->size() != 2)
+      throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Gemm): operands " +
+                                                   shape_text(*a) + " and " + shape_text(*b) +
+                                                   " are not matrices");
+    const int64_t M = ta ? (*a)[1] : (*a)[0], K = ta ? (*a)[0] : (*a)[1],
+                  N = nt ? (*b)[0] : (*b)[1];
+    if (K != (nt ? (*b)[1] : (*b)[0]))
+      throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (Gemm): operand shapes " +
+                                                   shape_text(*a) + " and " + shape_text(*b) +
+                                                   " do not multiply");
+    c.template_name = "matmul";
+    c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", nt ? "nt" : "nn"}};
+    c.flop = 2.0 * M * N * K;
+    has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+  } else if (a->size() == 1 || b->size() == 1) {
+    // A matrix-vector product: [.., M, K] x [K] is the rows times a [K, 1] column (N = 1),
+    // [K] x [K, N] one row (M = 1); the output holds the same elements without that axis.
+    if (a->size() == 1 && b->size() > 2) return NotMapped{"a vector times a batch of matrices"};
+    const bool vector_b = b->size() == 1;
+    const int64_t K = a->back(), N = vector_b ? 1 : b->back();
+    int64_t M = 1;
+    if (vector_b)
+      for (size_t d = 0; d + 1 < a->size(); ++d) M *= (*a)[d];
+    if (K != (vector_b ? b->front() : (*b)[0]))
+      throw Error(ErrorKind::kInvalidArgument, "node '" + n.name + "' (MatMul): operand shapes " +
+                                                   shape_text(*a) + " and " + shape_text(*b) +
+                                                   " do not multiply");
+    c.template_name = "matmul";
+    c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nn"}};
+    c.flop = 2.0 * M * N * K;
+    // The output's last axis is M, not a column of N: a per-column epilogue would not apply.
+    if (vector_b) {
+      note_not_int8(i, c);
+      return c;
+    }
+  } else {
+    const int64_t K = a->back(), N = b->back(), M = (*a)[a->size() - 2];
+    int64_t batch = 1;
+    for (size_t d = 0; d + 2 < a->size(); ++d) batch *= (*a)[d];
+    if (b->size() == 2) {
+      // A batch of rows times one matrix is one matrix product.
+      c.template_name = "matmul";
+      c.args = {{"M", i2s(batch * M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nn"}};
+    } else {
+      c.template_name = "batch_matmul";
+      c.args = {
+          {"batch", i2s(batch)}, {"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nn"}};
+    }
+    c.flop = 2.0 * batch * M * N * K;
+  }
+  c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kGemm);
+  // Gemm + bias + Relu with B as [N, K] is exactly what dense_bias_relu computes.
+  if (c.template_name == "matmul" && c.args["layout"] == "nt" &&
+      c.epilogue.steps == "bias_relu") {
+    c.template_name = "dense_bias_relu";
+    c.args.erase("layout");
+    c.epilogue.steps.clear();
+    c.note = "bias and relu built into the template";
+  }
+  note_not_int8(i, c);
+  return c;
+}
+
+}  // namespace ktune::frontend
