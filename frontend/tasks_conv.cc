@@ -41,8 +41,7 @@ Mapped TaskExtractor::map_conv(size_t i, const QuantizedOp* q) {
     pads.assign(4, 0);
     for (int a = 0; a < 2; ++a) {
       const int64_t in = (*x)[2 + a], k = a == 0 ? R : S, s = strides[a], d = dilations[a];
-      const int64_t total =
-          std::max<int64_t>(((in + s - 1) / s - 1) * s + (k - 1) * d + 1 - in, 0);
+      const int64_t total = std::max<int64_t>(((in + s - 1) / s - 1) * s + (k - 1) * d + 1 - in, 0);
       pads[a] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       pads[a + 2] = total - pads[a];
     }
@@ -126,7 +125,8 @@ Mapped TaskExtractor::map_conv(size_t i, const QuantizedOp* q) {
 
 // A float32 Conv no template takes, for the generated conv_blocked (GeneratedConv), with the
 // epilogue the templates' would fuse.
-NotMapped TaskExtractor::generated_conv(size_t i, const std::vector<int64_t>& pads, const std::string& reason) {
+NotMapped TaskExtractor::generated_conv(size_t i, const std::vector<int64_t>& pads,
+                                        const std::string& reason) {
   const Node& n = g_.nodes[i];
   const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
   GeneratedConv c{i, fuser_.fuse(i, has_bias, AnchorKind::kConv), pads};

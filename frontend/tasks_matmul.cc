@@ -88,8 +88,7 @@ Mapped TaskExtractor::map_gemm(size_t i) {
   }
   c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kGemm);
   // Gemm + bias + Relu with B as [N, K] is exactly what dense_bias_relu computes.
-  if (c.template_name == "matmul" && c.args["layout"] == "nt" &&
-      c.epilogue.steps == "bias_relu") {
+  if (c.template_name == "matmul" && c.args["layout"] == "nt" && c.epilogue.steps == "bias_relu") {
     c.template_name = "dense_bias_relu";
     c.args.erase("layout");
     c.epilogue.steps.clear();

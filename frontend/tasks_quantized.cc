@@ -17,8 +17,7 @@ void TaskExtractor::note_not_int8(size_t i, Candidate& c) const {
 // (the padding value) as an argument; a matrix product's is folded into its bias.
 Mapped TaskExtractor::map_quantized(size_t i) {
   const QuantizedOp& q = quantized_.ops[quantized_at_.at(i)];
-  Mapped mapped =
-      q.conv ? map_conv(i, &q) : map_quantized_matmul(q);
+  Mapped mapped = q.conv ? map_conv(i, &q) : map_quantized_matmul(q);
   auto* c = std::get_if<Candidate>(&mapped);
   if (!c) return mapped;
   c->substitute.clear();

@@ -50,6 +50,11 @@ bool stream_b(const Config& cfg) {
   return e && e->as_int() != 0;
 }
 
+bool rows_parallel(const Config& cfg) {
+  const Entity* e = cfg.find("rows_parallel");
+  return e && e->as_int() != 0;
+}
+
 }  // namespace
 
 int64_t dot_lanes(const Config& cfg) {
@@ -63,7 +68,7 @@ int64_t dot_rows(const Config& cfg) {
 }
 
 void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
-                       ConfigSpace& space, bool dot_knob, bool stream_knob) {
+                       ConfigSpace& space, bool dot_knob, bool stream_knob, bool batch_knob) {
   const int64_t lanes = target.vector_lanes(dtype_bits);
   space.define_split("tile_y", {.extent = M, .num_outputs = 3, .max_innermost = kMaxRegisterRows});
   space.define_split("tile_x", {.extent = N,
@@ -98,6 +103,10 @@ void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
     space.add_constraint("a streamed B is not packed", [](const EntityView& v) {
       return v["stream_b"].as_int() == 0 || v["pack_b"].as_int() == 0;
     });
+  }
+  if (batch_knob) {
+    space.define_knob("rows_parallel", std::vector<int64_t>{0, 1});
+    space.set_legacy_value("rows_parallel", 0);  // logged before the knob
   }
   space.add_constraint("register tile fits the vector registers", [lanes,
                                                                    target](const EntityView& v) {
@@ -152,6 +161,10 @@ Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const Targ
   // Small batches (4 to 16 rows) keep the tile above unless tuning finds the dot form faster.
   if (const int64_t p = space.knob_position("dot_lanes"); p >= 0)
     d[p] = closest_int(space.knob(p), M < 4 ? lanes : 0);
+  // A batch keeps its tiles fused in parallel: the row blocks above may leave one outer row
+  // tile (197 rows), which rows_parallel would run on one core.
+  if (const int64_t p = space.knob_position("rows_parallel"); p >= 0)
+    d[p] = closest_int(space.knob(p), 0);
   return pick_fallback(space, d);
 }
 
@@ -165,13 +178,25 @@ void schedule_gemm(const GemmStages& g, const Config& cfg, int64_t M, int64_t N,
   const auto xs = apply_split(out, out.axis(nb + 1), cfg["tile_x"], N);
   if (ys.size() != 3 || xs.size() != 3)
     throw Error(ErrorKind::kInstantiation, "tile_y and tile_x must split in 3");
-  std::vector<te::IterVar> order = batch;
-  order.insert(order.end(), {ys[0], xs[0], ys[1], xs[1], ys[2], xs[2]});
-  out.reorder(order);
-  te::IterVar outer = nb > 0 ? batch[0] : ys[0];
-  for (int b = 1; b < nb; ++b) outer = out.fuse(outer, batch[b]);
-  if (nb > 0) outer = out.fuse(outer, ys[0]);
-  outer = out.fuse(outer, xs[0]);
+  // The outer tiles: one parallel loop of the batch, row and column tiles fused, or (with
+  // rows_parallel) the row tiles in parallel with the batch and column tiles inside.
+  te::IterVar outer, panel;  // the parallel loop; the loop one packed B panel serves
+  if (nb > 0 && rows_parallel(cfg)) {
+    std::vector<te::IterVar> order = {ys[0]};
+    order.insert(order.end(), batch.begin(), batch.end());
+    order.insert(order.end(), {xs[0], ys[1], xs[1], ys[2], xs[2]});
+    out.reorder(order);
+    outer = ys[0];
+    panel = xs[0];
+  } else {
+    std::vector<te::IterVar> order = batch;
+    order.insert(order.end(), {ys[0], xs[0], ys[1], xs[1], ys[2], xs[2]});
+    out.reorder(order);
+    outer = nb > 0 ? batch[0] : ys[0];
+    for (int b = 1; b < nb; ++b) outer = out.fuse(outer, batch[b]);
+    if (nb > 0) outer = out.fuse(outer, ys[0]);
+    outer = panel = out.fuse(outer, xs[0]);
+  }
   if (cfg["parallel"].as_int() != 0) out.parallel(outer);
   out.vectorize(xs[2]);
 
@@ -183,7 +208,7 @@ void schedule_gemm(const GemmStages& g, const Config& cfg, int64_t M, int64_t N,
   if (stream_b(cfg)) {
     // The row stream: per outer tile, k steps of tile_k's inner rows; in a step, a register tile
     // of columns at a time, each B vector loaded once and used by every row of the tile.
-    acc.compute_at(out, outer);
+    acc.compute_at(out, panel);
     const int64_t xi = cfg["tile_x"].split_factors(N).back();
     auto [cols, lanes] = acc.split(acc.axis(nb + 1), xi);
     acc_order.insert(acc_order.end(), {ks[0], cols, ks[1], acc.axis(nb), lanes});
@@ -202,7 +227,7 @@ void schedule_gemm(const GemmStages& g, const Config& cfg, int64_t M, int64_t N,
     // The panel's columns come in whole register tiles (multiples of the vector lanes): copy
     // them a tile at a time with vector loads and stores.
     te::Stage pack = s[g.pack];
-    pack.compute_at(out, outer);
+    pack.compute_at(out, panel);
     const te::IterVar cols = pack.axis(static_cast<int>(pack.node().axes.size()) - 1);
     const int64_t xi = cfg["tile_x"].split_factors(N).back();
     auto [co, ci] = pack.split(cols, xi);

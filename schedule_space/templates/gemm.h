@@ -36,8 +36,15 @@ namespace ktune::schedule_space::templates {
 //             a register tile of columns at a time, and adds them into the tile's rows (kept in
 //             L1 between steps). B is read as a few sequential streams instead of a K-long
 //             column walk; unroll_k unrolls the rows of a step; pack_b must be 0
+//   rows_parallel (only with `batch_knob`, batch_matmul) 0/1: 0 fuses the batch with the outer
+//             row and column tiles into the one parallel loop (as logged before the knob); 1 runs
+//             the outer row tiles in parallel and the batch and the column tiles inside, so that
+//             the tiles past M and N (197 tokens: no tile divides) are the last iterations of their
+//             loops and partition_loops peels them: fused, a tail falls in every batch and keeps
+//             its guards around every multiply-add of the register tile
 void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const TargetTraits& target,
-                       ConfigSpace& space, bool dot_knob = false, bool stream_knob = false);
+                       ConfigSpace& space, bool dot_knob = false, bool stream_knob = false,
+                       bool batch_knob = false);
 
 // Rows of B stored [N,K] in one block of the dot form (each a vector accumulator per row of A):
 // 8, or 4 beside 4 rows of A (32 accumulators would leave no register for the operands).

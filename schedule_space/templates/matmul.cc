@@ -220,7 +220,7 @@ void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&
   d.define = [batch_axes](const WorkloadArgs& w, const TargetTraits& target, ConfigSpace& space) {
     define_gemm_space(w.get_int("M"), w.get_int("N"), w.get_int("K"), dtype_of(w.get("dtype")).bits,
                       target, space, batch_axes == 0 && w.get("layout") == "nt",
-                      w.get("layout") == "nn");
+                      w.get("layout") == "nn", batch_axes > 0);
   };
   d.fallback = [](const WorkloadArgs& w, const TargetTraits& target, const ConfigSpace& space) {
     return gemm_fallback(w.get_int("M"), w.get_int("N"), w.get_int("K"),

@@ -70,6 +70,8 @@ inline std::vector<TemplateCase> small_cases() {
        "dense_bias_relu",
        {{"M", "4"}, {"N", "8"}, {"K", "8"}}},  // with the dot form (M <= 16)
       {"batch_matmul", "batch_matmul", {{"batch", "3"}, {"M", "4"}, {"N", "8"}, {"K", "6"}}},
+      // Rows and columns past every tile (ViT's 197 tokens), the tails peeled by rows_parallel.
+      {"batch_matmul_tails", "batch_matmul", {{"batch", "2"}, {"M", "5"}, {"N", "7"}, {"K", "3"}}},
       {"conv2d_pad", "conv2d", {{"C", "2"}, {"H", "3"}, {"W", "3"}, {"K", "2"}, {"pad", "1"}}},
       {"conv2d_stride_dilation",
        "conv2d",
