@@ -265,17 +265,30 @@ te::LoweredFunc softmax_rows(const std::string& name, int64_t rows, int64_t n, b
   if (log)
     shift = te::compute(
         {rows}, [&](te::Var r) { return top(r) + te::log(total(r)); }, "shift");
+  // Softmax: one division per row, then multiplies.
+  te::Tensor inverse;
+  if (!log)
+    inverse = te::compute(
+        {rows}, [&](te::Var r) { return f(1) / total(r); }, "inverse");
   te::Tensor out = te::compute(
       {rows, n},
-      [&](te::Var r, te::Var j) { return log ? x(r, j) - shift(r) : e(r, j) / total(r); }, "out");
+      [&](te::Var r, te::Var j) { return log ? x(r, j) - shift(r) : e(r, j) * inverse(r); }, "out");
   te::Schedule s = te::create_schedule({out});
   for (const auto& step : later) step(s);
-  if (rows * n >= kParallelMin) {
-    s[top].parallel(s[top].axis(0));
-    s[total].parallel(s[total].axis(0));
-  }
-  schedule_plain(s, e, true);
-  schedule_plain(s, out, true);
+  // Row by row: the maximum, the exps, their sum and the output of a row are computed at the
+  // output's row loop, so a row is read from memory once and its exps stay in L1 (four passes
+  // over the whole tensor took 0.078 ms on ViT-Tiny's 3 x 197 x 197 scores, 0.5 MB).
+  te::Stage o = s[out];
+  const te::IterVar row = o.axis(0);
+  if (rows * n >= kParallelMin) o.parallel(row);
+  for (const te::Tensor& t : {top, e, total, log ? shift : inverse}) s[t].compute_at(o, row);
+  for (const te::Tensor& t : {e, out})
+    if (n >= kLanes) {
+      te::Stage st = s[t];
+      auto [outer, lanes] = st.split(st.axis(1), kLanes);
+      (void)outer;
+      st.vectorize(lanes);
+    }
   return te::lower(s, {x, out}, name);
 }
 
