@@ -130,8 +130,12 @@ Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const Targ
                : N % (2 * lanes) == 0               ? 2 * lanes
                                                     : std::min<int64_t>(lanes, N);
   const int64_t vectors = std::max<int64_t>(1, xi / lanes);
-  int64_t yi =
-      largest_divisor_at_most(M, std::min<int64_t>(8, (target.vector_registers() - 4) / vectors));
+  const int64_t max_rows = std::min<int64_t>(8, (target.vector_registers() - 4) / vectors);
+  int64_t yi = largest_divisor_at_most(M, max_rows);
+  // M without a divisor of 4 or more up to the register rows (ViT's 197 tokens, a prime): a full
+  // register tile of a power-of-two rows and a tail, not one row per tile (a 1 x 2-vector tile
+  // is FMA-latency bound: ViT-Tiny's untuned fc1, 197 x 768 x 192, took 1.2 ms at one thread).
+  if (yi < 4 && M >= 2 * max_rows) yi = max_rows >= 8 ? 8 : 4;
   int64_t rows_per_panel = 256;
   if (target.is_aarch64() && M >= 4)
     aarch64_gemm_tile(M, N, K, dtype_bits, target, xi, yi, rows_per_panel);
@@ -140,8 +144,12 @@ Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const Targ
   // from L2 while only the A rows and the register tile move (the dense_pack shape that reaches
   // ~0.9 of OpenBLAS in bench/matmul_hand). Rows stay blocked by up to 256 so that the A block
   // read against one panel stays L2-resident too.
-  const int64_t yo = std::max<int64_t>(
+  int64_t yo = std::max<int64_t>(
       1, largest_divisor_at_most(M / yi, std::max<int64_t>(1, rows_per_panel / yi)));
+  // A batch whose rows leave a tail runs its row tiles in parallel (rows_parallel), the tail
+  // peeled: one register tile per outer tile, so that there are outer tiles for every core.
+  const bool peel_rows = M % yi != 0 && space.knob_position("rows_parallel") >= 0;
+  if (peel_rows) yo = 1;
   const int64_t xo = 1;
   const int64_t ki = largest_divisor_at_most(K, 4);
   std::vector<uint64_t> d(space.num_knobs(), 0);
@@ -161,10 +169,8 @@ Config gemm_fallback(int64_t M, int64_t N, int64_t K, int dtype_bits, const Targ
   // Small batches (4 to 16 rows) keep the tile above unless tuning finds the dot form faster.
   if (const int64_t p = space.knob_position("dot_lanes"); p >= 0)
     d[p] = closest_int(space.knob(p), M < 4 ? lanes : 0);
-  // A batch keeps its tiles fused in parallel: the row blocks above may leave one outer row
-  // tile (197 rows), which rows_parallel would run on one core.
   if (const int64_t p = space.knob_position("rows_parallel"); p >= 0)
-    d[p] = closest_int(space.knob(p), 0);
+    d[p] = closest_int(space.knob(p), peel_rows ? 1 : 0);
   return pick_fallback(space, d);
 }
 
