@@ -3,12 +3,15 @@
 // of the added row (a 3-D input, keepdims 1). tf2onnx and paddle2onnx write global pooling this
 // way (Keras' GlobalAveragePooling1D/2D, paddle's adaptive pool to 1); as a reduction it runs as
 // a generated kernel on the plain layout, after a layout step out of the channel-blocked one,
-// while the pool template reads the blocked layout its producer wrote.
+// while the pool template reads the blocked layout its producer wrote. The two ReduceMeans of a
+// LayerNorm over [N, T, C] (paddle2onnx's transformer blocks) reduce the same last axis and stay:
+// the LayerNorm is one kernel.
 #include <algorithm>
 #include <map>
 #include <set>
 
 #include "frontend/graph_passes.h"
+#include "frontend/layer_norm.h"
 
 namespace ktune::frontend {
 namespace {
@@ -59,6 +62,9 @@ void reduce_as_global_pool(Model& model) {
   }
   for (const std::string& o : g.outputs) ++readers[o];
 
+  std::set<size_t> in_layer_norm;
+  for (const LayerNormGroup& ln : find_layer_norms(g))
+    in_layer_norm.insert(ln.nodes.begin(), ln.nodes.end());
   // For each reduction rewritten, the nodes that replace it; the row Squeezes they bypass and that
   // nothing else reads go.
   std::map<size_t, std::vector<Node>> replaced;
@@ -66,7 +72,7 @@ void reduce_as_global_pool(Model& model) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (!n.domain.empty() || (n.op != "ReduceMean" && n.op != "ReduceMax") ||
-        n.outputs.size() != 1 || g.type(n.inputs.at(0)) != "float32")
+        n.outputs.size() != 1 || g.type(n.inputs.at(0)) != "float32" || in_layer_norm.count(i))
       continue;
     const auto x = g.shape(n.inputs[0]);
     const auto axes = reduce_axes(g, n);

@@ -9,6 +9,7 @@
 
 #include "frontend/constant_eval.h"
 #include "frontend/graph_passes.h"
+#include "frontend/layer_norm.h"
 
 namespace ktune::frontend {
 namespace {
@@ -677,6 +678,37 @@ TEST(ReduceAsGlobalPool, OneDimensionalMeansPoolTheRow) {
   EXPECT_EQ(g.nodes[3].inputs, g.nodes[2].outputs);
   EXPECT_EQ(g.nodes[4].ints("axes"), std::vector<int64_t>{3});
   EXPECT_EQ(g.nodes[4].outputs, std::vector<std::string>{"z"});
+}
+
+// The two ReduceMeans of a LayerNorm over [N, T, C] (paddle2onnx's transformer blocks: the
+// same last axis a 1-D pool reduces) stay, and the LayerNorm is found whole.
+TEST(ReduceAsGlobalPool, LeavesTheMeansOfALayerNorm) {
+  Model m;
+  m.graph.opset = 11;
+  m.graph.inputs = {"x"};
+  m.graph.shapes["x"] = {1, 6, 10};
+  m.graph.types["x"] = "float32";
+  constant(m, "two", ConstantValue{{}, {2}, {}}, "float32");
+  constant(m, "eps", ConstantValue{{}, {1e-5f}, {}}, "float32");
+  m.graph.values["two"] = {2};
+  m.graph.values["eps"] = {1e-5};
+  m.graph.nodes = {node("ReduceMean", {"x"}, {"mean"}, {{"axes", ints({-1})}}),
+                   node("Sub", {"x", "mean"}, {"d"}),
+                   node("Pow", {"d", "two"}, {"sq"}),
+                   node("ReduceMean", {"sq"}, {"var"}, {{"axes", ints({-1})}}),
+                   node("Add", {"var", "eps"}, {"var_eps"}),
+                   node("Sqrt", {"var_eps"}, {"std"}),
+                   node("Div", {"d", "std"}, {"y"})};
+  for (const char* t : {"mean", "var", "var_eps", "std"}) m.graph.shapes[t] = {1, 6, 1};
+  for (const char* t : {"d", "sq", "y"}) m.graph.shapes[t] = {1, 6, 10};
+  for (const char* t : {"mean", "d", "sq", "var", "var_eps", "std", "y"})
+    m.graph.types[t] = "float32";
+  m.graph.outputs = {"y"};
+  reduce_as_global_pool(m);
+  EXPECT_EQ(ops(m), (std::vector<std::string>{"ReduceMean", "Sub", "Pow", "ReduceMean", "Add",
+                                              "Sqrt", "Div"}));
+  ASSERT_EQ(find_layer_norms(m.graph).size(), 1u);
+  EXPECT_EQ(find_layer_norms(m.graph)[0].nodes.size(), 7u);
 }
 
 TEST(SimplifyGraph, ObserverSeesEveryPassInOrder) {
