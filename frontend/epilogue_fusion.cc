@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 namespace ktune::frontend {
 namespace {
@@ -180,21 +181,80 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::gelu_erf(const std::stri
     const auto erf = next(d, "Erf");
     const auto plus = erf ? next(*erf, "Add") : std::nullopt;
     if (!plus || !near(other(*plus, g_.nodes[*erf].outputs.at(0)), 1.0)) continue;
-    const std::string& one_plus = g_.nodes[*plus].outputs.at(0);
-    if (g_.nodes[m].op != "Mul" || !g_.nodes[m].domain.empty() || !other(m, tensor)) continue;
-    const std::string& mul_out = g_.nodes[m].outputs.at(0);
-    // Then x * (1 + erf) * 0.5, or (x * 0.5) * (1 + erf), as exporters write either.
-    if (other(m, tensor) == one_plus && single_consumer(one_plus) == m) {
-      const auto half = next(m, "Mul");
-      if (half && near(other(*half, mul_out), 0.5))
-        return Activation{"gelu_erf", {}, {d, *erf, *plus, m, *half}};
-    } else if (near(other(m, tensor), 0.5)) {
-      const auto last = next(*plus, "Mul");
-      if (last && other(*last, one_plus) == mul_out && single_consumer(mul_out) == last)
-        return Activation{"gelu_erf", {}, {d, *erf, *plus, m, *last}};
-    }
+    if (const auto end = times_half_x(tensor, m, *plus))
+      return Activation{"gelu_erf", {}, {d, *erf, *plus, m, (*end)[1]}};
   }
   return std::nullopt;
+}
+
+std::optional<std::vector<size_t>> EpilogueFuser::times_half_x(const std::string& tensor, size_t m,
+                                                               size_t plus) const {
+  const Node& mul = g_.nodes[m];
+  const std::string& one_plus = g_.nodes[plus].outputs.at(0);
+  const auto x_times = other_operand(m, tensor);
+  if (mul.op != "Mul" || !mul.domain.empty() || !x_times) return std::nullopt;
+  const std::string& mul_out = mul.outputs.at(0);
+  // x * (1 + f) * 0.5, or (x * 0.5) * (1 + f), as exporters write either.
+  if (*x_times == one_plus && single_consumer(one_plus) == m) {
+    const auto half = sole_reader(m, "Mul");
+    if (half && is(other_operand(*half, mul_out), 0.5)) return std::vector<size_t>{m, *half};
+  } else if (is(x_times, 0.5)) {
+    const auto last = sole_reader(plus, "Mul");
+    if (last && other_operand(*last, one_plus) == mul_out && single_consumer(mul_out) == last)
+      return std::vector<size_t>{m, *last};
+  }
+  return std::nullopt;
+}
+
+std::optional<EpilogueFuser::Activation> EpilogueFuser::gelu_tanh(const std::string& x) const {
+  const auto readers = consumers(x);
+  if (!readers || readers->size() < 3) return std::nullopt;
+  const auto out = [&](size_t n) -> const std::string& { return g_.nodes[n].outputs.at(0); };
+  const auto is_op = [&](size_t n, const char* op) {
+    return g_.nodes[n].op == op && g_.nodes[n].domain.empty() && g_.nodes[n].inputs.size() == 2;
+  };
+  // x^3: Pow(x, 3), or x * x then times x.
+  std::vector<size_t> nodes;
+  for (size_t r : *readers) {
+    const Node& n = g_.nodes[r];
+    if (is_op(r, "Pow") && n.inputs[0] == x && is(n.inputs[1], 3.0)) {
+      nodes = {r};
+      break;
+    }
+    if (is_op(r, "Mul") && n.inputs[0] == x && n.inputs[1] == x) {
+      const auto cube = sole_reader(r, "Mul");
+      if (cube && other_operand(*cube, out(r)) == x) {
+        nodes = {r, *cube};
+        break;
+      }
+    }
+  }
+  if (nodes.empty()) return std::nullopt;
+  const auto kappa = sole_reader(nodes.back(), "Mul");
+  if (!kappa || !is(other_operand(*kappa, out(nodes.back())), 0.044715)) return std::nullopt;
+  const auto inner = sole_reader(*kappa, "Add");
+  if (!inner || other_operand(*inner, out(*kappa)) != x) return std::nullopt;
+  const auto scaled = sole_reader(*inner, "Mul");
+  if (!scaled || !is(other_operand(*scaled, out(*inner)), std::sqrt(2 / std::numbers::pi)))
+    return std::nullopt;
+  const auto tanh = sole_reader(*scaled, "Tanh");
+  const auto plus = tanh ? sole_reader(*tanh, "Add") : std::nullopt;
+  if (!plus || !is(other_operand(*plus, out(*tanh)), 1.0)) return std::nullopt;
+  nodes.insert(nodes.end(), {*kappa, *inner, *scaled, *tanh, *plus});
+  // The one reader of x left is the product with x; x has no reader outside the pattern.
+  std::vector<size_t> left;
+  for (size_t r : *readers)
+    if (std::find(nodes.begin(), nodes.end(), r) == nodes.end()) left.push_back(r);
+  if (left.size() != 1) return std::nullopt;
+  size_t reads = 0;
+  for (size_t n : nodes)
+    reads +=
+        static_cast<size_t>(std::count(g_.nodes[n].inputs.begin(), g_.nodes[n].inputs.end(), x));
+  if (consumers_.at(x).size() != reads + 1) return std::nullopt;
+  const auto end = times_half_x(x, left[0], *plus);
+  if (!end) return std::nullopt;
+  nodes.insert(nodes.end(), end->begin(), end->end());
+  return Activation{"gelu", {}, nodes};
 }
 
 std::optional<EpilogueFuser::Activation> EpilogueFuser::hardswish_arithmetic(
@@ -257,6 +317,7 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::activation(
     return std::nullopt;
   }
   if (auto g = gelu_erf(tensor)) return g;
+  if (auto g = gelu_tanh(tensor)) return g;
   if (auto h = hardswish_arithmetic(tensor)) return h;
   return gated(tensor);
 }

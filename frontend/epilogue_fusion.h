@@ -43,7 +43,8 @@ class EpilogueFuser {
   // then one activation: Relu, Clip (bounds constant: initializers or Constant nodes from opset
   // 11, attributes before; [0, 6] is relu6), HardSwish, Sigmoid, LeakyRelu, HardSigmoid,
   // x * HardSigmoid(x) with ONNX's HardSwish constants, x * Sigmoid(x) (silu), 0.5 x (1 + Erf(x /
-  // sqrt(2))) in the five nodes exporters write (gelu_erf). Each matched node must be the only
+  // sqrt(2))) in the five nodes exporters write (gelu_erf), 0.5 x (1 + tanh(sqrt(2 / pi) (x +
+  // 0.044715 x^3))) in the nine or ten they write (gelu). Each matched node must be the only
   // reader of the tensor before it (x and Sigmoid(x) both read x in silu). Marks the matched nodes
   // fused.
   FusedEpilogue fuse(size_t anchor, bool has_bias, AnchorKind kind);
@@ -75,6 +76,14 @@ class EpilogueFuser {
   std::optional<Activation> gated(const std::string& tensor) const;
   // GELU in the Erf form exporters write: x / sqrt(2) -> Erf -> + 1, times x, times 0.5.
   std::optional<Activation> gelu_erf(const std::string& tensor) const;
+  // GELU in its tanh form (torch's approximate="tanh", GPT-2's gelu_new, ONNX's Gelu of opset 20
+  // as opset_adapter rewrites it): x^3 (Pow(x, 3) or x * x * x) -> * 0.044715 -> + x ->
+  // * sqrt(2 / pi) -> Tanh -> + 1, times x, times 0.5.
+  std::optional<Activation> gelu_tanh(const std::string& tensor) const;
+  // The end both GELU forms share: `one_plus` (1 + erf or 1 + tanh) times x times 0.5, in either
+  // order, by node `m` (a Mul reading x); the two nodes, or nullopt.
+  std::optional<std::vector<size_t>> times_half_x(const std::string& tensor, size_t m,
+                                                  size_t plus) const;
   // HardSwish as paddle2onnx writes it: x + 3 -> Clip(0, 6), times x, / 6 (or * 1/6).
   std::optional<Activation> hardswish_arithmetic(const std::string& tensor) const;
   // The value of a one-element constant.

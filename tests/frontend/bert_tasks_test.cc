@@ -109,6 +109,31 @@ TEST(BertTasks, GeluErfWithTheHalfFirstIsFused) {
   EXPECT_EQ(m.occurrences[0].fused.size(), 6u);  // the bias Add and GELU's five nodes
 }
 
+// GELU's tanh form as torch.onnx writes approximate="tanh" below opset 20 (x * (x * x), the half
+// last) and as GPT-2's gelu_new exports (Pow(x, 3), the half first): one gelu epilogue.
+TEST(BertTasks, GeluTanhFormsAreFused) {
+  for (const bool gpt2 : {false, true}) {
+    Builder b;
+    const std::string y = b.linear();
+    const std::string cube = gpt2 ? b.node("Pow", {y, b.constant("three", {}, {3.0})})
+                                  : b.node("Mul", {y, b.node("Mul", {y, y})});
+    const std::string inner =
+        b.node("Add", {y, b.node("Mul", {b.constant("kappa", {}, {0.044715}), cube})});
+    const std::string tanh =
+        b.node("Tanh", {b.node("Mul", {inner, b.constant("beta", {}, {0.7978845608028654})})});
+    const std::string plus = b.node("Add", {tanh, b.constant("one", {}, {1.0})});
+    const std::string half = b.constant("half", {}, {0.5});
+    b.g.outputs = {gpt2 ? b.node("Mul", {b.node("Mul", {y, half}), plus})
+                        : b.node("Mul", {half, b.node("Mul", {y, plus})})};
+    const ModelTasks m = extract_tasks(b.g, avx512());
+    ASSERT_EQ(m.tasks.size(), 1u) << gpt2;
+    EXPECT_EQ(m.tasks[0].epilogue, "bias_gelu") << gpt2;
+    EXPECT_TRUE(m.unsupported.empty()) << gpt2;
+    ASSERT_EQ(m.occurrences.size(), 1u);
+    EXPECT_EQ(m.occurrences[0].fused.size(), gpt2 ? 9u : 10u) << gpt2;  // the bias Add too
+  }
+}
+
 TEST(BertTasks, GeluWithAnotherConstantIsNotFused) {
   Builder b;
   const std::string y = b.linear();
