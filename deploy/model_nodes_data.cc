@@ -65,11 +65,16 @@ std::vector<GeneratedStep> describe_split(const frontend::Graph& g, const fronte
   return steps;
 }
 
+// A Slice resolved: per input axis the first index, the step and the output's extent.
+struct SliceWindow {
+  std::vector<int64_t> start, step, extents;
+};
+
 // Slice: starts, ends, axes as attributes before opset 10; starts, ends, axes, steps as constant
 // inputs from 10 on. Negative starts and ends count from the end, both are clamped into the
 // axis (ONNX's rules, so INT64_MAX means "to the end" and a negative step runs backwards).
-GeneratedStep describe_slice(const frontend::Graph& g, const frontend::Node& n,
-                             const Constants& constants) {
+SliceWindow slice_window(const frontend::Graph& g, const frontend::Node& n,
+                         const Constants& constants) {
   const std::vector<int64_t> in = shape_of(g, n, n.inputs.at(0));
   const std::vector<int64_t> out = shape_of(g, n, n.outputs.at(0));
   std::vector<int64_t> starts, ends, axes, steps;
@@ -88,7 +93,7 @@ GeneratedStep describe_slice(const frontend::Graph& g, const frontend::Node& n,
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     throw unsupported(n, "starts, ends, axes and steps of different lengths");
-  std::vector<int64_t> start(in.size(), 0), step(in.size(), 1), extents = in;
+  SliceWindow w{std::vector<int64_t>(in.size(), 0), std::vector<int64_t>(in.size(), 1), in};
   for (size_t k = 0; k < starts.size(); ++k) {
     const size_t d = static_cast<size_t>(normalized_axis(n, axes[k], in.size()));
     const int64_t dim = in[d], st = steps[k];
@@ -106,14 +111,20 @@ GeneratedStep describe_slice(const frontend::Graph& g, const frontend::Node& n,
     // ceil((e - b) / st), 0 when the range is empty.
     const int64_t length = st > 0 ? std::max<int64_t>(0, (e - b + st - 1) / st)
                                   : std::max<int64_t>(0, (b - e - st - 1) / -st);
-    start[d] = b;
-    step[d] = st;
-    extents[d] = length;
+    w.start[d] = b;
+    w.step[d] = st;
+    w.extents[d] = length;
   }
-  if (extents != out) throw unsupported(n, "the slice's extents differ from the inferred shape");
-  for (int64_t e : extents)
+  if (w.extents != out) throw unsupported(n, "the slice's extents differ from the inferred shape");
+  for (int64_t e : w.extents)
     if (e == 0) throw unsupported(n, "an empty slice");
-  return slice_step(g, n, n.inputs[0], n.outputs[0], start, step, extents);
+  return w;
+}
+
+GeneratedStep describe_slice(const frontend::Graph& g, const frontend::Node& n,
+                             const Constants& constants) {
+  const SliceWindow w = slice_window(g, n, constants);
+  return slice_step(g, n, n.inputs[0], n.outputs[0], w.start, w.step, w.extents);
 }
 
 // Pad: pads (and the fill value) as attributes before opset 11, as inputs from 11 on (with the
@@ -242,3 +253,34 @@ std::vector<GeneratedStep> describe_data(const frontend::Graph& g, const fronten
 }
 
 }  // namespace ktune::deploy::nodes
+
+namespace ktune::deploy {
+
+std::optional<AxisRange> single_axis_range(const frontend::Graph& g, const frontend::Node& n,
+                                           const Constants& constants) {
+  if (!n.domain.empty() || n.inputs.empty() || n.outputs.size() != 1 ||
+      constants.count(n.inputs[0]))
+    return std::nullopt;
+  if (n.op == "Gather" && n.inputs.size() == 2) {
+    const std::vector<int64_t> in = nodes::shape_of(g, n, n.inputs[0]);
+    const auto index = nodes::int_input(n, 1, constants);
+    if (!index || index->size() != 1) return std::nullopt;
+    const int64_t axis = nodes::normalized_axis(n, n.int_or("axis", 0), in.size());
+    const int64_t dim = in[static_cast<size_t>(axis)];
+    const int64_t i = index->front() < 0 ? index->front() + dim : index->front();
+    if (i < 0 || i >= dim) return std::nullopt;
+    return AxisRange{static_cast<size_t>(axis), i, 1};
+  }
+  if (n.op != "Slice") return std::nullopt;
+  const nodes::SliceWindow w = nodes::slice_window(g, n, constants);
+  const std::vector<int64_t> in = nodes::shape_of(g, n, n.inputs[0]);
+  std::optional<AxisRange> range;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (w.extents[d] == in[d] && w.start[d] == 0 && w.step[d] == 1) continue;  // whole
+    if (range || w.step[d] != 1) return std::nullopt;
+    range = AxisRange{d, w.start[d], w.extents[d]};
+  }
+  return range;
+}
+
+}  // namespace ktune::deploy

@@ -255,7 +255,7 @@ void Planner::plan_node(size_t i, const frontend::TaskOccurrence* occ) {
     // one pass in the channel-blocked layout
   } else if (plan_blocked_resize(n) || plan_blocked_batch_norm(n)) {
     // in the layout its producer wrote
-  } else if (plan_concat_in_place(n) || plan_split_as_views(n)) {
+  } else if (plan_concat_in_place(n) || plan_split_as_views(n) || plan_slice_as_view(n)) {
     // slices of one buffer
   } else if (auto steps = describe_node(g_, n, constants_); !steps.empty()) {
     for (const GeneratedStep& step : steps) plan_generated(step);

@@ -177,4 +177,22 @@ bool Planner::plan_split_as_views(const frontend::Node& n) {
   return true;
 }
 
+bool Planner::plan_slice_as_view(const frontend::Node& n) {
+  if ((n.op != "Slice" && n.op != "Gather") || !current_.count(n.inputs.at(0))) return false;
+  const auto range = single_axis_range(g_, n, constants_);
+  if (!range) return false;
+  const int64_t src = current_[n.inputs[0]];
+  const PlanTensor in = plan_.tensors[src];  // a copy: add() below may move the tensors
+  const int64_t root = in.alias_of >= 0 ? in.alias_of : src;
+  if (plan_.tensors[root].storage != Storage::kArena || in.block > 0) return false;
+  const int64_t unit = bytes_per_unit(in.shape, range->axis, 0, in.dtype.bytes());
+  if (unit == 0 || range->start * unit % kAlign != 0) return false;
+  PlanTensor t{n.outputs[0], known_shape(n.outputs[0]), 0};
+  t.dtype = in.dtype;
+  t.alias_of = root;
+  t.view_offset = in.view_offset + range->start * unit;
+  current_[n.outputs[0]] = add(std::move(t));
+  return true;
+}
+
 }  // namespace ktune::deploy

@@ -142,6 +142,11 @@ class Planner {
   // planning nothing, for any other (model_plan_concat.cc).
   bool plan_split_as_views(const frontend::Node& n);
 
+  // A Slice or Gather that takes one contiguous range of its input (single_axis_range, the axes
+  // before it all 1, in ONNX's layout: q, k and v out of an attention's packed projection): a
+  // view, no kernel; false, planning nothing, for any other (model_plan_concat.cc).
+  bool plan_slice_as_view(const frontend::Node& n);
+
   // Makes arena tensor `root` and every view of it views of `onto`, `root` starting `offset` bytes
   // into it (model_plan_concat.cc).
   void place_in(int64_t root, int64_t onto, int64_t offset);

@@ -243,6 +243,23 @@ TEST(ConcatInPlace, ChannelConcatsOfBlockedDataAreSlicesOfOneBuffer) {
   EXPECT_GE(placed, 4);
 }
 
+// op_gather's q, k and v of a computed [3, 2, 4, 8] tensor (a scalar index on axis 0: 256
+// contiguous bytes each) are views of it at offsets 0, 256 and 512, no kernel; those of the graph
+// input (no view into the caller's buffer), of a class token (axis 1), of the last index of the
+// last axis and of index lists keep their kernels. EveryOperatorTestModelMatchesOnnxRuntime
+// (model_build_cli_test) checks its values against ONNX Runtime.
+TEST(SliceAsView, ContiguousGathersAreViews) {
+  const BuiltModel m = build("op_gather.onnx");
+  int gathers = 0;
+  for (const PlanStep& s : m.plan.steps) gathers += ends_with(s.symbol, "_gather");
+  EXPECT_EQ(gathers, 7);
+  std::vector<int64_t> offsets;
+  for (const PlanTensor& t : m.plan.tensors)
+    if (t.alias_of >= 0 && t.name.rfind("qkv", 0) == 0) offsets.push_back(t.view_offset);
+  std::sort(offsets.begin(), offsets.end());
+  EXPECT_EQ(offsets, (std::vector<int64_t>{0, 256, 512}));
+}
+
 TEST(ModelCheckCli, CheckNodesPrintsEveryStepAndFailsPastTheTolerance) {
   const std::string onnx = quote(model("small_cnn.onnx")) + " --db " + quote(no_log());
   const BuiltModel m = build("small_cnn.onnx");
