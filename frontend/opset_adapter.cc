@@ -105,10 +105,16 @@ void record_shape(Shapes& shapes, const onnx::ValueInfoProto& v) {
 
 // The shapes ONNX infers for `model` where it can (a node it cannot infer leaves its outputs
 // unknown instead of failing).
-Shapes inferred_shapes(const onnx::ModelProto& model) {
+Shapes inferred_shapes(const std::string& path, const onnx::ModelProto& model) {
   onnx::ModelProto copy = model;
   onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0, /*data_prop=*/true);
-  onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
+  try {
+    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    throw Error(ErrorKind::kInvalidArgument,
+                path + ": shape inference failed: " + what.substr(0, what.find('\n')));
+  }
   Shapes shapes;
   for (const auto& v : copy.graph().input()) record_shape(shapes, v);
   for (const auto& v : copy.graph().value_info()) record_shape(shapes, v);
@@ -340,7 +346,7 @@ class Lowering {
   // them (one Pad's output can be another's input).
   void lower_shaped_nodes() {
     while (!shaped_.empty()) {
-      const Shapes shapes = inferred_shapes(model_);
+      const Shapes shapes = inferred_shapes(path_, model_);
       size_t done = 0;
       for (onnx::NodeProto& n : *model_.mutable_graph()->mutable_node()) {
         if (n.output_size() == 0 || !shaped_.count(n.output(0))) continue;
