@@ -489,7 +489,8 @@ TEST_F(ModelBuild, OperatorTestModelsLinkedAndCrossBuiltMatchOnnxRuntime) {
                                     {"op_softmax_v13.onnx", ""},
                                     {"op_gather.onnx", ""},
                                     {"op_matmul.onnx", ""},
-                                    {"op_conv_general.onnx", ""}});
+                                    {"op_conv_general.onnx", ""},
+                                    {"op_opset21.onnx", ""}});
 }
 
 // The two smallest models of the exporter corpus (tf2onnx's 1-D audio CNN, paddle2onnx's text
