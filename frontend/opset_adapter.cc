@@ -33,6 +33,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "frontend/onnx_graph.h"
 #include "support/error.h"
 
 namespace ktune::frontend {
@@ -149,11 +150,23 @@ class Lowering {
   }
 
  private:
+  // The small constants a rewrite reads (axes, pads, split sizes, scales): a copy of the weights
+  // would double the model's memory while it is read.
+  static bool small(const onnx::TensorProto& t) {
+    int64_t elements = 1;
+    for (int64_t d : t.dims()) elements *= d;
+    return elements <= Graph::kMaxValueElements;
+  }
+
   void collect_constants(const onnx::GraphProto& g) {
-    for (const auto& init : g.initializer()) constants_[init.name()] = init;
+    for (const auto& init : g.initializer()) {
+      names_.insert(init.name());
+      if (small(init)) constants_[init.name()] = init;
+    }
     for (const auto& n : g.node()) {
+      names_.insert(n.output().begin(), n.output().end());
       if (n.op_type() == "Constant" && n.output_size() == 1) {
-        if (const auto* v = find_attr(n, "value"); v && v->has_t())
+        if (const auto* v = find_attr(n, "value"); v && v->has_t() && small(v->t()))
           constants_[n.output(0)] = v->t();
         if (const auto* v = find_attr(n, "value_ints"))
           constants_[n.output(0)] = ints_tensor({v->ints().begin(), v->ints().end()});
@@ -184,10 +197,12 @@ class Lowering {
     return onnx::ParseData<float>(&it->second);
   }
 
-  // A new initializer of the top graph (subgraphs see it too), named after `hint`.
+  // A new initializer of the top graph (subgraphs see it too), named after `hint` (made unique
+  // against every name the graph uses).
   std::string add_initializer(const std::string& hint, onnx::TensorProto t) {
     std::string name = hint;
-    for (int k = 1; constants_.count(name); ++k) name = hint + "_" + std::to_string(k);
+    for (int k = 1; constants_.count(name) || names_.count(name); ++k)
+      name = hint + "_" + std::to_string(k);
     t.set_name(name);
     *model_.mutable_graph()->add_initializer() = t;
     constants_[name] = std::move(t);
@@ -444,6 +459,7 @@ class Lowering {
   onnx::ModelProto& model_;
   const int64_t version_;
   std::map<std::string, onnx::TensorProto> constants_;
+  std::set<std::string> names_;   // every initializer and node output, in subgraphs too
   std::set<std::string> shaped_;  // first outputs of the nodes that need their input's shape
   std::vector<std::string> refused_;
 };
