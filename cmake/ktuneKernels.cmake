@@ -3,13 +3,14 @@
 # standalone runtime is C).
 #
 #   ktune_add_kernel(<target> NAME <symbol> TEMPLATE <template> [ARGS key=value...]
-#                    DB <log> | SERVER <host:port> [DEVICE_KEY <key>]
+#                    DB <log> | SERVER <host:port> [DEVICE_KEY <key>] | UNTUNED
 #                    [TARGET "llvm -mtriple=..."] [REQUIRE_TUNED])
 #
 # Each call records the kernel on <target>; at the end of the directory, the kernels of a target
 # that share DB/SERVER/DEVICE_KEY/TARGET (a group; usually all of them) are built by ONE
 # `ktune build --manifest` run at build time: the log's best record of each workload for TARGET
-# (default host; the template's fallback config when there is none, unless REQUIRE_TUNED), all
+# (default host; the template's fallback config when there is none, unless REQUIRE_TUNED; every
+# kernel on its fallback with UNTUNED; a DB that does not exist stops the configure), all
 # compiled in one LLVM session into one static library and one header,
 # ktune_kernels/<target>/ktune_kernels.h (ktune_kernels_<n>.h for the n-th further group), which
 # lists every kernel and where its config came from. The library is linked into <target>; the
@@ -19,7 +20,8 @@
 # kernels are built again when the log changes (DB), when the kernels or their options change (the
 # manifest), or when ktune changes, so re-tuning and rebuilding ships the new best configs.
 #
-#   ktune_add_model(<target> NAME <name> MODEL <file.onnx> DB <log> | SERVER <host:port> [DEVICE_KEY <key>]
+#   ktune_add_model(<target> NAME <name> MODEL <file.onnx>
+#                   DB <log> | SERVER <host:port> [DEVICE_KEY <key>] | UNTUNED
 #                   [TARGET "llvm -mtriple=..."] [INPUTS name=1x3x224x224...] [WEIGHTS_FILE <file>]
 #                   [REQUIRE_TUNED])
 #
@@ -56,8 +58,17 @@ macro(_ktune_check_call where target p second)
   if(NOT ${p}_NAME MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
     message(FATAL_ERROR "${where}: NAME must be a C identifier")
   endif()
-  if((${p}_DB AND ${p}_SERVER) OR (NOT ${p}_DB AND NOT ${p}_SERVER))
-    message(FATAL_ERROR "${where}: give exactly one of DB <log> and SERVER <host:port>")
+  set(_ktune_sources 0)
+  foreach(_ktune_source DB SERVER UNTUNED)
+    if(${p}_${_ktune_source})
+      math(EXPR _ktune_sources "${_ktune_sources} + 1")
+    endif()
+  endforeach()
+  if(NOT _ktune_sources EQUAL 1)
+    message(FATAL_ERROR "${where}: give exactly one of DB <log>, SERVER <host:port> and UNTUNED")
+  endif()
+  if(${p}_UNTUNED AND ${p}_REQUIRE_TUNED)
+    message(FATAL_ERROR "${where}: UNTUNED and REQUIRE_TUNED contradict each other")
   endif()
   if(${p}_DEVICE_KEY AND NOT ${p}_SERVER)
     message(FATAL_ERROR "${where}: DEVICE_KEY goes with SERVER")
@@ -88,12 +99,19 @@ macro(_ktune_add_runtime target dir)
 endmacro()
 
 # Appends to the list `out` where configs come from and what they are compiled for, from the
-# arguments parsed into <p>_*: --db (made absolute; also set as `db`, else `db` is empty) or
-# --server [--device-key], and --target.
+# arguments parsed into <p>_*: --untuned, --db (made absolute; also set as `db`, else `db` is
+# empty) or --server [--device-key], and --target. A log that does not exist stops the configure
+# (`where` names the call): a typo must not ship fallback configs in silence.
 macro(_ktune_source_options p out)
   set(db "")
-  if(${p}_DB)
+  if(${p}_UNTUNED)
+    list(APPEND ${out} --untuned)
+  elseif(${p}_DB)
     get_filename_component(db "${${p}_DB}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT EXISTS "${db}")
+      message(FATAL_ERROR "${where}: no tuning log at ${db} (`ktune tune` and `ktune tune-model` "
+                          "write one; UNTUNED builds every kernel on its fallback config)")
+    endif()
     list(APPEND ${out} --db "${db}")
   else()
     list(APPEND ${out} --server "${${p}_SERVER}")
@@ -107,7 +125,7 @@ macro(_ktune_source_options p out)
 endmacro()
 
 function(ktune_add_kernel target)
-  cmake_parse_arguments(PARSE_ARGV 1 K "REQUIRE_TUNED" "NAME;TEMPLATE;DB;SERVER;DEVICE_KEY;TARGET" "ARGS")
+  cmake_parse_arguments(PARSE_ARGV 1 K "REQUIRE_TUNED;UNTUNED" "NAME;TEMPLATE;DB;SERVER;DEVICE_KEY;TARGET" "ARGS")
   set(where "ktune_add_kernel(${target} NAME ${K_NAME})")
   _ktune_check_call("${where}" ${target} K TEMPLATE)
   if(K_NAME MATCHES "^ktune_kernels(_[0-9]+)?$")
@@ -165,7 +183,7 @@ function(ktune_add_kernel target)
 endfunction()
 
 function(ktune_add_model target)
-  cmake_parse_arguments(PARSE_ARGV 1 M "REQUIRE_TUNED" "NAME;MODEL;DB;SERVER;DEVICE_KEY;TARGET;WEIGHTS_FILE" "INPUTS")
+  cmake_parse_arguments(PARSE_ARGV 1 M "REQUIRE_TUNED;UNTUNED" "NAME;MODEL;DB;SERVER;DEVICE_KEY;TARGET;WEIGHTS_FILE" "INPUTS")
   set(where "ktune_add_model(${target} NAME ${M_NAME})")
   _ktune_check_call("${where}" ${target} M MODEL)
   get_filename_component(model "${M_MODEL}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
@@ -178,11 +196,7 @@ function(ktune_add_model target)
   set(depends "${KTUNE_EXECUTABLE}" "${model}")
   _ktune_source_options(M command)
   if(db)
-    if(EXISTS "${db}")
-      list(APPEND depends "${db}")
-    else()
-      message(STATUS "${where}: no tuning log at ${db}: fallback configs until it exists and CMake reruns")
-    endif()
+    list(APPEND depends "${db}")
   endif()
   foreach(input IN LISTS M_INPUTS)
     list(APPEND command --input "${input}")
@@ -233,14 +247,7 @@ function(_ktune_build_kernel_groups target)
     set(outputs "${library}" "${header}")
     set(depends "${KTUNE_EXECUTABLE}" "${manifest}")
     if(db)
-      # A log that does not exist yet cannot be a dependency (Ninja and Make stop on a missing
-      # input without a rule): the kernels are fallbacks until the log exists and CMake reruns.
-      if(EXISTS "${db}")
-        list(APPEND depends "${db}")
-      else()
-        message(STATUS "ktune_add_kernel(${target}): no tuning log at ${db}: fallback configs until it exists and "
-                       "CMake reruns")
-      endif()
+      list(APPEND depends "${db}")
     endif()
     # The first group also writes the runtime, once per target (shared with ktune_add_model).
     if(group EQUAL 0)

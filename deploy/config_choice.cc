@@ -24,8 +24,11 @@ HistorySource HistorySource::server(rpc_runner::ServiceClientOptions options,
   return s;
 }
 
+HistorySource HistorySource::untuned() { return HistorySource{}; }
+
 std::string HistorySource::describe() const {
-  return is_server() ? "tuning server " + server_.server : "tuning log " + db_path_;
+  if (is_server()) return "tuning server " + server_.server;
+  return is_untuned() ? "no tuning log (--untuned)" : "tuning log " + db_path_;
 }
 
 }  // namespace ktune
@@ -44,9 +47,6 @@ namespace {
 class Lookup {
  public:
   Lookup(const HistorySource& from, const Workload& w) : from_(from), w_(w) {}
-
-  // Whether the log exists (a server's always does). Throws Error(kIo) when it cannot be told.
-  bool exists() const { return from_.is_server() || tuning_db::log_exists(from_.db_path()); }
 
   std::optional<tuning_db::Record> best() const {
     return from_.is_server()
@@ -88,15 +88,24 @@ void add_warning(std::vector<std::string>& warnings, std::string warning) {
 
 }  // namespace
 
+void require_tuning_log(const std::string& db_path) {
+  if (tuning_db::log_exists(db_path)) return;
+  throw Error(ErrorKind::kNotFound,
+              "no tuning log at " + db_path +
+                  " (`ktune tune` and `ktune tune-model` write one; --untuned builds every kernel "
+                  "on its fallback config)");
+}
+
 ConfigChoice choose_config(const HistorySource& from, const Workload& workload,
                            const ChoiceOptions& options) {
   const Lookup lookup(from, workload);
   ConfigChoice c;
-  if (options.missing_log_is_untuned && !lookup.exists()) {
-    c.untuned_reason = "no tuning log at " + from.db_path();
+  if (from.is_untuned()) {
+    c.untuned_reason = "built untuned, without a tuning log";
     c.config = workload.task.fallback_config();
     return c;
   }
+  if (!from.is_server()) require_tuning_log(from.db_path());
   c.best = lookup.best();
   if (c.best) {
     c.source = ConfigChoice::Source::kTuned;

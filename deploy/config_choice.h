@@ -14,7 +14,8 @@
 
 namespace ktune {
 
-// Where records come from: a tuning log file, or a tuning server's log (QueryBest).
+// Where records come from: a tuning log file, a tuning server's log (QueryBest), or none (every
+// workload on its fallback config, asked for by name: a log that does not exist is an error).
 struct HistorySource {
   // A tuning log (SQLite) on this machine; opened read-only, never created.
   // Throws Error(kInvalidArgument) for an empty path.
@@ -23,14 +24,17 @@ struct HistorySource {
   // Throws Error(kInvalidArgument) for an empty HOST:PORT.
   static HistorySource server(rpc_runner::ServiceClientOptions options,
                               std::string device_key = "");
+  // No records: every workload untuned, on its template's fallback config (`--untuned`).
+  static HistorySource untuned();
 
   bool include_emulated = false;  // records of emulated devices are eligible too
 
   bool is_server() const { return !server_.server.empty(); }
+  bool is_untuned() const { return !is_server() && db_path_.empty(); }
   const std::string& db_path() const { return db_path_; }
   const rpc_runner::ServiceClientOptions& server_options() const { return server_; }
   const std::string& device_key() const { return device_key_; }
-  // "tuning log PATH" or "tuning server HOST:PORT", for messages.
+  // "tuning log PATH", "tuning server HOST:PORT" or "no tuning log (--untuned)", for messages.
   std::string describe() const;
 
  private:
@@ -43,11 +47,12 @@ struct HistorySource {
 
 namespace ktune::deploy {
 
+// Throws Error(kNotFound) naming the log and how to get one when `db_path` does not exist: a log
+// that is not there is a mistake (a typo, another folder), never "build untuned" in silence.
+void require_tuning_log(const std::string& db_path);
+
 // How choose_config looks. The defaults suit a program that needs a kernel whatever the log holds.
 struct ChoiceOptions {
-  // A log file that does not exist means an untuned workload ("no tuning log at PATH") and the
-  // fallback, instead of Error(kNotFound). (`ktune build` builds without any log.)
-  bool missing_log_is_untuned = false;
   // Without a record of the workload, look for the nearest tuned workload. false goes straight to
   // the fallback: for a caller that refuses untuned workloads anyway (the server's look-up streams
   // its whole log).
@@ -69,7 +74,7 @@ struct ConfigChoice {
   std::optional<tuning_db::Record> best;           // with kTuned: the record served
   std::optional<tuning_db::NearestTuned> nearest;  // with kNearest: the nearest workload's record
   // Without kTuned: why, in one clause ("no successful record of KEY for this target in PATH",
-  // "... on HOST:PORT", "no tuning log at PATH").
+  // "... on HOST:PORT", "built untuned, without a tuning log").
   std::string untuned_reason;
   // Lines for stderr about the record served: timed on an emulated device (tuned or nearest),
   // measured with another LLVM (tuned only: a nearest config is untuned anyway). Empty for the
@@ -83,8 +88,9 @@ struct ConfigChoice {
 // The best record of the workload in `from` (this LLVM's records first, as best_record), else the
 // nearest tuned workload's config valid for it (nearest_record), else the template's fallback.
 // Returns the choice; a record's config is parsed, not instantiated (the caller builds it).
-// Throws what best_record and nearest_record throw: Error(kNotFound) for a missing log (unless
-// options.missing_log_is_untuned), Error(kDatabase) for a file that is not a ktune log, the
+// HistorySource::untuned() gives the fallback without looking anywhere.
+// Throws what best_record and nearest_record throw: Error(kNotFound) for a log that does not
+// exist, Error(kDatabase) for a file that is not a ktune log, the
 // client's errors for a server; Error(kIo) when the log's path cannot be looked at.
 ConfigChoice choose_config(const HistorySource& from, const Workload& workload,
                            const ChoiceOptions& options = {});

@@ -50,17 +50,17 @@ schedule_space::Instantiated instantiate(const schedule_space::Task& task,
 
 // The records of the source, as choose_config reads them.
 HistorySource history_of(const KernelSource& s) {
-  HistorySource from = s.server.server.empty() ? HistorySource::log(s.db)
-                                               : HistorySource::server(s.server, s.device_key);
+  HistorySource from = s.untuned                 ? HistorySource::untuned()
+                       : s.server.server.empty() ? HistorySource::log(s.db)
+                                                 : HistorySource::server(s.server, s.device_key);
   from.include_emulated = s.emulated;
   return from;
 }
 
-// Chooses k's config: a missing log means the fallback; require_tuned refuses anything but a
-// record of the workload, before the nearest look-up (a server's streams its whole log).
+// Chooses k's config; require_tuned refuses anything but a record of the workload, before the
+// nearest look-up (a server's streams its whole log).
 void look_up(BuiltKernel& k, const HistorySource& from) {
   deploy::ChoiceOptions options;
-  options.missing_log_is_untuned = true;
   options.nearest = !k.request.require_tuned;
   options.emulated_switch = "--emulated";
   k.choice = deploy::choose_config(from, k.workload, options);
@@ -138,8 +138,13 @@ std::vector<BuiltKernel> build_kernels(const std::vector<KernelRequest>& request
   }
   if (source.server.server.empty() && !source.device_key.empty())
     throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
-  if (source.server.server.empty() && source.db.empty())
-    throw Error(ErrorKind::kInvalidArgument, "--db needs a path (or --server HOST:PORT)");
+  if (source.untuned && !source.server.server.empty())
+    throw Error(ErrorKind::kInvalidArgument, "--untuned reads no log: give no --server");
+  if (!source.untuned && source.server.server.empty()) {
+    if (source.db.empty())
+      throw Error(ErrorKind::kInvalidArgument, "--db needs a path (or --server HOST:PORT)");
+    require_tuning_log(source.db);  // once for all kernels, before anything is compiled
+  }
   const HistorySource from = history_of(source);
 
   std::vector<te::LoweredFunc> funcs;

@@ -27,8 +27,9 @@ struct KernelRequest {
 // Where the configs come from and what the kernels are compiled for.
 struct KernelSource {
   std::string target = "host";              // "host" or a TVM-style target string
-  std::string db = "ktune.db";              // the tuning log; a missing one means fallbacks
+  std::string db = "ktune.db";              // the tuning log; one that does not exist is an error
   rpc_runner::ServiceClientOptions server;  // set: ask this server instead of db
+  bool untuned = false;                     // read no log: every kernel on its fallback config
   std::string device_key;                   // with server: records of this device key only
   bool emulated = false;                    // records of emulated devices are eligible too
 };
@@ -49,15 +50,15 @@ struct BuiltKernel {
 };
 
 // Builds every request for source.target: each workload resolved first (so a bad entry stops the
-// build before any look-up), then each one's best record looked up (a missing log or record means
-// the nearest tuned shape's config or the template's fallback, unless require_tuned), then all of
+// build before any look-up), then each one's best record looked up (a missing record means the
+// nearest tuned shape's config or the template's fallback, unless require_tuned), then all of
 // them compiled by codegen::build_all in one LLVM session. Warns on stderr when a served record was
 // timed on an emulated device or with another LLVM. Returns the kernels in request order.
 // Throws, with the request's label before the message: Error(kInvalidArgument) for a name that is
 // not a C identifier, two requests of one name, an unknown template or argument, a bad target
 // string, an empty db without a server or --device-key without a server; Error(kUnsupported) for a
-// triple with no backend; Error(kNotFound) for require_tuned without a record; what the look-up and
-// codegen throw.
+// triple with no backend; Error(kNotFound) for a log that does not exist or require_tuned without
+// a record; what the look-up and codegen throw.
 std::vector<BuiltKernel> build_kernels(const std::vector<KernelRequest>& requests,
                                        const KernelSource& source);
 

@@ -76,12 +76,13 @@ codegen::Artifact driver(const ModelPlan& plan, const codegen::Target& t, bool e
 }
 
 // The stored per-step thread counts `request` asks for, from its log; nullopt when there are none
-// (a server's log, a missing log, a log without a choice for the model).
+// (a server's log, no log, a log without a choice for the model).
 std::optional<tuning_db::StepThreadsRow> stored_step_threads(const ModelRequest& request,
                                                              const std::string& key,
                                                              const std::string& target) {
   const HistorySource& from = request.plan.history;
-  if (request.step_threads < 0 || from.is_server() || !tuning_db::log_exists(from.db_path()))
+  if (request.step_threads < 0 || from.is_server() || from.is_untuned() ||
+      !tuning_db::log_exists(from.db_path()))
     return std::nullopt;
   tuning_db::OpenOptions open;
   open.read_only = true;

@@ -490,6 +490,28 @@ std::vector<BlockedNode> plan_verdict(
   return planner.blocked();
 }
 
+StepSources step_sources(const ModelPlan& plan) {
+  StepSources n;
+  for (const PlanStep& s : plan.steps) {
+    if (!s.choice) {
+      ++n.generated;
+      continue;
+    }
+    switch (s.choice->source) {
+      case ConfigChoice::Source::kTuned:
+        ++n.tuned;
+        break;
+      case ConfigChoice::Source::kNearest:
+        ++n.nearest;
+        break;
+      case ConfigChoice::Source::kFallback:
+        ++n.fallback;
+        break;
+    }
+  }
+  return n;
+}
+
 ModelPlan plan_model(const frontend::Graph& graph,
                      const std::map<std::string, frontend::ConstantValue>& constants,
                      const std::string& name, const PlanOptions& options) {

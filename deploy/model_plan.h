@@ -109,6 +109,16 @@ std::vector<BlockedNode> plan_verdict(
 // refusal of a model gives.
 std::string blocked_text(const std::vector<BlockedNode>& blocked);
 
+// Where a plan's steps got their kernels; the four counts add up to the plan's steps.
+struct StepSources {
+  int tuned = 0;      // a task on its own best record
+  int nearest = 0;    // a task on the nearest tuned shape's config
+  int fallback = 0;   // a task on its template's fallback config
+  int generated = 0;  // layout, elementwise, pool and other generated kernels (nothing to tune)
+  int tasks() const { return tuned + nearest + fallback; }
+};
+StepSources step_sources(const ModelPlan& plan);
+
 // Places every arena tensor of `plan` (sets its offset, arena_bytes and tensor_bytes_total): each
 // lives from the step that first uses it to the last step that reads it or a view of it, and
 // tensors live at the same time never overlap; views take their root's offset.

@@ -110,8 +110,7 @@ void Planner::plan_task(const frontend::TaskOccurrence& occ) {
   s.layer = layer;
   s.kind = "task";
   s.flop = mt.flop;
-  ChoiceOptions how;
-  how.missing_log_is_untuned = true;
+  const ChoiceOptions how;
   s.task = task;
   if (options_.verdict_only) {
     // No log: whether the model builds does not depend on which config a task runs.

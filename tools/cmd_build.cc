@@ -24,7 +24,7 @@
 #include "frontend/onnx_graph.h"
 #include "support/error.h"
 #include "tools/commands.h"
-#include "tools/service_flags.h"
+#include "tools/history_flags.h"
 
 namespace ktune::tools {
 namespace {
@@ -33,7 +33,9 @@ struct BuildCmdOptions {
   std::string template_name;            // a single build; or
   std::optional<std::string> manifest;  // a manifest build
   std::vector<std::string> args;
-  deploy::KernelSource source;
+  HistoryFlags history;  // --db, --server, --device-key, --untuned
+  std::string target = "host";
+  bool emulated = false;  // --emulated
   // Unset options take their defaults; set ones must not be empty.
   std::optional<std::string> output;   // nullopt = <symbol>.o, or lib<manifest stem>.a
   std::optional<std::string> header;   // nullopt = <symbol>.h, or <manifest stem>.h
@@ -134,7 +136,7 @@ nlohmann::json kernel_json(const deploy::BuiltKernel& k) {
 }
 
 // One line on where a kernel's config came from.
-std::string config_line(const deploy::BuiltKernel& k, const deploy::KernelSource& s) {
+std::string config_line(const deploy::BuiltKernel& k, const HistoryFlags& s) {
   const deploy::ConfigChoice& c = k.choice;
   if (!c.best)
     return c.nearest ? "nearest tuned shape " + c.nearest->record.workload_key
@@ -185,13 +187,9 @@ void run_build_model(const BuildCmdOptions& o) {
   r.model_path = *o.model;
   for (const auto& text : o.inputs) r.inputs.push_back(frontend::parse_input_shape(text));
   r.name = model_name(o);
-  r.plan.target = o.source.target;
-  if (o.source.server.server.empty()) {
-    r.plan.history = HistorySource::log(o.source.db);
-  } else {
-    r.plan.history = HistorySource::server(o.source.server, o.source.device_key);
-  }
-  r.plan.history.include_emulated = o.source.emulated;
+  r.plan.target = o.target;
+  r.plan.history = history_source(o.history);
+  r.plan.history.include_emulated = o.emulated;
   r.plan.require_tuned = o.require_tuned;
   r.embed_weights = o.weights == "embed";
   if (o.measure_steps && o.threads < 2)
@@ -220,32 +218,21 @@ void run_build_model(const BuildCmdOptions& o) {
     files.push_back({o.weights, std::string(w.begin(), w.end())});
   }
   if (o.runtime) files.push_back({*o.runtime, std::string(deploy::standalone_runtime_source())});
-  check_not_the_log(files, o.source.db);
+  check_not_the_log(files, o.history.db);
   deploy::write_files_atomically(files);
-  int tuned = 0, nearest = 0, fallback = 0, one_thread = 0;
-  for (const auto& s : m.plan.steps) {
-    one_thread += s.max_threads == 1 ? 1 : 0;
-    if (!s.choice) continue;
-    switch (s.choice->source) {
-      case deploy::ConfigChoice::Source::kTuned:
-        ++tuned;
-        break;
-      case deploy::ConfigChoice::Source::kNearest:
-        ++nearest;
-        break;
-      case deploy::ConfigChoice::Source::kFallback:
-        ++fallback;
-        break;
-    }
-  }
+  int one_thread = 0;
+  for (const auto& s : m.plan.steps) one_thread += s.max_threads == 1 ? 1 : 0;
+  const deploy::StepSources n = deploy::step_sources(m.plan);
+  warn_if_mostly_untuned(n, r.plan.history, *o.model);
   if (o.json) {
     std::cout << nlohmann::json{{"library", lib_path},
                                 {"header", header_path},
                                 {"name", r.name},
                                 {"kernels", m.plan.steps.size()},
-                                {"tuned", tuned},
-                                {"nearest", nearest},
-                                {"fallback", fallback},
+                                {"tuned", n.tuned},
+                                {"nearest", n.nearest},
+                                {"fallback", n.fallback},
+                                {"generated", n.generated},
                                 {"arena_bytes", m.plan.arena_bytes},
                                 {"weights_bytes", m.plan.weights.size()},
                                 {"weights", r.embed_weights ? nlohmann::json("embedded")
@@ -261,10 +248,11 @@ void run_build_model(const BuildCmdOptions& o) {
   std::cout << "library: " << lib_path << "\nheader:  " << header_path << "\n";
   if (!r.embed_weights) std::cout << "weights: " << o.weights << "\n";
   if (o.runtime) std::cout << "runtime: " << *o.runtime << "\n";
-  std::cout << "model:   " << r.name << ", " << m.plan.steps.size() << " kernels (" << tuned
-            << " tuned, " << nearest << " nearest tuned shape, " << fallback << " fallback), arena "
-            << m.plan.arena_bytes << " bytes (without reuse " << m.plan.tensor_bytes_total
-            << "), weights " << m.plan.weights.size() << " bytes\n";
+  std::cout << "model:   " << r.name << ", " << m.plan.steps.size() << " kernels (" << n.tuned
+            << " tuned, " << n.nearest << " nearest tuned shape, " << n.fallback << " fallback, "
+            << n.generated << " generated), arena " << m.plan.arena_bytes
+            << " bytes (without reuse " << m.plan.tensor_bytes_total << "), weights "
+            << m.plan.weights.size() << " bytes\n";
   if (measured)
     std::cout << "threads: measured here " << deploy::step_threads_summary(*measured) << "\n";
   else if (m.step_threads_at > 0)
@@ -277,7 +265,15 @@ void run_build(const BuildCmdOptions& o) {
   if (o.measure_steps)
     throw Error(ErrorKind::kInvalidArgument, "--measure-steps applies to a --model build");
   const std::vector<deploy::KernelRequest> requests = requests_of(o);
-  const std::vector<deploy::BuiltKernel> kernels = deploy::build_kernels(requests, o.source);
+  const HistoryFlags& h = o.history;
+  deploy::KernelSource source;
+  source.target = o.target;
+  source.db = h.db;
+  source.server = h.server;
+  source.device_key = h.device_key;
+  source.emulated = o.emulated;
+  source.untuned = h.untuned;
+  const std::vector<deploy::BuiltKernel> kernels = deploy::build_kernels(requests, source);
 
   // A single build writes the object itself; a manifest build a static library of every object
   // and one header for all (names from the manifest's file name).
@@ -307,7 +303,7 @@ void run_build(const BuildCmdOptions& o) {
   std::vector<deploy::OutputFile> files = {{object_path, std::move(object_bytes)},
                                            {header_path, std::move(header_text)}};
   if (o.runtime) files.push_back({*o.runtime, std::string(deploy::standalone_runtime_source())});
-  check_not_the_log(files, o.source.db);
+  check_not_the_log(files, o.history.db);
   deploy::write_files_atomically(files);
   // Warned only once the files exist, so that a failed build says one thing: its error.
   for (const auto& k : kernels) {
@@ -317,9 +313,9 @@ void run_build(const BuildCmdOptions& o) {
       spdlog::warn("{}{}: built the config of the nearest tuned workload {} ({}, distance {:.2f})",
                    who, c.untuned_reason, c.nearest->record.workload_key,
                    c.nearest->record.id > 0 ? "record " + std::to_string(c.nearest->record.id)
-                                            : "tuning server " + o.source.server.server,
+                                            : "tuning server " + o.history.server.server,
                    c.nearest->distance);
-    else if (!c.best)
+    else if (!c.best && !o.history.untuned)  // --untuned asked for it
       spdlog::warn("{}{}: built the fallback config, untuned", who, c.untuned_reason);
   }
 
@@ -350,12 +346,12 @@ void run_build(const BuildCmdOptions& o) {
   if (!o.manifest) {
     const deploy::BuiltKernel& k = kernels.front();
     std::cout << "symbol:  " << k.request.name << " (wrapper " << k.request.name << "_run)\n"
-              << "config:  " << config_line(k, o.source) << "\n";
+              << "config:  " << config_line(k, o.history) << "\n";
     return;
   }
   for (const auto& k : kernels)
     std::cout << "kernel:  " << k.request.name << " " << k.workload.task.workload_key() << ": "
-              << config_line(k, o.source) << "\n";
+              << config_line(k, o.history) << "\n";
 }
 
 void add_build(CLI::App& app) {
@@ -394,18 +390,12 @@ void add_build(CLI::App& app) {
                   "With --model: embed (in the library) or a file that <name>_create reads "
                   "(checked by size and hash)")
       ->capture_default_str();
-  cmd->add_option("--target", o->source.target,
+  cmd->add_option("--target", o->target,
                   "Target: host or 'llvm -mtriple=... -mcpu=...' (any LLVM target)")
       ->capture_default_str();
-  cmd->add_option(
-         "--db", o->source.db,
-         "Tuning log (SQLite file or postgresql:// URL); a missing log means the fallback config")
-      ->capture_default_str();
-  add_client_flags(cmd, o->source.server, false)
-      ->description("Ask this tuning server's log (HOST:PORT) instead of --db");
-  cmd->add_option("--device-key", o->source.device_key,
-                  "With --server: only records measured on devices of this key, built for their "
-                  "target (a --target of another architecture is refused)");
+  add_history_flags(cmd, o->history,
+                    "With --server: only records measured on devices of this key, built for their "
+                    "target (a --target of another architecture is refused)");
   cmd->add_option("-o,--output", o->output,
                   "Object file (static library with --manifest) to write (default <name>.o)")
       ->expected(1);
@@ -416,11 +406,12 @@ void add_build(CLI::App& app) {
                   "Also write ktune_parallel_for in plain C (pthreads) to this file")
       ->expected(1);
   cmd->add_flag(
-      "--emulated", o->source.emulated,
+      "--emulated", o->emulated,
       "Also serve records timed on emulated devices (qemu), with a warning when one is served");
   cmd->add_flag("--require-tuned", o->require_tuned,
                 "Fail instead of building the fallback config when nothing was tuned (every kernel "
-                "of a manifest)");
+                "of a manifest)")
+      ->excludes("--untuned");
   cmd->add_flag("--json", o->json, "Print what was written as JSON");
   cmd->callback([o] { run_build(*o); });
 }

@@ -26,7 +26,7 @@
 #include "frontend/onnx_graph.h"
 #include "support/error.h"
 #include "tools/commands.h"
-#include "tools/service_flags.h"
+#include "tools/history_flags.h"
 
 namespace ktune::tools {
 namespace {
@@ -35,10 +35,8 @@ struct RunCmdOptions {
   std::string model;
   std::vector<std::string> inputs;
   std::string target = "host";
-  std::string db = "ktune.db";
-  rpc_runner::ServiceClientOptions server;
-  std::string device_key;
-  int threads = 0;  // 0 = the runtime's default
+  HistoryFlags history;  // --db, --server, --device-key, --untuned
+  int threads = 0;       // 0 = the runtime's default
   int runs = 20;
   int warmup = 3;
   uint64_t seed = 0;
@@ -156,12 +154,12 @@ void run_model(const RunCmdOptions& o) {
   for (const auto& text : o.inputs) r.inputs.push_back(frontend::parse_input_shape(text));
   r.name = "ktune_run_model";
   r.plan.target = o.target;
-  r.plan.history = o.server.server.empty() ? HistorySource::log(o.db)
-                                           : HistorySource::server(o.server, o.device_key);
+  r.plan.history = history_source(o.history);
   if (o.threads > 0) codegen::set_num_threads(o.threads);
   const int threads = codegen::num_threads();
   r.step_threads = o.step_threads == "stored" ? threads : -1;
   deploy::BuiltModel m = deploy::build_model(r);
+  warn_if_mostly_untuned(deploy::step_sources(m.plan), r.plan.history, o.model);
   deploy::ModelBuffers buffers(m.plan, o.seed);
   if (!o.input_file.empty()) buffers.set_inputs(read_file(o.input_file));
   std::string step_threads_note;
@@ -296,14 +294,7 @@ void add_run(CLI::App& app) {
   cmd->add_option("model", o->model, "ONNX model file")->required();
   cmd->add_option("--input", o->inputs, "Shape of a graph input, name=1x3x224x224");
   cmd->add_option("--target", o->target, "Target (host: it runs here)")->capture_default_str();
-  cmd->add_option(
-         "--db", o->db,
-         "Tuning log (SQLite file or postgresql:// URL); a missing log means fallback configs")
-      ->capture_default_str();
-  add_client_flags(cmd, o->server, false)
-      ->description("Ask this tuning server's log (HOST:PORT) instead of --db");
-  cmd->add_option("--device-key", o->device_key,
-                  "With --server: only records measured on devices of this key");
+  add_history_flags(cmd, o->history, "With --server: only records measured on devices of this key");
   cmd->add_option("--threads", o->threads,
                   "Threads of the parallel loops (default: the CPUs of this process)");
   cmd->add_option("--step-threads", o->step_threads,

@@ -41,6 +41,7 @@ struct TuneModelOptions {
   std::string target = "host";
   std::string db = "ktune.db";
   tuner::ModelTuningOptions tuning;
+  std::string trials = "auto";  // --trials: auto (tuner::auto_trials) or a count
   size_t threads = 0;
   int model_threads = 0;  // the built model's run; 0 = the CPUs of this process
   double timeout_s = 10;
@@ -76,18 +77,37 @@ void print_end(const TuneModelOptions& o, const tuner::ModelTuningReport& report
   print_model_summary(stdout, report, j, o.tuning.scheduler.trials, libraries, libraries_note);
 }
 
-// Says when the budget cannot give every task its warm-up allocation (said once the run has
-// started, so that a request that fails stays one line).
-void warn_small_budget(const TuneModelOptions& o, const frontend::ModelTasks& tasks) {
-  size_t tunable = 0;
-  for (const auto& t : tasks.tasks) tunable += t.tunable ? 1 : 0;
-  const size_t warm_up = tunable * o.tuning.scheduler.batch_size;
-  if (o.tuning.scheduler.trials < warm_up)
+// --trials: "auto" (tuner::auto_trials for these tasks) or a count from 1 to 10^7.
+size_t trial_budget(const std::string& text, const frontend::ModelTasks& tasks, size_t batch) {
+  if (text == "auto") return tuner::auto_trials(tasks, batch);
+  size_t used = 0;
+  unsigned long long n = 0;
+  try {
+    n = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || text[0] == '-' || n < 1 || n > 10'000'000)
+    throw Error(ErrorKind::kInvalidArgument,
+                "--trials takes auto or a count from 1 to 10000000, not '" + text + "'");
+  return static_cast<size_t>(n);
+}
+
+// Says what the budget is, and when it cannot give every tuned workload its warm-up allocation
+// (said once the run has started, so that a request that fails stays one line).
+void say_budget(const TuneModelOptions& o, const frontend::ModelTasks& tasks) {
+  const size_t batch = o.tuning.scheduler.batch_size, trials = o.tuning.scheduler.trials;
+  const size_t warm_up = tuner::warmup_trials(tasks, batch);
+  if (o.trials == "auto" && !o.json)
+    std::printf("trials: auto, %zu (%zu allocations of %zu per tuned workload, %zu workloads)\n",
+                trials, tuner::kAutoAllocations, batch, warm_up / batch);
+  std::fflush(stdout);  // before the progress on stderr
+  if (trials < warm_up)
     spdlog::warn(
-        "--trials {} cannot warm up every task: {} tasks x --batch-size {} = {} trials; the tasks "
-        "left over keep "
-        "their fallback config",
-        o.tuning.scheduler.trials, tunable, o.tuning.scheduler.batch_size, warm_up);
+        "--trials {} cannot warm up every tuned workload: {} x --batch-size {} = {} trials; {} "
+        "keep their fallback config (--trials auto gives {})",
+        trials, warm_up / batch, batch, warm_up, (warm_up - trials + batch - 1) / batch,
+        tuner::auto_trials(tasks, batch));
 }
 
 // The model as a job of the server: the server rebuilds the tasks for its devices and tunes them
@@ -128,7 +148,7 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   rpc_runner::ServiceClient client(o.server);
   const std::optional<uint64_t> id = submit_job(client, job, o.detach);
   if (!id) return;
-  warn_small_budget(o, tasks);
+  say_budget(o, tasks);
   ModelProgress progress(job.session.trials, o.json);
   // The server's tasks come without their graph: the layers are named from this process's.
   const rpc_runner::JobEvent last =
@@ -295,6 +315,7 @@ void run_tune_model(TuneModelOptions o) {
                 o.model + " cannot be tuned as a model: " + deploy::blocked_text(blocked) +
                     " (ktune tasks lists them)");
   const frontend::ModelTasks tasks = frontend::extract_tasks(model.graph, traits);
+  o.tuning.scheduler.trials = trial_budget(o.trials, tasks, o.tuning.scheduler.batch_size);
   o.tuning.session.seed = o.tuning.scheduler.seed;
   o.tuning.session.transfer = !o.no_transfer;
   o.tuning.scheduler.time_budget_s = o.time_budget_min * 60;
@@ -311,7 +332,7 @@ void run_tune_model(TuneModelOptions o) {
   auto db = tuning_db::Database::open(o.db);
   tuner::ModelTuning tuning(tasks, db, runner, {target.str(), codegen::llvm_version()}, o.tuning);
 
-  warn_small_budget(o, tasks);
+  say_budget(o, tasks);
   ModelProgress progress(o.tuning.scheduler.trials, o.json);
   const tuner::ModelTuningReport report =
       tuning.run([&](const tuner::ModelTuningReport& r) { progress.show(r); });
@@ -338,7 +359,6 @@ void run_tune_model(TuneModelOptions o) {
 void add_tune_model(CLI::App& app) {
   auto o = std::make_shared<TuneModelOptions>();
   tuner::TaskSchedulerOptions& s = o->tuning.scheduler;
-  s.trials = 1000;
   o->tuning.session.tuner = "xgb";
   auto* cmd =
       app.add_subcommand("tune-model", "Tune every task of an ONNX model under one trial budget");
@@ -351,9 +371,10 @@ void add_tune_model(CLI::App& app) {
                                     "Tuning log (SQLite file or postgresql:// URL); what it holds "
                                     "is resumed, not measured again")
                         ->capture_default_str();
-  cmd->add_option("--trials", s.trials, "New configs to measure, all tasks together (1 to 10^7)")
-      ->capture_default_str()
-      ->check(finite_in(1, 1e7));
+  cmd->add_option("--trials", o->trials,
+                  "New configs to measure, all tasks together: auto (4 allocations of "
+                  "--batch-size per tuned workload, 64 each by default) or 1 to 10^7")
+      ->capture_default_str();
   cmd->add_option("--time-budget", o->time_budget_min,
                   "Minutes of search at most (0 = none): no allocation starts after them, the "
                   "trials left over are not spent; the best configs' re-timing and the built "

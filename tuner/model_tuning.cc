@@ -322,6 +322,17 @@ void label_layers(ModelTuningReport& report, const frontend::ModelTasks& tasks) 
       }
 }
 
+size_t warmup_trials(const frontend::ModelTasks& tasks, size_t batch_size) {
+  std::set<std::string> workloads;
+  for (const auto& t : tasks.tasks)
+    if (t.tunable) workloads.insert(t.tunable->workload_key());
+  return workloads.size() * batch_size;
+}
+
+size_t auto_trials(const frontend::ModelTasks& tasks, size_t batch_size) {
+  return kAutoAllocations * warmup_trials(tasks, batch_size);
+}
+
 nlohmann::json to_json(const ModelTuningReport& r) {
   nlohmann::json j{{"trials", r.trials},         {"tuned_s", seconds_or_null(r.tuned_s)},
                    {"fallback_s", r.fallback_s}, {"not_tuned", r.not_tuned},

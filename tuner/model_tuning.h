@@ -64,6 +64,16 @@ struct ModelTuningReport {
   bool out_of_time = false;
 };
 
+// The trials of a model's warm-up: one allocation of `batch_size` per distinct tuned workload
+// (another algorithm of a task, e.g. its Winograd form, is a workload of its own). A budget below
+// it leaves tasks on their fallback config.
+size_t warmup_trials(const frontend::ModelTasks& tasks, size_t batch_size);
+
+// `--trials auto`: kAutoAllocations allocations of `batch_size` per distinct tuned workload, its
+// warm-up and three more on average (64 trials each at the default batch of 16).
+inline constexpr size_t kAutoAllocations = 4;
+size_t auto_trials(const frontend::ModelTasks& tasks, size_t batch_size);
+
 // One thread. The tasks, db and measurer must outlive it.
 class ModelTuning {
  public:

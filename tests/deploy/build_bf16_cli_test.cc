@@ -74,7 +74,7 @@ TEST(BuildBf16Cli, MatmulBf16LinksIntoCAndMatchesAFloat32Reference) {
   TempDir dir;
   const Output out = ktune_build("matmul_bf16 M=" + std::to_string(kM) +
                                      " N=" + std::to_string(kN) + " K=" + std::to_string(kK) +
-                                     " --name k --db missing.db --runtime rt.c -o k.o --header k.h",
+                                     " --name k --untuned --runtime rt.c -o k.o --header k.h",
                                  dir.path());
   ASSERT_EQ(out.status, 0) << out.err;
   const std::string header = read_file(dir.file("k.h"));
@@ -98,7 +98,7 @@ TEST(BuildBf16Cli, MatmulBf16LinksIntoCAndMatchesAFloat32Reference) {
 TEST(BuildBf16Cli, Float32KernelHeaderHasNoBfloat16Note) {
   TempDir dir;
   const Output out =
-      ktune_build("matmul M=8 N=16 K=8 --name k --db missing.db -o k.o --header k.h", dir.path());
+      ktune_build("matmul M=8 N=16 K=8 --name k --untuned -o k.o --header k.h", dir.path());
   ASSERT_EQ(out.status, 0) << out.err;
   EXPECT_FALSE(contains(read_file(dir.file("k.h")), "bfloat16")) << read_file(dir.file("k.h"));
 }

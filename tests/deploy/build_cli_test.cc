@@ -229,26 +229,31 @@ TEST(BuildCli, BuildsTheBestLoggedConfigAndItComputesTheMatmul) {
   EXPECT_EQ(cxx.status, 0) << cxx.err;
 }
 
-TEST(BuildCli, WithoutALogBuildsTheFallbackWithOneWarning) {
+// A log that does not exist is a mistake (a typo, another folder), never a silent untuned build:
+// one error line, nothing written. --untuned asks for the fallback, and gets it without a warning.
+TEST(BuildCli, AMissingLogIsAnErrorAndUntunedBuildsTheFallback) {
   TempDir dir;
   const auto task = make_task("matmul", {"M=64", "N=48", "K=32"});
-  // Default output names, in the current directory.
-  const Output out =
+  const Output missing =
       ktune_build("matmul M=64 N=48 K=32 --db missing.db --runtime rt.c", dir.path());
+  EXPECT_EQ(missing.status, 1);
+  expect_one_error_line(missing, "no tuning log at missing.db");
+  EXPECT_TRUE(contains(missing.err, "--untuned")) << missing.err;
+  EXPECT_TRUE(fs::is_empty(dir.path())) << "nothing written, the log not created";
+
+  // Default output names, in the current directory.
+  const Output out = ktune_build("matmul M=64 N=48 K=32 --untuned --runtime rt.c", dir.path());
   ASSERT_EQ(out.status, 0) << out.err;
-  const auto err = lines_of(out.err);
-  ASSERT_EQ(err.size(), 1u) << out.err;
-  EXPECT_TRUE(contains(err[0], "warning") && contains(err[0], "missing.db") &&
-              contains(err[0], "fallback"))
-      << err[0];
+  EXPECT_EQ(out.err, "");
   EXPECT_TRUE(contains(out.out, "config:  fallback, untuned")) << out.out;
   EXPECT_EQ(listing(dir.path()),
-            (std::set<std::string>{"ktune_matmul.h", "ktune_matmul.o", "rt.c"}))
-      << "the missing log is not created";
+            (std::set<std::string>{"ktune_matmul.h", "ktune_matmul.o", "rt.c"}));
 
   const std::string header = read_file(dir.file("ktune_matmul.h"));
   EXPECT_EQ(header_config(header)["index"], task.fallback_config().index());
-  EXPECT_TRUE(contains(header_field(header, " * source:   "), "fallback, untuned")) << header;
+  EXPECT_TRUE(contains(header_field(header, " * source:   "),
+                       "fallback, untuned (built untuned, without a tuning log)"))
+      << header;
   const std::string ran =
       compile_and_run(dir, matmul_program("ktune_matmul.h", "ktune_matmul_run", 64, 48, 32),
                       dir.file("ktune_matmul.o"), dir.file("rt.c"))
@@ -390,7 +395,7 @@ TEST(BuildCli, EveryTemplateLinksIntoCAndMatchesTheReference) {
     std::string cli = name;
     for (const auto& w : words) cli += " " + w;
     const Output out =
-        ktune_build(cli + " --db missing.db --json --runtime rt.c -o k.o --header k.h", dir.path());
+        ktune_build(cli + " --untuned --json --runtime rt.c -o k.o --header k.h", dir.path());
     ASSERT_EQ(out.status, 0) << out.err;
     const auto j = nlohmann::json::parse(out.out);
     const nlohmann::json& arguments = j["arguments"];
@@ -416,28 +421,29 @@ TEST(BuildCli, BadInputFailsWithOneLineAndWritesNothing) {
       {"unknown cpu", mm + " --target 'llvm -mtriple=aarch64-linux-gnu -mcpu=pentium9'" + outs,
        "pentium9"},
       {"malformed log", mm + " --db DIR/garbage.db" + outs, "garbage.db"},
+      {"log does not exist", mm + " --db DIR/missing.db" + outs, "no tuning log at DIR/missing.db"},
       {"--require-tuned, no log", mm + " --db DIR/missing.db --require-tuned" + outs,
-       "--require-tuned"},
+       "no tuning log at DIR/missing.db"},
+      {"--require-tuned with --untuned", mm + " --untuned --require-tuned" + outs,
+       "--untuned excludes --require-tuned"},
+      {"--untuned with --db", mm + " --untuned --db DIR/empty.db" + outs, "excludes"},
       {"--require-tuned, no record", mm + " --db DIR/empty.db --require-tuned" + outs,
        "no successful record"},
       {"output directory missing",
-       mm + " --db DIR/missing.db -o DIR/nodir/k.o --header DIR/k.h --runtime DIR/rt.c",
-       "nodir/k.o"},
+       mm + " --untuned -o DIR/nodir/k.o --header DIR/k.h --runtime DIR/rt.c", "nodir/k.o"},
       // The object is renamed into place first; the header's rename then fails: the object goes
       // too.
       {"header path is a directory",
-       mm + " --db DIR/missing.db -o DIR/k.o --header DIR/sub --runtime DIR/rt.c", "DIR/sub"},
-      {"same file twice", mm + " --db DIR/missing.db -o DIR/k.o --header DIR/k.o", "same file"},
-      {"empty output path", mm + " --db DIR/missing.db -o '' --header DIR/k.h --runtime DIR/rt.c",
-       "empty"},
-      {"empty runtime path", mm + " --db DIR/missing.db -o DIR/k.o --header DIR/k.h --runtime ''",
-       "empty"},
+       mm + " --untuned -o DIR/k.o --header DIR/sub --runtime DIR/rt.c", "DIR/sub"},
+      {"same file twice", mm + " --untuned -o DIR/k.o --header DIR/k.o", "same file"},
+      {"empty output path", mm + " --untuned -o '' --header DIR/k.h --runtime DIR/rt.c", "empty"},
+      {"empty runtime path", mm + " --untuned -o DIR/k.o --header DIR/k.h --runtime ''", "empty"},
       {"output over the log", mm + " --db DIR/empty.db -o DIR/k.o --header DIR/./empty.db",
        "is the tuning log"},
-      {"name starts with a digit", mm + " --db DIR/missing.db --name 9lives" + outs, "9lives"},
-      {"name with a dash", mm + " --db DIR/missing.db --name my-kernel" + outs, "my-kernel"},
-      {"name is a keyword", mm + " --db DIR/missing.db --name int" + outs, "'int'"},
-      {"empty name", mm + " --db DIR/missing.db --name ''" + outs, "--name ''"},
+      {"name starts with a digit", mm + " --untuned --name 9lives" + outs, "9lives"},
+      {"name with a dash", mm + " --untuned --name my-kernel" + outs, "my-kernel"},
+      {"name is a keyword", mm + " --untuned --name int" + outs, "'int'"},
+      {"empty name", mm + " --untuned --name ''" + outs, "--name ''"},
       {"unknown option", mm + " --nope" + outs, "--nope"},
   };
   for (const BadCase& c : cases) {

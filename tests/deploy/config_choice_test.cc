@@ -142,23 +142,21 @@ TEST(ConfigChoice, NothingNearGivesTheFallback) {
   EXPECT_TRUE(c.warnings.empty());
 }
 
-TEST(ConfigChoice, AMissingLogIsAnErrorUnlessItMeansUntuned) {
+TEST(ConfigChoice, AMissingLogIsAnErrorAndUntunedIsAskedFor) {
   TempDir dir;
   const Task task = matmul(16, 16, 16);
   const HistorySource missing = HistorySource::log(dir.file("missing.db"));
   EXPECT_EQ(kind_of([&] { choose_config(missing, workload_of(task)); }), ErrorKind::kNotFound);
-  ChoiceOptions untuned;
-  untuned.missing_log_is_untuned = true;
-  const ConfigChoice c = choose_config(missing, workload_of(task), untuned);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("missing.db")));  // looked at, never created
+  const ConfigChoice c = choose_config(HistorySource::untuned(), workload_of(task));
   EXPECT_EQ(c.source, Source::kFallback);
   EXPECT_EQ(c.config.index(), task.fallback_config().index());
-  EXPECT_EQ(c.untuned_reason, "no tuning log at " + dir.file("missing.db"));
-  EXPECT_FALSE(std::filesystem::exists(dir.file("missing.db")));  // looked at, never created
+  EXPECT_EQ(c.untuned_reason, "built untuned, without a tuning log");
+  EXPECT_FALSE(c.nearest);
 
   const std::string not_a_log = dir.write("not_a_log.db", "this is not SQLite\n");
-  EXPECT_EQ(
-      kind_of([&] { choose_config(HistorySource::log(not_a_log), workload_of(task), untuned); }),
-      ErrorKind::kDatabase);
+  EXPECT_EQ(kind_of([&] { choose_config(HistorySource::log(not_a_log), workload_of(task)); }),
+            ErrorKind::kDatabase);
   EXPECT_EQ(kind_of([] { HistorySource::log(""); }), ErrorKind::kInvalidArgument);
   EXPECT_EQ(kind_of([] { HistorySource::server({}); }), ErrorKind::kInvalidArgument);
 }

@@ -32,6 +32,10 @@ using testing_models::model;
 // (float32 sums in another order differ by ~1e-6; a wrong weight, layout or epilogue by ~1).
 constexpr double kTolerance = 1e-4;
 
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 class ModelBuild : public ::testing::Test {
  protected:
   void linked_and_cross_built_match_ort(
@@ -85,8 +89,8 @@ class ModelBuild : public ::testing::Test {
   std::vector<float> run_in_process(const std::string& onnx, const std::string& in) const {
     const std::string out = path("jit.bin");
     const auto r =
-        ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
-                  " --runs 1 --warmup 0 --input-file " + quote(in) + " --output-file " + quote(out),
+        ktune("run " + quote(onnx) + " --untuned" + " --runs 1 --warmup 0 --input-file " +
+                  quote(in) + " --output-file " + quote(out),
               true);
     EXPECT_EQ(r.status, 0) << onnx << ": " << r.err;
     return r.status == 0 ? floats(out) : std::vector<float>{};
@@ -107,19 +111,18 @@ class ModelBuild : public ::testing::Test {
 
   // `ktune run --check-nodes` (untuned): every step of the model within 1e-5 of its reference.
   void expect_steps_match_references(const std::string& onnx) const {
-    const auto nodes = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
-                                 " --check-nodes --tolerance 1e-5",
-                             true);
+    const auto nodes =
+        ktune("run " + quote(onnx) + " --untuned" + " --check-nodes --tolerance 1e-5", true);
     EXPECT_EQ(nodes.status, 0) << nodes.out << nodes.err;
   }
 
   // The model's outputs from `ktune build --model` (untuned) linked into program(); empty (a
   // failed expectation) when the build or the program fails.
   std::vector<float> run_linked(const std::string& onnx, const std::string& in) const {
-    const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) +
-                                 " -o " + quote(path("libnet.a")) + " --header " +
-                                 quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
-                             true);
+    const auto built =
+        ktune("build --model " + quote(onnx) + " --untuned" + " -o " + quote(path("libnet.a")) +
+                  " --header " + quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
+              true);
     EXPECT_EQ(built.status, 0) << built.err;
     if (built.status != 0) return {};
     const auto ran =
@@ -208,10 +211,10 @@ TEST_F(ModelBuild, SmallCnnLinkedAndInProcessMatchOnnxRuntime) {
   const std::vector<float> ref = ort(onnx, in);
   ASSERT_EQ(ref.size(), 16u);
 
-  const auto built = ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) +
-                               " -o " + quote(path("libnet.a")) + " --header " +
-                               quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
-                           true);
+  const auto built =
+      ktune("build --model " + quote(onnx) + " --untuned" + " -o " + quote(path("libnet.a")) +
+                " --header " + quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
+            true);
   ASSERT_EQ(built.status, 0) << built.err;
   EXPECT_NE(built.out.find("fallback"), std::string::npos) << built.out;
   const std::string exe = program("net", false);
@@ -220,10 +223,10 @@ TEST_F(ModelBuild, SmallCnnLinkedAndInProcessMatchOnnxRuntime) {
   const double linked = error(floats(path("out.bin")), ref);
   EXPECT_LE(linked, kTolerance);
 
-  const auto jit = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
-                             " --runs 2 --warmup 1 --input-file " + quote(in) + " --output-file " +
-                             quote(path("jit.bin")),
-                         true);
+  const auto jit =
+      ktune("run " + quote(onnx) + " --untuned" + " --runs 2 --warmup 1 --input-file " + quote(in) +
+                " --output-file " + quote(path("jit.bin")),
+            true);
   ASSERT_EQ(jit.status, 0) << jit.err;
   const double in_process = error(floats(path("jit.bin")), ref);
   EXPECT_LE(in_process, kTolerance);
@@ -237,9 +240,9 @@ TEST_F(ModelBuild, SmallCnnLinkedAndInProcessMatchOnnxRuntime) {
 TEST_F(ModelBuild, RunServesLayerByLayerTimings) {
   const std::string onnx = model("small_cnn.onnx");
   const std::string in = inputs(16 * 16 * 16, 1);
-  const auto served = shell("printf 'threads 1\\n3\\nthreads 2\\n2\\n' | " +
-                            std::string(KTUNE_BINARY) + " run " + quote(onnx) + " --db " +
-                            quote(path("none.db")) + " --input-file " + quote(in) + " --serve");
+  const auto served =
+      shell("printf 'threads 1\\n3\\nthreads 2\\n2\\n' | " + std::string(KTUNE_BINARY) + " run " +
+            quote(onnx) + " --untuned --input-file " + quote(in) + " --serve");
   ASSERT_EQ(served.status, 0) << served.out;
   std::istringstream lines(served.out);
   std::vector<std::string> got;
@@ -255,8 +258,7 @@ TEST_F(ModelBuild, RunServesLayerByLayerTimings) {
     EXPECT_EQ(count, n) << line;
   }
   // Bad input: --serve with --json is refused in one line.
-  const auto both =
-      ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) + " --serve --json", true);
+  const auto both = ktune("run " + quote(onnx) + " --untuned --serve --json", true);
   EXPECT_NE(both.status, 0);
 }
 
@@ -367,7 +369,7 @@ TEST_F(ModelBuild, EveryOperatorTestModelMatchesOnnxRuntime) {
     ASSERT_EQ(tasks.status, 0) << name << ": " << tasks.err;
     for (const auto& u : nlohmann::json::parse(tasks.out).at("unsupported"))
       EXPECT_TRUE(u.contains("generated")) << name << ": " << u.dump();
-    const auto r = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
+    const auto r = ktune("run " + quote(onnx) + " --untuned" +
                              " --runs 1 --warmup 0 --json --check --ort " + quote(KTUNE_ORT_DIR),
                          true);
     ASSERT_EQ(r.status, 0) << name << ": " << r.err;
@@ -418,9 +420,9 @@ void ModelBuild::linked_and_cross_built_match_ort(
     const std::string input_flag = input.empty() ? "" : " --input " + quote(input);
     for (const auto& [target, cc] : targets) {
       const auto built =
-          ktune("build --model " + quote(onnx) + input_flag + " --db " + quote(path("none.db")) +
-                    " --target " + quote(target) + " --name net -o " + quote(path("libnet.a")) +
-                    " --header " + quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
+          ktune("build --model " + quote(onnx) + input_flag + " --untuned" + " --target " +
+                    quote(target) + " --name net -o " + quote(path("libnet.a")) + " --header " +
+                    quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
                 true);
       ASSERT_EQ(built.status, 0) << name << " " << target << ": " << built.err;
       const int64_t outputs = header_define(path("net.h"), "NUM_OUTPUTS");
@@ -770,11 +772,10 @@ TEST_F(ModelBuild, TinyBertLinkedAndInProcessMatchOnnxRuntime) {
   const std::vector<float> ref = ort(onnx, in);
   ASSERT_EQ(ref.size(), 8u * 32u);
 
-  const auto built =
-      ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " -o " +
-                quote(path("libbert.a")) + " --header " + quote(path("bert.h")) +
-                " --name bert --runtime " + quote(path("runtime.c")),
-            true);
+  const auto built = ktune("build --model " + quote(onnx) + " --untuned -o " +
+                               quote(path("libbert.a")) + " --header " + quote(path("bert.h")) +
+                               " --name bert --runtime " + quote(path("runtime.c")),
+                           true);
   ASSERT_EQ(built.status, 0) << built.err;
   const std::string exe = program("bert", false);
   const auto ran = shell(quote(exe) + " " + quote(in) + " " + quote(path("out.bin")));
@@ -782,14 +783,14 @@ TEST_F(ModelBuild, TinyBertLinkedAndInProcessMatchOnnxRuntime) {
   const double linked = error(floats(path("out.bin")), ref);
   EXPECT_LE(linked, kTolerance);
 
-  const auto checked = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
+  const auto checked = ktune("run " + quote(onnx) + " --untuned" +
                                  " --runs 2 --warmup 1 --check --ort " + quote(KTUNE_ORT_DIR),
                              true);
   EXPECT_EQ(checked.status, 0) << checked.out << checked.err;
-  const auto jit = ktune("run " + quote(onnx) + " --db " + quote(path("none.db")) +
-                             " --runs 1 --warmup 0 --input-file " + quote(in) + " --output-file " +
-                             quote(path("jit.bin")),
-                         true);
+  const auto jit =
+      ktune("run " + quote(onnx) + " --untuned" + " --runs 1 --warmup 0 --input-file " + quote(in) +
+                " --output-file " + quote(path("jit.bin")),
+            true);
   ASSERT_EQ(jit.status, 0) << jit.err;
   const double in_process = error(floats(path("jit.bin")), ref);
   EXPECT_LE(in_process, kTolerance);
@@ -842,8 +843,8 @@ TEST_F(ModelBuild, ModelsCrossBuiltForAArch64MatchOnnxRuntime) {
     const std::vector<float> ref = ort(onnx, in);
     ASSERT_EQ(ref.size(), static_cast<size_t>(c.output)) << c.model;
     const auto built =
-        ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " --target " +
-                  quote(target) + " --name net -o " + quote(path("libnet.a")) + " --header " +
+        ktune("build --model " + quote(onnx) + " --untuned --target " + quote(target) +
+                  " --name net -o " + quote(path("libnet.a")) + " --header " +
                   quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
               true);
     ASSERT_EQ(built.status, 0) << c.model << ": " << built.err;
@@ -896,8 +897,8 @@ TEST_F(ModelBuild, QuantizedModelsCrossBuiltForDotprodMatchOnnxRuntime) {
     const std::vector<float> ref = ort(onnx, in);
     ASSERT_EQ(ref.size(), static_cast<size_t>(c.output)) << c.model;
     const auto built =
-        ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " --target " +
-                  quote(target) + " --name net -o " + quote(path("libnet.a")) + " --header " +
+        ktune("build --model " + quote(onnx) + " --untuned --target " + quote(target) +
+                  " --name net -o " + quote(path("libnet.a")) + " --header " +
                   quote(path("net.h")) + " --runtime " + quote(path("runtime.c")),
               true);
     ASSERT_EQ(built.status, 0) << c.model << ": " << built.err;
@@ -921,9 +922,9 @@ TEST_F(ModelBuild, ExternalWeightsFileIsCheckedByHash) {
   const std::string in = inputs(16 * 16 * 16, 2);
   const std::vector<float> ref = ort(onnx, in);
   const auto built =
-      ktune("build --model " + quote(onnx) + " --db " + quote(path("none.db")) + " -o " +
-                quote(path("libnet.a")) + " --header " + quote(path("net.h")) + " --runtime " +
-                quote(path("runtime.c")) + " --weights " + quote(path("net.weights")),
+      ktune("build --model " + quote(onnx) + " --untuned -o " + quote(path("libnet.a")) +
+                " --header " + quote(path("net.h")) + " --runtime " + quote(path("runtime.c")) +
+                " --weights " + quote(path("net.weights")),
             true);
   ASSERT_EQ(built.status, 0) << built.err;
   ASSERT_TRUE(fs::exists(path("net.weights")));
@@ -964,17 +965,54 @@ TEST_F(ModelBuild, BadInputIsOneLineAndWritesNothing) {
       {"qop_zp_shape.onnx", "", "node 'qlinearconv_"},
   };
   for (const Case& c : cases) {
-    const auto r = ktune("build --model " + quote(model(c.model)) + c.extra + " --db " +
-                             quote(path("none.db")) + " -o " + quote(path("libm.a")) +
-                             " --header " + quote(path("m.h")),
+    const auto r = ktune("build --model " + quote(model(c.model)) + c.extra + " --untuned -o " +
+                             quote(path("libm.a")) + " --header " + quote(path("m.h")),
                          true);
     testing_cli::expect_one_line_error(r, c.text);
     EXPECT_FALSE(fs::exists(path("libm.a"))) << c.model;
     EXPECT_FALSE(fs::exists(path("m.h"))) << c.model;
-    const auto run =
-        ktune("run " + quote(model(c.model)) + c.extra + " --db " + quote(path("none.db")), true);
+    const auto run = ktune("run " + quote(model(c.model)) + c.extra + " --untuned", true);
     if (c.extra.empty()) testing_cli::expect_one_line_error(run, c.text);
   }
+}
+
+// A log that does not exist is an error (a typo must not ship untuned kernels); a log without
+// records of the model builds, says on stderr that most kernels run untuned configs, and counts
+// kernels that add up; --untuned asks for the fallbacks and gets no warning.
+TEST_F(ModelBuild, AMissingLogIsAnErrorAndAMostlyUntunedBuildSaysSo) {
+  const std::string onnx = quote(model("small_cnn.onnx"));
+  const std::string outs = " -o " + quote(path("libm.a")) + " --header " + quote(path("m.h"));
+  const auto missing =
+      ktune("build --model " + onnx + " --db " + quote(path("no.db")) + outs, true);
+  testing_cli::expect_one_line_error(missing, "no tuning log at " + path("no.db"));
+  EXPECT_FALSE(fs::exists(path("libm.a")));
+  EXPECT_FALSE(fs::exists(path("no.db"))) << "a read-only use creates no log";
+  testing_cli::expect_one_line_error(
+      ktune("run " + onnx + " --db " + quote(path("no.db")) + " --runs 1", true), "--untuned");
+
+  // A log of another workload only.
+  ASSERT_EQ(
+      ktune("tune matmul M=8 N=8 K=8 --trials 2 --tuner random --db " + quote(path("other.db")),
+            true)
+          .status,
+      0);
+  const auto other =
+      ktune("build --model " + onnx + " --db " + quote(path("other.db")) + outs + " --json", true);
+  ASSERT_EQ(other.status, 0) << other.err;
+  const auto j = nlohmann::json::parse(other.out);
+  EXPECT_EQ(j["tuned"].get<int>() + j["nearest"].get<int>() + j["fallback"].get<int>() +
+                j["generated"].get<int>(),
+            j["kernels"].get<int>());
+  EXPECT_EQ(j["tuned"], 0);
+  EXPECT_TRUE(contains(other.err, "3 of the 3 tunable kernels run untuned configs")) << other.err;
+  EXPECT_TRUE(contains(other.err, "ktune tune-model")) << other.err;
+
+  const auto untuned = ktune("build --model " + onnx + " --untuned" + outs, true);
+  ASSERT_EQ(untuned.status, 0) << untuned.err;
+  EXPECT_EQ(untuned.err, "");
+  EXPECT_TRUE(
+      contains(untuned.out, "7 kernels (0 tuned, 0 nearest tuned shape, 3 fallback, 4 generated)"))
+      << untuned.out;
 }
 
 }  // namespace

@@ -54,11 +54,11 @@ long loops_reaching_the_pool(F f) {
   return plugged_loops.load() - before;
 }
 
-ModelRequest request(const std::string& log) {
+ModelRequest request(const HistorySource& history) {
   ModelRequest r;
   r.model_path = model("small_mobile.onnx");
   r.name = "mobile";
-  r.plan.history = HistorySource::log(log);
+  r.plan.history = history;
   return r;
 }
 
@@ -74,7 +74,7 @@ class StepThreads : public ::testing::Test {
   static void SetUpTestSuite() { codegen::set_num_threads(2); }
   TempDir dir_;
   // No log: every task takes its fallback config.
-  std::string no_log() const { return dir_.file("none.db"); }
+  static HistorySource no_log() { return HistorySource::untuned(); }
 };
 
 TEST_F(StepThreads, ACappedStepRunsOnTheCallerAndTheOutputsStayTheSame) {
@@ -222,7 +222,7 @@ TEST_F(StepThreads, AStoredChoiceIsAppliedByBuildModelAndShippedByBuildModelCli)
     for (auto& s : none.steps) s.max_threads = 0;
     store.save(none);
   }
-  ModelRequest r = request(log);
+  ModelRequest r = request(HistorySource::log(log));
   r.step_threads = 2;
   const BuiltModel capped = build_model(r);
   EXPECT_EQ(capped.step_threads_at, 2);

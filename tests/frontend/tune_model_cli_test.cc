@@ -238,6 +238,34 @@ TEST(TuneModelCli, TheTimeBudgetEndsTheSearchAndSaysSo) {
   fs::remove(db);
 }
 
+// --trials auto (the default): 4 batches per tuned workload, said before the run; a budget below
+// the warm-up is warned about with what auto would give.
+TEST(TuneModelCli, AutoTrialsAreFourBatchesPerWorkloadAndASmallBudgetIsWarned) {
+  const std::string db =
+      (fs::temp_directory_path() / ("ktune_tune_model_auto_" + std::to_string(::getpid()) + ".db"))
+          .string();
+  fs::remove(db);
+  const std::string cmd = "tune-model " + quote(model("small_cnn.onnx")) +
+                          " --tuner random --batch-size 2 --no-libraries --no-model-run --db " +
+                          quote(db);
+  const auto small = ktune(cmd + " --trials 6 --json", true);
+  ASSERT_EQ(small.status, 0) << small.err;
+  EXPECT_NE(small.err.find("--trials 6 cannot warm up every tuned workload: 7 x --batch-size 2 = "
+                           "14 trials; 4 keep their fallback config (--trials auto gives 56)"),
+            std::string::npos)
+      << small.err;
+
+  const auto text = ktune(cmd);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_EQ(text.out.rfind("trials: auto, 56 (4 allocations of 2 per tuned workload, 7 "
+                           "workloads)\n",
+                           0),
+            0u)
+      << text.out;
+  EXPECT_NE(text.out.find("trials 56/56"), std::string::npos) << text.out;
+  fs::remove(db);
+}
+
 TEST(TuneModelCli, BadInputIsOneLineAndNoLog) {
   const std::string db =
       (fs::temp_directory_path() / ("ktune_tune_model_bad_" + std::to_string(::getpid()) + ".db"))
@@ -247,6 +275,8 @@ TEST(TuneModelCli, BadInputIsOneLineAndNoLog) {
        {quote(model("not_onnx.onnx")), quote(model("resnet18_dynamic.onnx")),
         quote(model("small_cnn.onnx")) + " --strategy fastest",
         quote(model("small_cnn.onnx")) + " --trials 0",
+        quote(model("small_cnn.onnx")) + " --trials lots",
+        quote(model("small_cnn.onnx")) + " --trials 1e3",
         quote(model("small_cnn.onnx")) + " --library-rounds 0",
         quote(model("small_cnn.onnx")) + " --time-budget -1"}) {
     const auto r = ktune("tune-model " + args + " --db " + quote(db), true);

@@ -1,0 +1,45 @@
+// The --db / --server / --untuned flags of the commands that build from a tuning log.
+#include "tools/history_flags.h"
+
+#include <spdlog/spdlog.h>
+
+#include "support/error.h"
+#include "tools/service_flags.h"
+
+namespace ktune::tools {
+
+void add_history_flags(CLI::App* cmd, HistoryFlags& flags, const std::string& device_key_help) {
+  CLI::Option* db =
+      cmd->add_option("--db", flags.db,
+                      "Tuning log (SQLite file or postgresql:// URL); one that does not exist is "
+                      "an error (see --untuned)")
+          ->capture_default_str();
+  CLI::Option* server = add_client_flags(cmd, flags.server, false)
+                            ->description("Ask this tuning server's log (HOST:PORT) instead of --db");
+  cmd->add_option("--device-key", flags.device_key, device_key_help);
+  cmd->add_flag("--untuned", flags.untuned,
+                "Read no tuning log: every kernel on its template's fallback config")
+      ->excludes(db)
+      ->excludes(server);
+}
+
+HistorySource history_source(const HistoryFlags& flags) {
+  if (flags.untuned) return HistorySource::untuned();
+  if (!flags.server.server.empty()) return HistorySource::server(flags.server, flags.device_key);
+  if (!flags.device_key.empty())
+    throw Error(ErrorKind::kInvalidArgument, "--device-key needs --server");
+  return HistorySource::log(flags.db);
+}
+
+void warn_if_mostly_untuned(const deploy::StepSources& n, const HistorySource& from,
+                            const std::string& model) {
+  const int untuned = n.nearest + n.fallback;
+  if (from.is_untuned() || untuned == 0 || 2 * untuned < n.tasks()) return;
+  spdlog::warn(
+      "{} of the {} tunable kernels run untuned configs ({} fallback, {} of the nearest tuned shape): "
+      "the {} holds no records of them; `ktune tune-model {}{}` tunes them",
+      untuned, n.tasks(), n.fallback, n.nearest, from.describe(), model,
+      from.is_server() ? " --server " + from.server_options().server : " --db " + from.db_path());
+}
+
+}  // namespace ktune::tools
