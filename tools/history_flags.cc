@@ -14,8 +14,9 @@ void add_history_flags(CLI::App* cmd, HistoryFlags& flags, const std::string& de
                       "Tuning log (SQLite file or postgresql:// URL); one that does not exist is "
                       "an error (see --untuned)")
           ->capture_default_str();
-  CLI::Option* server = add_client_flags(cmd, flags.server, false)
-                            ->description("Ask this tuning server's log (HOST:PORT) instead of --db");
+  CLI::Option* server =
+      add_client_flags(cmd, flags.server, false)
+          ->description("Ask this tuning server's log (HOST:PORT) instead of --db");
   cmd->add_option("--device-key", flags.device_key, device_key_help);
   cmd->add_flag("--untuned", flags.untuned,
                 "Read no tuning log: every kernel on its template's fallback config")
@@ -36,7 +37,8 @@ void warn_if_mostly_untuned(const deploy::StepSources& n, const HistorySource& f
   const int untuned = n.nearest + n.fallback;
   if (from.is_untuned() || untuned == 0 || 2 * untuned < n.tasks()) return;
   spdlog::warn(
-      "{} of the {} tunable kernels run untuned configs ({} fallback, {} of the nearest tuned shape): "
+      "{} of the {} tunable kernels run untuned configs ({} fallback, {} of the nearest tuned "
+      "shape): "
       "the {} holds no records of them; `ktune tune-model {}{}` tunes them",
       untuned, n.tasks(), n.fallback, n.nearest, from.describe(), model,
       from.is_server() ? " --server " + from.server_options().server : " --db " + from.db_path());

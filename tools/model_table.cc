@@ -159,6 +159,9 @@ LibraryTimes add_library_times(const frontend::ModelTasks& tasks,
   }
 #else
   (void)tasks, (void)history, (void)cores;  // built without baselines/: no library times
+  j["libraries_note"] =
+      "not timed: this ktune was built without oneDNN and OpenBLAS (scripts/demo leaves them "
+      "out); scripts/setup installs them and rebuilds ktune with them";
 #endif
   double library_s = 0, tuned_same_s = 0;
   for (size_t i = 0; i < report.tasks.size(); ++i) {
@@ -208,8 +211,10 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
         "(medians of %d interleaved rounds, in this process)\n",
         ms(library_s).c_str(), ms(tuned_same_s).c_str(), tuned_same_s / library_s,
         summary.value("library_rounds", 0));
-  } else if (!libraries_note.empty()) {
-    std::fprintf(out, "libraries: %s\n", libraries_note.c_str());
+  } else if (!libraries_note.empty() || summary.contains("libraries_note")) {
+    std::fprintf(out, "libraries: %s\n",
+                 libraries_note.empty() ? summary["libraries_note"].get<std::string>().c_str()
+                                        : libraries_note.c_str());
   }
   if (report.out_of_time)
     std::fprintf(out, "time budget: the search stopped at it after %zu of %zu trials\n",

@@ -51,8 +51,9 @@ class ModelProgress {
 // `rounds` rounds) and adds the result to the run's summary `j`: per task library, library_s,
 // library_min_s, library_max_s, library_spread, tuned_median_s, tuned_min_s, tuned_max_s,
 // tuned_spread, ratio (tuned / library medians); library_rounds, library_s (sum of count x library
-// median) and tuned_s_where_library (sum of count x tuned median). A workload whose kernel or
-// library cannot run here is left out with a warning. Returns the races.
+// median) and tuned_s_where_library (sum of count x tuned median); libraries_note (why there are
+// none) when this ktune was built without them. A workload whose kernel or library cannot run
+// here is left out with a warning. Returns the races.
 LibraryTimes add_library_times(const frontend::ModelTasks& tasks,
                                const tuner::ModelTuningReport& report, const HistorySource& history,
                                int cores, int rounds, nlohmann::json& j);

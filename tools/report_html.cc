@@ -156,6 +156,7 @@ std::string model_section(const tuning_db::ModelRunReport& m) {
   if (m.library_s && m.tuned_s_where_library && *m.library_s > 0)
     out += " &middot; libraries " + opt_ms(m.library_s) + " ms, tuned/library " +
            fmt("%.2f", *m.tuned_s_where_library / *m.library_s);
+  if (!m.libraries_note.empty()) out += " &middot; libraries " + html_escape(m.libraries_note);
   if (m.measured_s)
     out += " &middot; built model " + opt_ms(m.measured_s) + " ms measured (estimate " +
            opt_ms(m.estimated_s) + " ms)";

@@ -104,6 +104,7 @@ struct ModelRunReport {
   // kernels timed one by one in the model's order).
   std::optional<double> measured_s, estimated_s;
   std::vector<LayerRow> layers;
+  std::string libraries_note;  // why no library was timed ("" when they were, or not asked for)
   std::vector<std::string> untuned;  // "task xcount (reason)"
 };
 

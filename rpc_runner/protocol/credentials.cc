@@ -115,6 +115,7 @@ struct TokenRoles {
   std::string worker;
   std::string admin;
   std::vector<ClientToken> clients;
+  std::string nameless_client_line;  // "FILE:LINE" of a "client: T" line
 };
 
 TokenRoles parse_roles(const std::vector<std::pair<int, std::string>>& lines,
@@ -135,6 +136,7 @@ TokenRoles parse_roles(const std::vector<std::pair<int, std::string>>& lines,
                                       : std::string("a second admin token (a 'client: TOKEN' line "
                                                     "without a name is the admin's)")));
       slot = token;
+      if (role == "client") roles.nameless_client_line = path + ":" + std::to_string(n);
     } else if (role.rfind("client", 0) == 0 && role.size() > 6 &&
                (role[6] == ' ' || role[6] == '\t')) {
       const std::string name = trim(role.substr(6));
@@ -185,6 +187,7 @@ ServerSecurity load_server_security(const std::string& token_file, const std::st
     s.worker_token = std::move(roles.worker);
     s.admin_token = std::move(roles.admin);
     s.clients = std::move(roles.clients);
+    s.nameless_client_line = std::move(roles.nameless_client_line);
   }
   if (tls_cert_file.empty() != tls_key_file.empty())
     throw Error(ErrorKind::kInvalidArgument,

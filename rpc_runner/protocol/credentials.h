@@ -29,7 +29,10 @@ struct ServerSecurity {
   // "client: TOKEN" line is the admin's.
   std::string admin_token;
   std::vector<ClientToken> clients;  // each sees and cancels its own jobs only
-  std::string tls_cert_pem;          // both empty = plaintext
+  // Set when the admin's token came from the older format's nameless "client:" line: "FILE:LINE",
+  // for a warning at start (every client sharing that token is the admin).
+  std::string nameless_client_line;
+  std::string tls_cert_pem;  // both empty = plaintext
   std::string tls_key_pem;
   bool tls() const { return !tls_cert_pem.empty(); }
   bool authenticates() const {

@@ -617,6 +617,11 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
         "device "
         "or submit jobs (use --token-file)",
         options.port);
+  if (!security.nameless_client_line.empty())
+    spdlog::warn(
+        "{}: a 'client:' line without a name holds the admin's token: whoever has it sees and "
+        "cancels every job; give each client 'client NAME: TOKEN' and the admin 'admin: TOKEN'",
+        security.nameless_client_line);
   impl_->host = options.host;
   // One server per log: a second one would run the same unfinished jobs again.
   impl_->log_lock.emplace(options.db_path);

@@ -134,6 +134,9 @@ TEST_P(ReportOn, PlanCorrelationsAndModelRuns) {
          {"share", nullptr}}}},
       {"untuned", {{{"task", "Softmax"}, {"count", 1}, {"reason", "no template"}}}}};
   const int64_t model_run = record_model_run(db, "resnet.onnx", testing::kHost.target, summary);
+  // A ktune built without oneDNN and OpenBLAS says why its library columns are empty.
+  record_model_run(db, "small.onnx", testing::kHost.target,
+                   {{"trials", 8}, {"tasks", nlohmann::json::array()}, {"libraries_note", "why"}});
 
   const Report r = build_report(db);
   ASSERT_EQ(r.runs.size(), 1u);
@@ -145,8 +148,11 @@ TEST_P(ReportOn, PlanCorrelationsAndModelRuns) {
   EXPECT_DOUBLE_EQ(*r.runs[0].plans[1].rank_correlation, 0.5);
   EXPECT_DOUBLE_EQ(*r.runs[0].plans[2].rank_correlation, 0.75);
 
-  ASSERT_EQ(r.model_runs.size(), 1u);
+  ASSERT_EQ(r.model_runs.size(), 2u);
+  EXPECT_EQ(r.model_runs[1].model, "small.onnx");
+  EXPECT_EQ(r.model_runs[1].libraries_note, "why");
   const ModelRunReport& m = r.model_runs[0];
+  EXPECT_EQ(m.libraries_note, "");
   EXPECT_EQ(m.run_id, model_run);
   EXPECT_EQ(m.model, "resnet.onnx");
   EXPECT_EQ(m.trials, 64);

@@ -134,6 +134,7 @@ TEST_F(Tenants, ClientsSeeTheirOwnJobsTheAdminAllAndRecordsNameClientAndWorker) 
   const std::string carol = dir_.write("carol-token", std::string(kCarol) + "\n");
   const std::string wrong = dir_.write("wrong-token", "wrong-token-0123456789\n");
   ASSERT_TRUE(start(tokens, {"--max-jobs-per-minute", "3"})) << server_log();
+  EXPECT_FALSE(logged(server_log(), {"without a name"})) << server_log();
 
   // alice's job runs on the worker; bob's waits for a key no worker has.
   const std::string workload = "matmul M=32 N=32 K=32";
@@ -221,12 +222,15 @@ TEST_F(Tenants, ClientsSeeTheirOwnJobsTheAdminAllAndRecordsNameClientAndWorker) 
 }
 
 // The older token file (one "client:" line): its token is the admin's, which submits, lists and
-// cancels as before, and its records name "admin".
+// cancels as before, and its records name "admin". The server says so when it starts.
 TEST_F(Tenants, TheOlderTokenFileStillWorksWithItsClientAsTheAdmin) {
   const std::string tokens =
       dir_.write("tokens", std::string("worker: ") + kWorker + "\nclient: " + kAlice + "\n");
   const std::string client = dir_.write("client-token", std::string(kAlice) + "\n");
   ASSERT_TRUE(start(tokens, {})) << server_log();
+  EXPECT_TRUE(logged(server_log(), {tokens + ":2: a 'client:' line without a name holds the "
+                                             "admin's token"}))
+      << server_log();
   auto tuned = as(client, "tune matmul M=32 N=32 K=32 --tuner random --trials 4 --device-key k");
   ASSERT_EQ(tuned.status, 0) << tuned.out << tuned.err;
   ASSERT_EQ(as(tokens, "tune matmul M=32 N=32 K=32 --trials 4 --detach --device-key nobody").out,
