@@ -11,6 +11,7 @@
 
 #include "deploy/history_best.h"
 #include "support/error.h"
+#include "tuning_db/record.h"
 
 namespace ktune::tools {
 namespace {
@@ -22,10 +23,21 @@ std::string ms(double seconds) {
   return buf;
 }
 
-// A median and its spread over the rounds: "0.1234 ±3%".
+// Rounds that spread more than tuning_db::kNoisySpread: their median is not a usable figure.
+bool noisy(const baselines::RoundStats& t) {
+  return tuning_db::noisy_range(t.min_s, t.max_s, t.median_s);
+}
+bool noisy(const baselines::LibraryRace& race) {
+  return noisy(race.tuned) || noisy(race.library_time);
+}
+
+// A median and its spread over the rounds: "0.1234 ±3%", or "0.1234 noisy".
 std::string with_spread(const baselines::RoundStats& t) {
   char buf[48];
-  std::snprintf(buf, sizeof buf, "%s ±%.0f%%", ms(t.median_s).c_str(), 100 * t.spread());
+  if (noisy(t))
+    std::snprintf(buf, sizeof buf, "%s noisy", ms(t.median_s).c_str());
+  else
+    std::snprintf(buf, sizeof buf, "%s ±%.0f%%", ms(t.median_s).c_str(), 100 * t.spread());
   return buf;
 }
 
@@ -95,8 +107,8 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r, size_t 
       if (lib == libraries->end()) {
         row += right("-", 16) + right("-", 16) + right("-", 7);
       } else {
-        char ratio[32];
-        std::snprintf(ratio, sizeof ratio, "%.2f", lib->second.ratio());
+        char ratio[32] = "-";  // a ratio of a noisy figure is not quoted
+        if (!noisy(lib->second)) std::snprintf(ratio, sizeof ratio, "%.2f", lib->second.ratio());
         row += right(with_spread(lib->second.tuned), 16) +
                right(with_spread(lib->second.library_time), 16) + right(ratio, 7);
       }
@@ -169,8 +181,8 @@ LibraryTimes add_library_times(const frontend::ModelTasks& tasks,
     if (lib == libraries.end()) continue;
     const baselines::LibraryRace& race = lib->second;
     const double count = static_cast<double>(report.tasks[i].count);
-    // The sums count each layer once, with the algorithm a build runs for it.
-    if (runs_in_model(report, i)) {
+    // The sums count each layer once, with the algorithm a build runs for it, and no noisy one.
+    if (runs_in_model(report, i) && !noisy(race)) {
       library_s += count * race.library_time.median_s;
       tuned_same_s += count * race.tuned.median_s;
     }
@@ -184,7 +196,10 @@ LibraryTimes add_library_times(const frontend::ModelTasks& tasks,
     t["tuned_min_s"] = race.tuned.min_s;
     t["tuned_max_s"] = race.tuned.max_s;
     t["tuned_spread"] = race.tuned.spread();
-    t["ratio"] = race.ratio();
+    if (noisy(race))
+      t["noisy"] = true;
+    else
+      t["ratio"] = race.ratio();
   }
   j["library_rounds"] = rounds;
   j["library_s"] = library_s;
@@ -216,6 +231,15 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
                  libraries_note.empty() ? summary["libraries_note"].get<std::string>().c_str()
                                         : libraries_note.c_str());
   }
+  size_t noisy_layers = 0;
+  for (const auto& t : summary.value("tasks", nlohmann::json::array()))
+    noisy_layers += t.value("noisy", false) ? 1 : 0;
+  if (noisy_layers > 0)
+    std::fprintf(out,
+                 "noisy: %zu task%s' rounds spread more than %.0f%%: not compared with the "
+                 "library, nor in the sums (run again on a quieter machine, or with more "
+                 "--library-rounds)\n",
+                 noisy_layers, noisy_layers == 1 ? "" : "s", 100 * tuning_db::kNoisySpread);
   if (report.out_of_time)
     std::fprintf(out, "time budget: the search stopped at it after %zu of %zu trials\n",
                  report.trials, budget);

@@ -170,16 +170,20 @@ std::string model_section(const tuning_db::ModelRunReport& m) {
     std::string ratio = "-";
     // The race's ratio of medians; a summary without one, best over the library's time.
     std::optional<double> r = l.ratio;
-    if (!r && l.best_s && l.library_s && *l.library_s > 0) r = *l.best_s / *l.library_s;
-    if (r) {
+    if (!r && !l.noisy && l.best_s && l.library_s && *l.library_s > 0) r = *l.best_s / *l.library_s;
+    if (l.noisy) {
+      ratio = "<span class=\"bad\">noisy</span>";
+    } else if (r) {
       const double x = *r;
       ratio = std::string("<span class=\"") + (x <= 1 ? "good" : "bad") + "\">" + fmt("%.2f", x) +
               "</span>";
     }
     out += "<tr>" + td(std::to_string(i + 1)) + td(std::to_string(l.count)) +
            td(std::to_string(l.trials)) + td(opt_ms(l.best_s)) + td(opt_ms(l.fallback_s)) +
-           td(opt_ms(l.library_s) +
-              (l.library_spread ? fmt(" &plusmn;%.0f%%", *l.library_spread * 100) : "")) +
+           td(opt_ms(l.library_s) + (l.noisy ? std::string(" noisy")
+                                     : l.library_spread
+                                         ? fmt(" &plusmn;%.0f%%", *l.library_spread * 100)
+                                         : "")) +
            td(ratio) + td(l.share ? fmt("%.0f%%", *l.share * 100) : "-") +
            td(html_escape(l.library), true) + "<td class=\"cfg\">" +
            html_escape(l.key == l.tuned_as || l.tuned_as.empty() ? l.key

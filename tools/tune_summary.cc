@@ -4,16 +4,27 @@
 #include <iomanip>
 #include <ostream>
 
+#include "tuning_db/record.h"
+
 namespace ktune::tools {
 namespace {
 
+// "X GFLOP/s (Y ms)", with how it was timed: "re-timed" (the median of interleaved rounds, the
+// figure `best` and a build serve), its first timing, NOISY when the rounds spread.
 void describe(std::ostream& out, const nlohmann::json& r, bool ok) {
   if (!ok) {
     out << "failed (" << r.value("error", "unknown") << ": " << r.value("error_message", "") << ")";
     return;
   }
   out << std::fixed << std::setprecision(2) << r.value("gflops", 0.0) << " GFLOP/s ("
-      << std::setprecision(4) << r.value("mean_cost_s", 0.0) * 1e3 << " ms)";
+      << std::setprecision(4) << r.value("mean_cost_s", 0.0) * 1e3 << " ms";
+  if (r.value("retimed", false)) out << ", re-timed";
+  if (r.contains("first_timing_s"))
+    out << "; timed " << r["first_timing_s"].get<double>() * 1e3 << " ms first";
+  out << ")";
+  if (r.value("noisy", false))
+    out << " NOISY: its rounds spread more than " << std::setprecision(0)
+        << tuning_db::kNoisySpread * 100 << "%";
 }
 
 }  // namespace
@@ -46,9 +57,17 @@ void print_tune_summary(const nlohmann::json& s, std::ostream& out) {
     describe(out, s["fallback"], s["fallback"].value("ok", false));
     out << "\n";
   }
-  if (s.contains("speedup_over_fallback"))
-    out << "speed-up over fallback: " << std::setprecision(2)
-        << s["speedup_over_fallback"].get<double>() << "x\n";
+  if (s.contains("speedup_over_fallback")) {
+    // A ratio of a noisy figure is not quoted; one of a single timing says so.
+    const auto& f = s["fallback"];
+    if (s["best"].value("noisy", false) || f.value("noisy", false))
+      out << "speed-up over fallback: not quoted (a noisy figure: run again on a quieter "
+             "machine)\n";
+    else
+      out << "speed-up over fallback: " << std::setprecision(2)
+          << s["speedup_over_fallback"].get<double>() << "x"
+          << (f.value("retimed", false) ? "" : " (the fallback timed once)") << "\n";
+  }
   if (s.contains("retimed")) {
     // Before and after: what the run measured first, and the median it ranks by now.
     const auto& r = s["retimed"];

@@ -21,6 +21,11 @@ inline constexpr int kRecordLineVersion = 2;
 // figure may be off by as much, so a ranking that rests on it is not to be trusted blindly.
 inline constexpr double kNoisySpread = 0.25;
 
+// Whether timings from `min` to `max` around `median` spread more than kNoisySpread.
+inline bool noisy_range(double min, double max, double median) {
+  return median > 0 && (max - min) / median > kNoisySpread;
+}
+
 // (max - min) / median of `timings`; 0 for fewer than two (or a median of 0).
 double spread(const std::vector<double>& timings);
 // The median of `timings` (the mean of the middle two for an even count); +inf when empty.

@@ -111,6 +111,10 @@ ModelRunReport model_run_report(const RunRow& run) {
     l.share = number(t, "share");
     l.library_spread = number(t, "library_spread");
     l.ratio = number(t, "ratio");
+    // Summaries written before the flag: the library's own spread (half its range) decides.
+    l.noisy = t.value("noisy", false) ||
+              (l.library_spread && 2 * *l.library_spread > kNoisySpread && l.library_s);
+    if (l.noisy) l.ratio.reset();
     m.layers.push_back(std::move(l));
   }
   for (const json& u : summary.value("untuned", json::array()))

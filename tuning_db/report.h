@@ -91,6 +91,7 @@ struct LayerRow {
   // The library race (median of interleaved rounds): its spread (half the range over the
   // median) and tuned / library from the two medians.
   std::optional<double> library_spread, ratio;
+  bool noisy = false;  // the race's rounds spread more than kNoisySpread: no ratio is quoted
 };
 
 // A `ktune tune-model` run, from the summary it stored (record_model_run).

@@ -22,5 +22,45 @@ TEST(TuneSummary, CountsEveryErrorKindAndTheBest) {
   EXPECT_NE(text.find("40.25 GFLOP/s"), std::string::npos) << text;
 }
 
+// After the re-timing the summary's best is the figure the log serves; the speed-up compares two
+// re-timed medians, says when the fallback was timed once, and is not quoted from a noisy one.
+TEST(TuneSummary, TheBestIsTheRetimedFigureAndANoisySpeedUpIsNotQuoted) {
+  auto summary = nlohmann::json::parse(R"js({
+    "workload": "matmul(M=256,N=256,K=256)", "target": "host", "measured": 32, "ok": 32,
+    "errors": {}, "wall_s": 1.2,
+    "best": {"gflops": 319.09, "mean_cost_s": 0.0001052, "retimed": true, "noisy": false,
+             "config": {"index": 27363}},
+    "first_timing": {"gflops": 314.78, "mean_cost_s": 0.0001066, "config": {"index": 20134}},
+    "fallback": {"ok": true, "gflops": 319.09, "mean_cost_s": 0.0001052, "retimed": true,
+                 "first_timing_s": 0.0007203, "noisy": false},
+    "speedup_over_fallback": 1.0})js");
+  std::ostringstream out;
+  print_tune_summary(summary, out);
+  EXPECT_NE(out.str().find("best:     319.09 GFLOP/s (0.1052 ms, re-timed)\n"), std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("fallback: 319.09 GFLOP/s (0.1052 ms, re-timed; timed 0.7203 ms first)"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("speed-up over fallback: 1.00x\n"), std::string::npos) << out.str();
+
+  summary["fallback"] = {
+      {"ok", true}, {"gflops", 46.59}, {"mean_cost_s", 0.0007203}, {"retimed", false}};
+  summary["speedup_over_fallback"] = 6.85;
+  out.str("");
+  print_tune_summary(summary, out);
+  EXPECT_NE(out.str().find("speed-up over fallback: 6.85x (the fallback timed once)"),
+            std::string::npos)
+      << out.str();
+
+  summary["best"]["noisy"] = true;
+  out.str("");
+  print_tune_summary(summary, out);
+  EXPECT_NE(out.str().find("(0.1052 ms, re-timed) NOISY: its rounds spread more than 25%"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("speed-up over fallback: not quoted"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("6.85x"), std::string::npos) << out.str();
+}
+
 }  // namespace
 }  // namespace ktune::tools

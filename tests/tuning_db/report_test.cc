@@ -137,6 +137,15 @@ TEST_P(ReportOn, PlanCorrelationsAndModelRuns) {
   // A ktune built without oneDNN and OpenBLAS says why its library columns are empty.
   record_model_run(db, "small.onnx", testing::kHost.target,
                    {{"trials", 8}, {"tasks", nlohmann::json::array()}, {"libraries_note", "why"}});
+  // Rounds that spread past kNoisySpread: flagged (or, in a summary without the flag, found from
+  // the library's spread), and no ratio is quoted.
+  record_model_run(
+      db, "noisy.onnx", testing::kHost.target,
+      {{"trials", 8},
+       {"tasks",
+        {{{"key", "a"}, {"noisy", true}, {"library_s", 0.001}, {"library_spread", 0.05}},
+         {{"key", "b"}, {"library_s", 0.001}, {"library_spread", 0.2}, {"ratio", 0.9}},
+         {{"key", "c"}, {"library_s", 0.001}, {"library_spread", 0.1}, {"ratio", 0.9}}}}});
 
   const Report r = build_report(db);
   ASSERT_EQ(r.runs.size(), 1u);
@@ -148,9 +157,16 @@ TEST_P(ReportOn, PlanCorrelationsAndModelRuns) {
   EXPECT_DOUBLE_EQ(*r.runs[0].plans[1].rank_correlation, 0.5);
   EXPECT_DOUBLE_EQ(*r.runs[0].plans[2].rank_correlation, 0.75);
 
-  ASSERT_EQ(r.model_runs.size(), 2u);
+  ASSERT_EQ(r.model_runs.size(), 3u);
   EXPECT_EQ(r.model_runs[1].model, "small.onnx");
   EXPECT_EQ(r.model_runs[1].libraries_note, "why");
+  const auto& noisy = r.model_runs[2].layers;
+  ASSERT_EQ(noisy.size(), 3u);
+  EXPECT_TRUE(noisy[0].noisy);
+  EXPECT_TRUE(noisy[1].noisy);  // half its range is 20% of the median: the range is 40%
+  EXPECT_FALSE(noisy[1].ratio);
+  EXPECT_FALSE(noisy[2].noisy);
+  EXPECT_DOUBLE_EQ(*noisy[2].ratio, 0.9);
   const ModelRunReport& m = r.model_runs[0];
   EXPECT_EQ(m.libraries_note, "");
   EXPECT_EQ(m.run_id, model_run);

@@ -130,6 +130,11 @@ TEST(DeviceKey, AJobsBestConfigsAreRetimedAndTheRetimedFigureIsServed) {
   for (size_t i = 1; i < best.size(); ++i) EXPECT_LE(best[i - 1].cost(), best[i].cost());
   EXPECT_EQ(summary["retimed"]["best_after_config"], best.front().config_index);
   EXPECT_DOUBLE_EQ(summary["retimed"]["best_after_s"].get<double>(), best.front().cost());
+  // The job's summary names the config the log serves, at the figure it serves it with.
+  EXPECT_EQ(summary["best"]["retimed"], true);
+  EXPECT_EQ(summary["best"]["config"]["index"], best.front().config_index);
+  EXPECT_DOUBLE_EQ(summary["best"]["mean_cost_s"].get<double>(), best.front().cost());
+  EXPECT_DOUBLE_EQ(last.job.best_gflops, summary["best"]["gflops"].get<double>());  // ktune jobs
   const auto addr = " --server 127.0.0.1:" + std::to_string(server.port());
   const auto served = testing_cli::ktune("best " + kWorkload + addr + " --device-key cpu --json");
   ASSERT_EQ(served.status, 0) << served.out;
