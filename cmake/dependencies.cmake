@@ -71,6 +71,12 @@ pkg_check_modules(LIBPQXX QUIET IMPORTED_TARGET libpqxx)
 if(NOT LIBPQXX_FOUND)
   ktune_missing("libpqxx (PostgreSQL's C++ client library)" libpqxx-dev)
 endif()
+# cpp-httplib: the tuning server's HTTP port (/metrics, /healthz, /readyz) and `ktune server
+# health`, which asks it.
+pkg_check_modules(HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+if(NOT HTTPLIB_FOUND)
+  ktune_missing("cpp-httplib (the server's metrics and health port)" libcpp-httplib-dev)
+endif()
 if(KTUNE_BASELINES)
   pkg_check_modules(OPENBLAS QUIET IMPORTED_TARGET openblas)
   if(NOT OPENBLAS_FOUND)

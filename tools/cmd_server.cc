@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include <httplib.h>
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
@@ -28,7 +29,42 @@ struct ServerCommandOptions {
   rpc_runner::TuningServerOptions server;
   rpc_runner::ServiceClientOptions client;  // `devices`
   bool json = false;
+  // `health`: the server's HTTP port (--metrics-port), and whether to ask /readyz.
+  std::string http_address;
+  bool ready = false;
+  double timeout_s = 5;
 };
+
+// `ktune server health`: GET /healthz (or /readyz) of the server's HTTP port, for a container's
+// probe: prints the answer, exit status 0 on 200; anything else is one error line (exit 1).
+void run_health(const ServerCommandOptions& o) {
+  const auto colon = o.http_address.rfind(':');
+  const std::string host = colon == std::string::npos ? "" : o.http_address.substr(0, colon);
+  const std::string port = colon == std::string::npos ? "" : o.http_address.substr(colon + 1);
+  if (host.empty() || port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
+      port.size() > 5 || std::stoi(port) > 65535)
+    throw Error(
+        ErrorKind::kInvalidArgument,
+        "--http takes HOST:PORT (the server's --metrics-port), not '" + o.http_address + "'");
+  httplib::Client client(host, std::stoi(port));
+  const auto timeout = std::chrono::duration<double>(o.timeout_s);
+  client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
+  client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
+  const std::string path = o.ready ? "/readyz" : "/healthz";
+  const httplib::Result res = client.Get(path);
+  if (!res)
+    throw Error(ErrorKind::kIo, "cannot reach " + o.http_address + path + ": " +
+                                    httplib::to_string(res.error()) +
+                                    " (is it the server's --metrics-port?)");
+  if (res->status != 200) {
+    std::string body;  // its lines joined: one error line
+    std::istringstream lines(res->body);
+    for (std::string line; std::getline(lines, line);) body += (body.empty() ? "" : "; ") + line;
+    throw Error(ErrorKind::kIo,
+                o.http_address + path + ": " + std::to_string(res->status) + " " + body);
+  }
+  std::cout << res->body;
+}
 
 void run_server(const ServerCommandOptions& o) {
   // Blocked before gRPC starts its threads, so the signals reach only sigwait below.
@@ -214,7 +250,8 @@ void add_server(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
   cmd->add_option("--metrics-port", s.metrics_port,
-                  "Serve Prometheus metrics at http://HOST:PORT/metrics (0 = any free port)")
+                  "Serve Prometheus metrics at http://HOST:PORT/metrics, and the /healthz and "
+                  "/readyz probes (0 = any free port)")
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--max-jobs-per-minute", s.max_jobs_per_minute,
                   "Job submissions a client may make a minute (a burst of that many, then one "
@@ -234,8 +271,20 @@ void add_server(CLI::App& app) {
       cmd->add_subcommand("status", "Show a server's devices, queues, jobs, trials and latencies");
   add_client_flags(status, o->client, true);
   status->callback([o] { run_status(*o); });
-  cmd->callback([o, devices, status] {
-    if (devices->parsed() || status->parsed()) return;
+  auto* health = cmd->add_subcommand(
+      "health",
+      "Ask a server's HTTP port whether it is alive (/healthz) or ready (/readyz): exit "
+      "status 0 when it is, for a container's probe");
+  health->add_option("--http", o->http_address, "HOST:PORT of the server's --metrics-port")
+      ->required();
+  health->add_flag("--ready", o->ready,
+                   "Ask whether jobs can run now (the log takes writes, a worker is attached)");
+  health->add_option("--timeout", o->timeout_s, "Seconds to wait for the answer")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  health->callback([o] { run_health(*o); });
+  cmd->callback([o, devices, status, health] {
+    if (devices->parsed() || status->parsed() || health->parsed()) return;
     run_server(*o);
   });
 }

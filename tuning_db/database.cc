@@ -663,6 +663,19 @@ std::vector<Record> Database::history(std::string_view template_name, const Targ
   return out;
 }
 
+void Database::check_writable() {
+  sql::ConnectionDriver& driver = impl_->conn.driver();
+  const bool sqlite = driver.backend() == sql::Backend::kSqlite;
+  driver.exec(sqlite ? "BEGIN IMMEDIATE" : "BEGIN");
+  try {
+    if (!sqlite) driver.exec("SET TRANSACTION READ WRITE");
+  } catch (...) {
+    driver.exec("ROLLBACK");
+    throw;
+  }
+  driver.exec("ROLLBACK");
+}
+
 Stats Database::stats() {
   Stats st;
   sql::Transaction snapshot(impl_->conn, sql::Transaction::Mode::kDeferred);

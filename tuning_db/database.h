@@ -225,6 +225,11 @@ class Database {
   std::vector<Record> history(std::string_view template_name, const TargetKey& target,
                               int64_t limit = 0, bool emulated = false);
 
+  // Throws Error(kDatabase) unless this connection could write now: SQLite takes and drops the
+  // write lock (waiting as long as the busy timeout for another writer); PostgreSQL opens a
+  // read-write transaction, which a standby or a read-only database refuses. Writes nothing.
+  void check_writable();
+
   Stats stats();
   // One summary per (workload, target), ordered by workload key then target.
   std::vector<WorkloadSummary> summaries();

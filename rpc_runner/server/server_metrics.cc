@@ -2,19 +2,17 @@
 // collection, counters and histograms fed by the pool and the jobs, and a small HTTP endpoint.
 #include "rpc_runner/server/server_metrics.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
+#include <httplib.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
@@ -38,94 +36,63 @@ const Histogram::BucketBoundaries kBuildRunBuckets{0.001, 0.01, 0.05, 0.1, 0.25,
 const Histogram::BucketBoundaries kWriteBuckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                                 0.05,   0.1,   0.25,   0.5,   1,    5};
 
-// GET /metrics over HTTP/1.1, one connection at a time, on a thread of its own. prometheus-cpp's
-// Exposer is not used: the civetweb it embeds runs handlers on 100 KB stacks, which glibc's printf
-// overflows in this process (a segfault at the first scrape).
+// The plain-HTTP port on cpp-httplib: GET /metrics, /healthz and /readyz, answered on its own
+// threads (prometheus-cpp's Exposer is not used: the civetweb it embeds runs handlers on 100 KB
+// stacks, which glibc's printf overflows in this process).
 class HttpEndpoint {
  public:
-  // Binds host:port (IPv4). Throws Error(kIo) with the reason when it cannot.
-  HttpEndpoint(const std::string& host, int port, std::function<std::string()> body)
-      : body_(std::move(body)) {
+  // Binds host:port. Throws Error(kIo) with the reason when it cannot.
+  HttpEndpoint(const std::string& host, int port, std::function<std::string()> metrics,
+               std::function<Readiness()> readiness) {
     const std::string address = host + ":" + std::to_string(port);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1)
-      throw Error(ErrorKind::kIo, "cannot serve metrics on " + address + ": not an IPv4 address");
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const int one = 1;
-    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(fd_, 16) != 0) {
-      const std::string why = std::strerror(errno);
-      if (fd_ >= 0) ::close(fd_);
-      throw Error(ErrorKind::kIo, "cannot serve metrics on " + address + ": " + why);
-    }
-    socklen_t len = sizeof addr;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { serve(); });
+    // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server would
+    // share a port in use instead of refusing it.
+    server_.set_socket_options([](int sock) {
+      const int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+    server_.set_read_timeout(2, 0);  // a slow or silent client
+    server_.set_write_timeout(2, 0);
+    server_.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics(), "text/plain; version=0.0.4; charset=utf-8");
+    });
+    // Alive: the process answers (a probe that restarts a wedged server).
+    server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("ok\n", "text/plain; charset=utf-8");
+    });
+    // Ready: jobs can run (the log takes writes, a worker is attached); 503 says what is missing.
+    server_.Get("/readyz", [readiness](const httplib::Request&, httplib::Response& res) {
+      const Readiness r = readiness();
+      res.status = r.ready() ? 200 : 503;
+      res.set_content(r.text(), "text/plain; charset=utf-8");
+    });
+    const bool bound =
+        port == 0 ? (port_ = server_.bind_to_any_port(host)) > 0 : server_.bind_to_port(host, port);
+    if (!bound)
+      throw Error(ErrorKind::kIo, "cannot serve metrics on " + address + ": " +
+                                      (errno != 0 ? std::strerror(errno) : "cannot bind"));
+    if (port != 0) port_ = port;
+    thread_ = std::thread([this] {
+      server_.listen_after_bind();
+      listening_done_ = true;
+    });
+    // httplib's stop() does nothing before its loop runs: wait for the loop, so that a stop right
+    // after the start is not lost (and the destructor's join returns).
+    while (!server_.is_running() && !listening_done_)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 
   ~HttpEndpoint() {
-    stop_ = true;
+    server_.stop();
     thread_.join();
-    ::close(fd_);
   }
 
   int port() const { return port_; }
 
  private:
-  void serve() {
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;  // wakes to see stop_
-      const int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client < 0) continue;
-      answer(client);
-      ::close(client);
-    }
-  }
-
-  // Reads the request head (a slow or silent client gets 2 s) and answers it.
-  void answer(int client) {
-    const timeval timeout{2, 0};
-    ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    ::setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-    std::string head;
-    char buf[1024];
-    while (head.find("\r\n\r\n") == std::string::npos && head.size() < 8192) {
-      const ssize_t n = ::recv(client, buf, sizeof buf, 0);
-      if (n <= 0) return;
-      head.append(buf, static_cast<size_t>(n));
-    }
-    const std::string line = head.substr(0, head.find("\r\n"));
-    std::string status = "200 OK", body;
-    if (line.rfind("GET ", 0) != 0) {
-      status = "405 Method Not Allowed";
-    } else if (line.rfind("GET /metrics ", 0) != 0 && line.rfind("GET /metrics?", 0) != 0) {
-      status = "404 Not Found";
-      body = "metrics are at /metrics\n";
-    } else {
-      body = body_();
-    }
-    const std::string response = "HTTP/1.1 " + status +
-                                 "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8"
-                                 "\r\nContent-Length: " +
-                                 std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
-                                 body;
-    for (size_t sent = 0; sent < response.size();) {
-      const ssize_t n =
-          ::send(client, response.data() + sent, response.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) return;
-      sent += static_cast<size_t>(n);
-    }
-  }
-
-  std::function<std::string()> body_;
-  int fd_ = -1;
+  httplib::Server server_;
   int port_ = 0;
-  std::atomic<bool> stop_{false};
+  std::atomic<bool> listening_done_{false};
   std::thread thread_;
 };
 
@@ -270,10 +237,17 @@ void ServerMetrics::logged(const std::string& key, const std::vector<tuner::Meas
   }
 }
 
-void ServerMetrics::serve(const std::string& host, int port) {
+std::string Readiness::text() const {
+  return "log: " + (log_problem.empty() ? std::string("takes writes") : log_problem) +
+         "\nworkers: " + std::to_string(workers) + " attached\n" +
+         (ready() ? "ready\n" : "not ready\n");
+}
+
+void ServerMetrics::serve(const std::string& host, int port, std::function<Readiness()> readiness) {
   std::lock_guard lock(impl_->serve_mu);
   if (impl_->endpoint) throw Error(ErrorKind::kInternal, "the metrics are served already");
-  impl_->endpoint = std::make_unique<HttpEndpoint>(host, port, [this] { return text(); });
+  impl_->endpoint = std::make_unique<HttpEndpoint>(
+      host, port, [this] { return text(); }, std::move(readiness));
 }
 
 int ServerMetrics::port() const {

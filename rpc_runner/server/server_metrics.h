@@ -1,5 +1,5 @@
-// Defines ServerMetrics: the tuning server's Prometheus metrics, served over HTTP to scrapers and
-// carried by the Status RPC to `ktune server status`.
+// Defines ServerMetrics: the tuning server's Prometheus metrics, served over HTTP to scrapers (with
+// the /healthz and /readyz probes) and carried by the Status RPC to `ktune server status`.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +21,15 @@ struct FleetSnapshot {
   std::vector<JobStatus> jobs;           // every job of the log
 };
 
+// What GET /readyz answers: whether the server can run jobs now.
+struct Readiness {
+  std::string log_problem;  // "" = the log takes writes; else why not (Database::check_writable)
+  size_t workers = 0;       // device workers attached
+  bool ready() const { return log_problem.empty() && workers > 0; }
+  // "log: takes writes\nworkers: 2 attached\nready\n" (or the problem, and "not ready").
+  std::string text() const;
+};
+
 // Every metric of one server, in one registry:
 //   ktune_devices{key,state}            workers attached, state idle or busy (a candidate on it)
 //   ktune_device_slots{key}             their slots;  ktune_candidates_in_flight{key}
@@ -33,8 +42,8 @@ struct FleetSnapshot {
 //   ktune_build_seconds{key}            histogram: a logged trial's build time (when it built)
 //   ktune_run_seconds{key}              histogram: its run and check time (when it ran)
 //   ktune_log_write_seconds             histogram: one batch's write to the log
-// Trials are counted as they are logged, so the counters equal the records the jobs wrote
-// (the fallback config a run times for its speed-up is not a record, and is not counted).
+// Trials are counted as they are logged, so the counters equal the records the jobs wrote (the
+// fallback config a run logs for its speed-up included).
 // Thread-safe.
 class ServerMetrics {
  public:
@@ -54,10 +63,11 @@ class ServerMetrics {
   void logged(const std::string& key, const std::vector<tuner::MeasureResult>& results,
               double write_s);
 
-  // Serves GET /metrics over plain HTTP on host:port (an IPv4 address; port 0 = any free port),
-  // from a thread of its own. Throws Error(kIo), one line with the reason, when the address
-  // cannot be bound (a port in use).
-  void serve(const std::string& host, int port);
+  // Serves over plain HTTP on host:port (port 0 = any free port), from threads of its own:
+  // GET /metrics, /healthz (200 while the process answers) and /readyz (200 when `readiness` says
+  // ready, else 503; its text either way). Throws Error(kIo), one line with the reason, when the
+  // address cannot be bound (a port in use).
+  void serve(const std::string& host, int port, std::function<Readiness()> readiness);
   // The port served, or 0 when not serving.
   int port() const;
   // Ends the HTTP endpoint (before what the snapshot reads goes away). Idempotent.

@@ -368,6 +368,20 @@ class TuningService final : public rpc::Tuning::CallbackService {
   DevicePool& pool() { return pool_; }
   JobManager& jobs() { return jobs_; }
   ServerMetrics& metrics() { return metrics_; }
+  // Whether jobs can run now: the log takes writes (a fresh connection, so that a probe never
+  // waits behind a query; at most 2 s behind a writer) and a worker is attached.
+  Readiness readiness() {
+    Readiness r;
+    r.workers = pool_.workers().size();
+    try {
+      tuning_db::Database log =
+          tuning_db::Database::open(options_.db_path, {.create = false, .busy_timeout_ms = 2000});
+      log.check_writable();
+    } catch (const std::exception& e) {
+      r.log_problem = e.what();
+    }
+    return r;
+  }
 
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* context,
                                  const rpc::PingRequest* request, rpc::PingReply* reply) override {
@@ -630,8 +644,9 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
   impl_->service = std::make_unique<TuningService>(options, std::move(security));
   // Before the gRPC port: a metrics port in use stops the start with nothing else listening.
   if (options.metrics_port >= 0)
-    impl_->service->metrics().serve(every_interface(options.host) ? "0.0.0.0" : options.host,
-                                    options.metrics_port);
+    impl_->service->metrics().serve(
+        every_interface(options.host) ? "0.0.0.0" : options.host, options.metrics_port,
+        [service = impl_->service.get()] { return service->readiness(); });
   // Both register themselves with every server built after these calls.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -107,6 +107,15 @@ TEST(Monitoring, MetricsHealthReflectionAndStatusOfARunningServer) {
   const int metrics_port = wait_for_metrics_port(dir.path / "server.out");
   ASSERT_GT(metrics_port, 0) << read_file(dir.path / "server.out");
 
+  // Alive, not ready: no worker yet (a probe's exit status and one line).
+  const std::string http = " --http 127.0.0.1:" + std::to_string(metrics_port);
+  const auto alive = testing_cli::ktune("server health" + http, true);
+  EXPECT_EQ(alive.status, 0) << alive.err;
+  EXPECT_EQ(alive.out, "ok\n");
+  testing_cli::expect_one_line_error(
+      testing_cli::ktune("server health --ready" + http, true),
+      "/readyz: 503 log: takes writes; workers: 0 attached; not ready");
+
   // Before any device: every job state is there at 0, no key yet.
   auto m = parse_metrics_text(http_get_metrics(metrics_port));
   for (const char* state : {"queued", "running", "done", "failed", "cancelled"})
@@ -204,6 +213,28 @@ TEST(Monitoring, MetricsHealthReflectionAndStatusOfARunningServer) {
   // The client token rule of the rest of the API.
   testing_cli::expect_one_line_error(testing_cli::ktune("server status --server " + address, true),
                                      "refused");
+
+  // Ready with a worker attached; not ready while another connection holds the log's write lock
+  // (the probe waits 2 s for it, then says why).
+  const auto ready = testing_cli::ktune("server health --ready" + http, true);
+  EXPECT_EQ(ready.status, 0) << ready.err;
+  EXPECT_EQ(ready.out, "log: takes writes\nworkers: 1 attached\nready\n");
+  {
+    Child holder({"/usr/bin/python3", "-c",
+                  "import sqlite3, sys, time\n"
+                  "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                  "c.execute('BEGIN IMMEDIATE')\n"
+                  "print('locked', flush=True)\n"
+                  "time.sleep(8)\n",
+                  db},
+                 dir.path / "holder.out", dir.path / "holder.err");
+    ASSERT_TRUE(wait_until([&] { return read_file(dir.path / "holder.out") == "locked\n"; }, 20))
+        << read_file(dir.path / "holder.err");
+    testing_cli::expect_one_line_error(testing_cli::ktune("server health --ready" + http, true),
+                                       "locked");
+  }
+  testing_cli::expect_one_line_error(testing_cli::ktune("server health --http 127.0.0.1:1", true),
+                                     "cannot reach 127.0.0.1:1/healthz");
 
   // A metrics port in use: one line, exit 1.
   testing_cli::expect_one_line_error(

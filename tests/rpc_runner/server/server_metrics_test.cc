@@ -108,7 +108,7 @@ TEST(ServerMetrics, APortInUseIsOneClearError) {
   const int taken = ntohs(addr.sin_port);
   ServerMetrics metrics([] { return FleetSnapshot{}; });
   try {
-    metrics.serve("127.0.0.1", taken);
+    metrics.serve("127.0.0.1", taken, [] { return Readiness{}; });
     ADD_FAILURE() << "served on a port in use";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kIo);
@@ -117,9 +117,19 @@ TEST(ServerMetrics, APortInUseIsOneClearError) {
   }
   EXPECT_EQ(metrics.port(), 0);
   ::close(fd);
-  metrics.serve("127.0.0.1", 0);
+  metrics.serve("127.0.0.1", 0, [] { return Readiness{}; });
   EXPECT_GT(metrics.port(), 0);
   EXPECT_NE(metrics.port(), taken);
+}
+
+// Ready takes both: a log that takes writes and an attached worker; the text says which is missing.
+TEST(ServerMetrics, ReadinessNeedsTheLogAndAWorker) {
+  EXPECT_TRUE((Readiness{"", 2}).ready());
+  EXPECT_EQ((Readiness{"", 2}).text(), "log: takes writes\nworkers: 2 attached\nready\n");
+  EXPECT_FALSE((Readiness{"", 0}).ready());
+  const Readiness locked{"database is locked", 1};
+  EXPECT_FALSE(locked.ready());
+  EXPECT_EQ(locked.text(), "log: database is locked\nworkers: 1 attached\nnot ready\n");
 }
 
 TEST(MetricsText, ReadsLabelsEscapesSpecialValuesAndTimestamps) {
