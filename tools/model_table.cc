@@ -55,20 +55,6 @@ std::string layers_label(const std::vector<std::string>& layers) {
                             : layers[0] + " +" + std::to_string(layers.size() - 1) + " more";
 }
 
-// Whether r.tasks[i] is what a model build runs for its layers: the fastest of a task and its
-// alternatives (the task itself on a tie or when none has a time yet).
-bool runs_in_model(const tuner::ModelTuningReport& r, size_t i) {
-  const tuner::TaskProgress& t = r.tasks[i];
-  const std::string& group = t.alternative_of.empty() ? t.key : t.alternative_of;
-  for (size_t k = 0; k < r.tasks.size(); ++k) {
-    const tuner::TaskProgress& o = r.tasks[k];
-    if (k == i || (o.key != group && o.alternative_of != group)) continue;
-    const bool o_primary = o.alternative_of.empty();
-    if (o.best_s < t.best_s || (!(t.best_s < o.best_s) && o_primary)) return false;
-  }
-  return true;
-}
-
 // The layers column: an alternative names the row it stands in for.
 std::string layers_column(const tuner::ModelTuningReport& r, size_t i) {
   const tuner::TaskProgress& t = r.tasks[i];
@@ -96,7 +82,7 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r, size_t 
     const auto& t = r.tasks[i];
     const double time = static_cast<double>(t.count) * t.best_s;
     const std::string share =
-        std::isfinite(time) && std::isfinite(r.tuned_s) && runs_in_model(r, i)
+        std::isfinite(time) && std::isfinite(r.tuned_s) && tuner::runs_in_model(r, i)
             ? std::to_string(static_cast<int>(std::lround(100 * time / r.tuned_s))) + "%"
             : "-";
     std::string row = right(std::to_string(i + 1), 3) + right(std::to_string(t.count), 6) +
@@ -182,7 +168,7 @@ LibraryTimes add_library_times(const frontend::ModelTasks& tasks,
     const baselines::LibraryRace& race = lib->second;
     const double count = static_cast<double>(report.tasks[i].count);
     // The sums count each layer once, with the algorithm a build runs for it, and no noisy one.
-    if (runs_in_model(report, i) && !noisy(race)) {
+    if (tuner::runs_in_model(report, i) && !noisy(race)) {
       library_s += count * race.library_time.median_s;
       tuned_same_s += count * race.tuned.median_s;
     }

@@ -3,6 +3,7 @@
 #include "tools/report_html.h"
 
 #include <cstdio>
+#include <map>
 #include <optional>
 
 #include "tools/svg_plot.h"
@@ -21,7 +22,7 @@ h3{font-size:15px;margin:0 0 6px;font-family:monospace;word-break:break-all}
 table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:right}
 th{background:#f4f4f4}td.l,th.l{text-align:left}td.cfg{font-family:monospace;font-size:11px;text-align:left;max-width:420px;word-break:break-all}
 .plot text{font-size:11px;fill:#444}.plot .grid{stroke:#eee}.plot .frame{fill:none;stroke:#999}
-.plot .series{fill:none;stroke-width:2}.bad{color:#b00}.good{color:#070}
+.plot .series{fill:none;stroke-width:2}td.task{font-family:monospace;font-size:11px;text-align:left;min-width:300px;word-break:break-all}.bad{color:#b00}.good{color:#070}
 )css";
 
 std::string fmt(const char* format, double v) {
@@ -57,7 +58,7 @@ std::string summary_section(const Report& r, const std::string& generated_at) {
   out +=
       "<table><tr><th>workloads</th><th>targets</th><th>records</th><th>ok</th><th>failed</"
       "th><th>emulated</th><th>re-timed</th><th>noisy</th>"
-      "<th>saved models</th><th>runs</th></tr><tr>" +
+      "<th>cost models saved</th><th>tuning sessions</th></tr><tr>" +
       td(std::to_string(s.workloads)) + td(std::to_string(s.targets)) +
       td(std::to_string(s.records)) + td(std::to_string(s.ok_records)) +
       td(std::to_string(s.failed_records)) + td(std::to_string(s.emulated_records)) +
@@ -145,8 +146,44 @@ std::string correlation_section(const Report& r) {
   return out + "<div class=\"row\">" + render_svg(plot) + table + "</table></div>";
 }
 
+// A row's ONNX nodes: its first occurrence's, "+k more" (the task's key in a summary written
+// before the layers were stored).
+std::string nodes_label(const tuning_db::LayerRow& l) {
+  if (l.layers.empty()) return l.key;
+  return l.layers.size() == 1 ? l.layers[0]
+                              : l.layers[0] + " +" + std::to_string(l.layers.size() - 1) + " more";
+}
+
+// A layer's label as the CLI prints it: its nodes; an alternative names the row it stands in for.
+std::string layer_label(const tuning_db::ModelRunReport& m, size_t i) {
+  const tuning_db::LayerRow& l = m.layers[i];
+  if (!l.alternative_of.empty())
+    for (size_t k = 0; k < m.layers.size(); ++k)
+      if (m.layers[k].key == l.alternative_of)
+        return "(other algorithm for #" + std::to_string(k + 1) + ")";
+  return nodes_label(l);
+}
+
+// Per layer that runs in the model, its tuned, library and fallback times (ms) as bars.
+std::string layer_bars(const tuning_db::ModelRunReport& m) {
+  BarChart chart;
+  chart.x_label = "ms per layer (tuned: the log's best; library: oneDNN/OpenBLAS; fallback)";
+  chart.series = {"tuned", "library", "fallback"};
+  auto ms_of = [](const std::optional<double>& s) -> std::optional<double> {
+    return s ? std::optional<double>(*s * 1e3) : std::nullopt;
+  };
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    const tuning_db::LayerRow& l = m.layers[i];
+    if (!l.runs_in_model) continue;
+    chart.groups.push_back(
+        {nodes_label(l) + (l.alternative_of.empty() ? "" : " (other algorithm)"),
+         {ms_of(l.best_s), l.noisy ? std::nullopt : ms_of(l.library_s), ms_of(l.fallback_s)}});
+  }
+  return render_bars(chart);
+}
+
 std::string model_section(const tuning_db::ModelRunReport& m) {
-  std::string out = "<div class=\"card\"><h3>model " + html_escape(m.model) +
+  std::string out = "<div class=\"card model\"><h3>model " + html_escape(m.model) +
                     "</h3><p class=\"meta\">" + html_escape(m.target) + " &middot; run " +
                     std::to_string(m.run_id) + " &middot; " + std::to_string(m.trials) +
                     " trials &middot; estimated " + opt_ms(m.tuned_s) + " ms";
@@ -160,11 +197,17 @@ std::string model_section(const tuning_db::ModelRunReport& m) {
   if (m.measured_s)
     out += " &middot; built model " + opt_ms(m.measured_s) + " ms measured (estimate " +
            opt_ms(m.estimated_s) + " ms)";
+  out += "</p>" + layer_bars(m);
+  size_t untried = 0;
+  for (const auto& l : m.layers) untried += l.trials == 0 ? 1 : 0;
+  if (untried > 0)
+    out += "<p class=\"bad untried\">" + std::to_string(untried) + " of " +
+           std::to_string(m.layers.size()) +
+           " tasks got no trial in this run: each runs what the log held, else its fallback</p>";
   out +=
-      "</p><table><tr><th>#</th><th>count</th><th>trials</th><th>best ms</th><th>fallback "
-      "ms</th><th>library ms</th>"
-      "<th>tuned/library</th><th>share</th><th class=\"l\">library</th><th "
-      "class=\"l\">layer</th></tr>";
+      "<table><tr><th>#</th><th class=\"l\">layer</th><th>count</th><th>trials</th><th>best "
+      "ms</th><th>fallback ms</th><th>library ms</th><th>tuned/library</th><th>share</th><th "
+      "class=\"l\">ships</th><th class=\"l\">library</th><th class=\"l\">task</th></tr>";
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const auto& l = m.layers[i];
     std::string ratio = "-";
@@ -178,21 +221,43 @@ std::string model_section(const tuning_db::ModelRunReport& m) {
       ratio = std::string("<span class=\"") + (x <= 1 ? "good" : "bad") + "\">" + fmt("%.2f", x) +
               "</span>";
     }
-    out += "<tr>" + td(std::to_string(i + 1)) + td(std::to_string(l.count)) +
-           td(std::to_string(l.trials)) + td(opt_ms(l.best_s)) + td(opt_ms(l.fallback_s)) +
+    const std::string trials =
+        l.trials == 0 ? "<span class=\"bad\">none</span>" : std::to_string(l.trials);
+    out += "<tr class=\"layer\">" + td(std::to_string(i + 1)) +
+           td(html_escape(layer_label(m, i)), true) + td(std::to_string(l.count)) + td(trials) +
+           td(opt_ms(l.best_s)) + td(opt_ms(l.fallback_s)) +
            td(opt_ms(l.library_s) + (l.noisy ? std::string(" noisy")
                                      : l.library_spread
                                          ? fmt(" &plusmn;%.0f%%", *l.library_spread * 100)
                                          : "")) +
            td(ratio) + td(l.share ? fmt("%.0f%%", *l.share * 100) : "-") +
-           td(html_escape(l.library), true) + "<td class=\"cfg\">" +
-           html_escape(l.key == l.tuned_as || l.tuned_as.empty() ? l.key
-                                                                 : l.key + " as " + l.tuned_as) +
+           td(l.runs_in_model ? "yes" : "no", true) + td(html_escape(l.library), true) +
+           "<td class=\"task\">" + html_escape(l.tuned_as.empty() ? l.key : l.tuned_as) +
            "</td></tr>";
   }
   out += "</table>";
   for (const auto& u : m.untuned)
     out += "<p class=\"meta\">not in the estimate: " + html_escape(u) + "</p>";
+  return out + "</div>";
+}
+
+// Per model, its estimated latency (and the built model's measured one) run after run.
+std::string estimates_over_time(const std::vector<tuning_db::ModelRunReport>& runs) {
+  std::map<std::string, std::vector<const tuning_db::ModelRunReport*>> by_model;
+  for (const auto& m : runs) by_model[m.model].push_back(&m);
+  std::string out = "<h2>Model estimates over time</h2><div class=\"row\">";
+  for (const auto& [model, list] : by_model) {
+    LinePlot plot;
+    plot.x_label = "run of " + model;
+    plot.y_label = "ms";
+    PlotSeries estimated{"estimated", {}, false}, measured{"built model, measured", {}, false};
+    for (size_t k = 0; k < list.size(); ++k) {
+      if (list[k]->tuned_s) estimated.points.emplace_back(k + 1.0, *list[k]->tuned_s * 1e3);
+      if (list[k]->measured_s) measured.points.emplace_back(k + 1.0, *list[k]->measured_s * 1e3);
+    }
+    plot.series = {estimated, measured};
+    out += "<div class=\"estimates\">" + render_svg(plot) + "</div>";
+  }
   return out + "</div>";
 }
 
@@ -206,6 +271,7 @@ std::string render_report_html(const Report& report, const std::string& generate
   if (!report.model_runs.empty()) {
     page += "<h2>Model runs</h2>";
     for (const auto& m : report.model_runs) page += model_section(m);
+    page += estimates_over_time(report.model_runs);
   }
   page += "<h2>Workloads: best GFLOP/s against trials</h2>";
   if (report.workloads.empty()) page += "<p>The log holds no records.</p>";

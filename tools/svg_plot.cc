@@ -154,4 +154,57 @@ std::string render_svg(const LinePlot& p) {
   return svg + "</svg>";
 }
 
+std::string render_bars(const BarChart& c) {
+  constexpr double kLabelWidth = 220, kBar = 9, kGap = 8, kLegend = 22;
+  double x_max = 0;
+  for (const auto& g : c.groups)
+    for (const auto& v : g.values)
+      if (v && std::isfinite(*v)) x_max = std::max(x_max, *v);
+  const double x_step = nice_step(0, x_max > 0 ? x_max * 1.05 : 1);
+  x_max = std::max(x_step, std::ceil((x_max > 0 ? x_max * 1.05 : 1) / x_step) * x_step);
+  const double group_h = kBar * static_cast<double>(c.series.size()) + kGap;
+  const double plot_h = group_h * static_cast<double>(c.groups.size());
+  const double height = kLegend + plot_h + kBottom;
+  const double w = c.width - kLabelWidth - 3 * kRight;  // room for the last tick's label
+  auto sx = [&](double x) { return kLabelWidth + w * x / x_max; };
+
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(c.width) +
+                    "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(c.width) + " " +
+                    num(height) + "\" class=\"plot bars\">";
+  for (double x = 0; x <= x_max + x_step / 2; x += x_step) {
+    svg += "<line x1=\"" + num(sx(x)) + "\" x2=\"" + num(sx(x)) + "\" y1=\"" + num(kLegend) +
+           "\" y2=\"" + num(kLegend + plot_h) + "\" class=\"grid\"/>";
+    svg += "<text x=\"" + num(sx(x)) + "\" y=\"" + num(kLegend + plot_h + 14) +
+           "\" text-anchor=\"middle\">" + tick_label(x, x_step) + "</text>";
+  }
+  svg += "<text x=\"" + num(kLabelWidth + w / 2) + "\" y=\"" + num(height - 8) +
+         "\" text-anchor=\"middle\">" + html_escape(c.x_label) + "</text>";
+  for (size_t i = 0; i < c.series.size(); ++i) {
+    const double x = kLabelWidth + 110 * static_cast<double>(i);
+    svg += "<rect x=\"" + num(x) + "\" y=\"6\" width=\"12\" height=\"8\" fill=\"" +
+           series_colour(i) + "\"/><text x=\"" + num(x + 16) + "\" y=\"14\">" +
+           html_escape(c.series[i]) + "</text>";
+  }
+  for (size_t g = 0; g < c.groups.size(); ++g) {
+    const double top = kLegend + group_h * static_cast<double>(g);
+    const std::string& label = c.groups[g].label;
+    const std::string shown = label.size() > 34 ? label.substr(0, 33) + "..." : label;
+    svg += "<text x=\"" + num(kLabelWidth - 6) + "\" y=\"" + num(top + group_h / 2 + 2) +
+           "\" text-anchor=\"end\" class=\"label\"><title>" + html_escape(label) + "</title>" +
+           html_escape(shown) + "</text>";
+    for (size_t i = 0; i < c.groups[g].values.size() && i < c.series.size(); ++i) {
+      const auto& v = c.groups[g].values[i];
+      if (!v || !std::isfinite(*v)) continue;
+      char figure[48];
+      std::snprintf(figure, sizeof figure, "%.4g", *v);
+      svg += "<rect class=\"bar\" x=\"" + num(kLabelWidth) + "\" y=\"" +
+             num(top + kBar * static_cast<double>(i)) + "\" width=\"" +
+             num(std::max(1.0, sx(*v) - kLabelWidth)) + "\" height=\"" + num(kBar - 1) +
+             "\" fill=\"" + series_colour(i) + "\"><title>" + html_escape(label) + ": " +
+             html_escape(c.series[i]) + " " + figure + "</title></rect>";
+    }
+  }
+  return svg + "</svg>";
+}
+
 }  // namespace ktune::tools

@@ -1,7 +1,8 @@
-// Defines LinePlot: a line chart drawn as inline SVG text (axes, ticks, one path per series, a
-// legend), no script.
+// Defines LinePlot and BarChart: line and horizontal bar charts drawn as inline SVG text (axes,
+// ticks, a legend), no script.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,23 @@ struct LinePlot {
   double y_min = 0, y_max = 1;
   std::vector<PlotSeries> series;
 };
+
+// Horizontal bars: one group per label (a layer), one bar per series in each (tuned, library,
+// fallback); a missing value draws no bar.
+struct BarChart {
+  std::string x_label;
+  std::vector<std::string> series;  // names, in the order of each group's values
+  struct Group {
+    std::string label;
+    std::vector<std::optional<double>> values;
+  };
+  std::vector<Group> groups;
+  double width = 760;
+};
+
+// The chart as one <svg class="bars"> element: a <rect class="bar"> per value with its figure as
+// a <title>, the group labels on the left, a legend on top.
+std::string render_bars(const BarChart& chart);
 
 // The colour of the i-th series (one palette for plots and legends).
 std::string series_colour(size_t i);

@@ -339,6 +339,18 @@ size_t auto_trials(const frontend::ModelTasks& tasks, size_t batch_size) {
   return kAutoAllocations * warmup_trials(tasks, batch_size);
 }
 
+bool runs_in_model(const ModelTuningReport& r, size_t i) {
+  const TaskProgress& t = r.tasks[i];
+  const std::string& group = t.alternative_of.empty() ? t.key : t.alternative_of;
+  for (size_t k = 0; k < r.tasks.size(); ++k) {
+    const TaskProgress& o = r.tasks[k];
+    if (k == i || (o.key != group && o.alternative_of != group)) continue;
+    const bool o_primary = o.alternative_of.empty();
+    if (o.best_s < t.best_s || (!(t.best_s < o.best_s) && o_primary)) return false;
+  }
+  return true;
+}
+
 nlohmann::json to_json(const ModelTuningReport& r) {
   nlohmann::json j{{"trials", r.trials},         {"tuned_s", seconds_or_null(r.tuned_s)},
                    {"fallback_s", r.fallback_s}, {"not_tuned", r.not_tuned},
@@ -346,8 +358,10 @@ nlohmann::json to_json(const ModelTuningReport& r) {
   if (std::isfinite(r.tuned_s) && r.tuned_s > 0 && r.fallback_s > 0)
     j["speedup_over_fallback"] = r.fallback_s / r.tuned_s;
   j["tasks"] = nlohmann::json::array();
-  for (const auto& t : r.tasks) {
+  for (size_t i = 0; i < r.tasks.size(); ++i) {
+    const TaskProgress& t = r.tasks[i];
     const double time = static_cast<double>(t.count) * t.best_s;
+    const bool runs = runs_in_model(r, i);
     j["tasks"].push_back({{"key", t.key},
                           {"tuned_as", t.tuned_as},
                           {"count", t.count},
@@ -355,7 +369,8 @@ nlohmann::json to_json(const ModelTuningReport& r) {
                           {"trials", t.trials},
                           {"best_s", seconds_or_null(t.best_s)},
                           {"fallback_s", t.fallback_s ? nlohmann::json(*t.fallback_s) : nullptr},
-                          {"share", std::isfinite(time) && std::isfinite(r.tuned_s)
+                          {"runs_in_model", runs},
+                          {"share", runs && std::isfinite(time) && std::isfinite(r.tuned_s)
                                         ? nlohmann::json(time / r.tuned_s)
                                         : nullptr},
                           {"layers", t.layers}});

@@ -109,6 +109,11 @@ class ModelTuning {
   std::vector<SchedulerStep> steps_;
 };
 
+// Whether report.tasks[i] is what a model build runs for its layers: the fastest of a task and its
+// alternatives (the task itself on a tie or when none has a time yet). Its rows alone have a
+// share of the model, so the shares add up to the estimate.
+bool runs_in_model(const ModelTuningReport& report, size_t i);
+
 // Sets tuned_s and fallback_s from the tasks: a task counts with the fastest of it and its
 // alternatives (fallback_s: the tasks that are no alternative, with their own fallback).
 void sum_latencies(ModelTuningReport& report);
@@ -119,8 +124,8 @@ void label_layers(ModelTuningReport& report, const frontend::ModelTasks& tasks);
 
 // The report as JSON: {trials, tuned_s, fallback_s, speedup_over_fallback, not_tuned, cancelled,
 // out_of_time,
-// tasks: [{key, tuned_as, count, gflop, trials, best_s, fallback_s, share, layers,
-// alternative_of (when not "")}],
+// tasks: [{key, tuned_as, count, gflop, trials, best_s, fallback_s, runs_in_model, share (null
+// unless runs_in_model), layers, alternative_of (when not "")}],
 // workloads: [{key, best_s}], step: the last SchedulerStep {task, measured, total}}. A latency
 // that is not finite (no config succeeded yet) is null.
 nlohmann::json to_json(const ModelTuningReport& report);

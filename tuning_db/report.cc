@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <tuple>
 #include <utility>
 
@@ -22,6 +23,12 @@ std::optional<double> number(const json& j, const char* key) {
 std::string text(const json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// A boolean field, or `absent` when it is missing or not a boolean.
+bool flag(const json& j, const char* key, bool absent) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() ? it->get<bool>() : absent;
 }
 
 int64_t integer(const json& j, const char* key) {
@@ -102,20 +109,41 @@ ModelRunReport model_run_report(const RunRow& run) {
     LayerRow l;
     l.key = text(t, "key");
     l.tuned_as = text(t, "tuned_as");
+    for (const json& layer : t.value("layers", json::array()))
+      if (layer.is_string()) l.layers.push_back(layer.get<std::string>());
+    l.alternative_of = text(t, "alternative_of");
+    l.runs_in_model = flag(t, "runs_in_model", true);
     l.count = integer(t, "count");
     l.trials = integer(t, "trials");
     l.best_s = number(t, "best_s");
     l.fallback_s = number(t, "fallback_s");
     l.library_s = number(t, "library_s");
     l.library = text(t, "library");
-    l.share = number(t, "share");
+    if (l.runs_in_model) l.share = number(t, "share");
     l.library_spread = number(t, "library_spread");
     l.ratio = number(t, "ratio");
     // Summaries written before the flag: the library's own spread (half its range) decides.
-    l.noisy = t.value("noisy", false) ||
+    l.noisy = flag(t, "noisy", false) ||
               (l.library_spread && 2 * *l.library_spread > kNoisySpread && l.library_s);
     if (l.noisy) l.ratio.reset();
     m.layers.push_back(std::move(l));
+  }
+  // Summaries written before runs_in_model: the fastest of a task and its alternatives runs.
+  bool stated = false;
+  for (const json& t : summary.value("tasks", json::array()))
+    stated = stated || (t.is_object() && t.contains("runs_in_model"));
+  if (!stated) {
+    for (LayerRow& l : m.layers) {
+      const std::string& group = l.alternative_of.empty() ? l.key : l.alternative_of;
+      for (const LayerRow& o : m.layers) {
+        if (&o == &l || (o.key != group && o.alternative_of != group)) continue;
+        constexpr double kNone = std::numeric_limits<double>::infinity();
+        const double mine = l.best_s.value_or(kNone), theirs = o.best_s.value_or(kNone);
+        if (theirs < mine || (!(mine < theirs) && o.alternative_of.empty()))
+          l.runs_in_model = false;
+      }
+      if (!l.runs_in_model) l.share.reset();
+    }
   }
   for (const json& u : summary.value("untuned", json::array()))
     if (u.is_object())

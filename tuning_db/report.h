@@ -83,11 +83,17 @@ struct RunReport {
 struct LayerRow {
   std::string key;       // the task
   std::string tuned_as;  // the workload tuned for it
+  // Its ONNX nodes, one '+'-joined label per occurrence (as `ktune run` names its steps).
+  std::vector<std::string> layers;
+  std::string alternative_of;  // the task this one is another algorithm for, or ""
+  // What a model build runs for these layers (the fastest of a task and its alternatives); only
+  // such rows have a share. Summaries written before the field: true.
+  bool runs_in_model = true;
   int64_t count = 0;
   int64_t trials = 0;
   std::optional<double> best_s, fallback_s, library_s;
   std::string library;          // e.g. "onednn"; "" when none was timed
-  std::optional<double> share;  // of the model's estimated time
+  std::optional<double> share;  // of the model's estimated time (rows that run in the model)
   // The library race (median of interleaved rounds): its spread (half the range over the
   // median) and tuned / library from the two medians.
   std::optional<double> library_spread, ratio;

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -67,15 +68,32 @@ void write_log(const std::string& path) {
                                {"tasks",
                                 {{{"key", "matmul-layer"},
                                   {"tuned_as", "matmul-layer"},
+                                  {"layers", {"fc_1"}},
                                   {"count", 1},
                                   {"trials", 7},
                                   {"best_s", 0.001},
                                   {"fallback_s", 0.004},
+                                  {"runs_in_model", true},
                                   {"share", 1.0},
                                   {"library", "openblas"},
                                   {"library_s", 0.0008},
                                   {"library_spread", 0.03},
-                                  {"ratio", 1.25}}}}});
+                                  {"ratio", 1.25}},
+                                 // Another algorithm for it that got no trial: no share, no bar.
+                                 {{"key", "other-algorithm"},
+                                  {"tuned_as", "other-algorithm"},
+                                  {"alternative_of", "matmul-layer"},
+                                  {"layers", {"fc_1"}},
+                                  {"count", 1},
+                                  {"trials", 0},
+                                  {"best_s", 0.003},
+                                  {"fallback_s", 0.003},
+                                  {"runs_in_model", false},
+                                  {"share", nullptr}}}}});
+  // The same model tuned further: its estimate over time has two points.
+  tuning_db::record_model_run(
+      db, "tiny.onnx", tuning_db::testing::kHost.target,
+      {{"trials", 7}, {"tuned_s", 0.0009}, {"tasks", nlohmann::json::array()}});
 }
 
 // Headless Chromium on a page: its DOM (dump), or a screenshot into `png`. Returns what it printed.
@@ -124,6 +142,29 @@ TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
   EXPECT_NE(dom.out.find(">0.8 ±3%<"), std::string::npos);     // the library's median and spread
   EXPECT_NE(dom.out.find("built model 1.1 ms measured (estimate 1.05 ms)"), std::string::npos);
   EXPECT_NE(dom.out.find(">build<"), std::string::npos);  // the error, by kind
+  // The layers by their ONNX nodes, which one ships, which got no trial, shares adding up.
+  EXPECT_NE(dom.out.find(">fc_1<"), std::string::npos);
+  EXPECT_NE(dom.out.find(">(other algorithm for #1)<"), std::string::npos);
+  EXPECT_EQ(dom.out.find("matmul-layer as "), std::string::npos);
+  EXPECT_NE(dom.out.find(">yes<"), std::string::npos);
+  EXPECT_NE(dom.out.find(">no<"), std::string::npos);
+  EXPECT_NE(dom.out.find("1 of 2 tasks got no trial in this run"), std::string::npos);
+  EXPECT_NE(dom.out.find(">100%<"), std::string::npos);
+  EXPECT_NE(dom.out.find("<th>cost models saved</th><th>tuning sessions</th>"), std::string::npos);
+  // The per-layer bars: tuned, library and fallback of the layer that ships (1, 0.8 and 4 ms).
+  const std::regex bar_re("<rect class=\"bar\"[^>]*><title>fc_1: (\\w+) ([0-9.]+)</title>");
+  std::map<std::string, std::string> bars;
+  for (auto it = std::sregex_iterator(dom.out.begin(), dom.out.end(), bar_re);
+       it != std::sregex_iterator(); ++it)
+    bars[(*it)[1].str()] = (*it)[2].str();
+  EXPECT_EQ(bars, (std::map<std::string, std::string>{
+                      {"tuned", "1"}, {"library", "0.8"}, {"fallback", "4"}}))
+      << dom.out.substr(0, 4000);
+  // The model's estimate over its two runs: one line of two points (1 and 0.9 ms).
+  const auto estimates = dom.out.find("Model estimates over time");
+  ASSERT_NE(estimates, std::string::npos);
+  EXPECT_NE(dom.out.find("<title>estimated</title>", estimates), std::string::npos);
+  EXPECT_NE(dom.out.find("run of tiny.onnx", estimates), std::string::npos);
 
   // The screenshot shows both curves in their colours; an empty page shows none of them.
   const std::string shot = dir.file("report.png"), blank_page = dir.file("blank.html"),

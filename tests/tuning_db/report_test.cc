@@ -147,6 +147,15 @@ TEST_P(ReportOn, PlanCorrelationsAndModelRuns) {
          {{"key", "b"}, {"library_s", 0.001}, {"library_spread", 0.2}, {"ratio", 0.9}},
          {{"key", "c"}, {"library_s", 0.001}, {"library_spread", 0.1}, {"ratio", 0.9}}}}});
 
+  // A summary without runs_in_model: the fastest of a task and its alternative runs (and alone
+  // has a share).
+  record_model_run(
+      db, "older.onnx", testing::kHost.target,
+      {{"trials", 8},
+       {"tasks",
+        {{{"key", "x"}, {"best_s", 0.002}, {"share", 0.9}},
+         {{"key", "y"}, {"alternative_of", "x"}, {"best_s", 0.001}, {"share", 0.5}}}}});
+
   const Report r = build_report(db);
   ASSERT_EQ(r.runs.size(), 1u);
   EXPECT_EQ(r.runs[0].id, run);
@@ -157,7 +166,13 @@ TEST_P(ReportOn, PlanCorrelationsAndModelRuns) {
   EXPECT_DOUBLE_EQ(*r.runs[0].plans[1].rank_correlation, 0.5);
   EXPECT_DOUBLE_EQ(*r.runs[0].plans[2].rank_correlation, 0.75);
 
-  ASSERT_EQ(r.model_runs.size(), 3u);
+  ASSERT_EQ(r.model_runs.size(), 4u);
+  const auto& older = r.model_runs[3].layers;
+  ASSERT_EQ(older.size(), 2u);
+  EXPECT_FALSE(older[0].runs_in_model);
+  EXPECT_FALSE(older[0].share);
+  EXPECT_TRUE(older[1].runs_in_model);
+  EXPECT_DOUBLE_EQ(*older[1].share, 0.5);
   EXPECT_EQ(r.model_runs[1].model, "small.onnx");
   EXPECT_EQ(r.model_runs[1].libraries_note, "why");
   const auto& noisy = r.model_runs[2].layers;
