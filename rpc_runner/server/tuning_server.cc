@@ -631,15 +631,11 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
         "device "
         "or submit jobs (use --token-file)",
         options.port);
-  if (!security.nameless_client_line.empty())
-    spdlog::warn(
-        "{}: a 'client:' line without a name holds the admin's token: whoever has it sees and "
-        "cancels every job; give each client 'client NAME: TOKEN' and the admin 'admin: TOKEN'",
-        security.nameless_client_line);
   impl_->host = options.host;
   // One server per log: a second one would run the same unfinished jobs again.
   impl_->log_lock.emplace(options.db_path);
   const bool with_tokens = security.authenticates();
+  const std::string nameless_client_line = security.nameless_client_line;
   auto credentials = server_credentials(security);
   impl_->service = std::make_unique<TuningService>(options, std::move(security));
   // Before the gRPC port: a metrics port in use stops the start with nothing else listening.
@@ -676,6 +672,12 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
                options.tls_cert_file.empty() ? "plaintext" : "TLS", resumed);
   if (options.metrics_port >= 0)
     spdlog::info("metrics on http://{}:{}/metrics", options.host, metrics_port());
+  // Once started: a start that fails says one thing, its error.
+  if (!nameless_client_line.empty())
+    spdlog::warn(
+        "{}: a 'client:' line without a name holds the admin's token: whoever has it sees and "
+        "cancels every job; give each client 'client NAME: TOKEN' and the admin 'admin: TOKEN'",
+        nameless_client_line);
 }
 
 TuningServer::~TuningServer() { shutdown(); }

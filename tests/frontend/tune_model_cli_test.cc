@@ -167,7 +167,10 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   fs::remove(page);
   EXPECT_NE(html.str().find("model small_cnn"), std::string::npos);
   for (const auto& t : j["tasks"]) {
-    EXPECT_NE(html.str().find(t["key"].get<std::string>()), std::string::npos) << t.dump();
+    // Each row by its task's workload and its ONNX nodes.
+    EXPECT_NE(html.str().find(t["tuned_as"].get<std::string>()), std::string::npos) << t.dump();
+    EXPECT_NE(html.str().find(">" + t["layers"][0].get<std::string>()), std::string::npos)
+        << t.dump();
     char ratio[32] = ">noisy<";  // a noisy race's ratio is not quoted there either
     if (!t.contains("noisy"))
       std::snprintf(ratio, sizeof ratio, ">%.2f<", t["ratio"].get<double>());  // of the medians
