@@ -48,13 +48,6 @@ std::string right(const std::string& text, size_t width) {
   return std::string(width > columns ? width - columns : 0, ' ') + text;
 }
 
-// The task's first layer, and how many more there are.
-std::string layers_label(const std::vector<std::string>& layers) {
-  if (layers.empty()) return "-";
-  return layers.size() == 1 ? layers[0]
-                            : layers[0] + " +" + std::to_string(layers.size() - 1) + " more";
-}
-
 // The layers column: an alternative names the row it stands in for.
 std::string layers_column(const tuner::ModelTuningReport& r, size_t i) {
   const tuner::TaskProgress& t = r.tasks[i];
@@ -62,7 +55,7 @@ std::string layers_column(const tuner::ModelTuningReport& r, size_t i) {
     for (size_t k = 0; k < r.tasks.size(); ++k)
       if (r.tasks[k].key == t.alternative_of)
         return "(other algorithm for #" + std::to_string(k + 1) + ")";
-  return layers_label(t.layers);
+  return tuner::layers_label(t.layers);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "tools/svg_plot.h"
+#include "tuner/model_tuning.h"
 
 namespace ktune::tools {
 namespace {
@@ -149,9 +150,7 @@ std::string correlation_section(const Report& r) {
 // A row's ONNX nodes: its first occurrence's, "+k more" (the task's key in a summary written
 // before the layers were stored).
 std::string nodes_label(const tuning_db::LayerRow& l) {
-  if (l.layers.empty()) return l.key;
-  return l.layers.size() == 1 ? l.layers[0]
-                              : l.layers[0] + " +" + std::to_string(l.layers.size() - 1) + " more";
+  return l.layers.empty() ? l.key : tuner::layers_label(l.layers);
 }
 
 // A layer's label as the CLI prints it: its nodes; an alternative names the row it stands in for.

@@ -339,6 +339,12 @@ size_t auto_trials(const frontend::ModelTasks& tasks, size_t batch_size) {
   return kAutoAllocations * warmup_trials(tasks, batch_size);
 }
 
+std::string layers_label(const std::vector<std::string>& layers) {
+  if (layers.empty()) return "-";
+  return layers.size() == 1 ? layers[0]
+                            : layers[0] + " +" + std::to_string(layers.size() - 1) + " more";
+}
+
 bool runs_in_model(const ModelTuningReport& r, size_t i) {
   const TaskProgress& t = r.tasks[i];
   const std::string& group = t.alternative_of.empty() ? t.key : t.alternative_of;

@@ -109,6 +109,9 @@ class ModelTuning {
   std::vector<SchedulerStep> steps_;
 };
 
+// A task's layers as tables name them: the first, and "+k more" ("-" for none).
+std::string layers_label(const std::vector<std::string>& layers);
+
 // Whether report.tasks[i] is what a model build runs for its layers: the fastest of a task and its
 // alternatives (the task itself on a tie or when none has a time yet). Its rows alone have a
 // share of the model, so the shares add up to the estimate.
