@@ -263,30 +263,8 @@ std::optional<tuning_db::StepThreadsRow> add_built_model(
   return chosen;
 }
 
-// The closing lines on the built model, and on its steps' thread counts when they were measured.
-void print_built_model(const nlohmann::json& j,
-                       const std::optional<tuning_db::StepThreadsRow>& step_threads) {
-  if (!j.contains("built_model")) return;
-  const nlohmann::json& b = j["built_model"];
-  if (b.contains("error")) {
-    std::printf("built model: not built (%s)\n", b["error"].get<std::string>().c_str());
-    return;
-  }
-  const double est = j["estimated_s"].get<double>(), run = b["measured_s"].get<double>();
-  const double alone = b["tuned_kernels_s"].get<double>();
-  std::printf(
-      "built model: %.4f ms measured end to end (median of %d runs, %.4f to %.4f; %d kernels)\n",
-      run * 1e3, b.value("runs", kModelRuns), b["min_s"].get<double>() * 1e3,
-      b["max_s"].get<double>() * 1e3, b["kernels"].get<int>());
-  std::printf(
-      "estimate: %.4f ms, its kernels timed one by one in the model's order (tuned tasks %.4f ms, "
-      "layout and generated kernels %.4f ms); measured / estimate %.3f\n",
-      est * 1e3, b["task_kernels_s"].get<double>() * 1e3, b["other_kernels_s"].get<double>() * 1e3,
-      run / est);
-  std::printf(
-      "the tuned kernels timed alone (warm caches, as tuning times them): %.4f ms with the same "
-      "layout and generated kernels; measured / that %.3f\n",
-      alone * 1e3, run / alone);
+// The closing line on the steps' thread counts when they were measured.
+void print_step_threads(const std::optional<tuning_db::StepThreadsRow>& step_threads) {
   if (step_threads)
     std::printf("step threads: measured %s; stored in the log for build --model and run\n",
                 deploy::step_threads_summary(*step_threads).c_str());
@@ -351,7 +329,7 @@ void run_tune_model(TuneModelOptions o) {
   tuning_db::record_model_run(db, tasks.model, target.str(), j);
   print_end(o, report, j, libraries ? &*libraries : nullptr, "");
   if (!o.json) {
-    print_built_model(j, step_threads);
+    print_step_threads(step_threads);
     std::printf("log: %s\n", o.db.c_str());
   }
 }

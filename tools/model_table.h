@@ -25,8 +25,8 @@ using LibraryTimes = std::map<std::string, baselines::LibraryRace>;
 // The per-task table: trials, best and fallback latency, share of the model's estimated time, the
 // task's layers (its first ONNX layer, "+k more" for the others) and its workload; with
 // `libraries`, the medians of the tuned kernel and the library over the rounds, each with its
-// spread, and their ratio. Returns the number of lines printed (for a redraw).
-int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r, size_t budget,
+// spread, and their ratio. Returns the number of lines printed.
+int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
                       const LibraryTimes* libraries = nullptr);
 
 // The live view of a model run on stderr: the table redrawn after every allocation on a
@@ -58,9 +58,12 @@ LibraryTimes add_library_times(const frontend::ModelTasks& tasks,
                                const tuner::ModelTuningReport& report, const HistorySource& history,
                                int cores, int rounds, nlohmann::json& j);
 
-// The final table on `out` and the lines under it: estimated latency, against the fallbacks,
-// against the libraries (or `libraries_note` when they were not measured), the operators left out.
-// `summary` is tuner::model_summary_json (with add_library_times' fields when measured).
+// The final table on `out` and one summary under it, led by the figure a build ships: the built
+// model's measured latency (`summary`'s built_model, with where its time goes as shares), else
+// the tuned tasks' estimate and why the model was not timed; then the tuned tasks against their
+// fallbacks, against the libraries (or `libraries_note` when they were not measured), the trials,
+// what is noisy or untuned. `summary` is tuner::model_summary_json (with add_library_times'
+// fields when measured, and the built model's when built).
 void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
                          const nlohmann::json& summary, size_t budget,
                          const LibraryTimes* libraries, const std::string& libraries_note);

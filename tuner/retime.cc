@@ -12,8 +12,7 @@ namespace ktune::tuner {
 namespace {
 
 // The records to re-time: the best real ones of exactly this device key, with their configs as
-// this ktune builds them, and the fallback config's record when it is not one of them but is among
-// the best kFallbackWindow more.
+// this ktune builds them, and the fallback config's record wherever it ranks.
 struct Candidate {
   tuning_db::Record record;
   schedule_space::Config config;
@@ -25,27 +24,30 @@ std::vector<Candidate> candidates(tuning_db::Database& db, const schedule_space:
   // top_k with an empty device key serves every device: ask for more and keep this key's.
   tuning_db::RecordQuery query;
   query.device_key = options.device_key;
-  const int64_t wanted =
-      (options.device_key.empty() ? options.top * 4 + 16 : options.top) + kFallbackWindow;
+  const int64_t wanted = options.device_key.empty() ? options.top * 4 + 16 : options.top;
   const auto& space = task.space();
   const int64_t fallback = static_cast<int64_t>(task.fallback_config().index());
   std::vector<Candidate> out;
-  bool fallback_chosen = false;
-  for (tuning_db::Record& r : db.top_k(task.workload_key(), target, wanted, query)) {
-    if (r.device_key != options.device_key) continue;
-    const bool is_fallback = r.config_index == fallback;
-    if (static_cast<int64_t>(out.size()) >= options.top && (!is_fallback || fallback_chosen))
-      continue;
+  const auto take = [&](tuning_db::Record& r) {
     try {
       schedule_space::Config config =
           space.get(space.index_of(schedule_space::Config::from_json(r.config)));
       out.push_back({std::move(r), std::move(config)});
-      fallback_chosen = fallback_chosen || is_fallback;
     } catch (const Error& e) {
       spdlog::warn("record {} of {} is not re-timed: its config does not fit ({})", r.id,
                    r.workload_key, e.what());
     }
-  }
+  };
+  for (tuning_db::Record& r : db.top_k(task.workload_key(), target, wanted, query))
+    if (r.device_key == options.device_key && static_cast<int64_t>(out.size()) < options.top)
+      take(r);
+  const bool fallback_chosen = std::any_of(out.begin(), out.end(), [&](const Candidate& c) {
+    return c.record.config_index == fallback;
+  });
+  if (!fallback_chosen && options.top > 0)
+    if (auto r = db.config_best(task.workload_key(), target, fallback, query);
+        r && r->device_key == options.device_key)
+      take(*r);
   return out;
 }
 

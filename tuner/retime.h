@@ -31,11 +31,10 @@ struct RetimedConfig {
   bool noisy = false;  // the rounds spread more than tuning_db::kNoisySpread
 };
 
-// The fallback config is re-timed beside the best when its record is among this many records
-// past them: a first timing can rank it below configs that do not run as fast side by side (a
-// two-thread 14x14 conv's tuned best raced at 0.88 of oneDNN, its fallback at 0.98), and a build
-// should be served whichever is faster.
-constexpr int64_t kFallbackWindow = 64;
+// The fallback config's record is re-timed beside the best wherever it ranks: a first timing can
+// rank it below configs that do not run as fast side by side (a two-thread 14x14 conv's tuned best
+// raced at 0.88 of oneDNN, its fallback at 0.98), a build should be served whichever is faster,
+// and a run that reports both compares them like with like.
 
 // At most this many passes (see retime_best).
 constexpr int kMaxRetimePasses = 3;
@@ -55,7 +54,7 @@ struct RetimeReport {
 
 // Times the `options.top` best real records of the task's workload on `target` (this toolchain
 // when target.llvm_version is set) measured on devices of options.device_key, and the fallback
-// config's record (see kFallbackWindow), again with `measurer`: `options.rounds` rounds, each one
+// config's record wherever it ranks, again with `measurer`: `options.rounds` rounds, each one
 // measure() call of all of them in an order rotated by one per round (so that none is always first
 // or last), and stores each record's rounds (Database::retime): their median is then the figure
 // best/top_k rank by. When the best is then a record not re-timed (every chosen one was demoted),

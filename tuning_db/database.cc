@@ -563,6 +563,33 @@ std::vector<Record> Database::top_k(std::string_view workload_key, const TargetK
   return out;
 }
 
+std::optional<Record> Database::config_best(std::string_view workload_key, const TargetKey& target,
+                                            int64_t config_index, const RecordQuery& query) {
+  auto workload = impl_->workload_id(workload_key);
+  if (!workload) return std::nullopt;
+  std::optional<int64_t> device;
+  if (!query.device_key.empty()) {
+    device = impl_->device_id(query.device_key);
+    if (!device) return std::nullopt;
+  }
+  std::optional<Record> out;
+  for (int64_t target_id : impl_->target_ids(target)) {
+    auto s = impl_->use(std::string(kRecordColumns) +
+                        "AND r.workload_id = ?1 AND r.target_id = ?2 AND r.error_kind = '' "
+                        "AND (?3 = 0 OR r.device_id = ?3) AND (?4 = 1 OR r.emulated = 0) "
+                        "AND r.config_index = ?5 ORDER BY r.mean_cost, r.id");
+    s->bind(1, *workload).bind(2, target_id).bind(3, device.value_or(0));
+    s->bind(4, int64_t{query.include_emulated}).bind(5, config_index);
+    while (s->step()) {
+      Record r = Impl::read_record(*s);
+      if (impl_->record_check && !impl_->problem(r).empty()) continue;
+      if (!out || r.cost() < out->cost()) out = std::move(r);
+      break;
+    }
+  }
+  return out;
+}
+
 std::optional<Record> Database::best(std::string_view workload_key, const TargetKey& target,
                                      const RecordQuery& query) {
   auto top = top_k(workload_key, target, 1, query);

@@ -197,6 +197,11 @@ class Database {
   // The same with RecordQuery{device_key}: real records only.
   std::vector<Record> top_k(std::string_view workload_key, const TargetKey& target, int64_t k,
                             std::string_view device_key = "");
+  // The successful record of lowest cost of one config of the workload on the target that the
+  // query admits and the record check passes, or nullopt: one config's figure wherever it ranks
+  // (the fallback's, re-timed beside the best). Throws Error(kDatabase).
+  std::optional<Record> config_best(std::string_view workload_key, const TargetKey& target,
+                                    int64_t config_index, const RecordQuery& query);
   // How many successful emulated records of the workload on the target (and device, when not
   // empty) the log holds: tells "never measured" from "measured only under emulation" when
   // best() without include_emulated finds nothing. Throws Error(kDatabase).
