@@ -1,0 +1,113 @@
+// Tests the summary `ktune tune-model` ends with (tools/model_table.cc), compiled here as a ktune
+// built without oneDNN and OpenBLAS (scripts/demo's build) is: the libraries are not timed and
+// the summary says why and how to get them; the lead is the built model's measured latency, else
+// the tasks' estimate with the reason.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "deploy/config_choice.h"
+#include "tools/model_table.h"
+
+namespace ktune::tools {
+namespace {
+
+// Two tasks: a conv (count 2) whose best and fallback are 1 and 3 ms, a matmul of 0.5 and 1 ms.
+tuner::ModelTuningReport two_tasks() {
+  tuner::ModelTuningReport r;
+  tuner::TaskProgress conv;
+  conv.key = conv.tuned_as = "conv2d(N=1)";
+  conv.count = 2;
+  conv.trials = 16;
+  conv.best_s = 1e-3;
+  conv.fallback_s = 3e-3;
+  conv.layers = {"conv_1", "conv_2"};
+  tuner::TaskProgress fc = conv;
+  fc.key = fc.tuned_as = "matmul(M=1)";
+  fc.count = 1;
+  fc.best_s = 0.5e-3;
+  fc.fallback_s = 1e-3;
+  fc.layers = {"fc_3"};
+  r.tasks = {conv, fc};
+  r.trials = 32;
+  r.tuned_s = 2 * 1e-3 + 0.5e-3;
+  r.fallback_s = 2 * 3e-3 + 1e-3;
+  return r;
+}
+
+// What print_model_summary writes, as a string.
+std::string summary_text(const tuner::ModelTuningReport& r, const nlohmann::json& j,
+                         const LibraryTimes* libraries) {
+  char* buffer = nullptr;
+  size_t size = 0;
+  std::FILE* out = ::open_memstream(&buffer, &size);
+  print_model_summary(out, r, j, 32, libraries, "");
+  std::fclose(out);
+  std::string text(buffer, size);
+  std::free(buffer);
+  return text;
+}
+
+TEST(ModelTable, WithoutLibrariesTheSummarySaysWhyAndHowToGetThem) {
+  const tuner::ModelTuningReport r = two_tasks();
+  nlohmann::json j = {{"model", "tiny"}};
+  j["tasks"] = nlohmann::json::array({nlohmann::json::object(), nlohmann::json::object()});
+  const LibraryTimes libraries =
+      add_library_times(frontend::ModelTasks{}, r, HistorySource::untuned(), 1, 3, j);
+  EXPECT_TRUE(libraries.empty());
+  EXPECT_EQ(j["library_s"], 0.0);
+  ASSERT_TRUE(j.contains("libraries_note")) << j.dump();
+  const std::string note = j["libraries_note"];
+  EXPECT_NE(note.find("built without oneDNN and OpenBLAS"), std::string::npos) << note;
+  EXPECT_NE(note.find("scripts/setup installs them"), std::string::npos) << note;
+
+  const std::string text = summary_text(r, j, &libraries);
+  EXPECT_NE(text.find("\n  libraries: " + note + "\n"), std::string::npos) << text;
+  // The table's library columns are "-" on every row, the reason under it.
+  EXPECT_NE(text.find("conv_1 +1 more"), std::string::npos) << text;
+  EXPECT_NE(text.find("fc_3"), std::string::npos) << text;
+}
+
+TEST(ModelTable, TheSummaryIsLedByTheBuiltModelsMeasuredLatency) {
+  const tuner::ModelTuningReport r = two_tasks();
+  nlohmann::json j = {{"model", "tiny"}};
+  j["built_model"] = {{"measured_s", 3e-3},   {"runs", 30},          {"min_s", 2.9e-3},
+                      {"max_s", 3.5e-3},      {"kernels", 5},        {"threads", 2},
+                      {"task_kernels_s", 2.4e-3}, {"other_kernels_s", 0.6e-3}};
+  const std::string text = summary_text(r, j, nullptr);
+  const auto lead = text.find("\nmodel tiny: ");
+  ASSERT_NE(lead, std::string::npos) << text;
+  EXPECT_EQ(text.substr(lead + 1, text.find('\n', lead + 1) - lead - 1),
+            "model tiny: 3.0000 ms end to end, measured on the model as build --model ships it "
+            "(median of 30 runs at 2 threads, 2.9000 to 3.5000 ms; 5 kernels)");
+  EXPECT_NE(text.find("  kernels timed one by one in the model's order: tuned tasks 80%, layout "
+                      "and generated kernels 20%; measured / their sum 1.00\n"),
+            std::string::npos)
+      << text;
+  // 7 ms of fallbacks over 2.5 ms tuned.
+  EXPECT_NE(text.find("  tuned tasks: 2.80x faster than their untuned fallbacks (2.5000 against "
+                      "7.0000 ms"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  trials: 32 of 32\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("estimated"), std::string::npos) << text;
+}
+
+TEST(ModelTable, WithoutABuiltModelTheEstimateLeadsAndSaysWhy) {
+  const tuner::ModelTuningReport r = two_tasks();
+  nlohmann::json j = {{"model", "tiny"}};
+  EXPECT_NE(summary_text(r, j, nullptr)
+                .find("\nmodel tiny: 2.5000 ms estimated, the sum of count x best over 2 tasks "
+                      "(the model was not built and timed in this run)\n"),
+            std::string::npos);
+  j["built_model"] = {{"error", "node 'x' (Hardmax) has no kernel"}};
+  EXPECT_NE(summary_text(r, j, nullptr)
+                .find("\nmodel tiny: 2.5000 ms estimated, the sum of count x best over 2 tasks "
+                      "(not built: node 'x' (Hardmax) has no kernel)\n"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ktune::tools
