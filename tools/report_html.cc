@@ -23,7 +23,7 @@ h3{font-size:15px;margin:0 0 6px;font-family:monospace;word-break:break-all}
 table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:right}
 th{background:#f4f4f4}td.l,th.l{text-align:left}td.cfg{font-family:monospace;font-size:11px;text-align:left;max-width:420px;word-break:break-all}
 .plot text{font-size:11px;fill:#444}.plot .grid{stroke:#eee}.plot .frame{fill:none;stroke:#999}
-.plot .series{fill:none;stroke-width:2}td.task{font-family:monospace;font-size:11px;text-align:left;min-width:300px;word-break:break-all}.bad{color:#b00}.good{color:#070}
+.plot .series{fill:none;stroke-width:2}.spark .series{fill:none;stroke-width:1.5}td.spark{padding:1px 8px}td.task{font-family:monospace;font-size:11px;text-align:left;min-width:300px;word-break:break-all}.bad{color:#b00}.good{color:#070}
 )css";
 
 std::string fmt(const char* format, double v) {
@@ -181,21 +181,54 @@ std::string layer_bars(const tuning_db::ModelRunReport& m) {
   return render_bars(chart);
 }
 
-std::string model_section(const tuning_db::ModelRunReport& m) {
+// The log's tuning curves of a task's workload on the model's target (real devices first): one
+// series per tuner, best GFLOP/s against its trials; nullptr when the log holds none.
+const tuning_db::WorkloadReport* workload_of(const std::vector<tuning_db::WorkloadReport>& all,
+                                             const std::string& key, const std::string& target) {
+  const tuning_db::WorkloadReport* found = nullptr;
+  for (const auto& w : all)
+    if (w.workload_key == key && w.target.target == target && (!found || found->emulated))
+      found = &w;
+  return found;
+}
+
+// A layer's tuning curve as a sparkline in its row, its figures in the title; "-" without records.
+std::string curve_cell(const tuning_db::WorkloadReport* w, const std::string& layer) {
+  if (!w || w->curves.empty()) return "<td class=\"spark\">-</td>";
+  std::vector<PlotSeries> series;
+  std::string title = layer + ": best GFLOP/s against trials:";
+  for (const auto& c : w->curves) {
+    PlotSeries s{c.tuner.empty() ? "(no tuner)" : c.tuner, {}, true};
+    for (const auto& p : c.points)
+      s.points.emplace_back(static_cast<double>(p.trial), p.best_gflops);
+    title += " " + s.name + " " + gflops(c.best_gflops) + " after " + std::to_string(c.trials) +
+             (&c == &w->curves.back() ? "" : ",");
+    series.push_back(std::move(s));
+  }
+  return "<td class=\"spark\">" + render_sparkline(series, title) + "</td>";
+}
+
+// The model's card: led by the built model's measured latency (the figure a build ships), else
+// the tasks' estimate; the tuned tasks against their fallbacks and the libraries; the bars; the
+// table by layer with each task's tuning curve.
+std::string model_section(const tuning_db::ModelRunReport& m,
+                          const std::vector<tuning_db::WorkloadReport>& workloads) {
   std::string out = "<div class=\"card model\"><h3>model " + html_escape(m.model) +
                     "</h3><p class=\"meta\">" + html_escape(m.target) + " &middot; run " +
                     std::to_string(m.run_id) + " &middot; " + std::to_string(m.trials) +
-                    " trials &middot; estimated " + opt_ms(m.tuned_s) + " ms";
-  if (m.tuned_s && m.fallback_s && *m.tuned_s > 0)
-    out += " &middot; untuned fallbacks " + opt_ms(m.fallback_s) + " ms (" +
-           fmt("%.2f", *m.fallback_s / *m.tuned_s) + "x)";
-  if (m.library_s && m.tuned_s_where_library && *m.library_s > 0)
-    out += " &middot; libraries " + opt_ms(m.library_s) + " ms, tuned/library " +
-           fmt("%.2f", *m.tuned_s_where_library / *m.library_s);
-  if (!m.libraries_note.empty()) out += " &middot; libraries " + html_escape(m.libraries_note);
+                    " trials &middot; ";
   if (m.measured_s)
-    out += " &middot; built model " + opt_ms(m.measured_s) + " ms measured (estimate " +
-           opt_ms(m.estimated_s) + " ms)";
+    out += "<b>built model " + opt_ms(m.measured_s) + " ms measured end to end</b>";
+  else
+    out += "estimated " + opt_ms(m.tuned_s) + " ms (sum of count x best; not built in this run)";
+  if (m.tuned_s && m.fallback_s && *m.tuned_s > 0)
+    out += " &middot; tuned tasks " + fmt("%.2f", *m.fallback_s / *m.tuned_s) +
+           "x faster than their untuned fallbacks (" + opt_ms(m.tuned_s) + " against " +
+           opt_ms(m.fallback_s) + " ms)";
+  if (m.library_s && m.tuned_s_where_library && *m.library_s > 0)
+    out += " &middot; tuned/library " + fmt("%.2f", *m.tuned_s_where_library / *m.library_s) +
+           " on the same operators";
+  if (!m.libraries_note.empty()) out += " &middot; libraries " + html_escape(m.libraries_note);
   out += "</p>" + layer_bars(m);
   size_t untried = 0;
   for (const auto& l : m.layers) untried += l.trials == 0 ? 1 : 0;
@@ -204,8 +237,9 @@ std::string model_section(const tuning_db::ModelRunReport& m) {
            std::to_string(m.layers.size()) +
            " tasks got no trial in this run: each runs what the log held, else its fallback</p>";
   out +=
-      "<table><tr><th>#</th><th class=\"l\">layer</th><th>count</th><th>trials</th><th>best "
-      "ms</th><th>fallback ms</th><th>library ms</th><th>tuned/library</th><th>share</th><th "
+      "<table><tr><th>#</th><th class=\"l\">layer</th><th>count</th><th>trials</th><th>tuning "
+      "curve</th><th>best ms</th><th>fallback ms</th><th>library "
+      "ms</th><th>tuned/library</th><th>share</th><th "
       "class=\"l\">ships</th><th class=\"l\">library</th><th class=\"l\">task</th></tr>";
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const auto& l = m.layers[i];
@@ -224,6 +258,8 @@ std::string model_section(const tuning_db::ModelRunReport& m) {
         l.trials == 0 ? "<span class=\"bad\">none</span>" : std::to_string(l.trials);
     out += "<tr class=\"layer\">" + td(std::to_string(i + 1)) +
            td(html_escape(layer_label(m, i)), true) + td(std::to_string(l.count)) + td(trials) +
+           curve_cell(workload_of(workloads, l.tuned_as.empty() ? l.key : l.tuned_as, m.target),
+                      layer_label(m, i)) +
            td(opt_ms(l.best_s)) + td(opt_ms(l.fallback_s)) +
            td(opt_ms(l.library_s) + (l.noisy ? std::string(" noisy")
                                      : l.library_spread
@@ -236,7 +272,7 @@ std::string model_section(const tuning_db::ModelRunReport& m) {
   }
   out += "</table>";
   for (const auto& u : m.untuned)
-    out += "<p class=\"meta\">not in the estimate: " + html_escape(u) + "</p>";
+    out += "<p class=\"meta\">not a tuned task: " + html_escape(u) + "</p>";
   return out + "</div>";
 }
 
@@ -269,7 +305,7 @@ std::string render_report_html(const Report& report, const std::string& generate
   page += summary_section(report, generated_at);
   if (!report.model_runs.empty()) {
     page += "<h2>Model runs</h2>";
-    for (const auto& m : report.model_runs) page += model_section(m);
+    for (const auto& m : report.model_runs) page += model_section(m, report.workloads);
     page += estimates_over_time(report.model_runs);
   }
   page += "<h2>Workloads: best GFLOP/s against trials</h2>";

@@ -188,7 +188,8 @@ std::string render_bars(const BarChart& c) {
   for (size_t g = 0; g < c.groups.size(); ++g) {
     const double top = kLegend + group_h * static_cast<double>(g);
     const std::string& label = c.groups[g].label;
-    const std::string shown = label.size() > 34 ? label.substr(0, 33) + "..." : label;
+    // 30 characters fit the label column at the page's 11px.
+    const std::string shown = label.size() > 30 ? label.substr(0, 29) + "..." : label;
     svg += "<text x=\"" + num(kLabelWidth - 6) + "\" y=\"" + num(top + group_h / 2 + 2) +
            "\" text-anchor=\"end\" class=\"label\"><title>" + html_escape(label) + "</title>" +
            html_escape(shown) + "</text>";
@@ -203,6 +204,37 @@ std::string render_bars(const BarChart& c) {
              "\" fill=\"" + series_colour(i) + "\"><title>" + html_escape(label) + ": " +
              html_escape(c.series[i]) + " " + figure + "</title></rect>";
     }
+  }
+  return svg + "</svg>";
+}
+
+std::string render_sparkline(const std::vector<PlotSeries>& series, const std::string& title,
+                             double width, double height) {
+  constexpr double kPad = 2;
+  // y spans the figures themselves, not from 0: a curve that climbs 10% shows its climb.
+  double x_max = 0, y_min = INFINITY, y_max = 0;
+  for (const auto& s : series)
+    for (const auto& [x, y] : s.points) {
+      x_max = std::max(x_max, x);
+      y_min = std::min(y_min, y);
+      y_max = std::max(y_max, y);
+    }
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) +
+                    "\" height=\"" + num(height) + "\" class=\"spark\"><title>" +
+                    html_escape(title) + "</title>";
+  if (!(x_max > 0) || !(y_max > 0)) return svg + "</svg>";
+  auto sx = [&](double x) { return kPad + (width - 2 * kPad) * x / x_max; };
+  auto sy = [&](double y) {
+    return y_max > y_min ? height - kPad - (height - 2 * kPad) * (y - y_min) / (y_max - y_min)
+                         : height / 2;
+  };
+  for (size_t i = 0; i < series.size(); ++i) {
+    const auto& points = series[i].points;
+    if (points.empty()) continue;
+    std::string d = "M" + num(sx(0)) + " " + num(sy(points.front().second));
+    for (const auto& [x, y] : points) d += " H" + num(sx(x)) + " V" + num(sy(y));
+    d += " H" + num(sx(x_max));  // the best holds to the last trial of any series
+    svg += "<path d=\"" + d + "\" stroke=\"" + series_colour(i) + "\" class=\"series\"/>";
   }
   return svg + "</svg>";
 }

@@ -1,5 +1,5 @@
-// Defines LinePlot and BarChart: line and horizontal bar charts drawn as inline SVG text (axes,
-// ticks, a legend), no script.
+// Defines LinePlot, BarChart and sparklines: line and horizontal bar charts drawn as inline SVG
+// text (axes, ticks, a legend), no script.
 #pragma once
 
 #include <optional>
@@ -39,6 +39,12 @@ struct BarChart {
 // The chart as one <svg class="bars"> element: a <rect class="bar"> per value with its figure as
 // a <title>, the group labels on the left, a legend on top.
 std::string render_bars(const BarChart& chart);
+
+// A tuning curve small enough for a table cell: every series a step path (best against trials) in
+// its colour, no axes; `title` is what a pointer over it shows (the figures). Nothing drawn
+// without points.
+std::string render_sparkline(const std::vector<PlotSeries>& series, const std::string& title,
+                             double width = 120, double height = 26);
 
 // The colour of the i-th series (one palette for plots and legends).
 std::string series_colour(size_t i);

@@ -73,9 +73,14 @@ TEST(ModelTable, WithoutLibrariesTheSummarySaysWhyAndHowToGetThem) {
 TEST(ModelTable, TheSummaryIsLedByTheBuiltModelsMeasuredLatency) {
   const tuner::ModelTuningReport r = two_tasks();
   nlohmann::json j = {{"model", "tiny"}};
-  j["built_model"] = {{"measured_s", 3e-3},   {"runs", 30},          {"min_s", 2.9e-3},
-                      {"max_s", 3.5e-3},      {"kernels", 5},        {"threads", 2},
-                      {"task_kernels_s", 2.4e-3}, {"other_kernels_s", 0.6e-3}};
+  j["built_model"] = {{"measured_s", 3e-3},
+                      {"runs", 30},
+                      {"min_s", 2.9e-3},
+                      {"max_s", 3.5e-3},
+                      {"kernels", 5},
+                      {"threads", 2},
+                      {"task_kernels_s", 2.4e-3},
+                      {"other_kernels_s", 0.6e-3}};
   const std::string text = summary_text(r, j, nullptr);
   const auto lead = text.find("\nmodel tiny: ");
   ASSERT_NE(lead, std::string::npos) << text;

@@ -67,7 +67,7 @@ void write_log(const std::string& path) {
                                {"built_model", {{"measured_s", 0.0011}}},
                                {"tasks",
                                 {{{"key", "matmul-layer"},
-                                  {"tuned_as", "matmul-layer"},
+                                  {"tuned_as", tuning_db::testing::matmul_key(100)},
                                   {"layers", {"fc_1"}},
                                   {"count", 1},
                                   {"trials", 7},
@@ -140,8 +140,19 @@ TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
   EXPECT_NE(dom.out.find(">0.900<"), std::string::npos);       // the last plan's correlation
   EXPECT_NE(dom.out.find(">1.25<"), std::string::npos);        // the layer against its library
   EXPECT_NE(dom.out.find(">0.8 ±3%<"), std::string::npos);     // the library's median and spread
-  EXPECT_NE(dom.out.find("built model 1.1 ms measured (estimate 1.05 ms)"), std::string::npos);
-  EXPECT_NE(dom.out.find(">build<"), std::string::npos);  // the error, by kind
+  // The card is led by the built model's measured latency; a run not built says so.
+  EXPECT_NE(dom.out.find("<b>built model 1.1 ms measured end to end</b> · tuned tasks 4.00x "
+                         "faster than their untuned fallbacks (1 against 4 ms)"),
+            std::string::npos);
+  EXPECT_NE(dom.out.find("estimated 0.9 ms (sum of count x best; not built in this run)"),
+            std::string::npos);
+  // Each task's tuning curve in its row: the log's curves of its workload, one per tuner.
+  EXPECT_NE(dom.out.find("class=\"spark\"><title>fc_1: best GFLOP/s against trials: random 20.0 "
+                         "after 3, xgb 40.0 after 4</title><path d=\"M"),
+            std::string::npos)
+      << dom.out.substr(0, 4000);
+  EXPECT_NE(dom.out.find("<td class=\"spark\">-</td>"), std::string::npos);  // no records
+  EXPECT_NE(dom.out.find(">build<"), std::string::npos);                     // the error, by kind
   // The layers by their ONNX nodes, which one ships, which got no trial, shares adding up.
   EXPECT_NE(dom.out.find(">fc_1<"), std::string::npos);
   EXPECT_NE(dom.out.find(">(other algorithm for #1)<"), std::string::npos);
@@ -160,6 +171,16 @@ TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
   EXPECT_EQ(bars, (std::map<std::string, std::string>{
                       {"tuned", "1"}, {"library", "0.8"}, {"fallback", "4"}}))
       << dom.out.substr(0, 4000);
+  // Their lengths are to scale: 1 : 0.8 : 4.
+  const std::regex width_re(
+      "<rect class=\"bar\"[^>]* width=\"([0-9.]+)\"[^>]*><title>fc_1: (\\w+)");
+  std::map<std::string, double> widths;
+  for (auto it = std::sregex_iterator(dom.out.begin(), dom.out.end(), width_re);
+       it != std::sregex_iterator(); ++it)
+    widths[(*it)[2].str()] = std::stod((*it)[1].str());
+  ASSERT_EQ(widths.size(), 3u);
+  EXPECT_NEAR(widths["fallback"] / widths["tuned"], 4, 0.02);
+  EXPECT_NEAR(widths["library"] / widths["tuned"], 0.8, 0.02);
   // The model's estimate over its two runs: one line of two points (1 and 0.9 ms).
   const auto estimates = dom.out.find("Model estimates over time");
   ASSERT_NE(estimates, std::string::npos);
@@ -182,6 +203,17 @@ TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
   EXPECT_GE(pixels_of(*img, 0x1f77b4), 50u);  // series 0 (random)
   EXPECT_GE(pixels_of(*img, 0xd62728), 50u);  // series 1 (xgb)
   EXPECT_EQ(pixels_of(*empty, 0x1f77b4), 0u);
+  // The fallback's bar is drawn in the third colour (no curve uses it) at its length: the longest
+  // run of that colour on a row is the bar's width.
+  uint32_t longest = 0;
+  for (uint32_t y = 0; y < img->height; ++y)
+    for (uint32_t x = 0, run = 0; x < img->width; ++x) {
+      run = img->at(x, y) == 0x2ca02c ? run + 1 : 0;
+      longest = std::max(longest, run);
+    }
+  EXPECT_NEAR(longest, widths["fallback"], 2.0);
+  EXPECT_GE(pixels_of(*img, 0x2ca02c), static_cast<size_t>(6 * widths["fallback"]));
+  EXPECT_EQ(pixels_of(*empty, 0x2ca02c), 0u);
   std::set<uint32_t> colours, empty_colours;
   for (uint32_t y = 0; y < img->height; y += 3)
     for (uint32_t x = 0; x < img->width; x += 3) colours.insert(img->at(x, y));
