@@ -8,6 +8,7 @@
 
 #include "deploy/model_nodes_internal.h"
 #include "deploy/model_ops.h"
+#include "frontend/op_params.h"
 #include "frontend/operators.h"
 #include "support/error.h"
 
@@ -162,14 +163,15 @@ GeneratedStep describe_batch_norm(const frontend::Graph& g, const frontend::Node
   return step;
 }
 
-// Softmax and LogSoftmax: from opset 13 over one axis (default the last); before, over the input
-// flattened to 2-D at `axis` (default 1), i.e. the last axis of [before axis, from axis on].
+// Softmax and LogSoftmax over their axis (frontend/op_params.h); before opset 13 over the input
+// flattened to 2-D at that axis, i.e. the last axis of [before axis, from axis on].
 GeneratedStep describe_softmax(const frontend::Graph& g, const frontend::Node& n) {
   const std::vector<int64_t> shape = shape_of(g, n, n.inputs.at(0));
   const bool log = n.op == "LogSoftmax";
-  int64_t axis = nodes::normalized_axis(n, n.int_or("axis", g.opset >= 13 ? -1 : 1), shape.size());
+  const frontend::SoftmaxAxis read = frontend::read_softmax_axis(g, n);
+  int64_t axis = nodes::normalized_axis(n, read.axis, shape.size());
   std::vector<int64_t> kernel_shape = shape;
-  if (g.opset < 13) {
+  if (read.flattened) {
     int64_t rows = 1, cols = 1;
     for (size_t d = 0; d < shape.size(); ++d)
       (static_cast<int64_t>(d) < axis ? rows : cols) *= shape[d];
@@ -187,13 +189,17 @@ GeneratedStep describe_softmax(const frontend::Graph& g, const frontend::Node& n
   return s;
 }
 
-// A reduction: axes as an attribute (ReduceSum before opset 13, the others before 18) or as the
-// second input; none given reduces every axis, or copies with noop_with_empty_axes.
+// A reduction over its axes (frontend/op_params.h); none given reduces every axis, or copies with
+// noop_with_empty_axes.
 GeneratedStep describe_reduce(const frontend::Graph& g, const frontend::Node& n,
                               const Constants& constants) {
   const std::vector<int64_t> shape = shape_of(g, n, n.inputs.at(0));
-  std::vector<int64_t> axes = n.ints("axes");
-  if (!n.attrs.count("axes")) axes = nodes::int_input(n, 1, constants).value_or(axes);
+  std::vector<int64_t> axes;
+  try {
+    axes = frontend::read_axes(n, frontend::lookup_in(constants));
+  } catch (const Error& e) {
+    throw nodes::unsupported(n, e.what());
+  }
   if (axes.empty() && n.int_or("noop_with_empty_axes", 0) != 0)
     return nodes::copy_step(g, n, n.inputs[0], n.outputs.at(0));
   if (axes.empty())

@@ -1,10 +1,11 @@
 // What generated kernels the data movement nodes become (Concat, Split, Slice, Pad, Gather,
-// Resize, Upsample): their parameters read in every opset's form (attributes in the older
-// opsets, constant inputs in the newer), resolved at build time into model_ops_data.cc's kernels.
+// Resize, Upsample): their parameters as frontend/op_params.h reads them in every opset's form,
+// resolved at build time into model_ops_data.cc's kernels.
 #include <algorithm>
 
 #include "deploy/model_nodes_internal.h"
 #include "deploy/model_ops.h"
+#include "frontend/op_params.h"
 
 namespace ktune::deploy::nodes {
 namespace {
@@ -65,55 +66,17 @@ std::vector<GeneratedStep> describe_split(const frontend::Graph& g, const fronte
   return steps;
 }
 
-// A Slice resolved: per input axis the first index, the step and the output's extent.
-struct SliceWindow {
-  std::vector<int64_t> start, step, extents;
-};
-
-// Slice: starts, ends, axes as attributes before opset 10; starts, ends, axes, steps as constant
-// inputs from 10 on. Negative starts and ends count from the end, both are clamped into the
-// axis (ONNX's rules, so INT64_MAX means "to the end" and a negative step runs backwards).
-SliceWindow slice_window(const frontend::Graph& g, const frontend::Node& n,
-                         const Constants& constants) {
+// Slice: its parameters in every opset's form (frontend/op_params.h), resolved against the input;
+// the extents must be the inferred shape's and none empty.
+frontend::SliceWindow slice_window(const frontend::Graph& g, const frontend::Node& n,
+                                   const Constants& constants) {
   const std::vector<int64_t> in = shape_of(g, n, n.inputs.at(0));
   const std::vector<int64_t> out = shape_of(g, n, n.outputs.at(0));
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (g.opset < 10) {
-    starts = n.ints("starts");
-    ends = n.ints("ends");
-    axes = n.ints("axes");
-  } else {
-    starts = int_input(n, 1, constants).value_or(std::vector<int64_t>{});
-    ends = int_input(n, 2, constants).value_or(std::vector<int64_t>{});
-    axes = int_input(n, 3, constants).value_or(std::vector<int64_t>{});
-    steps = int_input(n, 4, constants).value_or(std::vector<int64_t>{});
-  }
-  if (axes.empty())
-    for (size_t d = 0; d < starts.size(); ++d) axes.push_back(static_cast<int64_t>(d));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    throw unsupported(n, "starts, ends, axes and steps of different lengths");
-  SliceWindow w{std::vector<int64_t>(in.size(), 0), std::vector<int64_t>(in.size(), 1), in};
-  for (size_t k = 0; k < starts.size(); ++k) {
-    const size_t d = static_cast<size_t>(normalized_axis(n, axes[k], in.size()));
-    const int64_t dim = in[d], st = steps[k];
-    if (st == 0) throw unsupported(n, "a step of 0");
-    int64_t b = starts[k], e = ends[k];
-    if (b < 0) b += dim;
-    if (e < 0) e += dim;
-    if (st > 0) {
-      b = std::clamp<int64_t>(b, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-    } else {
-      b = std::clamp<int64_t>(b, 0, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-    }
-    // ceil((e - b) / st), 0 when the range is empty.
-    const int64_t length = st > 0 ? std::max<int64_t>(0, (e - b + st - 1) / st)
-                                  : std::max<int64_t>(0, (b - e - st - 1) / -st);
-    w.start[d] = b;
-    w.step[d] = st;
-    w.extents[d] = length;
+  frontend::SliceWindow w;
+  try {
+    w = frontend::slice_window(frontend::read_slice(g, n, frontend::lookup_in(constants)), in);
+  } catch (const Error& e) {
+    throw unsupported(n, e.what());
   }
   if (w.extents != out) throw unsupported(n, "the slice's extents differ from the inferred shape");
   for (int64_t e : w.extents)
@@ -123,31 +86,24 @@ SliceWindow slice_window(const frontend::Graph& g, const frontend::Node& n,
 
 GeneratedStep describe_slice(const frontend::Graph& g, const frontend::Node& n,
                              const Constants& constants) {
-  const SliceWindow w = slice_window(g, n, constants);
+  const frontend::SliceWindow w = slice_window(g, n, constants);
   return slice_step(g, n, n.inputs[0], n.outputs[0], w.start, w.step, w.extents);
 }
 
-// Pad: pads (and the fill value) as attributes before opset 11, as inputs from 11 on (with the
-// axes they apply to from 18); [begin of each axis..., end of each axis...].
+// Pad: its parameters in every opset's form (frontend/op_params.h) as begin and end per axis.
 GeneratedStep describe_pad(const frontend::Graph& g, const frontend::Node& n,
                            const Constants& constants) {
   const std::vector<int64_t> in = shape_of(g, n, n.inputs.at(0));
-  const std::string mode = n.text_or("mode", "constant");
-  std::vector<int64_t> pads;
-  float value = 0;
-  std::vector<int64_t> axes;
-  if (g.opset < 11) {
-    pads = n.ints("pads");
-    value = static_cast<float>(n.float_or("value", 0.0));
-  } else {
-    pads = int_input(n, 1, constants).value_or(std::vector<int64_t>{});
-    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
-      const StepOperand v = operand(g, n, n.inputs[2], constants);
-      if (!v.constant || v.data.size() != 1) throw unsupported(n, "a fill value that is no scalar");
-      value = v.data.front();
-    }
-    axes = int_input(n, 3, constants).value_or(std::vector<int64_t>{});
+  frontend::PadParams p;
+  try {
+    p = frontend::read_pad(g, n, frontend::lookup_in(constants));
+  } catch (const Error& e) {
+    throw unsupported(n, e.what());
   }
+  const std::vector<int64_t>& pads = p.pads;
+  const std::string mode = p.mode;
+  const float value = static_cast<float>(p.value);
+  std::vector<int64_t> axes = p.axes;
   if (axes.empty())
     for (size_t d = 0; d < in.size(); ++d) axes.push_back(static_cast<int64_t>(d));
   if (pads.size() != 2 * axes.size()) throw unsupported(n, "pads of another length than 2 x axes");
@@ -195,27 +151,22 @@ GeneratedStep describe_resize(const frontend::Graph& g, const frontend::Node& n,
   const std::vector<int64_t> out = shape_of(g, n, n.outputs.at(0));
   if (in.size() != 4 || out.size() != 4) throw unsupported(n, "not 4-D data");
   if (in[0] != out[0] || in[1] != out[1]) throw unsupported(n, "a resize of the batch or channels");
-  const bool v11 = n.op == "Resize" && g.opset >= 11;
-  std::vector<float> scales =
-      n.attrs.count("scales") ? n.attrs.at("scales").floats : std::vector<float>{};
-  const size_t scales_at = v11 ? 2 : 1;
-  if (scales_at < n.inputs.size() && !n.inputs[scales_at].empty()) {
-    const StepOperand c = operand(g, n, n.inputs[scales_at], constants);
-    if (!c.constant) throw unsupported(n, "scales that are no constant");
-    scales = c.data;
+  frontend::ResizeParams p;
+  try {
+    p = frontend::read_resize(g, n, frontend::lookup_in(constants));
+  } catch (const Error& e) {
+    throw unsupported(n, e.what());
   }
+  std::vector<float> scales(p.scales.begin(), p.scales.end());
   if (scales.empty()) {
-    const auto sizes = v11 ? int_input(n, 3, constants) : std::nullopt;
-    if (!sizes || sizes->size() != 4) throw unsupported(n, "neither scales nor sizes of 4 values");
+    if (p.sizes.size() != 4) throw unsupported(n, "sizes of another rank");
     for (size_t d = 0; d < 4; ++d)
-      scales.push_back(static_cast<float>((*sizes)[d]) / static_cast<float>(in[d]));
+      scales.push_back(static_cast<float>(p.sizes[d]) / static_cast<float>(in[d]));
   }
   if (scales.size() != 4) throw unsupported(n, "scales of another rank");
-  if (n.attrs.count("axes")) throw unsupported(n, "the axes attribute (opset 18)");
-  const std::string mode = n.text_or("mode", "nearest");
-  const std::string coordinates =
-      v11 ? n.text_or("coordinate_transformation_mode", "half_pixel") : "asymmetric";
-  const std::string nearest = v11 ? n.text_or("nearest_mode", "round_prefer_floor") : "simple";
+  const std::string& mode = p.mode;
+  const std::string& coordinates = p.coordinates;
+  const std::string& nearest = p.nearest;
   std::vector<float> tables[2];
   try {
     for (int a = 0; a < 2; ++a)
@@ -272,7 +223,7 @@ std::optional<AxisRange> single_axis_range(const frontend::Graph& g, const front
     return AxisRange{static_cast<size_t>(axis), i, 1};
   }
   if (n.op != "Slice") return std::nullopt;
-  const nodes::SliceWindow w = nodes::slice_window(g, n, constants);
+  const frontend::SliceWindow w = nodes::slice_window(g, n, constants);
   const std::vector<int64_t> in = nodes::shape_of(g, n, n.inputs[0]);
   std::optional<AxisRange> range;
   for (size_t d = 0; d < in.size(); ++d) {

@@ -12,6 +12,7 @@
 #include "deploy/model_ops.h"
 #include "deploy/model_planner.h"
 #include "frontend/model_tasks.h"
+#include "frontend/op_params.h"
 #include "frontend/operators.h"
 #include "support/error.h"
 #include "te/lower.h"
@@ -397,16 +398,13 @@ void Planner::view(const std::string& from, const std::string& to, const fronten
 void Planner::plan_elementwise(const frontend::Node& n) {
   ElementwiseOp op{elementwise_of(n.op)};
   if (op.op == "clip") {
-    op.min = -INFINITY;
-    op.max = INFINITY;
-    const auto bound = [&](size_t input, float fallback) {
-      if (n.inputs.size() <= input || n.inputs[input].empty()) return fallback;
-      const auto& v = constant(n, n.inputs[input]);
-      if (v.f32.size() != 1) throw unsupported(n, "a bound that is not a scalar");
-      return v.f32.front();
-    };
-    op.min = n.attrs.count("min") ? n.attrs.at("min").floats.at(0) : bound(1, op.min);
-    op.max = n.attrs.count("max") ? n.attrs.at("max").floats.at(0) : bound(2, op.max);
+    try {
+      const frontend::ClipBounds b = frontend::read_clip(g_, n, frontend::lookup_in(constants_));
+      op.min = static_cast<float>(b.lo);
+      op.max = static_cast<float>(b.hi);
+    } catch (const Error& e) {
+      throw unsupported(n, e.what());
+    }
   }
   // The activations' attributes, with ONNX's defaults.
   if (op.op == "hardsigmoid") {

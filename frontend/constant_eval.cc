@@ -10,6 +10,9 @@
 #include <numeric>
 #include <set>
 
+#include "frontend/op_params.h"
+#include "support/error.h"
+
 namespace ktune::frontend {
 namespace {
 
@@ -201,35 +204,9 @@ std::optional<Val> concat(const std::vector<Val>& in, int64_t axis) {
   return r;
 }
 
-// ONNX Slice: per listed axis, start/end clamped as the spec says (negative from the end),
-// stepping by `step` (negative steps walk backwards).
-std::optional<Val> slice(const Val& data, std::vector<int64_t> starts, std::vector<int64_t> ends,
-                         std::vector<int64_t> axes, std::vector<int64_t> steps) {
-  const int64_t rank = static_cast<int64_t>(data.shape.size());
-  if (axes.empty())
-    for (int64_t d = 0; d < static_cast<int64_t>(starts.size()); ++d) axes.push_back(d);
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    return std::nullopt;
-  std::vector<int64_t> start(data.shape.size(), 0), step(data.shape.size(), 1), extent = data.shape;
-  for (size_t k = 0; k < axes.size(); ++k) {
-    const int64_t a = axis_in(axes[k], rank);
-    if (a < 0 || a >= rank || steps[k] == 0) return std::nullopt;
-    const int64_t dim = data.shape[static_cast<size_t>(a)];
-    int64_t s = starts[k] < 0 ? starts[k] + dim : starts[k];
-    int64_t e = ends[k] < 0 ? ends[k] + dim : ends[k];
-    if (steps[k] > 0) {
-      s = std::clamp<int64_t>(s, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-      extent[static_cast<size_t>(a)] = std::max<int64_t>(0, (e - s + steps[k] - 1) / steps[k]);
-    } else {
-      s = std::clamp<int64_t>(s, 0, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-      extent[static_cast<size_t>(a)] = std::max<int64_t>(0, (s - e - steps[k] - 1) / -steps[k]);
-    }
-    start[static_cast<size_t>(a)] = s;
-    step[static_cast<size_t>(a)] = steps[k];
-  }
+// ONNX Slice of `data` through its resolved window (op_params.h).
+Val slice(const Val& data, const SliceWindow& w) {
+  const std::vector<int64_t>&start = w.start, &step = w.step, &extent = w.extents;
   Val r{extent, {}};
   const std::vector<int64_t> in_strides = strides_of(data.shape);
   for (int64_t i = 0; i < count_of(extent); ++i) {
@@ -347,12 +324,17 @@ std::optional<Val> evaluate(const Node& n, const std::vector<std::optional<Val>>
     return concat(operands, n.int_or("axis", 0));
   }
   if (n.op == "Slice") {
-    // Opset 10 moved starts, ends and axes from attributes to inputs, and added steps.
-    if (g.opset < 10) return slice(*x, n.ints("starts"), n.ints("ends"), n.ints("axes"), {});
-    const auto ints_at = [&](size_t i) {
-      return input(i) ? ints_of(*input(i)) : std::vector<int64_t>{};
+    // Its parameters as the values folded so far (op_params.h reads every opset's form).
+    const ConstantLookup folded = [&](const std::string& tensor) -> std::optional<ConstantValue> {
+      for (size_t i = 1; i < n.inputs.size(); ++i)
+        if (n.inputs[i] == tensor && input(i)) return constant_of(*input(i), false);
+      return std::nullopt;
     };
-    return slice(*x, ints_at(1), ints_at(2), ints_at(3), ints_at(4));
+    try {
+      return slice(*x, slice_window(read_slice(g, n, folded), x->shape));
+    } catch (const Error&) {
+      return std::nullopt;  // a parameter not folded (yet), or out of range
+    }
   }
   if (n.op == "Range") {
     const double start = x->v.at(0), limit = input(1)->v.at(0), delta = input(2)->v.at(0);

@@ -8,6 +8,9 @@
 #include <limits>
 #include <numbers>
 
+#include "frontend/op_params.h"
+#include "support/error.h"
+
 namespace ktune::frontend {
 namespace {
 
@@ -84,24 +87,14 @@ bool EpilogueFuser::per_channel(const std::string& tensor, const std::vector<int
 }
 
 std::optional<EpilogueFuser::Activation> EpilogueFuser::clip(size_t node) const {
-  const Node& n = g_.nodes[node];
-  double lo = -kInf, hi = kInf;
-  if (g_.opset >= 11) {
-    // Bounds are inputs: absent, or constants of one element.
-    for (size_t i = 1; i < n.inputs.size() && i < 3; ++i) {
-      if (n.inputs[i].empty()) continue;
-      auto v = g_.values.find(n.inputs[i]);
-      if (v == g_.values.end() || v->second.size() != 1) return std::nullopt;
-      (i == 1 ? lo : hi) = v->second[0];
-    }
-  } else {
-    lo = n.float_or("min", -kInf);
-    hi = n.float_or("max", kInf);
+  ClipBounds bounds{};
+  try {
+    bounds = read_clip(g_, g_.nodes[node], lookup_in(g_));
+  } catch (const Error&) {
+    return std::nullopt;  // a bound that is no constant scalar: the Clip runs on its own
   }
-  // Opset 6's defaults are float's extremes: no bound.
-  if (lo <= std::numeric_limits<float>::lowest()) lo = -kInf;
-  if (hi >= std::numeric_limits<float>::max()) hi = kInf;
-  if (std::isnan(lo) || std::isnan(hi) || lo > hi) return std::nullopt;
+  const double lo = bounds.lo, hi = bounds.hi;
+  if (lo > hi) return std::nullopt;
   if (lo == 0 && hi == 6) return Activation{"relu6", {}, {node}};
   if (lo == 0 && hi == kInf) return Activation{"relu", {}, {node}};
   Activation a{"clip", {}, {node}};

@@ -12,6 +12,8 @@
 
 #include "frontend/graph_passes.h"
 #include "frontend/layer_norm.h"
+#include "frontend/op_params.h"
+#include "support/error.h"
 
 namespace ktune::frontend {
 namespace {
@@ -33,11 +35,11 @@ Node make(const std::string& op, const std::string& name, const std::string& in,
 std::optional<std::vector<int64_t>> reduce_axes(const Graph& g, const Node& n) {
   const auto x = n.inputs.empty() ? std::nullopt : g.shape(n.inputs[0]);
   if (!x) return std::nullopt;
-  std::vector<int64_t> axes = n.ints("axes");
-  if (!n.attrs.count("axes") && n.inputs.size() > 1 && !n.inputs[1].empty()) {
-    auto v = g.values.find(n.inputs[1]);
-    if (v == g.values.end()) return std::nullopt;
-    axes.assign(v->second.begin(), v->second.end());
+  std::vector<int64_t> axes;
+  try {
+    axes = read_axes(n, lookup_in(g));
+  } catch (const Error&) {
+    return std::nullopt;  // axes that are no constant
   }
   const auto rank = static_cast<int64_t>(x->size());
   if (axes.empty() && n.int_or("noop_with_empty_axes", 0) != 0) return axes;

@@ -1,0 +1,199 @@
+// The readers of operator parameters in every opset's form (op_params.h).
+#include "frontend/op_params.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "support/error.h"
+
+namespace ktune::frontend {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Error unsupported(const std::string& why) { return Error(ErrorKind::kUnsupported, why); }
+
+int64_t count_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+bool is_integer_type(const std::string& type) {
+  return type.rfind("int", 0) == 0 || type.rfind("uint", 0) == 0;
+}
+
+// Input `index` of `n`, or nullptr when the node omits it ("" or past its inputs).
+const std::string* input_at(const Node& n, size_t index) {
+  return index < n.inputs.size() && !n.inputs[index].empty() ? &n.inputs[index] : nullptr;
+}
+
+// The integer values of input `index` (`what` names it in the error); nullopt when omitted.
+std::optional<std::vector<int64_t>> ints_at(const Node& n, size_t index, const char* what,
+                                            const ConstantLookup& constants) {
+  const std::string* tensor = input_at(n, index);
+  if (!tensor) return std::nullopt;
+  const auto c = constants(*tensor);
+  if (!c || static_cast<int64_t>(c->i64.size()) != count_of(c->shape))
+    throw unsupported(std::string(what) + " input '" + *tensor + "' is no integer constant");
+  return c->i64;
+}
+
+// The real values of input `index`; nullopt when omitted.
+std::optional<std::vector<double>> reals_at(const Node& n, size_t index, const char* what,
+                                            const ConstantLookup& constants) {
+  const std::string* tensor = input_at(n, index);
+  if (!tensor) return std::nullopt;
+  const auto c = constants(*tensor);
+  if (!c) throw unsupported(std::string(what) + " input '" + *tensor + "' is no constant");
+  if (!c->f32.empty()) return std::vector<double>(c->f32.begin(), c->f32.end());
+  return std::vector<double>(c->i64.begin(), c->i64.end());
+}
+
+// One scalar input (Clip's bounds, Pad's fill value); nullopt when omitted.
+std::optional<double> scalar_at(const Node& n, size_t index, const char* what,
+                                const ConstantLookup& constants) {
+  const auto v = reals_at(n, index, what, constants);
+  if (v && v->size() != 1) throw unsupported(std::string(what) + " that is no scalar");
+  return v ? std::optional<double>(v->front()) : std::nullopt;
+}
+
+}  // namespace
+
+ConstantLookup lookup_in(const Constants& constants) {
+  return [&constants](const std::string& tensor) -> std::optional<ConstantValue> {
+    const auto c = constants.find(tensor);
+    if (c == constants.end()) return std::nullopt;
+    return c->second;
+  };
+}
+
+ConstantLookup lookup_in(const Graph& g) {
+  return [&g](const std::string& tensor) -> std::optional<ConstantValue> {
+    const auto v = g.values.find(tensor);
+    if (v == g.values.end()) return std::nullopt;
+    ConstantValue c;
+    c.shape = g.shape(tensor).value_or(std::vector<int64_t>{static_cast<int64_t>(v->second.size())});
+    if (is_integer_type(g.type(tensor))) {
+      constexpr double kLimit = 4611686018427387904.0;  // 2^62: a sentinel such as INT64_MAX
+      for (double x : v->second)
+        c.i64.push_back(static_cast<int64_t>(std::clamp(std::trunc(x), -kLimit, kLimit)));
+    } else {
+      c.f32.assign(v->second.begin(), v->second.end());
+    }
+    return c;
+  };
+}
+
+ClipBounds read_clip(const Graph& g, const Node& n, const ConstantLookup& constants) {
+  ClipBounds b{-kInf, kInf};
+  if (g.opset < 11) {
+    b.lo = n.float_or("min", -kInf);
+    b.hi = n.float_or("max", kInf);
+  } else {
+    b.lo = scalar_at(n, 1, "a min", constants).value_or(-kInf);
+    b.hi = scalar_at(n, 2, "a max", constants).value_or(kInf);
+  }
+  // Opset 6's defaults are float's extremes: no bound.
+  if (b.lo <= std::numeric_limits<float>::lowest()) b.lo = -kInf;
+  if (b.hi >= std::numeric_limits<float>::max()) b.hi = kInf;
+  if (std::isnan(b.lo) || std::isnan(b.hi)) throw unsupported("a bound that is NaN");
+  return b;
+}
+
+SliceParams read_slice(const Graph& g, const Node& n, const ConstantLookup& constants) {
+  SliceParams p;
+  if (g.opset < 10) {
+    p.starts = n.ints("starts");
+    p.ends = n.ints("ends");
+    p.axes = n.ints("axes");
+  } else {
+    p.starts = ints_at(n, 1, "a starts", constants).value_or(std::vector<int64_t>{});
+    p.ends = ints_at(n, 2, "an ends", constants).value_or(std::vector<int64_t>{});
+    p.axes = ints_at(n, 3, "an axes", constants).value_or(std::vector<int64_t>{});
+    p.steps = ints_at(n, 4, "a steps", constants).value_or(std::vector<int64_t>{});
+  }
+  if (p.axes.empty())
+    for (size_t d = 0; d < p.starts.size(); ++d) p.axes.push_back(static_cast<int64_t>(d));
+  if (p.steps.empty()) p.steps.assign(p.starts.size(), 1);
+  const size_t k = p.starts.size();
+  if (p.ends.size() != k || p.axes.size() != k || p.steps.size() != k)
+    throw unsupported("starts, ends, axes and steps of different lengths");
+  return p;
+}
+
+SliceWindow slice_window(const SliceParams& p, const std::vector<int64_t>& shape) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  SliceWindow w{std::vector<int64_t>(shape.size(), 0), std::vector<int64_t>(shape.size(), 1), shape};
+  for (size_t k = 0; k < p.starts.size(); ++k) {
+    const int64_t axis = p.axes[k] < 0 ? p.axes[k] + rank : p.axes[k];
+    if (axis < 0 || axis >= rank) throw unsupported("an axis out of range");
+    const size_t d = static_cast<size_t>(axis);
+    const int64_t dim = shape[d], st = p.steps[k];
+    if (st == 0) throw unsupported("a step of 0");
+    int64_t b = p.starts[k] < 0 ? p.starts[k] + dim : p.starts[k];
+    int64_t e = p.ends[k] < 0 ? p.ends[k] + dim : p.ends[k];
+    if (st > 0) {
+      b = std::clamp<int64_t>(b, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+    } else {
+      b = std::clamp<int64_t>(b, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+    }
+    // ceil((e - b) / st), 0 when the range is empty.
+    w.extents[d] = st > 0 ? std::max<int64_t>(0, (e - b + st - 1) / st)
+                          : std::max<int64_t>(0, (b - e - st - 1) / -st);
+    w.start[d] = b;
+    w.step[d] = st;
+  }
+  return w;
+}
+
+PadParams read_pad(const Graph& g, const Node& n, const ConstantLookup& constants) {
+  PadParams p;
+  p.mode = n.text_or("mode", "constant");
+  if (g.opset < 11) {
+    p.pads = n.ints("pads");
+    p.value = n.float_or("value", 0.0);
+  } else {
+    p.pads = ints_at(n, 1, "a pads", constants).value_or(std::vector<int64_t>{});
+    p.value = scalar_at(n, 2, "a fill value", constants).value_or(0.0);
+    p.axes = ints_at(n, 3, "an axes", constants).value_or(std::vector<int64_t>{});
+  }
+  if (!p.axes.empty() && p.pads.size() != 2 * p.axes.size())
+    throw unsupported("pads of another length than 2 x axes");
+  if (p.pads.size() % 2 != 0) throw unsupported("an odd number of pads");
+  return p;
+}
+
+std::vector<int64_t> read_axes(const Node& n, const ConstantLookup& constants) {
+  if (n.attrs.count("axes")) return n.ints("axes");
+  return ints_at(n, 1, "an axes", constants).value_or(std::vector<int64_t>{});
+}
+
+ResizeParams read_resize(const Graph& g, const Node& n, const ConstantLookup& constants) {
+  ResizeParams p;
+  const bool v11 = n.op == "Resize" && g.opset >= 11;
+  if (n.attrs.count("scales")) {  // Upsample before opset 9
+    const auto& s = n.attrs.at("scales").floats;
+    p.scales.assign(s.begin(), s.end());
+  }
+  if (auto s = reals_at(n, v11 ? 2 : 1, "a scales", constants); s && !s->empty())
+    p.scales = *s;
+  if (p.scales.empty() && v11)
+    p.sizes = ints_at(n, 3, "a sizes", constants).value_or(std::vector<int64_t>{});
+  if (p.scales.empty() && p.sizes.empty()) throw unsupported("neither scales nor sizes");
+  if (n.attrs.count("axes")) throw unsupported("the axes attribute (opset 18)");
+  p.mode = n.text_or("mode", "nearest");
+  p.coordinates = v11 ? n.text_or("coordinate_transformation_mode", "half_pixel") : "asymmetric";
+  p.nearest = v11 ? n.text_or("nearest_mode", "round_prefer_floor") : "simple";
+  return p;
+}
+
+SoftmaxAxis read_softmax_axis(const Graph& g, const Node& n) {
+  if (g.opset >= 13) return {n.int_or("axis", -1), false};
+  return {n.int_or("axis", 1), true};
+}
+
+}  // namespace ktune::frontend

@@ -1,0 +1,87 @@
+// Defines the readers of the operator parameters ONNX moved from attributes to inputs across
+// opsets (Clip 11, Slice 10, Pad 11, Squeeze/Unsqueeze/ReduceSum 13, the other reductions 18,
+// Resize 10 and 11, Softmax's axis 13): one reader per operator, for every form it has from opset
+// 9 on, used by the graph passes, the epilogue fuser, constant folding and a model build alike.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx_graph.h"
+
+namespace ktune::frontend {
+
+// Where a reader finds a node's constant inputs: the value of `tensor`, or nullopt when it is no
+// constant the caller knows. A model build knows every constant (lookup_in(Constants)); the graph
+// passes and the fuser know the small ones (Graph::values); constant folding, what it folded.
+using ConstantLookup = std::function<std::optional<ConstantValue>(const std::string& tensor)>;
+ConstantLookup lookup_in(const Constants& constants);
+// Graph::values: integer-typed tensors come as i64 (INT64_MAX, a "to the end", as 2^62), the
+// others as f32.
+ConstantLookup lookup_in(const Graph& g);
+
+// Every reader throws Error(kUnsupported) with the reason (no node name: the caller adds it) when
+// a parameter the node gives is no constant the lookup knows, or is malformed.
+
+// Clip: min and max as attributes before opset 11, as optional scalar inputs from 11 on. An
+// absent bound, or opset 6's float extremes, is infinite.
+struct ClipBounds {
+  double lo, hi;
+};
+ClipBounds read_clip(const Graph& g, const Node& n, const ConstantLookup& constants);
+
+// Slice: starts, ends, axes as attributes before opset 10; starts, ends, axes, steps as inputs
+// from 10 on. `axes` defaults to 0..k-1 and `steps` to 1s; all four have one length. The values
+// are ONNX's (negative from the end, not clamped).
+struct SliceParams {
+  std::vector<int64_t> starts, ends, axes, steps;
+};
+SliceParams read_slice(const Graph& g, const Node& n, const ConstantLookup& constants);
+
+// A Slice resolved against its input's shape: per input axis the first index, the step and the
+// output's extent (ONNX's rules: negative starts and ends count from the end and are clamped into
+// the axis, so INT64_MAX means "to the end"; a negative step runs backwards). Throws
+// Error(kUnsupported) for an axis out of range or a step of 0.
+struct SliceWindow {
+  std::vector<int64_t> start, step, extents;
+};
+SliceWindow slice_window(const SliceParams& p, const std::vector<int64_t>& shape);
+
+// Pad: pads and the fill value as attributes before opset 11, as inputs from 11 on (the axes
+// they apply to from 18); pads = [begin of each axis..., end of each axis...]. `axes` empty = every
+// axis of the input in order; `mode` "constant", "reflect", "edge" or "wrap".
+struct PadParams {
+  std::vector<int64_t> pads, axes;
+  double value = 0;
+  std::string mode;
+};
+PadParams read_pad(const Graph& g, const Node& n, const ConstantLookup& constants);
+
+// Reduce*, Squeeze, Unsqueeze: the axes attribute (before opset 13; the reductions other than
+// ReduceSum before 18), else the second input, else empty (every axis, or noop_with_empty_axes).
+std::vector<int64_t> read_axes(const Node& n, const ConstantLookup& constants);
+
+// Resize (opset 10: X, scales; 11 on: X, roi, scales, sizes) and Upsample (X, scales; its
+// attribute in opset 7 to 8): scales, else sizes; before opset 11 the coordinates are asymmetric
+// and nearest rounds as "simple" (floor).
+struct ResizeParams {
+  std::vector<double> scales;  // one per axis, empty when sizes are given instead
+  std::vector<int64_t> sizes;
+  std::string mode;         // "nearest", "linear", "cubic"
+  std::string coordinates;  // coordinate_transformation_mode
+  std::string nearest;      // nearest_mode
+};
+ResizeParams read_resize(const Graph& g, const Node& n, const ConstantLookup& constants);
+
+// Softmax and LogSoftmax: from opset 13 one axis (default the last); before, the input flattened
+// to 2-D at `axis` (default 1), normalized over its second dimension.
+struct SoftmaxAxis {
+  int64_t axis;
+  bool flattened;  // before opset 13
+};
+SoftmaxAxis read_softmax_axis(const Graph& g, const Node& n);
+
+}  // namespace ktune::frontend
