@@ -72,12 +72,16 @@ Mapped TaskExtractor::map_anchor(size_t i) {
     return NotMapped{"not int8: " + r->second};
   if (!n.domain.empty()) return std::monostate{};
   if (quantized_at_.count(i)) return map_quantized(i);
-  if (n.op == "Conv") return map_conv(i);
-  if (n.op == "Gemm" || n.op == "MatMul") return map_gemm(i);
-  if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "GlobalAveragePool" ||
-      n.op == "GlobalMaxPool")
-    return map_pool(n);
-  return std::monostate{};
+  const OperatorInfo* info = operator_info(n.op);
+  if (!info || info->family != OpFamily::kAnchor) return std::monostate{};
+  // The task families by the operator table's name for them, each mapped in its own file.
+  using Family = Mapped (*)(TaskExtractor&, size_t);
+  static const std::map<std::string, Family> kFamilies = {
+      {"conv", [](TaskExtractor& t, size_t node) { return t.map_conv(node); }},
+      {"matmul", [](TaskExtractor& t, size_t node) { return t.map_gemm(node); }},
+      {"pool", [](TaskExtractor& t, size_t node) { return t.map_pool(t.g_.nodes[node]); }},
+  };
+  return kFamilies.at(info->tasks)(*this, i);
 }
 
 ModelTasks TaskExtractor::run() {

@@ -74,7 +74,8 @@ ConstantLookup lookup_in(const Graph& g) {
     const auto v = g.values.find(tensor);
     if (v == g.values.end()) return std::nullopt;
     ConstantValue c;
-    c.shape = g.shape(tensor).value_or(std::vector<int64_t>{static_cast<int64_t>(v->second.size())});
+    c.shape =
+        g.shape(tensor).value_or(std::vector<int64_t>{static_cast<int64_t>(v->second.size())});
     if (is_integer_type(g.type(tensor))) {
       constexpr double kLimit = 4611686018427387904.0;  // 2^62: a sentinel such as INT64_MAX
       for (double x : v->second)
@@ -125,7 +126,8 @@ SliceParams read_slice(const Graph& g, const Node& n, const ConstantLookup& cons
 
 SliceWindow slice_window(const SliceParams& p, const std::vector<int64_t>& shape) {
   const int64_t rank = static_cast<int64_t>(shape.size());
-  SliceWindow w{std::vector<int64_t>(shape.size(), 0), std::vector<int64_t>(shape.size(), 1), shape};
+  SliceWindow w{std::vector<int64_t>(shape.size(), 0), std::vector<int64_t>(shape.size(), 1),
+                shape};
   for (size_t k = 0; k < p.starts.size(); ++k) {
     const int64_t axis = p.axes[k] < 0 ? p.axes[k] + rank : p.axes[k];
     if (axis < 0 || axis >= rank) throw unsupported("an axis out of range");
@@ -179,8 +181,7 @@ ResizeParams read_resize(const Graph& g, const Node& n, const ConstantLookup& co
     const auto& s = n.attrs.at("scales").floats;
     p.scales.assign(s.begin(), s.end());
   }
-  if (auto s = reals_at(n, v11 ? 2 : 1, "a scales", constants); s && !s->empty())
-    p.scales = *s;
+  if (auto s = reals_at(n, v11 ? 2 : 1, "a scales", constants); s && !s->empty()) p.scales = *s;
   if (p.scales.empty() && v11)
     p.sizes = ints_at(n, 3, "a sizes", constants).value_or(std::vector<int64_t>{});
   if (p.scales.empty() && p.sizes.empty()) throw unsupported("neither scales nor sizes");

@@ -10,14 +10,15 @@ namespace ktune::frontend {
 const std::vector<OperatorInfo>& operator_table() {
   using F = OpFamily;
   static const std::vector<OperatorInfo> table = {
-      // Tasks (model_tasks.cc); a ConvTranspose becomes a Conv first (conv_transpose_as_conv).
-      {"Conv", F::kAnchor, ""},
-      {"Gemm", F::kAnchor, ""},
-      {"MatMul", F::kAnchor, ""},
-      {"MaxPool", F::kAnchor, ""},
-      {"AveragePool", F::kAnchor, ""},
-      {"GlobalAveragePool", F::kAnchor, ""},
-      {"GlobalMaxPool", F::kAnchor, ""},
+      // Tasks, mapped by their family's file (task_extractor.h); a ConvTranspose becomes a Conv
+      // first (conv_transpose_as_conv).
+      {"Conv", F::kAnchor, "", "conv"},
+      {"Gemm", F::kAnchor, "", "matmul"},
+      {"MatMul", F::kAnchor, "", "matmul"},
+      {"MaxPool", F::kAnchor, "", "pool"},
+      {"AveragePool", F::kAnchor, "", "pool"},
+      {"GlobalAveragePool", F::kAnchor, "", "pool"},
+      {"GlobalMaxPool", F::kAnchor, "", "pool"},
       // Views.
       {"Flatten", F::kView, ""},
       {"Reshape", F::kView, ""},

@@ -28,6 +28,9 @@ struct OperatorInfo {
   // reduction's ("sum", "max"), or for the data, normalize and quantize families the kernel's
   // name ("concat", "softmax", "quantize"); "" for anchors, views and constants.
   std::string kernel;
+  // An anchor's task family, whose file maps its nodes onto templates: "conv" (tasks_conv.cc),
+  // "matmul" (tasks_matmul.cc), "pool" (tasks_pool.cc); "" for the other families.
+  std::string tasks = "";
 };
 
 // The entry of `op` (an operator of the default domain), or nullptr for one ktune does not read.

@@ -1,6 +1,7 @@
 // Defines TaskExtractor, the pass of extract_tasks (model_tasks.h) over a Graph: each anchor
 // family maps its nodes onto templates in a file of its own (tasks_conv.cc, tasks_matmul.cc,
-// tasks_pool.cc, tasks_quantized.cc); model_tasks.cc walks the graph and merges the workloads.
+// tasks_pool.cc, tasks_quantized.cc); model_tasks.cc walks the graph, hands each anchor to the
+// family the operator table names (OperatorInfo::tasks) and merges the workloads.
 // Internal to frontend/.
 #pragma once
 

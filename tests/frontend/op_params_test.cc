@@ -40,13 +40,17 @@ Graph at_opset(int64_t opset) {
 }
 
 // A build's constants: int64 parameters and float scalars.
-const Constants kConstants = {
-    {"starts", {{2}, {}, {1, -3}}},  {"ends", {{2}, {}, {kEnd, -1}}},
-    {"axes", {{2}, {}, {2, 3}}},     {"steps", {{2}, {}, {1, 2}}},
-    {"pads", {{4}, {}, {0, 1, 2, 3}}}, {"fill", {{}, {0.5f}, {}}},
-    {"lo", {{}, {0.0f}, {}}},        {"hi", {{}, {6.0f}, {}}},
-    {"scales", {{4}, {1, 1, 2, 2}, {}}}, {"sizes", {{4}, {}, {1, 8, 32, 32}}},
-    {"wide", {{2}, {0, 6}, {}}}};
+const Constants kConstants = {{"starts", {{2}, {}, {1, -3}}},
+                              {"ends", {{2}, {}, {kEnd, -1}}},
+                              {"axes", {{2}, {}, {2, 3}}},
+                              {"steps", {{2}, {}, {1, 2}}},
+                              {"pads", {{4}, {}, {0, 1, 2, 3}}},
+                              {"fill", {{}, {0.5f}, {}}},
+                              {"lo", {{}, {0.0f}, {}}},
+                              {"hi", {{}, {6.0f}, {}}},
+                              {"scales", {{4}, {1, 1, 2, 2}, {}}},
+                              {"sizes", {{4}, {}, {1, 8, 32, 32}}},
+                              {"wide", {{2}, {0, 6}, {}}}};
 
 int64_t error_kind_of(const std::function<void()>& read) {
   try {
@@ -58,8 +62,9 @@ int64_t error_kind_of(const std::function<void()>& read) {
 }
 
 TEST(OpParams, ClipBoundsAreTheSameAsAttributesAndAsInputs) {
-  const ClipBounds six = read_clip(
-      at_opset(6), node("Clip", {"x"}, {{"min", real(0)}, {"max", real(6)}}), lookup_in(kConstants));
+  const ClipBounds six =
+      read_clip(at_opset(6), node("Clip", {"x"}, {{"min", real(0)}, {"max", real(6)}}),
+                lookup_in(kConstants));
   EXPECT_EQ(six.lo, 0);
   EXPECT_EQ(six.hi, 6);
   const ClipBounds eleven =
@@ -67,13 +72,15 @@ TEST(OpParams, ClipBoundsAreTheSameAsAttributesAndAsInputs) {
   EXPECT_EQ(eleven.lo, six.lo);
   EXPECT_EQ(eleven.hi, six.hi);
   // An omitted bound, and opset 6's float extremes, are none.
-  const ClipBounds low_only = read_clip(at_opset(13), node("Clip", {"x", "lo"}), lookup_in(kConstants));
+  const ClipBounds low_only =
+      read_clip(at_opset(13), node("Clip", {"x", "lo"}), lookup_in(kConstants));
   EXPECT_EQ(low_only.lo, 0);
   EXPECT_EQ(low_only.hi, kInf);
   const ClipBounds extremes = read_clip(at_opset(6), node("Clip", {"x"}), lookup_in(kConstants));
   EXPECT_EQ(extremes.lo, -kInf);
   EXPECT_EQ(extremes.hi, kInf);
-  const ClipBounds skipped = read_clip(at_opset(12), node("Clip", {"x", "", "hi"}), lookup_in(kConstants));
+  const ClipBounds skipped =
+      read_clip(at_opset(12), node("Clip", {"x", "", "hi"}), lookup_in(kConstants));
   EXPECT_EQ(skipped.lo, -kInf);
   EXPECT_EQ(skipped.hi, 6);
   // A bound that is an activation, or no scalar, is refused.
@@ -101,14 +108,14 @@ TEST(OpParams, SliceIsTheSameAsAttributesAndAsInputsAndResolvesAsOnnxSays) {
   EXPECT_EQ(nine.steps, (std::vector<int64_t>{1, 1}));
   EXPECT_EQ(thirteen.steps, nine.steps);
   // Axes default to the first ones.
-  EXPECT_EQ(read_slice(at_opset(13), node("Slice", {"x", "starts", "ends"}), lookup_in(kConstants))
-                .axes,
-            (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(
+      read_slice(at_opset(13), node("Slice", {"x", "starts", "ends"}), lookup_in(kConstants)).axes,
+      (std::vector<int64_t>{0, 1}));
   // On [1, 8, 16, 16] with steps 1 and 2: rows 1.. (15), columns 13, 15 (one: 13 up to 15).
-  const SliceWindow w = slice_window(
-      read_slice(at_opset(13), node("Slice", {"x", "starts", "ends", "axes", "steps"}),
-                 lookup_in(kConstants)),
-      {1, 8, 16, 16});
+  const SliceWindow w =
+      slice_window(read_slice(at_opset(13), node("Slice", {"x", "starts", "ends", "axes", "steps"}),
+                              lookup_in(kConstants)),
+                   {1, 8, 16, 16});
   EXPECT_EQ(w.start, (std::vector<int64_t>{0, 0, 1, 13}));
   EXPECT_EQ(w.step, (std::vector<int64_t>{1, 1, 1, 2}));
   EXPECT_EQ(w.extents, (std::vector<int64_t>{1, 8, 15, 1}));
@@ -123,7 +130,8 @@ TEST(OpParams, SliceIsTheSameAsAttributesAndAsInputsAndResolvesAsOnnxSays) {
   EXPECT_EQ(error_kind_of([] { slice_window(SliceParams{{0}, {1}, {0}, {0}}, {4}); }), unsupported);
   EXPECT_EQ(error_kind_of([] { slice_window(SliceParams{{0}, {1}, {1}, {1}}, {4}); }), unsupported);
   EXPECT_EQ(error_kind_of([] {
-              read_slice(at_opset(9), node("Slice", {"x"}, {{"starts", ints({0, 1})}, {"ends", ints({1})}}),
+              read_slice(at_opset(9),
+                         node("Slice", {"x"}, {{"starts", ints({0, 1})}, {"ends", ints({1})}}),
                          lookup_in(kConstants));
             }),
             unsupported);
@@ -136,10 +144,12 @@ TEST(OpParams, SliceIsTheSameAsAttributesAndAsInputsAndResolvesAsOnnxSays) {
 TEST(OpParams, PadIsTheSameAsAttributesAndAsInputs) {
   const PadParams two = read_pad(
       at_opset(2),
-      node("Pad", {"x"}, {{"pads", ints({0, 1, 2, 3})}, {"value", real(0.5f)}, {"mode", text("reflect")}}),
+      node("Pad", {"x"},
+           {{"pads", ints({0, 1, 2, 3})}, {"value", real(0.5f)}, {"mode", text("reflect")}}),
       lookup_in(kConstants));
-  const PadParams eleven = read_pad(at_opset(11), node("Pad", {"x", "pads", "fill"}, {{"mode", text("reflect")}}),
-                                    lookup_in(kConstants));
+  const PadParams eleven =
+      read_pad(at_opset(11), node("Pad", {"x", "pads", "fill"}, {{"mode", text("reflect")}}),
+               lookup_in(kConstants));
   EXPECT_EQ(two.pads, (std::vector<int64_t>{0, 1, 2, 3}));
   EXPECT_EQ(eleven.pads, two.pads);
   EXPECT_EQ(two.value, 0.5);
@@ -153,10 +163,11 @@ TEST(OpParams, PadIsTheSameAsAttributesAndAsInputs) {
   EXPECT_EQ(eighteen.axes, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(eighteen.value, 0);
   EXPECT_EQ(eighteen.mode, "constant");
-  EXPECT_EQ(error_kind_of([] {
-              read_pad(at_opset(18), node("Pad", {"x", "starts", "", "axes"}), lookup_in(kConstants));
-            }),
-            static_cast<int64_t>(ErrorKind::kUnsupported));  // 2 pads for 2 axes
+  EXPECT_EQ(
+      error_kind_of([] {
+        read_pad(at_opset(18), node("Pad", {"x", "starts", "", "axes"}), lookup_in(kConstants));
+      }),
+      static_cast<int64_t>(ErrorKind::kUnsupported));  // 2 pads for 2 axes
 }
 
 TEST(OpParams, AxesAreTheAttributeElseTheSecondInput) {
@@ -167,7 +178,9 @@ TEST(OpParams, AxesAreTheAttributeElseTheSecondInput) {
   EXPECT_EQ(read_axes(node("Squeeze", {"x", "axes"}), lookup_in(kConstants)),
             (std::vector<int64_t>{2, 3}));
   EXPECT_TRUE(read_axes(node("ReduceMean", {"x"}), lookup_in(kConstants)).empty());
-  EXPECT_EQ(error_kind_of([] { read_axes(node("ReduceMax", {"x", "x"}), lookup_in(kConstants)); }),
+  EXPECT_EQ(error_kind_of([] {
+              read_axes(node("ReduceMax", {"x", "x"}), lookup_in(kConstants));
+            }),
             static_cast<int64_t>(ErrorKind::kUnsupported));
 }
 
@@ -176,8 +189,10 @@ TEST(OpParams, ResizeReadsScalesOrSizesWithEachOpsetsCoordinates) {
   const ResizeParams seven = read_resize(
       at_opset(7), node("Upsample", {"x"}, {{"scales", Attribute{{}, {1, 1, 2, 2}, {}, {}}}}),
       lookup_in(kConstants));
-  const ResizeParams nine = read_resize(at_opset(9), node("Upsample", {"x", "scales"}), lookup_in(kConstants));
-  const ResizeParams ten = read_resize(at_opset(10), node("Resize", {"x", "scales"}), lookup_in(kConstants));
+  const ResizeParams nine =
+      read_resize(at_opset(9), node("Upsample", {"x", "scales"}), lookup_in(kConstants));
+  const ResizeParams ten =
+      read_resize(at_opset(10), node("Resize", {"x", "scales"}), lookup_in(kConstants));
   for (const ResizeParams* p : {&seven, &nine, &ten}) {
     EXPECT_EQ(p->scales, (std::vector<double>{1, 1, 2, 2}));
     EXPECT_EQ(p->coordinates, "asymmetric");
@@ -193,8 +208,9 @@ TEST(OpParams, ResizeReadsScalesOrSizesWithEachOpsetsCoordinates) {
   EXPECT_EQ(thirteen.mode, "linear");
   EXPECT_EQ(thirteen.coordinates, "half_pixel");
   EXPECT_EQ(thirteen.nearest, "round_prefer_floor");
-  EXPECT_EQ(read_resize(at_opset(11), node("Resize", {"x", "", "scales"}), lookup_in(kConstants)).scales,
-            seven.scales);
+  EXPECT_EQ(
+      read_resize(at_opset(11), node("Resize", {"x", "", "scales"}), lookup_in(kConstants)).scales,
+      seven.scales);
   EXPECT_EQ(error_kind_of([] {
               read_resize(at_opset(13), node("Resize", {"x", "", ""}), lookup_in(kConstants));
             }),
@@ -224,7 +240,9 @@ TEST(OpParams, TheGraphsSmallValuesReadLikeABuildsConstants) {
   EXPECT_EQ(b.lo, 0);
   EXPECT_EQ(b.hi, 6);
   // A float tensor is no integer parameter.
-  EXPECT_EQ(error_kind_of([&] { read_slice(g, node("Slice", {"x", "lo", "hi"}), lookup_in(g)); }),
+  EXPECT_EQ(error_kind_of([&] {
+              read_slice(g, node("Slice", {"x", "lo", "hi"}), lookup_in(g));
+            }),
             static_cast<int64_t>(ErrorKind::kUnsupported));
 }
 

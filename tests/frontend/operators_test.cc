@@ -18,6 +18,12 @@ TEST(OperatorTable, OneRowPerOperatorAndKernelsWhereTheFamilyComputes) {
     const bool computes = info.family != OpFamily::kAnchor && info.family != OpFamily::kView &&
                           info.family != OpFamily::kConstant;
     EXPECT_EQ(!info.kernel.empty(), computes) << info.op;
+    // An anchor names the task family that maps it; no other row does.
+    if (info.family == OpFamily::kAnchor)
+      EXPECT_TRUE(info.tasks == "conv" || info.tasks == "matmul" || info.tasks == "pool")
+          << info.op << ": " << info.tasks;
+    else
+      EXPECT_EQ(info.tasks, "") << info.op;
     EXPECT_EQ(operator_info(info.op), &info);
   }
   EXPECT_EQ(operator_info("NonMaxSuppression"), nullptr);
