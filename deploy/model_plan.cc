@@ -488,6 +488,30 @@ std::vector<BlockedNode> plan_verdict(
   return planner.blocked();
 }
 
+size_t untune_generated_tasks(frontend::ModelTasks& tasks, const frontend::Graph& graph,
+                              const std::map<std::string, frontend::ConstantValue>& constants,
+                              const std::string& target) {
+  PlanOptions options;
+  options.target = target;
+  options.verdict_only = true;
+  Planner planner(graph, constants, "verdict", options);
+  const ModelPlan plan = planner.run();
+  std::set<std::string> from_template, generated;
+  for (const PlanStep& s : plan.steps)
+    if (s.task) (s.kind == "task" ? from_template : generated).insert(s.task->workload_key());
+  size_t marked = 0;
+  for (frontend::ModelTask& t : tasks.tasks) {
+    if (!t.tunable) continue;
+    const std::string key = t.tunable->workload_key();
+    if (!generated.count(key) || from_template.count(key)) continue;
+    t.mark_built_generated(
+        "a model build runs it as a generated kernel: a pool on channel-blocked data runs "
+        "blocked");
+    ++marked;
+  }
+  return marked;
+}
+
 StepSources step_sources(const ModelPlan& plan) {
   StepSources n;
   for (const PlanStep& s : plan.steps) {

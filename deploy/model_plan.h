@@ -14,6 +14,10 @@
 #include "schedule_space/task.h"
 #include "te/ir.h"
 
+namespace ktune::frontend {
+struct ModelTasks;  // frontend/model_tasks.h
+}  // namespace ktune::frontend
+
 namespace ktune::deploy {
 
 // Where a tensor's bytes live while the model runs.
@@ -104,6 +108,14 @@ ModelPlan plan_model(const frontend::Graph& graph,
 std::vector<BlockedNode> plan_verdict(
     const frontend::Graph& graph, const std::map<std::string, frontend::ConstantValue>& constants,
     const std::string& target);
+
+// Marks the tasks of `tasks` that a model build of `graph` for `target` never runs from their
+// template (every occurrence a generated kernel instead: a pool whose input is channel-blocked
+// runs blocked) as not tunable, with that reason: tuning them would not change what ships. Plans
+// as plan_verdict does. Returns how many were marked.
+size_t untune_generated_tasks(frontend::ModelTasks& tasks, const frontend::Graph& graph,
+                              const std::map<std::string, frontend::ConstantValue>& constants,
+                              const std::string& target);
 
 // "2 nodes cannot be built: node 'a' (Resize): why; node 'b' (...): why", the one line every
 // refusal of a model gives.

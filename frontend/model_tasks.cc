@@ -193,6 +193,13 @@ ModelTask TaskExtractor::make_task(const Candidate& c) const {
 
 // Sets status, refused and tunable by asking the templates (Task::create) for the listed form,
 // then the bare operator, then the substitute template (with the epilogue, then without).
+void ModelTask::mark_built_generated(const std::string& why) {
+  built_generated = why;
+  tunable.reset();
+  status = TaskStatus::kRefused;
+  refused = why;
+}
+
 void resolve(ModelTask& t, const schedule_space::TargetTraits& target) {
   t.refused.clear();
   t.tunable.reset();

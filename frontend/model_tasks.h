@@ -55,9 +55,15 @@ struct ModelTask {
   // count and layers are those of that task; its flop is the direct operator's, so that GFLOP/s
   // compare. Only alternatives a template takes (kOk) are listed.
   std::optional<size_t> alternative_of;
+  // Why a model build runs no kernel of this task's template ("" = it does): a pool on
+  // channel-blocked data runs a generated blocked pool (deploy::untune_generated_tasks). Such a
+  // task is not tuned: tunable is empty and `refused` says this.
+  std::string built_generated;
 
   // "conv2d_nchwc(N=1,C=64,...,epilogue=bias_relu)" — the key it should have (args as listed).
   std::string key() const;
+  // Marks it built_generated for `why`: not tunable, refused with that reason.
+  void mark_built_generated(const std::string& why);
 };
 
 // An operator of the model that no task covers (and that no task fused), with its count.

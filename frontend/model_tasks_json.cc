@@ -25,6 +25,7 @@ nlohmann::json to_json(const ModelTasks& m) {
     if (t.status != TaskStatus::kOk) tj["refused"] = t.refused;
     if (!t.substitute.empty()) tj["substitute"] = t.substitute;
     if (t.tunable) tj["tuned_as"] = t.tunable->workload_key();
+    if (!t.built_generated.empty()) tj["built_generated"] = t.built_generated;
     if (t.alternative_of) tj["alternative_of"] = *t.alternative_of;
     j["tasks"].push_back(std::move(tj));
   }
@@ -73,6 +74,9 @@ ModelTasks tasks_from_json(const nlohmann::json& j, const schedule_space::Target
         t.alternative_of = static_cast<size_t>(of);
       }
       resolve(t, target);
+      // The client planned the model: what its build runs generated stays untuned here.
+      if (const std::string why = tj.value("built_generated", ""); !why.empty())
+        t.mark_built_generated(why);
       m.tasks.push_back(std::move(t));
     }
     for (const auto& u : j.value("unsupported", nlohmann::json::array()))

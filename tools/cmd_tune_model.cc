@@ -239,13 +239,6 @@ std::optional<tuning_db::StepThreadsRow> add_built_model(
     }
     deploy::ModelRunner runner(m);
     const deploy::ModelTiming t = deploy::time_model(runner, m.plan, buffers, 2, kModelRuns);
-    // A task the build runs as a generated kernel instead (a pool on blocked data) leaves the
-    // tuned sum; the generated kernel's measured time enters it with the others.
-    double replaced_s = 0;
-    for (const auto& s : m.plan.steps)
-      if (s.kind != "task" && s.task)
-        for (const auto& rt : report.tasks)
-          if (rt.tuned_as == s.task->workload_key()) replaced_s += rt.best_s;
     j["estimated_s"] = t.task_s() + t.other_s();
     j["built_model"] = {{"measured_s", t.median_s},
                         {"runs", t.runs},
@@ -254,7 +247,7 @@ std::optional<tuning_db::StepThreadsRow> add_built_model(
                         {"kernels", m.plan.steps.size()},
                         {"task_kernels_s", t.task_s()},
                         {"other_kernels_s", t.other_s()},
-                        {"tuned_kernels_s", report.tuned_s - replaced_s + t.other_s()},
+                        {"tuned_kernels_s", report.tuned_s + t.other_s()},
                         {"threads", threads},
                         {"step_threads_measured_at", threads > 1 ? threads : m.step_threads_at}};
   } catch (const Error& e) {
@@ -292,7 +285,9 @@ void run_tune_model(TuneModelOptions o) {
     throw Error(ErrorKind::kUnsupported,
                 o.model + " cannot be tuned as a model: " + deploy::blocked_text(blocked) +
                     " (ktune tasks lists them)");
-  const frontend::ModelTasks tasks = frontend::extract_tasks(model.graph, traits);
+  frontend::ModelTasks tasks = frontend::extract_tasks(model.graph, traits);
+  // Only what a build runs from its template is tuned (a pool on blocked data runs generated).
+  deploy::untune_generated_tasks(tasks, model.graph, model.constants, target.str());
   o.tuning.scheduler.trials = trial_budget(o.trials, tasks, o.tuning.scheduler.batch_size);
   o.tuning.session.seed = o.tuning.scheduler.seed;
   o.tuning.session.transfer = !o.no_transfer;
