@@ -15,6 +15,7 @@
 #include "codegen/runtime.h"
 #include "codegen/target.h"
 #include "support/error.h"
+#include "tuning_db/record.h"
 
 namespace ktune::deploy {
 namespace {
@@ -124,7 +125,14 @@ ModelTiming time_model(ModelRunner& runner, const ModelPlan& plan, const ModelBu
   t.median_s = median(seconds);
   t.min_s = seconds.front();
   t.max_s = seconds.back();
+  t.q1_s = seconds[seconds.size() / 4];
+  t.q3_s = seconds[(3 * seconds.size()) / 4 < seconds.size() ? (3 * seconds.size()) / 4
+                                                             : seconds.size() - 1];
   return t;
+}
+
+bool ModelTiming::noisy() const {
+  return median_s > 0 && (q3_s - q1_s) / median_s > tuning_db::kNoisySpread;
 }
 
 tuning_db::StepThreadsRow measure_step_threads(const BuiltModel& model, const ModelBuffers& buffers,
@@ -200,15 +208,16 @@ std::string step_threads_summary(const tuning_db::StepThreadsRow& row) {
   // measure_step_threads times the model end to end only when some step was capped.
   if (row.capped_s == 0)
     return at + "no step clearly faster on one thread; every step on every thread";
+  // A ratio, not two more latencies: the model's own figure is the one a command leads with.
   if (one == 0)
     return at + fmt::format(
-                    "the steps faster on one thread made the model slower end to end ({:.4f} ms "
-                    "with them against {:.4f} ms without); every step on every thread",
-                    row.capped_s * 1e3, row.uncapped_s * 1e3);
+                    "the steps faster on one thread made the model {:.1f}% slower end to end; "
+                    "every step on every thread",
+                    100 * (row.capped_s / row.uncapped_s - 1));
   return at + fmt::format(
-                  "{} steps on one thread; end to end {:.4f} ms with them against {:.4f} ms "
-                  "all at {} threads",
-                  one, row.capped_s * 1e3, row.uncapped_s * 1e3, row.threads);
+                  "{} steps on one thread: the model {:.1f}% faster end to end than all at "
+                  "{} threads",
+                  one, 100 * (1 - row.capped_s / row.uncapped_s), row.threads);
 }
 
 StepThreadsMeasured measure_step_threads_here(const BuiltModel& model,

@@ -44,6 +44,11 @@ class ModelBuffers {
 struct ModelTiming {
   int runs = 0;
   double median_s = 0, min_s = 0, max_s = 0;  // end to end (<name>_run), after the warm-up
+  // The end-to-end runs' quartiles: a busy machine widens the middle half (one slow run, a
+  // preempted one, only moves max_s).
+  double q1_s = 0, q3_s = 0;
+  // The middle half spreads more than tuning_db::kNoisySpread of the median: not a usable figure.
+  bool noisy() const;
   std::vector<double> step_s;  // per plan step: the median of `runs` one-at-a-time runs
   // Sum of step_s over the steps of kind "task", and over the others (layout, elementwise).
   double task_s() const;

@@ -237,6 +237,9 @@ void run_model(const RunCmdOptions& o) {
                                 {"median_ms", med * 1e3},
                                 {"min_ms", timing.min_s * 1e3},
                                 {"max_ms", timing.max_s * 1e3},
+                                {"q1_ms", timing.q1_s * 1e3},
+                                {"q3_ms", timing.q3_s * 1e3},
+                                {"noisy", timing.noisy()},
                                 {"threads", codegen::num_threads()},
                                 {"step_threads", step_threads_note},
                                 {"outputs_finite", finite},
@@ -271,6 +274,11 @@ void run_model(const RunCmdOptions& o) {
       "latency: median {:.4f} ms, min {:.4f}, max {:.4f} over {} runs ({} warm-up); layers one at "
       "a time sum to {:.4f} ms\n",
       med * 1e3, timing.min_s * 1e3, timing.max_s * 1e3, o.runs, o.warmup, layers_total * 1e3);
+  if (timing.noisy())
+    std::cout << fmt::format(
+        "noisy: the middle half of the runs spread {:.0f}% of the median ({:.4f} to {:.4f} ms): "
+        "not a usable figure; run again on a quieter machine\n",
+        100 * (timing.q3_s - timing.q1_s) / med, timing.q1_s * 1e3, timing.q3_s * 1e3);
   for (size_t j = 0; j < errors.size(); ++j)
     std::cout << fmt::format(
         "check: output {} ({}): max |ktune - ONNX Runtime| / max |ONNX Runtime| = {:.2e} "

@@ -52,10 +52,17 @@ void run_health(const ServerCommandOptions& o) {
   client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
   const std::string path = o.ready ? "/readyz" : "/healthz";
   const httplib::Result res = client.Get(path);
-  if (!res)
-    throw Error(ErrorKind::kIo, "cannot reach " + o.http_address + path + ": " +
-                                    httplib::to_string(res.error()) +
+  if (!res) {
+    // httplib's names ("Connection", "Read") are one word: say what happened.
+    const httplib::Error e = res.error();
+    const std::string what = e == httplib::Error::Connection ? "the connection failed (refused, "
+                                                               "or no route)"
+                             : e == httplib::Error::ConnectionTimeout ? "no connection in time"
+                             : e == httplib::Error::Read              ? "no answer in time"
+                                                                      : httplib::to_string(e);
+    throw Error(ErrorKind::kIo, "cannot reach " + o.http_address + path + ": " + what +
                                     " (is it the server's --metrics-port?)");
+  }
   if (res->status != 200) {
     std::string body;  // its lines joined: one error line
     std::istringstream lines(res->body);

@@ -210,6 +210,12 @@ void print_lead(std::FILE* out, const tuner::ModelTuningReport& report,
                model.c_str(), ms(run).c_str(), built.value("runs", 0), built.value("threads", 1),
                built.value("threads", 1) == 1 ? "" : "s", ms(built["min_s"].get<double>()).c_str(),
                ms(built["max_s"].get<double>()).c_str(), built.value("kernels", 0));
+  if (built.value("noisy", false))
+    std::fprintf(out,
+                 "  NOISY: the middle half of the runs spread %.0f%% of the median (%s to %s ms): "
+                 "not a usable figure; run again on a quieter machine\n",
+                 100 * (built["q3_s"].get<double>() - built["q1_s"].get<double>()) / run,
+                 ms(built["q1_s"].get<double>()).c_str(), ms(built["q3_s"].get<double>()).c_str());
   // Where that time goes, as shares (the in-order timing is no second latency to quote).
   const double tasks_s = built["task_kernels_s"].get<double>();
   const double other_s = built["other_kernels_s"].get<double>();
@@ -254,10 +260,10 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
     noisy_layers += t.value("noisy", false) ? 1 : 0;
   if (noisy_layers > 0)
     std::fprintf(out,
-                 "  noisy: %zu task%s' rounds spread more than %.0f%%: not compared with the "
+                 "  noisy: %zu task%s rounds spread more than %.0f%%: not compared with the "
                  "library, nor in the sums (run again on a quieter machine, or with more "
                  "--library-rounds)\n",
-                 noisy_layers, noisy_layers == 1 ? "" : "s", 100 * tuning_db::kNoisySpread);
+                 noisy_layers, noisy_layers == 1 ? "'s" : "s'", 100 * tuning_db::kNoisySpread);
   if (report.out_of_time)
     std::fprintf(out, "  time budget: the search stopped at it after %zu of %zu trials\n",
                  report.trials, budget);

@@ -71,9 +71,11 @@ void print_tune_summary(const nlohmann::json& s, std::ostream& out) {
   if (s.contains("retimed")) {
     // Before and after: what the run measured first, and the median it ranks by now.
     const auto& r = s["retimed"];
-    const size_t n = r.value("configs", nlohmann::json::array()).size();
-    out << "re-timed: the " << n << " best config" << (n == 1 ? "" : "s") << " over "
-        << r.value("rounds", 0) << " interleaved rounds: best " << std::setprecision(4)
+    const bool with_fallback = r.value("with_fallback", false);
+    const size_t n = r.value("configs", nlohmann::json::array()).size() - (with_fallback ? 1 : 0);
+    out << "re-timed: the " << n << " best config" << (n == 1 ? "" : "s")
+        << (with_fallback ? " and the fallback" : "") << " over " << r.value("rounds", 0)
+        << " interleaved rounds: best " << std::setprecision(4)
         << r.value("best_before_s", 0.0) * 1e3 << " ms -> " << r.value("best_after_s", 0.0) * 1e3
         << " ms";
     if (r.value("best_after_config", -1) != r.value("best_before_config", -1))

@@ -49,7 +49,8 @@ class ModelTuning::SessionTuner final : public TaskTuner {
     o.measure_fallback = false;  // measured for all tasks at once before the scheduler runs
     o.transfer = first_ && options_.transfer;  // training on the template's history once is enough
     o.run_id = run_id_;
-    o.retime_top = 0;  // once per task, when the scheduler is done (retime())
+    o.retime_top = 0;      // once per task, when the scheduler is done (retime())
+    o.say_resume = false;  // ModelTuning::run says it once
     TuningSession session(task_, db_, measurer_, target_, o);
     const SessionReport report = session.run();
     first_ = false;
@@ -102,6 +103,11 @@ class ModelTuning::SessionTuner final : public TaskTuner {
     return best ? best->cost() : kInf;
   }
   bool cancelled() const { return cancelled_; }
+  // Configs of its workload the log holds (this emulated-ness), and the log's path.
+  size_t in_log() const {
+    return db_.measured_indices(task_.workload_key(), target_, options_.emulated).size();
+  }
+  std::string log_path() const { return db_.path(); }
   bool stopped() const { return cancelled_ || (options_.should_stop && options_.should_stop()); }
 
  private:
@@ -283,6 +289,11 @@ void sum_latencies(ModelTuningReport& r) {
 
 ModelTuningReport ModelTuning::run(const std::function<void(const ModelTuningReport&)>& on_step) {
   const auto start = std::chrono::steady_clock::now();
+  size_t resumed = 0;
+  for (const auto& tuner : tuners_) resumed += tuner->in_log();
+  if (resumed > 0 && !tuners_.empty())
+    spdlog::info("resuming: {} configs of the model's {} workloads are already in {}", resumed,
+                 tuners_.size(), tuners_.front()->log_path());
   // Every task's untuned fallback in one batch (the measurer builds them in parallel), in this
   // run, so the model's fallback latency covers the same tasks as its tuned estimate.
   std::vector<MeasureInput> fallbacks;

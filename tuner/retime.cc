@@ -118,6 +118,8 @@ RetimeReport retime_best(tuning_db::Database& db, const schedule_space::Task& ta
     }
     report.rounds = options.rounds;
     report.passes = pass + 1;
+    report.with_fallback =
+        report.with_fallback || static_cast<int64_t>(chosen.size()) > options.top;
     report.measured += static_cast<int64_t>(chosen.size()) * options.rounds;
     for (RetimedConfig& c : retime_pass(db, task, measurer, chosen, options.rounds)) {
       timed.insert(c.record_id);
@@ -158,14 +160,16 @@ nlohmann::json to_json(const RetimeReport& report) {
           {"best_after_s", report.best_after_s},
           {"best_before_config", report.best_before_index},
           {"best_after_config", report.best_after_index},
+          {"with_fallback", report.with_fallback},
           {"configs", configs}};
 }
 
 std::string describe(const RetimeReport& report) {
   if (report.empty()) return "nothing to re-time";
+  const size_t best = report.configs.size() - (report.with_fallback ? 1 : 0);
   std::string line = fmt::format(
-      "re-timed the {} best config{} over {} interleaved rounds: best {:.4f} ms -> {:.4f} ms",
-      report.configs.size(), report.configs.size() == 1 ? "" : "s", report.rounds,
+      "re-timed the {} best config{}{} over {} interleaved rounds: best {:.4f} ms -> {:.4f} ms",
+      best, best == 1 ? "" : "s", report.with_fallback ? " and the fallback" : "", report.rounds,
       report.best_before_s * 1e3, report.best_after_s * 1e3);
   if (report.passes > 1)
     line +=

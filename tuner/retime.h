@@ -49,6 +49,8 @@ struct RetimeReport {
   // The log's best before and after (Record::cost(), seconds) and their configs.
   double best_before_s = 0, best_after_s = 0;
   int64_t best_before_index = -1, best_after_index = -1;
+  // The fallback's record was re-timed beside the best, not being one of them.
+  bool with_fallback = false;
   bool empty() const { return configs.empty(); }
 };
 
@@ -68,7 +70,8 @@ RetimeReport retime_best(tuning_db::Database& db, const schedule_space::Task& ta
                          const RetimeOptions& options);
 
 // The report as JSON: {rounds, passes, measured, best_before_s, best_after_s, best_before_config,
-// best_after_config, configs: [{record, config, before_s, after_s, failed_rounds, noisy}]}.
+// best_after_config, with_fallback, configs: [{record, config, before_s, after_s, failed_rounds,
+// noisy}]}.
 nlohmann::json to_json(const RetimeReport& report);
 
 // One line for a person: "re-timed the N best configs over R interleaved rounds: best X ms ->

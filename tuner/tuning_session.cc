@@ -193,8 +193,9 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
   tune_options.should_stop = o.should_stop;
   tune_options.resume = load_past_measurements(db_, task_, target_, o.emulated);
   if (!tune_options.resume.empty())
-    spdlog::info("resuming: {} configs of {} are already in {}{}", tune_options.resume.size(),
-                 task_.workload_key(), db_.path(), o.emulated ? " (emulated)" : "");
+    spdlog::log(o.say_resume ? spdlog::level::info : spdlog::level::debug,
+                "resuming: {} configs of {} are already in {}{}", tune_options.resume.size(),
+                task_.workload_key(), db_.path(), o.emulated ? " (emulated)" : "");
 
   RecordContext context;
   context.target = target_;

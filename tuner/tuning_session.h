@@ -53,6 +53,9 @@ struct SessionOptions {
   // An emulated run re-times nothing: its timings say nothing about the device anyway.
   int64_t retime_top = 5;
   int retime_rounds = 3;
+  // Say at info level that the run resumes from configs already in the log (a model run's
+  // allocations resume from each other by design: it says so once, for the whole model).
+  bool say_resume = true;
   // Called after each batch is written to the log, with its results and the write's wall time
   // (a server's metrics); may be empty.
   std::function<void(const std::vector<MeasureResult>& logged, double write_s)> on_logged;

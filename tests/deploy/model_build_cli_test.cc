@@ -231,6 +231,17 @@ TEST_F(ModelBuild, SmallCnnLinkedAndInProcessMatchOnnxRuntime) {
   const double in_process = error(floats(path("jit.bin")), ref);
   EXPECT_LE(in_process, kTolerance);
   EXPECT_NE(jit.out.find("latency: median"), std::string::npos) << jit.out;
+  // The runs' quartiles lie between min and max around the median; noisy says whether their
+  // middle half spreads past 25% of it.
+  const auto timed = ktune("run " + quote(onnx) + " --untuned --runs 8 --json", true);
+  ASSERT_EQ(timed.status, 0) << timed.err;
+  const auto t = nlohmann::json::parse(timed.out);
+  const double q1 = t["q1_ms"], q3 = t["q3_ms"], median = t["median_ms"];
+  EXPECT_LE(t["min_ms"].get<double>(), q1);
+  EXPECT_LE(q1, median);
+  EXPECT_LE(median, q3);
+  EXPECT_LE(q3, t["max_ms"].get<double>());
+  EXPECT_EQ(t["noisy"].get<bool>(), (q3 - q1) / median > 0.25) << timed.out;
   std::printf("small_cnn: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked,
               in_process);
 }

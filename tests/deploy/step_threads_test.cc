@@ -178,7 +178,7 @@ TEST_F(StepThreads, TheMeasuredChoiceCoversEveryStepInOrder) {
 }
 
 // The one line every command prints for a choice: its thread count, the steps on one thread and
-// the end to end medians that kept them, or why every step stays on every thread.
+// what they gain end to end (a ratio of the medians), or why every step stays on every thread.
 TEST(StepThreadsSummary, SaysWhatTheRowHolds) {
   tuning_db::StepThreadsRow row;
   row.threads = 4;
@@ -186,15 +186,15 @@ TEST(StepThreadsSummary, SaysWhatTheRowHolds) {
   row.capped_s = 1.25e-3;
   row.uncapped_s = 1.5e-3;
   EXPECT_EQ(step_threads_summary(row),
-            "at 4 threads: 2 steps on one thread; end to end 1.2500 ms with them against 1.5000 ms "
-            "all at 4 threads");
+            "at 4 threads: 2 steps on one thread: the model 16.7% faster end to end than all at 4 "
+            "threads");
   // The caps undone: measured end to end, slower.
   tuning_db::StepThreadsRow slower = row;
   for (auto& s : slower.steps) s.max_threads = 0;
   slower.capped_s = 1.75e-3;
   EXPECT_EQ(step_threads_summary(slower),
-            "at 4 threads: the steps faster on one thread made the model slower end to end "
-            "(1.7500 ms with them against 1.5000 ms without); every step on every thread");
+            "at 4 threads: the steps faster on one thread made the model 16.7% slower end to end; "
+            "every step on every thread");
   // No step capped: no end to end timing.
   tuning_db::StepThreadsRow none = slower;
   none.threads = 2;

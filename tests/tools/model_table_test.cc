@@ -98,6 +98,18 @@ TEST(ModelTable, TheSummaryIsLedByTheBuiltModelsMeasuredLatency) {
       << text;
   EXPECT_NE(text.find("  trials: 32 of 32\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("estimated"), std::string::npos) << text;
+  EXPECT_EQ(text.find("NOISY"), std::string::npos) << text;
+
+  // A middle half of the runs wider than 25% of the median: said under the figure.
+  j["built_model"]["noisy"] = true;
+  j["built_model"]["q1_s"] = 2.5e-3;
+  j["built_model"]["q3_s"] = 3.4e-3;
+  EXPECT_NE(summary_text(r, j, nullptr)
+                .find("5 kernels)\n  NOISY: the middle half of the runs spread 30% of the median "
+                      "(2.5000 to 3.4000 ms): not a usable figure; run again on a quieter "
+                      "machine\n"),
+            std::string::npos)
+      << summary_text(r, j, nullptr);
 }
 
 TEST(ModelTable, WithoutABuiltModelTheEstimateLeadsAndSaysWhy) {

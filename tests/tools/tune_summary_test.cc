@@ -62,5 +62,26 @@ TEST(TuneSummary, TheBestIsTheRetimedFigureAndANoisySpeedUpIsNotQuoted) {
   EXPECT_EQ(out.str().find("6.85x"), std::string::npos) << out.str();
 }
 
+// The re-timing's line counts the best configs, and names the fallback when it was re-timed
+// beside them without being one of them.
+TEST(TuneSummary, TheRetimingLineNamesTheFallbackReTimedBesideTheBest) {
+  auto summary = nlohmann::json::parse(R"js({
+    "workload": "matmul(M=64,N=64,K=64)", "target": "host", "measured": 8, "ok": 8,
+    "errors": {}, "wall_s": 0.5,
+    "retimed": {"rounds": 3, "best_before_s": 0.00002, "best_after_s": 0.000021,
+                "best_before_config": 4, "best_after_config": 4, "with_fallback": true,
+                "configs": [{}, {}, {}, {}, {}, {}]}})js");
+  std::ostringstream out;
+  print_tune_summary(summary, out);
+  EXPECT_NE(out.str().find("re-timed: the 5 best configs and the fallback over 3 interleaved "
+                           "rounds: best 0.0200 ms -> 0.0210 ms\n"),
+            std::string::npos)
+      << out.str();
+  summary["retimed"]["with_fallback"] = false;
+  out.str("");
+  print_tune_summary(summary, out);
+  EXPECT_NE(out.str().find("re-timed: the 6 best configs over 3"), std::string::npos) << out.str();
+}
+
 }  // namespace
 }  // namespace ktune::tools

@@ -209,6 +209,13 @@ TEST_F(Retime, TheFallbackIsRetimedBesideTheBest) {
   EXPECT_DOUBLE_EQ(report.configs[5].after_s, 5e-4);
   EXPECT_EQ(report.best_after_index, fallback);
   EXPECT_EQ(db.best(task.workload_key(), kTarget)->config_index, fallback);
+  EXPECT_TRUE(report.with_fallback);
+  EXPECT_EQ(
+      describe(report).rfind("re-timed the 5 best configs and the fallback over 3 interleaved "
+                             "rounds",
+                             0),
+      0u)
+      << describe(report);
 
   EXPECT_EQ(retime_best(without, task, m, kTarget, RetimeOptions{5, 3, "box"}).configs.size(), 5u);
 }
