@@ -264,6 +264,19 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
                  "library, nor in the sums (run again on a quieter machine, or with more "
                  "--library-rounds)\n",
                  noisy_layers, noisy_layers == 1 ? "'s" : "s'", 100 * tuning_db::kNoisySpread);
+  // Failed trials, per tuned workload (tasks tuned as one share them): each kind and its count.
+  std::set<std::string> said;
+  for (const auto& t : report.tasks) {
+    if (t.errors.empty() || !said.insert(t.tuned_as).second) continue;
+    int64_t failed = 0;
+    std::string kinds;
+    for (const auto& [kind, n] : t.errors) {
+      failed += n;
+      kinds += (kinds.empty() ? "" : ", ") + kind + " " + std::to_string(n);
+    }
+    std::fprintf(out, "  failed: %lld of its %zu trials (%s) in %s\n",
+                 static_cast<long long>(failed), t.trials, kinds.c_str(), t.tuned_as.c_str());
+  }
   if (report.out_of_time)
     std::fprintf(out, "  time budget: the search stopped at it after %zu of %zu trials\n",
                  report.trials, budget);

@@ -58,6 +58,8 @@ class ModelTuning::SessionTuner final : public TaskTuner {
     cancelled_ = cancelled_ || report.cancelled;
     if (report.result.best_config) best_ = std::min(best_, report.result.best_result.mean_cost());
     trials_ += report.result.n_measured;
+    for (const auto& [kind, n] : report.result.errors)
+      errors_[std::string(to_string(kind))] += static_cast<int64_t>(n);
     return report.result.n_measured;
   }
 
@@ -94,6 +96,7 @@ class ModelTuning::SessionTuner final : public TaskTuner {
     best_ = std::min(best_, *fallback_);
   }
   size_t trials() const { return trials_; }
+  const std::map<std::string, int64_t>& errors() const { return errors_; }
   const schedule_space::Task& task() const { return task_; }
   // The log's best figure (Record::cost(): a re-timing's median when re-timed) of this task's
   // workload on this target and device key, as a build looks it up; +inf when none.
@@ -121,6 +124,7 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   double best_ = kInf;
   std::optional<double> fallback_;
   size_t trials_ = 0;
+  std::map<std::string, int64_t> errors_;  // failed new trials per error kind
   bool cancelled_ = false;
 };
 
@@ -266,8 +270,10 @@ ModelTuningReport ModelTuning::report() const {
                    tuner.best_latency(),
                    tuner.fallback(),
                    {},
+                   {},
                    {}};
     if (t.alternative_of) p.alternative_of = tasks_.tasks.at(*t.alternative_of).key();
+    p.errors = tuner.errors();
     r.tasks.push_back(std::move(p));
   }
   sum_latencies(r);
@@ -392,6 +398,7 @@ nlohmann::json to_json(const ModelTuningReport& r) {
                                         : nullptr},
                           {"layers", t.layers}});
     if (!t.alternative_of.empty()) j["tasks"].back()["alternative_of"] = t.alternative_of;
+    if (!t.errors.empty()) j["tasks"].back()["errors"] = t.errors;
   }
   j["workloads"] = nlohmann::json::array();
   for (size_t k = 0; k < r.workloads.size(); ++k)
@@ -431,10 +438,13 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j) {
                      seconds(t.at("best_s")),
                      std::nullopt,
                      {},
+                     {},
                      {}};
       if (t.at("fallback_s").is_number()) p.fallback_s = t["fallback_s"].get<double>();
       p.layers = t.value("layers", std::vector<std::string>{});
       p.alternative_of = t.value("alternative_of", "");
+      const nlohmann::json errors = t.value("errors", nlohmann::json::object());
+      for (const auto& [kind, n] : errors.items()) p.errors[kind] = static_cast<int64_t>(count(n));
       r.tasks.push_back(std::move(p));
     }
     for (const auto& w : j.value("workloads", nlohmann::json::array())) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,8 @@ struct TaskProgress {
   std::vector<std::string> layers;
   // The key of the task this one is another algorithm for (ModelTask::alternative_of), or "".
   std::string alternative_of;
+  // Failed new trials of its tuned workload in this run, per error kind (to_string(ErrorKind)).
+  std::map<std::string, int64_t> errors;
 };
 
 struct ModelTuningReport {
@@ -128,7 +131,8 @@ void label_layers(ModelTuningReport& report, const frontend::ModelTasks& tasks);
 // The report as JSON: {trials, tuned_s, fallback_s, speedup_over_fallback, not_tuned, cancelled,
 // out_of_time,
 // tasks: [{key, tuned_as, count, gflop, trials, best_s, fallback_s, runs_in_model, share (null
-// unless runs_in_model), layers, alternative_of (when not "")}],
+// unless runs_in_model), layers, alternative_of (when not ""), errors ({kind: failed trials},
+// when any)}],
 // workloads: [{key, best_s}], step: the last SchedulerStep {task, measured, total}}. A latency
 // that is not finite (no config succeeded yet) is null.
 nlohmann::json to_json(const ModelTuningReport& report);

@@ -99,6 +99,7 @@ TEST(ModelTable, TheSummaryIsLedByTheBuiltModelsMeasuredLatency) {
   EXPECT_NE(text.find("  trials: 32 of 32\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("estimated"), std::string::npos) << text;
   EXPECT_EQ(text.find("NOISY"), std::string::npos) << text;
+  EXPECT_EQ(text.find("failed"), std::string::npos) << text;
 
   // A middle half of the runs wider than 25% of the median: said under the figure.
   j["built_model"]["noisy"] = true;
@@ -110,6 +111,22 @@ TEST(ModelTable, TheSummaryIsLedByTheBuiltModelsMeasuredLatency) {
                       "machine\n"),
             std::string::npos)
       << summary_text(r, j, nullptr);
+}
+
+// Failed trials are said per tuned workload, by kind, and survive a server's JSON report.
+TEST(ModelTable, FailedTrialsAreSaidByKind) {
+  tuner::ModelTuningReport r = two_tasks();
+  r.tasks[0].errors = {{"build_timeout", 3}, {"wrong_answer", 1}};
+  const tuner::ModelTuningReport back = tuner::model_report_from_json(tuner::to_json(r));
+  ASSERT_EQ(back.tasks.size(), 2u);
+  EXPECT_EQ(back.tasks[0].errors, r.tasks[0].errors);
+  EXPECT_TRUE(back.tasks[1].errors.empty());
+  const std::string text = summary_text(back, {{"model", "tiny"}}, nullptr);
+  EXPECT_NE(text.find("  failed: 4 of its 16 trials (build_timeout 3, wrong_answer 1) in "
+                      "conv2d(N=1)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find(") in matmul(M=1)"), std::string::npos) << text;
 }
 
 TEST(ModelTable, WithoutABuiltModelTheEstimateLeadsAndSaysWhy) {
