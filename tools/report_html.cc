@@ -23,7 +23,7 @@ h3{font-size:15px;margin:0 0 6px;font-family:monospace;word-break:break-all}
 table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:right}
 th{background:#f4f4f4}td.l,th.l{text-align:left}td.cfg{font-family:monospace;font-size:11px;text-align:left;max-width:420px;word-break:break-all}
 .plot text{font-size:11px;fill:#444}.plot .grid{stroke:#eee}.plot .frame{fill:none;stroke:#999}
-.plot .series{fill:none;stroke-width:2}.spark .series{fill:none;stroke-width:1.5}td.spark{padding:1px 8px}td.task{font-family:monospace;font-size:11px;text-align:left;min-width:300px;word-break:break-all}.bad{color:#b00}.good{color:#070}
+.plot .series{fill:none;stroke-width:2}.spark .series{fill:none;stroke-width:1.5}td.spark{padding:1px 8px}td.task{font-family:monospace;font-size:11px;text-align:left;min-width:200px;word-break:break-all}.bad{color:#b00}.good{color:#070}
 )css";
 
 std::string fmt(const char* format, double v) {
@@ -163,21 +163,29 @@ std::string layer_label(const tuning_db::ModelRunReport& m, size_t i) {
   return nodes_label(l);
 }
 
-// Per layer that runs in the model, its tuned, library and fallback times (ms) as bars.
+// Per layer, the row that runs in the model: its tuned and library times (ms) as bars, and the
+// layer's untuned fallback as the summary counts it (its task's, when an alternative ships).
 std::string layer_bars(const tuning_db::ModelRunReport& m) {
   BarChart chart;
-  chart.x_label = "ms per layer (tuned: the log's best; library: oneDNN/OpenBLAS; fallback)";
   chart.series = {"tuned", "library", "fallback"};
   auto ms_of = [](const std::optional<double>& s) -> std::optional<double> {
     return s ? std::optional<double>(*s * 1e3) : std::nullopt;
   };
+  bool noisy = false;
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const tuning_db::LayerRow& l = m.layers[i];
     if (!l.runs_in_model) continue;
+    std::optional<double> fallback = l.fallback_s;
+    for (const auto& task : m.layers)
+      if (!l.alternative_of.empty() && task.key == l.alternative_of) fallback = task.fallback_s;
+    noisy = noisy || l.noisy;
     chart.groups.push_back(
-        {nodes_label(l) + (l.alternative_of.empty() ? "" : " (other algorithm)"),
-         {ms_of(l.best_s), l.noisy ? std::nullopt : ms_of(l.library_s), ms_of(l.fallback_s)}});
+        {nodes_label(l),
+         {ms_of(l.best_s), l.noisy ? std::nullopt : ms_of(l.library_s), ms_of(fallback)}});
   }
+  chart.x_label = std::string("ms per layer (tuned: the log's best of the algorithm that ships; ") +
+                  "library: oneDNN/OpenBLAS" + (noisy ? ", none where its race was noisy" : "") +
+                  "; fallback: the layer's untuned config)";
   return render_bars(chart);
 }
 
@@ -239,8 +247,9 @@ std::string model_section(const tuning_db::ModelRunReport& m,
   out +=
       "<table><tr><th>#</th><th class=\"l\">layer</th><th>count</th><th>trials</th><th>tuning "
       "curve</th><th>best ms</th><th>fallback ms</th><th>library "
-      "ms</th><th>tuned/library</th><th>share</th><th "
-      "class=\"l\">ships</th><th class=\"l\">library</th><th class=\"l\">task</th></tr>";
+      "ms</th><th>tuned/library</th><th title=\"of the tuned tasks' estimate, on the rows that "
+      "ship\">share</th><th class=\"l\">ships</th><th class=\"l\">library</th><th "
+      "class=\"l\">task</th></tr>";
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const auto& l = m.layers[i];
     std::string ratio = "-";

@@ -90,10 +90,31 @@ void write_log(const std::string& path) {
                                   {"fallback_s", 0.003},
                                   {"runs_in_model", false},
                                   {"share", nullptr}}}}});
-  // The same model tuned further: its estimate over time has two points.
-  tuning_db::record_model_run(
-      db, "tiny.onnx", tuning_db::testing::kHost.target,
-      {{"trials", 7}, {"tuned_s", 0.0009}, {"tasks", nlohmann::json::array()}});
+  // The same model tuned further: its estimate over time has two points. Its conv ships its other
+  // algorithm, whose own fallback (9 ms) is not the layer's (4 ms, the conv's).
+  tuning_db::record_model_run(db, "tiny.onnx", tuning_db::testing::kHost.target,
+                              {{"trials", 7},
+                               {"tuned_s", 0.0009},
+                               {"tasks",
+                                {{{"key", "conv-layer"},
+                                  {"tuned_as", "conv-layer"},
+                                  {"layers", {"conv_9"}},
+                                  {"count", 1},
+                                  {"trials", 3},
+                                  {"best_s", 0.002},
+                                  {"fallback_s", 0.004},
+                                  {"runs_in_model", false},
+                                  {"share", nullptr}},
+                                 {{"key", "conv-winograd"},
+                                  {"tuned_as", "conv-winograd"},
+                                  {"alternative_of", "conv-layer"},
+                                  {"layers", {"conv_9"}},
+                                  {"count", 1},
+                                  {"trials", 4},
+                                  {"best_s", 0.0009},
+                                  {"fallback_s", 0.009},
+                                  {"runs_in_model", true},
+                                  {"share", 1.0}}}}});
 }
 
 // Headless Chromium on a page: its DOM (dump), or a screenshot into `png`. Returns what it printed.
@@ -171,6 +192,14 @@ TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
   EXPECT_EQ(bars, (std::map<std::string, std::string>{
                       {"tuned", "1"}, {"library", "0.8"}, {"fallback", "4"}}))
       << dom.out.substr(0, 4000);
+  // A layer whose other algorithm ships: its bars are that algorithm's best and the layer's
+  // fallback (the one the fallback sum counts), under the layer's name.
+  const std::regex conv_re("<rect class=\"bar\"[^>]*><title>conv_9: (\\w+) ([0-9.]+)</title>");
+  std::map<std::string, std::string> conv_bars;
+  for (auto it = std::sregex_iterator(dom.out.begin(), dom.out.end(), conv_re);
+       it != std::sregex_iterator(); ++it)
+    conv_bars[(*it)[1].str()] = (*it)[2].str();
+  EXPECT_EQ(conv_bars, (std::map<std::string, std::string>{{"tuned", "0.9"}, {"fallback", "4"}}));
   // Their lengths are to scale: 1 : 0.8 : 4.
   const std::regex width_re(
       "<rect class=\"bar\"[^>]* width=\"([0-9.]+)\"[^>]*><title>fc_1: (\\w+)");
