@@ -36,6 +36,9 @@ const Histogram::BucketBoundaries kBuildRunBuckets{0.001, 0.01, 0.05, 0.1, 0.25,
 const Histogram::BucketBoundaries kWriteBuckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                                 0.05,   0.1,   0.25,   0.5,   1,    5};
 
+// Threads answering the plain-HTTP port: each idle connection holds one for up to a second.
+constexpr size_t kHttpThreads = 64;
+
 // The plain-HTTP port on cpp-httplib: GET /metrics, /healthz and /readyz, answered on its own
 // threads (prometheus-cpp's Exposer is not used: the civetweb it embeds runs handlers on 100 KB
 // stacks, which glibc's printf overflows in this process).
@@ -47,11 +50,17 @@ class HttpEndpoint {
     const std::string address = host + ":" + std::to_string(port);
     // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server would
     // share a port in use instead of refusing it.
-    server_.set_socket_options([](int sock) {
+    server_.set_socket_options([this](int sock) {
       const int yes = 1;
       ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+      socket_ = sock;
     });
-    server_.set_read_timeout(2, 0);  // a slow or silent client
+    // A connection holds one of the pool's threads until it is done: idle or slow clients (a
+    // scraper's kept-alive connection, or anyone's open socket: the port needs no token) must not
+    // hold all of them. Many threads, and a silent connection dropped after a second.
+    server_.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
+    server_.set_keep_alive_timeout(1);
+    server_.set_read_timeout(1, 0);
     server_.set_write_timeout(2, 0);
     server_.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics(), "text/plain; version=0.0.4; charset=utf-8");
@@ -72,6 +81,10 @@ class HttpEndpoint {
       throw Error(ErrorKind::kIo, "cannot serve metrics on " + address + ": " +
                                       (errno != 0 ? std::strerror(errno) : "cannot bind"));
     if (port != 0) port_ = port;
+    // Debian's httplib listens with a backlog of 5: connections past it (a burst of idle ones)
+    // have their SYNs dropped and retried a second later, a scrape behind them too. listen()
+    // again on the bound socket raises it.
+    if (socket_ >= 0) ::listen(socket_, SOMAXCONN);
     thread_ = std::thread([this] {
       server_.listen_after_bind();
       listening_done_ = true;
@@ -91,6 +104,7 @@ class HttpEndpoint {
 
  private:
   httplib::Server server_;
+  int socket_ = -1;  // the listening socket (httplib's)
   int port_ = 0;
   std::atomic<bool> listening_done_{false};
   std::thread thread_;

@@ -5,9 +5,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -120,6 +123,59 @@ TEST(ServerMetrics, APortInUseIsOneClearError) {
   metrics.serve("127.0.0.1", 0, [] { return Readiness{}; });
   EXPECT_GT(metrics.port(), 0);
   EXPECT_NE(metrics.port(), taken);
+}
+
+// The reply to one GET on 127.0.0.1:port within `timeout_s` ("" when none came in time).
+std::string get(int port, const std::string& path, int timeout_s) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  timeval tv{timeout_s, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string reply;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string request =
+        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if (::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+        reply.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  return reply;
+}
+
+// Forty idle connections (no token needed to open them) do not hold up a scrape, and the server
+// drops a connection that stays silent.
+TEST(ServerMetrics, IdleConnectionsDoNotHoldUpAScrape) {
+  ServerMetrics metrics([] { return FleetSnapshot{}; });
+  metrics.serve("127.0.0.1", 0, [] { return Readiness{"", 1}; });
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(metrics.port()));
+  std::vector<int> idle;
+  for (int i = 0; i < 40; ++i) {
+    idle.push_back(::socket(AF_INET, SOCK_STREAM, 0));
+    ASSERT_EQ(::connect(idle.back(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+  }
+  // A deadline, not a timing: held up, the scrape waits for the idle connections' turns (8
+  // threads, 5 s each with httplib's defaults: 25 s).
+  const std::string reply = get(metrics.port(), "/metrics", 4);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  EXPECT_NE(reply.find("ktune_jobs"), std::string::npos);
+  EXPECT_EQ(get(metrics.port(), "/healthz", 4).rfind("HTTP/1.1 200", 0), 0u);
+  // Each silent connection is closed by the server: its read sees the end, not a timeout.
+  for (int fd : idle) {
+    timeval tv{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char byte;
+    EXPECT_EQ(::recv(fd, &byte, 1, 0), 0);
+    ::close(fd);
+  }
 }
 
 // Ready takes both: a log that takes writes and an attached worker; the text says which is missing.
