@@ -19,6 +19,7 @@
 #include "tools/progress_display.h"
 #include "tools/service_flags.h"
 #include "tools/tune_summary.h"
+#include "tuner/measure_options.h"
 #include "tuner/tuning_session.h"
 #include "tuning_db/database.h"
 
@@ -150,20 +151,21 @@ void add_tune(CLI::App& app) {
                   "Stop after N trials without improvement (0 = never)")
       ->capture_default_str()
       ->check(finite_in(0, 1e7));
+  // The bounds are MeasureOptions' (tuner::validate), which a server holds a job to as well.
   cmd->add_option("--number", o->measure.number, "Runs per timing (1 to 10^6)")
       ->capture_default_str()
-      ->check(finite_in(1, 1e6));
+      ->check(finite_in(1, tuner::kMaxNumber));
   cmd->add_option("--repeat", o->measure.repeat, "Timings per config (1 to 1000)")
       ->capture_default_str()
-      ->check(finite_in(1, 1000));
+      ->check(finite_in(1, tuner::kMaxRepeat));
   cmd->add_option("--min-repeat-ms", o->measure.min_repeat_ms,
                   "Grow --number until a timing lasts this long (0 to 60000)")
       ->capture_default_str()
-      ->check(finite_in(0, 60000));
+      ->check(finite_in(0, tuner::kMaxMinRepeatMs));
   cmd->add_option("--timeout", o->timeout_s,
                   "Build and run timeout per config, seconds (0.001 to 86400)")
       ->capture_default_str()
-      ->check(finite_in(0.001, 86400));
+      ->check(finite_in(tuner::kMinTimeoutS, tuner::kMaxTimeoutS));
   cmd->add_flag("--no-check", o->no_check, "Do not compare outputs with the reference");
   cmd->add_flag("--json", o->json, "Print the summary as JSON (no progress bar)");
   add_client_flags(cmd, o->server, false)

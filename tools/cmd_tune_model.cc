@@ -27,6 +27,7 @@
 #include "tools/model_table.h"
 #include "tools/option_checks.h"
 #include "tools/service_flags.h"
+#include "tuner/measure_options.h"
 #include "tuner/model_tuning.h"
 #include "tuning_db/database.h"
 #include "tuning_db/report.h"
@@ -375,7 +376,7 @@ void add_tune_model(CLI::App& app) {
   cmd->add_option("--timeout", o->timeout_s,
                   "Build and run timeout per config, seconds (0.001 to 86400)")
       ->capture_default_str()
-      ->check(finite_in(0.001, 86400));
+      ->check(finite_in(tuner::kMinTimeoutS, tuner::kMaxTimeoutS));
   cmd->add_option("--device-key", o->tuning.session.device_key,
                   "Stored in every record; with --server: the key of the devices to tune on");
   cmd->add_flag("--no-check", o->no_check, "Do not compare outputs with the reference");

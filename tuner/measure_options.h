@@ -27,4 +27,17 @@ struct MeasureOptions {
   uint64_t data_seed = 0;  // seeds the generated inputs (the same for reference and candidate)
 };
 
+// The bounds validate() holds every MeasureOptions to, from flags or from a job a peer sent: a
+// deadline is the candidate's timeouts plus a margin, so an unbounded one would never expire.
+inline constexpr int kMaxNumber = 1'000'000;
+inline constexpr int kMaxRepeat = 1000;
+inline constexpr double kMaxMinRepeatMs = 60'000;
+inline constexpr double kMinTimeoutS = 0.001, kMaxTimeoutS = 86'400;
+inline constexpr double kMaxCooldownS = 3600;
+inline constexpr int kMaxRunThreads = 256;
+
+// Throws Error(kInvalidArgument), one line naming the field and its range, for any field outside
+// the bounds above, or rtol/atol not finite in [0, 1] (tuner/measure.cc).
+void validate(const MeasureOptions& options);
+
 }  // namespace ktune::tuner

@@ -79,12 +79,6 @@ tuner::MeasureOptions measure_from_json(const nlohmann::json& spec) {
   return o;
 }
 
-void check_positive(double v, const char* what) {
-  if (!std::isfinite(v) || v <= 0)
-    throw Error(ErrorKind::kInvalidArgument,
-                std::string(what) + " must be a finite number above 0");
-}
-
 }  // namespace
 
 nlohmann::json JobSpec::to_json() const {
@@ -158,12 +152,7 @@ void JobSpec::validate() const {
                 "priority must be between 1 and " + std::to_string(kMaxJobPriority));
   if (session.batch_size < 1 || session.batch_size > 4096)
     throw Error(ErrorKind::kInvalidArgument, "batch size must be between 1 and 4096");
-  if (measure.number < 1 || measure.repeat < 1)
-    throw Error(ErrorKind::kInvalidArgument, "number and repeat must be at least 1");
-  check_positive(measure.build_timeout_s, "the build timeout");
-  check_positive(measure.run_timeout_s, "the run timeout");
-  if (!std::isfinite(measure.min_repeat_ms) || measure.min_repeat_ms < 0)
-    throw Error(ErrorKind::kInvalidArgument, "min_repeat_ms must be a finite number >= 0");
+  tuner::validate(measure);
   if (is_model()) {
     if (!template_name.empty() || !args.empty())
       throw Error(ErrorKind::kInvalidArgument,

@@ -2,6 +2,8 @@
 // session and measurement settings through the log's JSON and the service's protobuf.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
 #include <string>
 
 #include "rpc_runner/protocol/job_types.h"
@@ -153,6 +155,43 @@ TEST(JobSpec, EverySettingSurvivesTheLogsJsonAndTheProtobuf) {
   EXPECT_EQ(wire.measure().threads(), 3);
   EXPECT_EQ(wire.measure().data_seed(), 77u);
   expect_same_settings(from_proto(wire), spec);
+}
+
+// How a job is measured is held to MeasureOptions' bounds (tuner::validate, as the CLI's flags
+// are): a peer's 2^31-1 runs or a 1e308 s or infinite timeout (a deadline that never comes) is
+// refused, one line naming the field.
+TEST(JobSpec, MeasurementsOutOfBoundsAreRefusedByField) {
+  const JobSpec good = every_setting_changed();
+  good.validate();
+  const auto refused = [&](const std::function<void(tuner::MeasureOptions&)>& change,
+                           const std::string& says) {
+    JobSpec spec = good;
+    change(spec.measure);
+    try {
+      spec.validate();
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      EXPECT_EQ(std::string(e.what()).rfind(says, 0), 0u) << e.what();
+    }
+  };
+  refused([](auto& m) { m.number = 2147483647; },
+          "number (runs per timing) must be between 1 and 1e+06");
+  refused([](auto& m) { m.repeat = 2147483647; }, "repeat (timings per config) must be between 1");
+  refused([](auto& m) { m.repeat = 0; }, "repeat");
+  refused([](auto& m) { m.build_timeout_s = 1e308; }, "the build timeout (s) must be between");
+  refused([](auto& m) { m.run_timeout_s = INFINITY; }, "the run timeout (s)");
+  refused([](auto& m) { m.run_timeout_s = NAN; }, "the run timeout (s)");
+  refused([](auto& m) { m.min_repeat_ms = -1; }, "min_repeat_ms");
+  refused([](auto& m) { m.cooldown_s = 1e9; }, "the cooldown (s)");
+  refused([](auto& m) { m.rtol = NAN; }, "rtol");
+  refused([](auto& m) { m.run_threads = 100000; }, "run_threads");
+  // The bounds themselves are accepted.
+  JobSpec edge = good;
+  edge.measure.number = tuner::kMaxNumber;
+  edge.measure.repeat = tuner::kMaxRepeat;
+  edge.measure.build_timeout_s = edge.measure.run_timeout_s = tuner::kMaxTimeoutS;
+  edge.validate();
 }
 
 // A spec written by an earlier version has run_threads and data_seed beside "measure": a server
