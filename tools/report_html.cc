@@ -23,7 +23,7 @@ h3{font-size:15px;margin:0 0 6px;font-family:monospace;word-break:break-all}
 table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:right}
 th{background:#f4f4f4}td.l,th.l{text-align:left}td.cfg{font-family:monospace;font-size:11px;text-align:left;max-width:420px;word-break:break-all}
 .plot text{font-size:11px;fill:#444}.plot .grid{stroke:#eee}.plot .frame{fill:none;stroke:#999}
-.plot .series{fill:none;stroke-width:2}.spark .series{fill:none;stroke-width:1.5}td.spark{padding:1px 8px}td.task{font-family:monospace;font-size:11px;text-align:left;min-width:200px;word-break:break-all}.bad{color:#b00}.good{color:#070}
+.plot .series{fill:none;stroke-width:2}.spark .series{fill:none;stroke-width:1.5}td.spark{padding:1px 8px}.task{font-family:monospace;font-size:10px;color:#666;max-width:380px;word-break:break-all}.bad{color:#b00}.good{color:#070}
 )css";
 
 std::string fmt(const char* format, double v) {
@@ -183,9 +183,9 @@ std::string layer_bars(const tuning_db::ModelRunReport& m) {
         {nodes_label(l),
          {ms_of(l.best_s), l.noisy ? std::nullopt : ms_of(l.library_s), ms_of(fallback)}});
   }
-  chart.x_label = std::string("ms per layer (tuned: the log's best of the algorithm that ships; ") +
-                  "library: oneDNN/OpenBLAS" + (noisy ? ", none where its race was noisy" : "") +
-                  "; fallback: the layer's untuned config)";
+  // Short enough for the chart's width; the table says the rest.
+  chart.x_label = std::string("ms per layer: tuned (what ships), library") +
+                  (noisy ? " (none: noisy race)" : "") + ", fallback (untuned)";
   return render_bars(chart);
 }
 
@@ -248,8 +248,7 @@ std::string model_section(const tuning_db::ModelRunReport& m,
       "<table><tr><th>#</th><th class=\"l\">layer</th><th>count</th><th>trials</th><th>tuning "
       "curve</th><th>best ms</th><th>fallback ms</th><th>library "
       "ms</th><th>tuned/library</th><th title=\"of the tuned tasks' estimate, on the rows that "
-      "ship\">share</th><th class=\"l\">ships</th><th class=\"l\">library</th><th "
-      "class=\"l\">task</th></tr>";
+      "ship\">share</th><th class=\"l\">ships</th><th class=\"l\">library</th></tr>";
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const auto& l = m.layers[i];
     std::string ratio = "-";
@@ -265,8 +264,11 @@ std::string model_section(const tuning_db::ModelRunReport& m,
     }
     const std::string trials =
         l.trials == 0 ? "<span class=\"bad\">none</span>" : std::to_string(l.trials);
-    out += "<tr class=\"layer\">" + td(std::to_string(i + 1)) +
-           td(html_escape(layer_label(m, i)), true) + td(std::to_string(l.count)) + td(trials) +
+    // The layer, its task's workload key under it (a column of its own would not fit the page).
+    out += "<tr class=\"layer\">" + td(std::to_string(i + 1)) + "<td class=\"l\">" +
+           html_escape(layer_label(m, i)) + "<div class=\"task\">" +
+           html_escape(l.tuned_as.empty() ? l.key : l.tuned_as) + "</div></td>" +
+           td(std::to_string(l.count)) + td(trials) +
            curve_cell(workload_of(workloads, l.tuned_as.empty() ? l.key : l.tuned_as, m.target),
                       layer_label(m, i)) +
            td(opt_ms(l.best_s)) + td(opt_ms(l.fallback_s)) +
@@ -275,9 +277,7 @@ std::string model_section(const tuning_db::ModelRunReport& m,
                                          ? fmt(" &plusmn;%.0f%%", *l.library_spread * 100)
                                          : "")) +
            td(ratio) + td(l.share ? fmt("%.0f%%", *l.share * 100) : "-") +
-           td(l.runs_in_model ? "yes" : "no", true) + td(html_escape(l.library), true) +
-           "<td class=\"task\">" + html_escape(l.tuned_as.empty() ? l.key : l.tuned_as) +
-           "</td></tr>";
+           td(l.runs_in_model ? "yes" : "no", true) + td(html_escape(l.library), true) + "</tr>";
   }
   out += "</table>";
   for (const auto& u : m.untuned)
