@@ -65,12 +65,15 @@ std::string export_line(std::string line) {
 // A call refused with a status that no ktune::Error kind maps to (a rate limit).
 class Refused : public std::exception {
  public:
-  explicit Refused(grpc::Status status) : status_(std::move(status)) {}
-  const char* what() const noexcept override { return status_.error_message().c_str(); }
+  explicit Refused(grpc::Status status)
+      : status_(std::move(status)), message_(status_.error_message()) {}
+  // grpc::Status::error_message() returns a copy: what() points into one that lives as long.
+  const char* what() const noexcept override { return message_.c_str(); }
   const grpc::Status& status() const { return status_; }
 
  private:
   grpc::Status status_;
+  std::string message_;
 };
 
 grpc::Status to_status(const std::exception& e) {
