@@ -126,8 +126,7 @@ ModelTiming time_model(ModelRunner& runner, const ModelPlan& plan, const ModelBu
   t.min_s = seconds.front();
   t.max_s = seconds.back();
   t.q1_s = seconds[seconds.size() / 4];
-  t.q3_s = seconds[(3 * seconds.size()) / 4 < seconds.size() ? (3 * seconds.size()) / 4
-                                                             : seconds.size() - 1];
+  t.q3_s = seconds[(3 * seconds.size()) / 4];  // below size() for any size >= 1
   return t;
 }
 
