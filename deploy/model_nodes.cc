@@ -163,10 +163,12 @@ GeneratedStep describe_batch_norm(const frontend::Graph& g, const frontend::Node
   return step;
 }
 
-// Softmax and LogSoftmax over their axis (frontend/op_params.h); before opset 13 over the input
-// flattened to 2-D at that axis, i.e. the last axis of [before axis, from axis on].
-GeneratedStep describe_softmax(const frontend::Graph& g, const frontend::Node& n) {
-  const std::vector<int64_t> shape = shape_of(g, n, n.inputs.at(0));
+// Softmax and LogSoftmax of `input` times `scale` over their axis (frontend/op_params.h); before
+// opset 13 over the input flattened to 2-D at that axis, i.e. the last axis of [before axis, from
+// axis on].
+GeneratedStep describe_softmax(const frontend::Graph& g, const frontend::Node& n,
+                               const std::string& input, float scale, const std::string& layer) {
+  const std::vector<int64_t> shape = shape_of(g, n, input);
   const bool log = n.op == "LogSoftmax";
   const frontend::SoftmaxAxis read = frontend::read_softmax_axis(g, n);
   int64_t axis = nodes::normalized_axis(n, read.axis, shape.size());
@@ -178,13 +180,13 @@ GeneratedStep describe_softmax(const frontend::Graph& g, const frontend::Node& n
     kernel_shape = {rows, cols};
     axis = 1;
   }
-  GeneratedStep s{n.name,
+  GeneratedStep s{layer,
                   log ? "log_softmax" : "softmax",
-                  {StepOperand{n.inputs[0], false, shape, {}}},
+                  {StepOperand{input, false, shape, {}}},
                   n.outputs.at(0),
                   {}};
-  s.kernel = [kernel_shape, axis, log](const std::string& symbol) {
-    return softmax(symbol, kernel_shape, axis, log);
+  s.kernel = [kernel_shape, axis, log, scale](const std::string& symbol) {
+    return softmax(symbol, kernel_shape, axis, log, scale);
   };
   return s;
 }
@@ -346,6 +348,12 @@ GeneratedStep describe_layer_norm(const frontend::Graph& g, const frontend::Laye
   return s;
 }
 
+GeneratedStep describe_scaled_softmax(const frontend::Graph& g, const frontend::ScaledSoftmax& m) {
+  const frontend::Node& n = g.nodes.at(m.softmax);
+  return describe_softmax(g, n, m.input, static_cast<float>(m.scale),
+                          g.nodes.at(m.scale_node).name + "+" + n.name);
+}
+
 std::vector<GeneratedStep> describe_node(const frontend::Graph& g, const frontend::Node& n,
                                          const Constants& constants) {
   if (!n.domain.empty()) return {};
@@ -357,17 +365,19 @@ std::vector<GeneratedStep> describe_node(const frontend::Graph& g, const fronten
   if (n.op == "QuantizeLinear" || n.op == "DequantizeLinear")
     return one(describe_quantize(g, n, constants));
   if (n.op == "BatchNormalization") return one(describe_batch_norm(g, n, constants));
-  if (n.op == "Softmax" || n.op == "LogSoftmax") return one(describe_softmax(g, n));
+  if (n.op == "Softmax" || n.op == "LogSoftmax")
+    return one(describe_softmax(g, n, n.inputs.at(0), 1, n.name));
   if (frontend::in_family(n.op, frontend::OpFamily::kReduce))
     return one(describe_reduce(g, n, constants));
   if (n.op == "Transpose") {
     const std::vector<int64_t> shape = shape_of(g, n, n.inputs.at(0));
-    std::vector<int64_t> reversed(shape.size());
-    std::iota(reversed.rbegin(), reversed.rend(), 0);
-    std::vector<int64_t> perm = n.ints("perm", reversed);
-    for (int64_t& p : perm)
-      if (p < 0) p += static_cast<int64_t>(shape.size());
     if (shape.size() > 6) throw unsupported(n, "more than 6 axes");
+    std::vector<int64_t> perm;
+    try {
+      perm = frontend::read_perm(n, shape.size());
+    } catch (const Error& e) {
+      throw unsupported(n, e.what());
+    }
     GeneratedStep s{
         n.name, "transpose", {StepOperand{n.inputs[0], false, shape, {}}}, n.outputs.at(0), {}};
     s.kernel = [shape, perm](const std::string& symbol) { return transpose(symbol, shape, perm); };

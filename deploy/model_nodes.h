@@ -11,6 +11,7 @@
 
 #include "frontend/layer_norm.h"
 #include "frontend/onnx_graph.h"
+#include "frontend/scaled_softmax.h"
 #include "te/ir.h"
 
 namespace ktune::deploy {
@@ -39,6 +40,9 @@ using Constants = std::map<std::string, frontend::ConstantValue>;
 // constant, or a shape is unknown.
 GeneratedStep describe_layer_norm(const frontend::Graph& g, const frontend::LayerNormGroup& group,
                                   const Constants& constants);
+
+// The softmax kernel of a Softmax or LogSoftmax that scales its scores as it reads them.
+GeneratedStep describe_scaled_softmax(const frontend::Graph& g, const frontend::ScaledSoftmax& m);
 
 // The kernels of node `n` when it is one a model build generates beyond the same-shape
 // elementwise kernels (ElementwiseOp), in order (one per output of a Split, one step otherwise):

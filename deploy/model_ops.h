@@ -108,10 +108,11 @@ te::LoweredFunc channel_affine(const std::string& name, const std::vector<int64_
 // x, gamma[last], beta[last], out.
 te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& shape, float eps);
 
-// Softmax over axis `axis` of `shape` (negative counts from the end), max-subtracted (exp never
-// overflows); with `log`, LogSoftmax: x - max - log(sum of exp(x - max)). Arguments x, out.
+// Softmax of x * scale over axis `axis` of `shape` (negative counts from the end), max-subtracted
+// (exp never overflows); with `log`, LogSoftmax: y - max - log(sum of exp(y - max)), y = x *
+// scale. Arguments x, out.
 te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& shape,
-                        int64_t axis = -1, bool log = false);
+                        int64_t axis = -1, bool log = false, float scale = 1);
 
 // ONNX ReduceSum, ReduceMean, ReduceMax, ReduceMin ("sum", "mean", "max", "min") of `shape` over
 // `axes` (each in [0, rank), any order); the output holds the kept axes in order (keepdims only

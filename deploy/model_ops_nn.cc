@@ -246,17 +246,22 @@ te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& 
 
 namespace {
 
-// Softmax (or LogSoftmax) over the last axis of [rows, n]: the reductions in vector lanes
-// (row_reduce).
-te::LoweredFunc softmax_rows(const std::string& name, int64_t rows, int64_t n, bool log) {
+// x * scale, the scores a softmax takes (no multiply at a scale of 1).
+te::Expr scaled(const te::Expr& x, float scale) { return scale == 1 ? x : x * f(scale); }
+
+// Softmax (or LogSoftmax) of x * scale over the last axis of [rows, n]: the reductions in vector
+// lanes (row_reduce).
+te::LoweredFunc softmax_rows(const std::string& name, int64_t rows, int64_t n, bool log,
+                             float scale) {
   te::Tensor x = te::placeholder({rows, n}, te::Float(32), "x");
   Later later;
   te::Tensor top = row_reduce(
-      &later, Combine::kMax, rows, n, [&](const te::Expr& r, const te::Expr& j) { return x(r, j); },
-      "top");
+      &later, Combine::kMax, rows, n,
+      [&](const te::Expr& r, const te::Expr& j) { return scaled(x(r, j), scale); }, "top");
   // Each exp once, in vector lanes (a stage of its own); the row sums then only add.
   te::Tensor e = te::compute(
-      {rows, n}, [&](te::Var r, te::Var j) { return te::exp(x(r, j) - top(r)); }, "e");
+      {rows, n}, [&](te::Var r, te::Var j) { return te::exp(scaled(x(r, j), scale) - top(r)); },
+      "e");
   te::Tensor total = row_reduce(
       &later, Combine::kSum, rows, n, [&](const te::Expr& r, const te::Expr& j) { return e(r, j); },
       "total");
@@ -272,7 +277,10 @@ te::LoweredFunc softmax_rows(const std::string& name, int64_t rows, int64_t n, b
         {rows}, [&](te::Var r) { return f(1) / total(r); }, "inverse");
   te::Tensor out = te::compute(
       {rows, n},
-      [&](te::Var r, te::Var j) { return log ? x(r, j) - shift(r) : e(r, j) * inverse(r); }, "out");
+      [&](te::Var r, te::Var j) {
+        return log ? scaled(x(r, j), scale) - shift(r) : e(r, j) * inverse(r);
+      },
+      "out");
   te::Schedule s = te::create_schedule({out});
   for (const auto& step : later) step(s);
   // Row by row: the maximum, the exps, their sum and the output of a row are computed at the
@@ -295,21 +303,26 @@ te::LoweredFunc softmax_rows(const std::string& name, int64_t rows, int64_t n, b
 // The same over the middle axis of [outer, n, inner] (inner > 1): each reduction runs along the
 // strided axis, the inner axis contiguous.
 te::LoweredFunc softmax_middle(const std::string& name, int64_t outer, int64_t n, int64_t inner,
-                               bool log) {
+                               bool log, float scale) {
   te::Tensor x = te::placeholder({outer, n, inner}, te::Float(32), "x");
   const te::IterVar k = te::reduce_axis({0, n}, "k");
   te::Tensor top = te::compute(
-      {outer, inner}, [&](te::Var o, te::Var i) { return te::max(x(o, k.var, i), k); }, "top");
+      {outer, inner},
+      [&](te::Var o, te::Var i) { return te::max(scaled(x(o, k.var, i), scale), k); }, "top");
   te::Tensor e = te::compute(
       {outer, n, inner},
-      [&](te::Var o, te::Var j, te::Var i) { return te::exp(x(o, j, i) - top(o, i)); }, "e");
+      [&](te::Var o, te::Var j, te::Var i) {
+        return te::exp(scaled(x(o, j, i), scale) - top(o, i));
+      },
+      "e");
   const te::IterVar t = te::reduce_axis({0, n}, "t");
   te::Tensor total = te::compute(
       {outer, inner}, [&](te::Var o, te::Var i) { return te::sum(e(o, t.var, i), t); }, "total");
   te::Tensor out = te::compute(
       {outer, n, inner},
       [&](te::Var o, te::Var j, te::Var i) {
-        return log ? x(o, j, i) - top(o, i) - te::log(total(o, i)) : e(o, j, i) / total(o, i);
+        return log ? scaled(x(o, j, i), scale) - top(o, i) - te::log(total(o, i))
+                   : e(o, j, i) / total(o, i);
       },
       "out");
   te::Schedule s = te::create_schedule({out});
@@ -323,9 +336,9 @@ te::LoweredFunc softmax_middle(const std::string& name, int64_t outer, int64_t n
 }  // namespace
 
 te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& shape, int64_t axis,
-                        bool log) {
+                        bool log, float scale) {
   const int64_t rank = static_cast<int64_t>(shape.size());
-  if (rank == 0) return softmax_rows(name, 1, 1, log);
+  if (rank == 0) return softmax_rows(name, 1, 1, log, scale);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank)
     throw Error(ErrorKind::kInvalidArgument, "softmax: axis out of range");
@@ -333,8 +346,8 @@ te::LoweredFunc softmax(const std::string& name, const std::vector<int64_t>& sha
   for (int64_t d = 0; d < axis; ++d) outer *= shape[static_cast<size_t>(d)];
   for (int64_t d = axis + 1; d < rank; ++d) inner *= shape[static_cast<size_t>(d)];
   const int64_t n = shape[static_cast<size_t>(axis)];
-  return inner == 1 ? softmax_rows(name, outer, n, log)
-                    : softmax_middle(name, outer, n, inner, log);
+  return inner == 1 ? softmax_rows(name, outer, n, log, scale)
+                    : softmax_middle(name, outer, n, inner, log, scale);
 }
 
 te::LoweredFunc reduce(const std::string& name, const std::string& op,

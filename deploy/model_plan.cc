@@ -151,6 +151,11 @@ ModelPlan Planner::run() {
     layer_norm_at_[group.nodes.front()] = &group;
     fused.insert(group.nodes.begin() + 1, group.nodes.end());
   }
+  // A Softmax of scaled scores scales them as it reads them, where the Softmax is.
+  for (const auto& m : tasks_.scaled_softmaxes) {
+    scaled_softmax_at_[m.softmax] = &m;
+    absorb(m.softmax, {m.scale_node});
+  }
   // Graph order, except that a task waits until every tensor it reads exists: a fused residual
   // may come from a branch that the graph lists after the task's anchor.
   std::vector<size_t> waiting;
@@ -248,6 +253,8 @@ void Planner::plan_node(size_t i, const frontend::TaskOccurrence* occ) {
     plan_quantized_global_pool(*gp->second);
   } else if (auto ln = layer_norm_at_.find(i); ln != layer_norm_at_.end()) {
     plan_generated(describe_layer_norm(g_, *ln->second, constants_));
+  } else if (auto sm = scaled_softmax_at_.find(i); sm != scaled_softmax_at_.end()) {
+    plan_generated(describe_scaled_softmax(g_, *sm->second));
   } else if (n.op == "QuantizeLinear" && n.domain.empty() && plan_blocked_quantize(n)) {
     // planned in the int8 convs' layout
   } else if (is_view(n.op)) {

@@ -235,7 +235,8 @@ class Planner {
   std::map<std::string, int64_t> current_;  // ONNX tensor -> its latest form
   std::map<std::pair<std::string, int64_t>, int64_t>
       forms_;  // (ONNX tensor, block) -> converted copy
-  std::map<size_t, const frontend::LayerNormGroup*> layer_norm_at_;  // first node -> its group
+  std::map<size_t, const frontend::LayerNormGroup*> layer_norm_at_;     // first node -> its group
+  std::map<size_t, const frontend::ScaledSoftmax*> scaled_softmax_at_;  // Softmax node -> it
   // A node planned with others (a task's fused and prologue nodes, a uint8 Add's or max pool's
   // Q/DQ nodes): node -> those others, whose inputs must exist before it is planned.
   std::map<size_t, std::vector<size_t>> group_;

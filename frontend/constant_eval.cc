@@ -220,16 +220,11 @@ Val slice(const Val& data, const SliceWindow& w) {
   return r;
 }
 
-std::optional<Val> transpose(const Val& data, std::vector<int64_t> perm) {
+// `perm` as read_perm gives it (a permutation of the axes).
+Val transpose(const Val& data, const std::vector<int64_t>& perm) {
   const size_t rank = data.shape.size();
-  if (perm.empty())
-    for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
-  if (perm.size() != rank) return std::nullopt;
   Val r;
-  for (int64_t p : perm) {
-    if (p < 0 || p >= static_cast<int64_t>(rank)) return std::nullopt;
-    r.shape.push_back(data.shape[static_cast<size_t>(p)]);
-  }
+  for (int64_t p : perm) r.shape.push_back(data.shape[static_cast<size_t>(p)]);
   const std::vector<int64_t> in_strides = strides_of(data.shape);
   for (int64_t i = 0; i < count_of(r.shape); ++i) {
     int64_t rest = i, offset = 0;
@@ -346,7 +341,13 @@ std::optional<Val> evaluate(const Node& n, const std::vector<std::optional<Val>>
     for (int64_t i = 0; i < count; ++i) r.v.push_back(start + static_cast<double>(i) * delta);
     return r;
   }
-  if (n.op == "Transpose") return transpose(*x, n.ints("perm"));
+  if (n.op == "Transpose") {
+    try {
+      return transpose(*x, read_perm(n, x->shape.size()));
+    } catch (const Error&) {
+      return std::nullopt;  // no permutation: left for the model build to refuse
+    }
+  }
   return std::nullopt;
 }
 

@@ -22,7 +22,8 @@ TaskExtractor::TaskExtractor(const Graph& graph, const schedule_space::TargetTra
       target_(target),
       fuser_(graph),
       layer_norms_(find_layer_norms(graph)),
-      quantized_(find_quantized_ops(graph)) {
+      quantized_(find_quantized_ops(graph)),
+      scaled_softmaxes_(find_scaled_softmaxes(graph)) {
   // An int8 operator's DequantizeLinear, Relu and QuantizeLinear nodes are its own.
   for (size_t k = 0; k < quantized_.ops.size(); ++k) {
     const QuantizedOp& q = quantized_.ops[k];
@@ -64,6 +65,14 @@ TaskExtractor::TaskExtractor(const Graph& graph, const schedule_space::TargetTra
       in_layer_norm_[n] = k;
       fuser_.exclude(n);
     }
+  // A Softmax of scaled scores scales them as it reads them: the Mul or Div is its own.
+  std::erase_if(scaled_softmaxes_, [&](const ScaledSoftmax& m) {
+    return fuser_.fused(m.scale_node) || fuser_.fused(m.softmax);
+  });
+  for (size_t k = 0; k < scaled_softmaxes_.size(); ++k) {
+    scaled_softmax_at_[scaled_softmaxes_[k].softmax] = k;
+    fuser_.exclude(scaled_softmaxes_[k].scale_node);
+  }
 }
 
 Mapped TaskExtractor::map_anchor(size_t i) {
@@ -108,6 +117,12 @@ ModelTasks TaskExtractor::run() {
       continue;
     }
     const Node& node = g_.nodes[i];
+    if (auto sm = scaled_softmax_at_.find(i); sm != scaled_softmax_at_.end()) {
+      const ScaledSoftmax& m = scaled_softmaxes_[sm->second];
+      add_unsupported(node.op, g_.nodes[m.scale_node].name + "+" + node.name,
+                      reason_without_template(node.op), generated_kernel(node, g_));
+      continue;
+    }
     if (auto gen = generated_at_.find(i); gen != generated_at_.end()) {
       add_unsupported(node.op, node.name, gen->second.first, gen->second.second);
       continue;
@@ -165,6 +180,7 @@ ModelTasks TaskExtractor::run() {
     }
   }
   result.layer_norms = layer_norms_;
+  result.scaled_softmaxes = scaled_softmaxes_;
   result.quantized = quantized_.ops;
   result.quantized_adds = quantized_.adds;
   result.quantized_max_pools = quantized_.max_pools;

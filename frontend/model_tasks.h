@@ -14,6 +14,7 @@
 #include "frontend/layer_norm.h"
 #include "frontend/onnx_graph.h"
 #include "frontend/qdq_fusion.h"
+#include "frontend/scaled_softmax.h"
 #include "schedule_space/task.h"
 #include "schedule_space/workload.h"
 
@@ -113,6 +114,8 @@ struct ModelTasks {
   std::vector<TaskOccurrence> occurrences;  // in graph order; not part of to_json
   std::vector<LayerNormGroup>
       layer_norms;  // listed as unsupported "LayerNorm"; not part of to_json
+  // Softmaxes of scaled scores, listed at the Softmax with its Mul or Div; not part of to_json.
+  std::vector<ScaledSoftmax> scaled_softmaxes;
   // The int8 operators (tasks of conv2d_nchwc_u8s8s32 and matmul_u8s8s32, by anchor node); not
   // part of to_json.
   std::vector<QuantizedOp> quantized;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "support/error.h"
 
@@ -195,6 +196,24 @@ ResizeParams read_resize(const Graph& g, const Node& n, const ConstantLookup& co
 SoftmaxAxis read_softmax_axis(const Graph& g, const Node& n) {
   if (g.opset >= 13) return {n.int_or("axis", -1), false};
   return {n.int_or("axis", 1), true};
+}
+
+std::vector<int64_t> read_perm(const Node& n, size_t rank) {
+  std::vector<int64_t> reversed(rank);
+  std::iota(reversed.rbegin(), reversed.rend(), 0);
+  std::vector<int64_t> perm = n.ints("perm", reversed);
+  const auto refuse = [&] {
+    return Error(ErrorKind::kUnsupported,
+                 "perm is no permutation of the " + std::to_string(rank) + " axes");
+  };
+  if (perm.size() != rank) throw refuse();
+  std::vector<bool> seen(rank, false);
+  for (int64_t& p : perm) {
+    if (p < 0) p += static_cast<int64_t>(rank);
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[p]) throw refuse();
+    seen[p] = true;
+  }
+  return perm;
 }
 
 }  // namespace ktune::frontend

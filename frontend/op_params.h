@@ -84,4 +84,9 @@ struct SoftmaxAxis {
 };
 SoftmaxAxis read_softmax_axis(const Graph& g, const Node& n);
 
+// Transpose: `perm` as given, negative entries counted from the end, or the axes of a rank-`rank`
+// input reversed when it is absent (ONNX's default). Throws Error(kUnsupported) when it is no
+// permutation of the axes.
+std::vector<int64_t> read_perm(const Node& n, size_t rank);
+
 }  // namespace ktune::frontend

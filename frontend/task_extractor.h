@@ -90,6 +90,8 @@ class TaskExtractor {
   std::map<size_t, size_t> in_layer_norm_;  // node -> its group
   QuantizedOps quantized_;
   std::map<size_t, size_t> quantized_at_;  // anchor node -> its QuantizedOp
+  std::vector<ScaledSoftmax> scaled_softmaxes_;
+  std::map<size_t, size_t> scaled_softmax_at_;  // Softmax node -> its ScaledSoftmax
   // A uint8 operator a model build generates: node -> (reason, generated kernel).
   std::map<size_t, std::pair<std::string, std::string>> generated_at_;
   std::vector<GeneratedConv> generated_convs_;

@@ -200,32 +200,36 @@ TEST(ModelOpsNn, ChannelAffineScalesEachChannel) {
   }
 }
 
-TEST(ModelOpsNn, SoftmaxAndLogSoftmaxOnEveryAxis) {
+// Softmax(x * scale) on each axis: scale 1 (a plain Softmax), attention's 1/8, and a negative one
+// (the maximum of the scaled scores is then at the input's minimum).
+TEST(ModelOpsNn, SoftmaxAndLogSoftmaxOfScaledScoresOnEveryAxis) {
   const Shape shape = {2, 5, 3, 20};
   const std::vector<float> x = random(count_of(shape), 51, -30.0f, 30.0f);
-  for (int64_t axis = 0; axis < 4; ++axis) {
-    for (const bool log : {false, true}) {
-      std::vector<double> want(x.size());
-      // Along `axis` through every index whose axis coordinate is 0.
-      Shape lines = shape;
-      lines[static_cast<size_t>(axis)] = 1;
-      for_each_index(lines, [&](const Shape& i) {
-        Shape j = i;
-        double top = -INFINITY, total = 0;
-        for (j[axis] = 0; j[axis] < shape[axis]; ++j[axis])
-          top = std::max<double>(top, x[static_cast<size_t>(offset(shape, j))]);
-        for (j[axis] = 0; j[axis] < shape[axis]; ++j[axis])
-          total += std::exp(x[static_cast<size_t>(offset(shape, j))] - top);
-        for (j[axis] = 0; j[axis] < shape[axis]; ++j[axis]) {
-          const double v = x[static_cast<size_t>(offset(shape, j))] - top;
-          want[static_cast<size_t>(offset(shape, j))] =
-              log ? v - std::log(total) : std::exp(v) / total;
-        }
-      });
-      EXPECT_LE(worst(run(softmax("sm", shape, axis, log), {x}), want), 2e-6)
-          << "axis " << axis << " log " << log;
+  for (const float scale : {1.0f, 0.125f, -3.0f})
+    for (int64_t axis = 0; axis < 4; ++axis) {
+      for (const bool log : {false, true}) {
+        std::vector<double> want(x.size());
+        // Along `axis` through every index whose axis coordinate is 0.
+        Shape lines = shape;
+        lines[static_cast<size_t>(axis)] = 1;
+        for_each_index(lines, [&](const Shape& i) {
+          Shape j = i;
+          double top = -INFINITY, total = 0;
+          const auto y = [&] { return double{scale} * x[static_cast<size_t>(offset(shape, j))]; };
+          for (j[axis] = 0; j[axis] < shape[axis]; ++j[axis]) top = std::max<double>(top, y());
+          for (j[axis] = 0; j[axis] < shape[axis]; ++j[axis]) total += std::exp(y() - top);
+          for (j[axis] = 0; j[axis] < shape[axis]; ++j[axis]) {
+            const double v = y() - top;
+            want[static_cast<size_t>(offset(shape, j))] =
+                log ? v - std::log(total) : std::exp(v) / total;
+          }
+        });
+        // The kernel rounds x * scale to float32 (up to 90 here), the reference does not.
+        EXPECT_LE(worst(run(softmax("sm", shape, axis, log, scale), {x}), want),
+                  scale == 1 ? 2e-6 : 1e-5)
+            << "axis " << axis << " log " << log << " scale " << scale;
+      }
     }
-  }
   // A negative axis counts from the end.
   const std::vector<float> got = run(softmax("sm", shape, -1, false), {x});
   const std::vector<float> same = run(softmax("sm", shape, 3, false), {x});

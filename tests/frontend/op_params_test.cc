@@ -225,6 +225,17 @@ TEST(OpParams, SoftmaxAxisDefaultsByOpset) {
   EXPECT_EQ(read_softmax_axis(at_opset(13), node("Softmax", {"x"}, {{"axis", ints({1})}})).axis, 1);
 }
 
+TEST(OpParams, TransposePermDefaultsToTheAxesReversed) {
+  EXPECT_EQ(read_perm(node("Transpose", {"x"}), 3), (std::vector<int64_t>{2, 1, 0}));
+  EXPECT_EQ(read_perm(node("Transpose", {"x"}, {{"perm", ints({0, -1, 1})}}), 3),
+            (std::vector<int64_t>{0, 2, 1}));
+  for (const std::vector<int64_t>& bad : {std::vector<int64_t>{0, 1}, {0, 0, 1}, {0, 1, 3}})
+    EXPECT_EQ(error_kind_of([&] {
+                read_perm(node("Transpose", {"x"}, {{"perm", ints(bad)}}), 3);
+              }),
+              static_cast<int64_t>(ErrorKind::kUnsupported));
+}
+
 // The graph's small values (what the passes and the fuser see) read like a build's constants:
 // integer types as i64 (INT64_MAX as 2^62, still "to the end"), others as f32.
 TEST(OpParams, TheGraphsSmallValuesReadLikeABuildsConstants) {
