@@ -33,14 +33,21 @@ std::optional<LibraryOp> library_op(const schedule_space::Task& task, int thread
 struct LibraryRace {
   std::string library;
   RoundStats tuned, library_time;
+  int threads = 1;  // the race's: the tuned kernel's
+  // The library's threads behind library_time: the race's, or 1 when it ran faster on one.
+  int library_threads = 1;
   // tuned / library, from the medians: below 1, the tuned kernel is faster.
   double ratio() const { return tuned.median_s / library_time.median_s; }
 };
 
 // `kernel` (task's kernel, loaded in this process) and library_op's operator for `task`, each run
 // with `threads` threads (ktune's parallel loops too), timed alternately for `rounds` rounds
-// (time_interleaved, paced by race_pacing). The kernel's inputs are random, its outputs
-// overwritten. nullopt where library_op has no operator. Throws what library_op throws,
+// (time_interleaved, paced by race_pacing). With threads > 1 the library also takes a turn on one
+// thread in the same rounds, and library_time is the faster of its two medians: a user would run a
+// small operator on the thread count it is fastest at (as a model build does its steps), and a busy
+// machine stalls a library's threads (OpenMP's waits): oneDNN's 1x1 convs of microseconds then took
+// milliseconds at two threads, round after round, and not on one. The kernel's inputs are random,
+// its outputs overwritten. nullopt where library_op has no operator. Throws what library_op throws,
 // Error(kRun) when the kernel returns an error, Error(kInvalidArgument) for rounds < 1.
 std::optional<LibraryRace> library_race(const schedule_space::Task& task,
                                         const codegen::Kernel& kernel, int threads, int rounds);

@@ -2,6 +2,7 @@
 // --device-key K] [--input name=DIMS]`: tune every task of a model under one budget (ModelTuning
 // here, or a model job of a tuning server), with a live table by layer and the estimated model
 // latency against the untuned fallbacks and the libraries.
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -318,12 +319,19 @@ void run_tune_model(TuneModelOptions o) {
   // The libraries on the same operators, in this process, with the kernels' thread count.
   nlohmann::json j = tuner::model_summary_json(tasks, report);
   std::optional<LibraryTimes> libraries;
+  const auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  const auto races = std::chrono::steady_clock::now();
   if (!o.no_libraries)
     libraries = add_library_times(tasks, report, HistorySource::log(o.db), traits.cores,
                                   o.library_rounds, j);
+  j["wall"]["libraries_s"] = since(races);
   j["log"] = o.db;
   std::optional<tuning_db::StepThreadsRow> step_threads;
+  const auto model_run = std::chrono::steady_clock::now();
   if (!o.no_model_run) step_threads = add_built_model(o, inputs, report, db, j);
+  j["wall"]["model_run_s"] = since(model_run);
   // The summary (per-layer table with the library ratios) goes into the log for `ktune report`.
   tuning_db::record_model_run(db, tasks.model, target.str(), j);
   print_end(o, report, j, libraries ? &*libraries : nullptr, "");
@@ -354,8 +362,9 @@ void add_tune_model(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--time-budget", o->time_budget_min,
                   "Minutes of search at most (0 = none): no allocation starts after them, the "
-                  "trials left over are not spent; the best configs' re-timing and the built "
-                  "model's timing follow (a local run)")
+                  "trials left over are not spent; the best configs' re-timing, the library races "
+                  "and the built model's timing follow (a local run), and the summary's wall time "
+                  "line gives each")
       ->capture_default_str()
       ->check(finite_in(0, 1e6));
   cmd->add_option("--batch-size", s.batch_size, "Trials per allocation to one task (1 to 4096)")

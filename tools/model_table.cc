@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -88,13 +90,35 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
       } else {
         char ratio[32] = "-";  // a ratio of a noisy figure is not quoted
         if (!noisy(lib->second)) std::snprintf(ratio, sizeof ratio, "%.2f", lib->second.ratio());
+        // '*': the library ran faster on one thread than on the race's (library_race).
+        const bool one_thread = lib->second.library_threads < lib->second.threads;
         row += right(with_spread(lib->second.tuned), 16) +
-               right(with_spread(lib->second.library_time), 16) + right(ratio, 7);
+               right(with_spread(lib->second.library_time) + (one_thread ? "*" : ""), 16) +
+               right(ratio, 7);
       }
     }
     std::fprintf(out, "%s  %-*s  %s\n", row.c_str(), static_cast<int>(layer_width),
                  layers_column(r, i).c_str(), t.tuned_as.c_str());
     ++lines;
+  }
+  if (libraries && !libraries->empty()) {
+    // Two figures of the tuned kernel, each for its own comparison.
+    const baselines::LibraryRace& any = libraries->begin()->second;
+    std::fprintf(out,
+                 "  best_ms: the log's re-timed best, which the sums below use; tuned_ms and "
+                 "library_ms: medians of %d rounds in which the two took turns at %d thread%s (± "
+                 "half their range), compared by ratio\n",
+                 any.tuned.rounds, any.threads, any.threads == 1 ? "" : "s");
+    ++lines;
+    const bool one_thread = std::any_of(libraries->begin(), libraries->end(), [](const auto& l) {
+      return l.second.library_threads < l.second.threads;
+    });
+    if (one_thread) {
+      std::fprintf(out,
+                   "  *: the library ran faster on one thread (it also took its turns on one); "
+                   "its faster median is shown\n");
+      ++lines;
+    }
   }
   return lines;
 }
@@ -176,6 +200,7 @@ LibraryTimes add_library_times(const frontend::ModelTasks& tasks,
     t["tuned_min_s"] = race.tuned.min_s;
     t["tuned_max_s"] = race.tuned.max_s;
     t["tuned_spread"] = race.tuned.spread();
+    t["library_threads"] = race.library_threads;
     if (noisy(race))
       t["noisy"] = true;
     else
@@ -225,6 +250,40 @@ void print_lead(std::FILE* out, const tuner::ModelTuningReport& report,
                  "generated kernels %.0f%%; measured / their sum %.2f\n",
                  100 * tasks_s / (tasks_s + other_s), 100 * other_s / (tasks_s + other_s),
                  run / (tasks_s + other_s));
+}
+
+// "0.4s", "42s", "4m21s".
+std::string duration(double s) {
+  const long total = std::lround(std::max(0.0, s));
+  char buf[32];
+  if (s < 9.95)
+    std::snprintf(buf, sizeof buf, "%.1fs", std::max(0.0, s));
+  else if (total < 60)
+    std::snprintf(buf, sizeof buf, "%lds", total);
+  else
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", total / 60, total % 60);
+  return buf;
+}
+
+// Where the run's wall time went: the time budget bounds the search; the re-timing of the best
+// configs, the library races and the built model's timing follow it.
+void print_wall_time(std::FILE* out, const nlohmann::json& summary) {
+  const nlohmann::json wall = summary.value("wall", nlohmann::json::object());
+  const std::vector<std::pair<const char*, const char*>> parts = {
+      {"search_s", "search"},
+      {"retime_s", "re-timing the best configs"},
+      {"libraries_s", "library races"},
+      {"model_run_s", "building and timing the model"}};
+  double total = 0;
+  std::string text;
+  for (const auto& [key, what] : parts) {
+    if (!wall.contains(key) || !wall[key].is_number()) continue;
+    const double s = wall[key].get<double>();
+    total += s;
+    text += std::string(text.empty() ? "" : ", ") + what + " " + duration(s);
+  }
+  if (!text.empty())
+    std::fprintf(out, "  wall time %s: %s\n", duration(total).c_str(), text.c_str());
 }
 
 }  // namespace
@@ -280,6 +339,7 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
   if (report.out_of_time)
     std::fprintf(out, "  time budget: the search stopped at it after %zu of %zu trials\n",
                  report.trials, budget);
+  print_wall_time(out, summary);
   size_t unreached = 0;
   for (const auto& t : report.tasks) unreached += t.trials == 0 ? 1 : 0;
   if (unreached > 0)

@@ -2,9 +2,12 @@
 // plots from svg_plot).
 #include "tools/report_html.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "tools/svg_plot.h"
 #include "tuner/model_tuning.h"
@@ -149,6 +152,31 @@ std::string correlation_section(const Report& r) {
 
 // A row's ONNX nodes: its first occurrence's, "+k more" (the task's key in a summary written
 // before the layers were stored).
+// An ONNX node name without the module names that its next part repeats: torch.onnx nests
+// "/features/features.1/block/block.0/block.0.0/Conv", which reads "features.1/block.0.0/Conv".
+std::string compact_node_name(const std::string& name) {
+  std::vector<std::string> parts;
+  for (size_t at = 0; at <= name.size();) {
+    const size_t slash = std::min(name.find('/', at), name.size());
+    if (slash > at) parts.push_back(name.substr(at, slash - at));
+    at = slash + 1;
+  }
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (i + 1 == parts.size() || parts[i + 1].rfind(parts[i] + ".", 0) != 0)
+      out += (out.empty() ? "" : "/") + parts[i];
+  return out.empty() ? name : out;
+}
+
+// A bar's label: the first layer's anchor node, compacted, and how many layers more.
+std::string bar_label(const tuning_db::LayerRow& l) {
+  if (l.layers.empty()) return l.key;
+  const std::string& first = l.layers.front();
+  std::string label = compact_node_name(first.substr(0, first.find('+')));
+  if (l.layers.size() > 1) label += " +" + std::to_string(l.layers.size() - 1);
+  return label;
+}
+
 std::string nodes_label(const tuning_db::LayerRow& l) {
   return l.layers.empty() ? l.key : tuner::layers_label(l.layers);
 }
@@ -180,8 +208,9 @@ std::string layer_bars(const tuning_db::ModelRunReport& m) {
       if (!l.alternative_of.empty() && task.key == l.alternative_of) fallback = task.fallback_s;
     noisy = noisy || l.noisy;
     chart.groups.push_back(
-        {nodes_label(l),
-         {ms_of(l.best_s), l.noisy ? std::nullopt : ms_of(l.library_s), ms_of(fallback)}});
+        {bar_label(l),
+         {ms_of(l.best_s), l.noisy ? std::nullopt : ms_of(l.library_s), ms_of(fallback)},
+         nodes_label(l)});
   }
   // Short enough for the chart's width; the table says the rest.
   chart.x_label = std::string("ms per layer: tuned (what ships), library") +

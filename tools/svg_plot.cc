@@ -188,10 +188,13 @@ std::string render_bars(const BarChart& c) {
   for (size_t g = 0; g < c.groups.size(); ++g) {
     const double top = kLegend + group_h * static_cast<double>(g);
     const std::string& label = c.groups[g].label;
-    // 30 characters fit the label column at the page's 11px.
-    const std::string shown = label.size() > 30 ? label.substr(0, 29) + "..." : label;
+    const std::string& title = c.groups[g].title.empty() ? label : c.groups[g].title;
+    // 30 characters fit the label column at the page's 11px; names differ at their ends (a
+    // layer's index near the front, its operator at the back), so the middle gives way.
+    const std::string shown =
+        label.size() > 30 ? label.substr(0, 12) + "..." + label.substr(label.size() - 15) : label;
     svg += "<text x=\"" + num(kLabelWidth - 6) + "\" y=\"" + num(top + group_h / 2 + 2) +
-           "\" text-anchor=\"end\" class=\"label\"><title>" + html_escape(label) + "</title>" +
+           "\" text-anchor=\"end\" class=\"label\"><title>" + html_escape(title) + "</title>" +
            html_escape(shown) + "</text>";
     for (size_t i = 0; i < c.groups[g].values.size() && i < c.series.size(); ++i) {
       const auto& v = c.groups[g].values[i];

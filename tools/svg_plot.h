@@ -29,8 +29,9 @@ struct BarChart {
   std::string x_label;
   std::vector<std::string> series;  // names, in the order of each group's values
   struct Group {
-    std::string label;
+    std::string label;  // drawn; past 30 characters its middle gives way to "..."
     std::vector<std::optional<double>> values;
+    std::string title = "";  // what a pointer over the label shows ("" = the label)
   };
   std::vector<Group> groups;
   double width = 760;

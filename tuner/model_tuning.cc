@@ -250,6 +250,8 @@ ModelTuningReport ModelTuning::report() const {
   ModelTuningReport r;
   r.not_tuned = not_tuned_;
   r.out_of_time = out_of_time_;
+  r.search_s = search_s_;
+  r.retime_s = retime_s_;
   r.steps = steps_;
   for (const auto& tuner : tuners_) {
     r.trials += tuner->trials();
@@ -331,7 +333,10 @@ ModelTuningReport ModelTuning::run(const std::function<void(const ModelTuningRep
     if (on_step) on_step(report());
   });
   out_of_time_ = scheduler.out_of_time();
+  const auto searched = std::chrono::steady_clock::now();
+  search_s_ = std::chrono::duration<double>(searched - start).count();
   for (const auto& tuner : tuners_) tuner->retime();
+  retime_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - searched).count();
   return report();
 }
 
@@ -378,6 +383,7 @@ nlohmann::json to_json(const ModelTuningReport& r) {
   nlohmann::json j{{"trials", r.trials},         {"tuned_s", seconds_or_null(r.tuned_s)},
                    {"fallback_s", r.fallback_s}, {"not_tuned", r.not_tuned},
                    {"cancelled", r.cancelled},   {"out_of_time", r.out_of_time}};
+  j["wall"] = {{"search_s", r.search_s}, {"retime_s", r.retime_s}};
   if (std::isfinite(r.tuned_s) && r.tuned_s > 0 && r.fallback_s > 0)
     j["speedup_over_fallback"] = r.fallback_s / r.tuned_s;
   j["tasks"] = nlohmann::json::array();
@@ -429,6 +435,10 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j) {
     r.not_tuned = count(j.at("not_tuned"));
     r.cancelled = j.value("cancelled", false);
     r.out_of_time = j.value("out_of_time", false);
+    if (const auto wall = j.find("wall"); wall != j.end() && wall->is_object()) {
+      r.search_s = wall->value("search_s", 0.0);
+      r.retime_s = wall->value("retime_s", 0.0);
+    }
     for (const auto& t : j.at("tasks")) {
       TaskProgress p{t.at("key").get<std::string>(),
                      t.at("tuned_as").get<std::string>(),

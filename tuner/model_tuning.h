@@ -65,6 +65,9 @@ struct ModelTuningReport {
   bool cancelled = false;  // the sessions' should_stop ended the run early
   // The scheduler's time budget ended the search with trials of the budget left.
   bool out_of_time = false;
+  // Wall seconds of the search (the fallbacks' measurement included: the time budget counts it)
+  // and of the best configs' re-timing after it.
+  double search_s = 0, retime_s = 0;
 };
 
 // The trials of a model's warm-up: one allocation of `batch_size` per distinct tuned workload
@@ -109,6 +112,7 @@ class ModelTuning {
   std::vector<std::unique_ptr<ChoiceTuner>> choices_;
   size_t not_tuned_ = 0;
   bool out_of_time_ = false;
+  double search_s_ = 0, retime_s_ = 0;
   std::vector<SchedulerStep> steps_;
 };
 

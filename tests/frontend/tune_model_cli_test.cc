@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -101,6 +102,10 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
         t["library"].get<std::string>().rfind(
             t["tuned_as"].get<std::string>().rfind("matmul", 0) == 0 ? "OpenBLAS" : "oneDNN", 0),
         0u)
+        << t.dump();
+    // The library's figure is its median at the race's threads or, faster, on one (2 cores here).
+    const int threads = t["library_threads"].get<int>();
+    EXPECT_TRUE(threads == 1 || threads == static_cast<int>(std::thread::hardware_concurrency()))
         << t.dump();
     // Each side's median of the rounds lies within its range; the spread is the half-range over
     // the median; the ratio is the medians'.
@@ -224,6 +229,7 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   // A task and its alternatives: the share is shown on the one row a build runs.
   std::map<std::string, int> shares_in_group;
   std::map<std::string, size_t> row_of;
+  bool starred = false;  // a row whose library figure is its one-thread median
   for (size_t i = 0; i < j["tasks"].size(); ++i) row_of[j["tasks"][i]["key"]] = i + 1;
   for (const auto& t : j["tasks"]) {
     ASSERT_TRUE(std::getline(lines, line));
@@ -242,10 +248,24 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
     EXPECT_TRUE(percents == 3 || percents == 2) << line;
     shares_in_group[group] += percents == 3;
     EXPECT_NE(line.find(t["tuned_as"].get<std::string>()), std::string::npos) << line;
+    // '*': the library's figure is its median on one thread, which beat the race's two.
+    starred = starred || line.find("%* ") != std::string::npos ||
+              line.find("noisy* ") != std::string::npos;
   }
   for (const auto& [group, shares] : shares_in_group) EXPECT_EQ(shares, 1) << group;
   EXPECT_NE(text.out.find("; medians of 2 interleaved rounds"), std::string::npos) << text.out;
+  // Under the rows, what the table's two figures of a tuned kernel are, and what '*' marks.
   ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ(line.rfind("  best_ms: the log's re-timed best, which the sums below use; tuned_ms and "
+                       "library_ms: medians of 2 rounds in which the two took turns at ",
+                       0),
+            0u)
+      << line;
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ(line.rfind("  *: the library ran faster on one thread", 0) == 0, starred) << line;
+  if (starred) {
+    ASSERT_TRUE(std::getline(lines, line));
+  }
   EXPECT_EQ(line, "");
   ASSERT_TRUE(std::getline(lines, line));
   EXPECT_EQ(line.rfind("model small_cnn: ", 0), 0u) << line;
@@ -287,11 +307,21 @@ TEST(TuneModelCli, TheTimeBudgetEndsTheSearchAndSaysSo) {
   EXPECT_TRUE(j["out_of_time"].get<bool>());
   EXPECT_EQ(j["trials"], 0);
   EXPECT_FALSE(j["cancelled"].get<bool>());
+  // Where the wall time went: the search past its budget only by the fallbacks' measurement, then
+  // the re-timing; no library race nor model run was asked for.
+  const nlohmann::json wall = j.at("wall");
+  EXPECT_GT(wall.at("search_s").get<double>(), 0.0);
+  EXPECT_LT(wall.at("search_s").get<double>(), 60.0);
+  EXPECT_GE(wall.at("retime_s").get<double>(), 0.0);
+  EXPECT_LT(wall.at("libraries_s").get<double>(), 0.5);
+  EXPECT_LT(wall.at("model_run_s").get<double>(), 0.5);
   const auto text = ktune(cmd);
   ASSERT_EQ(text.status, 0) << text.err;
-  EXPECT_NE(text.out.find("time budget: the search stopped at it after 0 of 100000 trials"),
+  EXPECT_NE(text.out.find("time budget: the search stopped at it after 0 of 100000 trials\n  wall "
+                          "time "),
             std::string::npos)
       << text.out;
+  EXPECT_NE(text.out.find(", re-timing the best configs "), std::string::npos) << text.out;
   fs::remove(db);
 }
 

@@ -143,5 +143,49 @@ TEST(ModelTable, WithoutABuiltModelTheEstimateLeadsAndSaysWhy) {
             std::string::npos);
 }
 
+// The table's two figures of a tuned kernel are said under it; a library that ran faster on one
+// thread than the race's two is marked, and said.
+TEST(ModelTable, TheTwoTunedFiguresAndALibraryOnOneThreadAreSaid) {
+  const tuner::ModelTuningReport r = two_tasks();
+  const baselines::RoundStats tuned{5, 0.9e-3, 0.85e-3, 0.95e-3};
+  const baselines::RoundStats library{5, 1.2e-3, 1.1e-3, 1.3e-3};
+  LibraryTimes libraries = {{"conv2d(N=1)", {"oneDNN", tuned, library, 2, 2}},
+                            {"matmul(M=1)", {"OpenBLAS", tuned, library, 2, 2}}};
+  const nlohmann::json j = {{"model", "tiny"}};
+  std::string text = summary_text(r, j, &libraries);
+  EXPECT_NE(text.find("\n  best_ms: the log's re-timed best, which the sums below use; tuned_ms "
+                      "and library_ms: medians of 5 rounds in which the two took turns at 2 "
+                      "threads (± half their range), compared by ratio\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find('*'), std::string::npos) << text;
+  libraries.at("matmul(M=1)").library_threads = 1;
+  text = summary_text(r, j, &libraries);
+  EXPECT_NE(text.find("1.2000 ±8%*"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n  *: the library ran faster on one thread"), std::string::npos) << text;
+  EXPECT_EQ(text.find("1.2000 ±8%*"), text.rfind("1.2000 ±8%*")) << text;  // the matmul's row only
+}
+
+// Where the wall time went: the search the budget bounds, and what follows it.
+TEST(ModelTable, TheWallTimeIsSaidByPart) {
+  tuner::ModelTuningReport r = two_tasks();
+  r.search_s = 120.2;
+  r.retime_s = 52;
+  r.out_of_time = true;
+  nlohmann::json j = tuner::to_json(r);
+  j["model"] = "tiny";
+  j["wall"]["libraries_s"] = 41;
+  j["wall"]["model_run_s"] = 0.44;
+  const tuner::ModelTuningReport back = tuner::model_report_from_json(j);
+  EXPECT_EQ(back.search_s, 120.2);
+  EXPECT_EQ(back.retime_s, 52);
+  EXPECT_NE(summary_text(back, j, nullptr)
+                .find("  time budget: the search stopped at it after 32 of 32 trials\n  wall time "
+                      "3m34s: search 2m00s, re-timing the best configs 52s, library races 41s, "
+                      "building and timing the model 0.4s\n"),
+            std::string::npos)
+      << summary_text(back, j, nullptr);
+}
+
 }  // namespace
 }  // namespace ktune::tools
