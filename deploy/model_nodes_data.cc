@@ -1,5 +1,5 @@
-// What generated kernels the data movement nodes become (Concat, Split, Slice, Pad, Gather,
-// Resize, Upsample): their parameters as frontend/op_params.h reads them in every opset's form,
+// The data family's generated kernels (Transpose, Concat, Split, Slice, Pad, Gather, Resize,
+// Upsample): their parameters as frontend/op_params.h reads them in every opset's form,
 // resolved at build time into model_ops_data.cc's kernels.
 #include <algorithm>
 
@@ -190,10 +190,26 @@ GeneratedStep describe_resize(const frontend::Graph& g, const frontend::Node& n,
   return s;
 }
 
+// Transpose: its perm as frontend/op_params.h reads it.
+GeneratedStep describe_transpose(const frontend::Graph& g, const frontend::Node& n) {
+  const std::vector<int64_t> shape = shape_of(g, n, n.inputs.at(0));
+  if (shape.size() > 6) throw unsupported(n, "more than 6 axes");
+  std::vector<int64_t> perm;
+  try {
+    perm = frontend::read_perm(n, shape.size());
+  } catch (const Error& e) {
+    throw unsupported(n, e.what());
+  }
+  GeneratedStep s{n.name, "transpose", {activation(g, n, n.inputs[0])}, n.outputs.at(0), {}};
+  s.kernel = [shape, perm](const std::string& symbol) { return transpose(symbol, shape, perm); };
+  return s;
+}
+
 }  // namespace
 
-std::vector<GeneratedStep> describe_data(const frontend::Graph& g, const frontend::Node& n,
-                                         const Constants& constants) {
+std::vector<GeneratedStep> data_steps(const frontend::Graph& g, const frontend::Node& n,
+                                      const Constants& constants) {
+  if (n.op == "Transpose") return {describe_transpose(g, n)};
   if (n.op == "Concat") return {describe_concat(g, n, constants)};
   if (n.op == "Split") return describe_split(g, n);
   if (n.op == "Slice") return {describe_slice(g, n, constants)};

@@ -1,6 +1,6 @@
-// Declares what model_nodes.cc and model_nodes_data.cc share: reading a node's shapes, operands
-// and integer parameters (attributes before an opset, constant inputs after), and the data
-// movement nodes' steps. Private to those files.
+// Declares what model_nodes.cc and the family files model_nodes_<family>.cc share: reading a
+// node's shapes, operands and integer parameters (attributes before an opset, constant inputs
+// after), and each family's steps. Private to those files.
 #pragma once
 
 #include <cstdint>
@@ -37,9 +37,18 @@ int64_t normalized_axis(const frontend::Node& n, int64_t axis, size_t rank);
 GeneratedStep copy_step(const frontend::Graph& g, const frontend::Node& n, const std::string& input,
                         const std::string& output);
 
-// The steps of a Concat, Split, Slice, Pad, Gather, Resize or Upsample node (model_nodes_data.cc);
-// empty for any other node.
-std::vector<GeneratedStep> describe_data(const frontend::Graph& g, const frontend::Node& n,
-                                         const Constants& constants);
+// Each operator family's steps for node `n` of that family (describe_node's registry), in its
+// own file; empty for a form the family leaves to the planner (two activations of one shape are
+// the same-shape elementwise kernel's; DepthToSpace the planner's).
+std::vector<GeneratedStep> binary_steps(const frontend::Graph& g, const frontend::Node& n,
+                                        const Constants& constants);  // model_nodes_binary.cc
+std::vector<GeneratedStep> normalize_steps(const frontend::Graph& g, const frontend::Node& n,
+                                           const Constants& constants);  // ..._normalize.cc
+std::vector<GeneratedStep> reduce_steps(const frontend::Graph& g, const frontend::Node& n,
+                                        const Constants& constants);  // model_nodes_reduce.cc
+std::vector<GeneratedStep> quantize_steps(const frontend::Graph& g, const frontend::Node& n,
+                                          const Constants& constants);  // ..._quantize.cc
+std::vector<GeneratedStep> data_steps(const frontend::Graph& g, const frontend::Node& n,
+                                      const Constants& constants);  // model_nodes_data.cc
 
 }  // namespace ktune::deploy::nodes
