@@ -197,10 +197,14 @@ std::optional<LibraryRace> library_race(const schedule_space::Task& task,
   int32_t status = 0;
   try {
     std::vector<std::function<void()>> turns = {[&] { status |= kernel.run(args); }, op->run};
-    if (threads > 1)
+    // Made for one thread: oneDNN fixes a primitive's thread count when it creates it.
+    std::optional<LibraryOp> one;
+    if (threads > 1) one = library_op(task, 1);
+    set_library_threads(threads);
+    if (one)
       turns.push_back([&] {
         set_library_threads(1);
-        op->run();
+        one->run();
         set_library_threads(threads);
       });
     const std::vector<RoundStats> t = time_interleaved(turns, rounds, race_pacing(threads));

@@ -43,7 +43,8 @@ struct LibraryRace {
 // `kernel` (task's kernel, loaded in this process) and library_op's operator for `task`, each run
 // with `threads` threads (ktune's parallel loops too), timed alternately for `rounds` rounds
 // (time_interleaved, paced by race_pacing). With threads > 1 the library also takes a turn on one
-// thread in the same rounds, and library_time is the faster of its two medians: a user would run a
+// thread in the same rounds (its operator made for one: oneDNN fixes a primitive's threads when it
+// creates it), and library_time is the faster of its two medians: a user would run a
 // small operator on the thread count it is fastest at (as a model build does its steps), and a busy
 // machine stalls a library's threads (OpenMP's waits): oneDNN's 1x1 convs of microseconds then took
 // milliseconds at two threads, round after round, and not on one. The kernel's inputs are random,

@@ -12,6 +12,7 @@
 #include "deploy/history_lookup.h"
 #include "support/error.h"
 #include "tools/commands.h"
+#include "tools/ms_text.h"
 #include "tools/service_flags.h"
 #include "tuning_db/record.h"
 
@@ -79,9 +80,9 @@ void run_best(const BestOptions& o) {
     return;
   }
   std::cout << "best:     " << std::fixed << std::setprecision(2) << best->gflops() << " GFLOP/s ("
-            << std::setprecision(4) << best->cost() * 1e3 << " ms"
-            << (best->retimed_costs.empty() ? "" : ", re-timed") << "), tuner " << best->tuner
-            << ", LLVM " << best->target.llvm_version << (best->emulated ? ", EMULATED device" : "")
+            << ms_text(best->cost()) << " ms" << (best->retimed_costs.empty() ? "" : ", re-timed")
+            << "), tuner " << best->tuner << ", LLVM " << best->target.llvm_version
+            << (best->emulated ? ", EMULATED device" : "")
             << (best->noisy() ? ", NOISY timing" : "") << "\n"
             << "config:   " << best->config.dump() << "\n";
   if (o.top <= 1) return;

@@ -13,17 +13,13 @@
 
 #include "deploy/history_best.h"
 #include "support/error.h"
+#include "tools/ms_text.h"
 #include "tuning_db/record.h"
 
 namespace ktune::tools {
 namespace {
 
-std::string ms(double seconds) {
-  if (!std::isfinite(seconds)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f", seconds * 1e3);
-  return buf;
-}
+std::string ms(double seconds) { return ms_text(seconds); }
 
 // Rounds that spread more than tuning_db::kNoisySpread: their median is not a usable figure.
 bool noisy(const baselines::RoundStats& t) {
@@ -31,6 +27,12 @@ bool noisy(const baselines::RoundStats& t) {
 }
 bool noisy(const baselines::LibraryRace& race) {
   return noisy(race.tuned) || noisy(race.library_time);
+}
+
+// The log's best and the race's median of one kernel, both usable, more than kNoisySpread apart.
+bool figures_apart(double best_s, const baselines::RoundStats& raced) {
+  return std::isfinite(best_s) && best_s > 0 && !noisy(raced) &&
+         std::fabs(raced.median_s - best_s) / best_s > tuning_db::kNoisySpread;
 }
 
 // A median and its spread over the rounds: "0.1234 ±3%", or "0.1234 noisy".
@@ -92,7 +94,8 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
         if (!noisy(lib->second)) std::snprintf(ratio, sizeof ratio, "%.2f", lib->second.ratio());
         // '*': the library ran faster on one thread than on the race's (library_race).
         const bool one_thread = lib->second.library_threads < lib->second.threads;
-        row += right(with_spread(lib->second.tuned), 16) +
+        const bool apart = figures_apart(t.best_s, lib->second.tuned);
+        row += right(with_spread(lib->second.tuned) + (apart ? "!" : ""), 16) +
                right(with_spread(lib->second.library_time) + (one_thread ? "*" : ""), 16) +
                right(ratio, 7);
       }
@@ -117,6 +120,18 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
       std::fprintf(out,
                    "  *: the library ran faster on one thread (it also took its turns on one); "
                    "its faster median is shown\n");
+      ++lines;
+    }
+    bool apart = false;
+    for (const auto& t : r.tasks)
+      if (const auto lib = libraries->find(t.tuned_as); lib != libraries->end())
+        apart = apart || figures_apart(t.best_s, lib->second.tuned);
+    if (apart) {
+      std::fprintf(out,
+                   "  !: tuned_ms is more than %.0f%% away from best_ms: the same kernel, timed "
+                   "at another moment (the race after the re-timing) on a machine whose load "
+                   "moved; each figure counts only in its own comparison\n",
+                   100 * tuning_db::kNoisySpread);
       ++lines;
     }
   }

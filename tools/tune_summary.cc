@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <ostream>
 
+#include "tools/ms_text.h"
 #include "tuning_db/record.h"
 
 namespace ktune::tools {
@@ -17,10 +18,10 @@ void describe(std::ostream& out, const nlohmann::json& r, bool ok) {
     return;
   }
   out << std::fixed << std::setprecision(2) << r.value("gflops", 0.0) << " GFLOP/s ("
-      << std::setprecision(4) << r.value("mean_cost_s", 0.0) * 1e3 << " ms";
+      << ms_text(r.value("mean_cost_s", 0.0)) << " ms";
   if (r.value("retimed", false)) out << ", re-timed";
   if (r.contains("first_timing_s"))
-    out << "; timed " << r["first_timing_s"].get<double>() * 1e3 << " ms first";
+    out << "; timed " << ms_text(r["first_timing_s"].get<double>()) << " ms first";
   out << ")";
   if (r.value("noisy", false))
     out << " NOISY: its rounds spread more than " << std::setprecision(0)

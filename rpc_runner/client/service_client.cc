@@ -57,14 +57,19 @@ JobStatus ServiceClient::submit(const JobSpec& spec) {
 }
 
 std::vector<JobStatus> ServiceClient::jobs(bool all) {
-  rpc::ListJobsRequest request;
-  request.set_all(all);
-  rpc::ListJobsReply reply;
-  auto ctx = impl_->context();
-  impl_->check(impl_->stub->ListJobs(ctx.get(), request, &reply), "list the jobs");
   std::vector<JobStatus> out;
-  for (const auto& j : reply.jobs()) out.push_back(from_proto(j));
-  return out;
+  // Page after page (the server sends at most kMaxJobsPage a reply), by id.
+  for (uint64_t after = 0;;) {
+    rpc::ListJobsRequest request;
+    request.set_all(all);
+    request.set_after_id(after);
+    rpc::ListJobsReply reply;
+    auto ctx = impl_->context();
+    impl_->check(impl_->stub->ListJobs(ctx.get(), request, &reply), "list the jobs");
+    for (const auto& j : reply.jobs()) out.push_back(from_proto(j));
+    if (!reply.more() || reply.jobs().empty()) return out;
+    after = reply.jobs().rbegin()->id();
+  }
 }
 
 JobStatus ServiceClient::cancel(uint64_t id) {

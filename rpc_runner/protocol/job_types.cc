@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "frontend/model_tasks.h"
+#include "rpc_runner/protocol/peer_checks.h"
 #include "schedule_space/task.h"
 #include "schedule_space/template_registry.h"
 #include "support/error.h"
@@ -140,7 +141,63 @@ JobSpec JobSpec::from_json(const nlohmann::json& j) {
   return s;
 }
 
+namespace {
+
+// Refuses `value` of field `what` past `max` bytes or with a control character (C0, DEL); the
+// message names the field and where, not the value (which may be megabytes of escape codes).
+void check_text(const std::string& what, const std::string& value, size_t max) {
+  if (value.size() > max)
+    throw Error(ErrorKind::kInvalidArgument, what + " is " + std::to_string(value.size()) +
+                                                 " bytes long; at most " + std::to_string(max));
+  if (const size_t i = first_control(value); i != std::string::npos)
+    throw Error(ErrorKind::kInvalidArgument,
+                what + " has a control character (byte " +
+                    std::to_string(static_cast<unsigned char>(value[i])) + " at " +
+                    std::to_string(i) + "): only printable text is taken");
+}
+
+// Every string in a model's task list (names of tasks and layers), and how many layer names.
+void check_model_text(const nlohmann::json& j, size_t& strings) {
+  if (j.is_string()) {
+    check_text("a string of the model's tasks", j.get_ref<const std::string&>(), kMaxModelText);
+    if (++strings > kMaxModelLayers)
+      throw Error(ErrorKind::kInvalidArgument,
+                  "the model's tasks hold more than " + std::to_string(kMaxModelLayers) + " names");
+  } else if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) {
+      check_text("a key of the model's tasks", key, kMaxJobText);
+      check_model_text(value, strings);
+    }
+  } else if (j.is_array()) {
+    for (const auto& value : j) check_model_text(value, strings);
+  }
+}
+
+}  // namespace
+
 void JobSpec::validate() const {
+  check_text("the owner", owner, kMaxJobText);
+  check_text("the device key", session.device_key, kMaxJobText);
+  check_text("the target", target, kMaxJobText);
+  check_text("the template", template_name, kMaxJobText);
+  check_text("the tuner", session.tuner, kMaxJobText);
+  check_text("the strategy", strategy, kMaxJobText);
+  check_text("the xgb features", session.xgb_features, kMaxJobText);
+  for (const auto& [key, value] : args) {
+    check_text("an argument's name", key, kMaxJobText);
+    check_text("argument " + key, value, kMaxJobText);
+  }
+  if (is_model()) {
+    const auto tasks = model.find("tasks");
+    if (tasks != model.end() && tasks->is_array() && tasks->size() > kMaxModelTasks)
+      throw Error(ErrorKind::kInvalidArgument, "a model job of " + std::to_string(tasks->size()) +
+                                                   " tasks; at most " +
+                                                   std::to_string(kMaxModelTasks));
+    if (const auto name = model.find("model"); name != model.end() && name->is_string())
+      check_text("the model's name", name->get<std::string>(), kMaxJobText);
+    size_t strings = 0;
+    check_model_text(model, strings);
+  }
   if (session.device_key.empty())
     throw Error(ErrorKind::kInvalidArgument, "a job needs a device key (--device-key)");
   if (session.trials < 1 || session.trials > kMaxJobTrials)

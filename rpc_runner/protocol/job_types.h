@@ -20,6 +20,20 @@ namespace ktune::rpc_runner {
 // Limits a job must respect (checked by validate()).
 inline constexpr uint64_t kMaxJobTrials = 10'000'000;
 inline constexpr int kMaxJobPriority = 100;
+// Every string of a spec is printable (no control character: nothing a client sends can forge a
+// log line or a terminal's escape code) and at most this long: names, keys, the owner, the
+// tuner, the target, each workload argument.
+inline constexpr size_t kMaxJobText = 256;
+// A model job: at most this many tasks, this many layer names in all, each string of its task
+// list at most kMaxModelText (ONNX node names run long).
+inline constexpr size_t kMaxModelTasks = 4096;
+inline constexpr size_t kMaxModelLayers = 65536;
+inline constexpr size_t kMaxModelText = 4096;
+// What JobInfo carries of a job's message (why it waits or failed) and owner, written before the
+// limits held included: a reply of a page of jobs stays far below gRPC's message size.
+inline constexpr size_t kMaxJobMessage = 2048;
+// Jobs in one reply of ListJobs (a client pages through the rest).
+inline constexpr size_t kMaxJobsPage = 200;
 
 // A tuning job: the workload or the model, the devices to measure on, the search and how to
 // measure.
@@ -51,8 +65,10 @@ struct JobSpec {
   static JobSpec from_json(const nlohmann::json& j);
   // Throws Error(kInvalidArgument), one clear line, for an unknown template or argument, a bad
   // tuner, trials outside 1..kMaxJobTrials, priority outside 1..kMaxJobPriority, an empty
-  // device key, non-finite or non-positive timeouts; for a model job, a task list that does not
-  // read (frontend::tasks_from_json), no task today's templates take, a bad strategy.
+  // device key, non-finite or non-positive timeouts, a string past kMaxJobText or with a control
+  // character (named by field, the value not repeated); for a model job, a task list that does
+  // not read (frontend::tasks_from_json), past kMaxModelTasks, kMaxModelLayers or kMaxModelText,
+  // no task today's templates take, a bad strategy.
   void validate() const;
 };
 

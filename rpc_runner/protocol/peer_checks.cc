@@ -14,10 +14,7 @@ namespace {
 
 bool is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
 
-bool printable(std::string_view text) {
-  return std::none_of(text.begin(), text.end(),
-                      [](char c) { return is_control(static_cast<unsigned char>(c)); });
-}
+bool printable(std::string_view text) { return first_control(text) == std::string_view::npos; }
 
 // What a record may keep as its kind: the measurement kinds, and kUnsupported (a device that
 // cannot run the task ends the job with that answer).
@@ -62,6 +59,12 @@ std::string check_costs(const rpc::CandidateResult& r, const ResultLimits& limit
 double peak_ceiling_gflops(int cores, int vector_lanes) {
   return std::clamp(cores, 1, kMaxCores) * std::max(vector_lanes, 1) * kFmaPortsCeiling * 2.0 *
          kClockGhzCeiling;
+}
+
+size_t first_control(std::string_view text) {
+  const auto it = std::find_if(text.begin(), text.end(),
+                               [](char c) { return is_control(static_cast<unsigned char>(c)); });
+  return it == text.end() ? std::string_view::npos : static_cast<size_t>(it - text.begin());
 }
 
 std::string clean_text(std::string_view text, size_t max_bytes) {

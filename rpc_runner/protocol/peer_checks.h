@@ -36,6 +36,10 @@ double peak_ceiling_gflops(int cores, int vector_lanes);
 // then reaped and reported): beyond that, the worker's clock is not believed.
 inline constexpr double kTimeSlackS = 60;
 
+// The index of the first control character (C0, line breaks included, or DEL) of `text`, or npos:
+// what a peer's identity text (a worker's key, a job's owner) may not hold.
+size_t first_control(std::string_view text);
+
 // `text` with every control character (line breaks included) replaced by a space, cut to at most
 // max_bytes bytes on a UTF-8 character boundary; a cut text ends in "...".
 std::string clean_text(std::string_view text, size_t max_bytes);

@@ -99,21 +99,25 @@ JobSpec from_proto(const rpc::JobSpec& in) {
 }
 
 void to_proto(const JobStatus& s, rpc::JobInfo* out) {
+  // Bounded as validate() bounds what a client sends now (a log may hold jobs from before).
+  const auto bounded = [](const std::string& text, size_t max) {
+    return text.size() <= max ? text : text.substr(0, max) + "...";
+  };
   out->set_id(s.id);
   out->set_state(std::string(tuning_db::to_string(s.state)));
-  out->set_workload(s.workload);
-  out->set_device_key(s.device_key);
-  out->set_target(s.target);
+  out->set_workload(bounded(s.workload, kMaxJobMessage));
+  out->set_device_key(bounded(s.device_key, kMaxJobText));
+  out->set_target(bounded(s.target, kMaxJobText));
   out->set_trials(s.trials);
   out->set_done(s.done);
   out->set_best_gflops(s.best_gflops);
   out->set_devices(s.devices);
   out->set_measuring(s.measuring);
   out->set_priority(s.priority);
-  out->set_owner(s.owner);
+  out->set_owner(bounded(s.owner, kMaxJobText));
   out->set_client(s.client);
-  out->set_message(s.message);
-  out->set_tuner(s.tuner);
+  out->set_message(bounded(s.message, kMaxJobMessage));
+  out->set_tuner(bounded(s.tuner, kMaxJobText));
   out->set_created_at(s.created_at);
   out->set_model(s.model);
 }

@@ -422,8 +422,17 @@ class TuningService final : public rpc::Tuning::CallbackService {
                                      const rpc::ListJobsRequest* request,
                                      rpc::ListJobsReply* reply) override {
     return unary(context, "ListJobs", [&](const Caller& caller) {
-      for (const JobStatus& s : jobs_.list(request->all()))
-        if (caller.admin || s.client == caller.name) to_proto(s, reply->add_jobs());
+      // A page in id order: a log of many jobs never makes a reply past gRPC's message size.
+      const int limit = static_cast<int>(
+          request->limit() == 0 ? kMaxJobsPage : std::min<size_t>(request->limit(), kMaxJobsPage));
+      for (const JobStatus& s : jobs_.list(request->all())) {
+        if (s.id <= request->after_id() || !(caller.admin || s.client == caller.name)) continue;
+        if (reply->jobs_size() == limit) {
+          reply->set_more(true);
+          break;
+        }
+        to_proto(s, reply->add_jobs());
+      }
     });
   }
 

@@ -157,6 +157,20 @@ TEST(JobSpec, EverySettingSurvivesTheLogsJsonAndTheProtobuf) {
   expect_same_settings(from_proto(wire), spec);
 }
 
+// Expects `spec` refused by validate(): kInvalidArgument, one short line starting with `says`,
+// no escape code.
+void expect_refused(const JobSpec& spec, const std::string& says) {
+  try {
+    spec.validate();
+    ADD_FAILURE() << "accepted: " << says;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_EQ(std::string(e.what()).rfind(says, 0), 0u) << e.what();
+    EXPECT_LT(std::string(e.what()).size(), 200u);
+    EXPECT_EQ(std::string(e.what()).find('\033'), std::string::npos);
+  }
+}
+
 // How a job is measured is held to MeasureOptions' bounds (tuner::validate, as the CLI's flags
 // are): a peer's 2^31-1 runs or a 1e308 s or infinite timeout (a deadline that never comes) is
 // refused, one line naming the field.
@@ -167,13 +181,7 @@ TEST(JobSpec, MeasurementsOutOfBoundsAreRefusedByField) {
                            const std::string& says) {
     JobSpec spec = good;
     change(spec.measure);
-    try {
-      spec.validate();
-      ADD_FAILURE() << "accepted: " << says;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
-      EXPECT_EQ(std::string(e.what()).rfind(says, 0), 0u) << e.what();
-    }
+    expect_refused(spec, says);
   };
   refused([](auto& m) { m.number = 2147483647; },
           "number (runs per timing) must be between 1 and 1e+06");
@@ -192,6 +200,61 @@ TEST(JobSpec, MeasurementsOutOfBoundsAreRefusedByField) {
   edge.measure.repeat = tuner::kMaxRepeat;
   edge.measure.build_timeout_s = edge.measure.run_timeout_s = tuner::kMaxTimeoutS;
   edge.validate();
+}
+
+// Every string a client sends is bounded and printable, refused by field without repeating the
+// value (6 MB of escape codes in an owner reached every tenant's `ktune jobs` and forged server
+// log lines); a model job's task count and names are bounded too.
+TEST(JobSpec, ClientTextIsBoundedAndPrintableByField) {
+  const JobSpec good = every_setting_changed();
+  good.validate();
+  const auto refused = [&](const std::function<void(JobSpec&)>& change, const std::string& says) {
+    JobSpec spec = good;
+    change(spec);
+    expect_refused(spec, says);
+  };
+  const std::string huge(6 << 20, 'x');
+  refused([&](JobSpec& s) { s.owner = huge; }, "the owner is 6291456 bytes long; at most 256");
+  refused([](JobSpec& s) { s.owner = "eve\n[info] forged line"; },
+          "the owner has a control character (byte 10 at 3)");
+  refused([](JobSpec& s) { s.session.device_key = "k\033[2J"; },
+          "the device key has a control character (byte 27 at 1)");
+  refused([&](JobSpec& s) { s.session.device_key = huge; }, "the device key is 6291456 bytes");
+  refused([](JobSpec& s) { s.target = std::string(257, 't'); }, "the target is 257 bytes");
+  refused([](JobSpec& s) { s.session.tuner = "xgb\x7f"; }, "the tuner has a control character");
+  refused([](JobSpec& s) { s.args["M"] = std::string(300, '8'); }, "argument M is 300 bytes");
+  // Printable text at the bound is taken, UTF-8 included.
+  JobSpec edge = good;
+  edge.owner = std::string(kMaxJobText - 4, 'o') + "\xc3\xa9\xc3\xa9";
+  edge.validate();
+
+  JobSpec model;
+  model.session.device_key = "k";
+  model.session.trials = 32;
+  nlohmann::json task = {{"template", "matmul"},
+                         {"args", {{"M", "8"}, {"N", "8"}, {"K", "8"}}},
+                         {"count", 1},
+                         {"flop", 1024.0},
+                         {"layers", {"/blocks/blocks.0/attn/qkv/MatMul"}}};
+  model.model = {{"model", "m"}, {"tasks", {task}}};
+  model.validate();
+  const auto model_refused = [&](const std::function<void(nlohmann::json&)>& change,
+                                 const std::string& says) {
+    JobSpec spec = model;
+    change(spec.model);
+    expect_refused(spec, says);
+  };
+  model_refused([&](nlohmann::json& m) { m["tasks"] = std::vector<nlohmann::json>(20000, task); },
+                "a model job of 20000 tasks; at most 4096");
+  model_refused([](nlohmann::json& m) { m["model"] = "m\r\n[info] forged"; },
+                "the model's name has a control character");
+  model_refused([](nlohmann::json& m) { m["tasks"][0]["layers"][0] = std::string(5000, 'n'); },
+                "a string of the model's tasks is 5000 bytes long; at most 4096");
+  model_refused(
+      [](nlohmann::json& m) {
+        m["tasks"][0]["layers"] = std::vector<std::string>(kMaxModelLayers + 1, "conv");
+      },
+      "the model's tasks hold more than 65536 names");
 }
 
 // A spec written by an earlier version has run_threads and data_seed beside "measure": a server

@@ -4,6 +4,10 @@
 // plausible timing at once), or says hello with an absurd field. A result case serves until
 // SIGTERM or SIGINT (exit 0); a hello case exits 0 once attached (the server took the absurd
 // field). Refused at its hello, it prints the server's one line and exits 1.
+// A client case (client-...) is a crafted client instead, with a client's token: it submits a
+// job whose text the CLI would refuse before sending (a 6 MB owner, an owner that forges a log
+// line, a model job of 20,000 tasks) straight to SubmitJob; refused, it prints the server's one
+// line and exits 1; accepted, it exits 0.
 //   ktune-hostile-probe --server HOST:PORT --token-file FILE --key KEY --case CASE [--slots N]
 //                       [--delay-ms D]   (each answer D ms after its candidate came)
 #include <pthread.h>
@@ -19,7 +23,11 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "codegen/target.h"
+#include "rpc_runner/client/service_client.h"
+#include "rpc_runner/protocol/job_types.h"
 #include "support/error.h"
 #include "tests/rpc_runner/server/fake_peer.h"
 
@@ -61,12 +69,50 @@ const std::map<std::string, std::function<void(WorkerSessionOptions&)>>& hellos(
   return cases;
 }
 
+// The job of each client case: a valid one-workload job, then the crafted part.
+const std::map<std::string, std::function<void(JobSpec&)>>& client_jobs() {
+  static const std::map<std::string, std::function<void(JobSpec&)>> cases = {
+      {"client-huge-owner", [](JobSpec& j) { j.owner = std::string(6 << 20, 'o'); }},
+      {"client-forged-log-line",
+       [](JobSpec& j) { j.owner = "eve\n[info] forged line: admin cancels everything\x1b[2J"; }},
+      {"client-huge-model",
+       [](JobSpec& j) {
+         nlohmann::json task = {{"template", "matmul"},
+                                {"args", {{"M", "8"}, {"N", "8"}, {"K", "8"}}},
+                                {"count", 1},
+                                {"flop", 1024.0}};
+         j.template_name.clear();
+         j.args.clear();
+         j.model = {{"model", "m"}, {"tasks", std::vector<nlohmann::json>(20000, task)}};
+       }},
+  };
+  return cases;
+}
+
+// A client case: the crafted job straight to SubmitJob (no local validate()).
+int submit_crafted(const std::map<std::string, std::string>& flags) {
+  JobSpec job;
+  job.template_name = "matmul";
+  job.args = {{"M", "16"}, {"N", "16"}, {"K", "16"}};
+  job.session.device_key = flags.at("--key");
+  job.session.trials = 8;
+  client_jobs().at(flags.at("--case"))(job);
+  ServiceClientOptions o;
+  o.server = flags.at("--server");
+  o.token_file = flags.count("--token-file") ? flags.at("--token-file") : "";
+  o.timeout_s = 30;
+  const JobStatus accepted = ServiceClient(o).submit(job);
+  std::printf("accepted as job %llu\n", static_cast<unsigned long long>(accepted.id));
+  return 0;
+}
+
 int run(int argc, char** argv) {
   std::map<std::string, std::string> flags;
   for (int i = 1; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
   for (const char* required : {"--server", "--key", "--case"})
     if (!flags.count(required))
       throw Error(ErrorKind::kInvalidArgument, std::string("missing ") + required);
+  if (client_jobs().count(flags["--case"])) return submit_crafted(flags);
   WorkerSessionOptions o;
   o.server = flags["--server"];
   o.key = flags["--key"];

@@ -2,7 +2,8 @@
 // and three named clients, a `ktune worker`, and the clients' commands. A client lists, watches
 // and cancels its own jobs only (another client's job is "no job ID"), the admin every job;
 // records name their client and worker; submissions past the rate limit are refused; the server
-// logs every refused or privileged call naming the caller; the older token file still works.
+// logs every refused or privileged call naming the caller; the older token file still works; a
+// client's text is bounded and printable, and jobs are listed in pages.
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,10 +14,13 @@
 #include <thread>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "rpc_runner/client/service_client.h"
+#include "rpc_runner/protocol/job_types.h"
+#include "rpc_runner/protocol/ktune.grpc.pb.h"
 #include "support/error.h"
 #include "tests/process_util.h"
 #include "tests/rpc_runner/server/service_test_util.h"
@@ -246,6 +250,83 @@ TEST_F(Tenants, TheOlderTokenFileStillWorksWithItsClientAsTheAdmin) {
   }
   // Its own job cancelled by the admin itself: no line for a privileged call.
   EXPECT_FALSE(logged(server_log(), {"cancels job 2"})) << server_log();
+}
+
+// A client that sends what the CLI refuses before sending (a crafted client: the service client
+// without validate()): a 6 MB owner, an owner that forges a log line, a model job of 20,000 tasks,
+// each refused with one line naming the field, none in the log; then more jobs than a page holds
+// (kMaxJobsPage), every one listed by `ktune jobs` through the pages.
+TEST_F(Tenants, AClientsTextIsBoundedAndJobsComeInPages) {
+  const std::string tokens =
+      dir_.write("tokens", std::string("worker: ") + kWorker + "\nadmin: " + kAdmin +
+                               "\nclient alice: " + kAlice + "\n");
+  const std::string alice = dir_.write("alice-token", std::string(kAlice) + "\n");
+  ASSERT_TRUE(start(tokens, {"--max-jobs-per-minute", "0"})) << server_log();
+  rpc_runner::ServiceClientOptions o;
+  o.server = address_;
+  o.token_file = alice;
+  o.timeout_s = 60;
+  rpc_runner::ServiceClient client(o);
+  rpc_runner::JobSpec job;
+  job.template_name = "matmul";
+  job.args = {{"M", "16"}, {"N", "16"}, {"K", "16"}};
+  job.session.device_key = "nobody";  // no device: the jobs stay queued
+  job.session.trials = 8;
+  const auto refused = [&](rpc_runner::JobSpec crafted, const std::string& says) {
+    try {
+      client.submit(crafted);
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_LT(std::string(e.what()).size(), 300u);
+    }
+  };
+  rpc_runner::JobSpec huge_owner = job;
+  huge_owner.owner = std::string(6 << 20, 'o');
+  refused(huge_owner, "the owner is 6291456 bytes long; at most 256");
+  rpc_runner::JobSpec forged = job;
+  forged.owner = "eve\n[info] forged line: admin cancels everything";
+  refused(forged, "the owner has a control character");
+  rpc_runner::JobSpec model = job;
+  model.template_name.clear();
+  model.args.clear();
+  const nlohmann::json task = {{"template", "matmul"},
+                               {"args", {{"M", "8"}, {"N", "8"}, {"K", "8"}}},
+                               {"count", 1},
+                               {"flop", 1024.0}};
+  model.model = {{"model", "m"}, {"tasks", std::vector<nlohmann::json>(20000, task)}};
+  refused(model, "a model job of 20000 tasks; at most 4096");
+  EXPECT_FALSE(logged(server_log(), {"forged line"})) << server_log();
+  EXPECT_TRUE(jobs_of(alice).empty());
+
+  const size_t count = rpc_runner::kMaxJobsPage + 5;
+  for (size_t i = 0; i < count; ++i) client.submit(job);
+  const std::map<uint64_t, std::string> listed = jobs_of(alice);
+  ASSERT_EQ(listed.size(), count);
+  EXPECT_EQ(listed.begin()->first, 1u);
+  EXPECT_EQ(listed.rbegin()->first, count);
+  EXPECT_EQ(jobs_of(tokens).size(), count);  // the admin's view, through the same pages
+  // One ListJobs call, as an older client makes it: the first page, and `more`.
+  auto stub =
+      rpc::Tuning::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+  const auto page = [&](uint64_t after) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", std::string("Bearer ") + kAlice);
+    rpc::ListJobsRequest request;
+    request.set_all(true);
+    request.set_after_id(after);
+    rpc::ListJobsReply reply;
+    EXPECT_TRUE(stub->ListJobs(&ctx, request, &reply).ok());
+    return reply;
+  };
+  const rpc::ListJobsReply first = page(0);
+  ASSERT_EQ(static_cast<size_t>(first.jobs_size()), rpc_runner::kMaxJobsPage);
+  EXPECT_TRUE(first.more());
+  EXPECT_EQ(first.jobs(0).id(), 1u);
+  const rpc::ListJobsReply last = page(first.jobs(first.jobs_size() - 1).id());
+  EXPECT_EQ(static_cast<size_t>(last.jobs_size()), count - rpc_runner::kMaxJobsPage);
+  EXPECT_FALSE(last.more());
 }
 
 }  // namespace
