@@ -44,10 +44,10 @@ struct LibraryRace {
 // with `threads` threads (ktune's parallel loops too), timed alternately for `rounds` rounds
 // (time_interleaved, paced by race_pacing). With threads > 1 the library also takes a turn on one
 // thread in the same rounds (its operator made for one: oneDNN fixes a primitive's threads when it
-// creates it), and library_time is the faster of its two medians: a user would run a
-// small operator on the thread count it is fastest at (as a model build does its steps), and a busy
-// machine stalls a library's threads (OpenMP's waits): oneDNN's 1x1 convs of microseconds then took
-// milliseconds at two threads, round after round, and not on one. The kernel's inputs are random,
+// creates it), and library_time is the faster of its two medians: a user runs a small operator on
+// the thread count it is fastest at (as a model build does its steps), and on a machine busy with
+// other work a library's OpenMP threads wait on each other round after round (oneDNN's 1x1 convs
+// of microseconds took milliseconds at two threads). The kernel's inputs are random,
 // its outputs overwritten. nullopt where library_op has no operator. Throws what library_op throws,
 // Error(kRun) when the kernel returns an error, Error(kInvalidArgument) for rounds < 1.
 std::optional<LibraryRace> library_race(const schedule_space::Task& task,

@@ -214,9 +214,9 @@ std::string step_threads_summary(const tuning_db::StepThreadsRow& row) {
                     "every step on every thread",
                     100 * (row.capped_s / row.uncapped_s - 1));
   return at + fmt::format(
-                  "{} steps on one thread: the model {:.1f}% faster end to end than all at "
+                  "{} step{} on one thread: the model {:.1f}% faster end to end than all at "
                   "{} threads",
-                  one, 100 * (1 - row.capped_s / row.uncapped_s), row.threads);
+                  one, one == 1 ? "" : "s", 100 * (1 - row.capped_s / row.uncapped_s), row.threads);
 }
 
 StepThreadsMeasured measure_step_threads_here(const BuiltModel& model,

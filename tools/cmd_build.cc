@@ -142,7 +142,9 @@ std::string config_line(const deploy::BuiltKernel& k, const HistoryFlags& s) {
     return c.nearest ? "nearest tuned shape " + c.nearest->record.workload_key
                      : "fallback, untuned";
   const std::string log = s.server.server.empty() ? s.db : s.server.server;
-  return "tuned, " +
+  // The log's best may be the fallback config itself (no tuned config beat it).
+  return std::string(c.best->tuner == "fallback" ? "tuned (the fallback config was the fastest), "
+                                                 : "tuned, ") +
          (c.best->id > 0 ? "record " + std::to_string(c.best->id) + " of " : "best record of ") +
          log + ", " + fmt::format("{:.2f}", c.best->gflops()) + " GFLOP/s, tuner " + c.best->tuner +
          (c.best->emulated ? ", EMULATED device" : "");
@@ -256,8 +258,9 @@ void run_build_model(const BuildCmdOptions& o) {
   if (measured)
     std::cout << "threads: measured here " << deploy::step_threads_summary(*measured) << "\n";
   else if (m.step_threads_at > 0)
-    std::cout << "threads: " << one_thread << " steps on one thread (the log's choice measured at "
-              << m.step_threads_at << " threads)\n";
+    std::cout << "threads: " << one_thread << (one_thread == 1 ? " step" : " steps")
+              << " on one thread (the log's choice measured at " << m.step_threads_at
+              << " threads)\n";
 }
 
 void run_build(const BuildCmdOptions& o) {
