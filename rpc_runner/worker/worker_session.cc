@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "rpc_runner/protocol/credentials.h"
@@ -72,14 +73,6 @@ struct WorkerSession::Impl {
       ctx = context.get();
       attach_token(*ctx, security);
     }
-    std::unique_ptr<Stream> stream = stub->Attach(ctx);
-    std::mutex write_mu;
-    auto write = [&](const rpc::WorkerMessage& m) {
-      std::lock_guard lock(write_mu);
-      return stream->Write(m);
-    };
-    write(hello_message(options));  // a failure shows as the end of the stream below
-
     // Shared by this connection's threads.
     std::mutex queue_mu;
     std::condition_variable queue_cv;
@@ -90,6 +83,26 @@ struct WorkerSession::Impl {
     // worker, and may hand it queued work, before its answer is written), and they wait for it.
     bool acknowledged = false;
     std::string canonical_target = options.target;
+
+    // A peer that takes the connection and never answers (no ktune server, or its metrics port)
+    // would leave the worker waiting without a word (the call's start alone waits for the
+    // connection): unanswered, the hello ends the attempt.
+    bool unanswered = false;
+    std::thread hello_watch([&] {
+      std::unique_lock lock(queue_mu);
+      if (queue_cv.wait_for(lock, std::chrono::duration<double>(kHelloTimeoutS),
+                            [&] { return ended || acknowledged; }))
+        return;
+      unanswered = true;
+      ctx->TryCancel();
+    });
+    std::unique_ptr<Stream> stream = stub->Attach(ctx);
+    std::mutex write_mu;
+    auto write = [&](const rpc::WorkerMessage& m) {
+      std::lock_guard lock(write_mu);
+      return stream->Write(m);
+    };
+    write(hello_message(options));  // a failure shows as the end of the stream below
 
     std::thread measurer([&] {
       for (;;) {
@@ -171,8 +184,18 @@ struct WorkerSession::Impl {
     // server's own (a refusal must not be masked by a cancellation of ours).
     measurer.join();
     heartbeat.join();
-    return stream->Finish();
+    hello_watch.join();
+    const grpc::Status finished = stream->Finish();
+    if (unanswered)
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                          fmt::format("no answer to this worker's hello in {:g} s (is it a ktune "
+                                      "server's gRPC port?)",
+                                      kHelloTimeoutS));
+    return finished;
   }
+
+  // How long a server may take to answer the hello (it answers at once; a busy one in a second).
+  static constexpr double kHelloTimeoutS = 10;
 
   // Plaintext connections the server closed before answering, in a row, that make a worker never
   // attached conclude the server serves TLS only.

@@ -1,8 +1,12 @@
 // `ktune server` and `ktune worker` at startup, as processes on 127.0.0.1: a second server on a
 // log another server holds refuses to start in one line (while reading commands keep working on
 // that log), and a worker whose TLS does not match the server's exits 1 with the reason instead of
-// retrying forever; so does one whose token file others may read.
+// retrying forever; so does one whose token file others may read; one against a peer that never
+// answers says so within its hello timeout.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -135,6 +139,43 @@ TEST(StartupCli, AWorkerWhoseTlsOrTokenFileIsWrongExitsWithTheReason) {
     if (!attached) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(attached) << read_file(dir.path / "good.err");
+}
+
+// A peer that takes the connection and never answers (no ktune server behind the port): the
+// worker says so within its hello timeout (10 s), one line, and keeps retrying.
+TEST(StartupCli, AWorkerAgainstASilentPeerSaysSoWithinItsHelloTimeout) {
+  TempDir dir;
+  // A listening socket nobody accepts on: the kernel completes the TCP handshake, nothing answers.
+  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(silent, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+  ASSERT_EQ(::listen(silent, 16), 0);
+  socklen_t size = sizeof at;
+  ASSERT_EQ(::getsockname(silent, reinterpret_cast<sockaddr*>(&at), &size), 0);
+  const std::string address = "127.0.0.1:" + std::to_string(ntohs(at.sin_port));
+  const auto start = std::chrono::steady_clock::now();
+  Child worker(
+      {KTUNE_BIN, "worker", "--server", address, "--key", "k", "--runner", KTUNE_RUNNER_PATH},
+      dir.path / "worker.out", dir.path / "worker.err");
+  std::string err;
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(40)) {
+    err = read_file(dir.path / "worker.err");
+    if (err.find("no answer to this worker's hello") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(err.find("tuning server " + address +
+                     " unreachable (no answer to this worker's "
+                     "hello in 10 s (is it a ktune server's gRPC port?))"),
+            std::string::npos)
+      << err;
+  EXPECT_LT(waited, 25.0) << err;
+  EXPECT_EQ(lines(err), 1) << err;
+  ::close(silent);
 }
 
 }  // namespace
