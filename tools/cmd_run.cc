@@ -27,6 +27,7 @@
 #include "support/error.h"
 #include "tools/commands.h"
 #include "tools/history_flags.h"
+#include "tools/ms_text.h"
 
 namespace ktune::tools {
 namespace {
@@ -250,9 +251,14 @@ void run_model(const RunCmdOptions& o) {
               << "\n";
     return;
   }
-  std::cout << fmt::format("model {}: {} kernels, {} threads, arena {:.1f} MB, weights {:.1f} MB\n",
-                           o.model, m.plan.steps.size(), codegen::num_threads(),
-                           m.plan.arena_bytes / 1e6, m.plan.weights.size() / 1e6);
+  // Megabytes to one decimal, kilobytes below a tenth of one (a small model's arena).
+  const auto bytes = [](double b) {
+    return b >= 1e5 ? fmt::format("{:.1f} MB", b / 1e6) : fmt::format("{:.1f} kB", b / 1e3);
+  };
+  std::cout << fmt::format("model {}: {} kernels, {} threads, arena {}, weights {}\n", o.model,
+                           m.plan.steps.size(), codegen::num_threads(),
+                           bytes(static_cast<double>(m.plan.arena_bytes)),
+                           bytes(static_cast<double>(m.plan.weights.size())));
   std::vector<size_t> order(m.plan.steps.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(),
@@ -266,7 +272,7 @@ void run_model(const RunCmdOptions& o) {
       source = s.choice->source == deploy::ConfigChoice::Source::kTuned     ? " [tuned]"
                : s.choice->source == deploy::ConfigChoice::Source::kNearest ? " [nearest]"
                                                                             : " [fallback]";
-    std::cout << fmt::format("{:9.4f} {:5.1f}% {:>3}  {:<11} {}{}\n", layer_s[k] * 1e3,
+    std::cout << fmt::format("{:>9} {:5.1f}% {:>3}  {:<11} {}{}\n", ms_text(layer_s[k]),
                              layers_total > 0 ? 100 * layer_s[k] / layers_total : 0.0,
                              s.max_threads > 0 ? s.max_threads : threads, s.kind, s.layer, source);
   }

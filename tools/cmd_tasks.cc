@@ -34,6 +34,15 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+// MFLOP to one decimal, or to 3 significant digits below a tenth (a pool of 256 flops).
+std::string mflop(double flop) {
+  const double v = flop / 1e6;
+  if (v <= 0 || v >= 0.1) return fixed(v, 1);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
 void print_table(const frontend::ModelTasks& m) {
   size_t alternatives = 0;
   for (const auto& t : m.tasks) alternatives += t.alternative_of ? 1 : 0;
@@ -50,8 +59,7 @@ void print_table(const frontend::ModelTasks& m) {
   size_t i = 0;
   for (const auto& t : m.tasks) {
     std::printf("%3zu  %5lld  %9s  %-16s  %s\n", ++i, static_cast<long long>(t.count),
-                fixed(t.flop / 1e6, 1).c_str(), frontend::to_string(t.status).c_str(),
-                t.key().c_str());
+                mflop(t.flop).c_str(), frontend::to_string(t.status).c_str(), t.key().c_str());
     if (!t.note.empty()) std::printf("%40s  (%s)\n", "", t.note.c_str());
     // Today's templates and the task: the epilogue argument is pending (another branch), so an
     // unfused epilogue gets no further line; a substitute or a refusal says why.
@@ -65,7 +73,8 @@ void print_table(const frontend::ModelTasks& m) {
   }
   if (!m.unsupported.empty()) {
     std::printf(
-        "\noperators no task covers (count, reason, what a model build computes them with):\n");
+        "\noperators no tuning task covers (count, reason, what a model build computes them "
+        "with):\n");
     for (const auto& u : m.unsupported)
       std::printf("  %-20s x%-4lld %-40s %s\n", u.op.c_str(), static_cast<long long>(u.count),
                   u.reason.c_str(),

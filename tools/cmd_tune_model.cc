@@ -112,6 +112,9 @@ void say_budget(const TuneModelOptions& o, const frontend::ModelTasks& tasks) {
         tuner::auto_trials(tasks, batch));
 }
 
+// Why a run has no library times when it was asked for none.
+constexpr const char* kNotAsked = "not timed (--no-libraries)";
+
 // The model as a job of the server: the server rebuilds the tasks for its devices and tunes them
 // with its own log; this process follows the job and times the libraries only when it is a
 // machine of the devices' target. The job does not run the model (the server has its tasks, not
@@ -171,7 +174,7 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   std::optional<LibraryTimes> libraries;
   std::string note;
   if (o.no_libraries)
-    note = "";
+    note = kNotAsked;
   else if (last.job.target == here.str())
     libraries =
         add_library_times(tasks, report, HistorySource::server(o.server, job.session.device_key),
@@ -319,6 +322,7 @@ void run_tune_model(TuneModelOptions o) {
   // The libraries on the same operators, in this process, with the kernels' thread count.
   nlohmann::json j = tuner::model_summary_json(tasks, report);
   std::optional<LibraryTimes> libraries;
+  if (o.no_libraries) j["libraries_note"] = kNotAsked;
   const auto since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };

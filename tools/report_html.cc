@@ -214,7 +214,10 @@ std::string layer_bars(const tuning_db::ModelRunReport& m) {
   }
   // Short enough for the chart's width; the table says the rest.
   chart.x_label = std::string("ms per layer: tuned (what ships), library") +
-                  (noisy ? " (none: noisy race)" : "") + ", fallback (untuned)";
+                  (!m.libraries_note.empty() ? " (none: see libraries above)"
+                   : noisy                   ? " (none: noisy race)"
+                                             : "") +
+                  ", fallback (untuned)";
   return render_bars(chart);
 }
 

@@ -1,6 +1,7 @@
 // Client flags and the job table.
 #include "tools/service_flags.h"
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -28,7 +29,10 @@ CLI::Option* add_client_flags(CLI::App* cmd, rpc_runner::ServiceClientOptions& o
 }
 
 std::string job_owner() {
+  // $USER, else the account's name (a service or a container may set no USER).
   const char* user = std::getenv("USER");
+  if (!user || !*user)
+    if (const passwd* pw = ::getpwuid(::getuid())) user = pw->pw_name;
   char host[256] = {0};
   if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
   return std::string(user ? user : "?") + "@" + host;

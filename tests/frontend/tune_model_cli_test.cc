@@ -230,6 +230,7 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   std::map<std::string, int> shares_in_group;
   std::map<std::string, size_t> row_of;
   bool starred = false;  // a row whose library figure is its one-thread median
+  bool apart = false;    // a row whose tuned_ms is marked far from its best_ms
   for (size_t i = 0; i < j["tasks"].size(); ++i) row_of[j["tasks"][i]["key"]] = i + 1;
   for (const auto& t : j["tasks"]) {
     ASSERT_TRUE(std::getline(lines, line));
@@ -251,6 +252,8 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
     // '*': the library's figure is its median on one thread, which beat the race's two.
     starred = starred || line.find("%* ") != std::string::npos ||
               line.find("noisy* ") != std::string::npos;
+    // '!': tuned_ms more than kNoisySpread away from best_ms.
+    apart = apart || line.find("%! ") != std::string::npos;
   }
   for (const auto& [group, shares] : shares_in_group) EXPECT_EQ(shares, 1) << group;
   EXPECT_NE(text.out.find("; medians of 2 interleaved rounds"), std::string::npos) << text.out;
@@ -264,6 +267,10 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   ASSERT_TRUE(std::getline(lines, line));
   EXPECT_EQ(line.rfind("  *: the library ran faster on one thread", 0) == 0, starred) << line;
   if (starred) {
+    ASSERT_TRUE(std::getline(lines, line));
+  }
+  EXPECT_EQ(line.rfind("  !: tuned_ms is more than 25% away from best_ms", 0) == 0, apart) << line;
+  if (apart) {
     ASSERT_TRUE(std::getline(lines, line));
   }
   EXPECT_EQ(line, "");
@@ -305,6 +312,7 @@ TEST(TuneModelCli, TheTimeBudgetEndsTheSearchAndSaysSo) {
   ASSERT_EQ(j_run.status, 0) << j_run.err;
   const auto j = nlohmann::json::parse(j_run.out);
   EXPECT_TRUE(j["out_of_time"].get<bool>());
+  EXPECT_EQ(j["libraries_note"], "not timed (--no-libraries)");  // the report says why, too
   EXPECT_EQ(j["trials"], 0);
   EXPECT_FALSE(j["cancelled"].get<bool>());
   // Where the wall time went: the search past its budget only by the fallbacks' measurement, then

@@ -91,6 +91,10 @@ TEST(ModelTable, TheSummaryIsLedByTheBuiltModelsMeasuredLatency) {
                       "and generated kernels 20%; measured / their sum 1.00\n"),
             std::string::npos)
       << text;
+  // The tuned tasks in the model's order (2.4 ms) against their count x best_ms sum (2.5 ms).
+  EXPECT_NE(text.find("  tuned tasks in the model's order: 0.96x their count x best_ms sum"),
+            std::string::npos)
+      << text;
   // 7 ms of fallbacks over 2.5 ms tuned.
   EXPECT_NE(text.find("  tuned tasks: 2.80x faster than their untuned fallbacks (2.5000 against "
                       "7.0000 ms"),
