@@ -104,11 +104,12 @@ void say_budget(const TuneModelOptions& o, const frontend::ModelTasks& tasks) {
     std::printf("trials: auto, %zu (%zu allocations of %zu per tuned workload, %zu workloads)\n",
                 trials, tuner::kAutoAllocations, batch, warm_up / batch);
   std::fflush(stdout);  // before the progress on stderr
+  // The first ceil(trials / batch) workloads get an allocation (the last maybe a partial one).
   if (trials < warm_up)
     spdlog::warn(
         "--trials {} cannot warm up every tuned workload: {} x --batch-size {} = {} trials; {} "
-        "keep their fallback config (--trials auto gives {})",
-        trials, warm_up / batch, batch, warm_up, (warm_up - trials + batch - 1) / batch,
+        "get no trial and keep their fallback config (--trials auto gives {})",
+        trials, warm_up / batch, batch, warm_up, warm_up / batch - (trials + batch - 1) / batch,
         tuner::auto_trials(tasks, batch));
 }
 

@@ -52,13 +52,15 @@ std::string right(const std::string& text, size_t width) {
   return std::string(width > columns ? width - columns : 0, ' ') + text;
 }
 
-// The layers column: an alternative names the row it stands in for.
+// The layers column: its ONNX nodes, and for an alternative (which may be what ships) the row it
+// stands in for.
 std::string layers_column(const tuner::ModelTuningReport& r, size_t i) {
   const tuner::TaskProgress& t = r.tasks[i];
   if (!t.alternative_of.empty())
     for (size_t k = 0; k < r.tasks.size(); ++k)
       if (r.tasks[k].key == t.alternative_of)
-        return "(other algorithm for #" + std::to_string(k + 1) + ")";
+        return tuner::layers_label(t.layers) + " (other algorithm for #" + std::to_string(k + 1) +
+               ")";
   return tuner::layers_label(t.layers);
 }
 
@@ -231,6 +233,10 @@ namespace {
 
 // The summary's first line: the built model's measured latency when this run built and timed it
 // (the figure a build ships), else the tuned tasks' estimate and why there is no measurement.
+// A slowest run this many times the median is said, so that the range quoted is not read as the
+// model's spread.
+constexpr double kOutlier = 3;
+
 void print_lead(std::FILE* out, const tuner::ModelTuningReport& report,
                 const nlohmann::json& summary) {
   const std::string model = summary.value("model", "?");
@@ -256,6 +262,11 @@ void print_lead(std::FILE* out, const tuner::ModelTuningReport& report,
                  "not a usable figure; run again on a quieter machine\n",
                  100 * (built["q3_s"].get<double>() - built["q1_s"].get<double>()) / run,
                  ms(built["q1_s"].get<double>()).c_str(), ms(built["q3_s"].get<double>()).c_str());
+  else if (const double slowest = built["max_s"].get<double>(); slowest > kOutlier * run)
+    std::fprintf(out,
+                 "  the slowest run took %.1fx the median: an outlier (the middle half of the "
+                 "runs is tight), which the median leaves out\n",
+                 slowest / run);
   // Where that time goes, as shares (the in-order timing is no second latency to quote).
   const double tasks_s = built["task_kernels_s"].get<double>();
   const double other_s = built["other_kernels_s"].get<double>();

@@ -181,13 +181,14 @@ std::string nodes_label(const tuning_db::LayerRow& l) {
   return l.layers.empty() ? l.key : tuner::layers_label(l.layers);
 }
 
-// A layer's label as the CLI prints it: its nodes; an alternative names the row it stands in for.
+// A layer's label as the CLI prints it: its nodes, and for an alternative the row it stands in
+// for.
 std::string layer_label(const tuning_db::ModelRunReport& m, size_t i) {
   const tuning_db::LayerRow& l = m.layers[i];
   if (!l.alternative_of.empty())
     for (size_t k = 0; k < m.layers.size(); ++k)
       if (m.layers[k].key == l.alternative_of)
-        return "(other algorithm for #" + std::to_string(k + 1) + ")";
+        return nodes_label(l) + " (other algorithm for #" + std::to_string(k + 1) + ")";
   return nodes_label(l);
 }
 

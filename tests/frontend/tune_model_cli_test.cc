@@ -238,9 +238,10 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
     const std::string more =
         t["layers"].size() > 1 ? " +" + std::to_string(t["layers"].size() - 1) + " more" : "";
     const std::string group = t.value("alternative_of", t["key"].get<std::string>());
-    const std::string label = t.contains("alternative_of")
-                                  ? "(other algorithm for #" + std::to_string(row_of[group]) + ")"
-                                  : first + more;
+    const std::string label =
+        t.contains("alternative_of")
+            ? first + more + " (other algorithm for #" + std::to_string(row_of[group]) + ")"
+            : first + more;
     EXPECT_NE(line.find("  " + label + " "), std::string::npos) << line;
     // The share and two spreads ("noisy" instead of a spread past kNoisySpread).
     auto percents = std::count(line.begin(), line.end(), '%');
@@ -346,9 +347,16 @@ TEST(TuneModelCli, AutoTrialsAreFourBatchesPerWorkloadAndASmallBudgetIsWarned) {
   const auto small = ktune(cmd + " --trials 6 --json", true);
   ASSERT_EQ(small.status, 0) << small.err;
   EXPECT_NE(small.err.find("--trials 6 cannot warm up every tuned workload: 5 x --batch-size 2 = "
-                           "10 trials; 2 keep their fallback config (--trials auto gives 40)"),
+                           "10 trials; 2 get no trial and keep their fallback config (--trials "
+                           "auto gives 40)"),
             std::string::npos)
       << small.err;
+  // As many got no trial as the start said.
+  const auto small_j = nlohmann::json::parse(small.out);
+  EXPECT_EQ(std::count_if(small_j["tasks"].begin(), small_j["tasks"].end(),
+                          [](const auto& t) { return t["trials"] == 0; }),
+            2)
+      << small.out;
 
   const auto text = ktune(cmd);
   ASSERT_EQ(text.status, 0) << text.err;

@@ -103,8 +103,17 @@ TEST(ModelTable, TheSummaryIsLedByTheBuiltModelsMeasuredLatency) {
   EXPECT_NE(text.find("  trials: 32 of 32\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("estimated"), std::string::npos) << text;
   EXPECT_EQ(text.find("NOISY"), std::string::npos) << text;
+  EXPECT_EQ(text.find("slowest run"), std::string::npos) << text;  // 3.5 ms: within 3x the median
   EXPECT_EQ(text.find("failed"), std::string::npos) << text;
 
+  // One run 5x the median while the middle half is tight: said as an outlier.
+  j["built_model"]["max_s"] = 15e-3;
+  EXPECT_NE(summary_text(r, j, nullptr)
+                .find("5 kernels)\n  the slowest run took 5.0x the median: an outlier (the middle "
+                      "half of the runs is tight), which the median leaves out\n"),
+            std::string::npos)
+      << summary_text(r, j, nullptr);
+  j["built_model"]["max_s"] = 3.5e-3;
   // A middle half of the runs wider than 25% of the median: said under the figure.
   j["built_model"]["noisy"] = true;
   j["built_model"]["q1_s"] = 2.5e-3;

@@ -180,7 +180,7 @@ TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
   EXPECT_NE(dom.out.find(">build<"), std::string::npos);                     // the error, by kind
   // The layers by their ONNX nodes, which one ships, which got no trial, shares adding up.
   EXPECT_NE(dom.out.find(">fc_1<"), std::string::npos);
-  EXPECT_NE(dom.out.find(">(other algorithm for #1)<"), std::string::npos);
+  EXPECT_NE(dom.out.find(">fc_1 (other algorithm for #1)<"), std::string::npos);
   EXPECT_EQ(dom.out.find("matmul-layer as "), std::string::npos);
   EXPECT_NE(dom.out.find(">yes<"), std::string::npos);
   EXPECT_NE(dom.out.find(">no<"), std::string::npos);
