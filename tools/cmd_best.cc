@@ -86,12 +86,13 @@ void run_best(const BestOptions& o) {
             << (best->noisy() ? ", NOISY timing" : "") << "\n"
             << "config:   " << best->config.dump() << "\n";
   if (o.top <= 1) return;
-  std::cout << "top " << top.size() << ":\n";
+  std::cout << "top " << top.size() << " (rank, throughput, device key or -, config):\n";
   for (size_t i = 0; i < top.size(); ++i) {
     std::cout << "  " << std::setw(3) << i + 1 << "  " << std::setw(9) << std::setprecision(2)
               << top[i].gflops() << " GFLOP/s  " << std::setw(8)
               << (top[i].device_key.empty() ? "-" : top[i].device_key) << "  "
-              << (top[i].emulated ? "emulated  " : "") << top[i].config.dump() << "\n";
+              << (top[i].emulated ? "emulated  " : "") << (top[i].noisy() ? "NOISY  " : "")
+              << top[i].config.dump() << "\n";
   }
 }
 

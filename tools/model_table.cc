@@ -115,6 +115,15 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
                  "half their range), compared by ratio\n",
                  any.tuned.rounds, any.threads, any.threads == 1 ? "" : "s");
     ++lines;
+    // An alternative computes the same operator: the library's is raced again against it.
+    if (std::any_of(r.tasks.begin(), r.tasks.end(), [&](const tuner::TaskProgress& t) {
+          return !t.alternative_of.empty() && libraries->count(t.tuned_as);
+        })) {
+      std::fprintf(out,
+                   "  a task's other algorithms race the same library operator again, each in "
+                   "rounds of its own\n");
+      ++lines;
+    }
     const bool one_thread = std::any_of(libraries->begin(), libraries->end(), [](const auto& l) {
       return l.second.library_threads < l.second.threads;
     });
