@@ -529,6 +529,7 @@ StepSources step_sources(const ModelPlan& plan) {
     switch (s.choice->source) {
       case ConfigChoice::Source::kTuned:
         ++n.tuned;
+        if (s.choice->best && s.choice->best->tuner == "fallback") ++n.tuned_fallback_config;
         break;
       case ConfigChoice::Source::kNearest:
         ++n.nearest;

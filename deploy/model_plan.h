@@ -123,7 +123,10 @@ std::string blocked_text(const std::vector<BlockedNode>& blocked);
 
 // Where a plan's steps got their kernels; the four counts add up to the plan's steps.
 struct StepSources {
-  int tuned = 0;      // a task on its own best record
+  int tuned = 0;  // a task on its own best record
+  // Of those, the ones whose best record is the template's fallback config (measured, and no
+  // trial beat it, or none ran): a log tuned briefly has many.
+  int tuned_fallback_config = 0;
   int nearest = 0;    // a task on the nearest tuned shape's config
   int fallback = 0;   // a task on its template's fallback config
   int generated = 0;  // layout, elementwise, pool and other generated kernels (nothing to tune)

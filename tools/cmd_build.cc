@@ -232,6 +232,7 @@ void run_build_model(const BuildCmdOptions& o) {
                                 {"name", r.name},
                                 {"kernels", m.plan.steps.size()},
                                 {"tuned", n.tuned},
+                                {"tuned_fallback_config", n.tuned_fallback_config},
                                 {"nearest", n.nearest},
                                 {"fallback", n.fallback},
                                 {"generated", n.generated},
@@ -251,7 +252,11 @@ void run_build_model(const BuildCmdOptions& o) {
   if (!r.embed_weights) std::cout << "weights: " << o.weights << "\n";
   if (o.runtime) std::cout << "runtime: " << *o.runtime << "\n";
   std::cout << "model:   " << r.name << ", " << m.plan.steps.size() << " kernels (" << n.tuned
-            << " tuned, " << n.nearest << " nearest tuned shape, " << n.fallback << " fallback, "
+            << " tuned"
+            << (n.tuned_fallback_config > 0 ? " (" + std::to_string(n.tuned_fallback_config) +
+                                                  " of them on the fallback config, the log's best)"
+                                            : "")
+            << ", " << n.nearest << " nearest tuned shape, " << n.fallback << " fallback, "
             << n.generated << " generated), arena " << m.plan.arena_bytes
             << " bytes (without reuse " << m.plan.tensor_bytes_total << "), weights "
             << m.plan.weights.size() << " bytes\n";

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "codegen/target.h"
+#include "deploy/model_plan.h"
 #include "support/error.h"
 #include "tests/deploy/history_test_util.h"
 #include "tests/rpc_runner/server/service_test_util.h"
@@ -159,6 +160,33 @@ TEST(ConfigChoice, AMissingLogIsAnErrorAndUntunedIsAskedFor) {
             ErrorKind::kDatabase);
   EXPECT_EQ(kind_of([] { HistorySource::log(""); }), ErrorKind::kInvalidArgument);
   EXPECT_EQ(kind_of([] { HistorySource::server({}); }), ErrorKind::kInvalidArgument);
+}
+
+// A model build's counts: a step served its own best record counts as tuned, and among those the
+// ones whose best record is the fallback config itself (a log tuned briefly) are counted apart.
+TEST(ConfigChoice, AModelsTunedStepsOnTheFallbackConfigAreCountedApart) {
+  ModelPlan plan;
+  const auto step = [](ConfigChoice::Source source, const std::string& tuner) {
+    PlanStep s;
+    ConfigChoice c;
+    c.source = source;
+    if (source == ConfigChoice::Source::kTuned) {
+      c.best.emplace();
+      c.best->tuner = tuner;
+    }
+    s.choice = c;
+    return s;
+  };
+  plan.steps = {step(ConfigChoice::Source::kTuned, "xgb"),
+                step(ConfigChoice::Source::kTuned, "fallback"),
+                step(ConfigChoice::Source::kTuned, "fallback"),
+                step(ConfigChoice::Source::kFallback, ""), PlanStep{}};
+  const StepSources n = step_sources(plan);
+  EXPECT_EQ(n.tuned, 3);
+  EXPECT_EQ(n.tuned_fallback_config, 2);
+  EXPECT_EQ(n.fallback, 1);
+  EXPECT_EQ(n.generated, 1);
+  EXPECT_EQ(n.tasks(), 4);
 }
 
 }  // namespace
