@@ -19,8 +19,6 @@
 namespace ktune::tools {
 namespace {
 
-std::string ms(double seconds) { return ms_text(seconds); }
-
 // Rounds that spread more than tuning_db::kNoisySpread: their median is not a usable figure.
 bool noisy(const baselines::RoundStats& t) {
   return tuning_db::noisy_range(t.min_s, t.max_s, t.median_s);
@@ -39,9 +37,9 @@ bool figures_apart(double best_s, const baselines::RoundStats& raced) {
 std::string with_spread(const baselines::RoundStats& t) {
   char buf[48];
   if (noisy(t))
-    std::snprintf(buf, sizeof buf, "%s noisy", ms(t.median_s).c_str());
+    std::snprintf(buf, sizeof buf, "%s noisy", ms_text(t.median_s).c_str());
   else
-    std::snprintf(buf, sizeof buf, "%s ±%.0f%%", ms(t.median_s).c_str(), 100 * t.spread());
+    std::snprintf(buf, sizeof buf, "%s ±%.0f%%", ms_text(t.median_s).c_str(), 100 * t.spread());
   return buf;
 }
 
@@ -85,8 +83,8 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
             ? std::to_string(static_cast<int>(std::lround(100 * time / r.tuned_s))) + "%"
             : "-";
     std::string row = right(std::to_string(i + 1), 3) + right(std::to_string(t.count), 6) +
-                      right(std::to_string(t.trials), 7) + right(ms(t.best_s), 11) +
-                      right(t.fallback_s ? ms(*t.fallback_s) : "-", 12) + right(share, 7);
+                      right(std::to_string(t.trials), 7) + right(ms_text(t.best_s), 11) +
+                      right(t.fallback_s ? ms_text(*t.fallback_s) : "-", 12) + right(share, 7);
     if (libraries) {
       const auto lib = libraries->find(t.tuned_as);
       if (lib == libraries->end()) {
@@ -163,12 +161,13 @@ void ModelProgress::show(const tuner::ModelTuningReport& r) {
     if (drawn_ > 0) std::fprintf(stderr, "\033[%dA\033[J", drawn_);
     drawn_ = print_model_table(stderr, r);
     std::fprintf(stderr, "trials %zu/%zu  model %s ms (estimated)  fallbacks %s ms\n", r.trials,
-                 budget_, ms(r.tuned_s).c_str(), r.fallback_s > 0 ? ms(r.fallback_s).c_str() : "-");
+                 budget_, ms_text(r.tuned_s).c_str(),
+                 r.fallback_s > 0 ? ms_text(r.fallback_s).c_str() : "-");
     ++drawn_;
   } else if (!r.steps.empty()) {
     const auto& step = r.steps.back();
     std::fprintf(stderr, "trials %zu/%zu best_ms %s model_ms %s tuned %s\n", step.total, budget_,
-                 ms(r.workload_best_s[step.task]).c_str(), ms(r.tuned_s).c_str(),
+                 ms_text(r.workload_best_s[step.task]).c_str(), ms_text(r.tuned_s).c_str(),
                  r.workloads[step.task].c_str());
   }
 }
@@ -255,22 +254,24 @@ void print_lead(std::FILE* out, const tuner::ModelTuningReport& report,
                                 ? "not built: " + built["error"].get<std::string>()
                                 : "the model was not built and timed in this run";
     std::fprintf(out, "model %s: %s ms estimated, the sum of count x best over %zu tasks (%s)\n",
-                 model.c_str(), ms(report.tuned_s).c_str(), report.tasks.size(), why.c_str());
+                 model.c_str(), ms_text(report.tuned_s).c_str(), report.tasks.size(), why.c_str());
     return;
   }
   const double run = built["measured_s"].get<double>();
   std::fprintf(out,
                "model %s: %s ms end to end, measured on the model as build --model ships it "
                "(median of %d runs at %d thread%s, %s to %s ms; %d kernels)\n",
-               model.c_str(), ms(run).c_str(), built.value("runs", 0), built.value("threads", 1),
-               built.value("threads", 1) == 1 ? "" : "s", ms(built["min_s"].get<double>()).c_str(),
-               ms(built["max_s"].get<double>()).c_str(), built.value("kernels", 0));
+               model.c_str(), ms_text(run).c_str(), built.value("runs", 0),
+               built.value("threads", 1), built.value("threads", 1) == 1 ? "" : "s",
+               ms_text(built["min_s"].get<double>()).c_str(),
+               ms_text(built["max_s"].get<double>()).c_str(), built.value("kernels", 0));
   if (built.value("noisy", false))
     std::fprintf(out,
                  "  NOISY: the middle half of the runs spread %.0f%% of the median (%s to %s ms): "
                  "not a usable figure; run again on a quieter machine\n",
                  100 * (built["q3_s"].get<double>() - built["q1_s"].get<double>()) / run,
-                 ms(built["q1_s"].get<double>()).c_str(), ms(built["q3_s"].get<double>()).c_str());
+                 ms_text(built["q1_s"].get<double>()).c_str(),
+                 ms_text(built["q3_s"].get<double>()).c_str());
   else if (const double slowest = built["max_s"].get<double>(); slowest > kOutlier * run)
     std::fprintf(out,
                  "  the slowest run took %.1fx the median: an outlier (the middle half of the "
@@ -341,16 +342,16 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
     std::fprintf(out,
                  "  tuned tasks: %.2fx faster than their untuned fallbacks (%s against %s ms: "
                  "count x best_ms and x fallback_ms summed)\n",
-                 report.fallback_s / report.tuned_s, ms(report.tuned_s).c_str(),
-                 ms(report.fallback_s).c_str());
+                 report.fallback_s / report.tuned_s, ms_text(report.tuned_s).c_str(),
+                 ms_text(report.fallback_s).c_str());
   const double library_s = summary.value("library_s", 0.0);
   if (library_s > 0) {
     const double tuned_same_s = summary.value("tuned_s_where_library", 0.0);
     std::fprintf(out,
                  "  libraries: tuned/library %.2f on the same operators (%s against %s ms; medians "
                  "of %d interleaved rounds, in this process)\n",
-                 tuned_same_s / library_s, ms(tuned_same_s).c_str(), ms(library_s).c_str(),
-                 summary.value("library_rounds", 0));
+                 tuned_same_s / library_s, ms_text(tuned_same_s).c_str(),
+                 ms_text(library_s).c_str(), summary.value("library_rounds", 0));
   } else if (!libraries_note.empty() || summary.contains("libraries_note")) {
     std::fprintf(out, "  libraries: %s\n",
                  libraries_note.empty() ? summary["libraries_note"].get<std::string>().c_str()

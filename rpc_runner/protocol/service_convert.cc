@@ -1,6 +1,7 @@
 // Plain service types <-> protobuf messages.
 #include "rpc_runner/protocol/service_convert.h"
 
+#include "rpc_runner/protocol/peer_checks.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
 #include "support/json_input.h"
@@ -99,10 +100,9 @@ JobSpec from_proto(const rpc::JobSpec& in) {
 }
 
 void to_proto(const JobStatus& s, rpc::JobInfo* out) {
-  // Bounded as validate() bounds what a client sends now (a log may hold jobs from before).
-  const auto bounded = [](const std::string& text, size_t max) {
-    return text.size() <= max ? text : text.substr(0, max) + "...";
-  };
+  // Bounded as validate() bounds what a client sends now (a log may hold jobs from before): cut
+  // on a character boundary, control characters blanked.
+  const auto bounded = [](const std::string& text, size_t max) { return clean_text(text, max); };
   out->set_id(s.id);
   out->set_state(std::string(tuning_db::to_string(s.state)));
   out->set_workload(bounded(s.workload, kMaxJobMessage));
