@@ -9,7 +9,8 @@
 // contiguous: in the channel-blocked layout an output block reads whole input blocks when K is a
 // multiple of the block, else two neighbouring ones, where CRD's order would gather every lane
 // from another block. One group and one stride: the interleave is DepthToSpace (DCR), which the
-// layout keeps; otherwise it is spelled as Reshape, Transpose, Reshape.
+// layout keeps; otherwise it is spelled as Reshape, Transpose, Reshape. A dilation becomes
+// weights with zeros between the taps; an output_shape or auto_pad becomes the pads it implies.
 #include "frontend/graph_passes.h"
 
 namespace ktune::frontend {
@@ -27,16 +28,60 @@ struct Axis {
   int64_t conv_out() const { return in + m - 1 + extra; }
 };
 
-// The axis of a ConvTranspose with stride s, pads (begin, end) and output padding, or nullopt when
-// its output shape is not what those give (an output_shape attribute, an auto_pad).
-std::optional<Axis> axis_of(int64_t in, int64_t out, int64_t k, int64_t s, int64_t begin,
-                            int64_t end, int64_t output_padding) {
+// The pads (begin, end) of one axis of a ConvTranspose whose output extent is `out`. With an
+// output_shape or a SAME auto_pad the extent is given and the pads are what make it: ONNX's
+// total_padding, its odd unit at the end for SAME_UPPER and at the start otherwise (tf2onnx
+// writes output_shape for TensorFlow's "same" transposed convs). A total below zero would pad
+// past the inputs' reach; nullopt.
+std::optional<std::pair<int64_t, int64_t>> pads_of(const Node& n, size_t axis, int64_t in,
+                                                   int64_t out, int64_t k, int64_t s,
+                                                   int64_t output_padding) {
+  const std::string auto_pad = n.text_or("auto_pad", "NOTSET");
+  if (!n.attrs.count("output_shape") && auto_pad == "VALID") return std::pair{0, 0};
+  if (!n.attrs.count("output_shape") && auto_pad == "NOTSET") {
+    const std::vector<int64_t> pads = n.ints("pads", {0, 0, 0, 0});
+    if (pads.size() != 4) return std::nullopt;
+    return std::pair{pads[axis], pads[axis + 2]};
+  }
+  const int64_t total = s * (in - 1) + output_padding + k - out;
+  if (total < 0) return std::nullopt;
+  const int64_t begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+  return std::pair{begin, total - begin};
+}
+
+// The axis of a ConvTranspose with stride s, kernel extent k (dilated), pads (begin, end) and
+// output padding, or nullopt when its output extent is not what those give.
+std::optional<Axis> axis_of(int64_t in, int64_t out, int64_t k, int64_t s,
+                            std::optional<std::pair<int64_t, int64_t>> pads,
+                            int64_t output_padding) {
+  if (!pads) return std::nullopt;
+  const auto [begin, end] = *pads;
   Axis a{in, out, k, (k + s - 1) / s, begin, 0};
-  if (begin < 0 || end < 0 || output_padding < 0 || output_padding >= s ||
+  // An output_padding past the stride (ONNX allows it below the dilation too) adds rows that no
+  // input reaches: the phase conv's padding computes them (the bias alone).
+  if (begin < 0 || end < 0 || output_padding < 0 ||
       out != s * (in - 1) + output_padding + k - begin - end)
     return std::nullopt;
   while (a.conv_out() * s < begin + out) ++a.extra;
   return a;
+}
+
+// The weights [C, Kg, kh, kw] of a dilation (dh, dw) as the undilated weights of extent
+// ((kh-1)*dh+1, (kw-1)*dw+1), zero between the taps. Dilated transposed convs are rare (dilated
+// decoders); their phase conv multiplies those zeros rather than needing a second rewrite.
+ConstantValue dilated(const ConstantValue& w, int64_t dh, int64_t dw) {
+  if (dh == 1 && dw == 1) return w;
+  const int64_t outer = w.shape[0] * w.shape[1], kh = w.shape[2], kw = w.shape[3];
+  const int64_t eh = (kh - 1) * dh + 1, ew = (kw - 1) * dw + 1;
+  ConstantValue d{{w.shape[0], w.shape[1], eh, ew},
+                  std::vector<float>(static_cast<size_t>(outer * eh * ew), 0.0f),
+                  {}};
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t a = 0; a < kh; ++a)
+      for (int64_t b = 0; b < kw; ++b)
+        d.f32[static_cast<size_t>((o * eh + a * dh) * ew + b * dw)] =
+            w.f32[static_cast<size_t>((o * kh + a) * kw + b)];
+  return d;
 }
 
 std::string add_constant(Model& model, const std::string& name, ConstantValue value,
@@ -64,25 +109,28 @@ void conv_transpose_as_conv(Model& model) {
     const ConstantValue* b =
         has_bias && model.constants.count(n.inputs[2]) ? &model.constants.at(n.inputs[2]) : nullptr;
     const int64_t group = n.int_or("group", 1);
+    const std::vector<int64_t> dilations = n.ints("dilations", {1, 1});
     const bool plain = w && x->size() == 4 && y->size() == 4 && w->shape.size() == 4 &&
                        !w->f32.empty() && group >= 1 && (*x)[1] == w->shape[0] &&
                        w->shape[0] % group == 0 && (!has_bias || (b && !b->f32.empty())) &&
-                       n.ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1} &&
-                       n.text_or("auto_pad", "NOTSET") == "NOTSET" &&
-                       !n.attrs.count("output_shape");
+                       dilations.size() == 2 && dilations[0] >= 1 && dilations[1] >= 1;
     const std::vector<int64_t> strides = plain ? n.ints("strides", {1, 1}) : std::vector<int64_t>{};
-    const std::vector<int64_t> pads = n.ints("pads", {0, 0, 0, 0});
     const std::vector<int64_t> output_padding = n.ints("output_padding", {0, 0});
+    const ConstantValue wd = plain ? dilated(*w, dilations[0], dilations[1]) : ConstantValue{};
     std::optional<Axis> ah, aw;
-    if (strides.size() == 2 && strides[0] >= 1 && strides[1] >= 1 && pads.size() == 4 &&
-        output_padding.size() == 2) {
-      ah = axis_of((*x)[2], (*y)[2], w->shape[2], strides[0], pads[0], pads[2], output_padding[0]);
-      aw = axis_of((*x)[3], (*y)[3], w->shape[3], strides[1], pads[1], pads[3], output_padding[1]);
+    if (strides.size() == 2 && strides[0] >= 1 && strides[1] >= 1 && output_padding.size() == 2) {
+      for (size_t a = 0; a < 2; ++a) {
+        const int64_t in = (*x)[2 + a], out = (*y)[2 + a], k = wd.shape[2 + a];
+        (a == 0 ? ah : aw) =
+            axis_of(in, out, k, strides[a],
+                    pads_of(n, a, in, out, k, strides[a], output_padding[a]), output_padding[a]);
+      }
     }
     if (!ah || !aw) {
       nodes.push_back(std::move(n));
       continue;
     }
+    w = &wd;
     const int64_t sh = strides[0], sw = strides[1], phases_n = sh * sw;
     // Weights [C, K/group, kh, kw]: input channel c of group c / Cg feeds output channels
     // g*Kg .. g*Kg + Kg - 1.

@@ -49,12 +49,14 @@ void lift_1d_windows(Model& model) {
         conv ? model.constants.at(w).shape[2] : n.ints("kernel_shape", {1}).at(0);
     const int64_t stride = n.ints("strides", {1}).at(0);
     const int64_t dilation = n.ints("dilations", {1}).at(0);
-    // A ConvTranspose's auto_pad and output_shape stay 1-D: conv_transpose_as_conv takes neither.
-    if (transposed && (n.attrs.count("output_shape") || n.attrs.count("auto_pad"))) {
+    // A ConvTranspose's auto_pad and output_shape give its pads from its output's extent, which
+    // conv_transpose_as_conv reads: they stay, the output_shape with its row.
+    const std::vector<int64_t> pads =
+        transposed ? n.ints("pads", {0, 0}) : pads_1d(n, (*x)[2], kernel, stride, dilation);
+    if (pads.size() != 2) {
       nodes.push_back(std::move(n));
       continue;
     }
-    const std::vector<int64_t> pads = pads_1d(n, (*x)[2], kernel, stride, dilation);
     const std::string in2 = n.inputs[0] + "@2d", out2 = n.outputs[0] + "@2d";
     g.shapes[in2] = {(*x)[0], (*x)[1], 1, (*x)[2]};
     g.shapes[out2] = {(*y)[0], (*y)[1], 1, (*y)[2]};
@@ -82,7 +84,11 @@ void lift_1d_windows(Model& model) {
       lifted.attrs["output_padding"] = ints_attr({0, n.ints("output_padding", {0})[0]});
     lifted.attrs["dilations"] = ints_attr({dilation, dilation});
     lifted.attrs["pads"] = ints_attr({0, pads[0], 0, pads[1]});
-    lifted.attrs.erase("auto_pad");
+    if (!transposed) lifted.attrs.erase("auto_pad");
+    if (transposed && n.attrs.count("output_shape")) {
+      const std::vector<int64_t> shape = n.ints("output_shape");
+      lifted.attrs["output_shape"] = ints_attr({1, shape.empty() ? (*y)[2] : shape.back()});
+    }
     if (conv) {
       ConstantValue w2 = model.constants.at(w);
       w2.shape.insert(w2.shape.begin() + 2, 1);

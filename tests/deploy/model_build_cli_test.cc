@@ -503,6 +503,7 @@ TEST_F(ModelBuild, OperatorTestModelsLinkedAndCrossBuiltMatchOnnxRuntime) {
                                     {"op_gather.onnx", ""},
                                     {"op_matmul.onnx", ""},
                                     {"op_conv_general.onnx", ""},
+                                    {"op_conv_transpose.onnx", ""},
                                     {"op_opset21.onnx", ""}});
 }
 

@@ -283,14 +283,15 @@ TEST(Lift1dWindows, ConvAndPoolBecome2dOnOneRow) {
   EXPECT_EQ(m.graph.shapes["p@2d"], (std::vector<int64_t>{1, 8, 1, 3}));
 }
 
-// Reference loops: ONNX ConvTranspose (one group, no dilation), and the three nodes the pass
+// Reference loops: ONNX ConvTranspose (groups, dilations), and the three nodes the pass
 // writes (Conv with pads, DepthToSpace in either mode, Slice on axes 2 and 3), all on NCHW
 // float32.
 using Tensor = std::vector<float>;
 
 Tensor conv_transpose_ref(const Tensor& x, const std::vector<int64_t>& xs, const ConstantValue& w,
                           std::vector<int64_t> strides, const std::vector<int64_t>& pads,
-                          const std::vector<int64_t>& ys, int64_t group = 1) {
+                          const std::vector<int64_t>& ys, int64_t group = 1,
+                          const std::vector<int64_t>& dilations = {1, 1}) {
   const int64_t C = xs[1], Kg = w.shape[1], kh = w.shape[2], kw = w.shape[3], Cg = C / group;
   Tensor y(static_cast<size_t>(ys[0] * ys[1] * ys[2] * ys[3]), 0.0f);
   for (int64_t c = 0; c < C; ++c)
@@ -299,7 +300,8 @@ Tensor conv_transpose_ref(const Tensor& x, const std::vector<int64_t>& xs, const
         for (int64_t kg = 0; kg < Kg; ++kg)
           for (int64_t a = 0; a < kh; ++a)
             for (int64_t b = 0; b < kw; ++b) {
-              const int64_t oh = i * strides[0] + a - pads[0], ow = j * strides[1] + b - pads[1];
+              const int64_t oh = i * strides[0] + a * dilations[0] - pads[0],
+                            ow = j * strides[1] + b * dilations[1] - pads[1];
               if (oh < 0 || ow < 0 || oh >= ys[2] || ow >= ys[3]) continue;
               const int64_t k = (c / Cg) * Kg + kg;
               y[static_cast<size_t>((k * ys[2] + oh) * ys[3] + ow)] +=
@@ -556,20 +558,72 @@ TEST(HoistOverDepthToSpace, TransposedConvsBatchNormAndReluMoveOntoThePhaseConv)
   }
 }
 
-// Not rewritten: a dilation, an output_shape, an auto_pad (the pads are then not the attribute's).
-TEST(ConvTransposeAsConv, LeavesWhatOneConvCannotExpress) {
-  for (const auto& attrs : std::vector<std::map<std::string, Attribute>>{
-           {{"strides", ints({2, 2})}, {"dilations", ints({2, 2})}},
-           {{"strides", ints({2, 2})}, {"output_shape", ints({8, 8})}},
-           {{"strides", ints({2, 2})}, {"auto_pad", Attribute{{}, {}, "SAME_UPPER", {}}}}}) {
-    Model m = with_input();
-    constant(m, "w", ConstantValue{{8, 4, 2, 2}, std::vector<float>(128, 1.0f), {}}, "float32");
+// The pads a ConvTranspose does not spell: tf2onnx's output_shape (the odd unit of padding at the
+// start), auto_pad SAME_UPPER (at the end) and SAME_LOWER, VALID, and dilations. Each is rewritten
+// and computes the transposed conv of the pads ONNX's total_padding implies (checked by hand
+// below), on a random input.
+TEST(ConvTransposeAsConv, OutputShapeAutoPadAndDilationsMatchTheTransposedConv) {
+  struct Case {
+    std::map<std::string, Attribute> attrs;
+    int64_t k, s, d;
+    std::vector<int64_t> ys, pads;  // the output, and the pads that give it
+  };
+  const std::vector<int64_t> xs = {1, 3, 5, 4};
+  auto text = [](const char* v) { return Attribute{{}, {}, v, {}}; };
+  // k 3 s 2 over 5 x 4: 2*(in-1) + 3 = 11 x 9 before padding.
+  for (const Case& c : std::vector<Case>{
+           {{{"output_shape", ints({10, 8})}}, 3, 2, 1, {1, 2, 10, 8}, {1, 1, 0, 0}},
+           {{{"auto_pad", text("SAME_UPPER")}}, 3, 2, 1, {1, 2, 10, 8}, {0, 0, 1, 1}},
+           {{{"auto_pad", text("SAME_LOWER")}}, 3, 2, 1, {1, 2, 10, 8}, {1, 1, 0, 0}},
+           {{{"auto_pad", text("VALID")}}, 3, 2, 1, {1, 2, 11, 9}, {0, 0, 0, 0}},
+           {{{"output_shape", ints({1, 2, 9, 7})}}, 3, 2, 1, {1, 2, 9, 7}, {1, 1, 1, 1}},
+           {{{"dilations", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}, 3, 2, 2, {1, 2, 11, 9},
+            {1, 1, 1, 1}},
+           {{{"dilations", ints({3, 3})}, {"auto_pad", text("SAME_UPPER")}}, 2, 1, 3,
+            {1, 2, 5, 4}, {1, 1, 2, 2}}}) {
+    SCOPED_TRACE(c.attrs.begin()->first + " k " + std::to_string(c.k) + " d " +
+                 std::to_string(c.d));
+    Model m = x_to_y(xs, c.ys);
+    ConstantValue w{{xs[1], 2, c.k, c.k}, {}, {}};
+    for (int64_t i = 0; i < elements(w.shape); ++i)
+      w.f32.push_back(static_cast<float>((i * 37 % 23) - 11) / 8.0f);
+    const ConstantValue weights = w;
+    constant(m, "w", std::move(w), "float32");
+    std::map<std::string, Attribute> attrs = c.attrs;
+    attrs["strides"] = ints({c.s, c.s});
     m.graph.nodes = {node("ConvTranspose", {"x", "w"}, {"y"}, attrs)};
-    m.graph.outputs = {"y"};
-    m.graph.shapes["y"] = {2, 4, 8, 8};
     conv_transpose_as_conv(m);
-    EXPECT_EQ(ops(m), std::vector<std::string>{"ConvTranspose"});
+    ASSERT_EQ(m.graph.nodes.front().op, "Conv");
+    Tensor x;
+    for (int64_t i = 0; i < elements(xs); ++i)
+      x.push_back(static_cast<float>((i * 13 % 17) - 8) / 4.0f);
+    const Tensor want = conv_transpose_ref(x, xs, weights, {c.s, c.s}, c.pads, c.ys, 1, {c.d, c.d});
+    const Tensor got = run_rewritten(m, x);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << i;
   }
+}
+
+// Not rewritten: an output_shape past what the inputs reach (a negative total padding), a
+// 3-D transposed conv.
+TEST(ConvTransposeAsConv, LeavesWhatOneConvCannotExpress) {
+  Model m = with_input();
+  constant(m, "w", ConstantValue{{8, 4, 2, 2}, std::vector<float>(128, 1.0f), {}}, "float32");
+  m.graph.nodes = {node("ConvTranspose", {"x", "w"}, {"y"},
+                        {{"strides", ints({2, 2})}, {"output_shape", ints({10, 10})}})};
+  m.graph.outputs = {"y"};
+  m.graph.shapes["y"] = {2, 4, 10, 10};
+  conv_transpose_as_conv(m);
+  EXPECT_EQ(ops(m), std::vector<std::string>{"ConvTranspose"});
+
+  Model m3 = with_input();
+  m3.graph.shapes["x"] = {1, 8, 2, 2, 2};
+  constant(m3, "w", ConstantValue{{8, 1, 2, 2, 2}, std::vector<float>(64, 1.0f), {}}, "float32");
+  m3.graph.nodes = {node("ConvTranspose", {"x", "w"}, {"y"}, {{"strides", ints({2, 2, 2})}})};
+  m3.graph.outputs = {"y"};
+  m3.graph.shapes["y"] = {1, 1, 4, 4, 4};
+  conv_transpose_as_conv(m3);
+  EXPECT_EQ(ops(m3), std::vector<std::string>{"ConvTranspose"});
 }
 
 // Two lifted 1-D convs with a bias Add ([C, 1], as tf2onnx writes it) and a LeakyRelu between
