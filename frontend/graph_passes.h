@@ -55,9 +55,10 @@ void sink_squeezes(Model& model);
 bool drops_row(const Graph& g, const Node& squeeze);
 
 // Rewrites each 2-D ConvTranspose of strides (sh, sw) (any group count and dilation, pads explicit
-// or given by output_shape or auto_pad, constant weights) as a Conv to K*sh*sw channels of ceil(k/s) taps (of its groups), the
-// interleave of the phases (DepthToSpace DCR for one group and one stride, else Reshape, Transpose,
-// Reshape) and, where its pads crop the output, a Slice. pass_conv_transpose.cc.
+// or given by output_shape or auto_pad, constant weights) as a Conv to K*sh*sw channels of
+// ceil(k/s) taps (of its groups), the interleave of the phases (DepthToSpace DCR for one group and
+// one stride, else Reshape, Transpose, Reshape) and, where its pads crop the output, a Slice.
+// pass_conv_transpose.cc.
 void conv_transpose_as_conv(Model& model);
 
 // Moves a BatchNormalization of constant parameters and the unary activations (Relu, Clip,

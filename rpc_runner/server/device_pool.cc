@@ -23,6 +23,19 @@ double budget_s(const rpc::Candidate& c) {
   return std::isfinite(s) && s > 0 ? std::min(s, kLongest) : 0;
 }
 
+// The answer kUnsupported of the last worker of a key that could have run a candidate, saying
+// when others gave it too.
+rpc::CandidateResult no_worker_can(rpc::CandidateResult answer, const std::string& key,
+                                   const std::set<std::string>& workers) {
+  if (workers.size() > 1) {
+    std::string all;
+    for (const std::string& id : workers) all += (all.empty() ? "" : ", ") + id;
+    answer.set_error_message(answer.error_message() + " (no worker of key " + key + " can: " + all +
+                             " answered so)");
+  }
+  return answer;
+}
+
 }  // namespace
 
 DevicePool::DevicePool(double heartbeat_timeout_s, double deadline_margin_s, ServerMetrics* metrics)
@@ -48,9 +61,14 @@ std::string DevicePool::attach(WorkerInfo info, Sender send, Closer close) {
 }
 
 void DevicePool::detach(const std::string& worker_id, const std::string& reason) {
-  std::lock_guard lock(mu_);
-  auto it = workers_.find(worker_id);
-  if (it != workers_.end()) remove(it, reason);
+  std::vector<Delivery> stranded;
+  {
+    std::lock_guard lock(mu_);
+    auto it = workers_.find(worker_id);
+    if (it != workers_.end()) remove(it, reason, &stranded);
+  }
+  // Outside the lock, as complete() does: the job's callback takes its own lock.
+  for (Delivery& d : stranded) d.done(d.worker, std::move(d.result));
 }
 
 void DevicePool::relist(Worker& w, bool gone) {
@@ -68,7 +86,8 @@ void DevicePool::relist(Worker& w, bool gone) {
   }
 }
 
-void DevicePool::remove(std::map<std::string, Worker>::iterator it, const std::string& reason) {
+void DevicePool::remove(std::map<std::string, Worker>::iterator it, const std::string& reason,
+                        std::vector<Delivery>* stranded) {
   Worker& w = it->second;
   relist(w, /*gone=*/true);
   size_t requeued = 0;
@@ -87,6 +106,19 @@ void DevicePool::remove(std::map<std::string, Worker>::iterator it, const std::s
   const std::string key = w.info.key;
   if (metrics_ && requeued > 0) metrics_->requeued(key, requeued);
   workers_.erase(it);
+  for (auto& [id, job] : jobs_) {
+    if (job.key != key) continue;
+    for (auto p = job.queue.begin(); p != job.queue.end();) {
+      if (p->unsupported_on.empty() || another_may_run(key, *p)) {
+        ++p;
+        continue;
+      }
+      stranded->push_back(
+          {p->unsupported_by, std::move(p->done),
+           no_worker_can(std::move(p->unsupported_answer), key, p->unsupported_on)});
+      p = job.queue.erase(p);
+    }
+  }
   dispatch(key);
 }
 
@@ -118,6 +150,22 @@ bool DevicePool::complete(const std::string& worker_id, rpc::CandidateResult res
       return false;  // the job ended meanwhile
     }
     --job->second.in_flight;
+    if (result.error_kind() == to_string(ErrorKind::kUnsupported)) {
+      done.unsupported_on.insert(worker_id);
+      if (another_may_run(w.info.key, done)) {
+        spdlog::info(
+            "worker {} (key {}) cannot run candidate {} of job {}; it goes to another "
+            "worker of the key",
+            worker_id, w.info.key, done.candidate.id(), done.job_id);
+        done.unsupported_by = info;
+        done.unsupported_answer = std::move(result);
+        done.queued_at = Clock::now();
+        job->second.queue.push_front(std::move(done));
+        dispatch(w.info.key);
+        return true;
+      }
+      result = no_worker_can(std::move(result), w.info.key, done.unsupported_on);
+    }
     dispatch(w.info.key);
   }
   // Outside the lock: the job's callback takes its own lock and may submit more.
@@ -128,6 +176,7 @@ bool DevicePool::complete(const std::string& worker_id, rpc::CandidateResult res
 std::vector<std::string> DevicePool::expire() {
   std::vector<std::string> gone;
   std::vector<std::pair<WorkerInfo, Pending>> failed;
+  std::vector<Delivery> stranded;
   {
     std::lock_guard lock(mu_);
     const auto now = Clock::now();
@@ -144,7 +193,7 @@ std::vector<std::string> DevicePool::expire() {
       if (!reason.empty()) {
         gone.push_back(it->first);
         Closer close = it->second.close;
-        remove(it, reason);
+        remove(it, reason, &stranded);
         if (close) close(reason);
       }
       it = next;
@@ -159,6 +208,7 @@ std::vector<std::string> DevicePool::expire() {
                            std::to_string(p.missed) + " workers (" + p.missed_on + ")");
     p.done(info, std::move(lost));
   }
+  for (Delivery& d : stranded) d.done(d.worker, std::move(d.result));
   return gone;
 }
 
@@ -231,35 +281,50 @@ void DevicePool::submit(uint64_t job_id, rpc::Candidate candidate, ResultCallbac
   dispatch(it->second.key);
 }
 
-DevicePool::Job* DevicePool::next_job(const std::string& key, bool can_build, uint64_t* job_id) {
+DevicePool::Job* DevicePool::next_job(const Worker& w, uint64_t* job_id, size_t* at, bool* any) {
   Job* best = nullptr;
+  *any = false;
   for (auto& [id, job] : jobs_) {
-    if (job.key != key || job.queue.empty()) continue;
-    // A device that cannot build only takes candidates that come with their kernel.
-    if (!can_build && job.queue.front().candidate.artifact().empty()) continue;
-    if (best == nullptr || job.pass < best->pass) {
-      best = &job;
-      *job_id = id;
-    }
+    if (job.key != w.info.key || job.queue.empty()) continue;
+    *any = true;
+    if (best != nullptr && job.pass >= best->pass) continue;
+    // A device that cannot build only takes candidates that come with their kernel; none takes
+    // one it answered kUnsupported (those wait at the front for the key's other workers).
+    size_t i = 0;
+    while (i < job.queue.size() && job.queue[i].unsupported_on.count(w.info.worker_id)) ++i;
+    if (i == job.queue.size() || (!w.info.can_build && job.queue[i].candidate.artifact().empty()))
+      continue;
+    best = &job;
+    *job_id = id;
+    *at = i;
   }
   return best;
 }
 
+bool DevicePool::another_may_run(const std::string& key, const Pending& p) const {
+  for (const auto& [id, w] : workers_)
+    if (w.info.key == key && !p.unsupported_on.count(id)) return true;
+  return false;
+}
+
 void DevicePool::dispatch(const std::string& key) {
   FreeList& free = free_[key];
-  // The least loaded worker that a queued candidate fits goes first. Only a worker that cannot
-  // build skips candidates without a kernel; when none fits anywhere, the pass ends.
+  // The least loaded worker that a queued candidate fits goes first. A worker that cannot build
+  // skips candidates without a kernel, and every worker those it answered kUnsupported; when
+  // nothing is queued for the key, the pass ends.
   for (auto it = free.begin(); it != free.end();) {
     Worker* w = std::get<2>(*it);
     uint64_t job_id = 0;
-    Job* job = next_job(key, w->info.can_build, &job_id);
+    size_t at = 0;
+    bool any = false;
+    Job* job = next_job(*w, &job_id, &at, &any);
     if (job == nullptr) {
-      if (w->info.can_build) return;  // nothing queued for the key at all
+      if (!any) return;  // nothing queued for the key at all
       ++it;
       continue;
     }
-    Pending p = std::move(job->queue.front());
-    job->queue.pop_front();
+    Pending p = std::move(job->queue[at]);
+    job->queue.erase(job->queue.begin() + static_cast<std::ptrdiff_t>(at));
     job->pass += 1.0 / job->priority;
     ++job->in_flight;
     if (metrics_)

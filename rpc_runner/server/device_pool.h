@@ -37,8 +37,11 @@ using ResultCallback = std::function<void(const WorkerInfo& worker, rpc::Candida
 // Once sent, a candidate has a deadline: its build and run timeouts, plus those of the candidates
 // the worker holds ahead of it, plus a margin. A worker that lets one pass (it heartbeats but
 // never answers) is detached like a silent one; the late candidate goes to another worker, and
-// after kDeadlineAttempts deadlines missed it fails as kWorkerLost. A worker whose results are
-// refused is flagged (flag()), which workers() shows.
+// after kDeadlineAttempts deadlines missed it fails as kWorkerLost. A worker that answers a
+// candidate kUnsupported (it cannot run its target or kernel) speaks for itself, not for the key:
+// the candidate goes back to the front of its queue for the key's other workers, and its result
+// is that answer only once every worker of the key attached then has given it. A worker whose
+// results are refused is flagged (flag()), which workers() shows.
 // Thread-safe. Lock order: the pool's lock, then whatever a Sender or closer takes.
 class DevicePool {
  public:
@@ -65,7 +68,8 @@ class DevicePool {
   // Notes that the worker is alive (any message counts).
   void touch(const std::string& worker_id);
   // Delivers a worker's result. Returns false (and drops it) when that worker does not hold
-  // the candidate (it was requeued after the worker was taken for lost, or the job ended).
+  // the candidate (it was requeued after the worker was taken for lost, or the job ended). A
+  // kUnsupported answer is requeued while another worker of the key has not given it (true).
   bool complete(const std::string& worker_id, rpc::CandidateResult result);
   // Detaches every worker silent for longer than the heartbeat timeout or holding a candidate
   // past its deadline (and closes its stream); fails the candidates out of attempts. Returns
@@ -110,6 +114,15 @@ class DevicePool {
     Clock::time_point deadline;   // set when sent to a worker
     std::string missed_on;        // workers that let its deadline pass, e.g. "w2, w5"
     int missed = 0;
+    std::set<std::string> unsupported_on;  // workers that answered it kUnsupported
+    WorkerInfo unsupported_by;             // the last of them, and its answer
+    rpc::CandidateResult unsupported_answer;
+  };
+  // A result to deliver once the lock is released.
+  struct Delivery {
+    WorkerInfo worker;
+    ResultCallback done;
+    rpc::CandidateResult result;
   };
   struct Job {
     std::string key;
@@ -134,13 +147,19 @@ class DevicePool {
 
   // Hands queued candidates of the key to free slots until none fits. Needs mu_.
   void dispatch(const std::string& key);
-  // The job of `key` with queued work that is furthest behind, or nullptr. Needs mu_.
-  Job* next_job(const std::string& key, bool can_build, uint64_t* job_id);
+  // The job of `key` with queued work for worker `w` that is furthest behind, or nullptr, and
+  // where in its queue that work is; `any` tells whether the key has queued work at all. Needs
+  // mu_.
+  Job* next_job(const Worker& w, uint64_t* job_id, size_t* at, bool* any);
+  // Whether a worker of `key` is attached that has not answered `p` kUnsupported. Needs mu_.
+  bool another_may_run(const std::string& key, const Pending& p) const;
   // Puts the worker in its key's free list at its load, or takes it out when its slots are full
   // or `gone`. Call after every change of its in-flight candidates. Needs mu_.
   void relist(Worker& w, bool gone = false);
-  // Removes a worker and requeues its candidates. Needs mu_.
-  void remove(std::map<std::string, Worker>::iterator it, const std::string& reason);
+  // Removes a worker and requeues its candidates; the queued candidates of its key that every
+  // remaining worker has answered kUnsupported go to `stranded` with that answer. Needs mu_.
+  void remove(std::map<std::string, Worker>::iterator it, const std::string& reason,
+              std::vector<Delivery>* stranded);
   // Counts a missed deadline on each of the worker's late candidates, and moves those out of
   // attempts to `failed` (with the worker's info). Returns how many were late. Needs mu_.
   size_t take_overdue(Worker& w, Clock::time_point now,

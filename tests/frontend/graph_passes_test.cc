@@ -564,23 +564,23 @@ TEST(HoistOverDepthToSpace, TransposedConvsBatchNormAndReluMoveOntoThePhaseConv)
 // below), on a random input.
 TEST(ConvTransposeAsConv, OutputShapeAutoPadAndDilationsMatchTheTransposedConv) {
   struct Case {
-    std::map<std::string, Attribute> attrs;
     int64_t k, s, d;
     std::vector<int64_t> ys, pads;  // the output, and the pads that give it
+    std::map<std::string, Attribute> attrs;
   };
   const std::vector<int64_t> xs = {1, 3, 5, 4};
   auto text = [](const char* v) { return Attribute{{}, {}, v, {}}; };
+  const Attribute d2 = ints({2, 2}), d3 = ints({3, 3}), same_upper = text("SAME_UPPER");
   // k 3 s 2 over 5 x 4: 2*(in-1) + 3 = 11 x 9 before padding.
-  for (const Case& c : std::vector<Case>{
-           {{{"output_shape", ints({10, 8})}}, 3, 2, 1, {1, 2, 10, 8}, {1, 1, 0, 0}},
-           {{{"auto_pad", text("SAME_UPPER")}}, 3, 2, 1, {1, 2, 10, 8}, {0, 0, 1, 1}},
-           {{{"auto_pad", text("SAME_LOWER")}}, 3, 2, 1, {1, 2, 10, 8}, {1, 1, 0, 0}},
-           {{{"auto_pad", text("VALID")}}, 3, 2, 1, {1, 2, 11, 9}, {0, 0, 0, 0}},
-           {{{"output_shape", ints({1, 2, 9, 7})}}, 3, 2, 1, {1, 2, 9, 7}, {1, 1, 1, 1}},
-           {{{"dilations", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}, 3, 2, 2, {1, 2, 11, 9},
-            {1, 1, 1, 1}},
-           {{{"dilations", ints({3, 3})}, {"auto_pad", text("SAME_UPPER")}}, 2, 1, 3,
-            {1, 2, 5, 4}, {1, 1, 2, 2}}}) {
+  const std::vector<Case> cases = {
+      {3, 2, 1, {1, 2, 10, 8}, {1, 1, 0, 0}, {{"output_shape", ints({10, 8})}}},
+      {3, 2, 1, {1, 2, 10, 8}, {0, 0, 1, 1}, {{"auto_pad", text("SAME_UPPER")}}},
+      {3, 2, 1, {1, 2, 10, 8}, {1, 1, 0, 0}, {{"auto_pad", text("SAME_LOWER")}}},
+      {3, 2, 1, {1, 2, 11, 9}, {0, 0, 0, 0}, {{"auto_pad", text("VALID")}}},
+      {3, 2, 1, {1, 2, 9, 7}, {1, 1, 1, 1}, {{"output_shape", ints({1, 2, 9, 7})}}},
+      {3, 2, 2, {1, 2, 11, 9}, {1, 1, 1, 1}, {{"dilations", d2}, {"pads", ints({1, 1, 1, 1})}}},
+      {2, 1, 3, {1, 2, 5, 4}, {1, 1, 2, 2}, {{"dilations", d3}, {"auto_pad", same_upper}}}};
+  for (const Case& c : cases) {
     SCOPED_TRACE(c.attrs.begin()->first + " k " + std::to_string(c.k) + " d " +
                  std::to_string(c.d));
     Model m = x_to_y(xs, c.ys);

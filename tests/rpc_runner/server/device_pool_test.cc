@@ -1,6 +1,6 @@
 // Tests of DevicePool: dispatch to free slots, stride-scheduled fairness with priorities, requeue
 // of a lost worker's candidates, results delivered once, heartbeat expiry, deadlines of workers
-// that heartbeat but never answer, flags, workers that cannot build.
+// that heartbeat but never answer, flags, workers that cannot build, a worker's kUnsupported.
 #include "rpc_runner/server/device_pool.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "support/error.h"
@@ -321,6 +322,89 @@ TEST(DevicePool, ResultsOfAClosedJobAreDropped) {
   EXPECT_TRUE(results.by_index.empty());
   EXPECT_EQ(w.received.size(), 1u);  // the queued one was dropped with the job
   EXPECT_THROW(pool.submit(1, candidate(2), results.callback(2)), Error);
+}
+
+rpc::CandidateResult unsupported_result(uint64_t id) {
+  rpc::CandidateResult r;
+  r.set_id(id);
+  r.set_error_kind(std::string(to_string(ErrorKind::kUnsupported)));
+  r.set_error_message("target 'llvm -mtriple=aarch64-linux-gnu' cannot run on this host");
+  return r;
+}
+
+// Every result delivered, in order: (config index, worker, error kind, message).
+struct Answers {
+  std::vector<std::tuple<uint64_t, std::string, std::string, std::string>> got;
+  ResultCallback callback(uint64_t index) {
+    return [this, index](const WorkerInfo& w, rpc::CandidateResult r) {
+      got.emplace_back(index, w.worker_id, r.error_kind(), r.error_message());
+    };
+  }
+};
+
+// One worker's kUnsupported is its own: the candidate goes to the key's other worker (the refusing
+// one takes the next candidate behind it meanwhile), and a candidate fails kUnsupported only once
+// every worker of the key has said so, naming them.
+TEST(DevicePool, AWorkersUnsupportedGoesToAnotherWorkerOfTheKey) {
+  DevicePool pool;
+  FakeWorker a, b;
+  attach(pool, a, "x86", 1);
+  attach(pool, b, "x86", 1);
+  pool.open_job(1, "x86", 1);
+  Answers answers;
+  for (uint64_t i = 0; i < 3; ++i) pool.submit(1, candidate(i), answers.callback(i));
+  ASSERT_EQ(a.received.size(), 1u);
+  ASSERT_EQ(b.received.size(), 1u);
+  EXPECT_EQ(a.received[0].config_index(), 0u);
+  EXPECT_EQ(b.received[0].config_index(), 1u);
+  // a cannot run 0: b is busy, so 0 waits at the front and a takes 2.
+  EXPECT_TRUE(pool.complete(a.id, unsupported_result(a.received[0].id())));
+  EXPECT_TRUE(answers.got.empty());
+  ASSERT_EQ(a.received.size(), 2u);
+  EXPECT_EQ(a.received[1].config_index(), 2u);
+  // b finishes 1 and takes 0, which it runs.
+  EXPECT_TRUE(pool.complete(b.id, ok_result(b.received[0].id(), 1.0)));
+  ASSERT_EQ(b.received.size(), 2u);
+  EXPECT_EQ(b.received[1].config_index(), 0u);
+  EXPECT_TRUE(pool.complete(b.id, ok_result(b.received[1].id(), 2.0)));
+  ASSERT_EQ(answers.got.size(), 2u);
+  EXPECT_EQ(answers.got[1], std::make_tuple(uint64_t{0}, b.id, std::string(), std::string()));
+  // Both cannot run 2: then it fails, once, with both named.
+  EXPECT_TRUE(pool.complete(a.id, unsupported_result(a.received[1].id())));
+  ASSERT_EQ(b.received.size(), 3u);
+  EXPECT_EQ(b.received[2].config_index(), 2u);
+  EXPECT_TRUE(pool.complete(b.id, unsupported_result(b.received[2].id())));
+  ASSERT_EQ(answers.got.size(), 3u);
+  EXPECT_EQ(std::get<0>(answers.got[2]), 2u);
+  EXPECT_EQ(std::get<2>(answers.got[2]), "unsupported");
+  EXPECT_NE(std::get<3>(answers.got[2]).find("no worker of key x86 can: " + a.id + ", " + b.id),
+            std::string::npos)
+      << std::get<3>(answers.got[2]);
+  EXPECT_EQ(a.received.size(), 2u);  // never sent back to a worker that said so
+}
+
+// A candidate waiting for the key's other worker fails kUnsupported when that worker leaves
+// without taking it (no worker attached can run it); the leaving worker's own candidate goes
+// to the refusing one.
+TEST(DevicePool, AnUnsupportedCandidateFailsWhenTheLastOtherWorkerLeaves) {
+  DevicePool pool;
+  FakeWorker a, b;
+  attach(pool, a, "x86", 1);
+  attach(pool, b, "x86", 1);
+  pool.open_job(1, "x86", 1);
+  Answers answers;
+  pool.submit(1, candidate(0), answers.callback(0));
+  pool.submit(1, candidate(1), answers.callback(1));
+  EXPECT_TRUE(pool.complete(a.id, unsupported_result(a.received[0].id())));
+  EXPECT_TRUE(answers.got.empty());
+  EXPECT_EQ(a.received.size(), 1u);  // it waits for b
+  pool.detach(b.id, "killed");
+  ASSERT_EQ(answers.got.size(), 1u);
+  EXPECT_EQ(std::get<0>(answers.got[0]), 0u);
+  EXPECT_EQ(std::get<1>(answers.got[0]), a.id);
+  EXPECT_EQ(std::get<2>(answers.got[0]), "unsupported");
+  ASSERT_EQ(a.received.size(), 2u);
+  EXPECT_EQ(a.received[1].config_index(), 1u);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // implausibly fast results, 5 MB error texts and absurd hello fields, or heartbeats and never
 // answers. `ktune server` and the honest `ktune worker` run as processes on 127.0.0.1.
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -247,6 +248,41 @@ TEST_F(HostilePeer, AWorkerThatHeartbeatsButNeverAnswersIsDetachedAndTheJobCompl
   EXPECT_NE(log.find("past their deadline"), std::string::npos) << log;
   ASSERT_EQ(client_->devices().size(), 1u);
   EXPECT_NE(client_->devices()[0].description, "mute");
+}
+
+// A worker that answers every candidate kUnsupported beside an honest `ktune worker` of the same
+// key: its answer is its own, the candidates go to the honest one and the job completes with
+// every trial measured there. Alone, the same worker fails the next job with its answer.
+TEST_F(HostilePeer, OneWorkersUnsupportedGoesToAnotherWorkerOfTheKey) {
+  ASSERT_TRUE(start_server("150")) << read_file(dir_ / "server.err");
+  WorkerSessionOptions o = peer_options("cannot");
+  o.slots = 4;
+  FakePeer cannot(o, [](size_t) -> std::optional<rpc::CandidateResult> {
+    return error(std::string(to_string(ErrorKind::kUnsupported)), "no such instruction set here");
+  });
+  ASSERT_TRUE(wait_until([&] { return client_->devices().size() == 1; }, 20));
+  Child honest({KTUNE_BIN, "worker", "--server", address_, "--key", "cpu", "--slots", "1",
+                "--runner", KTUNE_RUNNER_PATH, "--token-file", worker_token_},
+               dir_ / "honest.out", dir_ / "honest.err");
+  ASSERT_TRUE(wait_until([&] { return client_->devices().size() == 2; }, 20));
+  const JobEvent last = client_->watch(client_->submit(matmul_job(8, 4, "random")).id);
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
+  const auto records = testing::log_records(db_);
+  EXPECT_EQ(records.size(), 9u);  // 8 trials and the fallback config
+  EXPECT_EQ(testing::kinds_of(records)["unsupported"], 0);
+  EXPECT_GT(cannot.received(), 0u);  // it was asked, and said no
+  const std::string log = read_file(dir_ / "server.err");
+  EXPECT_NE(log.find("it goes to another worker of the key"), std::string::npos) << log;
+
+  honest.kill(SIGKILL);
+  ASSERT_TRUE(wait_until([&] { return client_->devices().size() == 1; }, 30));
+  JobSpec second = matmul_job(4, 4, "random");
+  second.args = {{"M", "32"}, {"N", "64"}, {"K", "64"}};
+  const JobEvent failed = client_->watch(client_->submit(second).id);
+  EXPECT_EQ(failed.job.state, tuning_db::JobState::kFailed);
+  EXPECT_NE(failed.job.message.find("cannot run this task: no such instruction set here"),
+            std::string::npos)
+      << failed.job.message;
 }
 
 TEST_F(HostilePeer, ACandidateNoWorkerAnswersFailsAsWorkerLostAfterThreeDeadlines) {

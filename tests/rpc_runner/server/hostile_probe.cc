@@ -1,13 +1,13 @@
 // ktune-hostile-probe: a crafted device worker for scripts/hostile. It attaches to a tuning server
 // with a valid worker token and answers every candidate as its case says (non-finite, negative,
-// huge or implausibly fast costs, huge error text, an error kind of no measurement, never, or a
-// plausible timing at once), or says hello with an absurd field. A result case serves until
-// SIGTERM or SIGINT (exit 0); a hello case exits 0 once attached (the server took the absurd
-// field). Refused at its hello, it prints the server's one line and exits 1.
-// A client case (client-...) is a crafted client instead, with a client's token: it submits a
-// job whose text the CLI would refuse before sending (a 6 MB owner, an owner that forges a log
-// line, a model job of 20,000 tasks) straight to SubmitJob; refused, it prints the server's one
-// line and exits 1; accepted, it exits 0.
+// huge or implausibly fast costs, huge error text, an error kind of no measurement, never,
+// kUnsupported, or a plausible timing at once), or says hello with an absurd field. A result case
+// serves until SIGTERM or SIGINT (exit 0); a hello case exits 0 once attached (the server took the
+// absurd field). Refused at its hello, it prints the server's one line and exits 1. A client case
+// (client-...) is a crafted client instead, with a client's token: it submits a job whose text the
+// CLI would refuse before sending (a 6 MB owner, an owner that forges a log line, a model job of
+// 20,000 tasks) straight to SubmitJob; refused, it prints the server's one line and exits 1;
+// accepted, it exits 0.
 //   ktune-hostile-probe --server HOST:PORT --token-file FILE --key KEY --case CASE [--slots N]
 //                       [--delay-ms D]   (each answer D ms after its candidate came)
 #include <pthread.h>
@@ -50,6 +50,10 @@ const std::map<std::string, Answer>& answers() {
       {"huge-error-text",
        [](size_t) { return error("run", std::string(5 << 20, 'e') + "\n\x1b[31m"); }},
       {"foreign-error-kind", [](size_t) { return error("database", "disk full"); }},
+      {"unsupported",
+       [](size_t) {
+         return error(std::string(to_string(ErrorKind::kUnsupported)), "not on this device");
+       }},
       {"silent", [](size_t) -> std::optional<rpc::CandidateResult> { return std::nullopt; }},
   };
   return cases;
