@@ -189,12 +189,12 @@ void schedule_blocked_pad(te::Stage pad, bool inline_it, bool parallel) {
   if (parallel) pad.parallel(nc);
 }
 
-void define_pad_inline_and_parallel(ConfigSpace& space, bool pad_inline_knob, bool padded,
-                                    const TargetTraits& target) {
+void define_parallel(ConfigSpace& space) { space.define_knob("parallel", {0, 1}); }
+
+void define_pad_inline_and_parallel(ConfigSpace& space, bool pad_inline_knob, bool padded) {
   if (pad_inline_knob)
     space.define_knob("pad_inline", padded ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  space.define_knob("parallel",
-                    target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  define_parallel(space);
 }
 
 void define_skip_taps(ConfigSpace& space, bool padded) {

@@ -91,11 +91,15 @@ te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, i
 // blocks as vectors and (batch, channel block) in parallel when `parallel`.
 void schedule_blocked_pad(te::Stage pad, bool inline_it, bool parallel);
 
+// The parallel knob, {0, 1} on every target. A space depends on the workload and the target's
+// instruction set, never on how many cores a device has: a record of a 4-core board must decode
+// to the same config wherever it is read (an importer, a build host, a server). A one-core
+// device's tuner finds parallel = 1 no faster; the default config takes 0 there.
+void define_parallel(ConfigSpace& space);
+
 // The channel-blocked convolutions' knobs after their unrolls, in this order: pad_inline (only
-// when `pad_inline_knob`: {0, 1} when `padded`, else {0}), then parallel ({0, 1} on more than one
-// core, else {0}).
-void define_pad_inline_and_parallel(ConfigSpace& space, bool pad_inline_knob, bool padded,
-                                    const TargetTraits& target);
+// when `pad_inline_knob`: {0, 1} when `padded`, else {0}), then parallel (define_parallel).
+void define_pad_inline_and_parallel(ConfigSpace& space, bool pad_inline_knob, bool padded);
 
 // The skip_taps knob of a template with a pad_inline knob: 1 has the lowering skip the taps of the
 // inlined padding and run interior tiles unguarded (te's skip_padding_taps), 0 keeps the guarded

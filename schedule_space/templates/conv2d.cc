@@ -149,8 +149,7 @@ void define_conv_space(Op op, const ConvShape& sh, int dtype_bits, const TargetT
   space.define_knob("unroll_rs", std::vector<int64_t>{0, 1});
   space.define_knob("pad_inline",
                     sh.pad > 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{1});
-  space.define_knob("parallel",
-                    target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  define_parallel(space);
   define_skip_taps(space, sh.pad > 0);
   space.add_constraint(
       "register tile fits the vector registers", [op, lanes, target](const EntityView& v) {

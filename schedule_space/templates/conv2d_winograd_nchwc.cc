@@ -211,8 +211,7 @@ void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, C
   space.define_knob("in_order", std::vector<int64_t>{0, 1});
   const bool padded = sh.pad > 0 || sh.oh % sh.m != 0 || sh.ow % sh.m != 0;
   space.define_knob("pad_inline", padded ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
-  space.define_knob("parallel",
-                    target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  define_parallel(space);
   space.add_constraint(
       "register tile fits the vector registers", [vectors, target](const EntityView& v) {
         const int64_t weights = v["tile_k"].values.back() * vectors;

@@ -19,7 +19,7 @@ void define_depthwise_space(int64_t oh, int64_t ow, int64_t vectors, const Depth
   space.define_split("tile_oh", {.extent = oh, .num_outputs = 2, .max_innermost = kMaxTileOh});
   space.define_split("tile_ow", {.extent = ow, .num_outputs = 2, .max_innermost = kMaxTileOw});
   space.define_knob("unroll_s", std::vector<int64_t>{0, 1});
-  define_pad_inline_and_parallel(space, k.pad_inline_knob, k.padded, target);
+  define_pad_inline_and_parallel(space, k.pad_inline_knob, k.padded);
   space.define_knob("unroll_r", std::vector<int64_t>{0, 1});
   space.set_legacy_value("unroll_r", 0);  // logged before the knob
   space.add_constraint(

@@ -78,8 +78,7 @@ void define_gemm_space(int64_t M, int64_t N, int64_t K, int dtype_bits, const Ta
   space.define_split("tile_k", {.extent = K, .num_outputs = 2});
   space.define_knob("unroll_k", std::vector<int64_t>{0, 1});
   space.define_knob("pack_b", std::vector<int64_t>{0, 1});
-  space.define_knob("parallel",
-                    target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  define_parallel(space);
   if (dot_knob && M <= 16 && K >= lanes) {
     space.define_knob("dot_lanes", std::vector<int64_t>{0, lanes});
     space.set_legacy_value("dot_lanes",

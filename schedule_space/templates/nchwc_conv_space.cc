@@ -54,7 +54,7 @@ void define_nchwc_conv_space(const NchwcConvDims& d, const NchwcKnobs& k,
   space.define_knob("reduce_order", std::vector<int64_t>{0, 1, 2});
   space.define_knob(k.unroll_inner, std::vector<int64_t>{0, 1});
   space.define_knob("unroll_s", std::vector<int64_t>{0, 1});
-  define_pad_inline_and_parallel(space, k.pad_inline_knob, k.padded, target);
+  define_pad_inline_and_parallel(space, k.pad_inline_knob, k.padded);
   const int64_t vectors = d.vectors;
   space.add_constraint("register tile fits the vector registers",
                        [vectors, target](const EntityView& v) {

@@ -80,8 +80,7 @@ void define_packed_space(const PackedGemm& g, const TargetTraits& target, Config
   // 0: row tiles outside (an A row block meets every B panel), 1: column tiles outside (a B
   // panel stays in L2 for every row block).
   space.define_knob("cols_outer", std::vector<int64_t>{0, 1});
-  space.define_knob("parallel",
-                    target.cores > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+  define_parallel(space);
   space.add_constraint("register tile fits the vector registers", [g, target](const EntityView& v) {
     return tile_fits(g, target, v["tile_m"].values.back(), v["tile_nb"].values.back());
   });

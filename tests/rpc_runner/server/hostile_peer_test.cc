@@ -5,12 +5,15 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "codegen/target.h"
 #include "rpc_runner/client/service_client.h"
@@ -283,6 +286,75 @@ TEST_F(HostilePeer, OneWorkersUnsupportedGoesToAnotherWorkerOfTheKey) {
   EXPECT_NE(failed.job.message.find("cannot run this task: no such instruction set here"),
             std::string::npos)
       << failed.job.message;
+}
+
+// A server's log of two targets: the honest `ktune worker` on this host (key cpu) and a 4-core
+// AArch64 board (a crafted worker answering plausible timings, key arm). `db export --server`,
+// then `db import` into a local log, then `db export` of that log gives back every record, each
+// instantiated against its own target (the board's spaces once lost the configs with
+// parallel = 1: a foreign target read without its device's cores); so does `report --server`.
+TEST_F(HostilePeer, AMultiTargetServerLogRoundTripsThroughExportAndImport) {
+  ASSERT_TRUE(start_server("150")) << read_file(dir_ / "server.err");
+  Child honest({KTUNE_BIN, "worker", "--server", address_, "--key", "cpu", "--slots", "1",
+                "--runner", KTUNE_RUNNER_PATH, "--token-file", worker_token_},
+               dir_ / "honest.out", dir_ / "honest.err");
+  WorkerSessionOptions board = peer_options("board");
+  board.key = "arm";
+  board.target = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
+  board.cores = 4;
+  board.slots = 4;
+  FakePeer arm(board, [](size_t n) -> std::optional<rpc::CandidateResult> {
+    return costs({kFlop / (2e9 * (1 + 0.01 * static_cast<double>(n % 7)))});
+  });
+  ASSERT_TRUE(wait_until([&] { return client_->devices().size() == 2; }, 20))
+      << read_file(dir_ / "server.err");
+  JobSpec on_arm = matmul_job(24, 8, "random");
+  on_arm.session.device_key = "arm";
+  const JobEvent arm_done = client_->watch(client_->submit(on_arm).id);
+  ASSERT_EQ(arm_done.job.state, tuning_db::JobState::kDone) << arm_done.job.message;
+  const JobEvent cpu_done = client_->watch(client_->submit(matmul_job(8, 4, "random")).id);
+  ASSERT_EQ(cpu_done.job.state, tuning_db::JobState::kDone) << cpu_done.job.message;
+  EXPECT_NE(arm_done.job.target, cpu_done.job.target);
+
+  const auto exported = testing_cli::ktune(ktune_args("db export"), true);
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  const std::vector<tuning_db::Record> server_records = testing::log_records(db_);
+  ASSERT_EQ(testing_cli::count_lines(exported.out), server_records.size());
+  int parallel_on_arm = 0;
+  for (const auto& r : server_records)
+    parallel_on_arm += r.target.target == arm_done.job.target &&
+                       r.config.dump().find("\"parallel\",\"ot\",1") != std::string::npos;
+  EXPECT_GT(parallel_on_arm, 0) << "no config of the board's with parallel = 1: nothing tested";
+  const std::string file = (dir_ / "server.jsonl").string();
+  {
+    std::ofstream out(file);
+    out << exported.out;
+  }
+  const std::string local = (dir_ / "local.db").string();
+  const auto imported = testing_cli::ktune(
+      "db import " + testing_cli::quote(file) + " --db " + testing_cli::quote(local) + " --json",
+      true);
+  ASSERT_EQ(imported.status, 0) << imported.out << imported.err;
+  const auto report = nlohmann::json::parse(imported.out);
+  EXPECT_EQ(report.at("imported").get<size_t>(), server_records.size()) << imported.out;
+  EXPECT_EQ(report.at("rejected").get<int64_t>(), 0) << imported.out;
+  // The local log's export is the server's, record for record (in its own order).
+  const auto again = testing_cli::ktune("db export --db " + testing_cli::quote(local), true);
+  ASSERT_EQ(again.status, 0) << again.err;
+  auto lines = [](const std::string& text) {
+    std::multiset<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) out.insert(nlohmann::json::parse(line).dump());
+    return out;
+  };
+  EXPECT_EQ(lines(again.out), lines(exported.out));
+  // The report through the server reads the same records: none skipped.
+  const auto html = testing_cli::ktune(
+      ktune_args("report -o " + testing_cli::quote((dir_ / "report.html").string())), true);
+  ASSERT_EQ(html.status, 0) << html.err;
+  EXPECT_EQ(html.err.find("skipped"), std::string::npos) << html.err;
+  EXPECT_TRUE(fs::exists(dir_ / "report.html"));
 }
 
 TEST_F(HostilePeer, ACandidateNoWorkerAnswersFailsAsWorkerLostAfterThreeDeadlines) {

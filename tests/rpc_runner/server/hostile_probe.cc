@@ -10,6 +10,7 @@
 // accepted, it exits 0.
 //   ktune-hostile-probe --server HOST:PORT --token-file FILE --key KEY --case CASE [--slots N]
 //                       [--delay-ms D]   (each answer D ms after its candidate came)
+//                       [--target T] [--cores N]   (the hello's; default this host, 1 core)
 #include <pthread.h>
 #include <signal.h>
 
@@ -121,9 +122,9 @@ int run(int argc, char** argv) {
   o.server = flags["--server"];
   o.key = flags["--key"];
   o.token_file = flags["--token-file"];
-  o.target = codegen::Target::host().str();
+  o.target = flags.count("--target") ? flags["--target"] : codegen::Target::host().str();
   o.description = "hostile probe: " + flags["--case"];
-  o.cores = 1;
+  o.cores = flags.count("--cores") ? std::stoi(flags["--cores"]) : 1;
   o.slots = flags.count("--slots") ? std::stoi(flags["--slots"]) : 4;
   o.reconnect_initial_s = 0.1;
   o.reconnect_max_s = 0.5;
