@@ -34,14 +34,23 @@ HistorySource history_source(const HistoryFlags& flags) {
 
 void warn_if_mostly_untuned(const deploy::StepSources& n, const HistorySource& from,
                             const std::string& model) {
-  const int untuned = n.nearest + n.fallback;
+  // A tuned step whose best record is the fallback config runs what an untuned step would.
+  const int untuned = n.nearest + n.fallback + n.tuned_fallback_config;
   if (from.is_untuned() || untuned == 0 || 2 * untuned < n.tasks()) return;
+  std::string parts = std::to_string(n.fallback) + " fallback, " + std::to_string(n.nearest) +
+                      " of the nearest tuned shape";
+  if (n.tuned_fallback_config > 0)
+    parts += ", " + std::to_string(n.tuned_fallback_config) +
+             " whose best record is the fallback config (no trial beat it)";
+  const std::string tune =
+      "`ktune tune-model " + model +
+      (from.is_server() ? " --server " + from.server_options().server : " --db " + from.db_path()) +
+      "`";
   spdlog::warn(
-      "{} of the {} tunable kernels run untuned configs ({} fallback, {} of the nearest tuned "
-      "shape): "
-      "the {} holds no records of them; `ktune tune-model {}{}` tunes them",
-      untuned, n.tasks(), n.fallback, n.nearest, from.describe(), model,
-      from.is_server() ? " --server " + from.server_options().server : " --db " + from.db_path());
+      "{} of the {} tunable kernels run untuned configs ({}): {}", untuned, n.tasks(), parts,
+      n.tuned_fallback_config > 0
+          ? tune + " with more trials tunes them"
+          : "the " + from.describe() + " holds no records of them; " + tune + " tunes them");
 }
 
 }  // namespace ktune::tools

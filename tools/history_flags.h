@@ -28,8 +28,9 @@ void add_history_flags(CLI::App* cmd, HistoryFlags& flags, const std::string& de
 // that does not exist).
 HistorySource history_source(const HistoryFlags& flags);
 
-// Warns on stderr when most of a model's tasks run untuned configs (fallback or nearest shape)
-// though a log or server was asked: the build works, but not at the speed tuning gives.
+// Warns on stderr when most of a model's tasks run untuned configs (fallback, nearest shape, or a
+// best record that is the fallback config) though a log or server was asked: the build works,
+// but not at the speed tuning gives.
 void warn_if_mostly_untuned(const deploy::StepSources& n, const HistorySource& from,
                             const std::string& model);
 

@@ -83,7 +83,8 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
             ? std::to_string(static_cast<int>(std::lround(100 * time / r.tuned_s))) + "%"
             : "-";
     std::string row = right(std::to_string(i + 1), 3) + right(std::to_string(t.count), 6) +
-                      right(std::to_string(t.trials), 7) + right(ms_text(t.best_s), 11) +
+                      right(std::to_string(t.trials), 7) +
+                      right(ms_text(t.best_s) + (t.best_noisy ? "~" : ""), 11) +
                       right(t.fallback_s ? ms_text(*t.fallback_s) : "-", 12) + right(share, 7);
     if (libraries) {
       const auto lib = libraries->find(t.tuned_as);
@@ -139,10 +140,19 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
       std::fprintf(out,
                    "  !: tuned_ms is more than %.0f%% away from best_ms: the same kernel, timed "
                    "at another moment (the race after the re-timing) on a machine whose load "
-                   "moved; each figure counts only in its own comparison\n",
+                   "moved; each figure counts only in its own comparison (a noisy race is not "
+                   "compared)\n",
                    100 * tuning_db::kNoisySpread);
       ++lines;
     }
+  }
+  if (std::any_of(r.tasks.begin(), r.tasks.end(),
+                  [](const tuner::TaskProgress& t) { return t.best_noisy; })) {
+    std::fprintf(out,
+                 "  ~: the timings behind best_ms or fallback_ms spread more than %.0f%% (the "
+                 "log's best record, the fallback's re-timing)\n",
+                 100 * tuning_db::kNoisySpread);
+    ++lines;
   }
   return lines;
 }
@@ -338,7 +348,13 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
   print_model_table(out, report, libraries);
   std::fputc('\n', out);
   print_lead(out, report, summary);
-  if (report.fallback_s > 0 && std::isfinite(report.tuned_s))
+  const size_t noisy_sums = tuner::noisy_in_sums(report);
+  if (report.fallback_s > 0 && std::isfinite(report.tuned_s) && noisy_sums > 0)
+    std::fprintf(out,
+                 "  tuned tasks: no speed-up over their untuned fallbacks quoted: the timings of "
+                 "%zu task%s behind the sums spread more than %.0f%% (best_ms marked ~)\n",
+                 noisy_sums, noisy_sums == 1 ? "" : "s", 100 * tuning_db::kNoisySpread);
+  else if (report.fallback_s > 0 && std::isfinite(report.tuned_s))
     std::fprintf(out,
                  "  tuned tasks: %.2fx faster than their untuned fallbacks (%s against %s ms: "
                  "count x best_ms and x fallback_ms summed)\n",

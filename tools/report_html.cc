@@ -11,6 +11,7 @@
 
 #include "tools/svg_plot.h"
 #include "tuner/model_tuning.h"
+#include "tuning_db/record.h"
 
 namespace ktune::tools {
 namespace {
@@ -262,13 +263,27 @@ std::string model_section(const tuning_db::ModelRunReport& m,
     out += "<b>built model " + opt_ms(m.measured_s) + " ms measured end to end</b>";
   else
     out += "estimated " + opt_ms(m.tuned_s) + " ms (sum of count x best; not built in this run)";
-  if (m.tuned_s && m.fallback_s && *m.tuned_s > 0)
+  if (m.tuned_s && m.fallback_s && *m.tuned_s > 0 && m.noisy_in_sums > 0)
+    out += " &middot; no speed-up over the untuned fallbacks quoted: the timings of " +
+           std::to_string(m.noisy_in_sums) + " task(s) behind the sums spread more than " +
+           fmt("%.0f", 100 * tuning_db::kNoisySpread) + "%";
+  else if (m.tuned_s && m.fallback_s && *m.tuned_s > 0)
     out += " &middot; tuned tasks " + fmt("%.2f", *m.fallback_s / *m.tuned_s) +
            "x faster than their untuned fallbacks (" + opt_ms(m.tuned_s) + " against " +
            opt_ms(m.fallback_s) + " ms)";
-  if (m.library_s && m.tuned_s_where_library && *m.library_s > 0)
+  if (m.library_s && m.tuned_s_where_library && *m.library_s > 0) {
+    // A noisy race is left out of the sums: say on how many layers the ratio rests.
+    size_t raced = 0, noisy = 0;
+    for (const auto& l : m.layers) {
+      raced += l.library_s ? 1 : 0;
+      noisy += l.library_s && l.noisy ? 1 : 0;
+    }
     out += " &middot; tuned/library " + fmt("%.2f", *m.tuned_s_where_library / *m.library_s) +
-           " on the same operators";
+           " on the same operators" +
+           (noisy > 0 ? " (" + std::to_string(raced - noisy) + " of " + std::to_string(raced) +
+                            " races; the noisy ones left out)"
+                      : "");
+  }
   if (!m.libraries_note.empty()) out += " &middot; libraries " + html_escape(m.libraries_note);
   out += "</p>" + layer_bars(m);
   size_t untried = 0;

@@ -38,7 +38,7 @@ class ModelTuning::SessionTuner final : public TaskTuner {
         measurer_(measurer),
         target_(std::move(target)),
         options_(std::move(options)) {
-    best_ = log_best();  // a resumed run starts from the figure the log ranks by
+    refresh_best();  // a resumed run starts from the figure the log ranks by
   }
 
   size_t tune(size_t n) override {
@@ -77,12 +77,17 @@ class ModelTuning::SessionTuner final : public TaskTuner {
     // with like (a first timing of the fallback may be lucky, or cold).
     for (const RetimedConfig& c : r.configs)
       if (c.config_index == static_cast<int64_t>(task_.fallback_config().index()) &&
-          c.after_s > 0 && fallback_)
+          c.after_s > 0 && fallback_) {
         fallback_ = c.after_s;
+        fallback_noisy_ = c.noisy;
+      }
     // Not r.best_after_s: when every re-timed figure rose, a record below the five (never
     // re-timed) may now be the log's best, and the best is what a build is served.
-    best_ = log_best();
+    refresh_best();
   }
+  // Whether the timings behind best_latency() or fallback() spread more than
+  // tuning_db::kNoisySpread (as of the last look at the log: the start and the re-timing).
+  bool noisy() const { return best_noisy_ || fallback_noisy_; }
   std::optional<double> fallback() const { return fallback_; }
   // The fallback is a measured config too: a task no allocation reached yet runs it.
   // It goes to the log like every measurement (once per config), so that a resumed run knows
@@ -100,10 +105,12 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   const schedule_space::Task& task() const { return task_; }
   // The log's best figure (Record::cost(): a re-timing's median when re-timed) of this task's
   // workload on this target and device key, as a build looks it up; +inf when none.
-  double log_best() const {
+  // Sets best_ and best_noisy_ from it.
+  void refresh_best() {
     const auto best = db_.best(task_.workload_key(), target_,
                                tuning_db::RecordQuery{options_.device_key, options_.emulated});
-    return best ? best->cost() : kInf;
+    best_ = best ? best->cost() : kInf;
+    best_noisy_ = best && best->noisy();
   }
   bool cancelled() const { return cancelled_; }
   // Configs of its workload the log holds (this emulated-ness), and the log's path.
@@ -122,7 +129,9 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   bool first_ = true;
   int64_t run_id_ = 0;
   double best_ = kInf;
+  bool best_noisy_ = false;
   std::optional<double> fallback_;
+  bool fallback_noisy_ = false;
   size_t trials_ = 0;
   std::map<std::string, int64_t> errors_;  // failed new trials per error kind
   bool cancelled_ = false;
@@ -273,7 +282,8 @@ ModelTuningReport ModelTuning::report() const {
                    tuner.fallback(),
                    {},
                    {},
-                   {}};
+                   {},
+                   tuner.noisy()};
     if (t.alternative_of) p.alternative_of = tasks_.tasks.at(*t.alternative_of).key();
     p.errors = tuner.errors();
     r.tasks.push_back(std::move(p));
@@ -379,12 +389,22 @@ bool runs_in_model(const ModelTuningReport& r, size_t i) {
   return true;
 }
 
+size_t noisy_in_sums(const ModelTuningReport& r) {
+  size_t n = 0;
+  for (size_t i = 0; i < r.tasks.size(); ++i)
+    n += r.tasks[i].best_noisy && (r.tasks[i].alternative_of.empty() || runs_in_model(r, i));
+  return n;
+}
+
 nlohmann::json to_json(const ModelTuningReport& r) {
   nlohmann::json j{{"trials", r.trials},         {"tuned_s", seconds_or_null(r.tuned_s)},
                    {"fallback_s", r.fallback_s}, {"not_tuned", r.not_tuned},
                    {"cancelled", r.cancelled},   {"out_of_time", r.out_of_time}};
   j["wall"] = {{"search_s", r.search_s}, {"retime_s", r.retime_s}};
-  if (std::isfinite(r.tuned_s) && r.tuned_s > 0 && r.fallback_s > 0)
+  const size_t noisy = noisy_in_sums(r);
+  if (noisy > 0)
+    j["noisy_in_sums"] = noisy;
+  else if (std::isfinite(r.tuned_s) && r.tuned_s > 0 && r.fallback_s > 0)
     j["speedup_over_fallback"] = r.fallback_s / r.tuned_s;
   j["tasks"] = nlohmann::json::array();
   for (size_t i = 0; i < r.tasks.size(); ++i) {
@@ -405,6 +425,7 @@ nlohmann::json to_json(const ModelTuningReport& r) {
                           {"layers", t.layers}});
     if (!t.alternative_of.empty()) j["tasks"].back()["alternative_of"] = t.alternative_of;
     if (!t.errors.empty()) j["tasks"].back()["errors"] = t.errors;
+    if (t.best_noisy) j["tasks"].back()["best_noisy"] = true;
   }
   j["workloads"] = nlohmann::json::array();
   for (size_t k = 0; k < r.workloads.size(); ++k)
@@ -449,7 +470,8 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j) {
                      std::nullopt,
                      {},
                      {},
-                     {}};
+                     {},
+                     t.value("best_noisy", false)};
       if (t.at("fallback_s").is_number()) p.fallback_s = t["fallback_s"].get<double>();
       p.layers = t.value("layers", std::vector<std::string>{});
       p.alternative_of = t.value("alternative_of", "");

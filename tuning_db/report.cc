@@ -101,6 +101,7 @@ ModelRunReport model_run_report(const RunRow& run) {
   m.library_s = number(summary, "library_s");
   m.tuned_s_where_library = number(summary, "tuned_s_where_library");
   m.libraries_note = summary.value("libraries_note", "");
+  m.noisy_in_sums = integer(summary, "noisy_in_sums");
   m.estimated_s = number(summary, "estimated_s");
   const json built = summary.value("built_model", json::object());
   if (built.is_object()) m.measured_s = number(built, "measured_s");

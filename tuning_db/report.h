@@ -112,6 +112,8 @@ struct ModelRunReport {
   std::optional<double> measured_s, estimated_s;
   std::vector<LayerRow> layers;
   std::string libraries_note;  // why no library was timed ("" when they were, or not asked for)
+  // Tasks whose noisy timings the tuned and fallback sums rest on: no speed-up is quoted then.
+  int64_t noisy_in_sums = 0;
   std::vector<std::string> untuned;  // "task xcount (reason)"
 };
 

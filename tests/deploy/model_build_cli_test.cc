@@ -990,7 +990,8 @@ TEST_F(ModelBuild, BadInputIsOneLineAndWritesNothing) {
 
 // A log that does not exist is an error (a typo must not ship untuned kernels); a log without
 // records of the model builds, says on stderr that most kernels run untuned configs, and counts
-// kernels that add up; --untuned asks for the fallbacks and gets no warning.
+// kernels that add up, as does a log whose best records are the fallback configs; --untuned asks
+// for the fallbacks and gets no warning.
 TEST_F(ModelBuild, AMissingLogIsAnErrorAndAMostlyUntunedBuildSaysSo) {
   const std::string onnx = quote(model("small_cnn.onnx"));
   const std::string outs = " -o " + quote(path("libm.a")) + " --header " + quote(path("m.h"));
@@ -1018,6 +1019,39 @@ TEST_F(ModelBuild, AMissingLogIsAnErrorAndAMostlyUntunedBuildSaysSo) {
   EXPECT_EQ(j["tuned"], 0);
   EXPECT_TRUE(contains(other.err, "3 of the 3 tunable kernels run untuned configs")) << other.err;
   EXPECT_TRUE(contains(other.err, "ktune tune-model")) << other.err;
+
+  // A log whose only records of the model are its tasks' fallback configs (a brief run's log,
+  // without the trials): every step is "tuned" on the fallback config, which the warning counts.
+  ASSERT_EQ(
+      ktune("tune-model " + onnx + " --trials 1 --no-libraries --db " + quote(path("brief.db")),
+            true)
+          .status,
+      0);
+  const auto exported = ktune("db export --db " + quote(path("brief.db")), true);
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  {
+    std::ofstream fallbacks(path("fallbacks.jsonl"));
+    std::istringstream lines(exported.out);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty() && nlohmann::json::parse(line)["meta"].value("tuner", "") == "fallback")
+        fallbacks << line << "\n";
+  }
+  ASSERT_EQ(
+      ktune("db import " + quote(path("fallbacks.jsonl")) + " --db " + quote(path("fallbacks.db")),
+            true)
+          .status,
+      0);
+  const auto on_fallbacks = ktune(
+      "build --model " + onnx + " --db " + quote(path("fallbacks.db")) + outs + " --json", true);
+  ASSERT_EQ(on_fallbacks.status, 0) << on_fallbacks.err;
+  const auto f = nlohmann::json::parse(on_fallbacks.out);
+  EXPECT_EQ(f["tuned"], 3) << on_fallbacks.out;
+  EXPECT_EQ(f["tuned_fallback_config"], 3) << on_fallbacks.out;
+  EXPECT_TRUE(contains(on_fallbacks.err,
+                       "3 of the 3 tunable kernels run untuned configs (0 fallback, 0 of the "
+                       "nearest tuned shape, 3 whose best record is the fallback config"))
+      << on_fallbacks.err;
+  EXPECT_TRUE(contains(on_fallbacks.err, "with more trials tunes them")) << on_fallbacks.err;
 
   const auto untuned = ktune("build --model " + onnx + " --untuned" + outs, true);
   ASSERT_EQ(untuned.status, 0) << untuned.err;

@@ -142,6 +142,37 @@ TEST(ModelTable, FailedTrialsAreSaidByKind) {
   EXPECT_EQ(text.find(") in matmul(M=1)"), std::string::npos) << text;
 }
 
+// A speed-up over the fallbacks resting on a noisy best or fallback is not quoted: the summary
+// says why, the row's best_ms is marked ~ and the legend says so; the JSON (a server's report,
+// the stored run) keeps the flag and drops speedup_over_fallback. Without the flag, the figure.
+TEST(ModelTable, ASpeedUpOnNoisyTimingsIsNotQuoted) {
+  const tuner::ModelTuningReport quiet = two_tasks();
+  EXPECT_NE(summary_text(quiet, {{"model", "tiny"}}, nullptr)
+                .find("  tuned tasks: 2.80x faster than their untuned fallbacks"),
+            std::string::npos);
+  EXPECT_TRUE(tuner::to_json(quiet).contains("speedup_over_fallback"));
+
+  tuner::ModelTuningReport r = two_tasks();
+  r.tasks[1].best_noisy = true;
+  const nlohmann::json j = tuner::to_json(r);
+  EXPECT_FALSE(j.contains("speedup_over_fallback")) << j.dump();
+  EXPECT_EQ(j.value("noisy_in_sums", 0), 1) << j.dump();
+  const tuner::ModelTuningReport back = tuner::model_report_from_json(j);
+  ASSERT_EQ(back.tasks.size(), 2u);
+  EXPECT_FALSE(back.tasks[0].best_noisy);
+  EXPECT_TRUE(back.tasks[1].best_noisy);
+  const std::string text = summary_text(back, {{"model", "tiny"}}, nullptr);
+  EXPECT_EQ(text.find("faster than their untuned fallbacks"), std::string::npos) << text;
+  EXPECT_NE(text.find("  tuned tasks: no speed-up over their untuned fallbacks quoted: the "
+                      "timings of 1 task behind the sums spread more than 25%"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("0.5000~"), std::string::npos) << text;
+  EXPECT_EQ(text.find("1.0000~"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n  ~: the timings behind best_ms or fallback_ms spread"), std::string::npos)
+      << text;
+}
+
 TEST(ModelTable, WithoutABuiltModelTheEstimateLeadsAndSaysWhy) {
   const tuner::ModelTuningReport r = two_tasks();
   nlohmann::json j = {{"model", "tiny"}};

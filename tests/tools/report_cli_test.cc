@@ -119,6 +119,24 @@ void write_log(const std::string& path) {
                                   {"fallback_s", 0.009},
                                   {"runs_in_model", true},
                                   {"share", 1.0}}}}});
+  // A run whose sums rest on a noisy best, and whose second library race was noisy: no speed-up
+  // over the fallbacks is quoted, and the tuned/library ratio says on how many races it rests.
+  auto raced = [](const char* key, double best_s, bool noisy) {
+    return nlohmann::json{{"key", key},          {"tuned_as", key},       {"layers", {key}},
+                          {"count", 1},          {"trials", 2},           {"best_s", best_s},
+                          {"fallback_s", 0.002}, {"runs_in_model", true}, {"share", 0.5},
+                          {"library", "onednn"}, {"library_s", 0.001},    {"noisy", noisy},
+                          {"best_noisy", !noisy}};
+  };
+  tuning_db::record_model_run(
+      db, "noisy.onnx", tuning_db::testing::kHost.target,
+      {{"trials", 4},
+       {"tuned_s", 0.002},
+       {"fallback_s", 0.004},
+       {"noisy_in_sums", 1},
+       {"library_s", 0.001},
+       {"tuned_s_where_library", 0.0012},
+       {"tasks", {raced("conv_a", 0.0012, false), raced("conv_b", 0.0008, true)}}});
 }
 
 // Headless Chromium on a page: its DOM (dump), or a screenshot into `png`. Returns what it printed.
@@ -171,6 +189,13 @@ TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
             std::string::npos);
   EXPECT_NE(dom.out.find("estimated 0.9 ms (sum of count x best; not built in this run)"),
             std::string::npos);
+  EXPECT_NE(dom.out.find("no speed-up over the untuned fallbacks quoted: the timings of 1 task(s) "
+                         "behind the sums spread more than 25%"),
+            std::string::npos);
+  EXPECT_NE(dom.out.find("tuned/library 1.20 on the same operators (1 of 2 races; the noisy "
+                         "ones left out)"),
+            std::string::npos);
+  EXPECT_EQ(dom.out.find("2.00x faster"), std::string::npos);
   // Each task's tuning curve in its row: the log's curves of its workload, one per tuner.
   EXPECT_NE(dom.out.find("class=\"spark\"><title>fc_1: best GFLOP/s against trials: random 20.0 "
                          "after 3, xgb 40.0 after 4</title><path d=\"M"),
