@@ -78,21 +78,6 @@ bool is_reserved(std::string_view name) {
          std::end(kReservedWords);
 }
 
-// The C element type of a te dtype name.
-std::string c_type(const std::string& dtype) {
-  if (dtype == "float32") return "float";
-  if (dtype == "float64") return "double";
-  for (const char* bits : {"8", "16", "32", "64"}) {
-    if (dtype == std::string("int") + bits) return std::string("int") + bits + "_t";
-    if (dtype == std::string("uint") + bits) return std::string("uint") + bits + "_t";
-  }
-  if (dtype == "bool") return "uint8_t";
-  // C has no standard bfloat16 type (__bf16 is a compiler extension): the arrays hold its bits,
-  // the high half of a float32 (kBfloat16Note).
-  if (dtype == "bfloat16") return "uint16_t";
-  throw Error(ErrorKind::kUnsupported, "dtype " + dtype + " has no C type for the kernel header");
-}
-
 // Text made safe to sit inside a /* */ comment on one line.
 std::string comment_safe(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
@@ -119,6 +104,20 @@ std::string shape_text(const codegen::ArgSpec& arg) {
 }
 
 }  // namespace
+
+std::string c_type(const std::string& dtype) {
+  if (dtype == "float32") return "float";
+  if (dtype == "float64") return "double";
+  for (const char* bits : {"8", "16", "32", "64"}) {
+    if (dtype == std::string("int") + bits) return std::string("int") + bits + "_t";
+    if (dtype == std::string("uint") + bits) return std::string("uint") + bits + "_t";
+  }
+  if (dtype == "bool") return "uint8_t";
+  // C has no standard bfloat16 type (__bf16 is a compiler extension): the arrays hold its bits,
+  // the high half of a float32 (kBfloat16Note).
+  if (dtype == "bfloat16") return "uint16_t";
+  throw Error(ErrorKind::kUnsupported, "dtype " + dtype + " has no C type for the kernel header");
+}
 
 bool is_c_identifier(const std::string& name) {
   if (name.empty()) return false;

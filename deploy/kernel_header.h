@@ -21,6 +21,10 @@ struct KernelProvenance {
   std::string ktune_version;
 };
 
+// The C element type of a te dtype name ("float32" -> "float", "int64" -> "int64_t"; bfloat16's
+// bits are uint16_t). Throws Error(kUnsupported) for a type C has no name for.
+std::string c_type(const std::string& dtype);
+
 // Returns whether `name` is a C identifier ([A-Za-z_][A-Za-z0-9_]*) that is not a C or C++
 // keyword. Never throws.
 bool is_c_identifier(const std::string& name);

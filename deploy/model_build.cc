@@ -213,7 +213,8 @@ std::string model_header(const BuiltModel& model, const std::string& header_name
     << model.driver.target << ".\n"
     << " * Link lib" << p.name
     << ".a and ktune's runtime (`ktune build --model ... --runtime FILE`, or any\n"
-    << " * other ktune-built library's runtime). Buffers are float32, NCHW, 64-byte aligned\n"
+    << " * other ktune-built library's runtime). Buffers are float32 (an input of token ids: its\n"
+    << " * integer type), NCHW, 64-byte aligned\n"
     << " * (aligned_alloc(64, ...)); buffers that start on a page (aligned_alloc(4096, ...)) are\n"
     << " * laid out as ktune timed them. Contexts are independent: threads may each run their own. "
        "*/\n"
@@ -231,15 +232,15 @@ std::string model_header(const BuiltModel& model, const std::string& header_name
       const PlanTensor& t = p.tensors[static_cast<size_t>(ids[i])];
       int64_t n = 1;
       for (int64_t d : t.shape) n *= d;
-      h << "/* " << kind << " " << i << ": \"" << t.name << "\", float32 " << dims(t.shape)
-        << " */\n";
+      h << "/* " << kind << " " << i << ": \"" << t.name << "\", " << t.dtype.str() << " "
+        << dims(t.shape) << " */\n";
       h << "#define " << p.name << "_" << kind << i << "_ELEMENTS " << n << "\n";
       h << "static const int64_t " << p.name << "_" << kind << i << "_shape[" << t.shape.size()
         << "] = {";
       for (size_t d = 0; d < t.shape.size(); ++d) h << (d ? ", " : "") << t.shape[d];
       h << "};\n";
-      params +=
-          std::string(", ") + (input ? "const float* " : "float* ") + kind + std::to_string(i);
+      params += ", " + std::string(input ? "const " : "") + c_type(t.dtype.str()) + "* " + kind +
+                std::to_string(i);
     }
   };
   io("INPUT", p.inputs, true);
@@ -309,13 +310,13 @@ ModelRunner::~ModelRunner() {
   std::free(weights_);
 }
 
-void ModelRunner::run(const std::vector<const float*>& inputs, const std::vector<float*>& outputs) {
+void ModelRunner::run(const std::vector<const void*>& inputs, const std::vector<float*>& outputs) {
   if (inputs.size() != plan_.inputs.size() || outputs.size() != plan_.outputs.size())
     throw Error(ErrorKind::kInvalidArgument,
                 "the model takes " + std::to_string(plan_.inputs.size()) + " inputs and " +
                     std::to_string(plan_.outputs.size()) + " outputs");
   std::vector<void*> buffers;
-  for (const float* p : inputs) buffers.push_back(const_cast<float*>(p));
+  for (const void* p : inputs) buffers.push_back(const_cast<void*>(p));
   for (float* p : outputs) buffers.push_back(p);
   const int32_t rc = reinterpret_cast<int32_t (*)(void*, void* const*)>(run_)(ctx_, buffers.data());
   if (rc != 0)
@@ -323,7 +324,7 @@ void ModelRunner::run(const std::vector<const float*>& inputs, const std::vector
                                      (rc == 2 ? " (a buffer is not 64-byte aligned)" : ""));
 }
 
-std::vector<void*> ModelRunner::step_buffers(size_t step, const std::vector<const float*>& inputs,
+std::vector<void*> ModelRunner::step_buffers(size_t step, const std::vector<const void*>& inputs,
                                              const std::vector<float*>& outputs) {
   if (!arena_) {
     // Placed as the driver places its own (codegen::model_buffer_placement), so the layers are
@@ -346,7 +347,7 @@ std::vector<void*> ModelRunner::step_buffers(size_t step, const std::vector<cons
         args.push_back(reinterpret_cast<char*>(weights_) + offset);
         break;
       case Storage::kInput:
-        args.push_back(const_cast<float*>(inputs.at(static_cast<size_t>(t->index))));
+        args.push_back(const_cast<void*>(inputs.at(static_cast<size_t>(t->index))));
         break;
       case Storage::kOutput:
         args.push_back(outputs.at(static_cast<size_t>(t->index)));
@@ -363,7 +364,7 @@ void ModelRunner::run_step(size_t step, const std::vector<void*>& args) {
     throw Error(ErrorKind::kRun, plan_.steps[step].symbol + " returned " + std::to_string(rc));
 }
 
-std::vector<double> ModelRunner::run_layers(const std::vector<const float*>& inputs,
+std::vector<double> ModelRunner::run_layers(const std::vector<const void*>& inputs,
                                             const std::vector<float*>& outputs) {
   std::vector<double> seconds;
   for (size_t i = 0; i < plan_.steps.size(); ++i) {

@@ -86,17 +86,18 @@ class ModelRunner {
   ModelRunner(const ModelRunner&) = delete;
   ModelRunner& operator=(const ModelRunner&) = delete;
 
-  // Runs the model: one 64-byte aligned float buffer per graph input, then per output, with the
-  // plan's shapes (NCHW). Throws Error(kRun) naming the status when the driver fails.
-  void run(const std::vector<const float*>& inputs, const std::vector<float*>& outputs);
+  // Runs the model: one 64-byte aligned buffer per graph input (float32, or its integer type),
+  // then one float buffer per output, with the plan's shapes (NCHW). Throws Error(kRun) naming the
+  // status when the driver fails.
+  void run(const std::vector<const void*>& inputs, const std::vector<float*>& outputs);
   // Runs the steps one at a time; returns each step's seconds (one run). Outputs as run().
-  std::vector<double> run_layers(const std::vector<const float*>& inputs,
+  std::vector<double> run_layers(const std::vector<const void*>& inputs,
                                  const std::vector<float*>& outputs);
 
   // The buffers step `step` of run_layers() reads and writes, in its kernel's argument order: its
   // own arena and weights, and `inputs` and `outputs` as run() takes them. For running a model
   // one step at a time (run_step) and looking at what each step read and wrote.
-  std::vector<void*> step_buffers(size_t step, const std::vector<const float*>& inputs,
+  std::vector<void*> step_buffers(size_t step, const std::vector<const void*>& inputs,
                                   const std::vector<float*>& outputs);
   // Calls step `step`'s kernel on `args` (step_buffers), with its max_threads as the driver runs
   // it. Throws Error(kRun) naming the kernel when it returns a non-zero status.

@@ -126,7 +126,7 @@ void compare(const void* out, const te::HostBuffer& ref, StepCheck& c) {
 }  // namespace
 
 std::vector<StepCheck> check_model_steps(ModelRunner& runner, const BuiltModel& model,
-                                         const std::vector<const float*>& inputs,
+                                         const std::vector<const void*>& inputs,
                                          const std::vector<float*>& outputs,
                                          const CheckOptions& options) {
   const ModelPlan& plan = model.plan;

@@ -49,7 +49,7 @@ struct CheckOptions {
 // what ModelRunner throws, and Error(kInternal) when a reference's arguments do not match the
 // step's kernel.
 std::vector<StepCheck> check_model_steps(ModelRunner& runner, const BuiltModel& model,
-                                         const std::vector<const float*>& inputs,
+                                         const std::vector<const void*>& inputs,
                                          const std::vector<float*>& outputs,
                                          const CheckOptions& options = {});
 

@@ -31,6 +31,8 @@ struct GeneratedStep {
   std::vector<StepOperand> inputs;
   std::string output;                                         // the ONNX tensor it defines
   std::function<te::LoweredFunc(const std::string&)> kernel;  // the kernel, given its symbol
+  // A gather from a constant table: the rows its integer operand indexes (0 = none).
+  int64_t index_rows = 0;
 };
 
 using Constants = std::map<std::string, frontend::ConstantValue>;
@@ -53,10 +55,10 @@ GeneratedStep describe_scaled_softmax(const frontend::Graph& g, const frontend::
 // ReduceSum, ReduceMean, ReduceMax, ReduceMin over any axes, Transpose, QuantizeLinear and
 // DequantizeLinear of an activation with a scale and zero point per tensor or per axis
 // (quantize_linear, dequantize_linear), Concat, Split, Slice, Pad (constant, reflect, edge),
-// Gather of constant indices, Resize and Upsample (nearest, linear) of the two last axes of 4-D
-// data. Empty for any other node. Throws Error(kUnsupported) naming the node for a form of these
-// it does not build (shapes that do not broadcast, a parameter that is no constant, a non-float
-// constant).
+// Gather of constant indices or from a constant table (an embedding's token ids), Resize and
+// Upsample (nearest, linear) of the two last axes of 4-D data. Empty for any other node. Throws
+// Error(kUnsupported) naming the node for a form of these it does not build (shapes that do not
+// broadcast, a parameter that is no constant, a non-float constant).
 std::vector<GeneratedStep> describe_node(const frontend::Graph& g, const frontend::Node& n,
                                          const Constants& constants);
 

@@ -122,10 +122,31 @@ GeneratedStep describe_pad(const frontend::Graph& g, const frontend::Node& n,
 
 // Gather of an activation at constant indices (any shape: the output holds them in order along
 // the axis), e.g. ViT's q, k, v from one tensor, or the class token.
+// Gather from a float32 constant table (an embedding) at indices the model reads at run time.
+GeneratedStep describe_table_gather(const frontend::Graph& g, const frontend::Node& n,
+                                    const Constants& constants) {
+  const StepOperand table = operand(g, n, n.inputs.at(0), constants);
+  const std::vector<int64_t> indices = shape_of(g, n, n.inputs.at(1));
+  const std::string type = g.type(n.inputs[1]);
+  if (type != "int64" && type != "int32")
+    throw unsupported(n, "indices of type " + type + " (int64 or int32)");
+  const int64_t axis = normalized_axis(n, n.int_or("axis", 0), table.shape.size());
+  const te::DataType index_type = type == "int64" ? te::Int(64) : te::Int(32);
+  GeneratedStep s{n.name,
+                  "gather_rows",
+                  {table, StepOperand{n.inputs[1], false, indices, {}}},
+                  n.outputs.at(0),
+                  {}};
+  s.kernel = [shape = table.shape, axis, indices, index_type](const std::string& symbol) {
+    return gather_rows(symbol, shape, axis, indices, index_type);
+  };
+  s.index_rows = table.shape[static_cast<size_t>(axis)];
+  return s;
+}
+
 GeneratedStep describe_gather(const frontend::Graph& g, const frontend::Node& n,
                               const Constants& constants) {
-  if (constants.count(n.inputs.at(0)))
-    throw unsupported(n, "a constant table (an embedding): indices that are activations");
+  if (constants.count(n.inputs.at(0))) return describe_table_gather(g, n, constants);
   const std::vector<int64_t> in = shape_of(g, n, n.inputs[0]);
   const int64_t axis = normalized_axis(n, n.int_or("axis", 0), in.size());
   std::vector<int64_t> indices = int_input(n, 1, constants).value_or(std::vector<int64_t>{});

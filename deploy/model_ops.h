@@ -145,6 +145,16 @@ te::LoweredFunc strided_slice(const std::string& name, const std::vector<int64_t
 te::LoweredFunc gather(const std::string& name, const std::vector<int64_t>& in, int64_t axis,
                        const std::vector<int64_t>& indices);
 
+// ONNX Gather of a float32 `table` along `axis` at indices read from a tensor of `index_type`
+// (int64 or int32) and extents `indices` (an embedding: token ids into a constant table). The
+// output's extents: table's before axis, then indices' (a scalar index: none, stored as one), then
+// table's after. A negative index counts from the end; one outside [-table[axis], table[axis])
+// reads the nearest row (ONNX Runtime refuses such a run; a kernel has no error per element).
+// Arguments table, indices, out.
+te::LoweredFunc gather_rows(const std::string& name, const std::vector<int64_t>& table,
+                            int64_t axis, const std::vector<int64_t>& indices,
+                            te::DataType index_type);
+
 // ONNX Pad: the output has in[d] + begin[d] + end[d] along each axis (negative pads crop);
 // "constant" fills with `value`, "reflect" mirrors around the edge element (excluded), "edge"
 // repeats it. Arguments in, out.

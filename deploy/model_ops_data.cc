@@ -284,6 +284,42 @@ std::vector<float> resize_table(const ResizeAxis& axis) {
   return t;
 }
 
+te::LoweredFunc gather_rows(const std::string& name, const std::vector<int64_t>& table,
+                            int64_t axis, const std::vector<int64_t>& indices,
+                            te::DataType index_type) {
+  check_rank(table, "gather");
+  const size_t a = static_cast<size_t>(axis);
+  if (axis < 0 || a >= table.size() || table[a] < 1)
+    throw Error(ErrorKind::kInvalidArgument, "gather: axis out of range or an empty table");
+  if (index_type != te::Int(64) && index_type != te::Int(32))
+    throw Error(ErrorKind::kInvalidArgument, "gather: indices must be int64 or int32");
+  const std::vector<int64_t> ids = indices.empty() ? std::vector<int64_t>{1} : indices;
+  std::vector<int64_t> out(table.begin(), table.begin() + static_cast<std::ptrdiff_t>(a));
+  out.insert(out.end(), ids.begin(), ids.end());
+  out.insert(out.end(), table.begin() + static_cast<std::ptrdiff_t>(a) + 1, table.end());
+  const int64_t rows = table[a];
+  te::Tensor x = te::placeholder(table, te::Float(32), "table");
+  te::Tensor id = te::placeholder(ids, index_type, "indices");
+  te::Tensor o = te::compute(
+      out,
+      [&](const std::vector<te::Var>& i) {
+        std::vector<te::Expr> at_id;
+        for (size_t d = 0; d < ids.size(); ++d) at_id.push_back(te::Expr(i[a + d]));
+        te::Expr row = te::cast(te::kIndexType, id.read(at_id));
+        row = te::select(row < i64(0), row + i64(rows), row);
+        row = te::max(i64(0), te::min(i64(rows - 1), row));
+        std::vector<te::Expr> at;
+        for (size_t d = 0; d < a; ++d) at.push_back(te::Expr(i[d]));
+        at.push_back(row);
+        for (size_t d = a + 1; d < table.size(); ++d) at.push_back(te::Expr(i[d - 1 + ids.size()]));
+        return x.read(at);
+      },
+      "out");
+  // Rows are contiguous along the table's later axes; along the last axis every read is a
+  // gather.
+  return lower_plain(name, {x, id}, o, a + 1 != table.size());
+}
+
 te::LoweredFunc resize(const std::string& name, const std::vector<int64_t>& in, int64_t oh,
                        int64_t ow, bool linear) {
   if (in.size() != 4) throw Error(ErrorKind::kUnsupported, "resize: not 4-D");

@@ -101,15 +101,24 @@ Planner::Planner(const frontend::Graph& g,
 }
 
 ModelPlan Planner::run() {
-  for (const auto& io : {g_.inputs, g_.outputs})
-    for (const std::string& name : io)
-      if (dtype_of(name) != te::Float(32))
-        throw Error(ErrorKind::kUnsupported,
-                    "graph input or output '" + name + "' is " + g_.type(name) +
-                        ": a model library takes and returns float32 (quantize inside the model)");
+  // Token ids come in as int64 or int32 (what exporters write for an embedding's indices);
+  // everything else a model library takes and returns is float32.
+  for (const std::string& name : g_.outputs)
+    if (dtype_of(name) != te::Float(32))
+      throw Error(ErrorKind::kUnsupported,
+                  "graph output '" + name + "' is " + g_.type(name) +
+                      ": a model library returns float32 (quantize inside the model)");
+  for (const std::string& name : g_.inputs)
+    if (const te::DataType t = dtype_of(name);
+        t != te::Float(32) && t != te::Int(64) && t != te::Int(32))
+      throw Error(ErrorKind::kUnsupported,
+                  "graph input '" + name + "' is " + g_.type(name) +
+                      ": a model library takes float32, or int64 / int32 indices (quantize "
+                      "inside the model)");
   for (size_t i = 0; i < g_.inputs.size(); ++i) {
     PlanTensor t{g_.inputs[i], known_shape(g_.inputs[i]), 0, Storage::kInput,
                  static_cast<int64_t>(i)};
+    t.dtype = dtype_of(t.name);
     current_[t.name] = add(t);
     plan_.inputs.push_back(current_[t.name]);
   }
@@ -372,8 +381,10 @@ te::DataType Planner::dtype_of(const std::string& onnx) const {
   if (t == "uint8") return te::UInt(8);
   if (t == "int8") return te::Int(8);
   if (t == "int32") return te::Int(32);
-  throw Error(ErrorKind::kUnsupported, "tensor '" + onnx + "' is " + t +
-                                           " (model builds compute float32, uint8, int8, int32)");
+  if (t == "int64") return te::Int(64);
+  throw Error(ErrorKind::kUnsupported,
+              "tensor '" + onnx + "' is " + t +
+                  " (model builds compute float32, uint8, int8, int32, and read int64 indices)");
 }
 
 int64_t Planner::define(const std::string& onnx, int64_t block) {
@@ -460,8 +471,13 @@ void Planner::plan_generated(const GeneratedStep& g) {
   s.layer = g.layer;
   s.kind = "elementwise";
   s.symbol = symbol(g.what);
-  for (const StepOperand& in : g.inputs)
+  for (const StepOperand& in : g.inputs) {
     s.args.push_back(in.constant ? weight(in.tensor, in.shape, in.data) : form(in.tensor, 0));
+    PlanTensor& t = plan_.tensors[static_cast<size_t>(s.args.back())];
+    // A graph input of indices into a table: random inputs stay below its rows.
+    if (g.index_rows > 0 && !in.constant && t.storage == Storage::kInput && !t.dtype.is_float())
+      t.values_below = t.values_below > 0 ? std::min(t.values_below, g.index_rows) : g.index_rows;
+  }
   s.args.push_back(define(g.output, 0));
   s.func = g.kernel(s.symbol);
   plan_.steps.push_back(std::move(s));

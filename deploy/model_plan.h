@@ -33,8 +33,12 @@ struct PlanTensor {
   // A view: bytes from its root's start to its own (a Split's part, a Concat's operand).
   int64_t view_offset = 0;
   int64_t offset = 0;  // bytes into the arena (memory plan) or the weights; a view's, its own
-  // The element type: float32, or uint8 / int8 / int32 on a quantized model's int8 path.
+  // The element type: float32, or uint8 / int8 / int32 on a quantized model's int8 path, or
+  // int64 / int32 indices (a graph input of token ids).
   te::DataType dtype = te::Float(32);
+  // An integer graph input that indexes constant tables (Gather): the fewest rows of those
+  // tables, below which its values must stay (random inputs do); 0 = it indexes none.
+  int64_t values_below = 0;
   // Elements it occupies (with the padded channel lanes of a blocked tensor).
   int64_t elements() const;
   // Bytes it occupies: elements() of dtype.

@@ -27,27 +27,43 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-void ModelBuffers::Free::operator()(float* p) const { std::free(p); }
+void ModelBuffers::Free::operator()(void* p) const { std::free(p); }
 
 ModelBuffers::ModelBuffers(const ModelPlan& plan, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  const auto allocate = [&](int64_t id) {
-    const int64_t count =
-        plan.tensors[static_cast<size_t>(id)].bytes() / static_cast<int64_t>(sizeof(float));
-    // Placed as the driver places its arena (codegen::model_buffer_placement).
-    float* p = static_cast<float*>(codegen::allocate_model_buffer(count * 4));
+  // Placed as the driver places its arena (codegen::model_buffer_placement).
+  const auto allocate = [&](const PlanTensor& t) {
+    void* p = codegen::allocate_model_buffer(t.bytes());
     storage_.emplace_back(p);
-    return std::make_pair(p, count);
+    return p;
   };
   for (int64_t id : plan.inputs) {
-    auto [p, n] = allocate(id);
-    for (int64_t i = 0; i < n; ++i) p[i] = uniform(rng);
+    const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
+    void* p = allocate(t);
+    const int64_t n = t.elements();
+    if (t.dtype == te::Float(32)) {
+      for (int64_t i = 0; i < n; ++i) static_cast<float*>(p)[i] = uniform(rng);
+    } else {
+      // Indices: every one a row of the tables the input indexes.
+      std::uniform_int_distribution<int64_t> row(0, std::max<int64_t>(t.values_below, 2) - 1);
+      for (int64_t i = 0; i < n; ++i) {
+        if (t.dtype == te::Int(64))
+          static_cast<int64_t*>(p)[i] = row(rng);
+        else if (t.dtype == te::Int(32))
+          static_cast<int32_t*>(p)[i] = static_cast<int32_t>(row(rng));
+        else
+          throw Error(ErrorKind::kUnsupported,
+                      "graph input '" + t.name + "' of type " + t.dtype.str());
+      }
+    }
     in_ptrs_.push_back(p);
-    in_counts_.push_back(n);
+    in_bytes_.push_back(t.bytes());
   }
   for (int64_t id : plan.outputs) {
-    auto [p, n] = allocate(id);
+    const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
+    auto* p = static_cast<float*>(allocate(t));
+    const int64_t n = t.bytes() / static_cast<int64_t>(sizeof(float));
     std::fill(p, p + n, NAN);
     out_ptrs_.push_back(p);
     out_counts_.push_back(n);
@@ -56,15 +72,15 @@ ModelBuffers::ModelBuffers(const ModelPlan& plan, uint64_t seed) {
 
 void ModelBuffers::set_inputs(const std::string& bytes) {
   int64_t total = 0;
-  for (int64_t n : in_counts_) total += n * 4;
+  for (int64_t n : in_bytes_) total += n;
   if (static_cast<int64_t>(bytes.size()) != total)
     throw Error(ErrorKind::kInvalidArgument, "the inputs take " + std::to_string(total) +
                                                  " bytes, not " + std::to_string(bytes.size()));
   size_t at = 0;
   for (size_t i = 0; i < in_ptrs_.size(); ++i) {
-    std::memcpy(const_cast<float*>(in_ptrs_[i]), bytes.data() + at,
-                static_cast<size_t>(in_counts_[i]) * 4);
-    at += static_cast<size_t>(in_counts_[i]) * 4;
+    std::memcpy(const_cast<void*>(in_ptrs_[i]), bytes.data() + at,
+                static_cast<size_t>(in_bytes_[i]));
+    at += static_cast<size_t>(in_bytes_[i]);
   }
 }
 
@@ -79,8 +95,7 @@ std::string ModelBuffers::output_bytes() const {
 std::string ModelBuffers::input_bytes() const {
   std::string bytes;
   for (size_t i = 0; i < in_ptrs_.size(); ++i)
-    bytes.append(reinterpret_cast<const char*>(in_ptrs_[i]),
-                 static_cast<size_t>(in_counts_[i]) * 4);
+    bytes.append(static_cast<const char*>(in_ptrs_[i]), static_cast<size_t>(in_bytes_[i]));
   return bytes;
 }
 
@@ -142,7 +157,7 @@ tuning_db::StepThreadsRow measure_step_threads(const BuiltModel& model, const Mo
   const size_t steps = model.plan.steps.size();
   const BuiltModel uncapped = with_step_threads(model, std::vector<int>(steps, 0), 0);
   ModelRunner runner(uncapped);
-  const std::vector<const float*>& in = buffers.inputs();
+  const std::vector<const void*>& in = buffers.inputs();
   const std::vector<float*>& out = buffers.outputs();
 
   // Per step, in the model's order: a pass at `threads`, a pass at one, in turns. Each pass

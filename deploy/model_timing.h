@@ -13,32 +13,34 @@
 
 namespace ktune::deploy {
 
-// One aligned float32 buffer per graph input and output of a plan. Move-only.
+// One aligned buffer per graph input (of its element type: float32, or int64 / int32 indices)
+// and float32 output of a plan. Move-only.
 class ModelBuffers {
  public:
-  // Inputs uniform in [-1, 1) from `seed`; outputs filled with NaN (a kernel that skips an
-  // element shows).
+  // Float inputs uniform in [-1, 1) from `seed`, integer inputs uniform in [0, the rows of the
+  // tables they index) (PlanTensor::values_below, else [0, 2)); outputs filled with NaN (a kernel
+  // that skips an element shows).
   ModelBuffers(const ModelPlan& plan, uint64_t seed);
-  // Replaces the inputs with raw float32 bytes, concatenated in graph order. Throws
-  // Error(kInvalidArgument) when the size is not the inputs' total.
+  // Replaces the inputs with raw bytes (each input's element type, little-endian), concatenated in
+  // graph order. Throws Error(kInvalidArgument) when the size is not the inputs' total.
   void set_inputs(const std::string& bytes);
   // The outputs' bytes, concatenated in graph order.
   std::string output_bytes() const;
   // The inputs' bytes, concatenated in graph order.
   std::string input_bytes() const;
-  const std::vector<const float*>& inputs() const { return in_ptrs_; }
+  const std::vector<const void*>& inputs() const { return in_ptrs_; }
   const std::vector<float*>& outputs() const { return out_ptrs_; }
   // Element counts of each output.
   const std::vector<int64_t>& output_counts() const { return out_counts_; }
 
  private:
   struct Free {
-    void operator()(float* p) const;
+    void operator()(void* p) const;
   };
-  std::vector<std::unique_ptr<float, Free>> storage_;
-  std::vector<const float*> in_ptrs_;
+  std::vector<std::unique_ptr<void, Free>> storage_;
+  std::vector<const void*> in_ptrs_;
   std::vector<float*> out_ptrs_;
-  std::vector<int64_t> in_counts_, out_counts_;
+  std::vector<int64_t> in_bytes_, out_counts_;
 };
 
 struct ModelTiming {

@@ -476,7 +476,9 @@ Graph graph_of(const std::string& path, onnx::ModelProto& model,
                const std::vector<InputShape>& inputs) {
   register_contrib_schemas();
   Graph graph;
-  graph.name = model.graph().name();
+  // The model is named by its file, as build --model names its library: exporters name every
+  // graph alike (torch.onnx "main_graph", tf2onnx "tf2onnx").
+  graph.name = std::filesystem::path(path).stem().string();
   for (const auto& init : model.graph().initializer()) record_initializer(graph, init);
   if (set_input_shapes(path, *model.mutable_graph(), graph.constants, inputs)) {
     // Shapes stored for the old input would contradict the new ones: inference recomputes them.

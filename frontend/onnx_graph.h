@@ -83,7 +83,7 @@ struct ByteRanges {
 
 // A model after shape inference. Value type, no ONNX types.
 struct Graph {
-  std::string name;
+  std::string name;                 // the model file's stem (what reports and summaries show)
   std::vector<Node> nodes;          // in the model's (topological) order
   std::vector<std::string> inputs;  // graph inputs that are not initializers
   std::vector<std::string> outputs;

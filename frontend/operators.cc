@@ -137,11 +137,14 @@ std::string generated_kernel(const Node& n, const Graph& g) {
   const std::string type = n.outputs.empty() ? "" : g.type(n.outputs[0]);
   if (!type.empty() && type != "float32") return "";
   if (info->family == OpFamily::kReduce) return "reduce";
-  // Gather of an activation at constant indices; a constant table (an embedding) is not built.
-  if (n.op == "Gather")
-    return n.inputs.size() == 2 && !g.constants.count(n.inputs[0]) && g.constants.count(n.inputs[1])
-               ? info->kernel
-               : "";
+  // Gather of an activation at constant indices, or of a float32 constant table (an embedding)
+  // at indices the model computes or takes as an input.
+  if (n.op == "Gather") {
+    if (n.inputs.size() != 2) return "";
+    const bool table = g.constants.count(n.inputs[0]) > 0, indices = g.constants.count(n.inputs[1]);
+    if (!table && indices) return info->kernel;
+    return table && !indices && g.type(n.inputs[0]) == "float32" ? info->kernel : "";
+  }
   return info->kernel;
 }
 

@@ -6,7 +6,8 @@
 //   node ort-run.js MODEL INPUTS OUTPUTS [--threads N] [--time RUNS] [--serve] [--input NAME=DIMS]...
 //
 // INPUTS holds every graph input, in the graph's order, as raw little-endian float32 (NCHW as the
-// model declares it); OUTPUTS receives every output the same way. Shapes come from the model (a
+// model declares it; an int64 or int32 input of token ids in its own type); OUTPUTS receives every
+// output as float32. Shapes come from the model (a
 // symbolic dimension is taken as 1), or from --input NAME=1x3x320x320 as ktune takes them. With --time RUNS it also runs RUNS more times and prints
 // one JSON line {"median_ms":..,"min_ms":..,"max_ms":..}. With --serve, after writing OUTPUTS it
 // prints "ready" and then answers each line N of stdin with the N run times in ms on one line
@@ -37,17 +38,23 @@ async function main() {
     intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all',
   });
   const raw = fs.readFileSync(inputsPath);
-  const data = new Float32Array(raw.buffer, raw.byteOffset, raw.length / 4);
+  // Each input in its own element type: float32, or int64 / int32 (token ids).
+  const arrays = { float32: Float32Array, int64: BigInt64Array, int32: Int32Array };
   const feeds = {};
   let at = 0;
   for (const meta of session.inputMetadata) {
     const dims = given[meta.name] || meta.shape.map((d) => (typeof d === 'number' && d > 0 ? d : 1));
     const n = dims.reduce((a, b) => a * b, 1);
-    if (at + n > data.length) throw new Error(`inputs file too short for input '${meta.name}'`);
-    feeds[meta.name] = new ort.Tensor('float32', data.slice(at, at + n), dims);
-    at += n;
+    const type = meta.type || 'float32';
+    const Typed = arrays[type];
+    if (!Typed) throw new Error(`input '${meta.name}' is ${type}: ort-run.js reads float32, int64, int32`);
+    const bytes = n * Typed.BYTES_PER_ELEMENT;
+    if (at + bytes > raw.length) throw new Error(`inputs file too short for input '${meta.name}'`);
+    const copy = Uint8Array.prototype.slice.call(raw, at, at + bytes);  // aligned for the typed view
+    feeds[meta.name] = new ort.Tensor(type, new Typed(copy.buffer), dims);
+    at += bytes;
   }
-  if (at !== data.length) throw new Error(`inputs file has ${data.length - at} floats too many`);
+  if (at !== raw.length) throw new Error(`inputs file has ${raw.length - at} bytes too many`);
   const results = await session.run(feeds);
   const parts = session.outputNames.map((name) => Buffer.from(results[name].data.buffer,
     results[name].data.byteOffset, results[name].data.byteLength));

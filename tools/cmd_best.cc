@@ -11,8 +11,8 @@
 
 #include "deploy/history_lookup.h"
 #include "support/error.h"
+#include "support/ms_text.h"
 #include "tools/commands.h"
-#include "tools/ms_text.h"
 #include "tools/service_flags.h"
 #include "tuning_db/record.h"
 

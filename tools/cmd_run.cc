@@ -25,9 +25,9 @@
 #include "deploy/model_timing.h"
 #include "frontend/onnx_graph.h"
 #include "support/error.h"
+#include "support/ms_text.h"
 #include "tools/commands.h"
 #include "tools/history_flags.h"
-#include "tools/ms_text.h"
 
 namespace ktune::tools {
 namespace {
@@ -41,7 +41,7 @@ struct RunCmdOptions {
   int runs = 20;
   int warmup = 3;
   uint64_t seed = 0;
-  std::string input_file;   // raw float32 inputs, concatenated in graph order ("" = random)
+  std::string input_file;   // raw inputs, concatenated in graph order ("" = random)
   std::string output_file;  // the outputs written there, concatenated ("" = not written)
   bool check = false;       // compare with ONNX Runtime
   std::string
@@ -321,7 +321,8 @@ void add_run(CLI::App& app) {
   cmd->add_option("--warmup", o->warmup, "Untimed runs first")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
   cmd->add_option("--input-file", o->input_file,
-                  "Raw float32 inputs, concatenated in graph order (default: random from --seed)");
+                  "Raw inputs (float32; token ids as int64 or int32), concatenated in graph "
+                  "order (default: random from --seed)");
   cmd->add_option("--output-file", o->output_file,
                   "Write the outputs there, raw float32, concatenated");
   auto* check = cmd->add_flag("--check", o->check,

@@ -54,16 +54,24 @@ void print_table(const frontend::ModelTasks& m) {
       "status: ok = the template takes the workload as listed; epilogue_unfused = it takes the "
       "shape, the\n"
       "epilogue is not fused yet; substitute = another template takes it; refused = none does "
-      "today\n\n");
+      "today;\n"
+      "generated = a model build runs a generated kernel instead (tune-model does not tune it)"
+      "\n\n");
   std::printf("%3s  %5s  %9s  %-16s  %s\n", "#", "count", "MFLOP", "status", "workload");
   size_t i = 0;
   for (const auto& t : m.tasks) {
+    const bool generated = !t.built_generated.empty();
     std::printf("%3zu  %5lld  %9s  %-16s  %s\n", ++i, static_cast<long long>(t.count),
-                mflop(t.flop).c_str(), frontend::to_string(t.status).c_str(), t.key().c_str());
+                mflop(t.flop).c_str(),
+                generated ? "generated" : frontend::to_string(t.status).c_str(), t.key().c_str());
     if (!t.note.empty()) std::printf("%40s  (%s)\n", "", t.note.c_str());
     // Today's templates and the task: the epilogue argument is pending (another branch), so an
-    // unfused epilogue gets no further line; a substitute or a refusal says why.
-    if (t.status == frontend::TaskStatus::kSubstitute || t.status == frontend::TaskStatus::kRefused)
+    // unfused epilogue gets no further line; a substitute, a refusal or a generated kernel says
+    // why.
+    if (generated)
+      std::printf("%40s  %s\n", "", t.built_generated.c_str());
+    else if (t.status == frontend::TaskStatus::kSubstitute ||
+             t.status == frontend::TaskStatus::kRefused)
       std::printf("%40s  refused: %s\n", "", t.refused.c_str());
     if (t.status == frontend::TaskStatus::kSubstitute)
       std::printf("%40s  tuned as %s\n", "", t.tunable->workload_key().c_str());
@@ -113,9 +121,12 @@ void run_tasks(const TasksOptions& o) {
       std::fprintf(stderr, "graph after %s: %s", pass.c_str(), frontend::graph_text(m).c_str());
     };
   const frontend::Model model = frontend::load_model(o.model, inputs, dump);
-  const frontend::ModelTasks tasks = frontend::extract_tasks(model.graph, traits);
+  frontend::ModelTasks tasks = frontend::extract_tasks(model.graph, traits);
   const std::vector<deploy::BlockedNode> blocked =
       deploy::plan_verdict(model.graph, model.constants, target.str());
+  // The tasks a build runs generated are listed so, as tune-model (which does not tune them) does.
+  if (blocked.empty())
+    deploy::untune_generated_tasks(tasks, model.graph, model.constants, target.str());
   const size_t nodes = model.graph.nodes.size();
   if (o.json) {
     nlohmann::json j = frontend::to_json(tasks);

@@ -13,7 +13,7 @@
 
 #include "deploy/history_best.h"
 #include "support/error.h"
-#include "tools/ms_text.h"
+#include "support/ms_text.h"
 #include "tuning_db/record.h"
 
 namespace ktune::tools {
@@ -62,6 +62,29 @@ std::string layers_column(const tuner::ModelTuningReport& r, size_t i) {
   return tuner::layers_label(t.layers);
 }
 
+// Each row's share of the estimate in whole percents, rounded so that they add up to 100 (the
+// largest remainders round up); -1 for a row that does not run in the model or has no time.
+std::vector<int> shares_in_percent(const tuner::ModelTuningReport& r) {
+  std::vector<int> shares(r.tasks.size(), -1);
+  std::vector<std::pair<double, size_t>> remainders;
+  int given = 0;
+  for (size_t i = 0; i < r.tasks.size(); ++i) {
+    const double time = static_cast<double>(r.tasks[i].count) * r.tasks[i].best_s;
+    if (!std::isfinite(time) || !std::isfinite(r.tuned_s) || r.tuned_s <= 0 ||
+        !tuner::runs_in_model(r, i))
+      continue;
+    const double exact = 100 * time / r.tuned_s;
+    shares[i] = static_cast<int>(std::floor(exact));
+    given += shares[i];
+    remainders.emplace_back(exact - shares[i], i);
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 0; k < remainders.size() && given < 100; ++k, ++given)
+    ++shares[remainders[k].second];
+  return shares;
+}
+
 }  // namespace
 
 int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
@@ -75,13 +98,10 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
   std::fprintf(out, "%s  %-*s  %s\n", header.c_str(), static_cast<int>(layer_width), "layer",
                "task");
   int lines = 1;
+  const std::vector<int> shares = shares_in_percent(r);
   for (size_t i = 0; i < r.tasks.size(); ++i) {
     const auto& t = r.tasks[i];
-    const double time = static_cast<double>(t.count) * t.best_s;
-    const std::string share =
-        std::isfinite(time) && std::isfinite(r.tuned_s) && tuner::runs_in_model(r, i)
-            ? std::to_string(static_cast<int>(std::lround(100 * time / r.tuned_s))) + "%"
-            : "-";
+    const std::string share = shares[i] < 0 ? "-" : std::to_string(shares[i]) + "%";
     std::string row = right(std::to_string(i + 1), 3) + right(std::to_string(t.count), 6) +
                       right(std::to_string(t.trials), 7) +
                       right(ms_text(t.best_s) + (t.best_noisy ? "~" : ""), 11) +

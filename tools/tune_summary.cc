@@ -4,7 +4,7 @@
 #include <iomanip>
 #include <ostream>
 
-#include "tools/ms_text.h"
+#include "support/ms_text.h"
 #include "tuning_db/record.h"
 
 namespace ktune::tools {

@@ -1,6 +1,8 @@
 // retime_best: the best configs of a workload timed again side by side.
 #include "tuner/retime.h"
 
+#include "support/ms_text.h"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -167,10 +169,10 @@ nlohmann::json to_json(const RetimeReport& report) {
 std::string describe(const RetimeReport& report) {
   if (report.empty()) return "nothing to re-time";
   const size_t best = report.configs.size() - (report.with_fallback ? 1 : 0);
-  std::string line = fmt::format(
-      "re-timed the {} best config{}{} over {} interleaved rounds: best {:.4f} ms -> {:.4f} ms",
-      best, best == 1 ? "" : "s", report.with_fallback ? " and the fallback" : "", report.rounds,
-      report.best_before_s * 1e3, report.best_after_s * 1e3);
+  std::string line =
+      fmt::format("re-timed the {} best config{}{} over {} interleaved rounds: best {} ms -> {} ms",
+                  best, best == 1 ? "" : "s", report.with_fallback ? " and the fallback" : "",
+                  report.rounds, ms_text(report.best_before_s), ms_text(report.best_after_s));
   if (report.passes > 1)
     line +=
         fmt::format(" in {} passes (the first demoted every config it re-timed)", report.passes);

@@ -37,6 +37,9 @@ TEST_P(Corpus, BuildableAndMatchesOnnxRuntime) {
   const auto t = nlohmann::json::parse(tasks.out);
   EXPECT_EQ(t["buildable"], true);
   EXPECT_EQ(t["covered"], t["nodes"]);
+  // Named by its file, not by the exporter's graph name (torch.onnx writes "main_graph" for all).
+  const std::string file = m.file;
+  EXPECT_EQ(t["model"], file.substr(0, file.rfind('.')));
 
   const auto run =
       ktune("run " + path + input + " --untuned --runs 1 --warmup 0 --check --json", true);

@@ -369,12 +369,12 @@ TEST_F(ModelBuild, EveryOperatorTestModelMatchesOnnxRuntime) {
        {"op_activations.onnx",      "op_binary.onnx",           "op_batchnorm.onnx",
         "op_concat_split_v13.onnx", "op_concat_split_v11.onnx", "op_slice_v13.onnx",
         "op_slice_v9.onnx",         "op_pad_v13.onnx",          "op_pad_v10.onnx",
-        "op_gather.onnx",           "op_softmax_v13.onnx",      "op_softmax_v11.onnx",
-        "op_reduce_v13.onnx",       "op_reduce_v11.onnx",       "op_resize_v13.onnx",
-        "op_resize_v11.onnx",       "op_resize_v10.onnx",       "op_resize_v9.onnx",
-        "op_matmul.onnx",           "op_clip_views_v13.onnx",   "op_clip_views_v9.onnx",
-        "op_conv_general.onnx",     "op_conv_transpose.onnx",   "op_opset18.onnx",
-        "op_opset21.onnx"}) {
+        "op_gather.onnx",           "op_embedding.onnx",        "op_softmax_v13.onnx",
+        "op_softmax_v11.onnx",      "op_reduce_v13.onnx",       "op_reduce_v11.onnx",
+        "op_resize_v13.onnx",       "op_resize_v11.onnx",       "op_resize_v10.onnx",
+        "op_resize_v9.onnx",        "op_matmul.onnx",           "op_clip_views_v13.onnx",
+        "op_clip_views_v9.onnx",    "op_conv_general.onnx",     "op_conv_transpose.onnx",
+        "op_opset18.onnx",          "op_opset21.onnx"}) {
     const std::string onnx = model(name);
     const auto tasks = ktune("tasks " + quote(onnx) + " --json", true);
     ASSERT_EQ(tasks.status, 0) << name << ": " << tasks.err;

@@ -172,7 +172,7 @@ TEST_P(ModelCheck, WeightsArenaAndBuffersStartOnAPage) {
             uint64_t{codegen::kModelPageAlign});
   ModelRunner runner(m);
   ModelBuffers buffers(m.plan, 7);
-  for (const float* p : buffers.inputs())
+  for (const void* p : buffers.inputs())
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % codegen::kModelPageAlign, 0u);
   for (const float* p : buffers.outputs())
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % codegen::kModelPageAlign, 0u);

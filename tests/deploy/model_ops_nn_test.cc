@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <tuple>
@@ -333,6 +334,41 @@ TEST(ModelOpsNn, StridedSliceAndGather) {
         << "axis " << t.axis << " first " << t.indices[0];
   }
   EXPECT_THROW(gather("gather", in, 1, {6}), Error);
+}
+
+// Gather from a table at indices read at run time (an embedding's token ids), along the first,
+// a middle and the last axis, with a 2-D index tensor: a negative index counts from the end, one
+// past either end reads the nearest row. The indices go in as int32 bits (the kernel's int64 form
+// runs in op_embedding against ONNX Runtime).
+TEST(ModelOpsNn, GatherRowsOfATableAtIndicesReadAtRunTime) {
+  const Shape table = {5, 3, 4};
+  const std::vector<float> x = random(count_of(table), 83);
+  const Shape ids_shape = {2, 3};
+  const std::vector<int32_t> ids = {0, 4, -1, 2, 7, -9};  // -1: the last; 7, -9: clamped
+  std::vector<float> bits(ids.size());
+  std::memcpy(bits.data(), ids.data(), ids.size() * sizeof(int32_t));
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    const int64_t rows = table[static_cast<size_t>(axis)];
+    Shape out(table.begin(), table.begin() + axis);
+    out.insert(out.end(), ids_shape.begin(), ids_shape.end());
+    out.insert(out.end(), table.begin() + axis + 1, table.end());
+    std::vector<double> want;
+    for_each_index(out, [&](const Shape& i) {
+      int64_t k = ids[static_cast<size_t>(i[static_cast<size_t>(axis)] * 3 +
+                                          i[static_cast<size_t>(axis) + 1])];
+      if (k < 0) k += rows;
+      k = std::clamp<int64_t>(k, 0, rows - 1);
+      Shape j(i.begin(), i.begin() + axis);
+      j.push_back(k);
+      j.insert(j.end(), i.begin() + axis + 2, i.end());
+      want.push_back(x[static_cast<size_t>(offset(table, j))]);
+    });
+    EXPECT_EQ(worst(run(gather_rows("rows", table, axis, ids_shape, te::Int(32)), {x, bits}), want),
+              0.0)
+        << "axis " << axis;
+  }
+  EXPECT_THROW(gather_rows("rows", table, 3, ids_shape, te::Int(64)), Error);
+  EXPECT_THROW(gather_rows("rows", table, 0, ids_shape, te::Float(32)), Error);
 }
 
 TEST(ModelOpsNn, PadConstantReflectEdge) {

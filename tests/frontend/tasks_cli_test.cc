@@ -64,6 +64,20 @@ TEST(TasksCli, ResNet18TableAndJson) {
   EXPECT_NE(text.out.find("another algorithm for #3"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("Flatten"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("epilogue=bias_add_relu"), std::string::npos) << text.out;
+  // The pools a build runs as generated kernels on channel-blocked data are listed so, with why
+  // (tune-model tunes none of them), in the table and in --json.
+  size_t generated = 0;
+  for (const auto& t : j["tasks"]) {
+    if (!t.contains("built_generated")) continue;
+    ++generated;
+    EXPECT_NE(t["template"].get<std::string>().find("pool"), std::string::npos) << t.dump();
+    EXPECT_NE(text.out.find("generated" + std::string(9, ' ') + t["key"].get<std::string>()),
+              std::string::npos)
+        << text.out;
+  }
+  EXPECT_GE(generated, 1u) << json.out.substr(0, 3000);
+  EXPECT_NE(text.out.find("generated = a model build runs a generated kernel instead"),
+            std::string::npos);
 }
 
 TEST(TasksCli, VerdictCountsCoveredNodes) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 #include <string>
 
 #include "deploy/config_choice.h"
@@ -171,6 +172,31 @@ TEST(ModelTable, ASpeedUpOnNoisyTimingsIsNotQuoted) {
   EXPECT_EQ(text.find("1.0000~"), std::string::npos) << text;
   EXPECT_NE(text.find("\n  ~: the timings behind best_ms or fallback_ms spread"), std::string::npos)
       << text;
+}
+
+// Three tasks of a third of the estimate each: their shares add up to 100% (34, 33, 33), not 99.
+TEST(ModelTable, SharesAddUpToAHundredPercent) {
+  tuner::ModelTuningReport r = two_tasks();
+  tuner::TaskProgress third = r.tasks[1];
+  third.key = third.tuned_as = "matmul(M=2)";
+  third.layers = {"fc_4"};
+  r.tasks[0].count = 1;
+  for (auto* t : {&r.tasks[0], &r.tasks[1]}) t->best_s = 1e-3;
+  third.best_s = 1e-3;
+  r.tasks.push_back(third);
+  r.tuned_s = 3e-3;
+  const std::string text = summary_text(r, {{"model", "tiny"}}, nullptr);
+  int total = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    int row = 0, count = 0, trials = 0, share = 0;
+    double best = 0, fallback = 0;
+    if (std::sscanf(line.c_str(), " %d %d %d %lf %lf %d%%", &row, &count, &trials, &best, &fallback,
+                    &share) == 6)
+      total += share;
+  }
+  EXPECT_EQ(total, 100) << text;
+  EXPECT_NE(text.find(" 34% "), std::string::npos) << text;
 }
 
 TEST(ModelTable, WithoutABuiltModelTheEstimateLeadsAndSaysWhy) {

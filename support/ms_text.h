@@ -1,4 +1,4 @@
-// Defines ms_text, how the commands print a latency: milliseconds to 4 decimals, and below a
+// Defines ms_text, how ktune prints a latency: milliseconds to 4 decimals, and below a
 // microsecond to 3 significant digits (a layer of 20 ns would read 0.0000).
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-namespace ktune::tools {
+namespace ktune {
 
 inline std::string ms_text(double seconds) {
   if (!std::isfinite(seconds)) return "-";
@@ -20,4 +20,4 @@ inline std::string ms_text(double seconds) {
   return buf;
 }
 
-}  // namespace ktune::tools
+}  // namespace ktune
