@@ -57,7 +57,8 @@ namespace {
 
 tuning_db::Database open_log(const std::string& db_path) {
   if (!tuning_db::log_exists(db_path))
-    throw Error(ErrorKind::kNotFound, "no tuning log at " + db_path);
+    throw Error(ErrorKind::kNotFound,
+                "no tuning log at " + db_path + " (`ktune tune` and `ktune tune-model` write one)");
   tuning_db::OpenOptions open;
   open.read_only = true;  // a build machine may only read the log
   return tuning_db::Database::open(db_path, open);

@@ -108,7 +108,8 @@ void say_budget(const TuneModelOptions& o, const frontend::ModelTasks& tasks) {
   if (trials < warm_up)
     spdlog::warn(
         "--trials {} cannot warm up every tuned workload: {} x --batch-size {} = {} trials; {} "
-        "get no trial and keep their fallback config (--trials auto gives {})",
+        "get no trial in this run and keep what the log holds, else their fallback config "
+        "(--trials auto gives {})",
         trials, warm_up / batch, batch, warm_up, warm_up / batch - (trials + batch - 1) / batch,
         tuner::auto_trials(tasks, batch));
 }

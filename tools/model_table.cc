@@ -104,8 +104,12 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
     const std::string share = shares[i] < 0 ? "-" : std::to_string(shares[i]) + "%";
     std::string row = right(std::to_string(i + 1), 3) + right(std::to_string(t.count), 6) +
                       right(std::to_string(t.trials), 7) +
-                      right(ms_text(t.best_s) + (t.best_noisy ? "~" : ""), 11) +
-                      right(t.fallback_s ? ms_text(*t.fallback_s) : "-", 12) + right(share, 7);
+                      right(ms_text(t.best_s) + (tuner::best_noisy_in_sums(r, i) ? "~" : ""), 11) +
+                      right(t.fallback_s ? ms_text(*t.fallback_s) +
+                                               (tuner::fallback_noisy_in_sums(r, i) ? "~" : "")
+                                         : "-",
+                            12) +
+                      right(share, 7);
     if (libraries) {
       const auto lib = libraries->find(t.tuned_as);
       if (lib == libraries->end()) {
@@ -166,11 +170,10 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
       ++lines;
     }
   }
-  if (std::any_of(r.tasks.begin(), r.tasks.end(),
-                  [](const tuner::TaskProgress& t) { return t.best_noisy; })) {
+  if (tuner::noisy_in_sums(r) > 0) {
     std::fprintf(out,
-                 "  ~: the timings behind best_ms or fallback_ms spread more than %.0f%% (the "
-                 "log's best record, the fallback's re-timing)\n",
+                 "  ~: the timings behind that figure spread more than %.0f%% (best_ms: the log's "
+                 "best record; fallback_ms: the fallback's re-timing)\n",
                  100 * tuning_db::kNoisySpread);
     ++lines;
   }
@@ -372,7 +375,7 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
   if (report.fallback_s > 0 && std::isfinite(report.tuned_s) && noisy_sums > 0)
     std::fprintf(out,
                  "  tuned tasks: no speed-up over their untuned fallbacks quoted: the timings of "
-                 "%zu task%s behind the sums spread more than %.0f%% (best_ms marked ~)\n",
+                 "%zu row%s behind the sums spread more than %.0f%% (marked ~)\n",
                  noisy_sums, noisy_sums == 1 ? "" : "s", 100 * tuning_db::kNoisySpread);
   else if (report.fallback_s > 0 && std::isfinite(report.tuned_s))
     std::fprintf(out,
@@ -383,11 +386,21 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
   const double library_s = summary.value("library_s", 0.0);
   if (library_s > 0) {
     const double tuned_same_s = summary.value("tuned_s_where_library", 0.0);
+    // A noisy race is left out of the sums: say on how many races the ratio rests.
+    size_t raced = 0, noisy = 0;
+    for (const auto& t : summary.value("tasks", nlohmann::json::array())) {
+      raced += t.contains("library_s") ? 1 : 0;
+      noisy += t.contains("library_s") && t.value("noisy", false) ? 1 : 0;
+    }
+    const std::string rests = noisy > 0
+                                  ? "; " + std::to_string(raced - noisy) + " of " +
+                                        std::to_string(raced) + " races, the noisy ones left out"
+                                  : "";
     std::fprintf(out,
                  "  libraries: tuned/library %.2f on the same operators (%s against %s ms; medians "
-                 "of %d interleaved rounds, in this process)\n",
+                 "of %d interleaved rounds, in this process%s)\n",
                  tuned_same_s / library_s, ms_text(tuned_same_s).c_str(),
-                 ms_text(library_s).c_str(), summary.value("library_rounds", 0));
+                 ms_text(library_s).c_str(), summary.value("library_rounds", 0), rests.c_str());
   } else if (!libraries_note.empty() || summary.contains("libraries_note")) {
     std::fprintf(out, "  libraries: %s\n",
                  libraries_note.empty() ? summary["libraries_note"].get<std::string>().c_str()

@@ -265,7 +265,7 @@ std::string model_section(const tuning_db::ModelRunReport& m,
     out += "estimated " + opt_ms(m.tuned_s) + " ms (sum of count x best; not built in this run)";
   if (m.tuned_s && m.fallback_s && *m.tuned_s > 0 && m.noisy_in_sums > 0)
     out += " &middot; no speed-up over the untuned fallbacks quoted: the timings of " +
-           std::to_string(m.noisy_in_sums) + " task(s) behind the sums spread more than " +
+           std::to_string(m.noisy_in_sums) + " row(s) behind the sums spread more than " +
            fmt("%.0f", 100 * tuning_db::kNoisySpread) + "%";
   else if (m.tuned_s && m.fallback_s && *m.tuned_s > 0)
     out += " &middot; tuned tasks " + fmt("%.2f", *m.fallback_s / *m.tuned_s) +

@@ -85,9 +85,10 @@ class ModelTuning::SessionTuner final : public TaskTuner {
     // re-timed) may now be the log's best, and the best is what a build is served.
     refresh_best();
   }
-  // Whether the timings behind best_latency() or fallback() spread more than
+  // Whether the timings behind best_latency() and fallback() spread more than
   // tuning_db::kNoisySpread (as of the last look at the log: the start and the re-timing).
-  bool noisy() const { return best_noisy_ || fallback_noisy_; }
+  bool best_noisy() const { return best_noisy_; }
+  bool fallback_noisy() const { return fallback_noisy_; }
   std::optional<double> fallback() const { return fallback_; }
   // The fallback is a measured config too: a task no allocation reached yet runs it.
   // It goes to the log like every measurement (once per config), so that a resumed run knows
@@ -283,7 +284,8 @@ ModelTuningReport ModelTuning::report() const {
                    {},
                    {},
                    {},
-                   tuner.noisy()};
+                   tuner.best_noisy(),
+                   tuner.fallback_noisy()};
     if (t.alternative_of) p.alternative_of = tasks_.tasks.at(*t.alternative_of).key();
     p.errors = tuner.errors();
     r.tasks.push_back(std::move(p));
@@ -389,10 +391,18 @@ bool runs_in_model(const ModelTuningReport& r, size_t i) {
   return true;
 }
 
+bool best_noisy_in_sums(const ModelTuningReport& r, size_t i) {
+  return r.tasks[i].best_noisy && runs_in_model(r, i);
+}
+
+bool fallback_noisy_in_sums(const ModelTuningReport& r, size_t i) {
+  return r.tasks[i].fallback_noisy && r.tasks[i].alternative_of.empty() && r.tasks[i].fallback_s;
+}
+
 size_t noisy_in_sums(const ModelTuningReport& r) {
   size_t n = 0;
   for (size_t i = 0; i < r.tasks.size(); ++i)
-    n += r.tasks[i].best_noisy && (r.tasks[i].alternative_of.empty() || runs_in_model(r, i));
+    n += best_noisy_in_sums(r, i) || fallback_noisy_in_sums(r, i);
   return n;
 }
 
@@ -426,6 +436,7 @@ nlohmann::json to_json(const ModelTuningReport& r) {
     if (!t.alternative_of.empty()) j["tasks"].back()["alternative_of"] = t.alternative_of;
     if (!t.errors.empty()) j["tasks"].back()["errors"] = t.errors;
     if (t.best_noisy) j["tasks"].back()["best_noisy"] = true;
+    if (t.fallback_noisy) j["tasks"].back()["fallback_noisy"] = true;
   }
   j["workloads"] = nlohmann::json::array();
   for (size_t k = 0; k < r.workloads.size(); ++k)
@@ -471,7 +482,8 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j) {
                      {},
                      {},
                      {},
-                     t.value("best_noisy", false)};
+                     t.value("best_noisy", false),
+                     t.value("fallback_noisy", false)};
       if (t.at("fallback_s").is_number()) p.fallback_s = t["fallback_s"].get<double>();
       p.layers = t.value("layers", std::vector<std::string>{});
       p.alternative_of = t.value("alternative_of", "");

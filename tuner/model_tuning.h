@@ -47,9 +47,9 @@ struct TaskProgress {
   std::string alternative_of;
   // Failed new trials of its tuned workload in this run, per error kind (to_string(ErrorKind)).
   std::map<std::string, int64_t> errors;
-  // The timings behind best_s or fallback_s spread more than tuning_db::kNoisySpread (the log's
-  // best record, the fallback's re-timing): no speed-up over the fallback rests on them.
-  bool best_noisy = false;
+  // The timings behind best_s (the log's best record) or fallback_s (the fallback's re-timing)
+  // spread more than tuning_db::kNoisySpread: no speed-up over the fallbacks rests on them.
+  bool best_noisy = false, fallback_noisy = false;
 };
 
 struct ModelTuningReport {
@@ -127,9 +127,12 @@ std::string layers_label(const std::vector<std::string>& layers);
 // share of the model, so the shares add up to the estimate.
 bool runs_in_model(const ModelTuningReport& report, size_t i);
 
-// The tasks with noisy timings (best_noisy) that tuned_s or fallback_s rest on: those that run in
-// the model (their best is in tuned_s) and those that are no alternative (their fallback is in
-// fallback_s). With any, no speed-up over the fallbacks is quoted.
+// Whether report.tasks[i]'s best is in tuned_s (it runs in the model) and whether its fallback is
+// in fallback_s (it is no alternative), each of them noisy: what marks its row.
+bool best_noisy_in_sums(const ModelTuningReport& report, size_t i);
+bool fallback_noisy_in_sums(const ModelTuningReport& report, size_t i);
+// The tasks with noisy timings behind tuned_s or fallback_s (either of the two above). With any,
+// no speed-up over the fallbacks is quoted.
 size_t noisy_in_sums(const ModelTuningReport& report);
 
 // Sets tuned_s and fallback_s from the tasks: a task counts with the fastest of it and its

@@ -189,7 +189,7 @@ TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
             std::string::npos);
   EXPECT_NE(dom.out.find("estimated 0.9 ms (sum of count x best; not built in this run)"),
             std::string::npos);
-  EXPECT_NE(dom.out.find("no speed-up over the untuned fallbacks quoted: the timings of 1 task(s) "
+  EXPECT_NE(dom.out.find("no speed-up over the untuned fallbacks quoted: the timings of 1 row(s) "
                          "behind the sums spread more than 25%"),
             std::string::npos);
   EXPECT_NE(dom.out.find("tuned/library 1.20 on the same operators (1 of 2 races; the noisy "

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -369,6 +370,19 @@ TEST_F(DbCli, ALogPathThatIsNoFileIsRefusedInOneLine) {
       EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << command << ": " << r.err;
     }
   }
+}
+
+// A log that does not exist: best says so in one line, with what writes one, and creates none.
+TEST_F(DbCli, BestOnALogThatDoesNotExistSaysWhatWritesOne) {
+  const std::string missing = dir_.file("missing.db");
+  const Output r = ktune("best matmul M=64 N=64 K=64 --db " + quote(missing), true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("no tuning log at " + missing +
+                       " (`ktune tune` and `ktune tune-model` write one)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(missing));
 }
 
 // Records of emulated devices: counted apart by db stats, never served by best, db best or build
