@@ -41,6 +41,10 @@ const tuning_db::Record* ConfigChoice::record() const {
   return nullptr;
 }
 
+bool ConfigChoice::on_fallback_config() const {
+  return source == Source::kTuned && best && best->tuner == "fallback";
+}
+
 namespace {
 
 // The one place that asks "log or server": every look-up of choose_config goes through it.

@@ -83,6 +83,9 @@ struct ConfigChoice {
 
   // The record whose config was taken (best, or the nearest workload's), or nullptr.
   const tuning_db::Record* record() const;
+  // kTuned, and the best record is the template's fallback config (measured, and no trial beat
+  // it): it runs what an untuned build would.
+  bool on_fallback_config() const;
 };
 
 // The best record of the workload in `from` (this LLVM's records first, as best_record), else the

@@ -49,7 +49,7 @@ std::string source_name(const PlanStep& s) {
   if (!s.choice) return s.kind;
   switch (s.choice->source) {
     case ConfigChoice::Source::kTuned:
-      return "tuned";
+      return s.choice->on_fallback_config() ? "tuned: the fallback config" : "tuned";
     case ConfigChoice::Source::kNearest:
       return "nearest";
     case ConfigChoice::Source::kFallback:

@@ -545,7 +545,7 @@ StepSources step_sources(const ModelPlan& plan) {
     switch (s.choice->source) {
       case ConfigChoice::Source::kTuned:
         ++n.tuned;
-        if (s.choice->best && s.choice->best->tuner == "fallback") ++n.tuned_fallback_config;
+        if (s.choice->on_fallback_config()) ++n.tuned_fallback_config;
         break;
       case ConfigChoice::Source::kNearest:
         ++n.nearest;

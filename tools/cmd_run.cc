@@ -269,7 +269,8 @@ void run_model(const RunCmdOptions& o) {
     const auto& s = m.plan.steps[k];
     std::string source;
     if (s.choice)
-      source = s.choice->source == deploy::ConfigChoice::Source::kTuned     ? " [tuned]"
+      source = s.choice->on_fallback_config() ? " [tuned: the fallback config]"
+               : s.choice->source == deploy::ConfigChoice::Source::kTuned   ? " [tuned]"
                : s.choice->source == deploy::ConfigChoice::Source::kNearest ? " [nearest]"
                                                                             : " [fallback]";
     std::cout << fmt::format("{:>9} {:5.1f}% {:>3}  {:<11} {}{}\n", ms_text(layer_s[k]),

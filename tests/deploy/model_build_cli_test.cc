@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 #include <string>
@@ -1052,6 +1053,12 @@ TEST_F(ModelBuild, AMissingLogIsAnErrorAndAMostlyUntunedBuildSaysSo) {
                        "nearest tuned shape, 3 whose best record is the fallback config"))
       << on_fallbacks.err;
   EXPECT_TRUE(contains(on_fallbacks.err, "with more trials tunes them")) << on_fallbacks.err;
+  {
+    std::ifstream header(path("m.h"));
+    const std::string text((std::istreambuf_iterator<char>(header)), {});
+    EXPECT_TRUE(contains(text, "[tuned: the fallback config]")) << text;
+    EXPECT_FALSE(contains(text, "[tuned]")) << text;
+  }
 
   const auto untuned = ktune("build --model " + onnx + " --untuned" + outs, true);
   ASSERT_EQ(untuned.status, 0) << untuned.err;
