@@ -48,7 +48,14 @@ void print_tune_summary(const nlohmann::json& s, std::ostream& out) {
     const auto& best = s["best"];
     out << "best:     ";
     describe(out, best, true);
-    out << (best.value("from_this_run", true) ? "" : " [from the log]") << "\n"
+    out << (best.value("from_this_run", true) ? "" : " [from the log]");
+    // The template's own default won: what an untuned build runs anyway.
+    const nlohmann::json fallback_config =
+        s.value("fallback", nlohmann::json::object()).value("config", nlohmann::json::object());
+    if (fallback_config.contains("index") &&
+        best["config"].value("index", -1) == fallback_config["index"].get<int64_t>())
+      out << " [the fallback config: no trial beat it]";
+    out << "\n"
         << "config:   " << best["config"].dump() << "\n";
   } else {
     out << "best:     none (no config succeeded)\n";

@@ -42,6 +42,14 @@ TEST(TuneSummary, TheBestIsTheRetimedFigureAndANoisySpeedUpIsNotQuoted) {
             std::string::npos)
       << out.str();
   EXPECT_NE(out.str().find("speed-up over fallback: 1.00x\n"), std::string::npos) << out.str();
+  // When the best is the fallback config itself, the best's line says so.
+  summary["fallback"]["config"] = {{"index", 27363}};
+  out.str("");
+  print_tune_summary(summary, out);
+  EXPECT_NE(out.str().find("best:     319.09 GFLOP/s (0.1052 ms, re-timed) [the fallback config: "
+                           "no trial beat it]\n"),
+            std::string::npos)
+      << out.str();
 
   summary["fallback"] = {
       {"ok", true}, {"gflops", 46.59}, {"mean_cost_s", 0.0007203}, {"retimed", false}};
