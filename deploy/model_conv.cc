@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "deploy/generated_schedule.h"
 #include "support/error.h"
 #include "te/lower.h"
 #include "te/schedule.h"
@@ -96,10 +97,10 @@ te::LoweredFunc conv_blocked(const std::string& name, const BlockedConv& c) {
   // vectorized (the sum's input index depends on the lane, a gather).
   te::Stage sum = s[acc];
   sum.reorder({sum.reduce_axis(0), sum.reduce_axis(1), sum.reduce_axis(2), sum.axis(4)});
-  sum.parallel(sum.fuse(sum.axis(0), sum.axis(1)));
+  parallel_leading(sum, 3);
   te::Stage epilogue = s[out];
   epilogue.vectorize(epilogue.axis(4));
-  epilogue.parallel(epilogue.fuse(epilogue.axis(0), epilogue.axis(1)));
+  parallel_leading(epilogue, 3);
   return te::lower(s, args, name);
 }
 

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "deploy/generated_schedule.h"
 #include "schedule_space/templates/epilogue.h"
 #include "support/error.h"
 #include "te/lower.h"
@@ -17,7 +18,6 @@
 namespace ktune::deploy {
 namespace {
 
-constexpr int64_t kLanes = 16;
 constexpr int64_t kChunk = 4096;  // elements per parallel iteration of a flat kernel
 
 te::Expr f(float v) { return te::Expr(v); }
@@ -95,13 +95,14 @@ te::LoweredFunc to_blocked(const std::string& name, const std::vector<int64_t>& 
       {n, blocks, h, w, block},
       [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
         te::Expr ch = cb * block + l;
+        if (c % block == 0) return in(i, ch, y, x);  // no padding lanes
         // The clamp keeps the read in bounds; the select writes the padding lanes as zeros.
         return te::select(ch < c, in(i, te::min(ch, te::Expr(c - 1)), y, x),
                           te::cast(dtype, te::Expr(0)));
       },
       "out");
   te::Schedule s = te::create_schedule({out});
-  s[out].parallel(s[out].fuse(s[out].axis(0), s[out].axis(1)));
+  parallel_leading(s[out], 3);
   return te::lower(s, {in, out}, name);
 }
 
@@ -117,7 +118,7 @@ te::LoweredFunc from_blocked(const std::string& name, const std::vector<int64_t>
       },
       "out");
   te::Schedule s = te::create_schedule({out});
-  s[out].parallel(s[out].fuse(s[out].axis(0), s[out].axis(1)));
+  parallel_leading(s[out], 3);
   return te::lower(s, {in, out}, name);
 }
 
@@ -216,7 +217,7 @@ te::LoweredFunc quantize_linear_blocked(const std::string& name, const std::vect
       "out");
   te::Schedule s = te::create_schedule({out});
   // Rows in parallel: a 3-channel input is one block, too few iterations for the threads.
-  s[out].parallel(s[out].fuse(s[out].fuse(s[out].axis(0), s[out].axis(1)), s[out].axis(2)));
+  parallel_leading(s[out], 3);
   return te::lower(s, {x, out}, name);
 }
 

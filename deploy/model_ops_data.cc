@@ -10,6 +10,7 @@
 #include <numeric>
 #include <string>
 
+#include "deploy/generated_schedule.h"
 #include "deploy/model_ops.h"
 #include "support/error.h"
 #include "te/lower.h"
@@ -18,10 +19,6 @@
 
 namespace ktune::deploy {
 namespace {
-
-constexpr int64_t kLanes = 16;
-constexpr int64_t kParallelMin = 4096;
-constexpr size_t kMaxRank = 6;
 
 te::Expr f(float v) { return te::Expr(v); }
 te::Expr i64(int64_t v) { return te::Expr(v); }

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <string>
 
+#include "deploy/generated_schedule.h"
 #include "deploy/model_ops.h"
 #include "support/error.h"
 #include "te/lower.h"
@@ -17,11 +18,7 @@
 namespace ktune::deploy {
 namespace {
 
-constexpr int64_t kLanes = 16;
-// Below this many elements a kernel runs on one thread: waking the pool costs more than the work.
-constexpr int64_t kParallelMin = 4096;
-constexpr size_t kMaxRank = 6;  // ONNX models stay within it; the kernels are tested up to it
-constexpr int64_t kTile = 16;   // a transpose's tile: 16 floats, one cache line, on each side
+constexpr int64_t kTile = 16;  // a transpose's tile: 16 floats, one cache line, on each side
 
 te::Expr f(float v) { return te::Expr(v); }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <set>
 
+#include "deploy/generated_schedule.h"
 #include "deploy/model_nodes.h"
 #include "deploy/model_ops.h"
 #include "deploy/model_planner.h"
@@ -42,7 +43,7 @@ te::LoweredFunc reblocked(const std::string& name, const std::vector<int64_t>& n
         "out");
     te::Schedule s = te::create_schedule({out});
     s[out].vectorize(s[out].axis(5));
-    s[out].parallel(s[out].fuse(s[out].axis(0), s[out].axis(1)));
+    parallel_leading(s[out], 3);
     return te::lower(s, {in, out}, name);
   }
   if (from > to && from % to == 0) {
@@ -58,7 +59,7 @@ te::LoweredFunc reblocked(const std::string& name, const std::vector<int64_t>& n
         "out");
     te::Schedule s = te::create_schedule({out});
     s[out].vectorize(s[out].axis(4));
-    s[out].parallel(s[out].fuse(s[out].axis(0), s[out].axis(1)));
+    parallel_leading(s[out], 3);
     return te::lower(s, {in, out}, name);
   }
   te::Tensor in = te::placeholder({n, in_blocks, h, w, from}, dtype, "in");
@@ -72,7 +73,7 @@ te::LoweredFunc reblocked(const std::string& name, const std::vector<int64_t>& n
       },
       "out");
   te::Schedule s = te::create_schedule({out});
-  s[out].parallel(s[out].fuse(s[out].axis(0), s[out].axis(1)));
+  parallel_leading(s[out], 3);
   return te::lower(s, {in, out}, name);
 }
 
@@ -192,8 +193,19 @@ ModelPlan Planner::run() {
     if (options_.verdict_only) return std::move(plan_);
     throw Error(ErrorKind::kUnsupported, blocked_text(blocked_));
   }
+  std::set<int64_t> written_in_place;
   for (size_t j = 0; j < g_.outputs.size(); ++j) {
     const int64_t from = form(g_.outputs[j], 0);
+    const int64_t root = plan_.tensors[from].alias_of >= 0 ? plan_.tensors[from].alias_of : from;
+    if (writable_as_output(root) && written_in_place.insert(root).second) {
+      // Its step writes the caller's buffer (a view of it, such as an Identity, reads it there):
+      // no copy after it.
+      PlanTensor& t = plan_.tensors[static_cast<size_t>(root)];
+      t.storage = Storage::kOutput;
+      t.index = static_cast<int64_t>(j);
+      plan_.outputs.push_back(from);
+      continue;
+    }
     PlanTensor t{g_.outputs[j], plan_.tensors[from].shape, 0, Storage::kOutput,
                  static_cast<int64_t>(j)};
     const int64_t out = add(t);
@@ -208,6 +220,19 @@ ModelPlan Planner::run() {
   }
   place_in_arena(plan_);
   return std::move(plan_);
+}
+
+bool Planner::writable_as_output(int64_t id) const {
+  const PlanTensor& t = plan_.tensors[static_cast<size_t>(id)];
+  if (t.storage != Storage::kArena || t.alias_of >= 0 || t.block != 0 || t.dtype != te::Float(32))
+    return false;
+  for (const PlanTensor& other : plan_.tensors)
+    if (other.alias_of == id && (other.view_offset != 0 || other.elements() != t.elements()))
+      return false;  // a part of it: its offset has no meaning in another buffer
+  int writers = 0;
+  for (const PlanStep& step : plan_.steps)
+    if (!step.args.empty() && step.args.back() == id) ++writers;
+  return writers == 1;
 }
 
 bool Planner::ready(size_t i) const {

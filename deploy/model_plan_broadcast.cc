@@ -4,6 +4,7 @@
 // pass over the large operand in the layout its producer wrote, where the generated NCHW kernel
 // would convert it to NCHW and back around the operation. A BatchNormalization no conv took (after
 // a transposed conv, a Concat) likewise.
+#include "deploy/generated_schedule.h"
 #include "deploy/model_planner.h"
 #include "te/lower.h"
 #include "te/schedule.h"
@@ -32,7 +33,7 @@ te::LoweredFunc lower_blocked_pass(const std::string& symbol, const std::vector<
   const te::Tensor& o = args.back();
   te::Schedule s = te::create_schedule({o});
   s[o].vectorize(s[o].axis(4));
-  s[o].parallel(s[o].fuse(s[o].axis(0), s[o].axis(1)));
+  parallel_leading(s[o], 3);
   return te::lower(s, args, symbol);
 }
 

@@ -2,6 +2,7 @@
 // (describe_node's resize step), read per pixel, the lanes of a block copied (nearest) or weighed
 // (linear) as one vector. The upsampling of an FPN or YOLO neck sits between convs: in NCHW it
 // would cost a conversion out of the blocked layout before it and one back after it.
+#include "deploy/generated_schedule.h"
 #include "deploy/model_planner.h"
 #include "te/lower.h"
 #include "te/schedule.h"
@@ -36,7 +37,7 @@ te::LoweredFunc resize_blocked(const std::string& name, const std::vector<int64_
   te::Stage st = s[out];
   st.vectorize(st.axis(4));
   // Rows too: one image of few channel blocks is otherwise one or two parallel iterations.
-  st.parallel(st.fuse(st.fuse(st.axis(0), st.axis(1)), st.axis(2)));
+  parallel_leading(st, 3);
   return te::lower(s, {x, ht, wt, out}, name);
 }
 

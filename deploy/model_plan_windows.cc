@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "deploy/generated_schedule.h"
 #include "deploy/model_conv.h"
 #include "deploy/model_planner.h"
 #include "deploy/model_pool.h"
@@ -37,7 +38,7 @@ te::LoweredFunc pad_blocked(const std::string& name, const std::vector<int64_t>&
       "out");
   te::Schedule s = te::create_schedule({out});
   s[out].vectorize(s[out].axis(4));
-  s[out].parallel(s[out].fuse(s[out].axis(0), s[out].axis(1)));
+  parallel_leading(s[out], 3);
   return te::lower(s, {in, out}, name);
 }
 

@@ -41,6 +41,10 @@ class Planner {
 
   // Whether every tensor that node i and the nodes it absorbs (group_) read from outside exists.
   bool ready(size_t i) const;
+  // Whether a graph output's step can write the caller's output buffer itself: an arena tensor
+  // of float32 in ONNX's layout, no view of another, whose views all cover it whole (an Identity,
+  // a Reshape), written by one step.
+  bool writable_as_output(int64_t id) const;
 
   void plan_node(size_t i, const frontend::TaskOccurrence* occ);
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "deploy/generated_schedule.h"
 #include "support/error.h"
 #include "te/lower.h"
 #include "te/schedule.h"
@@ -91,7 +92,7 @@ te::LoweredFunc pool_blocked(const std::string& name, const BlockedPool& p) {
     te::Stage st = s[t];
     if (reduce) st.reorder({st.reduce_axis(0), st.reduce_axis(1), st.axis(4)});
     st.vectorize(st.axis(4));
-    st.parallel(st.fuse(st.axis(0), st.axis(1)));
+    parallel_leading(st, 3);
   };
   schedule(acc, true);
   if (!p.max) schedule(out, false);
@@ -127,7 +128,7 @@ te::LoweredFunc global_average_pool_u8(const std::string& name, const QuantizedG
     te::Stage st = s[t];
     if (t.same_as(sum)) st.reorder({st.reduce_axis(0), st.reduce_axis(1), st.axis(4)});
     st.vectorize(st.axis(4));
-    st.parallel(st.fuse(st.axis(0), st.axis(1)));
+    parallel_leading(st, 3);
   }
   return te::lower(s, {in, out}, name);
 }
