@@ -32,7 +32,7 @@ Planner::Affine Planner::fused_affine(const frontend::Node& anchor,
   bool activation = false;  // the activation's nodes (an Add inside gelu_erf) add nothing here
   for (size_t j : fused) {
     const frontend::Node& f = g_.nodes[j];
-    activation = activation || (f.op != "BatchNormalization" && f.op != "Add");
+    activation = activation || (f.op != "BatchNormalization" && f.op != "Add" && f.op != "Max");
     if (!activation && f.op == "BatchNormalization") {
       const auto& gamma = constant(f, f.inputs.at(1)).f32;
       const auto& beta = constant(f, f.inputs.at(2)).f32;
@@ -48,10 +48,10 @@ Planner::Affine Planner::fused_affine(const frontend::Node& anchor,
         a.scale[k] *= s;
       }
       a.shifted = true;
-    } else if (!activation && f.op == "Add" &&
+    } else if (!activation && (f.op == "Add" || f.op == "Max") &&
                (f.inputs.at(0) == chain || f.inputs.at(1) == chain)) {
       const std::string& other = f.inputs[0] == chain ? f.inputs[1] : f.inputs[0];
-      if (constants_.count(other)) {
+      if (f.op == "Add" && constants_.count(other)) {
         // A per-channel constant (the fuser checked that it broadcasts along the channel axis),
         // or one value for every channel.
         const auto& c = constant(f, other);

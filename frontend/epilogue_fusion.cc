@@ -317,7 +317,8 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::activation(
 
 FusedEpilogue EpilogueFuser::fuse(size_t anchor, bool has_bias, AnchorKind kind) {
   FusedEpilogue f;
-  bool bias = has_bias, residual = false;
+  bool bias = has_bias;
+  std::string residual;  // "", or the step that joins it: add or max
   std::string cur = g_.nodes[anchor].outputs.front();
   const auto out_shape = g_.shape(cur);
   const size_t channel_axis = kind == AnchorKind::kConv ? 1 : out_shape ? out_shape->size() - 1 : 0;
@@ -351,21 +352,23 @@ FusedEpilogue EpilogueFuser::fuse(size_t anchor, bool has_bias, AnchorKind kind)
       if (kind == AnchorKind::kConv && batch_norm()) take(*next);
     }
   }
-  if (next && g_.nodes[*next].op == "Add" && g_.nodes[*next].inputs.size() == 2) {
-    const Node& add = g_.nodes[*next];
-    const std::string& other = add.inputs[0] == cur ? add.inputs[1] : add.inputs[0];
+  if (next && (g_.nodes[*next].op == "Add" || g_.nodes[*next].op == "Max") &&
+      g_.nodes[*next].domain.empty() && g_.nodes[*next].inputs.size() == 2) {
+    const Node& join = g_.nodes[*next];
+    const std::string& other = join.inputs[0] == cur ? join.inputs[1] : join.inputs[0];
     // A residual: the other operand is computed independently of this kernel (so it is ready
-    // when the kernel runs) and has the output's shape.
+    // when the kernel runs) and has the output's shape. Added (a residual connection) or the
+    // larger kept (tf2onnx's Maximum of two branches).
     if (!constant(other) && !depends_on(other, anchor) && g_.shape(other) &&
         g_.shape(other) == g_.shape(cur)) {
-      residual = true;
+      residual = join.op == "Add" ? "add" : "max";
       take(*next);
     }
   }
   std::optional<Activation> act = activation(cur);
   std::vector<std::string> steps;
   if (bias) steps.push_back("bias");
-  if (residual) steps.push_back("add");
+  if (!residual.empty()) steps.push_back(residual);
   if (act) {
     for (size_t n : act->nodes) {
       fused_[n] = true;

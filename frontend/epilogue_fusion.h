@@ -15,8 +15,8 @@ namespace ktune::frontend {
 
 // What follows an anchor node in one fused kernel.
 struct FusedEpilogue {
-  // "" or the steps joined by '_', as schedule_space's epilogue argument names them: bias, add
-  // (a residual), then relu, relu6, clip, hardswish, silu, gelu_erf, sigmoid, leaky_relu or
+  // "" or the steps joined by '_', as schedule_space's epilogue argument names them: bias, add or
+  // max (a residual), then relu, relu6, clip, hardswish, silu, gelu_erf, sigmoid, leaky_relu or
   // hardsigmoid.
   std::string steps;
   // The activation's parameters that differ from ONNX's defaults: clip_min / clip_max (finite
@@ -39,9 +39,10 @@ class EpilogueFuser {
 
   // Follows node `anchor`'s output: an inference-mode BatchNormalization (its shift becomes the
   // bias, its scale folds into the weights), an Add of a per-channel constant (a bias, when the
-  // anchor has none yet), an Add of an independent tensor shaped like the output (the residual),
-  // then one activation: Relu, Clip (bounds constant: initializers or Constant nodes from opset
-  // 11, attributes before; [0, 6] is relu6), HardSwish, Sigmoid, LeakyRelu, HardSigmoid,
+  // anchor has none yet), an Add or Max of an independent tensor shaped like the output (the
+  // residual, added or the larger kept), then one activation: Relu, Clip (bounds constant:
+  // initializers or Constant nodes from opset 11, attributes before; [0, 6] is relu6), HardSwish,
+  // Sigmoid, LeakyRelu, HardSigmoid,
   // x * HardSigmoid(x) with ONNX's HardSwish constants, x * Sigmoid(x) (silu), 0.5 x (1 + Erf(x /
   // sqrt(2))) in the five nodes exporters write (gelu_erf), 0.5 x (1 + tanh(sqrt(2 / pi) (x +
   // 0.044715 x^3))) in the nine or ten they write (gelu). Each matched node must be the only

@@ -116,7 +116,7 @@ std::string Epilogue::name() const {
   if (empty()) return kNone;
   std::vector<std::string> steps;
   if (bias) steps.push_back("bias");
-  if (residual) steps.push_back("add");
+  if (residual) steps.push_back(residual_max ? "max" : "add");
   if (activation != Activation::kNone) steps.push_back(name_of(activation));
   std::string text;
   for (const auto& s : steps) text += (text.empty() ? "" : "_") + s;
@@ -164,7 +164,7 @@ te::Expr Epilogue::apply(te::Expr v, const te::Expr& bias_value, const te::Expr&
                          te::DataType dt) const {
   auto c = [dt](double x) { return te::cast(dt, te::Expr(x)); };
   if (bias) v = v + bias_value;
-  if (residual) v = v + residual_value;
+  if (residual) v = residual_max ? te::max(v, residual_value) : v + residual_value;
   switch (activation) {
     case Activation::kNone:
       return v;
@@ -219,12 +219,13 @@ Epilogue parse_epilogue(const std::string& name) {
   };
   e.bias = take("bias");
   e.residual = take("add");
+  if (!e.residual) e.residual = e.residual_max = take("max");
   if (!rest.empty()) {
     for (const auto& [a, n] : activation_names())
       if (rest == n) e.activation = a;
     if (e.activation == Activation::kNone)
-      invalid("epilogue '" + name + "': steps are bias, add, then one of " + activation_list() +
-              ", joined by '_'");
+      invalid("epilogue '" + name + "': steps are bias, add or max, then one of " +
+              activation_list() + ", joined by '_'");
   }
   if (e.empty()) invalid("epilogue '" + name + "' has no step");
   return e;
@@ -237,9 +238,10 @@ std::vector<std::string> epilogue_choices(const EpilogueOffer& offer) {
   for (const auto& [a, n] : activation_names()) activations.push_back(a);
   for (bool bias : {true, false}) {
     if (!bias && !offer.none) continue;
-    for (bool residual : {false, true})
+    for (int residual : {0, 1, 2})  // none, add, max
       for (Activation a : activations) {
-        const Epilogue e{.bias = bias, .residual = residual, .activation = a};
+        const Epilogue e{
+            .bias = bias, .residual = residual > 0, .residual_max = residual == 2, .activation = a};
         if (!e.empty()) out.push_back(e.name());
       }
   }
@@ -248,8 +250,9 @@ std::vector<std::string> epilogue_choices(const EpilogueOffer& offer) {
 
 std::vector<ArgSpec> epilogue_args(const EpilogueOffer& offer) {
   const std::string doc =
-      "fused after the reduction, steps joined by '_': bias (" + offer.bias_doc + "), add (" +
-      offer.residual_doc + "), then one of " + activation_list() +
+      "fused after the reduction, steps joined by '_': bias (" + offer.bias_doc +
+      "), add or max (" + offer.residual_doc + ": added, or the larger kept), then one of " +
+      activation_list() +
       " (clip: clip_min..clip_max; gelu: the tanh form; leaky_relu: leaky_alpha; hardsigmoid: "
       "hardsigmoid_alpha, hardsigmoid_beta)" +
       (offer.none ? "; or none" : "");

@@ -1,5 +1,5 @@
-// Defines Epilogue, the elementwise steps a template fuses after its reduction (bias, residual add,
-// one activation), with its workload arguments and input tensors.
+// Defines Epilogue, the elementwise steps a template fuses after its reduction (bias, a residual
+// added or maxed, one activation), with its workload arguments and input tensors.
 #pragma once
 
 #include <cstdint>
@@ -28,13 +28,15 @@ enum class Activation {
   kHardSigmoid,  // min(max(hardsigmoid_alpha x + hardsigmoid_beta, 0), 1)
 };
 
-// An epilogue: v = reduction; v += bias (per output channel); v += residual (a tensor shaped like
-// the output); v = activation(v). Its name lists the steps joined by '_' in that order ("none"
-// when there is none): bias, add (the residual), then relu, relu6, clip, hardswish, silu, gelu,
+// An epilogue: v = reduction; v += bias (per output channel); v += residual, or v = max(v,
+// residual) (a tensor shaped like the output: a residual connection, or ONNX's Max of two
+// branches); v = activation(v). Its name lists the steps joined by '_' in that order ("none" when
+// there is none): bias, add or max (the residual), then relu, relu6, clip, hardswish, silu, gelu,
 // gelu_erf, sigmoid, leaky_relu or hardsigmoid, e.g. "bias_add_relu". Value type.
 struct Epilogue {
   bool bias = false;
   bool residual = false;
+  bool residual_max = false;  // with residual: the larger of v and it, not their sum
   Activation activation = Activation::kNone;
   // kClip's bounds; an infinite bound is no bound (ONNX Clip's missing min or max).
   double clip_min = -std::numeric_limits<double>::infinity();
@@ -80,7 +82,7 @@ struct EpilogueOffer {
 };
 
 // Every epilogue name an offer accepts: none (when offered), then each combination of bias,
-// add and an activation.
+// add or max and an activation.
 std::vector<std::string> epilogue_choices(const EpilogueOffer& offer);
 
 // The arguments a template with an epilogue declares, in this order: epilogue, clip_min,

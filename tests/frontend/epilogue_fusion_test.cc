@@ -197,6 +197,27 @@ TEST(EpilogueFusion, LeakyReluAndHardSigmoidFuseWithTheirAttributes) {
   EXPECT_TRUE(m.unsupported.empty());
 }
 
+// Two branches joined by Max (tf2onnx's Maximum, as in a 1-D audio CNN): the second conv's
+// epilogue keeps the larger of its value and the first branch's output, then its activation; a
+// Max of a constant or of a tensor the conv itself feeds stays a generated kernel.
+TEST(EpilogueFusion, MaxOfAnIndependentBranchIsAResidualStep) {
+  GraphBuilder b(13);
+  const std::string left = b.node("LeakyRelu", {b.conv("x")}, {1, 8, 6, 6});
+  const std::string joined = b.node("Max", {left, b.conv("x")}, {1, 8, 6, 6});
+  const std::string relu = b.node("Relu", {joined}, {1, 8, 6, 6});
+  const std::string fed = b.conv(relu);
+  const std::string own =
+      b.node("Max", {fed, b.node("Sigmoid", {fed}, {1, 8, 6, 6})}, {1, 8, 6, 6});
+  const ModelTasks m = b.finish(b.node("Max", {own, b.constant("floor", {}, {0.5})}, {1, 8, 6, 6}));
+  ASSERT_EQ(m.tasks.size(), 3u);
+  EXPECT_EQ(m.tasks[0].epilogue, "bias_leaky_relu");
+  EXPECT_EQ(m.tasks[1].epilogue, "bias_max_relu");
+  EXPECT_EQ(m.tasks[1].layers, (std::vector<std::string>{"Conv_2", "Max_3", "Relu_4"}));
+  EXPECT_EQ(m.tasks[2].epilogue, "bias");
+  ASSERT_EQ(m.unsupported.size(), 2u);  // Sigmoid; Max (two of them)
+  for (const ModelTask& t : m.tasks) EXPECT_EQ(t.status, TaskStatus::kOk) << t.refused;
+}
+
 // A conv without a bias, its bias added separately, then a BatchNormalization and a Relu (a
 // transposed conv's phase conv as paddle2onnx's decoders write it): one epilogue.
 TEST(EpilogueFusion, SeparateBiasThenBatchNormFuse) {

@@ -58,14 +58,17 @@ ErrorKind create_error(const std::string& tmpl, const Args& args) {
 TEST(Epilogue, NamesParseBackAndKeepTheirMeaning) {
   for (const auto& name : templates::epilogue_choices({}))
     EXPECT_EQ(templates::parse_epilogue(name).name(), name);
-  // 4 prefixes (none, bias, add, bias_add) x 11 activations (none included), less the empty one,
-  // and "none".
-  EXPECT_EQ(templates::epilogue_choices({}).size(), 44u);
-  EXPECT_EQ(templates::epilogue_choices({.none = false}).size(), 22u);
+  // 6 prefixes (none, bias, add, max, bias_add, bias_max) x 11 activations (none included), less
+  // the empty one, and "none".
+  EXPECT_EQ(templates::epilogue_choices({}).size(), 66u);
+  EXPECT_EQ(templates::epilogue_choices({.none = false}).size(), 33u);
   const Epilogue br = templates::parse_epilogue("bias_relu");
   EXPECT_TRUE(br.bias && !br.residual && br.activation == Activation::kRelu);
   const Epilogue bar = templates::parse_epilogue("bias_add_relu");
   EXPECT_TRUE(bar.bias && bar.residual && bar.activation == Activation::kRelu);
+  const Epilogue bm = templates::parse_epilogue("bias_max_relu");
+  EXPECT_TRUE(bm.bias && bm.residual && bm.residual_max && bm.activation == Activation::kRelu);
+  EXPECT_FALSE(bar.residual_max);
   const Epilogue b = templates::parse_epilogue("bias");
   EXPECT_TRUE(b.bias && !b.residual && b.activation == Activation::kNone);
   EXPECT_EQ(templates::parse_epilogue("bias_gelu").activation, Activation::kGelu);
@@ -73,8 +76,8 @@ TEST(Epilogue, NamesParseBackAndKeepTheirMeaning) {
   EXPECT_EQ(templates::parse_epilogue("bias_leaky_relu").activation, Activation::kLeakyRelu);
   EXPECT_EQ(templates::parse_epilogue("hardsigmoid").activation, Activation::kHardSigmoid);
   EXPECT_TRUE(templates::parse_epilogue("none").empty());
-  for (const char* bad :
-       {"", "relu_bias", "bias_bias", "add_bias", "bias_relu_relu", "gelu_tanh", "bias_"}) {
+  for (const char* bad : {"", "relu_bias", "bias_bias", "add_bias", "bias_relu_relu", "gelu_tanh",
+                          "bias_", "add_max", "max_add", "max_bias"}) {
     try {
       templates::parse_epilogue(bad);
       ADD_FAILURE() << bad;
@@ -213,6 +216,8 @@ const std::vector<EpilogueCase>& epilogue_cases() {
       {"bias_clip", {{"clip_min", "-0.25"}, {"clip_max", "0.5"}}},
       {"bias_clip", {{"clip_max", "0.75"}}},
       {"bias_add_relu", {}},
+      {"bias_max", {}},
+      {"max_relu", {}},
       {"bias_hardswish", {}},
       {"bias_add_hardswish", {}},
       {"bias_silu", {}},
@@ -229,7 +234,7 @@ const std::vector<EpilogueCase>& epilogue_cases() {
 
 // The steps of an epilogue name, read here independently of the library.
 struct Steps {
-  bool bias, residual;
+  bool bias, residual, residual_max;
   std::string activation;  // "" or the last step
   Args params;
 };
@@ -246,6 +251,7 @@ Steps steps_of(const EpilogueCase& e) {
   };
   s.bias = take("bias");
   s.residual = take("add");
+  if (!s.residual) s.residual = s.residual_max = take("max");
   s.activation = rest;
   s.params = e.params;
   return s;
@@ -370,7 +376,7 @@ Prepared prepare_conv(const Task& task, const Steps& s, bool depthwise, int64_t 
             }
         const int64_t i = (o * oh + y) * ow + x;
         if (s.bias) acc += bias[o];
-        if (s.residual) acc += res[i];
+        if (s.residual) acc = s.residual_max ? std::max(acc, res[i]) : acc + res[i];
         p.expect[out_at(i)] = activate(s, acc);
       }
   return p;
@@ -393,7 +399,7 @@ Prepared prepare_gemm(const Task& task, const Steps& s, int64_t m, int64_t n, in
       double acc = 0;
       for (int64_t q = 0; q < kk; ++q) acc += a[i * kk + q] * b[q * n + j];
       if (s.bias) acc += bias[j];
-      if (s.residual) acc += res[i * n + j];
+      if (s.residual) acc = s.residual_max ? std::max(acc, res[i * n + j]) : acc + res[i * n + j];
       p.expect[i * n + j] = activate(s, acc);
     }
   return p;
