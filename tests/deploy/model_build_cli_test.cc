@@ -64,6 +64,25 @@ class ModelBuild : public ::testing::Test {
     return p;
   }
 
+  // Random token ids in [0, below) of `count` values of int64 (8 bytes) or int32 (4), written to
+  // a file: the input of a model that indexes constant tables.
+  std::string ids(int64_t count, int64_t below, size_t bytes, uint64_t seed) const {
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int64_t> u(0, below - 1);
+    std::string data;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t v = u(rng);
+      const int32_t narrow = static_cast<int32_t>(v);
+      data.append(
+          bytes == 8 ? reinterpret_cast<const char*>(&v) : reinterpret_cast<const char*>(&narrow),
+          bytes);
+    }
+    const std::string p = path("in.bin");
+    std::ofstream(p, std::ios::binary)
+        .write(data.data(), static_cast<std::streamsize>(data.size()));
+    return p;
+  }
+
   static std::vector<float> floats(const std::string& file) {
     std::ifstream in(file, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), {});
@@ -417,9 +436,21 @@ int64_t header_define(const std::string& header, const std::string& what) {
 // in one buffer set, NaN-filled), for the host and, when the cross tools exist, for AArch64 under
 // qemu: the object-code path (libm's logf and powf, the runtime's threads) of the generated
 // kernels, each output within kTolerance of ONNX Runtime's.
+// The C type of a built model's first input, from its header's prototype of net_run: float, or
+// int64_t / int32_t (token ids).
+std::string input_type(const std::string& header) {
+  std::ifstream in(header);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("net_run(") != std::string::npos)
+      for (const char* type : {"int64_t", "int32_t"})
+        if (line.find(std::string("const ") + type + "* INPUT0") != std::string::npos) return type;
+  return "float";
+}
+
 // The models linked into C programs of every output (outputs NaN-filled), for the host and, with
 // the cross compiler and qemu, for AArch64; each output against ONNX Runtime's. `models`: file
-// and --input shape ("" = the model's own).
+// and --input shape ("" = the model's own). A model of token ids reads ids below 50 (the corpus'
+// smallest table).
 void ModelBuild::linked_and_cross_built_match_ort(
     const std::vector<std::pair<std::string, std::string>>& models) {
   std::vector<std::pair<std::string, std::string>> targets = {{"host", "cc"}};
@@ -439,6 +470,7 @@ void ModelBuild::linked_and_cross_built_match_ort(
       ASSERT_EQ(built.status, 0) << name << " " << target << ": " << built.err;
       const int64_t outputs = header_define(path("net.h"), "NUM_OUTPUTS");
       ASSERT_GT(outputs, 0) << name;
+      const std::string type = input_type(path("net.h"));
       std::vector<int64_t> sizes;
       std::string args, list;
       for (int64_t k = 0; k < outputs; ++k) {
@@ -453,8 +485,11 @@ void ModelBuild::linked_and_cross_built_match_ort(
           << "  const long sizes[] = {" << list << "};\n  float* o[" << outputs << "];\n"
           << "  for (int k = 0; k < " << outputs << "; ++k) {\n    o[k] = buffer(sizes[k]);\n"
           << "    for (long i = 0; i < sizes[k]; ++i) o[k][i] = 0.0f / 0.0f;\n  }\n"
-          << "  float* in = buffer(net_INPUT0_ELEMENTS);\n  FILE* f = fopen(argv[1], \"rb\");\n"
-          << "  if (!f || fread(in, 4, net_INPUT0_ELEMENTS, f) != net_INPUT0_ELEMENTS) return 8;\n"
+          << "  " << type
+          << "* in = aligned_alloc(64, (net_INPUT0_ELEMENTS * sizeof *in + 63) / 64 "
+          << "* 64);\n  FILE* f = fopen(argv[1], \"rb\");\n"
+          << "  if (!f || fread(in, sizeof *in, net_INPUT0_ELEMENTS, f) != net_INPUT0_ELEMENTS) "
+          << "return 8;\n"
           << "  fclose(f);\n  void* ctx = net_create();\n  ktune_set_num_threads(2);\n"
           << "  if (!ctx || net_run(ctx, in" << args << ") != 0) return 4;\n"
           << "  f = fopen(argv[2], \"wb\");\n"
@@ -466,7 +501,9 @@ void ModelBuild::linked_and_cross_built_match_ort(
                     " -lm -lpthread -o " + quote(path("main")),
                 true);
       ASSERT_EQ(compiled.status, 0) << name << " " << target << ": " << compiled.err;
-      const std::string in = inputs(header_define(path("net.h"), "INPUT0_ELEMENTS"), 5);
+      const int64_t elements = header_define(path("net.h"), "INPUT0_ELEMENTS");
+      const std::string in =
+          type == "float" ? inputs(elements, 5) : ids(elements, 50, type == "int64_t" ? 8 : 4, 5);
       const std::vector<float> ref = ort(onnx, in, input);
       fs::remove(path("out.bin"));
       const auto ran = shell((cc == "cc" ? "" : "qemu-aarch64-static ") + quote(path("main")) +
@@ -502,6 +539,7 @@ TEST_F(ModelBuild, OperatorTestModelsLinkedAndCrossBuiltMatchOnnxRuntime) {
                                     {"op_resize_v13.onnx", ""},
                                     {"op_softmax_v13.onnx", ""},
                                     {"op_gather.onnx", ""},
+                                    {"op_embedding.onnx", ""},
                                     {"op_matmul.onnx", ""},
                                     {"op_conv_general.onnx", ""},
                                     {"op_conv_transpose.onnx", ""},
