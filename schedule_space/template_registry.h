@@ -54,6 +54,11 @@ struct TemplateDef {
   // Optional: extra checks of the arguments (e.g. a kernel bigger than the padded input);
   // throws Error(kInvalidArgument).
   std::function<void(const WorkloadArgs&)> check = nullptr;
+  // How far above its device's fp32 FMA peak the flop this template counts may run: 1 for
+  // direct arithmetic; more where one instruction does several fp32 FMAs' counted work (bf16 and
+  // int8 dot products) or the algorithm computes fewer products than it counts (Winograd). A
+  // tuning server refuses a device's result above its calibrated peak times this.
+  double peak_multiple = 1;
 };
 
 // The templates by name. global() holds the built-in templates; tests and other modules may

@@ -103,6 +103,13 @@ void print_devices(const std::vector<rpc_runner::DeviceInfo>& devices) {
               << d.served << std::setw(7) << d.cores << d.target << (d.emulated ? "  EMULATED" : "")
               << "\n"
               << "      " << d.description << " (" << d.peer << ")\n";
+    if (d.core_gflops > 0)
+      std::cout << "      calibrated: " << std::fixed << std::setprecision(1) << d.core_gflops
+                << " GFLOP/s on one core, " << d.all_gflops << " on all" << std::defaultfloat
+                << std::setprecision(6) << (d.calibration_note.empty() ? "" : " (")
+                << d.calibration_note << (d.calibration_note.empty() ? "" : ")") << "\n";
+    else
+      std::cout << "      calibrating\n";
     if (d.refused > 0)
       std::cout << "      FLAGGED: " << d.refused << " result(s) refused, the last: " << d.flagged
                 << "\n";
@@ -207,6 +214,9 @@ void run_devices(const ServerCommandOptions& o) {
                    {"emulated", d.emulated},
                    {"refused", d.refused},
                    {"flagged", d.flagged},
+                   {"core_gflops", d.core_gflops},
+                   {"all_gflops", d.all_gflops},
+                   {"calibration_note", d.calibration_note},
                    {"description", d.description},
                    {"peer", d.peer}});
     std::cout << j.dump(2) << "\n";

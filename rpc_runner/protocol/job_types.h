@@ -124,6 +124,10 @@ struct WorkerInfo {
   uint64_t served = 0;
   uint64_t refused = 0;  // results the server refused
   std::string flagged;   // why it refused the last one ("" = none)
+  // Its calibration at attach (the fma_peak kernel, timed by the device): fp32 GFLOP/s on one
+  // thread and on all its threads (0 = not calibrated yet), and what the server found odd in it.
+  double core_gflops = 0, all_gflops = 0;
+  std::string calibration_note;
 };
 
 // One attached worker, as `ktune server devices` shows it.
@@ -140,6 +144,10 @@ struct DeviceInfo {
   bool emulated = false;  // runs under emulation (qemu): its timings are marked as such
   uint64_t refused = 0;   // results the server refused (not finite, out of range, implausible)
   std::string flagged;    // why it refused the last one ("" = none)
+  // Its calibration at attach: fp32 GFLOP/s on one thread and on all (0 = calibrating), and what
+  // the server found odd in it ("" = nothing).
+  double core_gflops = 0, all_gflops = 0;
+  std::string calibration_note;
 };
 
 // The server at a glance, as `ktune server status` shows it: its metrics (those its metrics port

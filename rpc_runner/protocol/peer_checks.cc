@@ -61,6 +61,58 @@ double peak_ceiling_gflops(int cores, int vector_lanes) {
          kClockGhzCeiling;
 }
 
+std::map<std::string, std::string> calibration_args(int lanes, int copies) {
+  return {{"lanes", std::to_string(std::max(lanes, 1))},
+          {"copies", std::to_string(std::clamp(copies, 1, kMaxCores))}};
+}
+
+tuner::MeasureOptions calibration_measure(int run_threads) {
+  tuner::MeasureOptions m;
+  m.number = 1;
+  m.repeat = 5;
+  m.min_repeat_ms = 20;
+  m.build_timeout_s = 30;
+  m.run_timeout_s = 30;
+  m.check_correctness = false;
+  m.run_threads = run_threads;
+  return m;
+}
+
+std::string check_calibration(double core_gflops, double all_gflops, int cores, int lanes) {
+  if (!std::isfinite(core_gflops) || core_gflops <= 0 || !std::isfinite(all_gflops) ||
+      all_gflops <= 0)
+    return fmt::format("a calibration of {} GFLOP/s on one core and {} on all", core_gflops,
+                       all_gflops);
+  const double one = peak_ceiling_gflops(1, lanes);
+  if (core_gflops > one)
+    return fmt::format(
+        "its calibration runs {:.1f} GFLOP/s on one core, above what a core of its target can "
+        "({:.1f}: {} lanes, {:g} FMAs a cycle at {:g} GHz)",
+        core_gflops, one, std::max(lanes, 1), kFmaPortsCeiling, kClockGhzCeiling);
+  const int declared = std::clamp(cores, 1, kMaxCores);
+  if (all_gflops > declared * core_gflops * kCoresSlack)
+    return fmt::format(
+        "its calibration runs {:.1f} GFLOP/s on all cores, more than its {} declared core(s) at "
+        "{:.1f} each",
+        all_gflops, declared, core_gflops);
+  return "";
+}
+
+std::string calibration_note(double core_gflops, double all_gflops, int cores) {
+  const double runs_like = core_gflops > 0 ? all_gflops / core_gflops : 0;
+  if (cores < 2 || runs_like * 2 >= cores) return "";
+  return fmt::format("says {} cores; its calibration runs like {:.1f}", cores, runs_like);
+}
+
+double calibrated_ceiling_gflops(const WorkerInfo& w, int run_threads, double multiple,
+                                 int vector_lanes) {
+  const double m = std::max(multiple, 1.0);
+  if (w.core_gflops <= 0 || w.all_gflops <= 0)
+    return peak_ceiling_gflops(run_threads == 1 ? 1 : w.cores, vector_lanes) * m;
+  const double peak = run_threads == 1 ? w.core_gflops : std::max(w.core_gflops, w.all_gflops);
+  return peak * kCalibrationSlack * m;
+}
+
 size_t first_control(std::string_view text) {
   const auto it = std::find_if(text.begin(), text.end(),
                                [](char c) { return is_control(static_cast<unsigned char>(c)); });

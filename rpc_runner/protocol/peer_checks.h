@@ -1,11 +1,13 @@
-// Defines the tuning server's checks of what a device worker sends (its hello, its results): the
-// limits, the plausibility ceiling, and one function per message.
+// Defines the tuning server's checks of what a device worker sends (its hello, its calibration,
+// its results): the limits, the ceilings, and one function per message.
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <string_view>
 
+#include "rpc_runner/protocol/job_types.h"
 #include "rpc_runner/protocol/ktune.pb.h"
 #include "tuner/measure.h"
 
@@ -31,6 +33,37 @@ inline constexpr int kMaxSlots = 64;
 inline constexpr double kFmaPortsCeiling = 4;
 inline constexpr double kClockGhzCeiling = 6.5;
 double peak_ceiling_gflops(int cores, int vector_lanes);
+
+// The calibration every worker runs at attach: the fma_peak kernel (schedule_space), on one
+// thread with one copy and on all its threads with one copy per core it declares, timed by the
+// device. Its figures are the worker's own word too, so they are held to the declared target
+// (no core faster than peak_ceiling_gflops(1, lanes)) and to the declared cores; what they then
+// bound is every later result, which no longer rests on the core count alone.
+
+// fma_peak's arguments for a target of `lanes` fp32 lanes and `copies` copies.
+std::map<std::string, std::string> calibration_args(int lanes, int copies);
+// How a calibration run is timed: each timing at least 20 ms, five of them, on `run_threads`
+// threads (0 = all), no reference check (its output is never used).
+tuner::MeasureOptions calibration_measure(int run_threads);
+// A result may run this much above its device's calibrated peak (times its template's
+// peak_multiple): fma_peak runs at 99% of a hand-written FMA loop; the rest is timing noise and a
+// core's turbo when others idle.
+inline constexpr double kCalibrationSlack = 1.5;
+// The all-core calibration may pass the declared cores times the one-core figure by this much.
+inline constexpr double kCoresSlack = 1.25;
+// Why a calibration (GFLOP/s on one thread and on all) of a worker declaring `cores` cores of
+// `lanes` fp32 lanes is refused, one line, or "" when it is accepted: figures that are not finite
+// and positive, one core above what a core of the target can do, or all cores above the declared
+// count of cores at the one-core figure.
+std::string check_calibration(double core_gflops, double all_gflops, int cores, int lanes);
+// What the server notes about an accepted calibration ("" = nothing): all cores running like less
+// than half the cores declared ("says 1024 cores; its calibration runs like 2.0").
+std::string calibration_note(double core_gflops, double all_gflops, int cores);
+// The ceiling of a result of worker `w` measured on `run_threads` threads (0 = all) of a task of
+// template peak_multiple `multiple`: its calibrated peak there times kCalibrationSlack; the
+// declared ceiling (peak_ceiling_gflops) while it is not calibrated.
+double calibrated_ceiling_gflops(const WorkerInfo& w, int run_threads, double multiple,
+                                 int vector_lanes);
 
 // A build or run time may exceed its timeout by this much (the child is killed at the timeout,
 // then reaped and reported): beyond that, the worker's clock is not believed.

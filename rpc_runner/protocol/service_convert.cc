@@ -205,6 +205,9 @@ void to_proto(const WorkerInfo& w, rpc::Device* out) {
   out->set_emulated(w.emulated);
   out->set_refused(w.refused);
   out->set_flagged(w.flagged);
+  out->set_core_gflops(w.core_gflops);
+  out->set_all_gflops(w.all_gflops);
+  out->set_calibration_note(w.calibration_note);
 }
 
 DeviceInfo from_proto(const rpc::Device& d) {
@@ -221,6 +224,9 @@ DeviceInfo from_proto(const rpc::Device& d) {
   out.served = d.served();
   out.refused = d.refused();
   out.flagged = d.flagged();
+  out.core_gflops = d.core_gflops();
+  out.all_gflops = d.all_gflops();
+  out.calibration_note = d.calibration_note();
   return out;
 }
 

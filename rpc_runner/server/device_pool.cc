@@ -60,6 +60,55 @@ std::string DevicePool::attach(WorkerInfo info, Sender send, Closer close) {
   return id;
 }
 
+void DevicePool::send_direct(const std::string& worker_id, rpc::Candidate candidate,
+                             ResultCallback done) {
+  std::lock_guard lock(mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) return;
+  Worker& w = it->second;
+  candidate.set_id(next_candidate_++);
+  Pending p;
+  p.candidate = std::move(candidate);
+  p.done = std::move(done);
+  p.queued_at = Clock::now();
+  double budget = deadline_margin_s_ + budget_s(p.candidate);
+  for (const auto& [held, q] : w.in_flight) budget += budget_s(q.candidate);
+  p.deadline = p.queued_at +
+               std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget));
+  w.send(p.candidate);
+  const uint64_t id = p.candidate.id();
+  w.in_flight.emplace(id, std::move(p));
+  relist(w);
+}
+
+void DevicePool::calibrated(const std::string& worker_id, double core_gflops, double all_gflops,
+                            const std::string& note) {
+  std::lock_guard lock(mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) return;
+  Worker& w = it->second;
+  w.info.core_gflops = core_gflops;
+  w.info.all_gflops = all_gflops;
+  w.info.calibration_note = note;
+  w.calibrated = true;
+  relist(w);
+  dispatch(w.info.key);
+}
+
+void DevicePool::refuse(const std::string& worker_id, const std::string& reason) {
+  Closer close;
+  std::vector<Delivery> stranded;
+  {
+    std::lock_guard lock(mu_);
+    auto it = workers_.find(worker_id);
+    if (it == workers_.end()) return;
+    close = it->second.close;
+    remove(it, reason, &stranded);
+  }
+  if (close) close(reason, /*refused=*/true);
+  for (Delivery& d : stranded) d.done(d.worker, std::move(d.result));
+}
+
 void DevicePool::detach(const std::string& worker_id, const std::string& reason) {
   std::vector<Delivery> stranded;
   {
@@ -74,7 +123,7 @@ void DevicePool::detach(const std::string& worker_id, const std::string& reason)
 void DevicePool::relist(Worker& w, bool gone) {
   FreeList& free = free_[w.info.key];
   const size_t load = w.in_flight.size();
-  const bool fits = !gone && static_cast<int>(load) < w.info.slots;
+  const bool fits = !gone && w.calibrated && static_cast<int>(load) < w.info.slots;
   if (w.listed && (!fits || w.listed_load != load)) {
     free.erase({w.listed_load, w.seq, &w});
     w.listed = false;
@@ -142,31 +191,33 @@ bool DevicePool::complete(const std::string& worker_id, rpc::CandidateResult res
     done = std::move(c->second);
     w.in_flight.erase(c);
     relist(w);
-    ++w.info.served;
+    if (done.job_id != kNoJob) ++w.info.served;  // a job's result, not its calibration
     info = w.info;
-    auto job = jobs_.find(done.job_id);
-    if (job == jobs_.end()) {
+    if (done.job_id == kNoJob) {
+      dispatch(w.info.key);
+    } else if (auto job = jobs_.find(done.job_id); job == jobs_.end()) {
       dispatch(w.info.key);
       return false;  // the job ended meanwhile
-    }
-    --job->second.in_flight;
-    if (result.error_kind() == to_string(ErrorKind::kUnsupported)) {
-      done.unsupported_on.insert(worker_id);
-      if (another_may_run(w.info.key, done)) {
-        spdlog::info(
-            "worker {} (key {}) cannot run candidate {} of job {}; it goes to another "
-            "worker of the key",
-            worker_id, w.info.key, done.candidate.id(), done.job_id);
-        done.unsupported_by = info;
-        done.unsupported_answer = std::move(result);
-        done.queued_at = Clock::now();
-        job->second.queue.push_front(std::move(done));
-        dispatch(w.info.key);
-        return true;
+    } else {
+      --job->second.in_flight;
+      if (result.error_kind() == to_string(ErrorKind::kUnsupported)) {
+        done.unsupported_on.insert(worker_id);
+        if (another_may_run(w.info.key, done)) {
+          spdlog::info(
+              "worker {} (key {}) cannot run candidate {} of job {}; it goes to another "
+              "worker of the key",
+              worker_id, w.info.key, done.candidate.id(), done.job_id);
+          done.unsupported_by = info;
+          done.unsupported_answer = std::move(result);
+          done.queued_at = Clock::now();
+          job->second.queue.push_front(std::move(done));
+          dispatch(w.info.key);
+          return true;
+        }
+        result = no_worker_can(std::move(result), w.info.key, done.unsupported_on);
       }
-      result = no_worker_can(std::move(result), w.info.key, done.unsupported_on);
+      dispatch(w.info.key);
     }
-    dispatch(w.info.key);
   }
   // Outside the lock: the job's callback takes its own lock and may submit more.
   done.done(info, std::move(result));
@@ -194,7 +245,7 @@ std::vector<std::string> DevicePool::expire() {
         gone.push_back(it->first);
         Closer close = it->second.close;
         remove(it, reason, &stranded);
-        if (close) close(reason);
+        if (close) close(reason, /*refused=*/false);
       }
       it = next;
     }

@@ -41,14 +41,17 @@ using ResultCallback = std::function<void(const WorkerInfo& worker, rpc::Candida
 // candidate kUnsupported (it cannot run its target or kernel) speaks for itself, not for the key:
 // the candidate goes back to the front of its queue for the key's other workers, and its result
 // is that answer only once every worker of the key attached then has given it. A worker whose
-// results are refused is flagged (flag()), which workers() shows.
+// results are refused is flagged (flag()), which workers() shows. A worker takes no job's
+// candidate before its calibration (send_direct(), then calibrated()) sets the peak its results
+// are bounded by (peer_checks.h).
 // Thread-safe. Lock order: the pool's lock, then whatever a Sender or closer takes.
 class DevicePool {
  public:
   // Writes a candidate to the worker's stream; must not block (queue it).
   using Sender = std::function<void(const rpc::Candidate&)>;
-  // Ends the worker's stream with the reason; must not block.
-  using Closer = std::function<void(const std::string& reason)>;
+  // Ends the worker's stream with the reason: `refused` (its calibration) or taken for lost; must
+  // not block.
+  using Closer = std::function<void(const std::string& reason, bool refused)>;
 
   // Deadlines a candidate may miss (on as many workers) before it fails as kWorkerLost.
   static constexpr int kDeadlineAttempts = 3;
@@ -60,9 +63,20 @@ class DevicePool {
   explicit DevicePool(double heartbeat_timeout_s = 15, double deadline_margin_s = 150,
                       ServerMetrics* metrics = nullptr);
 
-  // Registers a worker (info.worker_id is assigned); returns its id. Candidates waiting for the
-  // key are dispatched to it at once.
+  // Registers a worker (info.worker_id is assigned); returns its id. It takes job candidates once
+  // calibrated().
   std::string attach(WorkerInfo info, Sender send, Closer close);
+  // Sends a candidate of no job straight to the worker (its calibration), with a deadline as a
+  // job's candidate has; `done` gets its result. Unknown ids are ignored. A worker that lets the
+  // deadline pass or detaches first never answers: `done` is not called.
+  void send_direct(const std::string& worker_id, rpc::Candidate candidate, ResultCallback done);
+  // Sets the worker's calibration (GFLOP/s on one thread and on all, and what the server found
+  // odd, "" = nothing); candidates waiting for the key are dispatched to it at once. Unknown ids
+  // are ignored.
+  void calibrated(const std::string& worker_id, double core_gflops, double all_gflops,
+                  const std::string& note);
+  // Detaches the worker and closes its stream with `reason` (a refused calibration).
+  void refuse(const std::string& worker_id, const std::string& reason);
   // Removes the worker and requeues its in-flight candidates. Unknown ids are ignored.
   void detach(const std::string& worker_id, const std::string& reason);
   // Notes that the worker is alive (any message counts).
@@ -106,8 +120,10 @@ class DevicePool {
 
  private:
   using Clock = std::chrono::steady_clock;
+  // The job id of a candidate sent by send_direct (job ids start at 1).
+  static constexpr uint64_t kNoJob = 0;
   struct Pending {
-    uint64_t job_id = 0;
+    uint64_t job_id = kNoJob;
     rpc::Candidate candidate;
     ResultCallback done;
     Clock::time_point queued_at;  // when it (last) joined a queue
@@ -138,7 +154,8 @@ class DevicePool {
     Closer close;
     std::map<uint64_t, Pending> in_flight;  // by candidate id
     Clock::time_point last_seen;
-    bool listed = false;  // in its key's free list, with load `listed_load`
+    bool calibrated = false;  // only then does it take job candidates
+    bool listed = false;      // in its key's free list, with load `listed_load`
     size_t listed_load = 0;
   };
   // A key's workers with a free slot, least loaded first: dispatching takes the front, so a batch

@@ -133,17 +133,19 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(
         continue;
       }
     }
-    // The ceiling's lanes are the server's view of the task's target; the worker's cores are
-    // bounded at its hello.
+    // The ceiling is the worker's calibration at attach (peer_checks.h), times what the
+    // template's flop may run above an FMA peak; lanes are the server's view of the target.
     const double flop = task.flop();
+    const double multiple = task.template_def().peak_multiple;
     const int lanes = task.target().vector_lanes();
     const tuner::MeasureOptions& measure = options_.measure;
     DevicePool& pool = pool_;
     pool_.submit(
         job_id_, std::move(c),
-        [batch, i, flop, lanes, measure, &pool](const WorkerInfo& w, rpc::CandidateResult r) {
-          CheckedResult checked =
-              check_result(r, result_limits(measure, flop, peak_ceiling_gflops(w.cores, lanes)));
+        [batch, i, flop, multiple, lanes, measure, &pool](const WorkerInfo& w,
+                                                          rpc::CandidateResult r) {
+          const double ceiling = calibrated_ceiling_gflops(w, measure.run_threads, multiple, lanes);
+          CheckedResult checked = check_result(r, result_limits(measure, flop, ceiling));
           tuner::MeasureResult result = std::move(checked.result);
           if (!checked.refusal.empty()) {
             spdlog::warn("refused a result of worker {} (key {}, {}): {}", w.worker_id, w.key,

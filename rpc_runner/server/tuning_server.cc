@@ -25,6 +25,7 @@
 #include "rpc_runner/protocol/ktune.grpc.pb.h"
 #include "rpc_runner/protocol/peer_checks.h"
 #include "rpc_runner/protocol/service_convert.h"
+#include "rpc_runner/server/device_calibration.h"
 #include "rpc_runner/server/device_pool.h"
 #include "rpc_runner/server/job_manager.h"
 #include "rpc_runner/server/rate_limiter.h"
@@ -154,9 +155,9 @@ using WorkerStream =
 // One device worker's stream: hello -> registered in the pool; results and heartbeats after.
 class AttachReactor final : public WorkerStream {
  public:
-  AttachReactor(DevicePool& pool, std::string peer, double heartbeat_s,
-                std::optional<grpc::Status> refused)
-      : pool_(pool), peer_(std::move(peer)), heartbeat_s_(heartbeat_s) {
+  AttachReactor(DevicePool& pool, DeviceCalibration& calibration, std::string peer,
+                double heartbeat_s, std::optional<grpc::Status> refused)
+      : pool_(pool), calibration_(calibration), peer_(std::move(peer)), heartbeat_s_(heartbeat_s) {
     if (refused) {
       finish(*refused);
       return;
@@ -239,8 +240,11 @@ class AttachReactor final : public WorkerStream {
           *m.mutable_candidate() = c;
           send(std::move(m));
         },
-        [this](const std::string& reason) {
-          finish({grpc::StatusCode::UNAVAILABLE, "taken for lost: " + reason});
+        [this](const std::string& reason, bool refused) {
+          if (refused)
+            finish({grpc::StatusCode::INVALID_ARGUMENT, reason});
+          else
+            finish({grpc::StatusCode::UNAVAILABLE, "taken for lost: " + reason});
         });
     rpc::ServerToWorker ack;
     ack.mutable_attached()->set_worker_id(worker_id_);
@@ -250,6 +254,9 @@ class AttachReactor final : public WorkerStream {
     spdlog::info("worker {} attached: key {}, target '{}', {} cores, {} slots{}, from {}",
                  worker_id_, info.key, info.target, info.cores, info.slots,
                  info.emulated ? ", emulated" : "", peer_);
+    // No job's candidate before its calibration sets the ceiling of its results.
+    info.worker_id = worker_id_;
+    calibration_.start(info);
     return true;
   }
 
@@ -261,6 +268,7 @@ class AttachReactor final : public WorkerStream {
   }
 
   DevicePool& pool_;
+  DeviceCalibration& calibration_;
   std::string peer_;
   double heartbeat_s_;
   rpc::WorkerMessage in_;
@@ -347,6 +355,7 @@ class TuningService final : public rpc::Tuning::CallbackService {
         submissions_(options.max_jobs_per_minute),
         metrics_([this] { return snapshot(); }),
         pool_(options.worker_timeout_s, options.deadline_margin_s, &metrics_),
+        calibration_(pool_),
         jobs_(options.db_path, pool_, &metrics_, options.db_retry_s),
         queries_(tuning_db::Database::open(options.db_path,
                                            {.reconnect_for_s = options.db_retry_s,
@@ -507,7 +516,7 @@ class TuningService final : public rpc::Tuning::CallbackService {
 
   grpc::ServerBidiReactor<rpc::WorkerMessage, rpc::ServerToWorker>* Attach(
       grpc::CallbackServerContext* context) override {
-    return new AttachReactor(pool_, context->peer(), options_.heartbeat_s,
+    return new AttachReactor(pool_, calibration_, context->peer(), options_.heartbeat_s,
                              refusal(*context, Role::kWorker, "Attach"));
   }
 
@@ -594,6 +603,7 @@ class TuningService final : public rpc::Tuning::CallbackService {
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   ServerMetrics metrics_;  // before pool_ and jobs_, which feed it
   DevicePool pool_;
+  DeviceCalibration calibration_;  // after pool_, which it sends to
   JobManager jobs_;
   // Set by stop(): a query waiting for a PostgreSQL log that went away stops waiting.
   std::atomic<bool> closing_{false};

@@ -51,7 +51,9 @@ double LandscapeAnswers::flop_of(const rpc::TaskSpec& task) const {
   double flop = 0;
   try {
     const schedule_space::Task t = from_proto(task);
-    if (t.workload_key() == landscape_.header.value("workload", "")) flop = t.flop();
+    if (t.workload_key() == landscape_.header.value("workload", "") ||
+        t.template_name() == "fma_peak")
+      flop = t.flop();
   } catch (const std::exception& e) {
     spdlog::warn("simulated device: cannot rebuild a task of template '{}': {}",
                  task.template_name(), e.what());
@@ -70,6 +72,7 @@ rpc::CandidateResult LandscapeAnswers::answer(const rpc::Candidate& c) const {
                         ", not a task of template '" + c.task().template_name() + "'");
     return r;
   }
+  if (c.task().template_name() == "fma_peak") return calibration(c, flop);
   const tuner::LandscapePoint& p = point(c.config_index());
   if (p.error || !(p.gflops > 0)) {
     r.set_error_kind(std::string(to_string(p.error.value_or(ErrorKind::kUnknown))));
@@ -80,6 +83,20 @@ rpc::CandidateResult LandscapeAnswers::answer(const rpc::Candidate& c) const {
   const int repeat = std::max(c.measure().repeat(), 1);
   for (int i = 0; i < repeat; ++i) r.add_costs(cost);
   r.set_run_s(cost * repeat * std::max(c.measure().number(), 1));
+  return r;
+}
+
+rpc::CandidateResult LandscapeAnswers::calibration(const rpc::Candidate& c, double flop) const {
+  double fastest = 0;
+  for (const auto& [index, point] : landscape_.points) fastest = std::max(fastest, point.gflops);
+  rpc::CandidateResult r;
+  r.set_id(c.id());
+  // fma_peak's flop counts its copies (one per core on all threads): per copy, one core's time.
+  const double copies = static_cast<double>(from_proto(c.task()).args().get_int("copies"));
+  const double cost = flop / copies / (fastest * 1e9);
+  const int repeat = std::max(c.measure().repeat(), 1);
+  for (int i = 0; i < repeat; ++i) r.add_costs(cost);
+  r.set_run_s(cost * repeat);
   return r;
 }
 

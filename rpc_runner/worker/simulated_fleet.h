@@ -35,8 +35,13 @@ class LandscapeAnswers {
   const tuner::Landscape& landscape() const { return landscape_; }
 
  private:
-  // The task's flop when it is the landscape's workload; 0 when it is another.
+  // The task's flop when it is the landscape's workload or the server's calibration (fma_peak);
+  // 0 when it is another.
   double flop_of(const rpc::TaskSpec& task) const;
+  // The calibration's answer: one core at the landscape's fastest point, all cores at that times
+  // the hello's cores (fma_peak's one copy per core), so every recorded point sits under the
+  // ceiling the server derives from it.
+  rpc::CandidateResult calibration(const rpc::Candidate& candidate, double flop) const;
 
   tuner::Landscape landscape_;
   std::vector<uint64_t> recorded_;  // the recorded indices, ascending

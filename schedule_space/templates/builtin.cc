@@ -13,6 +13,7 @@ void register_conv_nchwc_int8_template(TemplateRegistry& r);
 void register_matmul_bf16_template(TemplateRegistry& r);
 void register_conv_nchwc_bf16_template(TemplateRegistry& r);
 void register_depthwise_nchwc_int8_template(TemplateRegistry& r);
+void register_fma_peak_template(TemplateRegistry& r);
 }  // namespace templates
 
 void register_builtin_templates(TemplateRegistry& registry) {
@@ -26,6 +27,7 @@ void register_builtin_templates(TemplateRegistry& registry) {
   templates::register_matmul_bf16_template(registry);
   templates::register_conv_nchwc_bf16_template(registry);
   templates::register_depthwise_nchwc_int8_template(registry);
+  templates::register_fma_peak_template(registry);
 }
 
 }  // namespace ktune::schedule_space

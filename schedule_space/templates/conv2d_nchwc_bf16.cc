@@ -52,6 +52,8 @@ DotConvParts parts_of(const WorkloadArgs& a) {
 void register_conv_nchwc_bf16_template(TemplateRegistry& r) {
   TemplateDef d;
   d.name = kName;
+  // A bf16 dot instruction does two products per fp32 lane.
+  d.peak_multiple = 2;
   d.doc =
       "bfloat16 channel-blocked conv2d: O[N,K/16,OH,OW,16] (float32) = sum I[N,C/icb,H,W,icb] * "
       "W[K/16,C/icb,R,S,icb/2,16,2] (bfloat16) summed in float32 (stride, zero pad; output lanes "

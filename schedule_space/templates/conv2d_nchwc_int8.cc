@@ -63,6 +63,8 @@ DotConvParts parts_of(const WorkloadArgs& a) {
 void register_conv_nchwc_int8_template(TemplateRegistry& r) {
   TemplateDef d;
   d.name = kName;
+  // A dot instruction (VNNI, SDOT) does four int8 products per fp32 lane.
+  d.peak_multiple = 4;
   d.doc =
       "int8 channel-blocked conv2d: O[N,K/16,OH,OW,16] (int32) = sum I[N,C/icb,H,W,icb] (uint8) * "
       "W[K/16,C/icb,R,S,icb/4,16,4] (int8) (stride, pad with data_zero_point; output lanes past K "

@@ -163,6 +163,8 @@ Instantiated apply(const Shape& sh, const Config& cfg) {
 void register_depthwise_nchwc_int8_template(TemplateRegistry& r) {
   TemplateDef d;
   d.name = kName;
+  // A dot instruction (VNNI, SDOT) does four int8 products per fp32 lane.
+  d.peak_multiple = 4;
   d.doc =
       "int8 channel-blocked depthwise conv2d: O[N,C/16,OH,OW,16] (int32) = sum_{r,s} "
       "I[N,C/16,H,W,16] (uint8) * W[C/16,R,S,16] (int8, or int16 with weights=s16) (stride, pad "

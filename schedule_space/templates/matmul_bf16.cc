@@ -88,6 +88,8 @@ Instantiated apply(const Shape& s, const TargetTraits& target, const Config& cfg
 void register_matmul_bf16_template(TemplateRegistry& r) {
   TemplateDef d;
   d.name = "matmul_bf16";
+  // A bf16 dot instruction does two products per fp32 lane.
+  d.peak_multiple = 2;
   d.doc =
       "C[M,N] (float32) = A[M,K] (bfloat16) * B (bfloat16 [N/16][K/2][16][2], padded), summed "
       "in float32: vdpbf16ps on AVX-512 BF16, widened float32 multiply-adds elsewhere";

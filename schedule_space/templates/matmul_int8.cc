@@ -99,6 +99,8 @@ Instantiated apply(const Shape& s, const TargetTraits& target, const Config& cfg
 void register_matmul_int8_template(TemplateRegistry& r) {
   TemplateDef d;
   d.name = "matmul_u8s8s32";
+  // A dot instruction (VNNI, SDOT) does four int8 products per fp32 lane.
+  d.peak_multiple = 4;
   d.doc =
       "C[M,N] (int32) = A[M,K] (uint8) * B (int8 [N/16][K/4][16][4], padded): VNNI on AVX-512, "
       "sdot/usdot on AArch64 dotprod/i8mm, widening multiply-adds elsewhere; out=u8|s8 requantizes "

@@ -91,6 +91,47 @@ TEST(PeerChecks, TheCeilingIsCoresTimesLanesTimesPortsTimesClock) {
   EXPECT_DOUBLE_EQ(peak_ceiling_gflops(0, 0), peak_ceiling_gflops(1, 1));
 }
 
+// A calibration is held to the declared target (one core at most its physical ceiling) and the
+// declared cores; an accepted one that runs like far fewer cores than declared is noted; results
+// are then bounded by it, not by the declared cores.
+TEST(PeerChecks, ACalibrationIsHeldToItsTargetAndCoresAndBoundsTheResults) {
+  const double one_core = peak_ceiling_gflops(1, 16);
+  EXPECT_EQ(check_calibration(230, 431, 2, 16), "");
+  EXPECT_EQ(check_calibration(230, 2 * 230 * kCoresSlack, 2, 16), "");
+  EXPECT_NE(check_calibration(one_core * 1.01, one_core, 1, 16)
+                .find("above what a core of its "
+                      "target can"),
+            std::string::npos);
+  EXPECT_NE(check_calibration(20, 2000, 1, 16).find("more than its 1 declared core(s)"),
+            std::string::npos);
+  for (double bad : {kNaN, kInf, 0.0, -5.0}) {
+    EXPECT_NE(check_calibration(bad, 100, 2, 16), "") << bad;
+    EXPECT_NE(check_calibration(100, bad, 2, 16), "") << bad;
+  }
+  // cores=1024 on a 2-core machine: accepted (its figures are consistent), noted.
+  EXPECT_EQ(check_calibration(230, 440, 1024, 16), "");
+  EXPECT_EQ(calibration_note(230, 440, 1024), "says 1024 cores; its calibration runs like 1.9");
+  EXPECT_EQ(calibration_note(230, 440, 2), "");
+  EXPECT_EQ(calibration_note(230, 230, 1), "");
+
+  WorkerInfo w;
+  w.cores = 1024;
+  w.core_gflops = 230;
+  w.all_gflops = 440;
+  EXPECT_DOUBLE_EQ(calibrated_ceiling_gflops(w, 1, 1, 16), 230 * kCalibrationSlack);
+  EXPECT_DOUBLE_EQ(calibrated_ceiling_gflops(w, 0, 1, 16), 440 * kCalibrationSlack);
+  EXPECT_DOUBLE_EQ(calibrated_ceiling_gflops(w, 0, 4, 16), 4 * 440 * kCalibrationSlack);
+  // The lie: 766,771 GFLOP/s on all "1024" cores is far above the calibrated ceiling,
+  // where the declared one let it through.
+  EXPECT_LT(calibrated_ceiling_gflops(w, 0, 1, 16), 766771.0);
+  EXPECT_GT(peak_ceiling_gflops(1024, 16), 766771.0);
+  // Not calibrated yet: the declared ceiling.
+  WorkerInfo pending;
+  pending.cores = 4;
+  EXPECT_DOUBLE_EQ(calibrated_ceiling_gflops(pending, 0, 1, 16), peak_ceiling_gflops(4, 16));
+  EXPECT_DOUBLE_EQ(calibrated_ceiling_gflops(pending, 1, 1, 16), peak_ceiling_gflops(1, 16));
+}
+
 TEST(PeerChecks, CleanTextReplacesControlsAndCutsOnACharacterBoundary) {
   EXPECT_EQ(clean_text("line 1\nline 2\t\x1b[0m", 100), "line 1 line 2  [0m");
   EXPECT_EQ(clean_text("short", 5), "short");

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "rpc_runner/worker/device_worker.h"
 #include "schedule_space/task.h"
 #include "schedule_space/workload.h"
+#include "tests/rpc_runner/server/fake_peer.h"
 #include "tests/rpc_runner/server/in_process_service.h"
 #include "tests/rpc_runner/server/service_test_util.h"
 #include "tuning_db/database.h"
@@ -153,11 +155,17 @@ TEST(DeviceKey, MeansTheTargetOfTheKeysDevices) {
   log_record(dir.file("server.db"), a72, "rk3399", false);
   log_record(dir.file("server.db"), a53, "qemu-board", true);
   TuningServer server(server_options(dir));
-  // A device of another key, attached: an AArch64 board that builds nothing itself.
-  DeviceWorkerOptions arm = worker_options(server, "pi3");
+  // A device of another key, attached: an AArch64 board that builds nothing itself (crafted: this
+  // host cannot run its calibration kernel, so it answers that as a board would).
+  WorkerSessionOptions arm;
+  arm.server = "127.0.0.1:" + std::to_string(server.port());
+  arm.key = "pi3";
   arm.target = a53;
   arm.can_build = false;
-  DeviceWorker worker(arm);
+  arm.reconnect_initial_s = 0.1;
+  arm.reconnect_max_s = 0.5;
+  testing::FakePeer board(
+      arm, [](size_t) -> std::optional<rpc::CandidateResult> { return std::nullopt; });
   ServiceClient client(client_options(server));
   ASSERT_TRUE(wait_until([&] { return client.devices().size() == 1; }, 10));
   const auto addr = " --server 127.0.0.1:" + std::to_string(server.port());

@@ -25,8 +25,9 @@ struct FakeWorker {
   std::string closed;
 };
 
+// Attaches the worker and (unless `calibrate` is false) gives it a calibration at once.
 std::string attach(DevicePool& pool, FakeWorker& w, const std::string& key, int slots,
-                   bool can_build = true) {
+                   bool can_build = true, bool calibrate = true) {
   WorkerInfo info;
   info.key = key;
   info.target = "llvm -mtriple=x86_64-linux-gnu";
@@ -34,7 +35,10 @@ std::string attach(DevicePool& pool, FakeWorker& w, const std::string& key, int 
   info.can_build = can_build;
   w.id = pool.attach(
       info, [&w](const rpc::Candidate& c) { w.received.push_back(c); },
-      [&w](const std::string& reason) { w.closed = reason; });
+      [&w](const std::string& reason, bool refused) {
+        w.closed = (refused ? "refused: " : "lost: ") + reason;
+      });
+  if (calibrate) pool.calibrated(w.id, 100, 200, "");
   return w.id;
 }
 
@@ -405,6 +409,49 @@ TEST(DevicePool, AnUnsupportedCandidateFailsWhenTheLastOtherWorkerLeaves) {
   EXPECT_EQ(std::get<2>(answers.got[0]), "unsupported");
   ASSERT_EQ(a.received.size(), 2u);
   EXPECT_EQ(a.received[1].config_index(), 1u);
+}
+
+}  // namespace
+}  // namespace ktune::rpc_runner
+
+namespace ktune::rpc_runner {
+namespace {
+
+// A worker takes no job candidate before its calibration: its direct candidates go to it at once,
+// their result to their own callback (no job's); calibrated, it takes the queued work; refused,
+// its stream is closed as refused and it is gone.
+TEST(DevicePool, AWorkerTakesJobsOnlyOnceCalibrated) {
+  DevicePool pool;
+  FakeWorker w, other;
+  attach(pool, w, "x86", 2, true, /*calibrate=*/false);
+  pool.open_job(1, "x86", 1);
+  Results results;
+  pool.submit(1, candidate(7), results.callback(7));
+  EXPECT_TRUE(w.received.empty());
+  std::vector<double> calibration;
+  pool.send_direct(w.id, candidate(100), [&](const WorkerInfo& info, rpc::CandidateResult r) {
+    EXPECT_EQ(info.worker_id, w.id);
+    calibration.push_back(r.costs(0));
+  });
+  ASSERT_EQ(w.received.size(), 1u);
+  EXPECT_EQ(w.received[0].config_index(), 100u);
+  EXPECT_TRUE(pool.complete(w.id, ok_result(w.received[0].id(), 0.5)));
+  EXPECT_EQ(calibration, std::vector<double>{0.5});
+  EXPECT_TRUE(results.by_index.empty());
+  EXPECT_EQ(w.received.size(), 1u);  // still not calibrated
+  pool.calibrated(w.id, 150, 290, "");
+  ASSERT_EQ(w.received.size(), 2u);
+  EXPECT_EQ(w.received[1].config_index(), 7u);
+  const auto workers = pool.workers();
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_DOUBLE_EQ(workers[0].core_gflops, 150);
+  EXPECT_DOUBLE_EQ(workers[0].all_gflops, 290);
+
+  attach(pool, other, "x86", 1, true, /*calibrate=*/false);
+  pool.refuse(other.id, "its calibration runs 9e9 GFLOP/s");
+  EXPECT_EQ(other.closed, "refused: its calibration runs 9e9 GFLOP/s");
+  EXPECT_EQ(pool.workers().size(), 1u);
+  EXPECT_EQ(pool.workers_of("x86"), 1);
 }
 
 }  // namespace

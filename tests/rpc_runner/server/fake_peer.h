@@ -1,6 +1,7 @@
 // Defines FakePeer, a crafted device worker whose answers a test scripts, and the results it sends.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -13,12 +14,21 @@
 #include <vector>
 
 #include "rpc_runner/protocol/ktune.pb.h"
+#include "rpc_runner/protocol/service_convert.h"
 #include "rpc_runner/worker/worker_session.h"
 
 namespace ktune::rpc_runner::testing {
 
-// A crafted worker: it attaches with the worker token and answers the n-th candidate it receives
-// (n counted from 0 over its whole life) with answer(n); nullopt: never. A silent one keeps
+// What a crafted worker answers the server's calibration at attach (fma_peak, peer_checks.h):
+// fp32 GFLOP/s on one thread and on all threads (0: the one-thread figure times its cores).
+struct FakeCalibration {
+  double core_gflops = 20;
+  double all_gflops = 0;
+};
+
+// A crafted worker: it attaches with the worker token, answers the server's calibration runs
+// with `calibration`, and answers the n-th other candidate it receives (n counted from 0 over its
+// whole life) with answer(n); nullopt: never. A silent one keeps
 // heartbeating; with `rejoin` it gives the candidates up once the server drops it and attaches
 // again as a new worker, else it stays stuck until destroyed. It keeps the config index of every
 // candidate it received. Thread-safe.
@@ -26,8 +36,12 @@ class FakePeer {
  public:
   using Answer = std::function<std::optional<rpc::CandidateResult>(size_t n)>;
 
-  FakePeer(WorkerSessionOptions options, Answer answer, bool rejoin = false)
-      : answer_(std::move(answer)), rejoin_(rejoin) {
+  FakePeer(WorkerSessionOptions options, Answer answer, bool rejoin = false,
+           FakeCalibration calibration = {})
+      : answer_(std::move(answer)),
+        rejoin_(rejoin),
+        calibration_(calibration),
+        cores_(std::max(options.cores, 1)) {
     session_ = std::make_unique<WorkerSession>(
         options, [this](const std::vector<rpc::Candidate>& batch, const std::string&) {
           return measure(batch);
@@ -60,6 +74,10 @@ class FakePeer {
     std::vector<rpc::CandidateResult> out;
     bool silent = false;
     for (const rpc::Candidate& c : batch) {
+      if (c.task().template_name() == "fma_peak") {
+        out.push_back(calibrated(c));
+        continue;
+      }
       size_t n;
       {
         std::lock_guard lock(mu_);
@@ -88,8 +106,25 @@ class FakePeer {
     }
   }
 
+  // The calibration answer: fma_peak's flop at the scripted speed.
+  rpc::CandidateResult calibrated(const rpc::Candidate& c) const {
+    const double flop = from_proto(c.task()).flop();
+    const bool one = c.measure().threads() == 1;
+    const double all =
+        calibration_.all_gflops > 0 ? calibration_.all_gflops : calibration_.core_gflops * cores_;
+    const double gflops = one ? calibration_.core_gflops : all;
+    rpc::CandidateResult r;
+    r.set_id(c.id());
+    for (int i = 0; i < std::max(c.measure().repeat(), 1); ++i) r.add_costs(flop / (gflops * 1e9));
+    r.set_build_s(0.1);
+    r.set_run_s(0.1);
+    return r;
+  }
+
   Answer answer_;
   bool rejoin_;
+  FakeCalibration calibration_;
+  int cores_;
   mutable std::mutex mu_;
   std::vector<uint64_t> configs_;  // guarded by mu_
   bool released_ = false;          // guarded by mu_

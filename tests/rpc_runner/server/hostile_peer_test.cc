@@ -213,6 +213,80 @@ TEST_F(HostilePeer, AbsurdHelloFieldsAreRefusedWithOneLineAndNotLogged) {
   EXPECT_LT(fs::file_size(dir_ / "server.err"), 64u << 10) << "the 1 MB key is not in the log";
 }
 
+// A worker that says it has 1024 cores on a machine of two: its calibration at attach, timed by
+// the device, runs like two (20 GFLOP/s on one core, 40 on all). It is accepted and noted, and its
+// results are bounded by what it ran, not by what it said: the 766,771 GFLOP/s a 1024-core hello
+// once got accepted on matmul 64 is refused, a plausible 30 GFLOP/s is kept and served. A
+// calibration implausible for the declared target (a core at 1e6 GFLOP/s) or cores (one core
+// declared, 100 times its one-core figure on all) refuses the worker at attach with one line.
+TEST_F(HostilePeer, ResultsAreBoundedByTheCalibrationNotByTheDeclaredCores) {
+  ASSERT_TRUE(start_server("150")) << read_file(dir_ / "server.err");
+  WorkerSessionOptions o = peer_options("claims 1024 cores");
+  o.cores = 1024;
+  o.slots = 4;
+  // The fallback config first, then four lies, then plausible timings (the re-timing's too).
+  FakePeer::Answer answer = [](size_t n) -> std::optional<rpc::CandidateResult> {
+    if (n == 0) return costs({kFlop / 25e9});
+    if (n <= 4) return costs({kFlop / 766771e9});
+    return costs({kFlop / (30e9 * (1 + 0.01 * static_cast<double>(n % 5)))});
+  };
+  FakePeer liar(o, answer, /*rejoin=*/false, {.core_gflops = 20, .all_gflops = 40});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto d = client_->devices();
+        return d.size() == 1 && d[0].core_gflops > 0;
+      },
+      20))
+      << read_file(dir_ / "server.err");
+  const DeviceInfo calibrated = client_->devices()[0];
+  EXPECT_NEAR(calibrated.core_gflops, 20, 0.01);
+  EXPECT_NEAR(calibrated.all_gflops, 40, 0.01);
+  EXPECT_EQ(calibrated.calibration_note, "says 1024 cores; its calibration runs like 2.0");
+
+  const JobEvent last = client_->watch(client_->submit(matmul_job(8, 8, "grid")).id);
+  ASSERT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
+  int refused = 0, ok = 0;
+  for (const auto& r : testing::log_records(db_)) {
+    refused += r.error_message.find("faster than the device's ceiling") != std::string::npos;
+    if (r.ok()) {
+      ++ok;
+      EXPECT_LT(r.gflops(), 40.0);
+    }
+  }
+  EXPECT_EQ(refused, 4);
+  EXPECT_EQ(ok, 5);  // the fallback config and four trials
+  const auto best = client_->best(last.job.workload, last.job.target);
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_NEAR(best[0].gflops(), 30, 1.5);
+  const auto devices = testing_cli::ktune(ktune_args("server devices"), true);
+  ASSERT_EQ(devices.status, 0) << devices.err;
+  EXPECT_NE(devices.out.find("calibrated: 20.0 GFLOP/s on one core, 40.0 on all (says 1024 cores; "
+                             "its calibration runs like 2.0)"),
+            std::string::npos)
+      << devices.out;
+  EXPECT_NE(devices.out.find("FLAGGED: 4 result(s) refused"), std::string::npos) << devices.out;
+
+  auto never = [](size_t) -> std::optional<rpc::CandidateResult> { return std::nullopt; };
+  FakePeer fast(peer_options("fast core"), never, false, {.core_gflops = 1e6, .all_gflops = 1e6});
+  FakePeer wide(peer_options("wide"), never, false, {.core_gflops = 20, .all_gflops = 2000});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return !fast.session().last_refusal().empty() && !wide.session().last_refusal().empty();
+      },
+      20))
+      << read_file(dir_ / "server.err");
+  EXPECT_NE(fast.session().last_refusal().find("above what a core of its target can"),
+            std::string::npos)
+      << fast.session().last_refusal();
+  EXPECT_NE(wide.session().last_refusal().find("more than its 1 declared core(s)"),
+            std::string::npos)
+      << wide.session().last_refusal();
+  for (FakePeer* p : {&fast, &wide}) {
+    EXPECT_LT(p->session().last_refusal().size(), 300u);
+    EXPECT_EQ(p->received(), 0u) << "a refused worker got a job's candidate";
+  }
+}
+
 TEST_F(HostilePeer, AWorkerThatHeartbeatsButNeverAnswersIsDetachedAndTheJobCompletes) {
   ASSERT_TRUE(start_server("5")) << read_file(dir_ / "server.err");
   WorkerSessionOptions o = peer_options("mute");

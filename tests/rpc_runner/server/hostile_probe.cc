@@ -1,9 +1,11 @@
 // ktune-hostile-probe: a crafted device worker for scripts/hostile. It attaches to a tuning server
 // with a valid worker token and answers every candidate as its case says (non-finite, negative,
 // huge or implausibly fast costs, huge error text, an error kind of no measurement, never,
-// kUnsupported, or a plausible timing at once), or says hello with an absurd field. A result case
-// serves until SIGTERM or SIGINT (exit 0); a hello case exits 0 once attached (the server took the
-// absurd field). Refused at its hello, it prints the server's one line and exits 1. A client case
+// kUnsupported, or a plausible timing at once), or says hello with an absurd field, or answers the
+// server's calibration at attach with an implausible one. A result case serves until SIGTERM or
+// SIGINT (exit 0); a hello case exits 0 once attached (the server took the absurd field), a
+// calibration case once calibrated (no refusal within 10 s of attaching). Refused at its hello or
+// its calibration, it prints the server's one line and exits 1. A client case
 // (client-...) is a crafted client instead, with a client's token: it submits a job whose text the
 // CLI would refuse before sending (a 6 MB owner, an owner that forges a log line, a model job of
 // 20,000 tasks) straight to SubmitJob; refused, it prints the server's one line and exits 1;
@@ -94,6 +96,16 @@ const std::map<std::string, std::function<void(JobSpec&)>>& client_jobs() {
   return cases;
 }
 
+// The calibration each calibration case answers (GFLOP/s on one core, on all), with one core
+// declared: a core faster than any core of the target, all cores faster than the cores declared.
+const std::map<std::string, testing::FakeCalibration>& calibrations() {
+  static const std::map<std::string, testing::FakeCalibration> cases = {
+      {"calibration-too-fast", {1e6, 1e6}},
+      {"calibration-beyond-its-cores", {20, 2000}},
+  };
+  return cases;
+}
+
 // A client case: the crafted job straight to SubmitJob (no local validate()).
 int submit_crafted(const std::map<std::string, std::string>& flags) {
   JobSpec job;
@@ -130,10 +142,13 @@ int run(int argc, char** argv) {
   o.reconnect_max_s = 0.5;
   const std::string& name = flags["--case"];
   Answer answer = answers().at("plausible");
+  testing::FakeCalibration calibration;
   if (answers().count(name))
     answer = answers().at(name);
   else if (hellos().count(name))
     hellos().at(name)(o);
+  else if (calibrations().count(name))
+    calibration = calibrations().at(name);
   else
     throw Error(ErrorKind::kInvalidArgument, "unknown case '" + name + "'");
   if (const int delay_ms = flags.count("--delay-ms") ? std::stoi(flags["--delay-ms"]) : 0;
@@ -149,7 +164,7 @@ int run(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  testing::FakePeer peer(o, answer, /*rejoin=*/true);
+  testing::FakePeer peer(o, answer, /*rejoin=*/true, calibration);
   // Attached, or refused, within 20 s.
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!peer.session().attached() && peer.session().refused_at_start().empty() &&
@@ -162,6 +177,14 @@ int run(int argc, char** argv) {
   std::printf("attached\n");
   std::fflush(stdout);
   if (hellos().count(name)) return 0;
+  if (calibrations().count(name)) {
+    const auto calibrated = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (peer.session().last_refusal().empty() && std::chrono::steady_clock::now() < calibrated)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!peer.session().last_refusal().empty())
+      throw Error(ErrorKind::kInvalidArgument, peer.session().last_refusal());
+    return 0;
+  }
   int signal = 0;
   sigwait(&signals, &signal);
   return 0;
