@@ -204,8 +204,9 @@ void run_stats(const DbArgs& args) {
     std::cout << "    " << std::left << std::setw(16) << kind << n << "\n";
   }
   std::cout << "  workloads  " << st.workloads << "\n  targets    " << st.targets
-            << "\n  devices    " << st.devices << "\n  models     " << st.models
-            << "\n  runs       " << st.runs << "\n";
+            << "\n  devices    " << st.devices << "\n  cost models " << st.models
+            << " (saved rankers of the xgb tuner)\n  runs       " << st.runs
+            << " (one per workload a tune or tune-model tuned, and one per tune-model)\n";
   if (st.claims > 0)
     std::cout << "  claims     " << st.claims << " (configs being measured by running tunes)\n";
   if (summaries.empty()) return;

@@ -98,7 +98,11 @@ size_t covered_nodes(size_t nodes, const std::vector<deploy::BlockedNode>& block
 
 // The verdict: how many nodes a model build computes, and every node it cannot.
 void print_verdict(size_t nodes, const std::vector<deploy::BlockedNode>& blocked) {
-  std::printf("\ncovered %zu of %zu nodes\n", covered_nodes(nodes, blocked), nodes);
+  // "Covered" is a build path, not a tuning task: the table above says which nodes tasks take.
+  std::printf(
+      "\ncovered %zu of %zu nodes (a model build computes them: in a tuned task, a "
+      "generated kernel or a view)\n",
+      covered_nodes(nodes, blocked), nodes);
   if (blocked.empty()) {
     std::printf("verdict: buildable\n");
     return;

@@ -63,7 +63,8 @@ std::string summary_section(const Report& r, const std::string& generated_at) {
   out +=
       "<table><tr><th>workloads</th><th>targets</th><th>records</th><th>ok</th><th>failed</"
       "th><th>emulated</th><th>re-timed</th><th>noisy</th>"
-      "<th>cost models saved</th><th>tuning sessions</th></tr><tr>" +
+      "<th>cost models saved</th><th>tuning runs (one per workload tuned, one per "
+      "model)</th></tr><tr>" +
       td(std::to_string(s.workloads)) + td(std::to_string(s.targets)) +
       td(std::to_string(s.records)) + td(std::to_string(s.ok_records)) +
       td(std::to_string(s.failed_records)) + td(std::to_string(s.emulated_records)) +

@@ -312,7 +312,23 @@ grpc::Status authorize(const grpc::ServerContextBase& context, Role role,
       }
       return grpc::Status::OK;
     }
-    reason = std::string("wrong ") + to_string(role) + " token";
+    // The other role's token (a client that took the worker's line of the token file, a worker
+    // given a client's): say which it is, as the caller holds it already.
+    std::vector<std::string_view> others;
+    if (role == Role::kWorker) {
+      if (!security.admin_token.empty()) others.push_back(security.admin_token);
+      for (const ClientToken& c : security.clients) others.push_back(c.token);
+    } else if (!security.worker_token.empty()) {
+      others.push_back(security.worker_token);
+    }
+    bool other_role = false;
+    for (std::string_view t : others) other_role = equal_constant_time(given, t) || other_role;
+    reason = other_role ? role == Role::kWorker
+                              ? "that is a client's token: a worker needs the worker token "
+                                "(the server's 'worker:' line)"
+                              : "that is the worker token: a client needs its own token or "
+                                "the admin's (the server's 'client NAME:' or 'admin:' line)"
+                        : std::string("wrong ") + to_string(role) + " token";
   }
   spdlog::warn("refused {} from {}: {}", rpc, context.peer(), reason);
   return {grpc::StatusCode::UNAUTHENTICATED, reason};

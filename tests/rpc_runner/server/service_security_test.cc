@@ -84,7 +84,8 @@ TEST(ServiceSecurity, TokensSeparateWorkersFromClients) {
   const std::string worker_file = dir.write("worker-token", std::string(kWorkerToken) + "\n");
   const std::string client_file = dir.write("client-token", std::string(kClientToken) + "\n");
 
-  // Clients: no token, a wrong one, and the worker's token are refused with one clear line.
+  // Clients: no token, a wrong one, and the worker's token are refused with one clear line; the
+  // worker's is named as such (a client that took the wrong line of the token file).
   EXPECT_NE(error_of([&] { ServiceClient(client_options(server, "")).jobs(); }).find("no token"),
             std::string::npos);
   const std::string wrong_file = dir.write("wrong", "not-the-token-0123456789\n");
@@ -94,7 +95,7 @@ TEST(ServiceSecurity, TokensSeparateWorkersFromClients) {
             std::string::npos);
   EXPECT_NE(error_of([&] {
               ServiceClient(client_options(server, worker_file)).jobs();
-            }).find("wrong client token"),
+            }).find("that is the worker token: a client needs its own token or the admin's"),
             std::string::npos);
   ServiceClient client(client_options(server, client_file));
   EXPECT_EQ(error_of([&] { client.jobs(); }), "");
@@ -102,7 +103,8 @@ TEST(ServiceSecurity, TokensSeparateWorkersFromClients) {
   // Workers: the client token cannot register a device; the worker token can.
   DeviceWorker rogue(worker_options(server, client_file));
   ASSERT_TRUE(wait_until([&] { return !rogue.last_refusal().empty(); }, 10));
-  EXPECT_NE(rogue.last_refusal().find("wrong worker token"), std::string::npos)
+  EXPECT_NE(rogue.last_refusal().find("that is a client's token: a worker needs the worker token"),
+            std::string::npos)
       << rogue.last_refusal();
   EXPECT_TRUE(client.devices().empty());
   rogue.stop();
