@@ -112,7 +112,8 @@ std::string compare(const std::string& dtype, const Buffer& got, const std::vect
 
 class Service {
  public:
-  explicit Service(const KernelLoader& loader) : loader_(loader) {}
+  explicit Service(const KernelLoader& loader)
+      : loader_(loader), default_threads_(codegen::num_threads()) {}
 
   Reply handle(const Request& request) {
     Reply reply;
@@ -160,7 +161,9 @@ class Service {
 
   std::vector<double> measure(const Request& request) {
     const tuner::MeasureOptions& t = request.measure;
-    if (t.run_threads > 0) codegen::set_num_threads(t.run_threads);
+    // Every request sets its count: this process serves many candidates, and one timed on one
+    // thread (a worker's calibration) must not leave the next ones there.
+    codegen::set_num_threads(t.run_threads > 0 ? t.run_threads : default_threads_);
     Workspace ws = prepare(request.artifact, request.measure.data_seed);
     LoadedKernel kernel = load(ws.artifact);
 
@@ -236,6 +239,7 @@ class Service {
   }
 
   const KernelLoader& loader_;
+  const int default_threads_;  // this process's count at start: the CPUs it may run on
   std::map<std::string, Reference> references_;
   std::vector<uint8_t> flush_;
   uint8_t flush_round_ = 0;
