@@ -107,7 +107,7 @@ std::string calibration_note(double core_gflops, double all_gflops, int cores) {
 double calibrated_ceiling_gflops(const WorkerInfo& w, int run_threads, double multiple,
                                  int vector_lanes) {
   const double m = std::max(multiple, 1.0);
-  if (w.core_gflops <= 0 || w.all_gflops <= 0)
+  if (w.core_gflops <= 0 || w.all_gflops <= 0 || w.emulated)
     return peak_ceiling_gflops(run_threads == 1 ? 1 : w.cores, vector_lanes) * m;
   const double peak = run_threads == 1 ? w.core_gflops : std::max(w.core_gflops, w.all_gflops);
   return peak * kCalibrationSlack * m;

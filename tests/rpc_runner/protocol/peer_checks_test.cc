@@ -125,11 +125,14 @@ TEST(PeerChecks, ACalibrationIsHeldToItsTargetAndCoresAndBoundsTheResults) {
   // where the declared one let it through.
   EXPECT_LT(calibrated_ceiling_gflops(w, 0, 1, 16), 766771.0);
   EXPECT_GT(peak_ceiling_gflops(1024, 16), 766771.0);
-  // Not calibrated yet: the declared ceiling.
+  // Not calibrated yet, or emulated: the declared ceiling.
   WorkerInfo pending;
   pending.cores = 4;
   EXPECT_DOUBLE_EQ(calibrated_ceiling_gflops(pending, 0, 1, 16), peak_ceiling_gflops(4, 16));
   EXPECT_DOUBLE_EQ(calibrated_ceiling_gflops(pending, 1, 1, 16), peak_ceiling_gflops(1, 16));
+  WorkerInfo qemu = w;
+  qemu.emulated = true;
+  EXPECT_DOUBLE_EQ(calibrated_ceiling_gflops(qemu, 0, 1, 16), peak_ceiling_gflops(1024, 16));
 }
 
 TEST(PeerChecks, CleanTextReplacesControlsAndCutsOnACharacterBoundary) {
