@@ -56,6 +56,7 @@ install(EXPORT ktuneTargets NAMESPACE ktune:: DESTINATION ${KTUNE_PACKAGE_DIR})
 set(KTUNE_PRIVATE_HEADERS
   codegen/llvm_init.h codegen/llvm_module.h codegen/llvm_dot.h
   rpc_runner/protocol/credentials.h rpc_runner/server/device_pool.h rpc_runner/server/fleet_measurer.h
+  rpc_runner/server/device_calibration.h
   rpc_runner/server/job_manager.h rpc_runner/worker/prebuilt_runner.h rpc_runner/protocol/service_convert.h
   rpc_runner/worker/worker_session.h rpc_runner/server/model_job.h rpc_runner/protocol/measure_convert.h
   rpc_runner/protocol/peer_checks.h rpc_runner/worker/simulated_fleet.h rpc_runner/server/managed_job.h
