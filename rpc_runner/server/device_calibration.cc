@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -29,14 +28,13 @@ double gflops_of(const rpc::CandidateResult& r, double flop, std::string* why) {
     *why = r.error_kind() + ": " + clean_text(r.error_message(), 200);
     return 0;
   }
-  std::vector<double> costs(r.costs().begin(), r.costs().end());
-  if (costs.empty()) {
+  if (r.costs().empty()) {
     *why = "no timing";
     return 0;
   }
   // The fastest timing: load on the device (its other work, workers beside it) only slows a run,
   // and a figure below the device's peak would refuse its honest results later.
-  return flop / *std::min_element(costs.begin(), costs.end()) / 1e9;
+  return flop / *std::min_element(r.costs().begin(), r.costs().end()) / 1e9;
 }
 
 }  // namespace
@@ -46,9 +44,9 @@ void DeviceCalibration::start(const WorkerInfo& info) {
     const std::string id = info.worker_id;
     try {
       const codegen::Target target = codegen::Target::parse(info.target);
-      const int lanes = std::max(target.vector_bits() / 32, 1);
       const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
                                                              target.vector_bits(), info.cores);
+      const int lanes = traits.vector_lanes();  // as FleetMeasurer's ceilings count them
       // The two runs, one thread then all: built here first, sent one after the other (run side
       // by side on a worker of several slots, each would take the other's cores).
       auto runs = std::make_shared<Runs>();
