@@ -19,10 +19,15 @@ inline constexpr size_t kMaxRank = 6;
 // Output elements below which a generated kernel runs on one thread: a parallel hand-off costs
 // more than the loop.
 inline constexpr int64_t kParallelMin = 4096;
+// Iterations below which parallel_leading also takes the next axis into its parallel loop: enough
+// chunks for every thread.
+inline constexpr int64_t kParallelSpread = 64;
 
 // Fuses the first `axes` axes of `st` into one loop and runs it in parallel. Channel-blocked
 // kernels pass 3 (batch, channel blocks, rows): a tensor of one or two channel blocks (a model's
-// 3-channel input, a one-channel map) would otherwise leave every thread but one idle.
+// 3-channel input, a one-channel map) would otherwise leave every thread but one idle. Below
+// kParallelSpread iterations the next axes join while they are the loops directly inside (never
+// the innermost one).
 void parallel_leading(te::Stage st, int axes);
 
 }  // namespace ktune::deploy

@@ -291,7 +291,7 @@ void Planner::plan_node(size_t i, const frontend::TaskOccurrence* occ) {
     plan_generated(describe_scaled_softmax(g_, *sm->second));
   } else if (n.op == "QuantizeLinear" && n.domain.empty() && plan_blocked_quantize(n)) {
     // planned in the int8 convs' layout
-  } else if (is_view(n.op)) {
+  } else if (is_view(n.op) || frontend::transpose_is_view(g_, n)) {
     plan_view(n);
   } else if (plan_channel_broadcast(n)) {
     // one pass in the channel-blocked layout
@@ -368,9 +368,9 @@ int64_t Planner::form(const std::string& onnx, int64_t block) {
   if (have.block == block) return cur->second;
   auto made = forms_.find({onnx, block});
   if (made != forms_.end()) return made->second;
-  if (block == 0 && blocked_is_nchw(have)) {
-    // The same bytes read in ONNX's layout: a view, no kernel.
-    PlanTensor t{onnx, have.shape, 0};
+  if (same_bytes(have, block)) {
+    // The same bytes read in the other layout: a view, no kernel.
+    PlanTensor t{block ? onnx + "@c" + std::to_string(block) : onnx, have.shape, block};
     t.dtype = have.dtype;
     t.alias_of = have.alias_of >= 0 ? have.alias_of : cur->second;
     t.view_offset = have.view_offset;
@@ -423,6 +423,15 @@ int64_t Planner::define(const std::string& onnx, int64_t block) {
 bool Planner::blocked_is_nchw(const PlanTensor& t) {
   return t.block > 0 && t.shape.size() == 4 && t.shape[2] == 1 && t.shape[3] == 1 &&
          (t.shape[0] == 1 || t.shape[1] % t.block == 0);
+}
+
+bool Planner::same_bytes(const PlanTensor& t, int64_t block) {
+  if (t.shape.size() != 4) return false;
+  const auto nchw = [](int64_t b) { return b == 1 ? 0 : b; };  // a block of 1 is NCHW itself
+  if (nchw(t.block) == nchw(block)) return true;
+  if (nchw(block) == 0) return blocked_is_nchw(t);
+  // [N, C, 1, 1] in whole blocks read blocked: its lanes are its channels in order.
+  return nchw(t.block) == 0 && t.shape[2] == 1 && t.shape[3] == 1 && t.shape[1] % block == 0;
 }
 
 void Planner::plan_view(const frontend::Node& n) { view(n.inputs.at(0), n.outputs.at(0), n); }

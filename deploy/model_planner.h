@@ -95,6 +95,9 @@ class Planner {
   // Whether a channel-blocked tensor holds its values in ONNX's order already: [N, C, 1, 1] with
   // one image or whole blocks (a pooled tensor), its padded lanes past the end.
   static bool blocked_is_nchw(const PlanTensor& t);
+  // Whether 4-D `t` holds the same bytes in channel block `block` (0: NCHW): a block of 1 is
+  // NCHW, and a pooled [N, C, 1, 1] is the same in either layout (blocked_is_nchw).
+  static bool same_bytes(const PlanTensor& t, int64_t block);
 
   void plan_view(const frontend::Node& n);
 

@@ -216,6 +216,16 @@ void ModelTask::mark_built_generated(const std::string& why) {
   refused = why;
 }
 
+namespace {
+
+// A blocked template's args as its NCHW substitute takes them: without the channel blocks.
+Args unblocked(Args args) {
+  args.erase("ic_block");
+  return args;
+}
+
+}  // namespace
+
 void resolve(ModelTask& t, const schedule_space::TargetTraits& target) {
   t.refused.clear();
   t.tunable.reset();
@@ -238,8 +248,8 @@ void resolve(ModelTask& t, const schedule_space::TargetTraits& target) {
   } else if (!t.epilogue.empty() && (t.tunable = attempt(t.template_name, bare))) {
     t.status = TaskStatus::kEpilogueUnfused;
   } else if (!t.substitute.empty() &&
-             ((!t.epilogue.empty() && (t.tunable = attempt(t.substitute, t.args))) ||
-              (t.tunable = attempt(t.substitute, bare)))) {
+             ((!t.epilogue.empty() && (t.tunable = attempt(t.substitute, unblocked(t.args)))) ||
+              (t.tunable = attempt(t.substitute, unblocked(bare))))) {
     t.status = TaskStatus::kSubstitute;
   } else {
     t.status = TaskStatus::kRefused;

@@ -216,4 +216,24 @@ std::vector<int64_t> read_perm(const Node& n, size_t rank) {
   return perm;
 }
 
+bool transpose_is_view(const Graph& g, const Node& n) {
+  if (n.op != "Transpose" || !n.domain.empty() || n.inputs.empty()) return false;
+  const std::optional<std::vector<int64_t>> shape = g.shape(n.inputs[0]);
+  if (!shape) return false;
+  std::vector<int64_t> perm;
+  try {
+    perm = read_perm(n, shape->size());
+  } catch (const Error&) {
+    return false;
+  }
+  // The axes of extent > 1 must keep their order.
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if ((*shape)[static_cast<size_t>(p)] == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  return true;
+}
+
 }  // namespace ktune::frontend

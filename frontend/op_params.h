@@ -89,4 +89,9 @@ SoftmaxAxis read_softmax_axis(const Graph& g, const Node& n);
 // permutation of the axes.
 std::vector<int64_t> read_perm(const Node& n, size_t rank);
 
+// Whether Transpose `n` moves only axes of extent 1 (tf2onnx's NWC -> NCW of one channel): its
+// output holds its input's bytes in the same order, a view. False when the input's shape is
+// unknown or the perm is none.
+bool transpose_is_view(const Graph& g, const Node& n);
+
 }  // namespace ktune::frontend

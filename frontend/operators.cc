@@ -4,6 +4,7 @@
 #include <map>
 
 #include "frontend/onnx_graph.h"
+#include "frontend/op_params.h"
 
 namespace ktune::frontend {
 
@@ -131,7 +132,7 @@ std::string generated_kernel(const Node& n, const Graph& g) {
     default:
       break;
   }
-  if (n.op == "Transpose") return info->kernel;
+  if (n.op == "Transpose") return transpose_is_view(g, n) ? "view" : info->kernel;
   // The kernels below compute float32: the int64 tensors of a shape subgraph (Gather of a Shape,
   // Concat of dimensions) need folding at build time instead.
   const std::string type = n.outputs.empty() ? "" : g.type(n.outputs[0]);

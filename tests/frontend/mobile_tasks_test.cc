@@ -25,11 +25,12 @@ schedule_space::TargetTraits avx512() {
 std::string s(int64_t v) { return std::to_string(v); }
 
 // Keys as ModelTask::key() writes them: the shape in declared order, dtype, then the epilogue.
+// `stem`: the conv reads the graph input as the model gives it, one channel per block.
 std::string conv_key(int64_t c, int64_t h, int64_t k, int64_t r, int64_t stride, int64_t pad,
-                     const std::string& epi) {
+                     const std::string& epi, bool stem = false) {
   return "conv2d_nchwc(N=1,C=" + s(c) + ",H=" + s(h) + ",W=" + s(h) + ",K=" + s(k) + ",R=" + s(r) +
-         ",S=" + s(r) + ",stride=" + s(stride) + ",pad=" + s(pad) +
-         ",dilation=1,dtype=float32,epilogue=" + epi + ")";
+         ",S=" + s(r) + ",stride=" + s(stride) + ",pad=" + s(pad) + ",dilation=1," +
+         (stem ? "ic_block=1," : "") + "dtype=float32,epilogue=" + epi + ")";
 }
 
 std::string dw_key(int64_t c, int64_t h, int64_t stride, const std::string& epi) {
@@ -54,7 +55,7 @@ const std::vector<std::string> kConvBnClip = {"Conv", "BatchNormalization", "Cli
 
 // Stem conv, global average pool and classifier of both MobileNets.
 void add_stem(Expected& e) {
-  e.add(conv_key(3, 224, 32, 3, 2, 1, "bias_relu6"), kConvBnClip, 112.0 * 112 * 32 * 3 * 9);
+  e.add(conv_key(3, 224, 32, 3, 2, 1, "bias_relu6", true), kConvBnClip, 112.0 * 112 * 32 * 3 * 9);
 }
 void add_head(Expected& e, int64_t c) {
   e.add("avg_pool2d(N=1,C=" + s(c) + ",H=7,W=7,R=7,S=7,stride=1,pad=0,dtype=float32)",
@@ -189,7 +190,7 @@ TEST(MobileTasks, SmallMobileFusesEveryActivation) {
   const Graph g = load_onnx(model("small_mobile.onnx"));
   const ModelTasks m = extract_tasks(g, avx512());
   Expected e;
-  e.add(conv_key(8, 16, 16, 3, 1, 1, "bias_relu6"), kConvBnClip);
+  e.add(conv_key(8, 16, 16, 3, 1, 1, "bias_relu6", true), kConvBnClip);
   e.add(dw_key(16, 16, 1, "bias_relu6"), kConvBnClip);
   e.add(conv_key(16, 16, 8, 1, 1, 0, "bias_add"), {"Conv", "BatchNormalization", "Add"});
   e.add(conv_key(8, 16, 16, 1, 1, 0, "bias_hardswish"),

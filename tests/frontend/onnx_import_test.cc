@@ -54,6 +54,7 @@ std::map<std::string, std::string> conv_args(const ConvRow& r, int64_t n) {
                                           {"dilation", "1"},
                                           {"dtype", "float32"}};
   if (!r.epilogue.empty()) a["epilogue"] = r.epilogue;
+  if (r.c == 3) a["ic_block"] = "1";  // the stem reads the image as given, one channel per block
   return a;
 }
 

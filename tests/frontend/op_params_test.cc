@@ -236,6 +236,23 @@ TEST(OpParams, TransposePermDefaultsToTheAxesReversed) {
               static_cast<int64_t>(ErrorKind::kUnsupported));
 }
 
+// A Transpose that moves only axes of extent 1 keeps its input's bytes in order (a view); one
+// that reorders two longer axes, or of an unknown shape, does not.
+TEST(OpParams, ATransposeOfUnitAxesIsAView) {
+  Graph g = at_opset(13);
+  g.shapes = {{"nwc", {1, 16000, 1}}, {"nchw", {1, 3, 1, 5}}, {"map", {1, 4, 5, 1}}};
+  const auto transpose = [](const std::string& x, std::vector<int64_t> perm) {
+    return node("Transpose", {x}, {{"perm", ints(std::move(perm))}});
+  };
+  EXPECT_TRUE(transpose_is_view(g, transpose("nwc", {0, 2, 1})));       // tf2onnx's NWC -> NCW
+  EXPECT_TRUE(transpose_is_view(g, transpose("nchw", {0, 2, 1, 3})));   // the row moved
+  EXPECT_TRUE(transpose_is_view(g, transpose("map", {3, 0, 1, 2})));    // ones moved to the front
+  EXPECT_FALSE(transpose_is_view(g, transpose("nchw", {0, 3, 2, 1})));  // columns before channels
+  EXPECT_FALSE(transpose_is_view(g, transpose("map", {0, 2, 1, 3})));   // rows before channels
+  EXPECT_FALSE(transpose_is_view(g, transpose("unknown", {0, 2, 1})));  // no shape
+  EXPECT_FALSE(transpose_is_view(g, transpose("nwc", {0, 0, 1})));      // no permutation
+}
+
 // The graph's small values (what the passes and the fuser see) read like a build's constants:
 // integer types as i64 (INT64_MAX as 2^62, still "to the end"), others as f32.
 TEST(OpParams, TheGraphsSmallValuesReadLikeABuildsConstants) {
