@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -56,21 +58,34 @@ std::string layout_name(const dnnl::memory::desc& md) {
   return "blocked";
 }
 
+// Argument `name` of `a` when the template declares it and it is set (>= `unset` + 1), else
+// `otherwise`: the column stride and the side pads the blocked convs take.
+int64_t arg_or(const schedule_space::WorkloadArgs& a, const std::string& name, int64_t unset,
+               int64_t otherwise) {
+  const std::map<std::string, std::string> m = a.to_map();
+  if (!m.count(name)) return otherwise;
+  const int64_t v = a.get_int(name);
+  return v > unset ? v : otherwise;
+}
+
 LibraryOp conv_op(const schedule_space::WorkloadArgs& a, bool depthwise) {
   const int64_t N = a.get_int("N"), C = a.get_int("C"), H = a.get_int("H"), W = a.get_int("W");
   const int64_t K = depthwise ? C : a.get_int("K"), R = a.get_int("R"), S = a.get_int("S");
   const int64_t st = a.get_int("stride"), pad = a.get_int("pad"), dil = a.get_int("dilation");
-  const int64_t OH = (H + 2 * pad - dil * (R - 1) - 1) / st + 1,
-                OW = (W + 2 * pad - dil * (S - 1) - 1) / st + 1;
+  const int64_t st_w = arg_or(a, "stride_w", 0, st);
+  const int64_t left = arg_or(a, "pad_left", -1, pad), bottom = arg_or(a, "pad_bottom", -1, pad),
+                right = arg_or(a, "pad_right", -1, pad);
+  const int64_t OH = (H + pad + bottom - dil * (R - 1) - 1) / st + 1,
+                OW = (W + left + right - dil * (S - 1) - 1) / st_w + 1;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   const dnnl::memory::dims w_dims =
       depthwise ? dnnl::memory::dims{C, 1, 1, R, S} : dnnl::memory::dims{K, C, R, S};
   const dnnl::memory::desc src({N, C, H, W}, dt::f32, tag::any), wts(w_dims, dt::f32, tag::any),
       dst({N, K, OH, OW}, dt::f32, tag::any);
   // oneDNN's dilation counts the gaps (0 = dense).
-  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                             dnnl::algorithm::convolution_direct, src, wts, dst,
-                                             {st, st}, {dil - 1, dil - 1}, {pad, pad}, {pad, pad});
+  const dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wts, dst,
+      {st, st_w}, {dil - 1, dil - 1}, {pad, left}, {bottom, right});
   const dnnl::convolution_forward::primitive_desc pd(desc, eng);
   struct State {
     dnnl::engine eng;

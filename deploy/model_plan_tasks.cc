@@ -207,8 +207,7 @@ void Planner::bind_conv(PlanStep& s, const frontend::Node& conv,
   for (const te::Tensor& a : args) {
     const std::string& n = a.name();
     if (n == "I")
-      s.args.push_back(occ.input_pads.empty() ? form(conv.inputs.at(0), icb)
-                                              : padded_input(conv, occ.input_pads, icb));
+      s.args.push_back(form(conv.inputs.at(0), icb));
     else if (n == "W")
       s.args.push_back(weight(conv.inputs.at(1) + "@packed", a.shape(), packed));
     else if (n == "U")
@@ -299,7 +298,7 @@ int64_t Planner::conv_data_block(const std::string& tensor) const {
     const frontend::Node& anchor = g_.nodes[occ.node];
     if (anchor.op != "Conv" || anchor.inputs.empty() || anchor.inputs[0] != tensor) continue;
     const auto& task = tasks_.tasks[occ.task].tunable;
-    if (!task || !occ.input_pads.empty()) return 0;  // a padded copy is made anyway
+    if (!task) return 0;
     const std::string& tmpl = task->template_name();
     int64_t b = 0;
     if (tmpl == "depthwise_conv2d_nchwc")

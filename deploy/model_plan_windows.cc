@@ -1,8 +1,7 @@
 // The Planner's windows that the templates do not take as ONNX writes them: pools of any window
 // (per-axis strides, padding at each end, ceil_mode, averages without the padding) as generated
-// blocked pools, convs of 2 to C-1 groups or dilated differently per axis as generated blocked
-// convs, and a tuned conv's input padded by a generated kernel where its padding differs between
-// the ends (the conv then pads nothing).
+// blocked pools, and convs of 2 to C-1 groups or dilated differently per axis as generated blocked
+// convs.
 #include <algorithm>
 #include <string>
 
@@ -16,31 +15,6 @@
 
 namespace ktune::deploy {
 namespace {
-
-// NCHWc [n][ceil(c/b)][h][w][b] -> the same with pads rows and columns of zeros around (`pads`:
-// top, left, bottom, right).
-te::LoweredFunc pad_blocked(const std::string& name, const std::vector<int64_t>& nchw,
-                            int64_t block, const std::vector<int64_t>& pads) {
-  const int64_t n = nchw.at(0), blocks = (nchw.at(1) + block - 1) / block, h = nchw.at(2),
-                w = nchw.at(3);
-  const int64_t top = pads.at(0), left = pads.at(1);
-  te::Tensor in = te::placeholder({n, blocks, h, w, block}, te::Float(32), "in");
-  const te::Expr zero(int64_t{0});
-  te::Tensor out = te::compute(
-      {n, blocks, h + top + pads.at(2), w + left + pads.at(3), block},
-      [&](te::Var i, te::Var cb, te::Var y, te::Var x, te::Var l) {
-        te::Expr iy = y - top, ix = x - left;
-        return te::select(iy >= 0 && iy < h && ix >= 0 && ix < w,
-                          in(i, cb, te::min(te::max(iy, zero), te::Expr(h - 1)),
-                             te::min(te::max(ix, zero), te::Expr(w - 1)), l),
-                          te::Expr(0.0f));
-      },
-      "out");
-  te::Schedule s = te::create_schedule({out});
-  s[out].vectorize(s[out].axis(4));
-  parallel_leading(s[out], 3);
-  return te::lower(s, {in, out}, name);
-}
 
 // ONNX's padding of a window of `kernel` taps at `stride` over `in`: the pads attribute, or
 // auto_pad's SAME split (the odd one at the end for SAME_UPPER, at the start for SAME_LOWER).
@@ -95,25 +69,6 @@ void Planner::plan_pool(const frontend::Node& n) {
   s.func = pool_blocked(s.symbol, pool);
   s.args = {form(x, pool.block), define(n.outputs.at(0), pool.block)};
   plan_.steps.push_back(std::move(s));
-}
-
-int64_t Planner::padded_input(const frontend::Node& conv, const std::vector<int64_t>& pads,
-                              int64_t block) {
-  const std::string& x = conv.inputs.at(0);
-  const int64_t from = form(x, block);
-  const std::vector<int64_t> in = plan_.tensors[from].shape;
-  PlanTensor t{x + "@pad",
-               {in[0], in[1], in[2] + pads.at(0) + pads.at(2), in[3] + pads.at(1) + pads.at(3)},
-               block};
-  const int64_t to = add(std::move(t));
-  PlanStep s;
-  s.layer = "pad " + x;
-  s.kind = "layout";
-  s.symbol = symbol("pad_nchw" + std::to_string(block) + "c");
-  s.func = pad_blocked(s.symbol, in, block, pads);
-  s.args = {from, to};
-  plan_.steps.push_back(std::move(s));
-  return to;
 }
 
 void Planner::plan_conv_blocked(const frontend::GeneratedConv& gc) {

@@ -169,11 +169,6 @@ class Planner {
   // input's block, else 16) with the window as the node gives it (model_plan_windows.cc).
   void plan_pool(const frontend::Node& n);
 
-  // The input of `conv` in `block` with `pads` (top, left, bottom, right) of zeros around, made by
-  // a generated kernel planned here: the input of a conv whose padding differs between the ends
-  // (model_plan_windows.cc).
-  int64_t padded_input(const frontend::Node& conv, const std::vector<int64_t>& pads, int64_t block);
-
   // A Conv no template takes as one generated conv_blocked with its fused nodes, in the input's
   // block (else 16) (model_plan_windows.cc).
   void plan_conv_blocked(const frontend::GeneratedConv& c);

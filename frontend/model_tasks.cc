@@ -148,7 +148,7 @@ ModelTasks TaskExtractor::run() {
     }
     ModelTask& task = result.tasks[it->second];
     ++task.count;
-    TaskOccurrence occ{it->second, i, c.epilogue.nodes, c.prologue, node.name, c.input_pads};
+    TaskOccurrence occ{it->second, i, c.epilogue.nodes, c.prologue, node.name};
     task.layers.push_back(node.name);
     for (size_t f : c.epilogue.nodes) {
       task.layers.push_back(g_.nodes[f].name);

@@ -93,9 +93,6 @@ struct TaskOccurrence {
   // The names of the anchor, the fused and the prologue nodes, '+'-joined ("conv1+bn1+relu1"):
   // the layer as a model build labels its step.
   std::string layer;
-  // A conv whose padding differs between the ends: the input padded by a generated kernel before
-  // it (top, left, bottom, right), the task padding nothing; empty otherwise.
-  std::vector<int64_t> input_pads = {};
 };
 
 // A Conv no template takes (2 to C-1 groups, dilations that differ per axis): a model build

@@ -30,7 +30,6 @@ struct Candidate {
   std::vector<Candidate> alternatives;  // other algorithms for the same node (ModelTask's)
   std::string dtype = "float32";        // the dtype argument ("" = the template takes none)
   std::vector<size_t> prologue;         // TaskOccurrence::prologue
-  std::vector<int64_t> input_pads;      // TaskOccurrence::input_pads
 };
 
 // An anchor that cannot become a task: the reason goes to the unsupported list, with the

@@ -1,6 +1,6 @@
 // The conv family's tasks: a Conv becomes conv2d_nchwc (with its Winograd alternatives) or
-// depthwise_conv2d_nchwc; groups and per-axis dilations a generated conv_blocked; asymmetric
-// padding a generated pad before the task.
+// depthwise_conv2d_nchwc (each side's padding their arguments); groups and per-axis dilations a
+// generated conv_blocked.
 #include <algorithm>
 
 #include "frontend/task_extractor.h"
@@ -71,21 +71,18 @@ Mapped TaskExtractor::map_conv(size_t i, const QuantizedOp* q) {
   if (stride_per_axis && q)
     return NotMapped{
         "different strides per axis (float32 convs of one group and depthwise convs take them)"};
-  // Padding that differs between the ends: a generated kernel pads the input, the conv pads
-  // nothing (the int8 path binds its data unpadded).
-  std::vector<int64_t> input_pads;
-  if (!all_equal(pads)) {
-    if (q) return NotMapped{"asymmetric padding (int8)"};
-    input_pads = pads;
-    pads.assign(4, 0);
-  }
-  const int64_t H = (*x)[2] + (input_pads.empty() ? 0 : input_pads[0] + input_pads[2]);
-  const int64_t W = (*x)[3] + (input_pads.empty() ? 0 : input_pads[1] + input_pads[3]);
+  // Padding that differs between the sides: the templates take each side's (pad the rows above,
+  // pad_left, pad_bottom and pad_right where they differ from it); the int8 path binds its data
+  // unpadded.
+  const bool sides_differ = !all_equal(pads);
+  if (sides_differ && q) return NotMapped{"asymmetric padding (int8)"};
   Candidate c;
-  c.args = {{"N", i2s(N)},         {"H", i2s(H)},
-            {"W", i2s(W)},         {"R", i2s(R)},
+  c.args = {{"N", i2s(N)},         {"H", i2s((*x)[2])},
+            {"W", i2s((*x)[3])},   {"R", i2s(R)},
             {"S", i2s(S)},         {"stride", i2s(strides[0])},
             {"pad", i2s(pads[0])}, {"dilation", i2s(dilations[0])}};
+  for (auto [side, at] : {std::pair{"pad_left", 1}, {"pad_bottom", 2}, {"pad_right", 3}})
+    if (pads[at] != pads[0]) c.args[side] = i2s(pads[at]);
   const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
   if (group == 1) {
     c.template_name = "conv2d_nchwc";
@@ -94,7 +91,9 @@ Mapped TaskExtractor::map_conv(size_t i, const QuantizedOp* q) {
     c.args["K"] = i2s(K);
     if (stride_per_axis) c.args["stride_w"] = i2s(strides[1]);
     c.flop = 2.0 * N * K * OH * OW * C * R * S;
-    if (R == 3 && S == 3 && strides[0] == 1 && !stride_per_axis && dilations[0] == 1)
+    // Winograd's template pads every side alike.
+    if (R == 3 && S == 3 && strides[0] == 1 && !stride_per_axis && dilations[0] == 1 &&
+        !sides_differ)
       for (int64_t m : winograd_tiles(OH, OW)) {
         Candidate w = c;
         w.template_name = "conv2d_winograd_nchwc";
@@ -119,13 +118,6 @@ Mapped TaskExtractor::map_conv(size_t i, const QuantizedOp* q) {
     c.flop = 2.0 * N * C * OH * OW * R * S;
   }
   if (!q) c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kConv);
-  if (!input_pads.empty()) {
-    c.input_pads = input_pads;
-    c.note += std::string(c.note.empty() ? "" : "; ") + "padding " + i2s(input_pads[0]) + "," +
-              i2s(input_pads[1]) + "," + i2s(input_pads[2]) + "," + i2s(input_pads[3]) +
-              " (top, left, bottom, right) by a generated kernel before it";
-    for (Candidate& alt : c.alternatives) alt.input_pads = input_pads;
-  }
   note_not_int8(i, c);
   return c;
 }

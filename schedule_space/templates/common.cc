@@ -107,16 +107,27 @@ ArgSpec stride_w_arg() {
   return a;
 }
 
+std::vector<ArgSpec> side_pad_args() {
+  std::vector<ArgSpec> v;
+  for (const char* name : {"pad_left", "pad_bottom", "pad_right"}) {
+    ArgSpec a = int_arg(name, "-1", "padding of this side when it differs from pad (-1: pad)", -1);
+    a.key_omits_default = true;
+    v.push_back(a);
+  }
+  return v;
+}
+
 namespace {
 
-int64_t window_out_extent(const std::string& tmpl, int64_t in, int64_t window, int64_t stride,
-                          int64_t pad, int64_t dilation) {
+// `padded`: the input's extent with the padding of both ends.
+int64_t window_out_extent(const std::string& tmpl, int64_t padded, int64_t window, int64_t stride,
+                          int64_t dilation) {
   const int64_t span = dilation * (window - 1) + 1;
-  if (in + 2 * pad < span)
+  if (padded < span)
     throw Error(ErrorKind::kInvalidArgument, tmpl + ": window of " + std::to_string(span) +
                                                  " does not fit the padded input of " +
-                                                 std::to_string(in + 2 * pad));
-  return (in + 2 * pad - span) / stride + 1;
+                                                 std::to_string(padded));
+  return (padded - span) / stride + 1;
 }
 
 }  // namespace
@@ -133,10 +144,18 @@ Window window_of(const std::string& tmpl, const WorkloadArgs& a, bool has_dilati
   win.pad = a.get_int("pad");
   win.dilation = has_dilation ? a.get_int("dilation") : 1;
   win.stride_w = win.stride;
-  for (const auto& [name, value] : a.values())
+  win.pad_left = win.pad_bottom = win.pad_right = win.pad;
+  for (const auto& [name, value] : a.values()) {
     if (name == "stride_w" && a.get_int(name) > 0) win.stride_w = a.get_int(name);
-  win.oh = window_out_extent(tmpl, win.h, win.r, win.stride, win.pad, win.dilation);
-  win.ow = window_out_extent(tmpl, win.w, win.s, win.stride_w, win.pad, win.dilation);
+    for (auto [side, field] : {std::pair{"pad_left", &win.pad_left},
+                               {"pad_bottom", &win.pad_bottom},
+                               {"pad_right", &win.pad_right}})
+      if (name == side && a.get_int(name) >= 0) *field = a.get_int(name);
+  }
+  win.oh =
+      window_out_extent(tmpl, win.h + win.pad + win.pad_bottom, win.r, win.stride, win.dilation);
+  win.ow = window_out_extent(tmpl, win.w + win.pad_left + win.pad_right, win.s, win.stride_w,
+                             win.dilation);
   return win;
 }
 
@@ -165,18 +184,36 @@ double direct_conv_flop(int64_t n, int64_t k, int64_t oh, int64_t ow, int64_t c,
   return outputs * (2.0 * static_cast<double>(c) * static_cast<double>(window) + epilogue_flop);
 }
 
+namespace {
+
+// I padded by `top` rows above, `left` columns before, `bottom` rows below and `right` columns
+// after, `fill` (or zero) outside.
+te::Tensor padded_copy(const te::Tensor& in, int64_t n, int64_t cblocks, int64_t h, int64_t w,
+                       int64_t block, int64_t top, int64_t left, int64_t bottom, int64_t right,
+                       te::DataType dt, const te::Expr& fill) {
+  const te::Expr t(top), l(left);
+  const te::Expr outside = fill.defined() ? fill : te::cast(dt, te::Expr(0.0));
+  return te::compute(
+      {n, cblocks, h + top + bottom, w + left + right, block},
+      [&](te::Var b, te::Var c, te::Var y, te::Var x, te::Var lane) {
+        te::Expr inside = y >= t && y < te::Expr(h + top) && x >= l && x < te::Expr(w + left);
+        return te::select(inside, in(b, c, y - t, x - l, lane), outside);
+      },
+      "pad");
+}
+
+}  // namespace
+
 te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, int64_t h, int64_t w,
                              int64_t block, int64_t pad, te::DataType dt, int64_t extra_h,
                              int64_t extra_w, const te::Expr& fill) {
-  const te::Expr p(pad);
-  const te::Expr outside = fill.defined() ? fill : te::cast(dt, te::Expr(0.0));
-  return te::compute(
-      {n, cblocks, h + 2 * pad + extra_h, w + 2 * pad + extra_w, block},
-      [&](te::Var b, te::Var c, te::Var y, te::Var x, te::Var l) {
-        te::Expr inside = y >= p && y < te::Expr(h + pad) && x >= p && x < te::Expr(w + pad);
-        return te::select(inside, in(b, c, y - p, x - p, l), outside);
-      },
-      "pad");
+  return padded_copy(in, n, cblocks, h, w, block, pad, pad, pad + extra_h, pad + extra_w, dt, fill);
+}
+
+te::Tensor pad_blocked_window(const te::Tensor& in, const Window& win, int64_t cblocks,
+                              int64_t block, te::DataType dt) {
+  return padded_copy(in, win.n, cblocks, win.h, win.w, block, win.pad, win.pad_left, win.pad_bottom,
+                     win.pad_right, dt, te::Expr());
 }
 
 void schedule_blocked_pad(te::Stage pad, bool inline_it, bool parallel) {

@@ -47,16 +47,25 @@ ArgSpec int_arg(const char* name, const char* def, const char* doc, int64_t min_
 // of text recognizers): 0, the default, is `stride`'s, and leaves the workload key as it was.
 ArgSpec stride_w_arg();
 
+// pad_left, pad_bottom and pad_right, the padding of a window whose sides differ (tf2onnx's SAME
+// padding puts the odd unit at the end, a lifted 1-D conv pads only its columns): -1, the
+// default, is `pad`'s (which is then the rows above), and leaves the workload key as it was.
+std::vector<ArgSpec> side_pad_args();
+
 // The sliding window of a convolution or pool: batch, channels, input extents, window extents,
-// stride (rows; stride_w the columns'), padding (on both sides), dilation, and the output extents
-// they give.
+// stride (rows; stride_w the columns'), padding (pad above, the other sides their own), dilation,
+// and the output extents they give.
 struct Window {
   int64_t n, c, h, w, r, s, stride, pad, dilation, oh, ow, stride_w;
+  int64_t pad_left, pad_bottom, pad_right;
+  // Whether any side is padded.
+  bool padded() const { return pad > 0 || pad_left > 0 || pad_bottom > 0 || pad_right > 0; }
 };
 // The Window of a workload's arguments N, C, H, W, R, S, stride, pad and, when `has_dilation`,
 // dilation (else 1); stride_w from a stride_w argument when the template declares one and it is
-// not 0, else stride. Throws Error(kInvalidArgument), naming template `tmpl`, when the window
-// does not fit the padded input.
+// not 0, else stride; each side's padding from its side_pad_args argument when the template
+// declares it and it is not -1, else pad. Throws Error(kInvalidArgument), naming template `tmpl`,
+// when the window does not fit the padded input.
 Window window_of(const std::string& tmpl, const WorkloadArgs& a, bool has_dilation = true);
 
 // Largest divisor of n that is <= cap (>= 1).
@@ -86,6 +95,10 @@ double direct_conv_flop(int64_t n, int64_t k, int64_t oh, int64_t ow, int64_t c,
 te::Tensor pad_blocked_input(const te::Tensor& in, int64_t n, int64_t cblocks, int64_t h, int64_t w,
                              int64_t block, int64_t pad, te::DataType dt, int64_t extra_h = 0,
                              int64_t extra_w = 0, const te::Expr& fill = te::Expr());
+
+// The same padded by the window's four sides (Window::pad above, pad_left, pad_bottom, pad_right).
+te::Tensor pad_blocked_window(const te::Tensor& in, const Window& win, int64_t cblocks,
+                              int64_t block, te::DataType dt);
 
 // Schedules a pad_blocked_input stage: inlined into its consumer, or computed once with whole
 // blocks as vectors and (batch, channel block) in parallel when `parallel`.

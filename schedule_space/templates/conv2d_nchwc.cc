@@ -66,8 +66,8 @@ Tensors make_tensors(const WorkloadArgs& a) {
   const std::vector<int64_t> out_shape = {sh.n, sh.kblocks(), sh.oh, sh.ow, sh.ocb};
   t.epilogue = epilogue_inputs(sh.epilogue, {sh.kblocks(), sh.ocb}, out_shape, dt);
   te::Tensor padded = t.in;
-  if (sh.pad > 0) {
-    padded = pad_blocked_input(t.in, sh.n, sh.cblocks(), sh.h, sh.w, sh.icb, sh.pad, dt);
+  if (sh.padded()) {
+    padded = pad_blocked_window(t.in, sh, sh.cblocks(), sh.icb, dt);
     t.padded = padded;
   }
   // One reduction axis over the C channels: the schedule splits it by icb into (block, lane),
@@ -120,8 +120,8 @@ NchwcConvDims dims_of(const Shape& sh, int dtype_bits, const TargetTraits& targe
 void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, ConfigSpace& space) {
   define_nchwc_conv_space(
       dims_of(sh, dtype_bits, target),
-      {.unroll_inner = "unroll_cb", .pad_inline_knob = true, .padded = sh.pad > 0}, target, space);
-  define_skip_taps(space, sh.pad > 0);
+      {.unroll_inner = "unroll_cb", .pad_inline_knob = true, .padded = sh.padded()}, target, space);
+  define_skip_taps(space, sh.padded());
 }
 
 // Strided 3x3 windows on x86 with 32 vector registers and one vector per oc block (AVX-512,
@@ -143,7 +143,7 @@ bool strided_tile(const Shape& sh, const NchwcConvDims& d, const TargetTraits& t
 // 0.98-1.09x at two, where the tile padded once ran at 0.93-1.01x and 0.85-1.01x: the padding
 // taps are 2-18% of the nominal ones, and the tile is otherwise at the FMA peak.
 bool skip_padding_taps(const Shape& sh, const NchwcConvDims& d, const TargetTraits& target) {
-  return sh.stride == 1 && sh.pad > 0 && sh.r == 3 && sh.s == 3 && !target.is_aarch64() &&
+  return sh.stride == 1 && sh.padded() && sh.r == 3 && sh.s == 3 && !target.is_aarch64() &&
          target.vector_registers() == 32 && d.vectors == 1;
 }
 
@@ -219,7 +219,7 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
       int_arg("R", "3", "kernel height"),
       int_arg("S", "3", "kernel width"),
       int_arg("stride", "1", "stride (both axes, or the rows' with stride_w)"),
-      int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
+      int_arg("pad", "0", "zero padding (every side, or the rows above with pad_left, ...)", 0),
       int_arg("dilation", "1", "dilation (both axes)"),
       int_arg(
           "ic_block", "0",
@@ -233,6 +233,7 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
     d.args.push_back(std::move(e));
   d.args.push_back(dtype_arg());
   d.args.push_back(stride_w_arg());
+  for (ArgSpec& p : side_pad_args()) d.args.push_back(std::move(p));
   d.resolve = [](WorkloadArgs& a) {
     resolve_channel_blocks(a);
     resolve_epilogue(a);

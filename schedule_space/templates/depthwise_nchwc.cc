@@ -57,8 +57,8 @@ Tensors make_tensors(const WorkloadArgs& a) {
   const std::vector<int64_t> out_shape = {sh.n, sh.blocks(), sh.oh, sh.ow, sh.block};
   t.epilogue = epilogue_inputs(sh.epilogue, {sh.blocks(), sh.block}, out_shape, dt);
   te::Tensor padded = t.in;
-  if (sh.pad > 0) {
-    padded = pad_blocked_input(t.in, sh.n, sh.blocks(), sh.h, sh.w, sh.block, sh.pad, dt);
+  if (sh.padded()) {
+    padded = pad_blocked_window(t.in, sh, sh.blocks(), sh.block, dt);
     t.padded = padded;
   }
   const te::IterVar r = te::reduce_axis({0, sh.r}, "r"), s = te::reduce_axis({0, sh.s}, "s");
@@ -99,8 +99,8 @@ Tensors make_tensors(const WorkloadArgs& a) {
 //            unguarded (skip_padding_taps)
 void define_space(const Shape& sh, int dtype_bits, const TargetTraits& target, ConfigSpace& space) {
   define_depthwise_space(sh.oh, sh.ow, ceil_div(sh.block, target.vector_lanes(dtype_bits)),
-                         {.pad_inline_knob = true, .padded = sh.pad > 0}, target, space);
-  define_skip_taps(space, sh.pad > 0);
+                         {.pad_inline_knob = true, .padded = sh.padded()}, target, space);
+  define_skip_taps(space, sh.padded());
 }
 
 Instantiated apply(const WorkloadArgs& a, const Config& cfg) {
@@ -135,7 +135,7 @@ void register_depthwise_nchwc_template(TemplateRegistry& r) {
       int_arg("R", "3", "kernel height"),
       int_arg("S", "3", "kernel width"),
       int_arg("stride", "1", "stride (both axes, or the rows' with stride_w)"),
-      int_arg("pad", "0", "zero padding (both sides, both axes)", 0),
+      int_arg("pad", "0", "zero padding (every side, or the rows above with pad_left, ...)", 0),
       int_arg("dilation", "1", "dilation (both axes)"),
       int_arg(
           "block", "0",
@@ -145,6 +145,7 @@ void register_depthwise_nchwc_template(TemplateRegistry& r) {
     d.args.push_back(std::move(e));
   d.args.push_back(dtype_arg());
   d.args.push_back(stride_w_arg());
+  for (ArgSpec& p : side_pad_args()) d.args.push_back(std::move(p));
   d.resolve = [](WorkloadArgs& a) {
     if (a.get_int("block") == 0) a.set_int("block", auto_channel_block(a.get_int("C")));
     resolve_epilogue(a);

@@ -262,17 +262,14 @@ TEST(OnnxImport, GroupedConvGemmMatMulAndStatedReasons) {
   EXPECT_EQ(m.generated_convs[0].epilogue.steps, "bias_relu");
   EXPECT_EQ(m.generated_convs[0].epilogue.nodes.size(), 2u);
   EXPECT_EQ(m.generated_convs[0].pads, (std::vector<int64_t>{1, 1, 1, 1}));
-  // The 1x1 conv padded 0, 0, 1, 1 (top, left, bottom, right): its input padded to 17 x 17 by a
-  // generated kernel, the task padding nothing.
+  // The 1x1 conv padded 0, 0, 1, 1 (top, left, bottom, right): the task takes the sides that
+  // differ from the rows above (pad) as its own arguments, on the 16 x 16 input.
   EXPECT_EQ(m.tasks[0].key(),
-            "conv2d_nchwc(N=1,C=64,H=17,W=17,K=64,R=1,S=1,stride=1,pad=0,dilation=1,"
-            "dtype=float32)");
+            "conv2d_nchwc(N=1,C=64,H=16,W=16,K=64,R=1,S=1,stride=1,pad=0,dilation=1,"
+            "pad_bottom=1,pad_right=1,dtype=float32)");
   EXPECT_DOUBLE_EQ(m.tasks[0].flop, 2.0 * 64 * 17 * 17 * 64);
-  EXPECT_NE(m.tasks[0].note.find("padding 0,0,1,1"), std::string::npos) << m.tasks[0].note;
-  bool padded = false;
-  for (const TaskOccurrence& occ : m.occurrences)
-    if (occ.task == 0) padded = occ.input_pads == std::vector<int64_t>{0, 0, 1, 1};
-  EXPECT_TRUE(padded);
+  ASSERT_TRUE(m.tasks[0].tunable.has_value());
+  EXPECT_EQ(m.tasks[0].status, TaskStatus::kOk) << m.tasks[0].refused;
   EXPECT_EQ(m.tasks[1].key(),
             "avg_pool2d(N=1,C=64,H=16,W=16,R=16,S=16,stride=1,pad=0,dtype=float32)");
   // Gemm (transB) + bias + Relu is dense_bias_relu, whose epilogue is built in.

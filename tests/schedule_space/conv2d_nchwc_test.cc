@@ -332,12 +332,15 @@ TEST(Conv2dNchwc, HostFallbackIsCorrectAndFast) {
 // The blocked layouts with padding lanes, against a direct NCHW convolution written here (not the
 // template's compute): every padding lane of I, W, bias and residual holds NaN, which must never
 // reach an output; output padding lanes must be 0. Fallback and random configs, host build. The
-// last case strides rows by 2 and columns by 1 (stride_w, text recognizers' strides [2, 1]).
+// fourth case strides rows by 2 and columns by 1 (stride_w, text recognizers' strides [2, 1]), the
+// last two pad their sides differently (pad_left, pad_bottom, pad_right).
 TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
   struct Case {
     std::vector<std::string> words;
     int64_t c, k, h, w, stride, pad;
     int64_t stride_w = 0;  // 0: stride
+    // Top, left, bottom, right when the sides differ (pad_left, pad_bottom, pad_right given).
+    std::vector<int64_t> sides = {};
   };
   const std::vector<Case> cases = {
       {{"C=3", "H=9", "W=11", "K=24", "stride=2", "pad=1", "epilogue=bias_relu"},
@@ -363,6 +366,27 @@ TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
        2,
        1,
        1},
+      // tf2onnx's SAME padding of a stride-2 conv (the odd unit at the end), and a lifted 1-D
+      // conv's (columns only, 3 before and 4 after).
+      {{"C=5", "H=8", "W=9", "K=16", "stride=2", "pad=0", "pad_bottom=1", "pad_right=2",
+        "epilogue=bias_relu"},
+       5,
+       16,
+       8,
+       9,
+       2,
+       0,
+       0,
+       {0, 0, 1, 2}},
+      {{"C=16", "H=3", "W=12", "K=8", "pad=0", "pad_left=3", "pad_right=4"},
+       16,
+       8,
+       3,
+       12,
+       1,
+       0,
+       0,
+       {0, 3, 0, 4}},
   };
   const codegen::Target target = codegen::Target::host();
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -375,7 +399,13 @@ TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
     // stride_w is in the key only where it is given.
     EXPECT_EQ(task.workload_key().find("stride_w=") != std::string::npos, c.stride_w > 0)
         << task.workload_key();
-    const int64_t oh = (c.h + 2 * c.pad - 3) / c.stride + 1, ow = (c.w + 2 * c.pad - 3) / sw + 1;
+    const std::vector<int64_t> sides =
+        c.sides.empty() ? std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad} : c.sides;
+    const int64_t oh = (c.h + sides[0] + sides[2] - 3) / c.stride + 1,
+                  ow = (c.w + sides[1] + sides[3] - 3) / sw + 1;
+    // The side pads are in the key only where they are given.
+    EXPECT_EQ(task.workload_key().find("pad_right=") != std::string::npos, !c.sides.empty())
+        << task.workload_key();
     const std::string epilogue = task.args().get("epilogue");
     // Logical tensors, seeded.
     std::mt19937_64 rng(c.c * 100 + c.k);
@@ -392,7 +422,7 @@ TEST(Conv2dNchwc, PaddedBlocksMatchDirectConvolution) {
           for (int64_t ch = 0; ch < c.c; ++ch)
             for (int64_t r = 0; r < 3; ++r)
               for (int64_t q = 0; q < 3; ++q) {
-                const int64_t iy = y * c.stride + r - c.pad, ix = x * sw + q - c.pad;
+                const int64_t iy = y * c.stride + r - sides[0], ix = x * sw + q - sides[1];
                 if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
                 acc += in[(ch * c.h + iy) * c.w + ix] * wt[((k * c.c + ch) * 3 + r) * 3 + q];
               }
