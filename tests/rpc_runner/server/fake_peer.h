@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -151,11 +152,13 @@ inline rpc::CandidateResult error(const std::string& kind, const std::string& me
 }
 
 // A crafted device of `key` with this target (one core, four slots, reconnecting within 0.3 s)
-// on the server at `address`: it answers every candidate in 15 ms with a plausible timing of
-// matmul 64x64x64, a little slower for each later candidate.
+// on the server at `address`: it answers each of its first `answers` candidates in 15 ms with a
+// plausible timing of matmul 64x64x64, a little slower for each later candidate, and is silent on
+// the rest.
 inline std::unique_ptr<FakePeer> quick_matmul_peer(const std::string& address,
                                                    const std::string& key,
-                                                   const std::string& target) {
+                                                   const std::string& target,
+                                                   size_t answers = SIZE_MAX) {
   WorkerSessionOptions peer;
   peer.server = address;
   peer.key = key;
@@ -165,11 +168,13 @@ inline std::unique_ptr<FakePeer> quick_matmul_peer(const std::string& address,
   peer.slots = 4;
   peer.reconnect_initial_s = 0.1;
   peer.reconnect_max_s = 0.3;
-  return std::make_unique<FakePeer>(peer, [](size_t n) -> std::optional<rpc::CandidateResult> {
-    constexpr double kFlop = 2.0 * 64 * 64 * 64;
-    std::this_thread::sleep_for(std::chrono::milliseconds(15));
-    return costs({kFlop / (10e9 * (1 + 0.001 * static_cast<double>(n)))});
-  });
+  return std::make_unique<FakePeer>(
+      peer, [answers](size_t n) -> std::optional<rpc::CandidateResult> {
+        if (n >= answers) return std::nullopt;
+        constexpr double kFlop = 2.0 * 64 * 64 * 64;
+        std::this_thread::sleep_for(std::chrono::milliseconds(15));
+        return costs({kFlop / (10e9 * (1 + 0.001 * static_cast<double>(n)))});
+      });
 }
 
 }  // namespace ktune::rpc_runner::testing

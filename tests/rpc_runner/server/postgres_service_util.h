@@ -3,6 +3,7 @@
 // what the log holds at the end.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -55,9 +56,11 @@ class PostgresService : public ::testing::Test {
     return read_file(temp_.path / (name + ".err"));
   }
 
-  // A crafted device of key "cpu" on the server at `address`, answering in 15 ms.
-  static std::unique_ptr<testing::FakePeer> device(const std::string& address) {
-    return testing::quick_matmul_peer(address, "cpu", codegen::Target::host().str());
+  // A crafted device of key "cpu" on the server at `address`, answering its first `answers`
+  // candidates in 15 ms each and silent on the rest.
+  static std::unique_ptr<testing::FakePeer> device(const std::string& address,
+                                                   size_t answers = SIZE_MAX) {
+    return testing::quick_matmul_peer(address, "cpu", codegen::Target::host().str(), answers);
   }
   static std::unique_ptr<ServiceClient> client_of(const std::string& address) {
     ServiceClientOptions options;
@@ -74,15 +77,16 @@ class PostgresService : public ::testing::Test {
     std::unique_ptr<testing::FakePeer> device;
     std::unique_ptr<ServiceClient> client;
   };
-  // Starts servers "a" and "b" on the log, each with its device attached; fails the test (the
-  // caller's ASSERT_NO_FATAL_FAILURE returns) when one does not come up.
-  void start_two(Served& a, Served& b) {
+  // Starts servers "a" and "b" on the log, each with its device attached (a's answering its first
+  // `a_answers` candidates); fails the test (the caller's ASSERT_NO_FATAL_FAILURE returns) when
+  // one does not come up.
+  void start_two(Served& a, Served& b, size_t a_answers = SIZE_MAX) {
     for (auto [name, s] : {std::pair<const char*, Served*>{"a", &a}, {"b", &b}}) {
       s->server = start_server(name, s->address);
       ASSERT_FALSE(s->address.empty()) << err_of(name);
     }
     for (Served* s : {&a, &b}) {
-      s->device = device(s->address);
+      s->device = device(s->address, s == &a ? a_answers : SIZE_MAX);
       s->client = client_of(s->address);
     }
     ASSERT_TRUE(wait_until(
