@@ -8,12 +8,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "codegen/codegen_llvm.h"
-#include "codegen/shared_object.h"
 #include "codegen/target.h"
 #include "rpc_runner/protocol/measure_convert.h"
 #include "rpc_runner/protocol/peer_checks.h"
 #include "rpc_runner/protocol/service_convert.h"
+#include "rpc_runner/server/cross_build.h"
 #include "rpc_runner/server/device_pool.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
@@ -61,11 +60,7 @@ void DeviceCalibration::start(const WorkerInfo& info) {
         to_proto(calibration_measure(which == 0 ? 1 : 0), c.mutable_measure());
         if (!info.can_build) {
           const schedule_space::Instantiated inst = task.instantiate(task.fallback_config());
-          const auto bytes =
-              codegen::link_shared(
-                  codegen::build(te::lower(inst.schedule, inst.args, "fma_peak"), target))
-                  .serialize();
-          c.set_artifact(std::string(bytes.begin(), bytes.end()));
+          c.set_artifact(cross_build(te::lower(inst.schedule, inst.args, "fma_peak"), target));
         }
         runs->flop[which] = task.flop();
       }

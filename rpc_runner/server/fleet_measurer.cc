@@ -12,12 +12,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "codegen/codegen_llvm.h"
-#include "codegen/shared_object.h"
 #include "codegen/target.h"
 #include "rpc_runner/protocol/peer_checks.h"
 #include "rpc_runner/protocol/service_convert.h"
 #include "rpc_runner/runner/reference.h"
+#include "rpc_runner/server/cross_build.h"
 #include "schedule_space/task.h"
 #include "support/error.h"
 #include "support/thread_pool.h"
@@ -34,11 +33,9 @@ struct FleetMeasurer::CrossBuilder {
     const std::string key = task.workload_key() + "|" + task.target().key;
     auto it = references.find(key);
     if (it != references.end()) return it->second;
-    const auto bytes =
-        codegen::link_shared(
-            codegen::build(lower_reference(task), codegen::Target::parse(task.target().key)))
-            .serialize();
-    return references.emplace(key, std::string(bytes.begin(), bytes.end())).first->second;
+    return references
+        .emplace(key, cross_build(lower_reference(task), codegen::Target::parse(task.target().key)))
+        .first->second;
   }
 };
 
@@ -67,8 +64,8 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(
 
   // Kernels for devices without a compiler: built here, in parallel, before anything is sent.
   std::vector<std::optional<std::string>> kernels(inputs.size());
-  const bool cross_build = pool_.needs_kernels(device_key_);
-  if (cross_build) {
+  const bool built_here = pool_.needs_kernels(device_key_);
+  if (built_here) {
     if (!builder_) builder_ = std::make_unique<CrossBuilder>();
     const double timeout = options_.measure.build_timeout_s;
     std::vector<std::future<tuner::MeasureResult>> builds;
@@ -87,16 +84,14 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(
         }
         try {
           // Linked into a shared object: a device without a compiler loads it with dlopen.
-          const auto bytes =
-              codegen::link_shared(
-                  codegen::build(te::lower(inst.schedule, inst.args, task.template_name()),
-                                 codegen::Target::parse(task.target().key)))
-                  .serialize();
+          std::string kernel =
+              cross_build(te::lower(inst.schedule, inst.args, task.template_name()),
+                          codegen::Target::parse(task.target().key));
           if (seconds() > timeout)
             return tuner::make_error_result(
                 ErrorKind::kBuildTimeout,
                 fmt::format("build took {:.2f} s, over {:g} s", seconds(), timeout), seconds());
-          kernels[i] = std::string(bytes.begin(), bytes.end());
+          kernels[i] = std::move(kernel);
           tuner::MeasureResult built;
           built.build_s = seconds();
           return built;
@@ -116,7 +111,7 @@ std::vector<tuner::MeasureResult> FleetMeasurer::measure(
 
   for (size_t i = 0; i < inputs.size(); ++i) {
     const schedule_space::Task& task = *inputs[i].task;
-    if (cross_build && !kernels[i]) continue;  // failed to build here: its result is set
+    if (built_here && !kernels[i]) continue;  // failed to build here: its result is set
     rpc::Candidate c;
     to_proto(task, c.mutable_task());
     c.set_config_index(inputs[i].config.index());
