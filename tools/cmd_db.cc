@@ -168,7 +168,8 @@ void run_stats(const DbArgs& args) {
               {"emulated_records", st.emulated_records},
               {"emulated_ok_records", st.emulated_ok_records},
               {"retimed_records", st.retimed_records},
-              {"noisy_records", st.noisy_records}};
+              {"noisy_records", st.noisy_records},
+              {"disputed_records", st.disputed_records}};
     j["per_workload"] = json::array();
     for (const auto& s : summaries) {
       j["per_workload"].push_back({{"workload", s.workload_key},
@@ -200,6 +201,10 @@ void run_stats(const DbArgs& args) {
     std::cout << "  noisy      " << st.noisy_records
               << " of the ok records (timings spread more than "
               << static_cast<int>(100 * tuning_db::kNoisySpread) << "%)\n";
+  if (st.disputed_records > 0)
+    std::cout << "  disputed   " << st.disputed_records
+              << " of the ok records (another device of the key timed them more than "
+              << tuning_db::kDisputeFactor << "x away: not served by best/build)\n";
   for (const auto& [kind, n] : st.failures_by_kind) {
     std::cout << "    " << std::left << std::setw(16) << kind << n << "\n";
   }

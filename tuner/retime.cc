@@ -14,7 +14,9 @@ namespace ktune::tuner {
 namespace {
 
 // The records to re-time: the best real ones of exactly this device key, with their configs as
-// this ktune builds them, and the fallback config's record wherever it ranks.
+// this ktune builds them, and the fallback config's record wherever it ranks. Disputed records
+// that rank among them are taken too (up to as many again), so that a device other than theirs
+// may settle them; they do not count towards `top`.
 struct Candidate {
   tuning_db::Record record;
   schedule_space::Config config;
@@ -26,7 +28,8 @@ std::vector<Candidate> candidates(tuning_db::Database& db, const schedule_space:
   // top_k with an empty device key serves every device: ask for more and keep this key's.
   tuning_db::RecordQuery query;
   query.device_key = options.device_key;
-  const int64_t wanted = options.device_key.empty() ? options.top * 4 + 16 : options.top;
+  query.include_disputed = true;
+  const int64_t wanted = options.top * 4 + 16;
   const auto& space = task.space();
   const int64_t fallback = static_cast<int64_t>(task.fallback_config().index());
   std::vector<Candidate> out;
@@ -35,14 +38,23 @@ std::vector<Candidate> candidates(tuning_db::Database& db, const schedule_space:
       schedule_space::Config config =
           space.get(space.index_of(schedule_space::Config::from_json(r.config)));
       out.push_back({std::move(r), std::move(config)});
+      return true;
     } catch (const Error& e) {
       spdlog::warn("record {} of {} is not re-timed: its config does not fit ({})", r.id,
                    r.workload_key, e.what());
+      return false;
     }
   };
-  for (tuning_db::Record& r : db.top_k(task.workload_key(), target, wanted, query))
-    if (r.device_key == options.device_key && static_cast<int64_t>(out.size()) < options.top)
-      take(r);
+  int64_t served = 0, disputed = 0;
+  for (tuning_db::Record& r : db.top_k(task.workload_key(), target, wanted, query)) {
+    if (r.device_key != options.device_key) continue;
+    if (served >= options.top) break;
+    if (r.disputed) {
+      if (disputed < options.top && take(r)) ++disputed;
+    } else if (take(r)) {
+      ++served;
+    }
+  }
   const bool fallback_chosen = std::any_of(out.begin(), out.end(), [&](const Candidate& c) {
     return c.record.config_index == fallback;
   });
@@ -53,13 +65,56 @@ std::vector<Candidate> candidates(tuning_db::Database& db, const schedule_space:
   return out;
 }
 
+// The best a build is served among the candidates (ordered by figure): the first not disputed.
+const Candidate* served_best(const std::vector<Candidate>& chosen) {
+  for (const Candidate& c : chosen)
+    if (!c.record.disputed) return &c;
+  return nullptr;
+}
+
+// A record's re-timing rounds: those of its own device (the worker that measured it; every round
+// when the measurer has one device) and those of other devices of its key.
+struct Rounds {
+  std::vector<double> own, others;
+};
+
+// Stores a record's rounds and settles whether another device disputes it. Rounds of another
+// device count only where they agree with the record's own figure (its own rounds, else its
+// figure before): a device that disagrees never rewrites another's measurement, and the record
+// is disputed (not served) until a device other than its own agrees.
+void store(tuning_db::Database& db, tuning_db::Record& r, const Rounds& rounds) {
+  std::vector<double> kept = rounds.own;
+  bool disputed = r.disputed;
+  if (!rounds.others.empty()) {
+    const double mine = rounds.own.empty() ? r.cost() : tuning_db::median(rounds.own);
+    const double theirs = tuning_db::median(rounds.others);
+    disputed = tuning_db::disagree(mine, theirs);
+    if (disputed)
+      spdlog::warn(
+          "config {} of {} (measured by {}) timed {} ms on another device of its key against "
+          "{} ms: disputed, not served until a device other than its own agrees",
+          r.config_index, r.workload_key, r.worker.empty() ? "this host" : r.worker,
+          ms_text(theirs), ms_text(mine));
+    else
+      kept.insert(kept.end(), rounds.others.begin(), rounds.others.end());
+  }
+  if (!kept.empty()) {
+    db.retime(r.id, kept);
+    r.retimed_costs = kept;
+  }
+  if (disputed != r.disputed) {
+    db.set_disputed(r.id, disputed);
+    r.disputed = disputed;
+  }
+}
+
 // One pass: every chosen record timed `rounds` times, interleaved; each record's rounds stored.
 // Returns what each one was before and after.
 std::vector<RetimedConfig> retime_pass(tuning_db::Database& db, const schedule_space::Task& task,
                                        Measurer& measurer, std::vector<Candidate>& chosen,
                                        int rounds) {
   const size_t n = chosen.size();
-  std::vector<std::vector<double>> figures(n);
+  std::vector<Rounds> figures(n);
   std::vector<int> failed(n, 0);
   for (int round = 0; round < rounds; ++round) {
     std::vector<MeasureInput> inputs;
@@ -71,25 +126,26 @@ std::vector<RetimedConfig> retime_pass(tuning_db::Database& db, const schedule_s
     }
     const std::vector<MeasureResult> results = measurer.measure(inputs);
     for (size_t i = 0; i < n && i < results.size(); ++i) {
+      const tuning_db::Record& r = chosen[order[i]].record;
       if (results[i].ok()) {
-        figures[order[i]].push_back(results[i].mean_cost());
+        Rounds& f = figures[order[i]];
+        (results[i].worker == r.worker ? f.own : f.others).push_back(results[i].mean_cost());
       } else {
         ++failed[order[i]];
-        spdlog::warn("re-timing config {} of {}: round {} failed ({})",
-                     chosen[order[i]].record.config_index, task.workload_key(), round + 1,
-                     results[i].error_message);
+        spdlog::warn("re-timing config {} of {}: round {} failed ({})", r.config_index,
+                     task.workload_key(), round + 1, results[i].error_message);
       }
     }
   }
   std::vector<RetimedConfig> out;
   for (size_t i = 0; i < n; ++i) {
     tuning_db::Record& r = chosen[i].record;
-    RetimedConfig c{r.id, r.config_index, r.cost(), 0, failed[i], false};
-    if (!figures[i].empty()) {
-      db.retime(r.id, figures[i]);
-      r.retimed_costs = figures[i];
+    RetimedConfig c{r.id, r.config_index, r.cost(), 0, failed[i], false, false};
+    if (!figures[i].own.empty() || !figures[i].others.empty()) {
+      store(db, r, figures[i]);
       c.after_s = r.cost();
       c.noisy = r.noisy();
+      c.disputed = r.disputed;
     } else {
       spdlog::warn("config {} of {} failed every re-timing round; it keeps its first figure",
                    r.config_index, task.workload_key());
@@ -109,14 +165,19 @@ RetimeReport retime_best(tuning_db::Database& db, const schedule_space::Task& ta
   std::set<int64_t> timed;  // records this re-timing measured (or tried to)
   for (int pass = 0; pass < kMaxRetimePasses; ++pass) {
     std::vector<Candidate> chosen = candidates(db, task, target, options);
-    if (chosen.empty()) break;
+    // A disputed record is timed once per re-timing: a later pass would only ask again.
+    std::erase_if(chosen, [&](const Candidate& c) {
+      return c.record.disputed && timed.count(c.record.id) > 0;
+    });
+    const Candidate* best = served_best(chosen);
     // Done once the best is a record this re-timing measured. When the first timings of all
-    // the chosen were lucky, re-timing demotes them all and an untimed one takes the lead: the
-    // next pass times it (with the new top), so that what a build is served was re-timed.
-    if (timed.count(chosen.front().record.id)) break;
-    if (pass == 0) {
-      report.best_before_s = chosen.front().record.cost();
-      report.best_before_index = chosen.front().record.config_index;
+    // the chosen were lucky (or another device disputed them), re-timing demotes them all and an
+    // untimed one takes the lead: the next pass times it (with the new top), so that what a
+    // build is served was re-timed. With none served, the disputed ones are timed, once.
+    if (chosen.empty() || (best != nullptr && timed.count(best->record.id))) break;
+    if (pass == 0 && best != nullptr) {
+      report.best_before_s = best->record.cost();
+      report.best_before_index = best->record.config_index;
     }
     report.rounds = options.rounds;
     report.passes = pass + 1;
@@ -141,8 +202,10 @@ RetimeReport retime_best(tuning_db::Database& db, const schedule_space::Task& ta
   // The best after: the log's, as a build is served (a config that failed every round keeps its
   // old figure, as best() does).
   const std::vector<Candidate> now = candidates(db, task, target, options);
-  report.best_after_s = now.front().record.cost();
-  report.best_after_index = now.front().record.config_index;
+  if (const Candidate* best = served_best(now)) {
+    report.best_after_s = best->record.cost();
+    report.best_after_index = best->record.config_index;
+  }
   return report;
 }
 
@@ -154,7 +217,8 @@ nlohmann::json to_json(const RetimeReport& report) {
                        {"before_s", c.before_s},
                        {"after_s", c.after_s},
                        {"failed_rounds", c.failed_rounds},
-                       {"noisy", c.noisy}});
+                       {"noisy", c.noisy},
+                       {"disputed", c.disputed}});
   return {{"rounds", report.rounds},
           {"passes", report.passes},
           {"measured", report.measured},
@@ -166,17 +230,44 @@ nlohmann::json to_json(const RetimeReport& report) {
           {"configs", configs}};
 }
 
+RetimeReport retime_report_from_json(const nlohmann::json& j) {
+  RetimeReport report;
+  report.rounds = j.value("rounds", 0);
+  report.passes = j.value("passes", 0);
+  report.measured = j.value("measured", int64_t{0});
+  report.best_before_s = j.value("best_before_s", 0.0);
+  report.best_after_s = j.value("best_after_s", 0.0);
+  report.best_before_index = j.value("best_before_config", int64_t{-1});
+  report.best_after_index = j.value("best_after_config", int64_t{-1});
+  report.with_fallback = j.value("with_fallback", false);
+  for (const nlohmann::json& c : j.value("configs", nlohmann::json::array()))
+    report.configs.push_back({.record_id = c.value("record", int64_t{0}),
+                              .config_index = c.value("config", int64_t{-1}),
+                              .before_s = c.value("before_s", 0.0),
+                              .after_s = c.value("after_s", 0.0),
+                              .failed_rounds = c.value("failed_rounds", 0),
+                              .noisy = c.value("noisy", false),
+                              .disputed = c.value("disputed", false)});
+  return report;
+}
+
 std::string describe(const RetimeReport& report) {
   if (report.empty()) return "nothing to re-time";
   const size_t best = report.configs.size() - (report.with_fallback ? 1 : 0);
+  // A log whose records were all disputed serves no best (before or after).
+  const auto figure = [](int64_t index, double s) {
+    return index < 0 ? std::string("none served") : ms_text(s) + " ms";
+  };
   std::string line =
-      fmt::format("re-timed the {} best config{}{} over {} interleaved rounds: best {} ms -> {} ms",
-                  best, best == 1 ? "" : "s", report.with_fallback ? " and the fallback" : "",
-                  report.rounds, ms_text(report.best_before_s), ms_text(report.best_after_s));
+      fmt::format("re-timed the {} best config{}{} over {} interleaved rounds: best {} -> {}", best,
+                  best == 1 ? "" : "s", report.with_fallback ? " and the fallback" : "",
+                  report.rounds, figure(report.best_before_index, report.best_before_s),
+                  figure(report.best_after_index, report.best_after_s));
   if (report.passes > 1)
     line +=
         fmt::format(" in {} passes (the first demoted every config it re-timed)", report.passes);
-  if (report.best_after_index != report.best_before_index)
+  if (report.best_after_index >= 0 && report.best_before_index >= 0 &&
+      report.best_after_index != report.best_before_index)
     line += fmt::format(" (config #{} is now the best, was #{})", report.best_after_index,
                         report.best_before_index);
   const auto noisy = std::count_if(report.configs.begin(), report.configs.end(),
@@ -184,6 +275,13 @@ std::string describe(const RetimeReport& report) {
   if (noisy > 0)
     line += fmt::format("; {} noisy (rounds spread more than {:.0f}%)", noisy,
                         100 * tuning_db::kNoisySpread);
+  const auto disputed = std::count_if(report.configs.begin(), report.configs.end(),
+                                      [](const RetimedConfig& c) { return c.disputed; });
+  if (disputed > 0)
+    line += fmt::format(
+        "; {} disputed (another device of the key timed them more than {:.0f}x away: not served "
+        "until a device other than theirs agrees)",
+        disputed, tuning_db::kDisputeFactor);
   return line;
 }
 

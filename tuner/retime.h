@@ -29,6 +29,9 @@ struct RetimedConfig {
   double after_s = 0;   // the median of this re-timing's rounds; 0 when every round failed
   int failed_rounds = 0;
   bool noisy = false;  // the rounds spread more than tuning_db::kNoisySpread
+  // Another device of the key timed it more than tuning_db::kDisputeFactor away from its own
+  // figure: not served (tuning_db::Record::disputed); after_s is its own device's figure.
+  bool disputed = false;
 };
 
 // The fallback config's record is re-timed beside the best wherever it ranks: a first timing can
@@ -61,7 +64,12 @@ struct RetimeReport {
 // or last), and stores each record's rounds (Database::retime): their median is then the figure
 // best/top_k rank by. When the best is then a record not re-timed (every chosen one was demoted),
 // another pass re-times the new top options.top, up to kMaxRetimePasses passes, so that the best
-// served has been re-timed. A config whose rounds all fail keeps its figure (with a warning);
+// served has been re-timed. On a measurer of several devices (a tuning server's workers) a round
+// timed on a device other than the record's own counts only where it agrees with the record's
+// figure (tuning_db::disagree); where it does not, the record is disputed and not served until a
+// device other than its own agrees (Database::set_disputed), and its figure stays its own
+// device's. Disputed records among the best are re-timed too, without counting towards
+// options.top. A config whose rounds all fail keeps its figure (with a warning);
 // failed rounds are left out of the median. Records whose config this ktune cannot rebuild are
 // passed over. Returns what was re-timed (empty when the log holds no such record). Throws what the
 // measurer and the log throw.
@@ -71,8 +79,11 @@ RetimeReport retime_best(tuning_db::Database& db, const schedule_space::Task& ta
 
 // The report as JSON: {rounds, passes, measured, best_before_s, best_after_s, best_before_config,
 // best_after_config, with_fallback, configs: [{record, config, before_s, after_s, failed_rounds,
-// noisy}]}.
+// noisy, disputed}]}.
 nlohmann::json to_json(const RetimeReport& report);
+// The report back from that JSON (a job's summary, as a client receives it); a field missing is
+// left at its default.
+RetimeReport retime_report_from_json(const nlohmann::json& j);
 
 // One line for a person: "re-timed the N best configs over R interleaved rounds: best X ms ->
 // Y ms (config #i)", naming the config that is now the best when it changed and the noisy ones.

@@ -79,6 +79,7 @@ Database::Impl::Use Database::Impl::use(std::string_view sql) {
       substitute("r.retimed_costs", "'[]'");
       substitute("r.noisy", "0");
     }
+    if (!has_disputed) substitute("r.disputed", "0");
     it = statements.emplace(std::string(sql), std::make_unique<sql::Statement>(conn, text)).first;
   }
   it->second->reset();
@@ -237,9 +238,10 @@ int64_t Database::Impl::insert(const Record& r, double created_at) {
   auto s = use(
       "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
       "mean_cost, gflops, all_cost, error_kind, error_msg, tuner, batch, measured_at, "
-      "created_at, ktune_version, run_id, emulated, client, worker, retimed_costs, noisy) "
+      "created_at, ktune_version, run_id, emulated, client, worker, retimed_costs, noisy, "
+      "disputed) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-      "?19, ?20, ?21, ?22)");
+      "?19, ?20, ?21, ?22, ?23)");
   s->bind(1, workload).bind(2, target).bind(3, device).bind(4, r.config_index);
   s->bind(5, r.config.dump()).bind(6, costs_json(r.costs));
   // mean_cost holds the record's figure (Record::cost(): the re-timing's median when re-timed).
@@ -261,6 +263,7 @@ int64_t Database::Impl::insert(const Record& r, double created_at) {
   s->bind(18, int64_t{r.emulated});
   s->bind(19, r.client).bind(20, r.worker);
   s->bind(21, costs_json(r.retimed_costs)).bind(22, int64_t{r.noisy()});
+  s->bind(23, int64_t{r.disputed});
   s->run();
   return conn.last_insert_rowid();
 }
@@ -291,6 +294,7 @@ Record Database::Impl::read_record(const sql::Statement& s) {
   r.client = s.column_text(20);
   r.worker = s.column_text(21);
   r.retimed_costs = json::parse(s.column_text(22)).get<std::vector<double>>();
+  r.disputed = s.column_int(23) != 0;
   return r;
 }
 
@@ -406,6 +410,7 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
       impl->has_emulated = impl->opened_version >= kEmulatedSchemaVersion;
       impl->has_tenants = impl->opened_version >= kTenantsSchemaVersion;
       impl->has_retimed = impl->opened_version >= kRetimedSchemaVersion;
+      impl->has_disputed = impl->opened_version >= kDisputedSchemaVersion;
     }
     return Database(std::move(impl));
   }
@@ -423,6 +428,7 @@ Database Database::open(const std::string& path, const OpenOptions& options) {
     impl->has_emulated = impl->opened_version >= kEmulatedSchemaVersion;
     impl->has_tenants = impl->opened_version >= kTenantsSchemaVersion;
     impl->has_retimed = impl->opened_version >= kRetimedSchemaVersion;
+    impl->has_disputed = impl->opened_version >= kDisputedSchemaVersion;
     return Database(std::move(impl));
   }
   impl->conn = sql::Connection::open(path, options.create);
@@ -512,6 +518,15 @@ void Database::retime(int64_t record_id, const std::vector<double>& rounds) {
   });
 }
 
+void Database::set_disputed(int64_t record_id, bool disputed) {
+  auto s = impl_->use("UPDATE records SET disputed = ?2 WHERE id = ?1 AND error_kind = ''");
+  s->bind(1, record_id).bind(2, int64_t{disputed});
+  s->run();
+  if (impl_->conn.changes() == 0)
+    throw Error(ErrorKind::kNotFound,
+                "no successful record " + std::to_string(record_id) + " to mark disputed");
+}
+
 std::vector<Record> Database::top_k(std::string_view workload_key, const TargetKey& target,
                                     int64_t k, std::string_view device_key) {
   return top_k(workload_key, target, k, RecordQuery{std::string(device_key)});
@@ -536,12 +551,12 @@ std::vector<Record> Database::top_k(std::string_view workload_key, const TargetK
     auto s = impl_->use(std::string(kRecordColumns) +
                         "AND r.workload_id = ?1 AND r.target_id = ?2 AND r.error_kind = '' "
                         "AND (?3 = 0 OR r.device_id = ?3) AND (?5 = 1 OR r.emulated = 0) "
-                        "ORDER BY r.mean_cost, r.id LIMIT ?4");
+                        "AND (?6 = 1 OR r.disputed = 0) ORDER BY r.mean_cost, r.id LIMIT ?4");
     s->bind(1, *workload)
         .bind(2, target_id)
         .bind(3, device.value_or(0))
         .bind(4, checked ? kNoLimit : k);
-    s->bind(5, int64_t{query.include_emulated});
+    s->bind(5, int64_t{query.include_emulated}).bind(6, int64_t{query.include_disputed});
     int64_t taken = 0;
     while (taken < k && s->step()) {
       Record r = Impl::read_record(*s);
@@ -577,9 +592,11 @@ std::optional<Record> Database::config_best(std::string_view workload_key, const
     auto s = impl_->use(std::string(kRecordColumns) +
                         "AND r.workload_id = ?1 AND r.target_id = ?2 AND r.error_kind = '' "
                         "AND (?3 = 0 OR r.device_id = ?3) AND (?4 = 1 OR r.emulated = 0) "
-                        "AND r.config_index = ?5 ORDER BY r.mean_cost, r.id");
+                        "AND r.config_index = ?5 AND (?6 = 1 OR r.disputed = 0) "
+                        "ORDER BY r.mean_cost, r.id");
     s->bind(1, *workload).bind(2, target_id).bind(3, device.value_or(0));
     s->bind(4, int64_t{query.include_emulated}).bind(5, config_index);
+    s->bind(6, int64_t{query.include_disputed});
     while (s->step()) {
       Record r = Impl::read_record(*s);
       if (impl_->record_check && !impl_->problem(r).empty()) continue;
@@ -676,7 +693,7 @@ std::vector<Record> Database::history(std::string_view template_name, const Targ
         "SELECT r.id, w.key, w.template, w.args, w.flop, t.target, t.llvm_version, d.key, "
         "r.config_index, r.config, r.costs, r.all_cost, r.error_kind, r.error_msg, r.tuner, "
         "r.batch, r.measured_at, r.ktune_version, r.run_id, r.emulated, r.client, r.worker, "
-        "r.retimed_costs "
+        "r.retimed_costs, r.disputed "
         "FROM workloads w CROSS JOIN records r CROSS JOIN targets t CROSS JOIN devices d "
         "WHERE w.template = ?1 AND r.workload_id = w.id AND r.target_id = ?2 AND r.emulated = ?4 "
         "AND t.id = r.target_id AND d.id = r.device_id ORDER BY r.id DESC LIMIT ?3");
@@ -730,12 +747,12 @@ Stats Database::stats() {
   {
     auto s = impl_->use(
         "SELECT coalesce(sum(CASE WHEN r.retimed_costs != '[]' THEN 1 ELSE 0 END), 0), "
-        "coalesce(sum(r.noisy), 0) FROM records "
-        "r "
+        "coalesce(sum(r.noisy), 0), coalesce(sum(r.disputed), 0) FROM records r "
         "WHERE r.error_kind = ''");
     if (s->step()) {
       st.retimed_records = s->column_int(0);
       st.noisy_records = s->column_int(1);
+      st.disputed_records = s->column_int(2);
     }
   }
   auto s = impl_->use(

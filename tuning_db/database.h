@@ -60,6 +60,9 @@ struct RecordQuery {
   // served one has Record::emulated set, which the caller shows. For a user who tunes under
   // emulation on purpose (`ktune best --emulated`); an emulated timing is never served unasked.
   bool include_emulated = false;
+  // true: disputed records (Record::disputed) are eligible too, for a re-timing that may settle
+  // them; never for what a build is served.
+  bool include_disputed = false;
 };
 
 // Counts over the whole log.
@@ -81,6 +84,8 @@ struct Stats {
   // Of `ok_records`: those whose figure was re-timed, and those flagged noisy (Record::noisy()).
   int64_t retimed_records = 0;
   int64_t noisy_records = 0;
+  // Of `ok_records`: those another device of their key disagreed with (Record::disputed).
+  int64_t disputed_records = 0;
 };
 
 // Per (workload, target): how much was measured and the best result, real and emulated apart.
@@ -178,6 +183,10 @@ class Database {
   // Throws Error(kInvalidArgument) for no round, a cost that is not finite and >= 0 or a failed
   // record, Error(kNotFound) for an unknown id, Error(kDatabase) on a SQLite failure.
   void retime(int64_t record_id, const std::vector<double>& rounds);
+  // Sets or clears a successful record's disputed flag (Record::disputed): another device of its
+  // key disagreed with its figure, or (false) a device other than its own agreed. Throws
+  // Error(kNotFound) for an unknown id, Error(kDatabase) on a SQLite failure.
+  void set_disputed(int64_t record_id, bool disputed);
 
   // Returns the successful record of lowest cost (Record::cost()) for the workload on the target
   // that the query admits (device key, emulated records: see RecordQuery), or nullopt. Failed

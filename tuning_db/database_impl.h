@@ -23,7 +23,7 @@ inline constexpr std::string_view kRecordColumns =
     "SELECT r.id, w.key, w.template, w.args, w.flop, t.target, t.llvm_version, d.key, "
     "r.config_index, r.config, r.costs, r.all_cost, r.error_kind, r.error_msg, r.tuner, "
     "r.batch, r.measured_at, r.ktune_version, r.run_id, r.emulated, r.client, r.worker, "
-    "r.retimed_costs "
+    "r.retimed_costs, r.disputed "
     "FROM records r CROSS JOIN workloads w CROSS JOIN targets t CROSS JOIN devices d "
     "WHERE w.id = r.workload_id AND t.id = r.target_id AND d.id = r.device_id ";
 
@@ -45,6 +45,8 @@ struct Database::Impl {
   // Whether records have the re-timing columns (schema 7). Without them use() reads
   // `r.retimed_costs` as '[]' and `r.noisy` as 0: no record of such a log was re-timed or flagged.
   bool has_retimed = true;
+  // Whether records have the disputed column (schema 9); when not, use() reads `r.disputed` as 0.
+  bool has_disputed = true;
   std::shared_ptr<const RecordCheck> record_check;  // null: records are not checked
   std::map<std::string, std::unique_ptr<sql::Statement>, std::less<>> statements;
 
@@ -62,8 +64,8 @@ struct Database::Impl {
     sql::Statement& stmt_;
   };
   // Returns the cached statement for `sql`, preparing it on first use. Statements name the
-  // records table `r` wherever they read r.emulated, r.client, r.worker, r.retimed_costs or
-  // r.noisy (see has_emulated, has_tenants, has_retimed).
+  // records table `r` wherever they read r.emulated, r.client, r.worker, r.retimed_costs,
+  // r.noisy or r.disputed (see has_emulated, has_tenants, has_retimed, has_disputed).
   Use use(std::string_view sql);
 
   std::optional<int64_t> workload_id(std::string_view key);

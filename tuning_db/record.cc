@@ -95,6 +95,7 @@ json to_json(const Record& r) {
   if (!r.worker.empty()) meta["worker"] = r.worker;
   if (!r.retimed_costs.empty()) meta["retimed"] = r.retimed_costs;
   if (r.noisy()) meta["noisy"] = true;
+  if (r.disputed) meta["disputed"] = true;
   std::string error = r.error ? std::string(to_string(*r.error)) : std::string();
   return json{{"input", json::array({r.target.target, r.workload_key, r.args})},
               {"config", r.config},
@@ -113,6 +114,7 @@ nlohmann::json to_report_json(const Record& r) {
   j["emulated"] = r.emulated;
   j["retimed"] = !r.retimed_costs.empty();
   j["noisy"] = r.noisy();
+  j["disputed"] = r.disputed;
   return j;
 }
 
@@ -182,6 +184,7 @@ Record from_json(const json& line) {
     }
     if (!r.ok() && !r.retimed_costs.empty()) bad("a failed record cannot be re-timed");
   }
+  r.disputed = bool_of(meta.value("disputed", json(false)), "meta.disputed");
   return r;
 }
 

@@ -31,6 +31,17 @@ double spread(const std::vector<double>& timings);
 // The median of `timings` (the mean of the middle two for an even count); +inf when empty.
 double median(std::vector<double> timings);
 
+// Two timings of one config on devices of one key (one kind of hardware) that differ by more than
+// this factor disagree: one of the devices is not what it says, or was not timing what it was
+// sent. Timing noise on a shared machine stays well inside it (a re-timing's rounds spread
+// kNoisySpread before they are flagged).
+inline constexpr double kDisputeFactor = 2;
+
+// Whether timings a and b (seconds, > 0) disagree: one is more than kDisputeFactor times the other.
+inline bool disagree(double a, double b) {
+  return a > 0 && b > 0 && (a > kDisputeFactor * b || b > kDisputeFactor * a);
+}
+
 // The target a record was measured for: its canonical string and the LLVM version of the
 // toolchain that compiled it, so that records of another toolchain are told apart.
 struct TargetKey {
@@ -80,6 +91,11 @@ struct Record {
   // (`costs`) stays as measured; the re-timing's median is the record's figure (cost()), since a
   // config that came out on top of many may owe part of its lead to a lucky timing.
   std::vector<double> retimed_costs;
+  // Another device of its key (another worker) timed its config and disagreed (disagree()) with
+  // its figure: one of the two is wrong and the log cannot tell which, so best/top_k pass over it
+  // (unless RecordQuery::include_disputed) until a re-timing on a device other than its own
+  // agrees. Its figure stays its own device's: a disagreeing device never rewrites it.
+  bool disputed = false;
 
   bool ok() const { return !error.has_value(); }
   // Mean of `costs` (the first timing); returns +inf when there is none (a failure).
@@ -102,18 +118,19 @@ struct Record {
 // version 2 with "meta": {..., "emulated": true}; a real one as version 1 without the field.
 // meta.client and meta.worker are written when known (older builds ignore them). A re-timed
 // record adds "meta": {..., "retimed": [seconds per round]} (an older build ignores it and ranks
-// by the first timing), and a noisy one "meta": {..., "noisy": true} (informational: from_json
-// computes it again from the timings).
+// by the first timing), a noisy one "meta": {..., "noisy": true} (informational: from_json
+// computes it again from the timings) and a disputed one "meta": {..., "disputed": true} (an
+// older build ignores it and may serve the record).
 nlohmann::json to_json(const Record& record);
 // The same, serialized on one line (no trailing newline).
 std::string to_json_line(const Record& record);
 // A record as the commands print it (`ktune best --json`, `ktune db best/top --json`): to_json
 // with the log's id, mean_cost_s (Record::cost(), the figure best ranks by: a re-timing's median
-// when re-timed), gflops and the emulated, retimed and noisy flags.
+// when re-timed), gflops and the emulated, retimed, noisy and disputed flags.
 nlohmann::json to_report_json(const Record& record);
 // Parses one record object (version 1 or 2; meta.emulated, a boolean, absent = false;
 // meta.client and meta.worker, strings, absent = ""; meta.retimed, an array of non-negative
-// numbers, absent = not re-timed).
+// numbers, absent = not re-timed; meta.disputed, a boolean, absent = false).
 // Returns the record; throws Error(kInvalidArgument) naming the first field that is missing or
 // of the wrong type.
 Record from_json(const nlohmann::json& line);

@@ -68,7 +68,8 @@ WorkloadReport workload_report(const WorkloadSummary& s, bool emulated,
     if (r->ok()) {
       ++w.ok_records;
       if (r->noisy()) ++w.noisy_records;
-      ok.push_back(r);
+      // A disputed record is never the best a build is served, nor the report's.
+      if (!r->disputed) ok.push_back(r);
     } else {
       ++w.errors_by_kind[std::string(to_string(*r->error))];
     }

@@ -2,8 +2,8 @@
 // version 3 (the tuning server's jobs), version 4 (claims of configs being measured),
 // version 5 (records and claims of emulated devices told apart), version 6 (tenants: the
 // client of every job and record, the worker of every record), version 7 (records
-// re-timed, and the flag of a noisy timing) and version 8 (per-step thread counts of built
-// models).
+// re-timed, and the flag of a noisy timing), version 8 (per-step thread counts of built
+// models) and version 9 (records another device disagreed with).
 #include "tuning_db/schema.h"
 
 #include <spdlog/spdlog.h>
@@ -180,6 +180,11 @@ CREATE TABLE step_threads(
   capped_s REAL NOT NULL DEFAULT 0,
   measured_at REAL NOT NULL,
   PRIMARY KEY(model_key, target, threads));
+)sql",
+    // 8 -> 9 (kDisputedSchemaVersion): a record another device of its key disagreed with
+    // (Record::disputed), which best/top_k pass over.
+    R"sql(
+ALTER TABLE records ADD COLUMN disputed INTEGER NOT NULL DEFAULT 0;
 )sql",
 };
 

@@ -11,7 +11,7 @@ namespace ktune::tuning_db {
 
 // Version of the schema this build writes (a SQLite file keeps its version in PRAGMA user_version,
 // a PostgreSQL log in its meta table).
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 // The first version whose records have the emulated column.
 inline constexpr int kEmulatedSchemaVersion = 5;
 // The first version whose records and jobs name their client (and records their worker).
@@ -20,6 +20,8 @@ inline constexpr int kTenantsSchemaVersion = 6;
 inline constexpr int kRetimedSchemaVersion = 7;
 // The first version with the per-step thread counts of built models (step_threads).
 inline constexpr int kStepThreadsSchemaVersion = 8;
+// The first version whose records have the disputed flag (Record::disputed).
+inline constexpr int kDisputedSchemaVersion = 9;
 // The application id of every ktune tuning log ("ktun"): tells ours from other databases.
 inline constexpr int32_t kApplicationId = 0x6b74756e;
 

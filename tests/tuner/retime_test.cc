@@ -58,7 +58,10 @@ class ScriptedMeasurer final : public Measurer {
       }
       double c = cost.count(index) ? cost[index] : 1e-3;
       if (noisy.count(index) && n == 2) c *= 3;
+      const std::string worker = workers.empty() ? "" : workers[next_worker++ % workers.size()];
+      if (claims_faster.count(worker)) c /= claims_faster[worker];
       out.push_back(make_ok_result({c, c}));
+      out.back().worker = worker;
     }
     batches.push_back(batch);
     return out;
@@ -68,6 +71,11 @@ class ScriptedMeasurer final : public Measurer {
   std::map<int64_t, bool> fail, noisy;
   std::map<int64_t, int> times;
   std::vector<std::vector<int64_t>> batches;
+  // The devices that time the configs, one result each in turn (none: the measurer's only device,
+  // ""), and how many times faster than `cost` a device says every config runs (1 when unset).
+  std::vector<std::string> workers;
+  std::map<std::string, double> claims_faster;
+  size_t next_worker = 0;
 };
 
 std::vector<int64_t> first_valid(const schedule_space::Task& task, size_t n) {
@@ -322,6 +330,85 @@ TEST_F(Retime, OnlyTheDeviceKeysRecordsAreRetimed) {
   const RetimeReport report = retime_best(db, task, m, kTarget, RetimeOptions{5, 2, "box"});
   ASSERT_EQ(report.configs.size(), 2u);
   EXPECT_EQ(m.batches, (std::vector<std::vector<int64_t>>{{v[2], v[3]}, {v[3], v[2]}}));
+}
+
+// On a measurer of several devices (a server's workers), a device that times a record more than
+// kDisputeFactor away from its own device's figure disputes it: the record keeps its figure (the
+// other device's rounds are not stored), best() passes over it, and a device other than its own
+// that agrees settles it. Both ways: a device saying "10x faster" disputes honest records, and an
+// honest device disputes a record that one said was 10x faster.
+TEST_F(Retime, ADeviceThatDisagreesDisputesARecordAndNeverRewritesIt) {
+  const auto task = matmul(16);
+  const auto v = first_valid(task, 5);
+  ASSERT_EQ(v.size(), 5u);
+  auto db = tuning_db::Database::open(file("log.db"));
+  ScriptedMeasurer m;
+  for (size_t i = 0; i < 5; ++i) m.cost[v[i]] = 1e-3 * static_cast<double>(i + 1);
+  m.workers = {"w1"};
+  log_configs(db, task, {v[0], v[1], v[2], v[3]}, m);
+  ASSERT_EQ(db.best(task.workload_key(), kTarget)->worker, "w1");
+
+  // w2 says every config runs 10x faster than w1 timed it: it rewrites nothing and nothing of
+  // w1's is served until another device settles it.
+  m.workers = {"w2"};
+  m.claims_faster["w2"] = 10;
+  const RetimeReport liar = retime_best(db, task, m, kTarget, RetimeOptions{5, 3, "box"});
+  ASSERT_EQ(liar.configs.size(), 4u);
+  for (const RetimedConfig& c : liar.configs) {
+    EXPECT_TRUE(c.disputed) << c.config_index;
+    EXPECT_DOUBLE_EQ(c.after_s, c.before_s) << c.config_index;  // its own figure stays
+  }
+  EXPECT_EQ(liar.passes, 1);
+  EXPECT_EQ(liar.best_after_index, -1);
+  EXPECT_FALSE(db.best(task.workload_key(), kTarget));
+  tuning_db::RecordQuery all;
+  all.include_disputed = true;
+  for (const tuning_db::Record& r : db.top_k(task.workload_key(), kTarget, 5, all)) {
+    EXPECT_TRUE(r.disputed);
+    EXPECT_TRUE(r.retimed_costs.empty()) << "w2's rounds were stored on w1's record";
+    EXPECT_DOUBLE_EQ(r.cost(), m.cost[r.config_index]);
+  }
+  EXPECT_EQ(db.stats().disputed_records, 4);
+  EXPECT_NE(describe(liar).find("; 4 disputed (another device of the key timed them more than 2x "
+                                "away: not served until a device other than theirs agrees)"),
+            std::string::npos)
+      << describe(liar);
+  // The flag travels with the record.
+  std::stringstream lines;
+  db.export_jsonl(lines);
+  auto copy = tuning_db::Database::open(file("copy.db"));
+  EXPECT_EQ(copy.import_jsonl(lines).imported, 4);
+  EXPECT_EQ(copy.stats().disputed_records, 4);
+  EXPECT_FALSE(copy.best(task.workload_key(), kTarget));
+
+  // w3, honest, agrees: the records are settled and served again, its rounds their figure.
+  m.workers = {"w3"};
+  const RetimeReport settled = retime_best(db, task, m, kTarget, RetimeOptions{5, 3, "box"});
+  ASSERT_EQ(settled.configs.size(), 4u);
+  for (const RetimedConfig& c : settled.configs) EXPECT_FALSE(c.disputed) << c.config_index;
+  auto best = db.best(task.workload_key(), kTarget);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->config_index, v[0]);
+  EXPECT_EQ(best->retimed_costs, (std::vector<double>{1e-3, 1e-3, 1e-3}));
+  EXPECT_EQ(db.stats().disputed_records, 0);
+
+  // w2 logs v4 at 10x its speed: it leads until w1, honest, re-times it; then it is disputed,
+  // keeps w2's figure, and the build is served v0 again.
+  m.workers = {"w2"};
+  log_configs(db, task, {v[4]}, m);
+  ASSERT_EQ(db.best(task.workload_key(), kTarget)->config_index, v[4]);
+  m.workers = {"w1"};
+  const RetimeReport caught = retime_best(db, task, m, kTarget, RetimeOptions{5, 3, "box"});
+  EXPECT_EQ(caught.best_before_index, v[4]);
+  EXPECT_EQ(caught.best_after_index, v[0]);
+  best = db.best(task.workload_key(), kTarget);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->config_index, v[0]);
+  const auto lie = db.config_best(task.workload_key(), kTarget, v[4], all);
+  ASSERT_TRUE(lie);
+  EXPECT_TRUE(lie->disputed);
+  EXPECT_DOUBLE_EQ(lie->cost(), 5e-4);
+  EXPECT_EQ(db.stats().disputed_records, 1);
 }
 
 // A session re-times at its end and says so in its report and summary; an emulated one does not.

@@ -22,9 +22,9 @@ using testing::TempDir;
 class RetimedOn : public testing::OnBothBackends {};
 INSTANTIATE_TEST_SUITE_P(Backends, RetimedOn, testing::kBothBackends, testing::backend_test_name);
 
-TEST_P(RetimedOn, RetimeReplacesTheFigureAndRefusesWhatCannotBeRetimed) {
-  Database db = Database::open(fresh("log.db"));
-  const TargetKey target{"llvm", "19"};
+// Three records of workload "mm" on `target`: config 1 at 0.5 s (twice), config 2 at 0.75 s and
+// config 3 failed.
+std::vector<Record> three_records(const TargetKey& target) {
   Record r;
   r.workload_key = "mm";
   r.template_name = "matmul";
@@ -41,7 +41,13 @@ TEST_P(RetimedOn, RetimeReplacesTheFigureAndRefusesWhatCannotBeRetimed) {
   failed.config_index = 3;
   failed.costs = {};
   failed.error = ErrorKind::kRun;
-  const auto ids = db.add({r, other, failed});
+  return {r, other, failed};
+}
+
+TEST_P(RetimedOn, RetimeReplacesTheFigureAndRefusesWhatCannotBeRetimed) {
+  Database db = Database::open(fresh("log.db"));
+  const TargetKey target{"llvm", "19"};
+  const auto ids = db.add(three_records(target));
   EXPECT_EQ(db.best("mm", target)->config_index, 1);
 
   db.retime(ids[0], {1.0, 0.9, 3.0});  // median 1.0, spread 210 %: now behind config 2
@@ -108,6 +114,67 @@ TEST_P(RetimedOn, ALineWithABadRetimingIsRejected) {
   EXPECT_THROW(from_json(line), Error);
   line["meta"]["retimed"] = {0.1, -0.2};
   EXPECT_THROW(from_json(line), Error);
+}
+
+// A record another device disagreed with is disputed: best, top_k and config_best pass over it
+// unless asked, the stats count it, and clearing the flag serves it again.
+TEST_P(RetimedOn, ADisputedRecordIsNotServedUntilSettled) {
+  Database db = Database::open(fresh("log.db"));
+  const TargetKey target{"llvm", "19"};
+  const auto ids = db.add(three_records(target));
+
+  db.set_disputed(ids[0], true);
+  EXPECT_EQ(db.best("mm", target)->config_index, 2);
+  EXPECT_EQ(db.top_k("mm", target, 5).size(), 1u);
+  EXPECT_FALSE(db.config_best("mm", target, 1, RecordQuery{}));
+  RecordQuery all;
+  all.include_disputed = true;
+  const auto top = db.top_k("mm", target, 5, all);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0].config_index, 1);
+  EXPECT_TRUE(top[0].disputed);
+  EXPECT_FALSE(top[1].disputed);
+  EXPECT_TRUE(db.config_best("mm", target, 1, all));
+  EXPECT_EQ(db.stats().disputed_records, 1);
+  EXPECT_EQ(to_json(top[0])["meta"]["disputed"], true);
+  EXPECT_TRUE(from_json(to_json(top[0])).disputed);
+  EXPECT_FALSE(to_json(top[1])["meta"].contains("disputed"));
+
+  db.set_disputed(ids[0], false);
+  EXPECT_EQ(db.best("mm", target)->config_index, 1);
+  EXPECT_EQ(db.stats().disputed_records, 0);
+  try {
+    db.set_disputed(ids[2], true);
+    ADD_FAILURE() << "a failed record was marked disputed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+  }
+  EXPECT_THROW(db.set_disputed(ids[2] + 100, true), Error);
+}
+
+// A log of schema version 8 (before the flag), read-only: every record is served as before.
+TEST(Retimed, AVersionEightLogHasNoDisputedRecord) {
+  TempDir dir;
+  const std::string path = dir.file("v8.db");
+  testing::write_old_log(
+      path, 8,
+      "INSERT INTO records(workload_id, target_id, device_id, config_index, config, costs, "
+      "mean_cost, error_kind, created_at) VALUES "
+      "(1, 1, 1, 5, '{\"index\":5,\"entity\":[]}', '[0.5]', 0.5, '', 0);");
+  const TargetKey target{"llvm", "19"};
+  {
+    Database reader = Database::open(path, {.read_only = true});
+    EXPECT_EQ(reader.opened_schema_version(), 8);
+    ASSERT_TRUE(reader.best("mm", target));
+    EXPECT_FALSE(reader.best("mm", target)->disputed);
+    EXPECT_EQ(reader.stats().disputed_records, 0);
+  }
+  Database db = Database::open(path);
+  EXPECT_TRUE(db.check().ok());
+  const auto best = db.best("mm", target);
+  ASSERT_TRUE(best);
+  db.set_disputed(best->id, true);
+  EXPECT_FALSE(db.best("mm", target));
 }
 
 // A log of schema version 5: read-only, nothing is re-timed or flagged; migrated, the records

@@ -287,6 +287,82 @@ TEST_F(HostilePeer, ResultsAreBoundedByTheCalibrationNotByTheDeclaredCores) {
   }
 }
 
+// A worker whose calibration is honest but whose timings flatter (35 GFLOP/s where an honest
+// worker of its key times 10, under its calibrated ceiling): alone, nothing contradicts it and its
+// records lead. Its re-timing of an honest record never becomes that record's figure. Once an
+// honest worker of the key re-times its records, they are disputed and not served: the build gets
+// the honest figure again, and the honest records it disputed are settled by the honest worker.
+TEST_F(HostilePeer, AWorkerWhoseTimingsDisagreeIsDisputedAndNeverRewritesAnHonestRecord) {
+  ASSERT_TRUE(start_server("150")) << read_file(dir_ / "server.err");
+  const auto at = [](double gflops) {
+    return [gflops](size_t n) -> std::optional<rpc::CandidateResult> {
+      return costs({kFlop / (gflops * 1e9 * (1 + 0.01 * static_cast<double>(n % 5)))});
+    };
+  };
+  const auto attached = [&](size_t n) {
+    return wait_until(
+        [&] {
+          const auto d = client_->devices();
+          return d.size() == n && (n == 0 || d[0].core_gflops > 0);
+        },
+        20);
+  };
+  const auto run = [&](uint64_t trials) {
+    const JobEvent last = client_->watch(client_->submit(matmul_job(trials, 4, "random")).id);
+    EXPECT_EQ(last.job.state, tuning_db::JobState::kDone) << last.job.message;
+    return last.job;
+  };
+  // The first timing's speed: what the worker that measured it said.
+  const auto said = [](const tuning_db::Record& r) { return kFlop / r.mean_cost() / 1e9; };
+
+  auto honest = std::make_unique<FakePeer>(peer_options("honest"), at(10));
+  ASSERT_TRUE(attached(1)) << read_file(dir_ / "server.err");
+  const JobStatus first = run(8);
+  honest.reset();
+  ASSERT_TRUE(attached(0));
+
+  auto flatterer = std::make_unique<FakePeer>(peer_options("flatterer"), at(35));
+  ASSERT_TRUE(attached(1)) << read_file(dir_ / "server.err");
+  run(4);
+  // Alone, its records lead; its rounds on an honest record (the fallback config's, when it
+  // re-timed it) are never that record's figure.
+  auto best = client_->best(first.workload, first.target);
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_GT(best[0].gflops(), 30);
+  for (const auto& r : testing::log_records(db_)) {
+    if (!r.ok() || said(r) > 20) continue;
+    for (double round : r.retimed_costs)
+      EXPECT_LT(kFlop / round / 1e9, 20) << "config " << r.config_index << " of " << r.worker;
+  }
+  flatterer.reset();
+  ASSERT_TRUE(attached(0));
+
+  honest = std::make_unique<FakePeer>(peer_options("honest again"), at(10));
+  ASSERT_TRUE(attached(1)) << read_file(dir_ / "server.err");
+  const JobStatus last = run(4);
+  best = client_->best(last.workload, last.target);
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_LT(best[0].gflops(), 12);
+  int flattering = 0;
+  for (const auto& r : testing::log_records(db_)) {
+    if (!r.ok()) continue;
+    if (said(r) > 20) {
+      ++flattering;
+      EXPECT_TRUE(r.disputed) << "config " << r.config_index << " at " << r.gflops();
+      EXPECT_GT(r.gflops(), 30) << "its figure stays its own device's";
+    } else {
+      EXPECT_FALSE(r.disputed) << "config " << r.config_index << " at " << r.gflops();
+      EXPECT_LT(r.gflops(), 12) << "config " << r.config_index;
+    }
+  }
+  EXPECT_GE(flattering, 4);
+  const auto stats = testing_cli::ktune("db stats --db " + testing_cli::quote(db_), true);
+  ASSERT_EQ(stats.status, 0) << stats.err;
+  EXPECT_NE(stats.out.find("disputed   " + std::to_string(flattering) + " of the ok records"),
+            std::string::npos)
+      << stats.out;
+}
+
 TEST_F(HostilePeer, AWorkerThatHeartbeatsButNeverAnswersIsDetachedAndTheJobCompletes) {
   ASSERT_TRUE(start_server("5")) << read_file(dir_ / "server.err");
   WorkerSessionOptions o = peer_options("mute");

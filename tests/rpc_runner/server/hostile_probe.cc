@@ -1,11 +1,11 @@
 // ktune-hostile-probe: a crafted device worker for scripts/hostile. It attaches to a tuning server
 // with a valid worker token and answers every candidate as its case says (non-finite, negative,
 // huge or implausibly fast costs, huge error text, an error kind of no measurement, never,
-// kUnsupported, or a plausible timing at once), or says hello with an absurd field, or answers the
-// server's calibration at attach with an implausible one. A result case serves until SIGTERM or
-// SIGINT (exit 0); a hello case exits 0 once attached (the server took the absurd field), a
-// calibration case once calibrated (no refusal within 10 s of attaching). Refused at its hello or
-// its calibration, it prints the server's one line and exits 1. A client case
+// kUnsupported, a plausible timing at once, or one four times faster), or says hello with an absurd
+// field, or answers the server's calibration at attach with an implausible one. A result case
+// serves until SIGTERM or SIGINT (exit 0); a hello case exits 0 once attached (the server took the
+// absurd field), a calibration case once calibrated (no refusal within 10 s of attaching). Refused
+// at its hello or its calibration, it prints the server's one line and exits 1. A client case
 // (client-...) is a crafted client instead, with a client's token: it submits a job whose text the
 // CLI would refuse before sending (a 6 MB owner, an owner that forges a log line, a model job of
 // 20,000 tasks) straight to SubmitJob; refused, it prints the server's one line and exits 1;
@@ -45,6 +45,10 @@ using Answer = testing::FakePeer::Answer;
 const std::map<std::string, Answer>& answers() {
   static const std::map<std::string, Answer> cases = {
       {"plausible", [](size_t n) { return costs({1e-3 * (1 + 1e-3 * static_cast<double>(n))}); }},
+      // Four times faster than "plausible" says, under any calibrated ceiling: only another
+      // device of its key can contradict it.
+      {"flattering",
+       [](size_t n) { return costs({0.25e-3 * (1 + 1e-3 * static_cast<double>(n))}); }},
       {"nan-costs", [](size_t) { return costs({std::numeric_limits<double>::quiet_NaN()}); }},
       {"negative-costs", [](size_t) { return costs({-1e-3}); }},
       {"huge-costs", [](size_t) { return costs({1e308}); }},
