@@ -14,6 +14,7 @@
 #include "deploy/history_best.h"
 #include "support/error.h"
 #include "support/ms_text.h"
+#include "tools/whole_percents.h"
 #include "tuning_db/record.h"
 
 namespace ktune::tools {
@@ -62,27 +63,17 @@ std::string layers_column(const tuner::ModelTuningReport& r, size_t i) {
   return tuner::layers_label(t.layers);
 }
 
-// Each row's share of the estimate in whole percents, rounded so that they add up to 100 (the
-// largest remainders round up); -1 for a row that does not run in the model or has no time.
-std::vector<int> shares_in_percent(const tuner::ModelTuningReport& r) {
-  std::vector<int> shares(r.tasks.size(), -1);
-  std::vector<std::pair<double, size_t>> remainders;
-  int given = 0;
+// Each row's share of the estimate in whole percents adding up to 100; none for a row that does
+// not run in the model or has no time.
+std::vector<std::optional<int>> shares_in_percent(const tuner::ModelTuningReport& r) {
+  std::vector<std::optional<double>> fractions(r.tasks.size());
   for (size_t i = 0; i < r.tasks.size(); ++i) {
     const double time = static_cast<double>(r.tasks[i].count) * r.tasks[i].best_s;
-    if (!std::isfinite(time) || !std::isfinite(r.tuned_s) || r.tuned_s <= 0 ||
-        !tuner::runs_in_model(r, i))
-      continue;
-    const double exact = 100 * time / r.tuned_s;
-    shares[i] = static_cast<int>(std::floor(exact));
-    given += shares[i];
-    remainders.emplace_back(exact - shares[i], i);
+    if (std::isfinite(time) && std::isfinite(r.tuned_s) && r.tuned_s > 0 &&
+        tuner::runs_in_model(r, i))
+      fractions[i] = time / r.tuned_s;
   }
-  std::stable_sort(remainders.begin(), remainders.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t k = 0; k < remainders.size() && given < 100; ++k, ++given)
-    ++shares[remainders[k].second];
-  return shares;
+  return whole_percents(fractions);
 }
 
 }  // namespace
@@ -98,18 +89,16 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
   std::fprintf(out, "%s  %-*s  %s\n", header.c_str(), static_cast<int>(layer_width), "layer",
                "task");
   int lines = 1;
-  const std::vector<int> shares = shares_in_percent(r);
+  const std::vector<std::optional<int>> shares = shares_in_percent(r);
   for (size_t i = 0; i < r.tasks.size(); ++i) {
     const auto& t = r.tasks[i];
-    const std::string share = shares[i] < 0 ? "-" : std::to_string(shares[i]) + "%";
-    std::string row = right(std::to_string(i + 1), 3) + right(std::to_string(t.count), 6) +
-                      right(std::to_string(t.trials), 7) +
-                      right(ms_text(t.best_s) + (tuner::best_noisy_in_sums(r, i) ? "~" : ""), 11) +
-                      right(t.fallback_s ? ms_text(*t.fallback_s) +
-                                               (tuner::fallback_noisy_in_sums(r, i) ? "~" : "")
-                                         : "-",
-                            12) +
-                      right(share, 7);
+    const std::string share = shares[i] ? std::to_string(*shares[i]) + "%" : "-";
+    std::string row =
+        right(std::to_string(i + 1), 3) + right(std::to_string(t.count), 6) +
+        right(std::to_string(t.trials), 7) +
+        right(ms_text(t.best_s) + (t.best_noisy ? "~" : ""), 11) +
+        right(t.fallback_s ? ms_text(*t.fallback_s) + (t.fallback_noisy ? "~" : "") : "-", 12) +
+        right(share, 7);
     if (libraries) {
       const auto lib = libraries->find(t.tuned_as);
       if (lib == libraries->end()) {
@@ -127,6 +116,15 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
     }
     std::fprintf(out, "%s  %-*s  %s\n", row.c_str(), static_cast<int>(layer_width),
                  layers_column(r, i).c_str(), t.tuned_as.c_str());
+    ++lines;
+  }
+  // (A ktune built without the libraries races nothing, and its summary says so instead.)
+  if (libraries && !libraries->empty() &&
+      std::any_of(r.tasks.begin(), r.tasks.end(),
+                  [&](const tuner::TaskProgress& t) { return !libraries->count(t.tuned_as); })) {
+    std::fprintf(out,
+                 "  -: no library race: oneDNN and OpenBLAS have no operator for that task (e.g. "
+                 "batch_matmul), or its race failed (a warning above says why)\n");
     ++lines;
   }
   if (libraries && !libraries->empty()) {
@@ -170,7 +168,11 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
       ++lines;
     }
   }
-  if (tuner::noisy_in_sums(r) > 0) {
+  // Every noisy figure is marked, as `ktune best` calls it NOISY; the summary's speed-up counts
+  // only those behind its sums (tuner::noisy_in_sums).
+  if (std::any_of(r.tasks.begin(), r.tasks.end(), [](const tuner::TaskProgress& t) {
+        return t.best_noisy || (t.fallback_s && t.fallback_noisy);
+      })) {
     std::fprintf(out,
                  "  ~: the timings behind that figure spread more than %.0f%% (best_ms: the log's "
                  "best record; fallback_ms: the fallback's re-timing)\n",
@@ -198,10 +200,13 @@ void ModelProgress::show(const tuner::ModelTuningReport& r) {
                  r.fallback_s > 0 ? ms_text(r.fallback_s).c_str() : "-");
     ++drawn_;
   } else if (!r.steps.empty()) {
+    // The best of the workload the step tuned (a layer's Winograd form has its own).
     const auto& step = r.steps.back();
+    double best_s = r.workload_best_s[step.task];
+    for (const tuner::TaskProgress& t : r.tasks)
+      if (t.tuned_as == r.step_tuned) best_s = t.best_s;
     std::fprintf(stderr, "trials %zu/%zu best_ms %s model_ms %s tuned %s\n", step.total, budget_,
-                 ms_text(r.workload_best_s[step.task]).c_str(), ms_text(r.tuned_s).c_str(),
-                 r.workloads[step.task].c_str());
+                 ms_text(best_s).c_str(), ms_text(r.tuned_s).c_str(), r.step_tuned.c_str());
   }
 }
 
@@ -433,13 +438,19 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
     std::fprintf(out, "  time budget: the search stopped at it after %zu of %zu trials\n",
                  report.trials, budget);
   print_wall_time(out, summary);
-  size_t unreached = 0;
-  for (const auto& t : report.tasks) unreached += t.trials == 0 ? 1 : 0;
-  if (unreached > 0)
+  // Counted per tuned workload, as the budget warning counts them (a task's Winograd form is one
+  // of its own; tasks tuned as one workload share its trials).
+  std::set<std::string> workloads, unreached;
+  for (const auto& t : report.tasks) {
+    workloads.insert(t.tuned_as);
+    if (t.trials == 0) unreached.insert(t.tuned_as);
+  }
+  if (!unreached.empty())
     std::fprintf(out,
-                 "  budget: %zu of %zu tasks got no trial in this run (a warm-up of every task "
-                 "takes %zu x the batch size); each keeps what the log held, else its fallback\n",
-                 unreached, report.tasks.size(), report.tasks.size());
+                 "  budget: %zu of %zu tuned workloads got no trial in this run (a warm-up of "
+                 "every one takes %zu x the batch size); each keeps what the log held, else its "
+                 "fallback\n",
+                 unreached.size(), workloads.size(), workloads.size());
   for (const auto& u : summary.value("untuned", nlohmann::json::array()))
     std::fprintf(out, "  not a tuned task: %s x%lld (%s)\n", u["task"].get<std::string>().c_str(),
                  static_cast<long long>(u["count"].get<int64_t>()),

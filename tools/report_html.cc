@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tools/svg_plot.h"
+#include "tools/whole_percents.h"
 #include "tuner/model_tuning.h"
 #include "tuning_db/record.h"
 
@@ -298,6 +299,10 @@ std::string model_section(const tuning_db::ModelRunReport& m,
       "curve</th><th>best ms</th><th>fallback ms</th><th>library "
       "ms</th><th>tuned/library</th><th title=\"of the tuned tasks' estimate, on the rows that "
       "ship\">share</th><th class=\"l\">ships</th><th class=\"l\">library</th></tr>";
+  // Whole percents adding up to 100, as the model table prints them.
+  std::vector<std::optional<double>> fractions;
+  for (const auto& l : m.layers) fractions.push_back(l.share);
+  const std::vector<std::optional<int>> shares = whole_percents(fractions);
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const auto& l = m.layers[i];
     std::string ratio = "-";
@@ -325,7 +330,7 @@ std::string model_section(const tuning_db::ModelRunReport& m,
                                      : l.library_spread
                                          ? fmt(" &plusmn;%.0f%%", *l.library_spread * 100)
                                          : "")) +
-           td(ratio) + td(l.share ? fmt("%.0f%%", *l.share * 100) : "-") +
+           td(ratio) + td(shares[i] ? std::to_string(*shares[i]) + "%" : "-") +
            td(l.runs_in_model ? "yes" : "no", true) + td(html_escape(l.library), true) + "</tr>";
   }
   out += "</table>";

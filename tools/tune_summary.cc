@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "support/ms_text.h"
+#include "tuner/retime.h"
 #include "tuning_db/record.h"
 
 namespace ktune::tools {
@@ -76,24 +77,10 @@ void print_tune_summary(const nlohmann::json& s, std::ostream& out) {
           << s["speedup_over_fallback"].get<double>() << "x"
           << (f.value("retimed", false) ? "" : " (the fallback timed once)") << "\n";
   }
-  if (s.contains("retimed")) {
-    // Before and after: what the run measured first, and the median it ranks by now.
-    const auto& r = s["retimed"];
-    const bool with_fallback = r.value("with_fallback", false);
-    const size_t n = r.value("configs", nlohmann::json::array()).size() - (with_fallback ? 1 : 0);
-    out << "re-timed: the " << n << " best config" << (n == 1 ? "" : "s")
-        << (with_fallback ? " and the fallback" : "") << " over " << r.value("rounds", 0)
-        << " interleaved rounds: best " << std::setprecision(4)
-        << r.value("best_before_s", 0.0) * 1e3 << " ms -> " << r.value("best_after_s", 0.0) * 1e3
-        << " ms";
-    if (r.value("best_after_config", -1) != r.value("best_before_config", -1))
-      out << " (config #" << r.value("best_after_config", -1) << " is now the best)";
-    size_t noisy = 0;
-    for (const auto& c : r.value("configs", nlohmann::json::array()))
-      noisy += c.value("noisy", false) ? 1 : 0;
-    if (noisy > 0) out << "; " << noisy << " noisy";
-    out << "\n";
-  }
+  // Before and after: what the run measured first, and the median it ranks by now; the same
+  // line a local run and a job of the server print.
+  if (s.contains("retimed"))
+    out << tuner::describe(tuner::retime_report_from_json(s["retimed"])) << "\n";
   if (s.contains("model")) {
     const auto& m = s["model"];
     out << "model:    " << (m.value("saved", false) ? "saved" : "not fitted") << ", "

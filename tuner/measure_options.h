@@ -5,16 +5,22 @@
 
 namespace ktune::tuner {
 
+// The shortest timing by default: a kernel of tens of nanoseconds timed over `number` runs alone
+// lasts less than a microsecond, where the clock's resolution and one interrupt decide the figure
+// (a 22 ns layer's timings spread 7.7x); at a millisecond they are noise of a few parts in 10^4,
+// and a kernel of 0.25 ms or more is not run more often than `number` says.
+inline constexpr double kDefaultMinRepeatMs = 1;
+
 // How a candidate kernel is timed and checked. Defaults follow AutoTVM's (number 4, repeat 3,
-// min_repeat_ms 0, 10 s timeouts) except cooldown (0: the tuner does not sleep by default) and
-// check_correctness (on: a wrong kernel must never be recorded as fast). The same settings
+// 10 s timeouts) except min_repeat_ms (above), cooldown (0: the tuner does not sleep by default)
+// and check_correctness (on: a wrong kernel must never be recorded as fast). The same settings
 // travel to devices (rpc_runner/protocol: MeasureSpec), to the runner child (runner.proto:
 // RunnerTiming, without the timeouts its parent enforces) and into job specs (JSON), each by one
 // converter; this header has no other dependency so that the device-side runner can include it.
 struct MeasureOptions {
-  int number = 4;               // kernel runs per timing; the timing is their mean
-  int repeat = 3;               // timings per candidate; MeasureResult::costs has this many
-  double min_repeat_ms = 0;     // grow `number` until one timing lasts at least this long
+  int number = 4;  // kernel runs per timing; the timing is their mean
+  int repeat = 3;  // timings per candidate; MeasureResult::costs has this many
+  double min_repeat_ms = kDefaultMinRepeatMs;  // grow `number` until a timing lasts this long
   double build_timeout_s = 10;  // the candidate's own lower+codegen time, never queue time
   double run_timeout_s = 10;    // the candidate's own run time (incl. its check), never queue time
   double cooldown_s = 0;        // sleep between repeats

@@ -176,6 +176,8 @@ class ModelTuning::ChoiceTuner final : public TaskTuner {
     return best;
   }
   const SessionTuner& task() const { return *members_.front(); }
+  // The member the last allocation measured (the task itself before any).
+  const SessionTuner& last_tuned() const { return *members_[last_]; }
   size_t size() const { return members_.size(); }
   // The scheduler's group (tasks alike in throughput): the members' templates. A task that may
   // run another algorithm is not alike to one that runs its template only: Winograd's latency
@@ -195,12 +197,13 @@ class ModelTuning::ChoiceTuner final : public TaskTuner {
     if (exhausted_[k]) return 0;
     const size_t got = members_[k]->tune(n);
     exhausted_[k] = got == 0;
+    if (got > 0) last_ = k;
     return got;
   }
 
   std::vector<SessionTuner*> members_;
   std::vector<bool> exhausted_;
-  size_t warmed_ = 0, allocations_ = 0;
+  size_t warmed_ = 0, allocations_ = 0, last_ = 0;
 };
 
 ModelTuning::ModelTuning(const frontend::ModelTasks& tasks, tuning_db::Database& db,
@@ -263,6 +266,8 @@ ModelTuningReport ModelTuning::report() const {
   r.search_s = search_s_;
   r.retime_s = retime_s_;
   r.steps = steps_;
+  if (!steps_.empty())
+    r.step_tuned = choices_.at(steps_.back().task)->last_tuned().task().workload_key();
   for (const auto& tuner : tuners_) {
     r.trials += tuner->trials();
     r.cancelled = r.cancelled || tuner->stopped();
@@ -446,7 +451,8 @@ nlohmann::json to_json(const ModelTuningReport& r) {
   if (!r.steps.empty())
     j["step"] = {{"task", r.steps.back().task},
                  {"measured", r.steps.back().measured},
-                 {"total", r.steps.back().total}};
+                 {"total", r.steps.back().total},
+                 {"tuned", r.step_tuned}};
   return j;
 }
 
@@ -505,6 +511,7 @@ ModelTuningReport model_report_from_json(const nlohmann::json& j) {
       if (step.task >= r.workloads.size())
         throw Error(ErrorKind::kInvalidArgument, "model tuning report: step of an unknown task");
       r.steps.push_back(step);
+      r.step_tuned = s.value("tuned", r.workloads[step.task]);
     }
     return r;
   } catch (const nlohmann::json::exception& e) {

@@ -65,6 +65,9 @@ struct ModelTuningReport {
   // its alternatives' workloads tuned under it (best: the fastest of them).
   std::vector<std::string> workloads;
   std::vector<double> workload_best_s;
+  // The workload the last step measured: its task's, or an alternative's (its Winograd form)
+  // that the step's allocation went to.
+  std::string step_tuned;
   bool cancelled = false;  // the sessions' should_stop ended the run early
   // The scheduler's time budget ended the search with trials of the budget left.
   bool out_of_time = false;
@@ -128,7 +131,7 @@ std::string layers_label(const std::vector<std::string>& layers);
 bool runs_in_model(const ModelTuningReport& report, size_t i);
 
 // Whether report.tasks[i]'s best is in tuned_s (it runs in the model) and whether its fallback is
-// in fallback_s (it is no alternative), each of them noisy: what marks its row.
+// in fallback_s (it is no alternative), each of them noisy: what the summary's speed-up rests on.
 bool best_noisy_in_sums(const ModelTuningReport& report, size_t i);
 bool fallback_noisy_in_sums(const ModelTuningReport& report, size_t i);
 // The tasks with noisy timings behind tuned_s or fallback_s (either of the two above). With any,
@@ -148,8 +151,9 @@ void label_layers(ModelTuningReport& report, const frontend::ModelTasks& tasks);
 // tasks: [{key, tuned_as, count, gflop, trials, best_s, fallback_s, runs_in_model, share (null
 // unless runs_in_model), layers, alternative_of (when not ""), errors ({kind: failed trials},
 // when any)}],
-// workloads: [{key, best_s}], step: the last SchedulerStep {task, measured, total}}. A latency
-// that is not finite (no config succeeded yet) is null.
+// workloads: [{key, best_s}], step: the last SchedulerStep {task, measured, total, tuned (the
+// workload it measured: step_tuned)}}. A latency that is not finite (no config succeeded yet) is
+// null.
 nlohmann::json to_json(const ModelTuningReport& report);
 
 // The inverse of to_json (steps holds the last step only): what a client of a tuning server

@@ -183,7 +183,7 @@ std::vector<JobStatus> JobManager::list(bool all) {
   return out;
 }
 
-JobStatus JobManager::cancel(uint64_t id) {
+JobStatus JobManager::cancel(uint64_t id, const std::string& by) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) throw unknown_job(id);
@@ -193,8 +193,9 @@ JobStatus JobManager::cancel(uint64_t id) {
                                              " is run by another server of this log: cancel it "
                                              "there");
   if (!job.status.finished()) {
+    job.cancelled_by = by;
     job.cancel = true;
-    spdlog::info("job {}: cancel requested", id);
+    spdlog::info("job {}: cancel requested by {}", id, by);
   }
   return live_status(job);
 }
@@ -240,6 +241,11 @@ void JobManager::publish(Job& job, const std::optional<tuner::ProgressSnapshot>&
   if (job.listeners.empty()) return;
   JobEvent event{live_status(job), progress, job.summary_json, job.model_report};
   for (auto& [token, listener] : job.listeners) listener(event);
+}
+
+std::string JobManager::cancelled_message(const Job& job) {
+  std::lock_guard lock(mu_);
+  return "cancelled by " + job.cancelled_by;
 }
 
 void JobManager::set_state(Job& job, tuning_db::JobState state, const std::string& message) {
@@ -300,7 +306,7 @@ bool JobManager::fail(Job& job, const std::exception& e) {
   const auto* error = dynamic_cast<const Error*>(&e);
   if (job.cancel) {
     end(job, tuning_db::JobState::kCancelled, tuning_db::JobState::kCancelled,
-        "cancelled by a client");
+        cancelled_message(job));
     return true;
   }
   if (error && error->kind() == ErrorKind::kDatabase) {
@@ -337,7 +343,7 @@ void JobManager::run_session(Job& job) {
               "waiting for a device with key '" + spec.session.device_key + "'");
   const std::optional<WorkerInfo> device = pool_.wait_for_worker(spec.session.device_key, stop);
   if (!device) {
-    if (!stopping_) set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
+    if (!stopping_) set_state(job, tuning_db::JobState::kCancelled, cancelled_message(job));
     return;
   }
   // "host" is the devices' own target; every device of a key is taken to have the same one.
@@ -399,7 +405,7 @@ void JobManager::run_session(Job& job) {
     job.status.best_gflops = best_of(summary);
   }
   if (report.cancelled)
-    set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
+    set_state(job, tuning_db::JobState::kCancelled, cancelled_message(job));
   else
     set_state(job, tuning_db::JobState::kDone,
               report.result.best_config ? "" : "no config succeeded");
@@ -481,7 +487,7 @@ void JobManager::run_model(Job& job, const schedule_space::TargetTraits& traits,
     if (!result.cancelled) job.summary_json = summary;
   }
   if (result.cancelled)
-    set_state(job, tuning_db::JobState::kCancelled, "cancelled by a client");
+    set_state(job, tuning_db::JobState::kCancelled, cancelled_message(job));
   else
     set_state(job, tuning_db::JobState::kDone,
               result.summary["tuned_s"].is_number() ? "" : "no config succeeded for some task");

@@ -72,10 +72,10 @@ class JobManager {
   std::optional<JobStatus> status(uint64_t id);
   // Every job (all) or only the queued and running ones, by id.
   std::vector<JobStatus> list(bool all);
-  // Cancels a queued or running job (a finished one is left as it is). Returns its status.
-  // Throws Error(kNotFound) for an unknown id, Error(kUnsupported) for a job that another server
-  // of the log runs.
-  JobStatus cancel(uint64_t id);
+  // Cancels a queued or running job (a finished one is left as it is) on behalf of `by` (its
+  // message says "cancelled by BY"). Returns its status. Throws Error(kNotFound) for an unknown
+  // id, Error(kUnsupported) for a job that another server of the log runs.
+  JobStatus cancel(uint64_t id, const std::string& by = "its client");
 
   // Calls `listener` with the job's status now, then after every batch and state change, last
   // with the finished state. Returns a token for unsubscribe. Listeners run on job threads
@@ -133,6 +133,8 @@ class JobManager {
   tuner::SessionOptions session_options(const Job& job, const std::function<bool()>& stop) const;
   // Stores state + message, updates the status and tells the listeners. Takes mu_. Throws
   // Error(kDatabase) when the log cannot take it (the status is then unchanged).
+  // "cancelled by its client" (or by whoever cancel() named): a cancelled job's message. Locks mu_.
+  std::string cancelled_message(const Job& job);
   void set_state(Job& job, tuning_db::JobState state, const std::string& message);
   // Ends the job: its status becomes `shown` with the message and its listeners hear it,
   // whatever the log does; the log's row takes `stored` when it can (a failed write is logged).

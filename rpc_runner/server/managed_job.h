@@ -19,6 +19,8 @@ struct JobManager::Job {
   JobStatus status;
   int64_t run_id = 0;
   std::atomic<bool> cancel{false};
+  // Who cancelled it, for its message ("its client", "the admin"); guarded by mu_.
+  std::string cancelled_by = "its client";
   std::map<uint64_t, Listener> listeners;  // guarded by mu_
   std::string summary_json;                // guarded by mu_: set when done
   // Model jobs: the latest tuner::model_summary_json (guarded by mu_), kept in the log's summary

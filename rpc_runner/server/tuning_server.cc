@@ -449,11 +449,12 @@ class TuningService final : public rpc::Tuning::CallbackService {
                                       const rpc::JobRef* request, rpc::JobInfo* reply) override {
     return unary(context, "CancelJob", [&](const Caller& caller) {
       const JobStatus job = visible_job(caller, request->id(), "CancelJob");
-      // The admin's hand on another client's job: the log says who did it.
-      if (caller.admin && !caller.name.empty() && job.client != caller.name)
+      // The admin's hand on another client's job: the log and the job's message say who did it.
+      const bool admins = caller.admin && job.client != caller.name;
+      if (admins && !caller.name.empty())
         spdlog::info("{} cancels job {} of {}", caller.label(), job.id,
                      job.client.empty() ? "no named client" : "client " + job.client);
-      to_proto(jobs_.cancel(request->id()), reply);
+      to_proto(jobs_.cancel(request->id(), admins ? "the admin" : "its client"), reply);
     });
   }
 

@@ -81,14 +81,24 @@ TEST(TuneSummary, TheRetimingLineNamesTheFallbackReTimedBesideTheBest) {
                 "configs": [{}, {}, {}, {}, {}, {}]}})js");
   std::ostringstream out;
   print_tune_summary(summary, out);
-  EXPECT_NE(out.str().find("re-timed: the 5 best configs and the fallback over 3 interleaved "
+  EXPECT_NE(out.str().find("re-timed the 5 best configs and the fallback over 3 interleaved "
                            "rounds: best 0.0200 ms -> 0.0210 ms\n"),
             std::string::npos)
       << out.str();
   summary["retimed"]["with_fallback"] = false;
   out.str("");
   print_tune_summary(summary, out);
-  EXPECT_NE(out.str().find("re-timed: the 6 best configs over 3"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("re-timed the 6 best configs over 3"), std::string::npos) << out.str();
+
+  // A job of the server sends the same JSON: its passes and the config now the best are said.
+  summary["retimed"]["passes"] = 2;
+  summary["retimed"]["best_after_config"] = 7;
+  out.str("");
+  print_tune_summary(summary, out);
+  EXPECT_NE(out.str().find("in 2 passes (the first demoted every config it re-timed) (config #7 is "
+                           "now the best, was #4)"),
+            std::string::npos)
+      << out.str();
 }
 
 }  // namespace

@@ -235,13 +235,26 @@ TEST(ModelTuning, AlternativesShareTheirTasksAllocationsAndTheEstimateTakesTheFa
   auto db = tuning_db::Database::open(path);
   FakeMeasurer fake;
   ModelTuning tuning(tasks, db, fake, {"test-target", "19"}, random_options(64));
-  const ModelTuningReport r = tuning.run();
+  // Each step names the workload it measured: the alternative's when its allocation went there
+  // (the progress line a user reads), and that workload's trials grew by the step's.
+  std::map<std::string, size_t> seen;
+  std::set<std::string> stepped;
+  const ModelTuningReport r = tuning.run([&](const ModelTuningReport& now) {
+    const SchedulerStep& step = now.steps.back();
+    const size_t before = seen[now.step_tuned];
+    seen = fake.trials;
+    EXPECT_EQ(seen[now.step_tuned], before + step.measured) << now.step_tuned;
+    stepped.insert(now.step_tuned);
+    EXPECT_EQ(model_report_from_json(to_json(now)).step_tuned, now.step_tuned);
+  });
   EXPECT_EQ(r.workloads.size(), workloads.size() - 1);  // the alternative is no scheduler task
   EXPECT_EQ(r.trials, 64u);
   const std::string primary = tasks.tasks[0].tunable->workload_key();
   const std::string other = tasks.tasks[alt].tunable->workload_key();
   EXPECT_GE(fake.trials[primary], 4u);
   EXPECT_GE(fake.trials[other], 4u);
+  EXPECT_EQ(stepped.count(other), 1u);
+  EXPECT_EQ(stepped.count(primary), 1u);
   ASSERT_EQ(r.tasks[alt].alternative_of, tasks.tasks[0].key());
   double tuned = 0;
   for (size_t i = 0; i < r.tasks.size(); ++i) {

@@ -147,6 +147,23 @@ TEST(LocalRunner, MinRepeatMsGrowsTheRunsPerTiming) {
   EXPECT_GE(wall, 0.04);        // two timings of at least 20 ms each
 }
 
+// By default a timing lasts at least kDefaultMinRepeatMs: a kernel of nanoseconds is not timed
+// over four runs, where the clock's resolution and one interrupt decide its figure.
+TEST(LocalRunner, TheDefaultsTimeATinyKernelForAMillisecondPerTiming) {
+  testing::register_fault_template();
+  auto task = host_task("runner_fault_test", {{"N", "64"}});
+  const LocalRunnerOptions o = test_options();
+  ASSERT_EQ(o.measure.min_repeat_ms, tuner::kDefaultMinRepeatMs);
+  LocalRunner runner(o);
+  auto start = std::chrono::steady_clock::now();
+  auto r = runner.measure({{&task, task.space().get(task.space().index_of({0, 0}))}}).front();
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(r.ok()) << r.error_message;
+  ASSERT_EQ(r.costs.size(), 3u);
+  EXPECT_LT(r.costs[0], 1e-4);  // a 64-element kernel: far below 0.1 ms per run
+  EXPECT_GE(wall, 3 * tuner::kDefaultMinRepeatMs * 1e-3);  // three timings of a millisecond
+}
+
 TEST(LocalRunner, MissingRunnerExecutableIsAnIoError) {
   LocalRunnerOptions o;
   o.runner_path = "/nonexistent/ktune-runner";

@@ -179,6 +179,16 @@ TEST_F(Tenants, ClientsSeeTheirOwnJobsTheAdminAllAndRecordsNameClientAndWorker) 
   auto cancelled = as(admin, "jobs cancel 2");
   ASSERT_EQ(cancelled.status, 0) << cancelled.err;
   EXPECT_NE(cancelled.out.find("job 2: cancel"), std::string::npos) << cancelled.out;
+  // Bob sees who cancelled it (a job waiting for a device ends at once).
+  std::string message;
+  for (int i = 0; i < 100 && message.empty(); ++i) {
+    const auto listed = nlohmann::json::parse(as(bob, "jobs --all --json").out);
+    if (listed.at(0)["state"] == "cancelled")
+      message = listed.at(0)["message"];
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(message, "cancelled by the admin");
 
   // Records of alice's job (the fallback's too) name alice and the worker; so does the export.
   {
