@@ -146,8 +146,11 @@ std::string config_line(const deploy::BuiltKernel& k, const HistoryFlags& s) {
   return std::string(c.best->tuner == "fallback" ? "tuned (the fallback config was the fastest), "
                                                  : "tuned, ") +
          (c.best->id > 0 ? "record " + std::to_string(c.best->id) + " of " : "best record of ") +
-         log + ", " + fmt::format("{:.2f}", c.best->gflops()) + " GFLOP/s, tuner " + c.best->tuner +
-         (c.best->emulated ? ", EMULATED device" : "");
+         log + ", " + fmt::format("{:.2f}", c.best->gflops()) + " GFLOP/s" +
+         (c.best->noisy() ? fmt::format(" (NOISY timing: its rounds spread more than {:.0f}%)",
+                                        100 * tuning_db::kNoisySpread)
+                          : "") +
+         ", tuner " + c.best->tuner + (c.best->emulated ? ", EMULATED device" : "");
 }
 
 // The model's C name: --name, else the library's name without lib and .a, else the model's stem.

@@ -85,7 +85,7 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
     layer_width = std::max(layer_width, layers_column(r, i).size());
   std::string header = "  #" + right("count", 6) + right("trials", 7) + right("best_ms", 11) +
                        right("fallback_ms", 12) + right("share", 7);
-  if (libraries) header += right("tuned_ms", 16) + right("library_ms", 16) + right("ratio", 7);
+  if (libraries) header += right("tuned_ms", 18) + right("library_ms", 18) + right("ratio", 7);
   std::fprintf(out, "%s  %-*s  %s\n", header.c_str(), static_cast<int>(layer_width), "layer",
                "task");
   int lines = 1;
@@ -102,15 +102,15 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
     if (libraries) {
       const auto lib = libraries->find(t.tuned_as);
       if (lib == libraries->end()) {
-        row += right("-", 16) + right("-", 16) + right("-", 7);
+        row += right("-", 18) + right("-", 18) + right("-", 7);
       } else {
         char ratio[32] = "-";  // a ratio of a noisy figure is not quoted
         if (!noisy(lib->second)) std::snprintf(ratio, sizeof ratio, "%.2f", lib->second.ratio());
         // '*': the library ran faster on one thread than on the race's (library_race).
         const bool one_thread = lib->second.library_threads < lib->second.threads;
         const bool apart = figures_apart(t.best_s, lib->second.tuned);
-        row += right(with_spread(lib->second.tuned) + (apart ? "!" : ""), 16) +
-               right(with_spread(lib->second.library_time) + (one_thread ? "*" : ""), 16) +
+        row += right(with_spread(lib->second.tuned) + (apart ? "!" : ""), 18) +
+               right(with_spread(lib->second.library_time) + (one_thread ? "*" : ""), 18) +
                right(ratio, 7);
       }
     }
@@ -118,13 +118,28 @@ int print_model_table(std::FILE* out, const tuner::ModelTuningReport& r,
                  layers_column(r, i).c_str(), t.tuned_as.c_str());
     ++lines;
   }
-  // (A ktune built without the libraries races nothing, and its summary says so instead.)
-  if (libraries && !libraries->empty() &&
-      std::any_of(r.tasks.begin(), r.tasks.end(),
-                  [&](const tuner::TaskProgress& t) { return !libraries->count(t.tuned_as); })) {
-    std::fprintf(out,
-                 "  -: no library race: oneDNN and OpenBLAS have no operator for that task (e.g. "
-                 "batch_matmul), or its race failed (a warning above says why)\n");
+  // What each kind of "-" means, for the kinds the rows show. (A ktune built without the
+  // libraries races nothing, and its summary says so instead.)
+  std::vector<std::string> dashes;
+  if (std::any_of(shares.begin(), shares.end(), [](const auto& s) { return !s; }))
+    dashes.push_back(
+        "share: a row a build does not run (a layer runs the fastest of its "
+        "algorithms)");
+  if (libraries && !libraries->empty()) {
+    if (std::any_of(libraries->begin(), libraries->end(),
+                    [](const auto& l) { return noisy(l.second); }))
+      dashes.push_back("ratio: a noisy race (no ratio is quoted)");
+    if (std::any_of(r.tasks.begin(), r.tasks.end(),
+                    [&](const tuner::TaskProgress& t) { return !libraries->count(t.tuned_as); }))
+      dashes.push_back(
+          "tuned_ms, library_ms and ratio: no library race (oneDNN and OpenBLAS have "
+          "no operator for the task, e.g. batch_matmul, or its race failed: a warning "
+          "above says why)");
+  }
+  if (!dashes.empty()) {
+    std::string line = "  -:";
+    for (size_t k = 0; k < dashes.size(); ++k) line += (k == 0 ? " " : "; ") + dashes[k];
+    std::fprintf(out, "%s\n", line.c_str());
     ++lines;
   }
   if (libraries && !libraries->empty()) {
@@ -380,7 +395,8 @@ void print_model_summary(std::FILE* out, const tuner::ModelTuningReport& report,
   if (report.fallback_s > 0 && std::isfinite(report.tuned_s) && noisy_sums > 0)
     std::fprintf(out,
                  "  tuned tasks: no speed-up over their untuned fallbacks quoted: the timings of "
-                 "%zu row%s behind the sums spread more than %.0f%% (marked ~)\n",
+                 "%zu row%s behind the sums (the best of a row that ships, the fallback of a "
+                 "layer's first algorithm) spread more than %.0f%% (marked ~)\n",
                  noisy_sums, noisy_sums == 1 ? "" : "s", 100 * tuning_db::kNoisySpread);
   else if (report.fallback_s > 0 && std::isfinite(report.tuned_s))
     std::fprintf(out,

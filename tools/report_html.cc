@@ -325,7 +325,8 @@ std::string model_section(const tuning_db::ModelRunReport& m,
            td(std::to_string(l.count)) + td(trials) +
            curve_cell(workload_of(workloads, l.tuned_as.empty() ? l.key : l.tuned_as, m.target),
                       layer_label(m, i)) +
-           td(opt_ms(l.best_s)) + td(opt_ms(l.fallback_s)) +
+           td(opt_ms(l.best_s) + (l.best_noisy ? "~" : "")) +
+           td(opt_ms(l.fallback_s) + (l.fallback_noisy ? "~" : "")) +
            td(opt_ms(l.library_s) + (l.noisy ? std::string(" noisy")
                                      : l.library_spread
                                          ? fmt(" &plusmn;%.0f%%", *l.library_spread * 100)
@@ -334,6 +335,12 @@ std::string model_section(const tuning_db::ModelRunReport& m,
            td(l.runs_in_model ? "yes" : "no", true) + td(html_escape(l.library), true) + "</tr>";
   }
   out += "</table>";
+  // As the model table under tune-model marks them.
+  if (std::any_of(m.layers.begin(), m.layers.end(),
+                  [](const auto& l) { return l.best_noisy || l.fallback_noisy; }))
+    out += "<p class=\"meta noisy-legend\">~: the timings behind that figure spread more than " +
+           fmt("%.0f", 100 * tuning_db::kNoisySpread) +
+           "% (best ms: the log's best record; fallback ms: the fallback's re-timing)</p>";
   for (const auto& u : m.untuned)
     out += "<p class=\"meta\">not a tuned task: " + html_escape(u) + "</p>";
   return out + "</div>";

@@ -128,6 +128,8 @@ ModelRunReport model_run_report(const RunRow& run) {
     l.noisy = flag(t, "noisy", false) ||
               (l.library_spread && 2 * *l.library_spread > kNoisySpread && l.library_s);
     if (l.noisy) l.ratio.reset();
+    l.best_noisy = flag(t, "best_noisy", false);
+    l.fallback_noisy = flag(t, "fallback_noisy", false);
     m.layers.push_back(std::move(l));
   }
   // Summaries written before runs_in_model: the fastest of a task and its alternatives runs.

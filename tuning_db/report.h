@@ -98,6 +98,9 @@ struct LayerRow {
   // median) and tuned / library from the two medians.
   std::optional<double> library_spread, ratio;
   bool noisy = false;  // the race's rounds spread more than kNoisySpread: no ratio is quoted
+  // The timings behind best_s (the log's best record) and fallback_s (the fallback's re-timing)
+  // spread more than kNoisySpread (the model summary's best_noisy, fallback_noisy).
+  bool best_noisy = false, fallback_noisy = false;
 };
 
 // A `ktune tune-model` run, from the summary it stored (record_model_run).

@@ -177,7 +177,8 @@ TEST(ModelTable, ASpeedUpOnNoisyTimingsIsNotQuoted) {
   const std::string text = summary_text(back, {{"model", "tiny"}}, nullptr);
   EXPECT_EQ(text.find("faster than their untuned fallbacks"), std::string::npos) << text;
   EXPECT_NE(text.find("  tuned tasks: no speed-up over their untuned fallbacks quoted: the "
-                      "timings of 2 rows behind the sums spread more than 25% (marked ~)"),
+                      "timings of 2 rows behind the sums (the best of a row that ships, the "
+                      "fallback of a layer's first algorithm) spread more than 25% (marked ~)"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("0.5000~"), std::string::npos) << text;  // fc's best

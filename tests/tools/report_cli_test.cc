@@ -192,6 +192,11 @@ TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
   EXPECT_NE(dom.out.find("no speed-up over the untuned fallbacks quoted: the timings of 1 row(s) "
                          "behind the sums spread more than 25%"),
             std::string::npos);
+  // Its noisy best is marked in its row, as the model table under tune-model marks it.
+  EXPECT_NE(dom.out.find("~</td>"), std::string::npos);
+  EXPECT_NE(dom.out.find("class=\"meta noisy-legend\">~: the timings behind that figure spread "
+                         "more than 25%"),
+            std::string::npos);
   EXPECT_NE(dom.out.find("tuned/library 1.20 on the same operators (1 of 2 races; the noisy "
                          "ones left out)"),
             std::string::npos);
