@@ -6,8 +6,8 @@
 namespace ktune::tuner {
 
 // The shortest timing by default: a kernel of tens of nanoseconds timed over `number` runs alone
-// lasts less than a microsecond, where the clock's resolution and one interrupt decide the figure
-// (a 22 ns layer's timings spread 7.7x); at a millisecond they are noise of a few parts in 10^4,
+// lasts less than a microsecond, where the clock's resolution and one interrupt decide the figure;
+// at a millisecond they are noise of a few parts in 10^4,
 // and a kernel of 0.25 ms or more is not run more often than `number` says.
 inline constexpr double kDefaultMinRepeatMs = 1;
 

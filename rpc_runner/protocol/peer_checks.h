@@ -48,7 +48,8 @@ tuner::MeasureOptions calibration_measure(int run_threads);
 // A result may run this much above its device's calibrated peak (times its template's
 // peak_multiple): fma_peak runs at 99% of a hand-written FMA loop, and the calibration keeps its
 // fastest timing; the rest covers a calibration slowed by load at attach (a worker attached while
-// a tune-model ran on the same 2 vCPUs calibrated at 92.9 GFLOP/s on one core, 211 when idle),
+// a tune-model ran on the same 2-vCPU AMD EPYC VM calibrated at 92.9 GFLOP/s on one core, 211
+// when idle),
 // timing noise and a core's turbo when others idle. A flattering device under this ceiling is
 // left to the cross-device check of re-timing (tuning_db::Record::disputed).
 inline constexpr double kCalibrationSlack = 4;

@@ -147,8 +147,8 @@ TEST(LocalRunner, MinRepeatMsGrowsTheRunsPerTiming) {
   EXPECT_GE(wall, 0.04);        // two timings of at least 20 ms each
 }
 
-// By default a timing lasts at least kDefaultMinRepeatMs: a kernel of nanoseconds is not timed
-// over four runs, where the clock's resolution and one interrupt decide its figure.
+// By default a timing lasts at least kDefaultMinRepeatMs: a kernel of nanoseconds is timed over
+// enough runs that the clock's resolution and one interrupt do not decide its figure.
 TEST(LocalRunner, TheDefaultsTimeATinyKernelForAMillisecondPerTiming) {
   testing::register_fault_template();
   auto task = host_task("runner_fault_test", {{"N", "64"}});
