@@ -232,6 +232,7 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   bool starred = false;  // a row whose library figure is its one-thread median
   bool apart = false;    // a row whose tuned_ms is marked far from its best_ms
   bool tilde = false;    // a row whose best or fallback timings spread
+  bool unshared = false; // a row a build does not run (its share is "-")
   for (size_t i = 0; i < j["tasks"].size(); ++i) row_of[j["tasks"][i]["key"]] = i + 1;
   for (const auto& t : j["tasks"]) {
     ASSERT_TRUE(std::getline(lines, line));
@@ -250,6 +251,7 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
       ++percents;
     EXPECT_TRUE(percents == 3 || percents == 2) << line;
     shares_in_group[group] += percents == 3;
+    unshared = unshared || percents == 2;
     EXPECT_NE(line.find(t["tuned_as"].get<std::string>()), std::string::npos) << line;
     // '*': the library's figure is its median on one thread, which beat the race's two.
     starred = starred || line.find("%* ") != std::string::npos ||
@@ -261,8 +263,20 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   }
   for (const auto& [group, shares] : shares_in_group) EXPECT_EQ(shares, 1) << group;
   EXPECT_NE(text.out.find("; medians of 2 interleaved rounds"), std::string::npos) << text.out;
-  // Under the rows, what the table's two figures of a tuned kernel are, and what '*' marks.
+  // Under the rows, what each kind of '-' means (a row without a share at least), what the
+  // table's two figures of a tuned kernel are, and what '*' marks.
   ASSERT_TRUE(std::getline(lines, line));
+  const bool dashes = line.rfind("  -: ", 0) == 0;
+  EXPECT_TRUE(dashes || !unshared) << line;
+  if (unshared) {
+    EXPECT_NE(line.find("share: a row a build does not run (a layer runs the fastest of its "
+                        "algorithms)"),
+              std::string::npos)
+        << line;
+  }
+  if (dashes) {
+    ASSERT_TRUE(std::getline(lines, line));
+  }
   EXPECT_EQ(line.rfind("  best_ms: the log's re-timed best, which the sums below use; tuned_ms and "
                        "library_ms: medians of 2 rounds in which the two took turns at ",
                        0),
