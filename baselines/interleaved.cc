@@ -7,15 +7,12 @@
 #include <thread>
 
 #include "support/error.h"
+#include "support/seconds_since.h"
 
 namespace ktune::baselines {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 RoundStats stats_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -30,4 +30,7 @@ inline constexpr int64_t kParallelSpread = 64;
 // the innermost one).
 void parallel_leading(te::Stage st, int axes);
 
+// A float constant in a generated kernel's formula (short: formulas hold many).
+inline te::Expr f(float v) { return te::Expr(v); }
+
 }  // namespace ktune::deploy

@@ -20,8 +20,6 @@ namespace {
 
 constexpr int64_t kChunk = 4096;  // elements per parallel iteration of a flat kernel
 
-te::Expr f(float v) { return te::Expr(v); }
-
 // log(1 + e^x) without overflow: max(x, 0) + log(1 + e^-|x|), the exp at most 1.
 te::Expr softplus(const te::Expr& x) {
   return te::max(x, f(0)) + te::log(f(1) + te::exp(-te::abs(x)));

@@ -20,7 +20,6 @@
 namespace ktune::deploy {
 namespace {
 
-te::Expr f(float v) { return te::Expr(v); }
 te::Expr i64(int64_t v) { return te::Expr(v); }
 
 // The plain schedule (model_ops_nn.cc's): leading axes fused and parallel, the last vectorized

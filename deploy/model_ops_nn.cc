@@ -20,8 +20,6 @@ namespace {
 
 constexpr int64_t kTile = 16;  // a transpose's tile: 16 floats, one cache line, on each side
 
-te::Expr f(float v) { return te::Expr(v); }
-
 int64_t product(const std::vector<int64_t>& v) {
   return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
 }

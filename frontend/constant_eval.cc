@@ -23,10 +23,6 @@ struct Val {
   std::vector<double> v;
 };
 
-int64_t count_of(const std::vector<int64_t>& shape) {
-  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-}
-
 // A double that stands for an int64 (a sentinel such as INT64_MAX becomes +-2^62).
 int64_t to_i64(double x) {
   constexpr double kLimit = 4611686018427387904.0;  // 2^62

@@ -11,11 +11,15 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "frontend/onnx_graph.h"
 
 namespace ktune::frontend {
+
+// An INTS attribute (what a pass writes when it rewrites a node's pads, strides or axes).
+inline Attribute ints_attr(std::vector<int64_t> v) { return Attribute{std::move(v), {}, {}, {}}; }
 
 // Called after each pass with its name and the model it left.
 using PassObserver = std::function<void(const std::string& pass, const Model& model)>;

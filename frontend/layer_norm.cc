@@ -11,9 +11,9 @@
 namespace ktune::frontend {
 namespace {
 
-class Matcher {
+class LayerNormMatcher {
  public:
-  explicit Matcher(const Graph& g) : g_(g) {
+  explicit LayerNormMatcher(const Graph& g) : g_(g) {
     for (size_t i = 0; i < g_.nodes.size(); ++i)
       for (const auto& in : g_.nodes[i].inputs)
         if (!in.empty()) consumers_[in].push_back(i);
@@ -174,6 +174,8 @@ class Matcher {
 
 }  // namespace
 
-std::vector<LayerNormGroup> find_layer_norms(const Graph& graph) { return Matcher(graph).run(); }
+std::vector<LayerNormGroup> find_layer_norms(const Graph& graph) {
+  return LayerNormMatcher(graph).run();
+}
 
 }  // namespace ktune::frontend

@@ -15,12 +15,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Error unsupported(const std::string& why) { return Error(ErrorKind::kUnsupported, why); }
 
-int64_t count_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 bool is_integer_type(const std::string& type) {
   return type.rfind("int", 0) == 0 || type.rfind("uint", 0) == 0;
 }
@@ -61,6 +55,12 @@ std::optional<double> scalar_at(const Node& n, size_t index, const char* what,
 }
 
 }  // namespace
+
+int64_t count_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
 
 ConstantLookup lookup_in(const Constants& constants) {
   return [&constants](const std::string& tensor) -> std::optional<ConstantValue> {

@@ -16,8 +16,6 @@
 namespace ktune::frontend {
 namespace {
 
-Attribute ints_attr(std::vector<int64_t> v) { return Attribute{std::move(v), {}, {}, {}}; }
-
 // What the rewrite needs of one spatial axis.
 struct Axis {
   int64_t in = 0, out = 0;  // the ConvTranspose's input and output extents

@@ -14,8 +14,6 @@ bool is_window(const Node& n) {
          (n.op == "Conv" || n.op == "ConvTranspose" || n.op == "MaxPool" || n.op == "AveragePool");
 }
 
-Attribute ints_attr(std::vector<int64_t> v) { return Attribute{std::move(v), {}, {}, {}}; }
-
 // The 1-D padding [begin, end] of a window of `kernel` taps (dilated) at `stride` over `length`.
 std::vector<int64_t> pads_1d(const Node& n, int64_t length, int64_t kernel, int64_t stride,
                              int64_t dilation) {

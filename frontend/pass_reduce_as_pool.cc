@@ -18,8 +18,6 @@
 namespace ktune::frontend {
 namespace {
 
-Attribute ints_attr(std::vector<int64_t> v) { return Attribute{std::move(v), {}, {}, {}}; }
-
 Node make(const std::string& op, const std::string& name, const std::string& in,
           const std::string& out) {
   Node n;

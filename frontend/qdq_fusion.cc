@@ -23,9 +23,9 @@ bool is_qoperator(const Node& n) {
   return n.domain.empty() && (n.op == "QLinearConv" || n.op == "QLinearMatMul");
 }
 
-class Matcher {
+class QdqMatcher {
  public:
-  explicit Matcher(const Graph& g) : g_(g), outputs_(g.outputs.begin(), g.outputs.end()) {
+  explicit QdqMatcher(const Graph& g) : g_(g), outputs_(g.outputs.begin(), g.outputs.end()) {
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       for (const std::string& in : g.nodes[i].inputs)
         if (!in.empty()) consumers_[in].push_back(i);
@@ -494,6 +494,6 @@ class Matcher {
 
 }  // namespace
 
-QuantizedOps find_quantized_ops(const Graph& g) { return Matcher(g).run(); }
+QuantizedOps find_quantized_ops(const Graph& g) { return QdqMatcher(g).run(); }
 
 }  // namespace ktune::frontend

@@ -11,7 +11,7 @@
 namespace ktune::schedule_space {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) {
+[[noreturn]] void invalid_knob(const std::string& message) {
   throw Error(ErrorKind::kInvalidArgument, message);
 }
 
@@ -53,7 +53,7 @@ KnobKind knob_kind_from_string(std::string_view tag) {
   if (tag == "re") return KnobKind::kReorder;
   if (tag == "an") return KnobKind::kAnnotate;
   if (tag == "ot") return KnobKind::kOther;
-  invalid("unknown knob kind '" + std::string(tag) + "' (expected sp, re, an or ot)");
+  invalid_knob("unknown knob kind '" + std::string(tag) + "' (expected sp, re, an or ot)");
 }
 
 std::string_view to_string(Annotation a) {
@@ -72,7 +72,7 @@ Annotation annotation_from_string(std::string_view name) {
   if (name == "none") return Annotation::kNone;
   if (name == "unroll") return Annotation::kUnroll;
   if (name == "vec") return Annotation::kVectorize;
-  invalid("unknown annotation '" + std::string(name) + "' (expected none, unroll or vec)");
+  invalid_knob("unknown annotation '" + std::string(name) + "' (expected none, unroll or vec)");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -140,7 +140,7 @@ nlohmann::json Entity::to_json() const {
 
 Entity Entity::from_json(const nlohmann::json& j) {
   if (!j.is_array() || j.size() != 3 || !j[0].is_string() || !j[1].is_string())
-    invalid("config entity must be [name, kind, value], got " + j.dump());
+    invalid_knob("config entity must be [name, kind, value], got " + j.dump());
   Entity e;
   e.name = j[0].get<std::string>();
   e.kind = knob_kind_from_string(j[1].get<std::string>());
@@ -149,18 +149,18 @@ Entity Entity::from_json(const nlohmann::json& j) {
     case KnobKind::kSplit:
     case KnobKind::kReorder:
       if (!v.is_array() || v.empty())
-        invalid("entity '" + e.name + "' needs a non-empty list of integers");
+        invalid_knob("entity '" + e.name + "' needs a non-empty list of integers");
       for (const auto& x : v) {
         if (!x.is_number_integer())
-          invalid("entity '" + e.name + "' has a non-integer value " + x.dump());
+          invalid_knob("entity '" + e.name + "' has a non-integer value " + x.dump());
         e.values.push_back(x.get<int64_t>());
       }
       break;
     case KnobKind::kAnnotate:
-      if (!v.is_array()) invalid("entity '" + e.name + "' needs a list of annotations");
+      if (!v.is_array()) invalid_knob("entity '" + e.name + "' needs a list of annotations");
       for (const auto& x : v) {
         if (!x.is_string())
-          invalid("entity '" + e.name + "' has a non-string annotation " + x.dump());
+          invalid_knob("entity '" + e.name + "' has a non-string annotation " + x.dump());
         e.values.push_back(static_cast<int64_t>(annotation_from_string(x.get<std::string>())));
       }
       break;
@@ -171,7 +171,7 @@ Entity Entity::from_json(const nlohmann::json& j) {
       } else if (v.is_number_integer()) {
         e.values.push_back(v.get<int64_t>());
       } else {
-        invalid("entity '" + e.name + "' needs an integer or a string, got " + v.dump());
+        invalid_knob("entity '" + e.name + "' needs an integer or a string, got " + v.dump());
       }
       break;
   }
@@ -186,7 +186,7 @@ Knob::Knob(std::string name, KnobKind kind, std::vector<Entity> entities, size_t
       kind_(kind),
       entities_(std::move(entities)),
       feature_length_(feature_length) {
-  if (entities_.empty()) invalid("knob '" + name_ + "' has no candidates");
+  if (entities_.empty()) invalid_knob("knob '" + name_ + "' has no candidates");
   for (auto& e : entities_) {
     e.name = name_;
     e.kind = kind_;
@@ -231,23 +231,24 @@ std::vector<int64_t> powers_of_two_at_most(int64_t cap) {
 
 std::vector<Entity> split_entities(const std::string& name, const SplitParams& p) {
   if (p.extent <= 0)
-    invalid("split '" + name + "': extent must be positive, got " + std::to_string(p.extent));
-  if (p.num_outputs < 2) invalid("split '" + name + "': num_outputs must be >= 2");
-  if (p.max_factor < 0) invalid("split '" + name + "': max_factor must be >= 0");
-  if (p.max_innermost < 0) invalid("split '" + name + "': max_innermost must be >= 0");
+    invalid_knob("split '" + name + "': extent must be positive, got " + std::to_string(p.extent));
+  if (p.num_outputs < 2) invalid_knob("split '" + name + "': num_outputs must be >= 2");
+  if (p.max_factor < 0) invalid_knob("split '" + name + "': max_factor must be >= 0");
+  if (p.max_innermost < 0) invalid_knob("split '" + name + "': max_innermost must be >= 0");
   if (p.innermost_multiple <= 0)
-    invalid("split '" + name + "': innermost_multiple must be positive");
+    invalid_knob("split '" + name + "': innermost_multiple must be positive");
   const int inner_count = p.num_outputs - 1;
   std::vector<Entity> out;
   if (p.policy == SplitPolicy::kCandidates) {
     for (const auto& c : p.candidates) {
       if (static_cast<int>(c.size()) != inner_count)
-        invalid("split '" + name + "': candidate [" + join(c) + "] needs " +
-                std::to_string(inner_count) + " factors");
+        invalid_knob("split '" + name + "': candidate [" + join(c) + "] needs " +
+                     std::to_string(inner_count) + " factors");
       int64_t prod = 1;
       for (int64_t f : c) {
         if (f <= 0)
-          invalid("split '" + name + "': candidate [" + join(c) + "] has a non-positive factor");
+          invalid_knob("split '" + name + "': candidate [" + join(c) +
+                       "] has a non-positive factor");
         prod *= f;
       }
       if (!p.allow_tail && p.extent % prod != 0) continue;
@@ -258,7 +259,7 @@ std::vector<Entity> split_entities(const std::string& name, const SplitParams& p
       out.push_back(std::move(e));
     }
     if (out.empty())
-      invalid("split '" + name + "': no candidate fits extent " + std::to_string(p.extent));
+      invalid_knob("split '" + name + "': no candidate fits extent " + std::to_string(p.extent));
     return out;
   }
   const int64_t max_factor = p.max_factor == 0 ? p.extent : std::min(p.max_factor, p.extent);
@@ -295,7 +296,7 @@ std::vector<Entity> split_entities(const std::string& name, const SplitParams& p
       e.values.insert(e.values.end(), chosen.begin(), chosen.end());
       out.push_back(std::move(e));
       if (out.size() > kMaxKnobSize)
-        invalid("split '" + name + "' has too many candidates; set max_factor");
+        invalid_knob("split '" + name + "' has too many candidates; set max_factor");
       return;
     }
     for (int64_t f : pool) {
@@ -309,8 +310,8 @@ std::vector<Entity> split_entities(const std::string& name, const SplitParams& p
   };
   walk(walk, 1);
   if (out.empty())
-    invalid("split '" + name + "': no factors of extent " + std::to_string(p.extent) +
-            " satisfy the policy");
+    invalid_knob("split '" + name + "': no factors of extent " + std::to_string(p.extent) +
+                 " satisfy the policy");
   return out;
 }
 
@@ -348,11 +349,11 @@ std::string SplitKnob::describe() const {
 namespace {
 
 std::vector<Entity> reorder_entities(const std::string& name, const ReorderParams& p) {
-  if (p.num_axes < 1) invalid("reorder '" + name + "': needs at least one axis");
+  if (p.num_axes < 1) invalid_knob("reorder '" + name + "': needs at least one axis");
   std::vector<Entity> out;
   if (p.candidates.empty()) {
     if (p.num_axes > 8)
-      invalid("reorder '" + name + "': all permutations of more than 8 axes; give candidates");
+      invalid_knob("reorder '" + name + "': all permutations of more than 8 axes; give candidates");
     std::vector<int64_t> perm(static_cast<size_t>(p.num_axes));
     std::iota(perm.begin(), perm.end(), 0);
     do {
@@ -368,8 +369,8 @@ std::vector<Entity> reorder_entities(const std::string& name, const ReorderParam
     bool ok = static_cast<int>(c.size()) == p.num_axes;
     for (size_t i = 0; ok && i < sorted.size(); ++i) ok = sorted[i] == static_cast<int64_t>(i);
     if (!ok)
-      invalid("reorder '" + name + "': [" + join(c) + "] is not a permutation of " +
-              std::to_string(p.num_axes) + " axes");
+      invalid_knob("reorder '" + name + "': [" + join(c) + "] is not a permutation of " +
+                   std::to_string(p.num_axes) + " axes");
     Entity e;
     e.values = c;
     out.push_back(std::move(e));
@@ -402,8 +403,8 @@ namespace {
 
 std::vector<Entity> annotate_entities(const std::string& name, const AnnotateParams& p) {
   const size_t n = p.extents.size();
-  if (n == 0) invalid("annotate '" + name + "': needs at least one axis");
-  if (n > 12) invalid("annotate '" + name + "': at most 12 axes");
+  if (n == 0) invalid_knob("annotate '" + name + "': needs at least one axis");
+  if (n > 12) invalid_knob("annotate '" + name + "': at most 12 axes");
   std::vector<std::vector<int64_t>> options(n);
   for (size_t a = 0; a < n; ++a) {
     const int64_t ext = p.extents[a];
@@ -461,7 +462,7 @@ std::string AnnotateKnob::describe() const {
 namespace {
 
 std::vector<Entity> int_entities(const std::string& name, const std::vector<int64_t>& values) {
-  if (values.empty()) invalid("knob '" + name + "' has no values");
+  if (values.empty()) invalid_knob("knob '" + name + "' has no values");
   std::vector<Entity> out;
   for (int64_t v : values) {
     Entity e;
@@ -473,7 +474,7 @@ std::vector<Entity> int_entities(const std::string& name, const std::vector<int6
 
 std::vector<Entity> string_entities(const std::string& name,
                                     const std::vector<std::string>& values) {
-  if (values.empty()) invalid("knob '" + name + "' has no values");
+  if (values.empty()) invalid_knob("knob '" + name + "' has no values");
   std::vector<Entity> out;
   for (const auto& v : values) {
     Entity e;

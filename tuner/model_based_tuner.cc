@@ -12,13 +12,10 @@
 #include "cost_model/loop_features.h"
 #include "cost_model/ranking_metrics.h"
 #include "support/error.h"
+#include "support/seconds_since.h"
 
 namespace ktune::tuner {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 AnnealingParams seeded(AnnealingParams p, uint64_t seed) {
   p.seed = seed ^ 0x9e3779b97f4a7c15ull;

@@ -1,5 +1,6 @@
 // The tuning loop.
 #include "tuner/tune.h"
+#include "support/seconds_since.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,10 +15,6 @@ using Clock = std::chrono::steady_clock;
 
 // Batches in a row made only of known configs before the tuner is taken as exhausted.
 constexpr size_t kMaxStaleRounds = 100;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Keeps the best successful result and its config.
 void consider(TuneResult& out, const schedule_space::Task& task,

@@ -18,15 +18,12 @@
 #include "rpc_runner/runner/forked_build.h"
 #include "rpc_runner/runner/reference.h"
 #include "schedule_space/task.h"
+#include "support/seconds_since.h"
 
 namespace ktune::rpc_runner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 }  // namespace
 

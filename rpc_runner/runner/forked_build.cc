@@ -17,6 +17,7 @@
 
 #include "codegen/codegen_llvm.h"
 #include "codegen/target.h"
+#include "support/seconds_since.h"
 #include "te/lower.h"
 
 namespace ktune::rpc_runner {
@@ -66,10 +67,6 @@ struct Child {
   Clock::time_point start;
   std::string bytes;
 };
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 Child start(const BuildJob& job, size_t index) {
   int fds[2];

@@ -229,10 +229,10 @@ TEST(TuneModelCli, OneBudgetOverEveryTaskThenResume) {
   // A task and its alternatives: the share is shown on the one row a build runs.
   std::map<std::string, int> shares_in_group;
   std::map<std::string, size_t> row_of;
-  bool starred = false;  // a row whose library figure is its one-thread median
-  bool apart = false;    // a row whose tuned_ms is marked far from its best_ms
-  bool tilde = false;    // a row whose best or fallback timings spread
-  bool unshared = false; // a row a build does not run (its share is "-")
+  bool starred = false;   // a row whose library figure is its one-thread median
+  bool apart = false;     // a row whose tuned_ms is marked far from its best_ms
+  bool tilde = false;     // a row whose best or fallback timings spread
+  bool unshared = false;  // a row a build does not run (its share is "-")
   for (size_t i = 0; i < j["tasks"].size(); ++i) row_of[j["tasks"][i]["key"]] = i + 1;
   for (const auto& t : j["tasks"]) {
     ASSERT_TRUE(std::getline(lines, line));
