@@ -228,7 +228,7 @@ void run_build_model(const BuildCmdOptions& o) {
   int one_thread = 0;
   for (const auto& s : m.plan.steps) one_thread += s.max_threads == 1 ? 1 : 0;
   const deploy::StepSources n = deploy::step_sources(m.plan);
-  warn_if_mostly_untuned(n, r.plan.history, *o.model);
+  warn_if_mostly_untuned(n, r.plan.history, *o.model, o.inputs);
   if (o.json) {
     std::cout << nlohmann::json{{"library", lib_path},
                                 {"header", header_path},

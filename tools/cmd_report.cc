@@ -61,6 +61,7 @@ tuning_db::Report server_report(const ReportOptions& o, const tuning_db::ReportO
                  imported.errors.front().message);
   tuning_db::Report report = tuning_db::build_report(db, options);
   report.log = "server " + o.server.server;
+  report.records_only = true;
   return report;
 }
 

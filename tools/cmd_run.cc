@@ -160,7 +160,7 @@ void run_model(const RunCmdOptions& o) {
   const int threads = codegen::num_threads();
   r.step_threads = o.step_threads == "stored" ? threads : -1;
   deploy::BuiltModel m = deploy::build_model(r);
-  warn_if_mostly_untuned(deploy::step_sources(m.plan), r.plan.history, o.model);
+  warn_if_mostly_untuned(deploy::step_sources(m.plan), r.plan.history, o.model, o.inputs);
   deploy::ModelBuffers buffers(m.plan, o.seed);
   if (!o.input_file.empty()) buffers.set_inputs(read_file(o.input_file));
   std::string step_threads_note;

@@ -23,6 +23,7 @@
 #include "frontend/onnx_graph.h"
 #include "rpc_runner/client/service_client.h"
 #include "rpc_runner/runner/local_runner.h"
+#include "support/seconds_since.h"
 #include "tools/commands.h"
 #include "tools/job_watch.h"
 #include "tools/model_table.h"
@@ -175,14 +176,18 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
   const codegen::Target here = codegen::Target::parse("host");
   std::optional<LibraryTimes> libraries;
   std::string note;
-  if (o.no_libraries)
+  if (o.no_libraries) {
     note = kNotAsked;
-  else if (last.job.target == here.str())
+  } else if (last.job.target == here.str()) {
+    // Raced here after the job: the wall time line counts them beside the job's own parts.
+    const auto races = std::chrono::steady_clock::now();
     libraries =
         add_library_times(tasks, report, HistorySource::server(o.server, job.session.device_key),
                           here.cores(), o.library_rounds, j);
-  else
+    j["wall"]["libraries_s"] = seconds_since(races);
+  } else {
     note = "not measured (the devices are " + last.job.target + ")";
+  }
   j["step_threads"] = {{"measured", false}, {"how", kServerStepThreads}};
   print_end(o, report, j, libraries ? &*libraries : nullptr, note);
   if (!o.json) {
@@ -325,19 +330,16 @@ void run_tune_model(TuneModelOptions o) {
   nlohmann::json j = tuner::model_summary_json(tasks, report);
   std::optional<LibraryTimes> libraries;
   if (o.no_libraries) j["libraries_note"] = kNotAsked;
-  const auto since = [](std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-  };
   const auto races = std::chrono::steady_clock::now();
   if (!o.no_libraries)
     libraries = add_library_times(tasks, report, HistorySource::log(o.db), traits.cores,
                                   o.library_rounds, j);
-  j["wall"]["libraries_s"] = since(races);
+  j["wall"]["libraries_s"] = seconds_since(races);
   j["log"] = o.db;
   std::optional<tuning_db::StepThreadsRow> step_threads;
   const auto model_run = std::chrono::steady_clock::now();
   if (!o.no_model_run) step_threads = add_built_model(o, inputs, report, db, j);
-  j["wall"]["model_run_s"] = since(model_run);
+  j["wall"]["model_run_s"] = seconds_since(model_run);
   // The summary (per-layer table with the library ratios) goes into the log for `ktune report`.
   tuning_db::record_model_run(db, tasks.model, target.str(), j);
   print_end(o, report, j, libraries ? &*libraries : nullptr, "");

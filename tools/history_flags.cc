@@ -33,7 +33,7 @@ HistorySource history_source(const HistoryFlags& flags) {
 }
 
 void warn_if_mostly_untuned(const deploy::StepSources& n, const HistorySource& from,
-                            const std::string& model) {
+                            const std::string& model, const std::vector<std::string>& inputs) {
   // A tuned step whose best record is the fallback config runs what an untuned step would.
   const int untuned = n.nearest + n.fallback + n.tuned_fallback_config;
   if (from.is_untuned() || untuned == 0 || 2 * untuned < n.tasks()) return;
@@ -42,8 +42,10 @@ void warn_if_mostly_untuned(const deploy::StepSources& n, const HistorySource& f
   if (n.tuned_fallback_config > 0)
     parts += ", " + std::to_string(n.tuned_fallback_config) +
              " whose best record is the fallback config (no trial beat it)";
+  std::string model_args = model;
+  for (const std::string& input : inputs) model_args += " --input " + input;
   const std::string tune =
-      "`ktune tune-model " + model +
+      "`ktune tune-model " + model_args +
       (from.is_server() ? " --server " + from.server_options().server : " --db " + from.db_path()) +
       "`";
   spdlog::warn(

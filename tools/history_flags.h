@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -30,8 +31,9 @@ HistorySource history_source(const HistoryFlags& flags);
 
 // Warns on stderr when most of a model's tasks run untuned configs (fallback, nearest shape, or a
 // best record that is the fallback config) though a log or server was asked: the build works,
-// but not at the speed tuning gives.
+// but not at the speed tuning gives. The tune-model command it suggests repeats the model and its
+// --input shapes (NAME=SHAPE, as given).
 void warn_if_mostly_untuned(const deploy::StepSources& n, const HistorySource& from,
-                            const std::string& model);
+                            const std::string& model, const std::vector<std::string>& inputs);
 
 }  // namespace ktune::tools

@@ -70,7 +70,12 @@ std::string summary_section(const Report& r, const std::string& generated_at) {
       td(std::to_string(s.records)) + td(std::to_string(s.ok_records)) +
       td(std::to_string(s.failed_records)) + td(std::to_string(s.emulated_records)) +
       td(std::to_string(s.retimed_records)) + td(std::to_string(s.noisy_records)) +
-      td(std::to_string(s.models)) + td(std::to_string(s.runs)) + "</tr></table>";
+      td(r.records_only ? "-" : std::to_string(s.models)) +
+      td(r.records_only ? "-" : std::to_string(s.runs)) + "</tr></table>";
+  if (r.records_only)
+    out +=
+        "<p class=\"meta\">- : a server's log is exported as its records only, without its cost "
+        "models and tuning runs (ktune report --db on the server's log has them)</p>";
   return out + "<h2>Errors by kind (whole log)</h2>" + errors_table(s.failures_by_kind);
 }
 
@@ -341,6 +346,14 @@ std::string model_section(const tuning_db::ModelRunReport& m,
     out += "<p class=\"meta noisy-legend\">~: the timings behind that figure spread more than " +
            fmt("%.0f", 100 * tuning_db::kNoisySpread) +
            "% (best ms: the log's best record; fallback ms: the fallback's re-timing)</p>";
+  // An alternative that ships has a fallback of its own; an untuned build runs the layer's first
+  // algorithm's, which the chart and the untuned sum use.
+  if (std::any_of(m.layers.begin(), m.layers.end(),
+                  [](const auto& l) { return l.runs_in_model && !l.alternative_of.empty(); }))
+    out +=
+        "<p class=\"meta fallback-legend\">fallback ms: each row's own untuned config; where "
+        "another algorithm ships (e.g. Winograd), the chart's fallback bar and the untuned sum "
+        "take the layer's first algorithm's, which an untuned build runs</p>";
   for (const auto& u : m.untuned)
     out += "<p class=\"meta\">not a tuned task: " + html_escape(u) + "</p>";
   return out + "</div>";

@@ -205,6 +205,7 @@ RetimeReport retime_best(tuning_db::Database& db, const schedule_space::Task& ta
   if (const Candidate* best = served_best(now)) {
     report.best_after_s = best->record.cost();
     report.best_after_index = best->record.config_index;
+    report.best_after_retimed = timed.count(best->record.id) > 0;
   }
   return report;
 }
@@ -226,6 +227,7 @@ nlohmann::json to_json(const RetimeReport& report) {
           {"best_after_s", report.best_after_s},
           {"best_before_config", report.best_before_index},
           {"best_after_config", report.best_after_index},
+          {"best_after_retimed", report.best_after_retimed},
           {"with_fallback", report.with_fallback},
           {"configs", configs}};
 }
@@ -239,6 +241,7 @@ RetimeReport retime_report_from_json(const nlohmann::json& j) {
   report.best_after_s = j.value("best_after_s", 0.0);
   report.best_before_index = j.value("best_before_config", int64_t{-1});
   report.best_after_index = j.value("best_after_config", int64_t{-1});
+  report.best_after_retimed = j.value("best_after_retimed", true);
   report.with_fallback = j.value("with_fallback", false);
   for (const nlohmann::json& c : j.value("configs", nlohmann::json::array()))
     report.configs.push_back({.record_id = c.value("record", int64_t{0}),
@@ -270,6 +273,13 @@ std::string describe(const RetimeReport& report) {
       report.best_after_index != report.best_before_index)
     line += fmt::format(" (config #{} is now the best, was #{})", report.best_after_index,
                         report.best_before_index);
+  // Every pass demoted what it timed: the timings moved (a machine whose load changed), and what
+  // a build is served is a first timing.
+  if (report.best_after_index >= 0 && !report.best_after_retimed)
+    line += fmt::format(
+        "; the best, config #{}, is a first timing, not re-timed: each of the {} passes demoted "
+        "every config it re-timed (timings that moved with the machine's load)",
+        report.best_after_index, report.passes);
   const auto noisy = std::count_if(report.configs.begin(), report.configs.end(),
                                    [](const RetimedConfig& c) { return c.noisy; });
   if (noisy > 0)

@@ -52,6 +52,9 @@ struct RetimeReport {
   // The log's best before and after (Record::cost(), seconds) and their configs.
   double best_before_s = 0, best_after_s = 0;
   int64_t best_before_index = -1, best_after_index = -1;
+  // The best after is a record this re-timing measured: false when every pass, up to
+  // kMaxRetimePasses, demoted all it timed, and the best is then a first timing.
+  bool best_after_retimed = true;
   // The fallback's record was re-timed beside the best, not being one of them.
   bool with_fallback = false;
   bool empty() const { return configs.empty(); }
@@ -78,8 +81,8 @@ RetimeReport retime_best(tuning_db::Database& db, const schedule_space::Task& ta
                          const RetimeOptions& options);
 
 // The report as JSON: {rounds, passes, measured, best_before_s, best_after_s, best_before_config,
-// best_after_config, with_fallback, configs: [{record, config, before_s, after_s, failed_rounds,
-// noisy, disputed}]}.
+// best_after_config, best_after_retimed, with_fallback, configs: [{record, config, before_s,
+// after_s, failed_rounds, noisy, disputed}]}.
 nlohmann::json to_json(const RetimeReport& report);
 // The report back from that JSON (a job's summary, as a client receives it); a field missing is
 // left at its default.

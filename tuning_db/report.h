@@ -122,6 +122,9 @@ struct ModelRunReport {
 
 struct Report {
   std::string log;  // the log's path (or what the caller names it)
+  // The log holds records only (a server's export): it knows no cost models or tuning runs, so
+  // their counts are unknown rather than 0.
+  bool records_only = false;
   Stats stats;
   std::vector<WorkloadReport> workloads;   // ordered by workload key, target, real before emulated
   std::vector<RunReport> runs;             // runs with at least one plan's correlation, by id

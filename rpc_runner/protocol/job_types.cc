@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <set>
+#include <string>
 #include <type_traits>
 
 #include "frontend/model_tasks.h"
@@ -108,7 +110,18 @@ std::string JobSpec::label() const {
     const std::string name = model.contains("model") && model["model"].is_string()
                                  ? model["model"].get<std::string>()
                                  : "?";
-    return "model " + name + " (" + std::to_string(n) + " tasks)";
+    // The workloads tuned (a pool a build generates is a task, not tuned; a task's other
+    // algorithms are workloads of their own), as tune-model counts them.
+    std::set<std::string> tuned;
+    if (n > 0)
+      for (const nlohmann::json& t : model["tasks"])
+        if (t.is_object() && t.contains("tuned_as") && t["tuned_as"].is_string())
+          tuned.insert(t["tuned_as"].get<std::string>());
+    std::string label = "model " + name + " (" + std::to_string(n) + " tasks";
+    if (!tuned.empty())
+      label +=
+          ", " + std::to_string(tuned.size()) + " tuned workload" + (tuned.size() == 1 ? "" : "s");
+    return label + ")";
   }
   try {
     return schedule_space::Task::create(template_name, args, schedule_space::TargetTraits{})

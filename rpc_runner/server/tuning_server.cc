@@ -693,8 +693,6 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
                options.host, impl_->port, tuning_db::sql::shown_location(options.db_path),
                with_tokens ? "tokens required" : "no tokens",
                options.tls_cert_file.empty() ? "plaintext" : "TLS", resumed);
-  if (options.metrics_port >= 0)
-    spdlog::info("metrics on http://{}:{}/metrics", options.host, metrics_port());
   // Once started: a start that fails says one thing, its error.
   if (!nameless_client_line.empty())
     spdlog::warn(

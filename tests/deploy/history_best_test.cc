@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "codegen/target.h"
@@ -20,6 +19,7 @@
 #include "tests/process_util.h"
 #include "tests/rpc_runner/server/service_test_util.h"
 #include "tests/schedule_space/template_cases.h"
+#include "tests/warning_capture.h"
 #include "tuning_db/database.h"
 
 #define KTUNE_BINARY KTUNE_BIN
@@ -47,27 +47,7 @@ double error_of(const Task& task, const codegen::Kernel& kernel) {
   return oracle.check([&](const std::vector<void*>& args) { EXPECT_EQ(kernel.run(args), 0); });
 }
 
-// Routes spdlog's default logger into a string while alive; counts the warnings.
-class WarningCapture {
- public:
-  WarningCapture() : previous_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-    sink->set_pattern("%l|%v");
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
-  }
-  ~WarningCapture() { spdlog::set_default_logger(previous_); }
-  std::vector<std::string> warnings() const {
-    std::vector<std::string> w;
-    std::istringstream in(out_.str());
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind("warning|", 0) == 0) w.push_back(line.substr(8));
-    return w;
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
+using testing_log::WarningCapture;
 
 TEST(HistoryBest, ServesTheFastestRecordAsAKernelThatComputesTheReference) {
   TempDir dir;

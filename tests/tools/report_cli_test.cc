@@ -197,6 +197,15 @@ TEST(ReportCli, PageRendersPlotsAndNumbersInChromium) {
   EXPECT_NE(dom.out.find("class=\"meta noisy-legend\">~: the timings behind that figure spread "
                          "more than 25%"),
             std::string::npos);
+  // The card whose conv ships its other algorithm says which fallback the chart and the sum take;
+  // the first card's unshipped alternative needs no such line.
+  const std::string fallback_legend =
+      "class=\"meta fallback-legend\">fallback ms: each row's own untuned config; where another "
+      "algorithm ships (e.g. Winograd), the chart's fallback bar and the untuned sum take the "
+      "layer's first algorithm's";
+  const size_t legend = dom.out.find(fallback_legend);
+  EXPECT_NE(legend, std::string::npos);
+  EXPECT_EQ(dom.out.find(fallback_legend, legend + 1), std::string::npos);
   EXPECT_NE(dom.out.find("tuned/library 1.20 on the same operators (1 of 2 races; the noisy "
                          "ones left out)"),
             std::string::npos);
@@ -363,6 +372,9 @@ TEST(ReportCli, ServerLogIsReported) {
   EXPECT_NE(html.find("52.4 GFLOP/s"), std::string::npos);
   EXPECT_NE(html.find(">13.1<"), std::string::npos);  // the third config, among the top ones
   EXPECT_NE(html.find("<path d=\"M"), std::string::npos);
+  // The export carries no cost models or runs: their counts are unknown, and the page says why.
+  EXPECT_NE(html.find("<td>-</td><td>-</td></tr></table>"), std::string::npos) << html;
+  EXPECT_NE(html.find("a server's log is exported as its records only"), std::string::npos);
 }
 
 }  // namespace

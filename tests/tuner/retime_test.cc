@@ -261,6 +261,7 @@ TEST_F(Retime, WhenEveryChosenConfigIsDemotedTheNewBestIsRetimedToo) {
   EXPECT_DOUBLE_EQ(report.best_before_s, 1e-4);
   EXPECT_DOUBLE_EQ(report.best_after_s, 1e-3);
   EXPECT_EQ(report.best_after_index, v[6]);
+  EXPECT_TRUE(report.best_after_retimed);
   const auto best = db.best(task.workload_key(), kTarget);
   ASSERT_TRUE(best);
   EXPECT_EQ(best->config_index, v[6]);
@@ -274,6 +275,41 @@ TEST_F(Retime, WhenEveryChosenConfigIsDemotedTheNewBestIsRetimedToo) {
         << c.config_index;
   }
   EXPECT_NE(describe(report).find("in 2 passes"), std::string::npos) << describe(report);
+}
+
+// On a machine whose load rose after the search every re-timed config comes out slower than the
+// first timings of the others: after kMaxRetimePasses passes the best is a first timing, and the
+// report says so rather than calling it re-timed.
+TEST_F(Retime, WhenEveryPassDemotesAllItTimesTheBestIsAFirstTimingAndSaysSo) {
+  const auto task = matmul(16);
+  const auto v = first_valid(task, 8);
+  ASSERT_EQ(v.size(), 8u);
+  auto db = tuning_db::Database::open(file("log.db"));
+  ScriptedMeasurer m;
+  for (size_t i = 0; i < v.size(); ++i) {
+    m.cost[v[i]] = 5e-3;
+    m.first[v[i]] = {1e-4 * static_cast<double>(i + 1)};
+  }
+  log_configs(db, task, v, m);
+  // One config a pass (and the fallback's record when it is one of them): three passes time at
+  // most six of the eight, each demoted from its lucky first timing to 5 ms.
+  const RetimeReport report = retime_best(db, task, m, kTarget, RetimeOptions{1, 1, "box"});
+  EXPECT_EQ(report.passes, kMaxRetimePasses);
+  const auto best = db.best(task.workload_key(), kTarget);
+  ASSERT_TRUE(best);
+  EXPECT_TRUE(best->retimed_costs.empty());
+  EXPECT_EQ(report.best_after_index, best->config_index);
+  EXPECT_LT(report.best_after_s, 1e-3);
+  EXPECT_FALSE(report.best_after_retimed);
+  const std::string line = describe(report);
+  EXPECT_NE(line.find("; the best, config #" + std::to_string(best->config_index) +
+                      ", is a first timing, not re-timed: each of the 3 passes demoted every "
+                      "config it re-timed"),
+            std::string::npos)
+      << line;
+  // A job's summary, as a client reads it back, says the same.
+  EXPECT_EQ(describe(retime_report_from_json(to_json(report))), line);
+  EXPECT_TRUE(retime_report_from_json(nlohmann::json::object()).best_after_retimed);
 }
 
 // A timing whose repeats spread more than kNoisySpread is flagged when logged; a re-timing whose

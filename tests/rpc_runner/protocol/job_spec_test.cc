@@ -49,13 +49,14 @@ TEST(JobSpec, AModelJobRoundTripsAndIsValidated) {
                  {{{"template", "matmul"},
                    {"args", {{"M", "8"}, {"N", "8"}, {"K", "8"}}},
                    {"count", 2},
-                   {"flop", 1024.0}},
+                   {"flop", 1024.0},
+                   {"tuned_as", "matmul(M=8,N=8,K=8)"}},
                   {{"template", "no_such_template"},
                    {"args", nlohmann::json::object()},
                    {"count", 1},
                    {"flop", 1.0}}}}};
   spec.validate();
-  EXPECT_EQ(spec.label(), "model m (2 tasks)");
+  EXPECT_EQ(spec.label(), "model m (2 tasks, 1 tuned workload)");
   const JobSpec back = JobSpec::from_json(spec.to_json());
   EXPECT_TRUE(back.is_model());
   EXPECT_EQ(back.model, spec.model);

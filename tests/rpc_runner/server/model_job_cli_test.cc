@@ -102,6 +102,10 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
   EXPECT_EQ(j["job"], 1);
   EXPECT_EQ(j["model"], "small_cnn");
   ASSERT_EQ(j["tasks"].size(), 5u);
+  // The wall time counts the races run here after the job, beside the job's search.
+  ASSERT_TRUE(j["wall"]["libraries_s"].is_number()) << j["wall"].dump();
+  EXPECT_GT(j["wall"]["libraries_s"].get<double>(), 0) << j["wall"].dump();
+  EXPECT_TRUE(j["wall"]["search_s"].is_number()) << j["wall"].dump();
   // The estimate counts each layer with the faster of its task and the task's alternative.
   std::map<std::string, double> fastest;
   for (const auto& t : j["tasks"]) {
@@ -182,7 +186,7 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
   ASSERT_EQ(listed.status, 0) << listed.err;
   const auto jobs = nlohmann::json::parse(listed.out);
   ASSERT_EQ(jobs.size(), 2u);
-  EXPECT_EQ(jobs[0]["workload"], "model small_cnn (7 tasks)");
+  EXPECT_EQ(jobs[0]["workload"], "model small_cnn (7 tasks, 5 tuned workloads)");
   EXPECT_EQ(jobs[0]["model"], true);
   EXPECT_EQ(jobs[0]["done"], 10);
   EXPECT_EQ(jobs[1]["done"], 8);
