@@ -216,13 +216,7 @@ ClientSecurity load_client_security(const std::string& token_file, const std::st
         if (s.token.empty())
           throw Error(ErrorKind::kInvalidArgument, token_file + ": no 'worker: TOKEN' line");
       } else if (!roles.admin.empty()) {
-        // The server's own file: whoever holds it is the admin, which the server only logs.
         s.token = roles.admin;
-        spdlog::warn(
-            "{}: a server's token file; this client uses its 'admin:' line and acts as the admin "
-            "(sees and cancels every client's jobs). A client of its own takes a file with its "
-            "'client NAME: TOKEN' line",
-            token_file);
       } else if (roles.clients.size() == 1) {
         s.token = roles.clients.front().token;
       } else {
