@@ -316,6 +316,7 @@ std::vector<std::string> ModelTasks::layers_of(size_t task) const {
   std::vector<std::string> layers;
   for (const auto& occ : occurrences)
     if (occ.task == task) layers.push_back(occ.layer);
+  if (occurrences.empty() && task < tasks.size()) return tasks[task].occurrence_layers;
   return layers;
 }
 

@@ -44,6 +44,9 @@ struct ModelTask {
   // Names of the nodes it stands for: per occurrence, the operator's node, then the nodes fused
   // into its epilogue.
   std::vector<std::string> layers;
+  // TaskOccurrence::layer of each occurrence when the task was read from JSON (a task list
+  // without its graph: a server's model job); ModelTasks::layers_of gives them.
+  std::vector<std::string> occurrence_layers;
   std::string note;  // e.g. "float32, not int8: ..."
   TaskStatus status = TaskStatus::kRefused;
   std::string
@@ -129,7 +132,8 @@ struct ModelTasks {
   // The alternatives of tasks[task] (indexes; ModelTask::alternative_of == task).
   std::vector<size_t> alternatives_of(size_t task) const;
   // TaskOccurrence::layer of every occurrence of tasks[task] (of the task an alternative stands
-  // in for), in graph order (empty for tasks read from JSON, which carry no occurrences).
+  // in for), in graph order (for tasks read from JSON, which carry no occurrences, the labels the
+  // JSON listed).
   std::vector<std::string> layers_of(size_t task) const;
 };
 
@@ -163,14 +167,14 @@ struct ModelTasks {
 ModelTasks extract_tasks(const Graph& graph, const schedule_space::TargetTraits& target);
 
 // {"model", "total_gflop", "tasks": [{template, args, epilogue, count, flop, gflop_total, layers,
-// note, status, refused, substitute, tuned_as, alternative_of}], "unsupported": [{op, count,
-// reason, layers, generated (when not "")}]}.
+// occurrences (layers_of: one label per occurrence), note, status, refused, substitute, tuned_as,
+// alternative_of}], "unsupported": [{op, count, reason, layers, generated (when not "")}]}.
 nlohmann::json to_json(const ModelTasks& tasks);
 
 // The inverse of to_json on another machine: the tasks as listed (template, args, epilogue,
-// count, flop, layers, note, substitute) with status, refused and tunable decided again by the
-// templates on `target` (a tuning server rebuilds a client's model for its devices). Throws
-// Error(kInvalidArgument) naming what is missing or malformed.
+// count, flop, layers, occurrences, note, substitute) with status, refused and tunable decided
+// again by the templates on `target` (a tuning server rebuilds a client's model for its devices).
+// Throws Error(kInvalidArgument) naming what is missing or malformed.
 ModelTasks tasks_from_json(const nlohmann::json& j, const schedule_space::TargetTraits& target);
 
 }  // namespace ktune::frontend

@@ -11,7 +11,8 @@ nlohmann::json to_json(const ModelTasks& m) {
   j["model"] = m.model;
   j["total_gflop"] = m.total_flop() / 1e9;
   j["tasks"] = nlohmann::json::array();
-  for (const auto& t : m.tasks) {
+  for (size_t i = 0; i < m.tasks.size(); ++i) {
+    const ModelTask& t = m.tasks[i];
     nlohmann::json tj = {{"template", t.template_name},
                          {"key", t.key()},
                          {"epilogue", t.epilogue},
@@ -21,6 +22,7 @@ nlohmann::json to_json(const ModelTasks& m) {
                          {"layers", t.layers},
                          {"status", to_string(t.status)}};
     tj["args"] = t.args;
+    if (!t.alternative_of) tj["occurrences"] = m.layers_of(i);
     if (!t.note.empty()) tj["note"] = t.note;
     if (t.status != TaskStatus::kOk) tj["refused"] = t.refused;
     if (!t.substitute.empty()) tj["substitute"] = t.substitute;
@@ -60,6 +62,13 @@ ModelTasks tasks_from_json(const nlohmann::json& j, const schedule_space::Target
       t.count = count_of(tj.at("count"));
       t.flop = tj.at("flop").get<double>();
       t.layers = tj.value("layers", std::vector<std::string>{});
+      t.occurrence_layers = tj.value("occurrences", std::vector<std::string>{});
+      if (!t.occurrence_layers.empty() &&
+          t.occurrence_layers.size() != static_cast<size_t>(t.count))
+        throw Error(ErrorKind::kInvalidArgument, "model tasks: task " + t.key() + " lists " +
+                                                     std::to_string(t.occurrence_layers.size()) +
+                                                     " occurrences for a count of " +
+                                                     std::to_string(t.count));
       t.note = tj.value("note", "");
       t.substitute = tj.value("substitute", "");
       if (t.count < 1 || !std::isfinite(t.flop) || t.flop < 0)

@@ -156,13 +156,21 @@ std::string config_line(const deploy::BuiltKernel& k, const HistoryFlags& s) {
 // The model's C name: --name, else the library's name without lib and .a, else the model's stem.
 std::string model_name(const BuildCmdOptions& o) {
   if (o.name) return *o.name;
-  std::string stem = std::filesystem::path(o.output.value_or(*o.model)).stem().string();
+  // The C prefix: -o libNAME.a's NAME, else (a NAME that starts with a digit, as lib32.a's) the
+  // model file's name, else "model_" + NAME; other characters become '_'.
+  auto identifier = [](std::string stem) {
+    for (char& c : stem)
+      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return stem;
+  };
+  auto usable = [](const std::string& s) {
+    return !s.empty() && !std::isdigit(static_cast<unsigned char>(s.front()));
+  };
+  std::string stem = identifier(std::filesystem::path(o.output.value_or(*o.model)).stem().string());
   if (o.output && stem.rfind("lib", 0) == 0) stem = stem.substr(3);
-  for (char& c : stem)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  if (stem.empty() || std::isdigit(static_cast<unsigned char>(stem.front())))
-    stem = "model_" + stem;
-  return stem;
+  if (usable(stem)) return stem;
+  const std::string model = identifier(std::filesystem::path(*o.model).stem().string());
+  return usable(model) ? model : "model_" + stem;
 }
 
 // What --measure-steps measured, for --json: every step's medians and the end to end ones.

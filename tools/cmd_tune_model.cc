@@ -166,6 +166,7 @@ void run_on_server(const TuneModelOptions& o, const frontend::ModelTasks& tasks)
       });
   progress.finish();
   nlohmann::json j = nlohmann::json::parse(last.summary_json);
+  j.erase("libraries_note");  // the server's; this process races the libraries or says why not
   tuner::ModelTuningReport report = tuner::model_report_from_json(j);
   tuner::label_layers(report, tasks);
   for (size_t i = 0; i < report.tasks.size(); ++i) j["tasks"][i]["layers"] = report.tasks[i].layers;

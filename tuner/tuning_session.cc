@@ -314,8 +314,9 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
   if (!report.cancelled && !o.emulated && !(o.should_stop && o.should_stop())) {
     report.retime = retime_best(db_, task_, measurer_, target_,
                                 RetimeOptions{o.retime_top, o.retime_rounds, o.device_key});
+    // Debug, not info: the report carries it, and `tune`'s summary prints it once.
     if (!report.retime.empty())
-      spdlog::info("{}: {}", task_.workload_key(), describe(report.retime));
+      spdlog::debug("{}: {}", task_.workload_key(), describe(report.retime));
   }
   return report;
 }

@@ -108,7 +108,8 @@ std::string to_json_line(const Record& record) { return to_json(record).dump(); 
 
 nlohmann::json to_report_json(const Record& r) {
   nlohmann::json j = to_json(r);
-  j["id"] = r.id;
+  // A record served over the wire carries no id: the server's log numbers it, not this one.
+  if (r.id > 0) j["id"] = r.id;
   j["mean_cost_s"] = r.cost();
   j["gflops"] = r.gflops();
   j["emulated"] = r.emulated;

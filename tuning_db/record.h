@@ -125,8 +125,9 @@ nlohmann::json to_json(const Record& record);
 // The same, serialized on one line (no trailing newline).
 std::string to_json_line(const Record& record);
 // A record as the commands print it (`ktune best --json`, `ktune db best/top --json`): to_json
-// with the log's id, mean_cost_s (Record::cost(), the figure best ranks by: a re-timing's median
-// when re-timed), gflops and the emulated, retimed, noisy and disputed flags.
+// with the log's id (none for a record a server sent), mean_cost_s (Record::cost(), the figure best
+// ranks by: a re-timing's median when re-timed), gflops and the emulated, retimed, noisy and
+// disputed flags.
 nlohmann::json to_report_json(const Record& record);
 // Parses one record object (version 1 or 2; meta.emulated, a boolean, absent = false;
 // meta.client and meta.worker, strings, absent = ""; meta.retimed, an array of non-negative

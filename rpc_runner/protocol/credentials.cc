@@ -217,6 +217,14 @@ ClientSecurity load_client_security(const std::string& token_file, const std::st
           throw Error(ErrorKind::kInvalidArgument, token_file + ": no 'worker: TOKEN' line");
       } else if (!roles.admin.empty()) {
         s.token = roles.admin;
+        // The server's own file: whoever holds it acts as the admin, which the server only logs.
+        // (An older file's nameless "client:" line is warned about by the server at start.)
+        if (roles.nameless_client_line.empty())
+          spdlog::warn(
+              "{}: a server's token file; this client uses its 'admin:' line and acts as the "
+              "admin (sees and cancels every client's jobs). A client of its own takes a file "
+              "with its 'client NAME: TOKEN' line",
+              token_file);
       } else if (roles.clients.size() == 1) {
         s.token = roles.clients.front().token;
       } else {

@@ -76,7 +76,8 @@ struct ClientSecurity {
 
 // Reads a worker's or client's token file: a file holding just the token (one line), or lines of
 // a server token file, of which this is used: for a worker, its "worker:" line; for a client, the
-// admin's line when there is one, else the one "client NAME:" line. tls_ca_file "" = plaintext.
+// admin's line when there is one (with a warning for an "admin:" line: the client acts as the
+// admin), else the one "client NAME:" line. tls_ca_file "" = plaintext.
 // Throws as above (a CA file that is not a PEM certificate included; a file without the line,
 // or with several client lines and no admin line).
 ClientSecurity load_client_security(const std::string& token_file, const std::string& tls_ca_file,

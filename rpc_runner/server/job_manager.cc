@@ -29,10 +29,15 @@ uint64_t model_done(const std::string& report_json) {
              : 0;
 }
 
-double best_of(const std::string& summary_json) {
+// The job's figure: the best the log serves after it (re-timed). A cancelled job was not re-timed
+// and its summary's best may be another job's record: it shows that best only when its own trials
+// found it, else none.
+double best_of(const std::string& summary_json, tuning_db::JobState state) {
   if (summary_json.empty()) return 0;
   const auto j = nlohmann::json::parse(summary_json, nullptr, false);
   if (j.is_discarded() || !j.contains("best")) return 0;
+  if (state == tuning_db::JobState::kCancelled && !j["best"].value("from_this_run", false))
+    return 0;
   return j["best"].value("gflops", 0.0);
 }
 
@@ -103,7 +108,7 @@ void JobManager::take_row(Job& job, const tuning_db::JobRow& row, uint64_t recor
     s.done = model_done(job.model_report.empty() ? job.summary_json : job.model_report);
   else
     s.done = records;
-  s.best_gflops = best_of(row.summary);
+  s.best_gflops = best_of(row.summary, row.state);
   s.message = row.message;
 }
 
@@ -402,7 +407,8 @@ void JobManager::run_session(Job& job) {
     std::lock_guard lock(mu_);
     job.summary_json = summary;
     // The figure the log serves now (re-timed), not the highest first timing seen while tuning.
-    job.status.best_gflops = best_of(summary);
+    job.status.best_gflops = best_of(
+        summary, report.cancelled ? tuning_db::JobState::kCancelled : tuning_db::JobState::kDone);
   }
   if (report.cancelled)
     set_state(job, tuning_db::JobState::kCancelled, cancelled_message(job));

@@ -26,6 +26,10 @@ ModelJobResult run_model_job(const JobSpec& spec, const schedule_space::TargetTr
   auto summary = [&](const tuner::ModelTuningReport& r) {
     nlohmann::json j = tuner::model_summary_json(tasks, r);
     j["done"] = done_before + r.trials;
+    // What `jobs watch` and the server's report say under the library columns.
+    j["libraries_note"] =
+        "not timed by the server: its devices time the tuned kernels only (`ktune tune-model "
+        "--server` races oneDNN and OpenBLAS where it runs, on a machine of the devices' target)";
     return j;
   };
   const tuner::ModelTuningReport report = tuning.run([&](const tuner::ModelTuningReport& r) {

@@ -1058,7 +1058,14 @@ TEST_F(ModelBuild, AMissingLogIsAnErrorAndAMostlyUntunedBuildSaysSo) {
                 j["generated"].get<int>(),
             j["kernels"].get<int>());
   EXPECT_EQ(j["tuned"], 0);
+  EXPECT_EQ(j["name"], "m");  // libNAME.a's NAME prefixes the C API
   EXPECT_TRUE(contains(other.err, "3 of the 3 tunable kernels run untuned configs")) << other.err;
+  // A NAME that cannot start a C identifier (lib32.a): the model file's name instead.
+  const auto digits = ktune("build --model " + onnx + " --untuned --json -o " +
+                                quote(path("lib32.a")) + " --header " + quote(path("m32.h")),
+                            true);
+  ASSERT_EQ(digits.status, 0) << digits.err;
+  EXPECT_EQ(nlohmann::json::parse(digits.out)["name"], "small_cnn") << digits.out;
   EXPECT_TRUE(contains(other.err, "`ktune tune-model " + model("small_cnn.onnx") +
                                       " --input input=1x16x16x16 --db "))
       << other.err;

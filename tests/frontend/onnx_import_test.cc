@@ -339,6 +339,9 @@ TEST(OnnxImport, TasksFromJsonAreDecidedAgainOnTheReadersTarget) {
       EXPECT_EQ(a.count, b.count);
       EXPECT_DOUBLE_EQ(a.flop, b.flop);
       EXPECT_EQ(a.layers, b.layers);
+      // Each occurrence's layer label travels too (a server's model job names its layers).
+      EXPECT_EQ(m.layers_of(i), expected->layers_of(i)) << a.key();
+      EXPECT_EQ(m.layers_of(i).size(), static_cast<size_t>(a.count)) << a.key();
       EXPECT_EQ(a.status, b.status) << a.key();
       ASSERT_EQ(a.tunable.has_value(), b.tunable.has_value()) << a.key();
       if (a.tunable) {
@@ -368,6 +371,9 @@ TEST(OnnxImport, TasksFromJsonAreDecidedAgainOnTheReadersTarget) {
   nlohmann::json huge = to_json(here);
   huge["tasks"][0]["count"] = 1.8888e72;  // a float, not cast
   EXPECT_EQ(kind(huge), ErrorKind::kInvalidArgument);
+  nlohmann::json extra = to_json(here);  // more occurrence labels than the count
+  extra["tasks"][0]["occurrences"].push_back("another");
+  EXPECT_EQ(kind(extra), ErrorKind::kInvalidArgument);
   EXPECT_EQ(kind(nlohmann::json::array()), ErrorKind::kInvalidArgument);
   EXPECT_EQ(kind({{"model", "m"}}), ErrorKind::kInvalidArgument);
 }

@@ -96,6 +96,8 @@ TEST_F(CliRemote, TuneJobsBestBuildAndExportThroughTheServer) {
                              {best_json["target"].get<std::string>(), ""});
     ASSERT_TRUE(top.has_value());
     EXPECT_EQ(best_json["best"]["config"]["index"], top->config_index);
+    // The server's log numbers its records, not the client's: no id comes over the wire.
+    EXPECT_FALSE(best_json["best"].contains("id")) << best.out;
     EXPECT_EQ(db.stats().records, 32 + 1);  // two jobs of 16 trials, and the fallback once
     // --top K: the server's k fastest, in the log's order.
     auto top5 = testing_cli::ktune("best " + workload + " --top 5 --json" + srv);

@@ -363,6 +363,16 @@ TEST(ModelJobCli, AModelJobResumesAfterTheServerIsKilled) {
   EXPECT_LT(j["trials"].get<int64_t>(), 48);  // only what was left after the restart
   std::set<std::string> workloads;
   for (const auto& t : j["tasks"]) workloads.insert(t["tuned_as"].get<std::string>());
+  // Watched without the graph: the server names the layers from the occurrences the client
+  // listed, and says why no library was timed.
+  for (const auto& t : j["tasks"]) {
+    ASSERT_EQ(t["layers"].size(), t["count"].get<size_t>()) << t.dump();
+    for (const auto& layer : t["layers"])  // ONNX node names ("conv_2+bn_7+relu_8"), not keys
+      EXPECT_TRUE(!layer.get<std::string>().empty() &&
+                  layer.get<std::string>().find('(') == std::string::npos)
+          << t.dump();
+  }
+  EXPECT_EQ(j["libraries_note"].get<std::string>().rfind("not timed by the server", 0), 0u);
   const auto records = records_of(db);
   for (const auto& [key, count] : records) EXPECT_EQ(count, 1) << key.first << " " << key.second;
   // The 48 trials and a fallback per workload; an allocation the kill cut short is in the log but

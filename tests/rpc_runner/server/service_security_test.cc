@@ -16,6 +16,7 @@
 #include "rpc_runner/worker/device_worker.h"
 #include "support/error.h"
 #include "tests/rpc_runner/server/service_test_util.h"
+#include "tests/warning_capture.h"
 
 namespace ktune::rpc_runner {
 namespace {
@@ -272,12 +273,31 @@ TEST(ServiceSecurity, TokenFilesNameClientsAndAnAdmin) {
   EXPECT_EQ(s.clients[0].token, "alice-secret-0123456789");
   EXPECT_EQ(s.clients[1].name, "bob.b-2");
   EXPECT_EQ(s.clients[1].token, "bob-secret-0123456789");
-  // A client given the server's file uses the admin's line; a worker its own.
-  EXPECT_EQ(load_client_security(file, "", Role::kClient).token, "admin-secret-0123456789");
-  EXPECT_EQ(load_client_security(file, "", Role::kWorker).token, "worker-secret-0123456789");
-  // A client's own line.
-  const std::string own = dir.write("own", "client alice: alice-secret-0123456789\n");
-  EXPECT_EQ(load_client_security(own, "", Role::kClient).token, "alice-secret-0123456789");
+  // A client given the server's file uses the admin's line, and is told it acts as the admin; a
+  // worker its own line, without a word.
+  {
+    testing_log::WarningCapture capture;
+    EXPECT_EQ(load_client_security(file, "", Role::kClient).token, "admin-secret-0123456789");
+    ASSERT_EQ(capture.warnings().size(), 1u);
+    EXPECT_EQ(capture.warnings()[0],
+              file +
+                  ": a server's token file; this client uses its 'admin:' line and acts as the "
+                  "admin (sees and cancels every client's jobs). A client of its own takes a "
+                  "file with its 'client NAME: TOKEN' line");
+    EXPECT_EQ(load_client_security(file, "", Role::kWorker).token, "worker-secret-0123456789");
+    EXPECT_EQ(capture.warnings().size(), 1u);
+  }
+  // A client's own line, and an older file's nameless 'client:' line (the server warns of that
+  // one at start): no word.
+  {
+    testing_log::WarningCapture capture;
+    const std::string own = dir.write("own", "client alice: alice-secret-0123456789\n");
+    EXPECT_EQ(load_client_security(own, "", Role::kClient).token, "alice-secret-0123456789");
+    const std::string older =
+        dir.write("older", "worker: worker-secret-0123456789\nclient: legacy-secret-0123456789\n");
+    EXPECT_EQ(load_client_security(older, "", Role::kClient).token, "legacy-secret-0123456789");
+    EXPECT_TRUE(capture.warnings().empty());
+  }
   const std::string two =
       dir.write("two", "client a: a-secret-0123456789ab\nclient b: b-secret-0123456789ab\n");
   EXPECT_NE(error_of([&] {

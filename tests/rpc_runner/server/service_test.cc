@@ -19,6 +19,8 @@
 #include "rpc_runner/protocol/service_convert.h"
 #include "rpc_runner/server/tuning_server.h"
 #include "rpc_runner/worker/device_worker.h"
+#include "schedule_space/task.h"
+#include "schedule_space/workload.h"
 #include "support/error.h"
 #include "tests/rpc_runner/runner/fault_template.h"
 #include "tests/rpc_runner/server/in_process_service.h"
@@ -221,6 +223,26 @@ TEST(Service, ADetachedJobFinishesWithNoClientAndAKeyWithoutWorkersWaits) {
 
 TEST(Service, CancelStopsAJobAndBadRequestsGetOneClearError) {
   TempDir dir;
+  // The log already holds a record no trial of the job can beat (another run's, 1 ns).
+  const codegen::Target host = codegen::Target::host();
+  const auto task = schedule_space::Task::create(
+      "matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}},
+      schedule_space::make_target_traits(host.str(), host.triple(), host.vector_bits(),
+                                         host.cores()));
+  {
+    tuning_db::Record r;
+    r.workload_key = task.workload_key();
+    r.template_name = "matmul";
+    r.args = task.args_json();
+    r.flop = task.flop();
+    r.target = {host.str(), codegen::llvm_version()};
+    r.device_key = "cpu";
+    r.config_index = static_cast<int64_t>(task.fallback_config().index());
+    r.config = task.fallback_config().to_json();
+    r.costs = {1e-9};
+    r.tuner = "seeded";
+    tuning_db::Database::open(server_options(dir).db_path).add({r});
+  }
   TuningServer server(server_options(dir));
   DeviceWorker worker(worker_options(server, "cpu"));
   ServiceClient client(client_options(server));
@@ -231,6 +253,12 @@ TEST(Service, CancelStopsAJobAndBadRequestsGetOneClearError) {
   const JobStatus s = client.job(id);
   EXPECT_EQ(s.state, tuning_db::JobState::kCancelled);
   EXPECT_LT(s.done, 5000u);
+  // The log serves the seeded record; the cancelled job, which did not find it, shows no best
+  // (not another run's figure).
+  const auto served = client.best(task.workload_key(), host.str(), "cpu");
+  ASSERT_EQ(served.size(), 1u);
+  EXPECT_EQ(served[0].tuner, "seeded");
+  EXPECT_EQ(s.best_gflops, 0) << "the log's best, another run's";
   // Nothing is measured after the cancellation took effect.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(client.job(id).done, s.done);
