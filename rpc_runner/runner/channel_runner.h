@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,7 +27,9 @@ struct ChannelRunnerOptions {
 };
 
 // Per batch: every candidate is instantiated here, then lowered and compiled for its task's target
-// in a child process of its own (build_threads at once; see build_in_children); once the whole
+// in a child process of its own (build_threads at once; see build_in_children), unless this runner
+// built its config before (same workload, target and config index: the last kBuildsKept builds
+// are kept), whose artifact is then run and checked as a new one would be; once the whole
 // batch is built, the candidates are handed out in input order to whichever channel is free (one
 // thread per channel while the batch runs), whose runner checks each against the task's reference
 // and times it; results come back in input order. Runs never overlap builds, and a channel runs
@@ -60,6 +63,12 @@ class ChannelRunner : public tuner::Measurer {
   // started; every device lost: the message then says "device lost").
   std::vector<tuner::MeasureResult> measure(
       const std::vector<tuner::MeasureInput>& inputs) override;
+
+  // Builds kept for measuring a config again (a re-timing's rounds and passes), oldest dropped
+  // past this many: a build is most of a small kernel's measurement.
+  static constexpr size_t kBuildsKept = 256;
+  // Candidates measured on a kept build instead of a new one, so far.
+  uint64_t reused_builds() const { return reused_builds_; }
 
   // Wall time spent in measure() so far, by phase (for throughput benchmarks).
   struct PhaseTimes {
@@ -97,6 +106,15 @@ class ChannelRunner : public tuner::Measurer {
   size_t build_parallelism_;  // build children at once
   std::vector<ChannelSlot> channels_;
   PhaseTimes phase_times_;
+  // Successful builds by build_key (workload, target, config), with their build time; the order
+  // they came in, to drop the oldest.
+  struct KeptBuild {
+    codegen::Artifact artifact;
+    double seconds = 0;
+  };
+  std::map<std::string, KeptBuild> kept_builds_;
+  std::deque<std::string> kept_order_;
+  uint64_t reused_builds_ = 0;
   std::mutex references_mu_;  // guards references_ and each Reference's error
   std::map<std::string, std::unique_ptr<Reference>> references_;  // by reference key
 };

@@ -94,6 +94,30 @@ TEST(LocalRunner, MeasuresMatmulConfigsAndChecksThem) {
   EXPECT_EQ(runner.runners_started(), 1u);  // one child served every candidate
 }
 
+// A config measured again (a re-timing's round) runs the build kept from its first measurement:
+// timed again and checked again, not compiled again. Another workload's config of the same index
+// is built.
+TEST(LocalRunner, AConfigMeasuredAgainRunsItsKeptBuild) {
+  auto task = host_task("matmul", {{"M", "32"}, {"N", "32"}, {"K", "32"}});
+  auto other = host_task("matmul", {{"M", "32"}, {"N", "32"}, {"K", "16"}});
+  LocalRunner runner(test_options());
+  const std::vector<tuner::MeasureInput> inputs = {{&task, task.fallback_config()},
+                                                   {&task, task.space().get(1)}};
+  const auto first = runner.measure(inputs);
+  ASSERT_TRUE(first[0].ok() && first[1].ok()) << first[0].error_message << first[1].error_message;
+  EXPECT_EQ(runner.reused_builds(), 0u);
+  const auto again = runner.measure(inputs);
+  EXPECT_EQ(runner.reused_builds(), 2u);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ASSERT_TRUE(again[i].ok()) << again[i].error_message;
+    EXPECT_EQ(again[i].costs.size(), 3u);
+    EXPECT_EQ(again[i].build_s, first[i].build_s);  // the build's own time, kept with it
+    EXPECT_GT(again[i].run_s, 0);
+  }
+  ASSERT_TRUE(runner.measure({{&other, other.space().get(1)}})[0].ok());
+  EXPECT_EQ(runner.reused_builds(), 2u);
+}
+
 TEST(LocalRunner, WrongKernelIsAWrongAnswerNotAFastRecord) {
   testing::register_fault_template();
   auto task = host_task("runner_fault_test", {{"N", "1000"}});
@@ -107,6 +131,9 @@ TEST(LocalRunner, WrongKernelIsAWrongAnswerNotAFastRecord) {
   EXPECT_EQ(results[1].error, ErrorKind::kWrongAnswer);
   EXPECT_TRUE(results[1].costs.empty());
   EXPECT_TRUE(results[2].ok()) << results[2].error_message;
+  // Measured again on its kept build, the wrong kernel is checked again.
+  EXPECT_EQ(runner.measure({{&task, config_of(3, 2)}}).front().error, ErrorKind::kWrongAnswer);
+  EXPECT_EQ(runner.reused_builds(), 1u);
 
   // Without the check the same kernel is timed (the check is what catches it).
   LocalRunnerOptions o = test_options();
