@@ -252,6 +252,8 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
           ++progress->ok;
           progress->best_gflops =
               std::max(progress->best_gflops, task_.flop() / r.mean_cost() / 1e9);
+          progress->run_best_gflops =
+              std::max(progress->run_best_gflops, task_.flop() / r.mean_cost() / 1e9);
         } else {
           ++progress->errors[r.error.value_or(ErrorKind::kUnknown)];
         }

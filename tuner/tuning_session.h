@@ -83,7 +83,8 @@ struct ProgressSnapshot {
   size_t done = 0, total = 0;  // trials of this run so far / the budget
   size_t ok = 0;
   std::map<ErrorKind, size_t> errors;
-  double best_gflops = 0;  // best of this run and of the resumed records
+  double best_gflops = 0;      // best of this run and of the resumed records
+  double run_best_gflops = 0;  // best of this run's own measurements
   double elapsed_s = 0, eta_s = 0;
   std::optional<double> rank_correlation;
 };

@@ -393,7 +393,8 @@ void JobManager::run_session(Job& job) {
     shown.total = spec.session.trials;
     std::lock_guard lock(mu_);
     job.status.done = shown.done;
-    job.status.best_gflops = std::max(job.status.best_gflops, p.best_gflops);
+    // Its own trials' best while it runs: the resumed records may be other runs'.
+    job.status.best_gflops = std::max(job.status.best_gflops, p.run_best_gflops);
     publish(job, shown);
   });
   // Stopping: the next server resumes it; taken away: the other server runs it.
