@@ -29,9 +29,9 @@ uint64_t model_done(const std::string& report_json) {
              : 0;
 }
 
-// The job's figure: the best the log serves after it (re-timed). A cancelled job was not re-timed
-// and its summary's best may be another job's record: it shows that best only when its own trials
-// found it, else none.
+// A job's figure read back from its row: the best the log serves after it (re-timed). A cancelled
+// job was not re-timed and its summary's best may be another job's record: it shows that best
+// only when its own trials found it, else none (while it runs, a job shows its own trials' best).
 double best_of(const std::string& summary_json, tuning_db::JobState state) {
   if (summary_json.empty()) return 0;
   const auto j = nlohmann::json::parse(summary_json, nullptr, false);
@@ -407,9 +407,9 @@ void JobManager::run_session(Job& job) {
   {
     std::lock_guard lock(mu_);
     job.summary_json = summary;
-    // The figure the log serves now (re-timed), not the highest first timing seen while tuning.
-    job.status.best_gflops = best_of(
-        summary, report.cancelled ? tuning_db::JobState::kCancelled : tuning_db::JobState::kDone);
+    // The figure the log serves now (re-timed), not the highest first timing seen while tuning; a
+    // cancelled job keeps its own trials' best.
+    if (!report.cancelled) job.status.best_gflops = best_of(summary, tuning_db::JobState::kDone);
   }
   if (report.cancelled)
     set_state(job, tuning_db::JobState::kCancelled, cancelled_message(job));
