@@ -250,10 +250,9 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
         ++progress->done;
         if (r.ok()) {
           ++progress->ok;
-          progress->best_gflops =
-              std::max(progress->best_gflops, task_.flop() / r.mean_cost() / 1e9);
-          progress->run_best_gflops =
-              std::max(progress->run_best_gflops, task_.flop() / r.mean_cost() / 1e9);
+          const double gflops = task_.flop() / r.mean_cost() / 1e9;
+          progress->best_gflops = std::max(progress->best_gflops, gflops);
+          progress->run_best_gflops = std::max(progress->run_best_gflops, gflops);
         } else {
           ++progress->errors[r.error.value_or(ErrorKind::kUnknown)];
         }

@@ -261,6 +261,7 @@ std::vector<tuner::MeasureResult> ChannelRunner::measure(
   std::vector<double> inst_seconds;
   std::vector<std::optional<codegen::Artifact>> artifacts(inputs.size());
   std::vector<double> build_seconds(inputs.size(), 0.0);
+  std::vector<std::string> keys(inputs.size());  // build_key of each input
   jobs.reserve(inputs.size());
 
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -268,8 +269,8 @@ std::vector<tuner::MeasureResult> ChannelRunner::measure(
     for (auto& slot : channels_)
       if (!slot.channel->lost()) slot.channel->check_target(task.target().key);
     // Built before (a re-timing round): the same code, so the kept artifact runs again.
-    if (const auto kept = kept_builds_.find(build_key(task, inputs[i].config));
-        kept != kept_builds_.end()) {
+    keys[i] = build_key(task, inputs[i].config);
+    if (const auto kept = kept_builds_.find(keys[i]); kept != kept_builds_.end()) {
       artifacts[i] = kept->second.artifact;
       build_seconds[i] = kept->second.seconds;
       ++reused_builds_;
@@ -304,9 +305,8 @@ std::vector<tuner::MeasureResult> ChannelRunner::measure(
       results[i] = tuner::make_error_result(out.error, out.message, build_s);
       continue;
     }
-    const std::string key = build_key(*inputs[i].task, inputs[i].config);
-    if (kept_builds_.emplace(key, KeptBuild{*out.artifact, build_s}).second) {
-      kept_order_.push_back(key);
+    if (kept_builds_.emplace(keys[i], KeptBuild{*out.artifact, build_s}).second) {
+      kept_order_.push_back(keys[i]);
       if (kept_order_.size() > kBuildsKept) {
         kept_builds_.erase(kept_order_.front());
         kept_order_.pop_front();
