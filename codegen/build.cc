@@ -1,8 +1,10 @@
-// build(): target machine set-up, LLVM's O3 pipeline (PassBuilder) and object/assembly emission.
+// build(): target machine set-up, LLVM's O3 pipeline (PassBuilder), object/assembly emission and
+// the kernel cache's keys.
 #include <memory>
 #include <optional>
 #include <string>
 
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/IR/LLVMContext.h>
@@ -11,11 +13,13 @@
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CodeGen.h>
+#include <llvm/Support/SHA256.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 
 #include "codegen/codegen_llvm.h"
+#include "codegen/kernel_cache.h"
 #include "codegen/llvm_init.h"
 #include "codegen/llvm_module.h"
 #include "support/error.h"
@@ -100,10 +104,30 @@ void compile(Compiled& c, const te::LoweredFunc& f, const Target& target,
   if (opt) optimize(*c.module, *c.tm, options);
 }
 
-// The artifact of f, its object emitted from module (already optimized for tm).
+// The kernel cache's key of module (not yet optimized) for target: a digest of everything that
+// decides the object's bytes. KTUNE_PIPELINE_DIGEST is this file's own digest (CMakeLists.txt),
+// so an edited pipeline or target machine set-up misses every entry made before.
+std::string cache_key(llvm::Module& module, const Target& target, const BuildOptions& options) {
+  std::string text = std::string(KTUNE_PIPELINE_DIGEST) + "\n" + llvm_version() + "\n" +
+                     target.str() + "\n" + target.cpu() + "\n" + target.feature_string() + "\n" +
+                     std::to_string(options.opt_level) + " " + std::to_string(options.allow_fma) +
+                     " " + std::to_string(options.max_stack_bytes) + "\n";
+  llvm::raw_string_ostream os(text);
+  module.print(os, nullptr);
+  os.flush();
+  const auto digest = llvm::SHA256::hash(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  return llvm::toHex(digest, /*LowerCase=*/true);
+}
+
+// The artifact of f, its object from the kernel cache or else optimized and emitted from module.
 Artifact make_artifact(const te::LoweredFunc& f, const Target& target, llvm::Module& module,
-                       llvm::TargetMachine& tm) {
-  const std::string obj = emit_file(module, tm, llvm::CodeGenFileType::ObjectFile);
+                       llvm::TargetMachine& tm, const BuildOptions& options) {
+  const std::string obj =
+      KernelCache::of_process().object(cache_key(module, target, options), f.name, [&] {
+        optimize(module, tm, options);
+        return emit_file(module, tm, llvm::CodeGenFileType::ObjectFile);
+      });
   Artifact a;
   a.object.assign(obj.begin(), obj.end());
   a.entry = f.name;
@@ -118,8 +142,8 @@ Artifact make_artifact(const te::LoweredFunc& f, const Target& target, llvm::Mod
 
 Artifact build(const te::LoweredFunc& f, const Target& target, const BuildOptions& options) {
   Compiled c;
-  compile(c, f, target, options, true);
-  return make_artifact(f, target, *c.module, *c.tm);
+  compile(c, f, target, options, false);
+  return make_artifact(f, target, *c.module, *c.tm, options);
 }
 
 std::vector<Artifact> build_all(const std::vector<te::LoweredFunc>& fs, const Target& target,
@@ -131,8 +155,7 @@ std::vector<Artifact> build_all(const std::vector<te::LoweredFunc>& fs, const Ta
     try {
       // One module per function: each object holds one kernel, as build() makes it.
       std::unique_ptr<llvm::Module> module = translate_to_llvm(f, ctx, *tm, options);
-      optimize(*module, *tm, options);
-      artifacts.push_back(make_artifact(f, target, *module, *tm));
+      artifacts.push_back(make_artifact(f, target, *module, *tm, options));
     } catch (const Error& e) {
       throw Error(e.kind(), f.name + ": " + e.what());
     }

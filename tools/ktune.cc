@@ -12,6 +12,7 @@
 #include "support/logging.h"
 #include "support/version.h"
 #include "tools/commands.h"
+#include "tools/environment.h"
 
 namespace ktune::tools {
 namespace {
@@ -43,7 +44,10 @@ int main(int argc, char** argv) {
   LoggingOptions logging;
   app.add_flag("-v,--verbose", logging.verbose, "Log debug messages");
   app.add_flag("-q,--quiet", logging.quiet, "Log warnings and errors only");
-  app.parse_complete_callback([&] { setup_logging(logging); });
+  app.parse_complete_callback([&] {
+    setup_logging(logging);
+    codegen::KernelCache::use(tools::kernel_cache_from_environment());
+  });
 
   auto& commands = tools::registry();
   std::sort(commands.begin(), commands.end());

@@ -464,5 +464,54 @@ TEST(BuildCli, BadInputFailsWithOneLineAndWritesNothing) {
   }
 }
 
+// The kernel cache's folder as ktune reads it from its environment (KTUNE_KERNEL_CACHE, else
+// XDG_CACHE_HOME, else HOME): entries appear there and a second build adds none; "off" writes
+// nothing; a folder others may write to is one warning line, the build goes on.
+TEST(BuildCli, TheKernelCacheFolderComesFromTheEnvironment) {
+  TempDir dir;
+  const std::string d = dir.path().string();
+  const auto build = [&](const std::string& env, const std::string& out) {
+    return shell("cd " + quote(d) + " && env -u KTUNE_KERNEL_CACHE -u XDG_CACHE_HOME HOME=" +
+                 quote(d + "/home") + " " + env + " " + quote(KTUNE_BINARY) +
+                 " build matmul M=24 N=40 K=16 --untuned -o " + out + ".o --header " + out + ".h");
+  };
+  const auto entries = [](const fs::path& folder) {
+    size_t n = 0;
+    if (fs::is_directory(folder))
+      for (const auto& e : fs::directory_iterator(folder))
+        n += e.path().filename().string().rfind("llvmcache-", 0) == 0;
+    return n;
+  };
+
+  const Output named = build("KTUNE_KERNEL_CACHE=" + quote(d + "/kc"), "a");
+  ASSERT_EQ(named.status, 0) << named.err;
+  EXPECT_EQ(named.err, "");
+  const size_t stored = entries(dir.path() / "kc");
+  EXPECT_GE(stored, 1u);
+  const Output again = build("KTUNE_KERNEL_CACHE=" + quote(d + "/kc"), "b");
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(entries(dir.path() / "kc"), stored);
+  EXPECT_EQ(read_file(dir.file("a.o")), read_file(dir.file("b.o")));
+
+  ASSERT_EQ(build("XDG_CACHE_HOME=" + quote(d + "/xdg"), "c").status, 0);
+  EXPECT_EQ(entries(dir.path() / "xdg/ktune/kernels"), stored);
+  ASSERT_EQ(build("", "d").status, 0);
+  EXPECT_EQ(entries(dir.path() / "home/.cache/ktune/kernels"), stored);
+
+  const Output off = build("KTUNE_KERNEL_CACHE=off", "e");
+  ASSERT_EQ(off.status, 0) << off.err;
+  EXPECT_EQ(off.err, "");
+
+  fs::create_directories(dir.path() / "open");
+  fs::permissions(dir.path() / "open", fs::perms::all, fs::perm_options::replace);
+  const Output open = build("KTUNE_KERNEL_CACHE=" + quote(d + "/open"), "f");
+  ASSERT_EQ(open.status, 0) << open.err;
+  EXPECT_EQ(testing_cli::count_lines(open.err), 1u) << open.err;
+  EXPECT_TRUE(contains(open.err, "kernel cache off: " + d + "/open: group or others may write"))
+      << open.err;
+  EXPECT_EQ(entries(dir.path() / "open"), 0u);
+  EXPECT_EQ(read_file(dir.file("f.o")), read_file(dir.file("a.o")));
+}
+
 }  // namespace
 }  // namespace ktune::tools
