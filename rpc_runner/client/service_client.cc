@@ -82,10 +82,22 @@ JobStatus ServiceClient::cancel(uint64_t id) {
 }
 
 JobStatus ServiceClient::job(uint64_t id) {
-  for (const JobStatus& s : jobs(true))
-    if (s.id == id) return s;
-  throw Error(ErrorKind::kNotFound,
-              "no job " + std::to_string(id) + " on " + impl_->options.server);
+  // The first event of a WatchJob (the job's state now), not a search of the caller's list: the
+  // server then decides who may see the job, and logs a refusal of another client's.
+  rpc::JobRef request;
+  request.set_id(id);
+  auto ctx = impl_->context();
+  auto reader = impl_->stub->WatchJob(ctx.get(), request);
+  rpc::JobEvent event;
+  const bool got = reader->Read(&event);
+  if (got) ctx->TryCancel();
+  const grpc::Status status = reader->Finish();
+  if (got) return from_proto(event).job;
+  // A stream that ends without an event has no job to tell of either.
+  throw status_error(status.ok()
+                         ? grpc::Status(grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(id))
+                         : status,
+                     impl_->options.server, "read the job");
 }
 
 JobEvent ServiceClient::watch(uint64_t id, const std::function<void(const JobEvent&)>& on_event) {

@@ -39,7 +39,8 @@ class ServiceClient {
   std::vector<JobStatus> jobs(bool all = false);
   // Asks the server to cancel the job; returns its status then (cancellation ends it shortly).
   JobStatus cancel(uint64_t id);
-  // The job's status now. Throws Error(kNotFound) for an unknown id.
+  // The job's status now. Throws Error(kNotFound) for an unknown id or another client's job (the
+  // server logs that refusal).
   JobStatus job(uint64_t id);
   // Streams the job's events to on_event until it ends, and returns the last event. When the
   // stream breaks (server restart), reconnects with backoff for up to reconnect_for_s and goes

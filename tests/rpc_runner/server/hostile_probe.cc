@@ -86,6 +86,18 @@ const std::map<std::string, std::function<void(JobSpec&)>>& client_jobs() {
       {"client-huge-owner", [](JobSpec& j) { j.owner = std::string(6 << 20, 'o'); }},
       {"client-forged-log-line",
        [](JobSpec& j) { j.owner = "eve\n[info] forged line: admin cancels everything\x1b[2J"; }},
+      // Measurements no deadline bounds: the server refuses them as the CLI does (one
+      // validate(MeasureOptions)), before any worker sees the job.
+      {"client-endless-measure",
+       [](JobSpec& j) {
+         j.measure.number = 2147483647;
+         j.measure.repeat = 2147483647;
+       }},
+      {"client-endless-timeout",
+       [](JobSpec& j) {
+         j.measure.build_timeout_s = 1e308;
+         j.measure.run_timeout_s = std::numeric_limits<double>::infinity();
+       }},
       {"client-huge-model",
        [](JobSpec& j) {
          nlohmann::json task = {{"template", "matmul"},

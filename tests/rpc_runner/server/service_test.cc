@@ -82,13 +82,17 @@ TEST(Service, AJobOnThreeWorkersRecordsEveryConfigOnceAndTheLogAnswersQueries) {
   for (const DeviceInfo& d : client.devices())
     EXPECT_GT(d.served, 0u) << d.worker_id << " measured nothing";
 
-  // QueryBest answers with the log's fastest record by its figure (the job's re-timing where it
-  // re-timed the record); export streams every record.
+  // QueryBest answers with the log's fastest undisputed record by its figure (the job's
+  // re-timing where it re-timed the record; on a loaded machine the three workers' rounds of one
+  // config may disagree more than 2x, and the record is then disputed); export streams every
+  // record.
   const auto best = client.best(last.job.workload, last.job.target, "", 3);
   ASSERT_EQ(best.size(), 3u);
   const auto fastest =
-      std::min_element(records.begin(), records.end(),
-                       [](const auto& a, const auto& b) { return a.cost() < b.cost(); });
+      std::min_element(records.begin(), records.end(), [](const auto& a, const auto& b) {
+        return std::make_pair(a.disputed, a.cost()) < std::make_pair(b.disputed, b.cost());
+      });
+  ASSERT_FALSE(fastest->disputed);
   EXPECT_EQ(best[0].config_index, fastest->config_index);
   EXPECT_DOUBLE_EQ(best[0].cost(), fastest->cost());
   EXPECT_LE(best[0].cost(), best[1].cost());

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -228,6 +229,9 @@ TEST_F(Tenants, ClientsSeeTheirOwnJobsTheAdminAllAndRecordsNameClientAndWorker) 
       << log;
   EXPECT_TRUE(logged(log, {"refused WatchJob of job 1 from client bob (", "client alice's"}))
       << log;
+  // `ktune jobs watch` of another client's job reaches the server, which logs the refusal.
+  EXPECT_TRUE(logged(log, {"refused WatchJob of job 2 from client alice (", "client bob's"}))
+      << log;
   EXPECT_TRUE(logged(log, {"admin (", "cancels job 2 of client bob"})) << log;
   EXPECT_TRUE(logged(log, {"refused SubmitJob from client carol (", "too many job submissions"}))
       << log;
@@ -307,6 +311,16 @@ TEST_F(Tenants, AClientsTextIsBoundedAndJobsComeInPages) {
                                {"flop", 1024.0}};
   model.model = {{"model", "m"}, {"tasks", std::vector<nlohmann::json>(20000, task)}};
   refused(model, "a model job of 20000 tasks; at most 4096");
+  // Measurements no deadline bounds, refused by the server as by the CLI (one validate()).
+  rpc_runner::JobSpec endless = job;
+  endless.measure.number = 2147483647;
+  refused(endless, "number (runs per timing)");
+  endless = job;
+  endless.measure.run_timeout_s = std::numeric_limits<double>::infinity();
+  refused(endless, "the run timeout (s)");
+  endless = job;
+  endless.measure.build_timeout_s = 1e308;
+  refused(endless, "the build timeout (s)");
   EXPECT_FALSE(logged(server_log(), {"forged line"})) << server_log();
   EXPECT_TRUE(jobs_of(alice).empty());
 
