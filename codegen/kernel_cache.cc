@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -121,16 +122,31 @@ KernelCache KernelCache::open(const std::string& dir, bool named) {
 }
 
 namespace {
-// Set once by the program's start, before any thread builds a kernel.
-KernelCache& process_cache() {
-  static KernelCache cache;
-  return cache;
+// The folder use_folder() names (set at the program's start, before any thread builds a kernel)
+// and the cache opened from it on first use.
+struct ProcessCache {
+  std::string dir;
+  bool named = false;
+  std::once_flag opened;
+  KernelCache cache;
+};
+
+ProcessCache& process_cache() {
+  static ProcessCache process;
+  return process;
 }
 }  // namespace
 
-const KernelCache& KernelCache::of_process() { return process_cache(); }
+const KernelCache& KernelCache::of_process() {
+  ProcessCache& p = process_cache();
+  std::call_once(p.opened, [&p] { p.cache = open(p.dir, p.named); });
+  return p.cache;
+}
 
-void KernelCache::use(KernelCache cache) { process_cache() = std::move(cache); }
+void KernelCache::use_folder(std::string dir, bool named) {
+  process_cache().dir = std::move(dir);
+  process_cache().named = named;
+}
 
 std::string KernelCache::object(const std::string& key, const std::string& entry,
                                 const std::function<std::string()>& compile) const {

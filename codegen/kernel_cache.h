@@ -29,10 +29,12 @@ class KernelCache {
   // of a service user without a home is no news).
   static KernelCache open(const std::string& dir, bool named);
 
-  // The cache build() uses: off until the program sets one (ktune: tools/environment.h) with
-  // use(), before it builds a kernel.
+  // The cache build() uses: off until the program names its folder (ktune:
+  // tools/environment.h) with use_folder(), before it builds a kernel. The folder is opened
+  // (open(dir, named)) when a kernel is first built, so a command that builds none neither makes
+  // it nor warns about it.
   static const KernelCache& of_process();
-  static void use(KernelCache cache);
+  static void use_folder(std::string dir, bool named);
 
   bool enabled() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }

@@ -1,13 +1,11 @@
 // Declares what ktune reads from its environment: the kernel cache's folder.
 #pragma once
 
-#include "codegen/kernel_cache.h"
-
 namespace ktune::tools {
 
-// The kernel cache of $KTUNE_KERNEL_CACHE (a folder, or "off"), else of
-// $XDG_CACHE_HOME/ktune/kernels, else of $HOME/.cache/ktune/kernels, through KernelCache::open
-// (a folder others may write to is refused; only KTUNE_KERNEL_CACHE's is named by the user).
-codegen::KernelCache kernel_cache_from_environment();
+// Names the kernel cache's folder to codegen::KernelCache::use_folder: $KTUNE_KERNEL_CACHE (a
+// folder, or "off"), else $XDG_CACHE_HOME/ktune/kernels, else $HOME/.cache/ktune/kernels. Only
+// KTUNE_KERNEL_CACHE's is named by the user (a warning if it cannot be used).
+void use_kernel_cache_from_environment();
 
 }  // namespace ktune::tools

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", logging.quiet, "Log warnings and errors only");
   app.parse_complete_callback([&] {
     setup_logging(logging);
-    codegen::KernelCache::use(tools::kernel_cache_from_environment());
+    tools::use_kernel_cache_from_environment();
   });
 
   auto& commands = tools::registry();

@@ -68,8 +68,8 @@ void expect_computes_axpb(const Artifact& artifact, float scale) {
 }
 
 TEST(KernelCache, ABuildIsStoredAndTheSameKernelReadsItBack) {
-  EXPECT_FALSE(KernelCache::of_process().enabled()) << "off until the program sets it";
-  KernelCache::use(KernelCache::open(kFolder.string(), true));
+  KernelCache::use_folder(kFolder.string(), true);
+  EXPECT_FALSE(fs::exists(kFolder)) << "opened when a kernel is first built";
   ASSERT_EQ(KernelCache::of_process().dir(), kFolder.string());
   const Artifact first = build(axpb(3.0f), Target::host());
   const std::vector<fs::path> stored = entries(kFolder);
