@@ -123,11 +123,16 @@ std::string cache_key(llvm::Module& module, const Target& target, const BuildOpt
 // The artifact of f, its object from the kernel cache or else optimized and emitted from module.
 Artifact make_artifact(const te::LoweredFunc& f, const Target& target, llvm::Module& module,
                        llvm::TargetMachine& tm, const BuildOptions& options) {
-  const std::string obj =
-      KernelCache::of_process().object(cache_key(module, target, options), f.name, [&] {
-        optimize(module, tm, options);
-        return emit_file(module, tm, llvm::CodeGenFileType::ObjectFile);
-      });
+  const auto compile = [&] {
+    optimize(module, tm, options);
+    return emit_file(module, tm, llvm::CodeGenFileType::ObjectFile);
+  };
+  // The key (the module printed and hashed) only where a cache reads it: ktune-runner's
+  // measurement builds run without one.
+  const KernelCache& cache = KernelCache::of_process();
+  const std::string obj = cache.enabled()
+                              ? cache.object(cache_key(module, target, options), f.name, compile)
+                              : compile();
   Artifact a;
   a.object.assign(obj.begin(), obj.end());
   a.entry = f.name;
