@@ -82,7 +82,7 @@ std::vector<GeneratedStep> describe_node(const frontend::Graph& g, const fronten
       {frontend::OpFamily::kQuantize, nodes::quantize_steps},    // model_nodes_quantize.cc
       {frontend::OpFamily::kData, nodes::data_steps},            // model_nodes_data.cc
   };
-  const frontend::OperatorInfo* info = n.domain.empty() ? frontend::operator_info(n.op) : nullptr;
+  const frontend::OperatorInfo* info = frontend::operator_info(n.op, n.domain);
   const auto family = info ? kFamilies.find(info->family) : kFamilies.end();
   return family == kFamilies.end() ? std::vector<GeneratedStep>{} : family->second(g, n, constants);
 }

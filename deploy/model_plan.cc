@@ -244,7 +244,7 @@ bool Planner::ready(size_t i) const {
   for (size_t k : nodes)
     for (const std::string& in : g_.nodes[k].inputs)
       if (!in.empty() && !inside.count(in) && !constants_.count(in) && !g_.constants.count(in) &&
-          !current_.count(in))
+          !current_.count(in) && !deferred_views_.count(in))
         return false;
   return true;
 }
@@ -291,6 +291,8 @@ void Planner::plan_node(size_t i, const frontend::TaskOccurrence* occ) {
     plan_generated(describe_scaled_softmax(g_, *sm->second));
   } else if (n.op == "QuantizeLinear" && n.domain.empty() && plan_blocked_quantize(n)) {
     // planned in the int8 convs' layout
+  } else if (defer_blocked_view(n) || plan_blocked_transpose(n)) {
+    // a Transpose (of a Reshape) of a blocked tensor: one kernel from the blocked layout
   } else if (is_view(n.op) || frontend::transpose_is_view(g_, n)) {
     plan_view(n);
   } else if (plan_channel_broadcast(n)) {

@@ -161,6 +161,17 @@ class Planner {
   // DepthToSpace as one generated kernel between channel-blocked layouts (model_plan_shuffle.cc).
   void plan_depth_to_space(const frontend::Node& n);
 
+  // A Reshape or Flatten of a float32 channel-blocked 4-D tensor that only a Transpose reads (a
+  // detection head's [N, A*85, H, W] -> [N, A, 85, H, W] -> [N, A, H, W, 85], ViT's patches
+  // [N, C, H*W] -> [N, H*W, C]): planned as nothing, remembered in deferred_views_ for
+  // plan_blocked_transpose (model_plan_shuffle.cc); false, planning nothing, for any other.
+  bool defer_blocked_view(const frontend::Node& n);
+
+  // A Transpose of a float32 channel-blocked 4-D tensor, or of a deferred view of one, as one
+  // generated kernel reading the blocked layout and writing ONNX's (model_plan_shuffle.cc); false,
+  // planning nothing, for any other.
+  bool plan_blocked_transpose(const frontend::Node& n);
+
   // A Resize or Upsample of float32 data in a channel-blocked layout as one generated kernel in
   // that layout (model_plan_resize.cc); false, planning nothing, for data in ONNX's layout.
   bool plan_blocked_resize(const frontend::Node& n);
@@ -235,6 +246,12 @@ class Planner {
   frontend::ModelTasks tasks_;
   ModelPlan plan_;
   std::map<std::string, int64_t> current_;  // ONNX tensor -> its latest form
+  // A Reshape's output planned by the Transpose that reads it -> the blocked tensor it reshapes
+  // and the Reshape's name (defer_blocked_view).
+  struct DeferredView {
+    std::string source, node;
+  };
+  std::map<std::string, DeferredView> deferred_views_;
   std::map<std::pair<std::string, int64_t>, int64_t>
       forms_;  // (ONNX tensor, block) -> converted copy
   std::map<size_t, const frontend::LayerNormGroup*> layer_norm_at_;     // first node -> its group

@@ -84,10 +84,16 @@ void reduce_as_global_pool(Model& model);
 // pass_reduce_as_pool.cc.
 std::optional<std::vector<int64_t>> reduce_axes(const Graph& g, const Node& n);
 
+// Rewrites each float32 MatMul whose B is a Transpose of the last two axes (read by it alone) into
+// com.microsoft FusedMatMul(A, B untransposed, transB=1), as ONNX Runtime's MatmulTransposeFusion
+// does, when the product maps onto one matmul or batch_matmul (B a matrix, or the same batch axes
+// as A); the Transpose goes. pass_matmul_transpose.cc.
+void fold_transpose_into_matmul(Model& model);
+
 // The clean-up passes in order, `observe` (when set) called after each: rounds of fold_constants,
 // inline_constant_if, remove_identities, remove_dead_nodes and infer_shapes until a round removes
-// no node, then lift_1d_windows, sink_squeezes, reduce_as_global_pool, conv_transpose_as_conv
-// and hoist_over_depth_to_space. graph_simplify.cc.
+// no node, then lift_1d_windows, sink_squeezes, reduce_as_global_pool, conv_transpose_as_conv,
+// hoist_over_depth_to_space and fold_transpose_into_matmul. graph_simplify.cc.
 void simplify_graph(Model& model, const PassObserver& observe = {});
 
 // read_onnx then simplify_graph: the model as the operator table and a model build read it.

@@ -38,6 +38,8 @@ void simplify_graph(Model& model, const PassObserver& observe) {
   after("conv_transpose_as_conv");
   hoist_over_depth_to_space(model);
   after("hoist_over_depth_to_space");
+  fold_transpose_into_matmul(model);
+  after("fold_transpose_into_matmul");
 }
 
 Model load_model(const std::string& path, const std::vector<InputShape>& inputs,

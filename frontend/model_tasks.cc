@@ -79,9 +79,8 @@ Mapped TaskExtractor::map_anchor(size_t i) {
   const Node& n = g_.nodes[i];
   if (auto r = quantized_.refused.find(i); r != quantized_.refused.end())
     return NotMapped{"not int8: " + r->second};
-  if (!n.domain.empty()) return std::monostate{};
   if (quantized_at_.count(i)) return map_quantized(i);
-  const OperatorInfo* info = operator_info(n.op);
+  const OperatorInfo* info = operator_info(n.op, n.domain);
   if (!info || info->family != OpFamily::kAnchor) return std::monostate{};
   // The task families by the operator table's name for them, each mapped in its own file.
   using Family = Mapped (*)(TaskExtractor&, size_t);

@@ -2,6 +2,7 @@
 #include "frontend/operators.h"
 
 #include <map>
+#include <utility>
 
 #include "frontend/onnx_graph.h"
 #include "frontend/op_params.h"
@@ -16,6 +17,7 @@ const std::vector<OperatorInfo>& operator_table() {
       {"Conv", F::kAnchor, "", "conv"},
       {"Gemm", F::kAnchor, "", "matmul"},
       {"MatMul", F::kAnchor, "", "matmul"},
+      {"FusedMatMul", F::kAnchor, "", "matmul", "com.microsoft"},
       {"MaxPool", F::kAnchor, "", "pool"},
       {"AveragePool", F::kAnchor, "", "pool"},
       {"GlobalAveragePool", F::kAnchor, "", "pool"},
@@ -85,13 +87,13 @@ const std::vector<OperatorInfo>& operator_table() {
   return table;
 }
 
-const OperatorInfo* operator_info(const std::string& op) {
-  static const std::map<std::string, const OperatorInfo*> by_op = [] {
-    std::map<std::string, const OperatorInfo*> m;
-    for (const OperatorInfo& info : operator_table()) m[info.op] = &info;
+const OperatorInfo* operator_info(const std::string& op, const std::string& domain) {
+  static const std::map<std::pair<std::string, std::string>, const OperatorInfo*> by_op = [] {
+    std::map<std::pair<std::string, std::string>, const OperatorInfo*> m;
+    for (const OperatorInfo& info : operator_table()) m[{info.domain, info.op}] = &info;
     return m;
   }();
-  auto it = by_op.find(op);
+  auto it = by_op.find({domain, op});
   return it == by_op.end() ? nullptr : it->second;
 }
 
@@ -115,7 +117,7 @@ std::string reason_without_template(const std::string& op) {
 // The generated kernel a model build computes a node with when no task covers it ("" = none), by
 // the operator table.
 std::string generated_kernel(const Node& n, const Graph& g) {
-  const OperatorInfo* info = n.domain.empty() ? operator_info(n.op) : nullptr;
+  const OperatorInfo* info = operator_info(n.op, n.domain);
   if (!info) return "";
   switch (info->family) {
     case OpFamily::kAnchor:

@@ -1,5 +1,6 @@
-// Defines the operator table: each ONNX operator (default domain) ktune reads, its family, and the
-// generated kernel a model build computes a node of it with when no task covers it.
+// Defines the operator table: each ONNX operator ktune reads (default domain, and the one
+// com.microsoft operator a graph pass writes), its family, and the generated kernel a model build
+// computes a node of it with when no task covers it.
 #pragma once
 
 #include <string>
@@ -31,10 +32,13 @@ struct OperatorInfo {
   // An anchor's task family, whose file maps its nodes onto templates: "conv" (tasks_conv.cc),
   // "matmul" (tasks_matmul.cc), "pool" (tasks_pool.cc); "" for the other families.
   std::string tasks = "";
+  // The operator's domain: "" (ai.onnx), or "com.microsoft" for ONNX Runtime's FusedMatMul, which
+  // fold_transpose_into_matmul writes (read_onnx refuses it in a model file).
+  std::string domain = "";
 };
 
-// The entry of `op` (an operator of the default domain), or nullptr for one ktune does not read.
-const OperatorInfo* operator_info(const std::string& op);
+// The entry of `op` of `domain` ("" = the default domain), or nullptr for one ktune does not read.
+const OperatorInfo* operator_info(const std::string& op, const std::string& domain = "");
 
 // True when `op` is in `family`.
 bool in_family(const std::string& op, OpFamily family);

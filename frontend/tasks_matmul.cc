@@ -1,5 +1,8 @@
-// The matrix product family's tasks: Gemm (transA, transB) and MatMul (batched, broadcast,
-// matrix-vector) become matmul, batch_matmul or dense_bias_relu; an int8 one matmul_u8s8s32.
+// The matrix product family's tasks: Gemm (transA, transB), MatMul (batched, broadcast,
+// matrix-vector) and FusedMatMul (transB: B read as [.., N, K]) become matmul, batch_matmul or
+// dense_bias_relu; an int8 one matmul_u8s8s32.
+#include <algorithm>
+
 #include "frontend/task_extractor.h"
 #include "support/error.h"
 
@@ -50,6 +53,34 @@ Mapped TaskExtractor::map_gemm(size_t i) {
     c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", nt ? "nt" : "nn"}};
     c.flop = 2.0 * M * N * K;
     has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+  } else if (n.op == "FusedMatMul") {
+    // What fold_transpose_into_matmul writes (and ONNX Runtime's MatmulTransposeFusion): B as
+    // [N, K], or [batch.., N, K] with A's batch axes.
+    if (n.int_or("transA", 0) != 0 || n.int_or("transBatchA", 0) != 0 ||
+        n.int_or("transBatchB", 0) != 0 || n.float_or("alpha", 1.0) != 1.0)
+      return NotMapped{"FusedMatMul with transA, transBatchA/B or an alpha other than 1"};
+    const bool nt = n.int_or("transB", 0) != 0;
+    if (!nt) return NotMapped{"FusedMatMul without transB"};
+    const bool batched = b->size() > 2;
+    if (a->size() < 2 || b->size() < 2 ||
+        (batched && (a->size() != b->size() || !std::equal(a->begin(), a->end() - 2, b->begin()))))
+      return NotMapped{"FusedMatMul of broadcast batches"};
+    const int64_t K = a->back(), N = (*b)[b->size() - 2], M = (*a)[a->size() - 2];
+    if (K != b->back())
+      throw Error(ErrorKind::kInvalidArgument,
+                  "node '" + n.name + "' (FusedMatMul): operand shapes " + shape_text(*a) +
+                      " and " + shape_text(*b) + " do not multiply");
+    int64_t batch = 1;
+    for (size_t d = 0; d + 2 < a->size(); ++d) batch *= (*a)[d];
+    if (batched) {
+      c.template_name = "batch_matmul";
+      c.args = {
+          {"batch", i2s(batch)}, {"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nt"}};
+    } else {
+      c.template_name = "matmul";
+      c.args = {{"M", i2s(batch * M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nt"}};
+    }
+    c.flop = 2.0 * batch * M * N * K;
   } else if (a->size() == 1 || b->size() == 1) {
     // A matrix-vector product: [.., M, K] x [K] is the rows times a [K, 1] column (N = 1),
     // [K] x [K, N] one row (M = 1); the output holds the same elements without that axis.

@@ -196,7 +196,7 @@ TEST_P(ModelCheck, WeightsArenaAndBuffersStartOnAPage) {
 INSTANTIATE_TEST_SUITE_P(
     SmallModels, ModelCheck,
     ::testing::Values("small_cnn.onnx", "small_mobile.onnx", "tiny_bert.onnx",
-                      "op_concat_split_v13.onnx"),
+                      "op_concat_split_v13.onnx", "op_conv_general.onnx"),
     [](const auto& info) {
       return std::string(info.param).substr(0, std::string(info.param).find('.'));
     });
@@ -253,6 +253,40 @@ TEST(SliceAsView, ContiguousGathersAreViews) {
     if (t.alias_of >= 0 && t.name.rfind("qkv", 0) == 0) offsets.push_back(t.view_offset);
   std::sort(offsets.begin(), offsets.end());
   EXPECT_EQ(offsets, (std::vector<int64_t>{0, 256, 512}));
+}
+
+// op_conv_general's head conv (20 channels: one whole block and one partly filled) read through a
+// Reshape and a Transpose (YOLO's head), a Reshape to patches and a Transpose (ViT's), and a
+// Transpose to NHWC: each is one kernel from the blocked layout (named after the Reshape and the
+// Transpose it covers), with no conversion of the conv's output to ONNX's layout and no plain
+// transpose. EveryStepMatchesItsReference checks their values step by step,
+// EveryOperatorTestModelMatchesOnnxRuntime (model_build_cli_test) against ONNX Runtime.
+TEST(BlockedTranspose, ConvOutputsAreTransposedFromTheBlockedLayout) {
+  const BuiltModel m = build("op_conv_general.onnx");
+  std::vector<std::string> layers;
+  for (const PlanStep& s : m.plan.steps) {
+    if (ends_with(s.symbol, "_transpose_blocked")) layers.push_back(s.layer);
+    EXPECT_FALSE(ends_with(s.symbol, "_transpose")) << s.layer;
+    EXPECT_NE(s.layer.rfind("layout head", 0), 0u) << s.layer;
+  }
+  EXPECT_EQ(layers,
+            (std::vector<std::string>{"cells_33+anchors_34", "patches_37+tokens_38", "nhwc_39"}));
+}
+
+// op_matmul's attention scores (q times a Transpose of its last two axes, batched and 2-D) are
+// FusedMatMul tasks that read B as it is (frontend's fold_transpose_into_matmul): the only
+// transpose kernel left is the one of Gemm's transA.
+TEST(FoldedTranspose, ScoresReadTheKeysUntransposed) {
+  const BuiltModel m = build("op_matmul.onnx");
+  std::vector<std::string> transposes, products;
+  for (const PlanStep& s : m.plan.steps) {
+    if (ends_with(s.symbol, "_transpose")) transposes.push_back(s.layer);
+    if (s.layer == "scores_2" || s.layer == "gram_6") products.push_back(s.symbol);
+  }
+  EXPECT_EQ(transposes, std::vector<std::string>{"gemm_17 transA"});
+  ASSERT_EQ(products.size(), 2u);
+  EXPECT_TRUE(ends_with(products[0], "_batch_matmul")) << products[0];
+  EXPECT_TRUE(ends_with(products[1], "_matmul")) << products[1];
 }
 
 TEST(ModelCheckCli, CheckNodesPrintsEveryStepAndFailsPastTheTolerance) {

@@ -765,6 +765,62 @@ TEST(ReduceAsGlobalPool, LeavesTheMeansOfALayerNorm) {
   EXPECT_EQ(find_layer_norms(m.graph)[0].nodes.size(), 7u);
 }
 
+// Attention's scores, q times k transposed: a MatMul reading a Transpose of k's last two axes
+// becomes FusedMatMul(q, k, transB=1) and the Transpose goes; a Transpose another node reads too,
+// one that moves other axes, one a graph output, and broadcast batches stay as they are.
+TEST(FoldTransposeIntoMatmul, AttentionScoresReadKeysUntransposed) {
+  const auto model = [](std::vector<int64_t> q_shape, std::vector<int64_t> k_shape,
+                        std::vector<int64_t> perm, bool shared) {
+    Model m;
+    m.graph.opset = 17;
+    m.graph.inputs = {"q", "k"};
+    m.graph.shapes["q"] = q_shape;
+    m.graph.shapes["k"] = k_shape;
+    std::vector<int64_t> kt(k_shape.size());
+    const auto rank = static_cast<int64_t>(k_shape.size());
+    for (size_t d = 0; d < perm.size(); ++d)
+      kt[d] = k_shape[static_cast<size_t>((perm[d] + rank) % rank)];
+    m.graph.shapes["kt"] = kt;
+    std::vector<int64_t> s = q_shape;
+    s.back() = kt.back();
+    m.graph.shapes["s"] = s;
+    for (const char* t : {"q", "k", "kt", "s"}) m.graph.types[t] = "float32";
+    m.graph.nodes = {node("Transpose", {"k"}, {"kt"}, {{"perm", ints(perm)}}),
+                     node("MatMul", {"q", "kt"}, {"s"})};
+    m.graph.outputs = {"s"};
+    if (shared) m.graph.outputs.push_back("kt");
+    return m;
+  };
+  Model m = model({1, 3, 197, 64}, {1, 3, 197, 64}, {0, 1, 3, 2}, false);
+  fold_transpose_into_matmul(m);
+  ASSERT_EQ(ops(m), std::vector<std::string>{"FusedMatMul"});
+  const Node& f = m.graph.nodes[0];
+  EXPECT_EQ(f.domain, "com.microsoft");
+  EXPECT_EQ(f.inputs, (std::vector<std::string>{"q", "k"}));
+  EXPECT_EQ(f.int_or("transB", 0), 1);
+  EXPECT_EQ(f.outputs, std::vector<std::string>{"s"});
+
+  // B a matrix ([N, K] -> read as [K, N]) under batched rows; the perm written with negative axes.
+  Model matrix = model({2, 5, 8}, {6, 8}, {1, 0}, false);
+  fold_transpose_into_matmul(matrix);
+  EXPECT_EQ(ops(matrix), std::vector<std::string>{"FusedMatMul"});
+  Model negative = model({2, 4, 8}, {2, 6, 8}, {0, -1, -2}, false);
+  fold_transpose_into_matmul(negative);
+  EXPECT_EQ(ops(negative), std::vector<std::string>{"FusedMatMul"});
+
+  const std::vector<std::string> both = {"Transpose", "MatMul"};
+  Model shared = model({1, 3, 197, 64}, {1, 3, 197, 64}, {0, 1, 3, 2}, true);
+  fold_transpose_into_matmul(shared);
+  EXPECT_EQ(ops(shared), both);
+  // A perm that moves more than the last two axes.
+  Model heads = model({1, 197, 3, 64}, {1, 3, 197, 64}, {0, 2, 3, 1}, false);
+  fold_transpose_into_matmul(heads);
+  EXPECT_EQ(ops(heads), both);
+  Model broadcast = model({3, 197, 64}, {1, 3, 197, 64}, {0, 1, 3, 2}, false);
+  fold_transpose_into_matmul(broadcast);
+  EXPECT_EQ(ops(broadcast), both);
+}
+
 TEST(SimplifyGraph, ObserverSeesEveryPassInOrder) {
   Model m = with_input();
   m.graph.nodes = {node("Relu", {"x"}, {"out"})};
@@ -772,11 +828,11 @@ TEST(SimplifyGraph, ObserverSeesEveryPassInOrder) {
   std::vector<std::string> passes;
   simplify_graph(m, [&](const std::string& pass, const Model&) { passes.push_back(pass); });
   // One round (it removes nothing), then the rewrites.
-  EXPECT_EQ(passes,
-            (std::vector<std::string>{"read", "fold_constants", "inline_constant_if",
-                                      "remove_identities", "remove_dead_nodes", "infer_shapes",
-                                      "lift_1d_windows", "sink_squeezes", "reduce_as_global_pool",
-                                      "conv_transpose_as_conv", "hoist_over_depth_to_space"}));
+  EXPECT_EQ(passes, (std::vector<std::string>{
+                        "read", "fold_constants", "inline_constant_if", "remove_identities",
+                        "remove_dead_nodes", "infer_shapes", "lift_1d_windows", "sink_squeezes",
+                        "reduce_as_global_pool", "conv_transpose_as_conv",
+                        "hoist_over_depth_to_space", "fold_transpose_into_matmul"}));
   const std::string text = graph_text(m);
   // infer_shapes gave the output, declared without a shape, its shape.
   EXPECT_NE(text.find("out_node: Relu(x [2x8x4x4]) -> out [2x8x4x4]"), std::string::npos) << text;

@@ -14,7 +14,7 @@ namespace {
 TEST(OperatorTable, OneRowPerOperatorAndKernelsWhereTheFamilyComputes) {
   std::set<std::string> seen;
   for (const OperatorInfo& info : operator_table()) {
-    EXPECT_TRUE(seen.insert(info.op).second) << info.op << " listed twice";
+    EXPECT_TRUE(seen.insert(info.domain + "::" + info.op).second) << info.op << " listed twice";
     const bool computes = info.family != OpFamily::kAnchor && info.family != OpFamily::kView &&
                           info.family != OpFamily::kConstant;
     EXPECT_EQ(!info.kernel.empty(), computes) << info.op;
@@ -24,9 +24,12 @@ TEST(OperatorTable, OneRowPerOperatorAndKernelsWhereTheFamilyComputes) {
           << info.op << ": " << info.tasks;
     else
       EXPECT_EQ(info.tasks, "") << info.op;
-    EXPECT_EQ(operator_info(info.op), &info);
+    EXPECT_EQ(operator_info(info.op, info.domain), &info);
   }
   EXPECT_EQ(operator_info("NonMaxSuppression"), nullptr);
+  // A row belongs to its domain: ONNX Runtime's FusedMatMul is no default-domain operator.
+  EXPECT_EQ(operator_info("FusedMatMul"), nullptr);
+  EXPECT_EQ(operator_info("FusedMatMul", "com.microsoft")->tasks, "matmul");
   EXPECT_TRUE(in_family("Mish", OpFamily::kUnary));
   EXPECT_FALSE(in_family("Mish", OpFamily::kBinary));
 }
