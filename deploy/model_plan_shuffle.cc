@@ -141,11 +141,15 @@ te::LoweredFunc transpose_from_blocked(const std::string& name, const std::vecto
   return te::lower(sch, {x, out}, name);
 }
 
+// The views that only reshape (the same elements in the same order, another shape).
+bool is_reshape(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
+}
+
 }  // namespace
 
 bool Planner::defer_blocked_view(const frontend::Node& n) {
-  if ((n.op != "Reshape" && n.op != "Flatten") || !n.domain.empty() || n.outputs.size() != 1)
-    return false;
+  if (!is_reshape(n.op) || !n.domain.empty() || n.outputs.size() != 1) return false;
   auto cur = current_.find(n.inputs.at(0));
   if (cur == current_.end()) return false;
   const PlanTensor& in = plan_.tensors[cur->second];

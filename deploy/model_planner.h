@@ -161,9 +161,10 @@ class Planner {
   // DepthToSpace as one generated kernel between channel-blocked layouts (model_plan_shuffle.cc).
   void plan_depth_to_space(const frontend::Node& n);
 
-  // A Reshape or Flatten of a float32 channel-blocked 4-D tensor that only a Transpose reads (a
-  // detection head's [N, A*85, H, W] -> [N, A, 85, H, W] -> [N, A, H, W, 85], ViT's patches
-  // [N, C, H*W] -> [N, H*W, C]): planned as nothing, remembered in deferred_views_ for
+  // A Reshape, Flatten, Squeeze or Unsqueeze of a float32 channel-blocked 4-D tensor that only a
+  // Transpose reads (a detection head's [N, A*85, H, W] -> [N, A, 85, H, W] -> [N, A, H, W, 85],
+  // ViT's patches [N, C, H*W] -> [N, H*W, C], a text recognizer's [N, C, 1, W] -> [N, C, W] ->
+  // [N, W, C]): planned as nothing, remembered in deferred_views_ for
   // plan_blocked_transpose (model_plan_shuffle.cc); false, planning nothing, for any other.
   bool defer_blocked_view(const frontend::Node& n);
 

@@ -20,6 +20,30 @@ std::vector<int64_t> winograd_tiles(int64_t oh, int64_t ow) {
   return {2, 4};
 }
 
+// The channel block a conv reading `x` takes so that `x`, a Concat of channel parts, is written
+// in place (deploy's plan_concat_in_place needs every part but the last to fill whole blocks): 8
+// when the parts come in multiples of 8 but not of 16 (an FPN's four 24-channel branches, where
+// the default block of 16 for 96 channels meant a conversion of the whole concatenation before
+// the conv), else 0 (the template's default).
+int64_t concat_channel_block(const Graph& g, const std::string& x) {
+  const auto producer = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
+    return std::find(n.outputs.begin(), n.outputs.end(), x) != n.outputs.end();
+  });
+  if (producer == g.nodes.end() || producer->op != "Concat" || !producer->domain.empty()) return 0;
+  const auto out = g.shape(x);
+  if (!out || out->size() != 4 || (*out)[1] <= 16) return 0;
+  const int64_t axis = producer->int_or("axis", 0);
+  if (axis != 1 && axis != -3) return 0;
+  bool whole8 = true, whole16 = true;
+  for (size_t k = 0; k + 1 < producer->inputs.size(); ++k) {
+    const auto part = g.shape(producer->inputs[k]);
+    if (!part || part->size() != 4) return 0;
+    whole8 = whole8 && (*part)[1] % 8 == 0;
+    whole16 = whole16 && (*part)[1] % 16 == 0;
+  }
+  return whole8 && !whole16 ? 8 : 0;
+}
+
 }  // namespace
 
 // A Conv, or the conv of an int8 operator `q` (its data and weights; nothing fused here).
@@ -91,6 +115,8 @@ Mapped TaskExtractor::map_conv(size_t i, const QuantizedOp* q) {
     c.args["K"] = i2s(K);
     if (stride_per_axis) c.args["stride_w"] = i2s(strides[1]);
     c.flop = 2.0 * N * K * OH * OW * C * R * S;
+    if (const int64_t block = q ? 0 : concat_channel_block(g_, n.inputs[0]); block > 0)
+      c.args["ic_block"] = i2s(block);
     // Winograd's template pads every side alike.
     if (R == 3 && S == 3 && strides[0] == 1 && !stride_per_axis && dilations[0] == 1 &&
         !sides_differ)

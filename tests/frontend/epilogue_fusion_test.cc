@@ -1,6 +1,6 @@
 // The fusion rules of extract_tasks on graphs built here node by node (no ONNX file): Clip's
 // bounds from attributes (opset 6) or constant inputs, what is left unfused and why, activations
-// after Gemm and MatMul + Add.
+// after Gemm and MatMul + Add, the channel block that lets a Concat's producers write in place.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -166,6 +166,31 @@ TEST(EpilogueFusion, ArithmeticHardSwishFuses) {
 
 // A Sigmoid that alone reads a conv's output (a squeeze-excite gate, a detector's score map) is
 // its epilogue's activation.
+// A conv reading a Concat of channel parts takes its data in blocks of 8 when the parts come in
+// multiples of 8 but not 16 (an FPN's 24-channel branches: the default block of 16 for 72
+// channels would cut a part), so that deploy writes each part into its slice; parts of 16s keep
+// the default.
+TEST(EpilogueFusion, AConcatOfPartsOf8ChannelsIsReadInBlocksOf8) {
+  for (const int64_t part : {24, 32}) {
+    GraphBuilder b(13, {1, part, 6, 6});
+    const std::string w = b.constant("w", {16, 3 * part, 3, 3});
+    const std::string cat = b.node("Concat", {"x", b.node("Relu", {"x"}, {1, part, 6, 6}), "x"},
+                                   {1, 3 * part, 6, 6}, {{"axis", {{1}, {}, ""}}});
+    const ModelTasks m =
+        b.finish(b.node("Conv", {cat, w}, {1, 16, 6, 6}, {{"pads", {{1, 1, 1, 1}, {}, ""}}}));
+    ASSERT_FALSE(m.tasks.empty());
+    for (const auto& t : m.tasks) {
+      const auto block = t.args.find("ic_block");
+      if (part == 24) {
+        ASSERT_NE(block, t.args.end()) << t.template_name;
+        EXPECT_EQ(block->second, "8") << t.template_name;
+      } else {
+        EXPECT_EQ(block, t.args.end()) << t.template_name;
+      }
+    }
+  }
+}
+
 TEST(EpilogueFusion, SigmoidAfterAConvFuses) {
   GraphBuilder b(13);
   const ModelTasks m = b.finish(b.node("Sigmoid", {b.conv("x")}, {1, 8, 6, 6}));
