@@ -26,7 +26,8 @@
 // layer ran 5.2-5.3 ms at two threads tuned cold against 5.6-5.9 tuned warm. MobileNetV2 (small
 // weights, activations hot from the layer before) lost with it: 1.74-1.85 ms against 1.56.
 //
-// Prints per model and thread count: ktune's and ONNX Runtime's median latency, their ratio,
+// Prints per model and thread count (and after them the model's "ktune/ORT geomean" over its
+// thread counts): ktune's and ONNX Runtime's median latency, their ratio,
 // the outputs' max difference relative to ONNX Runtime's magnitude, the linked program's median
 // of back-to-back runs ("steady") and the estimate of it: tune-model's estimate (the built model's
 // kernels timed one by one in the model's order, summed) taken again in every round by `ktune run
@@ -281,8 +282,19 @@ int main(int argc, char** argv) {
       rounds = std::stoi(value());
     else if (a == "--runs")
       runs = std::stoi(value());
-    else {
-      std::cerr << "model_vs_ort: unknown option " << a << "\n";
+    else if (a == "--help" || a == "-h") {
+      std::cout << "usage: model_vs_ort [--models resnet18,mobilenetv2,bert_layer | corpus] "
+                   "[--threads 1,2]\n"
+                   "                    [--int8-models resnet18_qdq] [--trials 4000] "
+                   "[--time-budget 7]\n"
+                   "                    [--flush-cache bert_layer | none] [--db-dir DIR] "
+                   "[--rounds 15] [--runs 4]\n"
+                   "Tunes each model (a log already in --db-dir is reused), builds it, and times "
+                   "it against ONNX Runtime in interleaved rounds; docs/benchmarks.md explains "
+                   "the columns.\n";
+      return 0;
+    } else {
+      std::cerr << "model_vs_ort: unknown option " << a << " (--help lists them)\n";
       return 2;
     }
   }
@@ -371,6 +383,8 @@ int main(int argc, char** argv) {
                                       db,    "--input-file", in_path, "--serve"};
     if (!shape.empty()) serve.insert(serve.end(), {"--input", shape});
     Peer e(serve);
+    double model_log_sum = 0;
+    int model_count = 0;
     for (int t : threads) {
       const double trip_before = t > 1 ? ktune::bench::core_round_trip_ns() : 0;
       const std::string ours = (dir / "ktune.out").string(), theirs = (dir / "ort.out").string();
@@ -442,7 +456,14 @@ int main(int argc, char** argv) {
       }
       by_threads[t].first += std::log(km / om);
       ++by_threads[t].second;
+      model_log_sum += std::log(km / om);
+      ++model_count;
     }
+    // The model's figure over its thread counts (what a bar per model is judged on).
+    if (model_count > 0 && !int8)
+      std::cout << fmt::format("{}: ktune/ORT geomean over {} thread count{}: {:.3f}\n", m,
+                               model_count, model_count == 1 ? "" : "s",
+                               std::exp(model_log_sum / model_count));
     if (!shape.empty()) {
       // How much of the model runs in generated kernels (layouts, elementwise, pools, data
       // movement) rather than tuned tasks, layer by layer at the default thread count.

@@ -142,6 +142,18 @@ bool set_input_shapes(const std::string& path, onnx::GraphProto& graph,
                       const std::vector<InputShape>& inputs) {
   std::map<std::string, const InputShape*> given;
   for (const auto& in : inputs) given[in.name] = &in;
+  // A name that is no input (a typo) first: otherwise the input it meant says it is symbolic, and
+  // nothing says the --input was ignored.
+  std::vector<std::string> names;
+  for (const auto& value : graph.input())
+    if (!constants.count(value.name())) names.push_back(value.name());
+  for (const auto& [name, shape] : given)
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      std::string known;
+      for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw Error(ErrorKind::kInvalidArgument,
+                  "--input " + name + ": the model has no such input (its inputs: " + known + ")");
+    }
   bool overridden = false;
   for (auto& value : *graph.mutable_input()) {
     if (constants.count(value.name())) continue;
@@ -166,15 +178,18 @@ bool set_input_shapes(const std::string& path, onnx::GraphProto& graph,
     const std::vector<int64_t> dims = dims_of(value.type());
     bool known = value.type().tensor_type().has_shape();
     for (int64_t d : dims) known = known && d > 0;
-    if (!known)
+    if (!known) {
+      // The example: its known dimensions, 1 for each symbolic one (a batch of one).
+      std::string example;
+      for (const auto& d : value.type().tensor_type().shape().dim())
+        example += (example.empty() ? "" : "x") +
+                   std::to_string(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : 1);
       throw Error(ErrorKind::kInvalidArgument,
                   path + ": input '" + value.name() + "' has a symbolic shape (" +
                       dims_text(value.type()) + "); give it with --input " + value.name() +
-                      "=<dims, e.g. 1x3x224x224>");
+                      "=<dims, e.g. " + (example.empty() ? "1x3x224x224" : example) + ">");
+    }
   }
-  if (!given.empty())
-    throw Error(ErrorKind::kInvalidArgument,
-                "--input " + given.begin()->first + ": the model has no such input");
   return overridden;
 }
 

@@ -93,8 +93,22 @@ TargetKey resolve_target(Database& db, const DbArgs& args) {
     if (s.workload_key == args.workload) targets.insert(s.target.target);
   }
   if (targets.empty()) {
+    // The log's keys of the same template: a key typed by hand often lacks an argument the
+    // template writes (matmul's layout=nn).
+    const std::string tmpl = args.workload.substr(0, args.workload.find('('));
+    std::set<std::string> same_template;
+    for (const auto& s : db.summaries())
+      if (s.workload_key.rfind(tmpl + "(", 0) == 0) same_template.insert(s.workload_key);
+    std::string hint;
+    for (const std::string& key : same_template) {
+      if (hint.size() > 400) break;
+      hint += "\n  " + key;
+    }
     throw Error(ErrorKind::kNotFound,
-                "no records of workload '" + args.workload + "' in " + args.path);
+                "no records of workload '" + args.workload + "' in " + args.path +
+                    (same_template.empty() ? std::string(" (`ktune db stats` lists its workloads)")
+                                           : "; its workloads of template '" + tmpl +
+                                                 "' (a key names every argument):" + hint));
   }
   if (targets.size() > 1) {
     std::string list;

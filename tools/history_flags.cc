@@ -41,7 +41,7 @@ void warn_if_mostly_untuned(const deploy::StepSources& n, const HistorySource& f
                       " of the nearest tuned shape";
   if (n.tuned_fallback_config > 0)
     parts += ", " + std::to_string(n.tuned_fallback_config) +
-             " whose best record is the fallback config (no trial beat it)";
+             " whose best record is the fallback config (no trial ran, or none beat it)";
   std::string model_args = model;
   for (const std::string& input : inputs) model_args += " --input " + input;
   const std::string tune =

@@ -39,7 +39,10 @@ void print_tune_summary(const nlohmann::json& s, std::ostream& out) {
   const nlohmann::json errors = s.value("errors", nlohmann::json::object());
   for (const auto& item : errors.items())
     out << ", " << item.value().get<size_t>() << " " << item.key();
-  out << ") in " << std::fixed << std::setprecision(1) << s.value("wall_s", 0.0) << " s";
+  out << ")";
+  // The fallback config is measured first and logged too: a log holds one record more.
+  if (s.contains("fallback")) out << " and the fallback config";
+  out << " in " << std::fixed << std::setprecision(1) << s.value("wall_s", 0.0) << " s";
   if (s.value("resumed", 0) > 0) out << "; " << s.value("resumed", 0) << " resumed from the log";
   if (s.value("stopped_early", false)) out << "; stopped early";
   if (s.value("space_exhausted", false)) out << "; space exhausted";

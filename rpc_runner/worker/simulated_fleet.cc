@@ -67,9 +67,9 @@ rpc::CandidateResult LandscapeAnswers::answer(const rpc::Candidate& c) const {
   const double flop = flop_of(c.task());
   if (flop <= 0) {
     r.set_error_kind(std::string(to_string(ErrorKind::kUnsupported)));
-    r.set_error_message("this simulated device replays " +
-                        landscape_.header.value("workload", std::string("?")) +
-                        ", not a task of template '" + c.task().template_name() + "'");
+    r.set_error_message(
+        "this simulated device replays " + landscape_.header.value("workload", std::string("?")) +
+        " only, not another workload (this task's template: '" + c.task().template_name() + "')");
     return r;
   }
   if (c.task().template_name() == "fma_peak") return calibration(c, flop);

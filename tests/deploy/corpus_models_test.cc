@@ -68,5 +68,15 @@ INSTANTIATE_TEST_SUITE_P(
       return name.substr(0, name.find('.'));
     });
 
+// Without --input, the error's example is the model's own shape with a batch of one (tf2onnx's
+// [unk__0, 16000, 1] audio input), not an image's.
+TEST(Corpus, ASymbolicInputsExampleIsItsOwnShape) {
+  const auto tasks = ktune("tasks " + quote(model("audio_cnn1d.onnx")), true);
+  EXPECT_NE(tasks.status, 0);
+  EXPECT_NE(tasks.err.find("give it with --input input_1:0=<dims, e.g. 1x16000x1>"),
+            std::string::npos)
+      << tasks.err;
+}
+
 }  // namespace
 }  // namespace ktune

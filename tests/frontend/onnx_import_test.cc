@@ -195,9 +195,17 @@ TEST(OnnxImport, ResNet18TasksMatchTheHandCount) {
 TEST(OnnxImport, SymbolicBatchNeedsInput) {
   std::string message;
   EXPECT_EQ(load_error(model("resnet18_dynamic.onnx"), {}, &message), ErrorKind::kInvalidArgument);
-  EXPECT_NE(
-      message.find("input 'input' has a symbolic shape (Nx3x224x224); give it with --input input="),
-      std::string::npos)
+  // The example fills the symbolic batch with 1 and keeps the known dimensions.
+  EXPECT_NE(message.find("input 'input' has a symbolic shape (Nx3x224x224); give it with --input "
+                         "input=<dims, e.g. 1x3x224x224>"),
+            std::string::npos)
+      << message;
+  // A misspelled name is named, with the model's inputs, rather than ignored.
+  EXPECT_EQ(load_error(model("resnet18_dynamic.onnx"), {parse_input_shape("inptu=1x3x224x224")},
+                       &message),
+            ErrorKind::kInvalidArgument);
+  EXPECT_NE(message.find("--input inptu: the model has no such input (its inputs: input)"),
+            std::string::npos)
       << message;
   const Graph g =
       load_onnx(model("resnet18_dynamic.onnx"), {parse_input_shape("input=2x3x224x224")});

@@ -94,6 +94,19 @@ TEST_F(DbCli, BestAndTopPrintTheFastestSuccessfulRecords) {
   EXPECT_NE(human.out.find("config     #" + std::to_string(nth(1))), std::string::npos)
       << human.out;
   EXPECT_NE(human.out.find("1.5000 ms"), std::string::npos) << human.out;
+
+  // A key typed without one of its arguments (matmul's layout) is refused with the log's keys
+  // of that template; one of a template the log lacks points to db stats.
+  Output typed = ktune("db best 'matmul(M=64,N=64,K=64,dtype=float32)' --db " + path_, true);
+  EXPECT_EQ(typed.status, 1);
+  EXPECT_NE(typed.err.find("its workloads of template 'matmul' (a key names every argument):\n  " +
+                           task().workload_key()),
+            std::string::npos)
+      << typed.err;
+  Output other = ktune("db best 'conv2d(N=1)' --db " + path_, true);
+  EXPECT_EQ(other.status, 1);
+  EXPECT_NE(other.err.find("(`ktune db stats` lists its workloads)"), std::string::npos)
+      << other.err;
 }
 
 // nth(1)'s timings (1 and 2 ms) spread 67 %: flagged noisy in best, db stats and the report. A
