@@ -18,7 +18,7 @@ namespace ktune::deploy {
 namespace {
 
 // In NCHWc of [n, c*s*s, h, w] (blocks of `ib` lanes) -> out NCHWc of [n, c, h*s, w*s] (blocks of
-// `ob`): output channel k at (y, x) is input channel k*s*s + (y%s)*s + x%s (CRD) or
+// `ob`; 0: NCHW): output channel k at (y, x) is input channel k*s*s + (y%s)*s + x%s (CRD) or
 // ((y%s)*s + x%s)*c + k (DCR) at (y/s, x/s); lanes past c are zero. In DCR order (the phases of a
 // transposed conv, frontend's conv_transpose_as_conv) runs of v = gcd(c, ib, ob) channels stay
 // together: both tensors seen in sub-blocks of v lanes ([..][block/v][v], the same bytes), each
@@ -26,7 +26,24 @@ namespace {
 te::LoweredFunc depth_to_space_blocked(const std::string& name, const std::vector<int64_t>& in,
                                        int64_t ib, int64_t ob, int64_t s, bool crd) {
   const int64_t n = in.at(0), cin = in.at(1), h = in.at(2), w = in.at(3), c = cin / (s * s);
-  const int64_t in_blocks = (cin + ib - 1) / ib, out_blocks = (c + ob - 1) / ob;
+  const int64_t in_blocks = (cin + ib - 1) / ib;
+  if (ob == 0) {
+    // Out in ONNX's layout (a map of fewer channels than a block that no conv reads: a
+    // segmentation head's one-channel output, which blocks of ib lanes would pad ib-fold).
+    te::Tensor x = te::placeholder({n, in_blocks, h, w, ib}, te::Float(32), "in");
+    te::Tensor out = te::compute(
+        {n, c, h * s, w * s},
+        [&](te::Var i, te::Var k, te::Var y, te::Var xx) {
+          const te::Expr offset = (y % s) * s + xx % s;
+          const te::Expr ch = crd ? k * (s * s) + offset : offset * c + k;
+          return x(i, ch / ib, y / s, xx / s, ch % ib);
+        },
+        "out");
+    te::Schedule sch = te::create_schedule({out});
+    parallel_leading(sch[out], 3);
+    return te::lower(sch, {x, out}, name);
+  }
+  const int64_t out_blocks = (c + ob - 1) / ob;
   const int64_t v = std::gcd(std::gcd(c, ib), ob);
   if (!crd && v >= 4) {
     const int64_t ri = ib / v, ro = ob / v;  // sub-blocks per input and output block
@@ -208,10 +225,11 @@ void Planner::plan_depth_to_space(const frontend::Node& n) {
   if (in.size() != 4 || s < 1 || in[1] % (s * s) != 0 || (mode != "DCR" && mode != "CRD"))
     throw unsupported(n, "a DepthToSpace of another form than 4-D DCR or CRD");
   // Read as the producer wrote it; written as the convs that read the result take it (no
-  // conversion after), else in the same block.
+  // conversion after), else in the same block, or in ONNX's layout when it has fewer channels
+  // than a block (blocked, most of its lanes would be padding).
   const int64_t block = written_block(x);
   const int64_t wanted = conv_data_block(n.outputs.at(0));
-  const int64_t out_block = wanted > 0 ? wanted : block;
+  const int64_t out_block = wanted > 0 ? wanted : (in[1] / (s * s) < block ? 0 : block);
   PlanStep step;
   step.layer = n.name;
   step.kind = "layout";

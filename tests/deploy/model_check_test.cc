@@ -273,6 +273,24 @@ TEST(BlockedTranspose, ConvOutputsAreTransposedFromTheBlockedLayout) {
             (std::vector<std::string>{"cells_33+anchors_34", "patches_37+tokens_38", "nhwc_39"}));
 }
 
+// op_conv_transpose's transposed convs of 2 to 4 output channels: their DepthToSpace writes ONNX's
+// layout (blocked, most lanes would be padding), and no conversion follows it.
+// EveryOperatorTestModelMatchesOnnxRuntime (model_build_cli_test) checks their values against
+// ONNX Runtime.
+TEST(BlockedTranspose, AFewChannelsDepthToSpaceWritesOnnxLayout) {
+  const BuiltModel m = build("op_conv_transpose.onnx");
+  int shuffles = 0;
+  for (const PlanStep& s : m.plan.steps) {
+    if (!ends_with(s.symbol, "_depth_to_space")) continue;
+    ++shuffles;
+    const PlanTensor& out = m.plan.tensors[static_cast<size_t>(s.args.back())];
+    EXPECT_LT(out.shape.at(1), 8) << s.layer;
+    EXPECT_EQ(out.block, 0) << s.layer;
+    for (const PlanStep& t : m.plan.steps) EXPECT_NE(t.layer, "layout " + out.name) << s.layer;
+  }
+  EXPECT_EQ(shuffles, 4);
+}
+
 // op_matmul's attention scores (q times a Transpose of its last two axes, batched and 2-D) are
 // FusedMatMul tasks that read B as it is (frontend's fold_transpose_into_matmul): the only
 // transpose kernel left is the one of Gemm's transA.
