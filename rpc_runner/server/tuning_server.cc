@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -655,6 +656,9 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
         "or submit jobs (use --token-file)",
         options.port);
   impl_->host = options.host;
+  // A log this start creates goes again if the start fails below (a metrics port in use): the
+  // user's next try is not handed an empty log and its lock.
+  const bool new_log = !tuning_db::log_exists(options.db_path);
   // One server per log: a second one would run the same unfinished jobs again.
   impl_->log_lock.emplace(options.db_path);
   const bool with_tokens = security.authenticates();
@@ -662,10 +666,22 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
   auto credentials = server_credentials(security);
   impl_->service = std::make_unique<TuningService>(options, std::move(security));
   // Before the gRPC port: a metrics port in use stops the start with nothing else listening.
-  if (options.metrics_port >= 0)
-    impl_->service->metrics().serve(
-        every_interface(options.host) ? "0.0.0.0" : options.host, options.metrics_port,
-        [service = impl_->service.get()] { return service->readiness(); });
+  try {
+    if (options.metrics_port >= 0)
+      impl_->service->metrics().serve(
+          every_interface(options.host) ? "0.0.0.0" : options.host, options.metrics_port,
+          [service = impl_->service.get()] { return service->readiness(); });
+  } catch (const Error&) {
+    impl_->service.reset();
+    impl_->log_lock.reset();
+    if (new_log) {
+      std::error_code ignored;
+      for (const char* suffix : {"", "-wal", "-shm"})
+        std::filesystem::remove(options.db_path + suffix, ignored);
+      std::filesystem::remove(tuning_db::LogLock::path_of(options.db_path), ignored);
+    }
+    throw;
+  }
   // Both register themselves with every server built after these calls.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -236,13 +236,16 @@ TEST(Monitoring, MetricsHealthReflectionAndStatusOfARunningServer) {
   testing_cli::expect_one_line_error(testing_cli::ktune("server health --http 127.0.0.1:1", true),
                                      "cannot reach 127.0.0.1:1/healthz");
 
-  // A metrics port in use: one line, exit 1.
+  // A metrics port in use: one line, exit 1, and the log that start would have created is not
+  // left behind (nor its lock).
   testing_cli::expect_one_line_error(
       testing_cli::ktune("server --port 0 --db " + dir.file("other.db") + " --metrics-port " +
                              std::to_string(metrics_port),
                          true),
       "cannot serve metrics on 127.0.0.1:" + std::to_string(metrics_port) +
           ": Address already in use");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("other.db")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("other.db") + ".lock"));
 }
 
 }  // namespace
