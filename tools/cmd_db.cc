@@ -99,11 +99,15 @@ TargetKey resolve_target(Database& db, const DbArgs& args) {
     std::set<std::string> same_template;
     for (const auto& s : db.summaries())
       if (s.workload_key.rfind(tmpl + "(", 0) == 0) same_template.insert(s.workload_key);
+    // On the error's one line: the first few keys, then how many more.
     std::string hint;
+    size_t listed = 0;
     for (const std::string& key : same_template) {
       if (hint.size() > 400) break;
-      hint += "\n  " + key;
+      hint += (listed++ ? ", " : " ") + key;
     }
+    if (listed < same_template.size())
+      hint += " and " + std::to_string(same_template.size() - listed) + " more";
     throw Error(ErrorKind::kNotFound,
                 "no records of workload '" + args.workload + "' in " + args.path +
                     (same_template.empty() ? std::string(" (`ktune db stats` lists its workloads)")

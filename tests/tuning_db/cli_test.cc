@@ -99,10 +99,11 @@ TEST_F(DbCli, BestAndTopPrintTheFastestSuccessfulRecords) {
   // of that template; one of a template the log lacks points to db stats.
   Output typed = ktune("db best 'matmul(M=64,N=64,K=64,dtype=float32)' --db " + path_, true);
   EXPECT_EQ(typed.status, 1);
-  EXPECT_NE(typed.err.find("its workloads of template 'matmul' (a key names every argument):\n  " +
-                           task().workload_key()),
+  EXPECT_NE(typed.err.find("its workloads of template 'matmul' (a key names every argument): " +
+                           task().workload_key() + "\n"),
             std::string::npos)
       << typed.err;
+  EXPECT_EQ(std::count(typed.err.begin(), typed.err.end(), '\n'), 1) << typed.err;
   Output other = ktune("db best 'conv2d(N=1)' --db " + path_, true);
   EXPECT_EQ(other.status, 1);
   EXPECT_NE(other.err.find("(`ktune db stats` lists its workloads)"), std::string::npos)
