@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 #include <random>
 
 #include <fmt/format.h>
@@ -147,6 +148,12 @@ ModelTiming time_model(ModelRunner& runner, const ModelPlan& plan, const ModelBu
 
 bool ModelTiming::noisy() const {
   return median_s > 0 && (q3_s - q1_s) / median_s > tuning_db::kNoisySpread;
+}
+
+bool ModelTiming::apart() const {
+  const double layers = std::accumulate(step_s.begin(), step_s.end(), 0.0);
+  if (!(median_s > 0) || !(layers > 0)) return false;
+  return median_s > kApartRatio * layers || layers > kApartRatio * median_s;
 }
 
 tuning_db::StepThreadsRow measure_step_threads(const BuiltModel& model, const ModelBuffers& buffers,

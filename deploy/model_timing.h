@@ -51,6 +51,11 @@ struct ModelTiming {
   double q1_s = 0, q3_s = 0;
   // The middle half spreads more than tuning_db::kNoisySpread of the median: not a usable figure.
   bool noisy() const;
+  // The end-to-end median and the sum of step_s more than kApartRatio apart either way: the
+  // machine changed between the two measurements, or the steps slow each other down end to end;
+  // neither figure stands alone.
+  bool apart() const;
+  static constexpr double kApartRatio = 1.5;
   std::vector<double> step_s;  // per plan step: the median of `runs` one-at-a-time runs
   // Sum of step_s over the steps of kind "task", and over the others (layout, elementwise).
   double task_s() const;

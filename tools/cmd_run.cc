@@ -241,6 +241,7 @@ void run_model(const RunCmdOptions& o) {
                                 {"q1_ms", timing.q1_s * 1e3},
                                 {"q3_ms", timing.q3_s * 1e3},
                                 {"noisy", timing.noisy()},
+                                {"apart", timing.apart()},
                                 {"threads", codegen::num_threads()},
                                 {"step_threads", step_threads_note},
                                 {"outputs_finite", finite},
@@ -286,6 +287,12 @@ void run_model(const RunCmdOptions& o) {
         "noisy: the middle half of the runs spread {:.0f}% of the median ({:.4f} to {:.4f} ms): "
         "not a usable figure; run again on a quieter machine\n",
         100 * (timing.q3_s - timing.q1_s) / med, timing.q1_s * 1e3, timing.q3_s * 1e3);
+  if (timing.apart())
+    std::cout << fmt::format(
+        "apart: the end-to-end median is {:.2f}x the layers' sum: the machine was busier during "
+        "one "
+        "of the two measurements (run again), or the steps slow each other down end to end\n",
+        med / layers_total);
   for (size_t j = 0; j < errors.size(); ++j)
     std::cout << fmt::format(
         "check: output {} ({}): max |ktune - ONNX Runtime| / max |ONNX Runtime| = {:.2e} "

@@ -262,6 +262,10 @@ TEST_F(ModelBuild, SmallCnnLinkedAndInProcessMatchOnnxRuntime) {
   EXPECT_LE(median, q3);
   EXPECT_LE(q3, t["max_ms"].get<double>());
   EXPECT_EQ(t["noisy"].get<bool>(), (q3 - q1) / median > 0.25) << timed.out;
+  // "apart": the median and the layers' sum more than 1.5x apart either way.
+  double layers = 0;
+  for (const auto& l : t["layers"]) layers += l["ms"].get<double>();
+  EXPECT_EQ(t["apart"].get<bool>(), median > 1.5 * layers || layers > 1.5 * median) << timed.out;
   std::printf("small_cnn: max error against ONNX Runtime %.2e linked, %.2e in process\n", linked,
               in_process);
 }
