@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -89,6 +90,10 @@ std::optional<std::vector<int64_t>> reduce_axes(const Graph& g, const Node& n);
 // does, when the product maps onto one matmul or batch_matmul (B a matrix, or the same batch axes
 // as A); the Transpose goes. pass_matmul_transpose.cc.
 void fold_transpose_into_matmul(Model& model);
+
+// How many nodes read each tensor, a graph output counting as one more reader: what a pass checks
+// before it folds a node into its only reader. graph_simplify.cc.
+std::map<std::string, int> reader_counts(const Graph& g);
 
 // The clean-up passes in order, `observe` (when set) called after each: rounds of fold_constants,
 // inline_constant_if, remove_identities, remove_dead_nodes and infer_shapes until a round removes

@@ -42,6 +42,14 @@ void simplify_graph(Model& model, const PassObserver& observe) {
   after("fold_transpose_into_matmul");
 }
 
+std::map<std::string, int> reader_counts(const Graph& g) {
+  std::map<std::string, int> readers;
+  for (const Node& n : g.nodes)
+    for (const std::string& in : n.inputs) ++readers[in];
+  for (const std::string& out : g.outputs) ++readers[out];
+  return readers;
+}
+
 Model load_model(const std::string& path, const std::vector<InputShape>& inputs,
                  const PassObserver& observe) {
   Model model = read_onnx(path, inputs);

@@ -24,10 +24,7 @@ bool is_dcr_shuffle(const Node& n) {
 
 void hoist_over_depth_to_space(Model& model) {
   Graph& g = model.graph;
-  std::map<std::string, int> readers;
-  for (const Node& n : g.nodes)
-    for (const std::string& in : n.inputs) ++readers[in];
-  for (const std::string& out : g.outputs) ++readers[out];
+  std::map<std::string, int> readers = reader_counts(g);
   std::vector<Node> nodes;
   std::map<std::string, size_t> shuffle_of;  // a DepthToSpace's output -> its index in `nodes`
   for (Node& n : g.nodes) {

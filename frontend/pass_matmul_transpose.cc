@@ -50,10 +50,7 @@ bool maps_transposed(const Graph& g, const Node& m, const std::string& b_untrans
 
 void fold_transpose_into_matmul(Model& model) {
   Graph& g = model.graph;
-  std::map<std::string, int> readers;
-  for (const Node& n : g.nodes)
-    for (const std::string& in : n.inputs) ++readers[in];
-  for (const std::string& out : g.outputs) ++readers[out];
+  std::map<std::string, int> readers = reader_counts(g);
   std::map<std::string, size_t> transpose_of;  // a swapping Transpose's output -> its node
   std::vector<bool> folded(g.nodes.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {

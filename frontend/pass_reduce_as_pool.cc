@@ -55,12 +55,9 @@ std::optional<std::vector<int64_t>> reduce_axes(const Graph& g, const Node& n) {
 void reduce_as_global_pool(Model& model) {
   Graph& g = model.graph;
   std::map<std::string, size_t> producer;
-  std::map<std::string, int> readers;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
+  for (size_t i = 0; i < g.nodes.size(); ++i)
     for (const std::string& o : g.nodes[i].outputs) producer[o] = i;
-    for (const std::string& in : g.nodes[i].inputs) ++readers[in];
-  }
-  for (const std::string& o : g.outputs) ++readers[o];
+  std::map<std::string, int> readers = reader_counts(g);
 
   std::set<size_t> in_layer_norm;
   for (const LayerNormGroup& ln : find_layer_norms(g))

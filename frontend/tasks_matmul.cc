@@ -33,6 +33,23 @@ Mapped TaskExtractor::map_gemm(size_t i) {
   const auto a = g_.shape(n.inputs[0]);
   const auto b = g_.shape(n.inputs[1]);
   if (!a || !b) return NotMapped{"shape not inferred"};
+  // FusedMatMul is what fold_transpose_into_matmul writes (and ONNX Runtime's
+  // MatmulTransposeFusion): a MatMul whose B is [N, K], or [batch.., N, K] with A's batch axes.
+  const bool nt_b = n.op == "FusedMatMul";
+  if (nt_b) {
+    if (n.int_or("transA", 0) != 0 || n.int_or("transBatchA", 0) != 0 ||
+        n.int_or("transBatchB", 0) != 0 || n.float_or("alpha", 1.0) != 1.0)
+      return NotMapped{"FusedMatMul with transA, transBatchA/B or an alpha other than 1"};
+    if (n.int_or("transB", 0) == 0) return NotMapped{"FusedMatMul without transB"};
+    if (a->size() < 2 || b->size() < 2 ||
+        (b->size() > 2 &&
+         (a->size() != b->size() || !std::equal(a->begin(), a->end() - 2, b->begin()))))
+      return NotMapped{"FusedMatMul of broadcast batches"};
+    if (a->back() != b->back())
+      throw Error(ErrorKind::kInvalidArgument,
+                  "node '" + n.name + "' (FusedMatMul): operand shapes " + shape_text(*a) +
+                      " and " + shape_text(*b) + " do not multiply");
+  }
   Candidate c;
   bool has_bias = false;
   if (n.op == "Gemm") {
@@ -53,35 +70,7 @@ Mapped TaskExtractor::map_gemm(size_t i) {
     c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", nt ? "nt" : "nn"}};
     c.flop = 2.0 * M * N * K;
     has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
-  } else if (n.op == "FusedMatMul") {
-    // What fold_transpose_into_matmul writes (and ONNX Runtime's MatmulTransposeFusion): B as
-    // [N, K], or [batch.., N, K] with A's batch axes.
-    if (n.int_or("transA", 0) != 0 || n.int_or("transBatchA", 0) != 0 ||
-        n.int_or("transBatchB", 0) != 0 || n.float_or("alpha", 1.0) != 1.0)
-      return NotMapped{"FusedMatMul with transA, transBatchA/B or an alpha other than 1"};
-    const bool nt = n.int_or("transB", 0) != 0;
-    if (!nt) return NotMapped{"FusedMatMul without transB"};
-    const bool batched = b->size() > 2;
-    if (a->size() < 2 || b->size() < 2 ||
-        (batched && (a->size() != b->size() || !std::equal(a->begin(), a->end() - 2, b->begin()))))
-      return NotMapped{"FusedMatMul of broadcast batches"};
-    const int64_t K = a->back(), N = (*b)[b->size() - 2], M = (*a)[a->size() - 2];
-    if (K != b->back())
-      throw Error(ErrorKind::kInvalidArgument,
-                  "node '" + n.name + "' (FusedMatMul): operand shapes " + shape_text(*a) +
-                      " and " + shape_text(*b) + " do not multiply");
-    int64_t batch = 1;
-    for (size_t d = 0; d + 2 < a->size(); ++d) batch *= (*a)[d];
-    if (batched) {
-      c.template_name = "batch_matmul";
-      c.args = {
-          {"batch", i2s(batch)}, {"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nt"}};
-    } else {
-      c.template_name = "matmul";
-      c.args = {{"M", i2s(batch * M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nt"}};
-    }
-    c.flop = 2.0 * batch * M * N * K;
-  } else if (a->size() == 1 || b->size() == 1) {
+  } else if (!nt_b && (a->size() == 1 || b->size() == 1)) {
     // A matrix-vector product: [.., M, K] x [K] is the rows times a [K, 1] column (N = 1),
     // [K] x [K, N] one row (M = 1); the output holds the same elements without that axis.
     if (a->size() == 1 && b->size() > 2) return NotMapped{"a vector times a batch of matrices"};
@@ -103,17 +92,19 @@ Mapped TaskExtractor::map_gemm(size_t i) {
       return c;
     }
   } else {
-    const int64_t K = a->back(), N = b->back(), M = (*a)[a->size() - 2];
+    const int64_t K = a->back(), M = (*a)[a->size() - 2];
+    const int64_t N = nt_b ? (*b)[b->size() - 2] : b->back();
+    const std::string layout = nt_b ? "nt" : "nn";
     int64_t batch = 1;
     for (size_t d = 0; d + 2 < a->size(); ++d) batch *= (*a)[d];
     if (b->size() == 2) {
       // A batch of rows times one matrix is one matrix product.
       c.template_name = "matmul";
-      c.args = {{"M", i2s(batch * M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nn"}};
+      c.args = {{"M", i2s(batch * M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", layout}};
     } else {
       c.template_name = "batch_matmul";
       c.args = {
-          {"batch", i2s(batch)}, {"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", "nn"}};
+          {"batch", i2s(batch)}, {"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", layout}};
     }
     c.flop = 2.0 * batch * M * N * K;
   }
