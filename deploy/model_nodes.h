@@ -62,16 +62,6 @@ GeneratedStep describe_scaled_softmax(const frontend::Graph& g, const frontend::
 std::vector<GeneratedStep> describe_node(const frontend::Graph& g, const frontend::Node& n,
                                          const Constants& constants);
 
-// The part of its input a Slice with steps of 1 or a Gather of one constant index takes when it
-// is one range of a single axis, every other axis whole: the planner makes it a view when that
-// range is contiguous in memory. nullopt for any other node.
-struct AxisRange {
-  size_t axis = 0;
-  int64_t start = 0, length = 0;
-};
-std::optional<AxisRange> single_axis_range(const frontend::Graph& g, const frontend::Node& n,
-                                           const Constants& constants);
-
 // `constants` with the float32 value of every DequantizeLinear whose input is a constant (per
 // tensor or per axis), computed as ONNX Runtime does: (int32(x) - int32(zero_point)) * scale in
 // float32. Throws Error(kUnsupported) naming the node for a scale or zero point that is no

@@ -241,34 +241,3 @@ std::vector<GeneratedStep> data_steps(const frontend::Graph& g, const frontend::
 }
 
 }  // namespace ktune::deploy::nodes
-
-namespace ktune::deploy {
-
-std::optional<AxisRange> single_axis_range(const frontend::Graph& g, const frontend::Node& n,
-                                           const Constants& constants) {
-  if (!n.domain.empty() || n.inputs.empty() || n.outputs.size() != 1 ||
-      constants.count(n.inputs[0]))
-    return std::nullopt;
-  if (n.op == "Gather" && n.inputs.size() == 2) {
-    const std::vector<int64_t> in = nodes::shape_of(g, n, n.inputs[0]);
-    const auto index = nodes::int_input(n, 1, constants);
-    if (!index || index->size() != 1) return std::nullopt;
-    const int64_t axis = nodes::normalized_axis(n, n.int_or("axis", 0), in.size());
-    const int64_t dim = in[static_cast<size_t>(axis)];
-    const int64_t i = index->front() < 0 ? index->front() + dim : index->front();
-    if (i < 0 || i >= dim) return std::nullopt;
-    return AxisRange{static_cast<size_t>(axis), i, 1};
-  }
-  if (n.op != "Slice") return std::nullopt;
-  const frontend::SliceWindow w = nodes::slice_window(g, n, constants);
-  const std::vector<int64_t> in = nodes::shape_of(g, n, n.inputs[0]);
-  std::optional<AxisRange> range;
-  for (size_t d = 0; d < in.size(); ++d) {
-    if (w.extents[d] == in[d] && w.start[d] == 0 && w.step[d] == 1) continue;  // whole
-    if (range || w.step[d] != 1) return std::nullopt;
-    range = AxisRange{d, w.start[d], w.extents[d]};
-  }
-  return range;
-}
-
-}  // namespace ktune::deploy

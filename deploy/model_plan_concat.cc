@@ -10,6 +10,7 @@
 #include "deploy/model_nodes_internal.h"
 #include "deploy/model_ops.h"
 #include "deploy/model_planner.h"
+#include "frontend/op_params.h"
 
 namespace ktune::deploy {
 namespace {
@@ -178,8 +179,10 @@ bool Planner::plan_split_as_views(const frontend::Node& n) {
 }
 
 bool Planner::plan_slice_as_view(const frontend::Node& n) {
-  if ((n.op != "Slice" && n.op != "Gather") || !current_.count(n.inputs.at(0))) return false;
-  const auto range = single_axis_range(g_, n, constants_);
+  if ((n.op != "Slice" && n.op != "Gather") || !current_.count(n.inputs.at(0)) ||
+      constants_.count(n.inputs[0]))
+    return false;
+  const auto range = frontend::single_axis_range(g_, n, frontend::lookup_in(constants_));
   if (!range) return false;
   const int64_t src = current_[n.inputs[0]];
   const PlanTensor in = plan_.tensors[src];  // a copy: add() below may move the tensors

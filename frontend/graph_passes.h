@@ -91,6 +91,19 @@ std::optional<std::vector<int64_t>> reduce_axes(const Graph& g, const Node& n);
 // as A); the Transpose goes. pass_matmul_transpose.cc.
 void fold_transpose_into_matmul(Model& model);
 
+// Moves a Mul or Div by a one-element float32 constant of an operand of a MatMul or FusedMatMul
+// below the product when only a Softmax reads the product (paddle's q * scale before q k^T): the
+// scaling then joins the Softmax's kernel (scaled_softmax.h). pass_scale_after_matmul.cc.
+void move_scale_after_matmul(Model& model);
+
+// Rewrites each float32 MatMul or FusedMatMul (transB) of [1, H, rows, cols] operands into
+// HeadsMatMul (heads_matmul.h) when an operand is heads of a projection it can read in place (a
+// group of a [1, S, G, H, D] Reshape: Gather, or Slice and Squeeze, of axis 0 of its Transpose
+// to [G, 1, H, S, D]; or a [1, S, H, D] Reshape's Transpose to [1, H, S, D], or to [1, H, D, S]
+// as B), or when only a Transpose to [1, S, H, D] reads its output (written so instead); the
+// selections and Transposes go when nothing else reads them. pass_matmul_heads.cc.
+void read_heads_in_place(Model& model);
+
 // How many nodes read each tensor, a graph output counting as one more reader: what a pass checks
 // before it folds a node into its only reader. graph_simplify.cc.
 std::map<std::string, int> reader_counts(const Graph& g);
@@ -98,7 +111,8 @@ std::map<std::string, int> reader_counts(const Graph& g);
 // The clean-up passes in order, `observe` (when set) called after each: rounds of fold_constants,
 // inline_constant_if, remove_identities, remove_dead_nodes and infer_shapes until a round removes
 // no node, then lift_1d_windows, sink_squeezes, reduce_as_global_pool, conv_transpose_as_conv,
-// hoist_over_depth_to_space and fold_transpose_into_matmul. graph_simplify.cc.
+// hoist_over_depth_to_space, fold_transpose_into_matmul, move_scale_after_matmul and
+// read_heads_in_place. graph_simplify.cc.
 void simplify_graph(Model& model, const PassObserver& observe = {});
 
 // read_onnx then simplify_graph: the model as the operator table and a model build read it.

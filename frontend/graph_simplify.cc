@@ -40,6 +40,10 @@ void simplify_graph(Model& model, const PassObserver& observe) {
   after("hoist_over_depth_to_space");
   fold_transpose_into_matmul(model);
   after("fold_transpose_into_matmul");
+  move_scale_after_matmul(model);
+  after("move_scale_after_matmul");
+  read_heads_in_place(model);
+  after("read_heads_in_place");
 }
 
 std::map<std::string, int> reader_counts(const Graph& g) {

@@ -236,4 +236,37 @@ bool transpose_is_view(const Graph& g, const Node& n) {
   return true;
 }
 
+std::optional<AxisRange> single_axis_range(const Graph& g, const Node& n,
+                                           const ConstantLookup& constants) {
+  if (!n.domain.empty() || n.inputs.empty() || n.outputs.size() != 1) return std::nullopt;
+  const auto in = g.shape(n.inputs[0]);
+  if (!in) return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(in->size());
+  if (n.op == "Gather" && n.inputs.size() == 2) {
+    const auto index = constants(n.inputs[1]);
+    if (!index || index->i64.size() != 1 || count_of(index->shape) != 1) return std::nullopt;
+    int64_t axis = n.int_or("axis", 0);
+    if (axis < -rank || axis >= rank) return std::nullopt;
+    if (axis < 0) axis += rank;
+    const int64_t dim = (*in)[static_cast<size_t>(axis)];
+    const int64_t i = index->i64.front() < 0 ? index->i64.front() + dim : index->i64.front();
+    if (i < 0 || i >= dim) return std::nullopt;
+    return AxisRange{static_cast<size_t>(axis), i, 1};
+  }
+  if (n.op != "Slice") return std::nullopt;
+  SliceWindow w;
+  try {
+    w = slice_window(read_slice(g, n, constants), *in);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  std::optional<AxisRange> range;
+  for (size_t d = 0; d < in->size(); ++d) {
+    if (w.extents[d] == (*in)[d] && w.start[d] == 0 && w.step[d] == 1) continue;  // whole
+    if (range || w.step[d] != 1) return std::nullopt;
+    range = AxisRange{d, w.start[d], w.extents[d]};
+  }
+  return range;
+}
+
 }  // namespace ktune::frontend

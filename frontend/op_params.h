@@ -97,4 +97,16 @@ std::vector<int64_t> read_perm(const Node& n, size_t rank);
 // unknown or the perm is none.
 bool transpose_is_view(const Graph& g, const Node& n);
 
+// The part of its input a Slice with steps of 1 or a Gather of one constant index takes when it
+// is one range of a single axis, every other axis whole (q, k or v out of an attention's packed
+// projection): a model build makes it a view when that range is contiguous in memory, and
+// read_heads_in_place reads the heads it selects in place. nullopt for any other node, one whose
+// input shape is unknown, or whose parameters are no constants `constants` knows.
+struct AxisRange {
+  size_t axis = 0;
+  int64_t start = 0, length = 0;
+};
+std::optional<AxisRange> single_axis_range(const Graph& g, const Node& n,
+                                           const ConstantLookup& constants);
+
 }  // namespace ktune::frontend

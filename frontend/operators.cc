@@ -18,6 +18,7 @@ const std::vector<OperatorInfo>& operator_table() {
       {"Gemm", F::kAnchor, "", "matmul"},
       {"MatMul", F::kAnchor, "", "matmul"},
       {"FusedMatMul", F::kAnchor, "", "matmul", "com.microsoft"},
+      {"HeadsMatMul", F::kAnchor, "", "matmul", "ktune"},
       {"MaxPool", F::kAnchor, "", "pool"},
       {"AveragePool", F::kAnchor, "", "pool"},
       {"GlobalAveragePool", F::kAnchor, "", "pool"},

@@ -32,8 +32,9 @@ struct OperatorInfo {
   // An anchor's task family, whose file maps its nodes onto templates: "conv" (tasks_conv.cc),
   // "matmul" (tasks_matmul.cc), "pool" (tasks_pool.cc); "" for the other families.
   std::string tasks = "";
-  // The operator's domain: "" (ai.onnx), or "com.microsoft" for ONNX Runtime's FusedMatMul, which
-  // fold_transpose_into_matmul writes (read_onnx refuses it in a model file).
+  // The operator's domain: "" (ai.onnx), "com.microsoft" for ONNX Runtime's FusedMatMul, which
+  // fold_transpose_into_matmul writes, or "ktune" for HeadsMatMul, which read_heads_in_place
+  // writes (read_onnx refuses both in a model file).
   std::string domain = "";
 };
 

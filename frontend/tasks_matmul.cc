@@ -3,6 +3,7 @@
 // dense_bias_relu; an int8 one matmul_u8s8s32.
 #include <algorithm>
 
+#include "frontend/heads_matmul.h"
 #include "frontend/task_extractor.h"
 #include "support/error.h"
 
@@ -30,13 +31,21 @@ Mapped TaskExtractor::map_quantized_matmul(const QuantizedOp& q) {
 
 Mapped TaskExtractor::map_gemm(size_t i) {
   const Node& n = g_.nodes[i];
-  const auto a = g_.shape(n.inputs[0]);
-  const auto b = g_.shape(n.inputs[1]);
-  if (!a || !b) return NotMapped{"shape not inferred"};
+  // HeadsMatMul (read_heads_in_place) reads an operand in place from a packed projection: its
+  // shape is the one the operand stands for.
+  const bool heads = n.op == kHeadsMatMul;
+  HeadsOperand ha, hb;
+  if (heads) {
+    ha = heads_operand(g_, n, 0);
+    hb = heads_operand(g_, n, 1);
+  }
+  const auto a = heads ? std::optional(ha.shape) : g_.shape(n.inputs[0]);
+  const auto b = heads ? std::optional(hb.shape) : g_.shape(n.inputs[1]);
+  if (!a || !b || a->empty() || b->empty()) return NotMapped{"shape not inferred"};
   // FusedMatMul is what fold_transpose_into_matmul writes (and ONNX Runtime's
   // MatmulTransposeFusion): a MatMul whose B is [N, K], or [batch.., N, K] with A's batch axes.
-  const bool nt_b = n.op == "FusedMatMul";
-  if (nt_b) {
+  const bool nt_b = n.op == "FusedMatMul" || (heads && n.int_or("transB", 0) == 1);
+  if (nt_b && !heads) {
     if (n.int_or("transA", 0) != 0 || n.int_or("transBatchA", 0) != 0 ||
         n.int_or("transBatchB", 0) != 0 || n.float_or("alpha", 1.0) != 1.0)
       return NotMapped{"FusedMatMul with transA, transBatchA/B or an alpha other than 1"};
@@ -105,6 +114,13 @@ Mapped TaskExtractor::map_gemm(size_t i) {
       c.template_name = "batch_matmul";
       c.args = {
           {"batch", i2s(batch)}, {"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}, {"layout", layout}};
+      const std::pair<const char*, const HeadsOperand*> operands[] = {{"a", &ha}, {"b", &hb}};
+      for (const auto& [x, h] : operands)
+        if (h->heads > 0) {
+          c.args[std::string(x) + "_heads"] = i2s(h->heads);
+          if (h->head > 0) c.args[std::string(x) + "_head"] = i2s(h->head);
+        }
+      if (heads && n.int_or("c_heads", 0) > 0) c.args["c_heads"] = i2s(batch);
     }
     c.flop = 2.0 * batch * M * N * K;
   }

@@ -177,10 +177,13 @@ void schedule_gemm(const GemmStages& g, const Config& cfg, int64_t M, int64_t N,
   te::Schedule s = g.schedule;
   te::Stage out = s[g.out];
   const int nb = g.batch_axes;
+  // The axes of `out` and of the register tile: the batch, the rows, the columns.
+  const int row_axis = g.rows_first ? 0 : nb, col_axis = nb + 1;
+  const auto batch_axis = [&](int b) { return g.rows_first ? 1 + b : b; };
   std::vector<te::IterVar> batch;
-  for (int b = 0; b < nb; ++b) batch.push_back(out.axis(b));
-  const auto ys = apply_split(out, out.axis(nb), cfg["tile_y"], M);
-  const auto xs = apply_split(out, out.axis(nb + 1), cfg["tile_x"], N);
+  for (int b = 0; b < nb; ++b) batch.push_back(out.axis(batch_axis(b)));
+  const auto ys = apply_split(out, out.axis(row_axis), cfg["tile_y"], M);
+  const auto xs = apply_split(out, out.axis(col_axis), cfg["tile_x"], N);
   if (ys.size() != 3 || xs.size() != 3)
     throw Error(ErrorKind::kInstantiation, "tile_y and tile_x must split in 3");
   // The outer tiles: one parallel loop of the batch, row and column tiles fused, or (with
@@ -209,23 +212,23 @@ void schedule_gemm(const GemmStages& g, const Config& cfg, int64_t M, int64_t N,
   const auto ks = apply_split(acc, acc.reduce_axis(0), cfg["tile_k"], K);
   if (ks.size() != 2) throw Error(ErrorKind::kInstantiation, "tile_k must split in 2");
   std::vector<te::IterVar> acc_order;
-  for (int b = 0; b < nb; ++b) acc_order.push_back(acc.axis(b));
+  for (int b = 0; b < nb; ++b) acc_order.push_back(acc.axis(batch_axis(b)));
   if (stream_b(cfg)) {
     // The row stream: per outer tile, k steps of tile_k's inner rows; in a step, a register tile
     // of columns at a time, each B vector loaded once and used by every row of the tile.
     acc.compute_at(out, panel);
     const int64_t xi = cfg["tile_x"].split_factors(N).back();
-    auto [cols, lanes] = acc.split(acc.axis(nb + 1), xi);
-    acc_order.insert(acc_order.end(), {ks[0], cols, ks[1], acc.axis(nb), lanes});
+    auto [cols, lanes] = acc.split(acc.axis(col_axis), xi);
+    acc_order.insert(acc_order.end(), {ks[0], cols, ks[1], acc.axis(row_axis), lanes});
     acc.reorder(acc_order);
     acc.vectorize(lanes);
   } else {
     acc.compute_at(out, xs[1]);
-    acc_order.insert(acc_order.end(), {ks[0], ks[1], acc.axis(nb), acc.axis(nb + 1)});
+    acc_order.insert(acc_order.end(), {ks[0], ks[1], acc.axis(row_axis), acc.axis(col_axis)});
     acc.reorder(acc_order);
-    acc.vectorize(acc.axis(nb + 1));
+    acc.vectorize(acc.axis(col_axis));
   }
-  acc.unroll(acc.axis(nb));
+  acc.unroll(acc.axis(row_axis));
   unroll_if(acc, ks[1], cfg["unroll_k"].as_int() != 0);
 
   if (g.pack.defined()) {

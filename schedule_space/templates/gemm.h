@@ -71,6 +71,8 @@ struct GemmStages {
   te::Tensor acc;      // the reduction, computed per register tile inside `out`
   te::Tensor pack;     // optional packed-B stage, computed per outer tile
   int batch_axes = 0;  // leading batch axes of `out` (fused into the outer parallel loop)
+  // One batch axis after the rows: `out` is [M, batch, N] (batch_matmul's c_heads).
+  bool rows_first = false;
 };
 
 // Schedules `g` by the config (see define_gemm_space). Throws Error(kInstantiation) for entity

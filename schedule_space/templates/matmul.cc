@@ -233,8 +233,8 @@ void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&
     te::Schedule s = te::create_schedule({t.c});
     // An epilogue stage is the tiled output and the product its register tile; otherwise the
     // register tile is a local copy of the output.
-    GemmStages g{s, t.c, t.dot.defined() ? t.dot : s.cache_write(t.c, "local"), t.packed,
-                 batch_axes};
+    GemmStages g{s,        t.c,        t.dot.defined() ? t.dot : s.cache_write(t.c, "local"),
+                 t.packed, batch_axes, batch_axes > 0 && w.get_int("c_heads") > 0};
     if (pack && !t.packed.defined()) g.pack = s.cache_read(t.b, {g.acc}, "pack");
     schedule_gemm(g, cfg, w.get_int("M"), w.get_int("N"), w.get_int("K"));
     return Instantiated{s, t.args()};
@@ -339,37 +339,100 @@ void register_dense(TemplateRegistry& r) {
 
 // ----- batch_matmul: C[B,M,N] = A[B,M,K] * B[B,K,N] ----------------------------------------------
 
+// How an operand of batch_matmul is stored: [batch, rows, cols], or with `heads` > 0 as
+// [rows, heads, cols] with matrix q of the batch in slot `head` + q of every row. The second is
+// an attention's packed projection [tokens, 3 x heads x dim] as it comes out of the product: q, k
+// and v read in place instead of after a Transpose to [3, heads, tokens, dim].
+struct OperandLayout {
+  int64_t heads = 0, head = 0;
+  te::Tensor placeholder(int64_t batch, int64_t rows, int64_t cols, te::DataType dt,
+                         const char* name) const {
+    return te::placeholder(heads > 0 ? std::vector<int64_t>{rows, heads, cols}
+                                     : std::vector<int64_t>{batch, rows, cols},
+                           dt, name);
+  }
+  // Element (row r, column c) of matrix q.
+  te::Expr at(const te::Tensor& t, const te::Expr& q, const te::Expr& r, const te::Expr& c) const {
+    return heads > 0 ? t(r, q + head, c) : t(q, r, c);
+  }
+};
+
+OperandLayout operand_layout(const WorkloadArgs& w, const std::string& operand) {
+  return {w.get_int(operand + "_heads"), w.get_int(operand + "_head")};
+}
+
 MatmulTensors batch_tensors(const WorkloadArgs& w, bool transposed_pack) {
   const int64_t Bn = w.get_int("batch"), M = w.get_int("M"), N = w.get_int("N"), K = w.get_int("K");
   const bool nt = w.get("layout") == "nt";
   const te::DataType dt = dtype_of(w.get("dtype"));
+  const OperandLayout la = operand_layout(w, "a"), lb = operand_layout(w, "b");
   MatmulTensors t;
-  t.a = te::placeholder({Bn, M, K}, dt, "A");
-  t.b = te::placeholder(nt ? std::vector<int64_t>{Bn, N, K} : std::vector<int64_t>{Bn, K, N}, dt,
-                        "B");
+  t.a = la.placeholder(Bn, M, K, dt, "A");
+  t.b = nt ? lb.placeholder(Bn, N, K, dt, "B") : lb.placeholder(Bn, K, N, dt, "B");
   const te::Tensor a = t.a, b = t.b;
   if (nt && transposed_pack)
     t.packed = te::compute(
-        {Bn, K, N}, [&](te::Var q, te::Var k, te::Var j) { return b(q, j, k); }, "B_pack");
+        {Bn, K, N}, [&](te::Var q, te::Var k, te::Var j) { return lb.at(b, q, j, k); }, "B_pack");
   const te::Tensor p = t.packed;
   const te::IterVar k = te::reduce_axis({0, K}, "k");
-  t.c = te::compute(
-      {Bn, M, N},
-      [&](te::Var q, te::Var i, te::Var j) {
-        te::Expr bv = p.defined() ? p(q, k, j) : (nt ? b(q, j, k) : b(q, k, j));
-        return te::sum(a(q, i, k) * bv, k);
-      },
-      "C");
+  const auto product = [&](const te::Var& q, const te::Var& i, const te::Var& j) {
+    te::Expr bv = p.defined() ? p(q, k, j) : (nt ? lb.at(b, q, j, k) : lb.at(b, q, k, j));
+    return te::sum(la.at(a, q, i, k) * bv, k);
+  };
+  // c_heads: C written [M, batch, N], the heads side by side in each row as the projection
+  // after attention reads them (no Transpose back to [tokens, heads, dim]).
+  if (w.get_int("c_heads") > 0)
+    t.c = te::compute(
+        {M, Bn, N}, [&](te::Var i, te::Var q, te::Var j) { return product(q, i, j); }, "C");
+  else
+    t.c = te::compute(
+        {Bn, M, N}, [&](te::Var q, te::Var i, te::Var j) { return product(q, i, j); }, "C");
   return t;
+}
+
+// a_heads / a_head and b_heads / b_head: OperandLayout. Left out of the key at 0.
+std::vector<ArgSpec> operand_layout_args(const char* operand) {
+  const std::string o = operand;
+  return {{.name = o + "_heads",
+           .default_value = "0",
+           .doc = "0: " + o + " is stored [batch,rows,cols]; H: [rows,H,cols], matrix q in slot " +
+                  o + "_head+q of every row",
+           .min_value = 0,
+           .key_omits_default = true},
+          {.name = o + "_head",
+           .default_value = "0",
+           .doc = "with " + o + "_heads: the slot of the batch's first matrix",
+           .min_value = 0,
+           .key_omits_default = true}};
 }
 
 void register_batch_matmul(TemplateRegistry& r) {
   TemplateDef d;
   d.name = "batch_matmul";
-  d.doc = "C[batch,M,N] = A[batch,M,K] * B[batch,K,N] (layout=nt: B is [batch,N,K])";
+  d.doc =
+      "C[batch,M,N] = A[batch,M,K] * B[batch,K,N] (layout=nt: B is [batch,N,K]; a_heads, b_heads: "
+      "an operand read in place from the heads of a packed projection)";
   d.args = {
       size_arg("batch", "number of matrices"), size_arg("M", "rows"), size_arg("N", "columns"),
       size_arg("K", "reduction length"),       layout_arg(),          dtype_arg()};
+  for (const char* o : {"a", "b"})
+    for (ArgSpec& e : operand_layout_args(o)) d.args.push_back(std::move(e));
+  d.args.push_back({.name = "c_heads",
+                    .default_value = "0",
+                    .doc = "0: C is stored [batch,M,N]; batch: [M,batch,N]",
+                    .min_value = 0,
+                    .key_omits_default = true});
+  d.check = [](const WorkloadArgs& w) {
+    for (const char* o : {"a", "b"}) {
+      const OperandLayout l = operand_layout(w, o);
+      if (l.heads == 0 ? l.head != 0 : l.head + w.get_int("batch") > l.heads)
+        throw Error(ErrorKind::kInvalidArgument,
+                    std::string("batch_matmul: ") + o + "_head + batch must be at most " + o +
+                        "_heads (and " + o + "_head 0 without " + o + "_heads)");
+    }
+    if (w.get_int("c_heads") != 0 && w.get_int("c_heads") != w.get_int("batch"))
+      throw Error(ErrorKind::kInvalidArgument, "batch_matmul: c_heads must be 0 or the batch");
+  };
   add_gemm_hooks(d, batch_tensors, 1);
   r.add(std::move(d));
 }

@@ -9,6 +9,7 @@
 
 #include "frontend/constant_eval.h"
 #include "frontend/graph_passes.h"
+#include "frontend/heads_matmul.h"
 #include "frontend/layer_norm.h"
 
 namespace ktune::frontend {
@@ -821,6 +822,200 @@ TEST(FoldTransposeIntoMatmul, AttentionScoresReadKeysUntransposed) {
   EXPECT_EQ(ops(broadcast), both);
 }
 
+// Attention after a packed projection [1, S, 3 x H x D]: Reshape to [1, S, 3, H, D], Transpose to
+// [3, 1, H, S, D], q, k and v selected by Gather (torch) or Slice + Squeeze (paddle); scores
+// q k^T (FusedMatMul), the Softmax, the values, and the heads transposed back to [1, S, H, D].
+// S = 5, H = 2, D = 4.
+Model attention(bool paddle, bool shared_k = false, std::vector<int64_t> perm = {2, 0, 3, 1, 4}) {
+  Model m;
+  m.graph.opset = paddle ? 11 : 17;
+  m.graph.inputs = {"qkv"};
+  const std::map<std::string, std::vector<int64_t>> shapes = {
+      {"qkv", {1, 5, 24}},    {"x", {1, 5, 3, 2, 4}},  {"t", {3, 1, 2, 5, 4}},
+      {"q", {1, 2, 5, 4}},    {"k", {1, 2, 5, 4}},     {"v", {1, 2, 5, 4}},
+      {"s", {1, 2, 5, 5}},    {"p", {1, 2, 5, 5}},     {"o", {1, 2, 5, 4}},
+      {"y", {1, 5, 2, 4}},    {"q1", {1, 1, 2, 5, 4}}, {"k1", {1, 1, 2, 5, 4}},
+      {"v1", {1, 1, 2, 5, 4}}};
+  for (const auto& [t, shape] : shapes) {
+    m.graph.shapes[t] = shape;
+    m.graph.types[t] = "float32";
+  }
+  constant(m, "target", i64({5}, {1, 5, 3, 2, 4}), "int64");
+  m.graph.nodes = {node("Reshape", {"qkv", "target"}, {"x"}),
+                   node("Transpose", {"x"}, {"t"}, {{"perm", ints(perm)}})};
+  const char* names[] = {"q", "k", "v"};
+  for (int64_t g = 0; g < 3; ++g) {
+    const std::string out = names[g];
+    if (paddle) {
+      // Slice's starts, ends and axes are inputs from opset 10 on.
+      const std::string at = std::to_string(g);
+      for (auto [name, v] : {std::pair<std::string, int64_t>{"start" + at, g},
+                             {"end" + at, g + 1},
+                             {"axis" + at, 0}}) {
+        constant(m, name, i64({1}, {v}), "int64");
+        m.graph.values[name] = {static_cast<double>(v)};
+      }
+      m.graph.nodes.push_back(
+          node("Slice", {"t", "start" + at, "end" + at, "axis" + at}, {out + "1"}));
+      m.graph.nodes.push_back(node("Squeeze", {out + "1"}, {out}, {{"axes", ints({0})}}));
+    } else {
+      const std::string index = "index" + std::to_string(g);
+      constant(m, index, i64({}, {g}), "int64");
+      m.graph.values[index] = {static_cast<double>(g)};
+      m.graph.nodes.push_back(node("Gather", {"t", index}, {out}, {{"axis", ints({0})}}));
+    }
+  }
+  Node scores = node("FusedMatMul", {"q", "k"}, {"s"}, {{"transB", ints({1})}});
+  scores.domain = "com.microsoft";
+  m.graph.nodes.push_back(scores);
+  m.graph.nodes.push_back(node("Softmax", {"s"}, {"p"}, {{"axis", ints({-1})}}));
+  m.graph.nodes.push_back(node("MatMul", {"p", "v"}, {"o"}));
+  m.graph.nodes.push_back(node("Transpose", {"o"}, {"y"}, {{"perm", ints({0, 2, 1, 3})}}));
+  m.graph.outputs = {"y"};
+  if (shared_k) m.graph.outputs.push_back("k");
+  return m;
+}
+
+// The products read q, k and v where the projection wrote them, and write the heads side by side:
+// the selections and both Transposes go, for torch's Gathers and paddle's Slices alike.
+TEST(ReadHeadsInPlace, ProductsReadTheProjectionAndWriteHeadsSideBySide) {
+  for (bool paddle : {false, true}) {
+    SCOPED_TRACE(paddle ? "paddle" : "torch");
+    Model m = attention(paddle);
+    read_heads_in_place(m);
+    ASSERT_EQ(ops(m),
+              (std::vector<std::string>{"Reshape", "HeadsMatMul", "Softmax", "HeadsMatMul"}));
+    const Node& scores = m.graph.nodes[1];
+    EXPECT_EQ(scores.domain, "ktune");
+    EXPECT_EQ(scores.inputs, (std::vector<std::string>{"x", "x"}));
+    EXPECT_EQ(scores.int_or("transB", 0), 1);
+    // 3 groups x 2 heads = 6 slots per token; q is slots 0-1, k 2-3, v 4-5.
+    EXPECT_EQ(scores.int_or("a_heads", 0), 6);
+    EXPECT_EQ(scores.int_or("a_head", -1), 0);
+    EXPECT_EQ(scores.int_or("b_heads", 0), 6);
+    EXPECT_EQ(scores.int_or("b_head", -1), 2);
+    EXPECT_EQ(scores.ints("a_shape"), (std::vector<int64_t>{1, 2, 5, 4}));
+    EXPECT_EQ(scores.int_or("c_heads", 0), 0);
+    EXPECT_EQ(scores.outputs, std::vector<std::string>{"s"});
+    const Node& values = m.graph.nodes[3];
+    EXPECT_EQ(values.inputs, (std::vector<std::string>{"p", "x"}));
+    EXPECT_EQ(values.int_or("transB", 1), 0);
+    EXPECT_EQ(values.int_or("a_heads", 0), 0);
+    EXPECT_EQ(values.int_or("b_heads", 0), 6);
+    EXPECT_EQ(values.int_or("b_head", -1), 4);
+    EXPECT_EQ(values.int_or("c_heads", 0), 2);
+    EXPECT_EQ(values.outputs, std::vector<std::string>{"y"});
+    const HeadsOperand a = heads_operand(m.graph, values, 0), b = heads_operand(m.graph, values, 1);
+    EXPECT_EQ(a.shape, (std::vector<int64_t>{1, 2, 5, 5}));
+    EXPECT_EQ(a.heads, 0);
+    EXPECT_EQ(b.shape, (std::vector<int64_t>{1, 2, 5, 4}));
+    EXPECT_EQ(b.head, 4);
+  }
+}
+
+// A selection something else reads keeps its Transpose (the products still read in place); a
+// Transpose of another perm is no grouping of heads, and the products read their operands.
+TEST(ReadHeadsInPlace, KeepsWhatOthersReadAndOtherPerms) {
+  Model shared = attention(false, true);
+  read_heads_in_place(shared);
+  EXPECT_EQ(ops(shared), (std::vector<std::string>{"Reshape", "Transpose", "Gather", "HeadsMatMul",
+                                                   "Softmax", "HeadsMatMul"}));
+  Model other = attention(false, false, {2, 0, 1, 3, 4});
+  for (const char* t : {"t"}) other.graph.shapes[t] = {3, 1, 5, 2, 4};
+  for (const char* t : {"q", "k", "v"}) other.graph.shapes[t] = {1, 5, 2, 4};
+  other.graph.shapes["s"] = other.graph.shapes["p"] = {1, 5, 2, 2};
+  other.graph.shapes["o"] = {1, 5, 2, 4};
+  other.graph.shapes["y"] = {1, 2, 5, 4};
+  read_heads_in_place(other);
+  // The values' product still writes its output transposed: 5 "heads" side by side.
+  EXPECT_EQ(ops(other),
+            (std::vector<std::string>{"Reshape", "Transpose", "Gather", "Gather", "Gather",
+                                      "FusedMatMul", "Softmax", "HeadsMatMul"}));
+  const Node& values = other.graph.nodes.back();
+  EXPECT_EQ(values.inputs, (std::vector<std::string>{"p", "v"}));
+  EXPECT_EQ(values.int_or("a_heads", 0) + values.int_or("b_heads", 0), 0);
+  EXPECT_EQ(values.int_or("c_heads", 0), 5);
+}
+
+// BERT as torch exports it: q, k and v of projections of their own, each a Reshape to
+// [1, S, H, D] and a Transpose (k's to [1, H, D, S]); the scores read k^T as B stored [N, K].
+TEST(ReadHeadsInPlace, SeparateProjectionsAndTransposedKeys) {
+  Model m;
+  m.graph.opset = 13;
+  m.graph.inputs = {"pq", "pk", "pv"};
+  const std::map<std::string, std::vector<int64_t>> shapes = {
+      {"pq", {1, 5, 8}},    {"pk", {1, 5, 8}},    {"pv", {1, 5, 8}},   {"xq", {1, 5, 2, 4}},
+      {"xk", {1, 5, 2, 4}}, {"xv", {1, 5, 2, 4}}, {"q", {1, 2, 5, 4}}, {"kt", {1, 2, 4, 5}},
+      {"v", {1, 2, 5, 4}},  {"s", {1, 2, 5, 5}},  {"p", {1, 2, 5, 5}}, {"o", {1, 2, 5, 4}},
+      {"y", {1, 5, 2, 4}}};
+  for (const auto& [t, shape] : shapes) {
+    m.graph.shapes[t] = shape;
+    m.graph.types[t] = "float32";
+  }
+  constant(m, "target", i64({4}, {1, 5, 2, 4}), "int64");
+  m.graph.nodes = {node("Reshape", {"pq", "target"}, {"xq"}),
+                   node("Reshape", {"pk", "target"}, {"xk"}),
+                   node("Reshape", {"pv", "target"}, {"xv"}),
+                   node("Transpose", {"xq"}, {"q"}, {{"perm", ints({0, 2, 1, 3})}}),
+                   node("Transpose", {"xk"}, {"kt"}, {{"perm", ints({0, 2, 3, 1})}}),
+                   node("Transpose", {"xv"}, {"v"}, {{"perm", ints({0, 2, 1, 3})}}),
+                   node("MatMul", {"q", "kt"}, {"s"}),
+                   node("Softmax", {"s"}, {"p"}, {{"axis", ints({-1})}}),
+                   node("MatMul", {"p", "v"}, {"o"}),
+                   node("Transpose", {"o"}, {"y"}, {{"perm", ints({0, 2, 1, 3})}})};
+  m.graph.outputs = {"y"};
+  read_heads_in_place(m);
+  ASSERT_EQ(ops(m), (std::vector<std::string>{"Reshape", "Reshape", "Reshape", "HeadsMatMul",
+                                              "Softmax", "HeadsMatMul"}));
+  const Node& scores = m.graph.nodes[3];
+  EXPECT_EQ(scores.inputs, (std::vector<std::string>{"xq", "xk"}));
+  EXPECT_EQ(scores.int_or("transB", 0), 1);
+  EXPECT_EQ(scores.int_or("a_heads", 0), 2);
+  EXPECT_EQ(scores.int_or("b_heads", 0), 2);
+  EXPECT_EQ(scores.int_or("b_head", -1), 0);
+  // B as the product reads it: [1, H, N, K].
+  EXPECT_EQ(scores.ints("b_shape"), (std::vector<int64_t>{1, 2, 5, 4}));
+  const Node& values = m.graph.nodes[5];
+  EXPECT_EQ(values.inputs, (std::vector<std::string>{"p", "xv"}));
+  EXPECT_EQ(values.int_or("transB", 1), 0);
+  EXPECT_EQ(values.int_or("c_heads", 0), 2);
+  EXPECT_EQ(values.outputs, std::vector<std::string>{"y"});
+}
+
+// paddle scales q before the product; the scaling moves below it, where the Softmax absorbs it.
+// Div by the constant moves as well; a product no Softmax reads keeps its scaled operand.
+TEST(MoveScaleAfterMatmul, QScalingMovesBelowTheScores) {
+  const auto model = [](const std::string& op, bool softmax) {
+    Model m;
+    m.graph.opset = 11;
+    m.graph.inputs = {"q", "k"};
+    for (const char* t : {"q", "k", "qs"}) m.graph.shapes[t] = {1, 2, 5, 4};
+    for (const char* t : {"s", "p"}) m.graph.shapes[t] = {1, 2, 5, 5};
+    for (const char* t : {"q", "k", "qs", "s", "p"}) m.graph.types[t] = "float32";
+    constant(m, "c", ConstantValue{{}, {0.5f}, {}}, "float32");
+    m.graph.values["c"] = {0.5};
+    Node scores = node("FusedMatMul", {"qs", "k"}, {"s"}, {{"transB", ints({1})}});
+    scores.domain = "com.microsoft";
+    m.graph.nodes = {node(op, {"q", "c"}, {"qs"}), scores};
+    if (softmax) m.graph.nodes.push_back(node("Softmax", {"s"}, {"p"}));
+    m.graph.outputs = {softmax ? "p" : "s"};
+    return m;
+  };
+  for (const char* op : {"Mul", "Div"}) {
+    Model m = model(op, true);
+    move_scale_after_matmul(m);
+    ASSERT_EQ(ops(m), (std::vector<std::string>{"FusedMatMul", op, "Softmax"}));
+    EXPECT_EQ(m.graph.nodes[0].inputs, (std::vector<std::string>{"q", "k"}));
+    EXPECT_EQ(m.graph.nodes[0].outputs, std::vector<std::string>{"s@unscaled"});
+    EXPECT_EQ(m.graph.shape("s@unscaled"), (std::vector<int64_t>{1, 2, 5, 5}));
+    EXPECT_EQ(m.graph.nodes[1].inputs, (std::vector<std::string>{"s@unscaled", "c"}));
+    EXPECT_EQ(m.graph.nodes[1].outputs, std::vector<std::string>{"s"});
+  }
+  Model plain = model("Mul", false);
+  move_scale_after_matmul(plain);
+  EXPECT_EQ(ops(plain), (std::vector<std::string>{"Mul", "FusedMatMul"}));
+}
+
 TEST(SimplifyGraph, ObserverSeesEveryPassInOrder) {
   Model m = with_input();
   m.graph.nodes = {node("Relu", {"x"}, {"out"})};
@@ -828,11 +1023,12 @@ TEST(SimplifyGraph, ObserverSeesEveryPassInOrder) {
   std::vector<std::string> passes;
   simplify_graph(m, [&](const std::string& pass, const Model&) { passes.push_back(pass); });
   // One round (it removes nothing), then the rewrites.
-  EXPECT_EQ(passes, (std::vector<std::string>{
-                        "read", "fold_constants", "inline_constant_if", "remove_identities",
-                        "remove_dead_nodes", "infer_shapes", "lift_1d_windows", "sink_squeezes",
-                        "reduce_as_global_pool", "conv_transpose_as_conv",
-                        "hoist_over_depth_to_space", "fold_transpose_into_matmul"}));
+  EXPECT_EQ(passes,
+            (std::vector<std::string>{
+                "read", "fold_constants", "inline_constant_if", "remove_identities",
+                "remove_dead_nodes", "infer_shapes", "lift_1d_windows", "sink_squeezes",
+                "reduce_as_global_pool", "conv_transpose_as_conv", "hoist_over_depth_to_space",
+                "fold_transpose_into_matmul", "move_scale_after_matmul", "read_heads_in_place"}));
   const std::string text = graph_text(m);
   // infer_shapes gave the output, declared without a shape, its shape.
   EXPECT_NE(text.find("out_node: Relu(x [2x8x4x4]) -> out [2x8x4x4]"), std::string::npos) << text;

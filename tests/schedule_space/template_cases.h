@@ -72,6 +72,23 @@ inline std::vector<TemplateCase> small_cases() {
       {"batch_matmul", "batch_matmul", {{"batch", "3"}, {"M", "4"}, {"N", "8"}, {"K", "6"}}},
       // Rows and columns past every tile (ViT's 197 tokens), the tails peeled by rows_parallel.
       {"batch_matmul_tails", "batch_matmul", {{"batch", "2"}, {"M", "5"}, {"N", "7"}, {"K", "3"}}},
+      // Operands read in place from the heads of a packed projection, the output written with
+      // the heads side by side (an attention's scores and values without Transposes).
+      {"batch_matmul_heads_nt",
+       "batch_matmul",
+       {{"batch", "2"},
+        {"M", "5"},
+        {"N", "7"},
+        {"K", "3"},
+        {"layout", "nt"},
+        {"a_heads", "3"},
+        {"a_head", "1"},
+        {"b_heads", "4"},
+        {"b_head", "2"},
+        {"c_heads", "2"}}},
+      {"batch_matmul_heads_nn",
+       "batch_matmul",
+       {{"batch", "2"}, {"M", "5"}, {"N", "7"}, {"K", "3"}, {"b_heads", "6"}, {"b_head", "4"}}},
       {"conv2d_pad", "conv2d", {{"C", "2"}, {"H", "3"}, {"W", "3"}, {"K", "2"}, {"pad", "1"}}},
       {"conv2d_stride_dilation",
        "conv2d",

@@ -105,6 +105,54 @@ TEST(DotRows, EveryRowCountMatchesReferenceOn32Registers) {
   }
 }
 
+// What batch_matmul's heads layouts mean, against loops written here (the every-config test
+// checks the schedules against the compute, this the compute): A stored [M, a_heads, K] with
+// matrix q in slot a_head + q, B [N, b_heads, K] likewise, C written [M, batch, N].
+TEST(BatchMatmulHeads, ComputeReadsAndWritesTheSlots) {
+  const int64_t batch = 2, M = 3, N = 4, K = 5, AH = 5, BH = 3;
+  const Task task = Task::create("batch_matmul",
+                                 {{"batch", "2"},
+                                  {"M", "3"},
+                                  {"N", "4"},
+                                  {"K", "5"},
+                                  {"layout", "nt"},
+                                  {"a_heads", "5"},
+                                  {"a_head", "2"},
+                                  {"b_heads", "3"},
+                                  {"b_head", "1"},
+                                  {"c_heads", "2"}},
+                                 testing::small_target());
+  const ComputeDef def = task.template_def().compute(task.args());
+  ASSERT_EQ(def.args.size(), 3u);
+  EXPECT_EQ(def.args[0].shape(), (std::vector<int64_t>{M, AH, K}));
+  EXPECT_EQ(def.args[1].shape(), (std::vector<int64_t>{N, BH, K}));
+  EXPECT_EQ(def.outputs[0].shape(), (std::vector<int64_t>{M, batch, N}));
+  te::HostBuffer a(def.args[0].shape(), def.args[0].dtype()),
+      b(def.args[1].shape(), def.args[1].dtype());
+  a.fill_random(1);
+  b.fill_random(2);
+  const std::vector<te::HostBuffer> out =
+      te::evaluate(def.outputs, {{def.args[0], &a}, {def.args[1], &b}});
+  for (int64_t q = 0; q < batch; ++q)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double want = 0;
+        for (int64_t k = 0; k < K; ++k)
+          want += a.get((i * AH + 2 + q) * K + k) * b.get((j * BH + 1 + q) * K + k);
+        EXPECT_NEAR(out[0].get((i * batch + q) * N + j), want, 1e-5) << q << " " << i << " " << j;
+      }
+  // A slot range past the row is refused.
+  try {
+    Task::create(
+        "batch_matmul",
+        {{"batch", "2"}, {"M", "3"}, {"N", "4"}, {"K", "5"}, {"a_heads", "2"}, {"a_head", "1"}},
+        testing::small_target());
+    ADD_FAILURE() << "a_head + batch > a_heads accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Templates, EveryConfig, ::testing::ValuesIn(testing::small_cases()),
                          [](const ::testing::TestParamInfo<TemplateCase>& info) {
                            return info.param.name;
