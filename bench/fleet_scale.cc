@@ -109,7 +109,9 @@ struct Server {
         std::vector<std::string>{KTUNE_BIN, "server", "--port", std::to_string(port), "--db",
                                  (dir / "server.db").string(), "--heartbeat",
                                  std::to_string(kHeartbeatS), "--worker-timeout",
-                                 std::to_string(kWorkerTimeoutS)},
+                                 std::to_string(kWorkerTimeoutS),
+                                 // Simulated devices run nothing to prove.
+                                 "--calibration-proof", "0"},
         dir / "server.out", dir / "server.err");
     address = testing_process::wait_for_address(dir / "server.out");
     if (address.empty())

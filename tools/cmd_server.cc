@@ -275,6 +275,11 @@ void add_server(CLI::App& app) {
                   "every 60/N s; 0 = no limit)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--calibration-proof", s.calibration_proof_s,
+                  "Seconds of work at its claimed speed in which each attaching worker proves its "
+                  "calibration, timed here (0 = no proof: only for simulated devices)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 60.0));
   cmd->add_option("--deadline-margin", s.deadline_margin_s,
                   "A candidate's deadline on a worker: its build and run timeouts plus this, s "
                   "(then the worker is lost and the candidate requeued)")

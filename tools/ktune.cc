@@ -2,6 +2,7 @@
 // one place where a ktune::Error becomes one line on stderr and a non-zero exit status.
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,31 @@ CommandRegistration::CommandRegistration(const char* name, CommandAdder adder) {
 
 }  // namespace ktune::tools
 
+// CLI11's "The following arguments were not expected: c b a" lists them last first: the line a
+// user reads instead, in the order typed, and (for NAME=VALUE words, tune's syntax given to a
+// command that takes a workload key) what such a command wants.
+namespace {
+std::string extras_text(const std::string& message) {
+  const size_t colon = message.find(": ");
+  if (colon == std::string::npos) return message + " (see --help)";
+  std::istringstream words(message.substr(colon + 2));
+  std::vector<std::string> extras;
+  for (std::string w; words >> w;) extras.insert(extras.begin(), w);
+  std::string text = "arguments not expected here:";
+  bool assignment = false;
+  for (const std::string& w : extras) {
+    text += " " + w;
+    assignment = assignment || (w.find('=') != std::string::npos && w.rfind("--", 0) != 0);
+  }
+  text += " (see --help";
+  if (assignment)
+    text +=
+        "; a workload key is one quoted argument, e.g. "
+        "'matmul(M=512,N=512,K=512,layout=nn,dtype=float32)'";
+  return text + ")";
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace ktune;
   CLI::App app{"ktune: auto-tuning of tensor kernels (tiling, loop order, vectorization, ...)"};
@@ -60,6 +86,10 @@ int main(int argc, char** argv) {
     // is one line and status 1, like every other error (CLI11 would add a second line and exit
     // with its own codes).
     if (e.get_exit_code() == 0) return app.exit(e);
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      std::cerr << "ktune: error: " << extras_text(e.what()) << "\n";
+      return 1;
+    }
     std::cerr << "ktune: error: " << e.what() << " (see --help)\n";
     return 1;
   } catch (const Error& e) {

@@ -85,7 +85,11 @@ std::vector<PastMeasurement> load_past_measurements(tuning_db::Database& db,
     }
     if (!seen.insert(index).second) continue;
     MeasureResult result;
-    result.costs = record.ok() ? record.costs : std::vector<double>{};
+    // A re-timed record counts with its re-timed median, the figure `ktune best` and a build
+    // serve: its first timing would rank an old, flattering figure as the resumed run's best.
+    result.costs = !record.ok()                   ? std::vector<double>{}
+                   : record.retimed_costs.empty() ? record.costs
+                                                  : std::vector<double>{record.cost()};
     result.error = record.error;
     if (record.ok() && record.costs.empty()) result.error = ErrorKind::kUnknown;
     result.error_message = record.error_message;

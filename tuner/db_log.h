@@ -43,7 +43,8 @@ Callback database_callback(tuning_db::Database& db, const schedule_space::Task& 
                            const RecordContext& context);
 
 // Returns the measurements of this workload on this target found in the log (failures
-// included, first record per config index), as configs of the task's space, for
+// included, first record per config index; a re-timed one with its re-timed median as its one
+// cost, as best ranks it), as configs of the task's space, for
 // TuneOptions::resume: only records of this emulated-ness, so that a run on a real device
 // measures again what was only measured under emulation (and the reverse). Records whose config
 // does not belong to the space (a changed template) are skipped with a warning.

@@ -40,6 +40,9 @@ struct MeasureResult {
   // The device that measured it when the measurer has several (a tuning server's worker id, e.g.
   // "w3"); "" = the measurer's only device. Kept in the record (tuning_db::Record::worker).
   std::string worker;
+  // With MeasureOptions::return_outputs: the kernel's output buffers, concatenated in argument
+  // order, after its run.
+  std::string outputs;
 
   // Returns true when the candidate built, ran and matched the reference.
   bool ok() const { return !error.has_value() && !costs.empty(); }

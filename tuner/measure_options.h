@@ -15,8 +15,9 @@ inline constexpr double kDefaultMinRepeatMs = 1;
 // 10 s timeouts) except min_repeat_ms (above), cooldown (0: the tuner does not sleep by default)
 // and check_correctness (on: a wrong kernel must never be recorded as fast). The same settings
 // travel to devices (rpc_runner/protocol: MeasureSpec), to the runner child (runner.proto:
-// RunnerTiming, without the timeouts its parent enforces) and into job specs (JSON), each by one
-// converter; this header has no other dependency so that the device-side runner can include it.
+// RunnerTiming, without the timeouts its parent enforces) and into job specs (JSON, without
+// return_outputs, which only a server's calibration sets), each by one converter; this header has
+// no other dependency so that the device-side runner can include it.
 struct MeasureOptions {
   int number = 4;  // kernel runs per timing; the timing is their mean
   int repeat = 3;  // timings per candidate; MeasureResult::costs has this many
@@ -31,6 +32,9 @@ struct MeasureOptions {
   double rtol = 1e-4, atol = 1e-5;
   int run_threads = 0;     // threads of the kernels' parallel loops; 0 = the runtime's default
   uint64_t data_seed = 0;  // seeds the generated inputs (the same for reference and candidate)
+  // Run the kernel once, timed, and return its outputs (MeasureResult::outputs): a tuning
+  // server's calibration proof, whose outputs it checks (number, repeat, min_repeat_ms unused).
+  bool return_outputs = false;
 };
 
 // The bounds validate() holds every MeasureOptions to, from flags or from a job a peer sent: a

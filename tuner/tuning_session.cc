@@ -121,8 +121,10 @@ class ClaimGuard {
     out.reserve(want.size());
     for (int64_t index : want) out.push_back(ok.count(index) > 0);
     if (granted.size() < want.size())
-      spdlog::info("{} of {} configs are measured by another run; skipped",
-                   want.size() - granted.size(), want.size());
+      spdlog::info(
+          "{} of {} configs are in the log already or being measured by another run; "
+          "skipped",
+          want.size() - granted.size(), want.size());
     return out;
   }
   void release(const std::vector<MeasureInput>& inputs) {

@@ -16,6 +16,7 @@ void to_proto(const tuner::MeasureOptions& m, rpc::MeasureSpec* out) {
   out->set_run_timeout_s(m.run_timeout_s);
   out->set_threads(m.run_threads);
   out->set_data_seed(m.data_seed);
+  out->set_return_outputs(m.return_outputs);
 }
 
 tuner::MeasureOptions from_proto(const rpc::MeasureSpec& m) {
@@ -32,6 +33,7 @@ tuner::MeasureOptions from_proto(const rpc::MeasureSpec& m) {
   o.run_timeout_s = m.run_timeout_s();
   o.run_threads = m.threads();
   o.data_seed = m.data_seed();
+  o.return_outputs = m.return_outputs();
   return o;
 }
 

@@ -37,8 +37,9 @@ double peak_ceiling_gflops(int cores, int vector_lanes);
 // The calibration every worker runs at attach: the fma_peak kernel (schedule_space), on one
 // thread with one copy and on all its threads with one copy per core it declares, timed by the
 // device. Its figures are the worker's own word too, so they are held to the declared target
-// (no core faster than peak_ceiling_gflops(1, lanes)) and to the declared cores; what they then
-// bound is every later result, which no longer rests on the core count alone.
+// (no core faster than peak_ceiling_gflops(1, lanes)) and to the declared cores, then proved on
+// the server's clock (rpc_runner/server/calibration_proof.h); what they then bound is every
+// later result, which no longer rests on the core count alone.
 
 // fma_peak's arguments for a target of `lanes` fp32 lanes and `copies` copies.
 std::map<std::string, std::string> calibration_args(int lanes, int copies);

@@ -156,7 +156,9 @@ tuner::MeasureResult ChannelRunner::run_candidate(ChannelSlot& slot,
     if (reply.costs.empty())
       return tuner::make_error_result(ErrorKind::kUnknown, "runner returned no costs", build_s,
                                       run_s);
-    return tuner::make_ok_result(std::move(reply.costs), build_s, run_s);
+    tuner::MeasureResult ok = tuner::make_ok_result(std::move(reply.costs), build_s, run_s);
+    ok.outputs = std::move(reply.outputs);
+    return ok;
   } catch (const Error& e) {
     if (channel.lost()) throw;  // no later candidate can run on this channel either
     double run_s = seconds_since(start);

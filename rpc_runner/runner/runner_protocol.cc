@@ -49,6 +49,7 @@ void to_proto(const tuner::MeasureOptions& o, rpc::RunnerRequest* out) {
   timing->set_rtol(o.rtol);
   timing->set_atol(o.atol);
   timing->set_threads(o.run_threads);
+  timing->set_return_outputs(o.return_outputs);
 }
 
 tuner::MeasureOptions from_proto(const rpc::RunnerRequest& in) {
@@ -63,6 +64,7 @@ tuner::MeasureOptions from_proto(const rpc::RunnerRequest& in) {
   o.rtol = t.rtol();
   o.atol = t.atol();
   o.run_threads = t.threads();
+  o.return_outputs = t.return_outputs();
   o.data_seed = in.data_seed();
   return o;
 }
@@ -104,6 +106,7 @@ std::vector<uint8_t> encode(const Reply& r) {
   if (r.error) m.set_error_kind(std::string(to_string(*r.error)));
   m.set_message(r.message);
   for (double c : r.costs) m.add_costs(c);
+  m.set_outputs(r.outputs);
   return to_bytes(m);
 }
 
@@ -119,6 +122,7 @@ Reply decode_reply(const std::vector<uint8_t>& bytes) {
   }
   r.message = m.message();
   r.costs.assign(m.costs().begin(), m.costs().end());
+  r.outputs = m.outputs();
   return r;
 }
 

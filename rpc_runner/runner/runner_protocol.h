@@ -33,6 +33,7 @@ struct Reply {
   std::optional<ErrorKind> error;
   std::string message;
   std::vector<double> costs;  // seconds per run, one per repeat (kMeasure success)
+  std::string outputs;        // with MeasureOptions::return_outputs: the output buffers
 };
 
 std::vector<uint8_t> encode(const Request& request);

@@ -1,8 +1,10 @@
-// A worker's calibration at attach: two fma_peak candidates, then its figures checked.
+// A worker's calibration at attach: two fma_peak candidates, its figures checked, then proved.
 #include "rpc_runner/server/device_calibration.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
+#include <random>
 #include <string>
 
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 #include "rpc_runner/protocol/measure_convert.h"
 #include "rpc_runner/protocol/peer_checks.h"
 #include "rpc_runner/protocol/service_convert.h"
+#include "rpc_runner/server/calibration_proof.h"
 #include "rpc_runner/server/cross_build.h"
 #include "rpc_runner/server/device_pool.h"
 #include "schedule_space/task.h"
@@ -74,32 +77,116 @@ void DeviceCalibration::start(const WorkerInfo& info) {
 
 void DeviceCalibration::send_run(const std::shared_ptr<Runs>& runs, const WorkerInfo& info,
                                  int lanes, int which) {
-  pool_.send_direct(
-      info.worker_id, runs->candidates[which],
-      [this, runs, info, lanes, which](const WorkerInfo&, rpc::CandidateResult r) {
-        std::string why;
-        runs->gflops[which] = gflops_of(r, runs->flop[which], &why);
-        if (!why.empty()) {
-          refuse(info, fmt::format("its calibration on {} failed ({})",
-                                   which == 0 ? "one thread" : "all threads", why));
-          return;
-        }
-        if (which == 0) {
-          send_run(runs, info, lanes, 1);
-          return;
-        }
-        const std::string refusal =
-            check_calibration(runs->gflops[0], runs->gflops[1], info.cores, lanes);
-        if (!refusal.empty()) {
-          refuse(info, refusal);
-          return;
-        }
-        const std::string note = calibration_note(runs->gflops[0], runs->gflops[1], info.cores);
-        spdlog::info("worker {} calibrated: {:.1f} GFLOP/s on one core, {:.1f} on all{}",
-                     info.worker_id, runs->gflops[0], runs->gflops[1],
-                     note.empty() ? "" : " (" + note + ")");
-        pool_.calibrated(info.worker_id, runs->gflops[0], runs->gflops[1], note);
-      });
+  pool_.send_direct(info.worker_id, runs->candidates[which],
+                    [this, runs, info, lanes, which](const WorkerInfo&, rpc::CandidateResult r) {
+                      std::string why;
+                      runs->gflops[which] = gflops_of(r, runs->flop[which], &why);
+                      if (!why.empty()) {
+                        refuse(info, fmt::format("its calibration on {} failed ({})",
+                                                 which == 0 ? "one thread" : "all threads", why));
+                        return;
+                      }
+                      if (which == 0) {
+                        send_run(runs, info, lanes, 1);
+                        return;
+                      }
+                      const std::string refusal =
+                          check_calibration(runs->gflops[0], runs->gflops[1], info.cores, lanes);
+                      if (!refusal.empty()) {
+                        refuse(info, refusal);
+                        return;
+                      }
+                      if (proof_s_ > 0)
+                        prove(runs, info, lanes, 0);
+                      else
+                        conclude(runs, info);
+                    });
+}
+
+void DeviceCalibration::prove(const std::shared_ptr<Runs>& runs, const WorkerInfo& info, int lanes,
+                              int which) {
+  builder_.submit([this, runs, info, lanes, which] {
+    const char* where = which == 0 ? "one thread" : "all threads";
+    ProofShape shape;
+    rpc::Candidate c;
+    try {
+      const codegen::Target target = codegen::Target::parse(info.target);
+      const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
+                                                             target.vector_bits(), info.cores);
+      shape = proof_shape(runs->gflops[which], proof_s_, lanes, which == 0 ? 1 : info.cores);
+      const auto task = schedule_space::Task::create("fma_peak", shape.args(), traits);
+      to_proto(task, c.mutable_task());
+      c.set_config_index(task.fallback_config().index());
+      c.set_config_json(task.fallback_config().to_json_string());
+      tuner::MeasureOptions m = calibration_measure(which == 0 ? 1 : 0);
+      m.return_outputs = true;
+      m.data_seed = std::random_device{}();
+      m.run_timeout_s = proof_s_ * kProofSlack + 30;
+      to_proto(m, c.mutable_measure());
+      // Built here for every worker: the server's clock then times the run, not a compiler.
+      const schedule_space::Instantiated inst = task.instantiate(task.fallback_config());
+      c.set_artifact(cross_build(te::lower(inst.schedule, inst.args, "fma_peak"), target));
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot prove worker {}'s calibration: {}", info.worker_id, e.what());
+      pool_.refuse(info.worker_id, std::string("this server cannot calibrate it: ") + e.what());
+      return;
+    }
+    const uint64_t seed = c.measure().data_seed();
+    const auto start = std::chrono::steady_clock::now();
+    pool_.send_direct(
+        info.worker_id, c,
+        [this, runs, info, lanes, which, where, shape, seed, start](const WorkerInfo&,
+                                                                    rpc::CandidateResult r) {
+          const double wall =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          builder_.submit([this, runs, info, lanes, which, where, shape, seed, wall,
+                           r = std::move(r)] {
+            if (!r.error_kind().empty()) {
+              refuse(info, fmt::format("its calibration proof on {} failed ({}: {})", where,
+                                       r.error_kind(), clean_text(r.error_message(), 200)));
+              return;
+            }
+            const std::string wrong =
+                check_proof(shape, seed, r.outputs(), 4, std::random_device{}());
+            if (!wrong.empty()) {
+              refuse(info, fmt::format("its calibration proof on {}: {}", where, wrong));
+              return;
+            }
+            const double rate = shape.flop() / std::max(wall, 1e-9) / 1e9;
+            if (rate * kProofSlack < runs->gflops[which]) {
+              refuse(info, fmt::format("its calibration runs {:.1f} GFLOP/s on {} by its own "
+                                       "timing; the same work took {:.2f} s here, {:.1f} GFLOP/s",
+                                       runs->gflops[which], where, wall, rate));
+              return;
+            }
+            spdlog::debug("worker {}'s proof on {}: {:.4g} flop in {:.3f} s, {:.1f} GFLOP/s",
+                          info.worker_id, where, shape.flop(), wall, rate);
+            runs->proven[which] = rate;
+            if (which == 0)
+              prove(runs, info, lanes, 1);
+            else
+              conclude(runs, info);
+          });
+        });
+  });
+}
+
+void DeviceCalibration::conclude(const std::shared_ptr<Runs>& runs, const WorkerInfo& info) {
+  // A proof includes the transfer and the runner's start: below the worker's own timing, it
+  // bounds it (a claim is only taken as far as the server saw it run).
+  double core = runs->gflops[0], all = runs->gflops[1];
+  if (proof_s_ > 0) {
+    core = std::min(core, runs->proven[0]);
+    all = std::min(all, runs->proven[1]);
+  }
+  const std::string note = calibration_note(core, all, info.cores);
+  spdlog::info("worker {} calibrated: {:.1f} GFLOP/s on one core, {:.1f} on all{}{}",
+               info.worker_id, core, all,
+               proof_s_ > 0 ? fmt::format(" (proved: {:.1f} and {:.1f} on this server's clock)",
+                                          runs->proven[0], runs->proven[1])
+                            : std::string(" (no proof)"),
+               note.empty() ? "" : " (" + note + ")");
+  pool_.calibrated(info.worker_id, core, all, note);
 }
 
 void DeviceCalibration::refuse(const WorkerInfo& info, const std::string& why) {

@@ -356,7 +356,7 @@ class TuningService final : public rpc::Tuning::CallbackService {
         submissions_(options.max_jobs_per_minute),
         metrics_([this] { return snapshot(); }),
         pool_(options.worker_timeout_s, options.deadline_margin_s, &metrics_),
-        calibration_(pool_),
+        calibration_(pool_, options.calibration_proof_s),
         jobs_(options.db_path, pool_, &metrics_, options.db_retry_s),
         queries_(tuning_db::Database::open(options.db_path,
                                            {.reconnect_for_s = options.db_retry_s,
@@ -643,6 +643,8 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
                 "the worker timeout must exceed the heartbeat interval");
   if (!(options.deadline_margin_s >= 0) || !(options.deadline_margin_s <= 86400))
     throw Error(ErrorKind::kInvalidArgument, "the deadline margin must be 0 to 86400 s");
+  if (!(options.calibration_proof_s >= 0) || !(options.calibration_proof_s <= 60))
+    throw Error(ErrorKind::kInvalidArgument, "the calibration proof must be 0 to 60 s");
   if (options.max_jobs_per_minute < 0)
     throw Error(ErrorKind::kInvalidArgument,
                 "the job submissions a minute must be 0 (no limit) or more");
@@ -656,8 +658,8 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
         "or submit jobs (use --token-file)",
         options.port);
   impl_->host = options.host;
-  // A log this start creates goes again if the start fails below (a metrics port in use): the
-  // user's next try is not handed an empty log and its lock.
+  // A log this start creates goes again if the start fails below (a metrics port or the port in
+  // use): the user's next try is not handed an empty log and its lock.
   const bool new_log = !tuning_db::log_exists(options.db_path);
   // One server per log: a second one would run the same unfinished jobs again.
   impl_->log_lock.emplace(options.db_path);
@@ -666,12 +668,8 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
   auto credentials = server_credentials(security);
   impl_->service = std::make_unique<TuningService>(options, std::move(security));
   // Before the gRPC port: a metrics port in use stops the start with nothing else listening.
-  try {
-    if (options.metrics_port >= 0)
-      impl_->service->metrics().serve(
-          every_interface(options.host) ? "0.0.0.0" : options.host, options.metrics_port,
-          [service = impl_->service.get()] { return service->readiness(); });
-  } catch (const Error&) {
+  const auto abandon = [&] {
+    impl_->server.reset();
     impl_->service.reset();
     impl_->log_lock.reset();
     if (new_log) {
@@ -680,6 +678,14 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
         std::filesystem::remove(options.db_path + suffix, ignored);
       std::filesystem::remove(tuning_db::LogLock::path_of(options.db_path), ignored);
     }
+  };
+  try {
+    if (options.metrics_port >= 0)
+      impl_->service->metrics().serve(
+          every_interface(options.host) ? "0.0.0.0" : options.host, options.metrics_port,
+          [service = impl_->service.get()] { return service->readiness(); });
+  } catch (const Error&) {
+    abandon();
     throw;
   }
   // Both register themselves with every server built after these calls.
@@ -688,6 +694,9 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.host + ":" + std::to_string(options.port), credentials,
                            &impl_->port);
+  // gRPC binds with SO_REUSEPORT by default: a second server on a port in use would start and
+  // the kernel would split the connections between two logs. Refused instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Pings find a worker whose machine vanished without closing its connection.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
@@ -701,9 +710,12 @@ TuningServer::TuningServer(const TuningServerOptions& options) : impl_(std::make
   builder.SetMaxSendMessageSize(options.max_message_mib << 20);
   builder.RegisterService(impl_->service.get());
   impl_->server = builder.BuildAndStart();
-  if (!impl_->server || impl_->port == 0)
-    throw Error(ErrorKind::kIo,
-                "cannot listen on " + options.host + ":" + std::to_string(options.port));
+  if (!impl_->server || impl_->port == 0) {
+    abandon();
+    throw Error(ErrorKind::kIo, "cannot listen on " + options.host + ":" +
+                                    std::to_string(options.port) +
+                                    " (in use by another process, or not an address here)");
+  }
   const size_t resumed = impl_->service->jobs().resume_unfinished();
   spdlog::info("tuning server on {}:{} (log {}, {}, {}); {} unfinished job(s) resumed",
                options.host, impl_->port, tuning_db::sql::shown_location(options.db_path),

@@ -36,6 +36,10 @@ struct TuningServerOptions {
   // Job submissions a client may make a minute (a burst of that many, then one every 60/N s);
   // 0 = no limit. Without client tokens, callers are told apart by their address.
   int max_jobs_per_minute = 60;
+  // Each attaching worker's calibration is proved: its two runs again, this many seconds of work
+  // at the speeds it timed, outputs checked and timed by the server (device_calibration.h). 0 =
+  // no proof, only for simulated devices (a fleet whose timings are scripted).
+  double calibration_proof_s = 1;
 };
 
 // The tuning service. Device workers dial in (Attach, with the worker token) and are sent

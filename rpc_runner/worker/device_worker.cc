@@ -31,6 +31,7 @@ rpc::CandidateResult to_proto(uint64_t id, const tuner::MeasureResult& m) {
   rpc::CandidateResult r;
   r.set_id(id);
   for (double c : m.costs) r.add_costs(c);
+  r.set_outputs(m.outputs);
   if (!m.ok()) {
     r.clear_costs();
     r.set_error_kind(std::string(to_string(m.error.value_or(ErrorKind::kUnknown))));

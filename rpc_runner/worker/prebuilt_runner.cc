@@ -78,6 +78,7 @@ rpc::CandidateResult PrebuiltRunner::run(const rpc::Candidate& c, const std::str
       r.set_error_message(reply.message);
     } else {
       for (double cost : reply.costs) r.add_costs(cost);
+      r.set_outputs(reply.outputs);
     }
     r.set_run_s(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return r;

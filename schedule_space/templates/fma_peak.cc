@@ -21,26 +21,28 @@ Shape shape_of(const WorkloadArgs& a) {
           a.get_int("copies")};
 }
 
-// C[p][r][l] = sum over s < sweeps, k < depth of A[r][l] * B[k][l]: per copy, `rows` independent
-// vector accumulators of `lanes` lanes, each step one vector load of B for `rows` FMAs with A's
-// rows held in registers. B stays in L1 (depth x lanes floats); the sweeps repeat the same
-// products, which no compiler folds (float addition does not reassociate). On a 2-vCPU Intel
-// Xeon guest (AVX-512) one copy runs at 242 GFLOP/s, 99% of a hand-written FMA loop's 245.
+// C[p][r][l] = sum over s < sweeps, k < depth of A[p][r][l] * B[k][l], accumulated in that order
+// from 0: per copy, `rows` independent vector accumulators of `lanes` lanes, each step one vector
+// load of B for `rows` FMAs with A's rows held in registers. B stays in L1 (depth x lanes floats);
+// the sweeps repeat the same products, which no compiler folds (float addition does not
+// reassociate), and each copy has its own A, so that its outputs prove it ran (a server checks
+// some of them, calibration_proof.h). On a 2-vCPU Intel Xeon guest (AVX-512) one copy runs at 242
+// GFLOP/s, 99% of a hand-written FMA loop's 245.
 struct Tensors {
   te::Tensor a, b, c;
 };
 
 Tensors make_tensors(const Shape& sh) {
   Tensors t;
-  t.a = te::placeholder({sh.rows, sh.lanes}, te::Float(32), "A");
+  t.a = te::placeholder({sh.copies, sh.rows, sh.lanes}, te::Float(32), "A");
   t.b = te::placeholder({sh.depth, sh.lanes}, te::Float(32), "B");
   const te::IterVar s = te::reduce_axis({0, sh.sweeps}, "s");
   const te::IterVar k = te::reduce_axis({0, sh.depth}, "k");
   const te::Tensor a = t.a, b = t.b;
   t.c = te::compute(
       {sh.copies, sh.rows, sh.lanes},
-      [&](te::Var, te::Var r, te::Var l) {
-        return te::sum(a(r, l) * b(k, l), {s, k});
+      [&](te::Var p, te::Var r, te::Var l) {
+        return te::sum(a(p, r, l) * b(k, l), {s, k});
       },
       "C");
   return t;
@@ -70,7 +72,7 @@ void register_fma_peak_template(TemplateRegistry& r) {
   TemplateDef d;
   d.name = kName;
   d.doc =
-      "calibration: C[copies,rows,lanes] = sum over sweeps x depth of A[rows,lanes] * "
+      "calibration: C[copies,rows,lanes] = sum over sweeps x depth of A[copies,rows,lanes] * "
       "B[depth,lanes] "
       "(a device's fp32 FMA peak, per core with copies=1 on one thread, on all cores with one copy "
       "per core)";

@@ -47,5 +47,16 @@ TEST(TuneCli, BadNumbersAreOneLineAndNoLog) {
   EXPECT_LT(r.err.size(), 200u) << r.err;
 }
 
+// Words a command does not take are named in the order typed (CLI11 lists them last first), and
+// tune's NAME=VALUE syntax given to a command of workload keys says what it takes instead.
+TEST(TuneCli, UnexpectedArgumentsAreNamedInTheOrderTyped) {
+  testing_cli::expect_one_line_error(ktune("tune-model none.onnx --trails 5", true),
+                                     "arguments not expected here: --trails 5 (see --help)");
+  testing_cli::expect_one_line_error(
+      ktune("db best matmul M=512 N=512 K=512 --db none.db", true),
+      "arguments not expected here: M=512 N=512 K=512 (see --help; a workload key is one quoted "
+      "argument, e.g. 'matmul(M=512,N=512,K=512,layout=nn,dtype=float32)')");
+}
+
 }  // namespace
 }  // namespace ktune

@@ -237,6 +237,36 @@ TEST(Tune, DatabaseCallbackRecordsEveryMeasurementAndResumeReadsThem) {
   std::filesystem::remove_all(dir);
 }
 
+// A re-timed record is resumed at its re-timed median, the figure `ktune best` serves: the log's
+// best of a first run, re-timed 3x slower, is no longer the resumed run's best at its first timing.
+TEST(Tune, ResumeReadsARetimedRecordAtItsRetimedMedian) {
+  Task task = toy_task();
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ktune_tune_retimed_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "log.db").string();
+  RecordContext ctx{{task.target().key, "19.1.7"}, "test-device", "random", "0.1.0"};
+  auto db = tuning_db::Database::open(path);
+  FakeMeasurer measurer;
+  RandomTuner tuner(task.space(), 11);
+  TuneOptions options = options_of(20, 10);
+  options.log = database_callback(db, task, ctx);
+  tune(task, tuner, measurer, options);
+  const auto best = db.best(task.workload_key(), ctx.target);
+  ASSERT_TRUE(best);
+  const double first = best->mean_cost();
+  db.retime(best->id, {3 * first, 3 * first, 3 * first});
+  size_t seen = 0;
+  for (const PastMeasurement& p : load_past_measurements(db, task, ctx.target)) {
+    if (static_cast<int64_t>(p.config.index()) != best->config_index) continue;
+    ++seen;
+    ASSERT_EQ(p.result.costs.size(), 1u);
+    EXPECT_DOUBLE_EQ(p.result.mean_cost(), 3 * first);
+  }
+  EXPECT_EQ(seen, 1u);
+  std::filesystem::remove_all(dir);
+}
+
 // The log (TuneOptions::log) sees each batch before the tuner does: a failing fit loses nothing.
 class RecordingTuner : public RandomTuner {
  public:

@@ -16,15 +16,20 @@
 
 #include "rpc_runner/protocol/ktune.pb.h"
 #include "rpc_runner/protocol/service_convert.h"
+#include "rpc_runner/worker/prebuilt_runner.h"
 #include "rpc_runner/worker/worker_session.h"
+#include "schedule_space/task.h"
 
 namespace ktune::rpc_runner::testing {
 
 // What a crafted worker answers the server's calibration at attach (fma_peak, peer_checks.h):
-// fp32 GFLOP/s on one thread and on all threads (0: the one-thread figure times its cores).
+// fp32 GFLOP/s on one thread and on all threads (0: the one-thread figure times its cores), and
+// how it answers the proofs that follow (calibration_proof.h): by running them (in a real
+// ktune-runner, at this machine's speed), or with forged outputs at once.
 struct FakeCalibration {
   double core_gflops = 20;
   double all_gflops = 0;
+  bool forge_proof = false;
 };
 
 // A crafted worker: it attaches with the worker token, answers the server's calibration runs
@@ -44,8 +49,8 @@ class FakePeer {
         calibration_(calibration),
         cores_(std::max(options.cores, 1)) {
     session_ = std::make_unique<WorkerSession>(
-        options, [this](const std::vector<rpc::Candidate>& batch, const std::string&) {
-          return measure(batch);
+        options, [this](const std::vector<rpc::Candidate>& batch, const std::string& target) {
+          return measure(batch, target);
         });
     self_ = session_.get();
   }
@@ -71,12 +76,13 @@ class FakePeer {
   }
 
  private:
-  std::vector<rpc::CandidateResult> measure(const std::vector<rpc::Candidate>& batch) {
+  std::vector<rpc::CandidateResult> measure(const std::vector<rpc::Candidate>& batch,
+                                            const std::string& target) {
     std::vector<rpc::CandidateResult> out;
     bool silent = false;
     for (const rpc::Candidate& c : batch) {
       if (c.task().template_name() == "fma_peak") {
-        out.push_back(calibrated(c));
+        out.push_back(c.measure().return_outputs() ? proved(c, target) : calibrated(c));
         continue;
       }
       size_t n;
@@ -122,6 +128,21 @@ class FakePeer {
     return r;
   }
 
+  // A calibration proof: run for real (its outputs and time are what the server checks), or forged.
+  rpc::CandidateResult proved(const rpc::Candidate& c, const std::string& target) {
+    if (calibration_.forge_proof) {
+      const schedule_space::Task task = from_proto(c.task());
+      rpc::CandidateResult r = calibrated(c);
+      r.set_outputs(std::string(
+          static_cast<size_t>(task.args().get_int("copies") * task.args().get_int("rows") *
+                              task.args().get_int("lanes") * 4),
+          '\0'));
+      return r;
+    }
+    if (!prover_) prover_ = std::make_unique<PrebuiltRunner>(KTUNE_RUNNER_PATH);
+    return prover_->run(c, target);
+  }
+
   Answer answer_;
   bool rejoin_;
   FakeCalibration calibration_;
@@ -130,6 +151,7 @@ class FakePeer {
   std::vector<uint64_t> configs_;  // guarded by mu_
   bool released_ = false;          // guarded by mu_
   std::atomic<const WorkerSession*> self_{nullptr};
+  std::unique_ptr<PrebuiltRunner> prover_;  // the session's measuring thread only
   std::unique_ptr<WorkerSession> session_;
 };
 

@@ -51,13 +51,14 @@ class HostilePeer : public ::testing::Test {
     client_token_ = tokens.client;
   }
 
-  // Starts `ktune server` with the tokens and this deadline margin; returns false when it does
-  // not listen.
-  bool start_server(const std::string& deadline_margin) {
+  // Starts `ktune server` with the tokens, this deadline margin and calibration proof (seconds);
+  // returns false when it does not listen.
+  bool start_server(const std::string& deadline_margin, const std::string& proof_s = "1") {
     server_ = std::make_unique<Child>(
         std::vector<std::string>{KTUNE_BIN, "server", "--port", "0", "--db", db_, "--token-file",
                                  tokens_, "--heartbeat", "0.5", "--worker-timeout", "5",
-                                 "--deadline-margin", deadline_margin},
+                                 "--deadline-margin", deadline_margin, "--calibration-proof",
+                                 proof_s},
         dir_ / "server.out", dir_ / "server.err");
     address_ = testing_process::wait_for_address(dir_ / "server.out");
     if (address_.empty()) return false;
@@ -287,6 +288,39 @@ TEST_F(HostilePeer, ResultsAreBoundedByTheCalibrationNotByTheDeclaredCores) {
   }
 }
 
+// A worker that declares 32 cores and times its calibration to match (3,200 GFLOP/s on all, 100
+// on one) passes every check of its own figures; the proof, sized to that claim and timed here,
+// takes this 2-core machine over four times longer than claimed: refused, one line naming both
+// figures. One that forges its proof's outputs is refused for them. Neither gets a candidate.
+TEST_F(HostilePeer, AConsistentLiarIsMeasuredNotBelieved) {
+  ASSERT_TRUE(start_server("150", "0.25")) << read_file(dir_ / "server.err");
+  auto never = [](size_t) -> std::optional<rpc::CandidateResult> { return std::nullopt; };
+  WorkerSessionOptions o = peer_options("32 cores, timed to match");
+  o.cores = 32;
+  FakePeer liar(o, never, false, {.core_gflops = 100, .all_gflops = 3200});
+  FakePeer forger(peer_options("forged proof"), never, false,
+                  {.core_gflops = 20, .all_gflops = 0, .forge_proof = true});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return !liar.session().last_refusal().empty() && !forger.session().last_refusal().empty();
+      },
+      60))
+      << read_file(dir_ / "server.err");
+  const std::string lie = liar.session().last_refusal(), forged = forger.session().last_refusal();
+  EXPECT_NE(lie.find("its calibration runs 3200.0 GFLOP/s on all threads by its own timing; the "
+                     "same work took"),
+            std::string::npos)
+      << lie;
+  EXPECT_NE(forged.find("did not run the work it was sent"), std::string::npos) << forged;
+  for (const std::string& r : {lie, forged}) {
+    EXPECT_LT(r.size(), 300u);
+    EXPECT_EQ(r.find('\n'), std::string::npos);
+  }
+  EXPECT_EQ(liar.received() + forger.received(), 0u) << "a refused worker got a job's candidate";
+  // Each may attach again (its session reconnects), never calibrated.
+  for (const DeviceInfo& d : client_->devices()) EXPECT_EQ(d.core_gflops, 0) << d.description;
+}
+
 // A worker whose calibration is honest but whose timings flatter (35 GFLOP/s where an honest
 // worker of its key times 10, under its calibrated ceiling): alone, nothing contradicts it and its
 // records lead. Its re-timing of an honest record never becomes that record's figure. Once an
@@ -444,7 +478,8 @@ TEST_F(HostilePeer, OneWorkersUnsupportedGoesToAnotherWorkerOfTheKey) {
 // instantiated against its own target (the board's spaces once lost the configs with
 // parallel = 1: a foreign target read without its device's cores); so does `report --server`.
 TEST_F(HostilePeer, AMultiTargetServerLogRoundTripsThroughExportAndImport) {
-  ASSERT_TRUE(start_server("150")) << read_file(dir_ / "server.err");
+  // No calibration proof: the crafted AArch64 board below cannot run its proof's kernel here.
+  ASSERT_TRUE(start_server("150", "0")) << read_file(dir_ / "server.err");
   Child honest({KTUNE_BIN, "worker", "--server", address_, "--key", "cpu", "--slots", "1",
                 "--runner", KTUNE_RUNNER_PATH, "--token-file", worker_token_},
                dir_ / "honest.out", dir_ / "honest.err");

@@ -113,11 +113,16 @@ const std::map<std::string, std::function<void(JobSpec&)>>& client_jobs() {
 }
 
 // The calibration each calibration case answers (GFLOP/s on one core, on all), with one core
-// declared: a core faster than any core of the target, all cores faster than the cores declared.
+// declared: a core faster than any core of the target, all cores faster than the cores declared;
+// its proof forged (zeros at once); and a consistent liar, which declares 32 cores (kLiarCores),
+// times itself to match and then runs its proof for real, at this machine's speed.
+constexpr int kLiarCores = 32;
 const std::map<std::string, testing::FakeCalibration>& calibrations() {
   static const std::map<std::string, testing::FakeCalibration> cases = {
       {"calibration-too-fast", {1e6, 1e6}},
       {"calibration-beyond-its-cores", {20, 2000}},
+      {"calibration-forged-proof", {20, 0, true}},
+      {"calibration-consistent-liar", {100, 100 * kLiarCores}},
   };
   return cases;
 }
@@ -167,6 +172,7 @@ int run(int argc, char** argv) {
     calibration = calibrations().at(name);
   else
     throw Error(ErrorKind::kInvalidArgument, "unknown case '" + name + "'");
+  if (name == "calibration-consistent-liar") o.cores = kLiarCores;
   if (const int delay_ms = flags.count("--delay-ms") ? std::stoi(flags["--delay-ms"]) : 0;
       delay_ms > 0)
     answer = [answer, delay_ms](size_t n) {
@@ -194,7 +200,8 @@ int run(int argc, char** argv) {
   std::fflush(stdout);
   if (hellos().count(name)) return 0;
   if (calibrations().count(name)) {
-    const auto calibrated = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    // The liar's proof runs for real: 3.2 TFLOP at this machine's speed.
+    const auto calibrated = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (peer.session().last_refusal().empty() && std::chrono::steady_clock::now() < calibrated)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (!peer.session().last_refusal().empty())

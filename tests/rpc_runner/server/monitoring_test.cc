@@ -246,6 +246,14 @@ TEST(Monitoring, MetricsHealthReflectionAndStatusOfARunningServer) {
           ": Address already in use");
   EXPECT_FALSE(std::filesystem::exists(dir.file("other.db")));
   EXPECT_FALSE(std::filesystem::exists(dir.file("other.db") + ".lock"));
+  // Its gRPC port in use, by a server of another log: refused the same way (gRPC's default
+  // SO_REUSEPORT once let both listen, the connections split between two logs).
+  const std::string port = address.substr(address.rfind(':') + 1);
+  testing_cli::expect_one_line_error(
+      testing_cli::ktune("server --port " + port + " --db " + dir.file("third.db"), true),
+      "cannot listen on 127.0.0.1:" + port + " (in use by another process");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("third.db")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("third.db") + ".lock"));
 }
 
 }  // namespace

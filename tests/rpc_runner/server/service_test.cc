@@ -161,8 +161,8 @@ TEST(Service, TheServerBuildsForADeviceThatCannot) {
   EXPECT_EQ(matmul_retimed % 3, 0u) << matmul_retimed;
   EXPECT_GE(matmul_retimed, passes * 5 * 3) << matmul_retimed;
   EXPECT_LE(matmul_retimed, passes * 6 * 3) << matmul_retimed;
-  // And its calibration's two runs at attach, built here too.
-  EXPECT_EQ(worker.prebuilt(), 2u + 16 + 1 + 16 + matmul_retimed + 4 * 3);
+  // And its calibration's two runs at attach and their two proofs, built here too.
+  EXPECT_EQ(worker.prebuilt(), 4u + 16 + 1 + 16 + matmul_retimed + 4 * 3);
 }
 
 TEST(Service, TwoJobsShareTwoWorkersAndBothProgress) {
@@ -389,10 +389,13 @@ TEST(Service, ExportChunksAreBoundedByBytesWhateverTheRecordSizes) {
 }
 
 // A worker that answers every candidate with an impossible time (after a plausible calibration,
-// 20 GFLOP/s): its results must not reach the log as measurements.
+// 20 GFLOP/s, which this raw stream scripts: no proof asked): its results must not reach the log
+// as measurements.
 TEST(Service, ImplausibleResultsAreRefused) {
   TempDir dir;
-  TuningServer server(server_options(dir));
+  TuningServerOptions options = server_options(dir);
+  options.calibration_proof_s = 0;
+  TuningServer server(options);
   ServiceClient client(client_options(server));
   const uint64_t id = client.submit(matmul_job("liar", 8)).id;
   auto stub = rpc::Tuning::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()),
