@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -39,6 +40,26 @@ double gflops_of(const rpc::CandidateResult& r, double flop, std::string* why) {
   return flop / *std::min_element(r.costs().begin(), r.costs().end()) / 1e9;
 }
 
+// An fma_peak candidate of `args` for worker `info`, timed with `measure`; built here when
+// `build_here` (a worker that cannot build, or a proof). Returns its flop.
+double fma_peak_candidate(const WorkerInfo& info, const std::map<std::string, std::string>& args,
+                          const tuner::MeasureOptions& measure, bool build_here,
+                          rpc::Candidate& c) {
+  const codegen::Target target = codegen::Target::parse(info.target);
+  const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
+                                                         target.vector_bits(), info.cores);
+  const auto task = schedule_space::Task::create("fma_peak", args, traits);
+  to_proto(task, c.mutable_task());
+  c.set_config_index(task.fallback_config().index());
+  c.set_config_json(task.fallback_config().to_json_string());
+  to_proto(measure, c.mutable_measure());
+  if (build_here) {
+    const schedule_space::Instantiated inst = task.instantiate(task.fallback_config());
+    c.set_artifact(cross_build(te::lower(inst.schedule, inst.args, "fma_peak"), target));
+  }
+  return task.flop();
+}
+
 }  // namespace
 
 void DeviceCalibration::start(const WorkerInfo& info) {
@@ -52,21 +73,10 @@ void DeviceCalibration::start(const WorkerInfo& info) {
       // The two runs, one thread then all: built here first, sent one after the other (run side
       // by side on a worker of several slots, each would take the other's cores).
       auto runs = std::make_shared<Runs>();
-      for (int which = 0; which < 2; ++which) {
-        const int copies = which == 0 ? 1 : info.cores;
-        const auto task =
-            schedule_space::Task::create("fma_peak", calibration_args(lanes, copies), traits);
-        rpc::Candidate& c = runs->candidates[which];
-        to_proto(task, c.mutable_task());
-        c.set_config_index(task.fallback_config().index());
-        c.set_config_json(task.fallback_config().to_json_string());
-        to_proto(calibration_measure(which == 0 ? 1 : 0), c.mutable_measure());
-        if (!info.can_build) {
-          const schedule_space::Instantiated inst = task.instantiate(task.fallback_config());
-          c.set_artifact(cross_build(te::lower(inst.schedule, inst.args, "fma_peak"), target));
-        }
-        runs->flop[which] = task.flop();
-      }
+      for (int which = 0; which < 2; ++which)
+        runs->flop[which] = fma_peak_candidate(
+            info, calibration_args(lanes, which == 0 ? 1 : info.cores),
+            calibration_measure(which == 0 ? 1 : 0), !info.can_build, runs->candidates[which]);
       send_run(runs, info, lanes, 0);
     } catch (const std::exception& e) {
       spdlog::warn("cannot calibrate worker {}: {}", id, e.what());
@@ -110,22 +120,13 @@ void DeviceCalibration::prove(const std::shared_ptr<Runs>& runs, const WorkerInf
     ProofShape shape;
     rpc::Candidate c;
     try {
-      const codegen::Target target = codegen::Target::parse(info.target);
-      const auto traits = schedule_space::make_target_traits(target.str(), target.triple(),
-                                                             target.vector_bits(), info.cores);
       shape = proof_shape(runs->gflops[which], proof_s_, lanes, which == 0 ? 1 : info.cores);
-      const auto task = schedule_space::Task::create("fma_peak", shape.args(), traits);
-      to_proto(task, c.mutable_task());
-      c.set_config_index(task.fallback_config().index());
-      c.set_config_json(task.fallback_config().to_json_string());
       tuner::MeasureOptions m = calibration_measure(which == 0 ? 1 : 0);
       m.return_outputs = true;
       m.data_seed = std::random_device{}();
       m.run_timeout_s = proof_s_ * kProofSlack + 30;
-      to_proto(m, c.mutable_measure());
       // Built here for every worker: the server's clock then times the run, not a compiler.
-      const schedule_space::Instantiated inst = task.instantiate(task.fallback_config());
-      c.set_artifact(cross_build(te::lower(inst.schedule, inst.args, "fma_peak"), target));
+      fma_peak_candidate(info, shape.args(), m, true, c);
     } catch (const std::exception& e) {
       spdlog::warn("cannot prove worker {}'s calibration: {}", info.worker_id, e.what());
       pool_.refuse(info.worker_id, std::string("this server cannot calibrate it: ") + e.what());

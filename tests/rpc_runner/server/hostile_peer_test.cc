@@ -290,7 +290,7 @@ TEST_F(HostilePeer, ResultsAreBoundedByTheCalibrationNotByTheDeclaredCores) {
 
 // A worker that declares 32 cores and times its calibration to match (3,200 GFLOP/s on all, 100
 // on one) passes every check of its own figures; the proof, sized to that claim and timed here,
-// takes this 2-core machine over four times longer than claimed: refused, one line naming both
+// takes a 2-core machine over four times longer than claimed: refused, one line naming both
 // figures. One that forges its proof's outputs is refused for them. Neither gets a candidate.
 TEST_F(HostilePeer, AConsistentLiarIsMeasuredNotBelieved) {
   ASSERT_TRUE(start_server("150", "0.25")) << read_file(dir_ / "server.err");
