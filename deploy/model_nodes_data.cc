@@ -178,22 +178,10 @@ GeneratedStep describe_resize(const frontend::Graph& g, const frontend::Node& n,
   } catch (const Error& e) {
     throw unsupported(n, e.what());
   }
-  std::vector<float> scales(p.scales.begin(), p.scales.end());
-  if (scales.empty()) {
-    if (p.sizes.size() != 4) throw unsupported(n, "sizes of another rank");
-    for (size_t d = 0; d < 4; ++d)
-      scales.push_back(static_cast<float>(p.sizes[d]) / static_cast<float>(in[d]));
-  }
-  if (scales.size() != 4) throw unsupported(n, "scales of another rank");
-  const std::string& mode = p.mode;
-  const std::string& coordinates = p.coordinates;
-  const std::string& nearest = p.nearest;
   std::vector<float> tables[2];
   try {
-    for (int a = 0; a < 2; ++a)
-      tables[a] =
-          resize_table(resize_axis(in[static_cast<size_t>(2 + a)], out[static_cast<size_t>(2 + a)],
-                                   scales[static_cast<size_t>(2 + a)], mode, coordinates, nearest));
+    const auto axes = frontend::resize_spatial_axes(p, in, out);
+    for (int a = 0; a < 2; ++a) tables[a] = resize_table(axes[static_cast<size_t>(a)]);
   } catch (const Error& e) {
     throw unsupported(n, e.what());
   }
@@ -205,7 +193,7 @@ GeneratedStep describe_resize(const frontend::Graph& g, const frontend::Node& n,
        StepOperand{n.name + "@w_table", true, {4, ow}, tables[1]}},
       n.outputs.at(0),
       {}};
-  s.kernel = [in, oh, ow, linear = mode == "linear"](const std::string& symbol) {
+  s.kernel = [in, oh, ow, linear = p.mode == "linear"](const std::string& symbol) {
     return resize(symbol, in, oh, ow, linear);
   };
   return s;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/op_params.h"
 #include "te/ir.h"
 
 namespace ktune::deploy {
@@ -162,27 +163,14 @@ te::LoweredFunc pad(const std::string& name, const std::vector<int64_t>& in,
                     const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
                     const std::string& mode, float value);
 
-// How Resize reads one axis: for each output index, the two input indices and their weights
-// (linear; nearest reads index0 with weight 1), computed as ONNX Runtime does in float32.
-struct ResizeAxis {
-  std::vector<int64_t> index0, index1;
-  std::vector<float> weight0, weight1;
-};
-// The axis of extent `in` resized to `out` at `scale` (ONNX's scale: out / in when sizes are
-// given): mode "nearest" or "linear"; coordinate_transformation_mode half_pixel, asymmetric,
-// align_corners, pytorch_half_pixel or tf_half_pixel_for_nn; nearest_mode round_prefer_floor,
-// round_prefer_ceil, floor, ceil, or "simple" (opset 10: ceil when downsampling, else truncation).
-// Throws Error(kUnsupported) for another mode.
-ResizeAxis resize_axis(int64_t in, int64_t out, float scale, const std::string& mode,
-                       const std::string& coordinates, const std::string& nearest_mode);
 // Resize of NCHW `in` to [N, C, oh, ow]: nearest reads x(n, c, h0[y], w0[x]); linear weighs the
 // four neighbours. Arguments x, h_table [4, oh], w_table [4, ow] (rows index0, index1, weight0,
 // weight1 as float32, resize_table), out.
 te::LoweredFunc resize(const std::string& name, const std::vector<int64_t>& in, int64_t oh,
                        int64_t ow, bool linear);
-// A ResizeAxis as resize's table argument: [4, out] float32, rows index0, index1, weight0,
-// weight1.
-std::vector<float> resize_table(const ResizeAxis& axis);
+// A frontend::ResizeAxis as resize's table argument: [4, out] float32, rows index0, index1,
+// weight0, weight1.
+std::vector<float> resize_table(const frontend::ResizeAxis& axis);
 
 // The shape a and b broadcast to (numpy rules), or nullopt when they do not.
 std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t>& a,

@@ -2,6 +2,7 @@
 // packed with the fused BatchNormalization and bias folded in, its arguments bound to tensors.
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "deploy/model_ops.h"
 #include "deploy/model_planner.h"
@@ -30,8 +31,14 @@ Planner::Affine Planner::fused_affine(const frontend::Node& anchor,
   }
   std::string chain = anchor.outputs.at(0);
   bool activation = false;  // the activation's nodes (an Add inside gelu_erf) add nothing here
+  std::map<std::string, std::string> upsampled;  // a fused Resize's output -> its input
   for (size_t j : fused) {
     const frontend::Node& f = g_.nodes[j];
+    // The Resize of an upsampled residual (EpilogueFuser): the kernel reads its input.
+    if (!activation && (f.op == "Resize" || f.op == "Upsample")) {
+      upsampled[f.outputs.at(0)] = f.inputs.at(0);
+      continue;
+    }
     activation = activation || (f.op != "BatchNormalization" && f.op != "Add" && f.op != "Max");
     if (!activation && f.op == "BatchNormalization") {
       const auto& gamma = constant(f, f.inputs.at(1)).f32;
@@ -61,7 +68,8 @@ Planner::Affine Planner::fused_affine(const frontend::Node& anchor,
         for (size_t k = 0; k < a.shift.size(); ++k) a.shift[k] += c.f32[one ? 0 : k];
         a.shifted = true;
       } else {
-        a.residual = other;
+        const auto up = upsampled.find(other);
+        a.residual = up == upsampled.end() ? other : up->second;
       }
     }
     // Activations are the template's epilogue; the chain continues through each fused node.

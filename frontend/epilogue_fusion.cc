@@ -315,7 +315,37 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::activation(
   return gated(tensor);
 }
 
-FusedEpilogue EpilogueFuser::fuse(size_t anchor, bool has_bias, AnchorKind kind) {
+std::optional<int64_t> EpilogueFuser::nearest_upsample(const std::string& tensor,
+                                                       size_t join) const {
+  const auto p = producer_.find(tensor);
+  if (p == producer_.end() || fused_[p->second] || single_consumer(tensor) != join)
+    return std::nullopt;
+  const Node& n = g_.nodes[p->second];
+  if (!n.domain.empty() || (n.op != "Resize" && n.op != "Upsample")) return std::nullopt;
+  const auto in = g_.shape(n.inputs.at(0)), out = g_.shape(tensor);
+  if (!in || !out || in->size() != 4 || out->size() != 4 || (*in)[0] != (*out)[0] ||
+      (*in)[1] != (*out)[1] || (*in)[2] < 1)
+    return std::nullopt;
+  const int64_t f = (*out)[2] / (*in)[2];
+  if (f < 2 || f > 16 || (*out)[2] != (*in)[2] * f || (*out)[3] != (*in)[3] * f)
+    return std::nullopt;
+  // Which input index each output index reads follows from the mode, the coordinate transform
+  // and the rounding together (half_pixel with round_prefer_floor is y / 2 at f = 2, not at 3):
+  // compare the indices themselves.
+  try {
+    const ResizeParams r = read_resize(g_, n, lookup_in(g_));
+    if (r.mode != "nearest") return std::nullopt;
+    for (const ResizeAxis& axis : resize_spatial_axes(r, *in, *out))
+      for (size_t y = 0; y < axis.index0.size(); ++y)
+        if (axis.index0[y] != static_cast<int64_t>(y) / f) return std::nullopt;
+  } catch (const Error&) {
+    return std::nullopt;  // a form the model build refuses with its own error
+  }
+  return f;
+}
+
+FusedEpilogue EpilogueFuser::fuse(size_t anchor, bool has_bias, AnchorKind kind,
+                                  bool upsampled_residual) {
   FusedEpilogue f;
   bool bias = has_bias;
   std::string residual;  // "", or the step that joins it: add or max
@@ -362,6 +392,14 @@ FusedEpilogue EpilogueFuser::fuse(size_t anchor, bool has_bias, AnchorKind kind)
     if (!constant(other) && !depends_on(other, anchor) && g_.shape(other) &&
         g_.shape(other) == g_.shape(cur)) {
       residual = join.op == "Add" ? "add" : "max";
+      const auto upsample =
+          upsampled_residual && join.op == "Add" ? nearest_upsample(other, *next) : std::nullopt;
+      if (upsample) {
+        const size_t resize = producer_.at(other);
+        fused_[resize] = true;
+        f.nodes.push_back(resize);
+        f.residual_upsample = *upsample;
+      }
       take(*next);
     }
   }

@@ -23,6 +23,10 @@ struct FusedEpilogue {
   // bounds only), leaky_alpha, hardsigmoid_alpha, hardsigmoid_beta.
   std::map<std::string, std::string> args;
   std::vector<size_t> nodes;  // the fused nodes, in the order they follow the anchor
+  // The residual's nearest upsampling factor (1: none). Above 1 the residual Add reads a Resize
+  // that `nodes` lists just before the Add; the kernel reads that Resize's input in its place
+  // (conv2d_nchwc's residual_upsample).
+  int64_t residual_upsample = 1;
 };
 
 // The kind of anchor, which says where a per-channel bias lies in its output.
@@ -46,9 +50,11 @@ class EpilogueFuser {
   // x * HardSigmoid(x) with ONNX's HardSwish constants, x * Sigmoid(x) (silu), 0.5 x (1 + Erf(x /
   // sqrt(2))) in the five nodes exporters write (gelu_erf), 0.5 x (1 + tanh(sqrt(2 / pi) (x +
   // 0.044715 x^3))) in the nine or ten they write (gelu). Each matched node must be the only
-  // reader of the tensor before it (x and Sigmoid(x) both read x in silu). Marks the matched nodes
-  // fused.
-  FusedEpilogue fuse(size_t anchor, bool has_bias, AnchorKind kind);
+  // reader of the tensor before it (x and Sigmoid(x) both read x in silu). With
+  // `upsampled_residual` (the anchor's template reads a residual upsampled), an added residual
+  // that a nearest Resize by an integer factor computes for this Add alone takes that Resize too
+  // (an FPN's top-down map added to its lateral conv). Marks the matched nodes fused.
+  FusedEpilogue fuse(size_t anchor, bool has_bias, AnchorKind kind, bool upsampled_residual);
 
   bool fused(size_t node) const { return fused_[node]; }
   // Keeps `node` out of every epilogue (it belongs to another group, e.g. a LayerNorm); fused()
@@ -72,6 +78,9 @@ class EpilogueFuser {
   // extent there (a per-channel bias).
   bool per_channel(const std::string& tensor, const std::vector<int64_t>& out, size_t axis) const;
   std::optional<Activation> activation(const std::string& tensor) const;
+  // The factor f of a nearest Resize (or Upsample) computing `tensor` for node `join` alone: both
+  // spatial axes f times longer, output index y reading input index y / f; else nullopt.
+  std::optional<int64_t> nearest_upsample(const std::string& tensor, size_t join) const;
   std::optional<Activation> clip(size_t node) const;
   // x * f(x) where f is the node reading `tensor` besides the Mul (silu, hardswish).
   std::optional<Activation> gated(const std::string& tensor) const;

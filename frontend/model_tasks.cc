@@ -106,6 +106,13 @@ ModelTasks TaskExtractor::run() {
     ++u.count;
     u.layers.push_back(layer);
   };
+  // Every anchor first, in graph order: an epilogue may take a node the graph lists before its
+  // anchor (the Resize of an upsampled residual), which then is no kernel of its own.
+  std::map<size_t, Mapped> mapped_at;
+  for (size_t i = 0; i < g_.nodes.size(); ++i)
+    if (!in_layer_norm_.count(i) && !scaled_softmax_at_.count(i) && !generated_at_.count(i) &&
+        !fuser_.fused(i))
+      mapped_at.emplace(i, map_anchor(i));
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     if (auto ln = in_layer_norm_.find(i); ln != in_layer_norm_.end()) {
       const LayerNormGroup& group = layer_norms_[ln->second];
@@ -127,7 +134,7 @@ ModelTasks TaskExtractor::run() {
       continue;
     }
     if (fuser_.fused(i)) continue;
-    std::variant<Candidate, NotMapped, std::monostate> mapped = map_anchor(i);
+    const Mapped mapped = std::move(mapped_at.at(i));
     if (std::holds_alternative<std::monostate>(mapped)) {
       add_unsupported(node.op, node.name, reason_without_template(node.op),
                       generated_kernel(node, g_));
@@ -200,6 +207,8 @@ ModelTask TaskExtractor::make_task(const Candidate& c) const {
   t.epilogue = c.epilogue.steps;
   if (!t.epilogue.empty()) t.args["epilogue"] = t.epilogue;
   for (const auto& [k, v] : c.epilogue.args) t.args[k] = v;
+  if (c.epilogue.residual_upsample != 1)
+    t.args["residual_upsample"] = std::to_string(c.epilogue.residual_upsample);
   t.flop = c.flop;
   t.note = c.note;
   t.substitute = c.substitute;
@@ -241,6 +250,7 @@ void resolve(ModelTask& t, const schedule_space::TargetTraits& target) {
   };
   Args bare = t.args;
   bare.erase("epilogue");
+  bare.erase("residual_upsample");
   for (const std::string& k : schedule_space::templates::activation_arg_names()) bare.erase(k);
   if ((t.tunable = attempt(t.template_name, t.args))) {
     t.status = TaskStatus::kOk;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -191,6 +192,92 @@ ResizeParams read_resize(const Graph& g, const Node& n, const ConstantLookup& co
   p.coordinates = v11 ? n.text_or("coordinate_transformation_mode", "half_pixel") : "asymmetric";
   p.nearest = v11 ? n.text_or("nearest_mode", "round_prefer_floor") : "simple";
   return p;
+}
+
+ResizeAxis resize_axis(int64_t in, int64_t out, float scale, const std::string& mode,
+                       const std::string& coordinates, const std::string& nearest_mode) {
+  if (mode != "nearest" && mode != "linear")
+    throw Error(ErrorKind::kUnsupported, "resize: mode '" + mode + "' is not built");
+  // The input coordinate of output index y, in ONNX Runtime's float32 arithmetic.
+  std::function<float(float)> original;
+  const float length_in = static_cast<float>(in), length_out = static_cast<float>(out);
+  if (coordinates == "half_pixel") {
+    original = [scale](float y) { return ((y + 0.5f) / scale) - 0.5f; };
+  } else if (coordinates == "asymmetric") {
+    original = [scale](float y) { return y / scale; };
+  } else if (coordinates == "pytorch_half_pixel") {
+    original = [scale, length_out](float y) {
+      return length_out > 1 ? (y + 0.5f) / scale - 0.5f : 0.0f;
+    };
+  } else if (coordinates == "align_corners") {
+    original = [length_in, length_out](float y) {
+      return length_out == 1 ? 0.0f : y * (length_in - 1) / (length_out - 1);
+    };
+  } else if (coordinates == "tf_half_pixel_for_nn") {
+    original = [scale](float y) { return (y + 0.5f) / scale; };
+  } else {
+    throw Error(ErrorKind::kUnsupported,
+                "resize: coordinate_transformation_mode '" + coordinates + "' is not built");
+  }
+  std::function<int64_t(float)> nearest;
+  if (nearest_mode == "round_prefer_floor") {
+    nearest = [](float x) {
+      if (x == static_cast<float>(static_cast<int64_t>(x)) + 0.5f)
+        return static_cast<int64_t>(std::floor(x));
+      return static_cast<int64_t>(std::round(x));
+    };
+  } else if (nearest_mode == "round_prefer_ceil") {
+    nearest = [](float x) { return static_cast<int64_t>(std::round(x)); };
+  } else if (nearest_mode == "floor") {
+    nearest = [](float x) { return static_cast<int64_t>(std::floor(x)); };
+  } else if (nearest_mode == "ceil") {
+    nearest = [](float x) { return static_cast<int64_t>(std::ceil(x)); };
+  } else if (nearest_mode == "simple") {
+    nearest = [down = scale < 1](float x) {
+      return down ? static_cast<int64_t>(std::ceil(x)) : static_cast<int64_t>(x);
+    };
+  } else {
+    throw Error(ErrorKind::kUnsupported,
+                "resize: nearest_mode '" + nearest_mode + "' is not built");
+  }
+  ResizeAxis r;
+  for (int64_t y = 0; y < out; ++y) {
+    const float x = original(static_cast<float>(y));
+    if (mode == "nearest") {
+      const int64_t i = std::clamp<int64_t>(nearest(x), 0, in - 1);
+      r.index0.push_back(i);
+      r.index1.push_back(i);
+      r.weight0.push_back(1.0f);
+      r.weight1.push_back(0.0f);
+      continue;
+    }
+    // Linear: the coordinate clamped into the input, its two neighbours weighted by distance;
+    // one neighbour at the last index weighs half twice.
+    const float c = std::max(0.0f, std::min(x, static_cast<float>(in - 1)));
+    const int64_t i0 = std::min(static_cast<int64_t>(c), in - 1);
+    const int64_t i1 = std::min(i0 + 1, in - 1);
+    float d0 = std::fabs(c - static_cast<float>(i0)), d1 = std::fabs(c - static_cast<float>(i1));
+    if (i0 == i1) d0 = d1 = 0.5f;
+    r.index0.push_back(i0);
+    r.index1.push_back(i1);
+    r.weight0.push_back(d1);  // the nearer index0 is, the more it weighs
+    r.weight1.push_back(d0);
+  }
+  return r;
+}
+
+std::array<ResizeAxis, 2> resize_spatial_axes(const ResizeParams& p, const std::vector<int64_t>& in,
+                                              const std::vector<int64_t>& out) {
+  std::vector<float> scales(p.scales.begin(), p.scales.end());
+  if (scales.empty()) {
+    if (p.sizes.size() != 4 || in.size() != 4) throw unsupported("sizes of another rank");
+    for (size_t d = 0; d < 4; ++d)
+      scales.push_back(static_cast<float>(p.sizes[d]) / static_cast<float>(in[d]));
+  }
+  if (scales.size() != 4 || in.size() != 4 || out.size() != 4)
+    throw unsupported("scales of another rank");
+  return {resize_axis(in[2], out[2], scales[2], p.mode, p.coordinates, p.nearest),
+          resize_axis(in[3], out[3], scales[3], p.mode, p.coordinates, p.nearest)};
 }
 
 SoftmaxAxis read_softmax_axis(const Graph& g, const Node& n) {

@@ -1,9 +1,11 @@
 // Defines the readers of the operator parameters ONNX moved from attributes to inputs across
 // opsets (Clip 11, Slice 10, Pad 11, Squeeze/Unsqueeze/ReduceSum 13, the other reductions 18,
 // Resize 10 and 11, Softmax's axis 13): one reader per operator, for every form it has from opset
-// 9 on, used by the graph passes, the epilogue fuser, constant folding and a model build alike.
+// 9 on, used by the graph passes, the epilogue fuser, constant folding and a model build alike;
+// and how Resize reads its axes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -78,6 +80,25 @@ struct ResizeParams {
   std::string nearest;      // nearest_mode
 };
 ResizeParams read_resize(const Graph& g, const Node& n, const ConstantLookup& constants);
+
+// How Resize reads one axis: for each output index, the two input indices and their weights
+// (linear; nearest reads index0 with weight 1), computed as ONNX Runtime does in float32.
+struct ResizeAxis {
+  std::vector<int64_t> index0, index1;
+  std::vector<float> weight0, weight1;
+};
+// The axis of extent `in` resized to `out` at `scale` (ONNX's scale: out / in when sizes are
+// given): mode "nearest" or "linear"; coordinate_transformation_mode half_pixel, asymmetric,
+// align_corners, pytorch_half_pixel or tf_half_pixel_for_nn; nearest_mode round_prefer_floor,
+// round_prefer_ceil, floor, ceil, or "simple" (opset 10: ceil when downsampling, else truncation).
+// Throws Error(kUnsupported) for another mode.
+ResizeAxis resize_axis(int64_t in, int64_t out, float scale, const std::string& mode,
+                       const std::string& coordinates, const std::string& nearest_mode);
+// The two spatial axes of a 4-D Resize of `in` to `out` (its scales, else out / in where it gives
+// sizes), as resize_axis reads them. Throws Error(kUnsupported) for scales or sizes of another
+// rank, and what resize_axis throws.
+std::array<ResizeAxis, 2> resize_spatial_axes(const ResizeParams& p, const std::vector<int64_t>& in,
+                                              const std::vector<int64_t>& out);
 
 // Softmax and LogSoftmax: from opset 13 one axis (default the last); before, the input flattened
 // to 2-D at `axis` (default 1), normalized over its second dimension.

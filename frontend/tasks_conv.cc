@@ -143,7 +143,10 @@ Mapped TaskExtractor::map_conv(size_t i, const QuantizedOp* q) {
     if (stride_per_axis) c.args["stride_w"] = i2s(strides[1]);
     c.flop = 2.0 * N * C * OH * OW * R * S;
   }
-  if (!q) c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kConv);
+  // An upsampled residual only where conv2d_nchwc is the one algorithm (its Winograd
+  // alternatives read the residual like the output).
+  const bool upsampled_residual = group == 1 && c.alternatives.empty();
+  if (!q) c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kConv, upsampled_residual);
   note_not_int8(i, c);
   return c;
 }
@@ -154,7 +157,7 @@ NotMapped TaskExtractor::generated_conv(size_t i, const std::vector<int64_t>& pa
                                         const std::string& reason) {
   const Node& n = g_.nodes[i];
   const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
-  GeneratedConv c{i, fuser_.fuse(i, has_bias, AnchorKind::kConv), pads};
+  GeneratedConv c{i, fuser_.fuse(i, has_bias, AnchorKind::kConv, false), pads};
   std::string layer = n.name;
   for (size_t f : c.epilogue.nodes) layer += "+" + g_.nodes[f].name;
   generated_convs_.push_back(std::move(c));

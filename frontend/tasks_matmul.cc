@@ -124,7 +124,7 @@ Mapped TaskExtractor::map_gemm(size_t i) {
     }
     c.flop = 2.0 * batch * M * N * K;
   }
-  c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kGemm);
+  c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kGemm, false);
   // Gemm + bias + Relu with B as [N, K] is exactly what dense_bias_relu computes.
   if (c.template_name == "matmul" && c.args["layout"] == "nt" && c.epilogue.steps == "bias_relu") {
     c.template_name = "dense_bias_relu";

@@ -19,6 +19,10 @@ constexpr const char* kName = "conv2d_nchwc";
 struct Shape : Window {
   int64_t k, icb, ocb;
   Epilogue epilogue;  // what follows the convolution in the same tile loop
+  // The residual's nearest upsampling: it is [N][ceil(K/ocb)][ceil(OH/f)][ceil(OW/f)][ocb], read at
+  // (y / f, x / f). An FPN adds its upsampled top-down map to a 1x1 lateral conv: read in place,
+  // the upsampled map is never written (frontend's EpilogueFuser takes the Resize).
+  int64_t residual_upsample = 1;
   // Blocks, the last one partly padding when the channels are not a block multiple.
   int64_t cblocks() const { return ceil_div(c, icb); }
   int64_t kblocks() const { return ceil_div(k, ocb); }
@@ -35,6 +39,10 @@ Shape shape_of(const WorkloadArgs& a) {
   if (s.icb == 0) s.icb = auto_channel_block(s.c);
   if (s.ocb == 0) s.ocb = auto_channel_block(s.k);
   s.epilogue = epilogue_of(a);
+  s.residual_upsample = a.get_int("residual_upsample");
+  if (s.residual_upsample != 1 && !s.epilogue.residual)
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string(kName) + ": residual_upsample needs an epilogue with a residual");
   return s;
 }
 
@@ -52,7 +60,8 @@ struct Tensors {
 };
 
 // I[N][ceil(C/icb)][H][W][icb], W[ceil(K/ocb)][ceil(C/icb)][R][S][icb][ocb],
-// bias[ceil(K/ocb)][ocb], residual and O [N][ceil(K/ocb)][OH][OW][ocb]. Channel c sits in block
+// bias[ceil(K/ocb)][ocb], residual and O [N][ceil(K/ocb)][OH][OW][ocb] (the residual smaller by
+// residual_upsample, see Shape). Channel c sits in block
 // c / icb, lane c % icb. Lanes past the channel count (the last block's padding) of I, W and bias
 // are never used: the reduction runs over exactly C input channels, and output lanes past K are
 // written as zeros (so O is a valid zero-padded input of a next layer with ic_block = oc_block).
@@ -64,7 +73,10 @@ Tensors make_tensors(const WorkloadArgs& a) {
   t.in = te::placeholder({sh.n, sh.cblocks(), sh.h, sh.w, sh.icb}, dt, "I");
   t.weight = te::placeholder({sh.kblocks(), sh.cblocks(), sh.r, sh.s, sh.icb, sh.ocb}, dt, "W");
   const std::vector<int64_t> out_shape = {sh.n, sh.kblocks(), sh.oh, sh.ow, sh.ocb};
-  t.epilogue = epilogue_inputs(sh.epilogue, {sh.kblocks(), sh.ocb}, out_shape, dt);
+  const int64_t f = sh.residual_upsample;
+  t.epilogue =
+      epilogue_inputs(sh.epilogue, {sh.kblocks(), sh.ocb},
+                      {sh.n, sh.kblocks(), ceil_div(sh.oh, f), ceil_div(sh.ow, f), sh.ocb}, dt);
   te::Tensor padded = t.in;
   if (sh.padded()) {
     padded = pad_blocked_window(t.in, sh, sh.cblocks(), sh.icb, dt);
@@ -94,12 +106,17 @@ Tensors make_tensors(const WorkloadArgs& a) {
   }
   t.conv = conv;
   const te::Tensor bias = t.epilogue.bias, res = t.epilogue.residual;
+  const auto residual_at = [&](const te::Var& n, const te::Var& ko, const te::Var& y,
+                               const te::Var& x, const te::Var& kb) {
+    if (f == 1) return res(n, ko, y, x, kb);
+    return res(n, ko, y / te::Expr(f), x / te::Expr(f), kb);
+  };
   t.out = te::compute(
       out_shape,
       [&](te::Var n, te::Var ko, te::Var y, te::Var x, te::Var kb) {
         te::Expr v =
             sh.epilogue.apply(conv(n, ko, y, x, kb), bias.defined() ? bias(ko, kb) : te::Expr(),
-                              res.defined() ? res(n, ko, y, x, kb) : te::Expr(), dt);
+                              res.defined() ? residual_at(n, ko, y, x, kb) : te::Expr(), dt);
         if (masked) v = te::select(ko * te::Expr(sh.ocb) + kb < te::Expr(sh.k), v, zero);
         return v;
       },
@@ -209,7 +226,7 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
       "W[K/ocb,C/icb,R,S,icb,ocb] "
       "(stride, pad, dilation; blocks rounded up, padding lanes ignored on input and zero on "
       "output; "
-      "epilogue: bias[K/ocb,ocb], residual like O, an activation)";
+      "epilogue: bias[K/ocb,ocb], residual like O or upsampled into it, an activation)";
   d.args = {
       int_arg("N", "1", "batch"),
       int_arg("C", "", "input channels"),
@@ -231,6 +248,12 @@ void register_conv_nchwc_template(TemplateRegistry& r) {
   for (ArgSpec& e :
        epilogue_args({.bias_doc = "bias[K/ocb,ocb]", .residual_doc = "residual like O"}))
     d.args.push_back(std::move(e));
+  d.args.push_back({.name = "residual_upsample",
+                    .default_value = "1",
+                    .doc = "the residual's nearest upsampling factor: it is smaller by it in both "
+                           "spatial axes and read at (y / f, x / f)",
+                    .max_value = 16,
+                    .key_omits_default = true});
   d.args.push_back(dtype_arg());
   d.args.push_back(stride_w_arg());
   for (ArgSpec& p : side_pad_args()) d.args.push_back(std::move(p));

@@ -330,10 +330,10 @@ void EpilogueInputs::append_to(std::vector<te::Tensor>& args) const {
 }
 
 EpilogueInputs epilogue_inputs(const Epilogue& e, const std::vector<int64_t>& bias_shape,
-                               const std::vector<int64_t>& out_shape, te::DataType dt) {
+                               const std::vector<int64_t>& residual_shape, te::DataType dt) {
   EpilogueInputs in;
   if (e.bias) in.bias = te::placeholder(bias_shape, dt, "bias");
-  if (e.residual) in.residual = te::placeholder(out_shape, dt, "residual");
+  if (e.residual) in.residual = te::placeholder(residual_shape, dt, "residual");
   return in;
 }
 

@@ -108,13 +108,14 @@ void resolve_epilogue(WorkloadArgs& a);
 void check_epilogue(const std::string& template_name, const WorkloadArgs& a);
 
 // The input tensors of an epilogue: bias (placeholder "bias" of `bias_shape`) and residual
-// (placeholder "residual" of `out_shape`), each undefined when the epilogue has no such step.
+// (placeholder "residual" of `residual_shape`: the output's, or smaller when the template reads it
+// upsampled), each undefined when the epilogue has no such step.
 struct EpilogueInputs {
   te::Tensor bias, residual;
   // Appends the defined ones to `args` in kernel-argument order (bias, residual).
   void append_to(std::vector<te::Tensor>& args) const;
 };
 EpilogueInputs epilogue_inputs(const Epilogue& e, const std::vector<int64_t>& bias_shape,
-                               const std::vector<int64_t>& out_shape, te::DataType dt);
+                               const std::vector<int64_t>& residual_shape, te::DataType dt);
 
 }  // namespace ktune::schedule_space::templates

@@ -473,9 +473,9 @@ TEST(ModelOpsNn, ResizeNearestAndLinearInEveryCoordinateMode) {
     const float sw = c.sw > 0 ? c.sw : static_cast<float>(c.ow) / static_cast<float>(in[3]);
     const std::string nearest = c.nearest.empty() ? "round_prefer_floor" : c.nearest;
     const std::vector<float> ht =
-        resize_table(resize_axis(in[2], c.oh, sh, c.mode, c.coords, nearest));
+        resize_table(frontend::resize_axis(in[2], c.oh, sh, c.mode, c.coords, nearest));
     const std::vector<float> wt =
-        resize_table(resize_axis(in[3], c.ow, sw, c.mode, c.coords, nearest));
+        resize_table(frontend::resize_axis(in[3], c.ow, sw, c.mode, c.coords, nearest));
     std::vector<double> want;
     for_each_index({in[0], in[1], c.oh, c.ow}, [&](const Shape& i) {
       want.push_back(resize_reference(x, in, c.oh, c.ow, sh, sw, c.mode, c.coords, nearest, i[0],
@@ -485,8 +485,8 @@ TEST(ModelOpsNn, ResizeNearestAndLinearInEveryCoordinateMode) {
               1e-6)
         << c.mode << " " << c.coords << " " << c.nearest;
   }
-  EXPECT_THROW(resize_axis(5, 10, 2, "cubic", "half_pixel", "floor"), Error);
-  EXPECT_THROW(resize_axis(5, 10, 2, "linear", "tf_crop_and_resize", "floor"), Error);
+  EXPECT_THROW(frontend::resize_axis(5, 10, 2, "cubic", "half_pixel", "floor"), Error);
+  EXPECT_THROW(frontend::resize_axis(5, 10, 2, "linear", "tf_crop_and_resize", "floor"), Error);
 }
 
 }  // namespace

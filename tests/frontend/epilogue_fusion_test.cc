@@ -3,6 +3,8 @@
 // after Gemm and MatMul + Add, the channel block that lets a Concat's producers write in place.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -279,6 +281,78 @@ TEST(EpilogueFusion, GemmAndMatMulTakeBiasAndActivation) {
   EXPECT_EQ(m.tasks[1].status, TaskStatus::kOk);
   EXPECT_EQ(m.tasks[1].layers.size(), 3u);  // MatMul, Add, Sigmoid
   EXPECT_TRUE(m.unsupported.empty());
+}
+
+Attribute text(const char* v) { return {{}, {}, v}; }
+
+// An FPN's top-down step: a 1x1 lateral conv plus the coarser map upsampled by a nearest Resize
+// that only the Add reads. The conv reads the coarse map in place (residual_upsample, the Resize
+// in its layers); a Resize that another node also reads, a linear one, one whose rounding does not
+// give y / f (asymmetric, round_prefer_floor at 3x: output row 2 reads row 1), or a 3x3 conv
+// (its Winograd alternatives read the residual like the output) leaves the Resize a kernel of
+// its own.
+TEST(EpilogueFusion, ANearestUpsampledResidualIsReadInPlace) {
+  struct Case {
+    const char* name;
+    int64_t factor;
+    const char* mode;
+    const char* coordinates;
+    const char* nearest;
+    bool shared, three_by_three, fuses;
+  };
+  const Case cases[] = {
+      {"asymmetric floor 2x", 2, "nearest", "asymmetric", "floor", false, false, true},
+      {"half_pixel 2x (opset default rounding)", 2, "nearest", "half_pixel", "round_prefer_floor",
+       false, false, true},
+      {"asymmetric floor 3x", 3, "nearest", "asymmetric", "floor", false, false, true},
+      {"asymmetric round_prefer_floor 3x", 3, "nearest", "asymmetric", "round_prefer_floor", false,
+       false, false},
+      {"linear", 2, "linear", "asymmetric", "floor", false, false, false},
+      {"read twice", 2, "nearest", "asymmetric", "floor", true, false, false},
+      {"3x3 conv", 2, "nearest", "asymmetric", "floor", false, true, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    GraphBuilder b(13, {1, 8, 6, 6});
+    const int64_t coarse = 6 / c.factor;
+    b.g.inputs.push_back("top");
+    b.g.shapes["top"] = {1, 8, coarse, coarse};
+    const double f = static_cast<double>(c.factor);
+    const std::string up =
+        b.node("Resize", {"top", "", b.constant("scales", {4}, {1, 1, f, f})}, {1, 8, 6, 6},
+               {{"mode", text(c.mode)},
+                {"coordinate_transformation_mode", text(c.coordinates)},
+                {"nearest_mode", text(c.nearest)}});
+    std::string lateral;
+    if (c.three_by_three)
+      lateral = b.node("Conv", {"x", b.constant("w3", {8, 8, 3, 3})}, {1, 8, 6, 6},
+                       {{"pads", {{1, 1, 1, 1}, {}, ""}}});
+    else
+      lateral = b.conv("x");
+    const std::string sum = b.node("Add", {lateral, up}, {1, 8, 6, 6});
+    b.g.outputs = {sum};
+    if (c.shared) b.g.outputs.push_back(b.node("Relu", {up}, {1, 8, 6, 6}));
+    const ModelTasks m = extract_tasks(b.g, avx512());
+    ASSERT_FALSE(m.tasks.empty());
+    const ModelTask& t = m.tasks[0];
+    EXPECT_EQ(t.status, TaskStatus::kOk) << t.refused;
+    EXPECT_EQ(t.epilogue, c.three_by_three ? "add" : "bias_add");
+    const auto factor = t.args.find("residual_upsample");
+    const bool resize_listed = std::any_of(m.unsupported.begin(), m.unsupported.end(),
+                                           [](const auto& u) { return u.op == "Resize"; });
+    if (c.fuses) {
+      ASSERT_NE(factor, t.args.end());
+      EXPECT_EQ(factor->second, std::to_string(c.factor));
+      EXPECT_EQ(t.layers.size(), 3u);  // Conv, Resize, Add
+      EXPECT_FALSE(resize_listed);
+      ASSERT_TRUE(t.tunable.has_value());
+      EXPECT_NE(t.tunable->workload_key().find("residual_upsample=" + std::to_string(c.factor)),
+                std::string::npos);
+    } else {
+      EXPECT_EQ(factor, t.args.end());
+      EXPECT_TRUE(resize_listed);
+    }
+  }
 }
 
 }  // namespace
