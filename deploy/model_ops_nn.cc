@@ -103,9 +103,21 @@ te::Tensor row_reduce(Later* later, Combine c, int64_t rows, int64_t n,
       {rows, kLanes},
       [&](te::Var r, te::Var l) { return reduce(c, value(r, ko.var * te::Expr(kLanes) + l), ko); },
       name + "_lanes");
-  const te::IterVar l = te::reduce_axis({0, kLanes}, name + "_l");
+  // Over the lanes in halves (16 -> 8 -> 4 -> 2 -> 1, each a vector operation): a chain of
+  // kLanes dependent scalar steps per row was the critical path of a short row.
+  std::vector<te::Tensor> halves;
+  te::Tensor wide = partial;
+  for (int64_t w = kLanes / 2; w >= 1; w /= 2) {
+    const te::Tensor from = wide;
+    wide = te::compute(
+        {rows, w},
+        [&](te::Var r, te::Var j) { return combine(c, from(r, j), from(r, j + te::Expr(w))); },
+        name + "_half" + std::to_string(w));
+    halves.push_back(wide);
+  }
+  const te::Tensor top_half = wide;
   const te::Tensor lanes = te::compute(
-      {rows}, [&](te::Var r) { return reduce(c, partial(r, l.var), l); }, name + "_over_lanes");
+      {rows}, [&](te::Var r) { return top_half(r, 0); }, name + "_over_lanes");
   te::Tensor rest;
   if (rem > 0) {
     const te::IterVar t = te::reduce_axis({0, rem}, name + "_t");
@@ -116,12 +128,17 @@ te::Tensor row_reduce(Later* later, Combine c, int64_t rows, int64_t n,
   const te::Tensor result = te::compute(
       {rows}, [&](te::Var r) { return rest.defined() ? combine(c, lanes(r), rest(r)) : lanes(r); },
       name);
-  later->push_back([partial, lanes, rest, result](te::Schedule& s) {
+  later->push_back([partial, halves, lanes, rest, result](te::Schedule& s) {
     te::Stage ps = s[partial];
     ps.reorder({ps.axis(0), ps.reduce_axis(0), ps.axis(1)});
     ps.vectorize(ps.axis(1));
     const te::IterVar row = s[result].axis(0);
     ps.compute_at(s[result], row);
+    for (const te::Tensor& h : halves) {
+      te::Stage hs = s[h];
+      if (h.shape().back() > 1) hs.vectorize(hs.axis(1));
+      hs.compute_at(s[result], row);
+    }
     s[lanes].compute_at(s[result], row);
     if (rest.defined()) s[rest].compute_at(s[result], row);
   });
