@@ -10,6 +10,7 @@
 
 #include "deploy/generated_schedule.h"
 #include "deploy/model_ops.h"
+#include "schedule_space/templates/row_reduce.h"
 #include "support/error.h"
 #include "te/lower.h"
 #include "te/schedule.h"
@@ -71,79 +72,9 @@ te::Expr broadcast_read(const te::Tensor& t, const std::vector<int64_t>& s,
   return t.read(at);
 }
 
-// A reduction over the last axis of [rows, n], per row: sum or max of value(r, j) over j.
-enum class Combine { kSum, kMax };
-
-te::Expr combine(Combine c, const te::Expr& a, const te::Expr& b) {
-  return c == Combine::kSum ? a + b : te::max(a, b);
-}
-
-te::Expr reduce(Combine c, const te::Expr& v, const te::IterVar& k) {
-  return c == Combine::kSum ? te::sum(v, k) : te::max(v, k);
-}
-
-// The row reduction in kLanes partial results per row, kept in vector lanes, then over the lanes
-// and the remainder: a plain reduction is one chain of n dependent adds per row (768 of them per
-// LayerNorm row, a quarter of BERT's generated-kernel time), the lanes are kLanes independent
-// chains of n / kLanes. The partial stages are computed at the row of the result, so the
-// result's row loop is the only loop over rows (parallel from kParallelMin elements).
-// `later` receives the scheduling of the partial stages, to run once the schedule exists.
-using Later = std::vector<std::function<void(te::Schedule&)>>;
-te::Tensor row_reduce(Later* later, Combine c, int64_t rows, int64_t n,
-                      const std::function<te::Expr(const te::Expr&, const te::Expr&)>& value,
-                      const std::string& name) {
-  if (n < 2 * kLanes) {
-    const te::IterVar k = te::reduce_axis({0, n}, name + "_k");
-    return te::compute(
-        {rows}, [&](te::Var r) { return reduce(c, value(r, k.var), k); }, name);
-  }
-  const int64_t q = n / kLanes, rem = n % kLanes;
-  const te::IterVar ko = te::reduce_axis({0, q}, name + "_ko");
-  const te::Tensor partial = te::compute(
-      {rows, kLanes},
-      [&](te::Var r, te::Var l) { return reduce(c, value(r, ko.var * te::Expr(kLanes) + l), ko); },
-      name + "_lanes");
-  // Over the lanes in halves (16 -> 8 -> 4 -> 2 -> 1, each a vector operation): a chain of
-  // kLanes dependent scalar steps per row was the critical path of a short row.
-  std::vector<te::Tensor> halves;
-  te::Tensor wide = partial;
-  for (int64_t w = kLanes / 2; w >= 1; w /= 2) {
-    const te::Tensor from = wide;
-    wide = te::compute(
-        {rows, w},
-        [&](te::Var r, te::Var j) { return combine(c, from(r, j), from(r, j + te::Expr(w))); },
-        name + "_half" + std::to_string(w));
-    halves.push_back(wide);
-  }
-  const te::Tensor top_half = wide;
-  const te::Tensor lanes = te::compute(
-      {rows}, [&](te::Var r) { return top_half(r, 0); }, name + "_over_lanes");
-  te::Tensor rest;
-  if (rem > 0) {
-    const te::IterVar t = te::reduce_axis({0, rem}, name + "_t");
-    rest = te::compute(
-        {rows}, [&](te::Var r) { return reduce(c, value(r, te::Expr(q * kLanes) + t.var), t); },
-        name + "_rest");
-  }
-  const te::Tensor result = te::compute(
-      {rows}, [&](te::Var r) { return rest.defined() ? combine(c, lanes(r), rest(r)) : lanes(r); },
-      name);
-  later->push_back([partial, halves, lanes, rest, result](te::Schedule& s) {
-    te::Stage ps = s[partial];
-    ps.reorder({ps.axis(0), ps.reduce_axis(0), ps.axis(1)});
-    ps.vectorize(ps.axis(1));
-    const te::IterVar row = s[result].axis(0);
-    ps.compute_at(s[result], row);
-    for (const te::Tensor& h : halves) {
-      te::Stage hs = s[h];
-      if (h.shape().back() > 1) hs.vectorize(hs.axis(1));
-      hs.compute_at(s[result], row);
-    }
-    s[lanes].compute_at(s[result], row);
-    if (rest.defined()) s[rest].compute_at(s[result], row);
-  });
-  return result;
-}
+using schedule_space::templates::Combine;
+using schedule_space::templates::row_reduce;
+using schedule_space::templates::RowReduce;
 
 }  // namespace
 
@@ -225,20 +156,21 @@ te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& 
   te::Tensor x = te::placeholder({rows, n}, te::Float(32), "x");
   te::Tensor gamma = te::placeholder({n}, te::Float(32), "gamma");
   te::Tensor beta = te::placeholder({n}, te::Float(32), "beta");
-  Later later;
-  te::Tensor sum = row_reduce(
-      &later, Combine::kSum, rows, n, [&](const te::Expr& r, const te::Expr& j) { return x(r, j); },
+  const RowReduce sums = row_reduce(
+      Combine::kSum, rows, n, kLanes, [&](const te::Expr& r, const te::Expr& j) { return x(r, j); },
       "sum");
+  const te::Tensor sum = sums.result;
   const te::Expr inv_n = f(1.0f / static_cast<float>(n));
   // Two passes (the mean, then the squared deviations), as the decomposed graph computes it: one
   // pass of E[x^2] - E[x]^2 cancels badly when the mean is large against the spread.
-  te::Tensor sq = row_reduce(
-      &later, Combine::kSum, rows, n,
+  const RowReduce squares = row_reduce(
+      Combine::kSum, rows, n, kLanes,
       [&](const te::Expr& r, const te::Expr& j) {
         const te::Expr d = x(r, j) - sum(r) * inv_n;
         return d * d;
       },
       "sq");
+  const te::Tensor sq = squares.result;
   // One square root and one division per row, then multiplies.
   te::Tensor inverse = te::compute(
       {rows}, [&](te::Var r) { return f(1) / te::sqrt(sq(r) * inv_n + f(eps)); }, "inverse");
@@ -249,7 +181,8 @@ te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& 
       },
       "out");
   te::Schedule s = te::create_schedule({out});
-  for (const auto& step : later) step(s);
+  sums.schedule(s);
+  squares.schedule(s);
   // Row by row, as softmax_rows: a row's sums and its output at the output's row loop, so that the
   // row is read from memory once and one parallel loop runs the whole normalization (three took
   // 9.5 us for each of ViT-Tiny's [197, 192] LayerNorms at two threads).
@@ -275,17 +208,18 @@ te::Expr scaled(const te::Expr& x, float scale) { return scale == 1 ? x : x * f(
 te::LoweredFunc softmax_rows(const std::string& name, int64_t rows, int64_t n, bool log,
                              float scale) {
   te::Tensor x = te::placeholder({rows, n}, te::Float(32), "x");
-  Later later;
-  te::Tensor top = row_reduce(
-      &later, Combine::kMax, rows, n,
+  const RowReduce tops = row_reduce(
+      Combine::kMax, rows, n, kLanes,
       [&](const te::Expr& r, const te::Expr& j) { return scaled(x(r, j), scale); }, "top");
+  const te::Tensor top = tops.result;
   // Each exp once, in vector lanes (a stage of its own); the row sums then only add.
   te::Tensor e = te::compute(
       {rows, n}, [&](te::Var r, te::Var j) { return te::exp(scaled(x(r, j), scale) - top(r)); },
       "e");
-  te::Tensor total = row_reduce(
-      &later, Combine::kSum, rows, n, [&](const te::Expr& r, const te::Expr& j) { return e(r, j); },
+  const RowReduce totals = row_reduce(
+      Combine::kSum, rows, n, kLanes, [&](const te::Expr& r, const te::Expr& j) { return e(r, j); },
       "total");
+  const te::Tensor total = totals.result;
   // LogSoftmax: x - (max + log(sum)), the log once per row.
   te::Tensor shift;
   if (log)
@@ -303,7 +237,8 @@ te::LoweredFunc softmax_rows(const std::string& name, int64_t rows, int64_t n, b
       },
       "out");
   te::Schedule s = te::create_schedule({out});
-  for (const auto& step : later) step(s);
+  tops.schedule(s);
+  totals.schedule(s);
   // Row by row: the maximum, the exps, their sum and the output of a row are computed at the
   // output's row loop, so a row is read from memory once and its exps stay in L1 (four passes
   // over the whole tensor took 0.078 ms on ViT-Tiny's 3 x 197 x 197 scores, 0.5 MB).

@@ -268,7 +268,8 @@ void Planner::bind_gemm(PlanStep& s, const frontend::Node& gemm,
       plan_.steps.push_back(std::move(step));
       s.args.push_back(to);
     } else if (first) {
-      s.args.push_back(form(gemm.inputs.at(0), 0));
+      // a_softmax: the scores, whose softmax the kernel computes as it reads them.
+      s.args.push_back(form(occ.first_input.empty() ? gemm.inputs.at(0) : occ.first_input, 0));
     } else if (&a == &args.back()) {
       s.args.push_back(define(out_name, 0));
     } else if (n == "bias") {

@@ -154,7 +154,7 @@ ModelTasks TaskExtractor::run() {
     }
     ModelTask& task = result.tasks[it->second];
     ++task.count;
-    TaskOccurrence occ{it->second, i, c.epilogue.nodes, c.prologue, node.name};
+    TaskOccurrence occ{it->second, i, c.epilogue.nodes, c.prologue, node.name, c.first_input};
     task.layers.push_back(node.name);
     for (size_t f : c.epilogue.nodes) {
       task.layers.push_back(g_.nodes[f].name);
@@ -187,6 +187,8 @@ ModelTasks TaskExtractor::run() {
   }
   result.layer_norms = layer_norms_;
   result.scaled_softmaxes = scaled_softmaxes_;
+  std::erase_if(result.scaled_softmaxes,
+                [&](const ScaledSoftmax& m) { return softmax_prologues_.count(m.softmax) > 0; });
   result.quantized = quantized_.ops;
   result.quantized_adds = quantized_.adds;
   result.quantized_max_pools = quantized_.max_pools;

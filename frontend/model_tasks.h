@@ -91,11 +91,15 @@ struct TaskOccurrence {
   size_t task = 0;            // index into ModelTasks::tasks
   size_t node = 0;            // the anchor node (Conv, Gemm, MatMul, pooling)
   std::vector<size_t> fused;  // nodes fused into its epilogue (BatchNormalization, Add, Relu, ...)
-  // Nodes before the anchor that it absorbs (the DequantizeLinear nodes of an int8 operator).
+  // Nodes before the anchor that it absorbs (the DequantizeLinear nodes of an int8 operator, the
+  // Softmax a batch_matmul reads as a_softmax with its scaling Mul or Div).
   std::vector<size_t> prologue;
   // The names of the anchor, the fused and the prologue nodes, '+'-joined ("conv1+bn1+relu1"):
   // the layer as a model build labels its step.
   std::string layer;
+  // What the kernel reads as its first operand when a prologue computes the anchor's own (the
+  // scores under a_softmax); "" = the anchor's first input.
+  std::string first_input = "";
 };
 
 // A Conv no template takes (2 to C-1 groups, dilations that differ per axis): a model build

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -30,6 +31,7 @@ struct Candidate {
   std::vector<Candidate> alternatives;  // other algorithms for the same node (ModelTask's)
   std::string dtype = "float32";        // the dtype argument ("" = the template takes none)
   std::vector<size_t> prologue;         // TaskOccurrence::prologue
+  std::string first_input;              // TaskOccurrence::first_input
 };
 
 // An anchor that cannot become a task: the reason goes to the unsupported list, with the
@@ -77,6 +79,9 @@ class TaskExtractor {
   Mapped map_quantized_matmul(const QuantizedOp& q);
   // Gemm and MatMul (tasks_matmul.cc).
   Mapped map_gemm(size_t i);
+  // Makes the Softmax (with its scaling, a ScaledSoftmax) that computes batch_matmul candidate
+  // `c`'s A, and that node `i` alone reads, its a_softmax prologue (tasks_matmul.cc).
+  void take_softmax_prologue(size_t i, Candidate& c);
   // The pools (tasks_pool.cc).
   Mapped map_pool(const Node& n);
   // The listed form of a candidate (model_tasks.cc).
@@ -91,6 +96,7 @@ class TaskExtractor {
   std::map<size_t, size_t> quantized_at_;  // anchor node -> its QuantizedOp
   std::vector<ScaledSoftmax> scaled_softmaxes_;
   std::map<size_t, size_t> scaled_softmax_at_;  // Softmax node -> its ScaledSoftmax
+  std::set<size_t> softmax_prologues_;          // Softmax nodes a batch_matmul reads as a_softmax
   // A uint8 operator a model build generates: node -> (reason, generated kernel).
   std::map<size_t, std::pair<std::string, std::string>> generated_at_;
   std::vector<GeneratedConv> generated_convs_;

@@ -2,8 +2,10 @@
 // matrix-vector) and FusedMatMul (transB: B read as [.., N, K]) become matmul, batch_matmul or
 // dense_bias_relu; an int8 one matmul_u8s8s32.
 #include <algorithm>
+#include <charconv>
 
 #include "frontend/heads_matmul.h"
+#include "frontend/op_params.h"
 #include "frontend/task_extractor.h"
 #include "support/error.h"
 
@@ -27,6 +29,54 @@ Mapped TaskExtractor::map_quantized_matmul(const QuantizedOp& q) {
   c.args = {{"M", i2s(M)}, {"N", i2s(N)}, {"K", i2s(K)}};
   c.flop = 2.0 * M * N * K;
   return c;
+}
+
+// Attention's probabilities times its values: the scores' softmax over the last axis, computed
+// where the product reads it (batch_matmul a_softmax) instead of a pass that writes them.
+void TaskExtractor::take_softmax_prologue(size_t i, Candidate& c) {
+  const std::string& probabilities = g_.nodes[i].inputs.at(0);
+  const auto producer = std::find_if(g_.nodes.begin(), g_.nodes.end(), [&](const Node& n) {
+    return std::find(n.outputs.begin(), n.outputs.end(), probabilities) != n.outputs.end();
+  });
+  if (producer == g_.nodes.end() || producer->op != "Softmax" || !producer->domain.empty() ||
+      producer->outputs.size() != 1)
+    return;
+  const size_t softmax = static_cast<size_t>(producer - g_.nodes.begin());
+  // Node i alone reads them, once, as A.
+  if (std::find(g_.outputs.begin(), g_.outputs.end(), probabilities) != g_.outputs.end()) return;
+  size_t reads = 0;
+  for (const Node& n : g_.nodes)
+    reads += std::count(n.inputs.begin(), n.inputs.end(), probabilities);
+  if (reads != 1 || fuser_.fused(softmax)) return;
+  // Over the last axis (before opset 13, the axis that flattens to [rest, last]).
+  const auto shape = g_.shape(probabilities);
+  if (!shape || shape->empty()) return;
+  const int64_t rank = static_cast<int64_t>(shape->size());
+  int64_t axis = read_softmax_axis(g_, *producer).axis;
+  if (axis < 0) axis += rank;
+  if (axis != rank - 1) return;
+  std::vector<size_t> nodes = {softmax};
+  std::string scores = producer->inputs.at(0);
+  double scale = 1;
+  const auto scaled = scaled_softmax_at_.find(softmax);
+  if (scaled != scaled_softmax_at_.end()) {
+    const ScaledSoftmax& s = scaled_softmaxes_[scaled->second];
+    nodes.insert(nodes.begin(), s.scale_node);
+    scores = s.input;
+    scale = s.scale;
+  }
+  if (g_.type(scores) != "float32" || g_.shape(scores) != shape) return;
+  c.args["a_softmax"] = "1";
+  if (scale != 1) {  // the template's key form (batch_matmul resolves it the same way)
+    char buf[64];
+    const auto printed = std::to_chars(buf, buf + sizeof buf, static_cast<float>(scale));
+    c.args["a_scale"] = std::string(buf, printed.ptr);
+  }
+  if (scaled != scaled_softmax_at_.end()) scaled_softmax_at_.erase(scaled);
+  c.prologue = nodes;
+  c.first_input = scores;
+  for (size_t n : nodes) fuser_.exclude(n);
+  softmax_prologues_.insert(softmax);
 }
 
 Mapped TaskExtractor::map_gemm(size_t i) {
@@ -124,6 +174,7 @@ Mapped TaskExtractor::map_gemm(size_t i) {
     }
     c.flop = 2.0 * batch * M * N * K;
   }
+  if (c.template_name == "batch_matmul" && !c.args.count("a_heads")) take_softmax_prologue(i, c);
   c.epilogue = fuser_.fuse(i, has_bias, AnchorKind::kGemm, false);
   // Gemm + bias + Relu with B as [N, K] is exactly what dense_bias_relu computes.
   if (c.template_name == "matmul" && c.args["layout"] == "nt" && c.epilogue.steps == "bias_relu") {

@@ -207,6 +207,7 @@ void schedule_gemm(const GemmStages& g, const Config& cfg, int64_t M, int64_t N,
   }
   if (cfg["parallel"].as_int() != 0) out.parallel(outer);
   out.vectorize(xs[2]);
+  if (g.per_panel) g.per_panel(s, out, panel);
 
   te::Stage acc = s[g.acc];
   const auto ks = apply_split(acc, acc.reduce_axis(0), cfg["tile_k"], K);

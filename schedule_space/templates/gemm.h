@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "schedule_space/config.h"
@@ -73,6 +74,9 @@ struct GemmStages {
   int batch_axes = 0;  // leading batch axes of `out` (fused into the outer parallel loop)
   // One batch axis after the rows: `out` is [M, batch, N] (batch_matmul's c_heads).
   bool rows_first = false;
+  // Places stages at `panel`, the loop of `out` over its outer tiles, before the tile's products
+  // (batch_matmul's softmax prologue: a tile's probabilities); none when empty.
+  std::function<void(te::Schedule&, const te::Stage& out, const te::IterVar& panel)> per_panel;
 };
 
 // Schedules `g` by the config (see define_gemm_space). Throws Error(kInstantiation) for entity

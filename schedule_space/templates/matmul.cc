@@ -1,8 +1,12 @@
 // Built-in GEMM templates: matmul (B row-major or transposed), dense + bias + relu, batch_matmul.
+#include <optional>
+#include <tuple>
+
 #include "schedule_space/template_registry.h"
 #include "schedule_space/templates/common.h"
 #include "schedule_space/templates/epilogue.h"
 #include "schedule_space/templates/gemm.h"
+#include "schedule_space/templates/softmax_prologue.h"
 #include "support/error.h"
 
 namespace ktune::schedule_space::templates {
@@ -55,8 +59,10 @@ ArgSpec layout_arg() {
 
 struct MatmulTensors {
   te::Tensor a, b, packed, c;
-  te::Tensor dot;  // with an epilogue: the product that c is computed from
+  te::Tensor
+      dot;  // with an epilogue (or a_softmax's normalization): the product c is computed from
   EpilogueInputs epilogue;
+  std::optional<SoftmaxPrologue> softmax;  // batch_matmul's a_softmax
   std::vector<te::Tensor> args() const {
     std::vector<te::Tensor> v = {a, b};
     epilogue.append_to(v);
@@ -234,8 +240,12 @@ void add_gemm_hooks(TemplateDef& d, MatmulTensors (*tensors)(const WorkloadArgs&
     // An epilogue stage is the tiled output and the product its register tile; otherwise the
     // register tile is a local copy of the output.
     GemmStages g{s,        t.c,        t.dot.defined() ? t.dot : s.cache_write(t.c, "local"),
-                 t.packed, batch_axes, batch_axes > 0 && w.get_int("c_heads") > 0};
+                 t.packed, batch_axes, batch_axes > 0 && w.get_int("c_heads") > 0,
+                 {}};
     if (pack && !t.packed.defined()) g.pack = s.cache_read(t.b, {g.acc}, "pack");
+    if (t.softmax)
+      g.per_panel = [p = *t.softmax](te::Schedule& sch, const te::Stage& out,
+                                     const te::IterVar& panel) { p.schedule(sch, out, panel); };
     schedule_gemm(g, cfg, w.get_int("M"), w.get_int("N"), w.get_int("K"));
     return Instantiated{s, t.args()};
   };
@@ -330,7 +340,7 @@ void register_dense(TemplateRegistry& r) {
     if (const int64_t lanes = dot_lanes(cfg); lanes > 0) return dense_dot(w, cfg, lanes);
     DenseTensors t = dense_tensors(w, cfg["pack_b"].as_int() != 0);
     te::Schedule s = te::create_schedule({t.y});
-    schedule_gemm({s, t.y, t.dot, t.packed, 0}, cfg, w.get_int("M"), w.get_int("N"),
+    schedule_gemm({s, t.y, t.dot, t.packed, 0, false, {}}, cfg, w.get_int("M"), w.get_int("N"),
                   w.get_int("K"));
     return Instantiated{s, t.args()};
   };
@@ -374,19 +384,39 @@ MatmulTensors batch_tensors(const WorkloadArgs& w, bool transposed_pack) {
     t.packed = te::compute(
         {Bn, K, N}, [&](te::Var q, te::Var k, te::Var j) { return lb.at(b, q, j, k); }, "B_pack");
   const te::Tensor p = t.packed;
+  if (w.get_int("a_softmax") != 0) t.softmax = softmax_prologue(a, softmax_scale(w));
+  const te::Tensor e = t.softmax ? t.softmax->e : te::Tensor();
   const te::IterVar k = te::reduce_axis({0, K}, "k");
   const auto product = [&](const te::Var& q, const te::Var& i, const te::Var& j) {
     te::Expr bv = p.defined() ? p(q, k, j) : (nt ? lb.at(b, q, j, k) : lb.at(b, q, k, j));
-    return te::sum(la.at(a, q, i, k) * bv, k);
+    return te::sum((e.defined() ? e(q, i, k) : la.at(a, q, i, k)) * bv, k);
   };
   // c_heads: C written [M, batch, N], the heads side by side in each row as the projection
   // after attention reads them (no Transpose back to [tokens, heads, dim]).
-  if (w.get_int("c_heads") > 0)
-    t.c = te::compute(
-        {M, Bn, N}, [&](te::Var i, te::Var q, te::Var j) { return product(q, i, j); }, "C");
-  else
-    t.c = te::compute(
-        {Bn, M, N}, [&](te::Var q, te::Var i, te::Var j) { return product(q, i, j); }, "C");
+  const bool rows_first = w.get_int("c_heads") > 0;
+  const std::vector<int64_t> shape =
+      rows_first ? std::vector<int64_t>{M, Bn, N} : std::vector<int64_t>{Bn, M, N};
+  const auto at = [rows_first](const std::vector<te::Var>& v) {
+    return rows_first ? std::tuple(v[1], v[0], v[2]) : std::tuple(v[0], v[1], v[2]);
+  };
+  t.c = te::compute(
+      shape,
+      [&](const std::vector<te::Var>& v) {
+        const auto [q, i, j] = at(v);
+        return product(q, i, j);
+      },
+      e.defined() ? "dot" : "C");
+  if (!e.defined()) return t;
+  // The deferred normalization: each output row times 1 / its probabilities' sum.
+  t.dot = t.c;
+  const te::Tensor dot = t.dot, inverse = t.softmax->inverse;
+  t.c = te::compute(
+      shape,
+      [&](const std::vector<te::Var>& v) {
+        const auto [q, i, j] = at(v);
+        return dot.read({v[0], v[1], v[2]}) * inverse(q, i);
+      },
+      "C");
   return t;
 }
 
@@ -422,7 +452,10 @@ void register_batch_matmul(TemplateRegistry& r) {
                     .doc = "0: C is stored [batch,M,N]; batch: [M,batch,N]",
                     .min_value = 0,
                     .key_omits_default = true});
+  for (ArgSpec& p : softmax_prologue_args()) d.args.push_back(std::move(p));
+  d.resolve = resolve_softmax_prologue;
   d.check = [](const WorkloadArgs& w) {
+    check_softmax_prologue(w);
     for (const char* o : {"a", "b"}) {
       const OperandLayout l = operand_layout(w, o);
       if (l.heads == 0 ? l.head != 0 : l.head + w.get_int("batch") > l.heads)

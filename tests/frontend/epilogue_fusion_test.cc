@@ -355,5 +355,70 @@ TEST(EpilogueFusion, ANearestUpsampledResidualIsReadInPlace) {
   }
 }
 
+// Attention's probabilities times its values: the Softmax over the last axis (with its scaling
+// Mul or Div, a ScaledSoftmax) that only the batched MatMul reads becomes the product's a_softmax
+// prologue, the product reading the scores; a Softmax another node also reads, one over another
+// axis, or a product of one matrix (matmul, no batch) keeps the Softmax a kernel of its own.
+TEST(EpilogueFusion, AttentionsSoftmaxIsTheProductsPrologue) {
+  struct Case {
+    const char* name;
+    bool scaled, divide, shared, middle_axis, batched, taken;
+  };
+  const Case cases[] = {
+      {"plain", false, false, false, false, true, true},
+      {"scaled by a Mul", true, false, false, false, true, true},
+      {"scaled by a Div", true, true, false, false, true, true},
+      {"read twice", false, false, true, false, true, false},
+      {"over the rows", false, false, false, true, true, false},
+      {"one matrix", false, false, false, false, false, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::vector<int64_t> scores_shape =
+        c.batched ? std::vector<int64_t>{1, 2, 6, 6} : std::vector<int64_t>{6, 6};
+    GraphBuilder b(13, scores_shape);
+    b.g.inputs.push_back("v");
+    b.g.shapes["v"] = c.batched ? std::vector<int64_t>{1, 2, 6, 4} : std::vector<int64_t>{6, 4};
+    b.g.types["x"] = b.g.types["v"] = "float32";
+    std::string scores = "x";
+    if (c.scaled)
+      scores = b.node(c.divide ? "Div" : "Mul", {"x", b.constant("c", {}, {c.divide ? 8.0 : 0.5})},
+                      scores_shape);
+    std::map<std::string, Attribute> axis;
+    if (c.middle_axis) axis["axis"] = {{-2}, {}, ""};
+    const std::string probabilities = b.node("Softmax", {scores}, scores_shape, axis);
+    std::vector<int64_t> out_shape = b.g.shapes["v"];
+    const std::string out = b.node("MatMul", {probabilities, "v"}, out_shape);
+    b.g.outputs = {out};
+    if (c.shared) b.g.outputs.push_back(b.node("Relu", {probabilities}, scores_shape));
+    const ModelTasks m = extract_tasks(b.g, avx512());
+    ASSERT_EQ(m.tasks.size(), 1u);
+    const ModelTask& t = m.tasks[0];
+    EXPECT_EQ(t.status, TaskStatus::kOk) << t.refused;
+    ASSERT_EQ(m.occurrences.size(), 1u);
+    const TaskOccurrence& occ = m.occurrences[0];
+    const bool softmax_listed = std::any_of(m.unsupported.begin(), m.unsupported.end(),
+                                            [](const auto& u) { return u.op == "Softmax"; });
+    if (!c.taken) {
+      EXPECT_EQ(t.args.count("a_softmax"), 0u);
+      EXPECT_TRUE(occ.prologue.empty());
+      EXPECT_TRUE(occ.first_input.empty());
+      EXPECT_TRUE(softmax_listed);
+      continue;
+    }
+    EXPECT_EQ(t.args.at("a_softmax"), "1");
+    EXPECT_EQ(t.args.count("a_scale"), c.scaled ? 1u : 0u);
+    if (c.scaled) {
+      EXPECT_EQ(t.args.at("a_scale"), c.divide ? "0.125" : "0.5");
+    }
+    EXPECT_EQ(occ.first_input, "x");
+    EXPECT_EQ(occ.prologue.size(), c.scaled ? 2u : 1u);
+    EXPECT_FALSE(softmax_listed);
+    EXPECT_TRUE(m.scaled_softmaxes.empty());
+    ASSERT_TRUE(t.tunable.has_value());
+    EXPECT_NE(t.tunable->workload_key().find("a_softmax=1"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace ktune::frontend

@@ -89,6 +89,23 @@ inline std::vector<TemplateCase> small_cases() {
       {"batch_matmul_heads_nn",
        "batch_matmul",
        {{"batch", "2"}, {"M", "5"}, {"N", "7"}, {"K", "3"}, {"b_heads", "6"}, {"b_head", "4"}}},
+      // Attention's probabilities times its values with the softmax read as A (a_softmax): the
+      // row reductions in vector lanes with their tree (K = 32), or plain with a lane tail
+      // (K = 17), the scaled scores, B read in place and C written with the heads side by side.
+      {"batch_matmul_softmax",
+       "batch_matmul",
+       {{"batch", "2"}, {"M", "3"}, {"N", "4"}, {"K", "32"}, {"a_softmax", "1"}}},
+      {"batch_matmul_softmax_heads",
+       "batch_matmul",
+       {{"batch", "2"},
+        {"M", "3"},
+        {"N", "5"},
+        {"K", "17"},
+        {"a_softmax", "1"},
+        {"a_scale", "0.125"},
+        {"b_heads", "3"},
+        {"b_head", "1"},
+        {"c_heads", "2"}}},
       {"conv2d_pad", "conv2d", {{"C", "2"}, {"H", "3"}, {"W", "3"}, {"K", "2"}, {"pad", "1"}}},
       {"conv2d_stride_dilation",
        "conv2d",

@@ -1,6 +1,10 @@
 // Every config of a small instance of every built-in template lowers and interprets to the
 // reference.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <map>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -150,6 +154,60 @@ TEST(BatchMatmulHeads, ComputeReadsAndWritesTheSlots) {
     ADD_FAILURE() << "a_head + batch > a_heads accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+  }
+}
+
+// What a_softmax means, against loops written here: C = softmax(a_scale * A over K) * B, the
+// scale in its shortest float32 form in the key; a_scale without a_softmax, a zero scale and a
+// softmax of an operand read from heads are refused.
+TEST(BatchMatmulSoftmax, ComputeIsTheSoftmaxOfTheScoresTimesB) {
+  const int64_t batch = 2, M = 3, N = 4, K = 37;
+  const Task task = Task::create("batch_matmul",
+                                 {{"batch", "2"},
+                                  {"M", "3"},
+                                  {"N", "4"},
+                                  {"K", "37"},
+                                  {"a_softmax", "1"},
+                                  {"a_scale", "0.1250"}},
+                                 testing::small_target());
+  EXPECT_NE(task.workload_key().find("a_softmax=1,a_scale=0.125)"), std::string::npos)
+      << task.workload_key();
+  const ComputeDef def = task.template_def().compute(task.args());
+  ASSERT_EQ(def.args.size(), 3u);
+  te::HostBuffer a(def.args[0].shape(), def.args[0].dtype()),
+      b(def.args[1].shape(), def.args[1].dtype());
+  a.fill_random(3);
+  b.fill_random(4);
+  for (int64_t i = 0; i < a.num_elements(); ++i) a.set(i, 40 * a.get(i));  // exp needs the max
+  const std::vector<te::HostBuffer> out =
+      te::evaluate(def.outputs, {{def.args[0], &a}, {def.args[1], &b}});
+  for (int64_t q = 0; q < batch; ++q)
+    for (int64_t i = 0; i < M; ++i) {
+      const int64_t row = (q * M + i) * K;
+      double top = -INFINITY, total = 0;
+      for (int64_t k = 0; k < K; ++k) top = std::max(top, 0.125 * a.get(row + k));
+      for (int64_t k = 0; k < K; ++k) total += std::exp(0.125 * a.get(row + k) - top);
+      for (int64_t j = 0; j < N; ++j) {
+        double want = 0;
+        for (int64_t k = 0; k < K; ++k)
+          want += std::exp(0.125 * a.get(row + k) - top) / total * b.get((q * K + k) * N + j);
+        EXPECT_NEAR(out[0].get((q * M + i) * N + j), want, 1e-5) << q << " " << i << " " << j;
+      }
+    }
+  const std::map<std::string, std::string> bad[] = {
+      {{"a_scale", "0.5"}},
+      {{"a_softmax", "1"}, {"a_scale", "0"}},
+      {{"a_softmax", "1"}, {"a_scale", "x"}},
+      {{"a_softmax", "1"}, {"a_heads", "4"}},
+  };
+  for (auto args : bad) {
+    args.insert({{"batch", "2"}, {"M", "3"}, {"N", "4"}, {"K", "5"}});
+    try {
+      Task::create("batch_matmul", args, testing::small_target());
+      ADD_FAILURE() << "accepted " << args.begin()->first;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    }
   }
 }
 
