@@ -136,10 +136,11 @@ std::string dims_text(const onnx::TypeProto& type) {
 }
 
 // Applies the --input shapes and requires every graph input to be fully known afterwards.
-// Returns true when a fixed dimension was changed (the model's stored shapes are then stale).
-bool set_input_shapes(const std::string& path, onnx::GraphProto& graph,
-                      const std::set<std::string>& constants,
-                      const std::vector<InputShape>& inputs) {
+// Returns the inputs whose fixed dimensions changed, with their shapes in the model (the model's
+// stored shapes are then stale).
+std::map<std::string, std::vector<int64_t>> set_input_shapes(
+    const std::string& path, onnx::GraphProto& graph, const std::set<std::string>& constants,
+    const std::vector<InputShape>& inputs) {
   std::map<std::string, const InputShape*> given;
   for (const auto& in : inputs) given[in.name] = &in;
   // A name that is no input (a typo) first: otherwise the input it meant says it is symbolic, and
@@ -154,7 +155,7 @@ bool set_input_shapes(const std::string& path, onnx::GraphProto& graph,
       throw Error(ErrorKind::kInvalidArgument,
                   "--input " + name + ": the model has no such input (its inputs: " + known + ")");
     }
-  bool overridden = false;
+  std::map<std::string, std::vector<int64_t>> replaced;
   for (auto& value : *graph.mutable_input()) {
     if (constants.count(value.name())) continue;
     auto it = given.find(value.name());
@@ -169,8 +170,9 @@ bool set_input_shapes(const std::string& path, onnx::GraphProto& graph,
       // Fixed dimensions are overridden too (another batch size, another image size); shape
       // inference then says whether the graph allows it.
       for (int d = 0; d < shape->dim_size(); ++d)
-        overridden = overridden || (shape->dim(d).has_dim_value() &&
-                                    shape->dim(d).dim_value() != want[static_cast<size_t>(d)]);
+        if (shape->dim(d).has_dim_value() &&
+            shape->dim(d).dim_value() != want[static_cast<size_t>(d)])
+          replaced[value.name()] = dims_of(value.type());
       shape->clear_dim();
       for (int64_t d : want) shape->add_dim()->set_dim_value(d);
       given.erase(it);
@@ -190,7 +192,7 @@ bool set_input_shapes(const std::string& path, onnx::GraphProto& graph,
                       "=<dims, e.g. " + (example.empty() ? "1x3x224x224" : example) + ">");
     }
   }
-  return overridden;
+  return replaced;
 }
 
 // The elements of a small float, double or integer tensor as doubles; nullopt for other types,
@@ -495,7 +497,8 @@ Graph graph_of(const std::string& path, onnx::ModelProto& model,
   // graph alike (torch.onnx "main_graph", tf2onnx "tf2onnx").
   graph.name = std::filesystem::path(path).stem().string();
   for (const auto& init : model.graph().initializer()) record_initializer(graph, init);
-  if (set_input_shapes(path, *model.mutable_graph(), graph.constants, inputs)) {
+  graph.replaced_inputs = set_input_shapes(path, *model.mutable_graph(), graph.constants, inputs);
+  if (!graph.replaced_inputs.empty()) {
     // Shapes stored for the old input would contradict the new ones: inference recomputes them.
     model.mutable_graph()->clear_value_info();
     // The outputs keep their rank (ONNX's checker requires a shape), their dimensions unknown.

@@ -106,6 +106,9 @@ struct Graph {
   // infer_shapes gives ONNX again.
   std::map<std::string, int64_t> opsets;
   int64_t ir_version = 0;
+  // The graph inputs whose fixed dimensions --input changed, with the model's own shape (a
+  // symbolic dimension as -1): what `ktune tasks` says was replaced.
+  std::map<std::string, std::vector<int64_t>> replaced_inputs;
 
   // The shape of `tensor` when fully known (no -1), else nullopt.
   std::optional<std::vector<int64_t>> shape(const std::string& tensor) const;

@@ -1,5 +1,5 @@
 // Defines WarningCapture: spdlog's default logger routed into a string while it lives, for tests
-// that check what a library function warns.
+// that check what a library function warns (or says at another level).
 #pragma once
 
 #include <memory>
@@ -23,11 +23,14 @@ class WarningCapture {
   WarningCapture(const WarningCapture&) = delete;
   WarningCapture& operator=(const WarningCapture&) = delete;
   // The warnings logged so far, one line each, without the level.
-  std::vector<std::string> warnings() const {
+  std::vector<std::string> warnings() const { return lines("warning"); }
+  // The lines logged so far at `level` ("info", "warning", ...), without the level.
+  std::vector<std::string> lines(const std::string& level) const {
     std::vector<std::string> w;
     std::istringstream in(out_.str());
+    const std::string prefix = level + "|";
     for (std::string line; std::getline(in, line);)
-      if (line.rfind("warning|", 0) == 0) w.push_back(line.substr(8));
+      if (line.rfind(prefix, 0) == 0) w.push_back(line.substr(prefix.size()));
     return w;
   }
 

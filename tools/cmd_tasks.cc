@@ -43,13 +43,24 @@ std::string mflop(double flop) {
   return buf;
 }
 
-void print_table(const frontend::ModelTasks& m) {
+// What --input changed of a fixed shape, one line per input, under the model line: shape
+// inference accepted the graph at the new shape, and the user sees it was not the model's own.
+void print_replaced(const frontend::Graph& g) {
+  for (const auto& [name, own] : g.replaced_inputs)
+    std::printf("input %s: --input %s replaces the model's fixed shape %s\n", name.c_str(),
+                frontend::shape_text(g.shape(name).value_or(std::vector<int64_t>{})).c_str(),
+                frontend::shape_text(own).c_str());
+  if (!g.replaced_inputs.empty()) std::printf("\n");
+}
+
+void print_table(const frontend::ModelTasks& m, const frontend::Graph& g) {
   size_t alternatives = 0;
   for (const auto& t : m.tasks) alternatives += t.alternative_of ? 1 : 0;
   const std::string other =
       alternatives ? " (" + std::to_string(alternatives) + " of them other algorithms)" : "";
   std::printf("model %s: %zu tasks%s, %.3f GFLOP per run\n\n", m.model.c_str(), m.tasks.size(),
               other.c_str(), m.total_flop() / 1e9);
+  print_replaced(g);
   std::printf(
       "status: ok = the template takes the workload as listed; epilogue_unfused = it takes the "
       "shape, the\n"
@@ -137,12 +148,16 @@ void run_tasks(const TasksOptions& o) {
     j["nodes"] = nodes;
     j["covered"] = covered_nodes(nodes, blocked);
     j["buildable"] = blocked.empty();
+    j["replaced_inputs"] = nlohmann::json::array();
+    for (const auto& [name, own] : model.graph.replaced_inputs)
+      j["replaced_inputs"].push_back(
+          {{"input", name}, {"model", own}, {"given", model.graph.shape(name).value_or(own)}});
     j["blocking"] = nlohmann::json::array();
     for (const auto& b : blocked)
       j["blocking"].push_back({{"node", b.node}, {"op", b.op}, {"reason", b.reason}});
     std::cout << j.dump(2) << "\n";
   } else {
-    print_table(tasks);
+    print_table(tasks, model.graph);
     print_verdict(nodes, blocked);
   }
   // A model that cannot be built is a failed check, for a script as for a user.

@@ -275,11 +275,15 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
   // The fallback config, measured in this run so that the speed-up compares like with like, and
   // logged like every measurement, so that best() never serves a config slower than it. It is
   // claimed first like every config (two runs never log it twice), and measured even when another
-  // run holds it, for this run's speed-up.
+  // run holds it, for this run's speed-up. A fallback the log holds already (a re-run) is
+  // measured but neither claimed nor logged again.
   bool fallback_told = false;  // handed to the tuner with the resumed measurements
   if (o.measure_fallback && !(o.should_stop && o.should_stop())) {
     const MeasureInput fallback{&task_, task_.fallback_config()};
-    const bool mine = !claims || claims->claim({fallback}).front();
+    const bool known = std::any_of(
+        tune_options.resume.begin(), tune_options.resume.end(),
+        [&](const PastMeasurement& p) { return p.config.index() == fallback.config.index(); });
+    const bool mine = !known && (!claims || claims->claim({fallback}).front());
     report.fallback = measurer_.measure({fallback}).front();
     if (mine) {
       const auto start = std::chrono::steady_clock::now();
@@ -291,9 +295,6 @@ SessionReport TuningSession::run(const std::function<void(const ProgressSnapshot
       if (claims) claims->release({fallback});
     }
     // The tuner knows it as measured: it is not measured again, and the best includes it.
-    const bool known = std::any_of(
-        tune_options.resume.begin(), tune_options.resume.end(),
-        [&](const PastMeasurement& p) { return p.config.index() == fallback.config.index(); });
     if (!known) {
       tune_options.resume.push_back({fallback.config, *report.fallback});
       fallback_told = true;

@@ -182,6 +182,33 @@ TEST(TasksCli, SymbolicInputWithInputOption) {
   EXPECT_EQ(j["tasks"][0]["args"]["N"], "4");
 }
 
+// --input on an input the model fixes replaces it (another batch, another image size) and says
+// so in the output, the model's shape beside the given one; a symbolic dimension filled in or the
+// model's own shape repeated is no replacement.
+TEST(TasksCli, AReplacedFixedInputIsNamed) {
+  const auto text = ktune("tasks " + quote(model("resnet18.onnx")) + " --input input=2x3x160x160");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("input input: --input 2x3x160x160 replaces the model's fixed shape "
+                          "1x3x224x224\n"),
+            std::string::npos)
+      << text.out.substr(0, 600);
+  const auto json =
+      ktune("tasks " + quote(model("resnet18.onnx")) + " --input input=2x3x160x160 --json");
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  ASSERT_EQ(j["replaced_inputs"].size(), 1u);
+  EXPECT_EQ(j["replaced_inputs"][0]["input"], "input");
+  EXPECT_EQ(j["replaced_inputs"][0]["model"], nlohmann::json({1, 3, 224, 224}));
+  EXPECT_EQ(j["replaced_inputs"][0]["given"], nlohmann::json({2, 3, 160, 160}));
+  for (const std::string& args :
+       {quote(model("resnet18.onnx")) + " --input input=1x3x224x224 --json",
+        quote(model("resnet18_dynamic.onnx")) + " --input input=4x3x224x224 --json"}) {
+    const auto same = ktune("tasks " + args);
+    ASSERT_EQ(same.status, 0) << args << ": " << same.err;
+    EXPECT_TRUE(nlohmann::json::parse(same.out)["replaced_inputs"].empty()) << args;
+  }
+}
+
 TEST(TasksCli, BadInputIsOneLine) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {quote(model("not_onnx.onnx")), "not an ONNX model"},

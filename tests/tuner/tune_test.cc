@@ -11,6 +11,7 @@
 
 #include "schedule_space/task.h"
 #include "te/tensor.h"
+#include "tests/warning_capture.h"
 #include "tuner/basic_tuners.h"
 #include "tuner/db_log.h"
 #include "tuner/tune.h"
@@ -350,9 +351,16 @@ TEST(Tune, SessionLogsItsFallbackOnceAndItsBestIncludesIt) {
     const nlohmann::json summary = summary_json(task, target, r);
     EXPECT_DOUBLE_EQ(summary["speedup_over_fallback"].get<double>(), 1.0);
 
-    // A second run measures the fallback again (its speed-up), but the log holds it once.
+    // A second run measures the fallback again (its speed-up), but the log holds it once: it
+    // does not claim it either (a claim refused would say the log has it, for no config of its
+    // search).
     FastFallbackMeasurer second;
-    r = TuningSession(task, db, second, target, o).run();
+    {
+      testing_log::WarningCapture log;
+      r = TuningSession(task, db, second, target, o).run();
+      for (const std::string& line : log.lines("info"))
+        EXPECT_EQ(line.find("in the log already"), std::string::npos) << line;
+    }
     EXPECT_EQ(r.result.n_measured, 10u);
     EXPECT_EQ(r.result.n_resumed, 11u);
     EXPECT_EQ(std::count(second.measured.begin(), second.measured.end(), fallback), 1);
