@@ -157,16 +157,16 @@ te::LoweredFunc layer_norm(const std::string& name, const std::vector<int64_t>& 
   te::Tensor gamma = te::placeholder({n}, te::Float(32), "gamma");
   te::Tensor beta = te::placeholder({n}, te::Float(32), "beta");
   const RowReduce sums = row_reduce(
-      Combine::kSum, rows, n, kLanes, [&](const te::Expr& r, const te::Expr& j) { return x(r, j); },
-      "sum");
+      Combine::kSum, {rows}, n, kLanes,
+      [&](const std::vector<te::Var>& r, const te::Expr& j) { return x(r[0], j); }, "sum");
   const te::Tensor sum = sums.result;
   const te::Expr inv_n = f(1.0f / static_cast<float>(n));
   // Two passes (the mean, then the squared deviations), as the decomposed graph computes it: one
   // pass of E[x^2] - E[x]^2 cancels badly when the mean is large against the spread.
   const RowReduce squares = row_reduce(
-      Combine::kSum, rows, n, kLanes,
-      [&](const te::Expr& r, const te::Expr& j) {
-        const te::Expr d = x(r, j) - sum(r) * inv_n;
+      Combine::kSum, {rows}, n, kLanes,
+      [&](const std::vector<te::Var>& r, const te::Expr& j) {
+        const te::Expr d = x(r[0], j) - sum(r[0]) * inv_n;
         return d * d;
       },
       "sq");
@@ -209,16 +209,17 @@ te::LoweredFunc softmax_rows(const std::string& name, int64_t rows, int64_t n, b
                              float scale) {
   te::Tensor x = te::placeholder({rows, n}, te::Float(32), "x");
   const RowReduce tops = row_reduce(
-      Combine::kMax, rows, n, kLanes,
-      [&](const te::Expr& r, const te::Expr& j) { return scaled(x(r, j), scale); }, "top");
+      Combine::kMax, {rows}, n, kLanes,
+      [&](const std::vector<te::Var>& r, const te::Expr& j) { return scaled(x(r[0], j), scale); },
+      "top");
   const te::Tensor top = tops.result;
   // Each exp once, in vector lanes (a stage of its own); the row sums then only add.
   te::Tensor e = te::compute(
       {rows, n}, [&](te::Var r, te::Var j) { return te::exp(scaled(x(r, j), scale) - top(r)); },
       "e");
   const RowReduce totals = row_reduce(
-      Combine::kSum, rows, n, kLanes, [&](const te::Expr& r, const te::Expr& j) { return e(r, j); },
-      "total");
+      Combine::kSum, {rows}, n, kLanes,
+      [&](const std::vector<te::Var>& r, const te::Expr& j) { return e(r[0], j); }, "total");
   const te::Tensor total = totals.result;
   // LogSoftmax: x - (max + log(sum)), the log once per row.
   te::Tensor shift;

@@ -31,27 +31,27 @@ double parse_scale(const std::string& text) {
 SoftmaxPrologue softmax_prologue(const te::Tensor& scores, double scale) {
   const te::Tensor s = scores;
   const int64_t batch = s.shape()[0], M = s.shape()[1], K = s.shape()[2];
-  const te::Expr m(M), c = te::cast(s.dtype(), te::Expr(scale));
+  const te::Expr c = te::cast(s.dtype(), te::Expr(scale));
   const auto scaled = [&](const te::Expr& q, const te::Expr& i, const te::Expr& k) {
     return scale == 1 ? s(q, i, k) : s(q, i, k) * c;
   };
   SoftmaxPrologue p;
   p.top = row_reduce(
-      Combine::kMax, batch * M, K, kLanes,
-      [&](const te::Expr& r, const te::Expr& k) { return scaled(r / m, r % m, k); }, "top");
+      Combine::kMax, {batch, M}, K, kLanes,
+      [&](const std::vector<te::Var>& r, const te::Expr& k) { return scaled(r[0], r[1], k); },
+      "top");
   const te::Tensor top = p.top.result;
   p.e = te::compute(
       {batch, M, K},
-      [&](te::Var q, te::Var i, te::Var k) { return te::exp(scaled(q, i, k) - top(q * m + i)); },
-      "e");
+      [&](te::Var q, te::Var i, te::Var k) { return te::exp(scaled(q, i, k) - top(q, i)); }, "e");
   const te::Tensor e = p.e;
   p.total = row_reduce(
-      Combine::kSum, batch * M, K, kLanes,
-      [&](const te::Expr& r, const te::Expr& k) { return e(r / m, r % m, k); }, "total");
+      Combine::kSum, {batch, M}, K, kLanes,
+      [&](const std::vector<te::Var>& r, const te::Expr& k) { return e(r[0], r[1], k); }, "total");
   const te::Tensor total = p.total.result;
   p.inverse = te::compute(
       {batch, M},
-      [&](te::Var q, te::Var i) { return te::cast(s.dtype(), te::Expr(1.0)) / total(q * m + i); },
+      [&](te::Var q, te::Var i) { return te::cast(s.dtype(), te::Expr(1.0)) / total(q, i); },
       "inverse");
   return p;
 }

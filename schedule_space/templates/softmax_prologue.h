@@ -17,7 +17,7 @@ namespace ktune::schedule_space::templates {
 // each output row is multiplied by once the product is done: FlashAttention's deferred
 // normalization, so the product reads e as it was computed).
 struct SoftmaxPrologue {
-  RowReduce top, total;  // over rows q * M + i
+  RowReduce top, total;  // [batch, M]
   te::Tensor e;          // [batch, M, K]
   te::Tensor inverse;    // [batch, M]
   // Computes every stage at `at`, the loop of `out` over its outer tiles: a tile's rows of e, in
