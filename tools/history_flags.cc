@@ -42,12 +42,20 @@ void warn_if_mostly_untuned(const deploy::StepSources& n, const HistorySource& f
   if (n.tuned_fallback_config > 0)
     parts += ", " + std::to_string(n.tuned_fallback_config) +
              " whose best record is the fallback config (no trial ran, or none beat it)";
-  std::string model_args = model;
-  for (const std::string& input : inputs) model_args += " --input " + input;
-  const std::string tune =
-      "`ktune tune-model " + model_args +
-      (from.is_server() ? " --server " + from.server_options().server : " --db " + from.db_path()) +
-      "`";
+  std::string args = model;
+  for (const std::string& input : inputs) args += " --input " + input;
+  if (from.is_server()) {
+    // The command as it runs: a job on the server needs the devices it tunes on, and the same
+    // credentials as this build.
+    const rpc_runner::ServiceClientOptions& o = from.server_options();
+    args += " --server " + o.server + " --device-key " +
+            (from.device_key().empty() ? "KEY" : from.device_key());
+    if (!o.token_file.empty()) args += " --token-file " + o.token_file;
+    if (!o.tls_ca_file.empty()) args += " --tls-ca " + o.tls_ca_file;
+  } else {
+    args += " --db " + from.db_path();
+  }
+  const std::string tune = "`ktune tune-model " + args + "`";
   spdlog::warn(
       "{} of the {} tunable kernels run untuned configs ({}): {}", untuned, n.tasks(), parts,
       n.tuned_fallback_config > 0

@@ -94,9 +94,15 @@ class ModelTuning::SessionTuner final : public TaskTuner {
   // It goes to the log like every measurement (once per config), so that a resumed run knows
   // the best this run reported even when that best was the fallback.
   void set_fallback(const MeasureResult& r) {
-    log_fallback(db_, task_, r,
-                 RecordContext{target_, options_.device_key, "", kVersion, 0, options_.emulated,
-                               options_.client});
+    const auto start = std::chrono::steady_clock::now();
+    // Counted like a session's fallback (a server's trial counter counts every record its jobs
+    // log).
+    if (log_fallback(db_, task_, r,
+                     RecordContext{target_, options_.device_key, "", kVersion, 0, options_.emulated,
+                                   options_.client}) &&
+        options_.on_logged)
+      options_.on_logged(
+          {r}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (!r.ok()) return;
     fallback_ = r.mean_cost();
     best_ = std::min(best_, *fallback_);

@@ -22,6 +22,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "rpc_runner/client/service_client.h"
+#include "rpc_runner/protocol/metrics_text.h"
 #include "tests/frontend/test_models.h"
 #include "tests/process_util.h"
 #include "tuning_db/database.h"
@@ -157,6 +159,15 @@ TEST(ModelJobCli, AModelTunedOnTheFleetLandsInTheServersLogAndResumes) {
     for (const auto& [key, count] : records) of_workload += key.first == w;
     EXPECT_EQ(of_workload, static_cast<size_t>(n) + 1) << w;  // + its fallback
   }
+  // The server's trial counter counts every record its jobs logged, the fallbacks included.
+  {
+    rpc_runner::ServiceClientOptions client;
+    client.server = address;
+    client.token_file = tokens;
+    const auto metrics = rpc_runner::ServiceClient(client).status().metrics;
+    EXPECT_EQ(rpc_runner::metric_sum(metrics, "ktune_trials_total", {{"key", "k"}}),
+              static_cast<double>(total(records)));
+  }
 
   // The second job resumes from the log: 8 new configs, none measured twice; text output.
   const auto second = testing_cli::ktune(cmd + " --trials 8 --no-libraries", true);
@@ -245,6 +256,17 @@ TEST(ModelJobCli, AServerTunedModelGetsItsStepThreadsMeasuredWhereItIsBuilt) {
   const std::string model = quote(testing_models::model("small_cnn.onnx"));
   const std::string cmd =
       "tune-model " + model + " --tuner random --batch-size 2 --no-libraries --device-key k" + srv;
+
+  // Before any job: the build runs every kernel on its fallback and says how to tune them, with a
+  // command that runs as written (the devices' key; a job without one is refused).
+  const auto untuned = testing_cli::ktune("build --model " + model + " --device-key k" + srv +
+                                              " -o " + quote((dir / "untuned.a").string()),
+                                          true);
+  ASSERT_EQ(untuned.status, 0) << untuned.err;
+  EXPECT_NE(untuned.err.find("`ktune tune-model " + testing_models::model("small_cnn.onnx") + srv +
+                             " --device-key k` tunes them"),
+            std::string::npos)
+      << untuned.err;
 
   expect_one_line_error(testing_cli::ktune(cmd + " --trials 14 --model-threads 2", true),
                         "--measure-steps");
