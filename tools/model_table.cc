@@ -306,8 +306,16 @@ void print_lead(std::FILE* out, const tuner::ModelTuningReport& report,
     const std::string why = built.contains("error")
                                 ? "not built: " + built["error"].get<std::string>()
                                 : "the model was not built and timed in this run";
-    std::fprintf(out, "model %s: %s ms estimated, the sum of count x best over %zu tasks (%s)\n",
-                 model.c_str(), ms_text(report.tuned_s).c_str(), report.tasks.size(), why.c_str());
+    // Each layer once, at the faster of its task and the task's other algorithms: the tasks that
+    // are no alternative, the rows that ship.
+    const auto layers = std::count_if(report.tasks.begin(), report.tasks.end(),
+                                      [](const auto& t) { return t.alternative_of.empty(); });
+    const size_t others = report.tasks.size() - static_cast<size_t>(layers);
+    const std::string over =
+        std::to_string(layers) + " tasks" +
+        (others > 0 ? ", each at the faster of it and its other algorithms" : "");
+    std::fprintf(out, "model %s: %s ms estimated, the sum of count x best over %s (%s)\n",
+                 model.c_str(), ms_text(report.tuned_s).c_str(), over.c_str(), why.c_str());
     return;
   }
   const double run = built["measured_s"].get<double>();
