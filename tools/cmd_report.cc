@@ -89,8 +89,10 @@ void run_report(const ReportOptions& o) {
                 << (w.emulated ? " (emulated)" : "") << ": its timings spread more than "
                 << static_cast<int>(100 * tuning_db::kNoisySpread) << "%"
                 << (w.best_retimed ? " (re-timed)" : "") << "\n";
-  spdlog::info("wrote {} ({} workloads, {} runs with model quality, {} model runs)", o.out,
-               report.workloads.size(), report.runs.size(), report.model_runs.size());
+  spdlog::info(
+      "wrote {} ({} workloads, {} xgb runs with their cost model's rank correlation, {} "
+      "model runs)",
+      o.out, report.workloads.size(), report.runs.size(), report.model_runs.size());
 }
 
 void add_report(CLI::App& app) {

@@ -24,7 +24,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1120px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ccc}
 h3{font-size:15px;margin:0 0 6px;font-family:monospace;word-break:break-all}
 .meta{color:#666}.card{border:1px solid #ddd;border-radius:6px;padding:12px;margin:12px 0}
-.row{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
+.row{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}.wide{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:right}
 th{background:#f4f4f4}td.l,th.l{text-align:left}td.cfg{font-family:monospace;font-size:11px;text-align:left;max-width:420px;word-break:break-all}
 .plot text{font-size:11px;fill:#444}.plot .grid{stroke:#eee}.plot .frame{fill:none;stroke:#999}
@@ -299,8 +299,10 @@ std::string model_section(const tuning_db::ModelRunReport& m,
     out += "<p class=\"bad untried\">" + std::to_string(untried) + " of " +
            std::to_string(m.layers.size()) +
            " tasks got no trial in this run: each runs what the log held, else its fallback</p>";
+  // In a box of its own that scrolls: its twelve columns are wider than the page at 1200 pixels.
   out +=
-      "<table><tr><th>#</th><th class=\"l\">layer</th><th>count</th><th>trials</th><th>tuning "
+      "<div class=\"wide\"><table><tr><th>#</th><th "
+      "class=\"l\">layer</th><th>count</th><th>trials</th><th>tuning "
       "curve</th><th>best ms</th><th>fallback ms</th><th>library "
       "ms</th><th>tuned/library</th><th title=\"of the tuned tasks' estimate, on the rows that "
       "ship\">share</th><th class=\"l\">ships</th><th class=\"l\">library</th></tr>";
@@ -339,7 +341,7 @@ std::string model_section(const tuning_db::ModelRunReport& m,
            td(ratio) + td(shares[i] ? std::to_string(*shares[i]) + "%" : "-") +
            td(l.runs_in_model ? "yes" : "no", true) + td(html_escape(l.library), true) + "</tr>";
   }
-  out += "</table>";
+  out += "</table></div>";
   // As the model table under tune-model marks them.
   if (std::any_of(m.layers.begin(), m.layers.end(),
                   [](const auto& l) { return l.best_noisy || l.fallback_noisy; }))
