@@ -3,6 +3,7 @@
 #include "frontend/onnx_graph.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
@@ -126,13 +127,19 @@ void record_type(Graph& graph, const onnx::ValueInfoProto& v) {
 }
 
 std::string dims_text(const onnx::TypeProto& type) {
+  // Joined by 'x' like --input's dims while every name is a plain word ("Nx3x224x224"); an
+  // exporter's dotted names (paddle2onnx's "p2o.DynamicDimension.0") read better as a list.
+  bool plain = true;
+  for (const auto& d : type.tensor_type().shape().dim())
+    for (char c : d.dim_param())
+      plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
   std::string text;
   for (const auto& d : type.tensor_type().shape().dim()) {
-    if (!text.empty()) text += "x";
+    if (!text.empty()) text += plain ? "x" : ", ";
     text += d.has_dim_value() ? std::to_string(d.dim_value())
                               : (d.dim_param().empty() ? "?" : d.dim_param());
   }
-  return text;
+  return plain ? text : "[" + text + "]";
 }
 
 // Applies the --input shapes and requires every graph input to be fully known afterwards.
@@ -189,7 +196,8 @@ std::map<std::string, std::vector<int64_t>> set_input_shapes(
       throw Error(ErrorKind::kInvalidArgument,
                   path + ": input '" + value.name() + "' has a symbolic shape (" +
                       dims_text(value.type()) + "); give it with --input " + value.name() +
-                      "=<dims, e.g. " + (example.empty() ? "1x3x224x224" : example) + ">");
+                      "=<dims, e.g. " + (example.empty() ? "1x3x224x224" : example) +
+                      ": 1 for each symbolic dimension, or the size the model is used at>");
     }
   }
   return replaced;

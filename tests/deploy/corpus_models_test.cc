@@ -69,13 +69,21 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // Without --input, the error's example is the model's own shape with a batch of one (tf2onnx's
-// [unk__0, 16000, 1] audio input), not an image's.
+// [unk__0, 16000, 1] audio input), not an image's; dotted dimension names read as a list.
 TEST(Corpus, ASymbolicInputsExampleIsItsOwnShape) {
   const auto tasks = ktune("tasks " + quote(model("audio_cnn1d.onnx")), true);
   EXPECT_NE(tasks.status, 0);
-  EXPECT_NE(tasks.err.find("give it with --input input_1:0=<dims, e.g. 1x16000x1>"),
+  EXPECT_NE(tasks.err.find("give it with --input input_1:0=<dims, e.g. 1x16000x1: 1 for each "
+                           "symbolic dimension"),
             std::string::npos)
       << tasks.err;
+  // paddle2onnx's dotted dimension names as a list, not joined by 'x'.
+  const auto rec = ktune("tasks " + quote(model("text_rec.onnx")), true);
+  EXPECT_NE(rec.status, 0);
+  EXPECT_NE(rec.err.find("input 'x' has a symbolic shape ([p2o.DynamicDimension.0, 3, 32, "
+                         "p2o.DynamicDimension.1]); give it with --input x=<dims, e.g. 1x3x32x1: "),
+            std::string::npos)
+      << rec.err;
 }
 
 }  // namespace

@@ -197,7 +197,8 @@ TEST(OnnxImport, SymbolicBatchNeedsInput) {
   EXPECT_EQ(load_error(model("resnet18_dynamic.onnx"), {}, &message), ErrorKind::kInvalidArgument);
   // The example fills the symbolic batch with 1 and keeps the known dimensions.
   EXPECT_NE(message.find("input 'input' has a symbolic shape (Nx3x224x224); give it with --input "
-                         "input=<dims, e.g. 1x3x224x224>"),
+                         "input=<dims, e.g. 1x3x224x224: 1 for each symbolic dimension, or the "
+                         "size the model is used at>"),
             std::string::npos)
       << message;
   // A misspelled name is named, with the model's inputs, rather than ignored.
