@@ -3,7 +3,6 @@
 #include "frontend/epilogue_fusion.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -15,14 +14,6 @@ namespace ktune::frontend {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// A bound as the template's argument takes it: the shortest text that reads back as the same
-// float32 (the model's element type), so one bound has one workload key.
-std::string bound_text(double v) {
-  char buf[64];
-  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, static_cast<float>(v));
-  return ec == std::errc() ? std::string(buf, ptr) : std::to_string(v);
-}
 
 }  // namespace
 
@@ -98,8 +89,8 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::clip(size_t node) const 
   if (lo == 0 && hi == 6) return Activation{"relu6", {}, {node}};
   if (lo == 0 && hi == kInf) return Activation{"relu", {}, {node}};
   Activation a{"clip", {}, {node}};
-  if (lo != -kInf) a.args["clip_min"] = bound_text(lo);
-  if (hi != kInf) a.args["clip_max"] = bound_text(hi);
+  if (lo != -kInf) a.args["clip_min"] = float32_text(lo);
+  if (hi != kInf) a.args["clip_max"] = float32_text(hi);
   return a;
 }
 
@@ -293,8 +284,8 @@ std::optional<EpilogueFuser::Activation> EpilogueFuser::activation(
     if (n.op == "Clip") return clip(*next);
     // The parameters ONNX's defaults leave out of the workload key.
     auto param = [&](Activation& a, const char* arg, const char* attribute, double onnx_default) {
-      const std::string text = bound_text(n.float_or(attribute, onnx_default));
-      if (text != bound_text(onnx_default)) a.args[arg] = text;
+      const std::string text = float32_text(n.float_or(attribute, onnx_default));
+      if (text != float32_text(onnx_default)) a.args[arg] = text;
     };
     if (n.op == "LeakyRelu") {
       Activation a{"leaky_relu", {}, {*next}};

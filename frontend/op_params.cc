@@ -2,6 +2,7 @@
 #include "frontend/op_params.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -174,6 +175,12 @@ PadParams read_pad(const Graph& g, const Node& n, const ConstantLookup& constant
 std::vector<int64_t> read_axes(const Node& n, const ConstantLookup& constants) {
   if (n.attrs.count("axes")) return n.ints("axes");
   return ints_at(n, 1, "an axes", constants).value_or(std::vector<int64_t>{});
+}
+
+std::string float32_text(double v) {
+  char buf[64];
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, static_cast<float>(v));
+  return ec == std::errc() ? std::string(buf, ptr) : std::to_string(v);
 }
 
 ResizeParams read_resize(const Graph& g, const Node& n, const ConstantLookup& constants) {

@@ -19,6 +19,11 @@ namespace ktune::frontend {
 // The element count of a shape (1 for a scalar's []).
 int64_t count_of(const std::vector<int64_t>& shape);
 
+// A model's float constant as a template argument takes it (a Clip bound, an activation's
+// parameter, a softmax's scale): the shortest text that reads back as the same float32, so one
+// value has one workload key.
+std::string float32_text(double v);
+
 // Where a reader finds a node's constant inputs: the value of `tensor`, or nullopt when it is no
 // constant the caller knows. A model build knows every constant (lookup_in(Constants)); the graph
 // passes and the fuser know the small ones (Graph::values); constant folding, what it folded.

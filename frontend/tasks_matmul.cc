@@ -2,7 +2,6 @@
 // matrix-vector) and FusedMatMul (transB: B read as [.., N, K]) become matmul, batch_matmul or
 // dense_bias_relu; an int8 one matmul_u8s8s32.
 #include <algorithm>
-#include <charconv>
 
 #include "frontend/heads_matmul.h"
 #include "frontend/op_params.h"
@@ -67,11 +66,7 @@ void TaskExtractor::take_softmax_prologue(size_t i, Candidate& c) {
   }
   if (g_.type(scores) != "float32" || g_.shape(scores) != shape) return;
   c.args["a_softmax"] = "1";
-  if (scale != 1) {  // the template's key form (batch_matmul resolves it the same way)
-    char buf[64];
-    const auto printed = std::to_chars(buf, buf + sizeof buf, static_cast<float>(scale));
-    c.args["a_scale"] = std::string(buf, printed.ptr);
-  }
+  if (scale != 1) c.args["a_scale"] = float32_text(scale);
   if (scaled != scaled_softmax_at_.end()) scaled_softmax_at_.erase(scaled);
   c.prologue = nodes;
   c.first_input = scores;
